@@ -1,0 +1,190 @@
+//! `sluice sim`: replay a trace and report.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+use indicatif::{ProgressBar, ProgressStyle};
+use sluice_core::{BackfillParams, Policy};
+use sluice_sim::metrics::{self, Metrics};
+use sluice_sim::setup::{self, MachineSpec, Mode};
+use sluice_sim::trace::{self, Format};
+use sluice_sim::{output, plot, replay, SimError};
+
+/// Scheduling policy names on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PolicyName {
+    /// First come, first served.
+    Fcfs,
+    /// EASY backfilling.
+    Easy,
+    /// Conservative backfilling.
+    Conservative,
+    /// Slurm's priority scheduling with periodic backfill (sched/backfill).
+    Backfill,
+}
+
+/// Options of `sluice sim`.
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    /// The trace: SWF (`.swf`, `.swf.gz`), an Alibaba openb pod list or a Tiresias job list (CSV).
+    #[arg(long, value_name = "FILE")]
+    pub trace: PathBuf,
+    /// Node list for an Alibaba pod list (`openb_node_list_*.csv`).
+    #[arg(long, value_name = "FILE")]
+    pub node_list: Option<PathBuf>,
+    /// Cluster spec for a Tiresias job list (`cluster_spec.csv`).
+    #[arg(long, value_name = "FILE")]
+    pub cluster_spec: Option<PathBuf>,
+    /// Scheduling policy.
+    #[arg(long, value_enum, default_value_t = PolicyName::Backfill)]
+    pub policy: PolicyName,
+    /// Reference mode: one processor pool and the reference normalisation of the
+    /// scheduling literature (SWF traces only).
+    #[arg(long)]
+    pub reference: bool,
+    /// Machine size in processors (default: the SWF header's MaxProcs).
+    #[arg(long, value_name = "N")]
+    pub procs: Option<u32>,
+    /// Number of nodes the processors are spread over (full mode; default: MaxNodes).
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<u32>,
+    /// Take the machine (nodes, partitions, SchedulerParameters) from a slurm.conf.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Backfill parameters in slurm.conf syntax, e.g. `bf_window=2880,bf_resolution=300`
+    /// (applied after any from --config).
+    #[arg(long, value_name = "LIST")]
+    pub scheduler_parameters: Option<String>,
+    /// Print the metrics as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write one row per job (`id submit start finish run est procs`) to this TSV file.
+    #[arg(long, value_name = "FILE.tsv")]
+    pub jobs_out: Option<PathBuf>,
+    /// Draw queue length and utilisation over time into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Runs `sluice sim`.
+pub fn run(args: SimArgs) -> Result<(), SimError> {
+    let format = trace::detect_format(&args.trace)?;
+    let workload = match format {
+        Format::Swf => trace::swf::read(&args.trace)?,
+        Format::Alibaba => {
+            let nodes = args.node_list.as_ref().ok_or_else(|| {
+                SimError::Machine("an Alibaba pod list needs its node list: --node-list FILE".into())
+            })?;
+            trace::alibaba::read(&args.trace, nodes)?
+        }
+        Format::Tiresias => {
+            let spec = args.cluster_spec.as_ref().ok_or_else(|| {
+                SimError::Machine("a Tiresias job list needs its cluster spec: --cluster-spec FILE".into())
+            })?;
+            trace::tiresias::read(&args.trace, spec)?
+        }
+    };
+    let mut params = BackfillParams::default();
+    let mut machine = MachineSpec {
+        procs: args.procs,
+        nodes: args.nodes,
+        config: None,
+    };
+    if let Some(path) = &args.config {
+        let conf = sluice_conf::slurm_conf::read(path).map_err(|e| SimError::Machine(e.to_string()))?;
+        for w in &conf.warnings {
+            eprintln!("sluice sim: warning: {w}");
+        }
+        params = conf.backfill.clone();
+        machine.config = Some(conf.cluster);
+    }
+    if let Some(list) = &args.scheduler_parameters {
+        sluice_conf::slurm_conf::apply_scheduler_parameters(&mut params, list)
+            .map_err(|e| SimError::Machine(format!("--scheduler-parameters: {e}")))?;
+    }
+    let policy = match args.policy {
+        PolicyName::Fcfs => Policy::Fcfs,
+        PolicyName::Easy => Policy::Easy,
+        PolicyName::Conservative => Policy::Conservative,
+        PolicyName::Backfill => Policy::Backfill(params),
+    };
+    let mode = if args.reference { Mode::Reference } else { Mode::Full };
+    let (cluster, jobs, skipped) = setup::prepare(&workload, mode, &machine, &policy, &args.trace)?;
+    let last_submit = jobs.iter().map(|j| j.spec.submit).max().unwrap_or(0);
+    let bar = ProgressBar::new(jobs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} replaying [{bar:40}] {pos}/{len} jobs ({per_sec}, {eta} left)")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let options = replay::ReplayOptions {
+        samples: args.plot.is_some(),
+    };
+    let result = replay::run(cluster, policy.clone(), jobs, options, &mut |done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    let m = metrics::compute(&result, last_submit);
+    if let Some(path) = &args.jobs_out {
+        let f = File::create(path).map_err(|e| SimError::io_at(path, e))?;
+        output::write_jobs(BufWriter::new(f), &result.records).map_err(|e| SimError::io_at(path, e))?;
+    }
+    if let Some(path) = &args.plot {
+        plot::draw(path, &result, &args.trace.display().to_string(), policy.name())?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&m).expect("metrics serialise"));
+    } else {
+        print_table(&m, &args, &policy, skipped.no_data);
+    }
+    Ok(())
+}
+
+fn print_table(m: &Metrics, args: &SimArgs, policy: &Policy, skipped: u64) {
+    let mode = if args.reference { "reference" } else { "full" };
+    println!("trace {} — policy {} — {mode} mode", args.trace.display(), policy.name());
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec!["metric", "value"]);
+    let rows: Vec<(&str, String)> = vec![
+        ("jobs finished", m.jobs_finished.to_string()),
+        ("jobs rejected", m.jobs_rejected.to_string()),
+        ("jobs skipped (no run time or processors)", skipped.to_string()),
+        ("jobs counted", m.jobs_counted.to_string()),
+        ("average wait (min)", format!("{:.4}", m.avg_wait_min)),
+        ("median wait (min)", format!("{:.4}", m.median_wait_min)),
+        ("95th percentile wait (min)", format!("{:.4}", m.p95_wait_min)),
+        ("average response (min)", format!("{:.4}", m.avg_response_min)),
+        ("average bounded slowdown (τ=10s)", format!("{:.4}", m.avg_bounded_slowdown)),
+        ("utilisation", format!("{:.4}", m.utilization)),
+        ("makespan (s)", m.makespan_s.to_string()),
+        ("jobs backfilled", m.jobs_backfilled.to_string()),
+        ("jobs killed at time limit", m.jobs_timed_out.to_string()),
+    ];
+    for (k, v) in rows {
+        t.add_row(vec![Cell::new(k), Cell::new(v).set_alignment(CellAlignment::Right)]);
+    }
+    if m.gpu_seconds > 0.0 {
+        t.add_row(vec![Cell::new("GPU-hours"), Cell::new(format!("{:.1}", m.gpu_seconds / 3600.0)).set_alignment(CellAlignment::Right)]);
+        t.add_row(vec![Cell::new("GPU utilisation"), Cell::new(format!("{:.4}", m.gpu_utilization)).set_alignment(CellAlignment::Right)]);
+    }
+    println!("{t}");
+    if m.per_user.len() > 1 {
+        let mut users: Vec<_> = m.per_user.iter().collect();
+        users.sort_by_key(|u| (std::cmp::Reverse(u.jobs), u.user));
+        let shown = users.len().min(10);
+        println!("per user ({shown} with the most jobs of {}; all in --json)", users.len());
+        let mut u = Table::new();
+        u.load_preset(UTF8_FULL_CONDENSED)
+            .set_header(vec!["user", "jobs", "avg wait (min)", "avg bounded slowdown"]);
+        for x in &users[..shown] {
+            u.add_row(vec![
+                Cell::new(x.user),
+                Cell::new(x.jobs).set_alignment(CellAlignment::Right),
+                Cell::new(format!("{:.2}", x.avg_wait_min)).set_alignment(CellAlignment::Right),
+                Cell::new(format!("{:.2}", x.avg_bounded_slowdown)).set_alignment(CellAlignment::Right),
+            ]);
+        }
+        println!("{u}");
+    }
+}

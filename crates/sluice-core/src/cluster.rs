@@ -1,0 +1,185 @@
+//! The machine: nodes, partitions and the names of their GRES and features.
+
+use crate::ids::{NodeId, PartitionId};
+use crate::time::Secs;
+use crate::tres::{GresTable, Resources};
+
+/// Whether a node may receive new work (Slurm's base node states, as far as the
+/// scheduler cares; allocation states such as MIXED follow from the jobs on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeState {
+    /// Up and schedulable.
+    Up,
+    /// Not responding or set DOWN: nothing runs or starts here.
+    Down,
+    /// DRAIN: running jobs finish, nothing new starts.
+    Drain,
+}
+
+/// One compute node.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// Host name, as in `NodeName=`.
+    pub name: String,
+    /// Everything the node offers: CPUs, `RealMemory` (MiB) and GRES counts.
+    pub capacity: Resources,
+    /// Availability for new work.
+    pub state: NodeState,
+    /// Slurm's `Weight`: nodes of lower weight are preferred when several fit.
+    pub weight: u32,
+    /// Bit `i` set when the node has feature `i` of [`Cluster::features`].
+    pub features: u64,
+}
+
+impl Node {
+    /// A node with `cpus` processors, `mem_mib` MiB of memory and no GRES.
+    pub fn new(name: impl Into<String>, cpus: u32, mem_mib: u64) -> Self {
+        Node {
+            name: name.into(),
+            capacity: Resources {
+                cpus,
+                mem_mib,
+                ..Default::default()
+            },
+            state: NodeState::Up,
+            weight: 1,
+            features: 0,
+        }
+    }
+}
+
+/// Whether a partition accepts and starts jobs (Slurm's `State=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionState {
+    /// Accepts and starts jobs.
+    Up,
+    /// Accepts jobs, starts none.
+    Down,
+    /// Accepts no new jobs, starts those already queued.
+    Drain,
+    /// Neither accepts nor starts.
+    Inactive,
+}
+
+/// A named pool of nodes with its own limits (`PartitionName=` in slurm.conf).
+#[derive(Clone, Debug)]
+pub struct Partition {
+    /// Partition name.
+    pub name: String,
+    /// Member nodes, in ascending id order.
+    pub nodes: Vec<NodeId>,
+    /// Jobs that name no partition go to the default one.
+    pub is_default: bool,
+    /// `MaxTime` in seconds; `None` is UNLIMITED.
+    pub max_time: Option<Secs>,
+    /// `DefaultTime` in seconds, used when a job gives no `--time`; `None` means `max_time`.
+    pub default_time: Option<Secs>,
+    /// `PriorityTier`: jobs of a higher tier are considered before any job of a lower one.
+    pub priority_tier: u16,
+    /// `MaxNodes` per job; `None` is UNLIMITED.
+    pub max_nodes: Option<u32>,
+    /// `State=`.
+    pub state: PartitionState,
+}
+
+impl Partition {
+    /// An UP partition over `nodes` without limits.
+    pub fn new(name: impl Into<String>, nodes: Vec<NodeId>) -> Self {
+        let mut nodes = nodes;
+        nodes.sort();
+        nodes.dedup();
+        Partition {
+            name: name.into(),
+            nodes,
+            is_default: false,
+            max_time: None,
+            default_time: None,
+            priority_tier: 1,
+            max_nodes: None,
+            state: PartitionState::Up,
+        }
+    }
+}
+
+/// Everything static about the machine the scheduler places work on.
+#[derive(Clone, Debug, Default)]
+pub struct Cluster {
+    /// All nodes, indexed by [`NodeId`].
+    pub nodes: Vec<Node>,
+    /// All partitions, indexed by [`PartitionId`].
+    pub partitions: Vec<Partition>,
+    /// Names of the GRES slots used in [`Resources::gres`].
+    pub gres: GresTable,
+    /// Names of node features, bit `i` of [`Node::features`] standing for `features[i]`.
+    pub features: Vec<String>,
+}
+
+impl Cluster {
+    /// A cluster of `nodes` nodes with `cpus_per_node` processors each, in one default
+    /// partition named `name` (how a trace without a configuration is replayed).
+    pub fn homogeneous(name: &str, nodes: u32, cpus_per_node: u32) -> Self {
+        let width = nodes.saturating_sub(1).to_string().len().max(1);
+        let nodes: Vec<Node> = (0..nodes)
+            .map(|i| Node::new(format!("n{i:0width$}"), cpus_per_node, 0))
+            .collect();
+        let mut part = Partition::new(name, (0..nodes.len() as u32).map(NodeId).collect());
+        part.is_default = true;
+        Cluster {
+            nodes,
+            partitions: vec![part],
+            ..Default::default()
+        }
+    }
+
+    /// The node with this id.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    /// The partition with this id.
+    pub fn partition(&self, id: PartitionId) -> &Partition {
+        &self.partitions[id.index()]
+    }
+
+    /// The partition named `name`.
+    pub fn partition_by_name(&self, name: &str) -> Option<PartitionId> {
+        self.partitions
+            .iter()
+            .position(|p| p.name == name)
+            .map(|i| PartitionId(i as u16))
+    }
+
+    /// The default partition: the one marked `Default=YES`, else the first.
+    pub fn default_partition(&self) -> Option<PartitionId> {
+        self.partitions
+            .iter()
+            .position(|p| p.is_default)
+            .or(if self.partitions.is_empty() { None } else { Some(0) })
+            .map(|i| PartitionId(i as u16))
+    }
+
+    /// The node named `name`.
+    pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
+        self.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .map(|i| NodeId(i as u32))
+    }
+
+    /// The bit for feature `name`, created if new. `None` past 64 features.
+    pub fn feature_bit(&mut self, name: &str) -> Option<u64> {
+        if let Some(i) = self.features.iter().position(|f| f == name) {
+            return Some(1 << i);
+        }
+        if self.features.len() == 64 {
+            return None;
+        }
+        self.features.push(name.to_string());
+        Some(1 << (self.features.len() - 1))
+    }
+
+    /// Total processors over all nodes.
+    pub fn total_cpus(&self) -> u64 {
+        self.nodes.iter().map(|n| n.capacity.cpus as u64).sum()
+    }
+}

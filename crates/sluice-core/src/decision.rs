@@ -1,0 +1,44 @@
+//! What the core hands back: decisions for the caller to carry out.
+
+use crate::ids::JobId;
+use crate::job::Allocation;
+use crate::time::Time;
+
+/// Which part of the scheduler made a decision (for explanations and the audit trail).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pass {
+    /// The main pass: jobs in queue order while they fit.
+    Main,
+    /// The backfill pass: a lower-priority job that fits without delaying the
+    /// reservations of those ahead of it.
+    Backfill,
+    /// A planned start coming due (conservative backfilling).
+    Reservation,
+}
+
+impl Pass {
+    /// Lower-case name, as printed in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pass::Main => "main",
+            Pass::Backfill => "backfill",
+            Pass::Reservation => "reservation",
+        }
+    }
+}
+
+/// A decision the caller must carry out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Start `job` at `at` on `alloc`. The core already counts the resources as taken.
+    Start {
+        /// The job.
+        job: JobId,
+        /// Start time (always the `now` of the call that decided it).
+        at: Time,
+        /// Nodes and per-node shares.
+        alloc: Allocation,
+        /// The pass that started it.
+        pass: Pass,
+    },
+}

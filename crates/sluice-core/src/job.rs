@@ -1,0 +1,190 @@
+//! Jobs as the scheduler sees them: who, what shape, how long, and where they stand.
+
+use crate::ids::{JobId, NodeId, PartitionId};
+use crate::time::{Secs, Time};
+use crate::tres::{GresCounts, Resources};
+
+/// Memory requested by a job (Slurm's `--mem` or `--mem-per-cpu`), in MiB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemRequest {
+    /// `--mem`: this much on every node of the allocation (0: none asked).
+    PerNode(u64),
+    /// `--mem-per-cpu`: this much per allocated processor.
+    PerCpu(u64),
+}
+
+/// The shape of a job's resource request, already normalised by the caller
+/// (command-line parsing fills in Slurm's defaults before the core sees it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobRequest {
+    /// Fewest nodes the job accepts (`-N min[-max]`), at least 1.
+    pub min_nodes: u32,
+    /// Most nodes the job accepts; `u32::MAX` when unconstrained.
+    pub max_nodes: u32,
+    /// Tasks to place (`-n`), at least `min_nodes`: every allocated node gets a task.
+    pub ntasks: u32,
+    /// Processors per task (`-c`), at least 1.
+    pub cpus_per_task: u32,
+    /// `--ntasks-per-node`: exactly this many tasks on each allocated node.
+    pub ntasks_per_node: Option<u32>,
+    /// Memory per node or per processor.
+    pub mem: MemRequest,
+    /// GRES per node (`--gres`), by slot; a typed request counts in its typed slot and
+    /// in the untyped parent slot.
+    pub gres_per_node: GresCounts,
+    /// `--exclusive`: whole nodes only.
+    pub exclusive: bool,
+    /// `--constraint` as a bit mask of features: the node must have at least one of them
+    /// (Slurm's `a|b`); 0 means no constraint.
+    pub features_any: u64,
+}
+
+impl JobRequest {
+    /// `procs` single-processor tasks on as many nodes as it takes: how a trace job asks.
+    pub fn procs(procs: u32) -> Self {
+        JobRequest {
+            min_nodes: 1,
+            max_nodes: u32::MAX,
+            ntasks: procs.max(1),
+            cpus_per_task: 1,
+            ntasks_per_node: None,
+            mem: MemRequest::PerNode(0),
+            gres_per_node: [0; crate::tres::MAX_GRES],
+            exclusive: false,
+            features_any: 0,
+        }
+    }
+
+    /// The same tasks confined to exactly one node.
+    pub fn on_one_node(mut self) -> Self {
+        self.min_nodes = 1;
+        self.max_nodes = 1;
+        self
+    }
+
+    /// Total processors this request needs at least (tasks × CPUs per task).
+    pub fn min_cpus(&self) -> u64 {
+        self.ntasks as u64 * self.cpus_per_task as u64
+    }
+}
+
+/// Everything the core needs to know to queue a job.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// The job's id (allocated by the caller; must be unique among live jobs).
+    pub id: JobId,
+    /// Owner's uid.
+    pub user: u32,
+    /// Partition the job runs in.
+    pub partition: PartitionId,
+    /// Submission time.
+    pub submit: Time,
+    /// Earliest start (`--begin`); the submission time when not given.
+    pub begin: Time,
+    /// Resources wanted.
+    pub request: JobRequest,
+    /// Time limit in seconds (`--time`): the job is killed when it reaches it, and the
+    /// scheduler plans with it as the job's expected run time.
+    pub time_limit: Secs,
+    /// Priority (Slurm's 32-bit job priority; higher starts first under the
+    /// `backfill` policy). Ignored by the textbook policies, which keep submission order.
+    pub priority: u32,
+}
+
+/// Where a job stands in its life.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobState {
+    /// Waiting in the queue.
+    Pending,
+    /// Holding resources since `start`.
+    Running,
+}
+
+/// Slurm's pending reason codes, as `squeue` prints them in `%r`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PendingReason {
+    /// Not yet examined by a scheduling pass.
+    None,
+    /// Higher-priority jobs come first.
+    Priority,
+    /// Not enough free resources for it now.
+    Resources,
+    /// Its `--begin` time has not come.
+    BeginTime,
+    /// Its partition is DOWN or INACTIVE.
+    PartitionDown,
+}
+
+impl PendingReason {
+    /// The code exactly as Slurm prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PendingReason::None => "None",
+            PendingReason::Priority => "Priority",
+            PendingReason::Resources => "Resources",
+            PendingReason::BeginTime => "BeginTime",
+            PendingReason::PartitionDown => "PartitionDown",
+        }
+    }
+}
+
+/// What one node gives a job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeAlloc {
+    /// The node.
+    pub node: NodeId,
+    /// Tasks placed on it.
+    pub tasks: u32,
+    /// Resources taken on it (whole node when exclusive).
+    pub usage: Resources,
+}
+
+/// A job's resources: which nodes, how much of each.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Allocation {
+    /// Per-node shares, in ascending node order.
+    pub nodes: Vec<NodeAlloc>,
+}
+
+impl Allocation {
+    /// Processors over all nodes.
+    pub fn cpus(&self) -> u64 {
+        self.nodes.iter().map(|n| n.usage.cpus as u64).sum()
+    }
+
+    /// The allocated node ids.
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.nodes.iter().map(|n| n.node)
+    }
+}
+
+/// A job the core is tracking (pending or running).
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// What was submitted.
+    pub spec: JobSpec,
+    /// Pending or running.
+    pub state: JobState,
+    /// Why it waits (meaningful while pending).
+    pub reason: PendingReason,
+    /// Start time once running.
+    pub start: Option<Time>,
+    /// Where it runs, once running; where it is planned, under conservative backfilling.
+    pub alloc: Option<Allocation>,
+    /// Planned start from the last pass that planned it (a reservation), if any.
+    pub planned_start: Option<Time>,
+    /// Submission sequence number: the order in which the core received jobs.
+    pub(crate) seq: u64,
+}
+
+impl Job {
+    /// The job's id.
+    pub fn id(&self) -> JobId {
+        self.spec.id
+    }
+
+    /// When the job is expected to end (start + time limit), once started.
+    pub fn expected_end(&self) -> Option<Time> {
+        self.start.map(|s| s + self.spec.time_limit)
+    }
+}

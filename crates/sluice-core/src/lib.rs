@@ -1,0 +1,32 @@
+//! The scheduling core of Sluice.
+//!
+//! Pure and deterministic: no I/O, no clock, no threads, no unseeded randomness, no
+//! iteration over hash maps where order matters. Time enters only as an argument
+//! (`now`). The live controller drives it with the wall clock; the simulator drives
+//! the very same code with a virtual clock over real workload traces.
+//!
+//! The entry point is [`Scheduler`]: feed it jobs ([`Scheduler::submit`]), tell it when
+//! jobs end ([`Scheduler::job_ended`]), ask it to decide ([`Scheduler::schedule`]) and
+//! when to be asked again ([`Scheduler::next_wakeup`]).
+
+pub mod cluster;
+pub mod decision;
+mod free_now;
+pub mod ids;
+pub mod job;
+pub mod policy;
+pub mod profile;
+pub mod scheduler;
+pub mod select;
+pub mod time;
+pub mod tres;
+
+pub use cluster::{Cluster, Node, NodeState, Partition, PartitionState};
+pub use decision::{Decision, Pass};
+pub use ids::{JobId, NodeId, PartitionId};
+pub use job::{Allocation, Job, JobRequest, JobSpec, JobState, MemRequest, NodeAlloc, PendingReason};
+pub use policy::{BackfillParams, Policy};
+pub use profile::Profile;
+pub use scheduler::{Scheduler, SubmitError};
+pub use time::{Secs, Time, NEVER};
+pub use tres::{GresTable, Resources};

@@ -1,0 +1,156 @@
+//! Slurm-style scheduling: a main pass in priority order on every event, and a periodic
+//! backfill pass that plans ahead (Slurm's `sched/backfill`, see `slurm.conf(5)`,
+//! `SchedulerParameters`).
+//!
+//! Main pass: jobs in priority order (partition `PriorityTier` first); a job that fits
+//! now starts; a job that does not blocks its partition, so that no lower-priority job
+//! of that partition starts ahead of it (reason `Resources` for it, `Priority` for those
+//! behind).
+//!
+//! Backfill pass, every `bf_interval` seconds: a fresh plan of the running jobs, their
+//! expected ends rounded up to `bf_resolution`; then the pending jobs in priority order,
+//! at most `bf_max_job_test` of them: each starts now if it fits in the plan now for its
+//! whole time limit, and otherwise gets a reservation in the plan at its earliest fit
+//! within `bf_window` — so no job ever delays the planned start of a job ahead of it.
+
+use crate::decision::{Decision, Pass};
+use crate::ids::{JobId, PartitionId};
+use crate::job::{JobState, PendingReason};
+use crate::policy::BackfillParams;
+use crate::profile::Profile;
+use crate::scheduler::{QueueKey, Scheduler};
+use crate::time::{round_up, Time, NEVER};
+
+/// Backfill state carried between passes.
+#[derive(Clone, Debug)]
+pub(crate) struct State {
+    /// When the next backfill pass is due.
+    pub(crate) next_pass: Time,
+    /// With `bf_continue`: where the interrupted pass stopped.
+    cursor: Option<QueueKey>,
+    /// With `bf_continue`: jobs already planned by the interrupted pass.
+    retained: Vec<JobId>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            next_pass: -NEVER,
+            cursor: None,
+            retained: Vec::new(),
+        }
+    }
+}
+
+/// Runs the main pass, and the backfill pass when it is due.
+pub(crate) fn pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mut Vec<Decision>) {
+    main_pass(s, now, out);
+    if now >= s.backfill.next_pass && !s.queue.is_empty() {
+        backfill_pass(s, now, params, out);
+        s.backfill.next_pass = now + params.interval.max(1);
+    }
+}
+
+fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
+    let mut blocked: Vec<PartitionId> = Vec::new();
+    let partitions = s.cluster.partitions.len();
+    let mut cursor = None;
+    while let Some((key, id)) = s.next_in_queue(cursor) {
+        cursor = Some(key);
+        if !s.eligible(id, now) {
+            continue;
+        }
+        let part = s.jobs[&id].spec.partition;
+        if blocked.contains(&part) {
+            s.set_reason(id, PendingReason::Priority);
+            continue;
+        }
+        match s.fit_now(id, now) {
+            Some(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
+            None => {
+                s.set_reason(id, PendingReason::Resources);
+                blocked.push(part);
+                if blocked.len() == partitions {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mut Vec<Decision>) {
+    let res = params.resolution.max(1);
+    let mut plan = Profile::new(&s.cluster);
+    plan.advance(now);
+    for (&id, &end) in &s.claim_end {
+        let alloc = s.jobs[&id].alloc.as_ref().expect("running jobs have nodes");
+        plan.claim_all(&alloc.nodes, now, round_up(end, res));
+    }
+    let resume = if params.continue_pass { s.backfill.cursor.take() } else { None };
+    let mut retained = Vec::new();
+    if resume.is_some() {
+        for id in std::mem::take(&mut s.backfill.retained) {
+            let Some(job) = s.jobs.get(&id) else { continue };
+            let (Some(t), Some(alloc)) = (job.planned_start, job.alloc.as_ref()) else {
+                continue;
+            };
+            if job.state != JobState::Pending || t < now {
+                continue;
+            }
+            let end = round_up(t + job.spec.time_limit, res);
+            let still_fits = alloc
+                .nodes
+                .iter()
+                .all(|a| a.usage.fits_in(&plan.free_during(a.node, t, end)));
+            if still_fits {
+                plan.claim_all(&alloc.nodes, t, end);
+                retained.push(id);
+            }
+        }
+    }
+    let horizon = now + params.window;
+    let mut tested = 0usize;
+    let mut cursor = resume;
+    let mut stopped_at = None;
+    while let Some((key, id)) = s.next_in_queue(cursor) {
+        if tested >= params.max_job_test {
+            stopped_at = cursor;
+            break;
+        }
+        cursor = Some(key);
+        if !s.eligible(id, now) {
+            continue;
+        }
+        tested += 1;
+        let job = &s.jobs[&id];
+        let cands = s.candidates_for(job);
+        let limit = job.spec.time_limit;
+        let d = round_up(limit, res);
+        let found = plan.earliest_start(&s.cluster, &job.spec.request, &cands, d, now, horizon);
+        match found {
+            Some((t, nodes)) if t == now => {
+                plan.claim_all(&nodes, now, round_up(now + limit, res));
+                s.start(id, now, nodes, Pass::Backfill, false, out);
+            }
+            Some((t, nodes)) => {
+                plan.claim_all(&nodes, t, round_up(t + limit, res));
+                let job = s.jobs.get_mut(&id).expect("queued job exists");
+                job.planned_start = Some(t);
+                job.alloc = Some(crate::job::Allocation { nodes });
+                retained.push(id);
+            }
+            None => {
+                let job = s.jobs.get_mut(&id).expect("queued job exists");
+                job.planned_start = None;
+                job.alloc = None;
+            }
+        }
+    }
+    if params.continue_pass && stopped_at.is_some() {
+        s.backfill.cursor = stopped_at;
+        s.backfill.retained = retained;
+    } else {
+        s.backfill.cursor = None;
+        s.backfill.retained.clear();
+    }
+}

@@ -1,0 +1,27 @@
+//! First come, first served: start jobs from the head of the queue while the head fits;
+//! stop at the first that does not.
+
+use crate::decision::{Decision, Pass};
+use crate::ids::JobId;
+use crate::job::PendingReason;
+use crate::scheduler::{QueueKey, Scheduler};
+use crate::time::Time;
+
+/// Runs one FCFS pass. Returns the job left at the head (it did not fit), if any.
+pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) -> Option<(QueueKey, JobId)> {
+    let mut cursor = None;
+    while let Some((key, id)) = s.next_in_queue(cursor) {
+        if !s.eligible(id, now) {
+            cursor = Some(key);
+            continue;
+        }
+        match s.fit_now(id, now) {
+            Some(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
+            None => {
+                s.set_reason(id, PendingReason::Resources);
+                return Some((key, id));
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,48 @@
+//! Time as the core sees it: plain integers, never read from a clock.
+//!
+//! The core takes `now` as an argument on every call. The live controller passes
+//! Unix time; the simulator passes the trace's virtual time. Both are whole seconds.
+
+/// A point in time, in whole seconds since an epoch chosen by the caller
+/// (the Unix epoch in the controller, the start of the trace in the simulator).
+pub type Time = i64;
+
+/// A length of time in whole seconds.
+pub type Secs = i64;
+
+/// A time later than any the core will ever be asked about ("never", "unlimited").
+///
+/// Kept well below `i64::MAX` so that adding a time limit to it cannot overflow.
+pub const NEVER: Time = i64::MAX / 4;
+
+/// Rounds `t` up to the next multiple of `resolution` seconds (`resolution` ≥ 1).
+///
+/// Slurm's backfill planner does this to every planned end time (`bf_resolution`),
+/// which bounds the number of distinct steps in its availability map.
+pub fn round_up(t: Time, resolution: Secs) -> Time {
+    debug_assert!(resolution >= 1);
+    if resolution <= 1 {
+        return t;
+    }
+    let r = t.rem_euclid(resolution);
+    if r == 0 {
+        t
+    } else {
+        t.saturating_add(resolution - r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_up_goes_to_the_next_multiple() {
+        assert_eq!(round_up(0, 60), 0);
+        assert_eq!(round_up(1, 60), 60);
+        assert_eq!(round_up(60, 60), 60);
+        assert_eq!(round_up(61, 60), 120);
+        assert_eq!(round_up(-1, 60), 0);
+        assert_eq!(round_up(17, 1), 17);
+    }
+}

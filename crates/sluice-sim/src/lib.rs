@@ -1,0 +1,16 @@
+//! Trace replay for Sluice: `sluice sim`.
+//!
+//! Reads real workload traces ([`trace`]), turns them into a machine and jobs
+//! ([`setup`]), replays them through the pure scheduling core on a virtual clock
+//! ([`replay`]) and reports the literature's metrics ([`metrics`]), per-job rows
+//! ([`output`]) and plots ([`plot`]).
+
+pub mod error;
+pub mod metrics;
+pub mod output;
+pub mod plot;
+pub mod replay;
+pub mod setup;
+pub mod trace;
+
+pub use error::SimError;

@@ -1,0 +1,209 @@
+//! The event loop: virtual time, trace submissions, job ends, and the core's passes.
+//!
+//! Event order (the reference semantics): events in time order; at equal times
+//! submissions come before terminations, and events of the same kind keep the order in
+//! which they were created (submissions in file order, terminations in start order).
+//! After every submission and every termination the core runs one pass at that
+//! instant; jobs it starts begin at that instant. Between events, the core's own
+//! wake-ups (planned starts, backfill intervals) get a pass too.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use sluice_core::{Cluster, Decision, JobId, Pass, Policy, Scheduler, Secs, Time};
+
+use crate::setup::SimJob;
+
+/// What happened to one job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobRecord {
+    /// Trace job id.
+    pub id: u64,
+    /// User id.
+    pub user: u32,
+    /// Submission time.
+    pub submit: Time,
+    /// Start time.
+    pub start: Time,
+    /// End time.
+    pub finish: Time,
+    /// Time it ran (seconds): its run time, or its time limit if it was killed there.
+    pub run: Secs,
+    /// Its estimate (time limit).
+    pub est: Secs,
+    /// Processors it held.
+    pub procs: u32,
+    /// GPU thousandths it held (whole GPUs × 1000).
+    pub gpu_milli: u64,
+    /// Killed at its time limit (state TIMEOUT).
+    pub timed_out: bool,
+    /// Which pass started it.
+    pub pass: Pass,
+}
+
+/// A point of the queue/utilisation curves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// Time.
+    pub t: Time,
+    /// Jobs waiting.
+    pub pending: u32,
+    /// Processors busy.
+    pub busy_cpus: u64,
+}
+
+/// The outcome of a replay.
+#[derive(Clone, Debug, Default)]
+pub struct Replay {
+    /// Finished jobs, in finishing order.
+    pub records: Vec<JobRecord>,
+    /// Jobs the core refused at submission, with the reason.
+    pub rejected: Vec<(u64, String)>,
+    /// Queue length and busy processors after each event (when asked for).
+    pub samples: Vec<Sample>,
+    /// Submissions, terminations and wake-ups processed.
+    pub events: u64,
+    /// Total processors of the machine.
+    pub total_cpus: u64,
+    /// Total GPUs of the machine (thousandths).
+    pub total_gpu_milli: u64,
+}
+
+/// Options of a replay.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReplayOptions {
+    /// Record a [`Sample`] after each event (for plots).
+    pub samples: bool,
+}
+
+struct Running {
+    idx: usize,
+    start: Time,
+    pass: Pass,
+    timed_out: bool,
+}
+
+/// Replays `jobs` (in trace order) on `cluster` under `policy`. `progress(done, total)`
+/// is called now and then with the number of jobs finished or refused so far.
+pub fn run(
+    cluster: Cluster,
+    policy: Policy,
+    mut jobs: Vec<SimJob>,
+    options: ReplayOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Replay {
+    jobs.sort_by_key(|j| j.spec.submit); // stable: file order among equal times
+    let total = jobs.len() as u64;
+    let gpu_slot = cluster.gres.find("gpu", None);
+    let mut out = Replay {
+        total_cpus: cluster.total_cpus(),
+        total_gpu_milli: gpu_slot
+            .map(|g| cluster.nodes.iter().map(|n| n.capacity.gres[g] as u64 * 1000).sum())
+            .unwrap_or(0),
+        ..Default::default()
+    };
+    let mut sched = Scheduler::new(cluster, policy);
+    let mut ends: BinaryHeap<Reverse<(Time, u64, JobId)>> = BinaryHeap::new();
+    let mut running: HashMap<JobId, Running> = HashMap::new();
+    let mut index: HashMap<JobId, usize> = HashMap::with_capacity(jobs.len());
+    let mut end_seq = 0u64;
+    let mut next = 0usize;
+    let mut clock = Time::MIN;
+    let mut woke_at: Option<Time> = None;
+    let mut busy: u64 = 0;
+    let mut done = 0u64;
+
+    loop {
+        let ts = jobs.get(next).map(|j| j.spec.submit);
+        let te = ends.peek().map(|r| r.0 .0);
+        let tw = sched
+            .next_wakeup()
+            .map(|w| w.max(clock))
+            .filter(|w| woke_at != Some(*w));
+        let Some(t) = [ts, te, tw].into_iter().flatten().min() else {
+            break;
+        };
+        clock = t;
+        out.events += 1;
+        let decisions = if ts == Some(t) {
+            let job = &jobs[next];
+            let id = job.spec.id;
+            let result = sched.submit(job.spec.clone(), t);
+            next += 1;
+            match result {
+                Ok(()) => {
+                    index.insert(id, next - 1);
+                    sched.schedule(t)
+                }
+                Err(e) => {
+                    out.rejected.push((id.0, e.to_string()));
+                    done += 1;
+                    Vec::new()
+                }
+            }
+        } else if te == Some(t) {
+            let Reverse((_, _, id)) = ends.pop().expect("peeked");
+            sched.job_ended(id, t).expect("a job the simulator started is running");
+            let r = running.remove(&id).expect("started");
+            let j = &jobs[r.idx];
+            busy -= j.procs as u64;
+            out.records.push(JobRecord {
+                id: id.0,
+                user: j.spec.user,
+                submit: j.spec.submit,
+                start: r.start,
+                finish: t,
+                run: t - r.start,
+                est: j.spec.time_limit,
+                procs: j.procs,
+                gpu_milli: j.gpu_milli,
+                timed_out: r.timed_out,
+                pass: r.pass,
+            });
+            done += 1;
+            sched.schedule(t)
+        } else {
+            woke_at = Some(t);
+            sched.schedule(t)
+        };
+        if ts != Some(t) && te != Some(t) {
+            // a wake-up pass
+        } else {
+            woke_at = None;
+        }
+        for d in decisions {
+            let Decision::Start { job, at, pass, .. } = d;
+            let idx = index[&job];
+            let j = &jobs[idx];
+            let ran = j.run.min(j.spec.time_limit);
+            busy += j.procs as u64;
+            running.insert(
+                job,
+                Running {
+                    idx,
+                    start: at,
+                    pass,
+                    timed_out: j.run > j.spec.time_limit,
+                },
+            );
+            ends.push(Reverse((at + ran, end_seq, job)));
+            end_seq += 1;
+        }
+        if options.samples {
+            let s = Sample {
+                t,
+                pending: sched.pending_count() as u32,
+                busy_cpus: busy,
+            };
+            match out.samples.last_mut() {
+                Some(last) if last.t == t => *last = s,
+                _ => out.samples.push(s),
+            }
+        }
+        if out.events % 4096 == 0 {
+            progress(done, total);
+        }
+    }
+    progress(done, total);
+    out
+}
