@@ -38,9 +38,10 @@ pub struct SimArgs {
     /// Cluster spec for a Tiresias job list (`cluster_spec.csv`).
     #[arg(long, value_name = "FILE")]
     pub cluster_spec: Option<PathBuf>,
-    /// Scheduling policy.
-    #[arg(long, value_enum, default_value_t = PolicyName::Backfill)]
-    pub policy: PolicyName,
+    /// Scheduling policy [default: backfill, or fcfs with a --config whose
+    /// SchedulerType is sched/builtin].
+    #[arg(long, value_enum)]
+    pub policy: Option<PolicyName>,
     /// Reference mode: one processor pool and the reference normalisation of the
     /// scheduling literature (SWF traces only).
     #[arg(long)]
@@ -88,6 +89,7 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
         }
     };
     let mut params = BackfillParams::default();
+    let mut default_policy = PolicyName::Backfill;
     let mut machine = MachineSpec {
         procs: args.procs,
         nodes: args.nodes,
@@ -99,13 +101,19 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
             eprintln!("sluice sim: warning: {w}");
         }
         params = conf.backfill.clone();
+        if conf.scheduler_type == "sched/builtin" {
+            default_policy = PolicyName::Fcfs;
+        }
         machine.config = Some(conf.cluster);
     }
     if let Some(list) = &args.scheduler_parameters {
-        sluice_conf::slurm_conf::apply_scheduler_parameters(&mut params, list)
+        let unknown = sluice_conf::slurm_conf::apply_scheduler_parameters(&mut params, list)
             .map_err(|e| SimError::Machine(format!("--scheduler-parameters: {e}")))?;
+        for u in unknown {
+            eprintln!("sluice sim: warning: --scheduler-parameters: unknown option '{u}' (ignored)");
+        }
     }
-    let policy = match args.policy {
+    let policy = match args.policy.unwrap_or(default_policy) {
         PolicyName::Fcfs => Policy::Fcfs,
         PolicyName::Easy => Policy::Easy,
         PolicyName::Conservative => Policy::Conservative,

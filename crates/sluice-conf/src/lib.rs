@@ -1,5 +1,13 @@
-pub mod slurm_conf {
-    pub struct SlurmConf { pub cluster: sluice_core::Cluster, pub backfill: sluice_core::BackfillParams, pub warnings: Vec<String> }
-    pub fn read(_p: &std::path::Path) -> Result<SlurmConf, String> { Err("todo".into()) }
-    pub fn apply_scheduler_parameters(_p: &mut sluice_core::BackfillParams, _s: &str) -> Result<(), String> { Ok(()) }
-}
+//! Slurm's configuration files and value syntax, for Sluice.
+//!
+//! - [`slurm_conf`]: `slurm.conf` into a [`sluice_core::Cluster`] plus settings.
+//! - [`hostlist`]: `node[01-04,7]` expressions, expand and compress.
+//! - [`duration`]: time limits (`2-12:00:00`) and memory sizes (`4G`).
+
+pub mod duration;
+pub mod hostlist;
+pub mod keys;
+pub mod slurm_conf;
+mod tokenize;
+
+pub use slurm_conf::{ConfError, SlurmConf};

@@ -161,6 +161,7 @@ impl Scheduler {
         self.cluster.nodes[node.index()].state = state;
         self.refresh_candidates();
         self.free_now.recount(&self.cluster);
+        self.backfill.dirty = true;
     }
 
     fn refresh_candidates(&mut self) {
@@ -236,6 +237,7 @@ impl Scheduler {
         );
         self.queue.insert(key, id);
         self.keys.insert(id, key);
+        self.backfill.dirty = true;
         if let Policy::Conservative = self.policy {
             self.conservative.unplanned.insert(key);
         }
@@ -258,6 +260,7 @@ impl Scheduler {
             self.profile.release_all(&alloc.nodes, now, end);
         }
         self.free_now.give_back(&self.cluster, &alloc.nodes);
+        self.backfill.dirty = true;
         if now < job.expected_end().unwrap_or(NEVER) {
             self.conservative.ended_early = true;
         }
@@ -276,6 +279,7 @@ impl Scheduler {
         self.queue.remove(&key);
         let job = self.jobs.remove(&id).expect("checked above");
         conservative::forget(self, &job, key);
+        self.backfill.dirty = true;
         Some(job)
     }
 
@@ -306,7 +310,9 @@ impl Scheduler {
         }
         if !self.queue.is_empty() {
             if let Policy::Backfill(_) = self.policy {
-                consider(self.backfill.next_pass);
+                if self.backfill.dirty {
+                    consider(self.backfill.next_pass);
+                }
             }
             for id in self.queue.values() {
                 let j = &self.jobs[id];
@@ -385,6 +391,14 @@ impl Scheduler {
         let cands = self.candidates_for(job);
         self.profile
             .fits_now(&self.cluster, &job.spec.request, &cands, job.spec.time_limit, now)
+            .filter(|nodes| self.free_now_holds(nodes))
+    }
+
+    /// Whether `nodes` are free right now. The profile frees a running job's share at its
+    /// expected end, but the job holds it until [`Scheduler::job_ended`] reports it gone:
+    /// at `now` equal to that end the two differ until the termination is processed.
+    pub(crate) fn free_now_holds(&self, nodes: &[NodeAlloc]) -> bool {
+        nodes.iter().all(|a| a.usage.fits_in(&self.free_now.node(a.node)))
     }
 
     /// Starts a pending job at `now` on `nodes`. With `claimed`, its claim is already on

@@ -30,6 +30,10 @@ pub(crate) struct State {
     cursor: Option<QueueKey>,
     /// With `bf_continue`: jobs already planned by the interrupted pass.
     retained: Vec<JobId>,
+    /// Something changed (a job arrived or ended, a node changed) since the last
+    /// backfill pass. As in Slurm, a pass with nothing new to consider is skipped:
+    /// without a change no job that could not start before can start now.
+    pub(crate) dirty: bool,
 }
 
 impl Default for State {
@@ -38,6 +42,7 @@ impl Default for State {
             next_pass: -NEVER,
             cursor: None,
             retained: Vec::new(),
+            dirty: true,
         }
     }
 }
@@ -45,7 +50,8 @@ impl Default for State {
 /// Runs the main pass, and the backfill pass when it is due.
 pub(crate) fn pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mut Vec<Decision>) {
     main_pass(s, now, out);
-    if now >= s.backfill.next_pass && !s.queue.is_empty() {
+    if now >= s.backfill.next_pass && s.backfill.dirty && !s.queue.is_empty() {
+        s.backfill.dirty = false;
         backfill_pass(s, now, params, out);
         s.backfill.next_pass = now + params.interval.max(1);
     }
@@ -84,7 +90,8 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
     plan.advance(now);
     for (&id, &end) in &s.claim_end {
         let alloc = s.jobs[&id].alloc.as_ref().expect("running jobs have nodes");
-        plan.claim_all(&alloc.nodes, now, round_up(end, res));
+        // Running now, so busy now even at its expected end (until reported ended).
+        plan.claim_all(&alloc.nodes, now, round_up(end, res).max(now + 1));
     }
     let resume = if params.continue_pass { s.backfill.cursor.take() } else { None };
     let mut retained = Vec::new();
@@ -147,6 +154,7 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
         }
     }
     if params.continue_pass && stopped_at.is_some() {
+        s.backfill.dirty = true; // the rest of the queue is still to be examined
         s.backfill.cursor = stopped_at;
         s.backfill.retained = retained;
     } else {

@@ -56,7 +56,9 @@ fn place(s: &mut Scheduler, id: JobId, key: QueueKey, now: Time, out: &mut Vec<D
         .profile
         .earliest_start(&s.cluster, &job.spec.request, &cands, limit, t0, NEVER);
     match found {
-        Some((t, nodes)) if t == now => s.start(id, now, nodes, Pass::Main, false, out),
+        Some((t, nodes)) if t == now && s.free_now_holds(&nodes) => {
+            s.start(id, now, nodes, Pass::Main, false, out)
+        }
         Some((t, nodes)) => {
             s.profile.claim_all(&nodes, t, t + limit);
             let job = s.jobs.get_mut(&id).expect("queued job exists");
@@ -97,12 +99,15 @@ pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         let id = s.queue[&key];
         place(s, id, key, now, out);
     }
-    while let Some(&(t, key)) = s.conservative.planned.iter().next() {
-        if t > now {
-            break;
+    let due: Vec<(Time, QueueKey)> =
+        s.conservative.planned.iter().take_while(|(t, _)| *t <= now).copied().collect();
+    for (t, key) in due {
+        let id = s.queue[&key];
+        let held = s.jobs[&id].alloc.as_ref().is_some_and(|a| !s.free_now_holds(&a.nodes));
+        if t == now && held {
+            continue; // a job ending at `now` has yet to be reported ended: start later, still at `now`
         }
         s.conservative.planned.remove(&(t, key));
-        let id = s.queue[&key];
         let job = s.jobs.get_mut(&id).expect("queued job exists");
         let alloc = job.alloc.take().expect("planned jobs have nodes");
         let limit = job.spec.time_limit;

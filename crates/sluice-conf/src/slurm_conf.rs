@@ -1,0 +1,693 @@
+//! `slurm.conf`: nodes, partitions and the settings the scheduler uses.
+//!
+//! Syntax as in `slurm.conf(5)`: `Key=Value` pairs separated by whitespace, several on a
+//! line; keys case-insensitive; `#` starts a comment; a trailing `\` continues the line;
+//! `Include FILE` reads another file (relative to the including one); `NodeName=` and
+//! `PartitionName=` lines describe nodes and partitions (`DEFAULT` sets defaults for the
+//! lines after it). Unknown keys draw a warning with file and line; malformed values
+//! are errors with file and line.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use sluice_core::{BackfillParams, Cluster, Node, NodeId, NodeState, Partition, PartitionState};
+
+use crate::duration::{parse_mem_mib, parse_time};
+use crate::hostlist;
+use crate::keys;
+use crate::tokenize::pairs;
+
+/// A configuration error at a place in a file. Displays as `FILE:LINE: message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line (0 when the error is about the file as a whole).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.path.display(), self.message)
+        } else {
+            write!(f, "{}:{}: {}", self.path.display(), self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfError {}
+
+/// A parsed slurm.conf.
+#[derive(Clone, Debug)]
+pub struct SlurmConf {
+    /// `ClusterName` (Slurm requires it; `cluster` if absent, with a warning).
+    pub cluster_name: String,
+    /// Nodes, partitions, GRES and features.
+    pub cluster: Cluster,
+    /// Backfill parameters from `SchedulerParameters`.
+    pub backfill: BackfillParams,
+    /// `SchedulerType` (`sched/backfill` by default, `sched/builtin` is FIFO).
+    pub scheduler_type: String,
+    /// `GresTypes`.
+    pub gres_types: Vec<String>,
+    /// Every global `Key=Value` as written (last one wins), by lower-case key.
+    pub settings: BTreeMap<String, (String, String)>,
+    /// Warnings (`FILE:LINE: ...`) for keys that were ignored.
+    pub warnings: Vec<String>,
+}
+
+impl SlurmConf {
+    /// A global setting's value, by key (case-insensitive).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.settings
+            .get(&key.to_ascii_lowercase())
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads and parses a slurm.conf file (and the files it includes).
+///
+/// Errors: a file that cannot be read, a malformed value, a node or partition defined
+/// twice, a partition naming an unknown node, GRES not listed in `GresTypes`.
+pub fn read(path: &Path) -> Result<SlurmConf, ConfError> {
+    let mut p = Parser::default();
+    p.read_file(path, 0)?;
+    p.finish(path)
+}
+
+/// Parses slurm.conf text; `path` is used for messages and for relative `Include`s.
+pub fn parse_str(text: &str, path: &Path) -> Result<SlurmConf, ConfError> {
+    let mut p = Parser::default();
+    p.parse_text(text, path, 0)?;
+    p.finish(path)
+}
+
+/// Applies a `SchedulerParameters` list (`bf_window=2880,bf_continue,...`) to `params`.
+/// Returns the options it did not recognise (for a warning).
+///
+/// Units as in Slurm: `bf_window` in minutes, `bf_resolution` and `bf_interval` in
+/// seconds.
+///
+/// Errors: a recognised option with a missing or non-numeric value.
+pub fn apply_scheduler_parameters(params: &mut BackfillParams, list: &str) -> Result<Vec<String>, String> {
+    let mut unknown = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (key, value) = match item.split_once('=') {
+            Some((k, v)) => (k.trim().to_ascii_lowercase(), Some(v.trim())),
+            None => (item.to_ascii_lowercase(), None),
+        };
+        let num = || -> Result<i64, String> {
+            value
+                .and_then(|v| v.parse::<i64>().ok())
+                .filter(|v| *v >= 1)
+                .ok_or_else(|| format!("{key} needs a positive integer value, found '{}'", value.unwrap_or("")))
+        };
+        match key.as_str() {
+            "bf_window" => params.window = num()? * 60,
+            "bf_resolution" => params.resolution = num()?,
+            "bf_interval" => params.interval = num()?,
+            "bf_max_job_test" => params.max_job_test = num()? as usize,
+            "bf_continue" => params.continue_pass = true,
+            k if keys::SCHEDULER_PARAMETERS_ACCEPTED.contains(&k) => {}
+            _ => unknown.push(item.to_string()),
+        }
+    }
+    Ok(unknown)
+}
+
+#[derive(Default)]
+struct Parser {
+    cluster: Cluster,
+    node_defaults: Vec<(String, String)>,
+    part_defaults: Vec<(String, String)>,
+    settings: BTreeMap<String, (String, String)>,
+    warnings: Vec<String>,
+    /// Where each GRES name was first used, to report missing `GresTypes`.
+    gres_used: Vec<(String, PathBuf, usize)>,
+    scheduler_parameters: Option<(String, PathBuf, usize)>,
+}
+
+impl Parser {
+    fn read_file(&mut self, path: &Path, depth: usize) -> Result<(), ConfError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfError {
+            path: path.to_path_buf(),
+            line: 0,
+            message: e.to_string(),
+        })?;
+        self.parse_text(&text, path, depth)
+    }
+
+    fn parse_text(&mut self, text: &str, path: &Path, depth: usize) -> Result<(), ConfError> {
+        let err = |line: usize, message: String| ConfError {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        let mut logical = String::new();
+        let mut start_line = 0;
+        for (i, raw) in text.lines().enumerate() {
+            let lineno = i + 1;
+            let content = match raw.find('#') {
+                Some(pos) => &raw[..pos],
+                None => raw,
+            };
+            if logical.is_empty() {
+                start_line = lineno;
+            }
+            let trimmed = content.trim_end();
+            if let Some(body) = trimmed.strip_suffix('\\') {
+                logical.push_str(body);
+                logical.push(' ');
+                continue;
+            }
+            logical.push_str(trimmed);
+            let line = std::mem::take(&mut logical);
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let first_word = line.split_whitespace().next().unwrap_or("");
+            if first_word.eq_ignore_ascii_case("include") {
+                if depth >= 8 {
+                    return Err(err(start_line, "Include nested too deeply".into()));
+                }
+                let target = line[first_word.len()..].trim();
+                if target.is_empty() {
+                    return Err(err(start_line, "Include without a file name".into()));
+                }
+                let target = Path::new(target);
+                let full = if target.is_absolute() {
+                    target.to_path_buf()
+                } else {
+                    path.parent().unwrap_or(Path::new(".")).join(target)
+                };
+                self.read_file(&full, depth + 1)?;
+                continue;
+            }
+            let kv = pairs(line).map_err(|m| err(start_line, m))?;
+            match kv[0].0.to_ascii_lowercase().as_str() {
+                "nodename" => self.node_line(kv, path, start_line)?,
+                "partitionname" => self.partition_line(kv, path, start_line)?,
+                "downnodes" | "frontendname" | "nodeset" => self.warnings.push(format!(
+                    "{}:{}: {} lines are not supported yet (ignored)",
+                    path.display(),
+                    start_line,
+                    kv[0].0
+                )),
+                _ => {
+                    for (k, v) in kv {
+                        let lower = k.to_ascii_lowercase();
+                        if !keys::GLOBAL.contains(&lower.as_str()) {
+                            self.warnings.push(format!(
+                                "{}:{}: unknown key '{k}' (ignored)",
+                                path.display(),
+                                start_line
+                            ));
+                            continue;
+                        }
+                        if lower == "schedulerparameters" {
+                            self.scheduler_parameters = Some((v.clone(), path.to_path_buf(), start_line));
+                        }
+                        self.check_global(&lower, &v).map_err(|m| err(start_line, format!("{k}: {m}")))?;
+                        self.settings.insert(lower, (k, v));
+                    }
+                }
+            }
+        }
+        if !logical.trim().is_empty() {
+            return Err(err(start_line, "line continued past the end of the file".into()));
+        }
+        Ok(())
+    }
+
+    /// Validates the global values the scheduler relies on.
+    fn check_global(&self, key: &str, value: &str) -> Result<(), String> {
+        let int = || {
+            value
+                .parse::<i64>()
+                .map(|_| ())
+                .map_err(|_| format!("expected an integer, found '{value}'"))
+        };
+        match key {
+            "killwait" | "minjobage" | "maxarraysize" | "maxjobcount" | "firstjobid"
+            | "priorityweightage" | "priorityweightfairshare" | "priorityweightjobsize"
+            | "priorityweightpartition" | "priorityweightqos" | "priorityweightassoc"
+            | "messagetimeout" | "slurmdtimeout" | "slurmctldtimeout" | "inactivelimit"
+            | "waittime" | "overtimelimit" => int(),
+            "prioritydecayhalflife" | "prioritymaxage" => parse_time(value).map(|_| ()),
+            "defmempercpu" | "defmempernode" | "maxmempercpu" | "maxmempernode" => {
+                parse_mem_mib(value).map(|_| ())
+            }
+            "schedulertype" => match value {
+                "sched/backfill" | "sched/builtin" => Ok(()),
+                _ => Err(format!("unknown scheduler '{value}' (sched/backfill or sched/builtin)")),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    fn node_line(&mut self, kv: Vec<(String, String)>, path: &Path, line: usize) -> Result<(), ConfError> {
+        let err = |message: String| ConfError {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        let names = &kv[0].1;
+        if names.eq_ignore_ascii_case("default") {
+            for (k, v) in &kv[1..] {
+                self.known_node_key(k, path, line);
+                self.node_defaults.retain(|(dk, _)| !dk.eq_ignore_ascii_case(k));
+                self.node_defaults.push((k.clone(), v.clone()));
+            }
+            return Ok(());
+        }
+        let hosts = hostlist::expand(names).map_err(|e| err(e.to_string()))?;
+        let mut attrs: Vec<(String, String)> = self.node_defaults.clone();
+        for (k, v) in &kv[1..] {
+            self.known_node_key(k, path, line);
+            attrs.retain(|(dk, _)| !dk.eq_ignore_ascii_case(k));
+            attrs.push((k.clone(), v.clone()));
+        }
+        let get = |key: &str| {
+            attrs
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v.as_str())
+        };
+        let uint = |key: &str, default: u32| -> Result<u32, ConfError> {
+            match get(key) {
+                None => Ok(default),
+                Some(v) => v
+                    .parse::<u32>()
+                    .map_err(|_| err(format!("{key}: expected a non-negative integer, found '{v}'"))),
+            }
+        };
+        let boards = uint("Boards", 1)?;
+        let sockets = match get("SocketsPerBoard") {
+            Some(_) => uint("SocketsPerBoard", 1)? * boards,
+            None => uint("Sockets", 1)?,
+        };
+        let cores = uint("CoresPerSocket", 1)?;
+        let threads = uint("ThreadsPerCore", 1)?;
+        let cpus = match get("CPUs").or(get("Procs")) {
+            Some(_) => uint(if get("CPUs").is_some() { "CPUs" } else { "Procs" }, 1)?,
+            None => sockets * cores * threads,
+        };
+        if cpus == 0 {
+            return Err(err("CPUs must be at least 1".into()));
+        }
+        let mem = match get("RealMemory") {
+            None => 1,
+            Some(v) => v
+                .parse::<u64>()
+                .map_err(|_| err(format!("RealMemory: expected MiB as an integer, found '{v}'")))?,
+        };
+        let weight = uint("Weight", 1)?;
+        let state = match get("State").map(|s| s.to_ascii_uppercase()) {
+            None => NodeState::Up,
+            Some(s) => match s.split('+').next().unwrap_or("") {
+                "UNKNOWN" | "IDLE" | "CLOUD" => NodeState::Up,
+                "DOWN" | "FUTURE" => NodeState::Down,
+                "DRAIN" => NodeState::Drain,
+                other => return Err(err(format!("State: unknown node state '{other}'"))),
+            },
+        };
+        let gres = match get("Gres") {
+            None => Vec::new(),
+            Some(v) if v.is_empty() || v.eq_ignore_ascii_case("(null)") => Vec::new(),
+            Some(v) => parse_node_gres(v).map_err(err)?,
+        };
+        let features: Vec<String> = get("Features")
+            .or(get("Feature"))
+            .map(|f| {
+                f.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut capacity = sluice_core::Resources {
+            cpus,
+            mem_mib: mem,
+            ..Default::default()
+        };
+        for (name, gtype, count) in &gres {
+            if !self.gres_used.iter().any(|(n, _, _)| n == name) {
+                self.gres_used.push((name.clone(), path.to_path_buf(), line));
+            }
+            let slot = self
+                .cluster
+                .gres
+                .slot_for(name, gtype.as_deref())
+                .map_err(|e| err(e.to_string()))?;
+            capacity.gres[slot] += count;
+            if gtype.is_some() {
+                let parent = self.cluster.gres.parent(slot).expect("typed slots have a parent");
+                capacity.gres[parent] += count;
+            }
+        }
+        let mut feature_bits = 0u64;
+        for f in &features {
+            feature_bits |= self
+                .cluster
+                .feature_bit(f)
+                .ok_or_else(|| err("more than 64 distinct node features".into()))?;
+        }
+        for host in hosts {
+            if self.cluster.node_by_name(&host).is_some() {
+                return Err(err(format!("node {host} is defined twice")));
+            }
+            let mut node = Node::new(host, cpus, mem);
+            node.capacity = capacity;
+            node.state = state;
+            node.weight = weight;
+            node.features = feature_bits;
+            self.cluster.nodes.push(node);
+        }
+        Ok(())
+    }
+
+    fn known_node_key(&mut self, key: &str, path: &Path, line: usize) {
+        if !keys::NODE.contains(&key.to_ascii_lowercase().as_str()) {
+            self.warnings
+                .push(format!("{}:{line}: unknown node key '{key}' (ignored)", path.display()));
+        }
+    }
+
+    fn partition_line(&mut self, kv: Vec<(String, String)>, path: &Path, line: usize) -> Result<(), ConfError> {
+        let err = |message: String| ConfError {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        for (k, _) in &kv[1..] {
+            if !keys::PARTITION.contains(&k.to_ascii_lowercase().as_str()) {
+                self.warnings.push(format!(
+                    "{}:{line}: unknown partition key '{k}' (ignored)",
+                    path.display()
+                ));
+            }
+        }
+        let name = kv[0].1.clone();
+        if name.eq_ignore_ascii_case("default") {
+            for (k, v) in &kv[1..] {
+                self.part_defaults.retain(|(dk, _)| !dk.eq_ignore_ascii_case(k));
+                self.part_defaults.push((k.clone(), v.clone()));
+            }
+            return Ok(());
+        }
+        if name.is_empty() {
+            return Err(err("PartitionName needs a name".into()));
+        }
+        if self.cluster.partition_by_name(&name).is_some() {
+            return Err(err(format!("partition {name} is defined twice")));
+        }
+        let mut attrs = self.part_defaults.clone();
+        for (k, v) in &kv[1..] {
+            attrs.retain(|(dk, _)| !dk.eq_ignore_ascii_case(k));
+            attrs.push((k.clone(), v.clone()));
+        }
+        let get = |key: &str| {
+            attrs
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v.as_str())
+        };
+        let nodes: Vec<NodeId> = match get("Nodes") {
+            None | Some("") => Vec::new(),
+            Some(v) if v.eq_ignore_ascii_case("ALL") => {
+                (0..self.cluster.nodes.len() as u32).map(NodeId).collect()
+            }
+            Some(v) => {
+                let mut ids = Vec::new();
+                for host in hostlist::expand(v).map_err(|e| err(e.to_string()))? {
+                    let id = self
+                        .cluster
+                        .node_by_name(&host)
+                        .ok_or_else(|| err(format!("partition {name}: unknown node {host}")))?;
+                    ids.push(id);
+                }
+                ids
+            }
+        };
+        let mut part = Partition::new(name, nodes);
+        let yes_no = |key: &str| -> Result<bool, ConfError> {
+            match get(key).map(|s| s.to_ascii_uppercase()) {
+                None => Ok(false),
+                Some(s) if s == "YES" => Ok(true),
+                Some(s) if s == "NO" => Ok(false),
+                Some(s) => Err(err(format!("{key}: expected YES or NO, found '{s}'"))),
+            }
+        };
+        part.is_default = yes_no("Default")?;
+        let time = |key: &str| -> Result<Option<i64>, ConfError> {
+            match get(key) {
+                None => Ok(None),
+                Some(v) => parse_time(v).map_err(|m| err(format!("{key}: {m}"))),
+            }
+        };
+        part.max_time = time("MaxTime")?;
+        part.default_time = time("DefaultTime")?;
+        if let Some(v) = get("PriorityTier") {
+            part.priority_tier = v
+                .parse::<u16>()
+                .map_err(|_| err(format!("PriorityTier: expected an integer 0-65533, found '{v}'")))?;
+        }
+        if let Some(v) = get("MaxNodes") {
+            part.max_nodes = if v.eq_ignore_ascii_case("unlimited") {
+                None
+            } else {
+                Some(v.parse::<u32>().map_err(|_| err(format!("MaxNodes: expected an integer, found '{v}'")))?)
+            };
+        }
+        if let Some(v) = get("State") {
+            part.state = match v.to_ascii_uppercase().as_str() {
+                "UP" => PartitionState::Up,
+                "DOWN" => PartitionState::Down,
+                "DRAIN" => PartitionState::Drain,
+                "INACTIVE" => PartitionState::Inactive,
+                _ => return Err(err(format!("State: expected UP, DOWN, DRAIN or INACTIVE, found '{v}'"))),
+            };
+        }
+        self.cluster.partitions.push(part);
+        Ok(())
+    }
+
+    fn finish(mut self, path: &Path) -> Result<SlurmConf, ConfError> {
+        let gres_types: Vec<String> = self
+            .settings
+            .get("grestypes")
+            .map(|(_, v)| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+            .unwrap_or_default();
+        for (name, file, line) in &self.gres_used {
+            if !gres_types.iter().any(|g| g == name) {
+                return Err(ConfError {
+                    path: file.clone(),
+                    line: *line,
+                    message: format!("GRES '{name}' is not listed in GresTypes"),
+                });
+            }
+        }
+        if self.cluster.partitions.iter().filter(|p| p.is_default).count() > 1 {
+            return Err(ConfError {
+                path: path.to_path_buf(),
+                line: 0,
+                message: "more than one partition has Default=YES".into(),
+            });
+        }
+        let mut backfill = BackfillParams::default();
+        if let Some((list, file, line)) = self.scheduler_parameters.take() {
+            let unknown = apply_scheduler_parameters(&mut backfill, &list).map_err(|m| ConfError {
+                path: file.clone(),
+                line,
+                message: format!("SchedulerParameters: {m}"),
+            })?;
+            for u in unknown {
+                self.warnings.push(format!(
+                    "{}:{line}: unknown SchedulerParameters option '{u}' (ignored)",
+                    file.display()
+                ));
+            }
+        }
+        let cluster_name = match self.settings.get("clustername") {
+            Some((_, v)) => v.clone(),
+            None => {
+                self.warnings
+                    .push(format!("{}: no ClusterName; using 'cluster'", path.display()));
+                "cluster".to_string()
+            }
+        };
+        let scheduler_type = self
+            .settings
+            .get("schedulertype")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| "sched/backfill".to_string());
+        Ok(SlurmConf {
+            cluster_name,
+            cluster: self.cluster,
+            backfill,
+            scheduler_type,
+            gres_types,
+            settings: self.settings,
+            warnings: self.warnings,
+        })
+    }
+}
+
+/// Parses a node's `Gres=` value: `gpu:rtxpro6000:8`, `gpu:8`, `gpu`,
+/// `gpu:a100:4(S:0-1),shard:16`. Counts may carry a K, M or G multiplier.
+/// Returns `(name, type, count)` triples.
+pub fn parse_node_gres(v: &str) -> Result<Vec<(String, Option<String>, u32)>, String> {
+    let mut out = Vec::new();
+    for item in split_outside_parens(v) {
+        let item = match item.find('(') {
+            Some(p) => &item[..p],
+            None => item,
+        };
+        let parts: Vec<&str> = item.split(':').collect();
+        let bad = || format!("Gres: cannot parse '{item}' (expected name[:type][:count])");
+        let count = |s: &str| -> Result<u32, String> {
+            let (digits, mult) = match s.chars().last() {
+                Some('k' | 'K') => (&s[..s.len() - 1], 1024),
+                Some('m' | 'M') => (&s[..s.len() - 1], 1024 * 1024),
+                Some('g' | 'G') => (&s[..s.len() - 1], 1024 * 1024 * 1024),
+                _ => (s, 1),
+            };
+            digits
+                .parse::<u32>()
+                .ok()
+                .and_then(|n| n.checked_mul(mult))
+                .ok_or_else(bad)
+        };
+        let is_count = |s: &str| s.chars().next().is_some_and(|c| c.is_ascii_digit());
+        let (name, gtype, n) = match parts.as_slice() {
+            [name] => (*name, None, 1),
+            [name, x] if is_count(x) => (*name, None, count(x)?),
+            [name, t] => (*name, Some(*t), 1),
+            [name, t, c] => (*name, Some(*t), count(c)?),
+            _ => return Err(bad()),
+        };
+        if name.is_empty() || gtype == Some("") {
+            return Err(bad());
+        }
+        out.push((name.to_string(), gtype.map(str::to_string), n));
+    }
+    Ok(out)
+}
+
+fn split_outside_parens(v: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in v.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(v[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(v[start..].trim());
+    out.into_iter().filter(|s| !s.is_empty()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEED: &str = include_str!("../tests/data/seed-slurm.conf");
+
+    #[test]
+    fn the_seed_configuration_loads_verbatim() {
+        let c = parse_str(SEED, Path::new("slurm.conf")).unwrap();
+        assert_eq!(c.cluster_name, "kentino-lab");
+        assert_eq!(c.warnings, Vec::<String>::new());
+        let names: Vec<&str> = c.cluster.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["node01", "node02", "node03", "node04"]);
+        let n = &c.cluster.nodes[0];
+        assert_eq!((n.capacity.cpus, n.capacity.mem_mib), (128, 1_024_000));
+        let gpu = c.cluster.gres.find("gpu", None).unwrap();
+        let typed = c.cluster.gres.find("gpu", Some("rtxpro6000")).unwrap();
+        assert_eq!((n.capacity.gres[gpu], n.capacity.gres[typed]), (8, 8));
+        let train = &c.cluster.partitions[0];
+        assert_eq!(train.name, "train");
+        assert!(train.is_default);
+        assert_eq!(train.max_time, Some(48 * 3600));
+        assert_eq!(train.nodes, [NodeId(0), NodeId(1), NodeId(2)]);
+        let inter = &c.cluster.partitions[1];
+        assert_eq!((inter.name.as_str(), inter.priority_tier, inter.max_time), ("interactive", 10, Some(4 * 3600)));
+        assert_eq!(inter.nodes, [NodeId(3)]);
+        assert_eq!(c.get("PriorityDecayHalfLife"), Some("7-0"));
+        assert_eq!(c.scheduler_type, "sched/backfill");
+    }
+
+    #[test]
+    fn errors_name_the_file_and_line() {
+        let text = "ClusterName=x\nNodeName=n1 CPUs=four\n";
+        let e = parse_str(text, Path::new("/etc/slurm.conf")).unwrap_err();
+        assert_eq!(e.to_string(), "/etc/slurm.conf:2: CPUs: expected a non-negative integer, found 'four'");
+        let e = parse_str("NodeName=n1\nPartitionName=p Nodes=n[1-2]\n", Path::new("s.conf")).unwrap_err();
+        assert_eq!(e.to_string(), "s.conf:2: partition p: unknown node n2");
+        let e = parse_str("NodeName=n1 Gres=gpu:2\n", Path::new("s.conf")).unwrap_err();
+        assert_eq!(e.to_string(), "s.conf:1: GRES 'gpu' is not listed in GresTypes");
+        let e = parse_str("PartitionName=p MaxTime=forever\n", Path::new("s.conf")).unwrap_err();
+        assert_eq!(e.to_string(), "s.conf:1: MaxTime: invalid time specification 'forever'");
+    }
+
+    #[test]
+    fn unknown_keys_warn_and_defaults_apply() {
+        let text = "ClusterName=x\nFrobnicate=1\nNodeName=DEFAULT CPUs=8 RealMemory=1000\nNodeName=a[1-2] Colour=blue\nNodeName=b1 CPUs=4\nPartitionName=DEFAULT MaxTime=1:00:00\nPartitionName=all Nodes=ALL Default=YES\nSchedulerParameters=bf_window=2880,bf_resolution=300,bf_continue,bf_max_job_test=50,bf_interval=10,whatever\n";
+        let c = parse_str(text, Path::new("s.conf")).unwrap();
+        assert_eq!(
+            c.warnings,
+            [
+                "s.conf:2: unknown key 'Frobnicate' (ignored)",
+                "s.conf:4: unknown node key 'Colour' (ignored)",
+                "s.conf:8: unknown SchedulerParameters option 'whatever' (ignored)",
+            ]
+        );
+        let cpus: Vec<u32> = c.cluster.nodes.iter().map(|n| n.capacity.cpus).collect();
+        assert_eq!(cpus, [8, 8, 4]);
+        assert_eq!(c.cluster.partitions[0].max_time, Some(3600));
+        assert_eq!(c.cluster.partitions[0].nodes.len(), 3);
+        assert_eq!(
+            c.backfill,
+            BackfillParams { window: 2880 * 60, resolution: 300, continue_pass: true, max_job_test: 50, interval: 10 }
+        );
+    }
+
+    #[test]
+    fn include_continuation_and_comments() {
+        let dir = std::env::temp_dir().join(format!("sluice-conf-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("nodes.conf"), "NodeName=n[1-3] \\\n   Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 # 16 CPUs\n").unwrap();
+        std::fs::write(dir.join("slurm.conf"), "ClusterName=c\ninclude nodes.conf\nPartitionName=p Nodes=n[1-3]\n").unwrap();
+        let c = read(&dir.join("slurm.conf")).unwrap();
+        assert_eq!(c.cluster.nodes.len(), 3);
+        assert_eq!(c.cluster.nodes[2].capacity.cpus, 16);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn node_gres_forms() {
+        assert_eq!(
+            parse_node_gres("gpu:a100:4(S:0-1),gpu:v100:2,shard:16,mps:1K").unwrap(),
+            vec![
+                ("gpu".into(), Some("a100".into()), 4),
+                ("gpu".into(), Some("v100".into()), 2),
+                ("shard".into(), None, 16),
+                ("mps".into(), None, 1024),
+            ]
+        );
+        assert_eq!(parse_node_gres("gpu").unwrap(), vec![("gpu".into(), None, 1)]);
+        assert!(parse_node_gres("gpu:a:b:c").is_err());
+        assert!(parse_node_gres("gpu:a100:x").is_err());
+    }
+}
