@@ -108,7 +108,10 @@ mod tests {
         for s in ["", "abc", "1:2:3:4", "1-", "-5", "1.5", "1-2:3:4:5"] {
             assert!(parse_time(s).is_err(), "{s}");
         }
-        assert_eq!(parse_time("1:xx").unwrap_err(), "invalid time specification '1:xx'");
+        assert_eq!(
+            parse_time("1:xx").unwrap_err(),
+            "invalid time specification '1:xx'"
+        );
     }
 
     #[test]
@@ -123,7 +126,17 @@ mod tests {
 
     #[test]
     fn memory_forms() {
-        let cases = [("100", 100), ("100M", 100), ("4G", 4096), ("4GB", 4096), ("2g", 2048), ("3584MB", 3584), ("1T", 1048576), ("512K", 1), ("1025k", 2)];
+        let cases = [
+            ("100", 100),
+            ("100M", 100),
+            ("4G", 4096),
+            ("4GB", 4096),
+            ("2g", 2048),
+            ("3584MB", 3584),
+            ("1T", 1048576),
+            ("512K", 1),
+            ("1025k", 2),
+        ];
         for (s, want) in cases {
             assert_eq!(parse_mem_mib(s), Ok(want), "{s}");
         }

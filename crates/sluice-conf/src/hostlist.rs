@@ -62,7 +62,10 @@ pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
                     if prefix.contains(']') {
                         return Err(err("']' without '['"));
                     }
-                    let close = rest[open..].find(']').ok_or_else(|| err("'[' without ']'"))? + open;
+                    let close = rest[open..]
+                        .find(']')
+                        .ok_or_else(|| err("'[' without ']'"))?
+                        + open;
                     let numbers = expand_group(&rest[open + 1..close]).map_err(|m| err(&m))?;
                     let mut next = Vec::with_capacity(names.len() * numbers.len());
                     for n in &names {
@@ -256,16 +259,34 @@ mod tests {
 
     #[test]
     fn expands_ranges_lists_and_padding() {
-        assert_eq!(expand("node[01-04,7]").unwrap(), ["node01", "node02", "node03", "node04", "node7"]);
+        assert_eq!(
+            expand("node[01-04,7]").unwrap(),
+            ["node01", "node02", "node03", "node04", "node7"]
+        );
         assert_eq!(expand("a,b[1-2]").unwrap(), ["a", "b1", "b2"]);
-        assert_eq!(expand("gpu[1-2]-ib[0-1]").unwrap(), ["gpu1-ib0", "gpu1-ib1", "gpu2-ib0", "gpu2-ib1"]);
-        assert_eq!(expand("n[098-101]").unwrap(), ["n098", "n099", "n100", "n101"]);
+        assert_eq!(
+            expand("gpu[1-2]-ib[0-1]").unwrap(),
+            ["gpu1-ib0", "gpu1-ib1", "gpu2-ib0", "gpu2-ib1"]
+        );
+        assert_eq!(
+            expand("n[098-101]").unwrap(),
+            ["n098", "n099", "n100", "n101"]
+        );
         assert_eq!(expand("node04").unwrap(), ["node04"]);
     }
 
     #[test]
     fn rejects_malformed_expressions() {
-        for bad in ["node[1-", "node1]", "node[3-1]", "node[a-b]", "n[[1]]", "a,,b", "", "n[1-2000000]"] {
+        for bad in [
+            "node[1-",
+            "node1]",
+            "node[3-1]",
+            "node[a-b]",
+            "n[[1]]",
+            "a,,b",
+            "",
+            "n[1-2000000]",
+        ] {
             assert!(expand(bad).is_err(), "{bad} should be rejected");
         }
         assert_eq!(
@@ -276,11 +297,18 @@ mod tests {
 
     #[test]
     fn compresses_like_slurm() {
-        assert_eq!(compress(&["node01", "node02", "node03", "node07"]), "node[01-03,07]");
+        assert_eq!(
+            compress(&["node01", "node02", "node03", "node07"]),
+            "node[01-03,07]"
+        );
         assert_eq!(compress(&["node1"]), "node1");
         assert_eq!(compress(&["login", "n1", "n2"]), "login,n[1-2]");
         assert_eq!(compress(&["n3", "n1", "n2", "n2"]), "n[1-3]");
-        assert_eq!(compress(&["gpu1-ib0", "gpu2-ib0"]), "gpu1-ib0,gpu2-ib0", "only trailing numbers form ranges");
+        assert_eq!(
+            compress(&["gpu1-ib0", "gpu2-ib0"]),
+            "gpu1-ib0,gpu2-ib0",
+            "only trailing numbers form ranges"
+        );
         assert_eq!(compress(&["gpu0-ib1", "gpu0-ib2"]), "gpu0-ib[1-2]");
         assert_eq!(compress(&["n9", "n10", "n11"]), "n[9-11]");
         assert_eq!(compress(&["n098", "n099", "n100"]), "n[098-100]");

@@ -93,7 +93,10 @@ pub fn parse_str(text: &str, path: &Path) -> Result<SlurmConf, ConfError> {
 /// seconds.
 ///
 /// Errors: a recognised option with a missing or non-numeric value.
-pub fn apply_scheduler_parameters(params: &mut BackfillParams, list: &str) -> Result<Vec<String>, String> {
+pub fn apply_scheduler_parameters(
+    params: &mut BackfillParams,
+    list: &str,
+) -> Result<Vec<String>, String> {
     let mut unknown = Vec::new();
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (key, value) = match item.split_once('=') {
@@ -104,7 +107,12 @@ pub fn apply_scheduler_parameters(params: &mut BackfillParams, list: &str) -> Re
             value
                 .and_then(|v| v.parse::<i64>().ok())
                 .filter(|v| *v >= 1)
-                .ok_or_else(|| format!("{key} needs a positive integer value, found '{}'", value.unwrap_or("")))
+                .ok_or_else(|| {
+                    format!(
+                        "{key} needs a positive integer value, found '{}'",
+                        value.unwrap_or("")
+                    )
+                })
         };
         match key.as_str() {
             "bf_window" => params.window = num()? * 60,
@@ -210,16 +218,21 @@ impl Parser {
                             continue;
                         }
                         if lower == "schedulerparameters" {
-                            self.scheduler_parameters = Some((v.clone(), path.to_path_buf(), start_line));
+                            self.scheduler_parameters =
+                                Some((v.clone(), path.to_path_buf(), start_line));
                         }
-                        self.check_global(&lower, &v).map_err(|m| err(start_line, format!("{k}: {m}")))?;
+                        self.check_global(&lower, &v)
+                            .map_err(|m| err(start_line, format!("{k}: {m}")))?;
                         self.settings.insert(lower, (k, v));
                     }
                 }
             }
         }
         if !logical.trim().is_empty() {
-            return Err(err(start_line, "line continued past the end of the file".into()));
+            return Err(err(
+                start_line,
+                "line continued past the end of the file".into(),
+            ));
         }
         Ok(())
     }
@@ -233,24 +246,43 @@ impl Parser {
                 .map_err(|_| format!("expected an integer, found '{value}'"))
         };
         match key {
-            "killwait" | "minjobage" | "maxarraysize" | "maxjobcount" | "firstjobid"
-            | "priorityweightage" | "priorityweightfairshare" | "priorityweightjobsize"
-            | "priorityweightpartition" | "priorityweightqos" | "priorityweightassoc"
-            | "messagetimeout" | "slurmdtimeout" | "slurmctldtimeout" | "inactivelimit"
-            | "waittime" | "overtimelimit" => int(),
+            "killwait"
+            | "minjobage"
+            | "maxarraysize"
+            | "maxjobcount"
+            | "firstjobid"
+            | "priorityweightage"
+            | "priorityweightfairshare"
+            | "priorityweightjobsize"
+            | "priorityweightpartition"
+            | "priorityweightqos"
+            | "priorityweightassoc"
+            | "messagetimeout"
+            | "slurmdtimeout"
+            | "slurmctldtimeout"
+            | "inactivelimit"
+            | "waittime"
+            | "overtimelimit" => int(),
             "prioritydecayhalflife" | "prioritymaxage" => parse_time(value).map(|_| ()),
             "defmempercpu" | "defmempernode" | "maxmempercpu" | "maxmempernode" => {
                 parse_mem_mib(value).map(|_| ())
             }
             "schedulertype" => match value {
                 "sched/backfill" | "sched/builtin" => Ok(()),
-                _ => Err(format!("unknown scheduler '{value}' (sched/backfill or sched/builtin)")),
+                _ => Err(format!(
+                    "unknown scheduler '{value}' (sched/backfill or sched/builtin)"
+                )),
             },
             _ => Ok(()),
         }
     }
 
-    fn node_line(&mut self, kv: Vec<(String, String)>, path: &Path, line: usize) -> Result<(), ConfError> {
+    fn node_line(
+        &mut self,
+        kv: Vec<(String, String)>,
+        path: &Path,
+        line: usize,
+    ) -> Result<(), ConfError> {
         let err = |message: String| ConfError {
             path: path.to_path_buf(),
             line,
@@ -260,7 +292,8 @@ impl Parser {
         if names.eq_ignore_ascii_case("default") {
             for (k, v) in &kv[1..] {
                 self.known_node_key(k, path, line);
-                self.node_defaults.retain(|(dk, _)| !dk.eq_ignore_ascii_case(k));
+                self.node_defaults
+                    .retain(|(dk, _)| !dk.eq_ignore_ascii_case(k));
                 self.node_defaults.push((k.clone(), v.clone()));
             }
             return Ok(());
@@ -281,9 +314,11 @@ impl Parser {
         let uint = |key: &str, default: u32| -> Result<u32, ConfError> {
             match get(key) {
                 None => Ok(default),
-                Some(v) => v
-                    .parse::<u32>()
-                    .map_err(|_| err(format!("{key}: expected a non-negative integer, found '{v}'"))),
+                Some(v) => v.parse::<u32>().map_err(|_| {
+                    err(format!(
+                        "{key}: expected a non-negative integer, found '{v}'"
+                    ))
+                }),
             }
         };
         let boards = uint("Boards", 1)?;
@@ -294,7 +329,14 @@ impl Parser {
         let cores = uint("CoresPerSocket", 1)?;
         let threads = uint("ThreadsPerCore", 1)?;
         let cpus = match get("CPUs").or(get("Procs")) {
-            Some(_) => uint(if get("CPUs").is_some() { "CPUs" } else { "Procs" }, 1)?,
+            Some(_) => uint(
+                if get("CPUs").is_some() {
+                    "CPUs"
+                } else {
+                    "Procs"
+                },
+                1,
+            )?,
             None => sockets * cores * threads,
         };
         if cpus == 0 {
@@ -302,9 +344,11 @@ impl Parser {
         }
         let mem = match get("RealMemory") {
             None => 1,
-            Some(v) => v
-                .parse::<u64>()
-                .map_err(|_| err(format!("RealMemory: expected MiB as an integer, found '{v}'")))?,
+            Some(v) => v.parse::<u64>().map_err(|_| {
+                err(format!(
+                    "RealMemory: expected MiB as an integer, found '{v}'"
+                ))
+            })?,
         };
         let weight = uint("Weight", 1)?;
         let state = match get("State").map(|s| s.to_ascii_uppercase()) {
@@ -338,7 +382,8 @@ impl Parser {
         };
         for (name, gtype, count) in &gres {
             if !self.gres_used.iter().any(|(n, _, _)| n == name) {
-                self.gres_used.push((name.clone(), path.to_path_buf(), line));
+                self.gres_used
+                    .push((name.clone(), path.to_path_buf(), line));
             }
             let slot = self
                 .cluster
@@ -347,7 +392,11 @@ impl Parser {
                 .map_err(|e| err(e.to_string()))?;
             capacity.gres[slot] += count;
             if gtype.is_some() {
-                let parent = self.cluster.gres.parent(slot).expect("typed slots have a parent");
+                let parent = self
+                    .cluster
+                    .gres
+                    .parent(slot)
+                    .expect("typed slots have a parent");
                 capacity.gres[parent] += count;
             }
         }
@@ -374,12 +423,19 @@ impl Parser {
 
     fn known_node_key(&mut self, key: &str, path: &Path, line: usize) {
         if !keys::NODE.contains(&key.to_ascii_lowercase().as_str()) {
-            self.warnings
-                .push(format!("{}:{line}: unknown node key '{key}' (ignored)", path.display()));
+            self.warnings.push(format!(
+                "{}:{line}: unknown node key '{key}' (ignored)",
+                path.display()
+            ));
         }
     }
 
-    fn partition_line(&mut self, kv: Vec<(String, String)>, path: &Path, line: usize) -> Result<(), ConfError> {
+    fn partition_line(
+        &mut self,
+        kv: Vec<(String, String)>,
+        path: &Path,
+        line: usize,
+    ) -> Result<(), ConfError> {
         let err = |message: String| ConfError {
             path: path.to_path_buf(),
             line,
@@ -396,7 +452,8 @@ impl Parser {
         let name = kv[0].1.clone();
         if name.eq_ignore_ascii_case("default") {
             for (k, v) in &kv[1..] {
-                self.part_defaults.retain(|(dk, _)| !dk.eq_ignore_ascii_case(k));
+                self.part_defaults
+                    .retain(|(dk, _)| !dk.eq_ignore_ascii_case(k));
                 self.part_defaults.push((k.clone(), v.clone()));
             }
             return Ok(());
@@ -454,15 +511,20 @@ impl Parser {
         part.max_time = time("MaxTime")?;
         part.default_time = time("DefaultTime")?;
         if let Some(v) = get("PriorityTier") {
-            part.priority_tier = v
-                .parse::<u16>()
-                .map_err(|_| err(format!("PriorityTier: expected an integer 0-65533, found '{v}'")))?;
+            part.priority_tier = v.parse::<u16>().map_err(|_| {
+                err(format!(
+                    "PriorityTier: expected an integer 0-65533, found '{v}'"
+                ))
+            })?;
         }
         if let Some(v) = get("MaxNodes") {
             part.max_nodes = if v.eq_ignore_ascii_case("unlimited") {
                 None
             } else {
-                Some(v.parse::<u32>().map_err(|_| err(format!("MaxNodes: expected an integer, found '{v}'")))?)
+                Some(
+                    v.parse::<u32>()
+                        .map_err(|_| err(format!("MaxNodes: expected an integer, found '{v}'")))?,
+                )
             };
         }
         if let Some(v) = get("State") {
@@ -471,7 +533,11 @@ impl Parser {
                 "DOWN" => PartitionState::Down,
                 "DRAIN" => PartitionState::Drain,
                 "INACTIVE" => PartitionState::Inactive,
-                _ => return Err(err(format!("State: expected UP, DOWN, DRAIN or INACTIVE, found '{v}'"))),
+                _ => {
+                    return Err(err(format!(
+                        "State: expected UP, DOWN, DRAIN or INACTIVE, found '{v}'"
+                    )))
+                }
             };
         }
         self.cluster.partitions.push(part);
@@ -482,7 +548,12 @@ impl Parser {
         let gres_types: Vec<String> = self
             .settings
             .get("grestypes")
-            .map(|(_, v)| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+            .map(|(_, v)| {
+                v.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
             .unwrap_or_default();
         for (name, file, line) in &self.gres_used {
             if !gres_types.iter().any(|g| g == name) {
@@ -493,7 +564,14 @@ impl Parser {
                 });
             }
         }
-        if self.cluster.partitions.iter().filter(|p| p.is_default).count() > 1 {
+        if self
+            .cluster
+            .partitions
+            .iter()
+            .filter(|p| p.is_default)
+            .count()
+            > 1
+        {
             return Err(ConfError {
                 path: path.to_path_buf(),
                 line: 0,
@@ -502,11 +580,12 @@ impl Parser {
         }
         let mut backfill = BackfillParams::default();
         if let Some((list, file, line)) = self.scheduler_parameters.take() {
-            let unknown = apply_scheduler_parameters(&mut backfill, &list).map_err(|m| ConfError {
-                path: file.clone(),
-                line,
-                message: format!("SchedulerParameters: {m}"),
-            })?;
+            let unknown =
+                apply_scheduler_parameters(&mut backfill, &list).map_err(|m| ConfError {
+                    path: file.clone(),
+                    line,
+                    message: format!("SchedulerParameters: {m}"),
+                })?;
             for u in unknown {
                 self.warnings.push(format!(
                     "{}:{line}: unknown SchedulerParameters option '{u}' (ignored)",
@@ -517,8 +596,10 @@ impl Parser {
         let cluster_name = match self.settings.get("clustername") {
             Some((_, v)) => v.clone(),
             None => {
-                self.warnings
-                    .push(format!("{}: no ClusterName; using 'cluster'", path.display()));
+                self.warnings.push(format!(
+                    "{}: no ClusterName; using 'cluster'",
+                    path.display()
+                ));
                 "cluster".to_string()
             }
         };
@@ -622,7 +703,10 @@ mod tests {
         assert_eq!(train.max_time, Some(48 * 3600));
         assert_eq!(train.nodes, [NodeId(0), NodeId(1), NodeId(2)]);
         let inter = &c.cluster.partitions[1];
-        assert_eq!((inter.name.as_str(), inter.priority_tier, inter.max_time), ("interactive", 10, Some(4 * 3600)));
+        assert_eq!(
+            (inter.name.as_str(), inter.priority_tier, inter.max_time),
+            ("interactive", 10, Some(4 * 3600))
+        );
         assert_eq!(inter.nodes, [NodeId(3)]);
         assert_eq!(c.get("PriorityDecayHalfLife"), Some("7-0"));
         assert_eq!(c.scheduler_type, "sched/backfill");
@@ -632,13 +716,26 @@ mod tests {
     fn errors_name_the_file_and_line() {
         let text = "ClusterName=x\nNodeName=n1 CPUs=four\n";
         let e = parse_str(text, Path::new("/etc/slurm.conf")).unwrap_err();
-        assert_eq!(e.to_string(), "/etc/slurm.conf:2: CPUs: expected a non-negative integer, found 'four'");
-        let e = parse_str("NodeName=n1\nPartitionName=p Nodes=n[1-2]\n", Path::new("s.conf")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/etc/slurm.conf:2: CPUs: expected a non-negative integer, found 'four'"
+        );
+        let e = parse_str(
+            "NodeName=n1\nPartitionName=p Nodes=n[1-2]\n",
+            Path::new("s.conf"),
+        )
+        .unwrap_err();
         assert_eq!(e.to_string(), "s.conf:2: partition p: unknown node n2");
         let e = parse_str("NodeName=n1 Gres=gpu:2\n", Path::new("s.conf")).unwrap_err();
-        assert_eq!(e.to_string(), "s.conf:1: GRES 'gpu' is not listed in GresTypes");
+        assert_eq!(
+            e.to_string(),
+            "s.conf:1: GRES 'gpu' is not listed in GresTypes"
+        );
         let e = parse_str("PartitionName=p MaxTime=forever\n", Path::new("s.conf")).unwrap_err();
-        assert_eq!(e.to_string(), "s.conf:1: MaxTime: invalid time specification 'forever'");
+        assert_eq!(
+            e.to_string(),
+            "s.conf:1: MaxTime: invalid time specification 'forever'"
+        );
     }
 
     #[test]
@@ -659,7 +756,13 @@ mod tests {
         assert_eq!(c.cluster.partitions[0].nodes.len(), 3);
         assert_eq!(
             c.backfill,
-            BackfillParams { window: 2880 * 60, resolution: 300, continue_pass: true, max_job_test: 50, interval: 10 }
+            BackfillParams {
+                window: 2880 * 60,
+                resolution: 300,
+                continue_pass: true,
+                max_job_test: 50,
+                interval: 10
+            }
         );
     }
 
@@ -667,8 +770,16 @@ mod tests {
     fn include_continuation_and_comments() {
         let dir = std::env::temp_dir().join(format!("sluice-conf-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("nodes.conf"), "NodeName=n[1-3] \\\n   Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 # 16 CPUs\n").unwrap();
-        std::fs::write(dir.join("slurm.conf"), "ClusterName=c\ninclude nodes.conf\nPartitionName=p Nodes=n[1-3]\n").unwrap();
+        std::fs::write(
+            dir.join("nodes.conf"),
+            "NodeName=n[1-3] \\\n   Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 # 16 CPUs\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("slurm.conf"),
+            "ClusterName=c\ninclude nodes.conf\nPartitionName=p Nodes=n[1-3]\n",
+        )
+        .unwrap();
         let c = read(&dir.join("slurm.conf")).unwrap();
         assert_eq!(c.cluster.nodes.len(), 3);
         assert_eq!(c.cluster.nodes[2].capacity.cpus, 16);
@@ -686,7 +797,10 @@ mod tests {
                 ("mps".into(), None, 1024),
             ]
         );
-        assert_eq!(parse_node_gres("gpu").unwrap(), vec![("gpu".into(), None, 1)]);
+        assert_eq!(
+            parse_node_gres("gpu").unwrap(),
+            vec![("gpu".into(), None, 1)]
+        );
         assert!(parse_node_gres("gpu:a:b:c").is_err());
         assert!(parse_node_gres("gpu:a100:x").is_err());
     }

@@ -60,7 +60,12 @@ mod tests {
     #[test]
     fn pairs_with_quotes_and_bare_words() {
         let p = pairs(r#"NodeName=n[1-2] CPUs=4 Reason="ECC errors" Flag"#).unwrap();
-        let want = [("NodeName", "n[1-2]"), ("CPUs", "4"), ("Reason", "ECC errors"), ("Flag", "")];
+        let want = [
+            ("NodeName", "n[1-2]"),
+            ("CPUs", "4"),
+            ("Reason", "ECC errors"),
+            ("Flag", ""),
+        ];
         assert_eq!(p, want.map(|(k, v)| (k.to_string(), v.to_string())));
         assert!(pairs(r#"Reason="open"#).is_err());
         assert!(pairs("=x").is_err());

@@ -154,7 +154,11 @@ impl Cluster {
         self.partitions
             .iter()
             .position(|p| p.is_default)
-            .or(if self.partitions.is_empty() { None } else { Some(0) })
+            .or(if self.partitions.is_empty() {
+                None
+            } else {
+                Some(0)
+            })
             .map(|i| PartitionId(i as u16))
     }
 

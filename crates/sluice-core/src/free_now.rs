@@ -5,7 +5,7 @@
 //! exact check against the availability profile. On a loaded cluster most passes start
 //! nothing, and this filter lets them say so without looking at every node.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use crate::cluster::{Cluster, NodeState};
 use crate::ids::{NodeId, PartitionId};
@@ -20,8 +20,9 @@ struct PartitionTotals {
     gres: [u64; MAX_GRES],
     /// Schedulable nodes with nothing running.
     idle_nodes: u32,
-    /// How many schedulable nodes have each number of free processors.
-    free_cpus_histogram: BTreeMap<u32, u32>,
+    /// Schedulable nodes by (free processors, weight, id): the order in which node
+    /// selection looks at them.
+    by_free_cpus: BTreeSet<(u32, u32, NodeId)>,
 }
 
 /// Free resources now, per node and per partition.
@@ -74,10 +75,11 @@ impl FreeNow {
             if idle {
                 t.idle_nodes = (t.idle_nodes as i64 + sign) as u32;
             }
-            let c = t.free_cpus_histogram.entry(free.cpus).or_insert(0);
-            *c = (*c as i64 + sign) as u32;
-            if *c == 0 {
-                t.free_cpus_histogram.remove(&free.cpus);
+            let key = (free.cpus, cluster.node(node).weight, node);
+            if sign > 0 {
+                t.by_free_cpus.insert(key);
+            } else {
+                t.by_free_cpus.remove(&key);
             }
         }
     }
@@ -89,7 +91,11 @@ impl FreeNow {
                 self.add_node(cluster, a.node, -1);
             }
             let f = &mut self.free[a.node.index()];
-            *f = if take { f.minus(&a.usage) } else { f.plus(&a.usage) };
+            *f = if take {
+                f.minus(&a.usage)
+            } else {
+                f.plus(&a.usage)
+            };
             if up {
                 self.add_node(cluster, a.node, 1);
             }
@@ -106,9 +112,9 @@ impl FreeNow {
         self.change(cluster, allocs, false);
     }
 
-    /// What `node` has free now.
-    pub(crate) fn node(&self, node: NodeId) -> Resources {
-        self.free[node.index()]
+    /// A partition's schedulable nodes by (free processors, weight, id).
+    pub(crate) fn by_free_cpus(&self, partition: PartitionId) -> &BTreeSet<(u32, u32, NodeId)> {
+        &self.totals[partition.index()].by_free_cpus
     }
 
     /// False when `req` certainly cannot start now in `partition`; true when it might.
@@ -134,7 +140,7 @@ impl FreeNow {
             None if req.max_nodes == 1 => req.min_cpus(),
             None => req.cpus_per_task as u64,
         };
-        let roomiest = t.free_cpus_histogram.keys().next_back().copied().unwrap_or(0);
+        let roomiest = t.by_free_cpus.iter().next_back().map_or(0, |k| k.0);
         roomiest as u64 >= per_node
     }
 }

@@ -173,8 +173,6 @@ pub struct Job {
     pub alloc: Option<Allocation>,
     /// Planned start from the last pass that planned it (a reservation), if any.
     pub planned_start: Option<Time>,
-    /// Submission sequence number: the order in which the core received jobs.
-    pub(crate) seq: u64,
 }
 
 impl Job {

@@ -24,9 +24,11 @@ pub mod tres;
 pub use cluster::{Cluster, Node, NodeState, Partition, PartitionState};
 pub use decision::{Decision, Pass};
 pub use ids::{JobId, NodeId, PartitionId};
-pub use job::{Allocation, Job, JobRequest, JobSpec, JobState, MemRequest, NodeAlloc, PendingReason};
+pub use job::{
+    Allocation, Job, JobRequest, JobSpec, JobState, MemRequest, NodeAlloc, PendingReason,
+};
 pub use policy::{BackfillParams, Policy};
 pub use profile::Profile;
-pub use scheduler::{Scheduler, SubmitError};
+pub use scheduler::{EndSemantics, Scheduler, SubmitError};
 pub use time::{Secs, Time, NEVER};
 pub use tres::{GresTable, Resources};

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use crate::cluster::Cluster;
 use crate::ids::NodeId;
 use crate::job::{JobRequest, NodeAlloc};
-use crate::select::{choose_nodes, max_tasks, node_allocs};
+use crate::select::{choose_nodes, max_tasks, node_allocs, Candidate};
 use crate::time::{Secs, Time, NEVER};
 use crate::tres::Resources;
 
@@ -87,7 +87,11 @@ impl Profile {
     /// A profile in which every node of `cluster` is wholly free forever.
     pub fn new(cluster: &Cluster) -> Self {
         Profile {
-            timelines: cluster.nodes.iter().map(|n| Timeline::new(n.capacity)).collect(),
+            timelines: cluster
+                .nodes
+                .iter()
+                .map(|n| Timeline::new(n.capacity))
+                .collect(),
             origin: -NEVER,
         }
     }
@@ -194,9 +198,14 @@ impl Profile {
         for (ci, &node) in candidates.iter().enumerate() {
             let cap = cluster.node(node).capacity;
             let tl = &self.timelines[node.index()];
-            hosting_over_time(tl, t0, d, horizon, |free| max_tasks(req, free, &cap), |t, k| {
-                events.push((t, ci as u32, k))
-            });
+            hosting_over_time(
+                tl,
+                t0,
+                d,
+                horizon,
+                |free| max_tasks(req, free, &cap),
+                |t, k| events.push((t, ci as u32, k)),
+            );
         }
         events.sort_unstable();
         let min_nodes = req.min_nodes.max(1) as usize;
@@ -215,13 +224,18 @@ impl Profile {
             if sum < req.ntasks as u64 || count < min_nodes {
                 continue;
             }
-            let cands: Vec<(NodeId, u32)> = candidates
+            let cands: Vec<Candidate> = candidates
                 .iter()
                 .zip(&hosting)
                 .filter(|(_, k)| **k > 0)
-                .map(|(n, k)| (*n, *k))
+                .map(|(&node, &tasks)| Candidate {
+                    node,
+                    tasks,
+                    free_cpus: self.free_at(node, t).cpus,
+                    weight: cluster.node(node).weight,
+                })
                 .collect();
-            if let Some(chosen) = choose_nodes(req, &cands, cluster) {
+            if let Some(chosen) = choose_nodes(req, &cands) {
                 let allocs = node_allocs(req, &chosen, |n| self.free_during(n, t, t + d), cluster);
                 return Some((t, allocs));
             }
@@ -278,7 +292,11 @@ fn hosting_over_time(
     emit(t0, last);
     loop {
         let next_front = if lo + 1 < n { at(lo + 1) } else { NEVER };
-        let next_back = if hi + 1 < n { at(hi + 1) - d + 1 } else { NEVER };
+        let next_back = if hi + 1 < n {
+            at(hi + 1) - d + 1
+        } else {
+            NEVER
+        };
         let t = next_front.min(next_back);
         if t >= NEVER || t > horizon {
             return;
@@ -325,7 +343,11 @@ mod tests {
                 .map(|(t, _)| t)
         };
         assert_eq!(at(4, 50, 0), Some(0), "4 free on [0,50)");
-        assert_eq!(at(4, 51, 0), Some(80), "[50,80) has only 1 free; 4 are free again from 80");
+        assert_eq!(
+            at(4, 51, 0),
+            Some(80),
+            "[50,80) has only 1 free; 4 are free again from 80"
+        );
         assert_eq!(at(1, 200, 0), Some(0));
         assert_eq!(at(2, 10, 55), Some(80));
         assert_eq!(at(10, 1, 0), Some(100));
@@ -339,7 +361,11 @@ mod tests {
         p.claim(NodeId(0), 0, 100, &Resources::cpus(4));
         let r = one_node_job(1);
         assert_eq!(p.earliest_start(&c, &r, &[NodeId(0)], 10, 0, 99), None);
-        assert_eq!(p.earliest_start(&c, &r, &[NodeId(0)], 10, 0, 100).map(|x| x.0), Some(100));
+        assert_eq!(
+            p.earliest_start(&c, &r, &[NodeId(0)], 10, 0, 100)
+                .map(|x| x.0),
+            Some(100)
+        );
         assert!(p.fits_now(&c, &r, &[NodeId(0)], 10, 0).is_none());
         assert!(p.fits_now(&c, &r, &[NodeId(0)], 10, 100).is_some());
     }
@@ -369,8 +395,16 @@ mod tests {
             p.earliest_start(&c, &JobRequest::procs(procs), &all, d, 0, NEVER)
                 .map(|(t, a)| (t, a.iter().map(|x| x.node.0).collect::<Vec<_>>()))
         };
-        assert_eq!(at(2, 10), Some((0, vec![2, 3])), "n2 and n3 are free on [0,10)");
-        assert_eq!(at(2, 11), Some((30, vec![1, 2])), "n3 is taken at 10; n1 frees at 30");
+        assert_eq!(
+            at(2, 10),
+            Some((0, vec![2, 3])),
+            "n2 and n3 are free on [0,10)"
+        );
+        assert_eq!(
+            at(2, 11),
+            Some((30, vec![1, 2])),
+            "n3 is taken at 10; n1 frees at 30"
+        );
         assert_eq!(at(3, 5), Some((40, vec![1, 2, 3])));
         assert_eq!(at(4, 5), Some((50, vec![0, 1, 2, 3])));
     }

@@ -22,8 +22,8 @@ use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
 use crate::profile::Profile;
-use crate::select::{choose_nodes, max_tasks, node_can_ever_host};
-use crate::time::{Time, NEVER};
+use crate::select::{max_tasks, node_allocs, take_in_order};
+use crate::time::Time;
 
 /// Why a submission was refused. Nothing changes when one is returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,7 +47,10 @@ impl std::fmt::Display for SubmitError {
             SubmitError::DuplicateId(id) => write!(f, "job id {id} is already in use"),
             SubmitError::NoSuchPartition(_) => write!(f, "Invalid partition name specified"),
             SubmitError::PartitionClosed(_) => {
-                write!(f, "Partition in DRAIN or INACTIVE state, no new jobs accepted")
+                write!(
+                    f,
+                    "Partition in DRAIN or INACTIVE state, no new jobs accepted"
+                )
             }
             SubmitError::NodeConfigUnavailable => {
                 write!(f, "Requested node configuration is not available")
@@ -69,6 +72,28 @@ pub(crate) struct QueueKey {
     pub(crate) seq: u64,
 }
 
+/// Nodes of one configuration in a partition.
+#[derive(Clone, Debug)]
+struct NodeConfig {
+    capacity: crate::tres::Resources,
+    features: u64,
+    count: u32,
+}
+
+/// When a running job's resources become available to others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndSemantics {
+    /// The controller's rule: a running job holds its resources until
+    /// [`Scheduler::job_ended`] reports it gone, even past its expected end (a job being
+    /// killed at its limit still holds its nodes).
+    HoldUntilReported,
+    /// The simulator's rule (the textbook semantics of trace replay): a running job's
+    /// resources are free from its expected end on, even if its termination is reported
+    /// later in the same instant. Only correct when jobs never run past their expected
+    /// end, as in a replay that kills jobs at their time limit.
+    FreeAtExpectedEnd,
+}
+
 /// The scheduling core: cluster, jobs, queue, availability profile and policy.
 #[derive(Clone, Debug)]
 pub struct Scheduler {
@@ -82,17 +107,33 @@ pub struct Scheduler {
     pub(crate) free_now: FreeNow,
     /// Up nodes of each partition, ascending.
     pub(crate) candidates: Vec<Vec<NodeId>>,
+    /// Distinct node configurations of each partition (all its nodes, any state).
+    node_configs: Vec<Vec<NodeConfig>>,
     /// Running jobs by the end of their claim on the profile.
     pub(crate) claims_end: BTreeSet<(Time, JobId)>,
     pub(crate) claim_end: BTreeMap<JobId, Time>,
+    /// Under [`EndSemantics::FreeAtExpectedEnd`]: running jobs whose expected end has
+    /// come, whose resources already count as free although their end is not reported.
+    pub(crate) expired: BTreeSet<JobId>,
+    pub(crate) end_semantics: EndSemantics,
     pub(crate) next_seq: u64,
     pub(crate) conservative: conservative::State,
     pub(crate) backfill: backfill::State,
 }
 
 impl Scheduler {
-    /// A scheduler for `cluster` running `policy`, with no jobs.
+    /// A scheduler for `cluster` running `policy`, with no jobs, for the live controller
+    /// ([`EndSemantics::HoldUntilReported`]).
     pub fn new(cluster: Cluster, policy: Policy) -> Self {
+        Self::with_end_semantics(cluster, policy, EndSemantics::HoldUntilReported)
+    }
+
+    /// A scheduler with the given rule for when running jobs' resources free up.
+    pub fn with_end_semantics(
+        cluster: Cluster,
+        policy: Policy,
+        end_semantics: EndSemantics,
+    ) -> Self {
         let profile = Profile::new(&cluster);
         let free_now = FreeNow::new(&cluster);
         let mut s = Scheduler {
@@ -104,13 +145,39 @@ impl Scheduler {
             profile,
             free_now,
             candidates: Vec::new(),
+            node_configs: Vec::new(),
             claims_end: BTreeSet::new(),
             claim_end: BTreeMap::new(),
+            expired: BTreeSet::new(),
+            end_semantics,
             next_seq: 0,
             conservative: Default::default(),
             backfill: Default::default(),
         };
         s.refresh_candidates();
+        s.node_configs = s
+            .cluster
+            .partitions
+            .iter()
+            .map(|p| {
+                let mut groups: Vec<NodeConfig> = Vec::new();
+                for &n in &p.nodes {
+                    let node = s.cluster.node(n);
+                    match groups
+                        .iter_mut()
+                        .find(|g| g.capacity == node.capacity && g.features == node.features)
+                    {
+                        Some(g) => g.count += 1,
+                        None => groups.push(NodeConfig {
+                            capacity: node.capacity,
+                            features: node.features,
+                            count: 1,
+                        }),
+                    }
+                }
+                groups
+            })
+            .collect();
         s
     }
 
@@ -164,6 +231,42 @@ impl Scheduler {
         self.backfill.dirty = true;
     }
 
+    /// Whether some set of `partition`'s nodes could hold `req` if they were all idle
+    /// (Slurm: "Requested node configuration is not available" when not). Judged on the
+    /// partition's distinct node configurations, so it costs the same on 10 or 10,000
+    /// identical nodes.
+    fn could_ever_fit(&self, partition: PartitionId, req: &crate::job::JobRequest) -> bool {
+        let groups = &self.node_configs[partition.index()];
+        let mut cands: Vec<(u32, u32)> = groups
+            .iter()
+            .filter(|g| req.features_any == 0 || g.features & req.features_any != 0)
+            .map(|g| (max_tasks(req, &g.capacity, &g.capacity), g.count))
+            .filter(|(k, _)| *k > 0)
+            .collect();
+        if req.min_nodes <= 1 && cands.iter().any(|(k, _)| *k >= req.ntasks) {
+            return true;
+        }
+        if req.max_nodes == 1 {
+            return false;
+        }
+        cands.sort_by_key(|(k, _)| std::cmp::Reverse(*k));
+        let (mut nodes, mut tasks) = (0u64, 0u64);
+        let min_nodes = req.min_nodes.max(1) as u64;
+        for (k, count) in cands {
+            for _ in 0..count {
+                if nodes >= min_nodes && tasks >= req.ntasks as u64 {
+                    break;
+                }
+                nodes += 1;
+                tasks += k as u64;
+            }
+        }
+        nodes >= min_nodes
+            && tasks >= req.ntasks as u64
+            && nodes <= req.max_nodes as u64
+            && req.ntasks as u64 >= nodes
+    }
+
     fn refresh_candidates(&mut self) {
         self.candidates = self
             .cluster
@@ -193,32 +296,30 @@ impl Scheduler {
             return Err(SubmitError::PartitionClosed(spec.partition));
         }
         if spec.time_limit < 1 {
-            return Err(SubmitError::InvalidRequest("time limit must be at least one second"));
+            return Err(SubmitError::InvalidRequest(
+                "time limit must be at least one second",
+            ));
         }
         if spec.request.ntasks < 1 || spec.request.ntasks < spec.request.min_nodes {
-            return Err(SubmitError::InvalidRequest("need at least one task per node"));
+            return Err(SubmitError::InvalidRequest(
+                "need at least one task per node",
+            ));
         }
-        let req = &spec.request;
-        let ever: Vec<(NodeId, u32)> = part
-            .nodes
-            .iter()
-            .map(|&n| {
-                let node = self.cluster.node(n);
-                let k = if node_can_ever_host(req, node) {
-                    max_tasks(req, &node.capacity, &node.capacity)
-                } else {
-                    0
-                };
-                (n, k)
-            })
-            .collect();
-        if choose_nodes(req, &ever, &self.cluster).is_none() {
+        if !self.could_ever_fit(spec.partition, &spec.request) {
             return Err(SubmitError::NodeConfigUnavailable);
         }
         self.profile.advance(now);
         let key = QueueKey {
-            tier: Reverse(if self.policy.uses_priority() { part.priority_tier } else { 0 }),
-            priority: Reverse(if self.policy.uses_priority() { spec.priority } else { 0 }),
+            tier: Reverse(if self.policy.uses_priority() {
+                part.priority_tier
+            } else {
+                0
+            }),
+            priority: Reverse(if self.policy.uses_priority() {
+                spec.priority
+            } else {
+                0
+            }),
             seq: self.next_seq,
         };
         self.next_seq += 1;
@@ -232,7 +333,6 @@ impl Scheduler {
                 start: None,
                 alloc: None,
                 planned_start: None,
-                seq: key.seq,
             },
         );
         self.queue.insert(key, id);
@@ -254,14 +354,21 @@ impl Scheduler {
         self.profile.advance(now);
         let job = self.jobs.remove(&id).expect("checked above");
         let alloc = job.alloc.as_ref().expect("running jobs have an allocation");
-        let end = self.claim_end.remove(&id).expect("running jobs have a claim");
+        let end = self
+            .claim_end
+            .remove(&id)
+            .expect("running jobs have a claim");
         self.claims_end.remove(&(end, id));
         if now < end {
             self.profile.release_all(&alloc.nodes, now, end);
         }
-        self.free_now.give_back(&self.cluster, &alloc.nodes);
+        if !self.expired.remove(&id) {
+            self.free_now.give_back(&self.cluster, &alloc.nodes);
+        }
         self.backfill.dirty = true;
-        if now < job.expected_end().unwrap_or(NEVER) {
+        if now < end {
+            // Ended before its claim ran out (early, or stretched past an overrun):
+            // reservations may move earlier.
             self.conservative.ended_early = true;
         }
         Some(job)
@@ -286,7 +393,10 @@ impl Scheduler {
     /// Runs the policy's pass at `now` and returns the jobs to start.
     pub fn schedule(&mut self, now: Time) -> Vec<Decision> {
         self.profile.advance(now);
-        self.extend_overruns(now);
+        match self.end_semantics {
+            EndSemantics::HoldUntilReported => self.extend_overruns(now),
+            EndSemantics::FreeAtExpectedEnd => self.expire_claims(now),
+        }
         let mut out = Vec::new();
         match self.policy.clone() {
             Policy::Fcfs => {
@@ -324,18 +434,49 @@ impl Scheduler {
         t
     }
 
-    /// A running job that outlives its claim (a job past its limit still being killed)
-    /// keeps its resources: its claim is stretched to just past `now`.
+    /// A running job that reaches its claim's end without being reported ended (a job
+    /// past its limit still being killed) keeps its resources: its claim is stretched to
+    /// just past `now`.
+    ///
+    /// A stretched claim may collide with reservations planned from the expected end on
+    /// (conservative backfilling); those are withdrawn first and planned again in queue
+    /// order by the pass that follows.
     fn extend_overruns(&mut self, now: Time) {
+        if self
+            .claims_end
+            .iter()
+            .next()
+            .is_some_and(|&(end, _)| end <= now)
+        {
+            conservative::withdraw_all(self);
+        }
         while let Some(&(end, id)) = self.claims_end.iter().next() {
-            if end >= now {
+            if end > now {
                 break;
             }
-            let nodes = self.jobs[&id].alloc.as_ref().expect("running").nodes.clone();
+            let nodes = self.jobs[&id]
+                .alloc
+                .as_ref()
+                .expect("running")
+                .nodes
+                .clone();
             self.profile.claim_all(&nodes, end, now + 1);
             self.claims_end.remove(&(end, id));
             self.claims_end.insert((now + 1, id));
             self.claim_end.insert(id, now + 1);
+        }
+    }
+
+    /// Counts the resources of running jobs whose claim has ended as free now.
+    fn expire_claims(&mut self, now: Time) {
+        for &(end, id) in &self.claims_end {
+            if end > now {
+                break;
+            }
+            if self.expired.insert(id) {
+                let nodes = &self.jobs[&id].alloc.as_ref().expect("running").nodes;
+                self.free_now.give_back(&self.cluster, nodes);
+            }
         }
     }
 
@@ -383,22 +524,53 @@ impl Scheduler {
     }
 
     /// Where `id` could start right now for its whole time limit, if anywhere.
+    ///
+    /// Walks the partition's nodes in selection order (see [`crate::select`]) straight
+    /// from the index of free processors, checking each against the profile over the
+    /// job's window, and stops as soon as the job is placed: on a large cluster a job
+    /// that fits costs a few node checks, not a sweep. It chooses exactly what
+    /// [`Profile::earliest_start`] would choose at `now`.
     pub(crate) fn fit_now(&self, id: JobId, now: Time) -> Option<Vec<NodeAlloc>> {
         let job = &self.jobs[&id];
-        if !self.free_now.might_fit(job.spec.partition, &job.spec.request) {
+        let req = &job.spec.request;
+        let part = job.spec.partition;
+        if !self.free_now.might_fit(part, req) {
             return None;
         }
-        let cands = self.candidates_for(job);
-        self.profile
-            .fits_now(&self.cluster, &job.spec.request, &cands, job.spec.time_limit, now)
-            .filter(|nodes| self.free_now_holds(nodes))
-    }
-
-    /// Whether `nodes` are free right now. The profile frees a running job's share at its
-    /// expected end, but the job holds it until [`Scheduler::job_ended`] reports it gone:
-    /// at `now` equal to that end the two differ until the termination is processed.
-    pub(crate) fn free_now_holds(&self, nodes: &[NodeAlloc]) -> bool {
-        nodes.iter().all(|a| a.usage.fits_in(&self.free_now.node(a.node)))
+        let end = now + job.spec.time_limit.max(1);
+        let hosting = |n: NodeId| -> u32 {
+            let node = self.cluster.node(n);
+            if req.features_any != 0 && node.features & req.features_any == 0 {
+                return 0;
+            }
+            max_tasks(req, &self.profile.free_during(n, now, end), &node.capacity)
+        };
+        let index = self.free_now.by_free_cpus(part);
+        let chosen = 'choose: {
+            if req.min_nodes <= 1 {
+                let need = (req.ntasks as u64 * req.cpus_per_task.max(1) as u64)
+                    .min(u32::MAX as u64) as u32;
+                for &(_, _, n) in index.range((need, 0, NodeId(0))..) {
+                    if hosting(n) >= req.ntasks {
+                        break 'choose Some(vec![(n, req.ntasks)]);
+                    }
+                }
+                if req.max_nodes == 1 {
+                    break 'choose None;
+                }
+            }
+            let ordered = roomiest_first(index).filter_map(|(_, _, n)| {
+                let k = hosting(n);
+                (k > 0).then_some((n, k))
+            });
+            take_in_order(req, ordered)
+        }?;
+        Some(node_allocs(
+            req,
+            &chosen,
+            |n| self.profile.free_during(n, now, end),
+            &self.cluster,
+        ))
     }
 
     /// Starts a pending job at `now` on `nodes`. With `claimed`, its claim is already on
@@ -442,4 +614,25 @@ impl Scheduler {
             j.reason = reason;
         }
     }
+}
+
+/// Nodes by free processors, most first; among equal counts by (weight, id) ascending.
+fn roomiest_first(
+    index: &BTreeSet<(u32, u32, NodeId)>,
+) -> impl Iterator<Item = (u32, u32, NodeId)> + '_ {
+    let mut upper: Option<u32> = None;
+    let mut run: Option<std::collections::btree_set::Range<'_, (u32, u32, NodeId)>> = None;
+    std::iter::from_fn(move || loop {
+        if let Some(x) = run.as_mut().and_then(|r| r.next()) {
+            return Some(*x);
+        }
+        let top = match upper {
+            None => index.iter().next_back(),
+            Some(0) => None,
+            Some(u) => index.range(..(u, 0, NodeId(0))).next_back(),
+        }?;
+        let c = top.0;
+        run = Some(index.range((c, 0, NodeId(0))..=(c, u32::MAX, NodeId(u32::MAX))));
+        upper = Some(c);
+    })
 }

@@ -4,7 +4,7 @@
 
 use crate::cluster::{Cluster, Node};
 use crate::ids::NodeId;
-use crate::job::{MemRequest, NodeAlloc, JobRequest};
+use crate::job::{JobRequest, MemRequest, NodeAlloc};
 use crate::tres::{GresTable, Resources, MAX_GRES};
 
 /// How many of `req`'s tasks a node can host when `free` is what it has left
@@ -18,7 +18,12 @@ pub fn max_tasks(req: &JobRequest, free: &Resources, cap: &Resources) -> u32 {
     if req.exclusive && free != cap {
         return 0;
     }
-    if !req.gres_per_node.iter().zip(&free.gres).all(|(d, f)| d <= f) {
+    if !req
+        .gres_per_node
+        .iter()
+        .zip(&free.gres)
+        .all(|(d, f)| d <= f)
+    {
         return 0;
     }
     let cpt = req.cpus_per_task.max(1);
@@ -82,7 +87,11 @@ pub fn usage_on_node(
             untyped -= take;
         }
     }
-    Resources { cpus, mem_mib, gres }
+    Resources {
+        cpus,
+        mem_mib,
+        gres,
+    }
 }
 
 /// True when `node` may run `req` at all, judged by its capacity (not by what is free):
@@ -92,68 +101,95 @@ pub fn node_can_ever_host(req: &JobRequest, node: &Node) -> bool {
         && max_tasks(req, &node.capacity, &node.capacity) > 0
 }
 
-/// Chooses nodes for `req` among `candidates` (node, tasks it can host now, ≥ 1),
-/// returning each chosen node with its task count, in ascending node order, or
-/// `None` when they cannot hold the job.
+/// A node that could take part in a job: how many of its tasks it can host over the
+/// job's whole window, and its free processors at the start (the ranking key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// The node.
+    pub node: NodeId,
+    /// Tasks it can host over the job's window (≥ 1 to be useful).
+    pub tasks: u32,
+    /// Processors free on it when the job would start.
+    pub free_cpus: u32,
+    /// Its `Weight` (lower is preferred).
+    pub weight: u32,
+}
+
+/// Order in which a job that fits on one node looks at nodes: *best fit* — fewest free
+/// processors first (keeping large holes for large jobs), then lower weight, then
+/// lower id.
+pub fn best_fit_key(c: &Candidate) -> (u32, u32, NodeId) {
+    (c.free_cpus, c.weight, c.node)
+}
+
+/// Order in which a job spanning nodes takes them: roomiest first (fewest nodes), then
+/// lower weight, then lower id.
+pub fn roomiest_key(c: &Candidate) -> (std::cmp::Reverse<u32>, u32, NodeId) {
+    (std::cmp::Reverse(c.free_cpus), c.weight, c.node)
+}
+
+/// Chooses nodes for `req` among `candidates`, returning each chosen node with its task
+/// count, in ascending node order, or `None` when they cannot hold the job.
 ///
-/// Policy: use as few nodes as possible (at least `min_nodes`, at most `max_nodes`).
-/// A job that fits on one node goes to the *best fit*: the node that can host the
-/// fewest tasks while still holding them all (ties: lower weight, then lower id), which
-/// keeps large holes for large jobs. A job spanning nodes takes the roomiest nodes
-/// (ties: lower weight, then lower id) and packs its tasks onto them in that order.
-pub fn choose_nodes(
-    req: &JobRequest,
-    candidates: &[(NodeId, u32)],
-    cluster: &Cluster,
-) -> Option<Vec<(NodeId, u32)>> {
-    let usable = candidates.iter().filter(|(_, k)| *k > 0).count();
-    let min_nodes = req.min_nodes.max(1) as usize;
-    if usable < min_nodes {
-        return None;
-    }
-    let weight = |n: NodeId| cluster.node(n).weight;
-    if min_nodes == 1 {
+/// Policy: a job that may use a single node and fits on one goes to the first such node
+/// in [`best_fit_key`] order. Otherwise the job takes nodes in [`roomiest_key`] order
+/// until it has at least `min_nodes` nodes and room for all its tasks (at most
+/// `max_nodes`); every node gets one task and the rest fill the nodes in that order.
+pub fn choose_nodes(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<(NodeId, u32)>> {
+    if req.min_nodes <= 1 {
         let best = candidates
             .iter()
-            .filter(|(_, k)| *k >= req.ntasks)
-            .min_by_key(|(n, k)| (*k, weight(*n), *n));
-        if let Some(&(n, _)) = best {
-            return Some(vec![(n, req.ntasks)]);
+            .filter(|c| c.tasks >= req.ntasks)
+            .min_by_key(|c| best_fit_key(c));
+        if let Some(c) = best {
+            return Some(vec![(c.node, req.ntasks)]);
         }
         if req.max_nodes == 1 {
             return None;
         }
     }
-    let mut order: Vec<(NodeId, u32)> = candidates.iter().copied().filter(|(_, k)| *k > 0).collect();
-    order.sort_by_key(|(n, k)| (std::cmp::Reverse(*k), weight(*n), *n));
+    let mut order: Vec<&Candidate> = candidates.iter().filter(|c| c.tasks > 0).collect();
+    // Most tasks first: only then does taking nodes in order find room whenever some
+    // set of at most `max_nodes` nodes has it. Free processors at the start can overstate
+    // what a node hosts over the whole window (a reservation later on it).
+    order.sort_by_key(|c| (std::cmp::Reverse(c.tasks), roomiest_key(c)));
+    take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks)))
+}
+
+/// Takes nodes from `ordered` (node, tasks it can host ≥ 1) until the job has at least
+/// `min_nodes` nodes and room for all its tasks, then spreads the tasks: one per node,
+/// the rest filling nodes in order. `None` if the nodes run out or `max_nodes` is
+/// exceeded first.
+pub fn take_in_order(
+    req: &JobRequest,
+    ordered: impl Iterator<Item = (NodeId, u32)>,
+) -> Option<Vec<(NodeId, u32)>> {
+    let min_nodes = req.min_nodes.max(1) as usize;
+    let mut chosen: Vec<(NodeId, u32)> = Vec::new();
     let mut total: u64 = 0;
-    let mut take = 0usize;
-    for (_, k) in &order {
-        if take >= min_nodes && total >= req.ntasks as u64 {
+    for (node, k) in ordered {
+        if chosen.len() >= min_nodes && total >= req.ntasks as u64 {
             break;
         }
-        total += *k as u64;
-        take += 1;
+        if chosen.len() as u64 >= req.max_nodes as u64 {
+            return None;
+        }
+        chosen.push((node, k));
+        total += k as u64;
     }
-    if total < req.ntasks as u64 || take > req.max_nodes as usize || take < min_nodes {
+    if total < req.ntasks as u64 || chosen.len() < min_nodes || (req.ntasks as usize) < chosen.len()
+    {
         return None;
     }
-    if (req.ntasks as usize) < take {
-        return None;
-    }
-    // Every node gets one task, then the rest fill nodes in order.
-    let chosen = &order[..take];
-    let mut tasks: Vec<u32> = vec![1; take];
-    let mut left = req.ntasks - take as u32;
-    for (i, (_, k)) in chosen.iter().enumerate() {
-        let more = (k - 1).min(left);
-        tasks[i] += more;
+    let mut left = req.ntasks - chosen.len() as u32;
+    for c in &mut chosen {
+        let more = (c.1 - 1).min(left);
         left -= more;
+        c.1 = 1 + more;
     }
     debug_assert_eq!(left, 0);
-    let mut out: Vec<(NodeId, u32)> = chosen.iter().map(|(n, _)| *n).zip(tasks).collect();
-    out.sort_by_key(|(n, _)| *n);
-    Some(out)
+    chosen.sort_by_key(|(n, _)| *n);
+    Some(chosen)
 }
 
 /// Builds the per-node shares for a choice made by [`choose_nodes`].
@@ -187,24 +223,44 @@ mod tests {
 
     #[test]
     fn a_node_hosts_as_many_tasks_as_its_cpus_and_memory_allow() {
-        let cap = Resources { cpus: 16, mem_mib: 64_000, ..Default::default() };
-        let free = Resources { cpus: 10, mem_mib: 8_000, ..Default::default() };
+        let cap = Resources {
+            cpus: 16,
+            mem_mib: 64_000,
+            ..Default::default()
+        };
+        let free = Resources {
+            cpus: 10,
+            mem_mib: 8_000,
+            ..Default::default()
+        };
         let mut r = req(100);
         r.cpus_per_task = 4;
         assert_eq!(max_tasks(&r, &free, &cap), 2);
         r.mem = MemRequest::PerCpu(1_000);
-        assert_eq!(max_tasks(&r, &free, &cap), 2, "8 GB / (4 CPUs x 1 GB) = 2 tasks");
+        assert_eq!(
+            max_tasks(&r, &free, &cap),
+            2,
+            "8 GB / (4 CPUs x 1 GB) = 2 tasks"
+        );
         r.mem = MemRequest::PerCpu(1_500);
         assert_eq!(max_tasks(&r, &free, &cap), 1);
         r.mem = MemRequest::PerNode(9_000);
         assert_eq!(max_tasks(&r, &free, &cap), 0);
         r.mem = MemRequest::PerNode(0);
         r.exclusive = true;
-        assert_eq!(max_tasks(&r, &free, &cap), 0, "exclusive needs an idle node");
+        assert_eq!(
+            max_tasks(&r, &free, &cap),
+            0,
+            "exclusive needs an idle node"
+        );
         assert_eq!(max_tasks(&r, &cap, &cap), 4);
         r.exclusive = false;
         r.ntasks_per_node = Some(3);
-        assert_eq!(max_tasks(&r, &free, &cap), 0, "cannot host exactly 3 tasks of 4 CPUs");
+        assert_eq!(
+            max_tasks(&r, &free, &cap),
+            0,
+            "cannot host exactly 3 tasks of 4 CPUs"
+        );
         r.ntasks_per_node = Some(2);
         assert_eq!(max_tasks(&r, &free, &cap), 2);
     }
@@ -225,27 +281,66 @@ mod tests {
         assert_eq!((u.gres[gpu], u.gres[a100], u.gres[v100]), (2, 1, 1));
         r.gres_per_node[v100] = 1;
         let u = usage_on_node(&r, 1, &free, &free, &cluster.gres);
-        assert_eq!((u.gres[gpu], u.gres[a100], u.gres[v100]), (2, 1, 1), "one typed v100 + one untyped from a100");
+        assert_eq!(
+            (u.gres[gpu], u.gres[a100], u.gres[v100]),
+            (2, 1, 1),
+            "one typed v100 + one untyped from a100"
+        );
     }
 
     #[test]
     fn a_small_job_goes_to_the_tightest_node_and_a_wide_one_to_the_roomiest() {
-        let cluster = Cluster::homogeneous("p", 4, 8);
-        let cands = [(NodeId(0), 8), (NodeId(1), 3), (NodeId(2), 2), (NodeId(3), 5)];
-        assert_eq!(choose_nodes(&req(2), &cands, &cluster), Some(vec![(NodeId(2), 2)]));
-        assert_eq!(choose_nodes(&req(3), &cands, &cluster), Some(vec![(NodeId(1), 3)]));
+        let cand = |n: u32, free: u32| Candidate {
+            node: NodeId(n),
+            tasks: free,
+            free_cpus: free,
+            weight: 1,
+        };
+        let cands = [cand(0, 8), cand(1, 3), cand(2, 2), cand(3, 5)];
+        // k is capped at the job's task count, but best fit ranks by free processors.
+        let capped = |ntasks: u32| -> Vec<Candidate> {
+            cands
+                .iter()
+                .map(|c| Candidate {
+                    tasks: c.tasks.min(ntasks),
+                    ..*c
+                })
+                .collect()
+        };
         assert_eq!(
-            choose_nodes(&req(10), &cands, &cluster),
+            choose_nodes(&req(2), &capped(2)),
+            Some(vec![(NodeId(2), 2)])
+        );
+        assert_eq!(
+            choose_nodes(&req(3), &capped(3)),
+            Some(vec![(NodeId(1), 3)])
+        );
+        assert_eq!(
+            choose_nodes(&req(10), &capped(10)),
             Some(vec![(NodeId(0), 8), (NodeId(3), 2)])
         );
-        assert_eq!(choose_nodes(&req(19), &cands, &cluster), None);
-        assert_eq!(choose_nodes(&req(9).on_one_node(), &cands, &cluster), None);
+        assert_eq!(choose_nodes(&req(19), &capped(19)), None);
+        assert_eq!(choose_nodes(&req(9).on_one_node(), &capped(9)), None);
         let mut two = req(2);
         two.min_nodes = 2;
         two.max_nodes = 2;
         assert_eq!(
-            choose_nodes(&two, &cands, &cluster),
+            choose_nodes(&two, &capped(2)),
             Some(vec![(NodeId(0), 1), (NodeId(3), 1)])
+        );
+        let mut heavy = cands;
+        heavy[2].weight = 5;
+        let tied = [
+            Candidate {
+                free_cpus: 3,
+                ..heavy[2]
+            },
+            heavy[1],
+        ];
+        assert_eq!(
+            choose_nodes(&req(2), &tied),
+            Some(vec![(NodeId(1), 2)]),
+            "equal room: lower weight wins"
         );
     }
 }

@@ -11,6 +11,7 @@ pub mod output;
 pub mod plot;
 pub mod replay;
 pub mod setup;
+pub mod synth;
 pub mod trace;
 
 pub use error::SimError;

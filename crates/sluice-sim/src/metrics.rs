@@ -109,7 +109,11 @@ pub fn compute(replay: &Replay, last_submit: Time) -> Metrics {
     let first_submit = replay.records.iter().map(|r| r.submit).min().unwrap_or(0);
     let last_finish = replay.records.iter().map(|r| r.finish).max().unwrap_or(0);
     let makespan = (last_finish - first_submit).max(0);
-    let busy: f64 = replay.records.iter().map(|r| r.procs as f64 * r.run as f64).sum();
+    let busy: f64 = replay
+        .records
+        .iter()
+        .map(|r| r.procs as f64 * r.run as f64)
+        .sum();
     let utilization = if makespan > 0 && replay.total_cpus > 0 {
         busy / (replay.total_cpus as f64 * makespan as f64)
     } else {

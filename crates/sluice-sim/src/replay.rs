@@ -10,7 +10,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use sluice_core::{Cluster, Decision, JobId, Pass, Policy, Scheduler, Secs, Time};
+use sluice_core::{Cluster, Decision, EndSemantics, JobId, Pass, Policy, Scheduler, Secs, Time};
 
 use crate::setup::SimJob;
 
@@ -98,11 +98,19 @@ pub fn run(
     let mut out = Replay {
         total_cpus: cluster.total_cpus(),
         total_gpu_milli: gpu_slot
-            .map(|g| cluster.nodes.iter().map(|n| n.capacity.gres[g] as u64 * 1000).sum())
+            .map(|g| {
+                cluster
+                    .nodes
+                    .iter()
+                    .map(|n| n.capacity.gres[g] as u64 * 1000)
+                    .sum()
+            })
             .unwrap_or(0),
         ..Default::default()
     };
-    let mut sched = Scheduler::new(cluster, policy);
+    // Jobs never run past their limit here, so a job's resources are free at its
+    // expected end even when its termination is processed later in that instant.
+    let mut sched = Scheduler::with_end_semantics(cluster, policy, EndSemantics::FreeAtExpectedEnd);
     let mut ends: BinaryHeap<Reverse<(Time, u64, JobId)>> = BinaryHeap::new();
     let mut running: HashMap<JobId, Running> = HashMap::new();
     let mut index: HashMap<JobId, usize> = HashMap::with_capacity(jobs.len());
@@ -143,7 +151,9 @@ pub fn run(
             }
         } else if te == Some(t) {
             let Reverse((_, _, id)) = ends.pop().expect("peeked");
-            sched.job_ended(id, t).expect("a job the simulator started is running");
+            sched
+                .job_ended(id, t)
+                .expect("a job the simulator started is running");
             let r = running.remove(&id).expect("started");
             let j = &jobs[r.idx];
             busy -= j.procs as u64;

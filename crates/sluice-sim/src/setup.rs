@@ -100,7 +100,10 @@ pub fn prepare(
             ));
         }
         let p = machine.procs.or(w.max_procs).ok_or_else(|| {
-            SimError::invalid(trace_name, "the header gives no MaxProcs; give the machine size with --procs N")
+            SimError::invalid(
+                trace_name,
+                "the header gives no MaxProcs; give the machine size with --procs N",
+            )
         })?;
         let cluster = Cluster::homogeneous("batch", 1, p);
         for (i, j) in w.jobs.iter().enumerate() {
@@ -137,7 +140,11 @@ pub fn prepare(
     };
     let _ = policy;
     for (i, j) in w.jobs.iter().enumerate() {
-        let procs = if j.procs > 0 { j.procs } else { j.requested_procs };
+        let procs = if j.procs > 0 {
+            j.procs
+        } else {
+            j.requested_procs
+        };
         if j.run <= 0 || procs <= 0 {
             skipped.no_data += 1;
             continue;
@@ -171,9 +178,16 @@ pub fn prepare(
     Ok((cluster, jobs, skipped))
 }
 
-fn swf_cluster(w: &Workload, m: &MachineSpec, trace: &std::path::Path) -> Result<Cluster, SimError> {
+fn swf_cluster(
+    w: &Workload,
+    m: &MachineSpec,
+    trace: &std::path::Path,
+) -> Result<Cluster, SimError> {
     let procs = m.procs.or(w.max_procs).ok_or_else(|| {
-        SimError::invalid(trace, "the header gives no MaxProcs; give the machine size with --procs N")
+        SimError::invalid(
+            trace,
+            "the header gives no MaxProcs; give the machine size with --procs N",
+        )
     })?;
     let nodes = match (m.nodes, m.procs) {
         (Some(n), _) => n,
@@ -194,9 +208,16 @@ fn gpu_cluster(w: &Workload) -> Result<Cluster, SimError> {
         .jobs
         .iter()
         .any(|j| j.gpu.as_ref().is_some_and(|g| g.gpu_milli > 0));
-    let gpu = c.gres.slot_for("gpu", None).map_err(|e| machine_error(e.to_string()))?;
+    let gpu = c
+        .gres
+        .slot_for("gpu", None)
+        .map_err(|e| machine_error(e.to_string()))?;
     let shard = if sharing {
-        Some(c.gres.slot_for("shard", None).map_err(|e| machine_error(e.to_string()))?)
+        Some(
+            c.gres
+                .slot_for("shard", None)
+                .map_err(|e| machine_error(e.to_string()))?,
+        )
     } else {
         None
     };
@@ -213,7 +234,10 @@ fn gpu_cluster(w: &Workload) -> Result<Cluster, SimError> {
         }
         c.nodes.push(node);
     }
-    let mut part = Partition::new("gpu", (0..c.nodes.len() as u32).map(sluice_core::NodeId).collect());
+    let mut part = Partition::new(
+        "gpu",
+        (0..c.nodes.len() as u32).map(sluice_core::NodeId).collect(),
+    );
     part.is_default = true;
     c.partitions.push(part);
     Ok(c)
@@ -230,7 +254,11 @@ fn gpu_request(c: &Cluster, g: &crate::trace::GpuShape) -> (JobRequest, u64) {
         r.gres_per_node[gpu] = g.gpus_per_node;
     }
     if let Some(shard) = c.gres.find("shard", None) {
-        r.gres_per_node[shard] = if g.gpu_milli > 0 { g.gpu_milli } else { g.gpus_per_node * 1000 };
+        r.gres_per_node[shard] = if g.gpu_milli > 0 {
+            g.gpu_milli
+        } else {
+            g.gpus_per_node * 1000
+        };
     }
     for m in &g.gpu_models {
         if let Some(i) = c.features.iter().position(|f| f == m) {
@@ -269,9 +297,24 @@ mod tests {
 
     #[test]
     fn reference_normalisation_follows_the_rules() {
-        assert_eq!(normalise_reference(&swf(0, 864895, -1, 43200), 128), (1, 1, 1, 1), "no processors: tiny");
-        assert_eq!(normalise_reference(&swf(500, 0, 8, 100), 128), (500, 1, 1, 8), "no run time: tiny");
-        assert_eq!(normalise_reference(&swf(5, 172830, 5, 172800), 128), (5, 172800, 172830, 5));
-        assert_eq!(normalise_reference(&swf(5, 100, 500, -1), 128), (5, 1, 100, 128), "run = max(min(-1, 100), 1): the rule as written");
+        assert_eq!(
+            normalise_reference(&swf(0, 864895, -1, 43200), 128),
+            (1, 1, 1, 1),
+            "no processors: tiny"
+        );
+        assert_eq!(
+            normalise_reference(&swf(500, 0, 8, 100), 128),
+            (500, 1, 1, 8),
+            "no run time: tiny"
+        );
+        assert_eq!(
+            normalise_reference(&swf(5, 172830, 5, 172800), 128),
+            (5, 172800, 172830, 5)
+        );
+        assert_eq!(
+            normalise_reference(&swf(5, 100, 500, -1), 128),
+            (5, 1, 100, 128),
+            "run = max(min(-1, 100), 1): the rule as written"
+        );
     }
 }

@@ -89,11 +89,17 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
     let mut plan = Profile::new(&s.cluster);
     plan.advance(now);
     for (&id, &end) in &s.claim_end {
+        if s.expired.contains(&id) {
+            continue; // its resources already count as free (EndSemantics::FreeAtExpectedEnd)
+        }
         let alloc = s.jobs[&id].alloc.as_ref().expect("running jobs have nodes");
-        // Running now, so busy now even at its expected end (until reported ended).
-        plan.claim_all(&alloc.nodes, now, round_up(end, res).max(now + 1));
+        plan.claim_all(&alloc.nodes, now, round_up(end, res));
     }
-    let resume = if params.continue_pass { s.backfill.cursor.take() } else { None };
+    let resume = if params.continue_pass {
+        s.backfill.cursor.take()
+    } else {
+        None
+    };
     let mut retained = Vec::new();
     if resume.is_some() {
         for id in std::mem::take(&mut s.backfill.retained) {

@@ -31,9 +31,20 @@ pub(crate) fn forget(s: &mut Scheduler, job: &Job, key: QueueKey) {
     s.conservative.unplanned.remove(&key);
     if let (Some(t), Some(alloc)) = (job.planned_start, &job.alloc) {
         if s.conservative.planned.remove(&(t, key)) {
-            s.profile.release_all(&alloc.nodes, t, t + job.spec.time_limit);
+            s.profile
+                .release_all(&alloc.nodes, t, t + job.spec.time_limit);
             s.conservative.ended_early = true;
         }
+    }
+}
+
+/// Withdraws every reservation, leaving the jobs to be planned again in queue order.
+pub(crate) fn withdraw_all(s: &mut Scheduler) {
+    let planned: Vec<(Time, QueueKey)> = s.conservative.planned.iter().copied().collect();
+    for (_, key) in planned {
+        let id = s.queue[&key];
+        withdraw(s, id, key);
+        s.conservative.unplanned.insert(key);
     }
 }
 
@@ -42,7 +53,8 @@ fn withdraw(s: &mut Scheduler, id: JobId, key: QueueKey) {
     let job = s.jobs.get_mut(&id).expect("queued job exists");
     if let (Some(t), Some(alloc)) = (job.planned_start.take(), job.alloc.take()) {
         s.conservative.planned.remove(&(t, key));
-        s.profile.release_all(&alloc.nodes, t, t + job.spec.time_limit);
+        s.profile
+            .release_all(&alloc.nodes, t, t + job.spec.time_limit);
     }
 }
 
@@ -56,9 +68,7 @@ fn place(s: &mut Scheduler, id: JobId, key: QueueKey, now: Time, out: &mut Vec<D
         .profile
         .earliest_start(&s.cluster, &job.spec.request, &cands, limit, t0, NEVER);
     match found {
-        Some((t, nodes)) if t == now && s.free_now_holds(&nodes) => {
-            s.start(id, now, nodes, Pass::Main, false, out)
-        }
+        Some((t, nodes)) if t == now => s.start(id, now, nodes, Pass::Main, false, out),
         Some((t, nodes)) => {
             s.profile.claim_all(&nodes, t, t + limit);
             let job = s.jobs.get_mut(&id).expect("queued job exists");
@@ -99,15 +109,12 @@ pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         let id = s.queue[&key];
         place(s, id, key, now, out);
     }
-    let due: Vec<(Time, QueueKey)> =
-        s.conservative.planned.iter().take_while(|(t, _)| *t <= now).copied().collect();
-    for (t, key) in due {
-        let id = s.queue[&key];
-        let held = s.jobs[&id].alloc.as_ref().is_some_and(|a| !s.free_now_holds(&a.nodes));
-        if t == now && held {
-            continue; // a job ending at `now` has yet to be reported ended: start later, still at `now`
+    while let Some(&(t, key)) = s.conservative.planned.iter().next() {
+        if t > now {
+            break;
         }
         s.conservative.planned.remove(&(t, key));
+        let id = s.queue[&key];
         let job = s.jobs.get_mut(&id).expect("queued job exists");
         let alloc = job.alloc.take().expect("planned jobs have nodes");
         let limit = job.spec.time_limit;
@@ -121,4 +128,3 @@ pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         }
     }
 }
-

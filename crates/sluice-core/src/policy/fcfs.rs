@@ -8,7 +8,11 @@ use crate::scheduler::{QueueKey, Scheduler};
 use crate::time::Time;
 
 /// Runs one FCFS pass. Returns the job left at the head (it did not fit), if any.
-pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) -> Option<(QueueKey, JobId)> {
+pub(crate) fn pass(
+    s: &mut Scheduler,
+    now: Time,
+    out: &mut Vec<Decision>,
+) -> Option<(QueueKey, JobId)> {
     let mut cursor = None;
     while let Some((key, id)) = s.next_in_queue(cursor) {
         if !s.eligible(id, now) {

@@ -37,7 +37,11 @@ fn check_header(path: &Path, header: &str, want: &[&str]) -> Result<(), SimError
         return Err(SimError::parse(
             path,
             1,
-            format!("expected columns {}, found {}", want.join(","), header.trim()),
+            format!(
+                "expected columns {}, found {}",
+                want.join(","),
+                header.trim()
+            ),
         ));
     }
     Ok(())
@@ -56,7 +60,11 @@ pub fn read(pods: &Path, nodes: &Path) -> Result<Workload, SimError> {
     let Some((_, header)) = lines.next() else {
         return Err(SimError::invalid(pods, "empty file"));
     };
-    check_header(pods, &header.map_err(|e| SimError::io(pods, e))?, &POD_COLUMNS)?;
+    check_header(
+        pods,
+        &header.map_err(|e| SimError::io(pods, e))?,
+        &POD_COLUMNS,
+    )?;
     for (n, line) in lines {
         let lineno = n + 1;
         let line = line.map_err(|e| SimError::io(pods, e))?;
@@ -79,7 +87,11 @@ pub fn read(pods: &Path, nodes: &Path) -> Result<Workload, SimError> {
         }
         let (deletion, scheduled) = (int(9)?, int(10)?);
         if cpu_milli < 0 || mem < 0 || num_gpu < 0 || gpu_milli < 0 || deletion < scheduled {
-            return Err(SimError::parse(pods, lineno, "negative resource or deletion before scheduling"));
+            return Err(SimError::parse(
+                pods,
+                lineno,
+                "negative resource or deletion before scheduling",
+            ));
         }
         let id = f[0]
             .rsplit('-')
@@ -121,7 +133,11 @@ fn read_nodes(path: &Path) -> Result<Vec<TraceNode>, SimError> {
     let Some((_, header)) = lines.next() else {
         return Err(SimError::invalid(path, "empty file"));
     };
-    check_header(path, &header.map_err(|e| SimError::io(path, e))?, &NODE_COLUMNS)?;
+    check_header(
+        path,
+        &header.map_err(|e| SimError::io(path, e))?,
+        &NODE_COLUMNS,
+    )?;
     let mut nodes = Vec::new();
     for (n, line) in lines {
         let lineno = n + 1;
@@ -140,7 +156,11 @@ fn read_nodes(path: &Path) -> Result<Vec<TraceNode>, SimError> {
         let int = |i: usize| csv_int(path, lineno, NODE_COLUMNS[i], f[i]);
         let (cpu_milli, mem, gpus) = (int(1)?, int(2)?, int(3)?);
         if cpu_milli <= 0 || mem < 0 || gpus < 0 {
-            return Err(SimError::parse(path, lineno, "a node needs processors and no negative counts"));
+            return Err(SimError::parse(
+                path,
+                lineno,
+                "a node needs processors and no negative counts",
+            ));
         }
         nodes.push(TraceNode {
             name: f[0].to_string(),

@@ -135,8 +135,17 @@ pub(crate) fn csv_fields(line: &str) -> Vec<&str> {
 }
 
 /// Parses a CSV field as an integer, with a message naming the column.
-pub(crate) fn csv_int(path: &Path, line: usize, column: &str, value: &str) -> Result<i64, SimError> {
+pub(crate) fn csv_int(
+    path: &Path,
+    line: usize,
+    column: &str,
+    value: &str,
+) -> Result<i64, SimError> {
     value.parse::<i64>().map_err(|_| {
-        SimError::parse(path, line, format!("column {column}: expected an integer, found '{value}'"))
+        SimError::parse(
+            path,
+            line,
+            format!("column {column}: expected an integer, found '{value}'"),
+        )
     })
 }

@@ -65,7 +65,11 @@ pub fn read(path: &Path) -> Result<Workload, SimError> {
             ));
         }
         if f[0] < 0 {
-            return Err(SimError::parse(path, lineno, "job number must not be negative"));
+            return Err(SimError::parse(
+                path,
+                lineno,
+                "job number must not be negative",
+            ));
         }
         w.jobs.push(TraceJob {
             id: f[0] as u64,
@@ -117,7 +121,10 @@ fn header_field(w: &mut Workload, path: &Path, line: usize, comment: &str) -> Re
         _ => Err(SimError::parse(
             path,
             line,
-            format!("{}: expected a positive integer, found '{value}'", key.trim()),
+            format!(
+                "{}: expected a positive integer, found '{value}'",
+                key.trim()
+            ),
         )),
     }
 }

@@ -50,7 +50,11 @@ pub fn read(jobs: &Path, spec: &Path) -> Result<Workload, SimError> {
         return Err(SimError::parse(
             jobs,
             1,
-            format!("expected columns {}, found {}", JOB_COLUMNS.join(","), header.trim()),
+            format!(
+                "expected columns {}, found {}",
+                JOB_COLUMNS.join(","),
+                header.trim()
+            ),
         ));
     }
     for (n, line) in lines {
@@ -70,7 +74,11 @@ pub fn read(jobs: &Path, spec: &Path) -> Result<Workload, SimError> {
         let int = |i: usize| csv_int(jobs, lineno, JOB_COLUMNS[i], f[i]);
         let (id, gpus, submit, duration) = (int(0)?, int(1)?, int(2)?, int(5)?);
         if id < 0 || gpus < 1 || submit < 0 || duration < 1 {
-            return Err(SimError::parse(jobs, lineno, "job_id, num_gpu, submit_time and duration must be positive"));
+            return Err(SimError::parse(
+                jobs,
+                lineno,
+                "job_id, num_gpu, submit_time and duration must be positive",
+            ));
         }
         let gpus = gpus as u32;
         if gpus > total_gpus {
@@ -117,7 +125,11 @@ fn read_spec(path: &Path) -> Result<Vec<TraceNode>, SimError> {
         return Err(SimError::parse(
             path,
             1,
-            format!("expected columns {}, found {}", SPEC_COLUMNS.join(","), header.trim()),
+            format!(
+                "expected columns {}, found {}",
+                SPEC_COLUMNS.join(","),
+                header.trim()
+            ),
         ));
     }
     let row = lines
@@ -127,13 +139,21 @@ fn read_spec(path: &Path) -> Result<Vec<TraceNode>, SimError> {
         .ok_or_else(|| SimError::invalid(path, "no cluster line after the header"))?;
     let f = csv_fields(&row);
     if f.len() != SPEC_COLUMNS.len() {
-        return Err(SimError::parse(path, 2, format!("expected 5 columns, found {}", f.len())));
+        return Err(SimError::parse(
+            path,
+            2,
+            format!("expected 5 columns, found {}", f.len()),
+        ));
     }
     let mut v = [0i64; 5];
     for i in 0..5 {
         v[i] = csv_int(path, 2, SPEC_COLUMNS[i], f[i])?;
         if v[i] < 1 {
-            return Err(SimError::parse(path, 2, format!("{} must be positive", SPEC_COLUMNS[i])));
+            return Err(SimError::parse(
+                path,
+                2,
+                format!("{} must be positive", SPEC_COLUMNS[i]),
+            ));
         }
     }
     let mut nodes = Vec::new();
