@@ -7,315 +7,697 @@
 //!
 //! The one question schedulers ask is [`Profile::earliest_start`]: the earliest time
 //! at or after `t0` at which a request fits for its whole duration, and on which nodes.
-//! It is answered in one sweep over the steps of the candidate nodes — per node, a
-//! sliding-window minimum gives how many tasks the node can host over `[t, t + d)` as a
-//! function of `t`; merging those functions in time order finds the first `t` at which
-//! the nodes together hold the job — so a query costs O(E log E) in the number E of
-//! steps after `t0`, never a rescan of the profile per candidate time.
+//!
+//! # Node classes
+//!
+//! Nodes with the same attributes (capacity, weight, features, partitions, whether they
+//! take new work) and the same step function are kept together in one *class*: an idle
+//! partition of 10,000 nodes is one class, the 64 nodes of a job that started together
+//! are one class. Queries work on classes, not nodes, so their cost follows the number
+//! of distinct situations on the machine rather than its size. A claim moves its nodes
+//! to the class of their new step function (found by hash, or created).
+//!
+//! # The query
+//!
+//! Per class, a sliding-window minimum over its steps gives how many tasks one of its
+//! nodes can host over `[t, t + d)` as a function of `t`; merging those functions in
+//! time order, weighted by class size, finds the first `t` at which the nodes together
+//! hold the job. A query costs O(E log E) in the number E of class steps after `t0`,
+//! never a rescan per candidate time.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::hash::{Hash, Hasher};
 
-use crate::cluster::Cluster;
-use crate::ids::NodeId;
+use crate::cluster::{Cluster, NodeState};
+use crate::ids::{NodeId, PartitionId};
 use crate::job::{JobRequest, NodeAlloc};
-use crate::select::{choose_nodes, max_tasks, node_allocs, Candidate};
+use crate::select::{max_tasks, node_allocs, take_in_order};
 use crate::time::{Secs, Time, NEVER};
 use crate::tres::Resources;
 
-/// Free resources of one node over time: `steps[i].1` is free from `steps[i].0` until
-/// `steps[i + 1].0` (the last step lasts forever). Steps are strictly increasing in time.
-#[derive(Clone, Debug)]
-struct Timeline {
-    steps: Vec<(Time, Resources)>,
+type ClassId = u32;
+type AttrId = u32;
+
+/// A step function: `steps[i].1` is free from `steps[i].0` until `steps[i + 1].0` (the
+/// last step lasts forever). Times strictly increase; the first is at or before the
+/// profile's origin.
+type Steps = Vec<(Time, Resources)>;
+
+/// What a node is, apart from what runs on it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct NodeAttr {
+    capacity: Resources,
+    weight: u32,
+    features: u64,
+    partitions: Vec<PartitionId>,
+    /// Up (not DOWN or DRAIN): takes new work.
+    schedulable: bool,
 }
 
-impl Timeline {
-    fn new(capacity: Resources) -> Self {
-        Timeline {
-            steps: vec![(-NEVER, capacity)],
+impl NodeAttr {
+    fn of(cluster: &Cluster, node: NodeId) -> Self {
+        let n = cluster.node(node);
+        NodeAttr {
+            capacity: n.capacity,
+            weight: n.weight,
+            features: n.features,
+            partitions: cluster
+                .partitions
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.nodes.binary_search(&node).is_ok())
+                .map(|(i, _)| PartitionId(i as u16))
+                .collect(),
+            schedulable: n.state == NodeState::Up,
         }
     }
+}
 
-    /// Index of the step in force at `t`.
-    fn index_at(&self, t: Time) -> usize {
-        self.steps.partition_point(|(at, _)| *at <= t) - 1
-    }
+#[derive(Clone, Debug)]
+struct Class {
+    attr: AttrId,
+    steps: Steps,
+    members: BTreeSet<NodeId>,
+    hash: u64,
+}
 
-    /// Makes a step start exactly at `t`, returning its index.
-    fn split_at(&mut self, t: Time) -> usize {
-        let i = self.index_at(t);
-        if self.steps[i].0 == t {
-            return i;
-        }
-        let free = self.steps[i].1;
-        self.steps.insert(i + 1, (t, free));
-        i + 1
-    }
-
-    /// Merges each step in `lo..=hi` (clamped) with its predecessor when they are equal.
-    fn coalesce(&mut self, lo: usize, hi: usize) {
-        let hi = hi.min(self.steps.len() - 1);
-        let lo = lo.max(1);
-        let mut i = hi;
-        while i >= lo {
-            if self.steps[i].1 == self.steps[i - 1].1 {
-                self.steps.remove(i);
-            }
-            i -= 1;
-        }
-    }
-
-    /// Drops steps that ended at or before `origin`, keeping the one in force then.
-    fn trim(&mut self, origin: Time) {
-        let i = self.index_at(origin);
-        if i > 0 {
-            self.steps.drain(..i);
-        }
-    }
+/// Which nodes a query may use: the schedulable nodes of a partition, optionally only
+/// those with one of some features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeFilter {
+    /// The job's partition.
+    pub partition: PartitionId,
+    /// Feature bits of which the node must have at least one; 0 for any node.
+    pub features_any: u64,
 }
 
 /// Free resources of every node of a cluster as step functions of time.
 #[derive(Clone, Debug)]
 pub struct Profile {
-    timelines: Vec<Timeline>,
-    /// Nothing before this time is ever asked about again; older steps are dropped
-    /// lazily, when a node's timeline is next changed.
+    attrs: Vec<NodeAttr>,
+    attr_of: Vec<AttrId>,
+    class_of: Vec<ClassId>,
+    classes: Vec<Class>,
+    free_ids: Vec<ClassId>,
+    lookup: HashMap<u64, Vec<ClassId>>,
+    /// Nothing before this time is asked about again; older steps are dropped when a
+    /// class is next changed, and in a periodic clean-up.
     origin: Time,
+    advances: u32,
+}
+
+fn hash_of(attr: AttrId, steps: &Steps) -> u64 {
+    let mut h = DefaultHasher::new();
+    attr.hash(&mut h);
+    steps.hash(&mut h);
+    h.finish()
+}
+
+fn index_at(steps: &Steps, t: Time) -> usize {
+    steps.partition_point(|(at, _)| *at <= t) - 1
+}
+
+fn split_at(steps: &mut Steps, t: Time) -> usize {
+    let i = index_at(steps, t);
+    if steps[i].0 == t {
+        return i;
+    }
+    let free = steps[i].1;
+    steps.insert(i + 1, (t, free));
+    i + 1
+}
+
+/// Drops steps that ended at or before `origin`.
+fn trim(steps: &mut Steps, origin: Time) {
+    let i = index_at(steps, origin);
+    if i > 0 {
+        steps.drain(..i);
+    }
+}
+
+/// Adds (`take` false) or removes (`take` true) `usage` over `[start, end)`, then merges
+/// equal neighbours.
+fn change(steps: &mut Steps, start: Time, end: Time, usage: &Resources, take: bool) {
+    let i = split_at(steps, start);
+    let j = split_at(steps, end);
+    for step in &mut steps[i..j] {
+        step.1 = if take {
+            step.1.minus(usage)
+        } else {
+            step.1.plus(usage)
+        };
+    }
+    let hi = j.min(steps.len() - 1);
+    let mut k = hi;
+    while k >= i.max(1) {
+        if steps[k].1 == steps[k - 1].1 {
+            steps.remove(k);
+        }
+        k -= 1;
+    }
 }
 
 impl Profile {
     /// A profile in which every node of `cluster` is wholly free forever.
     pub fn new(cluster: &Cluster) -> Self {
-        Profile {
-            timelines: cluster
-                .nodes
-                .iter()
-                .map(|n| Timeline::new(n.capacity))
-                .collect(),
+        let mut p = Profile {
+            attrs: Vec::new(),
+            attr_of: Vec::with_capacity(cluster.nodes.len()),
+            class_of: Vec::with_capacity(cluster.nodes.len()),
+            classes: Vec::new(),
+            free_ids: Vec::new(),
+            lookup: HashMap::new(),
             origin: -NEVER,
+            advances: 0,
+        };
+        let mut attr_ids: HashMap<NodeAttr, AttrId> = HashMap::new();
+        let mut members: Vec<Vec<NodeId>> = Vec::new();
+        for i in 0..cluster.nodes.len() {
+            let node = NodeId(i as u32);
+            let attr = NodeAttr::of(cluster, node);
+            let id = *attr_ids.entry(attr.clone()).or_insert_with(|| {
+                p.attrs.push(attr);
+                members.push(Vec::new());
+                (p.attrs.len() - 1) as AttrId
+            });
+            p.attr_of.push(id);
+            members[id as usize].push(node);
         }
+        for (a, nodes) in members.into_iter().enumerate() {
+            let steps = vec![(-NEVER, p.attrs[a].capacity)];
+            let cid = p.find_or_create(a as AttrId, steps);
+            p.classes[cid as usize].members = nodes.iter().copied().collect();
+            for n in nodes {
+                p.class_of.push(cid);
+                debug_assert_eq!(p.class_of.len() - 1, n.index());
+            }
+        }
+        p
+    }
+
+    /// Re-reads a node's attributes (after its state changed) and moves it accordingly.
+    pub fn refresh_node(&mut self, cluster: &Cluster, node: NodeId) {
+        let attr = NodeAttr::of(cluster, node);
+        let id = match self.attrs.iter().position(|a| *a == attr) {
+            Some(i) => i as AttrId,
+            None => {
+                self.attrs.push(attr);
+                (self.attrs.len() - 1) as AttrId
+            }
+        };
+        self.attr_of[node.index()] = id;
+        let old = self.class_of[node.index()];
+        let steps = self.classes[old as usize].steps.clone();
+        let new = self.find_or_create(id, steps);
+        self.move_node(node, new);
+        self.retire_if_empty(old);
+    }
+
+    fn find_or_create(&mut self, attr: AttrId, mut steps: Steps) -> ClassId {
+        trim(&mut steps, self.origin);
+        let hash = hash_of(attr, &steps);
+        if let Some(ids) = self.lookup.get(&hash) {
+            for &id in ids {
+                let c = &self.classes[id as usize];
+                if c.attr == attr && c.steps == steps {
+                    return id;
+                }
+            }
+        }
+        let class = Class {
+            attr,
+            steps,
+            members: BTreeSet::new(),
+            hash,
+        };
+        let id = match self.free_ids.pop() {
+            Some(id) => {
+                self.classes[id as usize] = class;
+                id
+            }
+            None => {
+                self.classes.push(class);
+                (self.classes.len() - 1) as ClassId
+            }
+        };
+        self.lookup.entry(hash).or_default().push(id);
+        id
+    }
+
+    fn move_node(&mut self, node: NodeId, to: ClassId) {
+        let from = self.class_of[node.index()];
+        if from == to {
+            return;
+        }
+        self.classes[from as usize].members.remove(&node);
+        self.classes[to as usize].members.insert(node);
+        self.class_of[node.index()] = to;
+    }
+
+    fn retire_if_empty(&mut self, id: ClassId) {
+        let c = &mut self.classes[id as usize];
+        if !c.members.is_empty() || c.steps.is_empty() {
+            return;
+        }
+        if let Some(ids) = self.lookup.get_mut(&c.hash) {
+            ids.retain(|&x| x != id);
+            if ids.is_empty() {
+                self.lookup.remove(&c.hash);
+            }
+        }
+        c.steps = Vec::new(); // marks the slot dead
+        self.free_ids.push(id);
     }
 
     /// Declares that no time before `now` will be asked about again.
     pub fn advance(&mut self, now: Time) {
-        self.origin = self.origin.max(now);
+        if now <= self.origin {
+            return;
+        }
+        self.origin = now;
+        self.advances += 1;
+        if self.advances % 512 == 0 {
+            self.normalise();
+        }
+    }
+
+    /// Trims every class to the origin and merges classes that became equal.
+    fn normalise(&mut self) {
+        let live: Vec<ClassId> = (0..self.classes.len() as ClassId)
+            .filter(|&id| !self.classes[id as usize].steps.is_empty())
+            .collect();
+        self.lookup.clear();
+        for id in live {
+            let c = &mut self.classes[id as usize];
+            trim(&mut c.steps, self.origin);
+            c.hash = hash_of(c.attr, &c.steps);
+            let (hash, attr) = (c.hash, c.attr);
+            let twin = self.lookup.get(&hash).and_then(|ids| {
+                ids.iter().copied().find(|&o| {
+                    let oc = &self.classes[o as usize];
+                    oc.attr == attr && oc.steps == self.classes[id as usize].steps
+                })
+            });
+            match twin {
+                Some(keep) => {
+                    let members = std::mem::take(&mut self.classes[id as usize].members);
+                    for &n in &members {
+                        self.class_of[n.index()] = keep;
+                    }
+                    self.classes[keep as usize].members.extend(members);
+                    self.classes[id as usize].steps = Vec::new();
+                    self.free_ids.push(id);
+                }
+                None => self.lookup.entry(hash).or_default().push(id),
+            }
+        }
+    }
+
+    /// Takes (`take`) or gives back usage over `[start, end)` for every share of an
+    /// allocation, moving each node once per distinct (class, usage).
+    fn change_all(&mut self, allocs: &[NodeAlloc], start: Time, end: Time, take: bool) {
+        if end <= start {
+            return;
+        }
+        let mut done: Vec<(ClassId, Resources, ClassId)> = Vec::new();
+        for a in allocs {
+            let old = self.class_of[a.node.index()];
+            let new = match done.iter().find(|(o, u, _)| *o == old && *u == a.usage) {
+                Some(&(_, _, n)) => n,
+                None => {
+                    let mut steps = self.classes[old as usize].steps.clone();
+                    trim(&mut steps, self.origin);
+                    change(&mut steps, start, end, &a.usage, take);
+                    let attr = self.classes[old as usize].attr;
+                    let n = self.find_or_create(attr, steps);
+                    done.push((old, a.usage, n));
+                    n
+                }
+            };
+            self.move_node(a.node, new);
+        }
+        for (old, _, _) in done {
+            self.retire_if_empty(old);
+        }
     }
 
     /// Takes `usage` from `node` over `[start, end)`. The caller has checked that it fits
     /// (debug builds verify it: over-allocation is a bug).
     pub fn claim(&mut self, node: NodeId, start: Time, end: Time, usage: &Resources) {
-        if end <= start {
-            return;
-        }
-        let origin = self.origin;
-        let tl = &mut self.timelines[node.index()];
-        tl.trim(origin);
-        let i = tl.split_at(start);
-        let j = tl.split_at(end);
-        for step in &mut tl.steps[i..j] {
-            step.1 = step.1.minus(usage);
-        }
-        tl.coalesce(i, j);
+        let a = NodeAlloc {
+            node,
+            tasks: 0,
+            usage: *usage,
+        };
+        self.change_all(std::slice::from_ref(&a), start, end, true);
     }
 
     /// Gives `usage` back to `node` over `[start, end)` (a job ended early, a
     /// reservation was withdrawn).
     pub fn release(&mut self, node: NodeId, start: Time, end: Time, usage: &Resources) {
-        if end <= start {
-            return;
-        }
-        let origin = self.origin;
-        let tl = &mut self.timelines[node.index()];
-        tl.trim(origin);
-        let i = tl.split_at(start);
-        let j = tl.split_at(end);
-        for step in &mut tl.steps[i..j] {
-            step.1 = step.1.plus(usage);
-        }
-        tl.coalesce(i, j);
+        let a = NodeAlloc {
+            node,
+            tasks: 0,
+            usage: *usage,
+        };
+        self.change_all(std::slice::from_ref(&a), start, end, false);
     }
 
     /// Claims every node share of an allocation over `[start, end)`.
     pub fn claim_all(&mut self, allocs: &[NodeAlloc], start: Time, end: Time) {
-        for a in allocs {
-            self.claim(a.node, start, end, &a.usage);
-        }
+        self.change_all(allocs, start, end, true);
     }
 
     /// Releases every node share of an allocation over `[start, end)`.
     pub fn release_all(&mut self, allocs: &[NodeAlloc], start: Time, end: Time) {
-        for a in allocs {
-            self.release(a.node, start, end, &a.usage);
-        }
+        self.change_all(allocs, start, end, false);
+    }
+
+    fn steps_of(&self, node: NodeId) -> &Steps {
+        &self.classes[self.class_of[node.index()] as usize].steps
     }
 
     /// What `node` has free at time `t`.
     pub fn free_at(&self, node: NodeId, t: Time) -> Resources {
-        let tl = &self.timelines[node.index()];
-        tl.steps[tl.index_at(t)].1
+        let steps = self.steps_of(node);
+        steps[index_at(steps, t)].1
     }
 
     /// What `node` has free throughout `[start, end)` (component-wise minimum).
     pub fn free_during(&self, node: NodeId, start: Time, end: Time) -> Resources {
-        let tl = &self.timelines[node.index()];
-        let mut i = tl.index_at(start);
-        let mut free = tl.steps[i].1;
+        let steps = self.steps_of(node);
+        let mut i = index_at(steps, start);
+        let mut free = steps[i].1;
         i += 1;
-        while i < tl.steps.len() && tl.steps[i].0 < end {
-            free = free.min(&tl.steps[i].1);
+        while i < steps.len() && steps[i].0 < end {
+            free = free.min(&steps[i].1);
             i += 1;
         }
         free
     }
 
-    /// Number of steps over all nodes (a measure of the profile's size).
-    pub fn len(&self) -> usize {
-        self.timelines.iter().map(|t| t.steps.len()).sum()
+    /// Number of node classes in use (see the module documentation).
+    pub fn classes(&self) -> usize {
+        self.classes
+            .iter()
+            .filter(|c| !c.members.is_empty())
+            .count()
     }
 
-    /// True when no node has any claim.
+    /// True when no node has any claim after the origin.
     pub fn is_empty(&self) -> bool {
-        self.timelines.iter().all(|t| t.steps.len() == 1)
+        self.classes
+            .iter()
+            .filter(|c| !c.members.is_empty())
+            .all(|c| {
+                let i = index_at(&c.steps, self.origin);
+                c.steps[i..]
+                    .iter()
+                    .all(|s| s.1 == self.attrs[c.attr as usize].capacity)
+            })
     }
 
-    /// The earliest time `t` in `[t0, horizon]` at which `req` fits on `candidates` for
-    /// all of `[t, t + duration)`, with the node shares it would get; `None` when no
-    /// such time exists up to `horizon` (pass [`NEVER`] for no horizon).
+    /// The earliest time `t` in `[t0, horizon]` at which `req` fits on the nodes `filter`
+    /// admits for all of `[t, t + duration)`, with the node shares it would get; `None`
+    /// when no such time exists up to `horizon` (pass [`NEVER`] for no horizon).
     ///
-    /// Candidate nodes must be distinct; the choice among nodes that fit follows
-    /// [`choose_nodes`]. Duration is in seconds, at least 1 is assumed.
+    /// The nodes chosen follow [`crate::select::choose_nodes`]: a job that fits on one
+    /// node goes to the best fit (fewest free processors at `t`, then lower weight, then
+    /// lower id); a wider job takes nodes that can host the most tasks first (then most
+    /// free processors, lower weight, lower id). Duration is in seconds (at least 1).
     pub fn earliest_start(
         &self,
         cluster: &Cluster,
         req: &JobRequest,
-        candidates: &[NodeId],
+        filter: NodeFilter,
         duration: Secs,
         t0: Time,
         horizon: Time,
     ) -> Option<(Time, Vec<NodeAlloc>)> {
         let d = duration.max(1);
-        let mut events: Vec<(Time, u32, u32)> = Vec::new();
-        for (ci, &node) in candidates.iter().enumerate() {
-            let cap = cluster.node(node).capacity;
-            let tl = &self.timelines[node.index()];
-            hosting_over_time(
-                tl,
-                t0,
-                d,
-                horizon,
-                |free| max_tasks(req, free, &cap),
-                |t, k| events.push((t, ci as u32, k)),
-            );
+        let admitted: Vec<bool> = self
+            .attrs
+            .iter()
+            .map(|a| {
+                a.schedulable
+                    && a.partitions.contains(&filter.partition)
+                    && (filter.features_any == 0 || a.features & filter.features_any != 0)
+            })
+            .collect();
+        let classes: Vec<ClassId> = (0..self.classes.len() as ClassId)
+            .filter(|&id| {
+                let c = &self.classes[id as usize];
+                !c.members.is_empty() && admitted[c.attr as usize]
+            })
+            .collect();
+        // Each class's hosting at t0 goes straight into the sums; later changes are
+        // merged lazily in time order, so a job placed early costs little more than
+        // one look at every class.
+        let min_nodes = req.min_nodes.max(1) as u64;
+        let mut hosting = vec![0u32; classes.len()];
+        let mut size = Vec::with_capacity(classes.len());
+        let mut iters = Vec::with_capacity(classes.len());
+        let mut heap = BinaryHeap::with_capacity(classes.len());
+        // sum: tasks hostable in all; count: nodes hosting at least one task; whole:
+        // nodes hosting all of them (what a one-node job needs).
+        let (mut sum, mut count, mut whole) = (0u64, 0u64, 0u64);
+        let ntasks = req.ntasks;
+        let ready = |sum: u64, count: u64, whole: u64| {
+            if req.max_nodes == 1 {
+                whole > 0
+            } else {
+                sum >= ntasks as u64 && count >= min_nodes
+            }
+        };
+        for (ci, &id) in classes.iter().enumerate() {
+            let c = &self.classes[id as usize];
+            let cap = self.attrs[c.attr as usize].capacity;
+            let m = c.members.len() as u64;
+            let it = Hosting::new(&c.steps, t0, d, cap);
+            let k = it.current(req);
+            hosting[ci] = k;
+            sum += k as u64 * m;
+            count += (k > 0) as u64 * m;
+            whole += (k >= ntasks) as u64 * m;
+            if let Some(t) = it.next_time().filter(|&t| t <= horizon) {
+                heap.push(Reverse((t, ci as u32)));
+            }
+            size.push(m);
+            iters.push(it);
         }
-        events.sort_unstable();
-        let min_nodes = req.min_nodes.max(1) as usize;
-        let mut hosting = vec![0u32; candidates.len()];
-        let (mut sum, mut count) = (0u64, 0usize);
-        let mut i = 0;
-        while i < events.len() {
-            let t = events[i].0;
-            while i < events.len() && events[i].0 == t {
-                let (_, ci, k) = events[i];
+        let mut t = t0;
+        loop {
+            if ready(sum, count, whole) {
+                if let Some(chosen) = self.choose(req, &classes, &hosting, t) {
+                    let allocs =
+                        node_allocs(req, &chosen, |n| self.free_during(n, t, t + d), cluster);
+                    return Some((t, allocs));
+                }
+            }
+            let Reverse((next, _)) = *heap.peek()?;
+            t = next;
+            while let Some(&Reverse((at, ci))) = heap.peek() {
+                if at != t {
+                    break;
+                }
+                heap.pop();
+                let it = &mut iters[ci as usize];
+                it.advance_to(t);
+                let k = it.current(req);
+                let m = size[ci as usize];
                 let old = std::mem::replace(&mut hosting[ci as usize], k);
-                sum = sum + k as u64 - old as u64;
-                count = count + (k > 0) as usize - (old > 0) as usize;
-                i += 1;
-            }
-            if sum < req.ntasks as u64 || count < min_nodes {
-                continue;
-            }
-            let cands: Vec<Candidate> = candidates
-                .iter()
-                .zip(&hosting)
-                .filter(|(_, k)| **k > 0)
-                .map(|(&node, &tasks)| Candidate {
-                    node,
-                    tasks,
-                    free_cpus: self.free_at(node, t).cpus,
-                    weight: cluster.node(node).weight,
-                })
-                .collect();
-            if let Some(chosen) = choose_nodes(req, &cands) {
-                let allocs = node_allocs(req, &chosen, |n| self.free_during(n, t, t + d), cluster);
-                return Some((t, allocs));
+                sum = sum + k as u64 * m - old as u64 * m;
+                count = count + (k > 0) as u64 * m - (old > 0) as u64 * m;
+                whole = whole + (k >= ntasks) as u64 * m - (old >= ntasks) as u64 * m;
+                if let Some(nt) = it.next_time().filter(|&nt| nt <= horizon) {
+                    heap.push(Reverse((nt, ci)));
+                }
             }
         }
-        None
     }
 
-    /// True when `req` fits on `candidates` from `now` for `duration` seconds; the shares
-    /// it would get. Shorthand for [`Profile::earliest_start`] with the horizon at `now`.
+    /// Node choice at `t` among classes (with the tasks each of their nodes can host),
+    /// in the order of [`crate::select::choose_nodes`].
+    fn choose(
+        &self,
+        req: &JobRequest,
+        classes: &[ClassId],
+        hosting: &[u32],
+        t: Time,
+    ) -> Option<Vec<(NodeId, u32)>> {
+        struct Cand<'a> {
+            tasks: u32,
+            free_cpus: u32,
+            weight: u32,
+            members: &'a BTreeSet<NodeId>,
+        }
+        let cands: Vec<Cand> = classes
+            .iter()
+            .zip(hosting)
+            .filter(|(_, k)| **k > 0)
+            .map(|(&id, &tasks)| {
+                let c = &self.classes[id as usize];
+                Cand {
+                    tasks,
+                    free_cpus: c.steps[index_at(&c.steps, t)].1.cpus,
+                    weight: self.attrs[c.attr as usize].weight,
+                    members: &c.members,
+                }
+            })
+            .collect();
+        if req.min_nodes <= 1 {
+            let first = |c: &Cand| *c.members.iter().next().expect("live classes have members");
+            let best = cands
+                .iter()
+                .filter(|c| c.tasks >= req.ntasks)
+                .min_by_key(|c| (c.free_cpus, c.weight, first(c)));
+            if let Some(c) = best {
+                return Some(vec![(first(c), req.ntasks)]);
+            }
+            if req.max_nodes == 1 {
+                return None;
+            }
+        }
+        // Classes in (tasks desc, free desc, weight asc) order; classes tied on all three
+        // hand out their nodes merged by id, exactly as a node-by-node sort would.
+        let mut order: Vec<&Cand> = cands.iter().collect();
+        order.sort_by_key(|c| {
+            (
+                std::cmp::Reverse(c.tasks),
+                std::cmp::Reverse(c.free_cpus),
+                c.weight,
+            )
+        });
+        let key = |c: &Cand| (c.tasks, c.free_cpus, c.weight);
+        let mut groups: Vec<&[&Cand]> = Vec::new();
+        let mut start = 0;
+        for i in 1..=order.len() {
+            if i == order.len() || key(order[i]) != key(order[start]) {
+                groups.push(&order[start..i]);
+                start = i;
+            }
+        }
+        let ordered = groups.into_iter().flat_map(|g| {
+            let tasks = g[0].tasks;
+            MergeById::new(g.iter().map(|c| c.members.iter()).collect()).map(move |n| (n, tasks))
+        });
+        take_in_order(req, ordered)
+    }
+
+    /// True when `req` fits on the nodes `filter` admits from `now` for `duration`
+    /// seconds; the shares it would get. [`Profile::earliest_start`] with the horizon at
+    /// `now`.
     pub fn fits_now(
         &self,
         cluster: &Cluster,
         req: &JobRequest,
-        candidates: &[NodeId],
+        filter: NodeFilter,
         duration: Secs,
         now: Time,
     ) -> Option<Vec<NodeAlloc>> {
-        self.earliest_start(cluster, req, candidates, duration, now, now)
+        self.earliest_start(cluster, req, filter, duration, now, now)
             .map(|(_, a)| a)
     }
 }
 
-/// For one node, reports through `emit(t, k)` every change of `k(t)` = the minimum of
-/// `tasks(free)` over the window `[t, t + d)`, for `t` from `t0` up to `horizon`
-/// (the first report is at `t0`). A monotone deque gives the sliding minimum, so the
-/// cost is linear in the number of steps the windows cover.
-fn hosting_over_time(
-    tl: &Timeline,
-    t0: Time,
-    d: Secs,
-    horizon: Time,
-    tasks: impl Fn(&Resources) -> u32,
-    mut emit: impl FnMut(Time, u32),
-) {
-    let steps = &tl.steps;
-    let n = steps.len();
-    let at = |i: usize| steps[i].0;
-    let mut lo = tl.index_at(t0);
-    let mut hi = lo;
-    let mut window: VecDeque<(usize, u32)> = VecDeque::new();
-    let push = |window: &mut VecDeque<(usize, u32)>, i: usize| {
-        let g = tasks(&steps[i].1);
-        while window.back().is_some_and(|&(_, v)| v >= g) {
-            window.pop_back();
+/// Merges ascending node-id iterators into one ascending iterator.
+struct MergeById<'a> {
+    heads: std::collections::BinaryHeap<std::cmp::Reverse<(NodeId, usize)>>,
+    iters: Vec<std::collections::btree_set::Iter<'a, NodeId>>,
+}
+
+impl<'a> MergeById<'a> {
+    fn new(mut iters: Vec<std::collections::btree_set::Iter<'a, NodeId>>) -> Self {
+        let mut heads = std::collections::BinaryHeap::new();
+        for (i, it) in iters.iter_mut().enumerate() {
+            if let Some(&n) = it.next() {
+                heads.push(std::cmp::Reverse((n, i)));
+            }
         }
-        window.push_back((i, g));
-    };
-    push(&mut window, lo);
-    while hi + 1 < n && at(hi + 1) < t0 + d {
-        hi += 1;
-        push(&mut window, hi);
+        MergeById { heads, iters }
     }
-    let mut last = window.front().map(|w| w.1).unwrap_or(0);
-    emit(t0, last);
-    loop {
-        let next_front = if lo + 1 < n { at(lo + 1) } else { NEVER };
-        let next_back = if hi + 1 < n {
-            at(hi + 1) - d + 1
+}
+
+impl Iterator for MergeById<'_> {
+    type Item = NodeId;
+    fn next(&mut self) -> Option<NodeId> {
+        let std::cmp::Reverse((n, i)) = self.heads.pop()?;
+        if let Some(&next) = self.iters[i].next() {
+            self.heads.push(std::cmp::Reverse((next, i)));
+        }
+        Some(n)
+    }
+}
+
+/// How many tasks of a job one node of a class can host over the window `[t, t + d)`,
+/// as `t` moves forward from `t0`: the minimum over the steps the window covers.
+///
+/// The window covers steps `lo..=hi`. It changes when `t` passes the end of step `lo`
+/// (the front leaves) or when `t + d` passes the start of step `hi + 1` (a step enters);
+/// [`Hosting::next_time`] is the earlier of the two. Classes have few steps, so the
+/// minimum is recomputed by a scan of the window.
+struct Hosting<'a> {
+    steps: &'a Steps,
+    capacity: Resources,
+    d: Secs,
+    lo: usize,
+    hi: usize,
+}
+
+impl<'a> Hosting<'a> {
+    fn new(steps: &'a Steps, t0: Time, d: Secs, capacity: Resources) -> Self {
+        let lo = index_at(steps, t0);
+        let mut hi = lo;
+        while hi + 1 < steps.len() && steps[hi + 1].0 < t0 + d {
+            hi += 1;
+        }
+        Hosting {
+            steps,
+            capacity,
+            d,
+            lo,
+            hi,
+        }
+    }
+
+    /// Tasks hostable over the current window.
+    fn current(&self, req: &JobRequest) -> u32 {
+        self.steps[self.lo..=self.hi]
+            .iter()
+            .map(|s| max_tasks(req, &s.1, &self.capacity))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// When the window next changes, if ever.
+    fn next_time(&self) -> Option<Time> {
+        let n = self.steps.len();
+        let front = if self.lo + 1 < n {
+            self.steps[self.lo + 1].0
         } else {
             NEVER
         };
-        let t = next_front.min(next_back);
-        if t >= NEVER || t > horizon {
-            return;
+        let back = if self.hi + 1 < n {
+            self.steps[self.hi + 1].0 - self.d + 1
+        } else {
+            NEVER
+        };
+        let t = front.min(back);
+        (t < NEVER).then_some(t)
+    }
+
+    /// Moves the window to start at `t`.
+    fn advance_to(&mut self, t: Time) {
+        let n = self.steps.len();
+        while self.lo + 1 < n && self.steps[self.lo + 1].0 <= t {
+            self.lo += 1;
         }
-        while lo + 1 < n && at(lo + 1) <= t {
-            lo += 1;
+        while self.hi + 1 < n && self.steps[self.hi + 1].0 - self.d < t {
+            self.hi += 1;
         }
-        while hi + 1 < n && at(hi + 1) - d < t {
-            hi += 1;
-            push(&mut window, hi);
-        }
-        while window.front().is_some_and(|&(i, _)| i < lo) {
-            window.pop_front();
-        }
-        let m = window.front().map(|w| w.1).unwrap_or(0);
-        if m != last {
-            emit(t, m);
-            last = m;
-        }
+        self.hi = self.hi.max(self.lo);
     }
 }
 
@@ -331,6 +713,11 @@ mod tests {
         JobRequest::procs(procs).on_one_node()
     }
 
+    const ALL: NodeFilter = NodeFilter {
+        partition: PartitionId(0),
+        features_any: 0,
+    };
+
     #[test]
     fn a_job_waits_for_enough_processors_to_be_free_for_its_whole_length() {
         // 10 processors. [0,100): 6 busy. [50,80): 3 more busy (a reservation).
@@ -339,7 +726,7 @@ mod tests {
         p.claim(NodeId(0), 0, 100, &Resources::cpus(6));
         p.claim(NodeId(0), 50, 80, &Resources::cpus(3));
         let at = |procs, d, t0| {
-            p.earliest_start(&c, &one_node_job(procs), &[NodeId(0)], d, t0, NEVER)
+            p.earliest_start(&c, &one_node_job(procs), ALL, d, t0, NEVER)
                 .map(|(t, _)| t)
         };
         assert_eq!(at(4, 50, 0), Some(0), "4 free on [0,50)");
@@ -360,14 +747,13 @@ mod tests {
         let mut p = Profile::new(&c);
         p.claim(NodeId(0), 0, 100, &Resources::cpus(4));
         let r = one_node_job(1);
-        assert_eq!(p.earliest_start(&c, &r, &[NodeId(0)], 10, 0, 99), None);
+        assert_eq!(p.earliest_start(&c, &r, ALL, 10, 0, 99), None);
         assert_eq!(
-            p.earliest_start(&c, &r, &[NodeId(0)], 10, 0, 100)
-                .map(|x| x.0),
+            p.earliest_start(&c, &r, ALL, 10, 0, 100).map(|x| x.0),
             Some(100)
         );
-        assert!(p.fits_now(&c, &r, &[NodeId(0)], 10, 0).is_none());
-        assert!(p.fits_now(&c, &r, &[NodeId(0)], 10, 100).is_some());
+        assert!(p.fits_now(&c, &r, ALL, 10, 0).is_none());
+        assert!(p.fits_now(&c, &r, ALL, 10, 100).is_some());
     }
 
     #[test]
@@ -376,9 +762,39 @@ mod tests {
         let mut p = Profile::new(&c);
         p.claim(NodeId(0), 10, 20, &Resources::cpus(3));
         p.claim(NodeId(0), 20, 30, &Resources::cpus(3));
-        assert_eq!(p.len(), 3, "adjacent equal claims merge into one step");
+        assert_eq!(
+            p.steps_of(NodeId(0)).len(),
+            3,
+            "adjacent equal claims merge into one step"
+        );
         p.release(NodeId(0), 10, 30, &Resources::cpus(3));
         assert!(p.is_empty());
+        assert_eq!(p.classes(), 1);
+    }
+
+    #[test]
+    fn nodes_in_the_same_situation_share_a_class() {
+        let c = Cluster::homogeneous("p", 100, 4);
+        let mut p = Profile::new(&c);
+        assert_eq!(p.classes(), 1, "an idle homogeneous machine is one class");
+        let job: Vec<NodeAlloc> = (10..42)
+            .map(|i| NodeAlloc {
+                node: NodeId(i),
+                tasks: 4,
+                usage: Resources::cpus(4),
+            })
+            .collect();
+        p.claim_all(&job, 0, 100);
+        assert_eq!(
+            p.classes(),
+            2,
+            "the 32 nodes of one job form a second class"
+        );
+        p.claim(NodeId(0), 0, 50, &Resources::cpus(1));
+        assert_eq!(p.classes(), 3);
+        p.release_all(&job, 0, 100);
+        p.release(NodeId(0), 0, 50, &Resources::cpus(1));
+        assert_eq!(p.classes(), 1, "freed nodes rejoin the idle class");
     }
 
     #[test]
@@ -390,9 +806,8 @@ mod tests {
         p.claim(NodeId(0), 0, 50, &one);
         p.claim(NodeId(1), 0, 30, &one);
         p.claim(NodeId(3), 10, 40, &one);
-        let all: Vec<NodeId> = (0..4).map(NodeId).collect();
         let at = |procs, d| {
-            p.earliest_start(&c, &JobRequest::procs(procs), &all, d, 0, NEVER)
+            p.earliest_start(&c, &JobRequest::procs(procs), ALL, d, 0, NEVER)
                 .map(|(t, a)| (t, a.iter().map(|x| x.node.0).collect::<Vec<_>>()))
         };
         assert_eq!(
@@ -410,14 +825,46 @@ mod tests {
     }
 
     #[test]
-    fn the_sliding_minimum_reports_every_change() {
+    fn down_nodes_and_other_partitions_are_not_used() {
+        let mut c = Cluster::homogeneous("p", 4, 2);
+        c.partitions.push(crate::cluster::Partition::new(
+            "q",
+            vec![NodeId(2), NodeId(3)],
+        ));
+        let mut p = Profile::new(&c);
+        c.nodes[3].state = NodeState::Down;
+        p.refresh_node(&c, NodeId(3));
+        let q = NodeFilter {
+            partition: PartitionId(1),
+            features_any: 0,
+        };
+        let r = JobRequest::procs(2).on_one_node();
+        let got = p.fits_now(&c, &r, q, 10, 0).unwrap();
+        assert_eq!(got[0].node, NodeId(2));
+        let mut wide = JobRequest::procs(4);
+        wide.min_nodes = 2;
+        assert!(
+            p.earliest_start(&c, &wide, q, 10, 0, NEVER).is_none(),
+            "n3 is down"
+        );
+    }
+
+    #[test]
+    fn the_window_minimum_changes_exactly_where_steps_enter_and_leave() {
         let c = pool(10);
         let mut p = Profile::new(&c);
         p.claim(NodeId(0), 10, 20, &Resources::cpus(4));
         p.claim(NodeId(0), 30, 40, &Resources::cpus(8));
-        let tl = &p.timelines[0];
-        let mut seen = vec![];
-        hosting_over_time(tl, 0, 5, NEVER, |f| f.cpus, |t, k| seen.push((t, k)));
+        let req = JobRequest::procs(10).on_one_node();
+        let mut it = Hosting::new(p.steps_of(NodeId(0)), 0, 5, c.nodes[0].capacity);
+        let mut seen = vec![(0, it.current(&req))];
+        while let Some(t) = it.next_time() {
+            it.advance_to(t);
+            let k = it.current(&req);
+            if seen.last().unwrap().1 != k {
+                seen.push((t, k));
+            }
+        }
         // window [t, t+5): hits [10,20) from t=6, leaves it at t=20, hits [30,40) from 26.
         assert_eq!(seen, vec![(0, 10), (6, 6), (20, 10), (26, 2), (40, 10)]);
     }

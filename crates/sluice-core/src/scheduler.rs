@@ -21,8 +21,8 @@ use crate::free_now::FreeNow;
 use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
-use crate::profile::Profile;
-use crate::select::{max_tasks, node_allocs, take_in_order};
+use crate::profile::{NodeFilter, Profile};
+use crate::select::{max_tasks, node_allocs};
 use crate::time::Time;
 
 /// Why a submission was refused. Nothing changes when one is returned.
@@ -154,6 +154,10 @@ impl Scheduler {
             conservative: Default::default(),
             backfill: Default::default(),
         };
+        if let Policy::Backfill(params) = &s.policy {
+            let params = params.clone();
+            s.backfill.enable(&s.cluster, &params);
+        }
         s.refresh_candidates();
         s.node_configs = s
             .cluster
@@ -226,6 +230,8 @@ impl Scheduler {
     /// a DOWN or DRAIN node receives no new work.
     pub fn set_node_state(&mut self, node: NodeId, state: NodeState) {
         self.cluster.nodes[node.index()].state = state;
+        self.profile.refresh_node(&self.cluster, node);
+        self.backfill.refresh_node(&self.cluster, node);
         self.refresh_candidates();
         self.free_now.recount(&self.cluster);
         self.backfill.dirty = true;
@@ -365,6 +371,7 @@ impl Scheduler {
         if !self.expired.remove(&id) {
             self.free_now.give_back(&self.cluster, &alloc.nodes);
         }
+        self.backfill.on_end(id, &alloc.nodes, now);
         self.backfill.dirty = true;
         if now < end {
             // Ended before its claim ran out (early, or stretched past an overrun):
@@ -461,6 +468,7 @@ impl Scheduler {
                 .nodes
                 .clone();
             self.profile.claim_all(&nodes, end, now + 1);
+            self.backfill.on_extend(id, &nodes, now + 1);
             self.claims_end.remove(&(end, id));
             self.claims_end.insert((now + 1, id));
             self.claim_end.insert(id, now + 1);
@@ -476,6 +484,7 @@ impl Scheduler {
             if self.expired.insert(id) {
                 let nodes = &self.jobs[&id].alloc.as_ref().expect("running").nodes;
                 self.free_now.give_back(&self.cluster, nodes);
+                self.backfill.on_free(id, nodes, now);
             }
         }
     }
@@ -508,18 +517,11 @@ impl Scheduler {
         true
     }
 
-    /// Nodes `job` may use: its partition's up nodes with a wanted feature.
-    pub(crate) fn candidates_for(&self, job: &Job) -> Vec<NodeId> {
-        let nodes = &self.candidates[job.spec.partition.index()];
-        let want = job.spec.request.features_any;
-        if want == 0 {
-            nodes.clone()
-        } else {
-            nodes
-                .iter()
-                .copied()
-                .filter(|n| self.cluster.node(*n).features & want != 0)
-                .collect()
+    /// Which nodes `job` may use: its partition's up nodes with a wanted feature.
+    pub(crate) fn filter_for(&self, job: &Job) -> NodeFilter {
+        NodeFilter {
+            partition: job.spec.partition,
+            features_any: job.spec.request.features_any,
         }
     }
 
@@ -546,31 +548,32 @@ impl Scheduler {
             max_tasks(req, &self.profile.free_during(n, now, end), &node.capacity)
         };
         let index = self.free_now.by_free_cpus(part);
-        let chosen = 'choose: {
-            if req.min_nodes <= 1 {
-                let need = (req.ntasks as u64 * req.cpus_per_task.max(1) as u64)
-                    .min(u32::MAX as u64) as u32;
-                for &(_, _, n) in index.range((need, 0, NodeId(0))..) {
-                    if hosting(n) >= req.ntasks {
-                        break 'choose Some(vec![(n, req.ntasks)]);
-                    }
-                }
-                if req.max_nodes == 1 {
-                    break 'choose None;
+        if req.min_nodes <= 1 {
+            let need =
+                (req.ntasks as u64 * req.cpus_per_task.max(1) as u64).min(u32::MAX as u64) as u32;
+            for &(_, _, n) in index.range((need, 0, NodeId(0))..) {
+                if hosting(n) >= req.ntasks {
+                    let chosen = [(n, req.ntasks)];
+                    return Some(node_allocs(
+                        req,
+                        &chosen,
+                        |n| self.profile.free_during(n, now, end),
+                        &self.cluster,
+                    ));
                 }
             }
-            let ordered = roomiest_first(index).filter_map(|(_, _, n)| {
-                let k = hosting(n);
-                (k > 0).then_some((n, k))
-            });
-            take_in_order(req, ordered)
-        }?;
-        Some(node_allocs(
-            req,
-            &chosen,
-            |n| self.profile.free_during(n, now, end),
+            if req.max_nodes == 1 {
+                return None;
+            }
+        }
+        // A job spanning nodes: the profile's class-level choice, in the same order.
+        self.profile.fits_now(
             &self.cluster,
-        ))
+            req,
+            self.filter_for(job),
+            job.spec.time_limit,
+            now,
+        )
     }
 
     /// Starts a pending job at `now` on `nodes`. With `claimed`, its claim is already on
@@ -591,6 +594,7 @@ impl Scheduler {
         if !claimed {
             self.profile.claim_all(&nodes, now, end);
         }
+        self.backfill.on_start(id, &nodes, now, end);
         self.free_now.take(&self.cluster, &nodes);
         job.state = JobState::Running;
         job.reason = PendingReason::None;
@@ -614,25 +618,4 @@ impl Scheduler {
             j.reason = reason;
         }
     }
-}
-
-/// Nodes by free processors, most first; among equal counts by (weight, id) ascending.
-fn roomiest_first(
-    index: &BTreeSet<(u32, u32, NodeId)>,
-) -> impl Iterator<Item = (u32, u32, NodeId)> + '_ {
-    let mut upper: Option<u32> = None;
-    let mut run: Option<std::collections::btree_set::Range<'_, (u32, u32, NodeId)>> = None;
-    std::iter::from_fn(move || loop {
-        if let Some(x) = run.as_mut().and_then(|r| r.next()) {
-            return Some(*x);
-        }
-        let top = match upper {
-            None => index.iter().next_back(),
-            Some(0) => None,
-            Some(u) => index.range(..(u, 0, NodeId(0))).next_back(),
-        }?;
-        let c = top.0;
-        run = Some(index.range((c, 0, NodeId(0))..=(c, u32::MAX, NodeId(u32::MAX))));
-        upper = Some(c);
-    })
 }

@@ -14,16 +14,28 @@
 //! within `bf_window` — so no job ever delays the planned start of a job ahead of it.
 
 use crate::decision::{Decision, Pass};
-use crate::ids::{JobId, PartitionId};
-use crate::job::{JobState, PendingReason};
+use std::collections::BTreeMap;
+
+use crate::cluster::Cluster;
+use crate::ids::{JobId, NodeId, PartitionId};
+use crate::job::{JobState, NodeAlloc, PendingReason};
 use crate::policy::BackfillParams;
 use crate::profile::Profile;
 use crate::scheduler::{QueueKey, Scheduler};
-use crate::time::{round_up, Time, NEVER};
+use crate::time::{round_up, Secs, Time, NEVER};
 
 /// Backfill state carried between passes.
+///
+/// The plan (the availability profile the backfill pass works on, with running jobs'
+/// ends rounded up to `bf_resolution`) is kept up to date as jobs start and end, so a
+/// pass costs what its own reservations cost, not a rebuild of the whole machine.
+/// Between passes it holds running jobs only: reservations live for one pass.
 #[derive(Clone, Debug)]
 pub(crate) struct State {
+    plan: Option<Profile>,
+    resolution: Secs,
+    /// End of each running job's claim on the plan.
+    plan_end: BTreeMap<JobId, Time>,
     /// When the next backfill pass is due.
     pub(crate) next_pass: Time,
     /// With `bf_continue`: where the interrupted pass stopped.
@@ -39,10 +51,70 @@ pub(crate) struct State {
 impl Default for State {
     fn default() -> Self {
         State {
+            plan: None,
+            resolution: 1,
+            plan_end: BTreeMap::new(),
             next_pass: -NEVER,
             cursor: None,
             retained: Vec::new(),
             dirty: true,
+        }
+    }
+}
+
+impl State {
+    /// Starts keeping a plan for `cluster` (the backfill policy is in force).
+    pub(crate) fn enable(&mut self, cluster: &Cluster, params: &BackfillParams) {
+        self.plan = Some(Profile::new(cluster));
+        self.resolution = params.resolution.max(1);
+    }
+
+    /// A node changed state.
+    pub(crate) fn refresh_node(&mut self, cluster: &Cluster, node: NodeId) {
+        if let Some(plan) = &mut self.plan {
+            plan.refresh_node(cluster, node);
+        }
+    }
+
+    /// A job started at `now` and is expected to end at `end`.
+    pub(crate) fn on_start(&mut self, id: JobId, nodes: &[NodeAlloc], now: Time, end: Time) {
+        if let Some(plan) = &mut self.plan {
+            let plan_end = round_up(end, self.resolution);
+            plan.claim_all(nodes, now, plan_end);
+            self.plan_end.insert(id, plan_end);
+        }
+    }
+
+    /// A running job's resources are free from `now` on (it ended, or its expected end
+    /// came under [`crate::EndSemantics::FreeAtExpectedEnd`]).
+    pub(crate) fn on_free(&mut self, id: JobId, nodes: &[NodeAlloc], now: Time) {
+        if let Some(plan) = &mut self.plan {
+            if let Some(end) = self.plan_end.get_mut(&id) {
+                if now < *end {
+                    plan.advance(now);
+                    plan.release_all(nodes, now, *end);
+                }
+                *end = now.min(*end);
+            }
+        }
+    }
+
+    /// A running job ended.
+    pub(crate) fn on_end(&mut self, id: JobId, nodes: &[NodeAlloc], now: Time) {
+        self.on_free(id, nodes, now);
+        self.plan_end.remove(&id);
+    }
+
+    /// A running job's claim was stretched to `end` (it outlived its limit).
+    pub(crate) fn on_extend(&mut self, id: JobId, nodes: &[NodeAlloc], end: Time) {
+        if let Some(plan) = &mut self.plan {
+            if let Some(old) = self.plan_end.get_mut(&id) {
+                let new = round_up(end, self.resolution);
+                if new > *old {
+                    plan.claim_all(nodes, *old, new);
+                    *old = new;
+                }
+            }
         }
     }
 }
@@ -85,16 +157,15 @@ fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
 }
 
 fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mut Vec<Decision>) {
-    let res = params.resolution.max(1);
-    let mut plan = Profile::new(&s.cluster);
+    let res = s.backfill.resolution;
+    let mut plan = s
+        .backfill
+        .plan
+        .take()
+        .expect("the backfill policy keeps a plan");
     plan.advance(now);
-    for (&id, &end) in &s.claim_end {
-        if s.expired.contains(&id) {
-            continue; // its resources already count as free (EndSemantics::FreeAtExpectedEnd)
-        }
-        let alloc = s.jobs[&id].alloc.as_ref().expect("running jobs have nodes");
-        plan.claim_all(&alloc.nodes, now, round_up(end, res));
-    }
+    // Reservations made in this pass, withdrawn at its end.
+    let mut reserved: Vec<(Vec<NodeAlloc>, Time, Time)> = Vec::new();
     let resume = if params.continue_pass {
         s.backfill.cursor.take()
     } else {
@@ -117,6 +188,7 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
                 .all(|a| a.usage.fits_in(&plan.free_during(a.node, t, end)));
             if still_fits {
                 plan.claim_all(&alloc.nodes, t, end);
+                reserved.push((alloc.nodes.clone(), t, end));
                 retained.push(id);
             }
         }
@@ -136,17 +208,20 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
         }
         tested += 1;
         let job = &s.jobs[&id];
-        let cands = s.candidates_for(job);
+        let filter = s.filter_for(job);
         let limit = job.spec.time_limit;
         let d = round_up(limit, res);
-        let found = plan.earliest_start(&s.cluster, &job.spec.request, &cands, d, now, horizon);
+        let found = plan.earliest_start(&s.cluster, &job.spec.request, filter, d, now, horizon);
         match found {
             Some((t, nodes)) if t == now => {
-                plan.claim_all(&nodes, now, round_up(now + limit, res));
+                s.backfill.plan = Some(plan);
                 s.start(id, now, nodes, Pass::Backfill, false, out);
+                plan = s.backfill.plan.take().expect("put back above");
             }
             Some((t, nodes)) => {
-                plan.claim_all(&nodes, t, round_up(t + limit, res));
+                let end = round_up(t + limit, res);
+                plan.claim_all(&nodes, t, end);
+                reserved.push((nodes.clone(), t, end));
                 let job = s.jobs.get_mut(&id).expect("queued job exists");
                 job.planned_start = Some(t);
                 job.alloc = Some(crate::job::Allocation { nodes });
@@ -159,6 +234,10 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
             }
         }
     }
+    for (nodes, t, end) in reserved {
+        plan.release_all(&nodes, t, end);
+    }
+    s.backfill.plan = Some(plan);
     if params.continue_pass && stopped_at.is_some() {
         s.backfill.dirty = true; // the rest of the queue is still to be examined
         s.backfill.cursor = stopped_at;

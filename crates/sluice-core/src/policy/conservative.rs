@@ -61,12 +61,12 @@ fn withdraw(s: &mut Scheduler, id: JobId, key: QueueKey) {
 /// Gives `id` a reservation at its earliest fit, starting it at once if that is `now`.
 fn place(s: &mut Scheduler, id: JobId, key: QueueKey, now: Time, out: &mut Vec<Decision>) {
     let job = &s.jobs[&id];
-    let cands = s.candidates_for(job);
+    let filter = s.filter_for(job);
     let limit = job.spec.time_limit;
     let t0 = now.max(job.spec.begin);
     let found = s
         .profile
-        .earliest_start(&s.cluster, &job.spec.request, &cands, limit, t0, NEVER);
+        .earliest_start(&s.cluster, &job.spec.request, filter, limit, t0, NEVER);
     match found {
         Some((t, nodes)) if t == now => s.start(id, now, nodes, Pass::Main, false, out),
         Some((t, nodes)) => {

@@ -23,11 +23,11 @@ struct Shadow {
 
 fn reserve(s: &mut Scheduler, head: JobId, now: Time) -> Option<Shadow> {
     let job = &s.jobs[&head];
-    let cands = s.candidates_for(job);
+    let filter = s.filter_for(job);
     let limit = job.spec.time_limit;
     let (start, nodes) =
         s.profile
-            .earliest_start(&s.cluster, &job.spec.request, &cands, limit, now, NEVER)?;
+            .earliest_start(&s.cluster, &job.spec.request, filter, limit, now, NEVER)?;
     let end = start + limit;
     s.profile.claim_all(&nodes, start, end);
     Some(Shadow { start, end, nodes })
