@@ -115,7 +115,14 @@ fn hash_of(attr: AttrId, steps: &Steps) -> u64 {
     h.finish()
 }
 
+/// Index of the step in force at `t`. Queries ask about the present or the near future,
+/// which after trimming sits in the first few steps: look there before bisecting.
 fn index_at(steps: &Steps, t: Time) -> usize {
+    for (i, w) in steps.windows(2).take(4).enumerate() {
+        if w[1].0 > t {
+            return i;
+        }
+    }
     steps.partition_point(|(at, _)| *at <= t) - 1
 }
 
@@ -278,7 +285,7 @@ impl Profile {
         }
         self.origin = now;
         self.advances += 1;
-        if self.advances % 512 == 0 {
+        if self.advances.is_multiple_of(512) {
             self.normalise();
         }
     }

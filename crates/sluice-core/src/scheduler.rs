@@ -23,7 +23,7 @@ use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
 use crate::profile::{NodeFilter, Profile};
 use crate::select::{max_tasks, node_allocs};
-use crate::time::Time;
+use crate::time::{Time, NEVER};
 
 /// Why a submission was refused. Nothing changes when one is returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,6 +116,10 @@ pub struct Scheduler {
     /// come, whose resources already count as free although their end is not reported.
     pub(crate) expired: BTreeSet<JobId>,
     pub(crate) end_semantics: EndSemantics,
+    /// The `now` of the last pass.
+    pub(crate) last_pass: Time,
+    /// Pending jobs by their `--begin` time, for wake-ups.
+    pub(crate) begins: BTreeSet<(Time, JobId)>,
     pub(crate) next_seq: u64,
     pub(crate) conservative: conservative::State,
     pub(crate) backfill: backfill::State,
@@ -150,6 +154,8 @@ impl Scheduler {
             claim_end: BTreeMap::new(),
             expired: BTreeSet::new(),
             end_semantics,
+            last_pass: -NEVER,
+            begins: BTreeSet::new(),
             next_seq: 0,
             conservative: Default::default(),
             backfill: Default::default(),
@@ -343,6 +349,7 @@ impl Scheduler {
         );
         self.queue.insert(key, id);
         self.keys.insert(id, key);
+        self.begins.insert((self.jobs[&id].spec.begin, id));
         self.backfill.dirty = true;
         if let Policy::Conservative = self.policy {
             self.conservative.unplanned.insert(key);
@@ -392,6 +399,7 @@ impl Scheduler {
         let key = self.keys.remove(&id).expect("pending jobs have a key");
         self.queue.remove(&key);
         let job = self.jobs.remove(&id).expect("checked above");
+        self.begins.remove(&(job.spec.begin, id));
         conservative::forget(self, &job, key);
         self.backfill.dirty = true;
         Some(job)
@@ -400,6 +408,7 @@ impl Scheduler {
     /// Runs the policy's pass at `now` and returns the jobs to start.
     pub fn schedule(&mut self, now: Time) -> Vec<Decision> {
         self.profile.advance(now);
+        self.last_pass = now;
         match self.end_semantics {
             EndSemantics::HoldUntilReported => self.extend_overruns(now),
             EndSemantics::FreeAtExpectedEnd => self.expire_claims(now),
@@ -431,11 +440,10 @@ impl Scheduler {
                     consider(self.backfill.next_pass);
                 }
             }
-            for id in self.queue.values() {
-                let j = &self.jobs[id];
-                if j.reason == PendingReason::BeginTime {
-                    consider(j.spec.begin);
-                }
+            use std::ops::Bound::{Excluded, Unbounded};
+            let later = (Excluded((self.last_pass, JobId(u64::MAX))), Unbounded);
+            if let Some(&(begin, _)) = self.begins.range(later).next() {
+                consider(begin);
             }
         }
         t
@@ -446,17 +454,9 @@ impl Scheduler {
     /// just past `now`.
     ///
     /// A stretched claim may collide with reservations planned from the expected end on
-    /// (conservative backfilling); those are withdrawn first and planned again in queue
-    /// order by the pass that follows.
+    /// (conservative backfilling); those, and only those, are withdrawn first and planned
+    /// again in queue order by the pass that follows.
     fn extend_overruns(&mut self, now: Time) {
-        if self
-            .claims_end
-            .iter()
-            .next()
-            .is_some_and(|&(end, _)| end <= now)
-        {
-            conservative::withdraw_all(self);
-        }
         while let Some(&(end, id)) = self.claims_end.iter().next() {
             if end > now {
                 break;
@@ -467,6 +467,7 @@ impl Scheduler {
                 .expect("running")
                 .nodes
                 .clone();
+            conservative::withdraw_conflicting(self, &nodes, end, now + 1);
             self.profile.claim_all(&nodes, end, now + 1);
             self.backfill.on_extend(id, &nodes, now + 1);
             self.claims_end.remove(&(end, id));
@@ -513,6 +514,11 @@ impl Scheduler {
         if job.spec.begin > now {
             job.reason = PendingReason::BeginTime;
             return false;
+        }
+        if job.reason == PendingReason::BeginTime {
+            // Newly eligible: something for the backfill pass to consider.
+            job.reason = PendingReason::None;
+            self.backfill.dirty = true;
         }
         true
     }
@@ -590,6 +596,7 @@ impl Scheduler {
         let key = self.keys.remove(&id).expect("pending jobs have a key");
         self.queue.remove(&key);
         let job = self.jobs.get_mut(&id).expect("pending job exists");
+        self.begins.remove(&(job.spec.begin, id));
         let end = now + job.spec.time_limit;
         if !claimed {
             self.profile.claim_all(&nodes, now, end);

@@ -117,6 +117,7 @@ pub fn run(
     let mut end_seq = 0u64;
     let mut next = 0usize;
     let mut clock = Time::MIN;
+    // A wake-up pass already run at this time: asking again would change nothing.
     let mut woke_at: Option<Time> = None;
     let mut busy: u64 = 0;
     let mut done = 0u64;
@@ -176,9 +177,7 @@ pub fn run(
             woke_at = Some(t);
             sched.schedule(t)
         };
-        if ts != Some(t) && te != Some(t) {
-            // a wake-up pass
-        } else {
+        if ts == Some(t) || te == Some(t) {
             woke_at = None;
         }
         for d in decisions {
@@ -210,7 +209,7 @@ pub fn run(
                 _ => out.samples.push(s),
             }
         }
-        if out.events % 4096 == 0 {
+        if out.events.is_multiple_of(4096) {
             progress(done, total);
         }
     }

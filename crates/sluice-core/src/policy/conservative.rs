@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::decision::{Decision, Pass};
 use crate::ids::JobId;
-use crate::job::{Allocation, Job, PendingReason};
+use crate::job::{Allocation, Job, NodeAlloc, PendingReason};
 use crate::scheduler::{QueueKey, Scheduler};
 use crate::time::{Time, NEVER};
 
@@ -38,10 +38,26 @@ pub(crate) fn forget(s: &mut Scheduler, job: &Job, key: QueueKey) {
     }
 }
 
-/// Withdraws every reservation, leaving the jobs to be planned again in queue order.
-pub(crate) fn withdraw_all(s: &mut Scheduler) {
-    let planned: Vec<(Time, QueueKey)> = s.conservative.planned.iter().copied().collect();
-    for (_, key) in planned {
+/// Withdraws the reservations that use any of `nodes` during `[from, to)`, leaving
+/// their jobs to be planned again in queue order.
+pub(crate) fn withdraw_conflicting(s: &mut Scheduler, nodes: &[NodeAlloc], from: Time, to: Time) {
+    let clashing: Vec<(Time, QueueKey)> = s
+        .conservative
+        .planned
+        .iter()
+        .take_while(|(t, _)| *t < to)
+        .filter(|(t, key)| {
+            let job = &s.jobs[&s.queue[key]];
+            *t + job.spec.time_limit > from
+                && job.alloc.as_ref().is_some_and(|a| {
+                    a.nodes
+                        .iter()
+                        .any(|x| nodes.iter().any(|n| n.node == x.node))
+                })
+        })
+        .copied()
+        .collect();
+    for (_, key) in clashing {
         let id = s.queue[&key];
         withdraw(s, id, key);
         s.conservative.unplanned.insert(key);

@@ -1,0 +1,705 @@
+//! `sluice sim` end to end: the binary, its files, its JSON, and its errors.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The shared reference material, next to the repository root. Missing material is a
+/// failure, never a silent pass.
+fn shared() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    assert!(
+        dir.join("traces/swf").is_dir()
+            && dir.join("traces/reference").is_dir()
+            && dir.join("traces/gpu").is_dir(),
+        "reference material missing: expected traces/swf/, traces/reference/ and \
+         traces/gpu/ under {} (the shared folder next to the repository root)",
+        dir.display()
+    );
+    dir
+}
+
+fn swf(name: &str) -> PathBuf {
+    shared().join("traces/swf").join(name)
+}
+
+fn gpu(name: &str) -> PathBuf {
+    shared().join("traces/gpu").join(name)
+}
+
+const KTH: &str = "KTH-SP2-1996-2.swf.gz";
+const SDSC: &str = "SDSC-SP2-1998-first5000.swf.gz";
+
+/// A file under the temporary directory, unique to this process and test, removed when
+/// dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(test: &str, name: &str) -> Self {
+        let p = std::env::temp_dir().join(format!(
+            "sluice-sim-cli-{}-{test}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&p);
+        TempFile(p)
+    }
+
+    fn with(test: &str, name: &str, contents: &str) -> Self {
+        let f = Self::new(test, name);
+        std::fs::write(&f.0, contents)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", f.0.display()));
+        f
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn show(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn sluice() -> Command {
+    let mut c = Command::cargo_bin("sluice").expect("the sluice binary is built");
+    c.env_remove("RUST_BACKTRACE");
+    c
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Run {
+    let out = sluice().args(args).output().expect("sluice runs");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// Runs `sluice` expecting success; returns stdout.
+fn run_ok(args: &[&str]) -> String {
+    let r = run(args);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "sluice {} failed:\n{}",
+        args.join(" "),
+        r.stderr
+    );
+    r.stdout
+}
+
+fn run_json(args: &[&str]) -> Value {
+    let out = run_ok(args);
+    serde_json::from_str(&out).unwrap_or_else(|e| {
+        panic!(
+            "sluice {}: stdout is not JSON ({e}):\n{out}",
+            args.join(" ")
+        )
+    })
+}
+
+fn json_u64(v: &Value, key: &str) -> u64 {
+    v.get(key)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("JSON has no integer '{key}': {v}"))
+}
+
+fn json_f64(v: &Value, key: &str) -> f64 {
+    v.get(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("JSON has no number '{key}': {v}"))
+}
+
+/// Runs `sluice` expecting the single-line failure of `sluice sim` (exit 1, nothing on
+/// stdout); returns that line.
+fn run_error(args: &[&str]) -> String {
+    let r = run(args);
+    assert_eq!(
+        r.code,
+        Some(1),
+        "sluice {}: exit code (stderr: {})",
+        args.join(" "),
+        r.stderr
+    );
+    assert_eq!(r.stdout, "", "sluice {}: stdout", args.join(" "));
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "sluice {}: expected exactly one line on stderr, got:\n{}",
+        args.join(" "),
+        r.stderr
+    );
+    let line = lines[0].to_string();
+    assert!(
+        line.starts_with("sluice sim: error: "),
+        "sluice {}: error line: {line}",
+        args.join(" ")
+    );
+    line
+}
+
+fn read_gz(path: &Path) -> Vec<u8> {
+    let file =
+        std::fs::File::open(path).unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
+    let mut bytes = Vec::new();
+    flate2::read::MultiGzDecoder::new(file)
+        .read_to_end(&mut bytes)
+        .unwrap_or_else(|e| panic!("cannot decompress {}: {e}", path.display()));
+    bytes
+}
+
+/// Per-job rows of a `--jobs-out` file: id → (submit, start, finish, run, est, procs).
+fn jobs_rows(text: &str) -> Vec<[i64; 7]> {
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("id\tsubmit\tstart\tfinish\trun\test\tprocs"),
+        "per-job header"
+    );
+    lines
+        .map(|l| {
+            let v: Vec<i64> = l
+                .split('\t')
+                .map(|f| {
+                    f.parse()
+                        .unwrap_or_else(|_| panic!("bad field in row: {l}"))
+                })
+                .collect();
+            v.try_into()
+                .unwrap_or_else(|_| panic!("expected 7 fields in row: {l}"))
+        })
+        .collect()
+}
+
+/// Parses a CSV with a header into rows of column → value.
+fn csv(path: &Path) -> Vec<HashMap<String, String>> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .expect("CSV header")
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').map(str::trim).collect();
+            assert_eq!(f.len(), header.len(), "{}: row {l}", path.display());
+            header
+                .iter()
+                .cloned()
+                .zip(f.into_iter().map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
+
+fn int(row: &HashMap<String, String>, col: &str) -> i64 {
+    row[col]
+        .parse()
+        .unwrap_or_else(|_| panic!("column {col}: not an integer: {row:?}"))
+}
+
+/// The value cell of the human table's row labelled `label`.
+fn table_value(out: &str, label: &str) -> String {
+    out.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once('┆')?;
+            (k.trim_matches(|c: char| c == '│' || c.is_whitespace()) == label).then(|| {
+                v.trim_matches(|c: char| c == '│' || c.is_whitespace())
+                    .to_string()
+            })
+        })
+        .unwrap_or_else(|| panic!("no table row '{label}' in:\n{out}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Reference mode: files and JSON
+
+#[test]
+fn kth_easy_reference_jobs_out_and_json_match_the_reference() {
+    let out = TempFile::new("kth_easy_reference", "jobs.tsv");
+    let trace = swf(KTH);
+    let v = run_json(&[
+        "sim",
+        "--reference",
+        "--policy",
+        "easy",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--jobs-out",
+        &out.show(),
+        "--json",
+    ]);
+
+    // The per-job file is byte for byte the reference result.
+    let expected = read_gz(&shared().join("traces/reference/kth_Easy.tsv.gz"));
+    let actual = std::fs::read(out.path()).expect("--jobs-out wrote its file");
+    if actual != expected {
+        let (e, a) = (
+            String::from_utf8_lossy(&expected),
+            String::from_utf8_lossy(&actual),
+        );
+        let (el, al): (Vec<&str>, Vec<&str>) = (e.lines().collect(), a.lines().collect());
+        let i = (0..el.len().min(al.len()))
+            .find(|&i| el[i] != al[i])
+            .unwrap_or(el.len().min(al.len()));
+        panic!(
+            "--jobs-out differs from kth_Easy.tsv at line {} ({} bytes vs {} expected):\n  \
+             expected {:?}\n  written  {:?}",
+            i + 1,
+            actual.len(),
+            expected.len(),
+            el.get(i),
+            al.get(i)
+        );
+    }
+
+    // The JSON carries the reference averages.
+    let rows = jobs_rows(&String::from_utf8(expected).unwrap());
+    assert_eq!(json_u64(&v, "jobs_finished"), rows.len() as u64);
+    assert_eq!(json_u64(&v, "jobs_rejected"), 0);
+    assert_eq!(json_u64(&v, "jobs_counted"), 28202);
+    assert_eq!(format!("{:.4}", json_f64(&v, "avg_wait_min")), "115.4961");
+    assert_eq!(
+        format!("{:.4}", json_f64(&v, "avg_bounded_slowdown")),
+        "93.1436"
+    );
+    // Utilisation from the reference rows: busy processor-seconds over P × makespan,
+    // P = 100 (the trace's MaxProcs).
+    let busy: i64 = rows.iter().map(|r| r[6] * r[4]).sum();
+    let first_submit = rows.iter().map(|r| r[1]).min().unwrap();
+    let last_finish = rows.iter().map(|r| r[3]).max().unwrap();
+    let makespan = last_finish - first_submit;
+    assert_eq!(json_u64(&v, "makespan_s") as i64, makespan);
+    let util = busy as f64 / (100.0 * makespan as f64);
+    let got = json_f64(&v, "utilization");
+    assert!(
+        (got - util).abs() < 1e-12,
+        "utilization {got}, expected {util} from the reference rows"
+    );
+    assert!(util > 0.5 && util < 1.0, "sanity: {util}");
+}
+
+#[test]
+fn plot_writes_an_svg() {
+    let plot = TempFile::new("plot_writes_an_svg", "plot.svg");
+    let trace = swf(SDSC);
+    run_ok(&[
+        "sim",
+        "--reference",
+        "--policy",
+        "conservative",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--plot",
+        &plot.show(),
+        "--json",
+    ]);
+    let svg = std::fs::read_to_string(plot.path()).expect("--plot wrote its file");
+    assert!(
+        svg.starts_with("<svg"),
+        "starts with: {:?}",
+        &svg[..svg.len().min(80)]
+    );
+    assert!(
+        svg.trim_end().ends_with("</svg>"),
+        "a complete SVG document"
+    );
+    assert!(
+        svg.contains("policy: conservative"),
+        "titled with the policy"
+    );
+    assert!(
+        svg.contains("pending jobs") && svg.contains("utilisation"),
+        "both panels"
+    );
+    assert!(svg.contains("<polyline"), "curves are drawn");
+}
+
+// ---------------------------------------------------------------------------------------
+// Bad input: one clear line naming the file (and line), exit 1, nothing on stdout
+
+const JOB: &str = "0 -1 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1";
+
+#[test]
+fn malformed_job_line_names_file_and_line() {
+    let t = "malformed_job_line";
+    let jobs_out = TempFile::new(t, "jobs.tsv");
+    // Line 1 is the header; the third job line (line 4) has 17 fields.
+    let f = TempFile::with(
+        t,
+        "trace.swf",
+        &format!(
+            "; MaxProcs: 8\n1 {JOB}\n2 {JOB}\n3 0 -1 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1\n4 {JOB}\n"
+        ),
+    );
+    let line = run_error(&["sim", "--trace", &f.show(), "--jobs-out", &jobs_out.show()]);
+    assert_eq!(
+        line,
+        format!(
+            "sluice sim: error: {}:4: expected 18 fields, found 17",
+            f.show()
+        )
+    );
+    assert!(
+        !jobs_out.path().exists(),
+        "no per-job file is written for a trace that cannot be read"
+    );
+    // 19 fields are as wrong as 17.
+    let g = TempFile::with(
+        t,
+        "trace19.swf",
+        &format!("; MaxProcs: 8\n1 {JOB}\n2 {JOB} 7\n"),
+    );
+    let line = run_error(&["sim", "--trace", &g.show()]);
+    assert_eq!(
+        line,
+        format!(
+            "sluice sim: error: {}:3: expected 18 fields, found 19",
+            g.show()
+        )
+    );
+}
+
+#[test]
+fn non_numeric_field_names_file_line_and_field() {
+    let t = "non_numeric_field";
+    let f = TempFile::with(
+        t,
+        "trace.swf",
+        "; MaxProcs: 8\n1 0 -1 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1\n\
+         2 5 -1 1x0 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1\n",
+    );
+    let line = run_error(&["sim", "--trace", &f.show()]);
+    let prefix = format!("sluice sim: error: {}:3: ", f.show());
+    assert!(line.starts_with(&prefix), "'{line}' starts with '{prefix}'");
+    assert!(
+        line.contains("field 4") && line.contains("'1x0'"),
+        "names the field and the value: {line}"
+    );
+}
+
+#[test]
+fn missing_file_is_named() {
+    let missing = TempFile::new("missing_file", "no-such-trace.swf");
+    let line = run_error(&["sim", "--trace", &missing.show()]);
+    let prefix = format!("sluice sim: error: {}: ", missing.show());
+    assert!(line.starts_with(&prefix), "'{line}' starts with '{prefix}'");
+    assert!(line.contains("No such file"), "says why: {line}");
+}
+
+#[test]
+fn header_without_max_procs_needs_procs() {
+    let t = "no_max_procs";
+    let f = TempFile::with(
+        t,
+        "trace.swf",
+        "; Computer: nowhere\n1 0 -1 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1\n",
+    );
+    for mode in [&[][..], &["--reference"][..]] {
+        let mut args = vec!["sim", "--trace", f.0.to_str().unwrap()];
+        args.extend_from_slice(mode);
+        let line = run_error(&args);
+        let prefix = format!("sluice sim: error: {}: ", f.show());
+        assert!(line.starts_with(&prefix), "'{line}' starts with '{prefix}'");
+        assert!(
+            line.contains("MaxProcs") && line.contains("--procs"),
+            "says what is missing and how to give it: {line}"
+        );
+    }
+    // With --procs the same trace replays.
+    let v = run_json(&["sim", "--trace", &f.show(), "--procs", "8", "--json"]);
+    assert_eq!(json_u64(&v, "jobs_finished"), 1);
+}
+
+#[test]
+fn empty_trace_is_an_error() {
+    let t = "empty_trace";
+    let empty = TempFile::with(t, "empty.swf", "");
+    let header_only = TempFile::with(t, "header.swf", "; MaxProcs: 8\n;\n");
+    for f in [&empty, &header_only] {
+        let line = run_error(&["sim", "--trace", &f.show()]);
+        assert_eq!(
+            line,
+            format!("sluice sim: error: {}: no jobs in trace", f.show())
+        );
+    }
+}
+
+#[test]
+fn alibaba_pod_list_needs_a_node_list() {
+    let pods = gpu("alibaba_openb_pod_list_default.csv");
+    let line = run_error(&["sim", "--trace", pods.to_str().unwrap()]);
+    assert!(line.contains("--node-list"), "says what to add: {line}");
+}
+
+/// The error module promises every error names the file; this one names none.
+#[test]
+#[ignore = "product bug: the missing --node-list error does not name the pod list (see report)"]
+fn alibaba_pod_list_without_node_list_names_the_pod_list() {
+    let pods = gpu("alibaba_openb_pod_list_default.csv");
+    let line = run_error(&["sim", "--trace", pods.to_str().unwrap()]);
+    assert!(
+        line.contains(pods.to_str().unwrap()),
+        "names the pod list: {line}"
+    );
+}
+
+#[test]
+fn unknown_policy_is_a_usage_error() {
+    let trace = swf(SDSC);
+    let r = run(&[
+        "sim",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--policy",
+        "fifo",
+    ]);
+    assert_eq!(r.code, Some(2), "clap's usage error: {}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        r.stderr.lines().next(),
+        Some("error: invalid value 'fifo' for '--policy <POLICY>'"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("[possible values: fcfs, easy, conservative, backfill]"),
+        "lists the policies: {}",
+        r.stderr
+    );
+}
+
+#[test]
+fn bad_synthetic_list_is_an_error() {
+    let line = run_error(&["sim", "--synthetic", "jobs=abc"]);
+    assert!(
+        line.starts_with("sluice sim: error: --synthetic: ") && line.contains("'jobs=abc'"),
+        "names the option and the item: {line}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// GPU traces
+
+#[test]
+fn tiresias_trace_finishes_every_job_and_counts_gpu_seconds() {
+    let jobs = gpu("tiresias_60_job.csv");
+    let spec = gpu("tiresias_cluster_spec.csv");
+    let rows = csv(&jobs);
+    assert_eq!(rows.len(), 60, "the trace has 60 jobs");
+    let gpu_seconds: i64 = rows
+        .iter()
+        .map(|r| int(r, "num_gpu") * int(r, "duration"))
+        .sum();
+    let v = run_json(&[
+        "sim",
+        "--trace",
+        jobs.to_str().unwrap(),
+        "--cluster-spec",
+        spec.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(json_u64(&v, "jobs_finished"), 60);
+    assert_eq!(json_u64(&v, "jobs_rejected"), 0);
+    assert_eq!(json_u64(&v, "jobs_timed_out"), 0);
+    assert_eq!(json_f64(&v, "gpu_seconds"), gpu_seconds as f64);
+}
+
+#[test]
+#[ignore = "product bug: Profile::new panics (debug) / double-books nodes (release) when \
+            nodes of different kinds interleave, as in the openb node list (see report)"]
+fn alibaba_trace_accounts_for_every_scheduled_pod() {
+    let t = "alibaba_trace";
+    let pods_path = gpu("alibaba_openb_pod_list_default.csv");
+    let nodes_path = gpu("alibaba_openb_node_list_gpu_node.csv");
+    let jobs_out = TempFile::new(t, "jobs.tsv");
+    let pods = csv(&pods_path);
+    let scheduled: Vec<&HashMap<String, String>> = pods
+        .iter()
+        .filter(|p| !p["scheduled_time"].is_empty())
+        .collect();
+    assert!(
+        !scheduled.is_empty() && scheduled.len() < pods.len(),
+        "the trace has scheduled and unscheduled pods"
+    );
+    let id_of = |p: &HashMap<String, String>| -> i64 {
+        p["name"]
+            .rsplit('-')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("pod name without a number: {}", p["name"]))
+    };
+    let v = run_json(&[
+        "sim",
+        "--trace",
+        pods_path.to_str().unwrap(),
+        "--node-list",
+        nodes_path.to_str().unwrap(),
+        "--jobs-out",
+        &jobs_out.show(),
+        "--json",
+    ]);
+    let finished = json_u64(&v, "jobs_finished");
+    let rejected = json_u64(&v, "jobs_rejected");
+    let rows = jobs_rows(&std::fs::read_to_string(jobs_out.path()).expect("--jobs-out"));
+    assert_eq!(rows.len() as u64, finished, "one row per finished pod");
+    let finished_ids: BTreeSet<i64> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(finished_ids.len(), rows.len(), "no pod finishes twice");
+    if rejected > 0 {
+        eprintln!("{rejected} pods rejected:");
+        for p in scheduled
+            .iter()
+            .filter(|p| !finished_ids.contains(&id_of(p)))
+        {
+            eprintln!("  {p:?}");
+        }
+        // Why: the core's reasons, from the same replay through the library.
+        let w = sluice_sim::trace::alibaba::read(&pods_path, &nodes_path).expect("reads");
+        let policy = sluice_core::Policy::Backfill(Default::default());
+        let (cluster, jobs, _) = sluice_sim::setup::prepare(
+            &w,
+            sluice_sim::setup::Mode::Full,
+            &Default::default(),
+            &policy,
+            &pods_path,
+        )
+        .expect("prepares");
+        let r = sluice_sim::replay::run(cluster, policy, jobs, Default::default(), &mut |_, _| {});
+        for (id, why) in &r.rejected {
+            eprintln!("  pod {id}: {why}");
+        }
+    }
+    assert_eq!(
+        finished + rejected,
+        scheduled.len() as u64,
+        "every pod with a scheduled_time is either finished or rejected"
+    );
+    // GPU-seconds of the finished pods, from the CSV: a pod with one GPU and
+    // 0 < gpu_milli < 1000 holds that fraction of a GPU, others num_gpu whole GPUs, for
+    // deletion_time - scheduled_time seconds (at least 1).
+    let milli_seconds: i128 = scheduled
+        .iter()
+        .filter(|p| finished_ids.contains(&id_of(p)))
+        .map(|p| {
+            let (n, m) = (int(p, "num_gpu"), int(p, "gpu_milli"));
+            let milli = if n == 1 && m > 0 && m < 1000 {
+                m
+            } else {
+                n * 1000
+            };
+            let run = (int(p, "deletion_time") - int(p, "scheduled_time")).max(1);
+            i128::from(milli) * i128::from(run)
+        })
+        .sum();
+    let want = milli_seconds as f64 / 1000.0;
+    let got = json_f64(&v, "gpu_seconds");
+    assert!(
+        (got - want).abs() <= want * 1e-9,
+        "gpu_seconds {got}, expected {want}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// A machine from slurm.conf
+
+#[test]
+fn config_replays_sdsc_in_full_mode() {
+    let t = "config_full_mode";
+    let conf =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../sluice-conf/tests/data/seed-slurm.conf");
+    let trace = swf(SDSC);
+    let jobs_out = TempFile::new(t, "jobs.tsv");
+
+    // Jobs the full mode can replay: a run time and processors (allocated, or
+    // requested where the allocation is unknown).
+    let text = String::from_utf8(read_gz(&trace)).unwrap();
+    let (mut total, mut usable) = (0u64, 0u64);
+    for l in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with(';'))
+    {
+        // Field 6 (average CPU time) is a decimal in this trace; the fields used here
+        // are integers.
+        let f: Vec<f64> = l
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or_else(|_| panic!("bad SWF field '{x}'")))
+            .collect();
+        assert_eq!(f.len(), 18, "SWF line: {l}");
+        total += 1;
+        let procs = if f[4] > 0.0 { f[4] } else { f[7] };
+        if f[3] > 0.0 && procs > 0.0 {
+            usable += 1;
+        }
+    }
+    assert!(usable < total, "the trace has jobs to skip");
+
+    let (c, tr, out) = (
+        conf.to_str().unwrap(),
+        trace.to_str().unwrap(),
+        jobs_out.show(),
+    );
+    let v = run_json(&[
+        "sim",
+        "--trace",
+        tr,
+        "--config",
+        c,
+        "--jobs-out",
+        &out,
+        "--json",
+    ]);
+    let finished = json_u64(&v, "jobs_finished");
+    let rejected = json_u64(&v, "jobs_rejected");
+    assert_eq!(finished + rejected, usable);
+
+    // The machine is the configuration's: 4 nodes of 128 CPUs, not the trace's 128.
+    let rows = jobs_rows(&std::fs::read_to_string(jobs_out.path()).expect("--jobs-out"));
+    assert_eq!(rows.len() as u64, finished);
+    let busy: i64 = rows.iter().map(|r| r[6] * r[4]).sum();
+    let makespan =
+        rows.iter().map(|r| r[3]).max().unwrap() - rows.iter().map(|r| r[1]).min().unwrap();
+    assert_eq!(json_u64(&v, "makespan_s") as i64, makespan);
+    let util = busy as f64 / (512.0 * makespan as f64);
+    let got = json_f64(&v, "utilization");
+    assert!(
+        (got - util).abs() < 1e-12,
+        "utilization {got}, expected {util} on 512 CPUs"
+    );
+
+    // The human table reports the skipped jobs.
+    let table = run_ok(&["sim", "--trace", tr, "--config", c]);
+    assert!(
+        table
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("full mode")),
+        "{table}"
+    );
+    assert_eq!(
+        table_value(&table, "jobs skipped (no run time or processors)"),
+        (total - usable).to_string()
+    );
+    assert_eq!(table_value(&table, "jobs finished"), finished.to_string());
+    assert_eq!(table_value(&table, "jobs rejected"), rejected.to_string());
+}

@@ -1,0 +1,107 @@
+//! The profile answers "earliest start" over node classes with a lazy sweep. This checks
+//! it against the plainest possible reading of the rules: try every time at which
+//! anything changes, compute every node's window by hand, and let `choose_nodes` pick.
+
+use proptest::prelude::*;
+use sluice_core::profile::NodeFilter;
+use sluice_core::select::{choose_nodes, max_tasks, Candidate};
+use sluice_core::{Cluster, JobRequest, NodeId, PartitionId, Profile, Resources, Time, NEVER};
+
+#[derive(Clone, Debug)]
+struct Claim {
+    node: u32,
+    start: Time,
+    len: Time,
+    cpus: u32,
+}
+
+fn brute_force(
+    p: &Profile,
+    c: &Cluster,
+    req: &JobRequest,
+    d: Time,
+    t0: Time,
+    times: &[Time],
+) -> Option<(Time, Vec<(NodeId, u32)>)> {
+    let mut cands: Vec<Time> = times.iter().copied().filter(|&t| t > t0).collect();
+    cands.push(t0);
+    cands.sort();
+    cands.dedup();
+    for t in cands {
+        let nodes: Vec<Candidate> = (0..c.nodes.len() as u32)
+            .map(|i| {
+                let n = NodeId(i);
+                Candidate {
+                    node: n,
+                    tasks: max_tasks(req, &p.free_during(n, t, t + d), &c.node(n).capacity),
+                    free_cpus: p.free_at(n, t).cpus,
+                    weight: c.node(n).weight,
+                }
+            })
+            .collect();
+        if let Some(chosen) = choose_nodes(req, &nodes) {
+            return Some((t, chosen));
+        }
+    }
+    None
+}
+
+fn workload() -> impl Strategy<Value = (u32, u32, Vec<Claim>)> {
+    (1u32..7, 1u32..9).prop_flat_map(|(nodes, cpus)| {
+        let claim =
+            (0..nodes, 0i64..60, 1i64..40, 1..=cpus).prop_map(|(node, start, len, c)| Claim {
+                node,
+                start,
+                len,
+                cpus: c,
+            });
+        (
+            Just(nodes),
+            Just(cpus),
+            proptest::collection::vec(claim, 0..25),
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn earliest_start_matches_a_node_by_node_search(
+        (nodes, cpus, claims) in workload(),
+        procs in 1u32..20,
+        one_node in any::<bool>(),
+        exclusive in any::<bool>(),
+        min_nodes in 1u32..4,
+        d in 1i64..50,
+        t0 in 0i64..40,
+    ) {
+        let c = Cluster::homogeneous("p", nodes, cpus);
+        let mut p = Profile::new(&c);
+        let mut times = Vec::new();
+        for cl in &claims {
+            // Only claims that fit: the profile refuses over-allocation.
+            let n = NodeId(cl.node);
+            let free = p.free_during(n, cl.start, cl.start + cl.len);
+            if cl.cpus <= free.cpus {
+                p.claim(n, cl.start, cl.start + cl.len, &Resources::cpus(cl.cpus));
+                times.push(cl.start);
+                times.push(cl.start + cl.len);
+            }
+        }
+        p.advance(t0);
+        let mut req = JobRequest::procs(procs.max(min_nodes));
+        if one_node {
+            req = req.on_one_node();
+        } else {
+            req.min_nodes = min_nodes;
+        }
+        req.exclusive = exclusive;
+        let filter = NodeFilter { partition: PartitionId(0), features_any: 0 };
+        let got = p
+            .earliest_start(&c, &req, filter, d, t0, NEVER)
+            .map(|(t, a)| (t, a.iter().map(|x| (x.node, x.tasks)).collect::<Vec<_>>()));
+        let want = brute_force(&p, &c, &req, d, t0, &times);
+        prop_assert_eq!(got, want);
+    }
+}
