@@ -96,19 +96,21 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
     let workload = match format {
         Format::Swf => trace::swf::read(&trace_path)?,
         Format::Alibaba => {
-            let nodes = args.node_list.as_ref().ok_or_else(|| {
-                SimError::Machine(
-                    "an Alibaba pod list needs its node list: --node-list FILE".into(),
-                )
+            let nodes = args.node_list.as_ref().ok_or_else(|| SimError::Invalid {
+                path: trace_path.clone(),
+                message: "an Alibaba pod list needs its node list: --node-list FILE".into(),
             })?;
             trace::alibaba::read(&trace_path, nodes)?
         }
         Format::Tiresias => {
-            let spec = args.cluster_spec.as_ref().ok_or_else(|| {
-                SimError::Machine(
-                    "a Tiresias job list needs its cluster spec: --cluster-spec FILE".into(),
-                )
-            })?;
+            let spec = args
+                .cluster_spec
+                .as_ref()
+                .ok_or_else(|| SimError::Invalid {
+                    path: trace_path.clone(),
+                    message: "a Tiresias job list needs its cluster spec: --cluster-spec FILE"
+                        .into(),
+                })?;
             trace::tiresias::read(&trace_path, spec)?
         }
     };

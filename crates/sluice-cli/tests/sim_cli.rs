@@ -231,6 +231,19 @@ fn table_value(out: &str, label: &str) -> String {
         .unwrap_or_else(|| panic!("no table row '{label}' in:\n{out}"))
 }
 
+/// The most of a resource held at once by jobs `(start, finish, amount)` (a job ending
+/// at `t` frees its share for one starting at `t`).
+fn peak_usage(jobs: impl Iterator<Item = (i64, i64, i64)>) -> i64 {
+    let mut events: Vec<(i64, i64)> = jobs.flat_map(|(s, f, n)| [(s, n), (f, -n)]).collect();
+    events.sort(); // at equal times the releases (negative) come first
+    let (mut now, mut peak) = (0, 0);
+    for (_, d) in events {
+        now += d;
+        peak = peak.max(now);
+    }
+    peak
+}
+
 // ---------------------------------------------------------------------------------------
 // Reference mode: files and JSON
 
@@ -454,7 +467,6 @@ fn alibaba_pod_list_needs_a_node_list() {
 
 /// The error module promises every error names the file; this one names none.
 #[test]
-#[ignore = "product bug: the missing --node-list error does not name the pod list (see report)"]
 fn alibaba_pod_list_without_node_list_names_the_pod_list() {
     let pods = gpu("alibaba_openb_pod_list_default.csv");
     let line = run_error(&["sim", "--trace", pods.to_str().unwrap()]);
@@ -527,8 +539,6 @@ fn tiresias_trace_finishes_every_job_and_counts_gpu_seconds() {
 }
 
 #[test]
-#[ignore = "product bug: Profile::new panics (debug) / double-books nodes (release) when \
-            nodes of different kinds interleave, as in the openb node list (see report)"]
 fn alibaba_trace_accounts_for_every_scheduled_pod() {
     let t = "alibaba_trace";
     let pods_path = gpu("alibaba_openb_pod_list_default.csv");
@@ -598,18 +608,20 @@ fn alibaba_trace_accounts_for_every_scheduled_pod() {
     // GPU-seconds of the finished pods, from the CSV: a pod with one GPU and
     // 0 < gpu_milli < 1000 holds that fraction of a GPU, others num_gpu whole GPUs, for
     // deletion_time - scheduled_time seconds (at least 1).
+    let gpu_milli = |p: &HashMap<String, String>| {
+        let (n, m) = (int(p, "num_gpu"), int(p, "gpu_milli"));
+        if n == 1 && m > 0 && m < 1000 {
+            m
+        } else {
+            n * 1000
+        }
+    };
     let milli_seconds: i128 = scheduled
         .iter()
         .filter(|p| finished_ids.contains(&id_of(p)))
         .map(|p| {
-            let (n, m) = (int(p, "num_gpu"), int(p, "gpu_milli"));
-            let milli = if n == 1 && m > 0 && m < 1000 {
-                m
-            } else {
-                n * 1000
-            };
             let run = (int(p, "deletion_time") - int(p, "scheduled_time")).max(1);
-            i128::from(milli) * i128::from(run)
+            i128::from(gpu_milli(p)) * i128::from(run)
         })
         .sum();
     let want = milli_seconds as f64 / 1000.0;
@@ -617,6 +629,26 @@ fn alibaba_trace_accounts_for_every_scheduled_pod() {
     assert!(
         (got - want).abs() <= want * 1e-9,
         "gpu_seconds {got}, expected {want}"
+    );
+
+    // Never more GPUs or CPUs held at once than the node list has.
+    let by_id: HashMap<i64, &HashMap<String, String>> =
+        scheduled.iter().map(|p| (id_of(p), *p)).collect();
+    let nodes = csv(&nodes_path);
+    let total_gpu_milli: i64 = nodes.iter().map(|n| int(n, "gpu") * 1000).sum();
+    let total_cpus: i64 = nodes.iter().map(|n| int(n, "cpu_milli") / 1000).sum();
+    let peak_gpu = peak_usage(rows.iter().map(|r| (r[2], r[3], gpu_milli(by_id[&r[0]]))));
+    let peak_cpu = peak_usage(
+        rows.iter()
+            .map(|r| (r[2], r[3], (int(by_id[&r[0]], "cpu_milli") + 999) / 1000)),
+    );
+    assert!(
+        peak_gpu <= total_gpu_milli,
+        "{peak_gpu} GPU thousandths held at once; the nodes have {total_gpu_milli}"
+    );
+    assert!(
+        peak_cpu <= total_cpus,
+        "{peak_cpu} CPUs held at once; the nodes have {total_cpus}"
     );
 }
 
@@ -630,11 +662,17 @@ fn config_replays_sdsc_in_full_mode() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../sluice-conf/tests/data/seed-slurm.conf");
     let trace = swf(SDSC);
     let jobs_out = TempFile::new(t, "jobs.tsv");
+    // The seed configuration: node[01-04] with 128 CPUs each; the default partition
+    // `train` is node[01-03] with MaxTime=48:00:00.
+    const ALL_CPUS: i64 = 4 * 128;
+    const TRAIN_CPUS: i64 = 3 * 128;
+    const TRAIN_MAX_TIME: i64 = 48 * 3600;
 
     // Jobs the full mode can replay: a run time and processors (allocated, or
-    // requested where the allocation is unknown).
+    // requested where the allocation is unknown). id -> (submit, run, procs, limit).
     let text = String::from_utf8(read_gz(&trace)).unwrap();
-    let (mut total, mut usable) = (0u64, 0u64);
+    let mut total = 0u64;
+    let mut usable: HashMap<i64, [i64; 4]> = HashMap::new();
     for l in text
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with(';'))
@@ -647,12 +685,15 @@ fn config_replays_sdsc_in_full_mode() {
             .collect();
         assert_eq!(f.len(), 18, "SWF line: {l}");
         total += 1;
-        let procs = if f[4] > 0.0 { f[4] } else { f[7] };
-        if f[3] > 0.0 && procs > 0.0 {
-            usable += 1;
+        let f: Vec<i64> = f.into_iter().map(|x| x as i64).collect();
+        let procs = if f[4] > 0 { f[4] } else { f[7] };
+        let limit = if f[8] > 0 { f[8] } else { TRAIN_MAX_TIME };
+        if f[3] > 0 && procs > 0 {
+            usable.insert(f[0], [f[1], f[3], procs, limit]);
         }
     }
-    assert!(usable < total, "the trace has jobs to skip");
+    let skipped = total - usable.len() as u64;
+    assert!(skipped > 0, "the trace has jobs to skip");
 
     let (c, tr, out) = (
         conf.to_str().unwrap(),
@@ -671,20 +712,46 @@ fn config_replays_sdsc_in_full_mode() {
     ]);
     let finished = json_u64(&v, "jobs_finished");
     let rejected = json_u64(&v, "jobs_rejected");
-    assert_eq!(finished + rejected, usable);
+    assert_eq!(finished + rejected, usable.len() as u64);
 
-    // The machine is the configuration's: 4 nodes of 128 CPUs, not the trace's 128.
+    // Each finished job is a usable trace job, submitted when the trace says, limited
+    // by its requested time (or the partition's MaxTime), running until it ends or
+    // reaches that limit.
     let rows = jobs_rows(&std::fs::read_to_string(jobs_out.path()).expect("--jobs-out"));
     assert_eq!(rows.len() as u64, finished);
+    let mut timed_out = 0u64;
+    for r in &rows {
+        let [id, submit, start, finish, run, est, procs] = *r;
+        let Some(&[t_submit, t_run, t_procs, t_limit]) = usable.get(&id) else {
+            panic!("job {id} finished but is not a usable trace job");
+        };
+        assert_eq!(
+            (submit, run, est, procs),
+            (t_submit, t_run.min(t_limit), t_limit, t_procs),
+            "job {id}: (submit, run, est, procs)"
+        );
+        assert!(start >= submit && finish == start + run, "job {id}: {r:?}");
+        timed_out += u64::from(t_run > t_limit);
+    }
+    assert_eq!(json_u64(&v, "jobs_timed_out"), timed_out);
+
+    // The machine is the configuration's: jobs go to the default partition (never more
+    // than its 384 CPUs busy at once), and utilisation is over all 512 CPUs, not the
+    // trace's 128.
+    let peak = peak_usage(rows.iter().map(|r| (r[2], r[3], r[6])));
+    assert!(
+        peak <= TRAIN_CPUS && peak > 128,
+        "peak busy CPUs {peak}: more than the trace's machine, at most the partition's"
+    );
     let busy: i64 = rows.iter().map(|r| r[6] * r[4]).sum();
     let makespan =
         rows.iter().map(|r| r[3]).max().unwrap() - rows.iter().map(|r| r[1]).min().unwrap();
     assert_eq!(json_u64(&v, "makespan_s") as i64, makespan);
-    let util = busy as f64 / (512.0 * makespan as f64);
+    let util = busy as f64 / (ALL_CPUS as f64 * makespan as f64);
     let got = json_f64(&v, "utilization");
     assert!(
         (got - util).abs() < 1e-12,
-        "utilization {got}, expected {util} on 512 CPUs"
+        "utilization {got}, expected {util} on {ALL_CPUS} CPUs"
     );
 
     // The human table reports the skipped jobs.
@@ -693,13 +760,59 @@ fn config_replays_sdsc_in_full_mode() {
         table
             .lines()
             .next()
-            .is_some_and(|l| l.contains("full mode")),
+            .is_some_and(|l| l.contains("policy backfill") && l.contains("full mode")),
         "{table}"
     );
     assert_eq!(
         table_value(&table, "jobs skipped (no run time or processors)"),
-        (total - usable).to_string()
+        skipped.to_string()
     );
     assert_eq!(table_value(&table, "jobs finished"), finished.to_string());
     assert_eq!(table_value(&table, "jobs rejected"), rejected.to_string());
+}
+
+/// Nodes of two kinds declared interleaved (a1 and a2 alike, b1 between them): three
+/// 8-CPU jobs on 16 CPUs cannot all run at once.
+#[test]
+fn interleaved_node_kinds_are_not_double_booked() {
+    let t = "interleaved_nodes";
+    let conf = TempFile::with(
+        t,
+        "slurm.conf",
+        "ClusterName=t\n\
+         NodeName=a1 CPUs=4 RealMemory=1000\n\
+         NodeName=b1 CPUs=8 RealMemory=1000\n\
+         NodeName=a2 CPUs=4 RealMemory=1000\n\
+         PartitionName=p Nodes=a1,b1,a2 Default=YES MaxTime=1:00:00 State=UP\n",
+    );
+    let job = |id: u32| format!("{id} 0 -1 100 8 -1 -1 8 200 -1 1 1 1 -1 1 -1 -1 -1\n");
+    let trace = TempFile::with(
+        t,
+        "trace.swf",
+        &format!("; MaxProcs: 16\n{}{}{}", job(1), job(2), job(3)),
+    );
+    let jobs_out = TempFile::new(t, "jobs.tsv");
+    let v = run_json(&[
+        "sim",
+        "--trace",
+        &trace.show(),
+        "--config",
+        &conf.show(),
+        "--jobs-out",
+        &jobs_out.show(),
+        "--json",
+    ]);
+    assert_eq!(json_u64(&v, "jobs_finished"), 3);
+    let rows = jobs_rows(&std::fs::read_to_string(jobs_out.path()).expect("--jobs-out"));
+    let peak = peak_usage(rows.iter().map(|r| (r[2], r[3], r[6])));
+    assert!(
+        peak <= 16,
+        "{peak} CPUs busy at once on a 16-CPU machine: {rows:?}"
+    );
+    let starts: Vec<i64> = rows.iter().map(|r| r[2]).collect();
+    assert_eq!(
+        starts,
+        [0, 0, 100],
+        "the third job waits for one of the first two"
+    );
 }

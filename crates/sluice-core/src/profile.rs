@@ -172,7 +172,7 @@ impl Profile {
         let mut p = Profile {
             attrs: Vec::new(),
             attr_of: Vec::with_capacity(cluster.nodes.len()),
-            class_of: Vec::with_capacity(cluster.nodes.len()),
+            class_of: Vec::new(),
             classes: Vec::new(),
             free_ids: Vec::new(),
             lookup: HashMap::new(),
@@ -192,14 +192,14 @@ impl Profile {
             p.attr_of.push(id);
             members[id as usize].push(node);
         }
+        p.class_of = vec![0; cluster.nodes.len()];
         for (a, nodes) in members.into_iter().enumerate() {
             let steps = vec![(-NEVER, p.attrs[a].capacity)];
             let cid = p.find_or_create(a as AttrId, steps);
-            p.classes[cid as usize].members = nodes.iter().copied().collect();
-            for n in nodes {
-                p.class_of.push(cid);
-                debug_assert_eq!(p.class_of.len() - 1, n.index());
+            for &n in &nodes {
+                p.class_of[n.index()] = cid;
             }
+            p.classes[cid as usize].members = nodes.into_iter().collect();
         }
         p
     }
@@ -829,6 +829,16 @@ mod tests {
         );
         assert_eq!(at(3, 5), Some((40, vec![1, 2, 3])));
         assert_eq!(at(4, 5), Some((50, vec![0, 1, 2, 3])));
+    }
+
+    #[test]
+    fn nodes_of_interleaved_kinds_keep_their_own_class() {
+        let mut c = Cluster::homogeneous("p", 3, 4);
+        c.nodes[1].capacity.cpus = 8;
+        let p = Profile::new(&c);
+        let cpus: Vec<u32> = (0..3).map(|i| p.free_at(NodeId(i), 0).cpus).collect();
+        assert_eq!(cpus, [4, 8, 4]);
+        assert_eq!(p.classes(), 2);
     }
 
     #[test]

@@ -105,8 +105,6 @@ pub struct Scheduler {
     /// Running jobs' claims, plus reservations under conservative backfilling.
     pub(crate) profile: Profile,
     pub(crate) free_now: FreeNow,
-    /// Up nodes of each partition, ascending.
-    pub(crate) candidates: Vec<Vec<NodeId>>,
     /// Distinct node configurations of each partition (all its nodes, any state).
     node_configs: Vec<Vec<NodeConfig>>,
     /// Running jobs by the end of their claim on the profile.
@@ -148,7 +146,6 @@ impl Scheduler {
             keys: BTreeMap::new(),
             profile,
             free_now,
-            candidates: Vec::new(),
             node_configs: Vec::new(),
             claims_end: BTreeSet::new(),
             claim_end: BTreeMap::new(),
@@ -164,7 +161,6 @@ impl Scheduler {
             let params = params.clone();
             s.backfill.enable(&s.cluster, &params);
         }
-        s.refresh_candidates();
         s.node_configs = s
             .cluster
             .partitions
@@ -238,7 +234,6 @@ impl Scheduler {
         self.cluster.nodes[node.index()].state = state;
         self.profile.refresh_node(&self.cluster, node);
         self.backfill.refresh_node(&self.cluster, node);
-        self.refresh_candidates();
         self.free_now.recount(&self.cluster);
         self.backfill.dirty = true;
     }
@@ -277,21 +272,6 @@ impl Scheduler {
             && tasks >= req.ntasks as u64
             && nodes <= req.max_nodes as u64
             && req.ntasks as u64 >= nodes
-    }
-
-    fn refresh_candidates(&mut self) {
-        self.candidates = self
-            .cluster
-            .partitions
-            .iter()
-            .map(|p| {
-                p.nodes
-                    .iter()
-                    .copied()
-                    .filter(|n| self.cluster.node(*n).state == NodeState::Up)
-                    .collect()
-            })
-            .collect();
     }
 
     /// Queues a job. Checks that the id is free, the partition exists and takes jobs,

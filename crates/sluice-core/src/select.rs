@@ -2,7 +2,7 @@
 //! nodes a job gets. The same rules serve "does it fit now", backfill planning and
 //! the simulator's full mode.
 
-use crate::cluster::{Cluster, Node};
+use crate::cluster::Cluster;
 use crate::ids::NodeId;
 use crate::job::{JobRequest, MemRequest, NodeAlloc};
 use crate::tres::{GresTable, Resources, MAX_GRES};
@@ -92,13 +92,6 @@ pub fn usage_on_node(
         mem_mib,
         gres,
     }
-}
-
-/// True when `node` may run `req` at all, judged by its capacity (not by what is free):
-/// the feature constraint, and at least one task fitting on an empty node.
-pub fn node_can_ever_host(req: &JobRequest, node: &Node) -> bool {
-    (req.features_any == 0 || node.features & req.features_any != 0)
-        && max_tasks(req, &node.capacity, &node.capacity) > 0
 }
 
 /// A node that could take part in a job: how many of its tasks it can host over the
