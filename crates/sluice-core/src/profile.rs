@@ -26,9 +26,10 @@
 //! never a rescan per candidate time.
 
 use std::cmp::Reverse;
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap};
 use std::hash::{Hash, Hasher};
+
+use rustc_hash::{FxHashMap as HashMap, FxHasher};
 
 use crate::cluster::{Cluster, NodeState};
 use crate::ids::{NodeId, PartitionId};
@@ -109,7 +110,7 @@ pub struct Profile {
 }
 
 fn hash_of(attr: AttrId, steps: &Steps) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = FxHasher::default();
     attr.hash(&mut h);
     steps.hash(&mut h);
     h.finish()
@@ -175,11 +176,11 @@ impl Profile {
             class_of: Vec::new(),
             classes: Vec::new(),
             free_ids: Vec::new(),
-            lookup: HashMap::new(),
+            lookup: HashMap::default(),
             origin: -NEVER,
             advances: 0,
         };
-        let mut attr_ids: HashMap<NodeAttr, AttrId> = HashMap::new();
+        let mut attr_ids: HashMap<NodeAttr, AttrId> = HashMap::default();
         let mut members: Vec<Vec<NodeId>> = Vec::new();
         for i in 0..cluster.nodes.len() {
             let node = NodeId(i as u32);
@@ -459,6 +460,9 @@ impl Profile {
                 !c.members.is_empty() && admitted[c.attr as usize]
             })
             .collect();
+        if req.max_nodes == 1 {
+            return self.earliest_on_one_node(cluster, req, &classes, d, t0, horizon);
+        }
         // Each class's hosting at t0 goes straight into the sums; later changes are
         // merged lazily in time order, so a job placed early costs little more than
         // one look at every class.
@@ -523,6 +527,55 @@ impl Profile {
                 }
             }
         }
+    }
+
+    /// [`Profile::earliest_start`] for a job confined to one node: the earliest time at
+    /// which some node hosts all its tasks. Each class is scanned on its own up to the
+    /// best time found so far (a later class can only win by being earlier, or equally
+    /// early and a better fit), so no merge across classes is needed.
+    fn earliest_on_one_node(
+        &self,
+        cluster: &Cluster,
+        req: &JobRequest,
+        classes: &[ClassId],
+        d: Secs,
+        t0: Time,
+        horizon: Time,
+    ) -> Option<(Time, Vec<NodeAlloc>)> {
+        // (start, free CPUs at start, weight, node): the node choice order at equal starts.
+        let mut best: Option<(Time, u32, u32, NodeId)> = None;
+        for &id in classes {
+            let c = &self.classes[id as usize];
+            let attr = &self.attrs[c.attr as usize];
+            let mut it = Hosting::new(&c.steps, t0, d, attr.capacity);
+            let mut t = t0;
+            loop {
+                if t > horizon || best.is_some_and(|b| t > b.0) {
+                    break;
+                }
+                if it.current(req) >= req.ntasks {
+                    let node = *c.members.iter().next().expect("live classes have members");
+                    let key = (t, c.steps[index_at(&c.steps, t)].1.cpus, attr.weight, node);
+                    if best.is_none_or(|b| key < b) {
+                        best = Some(key);
+                    }
+                    break;
+                }
+                match it.next_time() {
+                    Some(next) => {
+                        it.advance_to(next);
+                        t = next;
+                    }
+                    None => break,
+                }
+            }
+        }
+        let (t, _, _, node) = best?;
+        let chosen = [(node, req.ntasks)];
+        Some((
+            t,
+            node_allocs(req, &chosen, |n| self.free_during(n, t, t + d), cluster),
+        ))
     }
 
     /// Node choice at `t` among classes (with the tasks each of their nodes can host),
