@@ -1,13 +1,15 @@
-//! `sluice sim`: replay a trace and report.
+//! `sluice sim`: replay a trace (or a generated workload) and report.
 
+use std::fmt::Write as _;
 use std::fs::File;
-use std::io::BufWriter;
-use std::path::PathBuf;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use indicatif::{ProgressBar, ProgressStyle};
-use sluice_core::{BackfillParams, Policy};
+use serde::Serialize;
+use sluice_core::{BackfillParams, Cluster, Policy};
 use sluice_sim::metrics::{self, Metrics};
 use sluice_sim::setup::{self, MachineSpec, Mode, SimJob};
 use sluice_sim::synth::{self, SynthParams};
@@ -35,7 +37,11 @@ pub struct SimArgs {
     pub trace: Option<PathBuf>,
     /// Replay a generated workload instead of a trace, e.g.
     /// `jobs=1000000,nodes=10000,cpus=64,load=0.9,seed=1` (all keys optional).
-    #[arg(long, value_name = "LIST", conflicts_with_all = ["trace", "reference", "config"])]
+    #[arg(
+        long,
+        value_name = "LIST",
+        conflicts_with_all = ["trace", "reference", "config", "procs", "nodes", "node_list", "cluster_spec"]
+    )]
     pub synthetic: Option<String>,
     /// Node list for an Alibaba pod list (`openb_node_list_*.csv`).
     #[arg(long, value_name = "FILE")]
@@ -49,13 +55,13 @@ pub struct SimArgs {
     pub policy: Option<PolicyName>,
     /// Reference mode: one processor pool and the reference normalisation of the
     /// scheduling literature (SWF traces only).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["config", "nodes"])]
     pub reference: bool,
     /// Machine size in processors (default: the SWF header's MaxProcs).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "config")]
     pub procs: Option<u32>,
     /// Number of nodes the processors are spread over (full mode; default: MaxNodes).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "config")]
     pub nodes: Option<u32>,
     /// Take the machine (nodes, partitions, SchedulerParameters) from a slurm.conf.
     #[arg(long, value_name = "FILE")]
@@ -75,12 +81,62 @@ pub struct SimArgs {
     pub plot: Option<PathBuf>,
 }
 
+/// What `--json` prints: what was replayed, how, and the metrics.
+#[derive(Serialize)]
+struct Report<'a> {
+    /// The trace file, or `synthetic ...`.
+    trace: &'a str,
+    /// Policy name.
+    policy: &'a str,
+    /// `reference` or `full`.
+    mode: &'a str,
+    /// Jobs left out before the replay (no run time or processors, or never ran).
+    jobs_skipped: u64,
+    /// GPU-seconds in hours.
+    gpu_hours: f64,
+    #[serde(flatten)]
+    metrics: &'a Metrics,
+}
+
+/// Output files, created before the replay so that a bad path fails at once, and
+/// removed again if the run fails: no partial results are left behind.
+struct Outputs {
+    created: Vec<PathBuf>,
+    done: bool,
+}
+
+impl Outputs {
+    fn create(paths: &[&Option<PathBuf>]) -> Result<Self, SimError> {
+        let mut out = Outputs {
+            created: Vec::new(),
+            done: false,
+        };
+        for path in paths.iter().copied().flatten() {
+            File::create(path).map_err(|e| SimError::io(path, e))?;
+            out.created.push(path.clone());
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        if !self.done {
+            for p in &self.created {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
 /// Runs `sluice sim`.
 pub fn run(args: SimArgs) -> Result<(), SimError> {
+    let mut params = BackfillParams::default();
     let Some(trace_path) = args.trace.clone() else {
         let list = args.synthetic.clone().unwrap_or_default();
-        let params = parse_synthetic(&list)?;
-        let (cluster, jobs) = synth::generate(&params);
+        let synth = parse_synthetic(&list)?;
+        apply_parameters(&mut params, &args)?;
+        let (cluster, jobs) = synth::generate(&synth);
         let name = format!("synthetic {list}");
         return replay_and_report(
             &args,
@@ -88,33 +144,45 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
             jobs,
             0,
             &name,
-            BackfillParams::default(),
+            &params,
             PolicyName::Backfill,
         );
     };
     let format = trace::detect_format(&trace_path)?;
+    let invalid = |message: &str| SimError::Invalid {
+        path: trace_path.clone(),
+        message: message.to_string(),
+    };
+    if args.node_list.is_some() && format != Format::Alibaba {
+        return Err(invalid(
+            "--node-list goes with an Alibaba pod list, not this trace",
+        ));
+    }
+    if args.cluster_spec.is_some() && format != Format::Tiresias {
+        return Err(invalid(
+            "--cluster-spec goes with a Tiresias job list, not this trace",
+        ));
+    }
+    if format != Format::Swf && (args.procs.is_some() || args.nodes.is_some()) {
+        return Err(invalid(
+            "--procs and --nodes size SWF traces; a GPU trace lists its own nodes",
+        ));
+    }
     let workload = match format {
         Format::Swf => trace::swf::read(&trace_path)?,
         Format::Alibaba => {
-            let nodes = args.node_list.as_ref().ok_or_else(|| SimError::Invalid {
-                path: trace_path.clone(),
-                message: "an Alibaba pod list needs its node list: --node-list FILE".into(),
+            let nodes = args.node_list.as_ref().ok_or_else(|| {
+                invalid("an Alibaba pod list needs its node list: --node-list FILE")
             })?;
             trace::alibaba::read(&trace_path, nodes)?
         }
         Format::Tiresias => {
-            let spec = args
-                .cluster_spec
-                .as_ref()
-                .ok_or_else(|| SimError::Invalid {
-                    path: trace_path.clone(),
-                    message: "a Tiresias job list needs its cluster spec: --cluster-spec FILE"
-                        .into(),
-                })?;
+            let spec = args.cluster_spec.as_ref().ok_or_else(|| {
+                invalid("a Tiresias job list needs its cluster spec: --cluster-spec FILE")
+            })?;
             trace::tiresias::read(&trace_path, spec)?
         }
     };
-    let mut params = BackfillParams::default();
     let mut default_policy = PolicyName::Backfill;
     let mut machine = MachineSpec {
         procs: args.procs,
@@ -127,28 +195,25 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
         for w in &conf.warnings {
             eprintln!("sluice sim: warning: {w}");
         }
+        if conf.get("PriorityType") == Some("priority/multifactor") {
+            eprintln!(
+                "sluice sim: warning: {}: multifactor priority is not modelled yet; jobs are ordered by submission",
+                path.display()
+            );
+        }
         params = conf.backfill.clone();
         if conf.scheduler_type == "sched/builtin" {
             default_policy = PolicyName::Fcfs;
         }
         machine.config = Some(conf.cluster);
     }
-    if let Some(list) = &args.scheduler_parameters {
-        let unknown = sluice_conf::slurm_conf::apply_scheduler_parameters(&mut params, list)
-            .map_err(|e| SimError::Machine(format!("--scheduler-parameters: {e}")))?;
-        for u in unknown {
-            eprintln!(
-                "sluice sim: warning: --scheduler-parameters: unknown option '{u}' (ignored)"
-            );
-        }
-    }
+    apply_parameters(&mut params, &args)?;
     let mode = if args.reference {
         Mode::Reference
     } else {
         Mode::Full
     };
-    let policy = make_policy(args.policy.unwrap_or(default_policy), &params);
-    let (cluster, jobs, skipped) = setup::prepare(&workload, mode, &machine, &policy, &trace_path)?;
+    let (cluster, jobs, skipped) = setup::prepare(&workload, mode, &machine, &trace_path)?;
     let name = trace_path.display().to_string();
     replay_and_report(
         &args,
@@ -156,9 +221,22 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
         jobs,
         skipped.no_data,
         &name,
-        params,
+        &params,
         default_policy,
     )
+}
+
+fn apply_parameters(params: &mut BackfillParams, args: &SimArgs) -> Result<(), SimError> {
+    if let Some(list) = &args.scheduler_parameters {
+        let unknown = sluice_conf::slurm_conf::apply_scheduler_parameters(params, list)
+            .map_err(|e| SimError::Machine(format!("--scheduler-parameters: {e}")))?;
+        for u in unknown {
+            eprintln!(
+                "sluice sim: warning: --scheduler-parameters: unknown option '{u}' (ignored)"
+            );
+        }
+    }
+    Ok(())
 }
 
 fn make_policy(name: PolicyName, params: &BackfillParams) -> Policy {
@@ -170,24 +248,44 @@ fn make_policy(name: PolicyName, params: &BackfillParams) -> Policy {
     }
 }
 
+/// Parses `--synthetic jobs=...,nodes=...,cpus=...,load=...,seed=...`.
 fn parse_synthetic(list: &str) -> Result<SynthParams, SimError> {
     let mut p = SynthParams::default();
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let bad = || {
             SimError::Machine(format!(
-                "--synthetic: cannot use '{item}' (keys: jobs, nodes, cpus, load, seed)"
+                "--synthetic: cannot use '{item}' (keys: jobs 1-100000000, nodes 1-1000000, \
+                 cpus 1-4096, load 0.01-100, seed)"
             ))
         };
         let (k, v) = item.split_once('=').ok_or_else(bad)?;
         match k {
-            "jobs" => p.jobs = v.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?,
-            "nodes" => p.nodes = v.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?,
-            "cpus" => p.cpus_per_node = v.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?,
+            "jobs" => {
+                p.jobs = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=100_000_000).contains(n))
+                    .ok_or_else(bad)?
+            }
+            "nodes" => {
+                p.nodes = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=1_000_000).contains(n))
+                    .ok_or_else(bad)?
+            }
+            "cpus" => {
+                p.cpus_per_node = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=4096).contains(n))
+                    .ok_or_else(bad)?
+            }
             "load" => {
                 p.load = v
                     .parse()
                     .ok()
-                    .filter(|x: &f64| *x > 0.0 && x.is_finite())
+                    .filter(|x: &f64| (0.01..=100.0).contains(x))
                     .ok_or_else(bad)?
             }
             "seed" => p.seed = v.parse().map_err(|_| bad())?,
@@ -199,14 +297,15 @@ fn parse_synthetic(list: &str) -> Result<SynthParams, SimError> {
 
 fn replay_and_report(
     args: &SimArgs,
-    cluster: sluice_core::Cluster,
+    cluster: Cluster,
     jobs: Vec<SimJob>,
     skipped: u64,
     name: &str,
-    params: BackfillParams,
+    params: &BackfillParams,
     default_policy: PolicyName,
 ) -> Result<(), SimError> {
-    let policy = make_policy(args.policy.unwrap_or(default_policy), &params);
+    let mut outputs = Outputs::create(&[&args.jobs_out, &args.plot])?;
+    let policy = make_policy(args.policy.unwrap_or(default_policy), params);
     let last_submit = jobs.iter().map(|j| j.spec.submit).max().unwrap_or(0);
     let bar = ProgressBar::new(jobs.len() as u64);
     bar.set_style(
@@ -225,33 +324,51 @@ fn replay_and_report(
     bar.finish_and_clear();
     let m = metrics::compute(&result, last_submit);
     if let Some(path) = &args.jobs_out {
-        let f = File::create(path).map_err(|e| SimError::io_at(path, e))?;
+        let f = File::create(path).map_err(|e| SimError::io(path, e))?;
         output::write_jobs(BufWriter::new(f), &result.records)
-            .map_err(|e| SimError::io_at(path, e))?;
+            .map_err(|e| SimError::io(path, e))?;
     }
     if let Some(path) = &args.plot {
         plot::draw(path, &result, name, policy.name())?;
     }
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&m).expect("metrics serialise")
-        );
+    let mode = if args.reference { "reference" } else { "full" };
+    let text = if args.json {
+        let report = Report {
+            trace: name,
+            policy: policy.name(),
+            mode,
+            jobs_skipped: skipped,
+            gpu_hours: m.gpu_seconds / 3600.0,
+            metrics: &m,
+        };
+        serde_json::to_string_pretty(&report).expect("metrics serialise") + "\n"
     } else {
-        print_table(&m, name, args.reference, &policy, skipped);
-    }
-    Ok(())
+        render_table(&m, name, mode, &policy, skipped)
+    };
+    outputs.done = true;
+    print_out(&text)
 }
 
-fn print_table(m: &Metrics, name: &str, reference: bool, policy: &Policy, skipped: u64) {
-    let mode = if reference { "reference" } else { "full" };
-    println!("{name} — policy {} — {mode} mode", policy.name());
+/// Writes to standard output; a closed pipe (`sluice sim ... | head`) ends quietly.
+fn print_out(text: &str) -> Result<(), SimError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(SimError::io(Path::new("standard output"), e)),
+    }
+}
+
+fn render_table(m: &Metrics, name: &str, mode: &str, policy: &Policy, skipped: u64) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{name} — policy {} — {mode} mode", policy.name());
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_header(vec!["metric", "value"]);
-    let rows: Vec<(&str, String)> = vec![
+    let mut rows: Vec<(&str, String)> = vec![
         ("jobs finished", m.jobs_finished.to_string()),
         ("jobs rejected", m.jobs_rejected.to_string()),
+        ("jobs never started", m.jobs_never_started.to_string()),
         (
             "jobs skipped (no run time or processors)",
             skipped.to_string(),
@@ -273,31 +390,37 @@ fn print_table(m: &Metrics, name: &str, reference: bool, policy: &Policy, skippe
         ),
         ("utilisation", format!("{:.4}", m.utilization)),
         ("makespan (s)", m.makespan_s.to_string()),
-        ("jobs backfilled", m.jobs_backfilled.to_string()),
+        (
+            "jobs backfilled (started ahead of an earlier job)",
+            m.jobs_backfilled.to_string(),
+        ),
         ("jobs killed at time limit", m.jobs_timed_out.to_string()),
     ];
+    if m.gpu_seconds > 0.0 {
+        rows.push(("GPU-hours", format!("{:.1}", m.gpu_seconds / 3600.0)));
+        rows.push(("GPU utilisation", format!("{:.4}", m.gpu_utilization)));
+    }
     for (k, v) in rows {
         t.add_row(vec![
             Cell::new(k),
             Cell::new(v).set_alignment(CellAlignment::Right),
         ]);
     }
-    if m.gpu_seconds > 0.0 {
-        t.add_row(vec![
-            Cell::new("GPU-hours"),
-            Cell::new(format!("{:.1}", m.gpu_seconds / 3600.0)).set_alignment(CellAlignment::Right),
-        ]);
-        t.add_row(vec![
-            Cell::new("GPU utilisation"),
-            Cell::new(format!("{:.4}", m.gpu_utilization)).set_alignment(CellAlignment::Right),
-        ]);
+    let _ = writeln!(s, "{t}");
+    for (what, by_reason) in [
+        ("rejected", &m.rejected_by_reason),
+        ("never started", &m.never_started_by_reason),
+    ] {
+        for (reason, n) in by_reason {
+            let _ = writeln!(s, "{n} jobs {what}: {reason}");
+        }
     }
-    println!("{t}");
     if m.per_user.len() > 1 {
         let mut users: Vec<_> = m.per_user.iter().collect();
         users.sort_by_key(|u| (std::cmp::Reverse(u.jobs), u.user));
         let shown = users.len().min(10);
-        println!(
+        let _ = writeln!(
+            s,
             "per user ({shown} with the most jobs of {}; all in --json)",
             users.len()
         );
@@ -309,14 +432,20 @@ fn print_table(m: &Metrics, name: &str, reference: bool, policy: &Policy, skippe
             "avg bounded slowdown",
         ]);
         for x in &users[..shown] {
+            let user = if x.user < 0 {
+                "unknown".to_string()
+            } else {
+                x.user.to_string()
+            };
             u.add_row(vec![
-                Cell::new(x.user),
+                Cell::new(user),
                 Cell::new(x.jobs).set_alignment(CellAlignment::Right),
                 Cell::new(format!("{:.2}", x.avg_wait_min)).set_alignment(CellAlignment::Right),
                 Cell::new(format!("{:.2}", x.avg_bounded_slowdown))
                     .set_alignment(CellAlignment::Right),
             ]);
         }
-        println!("{u}");
+        let _ = writeln!(s, "{u}");
     }
+    s
 }

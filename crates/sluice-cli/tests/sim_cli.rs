@@ -591,7 +591,6 @@ fn alibaba_trace_accounts_for_every_scheduled_pod() {
             &w,
             sluice_sim::setup::Mode::Full,
             &Default::default(),
-            &policy,
             &pods_path,
         )
         .expect("prepares");

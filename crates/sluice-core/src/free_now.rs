@@ -20,6 +20,8 @@ struct PartitionTotals {
     gres: [u64; MAX_GRES],
     /// Schedulable nodes with nothing running.
     idle_nodes: u32,
+    /// Schedulable nodes.
+    up_nodes: u32,
     /// Schedulable nodes by (free processors, weight, id): the order in which node
     /// selection looks at them.
     by_free_cpus: BTreeSet<(u32, u32, NodeId)>,
@@ -59,6 +61,9 @@ impl FreeNow {
         for (i, node) in cluster.nodes.iter().enumerate() {
             if node.state == NodeState::Up {
                 self.add_node(cluster, NodeId(i as u32), 1);
+                for p in &self.node_partitions[i] {
+                    self.totals[p.index()].up_nodes += 1;
+                }
             }
         }
     }
@@ -115,6 +120,11 @@ impl FreeNow {
     /// A partition's schedulable nodes by (free processors, weight, id).
     pub(crate) fn by_free_cpus(&self, partition: PartitionId) -> &BTreeSet<(u32, u32, NodeId)> {
         &self.totals[partition.index()].by_free_cpus
+    }
+
+    /// Number of schedulable (up) nodes in `partition`.
+    pub(crate) fn up_nodes(&self, partition: PartitionId) -> u32 {
+        self.totals[partition.index()].up_nodes
     }
 
     /// False when `req` certainly cannot start now in `partition`; true when it might.

@@ -113,6 +113,13 @@ pub enum PendingReason {
     BeginTime,
     /// Its partition is DOWN or INACTIVE.
     PartitionDown,
+    /// Its time limit exceeds the partition's `MaxTime` (Slurm leaves such a job pending
+    /// unless `EnforcePartLimits` refuses it at submission).
+    PartitionTimeLimit,
+    /// It asks for more nodes than the partition's `MaxNodes`.
+    PartitionNodeLimit,
+    /// No node of its partition is up to run it (all DOWN or DRAIN).
+    ReqNodeNotAvail,
 }
 
 impl PendingReason {
@@ -124,6 +131,9 @@ impl PendingReason {
             PendingReason::Resources => "Resources",
             PendingReason::BeginTime => "BeginTime",
             PendingReason::PartitionDown => "PartitionDown",
+            PendingReason::PartitionTimeLimit => "PartitionTimeLimit",
+            PendingReason::PartitionNodeLimit => "PartitionNodeLimit",
+            PendingReason::ReqNodeNotAvail => "ReqNodeNotAvail",
         }
     }
 }

@@ -30,5 +30,5 @@ pub use job::{
 pub use policy::{BackfillParams, Policy};
 pub use profile::Profile;
 pub use scheduler::{EndSemantics, Scheduler, SubmitError};
-pub use time::{Secs, Time, NEVER};
+pub use time::{Secs, Time, MAX_TIME, MAX_TIME_LIMIT, NEVER};
 pub use tres::{GresTable, Resources};

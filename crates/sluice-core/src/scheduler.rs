@@ -23,7 +23,7 @@ use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
 use crate::profile::{NodeFilter, Profile};
 use crate::select::{max_tasks, node_allocs};
-use crate::time::{Time, NEVER};
+use crate::time::{Time, MAX_TIME, MAX_TIME_LIMIT, NEVER};
 
 /// Why a submission was refused. Nothing changes when one is returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -287,6 +287,18 @@ impl Scheduler {
         if matches!(part.state, PartitionState::Drain | PartitionState::Inactive) {
             return Err(SubmitError::PartitionClosed(spec.partition));
         }
+        if spec.time_limit > MAX_TIME_LIMIT {
+            return Err(SubmitError::InvalidRequest(
+                "time limit longer than 100 years",
+            ));
+        }
+        if !(-MAX_TIME..=MAX_TIME).contains(&spec.submit)
+            || !(-MAX_TIME..=MAX_TIME).contains(&spec.begin)
+        {
+            return Err(SubmitError::InvalidRequest(
+                "submission or begin time out of range",
+            ));
+        }
         if spec.time_limit < 1 {
             return Err(SubmitError::InvalidRequest(
                 "time limit must be at least one second",
@@ -489,6 +501,21 @@ impl Scheduler {
         let part = self.cluster.partition(job.spec.partition);
         if matches!(part.state, PartitionState::Down | PartitionState::Inactive) {
             job.reason = PendingReason::PartitionDown;
+            return false;
+        }
+        if self.free_now.up_nodes(job.spec.partition) == 0 {
+            job.reason = PendingReason::ReqNodeNotAvail;
+            return false;
+        }
+        if part.max_time.is_some_and(|m| job.spec.time_limit > m) {
+            job.reason = PendingReason::PartitionTimeLimit;
+            return false;
+        }
+        if part
+            .max_nodes
+            .is_some_and(|m| job.spec.request.min_nodes > m)
+        {
+            job.reason = PendingReason::PartitionNodeLimit;
             return false;
         }
         if job.spec.begin > now {

@@ -15,6 +15,14 @@ pub type Secs = i64;
 /// Kept well below `i64::MAX` so that adding a time limit to it cannot overflow.
 pub const NEVER: Time = i64::MAX / 4;
 
+/// The longest time limit the core accepts: 100 years, in seconds. Longer limits (and
+/// absurd values from damaged traces) are refused, so that `start + limit` never
+/// overflows; Slurm's own limit is `INFINITE` below 2^32 minutes.
+pub const MAX_TIME_LIMIT: Secs = 100 * 365 * 86_400;
+
+/// The latest submission or begin time the core accepts (the year 9999 in Unix time).
+pub const MAX_TIME: Time = 253_402_300_799;
+
 /// Rounds `t` up to the next multiple of `resolution` seconds (`resolution` ≥ 1).
 ///
 /// Slurm's backfill planner does this to every planned end time (`bf_resolution`),

@@ -232,7 +232,7 @@ struct Input {
     prepare: Duration,
 }
 
-fn load(w: Workload, policy: &Policy) -> Input {
+fn load(w: Workload) -> Input {
     match w {
         Workload::Kth(mode) => {
             let path = shared_dir().join(KTH_TRACE);
@@ -245,7 +245,7 @@ fn load(w: Workload, policy: &Policy) -> Input {
                 ..Default::default()
             };
             let t = Instant::now();
-            let (cluster, jobs, skipped) = setup::prepare(&workload, mode, &machine, policy, &path)
+            let (cluster, jobs, skipped) = setup::prepare(&workload, mode, &machine, &path)
                 .unwrap_or_else(|e| panic!("cannot prepare {}: {e}", path.display()));
             let prepare = t.elapsed();
             Input {
@@ -348,7 +348,7 @@ fn peak_rss_kib() -> u64 {
 /// Loads a scenario's input and replays it `runs` times (in this process).
 fn measure(s: &Scenario) -> Outcome {
     let policy = s.policy.policy();
-    let input = load(s.workload, &policy);
+    let input = load(s.workload);
     let jobs = input.jobs.len() as u64;
     let last_submit = input.jobs.iter().map(|j| j.spec.submit).max().unwrap_or(0);
     let mut times = Vec::with_capacity(s.runs);

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 /// Why a replay could not be set up. Displayed as `FILE:LINE: message` (or `FILE: message`).
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// The file could not be opened or read.
-    #[error("{}: {source}", path.display())]
+    /// The file could not be opened or written.
+    #[error("{}: {}", path.display(), describe(source))]
     Io {
         /// The file.
         path: PathBuf,
@@ -52,17 +52,31 @@ impl SimError {
         }
     }
 
-    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+    /// An I/O error opening or writing `path`.
+    pub fn io(path: &std::path::Path, source: std::io::Error) -> Self {
         SimError::Io {
             path: path.to_path_buf(),
             source,
         }
     }
+
+    /// An error reading line `line` of `path`.
+    pub(crate) fn read(path: &std::path::Path, line: usize, e: std::io::Error) -> Self {
+        let message =
+            if e.kind() == std::io::ErrorKind::InvalidData && e.to_string().contains("UTF-8") {
+                "not text (a compressed trace needs a name ending in .gz)".to_string()
+            } else {
+                format!("cannot read: {}", describe(&e))
+            };
+        SimError::parse(path, line, message)
+    }
 }
 
-impl SimError {
-    /// An I/O error on `path` (for callers outside this crate writing result files).
-    pub fn io_at(path: &std::path::Path, source: std::io::Error) -> Self {
-        SimError::io(path, source)
+/// An I/O error in words, without the "(os error N)" suffix.
+fn describe(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
     }
 }

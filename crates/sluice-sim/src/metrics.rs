@@ -24,8 +24,8 @@ pub const BSLD_TAU: f64 = 10.0;
 /// Per-user averages over counted jobs.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct UserMetrics {
-    /// User id.
-    pub user: u32,
+    /// User id (-1: unknown).
+    pub user: i64,
     /// Counted jobs of this user.
     pub jobs: u64,
     /// Average wait, minutes.
@@ -41,6 +41,8 @@ pub struct Metrics {
     pub jobs_finished: u64,
     /// Jobs refused at submission.
     pub jobs_rejected: u64,
+    /// Jobs still waiting at the end, when nothing more could happen.
+    pub jobs_never_started: u64,
     /// Jobs in the averages (see the module doc).
     pub jobs_counted: u64,
     /// Average wait, minutes.
@@ -63,8 +65,12 @@ pub struct Metrics {
     pub makespan_s: i64,
     /// Jobs killed at their time limit.
     pub jobs_timed_out: u64,
-    /// Jobs started by a backfill decision.
+    /// Jobs that started while a job submitted before them was still waiting.
     pub jobs_backfilled: u64,
+    /// Refusals by reason.
+    pub rejected_by_reason: BTreeMap<String, u64>,
+    /// Jobs never started, by pending reason.
+    pub never_started_by_reason: BTreeMap<String, u64>,
     /// Per-user averages, by user id.
     pub per_user: Vec<UserMetrics>,
 }
@@ -139,6 +145,7 @@ pub fn compute(replay: &Replay, last_submit: Time) -> Metrics {
     Metrics {
         jobs_finished: replay.records.len() as u64,
         jobs_rejected: replay.rejected.len() as u64,
+        jobs_never_started: replay.never_started.len() as u64,
         jobs_counted: counted.len() as u64,
         avg_wait_min,
         median_wait_min,
@@ -150,19 +157,29 @@ pub fn compute(replay: &Replay, last_submit: Time) -> Metrics {
         gpu_utilization,
         makespan_s: makespan,
         jobs_timed_out: replay.records.iter().filter(|r| r.timed_out).count() as u64,
-        jobs_backfilled: replay
-            .records
-            .iter()
-            .filter(|r| r.pass == sluice_core::Pass::Backfill)
-            .count() as u64,
+        jobs_backfilled: replay.records.iter().filter(|r| r.backfilled).count() as u64,
+        rejected_by_reason: count_by(replay.rejected.iter().map(|(_, why)| why.as_str())),
+        never_started_by_reason: count_by(replay.never_started.iter().map(|(_, why)| *why)),
         per_user: users
             .into_iter()
             .map(|(user, (k, w, b))| UserMetrics {
-                user,
+                user: if user == crate::setup::UNKNOWN_USER {
+                    -1
+                } else {
+                    user as i64
+                },
                 jobs: k,
                 avg_wait_min: w / k as f64 / 60.0,
                 avg_bounded_slowdown: b / k as f64,
             })
             .collect(),
     }
+}
+
+fn count_by<'a>(reasons: impl Iterator<Item = &'a str>) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for r in reasons {
+        *m.entry(r.to_string()).or_insert(0) += 1;
+    }
+    m
 }

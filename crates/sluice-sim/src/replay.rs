@@ -39,6 +39,9 @@ pub struct JobRecord {
     pub timed_out: bool,
     /// Which pass started it.
     pub pass: Pass,
+    /// It started while a job submitted before it was still waiting: it was backfilled,
+    /// whichever pass started it.
+    pub backfilled: bool,
 }
 
 /// A point of the queue/utilisation curves.
@@ -59,6 +62,9 @@ pub struct Replay {
     pub records: Vec<JobRecord>,
     /// Jobs the core refused at submission, with the reason.
     pub rejected: Vec<(u64, String)>,
+    /// Jobs still waiting when nothing was left to happen, with their pending reason
+    /// (e.g. `PartitionTimeLimit`: the trace asks for more than the partition allows).
+    pub never_started: Vec<(u64, &'static str)>,
     /// Queue length and busy processors after each event (when asked for).
     pub samples: Vec<Sample>,
     /// Submissions, terminations and wake-ups processed.
@@ -81,6 +87,7 @@ struct Running {
     start: Time,
     pass: Pass,
     timed_out: bool,
+    backfilled: bool,
 }
 
 /// Replays `jobs` (in trace order) on `cluster` under `policy`. `progress(done, total)`
@@ -119,6 +126,8 @@ pub fn run(
     let mut clock = Time::MIN;
     // A wake-up pass already run at this time: asking again would change nothing.
     let mut woke_at: Option<Time> = None;
+    // Waiting jobs by position in submission order, to tell backfilled starts.
+    let mut waiting: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
     let mut busy: u64 = 0;
     let mut done = 0u64;
 
@@ -142,6 +151,7 @@ pub fn run(
             match result {
                 Ok(()) => {
                     index.insert(id, next - 1);
+                    waiting.insert(next - 1);
                     sched.schedule(t)
                 }
                 Err(e) => {
@@ -170,6 +180,7 @@ pub fn run(
                 gpu_milli: j.gpu_milli,
                 timed_out: r.timed_out,
                 pass: r.pass,
+                backfilled: r.backfilled,
             });
             done += 1;
             sched.schedule(t)
@@ -185,6 +196,8 @@ pub fn run(
             let idx = index[&job];
             let j = &jobs[idx];
             let ran = j.run.min(j.spec.time_limit);
+            waiting.remove(&idx);
+            let backfilled = waiting.first().is_some_and(|&first| first < idx);
             busy += j.procs as u64;
             running.insert(
                 job,
@@ -193,6 +206,7 @@ pub fn run(
                     start: at,
                     pass,
                     timed_out: j.run > j.spec.time_limit,
+                    backfilled,
                 },
             );
             ends.push(Reverse((at + ran, end_seq, job)));
@@ -214,5 +228,10 @@ pub fn run(
         }
     }
     progress(done, total);
+    out.never_started = sched
+        .pending()
+        .map(|j| (j.spec.id.0, j.reason.as_str()))
+        .collect();
+    out.never_started.sort();
     out
 }

@@ -8,8 +8,7 @@
 //!   controller runs.
 
 use sluice_core::{
-    Cluster, JobId, JobRequest, JobSpec, MemRequest, Node, Partition, PartitionId, Policy, Secs,
-    Time,
+    Cluster, JobId, JobRequest, JobSpec, MemRequest, Node, Partition, PartitionId, Secs, Time,
 };
 
 use crate::error::SimError;
@@ -40,7 +39,8 @@ pub struct SimJob {
 /// Jobs the replay leaves out, and why.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Skipped {
-    /// Jobs with no run time or no processors recorded (full mode).
+    /// Jobs with no run time or no processors recorded (full mode), or that the trace
+    /// says never ran.
     pub no_data: u64,
 }
 
@@ -74,6 +74,14 @@ pub fn normalise_reference(j: &TraceJob, p: u32) -> (Time, Secs, Secs, u32) {
     (j.submit, run, est, procs)
 }
 
+/// A trace's user id as a uid; unknown (-1) becomes [`UNKNOWN_USER`].
+fn uid(user: i64) -> u32 {
+    u32::try_from(user).unwrap_or(UNKNOWN_USER)
+}
+
+/// The uid recorded for jobs whose trace gives no user.
+pub const UNKNOWN_USER: u32 = u32::MAX;
+
 fn machine_error(msg: impl Into<String>) -> SimError {
     SimError::Machine(msg.into())
 }
@@ -86,11 +94,10 @@ pub fn prepare(
     w: &Workload,
     mode: Mode,
     machine: &MachineSpec,
-    policy: &Policy,
     trace_name: &std::path::Path,
 ) -> Result<(Cluster, Vec<SimJob>, Skipped), SimError> {
     let gpu_trace = !w.nodes.is_empty();
-    let mut skipped = Skipped::default();
+    let mut skipped = Skipped { no_data: w.not_run };
     let mut jobs = Vec::with_capacity(w.jobs.len());
     let priority = |i: usize| u32::MAX.saturating_sub(i as u32);
     if mode == Mode::Reference {
@@ -111,7 +118,7 @@ pub fn prepare(
             jobs.push(SimJob {
                 spec: JobSpec {
                     id: JobId(j.id),
-                    user: j.user.max(0) as u32,
+                    user: uid(j.user),
                     partition: PartitionId(0),
                     submit,
                     begin: submit,
@@ -138,7 +145,6 @@ pub fn prepare(
         let p = cluster.partition(part);
         p.default_time.or(p.max_time)
     };
-    let _ = policy;
     for (i, j) in w.jobs.iter().enumerate() {
         let procs = if j.procs > 0 {
             j.procs
@@ -163,7 +169,7 @@ pub fn prepare(
             procs: (request.min_cpus()).min(u32::MAX as u64) as u32,
             spec: JobSpec {
                 id: JobId(j.id),
-                user: j.user.max(0) as u32,
+                user: uid(j.user),
                 partition: part,
                 submit,
                 begin: submit,
@@ -196,7 +202,7 @@ fn swf_cluster(
     };
     if nodes == 0 || procs % nodes != 0 {
         return Err(machine_error(format!(
-            "{procs} processors do not divide evenly over {nodes} nodes; give --nodes"
+            "{procs} processors do not divide evenly over {nodes} nodes (choose --procs and --nodes so that they do)"
         )));
     }
     Ok(Cluster::homogeneous("batch", nodes, procs / nodes))
@@ -250,10 +256,17 @@ fn gpu_request(c: &Cluster, g: &crate::trace::GpuShape) -> (JobRequest, u64) {
     r.ntasks_per_node = Some(1);
     r.cpus_per_task = g.cpus_per_node.max(1);
     r.mem = MemRequest::PerNode(g.mem_per_node_mib);
+    let shard = c.gres.find("shard", None);
+    // Without a `shard` GRES to share GPUs by, a GPU-sharing job takes a whole GPU.
+    let whole_gpus = if g.gpu_milli > 0 && shard.is_none() {
+        1
+    } else {
+        g.gpus_per_node
+    };
     if let Some(gpu) = c.gres.find("gpu", None) {
-        r.gres_per_node[gpu] = g.gpus_per_node;
+        r.gres_per_node[gpu] = whole_gpus;
     }
-    if let Some(shard) = c.gres.find("shard", None) {
+    if let Some(shard) = shard {
         r.gres_per_node[shard] = if g.gpu_milli > 0 {
             g.gpu_milli
         } else {
@@ -270,10 +283,10 @@ fn gpu_request(c: &Cluster, g: &crate::trace::GpuShape) -> (JobRequest, u64) {
         // submission is refused as unsatisfiable rather than run anywhere.
         r.features_any = 1 << 63;
     }
-    let milli = if g.gpu_milli > 0 {
+    let milli = if g.gpu_milli > 0 && shard.is_some() {
         g.gpu_milli as u64
     } else {
-        g.gpus_per_node as u64 * g.nodes.max(1) as u64 * 1000
+        whole_gpus as u64 * g.nodes.max(1) as u64 * 1000
     };
     (r, milli)
 }

@@ -84,7 +84,6 @@ fn replay_reference(trace_path: &Path, policy: Policy, procs: u32) -> (Vec<Row>,
         &workload,
         Mode::Reference,
         &MachineSpec::default(),
-        &policy,
         trace_path,
     )
     .unwrap_or_else(|e| panic!("preparing {}: {e}", trace_path.display()));

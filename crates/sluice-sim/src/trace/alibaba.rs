@@ -67,7 +67,7 @@ pub fn read(pods: &Path, nodes: &Path) -> Result<Workload, SimError> {
     )?;
     for (n, line) in lines {
         let lineno = n + 1;
-        let line = line.map_err(|e| SimError::io(pods, e))?;
+        let line = line.map_err(|e| SimError::read(pods, lineno, e))?;
         if line.trim().is_empty() {
             continue;
         }
@@ -83,7 +83,8 @@ pub fn read(pods: &Path, nodes: &Path) -> Result<Workload, SimError> {
         let (cpu_milli, mem, num_gpu, gpu_milli) = (int(1)?, int(2)?, int(3)?, int(4)?);
         let creation = int(8)?;
         if f[10].is_empty() {
-            continue; // never scheduled, never ran
+            w.not_run += 1; // never scheduled, never ran
+            continue;
         }
         let (deletion, scheduled) = (int(9)?, int(10)?);
         if cpu_milli < 0 || mem < 0 || num_gpu < 0 || gpu_milli < 0 || deletion < scheduled {
@@ -141,7 +142,7 @@ fn read_nodes(path: &Path) -> Result<Vec<TraceNode>, SimError> {
     let mut nodes = Vec::new();
     for (n, line) in lines {
         let lineno = n + 1;
-        let line = line.map_err(|e| SimError::io(path, e))?;
+        let line = line.map_err(|e| SimError::read(path, lineno, e))?;
         if line.trim().is_empty() {
             continue;
         }

@@ -66,7 +66,7 @@ pub struct TraceNode {
     pub gpus: u32,
     /// GPU model, if any.
     pub gpu_model: Option<String>,
-    /// Switch (for traces that give a tree), if known.
+    /// Switch (for traces that give a tree), if known; kept for topology-aware replays.
     pub switch: Option<u32>,
 }
 
@@ -83,6 +83,8 @@ pub struct Workload {
     pub nodes: Vec<TraceNode>,
     /// Header comment lines, verbatim (they carry the trace's copyright notice).
     pub header: Vec<String>,
+    /// Records the reader left out because the job never ran (e.g. pods never scheduled).
+    pub not_run: u64,
 }
 
 /// Opens a file for reading lines, decompressing it when its name ends in `.gz`.

@@ -4,6 +4,8 @@
 use std::io::BufRead;
 use std::path::Path;
 
+use sluice_core::{MAX_TIME, MAX_TIME_LIMIT};
+
 use super::{open_lines, TraceJob, Workload};
 use crate::error::SimError;
 
@@ -39,7 +41,7 @@ pub fn read(path: &Path) -> Result<Workload, SimError> {
     let lines = open_lines(path)?;
     for (n, line) in BufRead::lines(lines).enumerate() {
         let lineno = n + 1;
-        let line = line.map_err(|e| SimError::io(path, e))?;
+        let line = line.map_err(|e| SimError::read(path, lineno, e))?;
         let trimmed = line.trim();
         if trimmed.is_empty() {
             continue;
@@ -88,18 +90,43 @@ pub fn read(path: &Path) -> Result<Workload, SimError> {
     Ok(w)
 }
 
-fn parse_field(path: &Path, line: usize, i: usize, tok: &str) -> Result<i64, SimError> {
-    if let Ok(v) = tok.parse::<i64>() {
-        return Ok(v);
+/// Fields the simulator uses: they must be whole numbers, -1 (unknown) or in range.
+/// The others may be decimals (some archive files write average CPU time that way).
+fn limit_of(i: usize) -> Option<i64> {
+    match i {
+        // job number, submit time
+        0 | 1 => Some(MAX_TIME),
+        // run time, requested time
+        3 | 8 => Some(MAX_TIME_LIMIT),
+        // processors allocated and requested, user id
+        4 | 7 | 11 => Some(i32::MAX as i64),
+        _ => None,
     }
-    // Some archive files write a few fields as decimals (e.g. average CPU time).
-    match tok.parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok(v.round() as i64),
-        _ => Err(SimError::parse(
+}
+
+fn parse_field(path: &Path, line: usize, i: usize, tok: &str) -> Result<i64, SimError> {
+    let bad = |what: &str| {
+        SimError::parse(
             path,
             line,
-            format!("field {} ({}) is not a number: '{tok}'", i + 1, FIELDS[i]),
-        )),
+            format!("field {} ({}) {what}: '{tok}'", i + 1, FIELDS[i]),
+        )
+    };
+    match limit_of(i) {
+        Some(max) => {
+            let v: i64 = tok.parse().map_err(|_| bad("is not a whole number"))?;
+            if v < -1 {
+                return Err(bad("is negative (only -1, unknown, may be)"));
+            }
+            if v > max {
+                return Err(bad("is out of range"));
+            }
+            Ok(v)
+        }
+        None => match tok.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v.round() as i64),
+            _ => Err(bad("is not a number")),
+        },
     }
 }
 

@@ -59,7 +59,7 @@ pub fn read(jobs: &Path, spec: &Path) -> Result<Workload, SimError> {
     }
     for (n, line) in lines {
         let lineno = n + 1;
-        let line = line.map_err(|e| SimError::io(jobs, e))?;
+        let line = line.map_err(|e| SimError::read(jobs, lineno, e))?;
         if line.trim().is_empty() {
             continue;
         }
