@@ -145,16 +145,22 @@ fn trim(steps: &mut Steps, origin: Time) {
     }
 }
 
-/// Adds (`take` false) or removes (`take` true) `usage` over `[start, end)`, then merges
-/// equal neighbours.
-fn change(steps: &mut Steps, start: Time, end: Time, usage: &Resources, take: bool) {
+/// Whether a change takes resources (a claim) or gives them back (a release).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Claim,
+    Release,
+}
+
+/// Applies a claim or a release of `usage` over `[start, end)`, then merges equal
+/// neighbours.
+fn change(steps: &mut Steps, start: Time, end: Time, usage: &Resources, how: Change) {
     let i = split_at(steps, start);
     let j = split_at(steps, end);
     for step in &mut steps[i..j] {
-        step.1 = if take {
-            step.1.minus(usage)
-        } else {
-            step.1.plus(usage)
+        step.1 = match how {
+            Change::Claim => step.1.minus(usage),
+            Change::Release => step.1.plus(usage),
         };
     }
     let hi = j.min(steps.len() - 1);
@@ -323,9 +329,8 @@ impl Profile {
         }
     }
 
-    /// Takes (`take`) or gives back usage over `[start, end)` for every share of an
-    /// allocation, moving each node once per distinct (class, usage).
-    fn change_all(&mut self, allocs: &[NodeAlloc], start: Time, end: Time, take: bool) {
+    /// Claims or releases usage over `[start, end)` for every share of an allocation, moving each node once per distinct (class, usage).
+    fn change_all(&mut self, allocs: &[NodeAlloc], start: Time, end: Time, how: Change) {
         if end <= start {
             return;
         }
@@ -337,7 +342,7 @@ impl Profile {
                 None => {
                     let mut steps = self.classes[old as usize].steps.clone();
                     trim(&mut steps, self.origin);
-                    change(&mut steps, start, end, &a.usage, take);
+                    change(&mut steps, start, end, &a.usage, how);
                     let attr = self.classes[old as usize].attr;
                     let n = self.find_or_create(attr, steps);
                     done.push((old, a.usage, n));
@@ -359,7 +364,7 @@ impl Profile {
             tasks: 0,
             usage: *usage,
         };
-        self.change_all(std::slice::from_ref(&a), start, end, true);
+        self.change_all(std::slice::from_ref(&a), start, end, Change::Claim);
     }
 
     /// Gives `usage` back to `node` over `[start, end)` (a job ended early, a
@@ -370,17 +375,17 @@ impl Profile {
             tasks: 0,
             usage: *usage,
         };
-        self.change_all(std::slice::from_ref(&a), start, end, false);
+        self.change_all(std::slice::from_ref(&a), start, end, Change::Release);
     }
 
     /// Claims every node share of an allocation over `[start, end)`.
     pub fn claim_all(&mut self, allocs: &[NodeAlloc], start: Time, end: Time) {
-        self.change_all(allocs, start, end, true);
+        self.change_all(allocs, start, end, Change::Claim);
     }
 
     /// Releases every node share of an allocation over `[start, end)`.
     pub fn release_all(&mut self, allocs: &[NodeAlloc], start: Time, end: Time) {
-        self.change_all(allocs, start, end, false);
+        self.change_all(allocs, start, end, Change::Release);
     }
 
     fn steps_of(&self, node: NodeId) -> &Steps {

@@ -5,7 +5,7 @@
 //! ```text
 //! submit(spec, now) ─┐
 //! job_ended(id, now) ─┼─► schedule(now) ─► [Decision::Start ...]
-//! cancel(id, now) ───┘        ▲
+//! cancel_pending(id) ┘        ▲
 //!                next_wakeup() ┘ (call schedule again at that time at the latest)
 //! ```
 //!

@@ -84,6 +84,10 @@ const KTH_NODES: u32 = 100;
 const SYNTH_NODES: u32 = 10_000;
 const SYNTH_CPUS: u32 = 64;
 const SYNTH_LOAD: f64 = 0.9;
+/// The overloaded scenario: more work offered than the machine can do.
+const OVERLOAD_JOBS: u64 = 4_000;
+const OVERLOAD_NODES: u32 = 1_000;
+const OVERLOAD_LOAD: f64 = 1.5;
 
 fn shared_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
@@ -132,16 +136,16 @@ impl PolicyKind {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Workload {
     Kth(Mode),
-    Synthetic { jobs: u64, nodes: u32 },
+    Synthetic { jobs: u64, nodes: u32, load: f64 },
 }
 
 impl Workload {
     fn label(self) -> String {
         match self {
             Workload::Kth(_) => "KTH-SP2".into(),
-            Workload::Synthetic { nodes, .. } => {
+            Workload::Synthetic { nodes, load, .. } => {
                 format!(
-                    "synthetic ({} × {SYNTH_CPUS}, load {SYNTH_LOAD})",
+                    "synthetic ({} × {SYNTH_CPUS}, load {load})",
                     group(nodes as u64)
                 )
             }
@@ -160,7 +164,9 @@ impl Workload {
         match self {
             Workload::Kth(Mode::Reference) => "kth-reference".into(),
             Workload::Kth(Mode::Full) => "kth-full".into(),
-            Workload::Synthetic { jobs, nodes } => format!("synthetic-{jobs}x{nodes}"),
+            Workload::Synthetic { jobs, nodes, load } => {
+                format!("synthetic-{jobs}x{nodes}-load{load}")
+            }
         }
     }
 }
@@ -202,8 +208,26 @@ fn scenarios(quick: bool) -> Vec<Scenario> {
             workload: Workload::Synthetic {
                 jobs,
                 nodes: SYNTH_NODES,
+                load: SYNTH_LOAD,
             },
             policy: PolicyKind::Backfill,
+            runs: 1,
+        });
+    }
+    // An overloaded machine: the queue grows without bound, and every backfill pass
+    // plans bf_max_job_test jobs. This is the expensive case for backfilling.
+    for policy in [
+        PolicyKind::Easy,
+        PolicyKind::Conservative,
+        PolicyKind::Backfill,
+    ] {
+        out.push(Scenario {
+            workload: Workload::Synthetic {
+                jobs: OVERLOAD_JOBS,
+                nodes: OVERLOAD_NODES,
+                load: OVERLOAD_LOAD,
+            },
+            policy,
             runs: 1,
         });
     }
@@ -216,6 +240,7 @@ fn smoke_scenarios() -> Vec<Scenario> {
         workload: Workload::Synthetic {
             jobs: 1_000,
             nodes: 100,
+            load: SYNTH_LOAD,
         },
         policy: PolicyKind::Backfill,
         runs: 2,
@@ -256,13 +281,13 @@ fn load(w: Workload) -> Input {
                 prepare,
             }
         }
-        Workload::Synthetic { jobs, nodes } => {
+        Workload::Synthetic { jobs, nodes, load } => {
             let t = Instant::now();
             let (cluster, jobs) = synth::generate(&SynthParams {
                 jobs,
                 nodes,
                 cpus_per_node: SYNTH_CPUS,
-                load: SYNTH_LOAD,
+                load,
                 seed: 1,
             });
             Input {

@@ -72,7 +72,7 @@ fn render(replay: &Replay, title: &str, policy: &str) -> Result<String, Box<dyn 
             } else {
                 s.busy_cpus as f64 / replay.total_cpus as f64
             };
-            (s.t, u.min(1.0))
+            (s.t, u)
         })
         .collect();
     let pending: Vec<(f64, u64)> = step_vertices(&downsample(&pending, MAX_STEPS), t0, unit, x_max)
