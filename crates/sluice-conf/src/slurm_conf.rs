@@ -41,6 +41,17 @@ impl fmt::Display for ConfError {
 
 impl std::error::Error for ConfError {}
 
+impl ConfError {
+    /// A maker of errors at `path`:`line`.
+    fn at(path: &Path, line: usize) -> impl Fn(String) -> ConfError + '_ {
+        move |message| ConfError {
+            path: path.to_path_buf(),
+            line,
+            message,
+        }
+    }
+}
+
 /// A parsed slurm.conf.
 #[derive(Clone, Debug)]
 pub struct SlurmConf {
@@ -283,11 +294,7 @@ impl Parser {
         path: &Path,
         line: usize,
     ) -> Result<(), ConfError> {
-        let err = |message: String| ConfError {
-            path: path.to_path_buf(),
-            line,
-            message,
-        };
+        let err = ConfError::at(path, line);
         let names = &kv[0].1;
         if names.eq_ignore_ascii_case("default") {
             for (k, v) in &kv[1..] {
@@ -363,7 +370,7 @@ impl Parser {
         let gres = match get("Gres") {
             None => Vec::new(),
             Some(v) if v.is_empty() || v.eq_ignore_ascii_case("(null)") => Vec::new(),
-            Some(v) => parse_node_gres(v).map_err(err)?,
+            Some(v) => parse_node_gres(v).map_err(&err)?,
         };
         let features: Vec<String> = get("Features")
             .or(get("Feature"))
@@ -436,11 +443,7 @@ impl Parser {
         path: &Path,
         line: usize,
     ) -> Result<(), ConfError> {
-        let err = |message: String| ConfError {
-            path: path.to_path_buf(),
-            line,
-            message,
-        };
+        let err = ConfError::at(path, line);
         for (k, _) in &kv[1..] {
             if !keys::PARTITION.contains(&k.to_ascii_lowercase().as_str()) {
                 self.warnings.push(format!(
