@@ -4,6 +4,8 @@
 //! - [`hostlist`]: `node[01-04,7]` expressions, expand and compress.
 //! - [`duration`]: time limits (`2-12:00:00`) and memory sizes (`4G`).
 
+pub mod array;
+pub mod dependency;
 pub mod duration;
 pub mod hostlist;
 pub mod keys;
