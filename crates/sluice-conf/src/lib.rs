@@ -9,6 +9,7 @@ pub mod dependency;
 pub mod duration;
 pub mod hostlist;
 pub mod keys;
+pub mod options;
 pub mod slurm_conf;
 mod tokenize;
 

@@ -1,0 +1,900 @@
+//! Job options as `sbatch`, `srun` and `salloc` take them: on the command line and in
+//! `#SBATCH` lines at the top of a script.
+//!
+//! Parsing follows Slurm's getopt rules: `--key=value` and `--key value`, short options
+//! with the value attached or separate (`-n4`, `-n 4`), bundled flags (`-Hv`), and the
+//! first argument that is not an option ends option parsing (it is the script or the
+//! command; what follows belongs to it). A real Slurm option that Sluice does not act on
+//! is accepted with a warning, never mistaken for another. Values are checked here, and
+//! a bad one gives the message Slurm gives (`Invalid --time specification`).
+
+use crate::array::{parse_array, ArraySpec};
+use crate::dependency::{parse_dependency, Dependency};
+use crate::duration::{parse_mem_mib, parse_time};
+
+/// Which command is parsing (a few options belong to one of them only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `sbatch`.
+    Sbatch,
+    /// `srun`.
+    Srun,
+    /// `salloc`.
+    Salloc,
+}
+
+impl Command {
+    /// The command's name, as it prefixes messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Sbatch => "sbatch",
+            Command::Srun => "srun",
+            Command::Salloc => "salloc",
+        }
+    }
+}
+
+/// Memory requested.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memory {
+    /// `--mem`: MiB per node (0: all of each node's memory, as in Slurm).
+    PerNode(u64),
+    /// `--mem-per-cpu`: MiB per allocated CPU.
+    PerCpu(u64),
+    /// `--mem-per-gpu`: MiB per allocated GPU.
+    PerGpu(u64),
+}
+
+/// `--open-mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Append to existing output files.
+    Append,
+    /// Truncate them (Slurm's default).
+    Truncate,
+}
+
+/// `--export`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Export {
+    /// `ALL` (the default): the submitter's whole environment, plus any `NAME=value`.
+    All(Vec<String>),
+    /// `NONE`: only the Slurm variables (and any `NAME=value` given).
+    None(Vec<String>),
+    /// A list of names (and `NAME=value`s) to export, nothing else.
+    Only(Vec<String>),
+}
+
+/// `--signal=[{R|B}:]SIG[@TIME]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignalSpec {
+    /// Signal number.
+    pub signal: i32,
+    /// Seconds before the time limit (Slurm's default 60).
+    pub before: i64,
+    /// `B:` — signal only the batch shell.
+    pub batch_only: bool,
+}
+
+/// One `--gres` item: `gpu`, `gpu:2`, `gpu:a100:2`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GresRequest {
+    /// GRES name (`gpu`, `shard`, ...).
+    pub name: String,
+    /// Type (`a100`), if asked.
+    pub gres_type: Option<String>,
+    /// Count per node.
+    pub count: u32,
+}
+
+/// Everything a job submission can say about the job. `None` means "not given" (the
+/// controller applies Slurm's defaults).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobOptions {
+    /// `-J/--job-name`.
+    pub job_name: Option<String>,
+    /// `-o/--output` pattern.
+    pub output: Option<String>,
+    /// `-e/--error` pattern.
+    pub error: Option<String>,
+    /// `-i/--input` pattern.
+    pub input: Option<String>,
+    /// `-p/--partition` (comma-separated list allowed by Slurm; the first is used).
+    pub partition: Option<String>,
+    /// `-A/--account`.
+    pub account: Option<String>,
+    /// `-q/--qos`.
+    pub qos: Option<String>,
+    /// `-n/--ntasks`.
+    pub ntasks: Option<u32>,
+    /// `-N/--nodes`: minimum and maximum node count.
+    pub nodes: Option<(u32, u32)>,
+    /// `-c/--cpus-per-task`.
+    pub cpus_per_task: Option<u32>,
+    /// `--ntasks-per-node`.
+    pub ntasks_per_node: Option<u32>,
+    /// `-t/--time` in seconds; `Some(None)` is UNLIMITED.
+    pub time: Option<Option<i64>>,
+    /// `--time-min` in seconds.
+    pub time_min: Option<Option<i64>>,
+    /// `-D/--chdir`.
+    pub chdir: Option<String>,
+    /// `--mem`, `--mem-per-cpu` or `--mem-per-gpu` (the last given wins, as in Slurm).
+    pub memory: Option<Memory>,
+    /// `--gres` items.
+    pub gres: Vec<GresRequest>,
+    /// `-G/--gpus` total: optional type and count.
+    pub gpus: Option<(Option<String>, u32)>,
+    /// `--gpus-per-node`.
+    pub gpus_per_node: Option<(Option<String>, u32)>,
+    /// `--gpus-per-task`.
+    pub gpus_per_task: Option<(Option<String>, u32)>,
+    /// `--gpus-per-socket`.
+    pub gpus_per_socket: Option<(Option<String>, u32)>,
+    /// `--cpus-per-gpu`.
+    pub cpus_per_gpu: Option<u32>,
+    /// `--gpu-bind` as given.
+    pub gpu_bind: Option<String>,
+    /// `--exclusive` (any form).
+    pub exclusive: bool,
+    /// `--requeue` (true) or `--no-requeue` (false).
+    pub requeue: Option<bool>,
+    /// `--open-mode`.
+    pub open_mode: Option<OpenMode>,
+    /// `--export`.
+    pub export: Option<Export>,
+    /// `--comment`.
+    pub comment: Option<String>,
+    /// `--wckey`.
+    pub wckey: Option<String>,
+    /// `-H/--hold`.
+    pub hold: bool,
+    /// `--parsable`.
+    pub parsable: bool,
+    /// `-W/--wait`.
+    pub wait: bool,
+    /// `-a/--array`.
+    pub array: Option<ArraySpec>,
+    /// `-d/--dependency`.
+    pub dependency: Option<Dependency>,
+    /// `-b/--begin` as given (the controller resolves it against its clock).
+    pub begin: Option<String>,
+    /// `--signal`.
+    pub signal: Option<SignalSpec>,
+    /// `--wrap` command (sbatch).
+    pub wrap: Option<String>,
+    /// `-C/--constraint`.
+    pub constraint: Option<String>,
+    /// `-w/--nodelist`.
+    pub nodelist: Option<String>,
+    /// `-x/--exclude`.
+    pub exclude: Option<String>,
+    /// `--nice` adjustment.
+    pub nice: Option<i32>,
+    /// `--reservation`.
+    pub reservation: Option<String>,
+    /// `-Q/--quiet`.
+    pub quiet: bool,
+    /// `-v/--verbose` count.
+    pub verbose: u32,
+    /// `-l/--label` (srun).
+    pub label: bool,
+    /// `-u/--unbuffered` (srun).
+    pub unbuffered: bool,
+    /// `--mpi` (srun).
+    pub mpi: Option<String>,
+    /// `--cpu-bind` (srun).
+    pub cpu_bind: Option<String>,
+    /// Warnings for options accepted without effect.
+    pub warnings: Vec<String>,
+}
+
+/// A bad option or value. `message` is Slurm's text, shown as `sbatch: error: MESSAGE`;
+/// Slurm's clients exit with status 255 for these.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionError {
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for OptionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for OptionError {}
+
+fn err(message: impl Into<String>) -> OptionError {
+    OptionError {
+        message: message.into(),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arg {
+    None,
+    Required,
+    Optional,
+}
+
+/// Options: long name, short letter, argument, handled (false: accepted with a warning).
+const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
+    ("account", Some('A'), Arg::Required, true),
+    ("array", Some('a'), Arg::Required, true),
+    ("begin", Some('b'), Arg::Required, true),
+    ("chdir", Some('D'), Arg::Required, true),
+    ("comment", None, Arg::Required, true),
+    ("constraint", Some('C'), Arg::Required, true),
+    ("cpus-per-gpu", None, Arg::Required, true),
+    ("cpus-per-task", Some('c'), Arg::Required, true),
+    ("cpu-bind", None, Arg::Required, true),
+    ("dependency", Some('d'), Arg::Required, true),
+    ("error", Some('e'), Arg::Required, true),
+    ("exclude", Some('x'), Arg::Required, true),
+    ("exclusive", None, Arg::Optional, true),
+    ("export", None, Arg::Required, true),
+    ("gpu-bind", None, Arg::Required, true),
+    ("gpus", Some('G'), Arg::Required, true),
+    ("gpus-per-node", None, Arg::Required, true),
+    ("gpus-per-socket", None, Arg::Required, true),
+    ("gpus-per-task", None, Arg::Required, true),
+    ("gres", None, Arg::Required, true),
+    ("hold", Some('H'), Arg::None, true),
+    ("input", Some('i'), Arg::Required, true),
+    ("job-name", Some('J'), Arg::Required, true),
+    ("label", Some('l'), Arg::None, true),
+    ("mem", None, Arg::Required, true),
+    ("mem-per-cpu", None, Arg::Required, true),
+    ("mem-per-gpu", None, Arg::Required, true),
+    ("mpi", None, Arg::Required, true),
+    ("nice", None, Arg::Optional, true),
+    ("no-requeue", None, Arg::None, true),
+    ("nodelist", Some('w'), Arg::Required, true),
+    ("nodes", Some('N'), Arg::Required, true),
+    ("ntasks", Some('n'), Arg::Required, true),
+    ("ntasks-per-node", None, Arg::Required, true),
+    ("open-mode", None, Arg::Required, true),
+    ("output", Some('o'), Arg::Required, true),
+    ("parsable", None, Arg::None, true),
+    ("partition", Some('p'), Arg::Required, true),
+    ("qos", Some('q'), Arg::Required, true),
+    ("quiet", Some('Q'), Arg::None, true),
+    ("requeue", None, Arg::None, true),
+    ("reservation", None, Arg::Required, true),
+    ("signal", None, Arg::Required, true),
+    ("time", Some('t'), Arg::Required, true),
+    ("time-min", None, Arg::Required, true),
+    ("unbuffered", Some('u'), Arg::None, true),
+    ("verbose", Some('v'), Arg::None, true),
+    ("wait", Some('W'), Arg::None, true),
+    ("wckey", None, Arg::Required, true),
+    ("wrap", None, Arg::Required, true),
+    // Real Slurm options Sluice accepts without acting on them (yet).
+    ("acctg-freq", None, Arg::Required, false),
+    ("batch", None, Arg::Required, false),
+    ("bb", None, Arg::Required, false),
+    ("bbf", None, Arg::Required, false),
+    ("clusters", Some('M'), Arg::Required, false),
+    ("container", None, Arg::Required, false),
+    ("contiguous", None, Arg::None, false),
+    ("core-spec", Some('S'), Arg::Required, false),
+    ("cores-per-socket", None, Arg::Required, false),
+    ("cpu-freq", None, Arg::Required, false),
+    ("deadline", None, Arg::Required, false),
+    ("delay-boot", None, Arg::Required, false),
+    ("distribution", Some('m'), Arg::Required, false),
+    ("extra-node-info", Some('B'), Arg::Required, false),
+    ("get-user-env", None, Arg::Optional, false),
+    ("gid", None, Arg::Required, false),
+    ("gres-flags", None, Arg::Required, false),
+    ("hint", None, Arg::Required, false),
+    ("ignore-pbs", None, Arg::None, false),
+    ("kill-on-bad-exit", Some('K'), Arg::Optional, false),
+    ("kill-on-invalid-dep", None, Arg::Required, false),
+    ("licenses", Some('L'), Arg::Required, false),
+    ("mail-type", None, Arg::Required, false),
+    ("mail-user", None, Arg::Required, false),
+    ("mcs-label", None, Arg::Required, false),
+    ("mem-bind", None, Arg::Required, false),
+    ("mincpus", None, Arg::Required, false),
+    ("network", None, Arg::Required, false),
+    ("no-kill", Some('k'), Arg::Optional, false),
+    ("overcommit", Some('O'), Arg::None, false),
+    ("oversubscribe", Some('s'), Arg::None, false),
+    ("power", None, Arg::Required, false),
+    ("prefer", None, Arg::Required, false),
+    ("priority", None, Arg::Required, false),
+    ("profile", None, Arg::Required, false),
+    ("propagate", None, Arg::Optional, false),
+    ("sockets-per-node", None, Arg::Required, false),
+    ("spread-job", None, Arg::None, false),
+    ("switches", None, Arg::Required, false),
+    ("test-only", None, Arg::None, false),
+    ("thread-spec", None, Arg::Required, false),
+    ("threads-per-core", None, Arg::Required, false),
+    ("tmp", None, Arg::Required, false),
+    ("uid", None, Arg::Required, false),
+    ("use-min-nodes", None, Arg::None, false),
+    ("wait-all-nodes", None, Arg::Required, false),
+];
+
+fn find_long(name: &str) -> Option<&'static (&'static str, Option<char>, Arg, bool)> {
+    OPTIONS.iter().find(|o| o.0 == name)
+}
+
+fn find_short(c: char) -> Option<&'static (&'static str, Option<char>, Arg, bool)> {
+    OPTIONS.iter().find(|o| o.1 == Some(c))
+}
+
+/// Parses options from `args` (without the program name) into `opts`. Returns the
+/// arguments after the options: for `sbatch` the script and its arguments, for `srun`
+/// the command and its arguments.
+///
+/// Errors: an unknown option (`unrecognized option '--foo'`), a missing value
+/// (`option '--time' requires an argument`), a bad value (Slurm's message for it).
+pub fn parse_args(
+    command: Command,
+    args: &[String],
+    opts: &mut JobOptions,
+) -> Result<Vec<String>, OptionError> {
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--" {
+            return Ok(args[i + 1..].to_vec());
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            let Some(&(full, _, kind, handled)) = find_long(name) else {
+                return Err(err(format!("unrecognized option '--{name}'")));
+            };
+            let value =
+                match (kind, inline) {
+                    (Arg::None, Some(_)) => {
+                        return Err(err(format!("option '--{full}' doesn't allow an argument")))
+                    }
+                    (Arg::None, None) | (Arg::Optional, None) => None,
+                    (_, Some(v)) => Some(v),
+                    (Arg::Required, None) => {
+                        i += 1;
+                        Some(args.get(i).cloned().ok_or_else(|| {
+                            err(format!("option '--{full}' requires an argument"))
+                        })?)
+                    }
+                };
+            apply(command, opts, full, value.as_deref(), handled)?;
+            i += 1;
+            continue;
+        }
+        if a.len() > 1 && a.starts_with('-') {
+            let chars: Vec<char> = a[1..].chars().collect();
+            let mut k = 0;
+            while k < chars.len() {
+                let c = chars[k];
+                let Some(&(full, _, kind, handled)) = find_short(c) else {
+                    return Err(err(format!("invalid option -- '{c}'")));
+                };
+                let rest: String = chars[k + 1..].iter().collect();
+                match kind {
+                    Arg::None => {
+                        apply(command, opts, full, None, handled)?;
+                        k += 1;
+                    }
+                    Arg::Optional => {
+                        apply(
+                            command,
+                            opts,
+                            full,
+                            (!rest.is_empty()).then_some(rest.as_str()),
+                            handled,
+                        )?;
+                        break;
+                    }
+                    Arg::Required => {
+                        let value = if !rest.is_empty() {
+                            rest
+                        } else {
+                            i += 1;
+                            args.get(i).cloned().ok_or_else(|| {
+                                err(format!("option requires an argument -- '{c}'"))
+                            })?
+                        };
+                        apply(command, opts, full, Some(&value), handled)?;
+                        break;
+                    }
+                }
+            }
+            i += 1;
+            continue;
+        }
+        return Ok(args[i..].to_vec());
+    }
+    Ok(Vec::new())
+}
+
+/// The option words of a script's `#SBATCH` lines (or `#SRUN`...: `prefix` is the
+/// directive, e.g. `#SBATCH`), in order. Directives are read from the top of the script
+/// until the first line that is neither blank nor a comment; each directive is split
+/// into words like a shell would (quotes group, `#` after a space starts a comment).
+pub fn script_directives(script: &str, prefix: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for (n, line) in script.lines().enumerate() {
+        let t = line.trim();
+        if n == 0 && t.starts_with("#!") {
+            continue;
+        }
+        if t.is_empty() {
+            continue;
+        }
+        if !t.starts_with('#') {
+            break;
+        }
+        if let Some(rest) = t.strip_prefix(prefix) {
+            if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+                words.extend(split_words(rest));
+            }
+        }
+    }
+    words
+}
+
+/// Splits a directive into words: whitespace separates, single and double quotes group,
+/// and a `#` that starts a word begins a comment.
+fn split_words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for c in s.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => cur.push(c),
+            None => match c {
+                '"' | '\'' => {
+                    quote = Some(c);
+                    in_word = true;
+                }
+                c if c.is_whitespace() => {
+                    if in_word {
+                        out.push(std::mem::take(&mut cur));
+                        in_word = false;
+                    }
+                }
+                '#' if !in_word => break,
+                c => {
+                    cur.push(c);
+                    in_word = true;
+                }
+            },
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
+fn positive(value: &str, option: &str) -> Result<u32, OptionError> {
+    value
+        .trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|v| *v > 0)
+        .ok_or_else(|| err(format!("Invalid numeric value \"{value}\" for --{option}.")))
+}
+
+/// Parses `[type:]count` as in `--gpus=a100:2`.
+fn typed_count(value: &str, option: &str) -> Result<(Option<String>, u32), OptionError> {
+    let bad = || err(format!("Invalid --{option} specification"));
+    let (t, n) = match value.rsplit_once(':') {
+        Some((t, n)) => (Some(t), n),
+        None => (None, value),
+    };
+    let n = n.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(bad)?;
+    if t.is_some_and(|t| t.is_empty() || t.contains(':')) {
+        return Err(bad());
+    }
+    Ok((t.map(str::to_string), n))
+}
+
+/// Parses a `--gres` list: `gpu`, `gpu:2`, `gpu:a100:2`, comma-separated.
+pub fn parse_gres(value: &str) -> Result<Vec<GresRequest>, OptionError> {
+    let bad = || err("Invalid generic resource (gres) specification");
+    let mut out = Vec::new();
+    for item in value.split(',') {
+        let parts: Vec<&str> = item.split(':').collect();
+        let is_count = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let (name, gres_type, count) = match parts.as_slice() {
+            [n] => (*n, None, 1),
+            [n, c] if is_count(c) => (*n, None, c.parse().map_err(|_| bad())?),
+            [n, t] => (*n, Some(*t), 1),
+            [n, t, c] if is_count(c) => (*n, Some(*t), c.parse().map_err(|_| bad())?),
+            _ => return Err(bad()),
+        };
+        if name.is_empty() || gres_type == Some("") || count == 0 {
+            return Err(bad());
+        }
+        out.push(GresRequest {
+            name: name.to_string(),
+            gres_type: gres_type.map(str::to_string),
+            count,
+        });
+    }
+    Ok(out)
+}
+
+/// Signal names and numbers as `kill -l` knows them on Linux.
+pub fn signal_number(name: &str) -> Option<i32> {
+    let n = name.trim();
+    if let Ok(v) = n.parse::<i32>() {
+        return (1..=64).contains(&v).then_some(v);
+    }
+    let n = n.to_ascii_uppercase();
+    let n = n.strip_prefix("SIG").unwrap_or(&n);
+    Some(match n {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "ABRT" => 6,
+        "KILL" => 9,
+        "USR1" => 10,
+        "SEGV" => 11,
+        "USR2" => 12,
+        "PIPE" => 13,
+        "ALRM" => 14,
+        "TERM" => 15,
+        "CONT" => 18,
+        "STOP" => 19,
+        "TSTP" => 20,
+        "URG" => 23,
+        "XCPU" => 24,
+        "XFSZ" => 25,
+        "VTALRM" => 26,
+        "PROF" => 27,
+        "WINCH" => 28,
+        _ => return None,
+    })
+}
+
+fn parse_signal(value: &str) -> Result<SignalSpec, OptionError> {
+    let bad = || err("Invalid --signal specification");
+    let (flags, rest) = match value.split_once(':') {
+        Some((f, r)) if f.chars().all(|c| c == 'B' || c == 'R') && !f.is_empty() => (f, r),
+        _ => ("", value),
+    };
+    let (sig, before) = match rest.split_once('@') {
+        Some((s, t)) => (
+            s,
+            t.parse::<i64>()
+                .ok()
+                .filter(|t| (0..=65535).contains(t))
+                .ok_or_else(bad)?,
+        ),
+        None => (rest, 60),
+    };
+    Ok(SignalSpec {
+        signal: signal_number(sig).ok_or_else(bad)?,
+        before,
+        batch_only: flags.contains('B'),
+    })
+}
+
+fn apply(
+    command: Command,
+    o: &mut JobOptions,
+    name: &str,
+    value: Option<&str>,
+    handled: bool,
+) -> Result<(), OptionError> {
+    if !handled {
+        o.warnings.push(format!(
+            "option --{name} is accepted but has no effect in Sluice yet"
+        ));
+        return Ok(());
+    }
+    let v = value.unwrap_or("");
+    let s = || Some(v.to_string());
+    match name {
+        "account" => o.account = s(),
+        "array" => {
+            if command == Command::Srun {
+                return Err(err("unrecognized option '--array'"));
+            }
+            o.array = Some(parse_array(v).map_err(err)?);
+        }
+        "begin" => o.begin = s(),
+        "chdir" => o.chdir = s(),
+        "comment" => o.comment = s(),
+        "constraint" => o.constraint = s(),
+        "cpus-per-gpu" => o.cpus_per_gpu = Some(positive(v, name)?),
+        "cpus-per-task" => o.cpus_per_task = Some(positive(v, name)?),
+        "cpu-bind" => o.cpu_bind = s(),
+        "dependency" => o.dependency = Some(parse_dependency(v).map_err(err)?),
+        "error" => o.error = s(),
+        "exclude" => o.exclude = s(),
+        "exclusive" => o.exclusive = true,
+        "export" => o.export = Some(parse_export(v)),
+        "gpu-bind" => o.gpu_bind = s(),
+        "gpus" => o.gpus = Some(typed_count(v, name)?),
+        "gpus-per-node" => o.gpus_per_node = Some(typed_count(v, name)?),
+        "gpus-per-socket" => o.gpus_per_socket = Some(typed_count(v, name)?),
+        "gpus-per-task" => o.gpus_per_task = Some(typed_count(v, name)?),
+        "gres" => {
+            if !v.eq_ignore_ascii_case("none") {
+                o.gres = parse_gres(v)?;
+            }
+        }
+        "hold" => o.hold = true,
+        "input" => o.input = s(),
+        "job-name" => o.job_name = s(),
+        "label" => o.label = true,
+        "mem" => {
+            o.memory = Some(Memory::PerNode(
+                parse_mem_mib(v).map_err(|_| err("Invalid --mem specification"))?,
+            ))
+        }
+        "mem-per-cpu" => {
+            o.memory = Some(Memory::PerCpu(
+                parse_mem_mib(v).map_err(|_| err("Invalid --mem-per-cpu specification"))?,
+            ))
+        }
+        "mem-per-gpu" => {
+            o.memory = Some(Memory::PerGpu(
+                parse_mem_mib(v).map_err(|_| err("Invalid --mem-per-gpu specification"))?,
+            ))
+        }
+        "mpi" => o.mpi = s(),
+        "nice" => {
+            o.nice = Some(if v.is_empty() {
+                100
+            } else {
+                v.parse::<i32>()
+                    .map_err(|_| err(format!("Invalid --nice value: {v}")))?
+            })
+        }
+        "no-requeue" => o.requeue = Some(false),
+        "nodelist" => o.nodelist = s(),
+        "nodes" => o.nodes = Some(parse_node_range(v)?),
+        "ntasks" => o.ntasks = Some(positive(v, name)?),
+        "ntasks-per-node" => o.ntasks_per_node = Some(positive(v, name)?),
+        "open-mode" => {
+            o.open_mode = Some(match v {
+                "append" | "a" => OpenMode::Append,
+                "truncate" | "t" => OpenMode::Truncate,
+                _ => return Err(err("Invalid --open-mode argument")),
+            })
+        }
+        "output" => o.output = s(),
+        "parsable" => o.parsable = true,
+        "partition" => o.partition = s(),
+        "qos" => o.qos = s(),
+        "quiet" => o.quiet = true,
+        "requeue" => o.requeue = Some(true),
+        "reservation" => o.reservation = s(),
+        "signal" => o.signal = Some(parse_signal(v)?),
+        "time" => o.time = Some(parse_time(v).map_err(|_| err("Invalid --time specification"))?),
+        "time-min" => {
+            o.time_min = Some(parse_time(v).map_err(|_| err("Invalid --time-min specification"))?)
+        }
+        "unbuffered" => o.unbuffered = true,
+        "verbose" => o.verbose += 1,
+        "wait" => o.wait = true,
+        "wckey" => o.wckey = s(),
+        "wrap" => {
+            if command != Command::Sbatch {
+                return Err(err("unrecognized option '--wrap'"));
+            }
+            o.wrap = s();
+        }
+        other => unreachable!("option table and handler disagree on --{other}"),
+    }
+    Ok(())
+}
+
+/// `-N min[-max]`.
+fn parse_node_range(v: &str) -> Result<(u32, u32), OptionError> {
+    let bad = || err(format!("Invalid node count specification: {v}"));
+    let num = |x: &str| x.trim().parse::<u32>().ok().filter(|n| *n > 0);
+    match v.split_once('-') {
+        Some((a, b)) => {
+            let (lo, hi) = (num(a).ok_or_else(bad)?, num(b).ok_or_else(bad)?);
+            if hi < lo {
+                return Err(bad());
+            }
+            Ok((lo, hi))
+        }
+        None => {
+            let n = num(v).ok_or_else(bad)?;
+            Ok((n, n))
+        }
+    }
+}
+
+fn parse_export(v: &str) -> Export {
+    let mut items: Vec<String> = v.split(',').map(str::to_string).collect();
+    match items.first().map(|s| s.to_ascii_uppercase()) {
+        Some(f) if f == "ALL" => {
+            items.remove(0);
+            Export::All(items)
+        }
+        Some(f) if f == "NONE" => {
+            items.remove(0);
+            Export::None(items)
+        }
+        _ => Export::Only(items),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    fn parse(s: &str) -> Result<(JobOptions, Vec<String>), OptionError> {
+        let mut o = JobOptions::default();
+        let rest = parse_args(Command::Sbatch, &words(s), &mut o)?;
+        Ok((o, rest))
+    }
+
+    #[test]
+    fn long_and_short_forms() {
+        let (o, rest) = parse(
+            "-J name -n4 -N 2-3 --cpus-per-task=2 --time 1:00:00 -p gpu --mem=4G script.sh a b",
+        )
+        .unwrap();
+        assert_eq!(o.job_name.as_deref(), Some("name"));
+        assert_eq!(o.ntasks, Some(4));
+        assert_eq!(o.nodes, Some((2, 3)));
+        assert_eq!(o.cpus_per_task, Some(2));
+        assert_eq!(o.time, Some(Some(3600)));
+        assert_eq!(o.partition.as_deref(), Some("gpu"));
+        assert_eq!(o.memory, Some(Memory::PerNode(4096)));
+        assert_eq!(rest, ["script.sh", "a", "b"]);
+    }
+
+    #[test]
+    fn options_after_the_script_belong_to_the_script() {
+        let (o, rest) = parse("-n 2 job.sh -n 5 --time=1").unwrap();
+        assert_eq!(o.ntasks, Some(2));
+        assert_eq!(o.time, None);
+        assert_eq!(rest, ["job.sh", "-n", "5", "--time=1"]);
+    }
+
+    #[test]
+    fn bundled_flags_and_flags_with_optional_values() {
+        let (o, _) = parse("-Hv --exclusive --parsable --requeue").unwrap();
+        assert!(o.hold && o.exclusive && o.parsable);
+        assert_eq!((o.verbose, o.requeue), (1, Some(true)));
+        let (o, _) = parse("--exclusive=user --nice").unwrap();
+        assert!(o.exclusive);
+        assert_eq!(o.nice, Some(100));
+    }
+
+    #[test]
+    fn gpu_and_gres_requests() {
+        let (o, _) = parse("--gres=gpu:rtxpro6000:8 --gpus=a100:2 --gpus-per-task=1 --cpus-per-gpu=4 --mem-per-gpu=8G").unwrap();
+        assert_eq!(
+            o.gres,
+            vec![GresRequest {
+                name: "gpu".into(),
+                gres_type: Some("rtxpro6000".into()),
+                count: 8
+            }]
+        );
+        assert_eq!(o.gpus, Some((Some("a100".into()), 2)));
+        assert_eq!(o.gpus_per_task, Some((None, 1)));
+        assert_eq!(o.cpus_per_gpu, Some(4));
+        assert_eq!(o.memory, Some(Memory::PerGpu(8192)));
+        assert_eq!(
+            parse("--gres=gpu:x:").unwrap_err().message,
+            "Invalid generic resource (gres) specification"
+        );
+    }
+
+    #[test]
+    fn signal_array_dependency_export() {
+        let (o, _) = parse(
+            "--signal=B:USR2@90 --array=0-9%2 -d afterok:5 --export=NONE,FOO=1 --open-mode=append",
+        )
+        .unwrap();
+        assert_eq!(
+            o.signal,
+            Some(SignalSpec {
+                signal: 12,
+                before: 90,
+                batch_only: true
+            })
+        );
+        assert_eq!(
+            o.array.as_ref().map(|a| (a.indices.len(), a.throttle)),
+            Some((10, Some(2)))
+        );
+        assert!(matches!(o.dependency, Some(Dependency::All(_))));
+        assert_eq!(o.export, Some(Export::None(vec!["FOO=1".into()])));
+        assert_eq!(o.open_mode, Some(OpenMode::Append));
+        let (o, _) = parse("--signal=SIGTERM").unwrap();
+        assert_eq!(
+            o.signal,
+            Some(SignalSpec {
+                signal: 15,
+                before: 60,
+                batch_only: false
+            })
+        );
+    }
+
+    #[test]
+    fn bad_values_give_slurms_messages() {
+        let cases = [
+            ("-t abc", "Invalid --time specification"),
+            ("--mem=abc", "Invalid --mem specification"),
+            ("-n x", "Invalid numeric value \"x\" for --ntasks."),
+            ("-n 0", "Invalid numeric value \"0\" for --ntasks."),
+            ("--array=5-1", "Invalid job array specification"),
+            ("-d foo:1", "Job dependency problem"),
+            ("--frobnicate", "unrecognized option '--frobnicate'"),
+            ("-Z", "invalid option -- 'Z'"),
+            ("--time", "option '--time' requires an argument"),
+            ("--hold=yes", "option '--hold' doesn't allow an argument"),
+            ("-N 3-2", "Invalid node count specification: 3-2"),
+            ("--signal=FOO", "Invalid --signal specification"),
+        ];
+        for (args, want) in cases {
+            assert_eq!(parse(args).unwrap_err().message, want, "{args}");
+        }
+    }
+
+    #[test]
+    fn unimplemented_real_options_warn_instead_of_failing() {
+        let (o, rest) = parse("--mail-type=END --mail-user=a@b -m block job.sh").unwrap();
+        assert_eq!(o.warnings.len(), 3);
+        assert_eq!(
+            o.warnings[0],
+            "option --mail-type is accepted but has no effect in Sluice yet"
+        );
+        assert_eq!(rest, ["job.sh"]);
+    }
+
+    #[test]
+    fn sbatch_directives_stop_at_the_first_command() {
+        let script = "#!/bin/bash\n#SBATCH --job-name=qwen-finetune\n#SBATCH --partition=train   \n\n# a comment\n#SBATCH -N 2 --ntasks-per-node=8 # two nodes\n#SBATCH  --comment=\"two words\"\n#SBATCHX --bogus\necho hi\n#SBATCH --time=5\n";
+        assert_eq!(
+            script_directives(script, "#SBATCH"),
+            [
+                "--job-name=qwen-finetune",
+                "--partition=train",
+                "-N",
+                "2",
+                "--ntasks-per-node=8",
+                "--comment=two words"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_seed_job_script_parses() {
+        let script = include_str!("../tests/data/seed-job.sh");
+        let mut o = JobOptions::default();
+        let rest = parse_args(
+            Command::Sbatch,
+            &script_directives(script, "#SBATCH"),
+            &mut o,
+        )
+        .unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(o.job_name.as_deref(), Some("qwen-finetune"));
+        assert_eq!(o.partition.as_deref(), Some("train"));
+        assert_eq!(o.nodes, Some((2, 2)));
+        assert_eq!(o.ntasks_per_node, Some(8));
+        assert_eq!(o.gres.len(), 1);
+        assert_eq!(o.time, Some(Some(12 * 3600)));
+        assert_eq!(o.output.as_deref(), Some("logs/%j.out"));
+    }
+}
