@@ -1,0 +1,534 @@
+//! Durable state for the Sluice controller.
+//!
+//! A SQLite database in WAL mode holds the job journal: one row per job (and per step),
+//! each a record the controller serialises (this crate does not interpret records, so the
+//! controller's types can change freely). Every write goes through one writer thread
+//! that commits whatever has queued up in a single transaction — **group commit** — and
+//! answers each caller only once its transaction is on disk (`synchronous=FULL`). A
+//! submission's id is allocated inside that transaction, so an id is returned only for a
+//! durable job, and a refused submission never consumes one.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite refused (disk full, corrupt file, locked by another controller...).
+    #[error("{path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// The writer thread is gone (the store was shut down).
+    #[error("the state store has shut down")]
+    Closed,
+}
+
+/// A record as stored: the job (or step) id and the controller's serialised record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// Job id.
+    pub id: u64,
+    /// Step id (steps only).
+    pub step: Option<u32>,
+    /// The serialised record.
+    pub record: String,
+}
+
+/// Everything the database holds, as read at start-up.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Job rows, by id.
+    pub jobs: Vec<Row>,
+    /// Step rows, by job id then step id.
+    pub steps: Vec<Row>,
+    /// The id the next submission will get.
+    pub next_job_id: u64,
+}
+
+/// Builds a job's record once its id is known (inside the transaction).
+pub type MakeRecord = Box<dyn FnOnce(u64) -> String + Send>;
+
+enum Op {
+    /// A new job: reserve `count` consecutive ids, store the record under the first.
+    Submit {
+        count: u64,
+        make: MakeRecord,
+        reply: Sender<Result<u64, StoreError>>,
+    },
+    /// Replace a job's record.
+    PutJob {
+        id: u64,
+        record: String,
+        reply: Option<Sender<Result<(), StoreError>>>,
+    },
+    /// Insert or replace a step's record.
+    PutStep {
+        id: u64,
+        step: u32,
+        record: String,
+        reply: Option<Sender<Result<(), StoreError>>>,
+    },
+    /// Delete a job and its steps (retention).
+    DeleteJob { id: u64 },
+    /// Wait until everything queued before this is on disk.
+    Sync {
+        reply: Sender<Result<(), StoreError>>,
+    },
+    /// Commit what is queued, then stop.
+    Shutdown,
+}
+
+/// The controller's durable store. Cheap to clone; all clones share one writer.
+#[derive(Clone)]
+pub struct Store {
+    tx: Sender<Op>,
+    path: PathBuf,
+}
+
+/// Owns the writer thread. Dropping it commits what is queued and stops the thread;
+/// later operations on any [`Store`] clone fail with [`StoreError::Closed`].
+pub struct Writer {
+    handle: Option<JoinHandle<()>>,
+    tx: Sender<Op>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Op::Shutdown);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn sqlite(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS steps (
+        job_id INTEGER NOT NULL, step_id INTEGER NOT NULL, record TEXT NOT NULL,
+        PRIMARY KEY (job_id, step_id));
+    INSERT OR IGNORE INTO meta (key, value) VALUES ('next_job_id', 1);
+";
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, reads everything in it, and
+    /// starts the writer. `first_job_id` applies to a new database only (Slurm's
+    /// `FirstJobId`).
+    ///
+    /// Errors: the file cannot be opened or is not a Sluice database.
+    pub fn open(path: &Path, first_job_id: u64) -> Result<(Store, Writer, Snapshot), StoreError> {
+        let e = sqlite(path);
+        let conn = Connection::open(path).map_err(&e)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(&e)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(&e)?;
+        conn.execute_batch(SCHEMA).map_err(&e)?;
+        let fresh: bool = conn
+            .query_row("SELECT COUNT(*) = 0 FROM jobs", [], |r| r.get(0))
+            .map_err(&e)?;
+        if fresh {
+            conn.execute(
+                "UPDATE meta SET value = max(value, ?1) WHERE key = 'next_job_id'",
+                params![first_job_id as i64],
+            )
+            .map_err(&e)?;
+        }
+        let snapshot = read_all(&conn).map_err(&e)?;
+        let (tx, rx) = mpsc::channel();
+        let tx_writer = tx.clone();
+        let thread_path = path.to_path_buf();
+        let handle = std::thread::Builder::new()
+            .name("sluice-store".into())
+            .spawn(move || writer_loop(conn, rx, &thread_path))
+            .expect("spawn the store writer");
+        Ok((
+            Store {
+                tx,
+                path: path.to_path_buf(),
+            },
+            Writer {
+                handle: Some(handle),
+                tx: tx_writer,
+            },
+            snapshot,
+        ))
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stores a new job, allocating `count` consecutive ids (an array's tasks); `make`
+    /// builds the record from the first id. The receiver yields the first id once the
+    /// job is on disk.
+    pub fn submit(&self, count: u64, make: MakeRecord) -> Receiver<Result<u64, StoreError>> {
+        let (reply, rx) = mpsc::channel();
+        if self
+            .tx
+            .send(Op::Submit {
+                count: count.max(1),
+                make,
+                reply: reply.clone(),
+            })
+            .is_err()
+        {
+            let _ = reply.send(Err(StoreError::Closed));
+        }
+        rx
+    }
+
+    /// Replaces a job's record; the receiver yields once it is on disk.
+    pub fn put_job(&self, id: u64, record: String) -> Receiver<Result<(), StoreError>> {
+        let (reply, rx) = mpsc::channel();
+        if self
+            .tx
+            .send(Op::PutJob {
+                id,
+                record,
+                reply: Some(reply.clone()),
+            })
+            .is_err()
+        {
+            let _ = reply.send(Err(StoreError::Closed));
+        }
+        rx
+    }
+
+    /// Replaces a job's record without waiting for the disk (state changes that can be
+    /// rebuilt after a crash, e.g. a pending reason).
+    pub fn put_job_later(&self, id: u64, record: String) {
+        let _ = self.tx.send(Op::PutJob {
+            id,
+            record,
+            reply: None,
+        });
+    }
+
+    /// Inserts or replaces a step's record; the receiver yields once it is on disk.
+    pub fn put_step(&self, id: u64, step: u32, record: String) -> Receiver<Result<(), StoreError>> {
+        let (reply, rx) = mpsc::channel();
+        if self
+            .tx
+            .send(Op::PutStep {
+                id,
+                step,
+                record,
+                reply: Some(reply.clone()),
+            })
+            .is_err()
+        {
+            let _ = reply.send(Err(StoreError::Closed));
+        }
+        rx
+    }
+
+    /// Deletes a job and its steps (no wait).
+    pub fn delete_job(&self, id: u64) {
+        let _ = self.tx.send(Op::DeleteJob { id });
+    }
+
+    /// Waits until everything sent before is on disk.
+    pub fn sync(&self) -> Result<(), StoreError> {
+        let (reply, rx) = mpsc::channel();
+        self.tx
+            .send(Op::Sync { reply })
+            .map_err(|_| StoreError::Closed)?;
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+}
+
+fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
+    let mut jobs = Vec::new();
+    let mut stmt = conn.prepare("SELECT id, record FROM jobs ORDER BY id")?;
+    for r in stmt.query_map([], |r| {
+        Ok(Row {
+            id: r.get::<_, i64>(0)? as u64,
+            step: None,
+            record: r.get(1)?,
+        })
+    })? {
+        jobs.push(r?);
+    }
+    let mut steps = Vec::new();
+    let mut stmt =
+        conn.prepare("SELECT job_id, step_id, record FROM steps ORDER BY job_id, step_id")?;
+    for r in stmt.query_map([], |r| {
+        Ok(Row {
+            id: r.get::<_, i64>(0)? as u64,
+            step: Some(r.get::<_, i64>(1)? as u32),
+            record: r.get(2)?,
+        })
+    })? {
+        steps.push(r?);
+    }
+    let next: Option<i64> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'next_job_id'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(Snapshot {
+        jobs,
+        steps,
+        next_job_id: next.unwrap_or(1) as u64,
+    })
+}
+
+/// Most operations folded into one transaction.
+const MAX_BATCH: usize = 4096;
+
+fn writer_loop(mut conn: Connection, rx: Receiver<Op>, path: &Path) {
+    let mut stop = false;
+    while !stop {
+        let Ok(first) = rx.recv() else { return };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        stop = batch.iter().any(|op| matches!(op, Op::Shutdown));
+        let result = apply_batch(&mut conn, &mut batch);
+        answer(batch, result, path);
+    }
+}
+
+/// What each operation of a batch produced (ids for submissions).
+type Outcome = Vec<Option<u64>>;
+
+fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outcome> {
+    let tx = conn.transaction()?;
+    let mut out = Vec::with_capacity(batch.len());
+    {
+        let mut next: i64 = tx.query_row(
+            "SELECT value FROM meta WHERE key = 'next_job_id'",
+            [],
+            |r| r.get(0),
+        )?;
+        let mut insert = tx.prepare_cached("INSERT INTO jobs (id, record) VALUES (?1, ?2)")?;
+        let mut put =
+            tx.prepare_cached("INSERT OR REPLACE INTO jobs (id, record) VALUES (?1, ?2)")?;
+        let mut put_step = tx.prepare_cached(
+            "INSERT OR REPLACE INTO steps (job_id, step_id, record) VALUES (?1, ?2, ?3)",
+        )?;
+        for op in batch.iter_mut() {
+            match op {
+                Op::Submit { count, make, .. } => {
+                    let id = next;
+                    // The record builder runs once; replace it with a no-op for safety.
+                    let make = std::mem::replace(make, Box::new(|_| String::new()));
+                    insert.execute(params![id, make(id as u64)])?;
+                    next += *count as i64;
+                    out.push(Some(id as u64));
+                }
+                Op::PutJob { id, record, .. } => {
+                    put.execute(params![*id as i64, record.as_str()])?;
+                    out.push(None);
+                }
+                Op::PutStep {
+                    id, step, record, ..
+                } => {
+                    put_step.execute(params![*id as i64, *step as i64, record.as_str()])?;
+                    out.push(None);
+                }
+                Op::DeleteJob { id } => {
+                    tx.execute("DELETE FROM steps WHERE job_id = ?1", params![*id as i64])?;
+                    tx.execute("DELETE FROM jobs WHERE id = ?1", params![*id as i64])?;
+                    out.push(None);
+                }
+                Op::Sync { .. } | Op::Shutdown => out.push(None),
+            }
+        }
+        tx.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'next_job_id'",
+            params![next],
+        )?;
+    }
+    tx.commit()?;
+    Ok(out)
+}
+
+fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
+    let failed = |e: &rusqlite::Error| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source: rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(e.to_string()),
+        ),
+    };
+    match result {
+        Ok(outcome) => {
+            for (op, id) in batch.into_iter().zip(outcome) {
+                match op {
+                    Op::Submit { reply, .. } => {
+                        let _ = reply.send(Ok(id.expect("submissions yield ids")));
+                    }
+                    Op::PutJob { reply: Some(r), .. } | Op::PutStep { reply: Some(r), .. } => {
+                        let _ = r.send(Ok(()));
+                    }
+                    Op::Sync { reply } => {
+                        let _ = reply.send(Ok(()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Err(e) => {
+            for op in batch {
+                match op {
+                    Op::Submit { reply, .. } => {
+                        let _ = reply.send(Err(failed(&e)));
+                    }
+                    Op::PutJob { reply: Some(r), .. } | Op::PutStep { reply: Some(r), .. } => {
+                        let _ = r.send(Err(failed(&e)));
+                    }
+                    Op::Sync { reply } => {
+                        let _ = reply.send(Err(failed(&e)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sluice-store-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("state.db")
+    }
+
+    #[test]
+    fn submissions_get_consecutive_ids_and_survive_a_reopen() {
+        let path = temp("reopen");
+        {
+            let (store, _writer, snap) = Store::open(&path, 100).unwrap();
+            assert_eq!(snap.next_job_id, 100);
+            let a = store
+                .submit(1, Box::new(|id| format!("job {id}")))
+                .recv()
+                .unwrap()
+                .unwrap();
+            let b = store
+                .submit(3, Box::new(|id| format!("array {id}")))
+                .recv()
+                .unwrap()
+                .unwrap();
+            let c = store
+                .submit(1, Box::new(|id| format!("job {id}")))
+                .recv()
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                (a, b, c),
+                (100, 101, 104),
+                "an array reserves one id per task"
+            );
+            store
+                .put_job(a, "job 100 done".into())
+                .recv()
+                .unwrap()
+                .unwrap();
+            store.put_step(a, 0, "step".into()).recv().unwrap().unwrap();
+        }
+        let (_store, _writer, snap) = Store::open(&path, 1).unwrap();
+        assert_eq!(
+            snap.next_job_id, 105,
+            "FirstJobId applies to a new database only"
+        );
+        let jobs: Vec<(u64, &str)> = snap
+            .jobs
+            .iter()
+            .map(|r| (r.id, r.record.as_str()))
+            .collect();
+        assert_eq!(
+            jobs,
+            [(100, "job 100 done"), (101, "array 101"), (104, "job 104")]
+        );
+        assert_eq!(
+            snap.steps,
+            [Row {
+                id: 100,
+                step: Some(0),
+                record: "step".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn concurrent_submitters_share_transactions_and_never_share_an_id() {
+        let path = temp("group");
+        let (store, writer, _) = Store::open(&path, 1).unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let s = store.clone();
+                std::thread::spawn(move || {
+                    (0..200)
+                        .map(|i| {
+                            s.submit(1, Box::new(move |id| format!("t{t} i{i} id{id}")))
+                                .recv()
+                                .unwrap()
+                                .unwrap()
+                        })
+                        .collect::<Vec<u64>>()
+                })
+            })
+            .collect();
+        let mut ids: Vec<u64> = threads
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        ids.sort();
+        assert_eq!(ids, (1..=1600).collect::<Vec<u64>>());
+        drop(store);
+        drop(writer);
+        let (_s, _w, snap) = Store::open(&path, 1).unwrap();
+        assert_eq!(snap.jobs.len(), 1600);
+        assert!(snap
+            .jobs
+            .iter()
+            .all(|r| r.record.ends_with(&format!("id{}", r.id))));
+    }
+
+    #[test]
+    fn deleted_jobs_take_their_steps_with_them() {
+        let path = temp("delete");
+        let (store, _w, _) = Store::open(&path, 1).unwrap();
+        let id = store
+            .submit(1, Box::new(|_| "j".into()))
+            .recv()
+            .unwrap()
+            .unwrap();
+        store.put_step(id, 0, "s".into()).recv().unwrap().unwrap();
+        store.delete_job(id);
+        store.sync().unwrap();
+        drop(store);
+        drop(_w);
+        let (_s, _w, snap) = Store::open(&path, 1).unwrap();
+        assert!(snap.jobs.is_empty() && snap.steps.is_empty());
+        assert_eq!(snap.next_job_id, 2, "ids are never reused");
+    }
+}
