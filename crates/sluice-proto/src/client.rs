@@ -1,0 +1,205 @@
+//! A small blocking HTTP/1.1 client over a Unix socket, for the commands.
+//!
+//! The commands are short-lived processes that make one or two requests; a blocking
+//! client with no runtime starts in microseconds. It speaks just enough HTTP for the
+//! controller and agents: one request per connection, JSON bodies, responses with
+//! `Content-Length` or chunked transfer encoding (streams of JSON lines).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::types::ErrorReply;
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The socket could not be reached (no controller running there).
+    #[error("cannot reach {}: {source}", socket.display())]
+    Connect {
+        /// The socket.
+        socket: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The connection broke.
+    #[error("connection error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The server answered with an error (its message is Slurm's text).
+    #[error("{message}")]
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// The server's message.
+        message: String,
+    },
+    /// The answer was not what was expected.
+    #[error("unexpected reply: {0}")]
+    Decode(String),
+}
+
+/// A client for one server socket.
+#[derive(Clone, Debug)]
+pub struct Client {
+    socket: PathBuf,
+}
+
+impl Client {
+    /// A client for the server listening on `socket`.
+    pub fn new(socket: impl Into<PathBuf>) -> Self {
+        Client {
+            socket: socket.into(),
+        }
+    }
+
+    /// The socket path.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// `GET path`, decoding a JSON reply.
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        let body = self.request("GET", path, None)?;
+        decode(&body)
+    }
+
+    /// `POST path` with a JSON body, decoding a JSON reply.
+    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
+        let json = serde_json::to_vec(body).map_err(|e| ClientError::Decode(e.to_string()))?;
+        let reply = self.request("POST", path, Some(&json))?;
+        decode(&reply)
+    }
+
+    /// `POST path` with a JSON body; the reply is a stream of JSON lines, returned as a
+    /// reader positioned at the start of the body.
+    pub fn post_stream<B: Serialize>(&self, path: &str, body: &B) -> Result<Box<dyn BufRead + Send>, ClientError> {
+        let json = serde_json::to_vec(body).map_err(|e| ClientError::Decode(e.to_string()))?;
+        let (status, headers, reader) = self.send("POST", path, Some(&json))?;
+        let mut body = body_reader(&headers, reader);
+        if !(200..300).contains(&status) {
+            let mut buf = Vec::new();
+            body.read_to_end(&mut buf)?;
+            return Err(status_error(status, &buf));
+        }
+        Ok(Box::new(BufReader::new(body)))
+    }
+
+    fn request(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Vec<u8>, ClientError> {
+        let (status, headers, reader) = self.send(method, path, body)?;
+        let mut buf = Vec::new();
+        body_reader(&headers, reader).read_to_end(&mut buf)?;
+        if !(200..300).contains(&status) {
+            return Err(status_error(status, &buf));
+        }
+        Ok(buf)
+    }
+
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<(u16, Vec<(String, String)>, BufReader<UnixStream>), ClientError> {
+        let mut stream = UnixStream::connect(&self.socket).map_err(|source| ClientError::Connect {
+            socket: self.socket.clone(),
+            source,
+        })?;
+        let body = body.unwrap_or(&[]);
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(body)?;
+        stream.flush()?;
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse::<u16>().ok())
+            .ok_or_else(|| ClientError::Decode(format!("bad status line: {line:?}")))?;
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                return Err(ClientError::Decode("connection closed in headers".into()));
+            }
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':') {
+                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+            }
+        }
+        Ok((status, headers, reader))
+    }
+}
+
+fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ClientError> {
+    serde_json::from_slice(body).map_err(|e| ClientError::Decode(format!("{e}: {}", String::from_utf8_lossy(body))))
+}
+
+fn status_error(status: u16, body: &[u8]) -> ClientError {
+    let message = serde_json::from_slice::<ErrorReply>(body)
+        .map(|r| r.error)
+        .unwrap_or_else(|_| String::from_utf8_lossy(body).into_owned());
+    ClientError::Status { status, message }
+}
+
+fn body_reader(headers: &[(String, String)], reader: BufReader<UnixStream>) -> Box<dyn Read + Send> {
+    let header = |k: &str| headers.iter().find(|(h, _)| h == k).map(|(_, v)| v.as_str());
+    if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        Box::new(Chunked {
+            inner: reader,
+            left: 0,
+            done: false,
+        })
+    } else if let Some(n) = header("content-length").and_then(|v| v.parse::<u64>().ok()) {
+        Box::new(reader.take(n))
+    } else {
+        Box::new(reader)
+    }
+}
+
+/// Decodes a chunked body.
+struct Chunked {
+    inner: BufReader<UnixStream>,
+    left: usize,
+    done: bool,
+}
+
+impl Read for Chunked {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.done || buf.is_empty() {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            let mut line = String::new();
+            self.inner.read_line(&mut line)?;
+            let size = line.trim().split(';').next().unwrap_or("");
+            self.left = usize::from_str_radix(size, 16)
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "bad chunk size"))?;
+            if self.left == 0 {
+                self.done = true;
+                return Ok(0);
+            }
+        }
+        let want = buf.len().min(self.left);
+        let n = self.inner.read(&mut buf[..want])?;
+        if n == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "chunk cut short"));
+        }
+        self.left -= n;
+        if self.left == 0 {
+            let mut crlf = [0u8; 2];
+            self.inner.read_exact(&mut crlf)?;
+        }
+        Ok(n)
+    }
+}

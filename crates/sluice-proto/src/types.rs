@@ -1,0 +1,593 @@
+//! What travels between the commands, the controller and the node agents.
+//!
+//! These are wire types: plain data, serialised as JSON. The scheduling core has its own
+//! types and converts; nothing here is used for scheduling decisions.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A job's state, with Slurm's names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobState {
+    /// Waiting.
+    Pending,
+    /// Holding resources.
+    Running,
+    /// Ended with exit code 0.
+    Completed,
+    /// Ended with a non-zero exit code or a signal.
+    Failed,
+    /// Cancelled by a user or administrator.
+    Cancelled,
+    /// Killed at its time limit.
+    Timeout,
+    /// Its node failed under it.
+    NodeFail,
+    /// Preempted.
+    Preempted,
+    /// Killed for exceeding its memory.
+    OutOfMemory,
+    /// Put back in the queue (a record of an earlier run).
+    Requeued,
+}
+
+impl JobState {
+    /// Slurm's long name (`squeue -t`, `sacct`).
+    pub fn name(self) -> &'static str {
+        match self {
+            JobState::Pending => "PENDING",
+            JobState::Running => "RUNNING",
+            JobState::Completed => "COMPLETED",
+            JobState::Failed => "FAILED",
+            JobState::Cancelled => "CANCELLED",
+            JobState::Timeout => "TIMEOUT",
+            JobState::NodeFail => "NODE_FAIL",
+            JobState::Preempted => "PREEMPTED",
+            JobState::OutOfMemory => "OUT_OF_MEMORY",
+            JobState::Requeued => "REQUEUED",
+        }
+    }
+
+    /// Slurm's compact name (`squeue` `%t`).
+    pub fn short(self) -> &'static str {
+        match self {
+            JobState::Pending => "PD",
+            JobState::Running => "R",
+            JobState::Completed => "CD",
+            JobState::Failed => "F",
+            JobState::Cancelled => "CA",
+            JobState::Timeout => "TO",
+            JobState::NodeFail => "NF",
+            JobState::Preempted => "PR",
+            JobState::OutOfMemory => "OOM",
+            JobState::Requeued => "RQ",
+        }
+    }
+
+    /// Parses a long or compact name, any case.
+    pub fn parse(s: &str) -> Option<JobState> {
+        let u = s.to_ascii_uppercase();
+        [
+            JobState::Pending,
+            JobState::Running,
+            JobState::Completed,
+            JobState::Failed,
+            JobState::Cancelled,
+            JobState::Timeout,
+            JobState::NodeFail,
+            JobState::Preempted,
+            JobState::OutOfMemory,
+            JobState::Requeued,
+        ]
+        .into_iter()
+        .find(|st| st.name() == u || st.short() == u)
+    }
+
+    /// True once the job will never run again (under this id's current run).
+    pub fn is_finished(self) -> bool {
+        !matches!(self, JobState::Pending | JobState::Running)
+    }
+}
+
+/// Memory asked, as sent: `--mem` (per node), `--mem-per-cpu` or `--mem-per-gpu`, MiB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryRequest {
+    /// MiB per node; 0 means all of each node's memory.
+    PerNode(u64),
+    /// MiB per allocated CPU.
+    PerCpu(u64),
+    /// MiB per allocated GPU.
+    PerGpu(u64),
+}
+
+/// A GRES request per node: name, optional type, count.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GresRequest {
+    /// `gpu`, `shard`, ...
+    pub name: String,
+    /// Type, e.g. `a100`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gres_type: Option<String>,
+    /// Count per node.
+    pub count: u32,
+}
+
+/// A job as submitted: what `sbatch`, `srun` or `salloc` sends, after resolving what only
+/// the client can (script, environment, working directory, `--begin`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobDescription {
+    /// Job name (default: the script's file name, or `wrap`, or the command).
+    pub name: String,
+    /// Partition (default: the default partition).
+    pub partition: Option<String>,
+    /// Account.
+    pub account: Option<String>,
+    /// QOS.
+    pub qos: Option<String>,
+    /// Tasks (`-n`).
+    pub ntasks: Option<u32>,
+    /// Nodes (`-N min-max`).
+    pub nodes: Option<(u32, u32)>,
+    /// CPUs per task (`-c`).
+    pub cpus_per_task: Option<u32>,
+    /// Tasks per node.
+    pub ntasks_per_node: Option<u32>,
+    /// Time limit in seconds; `Some(None)` is UNLIMITED; `None` is the partition default.
+    pub time_limit: Option<Option<i64>>,
+    /// Memory.
+    pub memory: Option<MemoryRequest>,
+    /// GRES per node.
+    #[serde(default)]
+    pub gres: Vec<GresRequest>,
+    /// GPUs per job (`--gpus`), per node, per task: (type, count).
+    #[serde(default)]
+    pub gpus: Option<(Option<String>, u32)>,
+    /// `--gpus-per-node`.
+    #[serde(default)]
+    pub gpus_per_node: Option<(Option<String>, u32)>,
+    /// `--gpus-per-task`.
+    #[serde(default)]
+    pub gpus_per_task: Option<(Option<String>, u32)>,
+    /// `--cpus-per-gpu`.
+    #[serde(default)]
+    pub cpus_per_gpu: Option<u32>,
+    /// `--exclusive`.
+    #[serde(default)]
+    pub exclusive: bool,
+    /// `--constraint`.
+    pub constraint: Option<String>,
+    /// Requeue on node failure or `scontrol requeue` (Slurm's default: yes).
+    pub requeue: Option<bool>,
+    /// Output file pattern (`%j` etc.), relative to `work_dir`.
+    pub output: Option<String>,
+    /// Error file pattern.
+    pub error: Option<String>,
+    /// Input file pattern.
+    pub input: Option<String>,
+    /// Append to output files instead of truncating.
+    #[serde(default)]
+    pub append: bool,
+    /// Working directory (absolute).
+    pub work_dir: String,
+    /// The batch script (empty for `srun`/`salloc` allocations).
+    #[serde(default)]
+    pub script: String,
+    /// Environment of the job (after `--export`).
+    #[serde(default)]
+    pub environment: Vec<(String, String)>,
+    /// Array task indices and throttle.
+    pub array: Option<(Vec<u32>, Option<u32>)>,
+    /// Dependency as given (`afterok:12`), checked by the controller.
+    pub dependency: Option<String>,
+    /// Earliest start, Unix seconds.
+    pub begin: Option<i64>,
+    /// Signal before the limit: (signal number, seconds before, batch shell only).
+    pub signal: Option<(i32, i64, bool)>,
+    /// Submitted held.
+    #[serde(default)]
+    pub hold: bool,
+    /// Comment.
+    pub comment: Option<String>,
+    /// WCKey.
+    pub wckey: Option<String>,
+    /// Nice value.
+    pub nice: Option<i32>,
+    /// Host the submission came from.
+    pub submit_host: String,
+    /// Command line shown by `scontrol show job` (`Command=`).
+    pub command: String,
+    /// An interactive allocation (`srun`/`salloc` outside a job): no batch script runs.
+    #[serde(default)]
+    pub interactive: bool,
+}
+
+/// Identifies a step of a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepId {
+    /// The batch script.
+    Batch,
+    /// The `extern` step (processes outside srun).
+    Extern,
+    /// An srun step, numbered from 0.
+    Number(u32),
+}
+
+impl std::fmt::Display for StepId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StepId::Batch => f.write_str("batch"),
+            StepId::Extern => f.write_str("extern"),
+            StepId::Number(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// A step's record (for `sacct`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Job id.
+    pub job_id: u64,
+    /// Step id.
+    pub step: StepId,
+    /// Name (the command, or `batch`).
+    pub name: String,
+    /// State.
+    pub state: JobState,
+    /// Start, Unix seconds.
+    pub start: i64,
+    /// End, Unix seconds.
+    pub end: Option<i64>,
+    /// Exit code and signal.
+    pub exit_code: i32,
+    /// Terminating signal (0: none).
+    pub signal: i32,
+    /// Nodes.
+    pub nodes: Vec<String>,
+    /// Tasks.
+    pub ntasks: u32,
+    /// CPUs.
+    pub cpus: u32,
+}
+
+/// A job as the controller records it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Job id.
+    pub id: u64,
+    /// For array tasks: the array's job id and this task's index.
+    pub array: Option<(u64, u32)>,
+    /// For an array's unstarted remainder: the indices still to run and the throttle.
+    #[serde(default)]
+    pub array_pending: Option<(Vec<u32>, Option<u32>)>,
+    /// Owner's uid and gid.
+    pub uid: u32,
+    /// Owner's group.
+    pub gid: u32,
+    /// Owner's name.
+    pub user: String,
+    /// Group name.
+    pub group: String,
+    /// Account.
+    pub account: String,
+    /// Partition.
+    pub partition: String,
+    /// QOS.
+    pub qos: String,
+    /// State.
+    pub state: JobState,
+    /// Pending reason (Slurm's code), `None` otherwise.
+    pub reason: String,
+    /// Priority.
+    pub priority: u32,
+    /// Submission time, Unix seconds.
+    pub submit_time: i64,
+    /// Start time (latest run).
+    pub start_time: Option<i64>,
+    /// End time.
+    pub end_time: Option<i64>,
+    /// Expected start, from the scheduler's plan.
+    pub planned_start: Option<i64>,
+    /// Time limit, seconds; `None` is UNLIMITED.
+    pub time_limit: Option<i64>,
+    /// Allocated nodes, in order.
+    pub nodes: Vec<String>,
+    /// Tasks per allocated node.
+    pub tasks_per_node: Vec<u32>,
+    /// CPUs per allocated node.
+    pub cpus_per_node: Vec<u32>,
+    /// Memory per node, MiB.
+    pub mem_per_node: u64,
+    /// GPUs allocated per node: device indices.
+    #[serde(default)]
+    pub gpus_per_node: Vec<Vec<u32>>,
+    /// Tasks, CPUs per task, node count (resolved).
+    pub ntasks: u32,
+    /// CPUs per task.
+    pub cpus_per_task: u32,
+    /// Nodes asked (min).
+    pub min_nodes: u32,
+    /// Exit code of the batch script / allocation.
+    pub exit_code: i32,
+    /// Terminating signal.
+    pub signal: i32,
+    /// Times the job was requeued.
+    pub restarts: u32,
+    /// Held by its user (`JobHeldUser`) or an administrator.
+    pub held: bool,
+    /// Who cancelled it (uid).
+    pub cancelled_by: Option<u32>,
+    /// Resolved standard output path.
+    pub stdout: String,
+    /// Resolved standard error path.
+    pub stderr: String,
+    /// Resolved standard input path.
+    pub stdin: String,
+    /// The submission.
+    pub desc: JobDescription,
+    /// Steps started (next step number).
+    #[serde(default)]
+    pub next_step: u32,
+    /// Free-form scheduler details (e.g. which pass started it).
+    #[serde(default)]
+    pub details: BTreeMap<String, String>,
+}
+
+impl JobRecord {
+    /// The id as `squeue` shows it: `123`, `123_4`, or `123_[5-9%2]` for a remainder.
+    pub fn display_id(&self) -> String {
+        match (&self.array, &self.array_pending) {
+            (Some((array, task)), _) => format!("{array}_{task}"),
+            (None, Some((rest, throttle))) => {
+                let mut s = format!("{}_[{}", self.id, compact_indices(rest));
+                if let Some(t) = throttle {
+                    s.push_str(&format!("%{t}"));
+                }
+                s.push(']');
+                s
+            }
+            _ => self.id.to_string(),
+        }
+    }
+}
+
+/// Compact index ranges: `0-3,7`.
+pub fn compact_indices(indices: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < indices.len() {
+        let mut j = i;
+        while j + 1 < indices.len() && indices[j + 1] == indices[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            indices[i].to_string()
+        } else {
+            format!("{}-{}", indices[i], indices[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// A node as `sinfo` and `scontrol show node` see it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    /// Name.
+    pub name: String,
+    /// Base state: `idle`, `mixed`, `allocated`, `down`, `drained`, `draining`.
+    pub state: String,
+    /// Reason for DOWN/DRAIN.
+    pub reason: Option<String>,
+    /// CPUs total and allocated.
+    pub cpus: u32,
+    /// Allocated CPUs.
+    pub cpus_alloc: u32,
+    /// Memory MiB total and allocated.
+    pub memory: u64,
+    /// Allocated memory.
+    pub memory_alloc: u64,
+    /// GRES as configured, e.g. `gpu:rtxpro6000:8`.
+    pub gres: String,
+    /// Partitions it belongs to.
+    pub partitions: Vec<String>,
+    /// Sockets, cores per socket, threads per core.
+    pub sockets: u32,
+    /// Cores per socket.
+    pub cores_per_socket: u32,
+    /// Threads per core.
+    pub threads_per_core: u32,
+    /// Features.
+    pub features: Vec<String>,
+    /// Weight.
+    pub weight: u32,
+    /// Is its agent connected.
+    pub agent_up: bool,
+}
+
+/// A partition as `sinfo` and `scontrol show partition` see it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartitionInfo {
+    /// Name.
+    pub name: String,
+    /// Default partition.
+    pub default: bool,
+    /// `UP`, `DOWN`, `DRAIN`, `INACTIVE`.
+    pub state: String,
+    /// MaxTime seconds (`None` UNLIMITED).
+    pub max_time: Option<i64>,
+    /// DefaultTime seconds.
+    pub default_time: Option<i64>,
+    /// Nodes (names).
+    pub nodes: Vec<String>,
+    /// MaxNodes.
+    pub max_nodes: Option<u32>,
+    /// PriorityTier.
+    pub priority_tier: u16,
+}
+
+/// The cluster's configuration as `scontrol show config` prints it: key, value pairs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigInfo {
+    /// Cluster name.
+    pub cluster_name: String,
+    /// Ordered `(key, value)` lines.
+    pub entries: Vec<(String, String)>,
+}
+
+/// Reply to a submission.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubmitReply {
+    /// The new job's id.
+    pub job_id: u64,
+    /// Warnings to show the user (`sbatch: warning: ...`).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// A request to signal or cancel jobs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    /// Job ids, with optional array task (`123`, `123_4`); empty with filters below.
+    pub jobs: Vec<(u64, Option<u32>)>,
+    /// Signal number (None: cancel).
+    pub signal: Option<i32>,
+    /// Signal the batch shell only (`-b`), or both (`-f`).
+    pub batch: bool,
+    /// Also the steps when `batch` (`--full`).
+    pub full: bool,
+    /// Only jobs of this user name.
+    pub user: Option<String>,
+    /// Only jobs with this name.
+    pub name: Option<String>,
+    /// Only jobs in this partition.
+    pub partition: Option<String>,
+    /// Only jobs in these states.
+    pub states: Vec<JobState>,
+}
+
+/// An error reply: Slurm's message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    /// The message.
+    pub error: String,
+}
+
+/// A controller-to-agent order to run a job's batch script.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaunchBatch {
+    /// The job.
+    pub job: JobRecord,
+    /// Environment for the script (Slurm variables included).
+    pub environment: Vec<(String, String)>,
+    /// KillWait, seconds.
+    pub kill_wait: i64,
+}
+
+/// An agent's report that a job's batch script (or allocation) ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobEnded {
+    /// Job id.
+    pub job_id: u64,
+    /// The run (restart count) it belongs to.
+    pub run: u32,
+    /// The node.
+    pub node: String,
+    /// Final state.
+    pub state: JobState,
+    /// Exit code.
+    pub exit_code: i32,
+    /// Terminating signal.
+    pub signal: i32,
+    /// End time, Unix seconds.
+    pub end: i64,
+}
+
+/// A step's start request from srun (inside an allocation).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepRequest {
+    /// Tasks (`-n`; default: the job's).
+    pub ntasks: Option<u32>,
+    /// Nodes (`-N`; default: the job's).
+    pub nodes: Option<u32>,
+    /// Tasks per node.
+    pub ntasks_per_node: Option<u32>,
+    /// CPUs per task.
+    pub cpus_per_task: Option<u32>,
+    /// GPUs per task.
+    pub gpus_per_task: Option<u32>,
+    /// The command line.
+    pub argv: Vec<String>,
+    /// Step name (the command's base name).
+    pub name: String,
+}
+
+/// Where a step's tasks run: per node, the global task ids.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepPlan {
+    /// Job id.
+    pub job_id: u64,
+    /// Step number.
+    pub step: u32,
+    /// Per node: name, agent socket path, task ids (`SLURM_PROCID`) in order.
+    pub nodes: Vec<(String, String, Vec<u32>)>,
+    /// Total tasks.
+    pub ntasks: u32,
+    /// Per node: GPU indices for each of its tasks (empty without GPUs).
+    #[serde(default)]
+    pub task_gpus: Vec<Vec<Vec<u32>>>,
+}
+
+/// srun-to-agent order to run tasks of a step on one node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaunchTasks {
+    /// The job (for ownership and environment).
+    pub job_id: u64,
+    /// Step number.
+    pub step: u32,
+    /// Node index in the step (`SLURM_NODEID`).
+    pub node_index: u32,
+    /// Global task ids here.
+    pub tasks: Vec<u32>,
+    /// GPU indices per task here.
+    #[serde(default)]
+    pub task_gpus: Vec<Vec<u32>>,
+    /// Command line.
+    pub argv: Vec<String>,
+    /// Environment (the caller's, with the step's variables).
+    pub environment: Vec<(String, String)>,
+    /// Working directory.
+    pub work_dir: String,
+}
+
+/// One event of a running step, streamed by the agent to srun as JSON lines.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskEvent {
+    /// Output from a task: task id, stream (1 stdout, 2 stderr), bytes as UTF-8 (lossy).
+    Output {
+        /// Global task id.
+        task: u32,
+        /// 1 or 2.
+        stream: u8,
+        /// Text.
+        data: String,
+    },
+    /// A task ended.
+    Exit {
+        /// Global task id.
+        task: u32,
+        /// Exit code.
+        code: i32,
+        /// Terminating signal.
+        signal: i32,
+    },
+    /// The agent could not start the tasks.
+    Error {
+        /// Why.
+        message: String,
+    },
+}
