@@ -117,6 +117,11 @@ impl FreeNow {
         self.change(cluster, allocs, false);
     }
 
+    /// What `node` has free now.
+    pub(crate) fn node(&self, node: NodeId) -> Resources {
+        self.free[node.index()]
+    }
+
     /// A partition's schedulable nodes by (free processors, weight, id).
     pub(crate) fn by_free_cpus(&self, partition: PartitionId) -> &BTreeSet<(u32, u32, NodeId)> {
         &self.totals[partition.index()].by_free_cpus

@@ -274,10 +274,9 @@ impl Scheduler {
             && req.ntasks as u64 >= nodes
     }
 
-    /// Queues a job. Checks that the id is free, the partition exists and takes jobs,
-    /// and that the request could be met by the partition's nodes if they were empty;
-    /// otherwise returns the reason and changes nothing.
-    pub fn submit(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+    /// Checks a job as [`Scheduler::submit`] would, without queueing it: the caller can
+    /// make the job durable first and queue it after, knowing it will be accepted.
+    pub fn check(&self, spec: &JobSpec) -> Result<(), SubmitError> {
         if self.jobs.contains_key(&spec.id) {
             return Err(SubmitError::DuplicateId(spec.id));
         }
@@ -312,6 +311,60 @@ impl Scheduler {
         if !self.could_ever_fit(spec.partition, &spec.request) {
             return Err(SubmitError::NodeConfigUnavailable);
         }
+        Ok(())
+    }
+
+    /// Takes back a job that was running when the caller last stopped (a controller
+    /// restart): it holds `nodes` from `start` for its time limit, as if started then.
+    ///
+    /// Errors: the id is in use, or the nodes do not have the resources free (the
+    /// caller's records disagree with themselves); nothing changes then.
+    pub fn restore_running(
+        &mut self,
+        spec: JobSpec,
+        start: Time,
+        nodes: Vec<NodeAlloc>,
+        now: Time,
+    ) -> Result<(), SubmitError> {
+        if self.jobs.contains_key(&spec.id) {
+            return Err(SubmitError::DuplicateId(spec.id));
+        }
+        if nodes.iter().any(|a| {
+            a.node.index() >= self.cluster.nodes.len()
+                || !a.usage.fits_in(&self.free_now.node(a.node))
+        }) {
+            return Err(SubmitError::InvalidRequest(
+                "restored job does not fit its nodes",
+            ));
+        }
+        self.profile.advance(now);
+        let id = spec.id;
+        let end = (start + spec.time_limit).max(now + 1);
+        self.profile.claim_all(&nodes, now, end);
+        self.free_now.take(&self.cluster, &nodes);
+        self.backfill.on_start(id, &nodes, now, end);
+        self.jobs.insert(
+            id,
+            Job {
+                spec,
+                state: JobState::Running,
+                reason: PendingReason::None,
+                start: Some(start),
+                alloc: Some(Allocation { nodes }),
+                planned_start: Some(start),
+            },
+        );
+        self.claims_end.insert((end, id));
+        self.claim_end.insert(id, end);
+        Ok(())
+    }
+
+    /// Queues a job. Checks that the id is free, the partition exists and takes jobs,
+    /// and that the request could be met by the partition's nodes if they were empty;
+    /// otherwise returns the reason and changes nothing.
+    pub fn submit(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+        self.check(&spec)?;
+        let part = self.cluster.partition(spec.partition);
         self.profile.advance(now);
         let key = QueueKey {
             tier: Reverse(if self.policy.uses_priority() {

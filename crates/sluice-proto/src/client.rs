@@ -67,7 +67,11 @@ impl Client {
     }
 
     /// `POST path` with a JSON body, decoding a JSON reply.
-    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
+    pub fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
         let json = serde_json::to_vec(body).map_err(|e| ClientError::Decode(e.to_string()))?;
         let reply = self.request("POST", path, Some(&json))?;
         decode(&reply)
@@ -75,7 +79,11 @@ impl Client {
 
     /// `POST path` with a JSON body; the reply is a stream of JSON lines, returned as a
     /// reader positioned at the start of the body.
-    pub fn post_stream<B: Serialize>(&self, path: &str, body: &B) -> Result<Box<dyn BufRead + Send>, ClientError> {
+    pub fn post_stream<B: Serialize>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<Box<dyn BufRead + Send>, ClientError> {
         let json = serde_json::to_vec(body).map_err(|e| ClientError::Decode(e.to_string()))?;
         let (status, headers, reader) = self.send("POST", path, Some(&json))?;
         let mut body = body_reader(&headers, reader);
@@ -87,7 +95,12 @@ impl Client {
         Ok(Box::new(BufReader::new(body)))
     }
 
-    fn request(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Vec<u8>, ClientError> {
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<Vec<u8>, ClientError> {
         let (status, headers, reader) = self.send(method, path, body)?;
         let mut buf = Vec::new();
         body_reader(&headers, reader).read_to_end(&mut buf)?;
@@ -103,10 +116,11 @@ impl Client {
         path: &str,
         body: Option<&[u8]>,
     ) -> Result<(u16, Vec<(String, String)>, BufReader<UnixStream>), ClientError> {
-        let mut stream = UnixStream::connect(&self.socket).map_err(|source| ClientError::Connect {
-            socket: self.socket.clone(),
-            source,
-        })?;
+        let mut stream =
+            UnixStream::connect(&self.socket).map_err(|source| ClientError::Connect {
+                socket: self.socket.clone(),
+                source,
+            })?;
         let body = body.unwrap_or(&[]);
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
@@ -142,7 +156,8 @@ impl Client {
 }
 
 fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ClientError> {
-    serde_json::from_slice(body).map_err(|e| ClientError::Decode(format!("{e}: {}", String::from_utf8_lossy(body))))
+    serde_json::from_slice(body)
+        .map_err(|e| ClientError::Decode(format!("{e}: {}", String::from_utf8_lossy(body))))
 }
 
 fn status_error(status: u16, body: &[u8]) -> ClientError {
@@ -152,8 +167,16 @@ fn status_error(status: u16, body: &[u8]) -> ClientError {
     ClientError::Status { status, message }
 }
 
-fn body_reader(headers: &[(String, String)], reader: BufReader<UnixStream>) -> Box<dyn Read + Send> {
-    let header = |k: &str| headers.iter().find(|(h, _)| h == k).map(|(_, v)| v.as_str());
+fn body_reader(
+    headers: &[(String, String)],
+    reader: BufReader<UnixStream>,
+) -> Box<dyn Read + Send> {
+    let header = |k: &str| {
+        headers
+            .iter()
+            .find(|(h, _)| h == k)
+            .map(|(_, v)| v.as_str())
+    };
     if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         Box::new(Chunked {
             inner: reader,
@@ -183,8 +206,9 @@ impl Read for Chunked {
             let mut line = String::new();
             self.inner.read_line(&mut line)?;
             let size = line.trim().split(';').next().unwrap_or("");
-            self.left = usize::from_str_radix(size, 16)
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "bad chunk size"))?;
+            self.left = usize::from_str_radix(size, 16).map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "bad chunk size")
+            })?;
             if self.left == 0 {
                 self.done = true;
                 return Ok(0);
@@ -193,7 +217,10 @@ impl Read for Chunked {
         let want = buf.len().min(self.left);
         let n = self.inner.read(&mut buf[..want])?;
         if n == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "chunk cut short"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "chunk cut short",
+            ));
         }
         self.left -= n;
         if self.left == 0 {
