@@ -52,11 +52,12 @@ pub struct Snapshot {
     pub next_job_id: u64,
 }
 
-/// Builds a job's record once its id is known (inside the transaction).
-pub type MakeRecord = Box<dyn FnOnce(u64) -> String + Send>;
+/// Builds a submission's records once its first id is known (inside the transaction):
+/// one record per id reserved, stored under consecutive ids from the first.
+pub type MakeRecord = Box<dyn FnOnce(u64) -> Vec<String> + Send>;
 
 enum Op {
-    /// A new job: reserve `count` consecutive ids, store the record under the first.
+    /// A new job: reserve `count` consecutive ids, store one record under each.
     Submit {
         count: u64,
         make: MakeRecord,
@@ -175,8 +176,8 @@ impl Store {
     }
 
     /// Stores a new job, allocating `count` consecutive ids (an array's tasks); `make`
-    /// builds the record from the first id. The receiver yields the first id once the
-    /// job is on disk.
+    /// builds the records from the first id (records beyond `count` are ignored, missing
+    /// ones are not stored). The receiver yields the first id once all are on disk.
     pub fn submit(&self, count: u64, make: MakeRecord) -> Receiver<Result<u64, StoreError>> {
         let (reply, rx) = mpsc::channel();
         if self
@@ -334,8 +335,14 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                 Op::Submit { count, make, .. } => {
                     let id = next;
                     // The record builder runs once; replace it with a no-op for safety.
-                    let make = std::mem::replace(make, Box::new(|_| String::new()));
-                    insert.execute(params![id, make(id as u64)])?;
+                    let make = std::mem::replace(make, Box::new(|_| Vec::new()));
+                    for (i, record) in make(id as u64)
+                        .into_iter()
+                        .take(*count as usize)
+                        .enumerate()
+                    {
+                        insert.execute(params![id + i as i64, record])?;
+                    }
                     next += *count as i64;
                     out.push(Some(id as u64));
                 }
@@ -428,17 +435,20 @@ mod tests {
             let (store, _writer, snap) = Store::open(&path, 100).unwrap();
             assert_eq!(snap.next_job_id, 100);
             let a = store
-                .submit(1, Box::new(|id| format!("job {id}")))
+                .submit(1, Box::new(|id| vec![format!("job {id}")]))
                 .recv()
                 .unwrap()
                 .unwrap();
             let b = store
-                .submit(3, Box::new(|id| format!("array {id}")))
+                .submit(
+                    3,
+                    Box::new(|id| (0..3).map(|i| format!("task {}", id + i)).collect()),
+                )
                 .recv()
                 .unwrap()
                 .unwrap();
             let c = store
-                .submit(1, Box::new(|id| format!("job {id}")))
+                .submit(1, Box::new(|id| vec![format!("job {id}")]))
                 .recv()
                 .unwrap()
                 .unwrap();
@@ -466,7 +476,13 @@ mod tests {
             .collect();
         assert_eq!(
             jobs,
-            [(100, "job 100 done"), (101, "array 101"), (104, "job 104")]
+            [
+                (100, "job 100 done"),
+                (101, "task 101"),
+                (102, "task 102"),
+                (103, "task 103"),
+                (104, "job 104")
+            ]
         );
         assert_eq!(
             snap.steps,
@@ -488,7 +504,7 @@ mod tests {
                 std::thread::spawn(move || {
                     (0..200)
                         .map(|i| {
-                            s.submit(1, Box::new(move |id| format!("t{t} i{i} id{id}")))
+                            s.submit(1, Box::new(move |id| vec![format!("t{t} i{i} id{id}")]))
                                 .recv()
                                 .unwrap()
                                 .unwrap()
@@ -518,7 +534,7 @@ mod tests {
         let path = temp("delete");
         let (store, _w, _) = Store::open(&path, 1).unwrap();
         let id = store
-            .submit(1, Box::new(|_| "j".into()))
+            .submit(1, Box::new(|_| vec!["j".into()]))
             .recv()
             .unwrap()
             .unwrap();

@@ -1,0 +1,179 @@
+//! The controller's view of the cluster's configuration.
+
+use std::path::Path;
+
+use sluice_conf::slurm_conf::SlurmConf;
+use sluice_conf::ConfError;
+use sluice_core::{BackfillParams, Cluster, Node, NodeId, Partition};
+
+/// Settings the controller acts on, with Slurm's defaults.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// `ClusterName`.
+    pub cluster_name: String,
+    /// Nodes and partitions.
+    pub cluster: Cluster,
+    /// Backfill parameters (`SchedulerParameters`).
+    pub backfill: BackfillParams,
+    /// `SchedulerType` is `sched/builtin` (FIFO without backfill).
+    pub fifo: bool,
+    /// `KillWait`: seconds between SIGTERM and SIGKILL (default 30).
+    pub kill_wait: i64,
+    /// `MinJobAge`: seconds a finished job stays visible to squeue (default 300).
+    pub min_job_age: i64,
+    /// `MaxArraySize` (default 1001): array indices must be below it.
+    pub max_array_size: u32,
+    /// `MaxJobCount` (default 10000): most jobs held at once.
+    pub max_job_count: usize,
+    /// `FirstJobId` (default 1).
+    pub first_job_id: u64,
+    /// Per node: sockets, cores per socket, threads per core (for `scontrol show node`).
+    pub topology: Vec<(u32, u32, u32)>,
+    /// Per node: the `Gres=` string as configured.
+    pub node_gres: Vec<String>,
+    /// `key = value` lines for `scontrol show config`.
+    pub settings: Vec<(String, String)>,
+}
+
+fn int(conf: &SlurmConf, key: &str, default: i64) -> i64 {
+    conf.get(key).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+impl ClusterConfig {
+    /// From a slurm.conf.
+    pub fn from_slurm_conf(conf: &SlurmConf, text_of_nodes: &[(String, String, (u32, u32, u32))]) -> Self {
+        let topology = conf
+            .cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                text_of_nodes
+                    .iter()
+                    .find(|(name, _, _)| *name == n.name)
+                    .map(|x| x.2)
+                    .unwrap_or((1, n.capacity.cpus, 1))
+            })
+            .collect();
+        let node_gres = conf
+            .cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                text_of_nodes
+                    .iter()
+                    .find(|(name, _, _)| *name == n.name)
+                    .map(|x| x.1.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut settings: Vec<(String, String)> =
+            conf.settings.values().map(|(k, v)| (k.clone(), v.clone())).collect();
+        settings.sort();
+        ClusterConfig {
+            cluster_name: conf.cluster_name.clone(),
+            cluster: conf.cluster.clone(),
+            backfill: conf.backfill.clone(),
+            fifo: conf.scheduler_type == "sched/builtin",
+            kill_wait: int(conf, "KillWait", 30),
+            min_job_age: int(conf, "MinJobAge", 300),
+            max_array_size: int(conf, "MaxArraySize", 1001) as u32,
+            max_job_count: int(conf, "MaxJobCount", 10_000) as usize,
+            first_job_id: int(conf, "FirstJobId", 1).max(1) as u64,
+            topology,
+            node_gres,
+            settings,
+        }
+    }
+
+    /// Reads a slurm.conf file.
+    ///
+    /// Errors: as [`sluice_conf::slurm_conf::read`].
+    pub fn read(path: &Path) -> Result<(Self, Vec<String>), ConfError> {
+        let conf = sluice_conf::slurm_conf::read(path)?;
+        let nodes = node_details(path);
+        Ok((Self::from_slurm_conf(&conf, &nodes), conf.warnings.clone()))
+    }
+
+    /// A one-node cluster describing this machine: its host name, processors and
+    /// memory, in one default partition `debug` without a time limit.
+    pub fn this_machine() -> Self {
+        let host = nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "localhost".into());
+        let host = host.split('.').next().unwrap_or("localhost").to_string();
+        let cpus = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+        let mem = meminfo_total_mib().unwrap_or(1024);
+        let mut cluster = Cluster::default();
+        cluster.nodes.push(Node::new(host, cpus, mem));
+        let mut part = Partition::new("debug", vec![NodeId(0)]);
+        part.is_default = true;
+        cluster.partitions.push(part);
+        ClusterConfig {
+            cluster_name: "sluice".into(),
+            cluster,
+            backfill: BackfillParams::default(),
+            fifo: false,
+            kill_wait: 30,
+            min_job_age: 300,
+            max_array_size: 1001,
+            max_job_count: 10_000,
+            first_job_id: 1,
+            topology: vec![(1, cpus, 1)],
+            node_gres: vec![String::new()],
+            settings: Vec::new(),
+        }
+    }
+
+    /// Index of a node by name.
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.cluster.node_by_name(name)
+    }
+}
+
+/// `MemTotal` of /proc/meminfo in MiB.
+fn meminfo_total_mib() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
+}
+
+/// Per node line: name, `Gres=` text and (sockets, cores per socket, threads per core),
+/// read again from the file for what the scheduling model does not keep.
+fn node_details(path: &Path) -> Vec<(String, String, (u32, u32, u32))> {
+    let mut out = Vec::new();
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return out;
+    };
+    let joined = text.replace("\\\n", " ");
+    for line in joined.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut kv: Vec<(String, String)> = Vec::new();
+        for w in line.split_whitespace() {
+            if let Some((k, v)) = w.split_once('=') {
+                kv.push((k.to_ascii_lowercase(), v.to_string()));
+            }
+        }
+        let Some((_, names)) = kv.first().filter(|(k, _)| k == "nodename").cloned() else {
+            continue;
+        };
+        if names.eq_ignore_ascii_case("default") {
+            continue;
+        }
+        let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        let num = |k: &str| get(k).and_then(|v| v.parse::<u32>().ok());
+        let gres = get("gres").unwrap_or_default();
+        let sockets = num("sockets").unwrap_or(1);
+        let threads = num("threadspercore").unwrap_or(1);
+        let cores = num("corespersocket")
+            .or_else(|| num("cpus").map(|c| (c / sockets.max(1) / threads.max(1)).max(1)))
+            .unwrap_or(1);
+        if let Ok(hosts) = sluice_conf::hostlist::expand(&names) {
+            for h in hosts {
+                out.push((h, gres.clone(), (sockets, cores, threads)));
+            }
+        }
+    }
+    out
+}
