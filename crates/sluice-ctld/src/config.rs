@@ -36,12 +36,17 @@ pub struct ClusterConfig {
 }
 
 fn int(conf: &SlurmConf, key: &str, default: i64) -> i64 {
-    conf.get(key).and_then(|v| v.parse().ok()).unwrap_or(default)
+    conf.get(key)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 impl ClusterConfig {
     /// From a slurm.conf.
-    pub fn from_slurm_conf(conf: &SlurmConf, text_of_nodes: &[(String, String, (u32, u32, u32))]) -> Self {
+    pub fn from_slurm_conf(
+        conf: &SlurmConf,
+        text_of_nodes: &[(String, String, (u32, u32, u32))],
+    ) -> Self {
         let topology = conf
             .cluster
             .nodes
@@ -66,8 +71,11 @@ impl ClusterConfig {
                     .unwrap_or_default()
             })
             .collect();
-        let mut settings: Vec<(String, String)> =
-            conf.settings.values().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut settings: Vec<(String, String)> = conf
+            .settings
+            .values()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         settings.sort();
         ClusterConfig {
             cluster_name: conf.cluster_name.clone(),
@@ -102,7 +110,9 @@ impl ClusterConfig {
             .and_then(|h| h.into_string().ok())
             .unwrap_or_else(|| "localhost".into());
         let host = host.split('.').next().unwrap_or("localhost").to_string();
-        let cpus = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1);
         let mem = meminfo_total_mib().unwrap_or(1024);
         let mut cluster = Cluster::default();
         cluster.nodes.push(Node::new(host, cpus, mem));

@@ -41,6 +41,9 @@ pub enum ClientError {
     Decode(String),
 }
 
+/// Status, lower-cased headers, and the connection positioned at the body.
+type Response = (u16, Vec<(String, String)>, BufReader<UnixStream>);
+
 /// A client for one server socket.
 #[derive(Clone, Debug)]
 pub struct Client {
@@ -115,7 +118,7 @@ impl Client {
         method: &str,
         path: &str,
         body: Option<&[u8]>,
-    ) -> Result<(u16, Vec<(String, String)>, BufReader<UnixStream>), ClientError> {
+    ) -> Result<Response, ClientError> {
         let mut stream =
             UnixStream::connect(&self.socket).map_err(|source| ClientError::Connect {
                 socket: self.socket.clone(),

@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod paths;
+pub mod pattern;
 pub mod types;
 
 pub use client::{Client, ClientError};

@@ -1,0 +1,1608 @@
+//! The controller's state machine: job records around the scheduling core.
+//!
+//! Like the core, this module does no I/O: every method takes `now` and returns
+//! [`Effect`]s (write this record, launch that job on that node) for the server loop to
+//! carry out. Job records are the durable truth; the core holds only what scheduling
+//! needs, and is rebuilt from the records after a restart.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use sluice_conf::dependency::{parse_dependency, Dependency, DependencyKind};
+use sluice_core::{
+    Decision, EndSemantics, JobId, JobRequest, JobSpec, MemRequest, NodeAlloc, NodeId, NodeState,
+    PartitionId, Policy, Scheduler, SubmitError, MAX_TIME_LIMIT,
+};
+use sluice_proto::paths::agent_socket;
+use sluice_proto::pattern::{expand, PatternContext};
+use sluice_proto::types::{
+    CancelRequest, ConfigInfo, JobDescription, JobEnded, JobRecord, JobState, LaunchBatch,
+    MemoryRequest, NodeInfo, PartitionInfo, StepId, StepPlan, StepRecord, StepRequest,
+};
+
+use crate::config::ClusterConfig;
+
+/// Something the server loop must do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Write a job record (durably before any later effect of the same batch acts).
+    Persist(Box<JobRecord>),
+    /// Write a step record.
+    PersistStep(StepRecord),
+    /// Run a job's batch script on its first node.
+    Launch {
+        /// The agent's socket.
+        socket: PathBuf,
+        /// What to run.
+        order: Box<LaunchBatch>,
+    },
+    /// Signal a running job on its nodes.
+    Signal {
+        /// The agents' sockets.
+        sockets: Vec<PathBuf>,
+        /// Job id.
+        job_id: u64,
+        /// Signal number.
+        signal: i32,
+        /// The batch shell only.
+        batch_only: bool,
+    },
+    /// End a running job: SIGCONT + SIGTERM, SIGKILL after `KillWait`, reported as
+    /// `state`.
+    Terminate {
+        /// The agents' sockets.
+        sockets: Vec<PathBuf>,
+        /// Job id.
+        job_id: u64,
+        /// State to report (CANCELLED, TIMEOUT...).
+        state: JobState,
+    },
+}
+
+/// Who is asking (from the socket's peer credentials, never from the request).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// uid.
+    pub uid: u32,
+    /// gid.
+    pub gid: u32,
+    /// May act on every job (root, or the controller's own user).
+    pub admin: bool,
+}
+
+/// A checked submission, ready to be made durable.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    template: JobRecord,
+    tasks: Vec<u32>,
+    throttle: Option<u32>,
+    /// Warnings for the user.
+    pub warnings: Vec<String>,
+}
+
+impl Prepared {
+    /// How many ids the submission needs (one per array task).
+    pub fn ids(&self) -> u64 {
+        self.tasks.len().max(1) as u64
+    }
+
+    /// The records, given the first id (pure: runs inside the store's transaction).
+    pub fn records(&self, first: u64) -> Vec<JobRecord> {
+        if self.tasks.is_empty() {
+            let mut r = self.template.clone();
+            r.id = first;
+            resolve_paths(&mut r, "%N");
+            return vec![r];
+        }
+        self.tasks
+            .iter()
+            .enumerate()
+            .map(|(i, &index)| {
+                let mut r = self.template.clone();
+                r.id = first + i as u64;
+                r.array = Some((first, index));
+                if i == 0 {
+                    r.array_pending = Some((self.tasks.clone(), self.throttle));
+                }
+                resolve_paths(&mut r, "%N");
+                r
+            })
+            .collect()
+    }
+}
+
+/// Resolves the output patterns of a record (with `node` for `%N`).
+fn resolve_paths(r: &mut JobRecord, node: &str) {
+    let default_out = if r.array.is_some() {
+        "slurm-%A_%a.out"
+    } else {
+        "slurm-%j.out"
+    };
+    let ctx = PatternContext {
+        job_id: r.id,
+        array: r.array,
+        step: None,
+        node,
+        node_index: 0,
+        task: 0,
+        user: &r.user,
+        job_name: &r.desc.name,
+    };
+    let abs = |p: String| {
+        if Path::new(&p).is_absolute() {
+            p
+        } else {
+            format!("{}/{p}", r.desc.work_dir.trim_end_matches('/'))
+        }
+    };
+    let out = abs(expand(
+        r.desc.output.as_deref().unwrap_or(default_out),
+        &ctx,
+    ));
+    let err = match r.desc.error.as_deref() {
+        Some(e) => abs(expand(e, &ctx)),
+        None => out.clone(),
+    };
+    let input = match r.desc.input.as_deref() {
+        Some(i) => abs(expand(i, &ctx)),
+        None => "/dev/null".to_string(),
+    };
+    r.stdout = out;
+    r.stderr = err;
+    r.stdin = input;
+}
+
+/// The controller.
+pub struct Controller {
+    /// The configuration.
+    pub conf: ClusterConfig,
+    state_dir: PathBuf,
+    sched: Scheduler,
+    jobs: BTreeMap<u64, JobRecord>,
+    steps: BTreeMap<(u64, StepId), StepRecord>,
+    /// Pending jobs kept out of the core: held, waiting on a dependency, or beyond their
+    /// array's throttle.
+    outside: BTreeSet<u64>,
+    /// Agents that registered.
+    agents_up: BTreeSet<String>,
+    /// GPU device indices in use, per node.
+    gpus_in_use: Vec<BTreeSet<u32>>,
+    gpu_slot: Option<usize>,
+}
+
+/// Slurm's message for a partition that does not exist.
+pub const BAD_PARTITION: &str = "Invalid partition name specified";
+/// Slurm's message for a request no node set can satisfy.
+pub const NODE_CONFIG: &str = "Requested node configuration is not available";
+/// Slurm's message for an unknown job id.
+pub const BAD_JOB: &str = "Invalid job id specified";
+
+impl Controller {
+    /// A controller over `conf`, restoring the records read from the store.
+    pub fn new(
+        conf: ClusterConfig,
+        state_dir: &Path,
+        jobs: Vec<JobRecord>,
+        steps: Vec<StepRecord>,
+        now: i64,
+    ) -> Self {
+        let policy = if conf.fifo {
+            Policy::Fcfs
+        } else {
+            Policy::Backfill(conf.backfill.clone())
+        };
+        let sched = Scheduler::with_end_semantics(
+            conf.cluster.clone(),
+            policy,
+            EndSemantics::HoldUntilReported,
+        );
+        let gpu_slot = conf.cluster.gres.find("gpu", None);
+        let n = conf.cluster.nodes.len();
+        let mut c = Controller {
+            conf,
+            state_dir: state_dir.to_path_buf(),
+            sched,
+            jobs: BTreeMap::new(),
+            steps: BTreeMap::new(),
+            outside: BTreeSet::new(),
+            agents_up: BTreeSet::new(),
+            gpus_in_use: vec![BTreeSet::new(); n],
+            gpu_slot,
+        };
+        for s in steps {
+            c.steps.insert((s.job_id, s.step), s);
+        }
+        for r in jobs {
+            let id = r.id;
+            match r.state {
+                JobState::Running => {
+                    let nodes = c.allocation_of(&r);
+                    let spec = c.core_spec(&r);
+                    for (i, name) in r.nodes.iter().enumerate() {
+                        if let Some(nid) = c.conf.node_id(name) {
+                            let g = r.gpus_per_node.get(i).cloned().unwrap_or_default();
+                            c.gpus_in_use[nid.index()].extend(g);
+                        }
+                    }
+                    let start = r.start_time.unwrap_or(now);
+                    c.jobs.insert(id, r);
+                    if let (Ok(spec), Some(nodes)) = (spec, nodes) {
+                        let _ = c.sched.restore_running(spec, start, nodes, now);
+                    }
+                }
+                JobState::Pending => {
+                    c.jobs.insert(id, r);
+                    c.outside.insert(id);
+                }
+                _ => {
+                    c.jobs.insert(id, r);
+                }
+            }
+        }
+        c
+    }
+
+    fn partition_of(&self, name: &str) -> Option<PartitionId> {
+        self.conf.cluster.partition_by_name(name)
+    }
+
+    /// Checks a submission and resolves its defaults. `user`/`group` are the caller's
+    /// names. Returns Slurm's message when refused; nothing is recorded either way.
+    pub fn prepare(
+        &self,
+        desc: JobDescription,
+        caller: &Caller,
+        user: &str,
+        group: &str,
+        now: i64,
+    ) -> Result<Prepared, String> {
+        if self.jobs.len() >= self.conf.max_job_count {
+            return Err("Resource temporarily unavailable (MaxJobCount reached)".into());
+        }
+        let part =
+            match &desc.partition {
+                Some(p) => {
+                    let first = p.split(',').next().unwrap_or("");
+                    self.partition_of(first)
+                        .ok_or_else(|| BAD_PARTITION.to_string())?
+                }
+                None => self.conf.cluster.default_partition().ok_or_else(|| {
+                    "No partition specified or system default partition".to_string()
+                })?,
+            };
+        if let Some((tasks, _)) = &desc.array {
+            if tasks.iter().any(|&t| t >= self.conf.max_array_size) || tasks.is_empty() {
+                return Err("Invalid job array specification".into());
+            }
+        }
+        if let Some(dep) = &desc.dependency {
+            parse_dependency(dep).map_err(|_| "Job dependency problem".to_string())?;
+        }
+        let p = self.conf.cluster.partition(part);
+        let limit = match desc.time_limit {
+            Some(Some(t)) => Some(t),
+            Some(None) => None,
+            None => p.default_time.or(p.max_time),
+        };
+        let (min_nodes, max_nodes) = desc.nodes.unwrap_or((1, 0));
+        let ntasks = desc
+            .ntasks
+            .or_else(|| desc.ntasks_per_node.map(|n| n * min_nodes))
+            .unwrap_or(min_nodes)
+            .max(min_nodes);
+        let mut template = JobRecord {
+            id: 0,
+            array: None,
+            array_pending: None,
+            uid: caller.uid,
+            gid: caller.gid,
+            user: user.to_string(),
+            group: group.to_string(),
+            account: desc.account.clone().unwrap_or_else(|| user.to_string()),
+            partition: p.name.clone(),
+            qos: desc.qos.clone().unwrap_or_else(|| "normal".into()),
+            state: JobState::Pending,
+            reason: "None".into(),
+            priority: 0,
+            submit_time: now,
+            start_time: None,
+            end_time: None,
+            planned_start: None,
+            time_limit: limit,
+            nodes: Vec::new(),
+            tasks_per_node: Vec::new(),
+            cpus_per_node: Vec::new(),
+            mem_per_node: 0,
+            gpus_per_node: Vec::new(),
+            ntasks,
+            cpus_per_task: desc.cpus_per_task.unwrap_or(1),
+            min_nodes,
+            exit_code: 0,
+            signal: 0,
+            restarts: 0,
+            held: desc.hold,
+            cancelled_by: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            stdin: String::new(),
+            desc: desc.clone(),
+            next_step: 0,
+            details: BTreeMap::new(),
+        };
+        if max_nodes > 0 && max_nodes < min_nodes {
+            return Err(NODE_CONFIG.into());
+        }
+        let spec = self.core_spec(&template)?;
+        match self.sched.check(&JobSpec {
+            id: JobId(u64::MAX),
+            ..spec
+        }) {
+            Ok(()) => {}
+            Err(SubmitError::NodeConfigUnavailable) => return Err(NODE_CONFIG.into()),
+            Err(SubmitError::PartitionClosed(_)) => {
+                return Err("Partition in DRAIN or INACTIVE state, no new jobs accepted".into())
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+        template.priority = 0;
+        let (tasks, throttle) = desc.array.clone().unwrap_or_default();
+        Ok(Prepared {
+            template,
+            tasks,
+            throttle,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// The core's view of a record (resource request, limit, priority).
+    fn core_spec(&self, r: &JobRecord) -> Result<JobSpec, String> {
+        let d = &r.desc;
+        let part = self
+            .partition_of(&r.partition)
+            .ok_or_else(|| BAD_PARTITION.to_string())?;
+        let (min_nodes, max_nodes) = d.nodes.unwrap_or((1, 0));
+        let mut req = JobRequest::procs(r.ntasks.max(1));
+        req.min_nodes = min_nodes.max(1);
+        req.max_nodes = if max_nodes > 0 {
+            max_nodes
+        } else {
+            r.ntasks.max(1)
+        };
+        req.cpus_per_task = r.cpus_per_task.max(1);
+        req.ntasks_per_node = d.ntasks_per_node;
+        req.exclusive = d.exclusive;
+        req.mem = match d.memory {
+            None => MemRequest::PerNode(0),
+            Some(MemoryRequest::PerNode(0)) => {
+                let p = self.conf.cluster.partition(part);
+                let min = p
+                    .nodes
+                    .iter()
+                    .map(|n| self.conf.cluster.node(*n).capacity.mem_mib)
+                    .min();
+                MemRequest::PerNode(min.unwrap_or(0))
+            }
+            Some(MemoryRequest::PerNode(m)) => MemRequest::PerNode(m),
+            Some(MemoryRequest::PerCpu(m)) => MemRequest::PerCpu(m),
+            Some(MemoryRequest::PerGpu(m)) => {
+                let gpus = d
+                    .gpus_per_node
+                    .as_ref()
+                    .map(|g| g.1)
+                    .or(d.gpus.as_ref().map(|g| g.1))
+                    .unwrap_or(1);
+                MemRequest::PerNode(m * gpus as u64)
+            }
+        };
+        let table = &self.conf.cluster.gres;
+        let invalid = || "Invalid generic resource (gres) specification".to_string();
+        let mut add = |name: &str, gtype: Option<&str>, count: u32| -> Result<(), String> {
+            let slot = table.find(name, gtype).ok_or_else(invalid)?;
+            req.gres_per_node[slot] += count;
+            if let Some(parent) = table.parent(slot) {
+                req.gres_per_node[parent] += count;
+            }
+            Ok(())
+        };
+        for g in &d.gres {
+            add(&g.name, g.gres_type.as_deref(), g.count)?;
+        }
+        if let Some((t, n)) = &d.gpus_per_node {
+            add("gpu", t.as_deref(), *n)?;
+        }
+        if let Some((t, n)) = &d.gpus {
+            let per_node = n.div_ceil(req.min_nodes.max(1));
+            add("gpu", t.as_deref(), per_node)?;
+        }
+        if let Some((t, n)) = &d.gpus_per_task {
+            let tasks_here = d
+                .ntasks_per_node
+                .unwrap_or(r.ntasks.div_ceil(req.min_nodes.max(1)));
+            add("gpu", t.as_deref(), n * tasks_here)?;
+        }
+        if let Some(c) = &d.constraint {
+            for f in c.split('|') {
+                let i = self
+                    .conf
+                    .cluster
+                    .features
+                    .iter()
+                    .position(|x| x == f.trim())
+                    .ok_or_else(|| "Invalid feature specification".to_string())?;
+                req.features_any |= 1 << i;
+            }
+        }
+        let limit = r
+            .time_limit
+            .unwrap_or(MAX_TIME_LIMIT)
+            .clamp(1, MAX_TIME_LIMIT);
+        let nice = d.nice.unwrap_or(0).clamp(-10_000, 10_000);
+        let base = (u32::MAX / 2).saturating_sub((r.id % (u32::MAX as u64 / 2)) as u32);
+        Ok(JobSpec {
+            id: JobId(r.id),
+            user: r.uid,
+            partition: part,
+            submit: r.submit_time,
+            begin: d.begin.unwrap_or(r.submit_time).max(r.submit_time),
+            request: req,
+            time_limit: limit,
+            priority: (base as i64 - nice as i64).clamp(0, u32::MAX as i64) as u32,
+        })
+    }
+
+    /// Takes the records of a durable submission into the queue.
+    pub fn accept(&mut self, records: Vec<JobRecord>, now: i64) -> Vec<Effect> {
+        for r in records {
+            let id = r.id;
+            self.jobs.insert(id, r);
+            self.outside.insert(id);
+        }
+        self.release_outside(now)
+    }
+
+    /// Moves pending jobs whose hold, dependency and throttle allow it into the core.
+    fn release_outside(&mut self, now: i64) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let ids: Vec<u64> = self.outside.iter().copied().collect();
+        for id in ids {
+            let reason = self.blocked_reason(id);
+            let r = self.jobs.get_mut(&id).expect("outside jobs have records");
+            match reason {
+                Some(reason) => {
+                    if r.reason != reason {
+                        r.reason = reason.to_string();
+                    }
+                }
+                None => {
+                    let spec = self.core_spec(&self.jobs[&id]);
+                    match spec.map(|s| self.sched.submit(s, now)) {
+                        Ok(Ok(())) => {
+                            self.outside.remove(&id);
+                            let r = self.jobs.get_mut(&id).expect("exists");
+                            r.reason = "None".into();
+                        }
+                        Ok(Err(e)) => {
+                            // The configuration changed under a queued job: it can never run.
+                            self.outside.remove(&id);
+                            let r = self.jobs.get_mut(&id).expect("exists");
+                            r.state = JobState::Failed;
+                            r.reason = "BadConstraints".into();
+                            r.end_time = Some(now);
+                            r.details.insert("refused".into(), e.to_string());
+                            effects.push(Effect::Persist(Box::new(r.clone())));
+                        }
+                        Err(e) => {
+                            self.outside.remove(&id);
+                            let r = self.jobs.get_mut(&id).expect("exists");
+                            r.state = JobState::Failed;
+                            r.end_time = Some(now);
+                            r.details.insert("refused".into(), e);
+                            effects.push(Effect::Persist(Box::new(r.clone())));
+                        }
+                    }
+                }
+            }
+        }
+        effects
+    }
+
+    /// Why a pending job may not enter the queue yet (Slurm's reason), if it may not.
+    fn blocked_reason(&self, id: u64) -> Option<&'static str> {
+        let r = &self.jobs[&id];
+        if r.held {
+            return Some(if r.details.contains_key("admin_hold") {
+                "JobHeldAdmin"
+            } else {
+                "JobHeldUser"
+            });
+        }
+        if let Some(dep) = r.desc.dependency.as_deref() {
+            match self.dependency_state(r, dep) {
+                DepState::Satisfied => {}
+                DepState::Waiting => return Some("Dependency"),
+                DepState::Never => return Some("DependencyNeverSatisfied"),
+            }
+        }
+        if let Some((array, _)) = r.array {
+            let throttle = self
+                .jobs
+                .get(&array)
+                .and_then(|a| a.array_pending.as_ref())
+                .and_then(|p| p.1);
+            if let Some(t) = throttle {
+                let running = self
+                    .jobs
+                    .range(array..)
+                    .take_while(|(_, j)| j.array.is_some_and(|a| a.0 == array))
+                    .filter(|(_, j)| {
+                        j.state == JobState::Running
+                            || (j.state == JobState::Pending && !self.outside.contains(&j.id))
+                    })
+                    .count();
+                if running >= t as usize {
+                    return Some("JobArrayTaskLimit");
+                }
+            }
+        }
+        None
+    }
+
+    fn dependency_state(&self, r: &JobRecord, dep: &str) -> DepState {
+        let Ok(parsed) = parse_dependency(dep) else {
+            return DepState::Never;
+        };
+        let cond = |kind: DependencyKind, job: u64, task: Option<u32>| -> DepState {
+            let target = match task {
+                Some(t) => self.jobs.values().find(|j| j.array == Some((job, t))),
+                None => self.jobs.get(&job),
+            };
+            let Some(t) = target else {
+                return DepState::Satisfied; // unknown ids are dropped, as Slurm does
+            };
+            let targets: Vec<&JobRecord> = if task.is_none() && t.array.is_some_and(|a| a.0 == job)
+            {
+                self.jobs
+                    .values()
+                    .filter(|j| j.array.is_some_and(|a| a.0 == job))
+                    .collect()
+            } else {
+                vec![t]
+            };
+            let mut all = DepState::Satisfied;
+            for t in targets {
+                let s = match kind {
+                    DependencyKind::After => {
+                        if t.state == JobState::Pending {
+                            DepState::Waiting
+                        } else {
+                            DepState::Satisfied
+                        }
+                    }
+                    DependencyKind::AfterAny => {
+                        if t.state.is_finished() {
+                            DepState::Satisfied
+                        } else {
+                            DepState::Waiting
+                        }
+                    }
+                    DependencyKind::AfterOk | DependencyKind::AfterCorr => match t.state {
+                        JobState::Completed => DepState::Satisfied,
+                        s if s.is_finished() => DepState::Never,
+                        _ => DepState::Waiting,
+                    },
+                    DependencyKind::AfterNotOk => match t.state {
+                        JobState::Completed => DepState::Never,
+                        s if s.is_finished() => DepState::Satisfied,
+                        _ => DepState::Waiting,
+                    },
+                };
+                all = all.and(s);
+            }
+            all
+        };
+        match parsed {
+            Dependency::Singleton => {
+                let busy = self.jobs.values().any(|j| {
+                    j.id != r.id
+                        && j.uid == r.uid
+                        && j.desc.name == r.desc.name
+                        && (j.state == JobState::Running
+                            || (j.state == JobState::Pending && j.id < r.id))
+                });
+                if busy {
+                    DepState::Waiting
+                } else {
+                    DepState::Satisfied
+                }
+            }
+            Dependency::All(conds) => {
+                let mut all = DepState::Satisfied;
+                for c in conds {
+                    for (job, task) in &c.jobs {
+                        let task = if c.kind == DependencyKind::AfterCorr {
+                            r.array.map(|a| a.1).or(*task)
+                        } else {
+                            *task
+                        };
+                        all = all.and(cond(c.kind, *job, task));
+                    }
+                }
+                all
+            }
+            Dependency::Any(conds) => {
+                let mut any = DepState::Never;
+                for c in conds {
+                    for (job, task) in &c.jobs {
+                        any = any.or(cond(c.kind, *job, *task));
+                    }
+                }
+                any
+            }
+        }
+    }
+
+    /// Runs a scheduling pass: jobs that may now enter the queue do, and the core starts
+    /// what it can.
+    pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
+        let mut effects = self.release_outside(now);
+        let decisions = self.sched.schedule(now);
+        for d in decisions {
+            let Decision::Start {
+                job,
+                at,
+                alloc,
+                pass,
+            } = d;
+            effects.extend(self.started(job.0, at, &alloc.nodes, pass.as_str()));
+        }
+        // Keep pending reasons and planned starts in step with the core.
+        for j in self.sched.pending() {
+            if let Some(r) = self.jobs.get_mut(&j.id().0) {
+                r.reason = j.reason.as_str().to_string();
+                r.planned_start = j.planned_start;
+            }
+        }
+        effects
+    }
+
+    /// When the server loop should call [`Controller::schedule`] again at the latest.
+    pub fn next_wakeup(&self) -> Option<i64> {
+        self.sched.next_wakeup()
+    }
+
+    fn started(&mut self, id: u64, at: i64, nodes: &[NodeAlloc], pass: &str) -> Vec<Effect> {
+        let names: Vec<String> = nodes
+            .iter()
+            .map(|a| self.conf.cluster.node(a.node).name.clone())
+            .collect();
+        let mut gpus = Vec::new();
+        for a in nodes {
+            let want = self.gpu_slot.map_or(0, |s| a.usage.gres[s]);
+            let used = &mut self.gpus_in_use[a.node.index()];
+            let total = self
+                .gpu_slot
+                .map_or(0, |s| self.conf.cluster.node(a.node).capacity.gres[s]);
+            let picked: Vec<u32> = (0..total)
+                .filter(|i| !used.contains(i))
+                .take(want as usize)
+                .collect();
+            used.extend(picked.iter().copied());
+            gpus.push(picked);
+        }
+        let r = self.jobs.get_mut(&id).expect("started jobs have records");
+        r.state = JobState::Running;
+        r.reason = "None".into();
+        r.start_time = Some(at);
+        r.planned_start = Some(at);
+        r.nodes = names.clone();
+        r.tasks_per_node = nodes.iter().map(|a| a.tasks).collect();
+        r.cpus_per_node = nodes.iter().map(|a| a.usage.cpus).collect();
+        r.mem_per_node = nodes.first().map_or(0, |a| a.usage.mem_mib);
+        r.gpus_per_node = gpus;
+        r.details.insert(
+            "scheduler".into(),
+            if pass == "backfill" {
+                "Backfill".into()
+            } else {
+                "Main".into()
+            },
+        );
+        let first = names.first().cloned().unwrap_or_default();
+        resolve_paths(r, &first);
+        let record = r.clone();
+        let mut effects = vec![Effect::Persist(Box::new(record.clone()))];
+        if let Some(array) = record.array.map(|a| a.0) {
+            // The array's remainder shrinks as tasks start.
+            if let Some(head) = self.jobs.get_mut(&array) {
+                if let Some((rest, _)) = head.array_pending.as_mut() {
+                    rest.retain(|&t| Some(t) != record.array.map(|a| a.1));
+                    effects.push(Effect::Persist(Box::new(head.clone())));
+                }
+            }
+        }
+        if !record.desc.interactive {
+            let environment = batch_environment(&record, &self.conf, &self.state_dir);
+            effects.push(Effect::Launch {
+                socket: agent_socket(&self.state_dir, &first),
+                order: Box::new(LaunchBatch {
+                    job: record,
+                    environment,
+                    kill_wait: self.conf.kill_wait,
+                }),
+            });
+        }
+        effects
+    }
+
+    /// A job's batch script (or allocation) ended, as its agent (or srun/salloc) reports.
+    pub fn job_ended(&mut self, report: &JobEnded, now: i64) -> Vec<Effect> {
+        let Some(r) = self.jobs.get(&report.job_id) else {
+            return Vec::new();
+        };
+        if r.state != JobState::Running || r.restarts != report.run {
+            return Vec::new(); // stale (an earlier run, or already accounted)
+        }
+        let nodes = self.allocation_of(r).unwrap_or_default();
+        self.sched.job_ended(JobId(report.job_id), now);
+        for (a, g) in nodes.iter().zip(&r.gpus_per_node) {
+            for i in g {
+                self.gpus_in_use[a.node.index()].remove(i);
+            }
+        }
+        let r = self.jobs.get_mut(&report.job_id).expect("checked");
+        r.end_time = Some(report.end.min(now).max(r.start_time.unwrap_or(now)));
+        r.exit_code = report.exit_code;
+        r.signal = report.signal;
+        r.state = match (report.state, &r.cancelled_by) {
+            (JobState::Cancelled, _) | (_, Some(_)) => JobState::Cancelled,
+            (s, None) => s,
+        };
+        let record = r.clone();
+        let mut effects = vec![Effect::Persist(Box::new(record.clone()))];
+        if !record.desc.interactive {
+            let step = StepRecord {
+                job_id: record.id,
+                step: StepId::Batch,
+                name: "batch".into(),
+                state: record.state,
+                start: record.start_time.unwrap_or(now),
+                end: record.end_time,
+                exit_code: record.exit_code,
+                signal: record.signal,
+                nodes: record.nodes.first().cloned().into_iter().collect(),
+                ntasks: 1,
+                cpus: record.cpus_per_node.first().copied().unwrap_or(1),
+            };
+            self.steps.insert((record.id, StepId::Batch), step.clone());
+            effects.push(Effect::PersistStep(step));
+        }
+        // Steps still marked running end with their job.
+        let open: Vec<(u64, StepId)> = self
+            .steps
+            .range((record.id, StepId::Batch)..=(record.id, StepId::Number(u32::MAX)))
+            .filter(|(_, s)| s.state == JobState::Running)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in open {
+            let s = self.steps.get_mut(&k).expect("listed");
+            s.state = if record.state == JobState::Completed {
+                JobState::Cancelled
+            } else {
+                record.state
+            };
+            s.end = record.end_time;
+            effects.push(Effect::PersistStep(s.clone()));
+        }
+        effects.extend(self.schedule(now));
+        effects
+    }
+
+    /// Job and step allocations as the core saw them (for restore and release).
+    fn allocation_of(&self, r: &JobRecord) -> Option<Vec<NodeAlloc>> {
+        let spec = self.core_spec(r).ok()?;
+        let mut out = Vec::new();
+        for (i, name) in r.nodes.iter().enumerate() {
+            let node = self.conf.node_id(name)?;
+            let tasks = r.tasks_per_node.get(i).copied().unwrap_or(1);
+            let cap = self.conf.cluster.node(node).capacity;
+            let usage = sluice_core::select::usage_on_node(
+                &spec.request,
+                tasks,
+                &cap,
+                &cap,
+                &self.conf.cluster.gres,
+            );
+            out.push(NodeAlloc { node, tasks, usage });
+        }
+        Some(out)
+    }
+
+    fn sockets_of(&self, r: &JobRecord) -> Vec<PathBuf> {
+        r.nodes
+            .iter()
+            .map(|n| agent_socket(&self.state_dir, n))
+            .collect()
+    }
+
+    fn may_touch(caller: &Caller, r: &JobRecord) -> bool {
+        caller.admin || caller.uid == r.uid
+    }
+
+    /// Ids a request names (`123` all of an array, `123_4` one task).
+    fn select(&self, job: u64, task: Option<u32>) -> Vec<u64> {
+        match task {
+            Some(t) => self
+                .jobs
+                .values()
+                .filter(|j| j.array == Some((job, t)))
+                .map(|j| j.id)
+                .collect(),
+            None => {
+                let head = self.jobs.get(&job);
+                match head.and_then(|h| h.array) {
+                    Some((array, _)) if array == job => self
+                        .jobs
+                        .values()
+                        .filter(|j| j.array.is_some_and(|a| a.0 == job))
+                        .map(|j| j.id)
+                        .collect(),
+                    _ => head.map(|h| vec![h.id]).unwrap_or_default(),
+                }
+            }
+        }
+    }
+
+    /// Cancels or signals jobs. Jobs the caller does not own are refused; finished jobs
+    /// are left alone (exit 0, as Slurm).
+    pub fn cancel(
+        &mut self,
+        req: &CancelRequest,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, String> {
+        let mut ids: Vec<u64> = Vec::new();
+        for (job, task) in &req.jobs {
+            ids.extend(self.select(*job, *task));
+        }
+        if req.jobs.is_empty() {
+            ids = self
+                .jobs
+                .values()
+                .filter(|j| !j.state.is_finished())
+                .filter(|j| req.user.as_ref().is_none_or(|u| *u == j.user))
+                .filter(|j| req.name.as_ref().is_none_or(|n| *n == j.desc.name))
+                .filter(|j| req.partition.as_ref().is_none_or(|p| *p == j.partition))
+                .filter(|j| req.states.is_empty() || req.states.contains(&j.state))
+                .filter(|j| Self::may_touch(caller, j))
+                .map(|j| j.id)
+                .collect();
+        }
+        let mut effects = Vec::new();
+        for id in ids {
+            let r = &self.jobs[&id];
+            if !Self::may_touch(caller, r) {
+                return Err(format!(
+                    "Kill job error on job id {}: Access/permission denied",
+                    r.display_id()
+                ));
+            }
+            match (r.state, req.signal) {
+                (JobState::Pending, None) => {
+                    self.sched.cancel_pending(JobId(id), now);
+                    self.outside.remove(&id);
+                    let r = self.jobs.get_mut(&id).expect("exists");
+                    r.state = JobState::Cancelled;
+                    r.end_time = Some(now);
+                    r.cancelled_by = Some(caller.uid);
+                    r.reason = "None".into();
+                    effects.push(Effect::Persist(Box::new(r.clone())));
+                }
+                (JobState::Running, None) => {
+                    let sockets = self.sockets_of(r);
+                    let r = self.jobs.get_mut(&id).expect("exists");
+                    r.cancelled_by = Some(caller.uid);
+                    if r.desc.interactive {
+                        // No agent runs it: srun/salloc ends it when it sees the state.
+                        let report = JobEnded {
+                            job_id: id,
+                            run: r.restarts,
+                            node: String::new(),
+                            state: JobState::Cancelled,
+                            exit_code: 0,
+                            signal: 9,
+                            end: now,
+                        };
+                        effects.extend(self.job_ended(&report, now));
+                    } else {
+                        effects.push(Effect::Terminate {
+                            sockets,
+                            job_id: id,
+                            state: JobState::Cancelled,
+                        });
+                    }
+                }
+                (JobState::Running, Some(signal)) => effects.push(Effect::Signal {
+                    sockets: self.sockets_of(r),
+                    job_id: id,
+                    signal,
+                    batch_only: req.batch && !req.full,
+                }),
+                _ => {}
+            }
+        }
+        effects.extend(self.schedule(now));
+        Ok(effects)
+    }
+
+    /// `scontrol hold` / `release`.
+    pub fn set_hold(
+        &mut self,
+        job: u64,
+        task: Option<u32>,
+        hold: bool,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, String> {
+        let ids = self.select(job, task);
+        if ids.is_empty() {
+            return Err(BAD_JOB.into());
+        }
+        let mut effects = Vec::new();
+        for id in ids {
+            let r = &self.jobs[&id];
+            if !Self::may_touch(caller, r) {
+                return Err("Access/permission denied".into());
+            }
+            if r.state != JobState::Pending {
+                if ids_len_is_one(job, task, self) {
+                    return Err("Job is no longer pending execution".into());
+                }
+                continue;
+            }
+            if hold && !self.outside.contains(&id) {
+                self.sched.cancel_pending(JobId(id), now);
+                self.outside.insert(id);
+            }
+            let r = self.jobs.get_mut(&id).expect("exists");
+            r.held = hold;
+            if hold && caller.admin && caller.uid != r.uid {
+                r.details.insert("admin_hold".into(), "1".into());
+            } else {
+                r.details.remove("admin_hold");
+            }
+            effects.push(Effect::Persist(Box::new(r.clone())));
+        }
+        effects.extend(self.schedule(now));
+        Ok(effects)
+    }
+
+    /// `scontrol requeue`: a running (or finished) batch job goes back to the queue under
+    /// the same id; its output is appended on the next run. Unlike Slurm there is no
+    /// two-minute hold before it may start again.
+    pub fn requeue(
+        &mut self,
+        job: u64,
+        task: Option<u32>,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, String> {
+        let ids = self.select(job, task);
+        if ids.is_empty() {
+            return Err(BAD_JOB.into());
+        }
+        let mut effects = Vec::new();
+        for id in ids {
+            let r = self.jobs[&id].clone();
+            if !Self::may_touch(caller, &r) {
+                return Err("Access/permission denied".into());
+            }
+            if r.desc.requeue == Some(false) {
+                return Err("Requeue of job is disabled".into());
+            }
+            match r.state {
+                JobState::Pending => continue,
+                JobState::Running => {
+                    self.sched.job_ended(JobId(id), now);
+                    if let Some(nodes) = self.allocation_of(&r) {
+                        for (a, g) in nodes.iter().zip(&r.gpus_per_node) {
+                            for i in g {
+                                self.gpus_in_use[a.node.index()].remove(i);
+                            }
+                        }
+                    }
+                    if !r.desc.interactive {
+                        effects.push(Effect::Terminate {
+                            sockets: self.sockets_of(&r),
+                            job_id: id,
+                            state: JobState::Requeued,
+                        });
+                    }
+                }
+                _ => {}
+            }
+            let r = self.jobs.get_mut(&id).expect("exists");
+            r.state = JobState::Pending;
+            r.reason = "None".into();
+            r.restarts += 1;
+            r.desc.append = true;
+            r.nodes.clear();
+            r.tasks_per_node.clear();
+            r.cpus_per_node.clear();
+            r.gpus_per_node.clear();
+            r.start_time = None;
+            r.end_time = None;
+            r.exit_code = 0;
+            r.signal = 0;
+            r.cancelled_by = None;
+            r.next_step = 0;
+            effects.push(Effect::Persist(Box::new(r.clone())));
+            self.outside.insert(id);
+        }
+        effects.extend(self.schedule(now));
+        Ok(effects)
+    }
+
+    /// A step request from srun inside job `job`: where its tasks run.
+    pub fn start_step(
+        &mut self,
+        job: u64,
+        req: &StepRequest,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<(StepPlan, Vec<Effect>), String> {
+        let r = self.jobs.get(&job).ok_or_else(|| BAD_JOB.to_string())?;
+        if !Self::may_touch(caller, r) {
+            return Err("Access/permission denied".into());
+        }
+        if r.state != JobState::Running {
+            return Err(format!(
+                "Unable to create step for job {job}: Job/step already completing or completed"
+            ));
+        }
+        let job_nodes = r.nodes.len() as u32;
+        let nodes = req.nodes.unwrap_or(job_nodes).min(job_nodes).max(1);
+        let ntasks = req.ntasks.unwrap_or_else(|| {
+            req.ntasks_per_node
+                .map(|n| n * nodes)
+                .unwrap_or(if req.nodes.is_some() { nodes } else { r.ntasks })
+        });
+        let cpt = req.cpus_per_task.unwrap_or(r.cpus_per_task).max(1);
+        let cpus: Vec<u32> = r
+            .cpus_per_node
+            .iter()
+            .take(nodes as usize)
+            .copied()
+            .collect();
+        let too_many = || {
+            format!("Unable to create step for job {job}: More processors requested than permitted")
+        };
+        if ntasks < nodes {
+            return Err(too_many());
+        }
+        // Block distribution: fill each node up to what its CPUs hold, in order, after
+        // one task each.
+        let mut per_node: Vec<u32> = vec![1; nodes as usize];
+        let mut left = ntasks - nodes;
+        if let Some(n) = req.ntasks_per_node {
+            per_node = vec![n; nodes as usize];
+            left = 0;
+            if n * nodes != ntasks {
+                return Err(too_many());
+            }
+        }
+        for (i, c) in cpus.iter().enumerate() {
+            let room = (c / cpt).saturating_sub(per_node[i]);
+            let more = room.min(left);
+            per_node[i] += more;
+            left -= more;
+        }
+        if left > 0 || per_node.iter().zip(&cpus).any(|(t, c)| t * cpt > *c) {
+            return Err(too_many());
+        }
+        let step = r.next_step;
+        let mut next_task = 0u32;
+        let mut plan_nodes = Vec::new();
+        let mut task_gpus = Vec::new();
+        for (i, n) in per_node.iter().enumerate() {
+            let name = r.nodes[i].clone();
+            let ids: Vec<u32> = (next_task..next_task + n).collect();
+            next_task += n;
+            let gpus = r.gpus_per_node.get(i).cloned().unwrap_or_default();
+            let per_task: Vec<Vec<u32>> = match req.gpus_per_task {
+                Some(g) if g > 0 => ids
+                    .iter()
+                    .enumerate()
+                    .map(|(k, _)| {
+                        gpus.iter()
+                            .skip(k * g as usize)
+                            .take(g as usize)
+                            .copied()
+                            .collect()
+                    })
+                    .collect(),
+                _ => ids.iter().map(|_| gpus.clone()).collect(),
+            };
+            task_gpus.push(per_task);
+            plan_nodes.push((
+                name.clone(),
+                agent_socket(&self.state_dir, &name).display().to_string(),
+                ids,
+            ));
+        }
+        let record = StepRecord {
+            job_id: job,
+            step: StepId::Number(step),
+            name: req.name.clone(),
+            state: JobState::Running,
+            start: now,
+            end: None,
+            exit_code: 0,
+            signal: 0,
+            nodes: plan_nodes.iter().map(|n| n.0.clone()).collect(),
+            ntasks,
+            cpus: ntasks * cpt,
+        };
+        self.steps
+            .insert((job, StepId::Number(step)), record.clone());
+        let r = self.jobs.get_mut(&job).expect("checked");
+        r.next_step += 1;
+        let effects = vec![
+            Effect::Persist(Box::new(r.clone())),
+            Effect::PersistStep(record),
+        ];
+        Ok((
+            StepPlan {
+                job_id: job,
+                step,
+                nodes: plan_nodes,
+                ntasks,
+                task_gpus,
+            },
+            effects,
+        ))
+    }
+
+    /// srun reports a step's end (its highest task exit code, or a signal).
+    pub fn end_step(
+        &mut self,
+        job: u64,
+        step: u32,
+        exit_code: i32,
+        signal: i32,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, String> {
+        let r = self.jobs.get(&job).ok_or_else(|| BAD_JOB.to_string())?;
+        if !Self::may_touch(caller, r) {
+            return Err("Access/permission denied".into());
+        }
+        let s = self
+            .steps
+            .get_mut(&(job, StepId::Number(step)))
+            .ok_or_else(|| "Invalid job step id".to_string())?;
+        if s.state != JobState::Running {
+            return Ok(Vec::new());
+        }
+        s.end = Some(now);
+        s.exit_code = exit_code;
+        s.signal = signal;
+        s.state = if signal == 9 && exit_code == 0 {
+            JobState::Cancelled
+        } else if exit_code != 0 || signal != 0 {
+            JobState::Failed
+        } else {
+            JobState::Completed
+        };
+        Ok(vec![Effect::PersistStep(s.clone())])
+    }
+
+    /// An agent registered (started, or came back): its node takes work; jobs the
+    /// controller believes run there but the agent does not know ended `NODE_FAIL`, or
+    /// go back to the queue when they may be requeued.
+    pub fn agent_registered(&mut self, node: &str, running: &[u64], now: i64) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let Some(nid) = self.conf.node_id(node) else {
+            return effects;
+        };
+        self.agents_up.insert(node.to_string());
+        if self.conf.cluster.node(nid).state == NodeState::Down
+            && !self
+                .conf
+                .settings
+                .iter()
+                .any(|(k, v)| k == "State" && v == "DOWN")
+        {
+            self.sched.set_node_state(nid, NodeState::Up);
+            self.conf.cluster.nodes[nid.index()].state = NodeState::Up;
+        }
+        let lost: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Running && !j.desc.interactive)
+            .filter(|j| j.nodes.first().map(String::as_str) == Some(node))
+            .filter(|j| !running.contains(&j.id))
+            .map(|j| j.id)
+            .collect();
+        for id in lost {
+            effects.extend(self.node_failed_job(id, now));
+        }
+        effects.extend(self.schedule(now));
+        effects
+    }
+
+    /// An agent stopped answering: its node is DOWN and its jobs fail (or requeue).
+    pub fn agent_lost(&mut self, node: &str, now: i64) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let Some(nid) = self.conf.node_id(node) else {
+            return effects;
+        };
+        self.agents_up.remove(node);
+        self.sched.set_node_state(nid, NodeState::Down);
+        let lost: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Running && j.nodes.iter().any(|n| n == node))
+            .map(|j| j.id)
+            .collect();
+        for id in lost {
+            effects.extend(self.node_failed_job(id, now));
+        }
+        effects
+    }
+
+    fn node_failed_job(&mut self, id: u64, now: i64) -> Vec<Effect> {
+        let r = &self.jobs[&id];
+        let requeue = r.desc.requeue.unwrap_or(true) && !r.desc.interactive;
+        let run = r.restarts;
+        if requeue {
+            let admin = Caller {
+                uid: 0,
+                gid: 0,
+                admin: true,
+            };
+            let mut effects = self.requeue(id, None, &admin, now).unwrap_or_default();
+            effects.retain(|e| !matches!(e, Effect::Terminate { .. }));
+            return effects;
+        }
+        let report = JobEnded {
+            job_id: id,
+            run,
+            node: String::new(),
+            state: JobState::NodeFail,
+            exit_code: 0,
+            signal: 0,
+            end: now,
+        };
+        self.job_ended(&report, now)
+    }
+
+    /// A job record.
+    pub fn job(&self, id: u64) -> Option<&JobRecord> {
+        self.jobs.get(&id)
+    }
+
+    /// Jobs `squeue` shows: pending, running, and those finished less than `MinJobAge`
+    /// ago.
+    pub fn visible_jobs(&self, now: i64) -> Vec<JobRecord> {
+        self.jobs
+            .values()
+            .filter(|j| {
+                !j.state.is_finished()
+                    || j.end_time.is_some_and(|e| now - e < self.conf.min_job_age)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Every job and step (for `sacct`).
+    pub fn accounting(&self) -> (Vec<JobRecord>, Vec<StepRecord>) {
+        (
+            self.jobs.values().cloned().collect(),
+            self.steps.values().cloned().collect(),
+        )
+    }
+
+    /// Nodes as `sinfo` shows them.
+    pub fn nodes(&self) -> Vec<NodeInfo> {
+        let mut alloc_cpus = vec![0u32; self.conf.cluster.nodes.len()];
+        let mut alloc_mem = vec![0u64; self.conf.cluster.nodes.len()];
+        for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
+            for (i, name) in j.nodes.iter().enumerate() {
+                if let Some(n) = self.conf.node_id(name) {
+                    alloc_cpus[n.index()] += j.cpus_per_node.get(i).copied().unwrap_or(0);
+                    alloc_mem[n.index()] += j.mem_per_node;
+                }
+            }
+        }
+        self.conf
+            .cluster
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let cpus = n.capacity.cpus;
+                let used = alloc_cpus[i].min(cpus);
+                let state = match n.state {
+                    NodeState::Down => "down",
+                    NodeState::Drain if used > 0 => "draining",
+                    NodeState::Drain => "drained",
+                    NodeState::Up if !self.agents_up.contains(&n.name) => "down",
+                    NodeState::Up if used == 0 => "idle",
+                    NodeState::Up if used >= cpus => "allocated",
+                    NodeState::Up => "mixed",
+                };
+                let topo = self.conf.topology.get(i).copied().unwrap_or((1, cpus, 1));
+                NodeInfo {
+                    name: n.name.clone(),
+                    state: state.into(),
+                    reason: None,
+                    cpus,
+                    cpus_alloc: used,
+                    memory: n.capacity.mem_mib,
+                    memory_alloc: alloc_mem[i],
+                    gres: self.conf.node_gres.get(i).cloned().unwrap_or_default(),
+                    partitions: self
+                        .conf
+                        .cluster
+                        .partitions
+                        .iter()
+                        .filter(|p| p.nodes.contains(&NodeId(i as u32)))
+                        .map(|p| p.name.clone())
+                        .collect(),
+                    sockets: topo.0,
+                    cores_per_socket: topo.1,
+                    threads_per_core: topo.2,
+                    features: self
+                        .conf
+                        .cluster
+                        .features
+                        .iter()
+                        .enumerate()
+                        .filter(|(b, _)| n.features & (1 << b) != 0)
+                        .map(|(_, f)| f.clone())
+                        .collect(),
+                    weight: n.weight,
+                    agent_up: self.agents_up.contains(&n.name),
+                }
+            })
+            .collect()
+    }
+
+    /// Partitions.
+    pub fn partitions(&self) -> Vec<PartitionInfo> {
+        self.conf
+            .cluster
+            .partitions
+            .iter()
+            .map(|p| PartitionInfo {
+                name: p.name.clone(),
+                default: p.is_default,
+                state: format!("{:?}", p.state).to_ascii_uppercase(),
+                max_time: p.max_time,
+                default_time: p.default_time,
+                nodes: p
+                    .nodes
+                    .iter()
+                    .map(|n| self.conf.cluster.node(*n).name.clone())
+                    .collect(),
+                max_nodes: p.max_nodes,
+                priority_tier: p.priority_tier,
+            })
+            .collect()
+    }
+
+    /// Configuration for `scontrol show config`.
+    pub fn config(&self) -> ConfigInfo {
+        let mut entries = vec![
+            ("ClusterName".to_string(), self.conf.cluster_name.clone()),
+            ("KillWait".into(), format!("{} sec", self.conf.kill_wait)),
+            ("MaxArraySize".into(), self.conf.max_array_size.to_string()),
+            ("MaxJobCount".into(), self.conf.max_job_count.to_string()),
+            ("MinJobAge".into(), format!("{} sec", self.conf.min_job_age)),
+            (
+                "SchedulerType".into(),
+                if self.conf.fifo {
+                    "sched/builtin".into()
+                } else {
+                    "sched/backfill".into()
+                },
+            ),
+            (
+                "StateSaveLocation".into(),
+                self.state_dir.display().to_string(),
+            ),
+        ];
+        for (k, v) in &self.conf.settings {
+            if !entries.iter().any(|(e, _)| e.eq_ignore_ascii_case(k)) {
+                entries.push((k.clone(), v.clone()));
+            }
+        }
+        entries.sort_by_key(|e| e.0.to_ascii_lowercase());
+        ConfigInfo {
+            cluster_name: self.conf.cluster_name.clone(),
+            entries,
+        }
+    }
+
+    /// Forgets jobs finished long ago from the working set (they stay in the database).
+    pub fn trim(&mut self, now: i64, keep_secs: i64) {
+        let old: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| j.state.is_finished() && j.end_time.is_some_and(|e| now - e > keep_secs))
+            .map(|j| j.id)
+            .collect();
+        for id in old {
+            self.jobs.remove(&id);
+        }
+    }
+}
+
+fn ids_len_is_one(job: u64, task: Option<u32>, c: &Controller) -> bool {
+    c.select(job, task).len() == 1
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DepState {
+    Satisfied,
+    Waiting,
+    Never,
+}
+
+impl DepState {
+    fn and(self, o: DepState) -> DepState {
+        match (self, o) {
+            (DepState::Never, _) | (_, DepState::Never) => DepState::Never,
+            (DepState::Waiting, _) | (_, DepState::Waiting) => DepState::Waiting,
+            _ => DepState::Satisfied,
+        }
+    }
+
+    fn or(self, o: DepState) -> DepState {
+        match (self, o) {
+            (DepState::Satisfied, _) | (_, DepState::Satisfied) => DepState::Satisfied,
+            (DepState::Waiting, _) | (_, DepState::Waiting) => DepState::Waiting,
+            _ => DepState::Never,
+        }
+    }
+}
+
+/// Slurm's `SLURM_TASKS_PER_NODE` form: `8(x2),4`.
+pub fn tasks_per_node_string(counts: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < counts.len() {
+        let mut j = i;
+        while j + 1 < counts.len() && counts[j + 1] == counts[i] {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}(x{})", counts[i], j - i + 1)
+        } else {
+            counts[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// The environment of a job's batch script (Slurm's variables, on top of the
+/// submitter's exported environment).
+pub fn batch_environment(
+    r: &JobRecord,
+    conf: &ClusterConfig,
+    state_dir: &Path,
+) -> Vec<(String, String)> {
+    let mut env: BTreeMap<String, String> = r.desc.environment.iter().cloned().collect();
+    // Variables from an earlier allocation must not leak into this one.
+    env.retain(|k, _| !k.starts_with("SLURM_") && k != "CUDA_VISIBLE_DEVICES");
+    let nodelist = sluice_conf::hostlist::compress(&r.nodes);
+    let id = r.id.to_string();
+    let first = r.nodes.first().cloned().unwrap_or_default();
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_string(), v);
+    };
+    set("SLURM_JOB_ID", id.clone());
+    set("SLURM_JOBID", id);
+    set("SLURM_JOB_NAME", r.desc.name.clone());
+    set("SLURM_JOB_NODELIST", nodelist.clone());
+    set("SLURM_NODELIST", nodelist);
+    set("SLURM_JOB_NUM_NODES", r.nodes.len().to_string());
+    set("SLURM_NNODES", r.nodes.len().to_string());
+    set("SLURM_NTASKS", r.ntasks.to_string());
+    set("SLURM_NPROCS", r.ntasks.to_string());
+    set(
+        "SLURM_TASKS_PER_NODE",
+        tasks_per_node_string(&r.tasks_per_node),
+    );
+    if let Some(n) = r.desc.ntasks_per_node {
+        set("SLURM_NTASKS_PER_NODE", n.to_string());
+    }
+    if let Some(c) = r.desc.cpus_per_task {
+        set("SLURM_CPUS_PER_TASK", c.to_string());
+    }
+    set(
+        "SLURM_CPUS_ON_NODE",
+        r.cpus_per_node.first().copied().unwrap_or(1).to_string(),
+    );
+    set(
+        "SLURM_JOB_CPUS_PER_NODE",
+        tasks_per_node_string(&r.cpus_per_node),
+    );
+    set("SLURM_JOB_PARTITION", r.partition.clone());
+    set("SLURM_JOB_ACCOUNT", r.account.clone());
+    set("SLURM_JOB_QOS", r.qos.clone());
+    set("SLURM_JOB_UID", r.uid.to_string());
+    set("SLURM_JOB_USER", r.user.clone());
+    set("SLURM_JOB_GID", r.gid.to_string());
+    set("SLURM_SUBMIT_DIR", r.desc.work_dir.clone());
+    set("SLURM_SUBMIT_HOST", r.desc.submit_host.clone());
+    set("SLURM_CLUSTER_NAME", conf.cluster_name.clone());
+    set("SLURM_NODEID", "0".into());
+    set("SLURM_PROCID", "0".into());
+    set("SLURM_LOCALID", "0".into());
+    set("SLURM_GTIDS", "0".into());
+    set("SLURMD_NODENAME", first);
+    set(
+        "SLURM_JOB_START_TIME",
+        r.start_time.unwrap_or(0).to_string(),
+    );
+    if let Some(limit) = r.time_limit {
+        set(
+            "SLURM_JOB_END_TIME",
+            (r.start_time.unwrap_or(0) + limit).to_string(),
+        );
+    }
+    if r.mem_per_node > 0 {
+        set("SLURM_MEM_PER_NODE", r.mem_per_node.to_string());
+    }
+    if r.restarts > 0 {
+        set("SLURM_RESTART_COUNT", r.restarts.to_string());
+    }
+    if let Some((array, task)) = r.array {
+        set("SLURM_ARRAY_JOB_ID", array.to_string());
+        set("SLURM_ARRAY_TASK_ID", task.to_string());
+        let tasks = r
+            .desc
+            .array
+            .as_ref()
+            .map(|a| a.0.clone())
+            .unwrap_or_default();
+        set("SLURM_ARRAY_TASK_COUNT", tasks.len().to_string());
+        set(
+            "SLURM_ARRAY_TASK_MIN",
+            tasks.first().copied().unwrap_or(task).to_string(),
+        );
+        set(
+            "SLURM_ARRAY_TASK_MAX",
+            tasks.last().copied().unwrap_or(task).to_string(),
+        );
+        if let Some(step) = r.desc.array.as_ref().and_then(|a| {
+            (a.0.len() > 1).then(|| a.0.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(1))
+        }) {
+            set("SLURM_ARRAY_TASK_STEP", step.to_string());
+        }
+    }
+    let gpus = r.gpus_per_node.first().cloned().unwrap_or_default();
+    if !gpus.is_empty() {
+        let list = gpus
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        set("SLURM_JOB_GPUS", list.clone());
+        set("SLURM_GPUS_ON_NODE", gpus.len().to_string());
+        set("CUDA_VISIBLE_DEVICES", list.clone());
+        set("ROCR_VISIBLE_DEVICES", list.clone());
+        set("GPU_DEVICE_ORDINAL", list.clone());
+        set("ZE_AFFINITY_MASK", list);
+    }
+    set(
+        sluice_proto::paths::STATE_DIR_ENV,
+        state_dir.display().to_string(),
+    );
+    env.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests;

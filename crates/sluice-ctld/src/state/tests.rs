@@ -1,0 +1,347 @@
+//! Stories of the controller's state machine: submissions, starts, ends, arrays,
+//! dependencies, holds, cancels, requeues and steps, with the exact effects expected.
+
+use super::*;
+use sluice_core::{Cluster, Node, Partition};
+
+fn conf(nodes: u32, cpus: u32) -> ClusterConfig {
+    let mut c = ClusterConfig::this_machine();
+    let mut cluster = Cluster::default();
+    for i in 1..=nodes {
+        cluster
+            .nodes
+            .push(Node::new(format!("node{i:02}"), cpus, 1000));
+    }
+    let mut p = Partition::new("debug", (0..nodes).map(NodeId).collect());
+    p.is_default = true;
+    p.max_time = Some(3600);
+    cluster.partitions.push(p);
+    c.cluster = cluster;
+    c.topology = vec![(1, cpus, 1); nodes as usize];
+    c.node_gres = vec![String::new(); nodes as usize];
+    c.cluster_name = "test".into();
+    c
+}
+
+fn alice() -> Caller {
+    Caller {
+        uid: 1000,
+        gid: 1000,
+        admin: false,
+    }
+}
+
+fn desc(ntasks: u32, time: i64) -> JobDescription {
+    JobDescription {
+        name: "job".into(),
+        ntasks: Some(ntasks),
+        time_limit: Some(Some(time)),
+        work_dir: "/home/alice".into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        submit_host: "login".into(),
+        ..Default::default()
+    }
+}
+
+/// Submits as the server does: prepare, make durable (here: ids from `next`), accept.
+fn submit(c: &mut Controller, d: JobDescription, next: &mut u64, now: i64) -> (u64, Vec<Effect>) {
+    let p = c
+        .prepare(d, &alice(), "alice", "alice", now)
+        .expect("accepted");
+    let first = *next;
+    *next += p.ids();
+    let records = p.records(first);
+    (first, c.accept(records, now))
+}
+
+fn launches(effects: &[Effect]) -> Vec<(u64, Vec<String>)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Launch { order, .. } => Some((order.job.id, order.job.nodes.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ended(id: u64, state: JobState, code: i32, now: i64) -> JobEnded {
+    JobEnded {
+        job_id: id,
+        run: 0,
+        node: "node01".into(),
+        state,
+        exit_code: code,
+        signal: 0,
+        end: now,
+    }
+}
+
+#[test]
+fn a_job_starts_on_its_nodes_with_its_environment_and_ends_completed() {
+    // Two 4-CPU nodes. A 6-task job needs both: node01 gets 4 tasks, node02 gets 2.
+    let mut c = Controller::new(conf(2, 4), Path::new("/state"), vec![], vec![], 0);
+    let mut next = 10;
+    let (id, _) = submit(&mut c, desc(6, 600), &mut next, 100);
+    let effects = c.schedule(100);
+    assert_eq!(
+        launches(&effects),
+        vec![(10, vec!["node01".into(), "node02".into()])]
+    );
+    let Some(Effect::Launch { socket, order }) =
+        effects.iter().find(|e| matches!(e, Effect::Launch { .. }))
+    else {
+        unreachable!()
+    };
+    assert_eq!(socket, Path::new("/state/agents/node01.sock"));
+    let env: BTreeMap<_, _> = order.environment.iter().cloned().collect();
+    assert_eq!(env["SLURM_JOB_ID"], "10");
+    assert_eq!(env["SLURM_JOB_NODELIST"], "node[01-02]");
+    assert_eq!(env["SLURM_NTASKS"], "6");
+    assert_eq!(env["SLURM_TASKS_PER_NODE"], "4,2");
+    assert_eq!(env["SLURM_JOB_NUM_NODES"], "2");
+    assert_eq!(env["SLURM_SUBMIT_DIR"], "/home/alice");
+    assert_eq!(env["SLUICE_STATE_DIR"], "/state");
+    assert_eq!(order.job.stdout, "/home/alice/slurm-10.out");
+    let effects = c.job_ended(&ended(id, JobState::Completed, 0, 160), 160);
+    let r = c.job(id).unwrap();
+    assert_eq!(
+        (r.state, r.start_time, r.end_time),
+        (JobState::Completed, Some(100), Some(160))
+    );
+    assert!(effects.iter().any(|e| matches!(e, Effect::PersistStep(s) if s.step == StepId::Batch && s.state == JobState::Completed)));
+}
+
+#[test]
+fn an_array_gets_one_id_per_task_and_honours_its_throttle() {
+    let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(1, 600);
+    d.array = Some((vec![0, 1, 2, 3], Some(2)));
+    let (first, _) = submit(&mut c, d, &mut next, 0);
+    assert_eq!(next, 5);
+    let effects = c.schedule(0);
+    assert_eq!(
+        launches(&effects).iter().map(|l| l.0).collect::<Vec<_>>(),
+        [1, 2],
+        "throttle %2"
+    );
+    assert_eq!(c.job(3).unwrap().reason, "JobArrayTaskLimit");
+    assert_eq!(c.job(first).unwrap().display_id(), "1_0");
+    let env: BTreeMap<_, _> = match &effects
+        .iter()
+        .find(|e| matches!(e, Effect::Launch { .. }))
+        .unwrap()
+    {
+        Effect::Launch { order, .. } => order.environment.iter().cloned().collect(),
+        _ => unreachable!(),
+    };
+    assert_eq!(
+        (
+            env["SLURM_ARRAY_JOB_ID"].as_str(),
+            env["SLURM_ARRAY_TASK_ID"].as_str()
+        ),
+        ("1", "0")
+    );
+    assert_eq!(env["SLURM_ARRAY_TASK_COUNT"], "4");
+    assert_eq!(c.job(1).unwrap().stdout, "/home/alice/slurm-1_0.out");
+    let effects = c.job_ended(&ended(1, JobState::Completed, 0, 10), 10);
+    assert_eq!(
+        launches(&effects).iter().map(|l| l.0).collect::<Vec<_>>(),
+        [3]
+    );
+}
+
+#[test]
+fn dependencies_wait_then_start_or_are_never_satisfied() {
+    let mut c = Controller::new(conf(2, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (a, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    let mut d = desc(1, 600);
+    d.dependency = Some(format!("afterok:{a}"));
+    let (b, _) = submit(&mut c, d, &mut next, 0);
+    let mut d = desc(1, 600);
+    d.dependency = Some(format!("afternotok:{a}"));
+    let (n, _) = submit(&mut c, d, &mut next, 0);
+    c.schedule(0);
+    assert_eq!(c.job(b).unwrap().reason, "Dependency");
+    assert_eq!(c.job(b).unwrap().state, JobState::Pending);
+    let effects = c.job_ended(&ended(a, JobState::Completed, 0, 50), 50);
+    assert_eq!(launches(&effects), vec![(b, vec!["node01".into()])]);
+    assert_eq!(c.job(n).unwrap().reason, "DependencyNeverSatisfied");
+}
+
+#[test]
+fn hold_release_cancel_and_permissions() {
+    let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (busy, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    let mut d = desc(1, 600);
+    d.hold = true;
+    let (held, _) = submit(&mut c, d, &mut next, 0);
+    c.schedule(0);
+    assert_eq!(c.job(held).unwrap().reason, "JobHeldUser");
+    let bob = Caller {
+        uid: 1001,
+        gid: 1001,
+        admin: false,
+    };
+    assert_eq!(
+        c.set_hold(held, None, false, &bob, 1),
+        Err("Access/permission denied".to_string())
+    );
+    c.set_hold(held, None, false, &alice(), 1).unwrap();
+    assert_eq!(c.job(held).unwrap().reason, "Resources");
+    let req = CancelRequest {
+        jobs: vec![(held, None)],
+        ..Default::default()
+    };
+    c.cancel(&req, &alice(), 2).unwrap();
+    let r = c.job(held).unwrap();
+    assert_eq!((r.state, r.cancelled_by), (JobState::Cancelled, Some(1000)));
+    let req = CancelRequest {
+        jobs: vec![(busy, None)],
+        ..Default::default()
+    };
+    let effects = c.cancel(&req, &alice(), 3).unwrap();
+    assert!(
+        matches!(&effects[..], [Effect::Terminate { job_id, state: JobState::Cancelled, .. }] if *job_id == busy)
+    );
+}
+
+#[test]
+fn requeue_keeps_the_id_appends_output_and_counts_restarts() {
+    let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 7;
+    let (id, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    let effects = c.requeue(id, None, &alice(), 30).unwrap();
+    assert!(effects.iter().any(|e| matches!(
+        e,
+        Effect::Terminate {
+            state: JobState::Requeued,
+            ..
+        }
+    )));
+    // No two-minute wait: the job starts again at once.
+    let relaunch = launches(&effects);
+    assert_eq!(relaunch, vec![(7, vec!["node01".into()])]);
+    let r = c.job(id).unwrap();
+    assert_eq!(
+        (r.state, r.restarts, r.desc.append),
+        (JobState::Running, 1, true)
+    );
+    // The end of the first run, arriving late, changes nothing.
+    let stale = JobEnded {
+        run: 0,
+        ..ended(id, JobState::Failed, 143, 31)
+    };
+    assert!(c.job_ended(&stale, 31).is_empty());
+    assert_eq!(c.job(id).unwrap().state, JobState::Running);
+}
+
+#[test]
+fn steps_spread_tasks_over_the_allocation_in_blocks() {
+    let mut c = Controller::new(conf(2, 8), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(16, 600);
+    d.nodes = Some((2, 2));
+    d.ntasks_per_node = Some(8);
+    let (id, _) = submit(&mut c, d, &mut next, 0);
+    c.schedule(0);
+    let (plan, _) = c
+        .start_step(
+            id,
+            &StepRequest {
+                argv: vec!["hostname".into()],
+                name: "hostname".into(),
+                ..Default::default()
+            },
+            &alice(),
+            5,
+        )
+        .unwrap();
+    assert_eq!(plan.step, 0);
+    assert_eq!(plan.ntasks, 16);
+    assert_eq!(plan.nodes[0].2, (0..8).collect::<Vec<u32>>());
+    assert_eq!(plan.nodes[1].2, (8..16).collect::<Vec<u32>>());
+    let (plan, _) = c
+        .start_step(
+            id,
+            &StepRequest {
+                ntasks: Some(2),
+                ..Default::default()
+            },
+            &alice(),
+            6,
+        )
+        .unwrap();
+    assert_eq!(
+        (plan.step, plan.nodes.len()),
+        (1, 2),
+        "one task on each node"
+    );
+    let err = c
+        .start_step(
+            id,
+            &StepRequest {
+                ntasks: Some(17),
+                ..Default::default()
+            },
+            &alice(),
+            7,
+        )
+        .unwrap_err();
+    assert_eq!(
+        err,
+        format!("Unable to create step for job {id}: More processors requested than permitted")
+    );
+}
+
+#[test]
+fn refusals_change_nothing_and_use_slurms_words() {
+    let mut c = Controller::new(conf(1, 4), Path::new("/s"), vec![], vec![], 0);
+    let mut d = desc(1, 60);
+    d.partition = Some("nosuch".into());
+    assert_eq!(
+        c.prepare(d, &alice(), "a", "a", 0).unwrap_err(),
+        BAD_PARTITION
+    );
+    assert_eq!(
+        c.prepare(desc(5, 60), &alice(), "a", "a", 0).unwrap_err(),
+        NODE_CONFIG
+    );
+    let mut d = desc(1, 60);
+    d.gres = vec![sluice_proto::types::GresRequest {
+        name: "gpu".into(),
+        gres_type: None,
+        count: 1,
+    }];
+    assert_eq!(
+        c.prepare(d, &alice(), "a", "a", 0).unwrap_err(),
+        "Invalid generic resource (gres) specification"
+    );
+    assert!(c.visible_jobs(0).is_empty());
+    let _ = c.schedule(0);
+}
+
+#[test]
+fn a_restart_takes_back_running_and_pending_jobs() {
+    let mut c = Controller::new(conf(1, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (a, _) = submit(&mut c, desc(2, 600), &mut next, 0);
+    c.schedule(0);
+    let (b, _) = submit(&mut c, desc(1, 600), &mut next, 1);
+    c.schedule(1);
+    let (jobs, steps) = c.accounting();
+    let mut c2 = Controller::new(conf(1, 2), Path::new("/s"), jobs, steps, 2);
+    c2.agent_registered("node01", &[a], 2);
+    assert_eq!(c2.job(a).unwrap().state, JobState::Running);
+    assert_eq!(
+        c2.job(b).unwrap().state,
+        JobState::Pending,
+        "the node is still full"
+    );
+    let effects = c2.job_ended(&ended(a, JobState::Completed, 0, 10), 10);
+    assert_eq!(launches(&effects), vec![(b, vec!["node01".into()])]);
+}
