@@ -4,4 +4,5 @@
 //! - [`state`]: the state machine around the scheduling core (no I/O).
 
 pub mod config;
+pub mod server;
 pub mod state;

@@ -113,12 +113,7 @@ impl Client {
         Ok(buf)
     }
 
-    fn send(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&[u8]>,
-    ) -> Result<Response, ClientError> {
+    fn send(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Response, ClientError> {
         let mut stream =
             UnixStream::connect(&self.socket).map_err(|source| ClientError::Connect {
                 socket: self.socket.clone(),

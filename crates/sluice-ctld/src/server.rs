@@ -1,0 +1,612 @@
+//! The controller daemon: HTTP/JSON on a Unix socket, durable state, and the loop that
+//! drives the state machine.
+//!
+//! Every request carries its caller's uid and gid from the socket's peer credentials
+//! (`SO_PEERCRED`); nothing in a request body says who the caller is. A submission is
+//! answered only once its record is committed (group commit makes that cheap under
+//! load). State changes that later effects depend on (a job marked RUNNING before its
+//! script is launched) are made durable first.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::connect_info::{self, ConnectInfo};
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use sluice_proto::types::{
+    CancelRequest, ConfigInfo, ErrorReply, JobDescription, JobEnded, JobRecord, JobState, NodeInfo,
+    PartitionInfo, StepPlan, StepRecord, StepRequest, SubmitReply,
+};
+use sluice_proto::Client;
+use sluice_store::Store;
+use tokio::net::UnixListener;
+use tokio::sync::Notify;
+
+use crate::config::ClusterConfig;
+use crate::state::{Caller, Controller, Effect, BAD_JOB};
+
+/// Peer credentials of a connection.
+#[derive(Clone, Copy, Debug)]
+pub struct Peer {
+    /// uid.
+    pub uid: u32,
+    /// gid.
+    pub gid: u32,
+}
+
+impl connect_info::Connected<axum::serve::IncomingStream<'_, UnixListener>> for Peer {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, UnixListener>) -> Self {
+        match stream.io().peer_cred() {
+            Ok(c) => Peer {
+                uid: c.uid(),
+                gid: c.gid(),
+            },
+            // No credentials: treat as nobody.
+            Err(_) => Peer {
+                uid: u32::MAX - 1,
+                gid: u32::MAX - 1,
+            },
+        }
+    }
+}
+
+/// Why the controller could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The state directory or socket could not be set up.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The database could not be opened.
+    #[error(transparent)]
+    Store(#[from] sluice_store::StoreError),
+    /// A stored record could not be read back.
+    #[error("{0}")]
+    Corrupt(String),
+}
+
+struct Shared {
+    ctl: Mutex<Controller>,
+    store: Store,
+    wake: Notify,
+    own_uid: u32,
+}
+
+type App = Arc<Shared>;
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (
+        status,
+        Json(ErrorReply {
+            error: message.into(),
+        }),
+    )
+        .into_response()
+}
+
+impl Shared {
+    fn caller(&self, peer: Peer) -> Caller {
+        Caller {
+            uid: peer.uid,
+            gid: peer.gid,
+            admin: peer.uid == 0 || peer.uid == self.own_uid,
+        }
+    }
+}
+
+/// Runs the controller for `conf` with its state in `state_dir` until `shutdown`
+/// completes.
+///
+/// Errors: the state directory, database or socket cannot be set up.
+pub async fn run(
+    conf: ClusterConfig,
+    state_dir: &Path,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ServeError::Io { path, source }
+    };
+    std::fs::create_dir_all(state_dir).map_err(io(state_dir))?;
+    std::fs::create_dir_all(state_dir.join("agents")).map_err(io(state_dir))?;
+    let (store, writer, snapshot) = Store::open(&state_dir.join("sluice.db"), conf.first_job_id)?;
+    let mut jobs = Vec::new();
+    for row in &snapshot.jobs {
+        jobs.push(
+            serde_json::from_str::<JobRecord>(&row.record)
+                .map_err(|e| ServeError::Corrupt(format!("job {}: {e}", row.id)))?,
+        );
+    }
+    let mut steps = Vec::new();
+    for row in &snapshot.steps {
+        steps.push(
+            serde_json::from_str::<StepRecord>(&row.record)
+                .map_err(|e| ServeError::Corrupt(format!("step {}: {e}", row.id)))?,
+        );
+    }
+    let ctl = Controller::new(conf, state_dir, jobs, steps, now());
+    let shared = Arc::new(Shared {
+        ctl: Mutex::new(ctl),
+        store,
+        wake: Notify::new(),
+        own_uid: nix::unistd::geteuid().as_raw(),
+    });
+    let socket = sluice_proto::paths::controller_socket(state_dir);
+    let _ = std::fs::remove_file(&socket);
+    let listener = UnixListener::bind(&socket).map_err(io(&socket))?;
+    // Any local user may talk to the controller; who they are comes from the socket.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
+        .map_err(io(&socket))?;
+    let app = router(shared.clone());
+    let sched = tokio::spawn(schedule_loop(shared.clone()));
+    let server = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
+        .with_graceful_shutdown(shutdown);
+    let result = server.await;
+    sched.abort();
+    let _ = shared.store.sync();
+    drop(shared);
+    drop(writer);
+    let _ = std::fs::remove_file(&socket);
+    result.map_err(io(&socket))
+}
+
+fn router(app: App) -> Router {
+    Router::new()
+        .route(
+            "/v1/ping",
+            get(|| async { Json(serde_json::json!({"ok": true})) }),
+        )
+        .route("/v1/jobs", post(submit).get(list_jobs))
+        .route("/v1/jobs/{id}", get(show_job))
+        .route("/v1/jobs/{id}/hold", post(hold))
+        .route("/v1/jobs/{id}/release", post(release))
+        .route("/v1/jobs/{id}/requeue", post(requeue))
+        .route("/v1/jobs/{id}/steps", post(start_step))
+        .route("/v1/jobs/{id}/steps/{step}/end", post(end_step))
+        .route("/v1/jobs/{id}/complete", post(complete))
+        .route("/v1/cancel", post(cancel))
+        .route("/v1/accounting", get(accounting))
+        .route("/v1/nodes", get(nodes))
+        .route("/v1/partitions", get(partitions))
+        .route("/v1/config", get(config))
+        .route("/v1/agent/register", post(agent_register))
+        .route("/v1/agent/ended", post(agent_ended))
+        .with_state(app)
+}
+
+/// Carries out effects: records first (durably), then orders to agents.
+async fn execute(app: &App, effects: Vec<Effect>) {
+    let mut waits = Vec::new();
+    let mut orders = Vec::new();
+    for e in effects {
+        match e {
+            Effect::Persist(r) => {
+                let json = serde_json::to_string(&*r).expect("records serialise");
+                waits.push(app.store.put_job(r.id, json));
+            }
+            Effect::PersistStep(s) => {
+                let json = serde_json::to_string(&s).expect("records serialise");
+                let n = match s.step {
+                    sluice_proto::types::StepId::Batch => u32::MAX - 1,
+                    sluice_proto::types::StepId::Extern => u32::MAX - 2,
+                    sluice_proto::types::StepId::Number(n) => n,
+                };
+                waits.push(app.store.put_step(s.job_id, n, json));
+            }
+            other => orders.push(other),
+        }
+    }
+    if !waits.is_empty() {
+        let _ = tokio::task::spawn_blocking(move || {
+            for w in waits {
+                let _ = w.recv();
+            }
+        })
+        .await;
+    }
+    for order in orders {
+        let app = app.clone();
+        let task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+            Box::pin(async move { send_order(&app, order).await });
+        tokio::spawn(task);
+    }
+}
+
+/// [`execute`] behind a boxed, `Send` future (it recurses through [`send_order`]).
+fn execute_boxed(
+    app: App,
+    effects: Vec<Effect>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move { execute(&app, effects).await })
+}
+
+async fn send_order(app: &App, order: Effect) {
+    let result = tokio::task::spawn_blocking({
+        let order = order.clone();
+        move || -> Result<(), (PathBuf, String)> {
+            match order {
+                Effect::Launch { socket, order } => Client::new(&socket)
+                    .post::<_, serde_json::Value>("/v1/batch", &*order)
+                    .map(|_| ())
+                    .map_err(|e| (socket, e.to_string())),
+                Effect::Signal {
+                    sockets,
+                    job_id,
+                    signal,
+                    batch_only,
+                } => {
+                    for s in sockets {
+                        let body = serde_json::json!({"job_id": job_id, "signal": signal, "batch_only": batch_only});
+                        let _ = Client::new(&s).post::<_, serde_json::Value>("/v1/signal", &body);
+                    }
+                    Ok(())
+                }
+                Effect::Terminate { sockets, job_id, state } => {
+                    for s in sockets {
+                        let body = serde_json::json!({"job_id": job_id, "state": state});
+                        let _ = Client::new(&s).post::<_, serde_json::Value>("/v1/terminate", &body);
+                    }
+                    Ok(())
+                }
+                _ => Ok(()),
+            }
+        }
+    })
+    .await;
+    if let Ok(Err((socket, why))) = result {
+        // The node's agent cannot take the job: the node is down.
+        let node = socket
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("")
+            .to_string();
+        tracing::warn!("agent on {node} unreachable ({why}); marking it down");
+        let effects = app.ctl.lock().expect("lock").agent_lost(&node, now());
+        execute_boxed(app.clone(), effects).await;
+        app.wake.notify_one();
+    }
+}
+
+async fn schedule_loop(app: App) {
+    loop {
+        let wait = {
+            let ctl = app.ctl.lock().expect("lock");
+            ctl.next_wakeup()
+                .map(|t| (t - now()).clamp(0, 1))
+                .unwrap_or(1)
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(wait as u64), app.wake.notified()).await;
+        let effects = app.ctl.lock().expect("lock").schedule(now());
+        if !effects.is_empty() {
+            execute(&app, effects).await;
+        }
+    }
+}
+
+fn user_and_group(uid: u32, gid: u32) -> (String, String) {
+    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string());
+    let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+        .unwrap_or_else(|| gid.to_string());
+    (user, group)
+}
+
+async fn submit(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(desc): Json<JobDescription>,
+) -> Response {
+    let caller = app.caller(peer);
+    let (user, group) = user_and_group(peer.uid, peer.gid);
+    let prepared = match app
+        .ctl
+        .lock()
+        .expect("lock")
+        .prepare(desc, &caller, &user, &group, now())
+    {
+        Ok(p) => p,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    let warnings = prepared.warnings.clone();
+    let p = prepared.clone();
+    let rx = app.store.submit(
+        prepared.ids(),
+        Box::new(move |first| {
+            p.records(first)
+                .iter()
+                .map(|r| serde_json::to_string(r).expect("records serialise"))
+                .collect()
+        }),
+    );
+    let first = match tokio::task::spawn_blocking(move || rx.recv()).await {
+        Ok(Ok(Ok(id))) => id,
+        Ok(Ok(Err(e))) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Unable to save the job: {e}"),
+            )
+        }
+        _ => return error(StatusCode::INTERNAL_SERVER_ERROR, "Unable to save the job"),
+    };
+    let effects = app
+        .ctl
+        .lock()
+        .expect("lock")
+        .accept(prepared.records(first), now());
+    execute(&app, effects).await;
+    app.wake.notify_one();
+    Json(SubmitReply {
+        job_id: first,
+        warnings,
+    })
+    .into_response()
+}
+
+async fn list_jobs(State(app): State<App>) -> Json<Vec<JobRecord>> {
+    Json(app.ctl.lock().expect("lock").visible_jobs(now()))
+}
+
+async fn show_job(State(app): State<App>, UrlPath(id): UrlPath<u64>) -> Response {
+    match app.ctl.lock().expect("lock").job(id) {
+        Some(r) => Json(r.clone()).into_response(),
+        None => error(StatusCode::NOT_FOUND, BAD_JOB),
+    }
+}
+
+/// Body of hold/release/requeue: an optional array task.
+#[derive(Deserialize, Default)]
+struct TaskSel {
+    #[serde(default)]
+    task: Option<u32>,
+}
+
+async fn hold_or_release(app: App, peer: Peer, id: u64, task: Option<u32>, hold: bool) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ctl
+        .lock()
+        .expect("lock")
+        .set_hold(id, task, hold, &caller, now());
+    match r {
+        Ok(effects) => {
+            execute(&app, effects).await;
+            app.wake.notify_one();
+            Json(serde_json::json!({})).into_response()
+        }
+        Err(e) => error(StatusCode::BAD_REQUEST, e),
+    }
+}
+
+async fn hold(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(t): Json<TaskSel>,
+) -> Response {
+    hold_or_release(app, peer, id, t.task, true).await
+}
+
+async fn release(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(t): Json<TaskSel>,
+) -> Response {
+    hold_or_release(app, peer, id, t.task, false).await
+}
+
+async fn requeue(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(t): Json<TaskSel>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ctl
+        .lock()
+        .expect("lock")
+        .requeue(id, t.task, &caller, now());
+    match r {
+        Ok(effects) => {
+            execute(&app, effects).await;
+            app.wake.notify_one();
+            Json(serde_json::json!({})).into_response()
+        }
+        Err(e) => error(StatusCode::BAD_REQUEST, e),
+    }
+}
+
+async fn start_step(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(req): Json<StepRequest>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ctl
+        .lock()
+        .expect("lock")
+        .start_step(id, &req, &caller, now());
+    match r {
+        Ok((plan, effects)) => {
+            execute(&app, effects).await;
+            Json::<StepPlan>(plan).into_response()
+        }
+        Err(e) => error(StatusCode::BAD_REQUEST, e),
+    }
+}
+
+/// A step's or an allocation's end.
+#[derive(Serialize, Deserialize, Default)]
+pub struct ExitReport {
+    /// Exit code.
+    pub exit_code: i32,
+    /// Signal.
+    pub signal: i32,
+}
+
+async fn end_step(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath((id, step)): UrlPath<(u64, u32)>,
+    Json(x): Json<ExitReport>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ctl
+        .lock()
+        .expect("lock")
+        .end_step(id, step, x.exit_code, x.signal, &caller, now());
+    match r {
+        Ok(effects) => {
+            execute(&app, effects).await;
+            Json(serde_json::json!({})).into_response()
+        }
+        Err(e) => error(StatusCode::BAD_REQUEST, e),
+    }
+}
+
+async fn complete(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(x): Json<ExitReport>,
+) -> Response {
+    let caller = app.caller(peer);
+    let effects = {
+        let mut ctl = app.ctl.lock().expect("lock");
+        let Some(r) = ctl.job(id) else {
+            return error(StatusCode::NOT_FOUND, BAD_JOB);
+        };
+        if !(caller.admin || caller.uid == r.uid) {
+            return error(StatusCode::FORBIDDEN, "Access/permission denied");
+        }
+        let state = if x.exit_code == 0 && x.signal == 0 {
+            JobState::Completed
+        } else {
+            JobState::Failed
+        };
+        let report = JobEnded {
+            job_id: id,
+            run: r.restarts,
+            node: String::new(),
+            state,
+            exit_code: x.exit_code,
+            signal: x.signal,
+            end: now(),
+        };
+        ctl.job_ended(&report, now())
+    };
+    execute(&app, effects).await;
+    app.wake.notify_one();
+    Json(serde_json::json!({})).into_response()
+}
+
+async fn cancel(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(req): Json<CancelRequest>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app.ctl.lock().expect("lock").cancel(&req, &caller, now());
+    match r {
+        Ok(effects) => {
+            execute(&app, effects).await;
+            app.wake.notify_one();
+            Json(serde_json::json!({})).into_response()
+        }
+        Err(e) => error(StatusCode::FORBIDDEN, e),
+    }
+}
+
+/// `sacct`'s data.
+#[derive(Serialize, Deserialize)]
+pub struct Accounting {
+    /// Jobs.
+    pub jobs: Vec<JobRecord>,
+    /// Steps.
+    pub steps: Vec<StepRecord>,
+}
+
+async fn accounting(State(app): State<App>) -> Json<Accounting> {
+    let (jobs, steps) = app.ctl.lock().expect("lock").accounting();
+    Json(Accounting { jobs, steps })
+}
+
+async fn nodes(State(app): State<App>) -> Json<Vec<NodeInfo>> {
+    Json(app.ctl.lock().expect("lock").nodes())
+}
+
+async fn partitions(State(app): State<App>) -> Json<Vec<PartitionInfo>> {
+    Json(app.ctl.lock().expect("lock").partitions())
+}
+
+async fn config(State(app): State<App>) -> Json<ConfigInfo> {
+    Json(app.ctl.lock().expect("lock").config())
+}
+
+/// An agent's registration.
+#[derive(Serialize, Deserialize)]
+pub struct Register {
+    /// Its node.
+    pub node: String,
+    /// Jobs it is running.
+    pub running: Vec<u64>,
+}
+
+async fn agent_register(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(r): Json<Register>,
+) -> Response {
+    if !app.caller(peer).admin {
+        return error(StatusCode::FORBIDDEN, "Access/permission denied");
+    }
+    let effects = app
+        .ctl
+        .lock()
+        .expect("lock")
+        .agent_registered(&r.node, &r.running, now());
+    execute(&app, effects).await;
+    app.wake.notify_one();
+    Json(serde_json::json!({})).into_response()
+}
+
+async fn agent_ended(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(r): Json<JobEnded>,
+) -> Response {
+    if !app.caller(peer).admin {
+        return error(StatusCode::FORBIDDEN, "Access/permission denied");
+    }
+    let effects = app.ctl.lock().expect("lock").job_ended(&r, now());
+    execute(&app, effects).await;
+    app.wake.notify_one();
+    Json(serde_json::json!({})).into_response()
+}
