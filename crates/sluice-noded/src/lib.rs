@@ -1,0 +1,296 @@
+//! The Sluice node agent (slurmd and slurmstepd's job) for one node.
+//!
+//! It listens on its own Unix socket and obeys the controller only: orders to run or
+//! signal a batch script must come from the controller's user (or root), checked from
+//! the socket's peer credentials. srun's requests to start tasks come from the job's
+//! owner, and the agent checks with the controller that the step exists, is theirs and
+//! includes this node.
+//!
+//! A batch script runs as its owner (set[ug]id and initgroups when the agent is root;
+//! otherwise the agent runs only its own user's jobs), in its working directory, with
+//! the environment the controller computed, its output in the patterned files, in a
+//! session of its own. At its time limit it gets SIGTERM and, `KillWait` seconds later,
+//! SIGKILL, and ends `TIMEOUT`; `--signal` is delivered before the limit. Its end (exit
+//! code or signal) is reported to the controller until the controller acknowledges it.
+
+mod run;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::connect_info::{self, ConnectInfo};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use sluice_proto::types::{
+    ErrorReply, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, TaskEvent,
+};
+use sluice_proto::Client;
+use tokio::net::UnixListener;
+
+/// Peer credentials of a connection.
+#[derive(Clone, Copy, Debug)]
+struct Peer {
+    uid: u32,
+}
+
+impl connect_info::Connected<axum::serve::IncomingStream<'_, UnixListener>> for Peer {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, UnixListener>) -> Self {
+        Peer {
+            uid: stream
+                .io()
+                .peer_cred()
+                .map(|c| c.uid())
+                .unwrap_or(u32::MAX - 1),
+        }
+    }
+}
+
+/// Why the agent could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The socket could not be set up.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What the agent knows of a job running here.
+#[derive(Debug, Default)]
+pub(crate) struct Running {
+    /// The batch script's process (and session/process group) id.
+    pub(crate) pid: Option<i32>,
+    /// Process groups of srun tasks of this job.
+    pub(crate) task_groups: Vec<i32>,
+    /// Set when the controller asked to end the job: the state to report.
+    pub(crate) ending: Option<JobState>,
+}
+
+pub(crate) struct Agent {
+    pub(crate) node: String,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) controller: Client,
+    pub(crate) own_uid: u32,
+    pub(crate) jobs: Mutex<BTreeMap<u64, Running>>,
+}
+
+type App = Arc<Agent>;
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (
+        status,
+        Json(ErrorReply {
+            error: message.into(),
+        }),
+    )
+        .into_response()
+}
+
+pub(crate) fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Runs the agent for `node`, with sockets in `state_dir`, until `shutdown` completes.
+/// Jobs it started keep running if it stops (they are in their own sessions).
+///
+/// Errors: the socket cannot be set up.
+pub async fn run(
+    state_dir: &Path,
+    node: &str,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), AgentError> {
+    let socket = sluice_proto::paths::agent_socket(state_dir, node);
+    let io = |source| AgentError::Io {
+        path: socket.clone(),
+        source,
+    };
+    std::fs::create_dir_all(socket.parent().expect("agent sockets live in a directory"))
+        .map_err(io)?;
+    std::fs::create_dir_all(state_dir.join("agents").join(format!("{node}.jobs"))).map_err(io)?;
+    let _ = std::fs::remove_file(&socket);
+    let listener = UnixListener::bind(&socket).map_err(io)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).map_err(io)?;
+    let agent = Arc::new(Agent {
+        node: node.to_string(),
+        state_dir: state_dir.to_path_buf(),
+        controller: Client::new(sluice_proto::paths::controller_socket(state_dir)),
+        own_uid: nix::unistd::geteuid().as_raw(),
+        jobs: Mutex::new(BTreeMap::new()),
+    });
+    tokio::spawn(register(agent.clone()));
+    let app = Router::new()
+        .route(
+            "/v1/ping",
+            get(|| async { Json(serde_json::json!({"ok": true})) }),
+        )
+        .route("/v1/batch", post(batch))
+        .route("/v1/signal", post(signal))
+        .route("/v1/terminate", post(terminate))
+        .route("/v1/tasks", post(tasks))
+        .with_state(agent);
+    let result = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
+        .with_graceful_shutdown(shutdown)
+        .await;
+    let _ = std::fs::remove_file(&socket);
+    result.map_err(io)
+}
+
+/// Registers with the controller, retrying until it answers; then again whenever it
+/// stops answering and comes back (a controller restart).
+async fn register(agent: App) {
+    let mut registered = false;
+    loop {
+        let running: Vec<u64> = agent.jobs.lock().expect("lock").keys().copied().collect();
+        let a = agent.clone();
+        let ok = tokio::task::spawn_blocking(move || {
+            if registered {
+                a.controller.get::<serde_json::Value>("/v1/ping").is_ok()
+            } else {
+                let body = serde_json::json!({"node": a.node, "running": running});
+                a.controller
+                    .post::<_, serde_json::Value>("/v1/agent/register", &body)
+                    .is_ok()
+            }
+        })
+        .await
+        .unwrap_or(false);
+        registered = ok;
+        tokio::time::sleep(Duration::from_secs(if ok { 2 } else { 1 })).await;
+    }
+}
+
+fn from_controller(agent: &Agent, peer: Peer) -> bool {
+    peer.uid == 0 || peer.uid == agent.own_uid
+}
+
+async fn batch(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(order): Json<LaunchBatch>,
+) -> Response {
+    if !from_controller(&agent, peer) {
+        return error(StatusCode::FORBIDDEN, "only the controller may launch jobs");
+    }
+    let job = order.job.id;
+    if agent.jobs.lock().expect("lock").contains_key(&job) {
+        return Json(serde_json::json!({})).into_response(); // already running (a retry)
+    }
+    agent
+        .jobs
+        .lock()
+        .expect("lock")
+        .insert(job, Running::default());
+    tokio::spawn(run::batch(agent.clone(), order));
+    Json(serde_json::json!({})).into_response()
+}
+
+#[derive(Deserialize)]
+struct SignalOrder {
+    job_id: u64,
+    signal: i32,
+    #[serde(default)]
+    batch_only: bool,
+}
+
+async fn signal(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(o): Json<SignalOrder>,
+) -> Response {
+    if !from_controller(&agent, peer) {
+        return error(StatusCode::FORBIDDEN, "only the controller may signal jobs");
+    }
+    run::signal_job(&agent, o.job_id, o.signal, o.batch_only);
+    Json(serde_json::json!({})).into_response()
+}
+
+#[derive(Deserialize)]
+struct TerminateOrder {
+    job_id: u64,
+    state: JobState,
+}
+
+async fn terminate(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(o): Json<TerminateOrder>,
+) -> Response {
+    if !from_controller(&agent, peer) {
+        return error(StatusCode::FORBIDDEN, "only the controller may end jobs");
+    }
+    run::terminate(agent.clone(), o.job_id, o.state);
+    Json(serde_json::json!({})).into_response()
+}
+
+async fn tasks(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(order): Json<LaunchTasks>,
+) -> Response {
+    // The step must exist, belong to the caller and include this node.
+    let a = agent.clone();
+    let job = order.job_id;
+    let record = tokio::task::spawn_blocking(move || {
+        a.controller.get::<JobRecord>(&format!("/v1/jobs/{job}"))
+    })
+    .await;
+    let record = match record {
+        Ok(Ok(r)) => r,
+        _ => return error(StatusCode::NOT_FOUND, "Invalid job id specified"),
+    };
+    if record.uid != peer.uid && peer.uid != 0 {
+        return error(StatusCode::FORBIDDEN, "Access/permission denied");
+    }
+    if record.state != JobState::Running
+        || !record.nodes.contains(&agent.node)
+        || order.step >= record.next_step
+    {
+        return error(StatusCode::BAD_REQUEST, "Invalid job step id");
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<TaskEvent>(256);
+    run::tasks(agent.clone(), record, order, tx);
+    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+    use tokio_stream::StreamExt;
+    let lines = stream.map(|e| {
+        let mut line = serde_json::to_vec(&e).expect("events serialise");
+        line.push(b'\n');
+        Ok::<_, std::convert::Infallible>(line)
+    });
+    Response::builder()
+        .header("content-type", "application/x-ndjson")
+        .body(Body::from_stream(lines))
+        .expect("valid response")
+}
+
+/// Reports a job's end to the controller until it is acknowledged.
+pub(crate) async fn report(agent: App, ended: JobEnded) {
+    loop {
+        let a = agent.clone();
+        let e = ended.clone();
+        let ok = tokio::task::spawn_blocking(move || {
+            a.controller
+                .post::<_, serde_json::Value>("/v1/agent/ended", &e)
+                .is_ok()
+        })
+        .await
+        .unwrap_or(false);
+        if ok {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
