@@ -1,9 +1,12 @@
 //! `sluice`: the Sluice command.
 //!
-//! Today it replays workload traces (`sluice sim`); the cluster daemons and the Slurm
-//! commands (`sbatch`, `squeue`, ... as links to this binary) join it as they arrive.
+//! One binary: `sluice up` runs a cluster, `sluice sim` replays workloads, and under the
+//! names of Slurm's commands (`sbatch`, `squeue`, ... — links to this binary, made by
+//! `sluice up` in the state directory's `bin/`) it is those commands.
 
 mod sim;
+mod slurm;
+mod up;
 
 use clap::{Parser, Subcommand};
 
@@ -17,11 +20,32 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Start a cluster on this machine (controller and node agents) in the foreground.
+    Up(up::UpArgs),
     /// Replay a workload trace through the scheduling core on a virtual clock.
     Sim(sim::SimArgs),
+    /// Run one node's agent (started by `sluice up`).
+    #[command(hide = true)]
+    Agent(up::AgentArgs),
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let name = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some(code) = slurm::dispatch(&name, args[1..].to_vec()) {
+        std::process::exit(code);
+    }
+    // `sluice squeue ...` works too.
+    if let Some(code) = args
+        .get(1)
+        .and_then(|cmd| slurm::dispatch(cmd, args[2..].to_vec()))
+    {
+        std::process::exit(code);
+    }
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Sim(args) => match sim::run(args) {
@@ -31,6 +55,8 @@ fn main() {
                 1
             }
         },
+        Command::Up(args) => up::run(args),
+        Command::Agent(args) => up::agent(args),
     };
     std::process::exit(code);
 }

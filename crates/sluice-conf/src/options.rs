@@ -157,6 +157,8 @@ pub struct JobOptions {
     pub array: Option<ArraySpec>,
     /// `-d/--dependency`.
     pub dependency: Option<Dependency>,
+    /// `-d/--dependency` as written (the controller checks it again against its jobs).
+    pub dependency_text: Option<String>,
     /// `-b/--begin` as given (the controller resolves it against its clock).
     pub begin: Option<String>,
     /// `--signal`.
@@ -613,7 +615,10 @@ fn apply(
         "cpus-per-gpu" => o.cpus_per_gpu = Some(positive(v, name)?),
         "cpus-per-task" => o.cpus_per_task = Some(positive(v, name)?),
         "cpu-bind" => o.cpu_bind = s(),
-        "dependency" => o.dependency = Some(parse_dependency(v).map_err(err)?),
+        "dependency" => {
+            o.dependency = Some(parse_dependency(v).map_err(err)?);
+            o.dependency_text = s();
+        }
         "error" => o.error = s(),
         "exclude" => o.exclude = s(),
         "exclusive" => o.exclusive = true,

@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// A job's state, with Slurm's names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum JobState {
     /// Waiting.
+    #[default]
     Pending,
     /// Holding resources.
     Running,
@@ -32,6 +33,7 @@ pub enum JobState {
     /// Put back in the queue (a record of an earlier run).
     Requeued,
 }
+
 
 impl JobState {
     /// Slurm's long name (`squeue -t`, `sacct`).
@@ -254,7 +256,7 @@ pub struct StepRecord {
 }
 
 /// A job as the controller records it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
     /// Job id.
     pub id: u64,

@@ -1,0 +1,216 @@
+//! What the Slurm commands share: finding the controller, Slurm's message shapes, and
+//! time formats.
+
+use std::path::PathBuf;
+
+use sluice_proto::{Client, ClientError};
+
+/// Exit status of Slurm's clients for option and value errors.
+pub const USAGE_EXIT: i32 = 255;
+
+/// A client for the controller of the cluster this shell belongs to.
+pub fn controller() -> Client {
+    Client::new(sluice_proto::paths::controller_socket(
+        &sluice_proto::paths::state_dir(),
+    ))
+}
+
+/// Prints `cmd: error: message` and exits with `code`.
+pub fn fail(cmd: &str, message: impl std::fmt::Display, code: i32) -> ! {
+    eprintln!("{cmd}: error: {message}");
+    std::process::exit(code)
+}
+
+/// The message for a request that did not reach or satisfy the controller.
+pub fn describe(e: &ClientError) -> String {
+    match e {
+        ClientError::Connect { .. } => {
+            "Unable to contact slurm controller (connect failure)".to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Now, in Unix seconds.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn local(t: i64) -> libc::tm {
+    // SAFETY: localtime_r writes into the provided struct and reads `t`; tm is plain data.
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        let tt: libc::time_t = t as libc::time_t;
+        libc::localtime_r(&tt, &mut tm);
+        tm
+    }
+}
+
+/// A timestamp as Slurm prints it: `2026-11-29T20:04:18`, local time.
+pub fn timestamp(t: i64) -> String {
+    let tm = local(t);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// The date line of `squeue -l` and `sinfo -l`: `Sun Nov 29 20:04:55 2026`.
+pub fn date_line(t: i64) -> String {
+    let tm = local(t);
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        DAYS[tm.tm_wday.rem_euclid(7) as usize],
+        MONTHS[tm.tm_mon.rem_euclid(12) as usize],
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        tm.tm_year + 1900
+    )
+}
+
+/// A duration as squeue prints run times and limits: `0:35`, `1:02:03`, `1-02:03:04`.
+pub fn squeue_time(secs: i64) -> String {
+    let s = secs.max(0);
+    let (d, h, m, sec) = (s / 86400, s % 86400 / 3600, s % 3600 / 60, s % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{sec:02}")
+    } else if h > 0 {
+        format!("{h}:{m:02}:{sec:02}")
+    } else {
+        format!("{m}:{sec:02}")
+    }
+}
+
+/// A duration as sacct and scontrol print it: `00:00:35`, `1-02:03:04`.
+pub fn elapsed(secs: i64) -> String {
+    sluice_conf::duration::format_time(Some(secs.max(0)))
+}
+
+/// A time limit: `UNLIMITED` or as [`squeue_time`] (squeue) / [`elapsed`] (scontrol).
+pub fn limit(secs: Option<i64>, long: bool) -> String {
+    match secs {
+        None => "UNLIMITED".into(),
+        Some(s) if long => elapsed(s),
+        Some(s) => squeue_time(s),
+    }
+}
+
+/// This host's short name.
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .map(|h| h.split('.').next().unwrap_or("").to_string())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// The current directory as an absolute path.
+pub fn cwd() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+}
+
+/// Parses `--begin`: `now+N[seconds|minutes|hours|days]`, `HH:MM[:SS]`,
+/// `YYYY-MM-DD[THH:MM[:SS]]`, `today`, `tomorrow`, `midnight`, `noon`; Unix seconds.
+pub fn parse_begin(s: &str, now: i64) -> Option<i64> {
+    let s = s.trim();
+    if let Some(rest) = s.strip_prefix("now") {
+        if rest.is_empty() {
+            return Some(now);
+        }
+        let rest = rest.strip_prefix('+')?;
+        let split = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let n: i64 = rest[..split].parse().ok()?;
+        let unit = match &rest[split..] {
+            "" | "s" | "seconds" | "second" => 1,
+            "m" | "min" | "minutes" | "minute" => 60,
+            "h" | "hours" | "hour" => 3600,
+            "d" | "days" | "day" => 86400,
+            "w" | "weeks" | "week" => 604800,
+            _ => return None,
+        };
+        return Some(now + n * unit);
+    }
+    let tm = local(now);
+    let midnight = now - (tm.tm_hour as i64 * 3600 + tm.tm_min as i64 * 60 + tm.tm_sec as i64);
+    match s {
+        "today" | "midnight" => {
+            return Some(if s == "midnight" {
+                midnight + 86400
+            } else {
+                midnight
+            })
+        }
+        "tomorrow" => return Some(midnight + 86400),
+        "noon" => {
+            return Some(if now < midnight + 43200 {
+                midnight + 43200
+            } else {
+                midnight + 86400 + 43200
+            })
+        }
+        _ => {}
+    }
+    let hms = |t: &str| -> Option<i64> {
+        let p: Vec<&str> = t.split(':').collect();
+        let v: Option<Vec<i64>> = p.iter().map(|x| x.parse().ok()).collect();
+        let v = v?;
+        match v.as_slice() {
+            [h, m] => Some(h * 3600 + m * 60),
+            [h, m, sec] => Some(h * 3600 + m * 60 + sec),
+            _ => None,
+        }
+    };
+    if !s.contains('-') {
+        let t = midnight + hms(s)?;
+        return Some(if t <= now { t + 86400 } else { t });
+    }
+    let (date, time) = s.split_once('T').unwrap_or((s, "00:00"));
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let [y, mo, day] = d.as_slice() else {
+        return None;
+    };
+    // SAFETY: mktime reads and normalises the struct we own.
+    let t = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        tm.tm_year = (*y - 1900) as i32;
+        tm.tm_mon = (*mo - 1) as i32;
+        tm.tm_mday = *day as i32;
+        tm.tm_isdst = -1;
+        libc::mktime(&mut tm) as i64
+    };
+    Some(t + hms(time)?)
+}
+
+/// A `SLURM_*` style job id argument: `123`, `123_4`, `123_[1-3]`, `123.batch` (step
+/// part ignored). Returns (job, task list or none).
+pub fn parse_job_arg(s: &str) -> Option<Vec<(u64, Option<u32>)>> {
+    let s = s.split('.').next()?;
+    match s.split_once('_') {
+        None => Some(vec![(s.parse().ok()?, None)]),
+        Some((j, t)) => {
+            let job: u64 = j.parse().ok()?;
+            let t = t.trim_start_matches('[').trim_end_matches(']');
+            let spec = sluice_conf::array::parse_array(t.split('%').next()?).ok()?;
+            Some(spec.indices.into_iter().map(|i| (job, Some(i))).collect())
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! The Slurm commands, as Sluice provides them: one binary, linked under each name.
+
+pub mod common;
+pub mod format;
+pub mod sacct;
+pub mod sbatch;
+pub mod scancel;
+pub mod scontrol;
+pub mod sinfo;
+pub mod squeue;
+pub mod srun;
+
+/// The commands this binary answers to when called by their name.
+pub const COMMANDS: &[&str] = &[
+    "sbatch", "srun", "squeue", "scancel", "sinfo", "scontrol", "sacct",
+];
+
+/// Runs the Slurm command `name` with `args`; returns its exit status.
+pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
+    Some(match name {
+        "sbatch" => sbatch::main(args),
+        "srun" => srun::main(args),
+        "squeue" => squeue::main(args),
+        "scancel" => scancel::main(args),
+        "sinfo" => sinfo::main(args),
+        "scontrol" => scontrol::main(args),
+        "sacct" => sacct::main(args),
+        _ => return None,
+    })
+}

@@ -1,0 +1,457 @@
+//! `sacct`: accounting of jobs and their steps.
+
+use sluice_proto::types::{JobRecord, JobState, StepId, StepRecord};
+
+use super::common::{
+    controller, describe, elapsed, fail, now, parse_begin, parse_job_arg, timestamp,
+};
+use super::squeue::current_user;
+
+const ME: &str = "sacct";
+
+/// Known fields: canonical name and default width.
+const FIELDS: &[(&str, usize)] = &[
+    ("JobID", 12),
+    ("JobIDRaw", 12),
+    ("JobName", 10),
+    ("Partition", 10),
+    ("Account", 10),
+    ("AllocCPUS", 10),
+    ("State", 10),
+    ("ExitCode", 8),
+    ("Elapsed", 10),
+    ("ElapsedRaw", 10),
+    ("Start", 19),
+    ("End", 19),
+    ("Submit", 19),
+    ("Eligible", 19),
+    ("NodeList", 15),
+    ("NNodes", 8),
+    ("NCPUS", 10),
+    ("NTasks", 8),
+    ("AllocNodes", 10),
+    ("AllocTRES", 10),
+    ("ReqTRES", 10),
+    ("User", 9),
+    ("UID", 6),
+    ("Group", 9),
+    ("GID", 6),
+    ("Timelimit", 10),
+    ("TimelimitRaw", 12),
+    ("WorkDir", 10),
+    ("Comment", 10),
+    ("Reason", 10),
+    ("Priority", 10),
+    ("QOS", 10),
+    ("Restarts", 8),
+    ("DerivedExitCode", 15),
+    ("CPUTime", 10),
+    ("CPUTimeRAW", 10),
+    ("ReqMem", 10),
+    ("ReqCPUS", 8),
+    ("ReqNodes", 8),
+    ("MaxRSS", 10),
+    ("Cluster", 10),
+    ("SubmitLine", 10),
+    ("WCKey", 10),
+];
+
+fn canonical(name: &str) -> Option<(&'static str, usize)> {
+    FIELDS
+        .iter()
+        .find(|(f, _)| f.eq_ignore_ascii_case(name))
+        .copied()
+}
+
+/// One printed row: a job's allocation or one of its steps.
+enum Row<'a> {
+    Job(&'a JobRecord),
+    Step(&'a JobRecord, &'a StepRecord),
+}
+
+fn tres(cpus: u32, mem: u64, nodes: usize, gpus: usize, billing: bool) -> String {
+    let mut parts = Vec::new();
+    if billing {
+        parts.push(format!("billing={cpus}"));
+    }
+    parts.push(format!("cpu={cpus}"));
+    if gpus > 0 {
+        parts.push(format!("gres/gpu={gpus}"));
+    }
+    if mem > 0 {
+        parts.push(if mem.is_multiple_of(1024) {
+            format!("mem={}G", mem / 1024)
+        } else {
+            format!("mem={mem}M")
+        });
+    }
+    parts.push(format!("node={nodes}"));
+    parts.join(",")
+}
+
+fn state_text(state: JobState, cancelled_by: Option<u32>) -> String {
+    match (state, cancelled_by) {
+        (JobState::Cancelled, Some(uid)) => format!("CANCELLED by {uid}"),
+        (s, _) => s.name().to_string(),
+    }
+}
+
+fn value(field: &str, row: &Row, t: i64, cluster: &str) -> String {
+    let j = match row {
+        Row::Job(j) | Row::Step(j, _) => *j,
+    };
+    let job_cpus: u32 = if j.cpus_per_node.is_empty() {
+        j.ntasks * j.cpus_per_task
+    } else {
+        j.cpus_per_node.iter().sum()
+    };
+    let gpus: usize = j.gpus_per_node.iter().map(Vec::len).sum();
+    let (start, end) = match row {
+        Row::Job(j) => (j.start_time, j.end_time),
+        Row::Step(_, s) => (Some(s.start), s.end),
+    };
+    let run = match (start, end) {
+        (Some(s), Some(e)) => e - s,
+        (Some(s), None) if !j.state.is_finished() => t - s,
+        _ => 0,
+    };
+    let null = "Unknown".to_string();
+    match (field, row) {
+        ("JobID", Row::Job(j)) => j.display_id(),
+        ("JobID", Row::Step(j, s)) => format!("{}.{}", j.display_id(), s.step),
+        ("JobIDRaw", Row::Job(j)) => j.id.to_string(),
+        ("JobIDRaw", Row::Step(j, s)) => format!("{}.{}", j.id, s.step),
+        ("JobName", Row::Job(j)) => j.desc.name.clone(),
+        ("JobName", Row::Step(_, s)) => s.name.clone(),
+        ("State", Row::Job(j)) => state_text(j.state, j.cancelled_by),
+        ("State", Row::Step(j, s)) => state_text(
+            s.state,
+            if s.state == JobState::Cancelled {
+                j.cancelled_by
+            } else {
+                None
+            },
+        ),
+        ("ExitCode", Row::Job(j)) => format!("{}:{}", j.exit_code, j.signal),
+        ("ExitCode", Row::Step(_, s)) => format!("{}:{}", s.exit_code, s.signal),
+        ("AllocCPUS" | "NCPUS", Row::Job(_)) => job_cpus.to_string(),
+        ("AllocCPUS" | "NCPUS", Row::Step(_, s)) => s.cpus.to_string(),
+        ("NodeList", Row::Job(j)) => {
+            if j.nodes.is_empty() {
+                "None assigned".into()
+            } else {
+                sluice_conf::hostlist::compress(&j.nodes)
+            }
+        }
+        ("NodeList", Row::Step(_, s)) => sluice_conf::hostlist::compress(&s.nodes),
+        ("NNodes" | "AllocNodes", Row::Job(j)) => j
+            .nodes
+            .len()
+            .max(if j.state == JobState::Pending {
+                j.min_nodes as usize
+            } else {
+                0
+            })
+            .to_string(),
+        ("NNodes" | "AllocNodes", Row::Step(_, s)) => s.nodes.len().to_string(),
+        ("NTasks", Row::Step(_, s)) => s.ntasks.to_string(),
+        ("NTasks", Row::Job(_)) => String::new(),
+        ("AllocTRES", Row::Job(j)) => {
+            if j.nodes.is_empty() {
+                String::new()
+            } else {
+                tres(
+                    job_cpus,
+                    j.mem_per_node * j.nodes.len() as u64,
+                    j.nodes.len(),
+                    gpus,
+                    true,
+                )
+            }
+        }
+        ("AllocTRES", Row::Step(_, s)) => tres(s.cpus, 0, s.nodes.len(), 0, false),
+        ("ReqTRES", _) => tres(
+            j.ntasks * j.cpus_per_task,
+            j.mem_per_node,
+            j.min_nodes.max(1) as usize,
+            0,
+            true,
+        ),
+        ("Partition", Row::Job(j)) => j.partition.clone(),
+        ("Account", _) => j.account.clone(),
+        ("Elapsed", _) => elapsed(run),
+        ("ElapsedRaw", _) => run.to_string(),
+        ("CPUTime", Row::Job(_)) => elapsed(run * job_cpus as i64),
+        ("CPUTimeRAW", Row::Job(_)) => (run * job_cpus as i64).to_string(),
+        ("Start", _) => start.map_or(null, timestamp),
+        ("End", _) => end.map_or(null, timestamp),
+        ("Submit", _) => timestamp(j.submit_time),
+        ("Eligible", _) => timestamp(j.desc.begin.unwrap_or(j.submit_time).max(j.submit_time)),
+        ("User", Row::Job(j)) => j.user.clone(),
+        ("UID", Row::Job(j)) => j.uid.to_string(),
+        ("Group", Row::Job(j)) => j.group.clone(),
+        ("GID", Row::Job(j)) => j.gid.to_string(),
+        ("Timelimit", Row::Job(j)) => sluice_conf::duration::format_time(j.time_limit),
+        ("TimelimitRaw", Row::Job(j)) => j
+            .time_limit
+            .map_or("UNLIMITED".into(), |l| (l / 60).to_string()),
+        ("WorkDir", Row::Job(j)) => j.desc.work_dir.clone(),
+        ("Comment", Row::Job(j)) => j.desc.comment.clone().unwrap_or_default(),
+        ("Reason", Row::Job(j)) => j.reason.clone(),
+        ("Priority", Row::Job(j)) => j.priority.to_string(),
+        ("QOS", Row::Job(j)) => j.qos.clone(),
+        ("Restarts", Row::Job(j)) => j.restarts.to_string(),
+        ("DerivedExitCode", Row::Job(j)) => format!("{}:{}", j.exit_code, j.signal),
+        ("ReqMem", Row::Job(j)) => {
+            if j.mem_per_node > 0 {
+                format!("{}M", j.mem_per_node)
+            } else {
+                "0".into()
+            }
+        }
+        ("ReqCPUS", Row::Job(j)) => (j.ntasks * j.cpus_per_task).to_string(),
+        ("ReqNodes", Row::Job(j)) => j.min_nodes.max(1).to_string(),
+        ("Cluster", _) => cluster.to_string(),
+        ("SubmitLine", Row::Job(j)) => j.desc.command.clone(),
+        ("WCKey", Row::Job(j)) => j.desc.wckey.clone().unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+fn fixed(v: &str, width: usize, left: bool) -> String {
+    let v = if v.chars().count() > width {
+        let mut t: String = v.chars().take(width.saturating_sub(1)).collect();
+        t.push('+');
+        t
+    } else {
+        v.to_string()
+    };
+    if left {
+        format!("{v:<width$}")
+    } else {
+        format!("{v:>width$}")
+    }
+}
+
+/// Runs `sacct`.
+pub fn main(args: Vec<String>) -> i32 {
+    let mut fields: Vec<(&'static str, usize)> = [
+        "JobID",
+        "JobName",
+        "Partition",
+        "Account",
+        "AllocCPUS",
+        "State",
+        "ExitCode",
+    ]
+    .iter()
+    .map(|f| canonical(f).expect("default fields are known"))
+    .collect();
+    let (mut parsable, mut trailing, mut header, mut alloc_only, mut all_users, mut json) =
+        (false, false, true, false, false, false);
+    let mut jobs: Vec<(u64, Option<u32>)> = Vec::new();
+    let (mut names, mut users, mut states): (Vec<String>, Vec<String>, Vec<JobState>) =
+        (vec![], vec![], vec![]);
+    let (mut start, mut end): (Option<i64>, Option<i64>) = (None, None);
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].clone();
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
+            _ => (a.clone(), None),
+        };
+        let value = |i: &mut usize| -> String {
+            if let Some(v) = &inline {
+                return v.clone();
+            }
+            if !key.starts_with("--") && key.len() > 2 {
+                return key[2..].to_string();
+            }
+            *i += 1;
+            args.get(*i)
+                .cloned()
+                .unwrap_or_else(|| fail(ME, format!("option '{key}' requires an argument"), 1))
+        };
+        let short =
+            |c: &str| key == c || (!key.starts_with("--") && key.starts_with(c) && key.len() > 2);
+        if key == "-P" || key == "--parsable2" {
+            parsable = true;
+        } else if key == "-p" || key == "--parsable" {
+            parsable = true;
+            trailing = true;
+        } else if key == "-n" || key == "--noheader" {
+            header = false;
+        } else if key == "-X" || key == "--allocations" {
+            alloc_only = true;
+        } else if key == "-a" || key == "--allusers" {
+            all_users = true;
+        } else if key == "-D"
+            || key == "--duplicates"
+            || key == "-L"
+            || key == "--allclusters"
+            || key == "-l"
+            || key == "--long"
+            || key == "--units"
+        {
+        } else if key == "--json" {
+            json = true;
+        } else if short("-o") || key == "--format" {
+            fields.clear();
+            for item in value(&mut i).split(',').filter(|s| !s.is_empty()) {
+                let (name, width) = match item.split_once('%') {
+                    Some((n, w)) => (n, w.parse().ok()),
+                    None => (item, None),
+                };
+                match canonical(name) {
+                    Some((f, w)) => fields.push((f, width.unwrap_or(w))),
+                    None => fail(ME, format!("Invalid field requested: \"{name}\""), 1),
+                }
+            }
+        } else if short("-j") || key == "--jobs" {
+            for part in value(&mut i).split(',').filter(|s| !s.is_empty()) {
+                match parse_job_arg(part) {
+                    Some(v) => jobs.extend(v),
+                    None => fail(ME, format!("Invalid job id {part}"), 1),
+                }
+            }
+        } else if key == "--name" || key == "--jobname" {
+            names.extend(value(&mut i).split(',').map(str::to_string));
+        } else if short("-u") || key == "--user" {
+            users.extend(value(&mut i).split(',').map(str::to_string));
+            all_users = true;
+        } else if short("-s") || key == "--state" {
+            for s in value(&mut i).split(',') {
+                match JobState::parse(s).or(match s.to_ascii_uppercase().as_str() {
+                    "CA" => Some(JobState::Cancelled),
+                    _ => None,
+                }) {
+                    Some(st) => states.push(st),
+                    None => fail(ME, format!("Invalid state: {s}"), 1),
+                }
+            }
+        } else if short("-S") || key == "--starttime" {
+            let v = value(&mut i);
+            start = Some(
+                parse_begin(&v, now())
+                    .unwrap_or_else(|| fail(ME, format!("Invalid time specification: {v}"), 1)),
+            );
+        } else if short("-E") || key == "--endtime" {
+            let v = value(&mut i);
+            end = Some(
+                parse_begin(&v, now())
+                    .unwrap_or_else(|| fail(ME, format!("Invalid time specification: {v}"), 1)),
+            );
+        } else if short("-M")
+            || key == "--clusters"
+            || short("-A")
+            || key == "--accounts"
+            || short("-r")
+            || key == "--partition"
+        {
+            let _ = value(&mut i);
+        } else {
+            fail(ME, format!("unrecognized option '{a}'"), 1);
+        }
+        i += 1;
+    }
+    #[derive(serde::Deserialize)]
+    struct Accounting {
+        jobs: Vec<JobRecord>,
+        steps: Vec<StepRecord>,
+    }
+    let client = controller();
+    let acct: Accounting = client
+        .get("/v1/accounting")
+        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    let cluster = client
+        .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+        .map(|c| c.cluster_name)
+        .unwrap_or_default();
+    let t = now();
+    // Default window: since midnight, unless jobs are named (then: all time).
+    let start = start.or(if jobs.is_empty() {
+        parse_begin("today", t)
+    } else {
+        None
+    });
+    let me = current_user();
+    let uid = nix::unistd::geteuid().as_raw();
+    let selected: Vec<&JobRecord> = acct
+        .jobs
+        .iter()
+        .filter(|j| {
+            jobs.is_empty()
+                || jobs.iter().any(|(id, task)| match task {
+                    Some(tk) => j.array == Some((*id, *tk)),
+                    None => j.id == *id || j.array.is_some_and(|a| a.0 == *id),
+                })
+        })
+        .filter(|j| names.is_empty() || names.contains(&j.desc.name))
+        .filter(|j| users.is_empty() || users.contains(&j.user))
+        .filter(|j| all_users || uid == 0 || !jobs.is_empty() || j.user == me)
+        .filter(|j| states.is_empty() || states.contains(&j.state))
+        .filter(|j| start.is_none_or(|s| j.end_time.is_none_or(|e| e >= s)))
+        .filter(|j| end.is_none_or(|e| j.submit_time <= e))
+        .collect();
+    if json {
+        let v = serde_json::json!({ "jobs": selected, "steps": acct.steps.iter().filter(|s| selected.iter().any(|j| j.id == s.job_id)).collect::<Vec<_>>() });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return 0;
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    for j in &selected {
+        rows.push(Row::Job(j));
+        if !alloc_only {
+            let mut steps: Vec<&StepRecord> =
+                acct.steps.iter().filter(|s| s.job_id == j.id).collect();
+            steps.sort_by_key(|s| match s.step {
+                StepId::Batch => (0, 0),
+                StepId::Extern => (1, 0),
+                StepId::Number(n) => (2, n),
+            });
+            for s in steps {
+                rows.push(Row::Step(j, s));
+            }
+        }
+    }
+    let mut out = String::new();
+    if parsable {
+        let line = |vals: Vec<String>| {
+            let mut l = vals.join("|");
+            if trailing {
+                l.push('|');
+            }
+            l
+        };
+        if header {
+            out.push_str(&line(fields.iter().map(|f| f.0.to_string()).collect()));
+            out.push('\n');
+        }
+        for r in &rows {
+            out.push_str(&line(
+                fields.iter().map(|f| value(f.0, r, t, &cluster)).collect(),
+            ));
+            out.push('\n');
+        }
+    } else {
+        let left = |f: &str| matches!(f, "JobID" | "JobIDRaw");
+        if header {
+            let h: Vec<String> = fields.iter().map(|(f, w)| fixed(f, *w, left(f))).collect();
+            out.push_str(&h.join(" "));
+            out.push_str(" \n");
+            let d: Vec<String> = fields.iter().map(|(_, w)| "-".repeat(*w)).collect();
+            out.push_str(&d.join(" "));
+            out.push_str(" \n");
+        }
+        for r in &rows {
+            let v: Vec<String> = fields
+                .iter()
+                .map(|(f, w)| fixed(&value(f, r, t, &cluster), *w, left(f)))
+                .collect();
+            out.push_str(&v.join(" "));
+            out.push_str(" \n");
+        }
+    }
+    print!("{out}");
+    0
+}

@@ -1,0 +1,507 @@
+//! `scontrol`: show and change jobs, nodes, partitions and the configuration.
+
+use sluice_proto::types::{ConfigInfo, JobRecord, JobState, NodeInfo, PartitionInfo};
+
+use super::common::{controller, describe, elapsed, fail, limit, now, parse_job_arg, timestamp};
+
+const ME: &str = "scontrol";
+
+fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
+    let run = match (j.start_time, j.end_time) {
+        (Some(s), Some(e)) => e - s,
+        (Some(s), None) => t - s,
+        _ => 0,
+    };
+    let opt = |s: &Option<String>| s.clone().unwrap_or_else(|| "(null)".into());
+    let cpus: u32 = if j.cpus_per_node.is_empty() {
+        j.ntasks * j.cpus_per_task
+    } else {
+        j.cpus_per_node.iter().sum()
+    };
+    let mut v: Vec<(String, String)> = Vec::new();
+    let mut p = |k: &str, val: String| v.push((k.to_string(), val));
+    p("JobId", j.id.to_string());
+    if let Some((a, task)) = j.array {
+        p("ArrayJobId", a.to_string());
+        p("ArrayTaskId", task.to_string());
+    }
+    p("JobName", j.desc.name.clone());
+    p("UserId", format!("{}({})", j.user, j.uid));
+    p("GroupId", format!("{}({})", j.group, j.gid));
+    p("MCS_label", "N/A".into());
+    p("Priority", j.priority.to_string());
+    p("Nice", j.desc.nice.unwrap_or(0).to_string());
+    p("Account", j.account.clone());
+    p("QOS", j.qos.clone());
+    p("JobState", j.state.name().into());
+    p(
+        "Reason",
+        if j.state == JobState::Pending {
+            j.reason.clone()
+        } else {
+            "None".into()
+        },
+    );
+    p("Dependency", opt(&j.desc.dependency));
+    p(
+        "Requeue",
+        if j.desc.requeue == Some(false) {
+            "0"
+        } else {
+            "1"
+        }
+        .into(),
+    );
+    p("Restarts", j.restarts.to_string());
+    p(
+        "BatchFlag",
+        if j.desc.interactive { "0" } else { "1" }.into(),
+    );
+    p("Reboot", "0".into());
+    p("ExitCode", format!("{}:{}", j.exit_code, j.signal));
+    p("RunTime", elapsed(run));
+    p("TimeLimit", limit(j.time_limit, true));
+    p("TimeMin", "N/A".into());
+    p("SubmitTime", timestamp(j.submit_time));
+    p(
+        "EligibleTime",
+        timestamp(j.desc.begin.unwrap_or(j.submit_time).max(j.submit_time)),
+    );
+    p("AccrueTime", timestamp(j.submit_time));
+    p(
+        "StartTime",
+        j.start_time
+            .or(j.planned_start)
+            .map_or("Unknown".into(), timestamp),
+    );
+    p(
+        "EndTime",
+        match (j.end_time, j.start_time, j.time_limit) {
+            (Some(e), _, _) => timestamp(e),
+            (None, Some(s), Some(l)) => timestamp(s + l),
+            _ => "Unknown".into(),
+        },
+    );
+    p("Deadline", "N/A".into());
+    p("Partition", j.partition.clone());
+    p("AllocNode:Sid", format!("{}:0", j.desc.submit_host));
+    p("ReqNodeList", "(null)".into());
+    p("ExcNodeList", "(null)".into());
+    p(
+        "NodeList",
+        if j.nodes.is_empty() {
+            "(null)".into()
+        } else {
+            sluice_conf::hostlist::compress(&j.nodes)
+        },
+    );
+    if let Some(first) = j.nodes.first() {
+        p("BatchHost", first.clone());
+    }
+    p(
+        "NumNodes",
+        (if j.nodes.is_empty() {
+            j.min_nodes.max(1)
+        } else {
+            j.nodes.len() as u32
+        })
+        .to_string(),
+    );
+    p("NumCPUs", cpus.to_string());
+    p("NumTasks", j.ntasks.to_string());
+    p("CPUs/Task", j.cpus_per_task.to_string());
+    let mut tres = format!("cpu={cpus}");
+    if j.mem_per_node > 0 {
+        tres.push_str(&format!(
+            ",mem={}M",
+            j.mem_per_node * j.nodes.len().max(1) as u64
+        ));
+    }
+    tres.push_str(&format!(
+        ",node={}",
+        j.nodes.len().max(j.min_nodes as usize).max(1)
+    ));
+    let gpus: usize = j.gpus_per_node.iter().map(Vec::len).sum();
+    if gpus > 0 {
+        tres.push_str(&format!(",gres/gpu={gpus}"));
+    }
+    p("TRES", tres);
+    p("Features", opt(&j.desc.constraint));
+    p(
+        "OverSubscribe",
+        if j.desc.exclusive { "NO" } else { "OK" }.into(),
+    );
+    p("Command", j.desc.command.clone());
+    p("WorkDir", j.desc.work_dir.clone());
+    if let Some(c) = &j.desc.comment {
+        p("Comment", c.clone());
+    }
+    if !j.desc.interactive {
+        p("StdErr", j.stderr.clone());
+        p("StdIn", j.stdin.clone());
+        p("StdOut", j.stdout.clone());
+    }
+    if !j.gpus_per_node.is_empty() && gpus > 0 {
+        let list: Vec<String> = j
+            .gpus_per_node
+            .iter()
+            .flat_map(|g| g.iter().map(u32::to_string))
+            .collect();
+        p(
+            "TresPerNode",
+            format!("gres:gpu:{}", j.gpus_per_node.first().map_or(0, Vec::len)),
+        );
+        p("GpuIndices", list.join(","));
+    }
+    v
+}
+
+/// Prints key=value records the way scontrol does: first line, then indented lines of
+/// related keys (or one line with `-o`).
+fn print_record(pairs: &[(String, String)], one_line: bool, breaks: &[&str]) {
+    if one_line {
+        let s: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("{}", s.join(" "));
+        return;
+    }
+    let mut line = String::new();
+    for (k, v) in pairs {
+        if breaks.contains(&k.as_str()) && !line.is_empty() {
+            println!("{}", line.trim_end());
+            line = "   ".into();
+        }
+        line.push_str(&format!("{k}={v} "));
+    }
+    println!("{}", line.trim_end());
+    println!();
+}
+
+const JOB_BREAKS: &[&str] = &[
+    "UserId",
+    "Priority",
+    "JobState",
+    "Requeue",
+    "RunTime",
+    "SubmitTime",
+    "AccrueTime",
+    "StartTime",
+    "Partition",
+    "ReqNodeList",
+    "NodeList",
+    "BatchHost",
+    "NumNodes",
+    "TRES",
+    "Features",
+    "OverSubscribe",
+    "Command",
+    "WorkDir",
+    "Comment",
+    "StdErr",
+    "StdIn",
+    "StdOut",
+    "TresPerNode",
+];
+
+/// Runs `scontrol`.
+pub fn main(args: Vec<String>) -> i32 {
+    let mut one_line = false;
+    let mut words: Vec<String> = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "-o" | "--oneliner" => one_line = true,
+            "-d" | "--details" | "-Q" | "--quiet" | "-a" | "--all" => {}
+            "-V" | "--version" | "version" => {
+                println!("slurm 22.05.8");
+                return 0;
+            }
+            _ => words.push(a),
+        }
+    }
+    let Some(verb) = words.first().map(|s| s.to_ascii_lowercase()) else {
+        fail(ME, "no command given", 1);
+    };
+    let client = controller();
+    let t = now();
+    match verb.as_str() {
+        "ping" => match client.get::<serde_json::Value>("/v1/ping") {
+            Ok(_) => {
+                println!("Slurmctld(primary) at {} is UP", super::common::hostname());
+                0
+            }
+            Err(_) => {
+                println!(
+                    "Slurmctld(primary) at {} is DOWN",
+                    super::common::hostname()
+                );
+                1
+            }
+        },
+        "show" => {
+            let what = words
+                .get(1)
+                .map(|s| s.to_ascii_lowercase())
+                .unwrap_or_default();
+            let arg = words.get(2).cloned();
+            match what.as_str() {
+                "job" | "jobs" | "jobid" => {
+                    let jobs: Vec<JobRecord> = match &arg {
+                        Some(id) => {
+                            let Some(ids) = parse_job_arg(id) else {
+                                eprintln!("slurm_load_jobs error: Invalid job id specified");
+                                return 1;
+                            };
+                            let (job, task) = ids[0];
+                            let all: Vec<JobRecord> = client
+                                .get("/v1/jobs")
+                                .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+                            let mut found: Vec<JobRecord> = all
+                                .into_iter()
+                                .filter(|j| match task {
+                                    Some(tk) => j.array == Some((job, tk)),
+                                    None => j.id == job || j.array.is_some_and(|a| a.0 == job),
+                                })
+                                .collect();
+                            if found.is_empty() {
+                                if let Ok(j) = client.get::<JobRecord>(&format!("/v1/jobs/{job}")) {
+                                    found.push(j);
+                                }
+                            }
+                            found
+                        }
+                        None => client
+                            .get("/v1/jobs")
+                            .unwrap_or_else(|e| fail(ME, describe(&e), 1)),
+                    };
+                    if jobs.is_empty() {
+                        if arg.is_some() {
+                            eprintln!("slurm_load_jobs error: Invalid job id specified");
+                            return 1;
+                        }
+                        println!("No jobs in the system");
+                        return 0;
+                    }
+                    for j in &jobs {
+                        print_record(&show_job(j, t), one_line, JOB_BREAKS);
+                    }
+                    0
+                }
+                "node" | "nodes" => {
+                    let nodes: Vec<NodeInfo> = client
+                        .get("/v1/nodes")
+                        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+                    let nodes: Vec<&NodeInfo> = nodes
+                        .iter()
+                        .filter(|n| arg.as_ref().is_none_or(|a| *a == n.name))
+                        .collect();
+                    if nodes.is_empty() {
+                        eprintln!("Node {} not found", arg.unwrap_or_default());
+                        return 1;
+                    }
+                    for n in nodes {
+                        let gres = if n.gres.is_empty() {
+                            "(null)".to_string()
+                        } else {
+                            n.gres.clone()
+                        };
+                        let feats = if n.features.is_empty() {
+                            "(null)".to_string()
+                        } else {
+                            n.features.join(",")
+                        };
+                        let pairs: Vec<(String, String)> = vec![
+                            ("NodeName".into(), n.name.clone()),
+                            ("Arch".into(), std::env::consts::ARCH.into()),
+                            ("CoresPerSocket".into(), n.cores_per_socket.to_string()),
+                            ("CPUAlloc".into(), n.cpus_alloc.to_string()),
+                            ("CPUEfctv".into(), n.cpus.to_string()),
+                            ("CPUTot".into(), n.cpus.to_string()),
+                            ("AvailableFeatures".into(), feats.clone()),
+                            ("ActiveFeatures".into(), feats),
+                            ("Gres".into(), gres),
+                            ("NodeAddr".into(), n.name.clone()),
+                            ("NodeHostName".into(), n.name.clone()),
+                            ("RealMemory".into(), n.memory.to_string()),
+                            ("AllocMem".into(), n.memory_alloc.to_string()),
+                            ("Sockets".into(), n.sockets.to_string()),
+                            ("Boards".into(), "1".into()),
+                            ("State".into(), n.state.to_ascii_uppercase()),
+                            ("ThreadsPerCore".into(), n.threads_per_core.to_string()),
+                            ("Weight".into(), n.weight.to_string()),
+                            ("Partitions".into(), n.partitions.join(",")),
+                            (
+                                "CfgTRES".into(),
+                                format!("cpu={},mem={}M,billing={}", n.cpus, n.memory, n.cpus),
+                            ),
+                            (
+                                "AllocTRES".into(),
+                                if n.cpus_alloc > 0 {
+                                    format!("cpu={}", n.cpus_alloc)
+                                } else {
+                                    String::new()
+                                },
+                            ),
+                        ];
+                        print_record(
+                            &pairs,
+                            one_line,
+                            &[
+                                "CPUAlloc",
+                                "AvailableFeatures",
+                                "ActiveFeatures",
+                                "Gres",
+                                "NodeAddr",
+                                "RealMemory",
+                                "State",
+                                "Partitions",
+                                "CfgTRES",
+                                "AllocTRES",
+                            ],
+                        );
+                    }
+                    0
+                }
+                "partition" | "partitions" => {
+                    let parts: Vec<PartitionInfo> = client
+                        .get("/v1/partitions")
+                        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+                    let parts: Vec<&PartitionInfo> = parts
+                        .iter()
+                        .filter(|p| arg.as_ref().is_none_or(|a| *a == p.name))
+                        .collect();
+                    if parts.is_empty() {
+                        eprintln!("Partition {} not found", arg.unwrap_or_default());
+                        return 1;
+                    }
+                    for p in parts {
+                        let pairs: Vec<(String, String)> = vec![
+                            ("PartitionName".into(), p.name.clone()),
+                            ("AllowGroups".into(), "ALL".into()),
+                            ("AllowAccounts".into(), "ALL".into()),
+                            ("AllowQos".into(), "ALL".into()),
+                            ("AllocNodes".into(), "ALL".into()),
+                            (
+                                "Default".into(),
+                                if p.default { "YES" } else { "NO" }.into(),
+                            ),
+                            ("QoS".into(), "N/A".into()),
+                            (
+                                "DefaultTime".into(),
+                                p.default_time.map_or("NONE".into(), elapsed),
+                            ),
+                            (
+                                "MaxNodes".into(),
+                                p.max_nodes.map_or("UNLIMITED".into(), |n| n.to_string()),
+                            ),
+                            ("MaxTime".into(), limit(p.max_time, true)),
+                            ("MinNodes".into(), "0".into()),
+                            ("Nodes".into(), sluice_conf::hostlist::compress(&p.nodes)),
+                            ("PriorityJobFactor".into(), "1".into()),
+                            ("PriorityTier".into(), p.priority_tier.to_string()),
+                            ("State".into(), p.state.clone()),
+                            ("TotalNodes".into(), p.nodes.len().to_string()),
+                        ];
+                        print_record(
+                            &pairs,
+                            one_line,
+                            &[
+                                "AllowGroups",
+                                "AllocNodes",
+                                "DefaultTime",
+                                "Nodes",
+                                "PriorityJobFactor",
+                                "State",
+                            ],
+                        );
+                    }
+                    0
+                }
+                "config" => {
+                    let c: ConfigInfo = client
+                        .get("/v1/config")
+                        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+                    println!("Configuration data as of {}", timestamp(t));
+                    for (k, v) in &c.entries {
+                        println!("{k:<23} = {v}");
+                    }
+                    0
+                }
+                "hostnames" => {
+                    let list = arg
+                        .or_else(|| std::env::var("SLURM_JOB_NODELIST").ok())
+                        .unwrap_or_else(|| {
+                            fail(
+                                ME,
+                                "No job node list given (SLURM_JOB_NODELIST is not set)",
+                                1,
+                            )
+                        });
+                    match sluice_conf::hostlist::expand(&list) {
+                        Ok(h) => {
+                            for n in h {
+                                println!("{n}");
+                            }
+                            0
+                        }
+                        Err(e) => fail(ME, e, 1),
+                    }
+                }
+                "hostlist" | "hostlistsorted" => {
+                    let list = arg.unwrap_or_default();
+                    let names: Vec<String> = list
+                        .split(',')
+                        .flat_map(|p| {
+                            sluice_conf::hostlist::expand(p).unwrap_or_else(|_| vec![p.to_string()])
+                        })
+                        .collect();
+                    println!("{}", sluice_conf::hostlist::compress(&names));
+                    0
+                }
+                other => fail(ME, format!("invalid entity: {other} for keyword: show"), 1),
+            }
+        }
+        "hold" | "uhold" | "release" | "requeue" | "requeuehold" => {
+            let mut code = 0;
+            for arg in words.iter().skip(1) {
+                for part in arg.split(',') {
+                    let Some(ids) = parse_job_arg(part) else {
+                        eprintln!("Invalid job id specified for job {part}");
+                        code = 1;
+                        continue;
+                    };
+                    for (job, task) in ids {
+                        let action = match verb.as_str() {
+                            "hold" | "uhold" => "hold",
+                            "release" => "release",
+                            _ => "requeue",
+                        };
+                        let body = serde_json::json!({"task": task});
+                        if let Err(e) = client.post::<_, serde_json::Value>(
+                            &format!("/v1/jobs/{job}/{action}"),
+                            &body,
+                        ) {
+                            eprintln!(
+                                "{} error for job {part}: {}",
+                                if action == "requeue" {
+                                    "Requeue"
+                                } else {
+                                    "Job hold/release"
+                                },
+                                describe(&e)
+                            );
+                            code = 1;
+                        }
+                        if verb == "requeuehold" {
+                            let _ = client.post::<_, serde_json::Value>(
+                                &format!("/v1/jobs/{job}/hold"),
+                                &body,
+                            );
+                        }
+                    }
+                }
+            }
+            code
+        }
+        "update" => fail(ME, "update is not supported by Sluice yet", 1),
+        other => fail(ME, format!("invalid keyword: {other}"), 1),
+    }
+}

@@ -1,0 +1,486 @@
+//! `squeue`: the queue.
+
+use sluice_proto::types::{JobRecord, JobState};
+
+use super::common::{
+    controller, date_line, describe, fail, limit, now, parse_job_arg, squeue_time, timestamp,
+};
+use super::format::{render, Field};
+
+const DEFAULT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+const LONG: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
+const START: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
+
+/// The value and header of one `%` code for a job.
+fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
+    let run = match (j.start_time, j.end_time) {
+        (Some(s), Some(e)) => e - s,
+        (Some(s), None) if j.state == JobState::Running => t - s,
+        _ => 0,
+    };
+    let reason = |j: &JobRecord| -> String {
+        if j.state == JobState::Pending {
+            format!("({})", j.reason)
+        } else {
+            sluice_conf::hostlist::compress(&j.nodes)
+        }
+    };
+    let f = |h: &'static str, v: String| {
+        Some(Field {
+            header: h,
+            value: v,
+        })
+    };
+    match code {
+        'i' => f("JOBID", j.display_id()),
+        'A' => f("JOBID", j.id.to_string()),
+        'F' => f("ARRAY_JOB_ID", j.array.map_or(j.id, |a| a.0).to_string()),
+        'K' => f(
+            "ARRAY_TASK_ID",
+            j.array.map_or("N/A".into(), |a| a.1.to_string()),
+        ),
+        'j' => f("NAME", j.desc.name.clone()),
+        'P' => f("PARTITION", j.partition.clone()),
+        'u' => f("USER", j.user.clone()),
+        'U' => f("UID", j.uid.to_string()),
+        'g' => f("GROUP", j.group.clone()),
+        'a' => f("ACCOUNT", j.account.clone()),
+        'q' => f("QOS", j.qos.clone()),
+        't' => f("ST", j.state.short().into()),
+        'T' => f("STATE", j.state.name().into()),
+        'M' => f("TIME", squeue_time(run)),
+        'l' => f("TIME_LIMIT", limit(j.time_limit, false)),
+        'L' => f(
+            "TIME_LEFT",
+            match (j.time_limit, j.state) {
+                (None, _) => "UNLIMITED".into(),
+                (Some(l), JobState::Running) => squeue_time(l - run),
+                (Some(l), _) => squeue_time(l),
+            },
+        ),
+        'D' => f(
+            "NODES",
+            if j.nodes.is_empty() {
+                j.min_nodes.max(1)
+            } else {
+                j.nodes.len() as u32
+            }
+            .to_string(),
+        ),
+        'C' => f(
+            "CPUS",
+            if j.cpus_per_node.is_empty() {
+                j.ntasks * j.cpus_per_task
+            } else {
+                j.cpus_per_node.iter().sum()
+            }
+            .to_string(),
+        ),
+        'R' => f("NODELIST(REASON)", reason(j)),
+        'r' => f("REASON", j.reason.clone()),
+        'N' => f("NODELIST", sluice_conf::hostlist::compress(&j.nodes)),
+        'S' => f(
+            "START_TIME",
+            j.start_time
+                .or(j.planned_start)
+                .map_or("N/A".into(), timestamp),
+        ),
+        'e' => f(
+            "END_TIME",
+            match (j.end_time, j.start_time, j.time_limit) {
+                (Some(e), _, _) => timestamp(e),
+                (None, Some(s), Some(l)) => timestamp(s + l),
+                _ => "N/A".into(),
+            },
+        ),
+        'V' => f("SUBMIT_TIME", timestamp(j.submit_time)),
+        'Q' => f("PRIORITY", j.priority.to_string()),
+        'Z' => f("WORK_DIR", j.desc.work_dir.clone()),
+        'o' => f("COMMAND", j.desc.command.clone()),
+        'k' => f(
+            "COMMENT",
+            j.desc.comment.clone().unwrap_or_else(|| "(null)".into()),
+        ),
+        'E' => f(
+            "DEPENDENCY",
+            j.desc.dependency.clone().unwrap_or_else(|| "(null)".into()),
+        ),
+        'Y' => f("SCHEDNODES", "(null)".into()),
+        'y' => f("NICE", j.desc.nice.unwrap_or(0).to_string()),
+        'c' => f("MIN_CPUS", j.cpus_per_task.to_string()),
+        'm' => f(
+            "MIN_MEMORY",
+            if j.mem_per_node > 0 {
+                format!("{}M", j.mem_per_node)
+            } else {
+                "0".into()
+            },
+        ),
+        'b' => f(
+            "TRES_PER_NODE",
+            if j.desc.gres.is_empty() {
+                "N/A".into()
+            } else {
+                j.desc
+                    .gres
+                    .iter()
+                    .map(|g| match &g.gres_type {
+                        Some(t) => format!("gres:{}:{t}:{}", g.name, g.count),
+                        None => format!("gres:{}:{}", g.name, g.count),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            },
+        ),
+        'x' => f("EXC_NODES", String::new()),
+        'n' => f("REQ_NODES", String::new()),
+        'h' => f(
+            "OVER_SUBSCRIBE",
+            if j.desc.exclusive {
+                "NO".into()
+            } else {
+                "OK".into()
+            },
+        ),
+        'w' => f(
+            "WCKEY",
+            j.desc.wckey.clone().unwrap_or_else(|| "(null)".into()),
+        ),
+        'f' => f(
+            "FEATURES",
+            j.desc.constraint.clone().unwrap_or_else(|| "(null)".into()),
+        ),
+        'z' => f("S:C:T", "*:*:*".into()),
+        'p' => f(
+            "PRIORITY",
+            format!("{:.8}", j.priority as f64 / u32::MAX as f64),
+        ),
+        _ => None,
+    }
+}
+
+/// `-O` field names and the `%` code each stands for.
+fn long_field(name: &str) -> Option<char> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "jobid" => 'i',
+        "jobarrayid" => 'i',
+        "arrayjobid" => 'F',
+        "arraytaskid" => 'K',
+        "name" => 'j',
+        "partition" => 'P',
+        "username" | "user" => 'u',
+        "userid" => 'U',
+        "account" => 'a',
+        "qos" => 'q',
+        "state" => 'T',
+        "statecompact" => 't',
+        "timeused" => 'M',
+        "timelimit" => 'l',
+        "timeleft" => 'L',
+        "numnodes" => 'D',
+        "numcpus" => 'C',
+        "nodelist" => 'N',
+        "reason" => 'r',
+        "reasonlist" => 'R',
+        "starttime" => 'S',
+        "endtime" => 'e',
+        "submittime" => 'V',
+        "priority" => 'Q',
+        "workdir" => 'Z',
+        "command" => 'o',
+        "comment" => 'k',
+        "dependency" => 'E',
+        _ => return None,
+    })
+}
+
+struct Args {
+    header: bool,
+    format: String,
+    jobs: Vec<(u64, Option<u32>)>,
+    users: Vec<String>,
+    states: Vec<JobState>,
+    all_states: bool,
+    partitions: Vec<String>,
+    names: Vec<String>,
+    array: bool,
+    long: bool,
+    json: bool,
+}
+
+fn value_of(args: &[String], i: &mut usize, opt: &str) -> String {
+    if let Some((_, v)) = args[*i].split_once('=') {
+        return v.to_string();
+    }
+    let a = &args[*i];
+    if !a.starts_with("--") && a.len() > 2 {
+        return a[2..].to_string();
+    }
+    *i += 1;
+    args.get(*i)
+        .cloned()
+        .unwrap_or_else(|| fail("squeue", format!("option '{opt}' requires an argument"), 1))
+}
+
+fn parse(args: &[String]) -> Args {
+    let mut a = Args {
+        header: true,
+        format: DEFAULT.into(),
+        jobs: vec![],
+        users: vec![],
+        states: vec![],
+        all_states: false,
+        partitions: vec![],
+        names: vec![],
+        array: false,
+        long: false,
+        json: false,
+    };
+    let mut i = 0;
+    let mut explicit_format = false;
+    while i < args.len() {
+        let arg = args[i].clone();
+        let key = arg.split('=').next().unwrap_or("").to_string();
+        let short =
+            |c: &str| key == c || (key.len() > 2 && key.starts_with(c) && !key.starts_with("--"));
+        if key == "-h" || key == "--noheader" {
+            a.header = false;
+        } else if short("-o") || key == "--format" {
+            a.format = value_of(args, &mut i, "--format");
+            explicit_format = true;
+        } else if short("-O") || key == "--Format" {
+            let spec = value_of(args, &mut i, "--Format");
+            let mut f = String::new();
+            for item in spec.split(',') {
+                let (name, width) = match item.split_once(':') {
+                    Some((n, w)) => (n, w.trim_start_matches('.').parse().unwrap_or(20)),
+                    None => (item, 20),
+                };
+                let code = long_field(name).unwrap_or_else(|| {
+                    fail(
+                        "squeue",
+                        format!("Invalid job format specification: {name}"),
+                        1,
+                    )
+                });
+                f.push_str(&format!("%{width}{code} "));
+            }
+            a.format = f.trim_end().to_string();
+            explicit_format = true;
+        } else if short("-j") || key == "--jobs" || key == "--job" {
+            for id in value_of(args, &mut i, "--jobs")
+                .split(',')
+                .filter(|s| !s.is_empty())
+            {
+                match parse_job_arg(id) {
+                    Some(v) => a.jobs.extend(v),
+                    None => fail("squeue", format!("Invalid job id: {id}"), 1),
+                }
+            }
+        } else if short("-u") || key == "--user" {
+            a.users.extend(
+                value_of(args, &mut i, "--user")
+                    .split(',')
+                    .map(str::to_string),
+            );
+        } else if key == "--me" {
+            a.users.push(current_user());
+        } else if short("-t") || key == "--states" || key == "--state" {
+            for s in value_of(args, &mut i, "--states").split(',') {
+                if s.eq_ignore_ascii_case("all") {
+                    a.all_states = true;
+                } else {
+                    match JobState::parse(s) {
+                        Some(st) => a.states.push(st),
+                        None => fail("squeue", format!("Invalid job state specified: {s}"), 1),
+                    }
+                }
+            }
+        } else if short("-p") || key == "--partition" {
+            a.partitions.extend(
+                value_of(args, &mut i, "--partition")
+                    .split(',')
+                    .map(str::to_string),
+            );
+        } else if short("-n") || key == "--name" {
+            a.names.extend(
+                value_of(args, &mut i, "--name")
+                    .split(',')
+                    .map(str::to_string),
+            );
+        } else if key == "-r" || key == "--array" {
+            a.array = true;
+        } else if key == "-l" || key == "--long" {
+            a.long = true;
+            if !explicit_format {
+                a.format = LONG.into();
+            }
+        } else if key == "--start" {
+            if !explicit_format {
+                a.format = START.into();
+            }
+            a.states = vec![JobState::Pending];
+        } else if key == "--json" {
+            a.json = true;
+        } else if key == "-a"
+            || key == "--all"
+            || key == "--local"
+            || key == "-M"
+            || key.starts_with("--clusters")
+            || key == "--sort"
+            || key == "-S"
+        {
+            if key == "-M" || key == "-S" {
+                i += 1;
+            }
+        } else if key == "--version" || key == "-V" {
+            println!("slurm 22.05.8");
+            std::process::exit(0);
+        } else {
+            fail("squeue", format!("unrecognized option '{arg}'"), 1);
+        }
+        i += 1;
+    }
+    a
+}
+
+/// The caller's user name.
+pub fn current_user() -> String {
+    nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_default()
+}
+
+/// Runs `squeue`.
+pub fn main(args: Vec<String>) -> i32 {
+    let a = parse(&args);
+    let client = controller();
+    let mut jobs: Vec<JobRecord> = match client.get("/v1/jobs") {
+        Ok(j) => j,
+        Err(e) => fail("squeue", describe(&e), 1),
+    };
+    if !a.jobs.is_empty() {
+        let want = |j: &JobRecord| {
+            a.jobs.iter().any(|(id, task)| match task {
+                Some(t) => j.array == Some((*id, *t)),
+                None => j.id == *id || j.array.is_some_and(|x| x.0 == *id),
+            })
+        };
+        jobs.retain(want);
+        if jobs.is_empty() && a.jobs.len() == 1 {
+            eprintln!("slurm_load_jobs error: Invalid job id specified");
+            return 1;
+        }
+    }
+    jobs.retain(|j| a.users.is_empty() || a.users.contains(&j.user));
+    jobs.retain(|j| a.partitions.is_empty() || a.partitions.contains(&j.partition));
+    jobs.retain(|j| a.names.is_empty() || a.names.contains(&j.desc.name));
+    if !a.all_states {
+        if a.states.is_empty() {
+            jobs.retain(|j| !j.state.is_finished() || !a.jobs.is_empty());
+        } else {
+            jobs.retain(|j| a.states.contains(&j.state));
+        }
+    }
+    // Pending jobs first (by priority, then id), then the rest by id.
+    jobs.sort_by_key(|j| {
+        (
+            j.state != JobState::Pending,
+            std::cmp::Reverse(if j.state == JobState::Pending {
+                j.priority
+            } else {
+                0
+            }),
+            j.id,
+        )
+    });
+    if !a.array {
+        jobs = collapse_arrays(jobs);
+    }
+    if a.json {
+        let v = serde_json::json!({ "jobs": jobs });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return 0;
+    }
+    let t = now();
+    if a.long {
+        println!("{}", date_line(t));
+    }
+    let rows: Vec<Vec<Field>> = jobs
+        .iter()
+        .map(|j| {
+            codes(&a.format)
+                .map(|c| field(c, j, t))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .flatten()
+                .collect()
+        })
+        .collect();
+    let header = codes(&a.format)
+        .filter_map(|c| field(c, &placeholder(), t))
+        .collect::<Vec<_>>();
+    print!(
+        "{}",
+        render(&a.format, a.header.then_some(&header), &rows, &|c| field(
+            c,
+            &placeholder(),
+            t
+        )
+        .is_some())
+    );
+    0
+}
+
+fn codes(format: &str) -> impl Iterator<Item = char> + '_ {
+    super::format::codes(format)
+}
+
+/// A record to name headers with.
+fn placeholder() -> JobRecord {
+    JobRecord::default()
+}
+
+/// Pending tasks of an array that have not started show as one line,
+/// `123_[4-9%2]`, as Slurm shows them.
+fn collapse_arrays(jobs: Vec<JobRecord>) -> Vec<JobRecord> {
+    let mut out: Vec<JobRecord> = Vec::new();
+    for j in jobs {
+        if j.state == JobState::Pending {
+            if let Some((array, task)) = j.array {
+                if let Some(prev) = out.iter_mut().find(|o| {
+                    o.state == JobState::Pending && o.array_pending.is_some() && o.id == array
+                }) {
+                    if let Some((rest, _)) = prev.array_pending.as_mut() {
+                        if !rest.contains(&task) {
+                            rest.push(task);
+                            rest.sort_unstable();
+                        }
+                    }
+                    continue;
+                }
+                let throttle = j.array_pending.as_ref().and_then(|p| p.1);
+                let mut head = j.clone();
+                head.id = array;
+                head.array = None;
+                head.array_pending = Some((vec![task], throttle));
+                out.push(head);
+                continue;
+            }
+        }
+        out.push(j);
+    }
+    // A lone remaining task prints as itself.
+    for o in &mut out {
+        if let Some((rest, None)) = &o.array_pending {
+            if rest.len() == 1 && o.array.is_none() && o.state == JobState::Pending {
+                let t = rest[0];
+                o.array = Some((o.id, t));
+                o.array_pending = None;
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,316 @@
+//! `srun`: run a parallel step, inside an allocation or in a new one.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::sync::mpsc;
+
+use sluice_conf::options::{parse_args, Command, JobOptions};
+use sluice_proto::pattern::{expand, PatternContext};
+use sluice_proto::types::{
+    JobRecord, JobState, LaunchTasks, StepPlan, StepRequest, SubmitReply, TaskEvent,
+};
+use sluice_proto::Client;
+
+use super::common::{controller, cwd, describe, fail, USAGE_EXIT};
+use super::sbatch::describe_job;
+
+const ME: &str = "srun";
+
+/// Runs `srun`.
+pub fn main(args: Vec<String>) -> i32 {
+    let mut opts = JobOptions::default();
+    let argv = match parse_args(Command::Srun, &args, &mut opts) {
+        Ok(r) => r,
+        Err(e) => fail(ME, e, USAGE_EXIT),
+    };
+    if argv.is_empty() {
+        fail(ME, "No command given to execute.", USAGE_EXIT);
+    }
+    for w in &opts.warnings {
+        if opts.verbose > 0 {
+            eprintln!("{ME}: warning: {w}");
+        }
+    }
+    let client = controller();
+    let inside = std::env::var("SLURM_JOB_ID")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    match inside {
+        Some(job) => run_step(&client, job, &opts, &argv),
+        None => {
+            // A new allocation for just this step.
+            let name = opts.job_name.clone().unwrap_or_else(|| {
+                std::path::Path::new(&argv[0])
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "srun".into())
+            });
+            let desc = match describe_job(&opts, name, String::new(), argv.join(" "), true) {
+                Ok(d) => d,
+                Err(e) => fail(ME, e, USAGE_EXIT),
+            };
+            let reply: SubmitReply = match client.post("/v1/jobs", &desc) {
+                Ok(r) => r,
+                Err(e) => fail(
+                    ME,
+                    format!("Unable to allocate resources: {}", describe(&e)),
+                    1,
+                ),
+            };
+            let job = reply.job_id;
+            let cancel = move || {
+                let req = sluice_proto::types::CancelRequest {
+                    jobs: vec![(job, None)],
+                    ..Default::default()
+                };
+                let _ = controller().post::<_, serde_json::Value>("/v1/cancel", &req);
+            };
+            let mut announced = false;
+            loop {
+                match client.get::<JobRecord>(&format!("/v1/jobs/{job}")) {
+                    Ok(r) if r.state == JobState::Running => {
+                        if announced {
+                            eprintln!("{ME}: job {job} has been allocated resources");
+                        }
+                        break;
+                    }
+                    Ok(r) if r.state.is_finished() => {
+                        fail(ME, format!("Job allocation {job} has been revoked."), 1)
+                    }
+                    Ok(_) => {
+                        if !announced {
+                            eprintln!("{ME}: job {job} queued and waiting for resources");
+                            announced = true;
+                        }
+                    }
+                    Err(e) => {
+                        cancel();
+                        fail(ME, describe(&e), 1)
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            let code = run_step(&client, job, &opts, &argv);
+            let body = serde_json::json!({"exit_code": if code > 128 { 0 } else { code }, "signal": if code > 128 { code - 128 } else { 0 }});
+            let _ = client.post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/complete"), &body);
+            code
+        }
+    }
+}
+
+fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> i32 {
+    // Before any thread starts, so that every thread inherits the blocked mask.
+    forward_signals(job);
+    let req = StepRequest {
+        ntasks: opts.ntasks,
+        nodes: opts.nodes.map(|n| n.0),
+        ntasks_per_node: opts.ntasks_per_node,
+        cpus_per_task: opts.cpus_per_task,
+        gpus_per_task: opts.gpus_per_task.as_ref().map(|g| g.1),
+        argv: argv.to_vec(),
+        name: std::path::Path::new(&argv[0])
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let plan: StepPlan = match client.post(&format!("/v1/jobs/{job}/steps"), &req) {
+        Ok(p) => p,
+        Err(e) => fail(ME, describe(&e), 1),
+    };
+    let record: JobRecord = client
+        .get(&format!("/v1/jobs/{job}"))
+        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    let step_nodes: Vec<String> = plan.nodes.iter().map(|n| n.0.clone()).collect();
+    let counts: Vec<u32> = plan.nodes.iter().map(|n| n.2.len() as u32).collect();
+    // The step's environment: what srun runs in, with the job's and step's variables.
+    let mut env: BTreeMap<String, String> = std::env::vars().collect();
+    let nodelist = sluice_conf::hostlist::compress(&step_nodes);
+    let tpn = sluice_ctld::state::tasks_per_node_string(&counts);
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_string(), v);
+    };
+    set("SLURM_JOB_ID", job.to_string());
+    set("SLURM_JOBID", job.to_string());
+    set("SLURM_JOB_NAME", record.desc.name.clone());
+    set(
+        "SLURM_JOB_NODELIST",
+        sluice_conf::hostlist::compress(&record.nodes),
+    );
+    set("SLURM_JOB_NUM_NODES", record.nodes.len().to_string());
+    set("SLURM_JOB_PARTITION", record.partition.clone());
+    set("SLURM_STEP_ID", plan.step.to_string());
+    set("SLURM_STEPID", plan.step.to_string());
+    set("SLURM_STEP_NODELIST", nodelist.clone());
+    set("SLURM_NODELIST", nodelist);
+    set("SLURM_STEP_NUM_NODES", step_nodes.len().to_string());
+    set("SLURM_NNODES", step_nodes.len().to_string());
+    set("SLURM_STEP_NUM_TASKS", plan.ntasks.to_string());
+    set("SLURM_NTASKS", plan.ntasks.to_string());
+    set("SLURM_NPROCS", plan.ntasks.to_string());
+    set("SLURM_STEP_TASKS_PER_NODE", tpn.clone());
+    set("SLURM_TASKS_PER_NODE", tpn);
+    set("SLURM_DISTRIBUTION", "block".into());
+    set(
+        "SLURM_CPUS_PER_TASK",
+        opts.cpus_per_task
+            .unwrap_or(record.cpus_per_task)
+            .to_string(),
+    );
+    if let Some((a, t)) = record.array {
+        set("SLURM_ARRAY_JOB_ID", a.to_string());
+        set("SLURM_ARRAY_TASK_ID", t.to_string());
+    }
+    if opts.label {
+        set("SLURM_LABELIO", "1".into());
+    }
+    let environment: Vec<(String, String)> = env.into_iter().collect();
+    let (tx, rx) = mpsc::channel::<TaskEvent>();
+    let work_dir = cwd().display().to_string();
+    for (index, (node, socket, tasks)) in plan.nodes.iter().enumerate() {
+        let order = LaunchTasks {
+            job_id: job,
+            step: plan.step,
+            node_index: index as u32,
+            tasks: tasks.clone(),
+            task_gpus: plan.task_gpus.get(index).cloned().unwrap_or_default(),
+            argv: argv.to_vec(),
+            environment: environment.clone(),
+            work_dir: work_dir.clone(),
+        };
+        let tx = tx.clone();
+        let socket = socket.clone();
+        let node = node.clone();
+        std::thread::spawn(
+            move || match Client::new(&socket).post_stream("/v1/tasks", &order) {
+                Ok(reader) => {
+                    for line in reader.lines() {
+                        let Ok(line) = line else { break };
+                        if let Ok(e) = serde_json::from_str::<TaskEvent>(&line) {
+                            let _ = tx.send(e);
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(TaskEvent::Error {
+                        message: format!("cannot launch tasks on {node}: {}", describe(&e)),
+                    });
+                    for &t in &order.tasks {
+                        let _ = tx.send(TaskEvent::Exit {
+                            task: t,
+                            code: 1,
+                            signal: 0,
+                        });
+                    }
+                }
+            },
+        );
+    }
+    drop(tx);
+    let ctx_user = record.user.clone();
+    let mut files: BTreeMap<(u32, u8), Option<std::fs::File>> = BTreeMap::new();
+    let (mut worst, mut signal) = (0i32, 0i32);
+    let mut failed = Vec::new();
+    for e in rx {
+        match e {
+            TaskEvent::Output { task, stream, data } => {
+                let text = if opts.label {
+                    format!("{task}: {data}")
+                } else {
+                    data
+                };
+                let file = files.entry((task, stream)).or_insert_with(|| {
+                    let pattern = if stream == 2 {
+                        opts.error.as_ref().or(opts.output.as_ref())
+                    } else {
+                        opts.output.as_ref()
+                    }?;
+                    let ctx = PatternContext {
+                        job_id: job,
+                        array: record.array,
+                        step: Some(plan.step),
+                        node: record.nodes.first().map(String::as_str).unwrap_or(""),
+                        node_index: 0,
+                        task,
+                        user: &ctx_user,
+                        job_name: &record.desc.name,
+                    };
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(expand(pattern, &ctx))
+                        .ok()
+                });
+                match file.as_mut() {
+                    Some(f) => {
+                        let _ = f.write_all(text.as_bytes());
+                    }
+                    None if stream == 2 => {
+                        let _ = std::io::stderr().write_all(text.as_bytes());
+                    }
+                    None => {
+                        let mut out = std::io::stdout().lock();
+                        let _ = out.write_all(text.as_bytes());
+                        let _ = out.flush();
+                    }
+                }
+            }
+            TaskEvent::Exit {
+                task,
+                code,
+                signal: sig,
+            } => {
+                if code != 0 || sig != 0 {
+                    failed.push((task, code, sig));
+                }
+                worst = worst.max(code);
+                signal = signal.max(sig);
+            }
+            TaskEvent::Error { message } => {
+                eprintln!("{ME}: error: {message}");
+                worst = worst.max(1);
+            }
+        }
+    }
+    for (task, code, sig) in &failed {
+        if *sig != 0 {
+            eprintln!("{ME}: error: task {task}: Killed by signal {sig}");
+        } else {
+            eprintln!("{ME}: error: task {task}: Exited with exit code {code}");
+        }
+    }
+    let body = serde_json::json!({"exit_code": worst, "signal": signal});
+    let _ = client
+        .post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/steps/{}/end", plan.step), &body);
+    if signal != 0 && worst == 0 {
+        128 + signal
+    } else {
+        worst
+    }
+}
+
+/// SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 sent to srun go on to the job's steps.
+fn forward_signals(job: u64) {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for s in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+        Signal::SIGHUP,
+    ] {
+        set.add(s);
+    }
+    if set.thread_block().is_err() {
+        return;
+    }
+    std::thread::spawn(move || loop {
+        let Ok(sig) = set.wait() else { return };
+        let req = sluice_proto::types::CancelRequest {
+            jobs: vec![(job, None)],
+            signal: Some(sig as i32),
+            ..Default::default()
+        };
+        let _ = controller().post::<_, serde_json::Value>("/v1/cancel", &req);
+    });
+}
