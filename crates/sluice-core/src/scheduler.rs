@@ -119,6 +119,9 @@ pub struct Scheduler {
     /// Pending jobs by their `--begin` time, for wake-ups.
     pub(crate) begins: BTreeSet<(Time, JobId)>,
     pub(crate) next_seq: u64,
+    /// Jobs queued since the last pass, so that each gets a pending reason even when the
+    /// pass stops before reaching it.
+    fresh: Vec<JobId>,
     pub(crate) conservative: conservative::State,
     pub(crate) backfill: backfill::State,
 }
@@ -154,6 +157,7 @@ impl Scheduler {
             last_pass: -NEVER,
             begins: BTreeSet::new(),
             next_seq: 0,
+            fresh: Vec::new(),
             conservative: Default::default(),
             backfill: Default::default(),
         };
@@ -396,6 +400,7 @@ impl Scheduler {
         self.keys.insert(id, key);
         self.begins.insert((self.jobs[&id].spec.begin, id));
         self.backfill.dirty = true;
+        self.fresh.push(id);
         if let Policy::Conservative = self.policy {
             self.conservative.unplanned.insert(key);
         }
@@ -467,7 +472,23 @@ impl Scheduler {
             Policy::Conservative => conservative::pass(self, now, &mut out),
             Policy::Backfill(params) => backfill::pass(self, now, &params, &mut out),
         }
+        self.explain_fresh(now);
         out
+    }
+
+    /// Gives each job queued since the last pass that the pass did not reach a reason:
+    /// its own (`BeginTime`, partition limits) or else `Priority`, since a pass stops
+    /// only behind a job ahead of it that cannot start.
+    fn explain_fresh(&mut self, now: Time) {
+        for id in std::mem::take(&mut self.fresh) {
+            let unexplained = self
+                .jobs
+                .get(&id)
+                .is_some_and(|j| j.state == JobState::Pending && j.reason == PendingReason::None);
+            if unexplained && self.eligible(id, now) {
+                self.set_reason(id, PendingReason::Priority);
+            }
+        }
     }
 
     /// The latest time at which [`Scheduler::schedule`] should be called again even if

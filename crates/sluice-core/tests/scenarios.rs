@@ -424,3 +424,27 @@ fn jobs_ending_at_their_limit_hand_over_their_nodes_at_that_instant() {
         );
     }
 }
+
+#[test]
+fn every_pending_job_gets_a_reason_even_when_the_pass_stops_early() {
+    // One node, 2 CPUs, Slurm's backfill. At t=0 jobs 1 and 2 take both CPUs.
+    // Job 3 wants a CPU: it is the first that cannot start (Resources), and the main
+    // pass stops there. Job 4, behind it, waits on Priority; job 5 asked to begin at
+    // t=3600 (BeginTime). Nothing is left without a reason.
+    use sluice_core::PendingReason;
+    let mut s = Scheduler::new(cluster(1, 2), backfill(10_000));
+    for j in [job(1).procs(1).time(600), job(2).procs(1).time(600)] {
+        s.submit(j.spec(), 0).unwrap();
+    }
+    s.schedule(0);
+    s.submit(job(3).procs(1).time(180).spec(), 1).unwrap();
+    s.submit(job(4).procs(1).time(180).spec(), 1).unwrap();
+    let mut later = job(5).procs(1).time(180).spec();
+    later.begin = 3600;
+    s.submit(later, 1).unwrap();
+    s.schedule(1);
+    let reason = |id: u64| s.job(JobId(id)).unwrap().reason;
+    assert_eq!(reason(3), PendingReason::Resources);
+    assert_eq!(reason(4), PendingReason::Priority);
+    assert_eq!(reason(5), PendingReason::BeginTime);
+}

@@ -104,7 +104,10 @@ pub(crate) fn now() -> i64 {
 }
 
 /// Runs the agent for `node`, with sockets in `state_dir`, until `shutdown` completes.
-/// Jobs it started keep running if it stops (they are in their own sessions).
+/// When it stops, it ends the jobs it runs (SIGTERM, SIGKILL two seconds later): a
+/// later agent for the node would not know them, and their CPUs would be handed out
+/// twice. The controller requeues them when the node registers again (as Slurm does
+/// for jobs on a failed node).
 ///
 /// Errors: the socket cannot be set up.
 pub async fn run(
@@ -141,7 +144,13 @@ pub async fn run(
         .route("/v1/signal", post(signal))
         .route("/v1/terminate", post(terminate))
         .route("/v1/tasks", post(tasks))
-        .with_state(agent);
+        .with_state(agent.clone());
+    // Jobs end first, so that streams of their output (to `srun`) close and the
+    // server's graceful shutdown can finish.
+    let shutdown = async move {
+        shutdown.await;
+        run::end_all(&agent, Duration::from_secs(2)).await;
+    };
     let result = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
         .with_graceful_shutdown(shutdown)
         .await;

@@ -301,6 +301,29 @@ fn kill_job(agent: Arc<Agent>, job: u64, kill_wait: i64) {
     });
 }
 
+/// Ends every job here as the agent stops: SIGCONT and SIGTERM to all their process
+/// groups, SIGKILL to those left after `grace`.
+pub(crate) async fn end_all(agent: &Agent, grace: Duration) {
+    let groups = || -> Vec<i32> {
+        let jobs = agent.jobs.lock().expect("lock");
+        jobs.values()
+            .flat_map(|j| j.pid.into_iter().chain(j.task_groups.iter().copied()))
+            .collect()
+    };
+    let first = groups();
+    if first.is_empty() {
+        return;
+    }
+    for &g in &first {
+        let _ = killpg(Pid::from_raw(g), Signal::SIGCONT);
+        let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
+    }
+    tokio::time::sleep(grace).await;
+    for g in first {
+        let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+    }
+}
+
 /// Starts a step's tasks on this node and streams their output and exits to `tx`.
 pub(crate) fn tasks(
     agent: Arc<Agent>,

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// A job's state, with Slurm's names.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum JobState {
     /// Waiting.
@@ -33,7 +35,6 @@ pub enum JobState {
     /// Put back in the queue (a record of an earlier run).
     Requeued,
 }
-
 
 impl JobState {
     /// Slurm's long name (`squeue -t`, `sacct`).

@@ -5,11 +5,12 @@ use sluice_proto::types::{NodeInfo, PartitionInfo};
 use super::common::{controller, date_line, describe, fail, now, squeue_time};
 use super::format::{codes, render, Field};
 
-const DEFAULT: &str = "%9P %5a %10l %6D %6t %N";
-const NODES: &str = "%#N %.6D %#P %6t";
-const LONG: &str = "%9P %5a %10l %10s %4r %8h %10g %6D %11T %N";
-const NODES_LONG: &str = "%#N %.6D %#P %11T %4c %8z %6m %8d %6w %8f %20E";
-const SUMMARY: &str = "%9P %5a %10l %15F %N";
+// Slurm 22.05's defaults (sinfo(1), checked against its output).
+const DEFAULT: &str = "%#P %.5a %.10l %.6D %.6t %N";
+const NODES: &str = "%#N %.6D %.#P %6t";
+const LONG: &str = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
+const NODES_LONG: &str = "%#N %.6D %.#P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E";
+const SUMMARY: &str = "%#P %.5a %.10l %.16F %N";
 
 fn compact(state: &str) -> &'static str {
     match state {
@@ -259,7 +260,8 @@ pub fn main(args: Vec<String>) -> i32 {
             + 1
     };
     let format = format
-        .replace("%#N", &format!("%{}N", widest('N').max(10)))
+        .replace("%#N", &format!("%{}N", widest('N')))
+        .replace("%.#P", &format!("%.{}P", widest('P').max(9)))
         .replace("%#P", &format!("%{}P", widest('P').max(9)));
     if long {
         println!("{}", date_line(now()));
