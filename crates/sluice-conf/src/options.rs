@@ -197,6 +197,10 @@ pub struct JobOptions {
 pub struct OptionError {
     /// What is wrong.
     pub message: String,
+    /// Whether Slurm reports this one as a refused submission (`Batch job submission
+    /// failed: ...`, exit 1) rather than as a usage error (exit 255): its controller,
+    /// not its client, checks it.
+    pub refused: bool,
 }
 
 impl std::fmt::Display for OptionError {
@@ -209,6 +213,7 @@ impl std::error::Error for OptionError {}
 
 fn err(message: impl Into<String>) -> OptionError {
     OptionError {
+        refused: false,
         message: message.into(),
     }
 }
@@ -606,7 +611,10 @@ fn apply(
             if command == Command::Srun {
                 return Err(err("unrecognized option '--array'"));
             }
-            o.array = Some(parse_array(v).map_err(err)?);
+            o.array = Some(parse_array(v).map_err(|m| OptionError {
+                refused: true,
+                ..err(m)
+            })?);
         }
         "begin" => o.begin = s(),
         "chdir" => o.chdir = s(),
@@ -616,7 +624,10 @@ fn apply(
         "cpus-per-task" => o.cpus_per_task = Some(positive(v, name)?),
         "cpu-bind" => o.cpu_bind = s(),
         "dependency" => {
-            o.dependency = Some(parse_dependency(v).map_err(err)?);
+            o.dependency = Some(parse_dependency(v).map_err(|m| OptionError {
+                refused: true,
+                ..err(m)
+            })?);
             o.dependency_text = s();
         }
         "error" => o.error = s(),

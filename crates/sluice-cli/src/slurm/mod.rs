@@ -17,6 +17,15 @@ pub const COMMANDS: &[&str] = &[
 
 /// Runs the Slurm command `name` with `args`; returns its exit status.
 pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
+    if !COMMANDS.contains(&name) {
+        return None;
+    }
+    // Like the C commands, end quietly when a reader goes away (`scontrol show
+    // hostnames | head -1`) rather than fail on a broken pipe.
+    // SAFETY: called before any thread starts; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     Some(match name {
         "sbatch" => sbatch::main(args),
         "srun" => srun::main(args),

@@ -111,13 +111,26 @@ pub fn describe_job(
     })
 }
 
+/// Reports a bad option as Slurm does: a usage error (exit 255), or a refused
+/// submission (exit 1) for what Slurm's controller checks.
+fn option_error(e: sluice_conf::options::OptionError) -> ! {
+    if e.refused {
+        fail(
+            "sbatch",
+            format!("Batch job submission failed: {}", e.message),
+            1,
+        )
+    }
+    fail("sbatch", e, USAGE_EXIT)
+}
+
 /// Runs `sbatch` with `args` (without the program name); returns the exit status.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sbatch";
     let mut first = JobOptions::default();
     let rest = match parse_args(Command::Sbatch, &args, &mut first) {
         Ok(r) => r,
-        Err(e) => fail(ME, e, USAGE_EXIT),
+        Err(e) => option_error(e),
     };
     let (script, script_path) = if let Some(wrap) = &first.wrap {
         (
@@ -155,10 +168,10 @@ pub fn main(args: Vec<String>) -> i32 {
         &script_directives(&script, "#SBATCH"),
         &mut opts,
     ) {
-        fail(ME, e, USAGE_EXIT);
+        option_error(e);
     }
     if let Err(e) = parse_args(Command::Sbatch, &args, &mut opts) {
-        fail(ME, e, USAGE_EXIT);
+        option_error(e);
     }
     for w in &opts.warnings {
         if !opts.quiet {

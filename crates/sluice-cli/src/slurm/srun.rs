@@ -271,11 +271,31 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> i3
             }
         }
     }
-    for (task, code, sig) in &failed {
-        if *sig != 0 {
-            eprintln!("{ME}: error: task {task}: Killed by signal {sig}");
+    // Slurm's shape: one line per node and outcome, `vm: tasks 0-3: Exited with exit
+    // code 3`, or the signal's description.
+    let mut by_outcome: BTreeMap<(&str, i32, i32), Vec<u32>> = BTreeMap::new();
+    for &(task, code, sig) in &failed {
+        let node = plan
+            .nodes
+            .iter()
+            .find(|n| n.2.contains(&task))
+            .map_or("", |n| n.0.as_str());
+        by_outcome.entry((node, code, sig)).or_default().push(task);
+    }
+    for ((node, code, sig), mut tasks) in by_outcome {
+        tasks.sort_unstable();
+        let which = match tasks.len() {
+            1 => format!("task {}", tasks[0]),
+            _ => format!("tasks {}", sluice_proto::types::compact_indices(&tasks)),
+        };
+        if sig != 0 {
+            let what = nix::sys::signal::Signal::try_from(sig).map_or_else(
+                |_| format!("Signal {sig}"),
+                |s| describe_signal(s).to_string(),
+            );
+            eprintln!("{ME}: error: {node}: {which}: {what}");
         } else {
-            eprintln!("{ME}: error: task {task}: Exited with exit code {code}");
+            eprintln!("{ME}: error: {node}: {which}: Exited with exit code {code}");
         }
     }
     let body = serde_json::json!({"exit_code": worst, "signal": signal});
@@ -313,4 +333,26 @@ fn forward_signals(job: u64) {
         };
         let _ = controller().post::<_, serde_json::Value>("/v1/cancel", &req);
     });
+}
+
+/// The C library's description of a signal (`strsignal`), as Slurm prints it.
+fn describe_signal(s: nix::sys::signal::Signal) -> &'static str {
+    use nix::sys::signal::Signal::*;
+    match s {
+        SIGHUP => "Hangup",
+        SIGINT => "Interrupt",
+        SIGQUIT => "Quit",
+        SIGABRT => "Aborted",
+        SIGKILL => "Killed",
+        SIGSEGV => "Segmentation fault",
+        SIGPIPE => "Broken pipe",
+        SIGALRM => "Alarm clock",
+        SIGTERM => "Terminated",
+        SIGUSR1 => "User defined signal 1",
+        SIGUSR2 => "User defined signal 2",
+        SIGBUS => "Bus error",
+        SIGFPE => "Floating point exception",
+        SIGILL => "Illegal instruction",
+        _ => s.as_str(),
+    }
 }

@@ -1,0 +1,180 @@
+//! A real cluster for tests: `sluice up` in the background with its own state
+//! directory, and the Slurm commands run against it as a user would run them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a command printed and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+/// A running `sluice up`; stopped (Ctrl-C) and its directory removed on drop.
+pub struct Cluster {
+    pub dir: PathBuf,
+    child: Child,
+}
+
+/// How long a test waits for something that should take well under a second, before
+/// it fails. Generous: CI machines are shared.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+impl Cluster {
+    /// Starts a cluster described by `slurm_conf` (file contents) in a fresh directory
+    /// named after `name`, and waits until every node is idle.
+    pub fn start(name: &str, slurm_conf: &str) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("sluice-t-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        let conf = dir.join("slurm.conf");
+        std::fs::write(&conf, slurm_conf).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("up")
+            .arg("--config")
+            .arg(&conf)
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sluice up starts");
+        let c = Cluster { dir, child };
+        c.wait_for("all nodes idle", || {
+            let o = c.run("sinfo", &["-h", "-N", "-o", "%t"]);
+            o.code == 0 && !o.stdout.is_empty() && o.stdout.lines().all(|l| l.trim() == "idle")
+        });
+        c
+    }
+
+    /// The directory jobs are submitted from.
+    pub fn work(&self) -> PathBuf {
+        self.dir.join("work")
+    }
+
+    /// Runs Slurm command `cmd` (through the links `sluice up` made) from the work
+    /// directory, with the cluster's state directory in the environment.
+    pub fn run(&self, cmd: &str, args: &[&str]) -> Output {
+        self.run_in(&self.work(), cmd, args)
+    }
+
+    /// [`Cluster::run`] from directory `cwd`.
+    pub fn run_in(&self, cwd: &Path, cmd: &str, args: &[&str]) -> Output {
+        let bin = self.dir.join("state").join("bin");
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let o = match Command::new(bin.join(cmd))
+            .args(args)
+            .current_dir(cwd)
+            .env("PATH", path)
+            .env("SLUICE_STATE_DIR", self.dir.join("state"))
+            .env_remove("SLURM_CONF")
+            .env_remove("SLURM_JOB_ID")
+            .stdin(Stdio::null())
+            .output()
+        {
+            Ok(o) => o,
+            // Before `sluice up` has made its links.
+            Err(e) => {
+                return Output {
+                    stdout: String::new(),
+                    stderr: format!("{cmd}: {e}"),
+                    code: -1,
+                }
+            }
+        };
+        Output {
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            code: o.status.code().unwrap_or(-1),
+        }
+    }
+
+    /// Submits with `sbatch` and returns the job id; panics with sbatch's error if it
+    /// refuses.
+    pub fn sbatch(&self, args: &[&str]) -> u64 {
+        let o = self.run("sbatch", args);
+        assert_eq!(o.code, 0, "sbatch {args:?} failed: {}", o.stderr);
+        o.stdout
+            .trim()
+            .strip_prefix("Submitted batch job ")
+            .and_then(|id| id.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected sbatch output {:?}", o.stdout))
+    }
+
+    /// Waits until `done` holds; panics naming `what` after [`PATIENCE`].
+    pub fn wait_for(&self, what: &str, mut done: impl FnMut() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until `probe` returns the same text twice in a row 200 ms apart and it
+    /// equals `expected`, then returns it; on timeout returns the last text, so that the
+    /// caller's assertion shows the difference.
+    pub fn settle(&self, expected: &str, mut probe: impl FnMut() -> String) -> String {
+        let start = Instant::now();
+        loop {
+            let a = probe();
+            if a == expected {
+                std::thread::sleep(Duration::from_millis(200));
+                let b = probe();
+                if b == a {
+                    return b;
+                }
+            }
+            if start.elapsed() > PATIENCE {
+                return a;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A job's state as `sacct` reports it (allocation line only).
+    pub fn state(&self, job: u64) -> String {
+        self.run(
+            "sacct",
+            &["-n", "-X", "-P", "-o", "State", "-j", &job.to_string()],
+        )
+        .stdout
+        .trim()
+        .to_string()
+    }
+
+    /// Waits until `job` has ended and returns its final state.
+    pub fn wait_ended(&self, job: u64) -> String {
+        let mut state = String::new();
+        self.wait_for(&format!("job {job} to end"), || {
+            state = self.state(job);
+            !state.is_empty() && !matches!(state.as_str(), "PENDING" | "RUNNING" | "COMPLETING")
+        });
+        state
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

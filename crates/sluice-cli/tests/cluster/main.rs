@@ -1,0 +1,212 @@
+//! End-to-end tests against a real cluster: `sluice up` with its controller and node
+//! agents, driven by the Slurm commands exactly as users type them.
+
+mod harness;
+
+use harness::Cluster;
+
+fn seed(file: &str) -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../sluice-conf/tests/data/");
+    std::fs::read_to_string(format!("{path}{file}")).unwrap()
+}
+
+/// Two small nodes of 2 CPUs in one partition.
+const SMALL: &str = "ClusterName=small
+SlurmctldHost=localhost
+NodeName=n[1-2] CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=1:00:00 State=UP
+";
+
+#[test]
+fn the_seed_job_script_runs_sixteen_ranks_on_two_nodes() {
+    // The seeds' slurm.conf verbatim (four nodes of 128 CPUs and 8 GPUs, run on this
+    // machine by agents that trust the configuration), and their job script with the
+    // training program replaced by one that prints what each rank sees.
+    let c = Cluster::start("seed", &seed("seed-slurm.conf"));
+    let script = seed("seed-job.sh");
+    let launch = script
+        .find("srun python")
+        .expect("the seed script runs srun");
+    let script = format!(
+        "{}srun bash -c 'echo rank $SLURM_PROCID node $SLURM_NODEID local $SLURM_LOCALID \
+         of $SLURM_NTASKS on $SLURMD_NODENAME in $SLURM_JOB_NODELIST \
+         head $(scontrol show hostnames | head -1)'\n",
+        &script[..launch]
+    );
+    std::fs::write(c.work().join("job.sh"), script).unwrap();
+    std::fs::create_dir_all(c.work().join("logs")).unwrap();
+    let job = c.sbatch(&["job.sh"]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+
+    let out = std::fs::read_to_string(c.work().join(format!("logs/{job}.out"))).unwrap();
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort_by_key(|l| l.split(' ').nth(1).and_then(|r| r.parse::<u32>().ok()));
+    let expected: Vec<String> = (0..16)
+        .map(|rank| {
+            format!(
+                "rank {rank} node {} local {} of 16 on node0{} in node[01-02] head node01",
+                rank / 8,
+                rank % 8,
+                rank / 8 + 1
+            )
+        })
+        .collect();
+    assert_eq!(lines, expected);
+
+    let acct = c.run(
+        "sacct",
+        &[
+            "-P",
+            "-o",
+            "JobID,JobName,Partition,AllocCPUS,State,ExitCode",
+            "-j",
+            &job.to_string(),
+        ],
+    );
+    assert_eq!(
+        acct.stdout,
+        format!(
+            "JobID|JobName|Partition|AllocCPUS|State|ExitCode\n\
+             {job}|qwen-finetune|train|16|COMPLETED|0:0\n\
+             {job}.batch|batch||8|COMPLETED|0:0\n\
+             {job}.0|bash||16|COMPLETED|0:0\n"
+        )
+    );
+}
+
+#[test]
+fn bad_submissions_get_slurms_errors_and_burn_no_job_id() {
+    let c = Cluster::start("bad", SMALL);
+    let first = c.sbatch(&["--wrap", "true"]);
+    let cases: &[(&[&str], &str, i32)] = &[
+        (
+            &["-t", "abc", "--wrap", "true"],
+            "sbatch: error: Invalid --time specification\n",
+            255,
+        ),
+        (
+            &["--mem=abc", "--wrap", "true"],
+            "sbatch: error: Invalid --mem specification\n",
+            255,
+        ),
+        (
+            &["--array=1-x", "--wrap", "true"],
+            "sbatch: error: Batch job submission failed: Invalid job array specification\n",
+            1,
+        ),
+        (
+            &["-p", "nosuch", "--wrap", "true"],
+            "sbatch: error: invalid partition specified: nosuch\n\
+             sbatch: error: Batch job submission failed: Invalid partition name specified\n",
+            1,
+        ),
+        (
+            &["-d", "afterok:abc", "--wrap", "true"],
+            "sbatch: error: Batch job submission failed: Job dependency problem\n",
+            1,
+        ),
+    ];
+    for (args, stderr, code) in cases {
+        let o = c.run("sbatch", args);
+        assert_eq!(
+            (o.stderr.as_str(), o.code, o.stdout.as_str()),
+            (*stderr, *code, ""),
+            "sbatch {args:?}"
+        );
+    }
+    // Nothing was queued and no id was used up.
+    assert_eq!(c.sbatch(&["--wrap", "true"]), first + 1);
+    let o = c.run("squeue", &["-j", "999999"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("slurm_load_jobs error: Invalid job id specified\n", 1)
+    );
+}
+
+#[test]
+fn every_pending_job_says_why_it_waits() {
+    // Both nodes are taken by two jobs of 2 CPUs each for ten minutes. Behind them:
+    // one job waiting for resources, one behind it by priority, one held, one waiting
+    // on a dependency, one asked to begin in an hour.
+    let c = Cluster::start("reasons", SMALL);
+    let run1 = c.sbatch(&["-J", "run1", "-c", "2", "-t", "10", "--wrap", "sleep 600"]);
+    let run2 = c.sbatch(&["-J", "run2", "-c", "2", "-t", "10", "--wrap", "sleep 600"]);
+    let res = c.sbatch(&["-J", "pend_res", "-t", "3", "--wrap", "true"]);
+    let pri = c.sbatch(&["-J", "pend_pri", "-t", "3", "--wrap", "true"]);
+    let held = c.sbatch(&["-J", "held", "-H", "-t", "3", "--wrap", "true"]);
+    let dep = c.sbatch(&[
+        "-J",
+        "dep",
+        "-d",
+        &format!("afterok:{run1}"),
+        "--wrap",
+        "true",
+    ]);
+    let begin = c.sbatch(&["-J", "begin", "--begin=now+1hour", "--wrap", "true"]);
+    let expected = format!(
+        "{res} pend_res PD (Resources)\n\
+         {pri} pend_pri PD (Priority)\n\
+         {held} held PD (JobHeldUser)\n\
+         {dep} dep PD (Dependency)\n\
+         {begin} begin PD (BeginTime)\n\
+         {run1} run1 R n1\n\
+         {run2} run2 R n2\n"
+    );
+    let squeue = || c.run("squeue", &["-h", "-o", "%i %j %t %R"]).stdout;
+    assert_eq!(c.settle(&expected, squeue), expected);
+
+    // Releasing the held job and cancelling the running ones lets the queue drain in
+    // order; the dependency on a cancelled job can never be met.
+    assert_eq!(c.run("scontrol", &["release", &held.to_string()]).code, 0);
+    assert_eq!(
+        c.run("scancel", &[&run1.to_string(), &run2.to_string()])
+            .code,
+        0
+    );
+    for job in [res, pri, held] {
+        assert_eq!(c.wait_ended(job), "COMPLETED", "job {job}");
+    }
+    // sacct names who cancelled, as Slurm's does.
+    let me = nix::unistd::getuid();
+    assert_eq!(c.wait_ended(run1), format!("CANCELLED by {me}"));
+    let expected =
+        format!("{dep} dep PD (DependencyNeverSatisfied)\n{begin} begin PD (BeginTime)\n");
+    assert_eq!(c.settle(&expected, squeue), expected);
+}
+
+#[test]
+fn srun_runs_tasks_across_nodes_with_labels() {
+    let c = Cluster::start("srun", SMALL);
+    let o = c.run(
+        "srun",
+        &[
+            "-N",
+            "2",
+            "-n",
+            "4",
+            "-l",
+            "bash",
+            "-c",
+            "echo $SLURM_PROCID/$SLURM_NTASKS on $SLURMD_NODENAME",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "0: 0/4 on n1",
+            "1: 1/4 on n1",
+            "2: 2/4 on n2",
+            "3: 3/4 on n2"
+        ]
+    );
+    // A failing task fails srun with its exit code, and the job is accounted FAILED.
+    let o = c.run("srun", &["-n", "1", "bash", "-c", "exit 3"]);
+    assert_eq!(o.code, 3);
+    assert_eq!(
+        o.stderr,
+        "srun: error: n1: task 0: Exited with exit code 3\n"
+    );
+}
