@@ -101,6 +101,17 @@ fn bad_submissions_get_slurms_errors_and_burn_no_job_id() {
             1,
         ),
         (
+            &["--mem=100T", "--wrap", "true"],
+            "sbatch: error: Memory specification can not be satisfied\n\
+             sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+            1,
+        ),
+        (
+            &["-N", "3", "--wrap", "true"],
+            "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+            1,
+        ),
+        (
             &["-d", "afterok:abc", "--wrap", "true"],
             "sbatch: error: Batch job submission failed: Job dependency problem\n",
             1,
