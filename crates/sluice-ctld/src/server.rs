@@ -156,10 +156,12 @@ pub async fn run(
         .map_err(io(&socket))?;
     let app = router(shared.clone());
     let sched = tokio::spawn(schedule_loop(shared.clone()));
+    let watch = tokio::spawn(watch_agents(shared.clone()));
     let server = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
         .with_graceful_shutdown(shutdown);
     let result = server.await;
     sched.abort();
+    watch.abort();
     let _ = shared.store.sync();
     drop(shared);
     drop(writer);
@@ -281,6 +283,40 @@ async fn send_order(app: &App, order: Effect) {
         let effects = app.ctl.lock().expect("lock").agent_lost(&node, now());
         execute_boxed(app.clone(), effects).await;
         app.wake.notify_one();
+    }
+}
+
+/// How often registered agents are checked.
+const AGENT_CHECK: Duration = Duration::from_secs(1);
+
+/// Checks every registered agent each [`AGENT_CHECK`]; one whose socket refuses
+/// connections is gone (a local socket does not drop connections for other reasons), so
+/// its node goes DOWN and its jobs are requeued or end `NODE_FAIL` at once, rather than
+/// after Slurm's `SlurmdTimeout`.
+async fn watch_agents(app: App) {
+    loop {
+        tokio::time::sleep(AGENT_CHECK).await;
+        let agents = app.ctl.lock().expect("lock").registered_agents();
+        let gone = tokio::task::spawn_blocking(move || {
+            agents
+                .into_iter()
+                .filter(|(_, socket)| {
+                    matches!(
+                        Client::new(socket).get::<serde_json::Value>("/v1/ping"),
+                        Err(sluice_proto::client::ClientError::Connect { .. })
+                    )
+                })
+                .map(|(node, _)| node)
+                .collect::<Vec<String>>()
+        })
+        .await
+        .unwrap_or_default();
+        for node in gone {
+            tracing::warn!("agent on {node} is gone; marking the node down");
+            let effects = app.ctl.lock().expect("lock").agent_lost(&node, now());
+            execute_boxed(app.clone(), effects).await;
+            app.wake.notify_one();
+        }
     }
 }
 

@@ -1205,16 +1205,9 @@ impl Controller {
             return effects;
         };
         self.agents_up.insert(node.to_string());
-        if self.conf.cluster.node(nid).state == NodeState::Down
-            && !self
-                .conf
-                .settings
-                .iter()
-                .any(|(k, v)| k == "State" && v == "DOWN")
-        {
-            self.sched.set_node_state(nid, NodeState::Up);
-            self.conf.cluster.nodes[nid.index()].state = NodeState::Up;
-        }
+        // Back to its configured state (a node configured DOWN stays down).
+        self.sched
+            .set_node_state(nid, self.conf.cluster.node(nid).state);
         let lost: Vec<u64> = self
             .jobs
             .values()
@@ -1228,6 +1221,14 @@ impl Controller {
         }
         effects.extend(self.schedule(now));
         effects
+    }
+
+    /// The nodes whose agents have registered, with their sockets: the ones to watch.
+    pub fn registered_agents(&self) -> Vec<(String, PathBuf)> {
+        self.agents_up
+            .iter()
+            .map(|n| (n.clone(), agent_socket(&self.state_dir, n)))
+            .collect()
     }
 
     /// An agent stopped answering: its node is DOWN and its jobs fail (or requeue).
@@ -1335,7 +1336,7 @@ impl Controller {
                 NodeInfo {
                     name: n.name.clone(),
                     state: state.into(),
-                    reason: None,
+                    reason: (!self.agents_up.contains(&n.name)).then(|| "Not responding".into()),
                     cpus,
                     cpus_alloc: used,
                     memory: n.capacity.mem_mib,

@@ -13,6 +13,7 @@
 //! SIGKILL, and ends `TIMEOUT`; `--signal` is delivered before the limit. Its end (exit
 //! code or signal) is reported to the controller until the controller acknowledges it.
 
+mod leftovers;
 mod run;
 
 use std::collections::BTreeMap;
@@ -84,6 +85,15 @@ pub(crate) struct Agent {
     pub(crate) jobs: Mutex<BTreeMap<u64, Running>>,
 }
 
+impl Agent {
+    /// Where this node's job scripts and remembered process groups live.
+    pub(crate) fn jobs_dir(&self) -> PathBuf {
+        self.state_dir
+            .join("agents")
+            .join(format!("{}.jobs", self.node))
+    }
+}
+
 type App = Arc<Agent>;
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -122,7 +132,12 @@ pub async fn run(
     };
     std::fs::create_dir_all(socket.parent().expect("agent sockets live in a directory"))
         .map_err(io)?;
-    std::fs::create_dir_all(state_dir.join("agents").join(format!("{node}.jobs"))).map_err(io)?;
+    let jobs_dir = state_dir.join("agents").join(format!("{node}.jobs"));
+    std::fs::create_dir_all(&jobs_dir).map_err(io)?;
+    let killed = leftovers::reap(&jobs_dir);
+    if killed > 0 {
+        tracing::warn!("{node}: ended {killed} process group(s) left by an earlier agent");
+    }
     let _ = std::fs::remove_file(&socket);
     let listener = UnixListener::bind(&socket).map_err(io)?;
     use std::os::unix::fs::PermissionsExt;

@@ -15,7 +15,7 @@ use nix::unistd::{Gid, Pid, Uid};
 use sluice_proto::types::{JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, TaskEvent};
 use tokio::sync::mpsc::Sender;
 
-use crate::{now, report, Agent};
+use crate::{leftovers, now, report, Agent};
 
 /// Who a process runs as.
 #[derive(Clone)]
@@ -152,6 +152,8 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
     if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&id) {
         j.pid = Some(pid);
     }
+    let key = format!("{id}.batch");
+    leftovers::remember(&agent.jobs_dir(), &key, pid);
     let (done_tx, mut done_rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
         let _ = done_tx.send(child.wait());
@@ -186,6 +188,7 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
             }
         }
     };
+    leftovers::forget(&agent.jobs_dir(), &key);
     let ending = agent
         .jobs
         .lock()
@@ -203,10 +206,7 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
 fn start_batch(agent: &Agent, order: &LaunchBatch) -> Result<std::process::Child, String> {
     let r = &order.job;
     let owner = Owner::of(agent, r)?;
-    let dir = agent
-        .state_dir
-        .join("agents")
-        .join(format!("{}.jobs", agent.node));
+    let dir = agent.jobs_dir();
     let script = dir.join(format!("{}.sh", r.id));
     std::fs::write(&script, &r.desc.script).map_err(|e| format!("cannot write the script: {e}"))?;
     let _ = std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700));
@@ -408,6 +408,8 @@ pub(crate) fn tasks(
         if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&order.job_id) {
             j.task_groups.push(pid);
         }
+        let key = format!("{}.task-{pid}", order.job_id);
+        leftovers::remember(&agent.jobs_dir(), &key, pid);
         let readers: Vec<std::thread::JoinHandle<()>> = [
             (
                 child
@@ -453,6 +455,7 @@ pub(crate) fn tasks(
         let job = order.job_id;
         std::thread::spawn(move || {
             let status = child.wait();
+            leftovers::forget(&agent.jobs_dir(), &key);
             for r in readers {
                 let _ = r.join();
             }

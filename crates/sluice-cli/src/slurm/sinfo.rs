@@ -72,11 +72,19 @@ fn field(code: char, g: &Group) -> Option<Field> {
                 .map_or("infinite".into(), squeue_time),
         ),
         'D' => f("NODES", g.nodes.len().to_string()),
+        // Slurm marks a node whose agent does not answer with `*`.
         't' => f(
             "STATE",
-            first.map_or("n/a".into(), |n| compact(&n.state).into()),
+            first.map_or("n/a".into(), |n| {
+                format!("{}{}", compact(&n.state), if n.agent_up { "" } else { "*" })
+            }),
         ),
-        'T' => f("STATE", first.map_or("n/a".into(), |n| n.state.clone())),
+        'T' => f(
+            "STATE",
+            first.map_or("n/a".into(), |n| {
+                format!("{}{}", n.state, if n.agent_up { "" } else { "*" })
+            }),
+        ),
         'N' => f("NODELIST", sluice_conf::hostlist::compress(&names)),
         'C' => f("CPUS(A/I/O/T)", {
             let down: u32 = g

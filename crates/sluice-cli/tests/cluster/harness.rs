@@ -178,3 +178,40 @@ impl Drop for Cluster {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Processes whose command line has `words` as consecutive arguments.
+pub fn pids_of(words: &[&str]) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let hit = args
+            .windows(words.len())
+            .any(|w| w.iter().zip(words).all(|(a, b)| a == b));
+        if hit {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+impl Cluster {
+    /// Starts a node agent for `node` by hand (as `sluice up` does).
+    pub fn start_agent(&self, node: &str) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["agent", "--node", node, "--state-dir"])
+            .arg(self.dir.join("state"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the agent starts")
+    }
+}
