@@ -387,11 +387,15 @@ async fn submit(
         }
         _ => return error(StatusCode::INTERNAL_SERVER_ERROR, "Unable to save the job"),
     };
-    let effects = app
-        .ctl
-        .lock()
-        .expect("lock")
-        .accept(prepared.records(first), now());
+    // Like slurmctld, try to start the job at once, so that a job that fits is running
+    // by the time its submitter looks (an `srun` gets its allocation without waiting
+    // for the next pass).
+    let effects = {
+        let mut ctl = app.ctl.lock().expect("lock");
+        let mut effects = ctl.accept(prepared.records(first), now());
+        effects.extend(ctl.schedule(now()));
+        effects
+    };
     execute(&app, effects).await;
     app.wake.notify_one();
     Json(SubmitReply {

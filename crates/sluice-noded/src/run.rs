@@ -241,8 +241,21 @@ fn start_batch(agent: &Agent, order: &LaunchBatch) -> Result<std::process::Child
         &r.desc.work_dir,
     );
     cmd.stdout(out).stderr(err).stdin(input);
-    cmd.spawn()
-        .map_err(|e| format!("cannot run the batch script: {e}"))
+    // The script was just written: a process forked elsewhere in the agent at that
+    // moment holds the written file open until it execs, and exec then fails with
+    // ETXTBSY. That passes within moments; try again.
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e)
+                if e.raw_os_error() == Some(nix::errno::Errno::ETXTBSY as i32) && tries < 100 =>
+            {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other.map_err(|e| format!("cannot run the batch script: {e}")),
+        }
+    }
 }
 
 /// Sends `signal` to a job's processes here: the batch shell only, or its srun tasks

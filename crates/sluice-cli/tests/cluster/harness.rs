@@ -39,7 +39,7 @@ impl Cluster {
             .arg("--state-dir")
             .arg(dir.join("state"))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("up.log")).unwrap())
             .spawn()
             .expect("sluice up starts");
         let c = Cluster { dir, child };
@@ -175,7 +175,14 @@ impl Drop for Cluster {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if std::thread::panicking() {
+            eprintln!(
+                "cluster state kept for inspection in {}",
+                self.dir.display()
+            );
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

@@ -272,11 +272,9 @@ fn a_killed_agent_fails_or_requeues_its_jobs_and_a_new_one_ends_the_leftovers() 
         .run("scontrol", &["show", "job", &again.to_string()])
         .stdout;
     assert!(show.contains(" Restarts=1 "), "{show}");
-    assert_eq!(
-        harness::pids_of(&["sleep", &long2]).len(),
-        1,
-        "only the new run's process"
-    );
+    c.wait_for("the new run's process, and only it", || {
+        harness::pids_of(&["sleep", &long2]).len() == 1
+    });
     // Stopped properly, the agent ends its jobs.
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(agent.id() as i32),
