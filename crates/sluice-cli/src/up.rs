@@ -16,6 +16,9 @@ pub struct UpArgs {
     /// ~/.local/state/sluice).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Start the controller only; agents are started separately (`sluice agent`).
+    #[arg(long, hide = true)]
+    pub controller_only: bool,
 }
 
 /// Options of `sluice agent` (started by `sluice up`).
@@ -87,7 +90,7 @@ pub fn run(args: UpArgs) -> i32 {
         let _ = std::os::unix::fs::symlink(&exe, &link);
     }
     let mut agents: Vec<Child> = Vec::new();
-    for node in &conf.cluster.nodes {
+    for node in conf.cluster.nodes.iter().filter(|_| !args.controller_only) {
         let log = state_dir
             .join("logs")
             .join(format!("agent-{}.log", node.name));

@@ -79,6 +79,9 @@ struct Shared {
     store: Store,
     wake: Notify,
     own_uid: u32,
+    /// Names this run of the controller. Agents register again when it changes: a
+    /// controller that restarted knows nothing of who is up.
+    incarnation: String,
 }
 
 type App = Arc<Shared>;
@@ -146,6 +149,14 @@ pub async fn run(
         store,
         wake: Notify::new(),
         own_uid: nix::unistd::geteuid().as_raw(),
+        incarnation: format!(
+            "{}.{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ),
     });
     let socket = sluice_proto::paths::controller_socket(state_dir);
     let _ = std::fs::remove_file(&socket);
@@ -173,7 +184,9 @@ fn router(app: App) -> Router {
     Router::new()
         .route(
             "/v1/ping",
-            get(|| async { Json(serde_json::json!({"ok": true})) }),
+            get(|State(app): State<App>| async move {
+                Json(serde_json::json!({"ok": true, "incarnation": app.incarnation}))
+            }),
         )
         .route("/v1/jobs", post(submit).get(list_jobs))
         .route("/v1/jobs/{id}", get(show_job))
@@ -615,8 +628,9 @@ async fn config(State(app): State<App>) -> Json<ConfigInfo> {
 pub struct Register {
     /// Its node.
     pub node: String,
-    /// Jobs it is running.
-    pub running: Vec<u64>,
+    /// Jobs it is running (or whose end it is still reporting), with their run (restart
+    /// count): a job requeued since is not the one the agent has.
+    pub running: Vec<(u64, u32)>,
 }
 
 async fn agent_register(
@@ -634,7 +648,7 @@ async fn agent_register(
         .agent_registered(&r.node, &r.running, now());
     execute(&app, effects).await;
     app.wake.notify_one();
-    Json(serde_json::json!({})).into_response()
+    Json(serde_json::json!({"incarnation": app.incarnation})).into_response()
 }
 
 async fn agent_ended(

@@ -1199,7 +1199,12 @@ impl Controller {
     /// An agent registered (started, or came back): its node takes work; jobs the
     /// controller believes run there but the agent does not know ended `NODE_FAIL`, or
     /// go back to the queue when they may be requeued.
-    pub fn agent_registered(&mut self, node: &str, running: &[u64], now: i64) -> Vec<Effect> {
+    pub fn agent_registered(
+        &mut self,
+        node: &str,
+        running: &[(u64, u32)],
+        now: i64,
+    ) -> Vec<Effect> {
         let mut effects = Vec::new();
         let Some(nid) = self.conf.node_id(node) else {
             return effects;
@@ -1213,7 +1218,7 @@ impl Controller {
             .values()
             .filter(|j| j.state == JobState::Running && !j.desc.interactive)
             .filter(|j| j.nodes.first().map(String::as_str) == Some(node))
-            .filter(|j| !running.contains(&j.id))
+            .filter(|j| !running.contains(&(j.id, j.restarts)))
             .map(|j| j.id)
             .collect();
         for id in lost {

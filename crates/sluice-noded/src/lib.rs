@@ -75,6 +75,10 @@ pub(crate) struct Running {
     pub(crate) task_groups: Vec<i32>,
     /// Set when the controller asked to end the job: the state to report.
     pub(crate) ending: Option<JobState>,
+    /// Which run of the job (its restart count) this is.
+    pub(crate) run: u32,
+    /// The run's processes are gone; its end is being reported.
+    pub(crate) finished: bool,
 }
 
 pub(crate) struct Agent {
@@ -176,24 +180,41 @@ pub async fn run(
 /// Registers with the controller, retrying until it answers; then again whenever it
 /// stops answering and comes back (a controller restart).
 async fn register(agent: App) {
-    let mut registered = false;
+    // The controller's incarnation we registered with; a different one answering the
+    // ping is a restarted controller, which must hear from us again.
+    let mut registered: Option<String> = None;
     loop {
-        let running: Vec<u64> = agent.jobs.lock().expect("lock").keys().copied().collect();
+        let running: Vec<(u64, u32)> = agent
+            .jobs
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|(id, j)| (*id, j.run))
+            .collect();
         let a = agent.clone();
-        let ok = tokio::task::spawn_blocking(move || {
-            if registered {
-                a.controller.get::<serde_json::Value>("/v1/ping").is_ok()
-            } else {
-                let body = serde_json::json!({"node": a.node, "running": running});
-                a.controller
-                    .post::<_, serde_json::Value>("/v1/agent/register", &body)
-                    .is_ok()
+        let known = registered.clone();
+        registered = tokio::task::spawn_blocking(move || {
+            let incarnation = |v: serde_json::Value| v["incarnation"].as_str().map(str::to_string);
+            if let Some(known) = known {
+                let now = a
+                    .controller
+                    .get::<serde_json::Value>("/v1/ping")
+                    .ok()
+                    .and_then(incarnation);
+                if now.as_deref() == Some(known.as_str()) {
+                    return Some(known);
+                }
             }
+            let body = serde_json::json!({"node": a.node, "running": running});
+            a.controller
+                .post::<_, serde_json::Value>("/v1/agent/register", &body)
+                .ok()
+                .and_then(incarnation)
         })
         .await
-        .unwrap_or(false);
-        registered = ok;
-        tokio::time::sleep(Duration::from_secs(if ok { 2 } else { 1 })).await;
+        .unwrap_or(None);
+        let pause = if registered.is_some() { 500 } else { 250 };
+        tokio::time::sleep(Duration::from_millis(pause)).await;
     }
 }
 
@@ -210,14 +231,27 @@ async fn batch(
         return error(StatusCode::FORBIDDEN, "only the controller may launch jobs");
     }
     let job = order.job.id;
-    if agent.jobs.lock().expect("lock").contains_key(&job) {
-        return Json(serde_json::json!({})).into_response(); // already running (a retry)
+    let run = order.job.restarts;
+    {
+        let mut jobs = agent.jobs.lock().expect("lock");
+        match jobs.get(&job) {
+            // A retry of a launch we have.
+            Some(j) if j.run == run => return Json(serde_json::json!({})).into_response(),
+            // An earlier run still running: the controller ends runs before it
+            // relaunches, so this one is on its way out; the new run waits for nothing.
+            Some(j) if !j.finished => {
+                tracing::warn!("job {job}: run {run} launched while run {} runs", j.run)
+            }
+            _ => {}
+        }
+        jobs.insert(
+            job,
+            Running {
+                run,
+                ..Running::default()
+            },
+        );
     }
-    agent
-        .jobs
-        .lock()
-        .expect("lock")
-        .insert(job, Running::default());
     tokio::spawn(run::batch(agent.clone(), order));
     Json(serde_json::json!({})).into_response()
 }

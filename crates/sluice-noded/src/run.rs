@@ -189,18 +189,34 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         }
     };
     leftovers::forget(&agent.jobs_dir(), &key);
+    // The job stays listed (as running, for registrations) until the controller has
+    // its end, so that a controller restarting meanwhile does not take it for lost;
+    // its processes are gone, so nothing signals them any more.
+    let run = r.restarts;
     let ending = agent
         .jobs
         .lock()
         .expect("lock")
-        .remove(&id)
-        .and_then(|j| j.ending);
+        .get_mut(&id)
+        .filter(|j| j.run == run)
+        .and_then(|j| {
+            j.pid = None;
+            j.task_groups.clear();
+            j.finished = true;
+            j.ending
+        });
     let (state, code, signal) = match &status {
         Some(s) => state_of(s),
         None => (JobState::Failed, 1, 0),
     };
     let state = ending.unwrap_or(state);
     report(agent.clone(), finish(state, code, signal)).await;
+    let mut jobs = agent.jobs.lock().expect("lock");
+    if jobs.get(&id).is_some_and(|j| j.run == run) {
+        jobs.remove(&id);
+    }
+    drop(jobs);
+    let _ = std::fs::remove_file(agent.jobs_dir().join(format!("{id}.sh")));
 }
 
 fn start_batch(agent: &Agent, order: &LaunchBatch) -> Result<std::process::Child, String> {

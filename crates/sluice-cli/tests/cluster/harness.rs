@@ -17,6 +17,8 @@ pub struct Output {
 pub struct Cluster {
     pub dir: PathBuf,
     child: Child,
+    /// Agents started by the test rather than by `sluice up`.
+    agents: Vec<Child>,
 }
 
 /// How long a test waits for something that should take well under a second, before
@@ -27,27 +29,59 @@ impl Cluster {
     /// Starts a cluster described by `slurm_conf` (file contents) in a fresh directory
     /// named after `name`, and waits until every node is idle.
     pub fn start(name: &str, slurm_conf: &str) -> Cluster {
+        Self::start_with(name, slurm_conf, &[])
+    }
+
+    /// A cluster whose controller runs alone (so that a test may kill and restart it)
+    /// and whose agents, one per name in `nodes`, the test starts itself.
+    pub fn start_with(name: &str, slurm_conf: &str, nodes: &[&str]) -> Cluster {
         let dir = std::env::temp_dir().join(format!("sluice-t-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("work")).unwrap();
-        let conf = dir.join("slurm.conf");
-        std::fs::write(&conf, slurm_conf).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .arg("up")
-            .arg("--config")
-            .arg(&conf)
-            .arg("--state-dir")
-            .arg(dir.join("state"))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("up.log")).unwrap())
-            .spawn()
-            .expect("sluice up starts");
-        let c = Cluster { dir, child };
+        std::fs::write(dir.join("slurm.conf"), slurm_conf).unwrap();
+        let child = Self::spawn_up(&dir, !nodes.is_empty());
+        let mut c = Cluster {
+            dir,
+            child,
+            agents: Vec::new(),
+        };
+        for n in nodes {
+            let a = c.start_agent(n);
+            c.agents.push(a);
+        }
         c.wait_for("all nodes idle", || {
             let o = c.run("sinfo", &["-h", "-N", "-o", "%t"]);
             o.code == 0 && !o.stdout.is_empty() && o.stdout.lines().all(|l| l.trim() == "idle")
         });
         c
+    }
+
+    fn spawn_up(dir: &Path, controller_only: bool) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("up.log"))
+            .unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        cmd.arg("up")
+            .arg("--config")
+            .arg(dir.join("slurm.conf"))
+            .arg("--state-dir")
+            .arg(dir.join("state"));
+        if controller_only {
+            cmd.arg("--controller-only");
+        }
+        cmd.stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("sluice up starts")
+    }
+
+    /// Kills the controller outright (SIGKILL) and starts it again at once.
+    pub fn crash_and_restart_controller(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = Self::spawn_up(&self.dir, true);
     }
 
     /// The directory jobs are submitted from.
@@ -162,6 +196,13 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        for a in &mut self.agents {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(a.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let _ = a.wait();
+        }
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.child.id() as i32),
             nix::sys::signal::Signal::SIGINT,

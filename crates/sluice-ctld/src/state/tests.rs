@@ -335,7 +335,7 @@ fn a_restart_takes_back_running_and_pending_jobs() {
     c.schedule(1);
     let (jobs, steps) = c.accounting();
     let mut c2 = Controller::new(conf(1, 2), Path::new("/s"), jobs, steps, 2);
-    c2.agent_registered("node01", &[a], 2);
+    c2.agent_registered("node01", &[(a, 0)], 2);
     assert_eq!(c2.job(a).unwrap().state, JobState::Running);
     assert_eq!(
         c2.job(b).unwrap().state,
