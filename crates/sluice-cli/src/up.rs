@@ -85,9 +85,16 @@ pub fn run(args: UpArgs) -> i32 {
     }
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sluice"));
     for name in crate::slurm::COMMANDS {
+        // Replaced atomically (a new link renamed over the old), so that commands
+        // running while the cluster restarts always find it.
         let link = state_dir.join("bin").join(name);
-        let _ = std::fs::remove_file(&link);
-        let _ = std::os::unix::fs::symlink(&exe, &link);
+        let fresh = state_dir.join("bin").join(format!(".{name}.new"));
+        let _ = std::fs::remove_file(&fresh);
+        let made =
+            std::os::unix::fs::symlink(&exe, &fresh).and_then(|_| std::fs::rename(&fresh, &link));
+        if let Err(e) = made {
+            eprintln!("sluice up: warning: cannot link {}: {e}", link.display());
+        }
     }
     let mut agents: Vec<Child> = Vec::new();
     for node in conf.cluster.nodes.iter().filter(|_| !args.controller_only) {

@@ -163,6 +163,9 @@ pub struct Controller {
     /// Pending jobs kept out of the core: held, waiting on a dependency, or beyond their
     /// array's throttle.
     outside: BTreeSet<u64>,
+    /// Something happened that may let a job of `outside` into the queue (a job started,
+    /// ended or was released): the next pass looks at them again.
+    outside_dirty: bool,
     /// Agents that registered.
     agents_up: BTreeSet<String>,
     /// GPU device indices in use, per node.
@@ -205,6 +208,7 @@ impl Controller {
             jobs: BTreeMap::new(),
             steps: BTreeMap::new(),
             outside: BTreeSet::new(),
+            outside_dirty: true,
             agents_up: BTreeSet::new(),
             gpus_in_use: vec![BTreeSet::new(); n],
             gpu_slot,
@@ -452,18 +456,25 @@ impl Controller {
 
     /// Takes the records of a durable submission into the queue.
     pub fn accept(&mut self, records: Vec<JobRecord>, now: i64) -> Vec<Effect> {
+        let ids: Vec<u64> = records.iter().map(|r| r.id).collect();
         for r in records {
             let id = r.id;
             self.jobs.insert(id, r);
             self.outside.insert(id);
         }
-        self.release_outside(now)
+        // Only the new jobs: nothing else changed.
+        self.release(ids, now)
     }
 
     /// Moves pending jobs whose hold, dependency and throttle allow it into the core.
     fn release_outside(&mut self, now: i64) -> Vec<Effect> {
-        let mut effects = Vec::new();
         let ids: Vec<u64> = self.outside.iter().copied().collect();
+        self.release(ids, now)
+    }
+
+    /// [`Controller::release_outside`] for the jobs `ids` only.
+    fn release(&mut self, ids: Vec<u64>, now: i64) -> Vec<Effect> {
+        let mut effects = Vec::new();
         for id in ids {
             let reason = self.blocked_reason(id);
             let r = self.jobs.get_mut(&id).expect("outside jobs have records");
@@ -644,8 +655,12 @@ impl Controller {
     /// Runs a scheduling pass: jobs that may now enter the queue do, and the core starts
     /// what it can.
     pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
-        let mut effects = self.release_outside(now);
+        let mut effects = Vec::new();
+        if std::mem::take(&mut self.outside_dirty) {
+            effects.extend(self.release_outside(now));
+        }
         let decisions = self.sched.schedule(now);
+        let started = !decisions.is_empty();
         for d in decisions {
             let Decision::Start {
                 job,
@@ -655,12 +670,9 @@ impl Controller {
             } = d;
             effects.extend(self.started(job.0, at, &alloc.nodes, pass.as_str()));
         }
-        // Keep pending reasons and planned starts in step with the core.
-        for j in self.sched.pending() {
-            if let Some(r) = self.jobs.get_mut(&j.id().0) {
-                r.reason = j.reason.as_str().to_string();
-                r.planned_start = j.planned_start;
-            }
+        if started {
+            // A start may satisfy an `after:` dependency or fill an array's throttle.
+            self.outside_dirty = true;
         }
         effects
     }
@@ -736,6 +748,8 @@ impl Controller {
 
     /// A job's batch script (or allocation) ended, as its agent (or srun/salloc) reports.
     pub fn job_ended(&mut self, report: &JobEnded, now: i64) -> Vec<Effect> {
+        // Ends, cancellations and releases may let held-back jobs in.
+        self.outside_dirty = true;
         let Some(r) = self.jobs.get(&report.job_id) else {
             return Vec::new();
         };
@@ -860,6 +874,8 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, String> {
+        // Ends, cancellations and releases may let held-back jobs in.
+        self.outside_dirty = true;
         let mut ids: Vec<u64> = Vec::new();
         for (job, task) in &req.jobs {
             ids.extend(self.select(*job, *task));
@@ -943,6 +959,8 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, String> {
+        // Ends, cancellations and releases may let held-back jobs in.
+        self.outside_dirty = true;
         let ids = self.select(job, task);
         if ids.is_empty() {
             return Err(BAD_JOB.into());
@@ -986,6 +1004,8 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, String> {
+        // Ends, cancellations and releases may let held-back jobs in.
+        self.outside_dirty = true;
         let ids = self.select(job, task);
         if ids.is_empty() {
             return Err(BAD_JOB.into());
@@ -1282,9 +1302,25 @@ impl Controller {
         self.job_ended(&report, now)
     }
 
-    /// A job record.
-    pub fn job(&self, id: u64) -> Option<&JobRecord> {
-        self.jobs.get(&id)
+    /// A job record, with its pending reason and planned start as the core has them now.
+    pub fn job(&self, id: u64) -> Option<JobRecord> {
+        self.jobs.get(&id).map(|r| self.live(r))
+    }
+
+    /// `r` with the fields the core keeps for queued jobs (reason, planned start) read
+    /// from the core: they change on every pass, and copying them into every record
+    /// after each pass would cost time in the queue's length per event.
+    fn live(&self, r: &JobRecord) -> JobRecord {
+        let mut r = r.clone();
+        if r.state == JobState::Pending {
+            if let Some(j) = self.sched.job(JobId(r.id)) {
+                if j.state == sluice_core::JobState::Pending {
+                    r.reason = j.reason.as_str().to_string();
+                    r.planned_start = j.planned_start;
+                }
+            }
+        }
+        r
     }
 
     /// Jobs `squeue` shows: pending, running, and those finished less than `MinJobAge`
@@ -1296,7 +1332,7 @@ impl Controller {
                 !j.state.is_finished()
                     || j.end_time.is_some_and(|e| now - e < self.conf.min_job_age)
             })
-            .cloned()
+            .map(|r| self.live(r))
             .collect()
     }
 

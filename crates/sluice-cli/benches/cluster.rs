@@ -1,0 +1,242 @@
+//! Throughput and latency of a live cluster on this machine: `cargo bench -p sluice-cli
+//! --bench cluster` prints a table (the README's "Cluster performance").
+//!
+//! Each row starts a fresh cluster (`sluice up` in a temporary directory, release
+//! build) of four nodes of 64 CPUs and measures one thing:
+//! - submissions per second through the API, 32 concurrent clients, held jobs;
+//! - submissions per second through `sbatch` processes, 8 at a time;
+//! - trivial jobs (`true`) submitted, started, run and finished per second;
+//! - `squeue` latency (whole command, median of 9) with 10,000 jobs queued;
+//! - controller memory per queued job (resident set growth over 10,000 jobs).
+//!
+//! Numbers depend on the machine; compare rows of one run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sluice_proto::types::{JobDescription, SubmitReply};
+use sluice_proto::Client;
+
+const CONF: &str = "ClusterName=bench
+SlurmctldHost=localhost
+NodeName=b[1-4] CPUs=64 RealMemory=256000 State=UNKNOWN
+PartitionName=batch Nodes=b[1-4] Default=YES State=UP
+MinJobAge=3600
+MaxJobCount=100000
+";
+
+struct Cluster {
+    dir: PathBuf,
+    up: Child,
+}
+
+impl Cluster {
+    fn start(name: &str) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("sluice-bench-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        std::fs::write(dir.join("slurm.conf"), CONF).unwrap();
+        let up = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["up", "--config"])
+            .arg(dir.join("slurm.conf"))
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let c = Cluster { dir, up };
+        let start = Instant::now();
+        loop {
+            let idle = c
+                .command("sinfo", &["-h", "-N", "-o", "%t"])
+                .map(|o| o.lines().filter(|l| l.trim() == "idle").count() == 4)
+                .unwrap_or(false);
+            if idle {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "cluster did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        c
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.join("state")
+    }
+
+    fn client(&self) -> Client {
+        Client::new(sluice_proto::paths::controller_socket(&self.state()))
+    }
+
+    fn command(&self, cmd: &str, args: &[&str]) -> Option<String> {
+        let o = Command::new(self.state().join("bin").join(cmd))
+            .args(args)
+            .current_dir(self.dir.join("work"))
+            .env("SLUICE_STATE_DIR", self.state())
+            .output()
+            .ok()?;
+        o.status
+            .success()
+            .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+    }
+
+    /// Resident memory of the controller (`sluice up`), KiB.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.up.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.up.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+        let _ = self.up.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn job(work: &Path, hold: bool) -> JobDescription {
+    JobDescription {
+        name: "bench".into(),
+        work_dir: work.display().to_string(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        environment: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        output: Some("/dev/null".into()),
+        hold,
+        ..JobDescription::default()
+    }
+}
+
+/// Submits `n` jobs through the API from `clients` threads; seconds taken.
+fn submit_api(c: &Cluster, n: usize, clients: usize, hold: bool) -> f64 {
+    let start = Instant::now();
+    let threads: Vec<_> = (0..clients)
+        .map(|i| {
+            let client = c.client();
+            let desc = job(&c.dir.join("work"), hold);
+            let count = n / clients + usize::from(i < n % clients);
+            std::thread::spawn(move || {
+                for _ in 0..count {
+                    let _: SubmitReply = client.post("/v1/jobs", &desc).expect("submission");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    start.elapsed().as_secs_f64()
+}
+
+fn pending_or_running(c: &Cluster) -> usize {
+    c.command("squeue", &["-h", "-t", "PD,R", "-o", "%i"])
+        .map(|o| o.lines().count())
+        .unwrap_or(usize::MAX)
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let mut rows: Vec<(String, String)> = Vec::new();
+
+    let c = Cluster::start("api");
+    let n = 20_000;
+    let secs = submit_api(&c, n, 32, true);
+    rows.push((
+        format!("submissions through the API ({n} jobs, 32 clients)"),
+        format!("{:.0} /s", n as f64 / secs),
+    ));
+    drop(c);
+
+    let c = Cluster::start("sbatch");
+    let n = 1_000;
+    let start = Instant::now();
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let bin = c.state().join("bin/sbatch");
+            let (state, work) = (c.state(), c.dir.join("work"));
+            std::thread::spawn(move || {
+                for _ in 0..n / 8 {
+                    let ok = Command::new(&bin)
+                        .args(["-H", "-o", "/dev/null", "--wrap", "true"])
+                        .current_dir(&work)
+                        .env("SLUICE_STATE_DIR", &state)
+                        .output()
+                        .unwrap()
+                        .status
+                        .success();
+                    assert!(ok);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    rows.push((
+        format!("submissions through sbatch ({n} processes, 8 at a time)"),
+        format!("{:.0} /s", n as f64 / secs),
+    ));
+    drop(c);
+
+    let c = Cluster::start("run");
+    let n = 5_000;
+    let start = Instant::now();
+    submit_api(&c, n, 16, false);
+    while pending_or_running(&c) > 0 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    rows.push((
+        format!("trivial jobs submitted, run and finished ({n} jobs, 256 CPUs)"),
+        format!("{:.0} /s", n as f64 / secs),
+    ));
+    drop(c);
+
+    let c = Cluster::start("squeue");
+    let before = c.rss_kib();
+    let n = 10_000;
+    submit_api(&c, n, 16, true);
+    let after = c.rss_kib();
+    let mut times: Vec<f64> = (0..9)
+        .map(|_| {
+            let t = Instant::now();
+            let out = c.command("squeue", &[]).expect("squeue runs");
+            assert_eq!(out.lines().count(), n + 1);
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    rows.push((
+        format!("squeue with {n} jobs queued (median of 9)"),
+        format!("{:.0} ms", times[4] * 1000.0),
+    ));
+    rows.push((
+        format!("controller memory per queued job ({n} jobs)"),
+        format!("{:.1} KiB", after.saturating_sub(before) as f64 / n as f64),
+    ));
+    drop(c);
+
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::ASCII_MARKDOWN);
+    table.set_header(["measure", "result"]);
+    for (m, r) in rows {
+        table.add_row([m, r]);
+    }
+    println!("{table}");
+}
