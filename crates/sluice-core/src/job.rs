@@ -37,6 +37,11 @@ pub struct JobRequest {
     /// `--constraint` as a bit mask of features: the node must have at least one of them
     /// (Slurm's `a|b`); 0 means no constraint.
     pub features_any: u64,
+    /// `-w/--nodelist`: nodes the allocation must include, ascending. The job then gets
+    /// at least this many nodes (Slurm raises the node count to the list's length).
+    pub nodelist: Vec<NodeId>,
+    /// `-x/--exclude`: nodes the job must not get, ascending.
+    pub exclude: Vec<NodeId>,
 }
 
 impl JobRequest {
@@ -52,6 +57,8 @@ impl JobRequest {
             gres_per_node: [0; crate::tres::MAX_GRES],
             exclusive: false,
             features_any: 0,
+            nodelist: Vec::new(),
+            exclude: Vec::new(),
         }
     }
 
@@ -60,6 +67,12 @@ impl JobRequest {
         self.min_nodes = 1;
         self.max_nodes = 1;
         self
+    }
+
+    /// Whether the job names nodes (`-w` or `-x`): such a job is placed node by node
+    /// rather than by node class (see [`crate::select::choose_listed`]).
+    pub fn lists_nodes(&self) -> bool {
+        !self.nodelist.is_empty() || !self.exclude.is_empty()
     }
 
     /// Total processors this request needs at least (tasks × CPUs per task).

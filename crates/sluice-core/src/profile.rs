@@ -34,7 +34,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHasher};
 use crate::cluster::{Cluster, NodeState};
 use crate::ids::{NodeId, PartitionId};
 use crate::job::{JobRequest, NodeAlloc};
-use crate::select::{max_tasks, node_allocs, take_in_order};
+use crate::select::{choose_listed, max_tasks, node_allocs, take_in_order, Candidate};
 use crate::time::{Secs, Time, NEVER};
 use crate::tres::Resources;
 
@@ -450,6 +450,9 @@ impl Profile {
         horizon: Time,
     ) -> Option<(Time, Vec<NodeAlloc>)> {
         let d = duration.max(1);
+        if req.lists_nodes() {
+            return self.earliest_start_listed(cluster, req, filter, d, t0, horizon);
+        }
         let admitted: Vec<bool> = self
             .attrs
             .iter()
@@ -649,6 +652,60 @@ impl Profile {
             MergeById::new(g.iter().map(|c| c.members.iter()).collect()).map(move |n| (n, tasks))
         });
         take_in_order(req, ordered)
+    }
+
+    /// [`Profile::earliest_start`] for a job that names nodes (`-w`/`-x`): node by node,
+    /// trying `t0` and every later time at which one of the nodes it may use gains
+    /// resources. Such jobs are few and their node lists short.
+    fn earliest_start_listed(
+        &self,
+        cluster: &Cluster,
+        req: &JobRequest,
+        filter: NodeFilter,
+        d: Secs,
+        t0: Time,
+        horizon: Time,
+    ) -> Option<(Time, Vec<NodeAlloc>)> {
+        let nodes: Vec<NodeId> = (0..self.attr_of.len() as u32)
+            .map(NodeId)
+            .filter(|n| {
+                let a = &self.attrs[self.attr_of[n.index()] as usize];
+                a.schedulable
+                    && a.partitions.contains(&filter.partition)
+                    && (filter.features_any == 0 || a.features & filter.features_any != 0)
+                    && req.exclude.binary_search(n).is_err()
+            })
+            .collect();
+        let mut times: Vec<Time> = vec![t0];
+        for &n in &nodes {
+            times.extend(
+                self.steps_of(n)
+                    .iter()
+                    .map(|s| s.0)
+                    .filter(|&t| t > t0 && t <= horizon),
+            );
+        }
+        times.sort_unstable();
+        times.dedup();
+        for t in times {
+            let candidates: Vec<Candidate> = nodes
+                .iter()
+                .map(|&n| {
+                    let cap = cluster.node(n).capacity;
+                    Candidate {
+                        node: n,
+                        tasks: max_tasks(req, &self.free_during(n, t, t + d), &cap),
+                        free_cpus: self.free_at(n, t).cpus,
+                        weight: cluster.node(n).weight,
+                    }
+                })
+                .collect();
+            if let Some(chosen) = choose_listed(req, &candidates) {
+                let allocs = node_allocs(req, &chosen, |n| self.free_during(n, t, t + d), cluster);
+                return Some((t, allocs));
+            }
+        }
+        None
     }
 
     /// True when `req` fits on the nodes `filter` admits from `now` for `duration`

@@ -22,7 +22,7 @@ use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
 use crate::profile::{NodeFilter, Profile};
-use crate::select::{max_tasks, node_allocs};
+use crate::select::{choose_listed, max_tasks, node_allocs, Candidate};
 use crate::time::{Time, MAX_TIME, MAX_TIME_LIMIT, NEVER};
 
 /// Why a submission was refused. Nothing changes when one is returned.
@@ -247,6 +247,25 @@ impl Scheduler {
     /// partition's distinct node configurations, so it costs the same on 10 or 10,000
     /// identical nodes.
     fn could_ever_fit(&self, partition: PartitionId, req: &crate::job::JobRequest) -> bool {
+        if req.lists_nodes() {
+            // Judged on the nodes themselves, all idle.
+            let candidates: Vec<Candidate> = self.cluster.partitions[partition.index()]
+                .nodes
+                .iter()
+                .map(|&n| (n, self.cluster.node(n)))
+                .filter(|(n, node)| {
+                    (req.features_any == 0 || node.features & req.features_any != 0)
+                        && req.exclude.binary_search(n).is_err()
+                })
+                .map(|(n, node)| Candidate {
+                    node: n,
+                    tasks: max_tasks(req, &node.capacity, &node.capacity),
+                    free_cpus: node.capacity.cpus,
+                    weight: node.weight,
+                })
+                .collect();
+            return choose_listed(req, &candidates).is_some();
+        }
         let groups = &self.node_configs[partition.index()];
         let mut cands: Vec<(u32, u32)> = groups
             .iter()
@@ -627,6 +646,15 @@ impl Scheduler {
             return None;
         }
         let end = now + job.spec.time_limit.max(1);
+        if req.lists_nodes() {
+            return self.profile.fits_now(
+                &self.cluster,
+                req,
+                self.filter_for(job),
+                job.spec.time_limit.max(1),
+                now,
+            );
+        }
         let hosting = |n: NodeId| -> u32 {
             let node = self.cluster.node(n);
             if req.features_any != 0 && node.features & req.features_any == 0 {

@@ -149,6 +149,40 @@ pub fn choose_nodes(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<(N
     take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks)))
 }
 
+/// [`choose_nodes`] for a job that names nodes (`-w`, `-x`). `candidates` are the nodes
+/// it may use (excluded ones already left out), each with the tasks it can host.
+///
+/// Every `-w` node must host at least one task, and all of them are taken, first; more
+/// nodes, in the order [`choose_nodes`] takes them for a job spanning nodes, only when
+/// the job needs more nodes or room (Slurm: the allocation includes the listed nodes and
+/// as many others as the node count asks). Without `-w` it is [`choose_nodes`].
+pub fn choose_listed(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<(NodeId, u32)>> {
+    if req.nodelist.is_empty() {
+        return choose_nodes(req, candidates);
+    }
+    let mut required = Vec::with_capacity(req.nodelist.len());
+    for n in &req.nodelist {
+        let c = candidates.iter().find(|c| c.node == *n)?;
+        if c.tasks == 0 {
+            return None;
+        }
+        required.push((c.node, c.tasks));
+    }
+    let mut others: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| c.tasks > 0 && req.nodelist.binary_search(&c.node).is_err())
+        .collect();
+    others.sort_by_key(|c| (std::cmp::Reverse(c.tasks), roomiest_key(c)));
+    let mut all_listed = req.clone();
+    all_listed.min_nodes = req.min_nodes.max(req.nodelist.len() as u32);
+    take_in_order(
+        &all_listed,
+        required
+            .into_iter()
+            .chain(others.into_iter().map(|c| (c.node, c.tasks))),
+    )
+}
+
 /// Takes nodes from `ordered` (node, tasks it can host ≥ 1) until the job has at least
 /// `min_nodes` nodes and room for all its tasks, then spreads the tasks: one per node,
 /// the rest filling nodes in order. `None` if the nodes run out or `max_nodes` is

@@ -286,6 +286,62 @@ fn a_multi_node_job_gets_distinct_nodes() {
 }
 
 #[test]
+fn jobs_naming_nodes_wait_for_those_nodes_and_never_get_excluded_ones() {
+    // Three nodes of 4 CPUs.
+    // t=0   job 1: 4 CPUs for 100 s, best fit among equals: n0.
+    //       job 2: 1 CPU on n0 (-w n0): n0 is full; it waits for job 1, until 100,
+    //       though n1 and n2 are idle.
+    //       job 3: 2 tasks, not on n1 (-x n1): n2 (n0 is full).
+    //       job 4: 2 tasks on n1 and n2 (-w n[1-2]): one task on each, at once.
+    //       job 5: 1 CPU, not on n1 or n2: only n0 is left; behind job 2, it starts
+    //       at 100 beside it (n0 then has 4 CPUs free for both).
+    let jobs = [
+        job(1).procs(4).time(100),
+        job(2).procs(1).on(&[0]).time(10),
+        job(3).procs(2).except(&[1]).time(50),
+        job(4).procs(2).on(&[1, 2]).time(50),
+        job(5).procs(1).except(&[1, 2]).time(10),
+    ];
+    for policy in [Policy::Fcfs, Policy::Easy, Policy::Conservative] {
+        let r = replay_both(cluster(3, 4), policy.clone(), &jobs);
+        let name = policy.name();
+        if policy == Policy::Fcfs {
+            // FCFS stops at job 2, the blocked head: the rest waits with it.
+            assert_eq!(
+                r.starts(),
+                vec![(1, 0), (2, 100), (3, 100), (4, 100), (5, 100)],
+                "{name}"
+            );
+            continue;
+        }
+        assert_eq!(
+            r.starts(),
+            vec![(1, 0), (2, 100), (3, 0), (4, 0), (5, 100)],
+            "{name}"
+        );
+        assert_eq!(
+            (r.nodes(2), r.nodes(3), r.nodes(4), r.nodes(5)),
+            (vec![0], vec![2], vec![1, 2], vec![0]),
+            "{name}"
+        );
+    }
+    // A node list no idle machine could satisfy is refused at submission.
+    let mut s = Scheduler::new(cluster(2, 4), Policy::Easy);
+    for j in [
+        job(1).procs(5).on(&[0]).one_node(),   // 5 CPUs on one node of 4
+        job(1).procs(1).except(&[0, 1]),       // no node left
+        job(1).procs(1).on(&[0]).except(&[0]), // listed and excluded
+    ] {
+        assert_eq!(
+            s.submit(j.spec(), 0),
+            Err(SubmitError::NodeConfigUnavailable)
+        );
+    }
+    s.submit(job(1).procs(5).on(&[0]).spec(), 0).unwrap();
+    assert_eq!(s.schedule(0).len(), 1, "5 tasks: 4 on n0 and 1 on n1");
+}
+
+#[test]
 fn an_exclusive_job_waits_for_a_whole_idle_node() {
     // Two nodes of 4 CPUs.
     // t=0   job 1: one CPU for 100 s, on n0 (best fit; ties go to the lower id).

@@ -22,7 +22,7 @@ use sluice_proto::types::{
     CancelRequest, ConfigInfo, ErrorReply, JobDescription, JobEnded, JobRecord, JobState, NodeInfo,
     PartitionInfo, StepPlan, StepRecord, StepRequest, SubmitReply,
 };
-use sluice_proto::Client;
+use sluice_proto::{Client, ClientError};
 use sluice_store::Store;
 use tokio::net::UnixListener;
 use tokio::sync::Notify;
@@ -254,13 +254,16 @@ fn execute_boxed(
 
 async fn send_order(app: &App, order: Effect) {
     let result = tokio::task::spawn_blocking({
-        let order = order.clone();
-        move || -> Result<(), (PathBuf, String)> {
+        let mut order = order.clone();
+        if let Effect::Launch { order, .. } = &mut order {
+            order.incarnation = app.incarnation.clone();
+        }
+        move || -> Result<(), (PathBuf, ClientError)> {
             match order {
                 Effect::Launch { socket, order } => Client::new(&socket)
                     .post::<_, serde_json::Value>("/v1/batch", &*order)
                     .map(|_| ())
-                    .map_err(|e| (socket, e.to_string())),
+                    .map_err(|e| (socket, e)),
                 Effect::Signal {
                     sockets,
                     job_id,
@@ -285,6 +288,31 @@ async fn send_order(app: &App, order: Effect) {
         }
     })
     .await;
+    if let (
+        Ok(Err((
+            _,
+            ClientError::Status {
+                status: 409,
+                message,
+            },
+        ))),
+        Effect::Launch { order, .. },
+    ) = (&result, &order)
+    {
+        // The agent is busy re-registering with us; the launch did not happen.
+        tracing::warn!(
+            "job {}: launch refused ({message}); requeueing",
+            order.job.id
+        );
+        let effects =
+            app.ctl
+                .lock()
+                .expect("lock")
+                .launch_refused(order.job.id, order.job.restarts, now());
+        execute_boxed(app.clone(), effects).await;
+        app.wake.notify_one();
+        return;
+    }
     if let Ok(Err((socket, why))) = result {
         // The node's agent cannot take the job: the node is down.
         let node = socket

@@ -289,6 +289,8 @@ impl Controller {
             None => p.default_time.or(p.max_time),
         };
         let (min_nodes, max_nodes) = desc.nodes.unwrap_or((1, 0));
+        let (listed, _) = self.node_lists(&desc)?;
+        let min_nodes = min_nodes.max(listed.len() as u32);
         let ntasks = desc
             .ntasks
             .or_else(|| desc.ntasks_per_node.map(|n| n * min_nodes))
@@ -358,6 +360,26 @@ impl Controller {
         })
     }
 
+    /// `-w` and `-x` as sorted node ids. Errors: Slurm's "Invalid node name specified"
+    /// for a malformed expression or a node the configuration does not have.
+    fn node_lists(&self, d: &JobDescription) -> Result<(Vec<NodeId>, Vec<NodeId>), String> {
+        let ids = |expr: &Option<String>| -> Result<Vec<NodeId>, String> {
+            let Some(expr) = expr.as_deref().filter(|e| !e.is_empty()) else {
+                return Ok(Vec::new());
+            };
+            let invalid = || "Invalid node name specified".to_string();
+            let mut ids = sluice_conf::hostlist::expand(expr)
+                .map_err(|_| invalid())?
+                .iter()
+                .map(|n| self.conf.node_id(n).ok_or_else(invalid))
+                .collect::<Result<Vec<NodeId>, String>>()?;
+            ids.sort_unstable();
+            ids.dedup();
+            Ok(ids)
+        };
+        Ok((ids(&d.nodelist)?, ids(&d.exclude)?))
+    }
+
     /// The core's view of a record (resource request, limit, priority).
     fn core_spec(&self, r: &JobRecord) -> Result<JobSpec, String> {
         let d = &r.desc;
@@ -365,13 +387,17 @@ impl Controller {
             .partition_of(&r.partition)
             .ok_or_else(|| BAD_PARTITION.to_string())?;
         let (min_nodes, max_nodes) = d.nodes.unwrap_or((1, 0));
+        let (nodelist, exclude) = self.node_lists(d)?;
+        let listed = nodelist.len() as u32;
         let mut req = JobRequest::procs(r.ntasks.max(1));
-        req.min_nodes = min_nodes.max(1);
+        req.min_nodes = min_nodes.max(listed).max(1);
         req.max_nodes = if max_nodes > 0 {
-            max_nodes
+            max_nodes.max(listed)
         } else {
-            r.ntasks.max(1)
+            r.ntasks.max(listed).max(1)
         };
+        req.nodelist = nodelist;
+        req.exclude = exclude;
         req.cpus_per_task = r.cpus_per_task.max(1);
         req.ntasks_per_node = d.ntasks_per_node;
         req.exclusive = d.exclusive;
@@ -740,6 +766,7 @@ impl Controller {
                     job: record,
                     environment,
                     kill_wait: self.conf.kill_wait,
+                    incarnation: String::new(),
                 }),
             });
         }
@@ -1254,6 +1281,18 @@ impl Controller {
             .iter()
             .map(|n| (n.clone(), agent_socket(&self.state_dir, n)))
             .collect()
+    }
+
+    /// An agent refused to launch run `run` of job `id` (it is registered with another
+    /// controller incarnation, which cannot be this one for long): that run never
+    /// starts, so the job is requeued, or ends `NODE_FAIL` when it may not be.
+    pub fn launch_refused(&mut self, id: u64, run: u32, now: i64) -> Vec<Effect> {
+        match self.jobs.get(&id) {
+            Some(r) if r.state == JobState::Running && r.restarts == run => {
+                self.node_failed_job(id, now)
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// An agent stopped answering: its node is DOWN and its jobs fail (or requeue).

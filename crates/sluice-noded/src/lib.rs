@@ -13,6 +13,7 @@
 //! SIGKILL, and ends `TIMEOUT`; `--signal` is delivered before the limit. Its end (exit
 //! code or signal) is reported to the controller until the controller acknowledges it.
 
+pub mod cgroup;
 mod leftovers;
 mod run;
 
@@ -87,6 +88,13 @@ pub(crate) struct Agent {
     pub(crate) controller: Client,
     pub(crate) own_uid: u32,
     pub(crate) jobs: Mutex<BTreeMap<u64, Running>>,
+    /// The controller incarnation this agent registers with; launches from any other
+    /// are refused. Set, under the `jobs` lock, together with the list of jobs the
+    /// registration reports, so a launch is either in that list or refused.
+    pub(crate) incarnation: Mutex<Option<String>>,
+    /// Where jobs' memory cgroups are made; None when this host cannot limit memory
+    /// (said once, at start), and jobs run without limits.
+    pub(crate) memory: Option<cgroup::Memory>,
 }
 
 impl Agent {
@@ -142,6 +150,20 @@ pub async fn run(
     if killed > 0 {
         tracing::warn!("{node}: ended {killed} process group(s) left by an earlier agent");
     }
+    let memory = match cgroup::Memory::detect(node) {
+        Ok(m) => {
+            let left = m.sweep();
+            if left > 0 {
+                tracing::warn!("{node}: removed {left} job cgroup(s) left by an earlier agent");
+            }
+            tracing::info!("{node}: job memory limits enforced through {m}");
+            Some(m)
+        }
+        Err(why) => {
+            tracing::warn!("{node}: job memory limits are not enforced (jobs run without them): {why}");
+            None
+        }
+    };
     let _ = std::fs::remove_file(&socket);
     let listener = UnixListener::bind(&socket).map_err(io)?;
     use std::os::unix::fs::PermissionsExt;
@@ -152,6 +174,8 @@ pub async fn run(
         controller: Client::new(sluice_proto::paths::controller_socket(state_dir)),
         own_uid: nix::unistd::geteuid().as_raw(),
         jobs: Mutex::new(BTreeMap::new()),
+        incarnation: Mutex::new(None),
+        memory,
     });
     tokio::spawn(register(agent.clone()));
     let app = Router::new()
@@ -174,42 +198,48 @@ pub async fn run(
         .with_graceful_shutdown(shutdown)
         .await;
     let _ = std::fs::remove_file(&socket);
+    if let Some(m) = &agent_memory(&result_agent) {
+        m.close();
+    }
     result.map_err(io)
 }
 
 /// Registers with the controller, retrying until it answers; then again whenever it
 /// stops answering and comes back (a controller restart).
+///
+/// A launch the previous controller sent just before it died may reach us after the
+/// new one has started: the new one must either hear of that job in our registration
+/// or have the launch refused. So the incarnation is learnt first (`/v1/ping`), and the
+/// job list is taken under the same lock that switches launches over to it.
 async fn register(agent: App) {
-    // The controller's incarnation we registered with; a different one answering the
-    // ping is a restarted controller, which must hear from us again.
+    // The incarnation that has our current job list; `agent.incarnation` (the one
+    // launches are accepted from) may run ahead of it while a registration is retried.
     let mut registered: Option<String> = None;
     loop {
-        let running: Vec<(u64, u32)> = agent
-            .jobs
-            .lock()
-            .expect("lock")
-            .iter()
-            .map(|(id, j)| (*id, j.run))
-            .collect();
         let a = agent.clone();
         let known = registered.clone();
         registered = tokio::task::spawn_blocking(move || {
             let incarnation = |v: serde_json::Value| v["incarnation"].as_str().map(str::to_string);
-            if let Some(known) = known {
-                let now = a
-                    .controller
-                    .get::<serde_json::Value>("/v1/ping")
-                    .ok()
-                    .and_then(incarnation);
-                if now.as_deref() == Some(known.as_str()) {
-                    return Some(known);
-                }
+            let current = a
+                .controller
+                .get::<serde_json::Value>("/v1/ping")
+                .ok()
+                .and_then(incarnation)?;
+            if known.as_deref() == Some(current.as_str()) {
+                return known;
             }
+            let running: Vec<(u64, u32)> = {
+                let jobs = a.jobs.lock().expect("lock");
+                *a.incarnation.lock().expect("lock") = Some(current.clone());
+                jobs.iter().map(|(id, j)| (*id, j.run)).collect()
+            };
             let body = serde_json::json!({"node": a.node, "running": running});
             a.controller
                 .post::<_, serde_json::Value>("/v1/agent/register", &body)
                 .ok()
                 .and_then(incarnation)
+                // Yet another controller answered: it has not had our list yet.
+                .filter(|answered| *answered == current)
         })
         .await
         .unwrap_or(None);
@@ -234,6 +264,13 @@ async fn batch(
     let run = order.job.restarts;
     {
         let mut jobs = agent.jobs.lock().expect("lock");
+        let known = agent.incarnation.lock().expect("lock").clone();
+        if !order.incarnation.is_empty() && known.as_deref() != Some(order.incarnation.as_str()) {
+            return error(
+                StatusCode::CONFLICT,
+                "the launch comes from a controller this agent is not registered with",
+            );
+        }
         match jobs.get(&job) {
             // A retry of a launch we have.
             Some(j) if j.run == run => return Json(serde_json::json!({})).into_response(),

@@ -216,14 +216,19 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         jobs.remove(&id);
     }
     drop(jobs);
-    let _ = std::fs::remove_file(agent.jobs_dir().join(format!("{id}.sh")));
+    let _ = std::fs::remove_file(script_path(&agent, r));
+}
+
+/// Where a run's batch script is written: one file per run, so a run that is ending
+/// never removes the script of the run after it.
+fn script_path(agent: &Agent, r: &JobRecord) -> std::path::PathBuf {
+    agent.jobs_dir().join(format!("{}.{}.sh", r.id, r.restarts))
 }
 
 fn start_batch(agent: &Agent, order: &LaunchBatch) -> Result<std::process::Child, String> {
     let r = &order.job;
     let owner = Owner::of(agent, r)?;
-    let dir = agent.jobs_dir();
-    let script = dir.join(format!("{}.sh", r.id));
+    let script = script_path(agent, r);
     std::fs::write(&script, &r.desc.script).map_err(|e| format!("cannot write the script: {e}"))?;
     let _ = std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700));
     if owner.switch {

@@ -162,6 +162,12 @@ pub struct JobDescription {
     pub exclusive: bool,
     /// `--constraint`.
     pub constraint: Option<String>,
+    /// `-w/--nodelist`: a hostlist expression of nodes the job must include.
+    #[serde(default)]
+    pub nodelist: Option<String>,
+    /// `-x/--exclude`: a hostlist expression of nodes the job must not get.
+    #[serde(default)]
+    pub exclude: Option<String>,
     /// Requeue on node failure or `scontrol requeue` (Slurm's default: yes).
     pub requeue: Option<bool>,
     /// Output file pattern (`%j` etc.), relative to `work_dir`.
@@ -488,6 +494,12 @@ pub struct LaunchBatch {
     pub environment: Vec<(String, String)>,
     /// KillWait, seconds.
     pub kill_wait: i64,
+    /// The sending controller's incarnation (see `/v1/ping`). An agent refuses orders
+    /// from an incarnation other than the one it registered with: a launch sent just
+    /// before a controller died must not start a run the restarted controller has
+    /// already given up for lost. Empty: not checked.
+    #[serde(default)]
+    pub incarnation: String,
 }
 
 /// An agent's report that a job's batch script (or allocation) ended.

@@ -83,6 +83,8 @@ pub fn describe_job(
         cpus_per_gpu: o.cpus_per_gpu,
         exclusive: o.exclusive,
         constraint: o.constraint.clone(),
+        nodelist: o.nodelist.clone(),
+        exclude: o.exclude.clone(),
         requeue: o.requeue,
         output: o.output.clone(),
         error: o.error.clone(),

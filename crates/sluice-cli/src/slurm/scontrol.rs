@@ -85,8 +85,8 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("Deadline", "N/A".into());
     p("Partition", j.partition.clone());
     p("AllocNode:Sid", format!("{}:0", j.desc.submit_host));
-    p("ReqNodeList", "(null)".into());
-    p("ExcNodeList", "(null)".into());
+    p("ReqNodeList", opt(&j.desc.nodelist));
+    p("ExcNodeList", opt(&j.desc.exclude));
     p(
         "NodeList",
         if j.nodes.is_empty() {

@@ -113,6 +113,16 @@ fn bad_submissions_get_slurms_errors_and_burn_no_job_id() {
             1,
         ),
         (
+            &["-w", "n9", "--wrap", "true"],
+            "sbatch: error: Batch job submission failed: Invalid node name specified\n",
+            1,
+        ),
+        (
+            &["-x", "n[1-2]", "--wrap", "true"],
+            "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+            1,
+        ),
+        (
             &["-d", "afterok:abc", "--wrap", "true"],
             "sbatch: error: Batch job submission failed: Job dependency problem\n",
             1,
@@ -214,6 +224,19 @@ fn srun_runs_tasks_across_nodes_with_labels() {
             "3: 3/4 on n2"
         ]
     );
+    // -w and -x choose the nodes; n1 would be the first choice otherwise.
+    let on = |args: &[&str]| -> String {
+        let mut all = args.to_vec();
+        all.extend(["bash", "-c", "echo $SLURM_PROCID on $SLURMD_NODENAME"]);
+        let o = c.run("srun", &all);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let mut lines: Vec<&str> = o.stdout.lines().collect();
+        lines.sort();
+        lines.join(",")
+    };
+    assert_eq!(on(&["-w", "n2"]), "0 on n2");
+    assert_eq!(on(&["-n", "2", "-x", "n1"]), "0 on n2,1 on n2");
+    assert_eq!(on(&["-w", "n[1-2]"]), "0 on n1,1 on n2");
     // A failing task fails srun with its exit code, and the job is accounted FAILED.
     let o = c.run("srun", &["-n", "1", "bash", "-c", "exit 3"]);
     assert_eq!(o.code, 3);

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use sluice_core::{
     Allocation, BackfillParams, Cluster, Decision, EndSemantics, JobId, JobRequest, JobSpec,
-    PartitionId, Pass, Policy, Scheduler, Secs, SubmitError, Time,
+    NodeId, PartitionId, Pass, Policy, Scheduler, Secs, SubmitError, Time,
 };
 
 /// `nodes` nodes of `cpus_per_node` processors, in one default partition `batch`.
@@ -100,6 +100,17 @@ impl JobBuilder {
     pub fn nodes(mut self, n: u32) -> Self {
         self.request.min_nodes = n;
         self.request.max_nodes = n;
+        self
+    }
+    /// Must include these nodes (`-w`), node count raised to their number.
+    pub fn on(mut self, nodes: &[u32]) -> Self {
+        self.request.nodelist = nodes.iter().map(|&n| NodeId(n)).collect();
+        self.request.min_nodes = self.request.min_nodes.max(nodes.len() as u32);
+        self
+    }
+    /// Must not get these nodes (`-x`).
+    pub fn except(mut self, nodes: &[u32]) -> Self {
+        self.request.exclude = nodes.iter().map(|&n| NodeId(n)).collect();
         self
     }
     /// Whole nodes only (`--exclusive`).
