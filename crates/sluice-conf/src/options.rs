@@ -173,6 +173,10 @@ pub struct JobOptions {
     pub exclude: Option<String>,
     /// `--nice` adjustment.
     pub nice: Option<i32>,
+    /// salloc's `--kill-command[=signal]`: the signal sent to the command when the
+    /// allocation is revoked (SIGTERM when none is named, Slurm's default for a
+    /// command that is not an interactive shell).
+    pub kill_command: Option<i32>,
     /// `--reservation`.
     pub reservation: Option<String>,
     /// `-Q/--quiet`.
@@ -250,6 +254,7 @@ const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
     ("hold", Some('H'), Arg::None, true),
     ("input", Some('i'), Arg::Required, true),
     ("job-name", Some('J'), Arg::Required, true),
+    ("kill-command", None, Arg::Optional, true),
     ("label", Some('l'), Arg::None, true),
     ("mem", None, Arg::Required, true),
     ("mem-per-cpu", None, Arg::Required, true),
@@ -670,6 +675,13 @@ fn apply(
             } else {
                 v.parse::<i32>()
                     .map_err(|_| err(format!("Invalid --nice value: {v}")))?
+            })
+        }
+        "kill-command" => {
+            o.kill_command = Some(if v.is_empty() {
+                15
+            } else {
+                signal_number(v).ok_or_else(|| err(format!("Invalid signal name {v}")))?
             })
         }
         "no-requeue" => o.requeue = Some(false),

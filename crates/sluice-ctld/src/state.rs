@@ -171,6 +171,9 @@ pub struct Controller {
     /// GPU device indices in use, per node.
     gpus_in_use: Vec<BTreeSet<u32>>,
     gpu_slot: Option<usize>,
+    /// Running interactive allocations (salloc, srun outside a job): no agent watches
+    /// their time limit, so the controller does (see [`Controller::expire_interactive`]).
+    interactive: BTreeSet<u64>,
 }
 
 /// Slurm's message for a partition that does not exist.
@@ -212,6 +215,7 @@ impl Controller {
             agents_up: BTreeSet::new(),
             gpus_in_use: vec![BTreeSet::new(); n],
             gpu_slot,
+            interactive: BTreeSet::new(),
         };
         for s in steps {
             c.steps.insert((s.job_id, s.step), s);
@@ -229,6 +233,9 @@ impl Controller {
                         }
                     }
                     let start = r.start_time.unwrap_or(now);
+                    if r.desc.interactive {
+                        c.interactive.insert(id);
+                    }
                     c.jobs.insert(id, r);
                     if let (Ok(spec), Some(nodes)) = (spec, nodes) {
                         let _ = c.sched.restore_running(spec, start, nodes, now);
@@ -681,7 +688,7 @@ impl Controller {
     /// Runs a scheduling pass: jobs that may now enter the queue do, and the core starts
     /// what it can.
     pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
-        let mut effects = Vec::new();
+        let mut effects = self.expire_interactive(now);
         if std::mem::take(&mut self.outside_dirty) {
             effects.extend(self.release_outside(now));
         }
@@ -706,6 +713,46 @@ impl Controller {
     /// When the server loop should call [`Controller::schedule`] again at the latest.
     pub fn next_wakeup(&self) -> Option<i64> {
         self.sched.next_wakeup()
+    }
+
+    /// Ends interactive allocations that reached their time limit: state `TIMEOUT`, their
+    /// steps' tasks terminated (SIGTERM, SIGKILL after `KillWait`, as for batch jobs).
+    /// salloc and srun see the state and tell their user the allocation was revoked.
+    pub fn expire_interactive(&mut self, now: i64) -> Vec<Effect> {
+        let jobs = &self.jobs;
+        self.interactive
+            .retain(|id| jobs.get(id).is_some_and(|r| r.state == JobState::Running));
+        let due: Vec<u64> = self
+            .interactive
+            .iter()
+            .copied()
+            .filter(|id| {
+                let r = &self.jobs[id];
+                r.time_limit
+                    .is_some_and(|l| r.start_time.unwrap_or(now) + l <= now)
+            })
+            .collect();
+        let mut effects = Vec::new();
+        for id in due {
+            let r = &self.jobs[&id];
+            let sockets = self.sockets_of(r);
+            effects.push(Effect::Terminate {
+                sockets,
+                job_id: id,
+                state: JobState::Timeout,
+            });
+            let report = JobEnded {
+                job_id: id,
+                run: r.restarts,
+                node: String::new(),
+                state: JobState::Timeout,
+                exit_code: 0,
+                signal: 0,
+                end: now,
+            };
+            effects.extend(self.job_ended(&report, now));
+        }
+        effects
     }
 
     fn started(&mut self, id: u64, at: i64, nodes: &[NodeAlloc], pass: &str) -> Vec<Effect> {
@@ -758,7 +805,9 @@ impl Controller {
                 }
             }
         }
-        if !record.desc.interactive {
+        if record.desc.interactive {
+            self.interactive.insert(record.id);
+        } else {
             let environment = batch_environment(&record, &self.conf, &self.state_dir);
             effects.push(Effect::Launch {
                 socket: agent_socket(&self.state_dir, &first),

@@ -1,8 +1,10 @@
 //! The Slurm commands, as Sluice provides them: one binary, linked under each name.
 
+pub mod allocate;
 pub mod common;
 pub mod format;
 pub mod sacct;
+pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
@@ -12,7 +14,7 @@ pub mod srun;
 
 /// The commands this binary answers to when called by their name.
 pub const COMMANDS: &[&str] = &[
-    "sbatch", "srun", "squeue", "scancel", "sinfo", "scontrol", "sacct",
+    "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct",
 ];
 
 /// Runs the Slurm command `name` with `args`; returns its exit status.
@@ -29,6 +31,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
     Some(match name {
         "sbatch" => sbatch::main(args),
         "srun" => srun::main(args),
+        "salloc" => salloc::main(args),
         "squeue" => squeue::main(args),
         "scancel" => scancel::main(args),
         "sinfo" => sinfo::main(args),

@@ -6,11 +6,10 @@ use std::sync::mpsc;
 
 use sluice_conf::options::{parse_args, Command, JobOptions};
 use sluice_proto::pattern::{expand, PatternContext};
-use sluice_proto::types::{
-    JobRecord, JobState, LaunchTasks, StepPlan, StepRequest, SubmitReply, TaskEvent,
-};
+use sluice_proto::types::{JobRecord, LaunchTasks, StepPlan, StepRequest, TaskEvent};
 use sluice_proto::Client;
 
+use super::allocate::{allocate, complete};
 use super::common::{controller, cwd, describe, fail, USAGE_EXIT};
 use super::sbatch::describe_job;
 
@@ -49,50 +48,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 Ok(d) => d,
                 Err(e) => fail(ME, e, USAGE_EXIT),
             };
-            let reply: SubmitReply = match client.post("/v1/jobs", &desc) {
-                Ok(r) => r,
-                Err(e) => fail(
-                    ME,
-                    format!("Unable to allocate resources: {}", describe(&e)),
-                    1,
-                ),
-            };
-            let job = reply.job_id;
-            let cancel = move || {
-                let req = sluice_proto::types::CancelRequest {
-                    jobs: vec![(job, None)],
-                    ..Default::default()
-                };
-                let _ = controller().post::<_, serde_json::Value>("/v1/cancel", &req);
-            };
-            let mut announced = false;
-            loop {
-                match client.get::<JobRecord>(&format!("/v1/jobs/{job}")) {
-                    Ok(r) if r.state == JobState::Running => {
-                        if announced {
-                            eprintln!("{ME}: job {job} has been allocated resources");
-                        }
-                        break;
-                    }
-                    Ok(r) if r.state.is_finished() => {
-                        fail(ME, format!("Job allocation {job} has been revoked."), 1)
-                    }
-                    Ok(_) => {
-                        if !announced {
-                            eprintln!("{ME}: job {job} queued and waiting for resources");
-                            announced = true;
-                        }
-                    }
-                    Err(e) => {
-                        cancel();
-                        fail(ME, describe(&e), 1)
-                    }
-                }
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
+            let job = allocate(&client, ME, &desc).id;
             let code = run_step(&client, job, &opts, &argv);
-            let body = serde_json::json!({"exit_code": if code > 128 { 0 } else { code }, "signal": if code > 128 { code - 128 } else { 0 }});
-            let _ = client.post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/complete"), &body);
+            complete(&client, job, code);
             code
         }
     }

@@ -3,6 +3,7 @@
 
 mod durability;
 mod harness;
+mod salloc;
 
 use harness::Cluster;
 

@@ -1,0 +1,87 @@
+//! Interactive allocations, as `salloc` and `srun` outside a job obtain them: submit,
+//! tell the user while the job waits, return once it runs.
+
+use std::time::Duration;
+
+use sluice_proto::types::{CancelRequest, JobDescription, JobRecord, JobState, SubmitReply};
+use sluice_proto::Client;
+
+use super::common::{controller, describe, fail};
+
+/// How often a waiting command asks the controller about its job.
+const POLL: Duration = Duration::from_millis(200);
+
+/// Submits `desc` (an interactive job) for command `me` and waits until it runs; its
+/// record then. Prints Slurm's messages on stderr: for `salloc`, "Granted job
+/// allocation N" (after "Pending job allocation N" and "job N queued and waiting for
+/// resources" when it had to wait); `srun` is quiet unless it waits. Exits with 1 and
+/// Slurm's message when the controller refuses the job ("Job submit/allocate failed: …"
+/// from salloc, "Unable to allocate resources: …" from srun) or it ends before it starts
+/// (cancelled while pending).
+pub fn allocate(client: &Client, me: &str, desc: &JobDescription) -> JobRecord {
+    let salloc = me == "salloc";
+    let reply: SubmitReply = match client.post("/v1/jobs", desc) {
+        Ok(r) => r,
+        Err(e) => {
+            let what = if salloc {
+                "Job submit/allocate failed"
+            } else {
+                "Unable to allocate resources"
+            };
+            fail(me, format!("{what}: {}", describe(&e)), 1)
+        }
+    };
+    let job = reply.job_id;
+    let mut waited = false;
+    loop {
+        match client.get::<JobRecord>(&format!("/v1/jobs/{job}")) {
+            Ok(r) if r.state == JobState::Running => {
+                if waited {
+                    eprintln!("{me}: job {job} has been allocated resources");
+                }
+                if salloc {
+                    eprintln!("{me}: Granted job allocation {job}");
+                }
+                return r;
+            }
+            Ok(r) if r.state.is_finished() => {
+                fail(me, format!("Job allocation {job} has been revoked."), 1)
+            }
+            Ok(_) => {
+                if !waited {
+                    if salloc {
+                        eprintln!("{me}: Pending job allocation {job}");
+                    }
+                    eprintln!("{me}: job {job} queued and waiting for resources");
+                    waited = true;
+                }
+            }
+            Err(e) => {
+                relinquish(job);
+                fail(me, describe(&e), 1)
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Gives allocation `job` up (cancels it), as a command does when it stops waiting.
+pub fn relinquish(job: u64) {
+    let req = CancelRequest {
+        jobs: vec![(job, None)],
+        ..Default::default()
+    };
+    let _ = controller().post::<_, serde_json::Value>("/v1/cancel", &req);
+}
+
+/// Reports the end of allocation `job` with its command's exit status (`code` as a
+/// shell gives it: above 128 means killed by signal `code - 128`).
+pub fn complete(client: &Client, job: u64, code: i32) {
+    let (exit_code, signal) = if code > 128 {
+        (0, code - 128)
+    } else {
+        (code, 0)
+    };
+    let body = serde_json::json!({"exit_code": exit_code, "signal": signal});
+    let _ = client.post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/complete"), &body);
+}

@@ -1,0 +1,184 @@
+//! `salloc`: obtain an allocation, run a command (by default the user's shell) on this
+//! host inside it, give the allocation up when the command ends.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
+use std::process::Command as Process;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_conf::options::{parse_args, Command, JobOptions};
+use sluice_proto::types::{ConfigInfo, JobRecord, JobState};
+
+use super::allocate::{allocate, complete};
+use super::common::{controller, fail, USAGE_EXIT};
+use super::sbatch::describe_job;
+
+const ME: &str = "salloc";
+
+/// How often salloc checks that its allocation still stands.
+const WATCH: Duration = Duration::from_millis(500);
+
+/// Runs `salloc`; its exit status is the command's.
+pub fn main(args: Vec<String>) -> i32 {
+    let mut opts = JobOptions::default();
+    let mut argv = match parse_args(Command::Salloc, &args, &mut opts) {
+        Ok(r) => r,
+        Err(e) if e.refused => fail(ME, format!("Job submit/allocate failed: {}", e.message), 1),
+        Err(e) => fail(ME, e.message, USAGE_EXIT),
+    };
+    if argv.is_empty() {
+        argv = vec![login_shell()];
+    }
+    let name = opts.job_name.clone().unwrap_or_else(|| {
+        std::path::Path::new(&argv[0])
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "salloc".into())
+    });
+    let desc = match describe_job(&opts, name, String::new(), argv.join(" "), true) {
+        Ok(d) => d,
+        Err(e) => fail(ME, e, USAGE_EXIT),
+    };
+    let client = controller();
+    let record = allocate(&client, ME, &desc);
+    let job = record.id;
+    let cluster = client
+        .get::<ConfigInfo>("/v1/config")
+        .map(|c| c.cluster_name)
+        .unwrap_or_default();
+    let env = allocation_environment(&record, &opts, &cluster);
+
+    // The command is the terminal's foreground job: salloc itself lets keyboard
+    // signals pass to it, as Slurm's does.
+    // SAFETY: setting dispositions to SIG_IGN before spawning; no handlers involved.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
+    let mut cmd = Process::new(&argv[0]);
+    cmd.args(&argv[1..]).env_clear().envs(&env);
+    // SAFETY: only async-signal-safe calls (signal) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{ME}: error: {}: {e}", argv[0]);
+            complete(&client, job, 127);
+            eprintln!("{ME}: Relinquishing job allocation {job}");
+            return 127;
+        }
+    };
+    let revoked = Arc::new(AtomicBool::new(false));
+    watch(job, child.id() as i32, opts.kill_command, revoked.clone());
+    let status = child.wait();
+    let code = match status {
+        Ok(s) => s.code().unwrap_or_else(|| {
+            128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0)
+        }),
+        Err(_) => 1,
+    };
+    if !revoked.load(Ordering::SeqCst) {
+        eprintln!("{ME}: Relinquishing job allocation {job}");
+        complete(&client, job, code);
+    }
+    code
+}
+
+/// Watches allocation `job` while the command runs: when it ends for another reason
+/// (its time limit, `scancel`), tells the user, and with `--kill-command` signals the
+/// command (`pid`).
+fn watch(job: u64, pid: i32, kill: Option<i32>, revoked: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let client = controller();
+        loop {
+            std::thread::sleep(WATCH);
+            let Ok(r) = client.get::<JobRecord>(&format!("/v1/jobs/{job}")) else {
+                continue;
+            };
+            if !r.state.is_finished() {
+                continue;
+            }
+            revoked.store(true, Ordering::SeqCst);
+            if r.state == JobState::Timeout {
+                eprintln!(
+                    "{ME}: Job {job} has exceeded its time limit and its allocation has been revoked."
+                );
+            } else {
+                eprintln!("{ME}: Job allocation {job} has been revoked.");
+            }
+            if let Some(sig) = kill {
+                // SAFETY: kill(2) on the command's pid; no memory involved.
+                unsafe {
+                    libc::kill(pid, sig);
+                }
+            }
+            return;
+        }
+    });
+}
+
+/// The shell salloc runs without a command: the user's login shell from the password
+/// database, else `$SHELL`, else `/bin/sh`.
+fn login_shell() -> String {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.shell.display().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("SHELL").ok())
+        .unwrap_or_else(|| "/bin/sh".into())
+}
+
+/// The environment of salloc's command: salloc's own, with the allocation's `SLURM_*`
+/// variables (those of Slurm 22.05's salloc; no per-task ones such as `SLURM_PROCID`,
+/// which belong to steps).
+pub fn allocation_environment(
+    r: &JobRecord,
+    opts: &JobOptions,
+    cluster: &str,
+) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = std::env::vars().collect();
+    let nodelist = sluice_conf::hostlist::compress(&r.nodes);
+    let id = r.id.to_string();
+    let tpn = sluice_ctld::state::tasks_per_node_string;
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_string(), v);
+    };
+    set("SLURM_CLUSTER_NAME", cluster.to_string());
+    set("SLURM_JOB_ID", id.clone());
+    set("SLURM_JOBID", id);
+    set("SLURM_JOB_NAME", r.desc.name.clone());
+    set("SLURM_JOB_NODELIST", nodelist.clone());
+    set("SLURM_NODELIST", nodelist);
+    set("SLURM_JOB_NUM_NODES", r.nodes.len().to_string());
+    set("SLURM_NNODES", r.nodes.len().to_string());
+    set("SLURM_JOB_CPUS_PER_NODE", tpn(&r.cpus_per_node));
+    set("SLURM_TASKS_PER_NODE", tpn(&r.tasks_per_node));
+    set("SLURM_JOB_PARTITION", r.partition.clone());
+    set("SLURM_JOB_ACCOUNT", r.account.clone());
+    set("SLURM_JOB_QOS", r.qos.clone());
+    set("SLURM_SUBMIT_DIR", r.desc.work_dir.clone());
+    set("SLURM_SUBMIT_HOST", r.desc.submit_host.clone());
+    if opts.ntasks.is_some() {
+        set("SLURM_NTASKS", r.ntasks.to_string());
+        set("SLURM_NPROCS", r.ntasks.to_string());
+    }
+    if let Some(n) = opts.ntasks_per_node {
+        set("SLURM_NTASKS_PER_NODE", n.to_string());
+    }
+    if let Some(c) = opts.cpus_per_task {
+        set("SLURM_CPUS_PER_TASK", c.to_string());
+    }
+    if r.mem_per_node > 0 {
+        set("SLURM_MEM_PER_NODE", r.mem_per_node.to_string());
+    }
+    env
+}

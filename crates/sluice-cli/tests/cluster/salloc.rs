@@ -1,0 +1,107 @@
+//! `salloc`: an allocation, a command on this host inside it, and the allocation given
+//! up when the command ends, revoked when its time is up or it is cancelled.
+
+use crate::harness::Cluster;
+use crate::SMALL;
+
+/// The job id from salloc's "Granted job allocation N" line.
+fn granted(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .unwrap_or_else(|| panic!("no grant in {stderr:?}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn salloc_runs_its_command_inside_the_allocation_and_gives_it_up() {
+    let c = Cluster::start("salloc", SMALL);
+    // Two nodes; the command runs here and starts a step on both with srun.
+    let o = c.run(
+        "salloc",
+        &[
+            "-N",
+            "2",
+            "-J",
+            "inter",
+            "bash",
+            "-c",
+            "echo $SLURM_JOB_NAME $SLURM_JOB_NODELIST $SLURM_JOB_NUM_NODES $SLURM_TASKS_PER_NODE; \
+             srun -l bash -c 'echo on $SLURMD_NODENAME' | sort",
+        ],
+    );
+    let job = granted(&o.stderr);
+    assert_eq!(
+        (o.code, o.stderr.as_str(), o.stdout.as_str()),
+        (
+            0,
+            format!(
+                "salloc: Granted job allocation {job}\nsalloc: Relinquishing job allocation {job}\n"
+            )
+            .as_str(),
+            "inter n[1-2] 2 1(x2)\n0: on n1\n1: on n2\n"
+        )
+    );
+    let sacct = |job: u64| {
+        c.run(
+            "sacct",
+            &[
+                "-n",
+                "-X",
+                "-P",
+                "-o",
+                "JobName,State,ExitCode",
+                "-j",
+                &job.to_string(),
+            ],
+        )
+        .stdout
+    };
+    assert_eq!(sacct(job), "inter|COMPLETED|0:0\n");
+
+    // The command's exit status is salloc's, and the job's.
+    let o = c.run("salloc", &["bash", "-c", "exit 3"]);
+    let job = granted(&o.stderr);
+    assert_eq!(o.code, 3);
+    assert_eq!(sacct(job), "bash|FAILED|3:0\n");
+
+    // Bad input changes nothing.
+    let o = c.run("salloc", &["-t", "abc", "true"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("salloc: error: Invalid --time specification\n", 255)
+    );
+    let o = c.run("salloc", &["-N", "3", "true"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "salloc: error: Job submit/allocate failed: Requested node configuration is not available\n",
+            1
+        )
+    );
+}
+
+#[test]
+fn salloc_waits_for_resources_and_loses_its_allocation_at_the_time_limit() {
+    let c = Cluster::start("salloct", SMALL);
+    // Both nodes busy for a few seconds: salloc says it waits, then gets them.
+    let busy = c.sbatch(&["-N", "2", "--exclusive", "-t", "0:04", "--wrap", "sleep 3"]);
+    c.wait_for("the busy job to run", || c.state(busy) == "RUNNING");
+    // A five-second limit (MM:SS); the command would take a minute. With
+    // --kill-command it is sent SIGTERM when the allocation is revoked.
+    let o = c.run("salloc", &["-t", "0:05", "--kill-command", "sleep", "60"]);
+    let job = busy + 1;
+    assert_eq!(
+        o.stderr,
+        format!(
+            "salloc: Pending job allocation {job}\n\
+             salloc: job {job} queued and waiting for resources\n\
+             salloc: job {job} has been allocated resources\n\
+             salloc: Granted job allocation {job}\n\
+             salloc: Job {job} has exceeded its time limit and its allocation has been revoked.\n"
+        )
+    );
+    assert_eq!(o.code, 128 + 15, "sleep was terminated");
+    assert_eq!(c.wait_ended(job), "TIMEOUT");
+}
