@@ -16,6 +16,11 @@ pub struct UpArgs {
     /// ~/.local/state/sluice).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Also serve the controller on this TCP address (`host:port`), for commands on
+    /// other hosts: only requests signed with the cluster key (`cluster.key` in the
+    /// state directory) are accepted; see the README.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
     /// Start the controller only; agents are started separately (`sluice agent`).
     #[arg(long, hide = true)]
     pub controller_only: bool,
@@ -159,7 +164,7 @@ pub fn run(args: UpArgs) -> i32 {
                 _ = term.recv() => {}
             }
         };
-        sluice_ctld::server::run(conf, &state_dir, shutdown).await
+        sluice_ctld::server::run(conf, &state_dir, args.listen, shutdown).await
     });
     for a in &mut agents {
         let _ = nix::sys::signal::kill(

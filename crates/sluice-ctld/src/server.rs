@@ -114,12 +114,16 @@ impl Shared {
 }
 
 /// Runs the controller for `conf` with its state in `state_dir` until `shutdown`
-/// completes.
+/// completes: on the Unix socket `ctld.sock` there, and, when `listen` is given, on
+/// that TCP address too, where only requests signed with the cluster key
+/// (`cluster.key` in `state_dir`, created when missing; see [`sluice_proto::auth`]) are
+/// served.
 ///
-/// Errors: the state directory, database or socket cannot be set up.
+/// Errors: the state directory, database, key or sockets cannot be set up.
 pub async fn run(
     conf: ClusterConfig,
     state_dir: &Path,
+    listen: Option<std::net::SocketAddr>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let io = |path: &Path| {
@@ -166,11 +170,34 @@ pub async fn run(
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
         .map_err(io(&socket))?;
     let app = router(shared.clone());
+    let tcp = match listen {
+        Some(addr) => {
+            let key_path = state_dir.join("cluster.key");
+            let key = sluice_proto::auth::ensure_key(&key_path).map_err(io(&key_path))?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(io(Path::new(&addr.to_string())))?;
+            let signed = app.clone().layer(axum::middleware::from_fn_with_state(
+                Arc::new(Signed {
+                    key,
+                    seen: Mutex::new(sluice_proto::auth::ReplayGuard::default()),
+                }),
+                verify_signed,
+            ));
+            Some(tokio::spawn(async move {
+                axum::serve(listener, signed.into_make_service()).await
+            }))
+        }
+        None => None,
+    };
     let sched = tokio::spawn(schedule_loop(shared.clone()));
     let watch = tokio::spawn(watch_agents(shared.clone()));
     let server = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
         .with_graceful_shutdown(shutdown);
     let result = server.await;
+    if let Some(tcp) = tcp {
+        tcp.abort();
+    }
     sched.abort();
     watch.abort();
     let _ = shared.store.sync();
@@ -178,6 +205,68 @@ pub async fn run(
     drop(writer);
     let _ = std::fs::remove_file(&socket);
     result.map_err(io(&socket))
+}
+
+/// The TCP listener's key and the credentials it has accepted.
+struct Signed {
+    key: Vec<u8>,
+    seen: Mutex<sluice_proto::auth::ReplayGuard>,
+}
+
+/// Largest request body the TCP listener reads, bytes (a job script with its
+/// environment is far smaller).
+const MAX_SIGNED_BODY: usize = 64 << 20;
+
+/// Admits a TCP request only with a valid, fresh, unused credential, and gives the
+/// handlers its uid and gid as the Unix socket gives the kernel's: a `ConnectInfo<Peer>`.
+async fn verify_signed(
+    State(signed): State<Arc<Signed>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_SIGNED_BODY).await else {
+        return error(StatusCode::PAYLOAD_TOO_LARGE, "request too large");
+    };
+    let header = parts
+        .headers
+        .get(sluice_proto::auth::AUTH_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    let checked = header
+        .ok_or(sluice_proto::auth::AuthError::Missing)
+        .and_then(|h| {
+            sluice_proto::auth::verify(&signed.key, h, parts.method.as_str(), path, &bytes, now())
+        })
+        .and_then(|c| {
+            signed
+                .seen
+                .lock()
+                .expect("lock")
+                .check(&c, now())
+                .map(|()| c)
+        });
+    match checked {
+        Ok(c) => {
+            parts.extensions.insert(ConnectInfo(Peer {
+                uid: c.uid,
+                gid: c.gid,
+            }));
+            next.run(axum::extract::Request::from_parts(parts, bytes.into()))
+                .await
+        }
+        Err(e) => {
+            tracing::warn!("refused a TCP request: {e}");
+            error(
+                StatusCode::UNAUTHORIZED,
+                format!("Protocol authentication error ({e})"),
+            )
+        }
+    }
 }
 
 fn router(app: App) -> Router {

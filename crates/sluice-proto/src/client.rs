@@ -1,4 +1,5 @@
-//! A small blocking HTTP/1.1 client over a Unix socket, for the commands.
+//! A small blocking HTTP/1.1 client over a Unix socket (or signed TCP, see
+//! [`crate::auth`]), for the commands.
 //!
 //! The commands are short-lived processes that make one or two requests; a blocking
 //! client with no runtime starts in microseconds. It speaks just enough HTTP for the
@@ -6,8 +7,10 @@
 //! `Content-Length` or chunked transfer encoding (streams of JSON lines).
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -42,12 +45,28 @@ pub enum ClientError {
 }
 
 /// Status, lower-cased headers, and the connection positioned at the body.
-type Response = (u16, Vec<(String, String)>, BufReader<UnixStream>);
+type Response = (u16, Vec<(String, String)>, BufReader<Box<dyn Conn>>);
+
+/// A connection: a Unix or TCP stream.
+trait Conn: Read + Write + Send {}
+impl<T: Read + Write + Send> Conn for T {}
 
 /// A client for one server socket.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Client {
     socket: PathBuf,
+    /// The cluster key, for a TCP server (`socket` then holds `host:port`).
+    tcp_key: Option<Arc<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("Client")
+            .field("socket", &self.socket)
+            .field("tcp", &self.tcp_key.is_some())
+            .finish()
+    }
 }
 
 impl Client {
@@ -55,6 +74,16 @@ impl Client {
     pub fn new(socket: impl Into<PathBuf>) -> Self {
         Client {
             socket: socket.into(),
+            tcp_key: None,
+        }
+    }
+
+    /// A client for a controller's TCP listener at `addr` (`host:port`), signing each
+    /// request for this process's real uid and gid with the cluster `key`.
+    pub fn tcp(addr: &str, key: Vec<u8>) -> Self {
+        Client {
+            socket: PathBuf::from(addr),
+            tcp_key: Some(Arc::new(key)),
         }
     }
 
@@ -114,14 +143,39 @@ impl Client {
     }
 
     fn send(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Response, ClientError> {
-        let mut stream =
-            UnixStream::connect(&self.socket).map_err(|source| ClientError::Connect {
-                socket: self.socket.clone(),
-                source,
-            })?;
+        let connect_error = |source| ClientError::Connect {
+            socket: self.socket.clone(),
+            source,
+        };
         let body = body.unwrap_or(&[]);
+        let mut auth = String::new();
+        let mut stream: Box<dyn Conn> = match &self.tcp_key {
+            None => Box::new(UnixStream::connect(&self.socket).map_err(connect_error)?),
+            Some(key) => {
+                let addr = self.socket.to_string_lossy();
+                let stream = TcpStream::connect(addr.as_ref()).map_err(connect_error)?;
+                let _ = stream.set_nodelay(true);
+                // SAFETY: getuid/getgid cannot fail and touch no memory.
+                let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+                let c = crate::auth::Credential {
+                    uid,
+                    gid,
+                    time: std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs() as i64)
+                        .unwrap_or(0),
+                    nonce: crate::auth::nonce(),
+                };
+                auth = format!(
+                    "{}: {}\r\n",
+                    crate::auth::AUTH_HEADER,
+                    crate::auth::sign(key, &c, method, path, body)
+                );
+                Box::new(stream)
+            }
+        };
         let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n",
             body.len()
         );
         stream.write_all(head.as_bytes())?;
@@ -167,7 +221,7 @@ fn status_error(status: u16, body: &[u8]) -> ClientError {
 
 fn body_reader(
     headers: &[(String, String)],
-    reader: BufReader<UnixStream>,
+    reader: BufReader<Box<dyn Conn>>,
 ) -> Box<dyn Read + Send> {
     let header = |k: &str| {
         headers
@@ -190,7 +244,7 @@ fn body_reader(
 
 /// Decodes a chunked body.
 struct Chunked {
-    inner: BufReader<UnixStream>,
+    inner: BufReader<Box<dyn Conn>>,
     left: usize,
     done: bool,
 }

@@ -5,6 +5,7 @@
 //! - [`client`]: a blocking client for the commands.
 //! - [`paths`]: where a cluster's state directory and sockets are.
 
+pub mod auth;
 pub mod client;
 pub mod paths;
 pub mod pattern;

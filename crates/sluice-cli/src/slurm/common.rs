@@ -8,11 +8,49 @@ use sluice_proto::{Client, ClientError};
 /// Exit status of Slurm's clients for option and value errors.
 pub const USAGE_EXIT: i32 = 255;
 
-/// A client for the controller of the cluster this shell belongs to.
+/// The environment variable naming a controller's TCP address (`host:port`, as given
+/// to `sluice up --listen`); without it the commands use the Unix socket.
+pub const CONTROLLER_ENV: &str = "SLUICE_CONTROLLER";
+/// The environment variable naming the cluster key file for TCP (default:
+/// `cluster.key` in the state directory).
+pub const KEY_FILE_ENV: &str = "SLUICE_KEY_FILE";
+
+/// A client for the controller of the cluster this shell belongs to: over TCP with
+/// signed requests when `SLUICE_CONTROLLER` is set, else on the state directory's
+/// Unix socket. Exits with Slurm's connect-failure message when the key for TCP cannot
+/// be read.
 pub fn controller() -> Client {
-    Client::new(sluice_proto::paths::controller_socket(
-        &sluice_proto::paths::state_dir(),
-    ))
+    let state = sluice_proto::paths::state_dir();
+    match std::env::var(CONTROLLER_ENV).ok().filter(|v| !v.is_empty()) {
+        None => Client::new(sluice_proto::paths::controller_socket(&state)),
+        Some(addr) => {
+            let key_file = std::env::var_os(KEY_FILE_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| state.join("cluster.key"));
+            match sluice_proto::auth::read_key(&key_file) {
+                Ok(key) => Client::tcp(&addr, key),
+                Err(e) => {
+                    let me = std::env::args()
+                        .next()
+                        .and_then(|a| {
+                            PathBuf::from(a)
+                                .file_name()
+                                .map(|f| f.to_string_lossy().into_owned())
+                        })
+                        .unwrap_or_else(|| "sluice".into());
+                    fail(
+                        &me,
+                        format!(
+                            "Unable to contact slurm controller (cannot read the cluster key {}: {e})",
+                            key_file.display()
+                        ),
+                        1,
+                    )
+                }
+            }
+        }
+    }
 }
 
 /// Prints `cmd: error: message` and exits with `code`.

@@ -19,6 +19,8 @@ pub struct Cluster {
     child: Child,
     /// Agents started by the test rather than by `sluice up`.
     agents: Vec<Child>,
+    /// Extra arguments of `sluice up`.
+    up_args: Vec<String>,
 }
 
 /// How long a test waits for something that should take well under a second, before
@@ -35,15 +37,26 @@ impl Cluster {
     /// A cluster whose controller runs alone (so that a test may kill and restart it)
     /// and whose agents, one per name in `nodes`, the test starts itself.
     pub fn start_with(name: &str, slurm_conf: &str, nodes: &[&str]) -> Cluster {
+        Self::start_full(name, slurm_conf, nodes, &[])
+    }
+
+    /// [`Cluster::start`] with extra arguments for `sluice up`.
+    pub fn start_args(name: &str, slurm_conf: &str, up_args: &[&str]) -> Cluster {
+        Self::start_full(name, slurm_conf, &[], up_args)
+    }
+
+    fn start_full(name: &str, slurm_conf: &str, nodes: &[&str], up_args: &[&str]) -> Cluster {
+        let up_args: Vec<String> = up_args.iter().map(|a| a.to_string()).collect();
         let dir = std::env::temp_dir().join(format!("sluice-t-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("work")).unwrap();
         std::fs::write(dir.join("slurm.conf"), slurm_conf).unwrap();
-        let child = Self::spawn_up(&dir, !nodes.is_empty());
+        let child = Self::spawn_up(&dir, !nodes.is_empty(), &up_args);
         let mut c = Cluster {
             dir,
             child,
             agents: Vec::new(),
+            up_args,
         };
         for n in nodes {
             let a = c.start_agent(n);
@@ -56,7 +69,7 @@ impl Cluster {
         c
     }
 
-    fn spawn_up(dir: &Path, controller_only: bool) -> Child {
+    fn spawn_up(dir: &Path, controller_only: bool, up_args: &[String]) -> Child {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -71,6 +84,7 @@ impl Cluster {
         if controller_only {
             cmd.arg("--controller-only");
         }
+        cmd.args(up_args);
         cmd.stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -81,7 +95,7 @@ impl Cluster {
     pub fn crash_and_restart_controller(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        self.child = Self::spawn_up(&self.dir, true);
+        self.child = Self::spawn_up(&self.dir, true, &self.up_args);
     }
 
     /// The directory jobs are submitted from.

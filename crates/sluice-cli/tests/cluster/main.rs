@@ -4,6 +4,7 @@
 mod durability;
 mod harness;
 mod salloc;
+mod tcp;
 
 use harness::Cluster;
 
