@@ -1,5 +1,11 @@
 //! Slurm's time and memory syntax.
 
+/// The longest finite time limit, in seconds: `0xfffffffd` minutes (about 8166 years).
+/// Slurm keeps time limits as 32-bit minutes, the two values above this one meaning
+/// `NO_VAL` and `INFINITE`. Bounding limits here also keeps every accepted limit
+/// printable by [`format_time`] in a form [`parse_time`] reads back.
+pub const MAX_TIME_SECS: i64 = 0xffff_fffd * 60;
+
 /// Parses a Slurm time limit (`--time`, `MaxTime=`, `DefaultTime=`) into seconds;
 /// `None` means unlimited.
 ///
@@ -7,7 +13,7 @@
 /// `D-H:M:S`, and `UNLIMITED`, `INFINITE`, `-1` for no limit. Hours may exceed 24.
 /// `0` is, as in Slurm, no limit.
 ///
-/// Errors: anything else, with the text that was given.
+/// Errors: anything else, or a limit over [`MAX_TIME_SECS`], with the text that was given.
 pub fn parse_time(s: &str) -> Result<Option<i64>, String> {
     let t = s.trim();
     let bad = || format!("invalid time specification '{s}'");
@@ -39,6 +45,9 @@ pub fn parse_time(s: &str) -> Result<Option<i64>, String> {
             _ => return Err(bad()),
         }
     };
+    if secs > MAX_TIME_SECS {
+        return Err(bad());
+    }
     Ok(if secs == 0 { None } else { Some(secs) })
 }
 
@@ -58,16 +67,20 @@ pub fn format_time(secs: Option<i64>) -> String {
     }
 }
 
+/// The largest memory size, in MiB: `2^63 - 1`. Slurm reads sizes as signed 64-bit
+/// numbers and rejects what does not fit; its top bit marks "per CPU" in its records.
+pub const MAX_MEM_MIB: u64 = i64::MAX as u64;
+
 /// Parses a memory size into MiB: `100` (MiB), `100M`, `4G`, `4GB`, `2g`, `3584MB`,
 /// `1T`, `512K` (rounded up to whole MiB).
 ///
-/// Errors: a missing or non-numeric amount, an unknown unit.
+/// Errors: a missing or non-numeric amount, an unknown unit, more than [`MAX_MEM_MIB`].
 pub fn parse_mem_mib(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let bad = || format!("invalid memory specification '{s}'");
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
-    if digits.is_empty() || digits.len() > 15 {
+    if digits.is_empty() {
         return Err(bad());
     }
     let n: u64 = digits.parse().map_err(|_| bad())?;
@@ -80,6 +93,9 @@ pub fn parse_mem_mib(s: &str) -> Result<u64, String> {
         "T" => n.checked_mul(1024 * 1024).ok_or_else(bad)?,
         _ => return Err(bad()),
     };
+    if mib > MAX_MEM_MIB {
+        return Err(bad());
+    }
     Ok(mib)
 }
 
@@ -121,6 +137,57 @@ mod tests {
         assert_eq!(format_time(None), "UNLIMITED");
         for s in [59, 3600, 86399, 86400, 1_000_000] {
             assert_eq!(parse_time(&format_time(Some(s))), Ok(Some(s)));
+        }
+    }
+
+    #[test]
+    fn limits_past_slurms_largest_are_refused() {
+        assert_eq!(parse_time("4294967293"), Ok(Some(MAX_TIME_SECS)));
+        assert_eq!(format_time(Some(MAX_TIME_SECS)), "2982616-04:13:00");
+        assert_eq!(parse_time("2982616-04:13:00"), Ok(Some(257_698_037_580)));
+        assert_eq!(
+            parse_time("4294967294"),
+            Err("invalid time specification '4294967294'".into())
+        );
+        // Regression (fuzz corpus): accepted, then printed with 13 day digits that
+        // did not read back.
+        assert_eq!(
+            parse_time("999999999999-999999999999"),
+            Err("invalid time specification '999999999999-999999999999'".into())
+        );
+    }
+
+    #[test]
+    fn memory_up_to_slurms_largest() {
+        assert_eq!(
+            parse_mem_mib("9223372036854775807"),
+            Ok(9_223_372_036_854_775_807)
+        );
+        assert_eq!(
+            parse_mem_mib("8796093022207T"),
+            Ok(9_223_372_036_853_727_232)
+        );
+        assert_eq!(parse_mem_mib("0000000000000000000004G"), Ok(4096));
+        // Regression (fuzz corpus): accepted, but its 16-digit MiB count did not
+        // read back.
+        assert_eq!(
+            parse_mem_mib("999999999999999G"),
+            Ok(1_023_999_999_999_998_976)
+        );
+        assert_eq!(
+            parse_mem_mib("1023999999999998976"),
+            Ok(1_023_999_999_999_998_976)
+        );
+        for s in [
+            "9223372036854775808",
+            "8796093022208T",
+            "18446744073709551616",
+        ] {
+            assert_eq!(
+                parse_mem_mib(s),
+                Err(format!("invalid memory specification '{s}'")),
+                "{s}"
+            );
         }
     }
 

@@ -4,6 +4,7 @@
 //! back into the shortest expression Slurm would print (runs of consecutive numbers with
 //! the same zero-padding become ranges; names are grouped by their prefix and suffix).
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// A malformed hostlist expression.
@@ -66,15 +67,24 @@ pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
                         .find(']')
                         .ok_or_else(|| err("'[' without ']'"))?
                         + open;
-                    let numbers = expand_group(&rest[open + 1..close]).map_err(|m| err(&m))?;
-                    let mut next = Vec::with_capacity(names.len() * numbers.len());
-                    for n in &names {
-                        for num in &numbers {
-                            next.push(format!("{n}{prefix}{num}"));
-                        }
-                    }
-                    if next.len() > MAX_HOSTS {
+                    let (ranges, count) =
+                        parse_group(&rest[open + 1..close]).map_err(|m| err(&m))?;
+                    // Count before building: two groups of a million numbers each would
+                    // otherwise ask for a trillion names at once.
+                    let total = names
+                        .len()
+                        .checked_mul(count)
+                        .and_then(|n| n.checked_add(out.len()));
+                    if total.is_none_or(|n| n > MAX_HOSTS) {
                         return Err(err("too many hosts"));
+                    }
+                    let mut next = Vec::with_capacity(names.len() * count);
+                    for n in &names {
+                        for &(lo, hi, width) in &ranges {
+                            for v in lo..=hi {
+                                next.push(format!("{n}{prefix}{v:0width$}"));
+                            }
+                        }
                     }
                     names = next;
                     rest = &rest[close + 1..];
@@ -122,8 +132,11 @@ fn split_top_level(expr: &str) -> Result<Vec<&str>, String> {
     Ok(parts)
 }
 
-fn expand_group(group: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
+/// One bracket group's ranges, as `(lo, hi, width)`, and how many numbers they hold in
+/// all (at most [`MAX_HOSTS`]: `[0-999999,0-999999,...]` adds up).
+fn parse_group(group: &str) -> Result<(Vec<(u64, u64, usize)>, usize), String> {
+    let mut ranges = Vec::new();
+    let mut count = 0usize;
     for item in group.split(',') {
         let item = item.trim();
         let (lo, hi) = match item.split_once('-') {
@@ -140,15 +153,13 @@ fn expand_group(group: &str) -> Result<Vec<String>, String> {
         if b < a {
             return Err(format!("range '{item}' runs backwards"));
         }
-        if b - a >= MAX_HOSTS as u64 {
+        if b - a >= (MAX_HOSTS - count) as u64 {
             return Err("too many hosts".into());
         }
-        let width = lo.len();
-        for v in a..=b {
-            out.push(format!("{v:0width$}"));
-        }
+        count += (b - a) as usize + 1;
+        ranges.push((a, b, lo.len()));
     }
-    Ok(out)
+    Ok((ranges, count))
 }
 
 /// A host name split into its prefix and trailing number: `gpu-ib12` → (`gpu-ib`, 12,
@@ -172,8 +183,10 @@ fn split_name(name: &str) -> Option<(&str, u64, usize, &str)> {
 ///
 /// Names are grouped by prefix and digit width, keeping the order in which each
 /// group first appears; numbers within a group are sorted and deduplicated, and runs of
-/// consecutive numbers become ranges. A group of one name is printed bare. Names without
-/// digits are printed as they are.
+/// consecutive numbers become ranges. Zero-padded numbers group by their width; a number
+/// without padding joins the padded group of its own width if the list has one (`n100`
+/// with `n098`), else the unpadded group of its prefix. A group of one name is printed
+/// bare. Names without a trailing number are printed as they are, repeats included.
 pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
     struct Group<'a> {
         prefix: &'a str,
@@ -181,34 +194,45 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
         width: usize,
         values: Vec<u64>,
     }
+    let split: Vec<(&str, Option<(&str, u64, usize, &str)>)> = names
+        .iter()
+        .map(|n| (n.as_ref(), split_name(n.as_ref())))
+        .collect();
+    let is_padded =
+        |value: u64, width: usize| value.checked_ilog10().unwrap_or(0) as usize + 1 != width;
+    // Zero-padded numbers ("007") group by their written width. A number without padding
+    // joins a padded group of its own width ("100" with "098") when the list has one,
+    // wherever it appears, else the unpadded group of its prefix and suffix; deciding
+    // this before grouping keeps every name in exactly one group.
+    let padded_widths: HashSet<(&str, &str, usize)> = split
+        .iter()
+        .filter_map(|(_, s)| *s)
+        .filter(|&(_, value, width, _)| is_padded(value, width))
+        .map(|(prefix, _, width, suffix)| (prefix, suffix, width))
+        .collect();
     let mut groups: Vec<Group> = Vec::new();
+    let mut group_of: HashMap<(&str, &str, usize), usize> = HashMap::new();
     // First appearance order of groups (Ok) and plain names (Err).
     let mut order: Vec<Result<usize, &str>> = Vec::new();
-    for name in names {
-        let name = name.as_ref();
-        match split_name(name) {
-            // Zero-padded numbers ("007") group by their written width; a number
-            // without padding joins a padded group of its own width ("100" with "098"),
-            // else the unpadded group of its prefix and suffix.
+    for (name, parts) in split {
+        match parts {
             Some((prefix, value, width, suffix)) => {
-                let padded = value.to_string().len() != width;
-                let same = |g: &Group| g.prefix == prefix && g.suffix == suffix;
-                let pos = if padded {
-                    groups.iter().position(|g| same(g) && g.width == width)
+                let width = if is_padded(value, width)
+                    || padded_widths.contains(&(prefix, suffix, width))
+                {
+                    width
                 } else {
-                    groups
-                        .iter()
-                        .position(|g| same(g) && g.width == width)
-                        .or_else(|| groups.iter().position(|g| same(g) && g.width == 0))
+                    0
                 };
-                match pos {
-                    Some(i) => groups[i].values.push(value),
+                match group_of.get(&(prefix, suffix, width)) {
+                    Some(&i) => groups[i].values.push(value),
                     None => {
+                        group_of.insert((prefix, suffix, width), groups.len());
                         order.push(Ok(groups.len()));
                         groups.push(Group {
                             prefix,
                             suffix,
-                            width: if padded { width } else { 0 },
+                            width,
                             values: vec![value],
                         });
                     }
@@ -293,6 +317,37 @@ mod tests {
             expand("node[3-1]").unwrap_err().to_string(),
             "invalid hostlist 'node[3-1]': range '3-1' runs backwards"
         );
+    }
+
+    #[test]
+    fn counts_hosts_before_building_them() {
+        // Regression (fuzz corpus): a million times a million names aborted on
+        // allocation.
+        assert_eq!(
+            expand("a[0-999999]b[0-999999]").unwrap_err().to_string(),
+            "invalid hostlist 'a[0-999999]b[0-999999]': too many hosts"
+        );
+        // Regression (fuzz corpus): each range was bounded, not their sum
+        // (gigabytes of names).
+        assert_eq!(
+            expand("a[0-999999,0-999999]").unwrap_err().message,
+            "too many hosts"
+        );
+        assert_eq!(
+            expand("a[1-524288],b[1-524289]").unwrap_err().message,
+            "too many hosts"
+        );
+        assert_eq!(expand("a[1-524288],b[1-524288]").unwrap().len(), MAX_HOSTS);
+    }
+
+    #[test]
+    fn compress_names_each_host_once() {
+        // Regression (fuzz corpus): `n100` went to an unpadded group before `n098`
+        // opened the padded one, and again into that one: `n100,n[098,100]`.
+        assert_eq!(compress(&["n100", "n098", "n100"]), "n[098,100]");
+        assert_eq!(compress(&["n100", "n098", "n101"]), "n[098,100-101]");
+        assert_eq!(compress(&["n100", "n101", "n9"]), "n[9,100-101]");
+        assert_eq!(compress(&["a", "n1", "a"]), "a,n1,a");
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! Slurm's configuration files and value syntax, for Sluice.
 //!
 //! - [`slurm_conf`]: `slurm.conf` into a [`sluice_core::Cluster`] plus settings.
+//! - [`gres_conf`]: `gres.conf`, and each node's GRES devices merged with slurm.conf.
 //! - [`hostlist`]: `node[01-04,7]` expressions, expand and compress.
 //! - [`duration`]: time limits (`2-12:00:00`) and memory sizes (`4G`).
 
 pub mod array;
 pub mod dependency;
 pub mod duration;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod gres_conf;
 pub mod hostlist;
 pub mod keys;
 pub mod options;

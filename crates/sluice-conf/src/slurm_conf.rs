@@ -7,7 +7,7 @@
 //! lines after it). Unknown keys draw a warning with file and line; malformed values
 //! are errors with file and line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -126,7 +126,11 @@ pub fn apply_scheduler_parameters(
                 })
         };
         match key.as_str() {
-            "bf_window" => params.window = num()? * 60,
+            "bf_window" => {
+                params.window = num()?
+                    .checked_mul(60)
+                    .ok_or_else(|| format!("{key} is too large, found '{}'", value.unwrap_or("")))?
+            }
             "bf_resolution" => params.resolution = num()?,
             "bf_interval" => params.interval = num()?,
             "bf_max_job_test" => params.max_job_test = num()? as usize,
@@ -148,6 +152,9 @@ struct Parser {
     /// Where each GRES name was first used, to report missing `GresTypes`.
     gres_used: Vec<(String, PathBuf, usize)>,
     scheduler_parameters: Option<(String, PathBuf, usize)>,
+    /// Each node's id by name: one hostlist can name a million nodes, too many to look
+    /// up one by one in the node list.
+    node_ids: HashMap<String, NodeId>,
 }
 
 impl Parser {
@@ -330,7 +337,9 @@ impl Parser {
         };
         let boards = uint("Boards", 1)?;
         let sockets = match get("SocketsPerBoard") {
-            Some(_) => uint("SocketsPerBoard", 1)? * boards,
+            Some(_) => uint("SocketsPerBoard", 1)?
+                .checked_mul(boards)
+                .ok_or_else(|| err("Boards x SocketsPerBoard is too large".into()))?,
             None => uint("Sockets", 1)?,
         };
         let cores = uint("CoresPerSocket", 1)?;
@@ -344,7 +353,12 @@ impl Parser {
                 },
                 1,
             )?,
-            None => sockets * cores * threads,
+            None => sockets
+                .checked_mul(cores)
+                .and_then(|c| c.checked_mul(threads))
+                .ok_or_else(|| {
+                    err("Sockets x CoresPerSocket x ThreadsPerCore is too large".into())
+                })?,
         };
         if cpus == 0 {
             return Err(err("CPUs must be at least 1".into()));
@@ -415,7 +429,8 @@ impl Parser {
                 .ok_or_else(|| err("more than 64 distinct node features".into()))?;
         }
         for host in hosts {
-            if self.cluster.node_by_name(&host).is_some() {
+            let id = NodeId(self.cluster.nodes.len() as u32);
+            if self.node_ids.insert(host.clone(), id).is_some() {
                 return Err(err(format!("node {host} is defined twice")));
             }
             let mut node = Node::new(host, cpus, mem);
@@ -487,10 +502,10 @@ impl Parser {
                 let mut ids = Vec::new();
                 for host in hostlist::expand(v).map_err(|e| err(e.to_string()))? {
                     let id = self
-                        .cluster
-                        .node_by_name(&host)
+                        .node_ids
+                        .get(&host)
                         .ok_or_else(|| err(format!("partition {name}: unknown node {host}")))?;
-                    ids.push(id);
+                    ids.push(*id);
                 }
                 ids
             }
@@ -738,6 +753,49 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "s.conf:1: MaxTime: invalid time specification 'forever'"
+        );
+    }
+
+    #[test]
+    fn sizes_past_their_integers_are_errors() {
+        // Regressions (fuzz corpus): each multiplication overflowed and panicked.
+        let cases = [
+            (
+                "NodeName=n1 Sockets=65536 CoresPerSocket=65536\n",
+                "s.conf:1: Sockets x CoresPerSocket x ThreadsPerCore is too large",
+            ),
+            (
+                "NodeName=n1 Boards=65536 SocketsPerBoard=65536 CPUs=4\n",
+                "s.conf:1: Boards x SocketsPerBoard is too large",
+            ),
+            (
+                "SchedulerParameters=bf_window=999999999999999999\n",
+                "s.conf:1: SchedulerParameters: bf_window is too large, found '999999999999999999'",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = parse_str(text, Path::new("s.conf")).unwrap_err();
+            assert_eq!(e.to_string(), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn many_nodes_load_in_linear_time() {
+        // Regression (fuzz corpus): each name was looked up in the whole node list, so
+        // one short hostlist of a million names took hours.
+        let text = "NodeName=n[1-200000]\nPartitionName=p Nodes=n[1-200000]\n";
+        let c = parse_str(text, Path::new("s.conf")).unwrap();
+        assert_eq!(c.cluster.nodes.len(), 200_000);
+        assert_eq!(c.cluster.nodes[199_999].name, "n200000");
+        assert_eq!(c.cluster.partitions[0].nodes.len(), 200_000);
+        assert_eq!(c.cluster.partitions[0].nodes[199_999], NodeId(199_999));
+        let e = parse_str(
+            "NodeName=n[1-200000]\nNodeName=n200000\n",
+            Path::new("s.conf"),
+        );
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "s.conf:2: node n200000 is defined twice"
         );
     }
 

@@ -23,7 +23,7 @@ use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
 use crate::profile::{NodeFilter, Profile};
 use crate::select::{choose_listed, max_tasks, node_allocs, Candidate};
-use crate::time::{Time, MAX_TIME, MAX_TIME_LIMIT, NEVER};
+use crate::time::{Secs, Time, MAX_TIME, MAX_TIME_LIMIT, NEVER};
 
 /// Why a submission was refused. Nothing changes when one is returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -455,6 +455,41 @@ impl Scheduler {
             self.conservative.ended_early = true;
         }
         Some(job)
+    }
+
+    /// Changes a running job's time limit (`scontrol update TimeLimit=`, seconds): its
+    /// claim now ends at `start + limit`, but never before `now + 1`. A longer claim
+    /// withdraws the reservations it would collide with (as an overrun does) for the
+    /// next pass to plan again; a shorter one lets reservations move earlier. Returns
+    /// false, changing nothing, when the job is not running.
+    pub fn set_time_limit(&mut self, id: JobId, limit: Secs, now: Time) -> bool {
+        let Some(job) = self.jobs.get(&id).filter(|j| j.state == JobState::Running) else {
+            return false;
+        };
+        self.profile.advance(now);
+        let start = job.start.expect("running jobs have a start");
+        let nodes = job.alloc.as_ref().expect("running").nodes.clone();
+        let old = self.claim_end[&id];
+        let new = (start + limit).max(now + 1);
+        if new > old {
+            conservative::withdraw_conflicting(self, &nodes, old, new);
+            self.profile.claim_all(&nodes, old, new);
+            self.backfill.on_extend(id, &nodes, new);
+            if self.expired.remove(&id) {
+                // Its resources were counted free at its old end: they are not.
+                self.free_now.take(&self.cluster, &nodes);
+            }
+        } else if new < old {
+            self.profile.release_all(&nodes, new, old);
+            self.backfill.on_shorten(id, &nodes, new);
+            self.conservative.ended_early = true;
+        }
+        self.claims_end.remove(&(old, id));
+        self.claims_end.insert((new, id));
+        self.claim_end.insert(id, new);
+        self.jobs.get_mut(&id).expect("checked").spec.time_limit = limit;
+        self.backfill.dirty = true;
+        true
     }
 
     /// Removes a pending job from the queue (and any reservation it holds). Returns the

@@ -342,6 +342,36 @@ fn jobs_naming_nodes_wait_for_those_nodes_and_never_get_excluded_ones() {
 }
 
 #[test]
+fn changing_a_running_jobs_time_limit_moves_the_reservations_behind_it() {
+    // One node of 4 CPUs.
+    // t=0   job 1 takes it for 100 s.
+    // t=5   job 2 wants it too: planned at 100.
+    // t=10  job 1's limit is lowered to 50: job 2 is planned at 50.
+    // t=20  raised to 200: job 2 moves to 200.
+    // t=30  lowered below what has already run (10 s): the claim ends at 31.
+    for policy in [Policy::Easy, Policy::Conservative, backfill(86_400)] {
+        let name = policy.name();
+        let mut s = Scheduler::new(cluster(1, 4), policy);
+        s.submit(job(1).procs(4).time(100).spec(), 0).unwrap();
+        assert_eq!(s.schedule(0).len(), 1);
+        s.submit(job(2).procs(4).time(10).spec(), 5).unwrap();
+        assert!(s.schedule(5).is_empty());
+        let planned = |s: &Scheduler| s.job(JobId(2)).unwrap().planned_start;
+        assert_eq!(planned(&s), Some(100), "{name}");
+        assert!(s.set_time_limit(JobId(1), 50, 10));
+        assert!(s.schedule(10).is_empty());
+        assert_eq!(planned(&s), Some(50), "{name}");
+        assert!(s.set_time_limit(JobId(1), 200, 20));
+        assert!(s.schedule(20).is_empty());
+        assert_eq!(planned(&s), Some(200), "{name}");
+        assert!(s.set_time_limit(JobId(1), 10, 30));
+        assert!(s.schedule(30).is_empty());
+        assert_eq!(planned(&s), Some(31), "{name}");
+        assert!(!s.set_time_limit(JobId(2), 10, 30), "job 2 is not running");
+    }
+}
+
+#[test]
 fn an_exclusive_job_waits_for_a_whole_idle_node() {
     // Two nodes of 4 CPUs.
     // t=0   job 1: one CPU for 100 s, on n0 (best fit; ties go to the lower id).

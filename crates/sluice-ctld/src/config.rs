@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use sluice_conf::gres_conf::{self, GresDevice, GresLayout};
 use sluice_conf::slurm_conf::SlurmConf;
 use sluice_conf::ConfError;
 use sluice_core::{BackfillParams, Cluster, Node, NodeId, Partition};
@@ -31,6 +32,10 @@ pub struct ClusterConfig {
     pub topology: Vec<(u32, u32, u32)>,
     /// Per node: the `Gres=` string as configured.
     pub node_gres: Vec<String>,
+    /// Per node: its GRES devices (name, type, files, cores, links), slurm.conf's
+    /// `Gres=` merged with gres.conf by [`gres_conf::resolve`]; without a gres.conf,
+    /// count-only entries from slurm.conf.
+    pub gres_devices: Vec<Vec<GresDevice>>,
     /// `key = value` lines for `scontrol show config`.
     pub settings: Vec<(String, String)>,
 }
@@ -89,17 +94,30 @@ impl ClusterConfig {
             first_job_id: int(conf, "FirstJobId", 1).max(1) as u64,
             topology,
             node_gres,
+            gres_devices: GresLayout::from_slurm_conf(conf).nodes,
             settings,
         }
     }
 
-    /// Reads a slurm.conf file.
+    /// Reads a slurm.conf file, and the gres.conf in the same directory if there is one
+    /// (as Slurm does).
     ///
-    /// Errors: as [`sluice_conf::slurm_conf::read`].
+    /// Errors: as [`sluice_conf::slurm_conf::read`], [`gres_conf::read`] and
+    /// [`gres_conf::resolve`].
     pub fn read(path: &Path) -> Result<(Self, Vec<String>), ConfError> {
         let conf = sluice_conf::slurm_conf::read(path)?;
         let nodes = node_details(path);
-        Ok((Self::from_slurm_conf(&conf, &nodes), conf.warnings.clone()))
+        let mut config = Self::from_slurm_conf(&conf, &nodes);
+        let mut warnings = conf.warnings.clone();
+        let gres_path = path.with_file_name("gres.conf");
+        if gres_path.is_file() {
+            let gres = gres_conf::read(&gres_path)?;
+            let layout = gres_conf::resolve(&conf, &gres)?;
+            warnings.extend(gres.warnings);
+            warnings.extend(layout.warnings);
+            config.gres_devices = layout.nodes;
+        }
+        Ok((config, warnings))
     }
 
     /// A one-node cluster describing this machine: its host name, processors and
@@ -131,6 +149,7 @@ impl ClusterConfig {
             first_job_id: 1,
             topology: vec![(1, cpus, 1)],
             node_gres: vec![String::new()],
+            gres_devices: vec![Vec::new()],
             settings: Vec::new(),
         }
     }
@@ -186,4 +205,67 @@ fn node_details(path: &Path) -> Vec<(String, String, (u32, u32, u32))> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gres_conf_next_to_slurm_conf_is_read() {
+        let dir = std::env::temp_dir().join(format!("sluice-ctld-gres-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let slurm = dir.join("slurm.conf");
+        std::fs::write(
+            &slurm,
+            "ClusterName=c\nGresTypes=gpu\nNodeName=n[1-2] CPUs=8 Gres=gpu:a100:2\n\
+             PartitionName=p Nodes=n[1-2] Default=YES\n",
+        )
+        .unwrap();
+        let (c, warnings) = ClusterConfig::read(&slurm).unwrap();
+        assert_eq!(warnings, Vec::<String>::new());
+        assert_eq!(
+            c.gres_devices
+                .iter()
+                .map(|d| d.iter().map(|g| (g.count, g.files.len())).collect())
+                .collect::<Vec<Vec<_>>>(),
+            [[(2, 0)], [(2, 0)]]
+        );
+
+        let gres = dir.join("gres.conf");
+        std::fs::write(
+            &gres,
+            "Name=gpu Type=a100 File=/dev/nvidia[0-1] Shiny=yes\n",
+        )
+        .unwrap();
+        let (c, warnings) = ClusterConfig::read(&slurm).unwrap();
+        assert_eq!(
+            warnings,
+            [format!(
+                "{}:1: unknown key 'Shiny' (ignored)",
+                gres.display()
+            )]
+        );
+        let files: Vec<Vec<String>> = c
+            .gres_devices
+            .iter()
+            .map(|d| d.iter().flat_map(|g| g.files.clone()).collect())
+            .collect();
+        assert_eq!(files, [["/dev/nvidia0", "/dev/nvidia1"]; 2]);
+
+        std::fs::write(
+            &gres,
+            "\nName=gpu Type=a100 File=/dev/nvidia[0-1] Count=3\n",
+        )
+        .unwrap();
+        let e = ClusterConfig::read(&slurm).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}:2: Invalid GRES record for gpu, count does not match File value (Count=3 but File names 2)",
+                gres.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -74,6 +74,8 @@ pub enum ServeError {
     Corrupt(String),
 }
 
+mod update;
+
 struct Shared {
     ctl: Mutex<Controller>,
     store: Store,
@@ -147,7 +149,8 @@ pub async fn run(
                 .map_err(|e| ServeError::Corrupt(format!("step {}: {e}", row.id)))?,
         );
     }
-    let ctl = Controller::new(conf, state_dir, jobs, steps, now());
+    let mut ctl = Controller::new(conf, state_dir, jobs, steps, now());
+    ctl.restore_nodes(&snapshot.nodes);
     let shared = Arc::new(Shared {
         ctl: Mutex::new(ctl),
         store,
@@ -288,6 +291,8 @@ fn router(app: App) -> Router {
         .route("/v1/cancel", post(cancel))
         .route("/v1/accounting", get(accounting))
         .route("/v1/nodes", get(nodes))
+        .route("/v1/nodes/update", post(update::update_nodes))
+        .route("/v1/jobs/{id}/update", post(update::update_job))
         .route("/v1/partitions", get(partitions))
         .route("/v1/config", get(config))
         .route("/v1/agent/register", post(agent_register))
@@ -313,6 +318,15 @@ async fn execute(app: &App, effects: Vec<Effect>) {
                     sluice_proto::types::StepId::Number(n) => n,
                 };
                 waits.push(app.store.put_step(s.job_id, n, json));
+            }
+            Effect::PersistNode { name, record } => {
+                app.store.put_node(&name, record);
+                let store = app.store.clone();
+                let (tx, rx) = std::sync::mpsc::channel();
+                std::thread::spawn(move || {
+                    let _ = tx.send(store.sync());
+                });
+                waits.push(rx);
             }
             other => orders.push(other),
         }
@@ -363,6 +377,20 @@ async fn send_order(app: &App, order: Effect) {
                         let body = serde_json::json!({"job_id": job_id, "signal": signal, "batch_only": batch_only});
                         let _ = Client::new(&s).post::<_, serde_json::Value>("/v1/signal", &body);
                     }
+                    Ok(())
+                }
+                Effect::SetTimeLimit {
+                    socket,
+                    job_id,
+                    run,
+                    time_limit,
+                } => {
+                    let body = sluice_proto::types::TimeLimitOrder {
+                        job_id,
+                        run,
+                        time_limit,
+                    };
+                    let _ = Client::new(&socket).post::<_, serde_json::Value>("/v1/limit", &body);
                     Ok(())
                 }
                 Effect::Terminate { sockets, job_id, state } => {

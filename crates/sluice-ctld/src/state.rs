@@ -57,6 +57,25 @@ pub enum Effect {
         /// State to report (CANCELLED, TIMEOUT...).
         state: JobState,
     },
+    /// Write (`Some`) or forget (`None`) an operator's node state, durably before the
+    /// request is answered.
+    PersistNode {
+        /// Node name.
+        name: String,
+        /// The serialised [`NodeOverride`].
+        record: Option<String>,
+    },
+    /// Tell a running batch job's agent its new time limit.
+    SetTimeLimit {
+        /// The agent's socket.
+        socket: PathBuf,
+        /// Job id.
+        job_id: u64,
+        /// The run it applies to.
+        run: u32,
+        /// Seconds from the start; `None`: unlimited.
+        time_limit: Option<i64>,
+    },
 }
 
 /// Who is asking (from the socket's peer credentials, never from the request).
@@ -174,6 +193,8 @@ pub struct Controller {
     /// Running interactive allocations (salloc, srun outside a job): no agent watches
     /// their time limit, so the controller does (see [`Controller::expire_interactive`]).
     interactive: BTreeSet<u64>,
+    /// Node states set by operators (`scontrol update NodeName=...`), by node name.
+    node_overrides: BTreeMap<String, NodeOverride>,
 }
 
 /// Slurm's message for a partition that does not exist.
@@ -216,6 +237,7 @@ impl Controller {
             gpus_in_use: vec![BTreeSet::new(); n],
             gpu_slot,
             interactive: BTreeSet::new(),
+            node_overrides: BTreeMap::new(),
         };
         for s in steps {
             c.steps.insert((s.job_id, s.step), s);
@@ -854,7 +876,11 @@ impl Controller {
                 job_id: record.id,
                 step: StepId::Batch,
                 name: "batch".into(),
-                state: record.state,
+                // As slurmstepd: a batch step ended at the time limit was cancelled.
+                state: match record.state {
+                    JobState::Timeout => JobState::Cancelled,
+                    s => s,
+                },
                 start: record.start_time.unwrap_or(now),
                 end: record.end_time,
                 exit_code: record.exit_code,
@@ -875,10 +901,9 @@ impl Controller {
             .collect();
         for k in open {
             let s = self.steps.get_mut(&k).expect("listed");
-            s.state = if record.state == JobState::Completed {
-                JobState::Cancelled
-            } else {
-                record.state
+            s.state = match record.state {
+                JobState::Completed | JobState::Timeout => JobState::Cancelled,
+                st => st,
             };
             s.end = record.end_time;
             effects.push(Effect::PersistStep(s.clone()));
@@ -954,7 +979,13 @@ impl Controller {
         self.outside_dirty = true;
         let mut ids: Vec<u64> = Vec::new();
         for (job, task) in &req.jobs {
-            ids.extend(self.select(*job, *task));
+            let found = self.select(*job, *task);
+            // Cancelling an unknown job quietly succeeds; signalling one is an error.
+            if found.is_empty() && req.signal.is_some() {
+                let id = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
+                return Err(format!("Kill job error on job id {id}: {BAD_JOB}"));
+            }
+            ids.extend(found);
         }
         if req.jobs.is_empty() {
             ids = self
@@ -1013,12 +1044,26 @@ impl Controller {
                         });
                     }
                 }
-                (JobState::Running, Some(signal)) => effects.push(Effect::Signal {
-                    sockets: self.sockets_of(r),
-                    job_id: id,
-                    signal,
-                    batch_only: req.batch && !req.full,
-                }),
+                (JobState::Running, Some(signal)) => {
+                    // As scancel: the steps by default, the batch shell with -b, both
+                    // with -f.
+                    if req.full || !req.batch {
+                        effects.push(Effect::Signal {
+                            sockets: self.sockets_of(r),
+                            job_id: id,
+                            signal,
+                            batch_only: false,
+                        });
+                    }
+                    if req.batch {
+                        effects.push(Effect::Signal {
+                            sockets: self.sockets_of(r),
+                            job_id: id,
+                            signal,
+                            batch_only: true,
+                        });
+                    }
+                }
                 _ => {}
             }
         }
@@ -1049,7 +1094,12 @@ impl Controller {
             }
             if r.state != JobState::Pending {
                 if ids_len_is_one(job, task, self) {
-                    return Err("Job is no longer pending execution".into());
+                    return Err(if r.state.is_finished() {
+                        "Job has already finished"
+                    } else {
+                        "Job is no longer pending execution"
+                    }
+                    .into());
                 }
                 continue;
             }
@@ -1093,7 +1143,7 @@ impl Controller {
                 return Err("Access/permission denied".into());
             }
             if r.desc.requeue == Some(false) {
-                return Err("Requeue of job is disabled".into());
+                return Err("Requested operation is presently disabled".into());
             }
             match r.state {
                 JobState::Pending => continue,
@@ -1306,9 +1356,9 @@ impl Controller {
             return effects;
         };
         self.agents_up.insert(node.to_string());
-        // Back to its configured state (a node configured DOWN stays down).
-        self.sched
-            .set_node_state(nid, self.conf.cluster.node(nid).state);
+        // Back to its configured state (a node configured DOWN stays down), or the one
+        // an operator set.
+        self.sched.set_node_state(nid, self.node_state(nid));
         let lost: Vec<u64> = self
             .jobs
             .values()
@@ -1452,7 +1502,7 @@ impl Controller {
             .map(|(i, n)| {
                 let cpus = n.capacity.cpus;
                 let used = alloc_cpus[i].min(cpus);
-                let state = match n.state {
+                let state = match self.node_state(NodeId(i as u32)) {
                     NodeState::Down => "down",
                     NodeState::Drain if used > 0 => "draining",
                     NodeState::Drain => "drained",
@@ -1465,7 +1515,13 @@ impl Controller {
                 NodeInfo {
                     name: n.name.clone(),
                     state: state.into(),
-                    reason: (!self.agents_up.contains(&n.name)).then(|| "Not responding".into()),
+                    reason: self
+                        .node_overrides
+                        .get(&n.name)
+                        .map(|o| o.reason.clone())
+                        .or_else(|| {
+                            (!self.agents_up.contains(&n.name)).then(|| "Not responding".into())
+                        }),
                     cpus,
                     cpus_alloc: used,
                     memory: n.capacity.mem_mib,
@@ -1493,6 +1549,7 @@ impl Controller {
                         .collect(),
                     weight: n.weight,
                     agent_up: self.agents_up.contains(&n.name),
+                    reason_set: self.node_overrides.get(&n.name).map(|o| (o.uid, o.time)),
                 }
             })
             .collect()
@@ -1736,3 +1793,6 @@ pub fn batch_environment(
 
 #[cfg(test)]
 mod tests;
+mod update;
+
+pub use update::{NodeOverride, BAD_LIMIT, REASON_NEEDED};

@@ -80,6 +80,9 @@ pub(crate) struct Running {
     pub(crate) run: u32,
     /// The run's processes are gone; its end is being reported.
     pub(crate) finished: bool,
+    /// A time limit set after the launch (`scontrol update`), seconds from the start;
+    /// `Some(None)`: unlimited.
+    pub(crate) time_limit: Option<Option<i64>>,
 }
 
 pub(crate) struct Agent {
@@ -150,7 +153,7 @@ pub async fn run(
     if killed > 0 {
         tracing::warn!("{node}: ended {killed} process group(s) left by an earlier agent");
     }
-    let memory = match cgroup::Memory::detect(node) {
+    let memory = match cgroup::Memory::detect(state_dir, node) {
         Ok(m) => {
             let left = m.sweep();
             if left > 0 {
@@ -160,7 +163,12 @@ pub async fn run(
             Some(m)
         }
         Err(why) => {
-            tracing::warn!("{node}: job memory limits are not enforced (jobs run without them): {why}");
+            // On stderr, which is the agent's log (`logs/agent-<node>.log` under `sluice
+            // up`): said once, and jobs still run.
+            eprintln!(
+                "sluice agent {node}: warning: job memory limits are not enforced \
+                 (jobs run without them): {why}"
+            );
             None
         }
     };
@@ -185,11 +193,13 @@ pub async fn run(
         )
         .route("/v1/batch", post(batch))
         .route("/v1/signal", post(signal))
+        .route("/v1/limit", post(limit))
         .route("/v1/terminate", post(terminate))
         .route("/v1/tasks", post(tasks))
         .with_state(agent.clone());
     // Jobs end first, so that streams of their output (to `srun`) close and the
     // server's graceful shutdown can finish.
+    let stopped = agent.clone();
     let shutdown = async move {
         shutdown.await;
         run::end_all(&agent, Duration::from_secs(2)).await;
@@ -198,7 +208,8 @@ pub async fn run(
         .with_graceful_shutdown(shutdown)
         .await;
     let _ = std::fs::remove_file(&socket);
-    if let Some(m) = &agent_memory(&result_agent) {
+    // What the jobs left in their cgroups ends with them.
+    if let Some(m) = &stopped.memory {
         m.close();
     }
     result.map_err(io)
@@ -310,6 +321,23 @@ async fn signal(
         return error(StatusCode::FORBIDDEN, "only the controller may signal jobs");
     }
     run::signal_job(&agent, o.job_id, o.signal, o.batch_only);
+    Json(serde_json::json!({})).into_response()
+}
+
+/// A running job's new time limit: its batch loop picks it up within a second.
+async fn limit(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(o): Json<sluice_proto::types::TimeLimitOrder>,
+) -> Response {
+    if !from_controller(&agent, peer) {
+        return error(StatusCode::FORBIDDEN, "only the controller may change limits");
+    }
+    if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&o.job_id) {
+        if j.run == o.run {
+            j.time_limit = Some(o.time_limit);
+        }
+    }
     Json(serde_json::json!({})).into_response()
 }
 

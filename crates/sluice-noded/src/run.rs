@@ -1,13 +1,14 @@
 //! Running processes for jobs: batch scripts and srun tasks, as their owners.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::sys::signal::{kill, killpg, Signal};
@@ -15,7 +16,7 @@ use nix::unistd::{Gid, Pid, Uid};
 use sluice_proto::types::{JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, TaskEvent};
 use tokio::sync::mpsc::Sender;
 
-use crate::{leftovers, now, report, Agent};
+use crate::{cgroup, leftovers, now, report, Agent};
 
 /// Who a process runs as.
 #[derive(Clone)]
@@ -45,13 +46,15 @@ impl Owner {
         })
     }
 
-    /// A command that starts in a session of its own, as this owner.
+    /// A command that starts in a session of its own, as this owner, in the cgroup whose
+    /// `cgroup.procs` is `cgroup` (if any).
     fn command(
         &self,
         program: &str,
         args: &[String],
         env: &[(String, String)],
         cwd: &str,
+        cgroup: Option<&CStr>,
     ) -> Command {
         let mut cmd = Command::new(program);
         cmd.args(args).env_clear().envs(env.iter().cloned());
@@ -61,10 +64,18 @@ impl Owner {
             cmd.current_dir("/tmp");
         }
         let owner = self.clone();
-        // SAFETY: between fork and exec only async-signal-safe calls are made: setsid,
-        // initgroups, setgid, setuid (no allocation: the user name was made beforehand).
+        let cgroup = cgroup.map(CStr::to_owned);
+        // SAFETY: between fork and exec only async-signal-safe calls are made: open,
+        // write and close of cgroup.procs, setsid, initgroups, setgid, setuid (no
+        // allocation: the path and the user name were made beforehand).
         unsafe {
             cmd.pre_exec(move || {
+                // Joined first, while still privileged, and before anything is started
+                // that could escape the limit. A failure leaves the job unlimited rather
+                // than failed.
+                if let Some(procs) = &cgroup {
+                    let _ = cgroup::join_self(procs);
+                }
                 nix::unistd::setsid().map_err(std::io::Error::from)?;
                 if owner.switch {
                     nix::unistd::initgroups(&owner.user, Gid::from_raw(owner.gid))
@@ -111,6 +122,26 @@ impl Owner {
     }
 }
 
+/// The cgroup that step `step` (`batch`, `step_0`, ...) of job `r` runs in here, with the
+/// job's memory limit; None when the job has none (`mem_per_node` 0) or this node cannot
+/// enforce it (the agent said so at start; a failure for this job alone is logged here).
+fn memory_step(agent: &Agent, r: &JobRecord, step: &str) -> Option<cgroup::Step> {
+    let memory = agent.memory.as_ref()?;
+    if r.mem_per_node == 0 {
+        return None;
+    }
+    match memory.step(r.id, r.restarts, step, r.mem_per_node) {
+        Ok(s) => Some(s),
+        Err(why) => {
+            eprintln!(
+                "sluice agent {}: warning: job {}: memory limit not enforced: {why}",
+                agent.node, r.id
+            );
+            None
+        }
+    }
+}
+
 fn state_of(status: &ExitStatus) -> (JobState, i32, i32) {
     match (status.code(), status.signal()) {
         (Some(0), _) => (JobState::Completed, 0, 0),
@@ -133,10 +164,14 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         signal,
         end: now(),
     };
-    let started = start_batch(&agent, &order);
+    let memory = memory_step(&agent, r, "batch");
+    let started = start_batch(&agent, &order, memory.as_ref().map(cgroup::Step::procs));
     let mut child = match started {
         Ok(c) => c,
         Err(why) => {
+            if let Some(m) = memory {
+                let _ = tokio::task::spawn_blocking(move || m.finish()).await;
+            }
             // Tell the user where they will look.
             if let Ok(owner) = Owner::of(&agent, r) {
                 if let Ok(mut f) = owner.open_output(&r.stderr, true) {
@@ -154,12 +189,19 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
     }
     let key = format!("{id}.batch");
     leftovers::remember(&agent.jobs_dir(), &key, pid);
+    if let Ok(owner) = Owner::of(&agent, r) {
+        notices().insert(
+            (agent.node.clone(), id, r.restarts),
+            (r.stderr.clone(), owner),
+        );
+    }
     let (done_tx, mut done_rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
         let _ = done_tx.send(child.wait());
     });
     let start = r.start_time.unwrap_or_else(now);
-    let deadline = r.time_limit.map(|l| start + l);
+    let mut limit = r.time_limit;
+    let mut deadline = limit.map(|l| start + l);
     let mut signal_at = r
         .desc
         .signal
@@ -167,6 +209,22 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
     let mut timed_out = false;
     let until = |t: i64| tokio::time::sleep(Duration::from_secs((t - now()).max(0) as u64));
     let status = loop {
+        // `scontrol update TimeLimit=` moves the deadline, and a --signal not yet sent.
+        let changed = agent
+            .jobs
+            .lock()
+            .expect("lock")
+            .get(&id)
+            .and_then(|j| j.time_limit)
+            .filter(|l| *l != limit);
+        if let Some(l) = changed {
+            limit = l;
+            deadline = l.map(|l| start + l);
+            signal_at = signal_at.and_then(|(_, sig, batch_only)| {
+                let (_, before, _) = r.desc.signal.expect("a pending signal was asked for");
+                deadline.map(|d| (d - before, sig, batch_only))
+            });
+        }
         let sig_sleep = until(signal_at.map_or(i64::MAX / 4, |s| s.0));
         let limit_sleep = until(if timed_out {
             i64::MAX / 4
@@ -181,14 +239,37 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
             }
             _ = limit_sleep, if deadline.is_some() && !timed_out => {
                 timed_out = true;
-                if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&id) {
+                let first = agent.jobs.lock().expect("lock").get_mut(&id).is_some_and(|j| {
+                    let first = j.ending.is_none();
                     j.ending.get_or_insert(JobState::Timeout);
+                    first
+                });
+                if first {
+                    end_notice(&agent.node, id, r.restarts, JobState::Timeout);
                 }
                 kill_job(agent.clone(), id, order.kill_wait);
             }
+            // Look at the limit again now and then.
+            _ = tokio::time::sleep(Duration::from_secs(1)), if !timed_out => {}
         }
     };
     leftovers::forget(&agent.jobs_dir(), &key);
+    notices().remove(&(agent.node.clone(), id, r.restarts));
+    // The batch step is over: what it left in its cgroup is killed, and an OOM kill in
+    // it is reported as slurmstepd reports it, on the job's stderr.
+    let oom_kills = match memory {
+        Some(m) => tokio::task::spawn_blocking(move || m.finish())
+            .await
+            .unwrap_or(0),
+        None => 0,
+    };
+    if oom_kills > 0 {
+        if let Ok(mut f) = Owner::of(&agent, r)
+            .and_then(|o| o.open_output(&r.stderr, true).map_err(|e| e.to_string()))
+        {
+            let _ = writeln!(f, "{}", cgroup::oom_message(oom_kills, &key));
+        }
+    }
     // The job stays listed (as running, for registrations) until the controller has
     // its end, so that a controller restarting meanwhile does not take it for lost;
     // its processes are gone, so nothing signals them any more.
@@ -209,7 +290,15 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         Some(s) => state_of(s),
         None => (JobState::Failed, 1, 0),
     };
-    let state = ending.unwrap_or(state);
+    // As slurmstepd: an OOM kill anywhere in the batch step makes the job
+    // OUT_OF_MEMORY with Slurm's SIG_OOM, whatever the script's own exit (it may have
+    // survived its killed child); an end the controller asked for (a cancel, the time
+    // limit) still wins.
+    let (state, code, signal) = match ending {
+        Some(s) => (s, code, signal),
+        None if oom_kills > 0 => (JobState::OutOfMemory, 0, cgroup::OOM_SIGNAL),
+        None => (state, code, signal),
+    };
     report(agent.clone(), finish(state, code, signal)).await;
     let mut jobs = agent.jobs.lock().expect("lock");
     if jobs.get(&id).is_some_and(|j| j.run == run) {
@@ -225,7 +314,11 @@ fn script_path(agent: &Agent, r: &JobRecord) -> std::path::PathBuf {
     agent.jobs_dir().join(format!("{}.{}.sh", r.id, r.restarts))
 }
 
-fn start_batch(agent: &Agent, order: &LaunchBatch) -> Result<std::process::Child, String> {
+fn start_batch(
+    agent: &Agent,
+    order: &LaunchBatch,
+    cgroup: Option<&CStr>,
+) -> Result<std::process::Child, String> {
     let r = &order.job;
     let owner = Owner::of(agent, r)?;
     let script = script_path(agent, r);
@@ -260,6 +353,7 @@ fn start_batch(agent: &Agent, order: &LaunchBatch) -> Result<std::process::Child
         &[],
         &order.environment,
         &r.desc.work_dir,
+        cgroup,
     );
     cmd.stdout(out).stderr(err).stdin(input);
     // The script was just written: a process forked elsewhere in the agent at that
@@ -280,14 +374,14 @@ fn start_batch(agent: &Agent, order: &LaunchBatch) -> Result<std::process::Child
 }
 
 /// Sends `signal` to a job's processes here: the batch shell only, or its srun tasks
-/// (Slurm's default), or the batch shell when it runs no tasks.
+/// (Slurm's default, which leaves the batch shell alone even when it runs no tasks).
 pub(crate) fn signal_job(agent: &Agent, job: u64, signal: i32, batch_only: bool) {
     let Ok(sig) = Signal::try_from(signal) else {
         return;
     };
     let jobs = agent.jobs.lock().expect("lock");
     let Some(j) = jobs.get(&job) else { return };
-    if batch_only || j.task_groups.is_empty() {
+    if batch_only {
         if let Some(pid) = j.pid {
             let _ = kill(Pid::from_raw(pid), sig);
         }
@@ -301,12 +395,69 @@ pub(crate) fn signal_job(agent: &Agent, job: u64, signal: i32, batch_only: bool)
 
 /// Ends a job at the controller's request: reported as `state`.
 pub(crate) fn terminate(agent: Arc<Agent>, job: u64, state: JobState) {
-    if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&job) {
+    let first = if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&job) {
+        let first = (j.ending.is_none() && !j.finished).then_some(j.run);
         j.ending.get_or_insert(state);
+        first
     } else {
         return;
+    };
+    if let Some(run) = first {
+        end_notice(&agent.node, job, run, state);
     }
     kill_job(agent, job, 30);
+}
+
+/// The stderr file (and its owner) of each batch job running here, keyed by node, job
+/// and run: where slurmstepd's notice of an end the job did not choose goes.
+fn notices() -> std::sync::MutexGuard<'static, Notices> {
+    static NOTICES: Mutex<Notices> = Mutex::new(std::collections::BTreeMap::new());
+    NOTICES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+type Notices = std::collections::BTreeMap<(String, u64, u32), (String, Owner)>;
+
+/// Writes slurmstepd's notice that batch job `job` is being ended (cancelled, requeued
+/// or at its time limit) to its stderr, as Slurm does:
+/// `slurmstepd: error: *** JOB 12 ON n1 CANCELLED AT 2026-11-29T20:04:20 DUE TO TIME LIMIT ***`.
+fn end_notice(node: &str, job: u64, run: u32, state: JobState) {
+    let why = match state {
+        JobState::Cancelled => "",
+        JobState::Timeout => " DUE TO TIME LIMIT",
+        JobState::Requeued => " DUE TO JOB REQUEUE",
+        _ => return,
+    };
+    let Some((path, owner)) = notices().get(&(node.to_string(), job, run)).cloned() else {
+        return;
+    };
+    if let Ok(mut f) = owner.open_output(&path, true) {
+        let _ = writeln!(
+            f,
+            "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT {}{why} ***",
+            local_timestamp(now())
+        );
+    }
+}
+
+/// Unix time `t` as Slurm prints times: `2026-11-29T20:04:20`, local time.
+fn local_timestamp(t: i64) -> String {
+    // SAFETY: localtime_r only writes the struct we own; tm is plain data.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&(t as libc::time_t), &mut tm);
+        tm
+    };
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
 }
 
 /// SIGCONT and SIGTERM to all of a job's process groups, SIGKILL `kill_wait` seconds
@@ -378,6 +529,24 @@ pub(crate) fn tasks(
         });
         return;
     };
+    // The step's cgroup here, ended by the last of its tasks to end (or by this
+    // function, should they all end before it has started them all).
+    let end = Arc::new(StepEnd {
+        left: AtomicUsize::new(order.tasks.len() + 1),
+        memory: Mutex::new(memory_step(
+            &agent,
+            &record,
+            &format!("step_{}", order.step),
+        )),
+        name: format!("{}.{}", order.job_id, order.step),
+        task: order.tasks.first().copied().unwrap_or(0),
+    });
+    let procs = end
+        .memory
+        .lock()
+        .expect("lock")
+        .as_ref()
+        .map(|m| m.procs().to_owned());
     let gtids = order
         .tasks
         .iter()
@@ -418,7 +587,13 @@ pub(crate) fn tasks(
             }
             env.push(("SLURM_STEP_GPUS".into(), list));
         }
-        let mut cmd = owner.command(&program, &order.argv[1..], &env, &order.work_dir);
+        let mut cmd = owner.command(
+            &program,
+            &order.argv[1..],
+            &env,
+            &order.work_dir,
+            procs.as_deref(),
+        );
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -435,6 +610,7 @@ pub(crate) fn tasks(
                     code: 2,
                     signal: 0,
                 });
+                end.done(&tx);
                 continue;
             }
         };
@@ -487,6 +663,7 @@ pub(crate) fn tasks(
         let tx = tx.clone();
         let agent = agent.clone();
         let job = order.job_id;
+        let end = end.clone();
         std::thread::spawn(move || {
             let status = child.wait();
             leftovers::forget(&agent.jobs_dir(), &key);
@@ -500,8 +677,51 @@ pub(crate) fn tasks(
                 Ok(s) => (s.code().unwrap_or(0), s.signal().unwrap_or(0)),
                 Err(_) => (1, 0),
             };
+            end.done(&tx);
             let _ = tx.blocking_send(TaskEvent::Exit { task, code, signal });
         });
+    }
+    end.done(&tx);
+}
+
+/// A step's share of this node, ended once: `left` counts its tasks still running here,
+/// plus one for the launch itself.
+struct StepEnd {
+    left: AtomicUsize,
+    memory: Mutex<Option<cgroup::Step>>,
+    /// The step as Slurm names it: `JOB.STEP`.
+    name: String,
+    /// The task whose stderr carries slurmstepd's messages: the first one here.
+    task: u32,
+}
+
+impl StepEnd {
+    /// One task (or the launch) is done. The last one removes the step's cgroup, off the
+    /// async runtime as that may wait for stragglers, and tells srun of OOM kills on the
+    /// step's stderr, as slurmstepd does, before the stream ends.
+    fn done(self: &Arc<Self>, tx: &Sender<TaskEvent>) {
+        if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let Some(memory) = self.memory.lock().expect("lock").take() else {
+            return;
+        };
+        let (end, tx) = (self.clone(), tx.clone());
+        let report = move || {
+            let kills = memory.finish();
+            if kills > 0 {
+                let _ = tx.blocking_send(TaskEvent::Output {
+                    task: end.task,
+                    stream: 2,
+                    data: format!("{}\n", cgroup::oom_message(kills, &end.name)),
+                });
+            }
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::spawn(report);
+        } else {
+            report();
+        }
     }
 }
 

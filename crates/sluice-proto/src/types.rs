@@ -415,6 +415,10 @@ pub struct NodeInfo {
     pub weight: u32,
     /// Is its agent connected.
     pub agent_up: bool,
+    /// Who set the reason (uid) and when (Unix seconds), for an operator's DRAIN or
+    /// DOWN.
+    #[serde(default)]
+    pub reason_set: Option<(u32, i64)>,
 }
 
 /// A partition as `sinfo` and `scontrol show partition` see it.
@@ -483,6 +487,37 @@ pub struct CancelRequest {
 pub struct ErrorReply {
     /// The message.
     pub error: String,
+}
+
+/// `scontrol update NodeName=...`: a request to change nodes' state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeUpdate {
+    /// A hostlist expression of node names.
+    pub nodes: String,
+    /// `DRAIN`, `FAIL`, `DOWN`, `RESUME`, `UNDRAIN` or `IDLE`.
+    pub state: String,
+    /// Why (required for DRAIN, FAIL and DOWN).
+    pub reason: Option<String>,
+}
+
+/// `scontrol update JobId=...`: a request to change a job (or one array task).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobUpdate {
+    /// The array task, when one task is meant.
+    pub task: Option<u32>,
+    /// `(key, value)` pairs in Slurm's spelling (`TimeLimit`, `JobName`, ...).
+    pub changes: Vec<(String, String)>,
+}
+
+/// A controller-to-agent order: a running job's time limit changed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimeLimitOrder {
+    /// Job id.
+    pub job_id: u64,
+    /// The run it applies to.
+    pub run: u32,
+    /// Seconds from the job's start; `None`: unlimited.
+    pub time_limit: Option<i64>,
 }
 
 /// A controller-to-agent order to run a job's batch script.

@@ -50,6 +50,9 @@ pub struct Snapshot {
     pub steps: Vec<Row>,
     /// The id the next submission will get.
     pub next_job_id: u64,
+    /// Node records (`scontrol update NodeName=…` state set by an operator), as
+    /// `(node name, serialised record)`, by name.
+    pub nodes: Vec<(String, String)>,
 }
 
 /// Builds a submission's records once its first id is known (inside the transaction):
@@ -78,6 +81,8 @@ enum Op {
     },
     /// Delete a job and its steps (retention).
     DeleteJob { id: u64 },
+    /// Insert, replace (`Some`) or delete (`None`) a node's record.
+    PutNode { name: String, record: Option<String> },
     /// Wait until everything queued before this is on disk.
     Sync {
         reply: Sender<Result<(), StoreError>>,
@@ -122,6 +127,7 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS steps (
         job_id INTEGER NOT NULL, step_id INTEGER NOT NULL, record TEXT NOT NULL,
         PRIMARY KEY (job_id, step_id));
+    CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
     INSERT OR IGNORE INTO meta (key, value) VALUES ('next_job_id', 1);
 ";
 
@@ -244,6 +250,15 @@ impl Store {
         let _ = self.tx.send(Op::DeleteJob { id });
     }
 
+    /// Stores (`Some`) or forgets (`None`) node `name`'s record, without waiting: call
+    /// [`Store::sync`] before relying on it.
+    pub fn put_node(&self, name: &str, record: Option<String>) {
+        let _ = self.tx.send(Op::PutNode {
+            name: name.to_string(),
+            record,
+        });
+    }
+
     /// Waits until everything sent before is on disk.
     pub fn sync(&self) -> Result<(), StoreError> {
         let (reply, rx) = mpsc::channel();
@@ -278,6 +293,11 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
     })? {
         steps.push(r?);
     }
+    let mut nodes = Vec::new();
+    let mut stmt = conn.prepare("SELECT name, record FROM nodes ORDER BY name")?;
+    for r in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
+        nodes.push(r?);
+    }
     let next: Option<i64> = conn
         .query_row(
             "SELECT value FROM meta WHERE key = 'next_job_id'",
@@ -289,6 +309,7 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
         jobs,
         steps,
         next_job_id: next.unwrap_or(1) as u64,
+        nodes,
     })
 }
 
@@ -359,6 +380,16 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                 Op::DeleteJob { id } => {
                     tx.execute("DELETE FROM steps WHERE job_id = ?1", params![*id as i64])?;
                     tx.execute("DELETE FROM jobs WHERE id = ?1", params![*id as i64])?;
+                    out.push(None);
+                }
+                Op::PutNode { name, record } => {
+                    match record {
+                        Some(r) => tx.execute(
+                            "INSERT OR REPLACE INTO nodes (name, record) VALUES (?1, ?2)",
+                            params![name.as_str(), r.as_str()],
+                        )?,
+                        None => tx.execute("DELETE FROM nodes WHERE name = ?1", params![name.as_str()])?,
+                    };
                     out.push(None);
                 }
                 Op::Sync { .. } | Op::Shutdown => out.push(None),
@@ -492,6 +523,31 @@ mod tests {
                 record: "step".into()
             }]
         );
+    }
+
+    #[test]
+    fn node_records_are_kept_replaced_and_forgotten_across_reopens() {
+        let path = temp("nodes");
+        {
+            let (store, _writer, snap) = Store::open(&path, 1).unwrap();
+            assert!(snap.nodes.is_empty());
+            store.put_node("n2", Some("drain".into()));
+            store.put_node("n1", Some("down".into()));
+            store.put_node("n1", Some("down again".into()));
+            store.sync().unwrap();
+        }
+        let (store, writer, snap) = Store::open(&path, 1).unwrap();
+        assert_eq!(
+            snap.nodes,
+            vec![
+                ("n1".to_string(), "down again".to_string()),
+                ("n2".to_string(), "drain".to_string())
+            ]
+        );
+        store.put_node("n1", None);
+        drop(writer);
+        let (_, _, snap) = Store::open(&path, 1).unwrap();
+        assert_eq!(snap.nodes, vec![("n2".to_string(), "drain".to_string())]);
     }
 
     #[test]

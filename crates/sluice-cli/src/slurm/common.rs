@@ -161,15 +161,19 @@ pub fn cwd() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
 }
 
-/// Parses `--begin`: `now+N[seconds|minutes|hours|days]`, `HH:MM[:SS]`,
-/// `YYYY-MM-DD[THH:MM[:SS]]`, `today`, `tomorrow`, `midnight`, `noon`; Unix seconds.
+/// Parses `--begin` (and sacct's `-S`/`-E`): `now[+|-N[seconds|minutes|hours|days]]`,
+/// `HH:MM[:SS]`, `YYYY-MM-DD[THH:MM[:SS]]`, `today`, `tomorrow`, `midnight`, `noon`;
+/// Unix seconds.
 pub fn parse_begin(s: &str, now: i64) -> Option<i64> {
     let s = s.trim();
     if let Some(rest) = s.strip_prefix("now") {
         if rest.is_empty() {
             return Some(now);
         }
-        let rest = rest.strip_prefix('+')?;
+        let (sign, rest) = match rest.strip_prefix('-') {
+            Some(r) => (-1, r),
+            None => (1, rest.strip_prefix('+')?),
+        };
         let split = rest
             .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(rest.len());
@@ -182,7 +186,7 @@ pub fn parse_begin(s: &str, now: i64) -> Option<i64> {
             "w" | "weeks" | "week" => 604800,
             _ => return None,
         };
-        return Some(now + n * unit);
+        return Some(now + sign * n * unit);
     }
     let tm = local(now);
     let midnight = now - (tm.tm_hour as i64 * 3600 + tm.tm_min as i64 * 60 + tm.tm_sec as i64);

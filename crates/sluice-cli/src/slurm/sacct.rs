@@ -100,14 +100,18 @@ fn value(field: &str, row: &Row, t: i64, cluster: &str) -> String {
     let j = match row {
         Row::Job(j) | Row::Step(j, _) => *j,
     };
-    let job_cpus: u32 = if j.cpus_per_node.is_empty() {
+    // What the job was allocated: nothing until it starts (Slurm prints 0).
+    let job_cpus: u32 = if j.nodes.is_empty() {
+        0
+    } else if j.cpus_per_node.is_empty() {
         j.ntasks * j.cpus_per_task
     } else {
         j.cpus_per_node.iter().sum()
     };
     let gpus: usize = j.gpus_per_node.iter().map(Vec::len).sum();
     let (start, end) = match row {
-        Row::Job(j) => (j.start_time, j.end_time),
+        // A job cancelled before it started: Slurm records it as starting when it ended.
+        Row::Job(j) => (j.start_time.or(j.end_time), j.end_time),
         Row::Step(_, s) => (Some(s.start), s.end),
     };
     let run = match (start, end) {
@@ -124,14 +128,13 @@ fn value(field: &str, row: &Row, t: i64, cluster: &str) -> String {
         ("JobName", Row::Job(j)) => j.desc.name.clone(),
         ("JobName", Row::Step(_, s)) => s.name.clone(),
         ("State", Row::Job(j)) => state_text(j.state, j.cancelled_by),
-        ("State", Row::Step(j, s)) => state_text(
-            s.state,
-            if s.state == JobState::Cancelled {
-                j.cancelled_by
-            } else {
-                None
-            },
-        ),
+        // Steps say CANCELLED, without by whom.
+        ("State", Row::Step(_, s)) => state_text(s.state, None),
+        // slurmdbd records a cancelled or timed-out job's end when it is decided, before
+        // its batch step reports the signal: the job line shows 0:0, the step the signal.
+        ("ExitCode", Row::Job(j)) if matches!(j.state, JobState::Cancelled | JobState::Timeout) => {
+            "0:0".into()
+        }
         ("ExitCode", Row::Job(j)) => format!("{}:{}", j.exit_code, j.signal),
         ("ExitCode", Row::Step(_, s)) => format!("{}:{}", s.exit_code, s.signal),
         ("AllocCPUS" | "NCPUS", Row::Job(_)) => job_cpus.to_string(),

@@ -34,12 +34,16 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("Account", j.account.clone());
     p("QOS", j.qos.clone());
     p("JobState", j.state.name().into());
+    // Why it waits, or (as slurmctld records it) why it ended.
     p(
         "Reason",
-        if j.state == JobState::Pending {
-            j.reason.clone()
-        } else {
-            "None".into()
+        match j.state {
+            JobState::Pending => j.reason.clone(),
+            JobState::Failed if j.exit_code != 0 => "NonZeroExitCode".into(),
+            JobState::Timeout => "TimeLimit".into(),
+            JobState::NodeFail => "NodeDown".into(),
+            JobState::OutOfMemory => "OutOfMemory".into(),
+            _ => "None".into(),
         },
     );
     p("Dependency", opt(&j.desc.dependency));
@@ -63,11 +67,24 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("TimeLimit", limit(j.time_limit, true));
     p("TimeMin", "N/A".into());
     p("SubmitTime", timestamp(j.submit_time));
+    // A held job is not eligible, and accrues no age, until released.
+    let held = j.state == JobState::Pending && j.held;
     p(
         "EligibleTime",
-        timestamp(j.desc.begin.unwrap_or(j.submit_time).max(j.submit_time)),
+        if held {
+            "Unknown".into()
+        } else {
+            timestamp(j.desc.begin.unwrap_or(j.submit_time).max(j.submit_time))
+        },
     );
-    p("AccrueTime", timestamp(j.submit_time));
+    p(
+        "AccrueTime",
+        if held {
+            "Unknown".into()
+        } else {
+            timestamp(j.submit_time)
+        },
+    );
     p(
         "StartTime",
         j.start_time
@@ -76,7 +93,7 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     );
     p(
         "EndTime",
-        match (j.end_time, j.start_time, j.time_limit) {
+        match (j.end_time, j.start_time.or(j.planned_start), j.time_limit) {
             (Some(e), _, _) => timestamp(e),
             (None, Some(s), Some(l)) => timestamp(s + l),
             _ => "Unknown".into(),
@@ -87,14 +104,8 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("AllocNode:Sid", format!("{}:0", j.desc.submit_host));
     p("ReqNodeList", opt(&j.desc.nodelist));
     p("ExcNodeList", opt(&j.desc.exclude));
-    p(
-        "NodeList",
-        if j.nodes.is_empty() {
-            "(null)".into()
-        } else {
-            sluice_conf::hostlist::compress(&j.nodes)
-        },
-    );
+    // Empty until the job has nodes, as Slurm prints it.
+    p("NodeList", sluice_conf::hostlist::compress(&j.nodes));
     if let Some(first) = j.nodes.first() {
         p("BatchHost", first.clone());
     }
@@ -324,7 +335,7 @@ pub fn main(args: Vec<String>) -> i32 {
                             ("AllocMem".into(), n.memory_alloc.to_string()),
                             ("Sockets".into(), n.sockets.to_string()),
                             ("Boards".into(), "1".into()),
-                            ("State".into(), n.state.to_ascii_uppercase()),
+                            ("State".into(), node_state(n)),
                             ("ThreadsPerCore".into(), n.threads_per_core.to_string()),
                             ("Weight".into(), n.weight.to_string()),
                             ("Partitions".into(), n.partitions.join(",")),
@@ -341,6 +352,18 @@ pub fn main(args: Vec<String>) -> i32 {
                                 },
                             ),
                         ];
+                        let mut pairs = pairs;
+                        if let Some(reason) = &n.reason {
+                            let by = n.reason_set.map(|(uid, t)| {
+                                let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                                    .ok()
+                                    .flatten()
+                                    .map(|u| u.name)
+                                    .unwrap_or_else(|| uid.to_string());
+                                format!(" [{user}@{}]", timestamp(t))
+                            });
+                            pairs.push(("Reason".into(), format!("{reason}{}", by.unwrap_or_default())));
+                        }
                         print_record(
                             &pairs,
                             one_line,
@@ -355,6 +378,7 @@ pub fn main(args: Vec<String>) -> i32 {
                                 "Partitions",
                                 "CfgTRES",
                                 "AllocTRES",
+                                "Reason",
                             ],
                         );
                     }
@@ -372,7 +396,14 @@ pub fn main(args: Vec<String>) -> i32 {
                         eprintln!("Partition {} not found", arg.unwrap_or_default());
                         return 1;
                     }
+                    // TotalCPUs: what the partition's nodes have.
+                    let nodes: Vec<NodeInfo> = client.get("/v1/nodes").unwrap_or_default();
                     for p in parts {
+                        let cpus: u32 = nodes
+                            .iter()
+                            .filter(|n| p.nodes.contains(&n.name))
+                            .map(|n| n.cpus)
+                            .sum();
                         let pairs: Vec<(String, String)> = vec![
                             ("PartitionName".into(), p.name.clone()),
                             ("AllowGroups".into(), "ALL".into()),
@@ -398,6 +429,7 @@ pub fn main(args: Vec<String>) -> i32 {
                             ("PriorityJobFactor".into(), "1".into()),
                             ("PriorityTier".into(), p.priority_tier.to_string()),
                             ("State".into(), p.state.clone()),
+                            ("TotalCPUs".into(), cpus.to_string()),
                             ("TotalNodes".into(), p.nodes.len().to_string()),
                         ];
                         print_record(
@@ -479,15 +511,12 @@ pub fn main(args: Vec<String>) -> i32 {
                             &format!("/v1/jobs/{job}/{action}"),
                             &body,
                         ) {
-                            eprintln!(
-                                "{} error for job {part}: {}",
-                                if action == "requeue" {
-                                    "Requeue"
-                                } else {
-                                    "Job hold/release"
-                                },
-                                describe(&e)
-                            );
+                            // Slurm's lines, its hold/release's odd second one included.
+                            let msg = describe(&e);
+                            eprintln!("{msg} for job {part}");
+                            if action != "requeue" {
+                                eprintln!("slurm_suspend error: {msg}");
+                            }
                             code = 1;
                         }
                         if verb == "requeuehold" {
@@ -501,7 +530,22 @@ pub fn main(args: Vec<String>) -> i32 {
             }
             code
         }
-        "update" => fail(ME, "update is not supported by Sluice yet", 1),
+        "update" => super::scontrol_update::run(&client, &words[1..]),
         other => fail(ME, format!("invalid keyword: {other}"), 1),
     }
+}
+
+/// A node's state as `scontrol show node` prints it: the base state, with `+DRAIN`
+/// for a drained or draining node and `+NOT_RESPONDING` when its agent is gone.
+fn node_state(n: &NodeInfo) -> String {
+    let mut s = match n.state.as_str() {
+        "drained" => "IDLE+DRAIN".to_string(),
+        "draining" if n.cpus_alloc >= n.cpus => "ALLOCATED+DRAIN".to_string(),
+        "draining" => "MIXED+DRAIN".to_string(),
+        other => other.to_ascii_uppercase(),
+    };
+    if !n.agent_up {
+        s.push_str("+NOT_RESPONDING");
+    }
+    s
 }

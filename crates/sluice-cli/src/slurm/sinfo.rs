@@ -163,6 +163,7 @@ fn field(code: char, g: &Group) -> Option<Field> {
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sinfo";
     let (mut header, mut nodes_mode, mut long, mut summarize) = (true, false, false, false);
+    let mut reasons = false;
     let mut format: Option<String> = None;
     let mut parts_filter: Vec<String> = Vec::new();
     let mut i = 0;
@@ -186,6 +187,7 @@ pub fn main(args: Vec<String>) -> i32 {
             "-N" | "--Node" => nodes_mode = true,
             "-l" | "--long" => long = true,
             "-s" | "--summarize" => summarize = true,
+            "-R" | "--list-reasons" => reasons = true,
             "-V" | "--version" => {
                 println!("slurm 22.05.8");
                 return 0;
@@ -203,6 +205,10 @@ pub fn main(args: Vec<String>) -> i32 {
     let nodes: Vec<NodeInfo> = client
         .get("/v1/nodes")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    if reasons && format.is_none() {
+        print!("{}", list_reasons(&nodes, header));
+        return 0;
+    }
     let parts: Vec<PartitionInfo> = client
         .get("/v1/partitions")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
@@ -291,4 +297,43 @@ pub fn main(args: Vec<String>) -> i32 {
         .is_some())
     );
     0
+}
+
+/// `sinfo -R`: nodes that are down or drained with a reason, grouped by reason, who
+/// set it and when (Slurm's `%20E %9u %19H %N`). A node whose agent stopped answering
+/// has the reason `Not responding`, set by `slurm` at an unknown time.
+fn list_reasons(nodes: &[NodeInfo], header: bool) -> String {
+    let mut groups: Vec<((String, String, String), Vec<String>)> = Vec::new();
+    for n in nodes {
+        let Some(reason) = &n.reason else { continue };
+        let (user, time) = match n.reason_set {
+            Some((uid, t)) => (
+                nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                    .ok()
+                    .flatten()
+                    .map(|u| u.name)
+                    .unwrap_or_else(|| uid.to_string()),
+                super::common::timestamp(t),
+            ),
+            None => ("slurm".to_string(), "Unknown".to_string()),
+        };
+        let key = (reason.clone(), user, time);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(n.name.clone()),
+            None => groups.push((key, vec![n.name.clone()])),
+        }
+    }
+    let mut out = String::new();
+    if header {
+        out.push_str(&format!("{:<20} {:<9} {:<19} {}\n", "REASON", "USER", "TIMESTAMP", "NODELIST"));
+    }
+    for ((reason, user, time), names) in groups {
+        let reason: String = reason.chars().take(20).collect();
+        let user: String = user.chars().take(9).collect();
+        out.push_str(&format!(
+            "{reason:<20} {user:<9} {time:<19} {}\n",
+            sluice_conf::hostlist::compress(&names)
+        ));
+    }
+    out
 }

@@ -250,11 +250,17 @@ fn parse(args: &[String]) -> Args {
             explicit_format = true;
         } else if short("-O") || key == "--Format" {
             let spec = value_of(args, &mut i, "--Format");
+            // Each field padded to its width (20 by default; `:.N` right-justifies), with
+            // nothing between fields, as Slurm prints them.
             let mut f = String::new();
-            for item in spec.split(',') {
-                let (name, width) = match item.split_once(':') {
-                    Some((n, w)) => (n, w.trim_start_matches('.').parse().unwrap_or(20)),
-                    None => (item, 20),
+            for item in spec.split(',').filter(|s| !s.is_empty()) {
+                let (name, right, width) = match item.split_once(':') {
+                    Some((n, w)) => (
+                        n,
+                        w.starts_with('.'),
+                        w.trim_start_matches('.').parse().unwrap_or(20),
+                    ),
+                    None => (item, false, 20),
                 };
                 let code = long_field(name).unwrap_or_else(|| {
                     fail(
@@ -263,9 +269,9 @@ fn parse(args: &[String]) -> Args {
                         1,
                     )
                 });
-                f.push_str(&format!("%{width}{code} "));
+                f.push_str(&format!("%{}{width}{code}", if right { "." } else { "" }));
             }
-            a.format = f.trim_end().to_string();
+            a.format = f;
             explicit_format = true;
         } else if short("-j") || key == "--jobs" || key == "--job" {
             for id in value_of(args, &mut i, "--jobs")
@@ -461,7 +467,13 @@ fn collapse_arrays(jobs: Vec<JobRecord>) -> Vec<JobRecord> {
                     }
                     continue;
                 }
-                let throttle = j.array_pending.as_ref().and_then(|p| p.1);
+                // The throttle as submitted: only the array's first task carries the
+                // remainder, and it may already run.
+                let throttle = j
+                    .array_pending
+                    .as_ref()
+                    .and_then(|p| p.1)
+                    .or_else(|| j.desc.array.as_ref().and_then(|a| a.1));
                 let mut head = j.clone();
                 head.id = array;
                 head.array = None;

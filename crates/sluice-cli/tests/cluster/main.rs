@@ -1,10 +1,17 @@
 //! End-to-end tests against a real cluster: `sluice up` with its controller and node
 //! agents, driven by the Slurm commands exactly as users type them.
 
+mod arrays;
+mod cancel;
+mod commands;
 mod durability;
 mod harness;
+mod limits;
+mod memory;
+mod queries;
 mod salloc;
 mod tcp;
+mod update;
 
 use harness::Cluster;
 

@@ -105,6 +105,19 @@ impl State {
         self.plan_end.remove(&id);
     }
 
+    /// A running job's claim now ends earlier, at `end` (its time limit was lowered).
+    pub(crate) fn on_shorten(&mut self, id: JobId, nodes: &[NodeAlloc], end: Time) {
+        if let Some(plan) = &mut self.plan {
+            if let Some(old) = self.plan_end.get_mut(&id) {
+                let new = round_up(end, self.resolution);
+                if new < *old {
+                    plan.release_all(nodes, new, *old);
+                    *old = new;
+                }
+            }
+        }
+    }
+
     /// A running job's claim was stretched to `end` (it outlived its limit).
     pub(crate) fn on_extend(&mut self, id: JobId, nodes: &[NodeAlloc], end: Time) {
         if let Some(plan) = &mut self.plan {

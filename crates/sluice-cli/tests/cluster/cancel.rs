@@ -1,0 +1,153 @@
+//! `scancel`: by id, name, user and state; signals to the steps, the batch shell (`-b`)
+//! or both (`-f`); unknown ids.
+
+use crate::commands::user;
+use crate::harness::Cluster;
+use crate::limits::is_notice;
+use crate::SMALL;
+
+#[test]
+fn scancel_picks_jobs_by_id_name_user_and_state() {
+    let c = Cluster::start("scancel", SMALL);
+    let me = user();
+    // Both nodes busy; four jobs wait behind.
+    let busy = c.sbatch(&[
+        "-J",
+        "busy",
+        "-N",
+        "2",
+        "-c",
+        "2",
+        "-t",
+        "5",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let a1 = c.sbatch(&["-J", "a", "--wrap", "true"]);
+    let a2 = c.sbatch(&["-J", "a", "--wrap", "true"]);
+    let b = c.sbatch(&["-J", "b", "--wrap", "true"]);
+    let d = c.sbatch(&["-J", "d", "--wrap", "true"]);
+    let squeue = || c.run("squeue", &["-h", "-o", "%i %j %t"]).stdout;
+    let expected = format!("{a1} a PD\n{a2} a PD\n{b} b PD\n{d} d PD\n{busy} busy R\n");
+    assert_eq!(c.settle(&expected, squeue), expected);
+
+    let ok = |args: &[&str]| {
+        let o = c.run("scancel", args);
+        assert_eq!(
+            (o.code, o.stdout.as_str(), o.stderr.as_str()),
+            (0, "", ""),
+            "scancel {args:?}"
+        );
+    };
+    ok(&[&d.to_string()]);
+    let expected = format!("{a1} a PD\n{a2} a PD\n{b} b PD\n{busy} busy R\n");
+    assert_eq!(c.settle(&expected, squeue), expected);
+    ok(&["-n", "a"]);
+    let expected = format!("{b} b PD\n{busy} busy R\n");
+    assert_eq!(c.settle(&expected, squeue), expected);
+    ok(&["--state=PENDING", "-u", &me]);
+    let expected = format!("{busy} busy R\n");
+    assert_eq!(c.settle(&expected, squeue), expected);
+    ok(&["-u", &me]);
+    assert_eq!(c.settle("", squeue), "");
+    let uid = nix::unistd::getuid();
+    let o = c.run(
+        "sacct",
+        &[
+            "-X",
+            "-n",
+            "-P",
+            "-o",
+            "JobID,JobName,State,ExitCode,AllocCPUS,NodeList",
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{busy}|busy|CANCELLED by {uid}|0:0|4|n[1-2]\n\
+             {a1}|a|CANCELLED by {uid}|0:0|0|None assigned\n\
+             {a2}|a|CANCELLED by {uid}|0:0|0|None assigned\n\
+             {b}|b|CANCELLED by {uid}|0:0|0|None assigned\n\
+             {d}|d|CANCELLED by {uid}|0:0|0|None assigned\n"
+        )
+    );
+
+    // An unknown or finished id is no error; signalling an unknown one is.
+    ok(&["999999"]);
+    ok(&[&busy.to_string()]);
+    let o = c.run("scancel", &["-s", "USR1", "999999"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "scancel: error: Kill job error on job id 999999: Invalid job id specified\n",
+            1
+        )
+    );
+}
+
+#[test]
+fn scancel_signals_the_steps_the_batch_shell_or_both_then_cancels() {
+    let c = Cluster::start("scancelsig", SMALL);
+    std::fs::write(
+        c.work().join("traps.sh"),
+        "#!/bin/bash\n\
+         trap 'echo batch got USR1' USR1\n\
+         trap 'echo batch got USR2' USR2\n\
+         echo start\n\
+         srun bash -c 'trap \"echo step got USR1; exit 0\" USR1; echo step started; \
+         while true; do sleep 0.1; done'\n\
+         echo step ended\n\
+         while true; do sleep 0.1; done\n",
+    )
+    .unwrap();
+    let job = c.sbatch(&["-t", "5", "traps.sh"]);
+    let path = c.work().join(format!("slurm-{job}.out"));
+    let out = || std::fs::read_to_string(&path).unwrap_or_default();
+    c.wait_for("the step to start", || out() == "start\nstep started\n");
+    let id = job.to_string();
+
+    // By default the steps get the signal; the batch shell does not.
+    assert_eq!(c.run("scancel", &["-s", "USR1", &id]).code, 0);
+    c.wait_for("the step to end", || out().ends_with("step ended\n"));
+    assert_eq!(out(), "start\nstep started\nstep got USR1\nstep ended\n");
+    // -b: the batch shell; -f with no step left: the batch shell too; by number.
+    assert_eq!(c.run("scancel", &["-b", "-s", "USR1", &id]).code, 0);
+    c.wait_for("the shell's trap", || out().ends_with("batch got USR1\n"));
+    assert_eq!(c.run("scancel", &["--full", "--signal=12", &id]).code, 0);
+    c.wait_for("the shell's second trap", || {
+        out().ends_with("batch got USR2\n")
+    });
+    assert_eq!(c.state(job), "RUNNING");
+
+    // Cancelled: slurmstepd's notice closes the output.
+    assert_eq!(c.run("scancel", &[&id]).code, 0);
+    let uid = nix::unistd::getuid();
+    assert_eq!(c.wait_ended(job), format!("CANCELLED by {uid}"));
+    let text = out();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..lines.len() - 1],
+        [
+            "start",
+            "step started",
+            "step got USR1",
+            "step ended",
+            "batch got USR1",
+            "batch got USR2"
+        ]
+    );
+    assert!(is_notice(lines[lines.len() - 1], job, "n1", ""), "{text}");
+    let o = c.run(
+        "sacct",
+        &["-P", "-o", "JobID,JobName,State,ExitCode", "-j", &id],
+    );
+    assert_eq!(
+        o.stdout,
+        format!(
+            "JobID|JobName|State|ExitCode\n\
+             {job}|traps.sh|CANCELLED by {uid}|0:0\n\
+             {job}.batch|batch|CANCELLED|0:15\n\
+             {job}.0|bash|COMPLETED|0:0\n"
+        )
+    );
+}

@@ -1,0 +1,353 @@
+//! `sacct`, `squeue` and `sinfo` as clients read them: their selections, formats and
+//! headers, checked against real Slurm 22.05's output (`shared/slurm-samples`).
+
+use crate::commands::{pick, show_job, user};
+use crate::harness::Cluster;
+use crate::SMALL;
+
+/// A fixed-width sacct line: `(value, width, left-justified)` cells, each followed by a
+/// space.
+fn sacct_line(cells: &[(&str, usize, bool)]) -> String {
+    let mut s = String::new();
+    for (v, w, left) in cells {
+        if *left {
+            s.push_str(&format!("{v:<w$} "));
+        } else {
+            s.push_str(&format!("{v:>w$} "));
+        }
+    }
+    s.push('\n');
+    s
+}
+
+#[test]
+fn sacct_shows_jobs_and_their_steps_in_every_format() {
+    let c = Cluster::start("sacct", SMALL);
+    std::fs::write(
+        c.work().join("steps.sh"),
+        "#!/bin/bash\nsrun hostname > /dev/null\n",
+    )
+    .unwrap();
+    std::fs::write(
+        c.work().join("fails.sh"),
+        "#!/bin/bash\nsrun bash -c 'exit 3'\nexit 2\n",
+    )
+    .unwrap();
+    let good = c.sbatch(&["-J", "steps", "steps.sh"]);
+    let bad = c.sbatch(&["-J", "fails", "fails.sh"]);
+    assert_eq!(c.wait_ended(good), "COMPLETED");
+    assert_eq!(c.wait_ended(bad), "FAILED");
+    let sacct = |args: &[&str]| {
+        let o = c.run("sacct", args);
+        assert_eq!((o.code, o.stderr.as_str()), (0, ""), "sacct {args:?}");
+        o.stdout
+    };
+    let (g, b) = (good.to_string(), bad.to_string());
+
+    // Fixed width: JobID left, the rest right, a dashed rule under the header.
+    let line = |id: &str, name: &str, state: &str, code: &str| {
+        sacct_line(&[
+            (id, 12, true),
+            (name, 10, false),
+            (state, 10, false),
+            (code, 8, false),
+        ])
+    };
+    assert_eq!(
+        sacct(&["-j", &g, "--format=JobID,JobName,State,ExitCode"]),
+        [
+            line("JobID", "JobName", "State", "ExitCode"),
+            line("------------", "----------", "----------", "--------"),
+            line(&g, "steps", "COMPLETED", "0:0"),
+            line(&format!("{g}.batch"), "batch", "COMPLETED", "0:0"),
+            line(&format!("{g}.0"), "hostname", "COMPLETED", "0:0"),
+        ]
+        .concat()
+    );
+    // Elapsed is [D-]HH:MM:SS; these jobs took no time to speak of.
+    let elapsed = sacct(&["-j", &g, "-n", "-P", "-o", "Elapsed"]);
+    assert_eq!(elapsed.lines().count(), 3);
+    assert!(
+        elapsed.lines().all(|l| l == "00:00:00" || l == "00:00:01"),
+        "{elapsed}"
+    );
+
+    // -P and --parsable2: `|` between fields; -p: after each field too.
+    let failed = format!(
+        "JobID|JobName|State|ExitCode\n\
+         {b}|fails|FAILED|2:0\n\
+         {b}.batch|batch|FAILED|2:0\n\
+         {b}.0|bash|FAILED|3:0\n"
+    );
+    assert_eq!(
+        sacct(&["-P", "-o", "JobID,JobName,State,ExitCode", "-j", &b]),
+        failed
+    );
+    assert_eq!(
+        sacct(&[
+            "--parsable2",
+            "--format=jobid,jobname,state,exitcode",
+            "--jobs",
+            &b
+        ]),
+        failed
+    );
+    assert_eq!(
+        sacct(&["-p", "-o", "JobID,State", "-j", &b]),
+        format!("JobID|State|\n{b}|FAILED|\n{b}.batch|FAILED|\n{b}.0|FAILED|\n")
+    );
+    // -X: allocations only; -n: no header; several jobs, by list or repeated -j.
+    let both = format!("{g}|steps|COMPLETED\n{b}|fails|FAILED\n");
+    let parsable = ["-X", "-n", "-P", "-o", "JobID,JobName,State"];
+    assert_eq!(
+        sacct(&[&parsable[..], &["-j", &format!("{g},{b}")]].concat()),
+        both
+    );
+    assert_eq!(
+        sacct(&[&parsable[..], &["-j", &g, "-j", &b]].concat()),
+        both
+    );
+    assert_eq!(
+        sacct(&[&parsable[..], &["--name=fails"]].concat()),
+        format!("{b}|fails|FAILED\n")
+    );
+    // A time window: the last hour has both; a day long past, neither.
+    assert_eq!(
+        sacct(&[&parsable[..], &["-S", "now-1hour", "-E", "now"]].concat()),
+        both
+    );
+    assert_eq!(
+        sacct(
+            &[
+                &parsable[..],
+                &["--starttime=2001-01-01", "--endtime=2001-01-02"]
+            ]
+            .concat()
+        ),
+        ""
+    );
+    // Widths: `%N` after a field's name.
+    assert_eq!(
+        sacct(&["-X", "-j", &b, "-o", "jobid,jobname%20,state"]),
+        format!(
+            "JobID                     JobName      State \n\
+             ------------ -------------------- ---------- \n\
+             {b:<12}                fails     FAILED \n"
+        )
+    );
+
+    // A job that never was: the header alone; a field that is not: an error.
+    assert_eq!(
+        sacct(&["-j", "999999"]),
+        "JobID           JobName  Partition    Account  AllocCPUS      State ExitCode \n\
+         ------------ ---------- ---------- ---------- ---------- ---------- -------- \n"
+    );
+    let o = c.run("sacct", &["-o", "JobID,Bogus"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("sacct: error: Invalid field requested: \"Bogus\"\n", 1)
+    );
+}
+
+#[test]
+fn squeue_selects_and_formats_the_queue() {
+    let c = Cluster::start("squeue", SMALL);
+    let me = user();
+    let me8: String = me.chars().take(8).collect();
+    let busy = c.sbatch(&[
+        "-J",
+        "busy",
+        "-N",
+        "2",
+        "-c",
+        "2",
+        "-t",
+        "5",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let pend = c.sbatch(&["-J", "pend", "-t", "3", "--wrap", "true"]);
+    let held = c.sbatch(&["-J", "held", "-H", "-t", "3:30", "--wrap", "true"]);
+    let ids = |args: &[&str]| {
+        let mut all = vec!["-h", "-o", "%i"];
+        all.extend(args);
+        let o = c.run("squeue", &all);
+        assert_eq!((o.code, o.stderr.as_str()), (0, ""), "squeue {args:?}");
+        o.stdout
+            .lines()
+            .map(|l| l.parse::<u64>().unwrap())
+            .collect::<Vec<_>>()
+    };
+    let expected = format!("{pend} PD (Resources)\n{held} PD (JobHeldUser)\n{busy} R n[1-2]\n");
+    assert_eq!(
+        c.settle(&expected, || c
+            .run("squeue", &["-h", "-o", "%i %t %R"])
+            .stdout),
+        expected
+    );
+
+    // Selections: user, states (short, long, any case), ids, partition.
+    assert_eq!(ids(&["-u", &me]), [pend, held, busy]);
+    assert_eq!(ids(&["-t", "PD"]), [pend, held]);
+    assert_eq!(ids(&["--states=running"]), [busy]);
+    assert_eq!(ids(&["-t", "pd,R"]), [pend, held, busy]);
+    assert_eq!(ids(&["-j", &held.to_string()]), [held]);
+    assert_eq!(ids(&["--jobs", &format!("{busy},{pend}")]), [pend, busy]);
+    assert_eq!(ids(&["-p", "debug"]), [pend, held, busy]);
+    assert_eq!(
+        ids(&["-j", &pend.to_string(), "-t", "R"]),
+        Vec::<u64>::new()
+    );
+
+    // The default format, with and without its header.
+    let row = |id: u64, name: &str, time: &str, nodes: &str, why: &str| {
+        format!(
+            "{id:>18} {:>9} {name:>8} {me8:>8} PD {time:>10} {nodes:>6} {why}\n",
+            "debug"
+        )
+    };
+    let header =
+        "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n";
+    let pending = row(pend, "pend", "0:00", "1", "(Resources)")
+        + &row(held, "held", "0:00", "1", "(JobHeldUser)");
+    assert_eq!(
+        c.run("squeue", &["-t", "PD"]).stdout,
+        format!("{header}{pending}")
+    );
+    assert_eq!(c.run("squeue", &["-h", "-t", "PD"]).stdout, pending);
+
+    // -o with the common codes.
+    let o = c.run(
+        "squeue",
+        &["-t", "PD", "-o", "%i %P %j %u %T %M %l %D %R %C"],
+    );
+    assert_eq!(
+        o.stdout,
+        format!(
+            "JOBID PARTITION NAME USER STATE TIME TIME_LIMIT NODES NODELIST(REASON) CPUS\n\
+             {pend} debug pend {me} PENDING 0:00 3:00 1 (Resources) 1\n\
+             {held} debug held {me} PENDING 0:00 3:30 1 (JobHeldUser) 1\n"
+        )
+    );
+    let o = c.run(
+        "squeue",
+        &[
+            "-h",
+            "-j",
+            &busy.to_string(),
+            "-o",
+            "%i %P %j %u %T %M %l %D %R %C",
+        ],
+    );
+    let (head, tail) = (
+        format!("{busy} debug busy {me} RUNNING 0:"),
+        " 5:00 2 n[1-2] 4\n",
+    );
+    assert!(
+        o.stdout.starts_with(&head) && o.stdout.ends_with(tail),
+        "{}",
+        o.stdout
+    );
+
+    // -O: fields padded to their widths (20 unless given; `.` right-justifies), nothing
+    // between them.
+    let o = c.run(
+        "squeue",
+        &["-t", "PD", "-O", "JobID:8,Name:6,State:.9,TimeLimit"],
+    );
+    assert_eq!(
+        o.stdout,
+        format!(
+            "JOBID   NAME      STATETIME_LIMIT          \n\
+             {pend:<8}pend    PENDING3:00                \n\
+             {held:<8}held    PENDING3:30                \n"
+        )
+    );
+
+    // --start: pending jobs and when they are expected to start.
+    let start = pick(&show_job(&c, pend), &["StartTime"]);
+    let start = start.trim_start_matches("StartTime=");
+    assert_eq!(start.len(), 19, "{start}");
+    let o = c.run("squeue", &["--start"]);
+    assert_eq!(
+        o.stdout,
+        format!(
+            "             JOBID PARTITION     NAME     USER ST          START_TIME  NODES \
+             SCHEDNODES           NODELIST(REASON)\n\
+             {pend:>18}     debug     pend {me8:>8} PD {start:>19}      1 (null)               \
+             (Resources)\n\
+             {held:>18}     debug     held {me8:>8} PD {:>19}      1 (null)               \
+             (JobHeldUser)\n",
+            "N/A"
+        )
+    );
+    // -l: the date, then long state names and the limit.
+    let o = c.run("squeue", &["-l", "-t", "PD"]);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", o.stdout);
+    assert_eq!(
+        lines[1],
+        "             JOBID PARTITION     NAME     USER    STATE       TIME TIME_LIMI  NODES \
+         NODELIST(REASON)"
+    );
+    assert_eq!(
+        lines[2],
+        format!("{pend:>18}     debug     pend {me8:>8}  PENDING       0:00      3:00      1 (Resources)")
+    );
+}
+
+#[test]
+fn sinfo_follows_nodes_from_idle_to_mixed_to_allocated() {
+    let c = Cluster::start("sinfo", SMALL);
+    let sinfo = |args: &[&str]| {
+        let o = c.run("sinfo", args);
+        assert_eq!((o.code, o.stderr.as_str()), (0, ""), "sinfo {args:?}");
+        o.stdout
+    };
+    let header = "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n";
+    assert_eq!(
+        sinfo(&[]),
+        format!("{header}debug*       up    1:00:00      2   idle n[1-2]\n")
+    );
+    let short = ["-o", "%N %c %m %t"];
+    assert_eq!(
+        sinfo(&short),
+        "NODELIST CPUS MEMORY STATE\nn[1-2] 2 1000 idle\n"
+    );
+
+    // One CPU of n1 in use.
+    c.sbatch(&["-w", "n1", "-t", "5", "--wrap", "sleep 600"]);
+    let expected = "NODELIST CPUS MEMORY STATE\nn1 2 1000 mix\nn2 2 1000 idle\n";
+    assert_eq!(c.settle(expected, || sinfo(&short)), expected);
+    let long = sinfo(&["-N", "-l"]);
+    let lines: Vec<&str> = long.lines().collect();
+    assert_eq!(
+        lines[1..],
+        [
+            "NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE \
+             REASON              ",
+            "n1             1    debug*       mixed 2       1:2:1   1000        0      1   (null) \
+             none                ",
+            "n2             1    debug*        idle 2       1:2:1   1000        0      1   (null) \
+             none                ",
+        ],
+        "{long}"
+    );
+
+    // All of n2 as well.
+    c.sbatch(&["-w", "n2", "-c", "2", "-t", "5", "--wrap", "sleep 600"]);
+    let expected = "NODELIST CPUS MEMORY STATE\nn1 2 1000 mix\nn2 2 1000 alloc\n";
+    assert_eq!(c.settle(expected, || sinfo(&short)), expected);
+    assert_eq!(
+        sinfo(&[]),
+        format!(
+            "{header}debug*       up    1:00:00      1    mix n1\n\
+             debug*       up    1:00:00      1  alloc n2\n"
+        )
+    );
+    assert_eq!(
+        sinfo(&["-h", "-N", "-o", "%N %t %C"]),
+        "n1 mix 1/1/0/2\nn2 alloc 2/0/0/2\n"
+    );
+    assert_eq!(sinfo(&["-o", "%C"]), "CPUS(A/I/O/T)\n1/1/0/2\n2/0/0/2\n");
+}

@@ -1,0 +1,163 @@
+//! `scontrol update`: an operator drains, downs and resumes nodes (kept across a
+//! controller crash), and changes jobs' limits, names and partitions.
+
+use crate::harness::Cluster;
+use crate::SMALL;
+
+const TWO_PARTITIONS: &str = "ClusterName=upd
+SlurmctldHost=localhost
+NodeName=n[1-2] CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=1:00:00 State=UP
+PartitionName=other Nodes=n[1-2] MaxTime=1:00:00 State=UP
+";
+
+#[test]
+fn an_operator_drains_downs_and_resumes_nodes_and_the_state_survives_a_crash() {
+    let mut c = Cluster::start_with("drain", SMALL, &["n1", "n2"]);
+    let states = |c: &Cluster| c.run("sinfo", &["-h", "-N", "-o", "%N %t"]).stdout;
+    // A drain needs a reason, and unknown nodes or states are refused; nothing changes.
+    let o = c.run("scontrol", &["update", "NodeName=n1", "State=DRAIN"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "You must specify a reason when DOWNING or DRAINING a node. Request denied\n",
+            1
+        )
+    );
+    let o = c.run("scontrol", &["update", "NodeName=n9", "State=RESUME"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("slurm_update error: Invalid node name specified\n", 1)
+    );
+    let o = c.run("scontrol", &["update", "NodeName=n1", "State=SLEEPY", "Reason=x"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("slurm_update error: Invalid node state specified\n", 1)
+    );
+    assert_eq!(states(&c), "n1 idle\nn2 idle\n");
+
+    let o = c.run(
+        "scontrol",
+        &["update", "NodeName=n1", "State=DRAIN", "Reason=new disks"],
+    );
+    assert_eq!((o.stdout.as_str(), o.stderr.as_str(), o.code), ("", "", 0));
+    assert_eq!(states(&c), "n1 drain\nn2 idle\n");
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    let reasons = c.run("sinfo", &["-R"]).stdout;
+    let lines: Vec<&str> = reasons.lines().collect();
+    assert_eq!(lines[0], "REASON               USER      TIMESTAMP           NODELIST");
+    assert!(
+        lines[1].starts_with(&format!("new disks            {me:<9} 20")) && lines[1].ends_with(" n1"),
+        "{reasons}"
+    );
+    assert_eq!(lines.len(), 2);
+    let show = c.run("scontrol", &["show", "node", "n1"]).stdout;
+    assert!(show.contains("State=IDLE+DRAIN "), "{show}");
+    assert!(show.contains(&format!("   Reason=new disks [{me}@20")), "{show}");
+
+    // Two jobs wanting a whole node: one runs on n2, the other waits for n1.
+    let a = c.sbatch(&["-c", "2", "--wrap", "sleep 600"]);
+    let b = c.sbatch(&["-c", "2", "--wrap", "sleep 600"]);
+    c.wait_for("job a to run", || c.state(a) == "RUNNING");
+    let queue = |c: &Cluster| c.run("squeue", &["-h", "-o", "%i %t %R"]).stdout;
+    let expected = format!("{b} PD (Resources)\n{a} R n2\n");
+    assert_eq!(c.settle(&expected, || queue(&c)), expected);
+
+    // The drain outlives the controller.
+    c.crash_and_restart_controller();
+    c.wait_for("the agents to come back", || {
+        states(&c) == "n1 drain\nn2 alloc\n"
+    });
+
+    // Resumed, n1 takes job b; n2 set DOWN loses job a, which goes back to the queue.
+    let o = c.run("scontrol", &["update", "NodeName=n1", "State=RESUME"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    c.wait_for("job b to run", || c.state(b) == "RUNNING");
+    let o = c.run(
+        "scontrol",
+        &["update", "NodeName=n2", "State=DOWN", "Reason=fan"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let expected = format!("{a} PD (Resources)\n{b} R n1\n");
+    assert_eq!(c.settle(&expected, || queue(&c)), expected);
+    assert_eq!(states(&c), "n1 alloc\nn2 down\n");
+    let o = c.run("scontrol", &["update", "NodeName=n2", "State=RESUME"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let expected = format!("{a} R n2\n{b} R n1\n");
+    assert_eq!(c.settle(&expected, || queue(&c)), expected);
+    let restarts = c
+        .run("sacct", &["-n", "-X", "-P", "-o", "Restarts", "-j", &a.to_string()])
+        .stdout;
+    assert_eq!(restarts, "1\n");
+    assert_eq!(c.run("scancel", &[&a.to_string(), &b.to_string()]).code, 0);
+}
+
+#[test]
+fn owners_change_time_limits_names_and_partitions() {
+    let c = Cluster::start("jobupd", TWO_PARTITIONS);
+    let held = c.sbatch(&["-H", "-t", "10", "-J", "first", "--wrap", "true"]);
+    let id = held.to_string();
+    let show = |what: &str| {
+        c.run("squeue", &["-h", "-j", &id, "-o", what])
+            .stdout
+            .trim()
+            .to_string()
+    };
+    assert_eq!(show("%l %j %P"), "10:00 first debug");
+    let o = c.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={id}"),
+            "TimeLimit=5",
+            "JobName=second",
+            "Partition=other",
+        ],
+    );
+    assert_eq!((o.stderr.as_str(), o.code), ("", 0));
+    assert_eq!(show("%l %j %P"), "5:00 second other");
+    // Bad values change nothing.
+    for (args, err) in [
+        (
+            vec!["Partition=nosuch"],
+            "slurm_update error: Invalid partition name specified\n",
+        ),
+        (
+            vec!["TimeLimit=abc"],
+            "slurm_update error: Requested time limit is invalid (missing or exceeds some limit)\n",
+        ),
+        (
+            vec!["Colour=blue"],
+            "slurm_update error: Update of this parameter is not supported: Colour\n",
+        ),
+    ] {
+        let mut all = vec!["update".to_string(), format!("JobId={id}")];
+        all.extend(args.iter().map(|a| a.to_string()));
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let o = c.run("scontrol", &all);
+        assert_eq!((o.stderr.as_str(), o.code), (err, 1), "{args:?}");
+    }
+    assert_eq!(show("%l %j %P"), "5:00 second other");
+    let o = c.run("scontrol", &["update", "JobId=999999", "TimeLimit=5"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("slurm_update error: Invalid job id specified\n", 1)
+    );
+
+    // A running job's limit lowered to three seconds: its agent ends it at once.
+    let long = c.sbatch(&["-t", "10", "--wrap", "sleep 600"]);
+    c.wait_for("the job to run", || c.state(long) == "RUNNING");
+    let o = c.run(
+        "scontrol",
+        &["update", &format!("JobId={long}"), "TimeLimit=0:03"],
+    );
+    assert_eq!((o.stderr.as_str(), o.code), ("", 0));
+    assert_eq!(c.wait_ended(long), "TIMEOUT");
+    let limit = c
+        .run("sacct", &["-n", "-X", "-P", "-o", "Timelimit", "-j", &long.to_string()])
+        .stdout;
+    assert_eq!(limit, "00:00:03\n");
+}

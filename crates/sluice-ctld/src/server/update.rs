@@ -1,0 +1,55 @@
+//! `scontrol update` requests: nodes (operators) and jobs (owners and operators).
+
+use axum::extract::connect_info::ConnectInfo;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use sluice_proto::types::{JobUpdate, NodeUpdate};
+
+use super::{error, execute, now, App, Peer};
+
+/// `POST /v1/nodes/update`: answered once the new state is on disk.
+pub(super) async fn update_nodes(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(u): Json<NodeUpdate>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app.ctl.lock().expect("lock").update_node(
+        &u.nodes,
+        &u.state,
+        u.reason.as_deref(),
+        &caller,
+        now(),
+    );
+    answer(app, r).await
+}
+
+/// `POST /v1/jobs/{id}/update`.
+pub(super) async fn update_job(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(u): Json<JobUpdate>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ctl
+        .lock()
+        .expect("lock")
+        .update_job(id, u.task, &u.changes, &caller, now());
+    answer(app, r).await
+}
+
+async fn answer(app: App, r: Result<Vec<crate::state::Effect>, String>) -> Response {
+    match r {
+        Ok(effects) => {
+            execute(&app, effects).await;
+            app.wake.notify_one();
+            Json(serde_json::json!({})).into_response()
+        }
+        Err(e) if e == "Access/permission denied" => error(StatusCode::FORBIDDEN, e),
+        Err(e) => error(StatusCode::BAD_REQUEST, e),
+    }
+}

@@ -1,0 +1,285 @@
+//! `scontrol update`: operators drain, down and resume nodes; owners (and operators)
+//! change their jobs.
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// A node state an operator set, kept across controller restarts (Slurm keeps it in
+/// its state save files).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeOverride {
+    /// `DRAIN` (running jobs finish, nothing new starts) or `DOWN` (nothing runs).
+    pub state: String,
+    /// Why, as the operator wrote it.
+    pub reason: String,
+    /// Who set it (uid).
+    pub uid: u32,
+    /// When, Unix seconds.
+    pub time: i64,
+}
+
+/// Slurm's message when DRAIN or DOWN comes without a reason.
+pub const REASON_NEEDED: &str =
+    "You must specify a reason when DOWNING or DRAINING a node. Request denied";
+
+impl Controller {
+    /// Takes back the node states operators set before a restart (rows from the
+    /// store: node name, serialised [`NodeOverride`]).
+    pub fn restore_nodes(&mut self, rows: &[(String, String)]) {
+        for (name, record) in rows {
+            if let (Some(nid), Ok(o)) = (
+                self.conf.node_id(name),
+                serde_json::from_str::<NodeOverride>(record),
+            ) {
+                self.node_overrides.insert(name.clone(), o);
+                let state = self.node_state(nid);
+                self.sched.set_node_state(nid, state);
+            }
+        }
+    }
+
+    /// What node `nid` takes now: the operator's DRAIN or DOWN, else its configured
+    /// state.
+    pub(crate) fn node_state(&self, nid: NodeId) -> NodeState {
+        let node = self.conf.cluster.node(nid);
+        match self.node_overrides.get(&node.name).map(|o| o.state.as_str()) {
+            Some("DOWN") => NodeState::Down,
+            Some(_) => NodeState::Drain,
+            None => node.state,
+        }
+    }
+
+    /// The operator's reason for node `name`'s state, with who set it and when.
+    pub fn node_override(&self, name: &str) -> Option<&NodeOverride> {
+        self.node_overrides.get(name)
+    }
+
+    /// `scontrol update NodeName=LIST State=S [Reason=R]`: `DRAIN` (or `FAIL`), `DOWN`,
+    /// `RESUME` (or `UNDRAIN`, `IDLE`). Operators only. A node set DOWN loses its
+    /// running jobs as on a node failure: requeued when they may be, else `NODE_FAIL`.
+    ///
+    /// Errors (Slurm's): "Access/permission denied", "Invalid node name specified",
+    /// "Invalid node state specified", [`REASON_NEEDED`].
+    pub fn update_node(
+        &mut self,
+        names: &str,
+        state: &str,
+        reason: Option<&str>,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, String> {
+        if !caller.admin {
+            return Err("Access/permission denied".into());
+        }
+        let invalid = || "Invalid node name specified".to_string();
+        let nodes: Vec<(String, NodeId)> = sluice_conf::hostlist::expand(names)
+            .map_err(|_| invalid())?
+            .into_iter()
+            .map(|n| self.conf.node_id(&n).map(|id| (n, id)).ok_or_else(invalid))
+            .collect::<Result<_, _>>()?;
+        let state = state.to_ascii_uppercase();
+        let set = match state.as_str() {
+            "DRAIN" | "FAIL" => Some("DRAIN"),
+            "DOWN" => Some("DOWN"),
+            "RESUME" | "UNDRAIN" | "IDLE" => None,
+            _ => return Err("Invalid node state specified".into()),
+        };
+        let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+        if set.is_some() && reason.is_none() {
+            return Err(REASON_NEEDED.into());
+        }
+        let mut effects = Vec::new();
+        for (name, nid) in nodes {
+            let record = match set {
+                Some(s) => {
+                    let o = NodeOverride {
+                        state: s.into(),
+                        reason: reason.unwrap_or_default().into(),
+                        uid: caller.uid,
+                        time: now,
+                    };
+                    let json = serde_json::to_string(&o).expect("records serialise");
+                    self.node_overrides.insert(name.clone(), o);
+                    Some(json)
+                }
+                None => {
+                    self.node_overrides.remove(&name);
+                    None
+                }
+            };
+            effects.push(Effect::PersistNode {
+                name: name.clone(),
+                record,
+            });
+            // An agent that is not there keeps the node down whatever the operator says.
+            let state = if self.agents_up.contains(&name) {
+                self.node_state(nid)
+            } else {
+                NodeState::Down
+            };
+            self.sched.set_node_state(nid, state);
+            if state == NodeState::Down {
+                let lost: Vec<u64> = self
+                    .jobs
+                    .values()
+                    .filter(|j| j.state == JobState::Running && j.nodes.contains(&name))
+                    .map(|j| j.id)
+                    .collect();
+                for id in lost {
+                    let r = &self.jobs[&id];
+                    effects.push(Effect::Terminate {
+                        sockets: self.sockets_of(r),
+                        job_id: id,
+                        state: JobState::NodeFail,
+                    });
+                    effects.extend(self.node_failed_job(id, now));
+                }
+            }
+        }
+        self.outside_dirty = true;
+        effects.extend(self.schedule(now));
+        Ok(effects)
+    }
+
+    /// `scontrol update JobId=N KEY=VALUE...` for a job (all tasks of an array).
+    /// Keys: `TimeLimit`, `JobName` (or `Name`), `Comment`, `Nice`, and for pending jobs
+    /// `Partition` and `StartTime` (the `--begin` time, Unix seconds here, parsed by the
+    /// command). Owners may lower a time limit; only operators may raise it, or set a
+    /// negative nice. A running batch job's new limit is enforced by its agent.
+    ///
+    /// Errors (Slurm's): "Invalid job id specified", "Access/permission denied",
+    /// "Job is no longer pending execution", "Invalid partition name specified",
+    /// "Requested time limit is invalid (missing or exceeds some limit)",
+    /// "Update of this parameter is not supported: KEY".
+    pub fn update_job(
+        &mut self,
+        job: u64,
+        task: Option<u32>,
+        changes: &[(String, String)],
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, String> {
+        let ids = self.select(job, task);
+        if ids.is_empty() {
+            return Err(BAD_JOB.into());
+        }
+        // Check everything first: a refused update changes nothing.
+        for &id in &ids {
+            let r = &self.jobs[&id];
+            if !Self::may_touch(caller, r) {
+                return Err("Access/permission denied".into());
+            }
+            let pending = r.state == JobState::Pending;
+            let running = r.state == JobState::Running;
+            for (k, v) in changes {
+                match k.to_ascii_lowercase().as_str() {
+                    "timelimit" => {
+                        if !(pending || running) {
+                            return Err("Job is no longer pending execution".into());
+                        }
+                        let new = parse_limit(v)?;
+                        let old = r.time_limit.unwrap_or(MAX_TIME_LIMIT);
+                        if !caller.admin && new.unwrap_or(MAX_TIME_LIMIT) > old {
+                            return Err("Access/permission denied".into());
+                        }
+                        let p = self.partition_of(&r.partition).map(|p| self.conf.cluster.partition(p));
+                        if let (Some(max), Some(p)) = (new, p) {
+                            if p.max_time.is_some_and(|m| max > m) && !caller.admin {
+                                return Err(BAD_LIMIT.into());
+                            }
+                        }
+                    }
+                    "jobname" | "name" | "comment" => {}
+                    "nice" => {
+                        let n: i32 = v.parse().map_err(|_| format!("Invalid nice value: {v}"))?;
+                        if n < 0 && !caller.admin {
+                            return Err("Access/permission denied".into());
+                        }
+                        if !pending {
+                            return Err("Job is no longer pending execution".into());
+                        }
+                    }
+                    "partition" => {
+                        if !pending {
+                            return Err("Job is no longer pending execution".into());
+                        }
+                        self.partition_of(v)
+                            .ok_or_else(|| BAD_PARTITION.to_string())?;
+                    }
+                    "starttime" => {
+                        if !pending {
+                            return Err("Job is no longer pending execution".into());
+                        }
+                        v.parse::<i64>()
+                            .map_err(|_| format!("Invalid StartTime: {v}"))?;
+                    }
+                    _ => return Err(format!("Update of this parameter is not supported: {k}")),
+                }
+            }
+        }
+        let mut effects = Vec::new();
+        for id in ids {
+            let was_queued = self.jobs[&id].state == JobState::Pending && !self.outside.contains(&id);
+            let r = self.jobs.get_mut(&id).expect("exists");
+            let mut new_limit = None;
+            for (k, v) in changes {
+                match k.to_ascii_lowercase().as_str() {
+                    "timelimit" => {
+                        let l = parse_limit(v)?;
+                        r.time_limit = l;
+                        r.desc.time_limit = Some(l);
+                        new_limit = Some(l);
+                    }
+                    "jobname" | "name" => r.desc.name = v.clone(),
+                    "comment" => r.desc.comment = Some(v.clone()),
+                    "nice" => r.desc.nice = v.parse().ok(),
+                    "partition" => {
+                        r.partition = v.clone();
+                        r.desc.partition = Some(v.clone());
+                    }
+                    "starttime" => r.desc.begin = v.parse().ok(),
+                    _ => {}
+                }
+            }
+            let record = r.clone();
+            effects.push(Effect::Persist(Box::new(record.clone())));
+            if was_queued {
+                // The core takes the job again with its new shape.
+                self.sched.cancel_pending(JobId(id), now);
+                self.outside.insert(id);
+                self.outside_dirty = true;
+            }
+            if record.state == JobState::Running {
+                if let Some(limit) = new_limit {
+                    self.sched.set_time_limit(
+                        JobId(id),
+                        limit.unwrap_or(MAX_TIME_LIMIT).clamp(1, MAX_TIME_LIMIT),
+                        now,
+                    );
+                    if !record.desc.interactive {
+                        effects.push(Effect::SetTimeLimit {
+                            socket: agent_socket(
+                                &self.state_dir,
+                                record.nodes.first().map(String::as_str).unwrap_or(""),
+                            ),
+                            job_id: id,
+                            run: record.restarts,
+                            time_limit: limit,
+                        });
+                    }
+                }
+            }
+        }
+        effects.extend(self.schedule(now));
+        Ok(effects)
+    }
+}
+
+/// Slurm's message for a time limit beyond what the partition allows.
+pub const BAD_LIMIT: &str = "Requested time limit is invalid (missing or exceeds some limit)";
+
+/// A `TimeLimit=` value: Slurm's time formats, `UNLIMITED` as `None`.
+fn parse_limit(v: &str) -> Result<Option<i64>, String> {
+    sluice_conf::duration::parse_time(v).map_err(|_| BAD_LIMIT.to_string())
+}
