@@ -177,6 +177,8 @@ pub struct JobOptions {
     /// allocation is revoked (SIGTERM when none is named, Slurm's default for a
     /// command that is not an interactive shell).
     pub kill_command: Option<i32>,
+    /// salloc's `--no-shell`: obtain the allocation and exit at once.
+    pub no_shell: bool,
     /// `--reservation`.
     pub reservation: Option<String>,
     /// `-Q/--quiet`.
@@ -262,6 +264,7 @@ const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
     ("mpi", None, Arg::Required, true),
     ("nice", None, Arg::Optional, true),
     ("no-requeue", None, Arg::None, true),
+    ("no-shell", None, Arg::None, true),
     ("nodelist", Some('w'), Arg::Required, true),
     ("nodes", Some('N'), Arg::Required, true),
     ("ntasks", Some('n'), Arg::Required, true),
@@ -685,6 +688,7 @@ fn apply(
             })
         }
         "no-requeue" => o.requeue = Some(false),
+        "no-shell" => o.no_shell = true,
         "nodelist" => o.nodelist = s(),
         "nodes" => o.nodes = Some(parse_node_range(v)?),
         "ntasks" => o.ntasks = Some(positive(v, name)?),

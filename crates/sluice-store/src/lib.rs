@@ -82,7 +82,10 @@ enum Op {
     /// Delete a job and its steps (retention).
     DeleteJob { id: u64 },
     /// Insert, replace (`Some`) or delete (`None`) a node's record.
-    PutNode { name: String, record: Option<String> },
+    PutNode {
+        name: String,
+        record: Option<String>,
+    },
     /// Wait until everything queued before this is on disk.
     Sync {
         reply: Sender<Result<(), StoreError>>,
@@ -388,7 +391,9 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                             "INSERT OR REPLACE INTO nodes (name, record) VALUES (?1, ?2)",
                             params![name.as_str(), r.as_str()],
                         )?,
-                        None => tx.execute("DELETE FROM nodes WHERE name = ?1", params![name.as_str()])?,
+                        None => {
+                            tx.execute("DELETE FROM nodes WHERE name = ?1", params![name.as_str()])?
+                        }
                     };
                     out.push(None);
                 }

@@ -23,6 +23,7 @@ pub fn allocate(client: &Client, me: &str, desc: &JobDescription) -> JobRecord {
     let reply: SubmitReply = match client.post("/v1/jobs", desc) {
         Ok(r) => r,
         Err(e) => {
+            super::sbatch::explain_refusal(me, desc, &describe(&e));
             let what = if salloc {
                 "Job submit/allocate failed"
             } else {

@@ -31,11 +31,13 @@ pub fn main(args: Vec<String>) -> i32 {
     if argv.is_empty() {
         argv = vec![login_shell()];
     }
+    // Slurm names every salloc job "interactive" (or "no-shell").
     let name = opts.job_name.clone().unwrap_or_else(|| {
-        std::path::Path::new(&argv[0])
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "salloc".into())
+        if opts.no_shell {
+            "no-shell".into()
+        } else {
+            "interactive".into()
+        }
     });
     let desc = match describe_job(&opts, name, String::new(), argv.join(" "), true) {
         Ok(d) => d,
@@ -44,6 +46,10 @@ pub fn main(args: Vec<String>) -> i32 {
     let client = controller();
     let record = allocate(&client, ME, &desc);
     let job = record.id;
+    if opts.no_shell {
+        // The allocation stays until its time limit or scancel.
+        return 0;
+    }
     let cluster = client
         .get::<ConfigInfo>("/v1/config")
         .map(|c| c.cluster_name)
@@ -69,11 +75,14 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("{ME}: error: {}: {e}", argv[0]);
-            complete(&client, job, 127);
+        Err(_) => {
+            eprintln!(
+                "{ME}: error: _fork_command: Unable to find command \"{}\"",
+                argv[0]
+            );
             eprintln!("{ME}: Relinquishing job allocation {job}");
-            return 127;
+            complete(&client, job, 1);
+            return 1;
         }
     };
     let revoked = Arc::new(AtomicBool::new(false));
@@ -88,6 +97,9 @@ pub fn main(args: Vec<String>) -> i32 {
     if !revoked.load(Ordering::SeqCst) {
         eprintln!("{ME}: Relinquishing job allocation {job}");
         complete(&client, job, code);
+    } else if code > 128 {
+        // Killed (by --kill-command's signal): Slurm's salloc exits 1 then.
+        return 1;
     }
     code
 }
@@ -138,8 +150,8 @@ fn login_shell() -> String {
 }
 
 /// The environment of salloc's command: salloc's own, with the allocation's `SLURM_*`
-/// variables (those of Slurm 22.05's salloc; no per-task ones such as `SLURM_PROCID`,
-/// which belong to steps).
+/// variables (those Slurm 22.05's salloc sets; no per-task ones such as
+/// `SLURM_PROCID`, which belong to steps).
 pub fn allocation_environment(
     r: &JobRecord,
     opts: &JobOptions,
@@ -167,6 +179,7 @@ pub fn allocation_environment(
     set("SLURM_JOB_QOS", r.qos.clone());
     set("SLURM_SUBMIT_DIR", r.desc.work_dir.clone());
     set("SLURM_SUBMIT_HOST", r.desc.submit_host.clone());
+    set("SLURM_NODE_ALIASES", "(null)".into());
     if opts.ntasks.is_some() {
         set("SLURM_NTASKS", r.ntasks.to_string());
         set("SLURM_NPROCS", r.ntasks.to_string());

@@ -113,6 +113,23 @@ pub fn describe_job(
     })
 }
 
+/// The lines Slurm's submitting commands print before "…submission failed: MSG" (or
+/// salloc's "Job submit/allocate failed: MSG") when the controller refuses `desc`:
+/// which partition was invalid, or that the memory asked for cannot be had.
+pub fn explain_refusal(me: &str, desc: &JobDescription, msg: &str) {
+    if msg == "Invalid partition name specified" {
+        eprintln!(
+            "{me}: error: invalid partition specified: {}",
+            desc.partition.clone().unwrap_or_default()
+        );
+    }
+    if msg == "Requested node configuration is not available"
+        && matches!(desc.memory, Some(MemoryRequest::PerNode(m)) if m > 0)
+    {
+        eprintln!("{me}: error: Memory specification can not be satisfied");
+    }
+}
+
 /// Reports a bad option as Slurm does: a usage error (exit 255), or a refused
 /// submission (exit 1) for what Slurm's controller checks.
 fn option_error(e: sluice_conf::options::OptionError) -> ! {
@@ -217,17 +234,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(r) => r,
         Err(e) => {
             let msg = describe(&e);
-            if msg == "Invalid partition name specified" {
-                eprintln!(
-                    "{ME}: error: invalid partition specified: {}",
-                    desc.partition.clone().unwrap_or_default()
-                );
-            }
-            if msg == "Requested node configuration is not available"
-                && matches!(desc.memory, Some(MemoryRequest::PerNode(m)) if m > 0)
-            {
-                eprintln!("{ME}: error: Memory specification can not be satisfied");
-            }
+            explain_refusal(ME, &desc, &msg);
             fail(ME, format!("Batch job submission failed: {msg}"), 1)
         }
     };

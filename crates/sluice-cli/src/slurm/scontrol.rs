@@ -355,14 +355,18 @@ pub fn main(args: Vec<String>) -> i32 {
                         let mut pairs = pairs;
                         if let Some(reason) = &n.reason {
                             let by = n.reason_set.map(|(uid, t)| {
-                                let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                                    .ok()
-                                    .flatten()
-                                    .map(|u| u.name)
-                                    .unwrap_or_else(|| uid.to_string());
+                                let user =
+                                    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                                        .ok()
+                                        .flatten()
+                                        .map(|u| u.name)
+                                        .unwrap_or_else(|| uid.to_string());
                                 format!(" [{user}@{}]", timestamp(t))
                             });
-                            pairs.push(("Reason".into(), format!("{reason}{}", by.unwrap_or_default())));
+                            pairs.push((
+                                "Reason".into(),
+                                format!("{reason}{}", by.unwrap_or_default()),
+                            ));
                         }
                         print_record(
                             &pairs,

@@ -325,7 +325,10 @@ fn list_reasons(nodes: &[NodeInfo], header: bool) -> String {
     }
     let mut out = String::new();
     if header {
-        out.push_str(&format!("{:<20} {:<9} {:<19} {}\n", "REASON", "USER", "TIMESTAMP", "NODELIST"));
+        out.push_str(&format!(
+            "{:<20} {:<9} {:<19} {}\n",
+            "REASON", "USER", "TIMESTAMP", "NODELIST"
+        ));
     }
     for ((reason, user, time), names) in groups {
         let reason: String = reason.chars().take(20).collect();

@@ -64,13 +64,47 @@ fn salloc_runs_its_command_inside_the_allocation_and_gives_it_up() {
     let o = c.run("salloc", &["bash", "-c", "exit 3"]);
     let job = granted(&o.stderr);
     assert_eq!(o.code, 3);
-    assert_eq!(sacct(job), "bash|FAILED|3:0\n");
+    assert_eq!(sacct(job), "interactive|FAILED|3:0\n");
+    // A command that does not exist: Slurm's message, the allocation given back.
+    let o = c.run("salloc", &["nosuchcmd"]);
+    let job = granted(&o.stderr);
+    assert_eq!(
+        (o.code, o.stderr),
+        (
+            1,
+            format!(
+                "salloc: Granted job allocation {job}\n\
+                 salloc: error: _fork_command: Unable to find command \"nosuchcmd\"\n\
+                 salloc: Relinquishing job allocation {job}\n"
+            )
+        )
+    );
+    assert_eq!(sacct(job), "interactive|FAILED|1:0\n");
+    // --no-shell: the allocation outlives salloc until it is cancelled.
+    let o = c.run("salloc", &["--no-shell"]);
+    let job = granted(&o.stderr);
+    assert_eq!(o.code, 0);
+    assert_eq!(c.state(job), "RUNNING");
+    assert_eq!(c.run("scancel", &[&job.to_string()]).code, 0);
+    assert_eq!(
+        c.wait_ended(job),
+        format!("CANCELLED by {}", nix::unistd::getuid())
+    );
 
     // Bad input changes nothing.
     let o = c.run("salloc", &["-t", "abc", "true"]);
     assert_eq!(
         (o.stderr.as_str(), o.code),
         ("salloc: error: Invalid --time specification\n", 255)
+    );
+    let o = c.run("salloc", &["-p", "nosuch", "true"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "salloc: error: invalid partition specified: nosuch\n\
+             salloc: error: Job submit/allocate failed: Invalid partition name specified\n",
+            1
+        )
     );
     let o = c.run("salloc", &["-N", "3", "true"]);
     assert_eq!(
@@ -89,7 +123,8 @@ fn salloc_waits_for_resources_and_loses_its_allocation_at_the_time_limit() {
     let busy = c.sbatch(&["-N", "2", "--exclusive", "-t", "0:04", "--wrap", "sleep 3"]);
     c.wait_for("the busy job to run", || c.state(busy) == "RUNNING");
     // A five-second limit (MM:SS); the command would take a minute. With
-    // --kill-command it is sent SIGTERM when the allocation is revoked.
+    // --kill-command it is sent SIGTERM when the allocation is revoked (without it,
+    // as in Slurm, the command would be left to finish).
     let o = c.run("salloc", &["-t", "0:05", "--kill-command", "sleep", "60"]);
     let job = busy + 1;
     assert_eq!(
@@ -102,6 +137,9 @@ fn salloc_waits_for_resources_and_loses_its_allocation_at_the_time_limit() {
              salloc: Job {job} has exceeded its time limit and its allocation has been revoked.\n"
         )
     );
-    assert_eq!(o.code, 128 + 15, "sleep was terminated");
+    assert_eq!(
+        o.code, 1,
+        "sleep was terminated: salloc exits 1, as Slurm's"
+    );
     assert_eq!(c.wait_ended(job), "TIMEOUT");
 }

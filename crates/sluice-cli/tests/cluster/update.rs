@@ -29,7 +29,10 @@ fn an_operator_drains_downs_and_resumes_nodes_and_the_state_survives_a_crash() {
         (o.stderr.as_str(), o.code),
         ("slurm_update error: Invalid node name specified\n", 1)
     );
-    let o = c.run("scontrol", &["update", "NodeName=n1", "State=SLEEPY", "Reason=x"]);
+    let o = c.run(
+        "scontrol",
+        &["update", "NodeName=n1", "State=SLEEPY", "Reason=x"],
+    );
     assert_eq!(
         (o.stderr.as_str(), o.code),
         ("slurm_update error: Invalid node state specified\n", 1)
@@ -48,15 +51,22 @@ fn an_operator_drains_downs_and_resumes_nodes_and_the_state_survives_a_crash() {
         .name;
     let reasons = c.run("sinfo", &["-R"]).stdout;
     let lines: Vec<&str> = reasons.lines().collect();
-    assert_eq!(lines[0], "REASON               USER      TIMESTAMP           NODELIST");
+    assert_eq!(
+        lines[0],
+        "REASON               USER      TIMESTAMP           NODELIST"
+    );
     assert!(
-        lines[1].starts_with(&format!("new disks            {me:<9} 20")) && lines[1].ends_with(" n1"),
+        lines[1].starts_with(&format!("new disks            {me:<9} 20"))
+            && lines[1].ends_with(" n1"),
         "{reasons}"
     );
     assert_eq!(lines.len(), 2);
     let show = c.run("scontrol", &["show", "node", "n1"]).stdout;
     assert!(show.contains("State=IDLE+DRAIN "), "{show}");
-    assert!(show.contains(&format!("   Reason=new disks [{me}@20")), "{show}");
+    assert!(
+        show.contains(&format!("   Reason=new disks [{me}@20")),
+        "{show}"
+    );
 
     // Two jobs wanting a whole node: one runs on n2, the other waits for n1.
     let a = c.sbatch(&["-c", "2", "--wrap", "sleep 600"]);
@@ -89,7 +99,10 @@ fn an_operator_drains_downs_and_resumes_nodes_and_the_state_survives_a_crash() {
     let expected = format!("{a} R n2\n{b} R n1\n");
     assert_eq!(c.settle(&expected, || queue(&c)), expected);
     let restarts = c
-        .run("sacct", &["-n", "-X", "-P", "-o", "Restarts", "-j", &a.to_string()])
+        .run(
+            "sacct",
+            &["-n", "-X", "-P", "-o", "Restarts", "-j", &a.to_string()],
+        )
         .stdout;
     assert_eq!(restarts, "1\n");
     assert_eq!(c.run("scancel", &[&a.to_string(), &b.to_string()]).code, 0);
@@ -157,7 +170,10 @@ fn owners_change_time_limits_names_and_partitions() {
     assert_eq!((o.stderr.as_str(), o.code), ("", 0));
     assert_eq!(c.wait_ended(long), "TIMEOUT");
     let limit = c
-        .run("sacct", &["-n", "-X", "-P", "-o", "Timelimit", "-j", &long.to_string()])
+        .run(
+            "sacct",
+            &["-n", "-X", "-P", "-o", "Timelimit", "-j", &long.to_string()],
+        )
         .stdout;
     assert_eq!(limit, "00:00:03\n");
 }

@@ -43,7 +43,11 @@ impl Controller {
     /// state.
     pub(crate) fn node_state(&self, nid: NodeId) -> NodeState {
         let node = self.conf.cluster.node(nid);
-        match self.node_overrides.get(&node.name).map(|o| o.state.as_str()) {
+        match self
+            .node_overrides
+            .get(&node.name)
+            .map(|o| o.state.as_str())
+        {
             Some("DOWN") => NodeState::Down,
             Some(_) => NodeState::Drain,
             None => node.state,
@@ -183,7 +187,9 @@ impl Controller {
                         if !caller.admin && new.unwrap_or(MAX_TIME_LIMIT) > old {
                             return Err("Access/permission denied".into());
                         }
-                        let p = self.partition_of(&r.partition).map(|p| self.conf.cluster.partition(p));
+                        let p = self
+                            .partition_of(&r.partition)
+                            .map(|p| self.conf.cluster.partition(p));
                         if let (Some(max), Some(p)) = (new, p) {
                             if p.max_time.is_some_and(|m| max > m) && !caller.admin {
                                 return Err(BAD_LIMIT.into());
@@ -220,7 +226,8 @@ impl Controller {
         }
         let mut effects = Vec::new();
         for id in ids {
-            let was_queued = self.jobs[&id].state == JobState::Pending && !self.outside.contains(&id);
+            let was_queued =
+                self.jobs[&id].state == JobState::Pending && !self.outside.contains(&id);
             let r = self.jobs.get_mut(&id).expect("exists");
             let mut new_limit = None;
             for (k, v) in changes {
