@@ -1450,6 +1450,10 @@ impl Controller {
     /// after each pass would cost time in the queue's length per event.
     fn live(&self, r: &JobRecord) -> JobRecord {
         let mut r = r.clone();
+        // The priority the core orders it by (held and finished jobs: 0, as Slurm shows).
+        if let Some(j) = self.sched.job(JobId(r.id)) {
+            r.priority = j.spec.priority;
+        }
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(JobId(r.id)) {
                 if j.state == sluice_core::JobState::Pending {
