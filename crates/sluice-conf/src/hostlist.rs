@@ -80,7 +80,7 @@ pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
                     }
                     let mut next = Vec::with_capacity(names.len() * count);
                     for n in &names {
-                        for &(lo, hi, width) in &ranges {
+                        for &Range { lo, hi, width } in &ranges {
                             for v in lo..=hi {
                                 next.push(format!("{n}{prefix}{v:0width$}"));
                             }
@@ -132,9 +132,16 @@ fn split_top_level(expr: &str) -> Result<Vec<&str>, String> {
     Ok(parts)
 }
 
-/// One bracket group's ranges, as `(lo, hi, width)`, and how many numbers they hold in
-/// all (at most [`MAX_HOSTS`]: `[0-999999,0-999999,...]` adds up).
-fn parse_group(group: &str) -> Result<(Vec<(u64, u64, usize)>, usize), String> {
+/// One range of a bracket group: `lo` to `hi`, zero-padded to `width` digits.
+struct Range {
+    lo: u64,
+    hi: u64,
+    width: usize,
+}
+
+/// One bracket group's ranges and how many numbers they hold in all (at most
+/// [`MAX_HOSTS`]: `[0-999999,0-999999,...]` adds up).
+fn parse_group(group: &str) -> Result<(Vec<Range>, usize), String> {
     let mut ranges = Vec::new();
     let mut count = 0usize;
     for item in group.split(',') {
@@ -157,7 +164,11 @@ fn parse_group(group: &str) -> Result<(Vec<(u64, u64, usize)>, usize), String> {
             return Err("too many hosts".into());
         }
         count += (b - a) as usize + 1;
-        ranges.push((a, b, lo.len()));
+        ranges.push(Range {
+            lo: a,
+            hi: b,
+            width: lo.len(),
+        });
     }
     Ok((ranges, count))
 }
@@ -194,7 +205,7 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
         width: usize,
         values: Vec<u64>,
     }
-    let split: Vec<(&str, Option<(&str, u64, usize, &str)>)> = names
+    let split: Vec<_> = names
         .iter()
         .map(|n| (n.as_ref(), split_name(n.as_ref())))
         .collect();

@@ -203,6 +203,9 @@ pub const BAD_PARTITION: &str = "Invalid partition name specified";
 pub const NODE_CONFIG: &str = "Requested node configuration is not available";
 /// Slurm's message for an unknown job id.
 pub const BAD_JOB: &str = "Invalid job id specified";
+/// Detail of a requeued job whose previous run is still ending: `RUN@NODE`. Its agent
+/// holds one run of a job at a time, so the job waits until that run's end is reported.
+const ENDING_RUN: &str = "ending_run";
 
 impl Controller {
     /// A controller over `conf`, restoring the records read from the store.
@@ -582,6 +585,10 @@ impl Controller {
                 "JobHeldUser"
             });
         }
+        if r.details.contains_key(ENDING_RUN) {
+            // As a requeued job in Slurm, which may begin again only later.
+            return Some("BeginTime");
+        }
         if let Some(dep) = r.desc.dependency.as_deref() {
             match self.dependency_state(r, dep) {
                 DepState::Satisfied => {}
@@ -851,6 +858,10 @@ impl Controller {
         let Some(r) = self.jobs.get(&report.job_id) else {
             return Vec::new();
         };
+        let run = report.run.to_string();
+        if r.details.get(ENDING_RUN).and_then(|e| e.split('@').next()) == Some(run.as_str()) {
+            return self.requeued_run_ended(report.job_id, now);
+        }
         if r.state != JobState::Running || r.restarts != report.run {
             return Vec::new(); // stale (an earlier run, or already accounted)
         }
@@ -1121,8 +1132,9 @@ impl Controller {
     }
 
     /// `scontrol requeue`: a running (or finished) batch job goes back to the queue under
-    /// the same id; its output is appended on the next run. Unlike Slurm there is no
-    /// two-minute hold before it may start again.
+    /// the same id; its output is appended on the next run. A running job waits
+    /// (`BeginTime`) until its agent reports the run ended; unlike Slurm there is no
+    /// two-minute hold beyond that.
     pub fn requeue(
         &mut self,
         job: u64,
@@ -1162,6 +1174,12 @@ impl Controller {
                             job_id: id,
                             state: JobState::Requeued,
                         });
+                        let node = r.nodes.first().cloned().unwrap_or_default();
+                        self.jobs
+                            .get_mut(&id)
+                            .expect("exists")
+                            .details
+                            .insert(ENDING_RUN.into(), format!("{}@{node}", r.restarts));
                     }
                 }
                 _ => {}
@@ -1370,8 +1388,41 @@ impl Controller {
         for id in lost {
             effects.extend(self.node_failed_job(id, now));
         }
+        effects.extend(self.runs_gone(node, running, now));
         effects.extend(self.schedule(now));
         effects
+    }
+
+    /// A requeued job's previous run has ended: the job may run again.
+    fn requeued_run_ended(&mut self, id: u64, now: i64) -> Vec<Effect> {
+        let r = self.jobs.get_mut(&id).expect("exists");
+        r.details.remove(ENDING_RUN);
+        let mut effects = vec![Effect::Persist(Box::new(r.clone()))];
+        self.outside_dirty = true;
+        effects.extend(self.schedule(now));
+        effects
+    }
+
+    /// Requeued jobs waiting for a run on `node` that is not among `running` there (its
+    /// agent restarted, or is lost): no end will be reported, so they may run again.
+    fn runs_gone(&mut self, node: &str, running: &[(u64, u32)], now: i64) -> Vec<Effect> {
+        let gone: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| {
+                j.details.get(ENDING_RUN).is_some_and(|e| {
+                    let (run, on) = e.split_once('@').unwrap_or((e, ""));
+                    on == node
+                        && !running
+                            .iter()
+                            .any(|r| r.0 == j.id && r.1.to_string() == run)
+                })
+            })
+            .map(|j| j.id)
+            .collect();
+        gone.into_iter()
+            .flat_map(|id| self.requeued_run_ended(id, now))
+            .collect()
     }
 
     /// The nodes whose agents have registered, with their sockets: the ones to watch.
@@ -1411,6 +1462,7 @@ impl Controller {
         for id in lost {
             effects.extend(self.node_failed_job(id, now));
         }
+        effects.extend(self.runs_gone(node, &[], now));
         effects
     }
 
@@ -1426,6 +1478,10 @@ impl Controller {
             };
             let mut effects = self.requeue(id, None, &admin, now).unwrap_or_default();
             effects.retain(|e| !matches!(e, Effect::Terminate { .. }));
+            // No agent is left to report the run's end.
+            if self.jobs[&id].details.contains_key(ENDING_RUN) {
+                effects.extend(self.requeued_run_ended(id, now));
+            }
             return effects;
         }
         let report = JobEnded {

@@ -95,6 +95,9 @@ pub(crate) struct Agent {
     /// are refused. Set, under the `jobs` lock, together with the list of jobs the
     /// registration reports, so a launch is either in that list or refused.
     pub(crate) incarnation: Mutex<Option<String>>,
+    /// Standard input of steps' task 0 here, fed by srun: (job, step) → (owner uid,
+    /// pipe). Taken out while being written.
+    pub(crate) stdins: Mutex<BTreeMap<(u64, u32), (u32, std::process::ChildStdin)>>,
     /// Where jobs' memory cgroups are made; None when this host cannot limit memory
     /// (said once, at start), and jobs run without limits.
     pub(crate) memory: Option<cgroup::Memory>,
@@ -183,6 +186,7 @@ pub async fn run(
         own_uid: nix::unistd::geteuid().as_raw(),
         jobs: Mutex::new(BTreeMap::new()),
         incarnation: Mutex::new(None),
+        stdins: Mutex::new(BTreeMap::new()),
         memory,
     });
     tokio::spawn(register(agent.clone()));
@@ -194,6 +198,7 @@ pub async fn run(
         .route("/v1/batch", post(batch))
         .route("/v1/signal", post(signal))
         .route("/v1/limit", post(limit))
+        .route("/v1/stdin", post(stdin))
         .route("/v1/terminate", post(terminate))
         .route("/v1/tasks", post(tasks))
         .with_state(agent.clone());
@@ -324,6 +329,40 @@ async fn signal(
     Json(serde_json::json!({})).into_response()
 }
 
+/// srun's input for task 0 of a step: written in order, closed at the end. Only the
+/// job's owner (or root) may write it.
+async fn stdin(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(c): Json<sluice_proto::types::StdinChunk>,
+) -> Response {
+    let key = (c.job_id, c.step);
+    let Some((uid, mut pipe)) = agent.stdins.lock().expect("lock").remove(&key) else {
+        return error(StatusCode::NOT_FOUND, "no such task input");
+    };
+    if uid != peer.uid && peer.uid != 0 {
+        agent.stdins.lock().expect("lock").insert(key, (uid, pipe));
+        return error(StatusCode::FORBIDDEN, "Access/permission denied");
+    }
+    let written = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        pipe.write_all(&c.data)
+            .and_then(|()| pipe.flush())
+            .map(|()| pipe)
+    })
+    .await;
+    match written {
+        Ok(Ok(pipe)) => {
+            if !c.eof {
+                agent.stdins.lock().expect("lock").insert(key, (uid, pipe));
+            }
+            Json(serde_json::json!({})).into_response()
+        }
+        // The task stopped reading (it ended): the rest of the input goes nowhere.
+        _ => error(StatusCode::GONE, "the task's input is closed"),
+    }
+}
+
 /// A running job's new time limit: its batch loop picks it up within a second.
 async fn limit(
     State(agent): State<App>,
@@ -331,7 +370,10 @@ async fn limit(
     Json(o): Json<sluice_proto::types::TimeLimitOrder>,
 ) -> Response {
     if !from_controller(&agent, peer) {
-        return error(StatusCode::FORBIDDEN, "only the controller may change limits");
+        return error(
+            StatusCode::FORBIDDEN,
+            "only the controller may change limits",
+        );
     }
     if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&o.job_id) {
         if j.run == o.run {

@@ -594,7 +594,8 @@ pub(crate) fn tasks(
             &order.work_dir,
             procs.as_deref(),
         );
-        cmd.stdin(Stdio::null())
+        let feed = order.stdin && task == 0;
+        cmd.stdin(if feed { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = match cmd.spawn() {
@@ -617,6 +618,13 @@ pub(crate) fn tasks(
         let pid = child.id() as i32;
         if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&order.job_id) {
             j.task_groups.push(pid);
+        }
+        if let Some(pipe) = child.stdin.take() {
+            agent
+                .stdins
+                .lock()
+                .expect("lock")
+                .insert((order.job_id, order.step), (record.uid, pipe));
         }
         let key = format!("{}.task-{pid}", order.job_id);
         leftovers::remember(&agent.jobs_dir(), &key, pid);

@@ -611,6 +611,25 @@ pub struct LaunchTasks {
     pub environment: Vec<(String, String)>,
     /// Working directory.
     pub work_dir: String,
+    /// Task 0 reads its standard input from srun (sent with [`StdinChunk`]s); every
+    /// other task, and task 0 without this, reads `/dev/null`.
+    #[serde(default)]
+    pub stdin: bool,
+}
+
+/// srun's standard input for task 0 of a step, in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StdinChunk {
+    /// Job id.
+    pub job_id: u64,
+    /// Step number.
+    pub step: u32,
+    /// Bytes to write.
+    #[serde(default)]
+    pub data: Vec<u8>,
+    /// The input ended: close the task's standard input after `data`.
+    #[serde(default)]
+    pub eof: bool,
 }
 
 /// One event of a running step, streamed by the agent to srun as JSON lines.

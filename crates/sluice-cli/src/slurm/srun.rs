@@ -134,6 +134,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> i3
             argv: argv.to_vec(),
             environment: environment.clone(),
             work_dir: work_dir.clone(),
+            stdin: tasks.contains(&0),
         };
         let tx = tx.clone();
         let socket = socket.clone();
@@ -164,6 +165,9 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> i3
         );
     }
     drop(tx);
+    if let Some((_, socket, _)) = plan.nodes.iter().find(|n| n.2.contains(&0)) {
+        forward_stdin(socket.into(), job, plan.step);
+    }
     let ctx_user = record.user.clone();
     let mut files: BTreeMap<(u32, u8), Option<std::fs::File>> = BTreeMap::new();
     let (mut worst, mut signal) = (0i32, 0i32);
@@ -264,6 +268,42 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> i3
     } else {
         worst
     }
+}
+
+/// srun's standard input goes to task 0, as Slurm's does by default, through the agent
+/// of the node it runs on; its end closes the task's input. Runs in the background: a
+/// task that never reads, or a terminal nobody types into, holds nothing up.
+fn forward_stdin(socket: std::path::PathBuf, job: u64, step: u32) {
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let agent = Client::new(&socket);
+        let mut input = std::io::stdin().lock();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = input.read(&mut buf).unwrap_or(0);
+            let chunk = sluice_proto::types::StdinChunk {
+                job_id: job,
+                step,
+                data: buf[..n].to_vec(),
+                eof: n == 0,
+            };
+            // The task may not be started yet: try again for a little while.
+            let mut tries = 0;
+            loop {
+                match agent.post::<_, serde_json::Value>("/v1/stdin", &chunk) {
+                    Err(sluice_proto::ClientError::Status { status: 404, .. }) if tries < 50 => {
+                        tries += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    Ok(_) => break,
+                    Err(_) => return,
+                }
+            }
+            if n == 0 {
+                return;
+            }
+        }
+    });
 }
 
 /// SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 sent to srun go on to the job's steps.

@@ -95,7 +95,7 @@ fn scancel_signals_the_steps_the_batch_shell_or_both_then_cancels() {
          trap 'echo batch got USR2' USR2\n\
          echo start\n\
          srun bash -c 'trap \"echo step got USR1; exit 0\" USR1; echo step started; \
-         while true; do sleep 0.1; done'\n\
+         sleep 600 & wait'\n\
          echo step ended\n\
          while true; do sleep 0.1; done\n",
     )

@@ -86,7 +86,8 @@ fn signal_before_the_limit_reaches_the_batch_shell_with_b_and_only_the_steps_wit
         c.work().join("steps.sh"),
         "#!/bin/bash\n\
          trap 'echo batch got USR1' USR1\n\
-         srun bash -c 'trap \"echo step got USR1; exit 0\" USR1; while true; do sleep 0.1; done'\n\
+         srun bash -c 'trap \"echo step got USR1; exit 0\" USR1; \
+         sleep 600 & wait'\n\
          echo step ended\n",
     )
     .unwrap();

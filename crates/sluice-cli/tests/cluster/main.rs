@@ -10,6 +10,7 @@ mod limits;
 mod memory;
 mod queries;
 mod salloc;
+mod stdin;
 mod tcp;
 mod update;
 

@@ -223,20 +223,28 @@ fn requeue_keeps_the_id_appends_output_and_counts_restarts() {
             ..
         }
     )));
-    // No two-minute wait: the job starts again at once.
-    let relaunch = launches(&effects);
+    // It waits, as Slurm's requeued jobs do (for its begin time), until the first run
+    // has ended: an agent runs one run of a job at a time.
+    assert!(launches(&effects).is_empty());
+    let r = c.job(id).unwrap();
+    assert_eq!(
+        (r.state, r.reason.as_str(), r.restarts),
+        (JobState::Pending, "BeginTime", 1)
+    );
+    // No two-minute wait: once the first run's end is in, the job starts again.
+    let first_end = JobEnded {
+        run: 0,
+        ..ended(id, JobState::Requeued, 0, 31)
+    };
+    let relaunch = launches(&c.job_ended(&first_end, 31));
     assert_eq!(relaunch, vec![(7, vec!["node01".into()])]);
     let r = c.job(id).unwrap();
     assert_eq!(
         (r.state, r.restarts, r.desc.append),
         (JobState::Running, 1, true)
     );
-    // The end of the first run, arriving late, changes nothing.
-    let stale = JobEnded {
-        run: 0,
-        ..ended(id, JobState::Failed, 143, 31)
-    };
-    assert!(c.job_ended(&stale, 31).is_empty());
+    // The end of the first run, told again, changes nothing.
+    assert!(c.job_ended(&first_end, 32).is_empty());
     assert_eq!(c.job(id).unwrap().state, JobState::Running);
 }
 
