@@ -120,9 +120,37 @@ impl ClusterConfig {
         Ok((config, warnings))
     }
 
-    /// A one-node cluster describing this machine: its host name, processors and
-    /// memory, in one default partition `debug` without a time limit.
+    /// A one-node cluster describing this machine: its host name, processors, memory
+    /// and NVIDIA GPUs (see [`detect_gpus`]), in one default partition `debug` without
+    /// a time limit.
     pub fn this_machine() -> Self {
+        Self::this_machine_without_gpus().with_gpus(&detect_gpus(Path::new("/")))
+    }
+
+    /// This configuration's one node with `gpus` (`(type, count)` groups) added.
+    fn with_gpus(self, gpus: &[(String, u32)]) -> Self {
+        let mut c = self;
+        if gpus.is_empty() {
+            return c;
+        }
+        // The same configuration as a slurm.conf would give, so that GPUs are handed
+        // out exactly as on a configured site.
+        let node = c.cluster.node(NodeId(0)).clone();
+        let gres: Vec<String> = gpus.iter().map(|(t, n)| format!("gpu:{t}:{n}")).collect();
+        let gres = gres.join(",");
+        let text = format!(
+            "ClusterName={}\nGresTypes=gpu\nNodeName={} CPUs={} RealMemory={} Gres={gres} State=UNKNOWN\n\
+             PartitionName=debug Nodes={} Default=YES MaxTime=INFINITE State=UP\n",
+            c.cluster_name, node.name, node.capacity.cpus, node.capacity.mem_mib, node.name
+        );
+        if let Ok(conf) = sluice_conf::slurm_conf::parse_str(&text, Path::new("(this machine)")) {
+            let topology = c.topology[0];
+            c = Self::from_slurm_conf(&conf, &[(node.name.clone(), gres, topology)]);
+        }
+        c
+    }
+
+    fn this_machine_without_gpus() -> Self {
         let host = nix::unistd::gethostname()
             .ok()
             .and_then(|h| h.into_string().ok())
@@ -158,6 +186,37 @@ impl ClusterConfig {
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
         self.cluster.node_by_name(name)
     }
+}
+
+/// The NVIDIA GPUs the driver reports under `root` (`/` on a real machine): one
+/// `(type, count)` per model, the type named as Slurm's NVML detection names it (the
+/// model without its `NVIDIA` prefix, lower case, spaces as underscores:
+/// `NVIDIA H200` → `h200`). Read from `proc/driver/nvidia/gpus/*/information`, so no
+/// GPU library is needed; empty without the driver.
+pub fn detect_gpus(root: &Path) -> Vec<(String, u32)> {
+    let Ok(dir) = std::fs::read_dir(root.join("proc/driver/nvidia/gpus")) else {
+        return Vec::new();
+    };
+    let mut models: Vec<String> = dir
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("information")).ok())
+        .filter_map(|text| {
+            let line = text.lines().find(|l| l.starts_with("Model:"))?;
+            let model = line["Model:".len()..].trim();
+            let model = model.strip_prefix("NVIDIA ").unwrap_or(model);
+            Some(model.to_ascii_lowercase().replace(' ', "_"))
+        })
+        .filter(|m| !m.is_empty())
+        .collect();
+    models.sort();
+    let mut out: Vec<(String, u32)> = Vec::new();
+    for m in models {
+        match out.last_mut() {
+            Some((t, n)) if *t == m => *n += 1,
+            _ => out.push((m, 1)),
+        }
+    }
+    out
 }
 
 /// `MemTotal` of /proc/meminfo in MiB.
@@ -209,6 +268,50 @@ fn node_details(path: &Path) -> Vec<(String, String, (u32, u32, u32))> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nvidia_gpus_are_found_from_the_drivers_proc_files() {
+        let root = std::env::temp_dir().join(format!("sluice-gpus-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        assert_eq!(super::detect_gpus(&root), vec![]);
+        for (bus, model) in [
+            ("0000:17:00.0", "NVIDIA H200"),
+            ("0000:2a:00.0", "NVIDIA H200"),
+            (
+                "0000:3d:00.0",
+                "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+            ),
+        ] {
+            let d = root.join("proc/driver/nvidia/gpus").join(bus);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("information"),
+                format!("Model: \t\t {model}\nIRQ:   \t\t 220\nDevice Minor: \t 0\n"),
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            super::detect_gpus(&root),
+            vec![
+                ("h200".to_string(), 2),
+                ("rtx_pro_6000_blackwell_server_edition".to_string(), 1)
+            ]
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn this_machine_with_gpus_offers_them_as_typed_gres() {
+        let c =
+            super::ClusterConfig::this_machine_without_gpus().with_gpus(&[("h200".to_string(), 2)]);
+        let node = c.cluster.node(sluice_core::NodeId(0));
+        let gpu = c.cluster.gres.find("gpu", None).unwrap();
+        let h200 = c.cluster.gres.find("gpu", Some("h200")).unwrap();
+        assert_eq!((node.capacity.gres[gpu], node.capacity.gres[h200]), (2, 2));
+        assert_eq!(c.node_gres, vec!["gpu:h200:2".to_string()]);
+        assert_eq!(c.cluster.partitions[0].name, "debug");
+        assert_eq!(c.cluster.partitions[0].max_time, None);
+    }
+
     use super::*;
 
     #[test]
