@@ -151,6 +151,7 @@ pub async fn run(
     }
     let mut ctl = Controller::new(conf, state_dir, jobs, steps, now());
     ctl.restore_nodes(&snapshot.nodes);
+    ctl.purge(now());
     let shared = Arc::new(Shared {
         ctl: Mutex::new(ctl),
         store,
@@ -478,7 +479,11 @@ async fn watch_agents(app: App) {
     }
 }
 
+/// How often jobs past `MinJobAge` are forgotten, seconds.
+const PURGE_EVERY: i64 = 1;
+
 async fn schedule_loop(app: App) {
+    let mut purged = now();
     loop {
         let wait = {
             let ctl = app.ctl.lock().expect("lock");
@@ -490,6 +495,10 @@ async fn schedule_loop(app: App) {
         let effects = app.ctl.lock().expect("lock").schedule(now());
         if !effects.is_empty() {
             execute(&app, effects).await;
+        }
+        if now() - purged >= PURGE_EVERY {
+            purged = now();
+            app.ctl.lock().expect("lock").purge(purged);
         }
     }
 }
@@ -751,9 +760,27 @@ pub struct Accounting {
     pub steps: Vec<StepRecord>,
 }
 
-async fn accounting(State(app): State<App>) -> Json<Accounting> {
-    let (jobs, steps) = app.ctl.lock().expect("lock").accounting();
-    Json(Accounting { jobs, steps })
+/// Every job and step the database holds, as `sacct` reports them: the controller
+/// forgets finished jobs after `MinJobAge`, the database keeps them.
+async fn accounting(State(app): State<App>) -> Response {
+    let store = app.store.clone();
+    let loaded = tokio::task::spawn_blocking(move || store.load()).await;
+    let snapshot = match loaded {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    let jobs = snapshot
+        .jobs
+        .iter()
+        .filter_map(|r| serde_json::from_str::<JobRecord>(&r.record).ok())
+        .collect();
+    let steps = snapshot
+        .steps
+        .iter()
+        .filter_map(|r| serde_json::from_str::<StepRecord>(&r.record).ok())
+        .collect();
+    Json(Accounting { jobs, steps }).into_response()
 }
 
 async fn nodes(State(app): State<App>) -> Json<Vec<NodeInfo>> {

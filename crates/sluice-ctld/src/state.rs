@@ -1521,6 +1521,38 @@ impl Controller {
         r
     }
 
+    /// Forgets jobs that finished at least `MinJobAge` seconds ago, with their steps, as
+    /// slurmctld purges its records: they stay in the database (`sacct`), no longer in
+    /// memory, `squeue` or `scontrol show job`, and no longer count towards
+    /// `MaxJobCount`. An array's record that still carries unstarted tasks is kept.
+    /// Returns how many were forgotten. Costs a look at every job in memory: call it
+    /// now and then, not on every event.
+    pub fn purge(&mut self, now: i64) -> usize {
+        let age = self.conf.min_job_age;
+        let old: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| j.state.is_finished())
+            .filter(|j| j.end_time.is_some_and(|e| e + age <= now))
+            .filter(|j| j.array_pending.as_ref().is_none_or(|p| p.0.is_empty()))
+            .map(|j| j.id)
+            .collect();
+        for id in &old {
+            self.jobs.remove(id);
+            self.outside.remove(id);
+            let steps: Vec<(u64, StepId)> = self
+                .steps
+                .range((*id, StepId::Batch)..)
+                .take_while(|(k, _)| k.0 == *id)
+                .map(|(k, _)| *k)
+                .collect();
+            for k in steps {
+                self.steps.remove(&k);
+            }
+        }
+        old.len()
+    }
+
     /// Jobs `squeue` shows: pending, running, and those finished less than `MinJobAge`
     /// ago.
     pub fn visible_jobs(&self, now: i64) -> Vec<JobRecord> {

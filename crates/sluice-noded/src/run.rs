@@ -461,11 +461,13 @@ fn local_timestamp(t: i64) -> String {
 }
 
 /// SIGCONT and SIGTERM to all of a job's process groups, SIGKILL `kill_wait` seconds
-/// later if any remain.
+/// later if any of that run remain (a requeued job's next run is not this one's).
 fn kill_job(agent: Arc<Agent>, job: u64, kill_wait: i64) {
+    let run = agent.jobs.lock().expect("lock").get(&job).map(|j| j.run);
     let groups = move |agent: &Agent| -> Vec<i32> {
         let jobs = agent.jobs.lock().expect("lock");
         jobs.get(&job)
+            .filter(|j| Some(j.run) == run)
             .map(|j| {
                 j.pid
                     .into_iter()

@@ -262,6 +262,22 @@ impl Store {
         });
     }
 
+    /// Everything the database holds now, including all that was sent before this call
+    /// (it waits for that first), read on a connection of its own so that the writer is
+    /// not held up: what `sacct` reports, long after the controller forgot a job.
+    ///
+    /// Errors: the writer stopped, or the database cannot be read.
+    pub fn load(&self) -> Result<Snapshot, StoreError> {
+        self.sync()?;
+        let e = sqlite(&self.path);
+        let conn = Connection::open_with_flags(
+            &self.path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(&e)?;
+        read_all(&conn).map_err(&e)
+    }
+
     /// Waits until everything sent before is on disk.
     pub fn sync(&self) -> Result<(), StoreError> {
         let (reply, rx) = mpsc::channel();
@@ -528,6 +544,30 @@ mod tests {
                 record: "step".into()
             }]
         );
+    }
+
+    #[test]
+    fn load_reads_everything_sent_so_far_while_the_writer_runs() {
+        let path = temp("load");
+        let (store, _writer, _) = Store::open(&path, 1).unwrap();
+        let id = store
+            .submit(1, Box::new(|id| vec![format!("job {id}")]))
+            .recv()
+            .unwrap()
+            .unwrap();
+        store.put_job_later(id, "job 1 ended".into());
+        store.put_node("n1", Some("drain".into()));
+        let snap = store.load().unwrap();
+        assert_eq!(
+            snap.jobs,
+            vec![Row {
+                id: 1,
+                step: None,
+                record: "job 1 ended".into()
+            }]
+        );
+        assert_eq!(snap.next_job_id, 2);
+        assert_eq!(snap.nodes, vec![("n1".to_string(), "drain".to_string())]);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod durability;
 mod harness;
 mod limits;
 mod memory;
+mod purge;
 mod queries;
 mod salloc;
 mod stdin;
