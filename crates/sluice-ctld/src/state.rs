@@ -197,6 +197,14 @@ pub struct Controller {
     node_overrides: BTreeMap<String, NodeOverride>,
 }
 
+/// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
+/// lowering it): what the core orders the queue by and what squeue shows.
+fn job_priority(r: &JobRecord) -> u32 {
+    let nice = r.desc.nice.unwrap_or(0).clamp(-10_000, 10_000);
+    let base = (u32::MAX / 2).saturating_sub((r.id % (u32::MAX as u64 / 2)) as u32);
+    (base as i64 - nice as i64).clamp(0, u32::MAX as i64) as u32
+}
+
 /// Slurm's message for a partition that does not exist.
 pub const BAD_PARTITION: &str = "Invalid partition name specified";
 /// Slurm's message for a request no node set can satisfy.
@@ -498,8 +506,6 @@ impl Controller {
             .time_limit
             .unwrap_or(MAX_TIME_LIMIT)
             .clamp(1, MAX_TIME_LIMIT);
-        let nice = d.nice.unwrap_or(0).clamp(-10_000, 10_000);
-        let base = (u32::MAX / 2).saturating_sub((r.id % (u32::MAX as u64 / 2)) as u32);
         Ok(JobSpec {
             id: JobId(r.id),
             user: r.uid,
@@ -508,7 +514,7 @@ impl Controller {
             begin: d.begin.unwrap_or(r.submit_time).max(r.submit_time),
             request: req,
             time_limit: limit,
-            priority: (base as i64 - nice as i64).clamp(0, u32::MAX as i64) as u32,
+            priority: job_priority(r),
         })
     }
 
@@ -1507,9 +1513,11 @@ impl Controller {
     fn live(&self, r: &JobRecord) -> JobRecord {
         let mut r = r.clone();
         // The priority the core orders it by (held and finished jobs: 0, as Slurm shows).
-        if let Some(j) = self.sched.job(JobId(r.id)) {
-            r.priority = j.spec.priority;
-        }
+        r.priority = match r.state {
+            JobState::Pending if !r.held => job_priority(&r),
+            JobState::Running => job_priority(&r),
+            _ => 0,
+        };
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(JobId(r.id)) {
                 if j.state == sluice_core::JobState::Pending {

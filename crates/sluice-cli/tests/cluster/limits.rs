@@ -71,7 +71,7 @@ fn a_job_past_its_time_limit_ends_timeout_with_slurmstepds_notice() {
 #[test]
 fn signal_before_the_limit_reaches_the_batch_shell_with_b_and_only_the_steps_without() {
     let c = Cluster::start("signal", SMALL);
-    // B: the batch shell gets USR1 four seconds before its six are up, and ends there.
+    // B: the batch shell gets USR1 seven seconds before its ten are up, and ends there.
     std::fs::write(
         c.work().join("batch.sh"),
         "#!/bin/bash\n\
@@ -80,7 +80,7 @@ fn signal_before_the_limit_reaches_the_batch_shell_with_b_and_only_the_steps_wit
          while true; do sleep 0.1; done\n",
     )
     .unwrap();
-    let shell = c.sbatch(&["-t", "0:06", "--signal=B:USR1@4", "batch.sh"]);
+    let shell = c.sbatch(&["-t", "0:10", "--signal=B:USR1@7", "batch.sh"]);
     // Without B:, the job's steps get it and the batch shell does not.
     std::fs::write(
         c.work().join("steps.sh"),
@@ -91,14 +91,25 @@ fn signal_before_the_limit_reaches_the_batch_shell_with_b_and_only_the_steps_wit
          echo step ended\n",
     )
     .unwrap();
-    let steps = c.sbatch(&["-t", "0:06", "--signal=USR1@4", "steps.sh"]);
+    let steps = c.sbatch(&["-t", "0:10", "--signal=USR1@7", "steps.sh"]);
     assert_eq!(c.wait_ended(shell), "COMPLETED");
     assert_eq!(c.wait_ended(steps), "COMPLETED");
     let out =
         |job: u64| std::fs::read_to_string(c.work().join(format!("slurm-{job}.out"))).unwrap();
     assert_eq!(out(shell), "start\nbatch got USR1\n");
     assert_eq!(out(steps), "step got USR1\nstep ended\n");
-    // Both ended well before their limit.
+    // Both ended when warned, three seconds in: well before their limit.
+    for job in [shell, steps] {
+        let o = c.run(
+            "sacct",
+            &["-X", "-n", "-P", "-o", "Elapsed", "-j", &job.to_string()],
+        );
+        assert!(
+            ["00:00:02\n", "00:00:03\n", "00:00:04\n"].contains(&o.stdout.as_str()),
+            "job {job}: {}",
+            o.stdout
+        );
+    }
     let o = c.run(
         "sacct",
         &[

@@ -160,7 +160,8 @@ fn bad_submissions_get_slurms_errors_and_burn_no_job_id() {
 fn every_pending_job_says_why_it_waits() {
     // Both nodes are taken by two jobs of 2 CPUs each for ten minutes. Behind them:
     // one job waiting for resources, one behind it by priority, one held, one waiting
-    // on a dependency, one asked to begin in an hour.
+    // on a dependency, one asked to begin in an hour. squeue lists pending jobs by
+    // priority, held ones (priority 0) last, as Slurm's does.
     let c = Cluster::start("reasons", SMALL);
     let run1 = c.sbatch(&["-J", "run1", "-c", "2", "-t", "10", "--wrap", "sleep 600"]);
     let run2 = c.sbatch(&["-J", "run2", "-c", "2", "-t", "10", "--wrap", "sleep 600"]);
@@ -179,9 +180,9 @@ fn every_pending_job_says_why_it_waits() {
     let expected = format!(
         "{res} pend_res PD (Resources)\n\
          {pri} pend_pri PD (Priority)\n\
-         {held} held PD (JobHeldUser)\n\
          {dep} dep PD (Dependency)\n\
          {begin} begin PD (BeginTime)\n\
+         {held} held PD (JobHeldUser)\n\
          {run1} run1 R n1\n\
          {run2} run2 R n2\n"
     );
