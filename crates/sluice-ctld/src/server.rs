@@ -357,6 +357,7 @@ fn execute_boxed(
 }
 
 async fn send_order(app: &App, order: Effect) {
+    let kill_wait = app.ctl.lock().expect("lock").conf.kill_wait;
     let result = tokio::task::spawn_blocking({
         let mut order = order.clone();
         if let Effect::Launch { order, .. } = &mut order {
@@ -396,7 +397,7 @@ async fn send_order(app: &App, order: Effect) {
                 }
                 Effect::Terminate { sockets, job_id, state } => {
                     for s in sockets {
-                        let body = serde_json::json!({"job_id": job_id, "state": state});
+                        let body = serde_json::json!({"job_id": job_id, "state": state, "kill_wait": kill_wait});
                         let _ = Client::new(&s).post::<_, serde_json::Value>("/v1/terminate", &body);
                     }
                     Ok(())
@@ -588,6 +589,9 @@ async fn show_job(State(app): State<App>, UrlPath(id): UrlPath<u64>) -> Response
 struct TaskSel {
     #[serde(default)]
     task: Option<u32>,
+    /// `scontrol uhold`: a user hold even when an operator sets it.
+    #[serde(default)]
+    user: bool,
 }
 
 async fn hold_or_release(app: App, peer: Peer, id: u64, task: Option<u32>, hold: bool) -> Response {
@@ -613,6 +617,22 @@ async fn hold(
     UrlPath(id): UrlPath<u64>,
     Json(t): Json<TaskSel>,
 ) -> Response {
+    if t.user {
+        let caller = app.caller(peer);
+        let r = app
+            .ctl
+            .lock()
+            .expect("lock")
+            .user_hold(id, t.task, &caller, now());
+        return match r {
+            Ok(effects) => {
+                execute(&app, effects).await;
+                app.wake.notify_one();
+                Json(serde_json::json!({})).into_response()
+            }
+            Err(e) => error(StatusCode::BAD_REQUEST, e),
+        };
+    }
     hold_or_release(app, peer, id, t.task, true).await
 }
 

@@ -1097,6 +1097,31 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, String> {
+        self.hold_as(job, task, hold, false, caller, now)
+    }
+
+    /// `scontrol uhold`: a hold its owner may release even when an operator set it
+    /// (`JobHeldUser`); `scontrol hold` by an operator is an admin hold (`JobHeldAdmin`)
+    /// only operators release.
+    pub fn user_hold(
+        &mut self,
+        job: u64,
+        task: Option<u32>,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, String> {
+        self.hold_as(job, task, true, true, caller, now)
+    }
+
+    fn hold_as(
+        &mut self,
+        job: u64,
+        task: Option<u32>,
+        hold: bool,
+        user_hold: bool,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, String> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
         let ids = self.select(job, task);
@@ -1107,6 +1132,9 @@ impl Controller {
         for id in ids {
             let r = &self.jobs[&id];
             if !Self::may_touch(caller, r) {
+                return Err("Access/permission denied".into());
+            }
+            if !hold && !caller.admin && r.details.contains_key("admin_hold") {
                 return Err("Access/permission denied".into());
             }
             if r.state != JobState::Pending {
@@ -1126,7 +1154,7 @@ impl Controller {
             }
             let r = self.jobs.get_mut(&id).expect("exists");
             r.held = hold;
-            if hold && caller.admin && caller.uid != r.uid {
+            if hold && caller.admin && !user_hold {
                 r.details.insert("admin_hold".into(), "1".into());
             } else {
                 r.details.remove("admin_hold");

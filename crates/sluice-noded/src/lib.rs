@@ -387,6 +387,13 @@ async fn limit(
 struct TerminateOrder {
     job_id: u64,
     state: JobState,
+    /// `KillWait`, seconds (Slurm's default when the controller does not say).
+    #[serde(default = "default_kill_wait")]
+    kill_wait: i64,
+}
+
+fn default_kill_wait() -> i64 {
+    30
 }
 
 async fn terminate(
@@ -397,7 +404,7 @@ async fn terminate(
     if !from_controller(&agent, peer) {
         return error(StatusCode::FORBIDDEN, "only the controller may end jobs");
     }
-    run::terminate(agent.clone(), o.job_id, o.state);
+    run::terminate(agent.clone(), o.job_id, o.state, o.kill_wait);
     Json(serde_json::json!({})).into_response()
 }
 

@@ -394,7 +394,7 @@ pub(crate) fn signal_job(agent: &Agent, job: u64, signal: i32, batch_only: bool)
 }
 
 /// Ends a job at the controller's request: reported as `state`.
-pub(crate) fn terminate(agent: Arc<Agent>, job: u64, state: JobState) {
+pub(crate) fn terminate(agent: Arc<Agent>, job: u64, state: JobState, kill_wait: i64) {
     let first = if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&job) {
         let first = (j.ending.is_none() && !j.finished).then_some(j.run);
         j.ending.get_or_insert(state);
@@ -405,7 +405,7 @@ pub(crate) fn terminate(agent: Arc<Agent>, job: u64, state: JobState) {
     if let Some(run) = first {
         end_notice(&agent.node, job, run, state);
     }
-    kill_job(agent, job, 30);
+    kill_job(agent, job, kill_wait);
 }
 
 /// The stderr file (and its owner) of each batch job running here, keyed by node, job

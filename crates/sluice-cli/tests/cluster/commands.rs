@@ -323,6 +323,11 @@ fn a_held_job_waits_until_released_and_unknown_ids_are_refused() {
     let expected = format!("{job} later PD (Resources)\n{busy} wrap R n[1-2]\n");
     assert_eq!(c.settle(&expected, squeue), expected);
 
+    // An operator's hold is an admin hold; uhold makes it the user's.
+    let o = c.run("scontrol", &["hold", &job.to_string()]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let expected = format!("{job} later PD (JobHeldAdmin)\n{busy} wrap R n[1-2]\n");
+    assert_eq!(c.settle(&expected, squeue), expected);
     let o = c.run("scontrol", &["uhold", &job.to_string()]);
     assert_eq!((o.code, o.stderr.as_str()), (0, ""));
     let expected = format!("{job} later PD (JobHeldUser)\n{busy} wrap R n[1-2]\n");

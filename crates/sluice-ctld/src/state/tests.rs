@@ -190,6 +190,20 @@ fn hold_release_cancel_and_permissions() {
         c.set_hold(held, None, false, &bob, 1),
         Err("Access/permission denied".to_string())
     );
+    // An operator's hold: only an operator releases it; uhold hands it to the owner.
+    let root = Caller {
+        uid: 0,
+        gid: 0,
+        admin: true,
+    };
+    c.set_hold(held, None, true, &root, 1).unwrap();
+    assert_eq!(c.job(held).unwrap().reason, "JobHeldAdmin");
+    assert_eq!(
+        c.set_hold(held, None, false, &alice(), 1),
+        Err("Access/permission denied".to_string())
+    );
+    c.user_hold(held, None, &root, 1).unwrap();
+    assert_eq!(c.job(held).unwrap().reason, "JobHeldUser");
     c.set_hold(held, None, false, &alice(), 1).unwrap();
     assert_eq!(c.job(held).unwrap().reason, "Resources");
     let req = CancelRequest {
