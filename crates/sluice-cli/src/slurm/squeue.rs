@@ -284,11 +284,19 @@ fn parse(args: &[String]) -> Args {
                 }
             }
         } else if short("-u") || key == "--user" {
-            a.users.extend(
-                value_of(args, &mut i, "--user")
-                    .split(',')
-                    .map(str::to_string),
-            );
+            for u in value_of(args, &mut i, "--user").split(',') {
+                // A name or a uid, as Slurm takes them; someone unknown is an error.
+                let user = match u.parse::<u32>() {
+                    Ok(uid) => nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                        .ok()
+                        .flatten(),
+                    Err(_) => nix::unistd::User::from_name(u).ok().flatten(),
+                };
+                match user {
+                    Some(user) => a.users.push(user.name),
+                    None => fail("squeue", format!("Invalid user: {u}"), 1),
+                }
+            }
         } else if key == "--me" {
             a.users.push(current_user());
         } else if short("-t") || key == "--states" || key == "--state" {

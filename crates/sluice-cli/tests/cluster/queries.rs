@@ -188,6 +188,13 @@ fn squeue_selects_and_formats_the_queue() {
 
     // Selections: user, states (short, long, any case), ids, partition.
     assert_eq!(ids(&["-u", &me]), [pend, held, busy]);
+    let uid = nix::unistd::getuid().to_string();
+    assert_eq!(ids(&["-u", &uid]), [pend, held, busy]);
+    let o = c.run("squeue", &["-u", "no_such_user_here"]);
+    assert_eq!(
+        (o.stdout.as_str(), o.stderr.as_str(), o.code),
+        ("", "squeue: error: Invalid user: no_such_user_here\n", 1)
+    );
     assert_eq!(ids(&["-t", "PD"]), [pend, held]);
     assert_eq!(ids(&["--states=running"]), [busy]);
     assert_eq!(ids(&["-t", "pd,R"]), [pend, held, busy]);
