@@ -794,6 +794,12 @@ async fn accounting(State(app): State<App>) -> Response {
         .jobs
         .iter()
         .filter_map(|r| serde_json::from_str::<JobRecord>(&r.record).ok())
+        .map(|mut r| {
+            // sacct reports neither; they are most of a record.
+            r.desc.environment = Vec::new();
+            r.desc.script = String::new();
+            r
+        })
         .collect();
     let steps = snapshot
         .steps

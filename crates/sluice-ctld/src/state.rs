@@ -1590,7 +1590,8 @@ impl Controller {
     }
 
     /// Jobs `squeue` shows: pending, running, and those finished less than `MinJobAge`
-    /// ago.
+    /// ago; without their scripts and environments (a job's own record has them), which
+    /// are most of a record's size and no listing needs.
     pub fn visible_jobs(&self, now: i64) -> Vec<JobRecord> {
         self.jobs
             .values()
@@ -1598,7 +1599,12 @@ impl Controller {
                 !j.state.is_finished()
                     || j.end_time.is_some_and(|e| now - e < self.conf.min_job_age)
             })
-            .map(|r| self.live(r))
+            .map(|r| {
+                let mut r = self.live(r);
+                r.desc.environment = Vec::new();
+                r.desc.script = String::new();
+                r
+            })
             .collect()
     }
 
