@@ -411,14 +411,19 @@ impl Parser {
                 .gres
                 .slot_for(name, gtype.as_deref())
                 .map_err(|e| err(e.to_string()))?;
-            capacity.gres[slot] += count;
+            let too_many = || err(format!("Gres={name} count is too large"));
+            capacity.gres[slot] = capacity.gres[slot]
+                .checked_add(*count)
+                .ok_or_else(too_many)?;
             if gtype.is_some() {
                 let parent = self
                     .cluster
                     .gres
                     .parent(slot)
                     .expect("typed slots have a parent");
-                capacity.gres[parent] += count;
+                capacity.gres[parent] = capacity.gres[parent]
+                    .checked_add(*count)
+                    .ok_or_else(too_many)?;
             }
         }
         let mut feature_bits = 0u64;
@@ -864,5 +869,21 @@ mod tests {
         );
         assert!(parse_node_gres("gpu:a:b:c").is_err());
         assert!(parse_node_gres("gpu:a100:x").is_err());
+    }
+}
+
+#[cfg(test)]
+mod gres_count_tests {
+    use std::path::Path;
+
+    #[test]
+    fn gres_counts_that_overflow_are_errors_with_file_and_line() {
+        for text in [
+            "GresTypes=gpu\nNodeName=n1 Gres=gpu:2G,gpu:2G\n",
+            "GresTypes=gpu\nNodeName=n1 Gres=gpu:a:2G,gpu:b:2G\n",
+        ] {
+            let e = super::parse_str(text, Path::new("slurm.conf")).unwrap_err();
+            assert_eq!(e.to_string(), "slurm.conf:2: Gres=gpu count is too large");
+        }
     }
 }
