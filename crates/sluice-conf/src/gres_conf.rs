@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use sluice_core::Cluster;
 
 use crate::hostlist;
+use crate::reader::ConfReader;
 use crate::slurm_conf::{ConfError, SlurmConf};
-use crate::tokenize::pairs;
 
 /// Most device files one `File=` or `MultipleFiles=` value may name. `gres.conf(5)`:
 /// "When specifying File, Count is limited in size (currently 1024) for each node."
@@ -449,6 +449,17 @@ struct Parser {
     conf: GresConf,
 }
 
+impl ConfReader for Parser {
+    fn pairs_line(
+        &mut self,
+        kv: Vec<(String, String)>,
+        path: &Path,
+        line: usize,
+    ) -> Result<(), ConfError> {
+        self.line(kv, path, line)
+    }
+}
+
 impl Parser {
     fn new(path: &Path) -> Self {
         Parser {
@@ -457,70 +468,6 @@ impl Parser {
                 ..GresConf::default()
             },
         }
-    }
-
-    fn read_file(&mut self, path: &Path, depth: usize) -> Result<(), ConfError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfError {
-            path: path.to_path_buf(),
-            line: 0,
-            message: e.to_string(),
-        })?;
-        self.parse_text(&text, path, depth)
-    }
-
-    fn parse_text(&mut self, text: &str, path: &Path, depth: usize) -> Result<(), ConfError> {
-        let err = |line: usize, message: String| ConfError {
-            path: path.to_path_buf(),
-            line,
-            message,
-        };
-        let mut logical = String::new();
-        let mut start_line = 0;
-        for (i, raw) in text.lines().enumerate() {
-            let content = raw.split('#').next().unwrap_or("");
-            if logical.is_empty() {
-                start_line = i + 1;
-            }
-            let trimmed = content.trim_end();
-            if let Some(body) = trimmed.strip_suffix('\\') {
-                logical.push_str(body);
-                logical.push(' ');
-                continue;
-            }
-            logical.push_str(trimmed);
-            let line = std::mem::take(&mut logical);
-            let line = line.trim();
-            if line.is_empty() {
-                continue;
-            }
-            let first_word = line.split_whitespace().next().unwrap_or("");
-            if first_word.eq_ignore_ascii_case("include") {
-                if depth >= 8 {
-                    return Err(err(start_line, "Include nested too deeply".into()));
-                }
-                let target = line[first_word.len()..].trim();
-                if target.is_empty() {
-                    return Err(err(start_line, "Include without a file name".into()));
-                }
-                let target = Path::new(target);
-                let full = if target.is_absolute() {
-                    target.to_path_buf()
-                } else {
-                    path.parent().unwrap_or(Path::new(".")).join(target)
-                };
-                self.read_file(&full, depth + 1)?;
-                continue;
-            }
-            let kv = pairs(line).map_err(|m| err(start_line, m))?;
-            self.line(kv, path, start_line)?;
-        }
-        if !logical.trim().is_empty() {
-            return Err(err(
-                start_line,
-                "line continued past the end of the file".into(),
-            ));
-        }
-        Ok(())
     }
 
     /// One logical line: a record, an AutoDetect setting, or both.

@@ -14,6 +14,7 @@ pub mod gres_conf;
 pub mod hostlist;
 pub mod keys;
 pub mod options;
+mod reader;
 pub mod slurm_conf;
 mod tokenize;
 

@@ -16,7 +16,7 @@ use sluice_core::{BackfillParams, Cluster, Node, NodeId, NodeState, Partition, P
 use crate::duration::{parse_mem_mib, parse_time};
 use crate::hostlist;
 use crate::keys;
-use crate::tokenize::pairs;
+use crate::reader::ConfReader;
 
 /// A configuration error at a place in a file. Displays as `FILE:LINE: message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,104 +157,53 @@ struct Parser {
     node_ids: HashMap<String, NodeId>,
 }
 
-impl Parser {
-    fn read_file(&mut self, path: &Path, depth: usize) -> Result<(), ConfError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfError {
-            path: path.to_path_buf(),
-            line: 0,
-            message: e.to_string(),
-        })?;
-        self.parse_text(&text, path, depth)
-    }
-
-    fn parse_text(&mut self, text: &str, path: &Path, depth: usize) -> Result<(), ConfError> {
+impl ConfReader for Parser {
+    fn pairs_line(
+        &mut self,
+        kv: Vec<(String, String)>,
+        path: &Path,
+        start_line: usize,
+    ) -> Result<(), ConfError> {
         let err = |line: usize, message: String| ConfError {
             path: path.to_path_buf(),
             line,
             message,
         };
-        let mut logical = String::new();
-        let mut start_line = 0;
-        for (i, raw) in text.lines().enumerate() {
-            let lineno = i + 1;
-            let content = match raw.find('#') {
-                Some(pos) => &raw[..pos],
-                None => raw,
-            };
-            if logical.is_empty() {
-                start_line = lineno;
-            }
-            let trimmed = content.trim_end();
-            if let Some(body) = trimmed.strip_suffix('\\') {
-                logical.push_str(body);
-                logical.push(' ');
-                continue;
-            }
-            logical.push_str(trimmed);
-            let line = std::mem::take(&mut logical);
-            let line = line.trim();
-            if line.is_empty() {
-                continue;
-            }
-            let first_word = line.split_whitespace().next().unwrap_or("");
-            if first_word.eq_ignore_ascii_case("include") {
-                if depth >= 8 {
-                    return Err(err(start_line, "Include nested too deeply".into()));
-                }
-                let target = line[first_word.len()..].trim();
-                if target.is_empty() {
-                    return Err(err(start_line, "Include without a file name".into()));
-                }
-                let target = Path::new(target);
-                let full = if target.is_absolute() {
-                    target.to_path_buf()
-                } else {
-                    path.parent().unwrap_or(Path::new(".")).join(target)
-                };
-                self.read_file(&full, depth + 1)?;
-                continue;
-            }
-            let kv = pairs(line).map_err(|m| err(start_line, m))?;
-            match kv[0].0.to_ascii_lowercase().as_str() {
-                "nodename" => self.node_line(kv, path, start_line)?,
-                "partitionname" => self.partition_line(kv, path, start_line)?,
-                "downnodes" | "frontendname" | "nodeset" => self.warnings.push(format!(
-                    "{}:{}: {} lines are not supported yet (ignored)",
-                    path.display(),
-                    start_line,
-                    kv[0].0
-                )),
-                _ => {
-                    for (k, v) in kv {
-                        let lower = k.to_ascii_lowercase();
-                        if !keys::GLOBAL.contains(&lower.as_str()) {
-                            self.warnings.push(format!(
-                                "{}:{}: unknown key '{k}' (ignored)",
-                                path.display(),
-                                start_line
-                            ));
-                            continue;
-                        }
-                        if lower == "schedulerparameters" {
-                            self.scheduler_parameters =
-                                Some((v.clone(), path.to_path_buf(), start_line));
-                        }
-                        self.check_global(&lower, &v)
-                            .map_err(|m| err(start_line, format!("{k}: {m}")))?;
-                        self.settings.insert(lower, (k, v));
-                    }
-                }
-            }
-        }
-        if !logical.trim().is_empty() {
-            return Err(err(
+        match kv[0].0.to_ascii_lowercase().as_str() {
+            "nodename" => self.node_line(kv, path, start_line)?,
+            "partitionname" => self.partition_line(kv, path, start_line)?,
+            "downnodes" | "frontendname" | "nodeset" => self.warnings.push(format!(
+                "{}:{}: {} lines are not supported yet (ignored)",
+                path.display(),
                 start_line,
-                "line continued past the end of the file".into(),
-            ));
+                kv[0].0
+            )),
+            _ => {
+                for (k, v) in kv {
+                    let lower = k.to_ascii_lowercase();
+                    if !keys::GLOBAL.contains(&lower.as_str()) {
+                        self.warnings.push(format!(
+                            "{}:{}: unknown key '{k}' (ignored)",
+                            path.display(),
+                            start_line
+                        ));
+                        continue;
+                    }
+                    if lower == "schedulerparameters" {
+                        self.scheduler_parameters =
+                            Some((v.clone(), path.to_path_buf(), start_line));
+                    }
+                    self.check_global(&lower, &v)
+                        .map_err(|m| err(start_line, format!("{k}: {m}")))?;
+                    self.settings.insert(lower, (k, v));
+                }
+            }
         }
         Ok(())
     }
+}
 
+impl Parser {
     /// Validates the global values the scheduler relies on.
     fn check_global(&self, key: &str, value: &str) -> Result<(), String> {
         let int = || {
