@@ -594,6 +594,21 @@ struct TaskSel {
     user: bool,
 }
 
+/// Answers a request that changed the controller's state: carries out its effects, lets
+/// the scheduler look again, and replies `{}`; or Slurm's message (403 for a refusal
+/// of permission, else 400).
+async fn answer(app: &App, r: Result<Vec<Effect>, String>) -> Response {
+    match r {
+        Ok(effects) => {
+            execute(app, effects).await;
+            app.wake.notify_one();
+            Json(serde_json::json!({})).into_response()
+        }
+        Err(e) if e == "Access/permission denied" => error(StatusCode::FORBIDDEN, e),
+        Err(e) => error(StatusCode::BAD_REQUEST, e),
+    }
+}
+
 async fn hold_or_release(app: App, peer: Peer, id: u64, task: Option<u32>, hold: bool) -> Response {
     let caller = app.caller(peer);
     let r = app
@@ -601,14 +616,7 @@ async fn hold_or_release(app: App, peer: Peer, id: u64, task: Option<u32>, hold:
         .lock()
         .expect("lock")
         .set_hold(id, task, hold, &caller, now());
-    match r {
-        Ok(effects) => {
-            execute(&app, effects).await;
-            app.wake.notify_one();
-            Json(serde_json::json!({})).into_response()
-        }
-        Err(e) => error(StatusCode::BAD_REQUEST, e),
-    }
+    answer(&app, r).await
 }
 
 async fn hold(
@@ -624,14 +632,7 @@ async fn hold(
             .lock()
             .expect("lock")
             .user_hold(id, t.task, &caller, now());
-        return match r {
-            Ok(effects) => {
-                execute(&app, effects).await;
-                app.wake.notify_one();
-                Json(serde_json::json!({})).into_response()
-            }
-            Err(e) => error(StatusCode::BAD_REQUEST, e),
-        };
+        return answer(&app, r).await;
     }
     hold_or_release(app, peer, id, t.task, true).await
 }
@@ -657,14 +658,7 @@ async fn requeue(
         .lock()
         .expect("lock")
         .requeue(id, t.task, &caller, now());
-    match r {
-        Ok(effects) => {
-            execute(&app, effects).await;
-            app.wake.notify_one();
-            Json(serde_json::json!({})).into_response()
-        }
-        Err(e) => error(StatusCode::BAD_REQUEST, e),
-    }
+    answer(&app, r).await
 }
 
 async fn start_step(

@@ -1807,6 +1807,48 @@ pub fn tasks_per_node_string(counts: &[u32]) -> String {
     parts.join(",")
 }
 
+/// The variables that describe an allocation, as both a batch script and salloc's
+/// command see them: ids, name, nodes (a compressed hostlist), CPUs and tasks per node
+/// (`2(x3)` form), partition, account, QOS, where it was submitted from, the cluster,
+/// and what was asked per node and task when it was.
+pub fn allocation_variables(r: &JobRecord, cluster_name: &str) -> Vec<(String, String)> {
+    let nodelist = sluice_conf::hostlist::compress(&r.nodes);
+    let id = r.id.to_string();
+    let mut v: Vec<(&str, String)> = vec![
+        ("SLURM_CLUSTER_NAME", cluster_name.to_string()),
+        ("SLURM_JOB_ID", id.clone()),
+        ("SLURM_JOBID", id),
+        ("SLURM_JOB_NAME", r.desc.name.clone()),
+        ("SLURM_JOB_NODELIST", nodelist.clone()),
+        ("SLURM_NODELIST", nodelist),
+        ("SLURM_JOB_NUM_NODES", r.nodes.len().to_string()),
+        ("SLURM_NNODES", r.nodes.len().to_string()),
+        (
+            "SLURM_JOB_CPUS_PER_NODE",
+            tasks_per_node_string(&r.cpus_per_node),
+        ),
+        (
+            "SLURM_TASKS_PER_NODE",
+            tasks_per_node_string(&r.tasks_per_node),
+        ),
+        ("SLURM_JOB_PARTITION", r.partition.clone()),
+        ("SLURM_JOB_ACCOUNT", r.account.clone()),
+        ("SLURM_JOB_QOS", r.qos.clone()),
+        ("SLURM_SUBMIT_DIR", r.desc.work_dir.clone()),
+        ("SLURM_SUBMIT_HOST", r.desc.submit_host.clone()),
+    ];
+    if let Some(n) = r.desc.ntasks_per_node {
+        v.push(("SLURM_NTASKS_PER_NODE", n.to_string()));
+    }
+    if let Some(c) = r.desc.cpus_per_task {
+        v.push(("SLURM_CPUS_PER_TASK", c.to_string()));
+    }
+    if r.mem_per_node > 0 {
+        v.push(("SLURM_MEM_PER_NODE", r.mem_per_node.to_string()));
+    }
+    v.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
 /// The environment of a job's batch script (Slurm's variables, on top of the
 /// submitter's exported environment).
 pub fn batch_environment(
@@ -1817,48 +1859,20 @@ pub fn batch_environment(
     let mut env: BTreeMap<String, String> = r.desc.environment.iter().cloned().collect();
     // Variables from an earlier allocation must not leak into this one.
     env.retain(|k, _| !k.starts_with("SLURM_") && k != "CUDA_VISIBLE_DEVICES");
-    let nodelist = sluice_conf::hostlist::compress(&r.nodes);
-    let id = r.id.to_string();
     let first = r.nodes.first().cloned().unwrap_or_default();
+    env.extend(allocation_variables(r, &conf.cluster_name));
     let mut set = |k: &str, v: String| {
         env.insert(k.to_string(), v);
     };
-    set("SLURM_JOB_ID", id.clone());
-    set("SLURM_JOBID", id);
-    set("SLURM_JOB_NAME", r.desc.name.clone());
-    set("SLURM_JOB_NODELIST", nodelist.clone());
-    set("SLURM_NODELIST", nodelist);
-    set("SLURM_JOB_NUM_NODES", r.nodes.len().to_string());
-    set("SLURM_NNODES", r.nodes.len().to_string());
     set("SLURM_NTASKS", r.ntasks.to_string());
     set("SLURM_NPROCS", r.ntasks.to_string());
-    set(
-        "SLURM_TASKS_PER_NODE",
-        tasks_per_node_string(&r.tasks_per_node),
-    );
-    if let Some(n) = r.desc.ntasks_per_node {
-        set("SLURM_NTASKS_PER_NODE", n.to_string());
-    }
-    if let Some(c) = r.desc.cpus_per_task {
-        set("SLURM_CPUS_PER_TASK", c.to_string());
-    }
     set(
         "SLURM_CPUS_ON_NODE",
         r.cpus_per_node.first().copied().unwrap_or(1).to_string(),
     );
-    set(
-        "SLURM_JOB_CPUS_PER_NODE",
-        tasks_per_node_string(&r.cpus_per_node),
-    );
-    set("SLURM_JOB_PARTITION", r.partition.clone());
-    set("SLURM_JOB_ACCOUNT", r.account.clone());
-    set("SLURM_JOB_QOS", r.qos.clone());
     set("SLURM_JOB_UID", r.uid.to_string());
     set("SLURM_JOB_USER", r.user.clone());
     set("SLURM_JOB_GID", r.gid.to_string());
-    set("SLURM_SUBMIT_DIR", r.desc.work_dir.clone());
-    set("SLURM_SUBMIT_HOST", r.desc.submit_host.clone());
-    set("SLURM_CLUSTER_NAME", conf.cluster_name.clone());
     set("SLURM_NODEID", "0".into());
     set("SLURM_PROCID", "0".into());
     set("SLURM_LOCALID", "0".into());
@@ -1873,9 +1887,6 @@ pub fn batch_environment(
             "SLURM_JOB_END_TIME",
             (r.start_time.unwrap_or(0) + limit).to_string(),
         );
-    }
-    if r.mem_per_node > 0 {
-        set("SLURM_MEM_PER_NODE", r.mem_per_node.to_string());
     }
     if r.restarts > 0 {
         set("SLURM_RESTART_COUNT", r.restarts.to_string());

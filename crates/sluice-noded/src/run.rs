@@ -436,28 +436,9 @@ fn end_notice(node: &str, job: u64, run: u32, state: JobState) {
         let _ = writeln!(
             f,
             "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT {}{why} ***",
-            local_timestamp(now())
+            sluice_proto::time::timestamp(now())
         );
     }
-}
-
-/// Unix time `t` as Slurm prints times: `2026-11-29T20:04:20`, local time.
-fn local_timestamp(t: i64) -> String {
-    // SAFETY: localtime_r only writes the struct we own; tm is plain data.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&(t as libc::time_t), &mut tm);
-        tm
-    };
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
 }
 
 /// SIGCONT and SIGTERM to all of a job's process groups, SIGKILL `kill_wait` seconds

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod client;
 pub mod paths;
 pub mod pattern;
+pub mod time;
 pub mod types;
 
 pub use client::{Client, ClientError};

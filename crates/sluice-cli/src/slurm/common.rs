@@ -77,29 +77,8 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
-fn local(t: i64) -> libc::tm {
-    // SAFETY: localtime_r writes into the provided struct and reads `t`; tm is plain data.
-    unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        let tt: libc::time_t = t as libc::time_t;
-        libc::localtime_r(&tt, &mut tm);
-        tm
-    }
-}
-
-/// A timestamp as Slurm prints it: `2026-11-29T20:04:18`, local time.
-pub fn timestamp(t: i64) -> String {
-    let tm = local(t);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
-}
+use sluice_proto::time::local;
+pub use sluice_proto::time::timestamp;
 
 /// The date line of `squeue -l` and `sinfo -l`: `Sun Nov 29 20:04:55 2026`.
 pub fn date_line(t: i64) -> String {

@@ -158,40 +158,11 @@ pub fn allocation_environment(
     cluster: &str,
 ) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = std::env::vars().collect();
-    let nodelist = sluice_conf::hostlist::compress(&r.nodes);
-    let id = r.id.to_string();
-    let tpn = sluice_ctld::state::tasks_per_node_string;
-    let mut set = |k: &str, v: String| {
-        env.insert(k.to_string(), v);
-    };
-    set("SLURM_CLUSTER_NAME", cluster.to_string());
-    set("SLURM_JOB_ID", id.clone());
-    set("SLURM_JOBID", id);
-    set("SLURM_JOB_NAME", r.desc.name.clone());
-    set("SLURM_JOB_NODELIST", nodelist.clone());
-    set("SLURM_NODELIST", nodelist);
-    set("SLURM_JOB_NUM_NODES", r.nodes.len().to_string());
-    set("SLURM_NNODES", r.nodes.len().to_string());
-    set("SLURM_JOB_CPUS_PER_NODE", tpn(&r.cpus_per_node));
-    set("SLURM_TASKS_PER_NODE", tpn(&r.tasks_per_node));
-    set("SLURM_JOB_PARTITION", r.partition.clone());
-    set("SLURM_JOB_ACCOUNT", r.account.clone());
-    set("SLURM_JOB_QOS", r.qos.clone());
-    set("SLURM_SUBMIT_DIR", r.desc.work_dir.clone());
-    set("SLURM_SUBMIT_HOST", r.desc.submit_host.clone());
-    set("SLURM_NODE_ALIASES", "(null)".into());
+    env.extend(sluice_ctld::state::allocation_variables(r, cluster));
+    env.insert("SLURM_NODE_ALIASES".into(), "(null)".into());
     if opts.ntasks.is_some() {
-        set("SLURM_NTASKS", r.ntasks.to_string());
-        set("SLURM_NPROCS", r.ntasks.to_string());
-    }
-    if let Some(n) = opts.ntasks_per_node {
-        set("SLURM_NTASKS_PER_NODE", n.to_string());
-    }
-    if let Some(c) = opts.cpus_per_task {
-        set("SLURM_CPUS_PER_TASK", c.to_string());
-    }
-    if r.mem_per_node > 0 {
-        set("SLURM_MEM_PER_NODE", r.mem_per_node.to_string());
+        env.insert("SLURM_NTASKS".into(), r.ntasks.to_string());
+        env.insert("SLURM_NPROCS".into(), r.ntasks.to_string());
     }
     env
 }

@@ -2,12 +2,11 @@
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Path as UrlPath, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Json;
 use sluice_proto::types::{JobUpdate, NodeUpdate};
 
-use super::{error, execute, now, App, Peer};
+use super::{answer, now, App, Peer};
 
 /// `POST /v1/nodes/update`: answered once the new state is on disk.
 pub(super) async fn update_nodes(
@@ -23,7 +22,7 @@ pub(super) async fn update_nodes(
         &caller,
         now(),
     );
-    answer(app, r).await
+    answer(&app, r).await
 }
 
 /// `POST /v1/jobs/{id}/update`.
@@ -39,17 +38,5 @@ pub(super) async fn update_job(
         .lock()
         .expect("lock")
         .update_job(id, u.task, &u.changes, &caller, now());
-    answer(app, r).await
-}
-
-async fn answer(app: App, r: Result<Vec<crate::state::Effect>, String>) -> Response {
-    match r {
-        Ok(effects) => {
-            execute(&app, effects).await;
-            app.wake.notify_one();
-            Json(serde_json::json!({})).into_response()
-        }
-        Err(e) if e == "Access/permission denied" => error(StatusCode::FORBIDDEN, e),
-        Err(e) => error(StatusCode::BAD_REQUEST, e),
-    }
+    answer(&app, r).await
 }
