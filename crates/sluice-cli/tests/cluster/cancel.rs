@@ -11,18 +11,7 @@ fn scancel_picks_jobs_by_id_name_user_and_state() {
     let c = Cluster::start("scancel", SMALL);
     let me = user();
     // Both nodes busy; four jobs wait behind.
-    let busy = c.sbatch(&[
-        "-J",
-        "busy",
-        "-N",
-        "2",
-        "-c",
-        "2",
-        "-t",
-        "5",
-        "--wrap",
-        "sleep 600",
-    ]);
+    let busy = c.occupy("busy");
     let a1 = c.sbatch(&["-J", "a", "--wrap", "true"]);
     let a2 = c.sbatch(&["-J", "a", "--wrap", "true"]);
     let b = c.sbatch(&["-J", "b", "--wrap", "true"]);

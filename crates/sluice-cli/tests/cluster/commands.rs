@@ -317,7 +317,7 @@ fn scontrol_shows_nodes_partitions_and_host_lists() {
 fn a_held_job_waits_until_released_and_unknown_ids_are_refused() {
     let c = Cluster::start("hold", SMALL);
     // Both nodes busy, so the job is still pending when it is held.
-    let busy = c.sbatch(&["-N", "2", "-c", "2", "-t", "5", "--wrap", "sleep 600"]);
+    let busy = c.occupy("wrap");
     let job = c.sbatch(&["-J", "later", "-t", "1", "--wrap", "echo ran"]);
     let squeue = || c.run("squeue", &["-h", "-o", "%i %j %t %R"]).stdout;
     let expected = format!("{job} later PD (Resources)\n{busy} wrap R n[1-2]\n");

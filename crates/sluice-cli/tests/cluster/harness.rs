@@ -144,6 +144,24 @@ impl Cluster {
         }
     }
 
+    /// Fills both nodes of the two-node test cluster (`crate::SMALL`: 2 CPUs each) for
+    /// five minutes with one job named `name`, so that what is submitted next waits;
+    /// its id.
+    pub fn occupy(&self, name: &str) -> u64 {
+        self.sbatch(&[
+            "-J",
+            name,
+            "-N",
+            "2",
+            "-c",
+            "2",
+            "-t",
+            "5",
+            "--wrap",
+            "sleep 600",
+        ])
+    }
+
     /// Submits with `sbatch` and returns the job id; panics with sbatch's error if it
     /// refuses.
     pub fn sbatch(&self, args: &[&str]) -> u64 {

@@ -154,18 +154,7 @@ fn squeue_selects_and_formats_the_queue() {
     let c = Cluster::start("squeue", SMALL);
     let me = user();
     let me8: String = me.chars().take(8).collect();
-    let busy = c.sbatch(&[
-        "-J",
-        "busy",
-        "-N",
-        "2",
-        "-c",
-        "2",
-        "-t",
-        "5",
-        "--wrap",
-        "sleep 600",
-    ]);
+    let busy = c.occupy("busy");
     let pend = c.sbatch(&["-J", "pend", "-t", "3", "--wrap", "true"]);
     let held = c.sbatch(&["-J", "held", "-H", "-t", "3:30", "--wrap", "true"]);
     let ids = |args: &[&str]| {

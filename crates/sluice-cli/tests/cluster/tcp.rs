@@ -73,10 +73,7 @@ fn commands_reach_the_controller_over_tcp_only_with_the_cluster_key() {
         .unwrap();
     assert_eq!(c.wait_ended(job), "COMPLETED");
     // The job belongs to the uid the signed request spoke for: this process's.
-    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .unwrap()
-        .unwrap()
-        .name;
+    let me = crate::commands::user();
     let (out, _, _) = run(
         "sacct",
         &[

@@ -45,10 +45,7 @@ fn an_operator_drains_downs_and_resumes_nodes_and_the_state_survives_a_crash() {
     );
     assert_eq!((o.stdout.as_str(), o.stderr.as_str(), o.code), ("", "", 0));
     assert_eq!(states(&c), "n1 drain\nn2 idle\n");
-    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .unwrap()
-        .unwrap()
-        .name;
+    let me = crate::commands::user();
     let reasons = c.run("sinfo", &["-R"]).stdout;
     let lines: Vec<&str> = reasons.lines().collect();
     assert_eq!(
