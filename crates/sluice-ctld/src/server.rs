@@ -320,6 +320,10 @@ async fn execute(app: &App, effects: Vec<Effect>) {
                 };
                 waits.push(app.store.put_step(s.job_id, n, json));
             }
+            Effect::PersistRun(r) => {
+                let json = serde_json::to_string(&*r).expect("records serialise");
+                app.store.put_run(r.id, r.restarts, json);
+            }
             Effect::PersistNode { name, record } => {
                 app.store.put_node(&name, record);
                 let store = app.store.clone();
@@ -772,6 +776,8 @@ pub struct Accounting {
     pub jobs: Vec<JobRecord>,
     /// Steps.
     pub steps: Vec<StepRecord>,
+    /// Earlier runs of requeued jobs (state `REQUEUED`), by job then run.
+    pub runs: Vec<JobRecord>,
 }
 
 /// Every job and step the database holds, as `sacct` reports them: the controller
@@ -800,7 +806,12 @@ async fn accounting(State(app): State<App>) -> Response {
         .iter()
         .filter_map(|r| serde_json::from_str::<StepRecord>(&r.record).ok())
         .collect();
-    Json(Accounting { jobs, steps }).into_response()
+    let runs = snapshot
+        .runs
+        .iter()
+        .filter_map(|r| serde_json::from_str::<JobRecord>(&r.record).ok())
+        .collect();
+    Json(Accounting { jobs, steps, runs }).into_response()
 }
 
 async fn nodes(State(app): State<App>) -> Json<Vec<NodeInfo>> {

@@ -29,6 +29,8 @@ pub enum Effect {
     Persist(Box<JobRecord>),
     /// Write a step record.
     PersistStep(StepRecord),
+    /// Keep a requeued run's record (state `REQUEUED`) for `sacct -D`.
+    PersistRun(Box<JobRecord>),
     /// Run a job's batch script on its first node.
     Launch {
         /// The agent's socket.
@@ -1190,6 +1192,15 @@ impl Controller {
             }
             if r.desc.requeue == Some(false) {
                 return Err("Requested operation is presently disabled".into());
+            }
+            if r.state != JobState::Pending {
+                // The run that ends here, as sacct --duplicates shows it.
+                let mut run = r.clone();
+                run.state = JobState::Requeued;
+                run.end_time = Some(r.end_time.unwrap_or(now));
+                run.desc.environment = Vec::new();
+                run.desc.script = String::new();
+                effects.push(Effect::PersistRun(Box::new(run)));
             }
             match r.state {
                 JobState::Pending => continue,

@@ -50,6 +50,9 @@ pub struct Snapshot {
     pub steps: Vec<Row>,
     /// The id the next submission will get.
     pub next_job_id: u64,
+    /// Earlier runs of requeued jobs (what `sacct -D` shows), by job id then run; a
+    /// row's `step` holds the run number.
+    pub runs: Vec<Row>,
     /// Node records (`scontrol update NodeName=…` state set by an operator), as
     /// `(node name, serialised record)`, by name.
     pub nodes: Vec<(String, String)>,
@@ -81,6 +84,8 @@ enum Op {
     },
     /// Delete a job and its steps (retention).
     DeleteJob { id: u64 },
+    /// Keep the record of run `run` of job `id` as it ended (a requeue).
+    PutRun { id: u64, run: u32, record: String },
     /// Insert, replace (`Some`) or delete (`None`) a node's record.
     PutNode {
         name: String,
@@ -131,6 +136,9 @@ const SCHEMA: &str = "
         job_id INTEGER NOT NULL, step_id INTEGER NOT NULL, record TEXT NOT NULL,
         PRIMARY KEY (job_id, step_id));
     CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS runs (
+        job_id INTEGER NOT NULL, run INTEGER NOT NULL, record TEXT NOT NULL,
+        PRIMARY KEY (job_id, run));
     INSERT OR IGNORE INTO meta (key, value) VALUES ('next_job_id', 1);
 ";
 
@@ -253,6 +261,12 @@ impl Store {
         let _ = self.tx.send(Op::DeleteJob { id });
     }
 
+    /// Keeps the record of run `run` of job `id` as that run ended (it was requeued),
+    /// without waiting (it is written before anything sent later).
+    pub fn put_run(&self, id: u64, run: u32, record: String) {
+        let _ = self.tx.send(Op::PutRun { id, run, record });
+    }
+
     /// Stores (`Some`) or forgets (`None`) node `name`'s record, without waiting: call
     /// [`Store::sync`] before relying on it.
     pub fn put_node(&self, name: &str, record: Option<String>) {
@@ -312,6 +326,17 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
     })? {
         steps.push(r?);
     }
+    let mut runs = Vec::new();
+    let mut stmt = conn.prepare("SELECT job_id, run, record FROM runs ORDER BY job_id, run")?;
+    for r in stmt.query_map([], |r| {
+        Ok(Row {
+            id: r.get::<_, i64>(0)? as u64,
+            step: Some(r.get::<_, i64>(1)? as u32),
+            record: r.get(2)?,
+        })
+    })? {
+        runs.push(r?);
+    }
     let mut nodes = Vec::new();
     let mut stmt = conn.prepare("SELECT name, record FROM nodes ORDER BY name")?;
     for r in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
@@ -328,6 +353,7 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
         jobs,
         steps,
         next_job_id: next.unwrap_or(1) as u64,
+        runs,
         nodes,
     })
 }
@@ -399,6 +425,13 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                 Op::DeleteJob { id } => {
                     tx.execute("DELETE FROM steps WHERE job_id = ?1", params![*id as i64])?;
                     tx.execute("DELETE FROM jobs WHERE id = ?1", params![*id as i64])?;
+                    out.push(None);
+                }
+                Op::PutRun { id, run, record } => {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO runs (job_id, run, record) VALUES (?1, ?2, ?3)",
+                        params![*id as i64, *run as i64, record.as_str()],
+                    )?;
                     out.push(None);
                 }
                 Op::PutNode { name, record } => {
@@ -557,7 +590,16 @@ mod tests {
             .unwrap();
         store.put_job_later(id, "job 1 ended".into());
         store.put_node("n1", Some("drain".into()));
+        store.put_run(1, 0, "job 1 run 0".into());
         let snap = store.load().unwrap();
+        assert_eq!(
+            snap.runs,
+            vec![Row {
+                id: 1,
+                step: Some(0),
+                record: "job 1 run 0".into()
+            }]
+        );
         assert_eq!(
             snap.jobs,
             vec![Row {

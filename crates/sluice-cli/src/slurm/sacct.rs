@@ -253,6 +253,7 @@ pub fn main(args: Vec<String>) -> i32 {
     let (mut parsable, mut trailing, mut header, mut alloc_only, mut all_users, mut json) =
         (false, false, true, false, false, false);
     let mut jobs: Vec<(u64, Option<u32>)> = Vec::new();
+    let mut duplicates = false;
     let (mut names, mut users, mut states): (Vec<String>, Vec<String>, Vec<JobState>) =
         (vec![], vec![], vec![]);
     let (mut start, mut end): (Option<i64>, Option<i64>) = (None, None);
@@ -288,9 +289,9 @@ pub fn main(args: Vec<String>) -> i32 {
             alloc_only = true;
         } else if key == "-a" || key == "--allusers" {
             all_users = true;
-        } else if key == "-D"
-            || key == "--duplicates"
-            || key == "-L"
+        } else if key == "-D" || key == "--duplicates" {
+            duplicates = true;
+        } else if key == "-L"
             || key == "--allclusters"
             || key == "-l"
             || key == "--long"
@@ -361,6 +362,8 @@ pub fn main(args: Vec<String>) -> i32 {
     struct Accounting {
         jobs: Vec<JobRecord>,
         steps: Vec<StepRecord>,
+        #[serde(default)]
+        runs: Vec<JobRecord>,
     }
     let client = controller();
     let acct: Accounting = client
@@ -403,6 +406,12 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     let mut rows: Vec<Row> = Vec::new();
     for j in &selected {
+        // With --duplicates, the runs a requeue ended come first (REQUEUED).
+        if duplicates {
+            for r in acct.runs.iter().filter(|r| r.id == j.id) {
+                rows.push(Row::Job(r));
+            }
+        }
         rows.push(Row::Job(j));
         if !alloc_only {
             let mut steps: Vec<&StepRecord> =

@@ -438,6 +438,24 @@ fn a_requeued_job_runs_again_under_its_id_and_appends_its_output() {
         o.stdout,
         format!("{job}|CANCELLED by {me}|0:0\n{job}.batch|CANCELLED|0:15\n")
     );
+    // With --duplicates, the run the requeue ended comes first.
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-P",
+            "-X",
+            "-D",
+            "-o",
+            "JobID,State",
+            "-j",
+            &job.to_string(),
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!("{job}|REQUEUED\n{job}|CANCELLED by {me}\n")
+    );
     assert_eq!(
         pick(&show_job(&c, job), &["JobState", "Restarts"]),
         "JobState=CANCELLED Restarts=1"
