@@ -206,6 +206,8 @@ struct Args {
     array: bool,
     long: bool,
     json: bool,
+    /// `--start`: pending jobs by expected start time.
+    start: bool,
 }
 
 fn value_of(args: &[String], i: &mut usize, opt: &str) -> String {
@@ -235,6 +237,7 @@ fn parse(args: &[String]) -> Args {
         array: false,
         long: false,
         json: false,
+        start: false,
     };
     let mut i = 0;
     let mut explicit_format = false;
@@ -330,6 +333,7 @@ fn parse(args: &[String]) -> Args {
                 a.format = LONG.into();
             }
         } else if key == "--start" {
+            a.start = true;
             if !explicit_format {
                 a.format = START.into();
             }
@@ -410,6 +414,10 @@ pub fn main(args: Vec<String>) -> i32 {
             j.id,
         )
     });
+    if a.start {
+        // By expected start, those without one (N/A) last, as Slurm's --start lists.
+        jobs.sort_by_key(|j| (j.planned_start.is_none(), j.planned_start));
+    }
     if !a.array {
         jobs = collapse_arrays(jobs);
     }
