@@ -1140,13 +1140,9 @@ impl Controller {
                 return Err("Access/permission denied".into());
             }
             if r.state != JobState::Pending {
-                if ids_len_is_one(job, task, self) {
-                    return Err(if r.state.is_finished() {
-                        "Job has already finished"
-                    } else {
-                        "Job is no longer pending execution"
-                    }
-                    .into());
+                // A running job: nothing to hold, and Slurm says nothing either.
+                if r.state.is_finished() && ids_len_is_one(job, task, self) {
+                    return Err("Job has already finished".into());
                 }
                 continue;
             }

@@ -190,6 +190,10 @@ fn hold_release_cancel_and_permissions() {
         c.set_hold(held, None, false, &bob, 1),
         Err("Access/permission denied".to_string())
     );
+    // Holding a running job changes nothing and is no error, as in Slurm.
+    assert!(c.set_hold(busy, None, true, &alice(), 1).is_ok());
+    assert_eq!(c.job(busy).unwrap().state, JobState::Running);
+    assert!(!c.job(busy).unwrap().held);
     // An operator's hold: only an operator releases it; uhold hands it to the owner.
     let root = Caller {
         uid: 0,
