@@ -733,6 +733,8 @@ async fn complete(
         }
         let state = if x.exit_code == 0 && x.signal == 0 {
             JobState::Completed
+        } else if x.exit_code == 0 && x.signal == crate::state::OOM_SIGNAL {
+            JobState::OutOfMemory
         } else {
             JobState::Failed
         };

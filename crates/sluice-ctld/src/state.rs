@@ -207,6 +207,10 @@ fn job_priority(r: &JobRecord) -> u32 {
     (base as i64 - nice as i64).clamp(0, u32::MAX as i64) as u32
 }
 
+/// The signal number an OOM-killed step or job is recorded with (Slurm's `SIG_OOM`,
+/// shown by sacct as `0:125`).
+pub const OOM_SIGNAL: i32 = 125;
+
 /// Slurm's message for a partition that does not exist.
 pub const BAD_PARTITION: &str = "Invalid partition name specified";
 /// Slurm's message for a request no node set can satisfy.
@@ -1391,7 +1395,9 @@ impl Controller {
         s.end = Some(now);
         s.exit_code = exit_code;
         s.signal = signal;
-        s.state = if signal == 9 && exit_code == 0 {
+        s.state = if signal == OOM_SIGNAL && exit_code == 0 {
+            JobState::OutOfMemory
+        } else if signal == 9 && exit_code == 0 {
             JobState::Cancelled
         } else if exit_code != 0 || signal != 0 {
             JobState::Failed

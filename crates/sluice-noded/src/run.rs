@@ -706,6 +706,10 @@ impl StepEnd {
                     stream: 2,
                     data: format!("{}\n", cgroup::oom_message(kills, &end.name)),
                 });
+                let _ = tx.blocking_send(TaskEvent::OutOfMemory {
+                    task: end.task,
+                    kills: kills as u32,
+                });
             }
         };
         if tokio::runtime::Handle::try_current().is_ok() {

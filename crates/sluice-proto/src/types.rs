@@ -654,6 +654,14 @@ pub enum TaskEvent {
         /// Terminating signal.
         signal: i32,
     },
+    /// The kernel killed processes of the step on this node for exceeding its memory
+    /// (sent after the tasks' exits, before the stream ends).
+    OutOfMemory {
+        /// The first task on the node.
+        task: u32,
+        /// How many OOM kills.
+        kills: u32,
+    },
     /// The agent could not start the tasks.
     Error {
         /// Why.

@@ -9,6 +9,8 @@ use sluice_proto::pattern::{expand, PatternContext};
 use sluice_proto::types::{JobRecord, LaunchTasks, StepPlan, StepRequest, TaskEvent};
 use sluice_proto::Client;
 
+use sluice_ctld::state::OOM_SIGNAL;
+
 use super::allocate::{allocate, complete};
 use super::common::{controller, cwd, describe, fail, USAGE_EXIT};
 use super::sbatch::describe_job;
@@ -35,7 +37,7 @@ pub fn main(args: Vec<String>) -> i32 {
         .ok()
         .and_then(|v| v.parse::<u64>().ok());
     match inside {
-        Some(job) => run_step(&client, job, &opts, &argv),
+        Some(job) => run_step(&client, job, &opts, &argv).0,
         None => {
             // A new allocation for just this step.
             let name = opts.job_name.clone().unwrap_or_else(|| {
@@ -49,14 +51,22 @@ pub fn main(args: Vec<String>) -> i32 {
                 Err(e) => fail(ME, e, USAGE_EXIT),
             };
             let job = allocate(&client, ME, &desc).id;
-            let code = run_step(&client, job, &opts, &argv);
-            complete(&client, job, code);
+            let (code, oom) = run_step(&client, job, &opts, &argv);
+            if oom {
+                let body = serde_json::json!({"exit_code": 0, "signal": OOM_SIGNAL});
+                let _ =
+                    client.post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/complete"), &body);
+            } else {
+                complete(&client, job, code);
+            }
             code
         }
     }
 }
 
-fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> i32 {
+/// Runs one step of job `job`; srun's exit status, and whether the step's memory limit
+/// killed some of it.
+fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i32, bool) {
     // Before any thread starts, so that every thread inherits the blocked mask.
     forward_signals(job);
     let req = StepRequest {
@@ -172,6 +182,8 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> i3
     let mut files: BTreeMap<(u32, u8), Option<std::fs::File>> = BTreeMap::new();
     let (mut worst, mut signal) = (0i32, 0i32);
     let mut failed = Vec::new();
+    // Nodes where the step's memory limit killed processes.
+    let mut oom_nodes: Vec<String> = Vec::new();
     for e in rx {
         match e {
             TaskEvent::Output { task, stream, data } => {
@@ -227,6 +239,11 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> i3
                 worst = worst.max(code);
                 signal = signal.max(sig);
             }
+            TaskEvent::OutOfMemory { task, .. } => {
+                if let Some(n) = plan.nodes.iter().find(|n| n.2.contains(&task)) {
+                    oom_nodes.push(n.0.clone());
+                }
+            }
             TaskEvent::Error { message } => {
                 eprintln!("{ME}: error: {message}");
                 worst = worst.max(1);
@@ -250,7 +267,9 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> i3
             1 => format!("task {}", tasks[0]),
             _ => format!("tasks {}", sluice_proto::types::compact_indices(&tasks)),
         };
-        if sig != 0 {
+        if sig == 9 && oom_nodes.iter().any(|n| n == node) {
+            eprintln!("{ME}: error: {node}: {which}: Out Of Memory");
+        } else if sig != 0 {
             let what = nix::sys::signal::Signal::try_from(sig).map_or_else(
                 |_| format!("Signal {sig}"),
                 |s| describe_signal(s).to_string(),
@@ -260,14 +279,20 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> i3
             eprintln!("{ME}: error: {node}: {which}: Exited with exit code {code}");
         }
     }
-    let body = serde_json::json!({"exit_code": worst, "signal": signal});
+    // An OOM kill is reported as Slurm records it: signal 125 (sacct's `0:125`).
+    let body = if oom_nodes.is_empty() {
+        serde_json::json!({"exit_code": worst, "signal": signal})
+    } else {
+        serde_json::json!({"exit_code": 0, "signal": OOM_SIGNAL})
+    };
     let _ = client
         .post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/steps/{}/end", plan.step), &body);
-    if signal != 0 && worst == 0 {
+    let code = if signal != 0 && worst == 0 {
         128 + signal
     } else {
         worst
-    }
+    };
+    (code, !oom_nodes.is_empty())
 }
 
 /// srun's standard input goes to task 0, as Slurm's does by default, through the agent

@@ -106,10 +106,16 @@ fn a_job_past_its_memory_ends_out_of_memory_and_one_within_it_completes() {
         (
             137,
             format!(
-                "{}\nsrun: error: n1: task 0: Killed\n",
+                "{}\nsrun: error: n1: task 0: Out Of Memory\n",
                 oom_line(&format!("{job}.0"))
             )
         )
+    );
+    // The step and the job srun made for it are accounted OUT_OF_MEMORY, as Slurm's.
+    c.wait_for("the srun job to end", || c.state(job) != "RUNNING");
+    assert_eq!(
+        sacct(job, &["-o", "JobID,State,ExitCode"]),
+        format!("{job}|OUT_OF_MEMORY|0:125\n{job}.0|OUT_OF_MEMORY|0:125\n")
     );
 
     // Every job's cgroup is gone once it has ended, and the node's with its agent.
