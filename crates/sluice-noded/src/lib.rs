@@ -80,6 +80,9 @@ pub(crate) struct Running {
     pub(crate) run: u32,
     /// The run's processes are gone; its end is being reported.
     pub(crate) finished: bool,
+    /// Only srun tasks of the job run here (an interactive allocation, or a node other
+    /// than a batch job's first): the entry goes when its last task does.
+    pub(crate) tasks_only: bool,
     /// A time limit set after the launch (`scontrol update`), seconds from the start;
     /// `Some(None)`: unlimited.
     pub(crate) time_limit: Option<Option<i64>>,
@@ -337,13 +340,17 @@ async fn stdin(
     Json(c): Json<sluice_proto::types::StdinChunk>,
 ) -> Response {
     let key = (c.job_id, c.step);
-    let Some((uid, mut pipe)) = agent.stdins.lock().expect("lock").remove(&key) else {
-        return error(StatusCode::NOT_FOUND, "no such task input");
+    let (uid, mut pipe) = {
+        let mut stdins = agent.stdins.lock().expect("lock");
+        match stdins.get(&key) {
+            None => return error(StatusCode::NOT_FOUND, "no such task input"),
+            // Checked before the pipe is taken out: nobody else can hold it up.
+            Some((uid, _)) if *uid != peer.uid && peer.uid != 0 => {
+                return error(StatusCode::FORBIDDEN, "Access/permission denied")
+            }
+            Some(_) => stdins.remove(&key).expect("present"),
+        }
     };
-    if uid != peer.uid && peer.uid != 0 {
-        agent.stdins.lock().expect("lock").insert(key, (uid, pipe));
-        return error(StatusCode::FORBIDDEN, "Access/permission denied");
-    }
     let written = tokio::task::spawn_blocking(move || {
         use std::io::Write;
         pipe.write_all(&c.data)

@@ -599,9 +599,20 @@ pub(crate) fn tasks(
             }
         };
         let pid = child.id() as i32;
-        if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&order.job_id) {
-            j.task_groups.push(pid);
-        }
+        // Known here so that the controller's terminate and signal orders reach the
+        // task, whether or not this node runs the job's batch script.
+        agent
+            .jobs
+            .lock()
+            .expect("lock")
+            .entry(order.job_id)
+            .or_insert_with(|| crate::Running {
+                run: record.restarts,
+                tasks_only: true,
+                ..crate::Running::default()
+            })
+            .task_groups
+            .push(pid);
         if let Some(pipe) = child.stdin.take() {
             agent
                 .stdins
@@ -654,16 +665,26 @@ pub(crate) fn tasks(
         let tx = tx.clone();
         let agent = agent.clone();
         let job = order.job_id;
+        let step = order.step;
         let end = end.clone();
         std::thread::spawn(move || {
             let status = child.wait();
             leftovers::forget(&agent.jobs_dir(), &key);
+            if task == 0 {
+                // Its input goes nowhere now; the pipe is closed.
+                agent.stdins.lock().expect("lock").remove(&(job, step));
+            }
             for r in readers {
                 let _ = r.join();
             }
-            if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&job) {
+            let mut jobs = agent.jobs.lock().expect("lock");
+            if let Some(j) = jobs.get_mut(&job) {
                 j.task_groups.retain(|g| *g != pid);
+                if j.tasks_only && j.task_groups.is_empty() {
+                    jobs.remove(&job);
+                }
             }
+            drop(jobs);
             let (code, signal) = match &status {
                 Ok(s) => (s.code().unwrap_or(0), s.signal().unwrap_or(0)),
                 Err(_) => (1, 0),

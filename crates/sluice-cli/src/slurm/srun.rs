@@ -312,11 +312,11 @@ fn forward_stdin(socket: std::path::PathBuf, job: u64, step: u32) {
                 data: buf[..n].to_vec(),
                 eof: n == 0,
             };
-            // The task may not be started yet: try again for a little while.
+            // The task may not be started yet: try again for a while (30 s).
             let mut tries = 0;
             loop {
                 match agent.post::<_, serde_json::Value>("/v1/stdin", &chunk) {
-                    Err(sluice_proto::ClientError::Status { status: 404, .. }) if tries < 50 => {
+                    Err(sluice_proto::ClientError::Status { status: 404, .. }) if tries < 1500 => {
                         tries += 1;
                         std::thread::sleep(std::time::Duration::from_millis(20));
                     }

@@ -260,6 +260,24 @@ impl Drop for Cluster {
 }
 
 /// Processes whose command line has `words` as consecutive arguments.
+/// Processes whose whole command line is `words` (not merely containing them, as a
+/// wrapper's does).
+pub fn pids_running(words: &[&str]) -> Vec<i32> {
+    pids_of(words)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let args: Vec<String> = c
+                    .split(|b| *b == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect();
+                args == words
+            })
+        })
+        .collect()
+}
+
 pub fn pids_of(words: &[&str]) -> Vec<i32> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {

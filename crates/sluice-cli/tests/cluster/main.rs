@@ -12,6 +12,7 @@ mod purge;
 mod queries;
 mod salloc;
 mod stdin;
+mod tasks;
 mod tcp;
 mod update;
 
