@@ -151,6 +151,7 @@ pub async fn run(
     }
     let mut ctl = Controller::new(conf, state_dir, jobs, steps, now());
     ctl.restore_nodes(&snapshot.nodes);
+    ctl.await_agents();
     ctl.purge(now());
     let shared = Arc::new(Shared {
         ctl: Mutex::new(ctl),
@@ -185,6 +186,7 @@ pub async fn run(
                 Arc::new(Signed {
                     key,
                     seen: Mutex::new(sluice_proto::auth::ReplayGuard::default()),
+                    started: now(),
                 }),
                 verify_signed,
             ));
@@ -215,11 +217,14 @@ pub async fn run(
 struct Signed {
     key: Vec<u8>,
     seen: Mutex<sluice_proto::auth::ReplayGuard>,
+    /// When this controller started (Unix seconds): credentials made before are refused,
+    /// since the replay guard of an earlier run is gone.
+    started: i64,
 }
 
-/// Largest request body the TCP listener reads, bytes (a job script with its
-/// environment is far smaller).
-const MAX_SIGNED_BODY: usize = 64 << 20;
+/// Largest request body the TCP listener reads, bytes (Slurm's default largest batch
+/// script is 4 MiB; a submission also carries its environment).
+const MAX_SIGNED_BODY: usize = 8 << 20;
 
 /// Admits a TCP request only with a valid, fresh, unused credential, and gives the
 /// handlers its uid and gid as the Unix socket gives the kernel's: a `ConnectInfo<Peer>`.
@@ -229,13 +234,32 @@ async fn verify_signed(
     next: axum::middleware::Next,
 ) -> Response {
     let (mut parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_SIGNED_BODY).await else {
-        return error(StatusCode::PAYLOAD_TOO_LARGE, "request too large");
-    };
     let header = parts
         .headers
         .get(sluice_proto::auth::AUTH_HEADER)
-        .and_then(|v| v.to_str().ok());
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    // Before reading a byte of the body: a request without a fresh credential from this
+    // controller's lifetime costs nothing but its headers.
+    let refuse = |e: sluice_proto::auth::AuthError| {
+        tracing::warn!("refused a TCP request: {e}");
+        error(
+            StatusCode::UNAUTHORIZED,
+            format!("Protocol authentication error ({e})"),
+        )
+    };
+    let time = match header.as_deref().map(sluice_proto::auth::credential_time) {
+        None => return refuse(sluice_proto::auth::AuthError::Missing),
+        Some(Err(e)) => return refuse(e),
+        Some(Ok(t)) => t,
+    };
+    if (time - now()).abs() > sluice_proto::auth::MAX_SKEW || time < signed.started {
+        return refuse(sluice_proto::auth::AuthError::Expired);
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_SIGNED_BODY).await else {
+        return error(StatusCode::PAYLOAD_TOO_LARGE, "request too large");
+    };
+    let header = header.as_deref();
     let path = parts
         .uri
         .path_and_query()
@@ -581,9 +605,22 @@ async fn list_jobs(State(app): State<App>) -> Json<Vec<JobRecord>> {
     Json(app.ctl.lock().expect("lock").visible_jobs(now()))
 }
 
-async fn show_job(State(app): State<App>, UrlPath(id): UrlPath<u64>) -> Response {
+/// A job's record; its script and environment only for its owner or an operator (as
+/// Slurm shows a batch script only to them).
+async fn show_job(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+) -> Response {
+    let caller = app.caller(peer);
     match app.ctl.lock().expect("lock").job(id) {
-        Some(r) => Json(r.clone()).into_response(),
+        Some(mut r) => {
+            if !(caller.admin || caller.uid == r.uid) {
+                r.desc.environment = Vec::new();
+                r.desc.script = String::new();
+            }
+            Json(r).into_response()
+        }
         None => error(StatusCode::NOT_FOUND, BAD_JOB),
     }
 }

@@ -195,6 +195,9 @@ pub struct Controller {
     /// Running interactive allocations (salloc, srun outside a job): no agent watches
     /// their time limit, so the controller does (see [`Controller::expire_interactive`]).
     interactive: BTreeSet<u64>,
+    /// Inside [`Controller::expire_interactive`]: the passes its job ends run do not
+    /// expire again (one pass, not one nested pass per expiring allocation).
+    expiring: bool,
     /// Node states set by operators (`scontrol update NodeName=...`), by node name.
     node_overrides: BTreeMap<String, NodeOverride>,
 }
@@ -254,6 +257,7 @@ impl Controller {
             gpus_in_use: vec![BTreeSet::new(); n],
             gpu_slot,
             interactive: BTreeSet::new(),
+            expiring: false,
             node_overrides: BTreeMap::new(),
         };
         for s in steps {
@@ -760,6 +764,9 @@ impl Controller {
     /// steps' tasks terminated (SIGTERM, SIGKILL after `KillWait`, as for batch jobs).
     /// salloc and srun see the state and tell their user the allocation was revoked.
     pub fn expire_interactive(&mut self, now: i64) -> Vec<Effect> {
+        if self.expiring {
+            return Vec::new();
+        }
         let jobs = &self.jobs;
         self.interactive
             .retain(|id| jobs.get(id).is_some_and(|r| r.state == JobState::Running));
@@ -774,6 +781,7 @@ impl Controller {
             })
             .collect();
         let mut effects = Vec::new();
+        self.expiring = true;
         for id in due {
             let r = &self.jobs[&id];
             let sockets = self.sockets_of(r);
@@ -793,6 +801,7 @@ impl Controller {
             };
             effects.extend(self.job_ended(&report, now));
         }
+        self.expiring = false;
         effects
     }
 
@@ -1470,6 +1479,18 @@ impl Controller {
         gone.into_iter()
             .flat_map(|id| self.requeued_run_ended(id, now))
             .collect()
+    }
+
+    /// Takes no new work to nodes whose agents have not registered with this controller
+    /// yet (a restart: the agents still know the one before, and would refuse its
+    /// launches). Their registration gives each node back its state.
+    pub fn await_agents(&mut self) {
+        for i in 0..self.conf.cluster.nodes.len() {
+            let nid = NodeId(i as u32);
+            if !self.agents_up.contains(&self.conf.cluster.node(nid).name) {
+                self.sched.set_node_state(nid, NodeState::Down);
+            }
+        }
     }
 
     /// The nodes whose agents have registered, with their sockets: the ones to watch.
