@@ -1599,12 +1599,40 @@ impl Controller {
     /// now and then, not on every event.
     pub fn purge(&mut self, now: i64) -> usize {
         let age = self.conf.min_job_age;
+        let aged = |j: &JobRecord| {
+            j.state.is_finished()
+                && j.end_time.is_some_and(|e| e + age <= now)
+                && j.array_pending.as_ref().is_none_or(|p| p.0.is_empty())
+        };
+        if !self.jobs.values().any(|j| aged(j)) {
+            return 0;
+        }
+        // Kept while a pending job's dependency names them (the dependency's outcome
+        // is read from them), and an array's tasks all together: its id stands for all
+        // of them (scancel, hold, afterok:ARRAY).
+        let mut named: BTreeSet<u64> = BTreeSet::new();
+        for j in self.jobs.values().filter(|j| j.state == JobState::Pending) {
+            if let Some(Ok(Dependency::All(c) | Dependency::Any(c))) =
+                j.desc.dependency.as_deref().map(parse_dependency)
+            {
+                named.extend(c.iter().flat_map(|c| c.jobs.iter().map(|(id, _)| *id)));
+            }
+        }
+        let live_arrays: BTreeSet<u64> = self
+            .jobs
+            .values()
+            .filter(|j| !aged(j))
+            .filter_map(|j| j.array.map(|a| a.0))
+            .collect();
         let old: Vec<u64> = self
             .jobs
             .values()
-            .filter(|j| j.state.is_finished())
-            .filter(|j| j.end_time.is_some_and(|e| e + age <= now))
-            .filter(|j| j.array_pending.as_ref().is_none_or(|p| p.0.is_empty()))
+            .filter(|j| aged(j))
+            .filter(|j| !named.contains(&j.id))
+            .filter(|j| match j.array {
+                Some((a, _)) => !named.contains(&a) && !live_arrays.contains(&a),
+                None => true,
+            })
             .map(|j| j.id)
             .collect();
         for id in &old {

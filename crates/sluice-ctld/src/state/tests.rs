@@ -371,3 +371,46 @@ fn a_restart_takes_back_running_and_pending_jobs() {
     let effects = c2.job_ended(&ended(a, JobState::Completed, 0, 10), 10);
     assert_eq!(launches(&effects), vec![(b, vec!["node01".into()])]);
 }
+
+#[test]
+fn finished_jobs_are_purged_unless_a_dependency_or_their_array_still_needs_them() {
+    // One node of 4 CPUs; MinJobAge 10 s.
+    let mut conf = conf(1, 4);
+    conf.min_job_age = 10;
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    // Job 1 fails; job 2 waits on its success (never), job 3 is unrelated.
+    let (failed, _) = submit(&mut c, desc(1, 60), &mut next, 0);
+    let mut d = desc(1, 60);
+    d.dependency = Some(format!("afterok:{failed}"));
+    let (waiting, _) = submit(&mut c, d, &mut next, 0);
+    let (other, _) = submit(&mut c, desc(1, 60), &mut next, 0);
+    // An array of two tasks: task 1 ends early, task 0 runs on.
+    let mut d = desc(1, 600);
+    d.array = Some((vec![0, 1], None));
+    let (array, _) = submit(&mut c, d, &mut next, 0);
+    c.schedule(0);
+    c.job_ended(&ended(failed, JobState::Failed, 1, 1), 1);
+    c.job_ended(&ended(other, JobState::Completed, 0, 1), 1);
+    c.job_ended(&ended(array + 1, JobState::Completed, 0, 1), 1);
+    c.schedule(1);
+    assert_eq!(c.job(waiting).unwrap().reason, "DependencyNeverSatisfied");
+
+    // Within MinJobAge nothing goes; past it, only the unrelated job.
+    assert_eq!(c.purge(5), 0);
+    assert_eq!(c.purge(100), 1);
+    assert!(c.job(other).is_none());
+    assert!(c.job(failed).is_some(), "job 2's dependency reads it");
+    assert!(c.job(array + 1).is_some(), "its array still runs");
+    assert_eq!(c.job(waiting).unwrap().reason, "DependencyNeverSatisfied");
+
+    // Once job 2 is gone and the array has ended, the rest go too.
+    let cancel = CancelRequest {
+        jobs: vec![(waiting, None), (array, None)],
+        ..Default::default()
+    };
+    c.cancel(&cancel, &alice(), 100).unwrap();
+    c.job_ended(&ended(array, JobState::Cancelled, 0, 100), 100);
+    assert_eq!(c.purge(200), 4);
+    assert!(c.visible_jobs(200).is_empty());
+}
