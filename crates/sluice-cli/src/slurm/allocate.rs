@@ -1,6 +1,7 @@
 //! Interactive allocations, as `salloc` and `srun` outside a job obtain them: submit,
 //! tell the user while the job waits, return once it runs.
 
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use sluice_proto::types::{CancelRequest, JobDescription, JobRecord, JobState, SubmitReply};
@@ -11,6 +12,42 @@ use super::common::{controller, describe, fail};
 /// How often a waiting command asks the controller about its job.
 const POLL: Duration = Duration::from_millis(200);
 
+/// The last of the signals [`catch`] watches that arrived (0: none).
+static CAUGHT: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn note_signal(sig: libc::c_int) {
+    CAUGHT.store(sig, Ordering::SeqCst);
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP are only noted (see [`caught`]), so that the
+/// command can give its allocation up rather than die holding it.
+pub fn catch() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(sig, note_signal as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+/// The signal [`catch`] noted, if one came.
+pub fn caught() -> Option<i32> {
+    match CAUGHT.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Gives SIGINT, SIGTERM and SIGHUP their default effect back.
+pub fn release_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: restoring the default disposition.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
+}
+
 /// Submits `desc` (an interactive job) for command `me` and waits until it runs; its
 /// record then. Prints Slurm's messages on stderr: for `salloc`, "Granted job
 /// allocation N" (after "Pending job allocation N" and "job N queued and waiting for
@@ -20,6 +57,9 @@ const POLL: Duration = Duration::from_millis(200);
 /// (cancelled while pending).
 pub fn allocate(client: &Client, me: &str, desc: &JobDescription) -> JobRecord {
     let salloc = me == "salloc";
+    // Interrupted while it waits, the command cancels its job (as Slurm's do) instead of
+    // leaving it queued for nobody.
+    catch();
     let reply: SubmitReply = match client.post("/v1/jobs", desc) {
         Ok(r) => r,
         Err(e) => {
@@ -35,8 +75,15 @@ pub fn allocate(client: &Client, me: &str, desc: &JobDescription) -> JobRecord {
     let job = reply.job_id;
     let mut waited = false;
     loop {
+        if caught().is_some() {
+            relinquish(job);
+            eprintln!("{me}: Job allocation {job} has been revoked.");
+            eprintln!("{me}: Job aborted due to signal");
+            std::process::exit(1);
+        }
         match client.get::<JobRecord>(&format!("/v1/jobs/{job}")) {
             Ok(r) if r.state == JobState::Running => {
+                release_signals();
                 if waited {
                     eprintln!("{me}: job {job} has been allocated resources");
                 }

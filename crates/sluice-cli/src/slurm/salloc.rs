@@ -58,6 +58,8 @@ pub fn main(args: Vec<String>) -> i32 {
 
     // The command is the terminal's foreground job: salloc itself lets keyboard
     // signals pass to it, as Slurm's does.
+    // A hang-up or termination of salloc itself gives the allocation up (see `watch`).
+    super::allocate::catch();
     // SAFETY: setting dispositions to SIG_IGN before spawning; no handlers involved.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
@@ -112,6 +114,16 @@ fn watch(job: u64, pid: i32, kill: Option<i32>, revoked: Arc<AtomicBool>) {
         let client = controller();
         loop {
             std::thread::sleep(WATCH);
+            if let Some(sig) = super::allocate::caught() {
+                // salloc was told to go: its command goes with it, and the allocation.
+                // SAFETY: kill(2) on the command's pid; no memory involved.
+                unsafe {
+                    libc::kill(pid, sig);
+                }
+                eprintln!("{ME}: Relinquishing job allocation {job}");
+                complete(&client, job, 128 + sig);
+                std::process::exit(1);
+            }
             let Ok(r) = client.get::<JobRecord>(&format!("/v1/jobs/{job}")) else {
                 continue;
             };

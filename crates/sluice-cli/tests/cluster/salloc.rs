@@ -143,3 +143,49 @@ fn salloc_waits_for_resources_and_loses_its_allocation_at_the_time_limit() {
     );
     assert_eq!(c.wait_ended(job), "TIMEOUT");
 }
+
+#[test]
+fn an_interrupted_salloc_cancels_the_allocation_it_was_waiting_for() {
+    let c = Cluster::start("sallocint", SMALL);
+    let busy = c.occupy("busy");
+    c.wait_for("the busy job to run", || c.state(busy) == "RUNNING");
+    let child = std::process::Command::new(c.dir.join("state/bin/salloc"))
+        .args(["true"])
+        .current_dir(c.work())
+        .env("SLUICE_STATE_DIR", c.dir.join("state"))
+        .env_remove("SLURM_JOB_ID")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let job = busy + 1;
+    c.wait_for("salloc's job to wait", || c.state(job) == "PENDING");
+    // Ctrl-C, as a user gives up waiting.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        (
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+            o.status.code()
+        ),
+        (
+            format!(
+                "salloc: Pending job allocation {job}\n\
+                 salloc: job {job} queued and waiting for resources\n\
+                 salloc: Job allocation {job} has been revoked.\n\
+                 salloc: Job aborted due to signal\n"
+            ),
+            Some(1)
+        )
+    );
+    assert_eq!(
+        c.wait_ended(job),
+        format!("CANCELLED by {}", nix::unistd::getuid())
+    );
+    assert_eq!(c.state(busy), "RUNNING");
+}
