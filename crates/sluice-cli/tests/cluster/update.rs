@@ -129,6 +129,16 @@ fn owners_change_time_limits_names_and_partitions() {
     );
     assert_eq!((o.stderr.as_str(), o.code), ("", 0));
     assert_eq!(show("%l %j %P"), "5:00 second other");
+    // +T and -T lengthen and shorten the limit, as in Slurm.
+    let upd = |v: &str| {
+        c.run("scontrol", &["update", &format!("JobId={id}"), v])
+            .code
+    };
+    assert_eq!(upd("TimeLimit=+5"), 0);
+    assert_eq!(show("%l"), "10:00");
+    assert_eq!(upd("TimeLimit=-3"), 0);
+    assert_eq!(show("%l"), "7:00");
+    assert_eq!(upd("TimeLimit=5"), 0);
     // Bad values change nothing.
     for (args, err) in [
         (

@@ -182,7 +182,7 @@ impl Controller {
                         if !(pending || running) {
                             return Err("Job is no longer pending execution".into());
                         }
-                        let new = parse_limit(v)?;
+                        let new = parse_limit(v, r.time_limit)?;
                         let old = r.time_limit.unwrap_or(MAX_TIME_LIMIT);
                         if !caller.admin && new.unwrap_or(MAX_TIME_LIMIT) > old {
                             return Err("Access/permission denied".into());
@@ -233,7 +233,7 @@ impl Controller {
             for (k, v) in changes {
                 match k.to_ascii_lowercase().as_str() {
                     "timelimit" => {
-                        let l = parse_limit(v)?;
+                        let l = parse_limit(v, r.time_limit)?;
                         r.time_limit = l;
                         r.desc.time_limit = Some(l);
                         new_limit = Some(l);
@@ -286,7 +286,24 @@ impl Controller {
 /// Slurm's message for a time limit beyond what the partition allows.
 pub const BAD_LIMIT: &str = "Requested time limit is invalid (missing or exceeds some limit)";
 
-/// A `TimeLimit=` value: Slurm's time formats, `UNLIMITED` as `None`.
-fn parse_limit(v: &str) -> Result<Option<i64>, String> {
-    sluice_conf::duration::parse_time(v).map_err(|_| BAD_LIMIT.to_string())
+/// A `TimeLimit=` value: Slurm's time formats, `UNLIMITED` as `None`, or `+T`/`-T` to
+/// lengthen or shorten the job's current limit `old` by `T` (Slurm's scontrol; an
+/// unlimited job stays unlimited, and a limit never drops below one second).
+fn parse_limit(v: &str, old: Option<i64>) -> Result<Option<i64>, String> {
+    let bad = || BAD_LIMIT.to_string();
+    let relative = |t: &str| {
+        sluice_conf::duration::parse_time(t)
+            .ok()
+            .flatten()
+            .ok_or_else(bad)
+    };
+    if let Some(t) = v.strip_prefix('+') {
+        let delta = relative(t)?;
+        return Ok(old.map(|o| o.saturating_add(delta)));
+    }
+    if let Some(t) = v.strip_prefix('-') {
+        let delta = relative(t)?;
+        return Ok(old.map(|o| (o - delta).max(1)));
+    }
+    sluice_conf::duration::parse_time(v).map_err(|_| bad())
 }
