@@ -331,22 +331,34 @@ fn start_batch(
             Some(Gid::from_raw(owner.gid)),
         );
     }
-    let out = owner
-        .open_output(&r.stdout, r.desc.append)
-        .map_err(|e| format!("Could not open stdout file {}: {e}", r.stdout))?;
+    let out = owner.open_output(&r.stdout, r.desc.append).map_err(|e| {
+        format!(
+            "Could not open stdout file {}: {}",
+            r.stdout,
+            sluice_proto::oserror::describe(&e)
+        )
+    })?;
     let err = if r.stderr == r.stdout {
         out.try_clone().map_err(|e| e.to_string())?
     } else {
-        owner
-            .open_output(&r.stderr, r.desc.append)
-            .map_err(|e| format!("Could not open stderr file {}: {e}", r.stderr))?
+        owner.open_output(&r.stderr, r.desc.append).map_err(|e| {
+            format!(
+                "Could not open stderr file {}: {}",
+                r.stderr,
+                sluice_proto::oserror::describe(&e)
+            )
+        })?
     };
     let input: Stdio = if r.stdin == "/dev/null" {
         Stdio::null()
     } else {
-        File::open(&r.stdin)
-            .map(Stdio::from)
-            .map_err(|e| format!("Could not open stdin file {}: {e}", r.stdin))?
+        File::open(&r.stdin).map(Stdio::from).map_err(|e| {
+            format!(
+                "Could not open stdin file {}: {}",
+                r.stdin,
+                sluice_proto::oserror::describe(&e)
+            )
+        })?
     };
     let mut cmd = owner.command(
         &script.display().to_string(),
@@ -368,7 +380,14 @@ fn start_batch(
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(10));
             }
-            other => return other.map_err(|e| format!("cannot run the batch script: {e}")),
+            other => {
+                return other.map_err(|e| {
+                    format!(
+                        "cannot run the batch script: {}",
+                        sluice_proto::oserror::describe(&e)
+                    )
+                })
+            }
         }
     }
 }
@@ -587,7 +606,10 @@ pub(crate) fn tasks(
                 let _ = tx.blocking_send_or_try(TaskEvent::Output {
                     task,
                     stream: 2,
-                    data: format!("slurmstepd: error: execve(): {program}: {e}\n"),
+                    data: format!(
+                        "slurmstepd: error: execve(): {program}: {}\n",
+                        sluice_proto::oserror::describe(&e)
+                    ),
                 });
                 let _ = tx.blocking_send_or_try(TaskEvent::Exit {
                     task,

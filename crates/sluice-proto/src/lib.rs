@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod oserror;
 pub mod paths;
 pub mod pattern;
 pub mod time;

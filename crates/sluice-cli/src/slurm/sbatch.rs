@@ -162,7 +162,8 @@ pub fn main(args: Vec<String>) -> i32 {
     {
         match std::fs::read(path) {
             Ok(b) => (String::from_utf8_lossy(&b).into_owned(), Some(path.clone())),
-            Err(e) => fail(ME, format!("Unable to open file {path}: {e}"), 1),
+            // Slurm names the file only.
+            Err(_) => fail(ME, format!("Unable to open file {path}"), 1),
         }
     } else {
         let mut s = String::new();

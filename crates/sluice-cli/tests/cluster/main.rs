@@ -125,6 +125,11 @@ fn bad_submissions_get_slurms_errors_and_burn_no_job_id() {
             1,
         ),
         (
+            &["missing.sh"],
+            "sbatch: error: Unable to open file missing.sh\n",
+            1,
+        ),
+        (
             &["-w", "n9", "--wrap", "true"],
             "sbatch: error: Batch job submission failed: Invalid node name specified\n",
             1,
