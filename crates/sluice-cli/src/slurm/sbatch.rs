@@ -123,10 +123,21 @@ pub fn explain_refusal(me: &str, desc: &JobDescription, msg: &str) {
             desc.partition.clone().unwrap_or_default()
         );
     }
-    if msg == "Requested node configuration is not available"
-        && matches!(desc.memory, Some(MemoryRequest::PerNode(m)) if m > 0)
-    {
-        eprintln!("{me}: error: Memory specification can not be satisfied");
+    // Only when the memory is what no node has: another cause (CPUs, nodes) gets the
+    // one line.
+    let per_node = match desc.memory {
+        Some(MemoryRequest::PerNode(m)) => m,
+        Some(MemoryRequest::PerCpu(m)) => m * u64::from(desc.cpus_per_task.unwrap_or(1)),
+        _ => 0,
+    };
+    if msg == "Requested node configuration is not available" && per_node > 0 {
+        let largest = super::common::controller()
+            .get::<Vec<sluice_proto::types::NodeInfo>>("/v1/nodes")
+            .ok()
+            .and_then(|nodes| nodes.iter().map(|n| n.memory).max());
+        if largest.is_some_and(|m| per_node > m) {
+            eprintln!("{me}: error: Memory specification can not be satisfied");
+        }
     }
 }
 

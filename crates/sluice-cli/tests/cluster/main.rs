@@ -120,6 +120,12 @@ fn bad_submissions_get_slurms_errors_and_burn_no_job_id() {
             1,
         ),
         (
+            // CPUs, not memory, are what no node has: one line.
+            &["-c", "3", "--mem=100M", "--wrap", "true"],
+            "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+            1,
+        ),
+        (
             &["-N", "3", "--wrap", "true"],
             "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
             1,
