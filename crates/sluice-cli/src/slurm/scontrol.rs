@@ -46,7 +46,16 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
             _ => "None".into(),
         },
     );
-    p("Dependency", opt(&j.desc.dependency));
+    // Slurm marks a dependency still waited for `(unfulfilled)`, one never to be met
+    // `(failed)`.
+    p(
+        "Dependency",
+        match (j.desc.dependency.as_deref(), j.reason.as_str()) {
+            (Some(d), "Dependency") => format!("{d}(unfulfilled)"),
+            (Some(d), "DependencyNeverSatisfied") => format!("{d}(failed)"),
+            _ => opt(&j.desc.dependency),
+        },
+    );
     p(
         "Requeue",
         if j.desc.requeue == Some(false) {
@@ -152,17 +161,24 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         p("StdIn", j.stdin.clone());
         p("StdOut", j.stdout.clone());
     }
-    if !j.gpus_per_node.is_empty() && gpus > 0 {
-        let list: Vec<String> = j
-            .gpus_per_node
-            .iter()
-            .flat_map(|g| g.iter().map(u32::to_string))
-            .collect();
-        p(
-            "TresPerNode",
-            format!("gres:gpu:{}", j.gpus_per_node.first().map_or(0, Vec::len)),
-        );
-        p("GpuIndices", list.join(","));
+    // What was asked per node, in Slurm's spelling: `gres:gpu:rtxpro6000:8`.
+    let mut per_node: Vec<String> = j
+        .desc
+        .gres
+        .iter()
+        .map(|g| match &g.gres_type {
+            Some(t) => format!("gres:{}:{t}:{}", g.name, g.count),
+            None => format!("gres:{}:{}", g.name, g.count),
+        })
+        .collect();
+    if let Some((t, n)) = &j.desc.gpus_per_node {
+        per_node.push(match t {
+            Some(t) => format!("gres:gpu:{t}:{n}"),
+            None => format!("gres:gpu:{n}"),
+        });
+    }
+    if !per_node.is_empty() {
+        p("TresPerNode", per_node.join(","));
     }
     v
 }

@@ -200,6 +200,17 @@ fn every_pending_job_says_why_it_waits() {
     );
     let squeue = || c.run("squeue", &["-h", "-o", "%i %j %t %R"]).stdout;
     assert_eq!(c.settle(&expected, squeue), expected);
+    let dependency = || {
+        let show = c.run("scontrol", &["show", "job", &dep.to_string()]).stdout;
+        show.split_whitespace()
+            .find(|w| w.starts_with("Dependency="))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(
+        dependency(),
+        format!("Dependency=afterok:{run1}(unfulfilled)")
+    );
 
     // Releasing the held job and cancelling the running ones lets the queue drain in
     // order; the dependency on a cancelled job can never be met.
@@ -218,6 +229,7 @@ fn every_pending_job_says_why_it_waits() {
     let expected =
         format!("{dep} dep PD (DependencyNeverSatisfied)\n{begin} begin PD (BeginTime)\n");
     assert_eq!(c.settle(&expected, squeue), expected);
+    assert_eq!(dependency(), format!("Dependency=afterok:{run1}(failed)"));
 }
 
 #[test]
