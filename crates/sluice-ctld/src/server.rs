@@ -78,6 +78,8 @@ mod update;
 
 struct Shared {
     ctl: Mutex<Controller>,
+    /// One queue of orders per agent socket (see [`Shared::queue_for`]).
+    queues: Mutex<std::collections::HashMap<PathBuf, tokio::sync::mpsc::UnboundedSender<Effect>>>,
     store: Store,
     wake: Notify,
     own_uid: u32,
@@ -155,6 +157,7 @@ pub async fn run(
     ctl.purge(now());
     let shared = Arc::new(Shared {
         ctl: Mutex::new(ctl),
+        queues: Mutex::new(std::collections::HashMap::new()),
         store,
         wake: Notify::new(),
         own_uid: nix::unistd::geteuid().as_raw(),
@@ -369,10 +372,74 @@ async fn execute(app: &App, effects: Vec<Effect>) {
         .await;
     }
     for order in orders {
-        let app = app.clone();
-        let task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
-            Box::pin(async move { send_order(&app, order).await });
-        tokio::spawn(task);
+        for (socket, one) in per_agent(order) {
+            app.queue_for(&socket).send(one).ok();
+        }
+    }
+}
+
+/// An order split into one order per agent it goes to.
+fn per_agent(order: Effect) -> Vec<(PathBuf, Effect)> {
+    match order {
+        Effect::Launch { ref socket, .. } | Effect::SetTimeLimit { ref socket, .. } => {
+            vec![(socket.clone(), order)]
+        }
+        Effect::Signal {
+            sockets,
+            job_id,
+            signal,
+            batch_only,
+        } => sockets
+            .into_iter()
+            .map(|s| {
+                let one = Effect::Signal {
+                    sockets: vec![s.clone()],
+                    job_id,
+                    signal,
+                    batch_only,
+                };
+                (s, one)
+            })
+            .collect(),
+        Effect::Terminate {
+            sockets,
+            job_id,
+            state,
+        } => sockets
+            .into_iter()
+            .map(|s| {
+                let one = Effect::Terminate {
+                    sockets: vec![s.clone()],
+                    job_id,
+                    state,
+                };
+                (s, one)
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+impl Shared {
+    /// The queue of orders to the agent at `socket`: they are sent one after another,
+    /// in the order they were decided, so that an agent never sees a job's end before
+    /// its launch. Made (with its sender task) on first use.
+    fn queue_for(self: &Arc<Self>, socket: &Path) -> tokio::sync::mpsc::UnboundedSender<Effect> {
+        let mut queues = self.queues.lock().expect("lock");
+        if let Some(q) = queues.get(socket) {
+            return q.clone();
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Effect>();
+        let app = self.clone();
+        tokio::spawn(async move {
+            while let Some(order) = rx.recv().await {
+                let task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+                    Box::pin(send_order(&app, order));
+                task.await;
+            }
+        });
+        queues.insert(socket.to_path_buf(), tx.clone());
+        tx
     }
 }
 
