@@ -1032,15 +1032,19 @@ impl Controller {
                 .map(|j| j.id)
                 .collect();
         }
-        let mut effects = Vec::new();
-        for id in ids {
-            let r = &self.jobs[&id];
+        // Every id is checked before any is touched: a refusal changes nothing.
+        for id in &ids {
+            let r = &self.jobs[id];
             if !Self::may_touch(caller, r) {
                 return Err(format!(
                     "Kill job error on job id {}: Access/permission denied",
                     r.display_id()
                 ));
             }
+        }
+        let mut effects = Vec::new();
+        for id in ids {
+            let r = &self.jobs[&id];
             match (r.state, req.signal) {
                 (JobState::Pending, None) => {
                     self.sched.cancel_pending(JobId(id), now);
@@ -1143,20 +1147,22 @@ impl Controller {
         if ids.is_empty() {
             return Err(BAD_JOB.into());
         }
+        // Every id is checked before any changes: a refusal changes nothing.
+        for &id in &ids {
+            let r = &self.jobs[&id];
+            if !Self::may_touch(caller, r)
+                || (!hold && !caller.admin && r.details.contains_key("admin_hold"))
+            {
+                return Err("Access/permission denied".into());
+            }
+            if r.state.is_finished() && ids.len() == 1 {
+                return Err("Job has already finished".into());
+            }
+        }
         let mut effects = Vec::new();
         for id in ids {
-            let r = &self.jobs[&id];
-            if !Self::may_touch(caller, r) {
-                return Err("Access/permission denied".into());
-            }
-            if !hold && !caller.admin && r.details.contains_key("admin_hold") {
-                return Err("Access/permission denied".into());
-            }
-            if r.state != JobState::Pending {
+            if self.jobs[&id].state != JobState::Pending {
                 // A running job: nothing to hold, and Slurm says nothing either.
-                if r.state.is_finished() && ids_len_is_one(job, task, self) {
-                    return Err("Job has already finished".into());
-                }
                 continue;
             }
             if hold && !self.outside.contains(&id) {
@@ -1819,10 +1825,6 @@ impl Controller {
             self.jobs.remove(&id);
         }
     }
-}
-
-fn ids_len_is_one(job: u64, task: Option<u32>, c: &Controller) -> bool {
-    c.select(job, task).len() == 1
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -414,3 +414,36 @@ fn finished_jobs_are_purged_unless_a_dependency_or_their_array_still_needs_them(
     assert_eq!(c.purge(200), 4);
     assert!(c.visible_jobs(200).is_empty());
 }
+
+#[test]
+fn a_request_naming_one_job_the_caller_may_not_touch_changes_none() {
+    let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (busy, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    let (mine, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    // A job of bob's, submitted as the server would for him.
+    let bob = Caller {
+        uid: 1001,
+        gid: 1001,
+        admin: false,
+    };
+    let p = c.prepare(desc(1, 600), &bob, "bob", "bob", 0).unwrap();
+    let his = next;
+    next += p.ids();
+    c.accept(p.records(his), 0);
+    let _ = next;
+    let req = CancelRequest {
+        jobs: vec![(mine, None), (his, None)],
+        ..Default::default()
+    };
+    assert_eq!(
+        c.cancel(&req, &alice(), 1),
+        Err(format!(
+            "Kill job error on job id {his}: Access/permission denied"
+        ))
+    );
+    assert_eq!(c.job(mine).unwrap().state, JobState::Pending);
+    assert_eq!(c.job(his).unwrap().state, JobState::Pending);
+    assert_eq!(c.job(busy).unwrap().state, JobState::Running);
+}
