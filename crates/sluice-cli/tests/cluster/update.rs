@@ -8,7 +8,7 @@ const TWO_PARTITIONS: &str = "ClusterName=upd
 SlurmctldHost=localhost
 NodeName=n[1-2] CPUs=2 RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=1:00:00 State=UP
-PartitionName=other Nodes=n[1-2] MaxTime=1:00:00 State=UP
+PartitionName=other Nodes=n1 MaxTime=1:00:00 State=UP
 ";
 
 #[test]
@@ -161,6 +161,21 @@ fn owners_change_time_limits_names_and_partitions() {
         assert_eq!((o.stderr.as_str(), o.code), (err, 1), "{args:?}");
     }
     assert_eq!(show("%l %j %P"), "5:00 second other");
+    // A job the other partition could never run (two nodes; it has one) stays put.
+    let wide = c.sbatch(&["-H", "-N", "2", "--wrap", "true"]);
+    let o = c.run(
+        "scontrol",
+        &["update", &format!("JobId={wide}"), "Partition=other"],
+    );
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "slurm_update error: Requested node configuration is not available\n",
+            1
+        )
+    );
+    let o = c.run("squeue", &["-h", "-j", &wide.to_string(), "-o", "%P"]);
+    assert_eq!(o.stdout, "debug\n");
     let o = c.run("scontrol", &["update", "JobId=999999", "TimeLimit=5"]);
     assert_eq!(
         (o.stderr.as_str(), o.code),

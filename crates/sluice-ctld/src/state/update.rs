@@ -212,6 +212,17 @@ impl Controller {
                         }
                         self.partition_of(v)
                             .ok_or_else(|| BAD_PARTITION.to_string())?;
+                        // The job must be one the new partition could ever run.
+                        let mut would = r.clone();
+                        would.partition = v.clone();
+                        would.desc.partition = Some(v.clone());
+                        let spec = self.core_spec(&would)?;
+                        self.sched
+                            .check(&JobSpec {
+                                id: JobId(u64::MAX),
+                                ..spec
+                            })
+                            .map_err(|_| NODE_CONFIG.to_string())?;
                     }
                     "starttime" => {
                         if !pending {
