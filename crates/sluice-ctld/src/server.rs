@@ -835,6 +835,13 @@ async fn complete(
         if !(caller.admin || caller.uid == r.uid) {
             return error(StatusCode::FORBIDDEN, "Access/permission denied");
         }
+        if !r.desc.interactive {
+            // A batch job ends when its agent says so, not when someone claims it did.
+            return error(
+                StatusCode::BAD_REQUEST,
+                "Only interactive allocations are completed this way",
+            );
+        }
         let state = if x.exit_code == 0 && x.signal == 0 {
             JobState::Completed
         } else if x.exit_code == 0 && x.signal == crate::state::OOM_SIGNAL {

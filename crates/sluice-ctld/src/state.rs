@@ -1199,15 +1199,23 @@ impl Controller {
         if ids.is_empty() {
             return Err(BAD_JOB.into());
         }
-        let mut effects = Vec::new();
-        for id in ids {
-            let r = self.jobs[&id].clone();
-            if !Self::may_touch(caller, &r) {
+        // Every id is checked before any is touched: a refusal changes nothing.
+        for id in &ids {
+            let r = &self.jobs[id];
+            if !Self::may_touch(caller, r) {
                 return Err("Access/permission denied".into());
             }
             if r.desc.requeue == Some(false) {
                 return Err("Requested operation is presently disabled".into());
             }
+            if r.desc.interactive {
+                // Nobody would be there to use it again (Slurm requeues batch jobs only).
+                return Err("Only batch jobs are accepted or processed".into());
+            }
+        }
+        let mut effects = Vec::new();
+        for id in ids {
+            let r = self.jobs[&id].clone();
             if r.state != JobState::Pending {
                 // The run that ends here, as sacct --duplicates shows it.
                 let mut run = r.clone();

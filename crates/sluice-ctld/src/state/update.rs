@@ -132,6 +132,19 @@ impl Controller {
                     .collect();
                 for id in lost {
                     let r = &self.jobs[&id];
+                    let first_alive = r.nodes.first().is_some_and(|f| self.agents_up.contains(f));
+                    let requeueable = r.desc.requeue.unwrap_or(true) && !r.desc.interactive;
+                    if first_alive && requeueable {
+                        // Its batch script's agent is alive: requeue as scontrol requeue
+                        // does, the next run waiting until this one has ended there.
+                        let admin = Caller {
+                            uid: 0,
+                            gid: 0,
+                            admin: true,
+                        };
+                        effects.extend(self.requeue(id, None, &admin, now)?);
+                        continue;
+                    }
                     effects.push(Effect::Terminate {
                         sockets: self.sockets_of(r),
                         job_id: id,
