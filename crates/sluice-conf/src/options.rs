@@ -334,8 +334,29 @@ const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
     ("wait-all-nodes", None, Arg::Required, false),
 ];
 
-fn find_long(name: &str) -> Option<&'static (&'static str, Option<char>, Arg, bool)> {
-    OPTIONS.iter().find(|o| o.0 == name)
+/// A long option by its name or, as getopt_long allows, an unambiguous prefix of it
+/// (`--job-na` is `--job-name`). Errors: glibc's message for an unknown or ambiguous
+/// name.
+fn find_long(name: &str) -> Result<&'static (&'static str, Option<char>, Arg, bool), String> {
+    if let Some(o) = OPTIONS.iter().find(|o| o.0 == name) {
+        return Ok(o);
+    }
+    let matches: Vec<&'static (&'static str, Option<char>, Arg, bool)> = OPTIONS
+        .iter()
+        .filter(|o| !name.is_empty() && o.0.starts_with(name))
+        .collect();
+    match matches[..] {
+        [one] => Ok(one),
+        [] => Err(format!("unrecognized option '--{name}'")),
+        _ => Err(format!(
+            "option '--{name}' is ambiguous; possibilities: {}",
+            matches
+                .iter()
+                .map(|o| format!("'--{}'", o.0))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )),
+    }
 }
 
 fn find_short(c: char) -> Option<&'static (&'static str, Option<char>, Arg, bool)> {
@@ -364,9 +385,7 @@ pub fn parse_args(
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
-            let Some(&(full, _, kind, handled)) = find_long(name) else {
-                return Err(err(format!("unrecognized option '--{name}'")));
-            };
+            let &(full, _, kind, handled) = find_long(name).map_err(err)?;
             let value =
                 match (kind, inline) {
                     (Arg::None, Some(_)) => {
@@ -789,6 +808,20 @@ mod tests {
         assert_eq!(o.partition.as_deref(), Some("gpu"));
         assert_eq!(o.memory, Some(Memory::PerNode(4096)));
         assert_eq!(rest, ["script.sh", "a", "b"]);
+    }
+
+    #[test]
+    fn long_options_may_be_abbreviated_when_unambiguous() {
+        let (o, rest) = parse("--job-na=abbr --parti debug --wr x").unwrap();
+        assert_eq!(o.job_name.as_deref(), Some("abbr"));
+        assert_eq!(o.partition.as_deref(), Some("debug"));
+        assert_eq!(o.wrap.as_deref(), Some("x"));
+        assert!(rest.is_empty());
+        let e = parse("--nod 2 job.sh").unwrap_err();
+        assert_eq!(
+            e.message,
+            "option '--nod' is ambiguous; possibilities: '--nodelist' '--nodes'"
+        );
     }
 
     #[test]

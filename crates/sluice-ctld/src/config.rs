@@ -113,6 +113,14 @@ impl ClusterConfig {
         if gres_path.is_file() {
             let gres = gres_conf::read(&gres_path)?;
             let layout = gres_conf::resolve(&conf, &gres)?;
+            if gres.autodetect == Some(gres_conf::AutoDetect::Nvml)
+                && detect_gpus(Path::new("/")).is_empty()
+            {
+                warnings.push(format!(
+                    "{}: AutoDetect=nvml, but this host has no NVIDIA driver: the configured GPUs are trusted",
+                    gres_path.display()
+                ));
+            }
             warnings.extend(gres.warnings);
             warnings.extend(layout.warnings);
             config.gres_devices = layout.nodes;
@@ -369,6 +377,20 @@ mod tests {
                 gres.display()
             )
         );
+
+        // AutoDetect=nvml on a host without the driver: said once, configured GPUs kept.
+        std::fs::write(&gres, "AutoDetect=nvml\n").unwrap();
+        let (c, warnings) = ClusterConfig::read(&slurm).unwrap();
+        if detect_gpus(Path::new("/")).is_empty() {
+            assert_eq!(
+                warnings,
+                [format!(
+                    "{}: AutoDetect=nvml, but this host has no NVIDIA driver: the configured GPUs are trusted",
+                    gres.display()
+                )]
+            );
+        }
+        assert_eq!(c.gres_devices.iter().map(|d| d.len()).sum::<usize>(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
