@@ -109,6 +109,19 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         },
     );
     p("Deadline", "N/A".into());
+    p("SuspendTime", "None".into());
+    p("SecsPreSuspend", "0".into());
+    p(
+        "LastSchedEval",
+        timestamp(j.start_time.unwrap_or(j.submit_time)),
+    );
+    p(
+        "Scheduler",
+        j.details
+            .get("scheduler")
+            .cloned()
+            .unwrap_or_else(|| "Main".into()),
+    );
     p("Partition", j.partition.clone());
     p("AllocNode:Sid", format!("{}:0", j.desc.submit_host));
     p("ReqNodeList", opt(&j.desc.nodelist));
@@ -130,6 +143,7 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("NumCPUs", cpus.to_string());
     p("NumTasks", j.ntasks.to_string());
     p("CPUs/Task", j.cpus_per_task.to_string());
+    p("ReqB:S:C:T", "0:0:*:*".into());
     let mut tres = format!("cpu={cpus}");
     if j.mem_per_node > 0 {
         tres.push_str(&format!(
@@ -146,11 +160,27 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         tres.push_str(&format!(",gres/gpu={gpus}"));
     }
     p("TRES", tres);
+    p("Socks/Node", "*".into());
+    p(
+        "NtasksPerN:B:S:C",
+        format!("{}:0:*:*", j.desc.ntasks_per_node.unwrap_or(0)),
+    );
+    p("CoreSpec", "*".into());
+    p("MinCPUsNode", j.cpus_per_task.to_string());
+    match j.desc.memory {
+        Some(sluice_proto::types::MemoryRequest::PerCpu(m)) => p("MinMemoryCPU", format!("{m}M")),
+        _ => p("MinMemoryNode", format!("{}M", j.mem_per_node)),
+    }
+    p("MinTmpDiskNode", "0".into());
     p("Features", opt(&j.desc.constraint));
+    p("DelayBoot", "00:00:00".into());
     p(
         "OverSubscribe",
         if j.desc.exclusive { "NO" } else { "OK" }.into(),
     );
+    p("Contiguous", "0".into());
+    p("Licenses", "(null)".into());
+    p("Network", "(null)".into());
     p("Command", j.desc.command.clone());
     p("WorkDir", j.desc.work_dir.clone());
     if let Some(c) = &j.desc.comment {
@@ -180,6 +210,7 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     if !per_node.is_empty() {
         p("TresPerNode", per_node.join(","));
     }
+    p("Power", String::new());
     v
 }
 
@@ -212,12 +243,15 @@ const JOB_BREAKS: &[&str] = &[
     "SubmitTime",
     "AccrueTime",
     "StartTime",
+    "SuspendTime",
     "Partition",
     "ReqNodeList",
     "NodeList",
     "BatchHost",
     "NumNodes",
     "TRES",
+    "Socks/Node",
+    "MinCPUsNode",
     "Features",
     "OverSubscribe",
     "Command",
@@ -227,6 +261,7 @@ const JOB_BREAKS: &[&str] = &[
     "StdIn",
     "StdOut",
     "TresPerNode",
+    "Power",
 ];
 
 /// Runs `scontrol`.

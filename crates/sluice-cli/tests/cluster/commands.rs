@@ -79,6 +79,7 @@ fn scontrol_show_job_follows_jobs_from_pending_through_running_to_their_end() {
         "--ntasks-per-node=1",
         "-c",
         "2",
+        "--mem-per-cpu=100M",
         "-t",
         "5",
         "--wrap",
@@ -131,6 +132,23 @@ fn scontrol_show_job_follows_jobs_from_pending_through_running_to_their_end() {
     );
     let run = pick(&out, &["RunTime"]);
     assert!(run.starts_with("RunTime=00:00:0"), "{run}");
+    // Line for line the keys real Slurm prints for a running job, in its order.
+    let keys = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('$') && !l.starts_with("---"))
+            .map(|l| {
+                l.split_whitespace()
+                    .map(|w| w.split('=').next().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let sample = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/slurm-samples/scontrol_show_job_running.txt"
+    ))
+    .unwrap();
+    assert_eq!(keys(&out), keys(&sample), "{out}");
 
     // Cancelling the big job lets the waiting one run, and end.
     assert_eq!(c.run("scancel", &[&big.to_string()]).code, 0);
