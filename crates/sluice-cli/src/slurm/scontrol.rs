@@ -396,10 +396,10 @@ pub fn main(args: Vec<String>) -> i32 {
                             ),
                             (
                                 "AllocTRES".into(),
-                                if n.cpus_alloc > 0 {
-                                    format!("cpu={}", n.cpus_alloc)
-                                } else {
-                                    String::new()
+                                match (n.cpus_alloc, n.memory_alloc) {
+                                    (0, _) => String::new(),
+                                    (c, 0) => format!("cpu={c}"),
+                                    (c, m) => format!("cpu={c},mem={}", tres_mem(m)),
                                 },
                             ),
                         ];
@@ -603,4 +603,13 @@ fn node_state(n: &NodeInfo) -> String {
         s.push_str("+NOT_RESPONDING");
     }
     s
+}
+
+/// Memory in MiB as Slurm's TRES strings print it: `2G` for whole GiB, else `1500M`.
+fn tres_mem(mib: u64) -> String {
+    if mib % 1024 == 0 {
+        format!("{}G", mib / 1024)
+    } else {
+        format!("{mib}M")
+    }
 }

@@ -250,8 +250,10 @@ fn scontrol_shows_nodes_partitions_and_host_lists() {
         node("n1"),
         "NodeName=n1 CPUAlloc=1 CPUTot=2 RealMemory=1000 State=MIXED Partitions=debug"
     );
-    let two = c.sbatch(&["-w", "n1", "-t", "5", "--wrap", "sleep 600"]);
+    let two = c.sbatch(&["-w", "n1", "--mem=512M", "-t", "5", "--wrap", "sleep 600"]);
     c.wait_for("n1 allocated", || node("n1").contains("State=ALLOCATED"));
+    let o = c.run("scontrol", &["show", "node", "n1"]);
+    assert_eq!(pick(&o.stdout, &["AllocTRES"]), "AllocTRES=cpu=2,mem=512M");
     assert_eq!(
         node("n1"),
         "NodeName=n1 CPUAlloc=2 CPUTot=2 RealMemory=1000 State=ALLOCATED Partitions=debug"
