@@ -607,7 +607,7 @@ fn node_state(n: &NodeInfo) -> String {
 
 /// Memory in MiB as Slurm's TRES strings print it: `2G` for whole GiB, else `1500M`.
 fn tres_mem(mib: u64) -> String {
-    if mib % 1024 == 0 {
+    if mib.is_multiple_of(1024) {
         format!("{}G", mib / 1024)
     } else {
         format!("{mib}M")
