@@ -125,11 +125,16 @@ pub fn relinquish(job: u64) {
 /// Reports the end of allocation `job` with its command's exit status (`code` as a
 /// shell gives it: above 128 means killed by signal `code - 128`).
 pub fn complete(client: &Client, job: u64, code: i32) {
-    let (exit_code, signal) = if code > 128 {
-        (0, code - 128)
+    if code > 128 {
+        complete_with(client, job, 0, code - 128)
     } else {
-        (code, 0)
-    };
+        complete_with(client, job, code, 0)
+    }
+}
+
+/// Reports the end of allocation `job`: its command's exit code, or the signal that
+/// killed it.
+pub fn complete_with(client: &Client, job: u64, exit_code: i32, signal: i32) {
     let body = serde_json::json!({"exit_code": exit_code, "signal": signal});
     let _ = client.post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/complete"), &body);
 }

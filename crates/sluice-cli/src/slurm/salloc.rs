@@ -11,7 +11,7 @@ use std::time::Duration;
 use sluice_conf::options::{parse_args, Command, JobOptions};
 use sluice_proto::types::{ConfigInfo, JobRecord, JobState};
 
-use super::allocate::{allocate, complete};
+use super::allocate::{allocate, complete, complete_with};
 use super::common::{controller, fail, USAGE_EXIT};
 use super::sbatch::describe_job;
 
@@ -90,16 +90,22 @@ pub fn main(args: Vec<String>) -> i32 {
     let revoked = Arc::new(AtomicBool::new(false));
     watch(job, child.id() as i32, opts.kill_command, revoked.clone());
     let status = child.wait();
-    let code = match status {
-        Ok(s) => s.code().unwrap_or_else(|| {
-            128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0)
-        }),
-        Err(_) => 1,
+    // An exit code (even above 128, as a shell may give) or the killing signal.
+    let (exit_code, signal) = match &status {
+        Ok(s) => match s.code() {
+            Some(c) => (c, 0),
+            None => (
+                0,
+                std::os::unix::process::ExitStatusExt::signal(s).unwrap_or(0),
+            ),
+        },
+        Err(_) => (1, 0),
     };
+    let code = if signal != 0 { 128 + signal } else { exit_code };
     if !revoked.load(Ordering::SeqCst) {
         eprintln!("{ME}: Relinquishing job allocation {job}");
-        complete(&client, job, code);
-    } else if code > 128 {
+        complete_with(&client, job, exit_code, signal);
+    } else if signal != 0 {
         // Killed (by --kill-command's signal): Slurm's salloc exits 1 then.
         return 1;
     }

@@ -65,6 +65,11 @@ fn salloc_runs_its_command_inside_the_allocation_and_gives_it_up() {
     let job = granted(&o.stderr);
     assert_eq!(o.code, 3);
     assert_eq!(sacct(job), "interactive|FAILED|3:0\n");
+    // An exit code above 128 is an exit code, not a signal.
+    let o = c.run("salloc", &["bash", "-c", "exit 130"]);
+    let job = granted(&o.stderr);
+    assert_eq!(o.code, 130);
+    assert_eq!(sacct(job), "interactive|FAILED|130:0\n");
     // A command that does not exist: Slurm's message, the allocation given back.
     let o = c.run("salloc", &["nosuchcmd"]);
     let job = granted(&o.stderr);
