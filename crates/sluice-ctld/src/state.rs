@@ -1291,19 +1291,58 @@ impl Controller {
                 "Unable to create step for job {job}: Job/step already completing or completed"
             ));
         }
-        let job_nodes = r.nodes.len() as u32;
-        let nodes = req.nodes.unwrap_or(job_nodes).min(job_nodes).max(1);
+        // The allocation's nodes the step may use, in the allocation's order: `-w` ones
+        // (all of them, first), then the others not `-x`-ed.
+        let names = |e: &Option<String>| -> Result<Vec<String>, String> {
+            match e.as_deref().filter(|e| !e.is_empty()) {
+                None => Ok(Vec::new()),
+                Some(e) => sluice_conf::hostlist::expand(e)
+                    .map_err(|_| "Invalid node name specified".to_string()),
+            }
+        };
+        let (wanted, unwanted) = (names(&req.nodelist)?, names(&req.exclude)?);
+        if wanted
+            .iter()
+            .any(|w| !r.nodes.contains(w) || unwanted.contains(w))
+        {
+            return Err(format!(
+                "Unable to create step for job {job}: Requested node configuration is not available"
+            ));
+        }
+        let mut usable: Vec<usize> = (0..r.nodes.len())
+            .filter(|&i| wanted.contains(&r.nodes[i]))
+            .collect();
+        usable.extend(
+            (0..r.nodes.len())
+                .filter(|&i| !wanted.contains(&r.nodes[i]) && !unwanted.contains(&r.nodes[i])),
+        );
+        let job_nodes = usable.len() as u32;
+        if job_nodes == 0 {
+            return Err(format!(
+                "Unable to create step for job {job}: Requested node configuration is not available"
+            ));
+        }
+        let default_nodes = if wanted.is_empty() {
+            job_nodes
+        } else {
+            wanted.len() as u32
+        };
+        let nodes = req
+            .nodes
+            .unwrap_or(default_nodes)
+            .max(wanted.len() as u32)
+            .min(job_nodes)
+            .max(1);
+        let usable = &usable[..nodes as usize];
         let ntasks = req.ntasks.unwrap_or_else(|| {
             req.ntasks_per_node
                 .map(|n| n * nodes)
                 .unwrap_or(if req.nodes.is_some() { nodes } else { r.ntasks })
         });
         let cpt = req.cpus_per_task.unwrap_or(r.cpus_per_task).max(1);
-        let cpus: Vec<u32> = r
-            .cpus_per_node
+        let cpus: Vec<u32> = usable
             .iter()
-            .take(nodes as usize)
-            .copied()
+            .map(|&i| r.cpus_per_node.get(i).copied().unwrap_or(0))
             .collect();
         let too_many = || {
             format!("Unable to create step for job {job}: More processors requested than permitted")
@@ -1335,7 +1374,8 @@ impl Controller {
         let mut next_task = 0u32;
         let mut plan_nodes = Vec::new();
         let mut task_gpus = Vec::new();
-        for (i, n) in per_node.iter().enumerate() {
+        for (k, n) in per_node.iter().enumerate() {
+            let i = usable[k];
             let name = r.nodes[i].clone();
             let ids: Vec<u32> = (next_task..next_task + n).collect();
             next_task += n;

@@ -573,6 +573,12 @@ pub struct StepRequest {
     pub argv: Vec<String>,
     /// Step name (the command's base name).
     pub name: String,
+    /// `-w`: the allocation's nodes the step must run on (a hostlist expression).
+    #[serde(default)]
+    pub nodelist: Option<String>,
+    /// `-x`: the allocation's nodes the step must not use.
+    #[serde(default)]
+    pub exclude: Option<String>,
 }
 
 /// Where a step's tasks run: per node, the global task ids.

@@ -80,6 +80,8 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default(),
+        nodelist: opts.nodelist.clone(),
+        exclude: opts.exclude.clone(),
     };
     let plan: StepPlan = match client.post(&format!("/v1/jobs/{job}/steps"), &req) {
         Ok(p) => p,

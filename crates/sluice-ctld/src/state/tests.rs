@@ -322,6 +322,45 @@ fn steps_spread_tasks_over_the_allocation_in_blocks() {
         err,
         format!("Unable to create step for job {id}: More processors requested than permitted")
     );
+    // -w and -x choose among the allocation's nodes.
+    let step_on = |c: &mut Controller, nodelist: Option<&str>, exclude: Option<&str>| {
+        c.start_step(
+            id,
+            &StepRequest {
+                ntasks: Some(2),
+                nodelist: nodelist.map(str::to_string),
+                exclude: exclude.map(str::to_string),
+                ..Default::default()
+            },
+            &alice(),
+            8,
+        )
+        .map(|(plan, _)| {
+            plan.nodes
+                .iter()
+                .map(|n| (n.0.clone(), n.2.clone()))
+                .collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(
+        step_on(&mut c, Some("node02"), None),
+        Ok(vec![("node02".to_string(), vec![0, 1])])
+    );
+    assert_eq!(
+        step_on(&mut c, None, Some("node01")),
+        Ok(vec![("node02".to_string(), vec![0, 1])])
+    );
+    let not_available = format!(
+        "Unable to create step for job {id}: Requested node configuration is not available"
+    );
+    assert_eq!(
+        step_on(&mut c, Some("node09"), None),
+        Err(not_available.clone())
+    );
+    assert_eq!(
+        step_on(&mut c, None, Some("node[01-02]")),
+        Err(not_available)
+    );
 }
 
 #[test]
