@@ -451,7 +451,22 @@ impl Profile {
     ) -> Option<(Time, Vec<NodeAlloc>)> {
         let d = duration.max(1);
         if req.lists_nodes() {
-            return self.earliest_start_listed(cluster, req, filter, d, t0, horizon);
+            // Whatever fits the named nodes fits the partition, so the partition's
+            // earliest start (found by classes, fast) is a lower bound; and when that
+            // placement already keeps to the lists, it is the answer. Only otherwise is
+            // the job placed node by node, from that time on.
+            let mut open = req.clone();
+            open.nodelist.clear();
+            open.exclude.clear();
+            let (t, allocs) = self.earliest_start(cluster, &open, filter, d, t0, horizon)?;
+            if req.nodelist.is_empty()
+                && allocs
+                    .iter()
+                    .all(|a| req.exclude.binary_search(&a.node).is_err())
+            {
+                return Some((t, allocs));
+            }
+            return self.earliest_start_listed(cluster, req, filter, d, t, horizon);
         }
         let admitted: Vec<bool> = self
             .attrs
