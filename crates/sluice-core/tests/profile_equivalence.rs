@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use sluice_core::profile::NodeFilter;
-use sluice_core::select::{choose_nodes, max_tasks, Candidate};
+use sluice_core::select::{choose_listed, choose_nodes, max_tasks, Candidate};
 use sluice_core::{Cluster, JobRequest, NodeId, PartitionId, Profile, Resources, Time, NEVER};
 
 #[derive(Clone, Debug)]
@@ -40,6 +40,38 @@ fn brute_force(
             })
             .collect();
         if let Some(chosen) = choose_nodes(req, &nodes) {
+            return Some((t, chosen));
+        }
+    }
+    None
+}
+
+/// [`brute_force`] for a job naming nodes: only nodes it may use are candidates, and
+/// `choose_listed` picks.
+fn brute_force_listed(
+    p: &Profile,
+    c: &Cluster,
+    req: &JobRequest,
+    d: Time,
+    t0: Time,
+    times: &[Time],
+) -> Option<(Time, Vec<(NodeId, u32)>)> {
+    let mut cands: Vec<Time> = times.iter().copied().filter(|&t| t > t0).collect();
+    cands.push(t0);
+    cands.sort();
+    cands.dedup();
+    for t in cands {
+        let nodes: Vec<Candidate> = (0..c.nodes.len() as u32)
+            .map(NodeId)
+            .filter(|n| req.exclude.binary_search(n).is_err())
+            .map(|n| Candidate {
+                node: n,
+                tasks: max_tasks(req, &p.free_during(n, t, t + d), &c.node(n).capacity),
+                free_cpus: p.free_at(n, t).cpus,
+                weight: c.node(n).weight,
+            })
+            .collect();
+        if let Some(chosen) = choose_listed(req, &nodes) {
             return Some((t, chosen));
         }
     }
@@ -103,6 +135,55 @@ proptest! {
             .earliest_start(&c, &req, filter, d, t0, NEVER)
             .map(|(t, a)| (t, a.iter().map(|x| (x.node, x.tasks)).collect::<Vec<_>>()));
         let want = brute_force(&p, &c, &req, d, t0, &times);
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn jobs_naming_nodes_start_when_a_node_by_node_search_says(
+        (cpus, claims) in workload(),
+        procs in 1u32..20,
+        min_nodes in 1u32..4,
+        excluded in 0u32..128,
+        listed in 0u32..128,
+        d in 1i64..50,
+        t0 in 0i64..40,
+    ) {
+        let mut c = Cluster::homogeneous("p", cpus.len() as u32, 1);
+        for (node, &n) in c.nodes.iter_mut().zip(&cpus) {
+            node.capacity.cpus = n;
+        }
+        let mut p = Profile::new(&c);
+        let mut times = Vec::new();
+        for cl in &claims {
+            let n = NodeId(cl.node);
+            let free = p.free_during(n, cl.start, cl.start + cl.len);
+            if cl.cpus <= free.cpus {
+                p.claim(n, cl.start, cl.start + cl.len, &Resources::cpus(cl.cpus));
+                times.push(cl.start);
+                times.push(cl.start + cl.len);
+            }
+        }
+        p.advance(t0);
+        let n = cpus.len() as u32;
+        let mut req = JobRequest::procs(procs.max(min_nodes));
+        req.min_nodes = min_nodes;
+        // Bit i of `excluded` excludes node i; `listed` names nodes (a third of the
+        // cases), never excluded ones; the node count covers the list, as the
+        // controller sets it.
+        req.exclude = (0..n).filter(|i| excluded & (1 << i) != 0).map(NodeId).collect();
+        if listed % 3 == 0 {
+            req.nodelist = (0..n)
+                .filter(|i| listed & (2 << i) != 0 && excluded & (1 << i) == 0)
+                .map(NodeId)
+                .collect();
+        }
+        req.min_nodes = req.min_nodes.max(req.nodelist.len() as u32);
+        req.ntasks = req.ntasks.max(req.min_nodes);
+        let filter = NodeFilter { partition: PartitionId(0), features_any: 0 };
+        let got = p
+            .earliest_start(&c, &req, filter, d, t0, NEVER)
+            .map(|(t, a)| (t, a.iter().map(|x| (x.node, x.tasks)).collect::<Vec<_>>()));
+        let want = brute_force_listed(&p, &c, &req, d, t0, &times);
         prop_assert_eq!(got, want);
     }
 }
