@@ -15,6 +15,8 @@ struct Claim {
     cpus: u32,
 }
 
+/// Every time at which anything changes (and `t0`), in order: at each, every node's
+/// window computed by hand, and `choose` picks among the nodes the job may use.
 fn brute_force(
     p: &Profile,
     c: &Cluster,
@@ -22,39 +24,7 @@ fn brute_force(
     d: Time,
     t0: Time,
     times: &[Time],
-) -> Option<(Time, Vec<(NodeId, u32)>)> {
-    let mut cands: Vec<Time> = times.iter().copied().filter(|&t| t > t0).collect();
-    cands.push(t0);
-    cands.sort();
-    cands.dedup();
-    for t in cands {
-        let nodes: Vec<Candidate> = (0..c.nodes.len() as u32)
-            .map(|i| {
-                let n = NodeId(i);
-                Candidate {
-                    node: n,
-                    tasks: max_tasks(req, &p.free_during(n, t, t + d), &c.node(n).capacity),
-                    free_cpus: p.free_at(n, t).cpus,
-                    weight: c.node(n).weight,
-                }
-            })
-            .collect();
-        if let Some(chosen) = choose_nodes(req, &nodes) {
-            return Some((t, chosen));
-        }
-    }
-    None
-}
-
-/// [`brute_force`] for a job naming nodes: only nodes it may use are candidates, and
-/// `choose_listed` picks.
-fn brute_force_listed(
-    p: &Profile,
-    c: &Cluster,
-    req: &JobRequest,
-    d: Time,
-    t0: Time,
-    times: &[Time],
+    choose: fn(&JobRequest, &[Candidate]) -> Option<Vec<(NodeId, u32)>>,
 ) -> Option<(Time, Vec<(NodeId, u32)>)> {
     let mut cands: Vec<Time> = times.iter().copied().filter(|&t| t > t0).collect();
     cands.push(t0);
@@ -71,11 +41,34 @@ fn brute_force_listed(
                 weight: c.node(n).weight,
             })
             .collect();
-        if let Some(chosen) = choose_listed(req, &nodes) {
+        if let Some(chosen) = choose(req, &nodes) {
             return Some((t, chosen));
         }
     }
     None
+}
+
+/// A cluster of nodes with `cpus` processors each, and a profile holding the `claims`
+/// that fit (the profile refuses over-allocation), advanced to `t0`; with the times at
+/// which claims begin and end.
+fn setup(cpus: &[u32], claims: &[Claim], t0: Time) -> (Cluster, Profile, Vec<Time>) {
+    let mut c = Cluster::homogeneous("p", cpus.len() as u32, 1);
+    for (node, &n) in c.nodes.iter_mut().zip(cpus) {
+        node.capacity.cpus = n;
+    }
+    let mut p = Profile::new(&c);
+    let mut times = Vec::new();
+    for cl in claims {
+        let n = NodeId(cl.node);
+        let free = p.free_during(n, cl.start, cl.start + cl.len);
+        if cl.cpus <= free.cpus {
+            p.claim(n, cl.start, cl.start + cl.len, &Resources::cpus(cl.cpus));
+            times.push(cl.start);
+            times.push(cl.start + cl.len);
+        }
+    }
+    p.advance(t0);
+    (c, p, times)
 }
 
 /// Nodes of different sizes (interleaved, as real configurations have them) and claims.
@@ -106,23 +99,7 @@ proptest! {
         d in 1i64..50,
         t0 in 0i64..40,
     ) {
-        let mut c = Cluster::homogeneous("p", cpus.len() as u32, 1);
-        for (node, &n) in c.nodes.iter_mut().zip(&cpus) {
-            node.capacity.cpus = n;
-        }
-        let mut p = Profile::new(&c);
-        let mut times = Vec::new();
-        for cl in &claims {
-            // Only claims that fit: the profile refuses over-allocation.
-            let n = NodeId(cl.node);
-            let free = p.free_during(n, cl.start, cl.start + cl.len);
-            if cl.cpus <= free.cpus {
-                p.claim(n, cl.start, cl.start + cl.len, &Resources::cpus(cl.cpus));
-                times.push(cl.start);
-                times.push(cl.start + cl.len);
-            }
-        }
-        p.advance(t0);
+        let (c, p, times) = setup(&cpus, &claims, t0);
         let mut req = JobRequest::procs(procs.max(min_nodes));
         if one_node {
             req = req.on_one_node();
@@ -134,7 +111,7 @@ proptest! {
         let got = p
             .earliest_start(&c, &req, filter, d, t0, NEVER)
             .map(|(t, a)| (t, a.iter().map(|x| (x.node, x.tasks)).collect::<Vec<_>>()));
-        let want = brute_force(&p, &c, &req, d, t0, &times);
+        let want = brute_force(&p, &c, &req, d, t0, &times, choose_nodes);
         prop_assert_eq!(got, want);
     }
 
@@ -148,22 +125,7 @@ proptest! {
         d in 1i64..50,
         t0 in 0i64..40,
     ) {
-        let mut c = Cluster::homogeneous("p", cpus.len() as u32, 1);
-        for (node, &n) in c.nodes.iter_mut().zip(&cpus) {
-            node.capacity.cpus = n;
-        }
-        let mut p = Profile::new(&c);
-        let mut times = Vec::new();
-        for cl in &claims {
-            let n = NodeId(cl.node);
-            let free = p.free_during(n, cl.start, cl.start + cl.len);
-            if cl.cpus <= free.cpus {
-                p.claim(n, cl.start, cl.start + cl.len, &Resources::cpus(cl.cpus));
-                times.push(cl.start);
-                times.push(cl.start + cl.len);
-            }
-        }
-        p.advance(t0);
+        let (c, p, times) = setup(&cpus, &claims, t0);
         let n = cpus.len() as u32;
         let mut req = JobRequest::procs(procs.max(min_nodes));
         req.min_nodes = min_nodes;
@@ -183,7 +145,7 @@ proptest! {
         let got = p
             .earliest_start(&c, &req, filter, d, t0, NEVER)
             .map(|(t, a)| (t, a.iter().map(|x| (x.node, x.tasks)).collect::<Vec<_>>()));
-        let want = brute_force_listed(&p, &c, &req, d, t0, &times);
+        let want = brute_force(&p, &c, &req, d, t0, &times, choose_listed);
         prop_assert_eq!(got, want);
     }
 }
