@@ -15,6 +15,9 @@ struct Claim {
     cpus: u32,
 }
 
+/// A node-choice rule of `sluice_core::select`.
+type Chooser = fn(&JobRequest, &[Candidate]) -> Option<Vec<(NodeId, u32)>>;
+
 /// Every time at which anything changes (and `t0`), in order: at each, every node's
 /// window computed by hand, and `choose` picks among the nodes the job may use.
 fn brute_force(
@@ -24,7 +27,7 @@ fn brute_force(
     d: Time,
     t0: Time,
     times: &[Time],
-    choose: fn(&JobRequest, &[Candidate]) -> Option<Vec<(NodeId, u32)>>,
+    choose: Chooser,
 ) -> Option<(Time, Vec<(NodeId, u32)>)> {
     let mut cands: Vec<Time> = times.iter().copied().filter(|&t| t > t0).collect();
     cands.push(t0);
