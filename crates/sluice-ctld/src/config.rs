@@ -38,6 +38,28 @@ pub struct ClusterConfig {
     pub gres_devices: Vec<Vec<GresDevice>>,
     /// `key = value` lines for `scontrol show config`.
     pub settings: Vec<(String, String)>,
+    /// Per partition: `DefCpuPerGPU` and `DefMemPerGPU`, its own or the global ones.
+    pub gpu_defaults: Vec<GpuDefaults>,
+}
+
+/// What a GPU job gets when it does not say (Slurm's `DefCpuPerGPU`, `DefMemPerGPU`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuDefaults {
+    /// CPUs per allocated GPU.
+    pub cpus_per_gpu: Option<u32>,
+    /// Memory per allocated GPU, MiB.
+    pub mem_per_gpu_mib: Option<u64>,
+}
+
+impl GpuDefaults {
+    /// From `DefCpuPerGPU` and `DefMemPerGPU` values (either may be absent); values
+    /// that do not parse are left out (slurm.conf's checks report them).
+    fn parse(cpus: Option<&str>, mem: Option<&str>) -> Self {
+        GpuDefaults {
+            cpus_per_gpu: cpus.and_then(|v| v.parse().ok()),
+            mem_per_gpu_mib: mem.and_then(|v| sluice_conf::duration::parse_mem_mib(v).ok()),
+        }
+    }
 }
 
 fn int(conf: &SlurmConf, key: &str, default: i64) -> i64 {
@@ -96,6 +118,13 @@ impl ClusterConfig {
             node_gres,
             gres_devices: GresLayout::from_slurm_conf(conf).nodes,
             settings,
+            gpu_defaults: vec![
+                GpuDefaults::parse(
+                    conf.get("DefCpuPerGPU"),
+                    conf.get("DefMemPerGPU")
+                );
+                conf.cluster.partitions.len()
+            ],
         }
     }
 
@@ -108,6 +137,15 @@ impl ClusterConfig {
         let conf = sluice_conf::slurm_conf::read(path)?;
         let nodes = node_details(path);
         let mut config = Self::from_slurm_conf(&conf, &nodes);
+        // A partition's own DefCpuPerGPU / DefMemPerGPU beat the global ones.
+        for (name, cpus, mem) in partition_gpu_defaults(path) {
+            if let Some(p) = config.cluster.partition_by_name(&name) {
+                let d = &mut config.gpu_defaults[p.index()];
+                let own = GpuDefaults::parse(cpus.as_deref(), mem.as_deref());
+                d.cpus_per_gpu = own.cpus_per_gpu.or(d.cpus_per_gpu);
+                d.mem_per_gpu_mib = own.mem_per_gpu_mib.or(d.mem_per_gpu_mib);
+            }
+        }
         let mut warnings = conf.warnings.clone();
         let gres_path = path.with_file_name("gres.conf");
         if gres_path.is_file() {
@@ -187,6 +225,7 @@ impl ClusterConfig {
             node_gres: vec![String::new()],
             gres_devices: vec![Vec::new()],
             settings: Vec::new(),
+            gpu_defaults: vec![GpuDefaults::default()],
         }
     }
 
@@ -233,6 +272,28 @@ fn meminfo_total_mib() -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024)
+}
+
+/// Per partition line: name, `DefCpuPerGPU=` and `DefMemPerGPU=` as written.
+fn partition_gpu_defaults(path: &Path) -> Vec<(String, Option<String>, Option<String>)> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let joined = text.replace("\\\n", " ");
+    joined
+        .lines()
+        .filter_map(|line| {
+            let line = line.split('#').next().unwrap_or("");
+            let kv: Vec<(String, String)> = line
+                .split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+                .collect();
+            let (_, name) = kv.first().filter(|(k, _)| k == "partitionname")?;
+            let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+            Some((name.clone(), get("defcpupergpu"), get("defmempergpu")))
+        })
+        .collect()
 }
 
 /// Per node line: name, `Gres=` text and (sockets, cores per socket, threads per core),
@@ -321,6 +382,36 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn gpu_defaults_come_from_the_partition_then_the_global_settings() {
+        let dir = std::env::temp_dir().join(format!("sluice-ctld-gpudef-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let slurm = dir.join("slurm.conf");
+        std::fs::write(
+            &slurm,
+            "ClusterName=c\nGresTypes=gpu\nDefMemPerGPU=2G\n\
+             NodeName=n1 CPUs=8 Gres=gpu:2\n\
+             PartitionName=a Nodes=n1 Default=YES DefCpuPerGPU=4\n\
+             PartitionName=b Nodes=n1 DefMemPerGPU=512\n",
+        )
+        .unwrap();
+        let (c, _) = ClusterConfig::read(&slurm).unwrap();
+        assert_eq!(
+            c.gpu_defaults,
+            [
+                GpuDefaults {
+                    cpus_per_gpu: Some(4),
+                    mem_per_gpu_mib: Some(2048)
+                },
+                GpuDefaults {
+                    cpus_per_gpu: None,
+                    mem_per_gpu_mib: Some(512)
+                }
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn gres_conf_next_to_slurm_conf_is_read() {

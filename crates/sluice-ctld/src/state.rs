@@ -500,6 +500,34 @@ impl Controller {
                 .unwrap_or(r.ntasks.div_ceil(req.min_nodes.max(1)));
             add("gpu", t.as_deref(), n * tasks_here)?;
         }
+        // CPUs and memory that come with each GPU: `--cpus-per-gpu`, else the
+        // partition's `DefCpuPerGPU`; its `DefMemPerGPU` when no memory was asked for.
+        if let Some(slot) = self.gpu_slot {
+            let gpus = req.gres_per_node[slot];
+            if gpus > 0 {
+                let defaults = self
+                    .conf
+                    .gpu_defaults
+                    .get(part.index())
+                    .copied()
+                    .unwrap_or_default();
+                if d.cpus_per_task.is_none() {
+                    if let Some(per_gpu) = d.cpus_per_gpu.or(defaults.cpus_per_gpu) {
+                        let tasks_here = d
+                            .ntasks_per_node
+                            .unwrap_or(r.ntasks.div_ceil(req.min_nodes.max(1)))
+                            .max(1);
+                        req.cpus_per_task =
+                            req.cpus_per_task.max((gpus * per_gpu).div_ceil(tasks_here));
+                    }
+                }
+                if d.memory.is_none() {
+                    if let Some(per_gpu) = defaults.mem_per_gpu_mib {
+                        req.mem = MemRequest::PerNode(u64::from(gpus) * per_gpu);
+                    }
+                }
+            }
+        }
         if let Some(c) = &d.constraint {
             for f in c.split('|') {
                 let i = self

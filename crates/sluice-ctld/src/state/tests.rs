@@ -486,3 +486,49 @@ fn a_request_naming_one_job_the_caller_may_not_touch_changes_none() {
     assert_eq!(c.job(his).unwrap().state, JobState::Pending);
     assert_eq!(c.job(busy).unwrap().state, JobState::Running);
 }
+
+#[test]
+fn gpu_jobs_get_the_cpus_and_memory_that_come_with_each_gpu() {
+    // One node of 32 CPUs, 64 GB and 4 GPUs; the partition gives 4 CPUs and 1000 MiB
+    // with each GPU unless the job says otherwise.
+    let text = "ClusterName=g\nGresTypes=gpu\n\
+                NodeName=g1 CPUs=32 RealMemory=64000 Gres=gpu:4\n\
+                PartitionName=gpu Nodes=g1 Default=YES DefCpuPerGPU=4 DefMemPerGPU=1000\n";
+    let parsed = sluice_conf::slurm_conf::parse_str(text, Path::new("slurm.conf")).unwrap();
+    let mut conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
+    conf.gpu_defaults[0] = crate::config::GpuDefaults {
+        cpus_per_gpu: Some(4),
+        mem_per_gpu_mib: Some(1000),
+    };
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let gpus = |n: u32| {
+        vec![sluice_proto::types::GresRequest {
+            name: "gpu".into(),
+            gres_type: None,
+            count: n,
+        }]
+    };
+    // Two GPUs, nothing else said: 8 CPUs and 2000 MiB.
+    let mut d = desc(1, 60);
+    d.gres = gpus(2);
+    let (a, _) = submit(&mut c, d, &mut next, 0);
+    // One GPU with its own CPUs per GPU and memory: those.
+    let mut d = desc(1, 60);
+    d.gres = gpus(1);
+    d.cpus_per_gpu = Some(2);
+    d.memory = Some(MemoryRequest::PerNode(500));
+    let (b, _) = submit(&mut c, d, &mut next, 0);
+    c.schedule(0);
+    let got = |id: u64| {
+        let r = c.job(id).unwrap();
+        (
+            r.state,
+            r.cpus_per_node.clone(),
+            r.mem_per_node,
+            r.gpus_per_node.clone(),
+        )
+    };
+    assert_eq!(got(a), (JobState::Running, vec![8], 2000, vec![vec![0, 1]]));
+    assert_eq!(got(b), (JobState::Running, vec![2], 500, vec![vec![2]]));
+}
