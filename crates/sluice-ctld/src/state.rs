@@ -477,7 +477,12 @@ impl Controller {
         let table = &self.conf.cluster.gres;
         let invalid = || "Invalid generic resource (gres) specification".to_string();
         let mut add = |name: &str, gtype: Option<&str>, count: u32| -> Result<(), String> {
-            let slot = table.find(name, gtype).ok_or_else(invalid)?;
+            let slot = match table.find(name, gtype) {
+                Some(slot) => slot,
+                // A type no node has, of a GRES the cluster has: no node could ever.
+                None if table.find(name, None).is_some() => return Err(NODE_CONFIG.into()),
+                None => return Err(invalid()),
+            };
             req.gres_per_node[slot] += count;
             if let Some(parent) = table.parent(slot) {
                 req.gres_per_node[parent] += count;

@@ -63,6 +63,9 @@ pub fn allocate(client: &Client, me: &str, desc: &JobDescription) -> JobRecord {
     let reply: SubmitReply = match client.post("/v1/jobs", desc) {
         Ok(r) => r,
         Err(e) => {
+            if describe(&e) == super::sbatch::BAD_GRES {
+                fail(me, super::sbatch::BAD_GRES, 1)
+            }
             super::sbatch::explain_refusal(me, desc, &describe(&e));
             let what = if salloc {
                 "Job submit/allocate failed"

@@ -113,6 +113,10 @@ pub fn describe_job(
     })
 }
 
+/// Slurm's message for GRES the cluster does not have; its commands print it on its
+/// own, not as a failed submission.
+pub const BAD_GRES: &str = "Invalid generic resource (gres) specification";
+
 /// The lines Slurm's submitting commands print before "…submission failed: MSG" (or
 /// salloc's "Job submit/allocate failed: MSG") when the controller refuses `desc`:
 /// which partition was invalid, or that the memory asked for cannot be had.
@@ -246,6 +250,10 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(r) => r,
         Err(e) => {
             let msg = describe(&e);
+            if msg == BAD_GRES {
+                // Slurm's sbatch finds this itself, before it submits.
+                fail(ME, msg, 1)
+            }
             explain_refusal(ME, &desc, &msg);
             fail(ME, format!("Batch job submission failed: {msg}"), 1)
         }

@@ -5,6 +5,7 @@ mod arrays;
 mod cancel;
 mod commands;
 mod durability;
+mod gpu;
 mod harness;
 mod limits;
 mod memory;
