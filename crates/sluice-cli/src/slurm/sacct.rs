@@ -172,7 +172,26 @@ fn value(field: &str, row: &Row, t: i64, cluster: &str) -> String {
                 )
             }
         }
-        ("AllocTRES", Row::Step(_, s)) => tres(s.cpus, 0, s.nodes.len(), 0, false),
+        ("AllocTRES", Row::Step(_, s)) => {
+            // A step holds the job's memory and GPUs on the nodes it runs on (the
+            // batch step: the first node), as Slurm accounts them.
+            let on: Vec<&String> = match s.step {
+                StepId::Batch => j.nodes.iter().take(1).collect(),
+                _ => s.nodes.iter().collect(),
+            };
+            let step_gpus: usize = on
+                .iter()
+                .filter_map(|n| j.nodes.iter().position(|m| m == *n))
+                .map(|i| j.gpus_per_node.get(i).map_or(0, Vec::len))
+                .sum();
+            tres(
+                s.cpus,
+                j.mem_per_node * on.len() as u64,
+                on.len().max(1),
+                step_gpus,
+                false,
+            )
+        }
         ("ReqTRES", _) => tres(
             j.ntasks * j.cpus_per_task,
             j.mem_per_node,

@@ -43,6 +43,23 @@ fn impossible_gpu_requests_get_slurms_errors() {
     let o = c.run("squeue", &["-h", "-j", &job.to_string(), "-o", "%C %m"]);
     assert_eq!(o.stdout, "4 2000M\n");
     assert_eq!(c.run("scancel", &[&job.to_string()]).code, 0);
+
+    // Accounting: the job and its steps hold its GPUs and memory (Slurm's shape,
+    // `gpu_sacct_steps.txt`).
+    let job = c.sbatch(&["--gres=gpu:2", "-t", "5", "--wrap", "srun true"]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    let o = c.run(
+        "sacct",
+        &["-n", "-P", "-o", "JobID,AllocTRES", "-j", &job.to_string()],
+    );
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{job}|billing=4,cpu=4,gres/gpu=2,mem=2000M,node=1\n\
+             {job}.batch|cpu=4,gres/gpu=2,mem=2000M,node=1\n\
+             {job}.0|cpu=1,gres/gpu=2,mem=2000M,node=1\n"
+        )
+    );
 }
 
 #[test]
