@@ -2060,6 +2060,13 @@ pub fn batch_environment(
             set("SLURM_ARRAY_TASK_STEP", step.to_string());
         }
     }
+    if let Some((gtype, n)) = &r.desc.gpus {
+        // `--gpus` as asked: `2`, or `a100:2`.
+        set(
+            "SLURM_GPUS",
+            gtype.as_ref().map_or(n.to_string(), |t| format!("{t}:{n}")),
+        );
+    }
     let gpus = r.gpus_per_node.first().cloned().unwrap_or_default();
     if !gpus.is_empty() {
         let list = gpus

@@ -44,6 +44,20 @@ fn impossible_gpu_requests_get_slurms_errors() {
     assert_eq!(o.stdout, "4 2000M\n");
     assert_eq!(c.run("scancel", &[&job.to_string()]).code, 0);
 
+    // The job's GPU variables, as in `gpu_job_env.txt`.
+    let job = c.sbatch(&[
+        "--gpus=2",
+        "-o",
+        "env-%j.out",
+        "--wrap",
+        "env | grep -E '^(SLURM_GPUS|SLURM_JOB_GPUS|CUDA_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL)=' | sort",
+    ]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    assert_eq!(
+        std::fs::read_to_string(c.work().join(format!("env-{job}.out"))).unwrap(),
+        "CUDA_VISIBLE_DEVICES=0,1\nGPU_DEVICE_ORDINAL=0,1\nSLURM_GPUS=2\nSLURM_JOB_GPUS=0,1\n"
+    );
+
     // Accounting: the job and its steps hold its GPUs and memory (Slurm's shape,
     // `gpu_sacct_steps.txt`).
     let job = c.sbatch(&["--gres=gpu:2", "-t", "5", "--wrap", "srun true"]);
