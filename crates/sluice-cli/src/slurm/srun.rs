@@ -120,6 +120,10 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     set("SLURM_STEP_TASKS_PER_NODE", tpn.clone());
     set("SLURM_TASKS_PER_NODE", tpn);
     set("SLURM_DISTRIBUTION", "block".into());
+    if let Some((_, n)) = &opts.gpus_per_task {
+        // How the step's GPUs are bound to its tasks, as slurmd tells them.
+        set("SLURMD_TRES_BIND", format!("gpu:per_task:{n}"));
+    }
     set(
         "SLURM_CPUS_PER_TASK",
         opts.cpus_per_task

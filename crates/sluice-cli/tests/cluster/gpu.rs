@@ -58,6 +58,24 @@ fn impossible_gpu_requests_get_slurms_errors() {
         "CUDA_VISIBLE_DEVICES=0,1\nGPU_DEVICE_ORDINAL=0,1\nSLURM_GPUS=2\nSLURM_JOB_GPUS=0,1\n"
     );
 
+    // One GPU per task under srun: each task sees its own.
+    let o = c.run(
+        "srun",
+        &[
+            "-n",
+            "2",
+            "--gpus-per-task=1",
+            "-l",
+            "bash",
+            "-c",
+            "echo $CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS $SLURMD_TRES_BIND",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["0: 0 0 gpu:per_task:1", "1: 1 1 gpu:per_task:1"]);
+
     // Accounting: the job and its steps hold its GPUs and memory (Slurm's shape,
     // `gpu_sacct_steps.txt`).
     let job = c.sbatch(&["--gres=gpu:2", "-t", "5", "--wrap", "srun true"]);
