@@ -184,8 +184,17 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         }
     };
     let pid = child.id() as i32;
-    if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&id) {
-        j.pid = Some(pid);
+    let ended_before_start = {
+        let mut jobs = agent.jobs.lock().expect("lock");
+        jobs.get_mut(&id).and_then(|j| {
+            j.pid = Some(pid);
+            j.ending
+        })
+    };
+    if ended_before_start.is_some() {
+        // The controller ended the job while its script was being started: the order
+        // found no process then, so it is carried out now.
+        kill_job(agent.clone(), id, order.kill_wait);
     }
     let key = format!("{id}.batch");
     leftovers::remember(&agent.jobs_dir(), &key, pid);

@@ -43,6 +43,8 @@ fn impossible_gpu_requests_get_slurms_errors() {
     let o = c.run("squeue", &["-h", "-j", &job.to_string(), "-o", "%C %m"]);
     assert_eq!(o.stdout, "4 2000M\n");
     assert_eq!(c.run("scancel", &[&job.to_string()]).code, 0);
+    // Its GPUs are free again only once it has ended.
+    c.wait_ended(job);
 
     // The job's GPU variables, as in `gpu_job_env.txt`.
     let job = c.sbatch(&[
