@@ -67,24 +67,9 @@ pub fn parse_array(s: &str) -> Result<ArraySpec, String> {
     Ok(ArraySpec { indices, throttle })
 }
 
-/// Prints indices compactly as Slurm shows array tasks (`0-3,7,9-11`).
-pub fn format_indices(indices: &[u32]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < indices.len() {
-        let mut j = i;
-        while j + 1 < indices.len() && indices[j + 1] == indices[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            indices[i].to_string()
-        } else {
-            format!("{}-{}", indices[i], indices[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
+/// Prints indices compactly as Slurm shows array tasks (`0-3,7,9-11`): the wire
+/// crate's rule, which squeue's array lines use too.
+pub use sluice_proto::types::compact_indices as format_indices;
 
 #[cfg(test)]
 mod tests {
