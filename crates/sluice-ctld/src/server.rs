@@ -717,13 +717,18 @@ async fn answer(app: &App, r: Result<Vec<Effect>, String>) -> Response {
     }
 }
 
-async fn hold_or_release(app: App, peer: Peer, id: u64, task: Option<u32>, hold: bool) -> Response {
+/// A state change on behalf of `peer`: `change` runs under the controller's lock with
+/// the caller and the time, then [`answer`] carries out its effects.
+async fn act(
+    app: App,
+    peer: Peer,
+    change: impl FnOnce(&mut Controller, &Caller, i64) -> Result<Vec<Effect>, String>,
+) -> Response {
     let caller = app.caller(peer);
-    let r = app
-        .ctl
-        .lock()
-        .expect("lock")
-        .set_hold(id, task, hold, &caller, now());
+    let r = {
+        let mut ctl = app.ctl.lock().expect("lock");
+        change(&mut ctl, &caller, now())
+    };
     answer(&app, r).await
 }
 
@@ -734,15 +739,12 @@ async fn hold(
     Json(t): Json<TaskSel>,
 ) -> Response {
     if t.user {
-        let caller = app.caller(peer);
-        let r = app
-            .ctl
-            .lock()
-            .expect("lock")
-            .user_hold(id, t.task, &caller, now());
-        return answer(&app, r).await;
+        return act(app, peer, |c, who, now| c.user_hold(id, t.task, who, now)).await;
     }
-    hold_or_release(app, peer, id, t.task, true).await
+    act(app, peer, |c, who, now| {
+        c.set_hold(id, t.task, true, who, now)
+    })
+    .await
 }
 
 async fn release(
@@ -751,7 +753,10 @@ async fn release(
     UrlPath(id): UrlPath<u64>,
     Json(t): Json<TaskSel>,
 ) -> Response {
-    hold_or_release(app, peer, id, t.task, false).await
+    act(app, peer, |c, who, now| {
+        c.set_hold(id, t.task, false, who, now)
+    })
+    .await
 }
 
 async fn requeue(
@@ -760,13 +765,7 @@ async fn requeue(
     UrlPath(id): UrlPath<u64>,
     Json(t): Json<TaskSel>,
 ) -> Response {
-    let caller = app.caller(peer);
-    let r = app
-        .ctl
-        .lock()
-        .expect("lock")
-        .requeue(id, t.task, &caller, now());
-    answer(&app, r).await
+    act(app, peer, |c, who, now| c.requeue(id, t.task, who, now)).await
 }
 
 async fn start_step(

@@ -6,7 +6,7 @@ use axum::response::Response;
 use axum::Json;
 use sluice_proto::types::{JobUpdate, NodeUpdate};
 
-use super::{answer, now, App, Peer};
+use super::{act, App, Peer};
 
 /// `POST /v1/nodes/update`: answered once the new state is on disk.
 pub(super) async fn update_nodes(
@@ -14,15 +14,10 @@ pub(super) async fn update_nodes(
     ConnectInfo(peer): ConnectInfo<Peer>,
     Json(u): Json<NodeUpdate>,
 ) -> Response {
-    let caller = app.caller(peer);
-    let r = app.ctl.lock().expect("lock").update_node(
-        &u.nodes,
-        &u.state,
-        u.reason.as_deref(),
-        &caller,
-        now(),
-    );
-    answer(&app, r).await
+    act(app, peer, |c, who, now| {
+        c.update_node(&u.nodes, &u.state, u.reason.as_deref(), who, now)
+    })
+    .await
 }
 
 /// `POST /v1/jobs/{id}/update`.
@@ -32,11 +27,8 @@ pub(super) async fn update_job(
     UrlPath(id): UrlPath<u64>,
     Json(u): Json<JobUpdate>,
 ) -> Response {
-    let caller = app.caller(peer);
-    let r = app
-        .ctl
-        .lock()
-        .expect("lock")
-        .update_job(id, u.task, &u.changes, &caller, now());
-    answer(&app, r).await
+    act(app, peer, |c, who, now| {
+        c.update_job(id, u.task, &u.changes, who, now)
+    })
+    .await
 }
