@@ -9,11 +9,11 @@ use clap::{Args, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use sluice_core::{BackfillParams, Cluster, Policy};
+use sluice_core::{BackfillParams, Cluster, Placement, Policy};
 use sluice_sim::metrics::{self, Metrics};
 use sluice_sim::setup::{self, MachineSpec, Mode, SimJob};
 use sluice_sim::synth::{self, SynthParams};
-use sluice_sim::trace::{self, Format};
+use sluice_sim::trace::{self, Format, TraceJob};
 use sluice_sim::{output, plot, replay, SimError};
 
 /// Scheduling policy names on the command line.
@@ -79,6 +79,31 @@ pub struct SimArgs {
     /// Draw queue length and utilisation over time into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// How a one-node job chooses among the nodes that could take it: best-fit
+    /// (fewest free GPUs, then processors), cpu-best-fit, first-fit or least-loaded
+    /// [default: best-fit, or least-loaded with a --config that sets CR_LLN].
+    #[arg(long, value_name = "RULE", value_parser = parse_placement)]
+    pub placement: Option<Placement>,
+    /// Divide every submission time by F, so that the same jobs arrive F times as
+    /// densely (offered load × F); run times are unchanged.
+    #[arg(long, value_name = "F", value_parser = parse_load_factor)]
+    pub load_factor: Option<f64>,
+    /// Submit every job of the trace K times (copies get new ids), as the workload
+    /// inflation of GPU-sharing studies does to fill a cluster the trace alone leaves
+    /// mostly idle.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..1001))]
+    pub inflate: Option<u32>,
+}
+
+fn parse_placement(s: &str) -> Result<Placement, String> {
+    Placement::parse(s)
+}
+
+fn parse_load_factor(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(f),
+        _ => Err(format!("'{s}' is not a positive number")),
+    }
 }
 
 /// What `--json` prints: what was replayed, how, and the metrics.
@@ -136,7 +161,10 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
         let list = args.synthetic.clone().unwrap_or_default();
         let synth = parse_synthetic(&list)?;
         apply_parameters(&mut params, &args)?;
-        let (cluster, jobs) = synth::generate(&synth);
+        let (mut cluster, jobs) = synth::generate(&synth);
+        if let Some(p) = args.placement {
+            cluster.placement = p;
+        }
         let name = format!("synthetic {list}");
         return replay_and_report(
             &args,
@@ -168,7 +196,7 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
             "--procs and --nodes size SWF traces; a GPU trace lists its own nodes",
         ));
     }
-    let workload = match format {
+    let mut workload = match format {
         Format::Swf => trace::swf::read(&trace_path)?,
         Format::Alibaba => {
             let nodes = args.node_list.as_ref().ok_or_else(|| {
@@ -183,6 +211,21 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
             trace::tiresias::read(&trace_path, spec)?
         }
     };
+    if let Some(k) = args.inflate.filter(|&k| k > 1) {
+        let stride = workload.jobs.iter().map(|j| j.id).max().unwrap_or(0) + 1;
+        let original = workload.jobs.clone();
+        for copy in 1..k as u64 {
+            workload.jobs.extend(original.iter().map(|j| TraceJob {
+                id: j.id + copy * stride,
+                ..j.clone()
+            }));
+        }
+    }
+    if let Some(f) = args.load_factor {
+        for j in &mut workload.jobs {
+            j.submit = (j.submit as f64 / f).round() as i64;
+        }
+    }
     let mut default_policy = PolicyName::Backfill;
     let mut machine = MachineSpec {
         procs: args.procs,
@@ -213,7 +256,10 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
     } else {
         Mode::Full
     };
-    let (cluster, jobs, skipped) = setup::prepare(&workload, mode, &machine, &trace_path)?;
+    let (mut cluster, jobs, skipped) = setup::prepare(&workload, mode, &machine, &trace_path)?;
+    if let Some(p) = args.placement {
+        cluster.placement = p;
+    }
     let name = trace_path.display().to_string();
     replay_and_report(
         &args,
@@ -399,6 +445,19 @@ fn render_table(m: &Metrics, name: &str, mode: &str, policy: &Policy, skipped: u
     if m.gpu_seconds > 0.0 {
         rows.push(("GPU-hours", format!("{:.1}", m.gpu_seconds / 3600.0)));
         rows.push(("GPU utilisation", format!("{:.4}", m.gpu_utilization)));
+        rows.push((
+            "GPU-hours idle while GPU jobs waited",
+            format!("{:.1}", m.idle_gpu_seconds_while_waiting / 3600.0),
+        ));
+        rows.push((
+            "  of which fragmented",
+            format!("{:.1}", m.fragmented_gpu_seconds / 3600.0),
+        ));
+        rows.push(("multi-GPU jobs", m.multi_gpu_jobs.to_string()));
+        rows.push((
+            "  on the fewest nodes possible",
+            format!("{:.4}", m.multi_gpu_fewest_nodes),
+        ));
     }
     for (k, v) in rows {
         t.add_row(vec![

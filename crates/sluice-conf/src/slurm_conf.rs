@@ -580,6 +580,18 @@ impl Parser {
             .get("schedulertype")
             .map(|(_, v)| v.clone())
             .unwrap_or_else(|| "sched/backfill".to_string());
+        // `SelectTypeParameters=CR_LLN` spreads work over the least loaded nodes; any
+        // other choice keeps Sluice's GPU-aware best fit (see `Placement`).
+        if self
+            .settings
+            .get("selecttypeparameters")
+            .is_some_and(|(_, v)| {
+                v.split(',')
+                    .any(|p| p.trim().eq_ignore_ascii_case("CR_LLN"))
+            })
+        {
+            self.cluster.placement = sluice_core::Placement::LeastLoaded;
+        }
         Ok(SlurmConf {
             cluster_name,
             cluster: self.cluster,

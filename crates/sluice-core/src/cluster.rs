@@ -1,8 +1,9 @@
 //! The machine: nodes, partitions and the names of their GRES and features.
 
 use crate::ids::{NodeId, PartitionId};
+use crate::placement::{Placement, PlacementKey};
 use crate::time::Secs;
-use crate::tres::{GresTable, Resources};
+use crate::tres::{GresSlot, GresTable, Resources};
 
 /// Whether a node may receive new work (Slurm's base node states, as far as the
 /// scheduler cares; allocation states such as MIXED follow from the jobs on it).
@@ -112,6 +113,8 @@ pub struct Cluster {
     pub gres: GresTable,
     /// Names of node features, bit `i` of [`Node::features`] standing for `features[i]`.
     pub features: Vec<String>,
+    /// How a one-node job chooses among the nodes that could take it.
+    pub placement: Placement,
 }
 
 impl Cluster {
@@ -180,6 +183,17 @@ impl Cluster {
         }
         self.features.push(name.to_string());
         Some(1 << (self.features.len() - 1))
+    }
+
+    /// The untyped `gpu` GRES slot, if the cluster has GPUs.
+    pub fn gpu_slot(&self) -> Option<GresSlot> {
+        self.gres.find("gpu", None)
+    }
+
+    /// `node`'s rank under the cluster's [`Placement`] when it has `free` left.
+    pub fn placement_key(&self, node: NodeId, free: &Resources) -> PlacementKey {
+        self.placement
+            .key(free, self.gpu_slot(), self.node(node).weight, node)
     }
 
     /// Total processors over all nodes.

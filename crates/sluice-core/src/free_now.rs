@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use crate::cluster::{Cluster, NodeState};
 use crate::ids::{NodeId, PartitionId};
 use crate::job::{JobRequest, NodeAlloc};
+use crate::placement::PlacementKey;
 use crate::tres::{Resources, MAX_GRES};
 
 #[derive(Clone, Debug, Default)]
@@ -22,9 +23,11 @@ struct PartitionTotals {
     idle_nodes: u32,
     /// Schedulable nodes.
     up_nodes: u32,
-    /// Schedulable nodes by (free processors, weight, id): the order in which node
-    /// selection looks at them.
-    by_free_cpus: BTreeSet<(u32, u32, NodeId)>,
+    /// Schedulable nodes by their [`PlacementKey`]: the order in which node selection
+    /// looks at them.
+    by_rank: BTreeSet<PlacementKey>,
+    /// The most free processors on one schedulable node, as a multiset (count per value).
+    roomiest: std::collections::BTreeMap<u32, u32>,
 }
 
 /// Free resources now, per node and per partition.
@@ -80,11 +83,20 @@ impl FreeNow {
             if idle {
                 t.idle_nodes = (t.idle_nodes as i64 + sign) as u32;
             }
-            let key = (free.cpus, cluster.node(node).weight, node);
+            let key = cluster.placement_key(node, &free);
             if sign > 0 {
-                t.by_free_cpus.insert(key);
+                t.by_rank.insert(key);
+                *t.roomiest.entry(free.cpus).or_default() += 1;
             } else {
-                t.by_free_cpus.remove(&key);
+                t.by_rank.remove(&key);
+                if let std::collections::btree_map::Entry::Occupied(mut e) =
+                    t.roomiest.entry(free.cpus)
+                {
+                    *e.get_mut() -= 1;
+                    if *e.get() == 0 {
+                        e.remove();
+                    }
+                }
             }
         }
     }
@@ -122,9 +134,9 @@ impl FreeNow {
         self.free[node.index()]
     }
 
-    /// A partition's schedulable nodes by (free processors, weight, id).
-    pub(crate) fn by_free_cpus(&self, partition: PartitionId) -> &BTreeSet<(u32, u32, NodeId)> {
-        &self.totals[partition.index()].by_free_cpus
+    /// A partition's schedulable nodes by their [`PlacementKey`].
+    pub(crate) fn by_rank(&self, partition: PartitionId) -> &BTreeSet<PlacementKey> {
+        &self.totals[partition.index()].by_rank
     }
 
     /// Number of schedulable (up) nodes in `partition`.
@@ -155,7 +167,7 @@ impl FreeNow {
             None if req.max_nodes == 1 => req.min_cpus(),
             None => req.cpus_per_task as u64,
         };
-        let roomiest = t.by_free_cpus.iter().next_back().map_or(0, |k| k.0);
+        let roomiest = t.roomiest.keys().next_back().copied().unwrap_or(0);
         roomiest as u64 >= per_node
     }
 }

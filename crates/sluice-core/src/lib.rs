@@ -14,6 +14,7 @@ pub mod decision;
 mod free_now;
 pub mod ids;
 pub mod job;
+pub mod placement;
 pub mod policy;
 pub mod profile;
 pub mod scheduler;
@@ -27,6 +28,7 @@ pub use ids::{JobId, NodeId, PartitionId};
 pub use job::{
     Allocation, Job, JobRequest, JobSpec, JobState, MemRequest, NodeAlloc, PendingReason,
 };
+pub use placement::Placement;
 pub use policy::{BackfillParams, Policy};
 pub use profile::Profile;
 pub use scheduler::{EndSemantics, Scheduler, SubmitError};

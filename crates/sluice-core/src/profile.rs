@@ -34,6 +34,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHasher};
 use crate::cluster::{Cluster, NodeState};
 use crate::ids::{NodeId, PartitionId};
 use crate::job::{JobRequest, NodeAlloc};
+use crate::placement::PlacementKey;
 use crate::select::{choose_listed, max_tasks, node_allocs, take_in_order, Candidate};
 use crate::time::{Secs, Time, NEVER};
 use crate::tres::Resources;
@@ -524,7 +525,7 @@ impl Profile {
         let mut t = t0;
         loop {
             if ready(sum, count, whole) {
-                if let Some(chosen) = self.choose(req, &classes, &hosting, t) {
+                if let Some(chosen) = self.choose(cluster, req, &classes, &hosting, t) {
                     let allocs =
                         node_allocs(req, &chosen, |n| self.free_during(n, t, t + d), cluster);
                     return Some((t, allocs));
@@ -565,8 +566,8 @@ impl Profile {
         t0: Time,
         horizon: Time,
     ) -> Option<(Time, Vec<NodeAlloc>)> {
-        // (start, free CPUs at start, weight, node): the node choice order at equal starts.
-        let mut best: Option<(Time, u32, u32, NodeId)> = None;
+        // (start, placement rank at start): the node choice order at equal starts.
+        let mut best: Option<(Time, PlacementKey)> = None;
         for &id in classes {
             let c = &self.classes[id as usize];
             let attr = &self.attrs[c.attr as usize];
@@ -578,7 +579,10 @@ impl Profile {
                 }
                 if it.current(req) >= req.ntasks {
                     let node = *c.members.iter().next().expect("live classes have members");
-                    let key = (t, c.steps[index_at(&c.steps, t)].1.cpus, attr.weight, node);
+                    let key = (
+                        t,
+                        cluster.placement_key(node, &c.steps[index_at(&c.steps, t)].1),
+                    );
                     if best.is_none_or(|b| key < b) {
                         best = Some(key);
                     }
@@ -593,7 +597,7 @@ impl Profile {
                 }
             }
         }
-        let (t, _, _, node) = best?;
+        let (t, (_, _, _, node)) = best?;
         let chosen = [(node, req.ntasks)];
         Some((
             t,
@@ -605,6 +609,7 @@ impl Profile {
     /// in the order of [`crate::select::choose_nodes`].
     fn choose(
         &self,
+        cluster: &Cluster,
         req: &JobRequest,
         classes: &[ClassId],
         hosting: &[u32],
@@ -614,6 +619,7 @@ impl Profile {
             tasks: u32,
             free_cpus: u32,
             weight: u32,
+            rank: PlacementKey,
             members: &'a BTreeSet<NodeId>,
         }
         let cands: Vec<Cand> = classes
@@ -622,10 +628,13 @@ impl Profile {
             .filter(|(_, k)| **k > 0)
             .map(|(&id, &tasks)| {
                 let c = &self.classes[id as usize];
+                let free = c.steps[index_at(&c.steps, t)].1;
+                let first = *c.members.iter().next().expect("live classes have members");
                 Cand {
                     tasks,
-                    free_cpus: c.steps[index_at(&c.steps, t)].1.cpus,
+                    free_cpus: free.cpus,
                     weight: self.attrs[c.attr as usize].weight,
+                    rank: cluster.placement_key(first, &free),
                     members: &c.members,
                 }
             })
@@ -635,7 +644,7 @@ impl Profile {
             let best = cands
                 .iter()
                 .filter(|c| c.tasks >= req.ntasks)
-                .min_by_key(|c| (c.free_cpus, c.weight, first(c)));
+                .min_by_key(|c| c.rank);
             if let Some(c) = best {
                 return Some(vec![(first(c), req.ntasks)]);
             }
@@ -712,6 +721,7 @@ impl Profile {
                         tasks: max_tasks(req, &self.free_during(n, t, t + d), &cap),
                         free_cpus: self.free_at(n, t).cpus,
                         weight: cluster.node(n).weight,
+                        rank: cluster.placement_key(n, &self.free_at(n, t)),
                     }
                 })
                 .collect();

@@ -20,6 +20,7 @@ use crate::decision::{Decision, Pass};
 use crate::free_now::FreeNow;
 use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
+use crate::placement::{Placement, PlacementKey};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
 use crate::profile::{NodeFilter, Profile};
 use crate::select::{choose_listed, max_tasks, node_allocs, Candidate};
@@ -262,6 +263,7 @@ impl Scheduler {
                     tasks: max_tasks(req, &node.capacity, &node.capacity),
                     free_cpus: node.capacity.cpus,
                     weight: node.weight,
+                    rank: self.cluster.placement_key(n, &node.capacity),
                 })
                 .collect();
             return choose_listed(req, &candidates).is_some();
@@ -697,11 +699,12 @@ impl Scheduler {
             }
             max_tasks(req, &self.profile.free_during(n, now, end), &node.capacity)
         };
-        let index = self.free_now.by_free_cpus(part);
+        let index = self.free_now.by_rank(part);
         if req.min_nodes <= 1 {
             let need =
                 (req.ntasks as u64 * req.cpus_per_task.max(1) as u64).min(u32::MAX as u64) as u32;
-            for &(_, _, n) in index.range((need, 0, NodeId(0))..) {
+            let gpus = self.cluster.gpu_slot().map_or(0, |g| req.gres_per_node[g]);
+            for n in self.nodes_by_rank(index, gpus, need) {
                 if hosting(n) >= req.ntasks {
                     let chosen = [(n, req.ntasks)];
                     return Some(node_allocs(
@@ -724,6 +727,39 @@ impl Scheduler {
             job.spec.time_limit,
             now,
         )
+    }
+
+    /// The nodes of `index` in rank order, skipping, where the cluster's placement
+    /// allows it by range, nodes with fewer than `gpus` free GPUs or `cpus` free
+    /// processors (they cannot host the job; the others are checked by the caller).
+    fn nodes_by_rank<'a>(
+        &self,
+        index: &'a BTreeSet<PlacementKey>,
+        gpus: u32,
+        cpus: u32,
+    ) -> impl Iterator<Item = NodeId> + 'a {
+        let placement = self.cluster.placement;
+        let ranged = placement.ranges_by_free();
+        let level = if placement == Placement::BestFit {
+            gpus
+        } else {
+            0
+        };
+        let from = if ranged {
+            (level, cpus, 0, NodeId(0))
+        } else {
+            (0, 0, 0, NodeId(0))
+        };
+        let mut it = index.range(from..);
+        std::iter::from_fn(move || loop {
+            let &key = it.next()?;
+            if ranged && key.1 < cpus {
+                // Past the level's roomy nodes: jump to the next level's first roomy one.
+                it = index.range((key.0 + 1, cpus, 0, NodeId(0))..);
+                continue;
+            }
+            return Some(key.3);
+        })
     }
 
     /// Starts a pending job at `now` on `nodes`. With `claimed`, its claim is already on

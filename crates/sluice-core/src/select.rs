@@ -5,6 +5,7 @@
 use crate::cluster::Cluster;
 use crate::ids::NodeId;
 use crate::job::{JobRequest, MemRequest, NodeAlloc};
+use crate::placement::PlacementKey;
 use crate::tres::{GresTable, Resources, MAX_GRES};
 
 /// How many of `req`'s tasks a node can host when `free` is what it has left
@@ -106,13 +107,17 @@ pub struct Candidate {
     pub free_cpus: u32,
     /// Its `Weight` (lower is preferred).
     pub weight: u32,
+    /// Its rank under the cluster's [`crate::placement::Placement`] when the job would
+    /// start (smallest first), for a job that fits on one node.
+    pub rank: PlacementKey,
 }
 
-/// Order in which a job that fits on one node looks at nodes: *best fit* — fewest free
-/// processors first (keeping large holes for large jobs), then lower weight, then
-/// lower id.
-pub fn best_fit_key(c: &Candidate) -> (u32, u32, NodeId) {
-    (c.free_cpus, c.weight, c.node)
+/// Order in which a job that fits on one node looks at nodes: the cluster's
+/// [`crate::placement::Placement`] rank (by default best fit: fewest free GPUs, then
+/// fewest free processors, keeping large holes for large jobs, then lower weight, then
+/// lower id).
+pub fn best_fit_key(c: &Candidate) -> PlacementKey {
+    c.rank
 }
 
 /// Order in which a job spanning nodes takes them: roomiest first (fewest nodes), then
@@ -322,6 +327,7 @@ mod tests {
             tasks: free,
             free_cpus: free,
             weight: 1,
+            rank: (0, free, 1, NodeId(n)),
         };
         let cands = [cand(0, 8), cand(1, 3), cand(2, 2), cand(3, 5)];
         // k is capped at the job's task count, but best fit ranks by free processors.
@@ -360,6 +366,7 @@ mod tests {
         let tied = [
             Candidate {
                 free_cpus: 3,
+                rank: (0, 3, 5, NodeId(2)),
                 ..heavy[2]
             },
             heavy[1],

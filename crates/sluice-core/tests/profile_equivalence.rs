@@ -42,6 +42,7 @@ fn brute_force(
                 tasks: max_tasks(req, &p.free_during(n, t, t + d), &c.node(n).capacity),
                 free_cpus: p.free_at(n, t).cpus,
                 weight: c.node(n).weight,
+                rank: c.placement_key(n, &p.free_at(n, t)),
             })
             .collect();
         if let Some(chosen) = choose(req, &nodes) {
@@ -101,8 +102,10 @@ proptest! {
         min_nodes in 1u32..4,
         d in 1i64..50,
         t0 in 0i64..40,
+        placement in 0usize..4,
     ) {
-        let (c, p, times) = setup(&cpus, &claims, t0);
+        let (mut c, p, times) = setup(&cpus, &claims, t0);
+        c.placement = sluice_core::Placement::ALL[placement];
         let mut req = JobRequest::procs(procs.max(min_nodes));
         if one_node {
             req = req.on_one_node();

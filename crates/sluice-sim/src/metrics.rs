@@ -61,6 +61,16 @@ pub struct Metrics {
     pub gpu_seconds: f64,
     /// GPU-seconds / (GPUs × makespan); 0 without GPUs.
     pub gpu_utilization: f64,
+    /// GPU-seconds idle on nodes too fragmented to host any waiting GPU job while all
+    /// free GPUs together could have (see [`crate::fragmentation`]).
+    pub fragmented_gpu_seconds: f64,
+    /// GPU-seconds idle while some whole-GPU job waited.
+    pub idle_gpu_seconds_while_waiting: f64,
+    /// Finished jobs holding two or more whole GPUs.
+    pub multi_gpu_jobs: u64,
+    /// Share of [`Metrics::multi_gpu_jobs`] placed on as few nodes as their GPU count
+    /// allows (`ceil(GPUs / most GPUs on one node)`); 1 when there are none.
+    pub multi_gpu_fewest_nodes: f64,
     /// First submission to last finish, seconds.
     pub makespan_s: i64,
     /// Jobs killed at their time limit.
@@ -135,6 +145,16 @@ pub fn compute(replay: &Replay, last_submit: Time) -> Metrics {
     } else {
         0.0
     };
+    let multi: Vec<_> = replay.records.iter().filter(|r| r.gpus >= 2).collect();
+    let fewest = multi
+        .iter()
+        .filter(|r| r.nodes <= r.gpus.div_ceil(replay.max_gpus_per_node.max(1)))
+        .count();
+    let multi_gpu_fewest_nodes = if multi.is_empty() {
+        1.0
+    } else {
+        fewest as f64 / multi.len() as f64
+    };
     let mut users: BTreeMap<u32, (u64, f64, f64)> = BTreeMap::new();
     for r in &counted {
         let e = users.entry(r.user).or_default();
@@ -155,6 +175,10 @@ pub fn compute(replay: &Replay, last_submit: Time) -> Metrics {
         utilization,
         gpu_seconds,
         gpu_utilization,
+        fragmented_gpu_seconds: replay.fragmented_gpu_seconds,
+        idle_gpu_seconds_while_waiting: replay.idle_gpu_seconds_while_waiting,
+        multi_gpu_jobs: multi.len() as u64,
+        multi_gpu_fewest_nodes,
         makespan_s: makespan,
         jobs_timed_out: replay.records.iter().filter(|r| r.timed_out).count() as u64,
         jobs_backfilled: replay.records.iter().filter(|r| r.backfilled).count() as u64,

@@ -12,6 +12,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use sluice_core::{Cluster, Decision, EndSemantics, JobId, Pass, Policy, Scheduler, Secs, Time};
 
+use crate::fragmentation::FragmentationWatch;
 use crate::setup::SimJob;
 
 /// What happened to one job.
@@ -35,6 +36,10 @@ pub struct JobRecord {
     pub procs: u32,
     /// GPU thousandths it held (whole GPUs × 1000).
     pub gpu_milli: u64,
+    /// Whole GPUs it held over all its nodes.
+    pub gpus: u32,
+    /// Nodes it ran on.
+    pub nodes: u32,
     /// Killed at its time limit (state TIMEOUT).
     pub timed_out: bool,
     /// Which pass started it.
@@ -73,6 +78,13 @@ pub struct Replay {
     pub total_cpus: u64,
     /// Total GPUs of the machine (thousandths).
     pub total_gpu_milli: u64,
+    /// The most GPUs one node has.
+    pub max_gpus_per_node: u32,
+    /// GPU-seconds idle on nodes too fragmented to host any waiting GPU job while the
+    /// free GPUs together could have (see [`crate::fragmentation`]).
+    pub fragmented_gpu_seconds: f64,
+    /// GPU-seconds idle while some whole-GPU job waited.
+    pub idle_gpu_seconds_while_waiting: f64,
 }
 
 /// Options of a replay.
@@ -84,6 +96,7 @@ pub struct ReplayOptions {
 
 struct Running {
     idx: usize,
+    nodes: u32,
     start: Time,
     pass: Pass,
     timed_out: bool,
@@ -113,8 +126,13 @@ pub fn run(
                     .sum()
             })
             .unwrap_or(0),
+        max_gpus_per_node: gpu_slot
+            .and_then(|g| cluster.nodes.iter().map(|n| n.capacity.gres[g]).max())
+            .unwrap_or(0),
         ..Default::default()
     };
+    let mut frag = FragmentationWatch::new(&cluster);
+    let gpus_asked = |j: &SimJob| gpu_slot.map_or(0, |g| j.spec.request.gres_per_node[g]);
     // Jobs never run past their limit here, so a job's resources are free at its
     // expected end even when its termination is processed later in that instant.
     let mut sched = Scheduler::with_end_semantics(cluster, policy, EndSemantics::FreeAtExpectedEnd);
@@ -152,6 +170,7 @@ pub fn run(
                 Ok(()) => {
                     index.insert(id, next - 1);
                     waiting.insert(next - 1);
+                    frag.waiting(gpus_asked(job));
                     sched.schedule(t)
                 }
                 Err(e) => {
@@ -178,6 +197,8 @@ pub fn run(
                 est: j.spec.time_limit,
                 procs: j.procs,
                 gpu_milli: j.gpu_milli,
+                gpus: gpus_asked(j) * r.nodes,
+                nodes: r.nodes,
                 timed_out: r.timed_out,
                 pass: r.pass,
                 backfilled: r.backfilled,
@@ -192,9 +213,15 @@ pub fn run(
             woke_at = None;
         }
         for d in decisions {
-            let Decision::Start { job, at, pass, .. } = d;
+            let Decision::Start {
+                job,
+                at,
+                pass,
+                alloc,
+            } = d;
             let idx = index[&job];
             let j = &jobs[idx];
+            frag.not_waiting(gpus_asked(j));
             let ran = j.run.min(j.spec.time_limit);
             waiting.remove(&idx);
             let backfilled = waiting.first().is_some_and(|&first| first < idx);
@@ -203,6 +230,7 @@ pub fn run(
                 job,
                 Running {
                     idx,
+                    nodes: alloc.nodes.len() as u32,
                     start: at,
                     pass,
                     timed_out: j.run > j.spec.time_limit,
@@ -212,6 +240,7 @@ pub fn run(
             ends.push(Reverse((at + ran, end_seq, job)));
             end_seq += 1;
         }
+        frag.observe(t, sched.cluster(), sched.profile());
         if options.samples {
             let s = Sample {
                 t,
@@ -228,6 +257,9 @@ pub fn run(
         }
     }
     progress(done, total);
+    frag.advance(clock);
+    out.fragmented_gpu_seconds = frag.fragmented_gpu_seconds;
+    out.idle_gpu_seconds_while_waiting = frag.idle_gpu_seconds_while_waiting;
     out.never_started = sched
         .pending()
         .map(|j| (j.spec.id.0, j.reason.as_str()))

@@ -26,6 +26,19 @@ pub fn cluster(nodes: u32, cpus_per_node: u32) -> Cluster {
     Cluster::homogeneous("batch", nodes, cpus_per_node)
 }
 
+/// One node per `(cpus, gpus)` pair, in one default partition `batch`, GRES slot 0
+/// being `gpu`.
+pub fn gpu_cluster(nodes: &[(u32, u32)]) -> Cluster {
+    let mut c = Cluster::homogeneous("batch", nodes.len() as u32, 1);
+    let gpu = c.gres.slot_for("gpu", None).expect("first slot");
+    assert_eq!(gpu, 0);
+    for (node, &(cpus, gpus)) in c.nodes.iter_mut().zip(nodes) {
+        node.capacity.cpus = cpus;
+        node.capacity.gres[gpu] = gpus;
+    }
+    c
+}
+
 /// Slurm-style backfill that plans to the second and runs every second.
 pub fn backfill(window: Secs) -> Policy {
     Policy::Backfill(BackfillParams {
@@ -116,6 +129,13 @@ impl JobBuilder {
     /// Whole nodes only (`--exclusive`).
     pub fn exclusive(mut self) -> Self {
         self.request.exclusive = true;
+        self
+    }
+
+    /// `n` GPUs on each of its nodes (`--gres=gpu:n`); the cluster's slot 0 must be
+    /// `gpu` (see [`gpu_cluster`]).
+    pub fn gpus(mut self, n: u32) -> Self {
+        self.request.gres_per_node[0] = n;
         self
     }
 
