@@ -30,6 +30,9 @@ pub struct Node {
     pub weight: u32,
     /// Bit `i` set when the node has feature `i` of [`Cluster::features`].
     pub features: u64,
+    /// The leaf switch the node hangs off (an index into [`Cluster::switches`]), in a
+    /// tree topology (`topology.conf`); `None` without one.
+    pub leaf_switch: Option<u16>,
 }
 
 impl Node {
@@ -45,6 +48,7 @@ impl Node {
             state: NodeState::Up,
             weight: 1,
             features: 0,
+            leaf_switch: None,
         }
     }
 }
@@ -115,6 +119,9 @@ pub struct Cluster {
     pub features: Vec<String>,
     /// How a one-node job chooses among the nodes that could take it.
     pub placement: Placement,
+    /// Names of the leaf switches of a tree topology, indexed by [`Node::leaf_switch`];
+    /// empty without one.
+    pub switches: Vec<String>,
 }
 
 impl Cluster {

@@ -42,6 +42,28 @@ pub struct JobRequest {
     pub nodelist: Vec<NodeId>,
     /// `-x/--exclude`: nodes the job must not get, ascending.
     pub exclude: Vec<NodeId>,
+    /// `--switches=count[@max-time]`: the most leaf switches the allocation may span,
+    /// until the limit lapses.
+    pub switches: Option<SwitchLimit>,
+}
+
+/// A job's `--switches=count@max-time` (Slurm): it waits for an allocation on at most
+/// `max` leaf switches of the tree topology until `until`, and takes any allocation
+/// after that.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwitchLimit {
+    /// Most leaf switches, at least 1.
+    pub max: u32,
+    /// When the wait ends: the job's eligible time plus its max-time (Slurm's default
+    /// max-time is `max_switch_wait`, 300 s).
+    pub until: Time,
+}
+
+impl SwitchLimit {
+    /// Whether the limit still holds for an allocation starting at `t`.
+    pub fn holds_at(&self, t: Time) -> bool {
+        t < self.until
+    }
 }
 
 impl JobRequest {
@@ -59,6 +81,7 @@ impl JobRequest {
             features_any: 0,
             nodelist: Vec::new(),
             exclude: Vec::new(),
+            switches: None,
         }
     }
 

@@ -56,6 +56,8 @@ struct NodeAttr {
     partitions: Vec<PartitionId>,
     /// Up (not DOWN or DRAIN): takes new work.
     schedulable: bool,
+    /// Leaf switch of a tree topology.
+    leaf_switch: Option<u16>,
 }
 
 impl NodeAttr {
@@ -73,6 +75,7 @@ impl NodeAttr {
                 .map(|(i, _)| PartitionId(i as u16))
                 .collect(),
             schedulable: n.state == NodeState::Up,
+            leaf_switch: n.leaf_switch,
         }
     }
 }
@@ -451,6 +454,36 @@ impl Profile {
         horizon: Time,
     ) -> Option<(Time, Vec<NodeAlloc>)> {
         let d = duration.max(1);
+        if let Some(limit) = req
+            .switches
+            .filter(|l| l.holds_at(t0) && !cluster.switches.is_empty())
+        {
+            // Within the limit until it lapses; from then on, anywhere.
+            let before = horizon.min(limit.until - 1);
+            if let Some(found) = self.earliest_start_shaped(cluster, req, filter, d, t0, before) {
+                return Some(found);
+            }
+            if limit.until > horizon {
+                return None;
+            }
+            let mut any = req.clone();
+            any.switches = None;
+            return self.earliest_start_shaped(cluster, &any, filter, d, limit.until, horizon);
+        }
+        self.earliest_start_shaped(cluster, req, filter, d, t0, horizon)
+    }
+
+    /// [`Profile::earliest_start`] with the job's `--switches` limit applied at every
+    /// time tried (the caller handles its lapse).
+    fn earliest_start_shaped(
+        &self,
+        cluster: &Cluster,
+        req: &JobRequest,
+        filter: NodeFilter,
+        d: Secs,
+        t0: Time,
+        horizon: Time,
+    ) -> Option<(Time, Vec<NodeAlloc>)> {
         if req.lists_nodes() {
             // Whatever fits the named nodes fits the partition, so the partition's
             // earliest start (found by classes, fast) is a lower bound; and when that
@@ -622,6 +655,26 @@ impl Profile {
             rank: PlacementKey,
             members: &'a BTreeSet<NodeId>,
         }
+        if !cluster.switches.is_empty() {
+            // A tree topology: the choice depends on which switch each node hangs off,
+            // so it is made node by node (classes never mix switches).
+            let mut all = Vec::new();
+            for (&id, &tasks) in classes.iter().zip(hosting).filter(|(_, k)| **k > 0) {
+                let c = &self.classes[id as usize];
+                let free = c.steps[index_at(&c.steps, t)].1;
+                for &n in &c.members {
+                    all.push(Candidate {
+                        node: n,
+                        tasks,
+                        free_cpus: free.cpus,
+                        weight: self.attrs[c.attr as usize].weight,
+                        rank: cluster.placement_key(n, &free),
+                        switch: cluster.node(n).leaf_switch,
+                    });
+                }
+            }
+            return crate::select::choose_nodes(req, &all, t);
+        }
         let cands: Vec<Cand> = classes
             .iter()
             .zip(hosting)
@@ -722,10 +775,11 @@ impl Profile {
                         free_cpus: self.free_at(n, t).cpus,
                         weight: cluster.node(n).weight,
                         rank: cluster.placement_key(n, &self.free_at(n, t)),
+                        switch: cluster.node(n).leaf_switch,
                     }
                 })
                 .collect();
-            if let Some(chosen) = choose_listed(req, &candidates) {
+            if let Some(chosen) = choose_listed(req, &candidates, t) {
                 let allocs = node_allocs(req, &chosen, |n| self.free_during(n, t, t + d), cluster);
                 return Some((t, allocs));
             }

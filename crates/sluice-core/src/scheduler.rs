@@ -117,7 +117,8 @@ pub struct Scheduler {
     pub(crate) end_semantics: EndSemantics,
     /// The `now` of the last pass.
     pub(crate) last_pass: Time,
-    /// Pending jobs by their `--begin` time, for wake-ups.
+    /// Pending jobs by the times at which their prospects change without any event:
+    /// their `--begin` time and the lapse of their `--switches` wait. For wake-ups.
     pub(crate) begins: BTreeSet<(Time, JobId)>,
     pub(crate) next_seq: u64,
     /// Jobs queued since the last pass, so that each gets a pending reason even when the
@@ -264,9 +265,10 @@ impl Scheduler {
                     free_cpus: node.capacity.cpus,
                     weight: node.weight,
                     rank: self.cluster.placement_key(n, &node.capacity),
+                    switch: node.leaf_switch,
                 })
                 .collect();
-            return choose_listed(req, &candidates).is_some();
+            return choose_listed(req, &candidates, MAX_TIME).is_some();
         }
         let groups = &self.node_configs[partition.index()];
         let mut cands: Vec<(u32, u32)> = groups
@@ -420,6 +422,9 @@ impl Scheduler {
         self.queue.insert(key, id);
         self.keys.insert(id, key);
         self.begins.insert((self.jobs[&id].spec.begin, id));
+        if let Some(l) = self.jobs[&id].spec.request.switches {
+            self.begins.insert((l.until, id));
+        }
         self.backfill.dirty = true;
         self.fresh.push(id);
         if let Policy::Conservative = self.policy {
@@ -506,6 +511,9 @@ impl Scheduler {
         self.queue.remove(&key);
         let job = self.jobs.remove(&id).expect("checked above");
         self.begins.remove(&(job.spec.begin, id));
+        if let Some(l) = job.spec.request.switches {
+            self.begins.remove(&(l.until, id));
+        }
         conservative::forget(self, &job, key);
         self.backfill.dirty = true;
         Some(job)
@@ -777,6 +785,9 @@ impl Scheduler {
         self.queue.remove(&key);
         let job = self.jobs.get_mut(&id).expect("pending job exists");
         self.begins.remove(&(job.spec.begin, id));
+        if let Some(l) = job.spec.request.switches {
+            self.begins.remove(&(l.until, id));
+        }
         let end = now + job.spec.time_limit;
         if !claimed {
             self.profile.claim_all(&nodes, now, end);

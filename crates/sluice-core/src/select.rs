@@ -6,6 +6,7 @@ use crate::cluster::Cluster;
 use crate::ids::NodeId;
 use crate::job::{JobRequest, MemRequest, NodeAlloc};
 use crate::placement::PlacementKey;
+use crate::time::Time;
 use crate::tres::{GresTable, Resources, MAX_GRES};
 
 /// How many of `req`'s tasks a node can host when `free` is what it has left
@@ -110,6 +111,8 @@ pub struct Candidate {
     /// Its rank under the cluster's [`crate::placement::Placement`] when the job would
     /// start (smallest first), for a job that fits on one node.
     pub rank: PlacementKey,
+    /// Its leaf switch in a tree topology.
+    pub switch: Option<u16>,
 }
 
 /// Order in which a job that fits on one node looks at nodes: the cluster's
@@ -126,14 +129,21 @@ pub fn roomiest_key(c: &Candidate) -> (std::cmp::Reverse<u32>, u32, NodeId) {
     (std::cmp::Reverse(c.free_cpus), c.weight, c.node)
 }
 
-/// Chooses nodes for `req` among `candidates`, returning each chosen node with its task
-/// count, in ascending node order, or `None` when they cannot hold the job.
+/// Chooses nodes for `req` among `candidates` for a start at `at`, returning each chosen
+/// node with its task count, in ascending node order, or `None` when they cannot hold
+/// the job.
 ///
 /// Policy: a job that may use a single node and fits on one goes to the first such node
 /// in [`best_fit_key`] order. Otherwise the job takes nodes in [`roomiest_key`] order
 /// until it has at least `min_nodes` nodes and room for all its tasks (at most
 /// `max_nodes`); every node gets one task and the rest fill the nodes in that order.
-pub fn choose_nodes(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<(NodeId, u32)>> {
+/// In a tree topology the job spans as few leaf switches as it can (see
+/// [`choose_by_switch`]).
+pub fn choose_nodes(
+    req: &JobRequest,
+    candidates: &[Candidate],
+    at: Time,
+) -> Option<Vec<(NodeId, u32)>> {
     if req.min_nodes <= 1 {
         let best = candidates
             .iter()
@@ -151,7 +161,59 @@ pub fn choose_nodes(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<(N
     // set of at most `max_nodes` nodes has it. Free processors at the start can overstate
     // what a node hosts over the whole window (a reservation later on it).
     order.sort_by_key(|c| (std::cmp::Reverse(c.tasks), roomiest_key(c)));
+    if order.iter().any(|c| c.switch.is_some()) {
+        return choose_by_switch(req, &order, at);
+    }
     take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks)))
+}
+
+/// Node choice for a job spanning nodes in a tree topology, `ordered` being the
+/// candidates in the order [`choose_nodes`] takes them.
+///
+/// As Slurm's `topology/tree`: if the nodes of one leaf switch can hold the job, it gets
+/// those of the best-fitting such switch (fewest hostable tasks, then lowest switch),
+/// in the usual order. Otherwise it takes whole switches, the roomiest first, so that
+/// it spans as few as possible. A job whose `--switches` limit still holds at `at`
+/// (see [`crate::job::SwitchLimit`]) gets no allocation over more switches than the
+/// limit: `None`, and it waits.
+pub fn choose_by_switch(
+    req: &JobRequest,
+    ordered: &[&Candidate],
+    at: Time,
+) -> Option<Vec<(NodeId, u32)>> {
+    let limit = req
+        .switches
+        .filter(|l| l.holds_at(at))
+        .map(|l| l.max.max(1));
+    let mut groups: std::collections::BTreeMap<Option<u16>, Vec<(NodeId, u32)>> =
+        std::collections::BTreeMap::new();
+    for c in ordered {
+        groups.entry(c.switch).or_default().push((c.node, c.tasks));
+    }
+    let room = |g: &[(NodeId, u32)]| g.iter().map(|&(_, k)| k as u64).sum::<u64>();
+    let best = groups
+        .iter()
+        .filter_map(|(s, g)| take_in_order(req, g.iter().copied()).map(|ch| (room(g), *s, ch)))
+        .min_by_key(|(r, s, _)| (*r, *s));
+    if let Some((_, _, chosen)) = best {
+        return Some(chosen);
+    }
+    if limit == Some(1) {
+        return None;
+    }
+    let mut by_room: Vec<(Option<u16>, Vec<(NodeId, u32)>)> = groups.into_iter().collect();
+    by_room.sort_by_key(|(s, g)| (std::cmp::Reverse(room(g)), *s));
+    let chosen = take_in_order(req, by_room.iter().flat_map(|(_, g)| g.iter().copied()))?;
+    if let Some(max) = limit {
+        let switch_of = |n: NodeId| ordered.iter().find(|c| c.node == n).and_then(|c| c.switch);
+        let mut used: Vec<Option<u16>> = chosen.iter().map(|&(n, _)| switch_of(n)).collect();
+        used.sort();
+        used.dedup();
+        if used.len() as u32 > max {
+            return None;
+        }
+    }
+    Some(chosen)
 }
 
 /// [`choose_nodes`] for a job that names nodes (`-w`, `-x`). `candidates` are the nodes
@@ -161,9 +223,13 @@ pub fn choose_nodes(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<(N
 /// nodes, in the order [`choose_nodes`] takes them for a job spanning nodes, only when
 /// the job needs more nodes or room (Slurm: the allocation includes the listed nodes and
 /// as many others as the node count asks). Without `-w` it is [`choose_nodes`].
-pub fn choose_listed(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<(NodeId, u32)>> {
+pub fn choose_listed(
+    req: &JobRequest,
+    candidates: &[Candidate],
+    at: Time,
+) -> Option<Vec<(NodeId, u32)>> {
     if req.nodelist.is_empty() {
-        return choose_nodes(req, candidates);
+        return choose_nodes(req, candidates, at);
     }
     let mut required = Vec::with_capacity(req.nodelist.len());
     for n in &req.nodelist {
@@ -328,6 +394,7 @@ mod tests {
             free_cpus: free,
             weight: 1,
             rank: (0, free, 1, NodeId(n)),
+            switch: None,
         };
         let cands = [cand(0, 8), cand(1, 3), cand(2, 2), cand(3, 5)];
         // k is capped at the job's task count, but best fit ranks by free processors.
@@ -341,24 +408,24 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            choose_nodes(&req(2), &capped(2)),
+            choose_nodes(&req(2), &capped(2), 0),
             Some(vec![(NodeId(2), 2)])
         );
         assert_eq!(
-            choose_nodes(&req(3), &capped(3)),
+            choose_nodes(&req(3), &capped(3), 0),
             Some(vec![(NodeId(1), 3)])
         );
         assert_eq!(
-            choose_nodes(&req(10), &capped(10)),
+            choose_nodes(&req(10), &capped(10), 0),
             Some(vec![(NodeId(0), 8), (NodeId(3), 2)])
         );
-        assert_eq!(choose_nodes(&req(19), &capped(19)), None);
-        assert_eq!(choose_nodes(&req(9).on_one_node(), &capped(9)), None);
+        assert_eq!(choose_nodes(&req(19), &capped(19), 0), None);
+        assert_eq!(choose_nodes(&req(9).on_one_node(), &capped(9), 0), None);
         let mut two = req(2);
         two.min_nodes = 2;
         two.max_nodes = 2;
         assert_eq!(
-            choose_nodes(&two, &capped(2)),
+            choose_nodes(&two, &capped(2), 0),
             Some(vec![(NodeId(0), 1), (NodeId(3), 1)])
         );
         let mut heavy = cands;
@@ -372,7 +439,7 @@ mod tests {
             heavy[1],
         ];
         assert_eq!(
-            choose_nodes(&req(2), &tied),
+            choose_nodes(&req(2), &tied, 0),
             Some(vec![(NodeId(1), 2)]),
             "equal room: lower weight wins"
         );

@@ -16,7 +16,7 @@ struct Claim {
 }
 
 /// A node-choice rule of `sluice_core::select`.
-type Chooser = fn(&JobRequest, &[Candidate]) -> Option<Vec<(NodeId, u32)>>;
+type Chooser = fn(&JobRequest, &[Candidate], Time) -> Option<Vec<(NodeId, u32)>>;
 
 /// Every time at which anything changes (and `t0`), in order: at each, every node's
 /// window computed by hand, and `choose` picks among the nodes the job may use.
@@ -43,9 +43,10 @@ fn brute_force(
                 free_cpus: p.free_at(n, t).cpus,
                 weight: c.node(n).weight,
                 rank: c.placement_key(n, &p.free_at(n, t)),
+                switch: c.node(n).leaf_switch,
             })
             .collect();
-        if let Some(chosen) = choose(req, &nodes) {
+        if let Some(chosen) = choose(req, &nodes, t) {
             return Some((t, chosen));
         }
     }

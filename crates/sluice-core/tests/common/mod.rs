@@ -39,6 +39,17 @@ pub fn gpu_cluster(nodes: &[(u32, u32)]) -> Cluster {
     c
 }
 
+/// `cluster` with a tree topology: leaf switch `s{i}` over each group of `per_switch`
+/// consecutive nodes.
+pub fn with_switches(mut c: Cluster, per_switch: usize) -> Cluster {
+    let leaves = c.nodes.len().div_ceil(per_switch);
+    c.switches = (0..leaves).map(|i| format!("s{i}")).collect();
+    for (i, n) in c.nodes.iter_mut().enumerate() {
+        n.leaf_switch = Some((i / per_switch) as u16);
+    }
+    c
+}
+
 /// Slurm-style backfill that plans to the second and runs every second.
 pub fn backfill(window: Secs) -> Policy {
     Policy::Backfill(BackfillParams {
@@ -136,6 +147,16 @@ impl JobBuilder {
     /// `gpu` (see [`gpu_cluster`]).
     pub fn gpus(mut self, n: u32) -> Self {
         self.request.gres_per_node[0] = n;
+        self
+    }
+
+    /// `--switches=max@wait`: at most `max` leaf switches until `wait` seconds after
+    /// its submission.
+    pub fn switches(mut self, max: u32, wait: Secs) -> Self {
+        self.request.switches = Some(sluice_core::job::SwitchLimit {
+            max,
+            until: self.submit + wait,
+        });
         self
     }
 

@@ -1,0 +1,56 @@
+//! Tree topology stories: multi-node jobs span as few leaf switches as they can, and a
+//! job with `--switches` waits for such an allocation until its wait runs out.
+//!
+//! The machine in every story: eight 4-CPU nodes, n0–n3 under leaf switch s0 and n4–n7
+//! under s1. Jobs ask whole nodes (`-N k`, 4 tasks per node).
+
+mod common;
+
+use common::*;
+
+fn machine() -> sluice_core::Cluster {
+    with_switches(cluster(8, 4), 4)
+}
+
+/// t=0 job 1 takes two nodes, t=1 job 2 asks three. Without a topology job 2 takes the
+/// lowest free nodes, n2–n4, straddling both switches; with one it takes three nodes of
+/// s1, the only switch with room for it.
+#[test]
+fn a_job_goes_to_one_switch_when_one_can_hold_it() {
+    let jobs = [
+        job(1).procs(8).nodes(2),
+        job(2).procs(12).nodes(3).submit(1),
+    ];
+    let flat = replay(cluster(8, 4), backfill(1000), &jobs);
+    assert_eq!((flat.nodes(1), flat.nodes(2)), (vec![0, 1], vec![2, 3, 4]));
+    let tree = replay(machine(), backfill(1000), &jobs);
+    assert_eq!((tree.nodes(1), tree.nodes(2)), (vec![0, 1], vec![4, 5, 6]));
+}
+
+/// Nodes n0, n1 (s0) and n4 (s1) are busy until 100. At t=1 a 4-node job asks for one
+/// switch: five nodes are free, but no switch has four, so it waits for s0 to empty
+/// and starts at 100 on n0–n3. The same job allowed to wait only 20 s starts when its
+/// wait ends, at 21, on the roomiest switch first (n5–n7) and one node of s0 (n2).
+/// A job that may span any number of switches starts at 1, switches filled roomiest
+/// first as well.
+#[test]
+fn switches_limit_waits_for_one_switch_until_its_wait_runs_out() {
+    let busy = [
+        job(1).procs(8).nodes(2).on(&[0, 1]),
+        job(2).procs(4).nodes(1).on(&[4]),
+    ];
+    let story = |third: JobBuilder| {
+        let mut jobs = busy.to_vec();
+        jobs.push(third);
+        replay(machine(), backfill(1000), &jobs)
+    };
+    let patient = story(job(3).procs(16).nodes(4).submit(1).switches(1, 300));
+    assert_eq!(
+        (patient.start(3), patient.nodes(3)),
+        (100, vec![0, 1, 2, 3])
+    );
+    let hurried = story(job(3).procs(16).nodes(4).submit(1).switches(1, 20));
+    assert_eq!((hurried.start(3), hurried.nodes(3)), (21, vec![2, 5, 6, 7]));
+    let free = story(job(3).procs(16).nodes(4).submit(1));
+    assert_eq!((free.start(3), free.nodes(3)), (1, vec![2, 5, 6, 7]));
+}
