@@ -167,6 +167,9 @@ pub fn choose_nodes(
     take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks)))
 }
 
+/// Nodes with the tasks each can host, in the order they would be taken.
+type Hosting = Vec<(NodeId, u32)>;
+
 /// Node choice for a job spanning nodes in a tree topology, `ordered` being the
 /// candidates in the order [`choose_nodes`] takes them.
 ///
@@ -185,7 +188,7 @@ pub fn choose_by_switch(
         .switches
         .filter(|l| l.holds_at(at))
         .map(|l| l.max.max(1));
-    let mut groups: std::collections::BTreeMap<Option<u16>, Vec<(NodeId, u32)>> =
+    let mut groups: std::collections::BTreeMap<Option<u16>, Hosting> =
         std::collections::BTreeMap::new();
     for c in ordered {
         groups.entry(c.switch).or_default().push((c.node, c.tasks));
@@ -201,7 +204,7 @@ pub fn choose_by_switch(
     if limit == Some(1) {
         return None;
     }
-    let mut by_room: Vec<(Option<u16>, Vec<(NodeId, u32)>)> = groups.into_iter().collect();
+    let mut by_room: Vec<(Option<u16>, Hosting)> = groups.into_iter().collect();
     by_room.sort_by_key(|(s, g)| (std::cmp::Reverse(room(g)), *s));
     let chosen = take_in_order(req, by_room.iter().flat_map(|(_, g)| g.iter().copied()))?;
     if let Some(max) = limit {
