@@ -2,6 +2,7 @@
 //!
 //! - [`slurm_conf`]: `slurm.conf` into a [`sluice_core::Cluster`] plus settings.
 //! - [`gres_conf`]: `gres.conf`, and each node's GRES devices merged with slurm.conf.
+//! - [`topology_conf`]: `topology.conf`, a tree of switches or blocks of nodes.
 //! - [`hostlist`]: `node[01-04,7]` expressions, expand and compress.
 //! - [`duration`]: time limits (`2-12:00:00`) and memory sizes (`4G`).
 
@@ -17,5 +18,6 @@ pub mod options;
 mod reader;
 pub mod slurm_conf;
 mod tokenize;
+pub mod topology_conf;
 
 pub use slurm_conf::{ConfError, SlurmConf};
