@@ -163,6 +163,9 @@ pub struct JobOptions {
     pub begin: Option<String>,
     /// `--signal`.
     pub signal: Option<SignalSpec>,
+    /// `--switches=count[@max-time]`: most leaf switches, and how long (seconds) to wait
+    /// for them (`None`: the cluster's `max_switch_wait`).
+    pub switches: Option<(u32, Option<i64>)>,
     /// `--wrap` command (sbatch).
     pub wrap: Option<String>,
     /// `-C/--constraint`.
@@ -278,6 +281,7 @@ const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
     ("requeue", None, Arg::None, true),
     ("reservation", None, Arg::Required, true),
     ("signal", None, Arg::Required, true),
+    ("switches", None, Arg::Required, true),
     ("time", Some('t'), Arg::Required, true),
     ("time-min", None, Arg::Required, true),
     ("unbuffered", Some('u'), Arg::None, true),
@@ -324,7 +328,6 @@ const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
     ("propagate", None, Arg::Optional, false),
     ("sockets-per-node", None, Arg::Required, false),
     ("spread-job", None, Arg::None, false),
-    ("switches", None, Arg::Required, false),
     ("test-only", None, Arg::None, false),
     ("thread-spec", None, Arg::Required, false),
     ("threads-per-core", None, Arg::Required, false),
@@ -594,6 +597,26 @@ pub fn signal_number(name: &str) -> Option<i32> {
     })
 }
 
+/// `--switches=count[@max-time]` (Slurm's sbatch(1)): a positive count, and a time in
+/// `--time` syntax.
+fn parse_switches(value: &str) -> Result<(u32, Option<i64>), OptionError> {
+    let bad = || err("Invalid --switches specification");
+    let (count, wait) = match value.split_once('@') {
+        Some((c, w)) => (c, Some(w)),
+        None => (value, None),
+    };
+    let count = count
+        .parse::<u32>()
+        .ok()
+        .filter(|&c| c > 0)
+        .ok_or_else(bad)?;
+    let wait = match wait {
+        Some(w) => Some(parse_time(w).map_err(|_| bad())?.unwrap_or(i64::MAX)),
+        None => None,
+    };
+    Ok((count, wait))
+}
+
 fn parse_signal(value: &str) -> Result<SignalSpec, OptionError> {
     let bad = || err("Invalid --signal specification");
     let (flags, rest) = match value.split_once(':') {
@@ -727,6 +750,7 @@ fn apply(
         "requeue" => o.requeue = Some(true),
         "reservation" => o.reservation = s(),
         "signal" => o.signal = Some(parse_signal(v)?),
+        "switches" => o.switches = Some(parse_switches(v)?),
         "time" => o.time = Some(parse_time(v).map_err(|_| err("Invalid --time specification"))?),
         "time-min" => {
             o.time_min = Some(parse_time(v).map_err(|_| err("Invalid --time-min specification"))?)

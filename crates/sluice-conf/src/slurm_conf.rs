@@ -84,10 +84,72 @@ impl SlurmConf {
 ///
 /// Errors: a file that cannot be read, a malformed value, a node or partition defined
 /// twice, a partition naming an unknown node, GRES not listed in `GresTypes`.
+///
+/// With `TopologyPlugin=topology/tree` or `topology/block`, the topology.conf in the
+/// same directory is read too (as Slurm does) and each node's leaf switch (or block) set
+/// in the cluster; see [`apply_topology`].
 pub fn read(path: &Path) -> Result<SlurmConf, ConfError> {
     let mut p = Parser::default();
     p.read_file(path, 0)?;
-    p.finish(path)
+    let mut conf = p.finish(path)?;
+    let plugin = conf.get("TopologyPlugin").unwrap_or("");
+    if plugin == "topology/tree" || plugin == "topology/block" {
+        let topo_path = path.with_file_name("topology.conf");
+        let topo = crate::topology_conf::read(&topo_path)?;
+        let warnings = apply_topology(&mut conf.cluster, &topo).map_err(|message| ConfError {
+            path: topo_path.clone(),
+            line: 0,
+            message,
+        })?;
+        conf.warnings.extend(warnings);
+    }
+    Ok(conf)
+}
+
+/// Sets every node's leaf switch from a tree topology, or its block from a block
+/// topology (a block is then treated as a leaf switch: multi-node jobs take as few
+/// blocks as they can). Returns the topology's warnings (nodes it does not reach).
+///
+/// Errors: topology.conf names a node slurm.conf does not define.
+pub fn apply_topology(
+    cluster: &mut sluice_core::Cluster,
+    topo: &crate::topology_conf::TopologyConf,
+) -> Result<Vec<String>, String> {
+    use crate::topology_conf::TopologyConf;
+    let names: Vec<String> = cluster.nodes.iter().map(|n| n.name.clone()).collect();
+    let warnings = topo.validate(&names)?;
+    let (groups, group_of): (Vec<String>, Box<dyn Fn(&str) -> Option<usize>>) = match topo {
+        TopologyConf::Tree(t) => {
+            let leaves: Vec<usize> = (0..t.switches().len())
+                .filter(|&i| t.switches()[i].is_leaf())
+                .collect();
+            let names = leaves
+                .iter()
+                .map(|&i| t.switches()[i].name.clone())
+                .collect();
+            let t = t.clone();
+            (
+                names,
+                Box::new(move |n| {
+                    let leaf = t.leaf_of(n)?;
+                    leaves.iter().position(|&l| l == leaf)
+                }),
+            )
+        }
+        TopologyConf::Block(b) => {
+            let names = b.blocks().iter().map(|x| x.name.clone()).collect();
+            let b = b.clone();
+            (names, Box::new(move |n| b.block_of(n)))
+        }
+    };
+    if groups.len() > u16::MAX as usize {
+        return Err(format!("more than {} switches or blocks", u16::MAX));
+    }
+    for node in &mut cluster.nodes {
+        node.leaf_switch = group_of(&node.name).map(|g| g as u16);
+    }
+    cluster.switches = groups;
+    Ok(warnings)
 }
 
 /// Parses slurm.conf text; `path` is used for messages and for relative `Include`s.
@@ -135,6 +197,7 @@ pub fn apply_scheduler_parameters(
             "bf_interval" => params.interval = num()?,
             "bf_max_job_test" => params.max_job_test = num()? as usize,
             "bf_continue" => params.continue_pass = true,
+            "max_switch_wait" => params.max_switch_wait = num()?,
             k if keys::SCHEDULER_PARAMETERS_ACCEPTED.contains(&k) => {}
             _ => unknown.push(item.to_string()),
         }

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use sluice_conf::dependency::{parse_dependency, Dependency, DependencyKind};
+use sluice_core::job::SwitchLimit;
 use sluice_core::{
     Decision, EndSemantics, JobId, JobRequest, JobSpec, MemRequest, NodeAlloc, NodeId, NodeState,
     PartitionId, Policy, Scheduler, SubmitError, MAX_TIME_LIMIT,
@@ -448,6 +449,14 @@ impl Controller {
         };
         req.nodelist = nodelist;
         req.exclude = exclude;
+        req.switches = d.switches.map(|(max, wait)| {
+            let eligible = d.begin.unwrap_or(r.submit_time).max(r.submit_time);
+            let wait = wait.unwrap_or(self.conf.backfill.max_switch_wait);
+            SwitchLimit {
+                max,
+                until: eligible.saturating_add(wait),
+            }
+        });
         req.cpus_per_task = r.cpus_per_task.max(1);
         req.ntasks_per_node = d.ntasks_per_node;
         req.exclusive = d.exclusive;

@@ -168,6 +168,10 @@ pub struct JobDescription {
     /// `-x/--exclude`: a hostlist expression of nodes the job must not get.
     #[serde(default)]
     pub exclude: Option<String>,
+    /// `--switches=count[@max-time]`: most leaf switches, and the wait for them in
+    /// seconds (`None`: the cluster's `max_switch_wait`).
+    #[serde(default)]
+    pub switches: Option<(u32, Option<i64>)>,
     /// Requeue on node failure or `scontrol requeue` (Slurm's default: yes).
     pub requeue: Option<bool>,
     /// Output file pattern (`%j` etc.), relative to `work_dir`.

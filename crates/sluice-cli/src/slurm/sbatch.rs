@@ -85,6 +85,7 @@ pub fn describe_job(
         constraint: o.constraint.clone(),
         nodelist: o.nodelist.clone(),
         exclude: o.exclude.clone(),
+        switches: o.switches,
         requeue: o.requeue,
         output: o.output.clone(),
         error: o.error.clone(),

@@ -39,6 +39,9 @@ pub struct BackfillParams {
     /// bounded by the test budget instead, and this is the same idea: deep queues get
     /// examined over successive passes.
     pub continue_pass: bool,
+    /// `max_switch_wait`: seconds a job with `--switches` but no max-time waits for its
+    /// switch count (default 300).
+    pub max_switch_wait: Secs,
 }
 
 impl Default for BackfillParams {
@@ -49,6 +52,7 @@ impl Default for BackfillParams {
             resolution: 60,
             max_job_test: 500,
             continue_pass: false,
+            max_switch_wait: 300,
         }
     }
 }
