@@ -3,10 +3,12 @@
 //! - [`slurm_conf`]: `slurm.conf` into a [`sluice_core::Cluster`] plus settings.
 //! - [`gres_conf`]: `gres.conf`, and each node's GRES devices merged with slurm.conf.
 //! - [`topology_conf`]: `topology.conf`, a tree of switches or blocks of nodes.
+//! - [`cgroup_conf`]: `cgroup.conf` (`ConstrainDevices`).
 //! - [`hostlist`]: `node[01-04,7]` expressions, expand and compress.
 //! - [`duration`]: time limits (`2-12:00:00`) and memory sizes (`4G`).
 
 pub mod array;
+pub mod cgroup_conf;
 pub mod dependency;
 pub mod duration;
 #[doc(hidden)]

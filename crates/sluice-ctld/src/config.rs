@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use sluice_conf::cgroup_conf;
 use sluice_conf::gres_conf::{self, GresDevice, GresLayout};
 use sluice_conf::slurm_conf::SlurmConf;
 use sluice_conf::ConfError;
@@ -40,6 +41,9 @@ pub struct ClusterConfig {
     pub settings: Vec<(String, String)>,
     /// Per partition: `DefCpuPerGPU` and `DefMemPerGPU`, its own or the global ones.
     pub gpu_defaults: Vec<GpuDefaults>,
+    /// cgroup.conf's `ConstrainDevices` (default no): jobs may open only the GRES
+    /// device files of the devices they were allocated.
+    pub constrain_devices: bool,
 }
 
 /// What a GPU job gets when it does not say (Slurm's `DefCpuPerGPU`, `DefMemPerGPU`).
@@ -125,14 +129,15 @@ impl ClusterConfig {
                 );
                 conf.cluster.partitions.len()
             ],
+            constrain_devices: false,
         }
     }
 
-    /// Reads a slurm.conf file, and the gres.conf in the same directory if there is one
-    /// (as Slurm does).
+    /// Reads a slurm.conf file, and the gres.conf and cgroup.conf in the same directory
+    /// if they are there (as Slurm does).
     ///
-    /// Errors: as [`sluice_conf::slurm_conf::read`], [`gres_conf::read`] and
-    /// [`gres_conf::resolve`].
+    /// Errors: as [`sluice_conf::slurm_conf::read`], [`gres_conf::read`],
+    /// [`gres_conf::resolve`] and [`cgroup_conf::read`].
     pub fn read(path: &Path) -> Result<(Self, Vec<String>), ConfError> {
         let conf = sluice_conf::slurm_conf::read(path)?;
         let nodes = node_details(path);
@@ -162,6 +167,12 @@ impl ClusterConfig {
             warnings.extend(gres.warnings);
             warnings.extend(layout.warnings);
             config.gres_devices = layout.nodes;
+        }
+        let cgroup_path = path.with_file_name("cgroup.conf");
+        if cgroup_path.is_file() {
+            let cgroup = cgroup_conf::read(&cgroup_path)?;
+            config.constrain_devices = cgroup.constrain_devices;
+            warnings.extend(cgroup.warnings);
         }
         Ok((config, warnings))
     }
@@ -226,6 +237,7 @@ impl ClusterConfig {
             gres_devices: vec![Vec::new()],
             settings: Vec::new(),
             gpu_defaults: vec![GpuDefaults::default()],
+            constrain_devices: false,
         }
     }
 
@@ -482,6 +494,43 @@ mod tests {
             );
         }
         assert_eq!(c.gres_devices.iter().map(|d| d.len()).sum::<usize>(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cgroup_conf_next_to_slurm_conf_sets_constrain_devices() {
+        let dir = std::env::temp_dir().join(format!("sluice-ctld-cgroup-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let slurm = dir.join("slurm.conf");
+        std::fs::write(
+            &slurm,
+            "ClusterName=c\nNodeName=n1 CPUs=8\nPartitionName=p Nodes=n1 Default=YES\n",
+        )
+        .unwrap();
+        assert!(!ClusterConfig::read(&slurm).unwrap().0.constrain_devices);
+        let cgroup = dir.join("cgroup.conf");
+        std::fs::write(
+            &cgroup,
+            "ConstrainRAMSpace=yes\nConstrainDevices=yes\nFoo=1\n",
+        )
+        .unwrap();
+        let (c, warnings) = ClusterConfig::read(&slurm).unwrap();
+        assert!(c.constrain_devices);
+        assert_eq!(
+            warnings,
+            [format!(
+                "{}:3: unknown key 'Foo' (ignored)",
+                cgroup.display()
+            )]
+        );
+        std::fs::write(&cgroup, "ConstrainDevices=perhaps\n").unwrap();
+        assert_eq!(
+            ClusterConfig::read(&slurm).unwrap_err().to_string(),
+            format!(
+                "{}:1: ConstrainDevices: invalid value 'perhaps' (yes or no)",
+                cgroup.display()
+            )
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use sluice_conf::dependency::{parse_dependency, Dependency, DependencyKind};
+use sluice_conf::gres_conf::GresDevice;
 use sluice_core::job::SwitchLimit;
 use sluice_core::{
     Decision, EndSemantics, JobId, JobRequest, JobSpec, MemRequest, NodeAlloc, NodeId, NodeState,
@@ -17,8 +18,8 @@ use sluice_core::{
 use sluice_proto::paths::agent_socket;
 use sluice_proto::pattern::{expand, PatternContext};
 use sluice_proto::types::{
-    CancelRequest, ConfigInfo, JobDescription, JobEnded, JobRecord, JobState, LaunchBatch,
-    MemoryRequest, NodeInfo, PartitionInfo, StepId, StepPlan, StepRecord, StepRequest,
+    CancelRequest, ConfigInfo, DeviceFile, JobDescription, JobEnded, JobRecord, JobState,
+    LaunchBatch, MemoryRequest, NodeInfo, PartitionInfo, StepId, StepPlan, StepRecord, StepRequest,
 };
 
 use crate::config::ClusterConfig;
@@ -901,6 +902,14 @@ impl Controller {
             self.interactive.insert(record.id);
         } else {
             let environment = batch_environment(&record, &self.conf, &self.state_dir);
+            let devices = self.conf.constrain_devices.then(|| {
+                let node = nodes.first().map_or(0, |a| a.node.index());
+                device_files(
+                    self.conf.gres_devices.get(node).map_or(&[], Vec::as_slice),
+                    record.gpus_per_node.first().map_or(&[], Vec::as_slice),
+                    &record.desc,
+                )
+            });
             effects.push(Effect::Launch {
                 socket: agent_socket(&self.state_dir, &first),
                 order: Box::new(LaunchBatch {
@@ -908,6 +917,7 @@ impl Controller {
                     environment,
                     kill_wait: self.conf.kill_wait,
                     incarnation: String::new(),
+                    devices,
                 }),
             });
         }
@@ -2003,6 +2013,44 @@ pub fn allocation_variables(r: &JobRecord, cluster_name: &str) -> Vec<(String, S
     v.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
+/// The GRES device files of a node (`devices`, its gres.conf devices), each marked with
+/// whether a job holding GPUs `gpus` there (indices, as in `gpus_per_node`) may open it,
+/// for `ConstrainDevices=yes`. GPU `i` is the `i`-th GPU unit of `devices` in order, as
+/// the indices are handed out. The controller tracks only counts of other GRES, not
+/// which of their devices a job holds: their files are allowed to a job that asked for
+/// that GRES (`--gres=NAME...`) and denied otherwise. A file named by several devices
+/// (a shared GRES such as `shard` spreads over the GPUs' files) is listed once, allowed
+/// if any of them allows it.
+fn device_files(devices: &[GresDevice], gpus: &[u32], desc: &JobDescription) -> Vec<DeviceFile> {
+    let mut files: Vec<DeviceFile> = Vec::new();
+    let mut next_gpu = 0u32;
+    for d in devices {
+        let gpu = (d.name == "gpu").then(|| {
+            let first = next_gpu;
+            next_gpu = next_gpu.saturating_add(u32::try_from(d.count).unwrap_or(u32::MAX));
+            first
+        });
+        let allowed = match gpu {
+            Some(i) => gpus.contains(&i),
+            None => desc.gres.iter().any(|g| g.name == d.name && g.count > 0),
+        };
+        for path in &d.files {
+            match files.iter_mut().find(|f| f.path == *path) {
+                Some(f) => {
+                    f.allowed |= allowed;
+                    f.gpu = f.gpu.or(gpu);
+                }
+                None => files.push(DeviceFile {
+                    path: path.clone(),
+                    gpu,
+                    allowed,
+                }),
+            }
+        }
+    }
+    files
+}
+
 /// The environment of a job's batch script (Slurm's variables, on top of the
 /// submitter's exported environment).
 pub fn batch_environment(
@@ -2102,3 +2150,103 @@ mod tests;
 mod update;
 
 pub use update::{NodeOverride, BAD_LIMIT, REASON_NEEDED};
+
+#[cfg(test)]
+mod device_tests {
+    use super::*;
+    use sluice_conf::gres_conf;
+    use sluice_proto::types::GresRequest;
+
+    /// The devices of one node: three GPUs of two types, shards over the first two
+    /// GPUs' files, and a NIC.
+    fn devices() -> Vec<GresDevice> {
+        let slurm = sluice_conf::slurm_conf::parse_str(
+            "ClusterName=c\nGresTypes=gpu,shard,nic\n\
+             NodeName=n1 CPUs=8 Gres=gpu:a100:2,gpu:h100:1,shard:4,nic:1\n\
+             PartitionName=p Nodes=n1 Default=YES\n",
+            Path::new("slurm.conf"),
+        )
+        .unwrap();
+        let gres = gres_conf::parse_str(
+            "Name=gpu Type=a100 File=/dev/nvidia[0-1]\n\
+             Name=gpu Type=h100 File=/dev/nvidia2\n\
+             Name=shard Count=4 File=/dev/nvidia[0-1]\n\
+             Name=nic File=/dev/infiniband/uverbs0\n",
+            Path::new("gres.conf"),
+        )
+        .unwrap();
+        gres_conf::resolve(&slurm, &gres).unwrap().nodes.remove(0)
+    }
+
+    fn file(path: &str, gpu: Option<u32>, allowed: bool) -> DeviceFile {
+        DeviceFile {
+            path: path.into(),
+            gpu,
+            allowed,
+        }
+    }
+
+    #[test]
+    fn a_job_may_open_the_files_of_its_gpus_only() {
+        let devices = devices();
+        assert_eq!(
+            device_files(&devices, &[1, 2], &JobDescription::default()),
+            [
+                file("/dev/nvidia0", Some(0), false),
+                file("/dev/nvidia1", Some(1), true),
+                file("/dev/nvidia2", Some(2), true),
+                file("/dev/infiniband/uverbs0", None, false),
+            ]
+        );
+        // No GPUs: every file denied.
+        assert!(device_files(&devices, &[], &JobDescription::default())
+            .iter()
+            .all(|f| !f.allowed));
+    }
+
+    #[test]
+    fn other_gres_files_are_allowed_to_jobs_that_asked_for_that_gres() {
+        let devices = devices();
+        let desc = JobDescription {
+            gres: vec![
+                GresRequest {
+                    name: "shard".into(),
+                    gres_type: None,
+                    count: 1,
+                },
+                GresRequest {
+                    name: "nic".into(),
+                    gres_type: None,
+                    count: 1,
+                },
+            ],
+            ..JobDescription::default()
+        };
+        let allowed: Vec<String> = device_files(&devices, &[], &desc)
+            .into_iter()
+            .filter(|f| f.allowed)
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(
+            allowed,
+            ["/dev/nvidia0", "/dev/nvidia1", "/dev/infiniband/uverbs0"]
+        );
+    }
+
+    #[test]
+    fn count_only_gpus_take_their_indices_without_files() {
+        let slurm = sluice_conf::slurm_conf::parse_str(
+            "ClusterName=c\nGresTypes=gpu\nNodeName=n1 CPUs=8 Gres=gpu:2\n\
+             PartitionName=p Nodes=n1 Default=YES\n",
+            Path::new("slurm.conf"),
+        )
+        .unwrap();
+        let devices = gres_conf::GresLayout::from_slurm_conf(&slurm)
+            .nodes
+            .remove(0);
+        assert_eq!(
+            device_files(&devices, &[0, 1], &JobDescription::default()),
+            []
+        );
+    }
+}

@@ -56,11 +56,12 @@ pub const OOM_SIGNAL: i32 = 125;
 
 /// How long a cgroup that still lists processes may take to empty before it is left
 /// behind (removal retries on `EBUSY` meanwhile).
-const PATIENCE: Duration = Duration::from_secs(2);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(2);
 
-/// Serialises making and removing job cgroups within this agent, so that a step starting
-/// never sees its job's cgroup removed under it by a step ending.
-static LOCK: Mutex<()> = Mutex::new(());
+/// Serialises making and removing job cgroups within this agent (memory and devices
+/// alike), so that a step starting never sees its job's cgroup removed under it by a
+/// step ending.
+pub(crate) static LOCK: Mutex<()> = Mutex::new(());
 
 /// Which cgroup interface holds the memory controller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,15 +141,25 @@ pub(crate) fn memory_hierarchies(mountinfo: &str) -> Vec<(Version, Mount)> {
     v2.chain(v1).collect()
 }
 
-/// The calling process's cgroup in the hierarchy of `version`, from the text of
-/// `/proc/self/cgroup` (`ID:CONTROLLERS:PATH` lines; v2's is `0::PATH`).
+/// The calling process's cgroup in the hierarchy of `version` (for v1, the memory
+/// controller's), from the text of `/proc/self/cgroup` (`ID:CONTROLLERS:PATH` lines;
+/// v2's is `0::PATH`).
 pub(crate) fn own_cgroup(proc_self_cgroup: &str, version: Version) -> Option<String> {
+    own_cgroup_of(proc_self_cgroup, version, "memory")
+}
+
+/// [`own_cgroup`] for the v1 hierarchy of `controller` (`memory`, `devices`).
+pub(crate) fn own_cgroup_of(
+    proc_self_cgroup: &str,
+    version: Version,
+    controller: &str,
+) -> Option<String> {
     proc_self_cgroup.lines().find_map(|line| {
         let mut it = line.splitn(3, ':');
         let (id, controllers, path) = (it.next()?, it.next()?, it.next()?);
         let hit = match version {
             Version::V2 => id == "0" && controllers.is_empty(),
-            Version::V1 => controllers.split(',').any(|c| c == "memory"),
+            Version::V1 => controllers.split(',').any(|c| c == controller),
         };
         hit.then(|| path.to_string())
     })
@@ -237,16 +248,16 @@ pub(crate) fn join_self(procs: &CStr) -> nix::Result<()> {
     nix::unistd::write(&fd, pid).map(drop)
 }
 
-fn io_error(path: &Path, e: impl std::fmt::Display) -> String {
+pub(crate) fn io_error(path: &Path, e: impl std::fmt::Display) -> String {
     format!("{}: {e}", path.display())
 }
 
-fn write(path: &Path, value: &str) -> Result<(), String> {
+pub(crate) fn write(path: &Path, value: &str) -> Result<(), String> {
     std::fs::write(path, value).map_err(|e| io_error(path, e))
 }
 
 /// Creates `dir`; true when it was made now (false: it was there).
-fn make_dir(dir: &Path) -> Result<bool, String> {
+pub(crate) fn make_dir(dir: &Path) -> Result<bool, String> {
     match std::fs::create_dir(dir) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
@@ -256,7 +267,7 @@ fn make_dir(dir: &Path) -> Result<bool, String> {
 
 /// Removes cgroup `dir`, retrying for [`PATIENCE`] while it is busy (processes still
 /// leaving). A missing one is removed already.
-fn remove(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn remove(dir: &Path) -> std::io::Result<()> {
     let start = Instant::now();
     loop {
         match std::fs::remove_dir(dir) {
@@ -273,7 +284,7 @@ fn remove(dir: &Path) -> std::io::Result<()> {
 }
 
 /// The subdirectories (child cgroups) of `dir`.
-fn children(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn children(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .map(|entries| {
             entries
@@ -287,7 +298,7 @@ fn children(dir: &Path) -> Vec<PathBuf> {
 
 /// SIGKILLs every process in cgroup `dir` until none is listed, for at most
 /// [`PATIENCE`].
-fn kill_all(dir: &Path) {
+pub(crate) fn kill_all(dir: &Path) {
     let start = Instant::now();
     loop {
         let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
@@ -383,6 +394,16 @@ impl std::fmt::Display for Memory {
 }
 
 impl Memory {
+    /// Which cgroup interface holds the limits.
+    pub(crate) fn version(&self) -> Version {
+        self.version
+    }
+
+    /// `<agent's cgroup>/sluice/<node>`: where this node's job cgroups are made.
+    pub(crate) fn node_dir(&self) -> &Path {
+        &self.node_dir
+    }
+
     /// Finds the memory controller and makes (or takes over) the directory for the job
     /// cgroups of node `node` of the cluster with state directory `state_dir`
     /// ([`node_dir_name`]), checking that limits can be written there. Err says why jobs

@@ -14,6 +14,7 @@
 //! code or signal) is reported to the controller until the controller acknowledges it.
 
 pub mod cgroup;
+pub mod devices;
 mod leftovers;
 mod run;
 
@@ -86,6 +87,9 @@ pub(crate) struct Running {
     /// A time limit set after the launch (`scontrol update`), seconds from the start;
     /// `Some(None)`: unlimited.
     pub(crate) time_limit: Option<Option<i64>>,
+    /// The job's GRES device files here, resolved at its launch, when its devices are
+    /// confined (`ConstrainDevices=yes`): its srun steps here are confined by them too.
+    pub(crate) devices: Option<Arc<devices::JobDevices>>,
 }
 
 pub(crate) struct Agent {
@@ -104,6 +108,9 @@ pub(crate) struct Agent {
     /// Where jobs' memory cgroups are made; None when this host cannot limit memory
     /// (said once, at start), and jobs run without limits.
     pub(crate) memory: Option<cgroup::Memory>,
+    /// Where jobs' device cgroups are made (`ConstrainDevices=yes`); Err says why this
+    /// host cannot confine devices, said for each job whose launch asks for it.
+    pub(crate) devices: Result<devices::Devices, String>,
 }
 
 impl Agent {
@@ -178,6 +185,20 @@ pub async fn run(
             None
         }
     };
+    let devices = devices::Devices::detect(state_dir, node, memory.as_ref());
+    match &devices {
+        Ok(d) => {
+            let left = d.sweep();
+            if left > 0 {
+                tracing::warn!(
+                    "{node}: removed {left} job device cgroup(s) left by an earlier agent"
+                );
+            }
+            tracing::info!("{node}: job devices can be confined through {d}");
+        }
+        // Said for each job that asks (only ConstrainDevices=yes needs it).
+        Err(why) => tracing::info!("{node}: job devices cannot be confined: {why}"),
+    }
     let _ = std::fs::remove_file(&socket);
     let listener = UnixListener::bind(&socket).map_err(io)?;
     use std::os::unix::fs::PermissionsExt;
@@ -191,6 +212,7 @@ pub async fn run(
         incarnation: Mutex::new(None),
         stdins: Mutex::new(BTreeMap::new()),
         memory,
+        devices,
     });
     tokio::spawn(register(agent.clone()));
     let app = Router::new()
@@ -219,6 +241,9 @@ pub async fn run(
     // What the jobs left in their cgroups ends with them.
     if let Some(m) = &stopped.memory {
         m.close();
+    }
+    if let Ok(d) = &stopped.devices {
+        d.close();
     }
     result.map_err(io)
 }

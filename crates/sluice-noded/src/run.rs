@@ -1,6 +1,6 @@
 //! Running processes for jobs: batch scripts and srun tasks, as their owners.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -16,7 +16,7 @@ use nix::unistd::{Gid, Pid, Uid};
 use sluice_proto::types::{JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, TaskEvent};
 use tokio::sync::mpsc::Sender;
 
-use crate::{cgroup, leftovers, now, report, Agent};
+use crate::{cgroup, devices, leftovers, now, report, Agent};
 
 /// Who a process runs as.
 #[derive(Clone)]
@@ -46,15 +46,15 @@ impl Owner {
         })
     }
 
-    /// A command that starts in a session of its own, as this owner, in the cgroup whose
-    /// `cgroup.procs` is `cgroup` (if any).
+    /// A command that starts in a session of its own, as this owner, in the cgroups
+    /// whose `cgroup.procs` files are `cgroups` (memory, devices).
     fn command(
         &self,
         program: &str,
         args: &[String],
         env: &[(String, String)],
         cwd: &str,
-        cgroup: Option<&CStr>,
+        cgroups: &[CString],
     ) -> Command {
         let mut cmd = Command::new(program);
         cmd.args(args).env_clear().envs(env.iter().cloned());
@@ -64,16 +64,16 @@ impl Owner {
             cmd.current_dir("/tmp");
         }
         let owner = self.clone();
-        let cgroup = cgroup.map(CStr::to_owned);
+        let cgroups = cgroups.to_vec();
         // SAFETY: between fork and exec only async-signal-safe calls are made: open,
         // write and close of cgroup.procs, setsid, initgroups, setgid, setuid (no
         // allocation: the path and the user name were made beforehand).
         unsafe {
             cmd.pre_exec(move || {
                 // Joined first, while still privileged, and before anything is started
-                // that could escape the limit. A failure leaves the job unlimited rather
+                // that could escape the limits. A failure leaves the job unlimited rather
                 // than failed.
-                if let Some(procs) = &cgroup {
+                for procs in &cgroups {
                     let _ = cgroup::join_self(procs);
                 }
                 nix::unistd::setsid().map_err(std::io::Error::from)?;
@@ -142,6 +142,65 @@ fn memory_step(agent: &Agent, r: &JobRecord, step: &str) -> Option<cgroup::Step>
     }
 }
 
+/// The job's GRES device files here, resolved, when the launch order asks to confine
+/// its devices (`ConstrainDevices=yes`) and this host can; None otherwise. Files that
+/// are not here (a GPU-less machine's gres.conf) are left out, said in one line of the
+/// agent's log, as is a host that cannot confine devices.
+fn job_devices(agent: &Agent, order: &LaunchBatch) -> Option<Arc<devices::JobDevices>> {
+    let files = order.devices.as_ref()?;
+    let id = order.job.id;
+    if let Err(why) = &agent.devices {
+        eprintln!(
+            "sluice agent {}: warning: job {id}: device access not confined \
+             (ConstrainDevices=yes): {why}",
+            agent.node
+        );
+        return None;
+    }
+    let (resolved, skipped) = devices::JobDevices::resolve(files);
+    if !skipped.is_empty() {
+        eprintln!(
+            "sluice agent {}: job {id}: ConstrainDevices: left out GRES device files \
+             that are not device files here: {}",
+            agent.node,
+            skipped.join(", ")
+        );
+    }
+    Some(Arc::new(resolved))
+}
+
+/// The device cgroup that step `step` of job `r` runs in here, denying it the devices
+/// of `job` it may not open (a step with GPUs `step_gpus` is held to them); None when
+/// nothing is denied, or on a failure (logged here: the job runs unconfined).
+fn devices_step(
+    agent: &Agent,
+    r: &JobRecord,
+    step: &str,
+    job: &devices::JobDevices,
+    step_gpus: &[u32],
+) -> Option<devices::Step> {
+    let d = agent.devices.as_ref().ok()?;
+    match d.step(r.id, r.restarts, step, job, step_gpus) {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!(
+                "sluice agent {}: warning: job {}: device access not confined: {why}",
+                agent.node, r.id
+            );
+            None
+        }
+    }
+}
+
+/// The `cgroup.procs` files a step's processes join: its memory and device cgroups.
+fn cgroup_procs(memory: Option<&cgroup::Step>, devices: Option<&devices::Step>) -> Vec<CString> {
+    memory
+        .map(|m| m.procs().to_owned())
+        .into_iter()
+        .chain(devices.map(|d| d.procs().to_owned()))
+        .collect()
+}
+
 fn state_of(status: &ExitStatus) -> (JobState, i32, i32) {
     match (status.code(), status.signal()) {
         (Some(0), _) => (JobState::Completed, 0, 0),
@@ -165,13 +224,32 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         end: now(),
     };
     let memory = memory_step(&agent, r, "batch");
-    let started = start_batch(&agent, &order, memory.as_ref().map(cgroup::Step::procs));
+    let job_devices = job_devices(&agent, &order);
+    if let Some(d) = &job_devices {
+        if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&id) {
+            j.devices = Some(d.clone());
+        }
+    }
+    let devices = job_devices
+        .as_ref()
+        .and_then(|d| devices_step(&agent, r, "batch", d, &[]));
+    let started = start_batch(
+        &agent,
+        &order,
+        &cgroup_procs(memory.as_ref(), devices.as_ref()),
+    );
     let mut child = match started {
         Ok(c) => c,
         Err(why) => {
-            if let Some(m) = memory {
-                let _ = tokio::task::spawn_blocking(move || m.finish()).await;
-            }
+            let _ = tokio::task::spawn_blocking(move || {
+                if let Some(m) = memory {
+                    m.finish();
+                }
+                if let Some(d) = devices {
+                    d.finish();
+                }
+            })
+            .await;
             // Tell the user where they will look.
             if let Ok(owner) = Owner::of(&agent, r) {
                 if let Ok(mut f) = owner.open_output(&r.stderr, true) {
@@ -266,12 +344,15 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
     notices().remove(&(agent.node.clone(), id, r.restarts));
     // The batch step is over: what it left in its cgroup is killed, and an OOM kill in
     // it is reported as slurmstepd reports it, on the job's stderr.
-    let oom_kills = match memory {
-        Some(m) => tokio::task::spawn_blocking(move || m.finish())
-            .await
-            .unwrap_or(0),
-        None => 0,
-    };
+    let oom_kills = tokio::task::spawn_blocking(move || {
+        let kills = memory.map_or(0, cgroup::Step::finish);
+        if let Some(d) = devices {
+            d.finish();
+        }
+        kills
+    })
+    .await
+    .unwrap_or(0);
     if oom_kills > 0 {
         if let Ok(mut f) = Owner::of(&agent, r)
             .and_then(|o| o.open_output(&r.stderr, true).map_err(|e| e.to_string()))
@@ -326,7 +407,7 @@ fn script_path(agent: &Agent, r: &JobRecord) -> std::path::PathBuf {
 fn start_batch(
     agent: &Agent,
     order: &LaunchBatch,
-    cgroup: Option<&CStr>,
+    cgroups: &[CString],
 ) -> Result<std::process::Child, String> {
     let r = &order.job;
     let owner = Owner::of(agent, r)?;
@@ -374,7 +455,7 @@ fn start_batch(
         &[],
         &order.environment,
         &r.desc.work_dir,
-        cgroup,
+        cgroups,
     );
     cmd.stdout(out).stderr(err).stdin(input);
     // The script was just written: a process forked elsewhere in the agent at that
@@ -540,24 +621,36 @@ pub(crate) fn tasks(
         });
         return;
     };
-    // The step's cgroup here, ended by the last of its tasks to end (or by this
-    // function, should they all end before it has started them all).
+    // The step's cgroups here, ended by the last of its tasks to end (or by this
+    // function, should they all end before it has started them all). Its devices are
+    // confined by the job's batch launch here (an srun step only narrows them, to the
+    // GPUs of its tasks here, so what srun says of them is never trusted further).
+    let step_name = format!("step_{}", order.step);
+    let job_devices = agent
+        .jobs
+        .lock()
+        .expect("lock")
+        .get(&order.job_id)
+        .filter(|j| j.run == record.restarts)
+        .and_then(|j| j.devices.clone());
+    let mut step_gpus: Vec<u32> = order.task_gpus.iter().flatten().copied().collect();
+    step_gpus.sort_unstable();
+    step_gpus.dedup();
     let end = Arc::new(StepEnd {
         left: AtomicUsize::new(order.tasks.len() + 1),
-        memory: Mutex::new(memory_step(
-            &agent,
-            &record,
-            &format!("step_{}", order.step),
-        )),
+        memory: Mutex::new(memory_step(&agent, &record, &step_name)),
+        devices: Mutex::new(
+            job_devices
+                .as_ref()
+                .and_then(|d| devices_step(&agent, &record, &step_name, d, &step_gpus)),
+        ),
         name: format!("{}.{}", order.job_id, order.step),
         task: order.tasks.first().copied().unwrap_or(0),
     });
-    let procs = end
-        .memory
-        .lock()
-        .expect("lock")
-        .as_ref()
-        .map(|m| m.procs().to_owned());
+    let procs = cgroup_procs(
+        end.memory.lock().expect("lock").as_ref(),
+        end.devices.lock().expect("lock").as_ref(),
+    );
     let gtids = order
         .tasks
         .iter()
@@ -598,13 +691,7 @@ pub(crate) fn tasks(
             }
             env.push(("SLURM_STEP_GPUS".into(), list));
         }
-        let mut cmd = owner.command(
-            &program,
-            &order.argv[1..],
-            &env,
-            &order.work_dir,
-            procs.as_deref(),
-        );
+        let mut cmd = owner.command(&program, &order.argv[1..], &env, &order.work_dir, &procs);
         let feed = order.stdin && task == 0;
         cmd.stdin(if feed { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
@@ -732,6 +819,7 @@ pub(crate) fn tasks(
 struct StepEnd {
     left: AtomicUsize,
     memory: Mutex<Option<cgroup::Step>>,
+    devices: Mutex<Option<devices::Step>>,
     /// The step as Slurm names it: `JOB.STEP`.
     name: String,
     /// The task whose stderr carries slurmstepd's messages: the first one here.
@@ -739,19 +827,24 @@ struct StepEnd {
 }
 
 impl StepEnd {
-    /// One task (or the launch) is done. The last one removes the step's cgroup, off the
-    /// async runtime as that may wait for stragglers, and tells srun of OOM kills on the
-    /// step's stderr, as slurmstepd does, before the stream ends.
+    /// One task (or the launch) is done. The last one removes the step's cgroups, off
+    /// the async runtime as that may wait for stragglers, and tells srun of OOM kills on
+    /// the step's stderr, as slurmstepd does, before the stream ends.
     fn done(self: &Arc<Self>, tx: &Sender<TaskEvent>) {
         if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
-        let Some(memory) = self.memory.lock().expect("lock").take() else {
+        let memory = self.memory.lock().expect("lock").take();
+        let devices = self.devices.lock().expect("lock").take();
+        if memory.is_none() && devices.is_none() {
             return;
-        };
+        }
         let (end, tx) = (self.clone(), tx.clone());
         let report = move || {
-            let kills = memory.finish();
+            let kills = memory.map_or(0, cgroup::Step::finish);
+            if let Some(d) = devices {
+                d.finish();
+            }
             if kills > 0 {
                 let _ = tx.blocking_send(TaskEvent::Output {
                     task: end.task,

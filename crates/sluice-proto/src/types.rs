@@ -539,6 +539,28 @@ pub struct LaunchBatch {
     /// already given up for lost. Empty: not checked.
     #[serde(default)]
     pub incarnation: String,
+    /// Device confinement, with cgroup.conf's `ConstrainDevices=yes`: every GRES device
+    /// file of the node the order goes to (gres.conf's `File=`), each marked with whether
+    /// the job may open it. The agent denies the job's processes there (its batch script
+    /// and its steps' tasks) every device that is not allowed; a step is further held to
+    /// its own GPUs. `None`: devices are not confined (`ConstrainDevices=no`, the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Vec<DeviceFile>>,
+}
+
+/// One GRES device file of a node, and whether a job may open it (see
+/// [`LaunchBatch::devices`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceFile {
+    /// The path, as gres.conf's `File=` names it (`/dev/nvidia0`).
+    pub path: String,
+    /// The GPU it belongs to: its index on the node, as in
+    /// [`JobRecord::gpus_per_node`] and `CUDA_VISIBLE_DEVICES`. `None` for a file of
+    /// another GRES.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
+    /// The job may open it.
+    pub allowed: bool,
 }
 
 /// An agent's report that a job's batch script (or allocation) ended.

@@ -2,7 +2,7 @@
 //! (`../shared/slurm-samples/gpu_err_*.txt`, `err_gpus_none_configured.txt`), and
 //! the CPUs and memory that come with each GPU follow the partition's defaults.
 
-use crate::harness::Cluster;
+use crate::harness::{self, Cluster};
 use crate::SMALL;
 
 const GPUS: &str = "ClusterName=gpus
@@ -107,4 +107,185 @@ fn a_cluster_without_gpus_refuses_gpu_jobs() {
             1
         )
     );
+}
+
+/// A node of three GPUs for [`with_constrain_devices_a_job_opens_only_its_gpus`].
+const DEVICES: &str = "ClusterName=gpudev
+SlurmctldHost=localhost
+GresTypes=gpu
+NodeName=g1 CPUs=4 RealMemory=4000 Gres=gpu:3 State=UNKNOWN
+PartitionName=gpu Nodes=g1 Default=YES MaxTime=1:00:00 State=UP
+";
+
+/// Ends the agent that `sluice up` started before the controller was restarted alone
+/// (it outlives that `sluice up`), even when the test fails.
+struct EndAgent(Vec<i32>);
+
+impl Drop for EndAgent {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        for &pid in &self.0 {
+            let start = std::time::Instant::now();
+            while std::path::Path::new(&format!("/proc/{pid}")).exists()
+                && start.elapsed() < std::time::Duration::from_secs(20)
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// cgroup.conf's `ConstrainDevices=yes`: a job opens the device files of its own GPUs
+/// and gets "Operation not permitted" for the others'; an srun step is held to its own
+/// GPUs; a GPU whose file is missing (as on a machine without GPUs) costs one line in
+/// the agent's log and nothing else. The GPUs' files are character devices made here
+/// with the numbers of /dev/full (1:7) and /dev/random (1:8); the third is never made.
+#[test]
+fn with_constrain_devices_a_job_opens_only_its_gpus() {
+    let cgroups = match sluice_noded::devices::probe() {
+        Ok(dir) => dir,
+        Err(why) => {
+            eprintln!("skipped: this host cannot confine devices (no devices cgroup): {why}");
+            return;
+        }
+    };
+    let mut c = Cluster::start("gpudev", DEVICES);
+    let dev = c.dir.join("dev");
+    std::fs::create_dir_all(&dev).unwrap();
+    for (name, minor) in [("nvidia0", "7"), ("nvidia1", "8")] {
+        let made = std::process::Command::new("mknod")
+            .arg(dev.join(name))
+            .args(["c", "1", minor])
+            .status();
+        if !made.is_ok_and(|s| s.success()) || std::fs::File::open(dev.join(name)).is_err() {
+            eprintln!(
+                "skipped: cannot make and open device files in {}",
+                dev.display()
+            );
+            return;
+        }
+    }
+    // Slurm reads gres.conf and cgroup.conf next to slurm.conf; the controller reads
+    // them again as it restarts (the agent stays, and registers with the new one).
+    std::fs::write(
+        c.dir.join("gres.conf"),
+        format!("Name=gpu File={}/nvidia[0-2]\n", dev.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        c.dir.join("cgroup.conf"),
+        "ConstrainDevices=yes\nConstrainRAMSpace=yes\n",
+    )
+    .unwrap();
+    let state = c.dir.join("state").display().to_string();
+    let _agent = EndAgent(harness::pids_of(&[
+        "agent",
+        "--node",
+        "g1",
+        "--state-dir",
+        &state,
+    ]));
+    c.crash_and_restart_controller();
+    c.wait_for("g1 idle again", || {
+        c.run("sinfo", &["-h", "-N", "-o", "%t"]).stdout.trim() == "idle"
+    });
+
+    // Each GPU's file: opened, or why not.
+    std::fs::write(
+        c.work().join("probe.sh"),
+        format!(
+            "for g in 0 1 2; do\n  \
+               if e=$(head -c1 {}/nvidia$g 2>&1 >/dev/null); then echo \"nvidia$g: ok\";\n  \
+               else echo \"nvidia$g: ${{e##*: }}\"; fi\n\
+             done\n",
+            dev.display()
+        ),
+    )
+    .unwrap();
+    let output =
+        |job: u64| std::fs::read_to_string(c.work().join(format!("{job}.out"))).unwrap_or_default();
+    let (ok, denied, missing) = ("ok", "Operation not permitted", "No such file or directory");
+    let lines = |states: [&str; 3]| {
+        format!(
+            "nvidia0: {}\nnvidia1: {}\nnvidia2: {}\n",
+            states[0], states[1], states[2]
+        )
+    };
+
+    // GPU 0, held while a second job gets GPU 1.
+    let first = c.sbatch(&[
+        "--gpus=1",
+        "-t",
+        "5",
+        "-o",
+        "%j.out",
+        "--wrap",
+        "bash probe.sh; sleep 600",
+    ]);
+    c.wait_for("the first job's probe", || {
+        output(first).lines().count() == 3
+    });
+    assert_eq!(output(first), lines([ok, denied, missing]));
+    let second = c.sbatch(&["--gpus=1", "-o", "%j.out", "--wrap", "bash probe.sh"]);
+    assert_eq!(c.wait_ended(second), "COMPLETED");
+    assert_eq!(output(second), lines([denied, ok, missing]));
+    assert_eq!(c.run("scancel", &[&first.to_string()]).code, 0);
+    c.wait_ended(first);
+
+    // No GPUs: none of their files.
+    let none = c.sbatch(&["-o", "%j.out", "--wrap", "bash probe.sh"]);
+    assert_eq!(c.wait_ended(none), "COMPLETED");
+    assert_eq!(output(none), lines([denied, denied, missing]));
+
+    // Two GPUs: the batch step opens both; a step given one GPU only its own.
+    let two = c.sbatch(&[
+        "--gpus=2",
+        "-o",
+        "%j.out",
+        "--wrap",
+        "bash probe.sh; srun -n1 --gpus-per-task=1 bash probe.sh",
+    ]);
+    assert_eq!(c.wait_ended(two), "COMPLETED");
+    assert_eq!(
+        output(two),
+        format!(
+            "{}{}",
+            lines([ok, ok, missing]),
+            lines([ok, denied, missing])
+        )
+    );
+
+    // One log line per job for the missing file; no job cgroup left behind.
+    let log =
+        std::fs::read_to_string(c.dir.join("state").join("logs").join("agent-g1.log")).unwrap();
+    let notes: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("ConstrainDevices"))
+        .collect();
+    assert_eq!(notes.len(), 4, "{log}");
+    for n in notes {
+        assert!(
+            n.ends_with(&format!(
+                "{}/nvidia2 (No such file or directory)",
+                dev.display()
+            )),
+            "{n}"
+        );
+    }
+    let node_dir = cgroups.join(sluice_noded::cgroup::node_dir_name(
+        &c.dir.join("state"),
+        "g1",
+    ));
+    assert!(node_dir.is_dir(), "{} exists", node_dir.display());
+    c.wait_for("the job device cgroups to go", || {
+        std::fs::read_dir(&node_dir).map_or(true, |d| {
+            d.flatten()
+                .all(|e| !e.file_name().to_string_lossy().starts_with("job_"))
+        })
+    });
 }
