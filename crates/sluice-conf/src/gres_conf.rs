@@ -9,7 +9,8 @@
 //!
 //! [`parse_str`] and [`read`] give a [`GresConf`]. [`resolve`] then merges it with each
 //! node's `Gres=` from slurm.conf the way slurmd does (Slurm's `_merge_config` in
-//! `gres.c`), giving every node its list of [`GresDevice`]s.
+//! `gres.c`), giving every node its list of [`GresDevice`]s; [`resolve_detected`] also
+//! merges in the GPUs AutoDetect found on a node, as slurmd does.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -704,8 +705,9 @@ pub enum DeviceSource {
         /// 1-based line.
         line: usize,
     },
-    /// slurm.conf's count, trusted because AutoDetect would find these GPUs on the node
-    /// (Sluice does not query the driver).
+    /// AutoDetect: a GPU found on the node (see [`resolve_detected`]), or, where nothing
+    /// was detected (another host, no driver), slurm.conf's count, trusted because
+    /// AutoDetect would find these GPUs on the node.
     AutoDetect(AutoDetect),
     /// slurm.conf's count alone: no gres.conf, or a GRES that gres.conf need not describe
     /// (`gres.conf(5)`: "only the configuration information in the slurm.conf file will
@@ -828,7 +830,47 @@ pub fn configured_gres(cluster: &Cluster, node: usize) -> Vec<(String, Option<St
 /// gres.conf record, invalid name"); units beyond slurm.conf's count (ignored; Slurm:
 /// "has N more configured than expected in slurm.conf"); `NodeName=` hosts slurm.conf
 /// does not define.
+///
+/// Nothing is detected here: configured GPUs under an AutoDetect are trusted. See
+/// [`resolve_detected`] for the nodes whose devices were detected.
 pub fn resolve(conf: &SlurmConf, gres: &GresConf) -> Result<GresLayout, ConfError> {
+    resolve_detected(conf, gres, &|_, _| Vec::new())
+}
+
+/// [`resolve`], with the GPUs AutoDetect found on some nodes, as slurmd merges the
+/// devices its GPU plugin reports with the configured ones (Slurm's
+/// `_merge_system_gres_conf` in `gres_gpu.c`).
+///
+/// `detected(node, autodetect)` gives the GPUs found on `node` by the AutoDetect in
+/// force there, one [`GresDevice`] each (count 1, its files, `Cores`, `Links`, type as
+/// the driver names it, [`DeviceSource::AutoDetect`]); it is asked only for nodes that
+/// configure `gpu` under an AutoDetect other than `off`. An empty answer means nothing
+/// is known about the node (another host, no driver there): its configured GPUs are
+/// trusted, as [`resolve`] does.
+///
+/// Where devices were found, the node's configured GPUs (gres.conf's lines, taken
+/// as [`resolve`] takes them, and slurm.conf's units no line describes) are split into
+/// single devices and matched with the found ones:
+/// - A found device's type becomes the configured type that is part of it
+///   (case-insensitively; `a100` in `a100-sxm4-40gb`), longest configured types first;
+///   when no configured GPU has a type, found devices have none either.
+/// - Configured devices with files are matched first, then those without: a match has
+///   the same type (when the configured one has a type) and the same files (when it
+///   names files).
+/// - A match becomes the found device (its files, `Cores`, `Links`), named as
+///   slurm.conf names it, with its line's `Flags` when the line sets any. A line's
+///   `Cores=` or `Links=` differing from what was found drops both, with a warning.
+/// - A configured device with files and no match is kept as configured; one without
+///   files and no match is dropped, so that too few devices is the error [`resolve`]
+///   gives (`gres/gpu count reported lower than configured`).
+/// - Found devices nothing matched are left out, with a warning.
+///
+/// Errors and warnings: as [`resolve`], and those above.
+pub fn resolve_detected(
+    conf: &SlurmConf,
+    gres: &GresConf,
+    detected: &dyn Fn(&str, AutoDetect) -> Vec<GresDevice>,
+) -> Result<GresLayout, ConfError> {
     let mut warnings = Vec::new();
     let cluster = &conf.cluster;
     let defined: HashSet<&str> = cluster.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -908,6 +950,10 @@ pub fn resolve(conf: &SlurmConf, gres: &GresConf) -> Result<GresLayout, ConfErro
         }
         for name in names {
             let first_device = devices.len();
+            // Per device of this name: the type a found GPU must have to match it.
+            let mut match_types: Vec<Option<String>> = Vec::new();
+            // The first configured GPU dropped for Cores or Links unlike the device found.
+            let mut mismatch: Option<(PathBuf, usize, String)> = None;
             let mut configured_total = 0u64;
             for (_, gres_type, count) in configured.iter().filter(|(n, _, _)| n == name) {
                 configured_total += count;
@@ -933,6 +979,8 @@ pub fn resolve(conf: &SlurmConf, gres: &GresConf) -> Result<GresLayout, ConfErro
                     taken[k] = Some(take);
                     need -= take;
                     push_devices(&mut devices, r, name, gres_type.as_deref(), take);
+                    let match_type = r.gres_type.clone().or_else(|| gres_type.clone());
+                    match_types.resize(devices.len() - first_device, match_type);
                 }
                 if need > 0 {
                     let source = match auto {
@@ -949,8 +997,37 @@ pub fn resolve(conf: &SlurmConf, gres: &GresConf) -> Result<GresLayout, ConfErro
                         flags: GresFlags::default(),
                         source,
                     });
+                    match_types.push(gres_type.clone());
                 }
             }
+            if let Some(a) = auto.filter(|_| name.eq_ignore_ascii_case("gpu")) {
+                let found = detected(&node.name, a);
+                if !found.is_empty() {
+                    let configured_units: Vec<(GresDevice, Option<String>)> = devices
+                        .drain(first_device..)
+                        .zip(match_types.drain(..))
+                        .collect();
+                    let merged = merge_detected(configured_units, found, &gres.path);
+                    devices.extend(merged.devices);
+                    if !merged.ignored.is_empty() {
+                        warnings.push(format!(
+                            "{}: {}: ignoring autodetected GPUs the configuration does not name: {}",
+                            gres.path.display(),
+                            node.name,
+                            merged.ignored.join(", ")
+                        ));
+                    }
+                    for (path, line, text) in merged.mismatches {
+                        warnings.push(format!(
+                            "{}:{line}: {}: {text}; ignoring it",
+                            path.display(),
+                            node.name
+                        ));
+                        mismatch.get_or_insert((path, line, text));
+                    }
+                }
+            }
+            match_types.clear();
             let gpu_without_detection = name.eq_ignore_ascii_case("gpu") && auto.is_none();
             let found: u64 = devices[first_device..]
                 .iter()
@@ -958,20 +1035,22 @@ pub fn resolve(conf: &SlurmConf, gres: &GresConf) -> Result<GresLayout, ConfErro
                 .map(|d| d.count)
                 .sum();
             if found < configured_total {
-                let (path, line) = recs
-                    .iter()
-                    .map(|&ri| &gres.records[ri])
-                    .find(|r| r.name.eq_ignore_ascii_case(name))
-                    .map(|r| (r.path.clone(), r.line))
-                    .unwrap_or_else(|| (gres.path.clone(), 0));
-                short.push((
-                    format!(
-                        "gres/{name} count reported lower than configured ({found} < {configured_total})"
-                    ),
-                    path,
-                    line,
-                    node.name.clone(),
-                ));
+                let mut message = format!(
+                    "gres/{name} count reported lower than configured ({found} < {configured_total})"
+                );
+                let (path, line) = match mismatch {
+                    Some((path, line, text)) => {
+                        message.push_str(&format!(": {text}"));
+                        (path, line)
+                    }
+                    None => recs
+                        .iter()
+                        .map(|&ri| &gres.records[ri])
+                        .find(|r| r.name.eq_ignore_ascii_case(name))
+                        .map(|r| (r.path.clone(), r.line))
+                        .unwrap_or_else(|| (gres.path.clone(), 0)),
+                };
+                short.push((message, path, line, node.name.clone()));
             }
         }
         for (k, &ri) in recs.iter().enumerate() {
@@ -1076,6 +1155,171 @@ fn check_node_records(
         }
     }
     Ok(())
+}
+
+/// Slurm's `_merge_system_gres_conf` for one node's GPUs (see [`resolve_detected`]):
+/// `configured` are the devices [`resolve`] would give, each with the type a found
+/// device must have to match it; `found` are the detected devices. Returns the node's
+/// GPUs and what was left out.
+fn merge_detected(
+    configured: Vec<(GresDevice, Option<String>)>,
+    mut found: Vec<GresDevice>,
+    gres_path: &Path,
+) -> Merged {
+    let mut notes = Vec::new();
+    // One device per unit.
+    let mut units: Vec<(GresDevice, Option<String>)> = Vec::new();
+    for (d, t) in configured {
+        if d.files.is_empty() && d.count > 1 {
+            for _ in 0..d.count {
+                units.push((
+                    GresDevice {
+                        count: 1,
+                        ..d.clone()
+                    },
+                    t.clone(),
+                ));
+            }
+        } else {
+            units.push((d, t));
+        }
+    }
+    normalize_found_types(&mut found, &units);
+
+    // Per unit: the found device it became, or None.
+    let mut used = vec![false; found.len()];
+    let mut matched: Vec<Option<usize>> = vec![None; units.len()];
+    let mut dropped = vec![false; units.len()];
+    let with_files = (0..units.len()).filter(|&u| !units[u].0.files.is_empty());
+    let without = (0..units.len()).filter(|&u| units[u].0.files.is_empty());
+    for u in with_files.chain(without).collect::<Vec<_>>() {
+        let (unit, match_type) = &units[u];
+        let Some(f) = (0..found.len()).find(|&f| {
+            !used[f]
+                && match_type.as_deref().is_none_or(|t| {
+                    found[f]
+                        .gres_type
+                        .as_deref()
+                        .is_some_and(|ft| ft.eq_ignore_ascii_case(t))
+                })
+                && (unit.files.is_empty() || unit.files == found[f].files)
+        }) else {
+            continue;
+        };
+        used[f] = true;
+        let d = &found[f];
+        if both_and_differ(&unit.cores, &d.cores) || both_and_differ(&unit.links, &d.links) {
+            let (path, line) = match &unit.source {
+                DeviceSource::GresConf { path, line } => (path.clone(), *line),
+                _ => (gres_path.to_path_buf(), 0),
+            };
+            notes.push((
+                path,
+                line,
+                format!(
+                    "GPU {} has mismatching Cores or Links from the device found on the system ({} there)",
+                    d.files.join(","),
+                    describe_cores_links(d)
+                ),
+            ));
+            dropped[u] = true;
+            continue;
+        }
+        matched[u] = Some(f);
+    }
+
+    let mut out = Vec::new();
+    for (u, (unit, _)) in units.into_iter().enumerate() {
+        match matched[u] {
+            Some(f) => {
+                let d = &found[f];
+                out.push(GresDevice {
+                    name: unit.name,
+                    gres_type: unit.gres_type,
+                    count: 1,
+                    files: d.files.clone(),
+                    cores: d.cores.clone().or(unit.cores),
+                    links: d.links.clone().or(unit.links),
+                    flags: if unit.flags == GresFlags::default() {
+                        d.flags
+                    } else {
+                        unit.flags
+                    },
+                    source: d.source.clone(),
+                });
+            }
+            None if !dropped[u] && !unit.files.is_empty() => out.push(unit),
+            None => {}
+        }
+    }
+    let left: Vec<String> = (0..found.len())
+        .filter(|&f| !used[f])
+        .map(|f| {
+            let d = &found[f];
+            match &d.gres_type {
+                Some(t) => format!("{} ({t})", d.files.join(",")),
+                None => d.files.join(","),
+            }
+        })
+        .collect();
+    Merged {
+        devices: out,
+        mismatches: notes,
+        ignored: left,
+    }
+}
+
+/// What [`merge_detected`] gives for one node.
+struct Merged {
+    /// The node's GPUs, in the order of the configured ones.
+    devices: Vec<GresDevice>,
+    /// Per configured GPU dropped because its `Cores=` or `Links=` differ from the
+    /// device found: file, line, and what differs.
+    mismatches: Vec<(PathBuf, usize, String)>,
+    /// Found devices nothing configured matched: files (and type).
+    ignored: Vec<String>,
+}
+
+/// Slurm's `_normalize_sys_gres_types`: each found device takes the longest configured
+/// type that is part of its own (case-insensitively), one configured unit per found
+/// device; with no configured type at all, found devices lose theirs.
+fn normalize_found_types(found: &mut [GresDevice], units: &[(GresDevice, Option<String>)]) {
+    let mut types: Vec<&str> = units.iter().filter_map(|(_, t)| t.as_deref()).collect();
+    if types.is_empty() {
+        for d in found.iter_mut() {
+            d.gres_type = None;
+        }
+        return;
+    }
+    types.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    let mut taken = vec![false; types.len()];
+    let mut order: Vec<usize> = (0..found.len()).collect();
+    order.sort_by_key(|&f| std::cmp::Reverse(found[f].gres_type.as_ref().map_or(0, String::len)));
+    for f in order {
+        let Some(own) = found[f].gres_type.as_ref().map(|t| t.to_ascii_lowercase()) else {
+            continue;
+        };
+        if let Some(i) =
+            (0..types.len()).find(|&i| !taken[i] && own.contains(&types[i].to_ascii_lowercase()))
+        {
+            taken[i] = true;
+            found[f].gres_type = Some(types[i].to_string());
+        }
+    }
+}
+
+/// Whether both values are given and differ (a value not given agrees with any).
+fn both_and_differ<T: PartialEq>(mine: &Option<T>, theirs: &Option<T>) -> bool {
+    matches!((mine, theirs), (Some(a), Some(b)) if a != b)
+}
+
+/// `Cores=... Links=...` of a found device, for messages.
+fn describe_cores_links(d: &GresDevice) -> String {
+    let cores = d.cores.as_deref().map_or("any".to_string(), format_cores);
+    let links = d.links.as_ref().map_or("none".to_string(), |l| {
+        l.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
+    });
+    format!("Cores={cores} Links={links}")
 }
 
 /// Appends the devices `take` units of record `r` give, named as slurm.conf names them.
@@ -1557,6 +1801,176 @@ mod tests {
         let l = GresLayout::from_slurm_conf(&s);
         assert_eq!(l.nodes[0][0].count, 4);
         assert_eq!(l.nodes[0][0].source, DeviceSource::SlurmConf);
+    }
+
+    /// A GPU as AutoDetect=nvml reports it: `/dev/nvidia{minor}`, cores, links.
+    fn found(gres_type: &str, minor: u32, cores: &[u32], links: &[i32]) -> GresDevice {
+        GresDevice {
+            name: "gpu".into(),
+            gres_type: Some(gres_type.into()),
+            count: 1,
+            files: vec![format!("/dev/nvidia{minor}")],
+            cores: Some(cores.to_vec()),
+            links: Some(links.to_vec()),
+            flags: GresFlags {
+                nvidia_gpu_env: true,
+                ..GresFlags::default()
+            },
+            source: DeviceSource::AutoDetect(AutoDetect::Nvml),
+        }
+    }
+
+    /// Four H200s found on n1: pairs (0,1) and (2,3) with two NVLinks each, cores 0-7
+    /// for the first pair and 8-15 for the second.
+    fn four_h200(node: &str, a: AutoDetect) -> Vec<GresDevice> {
+        assert_eq!(a, AutoDetect::Nvml);
+        if node != "n1" {
+            return Vec::new();
+        }
+        let low: Vec<u32> = (0..8).collect();
+        let high: Vec<u32> = (8..16).collect();
+        vec![
+            found("h200", 0, &low, &[-1, 2, 0, 0]),
+            found("h200", 1, &low, &[2, -1, 0, 0]),
+            found("h200", 2, &high, &[0, 0, -1, 2]),
+            found("h200", 3, &high, &[0, 0, 2, -1]),
+        ]
+    }
+
+    #[test]
+    fn autodetected_gpus_fill_files_cores_and_links() {
+        let s = slurm("NodeName=n[1-2] CPUs=16 Gres=gpu:h200:4\n");
+        let l = resolve_detected(&s, &parse("AutoDetect=nvml\n").unwrap(), &four_h200).unwrap();
+        assert_eq!(l.warnings, Vec::<String>::new());
+        assert_eq!(l.nodes[0], four_h200("n1", AutoDetect::Nvml));
+        // n2 is not this host: nothing found there, slurm.conf trusted.
+        assert_eq!(
+            l.nodes[1]
+                .iter()
+                .map(|d| (d.count, d.files.len(), d.source.clone()))
+                .collect::<Vec<_>>(),
+            [(4, 0, DeviceSource::AutoDetect(AutoDetect::Nvml))]
+        );
+
+        // The driver's longer name takes the configured type that is part of it.
+        let s = slurm("NodeName=n1 CPUs=16 Gres=gpu:a100:1\n");
+        let l = resolve_detected(&s, &parse("AutoDetect=nvml\n").unwrap(), &|_, _| {
+            vec![found("a100-sxm4-40gb", 0, &[0], &[-1])]
+        })
+        .unwrap();
+        assert_eq!(l.nodes[0][0].gres_type.as_deref(), Some("a100"));
+        assert_eq!(l.nodes[0][0].files, ["/dev/nvidia0"]);
+
+        // Untyped slurm.conf: found devices lose their type; extra ones are left out.
+        let s = slurm("NodeName=n1 CPUs=16 Gres=gpu:2\n");
+        let l = resolve_detected(&s, &parse("AutoDetect=nvml\n").unwrap(), &four_h200).unwrap();
+        assert_eq!(
+            l.nodes[0]
+                .iter()
+                .map(|d| (d.gres_type.clone(), d.files.clone()))
+                .collect::<Vec<_>>(),
+            [
+                (None, vec!["/dev/nvidia0".to_string()]),
+                (None, vec!["/dev/nvidia1".to_string()])
+            ]
+        );
+        assert_eq!(
+            l.warnings,
+            ["gres.conf: n1: ignoring autodetected GPUs the configuration does not name: /dev/nvidia2, /dev/nvidia3"]
+        );
+    }
+
+    #[test]
+    fn configured_lines_meet_autodetected_gpus_as_in_slurm() {
+        let s = slurm("NodeName=n1 CPUs=16 Gres=gpu:h200:4\n");
+        // A matching line with its own flags, a line for a device not found (kept, as
+        // Slurm keeps configured GPUs with a file), two units left to detection.
+        let g = parse(
+            "AutoDetect=nvml\n\
+             Name=gpu Type=h200 File=/dev/nvidia1 Cores=0-7 Flags=nvidia_gpu_env,opencl_env\n\
+             Name=gpu Type=h200 File=/dev/nvidia9\n",
+        )
+        .unwrap();
+        let l = resolve_detected(&s, &g, &four_h200).unwrap();
+        // (files, links, flags, source) of each device.
+        type Got = Vec<(Vec<String>, Option<Vec<i32>>, String, DeviceSource)>;
+        let got: Got = l.nodes[0]
+            .iter()
+            .map(|d| {
+                (
+                    d.files.clone(),
+                    d.links.clone(),
+                    d.flags.to_string(),
+                    d.source.clone(),
+                )
+            })
+            .collect();
+        let auto = DeviceSource::AutoDetect(AutoDetect::Nvml);
+        let file = |m: u32| vec![format!("/dev/nvidia{m}")];
+        assert_eq!(
+            got,
+            [
+                (
+                    file(1),
+                    Some(vec![2, -1, 0, 0]),
+                    "nvidia_gpu_env,opencl_env".into(),
+                    auto.clone()
+                ),
+                (
+                    file(9),
+                    None,
+                    String::new(),
+                    DeviceSource::GresConf {
+                        path: "gres.conf".into(),
+                        line: 3
+                    }
+                ),
+                (
+                    file(0),
+                    Some(vec![-1, 2, 0, 0]),
+                    "nvidia_gpu_env".into(),
+                    auto.clone()
+                ),
+                (
+                    file(2),
+                    Some(vec![0, 0, -1, 2]),
+                    "nvidia_gpu_env".into(),
+                    auto
+                ),
+            ]
+        );
+        assert_eq!(
+            l.warnings,
+            ["gres.conf: n1: ignoring autodetected GPUs the configuration does not name: /dev/nvidia3 (h200)"]
+        );
+
+        // Cores that differ from the device's: the line is dropped, and the node has
+        // fewer GPUs than configured.
+        let s = slurm("NodeName=n1 CPUs=16 Gres=gpu:h200:2\n");
+        let g =
+            parse("AutoDetect=nvml\nName=gpu Type=h200 File=/dev/nvidia0 Cores=8-15\n").unwrap();
+        let e = resolve_detected(&s, &g, &|n, a| four_h200(n, a)[..2].to_vec()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "gres.conf:2: n1: gres/gpu count reported lower than configured (1 < 2): GPU /dev/nvidia0 has mismatching Cores or Links from the device found on the system (Cores=0-7 Links=-1,2,0,0 there)"
+        );
+        // Links that differ: the same.
+        let s = slurm("NodeName=n1 CPUs=16 Gres=gpu:h200:1\n");
+        let g = parse("AutoDetect=nvml\nName=gpu Type=h200 File=/dev/nvidia0 Links=-1,0,0,0\n")
+            .unwrap();
+        let e = resolve_detected(&s, &g, &four_h200).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "gres.conf:2: n1: gres/gpu count reported lower than configured (0 < 1): GPU /dev/nvidia0 has mismatching Cores or Links from the device found on the system (Cores=0-7 Links=-1,2,0,0 there)"
+        );
+
+        // Fewer found than configured: Slurm's drain reason.
+        let s = slurm("NodeName=n1 CPUs=16 Gres=gpu:h200:8\n");
+        let e = resolve_detected(&s, &parse("AutoDetect=nvml\n").unwrap(), &four_h200).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "gres.conf: n1: gres/gpu count reported lower than configured (4 < 8)"
+        );
     }
 
     #[test]

@@ -118,7 +118,8 @@ pub fn apply_topology(
     use crate::topology_conf::TopologyConf;
     let names: Vec<String> = cluster.nodes.iter().map(|n| n.name.clone()).collect();
     let warnings = topo.validate(&names)?;
-    let (groups, group_of): (Vec<String>, Box<dyn Fn(&str) -> Option<usize>>) = match topo {
+    type GroupOf = Box<dyn Fn(&str) -> Option<usize>>;
+    let (groups, group_of): (Vec<String>, GroupOf) = match topo {
         TopologyConf::Tree(t) => {
             let leaves: Vec<usize> = (0..t.switches().len())
                 .filter(|&i| t.switches()[i].is_leaf())
@@ -851,7 +852,8 @@ mod tests {
                 resolution: 300,
                 continue_pass: true,
                 max_job_test: 50,
-                interval: 10
+                interval: 10,
+                max_switch_wait: 300,
             }
         );
     }

@@ -3,10 +3,12 @@
 use std::path::Path;
 
 use sluice_conf::cgroup_conf;
-use sluice_conf::gres_conf::{self, GresDevice, GresLayout};
+use sluice_conf::gres_conf::{self, AutoDetect, GresConf, GresDevice, GresLayout};
 use sluice_conf::slurm_conf::SlurmConf;
 use sluice_conf::ConfError;
 use sluice_core::{BackfillParams, Cluster, Node, NodeId, Partition};
+
+use crate::gpu_detect::{self, DetectedGpu, GpuProvider};
 
 /// Settings the controller acts on, with Slurm's defaults.
 #[derive(Clone, Debug)]
@@ -134,11 +136,29 @@ impl ClusterConfig {
     }
 
     /// Reads a slurm.conf file, and the gres.conf and cgroup.conf in the same directory
-    /// if they are there (as Slurm does).
+    /// if they are there (as Slurm does). Where gres.conf has an `AutoDetect`, the GPUs of this machine
+    /// ([`gpu_detect::local`]) describe the node named like this host; see
+    /// [`ClusterConfig::read_detecting`].
     ///
     /// Errors: as [`sluice_conf::slurm_conf::read`], [`gres_conf::read`],
-    /// [`gres_conf::resolve`] and [`cgroup_conf::read`].
+    /// [`gres_conf::resolve_detected`] and [`cgroup_conf::read`].
     pub fn read(path: &Path) -> Result<(Self, Vec<String>), ConfError> {
+        Self::read_detecting(path, &this_host(), &gpu_detect::local(Path::new("/")))
+    }
+
+    /// [`ClusterConfig::read`], with the GPUs `gpus` finds standing for those of the
+    /// node named `host`: under `AutoDetect=nvml` (or `rsmi`) its NVIDIA (or AMD) GPUs
+    /// fill in that node's files, `Cores` and `Links` and are merged with gres.conf's
+    /// lines as slurmd merges them ([`gres_conf::resolve_detected`]). Other nodes'
+    /// GPUs cannot be seen from here and are trusted as configured. `gpus` is asked
+    /// only when gres.conf has an AutoDetect; its failure is a warning.
+    ///
+    /// Errors: as [`ClusterConfig::read`].
+    pub fn read_detecting(
+        path: &Path,
+        host: &str,
+        gpus: &dyn GpuProvider,
+    ) -> Result<(Self, Vec<String>), ConfError> {
         let conf = sluice_conf::slurm_conf::read(path)?;
         let nodes = node_details(path);
         let mut config = Self::from_slurm_conf(&conf, &nodes);
@@ -155,14 +175,35 @@ impl ClusterConfig {
         let gres_path = path.with_file_name("gres.conf");
         if gres_path.is_file() {
             let gres = gres_conf::read(&gres_path)?;
-            let layout = gres_conf::resolve(&conf, &gres)?;
-            if gres.autodetect == Some(gres_conf::AutoDetect::Nvml)
-                && detect_gpus(Path::new("/")).is_empty()
-            {
-                warnings.push(format!(
-                    "{}: AutoDetect=nvml, but this host has no NVIDIA driver: the configured GPUs are trusted",
-                    gres_path.display()
-                ));
+            let detects = gres.autodetect.is_some_and(AutoDetect::detects)
+                || gres.node_autodetect.iter().any(|a| a.value.detects());
+            let found = if detects {
+                gpus.devices().unwrap_or_else(|e| {
+                    warnings.push(format!("{}: AutoDetect: {e}", gres_path.display()));
+                    Vec::new()
+                })
+            } else {
+                Vec::new()
+            };
+            let layout = gres_conf::resolve_detected(&conf, &gres, &|node, autodetect| {
+                if node == host {
+                    gpu_detect::gres_devices(&found, autodetect)
+                } else {
+                    Vec::new()
+                }
+            })?;
+            let driver = match gres.autodetect {
+                Some(AutoDetect::Nvml) => Some("NVIDIA driver"),
+                Some(AutoDetect::Rsmi) => Some("AMD GPU driver"),
+                _ => None,
+            };
+            if let (Some(a), Some(driver)) = (gres.autodetect, driver) {
+                if gpu_detect::gres_devices(&found, a).is_empty() {
+                    warnings.push(format!(
+                        "{}: AutoDetect={a}, but this host has no {driver}: the configured GPUs are trusted",
+                        gres_path.display()
+                    ));
+                }
             }
             warnings.extend(gres.warnings);
             warnings.extend(layout.warnings);
@@ -178,41 +219,62 @@ impl ClusterConfig {
     }
 
     /// A one-node cluster describing this machine: its host name, processors, memory
-    /// and NVIDIA GPUs (see [`detect_gpus`]), in one default partition `debug` without
-    /// a time limit.
+    /// and GPUs (found by [`gpu_detect::local`]: NVML, then the NVIDIA driver's files,
+    /// then AMD's sysfs), in one default partition `debug` without a time limit.
     pub fn this_machine() -> Self {
-        Self::this_machine_without_gpus().with_gpus(&detect_gpus(Path::new("/")))
+        Self::this_machine_with(&gpu_detect::local(Path::new("/")))
     }
 
-    /// This configuration's one node with `gpus` (`(type, count)` groups) added.
-    fn with_gpus(self, gpus: &[(String, u32)]) -> Self {
+    /// [`ClusterConfig::this_machine`] with the GPUs `gpus` finds (none when it fails).
+    pub fn this_machine_with(gpus: &dyn GpuProvider) -> Self {
+        Self::this_machine_without_gpus().with_gpus(&gpus.devices().unwrap_or_default())
+    }
+
+    /// This configuration's one node with `gpus` added: those of the first one's vendor,
+    /// as `Gres=gpu:TYPE:COUNT` and, as `AutoDetect` would give them, with their files,
+    /// cores and links.
+    fn with_gpus(self, gpus: &[DetectedGpu]) -> Self {
         let mut c = self;
-        if gpus.is_empty() {
+        let Some(vendor) = gpus.first().map(|g| g.vendor) else {
             return c;
-        }
+        };
+        let gpus: Vec<DetectedGpu> = gpus
+            .iter()
+            .filter(|g| g.vendor == vendor)
+            .cloned()
+            .collect();
         // The same configuration as a slurm.conf would give, so that GPUs are handed
         // out exactly as on a configured site.
         let node = c.cluster.node(NodeId(0)).clone();
-        let gres: Vec<String> = gpus.iter().map(|(t, n)| format!("gpu:{t}:{n}")).collect();
+        let gres: Vec<String> = gpu_detect::type_counts(&gpus)
+            .iter()
+            .map(|(t, n)| format!("gpu:{t}:{n}"))
+            .collect();
         let gres = gres.join(",");
         let text = format!(
             "ClusterName={}\nGresTypes=gpu\nNodeName={} CPUs={} RealMemory={} Gres={gres} State=UNKNOWN\n\
              PartitionName=debug Nodes={} Default=YES MaxTime=INFINITE State=UP\n",
             c.cluster_name, node.name, node.capacity.cpus, node.capacity.mem_mib, node.name
         );
-        if let Ok(conf) = sluice_conf::slurm_conf::parse_str(&text, Path::new("(this machine)")) {
+        let path = Path::new("(this machine)");
+        if let Ok(conf) = sluice_conf::slurm_conf::parse_str(&text, path) {
             let topology = c.topology[0];
             c = Self::from_slurm_conf(&conf, &[(node.name.clone(), gres, topology)]);
+            let autodetect = GresConf {
+                path: path.to_path_buf(),
+                autodetect: Some(vendor.autodetect()),
+                ..GresConf::default()
+            };
+            let found = |_: &str, a: AutoDetect| gpu_detect::gres_devices(&gpus, a);
+            if let Ok(layout) = gres_conf::resolve_detected(&conf, &autodetect, &found) {
+                c.gres_devices = layout.nodes;
+            }
         }
         c
     }
 
     fn this_machine_without_gpus() -> Self {
-        let host = nix::unistd::gethostname()
-            .ok()
-            .and_then(|h| h.into_string().ok())
-            .unwrap_or_else(|| "localhost".into());
-        let host = host.split('.').next().unwrap_or("localhost").to_string();
+        let host = this_host();
         let cpus = std::thread::available_parallelism()
             .map(|n| n.get() as u32)
             .unwrap_or(1);
@@ -247,35 +309,14 @@ impl ClusterConfig {
     }
 }
 
-/// The NVIDIA GPUs the driver reports under `root` (`/` on a real machine): one
-/// `(type, count)` per model, the type named as Slurm's NVML detection names it (the
-/// model without its `NVIDIA` prefix, lower case, spaces as underscores:
-/// `NVIDIA H200` → `h200`). Read from `proc/driver/nvidia/gpus/*/information`, so no
-/// GPU library is needed; empty without the driver.
-pub fn detect_gpus(root: &Path) -> Vec<(String, u32)> {
-    let Ok(dir) = std::fs::read_dir(root.join("proc/driver/nvidia/gpus")) else {
-        return Vec::new();
-    };
-    let mut models: Vec<String> = dir
-        .flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("information")).ok())
-        .filter_map(|text| {
-            let line = text.lines().find(|l| l.starts_with("Model:"))?;
-            let model = line["Model:".len()..].trim();
-            let model = model.strip_prefix("NVIDIA ").unwrap_or(model);
-            Some(model.to_ascii_lowercase().replace(' ', "_"))
-        })
-        .filter(|m| !m.is_empty())
-        .collect();
-    models.sort();
-    let mut out: Vec<(String, u32)> = Vec::new();
-    for m in models {
-        match out.last_mut() {
-            Some((t, n)) if *t == m => *n += 1,
-            _ => out.push((m, 1)),
-        }
-    }
-    out
+/// This host's name up to its first dot (`localhost` when it cannot be read), as
+/// nodes are named.
+fn this_host() -> String {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into());
+    host.split('.').next().unwrap_or("localhost").to_string()
 }
 
 /// `MemTotal` of /proc/meminfo in MiB.
@@ -349,51 +390,228 @@ fn node_details(path: &Path) -> Vec<(String, String, (u32, u32, u32))> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn nvidia_gpus_are_found_from_the_drivers_proc_files() {
-        let root = std::env::temp_dir().join(format!("sluice-gpus-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        assert_eq!(super::detect_gpus(&root), vec![]);
-        for (bus, model) in [
-            ("0000:17:00.0", "NVIDIA H200"),
-            ("0000:2a:00.0", "NVIDIA H200"),
-            (
-                "0000:3d:00.0",
-                "NVIDIA RTX PRO 6000 Blackwell Server Edition",
-            ),
-        ] {
-            let d = root.join("proc/driver/nvidia/gpus").join(bus);
-            std::fs::create_dir_all(&d).unwrap();
-            std::fs::write(
-                d.join("information"),
-                format!("Model: \t\t {model}\nIRQ:   \t\t 220\nDevice Minor: \t 0\n"),
-            )
-            .unwrap();
-        }
-        assert_eq!(
-            super::detect_gpus(&root),
-            vec![
-                ("h200".to_string(), 2),
-                ("rtx_pro_6000_blackwell_server_edition".to_string(), 1)
-            ]
-        );
-        std::fs::remove_dir_all(&root).unwrap();
+    use super::*;
+    use crate::gpu_detect::tests::nvidia;
+    use crate::gpu_detect::{FakeProvider, GpuVendor, MigSlice};
+    use sluice_conf::gres_conf::{DeviceSource, GresFlags};
+
+    /// Four H200s NVLinked in pairs (0,1) and (2,3), two links each; CPUs 0-7 near the
+    /// first pair, 8-15 near the second.
+    fn four_h200() -> Vec<DetectedGpu> {
+        let low: Vec<u32> = (0..8).collect();
+        let high: Vec<u32> = (8..16).collect();
+        vec![
+            nvidia("h200", 0, &low, &[-1, 2, 0, 0]),
+            nvidia("h200", 1, &low, &[2, -1, 0, 0]),
+            nvidia("h200", 2, &high, &[0, 0, -1, 2]),
+            nvidia("h200", 3, &high, &[0, 0, 2, -1]),
+        ]
+    }
+
+    /// (files, cores, links) of a node's devices.
+    type Described = Vec<(Vec<String>, Option<Vec<u32>>, Option<Vec<i32>>)>;
+
+    fn described(devices: &[GresDevice]) -> Described {
+        devices
+            .iter()
+            .map(|d| (d.files.clone(), d.cores.clone(), d.links.clone()))
+            .collect()
+    }
+
+    fn described_h200() -> Described {
+        four_h200()
+            .iter()
+            .map(|g| (g.files(), Some(g.cores.clone()), Some(g.links.clone())))
+            .collect()
     }
 
     #[test]
     fn this_machine_with_gpus_offers_them_as_typed_gres() {
-        let c =
-            super::ClusterConfig::this_machine_without_gpus().with_gpus(&[("h200".to_string(), 2)]);
+        let c = ClusterConfig::this_machine_with(&FakeProvider(four_h200()));
         let node = c.cluster.node(sluice_core::NodeId(0));
         let gpu = c.cluster.gres.find("gpu", None).unwrap();
         let h200 = c.cluster.gres.find("gpu", Some("h200")).unwrap();
-        assert_eq!((node.capacity.gres[gpu], node.capacity.gres[h200]), (2, 2));
-        assert_eq!(c.node_gres, vec!["gpu:h200:2".to_string()]);
+        assert_eq!((node.capacity.gres[gpu], node.capacity.gres[h200]), (4, 4));
+        assert_eq!(c.node_gres, vec!["gpu:h200:4".to_string()]);
         assert_eq!(c.cluster.partitions[0].name, "debug");
         assert_eq!(c.cluster.partitions[0].max_time, None);
+        // As AutoDetect=nvml gives them: files, cores, links.
+        assert_eq!(described(&c.gres_devices[0]), described_h200());
+        assert!(c.gres_devices[0].iter().all(|d| d.count == 1
+            && d.gres_type.as_deref() == Some("h200")
+            && d.source == DeviceSource::AutoDetect(AutoDetect::Nvml)));
+
+        // No GPU: no GRES.
+        let c = ClusterConfig::this_machine_with(&FakeProvider::default());
+        assert_eq!(c.node_gres, vec![String::new()]);
+        assert_eq!(c.gres_devices, vec![Vec::<GresDevice>::new()]);
     }
 
-    use super::*;
+    #[test]
+    fn this_machine_offers_mig_slices_as_their_own_type() {
+        let mut gpus = vec![nvidia("h200", 0, &[0, 1], &[-1, 0])];
+        for (slice, (gi, cap)) in [(7, 66), (8, 75)].into_iter().enumerate() {
+            let mut g = nvidia("h200_1g.18gb", 1, &[2, 3], &[]);
+            g.memory_mib = Some(17_920);
+            g.mig = Some(MigSlice {
+                slice: slice as u32,
+                profile: "1g.18gb".into(),
+                gpu_instance: gi,
+                compute_instance: 0,
+                cap_files: vec![
+                    format!("/dev/nvidia-caps/nvidia-cap{cap}"),
+                    format!("/dev/nvidia-caps/nvidia-cap{}", cap + 1),
+                ],
+            });
+            gpus.push(g);
+        }
+        let c = ClusterConfig::this_machine_with(&FakeProvider(gpus));
+        assert_eq!(
+            c.node_gres,
+            vec!["gpu:h200:1,gpu:h200_1g.18gb:2".to_string()]
+        );
+        let mig = c.cluster.gres.find("gpu", Some("h200_1g.18gb")).unwrap();
+        assert_eq!(c.cluster.node(sluice_core::NodeId(0)).capacity.gres[mig], 2);
+        let files: Vec<(Option<String>, Vec<String>)> = c.gres_devices[0]
+            .iter()
+            .map(|d| (d.gres_type.clone(), d.files.clone()))
+            .collect();
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            files,
+            [
+                (Some("h200".into()), strings(&["/dev/nvidia0"])),
+                (
+                    Some("h200_1g.18gb".into()),
+                    strings(&[
+                        "/dev/nvidia1",
+                        "/dev/nvidia-caps/nvidia-cap66",
+                        "/dev/nvidia-caps/nvidia-cap67"
+                    ])
+                ),
+                (
+                    Some("h200_1g.18gb".into()),
+                    strings(&[
+                        "/dev/nvidia1",
+                        "/dev/nvidia-caps/nvidia-cap75",
+                        "/dev/nvidia-caps/nvidia-cap76"
+                    ])
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn this_machine_with_amd_gpus() {
+        let amd = DetectedGpu {
+            vendor: GpuVendor::Amd,
+            type_name: "instinct_mi300x".into(),
+            index: 0,
+            minor: 128,
+            file: "/dev/dri/renderD128".into(),
+            cores: vec![0, 1],
+            links: vec![-1],
+            mig: None,
+            memory_mib: Some(196_288),
+        };
+        let c = ClusterConfig::this_machine_with(&FakeProvider(vec![amd]));
+        assert_eq!(c.node_gres, vec!["gpu:instinct_mi300x:1".to_string()]);
+        let d = &c.gres_devices[0][0];
+        assert_eq!(
+            (d.files.clone(), d.source.clone(), d.flags),
+            (
+                vec!["/dev/dri/renderD128".to_string()],
+                DeviceSource::AutoDetect(AutoDetect::Rsmi),
+                GresFlags {
+                    amd_gpu_env: true,
+                    ..GresFlags::default()
+                }
+            )
+        );
+    }
+
+    /// A slurm.conf (and gres.conf) in a fresh directory.
+    struct Confs(std::path::PathBuf);
+
+    impl Confs {
+        fn new(name: &str, slurm: &str, gres: &str) -> Self {
+            let dir =
+                std::env::temp_dir().join(format!("sluice-ctld-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("slurm.conf"), slurm).unwrap();
+            std::fs::write(dir.join("gres.conf"), gres).unwrap();
+            Confs(dir)
+        }
+
+        fn slurm(&self) -> std::path::PathBuf {
+            self.0.join("slurm.conf")
+        }
+    }
+
+    impl Drop for Confs {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn autodetect_describes_the_node_that_is_this_host() {
+        let confs = Confs::new(
+            "autodetect",
+            "ClusterName=c\nGresTypes=gpu\nNodeName=gpu[1-2] CPUs=16 Gres=gpu:h200:4\n\
+             PartitionName=p Nodes=gpu[1-2] Default=YES\n",
+            "AutoDetect=nvml\n",
+        );
+        let (c, warnings) =
+            ClusterConfig::read_detecting(&confs.slurm(), "gpu2", &FakeProvider(four_h200()))
+                .unwrap();
+        assert_eq!(warnings, Vec::<String>::new());
+        // gpu1 is another host: trusted as configured.
+        assert_eq!(described(&c.gres_devices[0]), [(vec![], None, None)]);
+        assert_eq!(c.gres_devices[0][0].count, 4);
+        assert_eq!(described(&c.gres_devices[1]), described_h200());
+
+        // gres.conf lines still say which devices there are; found ones fill them in.
+        std::fs::write(
+            confs.0.join("gres.conf"),
+            "AutoDetect=nvml\nNodeName=gpu2 Name=gpu Type=h200 File=/dev/nvidia[2-3]\n",
+        )
+        .unwrap();
+        let (c, warnings) =
+            ClusterConfig::read_detecting(&confs.slurm(), "gpu2", &FakeProvider(four_h200()))
+                .unwrap();
+        assert_eq!(warnings, Vec::<String>::new());
+        // The lines' devices first, then found ones for the units no line describes.
+        let mut want = described_h200();
+        want.rotate_left(2);
+        assert_eq!(described(&c.gres_devices[1]), want);
+
+        // Fewer GPUs on this host than configured: Slurm's drain reason, as an error.
+        std::fs::write(confs.0.join("gres.conf"), "AutoDetect=nvml\n").unwrap();
+        let two = FakeProvider(four_h200()[..2].to_vec());
+        let e = ClusterConfig::read_detecting(&confs.slurm(), "gpu2", &two).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}: gpu2: gres/gpu count reported lower than configured (2 < 4)",
+                confs.0.join("gres.conf").display()
+            )
+        );
+
+        // AutoDetect=rsmi takes AMD GPUs only: none here.
+        std::fs::write(confs.0.join("gres.conf"), "AutoDetect=rsmi\n").unwrap();
+        let (c, warnings) =
+            ClusterConfig::read_detecting(&confs.slurm(), "gpu2", &FakeProvider(four_h200()))
+                .unwrap();
+        assert_eq!(
+            warnings,
+            [format!(
+                "{}: AutoDetect=rsmi, but this host has no AMD GPU driver: the configured GPUs are trusted",
+                confs.0.join("gres.conf").display()
+            )]
+        );
+        assert_eq!(c.gres_devices[1][0].count, 4);
+    }
 
     #[test]
     fn gpu_defaults_come_from_the_partition_then_the_global_settings() {
@@ -483,16 +701,18 @@ mod tests {
 
         // AutoDetect=nvml on a host without the driver: said once, configured GPUs kept.
         std::fs::write(&gres, "AutoDetect=nvml\n").unwrap();
-        let (c, warnings) = ClusterConfig::read(&slurm).unwrap();
-        if detect_gpus(Path::new("/")).is_empty() {
-            assert_eq!(
-                warnings,
-                [format!(
-                    "{}: AutoDetect=nvml, but this host has no NVIDIA driver: the configured GPUs are trusted",
-                    gres.display()
-                )]
-            );
-        }
+        let (c, warnings) =
+            ClusterConfig::read_detecting(&slurm, "n1", &FakeProvider::default()).unwrap();
+        assert_eq!(
+            warnings,
+            [format!(
+                "{}: AutoDetect=nvml, but this host has no NVIDIA driver: the configured GPUs are trusted",
+                gres.display()
+            )]
+        );
+        assert_eq!(c.gres_devices.iter().map(|d| d.len()).sum::<usize>(), 2);
+        // This machine's own detection, whatever it finds, does not describe n1 or n2.
+        let (c, _) = ClusterConfig::read(&slurm).unwrap();
         assert_eq!(c.gres_devices.iter().map(|d| d.len()).sum::<usize>(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -1,8 +1,11 @@
 //! The Sluice controller (slurmctld's job).
 //!
 //! - [`config`]: the cluster's configuration, from a slurm.conf or this machine.
+//! - [`gpu_detect`]: the GPUs on this machine (NVML, the NVIDIA driver's files, AMD's
+//!   sysfs), as gres.conf's `AutoDetect` finds them.
 //! - [`state`]: the state machine around the scheduling core (no I/O).
 
 pub mod config;
+pub mod gpu_detect;
 pub mod server;
 pub mod state;
