@@ -93,6 +93,10 @@ pub struct SimArgs {
     /// mostly idle.
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..1001))]
     pub inflate: Option<u32>,
+    /// Place jobs as if there were no switch topology (a Tiresias cluster spec's
+    /// switches, or a --config with TopologyPlugin), to measure what it is worth.
+    #[arg(long)]
+    pub ignore_topology: bool,
 }
 
 fn parse_placement(s: &str) -> Result<Placement, String> {
@@ -259,6 +263,10 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
     let (mut cluster, jobs, skipped) = setup::prepare(&workload, mode, &machine, &trace_path)?;
     if let Some(p) = args.placement {
         cluster.placement = p;
+    }
+    if args.ignore_topology {
+        // Nodes keep their switch, so that the report still measures locality.
+        cluster.switches.clear();
     }
     let name = trace_path.display().to_string();
     replay_and_report(
@@ -458,6 +466,13 @@ fn render_table(m: &Metrics, name: &str, mode: &str, policy: &Policy, skipped: u
             "  on the fewest nodes possible",
             format!("{:.4}", m.multi_gpu_fewest_nodes),
         ));
+        if m.multi_node_jobs_in_topology > 0 {
+            rows.push(("multi-node jobs", m.multi_node_jobs_in_topology.to_string()));
+            rows.push((
+                "  under one leaf switch",
+                format!("{:.4}", m.multi_node_one_switch),
+            ));
+        }
     }
     for (k, v) in rows {
         t.add_row(vec![

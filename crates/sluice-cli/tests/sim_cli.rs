@@ -815,3 +815,67 @@ fn interleaved_node_kinds_are_not_double_booked() {
         "the third job waits for one of the first two"
     );
 }
+
+/// Two leaf switches of two 4-GPU nodes each. Job 0 takes one GPU node of s0 at 0;
+/// job 1 asks 8 GPUs (two nodes) at 1. Following the topology it takes both nodes of
+/// s1; ignoring it, the two lowest free nodes, one under each switch.
+#[test]
+fn a_two_node_gpu_job_stays_under_one_switch_unless_the_topology_is_ignored() {
+    let spec = TempFile::with(
+        "switch",
+        "spec.csv",
+        "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n2,2,4,32,64\n",
+    );
+    let jobs = TempFile::with(
+        "switch",
+        "jobs.csv",
+        "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n\
+         0,4,0,10,vgg19,100,10\n\
+         1,8,1,10,vgg19,100,10\n",
+    );
+    let args = |extra: &'static [&'static str]| {
+        let mut a = vec![
+            "sim".to_string(),
+            "--trace".to_string(),
+            jobs.show(),
+            "--cluster-spec".to_string(),
+            spec.show(),
+            "--json".to_string(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |extra: &'static [&'static str]| {
+        let a = args(extra);
+        run_json(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let aware = run(&[]);
+    assert_eq!(json_u64(&aware, "multi_node_jobs_in_topology"), 1);
+    assert_eq!(json_f64(&aware, "multi_node_one_switch"), 1.0);
+    let flat = run(&["--ignore-topology"]);
+    assert_eq!(json_u64(&flat, "multi_node_jobs_in_topology"), 1);
+    assert_eq!(json_f64(&flat, "multi_node_one_switch"), 0.0);
+}
+
+/// `--placement` takes the rule names the core knows, and refuses others (a usage
+/// error, exit 2) with the list.
+#[test]
+fn placement_names_are_checked() {
+    let r = run(&[
+        "sim",
+        "--trace",
+        &gpu("tiresias_60_job.csv").display().to_string(),
+        "--cluster-spec",
+        &gpu("tiresias_cluster_spec.csv").display().to_string(),
+        "--placement",
+        "random",
+    ]);
+    assert_eq!(r.code, Some(2));
+    assert!(
+        r.stderr.contains(
+            "unknown placement 'random' (expected one of best-fit, cpu-best-fit, first-fit, least-loaded)"
+        ),
+        "{}",
+        r.stderr
+    );
+}

@@ -192,6 +192,16 @@ impl Cluster {
         Some(1 << (self.features.len() - 1))
     }
 
+    /// `node`'s leaf switch when placement follows a tree topology (the cluster names
+    /// its switches); `None` otherwise.
+    pub fn leaf_switch(&self, node: NodeId) -> Option<u16> {
+        if self.switches.is_empty() {
+            None
+        } else {
+            self.node(node).leaf_switch
+        }
+    }
+
     /// The untyped `gpu` GRES slot, if the cluster has GPUs.
     pub fn gpu_slot(&self) -> Option<GresSlot> {
         self.gres.find("gpu", None)

@@ -669,7 +669,7 @@ impl Profile {
                         free_cpus: free.cpus,
                         weight: self.attrs[c.attr as usize].weight,
                         rank: cluster.placement_key(n, &free),
-                        switch: cluster.node(n).leaf_switch,
+                        switch: cluster.leaf_switch(n),
                     });
                 }
             }
@@ -775,7 +775,7 @@ impl Profile {
                         free_cpus: self.free_at(n, t).cpus,
                         weight: cluster.node(n).weight,
                         rank: cluster.placement_key(n, &self.free_at(n, t)),
-                        switch: cluster.node(n).leaf_switch,
+                        switch: cluster.leaf_switch(n),
                     }
                 })
                 .collect();

@@ -265,7 +265,7 @@ impl Scheduler {
                     free_cpus: node.capacity.cpus,
                     weight: node.weight,
                     rank: self.cluster.placement_key(n, &node.capacity),
-                    switch: node.leaf_switch,
+                    switch: self.cluster.leaf_switch(n),
                 })
                 .collect();
             return choose_listed(req, &candidates, MAX_TIME).is_some();

@@ -43,7 +43,7 @@ fn brute_force(
                 free_cpus: p.free_at(n, t).cpus,
                 weight: c.node(n).weight,
                 rank: c.placement_key(n, &p.free_at(n, t)),
-                switch: c.node(n).leaf_switch,
+                switch: c.leaf_switch(n),
             })
             .collect();
         if let Some(chosen) = choose(req, &nodes, t) {

@@ -71,6 +71,10 @@ pub struct Metrics {
     /// Share of [`Metrics::multi_gpu_jobs`] placed on as few nodes as their GPU count
     /// allows (`ceil(GPUs / most GPUs on one node)`); 1 when there are none.
     pub multi_gpu_fewest_nodes: f64,
+    /// Finished jobs spanning two or more nodes in a tree topology.
+    pub multi_node_jobs_in_topology: u64,
+    /// Share of those whose nodes all hang off one leaf switch; 1 when there are none.
+    pub multi_node_one_switch: f64,
     /// First submission to last finish, seconds.
     pub makespan_s: i64,
     /// Jobs killed at their time limit.
@@ -155,6 +159,16 @@ pub fn compute(replay: &Replay, last_submit: Time) -> Metrics {
     } else {
         fewest as f64 / multi.len() as f64
     };
+    let spanning: Vec<_> = replay
+        .records
+        .iter()
+        .filter(|r| r.nodes >= 2 && r.switches > 0)
+        .collect();
+    let multi_node_one_switch = if spanning.is_empty() {
+        1.0
+    } else {
+        spanning.iter().filter(|r| r.switches == 1).count() as f64 / spanning.len() as f64
+    };
     let mut users: BTreeMap<u32, (u64, f64, f64)> = BTreeMap::new();
     for r in &counted {
         let e = users.entry(r.user).or_default();
@@ -179,6 +193,8 @@ pub fn compute(replay: &Replay, last_submit: Time) -> Metrics {
         idle_gpu_seconds_while_waiting: replay.idle_gpu_seconds_while_waiting,
         multi_gpu_jobs: multi.len() as u64,
         multi_gpu_fewest_nodes,
+        multi_node_jobs_in_topology: spanning.len() as u64,
+        multi_node_one_switch,
         makespan_s: makespan,
         jobs_timed_out: replay.records.iter().filter(|r| r.timed_out).count() as u64,
         jobs_backfilled: replay.records.iter().filter(|r| r.backfilled).count() as u64,

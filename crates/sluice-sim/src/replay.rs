@@ -40,6 +40,8 @@ pub struct JobRecord {
     pub gpus: u32,
     /// Nodes it ran on.
     pub nodes: u32,
+    /// Leaf switches its nodes hang off (0 without a topology).
+    pub switches: u32,
     /// Killed at its time limit (state TIMEOUT).
     pub timed_out: bool,
     /// Which pass started it.
@@ -97,10 +99,23 @@ pub struct ReplayOptions {
 struct Running {
     idx: usize,
     nodes: u32,
+    switches: u32,
     start: Time,
     pass: Pass,
     timed_out: bool,
     backfilled: bool,
+}
+
+/// How many distinct leaf switches `alloc`'s nodes hang off (0 without a topology).
+fn switches_spanned(cluster: &Cluster, alloc: &sluice_core::Allocation) -> u32 {
+    let mut s: Vec<u16> = alloc
+        .nodes
+        .iter()
+        .filter_map(|a| cluster.node(a.node).leaf_switch)
+        .collect();
+    s.sort_unstable();
+    s.dedup();
+    s.len() as u32
 }
 
 /// Replays `jobs` (in trace order) on `cluster` under `policy`. `progress(done, total)`
@@ -199,6 +214,7 @@ pub fn run(
                 gpu_milli: j.gpu_milli,
                 gpus: gpus_asked(j) * r.nodes,
                 nodes: r.nodes,
+                switches: r.switches,
                 timed_out: r.timed_out,
                 pass: r.pass,
                 backfilled: r.backfilled,
@@ -231,6 +247,7 @@ pub fn run(
                 Running {
                     idx,
                     nodes: alloc.nodes.len() as u32,
+                    switches: switches_spanned(sched.cluster(), &alloc),
                     start: at,
                     pass,
                     timed_out: j.run > j.spec.time_limit,

@@ -233,6 +233,14 @@ fn gpu_cluster(w: &Workload) -> Result<Cluster, SimError> {
         if let Some(s) = shard {
             node.capacity.gres[s] = n.gpus * 1000;
         }
+        if let Some(sw) = n.switch {
+            let sw = u16::try_from(sw).map_err(|_| machine_error("more than 65,535 switches"))?;
+            node.leaf_switch = Some(sw);
+            while c.switches.len() <= sw as usize {
+                let name = format!("s{}", c.switches.len());
+                c.switches.push(name);
+            }
+        }
         if let Some(model) = &n.gpu_model {
             node.features = c
                 .feature_bit(model)
