@@ -439,6 +439,19 @@ impl Parser {
                     .ok_or_else(too_many)?;
             }
         }
+        let restricted = self.restricted_cpus_per_gpu(
+            uint("RestrictedCoresPerGPU", 0)?,
+            (
+                sockets,
+                cores,
+                threads,
+                get("CPUs").or(get("Procs")).is_some(),
+            ),
+            &capacity,
+            names,
+            &err,
+            (path, line),
+        )?;
         let mut feature_bits = 0u64;
         for f in &features {
             feature_bits |= self
@@ -456,9 +469,59 @@ impl Parser {
             node.state = state;
             node.weight = weight;
             node.features = feature_bits;
+            node.restricted_cpus_per_gpu = restricted;
             self.cluster.nodes.push(node);
         }
         Ok(())
+    }
+
+    /// A node line's `RestrictedCoresPerGPU=cores` (Slurm 24.11) in processors: the
+    /// cores times `ThreadsPerCore` when the node's CPUs count threads (as they do
+    /// unless `CPUs=` says the number of cores), else the cores. Without GPUs on the
+    /// node it means nothing and warns; more than the node's CPUs over all its GPUs is
+    /// an error, as Slurm cannot keep them.
+    fn restricted_cpus_per_gpu(
+        &mut self,
+        cores_per_gpu: u32,
+        (sockets, cores, threads, cpus_given): (u32, u32, u32, bool),
+        capacity: &sluice_core::Resources,
+        names: &str,
+        err: &dyn Fn(String) -> ConfError,
+        (path, line): (&Path, usize),
+    ) -> Result<u32, ConfError> {
+        if cores_per_gpu == 0 {
+            return Ok(0);
+        }
+        let gpus = self
+            .cluster
+            .gres
+            .find("gpu", None)
+            .map_or(0, |g| capacity.gres[g]);
+        if gpus == 0 {
+            self.warnings.push(format!(
+                "{}:{line}: RestrictedCoresPerGPU={cores_per_gpu} but no GPUs on {names} (ignored)",
+                path.display()
+            ));
+            return Ok(0);
+        }
+        let counts_threads = !cpus_given
+            || Some(capacity.cpus)
+                == sockets
+                    .checked_mul(cores)
+                    .and_then(|c| c.checked_mul(threads));
+        let per_gpu = if counts_threads {
+            cores_per_gpu.saturating_mul(threads.max(1))
+        } else {
+            cores_per_gpu
+        };
+        if per_gpu.saturating_mul(gpus) > capacity.cpus {
+            return Err(err(format!(
+                "RestrictedCoresPerGPU={cores_per_gpu}: {gpus} GPUs would keep {} CPUs, the node has {}",
+                u64::from(per_gpu) * u64::from(gpus),
+                capacity.cpus
+            )));
+        }
+        Ok(per_gpu)
     }
 
     fn known_node_key(&mut self, key: &str, path: &Path, line: usize) {
@@ -895,6 +958,68 @@ mod tests {
         );
         assert!(parse_node_gres("gpu:a:b:c").is_err());
         assert!(parse_node_gres("gpu:a100:x").is_err());
+    }
+
+    #[test]
+    fn restricted_cores_per_gpu_become_processors_kept_per_gpu() {
+        let kept = |text: &str| -> Vec<u32> {
+            let c = parse_str(text, Path::new("slurm.conf")).unwrap();
+            assert_eq!(c.warnings, Vec::<String>::new());
+            c.cluster
+                .nodes
+                .iter()
+                .map(|n| n.restricted_cpus_per_gpu)
+                .collect()
+        };
+        assert_eq!(
+            kept(
+                "ClusterName=c\nGresTypes=gpu\n\
+                 NodeName=g1 CPUs=12 Gres=gpu:4 RestrictedCoresPerGPU=2\n\
+                 NodeName=g2 CPUs=12 Gres=gpu:4\n"
+            ),
+            [2, 0]
+        );
+        // Cores of two threads each: 2 cores are 4 CPUs; unless CPUs= counts cores.
+        assert_eq!(
+            kept(
+                "ClusterName=c\nGresTypes=gpu\n\
+                 NodeName=DEFAULT Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 Gres=gpu:a100:4\n\
+                 NodeName=h1 RestrictedCoresPerGPU=2\n\
+                 NodeName=h2 CPUs=32 RestrictedCoresPerGPU=2\n\
+                 NodeName=h3 CPUs=16 RestrictedCoresPerGPU=2\n"
+            ),
+            [4, 4, 2]
+        );
+        // No GPUs: nothing kept, and a warning.
+        let c = parse_str(
+            "ClusterName=c\nNodeName=c1 CPUs=8 RestrictedCoresPerGPU=2\n",
+            Path::new("slurm.conf"),
+        )
+        .unwrap();
+        assert_eq!(c.cluster.nodes[0].restricted_cpus_per_gpu, 0);
+        assert_eq!(
+            c.warnings,
+            ["slurm.conf:2: RestrictedCoresPerGPU=2 but no GPUs on c1 (ignored)"]
+        );
+        // More than the node has, or not a number: errors at the line.
+        let e = parse_str(
+            "ClusterName=c\nGresTypes=gpu\nNodeName=g1 CPUs=6 Gres=gpu:4 RestrictedCoresPerGPU=2\n",
+            Path::new("slurm.conf"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "slurm.conf:3: RestrictedCoresPerGPU=2: 4 GPUs would keep 8 CPUs, the node has 6"
+        );
+        let e = parse_str(
+            "ClusterName=c\nGresTypes=gpu\nNodeName=g1 CPUs=6 Gres=gpu:4 RestrictedCoresPerGPU=x\n",
+            Path::new("slurm.conf"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "slurm.conf:3: RestrictedCoresPerGPU: expected a non-negative integer, found 'x'"
+        );
     }
 }
 

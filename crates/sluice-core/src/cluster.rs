@@ -2,6 +2,7 @@
 
 use crate::ids::{NodeId, PartitionId};
 use crate::placement::{Placement, PlacementKey};
+use crate::select::GpuReserve;
 use crate::time::Secs;
 use crate::tres::{GresSlot, GresTable, Resources};
 
@@ -33,6 +34,12 @@ pub struct Node {
     /// The leaf switch the node hangs off (an index into [`Cluster::switches`]), in a
     /// tree topology (`topology.conf`); `None` without one.
     pub leaf_switch: Option<u16>,
+    /// Processors kept for GPU jobs, per GPU of the node (Slurm's
+    /// `RestrictedCoresPerGPU`, in processors: cores × `ThreadsPerCore`). A job may use
+    /// those of the GPUs it takes, never those of the node's other free GPUs: a job
+    /// without GPUs there finds at most its free processors less this many per free GPU
+    /// (see [`crate::select::max_tasks_on`]). 0: none kept.
+    pub restricted_cpus_per_gpu: u32,
 }
 
 impl Node {
@@ -49,6 +56,7 @@ impl Node {
             weight: 1,
             features: 0,
             leaf_switch: None,
+            restricted_cpus_per_gpu: 0,
         }
     }
 }
@@ -205,6 +213,15 @@ impl Cluster {
     /// The untyped `gpu` GRES slot, if the cluster has GPUs.
     pub fn gpu_slot(&self) -> Option<GresSlot> {
         self.gres.find("gpu", None)
+    }
+
+    /// What `node` keeps for GPU jobs (its `RestrictedCoresPerGPU`), as node selection
+    /// applies it.
+    pub fn gpu_reserve(&self, node: NodeId) -> GpuReserve {
+        GpuReserve {
+            cpus_per_gpu: self.node(node).restricted_cpus_per_gpu,
+            gpu_slot: self.gpu_slot(),
+        }
     }
 
     /// `node`'s rank under the cluster's [`Placement`] when it has `free` left.

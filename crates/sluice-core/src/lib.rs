@@ -12,6 +12,7 @@
 pub mod cluster;
 pub mod decision;
 mod free_now;
+pub mod gpu_pick;
 pub mod ids;
 pub mod job;
 pub mod placement;

@@ -11,9 +11,9 @@
 //! # Node classes
 //!
 //! Nodes with the same attributes (capacity, weight, features, partitions, whether they
-//! take new work) and the same step function are kept together in one *class*: an idle
-//! partition of 10,000 nodes is one class, the 64 nodes of a job that started together
-//! are one class. Queries work on classes, not nodes, so their cost follows the number
+//! take new work, processors kept for GPU jobs) and the same step function are kept
+//! together in one *class*: an idle partition of 10,000 nodes is one class, the 64
+//! nodes of a job that started together are one class. Queries work on classes, not nodes, so their cost follows the number
 //! of distinct situations on the machine rather than its size. A claim moves its nodes
 //! to the class of their new step function (found by hash, or created).
 //!
@@ -35,7 +35,9 @@ use crate::cluster::{Cluster, NodeState};
 use crate::ids::{NodeId, PartitionId};
 use crate::job::{JobRequest, NodeAlloc};
 use crate::placement::PlacementKey;
-use crate::select::{choose_listed, max_tasks, node_allocs, take_in_order, Candidate};
+use crate::select::{
+    choose_listed, max_tasks_on, node_allocs, take_in_order, Candidate, GpuReserve,
+};
 use crate::time::{Secs, Time, NEVER};
 use crate::tres::Resources;
 
@@ -58,6 +60,8 @@ struct NodeAttr {
     schedulable: bool,
     /// Leaf switch of a tree topology.
     leaf_switch: Option<u16>,
+    /// Processors kept for GPU jobs.
+    reserve: GpuReserve,
 }
 
 impl NodeAttr {
@@ -76,6 +80,7 @@ impl NodeAttr {
                 .collect(),
             schedulable: n.state == NodeState::Up,
             leaf_switch: n.leaf_switch,
+            reserve: cluster.gpu_reserve(node),
         }
     }
 }
@@ -541,9 +546,9 @@ impl Profile {
         };
         for (ci, &id) in classes.iter().enumerate() {
             let c = &self.classes[id as usize];
-            let cap = self.attrs[c.attr as usize].capacity;
+            let attr = &self.attrs[c.attr as usize];
             let m = c.members.len() as u64;
-            let it = Hosting::new(&c.steps, t0, d, cap);
+            let it = Hosting::new(&c.steps, t0, d, attr.capacity, attr.reserve);
             let k = it.current(req);
             hosting[ci] = k;
             sum += k as u64 * m;
@@ -604,7 +609,7 @@ impl Profile {
         for &id in classes {
             let c = &self.classes[id as usize];
             let attr = &self.attrs[c.attr as usize];
-            let mut it = Hosting::new(&c.steps, t0, d, attr.capacity);
+            let mut it = Hosting::new(&c.steps, t0, d, attr.capacity, attr.reserve);
             let mut t = t0;
             loop {
                 if t > horizon || best.is_some_and(|b| t > b.0) {
@@ -769,9 +774,10 @@ impl Profile {
                 .iter()
                 .map(|&n| {
                     let cap = cluster.node(n).capacity;
+                    let free = self.free_during(n, t, t + d);
                     Candidate {
                         node: n,
-                        tasks: max_tasks(req, &self.free_during(n, t, t + d), &cap),
+                        tasks: max_tasks_on(req, &free, &cap, cluster.gpu_reserve(n)),
                         free_cpus: self.free_at(n, t).cpus,
                         weight: cluster.node(n).weight,
                         rank: cluster.placement_key(n, &self.free_at(n, t)),
@@ -842,13 +848,14 @@ impl Iterator for MergeById<'_> {
 struct Hosting<'a> {
     steps: &'a Steps,
     capacity: Resources,
+    reserve: GpuReserve,
     d: Secs,
     lo: usize,
     hi: usize,
 }
 
 impl<'a> Hosting<'a> {
-    fn new(steps: &'a Steps, t0: Time, d: Secs, capacity: Resources) -> Self {
+    fn new(steps: &'a Steps, t0: Time, d: Secs, capacity: Resources, reserve: GpuReserve) -> Self {
         let lo = index_at(steps, t0);
         let mut hi = lo;
         while hi + 1 < steps.len() && steps[hi + 1].0 < t0 + d {
@@ -857,6 +864,7 @@ impl<'a> Hosting<'a> {
         Hosting {
             steps,
             capacity,
+            reserve,
             d,
             lo,
             hi,
@@ -867,7 +875,7 @@ impl<'a> Hosting<'a> {
     fn current(&self, req: &JobRequest) -> u32 {
         self.steps[self.lo..=self.hi]
             .iter()
-            .map(|s| max_tasks(req, &s.1, &self.capacity))
+            .map(|s| max_tasks_on(req, &s.1, &self.capacity, self.reserve))
             .min()
             .unwrap_or(0)
     }
@@ -1067,7 +1075,13 @@ mod tests {
         p.claim(NodeId(0), 10, 20, &Resources::cpus(4));
         p.claim(NodeId(0), 30, 40, &Resources::cpus(8));
         let req = JobRequest::procs(10).on_one_node();
-        let mut it = Hosting::new(p.steps_of(NodeId(0)), 0, 5, c.nodes[0].capacity);
+        let mut it = Hosting::new(
+            p.steps_of(NodeId(0)),
+            0,
+            5,
+            c.nodes[0].capacity,
+            GpuReserve::NONE,
+        );
         let mut seen = vec![(0, it.current(&req))];
         while let Some(t) = it.next_time() {
             it.advance_to(t);

@@ -23,7 +23,7 @@ use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
 use crate::placement::{Placement, PlacementKey};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
 use crate::profile::{NodeFilter, Profile};
-use crate::select::{choose_listed, max_tasks, node_allocs, Candidate};
+use crate::select::{choose_listed, max_tasks_on, node_allocs, Candidate, GpuReserve};
 use crate::time::{Secs, Time, MAX_TIME, MAX_TIME_LIMIT, NEVER};
 
 /// Why a submission was refused. Nothing changes when one is returned.
@@ -78,6 +78,8 @@ pub(crate) struct QueueKey {
 struct NodeConfig {
     capacity: crate::tres::Resources,
     features: u64,
+    /// Processors kept for GPU jobs.
+    reserve: GpuReserve,
     count: u32,
 }
 
@@ -175,14 +177,17 @@ impl Scheduler {
                 let mut groups: Vec<NodeConfig> = Vec::new();
                 for &n in &p.nodes {
                     let node = s.cluster.node(n);
-                    match groups
-                        .iter_mut()
-                        .find(|g| g.capacity == node.capacity && g.features == node.features)
-                    {
+                    let reserve = s.cluster.gpu_reserve(n);
+                    match groups.iter_mut().find(|g| {
+                        g.capacity == node.capacity
+                            && g.features == node.features
+                            && g.reserve == reserve
+                    }) {
                         Some(g) => g.count += 1,
                         None => groups.push(NodeConfig {
                             capacity: node.capacity,
                             features: node.features,
+                            reserve,
                             count: 1,
                         }),
                     }
@@ -261,7 +266,12 @@ impl Scheduler {
                 })
                 .map(|(n, node)| Candidate {
                     node: n,
-                    tasks: max_tasks(req, &node.capacity, &node.capacity),
+                    tasks: max_tasks_on(
+                        req,
+                        &node.capacity,
+                        &node.capacity,
+                        self.cluster.gpu_reserve(n),
+                    ),
                     free_cpus: node.capacity.cpus,
                     weight: node.weight,
                     rank: self.cluster.placement_key(n, &node.capacity),
@@ -274,7 +284,12 @@ impl Scheduler {
         let mut cands: Vec<(u32, u32)> = groups
             .iter()
             .filter(|g| req.features_any == 0 || g.features & req.features_any != 0)
-            .map(|g| (max_tasks(req, &g.capacity, &g.capacity), g.count))
+            .map(|g| {
+                (
+                    max_tasks_on(req, &g.capacity, &g.capacity, g.reserve),
+                    g.count,
+                )
+            })
             .filter(|(k, _)| *k > 0)
             .collect();
         if req.min_nodes <= 1 && cands.iter().any(|(k, _)| *k >= req.ntasks) {
@@ -705,7 +720,8 @@ impl Scheduler {
             if req.features_any != 0 && node.features & req.features_any == 0 {
                 return 0;
             }
-            max_tasks(req, &self.profile.free_during(n, now, end), &node.capacity)
+            let free = self.profile.free_during(n, now, end);
+            max_tasks_on(req, &free, &node.capacity, self.cluster.gpu_reserve(n))
         };
         let index = self.free_now.by_rank(part);
         if req.min_nodes <= 1 {

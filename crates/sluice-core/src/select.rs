@@ -7,16 +7,70 @@ use crate::ids::NodeId;
 use crate::job::{JobRequest, MemRequest, NodeAlloc};
 use crate::placement::PlacementKey;
 use crate::time::Time;
-use crate::tres::{GresTable, Resources, MAX_GRES};
+use crate::tres::{GresSlot, GresTable, Resources, MAX_GRES};
+
+/// Processors a node keeps for GPU jobs: Slurm's `RestrictedCoresPerGPU` (slurm.conf,
+/// 24.11), "cores per GPU restricted for only GPU use", counted in processors.
+///
+/// Sluice counts processors and does not bind them, so the rule is kept as a count:
+/// each free GPU of the node holds back [`GpuReserve::cpus_per_gpu`] of its free
+/// processors. A job may use those of the GPUs it takes there and none of the others',
+/// as in Slurm, where a job gets only restricted cores near its own GPUs. A job
+/// without GPUs on the node therefore finds at most
+/// `free processors − cpus_per_gpu × free GPUs` there; a job taking `g` GPUs at most
+/// `free processors − cpus_per_gpu × (free GPUs − g)`. Since every job keeps to this,
+/// the held-back processors are always free while their GPUs are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct GpuReserve {
+    /// Processors kept per GPU of the node; 0 when none are.
+    pub cpus_per_gpu: u32,
+    /// The cluster's untyped `gpu` slot, whose free count the reserve follows; `None`
+    /// in a cluster without GPUs.
+    pub gpu_slot: Option<GresSlot>,
+}
+
+impl GpuReserve {
+    /// No processors kept.
+    pub const NONE: GpuReserve = GpuReserve {
+        cpus_per_gpu: 0,
+        gpu_slot: None,
+    };
+
+    /// Processors out of `free` (what a node has left) that `req` may not use there:
+    /// those kept for the free GPUs it does not take.
+    pub fn withheld(&self, req: &JobRequest, free: &Resources) -> u32 {
+        match self.gpu_slot {
+            Some(g) if self.cpus_per_gpu > 0 => {
+                let others = free.gres[g].saturating_sub(req.gres_per_node[g]);
+                others.saturating_mul(self.cpus_per_gpu)
+            }
+            _ => 0,
+        }
+    }
+}
 
 /// How many of `req`'s tasks a node can host when `free` is what it has left
-/// (its capacity being `cap`): 0 when the node cannot take part at all.
+/// (its capacity being `cap`): 0 when the node cannot take part at all. For a node
+/// that keeps no processors for GPU jobs; see [`max_tasks_on`].
+pub fn max_tasks(req: &JobRequest, free: &Resources, cap: &Resources) -> u32 {
+    max_tasks_on(req, free, cap, GpuReserve::NONE)
+}
+
+/// How many of `req`'s tasks a node can host when `free` is what it has left, its
+/// capacity being `cap` and `reserve` what it keeps for GPU jobs
+/// ([`crate::Cluster::gpu_reserve`]): 0 when the node cannot take part at all.
 ///
 /// Rules: a task needs `cpus_per_task` processors (and with `--mem-per-cpu`, that much
-/// memory per processor); the node needs the per-node memory and GRES once; an
-/// exclusive job needs the node wholly free; with `--ntasks-per-node` the node must
-/// host exactly that many; never more than the job's task count.
-pub fn max_tasks(req: &JobRequest, free: &Resources, cap: &Resources) -> u32 {
+/// memory per processor) out of the free processors the reserve leaves the job; the
+/// node needs the per-node memory and GRES once; an exclusive job needs the node
+/// wholly free; with `--ntasks-per-node` the node must host exactly that many; never
+/// more than the job's task count.
+pub fn max_tasks_on(
+    req: &JobRequest,
+    free: &Resources,
+    cap: &Resources,
+    reserve: GpuReserve,
+) -> u32 {
     if req.exclusive && free != cap {
         return 0;
     }
@@ -29,7 +83,7 @@ pub fn max_tasks(req: &JobRequest, free: &Resources, cap: &Resources) -> u32 {
         return 0;
     }
     let cpt = req.cpus_per_task.max(1);
-    let mut k = free.cpus / cpt;
+    let mut k = free.cpus.saturating_sub(reserve.withheld(req, free)) / cpt;
     match req.mem {
         MemRequest::PerNode(m) => {
             if m > free.mem_mib {
@@ -364,6 +418,43 @@ mod tests {
         );
         r.ntasks_per_node = Some(2);
         assert_eq!(max_tasks(&r, &free, &cap), 2);
+    }
+
+    /// Slurm's own example (its RestrictedCoresPerGPU test): 12 cores, 4 GPUs, 2 cores
+    /// kept per GPU. A job without GPUs gets at most the 4 others; a 1-GPU job those 4
+    /// and its GPU's 2; a 4-GPU job all 12.
+    #[test]
+    fn cpus_kept_for_gpus_are_out_of_reach_of_other_jobs() {
+        let gpu = 0;
+        let mut cap = Resources::cpus(12);
+        cap.gres[gpu] = 4;
+        let reserve = GpuReserve {
+            cpus_per_gpu: 2,
+            gpu_slot: Some(gpu),
+        };
+        let tasks = |r: &JobRequest, free: &Resources| max_tasks_on(r, free, &cap, reserve);
+        let mut r = req(100);
+        assert_eq!(tasks(&r, &cap), 4);
+        assert_eq!(max_tasks(&r, &cap, &cap), 12, "no reserve, all 12");
+        r.gres_per_node[gpu] = 1;
+        assert_eq!(tasks(&r, &cap), 6);
+        r.gres_per_node[gpu] = 4;
+        assert_eq!(tasks(&r, &cap), 12);
+        // 9 processors and 2 GPUs free.
+        let mut free = Resources::cpus(9);
+        free.gres[gpu] = 2;
+        r.gres_per_node[gpu] = 0;
+        assert_eq!(tasks(&r, &free), 5);
+        r.gres_per_node[gpu] = 2;
+        assert_eq!(tasks(&r, &free), 9);
+        // More GPUs asked than free: nothing, as ever.
+        r.gres_per_node[gpu] = 3;
+        assert_eq!(tasks(&r, &free), 0);
+        // A reserve larger than what is free leaves nothing, without underflow.
+        let mut crowded = Resources::cpus(3);
+        crowded.gres[gpu] = 2;
+        r.gres_per_node[gpu] = 0;
+        assert_eq!(tasks(&r, &crowded), 0);
     }
 
     #[test]

@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 
 use sluice_conf::dependency::{parse_dependency, Dependency, DependencyKind};
 use sluice_conf::gres_conf::GresDevice;
+use sluice_core::gpu_pick;
 use sluice_core::job::SwitchLimit;
 use sluice_core::{
-    Decision, EndSemantics, JobId, JobRequest, JobSpec, MemRequest, NodeAlloc, NodeId, NodeState,
-    PartitionId, Policy, Scheduler, SubmitError, MAX_TIME_LIMIT,
+    Decision, EndSemantics, GresTable, JobId, JobRequest, JobSpec, MemRequest, NodeAlloc, NodeId,
+    NodeState, PartitionId, Policy, Scheduler, SubmitError, MAX_TIME_LIMIT,
 };
 use sluice_proto::paths::agent_socket;
 use sluice_proto::pattern::{expand, PatternContext};
@@ -855,16 +856,8 @@ impl Controller {
             .collect();
         let mut gpus = Vec::new();
         for a in nodes {
-            let want = self.gpu_slot.map_or(0, |s| a.usage.gres[s]);
-            let used = &mut self.gpus_in_use[a.node.index()];
-            let total = self
-                .gpu_slot
-                .map_or(0, |s| self.conf.cluster.node(a.node).capacity.gres[s]);
-            let picked: Vec<u32> = (0..total)
-                .filter(|i| !used.contains(i))
-                .take(want as usize)
-                .collect();
-            used.extend(picked.iter().copied());
+            let picked = self.pick_gpus(a);
+            self.gpus_in_use[a.node.index()].extend(picked.iter().copied());
             gpus.push(picked);
         }
         let r = self.jobs.get_mut(&id).expect("started jobs have records");
@@ -922,6 +915,70 @@ impl Controller {
             });
         }
         effects
+    }
+
+    /// The GPU indices a job starting with `a` gets on its node: of the types the core
+    /// counted for it there, the best-connected free set ([`gpu_pick::pick_gpus`]).
+    /// Sluice binds no CPUs yet, so the job's cores are unknown and `Cores=` locality
+    /// plays no part. Should the free indices not match the core's counts (devices
+    /// unlike slurm.conf's), the lowest free indices, as many as counted.
+    fn pick_gpus(&self, a: &NodeAlloc) -> Vec<u32> {
+        let Some(slot) = self.gpu_slot else {
+            return Vec::new();
+        };
+        let want = a.usage.gres[slot];
+        if want == 0 {
+            return Vec::new();
+        }
+        let used = &self.gpus_in_use[a.node.index()];
+        let total = self.conf.cluster.node(a.node).capacity.gres[slot];
+        let free: Vec<u32> = (0..total).filter(|i| !used.contains(i)).collect();
+        let devices = self
+            .conf
+            .gres_devices
+            .get(a.node.index())
+            .map_or(&[][..], Vec::as_slice);
+        let demand = gpu_demand(&self.conf.cluster.gres, slot, &a.usage.gres);
+        gpu_pick::pick_gpus(&node_gpus(devices, total), &free, &demand, None)
+            .unwrap_or_else(|| free.into_iter().take(want as usize).collect())
+    }
+
+    /// Sets the typed GPU counts of `gres` (a job's GRES counts on `node`) from the GPU
+    /// indices `held` it holds there, when their types account for all its GPUs: a job
+    /// restored after a restart counts against the types it holds, not those an
+    /// untyped request would take on an idle node.
+    fn count_held_gpus(&self, node: NodeId, held: &[u32], gres: &mut [u32]) {
+        let Some(slot) = self.gpu_slot else { return };
+        if held.is_empty() || held.len() != gres[slot] as usize {
+            return;
+        }
+        let table = &self.conf.cluster.gres;
+        let total = self.conf.cluster.node(node).capacity.gres[slot];
+        let devices = self
+            .conf
+            .gres_devices
+            .get(node.index())
+            .map_or(&[][..], Vec::as_slice);
+        let gpus = node_gpus(devices, total);
+        let type_of = |i: &u32| gpus.get(*i as usize).map(|g| g.gpu_type.as_deref());
+        if held.iter().any(|i| type_of(i).is_none()) {
+            return;
+        }
+        let counts: Vec<(usize, u32)> = table
+            .children(slot)
+            .map(|child| {
+                let name = table.name(child);
+                let t = name.split_once(':').map(|(_, t)| t);
+                let n = held.iter().filter(|i| type_of(i) == Some(t)).count();
+                (child, n as u32)
+            })
+            .collect();
+        let untyped = held.iter().filter(|i| type_of(i) == Some(None)).count() as u32;
+        if counts.iter().map(|(_, n)| n).sum::<u32>() + untyped == gres[slot] {
+            for (child, n) in counts {
+                gres[child] = n;
+            }
+        }
     }
 
     /// A job's batch script (or allocation) ended, as its agent (or srun/salloc) reports.
@@ -1004,13 +1061,16 @@ impl Controller {
             let node = self.conf.node_id(name)?;
             let tasks = r.tasks_per_node.get(i).copied().unwrap_or(1);
             let cap = self.conf.cluster.node(node).capacity;
-            let usage = sluice_core::select::usage_on_node(
+            let mut usage = sluice_core::select::usage_on_node(
                 &spec.request,
                 tasks,
                 &cap,
                 &cap,
                 &self.conf.cluster.gres,
             );
+            if let Some(held) = r.gpus_per_node.get(i) {
+                self.count_held_gpus(node, held, &mut usage.gres);
+            }
             out.push(NodeAlloc { node, tasks, usage });
         }
         Some(out)
@@ -2013,6 +2073,49 @@ pub fn allocation_variables(r: &JobRecord, cluster_name: &str) -> Vec<(String, S
     v.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
+/// A node's GPUs as [`gpu_pick`] sees them, `total` of them (its configured count):
+/// GPU `i` is the `i`-th GPU unit of `devices` (its gres.conf devices), numbered as
+/// [`device_files`] numbers them, with its type, `Cores=` and `Links=` (a count-only
+/// entry of several units gives each its type and cores, no links). GPUs `devices`
+/// does not describe are untyped, without cores or links.
+fn node_gpus(devices: &[GresDevice], total: u32) -> Vec<gpu_pick::Gpu> {
+    let mut gpus = Vec::with_capacity(total as usize);
+    for d in devices.iter().filter(|d| d.name == "gpu") {
+        for _ in 0..d.count.min(u64::from(total)) {
+            gpus.push(gpu_pick::Gpu {
+                gpu_type: d.gres_type.clone(),
+                links: d.links.clone().filter(|_| d.count == 1),
+                cores: d.cores.clone(),
+            });
+        }
+    }
+    gpus.resize(total as usize, gpu_pick::Gpu::default());
+    gpus
+}
+
+/// The GPUs a job takes on a node by type, from its GRES counts there (`usage`, in
+/// which the core has already turned an untyped request into typed counts): each
+/// typed `gpu` slot's count, and what the untyped slot `gpu` counts beyond them as
+/// untyped GPUs.
+fn gpu_demand(table: &GresTable, gpu: usize, usage: &[u32]) -> gpu_pick::GpuDemand {
+    let mut typed = Vec::new();
+    let mut counted = 0u32;
+    for child in table.children(gpu) {
+        let n = usage[child];
+        if n > 0 {
+            let name = table.name(child);
+            let gpu_type = name.split_once(':').map(|(_, t)| t.to_string());
+            typed.push((gpu_type, n));
+            counted = counted.saturating_add(n);
+        }
+    }
+    let rest = usage[gpu].saturating_sub(counted);
+    if rest > 0 {
+        typed.push((None, rest));
+    }
+    gpu_pick::GpuDemand { typed, any: 0 }
+}
+
 /// The GRES device files of a node (`devices`, its gres.conf devices), each marked with
 /// whether a job holding GPUs `gpus` there (indices, as in `gpus_per_node`) may open it,
 /// for `ConstrainDevices=yes`. GPU `i` is the `i`-th GPU unit of `devices` in order, as
@@ -2231,6 +2334,154 @@ mod device_tests {
             allowed,
             ["/dev/nvidia0", "/dev/nvidia1", "/dev/infiniband/uverbs0"]
         );
+    }
+
+    /// A controller over one node `n1` of slurm.conf's `gres` with gres.conf `gres_conf`.
+    fn controller(gres: &str, gres_conf: &str) -> Controller {
+        let slurm = sluice_conf::slurm_conf::parse_str(
+            &format!(
+                "ClusterName=c\nGresTypes=gpu\nNodeName=n1 CPUs=8 RealMemory=1000 Gres={gres}\n\
+                 PartitionName=p Nodes=n1 Default=YES MaxTime=1:00:00\n"
+            ),
+            Path::new("slurm.conf"),
+        )
+        .unwrap();
+        let mut conf = ClusterConfig::from_slurm_conf(&slurm, &[]);
+        let gres = gres_conf::parse_str(gres_conf, Path::new("gres.conf")).unwrap();
+        conf.gres_devices = gres_conf::resolve(&slurm, &gres).unwrap().nodes;
+        Controller::new(conf, Path::new("/s"), vec![], vec![], 0)
+    }
+
+    /// Submits a one-task job asking `--gres=gpu[:TYPE]:N` and runs a pass; its id.
+    fn gpu_job(c: &mut Controller, gpu_type: Option<&str>, n: u32, next: &mut u64) -> u64 {
+        let d = JobDescription {
+            name: "job".into(),
+            ntasks: Some(1),
+            time_limit: Some(Some(60)),
+            work_dir: "/home/alice".into(),
+            script: "#!/bin/sh\ntrue\n".into(),
+            gres: vec![GresRequest {
+                name: "gpu".into(),
+                gres_type: gpu_type.map(str::to_string),
+                count: n,
+            }],
+            ..JobDescription::default()
+        };
+        let caller = Caller {
+            uid: 1000,
+            gid: 1000,
+            admin: false,
+        };
+        let p = c.prepare(d, &caller, "alice", "alice", 0).unwrap();
+        let id = *next;
+        *next += p.ids();
+        c.accept(p.records(id), 0);
+        c.schedule(0);
+        id
+    }
+
+    fn gpus_of(c: &Controller, id: u64) -> (JobState, Vec<Vec<u32>>) {
+        let r = c.job(id).unwrap();
+        (r.state, r.gpus_per_node)
+    }
+
+    /// Indices 0-1 are a100, 2-3 v100: typed requests get their type's indices, an
+    /// untyped one the core's first type with a GPU free.
+    #[test]
+    fn typed_requests_get_gpus_of_their_type() {
+        let mut c = controller(
+            "gpu:a100:2,gpu:v100:2",
+            "Name=gpu Type=a100 File=/dev/nvidia[0-1]\nName=gpu Type=v100 File=/dev/nvidia[2-3]\n",
+        );
+        let mut next = 1;
+        let v100 = gpu_job(&mut c, Some("v100"), 1, &mut next);
+        assert_eq!(gpus_of(&c, v100), (JobState::Running, vec![vec![2]]));
+        let any = gpu_job(&mut c, None, 1, &mut next);
+        assert_eq!(gpus_of(&c, any), (JobState::Running, vec![vec![0]]));
+        let a100 = gpu_job(&mut c, Some("a100"), 1, &mut next);
+        assert_eq!(gpus_of(&c, a100), (JobState::Running, vec![vec![1]]));
+        // Both a100 taken: an untyped job gets the v100 left.
+        let last = gpu_job(&mut c, None, 1, &mut next);
+        assert_eq!(gpus_of(&c, last), (JobState::Running, vec![vec![3]]));
+    }
+
+    /// NVLinked pairs (0,2) and (1,3): a 2-GPU job gets a linked pair; with GPU 2 held
+    /// by a 1-GPU job, the next 1-GPU job takes 0, its broken pair's other half.
+    #[test]
+    fn gpus_are_chosen_by_nvlink() {
+        let links = "Name=gpu File=/dev/nvidia0 Links=-1,0,2,0\n\
+                     Name=gpu File=/dev/nvidia1 Links=0,-1,0,2\n\
+                     Name=gpu File=/dev/nvidia2 Links=2,0,-1,0\n\
+                     Name=gpu File=/dev/nvidia3 Links=0,2,0,-1\n";
+        let mut c = controller("gpu:4", links);
+        let mut next = 1;
+        let pair = gpu_job(&mut c, None, 2, &mut next);
+        assert_eq!(gpus_of(&c, pair), (JobState::Running, vec![vec![0, 2]]));
+
+        let mut c = controller("gpu:4", links);
+        let mut next = 1;
+        // All free: the first one-GPU job breaks pair (0,2) at its lowest index...
+        let one = gpu_job(&mut c, None, 1, &mut next);
+        assert_eq!(gpus_of(&c, one), (JobState::Running, vec![vec![0]]));
+        // ...the second completes that pair's use, leaving (1,3) whole.
+        let two = gpu_job(&mut c, None, 1, &mut next);
+        assert_eq!(gpus_of(&c, two), (JobState::Running, vec![vec![2]]));
+        let pair = gpu_job(&mut c, None, 2, &mut next);
+        assert_eq!(gpus_of(&c, pair), (JobState::Running, vec![vec![1, 3]]));
+    }
+
+    /// An untyped job that got a v100 (the a100s were busy) still counts as a v100
+    /// after a restart, when a fresh choice on the idle node would count an a100.
+    #[test]
+    fn a_restored_job_counts_against_the_type_it_holds() {
+        let gres_conf =
+            "Name=gpu Type=a100 File=/dev/nvidia[0-1]\nName=gpu Type=v100 File=/dev/nvidia[2-3]\n";
+        let mut c = controller("gpu:a100:2,gpu:v100:2", gres_conf);
+        let mut next = 1;
+        let both = gpu_job(&mut c, Some("a100"), 2, &mut next);
+        let any = gpu_job(&mut c, None, 1, &mut next);
+        assert_eq!(gpus_of(&c, both).1, vec![vec![0, 1]]);
+        assert_eq!(gpus_of(&c, any).1, vec![vec![2]]);
+        // Restart with only the untyped job running.
+        let record = c.job(any).unwrap();
+        let fresh = controller("gpu:a100:2,gpu:v100:2", gres_conf);
+        let mut c = Controller::new(fresh.conf, Path::new("/s"), vec![record], vec![], 0);
+        let mut next = any + 1;
+        // Both a100 are free; one v100 is, not two.
+        let a100s = gpu_job(&mut c, Some("a100"), 2, &mut next);
+        assert_eq!(gpus_of(&c, a100s), (JobState::Running, vec![vec![0, 1]]));
+        let v100s = gpu_job(&mut c, Some("v100"), 2, &mut next);
+        assert_eq!(gpus_of(&c, v100s), (JobState::Pending, vec![]));
+    }
+
+    #[test]
+    fn the_demand_follows_the_cores_typed_counts() {
+        let mut table = GresTable::default();
+        let a100 = table.slot_for("gpu", Some("a100")).unwrap();
+        let gpu = table.find("gpu", None).unwrap();
+        let v100 = table.slot_for("gpu", Some("v100")).unwrap();
+        let mut usage = [0u32; sluice_core::tres::MAX_GRES];
+        usage[gpu] = 3;
+        usage[v100] = 2;
+        assert_eq!(
+            gpu_demand(&table, gpu, &usage),
+            gpu_pick::GpuDemand {
+                typed: vec![(Some("v100".into()), 2), (None, 1)],
+                any: 0
+            }
+        );
+        usage[a100] = 1;
+        assert_eq!(
+            gpu_demand(&table, gpu, &usage).typed,
+            [(Some("a100".into()), 1), (Some("v100".into()), 2)]
+        );
+    }
+
+    #[test]
+    fn node_gpus_number_units_as_device_files_do() {
+        let gpus = node_gpus(&devices(), 4);
+        let types: Vec<Option<&str>> = gpus.iter().map(|g| g.gpu_type.as_deref()).collect();
+        assert_eq!(types, [Some("a100"), Some("a100"), Some("h100"), None]);
     }
 
     #[test]

@@ -289,3 +289,61 @@ fn with_constrain_devices_a_job_opens_only_its_gpus() {
         })
     });
 }
+
+/// Two GPU nodes for [`gpus_are_chosen_by_type_and_nvlink`]: g1's four GPUs are NVLinked
+/// in the pairs 0+2 and 1+3 (gres.conf's `Links=`), m1 has two a100 (0-1) and two
+/// v100 (2-3).
+const TOPOLOGY: &str = "ClusterName=gputopo
+SlurmctldHost=localhost
+GresTypes=gpu
+NodeName=g1 CPUs=4 RealMemory=4000 Gres=gpu:4 State=UNKNOWN
+NodeName=m1 CPUs=4 RealMemory=4000 Gres=gpu:a100:2,gpu:v100:2 State=UNKNOWN
+PartitionName=linked Nodes=g1 Default=YES MaxTime=1:00:00 State=UP
+PartitionName=mixed Nodes=m1 MaxTime=1:00:00 State=UP
+";
+
+const TOPOLOGY_GRES: &str = "NodeName=g1 Name=gpu File=/dev/nvidia0 Links=-1,0,2,0
+NodeName=g1 Name=gpu File=/dev/nvidia1 Links=0,-1,0,2
+NodeName=g1 Name=gpu File=/dev/nvidia2 Links=2,0,-1,0
+NodeName=g1 Name=gpu File=/dev/nvidia3 Links=0,2,0,-1
+NodeName=m1 Name=gpu Type=a100 File=/dev/nvidia[0-1]
+NodeName=m1 Name=gpu Type=v100 File=/dev/nvidia[2-3]
+";
+
+/// Which GPUs a job sees: a linked pair for a 2-GPU job, the other half of a pair
+/// already broken for a 1-GPU job, and on a node of two types only the indices of the
+/// type asked for.
+#[test]
+fn gpus_are_chosen_by_type_and_nvlink() {
+    let mut c = Cluster::start_with("gputopo", TOPOLOGY, &["g1", "m1"]);
+    // gres.conf is read next to slurm.conf when the controller starts.
+    std::fs::write(c.dir.join("gres.conf"), TOPOLOGY_GRES).unwrap();
+    c.crash_and_restart_controller();
+    c.wait_for("both nodes idle again", || {
+        let o = c.run("sinfo", &["-h", "-N", "-o", "%t"]);
+        o.code == 0 && o.stdout.lines().count() == 2 && o.stdout.lines().all(|l| l == "idle")
+    });
+    let visible = |args: &[&str]| -> String {
+        let mut all = args.to_vec();
+        all.extend(["-o", "%j.out", "--wrap", "echo $CUDA_VISIBLE_DEVICES"]);
+        let job = c.sbatch(&all);
+        assert_eq!(c.wait_ended(job), "COMPLETED", "{args:?}");
+        std::fs::read_to_string(c.work().join(format!("{job}.out"))).unwrap()
+    };
+
+    // A linked pair, not the two lowest indices.
+    assert_eq!(visible(&["--gpus=2"]), "0,2\n");
+    // GPU 0 held: a 1-GPU job takes 2, its pair's other half, and leaves 1+3 whole.
+    let holder = c.sbatch(&["--gpus=1", "-t", "5", "--wrap", "sleep 600"]);
+    c.wait_for("the holder to run", || c.state(holder) == "RUNNING");
+    assert_eq!(visible(&["--gres=gpu:1"]), "2\n");
+    assert_eq!(visible(&["--gpus=2"]), "1,3\n");
+    assert_eq!(c.run("scancel", &[&holder.to_string()]).code, 0);
+    c.wait_ended(holder);
+
+    // Types: only the indices of the type asked for.
+    assert_eq!(visible(&["-p", "mixed", "--gres=gpu:v100:1"]), "2\n");
+    assert_eq!(visible(&["-p", "mixed", "--gpus=v100:2"]), "2,3\n");
+    assert_eq!(visible(&["-p", "mixed", "--gres=gpu:a100:1"]), "0\n");
+    assert_eq!(visible(&["-p", "mixed", "--gpus=2"]), "0,1\n");
+}
