@@ -37,20 +37,35 @@ impl Cluster {
     /// A cluster whose controller runs alone (so that a test may kill and restart it)
     /// and whose agents, one per name in `nodes`, the test starts itself.
     pub fn start_with(name: &str, slurm_conf: &str, nodes: &[&str]) -> Cluster {
-        Self::start_full(name, slurm_conf, nodes, &[])
+        Self::start_full(name, slurm_conf, nodes, &[], &[])
+    }
+
+    /// [`Cluster::start`] with more configuration files next to the slurm.conf
+    /// (`(file name, contents)`: gres.conf, cgroup.conf, topology.conf).
+    pub fn start_files(name: &str, slurm_conf: &str, files: &[(&str, &str)]) -> Cluster {
+        Self::start_full(name, slurm_conf, &[], &[], files)
     }
 
     /// [`Cluster::start`] with extra arguments for `sluice up`.
     pub fn start_args(name: &str, slurm_conf: &str, up_args: &[&str]) -> Cluster {
-        Self::start_full(name, slurm_conf, &[], up_args)
+        Self::start_full(name, slurm_conf, &[], up_args, &[])
     }
 
-    fn start_full(name: &str, slurm_conf: &str, nodes: &[&str], up_args: &[&str]) -> Cluster {
+    fn start_full(
+        name: &str,
+        slurm_conf: &str,
+        nodes: &[&str],
+        up_args: &[&str],
+        files: &[(&str, &str)],
+    ) -> Cluster {
         let up_args: Vec<String> = up_args.iter().map(|a| a.to_string()).collect();
         let dir = std::env::temp_dir().join(format!("sluice-t-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("work")).unwrap();
         std::fs::write(dir.join("slurm.conf"), slurm_conf).unwrap();
+        for (file, contents) in files {
+            std::fs::write(dir.join(file), contents).unwrap();
+        }
         let child = Self::spawn_up(&dir, !nodes.is_empty(), &up_args);
         let mut c = Cluster {
             dir,

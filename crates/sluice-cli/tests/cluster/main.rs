@@ -33,10 +33,15 @@ PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=1:00:00 State=UP
 
 #[test]
 fn the_seed_job_script_runs_sixteen_ranks_on_two_nodes() {
-    // The seeds' slurm.conf verbatim (four nodes of 128 CPUs and 8 GPUs, run on this
-    // machine by agents that trust the configuration), and their job script with the
-    // training program replaced by one that prints what each rank sees.
-    let c = Cluster::start("seed", &seed("seed-slurm.conf"));
+    // The seeds' slurm.conf and gres.conf verbatim (four nodes of 128 CPUs and 8
+    // rtxpro6000 GPUs, `AutoDetect=nvml`, run on this machine by agents that trust the
+    // configuration), and their job script with the training program replaced by one
+    // that prints what each rank sees.
+    let c = Cluster::start_files(
+        "seed",
+        &seed("seed-slurm.conf"),
+        &[("gres.conf", &seed("seed-gres.conf"))],
+    );
     let script = seed("seed-job.sh");
     let launch = script
         .find("srun python")
@@ -44,7 +49,7 @@ fn the_seed_job_script_runs_sixteen_ranks_on_two_nodes() {
     let script = format!(
         "{}srun bash -c 'echo rank $SLURM_PROCID node $SLURM_NODEID local $SLURM_LOCALID \
          of $SLURM_NTASKS on $SLURMD_NODENAME in $SLURM_JOB_NODELIST \
-         head $(scontrol show hostnames | head -1)'\n",
+         head $(scontrol show hostnames | head -1) gpus $CUDA_VISIBLE_DEVICES'\n",
         &script[..launch]
     );
     std::fs::write(c.work().join("job.sh"), script).unwrap();
@@ -58,7 +63,8 @@ fn the_seed_job_script_runs_sixteen_ranks_on_two_nodes() {
     let expected: Vec<String> = (0..16)
         .map(|rank| {
             format!(
-                "rank {rank} node {} local {} of 16 on node0{} in node[01-02] head node01",
+                "rank {rank} node {} local {} of 16 on node0{} in node[01-02] head node01 \
+                 gpus 0,1,2,3,4,5,6,7",
                 rank / 8,
                 rank % 8,
                 rank / 8 + 1
