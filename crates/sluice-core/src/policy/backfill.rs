@@ -195,10 +195,16 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
                 continue;
             }
             let end = round_up(t + job.spec.time_limit, res);
-            let still_fits = alloc
-                .nodes
-                .iter()
-                .all(|a| a.usage.fits_in(&plan.free_during(a.node, t, end)));
+            let still_fits = alloc.nodes.iter().all(|a| {
+                let free = plan.free_during(a.node, t, end);
+                // The processors a node keeps for the GPUs this job does not take
+                // (RestrictedCoresPerGPU) are not the job's to use.
+                let withheld = s
+                    .cluster
+                    .gpu_reserve(a.node)
+                    .withheld(&job.spec.request, &free);
+                a.usage.fits_in(&free) && a.usage.cpus <= free.cpus.saturating_sub(withheld)
+            });
             if still_fits {
                 plan.claim_all(&alloc.nodes, t, end);
                 reserved.push((alloc.nodes.clone(), t, end));
