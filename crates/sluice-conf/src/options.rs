@@ -166,6 +166,8 @@ pub struct JobOptions {
     /// `--switches=count[@max-time]`: most leaf switches, and how long (seconds) to wait
     /// for them (`None`: the cluster's `max_switch_wait`).
     pub switches: Option<(u32, Option<i64>)>,
+    /// `--segment=N`: runs of N nodes, each inside one base block (block topology).
+    pub segment: Option<u32>,
     /// `--wrap` command (sbatch).
     pub wrap: Option<String>,
     /// `-C/--constraint`.
@@ -280,6 +282,7 @@ const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
     ("quiet", Some('Q'), Arg::None, true),
     ("requeue", None, Arg::None, true),
     ("reservation", None, Arg::Required, true),
+    ("segment", None, Arg::Required, true),
     ("signal", None, Arg::Required, true),
     ("switches", None, Arg::Required, true),
     ("time", Some('t'), Arg::Required, true),
@@ -751,6 +754,14 @@ fn apply(
         "reservation" => o.reservation = s(),
         "signal" => o.signal = Some(parse_signal(v)?),
         "switches" => o.switches = Some(parse_switches(v)?),
+        "segment" => {
+            o.segment = Some(
+                v.parse::<u32>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| err("Invalid --segment specification"))?,
+            )
+        }
         "time" => o.time = Some(parse_time(v).map_err(|_| err("Invalid --time specification"))?),
         "time-min" => {
             o.time_min = Some(parse_time(v).map_err(|_| err("Invalid --time-min specification"))?)

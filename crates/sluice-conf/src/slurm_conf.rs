@@ -149,6 +149,24 @@ pub fn apply_topology(
     for node in &mut cluster.nodes {
         node.leaf_switch = group_of(&node.name).map(|g| g as u16);
     }
+    cluster.blocks = match topo {
+        TopologyConf::Block(b) => {
+            let mut aggregates: Vec<(u16, u16)> =
+                (0..groups.len() as u16).map(|i| (i, i + 1)).collect();
+            let mut larger: Vec<(u16, u16)> = b
+                .aggregates()
+                .into_iter()
+                .map(|a| (a.blocks.start as u16, a.blocks.end as u16))
+                .collect();
+            larger.sort_by_key(|&(s, e)| (e - s, s));
+            aggregates.extend(larger);
+            Some(sluice_core::BlockLayout {
+                aggregates,
+                base_size: b.base_block_size(),
+            })
+        }
+        TopologyConf::Tree(_) => None,
+    };
     cluster.switches = groups;
     Ok(warnings)
 }

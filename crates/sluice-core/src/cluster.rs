@@ -128,8 +128,24 @@ pub struct Cluster {
     /// How a one-node job chooses among the nodes that could take it.
     pub placement: Placement,
     /// Names of the leaf switches of a tree topology, indexed by [`Node::leaf_switch`];
-    /// empty without one.
+    /// empty without one. In a block topology, the names of the base blocks.
     pub switches: Vec<String>,
+    /// A block topology (`topology/block`): which groups of [`Cluster::switches`] are
+    /// blocks a job may be placed in. `None` for a tree or no topology.
+    pub blocks: Option<BlockLayout>,
+}
+
+/// The blocks of a block topology (Slurm's `topology/block`, `topology.conf` with
+/// `BlockName=` and `BlockSizes=`): base blocks are the groups of
+/// [`Cluster::switches`], and aggregates are runs of consecutive base blocks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BlockLayout {
+    /// Where a job without `--segment` may be placed, smallest first: each base block
+    /// alone (`(i, i + 1)`), then the aggregates level by level, as half-open ranges of
+    /// base block indices.
+    pub aggregates: Vec<(u16, u16)>,
+    /// Nodes per base block (the first `BlockSizes` value): the largest `--segment`.
+    pub base_size: u32,
 }
 
 impl Cluster {

@@ -45,6 +45,9 @@ pub struct JobRequest {
     /// `--switches=count[@max-time]`: the most leaf switches the allocation may span,
     /// until the limit lapses.
     pub switches: Option<SwitchLimit>,
+    /// `--segment=N` in a block topology: the allocation is made of runs of `N` nodes,
+    /// each inside one base block; the node count is a multiple of `N`.
+    pub segment: Option<u32>,
 }
 
 /// A job's `--switches=count@max-time` (Slurm): it waits for an allocation on at most
@@ -82,6 +85,7 @@ impl JobRequest {
             nodelist: Vec::new(),
             exclude: Vec::new(),
             switches: None,
+            segment: None,
         }
     }
 

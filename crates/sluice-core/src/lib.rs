@@ -23,7 +23,7 @@ pub mod select;
 pub mod time;
 pub mod tres;
 
-pub use cluster::{Cluster, Node, NodeState, Partition, PartitionState};
+pub use cluster::{BlockLayout, Cluster, Node, NodeState, Partition, PartitionState};
 pub use decision::{Decision, Pass};
 pub use ids::{JobId, NodeId, PartitionId};
 pub use job::{

@@ -678,7 +678,7 @@ impl Profile {
                     });
                 }
             }
-            return crate::select::choose_nodes(req, &all, t);
+            return crate::select::choose_nodes_in(req, &all, t, cluster.blocks.as_ref());
         }
         let cands: Vec<Cand> = classes
             .iter()

@@ -350,6 +350,20 @@ impl Scheduler {
                 "need at least one task per node",
             ));
         }
+        if let Some(seg) = spec.request.segment {
+            // Slurm's block plugin: a segment fits in a base block and the job is whole
+            // segments.
+            let r = &spec.request;
+            let fits = self.cluster.blocks.as_ref().is_some_and(|b| {
+                seg >= 1
+                    && seg <= b.base_size
+                    && r.min_nodes == r.max_nodes
+                    && r.min_nodes.is_multiple_of(seg)
+            });
+            if !fits {
+                return Err(SubmitError::NodeConfigUnavailable);
+            }
+        }
         if !self.could_ever_fit(spec.partition, &spec.request) {
             return Err(SubmitError::NodeConfigUnavailable);
         }

@@ -2,6 +2,7 @@
 //! nodes a job gets. The same rules serve "does it fit now", backfill planning and
 //! the simulator's full mode.
 
+use crate::cluster::BlockLayout;
 use crate::cluster::Cluster;
 use crate::ids::NodeId;
 use crate::job::{JobRequest, MemRequest, NodeAlloc};
@@ -198,6 +199,18 @@ pub fn choose_nodes(
     candidates: &[Candidate],
     at: Time,
 ) -> Option<Vec<(NodeId, u32)>> {
+    choose_nodes_in(req, candidates, at, None)
+}
+
+/// [`choose_nodes`] in a cluster whose groups of [`Candidate::switch`] are the base
+/// blocks of `blocks` (a block topology): a job spanning nodes is placed by
+/// [`choose_by_block`].
+pub fn choose_nodes_in(
+    req: &JobRequest,
+    candidates: &[Candidate],
+    at: Time,
+    blocks: Option<&BlockLayout>,
+) -> Option<Vec<(NodeId, u32)>> {
     if req.min_nodes <= 1 {
         let best = candidates
             .iter()
@@ -215,6 +228,9 @@ pub fn choose_nodes(
     // set of at most `max_nodes` nodes has it. Free processors at the start can overstate
     // what a node hosts over the whole window (a reservation later on it).
     order.sort_by_key(|c| (std::cmp::Reverse(c.tasks), roomiest_key(c)));
+    if let Some(blocks) = blocks {
+        return choose_by_block(req, &order, blocks);
+    }
     if order.iter().any(|c| c.switch.is_some()) {
         return choose_by_switch(req, &order, at);
     }
@@ -223,6 +239,66 @@ pub fn choose_nodes(
 
 /// Nodes with the tasks each can host, in the order they would be taken.
 type Hosting = Vec<(NodeId, u32)>;
+
+/// Node choice for a job spanning nodes in a block topology, `ordered` being the
+/// candidates in the order [`choose_nodes`] takes them (nodes in no block are never
+/// used, as in Slurm's `topology/block`).
+///
+/// Without `--segment` the job goes into the smallest block or aggregate of blocks
+/// that can hold it ([`BlockLayout::aggregates`], smallest first), the best-fitting one
+/// (fewest hostable tasks, then first) at that size. With `--segment=N` it takes
+/// `N`-node runs, each inside one base block, from the roomiest blocks first: `None`
+/// when the blocks cannot supply enough whole runs.
+pub fn choose_by_block(
+    req: &JobRequest,
+    ordered: &[&Candidate],
+    blocks: &BlockLayout,
+) -> Option<Vec<(NodeId, u32)>> {
+    let mut groups: std::collections::BTreeMap<u16, Hosting> = std::collections::BTreeMap::new();
+    for c in ordered {
+        if let Some(b) = c.switch {
+            groups.entry(b).or_default().push((c.node, c.tasks));
+        }
+    }
+    let room = |g: &[(NodeId, u32)]| g.iter().map(|&(_, k)| k as u64).sum::<u64>();
+    if let Some(seg) = req.segment.filter(|&s| s > 0) {
+        let need = req.min_nodes.max(1) as usize;
+        let mut by_room: Vec<(u16, &Hosting)> = groups.iter().map(|(b, g)| (*b, g)).collect();
+        by_room.sort_by_key(|(b, g)| (std::cmp::Reverse(room(g)), *b));
+        let mut chosen: Hosting = Vec::with_capacity(need);
+        for (_, g) in by_room {
+            let runs = g.len() / seg as usize;
+            let take = (runs * seg as usize).min(need - chosen.len());
+            chosen.extend_from_slice(&g[..take]);
+            if chosen.len() == need {
+                let mut exact = req.clone();
+                exact.min_nodes = need as u32;
+                exact.max_nodes = need as u32;
+                return take_in_order(&exact, chosen.into_iter());
+            }
+        }
+        return None;
+    }
+    let mut best: Option<(u16, u64, Vec<(NodeId, u32)>)> = None;
+    for &(start, end) in &blocks.aggregates {
+        let size = end - start;
+        if best.as_ref().is_some_and(|b| size > b.0) {
+            break;
+        }
+        let members: Hosting = ordered
+            .iter()
+            .filter(|c| c.switch.is_some_and(|b| b >= start && b < end))
+            .map(|c| (c.node, c.tasks))
+            .collect();
+        if let Some(chosen) = take_in_order(req, members.iter().copied()) {
+            let r = room(&members);
+            if best.as_ref().is_none_or(|b| r < b.1) {
+                best = Some((size, r, chosen));
+            }
+        }
+    }
+    best.map(|b| b.2)
+}
 
 /// Node choice for a job spanning nodes in a tree topology, `ordered` being the
 /// candidates in the order [`choose_nodes`] takes them.

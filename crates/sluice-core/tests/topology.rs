@@ -54,3 +54,48 @@ fn switches_limit_waits_for_one_switch_until_its_wait_runs_out() {
     let free = story(job(3).procs(16).nodes(4).submit(1));
     assert_eq!((free.start(3), free.nodes(3)), (1, vec![2, 5, 6, 7]));
 }
+
+/// Eight 4-CPU nodes in base blocks of two (b0 = n0–n1 ... b3 = n6–n7), with the
+/// aggregates b0–b1 and b2–b3 (four nodes) and b0–b3 (all) above them. n1 and n4 are
+/// busy until 100.
+fn blocks_story(third: JobBuilder) -> Replay {
+    let c = with_blocks(cluster(8, 4), 2, &[(0, 2), (2, 4), (0, 4)]);
+    let jobs = [
+        job(1).procs(4).nodes(1).on(&[1]),
+        job(2).procs(4).nodes(1).on(&[4]),
+        third,
+    ];
+    replay(c, backfill(1000), &jobs)
+}
+
+/// A two-node job fits in one base block: b1 (n2–n3), the first of the two whole free
+/// blocks. A three-node job fits in no base block; of the two-block aggregates, b0–b1
+/// (three free nodes) fits it more tightly than b2–b3 (five).
+#[test]
+fn a_job_goes_into_the_smallest_block_or_aggregate_that_holds_it() {
+    let two = blocks_story(job(3).procs(8).nodes(2).submit(1));
+    assert_eq!((two.start(3), two.nodes(3)), (1, vec![2, 3]));
+    let three = blocks_story(job(3).procs(12).nodes(3).submit(1));
+    assert_eq!((three.start(3), three.nodes(3)), (1, vec![0, 2, 3]));
+}
+
+/// Four nodes without `--segment`: no two-block aggregate has four free nodes (b0–b1
+/// and b2–b3 have three each), so the job takes the whole machine's, roomiest nodes
+/// first by node order: n0, n2, n3, n5. With `--segment=2` it is two whole pairs, each
+/// inside one base block: b1 and b3. A segment that does not divide the node count, or
+/// one larger than a base block, is refused at submission.
+#[test]
+fn segments_keep_each_run_of_nodes_inside_one_block() {
+    let plain = blocks_story(job(3).procs(16).nodes(4).submit(1));
+    assert_eq!((plain.start(3), plain.nodes(3)), (1, vec![0, 2, 3, 5]));
+    let paired = blocks_story(job(3).procs(16).nodes(4).segment(2).submit(1));
+    assert_eq!((paired.start(3), paired.nodes(3)), (1, vec![2, 3, 6, 7]));
+    for (nodes, segment) in [(3, 2), (3, 3)] {
+        let refused = blocks_story(job(3).procs(4 * nodes).nodes(nodes).segment(segment));
+        assert_eq!(
+            refused.rejected,
+            vec![(3, sluice_core::SubmitError::NodeConfigUnavailable)],
+            "-N {nodes} --segment={segment}"
+        );
+    }
+}

@@ -451,6 +451,7 @@ impl Controller {
         };
         req.nodelist = nodelist;
         req.exclude = exclude;
+        req.segment = d.segment;
         req.switches = d.switches.map(|(max, wait)| {
             let eligible = d.begin.unwrap_or(r.submit_time).max(r.submit_time);
             let wait = wait.unwrap_or(self.conf.backfill.max_switch_wait);

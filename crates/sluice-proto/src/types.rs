@@ -172,6 +172,9 @@ pub struct JobDescription {
     /// seconds (`None`: the cluster's `max_switch_wait`).
     #[serde(default)]
     pub switches: Option<(u32, Option<i64>)>,
+    /// `--segment=N` (block topology): runs of N nodes, each inside one base block.
+    #[serde(default)]
+    pub segment: Option<u32>,
     /// Requeue on node failure or `scontrol requeue` (Slurm's default: yes).
     pub requeue: Option<bool>,
     /// Output file pattern (`%j` etc.), relative to `work_dir`.

@@ -86,6 +86,7 @@ pub fn describe_job(
         nodelist: o.nodelist.clone(),
         exclude: o.exclude.clone(),
         switches: o.switches,
+        segment: o.segment,
         requeue: o.requeue,
         output: o.output.clone(),
         error: o.error.clone(),

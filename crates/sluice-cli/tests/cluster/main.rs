@@ -15,6 +15,7 @@ mod salloc;
 mod stdin;
 mod tasks;
 mod tcp;
+mod topology;
 mod update;
 
 use harness::Cluster;

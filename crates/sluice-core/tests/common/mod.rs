@@ -50,6 +50,21 @@ pub fn with_switches(mut c: Cluster, per_switch: usize) -> Cluster {
     c
 }
 
+/// `cluster` with a block topology: base block `b{i}` over each group of `per_block`
+/// consecutive nodes, and the aggregates `larger` (ranges of block indices) above them.
+pub fn with_blocks(mut c: Cluster, per_block: usize, larger: &[(u16, u16)]) -> Cluster {
+    c = with_switches(c, per_block);
+    let n = c.switches.len() as u16;
+    c.switches = (0..n).map(|i| format!("b{i}")).collect();
+    let mut aggregates: Vec<(u16, u16)> = (0..n).map(|i| (i, i + 1)).collect();
+    aggregates.extend_from_slice(larger);
+    c.blocks = Some(sluice_core::BlockLayout {
+        aggregates,
+        base_size: per_block as u32,
+    });
+    c
+}
+
 /// Slurm-style backfill that plans to the second and runs every second.
 pub fn backfill(window: Secs) -> Policy {
     Policy::Backfill(BackfillParams {
@@ -157,6 +172,12 @@ impl JobBuilder {
             max,
             until: self.submit + wait,
         });
+        self
+    }
+
+    /// `--segment=n` (block topology).
+    pub fn segment(mut self, n: u32) -> Self {
+        self.request.segment = Some(n);
         self
     }
 
