@@ -279,7 +279,7 @@ pub fn choose_by_block(
         }
         return None;
     }
-    let mut best: Option<(u16, u64, Vec<(NodeId, u32)>)> = None;
+    let mut best: Option<(u16, u64, Hosting)> = None;
     for &(start, end) in &blocks.aggregates {
         let size = end - start;
         if best.as_ref().is_some_and(|b| size > b.0) {
