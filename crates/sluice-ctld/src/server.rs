@@ -310,6 +310,7 @@ fn router(app: App) -> Router {
         )
         .route("/v1/jobs", post(submit).get(list_jobs))
         .route("/v1/jobs/{id}", get(show_job))
+        .route("/v1/jobs/{id}/devices/{node}", get(job_devices))
         .route("/v1/jobs/{id}/hold", post(hold))
         .route("/v1/jobs/{id}/release", post(release))
         .route("/v1/jobs/{id}/requeue", post(requeue))
@@ -690,6 +691,26 @@ async fn show_job(
         }
         None => error(StatusCode::NOT_FOUND, BAD_JOB),
     }
+}
+
+/// The device files of a running job on one of its nodes, and which it may open
+/// (`null` without `ConstrainDevices=yes`): what an agent confines the job's steps by
+/// on a node that did not launch its batch script. Only agents (the controller's own
+/// uid, or root) may ask.
+async fn job_devices(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath((id, node)): UrlPath<(u64, String)>,
+) -> Response {
+    let caller = app.caller(peer);
+    if !caller.admin {
+        return error(StatusCode::FORBIDDEN, "Access/permission denied");
+    }
+    let ctl = app.ctl.lock().expect("lock");
+    if ctl.job(id).is_none() {
+        return error(StatusCode::NOT_FOUND, BAD_JOB);
+    }
+    Json(ctl.job_devices_on(id, &node)).into_response()
 }
 
 /// Body of hold/release/requeue: an optional array task.

@@ -2125,6 +2125,30 @@ fn gpu_demand(table: &GresTable, gpu: usize, usage: &[u32]) -> gpu_pick::GpuDema
 /// that GRES (`--gres=NAME...`) and denied otherwise. A file named by several devices
 /// (a shared GRES such as `shard` spreads over the GPUs' files) is listed once, allowed
 /// if any of them allows it.
+impl Controller {
+    /// The GRES device files of running job `id` on its node `node`, with which of them
+    /// the job may open (as its batch launch carries them), for agents confining the
+    /// job's srun steps on nodes that did not launch its batch script, and in
+    /// interactive allocations. `None` without `ConstrainDevices=yes`, or when the job
+    /// does not run on that node.
+    pub fn job_devices_on(&self, id: u64, node: &str) -> Option<Vec<DeviceFile>> {
+        if !self.conf.constrain_devices {
+            return None;
+        }
+        let r = self.jobs.get(&id)?;
+        let i = r.nodes.iter().position(|n| n == node)?;
+        let nid = self.conf.node_id(node)?;
+        Some(device_files(
+            self.conf
+                .gres_devices
+                .get(nid.index())
+                .map_or(&[], Vec::as_slice),
+            r.gpus_per_node.get(i).map_or(&[], Vec::as_slice),
+            &r.desc,
+        ))
+    }
+}
+
 fn device_files(devices: &[GresDevice], gpus: &[u32], desc: &JobDescription) -> Vec<DeviceFile> {
     let mut files: Vec<DeviceFile> = Vec::new();
     let mut next_gpu = 0u32;

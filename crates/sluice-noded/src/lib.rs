@@ -465,8 +465,37 @@ async fn tasks(
     {
         return error(StatusCode::BAD_REQUEST, "Invalid job step id");
     }
+    // Where this node did not launch the job's batch script (its other nodes, an
+    // interactive allocation), the controller says which device files the job may open.
+    let launched_here = agent
+        .jobs
+        .lock()
+        .expect("lock")
+        .get(&job)
+        .is_some_and(|j| j.devices.is_some());
+    let fetched = if launched_here || agent.devices.is_err() {
+        None
+    } else {
+        let a = agent.clone();
+        let path = format!("/v1/jobs/{job}/devices/{}", agent.node);
+        let files = tokio::task::spawn_blocking(move || {
+            a.controller
+                .get::<Option<Vec<sluice_proto::types::DeviceFile>>>(&path)
+        })
+        .await;
+        match files {
+            Ok(Ok(Some(files))) => run::resolve_devices(&agent, job, &files),
+            Ok(Ok(None)) => None,
+            _ => {
+                return error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Unable to contact slurm controller (connect failure)",
+                )
+            }
+        }
+    };
     let (tx, rx) = tokio::sync::mpsc::channel::<TaskEvent>(256);
-    run::tasks(agent.clone(), record, order, tx);
+    run::tasks(agent.clone(), record, order, fetched, tx);
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
     use tokio_stream::StreamExt;
     let lines = stream.map(|e| {

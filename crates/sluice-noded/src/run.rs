@@ -147,8 +147,16 @@ fn memory_step(agent: &Agent, r: &JobRecord, step: &str) -> Option<cgroup::Step>
 /// are not here (a GPU-less machine's gres.conf) are left out, said in one line of the
 /// agent's log, as is a host that cannot confine devices.
 fn job_devices(agent: &Agent, order: &LaunchBatch) -> Option<Arc<devices::JobDevices>> {
-    let files = order.devices.as_ref()?;
-    let id = order.job.id;
+    resolve_devices(agent, order.job.id, order.devices.as_ref()?)
+}
+
+/// Job `id`'s GRES device files `files` resolved here (see [`job_devices`]); None when
+/// this host cannot confine devices (logged).
+pub(crate) fn resolve_devices(
+    agent: &Agent,
+    id: u64,
+    files: &[sluice_proto::types::DeviceFile],
+) -> Option<Arc<devices::JobDevices>> {
     if let Err(why) = &agent.devices {
         eprintln!(
             "sluice agent {}: warning: job {id}: device access not confined \
@@ -602,10 +610,14 @@ pub(crate) async fn end_all(agent: &Agent, grace: Duration) {
 }
 
 /// Starts a step's tasks on this node and streams their output and exits to `tx`.
+///
+/// `fetched` are the job's devices here as the controller gave them, for a node that
+/// did not launch the job's batch script (its other nodes, interactive allocations).
 pub(crate) fn tasks(
     agent: Arc<Agent>,
     record: JobRecord,
     order: LaunchTasks,
+    fetched: Option<Arc<devices::JobDevices>>,
     tx: Sender<TaskEvent>,
 ) {
     let owner = match Owner::of(&agent, &record) {
@@ -632,7 +644,8 @@ pub(crate) fn tasks(
         .expect("lock")
         .get(&order.job_id)
         .filter(|j| j.run == record.restarts)
-        .and_then(|j| j.devices.clone());
+        .and_then(|j| j.devices.clone())
+        .or(fetched);
     let mut step_gpus: Vec<u32> = order.task_gpus.iter().flatten().copied().collect();
     step_gpus.sort_unstable();
     step_gpus.dedup();

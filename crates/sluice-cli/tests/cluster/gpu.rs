@@ -260,6 +260,16 @@ fn with_constrain_devices_a_job_opens_only_its_gpus() {
         )
     );
 
+    // An interactive allocation (srun outside a job) launches no batch script: the
+    // agent asks the controller for the job's devices, and confines its steps as well.
+    let interactive = c.run("srun", &["--gpus=1", "bash", "probe.sh"]);
+    assert_eq!(
+        (interactive.code, interactive.stdout.as_str()),
+        (0, lines([ok, denied, missing]).as_str()),
+        "{}",
+        interactive.stderr
+    );
+
     // One log line per job for the missing file; no job cgroup left behind.
     let log =
         std::fs::read_to_string(c.dir.join("state").join("logs").join("agent-g1.log")).unwrap();
@@ -267,7 +277,7 @@ fn with_constrain_devices_a_job_opens_only_its_gpus() {
         .lines()
         .filter(|l| l.contains("ConstrainDevices"))
         .collect();
-    assert_eq!(notes.len(), 4, "{log}");
+    assert_eq!(notes.len(), 5, "{log}");
     for n in notes {
         assert!(
             n.ends_with(&format!(
