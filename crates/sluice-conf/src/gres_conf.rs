@@ -780,6 +780,51 @@ impl GresLayout {
     }
 }
 
+/// The GPUs among a node's devices (its entry of [`GresLayout::nodes`]), one entry per
+/// GPU in the order their indices are handed out: GPU `i` is the `i`-th GPU unit, and
+/// a count-only entry of several GPUs stands for each of them.
+pub fn gpu_units(devices: &[GresDevice]) -> Vec<&GresDevice> {
+    devices
+        .iter()
+        .filter(|d| d.name == "gpu")
+        .flat_map(|d| std::iter::repeat_n(d, usize::try_from(d.count).unwrap_or(usize::MAX)))
+        .collect()
+}
+
+/// How many shards (`gres/shard`) each GPU of a node has, indexed like [`gpu_units`],
+/// spread as Slurm's `gres/shard` plugin spreads them: a shard line whose files name
+/// GPUs gives each of those GPUs its count divided by the number of files (rounded
+/// down, as Slurm does); a line without files (or whose files name no GPU) spreads its
+/// count over all the node's GPUs, each in turn getting what is left divided by the
+/// GPUs left (rounded down), so that the last GPUs get the remainder (`Count=10` over
+/// four GPUs: 2, 2, 3, 3). Empty for a node without GPUs: its shards belong to none.
+pub fn shards_per_gpu(devices: &[GresDevice]) -> Vec<u64> {
+    let gpus = gpu_units(devices);
+    let mut shards = vec![0u64; gpus.len()];
+    if gpus.is_empty() {
+        return shards;
+    }
+    for d in devices.iter().filter(|d| d.name == "shard") {
+        let on_files: Vec<usize> = (0..gpus.len())
+            .filter(|&g| gpus[g].files.iter().any(|f| d.files.contains(f)))
+            .collect();
+        if on_files.is_empty() {
+            let mut left = d.count;
+            for (g, n) in shards.iter_mut().enumerate() {
+                let share = left / (gpus.len() - g) as u64;
+                *n += share;
+                left -= share;
+            }
+        } else {
+            let per_file = d.count / d.files.len().max(1) as u64;
+            for g in on_files {
+                shards[g] += per_file;
+            }
+        }
+    }
+    shards
+}
+
 /// A node's GRES as slurm.conf's `Gres=` configured them: `(name, type, count)`, typed
 /// entries of a name when it has any, else its untyped total, in slot order. (Slurm
 /// forbids mixing typed and untyped entries of one name; should the typed counts fall
@@ -1755,6 +1800,40 @@ mod tests {
                 }
             );
         }
+    }
+
+    #[test]
+    fn shards_spread_over_the_gpus_as_slurm_spreads_them() {
+        let conf = |nodes: &str| {
+            crate::slurm_conf::parse_str(
+                &format!("ClusterName=c\nGresTypes=gpu,shard\n{nodes}"),
+                Path::new("slurm.conf"),
+            )
+            .unwrap()
+        };
+        // No gres.conf: slurm.conf's count over every GPU, the remainder to the last.
+        let s = conf("NodeName=n1 Gres=gpu:4,shard:10\nNodeName=n2 Gres=shard:4\n");
+        let l = GresLayout::from_slurm_conf(&s);
+        assert_eq!(gpu_units(&l.nodes[0]).len(), 4);
+        assert_eq!(shards_per_gpu(&l.nodes[0]), vec![2, 2, 3, 3]);
+        // Shards without GPUs belong to none.
+        assert_eq!(shards_per_gpu(&l.nodes[1]), Vec::<u64>::new());
+        // Lines naming the GPUs' files: each file its line's count over its files.
+        let s = conf("NodeName=n1 Gres=gpu:3,shard:20\n");
+        let g = parse(
+            "Name=gpu File=/dev/nvidia[0-2]\n\
+             Name=shard Count=8 File=/dev/nvidia0\n\
+             Name=shard Count=12 File=/dev/nvidia[1-2]\n",
+        )
+        .unwrap();
+        let l = resolve(&s, &g).unwrap();
+        assert_eq!(l.warnings, Vec::<String>::new());
+        assert_eq!(shards_per_gpu(&l.nodes[0]), vec![8, 6, 6]);
+        // One line without files over three GPUs with files.
+        let s = conf("NodeName=n1 Gres=gpu:3,shard:64\n");
+        let g = parse("Name=gpu File=/dev/nvidia[0-2]\nName=shard Count=64\n").unwrap();
+        let l = resolve(&s, &g).unwrap();
+        assert_eq!(shards_per_gpu(&l.nodes[0]), vec![21, 21, 22]);
     }
 
     #[test]

@@ -131,9 +131,11 @@ pub struct JobOptions {
     pub gpus_per_task: Option<(Option<String>, u32)>,
     /// `--gpus-per-socket`.
     pub gpus_per_socket: Option<(Option<String>, u32)>,
+    /// `--sockets-per-node`.
+    pub sockets_per_node: Option<u32>,
     /// `--cpus-per-gpu`.
     pub cpus_per_gpu: Option<u32>,
-    /// `--gpu-bind` as given.
+    /// `--gpu-bind` as given (checked: [`GpuBind::parse`] accepts it).
     pub gpu_bind: Option<String>,
     /// `--exclusive` (any form).
     pub exclusive: bool,
@@ -284,6 +286,7 @@ const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
     ("reservation", None, Arg::Required, true),
     ("segment", None, Arg::Required, true),
     ("signal", None, Arg::Required, true),
+    ("sockets-per-node", None, Arg::Required, true),
     ("switches", None, Arg::Required, true),
     ("time", Some('t'), Arg::Required, true),
     ("time-min", None, Arg::Required, true),
@@ -329,7 +332,6 @@ const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
     ("priority", None, Arg::Required, false),
     ("profile", None, Arg::Required, false),
     ("propagate", None, Arg::Optional, false),
-    ("sockets-per-node", None, Arg::Required, false),
     ("spread-job", None, Arg::None, false),
     ("test-only", None, Arg::None, false),
     ("thread-spec", None, Arg::Required, false),
@@ -687,7 +689,10 @@ fn apply(
         "exclude" => o.exclude = s(),
         "exclusive" => o.exclusive = true,
         "export" => o.export = Some(parse_export(v)),
-        "gpu-bind" => o.gpu_bind = s(),
+        "gpu-bind" => {
+            GpuBind::parse(v).map_err(err)?;
+            o.gpu_bind = s();
+        }
         "gpus" => o.gpus = Some(typed_count(v, name)?),
         "gpus-per-node" => o.gpus_per_node = Some(typed_count(v, name)?),
         "gpus-per-socket" => o.gpus_per_socket = Some(typed_count(v, name)?),
@@ -753,6 +758,7 @@ fn apply(
         "requeue" => o.requeue = Some(true),
         "reservation" => o.reservation = s(),
         "signal" => o.signal = Some(parse_signal(v)?),
+        "sockets-per-node" => o.sockets_per_node = Some(positive(v, name)?),
         "switches" => o.switches = Some(parse_switches(v)?),
         "segment" => {
             o.segment = Some(
@@ -779,6 +785,114 @@ fn apply(
         other => unreachable!("option table and handler disagree on --{other}"),
     }
     Ok(())
+}
+
+/// Slurm's check of `--gpus-per-socket` when a job is submitted (by sbatch and salloc,
+/// and by srun when it creates an allocation): it needs `--sockets-per-node`, which
+/// says how many sockets' GPUs a node gives. Errors: Slurm's message, which its
+/// commands print as `CMD: error: MESSAGE` and exit 1.
+pub fn check_gpus_per_socket(o: &JobOptions) -> Result<(), String> {
+    if o.gpus_per_socket.is_some() && o.sockets_per_node.is_none() {
+        return Err("--gpus-per-socket option requires --sockets-per-node specification".into());
+    }
+    Ok(())
+}
+
+/// `--gpu-bind`: which of a step's GPUs on a node each of its tasks there sees
+/// (srun(1)). Tasks are counted by their index on the node (`SLURM_LOCALID`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuBind {
+    /// `verbose,` was given (Slurm then logs each task's binding).
+    pub verbose: bool,
+    /// The binding.
+    pub kind: GpuBindKind,
+}
+
+/// The binding of a [`GpuBind`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuBindKind {
+    /// `closest`: the GPUs nearest each task's socket (all of them when the GPUs' cores
+    /// are not known).
+    Closest,
+    /// `single:N`: `N` tasks per GPU, in block order over the GPUs.
+    Single(u32),
+    /// `map_gpu:LIST`: one GPU id per task, as (id, repetitions) runs of the list
+    /// (`0*2,1` is `[(0, 2), (1, 1)]`); the list is reused from its start when tasks
+    /// outnumber it.
+    MapGpu(Vec<(u32, u32)>),
+    /// `mask_gpu:LIST`: one bit mask of GPU ids per task (bit `i` is GPU `i`), as
+    /// (mask, repetitions) runs; reused like `map_gpu`.
+    MaskGpu(Vec<(u64, u32)>),
+    /// `none`: no binding, every task sees all the step's GPUs on its node (also when
+    /// `--gpus-per-task` is given).
+    None,
+    /// `per_task:N`: `N` GPUs per task, in order (what `--gpus-per-task` implies).
+    PerTask(u32),
+}
+
+impl GpuBind {
+    /// Parses a `--gpu-bind` value as Slurm's `tres_bind_verify_cmdline` checks it:
+    /// an optional `verbose,`, then (case-insensitively) a word starting with `c`
+    /// (`closest`) or `n` (`none`), `single:N`, `per_task:N`, `map_gpu:LIST` with
+    /// decimal ids or `mask_gpu:LIST` with hexadecimal masks (`0x` optional), where a
+    /// list item may carry a repetition count (`0*4`).
+    ///
+    /// Errors: Slurm's `Invalid --gpu-bind argument: VALUE` for anything else, for an
+    /// empty list, and (unlike Slurm, which takes them) for `single:0` and `per_task:0`.
+    pub fn parse(value: &str) -> Result<GpuBind, String> {
+        let bad = || format!("Invalid --gpu-bind argument: {value}");
+        let lower = value.to_ascii_lowercase();
+        let (verbose, rest) = match lower.strip_prefix("verbose,") {
+            Some(r) => (true, r),
+            None => (false, lower.as_str()),
+        };
+        let count = |s: &str| s.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(bad);
+        let kind = if let Some(list) = rest.strip_prefix("map_gpu:") {
+            GpuBindKind::MapGpu(
+                parse_bind_list(list, |t| {
+                    (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+                        .then(|| t.parse::<u32>().ok())
+                        .flatten()
+                })
+                .ok_or_else(bad)?,
+            )
+        } else if let Some(list) = rest.strip_prefix("mask_gpu:") {
+            GpuBindKind::MaskGpu(
+                parse_bind_list(list, |t| {
+                    let t = t.strip_prefix("0x").unwrap_or(t);
+                    (!t.is_empty() && t.bytes().all(|b| b.is_ascii_hexdigit()))
+                        .then(|| u64::from_str_radix(t, 16).ok())
+                        .flatten()
+                })
+                .ok_or_else(bad)?,
+            )
+        } else if let Some(n) = rest.strip_prefix("single:") {
+            GpuBindKind::Single(count(n)?)
+        } else if let Some(n) = rest.strip_prefix("per_task:") {
+            GpuBindKind::PerTask(count(n)?)
+        } else if rest.starts_with('c') {
+            GpuBindKind::Closest
+        } else if rest.starts_with('n') {
+            GpuBindKind::None
+        } else {
+            return Err(bad());
+        };
+        Ok(GpuBind { verbose, kind })
+    }
+}
+
+/// A comma-separated list of `VALUE[*COUNT]`, each value read by `value`; `None` when
+/// an item is malformed or the list is empty.
+fn parse_bind_list<T>(list: &str, value: impl Fn(&str) -> Option<T>) -> Option<Vec<(T, u32)>> {
+    let mut out = Vec::new();
+    for item in list.split(',').filter(|i| !i.is_empty()) {
+        let (v, times) = match item.split_once('*') {
+            Some((v, n)) => (v, n.parse::<u32>().ok()?),
+            None => (item, 1),
+        };
+        out.push((value(v)?, times));
+    }
+    out.iter().any(|(_, n)| *n > 0).then_some(out)
 }
 
 /// `-N min[-max]`.
@@ -895,6 +1009,76 @@ mod tests {
         assert_eq!(
             parse("--gres=gpu:x:").unwrap_err().message,
             "Invalid generic resource (gres) specification"
+        );
+    }
+
+    #[test]
+    fn gpu_bind_values_as_slurm_checks_them() {
+        let bind = |v: &str| GpuBind::parse(v);
+        let kind = |v: &str| bind(v).unwrap().kind;
+        assert_eq!(kind("closest"), GpuBindKind::Closest);
+        assert_eq!(kind("NONE"), GpuBindKind::None);
+        assert_eq!(kind("single:2"), GpuBindKind::Single(2));
+        assert_eq!(kind("per_task:1"), GpuBindKind::PerTask(1));
+        assert_eq!(
+            kind("map_gpu:1,0"),
+            GpuBindKind::MapGpu(vec![(1, 1), (0, 1)])
+        );
+        assert_eq!(
+            kind("map_gpu:0*4,1*4"),
+            GpuBindKind::MapGpu(vec![(0, 4), (1, 4)])
+        );
+        assert_eq!(
+            kind("mask_gpu:0x3,C*2"),
+            GpuBindKind::MaskGpu(vec![(3, 1), (12, 2)])
+        );
+        assert_eq!(
+            bind("verbose,map_gpu:1").unwrap(),
+            GpuBind {
+                verbose: true,
+                kind: GpuBindKind::MapGpu(vec![(1, 1)])
+            }
+        );
+        for bad in [
+            "blah",
+            "map_gpu:",
+            "map_gpu:x",
+            "map_gpu:1*",
+            "mask_gpu:0xg",
+            "single:0",
+            "per_task:",
+            "verbose,",
+        ] {
+            assert_eq!(
+                bind(bad).unwrap_err(),
+                format!("Invalid --gpu-bind argument: {bad}"),
+                "{bad}"
+            );
+        }
+        // On the command line: checked as it is parsed, kept as given.
+        let (o, _) = parse("--gpu-bind=verbose,map_gpu:1,0").unwrap();
+        assert_eq!(o.gpu_bind.as_deref(), Some("verbose,map_gpu:1,0"));
+        assert_eq!(
+            parse("--gpu-bind=blah").unwrap_err().message,
+            "Invalid --gpu-bind argument: blah"
+        );
+    }
+
+    #[test]
+    fn gpus_per_socket_needs_sockets_per_node() {
+        let (o, _) = parse("--gpus-per-socket=a100:2").unwrap();
+        assert_eq!(o.gpus_per_socket, Some((Some("a100".into()), 2)));
+        assert_eq!(
+            check_gpus_per_socket(&o),
+            Err("--gpus-per-socket option requires --sockets-per-node specification".into())
+        );
+        let (o, _) = parse("--gpus-per-socket=2 --sockets-per-node=2").unwrap();
+        assert_eq!(o.sockets_per_node, Some(2));
+        assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+        assert_eq!(check_gpus_per_socket(&o), Ok(()));
+        assert_eq!(
+            parse("--sockets-per-node=x").unwrap_err().message,
+            "Invalid numeric value \"x\" for --sockets-per-node."
         );
     }
 

@@ -192,9 +192,11 @@ pub struct Controller {
     outside_dirty: bool,
     /// Agents that registered.
     agents_up: BTreeSet<String>,
-    /// GPU device indices in use, per node.
+    /// GPU device indices in use, per node (used whole, or shared by shard jobs).
     gpus_in_use: Vec<BTreeSet<u32>>,
     gpu_slot: Option<usize>,
+    /// Shards: who holds which, and the claims that keep the core's counts true.
+    shards: shards::ShardBook,
     /// Running interactive allocations (salloc, srun outside a job): no agent watches
     /// their time limit, so the controller does (see [`Controller::expire_interactive`]).
     interactive: BTreeSet<u64>,
@@ -248,6 +250,7 @@ impl Controller {
         );
         let gpu_slot = conf.cluster.gres.find("gpu", None);
         let n = conf.cluster.nodes.len();
+        let shards = shards::ShardBook::new(&conf);
         let mut c = Controller {
             conf,
             state_dir: state_dir.to_path_buf(),
@@ -259,6 +262,7 @@ impl Controller {
             agents_up: BTreeSet::new(),
             gpus_in_use: vec![BTreeSet::new(); n],
             gpu_slot,
+            shards,
             interactive: BTreeSet::new(),
             expiring: false,
             node_overrides: BTreeMap::new(),
@@ -296,6 +300,7 @@ impl Controller {
                 }
             }
         }
+        c.restore_shards(now);
         c
     }
 
@@ -373,6 +378,7 @@ impl Controller {
             cpus_per_node: Vec::new(),
             mem_per_node: 0,
             gpus_per_node: Vec::new(),
+            shards_per_node: Vec::new(),
             ntasks,
             cpus_per_task: desc.cpus_per_task.unwrap_or(1),
             min_nodes,
@@ -392,6 +398,7 @@ impl Controller {
             return Err(NODE_CONFIG.into());
         }
         let spec = self.core_spec(&template)?;
+        self.check_shard_request(&spec.request)?;
         match self.sched.check(&JobSpec {
             id: JobId(u64::MAX),
             ..spec
@@ -452,6 +459,15 @@ impl Controller {
         req.nodelist = nodelist;
         req.exclude = exclude;
         req.segment = d.segment;
+        if let Some(sockets) = d.sockets_per_node {
+            // `--sockets-per-node`: nodes with fewer sockets cannot take part.
+            let few = (0..self.conf.cluster.nodes.len())
+                .filter(|&i| self.conf.topology.get(i).is_some_and(|t| t.0 < sockets))
+                .map(|i| NodeId(i as u32));
+            req.exclude.extend(few);
+            req.exclude.sort_unstable();
+            req.exclude.dedup();
+        }
         req.switches = d.switches.map(|(max, wait)| {
             let eligible = d.begin.unwrap_or(r.submit_time).max(r.submit_time);
             let wait = wait.unwrap_or(self.conf.backfill.max_switch_wait);
@@ -482,6 +498,10 @@ impl Controller {
                     .as_ref()
                     .map(|g| g.1)
                     .or(d.gpus.as_ref().map(|g| g.1))
+                    .or(d
+                        .gpus_per_socket
+                        .as_ref()
+                        .map(|g| g.1 * d.sockets_per_node.unwrap_or(1)))
                     .unwrap_or(1);
                 MemRequest::PerNode(m * gpus as u64)
             }
@@ -510,6 +530,13 @@ impl Controller {
         if let Some((t, n)) = &d.gpus {
             let per_node = n.div_ceil(req.min_nodes.max(1));
             add("gpu", t.as_deref(), per_node)?;
+        }
+        if let Some((t, n)) = &d.gpus_per_socket {
+            // GPUs per node: per socket, times the sockets the job asks of each node.
+            let sockets = d.sockets_per_node.ok_or_else(|| {
+                "--gpus-per-socket option requires --sockets-per-node specification".to_string()
+            })?;
+            add("gpu", t.as_deref(), n.saturating_mul(sockets))?;
         }
         if let Some((t, n)) = &d.gpus_per_task {
             let tasks_here = d
@@ -779,19 +806,19 @@ impl Controller {
     /// what it can.
     pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
         let mut effects = self.expire_interactive(now);
-        if std::mem::take(&mut self.outside_dirty) {
-            effects.extend(self.release_outside(now));
-        }
-        let decisions = self.sched.schedule(now);
-        let started = !decisions.is_empty();
-        for d in decisions {
-            let Decision::Start {
-                job,
-                at,
-                alloc,
-                pass,
-            } = d;
-            effects.extend(self.started(job.0, at, &alloc.nodes, pass.as_str()));
+        let mut started = false;
+        // Another pass only when shard jobs went back to the queue (state/shards.rs).
+        for _ in 0..shards::MAX_PASSES {
+            if std::mem::take(&mut self.outside_dirty) {
+                effects.extend(self.release_outside(now));
+            }
+            let decisions = self.sched.schedule(now);
+            started |= !decisions.is_empty();
+            let (more, again) = self.start_decisions(decisions, now);
+            effects.extend(more);
+            if !again {
+                break;
+            }
         }
         if started {
             // A start may satisfy an `after:` dependency or fill an array's throttle.
@@ -861,6 +888,7 @@ impl Controller {
             self.gpus_in_use[a.node.index()].extend(picked.iter().copied());
             gpus.push(picked);
         }
+        let shards = self.place_shards(id, nodes, at);
         let r = self.jobs.get_mut(&id).expect("started jobs have records");
         r.state = JobState::Running;
         r.reason = "None".into();
@@ -871,6 +899,7 @@ impl Controller {
         r.cpus_per_node = nodes.iter().map(|a| a.usage.cpus).collect();
         r.mem_per_node = nodes.first().map_or(0, |a| a.usage.mem_mib);
         r.gpus_per_node = gpus;
+        r.shards_per_node = shards;
         r.details.insert(
             "scheduler".into(),
             if pass == "backfill" {
@@ -900,7 +929,7 @@ impl Controller {
                 let node = nodes.first().map_or(0, |a| a.node.index());
                 device_files(
                     self.conf.gres_devices.get(node).map_or(&[], Vec::as_slice),
-                    record.gpus_per_node.first().map_or(&[], Vec::as_slice),
+                    &gpu_env::gpus_on_node(&record, 0),
                     &record.desc,
                 )
             });
@@ -1003,6 +1032,7 @@ impl Controller {
                 self.gpus_in_use[a.node.index()].remove(i);
             }
         }
+        self.release_shards(report.job_id, now);
         let r = self.jobs.get_mut(&report.job_id).expect("checked");
         r.end_time = Some(report.end.min(now).max(r.start_time.unwrap_or(now)));
         r.exit_code = report.exit_code;
@@ -1349,6 +1379,7 @@ impl Controller {
                             }
                         }
                     }
+                    self.release_shards(id, now);
                     if !r.desc.interactive {
                         effects.push(Effect::Terminate {
                             sockets: self.sockets_of(&r),
@@ -1374,6 +1405,7 @@ impl Controller {
             r.tasks_per_node.clear();
             r.cpus_per_node.clear();
             r.gpus_per_node.clear();
+            r.shards_per_node.clear();
             r.start_time = None;
             r.end_time = None;
             r.exit_code = 0;
@@ -1483,6 +1515,11 @@ impl Controller {
         if left > 0 || per_node.iter().zip(&cpus).any(|(t, c)| t * cpt > *c) {
             return Err(too_many());
         }
+        let bind = req
+            .gpu_bind
+            .as_deref()
+            .map(sluice_conf::options::GpuBind::parse)
+            .transpose()?;
         let step = r.next_step;
         let mut next_task = 0u32;
         let mut plan_nodes = Vec::new();
@@ -1492,21 +1529,14 @@ impl Controller {
             let name = r.nodes[i].clone();
             let ids: Vec<u32> = (next_task..next_task + n).collect();
             next_task += n;
-            let gpus = r.gpus_per_node.get(i).cloned().unwrap_or_default();
-            let per_task: Vec<Vec<u32>> = match req.gpus_per_task {
-                Some(g) if g > 0 => ids
-                    .iter()
-                    .enumerate()
-                    .map(|(k, _)| {
-                        gpus.iter()
-                            .skip(k * g as usize)
-                            .take(g as usize)
-                            .copied()
-                            .collect()
-                    })
-                    .collect(),
-                _ => ids.iter().map(|_| gpus.clone()).collect(),
-            };
+            let per_task = gpu_env::task_gpus(
+                &gpu_env::gpus_on_node(r, i),
+                ids.len(),
+                req.gpus_per_task,
+                bind.as_ref(),
+                self.conf.constrain_devices,
+                &gpu_env::affinity(&self.conf, &name),
+            );
             task_gpus.push(per_task);
             plan_nodes.push((
                 name.clone(),
@@ -2266,6 +2296,9 @@ pub fn batch_environment(
         set("GPU_DEVICE_ORDINAL", list.clone());
         set("ZE_AFFINITY_MASK", list);
     }
+    for (k, v) in gpu_env::shard_variables(r) {
+        set(k, v);
+    }
     set(
         sluice_proto::paths::STATE_DIR_ENV,
         state_dir.display().to_string(),
@@ -2273,6 +2306,8 @@ pub fn batch_environment(
     env.into_iter().collect()
 }
 
+pub mod gpu_env;
+mod shards;
 #[cfg(test)]
 mod tests;
 mod update;

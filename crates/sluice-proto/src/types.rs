@@ -154,6 +154,14 @@ pub struct JobDescription {
     /// `--gpus-per-task`.
     #[serde(default)]
     pub gpus_per_task: Option<(Option<String>, u32)>,
+    /// `--gpus-per-socket`: (type, GPUs per socket); the GPUs per node are this count
+    /// times [`JobDescription::sockets_per_node`].
+    #[serde(default)]
+    pub gpus_per_socket: Option<(Option<String>, u32)>,
+    /// `--sockets-per-node`: sockets each allocated node must have (and, with
+    /// `--gpus-per-socket`, the sockets whose GPUs are counted).
+    #[serde(default)]
+    pub sockets_per_node: Option<u32>,
     /// `--cpus-per-gpu`.
     #[serde(default)]
     pub cpus_per_gpu: Option<u32>,
@@ -320,6 +328,11 @@ pub struct JobRecord {
     /// GPUs allocated per node: device indices.
     #[serde(default)]
     pub gpus_per_node: Vec<Vec<u32>>,
+    /// Shards (`gres/shard`) allocated per node: (GPU index, as in
+    /// [`JobRecord::gpus_per_node`], shards of that GPU), in GPU order. Empty for a job
+    /// without shards.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards_per_node: Vec<Vec<(u32, u32)>>,
     /// Tasks, CPUs per task, node count (resolved).
     pub ntasks: u32,
     /// CPUs per task.
@@ -598,6 +611,10 @@ pub struct StepRequest {
     pub cpus_per_task: Option<u32>,
     /// GPUs per task.
     pub gpus_per_task: Option<u32>,
+    /// `--gpu-bind` as given (`closest`, `single:N`, `map_gpu:LIST`, `mask_gpu:LIST`,
+    /// `none`, `per_task:N`, each with an optional `verbose,`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_bind: Option<String>,
     /// The command line.
     pub argv: Vec<String>,
     /// Step name (the command's base name).

@@ -28,6 +28,9 @@ pub fn main(args: Vec<String>) -> i32 {
         Err(e) if e.refused => fail(ME, format!("Job submit/allocate failed: {}", e.message), 1),
         Err(e) => fail(ME, e.message, USAGE_EXIT),
     };
+    if let Err(m) = sluice_conf::options::check_gpus_per_socket(&opts) {
+        fail(ME, m, 1);
+    }
     if argv.is_empty() {
         argv = vec![login_shell()];
     }

@@ -80,6 +80,8 @@ pub fn describe_job(
         gpus: o.gpus.clone(),
         gpus_per_node: o.gpus_per_node.clone(),
         gpus_per_task: o.gpus_per_task.clone(),
+        gpus_per_socket: o.gpus_per_socket.clone(),
+        sockets_per_node: o.sockets_per_node,
         cpus_per_gpu: o.cpus_per_gpu,
         exclusive: o.exclusive,
         constraint: o.constraint.clone(),
@@ -214,6 +216,9 @@ pub fn main(args: Vec<String>) -> i32 {
         if !opts.quiet {
             eprintln!("{ME}: warning: {w}");
         }
+    }
+    if let Err(m) = sluice_conf::options::check_gpus_per_socket(&opts) {
+        fail(ME, m, 1);
     }
     let name = opts
         .job_name

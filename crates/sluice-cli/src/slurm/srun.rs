@@ -39,6 +39,9 @@ pub fn main(args: Vec<String>) -> i32 {
     match inside {
         Some(job) => run_step(&client, job, &opts, &argv).0,
         None => {
+            if let Err(m) = sluice_conf::options::check_gpus_per_socket(&opts) {
+                fail(ME, m, 1);
+            }
             // A new allocation for just this step.
             let name = opts.job_name.clone().unwrap_or_else(|| {
                 std::path::Path::new(&argv[0])
@@ -75,6 +78,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
         ntasks_per_node: opts.ntasks_per_node,
         cpus_per_task: opts.cpus_per_task,
         gpus_per_task: opts.gpus_per_task.as_ref().map(|g| g.1),
+        gpu_bind: opts.gpu_bind.clone(),
         argv: argv.to_vec(),
         name: std::path::Path::new(&argv[0])
             .file_name()
@@ -120,9 +124,16 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     set("SLURM_STEP_TASKS_PER_NODE", tpn.clone());
     set("SLURM_TASKS_PER_NODE", tpn);
     set("SLURM_DISTRIBUTION", "block".into());
-    if let Some((_, n)) = &opts.gpus_per_task {
-        // How the step's GPUs are bound to its tasks, as slurmd tells them.
-        set("SLURMD_TRES_BIND", format!("gpu:per_task:{n}"));
+    // How the step's GPUs are bound to its tasks, as slurmd tells them.
+    if let Some(bind) = sluice_ctld::state::gpu_env::tres_bind(
+        opts.gpu_bind.as_deref(),
+        opts.gpus_per_task.as_ref().map(|g| g.1),
+    ) {
+        set("SLURMD_TRES_BIND", bind);
+    }
+    let shards = sluice_ctld::state::gpu_env::shards_asked(&record);
+    if shards > 0 {
+        set("SLURM_SHARDS_ON_NODE", shards.to_string());
     }
     set(
         "SLURM_CPUS_PER_TASK",

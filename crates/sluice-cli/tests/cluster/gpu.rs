@@ -357,3 +357,148 @@ fn gpus_are_chosen_by_type_and_nvlink() {
     assert_eq!(visible(&["-p", "mixed", "--gres=gpu:a100:1"]), "0\n");
     assert_eq!(visible(&["-p", "mixed", "--gpus=2"]), "0,1\n");
 }
+
+/// One node of two GPUs with four shards each (no gres.conf: slurm.conf's count spread
+/// over the GPUs).
+const SHARDS: &str = "ClusterName=shards
+SlurmctldHost=localhost
+GresTypes=gpu,shard
+NodeName=s1 CPUs=8 RealMemory=8000 Gres=gpu:2,shard:8 State=UNKNOWN
+PartitionName=gpu Nodes=s1 Default=YES MaxTime=1:00:00 State=UP
+";
+
+/// Shard jobs share a GPU (the same `CUDA_VISIBLE_DEVICES`), a whole-GPU job gets the
+/// other one, and neither use takes a GPU the other holds: a whole-GPU job waits while
+/// its GPU is shared, a shard job while whole-GPU jobs hold every GPU.
+#[test]
+fn shard_jobs_share_a_gpu_and_whole_gpu_jobs_do_not_take_it() {
+    let c = Cluster::start("shards", SHARDS);
+    let refused = |args: &[&str], stderr: &str| {
+        let mut all = args.to_vec();
+        all.extend(["--wrap", "true"]);
+        let o = c.run("sbatch", &all);
+        assert_eq!((o.stderr.as_str(), o.code), (stderr, 1), "{args:?}");
+    };
+    refused(
+        &["--gres=gpu:1,shard:1"],
+        "sbatch: error: Invalid generic resource (gres) specification\n",
+    );
+    refused(
+        &["--gres=shard:9"],
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+    );
+    let output =
+        |job: u64| std::fs::read_to_string(c.work().join(format!("{job}.out"))).unwrap_or_default();
+    // Each job prints its GPUs and shards, and stays.
+    let job = |gres: &str| {
+        c.sbatch(&[
+            &format!("--gres={gres}"),
+            "-t",
+            "5",
+            "-o",
+            "%j.out",
+            "--wrap",
+            "echo \"${CUDA_VISIBLE_DEVICES:-none} ${SLURM_SHARDS_ON_NODE:-none}\"; sleep 600",
+        ])
+    };
+    let printed = |job: u64| {
+        c.wait_for(&format!("job {job}'s line"), || output(job).ends_with('\n'));
+        output(job)
+    };
+    let reason = |job: u64| {
+        c.run("squeue", &["-h", "-j", &job.to_string(), "-o", "%T %r"])
+            .stdout
+    };
+    let a = job("shard:2");
+    let b = job("shard:1");
+    assert_eq!(printed(a), "0 2\n");
+    assert_eq!(printed(b), "0 1\n");
+    let w1 = job("gpu:1");
+    assert_eq!(printed(w1), "1 none\n");
+    // GPU 0 is shared: no whole GPU is free.
+    let w2 = job("gpu:1");
+    assert_eq!(
+        c.settle("PENDING Resources\n", || reason(w2)),
+        "PENDING Resources\n"
+    );
+    for j in [a, b] {
+        assert_eq!(c.run("scancel", &[&j.to_string()]).code, 0);
+        c.wait_ended(j);
+    }
+    assert_eq!(printed(w2), "0 none\n");
+    // Whole-GPU jobs hold both GPUs: a shard job waits, and gets the first GPU freed.
+    let s = job("shard:1");
+    assert_eq!(
+        c.settle("PENDING Resources\n", || reason(s)),
+        "PENDING Resources\n"
+    );
+    assert_eq!(c.run("scancel", &[&w1.to_string()]).code, 0);
+    assert_eq!(printed(s), "1 1\n");
+    assert_eq!(c.run("scancel", &[&w2.to_string(), &s.to_string()]).code, 0);
+    c.wait_ended(s);
+}
+
+/// `--gpu-bind` gives each task of a step the GPUs it names (`SLURMD_TRES_BIND` says
+/// so), and `--gpus-per-socket` counts GPUs per socket asked with `--sockets-per-node`,
+/// which it needs.
+#[test]
+fn gpu_bind_maps_tasks_to_gpus_and_gpus_per_socket_needs_sockets() {
+    let c = Cluster::start("gpubind", GPUS);
+    let o = c.run(
+        "srun",
+        &[
+            "-n",
+            "2",
+            "--gpus=2",
+            "--gpu-bind=map_gpu:1,0",
+            "-l",
+            "bash",
+            "-c",
+            "echo $CUDA_VISIBLE_DEVICES $SLURMD_TRES_BIND",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["0: 1 gpu:map_gpu:1,0", "1: 0 gpu:map_gpu:1,0"]);
+    let o = c.run("srun", &["--gpu-bind=blah", "true"]);
+    assert_eq!(o.stderr, "srun: error: Invalid --gpu-bind argument: blah\n");
+    assert_ne!(o.code, 0);
+
+    let o = c.run("sbatch", &["--gpus-per-socket=1", "--wrap", "true"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code, o.stdout.as_str()),
+        (
+            "sbatch: error: --gpus-per-socket option requires --sockets-per-node specification\n",
+            1,
+            ""
+        )
+    );
+    // The node has one socket: two GPUs per socket of one socket.
+    let job = c.sbatch(&[
+        "--gpus-per-socket=2",
+        "--sockets-per-node=1",
+        "-o",
+        "%j.out",
+        "--wrap",
+        "echo $CUDA_VISIBLE_DEVICES",
+    ]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    assert_eq!(
+        std::fs::read_to_string(c.work().join(format!("{job}.out"))).unwrap(),
+        "0,1\n"
+    );
+    let o = c.run(
+        "sbatch",
+        &[
+            "--gpus-per-socket=1",
+            "--sockets-per-node=2",
+            "--wrap",
+            "true",
+        ],
+    );
+    assert_eq!(
+        o.stderr,
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available\n"
+    );
+}
