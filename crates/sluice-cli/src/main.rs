@@ -4,6 +4,7 @@
 //! names of Slurm's commands (`sbatch`, `squeue`, ... — links to this binary, made by
 //! `sluice up` in the state directory's `bin/`) it is those commands.
 
+mod report;
 mod sim;
 mod slurm;
 mod up;
@@ -24,6 +25,9 @@ enum Command {
     Up(up::UpArgs),
     /// Replay a workload trace through the scheduling core on a virtual clock.
     Sim(sim::SimArgs),
+    /// Usage reports from the job database (`sluice report gpu`: GPU-seconds and
+    /// billing-seconds per user and account).
+    Report(report::ReportArgs),
     /// Run one node's agent (started by `sluice up`).
     #[command(hide = true)]
     Agent(up::AgentArgs),
@@ -56,6 +60,7 @@ fn main() {
             }
         },
         Command::Up(args) => up::run(args),
+        Command::Report(args) => report::run(args),
         Command::Agent(args) => up::agent(args),
     };
     std::process::exit(code);

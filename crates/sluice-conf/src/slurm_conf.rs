@@ -69,6 +69,15 @@ pub struct SlurmConf {
     pub settings: BTreeMap<String, (String, String)>,
     /// Warnings (`FILE:LINE: ...`) for keys that were ignored.
     pub warnings: Vec<String>,
+    /// The TRES accounting tracks: Slurm's defaults ([`DEFAULT_TRES`]) followed by
+    /// those `AccountingStorageTRES` adds (`gres/gpu`, `gres/gpu:a100`), in that order.
+    pub accounting_tres: Vec<String>,
+    /// Per partition, in the order of `cluster.partitions`: its `TRESBillingWeights`
+    /// (its own or `PartitionName=DEFAULT`'s); `None` bills the allocated CPUs.
+    pub billing_weights: Vec<Option<BillingWeights>>,
+    /// `PriorityFlags` has `MAX_TRES`: billing is the largest weighted per-node TRES
+    /// rather than the sum of all (see [`BillingWeights::billing`]).
+    pub max_tres: bool,
 }
 
 impl SlurmConf {
@@ -237,6 +246,9 @@ struct Parser {
     /// Each node's id by name: one hostlist can name a million nodes, too many to look
     /// up one by one in the node list.
     node_ids: HashMap<String, NodeId>,
+    /// Per partition: its billing weights and where they were written (checked against
+    /// the tracked TRES once every line is read).
+    billing_weights: Vec<Option<(BillingWeights, PathBuf, usize)>>,
 }
 
 impl ConfReader for Parser {
@@ -316,6 +328,7 @@ impl Parser {
             "defmempercpu" | "defmempernode" | "maxmempercpu" | "maxmempernode" => {
                 parse_mem_mib(value).map(|_| ())
             }
+            "accountingstoragetres" => accounting_storage_tres(Some(value)).map(|_| ()),
             "schedulertype" => match value {
                 "sched/backfill" | "sched/builtin" => Ok(()),
                 _ => Err(format!(
@@ -657,6 +670,15 @@ impl Parser {
                 }
             };
         }
+        let weights = match get("TRESBillingWeights") {
+            None | Some("") => None,
+            Some(v) => Some((
+                BillingWeights::parse(v).map_err(|m| err(format!("TRESBillingWeights: {m}")))?,
+                path.to_path_buf(),
+                line,
+            )),
+        };
+        self.billing_weights.push(weights);
         self.cluster.partitions.push(part);
         Ok(())
     }
@@ -710,6 +732,43 @@ impl Parser {
                 ));
             }
         }
+        let accounting_tres = accounting_storage_tres(
+            self.settings
+                .get("accountingstoragetres")
+                .map(|(_, v)| v.as_str()),
+        )
+        .map_err(|message| ConfError {
+            path: path.to_path_buf(),
+            line: 0,
+            message: format!("AccountingStorageTRES: {message}"),
+        })?;
+        // As slurmctld: a weight for a TRES that is not tracked is fatal.
+        let mut billing_weights = Vec::with_capacity(self.billing_weights.len());
+        for w in std::mem::take(&mut self.billing_weights) {
+            billing_weights.push(match w {
+                None => None,
+                Some((w, file, line)) => {
+                    if let Some((tres, _)) = w
+                        .weights
+                        .iter()
+                        .find(|(t, _)| !accounting_tres.contains(t))
+                    {
+                        return Err(ConfError {
+                            path: file,
+                            line,
+                            message: format!(
+                                "TRESBillingWeights: '{tres}' is not a configured TRES type (see AccountingStorageTRES)"
+                            ),
+                        });
+                    }
+                    Some(w)
+                }
+            });
+        }
+        let max_tres = self.settings.get("priorityflags").is_some_and(|(_, v)| {
+            v.split(',')
+                .any(|f| f.trim().eq_ignore_ascii_case("MAX_TRES"))
+        });
         let cluster_name = match self.settings.get("clustername") {
             Some((_, v)) => v.clone(),
             None => {
@@ -745,7 +804,163 @@ impl Parser {
             gres_types,
             settings: self.settings,
             warnings: self.warnings,
+            accounting_tres,
+            billing_weights,
+            max_tres,
         })
+    }
+}
+
+/// The TRES Slurm always tracks, in its order; `AccountingStorageTRES` can only add to
+/// them.
+pub const DEFAULT_TRES: &[&str] = &[
+    "cpu", "mem", "energy", "node", "billing", "fs/disk", "vmem", "pages",
+];
+
+/// TRES types that come with a name (`gres/gpu`, `license/matlab`, `bb/cray`,
+/// `fs/lustre`, `ic/ofed`), and those that never do.
+const NAMED_TRES: &[&str] = &["gres", "license", "bb", "fs", "ic"];
+const PLAIN_TRES: &[&str] = &["cpu", "mem", "energy", "node", "billing", "vmem", "pages"];
+
+/// A TRES name in its canonical spelling: the type lower-cased (`GRES/gpu:a100` is
+/// `gres/gpu:a100`, `Mem` is `mem`), the name as written.
+///
+/// Errors: an unknown type, a named type without a name, a name on a plain type.
+pub fn canonical_tres(item: &str) -> Result<String, String> {
+    let item = item.trim();
+    let valid = match item.split_once('/') {
+        Some((kind, name)) => {
+            let kind = kind.to_ascii_lowercase();
+            (NAMED_TRES.contains(&kind.as_str()) && !name.is_empty())
+                .then(|| format!("{kind}/{name}"))
+        }
+        None => {
+            let kind = item.to_ascii_lowercase();
+            PLAIN_TRES.contains(&kind.as_str()).then_some(kind)
+        }
+    };
+    valid.ok_or_else(|| format!("'{item}' is not a valid TRES"))
+}
+
+/// The TRES tracked under an `AccountingStorageTRES` value (`None`: not set):
+/// [`DEFAULT_TRES`], then each listed one not already there, canonically spelled.
+///
+/// Errors: an entry that is not a TRES (see [`canonical_tres`]).
+pub fn accounting_storage_tres(value: Option<&str>) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = DEFAULT_TRES.iter().map(|t| t.to_string()).collect();
+    for item in value
+        .unwrap_or("")
+        .split(',')
+        .filter(|i| !i.trim().is_empty())
+    {
+        let t = canonical_tres(item)?;
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    Ok(out)
+}
+
+/// A partition's `TRESBillingWeights` (slurm.conf(5)): what one unit of each TRES
+/// costs, as `(TRES, weight)` in the order written. TRES are spelled as
+/// [`canonical_tres`] gives them; a weight is per CPU, per MiB of memory (or burst
+/// buffer), per node or per GRES unit, with a unit suffix already applied
+/// (`Mem=0.25G` is 0.25 per GiB, kept as 0.25/1024 per MiB).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BillingWeights {
+    /// `(TRES, weight per unit)`.
+    pub weights: Vec<(String, f64)>,
+}
+
+impl BillingWeights {
+    /// Parses `CPU=1.0,Mem=0.25G,GRES/gpu=2.0`. A weight may end in `K`, `M`, `G`, `T`
+    /// or `P`: it is then per that many of the TRES's base unit, as Slurm reads it (the
+    /// base of memory and burst buffers is MiB, so `Mem=2G` is 2 per GiB and a `K` or
+    /// `M` there changes nothing; for other TRES `K` is 1024 units). Negative weights
+    /// are allowed.
+    ///
+    /// Errors: an entry without `=`, a TRES that is not one, a weight that is not a
+    /// number, an unknown suffix.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        let mut weights = Vec::new();
+        for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (tres, w) = item
+                .split_once('=')
+                .ok_or_else(|| format!("'{item}' is not TRES=weight"))?;
+            let tres = canonical_tres(tres)?;
+            let bad = || format!("'{item}': the weight is not a number");
+            let w = w.trim();
+            // The number, then an optional unit (strtod's reading: `1e3` is a number).
+            let mut end = 0;
+            let bytes = w.as_bytes();
+            while end < bytes.len() {
+                let c = bytes[end];
+                let exponent = (c == b'e' || c == b'E')
+                    && bytes
+                        .get(end + 1)
+                        .is_some_and(|n| n.is_ascii_digit() || *n == b'-' || *n == b'+');
+                if c.is_ascii_digit() || c == b'.' || exponent {
+                    end += if exponent { 2 } else { 1 };
+                } else if (c == b'-' || c == b'+') && end == 0 {
+                    end += 1;
+                } else {
+                    break;
+                }
+            }
+            let mut weight: f64 = w[..end].parse().map_err(|_| bad())?;
+            let unit = &w[end..];
+            if !unit.is_empty() {
+                let power = match unit.to_ascii_uppercase().as_str() {
+                    "K" | "KB" => 1,
+                    "M" | "MB" => 2,
+                    "G" | "GB" => 3,
+                    "T" | "TB" => 4,
+                    "P" | "PB" => 5,
+                    _ => return Err(format!("'{item}': unknown unit '{unit}' (K, M, G, T or P)")),
+                };
+                // Memory and burst buffers count MiB: a unit at or below it changes
+                // nothing.
+                let base = if tres == "mem" || tres.starts_with("bb/") {
+                    2
+                } else {
+                    0
+                };
+                if power > base {
+                    weight /= 1024f64.powi(power - base);
+                }
+            }
+            weights.push((tres, weight));
+        }
+        Ok(BillingWeights { weights })
+    }
+
+    /// The billable TRES of an allocation or request: `counts` are `(TRES, count)` in
+    /// Slurm's TRES order (memory in MiB); TRES without a weight cost nothing. The sum
+    /// of each count times its weight, or with `max_tres` (`PriorityFlags=MAX_TRES`) the
+    /// largest such product among CPUs, memory, nodes and GRES plus the sum of the
+    /// others (licenses, burst buffers). Slurm computes this in floating point and
+    /// keeps the integer part (6.75 bills 6); a negative total bills 0.
+    pub fn billing(&self, counts: &[(String, u64)], max_tres: bool) -> u64 {
+        let (mut per_node, mut global) = (0.0f64, 0.0f64);
+        for (tres, count) in counts {
+            let Some((_, w)) = self.weights.iter().find(|(t, _)| t == tres) else {
+                continue;
+            };
+            let value = *count as f64 * w;
+            let node_tres =
+                matches!(tres.as_str(), "cpu" | "mem" | "node") || tres.starts_with("gres/");
+            if max_tres && node_tres {
+                per_node = per_node.max(value);
+            } else {
+                global += value;
+            }
+        }
+        let total = per_node + global;
+        if total.is_nan() || total <= 0.0 {
+            0
+        } else {
+            total as u64
+        }
     }
 }
 
@@ -1054,5 +1269,218 @@ mod gres_count_tests {
             let e = super::parse_str(text, Path::new("slurm.conf")).unwrap_err();
             assert_eq!(e.to_string(), "slurm.conf:2: Gres=gpu count is too large");
         }
+    }
+}
+
+/// Billing as real Slurm 22.05.8 computed it (`scontrol show job`'s `TRES=` for jobs
+/// on partitions with these weights; see the exact values in each test).
+#[cfg(test)]
+mod billing_tests {
+    use super::*;
+
+    fn counts(pairs: &[(&str, u64)]) -> Vec<(String, u64)> {
+        pairs.iter().map(|(t, n)| (t.to_string(), *n)).collect()
+    }
+
+    fn bill(weights: &str, pairs: &[(&str, u64)], max_tres: bool) -> u64 {
+        BillingWeights::parse(weights)
+            .unwrap()
+            .billing(&counts(pairs), max_tres)
+    }
+
+    const DEBUG: &str = "CPU=1.0,Mem=0.25G,GRES/gpu=2.0";
+    const TYPED: &str = "CPU=0.5,Mem=0.001,GRES/gpu:a100=3.3";
+    const PLAIN: &str = "CPU=1,Node=5.5,Mem=2K";
+
+    #[test]
+    fn weights_parse_with_their_units() {
+        let w = BillingWeights::parse(DEBUG).unwrap();
+        assert_eq!(
+            w.weights,
+            [
+                ("cpu".to_string(), 1.0),
+                ("mem".to_string(), 0.25 / 1024.0),
+                ("gres/gpu".to_string(), 2.0),
+            ]
+        );
+        // A memory weight's K or M is at or below its MiB: no change. Other TRES
+        // count units: K is 1024 of them.
+        let w = BillingWeights::parse("Mem=2K,mem=3M,CPU=1K,Node=-1,License/x=1e1").unwrap();
+        assert_eq!(
+            w.weights,
+            [
+                ("mem".to_string(), 2.0),
+                ("mem".to_string(), 3.0),
+                ("cpu".to_string(), 1.0 / 1024.0),
+                ("node".to_string(), -1.0),
+                ("license/x".to_string(), 10.0),
+            ]
+        );
+        for bad in ["CPU", "CPU=abc", "Mem=1X", "Frob=1", "GRES=1", "CPU/x=1"] {
+            assert!(BillingWeights::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn billing_is_the_truncated_sum_of_weighted_tres() {
+        // The man page's example: 1 CPU and 8 GB bill 1 + 8 * 0.25 = 3.
+        assert_eq!(
+            bill(DEBUG, &[("cpu", 1), ("mem", 8192), ("node", 1)], false),
+            3
+        );
+        // 2 + 3 * 0.25 + 2 * 2 = 6.75: Slurm bills 6.
+        let two_a100 = [
+            ("cpu", 2),
+            ("mem", 3072),
+            ("node", 1),
+            ("gres/gpu", 2),
+            ("gres/gpu:a100", 2),
+        ];
+        assert_eq!(bill(DEBUG, &two_a100, false), 6);
+        // 1 + 1500/1024 * 0.25 + 2 = 3.37: 3.
+        let one_gpu = [("cpu", 1), ("mem", 1500), ("node", 1), ("gres/gpu", 1)];
+        assert_eq!(bill(DEBUG, &one_gpu, false), 3);
+        // Only the typed GPUs have a weight here: 0.5 + 1.024 + 3.3 = 4.824: 4.
+        let one_a100 = [
+            ("cpu", 1),
+            ("mem", 1024),
+            ("node", 1),
+            ("gres/gpu", 1),
+            ("gres/gpu:a100", 1),
+        ];
+        assert_eq!(bill(TYPED, &one_a100, false), 4);
+        // A whole node: 1 + 24.105 + 13.2 = 38.305: 38.
+        let node = [
+            ("cpu", 2),
+            ("mem", 24105),
+            ("node", 1),
+            ("gres/gpu:a100", 4),
+        ];
+        assert_eq!(bill(TYPED, &node, false), 38);
+        // 2 + 5.5 + 100 * 2 = 207.5: 207.
+        assert_eq!(
+            bill(PLAIN, &[("cpu", 2), ("mem", 100), ("node", 1)], false),
+            207
+        );
+        // Unweighted TRES cost nothing; a negative total bills nothing.
+        assert_eq!(
+            bill("GRES/gpu=2", &[("cpu", 64), ("gres/gpu", 3)], false),
+            6
+        );
+        assert_eq!(bill("CPU=-1", &[("cpu", 4)], false), 0);
+    }
+
+    #[test]
+    fn max_tres_bills_the_largest_weighted_tres_of_the_job() {
+        // The man page's example: MAX(1 * 1.0, 8 * 0.25) = 2.
+        assert_eq!(
+            bill(DEBUG, &[("cpu", 1), ("mem", 8192), ("node", 1)], true),
+            2
+        );
+        let two_a100 = [
+            ("cpu", 2),
+            ("mem", 3072),
+            ("node", 1),
+            ("gres/gpu", 2),
+            ("gres/gpu:a100", 2),
+        ];
+        assert_eq!(bill(DEBUG, &two_a100, true), 4);
+        let one_a100 = [
+            ("cpu", 1),
+            ("mem", 1024),
+            ("node", 1),
+            ("gres/gpu", 1),
+            ("gres/gpu:a100", 1),
+        ];
+        assert_eq!(bill(TYPED, &one_a100, true), 3);
+        assert_eq!(
+            bill(TYPED, &[("cpu", 2), ("mem", 10240), ("node", 1)], true),
+            10
+        );
+        // Nodes are among the per-node TRES: MAX(2, 200, 5.5) and MAX(2, 4, 5.5).
+        assert_eq!(
+            bill(PLAIN, &[("cpu", 2), ("mem", 100), ("node", 1)], true),
+            200
+        );
+        assert_eq!(bill(PLAIN, &[("cpu", 2), ("mem", 2), ("node", 1)], true), 5);
+        // Over the job's totals, not one node's: two nodes of 2 CPUs and one GPU each
+        // with GRES/gpu=3: MAX(4, 0.5, 6) = 6.
+        let wide = [
+            ("cpu", 4),
+            ("mem", 2048),
+            ("node", 2),
+            ("gres/gpu", 2),
+            ("gres/gpu:a100", 2),
+        ];
+        assert_eq!(bill("CPU=1.0,Mem=0.25G,GRES/gpu=3.0", &wide, true), 6);
+        // Licenses are global: added to the maximum.
+        let lic = [("cpu", 4), ("license/x", 2)];
+        assert_eq!(bill("CPU=1,License/x=10", &lic, true), 24);
+    }
+
+    #[test]
+    fn settings_name_the_tracked_tres_and_weights_must_be_tracked() {
+        let conf = |extra: &str, weights: &str| {
+            parse_str(
+                &format!(
+                    "ClusterName=c\nGresTypes=gpu\n{extra}\nNodeName=g1 CPUs=8 RealMemory=8000 Gres=gpu:a100:4\n\
+                     PartitionName=DEFAULT TRESBillingWeights=\"CPU=2\"\n\
+                     PartitionName=p Nodes=g1 {weights}\nPartitionName=q Nodes=g1\n"
+                ),
+                Path::new("s.conf"),
+            )
+        };
+        let c = conf(
+            "AccountingStorageTRES=GRES/gpu,gres/gpu:a100,cpu\nPriorityFlags=FAIR_TREE,max_tres",
+            "TRESBillingWeights=\"CPU=1.0,Mem=0.25G,GRES/gpu:a100=2.0\"",
+        )
+        .unwrap();
+        assert_eq!(
+            c.accounting_tres,
+            [
+                "cpu",
+                "mem",
+                "energy",
+                "node",
+                "billing",
+                "fs/disk",
+                "vmem",
+                "pages",
+                "gres/gpu",
+                "gres/gpu:a100"
+            ]
+        );
+        assert!(c.max_tres);
+        let names = |w: &Option<BillingWeights>| -> Vec<String> {
+            w.iter()
+                .flat_map(|w| w.weights.iter().map(|(t, _)| t.clone()))
+                .collect()
+        };
+        assert_eq!(
+            names(&c.billing_weights[0]),
+            ["cpu", "mem", "gres/gpu:a100"]
+        );
+        // `PartitionName=DEFAULT`'s weights for the partition without its own.
+        assert_eq!(names(&c.billing_weights[1]), ["cpu"]);
+
+        let c = conf("", "").unwrap();
+        assert_eq!(c.accounting_tres, DEFAULT_TRES);
+        assert!(!c.max_tres);
+        // As slurmctld: weights for a TRES that is not tracked are fatal.
+        let e = conf("", "TRESBillingWeights=CPU=1,GRES/gpu=2").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.conf:6: TRESBillingWeights: 'gres/gpu' is not a configured TRES type (see AccountingStorageTRES)"
+        );
+        let e = conf("", "TRESBillingWeights=CPU=x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.conf:6: TRESBillingWeights: 'CPU=x': the weight is not a number"
+        );
+        let e = conf("AccountingStorageTRES=gres", "").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.conf:3: AccountingStorageTRES: 'gres' is not a valid TRES"
+        );
     }
 }

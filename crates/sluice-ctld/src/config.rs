@@ -4,9 +4,11 @@ use std::path::Path;
 
 use sluice_conf::cgroup_conf;
 use sluice_conf::gres_conf::{self, AutoDetect, GresConf, GresDevice, GresLayout};
-use sluice_conf::slurm_conf::SlurmConf;
+use sluice_conf::slurm_conf::{BillingWeights, SlurmConf, DEFAULT_TRES};
 use sluice_conf::ConfError;
-use sluice_core::{BackfillParams, Cluster, Node, NodeId, Partition};
+use sluice_core::job::{JobRequest, MemRequest, NodeAlloc};
+use sluice_core::tres::MAX_GRES;
+use sluice_core::{BackfillParams, Cluster, Node, NodeId, Partition, PartitionId};
 
 use crate::gpu_detect::{self, DetectedGpu, GpuProvider};
 
@@ -46,7 +48,22 @@ pub struct ClusterConfig {
     /// cgroup.conf's `ConstrainDevices` (default no): jobs may open only the GRES
     /// device files of the devices they were allocated.
     pub constrain_devices: bool,
+    /// The TRES accounting tracks: Slurm's defaults, then `AccountingStorageTRES`'s
+    /// additions. A GRES appears in jobs' TRES (`AllocTRES`, `TRES=`) only if listed.
+    pub accounting_tres: Vec<String>,
+    /// Per partition: its `TRESBillingWeights`; `None` bills the CPUs.
+    pub billing_weights: Vec<Option<BillingWeights>>,
+    /// `PriorityFlags=MAX_TRES`: billing is the largest weighted TRES, not the sum.
+    pub max_tres: bool,
 }
+
+/// TRES as accounting records them: `(TRES, count)`, memory in MiB (see
+/// `JobRecord::tres_alloc`).
+pub type TresList = Vec<(String, u64)>;
+
+/// GPUs per node by type: per node, `(type, count)` (see
+/// `JobRecord::gpu_types_per_node`).
+pub type GpuTypes = Vec<Vec<(String, u32)>>;
 
 /// What a GPU job gets when it does not say (Slurm's `DefCpuPerGPU`, `DefMemPerGPU`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -107,8 +124,14 @@ impl ClusterConfig {
         let mut settings: Vec<(String, String)> = conf
             .settings
             .values()
+            .filter(|(k, _)| !k.eq_ignore_ascii_case("AccountingStorageTRES"))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        // As `scontrol show config` prints it: every TRES tracked, defaults included.
+        settings.push((
+            "AccountingStorageTRES".into(),
+            conf.accounting_tres.join(","),
+        ));
         settings.sort();
         ClusterConfig {
             cluster_name: conf.cluster_name.clone(),
@@ -132,6 +155,9 @@ impl ClusterConfig {
                 conf.cluster.partitions.len()
             ],
             constrain_devices: false,
+            accounting_tres: conf.accounting_tres.clone(),
+            billing_weights: conf.billing_weights.clone(),
+            max_tres: conf.max_tres,
         }
     }
 
@@ -250,11 +276,25 @@ impl ClusterConfig {
             .iter()
             .map(|(t, n)| format!("gpu:{t}:{n}"))
             .collect();
+        // Its GPUs are accounted, in all and by type (`AllocTRES`, `sluice report gpu`).
+        let tracked: Vec<String> = std::iter::once("gres/gpu".to_string())
+            .chain(
+                gpu_detect::type_counts(&gpus)
+                    .iter()
+                    .map(|(t, _)| format!("gres/gpu:{t}")),
+            )
+            .collect();
         let gres = gres.join(",");
         let text = format!(
-            "ClusterName={}\nGresTypes=gpu\nNodeName={} CPUs={} RealMemory={} Gres={gres} State=UNKNOWN\n\
+            "ClusterName={}\nGresTypes=gpu\nAccountingStorageTRES={}\n\
+             NodeName={} CPUs={} RealMemory={} Gres={gres} State=UNKNOWN\n\
              PartitionName=debug Nodes={} Default=YES MaxTime=INFINITE State=UP\n",
-            c.cluster_name, node.name, node.capacity.cpus, node.capacity.mem_mib, node.name
+            c.cluster_name,
+            tracked.join(","),
+            node.name,
+            node.capacity.cpus,
+            node.capacity.mem_mib,
+            node.name
         );
         let path = Path::new("(this machine)");
         if let Ok(conf) = sluice_conf::slurm_conf::parse_str(&text, path) {
@@ -300,12 +340,101 @@ impl ClusterConfig {
             settings: Vec::new(),
             gpu_defaults: vec![GpuDefaults::default()],
             constrain_devices: false,
+            accounting_tres: DEFAULT_TRES.iter().map(|t| t.to_string()).collect(),
+            billing_weights: vec![None],
+            max_tres: false,
         }
     }
 
     /// Index of a node by name.
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
         self.cluster.node_by_name(name)
+    }
+
+    /// The TRES accounting records for `cpus` CPUs, `mem_mib` MiB of memory, `nodes`
+    /// nodes and GRES `gres` (totals by slot of the cluster's GRES table) in partition
+    /// `partition`: `(TRES, count)` for `cpu`, `mem`, `node`, `billing`, then each GRES
+    /// that `AccountingStorageTRES` tracks (in its order), non-zero ones only. Billing
+    /// is the partition's `TRESBillingWeights` applied to the others
+    /// ([`BillingWeights::billing`]), or the CPUs where it has none.
+    pub fn tres(
+        &self,
+        partition: Option<PartitionId>,
+        cpus: u64,
+        mem_mib: u64,
+        nodes: u64,
+        gres: &[u64; MAX_GRES],
+    ) -> TresList {
+        let mut tres: Vec<(String, u64)> = vec![
+            ("cpu".into(), cpus),
+            ("mem".into(), mem_mib),
+            ("node".into(), nodes),
+        ];
+        for tracked in &self.accounting_tres {
+            let Some(g) = tracked.strip_prefix("gres/") else {
+                continue;
+            };
+            let (name, gtype) = match g.split_once(':') {
+                Some((n, t)) => (n, Some(t)),
+                None => (g, None),
+            };
+            if let Some(slot) = self.cluster.gres.find(name, gtype) {
+                tres.push((tracked.clone(), gres[slot]));
+            }
+        }
+        let billing = match partition.and_then(|p| self.billing_weights.get(p.index())) {
+            Some(Some(w)) => w.billing(&tres, self.max_tres),
+            _ => cpus,
+        };
+        tres.insert(3, ("billing".into(), billing));
+        tres.retain(|(_, n)| *n > 0);
+        tres
+    }
+
+    /// The TRES of a job's request (`ReqTRES`) in `partition`: its tasks' CPUs, its
+    /// memory and GRES on its fewest nodes (see [`ClusterConfig::tres`]).
+    pub fn requested_tres(&self, partition: PartitionId, req: &JobRequest) -> TresList {
+        let nodes = u64::from(req.min_nodes.max(1));
+        let cpus = u64::from(req.ntasks.max(1)) * u64::from(req.cpus_per_task.max(1));
+        let mem = match req.mem {
+            MemRequest::PerNode(m) => m.saturating_mul(nodes),
+            MemRequest::PerCpu(m) => m.saturating_mul(cpus),
+        };
+        let gres = req.gres_per_node.map(|n| u64::from(n) * nodes);
+        self.tres(Some(partition), cpus, mem, nodes, &gres)
+    }
+
+    /// The TRES of an allocation (`AllocTRES`) in partition `partition` (a name; an
+    /// unknown one bills CPUs), and the GPUs it holds per node by type (`(type,
+    /// count)`, typed GPUs only).
+    pub fn allocated_tres(&self, partition: &str, nodes: &[NodeAlloc]) -> (TresList, GpuTypes) {
+        let (mut cpus, mut mem, mut gres) = (0u64, 0u64, [0u64; MAX_GRES]);
+        for a in nodes {
+            cpus += u64::from(a.usage.cpus);
+            mem += a.usage.mem_mib;
+            for (total, n) in gres.iter_mut().zip(a.usage.gres) {
+                *total += u64::from(n);
+            }
+        }
+        let part = self.cluster.partition_by_name(partition);
+        let tres = self.tres(part, cpus, mem, nodes.len() as u64, &gres);
+        let table = &self.cluster.gres;
+        let types = nodes
+            .iter()
+            .map(|a| match table.find("gpu", None) {
+                Some(gpu) => table
+                    .children(gpu)
+                    .filter(|&c| a.usage.gres[c] > 0)
+                    .map(|c| {
+                        let name = table.name(c);
+                        let gtype = name.split_once(':').map_or("", |(_, t)| t);
+                        (gtype.to_string(), a.usage.gres[c])
+                    })
+                    .collect(),
+                None => Vec::new(),
+            })
+            .collect();
+        (tres, types)
     }
 }
 
@@ -433,6 +562,10 @@ mod tests {
         let h200 = c.cluster.gres.find("gpu", Some("h200")).unwrap();
         assert_eq!((node.capacity.gres[gpu], node.capacity.gres[h200]), (4, 4));
         assert_eq!(c.node_gres, vec!["gpu:h200:4".to_string()]);
+        // Accounted, in all and by type.
+        assert!(c
+            .accounting_tres
+            .ends_with(&["gres/gpu".to_string(), "gres/gpu:h200".to_string()]));
         assert_eq!(c.cluster.partitions[0].name, "debug");
         assert_eq!(c.cluster.partitions[0].max_time, None);
         // As AutoDetect=nvml gives them: files, cores, links.
@@ -752,5 +885,85 @@ mod tests {
             )
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn jobs_account_the_tracked_gres_and_their_partitions_billing() {
+        let text = "ClusterName=c\nGresTypes=gpu\nAccountingStorageTRES=gres/gpu:a100\n\
+                    PriorityFlags=MAX_TRES\n\
+                    NodeName=g[1-2] CPUs=4 RealMemory=4000 Gres=gpu:a100:2,gpu:v100:2\n\
+                    PartitionName=p Nodes=g[1-2] Default=YES TRESBillingWeights=\"CPU=1,GRES/gpu:a100=3\"\n\
+                    PartitionName=q Nodes=g[1-2]\n";
+        let conf = sluice_conf::slurm_conf::parse_str(text, Path::new("s.conf")).unwrap();
+        let c = ClusterConfig::from_slurm_conf(&conf, &[]);
+        let table = &c.cluster.gres;
+        let (gpu, a100, v100) = (
+            table.find("gpu", None).unwrap(),
+            table.find("gpu", Some("a100")).unwrap(),
+            table.find("gpu", Some("v100")).unwrap(),
+        );
+        let on = |node: u32, a: u32, v: u32| {
+            let mut gres = [0; MAX_GRES];
+            (gres[gpu], gres[a100], gres[v100]) = (a + v, a, v);
+            NodeAlloc {
+                node: NodeId(node),
+                tasks: 1,
+                usage: sluice_core::Resources {
+                    cpus: 2,
+                    mem_mib: 1000,
+                    gres,
+                },
+            }
+        };
+        let nodes = [on(0, 1, 1), on(1, 2, 0)];
+        let pairs = |v: &[(&str, u64)]| -> Vec<(String, u64)> {
+            v.iter().map(|(t, n)| (t.to_string(), *n)).collect()
+        };
+        // Only the A100s are tracked; MAX(4 CPUs * 1, 3 A100s * 3) = 9.
+        let (tres, types) = c.allocated_tres("p", &nodes);
+        assert_eq!(
+            tres,
+            pairs(&[
+                ("cpu", 4),
+                ("mem", 2000),
+                ("node", 2),
+                ("billing", 9),
+                ("gres/gpu:a100", 3)
+            ])
+        );
+        let typed = |v: &[(&str, u32)]| -> Vec<(String, u32)> {
+            v.iter().map(|(t, n)| (t.to_string(), *n)).collect()
+        };
+        assert_eq!(
+            types,
+            [typed(&[("a100", 1), ("v100", 1)]), typed(&[("a100", 2)])]
+        );
+        // Without weights: the CPUs.
+        assert_eq!(
+            c.allocated_tres("q", &nodes).0[3],
+            ("billing".to_string(), 4)
+        );
+        // What is asked: 2 tasks of 2 CPUs and 100 MiB each, one A100 per node on 2.
+        let mut req = JobRequest::procs(2);
+        req.min_nodes = 2;
+        req.cpus_per_task = 2;
+        req.mem = MemRequest::PerCpu(100);
+        req.gres_per_node[a100] = 1;
+        req.gres_per_node[gpu] = 1;
+        assert_eq!(
+            c.requested_tres(PartitionId(0), &req),
+            pairs(&[
+                ("cpu", 4),
+                ("mem", 400),
+                ("node", 2),
+                ("billing", 6),
+                ("gres/gpu:a100", 2)
+            ])
+        );
+        // `scontrol show config` lists every tracked TRES.
+        assert!(c.settings.contains(&(
+            "AccountingStorageTRES".to_string(),
+            "cpu,mem,energy,node,billing,fs/disk,vmem,pages,gres/gpu:a100".to_string()
+        )));
     }
 }

@@ -393,12 +393,16 @@ impl Controller {
             desc: desc.clone(),
             next_step: 0,
             details: BTreeMap::new(),
+            tres_req: Vec::new(),
+            tres_alloc: Vec::new(),
+            gpu_types_per_node: Vec::new(),
         };
         if max_nodes > 0 && max_nodes < min_nodes {
             return Err(NODE_CONFIG.into());
         }
         let spec = self.core_spec(&template)?;
         self.check_shard_request(&spec.request)?;
+        template.tres_req = self.conf.requested_tres(part, &spec.request);
         match self.sched.check(&JobSpec {
             id: JobId(u64::MAX),
             ..spec
@@ -889,7 +893,15 @@ impl Controller {
             gpus.push(picked);
         }
         let shards = self.place_shards(id, nodes, at);
+        // What it asked, as it stands now (`scontrol update` may have changed it).
+        let asked = self.jobs.get(&id).and_then(|r| {
+            let spec = self.core_spec(r).ok()?;
+            Some(self.conf.requested_tres(spec.partition, &spec.request))
+        });
         let r = self.jobs.get_mut(&id).expect("started jobs have records");
+        if let Some(asked) = asked {
+            r.tres_req = asked;
+        }
         r.state = JobState::Running;
         r.reason = "None".into();
         r.start_time = Some(at);
@@ -900,6 +912,7 @@ impl Controller {
         r.mem_per_node = nodes.first().map_or(0, |a| a.usage.mem_mib);
         r.gpus_per_node = gpus;
         r.shards_per_node = shards;
+        (r.tres_alloc, r.gpu_types_per_node) = self.conf.allocated_tres(&r.partition, nodes);
         r.details.insert(
             "scheduler".into(),
             if pass == "backfill" {
@@ -1406,6 +1419,8 @@ impl Controller {
             r.cpus_per_node.clear();
             r.gpus_per_node.clear();
             r.shards_per_node.clear();
+            r.tres_alloc.clear();
+            r.gpu_types_per_node.clear();
             r.start_time = None;
             r.end_time = None;
             r.exit_code = 0;

@@ -363,6 +363,23 @@ pub struct JobRecord {
     /// Free-form scheduler details (e.g. which pass started it).
     #[serde(default)]
     pub details: BTreeMap<String, String>,
+    /// Trackable resources asked, as accounting records them (`sacct`'s `ReqTRES`,
+    /// `scontrol show job`'s `TRES=` while pending): `(TRES, count)` in Slurm's TRES
+    /// order — `cpu` (CPUs), `mem` (MiB), `node` (nodes), `billing` (billable units,
+    /// see slurm.conf's `TRESBillingWeights`), then the tracked GRES (`gres/gpu`,
+    /// `gres/gpu:a100`: devices) in `AccountingStorageTRES` order. Set at submission;
+    /// empty in records written before Sluice kept it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tres_req: Vec<(String, u64)>,
+    /// Trackable resources allocated (`AllocTRES`), as [`JobRecord::tres_req`]; set when
+    /// the job starts, empty before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tres_alloc: Vec<(String, u64)>,
+    /// GPUs allocated per node by type, in the order of [`JobRecord::nodes`]: `(type,
+    /// count)` as slurm.conf spells the type; GPUs without a type are not listed.
+    /// Recorded whether or not accounting tracks the type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_types_per_node: Vec<Vec<(String, u32)>>,
 }
 
 impl JobRecord {
@@ -400,6 +417,40 @@ pub fn compact_indices(indices: &[u32]) -> String {
         i = j + 1;
     }
     parts.join(",")
+}
+
+/// A TRES list as `scontrol show job` prints it (`TRES=`): `name=count` in the order
+/// given, counts of 0 left out, memory (MiB) in its largest exact unit (`1500M`, `3G`,
+/// `1T`).
+pub fn tres_string(tres: &[(String, u64)]) -> String {
+    tres.iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(t, n)| match t.as_str() {
+            "mem" => format!("mem={}", exact_mib(*n)),
+            _ => format!("{t}={n}"),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A TRES list as `sacct` prints it (`AllocTRES`, `ReqTRES`): as [`tres_string`], its
+/// entries sorted as text — `billing=6,cpu=2,gres/gpu:a100=2,gres/gpu=2,mem=3G,node=1`.
+pub fn tres_string_sorted(tres: &[(String, u64)]) -> String {
+    let full = tres_string(tres);
+    let mut parts: Vec<&str> = full.split(',').filter(|p| !p.is_empty()).collect();
+    parts.sort_unstable();
+    parts.join(",")
+}
+
+/// MiB in the largest unit that divides them exactly: `1500M`, `3G`, `1T`.
+fn exact_mib(mut n: u64) -> String {
+    const UNITS: [&str; 5] = ["M", "G", "T", "P", "E"];
+    let mut unit = 0;
+    while n > 0 && n.is_multiple_of(1024) && unit + 1 < UNITS.len() {
+        n /= 1024;
+        unit += 1;
+    }
+    format!("{n}{}", UNITS[unit])
 }
 
 /// A node as `sinfo` and `scontrol show node` see it.
@@ -719,4 +770,38 @@ pub enum TaskEvent {
         /// Why.
         message: String,
     },
+}
+
+#[cfg(test)]
+mod tres_tests {
+    use super::*;
+
+    #[test]
+    fn tres_lists_print_as_scontrol_and_sacct_print_them() {
+        // Real Slurm 22.05.8, a job with two typed GPUs tracked.
+        let tres: Vec<(String, u64)> = [
+            ("cpu", 2),
+            ("mem", 3072),
+            ("node", 1),
+            ("billing", 6),
+            ("gres/gpu", 2),
+            ("gres/gpu:a100", 2),
+        ]
+        .iter()
+        .map(|(t, n)| (t.to_string(), *n))
+        .collect();
+        assert_eq!(
+            tres_string(&tres),
+            "cpu=2,mem=3G,node=1,billing=6,gres/gpu=2,gres/gpu:a100=2"
+        );
+        assert_eq!(
+            tres_string_sorted(&tres),
+            "billing=6,cpu=2,gres/gpu:a100=2,gres/gpu=2,mem=3G,node=1"
+        );
+        let mem = |m: u64| tres_string(&[("mem".to_string(), m), ("energy".to_string(), 0)]);
+        assert_eq!(
+            [mem(1500), mem(24105), mem(1024), mem(1 << 20), mem(0)],
+            ["mem=1500M", "mem=24105M", "mem=1G", "mem=1T", ""]
+        );
+    }
 }

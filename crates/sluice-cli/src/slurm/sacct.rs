@@ -1,6 +1,6 @@
 //! `sacct`: accounting of jobs and their steps.
 
-use sluice_proto::types::{JobRecord, JobState, StepId, StepRecord};
+use sluice_proto::types::{tres_string_sorted, JobRecord, JobState, StepId, StepRecord};
 
 use super::common::{
     controller, describe, elapsed, fail, now, parse_begin, parse_job_arg, timestamp,
@@ -69,6 +69,11 @@ enum Row<'a> {
     Step(&'a JobRecord, &'a StepRecord),
 }
 
+/// Fields Slurm 22.05 removed: naming one is fatal, with the field to use instead.
+const REMOVED: &[(&str, &str)] = &[("AllocGRES", "AllocTRES"), ("ReqGRES", "ReqTRES")];
+
+/// A TRES string for records written before jobs carried their TRES: CPUs, GPUs,
+/// memory and nodes, billing as the CPUs.
 fn tres(cpus: u32, mem: u64, nodes: usize, gpus: usize, billing: bool) -> String {
     let mut parts = Vec::new();
     if billing {
@@ -159,6 +164,7 @@ fn value(field: &str, row: &Row, t: i64, cluster: &str) -> String {
         ("NNodes" | "AllocNodes", Row::Step(_, s)) => s.nodes.len().to_string(),
         ("NTasks", Row::Step(_, s)) => s.ntasks.to_string(),
         ("NTasks", Row::Job(_)) => String::new(),
+        ("AllocTRES", Row::Job(j)) if !j.tres_alloc.is_empty() => tres_string_sorted(&j.tres_alloc),
         ("AllocTRES", Row::Job(j)) => {
             if j.nodes.is_empty() {
                 String::new()
@@ -175,23 +181,56 @@ fn value(field: &str, row: &Row, t: i64, cluster: &str) -> String {
         ("AllocTRES", Row::Step(_, s)) => {
             // A step holds the job's memory and GPUs on the nodes it runs on (the
             // batch step: the first node), as Slurm accounts them.
-            let on: Vec<&String> = match s.step {
-                StepId::Batch => j.nodes.iter().take(1).collect(),
-                _ => s.nodes.iter().collect(),
+            let on: Vec<usize> = match s.step {
+                StepId::Batch => (0..j.nodes.len().min(1)).collect(),
+                _ => s
+                    .nodes
+                    .iter()
+                    .filter_map(|n| j.nodes.iter().position(|m| m == n))
+                    .collect(),
             };
             let step_gpus: usize = on
                 .iter()
-                .filter_map(|n| j.nodes.iter().position(|m| m == *n))
-                .map(|i| j.gpus_per_node.get(i).map_or(0, Vec::len))
+                .map(|&i| j.gpus_per_node.get(i).map_or(0, Vec::len))
                 .sum();
-            tres(
-                s.cpus,
-                j.mem_per_node * on.len() as u64,
-                on.len().max(1),
-                step_gpus,
-                false,
-            )
+            let nodes = match s.step {
+                StepId::Batch => on.len(),
+                _ => s.nodes.len(),
+            }
+            .max(1);
+            if j.tres_alloc.is_empty() {
+                return tres(
+                    s.cpus,
+                    j.mem_per_node * nodes as u64,
+                    nodes,
+                    step_gpus,
+                    false,
+                );
+            }
+            // The GRES the job's own record tracks, on the step's nodes.
+            let mut list: Vec<(String, u64)> = vec![
+                ("cpu".into(), u64::from(s.cpus)),
+                ("mem".into(), j.mem_per_node * nodes as u64),
+                ("node".into(), nodes as u64),
+                ("gres/gpu".into(), step_gpus as u64),
+            ];
+            for &i in &on {
+                for (gtype, n) in j.gpu_types_per_node.get(i).into_iter().flatten() {
+                    let name = format!("gres/gpu:{gtype}");
+                    match list.iter_mut().find(|(t, _)| *t == name) {
+                        Some((_, total)) => *total += u64::from(*n),
+                        None => list.push((name, u64::from(*n))),
+                    }
+                }
+            }
+            list.retain(|(t, _)| {
+                !t.starts_with("gres/") || j.tres_alloc.iter().any(|(a, _)| a == t)
+            });
+            tres_string_sorted(&list)
         }
+        // Slurm records what was asked for jobs, not for steps.
+        ("ReqTRES", Row::Step(..)) => String::new(),
+        ("ReqTRES", Row::Job(j)) if !j.tres_req.is_empty() => tres_string_sorted(&j.tres_req),
         ("ReqTRES", _) => tres(
             j.ntasks * j.cpus_per_task,
             j.mem_per_node,
@@ -325,6 +364,12 @@ pub fn main(args: Vec<String>) -> i32 {
                     Some((n, w)) => (n, w.parse().ok()),
                     None => (item, None),
                 };
+                if let Some((gone, instead)) =
+                    REMOVED.iter().find(|(f, _)| f.eq_ignore_ascii_case(name))
+                {
+                    eprintln!("{ME}: fatal: {gone} has been removed, please use {instead}");
+                    return 1;
+                }
                 match canonical(name) {
                     Some((f, w)) => fields.push((f, width.unwrap_or(w))),
                     None => fail(ME, format!("Invalid field requested: \"{name}\""), 1),

@@ -1,6 +1,6 @@
 //! `scontrol`: show and change jobs, nodes, partitions and the configuration.
 
-use sluice_proto::types::{ConfigInfo, JobRecord, JobState, NodeInfo, PartitionInfo};
+use sluice_proto::types::{tres_string, ConfigInfo, JobRecord, JobState, NodeInfo, PartitionInfo};
 
 use super::common::{controller, describe, elapsed, fail, limit, now, parse_job_arg, timestamp};
 
@@ -144,6 +144,13 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("NumTasks", j.ntasks.to_string());
     p("CPUs/Task", j.cpus_per_task.to_string());
     p("ReqB:S:C:T", "0:0:*:*".into());
+    // What it holds once started, what it asks until then; records from before jobs
+    // carried their TRES are described from their other fields.
+    let recorded = if j.tres_alloc.is_empty() {
+        &j.tres_req
+    } else {
+        &j.tres_alloc
+    };
     let mut tres = format!("cpu={cpus}");
     if j.mem_per_node > 0 {
         tres.push_str(&format!(
@@ -158,6 +165,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     let gpus: usize = j.gpus_per_node.iter().map(Vec::len).sum();
     if gpus > 0 {
         tres.push_str(&format!(",gres/gpu={gpus}"));
+    }
+    if !recorded.is_empty() {
+        tres = tres_string(recorded);
     }
     p("TRES", tres);
     p("Socks/Node", "*".into());

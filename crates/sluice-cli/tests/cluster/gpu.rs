@@ -8,6 +8,7 @@ use crate::SMALL;
 const GPUS: &str = "ClusterName=gpus
 SlurmctldHost=localhost
 GresTypes=gpu
+AccountingStorageTRES=gres/gpu
 NodeName=g1 CPUs=8 RealMemory=8000 Gres=gpu:4 State=UNKNOWN
 PartitionName=gpu Nodes=g1 Default=YES MaxTime=1:00:00 DefCpuPerGPU=2 DefMemPerGPU=1000 State=UP
 ";
@@ -79,7 +80,8 @@ fn impossible_gpu_requests_get_slurms_errors() {
     assert_eq!(lines, ["0: 0 0 gpu:per_task:1", "1: 1 1 gpu:per_task:1"]);
 
     // Accounting: the job and its steps hold its GPUs and memory (Slurm's shape,
-    // `gpu_sacct_steps.txt`).
+    // `gpu_sacct_steps.txt`, taken with `AccountingStorageTRES=gres/gpu`: without it
+    // Slurm does not account GPUs).
     let job = c.sbatch(&["--gres=gpu:2", "-t", "5", "--wrap", "srun true"]);
     assert_eq!(c.wait_ended(job), "COMPLETED");
     let o = c.run(

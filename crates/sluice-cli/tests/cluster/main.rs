@@ -1,6 +1,7 @@
 //! End-to-end tests against a real cluster: `sluice up` with its controller and node
 //! agents, driven by the Slurm commands exactly as users type them.
 
+mod accounting;
 mod arrays;
 mod cancel;
 mod commands;
