@@ -785,7 +785,7 @@ impl Profile {
                     }
                 })
                 .collect();
-            if let Some(chosen) = choose_listed(req, &candidates, t) {
+            if let Some(chosen) = choose_listed(req, &candidates, t, cluster.blocks.as_ref()) {
                 let allocs = node_allocs(req, &chosen, |n| self.free_during(n, t, t + d), cluster);
                 return Some((t, allocs));
             }

@@ -278,7 +278,8 @@ impl Scheduler {
                     switch: self.cluster.leaf_switch(n),
                 })
                 .collect();
-            return choose_listed(req, &candidates, MAX_TIME).is_some();
+            return choose_listed(req, &candidates, MAX_TIME, self.cluster.blocks.as_ref())
+                .is_some();
         }
         let groups = &self.node_configs[partition.index()];
         let mut cands: Vec<(u32, u32)> = groups
@@ -349,6 +350,25 @@ impl Scheduler {
             return Err(SubmitError::InvalidRequest(
                 "need at least one task per node",
             ));
+        }
+        if let Some(blocks) = &self.cluster.blocks {
+            // A job spanning nodes must fit in one block or aggregate of blocks.
+            let r = &spec.request;
+            let largest = blocks
+                .aggregates
+                .iter()
+                .map(|&(start, end)| {
+                    self.cluster
+                        .nodes
+                        .iter()
+                        .filter(|n| n.leaf_switch.is_some_and(|b| b >= start && b < end))
+                        .count()
+                })
+                .max()
+                .unwrap_or(0);
+            if r.min_nodes > 1 && r.min_nodes as usize > largest {
+                return Err(SubmitError::NodeConfigUnavailable);
+            }
         }
         if let Some(seg) = spec.request.segment {
             // Slurm's block plugin: a segment fits in a base block and the job is whole
@@ -792,8 +812,9 @@ impl Scheduler {
         std::iter::from_fn(move || loop {
             let &key = it.next()?;
             if ranged && key.1 < cpus {
-                // Past the level's roomy nodes: jump to the next level's first roomy one.
-                it = index.range((key.0 + 1, cpus, 0, NodeId(0))..);
+                // The first node of a new level, with too few processors: jump to that
+                // level's first roomy one.
+                it = index.range((key.0, cpus, 0, NodeId(0))..);
                 continue;
             }
             return Some(key.3);

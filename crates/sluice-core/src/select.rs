@@ -241,8 +241,8 @@ pub fn choose_nodes_in(
 type Hosting = Vec<(NodeId, u32)>;
 
 /// Node choice for a job spanning nodes in a block topology, `ordered` being the
-/// candidates in the order [`choose_nodes`] takes them (nodes in no block are never
-/// used, as in Slurm's `topology/block`).
+/// candidates in the order [`choose_nodes`] takes them (nodes in no block take no job
+/// spanning nodes, as in Slurm's `topology/block`; one-node jobs may use them).
 ///
 /// Without `--segment` the job goes into the smallest block or aggregate of blocks
 /// that can hold it ([`BlockLayout::aggregates`], smallest first), the best-fitting one
@@ -334,19 +334,28 @@ pub fn choose_by_switch(
     if limit == Some(1) {
         return None;
     }
-    let mut by_room: Vec<(Option<u16>, Hosting)> = groups.into_iter().collect();
-    by_room.sort_by_key(|(s, g)| (std::cmp::Reverse(room(g)), *s));
-    let chosen = take_in_order(req, by_room.iter().flat_map(|(_, g)| g.iter().copied()))?;
-    if let Some(max) = limit {
-        let switch_of = |n: NodeId| ordered.iter().find(|c| c.node == n).and_then(|c| c.switch);
-        let mut used: Vec<Option<u16>> = chosen.iter().map(|&(n, _)| switch_of(n)).collect();
-        used.sort();
-        used.dedup();
-        if used.len() as u32 > max {
-            return None;
+    // The roomiest switches, one more at a time until their nodes hold the job: taken
+    // switch by switch, roomiest first (the most of the job under one switch), or else
+    // all together in the usual order (most tasks first, so that a node-count limit is
+    // met where it can be).
+    let mut by_room: Vec<(Option<u16>, u64)> = groups.iter().map(|(s, g)| (*s, room(g))).collect();
+    by_room.sort_by_key(|&(s, r)| (std::cmp::Reverse(r), s));
+    let most = limit.map_or(by_room.len(), |m| (m as usize).min(by_room.len()));
+    for k in 2..=most {
+        let taken: Vec<Option<u16>> = by_room[..k].iter().map(|&(s, _)| s).collect();
+        let by_switch = taken.iter().flat_map(|s| groups[s].iter().copied());
+        if let Some(chosen) = take_in_order(req, by_switch) {
+            return Some(chosen);
+        }
+        let nodes = ordered
+            .iter()
+            .filter(|c| taken.contains(&c.switch))
+            .map(|c| (c.node, c.tasks));
+        if let Some(chosen) = take_in_order(req, nodes) {
+            return Some(chosen);
         }
     }
-    Some(chosen)
+    None
 }
 
 /// [`choose_nodes`] for a job that names nodes (`-w`, `-x`). `candidates` are the nodes
@@ -356,13 +365,18 @@ pub fn choose_by_switch(
 /// nodes, in the order [`choose_nodes`] takes them for a job spanning nodes, only when
 /// the job needs more nodes or room (Slurm: the allocation includes the listed nodes and
 /// as many others as the node count asks). Without `-w` it is [`choose_nodes`].
+///
+/// In a block topology (`blocks`), a job that only excludes nodes is placed by
+/// [`choose_by_block`] among the others; one that names nodes (`-w`) keeps to the named
+/// nodes and takes any others it needs without regard to blocks.
 pub fn choose_listed(
     req: &JobRequest,
     candidates: &[Candidate],
     at: Time,
+    blocks: Option<&BlockLayout>,
 ) -> Option<Vec<(NodeId, u32)>> {
     if req.nodelist.is_empty() {
-        return choose_nodes(req, candidates, at);
+        return choose_nodes_in(req, candidates, at, blocks);
     }
     let mut required = Vec::with_capacity(req.nodelist.len());
     for n in &req.nodelist {

@@ -104,3 +104,18 @@ fn first_fit_packs_and_least_loaded_spreads() {
         vec![0, 1, 2, 3]
     );
 }
+
+/// node0: 2 CPUs, 1 GPU; node1: 16 CPUs, 1 GPU. A 4-CPU job fits only node1, which
+/// ranks after node0's level-1 entry: the search for a node that fits now must not skip
+/// past node1 on its way (under FCFS, which has no backfill pass to catch it).
+#[test]
+fn a_job_finds_the_roomy_node_of_a_level_whose_first_node_is_too_small() {
+    let nodes = [(2, 1), (16, 1)];
+    let jobs = [job(1).procs(4).one_node()];
+    let r = replay(
+        with(gpu_cluster(&nodes), Placement::BestFit),
+        sluice_core::Policy::Fcfs,
+        &jobs,
+    );
+    assert_eq!((r.start(1), r.nodes(1)), (0, vec![1]));
+}

@@ -99,3 +99,46 @@ fn segments_keep_each_run_of_nodes_inside_one_block() {
         );
     }
 }
+
+/// Four 4-CPU nodes under s0 and one 12-CPU node under s1; a job of 16 tasks on at most
+/// two nodes fits no single switch. Taking whole switches roomiest first would fill the
+/// two-node limit with s0's small nodes; taking the two switches' nodes most tasks first
+/// starts it at once on the big node and one small one.
+#[test]
+fn spanning_switches_still_meets_a_node_count_limit() {
+    let mut c = cluster(5, 4);
+    c.nodes[4].capacity.cpus = 12;
+    let c = with_switches(c, 4);
+    let mut wide = job(1).procs(16);
+    wide.request.min_nodes = 1;
+    wide.request.max_nodes = 2;
+    let r = replay(c, backfill(1000), &[wide]);
+    assert_eq!((r.start(1), r.nodes(1)), (0, vec![0, 4]));
+}
+
+/// Blocks of two nodes (b0 = n0–n1 ... b3 = n6–n7), n1 busy until 100. A four-node job
+/// in segments of two that may not use n2 or n6 finds one whole free pair (b2) at first;
+/// it waits until n1 frees b0 at 100, and excluding nodes never splits a segment across
+/// blocks. A job larger than the largest aggregate is refused.
+#[test]
+fn excluded_nodes_keep_segments_inside_blocks_and_oversized_jobs_are_refused() {
+    let c = || with_blocks(cluster(8, 4), 2, &[(0, 2), (2, 4), (0, 4)]);
+    let jobs = [
+        job(1).procs(4).nodes(1).on(&[1]),
+        job(2)
+            .procs(16)
+            .nodes(4)
+            .segment(2)
+            .except(&[2, 6])
+            .submit(1),
+    ];
+    let r = replay(c(), backfill(1000), &jobs);
+    assert_eq!((r.start(2), r.nodes(2)), (100, vec![0, 1, 4, 5]));
+    let mut small = c();
+    small.blocks.as_mut().unwrap().aggregates = vec![(0, 1), (1, 2), (2, 3), (3, 4), (0, 2)];
+    let too_big = replay(small, backfill(1000), &[job(1).procs(20).nodes(5)]);
+    assert_eq!(
+        too_big.rejected,
+        vec![(1, sluice_core::SubmitError::NodeConfigUnavailable)]
+    );
+}

@@ -2188,37 +2188,41 @@ impl Controller {
                 .gres_devices
                 .get(nid.index())
                 .map_or(&[], Vec::as_slice),
-            r.gpus_per_node.get(i).map_or(&[], Vec::as_slice),
+            &gpu_env::gpus_on_node(r, i),
             &r.desc,
         ))
     }
 }
 
 fn device_files(devices: &[GresDevice], gpus: &[u32], desc: &JobDescription) -> Vec<DeviceFile> {
-    let mut files: Vec<DeviceFile> = Vec::new();
+    // Which GPU each GPU device file belongs to, in the node's GPU order.
+    let mut gpu_of: BTreeMap<&str, u32> = BTreeMap::new();
     let mut next_gpu = 0u32;
-    for d in devices {
-        let gpu = (d.name == "gpu").then(|| {
-            let first = next_gpu;
-            next_gpu = next_gpu.saturating_add(u32::try_from(d.count).unwrap_or(u32::MAX));
-            first
-        });
-        let allowed = match gpu {
-            Some(i) => gpus.contains(&i),
-            None => desc.gres.iter().any(|g| g.name == d.name && g.count > 0),
-        };
+    for d in devices.iter().filter(|d| d.name == "gpu") {
         for path in &d.files {
-            match files.iter_mut().find(|f| f.path == *path) {
-                Some(f) => {
-                    f.allowed |= allowed;
-                    f.gpu = f.gpu.or(gpu);
-                }
-                None => files.push(DeviceFile {
-                    path: path.clone(),
-                    gpu,
-                    allowed,
-                }),
+            gpu_of.entry(path.as_str()).or_insert(next_gpu);
+        }
+        next_gpu = next_gpu.saturating_add(u32::try_from(d.count).unwrap_or(u32::MAX));
+    }
+    let mut files: Vec<DeviceFile> = Vec::new();
+    for d in devices {
+        for path in &d.files {
+            if files.iter().any(|f| f.path == *path) {
+                continue;
             }
+            // A GPU's file is the job's only with that GPU (whole, or its shards come
+            // from it): asking for a GRES spread over the GPUs' files (`shard`) by name
+            // opens none of them. Other GRES files go with the GRES's name.
+            let gpu = gpu_of.get(path.as_str()).copied();
+            let allowed = match gpu {
+                Some(i) => gpus.contains(&i),
+                None => desc.gres.iter().any(|g| g.name == d.name && g.count > 0),
+            };
+            files.push(DeviceFile {
+                path: path.clone(),
+                gpu,
+                allowed,
+            });
         }
     }
     files
@@ -2382,6 +2386,9 @@ mod device_tests {
             .all(|f| !f.allowed));
     }
 
+    /// A shard job opens the file of the GPU its shards come from, never the other GPUs'
+    /// (which `shard`'s own gres.conf line also names); a NIC's file goes with asking
+    /// for the NIC.
     #[test]
     fn other_gres_files_are_allowed_to_jobs_that_asked_for_that_gres() {
         let devices = devices();
@@ -2400,15 +2407,15 @@ mod device_tests {
             ],
             ..JobDescription::default()
         };
-        let allowed: Vec<String> = device_files(&devices, &[], &desc)
-            .into_iter()
-            .filter(|f| f.allowed)
-            .map(|f| f.path)
-            .collect();
-        assert_eq!(
-            allowed,
-            ["/dev/nvidia0", "/dev/nvidia1", "/dev/infiniband/uverbs0"]
-        );
+        let allowed = |gpus: &[u32]| -> Vec<String> {
+            device_files(&devices, gpus, &desc)
+                .into_iter()
+                .filter(|f| f.allowed)
+                .map(|f| f.path)
+                .collect()
+        };
+        assert_eq!(allowed(&[]), ["/dev/infiniband/uverbs0"]);
+        assert_eq!(allowed(&[1]), ["/dev/nvidia1", "/dev/infiniband/uverbs0"]);
     }
 
     /// A controller over one node `n1` of slurm.conf's `gres` with gres.conf `gres_conf`.
