@@ -407,7 +407,7 @@ pub fn format_cores(cores: &[u32]) -> String {
     let mut i = 0;
     while i < sorted.len() {
         let mut j = i;
-        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+        while j + 1 < sorted.len() && sorted[j].checked_add(1) == Some(sorted[j + 1]) {
             j += 1;
         }
         parts.push(if i == j {

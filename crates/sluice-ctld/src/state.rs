@@ -505,7 +505,7 @@ impl Controller {
                     .or(d
                         .gpus_per_socket
                         .as_ref()
-                        .map(|g| g.1 * d.sockets_per_node.unwrap_or(1)))
+                        .map(|g| g.1.saturating_mul(d.sockets_per_node.unwrap_or(1))))
                     .unwrap_or(1);
                 MemRequest::PerNode(m * gpus as u64)
             }
@@ -519,9 +519,13 @@ impl Controller {
                 None if table.find(name, None).is_some() => return Err(NODE_CONFIG.into()),
                 None => return Err(invalid()),
             };
-            req.gres_per_node[slot] += count;
+            req.gres_per_node[slot] = req.gres_per_node[slot]
+                .checked_add(count)
+                .ok_or_else(invalid)?;
             if let Some(parent) = table.parent(slot) {
-                req.gres_per_node[parent] += count;
+                req.gres_per_node[parent] = req.gres_per_node[parent]
+                    .checked_add(count)
+                    .ok_or_else(invalid)?;
             }
             Ok(())
         };
@@ -546,7 +550,7 @@ impl Controller {
             let tasks_here = d
                 .ntasks_per_node
                 .unwrap_or(r.ntasks.div_ceil(req.min_nodes.max(1)));
-            add("gpu", t.as_deref(), n * tasks_here)?;
+            add("gpu", t.as_deref(), n.saturating_mul(tasks_here))?;
         }
         // CPUs and memory that come with each GPU: `--cpus-per-gpu`, else the
         // partition's `DefCpuPerGPU`; its `DefMemPerGPU` when no memory was asked for.
