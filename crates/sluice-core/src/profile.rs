@@ -407,6 +407,32 @@ impl Profile {
         steps[index_at(steps, t)].1
     }
 
+    /// How many of `req`'s tasks `node` can host throughout `[start, end)`: the least,
+    /// over the steps of that window, of what each step's free resources allow (see
+    /// [`crate::select::max_tasks_on`]). Not the same as hosting on
+    /// [`Profile::free_during`]'s component-wise minimum when the node keeps processors
+    /// for its free GPUs (`RestrictedCoresPerGPU`): fewer free GPUs would keep fewer.
+    pub fn tasks_during(
+        &self,
+        cluster: &Cluster,
+        req: &JobRequest,
+        node: NodeId,
+        start: Time,
+        end: Time,
+    ) -> u32 {
+        let cap = cluster.node(node).capacity;
+        let reserve = cluster.gpu_reserve(node);
+        let steps = self.steps_of(node);
+        let mut i = index_at(steps, start);
+        let mut k = max_tasks_on(req, &steps[i].1, &cap, reserve);
+        i += 1;
+        while i < steps.len() && steps[i].0 < end {
+            k = k.min(max_tasks_on(req, &steps[i].1, &cap, reserve));
+            i += 1;
+        }
+        k
+    }
+
     /// What `node` has free throughout `[start, end)` (component-wise minimum).
     pub fn free_during(&self, node: NodeId, start: Time, end: Time) -> Resources {
         let steps = self.steps_of(node);
@@ -772,17 +798,13 @@ impl Profile {
         for t in times {
             let candidates: Vec<Candidate> = nodes
                 .iter()
-                .map(|&n| {
-                    let cap = cluster.node(n).capacity;
-                    let free = self.free_during(n, t, t + d);
-                    Candidate {
-                        node: n,
-                        tasks: max_tasks_on(req, &free, &cap, cluster.gpu_reserve(n)),
-                        free_cpus: self.free_at(n, t).cpus,
-                        weight: cluster.node(n).weight,
-                        rank: cluster.placement_key(n, &self.free_at(n, t)),
-                        switch: cluster.leaf_switch(n),
-                    }
+                .map(|&n| Candidate {
+                    node: n,
+                    tasks: self.tasks_during(cluster, req, n, t, t + d),
+                    free_cpus: self.free_at(n, t).cpus,
+                    weight: cluster.node(n).weight,
+                    rank: cluster.placement_key(n, &self.free_at(n, t)),
+                    switch: cluster.leaf_switch(n),
                 })
                 .collect();
             if let Some(chosen) = choose_listed(req, &candidates, t, cluster.blocks.as_ref()) {

@@ -754,8 +754,7 @@ impl Scheduler {
             if req.features_any != 0 && node.features & req.features_any == 0 {
                 return 0;
             }
-            let free = self.profile.free_during(n, now, end);
-            max_tasks_on(req, &free, &node.capacity, self.cluster.gpu_reserve(n))
+            self.profile.tasks_during(&self.cluster, req, n, now, end)
         };
         let index = self.free_now.by_rank(part);
         if req.min_nodes <= 1 {

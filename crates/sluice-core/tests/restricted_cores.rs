@@ -66,3 +66,24 @@ fn requests_that_need_the_kept_cores_are_refused() {
     assert_eq!(r.starts(), [(3, 0), (4, 10)]);
     assert_eq!((r.nodes(3), r.nodes(4)), (vec![0], vec![0, 1]));
 }
+
+/// node0: 16 CPUs, 4 GPUs, 2 CPUs kept per GPU.
+/// t=0  job 1 takes all 4 GPUs and 2 CPUs until 50 (no GPU free: nothing is kept).
+/// t=0  job 2, CPU only, takes 6 CPUs until 200.
+/// t=1  job 3, CPU only, asks 8 CPUs for 100 s. Now 8 CPUs are free and no GPU, but at
+///      50 the four GPUs come back and keep 8 CPUs: with job 3 on 8, only 0 would be
+///      left for them. So it may not start before job 2 ends at 200 — the same answer
+///      whether a pass looks for a node free now or plans the job.
+#[test]
+fn kept_cores_count_from_when_the_gpus_come_back() {
+    let nodes = [(16, 4)];
+    let jobs = [
+        job(1).procs(2).one_node().gpus(4).time(50),
+        job(2).procs(6).one_node().time(200),
+        job(3).procs(8).one_node().time(100).submit(1),
+    ];
+    let r = replay_both(keeping(&nodes, 2), sluice_core::Policy::Fcfs, &jobs);
+    assert_eq!(r.start(3), 200);
+    let r = replay_both(keeping(&nodes, 2), backfill(1000), &jobs);
+    assert_eq!(r.start(3), 200);
+}

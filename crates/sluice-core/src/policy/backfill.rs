@@ -195,15 +195,11 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
                 continue;
             }
             let end = round_up(t + job.spec.time_limit, res);
+            // Its resources are still free, and so are its tasks' processors apart from
+            // those kept for GPUs it does not take (RestrictedCoresPerGPU).
             let still_fits = alloc.nodes.iter().all(|a| {
-                let free = plan.free_during(a.node, t, end);
-                // The processors a node keeps for the GPUs this job does not take
-                // (RestrictedCoresPerGPU) are not the job's to use.
-                let withheld = s
-                    .cluster
-                    .gpu_reserve(a.node)
-                    .withheld(&job.spec.request, &free);
-                a.usage.fits_in(&free) && a.usage.cpus <= free.cpus.saturating_sub(withheld)
+                a.usage.fits_in(&plan.free_during(a.node, t, end))
+                    && plan.tasks_during(&s.cluster, &job.spec.request, a.node, t, end) >= a.tasks
             });
             if still_fits {
                 plan.claim_all(&alloc.nodes, t, end);
