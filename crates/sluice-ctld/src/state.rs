@@ -532,25 +532,40 @@ impl Controller {
         for g in &d.gres {
             add(&g.name, g.gres_type.as_deref(), g.count)?;
         }
+        // The --gpus* options each say how many GPUs a node needs; given together they
+        // are constraints on one allocation (as in Slurm), not amounts to add up: per
+        // type, the most any of them asks.
+        let mut gpus_per_node: Vec<(Option<String>, u32)> = Vec::new();
+        let mut want = |t: Option<&str>, n: u32| match gpus_per_node
+            .iter_mut()
+            .find(|g| g.0.as_deref() == t)
+        {
+            Some(g) => g.1 = g.1.max(n),
+            None => gpus_per_node.push((t.map(str::to_string), n)),
+        };
         if let Some((t, n)) = &d.gpus_per_node {
-            add("gpu", t.as_deref(), *n)?;
+            want(t.as_deref(), *n);
         }
         if let Some((t, n)) = &d.gpus {
-            let per_node = n.div_ceil(req.min_nodes.max(1));
-            add("gpu", t.as_deref(), per_node)?;
+            // Spread evenly: every node of the job gets the same count (a deviation:
+            // Slurm may give the nodes different counts adding up to exactly N).
+            want(t.as_deref(), n.div_ceil(req.min_nodes.max(1)));
         }
         if let Some((t, n)) = &d.gpus_per_socket {
             // GPUs per node: per socket, times the sockets the job asks of each node.
             let sockets = d.sockets_per_node.ok_or_else(|| {
                 "--gpus-per-socket option requires --sockets-per-node specification".to_string()
             })?;
-            add("gpu", t.as_deref(), n.saturating_mul(sockets))?;
+            want(t.as_deref(), n.saturating_mul(sockets));
         }
         if let Some((t, n)) = &d.gpus_per_task {
             let tasks_here = d
                 .ntasks_per_node
                 .unwrap_or(r.ntasks.div_ceil(req.min_nodes.max(1)));
-            add("gpu", t.as_deref(), n.saturating_mul(tasks_here))?;
+            want(t.as_deref(), n.saturating_mul(tasks_here));
+        }
+        for (t, n) in gpus_per_node {
+            add("gpu", t.as_deref(), n)?;
         }
         // CPUs and memory that come with each GPU: `--cpus-per-gpu`, else the
         // partition's `DefCpuPerGPU`; its `DefMemPerGPU` when no memory was asked for.

@@ -532,3 +532,27 @@ fn gpu_jobs_get_the_cpus_and_memory_that_come_with_each_gpu() {
     assert_eq!(got(a), (JobState::Running, vec![8], 2000, vec![vec![0, 1]]));
     assert_eq!(got(b), (JobState::Running, vec![2], 500, vec![vec![2]]));
 }
+
+#[test]
+fn gpu_options_together_are_one_constraint_not_a_sum() {
+    // Two nodes of 4 GPUs. `-N2 --gpus=3 --gpus-per-node=2` is two GPUs on each node (3
+    // spread evenly is 2 per node, and 2 per node asked): 2 + 2, not 2 + 2 on each.
+    let text = "ClusterName=g\nGresTypes=gpu\n\
+                NodeName=g[1-2] CPUs=8 RealMemory=8000 Gres=gpu:4\n\
+                PartitionName=gpu Nodes=g[1-2] Default=YES\n";
+    let parsed = sluice_conf::slurm_conf::parse_str(text, Path::new("slurm.conf")).unwrap();
+    let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(2, 60);
+    d.nodes = Some((2, 2));
+    d.gpus = Some((None, 3));
+    d.gpus_per_node = Some((None, 2));
+    let (id, _) = submit(&mut c, d, &mut next, 0);
+    c.schedule(0);
+    let r = c.job(id).unwrap();
+    assert_eq!(
+        (r.state.clone(), r.gpus_per_node.clone()),
+        (JobState::Running, vec![vec![0, 1], vec![0, 1]])
+    );
+}
