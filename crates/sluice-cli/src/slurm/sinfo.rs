@@ -241,11 +241,29 @@ pub fn main(args: Vec<String>) -> i32 {
                 nodes: members,
             });
         } else {
+            // Nodes share a line when they agree on the state and on every field shown
+            // that describes one node (CPUs, memory, GRES, features...), as in Slurm;
+            // the node list, node count and CPU/node state counts sum them up.
+            let own = |n: &NodeInfo| -> String {
+                let single = Group {
+                    part: Some(p),
+                    nodes: vec![n],
+                };
+                let mut key = n.state.clone();
+                for c in codes(&format).filter(|c| !"NDCAF".contains(*c)) {
+                    if let Some(f) = field(c, &single) {
+                        key.push('\u{1f}');
+                        key.push_str(&f.value);
+                    }
+                }
+                key
+            };
             let mut by_state: Vec<(String, Vec<&NodeInfo>)> = Vec::new();
             for n in members {
-                match by_state.iter_mut().find(|(s, _)| *s == n.state) {
+                let key = own(n);
+                match by_state.iter_mut().find(|(s, _)| *s == key) {
                     Some((_, v)) => v.push(n),
-                    None => by_state.push((n.state.clone(), vec![n])),
+                    None => by_state.push((key, vec![n])),
                 }
             }
             if by_state.is_empty() {

@@ -504,3 +504,24 @@ fn gpu_bind_maps_tasks_to_gpus_and_gpus_per_socket_needs_sockets() {
         "sbatch: error: Batch job submission failed: Requested node configuration is not available\n"
     );
 }
+
+/// `sinfo` puts nodes on one line only when the fields it shows agree: nodes with other
+/// GPUs get their own line, as in Slurm, while the node list and count sum up the rest.
+#[test]
+fn sinfo_keeps_nodes_with_other_gres_apart() {
+    let c = Cluster::start(
+        "sinfo-gres",
+        "ClusterName=mixed
+SlurmctldHost=localhost
+GresTypes=gpu
+NodeName=a[1-2] CPUs=4 RealMemory=4000 Gres=gpu:a100:2 State=UNKNOWN
+NodeName=h1 CPUs=4 RealMemory=4000 Gres=gpu:h100:4 State=UNKNOWN
+PartitionName=gpu Nodes=a[1-2],h1 Default=YES MaxTime=1:00:00 State=UP
+",
+    );
+    assert_eq!(
+        c.run("sinfo", &["-h", "-o", "%N %D %c %G"]).stdout,
+        "a[1-2] 2 4 gpu:a100:2\nh1 1 4 gpu:h100:4\n"
+    );
+    assert_eq!(c.run("sinfo", &["-h", "-o", "%D %c"]).stdout, "3 4\n");
+}
