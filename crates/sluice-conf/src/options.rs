@@ -605,7 +605,7 @@ pub fn signal_number(name: &str) -> Option<i32> {
 /// `--switches=count[@max-time]` (Slurm's sbatch(1)): a positive count, and a time in
 /// `--time` syntax.
 fn parse_switches(value: &str) -> Result<(u32, Option<i64>), OptionError> {
-    let bad = || err("Invalid --switches specification");
+    let bad = || err(format!("Invalid numeric value \"{value}\" for --switches."));
     let (count, wait) = match value.split_once('@') {
         Some((c, w)) => (c, Some(w)),
         None => (value, None),
@@ -837,10 +837,10 @@ impl GpuBind {
     /// decimal ids or `mask_gpu:LIST` with hexadecimal masks (`0x` optional), where a
     /// list item may carry a repetition count (`0*4`).
     ///
-    /// Errors: Slurm's `Invalid --gpu-bind argument: VALUE` for anything else, for an
+    /// Errors: Slurm's `Invalid --gpu-bind argument: gpu:VALUE` for anything else, for an
     /// empty list, and (unlike Slurm, which takes them) for `single:0` and `per_task:0`.
     pub fn parse(value: &str) -> Result<GpuBind, String> {
-        let bad = || format!("Invalid --gpu-bind argument: {value}");
+        let bad = || format!("Invalid --gpu-bind argument: gpu:{value}");
         let lower = value.to_ascii_lowercase();
         let (verbose, rest) = match lower.strip_prefix("verbose,") {
             Some(r) => (true, r),
@@ -1051,7 +1051,7 @@ mod tests {
         ] {
             assert_eq!(
                 bind(bad).unwrap_err(),
-                format!("Invalid --gpu-bind argument: {bad}"),
+                format!("Invalid --gpu-bind argument: gpu:{bad}"),
                 "{bad}"
             );
         }
@@ -1060,7 +1060,25 @@ mod tests {
         assert_eq!(o.gpu_bind.as_deref(), Some("verbose,map_gpu:1,0"));
         assert_eq!(
             parse("--gpu-bind=blah").unwrap_err().message,
-            "Invalid --gpu-bind argument: blah"
+            "Invalid --gpu-bind argument: gpu:blah"
+        );
+    }
+
+    #[test]
+    fn switches_and_segment_take_slurms_forms() {
+        let (o, _) = parse("--switches=2").unwrap();
+        assert_eq!(o.switches, Some((2, None)));
+        let (o, _) = parse("--switches=1@1:30").unwrap();
+        assert_eq!(o.switches, Some((1, Some(90))));
+        let (o, _) = parse("--segment=4").unwrap();
+        assert_eq!(o.segment, Some(4));
+        assert_eq!(
+            parse("--switches=abc").unwrap_err().message,
+            "Invalid numeric value \"abc\" for --switches."
+        );
+        assert_eq!(
+            parse("--segment=0").unwrap_err().message,
+            "Invalid --segment specification"
         );
     }
 

@@ -464,7 +464,10 @@ fn gpu_bind_maps_tasks_to_gpus_and_gpus_per_socket_needs_sockets() {
     lines.sort();
     assert_eq!(lines, ["0: 1 gpu:map_gpu:1,0", "1: 0 gpu:map_gpu:1,0"]);
     let o = c.run("srun", &["--gpu-bind=blah", "true"]);
-    assert_eq!(o.stderr, "srun: error: Invalid --gpu-bind argument: blah\n");
+    assert_eq!(
+        o.stderr,
+        "srun: error: Invalid --gpu-bind argument: gpu:blah\n"
+    );
     assert_ne!(o.code, 0);
 
     let o = c.run("sbatch", &["--gpus-per-socket=1", "--wrap", "true"]);

@@ -797,7 +797,7 @@ mod tests {
         );
         assert_eq!(
             step(Some("bad"), None, &mut c),
-            Err("Invalid --gpu-bind argument: bad".into())
+            Err("Invalid --gpu-bind argument: gpu:bad".into())
         );
     }
 }
