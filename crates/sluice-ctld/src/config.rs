@@ -45,6 +45,10 @@ pub struct ClusterConfig {
     pub settings: Vec<(String, String)>,
     /// Per partition: `DefCpuPerGPU` and `DefMemPerGPU`, its own or the global ones.
     pub gpu_defaults: Vec<GpuDefaults>,
+    /// Memory a job that asks none gets: slurm.conf's `DefMemPerCPU` (per allocated
+    /// CPU) or `DefMemPerNode` (per node), in MiB; `None` without either (the job then
+    /// has no memory reserved or limited). `DefMemPerGPU` wins for GPU jobs.
+    pub def_mem: Option<sluice_core::MemRequest>,
     /// cgroup.conf's `ConstrainDevices` (default no): jobs may open only the GRES
     /// device files of the devices they were allocated.
     pub constrain_devices: bool,
@@ -154,6 +158,15 @@ impl ClusterConfig {
                 );
                 conf.cluster.partitions.len()
             ],
+            def_mem: conf
+                .get("DefMemPerCPU")
+                .and_then(|v| sluice_conf::duration::parse_mem_mib(v).ok())
+                .map(sluice_core::MemRequest::PerCpu)
+                .or_else(|| {
+                    conf.get("DefMemPerNode")
+                        .and_then(|v| sluice_conf::duration::parse_mem_mib(v).ok())
+                        .map(sluice_core::MemRequest::PerNode)
+                }),
             constrain_devices: false,
             accounting_tres: conf.accounting_tres.clone(),
             billing_weights: conf.billing_weights.clone(),
@@ -339,6 +352,7 @@ impl ClusterConfig {
             gres_devices: vec![Vec::new()],
             settings: Vec::new(),
             gpu_defaults: vec![GpuDefaults::default()],
+            def_mem: None,
             constrain_devices: false,
             accounting_tres: DEFAULT_TRES.iter().map(|t| t.to_string()).collect(),
             billing_weights: vec![None],

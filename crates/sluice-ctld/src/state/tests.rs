@@ -556,3 +556,19 @@ fn gpu_options_together_are_one_constraint_not_a_sum() {
         (JobState::Running, vec![vec![0, 1], vec![0, 1]])
     );
 }
+
+#[test]
+fn a_job_asking_no_memory_gets_def_mem_per_cpu() {
+    // DefMemPerCPU=1000: three one-CPU tasks on one node hold 3000 MiB there.
+    let text = "ClusterName=m\nDefMemPerCPU=1000\n\
+                NodeName=m1 CPUs=8 RealMemory=8000\n\
+                PartitionName=p Nodes=m1 Default=YES\n";
+    let parsed = sluice_conf::slurm_conf::parse_str(text, Path::new("slurm.conf")).unwrap();
+    let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(3, 60), &mut next, 0);
+    c.schedule(0);
+    let r = c.job(id).unwrap();
+    assert_eq!((r.state.clone(), r.mem_per_node), (JobState::Running, 3000));
+}
