@@ -552,7 +552,7 @@ fn gpu_options_together_are_one_constraint_not_a_sum() {
     c.schedule(0);
     let r = c.job(id).unwrap();
     assert_eq!(
-        (r.state.clone(), r.gpus_per_node.clone()),
+        (r.state, r.gpus_per_node.clone()),
         (JobState::Running, vec![vec![0, 1], vec![0, 1]])
     );
 }
@@ -570,5 +570,5 @@ fn a_job_asking_no_memory_gets_def_mem_per_cpu() {
     let (id, _) = submit(&mut c, desc(3, 60), &mut next, 0);
     c.schedule(0);
     let r = c.job(id).unwrap();
-    assert_eq!((r.state.clone(), r.mem_per_node), (JobState::Running, 3000));
+    assert_eq!((r.state, r.mem_per_node), (JobState::Running, 3000));
 }
