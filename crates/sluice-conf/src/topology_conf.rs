@@ -91,6 +91,33 @@ impl TopologyConf {
     }
 }
 
+/// Checks that every node a switch or block (`kind` `name`, at `path`:`line`) names is
+/// one slurm.conf defines.
+///
+/// Errors: `FILE:LINE: KIND NAME names nodes that slurm.conf does not define: LIST`.
+fn all_known(
+    known: &HashSet<&str>,
+    kind: &str,
+    name: &str,
+    nodes: &[String],
+    path: &Path,
+    line: usize,
+) -> Result<(), String> {
+    let unknown: Vec<&str> = nodes
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !known.contains(n))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{}:{line}: {kind} {name} names nodes that slurm.conf does not define: {}",
+        path.display(),
+        hostlist::compress(&unknown)
+    ))
+}
+
 impl fmt::Display for TopologyConf {
     /// The topology as topology.conf text, one line per switch or block (hostlists
     /// compressed), which [`parse_str`] reads back to the same topology (for one that
@@ -403,21 +430,7 @@ impl Tree {
     pub fn validate(&self, node_names: &[String]) -> Result<Vec<String>, String> {
         let known: HashSet<&str> = node_names.iter().map(String::as_str).collect();
         for sw in &self.switches {
-            let unknown: Vec<&str> = sw
-                .nodes
-                .iter()
-                .map(String::as_str)
-                .filter(|n| !known.contains(n))
-                .collect();
-            if !unknown.is_empty() {
-                return Err(format!(
-                    "{}:{}: switch {} names nodes that slurm.conf does not define: {}",
-                    sw.path.display(),
-                    sw.line,
-                    sw.name,
-                    hostlist::compress(&unknown)
-                ));
-            }
+            all_known(&known, "switch", &sw.name, &sw.nodes, &sw.path, sw.line)?;
         }
         let mut warnings = Vec::new();
         let missing: Vec<&str> = node_names
@@ -757,21 +770,7 @@ impl Blocks {
     pub fn validate(&self, node_names: &[String]) -> Result<Vec<String>, String> {
         let known: HashSet<&str> = node_names.iter().map(String::as_str).collect();
         for b in &self.blocks {
-            let unknown: Vec<&str> = b
-                .nodes
-                .iter()
-                .map(String::as_str)
-                .filter(|n| !known.contains(n))
-                .collect();
-            if !unknown.is_empty() {
-                return Err(format!(
-                    "{}:{}: block {} names nodes that slurm.conf does not define: {}",
-                    b.path.display(),
-                    b.line,
-                    b.name,
-                    hostlist::compress(&unknown)
-                ));
-            }
+            all_known(&known, "block", &b.name, &b.nodes, &b.path, b.line)?;
         }
         let missing: Vec<&str> = node_names
             .iter()
