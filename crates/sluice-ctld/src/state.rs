@@ -1913,11 +1913,23 @@ impl Controller {
     pub fn nodes(&self) -> Vec<NodeInfo> {
         let mut alloc_cpus = vec![0u32; self.conf.cluster.nodes.len()];
         let mut alloc_mem = vec![0u64; self.conf.cluster.nodes.len()];
+        let mut alloc_gres =
+            vec![[0u64; sluice_core::tres::MAX_GRES]; self.conf.cluster.nodes.len()];
+        let table = &self.conf.cluster.gres;
         for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
             for (i, name) in j.nodes.iter().enumerate() {
                 if let Some(n) = self.conf.node_id(name) {
                     alloc_cpus[n.index()] += j.cpus_per_node.get(i).copied().unwrap_or(0);
                     alloc_mem[n.index()] += j.mem_per_node;
+                    let gres = &mut alloc_gres[n.index()];
+                    if let Some(gpu) = self.gpu_slot {
+                        gres[gpu] += j.gpus_per_node.get(i).map_or(0, |g| g.len() as u64);
+                    }
+                    for (t, count) in j.gpu_types_per_node.get(i).into_iter().flatten() {
+                        if let Some(slot) = table.find("gpu", Some(t)) {
+                            gres[slot] += u64::from(*count);
+                        }
+                    }
                 }
             }
         }
@@ -1939,7 +1951,19 @@ impl Controller {
                     NodeState::Up => "mixed",
                 };
                 let topo = self.conf.topology.get(i).copied().unwrap_or((1, cpus, 1));
+                // A node's TRES: no `node=` entry; billing only in the configured ones.
+                let node_tres = |cpus: u64,
+                                 mem: u64,
+                                 gres: &[u64; sluice_core::tres::MAX_GRES],
+                                 billing: bool| {
+                    let mut t = self.conf.tres(None, cpus, mem, 0, gres);
+                    t.retain(|(name, _)| billing || name != "billing");
+                    sluice_proto::types::tres_string(&t)
+                };
+                let cap_gres = n.capacity.gres.map(u64::from);
                 NodeInfo {
+                    cfg_tres: node_tres(u64::from(cpus), n.capacity.mem_mib, &cap_gres, true),
+                    alloc_tres: node_tres(u64::from(used), alloc_mem[i], &alloc_gres[i], false),
                     name: n.name.clone(),
                     state: state.into(),
                     reason: self

@@ -456,6 +456,14 @@ fn exact_mib(mut n: u64) -> String {
 /// A node as `sinfo` and `scontrol show node` see it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeInfo {
+    /// `CfgTRES` as `scontrol show node` prints it (`cpu=2,mem=24105M,billing=2,
+    /// gres/gpu=4`, GRES as `AccountingStorageTRES` tracks them); empty from an older
+    /// controller.
+    #[serde(default)]
+    pub cfg_tres: String,
+    /// `AllocTRES` as `scontrol show node` prints it (empty when nothing is allocated).
+    #[serde(default)]
+    pub alloc_tres: String,
     /// Name.
     pub name: String,
     /// Base state: `idle`, `mixed`, `allocated`, `down`, `drained`, `draining`.

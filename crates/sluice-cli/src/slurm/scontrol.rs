@@ -402,12 +402,17 @@ pub fn main(args: Vec<String>) -> i32 {
                             ("Partitions".into(), n.partitions.join(",")),
                             (
                                 "CfgTRES".into(),
-                                format!("cpu={},mem={}M,billing={}", n.cpus, n.memory, n.cpus),
+                                if n.cfg_tres.is_empty() {
+                                    format!("cpu={},mem={}M,billing={}", n.cpus, n.memory, n.cpus)
+                                } else {
+                                    n.cfg_tres.clone()
+                                },
                             ),
                             (
                                 "AllocTRES".into(),
                                 match (n.cpus_alloc, n.memory_alloc) {
                                     (0, _) => String::new(),
+                                    _ if !n.alloc_tres.is_empty() => n.alloc_tres.clone(),
                                     (c, 0) => format!("cpu={c}"),
                                     (c, m) => format!("cpu={c},mem={}", tres_mem(m)),
                                 },

@@ -528,3 +528,41 @@ PartitionName=gpu Nodes=a[1-2],h1 Default=YES MaxTime=1:00:00 State=UP
     );
     assert_eq!(c.run("sinfo", &["-h", "-o", "%D %c"]).stdout, "3 4\n");
 }
+
+/// `scontrol show node` counts GPUs in the node's TRES when accounting tracks them, as
+/// Slurm's sample shows: configured and allocated.
+#[test]
+fn a_nodes_tres_count_its_gpus() {
+    let c = Cluster::start(
+        "node-tres",
+        "ClusterName=nodetres
+SlurmctldHost=localhost
+GresTypes=gpu
+AccountingStorageTRES=gres/gpu
+NodeName=g1 CPUs=4 RealMemory=4000 Gres=gpu:4 State=UNKNOWN
+PartitionName=gpu Nodes=g1 Default=YES MaxTime=1:00:00 State=UP
+",
+    );
+    let tres = |c: &Cluster| -> Vec<String> {
+        c.run("scontrol", &["show", "node", "g1"])
+            .stdout
+            .split_whitespace()
+            .filter(|w| w.starts_with("CfgTRES=") || w.starts_with("AllocTRES="))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(
+        tres(&c),
+        ["CfgTRES=cpu=4,mem=4000M,billing=4,gres/gpu=4", "AllocTRES="]
+    );
+    let job = c.sbatch(&["--gpus=2", "--mem=1000", "--wrap", "sleep 600"]);
+    c.wait_for("the job to run", || c.state(job) == "RUNNING");
+    assert_eq!(
+        tres(&c),
+        [
+            "CfgTRES=cpu=4,mem=4000M,billing=4,gres/gpu=4",
+            "AllocTRES=cpu=1,mem=1000M,gres/gpu=2"
+        ]
+    );
+    c.run("scancel", &[&job.to_string()]);
+}
