@@ -221,6 +221,16 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         p("TresPerNode", per_node.join(","));
     }
     p("Power", String::new());
+    // `--gpus` asks for the job as a whole: Slurm's `TresPerJob=gres:gpu[:type]:N`.
+    if let Some((t, n)) = &j.desc.gpus {
+        p(
+            "TresPerJob",
+            match t {
+                Some(t) => format!("gres:gpu:{t}:{n}"),
+                None => format!("gres:gpu:{n}"),
+            },
+        );
+    }
     v
 }
 
@@ -272,6 +282,7 @@ const JOB_BREAKS: &[&str] = &[
     "StdOut",
     "TresPerNode",
     "Power",
+    "TresPerJob",
 ];
 
 /// Runs `scontrol`.

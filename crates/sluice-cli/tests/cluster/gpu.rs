@@ -564,5 +564,11 @@ PartitionName=gpu Nodes=g1 Default=YES MaxTime=1:00:00 State=UP
             "AllocTRES=cpu=1,mem=1000M,gres/gpu=2"
         ]
     );
+    // The job's own record ends as Slurm's does for `--gpus`.
+    let show = c.run("scontrol", &["show", "job", &job.to_string()]).stdout;
+    assert!(
+        show.ends_with("   Power=\n   TresPerJob=gres:gpu:2\n\n"),
+        "{show}"
+    );
     c.run("scancel", &[&job.to_string()]);
 }
