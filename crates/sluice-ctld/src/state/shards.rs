@@ -399,6 +399,44 @@ impl Controller {
         }
     }
 
+    /// Running job `id`'s time limit changed: its shards and whole GPUs are now held
+    /// until `end` (Unix seconds), and the claims that follow them are moved to match,
+    /// so that plans for the GPUs see the new end.
+    pub(super) fn retime_shards(&mut self, id: u64, end: i64, now: i64) {
+        if self.shards.slot.is_none() {
+            return;
+        }
+        let mut shared: Vec<(usize, u32)> = Vec::new();
+        for (&key, jobs) in self.shards.holders.iter_mut() {
+            if let Some(held) = jobs.get_mut(&id) {
+                held.1 = end;
+                shared.push(key);
+            }
+        }
+        for (node, gpu) in shared {
+            self.stretch_claim(node, gpu, now);
+        }
+        let whole: Vec<(usize, u32)> = self
+            .shards
+            .whole
+            .iter()
+            .filter(|(_, (j, _))| *j == id)
+            .map(|(k, _)| *k)
+            .collect();
+        for (node, gpu) in whole {
+            self.shards.whole.insert((node, gpu), (id, end));
+            if let Some(&(start, _)) = self.shards.claims.get(&(node, gpu)) {
+                if self.sched.set_time_limit(
+                    claim_id(node, gpu),
+                    (end - start).clamp(1, MAX_TIME_LIMIT),
+                    now,
+                ) {
+                    self.shards.claims.insert((node, gpu), (start, end));
+                }
+            }
+        }
+    }
+
     /// Ends the claim on GPU `gpu` of node `node`, if there is one.
     fn unclaim(&mut self, node: usize, gpu: u32, now: i64) {
         if self.shards.claims.remove(&(node, gpu)).is_some() {
@@ -799,5 +837,30 @@ mod tests {
             step(Some("bad"), None, &mut c),
             Err("Invalid --gpu-bind argument: gpu:bad".into())
         );
+    }
+
+    /// A shard holder's new time limit moves the claim on its GPU, so plans for that
+    /// GPU see the new end: 600 s at first, 1200 s after `scontrol update`.
+    #[test]
+    fn a_new_time_limit_moves_the_claim_on_a_shared_gpu() {
+        let mut c = controller("gpu:2,shard:8", "");
+        let id = submit(&mut c, asking("shard", 2), 0).unwrap();
+        c.schedule(0);
+        let claim = |c: &Controller| c.sched.job(claim_id(0, 0)).map(|j| j.spec.time_limit);
+        assert_eq!(claim(&c), Some(600));
+        let admin = Caller {
+            uid: 0,
+            gid: 0,
+            admin: true,
+        };
+        c.update_job(
+            id,
+            None,
+            &[("TimeLimit".into(), "20:00".into())],
+            &admin,
+            10,
+        )
+        .unwrap();
+        assert_eq!(claim(&c), Some(1200));
     }
 }

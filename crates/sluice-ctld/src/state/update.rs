@@ -283,11 +283,10 @@ impl Controller {
             }
             if record.state == JobState::Running {
                 if let Some(limit) = new_limit {
-                    self.sched.set_time_limit(
-                        JobId(id),
-                        limit.unwrap_or(MAX_TIME_LIMIT).clamp(1, MAX_TIME_LIMIT),
-                        now,
-                    );
+                    let secs = limit.unwrap_or(MAX_TIME_LIMIT).clamp(1, MAX_TIME_LIMIT);
+                    self.sched.set_time_limit(JobId(id), secs, now);
+                    let start = record.start_time.unwrap_or(now);
+                    self.retime_shards(id, start.saturating_add(secs), now);
                     if !record.desc.interactive {
                         effects.push(Effect::SetTimeLimit {
                             socket: agent_socket(
