@@ -45,10 +45,11 @@ pub struct ClusterConfig {
     pub settings: Vec<(String, String)>,
     /// Per partition: `DefCpuPerGPU` and `DefMemPerGPU`, its own or the global ones.
     pub gpu_defaults: Vec<GpuDefaults>,
-    /// Memory a job that asks none gets: slurm.conf's `DefMemPerCPU` (per allocated
-    /// CPU) or `DefMemPerNode` (per node), in MiB; `None` without either (the job then
-    /// has no memory reserved or limited). `DefMemPerGPU` wins for GPU jobs.
-    pub def_mem: Option<sluice_core::MemRequest>,
+    /// Per partition: memory a job that asks none gets, the partition's own
+    /// `DefMemPerCPU` (per allocated CPU) or `DefMemPerNode` (per node), else the global
+    /// ones, in MiB; `None` without any (the job then has no memory reserved or
+    /// limited). `DefMemPerGPU` wins for GPU jobs.
+    pub def_mem: Vec<Option<sluice_core::MemRequest>>,
     /// cgroup.conf's `ConstrainDevices` (default no): jobs may open only the GRES
     /// device files of the devices they were allocated.
     pub constrain_devices: bool,
@@ -158,15 +159,10 @@ impl ClusterConfig {
                 );
                 conf.cluster.partitions.len()
             ],
-            def_mem: conf
-                .get("DefMemPerCPU")
-                .and_then(|v| sluice_conf::duration::parse_mem_mib(v).ok())
-                .map(sluice_core::MemRequest::PerCpu)
-                .or_else(|| {
-                    conf.get("DefMemPerNode")
-                        .and_then(|v| sluice_conf::duration::parse_mem_mib(v).ok())
-                        .map(sluice_core::MemRequest::PerNode)
-                }),
+            def_mem: vec![
+                def_mem(conf.get("DefMemPerCPU"), conf.get("DefMemPerNode"));
+                conf.cluster.partitions.len()
+            ],
             constrain_devices: false,
             accounting_tres: conf.accounting_tres.clone(),
             billing_weights: conf.billing_weights.clone(),
@@ -201,13 +197,18 @@ impl ClusterConfig {
         let conf = sluice_conf::slurm_conf::read(path)?;
         let nodes = node_details(path);
         let mut config = Self::from_slurm_conf(&conf, &nodes);
-        // A partition's own DefCpuPerGPU / DefMemPerGPU beat the global ones.
-        for (name, cpus, mem) in partition_gpu_defaults(path) {
+        // A partition's own DefCpuPerGPU / DefMemPerGPU / DefMemPerCPU / DefMemPerNode
+        // beat the global ones.
+        for (name, kv) in partition_settings(path) {
+            let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
             if let Some(p) = config.cluster.partition_by_name(&name) {
                 let d = &mut config.gpu_defaults[p.index()];
-                let own = GpuDefaults::parse(cpus.as_deref(), mem.as_deref());
+                let own = GpuDefaults::parse(get("defcpupergpu"), get("defmempergpu"));
                 d.cpus_per_gpu = own.cpus_per_gpu.or(d.cpus_per_gpu);
                 d.mem_per_gpu_mib = own.mem_per_gpu_mib.or(d.mem_per_gpu_mib);
+                if let Some(m) = def_mem(get("defmempercpu"), get("defmempernode")) {
+                    config.def_mem[p.index()] = Some(m);
+                }
             }
         }
         let mut warnings = conf.warnings.clone();
@@ -352,7 +353,7 @@ impl ClusterConfig {
             gres_devices: vec![Vec::new()],
             settings: Vec::new(),
             gpu_defaults: vec![GpuDefaults::default()],
-            def_mem: None,
+            def_mem: vec![None],
             constrain_devices: false,
             accounting_tres: DEFAULT_TRES.iter().map(|t| t.to_string()).collect(),
             billing_weights: vec![None],
@@ -471,7 +472,18 @@ fn meminfo_total_mib() -> Option<u64> {
 }
 
 /// Per partition line: name, `DefCpuPerGPU=` and `DefMemPerGPU=` as written.
-fn partition_gpu_defaults(path: &Path) -> Vec<(String, Option<String>, Option<String>)> {
+/// The default memory of `DefMemPerCPU` or else `DefMemPerNode` (values as in
+/// slurm.conf; unparsable ones are left out, slurm.conf's checks report them).
+fn def_mem(per_cpu: Option<&str>, per_node: Option<&str>) -> Option<sluice_core::MemRequest> {
+    let mib = |v: Option<&str>| v.and_then(|v| sluice_conf::duration::parse_mem_mib(v).ok());
+    mib(per_cpu)
+        .map(sluice_core::MemRequest::PerCpu)
+        .or_else(|| mib(per_node).map(sluice_core::MemRequest::PerNode))
+}
+
+/// Per `PartitionName` line: its name and its `key=value` pairs (keys in lower case),
+/// read again from the file for the settings the scheduling model does not keep.
+fn partition_settings(path: &Path) -> Vec<(String, Vec<(String, String)>)> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
@@ -486,8 +498,7 @@ fn partition_gpu_defaults(path: &Path) -> Vec<(String, Option<String>, Option<St
                 .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
                 .collect();
             let (_, name) = kv.first().filter(|(k, _)| k == "partitionname")?;
-            let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
-            Some((name.clone(), get("defcpupergpu"), get("defmempergpu")))
+            Some((name.clone(), kv.clone()))
         })
         .collect()
 }
@@ -862,6 +873,29 @@ mod tests {
         let (c, _) = ClusterConfig::read(&slurm).unwrap();
         assert_eq!(c.gres_devices.iter().map(|d| d.len()).sum::<usize>(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn default_memory_comes_from_the_partition_then_the_global_setting() {
+        let dir = std::env::temp_dir().join(format!("sluice-ctld-defmem-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let slurm = dir.join("slurm.conf");
+        std::fs::write(
+            &slurm,
+            "ClusterName=c\nDefMemPerCPU=1000\nNodeName=n1 CPUs=8 RealMemory=8000\n\
+             PartitionName=a Nodes=n1 Default=YES\n\
+             PartitionName=b Nodes=n1 DefMemPerNode=2G\n\
+             PartitionName=c Nodes=n1 DefMemPerCPU=500\n",
+        )
+        .unwrap();
+        let (c, warnings) = ClusterConfig::read(&slurm).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(warnings, Vec::<String>::new());
+        use sluice_core::MemRequest::{PerCpu, PerNode};
+        assert_eq!(
+            c.def_mem,
+            [Some(PerCpu(1000)), Some(PerNode(2048)), Some(PerCpu(500))]
+        );
     }
 
     #[test]

@@ -484,7 +484,13 @@ impl Controller {
         req.ntasks_per_node = d.ntasks_per_node;
         req.exclusive = d.exclusive;
         req.mem = match d.memory {
-            None => self.conf.def_mem.unwrap_or(MemRequest::PerNode(0)),
+            None => self
+                .conf
+                .def_mem
+                .get(part.index())
+                .copied()
+                .flatten()
+                .unwrap_or(MemRequest::PerNode(0)),
             Some(MemoryRequest::PerNode(0)) => {
                 let p = self.conf.cluster.partition(part);
                 let min = p
