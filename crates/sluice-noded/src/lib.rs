@@ -325,10 +325,13 @@ async fn batch(
             }
             _ => {}
         }
+        // Tasks an earlier run left, waiting for their SIGKILL, stay the job's.
+        let task_groups = jobs.remove(&job).map(|j| j.task_groups).unwrap_or_default();
         jobs.insert(
             job,
             Running {
                 run,
+                task_groups,
                 ..Running::default()
             },
         );

@@ -369,21 +369,25 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         }
     }
     // The job stays listed (as running, for registrations) until the controller has
-    // its end, so that a controller restarting meanwhile does not take it for lost;
-    // its processes are gone, so nothing signals them any more.
+    // its end, so that a controller restarting meanwhile does not take it for lost.
     let run = r.restarts;
-    let ending = agent
+    let (ending, tasks_left) = agent
         .jobs
         .lock()
         .expect("lock")
         .get_mut(&id)
         .filter(|j| j.run == run)
-        .and_then(|j| {
+        .map_or((None, false), |j| {
             j.pid = None;
-            j.task_groups.clear();
             j.finished = true;
-            j.ending
+            (j.ending, !j.task_groups.is_empty())
         });
+    // Step tasks still running here end with the job, as slurmd ends them: SIGCONT
+    // and SIGTERM (already sent when the controller ended the job), SIGKILL after
+    // KillWait. The job stays listed, for that SIGKILL, until its last task is gone.
+    if tasks_left && ending.is_none() {
+        kill_job(agent.clone(), id, order.kill_wait);
+    }
     let (state, code, signal) = match &status {
         Some(s) => state_of(s),
         None => (JobState::Failed, 1, 0),
@@ -399,8 +403,12 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
     };
     report(agent.clone(), finish(state, code, signal)).await;
     let mut jobs = agent.jobs.lock().expect("lock");
-    if jobs.get(&id).is_some_and(|j| j.run == run) {
-        jobs.remove(&id);
+    if let Some(j) = jobs.get_mut(&id).filter(|j| j.run == run) {
+        if j.task_groups.is_empty() {
+            jobs.remove(&id);
+        } else {
+            j.tasks_only = true;
+        }
     }
     drop(jobs);
     let _ = std::fs::remove_file(script_path(&agent, r));
@@ -670,14 +678,34 @@ pub(crate) fn tasks(
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(",");
+    // What slurmstepd sets on each node whatever srun's environment holds (Snakemake's
+    // srun has none of the job's variables but its id; and a batch script's
+    // SLURM_CPUS_ON_NODE is its first node's).
+    let cpus_on_node = record
+        .nodes
+        .iter()
+        .position(|n| *n == agent.node)
+        .and_then(|i| record.cpus_per_node.get(i).copied())
+        .unwrap_or(1);
     for (local, &task) in order.tasks.iter().enumerate() {
         let mut env = order.environment.clone();
         env.retain(|(k, _)| {
             !matches!(
                 k.as_str(),
-                "SLURM_PROCID" | "SLURM_LOCALID" | "SLURM_NODEID" | "SLURM_GTIDS"
+                "SLURM_PROCID"
+                    | "SLURM_LOCALID"
+                    | "SLURM_NODEID"
+                    | "SLURM_GTIDS"
+                    | "SLURM_CPUS_ON_NODE"
+                    | "SLURM_JOB_UID"
+                    | "SLURM_JOB_GID"
+                    | "SLURM_JOB_USER"
             )
         });
+        env.push(("SLURM_CPUS_ON_NODE".into(), cpus_on_node.to_string()));
+        env.push(("SLURM_JOB_UID".into(), record.uid.to_string()));
+        env.push(("SLURM_JOB_GID".into(), record.gid.to_string()));
+        env.push(("SLURM_JOB_USER".into(), record.user.clone()));
         env.push(("SLURM_PROCID".into(), task.to_string()));
         env.push(("SLURM_LOCALID".into(), local.to_string()));
         env.push(("SLURM_NODEID".into(), order.node_index.to_string()));

@@ -235,3 +235,55 @@ pub fn parse_job_arg(s: &str) -> Option<Vec<(u64, Option<u32>)>> {
         }
     }
 }
+
+/// Short options bundled as getopt takes them (`-nu alice`, `-nXP`), split into one
+/// argument each: `flags` are the command's short options without a value; the first
+/// other letter takes the rest of the word as its value (`-nualice`: `-n -ualice`).
+/// Words that are not such a bundle are left as they are.
+pub fn split_short_options(args: Vec<String>, flags: &str) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    for a in args {
+        let letters = a.strip_prefix('-').filter(|r| !r.starts_with('-'));
+        let bundle =
+            letters.filter(|r| r.len() > 1 && r.chars().next().is_some_and(|c| flags.contains(c)));
+        let Some(rest) = bundle else {
+            out.push(a);
+            continue;
+        };
+        for (i, c) in rest.char_indices() {
+            if flags.contains(c) {
+                out.push(format!("-{c}"));
+            } else {
+                out.push(format!("-{}", &rest[i..]));
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_short_options;
+
+    fn split(args: &[&str]) -> Vec<String> {
+        split_short_options(args.iter().map(|a| a.to_string()).collect(), "nPXp")
+    }
+
+    #[test]
+    fn bundled_short_options_are_split_as_getopt_splits_them() {
+        // Snakemake's `sacct -nu "$USER" -o Account%256`.
+        assert_eq!(
+            split(&["-nu", "alice", "-o", "Account%256"]),
+            ["-n", "-u", "alice", "-o", "Account%256"]
+        );
+        assert_eq!(split(&["-nXP"]), ["-n", "-X", "-P"]);
+        assert_eq!(split(&["-nualice"]), ["-n", "-ualice"]);
+        assert_eq!(split(&["-Xj5"]), ["-X", "-j5"]);
+        // Not bundles: a lone flag, an option with its value attached, long options.
+        assert_eq!(
+            split(&["-n", "-j5", "-oJobID", "--name=x", "-"]),
+            ["-n", "-j5", "-oJobID", "--name=x", "-"]
+        );
+    }
+}

@@ -311,10 +311,14 @@ pub fn main(args: Vec<String>) -> i32 {
     let (mut parsable, mut trailing, mut header, mut alloc_only, mut all_users, mut json) =
         (false, false, true, false, false, false);
     let mut jobs: Vec<(u64, Option<u32>)> = Vec::new();
+    // `-j ID.STEP`: only that step's row (unless the job is also named whole).
+    let mut step_only: Vec<(u64, Option<u32>, String)> = Vec::new();
+    let mut whole: Vec<(u64, Option<u32>)> = Vec::new();
     let mut duplicates = false;
     let (mut names, mut users, mut states): (Vec<String>, Vec<String>, Vec<JobState>) =
         (vec![], vec![], vec![]);
     let (mut start, mut end): (Option<i64>, Option<i64>) = (None, None);
+    let args = super::common::split_short_options(args, "aDLlnPpX");
     let mut i = 0;
     while i < args.len() {
         let a = args[i].clone();
@@ -377,10 +381,15 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         } else if short("-j") || key == "--jobs" {
             for part in value(&mut i).split(',').filter(|s| !s.is_empty()) {
-                match parse_job_arg(part) {
-                    Some(v) => jobs.extend(v),
-                    None => fail(ME, format!("Invalid job id {part}"), 1),
+                let v = parse_job_arg(part)
+                    .unwrap_or_else(|| fail(ME, format!("Invalid job id {part}"), 1));
+                match part.split_once('.') {
+                    Some((_, step)) => {
+                        step_only.extend(v.iter().map(|&(id, task)| (id, task, step.to_string())))
+                    }
+                    None => whole.extend(v.iter().copied()),
                 }
+                jobs.extend(v);
             }
         } else if key == "--name" || key == "--jobname" {
             names.extend(value(&mut i).split(',').map(str::to_string));
@@ -446,16 +455,14 @@ pub fn main(args: Vec<String>) -> i32 {
     });
     let me = current_user();
     let uid = nix::unistd::geteuid().as_raw();
+    let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
+        Some(tk) => j.array == Some((id, tk)),
+        None => j.id == id || j.array.is_some_and(|a| a.0 == id),
+    };
     let selected: Vec<&JobRecord> = acct
         .jobs
         .iter()
-        .filter(|j| {
-            jobs.is_empty()
-                || jobs.iter().any(|(id, task)| match task {
-                    Some(tk) => j.array == Some((*id, *tk)),
-                    None => j.id == *id || j.array.is_some_and(|a| a.0 == *id),
-                })
-        })
+        .filter(|j| jobs.is_empty() || jobs.iter().any(|&(id, task)| named(j, id, task)))
         .filter(|j| names.is_empty() || names.contains(&j.desc.name))
         .filter(|j| users.is_empty() || users.contains(&j.user))
         .filter(|j| all_users || uid == 0 || !jobs.is_empty() || j.user == me)
@@ -469,7 +476,30 @@ pub fn main(args: Vec<String>) -> i32 {
         return 0;
     }
     let mut rows: Vec<Row> = Vec::new();
+    let step_order = |s: &StepRecord| match s.step {
+        StepId::Batch => (0, 0),
+        StepId::Extern => (1, 0),
+        StepId::Number(n) => (2, n),
+    };
     for j in &selected {
+        if !jobs.is_empty() && !whole.iter().any(|&(id, task)| named(j, id, task)) {
+            // Named only by its steps: those steps' rows, as Slurm prints them.
+            let wanted: Vec<&str> = step_only
+                .iter()
+                .filter(|&&(id, task, _)| named(j, id, task))
+                .map(|(_, _, step)| step.as_str())
+                .collect();
+            if !alloc_only {
+                let mut steps: Vec<&StepRecord> = acct
+                    .steps
+                    .iter()
+                    .filter(|s| s.job_id == j.id && wanted.contains(&s.step.to_string().as_str()))
+                    .collect();
+                steps.sort_by_key(|s| step_order(s));
+                rows.extend(steps.into_iter().map(|s| Row::Step(j, s)));
+            }
+            continue;
+        }
         // With --duplicates, the runs a requeue ended come first (REQUEUED).
         if duplicates {
             for r in acct.runs.iter().filter(|r| r.id == j.id) {
@@ -480,11 +510,7 @@ pub fn main(args: Vec<String>) -> i32 {
         if !alloc_only {
             let mut steps: Vec<&StepRecord> =
                 acct.steps.iter().filter(|s| s.job_id == j.id).collect();
-            steps.sort_by_key(|s| match s.step {
-                StepId::Batch => (0, 0),
-                StepId::Extern => (1, 0),
-                StepId::Number(n) => (2, n),
-            });
+            steps.sort_by_key(|s| step_order(s));
             for s in steps {
                 rows.push(Row::Step(j, s));
             }

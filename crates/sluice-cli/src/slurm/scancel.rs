@@ -87,6 +87,13 @@ pub fn main(args: Vec<String>) -> i32 {
     if req.jobs.is_empty() && !filters {
         fail(ME, "No job identification provided", 1);
     }
+    if req.signal == Some(libc::SIGKILL) {
+        // As Slurm: SIGKILL, to the steps, the batch shell or both, cancels the job
+        // (`CANCELLED by UID`, SIGTERM then SIGKILL after KillWait).
+        req.signal = None;
+        req.batch = false;
+        req.full = false;
+    }
     match controller().post::<_, serde_json::Value>("/v1/cancel", &req) {
         Ok(_) => 0,
         Err(e) => fail(ME, describe(&e), 1),

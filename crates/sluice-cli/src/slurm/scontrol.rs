@@ -573,6 +573,17 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         }
         "hold" | "uhold" | "release" | "requeue" | "requeuehold" => {
+            if verb.starts_with("requeue") {
+                // A job often requeues itself (submitit's checkpoint handler runs
+                // `scontrol requeue $SLURM_JOB_ID` and fails the job unless it exits
+                // 0). The requeue sends the job's processes SIGTERM, this one among
+                // them, as the answer comes back: report the answer rather than die of
+                // the signal (SIGKILL still follows after KillWait).
+                // SAFETY: no threads yet; SIG_IGN is a valid disposition.
+                unsafe {
+                    libc::signal(libc::SIGTERM, libc::SIG_IGN);
+                }
+            }
             let mut code = 0;
             for arg in words.iter().skip(1) {
                 for part in arg.split(',') {

@@ -200,6 +200,8 @@ struct Args {
     jobs: Vec<(u64, Option<u32>)>,
     users: Vec<String>,
     states: Vec<JobState>,
+    /// `-t` named only states no Sluice job is ever in: nothing matches.
+    other_states: bool,
     all_states: bool,
     partitions: Vec<String>,
     names: Vec<String>,
@@ -208,6 +210,30 @@ struct Args {
     json: bool,
     /// `--start`: pending jobs by expected start time.
     start: bool,
+}
+
+/// Slurm's job states (long and compact names) that no Sluice job is ever in. `squeue
+/// -t` takes them as Slurm does (a script waiting for its jobs to leave the queue asks
+/// for `PENDING,RUNNING,CONFIGURING,COMPLETING`); they match nothing.
+fn is_other_slurm_state(s: &str) -> bool {
+    const OTHER: &[(&str, &str)] = &[
+        ("BOOT_FAIL", "BF"),
+        ("COMPLETING", "CG"),
+        ("CONFIGURING", "CF"),
+        ("DEADLINE", "DL"),
+        ("RESV_DEL_HOLD", "RD"),
+        ("REQUEUE_FED", "RF"),
+        ("REQUEUE_HOLD", "RH"),
+        ("RESIZING", "RS"),
+        ("REVOKED", "RV"),
+        ("SIGNALING", "SI"),
+        ("SPECIAL_EXIT", "SE"),
+        ("STAGE_OUT", "SO"),
+        ("STOPPED", "ST"),
+        ("SUSPENDED", "S"),
+    ];
+    let u = s.to_ascii_uppercase();
+    OTHER.iter().any(|(long, short)| u == *long || u == *short)
 }
 
 fn value_of(args: &[String], i: &mut usize, opt: &str) -> String {
@@ -231,6 +257,7 @@ fn parse(args: &[String]) -> Args {
         jobs: vec![],
         users: vec![],
         states: vec![],
+        other_states: false,
         all_states: false,
         partitions: vec![],
         names: vec![],
@@ -309,6 +336,7 @@ fn parse(args: &[String]) -> Args {
                 } else {
                     match JobState::parse(s) {
                         Some(st) => a.states.push(st),
+                        None if is_other_slurm_state(s) => a.other_states = true,
                         None => fail("squeue", format!("Invalid job state specified: {s}"), 1),
                     }
                 }
@@ -396,7 +424,7 @@ pub fn main(args: Vec<String>) -> i32 {
     jobs.retain(|j| a.partitions.is_empty() || a.partitions.contains(&j.partition));
     jobs.retain(|j| a.names.is_empty() || a.names.contains(&j.desc.name));
     if !a.all_states {
-        if a.states.is_empty() {
+        if a.states.is_empty() && !a.other_states {
             jobs.retain(|j| !j.state.is_finished() || !a.jobs.is_empty());
         } else {
             jobs.retain(|j| a.states.contains(&j.state));

@@ -2,7 +2,7 @@
 //! or both (`-f`); unknown ids.
 
 use crate::commands::user;
-use crate::harness::Cluster;
+use crate::harness::{self, Cluster};
 use crate::limits::is_notice;
 use crate::SMALL;
 
@@ -72,6 +72,73 @@ fn scancel_picks_jobs_by_id_name_user_and_state() {
             1
         )
     );
+}
+
+#[test]
+fn scancel_signal_kill_cancels_the_job() {
+    // simple-slurm's signal_job sends `--signal=TERM`, then `--signal=KILL`. In Slurm
+    // SIGKILL (with or without -b/-f) cancels the job: CANCELLED, not the FAILED of a
+    // script whose step was killed.
+    let c = Cluster::start("scancel-kill", SMALL);
+    let uid = nix::unistd::getuid();
+    for opts in [
+        &["--signal=KILL"][..],
+        &["-b", "-s", "KILL"],
+        &["-f", "-s", "9"],
+    ] {
+        let job = c.sbatch(&[
+            "-t",
+            "5",
+            "--wrap",
+            "srun bash -c 'trap \"\" TERM; echo started; sleep 600'",
+        ]);
+        let path = c.work().join(format!("slurm-{job}.out"));
+        c.wait_for("the step to start", || {
+            std::fs::read_to_string(&path).unwrap_or_default() == "started\n"
+        });
+        let id = job.to_string();
+        assert_eq!(c.run("scancel", &["--signal=TERM", &id]).code, 0);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert_eq!(c.state(job), "RUNNING", "SIGTERM is ignored by the step");
+        let mut args = opts.to_vec();
+        args.push(&id);
+        assert_eq!(c.run("scancel", &args).code, 0);
+        assert_eq!(c.wait_ended(job), format!("CANCELLED by {uid}"), "{opts:?}");
+    }
+}
+
+#[test]
+fn step_tasks_left_when_the_batch_script_ends_are_ended_with_the_job() {
+    // As slurmd: what the job's steps still run when its batch script is gone (the
+    // script ended, or died of a cancel's SIGTERM) gets SIGTERM, then SIGKILL after
+    // KillWait, even a task that ignores SIGTERM; and the agent can still stop.
+    let conf = format!("KillWait=2\n{SMALL}");
+    let c = Cluster::start("step-leftovers", &conf);
+    let uid = nix::unistd::getuid();
+    // A task that ignores SIGTERM, its job cancelled.
+    let job = c.sbatch(&[
+        "-t",
+        "5",
+        "--wrap",
+        "srun bash -c 'trap \"\" TERM; echo started; exec sleep 6001'",
+    ]);
+    let path = c.work().join(format!("slurm-{job}.out"));
+    c.wait_for("the step to start", || {
+        std::fs::read_to_string(&path).unwrap_or_default() == "started\n"
+    });
+    assert_eq!(harness::pids_running(&["sleep", "6001"]).len(), 1);
+    assert_eq!(c.run("scancel", &[&job.to_string()]).code, 0);
+    assert_eq!(c.wait_ended(job), format!("CANCELLED by {uid}"));
+    c.wait_for("the task's SIGKILL", || {
+        harness::pids_running(&["sleep", "6001"]).is_empty()
+    });
+    // A step in the background of a script that ends: the job completes, the task
+    // gets SIGTERM.
+    let job = c.sbatch(&["-t", "5", "--wrap", "srun sleep 6002 & sleep 1; echo bye"]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    c.wait_for("the task's SIGTERM", || {
+        harness::pids_running(&["sleep", "6002"]).is_empty()
+    });
 }
 
 #[test]

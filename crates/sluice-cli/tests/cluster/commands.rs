@@ -399,6 +399,78 @@ fn a_held_job_waits_until_released_and_unknown_ids_are_refused() {
 }
 
 #[test]
+fn a_job_requeuing_itself_sees_scontrol_requeue_succeed() {
+    // submitit's checkpoint handler runs `scontrol requeue $SLURM_JOB_ID` from inside
+    // the job and fails the job if it does not exit 0. The requeue sends the job's
+    // processes SIGTERM, scontrol among them: scontrol must still report its success.
+    let c = Cluster::start("selfrequeue", SMALL);
+    let script = "#!/bin/bash\n\
+                  trap 'echo TERM' TERM\n\
+                  if [ -z \"$SLURM_RESTART_COUNT\" ]; then\n\
+                  scontrol requeue $SLURM_JOB_ID\n\
+                  echo requeue exit $?\n\
+                  exit 0\n\
+                  fi\n\
+                  echo run $SLURM_RESTART_COUNT\n";
+    std::fs::write(c.work().join("self.sh"), script).unwrap();
+    let job = c.sbatch(&["-t", "5", "self.sh"]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    let out = std::fs::read_to_string(c.work().join(format!("slurm-{job}.out"))).unwrap();
+    assert!(out.contains("requeue exit 0\n"), "{out}");
+    assert!(out.ends_with("run 1\n"), "{out}");
+}
+
+#[test]
+fn scontrol_requeue_is_not_ended_by_the_sigterm_its_requeue_sends() {
+    // Deterministically, the race the test above can lose: a controller that takes
+    // the request, and SIGTERM (what the requeue sends the job) before the answer.
+    use std::io::{Read, Write};
+    let dir = std::env::temp_dir().join(format!("sluice-t-{}-requeue-term", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(dir.join("ctld.sock")).unwrap();
+    let scontrol = dir.join("scontrol");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sluice"), &scontrol).unwrap();
+    let mut child = std::process::Command::new(&scontrol)
+        .args(["requeue", "42"])
+        .env("SLUICE_STATE_DIR", &dir)
+        .env_remove("SLURM_CONF")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut conn, _) = listener.accept().unwrap();
+    let mut request = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&request).contains("/v1/jobs/42/requeue") {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0, "no request");
+        request.extend_from_slice(&buf[..n]);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "scontrol died of SIGTERM"
+    );
+    conn.write_all(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).as_ref()),
+        (Some(0), "")
+    );
+}
+
+#[test]
 fn a_requeued_job_runs_again_under_its_id_and_appends_its_output() {
     let c = Cluster::start("requeue", SMALL);
     let script = "#!/bin/bash\n\

@@ -293,6 +293,86 @@ fn squeue_selects_and_formats_the_queue() {
 }
 
 #[test]
+fn sacct_takes_bundled_short_options() {
+    // Snakemake's Slurm plugin looks for an account with `sacct -nu "$USER" -o
+    // Account%256`: getopt's bundles, as Slurm's sacct takes them.
+    let c = Cluster::start("sacct-bundles", SMALL);
+    let job = c.sbatch(&["-A", "physics", "--wrap", "true"]);
+    c.wait_ended(job);
+    let me = user();
+    let o = c.run("sacct", &["-nu", &me, "-o", "Account%256"]);
+    assert_eq!((o.stderr.as_str(), o.code), ("", 0));
+    assert_eq!(o.stdout.lines().next().map(str::trim), Some("physics"));
+    let id = job.to_string();
+    let o = c.run("sacct", &["-nXP", "-oJobID,State", "-j", &id]);
+    assert_eq!((o.stdout, o.code), (format!("{job}|COMPLETED\n"), 0));
+}
+
+#[test]
+fn sacct_with_job_dot_step_prints_only_that_step() {
+    // Snakemake's plugin asks `sacct -j ID.N --format=Reason --noheader` for steps 0 to
+    // 9 of a failed job: Slurm prints the step's row alone (its Reason blank), and
+    // nothing for a step that does not exist.
+    let c = Cluster::start("sacct-steps", SMALL);
+    let job = c.sbatch(&["--wrap", "srun true; exit 3"]);
+    assert_eq!(c.wait_ended(job), "FAILED");
+    let sacct = |sel: &str| {
+        let o = c.run(
+            "sacct",
+            &["-n", "-P", "-o", "JobID,Reason,State", "-j", sel],
+        );
+        assert_eq!((o.stderr.as_str(), o.code), ("", 0), "{sel}");
+        o.stdout
+    };
+    assert_eq!(sacct(&format!("{job}.0")), format!("{job}.0||COMPLETED\n"));
+    assert_eq!(
+        sacct(&format!("{job}.batch")),
+        format!("{job}.batch||FAILED\n")
+    );
+    assert_eq!(sacct(&format!("{job}.7")), "");
+    assert_eq!(
+        sacct(&format!("{job}.7,{job}")),
+        format!("{job}|None|FAILED\n{job}.batch||FAILED\n{job}.0||COMPLETED\n")
+    );
+    let o = c.run(
+        "sacct",
+        &["-j", &format!("{job}.0"), "--format=Reason", "--noheader"],
+    );
+    assert_eq!(o.stdout.trim(), "");
+}
+
+#[test]
+fn squeue_takes_every_slurm_job_state_name_as_a_filter() {
+    // A script waiting for its jobs to leave the queue asks `squeue -t PENDING,RUNNING,
+    // CONFIGURING,COMPLETING`: states Sluice never reports are still valid filters,
+    // matching nothing, as in Slurm.
+    let c = Cluster::start("squeue-states", SMALL);
+    let job = c.sbatch(&["-t", "5", "--wrap", "sleep 600"]);
+    c.wait_for("it runs", || c.state(job) == "RUNNING");
+    let o = c.run(
+        "squeue",
+        &[
+            "-h",
+            "-o",
+            "%i %T",
+            "-t",
+            "PENDING,RUNNING,CONFIGURING,COMPLETING",
+        ],
+    );
+    assert_eq!(
+        (o.stdout, o.stderr, o.code),
+        (format!("{job} RUNNING\n"), String::new(), 0)
+    );
+    let o = c.run("squeue", &["-h", "-t", "CG,cf,S,suspended,REQUEUE_HOLD"]);
+    assert_eq!((o.stdout.as_str(), o.code), ("", 0));
+    let o = c.run("squeue", &["-h", "-t", "RUNNIN"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("squeue: error: Invalid job state specified: RUNNIN\n", 1)
+    );
+}
+
+#[test]
 fn sinfo_follows_nodes_from_idle_to_mixed_to_allocated() {
     let c = Cluster::start("sinfo", SMALL);
     let sinfo = |args: &[&str]| {

@@ -50,3 +50,28 @@ fn a_jobs_tasks_end_with_it_on_every_node() {
     let _ = salloc.wait();
     assert_eq!(c.wait_ended(job + 1), "TIMEOUT");
 }
+
+#[test]
+fn step_tasks_get_their_nodes_variables_even_from_a_stripped_srun() {
+    // Snakemake's jobstep plugin runs srun with none of the job's SLURM_* variables but
+    // its id. As slurmstepd, the agent still gives every task its node's CPU count and
+    // the job's owner; and on a job's second node, that node's count, not the batch
+    // node's that srun's environment carries.
+    let c = Cluster::start("step-env", SMALL);
+    let script = "#!/bin/bash\n\
+                  show='echo $SLURMD_NODENAME $SLURM_CPUS_ON_NODE $SLURM_JOB_USER $SLURM_JOB_UID $SLURM_JOB_GID'\n\
+                  env -i PATH=\"$PATH\" SLUICE_STATE_DIR=\"$SLUICE_STATE_DIR\" SLURM_JOB_ID=$SLURM_JOB_ID \\\n\
+                      srun -N 2 -n 2 -l bash -c \"$show\" | sort > stripped.txt\n\
+                  srun -N 2 -n 2 -l bash -c \"$show\" | sort > full.txt\n";
+    std::fs::write(c.work().join("env.sh"), script).unwrap();
+    let job = c.sbatch(&["-N", "2", "-n", "3", "env.sh"]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    let uid = nix::unistd::getuid();
+    let gid = nix::unistd::getgid();
+    let user = crate::commands::user();
+    let expected = format!("0: n1 2 {user} {uid} {gid}\n1: n2 1 {user} {uid} {gid}\n");
+    for file in ["stripped.txt", "full.txt"] {
+        let got = std::fs::read_to_string(c.work().join(file)).unwrap();
+        assert_eq!(got, expected, "{file}");
+    }
+}
