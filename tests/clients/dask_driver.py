@@ -9,32 +9,15 @@ import os
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 
 from dask.distributed import Client
 from dask_jobqueue import SLURMCluster
 
+from checks import check, summary
+
 PATIENCE = 120
 LOGS = Path("dask-logs").absolute()
-
-passed = 0
-failed = 0
-
-
-def check(name, fn):
-    global passed, failed
-    start = time.time()
-    try:
-        fn()
-    except Exception:  # noqa: BLE001 - a check's failure is reported, not raised
-        failed += 1
-        print(f"FAIL {name} ({time.time() - start:.1f} s)")
-        traceback.print_exc(file=sys.stdout)
-    else:
-        passed += 1
-        print(f"ok   {name} ({time.time() - start:.1f} s)")
-    sys.stdout.flush()
 
 
 def run(*cmd):
@@ -172,8 +155,7 @@ def main():
     check("scale down to two: four jobs ended", scale_down)
     check("close: every job ended", close)
     check("SLURMRunner: one srun of six tasks on three nodes, outside an allocation", runner)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -8,30 +8,12 @@ status is non-zero when anything failed.
 import subprocess
 import sys
 import time
-import traceback
 
 from simple_slurm import Slurm
 
+from checks import check, summary
+
 PATIENCE = 60
-passed = 0
-failed = 0
-
-
-def check(name, fn):
-    global passed, failed
-    start = time.time()
-    try:
-        fn()
-    except Exception:  # noqa: BLE001 - a check's failure is reported, not raised
-        failed += 1
-        print(f"FAIL {name} ({time.time() - start:.1f} s)")
-        traceback.print_exc(file=sys.stdout)
-    else:
-        passed += 1
-        print(f"ok   {name} ({time.time() - start:.1f} s)")
-    sys.stdout.flush()
-
-
 def sacct_state(job_id):
     return subprocess.run(
         ["sacct", "-n", "-X", "-P", "-o", "State", "-j", str(job_id)],
@@ -96,8 +78,7 @@ def main():
     check("squeue --me with a quoted CSV format, parsed by SlurmSqueueWrapper", queue)
     check("scancel --signal=TERM, then --signal=KILL", signal_then_kill)
     check("scancel --me", cancel_all)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

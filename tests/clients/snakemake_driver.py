@@ -8,33 +8,14 @@ status is non-zero when anything failed.
 import shutil
 import subprocess
 import sys
-import time
-import traceback
 from pathlib import Path
+
+from checks import check, summary
 
 HERE = Path(__file__).resolve().parent
 WORK = Path("workflow").absolute()
 # The rule that times out runs alongside the others, from a directory of its own.
 SLOW = Path("workflow-slow").absolute()
-passed = 0
-failed = 0
-
-
-def check(name, fn):
-    global passed, failed
-    start = time.time()
-    try:
-        fn()
-    except Exception:  # noqa: BLE001 - a check's failure is reported, not raised
-        failed += 1
-        print(f"FAIL {name} ({time.time() - start:.1f} s)")
-        traceback.print_exc(file=sys.stdout)
-    else:
-        passed += 1
-        print(f"ok   {name} ({time.time() - start:.1f} s)")
-    sys.stdout.flush()
-
-
 def start_snakemake(work, *args):
     """Starts snakemake on the Slurm executor in `work`, its output to a log there."""
     cmd = [
@@ -138,8 +119,7 @@ def main():
     check("workflow: resources, an array job, results", workflow)
     check("a failing rule: reported FAILED, the workflow stops", failing_rule)
     check("a rule past its runtime: reported TIMEOUT", timeout_rule)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -9,37 +9,14 @@ import os
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import submitit
 
+from checks import check, summary
+
 FOLDER = Path(os.environ.get("SUBMITIT_DRIVER_FOLDER", "submitit-logs")).absolute() / "%j"
 PATIENCE = 120  # seconds a job may take to reach a state it should reach in a few
-
-passed = 0
-failed = 0
-
-
-def check(name):
-    """Runs the decorated check at once and counts it."""
-
-    def run(fn):
-        global passed, failed
-        start = time.time()
-        try:
-            fn()
-        except Exception:  # noqa: BLE001 - a check's failure is reported, not raised
-            failed += 1
-            print(f"FAIL {name} ({time.time() - start:.1f} s)")
-            traceback.print_exc(file=sys.stdout)
-        else:
-            passed += 1
-            print(f"ok   {name} ({time.time() - start:.1f} s)")
-        sys.stdout.flush()
-        return fn
-
-    return run
 
 
 def executor(**params):
@@ -82,6 +59,7 @@ def sacct_rows(job_id):
 
 
 # --- the functions the jobs run (pickled by value: this file is __main__) ---
+
 
 def add(a, b):
     return a + b
@@ -141,6 +119,7 @@ class Counter(submitit.helpers.Checkpointable):
 
 
 # --- the checks ---
+
 
 def main():
     @check("one function job and its result")
@@ -227,8 +206,7 @@ def main():
         assert res["restart_count"] == "1", res
         assert wait_state(job, lambda s: s != "RUNNING", "an end") == "COMPLETED", state(job)
 
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
