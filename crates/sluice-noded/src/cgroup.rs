@@ -538,32 +538,45 @@ impl Memory {
     /// starting after one that was killed, and for an agent stopping. Returns how many
     /// job cgroups were removed.
     pub(crate) fn sweep(&self) -> usize {
-        let mut removed = 0;
-        for job in children(&self.node_dir) {
-            for leaf in children(&job) {
-                kill_all(&leaf);
-                if let Err(e) = remove(&leaf) {
-                    tracing::warn!("cannot remove cgroup {}: {e}", leaf.display());
-                }
-            }
-            kill_all(&job);
-            let _held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-            match remove(&job) {
-                Ok(()) => removed += 1,
-                Err(e) => tracing::warn!("cannot remove cgroup {}: {e}", job.display()),
-            }
-        }
-        removed
+        sweep_node(&self.node_dir)
     }
 
     /// [`Memory::sweep`], then removes the node's directory, and `sluice` above it when no
     /// other agent uses it.
     pub(crate) fn close(&self) {
-        self.sweep();
-        let _ = std::fs::remove_dir(&self.node_dir);
-        if let Some(top) = self.node_dir.parent() {
-            let _ = std::fs::remove_dir(top);
+        close_node(&self.node_dir);
+    }
+}
+
+/// Ends whatever runs in the job cgroups (and their step cgroups) under `node_dir` and
+/// removes them. Returns how many job cgroups were removed. For every controller the
+/// agent uses (memory, devices).
+pub(crate) fn sweep_node(node_dir: &Path) -> usize {
+    let mut removed = 0;
+    for job in children(node_dir) {
+        for leaf in children(&job) {
+            kill_all(&leaf);
+            if let Err(e) = remove(&leaf) {
+                tracing::warn!("cannot remove cgroup {}: {e}", leaf.display());
+            }
         }
+        kill_all(&job);
+        let _held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        match remove(&job) {
+            Ok(()) => removed += 1,
+            Err(e) => tracing::warn!("cannot remove cgroup {}: {e}", job.display()),
+        }
+    }
+    removed
+}
+
+/// [`sweep_node`], then removes `node_dir`, and `sluice` above it when no other agent
+/// uses it.
+pub(crate) fn close_node(node_dir: &Path) {
+    sweep_node(node_dir);
+    let _ = std::fs::remove_dir(node_dir);
+    if let Some(top) = node_dir.parent() {
+        let _ = std::fs::remove_dir(top);
     }
 }
 

@@ -566,32 +566,13 @@ impl Devices {
     /// starting after one that was killed, and for an agent stopping. Returns how many
     /// job cgroups were removed.
     pub(crate) fn sweep(&self) -> usize {
-        let mut removed = 0;
-        for job in cgroup::children(&self.node_dir) {
-            for leaf in cgroup::children(&job) {
-                cgroup::kill_all(&leaf);
-                if let Err(e) = cgroup::remove(&leaf) {
-                    tracing::warn!("cannot remove cgroup {}: {e}", leaf.display());
-                }
-            }
-            cgroup::kill_all(&job);
-            let _held = cgroup::LOCK.lock().unwrap_or_else(|e| e.into_inner());
-            match cgroup::remove(&job) {
-                Ok(()) => removed += 1,
-                Err(e) => tracing::warn!("cannot remove cgroup {}: {e}", job.display()),
-            }
-        }
-        removed
+        cgroup::sweep_node(&self.node_dir)
     }
 
     /// [`Devices::sweep`], then removes the node's directory, and `sluice` above it when
     /// no other agent uses it.
     pub(crate) fn close(&self) {
-        self.sweep();
-        let _ = std::fs::remove_dir(&self.node_dir);
-        if let Some(top) = self.node_dir.parent() {
-            let _ = std::fs::remove_dir(top);
-        }
+        cgroup::close_node(&self.node_dir);
     }
 }
 
