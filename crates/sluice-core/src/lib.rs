@@ -11,10 +11,12 @@
 
 pub mod cluster;
 pub mod decision;
+pub mod fairshare;
 mod free_now;
 pub mod gpu_pick;
 pub mod ids;
 pub mod job;
+pub mod multifactor;
 pub mod placement;
 pub mod policy;
 pub mod profile;

@@ -568,6 +568,36 @@ impl Scheduler {
         Some(job)
     }
 
+    /// Changes a pending job's priority (a multifactor recalculation, `scontrol update
+    /// Priority=`, a new `--nice`). Under a policy that orders by priority the job moves
+    /// in the queue; it keeps its place among jobs of equal tier and priority (its
+    /// submission order). Returns false, changing nothing, when the job is not pending.
+    pub fn set_priority(&mut self, id: JobId, priority: u32) -> bool {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return false;
+        };
+        if job.state != JobState::Pending {
+            return false;
+        }
+        if job.spec.priority == priority {
+            return true;
+        }
+        job.spec.priority = priority;
+        if !self.policy.uses_priority() {
+            return true; // the textbook policies keep submission order
+        }
+        let old = self.keys[&id];
+        let key = QueueKey {
+            priority: Reverse(priority),
+            ..old
+        };
+        self.queue.remove(&old);
+        self.queue.insert(key, id);
+        self.keys.insert(id, key);
+        self.backfill.dirty = true;
+        true
+    }
+
     /// Runs the policy's pass at `now` and returns the jobs to start.
     pub fn schedule(&mut self, now: Time) -> Vec<Decision> {
         self.profile.advance(now);
