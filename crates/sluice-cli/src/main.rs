@@ -24,7 +24,7 @@ enum Command {
     /// Start a cluster on this machine (controller and node agents) in the foreground.
     Up(up::UpArgs),
     /// Replay a workload trace through the scheduling core on a virtual clock.
-    Sim(sim::SimArgs),
+    Sim(Box<sim::SimArgs>),
     /// Usage reports from the job database (`sluice report gpu`: GPU-seconds and
     /// billing-seconds per user and account).
     Report(report::ReportArgs),
@@ -52,7 +52,7 @@ fn main() {
     }
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Sim(args) => match sim::run(args) {
+        Command::Sim(args) => match sim::run(*args) {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("sluice sim: error: {e}");

@@ -1,5 +1,6 @@
 //! `sluice sim`: replay a trace (or a generated workload) and report.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -10,6 +11,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use sluice_core::{BackfillParams, Cluster, Placement, Policy};
+use sluice_sim::fairshare::{AccountFigures, FairShareOptions, FairnessReport, UserFigures};
 use sluice_sim::metrics::{self, Metrics};
 use sluice_sim::setup::{self, MachineSpec, Mode, SimJob};
 use sluice_sim::synth::{self, SynthParams};
@@ -93,6 +95,24 @@ pub struct SimArgs {
     /// mostly idle.
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..1001))]
     pub inflate: Option<u32>,
+    /// Simulate fair-share: accounts from the trace's groups (or --accounts), usage
+    /// decayed with PriorityDecayHalfLife, and jobs ordered by multifactor priority
+    /// (the --config's Priority* settings, or fair-share weight 10000 and age weight
+    /// 1000). On by default with a --config whose PriorityType is priority/multifactor.
+    #[arg(long)]
+    pub fairshare: bool,
+    /// Map users to accounts for --fairshare: one `UID ACCOUNT` pair per line (`#`
+    /// starts a comment); users not listed charge account `g<GID>` of their group.
+    #[arg(long, value_name = "FILE")]
+    pub accounts: Option<PathBuf>,
+    /// Write per-user fair-share figures (account, jobs, CPU-hours, usage share,
+    /// normalized share, mean wait, final fair-share factor) to this TSV file.
+    #[arg(long, value_name = "FILE.tsv")]
+    pub fairness_out: Option<PathBuf>,
+    /// Draw Jain's fairness index and the largest accounts' usage share over time into
+    /// this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub fairness_plot: Option<PathBuf>,
     /// Place jobs as if there were no switch topology (a Tiresias cluster spec's
     /// switches, or a --config with TopologyPlugin), to measure what it is worth.
     #[arg(long)]
@@ -125,6 +145,74 @@ struct Report<'a> {
     gpu_hours: f64,
     #[serde(flatten)]
     metrics: &'a Metrics,
+    /// Fair-share figures (with --fairshare or fairness outputs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fairness: Option<FairnessJson<'a>>,
+}
+
+/// The fairness part of `--json`.
+#[derive(Serialize)]
+struct FairnessJson<'a> {
+    /// Jain's index over accounts of usage share / normalized share.
+    jain_index: f64,
+    accounts: &'a [AccountFigures],
+    users: &'a [UserFigures],
+}
+
+/// Reads a `UID ACCOUNT` mapping (see `--accounts`).
+fn read_accounts(path: &Path) -> Result<BTreeMap<u32, String>, SimError> {
+    let text = std::fs::read_to_string(path).map_err(|e| SimError::io(path, e))?;
+    let mut map = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut parts = line.split_whitespace();
+        let (Some(uid), Some(account), None) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(SimError::parse(path, i + 1, "expected `UID ACCOUNT`"));
+        };
+        let uid: u32 = uid
+            .parse()
+            .map_err(|_| SimError::parse(path, i + 1, format!("'{uid}' is not a user id")))?;
+        map.insert(uid, account.to_string());
+    }
+    Ok(map)
+}
+
+/// The fairness section of the table report.
+fn render_fairness(f: &FairnessReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "fair-share: Jain's index of usage/share over accounts {:.4}",
+        f.jain
+    );
+    let shown = f.accounts.len().min(10);
+    let _ = writeln!(
+        s,
+        "per account ({shown} largest of {}; per user with --fairness-out or --json)",
+        f.accounts.len()
+    );
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
+        "account",
+        "jobs",
+        "share",
+        "usage",
+        "avg wait (min)",
+    ]);
+    for a in &f.accounts[..shown] {
+        t.add_row(vec![
+            Cell::new(&a.account),
+            Cell::new(a.jobs).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{:.4}", a.norm_shares)).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{:.4}", a.usage_share)).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{:.2}", a.mean_wait / 60.0)).set_alignment(CellAlignment::Right),
+        ]);
+    }
+    let _ = writeln!(s, "{t}");
+    s
 }
 
 /// Output files, created before the replay so that a bad path fails at once, and
@@ -170,6 +258,13 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
             cluster.placement = p;
         }
         let name = format!("synthetic {list}");
+        let fairshare = (args.fairshare
+            || args.fairness_out.is_some()
+            || args.fairness_plot.is_some())
+        .then(|| FairShareOptions {
+            priority: args.fairshare,
+            ..Default::default()
+        });
         return replay_and_report(
             &args,
             cluster,
@@ -178,6 +273,7 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
             &name,
             &params,
             PolicyName::Backfill,
+            fairshare,
         );
     };
     let format = trace::detect_format(&trace_path)?;
@@ -231,6 +327,7 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
         }
     }
     let mut default_policy = PolicyName::Backfill;
+    let mut fairshare: Option<FairShareOptions> = None;
     let mut machine = MachineSpec {
         procs: args.procs,
         nodes: args.nodes,
@@ -242,11 +339,17 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
         for w in &conf.warnings {
             eprintln!("sluice sim: warning: {w}");
         }
-        if conf.get("PriorityType") == Some("priority/multifactor") {
-            eprintln!(
-                "sluice sim: warning: {}: multifactor priority is not modelled yet; jobs are ordered by submission",
-                path.display()
-            );
+        let prio = sluice_conf::priority_conf::priority_settings(&conf, &conf.cluster.gres)
+            .map_err(|e| SimError::Machine(format!("{}: {e}", path.display())))?;
+        if prio.multifactor {
+            fairshare = Some(FairShareOptions {
+                priority: true,
+                params: prio.params.clone(),
+                algorithm: prio.algorithm,
+                half_life: prio.half_life,
+                calc_period: prio.calc_period,
+                ..Default::default()
+            });
         }
         params = conf.backfill.clone();
         if conf.scheduler_type == "sched/builtin" {
@@ -269,6 +372,18 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
         cluster.switches.clear();
     }
     let name = trace_path.display().to_string();
+    let wants_fairness =
+        args.fairshare || args.fairness_out.is_some() || args.fairness_plot.is_some();
+    if wants_fairness || args.accounts.is_some() {
+        let mut o = fairshare.take().unwrap_or_else(|| FairShareOptions {
+            priority: args.fairshare,
+            ..Default::default()
+        });
+        if let Some(path) = &args.accounts {
+            o.accounts = read_accounts(path)?;
+        }
+        fairshare = Some(o);
+    }
     replay_and_report(
         &args,
         cluster,
@@ -277,6 +392,7 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
         &name,
         &params,
         default_policy,
+        fairshare,
     )
 }
 
@@ -349,6 +465,7 @@ fn parse_synthetic(list: &str) -> Result<SynthParams, SimError> {
     Ok(p)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn replay_and_report(
     args: &SimArgs,
     cluster: Cluster,
@@ -357,8 +474,14 @@ fn replay_and_report(
     name: &str,
     params: &BackfillParams,
     default_policy: PolicyName,
+    fairshare: Option<FairShareOptions>,
 ) -> Result<(), SimError> {
-    let mut outputs = Outputs::create(&[&args.jobs_out, &args.plot])?;
+    let mut outputs = Outputs::create(&[
+        &args.jobs_out,
+        &args.plot,
+        &args.fairness_out,
+        &args.fairness_plot,
+    ])?;
     let policy = make_policy(args.policy.unwrap_or(default_policy), params);
     let last_submit = jobs.iter().map(|j| j.spec.submit).max().unwrap_or(0);
     let bar = ProgressBar::new(jobs.len() as u64);
@@ -371,6 +494,7 @@ fn replay_and_report(
     );
     let options = replay::ReplayOptions {
         samples: args.plot.is_some(),
+        fairshare,
     };
     let result = replay::run(cluster, policy.clone(), jobs, options, &mut |done, _| {
         bar.set_position(done)
@@ -385,6 +509,15 @@ fn replay_and_report(
     if let Some(path) = &args.plot {
         plot::draw(path, &result, name, policy.name())?;
     }
+    if let Some(report) = &result.fairness {
+        if let Some(path) = &args.fairness_out {
+            let f = File::create(path).map_err(|e| SimError::io(path, e))?;
+            output::write_fairness(BufWriter::new(f), report).map_err(|e| SimError::io(path, e))?;
+        }
+        if let Some(path) = &args.fairness_plot {
+            plot::draw_fairness(path, report, name)?;
+        }
+    }
     let mode = if args.reference { "reference" } else { "full" };
     let text = if args.json {
         let report = Report {
@@ -394,10 +527,19 @@ fn replay_and_report(
             jobs_skipped: skipped,
             gpu_hours: m.gpu_seconds / 3600.0,
             metrics: &m,
+            fairness: result.fairness.as_ref().map(|f| FairnessJson {
+                jain_index: f.jain,
+                accounts: &f.accounts,
+                users: &f.users,
+            }),
         };
         serde_json::to_string_pretty(&report).expect("metrics serialise") + "\n"
     } else {
-        render_table(&m, name, mode, &policy, skipped)
+        let mut text = render_table(&m, name, mode, &policy, skipped);
+        if let Some(f) = &result.fairness {
+            text.push_str(&render_fairness(f));
+        }
+        text
     };
     outputs.done = true;
     print_out(&text)

@@ -879,3 +879,80 @@ fn placement_names_are_checked() {
         r.stderr
     );
 }
+
+/// A small SWF: on one processor, user 1 (group 5) queues three 1000-second jobs at
+/// time 0, user 2 (group 6) one at time 10.
+const FAIR_SWF: &str = "; MaxProcs: 1\n; MaxNodes: 1\n\
+1 0 -1 1000 1 -1 -1 1 1000 -1 1 1 5 -1 -1 -1 -1 -1\n\
+2 0 -1 1000 1 -1 -1 1 1000 -1 1 1 5 -1 -1 -1 -1 -1\n\
+3 0 -1 1000 1 -1 -1 1 1000 -1 1 1 5 -1 -1 -1 -1 -1\n\
+4 10 -1 1000 1 -1 -1 1 1000 -1 1 2 6 -1 -1 -1 -1 -1\n";
+
+#[test]
+fn fairshare_lets_a_light_user_overtake_and_writes_per_user_figures() {
+    let trace = TempFile::with("fair", "t.swf", FAIR_SWF);
+    let jobs = TempFile::new("fair", "jobs.tsv");
+    let users = TempFile::new("fair", "users.tsv");
+    let plot = TempFile::new("fair", "fair.svg");
+    let out = run_ok(&[
+        "sim",
+        "--trace",
+        &trace.show(),
+        "--fairshare",
+        "--jobs-out",
+        &jobs.show(),
+        "--fairness-out",
+        &users.show(),
+        "--fairness-plot",
+        &plot.show(),
+    ]);
+    // User 2's job starts at 1000, ahead of user 1's second and third jobs.
+    let rows = jobs_rows(&std::fs::read_to_string(jobs.path()).unwrap());
+    let starts: Vec<(i64, i64)> = rows.iter().map(|r| (r[0], r[2])).collect();
+    assert_eq!(starts, vec![(1, 0), (2, 2000), (3, 3000), (4, 1000)]);
+    assert_eq!(
+        std::fs::read_to_string(users.path()).unwrap(),
+        "user\taccount\tjobs\tcpu_hours\tusage_share\tnorm_shares\tmean_wait_s\tfairshare\n\
+         1\tg5\t3\t0.833\t0.750000\t0.500000\t1666.7\t0.500000\n\
+         2\tg6\t1\t0.278\t0.250000\t0.500000\t990.0\t1.000000\n"
+    );
+    assert!(
+        out.contains("fair-share: Jain's index of usage/share over accounts 0.8000"),
+        "{out}"
+    );
+    let svg = std::fs::read_to_string(plot.path()).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("g5 (share 0.500)"),
+        "{svg:.200}"
+    );
+}
+
+#[test]
+fn an_accounts_map_puts_users_in_named_accounts_and_bad_lines_are_refused() {
+    let trace = TempFile::with("accounts", "t.swf", FAIR_SWF);
+    let map = TempFile::with("accounts", "map", "# uid account\n1 physics\n2 physics\n");
+    let v = run_json(&[
+        "sim",
+        "--trace",
+        &trace.show(),
+        "--fairshare",
+        "--accounts",
+        &map.show(),
+        "--json",
+    ]);
+    let accounts = v["fairness"]["accounts"].as_array().expect("accounts");
+    assert_eq!(accounts.len(), 1);
+    assert_eq!(accounts[0]["account"], "physics");
+    assert_eq!(json_u64(&accounts[0], "jobs"), 4);
+    assert_eq!(json_f64(&v["fairness"], "jain_index"), 1.0);
+    let bad = TempFile::with("accounts", "bad", "1 physics extra\n");
+    let line = run_error(&[
+        "sim",
+        "--trace",
+        &trace.show(),
+        "--fairshare",
+        "--accounts",
+        &bad.show(),
+    ]);
+    assert!(line.ends_with(":1: expected `UID ACCOUNT`"), "{line}");
+}

@@ -274,6 +274,7 @@ pub const PARTITION: &[&str] = &[
     "oversubscribe",
     "overtimelimit",
     "preemptmode",
+    "priority",
     "priorityjobfactor",
     "prioritytier",
     "qos",

@@ -640,12 +640,20 @@ impl Parser {
         };
         part.max_time = time("MaxTime")?;
         part.default_time = time("DefaultTime")?;
+        // `Priority=` (older Slurm) sets both the tier and the job factor.
+        let u16_of = |key: &str, v: &str| {
+            v.parse::<u16>()
+                .map_err(|_| err(format!("{key}: expected an integer 0-65533, found '{v}'")))
+        };
+        if let Some(v) = get("Priority") {
+            part.priority_tier = u16_of("Priority", v)?;
+            part.priority_job_factor = part.priority_tier;
+        }
         if let Some(v) = get("PriorityTier") {
-            part.priority_tier = v.parse::<u16>().map_err(|_| {
-                err(format!(
-                    "PriorityTier: expected an integer 0-65533, found '{v}'"
-                ))
-            })?;
+            part.priority_tier = u16_of("PriorityTier", v)?;
+        }
+        if let Some(v) = get("PriorityJobFactor") {
+            part.priority_job_factor = u16_of("PriorityJobFactor", v)?;
         }
         if let Some(v) = get("MaxNodes") {
             part.max_nodes = if v.eq_ignore_ascii_case("unlimited") {

@@ -89,6 +89,9 @@ pub struct Partition {
     pub default_time: Option<Secs>,
     /// `PriorityTier`: jobs of a higher tier are considered before any job of a lower one.
     pub priority_tier: u16,
+    /// `PriorityJobFactor`: the partition factor of multifactor priority is this over
+    /// the largest of any partition.
+    pub priority_job_factor: u16,
     /// `MaxNodes` per job; `None` is UNLIMITED.
     pub max_nodes: Option<u32>,
     /// `State=`.
@@ -108,6 +111,7 @@ impl Partition {
             max_time: None,
             default_time: None,
             priority_tier: 1,
+            priority_job_factor: 1,
             max_nodes: None,
             state: PartitionState::Up,
         }

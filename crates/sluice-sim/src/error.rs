@@ -37,7 +37,8 @@ pub enum SimError {
 }
 
 impl SimError {
-    pub(crate) fn parse(path: &std::path::Path, line: usize, message: impl Into<String>) -> Self {
+    /// A malformed line `line` (1-based) of `path`.
+    pub fn parse(path: &std::path::Path, line: usize, message: impl Into<String>) -> Self {
         SimError::Parse {
             path: path.to_path_buf(),
             line,

@@ -6,6 +6,7 @@
 //! ([`output`]) and plots ([`plot`]).
 
 pub mod error;
+pub mod fairshare;
 pub mod fragmentation;
 pub mod metrics;
 pub mod output;

@@ -16,6 +16,7 @@ use plotters::prelude::*;
 use sluice_core::Time;
 
 use crate::error::SimError;
+use crate::fairshare::FairnessReport;
 use crate::replay::Replay;
 
 /// Most vertices drawn per curve (each step of a step function draws as two vertices).
@@ -121,6 +122,121 @@ fn render(replay: &Replay, title: &str, policy: &str) -> Result<String, Box<dyn 
             .draw()?;
         chart.draw_series(LineSeries::new(util, RED.stroke_width(1)))?;
 
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// How many of the largest accounts the fairness plot draws.
+const ACCOUNTS_DRAWN: usize = 5;
+
+/// Draws fairness over time into an SVG file at `path`: Jain's index of decayed usage
+/// share / normalized share over accounts on top; below, the share of decayed usage of
+/// the [`ACCOUNTS_DRAWN`] largest accounts, each with its normalized share as a dashed
+/// line of the same colour.
+///
+/// Errors: no samples ([`SimError::Machine`], "nothing to plot"; no file written), an
+/// unwritable file ([`SimError::Io`]), a drawing error ([`SimError::Machine`]).
+pub fn draw_fairness(path: &Path, report: &FairnessReport, title: &str) -> Result<(), SimError> {
+    if report.samples.is_empty() {
+        return Err(SimError::Machine(format!(
+            "{}: nothing to plot (the replay recorded no fairness samples)",
+            path.display()
+        )));
+    }
+    let svg = render_fairness(report, title)
+        .map_err(|e| SimError::Machine(format!("{}: cannot draw the plot: {e}", path.display())))?;
+    std::fs::write(path, svg).map_err(|e| SimError::io(path, e))
+}
+
+fn render_fairness(report: &FairnessReport, title: &str) -> Result<String, Box<dyn Error>> {
+    let samples = &report.samples;
+    let t0 = samples[0].t;
+    let span = samples[samples.len() - 1].t - t0;
+    let x_max = if span > 0 { span as f64 / DAY } else { 1.0 };
+    let x = |t: Time| (t - t0) as f64 / DAY;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(
+            &format!(
+                "{title}: fair-share over time (Jain's index {:.3} overall)",
+                report.jain
+            ),
+            ("sans-serif", 24).into_font(),
+        )?;
+        let panels = root.split_evenly((2, 1));
+        let mut chart = ChartBuilder::on(&panels[0])
+            .margin(10)
+            .x_label_area_size(45)
+            .y_label_area_size(75)
+            .build_cartesian_2d(0f64..x_max, 0f64..1.05f64)?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", 15))
+            .axis_desc_style(("sans-serif", 17))
+            .x_desc("time since first event (days)")
+            .y_desc("Jain's index (usage / share)")
+            .draw()?;
+        let jain: Vec<(Time, f64)> = samples.iter().map(|s| (s.t, s.jain)).collect();
+        chart.draw_series(LineSeries::new(
+            step_vertices(&downsample(&jain, MAX_STEPS), t0, DAY, x_max),
+            BLUE.stroke_width(1),
+        ))?;
+
+        let drawn: Vec<(usize, &crate::fairshare::AccountFigures)> = report
+            .account_columns()
+            .into_iter()
+            .take(ACCOUNTS_DRAWN)
+            .collect();
+        let top = drawn
+            .iter()
+            .flat_map(|(col, a)| {
+                samples
+                    .iter()
+                    .map(move |s| s.usage_share[*col])
+                    .chain(std::iter::once(a.norm_shares))
+            })
+            .fold(0.0f64, f64::max)
+            .max(0.01);
+        let mut chart = ChartBuilder::on(&panels[1])
+            .margin(10)
+            .x_label_area_size(45)
+            .y_label_area_size(75)
+            .build_cartesian_2d(0f64..x_max, 0f64..top * 1.05)?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", 15))
+            .axis_desc_style(("sans-serif", 17))
+            .x_desc("time since first event (days)")
+            .y_desc("share of decayed usage")
+            .draw()?;
+        for (k, (col, a)) in drawn.iter().enumerate() {
+            let colour = Palette99::pick(k).to_rgba();
+            let pts: Vec<(Time, f64)> =
+                samples.iter().map(|s| (s.t, s.usage_share[*col])).collect();
+            chart
+                .draw_series(LineSeries::new(
+                    step_vertices(&downsample(&pts, MAX_STEPS), t0, DAY, x_max),
+                    colour.stroke_width(1),
+                ))?
+                .label(format!("{} (share {:.3})", a.account, a.norm_shares))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
+            let share = a.norm_shares;
+            chart.draw_series(DashedLineSeries::new(
+                vec![(x(t0), share), (x_max, share)],
+                6,
+                4,
+                colour.stroke_width(1),
+            ))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
         root.present()?;
     }
     Ok(svg)

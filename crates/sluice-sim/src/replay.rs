@@ -12,6 +12,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use sluice_core::{Cluster, Decision, EndSemantics, JobId, Pass, Policy, Scheduler, Secs, Time};
 
+use crate::fairshare::{FairShareOptions, FairShareSim, FairnessReport};
 use crate::fragmentation::FragmentationWatch;
 use crate::setup::SimJob;
 
@@ -87,13 +88,18 @@ pub struct Replay {
     pub fragmented_gpu_seconds: f64,
     /// GPU-seconds idle while some whole-GPU job waited.
     pub idle_gpu_seconds_while_waiting: f64,
+    /// Fair-share figures, when fair-share was simulated.
+    pub fairness: Option<FairnessReport>,
 }
 
 /// Options of a replay.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ReplayOptions {
     /// Record a [`Sample`] after each event (for plots).
     pub samples: bool,
+    /// Simulate accounts, decayed usage and multifactor priority (see
+    /// [`crate::fairshare`]).
+    pub fairshare: Option<FairShareOptions>,
 }
 
 struct Running {
@@ -150,6 +156,12 @@ pub fn run(
     let gpus_asked = |j: &SimJob| gpu_slot.map_or(0, |g| j.spec.request.gres_per_node[g]);
     // Jobs never run past their limit here, so a job's resources are free at its
     // expected end even when its termination is processed later in that instant.
+    let mut fair = options
+        .fairshare
+        .clone()
+        .map(|o| FairShareSim::new(o, &cluster, &jobs));
+    // Finished jobs for the fairness report: (index, processors, start, finish, submit).
+    let mut finished: Vec<(usize, u32, Time, Time, Time)> = Vec::new();
     let mut sched = Scheduler::with_end_semantics(cluster, policy, EndSemantics::FreeAtExpectedEnd);
     let mut ends: BinaryHeap<Reverse<(Time, u64, JobId)>> = BinaryHeap::new();
     let mut running: HashMap<JobId, Running> = HashMap::new();
@@ -176,10 +188,22 @@ pub fn run(
         };
         clock = t;
         out.events += 1;
+        if let Some(f) = fair.as_mut().filter(|f| f.due(t)) {
+            let mut on: Vec<(usize, u32, Time)> = running
+                .values()
+                .map(|r| (r.idx, jobs[r.idx].procs, r.start))
+                .collect();
+            on.sort_unstable(); // a hash map's order must not reach the sums
+            f.advance(t, &mut sched, &jobs, &index, &on);
+        }
         let decisions = if ts == Some(t) {
             let job = &jobs[next];
             let id = job.spec.id;
-            let result = sched.submit(job.spec.clone(), t);
+            let mut spec = job.spec.clone();
+            if let Some(f) = fair.as_ref().filter(|f| f.orders_jobs()) {
+                spec.priority = f.priority(next, job, t);
+            }
+            let result = sched.submit(spec, t);
             next += 1;
             match result {
                 Ok(()) => {
@@ -201,6 +225,10 @@ pub fn run(
                 .expect("a job the simulator started is running");
             let r = running.remove(&id).expect("started");
             let j = &jobs[r.idx];
+            if let Some(f) = fair.as_mut() {
+                f.job_ended(r.idx, j.procs, r.start, t);
+                finished.push((r.idx, j.procs, r.start, t, j.spec.submit));
+            }
             busy -= j.procs as u64;
             out.records.push(JobRecord {
                 id: id.0,
@@ -275,6 +303,7 @@ pub fn run(
     }
     progress(done, total);
     frag.advance(clock);
+    out.fairness = fair.map(|f| f.report(&finished));
     out.fragmented_gpu_seconds = frag.fragmented_gpu_seconds;
     out.idle_gpu_seconds_while_waiting = frag.idle_gpu_seconds_while_waiting;
     out.never_started = sched

@@ -34,6 +34,8 @@ pub struct SimJob {
     pub procs: u32,
     /// GPUs it takes over all nodes (for GPU-seconds; shared GPUs count by thousandths).
     pub gpu_milli: u64,
+    /// Group id (the account it charges when fair-share is simulated).
+    pub group: u32,
 }
 
 /// Jobs the replay leaves out, and why.
@@ -128,6 +130,7 @@ pub fn prepare(
                 },
                 run,
                 procs,
+                group: uid(j.group),
                 gpu_milli: 0,
             });
         }
@@ -178,6 +181,7 @@ pub fn prepare(
                 priority: priority(i),
             },
             run: j.run,
+            group: uid(j.group),
             gpu_milli,
         });
     }
@@ -312,6 +316,7 @@ mod tests {
             requested_procs: procs,
             requested_time: req_time,
             user: 3,
+            group: 1,
             gpu: None,
         }
     }

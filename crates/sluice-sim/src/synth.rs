@@ -127,6 +127,7 @@ pub fn generate(p: &SynthParams) -> (Cluster, Vec<SimJob>) {
             run,
             procs,
             gpu_milli: 0,
+            group: user / 10,
         });
     }
     let capacity = p.nodes as f64 * p.cpus_per_node as f64;

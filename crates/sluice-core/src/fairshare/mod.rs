@@ -23,7 +23,7 @@ mod fair_tree;
 mod usage;
 
 pub use assoc::{Assoc, AssocError, AssocId, AssocTree, Shares};
-pub use usage::{decay_factor, Decay};
+pub use usage::{decay_factor, Charge, Decay};
 
 /// Which fair-share algorithm computes the factors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -41,14 +41,15 @@ impl Decay {
     }
 
     /// One run at `now`: decays every association's usage over the time since the last
-    /// run, then charges each running job `(assoc, billing, usage_factor, since)` for
-    /// its seconds since `max(since, last run)`, decayed over them. Returns the
-    /// interval's length in seconds (0 on the first run, which only notes the time).
+    /// run, then charges each job its seconds in that interval (from `max(start, last
+    /// run)` to `end`, or to `now` while it runs), decayed over them, times its billing
+    /// and usage factor. Returns the interval's length in seconds (0 on the first run,
+    /// which only notes the time).
     pub fn run(
         &mut self,
         tree: &mut AssocTree,
         now: Time,
-        running: impl IntoIterator<Item = (AssocId, f64, f64, Time)>,
+        charges: impl IntoIterator<Item = Charge>,
     ) -> Secs {
         let Some(last) = self.last_run else {
             self.last_run = Some(now);
@@ -60,14 +61,30 @@ impl Decay {
             return 0;
         }
         tree.decay(self.factor.powf(elapsed as f64));
-        for (assoc, billing, usage_factor, since) in running {
-            let start = since.max(last);
-            let run = (now - start).max(0) as f64;
+        for c in charges {
+            let from = c.start.max(last);
+            let to = c.end.unwrap_or(now).min(now);
+            let run = (to - from).max(0) as f64;
             let decayed = run * self.factor.powf(run);
-            tree.charge(assoc, decayed * billing * usage_factor);
+            tree.charge(c.assoc, decayed * c.billing * c.usage_factor);
         }
         elapsed
     }
+}
+
+/// What one job is charged by a [`Decay::run`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Charge {
+    /// The association charged (and everything above it).
+    pub assoc: AssocId,
+    /// Billing TRES of the job (per second).
+    pub billing: f64,
+    /// The QOS's `UsageFactor` (1 by default).
+    pub usage_factor: f64,
+    /// When the job started.
+    pub start: Time,
+    /// When it ended, if it has (charged up to then).
+    pub end: Option<Time>,
 }
 
 #[cfg(test)]
@@ -98,11 +115,24 @@ mod tests {
         let mut d = Decay::new(0); // no decay: exact seconds
         d.run(&mut t, 1000, []);
         // 4 billing units, usage factor 0.5, started at 900: charged from 1000 on.
-        d.run(&mut t, 1300, [(ann, 4.0, 0.5, 900)]);
+        d.run(&mut t, 1300, [charge(ann, 4.0, 0.5, 900, None)]);
         assert_eq!(t.get(ann).usage_raw, 300.0 * 4.0 * 0.5);
         assert_eq!(t.get(AssocId::ROOT).usage_raw, 600.0);
         // A job that started within the interval is charged from its start.
-        d.run(&mut t, 1400, [(ann, 1.0, 1.0, 1350)]);
+        d.run(&mut t, 1400, [charge(ann, 1.0, 1.0, 1350, None)]);
         assert_eq!(t.get(ann).usage_raw, 650.0);
+        // A job that ended within the interval is charged up to its end.
+        d.run(&mut t, 1500, [charge(ann, 1.0, 1.0, 1000, Some(1420))]);
+        assert_eq!(t.get(ann).usage_raw, 670.0);
+    }
+
+    fn charge(assoc: AssocId, billing: f64, uf: f64, start: Time, end: Option<Time>) -> Charge {
+        Charge {
+            assoc,
+            billing,
+            usage_factor: uf,
+            start,
+            end,
+        }
     }
 }

@@ -109,6 +109,7 @@ pub fn read(pods: &Path, nodes: &Path) -> Result<Workload, SimError> {
             requested_procs: (cpu_milli + 999) / 1000,
             requested_time: run,
             user: -1,
+            group: -1,
             gpu: Some(GpuShape {
                 nodes: 1,
                 cpus_per_node: ((cpu_milli + 999) / 1000) as u32,

@@ -49,6 +49,8 @@ pub struct TraceJob {
     pub requested_time: Secs,
     /// User id.
     pub user: i64,
+    /// Group id (SWF field 13; -1 when unknown).
+    pub group: i64,
     /// Resource shape from a GPU trace.
     pub gpu: Option<GpuShape>,
 }

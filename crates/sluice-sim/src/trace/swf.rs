@@ -81,6 +81,7 @@ pub fn read(path: &Path) -> Result<Workload, SimError> {
             requested_procs: f[7],
             requested_time: f[8],
             user: f[11],
+            group: f[12],
             gpu: None,
         });
     }
@@ -98,8 +99,8 @@ fn limit_of(i: usize) -> Option<i64> {
         0 | 1 => Some(MAX_TIME),
         // run time, requested time
         3 | 8 => Some(MAX_TIME_LIMIT),
-        // processors allocated and requested, user id
-        4 | 7 | 11 => Some(i32::MAX as i64),
+        // processors allocated and requested, user id, group id
+        4 | 7 | 11 | 12 => Some(i32::MAX as i64),
         _ => None,
     }
 }

@@ -98,6 +98,7 @@ pub fn read(jobs: &Path, spec: &Path) -> Result<Workload, SimError> {
             requested_procs: gpus as i64,
             requested_time: duration,
             user: -1,
+            group: -1,
             gpu: Some(GpuShape {
                 nodes,
                 cpus_per_node: per_node,
