@@ -12,6 +12,7 @@
 use std::error::Error;
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use sluice_core::Time;
 
@@ -108,23 +109,45 @@ fn render(replay: &Replay, title: &str, policy: &str) -> Result<String, Box<dyn 
             .draw()?;
         chart.draw_series(LineSeries::new(pending, BLUE.stroke_width(1)))?;
 
-        let mut chart = ChartBuilder::on(&panels[1])
-            .margin(10)
-            .x_label_area_size(45)
-            .y_label_area_size(75)
-            .build_cartesian_2d(0f64..x_max, 0f64..1f64)?;
-        chart
-            .configure_mesh()
-            .label_style(("sans-serif", 15))
-            .axis_desc_style(("sans-serif", 17))
-            .x_desc(x_desc.as_str())
-            .y_desc("utilisation (busy / total CPUs)")
-            .draw()?;
+        let mut chart = value_panel(
+            &panels[1],
+            x_max,
+            1.0,
+            &x_desc,
+            "utilisation (busy / total CPUs)",
+        )?;
         chart.draw_series(LineSeries::new(util, RED.stroke_width(1)))?;
 
         root.present()?;
     }
     Ok(svg)
+}
+
+/// A panel with time (0..`x_max`) across and a real value (0..`y_max`) up, its mesh and
+/// axis descriptions drawn.
+fn value_panel<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    x_max: f64,
+    y_max: f64,
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    Box<dyn Error>,
+> {
+    let mut chart = ChartBuilder::on(area)
+        .margin(10)
+        .x_label_area_size(45)
+        .y_label_area_size(75)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+    chart
+        .configure_mesh()
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()?;
+    Ok(chart)
 }
 
 /// How many of the largest accounts the fairness plot draws.
@@ -167,18 +190,14 @@ fn render_fairness(report: &FairnessReport, title: &str) -> Result<String, Box<d
             ("sans-serif", 24).into_font(),
         )?;
         let panels = root.split_evenly((2, 1));
-        let mut chart = ChartBuilder::on(&panels[0])
-            .margin(10)
-            .x_label_area_size(45)
-            .y_label_area_size(75)
-            .build_cartesian_2d(0f64..x_max, 0f64..1.05f64)?;
-        chart
-            .configure_mesh()
-            .label_style(("sans-serif", 15))
-            .axis_desc_style(("sans-serif", 17))
-            .x_desc("time since first event (days)")
-            .y_desc("Jain's index (usage / share)")
-            .draw()?;
+        let x_desc = "time since first event (days)";
+        let mut chart = value_panel(
+            &panels[0],
+            x_max,
+            1.05,
+            x_desc,
+            "Jain's index (usage / share)",
+        )?;
         let jain: Vec<(Time, f64)> = samples.iter().map(|s| (s.t, s.jain)).collect();
         chart.draw_series(LineSeries::new(
             step_vertices(&downsample(&jain, MAX_STEPS), t0, DAY, x_max),
@@ -200,18 +219,13 @@ fn render_fairness(report: &FairnessReport, title: &str) -> Result<String, Box<d
             })
             .fold(0.0f64, f64::max)
             .max(0.01);
-        let mut chart = ChartBuilder::on(&panels[1])
-            .margin(10)
-            .x_label_area_size(45)
-            .y_label_area_size(75)
-            .build_cartesian_2d(0f64..x_max, 0f64..top * 1.05)?;
-        chart
-            .configure_mesh()
-            .label_style(("sans-serif", 15))
-            .axis_desc_style(("sans-serif", 17))
-            .x_desc("time since first event (days)")
-            .y_desc("share of decayed usage")
-            .draw()?;
+        let mut chart = value_panel(
+            &panels[1],
+            x_max,
+            top * 1.05,
+            x_desc,
+            "share of decayed usage",
+        )?;
         for (k, (col, a)) in drawn.iter().enumerate() {
             let colour = Palette99::pick(k).to_rgba();
             let pts: Vec<(Time, f64)> =
