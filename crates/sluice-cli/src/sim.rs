@@ -141,6 +141,8 @@ struct Report<'a> {
     mode: &'a str,
     /// Jobs left out before the replay (no run time or processors, or never ran).
     jobs_skipped: u64,
+    /// How jobs were ordered: `multifactor` (fair-share) or `submission`.
+    priority: &'a str,
     /// GPU-seconds in hours.
     gpu_hours: f64,
     #[serde(flatten)]
@@ -157,6 +159,31 @@ struct FairnessJson<'a> {
     jain_index: f64,
     accounts: &'a [AccountFigures],
     users: &'a [UserFigures],
+}
+
+/// How fair-share is simulated: the `--config`'s multifactor settings (`from_config`),
+/// else the defaults when `--fairshare`, `--accounts` or a fairness output asks for it
+/// (ordering jobs only with `--fairshare`), with `--accounts` read in. `None`: not at all.
+fn fairshare_options(
+    args: &SimArgs,
+    from_config: Option<FairShareOptions>,
+) -> Result<Option<FairShareOptions>, SimError> {
+    let wanted = args.fairshare
+        || args.accounts.is_some()
+        || args.fairness_out.is_some()
+        || args.fairness_plot.is_some();
+    let Some(mut o) = from_config.or_else(|| {
+        wanted.then(|| FairShareOptions {
+            priority: args.fairshare,
+            ..Default::default()
+        })
+    }) else {
+        return Ok(None);
+    };
+    if let Some(path) = &args.accounts {
+        o.accounts = read_accounts(path)?;
+    }
+    Ok(Some(o))
 }
 
 /// Reads a `UID ACCOUNT` mapping (see `--accounts`).
@@ -258,13 +285,7 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
             cluster.placement = p;
         }
         let name = format!("synthetic {list}");
-        let fairshare = (args.fairshare
-            || args.fairness_out.is_some()
-            || args.fairness_plot.is_some())
-        .then(|| FairShareOptions {
-            priority: args.fairshare,
-            ..Default::default()
-        });
+        let fairshare = fairshare_options(&args, None)?;
         return replay_and_report(
             &args,
             cluster,
@@ -372,18 +393,7 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
         cluster.switches.clear();
     }
     let name = trace_path.display().to_string();
-    let wants_fairness =
-        args.fairshare || args.fairness_out.is_some() || args.fairness_plot.is_some();
-    if wants_fairness || args.accounts.is_some() {
-        let mut o = fairshare.take().unwrap_or_else(|| FairShareOptions {
-            priority: args.fairshare,
-            ..Default::default()
-        });
-        if let Some(path) = &args.accounts {
-            o.accounts = read_accounts(path)?;
-        }
-        fairshare = Some(o);
-    }
+    let fairshare = fairshare_options(&args, fairshare)?;
     replay_and_report(
         &args,
         cluster,
@@ -492,6 +502,15 @@ fn replay_and_report(
         .expect("valid template")
         .progress_chars("=> "),
     );
+    let ordered_by_fairshare = fairshare.as_ref().is_some_and(|f| f.priority);
+    if let Some(f) = fairshare.as_ref().filter(|f| f.priority) {
+        let w = &f.params.weights;
+        if w.fairshare == 0 && w.age == 0 && w.job_size == 0 && w.tres.is_empty() {
+            eprintln!(
+                "sluice sim: warning: multifactor priority with all weights 0 (Slurm's default) orders jobs by submission; set PriorityWeightFairshare"
+            );
+        }
+    }
     let options = replay::ReplayOptions {
         samples: args.plot.is_some(),
         fairshare,
@@ -519,12 +538,22 @@ fn replay_and_report(
         }
     }
     let mode = if args.reference { "reference" } else { "full" };
+    let order = if ordered_by_fairshare {
+        "multifactor priority with fair-share"
+    } else {
+        "priority by submission"
+    };
     let text = if args.json {
         let report = Report {
             trace: name,
             policy: policy.name(),
             mode,
             jobs_skipped: skipped,
+            priority: if ordered_by_fairshare {
+                "multifactor"
+            } else {
+                "submission"
+            },
             gpu_hours: m.gpu_seconds / 3600.0,
             metrics: &m,
             fairness: result.fairness.as_ref().map(|f| FairnessJson {
@@ -535,7 +564,7 @@ fn replay_and_report(
         };
         serde_json::to_string_pretty(&report).expect("metrics serialise") + "\n"
     } else {
-        let mut text = render_table(&m, name, mode, &policy, skipped);
+        let mut text = render_table(&m, name, mode, &policy, skipped, order);
         if let Some(f) = &result.fairness {
             text.push_str(&render_fairness(f));
         }
@@ -555,9 +584,20 @@ fn print_out(text: &str) -> Result<(), SimError> {
     }
 }
 
-fn render_table(m: &Metrics, name: &str, mode: &str, policy: &Policy, skipped: u64) -> String {
+fn render_table(
+    m: &Metrics,
+    name: &str,
+    mode: &str,
+    policy: &Policy,
+    skipped: u64,
+    order: &str,
+) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{name} — policy {} — {mode} mode", policy.name());
+    let _ = writeln!(
+        s,
+        "{name} — policy {} — {mode} mode — {order}",
+        policy.name()
+    );
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_header(vec!["metric", "value"]);

@@ -920,6 +920,13 @@ fn fairshare_lets_a_light_user_overtake_and_writes_per_user_figures() {
         out.contains("fair-share: Jain's index of usage/share over accounts 0.8000"),
         "{out}"
     );
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .ends_with("— full mode — multifactor priority with fair-share"),
+        "{out}"
+    );
     let svg = std::fs::read_to_string(plot.path()).unwrap();
     assert!(
         svg.starts_with("<svg") && svg.contains("g5 (share 0.500)"),

@@ -93,6 +93,7 @@ pub struct AccountFigures {
     /// Jobs finished.
     pub jobs: u64,
     /// Mean wait, seconds.
+    #[serde(rename = "mean_wait_s")]
     pub mean_wait: f64,
 }
 
@@ -112,6 +113,7 @@ pub struct UserFigures {
     /// Normalized share (of the machine).
     pub norm_shares: f64,
     /// Mean wait, seconds.
+    #[serde(rename = "mean_wait_s")]
     pub mean_wait: f64,
     /// Fair-share factor at the end of the replay.
     pub fairshare: f64,
@@ -298,7 +300,7 @@ impl FairShareSim {
             self.decay.run(&mut self.tree, t, charges);
             self.next_calc += self.opts.calc_period;
             recalculated = Some(t);
-            if t >= self.next_sample {
+            if t >= self.next_sample && self.tree.get(AssocId::ROOT).usage_raw > 0.0 {
                 self.sample(t);
                 self.next_sample = t + self.opts.sample_every;
             }
@@ -317,6 +319,9 @@ impl FairShareSim {
 
     fn sample(&mut self, t: Time) {
         let root = self.tree.get(AssocId::ROOT).usage_raw;
+        if root <= 0.0 {
+            return; // no usage yet: no share of it to compare
+        }
         let usage_share: Vec<f64> = self
             .accounts
             .iter()
