@@ -329,6 +329,7 @@ impl Parser {
                 parse_mem_mib(value).map(|_| ())
             }
             "accountingstoragetres" => accounting_storage_tres(Some(value)).map(|_| ()),
+            "accountingstorageenforce" => AccountingEnforce::parse(value).map(|_| ()),
             "schedulertype" => match value {
                 "sched/backfill" | "sched/builtin" => Ok(()),
                 _ => Err(format!(
@@ -1029,6 +1030,143 @@ fn split_outside_parens(v: &str) -> Vec<&str> {
     }
     out.push(v[start..].trim());
     out.into_iter().filter(|s| !s.is_empty()).collect()
+}
+
+/// What `AccountingStorageEnforce` asks the controller to check at submission and while
+/// scheduling. Slurm's words: `associations`, `limits` (implies `associations`), `qos`
+/// (implies `associations`), `safe` (implies `associations` and `limits`), `wckeys`
+/// (implies `associations`), `nojobs` (implies `nosteps`), `nosteps`, `all` (all but
+/// `nojobs` and `nosteps`), `none`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccountingEnforce {
+    /// A job's user must have an association with its account (and partition).
+    pub associations: bool,
+    /// Association and QOS limits are enforced.
+    pub limits: bool,
+    /// A job's QOS must be one its association may use.
+    pub qos: bool,
+    /// A job is started only if it can finish within `GrpTRESMins`-style limits.
+    pub safe: bool,
+    /// WCKeys are checked.
+    pub wckeys: bool,
+    /// Jobs are not recorded in accounting.
+    pub nojobs: bool,
+    /// Steps are not recorded in accounting.
+    pub nosteps: bool,
+}
+
+impl AccountingEnforce {
+    /// Parses `AccountingStorageEnforce`'s value (comma-separated words, any case).
+    ///
+    /// Errors: a word Slurm does not know.
+    pub fn parse(value: &str) -> Result<AccountingEnforce, String> {
+        let mut e = AccountingEnforce::default();
+        for word in value.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word.to_ascii_lowercase().as_str() {
+                "associations" | "assoc" | "associations_only" => e.associations = true,
+                "limits" => {
+                    e.associations = true;
+                    e.limits = true;
+                }
+                "qos" => {
+                    e.associations = true;
+                    e.qos = true;
+                }
+                "safe" => {
+                    e.associations = true;
+                    e.limits = true;
+                    e.safe = true;
+                }
+                "wckeys" => {
+                    e.associations = true;
+                    e.wckeys = true;
+                }
+                "nojobs" => {
+                    e.nojobs = true;
+                    e.nosteps = true;
+                }
+                "nosteps" => e.nosteps = true,
+                "all" => {
+                    e.associations = true;
+                    e.limits = true;
+                    e.qos = true;
+                    e.safe = true;
+                    e.wckeys = true;
+                }
+                "none" | "0" => e = AccountingEnforce::default(),
+                _ => {
+                    return Err(format!(
+                        "unknown word '{word}' (associations, limits, nojobs, nosteps, qos, safe, wckeys, all or none)"
+                    ))
+                }
+            }
+        }
+        Ok(e)
+    }
+
+    /// As `scontrol show config` prints it: `associations,limits,qos`, or `none`.
+    pub fn words(&self) -> String {
+        let words: Vec<&str> = [
+            (self.associations, "associations"),
+            (self.limits, "limits"),
+            (self.nojobs, "nojobs"),
+            (self.nosteps, "nosteps"),
+            (self.qos, "qos"),
+            (self.safe, "safe"),
+            (self.wckeys, "wckeys"),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, w)| w)
+        .collect();
+        if words.is_empty() {
+            "none".to_string()
+        } else {
+            words.join(",")
+        }
+    }
+}
+
+#[cfg(test)]
+mod enforce_tests {
+    use super::*;
+
+    #[test]
+    fn accounting_storage_enforce_words_imply_as_slurm_documents() {
+        let e = AccountingEnforce::parse("Limits").unwrap();
+        assert!(e.associations && e.limits && !e.qos);
+        let e = AccountingEnforce::parse("qos").unwrap();
+        assert!(e.associations && e.qos && !e.limits);
+        let e = AccountingEnforce::parse("safe,nojobs").unwrap();
+        assert!(e.associations && e.limits && e.safe && e.nojobs && e.nosteps);
+        assert_eq!(
+            AccountingEnforce::parse("all").unwrap().words(),
+            "associations,limits,qos,safe,wckeys"
+        );
+        assert_eq!(
+            AccountingEnforce::parse("associations,limits,qos")
+                .unwrap()
+                .words(),
+            "associations,limits,qos"
+        );
+        assert_eq!(
+            AccountingEnforce::parse("none").unwrap(),
+            AccountingEnforce::default()
+        );
+        assert_eq!(
+            AccountingEnforce::parse("").unwrap(),
+            AccountingEnforce::default()
+        );
+        let e = super::parse_str(
+            "AccountingStorageEnforce=associations,bogus\n",
+            std::path::Path::new("s.conf"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.conf:1: AccountingStorageEnforce: unknown word 'bogus' (associations, limits, nojobs, nosteps, qos, safe, wckeys, all or none)"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use sluice_conf::cgroup_conf;
 use sluice_conf::gres_conf::{self, AutoDetect, GresConf, GresDevice, GresLayout};
-use sluice_conf::slurm_conf::{BillingWeights, SlurmConf, DEFAULT_TRES};
+use sluice_conf::slurm_conf::{AccountingEnforce, BillingWeights, SlurmConf, DEFAULT_TRES};
 use sluice_conf::ConfError;
 use sluice_core::job::{JobRequest, MemRequest, NodeAlloc};
 use sluice_core::tres::MAX_GRES;
@@ -60,6 +60,9 @@ pub struct ClusterConfig {
     pub billing_weights: Vec<Option<BillingWeights>>,
     /// `PriorityFlags=MAX_TRES`: billing is the largest weighted TRES, not the sum.
     pub max_tres: bool,
+    /// `AccountingStorageEnforce`: what submissions are checked against the accounts
+    /// `sacctmgr` manages (see [`crate::accounts`]).
+    pub enforce: AccountingEnforce,
 }
 
 /// TRES as accounting records them: `(TRES, count)`, memory in MiB (see
@@ -167,6 +170,10 @@ impl ClusterConfig {
             accounting_tres: conf.accounting_tres.clone(),
             billing_weights: conf.billing_weights.clone(),
             max_tres: conf.max_tres,
+            enforce: conf
+                .get("AccountingStorageEnforce")
+                .and_then(|v| AccountingEnforce::parse(v).ok())
+                .unwrap_or_default(),
         }
     }
 
@@ -358,6 +365,7 @@ impl ClusterConfig {
             accounting_tres: DEFAULT_TRES.iter().map(|t| t.to_string()).collect(),
             billing_weights: vec![None],
             max_tres: false,
+            enforce: AccountingEnforce::default(),
         }
     }
 

@@ -3,8 +3,10 @@
 //! - [`config`]: the cluster's configuration, from a slurm.conf or this machine.
 //! - [`gpu_detect`]: the GPUs on this machine (NVML, the NVIDIA driver's files, AMD's
 //!   sysfs), as gres.conf's `AutoDetect` finds them.
+//! - [`accounts`]: accounts, users, associations and QOS (`sacctmgr`'s rules, no I/O).
 //! - [`state`]: the state machine around the scheduling core (no I/O).
 
+pub mod accounts;
 pub mod config;
 pub mod gpu_detect;
 pub mod server;

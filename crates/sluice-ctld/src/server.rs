@@ -74,6 +74,7 @@ pub enum ServeError {
     Corrupt(String),
 }
 
+mod accounts;
 mod update;
 
 struct Shared {
@@ -86,6 +87,9 @@ struct Shared {
     /// Names this run of the controller. Agents register again when it changes: a
     /// controller that restarted knows nothing of who is up.
     incarnation: String,
+    /// The TCP address the controller listens on, if any (`sacctmgr show cluster`'s
+    /// `ControlHost` and `ControlPort`).
+    listen: Option<std::net::SocketAddr>,
 }
 
 type App = Arc<Shared>;
@@ -153,6 +157,16 @@ pub async fn run(
     }
     let mut ctl = Controller::new(conf, state_dir, jobs, steps, now());
     ctl.restore_nodes(&snapshot.nodes);
+    let fresh = ctl
+        .restore_accounts(&snapshot.accounts)
+        .map_err(ServeError::Corrupt)?;
+    if !fresh.is_empty() {
+        // A new database: root, its user and QOS normal, on disk before anyone asks.
+        store
+            .put_accounts(fresh)
+            .recv()
+            .map_err(|_| sluice_store::StoreError::Closed)??;
+    }
     ctl.await_agents();
     ctl.purge(now());
     let shared = Arc::new(Shared {
@@ -169,6 +183,7 @@ pub async fn run(
                 .map(|d| d.as_nanos())
                 .unwrap_or(0)
         ),
+        listen,
     });
     let socket = sluice_proto::paths::controller_socket(state_dir);
     let _ = std::fs::remove_file(&socket);
@@ -322,6 +337,7 @@ fn router(app: App) -> Router {
         .route("/v1/nodes", get(nodes))
         .route("/v1/nodes/update", post(update::update_nodes))
         .route("/v1/jobs/{id}/update", post(update::update_job))
+        .route("/v1/accounts", get(accounts::list).post(accounts::change))
         .route("/v1/partitions", get(partitions))
         .route("/v1/config", get(config))
         .route("/v1/agent/register", post(agent_register))
@@ -361,6 +377,7 @@ async fn execute(app: &App, effects: Vec<Effect>) {
                 });
                 waits.push(rx);
             }
+            Effect::PersistAccounts(rows) => waits.push(app.store.put_accounts(rows)),
             other => orders.push(other),
         }
     }

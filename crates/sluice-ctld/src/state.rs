@@ -23,7 +23,10 @@ use sluice_proto::types::{
     LaunchBatch, MemoryRequest, NodeInfo, PartitionInfo, StepId, StepPlan, StepRecord, StepRequest,
 };
 
+use crate::accounts::{Accounts, Requester};
 use crate::config::ClusterConfig;
+use sluice_proto::accounts::{AccountsError, AccountsRequest, ActiveJob, ChangeOutcome};
+use sluice_store::AccountRow;
 
 /// Something the server loop must do.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,6 +84,9 @@ pub enum Effect {
         /// Seconds from the start; `None`: unlimited.
         time_limit: Option<i64>,
     },
+    /// Write (or delete, `record: None`) account records (`sacctmgr`'s changes), in one
+    /// transaction, durably before the change is acknowledged.
+    PersistAccounts(Vec<AccountRow>),
 }
 
 /// Who is asking (from the socket's peer credentials, never from the request).
@@ -205,6 +211,8 @@ pub struct Controller {
     expiring: bool,
     /// Node states set by operators (`scontrol update NodeName=...`), by node name.
     node_overrides: BTreeMap<String, NodeOverride>,
+    /// Accounts, users, associations and QOS (`sacctmgr`).
+    accounts: Accounts,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -251,6 +259,7 @@ impl Controller {
         let gpu_slot = conf.cluster.gres.find("gpu", None);
         let n = conf.cluster.nodes.len();
         let shards = shards::ShardBook::new(&conf);
+        let accounts = Accounts::new(&conf.cluster_name, &conf.accounting_tres);
         let mut c = Controller {
             conf,
             state_dir: state_dir.to_path_buf(),
@@ -266,6 +275,7 @@ impl Controller {
             interactive: BTreeSet::new(),
             expiring: false,
             node_overrides: BTreeMap::new(),
+            accounts,
         };
         for s in steps {
             c.steps.insert((s.job_id, s.step), s);
@@ -302,6 +312,54 @@ impl Controller {
         }
         c.restore_shards(now);
         c
+    }
+
+    /// Restores the accounts from the store's rows; returns the rows to write (the
+    /// defaults, for a fresh database).
+    ///
+    /// Errors: a row that does not parse.
+    pub fn restore_accounts(&mut self, rows: &[AccountRow]) -> Result<Vec<AccountRow>, String> {
+        let (accounts, fresh) =
+            Accounts::restore(&self.conf.cluster_name, &self.conf.accounting_tres, rows)?;
+        self.accounts = accounts;
+        Ok(fresh)
+    }
+
+    /// The accounts, users, associations and QOS (for lookups; change them through
+    /// [`Controller::change_accounts`]).
+    pub fn accounts(&self) -> &Accounts {
+        &self.accounts
+    }
+
+    /// A `sacctmgr` change on behalf of `who`: checked (`commit: false`) or carried
+    /// out, with the record writes to make durable before answering. Jobs pending or
+    /// running keep their associations from being deleted.
+    ///
+    /// Errors: Slurm's refusals; nothing changed.
+    pub fn change_accounts(
+        &mut self,
+        who: &Requester,
+        request: &AccountsRequest,
+        commit: bool,
+    ) -> Result<(ChangeOutcome, Vec<Effect>), AccountsError> {
+        let active: Vec<ActiveJob> = self
+            .jobs
+            .values()
+            .filter(|j| !j.state.is_finished())
+            .map(|j| ActiveJob {
+                id: j.id,
+                cluster: self.conf.cluster_name.clone(),
+                account: j.account.clone(),
+                user: j.user.clone(),
+            })
+            .collect();
+        let (outcome, rows) = self.accounts.change(who, request, &active, commit)?;
+        let effects = if rows.is_empty() {
+            Vec::new()
+        } else {
+            vec![Effect::PersistAccounts(rows)]
+        };
+        Ok((outcome, effects))
     }
 
     fn partition_of(&self, name: &str) -> Option<PartitionId> {
@@ -341,6 +399,18 @@ impl Controller {
             parse_dependency(dep).map_err(|_| "Job dependency problem".to_string())?;
         }
         let p = self.conf.cluster.partition(part);
+        // The account and QOS, checked against the associations as
+        // AccountingStorageEnforce asks.
+        let accounting = self
+            .accounts
+            .resolve_job(
+                user,
+                desc.account.as_deref(),
+                &p.name,
+                desc.qos.as_deref(),
+                &self.conf.enforce,
+            )
+            .map_err(str::to_string)?;
         let limit = match desc.time_limit {
             Some(Some(t)) => Some(t),
             Some(None) => None,
@@ -362,9 +432,9 @@ impl Controller {
             gid: caller.gid,
             user: user.to_string(),
             group: group.to_string(),
-            account: desc.account.clone().unwrap_or_else(|| user.to_string()),
+            account: accounting.account,
             partition: p.name.clone(),
-            qos: desc.qos.clone().unwrap_or_else(|| "normal".into()),
+            qos: accounting.qos,
             state: JobState::Pending,
             reason: "None".into(),
             priority: 0,

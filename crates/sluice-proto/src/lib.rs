@@ -1,10 +1,12 @@
 //! Sluice's wire types and client.
 //!
+//! - [`accounts`]: accounts, users, associations and QOS (`sacctmgr`).
 //! - [`types`]: what the commands, the controller and the node agents send each other
 //!   (JSON over HTTP on Unix sockets).
 //! - [`client`]: a blocking client for the commands.
 //! - [`paths`]: where a cluster's state directory and sockets are.
 
+pub mod accounts;
 pub mod auth;
 pub mod client;
 pub mod oserror;

@@ -7,6 +7,10 @@
 //! answers each caller only once its transaction is on disk (`synchronous=FULL`). A
 //! submission's id is allocated inside that transaction, so an id is returned only for a
 //! durable job, and a refused submission never consumes one.
+//!
+//! The `accounts` table holds what `sacctmgr` manages (accounts, users, associations,
+//! QOS): one row per record, keyed by its kind and name, written in one transaction per
+//! change ([`Store::put_accounts`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -56,6 +60,22 @@ pub struct Snapshot {
     /// Node records (`scontrol update NodeName=…` state set by an operator), as
     /// `(node name, serialised record)`, by name.
     pub nodes: Vec<(String, String)>,
+    /// Account records (`sacctmgr`'s accounts, users, associations, QOS), by kind then
+    /// key; `record` is always `Some`.
+    pub accounts: Vec<AccountRow>,
+}
+
+/// One row of the `accounts` table: a record of some `kind` (the controller's choice:
+/// `account`, `user`, `assoc`, `qos`) under `key`. A row written with `record: None` is
+/// deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountRow {
+    /// What the record is.
+    pub kind: String,
+    /// Its key within the kind (a name, an id).
+    pub key: String,
+    /// The serialised record; `None` deletes the row.
+    pub record: Option<String>,
 }
 
 /// Builds a submission's records once its first id is known (inside the transaction):
@@ -90,6 +110,11 @@ enum Op {
     PutNode {
         name: String,
         record: Option<String>,
+    },
+    /// Write (or delete) account rows, all in one transaction.
+    PutAccounts {
+        rows: Vec<AccountRow>,
+        reply: Sender<Result<(), StoreError>>,
     },
     /// Wait until everything queued before this is on disk.
     Sync {
@@ -139,6 +164,9 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS runs (
         job_id INTEGER NOT NULL, run INTEGER NOT NULL, record TEXT NOT NULL,
         PRIMARY KEY (job_id, run));
+    CREATE TABLE IF NOT EXISTS accounts (
+        kind TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL,
+        PRIMARY KEY (kind, key));
     INSERT OR IGNORE INTO meta (key, value) VALUES ('next_job_id', 1);
 ";
 
@@ -276,6 +304,24 @@ impl Store {
         });
     }
 
+    /// Writes (or, with `record: None`, deletes) account rows in one transaction; the
+    /// receiver yields once they are on disk, so that a change is acknowledged only once
+    /// it is durable.
+    pub fn put_accounts(&self, rows: Vec<AccountRow>) -> Receiver<Result<(), StoreError>> {
+        let (reply, rx) = mpsc::channel();
+        if self
+            .tx
+            .send(Op::PutAccounts {
+                rows,
+                reply: reply.clone(),
+            })
+            .is_err()
+        {
+            let _ = reply.send(Err(StoreError::Closed));
+        }
+        rx
+    }
+
     /// Everything the database holds now, including all that was sent before this call
     /// (it waits for that first), read on a connection of its own so that the writer is
     /// not held up: what `sacct` reports, long after the controller forgot a job.
@@ -342,6 +388,17 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
     for r in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
         nodes.push(r?);
     }
+    let mut accounts = Vec::new();
+    let mut stmt = conn.prepare("SELECT kind, key, record FROM accounts ORDER BY kind, key")?;
+    for r in stmt.query_map([], |r| {
+        Ok(AccountRow {
+            kind: r.get(0)?,
+            key: r.get(1)?,
+            record: Some(r.get(2)?),
+        })
+    })? {
+        accounts.push(r?);
+    }
     let next: Option<i64> = conn
         .query_row(
             "SELECT value FROM meta WHERE key = 'next_job_id'",
@@ -355,6 +412,7 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
         next_job_id: next.unwrap_or(1) as u64,
         runs,
         nodes,
+        accounts,
     })
 }
 
@@ -446,6 +504,21 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                     };
                     out.push(None);
                 }
+                Op::PutAccounts { rows, .. } => {
+                    for row in rows.iter() {
+                        match &row.record {
+                            Some(r) => tx.execute(
+                                "INSERT OR REPLACE INTO accounts (kind, key, record) VALUES (?1, ?2, ?3)",
+                                params![row.kind.as_str(), row.key.as_str(), r.as_str()],
+                            )?,
+                            None => tx.execute(
+                                "DELETE FROM accounts WHERE kind = ?1 AND key = ?2",
+                                params![row.kind.as_str(), row.key.as_str()],
+                            )?,
+                        };
+                    }
+                    out.push(None);
+                }
                 Op::Sync { .. } | Op::Shutdown => out.push(None),
             }
         }
@@ -476,7 +549,7 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
                     Op::PutJob { reply: Some(r), .. } | Op::PutStep { reply: Some(r), .. } => {
                         let _ = r.send(Ok(()));
                     }
-                    Op::Sync { reply } => {
+                    Op::Sync { reply } | Op::PutAccounts { reply, .. } => {
                         let _ = reply.send(Ok(()));
                     }
                     _ => {}
@@ -492,7 +565,7 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
                     Op::PutJob { reply: Some(r), .. } | Op::PutStep { reply: Some(r), .. } => {
                         let _ = r.send(Err(failed(&e)));
                     }
-                    Op::Sync { reply } => {
+                    Op::Sync { reply } | Op::PutAccounts { reply, .. } => {
                         let _ = reply.send(Err(failed(&e)));
                     }
                     _ => {}
@@ -635,6 +708,45 @@ mod tests {
         drop(writer);
         let (_, _, snap) = Store::open(&path, 1).unwrap();
         assert_eq!(snap.nodes, vec![("n2".to_string(), "drain".to_string())]);
+    }
+
+    #[test]
+    fn account_rows_are_written_together_replaced_deleted_and_read_back() {
+        let path = temp("accounts");
+        let row = |kind: &str, key: &str, record: Option<&str>| AccountRow {
+            kind: kind.into(),
+            key: key.into(),
+            record: record.map(str::to_string),
+        };
+        {
+            let (store, _writer, snap) = Store::open(&path, 1).unwrap();
+            assert!(snap.accounts.is_empty());
+            store
+                .put_accounts(vec![
+                    row("account", "physics", Some("a1")),
+                    row("assoc", "2", Some("s2")),
+                    row("user", "alice", Some("u1")),
+                ])
+                .recv()
+                .unwrap()
+                .unwrap();
+            store
+                .put_accounts(vec![
+                    row("account", "physics", Some("a2")),
+                    row("user", "alice", None),
+                ])
+                .recv()
+                .unwrap()
+                .unwrap();
+        }
+        let (_store, _writer, snap) = Store::open(&path, 1).unwrap();
+        assert_eq!(
+            snap.accounts,
+            vec![
+                row("account", "physics", Some("a2")),
+                row("assoc", "2", Some("s2"))
+            ]
+        );
     }
 
     #[test]

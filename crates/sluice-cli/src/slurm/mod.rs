@@ -4,6 +4,7 @@ pub mod allocate;
 pub mod common;
 pub mod format;
 pub mod sacct;
+pub mod sacctmgr;
 pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
@@ -15,7 +16,7 @@ pub mod srun;
 
 /// The commands this binary answers to when called by their name.
 pub const COMMANDS: &[&str] = &[
-    "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct",
+    "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr",
 ];
 
 /// Runs the Slurm command `name` with `args`; returns its exit status.
@@ -38,6 +39,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sinfo" => sinfo::main(args),
         "scontrol" => scontrol::main(args),
         "sacct" => sacct::main(args),
+        "sacctmgr" => sacctmgr::main(args),
         _ => return None,
     })
 }

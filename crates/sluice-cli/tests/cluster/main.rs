@@ -2,6 +2,7 @@
 //! agents, driven by the Slurm commands exactly as users type them.
 
 mod accounting;
+mod accounts;
 mod arrays;
 mod cancel;
 mod commands;

@@ -572,3 +572,106 @@ fn a_job_asking_no_memory_gets_def_mem_per_cpu() {
     let r = c.job(id).unwrap();
     assert_eq!((r.state, r.mem_per_node), (JobState::Running, 3000));
 }
+
+#[test]
+fn enforced_associations_decide_who_may_submit_to_which_account() {
+    // AccountingStorageEnforce=associations,qos: alice may submit only once she has an
+    // association, and only with a QOS it allows; a refusal uses no job id.
+    let mut conf = conf(1, 4);
+    conf.enforce = sluice_conf::slurm_conf::AccountingEnforce::parse("associations,qos").unwrap();
+    let mut c = Controller::new(conf, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let try_submit = |c: &Controller, account: Option<&str>, qos: Option<&str>| {
+        let d = JobDescription {
+            account: account.map(str::to_string),
+            qos: qos.map(str::to_string),
+            ..desc(1, 60)
+        };
+        c.prepare(d, &alice(), "alice", "alice", 0)
+            .map(|p| p.records(1)[0].clone())
+    };
+    assert_eq!(
+        try_submit(&c, None, None).unwrap_err(),
+        crate::accounts::BAD_ACCOUNT
+    );
+    let admin = Requester {
+        name: "root".into(),
+        superuser: true,
+    };
+    let add = |c: &mut Controller, request: AccountsRequest| {
+        c.change_accounts(&admin, &request, true).unwrap().1
+    };
+    let effects = add(
+        &mut c,
+        AccountsRequest::AddAccounts {
+            names: vec!["physics".into()],
+            description: None,
+            organization: None,
+            parent: None,
+            settings: Default::default(),
+        },
+    );
+    assert!(
+        matches!(effects.as_slice(), [Effect::PersistAccounts(rows)] if rows.len() == 2),
+        "the account and its association are written: {effects:?}"
+    );
+    add(
+        &mut c,
+        AccountsRequest::AddUsers {
+            names: vec!["alice".into()],
+            accounts: vec!["physics".into()],
+            default_account: None,
+            partitions: Vec::new(),
+            admin_level: None,
+            settings: Default::default(),
+        },
+    );
+    let r = try_submit(&c, None, None).unwrap();
+    assert_eq!((r.account.as_str(), r.qos.as_str()), ("physics", "normal"));
+    let r = try_submit(&c, Some("PHYSICS"), Some("normal")).unwrap();
+    assert_eq!(r.account, "physics");
+    assert_eq!(
+        try_submit(&c, Some("chem"), None).unwrap_err(),
+        crate::accounts::BAD_ACCOUNT
+    );
+    assert_eq!(
+        try_submit(&c, None, Some("nosuch")).unwrap_err(),
+        crate::accounts::BAD_QOS
+    );
+    // A job pending in the account keeps it from being deleted.
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(1, 60), &mut next, 0);
+    let delete = AccountsRequest::DeleteAccounts {
+        names: vec!["physics".into()],
+    };
+    let err = c.change_accounts(&admin, &delete, true).unwrap_err();
+    assert_eq!(
+        err,
+        AccountsError::JobsActive(vec![ActiveJob {
+            id,
+            cluster: "test".into(),
+            account: "physics".into(),
+            user: "alice".into()
+        }])
+    );
+}
+
+#[test]
+fn without_enforcement_jobs_keep_todays_accounts() {
+    let c = Controller::new(conf(1, 4), Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let d = JobDescription {
+        account: Some("anything".into()),
+        ..desc(1, 60)
+    };
+    let r = c
+        .prepare(d, &alice(), "alice", "alice", 0)
+        .unwrap()
+        .records(1)[0]
+        .clone();
+    assert_eq!((r.account.as_str(), r.qos.as_str()), ("anything", "normal"));
+    let r = c
+        .prepare(desc(1, 60), &alice(), "alice", "alice", 0)
+        .unwrap()
+        .records(1)[0]
+        .clone();
+    assert_eq!(r.account, "alice", "a user without association: their name");
+}
