@@ -196,26 +196,70 @@ pub fn job_size_factor(p: &Params, totals: &ClusterTotals, job: &JobFactors) -> 
     f.clamp(0.0, 1.0)
 }
 
+/// Which TRES a [`TresTerm`] counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TresKind {
+    /// CPUs.
+    Cpu,
+    /// Memory.
+    Mem,
+    /// Nodes.
+    Node,
+    /// A GRES slot of the cluster's GRES table.
+    Gres(usize),
+}
+
+/// One TRES's part of the priority: `sprio`'s `TRES` column lists them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TresTerm {
+    /// The TRES.
+    pub kind: TresKind,
+    /// The job's count over the cluster's (0 to 1).
+    pub factor: f64,
+    /// Its `PriorityWeightTRES` weight times the factor.
+    pub weighted: f64,
+}
+
+/// The TRES with a non-zero weight, in Slurm's TRES order (CPU, memory, node, then
+/// GRES), each with the job's share of the cluster's count and its weighted value.
+pub fn tres_terms(w: &TresWeights, totals: &ClusterTotals, job: &JobFactors) -> Vec<TresTerm> {
+    let ratio = |have: f64, total: f64| if total > 0.0 { have / total } else { 0.0 };
+    let r = &job.resources;
+    let t = &totals.resources;
+    let mut terms = vec![
+        (TresKind::Cpu, w.cpu, ratio(r.cpus as f64, t.cpus as f64)),
+        (
+            TresKind::Mem,
+            w.mem,
+            ratio(r.mem_mib as f64, t.mem_mib as f64),
+        ),
+        (
+            TresKind::Node,
+            w.node,
+            ratio(job.nodes as f64, totals.nodes as f64),
+        ),
+    ];
+    for s in 0..MAX_GRES {
+        terms.push((
+            TresKind::Gres(s),
+            w.gres[s],
+            ratio(r.gres[s] as f64, t.gres[s] as f64),
+        ));
+    }
+    terms
+        .into_iter()
+        .filter(|(_, weight, _)| *weight != 0.0)
+        .map(|(kind, weight, factor)| TresTerm {
+            kind,
+            factor,
+            weighted: weight * factor,
+        })
+        .collect()
+}
+
 /// The TRES part: Σ weight × (job's count / cluster's count).
 pub fn tres_part(w: &TresWeights, totals: &ClusterTotals, job: &JobFactors) -> f64 {
-    let ratio = |have: f64, total: f64| if total > 0.0 { have / total } else { 0.0 };
-    let mut sum = w.cpu * ratio(job.resources.cpus as f64, totals.resources.cpus as f64)
-        + w.mem
-            * ratio(
-                job.resources.mem_mib as f64,
-                totals.resources.mem_mib as f64,
-            )
-        + w.node * ratio(job.nodes as f64, totals.nodes as f64);
-    for s in 0..MAX_GRES {
-        if w.gres[s] != 0.0 {
-            sum += w.gres[s]
-                * ratio(
-                    job.resources.gres[s] as f64,
-                    totals.resources.gres[s] as f64,
-                );
-        }
-    }
-    sum
+    tres_terms(w, totals, job).iter().map(|t| t.weighted).sum()
 }
 
 /// A job's priority at `now`, with its weighted factors.
@@ -265,6 +309,84 @@ mod tests {
             nodes: 1,
             resources: Resources::cpus(cpus),
         }
+    }
+
+    #[test]
+    fn slurms_sample_with_qos_association_nice_and_tres_weights() {
+        // Real Slurm 22.05 (crates/sluice-cli/tests/samples/sprio/sprio_l.txt): one
+        // node, 2 CPUs and 1000 MiB here; weights age 1000 (PriorityMaxAge 1 day),
+        // assoc 500, fairshare 10000, job size 1000, partition 1000, QOS 2000,
+        // TRES CPU=100,Mem=10; every job eligible for 49 s. The factors are sprio -n's.
+        let p = Params {
+            weights: Weights {
+                age: 1000,
+                assoc: 500,
+                fairshare: 10_000,
+                job_size: 1000,
+                partition: 1000,
+                qos: 2000,
+                tres: TresWeights {
+                    cpu: 100.0,
+                    mem: 10.0,
+                    ..Default::default()
+                },
+            },
+            max_age: 86_400,
+            ..Default::default()
+        };
+        let totals = ClusterTotals {
+            nodes: 1,
+            resources: Resources {
+                cpus: 2,
+                mem_mib: 1000,
+                ..Default::default()
+            },
+        };
+        let now = 1_000_049;
+        let job = |cpus, mem_mib, assoc, fairshare, qos, nice| JobFactors {
+            accrue_since: Some(1_000_000),
+            nodes: 1,
+            resources: Resources {
+                cpus,
+                mem_mib,
+                ..Default::default()
+            },
+            fairshare,
+            partition: 1.0,
+            qos,
+            assoc,
+            nice,
+            ..Default::default()
+        };
+        // Job 98: alice in phys (assoc priority 5 of 20, fair-share 0.25), QOS high.
+        let j98 = priority(&p, &totals, &job(1, 40, 0.25, 0.25, 1.0, 0), now);
+        assert_eq!(j98.priority, 6425);
+        assert_eq!(
+            (j98.assoc, j98.fairshare, j98.job_size, j98.qos),
+            (125.0, 2500.0, 750.0, 2000.0)
+        );
+        assert!((j98.age - 0.567).abs() < 0.001, "{}", j98.age);
+        // Job 99: bob, 2 CPUs, QOS low (10 of 100).
+        assert_eq!(
+            priority(&p, &totals, &job(2, 80, 1.0, 1.0, 0.1, 0), now).priority,
+            12801
+        );
+        // Job 100: bob, --nice=100, --mem=100M of a large node: mem factor 0.
+        assert_eq!(
+            priority(&p, &totals, &job(1, 0, 1.0, 1.0, 0.0, 100), now).priority,
+            12200
+        );
+        // Job 101: alice in theory (no association priority, fair-share 0.5).
+        let j101 = priority(&p, &totals, &job(1, 40, 0.0, 0.5, 0.0, 0), now);
+        assert_eq!(j101.priority, 6800);
+        let terms = tres_terms(&p.weights.tres, &totals, &job(1, 40, 0.0, 0.5, 0.0, 0));
+        assert_eq!(
+            terms
+                .iter()
+                .map(|t| (t.kind, t.factor, t.weighted))
+                .collect::<Vec<_>>(),
+            vec![(TresKind::Cpu, 0.5, 50.0), (TresKind::Mem, 0.04, 0.4)]
+        );
     }
 
     #[test]

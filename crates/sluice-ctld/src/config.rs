@@ -4,6 +4,7 @@ use std::path::Path;
 
 use sluice_conf::cgroup_conf;
 use sluice_conf::gres_conf::{self, AutoDetect, GresConf, GresDevice, GresLayout};
+use sluice_conf::priority_conf::{priority_settings, PrioritySettings};
 use sluice_conf::slurm_conf::{AccountingEnforce, BillingWeights, SlurmConf, DEFAULT_TRES};
 use sluice_conf::ConfError;
 use sluice_core::job::{JobRequest, MemRequest, NodeAlloc};
@@ -63,6 +64,10 @@ pub struct ClusterConfig {
     /// `AccountingStorageEnforce`: what submissions are checked against the accounts
     /// `sacctmgr` manages (see [`crate::accounts`]).
     pub enforce: AccountingEnforce,
+    /// `PriorityType` and the multifactor settings (`PriorityWeight*`, decay, ...).
+    pub priority: PrioritySettings,
+    /// `PriorityWeightTRES` as written (what `sprio -w` prints).
+    pub priority_tres: String,
 }
 
 /// TRES as accounting records them: `(TRES, count)`, memory in MiB (see
@@ -174,6 +179,9 @@ impl ClusterConfig {
                 .get("AccountingStorageEnforce")
                 .and_then(|v| AccountingEnforce::parse(v).ok())
                 .unwrap_or_default(),
+            // Checked by `read_detecting`, which refuses a malformed setting.
+            priority: priority_settings(conf, &conf.cluster.gres).unwrap_or_default(),
+            priority_tres: conf.get("PriorityWeightTRES").unwrap_or("").to_string(),
         }
     }
 
@@ -202,6 +210,11 @@ impl ClusterConfig {
         gpus: &dyn GpuProvider,
     ) -> Result<(Self, Vec<String>), ConfError> {
         let conf = sluice_conf::slurm_conf::read(path)?;
+        priority_settings(&conf, &conf.cluster.gres).map_err(|message| ConfError {
+            path: path.to_path_buf(),
+            line: 0,
+            message,
+        })?;
         let nodes = node_details(path);
         let mut config = Self::from_slurm_conf(&conf, &nodes);
         // A partition's own DefCpuPerGPU / DefMemPerGPU / DefMemPerCPU / DefMemPerNode
@@ -366,6 +379,8 @@ impl ClusterConfig {
             billing_weights: vec![None],
             max_tres: false,
             enforce: AccountingEnforce::default(),
+            priority: PrioritySettings::default(),
+            priority_tres: String::new(),
         }
     }
 

@@ -9,5 +9,6 @@
 pub mod accounts;
 pub mod config;
 pub mod gpu_detect;
+pub mod priority;
 pub mod server;
 pub mod state;

@@ -75,6 +75,7 @@ pub enum ServeError {
 }
 
 mod accounts;
+mod priority;
 mod update;
 
 struct Shared {
@@ -338,6 +339,8 @@ fn router(app: App) -> Router {
         .route("/v1/nodes/update", post(update::update_nodes))
         .route("/v1/jobs/{id}/update", post(update::update_job))
         .route("/v1/accounts", get(accounts::list).post(accounts::change))
+        .route("/v1/priority", get(priority::jobs))
+        .route("/v1/shares", get(priority::shares))
         .route("/v1/partitions", get(partitions))
         .route("/v1/config", get(config))
         .route("/v1/agent/register", post(agent_register))

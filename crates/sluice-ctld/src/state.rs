@@ -25,6 +25,7 @@ use sluice_proto::types::{
 
 use crate::accounts::{Accounts, Requester};
 use crate::config::ClusterConfig;
+use crate::priority::{PriorityEngine, KIND_USAGE};
 use sluice_proto::accounts::{AccountsError, AccountsRequest, ActiveJob, ChangeOutcome};
 use sluice_store::AccountRow;
 
@@ -213,6 +214,10 @@ pub struct Controller {
     node_overrides: BTreeMap<String, NodeOverride>,
     /// Accounts, users, associations and QOS (`sacctmgr`).
     accounts: Accounts,
+    /// Multifactor priority: fair-share usage and the decay thread.
+    priority: PriorityEngine,
+    /// Pending jobs' priorities must be recomputed (the accounts changed).
+    priority_dirty: bool,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -260,6 +265,19 @@ impl Controller {
         let n = conf.cluster.nodes.len();
         let shards = shards::ShardBook::new(&conf);
         let accounts = Accounts::new(&conf.cluster_name, &conf.accounting_tres);
+        let mut priority = PriorityEngine::new(
+            conf.priority.clone(),
+            conf.priority_tres.clone(),
+            conf.cluster.gres.clone(),
+            priority::cluster_totals(&conf.cluster),
+            conf.cluster
+                .partitions
+                .iter()
+                .map(|p| p.priority_job_factor)
+                .max()
+                .unwrap_or(1),
+        );
+        priority.rebuild(&accounts);
         let mut c = Controller {
             conf,
             state_dir: state_dir.to_path_buf(),
@@ -276,6 +294,8 @@ impl Controller {
             expiring: false,
             node_overrides: BTreeMap::new(),
             accounts,
+            priority,
+            priority_dirty: true,
         };
         for s in steps {
             c.steps.insert((s.job_id, s.step), s);
@@ -319,9 +339,17 @@ impl Controller {
     ///
     /// Errors: a row that does not parse.
     pub fn restore_accounts(&mut self, rows: &[AccountRow]) -> Result<Vec<AccountRow>, String> {
-        let (accounts, fresh) =
-            Accounts::restore(&self.conf.cluster_name, &self.conf.accounting_tres, rows)?;
+        let (usage, records): (Vec<AccountRow>, Vec<AccountRow>) =
+            rows.iter().cloned().partition(|r| r.kind == KIND_USAGE);
+        let (accounts, fresh) = Accounts::restore(
+            &self.conf.cluster_name,
+            &self.conf.accounting_tres,
+            &records,
+        )?;
         self.accounts = accounts;
+        self.priority.rebuild(&self.accounts);
+        self.priority.restore_usage(&usage);
+        self.priority_dirty = true;
         Ok(fresh)
     }
 
@@ -357,6 +385,10 @@ impl Controller {
         let effects = if rows.is_empty() {
             Vec::new()
         } else {
+            // Shares, priorities or QOS may have changed: fair-share and every pending
+            // job's priority follow at the next pass.
+            self.priority.rebuild(&self.accounts);
+            self.priority_dirty = true;
             vec![Effect::PersistAccounts(rows)]
         };
         Ok((outcome, effects))
@@ -466,6 +498,9 @@ impl Controller {
             tres_req: Vec::new(),
             tres_alloc: Vec::new(),
             gpu_types_per_node: Vec::new(),
+            // Eligible at once unless held or waiting on a dependency (see `release`).
+            accrue_time: (!desc.hold && desc.dependency.is_none())
+                .then(|| desc.begin.unwrap_or(now).max(now)),
         };
         if max_nodes > 0 && max_nodes < min_nodes {
             return Err(NODE_CONFIG.into());
@@ -695,7 +730,11 @@ impl Controller {
             begin: d.begin.unwrap_or(r.submit_time).max(r.submit_time),
             request: req,
             time_limit: limit,
-            priority: job_priority(r),
+            priority: if self.priority.multifactor() {
+                r.priority.max(1)
+            } else {
+                job_priority(r)
+            },
         })
     }
 
@@ -730,6 +769,21 @@ impl Controller {
                     }
                 }
                 None => {
+                    // Eligible from now on (or from its begin time): it accrues age.
+                    let r = self.jobs.get_mut(&id).expect("exists");
+                    if r.accrue_time.is_none() {
+                        let begin = r.desc.begin.unwrap_or(r.submit_time).max(now);
+                        r.accrue_time = Some(begin);
+                        effects.push(Effect::Persist(Box::new(r.clone())));
+                    }
+                    if self.priority.multifactor() {
+                        let r = &self.jobs[&id];
+                        if let Ok(spec) = self.core_spec(r) {
+                            let factors = self.job_factors(r, &spec);
+                            let p = self.priority.priority(&factors, now).priority;
+                            self.jobs.get_mut(&id).expect("exists").priority = p;
+                        }
+                    }
                     let spec = self.core_spec(&self.jobs[&id]);
                     match spec.map(|s| self.sched.submit(s, now)) {
                         Ok(Ok(())) => {
@@ -904,7 +958,8 @@ impl Controller {
     /// Runs a scheduling pass: jobs that may now enter the queue do, and the core starts
     /// what it can.
     pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
-        let mut effects = self.expire_interactive(now);
+        let mut effects = self.priority_pass(now);
+        effects.extend(self.expire_interactive(now));
         let mut started = false;
         // Another pass only when shard jobs went back to the queue (state/shards.rs).
         for _ in 0..shards::MAX_PASSES {
@@ -928,7 +983,11 @@ impl Controller {
 
     /// When the server loop should call [`Controller::schedule`] again at the latest.
     pub fn next_wakeup(&self) -> Option<i64> {
-        self.sched.next_wakeup()
+        let tick = self.priority.next_tick();
+        match (self.sched.next_wakeup(), tick) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Ends interactive allocations that reached their time limit: state `TIMEOUT`, their
@@ -1422,6 +1481,10 @@ impl Controller {
             }
             let r = self.jobs.get_mut(&id).expect("exists");
             r.held = hold;
+            if hold {
+                // A held job is not eligible: it accrues no age until released.
+                r.accrue_time = None;
+            }
             if hold && caller.admin && !user_hold {
                 r.details.insert("admin_hold".into(), "1".into());
             } else {
@@ -1518,6 +1581,7 @@ impl Controller {
             r.gpu_types_per_node.clear();
             r.start_time = None;
             r.end_time = None;
+            r.accrue_time = None;
             r.exit_code = 0;
             r.signal = 0;
             r.cancelled_by = None;
@@ -1883,6 +1947,9 @@ impl Controller {
         let mut r = r.clone();
         // The priority the core orders it by (held and finished jobs: 0, as Slurm shows).
         r.priority = match r.state {
+            JobState::Pending | JobState::Running if self.priority.multifactor() && !r.held => {
+                r.priority
+            }
             JobState::Pending if !r.held => job_priority(&r),
             JobState::Running => job_priority(&r),
             _ => 0,
@@ -2445,6 +2512,7 @@ pub fn batch_environment(
 }
 
 pub mod gpu_env;
+mod priority;
 mod shards;
 #[cfg(test)]
 mod tests;

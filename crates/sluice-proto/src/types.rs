@@ -380,6 +380,11 @@ pub struct JobRecord {
     /// Recorded whether or not accounting tracks the type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpu_types_per_node: Vec<Vec<(String, u32)>>,
+    /// Since when the job accrues age for its priority (`AccrueTime`, Unix seconds):
+    /// when it became eligible (begin time reached, not held, dependencies met); `None`
+    /// while it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accrue_time: Option<i64>,
 }
 
 impl JobRecord {

@@ -6,17 +6,22 @@ pub mod format;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;
+#[cfg(test)]
+mod sample_file;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
 pub mod scontrol_update;
 pub mod sinfo;
+pub mod sprio;
 pub mod squeue;
 pub mod srun;
+pub mod sshare;
 
 /// The commands this binary answers to when called by their name.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr",
+    "sprio", "sshare",
 ];
 
 /// Runs the Slurm command `name` with `args`; returns its exit status.
@@ -40,6 +45,8 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "scontrol" => scontrol::main(args),
         "sacct" => sacct::main(args),
         "sacctmgr" => sacctmgr::main(args),
+        "sprio" => sprio::main(args),
+        "sshare" => sshare::main(args),
         _ => return None,
     })
 }

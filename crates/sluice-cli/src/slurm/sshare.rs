@@ -1,0 +1,288 @@
+//! `sshare`: fair-share figures of associations, in Slurm 22.05's shapes (`-a`, `-A`,
+//! `-u`, `-l`, `-P`, `-p`, `-n`).
+//!
+//! Without `-a` or `-u`, only the caller's own user associations are listed (with
+//! every account); with `-A`, only the accounts named and their users, indented from
+//! those accounts.
+
+use sluice_proto::priority::{ShareRow, SharesReport};
+
+use super::common::{controller, describe, fail, split_short_options};
+use super::squeue::current_user;
+
+/// What to show.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Options {
+    /// `-a`: every user.
+    pub all: bool,
+    /// `-l`: usage normalized, LevelFS, GrpTRESMins, TRESRunMins.
+    pub long: bool,
+    /// `-n`: no header.
+    pub no_header: bool,
+    /// `-P` (`Some(false)`) or `-p` (`Some(true)`, with a trailing `|`).
+    pub parsable: Option<bool>,
+    /// `-A`: these accounts only.
+    pub accounts: Vec<String>,
+    /// `-u`: these users.
+    pub users: Vec<String>,
+}
+
+/// Parses `sshare`'s arguments.
+///
+/// Errors: an unknown option or a missing value.
+pub fn parse(args: Vec<String>) -> Result<Options, String> {
+    let args = split_short_options(args, "alnPpv");
+    let mut o = Options::default();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
+            _ => (a.clone(), None),
+        };
+        let mut value = || -> Result<String, String> {
+            if let Some(v) = &inline {
+                return Ok(v.clone());
+            }
+            if !key.starts_with("--") && key.len() > 2 {
+                return Ok(key[2..].to_string());
+            }
+            i += 1;
+            args.get(i)
+                .cloned()
+                .ok_or_else(|| format!("option '{key}' requires an argument"))
+        };
+        let list = |v: String| -> Vec<String> {
+            v.split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        match key.as_str() {
+            "-a" | "--all" => o.all = true,
+            "-l" | "--long" => o.long = true,
+            "-n" | "--noheader" => o.no_header = true,
+            "-P" | "--parsable2" => o.parsable = Some(false),
+            "-p" | "--parsable" => o.parsable = Some(true),
+            "-v" | "--verbose" => {}
+            k if k.starts_with("-A") || k == "--accounts" => o.accounts.extend(list(value()?)),
+            k if k.starts_with("-u") || k == "--users" => o.users.extend(list(value()?)),
+            k if k.starts_with("-M") || k == "--clusters" => {
+                value()?;
+            }
+            _ => return Err(format!("unrecognized option '{a}'")),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+/// A column: header, width, value.
+struct Column {
+    header: &'static str,
+    width: usize,
+    left: bool,
+    value: fn(&ShareRow) -> String,
+}
+
+fn six(x: f64) -> String {
+    format!("{x:.6}")
+}
+
+fn columns(long: bool, fair_tree: bool) -> Vec<Column> {
+    let mut c = vec![
+        Column {
+            header: "Account",
+            width: 20,
+            left: true,
+            value: |r| r.account.clone(),
+        },
+        Column {
+            header: "User",
+            width: 10,
+            left: false,
+            value: |r| r.user.clone().unwrap_or_default(),
+        },
+        Column {
+            header: "RawShares",
+            width: 10,
+            left: false,
+            value: |r| r.raw_shares.clone().unwrap_or_default(),
+        },
+        Column {
+            header: "NormShares",
+            width: 11,
+            left: false,
+            value: |r| six(r.norm_shares),
+        },
+        Column {
+            header: "RawUsage",
+            width: 11,
+            left: false,
+            value: |r| format!("{:.0}", r.raw_usage),
+        },
+    ];
+    if long {
+        c.push(Column {
+            header: "NormUsage",
+            width: 11,
+            left: false,
+            value: |r| r.norm_usage.map(six).unwrap_or_default(),
+        });
+    }
+    c.push(Column {
+        header: "EffectvUsage",
+        width: 13,
+        left: false,
+        value: |r| six(r.effective_usage),
+    });
+    c.push(Column {
+        header: "FairShare",
+        width: 10,
+        left: false,
+        value: |r| r.fairshare.map(six).unwrap_or_default(),
+    });
+    if long {
+        if fair_tree {
+            c.push(Column {
+                header: "LevelFS",
+                width: 10,
+                left: false,
+                value: |r| match r.level_fs {
+                    Some(x) if x.is_infinite() => "inf".into(),
+                    Some(x) => six(x),
+                    None => String::new(),
+                },
+            });
+        }
+        c.push(Column {
+            header: "GrpTRESMins",
+            width: 30,
+            left: false,
+            value: |r| r.grp_tres_mins.clone(),
+        });
+        c.push(Column {
+            header: "TRESRunMins",
+            width: 30,
+            left: false,
+            value: |r| r.tres_run_mins.clone(),
+        });
+    }
+    c
+}
+
+/// Pads or cuts `s` to `width` as Slurm's fields do: a longer value keeps
+/// `width − 1` characters and a `+`.
+fn fit(s: &str, width: usize, left: bool) -> String {
+    let n = s.chars().count();
+    let s = if n > width {
+        let mut t: String = s.chars().take(width - 1).collect();
+        t.push('+');
+        t
+    } else {
+        s.to_string()
+    };
+    if left {
+        format!("{s:<width$}")
+    } else {
+        format!("{s:>width$}")
+    }
+}
+
+/// The rows `o` selects from `report`, each with its indentation depth; `me` is the
+/// caller (whose user associations are shown without `-a` or `-u`).
+fn select<'a>(o: &Options, report: &'a SharesReport, me: &str) -> Vec<(u32, &'a ShareRow)> {
+    let user_shown = |u: &str| {
+        if !o.users.is_empty() {
+            o.users.iter().any(|x| x == u)
+        } else {
+            o.all || u == me
+        }
+    };
+    let mut out = Vec::new();
+    for r in &report.rows {
+        let shown = match &r.user {
+            Some(u) => user_shown(u),
+            None => true,
+        };
+        if !shown {
+            continue;
+        }
+        if o.accounts.is_empty() {
+            out.push((r.depth, r));
+            continue;
+        }
+        if !o.accounts.contains(&r.account) {
+            continue;
+        }
+        // Indented from the account named: its users one deeper.
+        out.push((u32::from(r.user.is_some()), r));
+    }
+    out
+}
+
+/// What `sshare` prints for `report`, the caller being `me`.
+pub fn render(o: &Options, report: &SharesReport, me: &str) -> String {
+    let cols = columns(o.long, report.fair_tree);
+    let rows = select(o, report, me);
+    let mut out = String::new();
+    let cell = |c: &Column, r: &ShareRow, depth: u32| {
+        let v = (c.value)(r);
+        if c.header == "Account" {
+            format!("{}{v}", " ".repeat(depth as usize))
+        } else {
+            v
+        }
+    };
+    if let Some(trailing) = o.parsable {
+        let line = |cells: Vec<String>| {
+            let mut l = cells.join("|");
+            if trailing {
+                l.push('|');
+            }
+            l.push('\n');
+            l
+        };
+        if !o.no_header {
+            out.push_str(&line(cols.iter().map(|c| c.header.to_string()).collect()));
+        }
+        for (depth, r) in rows {
+            out.push_str(&line(cols.iter().map(|c| cell(c, r, depth)).collect()));
+        }
+        return out;
+    }
+    if !o.no_header {
+        for c in &cols {
+            out.push_str(&fit(c.header, c.width, c.left));
+            out.push(' ');
+        }
+        out.push('\n');
+        for c in &cols {
+            out.push_str(&"-".repeat(c.width));
+            out.push(' ');
+        }
+        out.push('\n');
+    }
+    for (depth, r) in rows {
+        for c in &cols {
+            out.push_str(&fit(&cell(c, r, depth), c.width, c.left));
+            out.push(' ');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Runs `sshare`.
+pub fn main(args: Vec<String>) -> i32 {
+    const ME: &str = "sshare";
+    let o = parse(args).unwrap_or_else(|e| fail(ME, e, 1));
+    let report: SharesReport = controller()
+        .get("/v1/shares")
+        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    print!("{}", render(&o, &report, &current_user()));
+    0
+}
+
+#[cfg(test)]
+mod tests;

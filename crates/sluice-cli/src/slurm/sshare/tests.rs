@@ -1,0 +1,176 @@
+//! `sshare` prints exactly what real Slurm 22.05 printed for the same figures
+//! (`tests/samples/sshare/`; set-up in `tests/samples/sprio/README.md`), as root.
+
+use sluice_proto::priority::{ShareRow, SharesReport};
+
+use super::{parse, render};
+use crate::slurm::sample_file::read_dir;
+
+const RUN: &str =
+    "cpu=56,mem=57446,energy=0,node=28,billing=56,fs/disk=0,vmem=0,pages=0,gres/gpu=0";
+const IDLE: &str = "cpu=0,mem=0,energy=0,node=0,billing=0,fs/disk=0,vmem=0,pages=0,gres/gpu=0";
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    depth: u32,
+    account: &str,
+    user: Option<&str>,
+    shares: Option<&str>,
+    norm_shares: f64,
+    usage: f64,
+    effective: f64,
+    fairshare: Option<f64>,
+    level_fs: Option<f64>,
+) -> ShareRow {
+    ShareRow {
+        depth,
+        account: account.into(),
+        user: user.map(str::to_string),
+        raw_shares: shares.map(str::to_string),
+        norm_shares,
+        raw_usage: usage,
+        norm_usage: (depth > 0).then_some(usage / 354.0),
+        effective_usage: effective,
+        fairshare,
+        level_fs,
+        grp_tres_mins: String::new(),
+        tres_run_mins: if usage > 0.0 { RUN } else { IDLE }.into(),
+    }
+}
+
+/// phys's (and alice's) decayed usage: 0.659229 of the root's 354.
+const PHYS: f64 = 233.3672;
+
+/// The sampled tree: alice's job in phys ran and runs.
+fn sampled() -> SharesReport {
+    let inf = Some(f64::INFINITY);
+    let mut root = row(0, "root", None, None, 0.0, 354.0, 1.0, None, None);
+    root.tres_run_mins = RUN.into();
+    SharesReport {
+        fair_tree: true,
+        rows: vec![
+            root,
+            row(
+                1,
+                "root",
+                Some("root"),
+                Some("1"),
+                1.0 / 101.0,
+                0.0,
+                0.0,
+                Some(1.0),
+                inf,
+            ),
+            row(
+                1,
+                "chem",
+                None,
+                Some("40"),
+                40.0 / 101.0,
+                0.0,
+                0.0,
+                None,
+                inf,
+            ),
+            row(
+                2,
+                "chem",
+                Some("bob"),
+                Some("1"),
+                1.0,
+                0.0,
+                0.0,
+                Some(1.0),
+                inf,
+            ),
+            row(
+                1,
+                "phys",
+                None,
+                Some("60"),
+                60.0 / 101.0,
+                PHYS,
+                PHYS / 354.0,
+                None,
+                Some((60.0 / 101.0) / (PHYS / 354.0)),
+            ),
+            row(
+                2,
+                "phys",
+                Some("alice"),
+                Some("2"),
+                2.0 / 32.0,
+                PHYS,
+                1.0,
+                Some(0.25),
+                Some(0.0625),
+            ),
+            row(
+                2,
+                "theory",
+                None,
+                Some("30"),
+                30.0 / 32.0,
+                0.0,
+                0.0,
+                None,
+                inf,
+            ),
+            row(
+                3,
+                "theory",
+                Some("alice"),
+                Some("1"),
+                1.0,
+                0.0,
+                0.0,
+                Some(0.5),
+                inf,
+            ),
+        ],
+    }
+}
+
+#[test]
+fn every_sample_is_printed_exactly() {
+    let samples = read_dir("sshare", "sshare");
+    assert!(samples.len() >= 12, "{} samples", samples.len());
+    let report = sampled();
+    for s in samples {
+        let args = s
+            .command
+            .split_whitespace()
+            .skip(1)
+            .map(str::to_string)
+            .collect();
+        let o = parse(args).unwrap();
+        assert_eq!(
+            render(&o, &report, "root"),
+            s.stdout,
+            "{} ({})",
+            s.name,
+            s.command
+        );
+        assert_eq!((s.stderr.as_str(), s.code), ("", 0));
+    }
+}
+
+#[test]
+fn classic_fair_share_has_no_level_fs_column_and_bad_options_are_refused() {
+    let mut report = sampled();
+    report.fair_tree = false;
+    let o = parse(vec!["-l".into(), "-A".into(), "chem".into(), "-P".into()]).unwrap();
+    assert_eq!(
+        render(&o, &report, "root"),
+        "Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare|GrpTRESMins|TRESRunMins\n\
+         chem||40|0.396040|0|0.000000|0.000000|||cpu=0,mem=0,energy=0,node=0,billing=0,fs/disk=0,vmem=0,pages=0,gres/gpu=0\n"
+    );
+    assert_eq!(
+        parse(vec!["-x".into()]),
+        Err("unrecognized option '-x'".to_string())
+    );
+    assert_eq!(
+        parse(vec!["-A".into()]),
+        Err("option '-A' requires an argument".to_string())
+    );
+}

@@ -1,0 +1,236 @@
+//! Multifactor priority for the controller's jobs: each job's factors from its
+//! record, the decay thread's run every `PriorityCalcPeriod`, pending jobs
+//! reprioritized, and what `sprio` and `sshare` read (see [`crate::priority`]).
+
+use std::collections::BTreeMap;
+
+use sluice_core::fairshare::AssocId;
+use sluice_core::multifactor::{ClusterTotals, JobFactors};
+use sluice_core::tres::MAX_GRES;
+use sluice_core::{Cluster, JobId, JobSpec, MemRequest, Resources};
+use sluice_proto::accounts::format_tres;
+use sluice_proto::priority::{PriorityReport, SharesReport};
+use sluice_proto::types::{JobRecord, JobState};
+
+use super::{Controller, Effect};
+use crate::priority::RunCharge;
+
+/// The nodes and resources of `cluster` in all (the job-size and TRES factors).
+pub(super) fn cluster_totals(cluster: &Cluster) -> ClusterTotals {
+    let mut resources = Resources::default();
+    for n in &cluster.nodes {
+        resources.cpus += n.capacity.cpus;
+        resources.mem_mib += n.capacity.mem_mib;
+        for s in 0..MAX_GRES {
+            resources.gres[s] += n.capacity.gres[s];
+        }
+    }
+    ClusterTotals {
+        nodes: cluster.nodes.len() as u32,
+        resources,
+    }
+}
+
+impl Controller {
+    /// The association a job charges (its user's in its account, for its partition),
+    /// if there is one.
+    fn assoc_of(&self, r: &JobRecord) -> Option<u32> {
+        self.accounts
+            .association(&r.user, &r.account, Some(&r.partition))
+            .map(|a| a.id)
+    }
+
+    /// A job's priority inputs, from its record and its core request.
+    pub(super) fn job_factors(&self, r: &JobRecord, spec: &JobSpec) -> JobFactors {
+        let req = &spec.request;
+        let nodes = req.min_nodes.max(1);
+        let cpus = req.ntasks.max(1) * req.cpus_per_task.max(1);
+        let mut resources = Resources {
+            cpus,
+            mem_mib: match req.mem {
+                MemRequest::PerNode(m) => m * u64::from(nodes),
+                MemRequest::PerCpu(m) => m * u64::from(cpus),
+            },
+            ..Default::default()
+        };
+        for s in 0..MAX_GRES {
+            resources.gres[s] = req.gres_per_node[s] * nodes;
+        }
+        let settings = self.priority.settings();
+        let base = JobFactors {
+            accrue_since: if settings.accrue_always {
+                Some(r.submit_time)
+            } else {
+                r.accrue_time
+            },
+            nodes,
+            resources,
+            time_limit: spec.time_limit,
+            nice: i64::from(r.desc.nice.unwrap_or(0)),
+            ..Default::default()
+        };
+        let qos = self.accounts.qos(&r.qos).map_or(0, |q| q.priority);
+        let partition = self
+            .conf
+            .cluster
+            .partition(spec.partition)
+            .priority_job_factor;
+        self.priority
+            .factors(self.assoc_of(r), qos, partition, base)
+    }
+
+    /// The multifactor priority of pending job `id` at `now`, stored in its record
+    /// (what squeue shows) and, when it is queued, in the core (what orders it).
+    pub(super) fn refresh_priority(&mut self, id: u64, now: i64) {
+        let Some(r) = self.jobs.get(&id) else { return };
+        let Ok(spec) = self.core_spec(r) else { return };
+        let p = self
+            .priority
+            .priority(&self.job_factors(r, &spec), now)
+            .priority;
+        self.sched.set_priority(JobId(id), p);
+        if let Some(r) = self.jobs.get_mut(&id) {
+            r.priority = p;
+        }
+    }
+
+    /// Every pending job's priority recomputed (after the decay ran, or accounts
+    /// changed).
+    pub(super) fn reprioritize(&mut self, now: i64) {
+        let pending: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|r| r.state == JobState::Pending && !r.held)
+            .map(|r| r.id)
+            .collect();
+        for id in pending {
+            self.refresh_priority(id, now);
+        }
+    }
+
+    /// Runs what is due of multifactor priority at `now`: the decay thread every
+    /// `PriorityCalcPeriod` (its usage rows to save), or a recomputation after a
+    /// `sacctmgr` change.
+    pub(super) fn priority_pass(&mut self, now: i64) -> Vec<Effect> {
+        if !self.priority.multifactor() {
+            return Vec::new();
+        }
+        let mut effects = Vec::new();
+        if self.priority.next_tick().is_some_and(|t| now >= t) {
+            let last = self.priority.last_tick();
+            let charges: Vec<RunCharge> = self
+                .jobs
+                .values()
+                .filter_map(|r| {
+                    let start = r.start_time?;
+                    let end = if r.state == JobState::Running {
+                        None
+                    } else {
+                        Some(r.end_time?)
+                    };
+                    if end.is_some_and(|e| last.is_none_or(|l| e <= l)) {
+                        return None;
+                    }
+                    let billing = r
+                        .tres_alloc
+                        .iter()
+                        .find(|(t, _)| t == "billing")
+                        .map_or(0, |(_, n)| *n);
+                    Some(RunCharge {
+                        assoc: self.assoc_of(r)?,
+                        billing: billing as f64,
+                        usage_factor: self.accounts.qos(&r.qos).map_or(1.0, |q| q.usage_factor),
+                        start,
+                        end,
+                    })
+                })
+                .collect();
+            let rows = self.priority.tick(now, &charges);
+            effects.push(Effect::PersistAccounts(rows));
+            self.priority_dirty = true;
+        }
+        if std::mem::take(&mut self.priority_dirty) {
+            self.reprioritize(now);
+        }
+        effects
+    }
+
+    /// What `sprio` shows: the weights and every pending, not held job's priority
+    /// and factors at `now`, by job id.
+    pub fn priority_report(&self, now: i64) -> PriorityReport {
+        let mut report = PriorityReport {
+            multifactor: self.priority.multifactor(),
+            weights: self.priority.weights(),
+            jobs: Vec::new(),
+        };
+        if !report.multifactor {
+            return report;
+        }
+        for r in self.jobs.values() {
+            if r.state != JobState::Pending || r.held {
+                continue;
+            }
+            let Ok(spec) = self.core_spec(r) else {
+                continue;
+            };
+            let mut row = self.priority.job_row(&self.job_factors(r, &spec), now);
+            row.job_id = r.id;
+            row.partition = r.partition.clone();
+            row.user = r.user.clone();
+            row.uid = r.uid;
+            row.account = r.account.clone();
+            report.jobs.push(row);
+        }
+        report
+    }
+
+    /// What `sshare` shows: every association's fair-share figures, with the TRES ×
+    /// minutes left of the running jobs below each (`TRESRunMins`) at `now`.
+    pub fn shares_report(&self, now: i64) -> SharesReport {
+        let tracked = &self.conf.accounting_tres;
+        let mut run: BTreeMap<AssocId, Vec<u64>> = BTreeMap::new();
+        for r in self.jobs.values() {
+            if r.state != JobState::Running {
+                continue;
+            }
+            let (Some(start), Some(limit)) = (r.start_time, r.time_limit) else {
+                continue;
+            };
+            let left = (start + limit - now).max(0) as u64;
+            let Some(node) = self.assoc_of(r).and_then(|a| self.priority.node_of(a)) else {
+                continue;
+            };
+            let counts: Vec<u64> = tracked
+                .iter()
+                .map(|t| {
+                    r.tres_alloc
+                        .iter()
+                        .find(|(n, _)| n == t)
+                        .map_or(0, |(_, c)| c * left)
+                })
+                .collect();
+            for a in self.priority.chain(node) {
+                let sums = run.entry(a).or_insert_with(|| vec![0; tracked.len()]);
+                for (s, c) in sums.iter_mut().zip(&counts) {
+                    *s += c;
+                }
+            }
+        }
+        let run_mins = |node: AssocId| {
+            let sums = run.get(&node);
+            tracked
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("{t}={}", sums.map_or(0, |s| s[i] / 60)))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let grp = |id: u32| {
+            self.accounts
+                .association_by_id(id)
+                .map(|a| format_tres(&a.limits.grp_tres_mins))
+                .unwrap_or_default()
+        };
+        self.priority.shares_report(grp, run_mins)
+    }
+}
