@@ -88,10 +88,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     );
     p(
         "AccrueTime",
-        if held {
-            "Unknown".into()
-        } else {
-            timestamp(j.submit_time)
+        match j.accrue_time {
+            Some(t) if !held => timestamp(t),
+            _ => "Unknown".into(),
         },
     );
     p(

@@ -11,6 +11,7 @@ mod gpu;
 mod harness;
 mod limits;
 mod memory;
+mod priority;
 mod purge;
 mod queries;
 mod salloc;

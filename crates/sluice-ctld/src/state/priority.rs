@@ -234,3 +234,6 @@ impl Controller {
         self.priority.shares_report(grp, run_mins)
     }
 }
+
+#[cfg(test)]
+mod tests;
