@@ -87,6 +87,14 @@ pub enum Effect {
     /// Write (or delete, `record: None`) account records (`sacctmgr`'s changes), in one
     /// transaction, durably before the change is acknowledged.
     PersistAccounts(Vec<AccountRow>),
+    /// Write (`Some`) or delete (`None`) a reservation's record, durably before the
+    /// change is acknowledged.
+    PersistReservation {
+        /// Reservation name.
+        name: String,
+        /// The serialised `ReservationRecord`.
+        record: Option<String>,
+    },
 }
 
 /// Who is asking (from the socket's peer credentials, never from the request).
@@ -213,6 +221,8 @@ pub struct Controller {
     node_overrides: BTreeMap<String, NodeOverride>,
     /// Accounts, users, associations and QOS (`sacctmgr`).
     accounts: Accounts,
+    /// Advance reservations' records (`scontrol create reservation`).
+    resv_records: reservations::ResvRecords,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -276,6 +286,7 @@ impl Controller {
             expiring: false,
             node_overrides: BTreeMap::new(),
             accounts,
+            resv_records: Default::default(),
         };
         for s in steps {
             c.steps.insert((s.job_id, s.step), s);
@@ -411,6 +422,9 @@ impl Controller {
                 &self.conf.enforce,
             )
             .map_err(str::to_string)?;
+        if let Some(r) = &desc.reservation {
+            self.check_reservation(r, caller.uid, Some(&accounting.account))?;
+        }
         let limit = match desc.time_limit {
             Some(Some(t)) => Some(t),
             Some(None) => None,
@@ -734,6 +748,7 @@ impl Controller {
                     match spec.map(|s| self.sched.submit(s, now)) {
                         Ok(Ok(())) => {
                             self.outside.remove(&id);
+                            self.bind_reservation(id, now);
                             let r = self.jobs.get_mut(&id).expect("exists");
                             r.reason = "None".into();
                         }
@@ -923,6 +938,7 @@ impl Controller {
             // A start may satisfy an `after:` dependency or fill an array's throttle.
             self.outside_dirty = true;
         }
+        effects.extend(self.reservation_events());
         effects
     }
 
@@ -2009,6 +2025,7 @@ impl Controller {
                 }
             }
         }
+        let maint = self.maint_nodes();
         self.conf
             .cluster
             .nodes
@@ -2018,6 +2035,7 @@ impl Controller {
                 let cpus = n.capacity.cpus;
                 let used = alloc_cpus[i].min(cpus);
                 let state = match self.node_state(NodeId(i as u32)) {
+                    NodeState::Up if used == 0 && maint.contains(&NodeId(i as u32)) => "maint",
                     NodeState::Down => "down",
                     NodeState::Drain if used > 0 => "draining",
                     NodeState::Drain => "drained",
@@ -2445,6 +2463,7 @@ pub fn batch_environment(
 }
 
 pub mod gpu_env;
+pub mod reservations;
 mod shards;
 #[cfg(test)]
 mod tests;

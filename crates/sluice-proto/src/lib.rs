@@ -3,6 +3,7 @@
 //! - [`accounts`]: accounts, users, associations and QOS (`sacctmgr`).
 //! - [`types`]: what the commands, the controller and the node agents send each other
 //!   (JSON over HTTP on Unix sockets).
+//! - [`reservations`]: advance reservations (`scontrol create reservation`).
 //! - [`client`]: a blocking client for the commands.
 //! - [`paths`]: where a cluster's state directory and sockets are.
 
@@ -12,6 +13,7 @@ pub mod client;
 pub mod oserror;
 pub mod paths;
 pub mod pattern;
+pub mod reservations;
 pub mod time;
 pub mod types;
 

@@ -9,6 +9,7 @@ pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_resv;
 pub mod scontrol_update;
 pub mod sinfo;
 pub mod squeue;

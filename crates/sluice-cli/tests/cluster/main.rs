@@ -13,6 +13,7 @@ mod limits;
 mod memory;
 mod purge;
 mod queries;
+mod reservations;
 mod salloc;
 mod stdin;
 mod tasks;
