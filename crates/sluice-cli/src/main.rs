@@ -5,6 +5,7 @@
 //! `sluice up` in the state directory's `bin/`) it is those commands.
 
 mod report;
+mod reservations;
 mod sim;
 mod slurm;
 mod up;
@@ -28,6 +29,9 @@ enum Command {
     /// Usage reports from the job database (`sluice report gpu`: GPU-seconds and
     /// billing-seconds per user and account).
     Report(report::ReportArgs),
+    /// Advance reservations with reserved, used and idle node-hours and GPU-hours so
+    /// far (`--idle`: only those with idle reserved capacity).
+    Reservations(reservations::ReservationsArgs),
     /// Run one node's agent (started by `sluice up`).
     #[command(hide = true)]
     Agent(up::AgentArgs),
@@ -61,6 +65,7 @@ fn main() {
         },
         Command::Up(args) => up::run(args),
         Command::Report(args) => report::run(args),
+        Command::Reservations(args) => reservations::run(args),
         Command::Agent(args) => up::agent(args),
     };
     std::process::exit(code);

@@ -105,6 +105,12 @@ pub struct SimArgs {
     /// starts a comment); users not listed charge account `g<GID>` of their group.
     #[arg(long, value_name = "FILE")]
     pub accounts: Option<PathBuf>,
+    /// Advance reservations to make during the replay, one per line:
+    /// `NAME START DURATION nodes=N|gpus=N users=UIDS|accounts=NAMES FLAGS` (START in
+    /// seconds after the first submission; see the README). The report states the
+    /// reserved and the idle reserved capacity.
+    #[arg(long, value_name = "FILE")]
+    pub reservations: Option<PathBuf>,
     /// Write per-user fair-share figures (account, jobs, CPU-hours, usage share,
     /// normalized share, mean wait, final fair-share factor) to this TSV file.
     #[arg(long, value_name = "FILE.tsv")]
@@ -150,6 +156,50 @@ struct Report<'a> {
     /// Fair-share figures (with --fairshare or fairness outputs).
     #[serde(skip_serializing_if = "Option::is_none")]
     fairness: Option<FairnessJson<'a>>,
+    /// Advance reservations (with --reservations).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    reservations: Vec<ResvJson>,
+}
+
+/// One reservation in `--json`.
+#[derive(Serialize)]
+struct ResvJson {
+    name: String,
+    jobs: u64,
+    reserved_node_hours: f64,
+    idle_node_hours: f64,
+    reserved_gpu_hours: f64,
+    idle_gpu_hours: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused: Option<String>,
+}
+
+/// The reservations part of the table: reserved and idle node-hours and GPU-hours.
+fn render_reservations(rs: &[sluice_sim::reservations::ResvReport]) -> String {
+    let mut s = String::from(
+        "reservations (reserved / idle):
+",
+    );
+    for r in rs {
+        match &r.refused {
+            Some(why) => {
+                let _ = writeln!(s, "  {}: refused: {why}", r.name);
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "  {}: {} jobs, {:.2} / {:.2} node-hours, {:.2} / {:.2} GPU-hours",
+                    r.name,
+                    r.jobs,
+                    r.reserved_node_s as f64 / 3600.0,
+                    r.idle_node_s() as f64 / 3600.0,
+                    r.reserved_gpu_s as f64 / 3600.0,
+                    r.idle_gpu_s() as f64 / 3600.0
+                );
+            }
+        }
+    }
+    s
 }
 
 /// The fairness part of `--json`.
@@ -511,9 +561,21 @@ fn replay_and_report(
             );
         }
     }
+    let (reservations, resv_accounts) = match &args.reservations {
+        Some(path) => (
+            sluice_sim::reservations::read(path)?,
+            match &args.accounts {
+                Some(a) => read_accounts(a)?,
+                None => BTreeMap::new(),
+            },
+        ),
+        None => (Vec::new(), BTreeMap::new()),
+    };
     let options = replay::ReplayOptions {
         samples: args.plot.is_some(),
         fairshare,
+        reservations,
+        accounts: resv_accounts,
     };
     let result = replay::run(cluster, policy.clone(), jobs, options, &mut |done, _| {
         bar.set_position(done)
@@ -561,12 +623,28 @@ fn replay_and_report(
                 accounts: &f.accounts,
                 users: &f.users,
             }),
+            reservations: result
+                .reservations
+                .iter()
+                .map(|r| ResvJson {
+                    name: r.name.clone(),
+                    jobs: r.jobs,
+                    reserved_node_hours: r.reserved_node_s as f64 / 3600.0,
+                    idle_node_hours: r.idle_node_s() as f64 / 3600.0,
+                    reserved_gpu_hours: r.reserved_gpu_s as f64 / 3600.0,
+                    idle_gpu_hours: r.idle_gpu_s() as f64 / 3600.0,
+                    refused: r.refused.clone(),
+                })
+                .collect(),
         };
         serde_json::to_string_pretty(&report).expect("metrics serialise") + "\n"
     } else {
         let mut text = render_table(&m, name, mode, &policy, skipped, order);
         if let Some(f) = &result.fairness {
             text.push_str(&render_fairness(f));
+        }
+        if !result.reservations.is_empty() {
+            text.push_str(&render_reservations(&result.reservations));
         }
         text
     };

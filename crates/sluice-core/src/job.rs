@@ -160,6 +160,12 @@ pub enum PendingReason {
     PartitionNodeLimit,
     /// No node of its partition is up to run it (all DOWN or DRAIN).
     ReqNodeNotAvail,
+    /// It would fit now but for an advance reservation on the nodes (Slurm:
+    /// `ReqNodeNotAvail, May be reserved for other job`).
+    ReservedForOther,
+    /// It was submitted to a reservation (`--reservation`) whose window has not begun,
+    /// or has too little time left for its time limit.
+    Reservation,
 }
 
 impl PendingReason {
@@ -174,6 +180,8 @@ impl PendingReason {
             PendingReason::PartitionTimeLimit => "PartitionTimeLimit",
             PendingReason::PartitionNodeLimit => "PartitionNodeLimit",
             PendingReason::ReqNodeNotAvail => "ReqNodeNotAvail",
+            PendingReason::ReservedForOther => "ReqNodeNotAvail, May be reserved for other job",
+            PendingReason::Reservation => "Reservation",
         }
     }
 }

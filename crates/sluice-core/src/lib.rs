@@ -20,6 +20,7 @@ pub mod multifactor;
 pub mod placement;
 pub mod policy;
 pub mod profile;
+pub mod reservation;
 pub mod scheduler;
 pub mod select;
 pub mod time;
@@ -34,6 +35,9 @@ pub use job::{
 pub use placement::Placement;
 pub use policy::{BackfillParams, Policy};
 pub use profile::Profile;
+pub use reservation::{
+    AccessList, Reservation, ReservationRequest, ResvError, ResvEvent, ResvFlags, ResvUsage,
+};
 pub use scheduler::{EndSemantics, Scheduler, SubmitError};
 pub use time::{Secs, Time, MAX_TIME, MAX_TIME_LIMIT, NEVER};
 pub use tres::{GresTable, Resources};

@@ -294,6 +294,11 @@ impl Profile {
         self.free_ids.push(id);
     }
 
+    /// The earliest time still asked about (the last [`Profile::advance`]).
+    pub fn origin(&self) -> Time {
+        self.origin
+    }
+
     /// Declares that no time before `now` will be asked about again.
     pub fn advance(&mut self, now: Time) {
         if now <= self.origin {
@@ -431,6 +436,18 @@ impl Profile {
             i += 1;
         }
         k
+    }
+
+    /// The times in `(start, end)` at which what `node` has free changes, ascending.
+    pub fn changes_between(&self, node: NodeId, start: Time, end: Time) -> Vec<Time> {
+        let steps = self.steps_of(node);
+        let i = index_at(steps, start);
+        steps[i + 1..]
+            .iter()
+            .map(|s| s.0)
+            .take_while(|&t| t < end)
+            .filter(|&t| t > start)
+            .collect()
     }
 
     /// What `node` has free throughout `[start, end)` (component-wise minimum).

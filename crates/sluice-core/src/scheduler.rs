@@ -23,6 +23,7 @@ use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
 use crate::placement::{Placement, PlacementKey};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
 use crate::profile::{NodeFilter, Profile};
+use crate::reservation;
 use crate::select::{choose_listed, max_tasks_on, node_allocs, Candidate, GpuReserve};
 use crate::time::{Secs, Time, MAX_TIME, MAX_TIME_LIMIT, NEVER};
 
@@ -128,6 +129,8 @@ pub struct Scheduler {
     fresh: Vec<JobId>,
     pub(crate) conservative: conservative::State,
     pub(crate) backfill: backfill::State,
+    /// Advance reservations (see [`crate::reservation`]).
+    pub(crate) resv: reservation::Book,
 }
 
 impl Scheduler {
@@ -164,6 +167,7 @@ impl Scheduler {
             fresh: Vec::new(),
             conservative: Default::default(),
             backfill: Default::default(),
+            resv: Default::default(),
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -416,6 +420,7 @@ impl Scheduler {
         self.profile.advance(now);
         let id = spec.id;
         let end = (start + spec.time_limit).max(now + 1);
+        reservation::release_holds(self);
         self.profile.claim_all(&nodes, now, end);
         self.free_now.take(&self.cluster, &nodes);
         self.backfill.on_start(id, &nodes, now, end);
@@ -432,6 +437,7 @@ impl Scheduler {
         );
         self.claims_end.insert((end, id));
         self.claim_end.insert(id, end);
+        reservation::claim_holds(self, now);
         Ok(())
     }
 
@@ -490,6 +496,7 @@ impl Scheduler {
             return None;
         }
         self.profile.advance(now);
+        reservation::job_gone(self, id, now);
         let job = self.jobs.remove(&id).expect("checked above");
         let alloc = job.alloc.as_ref().expect("running jobs have an allocation");
         let end = self
@@ -527,6 +534,7 @@ impl Scheduler {
         let nodes = job.alloc.as_ref().expect("running").nodes.clone();
         let old = self.claim_end[&id];
         let new = (start + limit).max(now + 1);
+        reservation::release_holds(self);
         if new > old {
             conservative::withdraw_conflicting(self, &nodes, old, new);
             self.profile.claim_all(&nodes, old, new);
@@ -544,6 +552,7 @@ impl Scheduler {
         self.claims_end.insert((new, id));
         self.claim_end.insert(id, new);
         self.jobs.get_mut(&id).expect("checked").spec.time_limit = limit;
+        reservation::claim_holds(self, now);
         self.backfill.dirty = true;
         true
     }
@@ -602,11 +611,13 @@ impl Scheduler {
     pub fn schedule(&mut self, now: Time) -> Vec<Decision> {
         self.profile.advance(now);
         self.last_pass = now;
+        reservation::release_holds(self);
         match self.end_semantics {
             EndSemantics::HoldUntilReported => self.extend_overruns(now),
             EndSemantics::FreeAtExpectedEnd => self.expire_claims(now),
         }
         let mut out = Vec::new();
+        reservation::pass(self, now, &mut out);
         match self.policy.clone() {
             Policy::Fcfs => {
                 fcfs::pass(self, now, &mut out);
@@ -615,6 +626,7 @@ impl Scheduler {
             Policy::Conservative => conservative::pass(self, now, &mut out),
             Policy::Backfill(params) => backfill::pass(self, now, &params, &mut out),
         }
+        reservation::explain(self, now);
         self.explain_fresh(now);
         out
     }
@@ -654,6 +666,9 @@ impl Scheduler {
             if let Some(&(begin, _)) = self.begins.range(later).next() {
                 consider(begin);
             }
+        }
+        if let Some(at) = self.resv.next_boundary(self.last_pass) {
+            consider(at);
         }
         t
     }
@@ -711,9 +726,16 @@ impl Scheduler {
         .map(|(k, id)| (*k, *id))
     }
 
+    /// Whether the policy's pass may start `id` at `now`: as far as time and partition
+    /// go, and it is not in a reservation (those are started by
+    /// [`crate::reservation`]'s pass); sets its reason when not.
+    pub(crate) fn eligible(&mut self, id: JobId, now: Time) -> bool {
+        self.eligible_as_job(id, now) && self.resv.of_job(id).is_none()
+    }
+
     /// Whether `id` may start at `now` as far as time and partition go; sets its reason
     /// when not.
-    pub(crate) fn eligible(&mut self, id: JobId, now: Time) -> bool {
+    pub(crate) fn eligible_as_job(&mut self, id: JobId, now: Time) -> bool {
         let job = self.jobs.get_mut(&id).expect("queued job exists");
         let part = self.cluster.partition(job.spec.partition);
         if matches!(part.state, PartitionState::Down | PartitionState::Inactive) {

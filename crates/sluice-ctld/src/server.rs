@@ -76,6 +76,7 @@ pub enum ServeError {
 
 mod accounts;
 mod priority;
+mod reservations;
 mod update;
 
 struct Shared {
@@ -158,6 +159,7 @@ pub async fn run(
     }
     let mut ctl = Controller::new(conf, state_dir, jobs, steps, now());
     ctl.restore_nodes(&snapshot.nodes);
+    ctl.restore_reservations(&snapshot.reservations, now());
     let fresh = ctl
         .restore_accounts(&snapshot.accounts)
         .map_err(ServeError::Corrupt)?;
@@ -341,6 +343,10 @@ fn router(app: App) -> Router {
         .route("/v1/accounts", get(accounts::list).post(accounts::change))
         .route("/v1/priority", get(priority::jobs))
         .route("/v1/shares", get(priority::shares))
+        .route(
+            "/v1/reservations",
+            get(reservations::list).post(reservations::change),
+        )
         .route("/v1/partitions", get(partitions))
         .route("/v1/config", get(config))
         .route("/v1/agent/register", post(agent_register))
@@ -381,6 +387,9 @@ async fn execute(app: &App, effects: Vec<Effect>) {
                 waits.push(rx);
             }
             Effect::PersistAccounts(rows) => waits.push(app.store.put_accounts(rows)),
+            Effect::PersistReservation { name, record } => {
+                waits.push(app.store.put_reservation(&name, record))
+            }
             other => orders.push(other),
         }
     }
@@ -609,7 +618,13 @@ async fn schedule_loop(app: App) {
                 .unwrap_or(1)
         };
         let _ = tokio::time::timeout(Duration::from_secs(wait as u64), app.wake.notified()).await;
-        let effects = app.ctl.lock().expect("lock").schedule(now());
+        let (effects, idle) = {
+            let mut ctl = app.ctl.lock().expect("lock");
+            (ctl.schedule(now()), ctl.idle_reservation_notes(now()))
+        };
+        for note in idle {
+            tracing::info!("{note}");
+        }
         if !effects.is_empty() {
             execute(&app, effects).await;
         }

@@ -88,6 +88,14 @@ pub enum Effect {
     /// Write (or delete, `record: None`) account records (`sacctmgr`'s changes), in one
     /// transaction, durably before the change is acknowledged.
     PersistAccounts(Vec<AccountRow>),
+    /// Write (`Some`) or delete (`None`) a reservation's record, durably before the
+    /// change is acknowledged.
+    PersistReservation {
+        /// Reservation name.
+        name: String,
+        /// The serialised `ReservationRecord`.
+        record: Option<String>,
+    },
 }
 
 /// Who is asking (from the socket's peer credentials, never from the request).
@@ -218,6 +226,8 @@ pub struct Controller {
     priority: PriorityEngine,
     /// Pending jobs' priorities must be recomputed (the accounts changed).
     priority_dirty: bool,
+    /// Advance reservations' records (`scontrol create reservation`).
+    resv_records: reservations::ResvRecords,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -296,6 +306,7 @@ impl Controller {
             accounts,
             priority,
             priority_dirty: true,
+            resv_records: Default::default(),
         };
         for s in steps {
             c.steps.insert((s.job_id, s.step), s);
@@ -443,6 +454,9 @@ impl Controller {
                 &self.conf.enforce,
             )
             .map_err(str::to_string)?;
+        if let Some(r) = &desc.reservation {
+            self.check_reservation(r, caller.uid, Some(&accounting.account))?;
+        }
         let limit = match desc.time_limit {
             Some(Some(t)) => Some(t),
             Some(None) => None,
@@ -788,6 +802,7 @@ impl Controller {
                     match spec.map(|s| self.sched.submit(s, now)) {
                         Ok(Ok(())) => {
                             self.outside.remove(&id);
+                            self.bind_reservation(id, now);
                             let r = self.jobs.get_mut(&id).expect("exists");
                             r.reason = "None".into();
                         }
@@ -978,6 +993,7 @@ impl Controller {
             // A start may satisfy an `after:` dependency or fill an array's throttle.
             self.outside_dirty = true;
         }
+        effects.extend(self.reservation_events());
         effects
     }
 
@@ -2076,6 +2092,7 @@ impl Controller {
                 }
             }
         }
+        let maint = self.maint_nodes();
         self.conf
             .cluster
             .nodes
@@ -2085,6 +2102,7 @@ impl Controller {
                 let cpus = n.capacity.cpus;
                 let used = alloc_cpus[i].min(cpus);
                 let state = match self.node_state(NodeId(i as u32)) {
+                    NodeState::Up if used == 0 && maint.contains(&NodeId(i as u32)) => "maint",
                     NodeState::Down => "down",
                     NodeState::Drain if used > 0 => "draining",
                     NodeState::Drain => "drained",
@@ -2513,6 +2531,7 @@ pub fn batch_environment(
 
 pub mod gpu_env;
 mod priority;
+pub mod reservations;
 mod shards;
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 //! - [`types`]: what the commands, the controller and the node agents send each other
 //!   (JSON over HTTP on Unix sockets).
 //! - [`priority`]: multifactor priorities and fair-share figures (`sprio`, `sshare`).
+//! - [`reservations`]: advance reservations (`scontrol create reservation`).
 //! - [`client`]: a blocking client for the commands.
 //! - [`paths`]: where a cluster's state directory and sockets are.
 
@@ -14,6 +15,7 @@ pub mod oserror;
 pub mod paths;
 pub mod pattern;
 pub mod priority;
+pub mod reservations;
 pub mod time;
 pub mod types;
 

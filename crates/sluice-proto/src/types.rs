@@ -128,6 +128,9 @@ pub struct JobDescription {
     pub partition: Option<String>,
     /// Account.
     pub account: Option<String>,
+    /// `--reservation`: the advance reservation to run in.
+    #[serde(default)]
+    pub reservation: Option<String>,
     /// QOS.
     pub qos: Option<String>,
     /// Tasks (`-n`).

@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod output;
 pub mod plot;
 pub mod replay;
+pub mod reservations;
 pub mod setup;
 pub mod synth;
 pub mod trace;

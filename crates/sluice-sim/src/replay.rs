@@ -14,6 +14,7 @@ use sluice_core::{Cluster, Decision, EndSemantics, JobId, Pass, Policy, Schedule
 
 use crate::fairshare::{FairShareOptions, FairShareSim, FairnessReport};
 use crate::fragmentation::FragmentationWatch;
+use crate::reservations::{ResvLine, ResvReport};
 use crate::setup::SimJob;
 
 /// What happened to one job.
@@ -90,6 +91,8 @@ pub struct Replay {
     pub idle_gpu_seconds_while_waiting: f64,
     /// Fair-share figures, when fair-share was simulated.
     pub fairness: Option<FairnessReport>,
+    /// Advance reservations: reserved and used capacity, by name.
+    pub reservations: Vec<ResvReport>,
 }
 
 /// Options of a replay.
@@ -100,6 +103,10 @@ pub struct ReplayOptions {
     /// Simulate accounts, decayed usage and multifactor priority (see
     /// [`crate::fairshare`]).
     pub fairshare: Option<FairShareOptions>,
+    /// Advance reservations to make (see [`crate::reservations`]).
+    pub reservations: Vec<ResvLine>,
+    /// Users' accounts, for reservations that admit accounts.
+    pub accounts: std::collections::BTreeMap<u32, String>,
 }
 
 struct Running {
@@ -175,6 +182,29 @@ pub fn run(
     let mut waiting: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
     let mut busy: u64 = 0;
     let mut done = 0u64;
+    // Reservations: all made at the first event, in file order.
+    let origin = jobs.first().map_or(0, |j| j.spec.submit);
+    let mut resv_reports: std::collections::BTreeMap<String, ResvReport> = options
+        .reservations
+        .iter()
+        .map(|l| {
+            (
+                l.name.clone(),
+                ResvReport {
+                    name: l.name.clone(),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    for l in &options.reservations {
+        match sched.plan_reservation(&l.request(origin), origin) {
+            Ok(r) => sched.add_reservation(r, origin),
+            Err(e) => {
+                resv_reports.get_mut(&l.name).expect("listed").refused = Some(e.to_string());
+            }
+        }
+    }
 
     loop {
         let ts = jobs.get(next).map(|j| j.spec.submit);
@@ -203,10 +233,23 @@ pub fn run(
             if let Some(f) = fair.as_ref().filter(|f| f.orders_jobs()) {
                 spec.priority = f.priority(next, job, t);
             }
+            let user = spec.user;
+            let limit = spec.time_limit;
             let result = sched.submit(spec, t);
             next += 1;
             match result {
                 Ok(()) => {
+                    // The first reservation that admits it and has room for it.
+                    let account = options.accounts.get(&user).map(String::as_str);
+                    let chosen = options.reservations.iter().find_map(|l| {
+                        let r = sched.reservation(&l.name)?;
+                        let fits = r.flags.flex || t.max(r.start) + limit <= r.end;
+                        (fits && r.admits(user, account)).then(|| l.name.clone())
+                    });
+                    if let Some(name) = chosen {
+                        sched.set_job_reservation(id, &name, t);
+                        resv_reports.get_mut(&name).expect("listed").jobs += 1;
+                    }
                     index.insert(id, next - 1);
                     waiting.insert(next - 1);
                     frag.waiting(gpus_asked(job));
@@ -285,6 +328,11 @@ pub fn run(
             ends.push(Reverse((at + ran, end_seq, job)));
             end_seq += 1;
         }
+        for r in sched.take_finished_reservations() {
+            if let Some(rep) = resv_reports.get_mut(&r.name) {
+                rep.set_usage(&r.usage);
+            }
+        }
         frag.observe(t, sched.cluster(), sched.profile());
         if options.samples {
             let s = Sample {
@@ -304,6 +352,12 @@ pub fn run(
     progress(done, total);
     frag.advance(clock);
     out.fairness = fair.map(|f| f.report(&finished));
+    for r in sched.reservations() {
+        if let Some(rep) = resv_reports.get_mut(&r.name) {
+            rep.set_usage(&r.usage);
+        }
+    }
+    out.reservations = resv_reports.into_values().collect();
     out.fragmented_gpu_seconds = frag.fragmented_gpu_seconds;
     out.idle_gpu_seconds_while_waiting = frag.idle_gpu_seconds_while_waiting;
     out.never_started = sched

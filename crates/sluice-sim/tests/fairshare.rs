@@ -40,6 +40,7 @@ fn replay(fairshare: Option<FairShareOptions>) -> Replay {
         ReplayOptions {
             samples: false,
             fairshare,
+            ..Default::default()
         },
         &mut |_, _| {},
     )

@@ -11,6 +11,10 @@
 //! The `accounts` table holds what `sacctmgr` manages (accounts, users, associations,
 //! QOS): one row per record, keyed by its kind and name, written in one transaction per
 //! change ([`Store::put_accounts`]).
+//!
+//! The `reservations` table holds advance reservations (`scontrol create reservation`),
+//! one record per reservation keyed by its name, each change on disk before it is
+//! acknowledged ([`Store::put_reservation`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -63,6 +67,8 @@ pub struct Snapshot {
     /// Account records (`sacctmgr`'s accounts, users, associations, QOS), by kind then
     /// key; `record` is always `Some`.
     pub accounts: Vec<AccountRow>,
+    /// Advance reservations, as `(name, serialised record)`, by name.
+    pub reservations: Vec<(String, String)>,
 }
 
 /// One row of the `accounts` table: a record of some `kind` (the controller's choice:
@@ -116,6 +122,12 @@ enum Op {
         rows: Vec<AccountRow>,
         reply: Sender<Result<(), StoreError>>,
     },
+    /// Insert, replace (`Some`) or delete (`None`) a reservation's record.
+    PutReservation {
+        name: String,
+        record: Option<String>,
+        reply: Sender<Result<(), StoreError>>,
+    },
     /// Wait until everything queued before this is on disk.
     Sync {
         reply: Sender<Result<(), StoreError>>,
@@ -167,6 +179,7 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS accounts (
         kind TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL,
         PRIMARY KEY (kind, key));
+    CREATE TABLE IF NOT EXISTS reservations (name TEXT PRIMARY KEY, record TEXT NOT NULL);
     INSERT OR IGNORE INTO meta (key, value) VALUES ('next_job_id', 1);
 ";
 
@@ -322,6 +335,28 @@ impl Store {
         rx
     }
 
+    /// Writes (`Some`) or deletes (`None`) a reservation's record; the receiver yields
+    /// once it is on disk, so that a change is acknowledged only once it is durable.
+    pub fn put_reservation(
+        &self,
+        name: &str,
+        record: Option<String>,
+    ) -> Receiver<Result<(), StoreError>> {
+        let (reply, rx) = mpsc::channel();
+        if self
+            .tx
+            .send(Op::PutReservation {
+                name: name.to_string(),
+                record,
+                reply: reply.clone(),
+            })
+            .is_err()
+        {
+            let _ = reply.send(Err(StoreError::Closed));
+        }
+        rx
+    }
+
     /// Everything the database holds now, including all that was sent before this call
     /// (it waits for that first), read on a connection of its own so that the writer is
     /// not held up: what `sacct` reports, long after the controller forgot a job.
@@ -399,6 +434,11 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
     })? {
         accounts.push(r?);
     }
+    let mut reservations = Vec::new();
+    let mut stmt = conn.prepare("SELECT name, record FROM reservations ORDER BY name")?;
+    for r in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
+        reservations.push(r?);
+    }
     let next: Option<i64> = conn
         .query_row(
             "SELECT value FROM meta WHERE key = 'next_job_id'",
@@ -413,6 +453,7 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
         runs,
         nodes,
         accounts,
+        reservations,
     })
 }
 
@@ -519,6 +560,19 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                     }
                     out.push(None);
                 }
+                Op::PutReservation { name, record, .. } => {
+                    match record {
+                        Some(r) => tx.execute(
+                            "INSERT OR REPLACE INTO reservations (name, record) VALUES (?1, ?2)",
+                            params![name.as_str(), r.as_str()],
+                        )?,
+                        None => tx.execute(
+                            "DELETE FROM reservations WHERE name = ?1",
+                            params![name.as_str()],
+                        )?,
+                    };
+                    out.push(None);
+                }
                 Op::Sync { .. } | Op::Shutdown => out.push(None),
             }
         }
@@ -549,7 +603,9 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
                     Op::PutJob { reply: Some(r), .. } | Op::PutStep { reply: Some(r), .. } => {
                         let _ = r.send(Ok(()));
                     }
-                    Op::Sync { reply } | Op::PutAccounts { reply, .. } => {
+                    Op::Sync { reply }
+                    | Op::PutAccounts { reply, .. }
+                    | Op::PutReservation { reply, .. } => {
                         let _ = reply.send(Ok(()));
                     }
                     _ => {}
@@ -565,7 +621,9 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
                     Op::PutJob { reply: Some(r), .. } | Op::PutStep { reply: Some(r), .. } => {
                         let _ = r.send(Err(failed(&e)));
                     }
-                    Op::Sync { reply } | Op::PutAccounts { reply, .. } => {
+                    Op::Sync { reply }
+                    | Op::PutAccounts { reply, .. }
+                    | Op::PutReservation { reply, .. } => {
                         let _ = reply.send(Err(failed(&e)));
                     }
                     _ => {}
@@ -747,6 +805,33 @@ mod tests {
                 row("assoc", "2", Some("s2"))
             ]
         );
+    }
+
+    #[test]
+    fn reservation_rows_are_replaced_deleted_and_read_back() {
+        let path = temp("reservations");
+        {
+            let (store, _writer, snap) = Store::open(&path, 1).unwrap();
+            assert!(snap.reservations.is_empty());
+            store
+                .put_reservation("b", Some("B1".into()))
+                .recv()
+                .unwrap()
+                .unwrap();
+            store
+                .put_reservation("a", Some("A1".into()))
+                .recv()
+                .unwrap()
+                .unwrap();
+            store
+                .put_reservation("b", Some("B2".into()))
+                .recv()
+                .unwrap()
+                .unwrap();
+            store.put_reservation("a", None).recv().unwrap().unwrap();
+        }
+        let (_store, _writer, snap) = Store::open(&path, 1).unwrap();
+        assert_eq!(snap.reservations, vec![("b".to_string(), "B2".to_string())]);
     }
 
     #[test]

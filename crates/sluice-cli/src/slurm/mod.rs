@@ -11,6 +11,7 @@ mod sample_file;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_resv;
 pub mod scontrol_update;
 pub mod sinfo;
 pub mod sprio;

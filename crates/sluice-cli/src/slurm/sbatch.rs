@@ -57,6 +57,7 @@ pub fn describe_job(
         name,
         partition: o.partition.clone(),
         account: o.account.clone(),
+        reservation: o.reservation.clone(),
         qos: o.qos.clone(),
         ntasks: o.ntasks,
         nodes: o.nodes,

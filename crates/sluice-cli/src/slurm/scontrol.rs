@@ -38,7 +38,8 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p(
         "Reason",
         match j.state {
-            JobState::Pending => j.reason.clone(),
+            // Slurm writes a reason's spaces as `_` here (`ReqNodeNotAvail,_May_be_...`).
+            JobState::Pending => j.reason.replace(' ', "_"),
             JobState::Failed if j.exit_code != 0 => "NonZeroExitCode".into(),
             JobState::Timeout => "TimeLimit".into(),
             JobState::NodeFail => "NodeDown".into(),
@@ -183,6 +184,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("MinTmpDiskNode", "0".into());
     p("Features", opt(&j.desc.constraint));
     p("DelayBoot", "00:00:00".into());
+    if let Some(r) = &j.desc.reservation {
+        p("Reservation", r.clone());
+    }
     p(
         "OverSubscribe",
         if j.desc.exclusive { "NO" } else { "OK" }.into(),
@@ -272,6 +276,7 @@ const JOB_BREAKS: &[&str] = &[
     "Socks/Node",
     "MinCPUsNode",
     "Features",
+    "Reservation",
     "OverSubscribe",
     "Command",
     "WorkDir",
@@ -325,6 +330,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 .unwrap_or_default();
             let arg = words.get(2).cloned();
             match what.as_str() {
+                "reservation" | "reservations" | "res" | "resv" => {
+                    super::scontrol_resv::show(&client, arg.as_deref(), one_line)
+                }
                 "job" | "jobs" | "jobid" => {
                     let jobs: Vec<JobRecord> = match &arg {
                         Some(id) => {
@@ -621,7 +629,40 @@ pub fn main(args: Vec<String>) -> i32 {
             }
             code
         }
-        "update" => super::scontrol_update::run(&client, &words[1..]),
+        "update" => {
+            let rest = &words[1..];
+            let resv = |w: &String| {
+                let k = w.split('=').next().unwrap_or("").to_ascii_lowercase();
+                k == "reservationname" || k == "reservation"
+            };
+            match rest.first().map(|w| w.to_ascii_lowercase()) {
+                Some(w) if w == "reservation" || w == "res" => {
+                    super::scontrol_resv::update(&client, &rest[1..])
+                }
+                _ if rest.iter().any(resv) => super::scontrol_resv::update(&client, rest),
+                _ => super::scontrol_update::run(&client, rest),
+            }
+        }
+        "create" => match words.get(1).map(|w| w.to_ascii_lowercase()).as_deref() {
+            Some("reservation" | "res" | "resv") => {
+                super::scontrol_resv::create(&client, &words[2..])
+            }
+            _ => fail(ME, "invalid entity for keyword create", 1),
+        },
+        "delete" => {
+            let rest = &words[1..];
+            let name = match rest.first().map(|w| w.to_ascii_lowercase()).as_deref() {
+                Some("reservation" | "res" | "resv") => rest.get(1).cloned(),
+                Some(w) if w.starts_with("reservationname=") => {
+                    rest[0].split_once('=').map(|(_, v)| v.to_string())
+                }
+                _ => None,
+            };
+            match name {
+                Some(n) => super::scontrol_resv::delete(&client, &n),
+                None => fail(ME, "invalid entity for keyword delete", 1),
+            }
+        }
         other => fail(ME, format!("invalid keyword: {other}"), 1),
     }
 }
@@ -631,6 +672,7 @@ pub fn main(args: Vec<String>) -> i32 {
 fn node_state(n: &NodeInfo) -> String {
     let mut s = match n.state.as_str() {
         "drained" => "IDLE+DRAIN".to_string(),
+        "maint" => "IDLE+MAINT".to_string(),
         "draining" if n.cpus_alloc >= n.cpus => "ALLOCATED+DRAIN".to_string(),
         "draining" => "MIXED+DRAIN".to_string(),
         other => other.to_ascii_uppercase(),

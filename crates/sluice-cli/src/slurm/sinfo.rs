@@ -20,6 +20,7 @@ fn compact(state: &str) -> &'static str {
         "down" => "down",
         "drained" => "drain",
         "draining" => "drng",
+        "maint" => "maint",
         _ => "unk",
     }
 }

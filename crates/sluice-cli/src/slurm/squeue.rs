@@ -94,6 +94,13 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
             },
         ),
         'V' => f("SUBMIT_TIME", timestamp(j.submit_time)),
+        'v' => f(
+            "RESERVATION",
+            j.desc
+                .reservation
+                .clone()
+                .unwrap_or_else(|| "(null)".into()),
+        ),
         'Q' => f("PRIORITY", j.priority.to_string()),
         'Z' => f("WORK_DIR", j.desc.work_dir.clone()),
         'o' => f("COMMAND", j.desc.command.clone()),
@@ -185,6 +192,7 @@ fn long_field(name: &str) -> Option<char> {
         "starttime" => 'S',
         "endtime" => 'e',
         "submittime" => 'V',
+        "reservation" => 'v',
         "priority" => 'Q',
         "workdir" => 'Z',
         "command" => 'o',

@@ -14,6 +14,7 @@ mod memory;
 mod priority;
 mod purge;
 mod queries;
+mod reservations;
 mod salloc;
 mod stdin;
 mod tasks;

@@ -21,6 +21,7 @@ use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{JobState, NodeAlloc, PendingReason};
 use crate::policy::BackfillParams;
 use crate::profile::Profile;
+use crate::reservation;
 use crate::scheduler::{QueueKey, Scheduler};
 use crate::time::{round_up, Secs, Time, NEVER};
 
@@ -177,6 +178,8 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
         .take()
         .expect("the backfill policy keeps a plan");
     plan.advance(now);
+    // Advance reservations, as blocked capacity for this pass.
+    let mut holds = reservation::claim_on_plan(s, &mut plan, now);
     // Reservations made in this pass, withdrawn at its end.
     let mut reserved: Vec<(Vec<NodeAlloc>, Time, Time)> = Vec::new();
     let resume = if params.continue_pass {
@@ -229,9 +232,12 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
         let found = plan.earliest_start(&s.cluster, &job.spec.request, filter, d, now, horizon);
         match found {
             Some((t, nodes)) if t == now => {
+                // The plan's claim runs to the rounded end: the holds step aside for it.
+                reservation::release_on_plan(&mut plan, holds);
                 s.backfill.plan = Some(plan);
                 s.start(id, now, nodes, Pass::Backfill, false, out);
                 plan = s.backfill.plan.take().expect("put back above");
+                holds = reservation::claim_on_plan(s, &mut plan, now);
             }
             Some((t, nodes)) => {
                 let end = round_up(t + limit, res);
@@ -252,6 +258,7 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
     for (nodes, t, end) in reserved {
         plan.release_all(&nodes, t, end);
     }
+    reservation::release_on_plan(&mut plan, holds);
     s.backfill.plan = Some(plan);
     if params.continue_pass && stopped_at.is_some() {
         s.backfill.dirty = true; // the rest of the queue is still to be examined

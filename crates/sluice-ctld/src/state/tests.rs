@@ -3,6 +3,7 @@
 
 use super::*;
 use sluice_core::{Cluster, Node, Partition};
+use sluice_proto::reservations::{ListChange, ListOp, ReservationChange, ReservationOp};
 
 fn conf(nodes: u32, cpus: u32) -> ClusterConfig {
     let mut c = ClusterConfig::this_machine();
@@ -674,4 +675,138 @@ fn without_enforcement_jobs_keep_todays_accounts() {
         .records(1)[0]
         .clone();
     assert_eq!(r.account, "alice", "a user without association: their name");
+}
+
+/// A reservation request as `scontrol create reservation` sends it.
+fn resv_req(name: &str, nodes: &str, start: i64, secs: i64, users: &[&str]) -> ReservationChange {
+    ReservationChange {
+        op: Some(ReservationOp::Create),
+        name: (!name.is_empty()).then(|| name.to_string()),
+        start: Some(start),
+        duration: Some(secs),
+        nodes: Some(nodes.into()),
+        users: Some(ListChange {
+            op: ListOp::Set,
+            items: users.iter().map(|u| u.to_string()).collect(),
+        }),
+        ..Default::default()
+    }
+}
+
+fn root() -> Caller {
+    Caller {
+        uid: 0,
+        gid: 0,
+        admin: true,
+    }
+}
+
+/// Persisted reservation rows of some effects, as (name, record present).
+fn resv_rows(effects: &[Effect]) -> Vec<(String, bool)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistReservation { name, record } => Some((name.clone(), record.is_some())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn reservations_are_for_operators_named_like_slurms_kept_and_restored() {
+    let uids: BTreeMap<String, u32> = [("alice".to_string(), 1000)].into();
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+    // Only operators: alice is refused with Slurm's words.
+    let r = c.change_reservation(
+        &resv_req("", "node01", 100, 3600, &["alice"]),
+        &uids,
+        &alice(),
+        0,
+    );
+    assert_eq!(r.unwrap_err(), "Invalid user id");
+    // Unknown users are refused too.
+    let r = c.change_reservation(
+        &resv_req("", "node01", 100, 3600, &["bob"]),
+        &uids,
+        &root(),
+        0,
+    );
+    assert_eq!(r.unwrap_err(), "Invalid user id");
+    let r = c.change_reservation(
+        &resv_req("", "node09", 100, 3600, &["alice"]),
+        &uids,
+        &root(),
+        0,
+    );
+    assert_eq!(r.unwrap_err(), "Invalid node name specified");
+    // Without a name: USER_ID, the id counting from 1; the record written first.
+    let (name, effects) = c
+        .change_reservation(
+            &resv_req("", "node01", 100, 3600, &["alice"]),
+            &uids,
+            &root(),
+            0,
+        )
+        .unwrap();
+    assert_eq!(name, "alice_1");
+    assert_eq!(resv_rows(&effects), vec![("alice_1".to_string(), true)]);
+    let listed = c.reservation_records(0);
+    assert_eq!(listed[0].flags, vec!["SPEC_NODES".to_string()]);
+    assert_eq!((listed[0].cores, listed[0].state.as_str()), (2, "INACTIVE"));
+
+    // Submissions: only to reservations that exist and admit the user.
+    let mut d = desc(1, 600);
+    d.reservation = Some("nosuch".into());
+    let e = c.prepare(d, &alice(), "alice", "alice", 0).unwrap_err();
+    assert_eq!(e, "Requested reservation is invalid");
+    let mut next = 1;
+    let mut d = desc(2, 600);
+    d.reservation = Some("alice_1".into());
+    let (job, effects) = submit(&mut c, d, &mut next, 0);
+    assert!(launches(&effects).is_empty());
+    c.schedule(0);
+    assert_eq!(c.job(job).unwrap().reason, "Reservation");
+    // At its start the job runs there.
+    let effects = c.schedule(100);
+    assert_eq!(launches(&effects), vec![(job, vec!["node01".into()])]);
+
+    // A restart from the records: the same reservation, the next id after it.
+    let rows: Vec<(String, String)> = effects_rows(&c);
+    let (jobs, steps) = c.accounting();
+    let mut c2 = Controller::new(conf(2, 2), Path::new("/s"), jobs, steps, 200);
+    c2.restore_reservations(&rows, 200);
+    assert_eq!(c2.reservation_records(200)[0].name, "alice_1");
+    assert_eq!(c2.reservation_records(200)[0].state, "ACTIVE");
+    let (name, _) = c2
+        .change_reservation(
+            &resv_req("", "node02", 100_000, 60, &["alice"]),
+            &uids,
+            &root(),
+            200,
+        )
+        .unwrap();
+    assert_eq!(name, "alice_2");
+    // In use: not deleted.
+    c2.agent_registered("node01", &[(job, 0)], 200);
+    let mut del = ReservationChange {
+        op: Some(ReservationOp::Delete),
+        name: Some("alice_1".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        c2.change_reservation(&del, &uids, &root(), 200)
+            .unwrap_err(),
+        "Requested reservation is in use"
+    );
+    del.name = Some("alice_2".into());
+    let (_, effects) = c2.change_reservation(&del, &uids, &root(), 200).unwrap();
+    assert_eq!(resv_rows(&effects), vec![("alice_2".to_string(), false)]);
+}
+
+/// The reservation rows a controller would have written (its records now).
+fn effects_rows(c: &Controller) -> Vec<(String, String)> {
+    c.reservation_records(0)
+        .into_iter()
+        .map(|r| (r.name.clone(), serde_json::to_string(&r).unwrap()))
+        .collect()
 }
