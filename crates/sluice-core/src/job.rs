@@ -1,6 +1,7 @@
 //! Jobs as the scheduler sees them: who, what shape, how long, and where they stand.
 
 use crate::ids::{JobId, NodeId, PartitionId};
+use crate::limits::JobAcct;
 use crate::time::{Secs, Time};
 use crate::tres::{GresCounts, Resources};
 
@@ -129,6 +130,9 @@ pub struct JobSpec {
     /// Priority (Slurm's 32-bit job priority; higher starts first under the
     /// `backfill` policy). Ignored by the textbook policies, which keep submission order.
     pub priority: u32,
+    /// Its association and QOS, for accounting limits ([`crate::limits`]); the default
+    /// (none) is subject to no limit but its partition QOS's.
+    pub acct: JobAcct,
 }
 
 /// Where a job stands in its life.
@@ -160,6 +164,14 @@ pub enum PendingReason {
     PartitionNodeLimit,
     /// No node of its partition is up to run it (all DOWN or DRAIN).
     ReqNodeNotAvail,
+    /// Its partition does not allow its account (`AllowAccounts`, `DenyAccounts`).
+    AccountNotAllowed,
+    /// Its partition does not allow its QOS (`AllowQos`, `DenyQos`).
+    QosNotAllowed,
+    /// An accounting limit of its association or QOS holds it: Slurm's name for that
+    /// limit (`AssocGrpGRES`, `QOSMaxJobsPerUserLimit`, ... see
+    /// [`crate::limits::reason`]).
+    Limit(&'static str),
 }
 
 impl PendingReason {
@@ -174,6 +186,9 @@ impl PendingReason {
             PendingReason::PartitionTimeLimit => "PartitionTimeLimit",
             PendingReason::PartitionNodeLimit => "PartitionNodeLimit",
             PendingReason::ReqNodeNotAvail => "ReqNodeNotAvail",
+            PendingReason::AccountNotAllowed => "AccountNotAllowed",
+            PendingReason::QosNotAllowed => "QOSNotAllowed",
+            PendingReason::Limit(name) => name,
         }
     }
 }
