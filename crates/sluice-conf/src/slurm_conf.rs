@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use sluice_core::partition_policy::{OverSubscribe, PartitionAccess};
 use sluice_core::{BackfillParams, Cluster, Node, NodeId, NodeState, Partition, PartitionState};
 
 use crate::duration::{parse_mem_mib, parse_time};
@@ -679,6 +680,37 @@ impl Parser {
                 }
             };
         }
+        if let Some(v) = get("MinNodes") {
+            part.min_nodes = v
+                .parse::<u32>()
+                .map_err(|_| err(format!("MinNodes: expected an integer, found '{v}'")))?;
+        }
+        if let Some(v) = get("OverSubscribe").or(get("Shared")) {
+            part.oversubscribe =
+                OverSubscribe::parse(v).map_err(|m| err(format!("OverSubscribe: {m}")))?;
+        }
+        part.exclusive_user = yes_no("ExclusiveUser")?;
+        // Name lists: `ALL` (or nothing) for an Allow list means everyone.
+        let list = |key: &str| -> Option<Vec<String>> {
+            get(key)
+                .filter(|v| !v.is_empty() && !v.eq_ignore_ascii_case("ALL"))
+                .map(|v| {
+                    v.split(',')
+                        .map(|x| x.trim().to_string())
+                        .filter(|x| !x.is_empty())
+                        .collect()
+                })
+        };
+        part.access = PartitionAccess {
+            allow_accounts: list("AllowAccounts"),
+            deny_accounts: list("DenyAccounts").unwrap_or_default(),
+            allow_qos: list("AllowQos"),
+            deny_qos: list("DenyQos").unwrap_or_default(),
+            allow_groups: list("AllowGroups"),
+        };
+        part.qos = get("QOS")
+            .filter(|v| !v.is_empty())
+            .map(|v| v.to_ascii_lowercase());
         let weights = match get("TRESBillingWeights") {
             None | Some("") => None,
             Some(v) => Some((
@@ -1200,6 +1232,31 @@ mod tests {
         assert_eq!(inter.nodes, [NodeId(3)]);
         assert_eq!(c.get("PriorityDecayHalfLife"), Some("7-0"));
         assert_eq!(c.scheduler_type, "sched/backfill");
+    }
+
+    #[test]
+    fn partition_policy_keys_are_read() {
+        // As capture.sh in sluice-cli's tests/samples/limits/ configures them.
+        let text = "ClusterName=x\nNodeName=n1 CPUs=2\n\
+            PartitionName=a Nodes=n1 AllowAccounts=limb DenyQos=limq,low AllowGroups=root\n\
+            PartitionName=b Nodes=n1 MinNodes=2 OverSubscribe=EXCLUSIVE ExclusiveUser=YES QOS=PartQ\n\
+            PartitionName=c Nodes=n1 AllowAccounts=ALL Shared=FORCE:2\n";
+        let c = parse_str(text, Path::new("slurm.conf")).unwrap();
+        let [a, b, p] = &c.cluster.partitions[..] else {
+            panic!("three partitions")
+        };
+        assert_eq!(a.access.allow_accounts, Some(vec!["limb".to_string()]));
+        assert_eq!(a.access.deny_qos, ["limq", "low"]);
+        assert_eq!(a.access.allow_groups, Some(vec!["root".to_string()]));
+        assert_eq!(a.access.allow_qos, None);
+        assert_eq!((b.min_nodes, b.exclusive_user), (2, true));
+        assert_eq!(b.oversubscribe, OverSubscribe::Exclusive);
+        assert_eq!(b.qos.as_deref(), Some("partq"));
+        assert_eq!(p.access.allow_accounts, None);
+        assert_eq!(p.oversubscribe, OverSubscribe::Force(2));
+        let bad =
+            "ClusterName=x\nNodeName=n1 CPUs=2\nPartitionName=d Nodes=n1 OverSubscribe=MAYBE\n";
+        assert!(parse_str(bad, Path::new("slurm.conf")).is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The machine: nodes, partitions and the names of their GRES and features.
 
 use crate::ids::{NodeId, PartitionId};
+use crate::partition_policy::{OverSubscribe, PartitionAccess};
 use crate::placement::{Placement, PlacementKey};
 use crate::select::GpuReserve;
 use crate::time::Secs;
@@ -96,6 +97,18 @@ pub struct Partition {
     pub max_nodes: Option<u32>,
     /// `State=`.
     pub state: PartitionState,
+    /// `MinNodes`: a job asking fewer nodes waits (`PartitionNodeLimit`); 0: none.
+    pub min_nodes: u32,
+    /// `OverSubscribe=` (`EXCLUSIVE`: every job gets whole nodes).
+    pub oversubscribe: OverSubscribe,
+    /// `ExclusiveUser=YES`: a node running a job of this partition runs jobs of that
+    /// job's user only.
+    pub exclusive_user: bool,
+    /// `AllowAccounts`, `DenyAccounts`, `AllowQos`, `DenyQos`, `AllowGroups`.
+    pub access: PartitionAccess,
+    /// `QOS=`: the partition QOS's name (its limits reach the core through
+    /// [`crate::limits::AccountLimits::partition_qos`]).
+    pub qos: Option<String>,
 }
 
 impl Partition {
@@ -114,6 +127,11 @@ impl Partition {
             priority_job_factor: 1,
             max_nodes: None,
             state: PartitionState::Up,
+            min_nodes: 0,
+            oversubscribe: OverSubscribe::No,
+            exclusive_user: false,
+            access: PartitionAccess::default(),
+            qos: None,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Jobs as the scheduler sees them: who, what shape, how long, and where they stand.
 
 use crate::ids::{JobId, NodeId, PartitionId};
+use crate::limits::JobAcct;
 use crate::time::{Secs, Time};
 use crate::tres::{GresCounts, Resources};
 
@@ -129,6 +130,9 @@ pub struct JobSpec {
     /// Priority (Slurm's 32-bit job priority; higher starts first under the
     /// `backfill` policy). Ignored by the textbook policies, which keep submission order.
     pub priority: u32,
+    /// Its association and QOS, for accounting limits ([`crate::limits`]); the default
+    /// (none) is subject to no limit but its partition QOS's.
+    pub acct: JobAcct,
 }
 
 /// Where a job stands in its life.
@@ -166,6 +170,14 @@ pub enum PendingReason {
     /// It was submitted to a reservation (`--reservation`) whose window has not begun,
     /// or has too little time left for its time limit.
     Reservation,
+    /// Its partition does not allow its account (`AllowAccounts`, `DenyAccounts`).
+    AccountNotAllowed,
+    /// Its partition does not allow its QOS (`AllowQos`, `DenyQos`).
+    QosNotAllowed,
+    /// An accounting limit of its association or QOS holds it: Slurm's name for that
+    /// limit (`AssocGrpGRES`, `QOSMaxJobsPerUserLimit`, ... see
+    /// [`crate::limits::reason`]).
+    Limit(&'static str),
 }
 
 impl PendingReason {
@@ -182,6 +194,9 @@ impl PendingReason {
             PendingReason::ReqNodeNotAvail => "ReqNodeNotAvail",
             PendingReason::ReservedForOther => "ReqNodeNotAvail, May be reserved for other job",
             PendingReason::Reservation => "Reservation",
+            PendingReason::AccountNotAllowed => "AccountNotAllowed",
+            PendingReason::QosNotAllowed => "QOSNotAllowed",
+            PendingReason::Limit(name) => name,
         }
     }
 }

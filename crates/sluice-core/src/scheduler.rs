@@ -20,6 +20,8 @@ use crate::decision::{Decision, Pass};
 use crate::free_now::FreeNow;
 use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
+use crate::limits::{self, check::JobView, usage::Usage, AccountLimits};
+use crate::partition_policy::{NotAllowed, OverSubscribe};
 use crate::placement::{Placement, PlacementKey};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
 use crate::profile::{NodeFilter, Profile};
@@ -41,6 +43,9 @@ pub enum SubmitError {
     NodeConfigUnavailable,
     /// Time limit below one second, or no tasks.
     InvalidRequest(&'static str),
+    /// An accounting limit refuses the job (a submit limit, or a limit it could never
+    /// run within under a `DenyOnLimit` QOS): Slurm's reason name for the limit.
+    AccountingPolicy(&'static str),
 }
 
 impl std::fmt::Display for SubmitError {
@@ -49,15 +54,16 @@ impl std::fmt::Display for SubmitError {
             SubmitError::DuplicateId(id) => write!(f, "job id {id} is already in use"),
             SubmitError::NoSuchPartition(_) => write!(f, "Invalid partition name specified"),
             SubmitError::PartitionClosed(_) => {
-                write!(
-                    f,
-                    "Partition in DRAIN or INACTIVE state, no new jobs accepted"
-                )
+                write!(f, "Required partition not available (inactive or drain)")
             }
             SubmitError::NodeConfigUnavailable => {
                 write!(f, "Requested node configuration is not available")
             }
             SubmitError::InvalidRequest(why) => write!(f, "{why}"),
+            SubmitError::AccountingPolicy(_) => write!(
+                f,
+                "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+            ),
         }
     }
 }
@@ -131,6 +137,9 @@ pub struct Scheduler {
     pub(crate) backfill: backfill::State,
     /// Advance reservations (see [`crate::reservation`]).
     pub(crate) resv: reservation::Book,
+    /// The accounting database's limits, and what every association and QOS uses.
+    pub(crate) accounts: AccountLimits,
+    pub(crate) usage: Usage,
 }
 
 impl Scheduler {
@@ -168,6 +177,8 @@ impl Scheduler {
             conservative: Default::default(),
             backfill: Default::default(),
             resv: Default::default(),
+            accounts: AccountLimits::default(),
+            usage: Usage::default(),
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -391,6 +402,11 @@ impl Scheduler {
         if !self.could_ever_fit(spec.partition, &spec.request) {
             return Err(SubmitError::NodeConfigUnavailable);
         }
+        if let Some(reason) =
+            limits::check::submit_violation(&self.accounts, &self.usage, view(spec), self.last_pass)
+        {
+            return Err(SubmitError::AccountingPolicy(reason));
+        }
         Ok(())
     }
 
@@ -421,6 +437,9 @@ impl Scheduler {
         let id = spec.id;
         let end = (start + spec.time_limit).max(now + 1);
         reservation::release_holds(self);
+        self.usage.add(id, self.scopes(&spec));
+        self.usage
+            .start(id, limits::alloc_tres(&nodes), start.min(now), end);
         self.profile.claim_all(&nodes, now, end);
         self.free_now.take(&self.cluster, &nodes);
         self.backfill.on_start(id, &nodes, now, end);
@@ -444,9 +463,12 @@ impl Scheduler {
     /// Queues a job. Checks that the id is free, the partition exists and takes jobs,
     /// and that the request could be met by the partition's nodes if they were empty;
     /// otherwise returns the reason and changes nothing.
-    pub fn submit(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+    pub fn submit(&mut self, mut spec: JobSpec, now: Time) -> Result<(), SubmitError> {
         self.check(&spec)?;
         let part = self.cluster.partition(spec.partition);
+        if part.oversubscribe == OverSubscribe::Exclusive {
+            spec.request.exclusive = true;
+        }
         self.profile.advance(now);
         let key = QueueKey {
             tier: Reverse(if self.policy.uses_priority() {
@@ -463,6 +485,7 @@ impl Scheduler {
         };
         self.next_seq += 1;
         let id = spec.id;
+        self.usage.add(id, self.scopes(&spec));
         self.jobs.insert(
             id,
             Job {
@@ -498,6 +521,7 @@ impl Scheduler {
         self.profile.advance(now);
         reservation::job_gone(self, id, now);
         let job = self.jobs.remove(&id).expect("checked above");
+        self.usage.remove(id, now);
         let alloc = job.alloc.as_ref().expect("running jobs have an allocation");
         let end = self
             .claim_end
@@ -551,6 +575,7 @@ impl Scheduler {
         self.claims_end.remove(&(old, id));
         self.claims_end.insert((new, id));
         self.claim_end.insert(id, new);
+        self.usage.retime(id, new);
         self.jobs.get_mut(&id).expect("checked").spec.time_limit = limit;
         reservation::claim_holds(self, now);
         self.backfill.dirty = true;
@@ -568,6 +593,7 @@ impl Scheduler {
         let key = self.keys.remove(&id).expect("pending jobs have a key");
         self.queue.remove(&key);
         let job = self.jobs.remove(&id).expect("checked above");
+        self.usage.remove(id, now);
         self.begins.remove(&(job.spec.begin, id));
         if let Some(l) = job.spec.request.switches {
             self.begins.remove(&(l.until, id));
@@ -605,6 +631,101 @@ impl Scheduler {
         self.keys.insert(id, key);
         self.backfill.dirty = true;
         true
+    }
+
+    /// Replaces the accounting limits (the database changed: `sacctmgr` raised or
+    /// lowered a limit, added an association...). What associations and QOS use is
+    /// kept; the next pass decides with the new limits.
+    pub fn set_account_limits(&mut self, limits: AccountLimits) {
+        self.accounts = limits;
+        self.backfill.dirty = true;
+    }
+
+    /// The `now` of the last pass (a large negative time before the first).
+    pub fn last_pass(&self) -> Time {
+        self.last_pass
+    }
+
+    /// The accounting limits in force.
+    pub fn account_limits(&self) -> &AccountLimits {
+        &self.accounts
+    }
+
+    /// What every association, QOS, QOS user and QOS account has pending, running and
+    /// used.
+    pub fn limit_usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    /// Counts a job the caller keeps waiting outside the queue (held, or waiting on a
+    /// dependency) as submitted, for the submit limits, until it is queued
+    /// ([`Scheduler::submit`] keeps the charge) or forgotten
+    /// ([`Scheduler::forget_waiting`]).
+    pub fn note_waiting(&mut self, spec: &JobSpec) {
+        if !self.jobs.contains_key(&spec.id) {
+            self.usage.add(spec.id, self.scopes(spec));
+        }
+    }
+
+    /// Stops counting a waiting job (see [`Scheduler::note_waiting`]) that left without
+    /// being queued (cancelled, failed). Jobs in the queue are not touched.
+    pub fn forget_waiting(&mut self, id: JobId, now: Time) {
+        if !self.jobs.contains_key(&id) {
+            self.usage.remove(id, now);
+        }
+    }
+
+    /// Gives a pending or running job a new association and QOS (its accounts were
+    /// restored after it, or changed): it is charged to its new scopes from `now`.
+    /// Returns false, changing nothing, for a job the core does not track.
+    pub fn set_job_acct(&mut self, id: JobId, acct: limits::JobAcct, now: Time) -> bool {
+        let Some(job) = self.jobs.get(&id) else {
+            return false;
+        };
+        let mut spec = job.spec.clone();
+        spec.acct = acct;
+        let running = job
+            .alloc
+            .as_ref()
+            .filter(|_| job.state == JobState::Running)
+            .map(|a| limits::alloc_tres(&a.nodes));
+        // A job restored before any pass is charged from its start, not from before it.
+        let at = now.max(job.start.unwrap_or(now));
+        self.usage.remove(id, at);
+        self.usage.add(id, self.scopes(&spec));
+        if let Some(tres) = running {
+            let end = self.claim_end.get(&id).copied().unwrap_or(at);
+            self.usage.start(id, tres, at, end);
+        }
+        self.jobs.get_mut(&id).expect("checked").spec.acct = acct;
+        self.backfill.dirty = true;
+        true
+    }
+
+    /// Decays the TRES-minutes every association and QOS has used (for
+    /// `GrpTRESMins`) at `now`, over the time since the last call, with Slurm's
+    /// `PriorityDecayHalfLife` of `half_life` seconds (0: no decay). QOS with `NoDecay`
+    /// keep theirs. The first call only notes the time.
+    pub fn decay_limit_usage(&mut self, now: Time, half_life: Secs) {
+        let factor = crate::fairshare::decay_factor(half_life);
+        let accounts = &self.accounts;
+        self.usage.decay(now, factor, |q| {
+            accounts.qos.get(&q).is_some_and(|q| q.flags.no_decay)
+        });
+    }
+
+    /// The usage scopes a job counts in.
+    fn scopes(&self, spec: &JobSpec) -> Vec<limits::usage::Scope> {
+        if spec.acct.internal {
+            return Vec::new();
+        }
+        let part_qos = self
+            .accounts
+            .partition_qos
+            .get(spec.partition.index())
+            .copied()
+            .flatten();
+        limits::usage::scopes(&self.accounts, spec.user, &spec.acct, part_qos)
     }
 
     /// Runs the policy's pass at `now` and returns the jobs to start.
@@ -753,20 +874,49 @@ impl Scheduler {
         if part
             .max_nodes
             .is_some_and(|m| job.spec.request.min_nodes > m)
+            || job.spec.request.min_nodes < part.min_nodes
         {
             job.reason = PendingReason::PartitionNodeLimit;
             return false;
+        }
+        match job.spec.acct.not_allowed {
+            Some(NotAllowed::Account) => {
+                job.reason = PendingReason::AccountNotAllowed;
+                return false;
+            }
+            Some(NotAllowed::Qos) => {
+                job.reason = PendingReason::QosNotAllowed;
+                return false;
+            }
+            Some(NotAllowed::Group) | None => {}
         }
         if job.spec.begin > now {
             job.reason = PendingReason::BeginTime;
             return false;
         }
-        if job.reason == PendingReason::BeginTime {
+        let job = &self.jobs[&id];
+        let held = limits::check::hold_reason(&self.accounts, &self.usage, view(&job.spec), now);
+        let job = self.jobs.get_mut(&id).expect("queued job exists");
+        if let Some(name) = held {
+            job.reason = PendingReason::Limit(name);
+            return false;
+        }
+        if matches!(
+            job.reason,
+            PendingReason::BeginTime | PendingReason::Limit(_)
+        ) {
             // Newly eligible: something for the backfill pass to consider.
             job.reason = PendingReason::None;
             self.backfill.dirty = true;
         }
         true
+    }
+
+    /// Whether the backfill pass may plan a reservation for `id` (not for a job of a
+    /// `NoReserve` QOS).
+    pub(crate) fn may_reserve(&self, id: JobId) -> bool {
+        let spec = &self.jobs[&id].spec;
+        limits::check::may_reserve(&self.accounts, &spec.acct, spec.partition)
     }
 
     /// Which nodes `job` may use: its partition's up nodes with a wanted feature.
@@ -891,6 +1041,7 @@ impl Scheduler {
             self.begins.remove(&(l.until, id));
         }
         let end = now + job.spec.time_limit;
+        self.usage.start(id, limits::alloc_tres(&nodes), now, end);
         if !claimed {
             self.profile.claim_all(&nodes, now, end);
         }
@@ -917,5 +1068,17 @@ impl Scheduler {
         if let Some(j) = self.jobs.get_mut(&id) {
             j.reason = reason;
         }
+    }
+}
+
+/// A job as the limit checks see it.
+fn view(spec: &JobSpec) -> JobView<'_> {
+    JobView {
+        id: spec.id,
+        user: spec.user,
+        acct: spec.acct,
+        partition: spec.partition,
+        time_limit: spec.time_limit,
+        request: &spec.request,
     }
 }

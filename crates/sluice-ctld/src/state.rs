@@ -12,6 +12,8 @@ use sluice_conf::dependency::{parse_dependency, Dependency, DependencyKind};
 use sluice_conf::gres_conf::GresDevice;
 use sluice_core::gpu_pick;
 use sluice_core::job::SwitchLimit;
+use sluice_core::limits::JobAcct;
+use sluice_core::partition_policy::NotAllowed;
 use sluice_core::{
     Decision, EndSemantics, GresTable, JobId, JobRequest, JobSpec, MemRequest, NodeAlloc, NodeId,
     NodeState, PartitionId, Policy, Scheduler, SubmitError, MAX_TIME_LIMIT,
@@ -361,6 +363,7 @@ impl Controller {
         self.priority.rebuild(&self.accounts);
         self.priority.restore_usage(&usage);
         self.priority_dirty = true;
+        self.refresh_limits(self.sched_time());
         Ok(fresh)
     }
 
@@ -393,6 +396,9 @@ impl Controller {
             })
             .collect();
         let (outcome, rows) = self.accounts.change(who, request, &active, commit)?;
+        if commit && !rows.is_empty() {
+            self.refresh_limits(self.sched_time());
+        }
         let effects = if rows.is_empty() {
             Vec::new()
         } else {
@@ -403,6 +409,11 @@ impl Controller {
             vec![Effect::PersistAccounts(rows)]
         };
         Ok((outcome, effects))
+    }
+
+    /// The time of the core's last pass: "now" for changes that come without a clock.
+    fn sched_time(&self) -> i64 {
+        self.sched.last_pass()
     }
 
     fn partition_of(&self, name: &str) -> Option<PartitionId> {
@@ -457,10 +468,32 @@ impl Controller {
         if let Some(r) = &desc.reservation {
             self.check_reservation(r, caller.uid, Some(&accounting.account))?;
         }
+        if p.access.check(
+            &accounting.account,
+            &accounting.qos,
+            &[group.to_string()],
+            caller.admin,
+        ) == Err(NotAllowed::Group)
+        {
+            return Err("User's group not permitted to use this partition".into());
+        }
         let limit = match desc.time_limit {
             Some(Some(t)) => Some(t),
             Some(None) => None,
-            None => p.default_time.or(p.max_time),
+            None => {
+                let default = p.default_time.or(p.max_time);
+                // As Slurm: no time asked, the job gets its QOS's or association's
+                // MaxWall when that is shorter.
+                let acct =
+                    self.accounts
+                        .job_acct(user, &accounting.account, &p.name, &accounting.qos);
+                let db = self.sched.account_limits();
+                let part_qos = db.partition_qos.get(part.index()).copied().flatten();
+                match self.accounts.max_wall(&acct, db, part_qos) {
+                    Some(w) if db.enforce.limits => Some(default.map_or(w, |d| d.min(w))),
+                    _ => default,
+                }
+            }
         };
         let (min_nodes, max_nodes) = desc.nodes.unwrap_or((1, 0));
         let (listed, _) = self.node_lists(&desc)?;
@@ -529,7 +562,11 @@ impl Controller {
             Ok(()) => {}
             Err(SubmitError::NodeConfigUnavailable) => return Err(NODE_CONFIG.into()),
             Err(SubmitError::PartitionClosed(_)) => {
-                return Err("Partition in DRAIN or INACTIVE state, no new jobs accepted".into())
+                return Err("Required partition not available (inactive or drain)".into())
+            }
+            Err(e @ SubmitError::AccountingPolicy(reason)) => {
+                // sbatch prints the limit's name on a line of its own first.
+                return Err(format!("{reason}\n{e}"));
             }
             Err(e) => return Err(e.to_string()),
         }
@@ -749,7 +786,48 @@ impl Controller {
             } else {
                 job_priority(r)
             },
+            acct: self.job_acct(r, part),
         })
+    }
+
+    /// A job's association and QOS for the core's limits, and whether its partition
+    /// allows its account and QOS (Slurm leaves a job it does not pending, with
+    /// `EnforcePartLimits=NO`).
+    fn job_acct(&self, r: &JobRecord, part: PartitionId) -> JobAcct {
+        let mut acct = self
+            .accounts
+            .job_acct(&r.user, &r.account, &r.partition, &r.qos);
+        let p = self.conf.cluster.partition(part);
+        acct.not_allowed = match p.access.check(&r.account, &r.qos, &[], true) {
+            Err(NotAllowed::Group) | Ok(()) => None,
+            Err(other) => Some(other),
+        };
+        acct
+    }
+
+    /// Gives the core the accounts' limits again (at start, after a `sacctmgr`
+    /// change), and every job its association and QOS ids, which a change may have
+    /// created.
+    fn refresh_limits(&mut self, now: i64) {
+        let db = self
+            .accounts
+            .core_limits(&self.conf.cluster, &self.conf.enforce);
+        self.sched.set_account_limits(db);
+        let live: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| !j.state.is_finished())
+            .map(|j| j.id)
+            .collect();
+        for id in live {
+            let Ok(spec) = self.core_spec(&self.jobs[&id]) else {
+                continue;
+            };
+            if !self.sched.set_job_acct(JobId(id), spec.acct, now) && self.outside.contains(&id) {
+                self.sched.forget_waiting(JobId(id), now);
+                self.sched.note_waiting(&spec);
+            }
+        }
     }
 
     /// Takes the records of a durable submission into the queue.
@@ -757,6 +835,10 @@ impl Controller {
         let ids: Vec<u64> = records.iter().map(|r| r.id).collect();
         for r in records {
             let id = r.id;
+            if let Ok(spec) = self.core_spec(&r) {
+                // Counted for the submit limits while it waits outside the queue.
+                self.sched.note_waiting(&spec);
+            }
             self.jobs.insert(id, r);
             self.outside.insert(id);
         }
@@ -1374,6 +1456,7 @@ impl Controller {
             match (r.state, req.signal) {
                 (JobState::Pending, None) => {
                     self.sched.cancel_pending(JobId(id), now);
+                    self.sched.forget_waiting(JobId(id), now);
                     self.outside.remove(&id);
                     let r = self.jobs.get_mut(&id).expect("exists");
                     r.state = JobState::Cancelled;
@@ -1973,7 +2056,17 @@ impl Controller {
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(JobId(r.id)) {
                 if j.state == sluice_core::JobState::Pending {
-                    r.reason = j.reason.as_str().to_string();
+                    let part = self.conf.cluster.partition(j.spec.partition);
+                    let which = match j.reason {
+                        sluice_core::PendingReason::AccountNotAllowed => Some(NotAllowed::Account),
+                        sluice_core::PendingReason::QosNotAllowed => Some(NotAllowed::Qos),
+                        _ => None,
+                    };
+                    r.reason = match which {
+                        // Slurm's reason names the partition's list.
+                        Some(w) => part.access.describe(&part.name, w, &r.account, &r.qos),
+                        None => j.reason.as_str().to_string(),
+                    };
                     r.planned_start = j.planned_start;
                 }
             }
@@ -2028,6 +2121,7 @@ impl Controller {
         for id in &old {
             self.jobs.remove(id);
             self.outside.remove(id);
+            self.sched.forget_waiting(JobId(*id), now);
             let steps: Vec<(u64, StepId)> = self
                 .steps
                 .range((*id, StepId::Batch)..)
@@ -2186,6 +2280,27 @@ impl Controller {
                     .collect(),
                 max_nodes: p.max_nodes,
                 priority_tier: p.priority_tier,
+                access: {
+                    let a = &p.access;
+                    let all =
+                        |l: &Option<Vec<String>>| l.as_ref().map_or("ALL".into(), |l| l.join(","));
+                    let pick = |allow: &Option<Vec<String>>, deny: &Vec<String>, what: &str| {
+                        if allow.is_none() && !deny.is_empty() {
+                            (format!("Deny{what}"), deny.join(","))
+                        } else {
+                            (format!("Allow{what}"), all(allow))
+                        }
+                    };
+                    vec![
+                        ("AllowGroups".into(), all(&a.allow_groups)),
+                        pick(&a.allow_accounts, &a.deny_accounts, "Accounts"),
+                        pick(&a.allow_qos, &a.deny_qos, "Qos"),
+                    ]
+                },
+                qos: p.qos.clone(),
+                min_nodes: p.min_nodes,
+                exclusive_user: p.exclusive_user,
+                oversubscribe: p.oversubscribe.as_string(),
             })
             .collect()
     }

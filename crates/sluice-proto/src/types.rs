@@ -527,6 +527,23 @@ pub struct PartitionInfo {
     pub max_nodes: Option<u32>,
     /// PriorityTier.
     pub priority_tier: u16,
+    /// The access lists as `scontrol show partition` prints them, in its order:
+    /// `("AllowGroups", "ALL")`, `("AllowAccounts", "phys")` or `("DenyAccounts",
+    /// "chem")`, `("AllowQos", "ALL")` or `("DenyQos", "low")`.
+    #[serde(default)]
+    pub access: Vec<(String, String)>,
+    /// The partition QOS (`QOS=`), if any.
+    #[serde(default)]
+    pub qos: Option<String>,
+    /// `MinNodes`.
+    #[serde(default)]
+    pub min_nodes: u32,
+    /// `ExclusiveUser=YES`.
+    #[serde(default)]
+    pub exclusive_user: bool,
+    /// `OverSubscribe` as printed: `NO`, `EXCLUSIVE`, `YES:4`, `FORCE:4` (empty: `NO`).
+    #[serde(default)]
+    pub oversubscribe: String,
 }
 
 /// The cluster's configuration as `scontrol show config` prints it: key, value pairs.

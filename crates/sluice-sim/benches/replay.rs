@@ -500,6 +500,7 @@ fn spec(id: u64, request: JobRequest, time_limit: i64, at: i64) -> JobSpec {
         request,
         time_limit,
         priority: u32::MAX.saturating_sub(id as u32),
+        acct: Default::default(),
     }
 }
 

@@ -123,6 +123,7 @@ pub fn generate(p: &SynthParams) -> (Cluster, Vec<SimJob>) {
                 request,
                 time_limit: limit,
                 priority: u32::MAX.saturating_sub(i as u32),
+                acct: Default::default(),
             },
             run,
             procs,

@@ -17,6 +17,7 @@ fn job(id: u64, user: u32, group: u32, submit: Time) -> SimJob {
             request: JobRequest::procs(1).on_one_node(),
             time_limit: 1000,
             priority: 0,
+            acct: Default::default(),
         },
         run: 1000,
         procs: 1,

@@ -19,6 +19,7 @@ fn job(id: u64, user: u32, submit: i64, limit: i64, run: i64) -> SimJob {
             request: JobRequest::procs(4),
             time_limit: limit,
             priority: 0,
+            acct: Default::default(),
         },
         run,
         procs: 4,

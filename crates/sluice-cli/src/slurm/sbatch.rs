@@ -262,6 +262,16 @@ pub fn main(args: Vec<String>) -> i32 {
                 // Slurm's sbatch finds this itself, before it submits.
                 fail(ME, msg, 1)
             }
+            // A refusal by an accounting limit names the limit on a line of its own.
+            let msg = match msg.rsplit_once('\n') {
+                Some((first, last)) => {
+                    for line in first.lines() {
+                        eprintln!("{ME}: error: {line}");
+                    }
+                    last.to_string()
+                }
+                None => msg,
+            };
             explain_refusal(ME, &desc, &msg);
             fail(ME, format!("Batch job submission failed: {msg}"), 1)
         }

@@ -492,34 +492,43 @@ pub fn main(args: Vec<String>) -> i32 {
                             .filter(|n| p.nodes.contains(&n.name))
                             .map(|n| n.cpus)
                             .sum();
-                        let pairs: Vec<(String, String)> = vec![
-                            ("PartitionName".into(), p.name.clone()),
-                            ("AllowGroups".into(), "ALL".into()),
-                            ("AllowAccounts".into(), "ALL".into()),
-                            ("AllowQos".into(), "ALL".into()),
+                        let mut pairs: Vec<(String, String)> =
+                            vec![("PartitionName".into(), p.name.clone())];
+                        if p.access.is_empty() {
+                            for k in ["AllowGroups", "AllowAccounts", "AllowQos"] {
+                                pairs.push((k.into(), "ALL".into()));
+                            }
+                        }
+                        pairs.extend(p.access.iter().cloned());
+                        let yes_no = |b: bool| if b { "YES" } else { "NO" }.to_string();
+                        let oversubscribe = if p.oversubscribe.is_empty() {
+                            "NO".to_string()
+                        } else {
+                            p.oversubscribe.clone()
+                        };
+                        pairs.extend([
                             ("AllocNodes".into(), "ALL".into()),
-                            (
-                                "Default".into(),
-                                if p.default { "YES" } else { "NO" }.into(),
-                            ),
-                            ("QoS".into(), "N/A".into()),
+                            ("Default".into(), yes_no(p.default)),
+                            ("QoS".into(), p.qos.clone().unwrap_or_else(|| "N/A".into())),
                             (
                                 "DefaultTime".into(),
                                 p.default_time.map_or("NONE".into(), elapsed),
                             ),
+                            ("ExclusiveUser".into(), yes_no(p.exclusive_user)),
                             (
                                 "MaxNodes".into(),
                                 p.max_nodes.map_or("UNLIMITED".into(), |n| n.to_string()),
                             ),
                             ("MaxTime".into(), limit(p.max_time, true)),
-                            ("MinNodes".into(), "0".into()),
+                            ("MinNodes".into(), p.min_nodes.to_string()),
                             ("Nodes".into(), sluice_conf::hostlist::compress(&p.nodes)),
                             ("PriorityJobFactor".into(), "1".into()),
                             ("PriorityTier".into(), p.priority_tier.to_string()),
+                            ("OverSubscribe".into(), oversubscribe),
                             ("State".into(), p.state.clone()),
                             ("TotalCPUs".into(), cpus.to_string()),
                             ("TotalNodes".into(), p.nodes.len().to_string()),
-                        ];
+                        ]);
                         print_record(
                             &pairs,
                             one_line,

@@ -3,6 +3,7 @@
 
 mod accounting;
 mod accounts;
+mod acct_limits;
 mod arrays;
 mod cancel;
 mod commands;

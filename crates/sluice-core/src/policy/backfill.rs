@@ -12,6 +12,8 @@
 //! at most `bf_max_job_test` of them: each starts now if it fits in the plan now for its
 //! whole time limit, and otherwise gets a reservation in the plan at its earliest fit
 //! within `bf_window` — so no job ever delays the planned start of a job ahead of it.
+//! A job an accounting limit holds is skipped (it blocks nothing and gets no
+//! reservation), and a job of a `NoReserve` QOS may start now but is never reserved.
 
 use crate::decision::{Decision, Pass};
 use std::collections::BTreeMap;
@@ -222,6 +224,13 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
         }
         cursor = Some(key);
         if !s.eligible(id, now) {
+            // Skipped, as Slurm's backfill skips a job a limit holds: it blocks
+            // nothing and keeps no reservation.
+            let job = s.jobs.get_mut(&id).expect("queued job exists");
+            if matches!(job.reason, PendingReason::Limit(_)) {
+                job.planned_start = None;
+                job.alloc = None;
+            }
             continue;
         }
         tested += 1;
@@ -239,7 +248,7 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
                 plan = s.backfill.plan.take().expect("put back above");
                 holds = reservation::claim_on_plan(s, &mut plan, now);
             }
-            Some((t, nodes)) => {
+            Some((t, nodes)) if s.may_reserve(id) => {
                 let end = round_up(t + limit, res);
                 plan.claim_all(&nodes, t, end);
                 reserved.push((nodes.clone(), t, end));
@@ -248,7 +257,8 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
                 job.alloc = Some(crate::job::Allocation { nodes });
                 retained.push(id);
             }
-            None => {
+            // No fit in the window, or a `NoReserve` QOS: no reservation.
+            _ => {
                 let job = s.jobs.get_mut(&id).expect("queued job exists");
                 job.planned_start = None;
                 job.alloc = None;

@@ -16,6 +16,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
+use sluice_core::limits::{AssocId, JobAcct, QosId};
 use sluice_core::{
     Allocation, BackfillParams, Cluster, Decision, EndSemantics, JobId, JobRequest, JobSpec,
     NodeId, PartitionId, Pass, Policy, Scheduler, Secs, SubmitError, Time,
@@ -86,6 +87,10 @@ pub struct JobBuilder {
     pub request: JobRequest,
     pub priority: u32,
     pub partition: u16,
+    /// Association and QOS, for accounting limits.
+    pub acct: JobAcct,
+    /// Owner's uid (1000 unless said).
+    pub user: u32,
 }
 
 /// A one-processor job with a 100 s limit, submitted at 0, that runs to its limit.
@@ -98,6 +103,8 @@ pub fn job(id: u64) -> JobBuilder {
         request: JobRequest::procs(1),
         priority: 0,
         partition: 0,
+        acct: JobAcct::default(),
+        user: 1000,
     }
 }
 
@@ -123,6 +130,20 @@ impl JobBuilder {
     }
     pub fn priority(mut self, p: u32) -> Self {
         self.priority = p;
+        self
+    }
+    /// The job's association and QOS.
+    pub fn acct(mut self, assoc: Option<u32>, qos: Option<u32>) -> Self {
+        self.acct = JobAcct {
+            assoc: assoc.map(AssocId),
+            qos: qos.map(QosId),
+            ..JobAcct::default()
+        };
+        self
+    }
+    /// The owner's uid.
+    pub fn user(mut self, uid: u32) -> Self {
+        self.user = uid;
         self
     }
     pub fn partition(mut self, p: u16) -> Self {
@@ -189,13 +210,14 @@ impl JobBuilder {
     pub fn spec(&self) -> JobSpec {
         JobSpec {
             id: JobId(self.id),
-            user: 1000,
+            user: self.user,
             partition: PartitionId(self.partition),
             submit: self.submit,
             begin: self.submit,
             request: self.request.clone(),
             time_limit: self.time,
             priority: self.priority,
+            acct: self.acct,
         }
     }
 }

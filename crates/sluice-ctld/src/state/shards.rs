@@ -361,6 +361,10 @@ impl Controller {
             request: JobRequest::procs(1).on_one_node(),
             time_limit: (end - start).clamp(1, MAX_TIME_LIMIT),
             priority: 0,
+            acct: sluice_core::limits::JobAcct {
+                internal: true,
+                ..Default::default()
+            },
         };
         let alloc = vec![NodeAlloc {
             node: nid,

@@ -810,3 +810,122 @@ fn effects_rows(c: &Controller) -> Vec<(String, String)> {
         .map(|r| (r.name.clone(), serde_json::to_string(&r).unwrap()))
         .collect()
 }
+
+#[test]
+fn accounting_limits_hold_jobs_refuse_submissions_and_follow_sacctmgr() {
+    // AccountingStorageEnforce=limits on one node of 4 CPUs. physics: GrpTRES cpu=1;
+    // alice in physics: MaxSubmitJobs=3, MaxWall 10 minutes.
+    use sluice_proto::accounts::{AssocChange, AssocFilter, Change, LimitsChange};
+    let mut conf = conf(1, 4);
+    conf.enforce = sluice_conf::slurm_conf::AccountingEnforce::parse("limits").unwrap();
+    let mut c = Controller::new(conf, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let admin = Requester {
+        name: "root".into(),
+        superuser: true,
+    };
+    let cpus = |n: i64| -> AssocChange {
+        AssocChange {
+            limits: LimitsChange {
+                grp_tres: Some([("cpu".to_string(), u64::try_from(n).ok())].into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    };
+    let request = AccountsRequest::AddAccounts {
+        names: vec!["physics".into()],
+        description: None,
+        organization: None,
+        parent: None,
+        settings: cpus(1),
+    };
+    c.change_accounts(&admin, &request, true).unwrap();
+    let user_limits = AssocChange {
+        limits: LimitsChange {
+            max_submit_jobs: Some(Change::Set(3)),
+            max_wall: Some(Change::Set(10)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let request = AccountsRequest::AddUsers {
+        names: vec!["alice".into()],
+        accounts: vec!["physics".into()],
+        default_account: None,
+        partitions: Vec::new(),
+        admin_level: None,
+        settings: user_limits,
+    };
+    c.change_accounts(&admin, &request, true).unwrap();
+
+    // A job naming no time gets alice's MaxWall (10 min, shorter than the partition's
+    // hour); one asking 20 minutes waits with AssocMaxWallDurationPerJobLimit.
+    let mut next = 1;
+    let no_time = JobDescription {
+        time_limit: None,
+        ..desc(1, 0)
+    };
+    let (first, _) = submit(&mut c, no_time, &mut next, 0);
+    assert_eq!(c.job(first).unwrap().time_limit, Some(600));
+    assert_eq!(launches(&c.schedule(0)).len(), 1);
+    let (long, _) = submit(&mut c, desc(1, 1200), &mut next, 0);
+    let (second, _) = submit(&mut c, desc(1, 60), &mut next, 0);
+    c.schedule(1);
+    let reason = |c: &Controller, id: u64| c.job(id).unwrap().reason;
+    assert_eq!(reason(&c, long), "AssocMaxWallDurationPerJobLimit");
+    assert_eq!(reason(&c, second), "AssocGrpCpuLimit");
+
+    // A fourth job is over MaxSubmitJobs: refused with Slurm's two lines, no id used.
+    let err = c
+        .prepare(desc(1, 60), &alice(), "alice", "alice", 2)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        "AssocMaxSubmitJobLimit\nJob violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+    );
+
+    // sacctmgr raises physics to 2 CPUs: the held job starts at the next pass.
+    let request = AccountsRequest::ModifyAccounts {
+        filter: AssocFilter {
+            accounts: vec!["physics".into()],
+            ..Default::default()
+        },
+        description: None,
+        organization: None,
+        settings: cpus(2),
+    };
+    c.change_accounts(&admin, &request, true).unwrap();
+    let effects = c.schedule(3);
+    assert_eq!(
+        launches(&effects).iter().map(|l| l.0).collect::<Vec<_>>(),
+        vec![second]
+    );
+}
+
+#[test]
+fn partition_access_lists_refuse_groups_and_hold_accounts_with_slurms_words() {
+    // AllowGroups=hpc refuses alice (group alice); AllowAccounts=physics leaves her job
+    // in account chem pending with Slurm's sentence.
+    let mut conf = conf(1, 4);
+    conf.cluster.partitions[0].access.allow_groups = Some(vec!["hpc".into()]);
+    let c = Controller::new(conf.clone(), Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    assert_eq!(
+        c.prepare(desc(1, 60), &alice(), "alice", "alice", 0)
+            .unwrap_err(),
+        "User's group not permitted to use this partition"
+    );
+    conf.cluster.partitions[0].access = Default::default();
+    conf.cluster.partitions[0].access.allow_accounts = Some(vec!["physics".into()]);
+    let mut c = Controller::new(conf, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let mut next = 1;
+    let d = JobDescription {
+        account: Some("chem".into()),
+        ..desc(1, 60)
+    };
+    let (id, _) = submit(&mut c, d, &mut next, 0);
+    assert!(launches(&c.schedule(0)).is_empty());
+    assert_eq!(
+        c.job(id).unwrap().reason,
+        "Job's account not permitted to use this partition (debug allows physics not chem)"
+    );
+}
