@@ -331,6 +331,10 @@ impl Parser {
             }
             "accountingstoragetres" => accounting_storage_tres(Some(value)).map(|_| ()),
             "accountingstorageenforce" => AccountingEnforce::parse(value).map(|_| ()),
+            "enforcepartlimits" => match value.to_ascii_uppercase().as_str() {
+                "ALL" | "ANY" | "NO" | "YES" => Ok(()),
+                _ => Err(format!("expected ALL, ANY, NO or YES, found '{value}'")),
+            },
             "schedulertype" => match value {
                 "sched/backfill" | "sched/builtin" => Ok(()),
                 _ => Err(format!(

@@ -64,6 +64,9 @@ pub struct ClusterConfig {
     /// `AccountingStorageEnforce`: what submissions are checked against the accounts
     /// `sacctmgr` manages (see [`crate::accounts`]).
     pub enforce: AccountingEnforce,
+    /// `EnforcePartLimits=ALL|ANY|YES`: jobs over their partition's limits are refused
+    /// at submission (Slurm's default `NO` leaves them pending).
+    pub enforce_part_limits: bool,
     /// `PriorityType` and the multifactor settings (`PriorityWeight*`, decay, ...).
     pub priority: PrioritySettings,
     /// `PriorityWeightTRES` as written (what `sprio -w` prints).
@@ -179,6 +182,9 @@ impl ClusterConfig {
                 .get("AccountingStorageEnforce")
                 .and_then(|v| AccountingEnforce::parse(v).ok())
                 .unwrap_or_default(),
+            enforce_part_limits: conf
+                .get("EnforcePartLimits")
+                .is_some_and(|v| !v.eq_ignore_ascii_case("no")),
             // Checked by `read_detecting`, which refuses a malformed setting.
             priority: priority_settings(conf, &conf.cluster.gres).unwrap_or_default(),
             priority_tres: conf.get("PriorityWeightTRES").unwrap_or("").to_string(),
@@ -379,6 +385,7 @@ impl ClusterConfig {
             billing_weights: vec![None],
             max_tres: false,
             enforce: AccountingEnforce::default(),
+            enforce_part_limits: false,
             priority: PrioritySettings::default(),
             priority_tres: String::new(),
         }

@@ -554,6 +554,9 @@ impl Controller {
         }
         let spec = self.core_spec(&template)?;
         self.check_shard_request(&spec.request)?;
+        if self.conf.enforce_part_limits {
+            self.check_partition_limits(&spec)?;
+        }
         template.tres_req = self.conf.requested_tres(part, &spec.request);
         match self.sched.check(&JobSpec {
             id: JobId(u64::MAX),
@@ -598,6 +601,34 @@ impl Controller {
             Ok(ids)
         };
         Ok((ids(&d.nodelist)?, ids(&d.exclude)?))
+    }
+
+    /// `EnforcePartLimits=ALL|ANY|YES`: a job over its partition's limits is refused
+    /// at submission with Slurm's words, rather than left pending (`PartitionTimeLimit`,
+    /// `PartitionNodeLimit`).
+    ///
+    /// Errors: `Requested time limit is invalid (missing or exceeds some limit)` over
+    /// `MaxTime`; `More processors requested than permitted` for more nodes than the
+    /// partition has or allows (`MaxNodes`), fewer than `MinNodes`, more CPUs than it
+    /// has, or more CPUs per task than its largest node.
+    fn check_partition_limits(&self, spec: &JobSpec) -> Result<(), String> {
+        let p = self.conf.cluster.partition(spec.partition);
+        if p.max_time.is_some_and(|m| spec.time_limit > m) {
+            return Err("Requested time limit is invalid (missing or exceeds some limit)".into());
+        }
+        let req = &spec.request;
+        let nodes = || p.nodes.iter().map(|n| &self.conf.cluster.nodes[n.index()]);
+        let cpus: u64 = nodes().map(|n| u64::from(n.capacity.cpus)).sum();
+        let widest = nodes().map(|n| n.capacity.cpus).max().unwrap_or(0);
+        let too_many = req.min_nodes as usize > p.nodes.len()
+            || p.max_nodes.is_some_and(|m| req.min_nodes > m)
+            || req.min_nodes < p.min_nodes
+            || u64::from(req.ntasks.max(1)) * u64::from(req.cpus_per_task.max(1)) > cpus
+            || req.cpus_per_task > widest;
+        if too_many {
+            return Err("More processors requested than permitted".into());
+        }
+        Ok(())
     }
 
     /// The core's view of a record (resource request, limit, priority).

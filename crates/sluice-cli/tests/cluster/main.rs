@@ -8,6 +8,7 @@ mod arrays;
 mod cancel;
 mod commands;
 mod durability;
+mod enforce;
 mod gpu;
 mod harness;
 mod limits;

@@ -929,3 +929,37 @@ fn partition_access_lists_refuse_groups_and_hold_accounts_with_slurms_words() {
         "Job's account not permitted to use this partition (debug allows physics not chem)"
     );
 }
+
+#[test]
+fn enforce_part_limits_refuses_what_the_partition_does_not_allow_with_slurms_words() {
+    // One node of 2 CPUs, MaxTime one hour. With EnforcePartLimits=ALL: real Slurm
+    // 22.05's refusals (enforce_err_*); without it, the job over MaxTime waits.
+    let mut strict = conf(1, 2);
+    strict.enforce_part_limits = true;
+    let c = Controller::new(strict, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let refusal = |d: JobDescription| c.prepare(d, &alice(), "alice", "alice", 0).unwrap_err();
+    assert_eq!(
+        refusal(desc(1, 2 * 86_400)),
+        "Requested time limit is invalid (missing or exceeds some limit)"
+    );
+    assert_eq!(
+        refusal(desc(100, 60)),
+        "More processors requested than permitted"
+    );
+    let wide = JobDescription {
+        nodes: Some((5, 5)),
+        ..desc(1, 60)
+    };
+    assert_eq!(refusal(wide), "More processors requested than permitted");
+    let fat = JobDescription {
+        cpus_per_task: Some(64),
+        ..desc(1, 60)
+    };
+    assert_eq!(refusal(fat), "More processors requested than permitted");
+
+    let mut c = Controller::new(conf(1, 2), Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(1, 2 * 86_400), &mut next, 0);
+    c.schedule(0);
+    assert_eq!(c.job(id).unwrap().reason, "PartitionTimeLimit");
+}
