@@ -714,6 +714,24 @@ impl Scheduler {
         });
     }
 
+    /// Gives back saved used TRES-minutes (a restart; see [`Usage::used`]): minutes per
+    /// TRES index of each scope, and when they were last decayed.
+    pub fn restore_limit_usage(
+        &mut self,
+        saved: &[(limits::usage::Scope, Vec<f64>)],
+        last_decay: Option<Time>,
+        now: Time,
+    ) {
+        for (scope, mins) in saved {
+            for (k, m) in mins.iter().enumerate().take(limits::NTRES) {
+                self.usage.set_used_mins(*scope, k, *m, now);
+            }
+        }
+        if let Some(t) = last_decay {
+            self.usage.set_last_decay(t);
+        }
+    }
+
     /// The usage scopes a job counts in.
     fn scopes(&self, spec: &JobSpec) -> Vec<limits::usage::Scope> {
         if spec.acct.internal {

@@ -231,11 +231,10 @@ impl PriorityEngine {
         self.recompute();
     }
 
-    /// When the decay thread runs next (Unix seconds): now if it never ran.
+    /// When the decay thread runs next (Unix seconds): now if it never ran. It runs
+    /// under `priority/basic` too: usage (`sshare`) and used `GrpTRESMins` decay and
+    /// are saved all the same.
     pub fn next_tick(&self) -> Option<Time> {
-        if !self.settings.multifactor {
-            return None;
-        }
         Some(
             self.decay
                 .last_run

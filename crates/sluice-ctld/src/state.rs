@@ -352,8 +352,10 @@ impl Controller {
     ///
     /// Errors: a row that does not parse.
     pub fn restore_accounts(&mut self, rows: &[AccountRow]) -> Result<Vec<AccountRow>, String> {
-        let (usage, records): (Vec<AccountRow>, Vec<AccountRow>) =
-            rows.iter().cloned().partition(|r| r.kind == KIND_USAGE);
+        let (usage, records): (Vec<AccountRow>, Vec<AccountRow>) = rows
+            .iter()
+            .cloned()
+            .partition(|r| r.kind == KIND_USAGE || r.kind == priority::KIND_LIMIT_USAGE);
         let (accounts, fresh) = Accounts::restore(
             &self.conf.cluster_name,
             &self.conf.accounting_tres,
@@ -364,6 +366,7 @@ impl Controller {
         self.priority.restore_usage(&usage);
         self.priority_dirty = true;
         self.refresh_limits(self.sched_time());
+        self.restore_limit_usage(&usage, self.sched_time());
         Ok(fresh)
     }
 

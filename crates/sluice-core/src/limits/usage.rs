@@ -269,6 +269,26 @@ impl Usage {
         }
     }
 
+    /// Every scope's used TRES-minutes at `now`, per TRES index, for the scopes that
+    /// used any: what a restart needs back ([`Usage::set_used_mins`]).
+    pub fn used(&self, now: Time) -> Vec<(Scope, Vec<f64>)> {
+        self.counters
+            .iter()
+            .map(|(scope, c)| (*scope, (0..NTRES).map(|k| c.used_mins(k, now)).collect()))
+            .filter(|(_, mins): &(Scope, Vec<f64>)| mins.iter().any(|m| *m > 0.0))
+            .collect()
+    }
+
+    /// When used TRES-minutes were last decayed.
+    pub fn last_decay(&self) -> Option<Time> {
+        self.last_decay
+    }
+
+    /// Sets when used TRES-minutes were last decayed (a restart).
+    pub fn set_last_decay(&mut self, t: Time) {
+        self.last_decay = Some(t);
+    }
+
     /// Sets the TRES-minutes `scope` has used of TRES index `k` (a restart giving back
     /// what the accounting records say; tests).
     pub fn set_used_mins(&mut self, scope: Scope, k: usize, mins: f64, now: Time) {

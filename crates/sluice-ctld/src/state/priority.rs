@@ -12,8 +12,62 @@ use sluice_proto::accounts::format_tres;
 use sluice_proto::priority::{PriorityReport, SharesReport};
 use sluice_proto::types::{JobRecord, JobState};
 
+use sluice_core::limits::usage::Scope;
+use sluice_core::limits::{AssocId as LimitAssoc, QosId};
+use sluice_store::AccountRow;
+
 use super::{Controller, Effect};
-use crate::priority::RunCharge;
+use crate::priority::{RunCharge, LAST_DECAY};
+
+/// Kind of the store rows holding used TRES-minutes of limit scopes (`GrpTRESMins`):
+/// key a scope ([`scope_key`]) or [`LAST_DECAY`]; record the minutes per TRES index.
+pub const KIND_LIMIT_USAGE: &str = "limit_usage";
+
+/// A scope as a row key: `assoc:ID`, `qos:ID`, `qos_user:ID:UID`, `qos_account:ID:ASSOC`.
+fn scope_key(scope: Scope) -> String {
+    match scope {
+        Scope::Assoc(a) => format!("assoc:{}", a.0),
+        Scope::Qos(q) => format!("qos:{}", q.0),
+        Scope::QosUser(q, uid) => format!("qos_user:{}:{uid}", q.0),
+        Scope::QosAccount(q, a) => format!("qos_account:{}:{}", q.0, a.0),
+    }
+}
+
+/// The scope of a row key ([`scope_key`]).
+fn parse_scope(key: &str) -> Option<Scope> {
+    let parts: Vec<&str> = key.split(':').collect();
+    let n = |i: usize| parts.get(i)?.parse::<u32>().ok();
+    Some(match *parts.first()? {
+        "assoc" => Scope::Assoc(LimitAssoc(n(1)?)),
+        "qos" => Scope::Qos(QosId(n(1)?)),
+        "qos_user" => Scope::QosUser(QosId(n(1)?), n(2)?),
+        "qos_account" => Scope::QosAccount(QosId(n(1)?), LimitAssoc(n(2)?)),
+        _ => return None,
+    })
+}
+
+/// The used TRES-minutes of every scope that has any, and the time of their last
+/// decay, as store rows.
+fn limit_usage_rows(sched: &sluice_core::Scheduler, now: i64) -> Vec<AccountRow> {
+    let usage = sched.limit_usage();
+    let mut rows: Vec<AccountRow> = usage
+        .used(now)
+        .into_iter()
+        .map(|(scope, mins)| AccountRow {
+            kind: KIND_LIMIT_USAGE.into(),
+            key: scope_key(scope),
+            record: Some(serde_json::to_string(&mins).expect("numbers serialise")),
+        })
+        .collect();
+    if let Some(t) = usage.last_decay() {
+        rows.push(AccountRow {
+            kind: KIND_LIMIT_USAGE.into(),
+            key: LAST_DECAY.into(),
+            record: Some(t.to_string()),
+        });
+    }
+    rows
+}
 
 /// The nodes and resources of `cluster` in all (the job-size and TRES factors).
 pub(super) fn cluster_totals(cluster: &Cluster) -> ClusterTotals {
@@ -112,9 +166,6 @@ impl Controller {
     /// `PriorityCalcPeriod` (its usage rows to save), or a recomputation after a
     /// `sacctmgr` change.
     pub(super) fn priority_pass(&mut self, now: i64) -> Vec<Effect> {
-        if !self.priority.multifactor() {
-            return Vec::new();
-        }
         let mut effects = Vec::new();
         if self.priority.next_tick().is_some_and(|t| now >= t) {
             let last = self.priority.last_tick();
@@ -145,14 +196,40 @@ impl Controller {
                     })
                 })
                 .collect();
-            let rows = self.priority.tick(now, &charges);
+            let mut rows = self.priority.tick(now, &charges);
+            // Used GrpTRESMins decay with the same half-life (QOS NoDecay aside).
+            let half_life = self.priority.settings().half_life;
+            if half_life > 0 {
+                self.sched.decay_limit_usage(now, half_life);
+            }
+            rows.extend(limit_usage_rows(&self.sched, now));
             effects.push(Effect::PersistAccounts(rows));
             self.priority_dirty = true;
         }
-        if std::mem::take(&mut self.priority_dirty) {
+        if std::mem::take(&mut self.priority_dirty) && self.priority.multifactor() {
             self.reprioritize(now);
         }
         effects
+    }
+
+    /// Gives the core back the used TRES-minutes saved by [`limit_usage_rows`].
+    pub(super) fn restore_limit_usage(&mut self, rows: &[AccountRow], now: i64) {
+        let mut saved = Vec::new();
+        let mut last = None;
+        for row in rows.iter().filter(|r| r.kind == KIND_LIMIT_USAGE) {
+            let Some(text) = row.record.as_deref() else {
+                continue;
+            };
+            if row.key == LAST_DECAY {
+                last = text.parse().ok();
+            } else if let (Some(scope), Ok(mins)) = (
+                parse_scope(&row.key),
+                serde_json::from_str::<Vec<f64>>(text),
+            ) {
+                saved.push((scope, mins));
+            }
+        }
+        self.sched.restore_limit_usage(&saved, last, now);
     }
 
     /// What `sprio` shows: the weights and every pending, not held job's priority

@@ -173,3 +173,87 @@ fn the_light_account_overtakes_the_heavy_one_once_usage_is_counted() {
     assert_eq!(alice_again.fairshare, Some(1.0 / 3.0));
     assert_eq!(again.next_wakeup(), Some(20));
 }
+
+#[test]
+fn used_grp_tres_mins_survive_a_restart() {
+    // AccountingStorageEnforce=limits; heavy may use 20 CPU-minutes in all. alice's
+    // 2-CPU job runs its whole 10 minutes: her next job is held, before and after a
+    // restart from the saved rows. (No decay: PriorityDecayHalfLife=0.)
+    let conf_text = format!("{CONF}AccountingStorageEnforce=limits\nPriorityDecayHalfLife=0\n");
+    let parsed = sluice_conf::slurm_conf::parse_str(&conf_text, Path::new("slurm.conf")).unwrap();
+    let make = |now| {
+        let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
+        Controller::new(conf, Path::new("/tmp"), Vec::new(), Vec::new(), now)
+    };
+    let mut c = make(0);
+    let mut rows = c.restore_accounts(&[]).unwrap();
+    let admin = Requester {
+        name: "root".into(),
+        superuser: true,
+    };
+    let limit = AssocChange {
+        limits: sluice_proto::accounts::LimitsChange {
+            grp_tres_mins: Some([("cpu".to_string(), Some(20))].into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    for r in [
+        AccountsRequest::AddAccounts {
+            names: vec!["heavy".into()],
+            description: None,
+            organization: None,
+            parent: None,
+            settings: limit,
+        },
+        AccountsRequest::AddUsers {
+            names: vec!["alice".into()],
+            accounts: vec!["heavy".into()],
+            default_account: None,
+            partitions: Vec::new(),
+            admin_level: None,
+            settings: AssocChange::default(),
+        },
+    ] {
+        rows.extend(usage_rows(&c.change_accounts(&admin, &r, true).unwrap().1));
+    }
+    rows.extend(usage_rows(&submit(&mut c, "alice", "heavy", 1, 0)));
+    assert_eq!(
+        c.job(1).unwrap().state,
+        JobState::Running,
+        "{}",
+        c.job(1).unwrap().reason
+    );
+    let ended = JobEnded {
+        job_id: 1,
+        run: 0,
+        node: "n1".into(),
+        state: JobState::Completed,
+        exit_code: 0,
+        signal: 0,
+        end: 600,
+    };
+    // The decay thread's run at 600 saves 20 CPU-minutes for heavy (and alice).
+    rows.extend(usage_rows(&c.job_ended(&ended, 600)));
+    rows.extend(usage_rows(&submit(&mut c, "alice", "heavy", 2, 601)));
+    assert_eq!(c.job(2).unwrap().reason, "AssocGrpCPUMinutesLimit");
+    let saved: Vec<&AccountRow> = rows
+        .iter()
+        .filter(|r| r.kind == "limit_usage" && r.key.starts_with("assoc:"))
+        .collect();
+    assert!(!saved.is_empty());
+    assert!(saved
+        .iter()
+        .all(|r| r.record.as_deref().unwrap().starts_with("[20.0,")));
+
+    let jobs = vec![c.job(2).unwrap()];
+    let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
+    let mut again = Controller::new(conf, Path::new("/tmp"), jobs, Vec::new(), 620);
+    again.restore_accounts(&rows).unwrap();
+    again.schedule(620);
+    let r = again.job(2).unwrap();
+    assert_eq!(
+        (r.state, r.reason.as_str()),
+        (JobState::Pending, "AssocGrpCPUMinutesLimit")
+    );
+}
