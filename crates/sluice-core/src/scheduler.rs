@@ -466,7 +466,10 @@ impl Scheduler {
     pub fn submit(&mut self, mut spec: JobSpec, now: Time) -> Result<(), SubmitError> {
         self.check(&spec)?;
         let part = self.cluster.partition(spec.partition);
-        if part.oversubscribe == OverSubscribe::Exclusive {
+        // OverSubscribe=EXCLUSIVE, and ExclusiveUser=YES (no other user's job may share
+        // a node; whole nodes also keep the same user's jobs apart, which is stricter
+        // than Slurm): whole nodes.
+        if part.oversubscribe == OverSubscribe::Exclusive || part.exclusive_user {
             spec.request.exclusive = true;
         }
         self.profile.advance(now);

@@ -470,6 +470,27 @@ fn oversubscribe_exclusive_gives_every_job_whole_nodes() {
 }
 
 #[test]
+fn exclusive_user_keeps_other_users_off_a_busy_node() {
+    // Two nodes of 4 CPUs in partition a (ExclusiveUser=YES) and b (shared) over the
+    // same nodes. User 1's 1-CPU job in a takes node 1 whole; user 2's 2-CPU job in b
+    // goes to node 2; user 3's 3-CPU job in b would fit beside job 1, but waits until
+    // job 1 ends at t=10.
+    let mut c = cluster(2, 4);
+    c.partitions[0].exclusive_user = true;
+    c.partitions
+        .push(Partition::new("b", c.partitions[0].nodes.clone()));
+    let jobs = [
+        job(1).time(10).user(1),
+        job(2).procs(2).time(20).user(2).partition(1),
+        job(3).procs(3).time(10).user(3).partition(1),
+    ];
+    let r = replay(c, backfill(10_000), &jobs);
+    assert_eq!(r.starts(), vec![(1, 0), (2, 0), (3, 10)]);
+    assert_eq!(r.get(1).alloc.cpus(), 4);
+    assert_eq!(r.get(2).alloc.cpus(), 2);
+}
+
+#[test]
 fn overlapping_partitions_share_nodes_and_each_gets_resources_then_priority() {
     // Partitions a and b over the same node of 2 CPUs. Job 1 (a) takes both. In b, job
     // 2 is the first that cannot start (Resources), job 3 behind it waits on Priority;
