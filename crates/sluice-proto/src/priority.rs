@@ -118,10 +118,64 @@ pub struct ShareRow {
     pub effective_usage: f64,
     /// `FairShare`: the factor, for user associations.
     pub fairshare: Option<f64>,
-    /// `LevelFS`: `None` for root; infinite without usage.
+    /// `LevelFS`: `None` for root; infinite without usage (sent as `"inf"`: JSON has
+    /// no infinity).
+    #[serde(with = "maybe_infinite")]
     pub level_fs: Option<f64>,
     /// `GrpTRESMins` limit as a TRES string (empty: none).
     pub grp_tres_mins: String,
     /// `TRESRunMins`: TRES × minutes left of the running jobs below, every tracked TRES.
     pub tres_run_mins: String,
+}
+
+/// An optional number that may be infinite, as JSON: a number, `"inf"`, or `null`.
+mod maybe_infinite {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Wire {
+        Number(f64),
+        Text(String),
+    }
+
+    pub fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(x) if x.is_infinite() && *x > 0.0 => "inf".serialize(s),
+            Some(x) => x.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        Ok(match Option::<Wire>::deserialize(d)? {
+            None => None,
+            Some(Wire::Number(x)) => Some(x),
+            Some(Wire::Text(t)) if t == "inf" => Some(f64::INFINITY),
+            Some(Wire::Text(t)) => {
+                return Err(serde::de::Error::custom(format!("not a number: {t}")))
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_infinite_level_fs_survives_json() {
+        let row = |level_fs| ShareRow {
+            level_fs,
+            ..Default::default()
+        };
+        for v in [Some(f64::INFINITY), Some(0.25), None] {
+            let text = serde_json::to_string(&row(v)).unwrap();
+            let back: ShareRow = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.level_fs, v, "{text}");
+        }
+        assert!(serde_json::to_string(&row(Some(f64::INFINITY)))
+            .unwrap()
+            .contains(r#""level_fs":"inf""#));
+    }
 }

@@ -63,6 +63,16 @@ fn fair_share_puts_the_unused_account_first() {
              \x20light|{me}|1|1.000000|0|0.000000|1.000000\n"
         )
     );
+    // With -l: LevelFS infinite (no usage), no running jobs' TRES-minutes.
+    let o = c.run("sshare", &["-A", "light", "-a", "-l", "-P", "-n"]);
+    let idle = "cpu=0,mem=0,energy=0,node=0,billing=0,fs/disk=0,vmem=0,pages=0";
+    assert_eq!(
+        o.stdout,
+        format!(
+            "light||1|0.333333|0|0.000000|0.000000||inf||{idle}\n\
+             \x20light|{me}|1|1.000000|0|0.000000|0.000000|1.000000|inf||{idle}\n"
+        )
+    );
     // squeue shows the same priorities, highest first.
     let o = c.run("squeue", &["-h", "-t", "PD", "-o", "%i %Q"]);
     assert_eq!(o.stdout, format!("{newer} 12000\n{older} 5333\n"));
