@@ -236,6 +236,70 @@ pub fn parse_job_arg(s: &str) -> Option<Vec<(u64, Option<u32>)>> {
     }
 }
 
+/// A command line walked option by option, getopt-style: `--key=value`, `-kvalue` and
+/// `-k value` all give key `--key`/`-k` and its value when asked for one.
+pub struct OptionWalk {
+    args: Vec<String>,
+    i: usize,
+    key: String,
+    inline: Option<String>,
+}
+
+impl OptionWalk {
+    /// Walks `args` (already split with [`split_short_options`] where needed).
+    pub fn new(args: Vec<String>) -> Self {
+        OptionWalk {
+            args,
+            i: 0,
+            key: String::new(),
+            inline: None,
+        }
+    }
+
+    /// The next option's key (`-u`, `-ualice`, `--user`), or `None` at the end.
+    pub fn next_key(&mut self) -> Option<String> {
+        let a = self.args.get(self.i)?.clone();
+        self.i += 1;
+        (self.key, self.inline) = match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
+            _ => (a, None),
+        };
+        Some(self.key.clone())
+    }
+
+    /// The current option's value: after `=`, the rest of a short option's word, or
+    /// the next word.
+    ///
+    /// Errors: `option 'KEY' requires an argument` at the end of the line.
+    pub fn value(&mut self) -> Result<String, String> {
+        if let Some(v) = self.inline.take() {
+            return Ok(v);
+        }
+        if !self.key.starts_with("--") && self.key.len() > 2 {
+            return Ok(self.key[2..].to_string());
+        }
+        let v = self
+            .args
+            .get(self.i)
+            .cloned()
+            .ok_or_else(|| format!("option '{}' requires an argument", self.key))?;
+        self.i += 1;
+        Ok(v)
+    }
+
+    /// The current option's value as a comma-separated list (empty items dropped).
+    ///
+    /// Errors: as [`OptionWalk::value`].
+    pub fn list(&mut self) -> Result<Vec<String>, String> {
+        Ok(self
+            .value()?
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+}
+
 /// Short options bundled as getopt takes them (`-nu alice`, `-nXP`), split into one
 /// argument each: `flags` are the command's short options without a value; the first
 /// other letter takes the rest of the word as its value (`-nualice`: `-n -ualice`).

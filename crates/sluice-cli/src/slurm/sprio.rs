@@ -8,7 +8,7 @@
 
 use sluice_proto::priority::{Factor, JobPriority, PriorityReport};
 
-use super::common::{controller, describe, fail, split_short_options};
+use super::common::{controller, describe, fail, split_short_options, OptionWalk};
 use super::format::{self, Field};
 
 /// What to show.
@@ -238,56 +238,31 @@ pub fn render(o: &Options, report: &PriorityReport) -> (String, Vec<String>) {
 ///
 /// Errors: an unknown option, a missing value, a job id that is not a number.
 pub fn parse(args: Vec<String>) -> Result<Options, String> {
-    let args = split_short_options(args, "lnwhv");
+    let mut w = OptionWalk::new(split_short_options(args, "lnwhv"));
     let mut o = Options::default();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        let (key, inline) = match a.split_once('=') {
-            Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
-            _ => (a.clone(), None),
-        };
-        let mut value = || -> Result<String, String> {
-            if let Some(v) = &inline {
-                return Ok(v.clone());
-            }
-            if !key.starts_with("--") && key.len() > 2 {
-                return Ok(key[2..].to_string());
-            }
-            i += 1;
-            args.get(i)
-                .cloned()
-                .ok_or_else(|| format!("option '{key}' requires an argument"))
-        };
-        let list = |v: String| -> Vec<String> {
-            v.split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect()
-        };
+    while let Some(key) = w.next_key() {
         match key.as_str() {
             "-l" | "--long" => o.long = true,
             "-n" | "--norm" => o.normalized = true,
             "-w" | "--weights" => o.weights = true,
             "-h" | "--noheader" => o.no_header = true,
             "-v" | "--verbose" => {}
-            k if k.starts_with("-o") || k == "--format" => o.format = Some(value()?),
+            k if k.starts_with("-o") || k == "--format" => o.format = Some(w.value()?),
             k if k.starts_with("-u") || k == "--user" || k == "--users" => {
-                o.users.extend(list(value()?))
+                o.users.extend(w.list()?)
             }
-            k if k.starts_with("-p") || k == "--partition" => o.partitions.extend(list(value()?)),
+            k if k.starts_with("-p") || k == "--partition" => o.partitions.extend(w.list()?),
             k if k.starts_with("-j") || k == "--jobs" => {
-                for id in list(value()?) {
+                for id in w.list()? {
                     o.jobs
                         .push(id.parse().map_err(|_| format!("Invalid job id: {id}"))?);
                 }
             }
             k if k.starts_with("-M") || k == "--cluster" || k == "--clusters" => {
-                value()?;
+                w.value()?;
             }
-            _ => return Err(format!("unrecognized option '{a}'")),
+            _ => return Err(format!("unrecognized option '{key}'")),
         }
-        i += 1;
     }
     Ok(o)
 }

@@ -7,7 +7,7 @@
 
 use sluice_proto::priority::{ShareRow, SharesReport};
 
-use super::common::{controller, describe, fail, split_short_options};
+use super::common::{controller, describe, fail, split_short_options, OptionWalk};
 use super::squeue::current_user;
 
 /// What to show.
@@ -31,33 +31,9 @@ pub struct Options {
 ///
 /// Errors: an unknown option or a missing value.
 pub fn parse(args: Vec<String>) -> Result<Options, String> {
-    let args = split_short_options(args, "alnPpv");
+    let mut w = OptionWalk::new(split_short_options(args, "alnPpv"));
     let mut o = Options::default();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        let (key, inline) = match a.split_once('=') {
-            Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
-            _ => (a.clone(), None),
-        };
-        let mut value = || -> Result<String, String> {
-            if let Some(v) = &inline {
-                return Ok(v.clone());
-            }
-            if !key.starts_with("--") && key.len() > 2 {
-                return Ok(key[2..].to_string());
-            }
-            i += 1;
-            args.get(i)
-                .cloned()
-                .ok_or_else(|| format!("option '{key}' requires an argument"))
-        };
-        let list = |v: String| -> Vec<String> {
-            v.split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect()
-        };
+    while let Some(key) = w.next_key() {
         match key.as_str() {
             "-a" | "--all" => o.all = true,
             "-l" | "--long" => o.long = true,
@@ -65,14 +41,13 @@ pub fn parse(args: Vec<String>) -> Result<Options, String> {
             "-P" | "--parsable2" => o.parsable = Some(false),
             "-p" | "--parsable" => o.parsable = Some(true),
             "-v" | "--verbose" => {}
-            k if k.starts_with("-A") || k == "--accounts" => o.accounts.extend(list(value()?)),
-            k if k.starts_with("-u") || k == "--users" => o.users.extend(list(value()?)),
+            k if k.starts_with("-A") || k == "--accounts" => o.accounts.extend(w.list()?),
+            k if k.starts_with("-u") || k == "--users" => o.users.extend(w.list()?),
             k if k.starts_with("-M") || k == "--clusters" => {
-                value()?;
+                w.value()?;
             }
-            _ => return Err(format!("unrecognized option '{a}'")),
+            _ => return Err(format!("unrecognized option '{key}'")),
         }
-        i += 1;
     }
     Ok(o)
 }

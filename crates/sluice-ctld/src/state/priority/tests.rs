@@ -23,47 +23,51 @@ PriorityMaxAge=1-0
 PriorityCalcPeriod=0:10
 ";
 
+/// `sacctmgr add account NAMES` with `settings`.
+fn accounts(names: &[&str], settings: AssocChange) -> AccountsRequest {
+    AccountsRequest::AddAccounts {
+        names: names.iter().map(|n| n.to_string()).collect(),
+        description: None,
+        organization: None,
+        parent: None,
+        settings,
+    }
+}
+
+/// `sacctmgr add user NAME account=ACCOUNT`.
+fn user(name: &str, account: &str) -> AccountsRequest {
+    AccountsRequest::AddUsers {
+        names: vec![name.into()],
+        accounts: vec![account.into()],
+        default_account: None,
+        partitions: Vec::new(),
+        admin_level: None,
+        settings: AssocChange::default(),
+    }
+}
+
+/// Carries out a change as root; its effects.
+fn change(c: &mut Controller, request: AccountsRequest) -> Vec<Effect> {
+    let admin = Requester {
+        name: "root".into(),
+        superuser: true,
+    };
+    c.change_accounts(&admin, &request, true).unwrap().1
+}
+
 fn controller() -> (Controller, Vec<AccountRow>) {
     let parsed = sluice_conf::slurm_conf::parse_str(CONF, Path::new("slurm.conf")).unwrap();
     let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
     let mut c = Controller::new(conf, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
     let mut rows = c.restore_accounts(&[]).unwrap();
-    let admin = Requester {
-        name: "root".into(),
-        superuser: true,
-    };
     // Two accounts of one share each: heavy (alice) and light (bob).
     let requests = [
-        AccountsRequest::AddAccounts {
-            names: vec!["heavy".into(), "light".into()],
-            description: None,
-            organization: None,
-            parent: None,
-            settings: AssocChange::default(),
-        },
-        AccountsRequest::AddUsers {
-            names: vec!["alice".into()],
-            accounts: vec!["heavy".into()],
-            default_account: None,
-            partitions: Vec::new(),
-            admin_level: None,
-            settings: AssocChange::default(),
-        },
-        AccountsRequest::AddUsers {
-            names: vec!["bob".into()],
-            accounts: vec!["light".into()],
-            default_account: None,
-            partitions: Vec::new(),
-            admin_level: None,
-            settings: AssocChange::default(),
-        },
+        accounts(&["heavy", "light"], AssocChange::default()),
+        user("alice", "heavy"),
+        user("bob", "light"),
     ];
     for r in requests {
-        for e in c.change_accounts(&admin, &r, true).unwrap().1 {
-            if let Effect::PersistAccounts(more) = e {
-                rows.extend(more);
-            }
-        }
+        rows.extend(usage_rows(&change(&mut c, r)));
     }
     (c, rows)
 }
@@ -187,10 +191,6 @@ fn used_grp_tres_mins_survive_a_restart() {
     };
     let mut c = make(0);
     let mut rows = c.restore_accounts(&[]).unwrap();
-    let admin = Requester {
-        name: "root".into(),
-        superuser: true,
-    };
     let limit = AssocChange {
         limits: sluice_proto::accounts::LimitsChange {
             grp_tres_mins: Some([("cpu".to_string(), Some(20))].into()),
@@ -198,24 +198,8 @@ fn used_grp_tres_mins_survive_a_restart() {
         },
         ..Default::default()
     };
-    for r in [
-        AccountsRequest::AddAccounts {
-            names: vec!["heavy".into()],
-            description: None,
-            organization: None,
-            parent: None,
-            settings: limit,
-        },
-        AccountsRequest::AddUsers {
-            names: vec!["alice".into()],
-            accounts: vec!["heavy".into()],
-            default_account: None,
-            partitions: Vec::new(),
-            admin_level: None,
-            settings: AssocChange::default(),
-        },
-    ] {
-        rows.extend(usage_rows(&c.change_accounts(&admin, &r, true).unwrap().1));
+    for r in [accounts(&["heavy"], limit), user("alice", "heavy")] {
+        rows.extend(usage_rows(&change(&mut c, r)));
     }
     rows.extend(usage_rows(&submit(&mut c, "alice", "heavy", 1, 0)));
     assert_eq!(
