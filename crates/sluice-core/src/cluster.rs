@@ -101,8 +101,9 @@ pub struct Partition {
     pub min_nodes: u32,
     /// `OverSubscribe=` (`EXCLUSIVE`: every job gets whole nodes).
     pub oversubscribe: OverSubscribe,
-    /// `ExclusiveUser=YES`: a node running a job of this partition runs jobs of that
-    /// job's user only.
+    /// `ExclusiveUser=YES`: no other user's job may share a node with a job of this
+    /// partition (Sluice gives such jobs whole nodes, which keeps even the same user's
+    /// jobs apart).
     pub exclusive_user: bool,
     /// `AllowAccounts`, `DenyAccounts`, `AllowQos`, `DenyQos`, `AllowGroups`.
     pub access: PartitionAccess,
