@@ -7,6 +7,7 @@
 mod report;
 mod reservations;
 mod sim;
+mod sim_limits;
 mod slurm;
 mod up;
 

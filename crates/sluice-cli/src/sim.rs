@@ -111,6 +111,13 @@ pub struct SimArgs {
     /// reserved and the idle reserved capacity.
     #[arg(long, value_name = "FILE")]
     pub reservations: Option<PathBuf>,
+    /// Enforce accounting limits on the trace's accounts and users, as
+    /// `AccountingStorageEnforce=limits` does: lines `account NAME [parent=A]
+    /// [LIMIT=VALUE...]` and `user UID [account=A] [LIMIT=VALUE...]` in sacctmgr's words
+    /// (GrpTRES, GrpJobs, MaxJobs, MaxWall, ...), and `enforce safe`. Accounts are named
+    /// as --accounts or the trace's groups (`g<GID>`) name them.
+    #[arg(long, value_name = "FILE")]
+    pub limits: Option<PathBuf>,
     /// Write per-user fair-share figures (account, jobs, CPU-hours, usage share,
     /// normalized share, mean wait, final fair-share factor) to this TSV file.
     #[arg(long, value_name = "FILE.tsv")]
@@ -571,11 +578,30 @@ fn replay_and_report(
         ),
         None => (Vec::new(), BTreeMap::new()),
     };
+    let mut jobs = jobs;
+    let limits = match &args.limits {
+        Some(path) => {
+            let user_accounts = match &args.accounts {
+                Some(a) => read_accounts(a)?,
+                None => BTreeMap::new(),
+            };
+            let (mut db, accts) = crate::sim_limits::read(path, &cluster)?
+                .build(&jobs, &user_accounts)
+                .map_err(|e| SimError::Machine(format!("{}: {e}", path.display())))?;
+            db.partition_qos = vec![None; cluster.partitions.len()];
+            for (j, a) in jobs.iter_mut().zip(accts) {
+                j.spec.acct = a;
+            }
+            Some(db)
+        }
+        None => None,
+    };
     let options = replay::ReplayOptions {
         samples: args.plot.is_some(),
         fairshare,
         reservations,
         accounts: resv_accounts,
+        limits,
     };
     let result = replay::run(cluster, policy.clone(), jobs, options, &mut |done, _| {
         bar.set_position(done)

@@ -888,6 +888,49 @@ const FAIR_SWF: &str = "; MaxProcs: 1\n; MaxNodes: 1\n\
 3 0 -1 1000 1 -1 -1 1 1000 -1 1 1 5 -1 -1 -1 -1 -1\n\
 4 10 -1 1000 1 -1 -1 1 1000 -1 1 2 6 -1 -1 -1 -1 -1\n";
 
+/// On two processors, user 1 (group 5) queues three 1000-second jobs at time 0, user
+/// 2 (group 6) one at time 10.
+const LIMITS_SWF: &str = "; MaxProcs: 2\n; MaxNodes: 1\n\
+1 0 -1 1000 1 -1 -1 1 1000 -1 1 1 5 -1 -1 -1 -1 -1\n\
+2 0 -1 1000 1 -1 -1 1 1000 -1 1 1 5 -1 -1 -1 -1 -1\n\
+3 0 -1 1000 1 -1 -1 1 1000 -1 1 1 5 -1 -1 -1 -1 -1\n\
+4 10 -1 1000 1 -1 -1 1 1000 -1 1 2 6 -1 -1 -1 -1 -1\n";
+
+#[test]
+fn limits_hold_an_accounts_jobs_to_one_at_a_time() {
+    // Account g5 may run one job at a time (GrpJobs=1): its jobs run one after the
+    // other though a processor is free; user 2's job starts at once.
+    let trace = TempFile::with("limits", "t.swf", LIMITS_SWF);
+    let limits = TempFile::with("limits", "limits", "account g5 grpjobs=1\n");
+    let jobs = TempFile::new("limits", "jobs.tsv");
+    run_ok(&[
+        "sim",
+        "--trace",
+        &trace.show(),
+        "--limits",
+        &limits.show(),
+        "--jobs-out",
+        &jobs.show(),
+    ]);
+    let rows = jobs_rows(&std::fs::read_to_string(jobs.path()).unwrap());
+    let starts: Vec<(i64, i64)> = rows.iter().map(|r| (r[0], r[2])).collect();
+    assert_eq!(starts, vec![(1, 0), (2, 1000), (3, 2000), (4, 10)]);
+    // A line sacctmgr would refuse names the file and line.
+    let bad = TempFile::with(
+        "limits",
+        "bad",
+        "account g5 grpjobs=1\naccount g6 maxjobs=x\n",
+    );
+    let err = run_error(&["sim", "--trace", &trace.show(), "--limits", &bad.show()]);
+    assert!(
+        err.contains(&format!(
+            "{}:2: 'maxjobs=x': Invalid value for MaxJobs (x)",
+            bad.show()
+        )),
+        "{err}"
+    );
+}
+
 #[test]
 fn fairshare_lets_a_light_user_overtake_and_writes_per_user_figures() {
     let trace = TempFile::with("fair", "t.swf", FAIR_SWF);

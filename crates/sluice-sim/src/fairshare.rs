@@ -189,10 +189,7 @@ impl FairShareSim {
         let mut job_assoc = Vec::with_capacity(jobs.len());
         let mut users: HashMap<(AssocId, u32), AssocId> = HashMap::new();
         for j in jobs {
-            let name = match opts.accounts.get(&j.spec.user) {
-                Some(a) => a.clone(),
-                None => format!("g{}", j.group),
-            };
+            let name = crate::limits::account_name(&opts.accounts, j);
             let acct = match tree.account(&name) {
                 Some(a) => a,
                 None => {

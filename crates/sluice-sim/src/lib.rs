@@ -8,6 +8,7 @@
 pub mod error;
 pub mod fairshare;
 pub mod fragmentation;
+pub mod limits;
 pub mod metrics;
 pub mod output;
 pub mod plot;

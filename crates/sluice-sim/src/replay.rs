@@ -107,6 +107,9 @@ pub struct ReplayOptions {
     pub reservations: Vec<ResvLine>,
     /// Users' accounts, for reservations that admit accounts.
     pub accounts: std::collections::BTreeMap<u32, String>,
+    /// Accounting limits to enforce (see [`crate::limits`]); the jobs' specs carry
+    /// their associations.
+    pub limits: Option<sluice_core::limits::AccountLimits>,
 }
 
 struct Running {
@@ -170,6 +173,9 @@ pub fn run(
     // Finished jobs for the fairness report: (index, processors, start, finish, submit).
     let mut finished: Vec<(usize, u32, Time, Time, Time)> = Vec::new();
     let mut sched = Scheduler::with_end_semantics(cluster, policy, EndSemantics::FreeAtExpectedEnd);
+    if let Some(db) = &options.limits {
+        sched.set_account_limits(db.clone());
+    }
     let mut ends: BinaryHeap<Reverse<(Time, u64, JobId)>> = BinaryHeap::new();
     let mut running: HashMap<JobId, Running> = HashMap::new();
     let mut index: HashMap<JobId, usize> = HashMap::with_capacity(jobs.len());
