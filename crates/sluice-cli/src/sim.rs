@@ -736,6 +736,13 @@ fn render_table(
         ),
         ("jobs killed at time limit", m.jobs_timed_out.to_string()),
     ];
+    if m.preemptions > 0 {
+        rows.push(("runs preempted", m.preemptions.to_string()));
+        rows.push((
+            "processor-seconds lost to preemption",
+            m.lost_proc_seconds.to_string(),
+        ));
+    }
     if m.gpu_seconds > 0.0 {
         rows.push(("GPU-hours", format!("{:.1}", m.gpu_seconds / 3600.0)));
         rows.push(("GPU utilisation", format!("{:.4}", m.gpu_utilization)));

@@ -17,6 +17,7 @@ pub mod gres_conf;
 pub mod hostlist;
 pub mod keys;
 pub mod options;
+pub mod preempt_conf;
 pub mod priority_conf;
 mod reader;
 pub mod slurm_conf;

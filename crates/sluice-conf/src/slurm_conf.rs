@@ -17,6 +17,7 @@ use sluice_core::{BackfillParams, Cluster, Node, NodeId, NodeState, Partition, P
 use crate::duration::{parse_mem_mib, parse_time};
 use crate::hostlist;
 use crate::keys;
+use crate::preempt_conf;
 use crate::reader::ConfReader;
 
 /// A configuration error at a place in a file. Displays as `FILE:LINE: message`.
@@ -335,6 +336,9 @@ impl Parser {
                 "ALL" | "ANY" | "NO" | "YES" => Ok(()),
                 _ => Err(format!("expected ALL, ANY, NO or YES, found '{value}'")),
             },
+            "preempttype" => preempt_conf::parse_preempt_type(value).map(|_| ()),
+            "preemptmode" => preempt_conf::parse_preempt_mode(value).map(|_| ()),
+            "preemptexempttime" => preempt_conf::parse_exempt_time(value).map(|_| ()),
             "schedulertype" => match value {
                 "sched/backfill" | "sched/builtin" => Ok(()),
                 _ => Err(format!(
@@ -694,6 +698,16 @@ impl Parser {
                 OverSubscribe::parse(v).map_err(|m| err(format!("OverSubscribe: {m}")))?;
         }
         part.exclusive_user = yes_no("ExclusiveUser")?;
+        if let Some(v) = get("PreemptMode") {
+            part.preempt_mode = Some(
+                preempt_conf::parse_preempt_mode(v)
+                    .map_err(|m| err(format!("PreemptMode: {m}")))?,
+            );
+        }
+        if let Some(v) = get("GraceTime") {
+            part.grace_time =
+                preempt_conf::parse_grace_time(v).map_err(|m| err(format!("GraceTime: {m}")))?;
+        }
         // Name lists: `ALL` (or nothing) for an Allow list means everyone.
         let list = |key: &str| -> Option<Vec<String>> {
             get(key)
@@ -810,6 +824,12 @@ impl Parser {
                 }
             });
         }
+        let setting = |k: &str| self.settings.get(k).map(|(_, v)| v.as_str());
+        self.cluster.preempt = preempt_conf::config(
+            setting("preempttype"),
+            setting("preemptmode"),
+            setting("preemptexempttime"),
+        );
         let max_tres = self.settings.get("priorityflags").is_some_and(|(_, v)| {
             v.split(',')
                 .any(|f| f.trim().eq_ignore_ascii_case("MAX_TRES"))
@@ -1282,6 +1302,38 @@ mod tests {
             e.to_string(),
             "s.conf:1: GRES 'gpu' is not listed in GresTypes"
         );
+        let e = parse_str("PreemptMode=SUSPEND,GANG\n", Path::new("s.conf")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.conf:1: PreemptMode: SUSPEND is not supported yet (use CANCEL or REQUEUE)"
+        );
+        let e = parse_str(
+            "NodeName=n1\nPartitionName=p Nodes=n1 GraceTime=soon\n",
+            Path::new("s.conf"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.conf:2: GraceTime: expected seconds as an integer, found 'soon'"
+        );
+        let c = parse_str(
+            "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\nPreemptExemptTime=00:01:00\nNodeName=n1\nPartitionName=p Nodes=n1 PreemptMode=CANCEL GraceTime=5\n",
+            Path::new("s.conf"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.cluster.preempt,
+            sluice_core::PreemptConfig {
+                kind: sluice_core::PreemptType::PartitionPrio,
+                mode: sluice_core::PreemptMode::Requeue,
+                exempt_time: 60,
+            }
+        );
+        assert_eq!(
+            c.cluster.partitions[0].preempt_mode,
+            Some(sluice_core::PreemptMode::Cancel)
+        );
+        assert_eq!(c.cluster.partitions[0].grace_time, 5);
         let e = parse_str("PartitionName=p MaxTime=forever\n", Path::new("s.conf")).unwrap_err();
         assert_eq!(
             e.to_string(),

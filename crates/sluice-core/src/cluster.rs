@@ -110,6 +110,12 @@ pub struct Partition {
     /// `QOS=`: the partition QOS's name (its limits reach the core through
     /// [`crate::limits::AccountLimits::partition_qos`]).
     pub qos: Option<String>,
+    /// `PreemptMode=`: what happens to this partition's jobs when they are preempted
+    /// under `preempt/partition_prio`; `None` is the cluster's mode.
+    pub preempt_mode: Option<crate::preempt::PreemptMode>,
+    /// `GraceTime=`, seconds: how long a preempted job of this partition may run on
+    /// after its signal (used when its QOS sets none).
+    pub grace_time: Secs,
 }
 
 impl Partition {
@@ -133,6 +139,8 @@ impl Partition {
             exclusive_user: false,
             access: PartitionAccess::default(),
             qos: None,
+            preempt_mode: None,
+            grace_time: 0,
         }
     }
 }
@@ -156,6 +164,8 @@ pub struct Cluster {
     /// A block topology (`topology/block`): which groups of [`Cluster::switches`] are
     /// blocks a job may be placed in. `None` for a tree or no topology.
     pub blocks: Option<BlockLayout>,
+    /// `PreemptType`, `PreemptMode` and `PreemptExemptTime` (see [`crate::preempt`]).
+    pub preempt: crate::preempt::PreemptConfig,
 }
 
 /// The blocks of a block topology (Slurm's `topology/block`, `topology.conf` with

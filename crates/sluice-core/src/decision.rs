@@ -2,7 +2,8 @@
 
 use crate::ids::JobId;
 use crate::job::Allocation;
-use crate::time::Time;
+use crate::preempt::PreemptMode;
+use crate::time::{Secs, Time};
 
 /// Which part of the scheduler made a decision (for explanations and the audit trail).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -14,6 +15,8 @@ pub enum Pass {
     Backfill,
     /// A planned start coming due (conservative backfilling).
     Reservation,
+    /// A preemptor starting on what its victims freed.
+    Preempt,
 }
 
 impl Pass {
@@ -23,6 +26,7 @@ impl Pass {
             Pass::Main => "main",
             Pass::Backfill => "backfill",
             Pass::Reservation => "reservation",
+            Pass::Preempt => "preempt",
         }
     }
 }
@@ -40,5 +44,22 @@ pub enum Decision {
         alloc: Allocation,
         /// The pass that started it.
         pass: Pass,
+    },
+    /// Preempt the running job `victim` for the pending job `by`: signal it now
+    /// (SIGTERM, or its `--signal`), and end it `grace` seconds later at the latest, then
+    /// cancel or requeue it as `mode` says. Report its end with
+    /// [`crate::Scheduler::job_ended`] as usual: until `by` starts, what `victim` frees
+    /// is held for `by` alone.
+    Preempt {
+        /// The job to preempt (running).
+        victim: JobId,
+        /// The pending job it makes room for.
+        by: JobId,
+        /// When it was decided (the `now` of the pass).
+        at: Time,
+        /// Cancel or requeue (never [`PreemptMode::Off`]).
+        mode: PreemptMode,
+        /// Seconds between the signal and the kill.
+        grace: Secs,
     },
 }

@@ -21,6 +21,7 @@ pub mod multifactor;
 pub mod partition_policy;
 pub mod placement;
 pub mod policy;
+pub mod preempt;
 pub mod profile;
 pub mod reservation;
 pub mod scheduler;
@@ -36,6 +37,7 @@ pub use job::{
 };
 pub use placement::Placement;
 pub use policy::{BackfillParams, Policy};
+pub use preempt::{PreemptConfig, PreemptMode, PreemptType};
 pub use profile::Profile;
 pub use reservation::{
     AccessList, Reservation, ReservationRequest, ResvError, ResvEvent, ResvFlags, ResvUsage,

@@ -140,6 +140,8 @@ pub struct Scheduler {
     /// The accounting database's limits, and what every association and QOS uses.
     pub(crate) accounts: AccountLimits,
     pub(crate) usage: Usage,
+    /// Preemptions under way (see [`crate::preempt`]).
+    pub(crate) preempt: crate::preempt::State,
 }
 
 impl Scheduler {
@@ -179,6 +181,7 @@ impl Scheduler {
             resv: Default::default(),
             accounts: AccountLimits::default(),
             usage: Usage::default(),
+            preempt: Default::default(),
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -522,6 +525,7 @@ impl Scheduler {
             return None;
         }
         self.profile.advance(now);
+        let was_expired = self.expired.contains(&id);
         reservation::job_gone(self, id, now);
         let job = self.jobs.remove(&id).expect("checked above");
         self.usage.remove(id, now);
@@ -544,6 +548,8 @@ impl Scheduler {
             // reservations may move earlier.
             self.conservative.ended_early = true;
         }
+        let nodes = &job.alloc.as_ref().expect("running").nodes;
+        crate::preempt::victim_ended(self, id, nodes, was_expired, now);
         Some(job)
     }
 
@@ -759,6 +765,7 @@ impl Scheduler {
             EndSemantics::FreeAtExpectedEnd => self.expire_claims(now),
         }
         let mut out = Vec::new();
+        crate::preempt::start_ready(self, now, &mut out);
         reservation::pass(self, now, &mut out);
         match self.policy.clone() {
             Policy::Fcfs => {
@@ -770,6 +777,7 @@ impl Scheduler {
         }
         reservation::explain(self, now);
         self.explain_fresh(now);
+        crate::preempt::pass(self, now, &mut out);
         out
     }
 
@@ -1082,6 +1090,11 @@ impl Scheduler {
             alloc,
             pass,
         });
+    }
+
+    /// The pending job that `victim` (running) is being preempted for, if any.
+    pub fn preemptor_of(&self, victim: JobId) -> Option<JobId> {
+        self.preempt.preemptor_of(victim)
     }
 
     /// Sets a pending job's reason.

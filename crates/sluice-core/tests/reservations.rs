@@ -36,7 +36,9 @@ impl Story {
 
     fn pass(&mut self) {
         for d in self.s.schedule(self.now) {
-            let sluice_core::Decision::Start { job, at, alloc, .. } = d;
+            let sluice_core::Decision::Start { job, at, alloc, .. } = d else {
+                panic!("no preemption here: {d:?}");
+            };
             let j = self.s.job(job).unwrap();
             let end = at + j.spec.time_limit;
             self.ends.insert((end, job.0), ());

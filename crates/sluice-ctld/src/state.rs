@@ -197,6 +197,8 @@ fn resolve_paths(r: &mut JobRecord, node: &str) {
 pub struct Controller {
     /// The configuration.
     pub conf: ClusterConfig,
+    /// Running jobs being preempted, in their grace time (see `state/preempt.rs`).
+    preempting: BTreeMap<u64, preempt::Preempting>,
     state_dir: PathBuf,
     sched: Scheduler,
     jobs: BTreeMap<u64, JobRecord>,
@@ -298,6 +300,7 @@ impl Controller {
             steps: BTreeMap::new(),
             outside: BTreeSet::new(),
             outside_dirty: true,
+            preempting: BTreeMap::new(),
             agents_up: BTreeSet::new(),
             gpus_in_use: vec![BTreeSet::new(); n],
             gpu_slot,
@@ -1091,6 +1094,7 @@ impl Controller {
     pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
         let mut effects = self.priority_pass(now);
         effects.extend(self.expire_interactive(now));
+        effects.extend(self.preempt_due(now));
         let mut started = false;
         // Another pass only when shard jobs went back to the queue (state/shards.rs).
         for _ in 0..shards::MAX_PASSES {
@@ -1098,10 +1102,12 @@ impl Controller {
                 effects.extend(self.release_outside(now));
             }
             let decisions = self.sched.schedule(now);
+            let (decisions, preempted, victims_gone) = self.preempt_decisions(decisions, now);
+            effects.extend(preempted);
             started |= !decisions.is_empty();
             let (more, again) = self.start_decisions(decisions, now);
             effects.extend(more);
-            if !again {
+            if !again && !victims_gone {
                 break;
             }
         }
@@ -1115,11 +1121,14 @@ impl Controller {
 
     /// When the server loop should call [`Controller::schedule`] again at the latest.
     pub fn next_wakeup(&self) -> Option<i64> {
-        let tick = self.priority.next_tick();
-        match (self.sched.next_wakeup(), tick) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.sched.next_wakeup(),
+            self.priority.next_tick(),
+            self.next_preempt_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Ends interactive allocations that reached their time limit: state `TIMEOUT`, their
@@ -1324,6 +1333,13 @@ impl Controller {
         if r.state != JobState::Running || r.restarts != report.run {
             return Vec::new(); // stale (an earlier run, or already accounted)
         }
+        let mut preempted = false;
+        if let Some(effects) =
+            self.preempted_run_ended(report.job_id, report.run, now, &mut preempted)
+        {
+            return effects;
+        }
+        let r = &self.jobs[&report.job_id];
         let nodes = self.allocation_of(r).unwrap_or_default();
         self.sched.job_ended(JobId(report.job_id), now);
         for (a, g) in nodes.iter().zip(&r.gpus_per_node) {
@@ -1338,6 +1354,7 @@ impl Controller {
         r.signal = report.signal;
         r.state = match (report.state, &r.cancelled_by) {
             (JobState::Cancelled, _) | (_, Some(_)) => JobState::Cancelled,
+            _ if preempted => JobState::Preempted,
             (s, None) => s,
         };
         let record = r.clone();
@@ -1662,18 +1679,37 @@ impl Controller {
         }
         let mut effects = Vec::new();
         for id in ids {
+            effects.extend(self.requeue_run(id, JobState::Requeued, true, now));
+        }
+        effects.extend(self.schedule(now));
+        Ok(effects)
+    }
+
+    /// Puts job `id` back in the queue under its id (`scontrol requeue`, preemption):
+    /// its current run, if any, is kept for `sacct -D` as `ended_as`, its resources are
+    /// released, and with `terminate` its processes are ended (the job waits until that
+    /// end is reported). A pending job is left alone.
+    fn requeue_run(
+        &mut self,
+        id: u64,
+        ended_as: JobState,
+        terminate: bool,
+        now: i64,
+    ) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        {
             let r = self.jobs[&id].clone();
             if r.state != JobState::Pending {
                 // The run that ends here, as sacct --duplicates shows it.
                 let mut run = r.clone();
-                run.state = JobState::Requeued;
+                run.state = ended_as;
                 run.end_time = Some(r.end_time.unwrap_or(now));
                 run.desc.environment = Vec::new();
                 run.desc.script = String::new();
                 effects.push(Effect::PersistRun(Box::new(run)));
             }
             match r.state {
-                JobState::Pending => continue,
+                JobState::Pending => return effects,
                 JobState::Running => {
                     self.sched.job_ended(JobId(id), now);
                     if let Some(nodes) = self.allocation_of(&r) {
@@ -1684,7 +1720,7 @@ impl Controller {
                         }
                     }
                     self.release_shards(id, now);
-                    if !r.desc.interactive {
+                    if !r.desc.interactive && terminate {
                         effects.push(Effect::Terminate {
                             sockets: self.sockets_of(&r),
                             job_id: id,
@@ -1722,8 +1758,7 @@ impl Controller {
             effects.push(Effect::Persist(Box::new(r.clone())));
             self.outside.insert(id);
         }
-        effects.extend(self.schedule(now));
-        Ok(effects)
+        effects
     }
 
     /// A step request from srun inside job `job`: where its tasks run.
@@ -2679,6 +2714,7 @@ pub fn batch_environment(
 }
 
 pub mod gpu_env;
+mod preempt;
 mod priority;
 pub mod reservations;
 mod shards;

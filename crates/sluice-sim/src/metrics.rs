@@ -85,8 +85,18 @@ pub struct Metrics {
     pub rejected_by_reason: BTreeMap<String, u64>,
     /// Jobs never started, by pending reason.
     pub never_started_by_reason: BTreeMap<String, u64>,
+    /// Runs preempted (absent from JSON when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub preemptions: u64,
+    /// Processor-seconds of work lost to preemption (absent from JSON when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lost_proc_seconds: u64,
     /// Per-user averages, by user id.
     pub per_user: Vec<UserMetrics>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Computes the metrics of a replay. `last_submit` is the last submission time of the
@@ -200,6 +210,8 @@ pub fn compute(replay: &Replay, last_submit: Time) -> Metrics {
         jobs_backfilled: replay.records.iter().filter(|r| r.backfilled).count() as u64,
         rejected_by_reason: count_by(replay.rejected.iter().map(|(_, why)| why.as_str())),
         never_started_by_reason: count_by(replay.never_started.iter().map(|(_, why)| *why)),
+        preemptions: replay.preemptions,
+        lost_proc_seconds: replay.lost_proc_seconds,
         per_user: users
             .into_iter()
             .map(|(user, (k, w, b))| UserMetrics {

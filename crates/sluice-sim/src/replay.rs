@@ -93,6 +93,11 @@ pub struct Replay {
     pub fairness: Option<FairnessReport>,
     /// Advance reservations: reserved and used capacity, by name.
     pub reservations: Vec<ResvReport>,
+    /// Runs preempted (see `sluice_core::preempt`): a preempted job's work is lost; a
+    /// requeued one runs again from the start for its full run time.
+    pub preemptions: u64,
+    /// Processor-seconds of work preempted runs had done (lost).
+    pub lost_proc_seconds: u64,
 }
 
 /// Options of a replay.
@@ -120,6 +125,10 @@ struct Running {
     pass: Pass,
     timed_out: bool,
     backfilled: bool,
+    /// The sequence number of its end event (earlier ones are stale: preempted).
+    end_seq: u64,
+    /// Being preempted: requeue (`true`) or cancel at its end.
+    preempted: Option<bool>,
 }
 
 /// How many distinct leaf switches `alloc`'s nodes hang off (0 without a topology).
@@ -268,35 +277,60 @@ pub fn run(
                 }
             }
         } else if te == Some(t) {
-            let Reverse((_, _, id)) = ends.pop().expect("peeked");
+            let Reverse((_, seq, id)) = ends.pop().expect("peeked");
+            if running.get(&id).is_none_or(|r| r.end_seq != seq) {
+                // The end a preemption brought forward already came.
+                continue;
+            }
             sched
                 .job_ended(id, t)
                 .expect("a job the simulator started is running");
             let r = running.remove(&id).expect("started");
             let j = &jobs[r.idx];
-            if let Some(f) = fair.as_mut() {
-                f.job_ended(r.idx, j.procs, r.start, t);
-                finished.push((r.idx, j.procs, r.start, t, j.spec.submit));
+            if let Some(requeue) = r.preempted {
+                out.preemptions += 1;
+                out.lost_proc_seconds += (t - r.start) as u64 * u64::from(j.procs);
+                busy -= j.procs as u64;
+                if let Some(f) = fair.as_mut() {
+                    f.job_ended(r.idx, j.procs, r.start, t);
+                }
+                if requeue {
+                    let mut spec = j.spec.clone();
+                    spec.submit = t;
+                    spec.begin = t;
+                    sched
+                        .submit(spec, t)
+                        .expect("a job that ran is accepted again");
+                    waiting.insert(r.idx);
+                    frag.waiting(gpus_asked(j));
+                } else {
+                    done += 1;
+                }
+            } else {
+                if let Some(f) = fair.as_mut() {
+                    f.job_ended(r.idx, j.procs, r.start, t);
+                    finished.push((r.idx, j.procs, r.start, t, j.spec.submit));
+                }
+                busy -= j.procs as u64;
+                out.records.push(JobRecord {
+                    id: id.0,
+                    user: j.spec.user,
+                    submit: j.spec.submit,
+                    start: r.start,
+                    finish: t,
+                    run: t - r.start,
+                    est: j.spec.time_limit,
+                    procs: j.procs,
+                    gpu_milli: j.gpu_milli,
+                    gpus: gpus_asked(j) * r.nodes,
+                    nodes: r.nodes,
+                    switches: r.switches,
+                    timed_out: r.timed_out,
+                    pass: r.pass,
+                    backfilled: r.backfilled,
+                });
+                done += 1;
             }
-            busy -= j.procs as u64;
-            out.records.push(JobRecord {
-                id: id.0,
-                user: j.spec.user,
-                submit: j.spec.submit,
-                start: r.start,
-                finish: t,
-                run: t - r.start,
-                est: j.spec.time_limit,
-                procs: j.procs,
-                gpu_milli: j.gpu_milli,
-                gpus: gpus_asked(j) * r.nodes,
-                nodes: r.nodes,
-                switches: r.switches,
-                timed_out: r.timed_out,
-                pass: r.pass,
-                backfilled: r.backfilled,
-            });
-            done += 1;
             sched.schedule(t)
         } else {
             woke_at = Some(t);
@@ -306,12 +340,28 @@ pub fn run(
             woke_at = None;
         }
         for d in decisions {
-            let Decision::Start {
-                job,
-                at,
-                pass,
-                alloc,
-            } = d;
+            let (job, at, pass, alloc) = match d {
+                Decision::Start {
+                    job,
+                    at,
+                    pass,
+                    alloc,
+                } => (job, at, pass, alloc),
+                Decision::Preempt {
+                    victim,
+                    at,
+                    mode,
+                    grace,
+                    ..
+                } => {
+                    let r = running.get_mut(&victim).expect("victims run");
+                    r.preempted = Some(mode == sluice_core::PreemptMode::Requeue);
+                    r.end_seq = end_seq;
+                    ends.push(Reverse((at + grace, end_seq, victim)));
+                    end_seq += 1;
+                    continue;
+                }
+            };
             let idx = index[&job];
             let j = &jobs[idx];
             frag.not_waiting(gpus_asked(j));
@@ -329,6 +379,8 @@ pub fn run(
                     pass,
                     timed_out: j.run > j.spec.time_limit,
                     backfilled,
+                    end_seq,
+                    preempted: None,
                 },
             );
             ends.push(Reverse((at + ran, end_seq, job)));

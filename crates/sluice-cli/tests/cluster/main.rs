@@ -13,6 +13,7 @@ mod gpu;
 mod harness;
 mod limits;
 mod memory;
+mod preempt;
 mod priority;
 mod purge;
 mod queries;

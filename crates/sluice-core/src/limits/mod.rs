@@ -217,13 +217,22 @@ pub struct QosFlags {
     pub no_decay: bool,
 }
 
-/// One QOS: its limits and flags.
+/// One QOS: its limits, flags and preemption settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Qos {
     /// Its limits.
     pub limits: Limits,
     /// Its flags.
     pub flags: QosFlags,
+    /// `Preempt`: the QOS whose jobs this QOS's jobs may preempt under `preempt/qos`,
+    /// sorted.
+    pub preempt: Vec<QosId>,
+    /// `PreemptMode`: what happens to this QOS's jobs when preempted; `None` is the
+    /// cluster's mode.
+    pub preempt_mode: Option<crate::preempt::PreemptMode>,
+    /// `GraceTime`, seconds a preempted job of this QOS may run on after its signal;
+    /// 0: unset (its partition's `GraceTime` applies).
+    pub grace_time: Secs,
 }
 
 /// The accounting database as the core needs it.

@@ -358,7 +358,10 @@ impl Harness {
                     at,
                     alloc,
                     pass,
-                } = d;
+                } = d
+                else {
+                    panic!("this harness does not preempt (see tests/preempt.rs): {d:?}");
+                };
                 assert_eq!(
                     at, now,
                     "job {job} started at {at} during the pass at {now}"

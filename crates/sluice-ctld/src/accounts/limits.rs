@@ -7,8 +7,8 @@ use sluice_core::limits::{
     AccountLimits, Assoc, AssocId, Enforce, JobAcct, Limits, Qos, QosFlags, QosId, TresKind,
     TresLimits,
 };
-use sluice_core::Cluster;
-use sluice_proto::accounts::{Limits as RecordLimits, QosFlag, Tres};
+use sluice_core::{Cluster, PreemptMode};
+use sluice_proto::accounts::{Limits as RecordLimits, PreemptMode as RecordMode, QosFlag, Tres};
 
 use super::Accounts;
 
@@ -95,6 +95,24 @@ impl Accounts {
                         over_part_qos: has(QosFlag::OverPartQOS),
                         no_decay: has(QosFlag::NoDecay),
                     },
+                    preempt: {
+                        let mut ids: Vec<QosId> = q
+                            .preempt
+                            .iter()
+                            .filter_map(|n| self.qos(n))
+                            .map(|r| QosId(r.id))
+                            .collect();
+                        ids.sort();
+                        ids
+                    },
+                    preempt_mode: match q.preempt_mode {
+                        RecordMode::Cluster => None,
+                        RecordMode::Off => Some(PreemptMode::Off),
+                        RecordMode::Cancel => Some(PreemptMode::Cancel),
+                        // SUSPEND is not supported: such jobs are requeued.
+                        RecordMode::Requeue | RecordMode::Suspend => Some(PreemptMode::Requeue),
+                    },
+                    grace_time: i64::from(q.grace_time),
                 },
             );
         }

@@ -129,7 +129,9 @@ fn claim_id(node: usize, gpu: u32) -> JobId {
 /// Where a job started by a decision takes shards (`true`) or whole GPUs (`false`)
 /// on some node; `None` for neither.
 fn takes(d: &Decision, shard: GresSlot, gpu: Option<GresSlot>) -> Option<bool> {
-    let Decision::Start { alloc, .. } = d;
+    let Decision::Start { alloc, .. } = d else {
+        return None;
+    };
     if alloc.nodes.iter().any(|a| a.usage.gres[shard] > 0) {
         Some(true)
     } else if gpu.is_some_and(|g| alloc.nodes.iter().any(|a| a.usage.gres[g] > 0)) {
@@ -167,7 +169,10 @@ impl Controller {
                         at,
                         alloc,
                         pass,
-                    } = d;
+                    } = d
+                    else {
+                        continue; // preemptions are carried out before (state/preempt.rs)
+                    };
                     effects.extend(self.started(job.0, at, &alloc.nodes, pass.as_str()));
                 }
                 return (effects, false);
@@ -186,7 +191,10 @@ impl Controller {
                 at,
                 alloc,
                 pass,
-            } = &decisions[i];
+            } = &decisions[i]
+            else {
+                continue; // preemptions are carried out before (state/preempt.rs)
+            };
             if back.contains(&job.0) {
                 continue;
             }
@@ -195,7 +203,10 @@ impl Controller {
                 let later: Vec<(u64, &Allocation)> = decisions[i + 1..]
                     .iter()
                     .filter(|d| takes(d, shard, gpu) == Some(true))
-                    .map(|Decision::Start { job, alloc, .. }| (job.0, alloc))
+                    .filter_map(|d| match d {
+                        Decision::Start { job, alloc, .. } => Some((job.0, alloc)),
+                        Decision::Preempt { .. } => None,
+                    })
                     .filter(|(id, _)| !back.contains(id))
                     .collect();
                 let sent = self.claim_whole_gpus(job.0, &later, now);

@@ -1,0 +1,81 @@
+//! Preemption on a live cluster: a low-tier job is signalled when a high-tier job
+//! arrives, given its grace, requeued under its id, and runs again after the high job.
+
+use crate::harness::Cluster;
+
+/// One node of 2 CPUs in `low` (`PriorityTier=1`, `GraceTime=2`) and `high`
+/// (`PriorityTier=10`), `preempt/partition_prio` with `REQUEUE`.
+const TIERS: &str = "ClusterName=tiers
+SlurmctldHost=localhost
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+NodeName=n1 CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=low Nodes=n1 Default=YES MaxTime=1:00:00 State=UP PriorityTier=1 GraceTime=2
+PartitionName=high Nodes=n1 MaxTime=1:00:00 State=UP PriorityTier=10
+";
+
+#[test]
+fn a_low_job_is_signalled_requeued_and_completes_after_the_high_job() {
+    let c = Cluster::start("preempt", TIERS);
+    // The first run traps SIGTERM, says so and keeps going (it is killed at the end of
+    // its grace); the second run finishes at once.
+    let script = "#!/bin/bash\n\
+                  echo start ${SLURM_RESTART_COUNT:-0}\n\
+                  if [ -n \"$SLURM_RESTART_COUNT\" ]; then echo done $SLURM_RESTART_COUNT; exit 0; fi\n\
+                  trap 'echo got SIGTERM' TERM\n\
+                  for i in $(seq 600); do sleep 0.1; done\n";
+    std::fs::write(c.work().join("low.sh"), script).unwrap();
+    let low = c.sbatch(&["-p", "low", "-c", "2", "-o", "low.out", "low.sh"]);
+    c.wait_for("the low job to run", || c.state(low) == "RUNNING");
+    c.wait_for("the low job's script to start", || {
+        std::fs::read_to_string(c.work().join("low.out")).is_ok_and(|o| o.contains("start 0"))
+    });
+    let high = c.sbatch(&["-p", "high", "-c", "2", "--wrap", "sleep 1"]);
+    c.wait_for("the low job to get SIGTERM", || {
+        std::fs::read_to_string(c.work().join("low.out")).is_ok_and(|o| o.contains("got SIGTERM"))
+    });
+    // During the grace the high job waits for resources.
+    let o = c.run("squeue", &["-h", "-j", &high.to_string(), "-o", "%T %r"]);
+    if o.stdout.starts_with("PENDING") {
+        assert_eq!(o.stdout, "PENDING Resources\n");
+    }
+    assert_eq!(c.wait_ended(high), "COMPLETED");
+    assert_eq!(c.wait_ended(low), "COMPLETED");
+    let out = std::fs::read_to_string(c.work().join("low.out")).unwrap();
+    // The first run: its signal, then (at the grace's end) the kill, with the line the
+    // requeue writes; the second run from the start, restart count 1.
+    assert!(out.starts_with("start 0\ngot SIGTERM\n"), "{out}");
+    assert!(out.contains("DUE TO JOB REQUEUE ***\n"), "{out}");
+    assert!(out.ends_with("start 1\ndone 1\n"), "{out}");
+    // sacct -D keeps the preempted run.
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-P",
+            "-X",
+            "-D",
+            "-o",
+            "JobID,Partition,State",
+            "-j",
+            &low.to_string(),
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!("{low}|low|PREEMPTED\n{low}|low|COMPLETED\n")
+    );
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-P",
+            "-X",
+            "-o",
+            "JobID,State",
+            "-j",
+            &high.to_string(),
+        ],
+    );
+    assert_eq!(o.stdout, format!("{high}|COMPLETED\n"));
+}

@@ -1,0 +1,192 @@
+//! Preemption in the controller: carrying out the core's [`Decision::Preempt`]s.
+//!
+//! A victim is signalled at once (SIGTERM, or the signal of its `--signal`, to the batch
+//! shell and its steps) and keeps running through its grace time (`GraceTime` of its
+//! QOS, else of its partition). At the grace's end — or earlier, when it ends by itself
+//! — it is ended as its mode says:
+//!
+//! - `CANCEL`: its processes are terminated (SIGTERM, SIGKILL after `KillWait`) and it
+//!   ends in state `PREEMPTED`;
+//! - `REQUEUE`: its run is kept for `sacct -D` as `PREEMPTED` and it goes back to the
+//!   queue under its id with `SLURM_RESTART_COUNT` one higher (the requeue machinery of
+//!   `scontrol requeue`). A job submitted with `--no-requeue`, or an interactive one, is
+//!   cancelled instead.
+//!
+//! Until its victims are gone the preemptor waits (`Resources`); the core holds what
+//! they free for it. Preemptions under way are not persisted: after a controller
+//! restart a preemptor that still cannot start preempts again.
+
+use sluice_core::{Decision, PreemptMode};
+use sluice_proto::types::JobState;
+
+use super::{Controller, Effect};
+
+/// SIGTERM.
+const SIGTERM: i32 = 15;
+
+/// A victim in its grace time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Preempting {
+    /// The run being preempted.
+    pub(super) run: u32,
+    /// Cancel or requeue.
+    pub(super) mode: PreemptMode,
+    /// When its grace ends (controller seconds).
+    pub(super) deadline: i64,
+    /// Already ended (a CANCEL victim being terminated).
+    pub(super) ending: bool,
+}
+
+impl Controller {
+    /// Carries out the preemptions among `decisions` and returns the starts, with the
+    /// effects, and whether a victim left the core (a pass is worth running again).
+    pub(super) fn preempt_decisions(
+        &mut self,
+        decisions: Vec<Decision>,
+        now: i64,
+    ) -> (Vec<Decision>, Vec<Effect>, bool) {
+        let mut starts = Vec::new();
+        let mut effects = Vec::new();
+        let mut ended = false;
+        for d in decisions {
+            let Decision::Preempt {
+                victim,
+                mode,
+                grace,
+                ..
+            } = d
+            else {
+                starts.push(d);
+                continue;
+            };
+            let Some(r) = self.jobs.get(&victim.0) else {
+                continue;
+            };
+            let mode = if mode == PreemptMode::Requeue
+                && (r.desc.requeue == Some(false) || r.desc.interactive)
+            {
+                PreemptMode::Cancel
+            } else {
+                mode
+            };
+            let signal = r.desc.signal.map_or(SIGTERM, |(s, _, _)| s);
+            if !r.desc.interactive {
+                for batch_only in [true, false] {
+                    effects.push(Effect::Signal {
+                        sockets: self.sockets_of(r),
+                        job_id: victim.0,
+                        signal,
+                        batch_only,
+                    });
+                }
+            }
+            self.preempting.insert(
+                victim.0,
+                Preempting {
+                    run: r.restarts,
+                    mode,
+                    deadline: now + grace,
+                    ending: false,
+                },
+            );
+            if grace <= 0 {
+                effects.extend(self.preempt_victim(victim.0, now));
+                ended = true;
+            }
+        }
+        (starts, effects, ended)
+    }
+
+    /// Ends the victims whose grace is over.
+    pub(super) fn preempt_due(&mut self, now: i64) -> Vec<Effect> {
+        let due: Vec<u64> = self
+            .preempting
+            .iter()
+            .filter(|(_, p)| !p.ending && p.deadline <= now)
+            .map(|(&id, _)| id)
+            .collect();
+        due.into_iter()
+            .flat_map(|id| self.preempt_victim(id, now))
+            .collect()
+    }
+
+    /// The earliest end of a grace time still running.
+    pub(super) fn next_preempt_deadline(&self) -> Option<i64> {
+        self.preempting
+            .values()
+            .filter(|p| !p.ending)
+            .map(|p| p.deadline)
+            .min()
+    }
+
+    /// Ends victim `id` as its mode says (its grace is over).
+    fn preempt_victim(&mut self, id: u64, now: i64) -> Vec<Effect> {
+        let Some(p) = self.preempting.get(&id).copied() else {
+            return Vec::new();
+        };
+        let Some(r) = self.jobs.get(&id) else {
+            self.preempting.remove(&id);
+            return Vec::new();
+        };
+        if r.state != JobState::Running || r.restarts != p.run {
+            self.preempting.remove(&id);
+            return Vec::new();
+        }
+        match p.mode {
+            PreemptMode::Requeue => {
+                self.preempting.remove(&id);
+                self.outside_dirty = true;
+                self.requeue_run(id, JobState::Preempted, true, now)
+            }
+            _ => {
+                self.preempting.get_mut(&id).expect("checked").ending = true;
+                if r.desc.interactive {
+                    let report = sluice_proto::types::JobEnded {
+                        job_id: id,
+                        run: r.restarts,
+                        node: String::new(),
+                        state: JobState::Preempted,
+                        exit_code: 0,
+                        signal: 9,
+                        end: now,
+                    };
+                    return self.job_ended(&report, now);
+                }
+                vec![Effect::Terminate {
+                    sockets: self.sockets_of(r),
+                    job_id: id,
+                    state: JobState::Preempted,
+                }]
+            }
+        }
+    }
+
+    /// A job's run ended (reported): if it was being preempted, what to do instead of the
+    /// ordinary end. `Some(effects)` when the end was handled here (a REQUEUE victim that
+    /// left during its grace goes back to the queue); `None` to go on with the ordinary
+    /// end, in state `PREEMPTED` when `preempted` is set.
+    pub(super) fn preempted_run_ended(
+        &mut self,
+        id: u64,
+        run: u32,
+        now: i64,
+        preempted: &mut bool,
+    ) -> Option<Vec<Effect>> {
+        let p = self.preempting.get(&id).copied().filter(|p| p.run == run)?;
+        self.preempting.remove(&id);
+        match p.mode {
+            PreemptMode::Requeue => {
+                let mut effects = self.requeue_run(id, JobState::Preempted, false, now);
+                effects.extend(self.schedule(now));
+                Some(effects)
+            }
+            _ => {
+                *preempted = true;
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

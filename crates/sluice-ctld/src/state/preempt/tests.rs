@@ -1,0 +1,202 @@
+//! Preemption stories in the controller, with the exact effects: one 4-CPU node in
+//! partitions `low` (`PriorityTier=1`, `GraceTime=5`) and `high` (`PriorityTier=10`),
+//! `PreemptType=preempt/partition_prio`, `PreemptMode=REQUEUE`.
+
+use std::path::Path;
+
+use sluice_core::{Cluster, Node, NodeId, Partition, PreemptConfig, PreemptMode, PreemptType};
+use sluice_proto::types::{JobDescription, JobEnded, JobState};
+
+use crate::config::ClusterConfig;
+use crate::state::{Caller, Controller, Effect};
+
+fn conf(low_mode: Option<PreemptMode>) -> ClusterConfig {
+    let mut c = ClusterConfig::this_machine();
+    let mut cluster = Cluster::default();
+    cluster.nodes.push(Node::new("node01", 4, 1000));
+    let mut low = Partition::new("low", vec![NodeId(0)]);
+    low.is_default = true;
+    low.grace_time = 5;
+    low.preempt_mode = low_mode;
+    let mut high = Partition::new("high", vec![NodeId(0)]);
+    high.priority_tier = 10;
+    cluster.partitions = vec![low, high];
+    cluster.preempt = PreemptConfig {
+        kind: PreemptType::PartitionPrio,
+        mode: PreemptMode::Requeue,
+        exempt_time: 0,
+    };
+    c.cluster = cluster;
+    c.topology = vec![(1, 4, 1)];
+    c.node_gres = vec![String::new()];
+    c.cluster_name = "test".into();
+    c
+}
+
+fn submit(c: &mut Controller, partition: &str, id: u64, now: i64) -> Vec<Effect> {
+    let d = JobDescription {
+        name: partition.into(),
+        ntasks: Some(4),
+        time_limit: Some(Some(600)),
+        partition: Some(partition.into()),
+        work_dir: "/home/alice".into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        submit_host: "login".into(),
+        ..Default::default()
+    };
+    let caller = Caller {
+        uid: 1000,
+        gid: 1000,
+        admin: false,
+    };
+    let p = c
+        .prepare(d, &caller, "alice", "alice", now)
+        .expect("accepted");
+    let mut effects = c.accept(p.records(id), now);
+    effects.extend(c.schedule(now));
+    effects
+}
+
+fn launched(effects: &[Effect]) -> Vec<u64> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Launch { order, .. } => Some(order.job.id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// (job, signal, batch only) of every signal sent.
+fn signals(effects: &[Effect]) -> Vec<(u64, i32, bool)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Signal {
+                job_id,
+                signal,
+                batch_only,
+                ..
+            } => Some((*job_id, *signal, *batch_only)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn terminations(effects: &[Effect]) -> Vec<(u64, JobState)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Terminate { job_id, state, .. } => Some((*job_id, *state)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn runs(effects: &[Effect]) -> Vec<(u64, JobState, Option<i64>, u32)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistRun(r) => Some((r.id, r.state, r.end_time, r.restarts)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn end(id: u64, run: u32, state: JobState, now: i64) -> JobEnded {
+    JobEnded {
+        job_id: id,
+        run,
+        node: "node01".into(),
+        state,
+        exit_code: 0,
+        signal: 0,
+        end: now,
+    }
+}
+
+#[test]
+fn a_requeued_victim_is_signalled_killed_after_its_grace_and_runs_again() {
+    let mut c = Controller::new(conf(None), Path::new("/s"), vec![], vec![], 0);
+    assert_eq!(launched(&submit(&mut c, "low", 1, 0)), vec![1]);
+    // At 10 the high job arrives: job 1 gets SIGTERM (batch shell and steps) and 5 s.
+    let effects = submit(&mut c, "high", 2, 10);
+    assert_eq!(signals(&effects), vec![(1, 15, true), (1, 15, false)]);
+    assert!(launched(&effects).is_empty());
+    assert_eq!(c.job(1).unwrap().state, JobState::Running);
+    assert_eq!(c.job(2).unwrap().reason, "Resources");
+    assert_eq!(c.next_wakeup(), Some(15));
+    assert!(terminations(&c.schedule(14)).is_empty());
+    // At 15 its grace is over: killed, its run kept as PREEMPTED, queued again; the high
+    // job starts on the node.
+    let effects = c.schedule(15);
+    assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
+    assert_eq!(runs(&effects), vec![(1, JobState::Preempted, Some(15), 0)]);
+    assert_eq!(launched(&effects), vec![2]);
+    let r = c.job(1).unwrap();
+    assert_eq!((r.state, r.restarts), (JobState::Pending, 1));
+    // The killed run's end, then the high job's: job 1 runs again, restart count 1.
+    c.job_ended(&end(1, 0, JobState::Requeued, 16), 16);
+    let effects = c.job_ended(&end(2, 0, JobState::Completed, 100), 100);
+    let order = effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::Launch { order, .. } => Some(order),
+            _ => None,
+        })
+        .expect("job 1 relaunched");
+    assert_eq!(order.job.id, 1);
+    let env: std::collections::BTreeMap<_, _> = order.environment.iter().cloned().collect();
+    assert_eq!(env["SLURM_RESTART_COUNT"], "1");
+}
+
+#[test]
+fn a_requeue_victim_that_leaves_during_its_grace_is_requeued_at_once() {
+    let mut c = Controller::new(conf(None), Path::new("/s"), vec![], vec![], 0);
+    submit(&mut c, "low", 1, 0);
+    submit(&mut c, "high", 2, 10);
+    // It caught SIGTERM and exited 0 at 12: kept as PREEMPTED, pending again; the high
+    // job starts at 12, and no kill is sent at 15.
+    let effects = c.job_ended(&end(1, 0, JobState::Completed, 12), 12);
+    assert_eq!(runs(&effects), vec![(1, JobState::Preempted, Some(12), 0)]);
+    assert_eq!(launched(&effects), vec![2]);
+    assert_eq!(c.job(1).unwrap().state, JobState::Pending);
+    assert!(terminations(&c.schedule(15)).is_empty());
+}
+
+#[test]
+fn a_cancelled_victim_ends_preempted() {
+    let mut c = Controller::new(
+        conf(Some(PreemptMode::Cancel)),
+        Path::new("/s"),
+        vec![],
+        vec![],
+        0,
+    );
+    submit(&mut c, "low", 1, 0);
+    let effects = submit(&mut c, "high", 2, 10);
+    assert_eq!(signals(&effects).len(), 2);
+    let effects = c.schedule(15);
+    assert_eq!(terminations(&effects), vec![(1, JobState::Preempted)]);
+    assert!(
+        launched(&effects).is_empty(),
+        "the node is busy until the end"
+    );
+    let effects = c.job_ended(&end(1, 0, JobState::Preempted, 16), 16);
+    assert_eq!(launched(&effects), vec![2]);
+    let r = c.job(1).unwrap();
+    assert_eq!((r.state, r.end_time), (JobState::Preempted, Some(16)));
+    // A victim that exits by itself during its grace ends PREEMPTED too.
+    let mut c = Controller::new(
+        conf(Some(PreemptMode::Cancel)),
+        Path::new("/s"),
+        vec![],
+        vec![],
+        0,
+    );
+    submit(&mut c, "low", 1, 0);
+    submit(&mut c, "high", 2, 10);
+    let effects = c.job_ended(&end(1, 0, JobState::Completed, 12), 12);
+    assert_eq!(launched(&effects), vec![2]);
+    assert_eq!(c.job(1).unwrap().state, JobState::Preempted);
+}
