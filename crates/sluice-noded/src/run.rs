@@ -544,14 +544,15 @@ fn notices() -> std::sync::MutexGuard<'static, Notices> {
 
 type Notices = std::collections::BTreeMap<(String, u64, u32), (String, Owner)>;
 
-/// Writes slurmstepd's notice that batch job `job` is being ended (cancelled, requeued
-/// or at its time limit) to its stderr, as Slurm does:
+/// Writes slurmstepd's notice that batch job `job` is being ended (cancelled, requeued,
+/// preempted or at its time limit) to its stderr, as Slurm does:
 /// `slurmstepd: error: *** JOB 12 ON n1 CANCELLED AT 2026-11-29T20:04:20 DUE TO TIME LIMIT ***`.
 fn end_notice(node: &str, job: u64, run: u32, state: JobState) {
     let why = match state {
         JobState::Cancelled => "",
         JobState::Timeout => " DUE TO TIME LIMIT",
         JobState::Requeued => " DUE TO JOB REQUEUE",
+        JobState::Preempted => " DUE TO PREEMPTION",
         _ => return,
     };
     let Some((path, owner)) = notices().get(&(node.to_string(), job, run)).cloned() else {
