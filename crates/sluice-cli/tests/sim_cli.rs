@@ -1006,3 +1006,44 @@ fn an_accounts_map_puts_users_in_named_accounts_and_bad_lines_are_refused() {
     ]);
     assert!(line.ends_with(":1: expected `UID ACCOUNT`"), "{line}");
 }
+
+const COHORTS_SWF: &str = "; MaxProcs: 2\n; MaxNodes: 1\n\
+1 0 -1 1000 2 -1 -1 2 1000 -1 1 2 6 -1 -1 -1 -1 -1\n\
+2 10 -1 100 1 -1 -1 1 100 -1 1 1 5 -1 -1 -1 -1 -1\n";
+
+#[test]
+fn cohorts_let_an_account_borrow_and_its_owner_take_it_back() {
+    // Accounts g5 and g6 share a cohort with one processor each. g6's 2-processor job
+    // borrows g5's at 0; g5's job at 10 takes it back: job 1 is requeued after g6's
+    // 5-second grace, job 2 starts at 15, and job 1 borrows again when it ends, at 115.
+    let trace = TempFile::with("cohorts", "t.swf", COHORTS_SWF);
+    let cohorts = TempFile::with(
+        "cohorts",
+        "cohorts.conf",
+        "Cohort=c Account=g5 Quota=cpu=1\nCohort=c Account=g6 Quota=cpu=1 GraceTime=5\n",
+    );
+    let jobs = TempFile::new("cohorts", "jobs.tsv");
+    let out = run_ok(&[
+        "sim",
+        "--trace",
+        &trace.show(),
+        "--cohorts",
+        &cohorts.show(),
+        "--jobs-out",
+        &jobs.show(),
+    ]);
+    let rows = jobs_rows(&std::fs::read_to_string(jobs.path()).unwrap());
+    let starts: Vec<(i64, i64)> = rows.iter().map(|r| (r[0], r[2])).collect();
+    assert_eq!(starts, vec![(1, 115), (2, 15)]);
+    assert!(
+        out.contains("borrowing: 2 runs started borrowed, 1 reclaim preemptions"),
+        "{out}"
+    );
+    // A bad line names the file and line.
+    let bad = TempFile::with("cohorts", "bad.conf", "Cohort=c Account=g5\n");
+    let err = run_error(&["sim", "--trace", &trace.show(), "--cohorts", &bad.show()]);
+    assert!(
+        err.contains(&format!("{}:1: a member line needs Quota=", bad.show())),
+        "{err}"
+    );
+}

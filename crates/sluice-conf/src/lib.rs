@@ -9,6 +9,7 @@
 
 pub mod array;
 pub mod cgroup_conf;
+pub mod cohorts_conf;
 pub mod dependency;
 pub mod duration;
 #[doc(hidden)]

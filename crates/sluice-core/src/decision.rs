@@ -61,5 +61,8 @@ pub enum Decision {
         mode: PreemptMode,
         /// Seconds between the signal and the kill.
         grace: Secs,
+        /// `victim` runs on capacity borrowed from `by`'s cohort, which `by` takes back
+        /// (see [`crate::borrow`]).
+        reclaim: bool,
     },
 }

@@ -9,6 +9,7 @@
 //! jobs end ([`Scheduler::job_ended`]), ask it to decide ([`Scheduler::schedule`]) and
 //! when to be asked again ([`Scheduler::next_wakeup`]).
 
+pub mod borrow;
 pub mod cluster;
 pub mod decision;
 pub mod fairshare;
@@ -29,6 +30,7 @@ pub mod select;
 pub mod time;
 pub mod tres;
 
+pub use borrow::{Cohort, CohortMember};
 pub use cluster::{BlockLayout, Cluster, Node, NodeState, Partition, PartitionState};
 pub use decision::{Decision, Pass};
 pub use ids::{JobId, NodeId, PartitionId};

@@ -23,6 +23,12 @@
 //! elsewhere first, is cancelled, or becomes ineligible gives its holds back at the next
 //! pass.
 //!
+//! Borrowed jobs (see [`crate::borrow`]) are candidates too, even under
+//! `preempt/none`: a pending job within its account's cohort quota may preempt the
+//! borrowed jobs of the other members of its cohort (always `REQUEUE`, with the
+//! borrowing member's `GraceTime`). Among all its candidates, a set of borrowed jobs
+//! alone is chosen whenever one lets it start, by the same rule.
+//!
 //! Deviations from Slurm, on purpose or for now:
 //! - `PreemptMode=SUSPEND` and `GANG` are not supported (the configuration refuses
 //!   them): victims are cancelled or requeued.
@@ -205,9 +211,21 @@ pub(crate) fn start_ready(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>)
     }
 }
 
+/// A running job `by` may preempt.
+#[derive(Clone, Copy, Debug)]
+struct Cand {
+    start: Time,
+    id: JobId,
+    mode: PreemptMode,
+    grace: Secs,
+    /// A borrowed job taken back (see [`crate::borrow`]).
+    reclaim: bool,
+}
+
 /// After every pass: pending jobs waiting for resources preempt what they may.
 pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
-    if s.cluster.preempt.kind == PreemptType::None || s.running_count() == 0 {
+    let cohorts = s.borrow.active();
+    if (s.cluster.preempt.kind == PreemptType::None && !cohorts) || s.running_count() == 0 {
         return;
     }
     let waiting: Vec<JobId> = s
@@ -227,33 +245,35 @@ pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         if !s.eligible(by, now) {
             continue;
         }
-        let mut cands: Vec<(Time, JobId, PreemptMode, Secs)> = s
-            .jobs
-            .values()
-            .filter_map(|v| {
-                let (m, g) = may_preempt(s, &s.jobs[&by], v, now)?;
-                Some((v.start?, v.id(), m, g))
-            })
-            .collect();
+        let mut cands = candidates(s, by, now);
         if cands.is_empty() {
             continue;
         }
         // Youngest first: latest start, then latest id.
-        cands.sort_by_key(|c| std::cmp::Reverse((c.0, c.1)));
-        let Some(chosen) = choose(s, by, &cands, now) else {
+        cands.sort_by_key(|c| std::cmp::Reverse((c.start, c.id)));
+        // Borrowed jobs first: a set of them alone, if one lets `by` start.
+        let borrowed: Vec<Cand> = cands.iter().copied().filter(|c| c.reclaim).collect();
+        let mut chosen = None;
+        if !borrowed.is_empty() && borrowed.len() < cands.len() {
+            chosen = choose(s, by, &borrowed, now).map(|set| pick(&borrowed, set));
+        }
+        if chosen.is_none() {
+            chosen = choose(s, by, &cands, now).map(|set| pick(&cands, set));
+        }
+        let Some(chosen) = chosen else {
             continue;
         };
         let mut w = Waiting::default();
-        for i in chosen {
-            let (_, victim, mode, grace) = cands[i];
-            s.preempt.victim_of.insert(victim, by);
-            w.running.push(victim);
+        for c in chosen {
+            s.preempt.victim_of.insert(c.id, by);
+            w.running.push(c.id);
             out.push(Decision::Preempt {
-                victim,
+                victim: c.id,
                 by,
                 at: now,
-                mode,
-                grace,
+                mode: c.mode,
+                grace: c.grace,
+                reclaim: c.reclaim,
             });
         }
         s.preempt.waiting.insert(by, w);
@@ -261,16 +281,72 @@ pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
     }
 }
 
-/// Whether `by` may preempt `victim` at `now`, and if so with which mode and grace.
-fn may_preempt(s: &Scheduler, by: &Job, victim: &Job, now: Time) -> Option<(PreemptMode, Secs)> {
+/// The candidates at `set`'s indices.
+fn pick(cands: &[Cand], set: Vec<usize>) -> Vec<Cand> {
+    set.into_iter().map(|i| cands[i]).collect()
+}
+
+/// Every running job `by` may preempt at `now`: borrowed jobs it reclaims (see
+/// [`crate::borrow`]) and jobs `PreemptType` lets it preempt.
+fn candidates(s: &Scheduler, by: JobId, now: Time) -> Vec<Cand> {
+    let bjob = &s.jobs[&by];
+    let reclaims = crate::borrow::reclaims(s, bjob);
+    s.jobs
+        .values()
+        .filter(|v| preemptible(s, bjob, v, now))
+        .filter_map(|v| {
+            let start = v.start?;
+            let id = v.id();
+            if let Some(grace) = reclaims
+                .then(|| crate::borrow::may_reclaim(s, bjob, v))
+                .flatten()
+            {
+                let mode = PreemptMode::Requeue;
+                return Some(Cand {
+                    start,
+                    id,
+                    mode,
+                    grace,
+                    reclaim: true,
+                });
+            }
+            let (mode, grace) = may_preempt(s, bjob, v)?;
+            Some(Cand {
+                start,
+                id,
+                mode,
+                grace,
+                reclaim: false,
+            })
+        })
+        .collect()
+}
+
+/// Whether `victim` may be preempted at all at `now`, for `by`: running for at least
+/// `PreemptExemptTime`, not already being preempted, a user's job, on a node of `by`'s
+/// partition.
+fn preemptible(s: &Scheduler, by: &Job, victim: &Job, now: Time) -> bool {
+    let Some(start) = victim.start else {
+        return false;
+    };
     if victim.state != JobState::Running
         || victim.spec.acct.internal
         || s.preempt.victim_of.contains_key(&victim.id())
         || s.expired.contains(&victim.id())
-        || now - victim.start? < s.cluster.preempt.exempt_time
+        || now - start < s.cluster.preempt.exempt_time
     {
-        return None;
+        return false;
     }
+    let ours = &s.cluster.partition(by.spec.partition).nodes;
+    victim
+        .alloc
+        .as_ref()
+        .is_some_and(|a| a.nodes.iter().any(|a| ours.binary_search(&a.node).is_ok()))
+}
+
+/// Whether `by` may preempt `victim` (found [`preemptible`]) under `PreemptType`, and
+/// if so with which mode and grace.
+fn may_preempt(s: &Scheduler, by: &Job, victim: &Job) -> Option<(PreemptMode, Secs)> {
     let cfg = s.cluster.preempt;
     let vpart = s.cluster.partition(victim.spec.partition);
     let vqos = victim
@@ -297,16 +373,6 @@ fn may_preempt(s: &Scheduler, by: &Job, victim: &Job, now: Time) -> Option<(Pree
     if mode == PreemptMode::Off {
         return None;
     }
-    let ours = &s.cluster.partition(by.spec.partition).nodes;
-    let shares = victim
-        .alloc
-        .as_ref()?
-        .nodes
-        .iter()
-        .any(|a| ours.binary_search(&a.node).is_ok());
-    if !shares {
-        return None;
-    }
     let grace = match vqos {
         Some((_, r)) if r.grace_time > 0 => r.grace_time,
         _ => vpart.grace_time,
@@ -315,17 +381,11 @@ fn may_preempt(s: &Scheduler, by: &Job, victim: &Job, now: Time) -> Option<(Pree
 }
 
 /// Whether `by` could start at `now` if the jobs `set` (indices into `cands`) were gone.
-fn fits_without(
-    s: &mut Scheduler,
-    by: JobId,
-    cands: &[(Time, JobId, PreemptMode, Secs)],
-    set: &[usize],
-    now: Time,
-) -> bool {
+fn fits_without(s: &mut Scheduler, by: JobId, cands: &[Cand], set: &[usize], now: Time) -> bool {
     let gone: Vec<(Vec<NodeAlloc>, Time)> = set
         .iter()
         .map(|&i| {
-            let v = cands[i].1;
+            let v = cands[i].id;
             let nodes = s.jobs[&v].alloc.as_ref().expect("running").nodes.clone();
             (nodes, s.claim_end[&v])
         })
@@ -349,12 +409,7 @@ fn fits_without(
 /// The victims to preempt for `by` (indices into `cands`, youngest first): the fewest
 /// that let it start, with the least run time in total among sets of that size; `None`
 /// when even all of them would not.
-fn choose(
-    s: &mut Scheduler,
-    by: JobId,
-    cands: &[(Time, JobId, PreemptMode, Secs)],
-    now: Time,
-) -> Option<Vec<usize>> {
+fn choose(s: &mut Scheduler, by: JobId, cands: &[Cand], now: Time) -> Option<Vec<usize>> {
     let all: Vec<usize> = (0..cands.len()).collect();
     if !fits_without(s, by, cands, &all, now) {
         return None;
@@ -369,7 +424,7 @@ fn choose(
         let mut best: Option<(Time, Vec<usize>)> = None;
         let mut set: Vec<usize> = (0..k).collect();
         loop {
-            let run: Time = set.iter().map(|&i| now - cands[i].0).sum();
+            let run: Time = set.iter().map(|&i| now - cands[i].start).sum();
             if best.as_ref().is_none_or(|(r, _)| run < *r) && fits_without(s, by, cands, &set, now)
             {
                 best = Some((run, set.clone()));

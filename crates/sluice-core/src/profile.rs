@@ -345,6 +345,9 @@ impl Profile {
 
     /// Claims or releases usage over `[start, end)` for every share of an allocation, moving each node once per distinct (class, usage).
     fn change_all(&mut self, allocs: &[NodeAlloc], start: Time, end: Time, how: Change) {
+        // The past is trimmed away: a change reaching back before the origin (an
+        // overrun stretched long after its end) starts there.
+        let start = start.max(self.origin);
         if end <= start {
             return;
         }

@@ -142,6 +142,8 @@ pub struct Scheduler {
     pub(crate) usage: Usage,
     /// Preemptions under way (see [`crate::preempt`]).
     pub(crate) preempt: crate::preempt::State,
+    /// Cohorts and what their members borrow (see [`crate::borrow`]).
+    pub(crate) borrow: crate::borrow::State,
 }
 
 impl Scheduler {
@@ -182,6 +184,7 @@ impl Scheduler {
             accounts: AccountLimits::default(),
             usage: Usage::default(),
             preempt: Default::default(),
+            borrow: Default::default(),
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -459,6 +462,7 @@ impl Scheduler {
         );
         self.claims_end.insert((end, id));
         self.claim_end.insert(id, end);
+        crate::borrow::started(self, id);
         reservation::claim_holds(self, now);
         Ok(())
     }
@@ -529,6 +533,7 @@ impl Scheduler {
         reservation::job_gone(self, id, now);
         let job = self.jobs.remove(&id).expect("checked above");
         self.usage.remove(id, now);
+        crate::borrow::ended(self, id);
         let alloc = job.alloc.as_ref().expect("running jobs have an allocation");
         let end = self
             .claim_end
@@ -647,7 +652,22 @@ impl Scheduler {
     /// kept; the next pass decides with the new limits.
     pub fn set_account_limits(&mut self, limits: AccountLimits) {
         self.accounts = limits;
+        crate::borrow::recount(self);
         self.backfill.dirty = true;
+    }
+
+    /// Replaces the cohorts of accounts that borrow each other's unused quota (see
+    /// [`crate::borrow`]; none: no borrowing, nothing changes). Running jobs are counted
+    /// afresh for their members; those that started borrowed stay borrowed.
+    pub fn set_cohorts(&mut self, cohorts: Vec<crate::borrow::Cohort>) {
+        crate::borrow::set(self, cohorts);
+        self.backfill.dirty = true;
+    }
+
+    /// Whether running job `id` started above its account's cohort quota, on capacity
+    /// borrowed from its cohort (see [`crate::borrow`]).
+    pub fn borrowed(&self, id: JobId) -> bool {
+        self.borrow.borrowed(id)
     }
 
     /// The `now` of the last pass (a large negative time before the first).
@@ -707,6 +727,7 @@ impl Scheduler {
             self.usage.start(id, tres, at, end);
         }
         self.jobs.get_mut(&id).expect("checked").spec.acct = acct;
+        crate::borrow::rejoin(self, id);
         self.backfill.dirty = true;
         true
     }
@@ -924,7 +945,8 @@ impl Scheduler {
             return false;
         }
         let job = &self.jobs[&id];
-        let held = limits::check::hold_reason(&self.accounts, &self.usage, view(&job.spec), now);
+        let held = limits::check::hold_reason(&self.accounts, &self.usage, view(&job.spec), now)
+            .or_else(|| crate::borrow::hold_reason(self, id));
         let job = self.jobs.get_mut(&id).expect("queued job exists");
         if let Some(name) = held {
             job.reason = PendingReason::Limit(name);
@@ -1084,6 +1106,7 @@ impl Scheduler {
         job.alloc = Some(alloc.clone());
         self.claims_end.insert((end, id));
         self.claim_end.insert(id, end);
+        crate::borrow::started(self, id);
         out.push(Decision::Start {
             job: id,
             at: now,

@@ -1621,6 +1621,7 @@ pub fn parse_shares(s: &str) -> Result<Shares, String> {
         .map_err(|_| format!("Invalid value for FairShare ({s})"))
 }
 
+pub mod cohorts;
 pub mod limits;
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use sluice_conf::cgroup_conf;
+use sluice_conf::cohorts_conf::{self, CohortsConf};
 use sluice_conf::gres_conf::{self, AutoDetect, GresConf, GresDevice, GresLayout};
 use sluice_conf::priority_conf::{priority_settings, PrioritySettings};
 use sluice_conf::slurm_conf::{AccountingEnforce, BillingWeights, SlurmConf, DEFAULT_TRES};
@@ -54,6 +55,9 @@ pub struct ClusterConfig {
     /// cgroup.conf's `ConstrainDevices` (default no): jobs may open only the GRES
     /// device files of the devices they were allocated.
     pub constrain_devices: bool,
+    /// cohorts.conf: accounts that borrow each other's unused quota (beyond Slurm; see
+    /// [`sluice_conf::cohorts_conf`]); empty without the file.
+    pub cohorts: CohortsConf,
     /// The TRES accounting tracks: Slurm's defaults, then `AccountingStorageTRES`'s
     /// additions. A GRES appears in jobs' TRES (`AllocTRES`, `TRES=`) only if listed.
     pub accounting_tres: Vec<String>,
@@ -175,6 +179,7 @@ impl ClusterConfig {
                 conf.cluster.partitions.len()
             ],
             constrain_devices: false,
+            cohorts: CohortsConf::default(),
             accounting_tres: conf.accounting_tres.clone(),
             billing_weights: conf.billing_weights.clone(),
             max_tres: conf.max_tres,
@@ -192,12 +197,13 @@ impl ClusterConfig {
     }
 
     /// Reads a slurm.conf file, and the gres.conf and cgroup.conf in the same directory
-    /// if they are there (as Slurm does). Where gres.conf has an `AutoDetect`, the GPUs of this machine
+    /// if they are there (as Slurm does), and Sluice's cohorts.conf there. Where gres.conf has an `AutoDetect`, the GPUs of this machine
     /// ([`gpu_detect::local`]) describe the node named like this host; see
     /// [`ClusterConfig::read_detecting`].
     ///
     /// Errors: as [`sluice_conf::slurm_conf::read`], [`gres_conf::read`],
-    /// [`gres_conf::resolve_detected`] and [`cgroup_conf::read`].
+    /// [`gres_conf::resolve_detected`], [`cgroup_conf::read`], [`cohorts_conf::read`] and
+    /// [`crate::accounts::cohorts::core_cohorts`].
     pub fn read(path: &Path) -> Result<(Self, Vec<String>), ConfError> {
         Self::read_detecting(path, &this_host(), &gpu_detect::local(Path::new("/")))
     }
@@ -280,6 +286,14 @@ impl ClusterConfig {
             let cgroup = cgroup_conf::read(&cgroup_path)?;
             config.constrain_devices = cgroup.constrain_devices;
             warnings.extend(cgroup.warnings);
+        }
+        let cohorts_path = path.with_file_name("cohorts.conf");
+        if cohorts_path.is_file() {
+            config.cohorts = cohorts_conf::read(&cohorts_path)?;
+            // Its TRES must be the cluster's (accounts are looked up later).
+            crate::accounts::cohorts::core_cohorts(&config.cohorts, &config.cluster, |_| {
+                Some(sluice_core::limits::AssocId(0))
+            })?;
         }
         Ok((config, warnings))
     }
@@ -381,6 +395,7 @@ impl ClusterConfig {
             gpu_defaults: vec![GpuDefaults::default()],
             def_mem: vec![None],
             constrain_devices: false,
+            cohorts: CohortsConf::default(),
             accounting_tres: DEFAULT_TRES.iter().map(|t| t.to_string()).collect(),
             billing_weights: vec![None],
             max_tres: false,

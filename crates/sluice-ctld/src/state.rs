@@ -842,14 +842,25 @@ impl Controller {
         acct
     }
 
-    /// Gives the core the accounts' limits again (at start, after a `sacctmgr`
-    /// change), and every job its association and QOS ids, which a change may have
-    /// created.
+    /// Gives the core the accounts' limits and cohorts again (at start, after a
+    /// `sacctmgr` change), and every job its association and QOS ids, which a change may
+    /// have created.
     fn refresh_limits(&mut self, now: i64) {
         let db = self
             .accounts
             .core_limits(&self.conf.cluster, &self.conf.enforce);
         self.sched.set_account_limits(db);
+        if !self.conf.cohorts.members.is_empty() {
+            // Checked when the configuration was read.
+            let accounts = &self.accounts;
+            let cohorts = crate::accounts::cohorts::core_cohorts(
+                &self.conf.cohorts,
+                &self.conf.cluster,
+                |name| accounts.account_assoc(name),
+            )
+            .unwrap_or_default();
+            self.sched.set_cohorts(cohorts);
+        }
         let live: Vec<u64> = self
             .jobs
             .values()

@@ -63,6 +63,20 @@ impl SimLimits {
         jobs: &[SimJob],
         accounts: &BTreeMap<u32, String>,
     ) -> Result<(AccountLimits, Vec<JobAcct>), String> {
+        self.build_named(jobs, accounts)
+            .map(|(db, accts, _)| (db, accts))
+    }
+
+    /// [`SimLimits::build`], with every account's association by name (for
+    /// `--cohorts`).
+    ///
+    /// Errors: as [`SimLimits::build`].
+    #[allow(clippy::type_complexity)]
+    pub fn build_named(
+        &self,
+        jobs: &[SimJob],
+        accounts: &BTreeMap<u32, String>,
+    ) -> Result<(AccountLimits, Vec<JobAcct>, BTreeMap<String, AssocId>), String> {
         const ROOT: AssocId = AssocId(0);
         let mut db = AccountLimits {
             enforce: Enforce {
@@ -129,7 +143,7 @@ impl SimLimits {
                 ..Default::default()
             });
         }
-        Ok((db, out))
+        Ok((db, out, ids))
     }
 }
 

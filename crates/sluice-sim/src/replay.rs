@@ -98,6 +98,11 @@ pub struct Replay {
     pub preemptions: u64,
     /// Processor-seconds of work preempted runs had done (lost).
     pub lost_proc_seconds: u64,
+    /// Runs that started borrowed (above their account's cohort quota, see
+    /// `sluice_core::borrow`).
+    pub borrowed_starts: u64,
+    /// Preemptions that took borrowed capacity back for its owner.
+    pub reclaims: u64,
 }
 
 /// Options of a replay.
@@ -115,6 +120,9 @@ pub struct ReplayOptions {
     /// Accounting limits to enforce (see [`crate::limits`]); the jobs' specs carry
     /// their associations.
     pub limits: Option<sluice_core::limits::AccountLimits>,
+    /// Cohorts of accounts that borrow each other's unused quota (see
+    /// `sluice_core::borrow`); the jobs' specs carry their associations.
+    pub cohorts: Vec<sluice_core::Cohort>,
 }
 
 struct Running {
@@ -184,6 +192,9 @@ pub fn run(
     let mut sched = Scheduler::with_end_semantics(cluster, policy, EndSemantics::FreeAtExpectedEnd);
     if let Some(db) = &options.limits {
         sched.set_account_limits(db.clone());
+    }
+    if !options.cohorts.is_empty() {
+        sched.set_cohorts(options.cohorts.clone());
     }
     let mut ends: BinaryHeap<Reverse<(Time, u64, JobId)>> = BinaryHeap::new();
     let mut running: HashMap<JobId, Running> = HashMap::new();
@@ -352,8 +363,10 @@ pub fn run(
                     at,
                     mode,
                     grace,
+                    reclaim,
                     ..
                 } => {
+                    out.reclaims += u64::from(reclaim);
                     let r = running.get_mut(&victim).expect("victims run");
                     r.preempted = Some(mode == sluice_core::PreemptMode::Requeue);
                     r.end_seq = end_seq;
@@ -364,6 +377,7 @@ pub fn run(
             };
             let idx = index[&job];
             let j = &jobs[idx];
+            out.borrowed_starts += u64::from(sched.borrowed(job));
             frag.not_waiting(gpus_asked(j));
             let ran = j.run.min(j.spec.time_limit);
             waiting.remove(&idx);

@@ -15,7 +15,7 @@ use super::Accounts;
 /// A TRES name as the core counts it: `cpu`, `mem`, `energy`, `node`, `billing`,
 /// `gres/NAME` and `gres/NAME:TYPE` for a GRES the cluster has. Others (licenses,
 /// burst buffers, GRES no node has) limit nothing here.
-fn tres_kind(cluster: &Cluster, name: &str) -> Option<TresKind> {
+pub fn tres_kind(cluster: &Cluster, name: &str) -> Option<TresKind> {
     match name {
         "cpu" => Some(TresKind::Cpu),
         "mem" => Some(TresKind::Mem),

@@ -200,3 +200,81 @@ fn a_cancelled_victim_ends_preempted() {
     assert_eq!(launched(&effects), vec![2]);
     assert_eq!(c.job(1).unwrap().state, JobState::Preempted);
 }
+
+/// Borrowing (cohorts.conf): on the one 4-CPU node, in `low` only, accounts `nlp`
+/// (alice) and `vision` (bob) form cohort `ml` with `Quota=cpu=2` each; nlp's
+/// `GraceTime=7`.
+#[test]
+fn a_borrowed_job_is_reclaimed_with_its_members_grace_and_requeued() {
+    use crate::accounts::Requester;
+    use sluice_conf::cohorts_conf;
+    use sluice_proto::accounts::AccountsRequest;
+    let mut conf = conf(None);
+    conf.cohorts = cohorts_conf::parse_str(
+        "Cohort=ml Account=nlp Quota=cpu=2 GraceTime=7\n\
+         Cohort=ml Account=vision Quota=cpu=2\n",
+        Path::new("cohorts.conf"),
+    )
+    .unwrap();
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let admin = Requester {
+        name: "root".into(),
+        superuser: true,
+    };
+    for (user, account) in [("alice", "nlp"), ("bob", "vision")] {
+        let requests = [
+            AccountsRequest::AddAccounts {
+                names: vec![account.into()],
+                description: None,
+                organization: None,
+                parent: None,
+                settings: Default::default(),
+            },
+            AccountsRequest::AddUsers {
+                names: vec![user.into()],
+                accounts: vec![account.into()],
+                default_account: None,
+                partitions: Vec::new(),
+                admin_level: None,
+                settings: Default::default(),
+            },
+        ];
+        for r in requests {
+            c.change_accounts(&admin, &r, true).unwrap();
+        }
+    }
+    let submit = |c: &mut Controller, user: &str, uid: u32, cpus: u32, id: u64, now: i64| {
+        let d = JobDescription {
+            ntasks: Some(cpus),
+            time_limit: Some(Some(600)),
+            work_dir: "/tmp".into(),
+            script: "#!/bin/sh\ntrue\n".into(),
+            submit_host: "login".into(),
+            ..Default::default()
+        };
+        let caller = Caller {
+            uid,
+            gid: uid,
+            admin: false,
+        };
+        let p = c.prepare(d, &caller, user, user, now).expect("accepted");
+        let mut effects = c.accept(p.records(id), now);
+        effects.extend(c.schedule(now));
+        effects
+    };
+    // nlp's 4-CPU job starts at 0, two CPUs borrowed from vision's quota.
+    assert_eq!(launched(&submit(&mut c, "alice", 1000, 4, 1, 0)), vec![1]);
+    assert!(c.sched.borrowed(sluice_core::JobId(1)));
+    // At 10 bob's 2-CPU job, within vision's quota, takes them back: SIGTERM, 7 s.
+    let effects = submit(&mut c, "bob", 1001, 2, 2, 10);
+    assert_eq!(signals(&effects), vec![(1, 15, true), (1, 15, false)]);
+    assert_eq!(c.next_wakeup(), Some(17));
+    assert!(terminations(&c.schedule(16)).is_empty());
+    let effects = c.schedule(17);
+    assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
+    assert_eq!(launched(&effects), vec![2]);
+    // Job 1 is queued again, and waits: the cohort has no quota left to lend it.
+    c.job_ended(&end(1, 0, JobState::Requeued, 18), 18);
+    c.schedule(18);
+    assert_eq!(c.job(1).unwrap().reason, "CohortQuota");
+}
