@@ -2133,6 +2133,9 @@ impl Controller {
             JobState::Running => job_priority(&r),
             _ => 0,
         };
+        if r.state == JobState::Running {
+            self.show_preemption(&mut r);
+        }
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(JobId(r.id)) {
                 if j.state == sluice_core::JobState::Pending {

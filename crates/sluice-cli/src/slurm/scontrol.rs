@@ -100,15 +100,27 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
             .or(j.planned_start)
             .map_or("Unknown".into(), timestamp),
     );
+    let detail_time = |key: &str| j.details.get(key).and_then(|v| v.parse::<i64>().ok());
     p(
         "EndTime",
         match (j.end_time, j.start_time.or(j.planned_start), j.time_limit) {
             (Some(e), _, _) => timestamp(e),
+            // Being preempted: the end of its grace.
+            _ if detail_time("preempt_end").is_some() => {
+                timestamp(detail_time("preempt_end").unwrap_or_default())
+            }
             (None, Some(s), Some(l)) => timestamp(s + l),
             _ => "Unknown".into(),
         },
     );
     p("Deadline", "N/A".into());
+    if let (Some(eligible), Some(at)) = (
+        detail_time("preempt_eligible_time"),
+        detail_time("preempt_time"),
+    ) {
+        p("PreemptEligibleTime", timestamp(eligible));
+        p("PreemptTime", timestamp(at));
+    }
     p("SuspendTime", "None".into());
     p("SecsPreSuspend", "0".into());
     p(
@@ -266,6 +278,7 @@ const JOB_BREAKS: &[&str] = &[
     "SubmitTime",
     "AccrueTime",
     "StartTime",
+    "PreemptEligibleTime",
     "SuspendTime",
     "Partition",
     "ReqNodeList",

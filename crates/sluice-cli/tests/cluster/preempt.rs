@@ -3,14 +3,14 @@
 
 use crate::harness::Cluster;
 
-/// One node of 2 CPUs in `low` (`PriorityTier=1`, `GraceTime=2`) and `high`
+/// One node of 2 CPUs in `low` (`PriorityTier=1`, `GraceTime=5`) and `high`
 /// (`PriorityTier=10`), `preempt/partition_prio` with `REQUEUE`.
 const TIERS: &str = "ClusterName=tiers
 SlurmctldHost=localhost
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 NodeName=n1 CPUs=2 RealMemory=1000 State=UNKNOWN
-PartitionName=low Nodes=n1 Default=YES MaxTime=1:00:00 State=UP PriorityTier=1 GraceTime=2
+PartitionName=low Nodes=n1 Default=YES MaxTime=1:00:00 State=UP PriorityTier=1 GraceTime=5
 PartitionName=high Nodes=n1 MaxTime=1:00:00 State=UP PriorityTier=10
 ";
 
@@ -34,11 +34,28 @@ fn a_low_job_is_signalled_requeued_and_completes_after_the_high_job() {
     c.wait_for("the low job to get SIGTERM", || {
         std::fs::read_to_string(c.work().join("low.out")).is_ok_and(|o| o.contains("got SIGTERM"))
     });
-    // During the grace the high job waits for resources.
+    // During the 5 s grace the high job waits for resources, and scontrol shows when
+    // the low job was preempted and the grace's end as its end.
     let o = c.run("squeue", &["-h", "-j", &high.to_string(), "-o", "%T %r"]);
-    if o.stdout.starts_with("PENDING") {
-        assert_eq!(o.stdout, "PENDING Resources\n");
-    }
+    assert_eq!(o.stdout, "PENDING Resources\n");
+    let o = c.run("scontrol", &["show", "job", &low.to_string()]);
+    let field = |name: &str| {
+        o.stdout
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")).map(str::to_string))
+            .unwrap_or_else(|| panic!("no {name} in {}", o.stdout))
+    };
+    let secs = |t: String| -> i64 {
+        let hms: Vec<i64> = t[11..].split(':').map(|x| x.parse().unwrap()).collect();
+        hms[0] * 3600 + hms[1] * 60 + hms[2]
+    };
+    assert_eq!(field("PreemptEligibleTime"), field("StartTime"));
+    assert_eq!(
+        secs(field("EndTime")) - secs(field("PreemptTime")),
+        5,
+        "{}",
+        o.stdout
+    );
     assert_eq!(c.wait_ended(high), "COMPLETED");
     assert_eq!(c.wait_ended(low), "COMPLETED");
     let out = std::fs::read_to_string(c.work().join("low.out")).unwrap();

@@ -31,6 +31,8 @@ pub(super) struct Preempting {
     pub(super) run: u32,
     /// Cancel or requeue.
     pub(super) mode: PreemptMode,
+    /// When it was chosen (`PreemptTime`).
+    pub(super) at: i64,
     /// When its grace ends (controller seconds).
     pub(super) deadline: i64,
     /// Already ended (a CANCEL victim being terminated).
@@ -85,6 +87,7 @@ impl Controller {
                 Preempting {
                     run: r.restarts,
                     mode,
+                    at: now,
                     deadline: now + grace,
                     ending: false,
                 },
@@ -108,6 +111,23 @@ impl Controller {
         due.into_iter()
             .flat_map(|id| self.preempt_victim(id, now))
             .collect()
+    }
+
+    /// For `scontrol show job`: a victim in its grace shows when it may be preempted
+    /// (`PreemptEligibleTime`, start plus `PreemptExemptTime`), when it was
+    /// (`PreemptTime`) and its grace's end as its `EndTime`, as Slurm shows them.
+    pub(super) fn show_preemption(&self, r: &mut sluice_proto::types::JobRecord) {
+        let Some(p) = self.preempting.get(&r.id).filter(|p| p.run == r.restarts) else {
+            return;
+        };
+        let exempt = self.conf.cluster.preempt.exempt_time;
+        if let Some(start) = r.start_time {
+            r.details
+                .insert("preempt_eligible_time".into(), (start + exempt).to_string());
+        }
+        r.details.insert("preempt_time".into(), p.at.to_string());
+        r.details
+            .insert("preempt_end".into(), p.deadline.to_string());
     }
 
     /// The earliest end of a grace time still running.
