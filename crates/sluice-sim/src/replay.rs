@@ -125,6 +125,12 @@ pub struct ReplayOptions {
     pub cohorts: Vec<sluice_core::Cohort>,
 }
 
+/// How long (seconds of virtual time) a replay with nothing left to submit and nothing
+/// running keeps following wake-ups without any job starting: eight days, more than a
+/// `WEEKLY` reservation's period, so that a job waiting for its next window still gets
+/// it.
+const IDLE_HORIZON: Time = 8 * 86_400;
+
 struct Running {
     idx: usize,
     nodes: u32,
@@ -232,13 +238,19 @@ pub fn run(
         }
     }
 
+    // When something last happened (a submission, a start, an end): a repeating
+    // reservation asks for wake-ups forever, so once nothing is left to submit or
+    // running, wake-ups stop mattering after IDLE_HORIZON without progress.
+    let mut last_progress = Time::MIN;
     loop {
         let ts = jobs.get(next).map(|j| j.spec.submit);
         let te = ends.peek().map(|r| r.0 .0);
+        let idle = ts.is_none() && te.is_none();
         let tw = sched
             .next_wakeup()
             .map(|w| w.max(clock))
-            .filter(|w| woke_at != Some(*w));
+            .filter(|w| woke_at != Some(*w))
+            .filter(|w| !idle || w.saturating_sub(last_progress) <= IDLE_HORIZON);
         let Some(t) = [ts, te, tw].into_iter().flatten().min() else {
             break;
         };
@@ -261,16 +273,23 @@ pub fn run(
             }
             let user = spec.user;
             let limit = spec.time_limit;
+            let min_nodes = spec.request.min_nodes.max(1);
+            let asked_cpus = spec.request.min_cpus();
             let result = sched.submit(spec, t);
             next += 1;
             match result {
                 Ok(()) => {
-                    // The first reservation that admits it and has room for it.
-                    let account = options.accounts.get(&user).map(String::as_str);
+                    // The first reservation that admits it (its user, or its account as
+                    // fair-share and limits name it), has room for its time limit and
+                    // holds enough nodes and processors for it.
+                    let account = crate::limits::account_name(&options.accounts, &jobs[next - 1]);
                     let chosen = options.reservations.iter().find_map(|l| {
                         let r = sched.reservation(&l.name)?;
                         let fits = r.flags.flex || t.max(r.start) + limit <= r.end;
-                        (fits && r.admits(user, account)).then(|| l.name.clone())
+                        let cpus: u64 = r.held.iter().map(|(_, h)| u64::from(h.cpus)).sum();
+                        let big_enough = r.held.len() as u32 >= min_nodes && cpus >= asked_cpus;
+                        (fits && big_enough && r.admits(user, Some(&account)))
+                            .then(|| l.name.clone())
                     });
                     if let Some(name) = chosen {
                         sched.set_job_reservation(id, &name, t);
@@ -349,6 +368,10 @@ pub fn run(
         };
         if ts == Some(t) || te == Some(t) {
             woke_at = None;
+            last_progress = t;
+        }
+        if !decisions.is_empty() {
+            last_progress = t;
         }
         for d in decisions {
             let (job, at, pass, alloc) = match d {

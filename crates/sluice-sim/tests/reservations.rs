@@ -73,3 +73,32 @@ fn bad_reservation_lines_name_their_line() {
         "f:1: expected 6 fields (name start duration size who flags), found 3"
     );
 }
+
+#[test]
+fn a_daily_reservation_ends_with_the_replay_and_a_job_too_big_for_one_runs_outside() {
+    // Two nodes of 4 CPUs; R holds one node for uid 7 every day from 1000 for 1000 s.
+    // Job 1 (uid 7, 4 CPUs) goes into R at 1000. Job 2 (uid 7, 8 CPUs, 1500 s) is too big for R:
+    // it runs outside, on both nodes, once R's window is over (2000). Then nothing is
+    // left: the replay ends although R repeats every day.
+    let file = "R 1000 1000 nodes=1 users=7 DAILY\n";
+    let lines = parse(file, Path::new("resv.txt")).unwrap();
+    let mut wide = job(2, 7, 0, 1500, 100);
+    wide.spec.request = JobRequest::procs(8);
+    wide.procs = 8;
+    let jobs = vec![job(1, 7, 0, 500, 300), wide];
+    let options = ReplayOptions {
+        reservations: lines,
+        ..Default::default()
+    };
+    let r = replay::run(
+        Cluster::homogeneous("batch", 2, 4),
+        Policy::Easy,
+        jobs,
+        options,
+        &mut |_, _| {},
+    );
+    let mut starts: Vec<(u64, i64)> = r.records.iter().map(|j| (j.id, j.start)).collect();
+    starts.sort();
+    assert_eq!(starts, vec![(1, 1000), (2, 2000)]);
+    assert_eq!(r.reservations[0].jobs, 1);
+}
