@@ -501,6 +501,17 @@ impl Controller {
                 }
             }
         };
+        // Sluice starts a job in a reservation only if it ends by the reservation's end:
+        // one longer than the reservation could never start there.
+        if let (Some(name), Some(l)) = (&desc.reservation, limit) {
+            if let Some(r) = self.sched.reservation(name) {
+                if !r.flags.flex && l > r.end - r.start {
+                    return Err(
+                        "Requested time limit is invalid (missing or exceeds some limit)".into(),
+                    );
+                }
+            }
+        }
         let (min_nodes, max_nodes) = desc.nodes.unwrap_or((1, 0));
         let (listed, _) = self.node_lists(&desc)?;
         let min_nodes = min_nodes.max(listed.len() as u32);
@@ -965,6 +976,9 @@ impl Controller {
     fn blocked_reason(&self, id: u64) -> Option<&'static str> {
         let r = &self.jobs[&id];
         if r.held {
+            if r.details.contains_key(reservations::RESV_DELETED) {
+                return Some("ReservationDeleted");
+            }
             return Some(if r.details.contains_key("admin_hold") {
                 "JobHeldAdmin"
             } else {
@@ -1650,6 +1664,9 @@ impl Controller {
                 r.details.insert("admin_hold".into(), "1".into());
             } else {
                 r.details.remove("admin_hold");
+            }
+            if !hold {
+                r.details.remove(reservations::RESV_DELETED);
             }
             effects.push(Effect::Persist(Box::new(r.clone())));
         }

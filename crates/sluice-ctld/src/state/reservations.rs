@@ -20,6 +20,12 @@ use super::*;
 /// Slurm's message when a non-operator asks to change reservations.
 pub const NOT_OPERATOR: &str = "Invalid user id";
 
+/// Slurm's refusal of a reservation naming an account that does not exist.
+pub const BAD_RESV_ACCOUNT: &str = "Invalid account or account/partition combination specified";
+
+/// Detail of a job held because its reservation was deleted (the reservation's name).
+pub(crate) const RESV_DELETED: &str = "reservation_deleted";
+
 /// A reservation idle this long (seconds, its window open and none of its jobs
 /// running) is reported once in the controller's log.
 pub const IDLE_NOTE_AFTER: i64 = 1800;
@@ -285,10 +291,12 @@ impl Controller {
                     .map_err(resv_error)?;
                 self.resv_records.records.remove(&name);
                 self.resv_records.noted_idle.remove(&name);
-                Ok((
-                    name.clone(),
-                    vec![Effect::PersistReservation { name, record: None }],
-                ))
+                let mut effects = vec![Effect::PersistReservation {
+                    name: name.clone(),
+                    record: None,
+                }];
+                effects.extend(self.hold_reservation_jobs(&name, now));
+                Ok((name, effects))
             }
             ReservationOp::Create => {
                 let mut rec = ReservationRecord {
@@ -350,6 +358,32 @@ impl Controller {
                 Ok(self.store_record(rec))
             }
         }
+    }
+
+    /// The pending jobs of a deleted reservation: held, as Slurm holds them (reason
+    /// `ReservationDeleted`, released with `scontrol release`), no longer bound to it.
+    fn hold_reservation_jobs(&mut self, name: &str, now: i64) -> Vec<Effect> {
+        let stranded: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|r| r.state == JobState::Pending && r.desc.reservation.as_deref() == Some(name))
+            .map(|r| r.id)
+            .collect();
+        let mut effects = Vec::new();
+        for id in stranded {
+            if self.outside.insert(id) {
+                self.sched.cancel_pending(JobId(id), now);
+            }
+            let r = self.jobs.get_mut(&id).expect("listed");
+            r.held = true;
+            r.desc.reservation = None;
+            r.accrue_time = None;
+            r.details.insert("admin_hold".into(), "1".into());
+            r.details.insert(RESV_DELETED.into(), name.to_string());
+            r.reason = "ReservationDeleted".into();
+            effects.push(Effect::Persist(Box::new(r.clone())));
+        }
+        effects
     }
 
     fn store_record(&mut self, rec: ReservationRecord) -> (String, Vec<Effect>) {
@@ -432,6 +466,14 @@ impl Controller {
                 .collect::<Result<_, _>>()?;
         }
         if let Some(a) = &req.accounts {
+            // As Slurm: only accounts that exist.
+            if a.items.iter().any(|n| {
+                self.accounts
+                    .account_association(n.trim_start_matches('-'))
+                    .is_none()
+            }) {
+                return Err(BAD_RESV_ACCOUNT.into());
+            }
             apply_list(&mut rec.accounts, a);
         }
         if let Some(f) = &req.flags {

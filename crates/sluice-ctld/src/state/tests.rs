@@ -963,3 +963,56 @@ fn enforce_part_limits_refuses_what_the_partition_does_not_allow_with_slurms_wor
     c.schedule(0);
     assert_eq!(c.job(id).unwrap().reason, "PartitionTimeLimit");
 }
+
+#[test]
+fn a_deleted_reservations_jobs_are_held_and_bad_requests_are_refused() {
+    let uids: BTreeMap<String, u32> = [("alice".to_string(), 1000)].into();
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+    let (name, _) = c
+        .change_reservation(
+            &resv_req("r", "node01", 100, 600, &["alice"]),
+            &uids,
+            &root(),
+            0,
+        )
+        .unwrap();
+    // An account that does not exist: refused as Slurm refuses it.
+    let mut bad = resv_req("s", "node02", 100, 600, &["alice"]);
+    bad.accounts = Some(ListChange {
+        op: ListOp::Set,
+        items: vec!["nosuch".into()],
+    });
+    assert_eq!(
+        c.change_reservation(&bad, &uids, &root(), 0).unwrap_err(),
+        "Invalid account or account/partition combination specified"
+    );
+    // A job longer than the reservation could never start in it: refused.
+    let mut d = desc(1, 601);
+    d.reservation = Some(name.clone());
+    assert_eq!(
+        c.prepare(d, &alice(), "alice", "alice", 0).unwrap_err(),
+        "Requested time limit is invalid (missing or exceeds some limit)"
+    );
+    // A job waiting for the reservation is held when it is deleted, as Slurm holds
+    // it, and runs anywhere once released.
+    let mut next = 1;
+    let mut d = desc(1, 60);
+    d.reservation = Some(name.clone());
+    let (job, _) = submit(&mut c, d, &mut next, 0);
+    c.schedule(0);
+    assert_eq!(c.job(job).unwrap().reason, "Reservation");
+    let del = ReservationChange {
+        op: Some(ReservationOp::Delete),
+        name: Some(name),
+        ..Default::default()
+    };
+    c.change_reservation(&del, &uids, &root(), 10).unwrap();
+    c.schedule(10);
+    let r = c.job(job).unwrap();
+    assert_eq!(
+        (r.state, r.held, r.reason.as_str(), r.desc.reservation),
+        (JobState::Pending, true, "ReservationDeleted", None)
+    );
+    let effects = c.set_hold(job, None, false, &root(), 20).unwrap();
+    assert_eq!(launches(&effects), vec![(job, vec!["node01".to_string()])]);
+}
