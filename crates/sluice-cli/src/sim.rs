@@ -261,6 +261,42 @@ fn fairshare_options(
     Ok(Some(o))
 }
 
+/// Warns about `--limits` lines that concern no job (most likely a typo).
+fn warn_unused_limits(
+    path: &Path,
+    limits: &sluice_sim::limits::SimLimits,
+    jobs: &[sluice_sim::setup::SimJob],
+    user_accounts: &BTreeMap<u32, String>,
+) {
+    let charged: std::collections::BTreeSet<String> = jobs
+        .iter()
+        .map(|j| sluice_sim::limits::account_name(user_accounts, j))
+        .collect();
+    let parents: std::collections::BTreeSet<&String> = limits
+        .accounts
+        .iter()
+        .filter_map(|a| a.parent.as_ref())
+        .collect();
+    for a in &limits.accounts {
+        if !charged.contains(&a.name) && !parents.contains(&a.name) {
+            eprintln!(
+                "sluice sim: warning: {}: no job charges account {}",
+                path.display(),
+                a.name
+            );
+        }
+    }
+    for u in &limits.users {
+        if !jobs.iter().any(|j| j.spec.user == u.uid) {
+            eprintln!(
+                "sluice sim: warning: {}: no job of user {}",
+                path.display(),
+                u.uid
+            );
+        }
+    }
+}
+
 /// Reads a `UID ACCOUNT` mapping (see `--accounts`).
 fn read_accounts(path: &Path) -> Result<BTreeMap<u32, String>, SimError> {
     let text = std::fs::read_to_string(path).map_err(|e| SimError::io(path, e))?;
@@ -610,7 +646,11 @@ fn replay_and_report(
             None => BTreeMap::new(),
         };
         let (lines, path) = match &args.limits {
-            Some(path) => (crate::sim_limits::read(path, &cluster)?, path.clone()),
+            Some(path) => {
+                let lines = crate::sim_limits::read(path, &cluster)?;
+                warn_unused_limits(path, &lines, &jobs, &user_accounts);
+                (lines, path.clone())
+            }
             None => Default::default(),
         };
         let (mut db, accts, ids) = lines

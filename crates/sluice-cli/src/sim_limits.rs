@@ -54,6 +54,12 @@ pub fn parse(text: &str, cluster: &Cluster) -> Result<SimLimits, (usize, String)
         }
         let words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
         let kind = words[0].to_ascii_lowercase();
+        if !matches!(kind.as_str(), "account" | "user" | "enforce") {
+            return Err((
+                n,
+                format!("expected account, user or enforce, found '{}'", words[0]),
+            ));
+        }
         if kind == "enforce" {
             match words.get(1).map(|w| w.to_ascii_lowercase()).as_deref() {
                 Some("safe") if words.len() == 2 => out.safe = true,
@@ -76,9 +82,15 @@ pub fn parse(text: &str, cluster: &Cluster) -> Result<SimLimits, (usize, String)
                 Ok(true) => {}
                 Ok(false) => return Err((n, format!("unknown setting '{}'", p.word))),
                 Err(bad) => {
-                    let why = bad.errors.join("; ");
-                    let why = why.trim_start_matches("sacctmgr: error: ");
-                    return Err((n, format!("'{}': {why}", p.word)));
+                    let why: Vec<String> = bad
+                        .errors
+                        .iter()
+                        .map(|e| {
+                            let e = e.trim_start_matches("sacctmgr: error: ");
+                            e.split_whitespace().collect::<Vec<_>>().join(" ")
+                        })
+                        .collect();
+                    return Err((n, format!("'{}': {}", p.word, why.join("; "))));
                 }
             }
         }
@@ -92,6 +104,11 @@ pub fn parse(text: &str, cluster: &Cluster) -> Result<SimLimits, (usize, String)
         let mut limits = Limits::default();
         change.limits.apply(&mut limits);
         let limits = sluice_ctld::accounts::limits::core_limits(cluster, &limits);
+        if let Some(parent) = &change.parent {
+            if !out.accounts.iter().any(|a| a.name == *parent) {
+                return Err((n, format!("parent {parent} is not listed before this line")));
+            }
+        }
         match kind.as_str() {
             "account" => out.accounts.push(AccountLimitsLine {
                 name: name.to_ascii_lowercase(),
@@ -105,12 +122,7 @@ pub fn parse(text: &str, cluster: &Cluster) -> Result<SimLimits, (usize, String)
                 account,
                 limits,
             }),
-            _ => {
-                return Err((
-                    n,
-                    format!("expected account, user or enforce, found '{}'", words[0]),
-                ))
-            }
+            _ => unreachable!("checked above"),
         }
     }
     Ok(out)
@@ -178,6 +190,14 @@ mod tests {
             "only limits (and parent=) are simulated here"
         );
         assert_eq!(err("enforce limits\n").1, "expected 'enforce safe'");
+        assert_eq!(
+            err("qos high maxjobs=1\n").1,
+            "expected account, user or enforce, found 'qos'"
+        );
+        assert_eq!(
+            err("account a\naccount b parent=c\n"),
+            (2, "parent c is not listed before this line".into())
+        );
         assert_eq!(
             err("account a,b maxjobs=1\n").1,
             "expected one account name"

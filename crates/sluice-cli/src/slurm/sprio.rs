@@ -267,9 +267,25 @@ pub fn parse(args: Vec<String>) -> Result<Options, String> {
     Ok(o)
 }
 
+/// `--help` and `--usage`.
+const USAGE: &str = "Usage: sprio [OPTIONS]
+  -h, --noheader          no header line
+  -j, --jobs=JOBS         these jobs only
+  -l, --long              every factor, with the user and nice
+  -n, --norm              normalized factors
+  -o, --format=FORMAT     the format's %-codes (i u Y y S A a B b F f J j P p Q q N T t r c)
+  -p, --partition=PARTS   these partitions' jobs only
+  -u, --user=USERS        these users' jobs only
+  -w, --weights           the configured weights
+      --help, --usage     this help\n";
+
 /// Runs `sprio`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sprio";
+    if args.iter().any(|a| a == "--help" || a == "--usage") {
+        print!("{USAGE}");
+        return 0;
+    }
     let o = parse(args).unwrap_or_else(|e| fail(ME, e, 1));
     let report: PriorityReport = controller()
         .get("/v1/priority")

@@ -248,9 +248,24 @@ pub fn render(o: &Options, report: &SharesReport, me: &str) -> String {
     out
 }
 
+/// `--help` and `--usage`.
+const USAGE: &str = "Usage: sshare [OPTIONS]
+  -a, --all               every user (not only yourself)
+  -A, --accounts=ACCOUNTS these accounts only
+  -l, --long              normalized usage, LevelFS, GrpTRESMins, TRESRunMins
+  -n, --noheader          no header lines
+  -p, --parsable          '|' between fields, one at the end
+  -P, --parsable2         '|' between fields
+  -u, --users=USERS       these users
+      --help, --usage     this help\n";
+
 /// Runs `sshare`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sshare";
+    if args.iter().any(|a| a == "--help" || a == "--usage") {
+        print!("{USAGE}");
+        return 0;
+    }
     let o = parse(args).unwrap_or_else(|e| fail(ME, e, 1));
     let report: SharesReport = controller()
         .get("/v1/shares")
