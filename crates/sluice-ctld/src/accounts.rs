@@ -543,6 +543,13 @@ impl Accounts {
             _ => match effective.as_ref().and_then(|e| e.default_qos.clone()) {
                 Some(d) => d,
                 None if allowed.len() == 1 => allowed.iter().next().cloned().unwrap_or_default(),
+                // With `qos` enforced, a job needs a QOS that exists and that its
+                // association may use (`normal` may have been deleted).
+                None if enforce.qos
+                    && (!self.qos.contains_key("normal") || !allowed.contains("normal")) =>
+                {
+                    return Err(BAD_QOS)
+                }
                 None => "normal".to_string(),
             },
         };

@@ -661,6 +661,18 @@ fn qos_lists_default_qos_and_deltas() {
     )
     .unwrap();
     assert_eq!(a.allowed_qos(id), BTreeSet::from(["normal".to_string()]));
+    // With `normal` deleted too, a job naming no QOS has none it may use: refused
+    // under `qos` enforcement, not given a QOS that no longer exists.
+    a.change(
+        &admin(),
+        &AccountsRequest::DeleteQos {
+            names: names(&["normal"]),
+        },
+        &[],
+        true,
+    )
+    .unwrap();
+    assert_eq!(job(&a, None, None, &enforce), Err(BAD_QOS));
 }
 
 #[test]
