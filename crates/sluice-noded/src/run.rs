@@ -103,13 +103,18 @@ impl Owner {
                 }
             }
         }
+        // Always O_APPEND (truncated first unless appending), as slurmstepd opens
+        // it: slurmstepd's own lines (`*** JOB 12 ON n1 CANCELLED ... ***`) then land
+        // after what the job wrote instead of under its next write.
         let f = OpenOptions::new()
             .create(true)
-            .write(true)
-            .append(append)
-            .truncate(!append)
+            .append(true)
             .mode(0o644)
             .open(path)?;
+        // (Only a regular file is truncated: `-o /dev/null` is not one.)
+        if !append && f.metadata()?.is_file() {
+            f.set_len(0)?;
+        }
         if self.switch {
             use std::os::fd::AsRawFd;
             let _ = nix::unistd::fchown(

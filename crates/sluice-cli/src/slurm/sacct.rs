@@ -426,6 +426,9 @@ pub fn main(args: Vec<String>) -> i32 {
             || key == "--partition"
         {
             let _ = value(&mut i);
+        } else if !a.starts_with('-') {
+            eprintln!("{ME}: error: Unknown arguments:");
+            fail(ME, format!(" {}", args[i..].join(" ")), 1);
         } else {
             fail(ME, format!("unrecognized option '{a}'"), 1);
         }

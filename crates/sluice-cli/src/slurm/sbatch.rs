@@ -160,6 +160,14 @@ fn option_error(e: sluice_conf::options::OptionError) -> ! {
             1,
         )
     }
+    if e.message.starts_with("unrecognized option") {
+        // getopt's own words, as sbatch prints them (no `error:`).
+        eprintln!(
+            "sbatch: {}\nTry \"sbatch --help\" for more information",
+            e.message
+        );
+        std::process::exit(USAGE_EXIT)
+    }
     fail("sbatch", e, USAGE_EXIT)
 }
 
@@ -281,7 +289,8 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     if opts.parsable {
         println!("{}", reply.job_id);
-    } else {
+    } else if !opts.quiet {
+        // `-Q/--quiet`: nothing on stdout, as Slurm's sbatch.
         println!("Submitted batch job {}", reply.job_id);
     }
     if opts.wait {

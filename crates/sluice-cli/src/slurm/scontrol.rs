@@ -191,6 +191,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("MinCPUsNode", j.cpus_per_task.to_string());
     match j.desc.memory {
         Some(sluice_proto::types::MemoryRequest::PerCpu(m)) => p("MinMemoryCPU", format!("{m}M")),
+        Some(sluice_proto::types::MemoryRequest::PerNode(m)) if j.mem_per_node == 0 => {
+            p("MinMemoryNode", format!("{m}M"))
+        }
         _ => p("MinMemoryNode", format!("{}M", j.mem_per_node)),
     }
     p("MinTmpDiskNode", "0".into());
@@ -350,7 +353,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     let jobs: Vec<JobRecord> = match &arg {
                         Some(id) => {
                             let Some(ids) = parse_job_arg(id) else {
-                                eprintln!("slurm_load_jobs error: Invalid job id specified");
+                                eprintln!("scontrol_print_job error: Invalid job id specified");
                                 return 1;
                             };
                             let (job, task) = ids[0];
@@ -685,7 +688,10 @@ pub fn main(args: Vec<String>) -> i32 {
                 None => fail(ME, "invalid entity for keyword delete", 1),
             }
         }
-        other => fail(ME, format!("invalid keyword: {other}"), 1),
+        other => {
+            eprintln!("invalid keyword: {other}");
+            1
+        }
     }
 }
 

@@ -281,6 +281,14 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         }
     }
+    if nodes_mode {
+        // Node by node (each node's partitions in configuration order), as Slurm lists them.
+        groups.sort_by_key(|g| {
+            g.nodes
+                .first()
+                .and_then(|n| nodes.iter().position(|m| m.name == n.name))
+        });
+    }
     // `%#N`/`%#P` size to the longest value, as Slurm does.
     let widest = |code: char| {
         groups

@@ -1,5 +1,6 @@
 //! `squeue`: the queue.
 
+use sluice_proto::types::MemoryRequest;
 use sluice_proto::types::{JobRecord, JobState};
 
 use super::common::{
@@ -117,10 +118,10 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         'c' => f("MIN_CPUS", j.cpus_per_task.to_string()),
         'm' => f(
             "MIN_MEMORY",
-            if j.mem_per_node > 0 {
-                format!("{}M", j.mem_per_node)
-            } else {
-                "0".into()
+            match j.desc.memory {
+                Some(MemoryRequest::PerNode(m) | MemoryRequest::PerCpu(m)) if m > 0 => mebibytes(m),
+                _ if j.mem_per_node > 0 => mebibytes(j.mem_per_node),
+                _ => "0".into(),
             },
         ),
         'b' => f(
@@ -433,7 +434,8 @@ pub fn main(args: Vec<String>) -> i32 {
     jobs.retain(|j| a.names.is_empty() || a.names.contains(&j.desc.name));
     if !a.all_states {
         if a.states.is_empty() && !a.other_states {
-            jobs.retain(|j| !j.state.is_finished() || !a.jobs.is_empty());
+            // As Slurm's squeue: finished jobs only with `-t`, even when named by `-j`.
+            jobs.retain(|j| !j.state.is_finished());
         } else {
             jobs.retain(|j| a.states.contains(&j.state));
         }
@@ -547,4 +549,28 @@ fn collapse_arrays(jobs: Vec<JobRecord>) -> Vec<JobRecord> {
         }
     }
     out
+}
+
+/// MiB as Slurm shows a memory size: `100M`, `2G`, `3.50G`.
+pub fn mebibytes(m: u64) -> String {
+    if m < 1024 {
+        format!("{m}M")
+    } else if m.is_multiple_of(1024) {
+        format!("{}G", m / 1024)
+    } else {
+        format!("{:.2}G", m as f64 / 1024.0)
+    }
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::mebibytes;
+
+    #[test]
+    fn memory_sizes_print_in_slurms_units() {
+        assert_eq!(mebibytes(100), "100M");
+        assert_eq!(mebibytes(1000), "1000M");
+        assert_eq!(mebibytes(2048), "2G");
+        assert_eq!(mebibytes(3584), "3.50G");
+    }
 }

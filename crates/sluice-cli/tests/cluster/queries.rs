@@ -427,3 +427,57 @@ fn sinfo_follows_nodes_from_idle_to_mixed_to_allocated() {
     );
     assert_eq!(sinfo(&["-o", "%C"]), "CPUS(A/I/O/T)\n1/1/0/2\n2/0/0/2\n");
 }
+
+#[test]
+fn commands_print_what_real_slurm_printed_in_the_differential_suite() {
+    // Differences compat/run.py found against real Slurm 22.05, now the same.
+    let c = Cluster::start("compat-fixes", SMALL);
+    let job = c.sbatch(&["--wrap", "true"]);
+    c.wait_ended(job);
+    let id = job.to_string();
+    // A finished job named by -j is listed only with -t.
+    let o = c.run("squeue", &["-h", "-j", &id, "-o", "%i %T"]);
+    assert_eq!((o.stdout.as_str(), o.code), ("", 0));
+    let o = c.run("squeue", &["-h", "-t", "all", "-j", &id, "-o", "%i %T"]);
+    assert_eq!(o.stdout, format!("{job} COMPLETED\n"));
+    // getopt's words for an unknown sbatch option.
+    let o = c.run("sbatch", &["--no-such-option", "--wrap", "true"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "sbatch: unrecognized option '--no-such-option'\nTry \"sbatch --help\" for more information\n",
+            255
+        )
+    );
+    let o = c.run("sacct", &["positional"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "sacct: error: Unknown arguments:\nsacct: error:  positional\n",
+            1
+        )
+    );
+    let o = c.run("scontrol", &["show", "job", "abc"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("scontrol_print_job error: Invalid job id specified\n", 1)
+    );
+    let o = c.run("scontrol", &["nosuchcommand"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("invalid keyword: nosuchcommand\n", 1)
+    );
+    // squeue %m: the memory asked for, in Slurm's units.
+    let held = c.sbatch(&["--hold", "--mem=900", "--wrap", "true"]);
+    let o = c.run("squeue", &["-h", "-j", &held.to_string(), "-o", "%m"]);
+    assert_eq!(o.stdout, "900M\n");
+}
+
+#[test]
+fn sbatch_quiet_submits_without_a_word() {
+    let c = Cluster::start("sbatch-quiet", SMALL);
+    let o = c.run("sbatch", &["-Q", "--hold", "--wrap", "true"]);
+    assert_eq!((o.stdout.as_str(), o.stderr.as_str(), o.code), ("", "", 0));
+    let o = c.run("squeue", &["-h", "-o", "%T %r"]);
+    assert_eq!(o.stdout, "PENDING JobHeldUser\n");
+}
