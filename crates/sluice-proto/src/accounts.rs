@@ -945,23 +945,12 @@ pub fn format_tres(tres: &Tres) -> String {
     let mut parts: Vec<String> = tres
         .iter()
         .map(|(t, n)| match t.as_str() {
-            "mem" => format!("mem={}", exact_mib(*n)),
+            "mem" => format!("mem={}", crate::types::exact_mib(*n)),
             _ => format!("{t}={n}"),
         })
         .collect();
     parts.sort_unstable();
     parts.join(",")
-}
-
-/// MiB in the largest unit that divides them exactly: `1500M`, `16G`, `1T`.
-fn exact_mib(mut n: u64) -> String {
-    const UNITS: [&str; 5] = ["M", "G", "T", "P", "E"];
-    let mut unit = 0;
-    while n > 0 && n.is_multiple_of(1024) && unit + 1 < UNITS.len() {
-        n /= 1024;
-        unit += 1;
-    }
-    format!("{n}{}", UNITS[unit])
 }
 
 /// Minutes as sacctmgr prints a wall limit: `02:00:00`, `1-00:00:00`.

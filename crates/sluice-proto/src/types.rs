@@ -450,8 +450,9 @@ pub fn tres_string_sorted(tres: &[(String, u64)]) -> String {
     parts.join(",")
 }
 
-/// MiB in the largest unit that divides them exactly: `1500M`, `3G`, `1T`.
-fn exact_mib(mut n: u64) -> String {
+/// MiB in the largest unit that divides them exactly, as Slurm prints TRES memory:
+/// `1500M`, `3G`, `1T`.
+pub fn exact_mib(mut n: u64) -> String {
     const UNITS: [&str; 5] = ["M", "G", "T", "P", "E"];
     let mut unit = 0;
     while n > 0 && n.is_multiple_of(1024) && unit + 1 < UNITS.len() {
