@@ -2426,6 +2426,22 @@ impl Controller {
                 self.state_dir.display().to_string(),
             ),
         ];
+        // Shown even when not set, upper-cased, as Slurm shows it.
+        let enforce = self
+            .conf
+            .settings
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("EnforcePartLimits"))
+            .map(|(_, v)| v.to_ascii_uppercase())
+            .unwrap_or_else(|| {
+                if self.conf.enforce_part_limits {
+                    "ALL"
+                } else {
+                    "NO"
+                }
+                .into()
+            });
+        entries.push(("EnforcePartLimits".into(), enforce));
         for (k, v) in &self.conf.settings {
             if !entries.iter().any(|(e, _)| e.eq_ignore_ascii_case(k)) {
                 entries.push((k.clone(), v.clone()));

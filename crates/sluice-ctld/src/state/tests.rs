@@ -962,6 +962,15 @@ fn enforce_part_limits_refuses_what_the_partition_does_not_allow_with_slurms_wor
     let (id, _) = submit(&mut c, desc(1, 2 * 86_400), &mut next, 0);
     c.schedule(0);
     assert_eq!(c.job(id).unwrap().reason, "PartitionTimeLimit");
+    // scontrol show config shows the setting even when it is not set, as Slurm does.
+    let shown = |c: &Controller| {
+        c.config()
+            .entries
+            .into_iter()
+            .find(|(k, _)| k == "EnforcePartLimits")
+            .map(|(_, v)| v)
+    };
+    assert_eq!(shown(&c).as_deref(), Some("NO"));
 }
 
 #[test]
