@@ -162,12 +162,10 @@ fn dedup(names: &[String]) -> Vec<String> {
 }
 
 impl Accounts {
-    /// A fresh cluster as Slurm sets one up: the `root` account and association, the
-    /// `root` user (Administrator, default account `root`) and its association, and QOS
-    /// `normal`, allowed at `root`. `tracked_tres` are the TRES accounting tracks (the
-    /// only ones limits may name).
-    pub fn new(cluster: &str, tracked_tres: &[String]) -> Self {
-        let mut a = Accounts {
+    /// No accounts, users, associations or QOS at all (what [`Accounts::new`] and
+    /// [`Accounts::restore`] fill in).
+    fn empty(cluster: &str, tracked_tres: &[String]) -> Self {
+        Accounts {
             cluster: cluster.to_string(),
             tracked_tres: tracked_tres.to_vec(),
             accounts: BTreeMap::new(),
@@ -178,7 +176,15 @@ impl Accounts {
             next_id: 1,
             next_seq: 1,
             next_qos_id: 1,
-        };
+        }
+    }
+
+    /// A fresh cluster as Slurm sets one up: the `root` account and association, the
+    /// `root` user (Administrator, default account `root`) and its association, and QOS
+    /// `normal`, allowed at `root`. `tracked_tres` are the TRES accounting tracks (the
+    /// only ones limits may name).
+    pub fn new(cluster: &str, tracked_tres: &[String]) -> Self {
+        let mut a = Accounts::empty(cluster, tracked_tres);
         a.accounts.insert(
             "root".into(),
             AccountRecord {
@@ -221,18 +227,7 @@ impl Accounts {
             let rows = a.all_rows();
             return Ok((a, rows));
         }
-        let mut a = Accounts {
-            cluster: cluster.to_string(),
-            tracked_tres: tracked_tres.to_vec(),
-            accounts: BTreeMap::new(),
-            users: BTreeMap::new(),
-            assocs: BTreeMap::new(),
-            qos: BTreeMap::new(),
-            index: BTreeMap::new(),
-            next_id: 1,
-            next_seq: 1,
-            next_qos_id: 1,
-        };
+        let mut a = Accounts::empty(cluster, tracked_tres);
         for row in rows {
             let Some(text) = &row.record else { continue };
             let bad = |e: serde_json::Error| format!("{} {}: {e}", row.kind, row.key);
