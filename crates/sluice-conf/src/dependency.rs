@@ -16,13 +16,25 @@ pub enum DependencyKind {
     AfterCorr,
 }
 
-/// One condition: a kind and the jobs it names (`123` or an array task `123_4`).
+/// One job a condition names: `123`, an array task `123_4`, with `after` an optional
+/// delay `123+5`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// Job id.
+    pub job: u64,
+    /// Array task index, for `123_4`.
+    pub task: Option<u32>,
+    /// `after:123+5`: minutes to wait after the job started or was cancelled (0: none).
+    pub delay_mins: u32,
+}
+
+/// One condition: a kind and the jobs it names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Condition {
     /// What to wait for.
     pub kind: DependencyKind,
-    /// Job ids, each with an optional array task index.
-    pub jobs: Vec<(u64, Option<u32>)>,
+    /// The jobs, in the order given.
+    pub jobs: Vec<Target>,
 }
 
 /// A parsed `--dependency` value.
@@ -63,14 +75,21 @@ pub fn parse_dependency(s: &str) -> Result<Dependency, String> {
         };
         let mut jobs = Vec::new();
         for id in pieces {
-            // A `+minutes` delay is accepted on `after` only in newer Slurm; keep the id.
-            let id = id.split('+').next().unwrap_or("");
+            // `+minutes`: a delay, which only `after` honours.
+            let (id, delay_mins) = match id.split_once('+') {
+                Some((id, m)) => (id, m.parse::<u32>().map_err(|_| bad())?),
+                None => (id, 0),
+            };
             let (job, task) = match id.split_once('_') {
                 Some((j, t)) => (j, Some(t.parse::<u32>().map_err(|_| bad())?)),
                 None => (id, None),
             };
             let job = job.parse::<u64>().ok().filter(|j| *j > 0).ok_or_else(bad)?;
-            jobs.push((job, task));
+            jobs.push(Target {
+                job,
+                task,
+                delay_mins,
+            });
         }
         if jobs.is_empty() {
             return Err(bad());
@@ -88,6 +107,14 @@ pub fn parse_dependency(s: &str) -> Result<Dependency, String> {
 mod tests {
     use super::*;
 
+    fn t(job: u64, task: Option<u32>, delay_mins: u32) -> Target {
+        Target {
+            job,
+            task,
+            delay_mins,
+        }
+    }
+
     #[test]
     fn forms() {
         assert_eq!(
@@ -95,24 +122,24 @@ mod tests {
             Dependency::All(vec![
                 Condition {
                     kind: DependencyKind::AfterOk,
-                    jobs: vec![(12, None), (13, None)]
+                    jobs: vec![t(12, None, 0), t(13, None, 0)]
                 },
                 Condition {
                     kind: DependencyKind::AfterAny,
-                    jobs: vec![(14, Some(2))]
+                    jobs: vec![t(14, Some(2), 0)]
                 },
             ])
         );
         assert_eq!(
-            parse_dependency("afternotok:5?after:6").unwrap(),
+            parse_dependency("afternotok:5?after:6+10").unwrap(),
             Dependency::Any(vec![
                 Condition {
                     kind: DependencyKind::AfterNotOk,
-                    jobs: vec![(5, None)]
+                    jobs: vec![t(5, None, 0)]
                 },
                 Condition {
                     kind: DependencyKind::After,
-                    jobs: vec![(6, None)]
+                    jobs: vec![t(6, None, 10)]
                 },
             ])
         );
@@ -132,6 +159,7 @@ mod tests {
             "afterok:1,after:2?after:3",
             "",
             "afterok:0",
+            "after:5+x",
         ] {
             assert_eq!(
                 parse_dependency(bad),

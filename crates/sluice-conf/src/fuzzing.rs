@@ -326,10 +326,13 @@ fn format_dependency(dep: &Dependency) -> String {
             DependencyKind::AfterCorr => "aftercorr",
         };
         let mut out = kind.to_string();
-        for (job, task) in &c.jobs {
-            out.push_str(&format!(":{job}"));
-            if let Some(t) = task {
-                out.push_str(&format!("_{t}"));
+        for t in &c.jobs {
+            out.push_str(&format!(":{}", t.job));
+            if let Some(task) = t.task {
+                out.push_str(&format!("_{task}"));
+            }
+            if t.delay_mins > 0 {
+                out.push_str(&format!("+{}", t.delay_mins));
             }
         }
         out
@@ -363,7 +366,7 @@ pub fn check_dependency(data: &[u8]) {
     );
     for c in conds {
         assert!(
-            !c.jobs.is_empty() && c.jobs.iter().all(|(j, _)| *j > 0),
+            !c.jobs.is_empty() && c.jobs.iter().all(|t| t.job > 0),
             "parse_dependency({s:?}): {c:?}"
         );
     }

@@ -8,7 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use sluice_conf::dependency::{parse_dependency, Dependency, DependencyKind};
+use dependency::DepState;
+use sluice_conf::dependency::{parse_dependency, Dependency};
 use sluice_conf::gres_conf::GresDevice;
 use sluice_core::gpu_pick;
 use sluice_core::job::SwitchLimit;
@@ -209,6 +210,9 @@ pub struct Controller {
     /// Something happened that may let a job of `outside` into the queue (a job started,
     /// ended or was released): the next pass looks at them again.
     outside_dirty: bool,
+    /// When `after:ID+MIN` delays of outside jobs lapse (time, job): the controller
+    /// looks at them again then.
+    dep_due: BTreeSet<(i64, u64)>,
     /// Agents that registered.
     agents_up: BTreeSet<String>,
     /// GPU device indices in use, per node (used whole, or shared by shard jobs).
@@ -300,6 +304,7 @@ impl Controller {
             steps: BTreeMap::new(),
             outside: BTreeSet::new(),
             outside_dirty: true,
+            dep_due: BTreeSet::new(),
             preempting: BTreeMap::new(),
             agents_up: BTreeSet::new(),
             gpus_in_use: vec![BTreeSet::new(); n],
@@ -533,6 +538,7 @@ impl Controller {
             qos: accounting.qos,
             state: JobState::Pending,
             reason: "None".into(),
+            dependency_status: None,
             priority: 0,
             submit_time: now,
             start_time: None,
@@ -622,12 +628,14 @@ impl Controller {
 
     /// `EnforcePartLimits=ALL|ANY|YES`: a job over its partition's limits is refused
     /// at submission with Slurm's words, rather than left pending (`PartitionTimeLimit`,
-    /// `PartitionNodeLimit`).
+    /// `PartitionNodeLimit`). Checked in Slurm 22.05's order: time, then processors,
+    /// then nodes.
     ///
     /// Errors: `Requested time limit is invalid (missing or exceeds some limit)` over
-    /// `MaxTime`; `More processors requested than permitted` for more nodes than the
-    /// partition has or allows (`MaxNodes`), fewer than `MinNodes`, more CPUs than it
-    /// has, or more CPUs per task than its largest node.
+    /// `MaxTime`; `More processors requested than permitted` for more CPUs than the
+    /// partition has (counting at least one per requested node) or more CPUs per task
+    /// than its largest node; `Node count specification invalid` for more nodes than
+    /// the partition has or allows (`MaxNodes`), or fewer than `MinNodes`.
     fn check_partition_limits(&self, spec: &JobSpec) -> Result<(), String> {
         let p = self.conf.cluster.partition(spec.partition);
         if p.max_time.is_some_and(|m| spec.time_limit > m) {
@@ -637,13 +645,16 @@ impl Controller {
         let nodes = || p.nodes.iter().map(|n| &self.conf.cluster.nodes[n.index()]);
         let cpus: u64 = nodes().map(|n| u64::from(n.capacity.cpus)).sum();
         let widest = nodes().map(|n| n.capacity.cpus).max().unwrap_or(0);
-        let too_many = req.min_nodes as usize > p.nodes.len()
-            || p.max_nodes.is_some_and(|m| req.min_nodes > m)
-            || req.min_nodes < p.min_nodes
-            || u64::from(req.ntasks.max(1)) * u64::from(req.cpus_per_task.max(1)) > cpus
-            || req.cpus_per_task > widest;
-        if too_many {
+        let min_cpus = (u64::from(req.ntasks.max(1)) * u64::from(req.cpus_per_task.max(1)))
+            .max(u64::from(req.min_nodes));
+        if min_cpus > cpus || req.cpus_per_task > widest {
             return Err("More processors requested than permitted".into());
+        }
+        let bad_count = req.min_nodes as usize > p.nodes.len()
+            || p.max_nodes.is_some_and(|m| req.min_nodes > m)
+            || req.min_nodes < p.min_nodes;
+        if bad_count {
+            return Err("Node count specification invalid".into());
         }
         Ok(())
     }
@@ -915,12 +926,17 @@ impl Controller {
     fn release(&mut self, ids: Vec<u64>, now: i64) -> Vec<Effect> {
         let mut effects = Vec::new();
         for id in ids {
-            let reason = self.blocked_reason(id);
+            let reason = self.blocked_reason(id, now);
             let r = self.jobs.get_mut(&id).expect("outside jobs have records");
             match reason {
                 Some(reason) => {
                     if r.reason != reason {
                         r.reason = reason.to_string();
+                    }
+                    if reason == "Dependency" {
+                        if let Some(due) = self.dependency_due(&self.jobs[&id], now) {
+                            self.dep_due.insert((due, id));
+                        }
                     }
                 }
                 None => {
@@ -973,7 +989,7 @@ impl Controller {
     }
 
     /// Why a pending job may not enter the queue yet (Slurm's reason), if it may not.
-    fn blocked_reason(&self, id: u64) -> Option<&'static str> {
+    fn blocked_reason(&self, id: u64, now: i64) -> Option<&'static str> {
         let r = &self.jobs[&id];
         if r.held {
             if r.details.contains_key(reservations::RESV_DELETED) {
@@ -990,7 +1006,7 @@ impl Controller {
             return Some("BeginTime");
         }
         if let Some(dep) = r.desc.dependency.as_deref() {
-            match self.dependency_state(r, dep) {
+            match self.dependency_state(r, dep, now) {
                 DepState::Satisfied => {}
                 DepState::Waiting => return Some("Dependency"),
                 DepState::Never => return Some("DependencyNeverSatisfied"),
@@ -1020,100 +1036,6 @@ impl Controller {
         None
     }
 
-    fn dependency_state(&self, r: &JobRecord, dep: &str) -> DepState {
-        let Ok(parsed) = parse_dependency(dep) else {
-            return DepState::Never;
-        };
-        let cond = |kind: DependencyKind, job: u64, task: Option<u32>| -> DepState {
-            let target = match task {
-                Some(t) => self.jobs.values().find(|j| j.array == Some((job, t))),
-                None => self.jobs.get(&job),
-            };
-            let Some(t) = target else {
-                return DepState::Satisfied; // unknown ids are dropped, as Slurm does
-            };
-            let targets: Vec<&JobRecord> = if task.is_none() && t.array.is_some_and(|a| a.0 == job)
-            {
-                self.jobs
-                    .values()
-                    .filter(|j| j.array.is_some_and(|a| a.0 == job))
-                    .collect()
-            } else {
-                vec![t]
-            };
-            let mut all = DepState::Satisfied;
-            for t in targets {
-                let s = match kind {
-                    DependencyKind::After => {
-                        if t.state == JobState::Pending {
-                            DepState::Waiting
-                        } else {
-                            DepState::Satisfied
-                        }
-                    }
-                    DependencyKind::AfterAny => {
-                        if t.state.is_finished() {
-                            DepState::Satisfied
-                        } else {
-                            DepState::Waiting
-                        }
-                    }
-                    DependencyKind::AfterOk | DependencyKind::AfterCorr => match t.state {
-                        JobState::Completed => DepState::Satisfied,
-                        s if s.is_finished() => DepState::Never,
-                        _ => DepState::Waiting,
-                    },
-                    DependencyKind::AfterNotOk => match t.state {
-                        JobState::Completed => DepState::Never,
-                        s if s.is_finished() => DepState::Satisfied,
-                        _ => DepState::Waiting,
-                    },
-                };
-                all = all.and(s);
-            }
-            all
-        };
-        match parsed {
-            Dependency::Singleton => {
-                let busy = self.jobs.values().any(|j| {
-                    j.id != r.id
-                        && j.uid == r.uid
-                        && j.desc.name == r.desc.name
-                        && (j.state == JobState::Running
-                            || (j.state == JobState::Pending && j.id < r.id))
-                });
-                if busy {
-                    DepState::Waiting
-                } else {
-                    DepState::Satisfied
-                }
-            }
-            Dependency::All(conds) => {
-                let mut all = DepState::Satisfied;
-                for c in conds {
-                    for (job, task) in &c.jobs {
-                        let task = if c.kind == DependencyKind::AfterCorr {
-                            r.array.map(|a| a.1).or(*task)
-                        } else {
-                            *task
-                        };
-                        all = all.and(cond(c.kind, *job, task));
-                    }
-                }
-                all
-            }
-            Dependency::Any(conds) => {
-                let mut any = DepState::Never;
-                for c in conds {
-                    for (job, task) in &c.jobs {
-                        any = any.or(cond(c.kind, *job, *task));
-                    }
-                }
-                any
-            }
-        }
-    }
-
     /// Runs a scheduling pass: jobs that may now enter the queue do, and the core starts
     /// what it can.
     pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
@@ -1121,6 +1043,13 @@ impl Controller {
         effects.extend(self.expire_interactive(now));
         effects.extend(self.preempt_due(now));
         let mut started = false;
+        while let Some(&(due, id)) = self.dep_due.first() {
+            if due > now {
+                break;
+            }
+            self.dep_due.remove(&(due, id));
+            self.outside_dirty = true;
+        }
         // Another pass only when shard jobs went back to the queue (state/shards.rs).
         for _ in 0..shards::MAX_PASSES {
             if std::mem::take(&mut self.outside_dirty) {
@@ -1150,6 +1079,7 @@ impl Controller {
             self.sched.next_wakeup(),
             self.priority.next_tick(),
             self.next_preempt_deadline(),
+            self.dep_due.first().map(|d| d.0),
         ]
         .into_iter()
         .flatten()
@@ -2141,6 +2071,7 @@ impl Controller {
     /// after each pass would cost time in the queue's length per event.
     fn live(&self, r: &JobRecord) -> JobRecord {
         let mut r = r.clone();
+        r.dependency_status = self.dependency_display(&r, self.sched.last_pass());
         // The priority the core orders it by (held and finished jobs: 0, as Slurm shows).
         r.priority = match r.state {
             JobState::Pending | JobState::Running if self.priority.multifactor() && !r.held => {
@@ -2198,7 +2129,7 @@ impl Controller {
             if let Some(Ok(Dependency::All(c) | Dependency::Any(c))) =
                 j.desc.dependency.as_deref().map(parse_dependency)
             {
-                named.extend(c.iter().flat_map(|c| c.jobs.iter().map(|(id, _)| *id)));
+                named.extend(c.iter().flat_map(|c| c.jobs.iter().map(|t| t.job)));
             }
         }
         let live_arrays: BTreeSet<u64> = self
@@ -2464,31 +2395,6 @@ impl Controller {
             .collect();
         for id in old {
             self.jobs.remove(&id);
-        }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum DepState {
-    Satisfied,
-    Waiting,
-    Never,
-}
-
-impl DepState {
-    fn and(self, o: DepState) -> DepState {
-        match (self, o) {
-            (DepState::Never, _) | (_, DepState::Never) => DepState::Never,
-            (DepState::Waiting, _) | (_, DepState::Waiting) => DepState::Waiting,
-            _ => DepState::Satisfied,
-        }
-    }
-
-    fn or(self, o: DepState) -> DepState {
-        match (self, o) {
-            (DepState::Satisfied, _) | (_, DepState::Satisfied) => DepState::Satisfied,
-            (DepState::Waiting, _) | (_, DepState::Waiting) => DepState::Waiting,
-            _ => DepState::Never,
         }
     }
 }
@@ -2760,6 +2666,7 @@ pub fn batch_environment(
     env.into_iter().collect()
 }
 
+mod dependency;
 pub mod gpu_env;
 mod preempt;
 mod priority;

@@ -142,6 +142,12 @@ pub struct JobDescription {
     /// Tasks per node.
     pub ntasks_per_node: Option<u32>,
     /// Time limit in seconds; `Some(None)` is UNLIMITED; `None` is the partition default.
+    /// On the wire UNLIMITED is `null` and the default an absent field.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub time_limit: Option<Option<i64>>,
     /// Memory.
     pub memory: Option<MemoryRequest>,
@@ -280,6 +286,16 @@ pub struct StepRecord {
     pub cpus: u32,
 }
 
+/// Reads a field that is there, `null` included, as `Some`: with `#[serde(default)]`
+/// an absent field stays `None`, so `Option<Option<T>>` keeps its three cases.
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
 /// A job as the controller records it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
@@ -308,6 +324,12 @@ pub struct JobRecord {
     pub state: JobState,
     /// Pending reason (Slurm's code), `None` otherwise.
     pub reason: String,
+    /// The dependency as `squeue %E` and `scontrol show job` print it: each job still
+    /// waited for `kind:id(unfulfilled)`, each that can no longer satisfy it
+    /// `kind:id(failed)`; `None` once nothing is left (`(null)`). Filled in by the
+    /// controller when it shows a record, never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency_status: Option<String>,
     /// Priority.
     pub priority: u32,
     /// Submission time, Unix seconds.
@@ -837,5 +859,24 @@ mod tres_tests {
             [mem(1500), mem(24105), mem(1024), mem(1 << 20), mem(0)],
             ["mem=1500M", "mem=24105M", "mem=1G", "mem=1T", ""]
         );
+    }
+}
+
+#[cfg(test)]
+mod wire_tests {
+    use super::*;
+
+    #[test]
+    fn a_time_limit_keeps_unlimited_apart_from_the_partition_default() {
+        // `-t UNLIMITED` once arrived as the default (the partition's MaxTime).
+        for limit in [None, Some(None), Some(Some(600))] {
+            let d = JobDescription {
+                time_limit: limit,
+                ..Default::default()
+            };
+            let back: JobDescription =
+                serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
+            assert_eq!(back.time_limit, limit);
+        }
     }
 }

@@ -124,7 +124,8 @@ pub const BAD_GRES: &str = "Invalid generic resource (gres) specification";
 
 /// The lines Slurm's submitting commands print before "…submission failed: MSG" (or
 /// salloc's "Job submit/allocate failed: MSG") when the controller refuses `desc`:
-/// which partition was invalid, or that the memory asked for cannot be had.
+/// which partition was invalid, or that the CPUs per node or the memory asked for
+/// cannot be had on any node.
 pub fn explain_refusal(me: &str, desc: &JobDescription, msg: &str) {
     if msg == "Invalid partition name specified" {
         eprintln!(
@@ -132,21 +133,30 @@ pub fn explain_refusal(me: &str, desc: &JobDescription, msg: &str) {
             desc.partition.clone().unwrap_or_default()
         );
     }
-    // Only when the memory is what no node has: another cause (CPUs, nodes) gets the
-    // one line.
-    let per_node = match desc.memory {
-        Some(MemoryRequest::PerNode(m)) => m,
-        Some(MemoryRequest::PerCpu(m)) => m * u64::from(desc.cpus_per_task.unwrap_or(1)),
+    if msg != "Requested node configuration is not available" {
+        return;
+    }
+    // Only for what no node of the cluster has (CPUs per node, memory per node or per
+    // CPU, compared as given, as Slurm 22.05 does); any other cause gets the one line.
+    let tasks_per_node = desc.ntasks_per_node.unwrap_or(match desc.nodes {
+        Some((n, _)) if n > 0 => desc.ntasks.unwrap_or(1).div_ceil(n),
+        _ => 1,
+    });
+    let cpus_per_node = desc.cpus_per_task.unwrap_or(1) * tasks_per_node.max(1);
+    let mem = match desc.memory {
+        Some(MemoryRequest::PerNode(m) | MemoryRequest::PerCpu(m)) => m,
         _ => 0,
     };
-    if msg == "Requested node configuration is not available" && per_node > 0 {
-        let largest = super::common::controller()
-            .get::<Vec<sluice_proto::types::NodeInfo>>("/v1/nodes")
-            .ok()
-            .and_then(|nodes| nodes.iter().map(|n| n.memory).max());
-        if largest.is_some_and(|m| per_node > m) {
-            eprintln!("{me}: error: Memory specification can not be satisfied");
-        }
+    let Ok(nodes) =
+        super::common::controller().get::<Vec<sluice_proto::types::NodeInfo>>("/v1/nodes")
+    else {
+        return;
+    };
+    if nodes.iter().all(|n| cpus_per_node > n.cpus) {
+        eprintln!("{me}: error: CPU count per node can not be satisfied");
+    }
+    if mem > 0 && nodes.iter().all(|n| mem > n.memory) {
+        eprintln!("{me}: error: Memory specification can not be satisfied");
     }
 }
 

@@ -47,16 +47,8 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
             _ => "None".into(),
         },
     );
-    // Slurm marks a dependency still waited for `(unfulfilled)`, one never to be met
-    // `(failed)`.
-    p(
-        "Dependency",
-        match (j.desc.dependency.as_deref(), j.reason.as_str()) {
-            (Some(d), "Dependency") => format!("{d}(unfulfilled)"),
-            (Some(d), "DependencyNeverSatisfied") => format!("{d}(failed)"),
-            _ => opt(&j.desc.dependency),
-        },
-    );
+    // What is left of the dependency, each job marked `(unfulfilled)` or `(failed)`.
+    p("Dependency", opt(&j.dependency_status));
     p(
         "Requeue",
         if j.desc.requeue == Some(false) {

@@ -111,7 +111,9 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         ),
         'E' => f(
             "DEPENDENCY",
-            j.desc.dependency.clone().unwrap_or_else(|| "(null)".into()),
+            j.dependency_status
+                .clone()
+                .unwrap_or_else(|| "(null)".into()),
         ),
         'Y' => f("SCHEDNODES", "(null)".into()),
         'y' => f("NICE", j.desc.nice.unwrap_or(0).to_string()),

@@ -135,8 +135,17 @@ fn bad_submissions_get_slurms_errors_and_burn_no_job_id() {
             1,
         ),
         (
-            // CPUs, not memory, are what no node has: one line.
+            // CPUs, not memory, are what no node has (real Slurm 22.05, differential
+            // suite): the CPU line only.
             &["-c", "3", "--mem=100M", "--wrap", "true"],
+            "sbatch: error: CPU count per node can not be satisfied\n\
+             sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+            1,
+        ),
+        (
+            // Memory per CPU is compared as given: 600M per CPU fits a node of 1000M,
+            // though two CPUs need 1200M.
+            &["-c", "2", "--mem-per-cpu=600", "--wrap", "true"],
             "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
             1,
         ),

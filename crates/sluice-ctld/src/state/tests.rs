@@ -172,6 +172,78 @@ fn dependencies_wait_then_start_or_are_never_satisfied() {
 }
 
 #[test]
+fn dependencies_show_each_job_unfulfilled_or_failed_as_slurm_prints_them() {
+    // One CPU: job 1 runs, job 2 (held) never starts; the others wait on them.
+    let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (a, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    let mut d = desc(1, 600);
+    d.hold = true;
+    let (h, _) = submit(&mut c, d, &mut next, 0);
+    let dep = |c: &mut Controller, next: &mut u64, s: String| {
+        let mut d = desc(1, 600);
+        d.dependency = Some(s);
+        submit(c, d, next, 0).0
+    };
+    let both = dep(&mut c, &mut next, format!("afterok:{h}:{a}"));
+    let either = dep(&mut c, &mut next, format!("afterok:{h}?afternotok:{h}"));
+    let later = dep(&mut c, &mut next, format!("after:{a}+5"));
+    let unknown = dep(&mut c, &mut next, "afterok:999999".into());
+    c.schedule(0);
+    let shown = |c: &Controller, id: u64| {
+        let r = c.job(id).unwrap();
+        (r.reason.clone(), r.dependency_status.clone())
+    };
+    let s = |x: &str| Some(x.to_string());
+    assert_eq!(
+        shown(&c, both),
+        (
+            "Dependency".into(),
+            s("afterok:2(unfulfilled),afterok:1(unfulfilled)")
+        )
+    );
+    assert_eq!(
+        shown(&c, either),
+        (
+            "Dependency".into(),
+            s("afterok:2(unfulfilled)?afternotok:2(unfulfilled)")
+        )
+    );
+    // Job 1 started at 0: `after:1+5` holds from 300 s on.
+    assert_eq!(
+        shown(&c, later),
+        ("Dependency".into(), s("after:1+5(unfulfilled)"))
+    );
+    assert_eq!(c.next_wakeup(), Some(300));
+    // A job id that does not exist is dropped: the job queues (behind job 1).
+    assert_eq!(shown(&c, unknown).1, None);
+
+    // Job 1 fails: `afterok:1` can no longer hold; the OR list still waits on job 2.
+    c.job_ended(&ended(a, JobState::Failed, 1, 100), 100);
+    c.schedule(100);
+    assert_eq!(
+        shown(&c, both),
+        (
+            "DependencyNeverSatisfied".into(),
+            s("afterok:2(unfulfilled),afterok:1(failed)")
+        )
+    );
+    assert_eq!(c.job(later).unwrap().state, JobState::Pending);
+    // At 300 it enters the queue, behind the job that took the CPU at 100.
+    c.schedule(300);
+    assert_eq!(c.job(later).unwrap().reason, "Resources");
+    assert_eq!(shown(&c, later).1, None);
+    // Job 2 cancelled while held: `afternotok:2` holds, and the OR list is gone.
+    let req = CancelRequest {
+        jobs: vec![(h, None)],
+        ..Default::default()
+    };
+    c.cancel(&req, &alice(), 310).unwrap();
+    c.schedule(310);
+    assert_eq!(shown(&c, either).1, None);
+}
+
+#[test]
 fn hold_release_cancel_and_permissions() {
     let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
     let mut next = 1;
@@ -951,6 +1023,12 @@ fn enforce_part_limits_refuses_what_the_partition_does_not_allow_with_slurms_wor
         ..desc(1, 60)
     };
     assert_eq!(refusal(wide), "More processors requested than permitted");
+    // Two nodes fit in its two CPUs, but it has one node (the compat suite's 040).
+    let two = JobDescription {
+        nodes: Some((2, 2)),
+        ..desc(1, 60)
+    };
+    assert_eq!(refusal(two), "Node count specification invalid");
     let fat = JobDescription {
         cpus_per_task: Some(64),
         ..desc(1, 60)

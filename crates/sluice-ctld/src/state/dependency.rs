@@ -1,0 +1,254 @@
+//! Job dependencies (`--dependency`): whether a pending job's conditions hold, and the
+//! dependency as `squeue %E` and `scontrol show job` print it.
+//!
+//! Slurm 22.05's rules, as observed: unknown job ids are dropped (the job runs), except
+//! that a held job, which Slurm does not test, still shows them `(unfulfilled)`; a
+//! condition that holds disappears from the printed list; one that can no longer hold
+//! shows `(failed)` and keeps the job pending with `DependencyNeverSatisfied`; each job
+//! of a condition is printed as its own `kind:id(state)` item; an OR list (`?`) is
+//! satisfied, and gone, as soon as one item holds. `after:ID+MIN` waits MIN minutes
+//! after the job started (or was cancelled without starting).
+
+use sluice_conf::dependency::{parse_dependency, Dependency, DependencyKind, Target};
+use sluice_proto::types::{JobRecord, JobState};
+
+use super::Controller;
+
+/// Where one condition on one job stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum DepState {
+    /// It holds.
+    Satisfied,
+    /// It may still hold.
+    Waiting,
+    /// It can no longer hold.
+    Never,
+}
+
+impl DepState {
+    fn and(self, o: DepState) -> DepState {
+        match (self, o) {
+            (DepState::Never, _) | (_, DepState::Never) => DepState::Never,
+            (DepState::Waiting, _) | (_, DepState::Waiting) => DepState::Waiting,
+            _ => DepState::Satisfied,
+        }
+    }
+
+    fn or(self, o: DepState) -> DepState {
+        match (self, o) {
+            (DepState::Satisfied, _) | (_, DepState::Satisfied) => DepState::Satisfied,
+            (DepState::Waiting, _) | (_, DepState::Waiting) => DepState::Waiting,
+            _ => DepState::Never,
+        }
+    }
+}
+
+/// Slurm's name for a dependency kind.
+fn kind_name(kind: DependencyKind) -> &'static str {
+    match kind {
+        DependencyKind::After => "after",
+        DependencyKind::AfterAny => "afterany",
+        DependencyKind::AfterOk => "afterok",
+        DependencyKind::AfterNotOk => "afternotok",
+        DependencyKind::AfterCorr => "aftercorr",
+    }
+}
+
+impl Controller {
+    /// Whether `r`'s dependency `dep` holds at `now` (Unix seconds). A malformed one
+    /// (refused at submission, so only from an older record) never holds.
+    pub(super) fn dependency_state(&self, r: &JobRecord, dep: &str, now: i64) -> DepState {
+        let Ok(parsed) = parse_dependency(dep) else {
+            return DepState::Never;
+        };
+        match parsed {
+            Dependency::Singleton => self.singleton_state(r),
+            Dependency::All(conds) => conds
+                .iter()
+                .flat_map(|c| c.jobs.iter().map(move |t| (c.kind, t)))
+                .map(|(kind, t)| {
+                    self.target_state(r, kind, t, now)
+                        .unwrap_or(DepState::Satisfied)
+                })
+                .fold(DepState::Satisfied, DepState::and),
+            Dependency::Any(conds) => conds
+                .iter()
+                .flat_map(|c| c.jobs.iter().map(move |t| (c.kind, t)))
+                .map(|(kind, t)| {
+                    self.target_state(r, kind, t, now)
+                        .unwrap_or(DepState::Satisfied)
+                })
+                .fold(DepState::Never, DepState::or),
+        }
+    }
+
+    /// When an `after:ID+MIN` delay of `r`'s dependency lapses, if one is running at
+    /// `now`: the controller looks at the job again then.
+    pub(super) fn dependency_due(&self, r: &JobRecord, now: i64) -> Option<i64> {
+        let Ok(Dependency::All(conds) | Dependency::Any(conds)) =
+            parse_dependency(r.desc.dependency.as_deref()?)
+        else {
+            return None;
+        };
+        conds
+            .iter()
+            .filter(|c| c.kind == DependencyKind::After)
+            .flat_map(|c| &c.jobs)
+            .filter(|t| t.delay_mins > 0)
+            .filter_map(|t| {
+                Some(
+                    self.after_time(self.target(r, DependencyKind::After, t)?)?
+                        + 60 * i64::from(t.delay_mins),
+                )
+            })
+            .filter(|&due| due > now)
+            .min()
+    }
+
+    /// The dependency as `squeue %E` and `scontrol show job` print it: what is still
+    /// waited for `(unfulfilled)`, what can no longer hold `(failed)`; `None` when
+    /// nothing is left (Slurm prints `(null)`) or the job is not pending.
+    pub(super) fn dependency_display(&self, r: &JobRecord, now: i64) -> Option<String> {
+        if r.state != JobState::Pending {
+            return None;
+        }
+        let parsed = parse_dependency(r.desc.dependency.as_deref()?).ok()?;
+        let (conds, sep) = match parsed {
+            Dependency::Singleton => {
+                return (self.singleton_state(r) == DepState::Waiting)
+                    .then(|| "singleton(unfulfilled)".to_string());
+            }
+            Dependency::All(conds) => (conds, ","),
+            Dependency::Any(conds) => (conds, "?"),
+        };
+        let mut items = Vec::new();
+        for c in &conds {
+            for t in &c.jobs {
+                let state = match self.target_state(r, c.kind, t, now) {
+                    None if r.held => DepState::Waiting,
+                    None => DepState::Satisfied,
+                    Some(s) => s,
+                };
+                if state == DepState::Satisfied {
+                    if sep == "?" {
+                        return None;
+                    }
+                    continue;
+                }
+                let mut item = format!("{}:{}", kind_name(c.kind), t.job);
+                if let Some(task) = t.task {
+                    item.push_str(&format!("_{task}"));
+                }
+                if t.delay_mins > 0 {
+                    item.push_str(&format!("+{}", t.delay_mins));
+                }
+                item.push_str(if state == DepState::Never {
+                    "(failed)"
+                } else {
+                    "(unfulfilled)"
+                });
+                items.push(item);
+            }
+        }
+        (!items.is_empty()).then(|| items.join(sep))
+    }
+
+    /// `singleton`: waiting while another job of the same name and user runs, or waits
+    /// ahead of it.
+    fn singleton_state(&self, r: &JobRecord) -> DepState {
+        let busy = self.jobs.values().any(|j| {
+            j.id != r.id
+                && j.uid == r.uid
+                && j.desc.name == r.desc.name
+                && (j.state == JobState::Running || (j.state == JobState::Pending && j.id < r.id))
+        });
+        if busy {
+            DepState::Waiting
+        } else {
+            DepState::Satisfied
+        }
+    }
+
+    /// The jobs a condition on `t` reads: the task, the job, or every task of an array
+    /// named by its id (`aftercorr`: the task with `r`'s own index). Empty when the id
+    /// is unknown.
+    fn target(&self, r: &JobRecord, kind: DependencyKind, t: &Target) -> Option<&JobRecord> {
+        self.targets(r, kind, t).into_iter().next()
+    }
+
+    fn targets(&self, r: &JobRecord, kind: DependencyKind, t: &Target) -> Vec<&JobRecord> {
+        let task = if kind == DependencyKind::AfterCorr {
+            r.array.map(|a| a.1).or(t.task)
+        } else {
+            t.task
+        };
+        let job = t.job;
+        let Some(first) = (match task {
+            Some(i) => self.jobs.values().find(|j| j.array == Some((job, i))),
+            None => self.jobs.get(&job),
+        }) else {
+            return Vec::new();
+        };
+        if task.is_none() && first.array.is_some_and(|a| a.0 == job) {
+            self.jobs
+                .values()
+                .filter(|j| j.array.is_some_and(|a| a.0 == job))
+                .collect()
+        } else {
+            vec![first]
+        }
+    }
+
+    /// When `after` counts a job as begun: its start, or its end when it was cancelled
+    /// without starting.
+    fn after_time(&self, j: &JobRecord) -> Option<i64> {
+        j.start_time.or(if j.state.is_finished() {
+            j.end_time
+        } else {
+            None
+        })
+    }
+
+    /// The state of one condition on one named job at `now`; `None` for an unknown id.
+    fn target_state(
+        &self,
+        r: &JobRecord,
+        kind: DependencyKind,
+        t: &Target,
+        now: i64,
+    ) -> Option<DepState> {
+        let targets = self.targets(r, kind, t);
+        if targets.is_empty() {
+            return None;
+        }
+        let one = |j: &JobRecord| match kind {
+            DependencyKind::After => match self.after_time(j) {
+                Some(at) if at + 60 * i64::from(t.delay_mins) <= now => DepState::Satisfied,
+                _ => DepState::Waiting,
+            },
+            DependencyKind::AfterAny => {
+                if j.state.is_finished() {
+                    DepState::Satisfied
+                } else {
+                    DepState::Waiting
+                }
+            }
+            DependencyKind::AfterOk | DependencyKind::AfterCorr => match j.state {
+                JobState::Completed => DepState::Satisfied,
+                s if s.is_finished() => DepState::Never,
+                _ => DepState::Waiting,
+            },
+            DependencyKind::AfterNotOk => match j.state {
+                JobState::Completed => DepState::Never,
+                s if s.is_finished() => DepState::Satisfied,
+                _ => DepState::Waiting,
+            },
+        };
+        Some(
+            targets
+                .into_iter()
+                .map(one)
+                .fold(DepState::Satisfied, DepState::and),
+        )
+    }
+}
