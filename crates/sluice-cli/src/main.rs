@@ -4,6 +4,7 @@
 //! names of Slurm's commands (`sbatch`, `squeue`, ... — links to this binary, made by
 //! `sluice up` in the state directory's `bin/`) it is those commands.
 
+mod explain;
 mod report;
 mod reservations;
 mod sim;
@@ -33,6 +34,9 @@ enum Command {
     /// Advance reservations with reserved, used and idle node-hours and GPU-hours so
     /// far (`--idle`: only those with idle reserved capacity).
     Reservations(reservations::ReservationsArgs),
+    /// Why a job waits, when it will start, and what would start it sooner (for a job
+    /// that ran: when, where and by which pass it started).
+    Explain(explain::ExplainArgs),
     /// Run one node's agent (started by `sluice up`).
     #[command(hide = true)]
     Agent(up::AgentArgs),
@@ -67,6 +71,7 @@ fn main() {
         Command::Up(args) => up::run(args),
         Command::Report(args) => report::run(args),
         Command::Reservations(args) => reservations::run(args),
+        Command::Explain(args) => explain::run(args),
         Command::Agent(args) => up::agent(args),
     };
     std::process::exit(code);

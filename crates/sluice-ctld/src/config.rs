@@ -73,8 +73,47 @@ pub struct ClusterConfig {
     pub enforce_part_limits: bool,
     /// `PriorityType` and the multifactor settings (`PriorityWeight*`, decay, ...).
     pub priority: PrioritySettings,
+    /// `PrivateData`: what users may not see of each other's work.
+    pub private_data: PrivateData,
     /// `PriorityWeightTRES` as written (what `sprio -w` prints).
     pub priority_tres: String,
+}
+
+/// slurm.conf's `PrivateData`: what a user who is not an operator may not see of other
+/// users' work (Slurm's `slurm.conf(5)`; by default everything is visible). Sluice's
+/// `explain` and `audit` show such users counts and totals instead of job ids and names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PrivateData {
+    /// `jobs`: other users' jobs.
+    pub jobs: bool,
+    /// `usage`: other users' usage (fair-share, limits).
+    pub usage: bool,
+    /// `users`: other users' records.
+    pub users: bool,
+    /// `accounts`: accounts the user is not in.
+    pub accounts: bool,
+}
+
+impl PrivateData {
+    /// Parses a comma-separated `PrivateData` value. Slurm's other words (`cloud`,
+    /// `events`, `nodes`, `partitions`, `reservations`) are accepted and have no
+    /// effect in Sluice.
+    ///
+    /// Errors: an unknown word, named.
+    pub fn parse(v: &str) -> Result<PrivateData, String> {
+        let mut p = PrivateData::default();
+        for word in v.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word.to_ascii_lowercase().as_str() {
+                "jobs" => p.jobs = true,
+                "usage" => p.usage = true,
+                "users" => p.users = true,
+                "accounts" => p.accounts = true,
+                "cloud" | "events" | "nodes" | "partitions" | "reservations" => {}
+                _ => return Err(format!("PrivateData: unknown value '{word}'")),
+            }
+        }
+        Ok(p)
+    }
 }
 
 /// TRES as accounting records them: `(TRES, count)`, memory in MiB (see
@@ -192,6 +231,10 @@ impl ClusterConfig {
                 .is_some_and(|v| !v.eq_ignore_ascii_case("no")),
             // Checked by `read_detecting`, which refuses a malformed setting.
             priority: priority_settings(conf, &conf.cluster.gres).unwrap_or_default(),
+            private_data: conf
+                .get("PrivateData")
+                .and_then(|v| PrivateData::parse(v).ok())
+                .unwrap_or_default(),
             priority_tres: conf.get("PriorityWeightTRES").unwrap_or("").to_string(),
         }
     }
@@ -227,6 +270,13 @@ impl ClusterConfig {
             line: 0,
             message,
         })?;
+        if let Some(v) = conf.get("PrivateData") {
+            PrivateData::parse(v).map_err(|message| ConfError {
+                path: path.to_path_buf(),
+                line: 0,
+                message,
+            })?;
+        }
         let nodes = node_details(path);
         let mut config = Self::from_slurm_conf(&conf, &nodes);
         // A partition's own DefCpuPerGPU / DefMemPerGPU / DefMemPerCPU / DefMemPerNode
@@ -402,6 +452,7 @@ impl ClusterConfig {
             enforce: AccountingEnforce::default(),
             enforce_part_limits: false,
             priority: PrioritySettings::default(),
+            private_data: PrivateData::default(),
             priority_tres: String::new(),
         }
     }

@@ -75,6 +75,7 @@ pub enum ServeError {
 }
 
 mod accounts;
+mod explain;
 mod priority;
 mod reservations;
 mod update;
@@ -329,6 +330,7 @@ fn router(app: App) -> Router {
         .route("/v1/jobs", post(submit).get(list_jobs))
         .route("/v1/jobs/{id}", get(show_job))
         .route("/v1/jobs/{id}/devices/{node}", get(job_devices))
+        .route("/v1/jobs/{id}/explain", get(explain::explain))
         .route("/v1/jobs/{id}/hold", post(hold))
         .route("/v1/jobs/{id}/release", post(release))
         .route("/v1/jobs/{id}/requeue", post(requeue))

@@ -2667,6 +2667,7 @@ pub fn batch_environment(
 }
 
 mod dependency;
+mod explain;
 pub mod gpu_env;
 mod preempt;
 mod priority;

@@ -5,12 +5,14 @@
 //!   (JSON over HTTP on Unix sockets).
 //! - [`priority`]: multifactor priorities and fair-share figures (`sprio`, `sshare`).
 //! - [`reservations`]: advance reservations (`scontrol create reservation`).
+//! - [`explain`]: why a job waits and what would start it (`sluice explain`).
 //! - [`client`]: a blocking client for the commands.
 //! - [`paths`]: where a cluster's state directory and sockets are.
 
 pub mod accounts;
 pub mod auth;
 pub mod client;
+pub mod explain;
 pub mod oserror;
 pub mod paths;
 pub mod pattern;

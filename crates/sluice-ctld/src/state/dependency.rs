@@ -153,6 +153,80 @@ impl Controller {
         (!items.is_empty()).then(|| items.join(sep))
     }
 
+    /// One sentence per job the dependency still waits for or that can no longer
+    /// satisfy it, with that job's state: what `sluice explain` shows.
+    pub(super) fn dependency_sentences(&self, r: &JobRecord, now: i64) -> Vec<String> {
+        let Some(Ok(parsed)) = r.desc.dependency.as_deref().map(parse_dependency) else {
+            return Vec::new();
+        };
+        let conds = match parsed {
+            Dependency::Singleton => {
+                let others = self
+                    .jobs
+                    .values()
+                    .filter(|j| {
+                        j.id != r.id
+                            && j.uid == r.uid
+                            && j.desc.name == r.desc.name
+                            && (j.state == JobState::Running
+                                || (j.state == JobState::Pending && j.id < r.id))
+                    })
+                    .map(|j| j.display_id())
+                    .collect::<Vec<_>>();
+                if others.is_empty() {
+                    return Vec::new();
+                }
+                return vec![format!(
+                    "singleton: waits until no other job of yours named '{}' runs or waits                      ahead of it ({})",
+                    r.desc.name,
+                    others.join(", ")
+                )];
+            }
+            Dependency::All(c) | Dependency::Any(c) => c,
+        };
+        let mut out = Vec::new();
+        for c in &conds {
+            for t in &c.jobs {
+                let Some(state) = self.target_state(r, c.kind, t, now) else {
+                    continue;
+                };
+                if state == DepState::Satisfied {
+                    continue;
+                }
+                let named = self.targets(r, c.kind, t);
+                let states: Vec<String> = named
+                    .iter()
+                    .map(|j| format!("{} {}", j.display_id(), j.state.name()))
+                    .collect();
+                let wants = match c.kind {
+                    DependencyKind::After if t.delay_mins > 0 => {
+                        format!("to start, then {} minutes", t.delay_mins)
+                    }
+                    DependencyKind::After => "to start".to_string(),
+                    DependencyKind::AfterAny => "to end".to_string(),
+                    DependencyKind::AfterOk => "to complete successfully".to_string(),
+                    DependencyKind::AfterNotOk => "to fail".to_string(),
+                    DependencyKind::AfterCorr => {
+                        "(the task of the same index) to complete successfully".to_string()
+                    }
+                };
+                let verdict = if state == DepState::Never {
+                    "which can no longer happen"
+                } else {
+                    "still waiting"
+                };
+                out.push(format!(
+                    "{}:{}: waits for job {} {wants}; job {}: {verdict}",
+                    kind_name(c.kind),
+                    t.job,
+                    t.job,
+                    states.join(", ")
+                ));
+            }
+        }
+        out
+    }
+
     /// `singleton`: waiting while another job of the same name and user runs, or waits
     /// ahead of it.
     fn singleton_state(&self, r: &JobRecord) -> DepState {

@@ -1,0 +1,166 @@
+//! `sluice explain JOBID [--json]`: the whole answer to "why does my job wait?" — every
+//! cause with its numbers, how each node stands, its priority and place in the queue,
+//! when and where it is expected to start and which running jobs it waits for, and the
+//! changes that would start it sooner. For a job that ran: its story.
+
+use clap::Args;
+use sluice_proto::explain::Explanation;
+use sluice_proto::time::timestamp;
+
+use crate::slurm::common::{controller, describe, parse_job_arg};
+
+/// Options of `sluice explain`.
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The job (`123`, or an array task `123_4`).
+    pub job: String,
+    /// The explanation as one JSON document, for tools.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A time as Slurm prints one (`2026-11-30T14:00:00`), with "now" when it is now.
+fn when(t: i64, now: i64) -> String {
+    if t <= now {
+        format!("now ({})", timestamp(t))
+    } else {
+        timestamp(t)
+    }
+}
+
+/// The explanation as text, one fact per line.
+pub fn render(e: &Explanation) -> String {
+    let mut out = String::new();
+    let mut line = |s: String| {
+        out.push_str(&s);
+        out.push('\n');
+    };
+    let head = if e.state == "PENDING" {
+        format!("Job {}: PENDING ({})", e.display_id, e.reason)
+    } else {
+        format!("Job {}: {}", e.display_id, e.state)
+    };
+    line(head);
+    if !e.causes.is_empty() {
+        line("Why it waits:".into());
+        for c in &e.causes {
+            line(format!("  {:<12} {}", c.reason, c.text));
+        }
+    }
+    if let Some(r) = &e.resources {
+        line("Resources:".into());
+        if let Some(never) = &r.never {
+            line(format!("  it can never start in its partition: {never}"));
+        }
+        let width = r.nodes.iter().map(|n| n.nodes.len()).max().unwrap_or(0);
+        for n in &r.nodes {
+            line(format!("  {:<width$}  {}", n.nodes, n.text));
+        }
+    }
+    if let Some(p) = &e.priority {
+        let factors = if p.factors.is_empty() {
+            String::new()
+        } else {
+            let f: Vec<String> = p
+                .factors
+                .iter()
+                .map(|(name, v)| format!("{name} {}", v.round() as i64))
+                .collect();
+            format!(" ({})", f.join(", "))
+        };
+        line(format!("Priority: {}{factors}", p.value));
+        let ahead = if p.ahead == 0 {
+            "no job ahead of it".to_string()
+        } else {
+            format!(
+                "{} job{} ahead of it asking {} CPUs, {} GPUs, {} nodes together",
+                p.ahead,
+                if p.ahead == 1 { "" } else { "s" },
+                p.ahead_cpus,
+                p.ahead_gpus,
+                p.ahead_nodes
+            )
+        };
+        line(format!(
+            "Queue: {} of {} pending in its partition; {ahead}",
+            p.rank, p.of
+        ));
+    }
+    if let Some(x) = &e.expected {
+        line(format!(
+            "Expected start: {} on {} ({} pass)",
+            when(x.start, e.now),
+            x.nodes,
+            x.pass
+        ));
+        if !x.waits_for.is_empty() {
+            line("  when these running jobs reach their time limits:".into());
+            for w in &x.waits_for {
+                let who = match (w.job_id, &w.user) {
+                    (Some(id), Some(u)) => format!("job {id} ({u})"),
+                    (Some(id), None) => format!("job {id}"),
+                    _ => "a job of another user".to_string(),
+                };
+                line(format!("    {who} at {}", timestamp(w.end)));
+            }
+        }
+    }
+    if let Some(why) = &e.no_start {
+        line(format!("Expected start: none: {why}"));
+    }
+    if !e.suggestions.is_empty() {
+        line("What would start it sooner:".into());
+        let width = e
+            .suggestions
+            .iter()
+            .map(|s| s.option.len())
+            .max()
+            .unwrap_or(0);
+        for s in &e.suggestions {
+            line(format!(
+                "  {:<width$}  starts {} on {}: {}",
+                s.option,
+                when(s.start, e.now),
+                s.nodes,
+                s.text
+            ));
+        }
+    } else if e.state == "PENDING" && e.expected.as_ref().is_some_and(|x| x.start > e.now) {
+        line("What would start it sooner: no change to its request would.".into());
+    }
+    for h in &e.history {
+        line(format!("  {h}"));
+    }
+    out
+}
+
+/// Runs `sluice explain`.
+pub fn run(args: ExplainArgs) -> i32 {
+    let me = "sluice explain";
+    let Some(ids) = parse_job_arg(&args.job).filter(|ids| ids.len() == 1) else {
+        eprintln!("{me}: error: Invalid job id specified: {}", args.job);
+        return 1;
+    };
+    let (job, task) = ids[0];
+    let path = match task {
+        Some(t) => format!("/v1/jobs/{job}/explain?task={t}"),
+        None => format!("/v1/jobs/{job}/explain"),
+    };
+    match controller().get::<Explanation>(&path) {
+        Ok(e) if args.json => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&e).expect("serializable")
+            );
+            0
+        }
+        Ok(e) => {
+            print!("{}", render(&e));
+            0
+        }
+        Err(e) => {
+            eprintln!("{me}: error: {}", describe(&e));
+            1
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! `GET /v1/jobs/{id}/explain[?task=N]`: what `sluice explain` prints.
+
+use axum::extract::connect_info::ConnectInfo;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+
+use super::{error, now, App, Peer};
+
+/// The optional array task.
+#[derive(Deserialize, Default)]
+pub(super) struct TaskQuery {
+    #[serde(default)]
+    task: Option<u32>,
+}
+
+/// The explanation of a job for the caller (whose uid comes from the socket); 404 with
+/// Slurm's `Invalid job id specified` for a job the caller may not see.
+pub(super) async fn explain(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Query(q): Query<TaskQuery>,
+) -> Response {
+    let caller = app.caller(peer);
+    // Forward simulations run on copies of the scheduler: off the async threads.
+    let result = tokio::task::spawn_blocking(move || {
+        app.ctl
+            .lock()
+            .expect("lock")
+            .explain(id, q.task, &caller, now())
+    })
+    .await
+    .expect("explain does not panic");
+    match result {
+        Ok(e) => Json(e).into_response(),
+        Err(m) => error(StatusCode::NOT_FOUND, m),
+    }
+}

@@ -1,0 +1,130 @@
+//! What `sluice explain JOBID` reads (`GET /v1/jobs/{id}/explain`): why a job waits,
+//! when it is expected to start, what would start it sooner; or, for a job that ran,
+//! when, where and by which pass it started and what preempted it.
+//!
+//! The controller writes every sentence (it knows the names: nodes, users, QOS); the
+//! command prints them, or the whole document with `--json`. Times are Unix seconds.
+
+use serde::{Deserialize, Serialize};
+
+/// The whole explanation of one job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// Job id (an array task: its own id).
+    pub job_id: u64,
+    /// How `squeue` names it (`123`, `123_4`).
+    pub display_id: String,
+    /// Job state as `squeue -o %T` prints it.
+    pub state: String,
+    /// The reason `squeue -o %r` prints (pending jobs), `None` otherwise.
+    pub reason: String,
+    /// When the explanation was computed.
+    pub now: i64,
+    /// Everything that holds a pending job back, the one `squeue` names first.
+    pub causes: Vec<Cause>,
+    /// Its resources: can they ever be had, and how each node stands now.
+    pub resources: Option<Resources>,
+    /// Its priority and place in its partition's queue (pending jobs).
+    pub priority: Option<Priority>,
+    /// When and where it is expected to start, if it is.
+    pub expected: Option<Expected>,
+    /// Why no start is expected, when none is.
+    pub no_start: Option<String>,
+    /// What would start it sooner, each with its own expected start; only changes that
+    /// really help.
+    pub suggestions: Vec<Suggestion>,
+    /// For a job that started: the story of its runs (start, pass, nodes, preemption).
+    pub history: Vec<String>,
+}
+
+/// One thing that holds a pending job back.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    /// The family: `dependency`, `hold`, `begin`, `partition`, `limit`, `reservation`,
+    /// `resources` or `priority`.
+    pub family: String,
+    /// Slurm's reason code for it (`Dependency`, `QOSMaxGRESPerUser`, ...).
+    pub reason: String,
+    /// One sentence with the numbers.
+    pub text: String,
+}
+
+/// Whether the request can ever be met, and how each node stands for it now.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    /// `Some(sentence)` when no node of its partition could ever hold it
+    /// ("no node has 16 GPUs; the largest has 8").
+    pub never: Option<String>,
+    /// Nodes grouped by how they stand for it, as hostlists with one sentence each.
+    pub nodes: Vec<NodeLine>,
+}
+
+/// Nodes in the same situation for the job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeLine {
+    /// The nodes, as a hostlist (`node[02-03]`).
+    pub nodes: String,
+    /// Their situation ("4 of 8 GPUs free, needs 8"; "DRAIN, reason 'ECC errors'").
+    pub text: String,
+    /// Whether the job could start on them now.
+    pub fits: bool,
+}
+
+/// A pending job's priority and place.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Priority {
+    /// Its priority (what `squeue -o %Q` shows).
+    pub value: u32,
+    /// Its weighted factors as `sprio -l` names them (`AGE`, `FAIRSHARE`, ...), when
+    /// priority is multifactor.
+    pub factors: Vec<(String, f64)>,
+    /// Its place among the pending jobs of its partition (1 is first).
+    pub rank: u32,
+    /// Pending jobs of its partition.
+    pub of: u32,
+    /// Jobs ahead of it, and what they ask for together.
+    pub ahead: u32,
+    /// Processors the jobs ahead ask for.
+    pub ahead_cpus: u64,
+    /// GPUs the jobs ahead ask for.
+    pub ahead_gpus: u64,
+    /// Nodes the jobs ahead ask for.
+    pub ahead_nodes: u64,
+}
+
+/// An expected start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Expected {
+    /// When (what `squeue --start` shows).
+    pub start: i64,
+    /// On which nodes, as a hostlist.
+    pub nodes: String,
+    /// Which pass would start it (`main`, `backfill`, `reservation`, `preempt`).
+    pub pass: String,
+    /// The running jobs whose ends it waits for.
+    pub waits_for: Vec<Awaited>,
+}
+
+/// A running job whose end an expected start waits for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Awaited {
+    /// Its id, or `None` when `PrivateData=jobs` hides another user's job.
+    pub job_id: Option<u64>,
+    /// Its owner, or `None` when hidden.
+    pub user: Option<String>,
+    /// When its time limit ends.
+    pub end: i64,
+}
+
+/// A change that would start the job sooner.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Suggestion {
+    /// The change as options (`--time=90`, `--gpus-per-node=4`, `-p short`, ...).
+    pub option: String,
+    /// In words.
+    pub text: String,
+    /// Its expected start.
+    pub start: i64,
+    /// Its expected nodes, as a hostlist.
+    pub nodes: String,
+}
