@@ -4,6 +4,7 @@
 //! names of Slurm's commands (`sbatch`, `squeue`, ... — links to this binary, made by
 //! `sluice up` in the state directory's `bin/`) it is those commands.
 
+mod audit;
 mod explain;
 mod report;
 mod reservations;
@@ -31,6 +32,9 @@ enum Command {
     /// Usage reports from the job database (`sluice report gpu`: GPU-seconds and
     /// billing-seconds per user and account).
     Report(report::ReportArgs),
+    /// The audit trail: a job's story (`sluice audit JOBID`), who held a node's GPU
+    /// when (`--node NODE --gpu INDEX`), JSON lines with `--json`.
+    Audit(audit::AuditArgs),
     /// Advance reservations with reserved, used and idle node-hours and GPU-hours so
     /// far (`--idle`: only those with idle reserved capacity).
     Reservations(reservations::ReservationsArgs),
@@ -70,6 +74,7 @@ fn main() {
         },
         Command::Up(args) => up::run(args),
         Command::Report(args) => report::run(args),
+        Command::Audit(args) => audit::run(args),
         Command::Reservations(args) => reservations::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Agent(args) => up::agent(args),

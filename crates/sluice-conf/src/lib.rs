@@ -6,6 +6,7 @@
 //! - [`cgroup_conf`]: `cgroup.conf` (`ConstrainDevices`).
 //! - [`hostlist`]: `node[01-04,7]` expressions, expand and compress.
 //! - [`duration`]: time limits (`2-12:00:00`) and memory sizes (`4G`).
+//! - [`site_conf`]: Sluice's own `sluice.conf` (the audit trail's retention).
 
 pub mod array;
 pub mod cgroup_conf;
@@ -21,6 +22,7 @@ pub mod options;
 pub mod preempt_conf;
 pub mod priority_conf;
 mod reader;
+pub mod site_conf;
 pub mod slurm_conf;
 mod tokenize;
 pub mod topology_conf;

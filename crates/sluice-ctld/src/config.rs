@@ -6,6 +6,7 @@ use sluice_conf::cgroup_conf;
 use sluice_conf::cohorts_conf::{self, CohortsConf};
 use sluice_conf::gres_conf::{self, AutoDetect, GresConf, GresDevice, GresLayout};
 use sluice_conf::priority_conf::{priority_settings, PrioritySettings};
+use sluice_conf::site_conf::{self, SiteConf};
 use sluice_conf::slurm_conf::{AccountingEnforce, BillingWeights, SlurmConf, DEFAULT_TRES};
 use sluice_conf::ConfError;
 use sluice_core::job::{JobRequest, MemRequest, NodeAlloc};
@@ -58,6 +59,9 @@ pub struct ClusterConfig {
     /// cohorts.conf: accounts that borrow each other's unused quota (beyond Slurm; see
     /// [`sluice_conf::cohorts_conf`]); empty without the file.
     pub cohorts: CohortsConf,
+    /// sluice.conf: Sluice's own settings (the audit trail's retention; see
+    /// [`sluice_conf::site_conf`]); defaults without the file.
+    pub site: SiteConf,
     /// The TRES accounting tracks: Slurm's defaults, then `AccountingStorageTRES`'s
     /// additions. A GRES appears in jobs' TRES (`AllocTRES`, `TRES=`) only if listed.
     pub accounting_tres: Vec<String>,
@@ -219,6 +223,7 @@ impl ClusterConfig {
             ],
             constrain_devices: false,
             cohorts: CohortsConf::default(),
+            site: SiteConf::default(),
             accounting_tres: conf.accounting_tres.clone(),
             billing_weights: conf.billing_weights.clone(),
             max_tres: conf.max_tres,
@@ -240,13 +245,14 @@ impl ClusterConfig {
     }
 
     /// Reads a slurm.conf file, and the gres.conf and cgroup.conf in the same directory
-    /// if they are there (as Slurm does), and Sluice's cohorts.conf there. Where gres.conf has an `AutoDetect`, the GPUs of this machine
+    /// if they are there (as Slurm does), and Sluice's cohorts.conf and sluice.conf there.
+    /// Where gres.conf has an `AutoDetect`, the GPUs of this machine
     /// ([`gpu_detect::local`]) describe the node named like this host; see
     /// [`ClusterConfig::read_detecting`].
     ///
     /// Errors: as [`sluice_conf::slurm_conf::read`], [`gres_conf::read`],
-    /// [`gres_conf::resolve_detected`], [`cgroup_conf::read`], [`cohorts_conf::read`] and
-    /// [`crate::accounts::cohorts::core_cohorts`].
+    /// [`gres_conf::resolve_detected`], [`cgroup_conf::read`], [`cohorts_conf::read`],
+    /// [`crate::accounts::cohorts::core_cohorts`] and [`site_conf::read`].
     pub fn read(path: &Path) -> Result<(Self, Vec<String>), ConfError> {
         Self::read_detecting(path, &this_host(), &gpu_detect::local(Path::new("/")))
     }
@@ -344,6 +350,10 @@ impl ClusterConfig {
             crate::accounts::cohorts::core_cohorts(&config.cohorts, &config.cluster, |_| {
                 Some(sluice_core::limits::AssocId(0))
             })?;
+        }
+        let site_path = path.with_file_name("sluice.conf");
+        if site_path.is_file() {
+            config.site = site_conf::read(&site_path)?;
         }
         Ok((config, warnings))
     }
@@ -446,6 +456,7 @@ impl ClusterConfig {
             def_mem: vec![None],
             constrain_devices: false,
             cohorts: CohortsConf::default(),
+            site: SiteConf::default(),
             accounting_tres: DEFAULT_TRES.iter().map(|t| t.to_string()).collect(),
             billing_weights: vec![None],
             max_tres: false,

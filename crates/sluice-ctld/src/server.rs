@@ -75,6 +75,7 @@ pub enum ServeError {
 }
 
 mod accounts;
+mod audit;
 mod explain;
 mod priority;
 mod reservations;
@@ -219,6 +220,8 @@ pub async fn run(
         None => None,
     };
     let sched = tokio::spawn(schedule_loop(shared.clone()));
+    let retention = shared.ctl.lock().expect("lock").conf.site.purge_audit_after;
+    let purge = retention.map(|r| tokio::spawn(audit::purge_loop(shared.clone(), r)));
     let watch = tokio::spawn(watch_agents(shared.clone()));
     let server = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
         .with_graceful_shutdown(shutdown);
@@ -228,6 +231,10 @@ pub async fn run(
     }
     sched.abort();
     watch.abort();
+    if let Some(purge) = purge {
+        purge.abort();
+    }
+    audit::flush(&shared);
     let _ = shared.store.sync();
     drop(shared);
     drop(writer);
@@ -349,6 +356,7 @@ fn router(app: App) -> Router {
             "/v1/reservations",
             get(reservations::list).post(reservations::change),
         )
+        .route("/v1/audit", get(audit::query))
         .route("/v1/partitions", get(partitions))
         .route("/v1/config", get(config))
         .route("/v1/agent/register", post(agent_register))
@@ -358,6 +366,7 @@ fn router(app: App) -> Router {
 
 /// Carries out effects: records first (durably), then orders to agents.
 async fn execute(app: &App, effects: Vec<Effect>) {
+    audit::flush(app);
     let mut waits = Vec::new();
     let mut orders = Vec::new();
     for e in effects {
@@ -627,7 +636,9 @@ async fn schedule_loop(app: App) {
         for note in idle {
             tracing::info!("{note}");
         }
-        if !effects.is_empty() {
+        if effects.is_empty() {
+            audit::flush(&app);
+        } else {
             execute(&app, effects).await;
         }
         if now() - purged >= PURGE_EVERY {

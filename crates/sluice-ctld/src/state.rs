@@ -30,6 +30,7 @@ use crate::accounts::{Accounts, Requester};
 use crate::config::ClusterConfig;
 use crate::priority::{PriorityEngine, KIND_USAGE};
 use sluice_proto::accounts::{AccountsError, AccountsRequest, ActiveJob, ChangeOutcome};
+use sluice_proto::audit::RequeueCause;
 use sluice_store::AccountRow;
 
 /// Something the server loop must do.
@@ -236,6 +237,8 @@ pub struct Controller {
     priority_dirty: bool,
     /// Advance reservations' records (`scontrol create reservation`).
     resv_records: reservations::ResvRecords,
+    /// The audit trail (see `state/audit.rs`).
+    audit: audit::AuditBook,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -317,6 +320,7 @@ impl Controller {
             priority,
             priority_dirty: true,
             resv_records: Default::default(),
+            audit: Default::default(),
         };
         for s in steps {
             c.steps.insert((s.job_id, s.step), s);
@@ -345,6 +349,7 @@ impl Controller {
                 JobState::Pending => {
                     c.jobs.insert(id, r);
                     c.outside.insert(id);
+                    c.audit_restored(id);
                 }
                 _ => {
                     c.jobs.insert(id, r);
@@ -909,6 +914,7 @@ impl Controller {
                 // Counted for the submit limits while it waits outside the queue.
                 self.sched.note_waiting(&spec);
             }
+            self.audit_submitted(&r, now);
             self.jobs.insert(id, r);
             self.outside.insert(id);
         }
@@ -958,6 +964,7 @@ impl Controller {
                     let spec = self.core_spec(&self.jobs[&id]);
                     match spec.map(|s| self.sched.submit(s, now)) {
                         Ok(Ok(())) => {
+                            self.audit_queued(id);
                             self.outside.remove(&id);
                             self.bind_reservation(id, now);
                             let r = self.jobs.get_mut(&id).expect("exists");
@@ -1056,6 +1063,7 @@ impl Controller {
                 effects.extend(self.release_outside(now));
             }
             let decisions = self.sched.schedule(now);
+            self.audit_ranks(&decisions);
             let (decisions, preempted, victims_gone) = self.preempt_decisions(decisions, now);
             effects.extend(preempted);
             started |= !decisions.is_empty();
@@ -1070,6 +1078,7 @@ impl Controller {
             self.outside_dirty = true;
         }
         effects.extend(self.reservation_events());
+        self.audit_sweep(now);
         effects
     }
 
@@ -1174,6 +1183,7 @@ impl Controller {
         let first = names.first().cloned().unwrap_or_default();
         resolve_paths(r, &first);
         let record = r.clone();
+        self.audit_started(id, pass, at);
         let mut effects = vec![Effect::Persist(Box::new(record.clone()))];
         if let Some(array) = record.array.map(|a| a.0) {
             // The array's remainder shrinks as tasks start.
@@ -1313,6 +1323,7 @@ impl Controller {
             (s, None) => s,
         };
         let record = r.clone();
+        self.audit_ended(&record, now);
         let mut effects = vec![Effect::Persist(Box::new(record.clone()))];
         if !record.desc.interactive {
             let step = StepRecord {
@@ -1461,6 +1472,7 @@ impl Controller {
             let r = &self.jobs[&id];
             match (r.state, req.signal) {
                 (JobState::Pending, None) => {
+                    self.audit_cancelled(id, caller.uid, now);
                     self.sched.cancel_pending(JobId(id), now);
                     self.sched.forget_waiting(JobId(id), now);
                     self.outside.remove(&id);
@@ -1473,6 +1485,7 @@ impl Controller {
                 }
                 (JobState::Running, None) => {
                     let sockets = self.sockets_of(r);
+                    self.audit_cancelled(id, caller.uid, now);
                     let r = self.jobs.get_mut(&id).expect("exists");
                     r.cancelled_by = Some(caller.uid);
                     if r.desc.interactive {
@@ -1580,6 +1593,7 @@ impl Controller {
                 // A running job: nothing to hold, and Slurm says nothing either.
                 continue;
             }
+            self.audit_hold(id, hold, hold && caller.admin && !user_hold, caller, now);
             if hold && !self.outside.contains(&id) {
                 self.sched.cancel_pending(JobId(id), now);
                 self.outside.insert(id);
@@ -1637,6 +1651,8 @@ impl Controller {
         }
         let mut effects = Vec::new();
         for id in ids {
+            let cause = RequeueCause::Request { by: caller.uid };
+            self.audit_requeued(id, cause, JobState::Requeued, now);
             effects.extend(self.requeue_run(id, JobState::Requeued, true, now));
         }
         effects.extend(self.schedule(now));
@@ -2041,7 +2057,9 @@ impl Controller {
                 gid: 0,
                 admin: true,
             };
+            self.audit.failing = Some(id);
             let mut effects = self.requeue(id, None, &admin, now).unwrap_or_default();
+            self.audit.failing = None;
             effects.retain(|e| !matches!(e, Effect::Terminate { .. }));
             // No agent is left to report the run's end.
             if self.jobs[&id].details.contains_key(ENDING_RUN) {
@@ -2666,6 +2684,7 @@ pub fn batch_environment(
     env.into_iter().collect()
 }
 
+pub(crate) mod audit;
 mod dependency;
 mod explain;
 pub mod gpu_env;

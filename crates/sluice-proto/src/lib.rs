@@ -1,6 +1,7 @@
 //! Sluice's wire types and client.
 //!
 //! - [`accounts`]: accounts, users, associations and QOS (`sacctmgr`).
+//! - [`audit`]: the audit trail's events and device holds (`sluice audit`).
 //! - [`types`]: what the commands, the controller and the node agents send each other
 //!   (JSON over HTTP on Unix sockets).
 //! - [`priority`]: multifactor priorities and fair-share figures (`sprio`, `sshare`).
@@ -10,6 +11,7 @@
 //! - [`paths`]: where a cluster's state directory and sockets are.
 
 pub mod accounts;
+pub mod audit;
 pub mod auth;
 pub mod client;
 pub mod explain;

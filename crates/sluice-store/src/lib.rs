@@ -15,12 +15,20 @@
 //! The `reservations` table holds advance reservations (`scontrol create reservation`),
 //! one record per reservation keyed by its name, each change on disk before it is
 //! acknowledged ([`Store::put_reservation`]).
+//!
+//! The `audit` and `audit_holds` tables keep the audit trail: every scheduling decision
+//! with its cause and who held which device when ([`audit`], [`Store::audit`]), purged
+//! after the retention time ([`Store::purge_audit`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 
 use rusqlite::{params, Connection, OptionalExtension};
+
+pub mod audit;
+
+pub use audit::{AuditFilter, AuditRecord, AuditRow, HoldChange, HoldFilter, HoldRow};
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +136,14 @@ enum Op {
         record: Option<String>,
         reply: Sender<Result<(), StoreError>>,
     },
+    /// Append audit records (nobody waits for them).
+    Audit(Vec<AuditRecord>),
+    /// Delete up to `limit` audit events and holds older than `before`.
+    PurgeAudit {
+        before: i64,
+        limit: u64,
+        reply: Sender<Result<u64, StoreError>>,
+    },
     /// Wait until everything queued before this is on disk.
     Sync {
         reply: Sender<Result<(), StoreError>>,
@@ -197,6 +213,7 @@ impl Store {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(&e)?;
         conn.execute_batch(SCHEMA).map_err(&e)?;
+        conn.execute_batch(audit::SCHEMA).map_err(&e)?;
         let fresh: bool = conn
             .query_row("SELECT COUNT(*) = 0 FROM jobs", [], |r| r.get(0))
             .map_err(&e)?;
@@ -355,6 +372,62 @@ impl Store {
             let _ = reply.send(Err(StoreError::Closed));
         }
         rx
+    }
+
+    /// Appends audit records, without waiting for the disk: they are written in order,
+    /// with whatever else is queued, in the writer's next transaction.
+    pub fn audit(&self, records: Vec<AuditRecord>) {
+        if !records.is_empty() {
+            let _ = self.tx.send(Op::Audit(records));
+        }
+    }
+
+    /// Deletes up to `limit` audit events recorded before `before` (Unix seconds), and
+    /// up to `limit` device holds that ended before it (holds still open are kept);
+    /// the receiver yields how many rows went. Call again while it yields `limit` or
+    /// more: small batches keep the writer free for submissions in between.
+    pub fn purge_audit(&self, before: i64, limit: u64) -> Receiver<Result<u64, StoreError>> {
+        let (reply, rx) = mpsc::channel();
+        if self
+            .tx
+            .send(Op::PurgeAudit {
+                before,
+                limit,
+                reply: reply.clone(),
+            })
+            .is_err()
+        {
+            let _ = reply.send(Err(StoreError::Closed));
+        }
+        rx
+    }
+
+    /// The audit events `filter` selects, in recording order, including all sent before
+    /// this call; read on a connection of its own.
+    ///
+    /// Errors: the writer stopped, or the database cannot be read.
+    pub fn audit_events(&self, filter: &AuditFilter) -> Result<Vec<AuditRow>, StoreError> {
+        let conn = self.reader()?;
+        audit::events(&conn, filter).map_err(sqlite(&self.path))
+    }
+
+    /// The device holds `filter` selects (by start, then job), each with the event
+    /// that started it, including all sent before this call.
+    ///
+    /// Errors: the writer stopped, or the database cannot be read.
+    pub fn audit_holds(&self, filter: &HoldFilter) -> Result<Vec<HoldRow>, StoreError> {
+        let conn = self.reader()?;
+        audit::holds(&conn, filter).map_err(sqlite(&self.path))
+    }
+
+    /// A read-only connection that sees everything sent before.
+    fn reader(&self) -> Result<Connection, StoreError> {
+        self.sync()?;
+        Connection::open_with_flags(
+            &self.path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sqlite(&self.path))
     }
 
     /// Everything the database holds now, including all that was sent before this call
@@ -573,6 +646,13 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                     };
                     out.push(None);
                 }
+                Op::Audit(records) => {
+                    audit::write(&tx, records)?;
+                    out.push(None);
+                }
+                Op::PurgeAudit { before, limit, .. } => {
+                    out.push(Some(audit::purge(&tx, *before, *limit)?));
+                }
                 Op::Sync { .. } | Op::Shutdown => out.push(None),
             }
         }
@@ -600,6 +680,9 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
                     Op::Submit { reply, .. } => {
                         let _ = reply.send(Ok(id.expect("submissions yield ids")));
                     }
+                    Op::PurgeAudit { reply, .. } => {
+                        let _ = reply.send(Ok(id.unwrap_or(0)));
+                    }
                     Op::PutJob { reply: Some(r), .. } | Op::PutStep { reply: Some(r), .. } => {
                         let _ = r.send(Ok(()));
                     }
@@ -616,6 +699,9 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
             for op in batch {
                 match op {
                     Op::Submit { reply, .. } => {
+                        let _ = reply.send(Err(failed(&e)));
+                    }
+                    Op::PurgeAudit { reply, .. } => {
                         let _ = reply.send(Err(failed(&e)));
                     }
                     Op::PutJob { reply: Some(r), .. } | Op::PutStep { reply: Some(r), .. } => {

@@ -5,6 +5,7 @@ mod accounting;
 mod accounts;
 mod acct_limits;
 mod arrays;
+mod audit;
 mod cancel;
 mod commands;
 mod durability;

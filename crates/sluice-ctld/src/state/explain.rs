@@ -76,6 +76,11 @@ impl Controller {
         Ok(e)
     }
 
+    /// slurm.conf's `PrivateData`.
+    pub fn private_data(&self) -> crate::config::PrivateData {
+        self.conf.private_data
+    }
+
     /// Whether `PrivateData=jobs` hides `uid`'s jobs from `caller`.
     pub(super) fn hidden_from(&self, caller: &Caller, uid: u32) -> bool {
         self.conf.private_data.jobs && !caller.admin && caller.uid != uid

@@ -17,6 +17,7 @@
 //! restart a preemptor that still cannot start preempts again.
 
 use sluice_core::{Decision, PreemptMode};
+use sluice_proto::audit::RequeueCause;
 use sluice_proto::types::JobState;
 
 use super::{Controller, Effect};
@@ -53,8 +54,10 @@ impl Controller {
         for d in decisions {
             let Decision::Preempt {
                 victim,
+                by,
                 mode,
                 grace,
+                reclaim,
                 ..
             } = d
             else {
@@ -72,6 +75,8 @@ impl Controller {
                 mode
             };
             let signal = r.desc.signal.map_or(SIGTERM, |(s, _, _)| s);
+            self.audit_preempted(victim.0, by.0, mode, grace, reclaim, now);
+            let r = &self.jobs[&victim.0];
             if !r.desc.interactive {
                 for batch_only in [true, false] {
                     effects.push(Effect::Signal {
@@ -156,6 +161,10 @@ impl Controller {
             PreemptMode::Requeue => {
                 self.preempting.remove(&id);
                 self.outside_dirty = true;
+                let cause = RequeueCause::Preempted {
+                    by: Default::default(),
+                };
+                self.audit_requeued(id, cause, JobState::Preempted, now);
                 self.requeue_run(id, JobState::Preempted, true, now)
             }
             _ => {
@@ -196,6 +205,10 @@ impl Controller {
         self.preempting.remove(&id);
         match p.mode {
             PreemptMode::Requeue => {
+                let cause = RequeueCause::Preempted {
+                    by: Default::default(),
+                };
+                self.audit_requeued(id, cause, JobState::Preempted, now);
                 let mut effects = self.requeue_run(id, JobState::Preempted, false, now);
                 effects.extend(self.schedule(now));
                 Some(effects)

@@ -288,3 +288,107 @@ fn a_borrowed_job_is_reclaimed_with_its_members_grace_and_requeued() {
     c.schedule(18);
     assert_eq!(c.job(1).unwrap().reason, "CohortQuota");
 }
+
+#[test]
+fn the_audit_trail_tells_the_preemption_story_from_both_sides() {
+    use sluice_proto::audit::{AuditWhat, JobRef, NodeDevices, PreemptRule, RequeueCause};
+    let mut c = Controller::new(conf(None), Path::new("/s"), vec![], vec![], 0);
+    submit(&mut c, "low", 1, 0);
+    c.take_audit();
+    submit(&mut c, "high", 2, 10);
+    c.schedule(15);
+    let story: Vec<(i64, u64, AuditWhat)> = c
+        .take_audit()
+        .into_iter()
+        .filter(|e| !matches!(e.what, AuditWhat::Submitted { .. }))
+        .map(|e| (e.time, e.job_id, e.what))
+        .collect();
+    let rule = PreemptRule {
+        rule: "partition_prio".into(),
+        winner: "partition high (PriorityTier=10)".into(),
+        loser: "partition low (PriorityTier=1)".into(),
+    };
+    let job = |id| JobRef {
+        job: Some(id),
+        uid: Some(1000),
+    };
+    let node01 = vec![NodeDevices {
+        node: "node01".into(),
+        ..Default::default()
+    }];
+    let p2 = c.job(2).unwrap().priority;
+    assert_eq!(
+        story,
+        vec![
+            (
+                10,
+                2,
+                AuditWhat::Preempting {
+                    victims: vec![job(1)],
+                    rule: rule.clone()
+                }
+            ),
+            (
+                10,
+                1,
+                AuditWhat::Preempted {
+                    by: job(2),
+                    rule,
+                    mode: "REQUEUE".into(),
+                    grace: 5
+                }
+            ),
+            (
+                10,
+                2,
+                AuditWhat::Reason {
+                    from: None,
+                    to: "Resources".into(),
+                    limit: false
+                }
+            ),
+            // The backfill plan, which knows of job 1's time limit, not of its grace.
+            (
+                10,
+                2,
+                AuditWhat::Planned {
+                    from: None,
+                    to: 600
+                }
+            ),
+            (
+                15,
+                1,
+                AuditWhat::Requeued {
+                    run: 0,
+                    ended_as: JobState::Preempted,
+                    cause: RequeueCause::Preempted { by: job(2) },
+                    released: node01.clone(),
+                }
+            ),
+            (
+                15,
+                2,
+                AuditWhat::Started {
+                    run: 0,
+                    pass: "preempt".into(),
+                    priority: p2,
+                    rank: Some(1),
+                    partition: "high".into(),
+                    reservation: None,
+                    user: "alice".into(),
+                    nodes: node01,
+                }
+            ),
+            (
+                15,
+                1,
+                AuditWhat::Reason {
+                    from: None,
+                    to: "BeginTime".into(),
+                    limit: false
+                }
+            ),
+        ]
+    );
+}

@@ -1,0 +1,241 @@
+//! The audit trail on a live cluster: `sluice audit` reconstructs a preemption story
+//! from both sides, and says who held a GPU when and why.
+
+use sluice_proto::audit::{AuditEvent, AuditWhat};
+use sluice_proto::time::timestamp;
+
+use crate::harness::Cluster;
+
+/// One node of 4 CPUs and 4 GPUs (device files from gres.conf) in `low`
+/// (`PriorityTier=1`, `GraceTime=5`) and `high` (`PriorityTier=10`),
+/// `preempt/partition_prio` with `REQUEUE`; `KillWait=2` (a victim that ignores SIGTERM
+/// is killed 2 s after its grace).
+const GPU_TIERS: &str = "ClusterName=audit
+SlurmctldHost=localhost
+GresTypes=gpu
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+KillWait=2
+NodeName=g1 CPUs=4 RealMemory=4000 Gres=gpu:4 State=UNKNOWN
+PartitionName=low Nodes=g1 Default=YES MaxTime=1:00:00 State=UP PriorityTier=1 GraceTime=5
+PartitionName=high Nodes=g1 MaxTime=1:00:00 State=UP PriorityTier=10
+";
+
+const GRES: &str = "NodeName=g1 Name=gpu File=/dev/nvidia[0-3]\n";
+
+/// The retention, in sluice.conf (read next to slurm.conf).
+const SITE: &str = "PurgeAuditAfter=30days\n";
+
+/// A job's events, from `sluice audit JOB --json`.
+fn events(c: &Cluster, job: u64) -> Vec<AuditEvent> {
+    let o = c.run("sluice", &["audit", &job.to_string(), "--json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    o.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The time of a job's first event of `kind` (the nth, from 0).
+fn time_of(events: &[AuditEvent], kind: &str, nth: usize) -> i64 {
+    events
+        .iter()
+        .filter(|e| e.what.kind() == kind)
+        .nth(nth)
+        .unwrap_or_else(|| panic!("no {kind} #{nth} in {events:?}"))
+        .time
+}
+
+/// `sluice audit JOB`'s lines, without the reasons and plans a pending job goes
+/// through (how many depends on when passes run), each as `(time, rest)`.
+fn story(c: &Cluster, job: u64) -> Vec<(String, String)> {
+    let o = c.run("sluice", &["audit", &job.to_string()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    o.stdout
+        .lines()
+        .map(|l| {
+            let (time, rest) = l.split_once(' ').expect("a time first");
+            (time.to_string(), rest.to_string())
+        })
+        .filter(|(_, rest)| !rest.starts_with("pending ") && !rest.starts_with("planned "))
+        .collect()
+}
+
+#[test]
+fn sluice_audit_tells_a_preemption_story_and_who_held_a_gpu() {
+    let c = Cluster::start_files(
+        "audit",
+        GPU_TIERS,
+        &[("gres.conf", GRES), ("sluice.conf", SITE)],
+    );
+    // The first run traps SIGTERM and keeps going until it is killed at its grace's
+    // end; the second finishes at once.
+    let script = "#!/bin/bash\n\
+                  if [ -n \"$SLURM_RESTART_COUNT\" ]; then exit 0; fi\n\
+                  trap 'echo got SIGTERM' TERM\n\
+                  echo start\n\
+                  for i in $(seq 600); do sleep 0.1; done\n";
+    std::fs::write(c.work().join("victim.sh"), script).unwrap();
+    let victim = c.sbatch(&[
+        "-p",
+        "low",
+        "-c",
+        "4",
+        "--gres=gpu:4",
+        "-o",
+        "v.out",
+        "victim.sh",
+    ]);
+    c.wait_for("the victim's script to start", || {
+        std::fs::read_to_string(c.work().join("v.out")).is_ok_and(|o| o.contains("start"))
+    });
+    let priority = |job: u64| {
+        c.run("squeue", &["-h", "-j", &job.to_string(), "-o", "%Q"])
+            .stdout
+            .trim()
+            .to_string()
+    };
+    let pv = priority(victim);
+    let preemptor = c.sbatch(&["-p", "high", "-c", "1", "--gres=gpu:2", "--wrap", "sleep 1"]);
+    let pp = priority(preemptor);
+    assert_eq!(c.wait_ended(preemptor), "COMPLETED");
+    assert_eq!(c.wait_ended(victim), "COMPLETED");
+
+    // The victim's story: submitted, started on all four GPUs, preempted for the
+    // high job under the partition rule with its 5 s grace, requeued, started again
+    // once the high job was gone, completed.
+    let files = "/dev/nvidia0,/dev/nvidia1,/dev/nvidia2,/dev/nvidia3";
+    let v = story(&c, victim);
+    let rest: Vec<&str> = v.iter().map(|(_, r)| r.as_str()).collect();
+    assert_eq!(
+        rest,
+        vec![
+            format!("submitted  by {} to partition low, account {}, QOS normal", me(), me_account()),
+            format!("started    run 0 by the main pass, priority {pv}, rank 1 in partition low; on g1 (GPU 0-3: {files})"),
+            format!("preempted  for job {preemptor} under PreemptType=preempt/partition_prio: partition high (PriorityTier=10) over partition low (PriorityTier=1); REQUEUE after a grace of 5 s"),
+            format!("requeued   preempted for job {preemptor}; run 0 kept as PREEMPTED; released g1 (GPU 0-3: {files})"),
+            format!("started    run 1 by the main pass, priority {pv}, rank 1 in partition low; on g1 (GPU 0-3: {files})"),
+            format!("ended      COMPLETED, exit code 0:0; released g1 (GPU 0-3: {files})"),
+        ]
+    );
+    let ve = events(&c, victim);
+    // The requeue comes at the grace's end (the script ignores SIGTERM), not before.
+    assert!(time_of(&ve, "requeued", 0) - time_of(&ve, "preempted", 0) >= 5);
+    let times: Vec<String> = ["submitted", "started", "preempted", "requeued"]
+        .iter()
+        .map(|k| timestamp(time_of(&ve, k, 0)))
+        .chain([
+            timestamp(time_of(&ve, "started", 1)),
+            timestamp(time_of(&ve, "ended", 0)),
+        ])
+        .collect();
+    assert_eq!(v.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>(), times);
+
+    // The preemptor's side: it chose the victim, and the preempt pass started it on
+    // what the victim freed.
+    let p = story(&c, preemptor);
+    let rest: Vec<&str> = p.iter().map(|(_, r)| r.as_str()).collect();
+    assert_eq!(
+        rest,
+        vec![
+            format!("submitted  by {} to partition high, account {}, QOS normal", me(), me_account()),
+            format!("preempting job {victim} under PreemptType=preempt/partition_prio: partition high (PriorityTier=10) over partition low (PriorityTier=1)"),
+            format!("started    run 0 by the preempt pass, priority {pp}, rank 1 in partition high; on g1 (GPU 0-1: /dev/nvidia0,/dev/nvidia1)"),
+            "ended      COMPLETED, exit code 0:0; released g1 (GPU 0-1: /dev/nvidia0,/dev/nvidia1)".to_string(),
+        ]
+    );
+    let pe = events(&c, preemptor);
+    assert_eq!(time_of(&pe, "started", 0), time_of(&ve, "requeued", 0));
+    assert!(matches!(
+        &pe.iter().find(|e| e.what.kind() == "started").unwrap().what,
+        AuditWhat::Started { pass, .. } if pass == "preempt"
+    ));
+
+    // Who held GPU 1 of g1, when and why: the victim's first run, the preemptor, the
+    // victim's second run.
+    let o = c.run(
+        "sluice",
+        &[
+            "audit",
+            "--node",
+            "g1",
+            "--gpu",
+            "1",
+            "--since",
+            "2020-01-01",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let t = |events: &[AuditEvent], kind: &str, nth: usize| timestamp(time_of(events, kind, nth));
+    let me = me();
+    let v_cause = format!("main pass, priority {pv}, rank 1 in low");
+    let p_cause = format!("preempt pass, priority {pp}, rank 1 in high");
+    let cells: Vec<[String; 7]> = vec![
+        ["JOBID", "USER", "NODE", "GPUS", "START", "END", "CAUSE"].map(str::to_string),
+        [
+            victim.to_string(),
+            me.clone(),
+            "g1".into(),
+            "1".into(),
+            t(&ve, "started", 0),
+            t(&ve, "requeued", 0),
+            v_cause.clone(),
+        ],
+        [
+            preemptor.to_string(),
+            me.clone(),
+            "g1".into(),
+            "1".into(),
+            t(&pe, "started", 0),
+            t(&pe, "ended", 0),
+            p_cause,
+        ],
+        [
+            format!("{victim} (run 1)"),
+            me.clone(),
+            "g1".into(),
+            "1".into(),
+            t(&ve, "started", 1),
+            t(&ve, "ended", 0),
+            v_cause,
+        ],
+    ];
+    assert_eq!(o.stdout, table(&cells));
+}
+
+/// Rows as `sluice audit --node` lays them out: every column but the last padded to
+/// its widest cell, one space between.
+fn table(rows: &[[String; 7]]) -> String {
+    let mut width = [0usize; 7];
+    for r in rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let mut out = String::new();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i == 6 {
+                out.push_str(c);
+            } else {
+                out.push_str(&format!("{c:<w$} ", w = width[i]));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The user running the tests (who submits the jobs).
+fn me() -> String {
+    nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_default()
+}
+
+/// Their default account without accounting enforcement: their name.
+fn me_account() -> String {
+    me()
+}

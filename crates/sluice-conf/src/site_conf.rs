@@ -1,0 +1,181 @@
+//! `sluice.conf` (Sluice's own file, next to slurm.conf): settings of features Slurm
+//! has no place for. Read the way [`crate::slurm_conf`] reads slurm.conf (`#` comments,
+//! `\` continuations, `Include FILE`, case-insensitive keys, `Key=Value` words):
+//!
+//! ```text
+//! # Keep the audit trail (sluice audit) for a year.
+//! PurgeAuditAfter=12months
+//! ```
+//!
+//! - `PurgeAuditAfter=`: how long audit events are kept, in slurmdbd's `Purge*After`
+//!   syntax — a number of months, or of hours or days with that unit after it
+//!   (`12months`, `12month`, `12m`, `90days`, `24hours`; any prefix of `months`,
+//!   `days`, `hours`, in any case) — or `UNLIMITED` (`INFINITE`) to keep them forever.
+//!   Default 90 days. Unlike slurmdbd, which purges at calendar month boundaries, a
+//!   month here is 30 days.
+//!
+//! Without the file every setting has its default. Unknown keys are errors (the file is
+//! Sluice's alone, so a misspelt key is never another program's).
+
+use std::path::Path;
+
+use crate::reader::ConfReader;
+use crate::slurm_conf::ConfError;
+
+/// Seconds in a day.
+const DAY: i64 = 86_400;
+
+/// `PurgeAuditAfter`'s default: 90 days, in seconds.
+pub const DEFAULT_PURGE_AUDIT_AFTER: i64 = 90 * DAY;
+
+/// The settings of a sluice.conf.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteConf {
+    /// `PurgeAuditAfter`: audit events older than this many seconds are purged; `None`:
+    /// kept forever.
+    pub purge_audit_after: Option<i64>,
+}
+
+impl Default for SiteConf {
+    fn default() -> Self {
+        SiteConf {
+            purge_audit_after: Some(DEFAULT_PURGE_AUDIT_AFTER),
+        }
+    }
+}
+
+/// Reads and parses a sluice.conf file (and the files it includes).
+///
+/// Errors: a file that cannot be read, and what [`parse_str`] refuses.
+pub fn read(path: &Path) -> Result<SiteConf, ConfError> {
+    let mut p = Parser::default();
+    p.read_file(path, 0)?;
+    Ok(p.out)
+}
+
+/// Parses sluice.conf text; `path` is used for messages and relative `Include`s.
+///
+/// Errors, each with file and line: an unknown key, and a `PurgeAuditAfter` value that
+/// [`parse_purge_after`] refuses.
+pub fn parse_str(text: &str, path: &Path) -> Result<SiteConf, ConfError> {
+    let mut p = Parser::default();
+    p.parse_text(text, path, 0)?;
+    Ok(p.out)
+}
+
+/// A duration in slurmdbd's `Purge*After` syntax, in seconds (see the module
+/// documentation); `None` for `UNLIMITED`.
+///
+/// Errors: no number, or a unit that is not a prefix of `months`, `days` or `hours`
+/// (slurmdbd's message).
+pub fn parse_purge_after(value: &str) -> Result<Option<i64>, String> {
+    let v = value.trim();
+    if v.eq_ignore_ascii_case("UNLIMITED") || v.eq_ignore_ascii_case("INFINITE") {
+        return Ok(None);
+    }
+    let digits = v.len() - v.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let Ok(n) = v[..digits].parse::<i64>() else {
+        return Err(format!("Invalid purge value '{v}'"));
+    };
+    let unit = v[digits..].to_ascii_lowercase();
+    let is = |word: &str| word.starts_with(unit.as_str());
+    let secs = if unit.is_empty() || is("months") {
+        30 * DAY
+    } else if is("days") {
+        DAY
+    } else if is("hours") {
+        3_600
+    } else {
+        return Err(format!(
+            "Invalid purge unit '{}', valid options are hours, days, or months",
+            &v[digits..]
+        ));
+    };
+    n.checked_mul(secs)
+        .map(Some)
+        .ok_or_else(|| format!("Invalid purge value '{v}'"))
+}
+
+#[derive(Default)]
+struct Parser {
+    out: SiteConf,
+}
+
+impl ConfReader for Parser {
+    fn pairs_line(
+        &mut self,
+        kv: Vec<(String, String)>,
+        path: &Path,
+        line: usize,
+    ) -> Result<(), ConfError> {
+        let err = |message: String| ConfError {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        for (k, v) in kv {
+            if k.eq_ignore_ascii_case("PurgeAuditAfter") {
+                self.out.purge_audit_after =
+                    parse_purge_after(&v).map_err(|m| err(format!("PurgeAuditAfter: {m}")))?;
+            } else {
+                return Err(err(format!("unknown key '{k}'")));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<SiteConf, String> {
+        parse_str(text, Path::new("/etc/slurm/sluice.conf")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn purge_after_takes_slurmdbds_units_and_defaults_to_ninety_days() {
+        assert_eq!(SiteConf::default().purge_audit_after, Some(90 * 86_400));
+        let secs = |v: &str| parse_purge_after(v).unwrap();
+        assert_eq!(secs("12month"), Some(12 * 30 * 86_400));
+        assert_eq!(secs("12months"), Some(12 * 30 * 86_400));
+        assert_eq!(secs("3"), Some(3 * 30 * 86_400), "a bare number is months");
+        assert_eq!(secs("90days"), Some(90 * 86_400));
+        assert_eq!(secs("90D"), Some(90 * 86_400));
+        assert_eq!(secs("24hours"), Some(24 * 3_600));
+        assert_eq!(secs("24h"), Some(24 * 3_600));
+        assert_eq!(secs("UNLIMITED"), None);
+        assert_eq!(
+            parse_purge_after("12weeks"),
+            Err("Invalid purge unit 'weeks', valid options are hours, days, or months".into())
+        );
+        assert_eq!(
+            parse_purge_after("days"),
+            Err("Invalid purge value 'days'".into())
+        );
+    }
+
+    #[test]
+    fn the_file_sets_the_retention_and_refuses_unknown_keys_with_file_and_line() {
+        assert_eq!(
+            parse("# audit\nPurgeAuditAfter=30days\n").unwrap(),
+            SiteConf {
+                purge_audit_after: Some(30 * 86_400)
+            }
+        );
+        assert_eq!(
+            parse("purgeauditafter=unlimited\n")
+                .unwrap()
+                .purge_audit_after,
+            None
+        );
+        assert_eq!(
+            parse("\nPurgeAuditAfter=1fortnight\n").unwrap_err(),
+            "/etc/slurm/sluice.conf:2: PurgeAuditAfter: Invalid purge unit 'fortnight', valid options are hours, days, or months"
+        );
+        assert_eq!(
+            parse("PurgeJobAfter=1\n").unwrap_err(),
+            "/etc/slurm/sluice.conf:1: unknown key 'PurgeJobAfter'"
+        );
+    }
+}
