@@ -43,6 +43,7 @@ use std::collections::BTreeMap;
 
 use crate::ids::JobId;
 use crate::job::{Job, JobState};
+use crate::limits::check::{Hold, Measure};
 use crate::limits::{request_tres, AssocId, TresCounts, TresLimits, NTRES};
 use crate::scheduler::Scheduler;
 use crate::time::Secs;
@@ -237,6 +238,14 @@ pub(crate) fn ended(s: &mut Scheduler, id: JobId) {
 /// Why pending job `id` may not start now as far as borrowing goes: `CohortBorrowLimit`
 /// or `CohortQuota` (see the module docs); `None` when it may.
 pub(crate) fn hold_reason(s: &Scheduler, id: JobId) -> Option<&'static str> {
+    hold(s, id).map(|h| h.reason)
+}
+
+/// [`hold_reason`] with its numbers: the TRES over quota, the limit (quota plus
+/// `BorrowLimit` for `CohortBorrowLimit`, the members' quotas together for
+/// `CohortQuota`), what the member (or the whole cohort) uses and what the job asks.
+/// Its scope is `None`: cohorts are not accounting scopes.
+pub(crate) fn hold(s: &Scheduler, id: JobId) -> Option<Hold> {
     if !s.borrow.active() {
         return None;
     }
@@ -253,8 +262,15 @@ pub(crate) fn hold_reason(s: &Scheduler, id: JobId) -> Option<&'static str> {
             continue;
         }
         let limit = crate::limits::tres_limit(&member.borrow_limit, k);
-        if limit.is_some_and(|l| want > q.saturating_add(l)) {
-            return Some(BORROW_LIMIT);
+        if let Some(l) = limit.filter(|&l| want > q.saturating_add(l)) {
+            return Some(Hold {
+                reason: BORROW_LIMIT,
+                scope: None,
+                measure: Measure::Tres(k),
+                limit: q.saturating_add(l),
+                in_use: used[k_i],
+                job: r[k_i],
+            });
         }
         let (mut total_q, mut total_u) = (0u64, r[k_i]);
         for other in &st.cohorts[*cohort] {
@@ -265,7 +281,14 @@ pub(crate) fn hold_reason(s: &Scheduler, id: JobId) -> Option<&'static str> {
             }
         }
         if total_u > total_q {
-            return Some(COHORT_QUOTA);
+            return Some(Hold {
+                reason: COHORT_QUOTA,
+                scope: None,
+                measure: Measure::Tres(k),
+                limit: total_q,
+                in_use: total_u - r[k_i],
+                job: r[k_i],
+            });
         }
     }
     None

@@ -110,7 +110,7 @@ impl JobRequest {
 }
 
 /// Everything the core needs to know to queue a job.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobSpec {
     /// The job's id (allocated by the caller; must be unique among live jobs).
     pub id: JobId,

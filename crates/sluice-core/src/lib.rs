@@ -12,6 +12,7 @@
 pub mod borrow;
 pub mod cluster;
 pub mod decision;
+pub mod explain;
 pub mod fairshare;
 mod free_now;
 pub mod gpu_pick;
@@ -33,6 +34,7 @@ pub mod tres;
 pub use borrow::{Cohort, CohortMember};
 pub use cluster::{BlockLayout, Cluster, Node, NodeState, Partition, PartitionState};
 pub use decision::{Decision, Pass};
+pub use explain::{explain, ExplainOptions, Explanation};
 pub use ids::{JobId, NodeId, PartitionId};
 pub use job::{
     Allocation, Job, JobRequest, JobSpec, JobState, MemRequest, NodeAlloc, PendingReason,

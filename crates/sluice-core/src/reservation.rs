@@ -317,7 +317,8 @@ pub(crate) fn release_holds(s: &mut Scheduler) {
     }
 }
 
-fn release_one(s: &mut Scheduler, name: &str) {
+/// Releases the holds of reservation `name` from the profile.
+pub(crate) fn release_one(s: &mut Scheduler, name: &str) {
     if let Some(holds) = s.resv.held_main.remove(name) {
         let origin = s.profile.origin();
         for h in holds {

@@ -46,6 +46,8 @@ pub enum SubmitError {
     /// An accounting limit refuses the job (a submit limit, or a limit it could never
     /// run within under a `DenyOnLimit` QOS): Slurm's reason name for the limit.
     AccountingPolicy(&'static str),
+    /// [`Scheduler::update_pending`]: no pending job has this id.
+    NotPending(JobId),
 }
 
 impl std::fmt::Display for SubmitError {
@@ -64,6 +66,7 @@ impl std::fmt::Display for SubmitError {
                 f,
                 "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
             ),
+            SubmitError::NotPending(_) => write!(f, "Job is no longer pending execution"),
         }
     }
 }
@@ -274,7 +277,11 @@ impl Scheduler {
     /// (Slurm: "Requested node configuration is not available" when not). Judged on the
     /// partition's distinct node configurations, so it costs the same on 10 or 10,000
     /// identical nodes.
-    fn could_ever_fit(&self, partition: PartitionId, req: &crate::job::JobRequest) -> bool {
+    pub(crate) fn could_ever_fit(
+        &self,
+        partition: PartitionId,
+        req: &crate::job::JobRequest,
+    ) -> bool {
         if req.lists_nodes() {
             // Judged on the nodes themselves, all idle.
             let candidates: Vec<Candidate> = self.cluster.partitions[partition.index()]
@@ -344,6 +351,11 @@ impl Scheduler {
         if self.jobs.contains_key(&spec.id) {
             return Err(SubmitError::DuplicateId(spec.id));
         }
+        self.check_shape(spec)
+    }
+
+    /// [`Scheduler::check`] but for the id: partition, time limit, shape and limits.
+    fn check_shape(&self, spec: &JobSpec) -> Result<(), SubmitError> {
         let Some(part) = self.cluster.partitions.get(spec.partition.index()) else {
             return Err(SubmitError::NoSuchPartition(spec.partition));
         };
@@ -470,8 +482,41 @@ impl Scheduler {
     /// Queues a job. Checks that the id is free, the partition exists and takes jobs,
     /// and that the request could be met by the partition's nodes if they were empty;
     /// otherwise returns the reason and changes nothing.
-    pub fn submit(&mut self, mut spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+    pub fn submit(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
         self.check(&spec)?;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.enqueue(spec, seq, now);
+        Ok(())
+    }
+
+    /// Replaces a pending job's spec (the job with `spec.id`) with `spec`, as if it had
+    /// been submitted so: what `explain`'s counterfactuals ask ("what if it asked for
+    /// fewer GPUs?"), and a way to carry out `scontrol update` on a pending job. The job
+    /// keeps its place in submission order (it stays ahead of jobs submitted after it at
+    /// equal tier and priority); its tier and priority follow the new spec, it loses any
+    /// reservation a pass planned for it and gets a fresh pending reason at the next
+    /// pass. A job bound to an advance reservation stays bound.
+    ///
+    /// The new spec is checked as [`Scheduler::submit`] checks a job, except that the
+    /// submit limits are not counted again (the job is already submitted).
+    ///
+    /// Errors: [`SubmitError::NotPending`] when no pending job has the id, or what
+    /// [`Scheduler::check`] would refuse; nothing changes then.
+    pub fn update_pending(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+        let id = spec.id;
+        if self.jobs.get(&id).map(|j| &j.state) != Some(&JobState::Pending) {
+            return Err(SubmitError::NotPending(id));
+        }
+        self.check_shape(&spec)?;
+        let seq = self.keys[&id].seq;
+        self.cancel_pending(id, now);
+        self.enqueue(spec, seq, now);
+        Ok(())
+    }
+
+    /// Queues a checked job under submission sequence number `seq`.
+    fn enqueue(&mut self, mut spec: JobSpec, seq: u64, now: Time) {
         let part = self.cluster.partition(spec.partition);
         // OverSubscribe=EXCLUSIVE, and ExclusiveUser=YES (no other user's job may share
         // a node; whole nodes also keep the same user's jobs apart, which is stricter
@@ -491,9 +536,8 @@ impl Scheduler {
             } else {
                 0
             }),
-            seq: self.next_seq,
+            seq,
         };
-        self.next_seq += 1;
         let id = spec.id;
         self.usage.add(id, self.scopes(&spec));
         self.jobs.insert(
@@ -518,7 +562,6 @@ impl Scheduler {
         if let Policy::Conservative = self.policy {
             self.conservative.unplanned.insert(key);
         }
-        Ok(())
     }
 
     /// Records that a running job has ended at `now` (for whatever reason: completed,
@@ -1129,7 +1172,7 @@ impl Scheduler {
 }
 
 /// A job as the limit checks see it.
-fn view(spec: &JobSpec) -> JobView<'_> {
+pub(crate) fn view(spec: &JobSpec) -> JobView<'_> {
     JobView {
         id: spec.id,
         user: spec.user,

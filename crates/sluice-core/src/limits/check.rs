@@ -1,6 +1,10 @@
-//! The limit checks: whether a job may start now ([`hold_reason`]) and whether it may
-//! be submitted at all ([`submit_violation`]), in Slurm's order of precedence (see the
-//! module docs of [`crate::limits`]).
+//! The limit checks: whether a job may start now ([`hold_reason`], [`holds`]) and
+//! whether it may be submitted at all ([`submit_violation`]), in Slurm's order of
+//! precedence (see the module docs of [`crate::limits`]).
+//!
+//! Every check reports a [`Hold`]: Slurm's reason name with the numbers behind it (the
+//! limit, what its scope uses, what the job would add), so that the pending reason and
+//! its explanation come from one place.
 
 use crate::ids::{JobId, PartitionId};
 use crate::job::JobRequest;
@@ -8,7 +12,9 @@ use crate::time::{Secs, Time};
 
 use super::reason::{self, TresLimitKind as K};
 use super::usage::{account_of, qos_order, Counter, Scope, Usage};
-use super::{request_tres, tres_limit, AccountLimits, AssocId, JobAcct, Limits, TresCounts};
+use super::{
+    request_tres, tres_limit, AccountLimits, AssocId, JobAcct, Limits, TresCounts, TresKind,
+};
 
 /// A job as the checks see it.
 #[derive(Clone, Copy, Debug)]
@@ -25,6 +31,65 @@ pub struct JobView<'a> {
     pub time_limit: Secs,
     /// What it asks for.
     pub request: &'a JobRequest,
+}
+
+/// What a limit counts, and so the unit of a [`Hold`]'s numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// Running jobs (`GrpJobs`, `MaxJobs`, `MaxJobsPerUser`, `MaxJobsPerAccount`).
+    RunningJobs,
+    /// Pending and running jobs (the submit limits).
+    SubmittedJobs,
+    /// A TRES in its own unit (processors, MiB, nodes, devices, billing units): held by
+    /// the scope's running jobs (`GrpTRES`, `MaxTRESPerUser`, `MaxTRESPerAccount`) or
+    /// asked by the job alone (`MaxTRESPerJob`, `MinTRESPerJob`).
+    Tres(TresKind),
+    /// A TRES on one node, as the job asks it (`MaxTRESPerNode`).
+    TresPerNode(TresKind),
+    /// TRES-minutes: used so far, decayed, plus with `safe` what running jobs still have
+    /// to run (`GrpTRESMins`); or the job's TRES × time limit (`MaxTRESMinsPerJob`).
+    TresMins(TresKind),
+    /// TRES-minutes running jobs still have to run (`GrpTRESRunMins`).
+    TresRunMins(TresKind),
+    /// Seconds of time limit (`MaxWallDurationPerJob`).
+    WallSeconds,
+}
+
+/// One limit that holds a job back (or refuses it), with the numbers behind it.
+///
+/// A job is held when `in_use + job > limit` (for `MinTRESPerJob`: when
+/// `job < limit`; for `GrpTRESMins` without `safe`: when `in_use ≥ limit` or
+/// `job > limit`). TRES-minutes are rounded down to whole minutes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hold {
+    /// Slurm's reason name (`AssocGrpGRES`, `QOSMaxJobsPerUserLimit`, ...).
+    pub reason: &'static str,
+    /// Whose usage the limit counts: an association (with its subtree), a QOS, one
+    /// user's or one account's jobs in a QOS. `None` for a limit on the job alone
+    /// (`MaxTRESPerJob`, `MaxWall`, ...).
+    pub scope: Option<Scope>,
+    /// What is counted, in which unit.
+    pub measure: Measure,
+    /// The limit's value.
+    pub limit: u64,
+    /// What the scope uses now (0 for a limit on the job alone).
+    pub in_use: u64,
+    /// What the job would add to it (for a limit on the job alone: what it asks).
+    pub job: u64,
+}
+
+/// Collects holds: the first only (what a pass needs), or all of them (explanations).
+struct Sink {
+    all: bool,
+    found: Vec<Hold>,
+}
+
+impl Sink {
+    /// Records a hold; true when the checks should stop.
+    fn hit(&mut self, h: Hold) -> bool {
+        self.found.push(h);
+        !self.all
+    }
 }
 
 /// How usage is read: the real counts (may the job start now?), or none at all (could
@@ -45,6 +110,29 @@ struct Ctx<'a> {
     now: Time,
     /// Whether the job is already counted in the usage (then it is not added again).
     counted: bool,
+}
+
+fn hold(
+    reason: &'static str,
+    scope: Option<Scope>,
+    measure: Measure,
+    limit: u64,
+    in_use: u64,
+    job: u64,
+) -> Hold {
+    Hold {
+        reason,
+        scope,
+        measure,
+        limit,
+        in_use,
+        job,
+    }
+}
+
+/// Whole minutes of a float count of minutes.
+fn mins(m: f64) -> u64 {
+    m.max(0.0).floor() as u64
 }
 
 impl Ctx<'_> {
@@ -73,8 +161,25 @@ impl Ctx<'_> {
     }
 
     /// `GrpJobs` of one scope.
-    fn grp_jobs(&self, l: &Limits, mask: &Limits, scope: Scope) -> bool {
-        mask.grp_jobs.is_none() && l.grp_jobs.is_some_and(|n| self.running(scope) + 1 > n)
+    fn grp_jobs(
+        &self,
+        l: &Limits,
+        mask: &Limits,
+        scope: Scope,
+        name: &'static str,
+        sink: &mut Sink,
+    ) -> bool {
+        match l.grp_jobs {
+            Some(n) if mask.grp_jobs.is_none() && self.running(scope) + 1 > n => sink.hit(hold(
+                name,
+                Some(scope),
+                Measure::RunningJobs,
+                n.into(),
+                self.running(scope).into(),
+                1,
+            )),
+            _ => false,
+        }
     }
 
     /// `GrpTRESMins`, `GrpTRES` and `GrpTRESRunMins` of one scope.
@@ -83,8 +188,9 @@ impl Ctx<'_> {
         l: &Limits,
         mask: &Limits,
         scope: Scope,
-        name: fn(super::TresKind, K) -> &'static str,
-    ) -> Option<&'static str> {
+        name: fn(TresKind, K) -> &'static str,
+        sink: &mut Sink,
+    ) -> bool {
         for &(kind, lim) in &l.grp_tres_mins {
             if tres_limit(&mask.grp_tres_mins, kind).is_some() {
                 continue;
@@ -93,13 +199,29 @@ impl Ctx<'_> {
             let (used, run) = self.counter(scope).map_or((0.0, 0.0), |c| {
                 (c.used_mins(k, self.now), c.run_mins(k, self.now))
             });
-            let over = if self.db.enforce.safe {
-                self.tres[k] > 0 && used + run + self.job_mins(k) > lim as f64
+            let (over, in_use) = if self.db.enforce.safe {
+                let in_use = used + run;
+                (
+                    self.tres[k] > 0 && in_use + self.job_mins(k) > lim as f64,
+                    in_use,
+                )
             } else {
-                self.tres[k] > 0 && (used >= lim as f64 || self.job_mins(k) > lim as f64)
+                (
+                    self.tres[k] > 0 && (used >= lim as f64 || self.job_mins(k) > lim as f64),
+                    used,
+                )
             };
-            if over {
-                return Some(name(kind, K::GrpMins));
+            if over
+                && sink.hit(hold(
+                    name(kind, K::GrpMins),
+                    Some(scope),
+                    Measure::TresMins(kind),
+                    lim,
+                    mins(in_use),
+                    mins(self.job_mins(k)),
+                ))
+            {
+                return true;
             }
         }
         for &(kind, lim) in &l.grp_tres {
@@ -107,8 +229,18 @@ impl Ctx<'_> {
                 continue;
             }
             let k = kind.index();
-            if self.tres[k] > 0 && self.held(scope, k) + self.tres[k] > lim {
-                return Some(name(kind, K::Grp));
+            if self.tres[k] > 0
+                && self.held(scope, k) + self.tres[k] > lim
+                && sink.hit(hold(
+                    name(kind, K::Grp),
+                    Some(scope),
+                    Measure::Tres(kind),
+                    lim,
+                    self.held(scope, k),
+                    self.tres[k],
+                ))
+            {
+                return true;
             }
         }
         for &(kind, lim) in &l.grp_tres_run_mins {
@@ -117,11 +249,21 @@ impl Ctx<'_> {
             }
             let k = kind.index();
             let run = self.counter(scope).map_or(0.0, |c| c.run_mins(k, self.now));
-            if self.tres[k] > 0 && run + self.job_mins(k) > lim as f64 {
-                return Some(name(kind, K::GrpRunMins));
+            if self.tres[k] > 0
+                && run + self.job_mins(k) > lim as f64
+                && sink.hit(hold(
+                    name(kind, K::GrpRunMins),
+                    Some(scope),
+                    Measure::TresRunMins(kind),
+                    lim,
+                    mins(run),
+                    mins(self.job_mins(k)),
+                ))
+            {
+                return true;
             }
         }
-        None
+        false
     }
 
     /// `MaxTRESMinsPerJob`, `MaxTRESPerJob` and `MaxTRESPerNode`.
@@ -129,28 +271,55 @@ impl Ctx<'_> {
         &self,
         l: &Limits,
         mask: &Limits,
-        name: fn(super::TresKind, K) -> &'static str,
-    ) -> Option<&'static str> {
+        name: fn(TresKind, K) -> &'static str,
+        sink: &mut Sink,
+    ) -> bool {
         for &(kind, lim) in &l.max_tres_mins_per_job {
             if tres_limit(&mask.max_tres_mins_per_job, kind).is_none()
                 && self.job_mins(kind.index()) > lim as f64
+                && sink.hit(hold(
+                    name(kind, K::MaxMinsPerJob),
+                    None,
+                    Measure::TresMins(kind),
+                    lim,
+                    0,
+                    mins(self.job_mins(kind.index())),
+                ))
             {
-                return Some(name(kind, K::MaxMinsPerJob));
+                return true;
             }
         }
         for &(kind, lim) in &l.max_tres_per_job {
-            if tres_limit(&mask.max_tres_per_job, kind).is_none() && self.tres[kind.index()] > lim {
-                return Some(name(kind, K::MaxPerJob));
+            if tres_limit(&mask.max_tres_per_job, kind).is_none()
+                && self.tres[kind.index()] > lim
+                && sink.hit(hold(
+                    name(kind, K::MaxPerJob),
+                    None,
+                    Measure::Tres(kind),
+                    lim,
+                    0,
+                    self.tres[kind.index()],
+                ))
+            {
+                return true;
             }
         }
         for &(kind, lim) in &l.max_tres_per_node {
             if tres_limit(&mask.max_tres_per_node, kind).is_none()
                 && self.per_node[kind.index()] > lim
+                && sink.hit(hold(
+                    name(kind, K::MaxPerNode),
+                    None,
+                    Measure::TresPerNode(kind),
+                    lim,
+                    0,
+                    self.per_node[kind.index()],
+                ))
             {
-                return Some(name(kind, K::MaxPerNode));
+                return true;
             }
         }
-        None
+        false
     }
 }
 
@@ -183,7 +352,30 @@ fn assoc_mask(qos_mask: &Limits) -> Limits {
     m
 }
 
-fn run(ctx: &Ctx, submit: bool) -> Option<&'static str> {
+/// A count limit of one scope: held when `count + add > limit`.
+fn count_hold(
+    reason: &'static str,
+    scope: Scope,
+    measure: Measure,
+    limit: Option<u32>,
+    count: u32,
+    add: u32,
+) -> Option<Hold> {
+    let n = limit?;
+    (count + add > n).then(|| {
+        hold(
+            reason,
+            Some(scope),
+            measure,
+            n.into(),
+            count.into(),
+            add.into(),
+        )
+    })
+}
+
+/// The submit limits, QOS first, then the association chain.
+fn run_submit(ctx: &Ctx, sink: &mut Sink) {
     let db = ctx.db;
     let job = ctx.job;
     let part_qos = db
@@ -195,78 +387,152 @@ fn run(ctx: &Ctx, submit: bool) -> Option<&'static str> {
     let chain = job.acct.assoc.map(|a| db.chain(a)).unwrap_or_default();
     let account = job.acct.assoc.map(|a| account_of(db, a));
     let add = u32::from(!ctx.counted);
-
-    // Submit limits.
-    if submit {
-        let mut mask = Limits::default();
-        for &q in &qos {
-            let l = &db.qos[&q].limits;
-            if mask.grp_submit_jobs.is_none()
-                && l.grp_submit_jobs
-                    .is_some_and(|n| ctx.submitted(Scope::Qos(q)) + add > n)
-            {
-                return Some(reason::QOS_GRP_SUBMIT);
-            }
-            if mask.max_submit_jobs_per_user.is_none()
-                && l.max_submit_jobs_per_user
-                    .is_some_and(|n| ctx.submitted(Scope::QosUser(q, job.user)) + add > n)
-            {
-                return Some(reason::QOS_MAX_SUBMIT_PER_USER);
-            }
-            if let Some(acc) = account {
-                if mask.max_submit_jobs_per_account.is_none()
-                    && l.max_submit_jobs_per_account
-                        .is_some_and(|n| ctx.submitted(Scope::QosAccount(q, acc)) + add > n)
-                {
-                    return Some(reason::QOS_MAX_SUBMIT_PER_ACCOUNT);
-                }
-            }
-            mask.cover(l);
+    let jobs = Measure::SubmittedJobs;
+    let mut mask = Limits::default();
+    for &q in &qos {
+        let l = &db.qos[&q].limits;
+        let mut found = Vec::new();
+        if mask.grp_submit_jobs.is_none() {
+            let s = Scope::Qos(q);
+            found.extend(count_hold(
+                reason::QOS_GRP_SUBMIT,
+                s,
+                jobs,
+                l.grp_submit_jobs,
+                ctx.submitted(s),
+                add,
+            ));
         }
-        let mask = assoc_mask(&mask);
-        for (i, a) in chain.iter().enumerate() {
-            let l = &db.assocs[a].limits;
-            if mask.grp_submit_jobs.is_none()
-                && l.grp_submit_jobs
-                    .is_some_and(|n| ctx.submitted(Scope::Assoc(*a)) + add > n)
-            {
-                return Some(reason::ASSOC_GRP_SUBMIT);
-            }
-            if i == 0
-                && mask.max_submit_jobs.is_none()
-                && effective_max(db, &chain)
-                    .max_submit_jobs
-                    .is_some_and(|n| ctx.submitted(Scope::Assoc(*a)) + add > n)
-            {
-                return Some(reason::ASSOC_MAX_SUBMIT);
+        if mask.max_submit_jobs_per_user.is_none() {
+            let s = Scope::QosUser(q, job.user);
+            found.extend(count_hold(
+                reason::QOS_MAX_SUBMIT_PER_USER,
+                s,
+                jobs,
+                l.max_submit_jobs_per_user,
+                ctx.submitted(s),
+                add,
+            ));
+        }
+        if let Some(acc) = account {
+            if mask.max_submit_jobs_per_account.is_none() {
+                let s = Scope::QosAccount(q, acc);
+                found.extend(count_hold(
+                    reason::QOS_MAX_SUBMIT_PER_ACCOUNT,
+                    s,
+                    jobs,
+                    l.max_submit_jobs_per_account,
+                    ctx.submitted(s),
+                    add,
+                ));
             }
         }
-        return None;
+        for h in found {
+            if sink.hit(h) {
+                return;
+            }
+        }
+        mask.cover(l);
     }
+    let mask = assoc_mask(&mask);
+    for (i, a) in chain.iter().enumerate() {
+        let l = &db.assocs[a].limits;
+        let s = Scope::Assoc(*a);
+        let mut found = Vec::new();
+        if mask.grp_submit_jobs.is_none() {
+            found.extend(count_hold(
+                reason::ASSOC_GRP_SUBMIT,
+                s,
+                jobs,
+                l.grp_submit_jobs,
+                ctx.submitted(s),
+                add,
+            ));
+        }
+        if i == 0 && mask.max_submit_jobs.is_none() {
+            found.extend(count_hold(
+                reason::ASSOC_MAX_SUBMIT,
+                s,
+                jobs,
+                effective_max(db, &chain).max_submit_jobs,
+                ctx.submitted(s),
+                add,
+            ));
+        }
+        for h in found {
+            if sink.hit(h) {
+                return;
+            }
+        }
+    }
+}
+
+/// The limits on starting: running jobs and wall time, then TRES; the QOS first, then
+/// the association chain, each level masking what the one before it set.
+fn run_start(ctx: &Ctx, sink: &mut Sink) {
+    let db = ctx.db;
+    let job = ctx.job;
+    let part_qos = db
+        .partition_qos
+        .get(job.partition.index())
+        .copied()
+        .flatten();
+    let qos = qos_order(db, &job.acct, part_qos);
+    let chain = job.acct.assoc.map(|a| db.chain(a)).unwrap_or_default();
+    let account = job.acct.assoc.map(|a| account_of(db, a));
+    let jobs = Measure::RunningJobs;
+    let wall = |reason, limit: Secs| {
+        hold(
+            reason,
+            None,
+            Measure::WallSeconds,
+            limit.max(0) as u64,
+            0,
+            job.time_limit.max(0) as u64,
+        )
+    };
 
     // Running jobs and wall time ("pre-select"): the QOS, then the association.
     let mut mask = Limits::default();
     for &q in &qos {
         let l = &db.qos[&q].limits;
-        if ctx.grp_jobs(l, &mask, Scope::Qos(q)) {
-            return Some(reason::QOS_GRP_JOBS);
+        if ctx.grp_jobs(l, &mask, Scope::Qos(q), reason::QOS_GRP_JOBS, sink) {
+            return;
         }
-        if mask.max_jobs_per_user.is_none()
-            && l.max_jobs_per_user
-                .is_some_and(|n| ctx.running(Scope::QosUser(q, job.user)) + 1 > n)
-        {
-            return Some(reason::QOS_MAX_JOBS_PER_USER);
+        let mut found = Vec::new();
+        if mask.max_jobs_per_user.is_none() {
+            let s = Scope::QosUser(q, job.user);
+            found.extend(count_hold(
+                reason::QOS_MAX_JOBS_PER_USER,
+                s,
+                jobs,
+                l.max_jobs_per_user,
+                ctx.running(s),
+                1,
+            ));
         }
         if let Some(acc) = account {
-            if mask.max_jobs_per_account.is_none()
-                && l.max_jobs_per_account
-                    .is_some_and(|n| ctx.running(Scope::QosAccount(q, acc)) + 1 > n)
-            {
-                return Some(reason::QOS_MAX_JOBS_PER_ACCOUNT);
+            if mask.max_jobs_per_account.is_none() {
+                let s = Scope::QosAccount(q, acc);
+                found.extend(count_hold(
+                    reason::QOS_MAX_JOBS_PER_ACCOUNT,
+                    s,
+                    jobs,
+                    l.max_jobs_per_account,
+                    ctx.running(s),
+                    1,
+                ));
             }
         }
-        if mask.max_wall.is_none() && l.max_wall.is_some_and(|w| job.time_limit > w) {
-            return Some(reason::QOS_MAX_WALL);
+        if mask.max_wall.is_none() {
+            if let Some(w) = l.max_wall.filter(|&w| job.time_limit > w) {
+                found.push(wall(reason::QOS_MAX_WALL, w));
+            }
+        }
+        for h in found {
+            if sink.hit(h) {
+                return;
+            }
         }
         mask.cover(l);
     }
@@ -275,19 +541,31 @@ fn run(ctx: &Ctx, submit: bool) -> Option<&'static str> {
     let max = effective_max(db, &chain);
     for (i, a) in chain.iter().enumerate() {
         let l = &db.assocs[a].limits;
-        if ctx.grp_jobs(l, &amask, Scope::Assoc(*a)) {
-            return Some(reason::ASSOC_GRP_JOBS);
+        let s = Scope::Assoc(*a);
+        if ctx.grp_jobs(l, &amask, s, reason::ASSOC_GRP_JOBS, sink) {
+            return;
         }
         if i == 0 {
-            if amask.max_jobs.is_none()
-                && max
-                    .max_jobs
-                    .is_some_and(|n| ctx.running(Scope::Assoc(*a)) + 1 > n)
-            {
-                return Some(reason::ASSOC_MAX_JOBS);
+            let mut found = Vec::new();
+            if amask.max_jobs.is_none() {
+                found.extend(count_hold(
+                    reason::ASSOC_MAX_JOBS,
+                    s,
+                    jobs,
+                    max.max_jobs,
+                    ctx.running(s),
+                    1,
+                ));
             }
-            if amask.max_wall.is_none() && max.max_wall.is_some_and(|w| job.time_limit > w) {
-                return Some(reason::ASSOC_MAX_WALL);
+            if amask.max_wall.is_none() {
+                if let Some(w) = max.max_wall.filter(|&w| job.time_limit > w) {
+                    found.push(wall(reason::ASSOC_MAX_WALL, w));
+                }
+            }
+            for h in found {
+                if sink.hit(h) {
+                    return;
+                }
             }
         }
     }
@@ -296,35 +574,63 @@ fn run(ctx: &Ctx, submit: bool) -> Option<&'static str> {
     let mut mask = Limits::default();
     for &q in &qos {
         let l = &db.qos[&q].limits;
-        if let Some(r) = ctx.grp_tres(l, &mask, Scope::Qos(q), reason::qos_tres) {
-            return Some(r);
+        if ctx.grp_tres(l, &mask, Scope::Qos(q), reason::qos_tres, sink) {
+            return;
         }
-        if let Some(r) = ctx.per_job_tres(l, &mask, reason::qos_tres) {
-            return Some(r);
+        if ctx.per_job_tres(l, &mask, reason::qos_tres, sink) {
+            return;
         }
         for &(kind, lim) in &l.max_tres_per_user {
             let k = kind.index();
+            let s = Scope::QosUser(q, job.user);
             if tres_limit(&mask.max_tres_per_user, kind).is_none()
                 && ctx.tres[k] > 0
-                && ctx.held(Scope::QosUser(q, job.user), k) + ctx.tres[k] > lim
+                && ctx.held(s, k) + ctx.tres[k] > lim
+                && sink.hit(hold(
+                    reason::qos_tres(kind, K::MaxPerUser),
+                    Some(s),
+                    Measure::Tres(kind),
+                    lim,
+                    ctx.held(s, k),
+                    ctx.tres[k],
+                ))
             {
-                return Some(reason::qos_tres(kind, K::MaxPerUser));
+                return;
             }
         }
         if let Some(acc) = account {
             for &(kind, lim) in &l.max_tres_per_account {
                 let k = kind.index();
+                let s = Scope::QosAccount(q, acc);
                 if tres_limit(&mask.max_tres_per_account, kind).is_none()
                     && ctx.tres[k] > 0
-                    && ctx.held(Scope::QosAccount(q, acc), k) + ctx.tres[k] > lim
+                    && ctx.held(s, k) + ctx.tres[k] > lim
+                    && sink.hit(hold(
+                        reason::qos_tres(kind, K::MaxPerAccount),
+                        Some(s),
+                        Measure::Tres(kind),
+                        lim,
+                        ctx.held(s, k),
+                        ctx.tres[k],
+                    ))
                 {
-                    return Some(reason::qos_tres(kind, K::MaxPerAccount));
+                    return;
                 }
             }
         }
         for &(kind, lim) in &l.min_tres_per_job {
-            if tres_limit(&mask.min_tres_per_job, kind).is_none() && ctx.tres[kind.index()] < lim {
-                return Some(reason::qos_tres(kind, K::Min));
+            if tres_limit(&mask.min_tres_per_job, kind).is_none()
+                && ctx.tres[kind.index()] < lim
+                && sink.hit(hold(
+                    reason::qos_tres(kind, K::Min),
+                    None,
+                    Measure::Tres(kind),
+                    lim,
+                    0,
+                    ctx.tres[kind.index()],
+                ))
+            {
+                return;
             }
         }
         mask.cover(l);
@@ -332,16 +638,13 @@ fn run(ctx: &Ctx, submit: bool) -> Option<&'static str> {
     let amask = assoc_mask(&mask);
     for (i, a) in chain.iter().enumerate() {
         let l = &db.assocs[a].limits;
-        if let Some(r) = ctx.grp_tres(l, &amask, Scope::Assoc(*a), reason::assoc_tres) {
-            return Some(r);
+        if ctx.grp_tres(l, &amask, Scope::Assoc(*a), reason::assoc_tres, sink) {
+            return;
         }
-        if i == 0 {
-            if let Some(r) = ctx.per_job_tres(&max, &amask, reason::assoc_tres) {
-                return Some(r);
-            }
+        if i == 0 && ctx.per_job_tres(&max, &amask, reason::assoc_tres, sink) {
+            return;
         }
     }
-    None
 }
 
 fn ctx<'a>(
@@ -364,6 +667,16 @@ fn ctx<'a>(
     }
 }
 
+/// The first hold of `ctx` by the start limits, in Slurm's precedence.
+fn first_start_hold(ctx: &Ctx) -> Option<Hold> {
+    let mut sink = Sink {
+        all: false,
+        found: Vec::new(),
+    };
+    run_start(ctx, &mut sink);
+    sink.found.into_iter().next()
+}
+
 /// Why `job` may not start at `now` under the limits, as Slurm's reason name; `None`
 /// when it may (or when limits are not enforced).
 pub fn hold_reason(
@@ -375,7 +688,23 @@ pub fn hold_reason(
     if !db.enforce.limits {
         return None;
     }
-    run(&ctx(db, usage, job, Mode::Now, now), false)
+    first_start_hold(&ctx(db, usage, job, Mode::Now, now)).map(|h| h.reason)
+}
+
+/// Every limit that would keep `job` from starting at `now`, in Slurm's precedence (the
+/// first is the one [`hold_reason`] names), with its numbers; empty when none does (or
+/// when limits are not enforced). A limit the job's QOS sets hides the same limit of
+/// its association, as in [`hold_reason`].
+pub fn holds(db: &AccountLimits, usage: &Usage, job: JobView<'_>, now: Time) -> Vec<Hold> {
+    if !db.enforce.limits {
+        return Vec::new();
+    }
+    let mut sink = Sink {
+        all: true,
+        found: Vec::new(),
+    };
+    run_start(&ctx(db, usage, job, Mode::Now, now), &mut sink);
+    sink.found
 }
 
 /// Why `job` may not be submitted, as Slurm's reason name: a submit limit reached
@@ -392,8 +721,13 @@ pub fn submit_violation(
     }
     let c = ctx(db, usage, job, Mode::Now, now);
     if !c.counted {
-        if let Some(r) = run(&c, true) {
-            return Some(r);
+        let mut sink = Sink {
+            all: false,
+            found: Vec::new(),
+        };
+        run_submit(&c, &mut sink);
+        if let Some(h) = sink.found.into_iter().next() {
+            return Some(h.reason);
         }
     }
     let part_qos = db
@@ -405,7 +739,7 @@ pub fn submit_violation(
         .iter()
         .any(|q| db.qos[q].flags.deny_on_limit);
     if deny {
-        return run(&ctx(db, usage, job, Mode::Alone, now), false);
+        return first_start_hold(&ctx(db, usage, job, Mode::Alone, now)).map(|h| h.reason);
     }
     None
 }

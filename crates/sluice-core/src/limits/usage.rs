@@ -166,6 +166,11 @@ impl Usage {
         self.jobs.contains_key(&id)
     }
 
+    /// The scopes `id` is charged to (empty when it is not charged).
+    pub fn scopes_of(&self, id: JobId) -> &[Scope] {
+        self.jobs.get(&id).map_or(&[], |c| c.scopes.as_slice())
+    }
+
     /// Charges a new job to `scopes` (pending: it counts as submitted). A job already
     /// charged keeps its scopes.
     pub fn add(&mut self, id: JobId, scopes: Vec<Scope>) {

@@ -1,0 +1,106 @@
+//! When a job starts: the forward simulation's prediction.
+
+use super::*;
+use crate::decision::Pass;
+
+#[test]
+fn the_predicted_start_is_the_end_of_the_running_job_it_waits_for() {
+    // Two 8-GPU nodes: job 1 holds node01 for an hour, job 2 node02 for two. Job 3
+    // wants 8 GPUs: it starts when job 1 ends, on node01. Nothing would start it sooner.
+    let s = started(
+        machine(&[(32, 8), (32, 8)]),
+        vec![
+            job(1).gpus(8).on(0).prio(3),
+            job(2).gpus(8).on(1).time(7200).prio(2),
+            job(3).gpus(8).prio(1),
+        ],
+    );
+    let e = explain_at(&s, 3, 0);
+    assert_eq!(
+        e.start,
+        Ok(PredictedStart {
+            at: 3600,
+            nodes: ids(&[0]),
+            pass: Pass::Main,
+            waits_for: vec![RunningEnd {
+                job: JobId(1),
+                end: 3600
+            }],
+        })
+    );
+    assert_eq!(e.counterfactuals, vec![]);
+}
+
+#[test]
+fn under_backfill_a_job_behind_can_delay_the_job_so_the_simulation_keeps_it() {
+    // Nodes z, w, x of 8 GPUs. Jobs 1 and 2 hold 4 GPUs of z and of w until 100, job 3
+    // all of x until 200. Job A (4) wants 8 GPUs for 1000 s, then the explained job T
+    // (5) the same, then job b (6): 4 GPUs for 110 s.
+    // The backfill pass at 0 plans A on z and T on w from 120 (ends rounded to 60 s),
+    // and b fits on z until then: it starts. At 100 A finds z half taken and starts on
+    // w; T waits for z until b ends at 110. Without b, A takes z and T w, both at 100:
+    // a job behind T changed when T starts, which is why it is simulated.
+    let jobs = |with_b: bool| {
+        let mut j = vec![
+            job(1).gpus(4).time(100).on(0).prio(9),
+            job(2).gpus(4).time(100).on(1).prio(9),
+            job(3).gpus(8).time(200).on(2).prio(9),
+            job(4).gpus(8).time(1000).prio(3),
+            job(5).gpus(8).time(1000).prio(2),
+        ];
+        if with_b {
+            j.push(job(6).gpus(4).time(110).prio(1));
+        }
+        j
+    };
+    let with_b = started(machine(&[(32, 8); 3]), jobs(true));
+    assert_eq!(with_b.job(JobId(6)).unwrap().start, Some(0));
+    let e = explain_at(&with_b, 5, 0);
+    let start = e.start.unwrap();
+    assert_eq!((start.at, start.nodes), (110, ids(&[0])));
+    assert_eq!(
+        start.waits_for,
+        vec![
+            RunningEnd {
+                job: JobId(1),
+                end: 100
+            },
+            RunningEnd {
+                job: JobId(6),
+                end: 110
+            }
+        ]
+    );
+    let without_b = started(machine(&[(32, 8); 3]), jobs(false));
+    let start = explain_at(&without_b, 5, 0).start.unwrap();
+    assert_eq!((start.at, start.nodes), (100, ids(&[1])));
+}
+
+#[test]
+fn a_preemptor_starts_when_its_victim_is_gone_after_its_grace() {
+    // One 8-GPU node in `low` (tier 1, GraceTime 60 s) and `high` (tier 2), under
+    // preempt/partition_prio with CANCEL. Job 1 (low) holds the node for an hour; job 2
+    // (high) arrives at 0, before any pass. The first simulated pass preempts job 1,
+    // which ends 60 s later; job 2 starts then, by the preemption pass.
+    let mut c = machine(&[(32, 8)]);
+    c.partitions[0].grace_time = 60;
+    let mut high = Partition::new("high", ids(&[0]));
+    high.priority_tier = 2;
+    c.partitions.push(high);
+    c.preempt = crate::preempt::PreemptConfig {
+        kind: crate::preempt::PreemptType::PartitionPrio,
+        mode: crate::preempt::PreemptMode::Cancel,
+        exempt_time: 0,
+    };
+    let mut s = started(c, vec![job(1).gpus(8)]);
+    s.submit(job(2).gpus(8).part(1), 0).unwrap();
+    let start = explain_at(&s, 2, 0).start.unwrap();
+    assert_eq!((start.at, start.pass), (60, Pass::Preempt));
+    assert_eq!(
+        start.waits_for,
+        vec![RunningEnd {
+            job: JobId(1),
+            end: 60
+        }]
+    );
+}
