@@ -58,6 +58,7 @@ pub fn render(e: &Explanation) -> String {
         }
     }
     if let Some(p) = &e.priority {
+        let mut return_queue = true;
         let factors = if p.factors.is_empty() {
             String::new()
         } else {
@@ -69,6 +70,10 @@ pub fn render(e: &Explanation) -> String {
             format!(" ({})", f.join(", "))
         };
         line(format!("Priority: {}{factors}", p.value));
+        if p.rank == 0 {
+            // Not in the scheduler's queue yet (held, or waiting on a dependency).
+            return_queue = false;
+        }
         let ahead = if p.ahead == 0 {
             "no job ahead of it".to_string()
         } else {
@@ -81,10 +86,12 @@ pub fn render(e: &Explanation) -> String {
                 p.ahead_nodes
             )
         };
-        line(format!(
-            "Queue: {} of {} pending in its partition; {ahead}",
-            p.rank, p.of
-        ));
+        if return_queue {
+            line(format!(
+                "Queue: {} of {} pending in its partition; {ahead}",
+                p.rank, p.of
+            ));
+        }
     }
     if let Some(x) = &e.expected {
         line(format!(
@@ -93,6 +100,17 @@ pub fn render(e: &Explanation) -> String {
             x.nodes,
             x.pass
         ));
+        match x.planned.filter(|_| x.plan_differs) {
+            Some(t) => line(format!(
+                "  squeue --start shows {}: the last backfill plan, made every bf_interval in steps of bf_resolution",
+                timestamp(t)
+            )),
+            None if x.plan_differs => line(
+                "  squeue --start shows N/A until a backfill pass plans it (every bf_interval)"
+                    .into(),
+            ),
+            None => {}
+        }
         if !x.waits_for.is_empty() {
             line("  when these running jobs reach their time limits:".into());
             for w in &x.waits_for {

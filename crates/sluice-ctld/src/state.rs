@@ -2687,6 +2687,7 @@ pub fn batch_environment(
 pub(crate) mod audit;
 mod dependency;
 mod explain;
+mod explain_text;
 pub mod gpu_env;
 mod preempt;
 mod priority;

@@ -103,6 +103,13 @@ pub struct Expected {
     pub pass: String,
     /// The running jobs whose ends it waits for.
     pub waits_for: Vec<Awaited>,
+    /// Whether `squeue --start` shows something else: the start the last backfill
+    /// pass planned, `planned` (`None`: none yet, `N/A`). The plan is made every
+    /// `bf_interval` on a grid of `bf_resolution` seconds; `start` follows the passes
+    /// to come exactly.
+    pub plan_differs: bool,
+    /// The last backfill plan's start, what `squeue --start` shows.
+    pub planned: Option<i64>,
 }
 
 /// A running job whose end an expected start waits for.

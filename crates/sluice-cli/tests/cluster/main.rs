@@ -10,6 +10,7 @@ mod cancel;
 mod commands;
 mod durability;
 mod enforce;
+mod explain;
 mod gpu;
 mod harness;
 mod limits;

@@ -211,12 +211,12 @@ impl Controller {
                     }
                 };
                 let verdict = if state == DepState::Never {
-                    "which can no longer happen"
+                    "so it can never start (scancel it, or scontrol update its Dependency)"
                 } else {
-                    "still waiting"
+                    "not yet"
                 };
                 out.push(format!(
-                    "{}:{}: waits for job {} {wants}; job {}: {verdict}",
+                    "{}:{}: it waits for job {} {wants}; {}: {verdict}",
                     kind_name(c.kind),
                     t.job,
                     t.job,

@@ -3,7 +3,10 @@
 //! decides (limits, resources, queue place, expected start, counterfactuals) comes from
 //! the core's [`sluice_core::explain`], turned into sentences with the cluster's names.
 
-use sluice_proto::explain::{Cause, Explanation, Priority};
+use sluice_core::explain::{Alternative, ExplainOptions};
+use sluice_core::limits::QosId;
+use sluice_core::{JobId, PartitionId, PartitionState};
+use sluice_proto::explain::{Awaited, Cause, Expected, Explanation, Priority, Resources};
 use sluice_proto::time::timestamp;
 use sluice_proto::types::{JobRecord, JobState};
 
@@ -170,37 +173,158 @@ impl Controller {
         out
     }
 
-    /// The parts only the scheduler knows; filled in from the core's explanation.
-    fn explain_queued(&self, r: &JobRecord, _caller: &Caller, now: i64, e: &mut Explanation) {
+    /// The parts only the scheduler knows, from the core's explanation of the job (when
+    /// it is in the scheduler's queue): the cause behind its reason and every limit
+    /// holding it, its resources node by node, its priority and place, its expected
+    /// start and the running jobs it waits for, and what would start it sooner.
+    fn explain_queued(&self, r: &JobRecord, caller: &Caller, now: i64, e: &mut Explanation) {
         let live = self.live(r);
-        if self.priority.multifactor() {
-            if let Ok(spec) = self.core_spec(r) {
-                let row = self.priority.job_row(&self.job_factors(r, &spec), now);
-                let mut factors = vec![
-                    ("AGE".to_string(), row.age.weighted),
-                    ("ASSOC".to_string(), row.assoc.weighted),
-                    ("FAIRSHARE".to_string(), row.fairshare.weighted),
-                    ("JOBSIZE".to_string(), row.job_size.weighted),
-                    ("PARTITION".to_string(), row.partition_factor.weighted),
-                    ("QOS".to_string(), row.qos.weighted),
-                ];
-                for t in &row.tres {
-                    factors.push((t.name.to_uppercase(), t.factor.weighted));
-                }
-                factors.retain(|(_, v)| *v != 0.0);
-                e.priority = Some(Priority {
-                    value: live.priority,
-                    factors,
+        let mut priority = Priority {
+            value: live.priority,
+            factors: self.priority_factors(r, now),
+            ..Default::default()
+        };
+        let options = ExplainOptions {
+            alternatives: self.alternatives(r, now),
+            ..ExplainOptions::default()
+        };
+        let Some(x) = sluice_core::explain(&self.sched, JobId(r.id), now, &options) else {
+            e.priority = Some(priority);
+            if e.causes.is_empty() {
+                e.no_start = Some("it is not in the scheduler's queue".into());
+            }
+            return;
+        };
+        priority.rank = x.queue.rank;
+        priority.of = x.queue.of;
+        priority.ahead = x.queue.ahead;
+        priority.ahead_cpus = x.queue.ahead_demand.cpus;
+        priority.ahead_gpus = x.queue.ahead_demand.gpus;
+        priority.ahead_nodes = x.queue.ahead_demand.nodes;
+        e.priority = Some(priority);
+        if let Some(c) = self.reason_cause(r, x.reason, x.queue.ahead, x.queue.of) {
+            e.causes.push(c);
+        }
+        // Every limit holding it, its reason's first (Slurm's precedence).
+        e.causes
+            .extend(x.limits.iter().map(|h| self.limit_cause(h)));
+        e.resources = Some(Resources {
+            never: x.never_fits.as_ref().map(|n| n.to_string()),
+            nodes: x.nodes.iter().map(|g| self.node_line(g)).collect(),
+        });
+        match &x.start {
+            Ok(p) => {
+                e.expected = Some(Expected {
+                    start: p.at,
+                    nodes: self.hostlist(&p.nodes),
+                    pass: p.pass.as_str().into(),
+                    waits_for: p
+                        .waits_for
+                        .iter()
+                        .map(|w| {
+                            let owner = self.jobs.get(&w.job.0);
+                            let hide = owner.is_none_or(|o| self.hidden_from(caller, o.uid));
+                            Awaited {
+                                job_id: (!hide).then_some(w.job.0),
+                                user: owner.filter(|_| !hide).map(|o| o.user.clone()),
+                                end: w.end,
+                            }
+                        })
+                        .collect(),
                     ..Default::default()
                 });
             }
+            Err(why) => e.no_start = Some(why.to_string()),
         }
-        if e.priority.is_none() {
-            e.priority = Some(Priority {
-                value: live.priority,
-                ..Default::default()
+        if let Some(expected) = &mut e.expected {
+            expected.planned = x.planned;
+            expected.plan_differs = x.planned != Some(expected.start);
+        }
+        e.suggestions = x
+            .counterfactuals
+            .iter()
+            .map(|c| self.suggestion(r, c))
+            .collect();
+    }
+
+    /// The job's weighted priority factors as `sprio -l` names them (multifactor only;
+    /// factors of zero left out).
+    fn priority_factors(&self, r: &JobRecord, now: i64) -> Vec<(String, f64)> {
+        if !self.priority.multifactor() {
+            return Vec::new();
+        }
+        let Ok(spec) = self.core_spec(r) else {
+            return Vec::new();
+        };
+        let row = self.priority.job_row(&self.job_factors(r, &spec), now);
+        let mut factors = vec![
+            ("AGE".to_string(), row.age.weighted),
+            ("ASSOC".to_string(), row.assoc.weighted),
+            ("FAIRSHARE".to_string(), row.fairshare.weighted),
+            ("JOBSIZE".to_string(), row.job_size.weighted),
+            ("PARTITION".to_string(), row.partition_factor.weighted),
+            ("QOS".to_string(), row.qos.weighted),
+        ];
+        for t in &row.tres {
+            factors.push((t.name.to_uppercase(), t.factor.weighted));
+        }
+        factors.retain(|(_, v)| *v != 0.0);
+        factors
+    }
+
+    /// The other partitions (up, and open to the job's account, QOS and group) and the
+    /// other QOS of its association that the owner may use, each with the priority the
+    /// job would have there.
+    fn alternatives(&self, r: &JobRecord, now: i64) -> Vec<Alternative> {
+        let mut out = Vec::new();
+        let priority_with = |changed: &JobRecord| -> Option<u32> {
+            if !self.priority.multifactor() {
+                return None;
+            }
+            let spec = self.core_spec(changed).ok()?;
+            Some(
+                self.priority
+                    .priority(&self.job_factors(changed, &spec), now)
+                    .priority
+                    .max(1),
+            )
+        };
+        for (i, p) in self.conf.cluster.partitions.iter().enumerate() {
+            if p.name == r.partition || p.state != PartitionState::Up {
+                continue;
+            }
+            if p.access
+                .check(&r.account, &r.qos, std::slice::from_ref(&r.group), false)
+                .is_err()
+            {
+                continue;
+            }
+            let mut changed = r.clone();
+            changed.partition = p.name.clone();
+            out.push(Alternative {
+                partition: Some(PartitionId(i as u16)),
+                qos: None,
+                priority: priority_with(&changed),
             });
         }
+        if let Some(assoc) = self.assoc_of(r) {
+            for name in self.accounts.allowed_qos(assoc) {
+                if name == r.qos {
+                    continue;
+                }
+                let Some(q) = self.accounts.qos(&name) else {
+                    continue;
+                };
+                let mut changed = r.clone();
+                changed.qos = name.clone();
+                out.push(Alternative {
+                    partition: None,
+                    qos: Some(QosId(q.id)),
+                    priority: priority_with(&changed),
+                });
+            }
+        }
+        out
     }
 
     /// A started job's story from its record: when and where each run started, by
@@ -227,6 +351,12 @@ impl Controller {
                 timestamp(start),
                 sluice_conf::hostlist::compress(&r.nodes)
             ));
+            if let (JobState::Running, Some(limit)) = (r.state, r.time_limit) {
+                out.push(format!(
+                    "reaches its time limit at {}",
+                    timestamp(start + limit)
+                ));
+            }
         }
         if let Some(at) = r
             .details

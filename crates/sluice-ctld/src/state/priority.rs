@@ -88,7 +88,7 @@ pub(super) fn cluster_totals(cluster: &Cluster) -> ClusterTotals {
 impl Controller {
     /// The association a job charges (its user's in its account, for its partition),
     /// if there is one.
-    fn assoc_of(&self, r: &JobRecord) -> Option<u32> {
+    pub(super) fn assoc_of(&self, r: &JobRecord) -> Option<u32> {
         self.accounts
             .association(&r.user, &r.account, Some(&r.partition))
             .map(|a| a.id)
