@@ -1103,3 +1103,52 @@ fn a_deleted_reservations_jobs_are_held_and_bad_requests_are_refused() {
     let effects = c.set_hold(job, None, false, &root(), 20).unwrap();
     assert_eq!(launches(&effects), vec![(job, vec!["node01".to_string()])]);
 }
+
+#[test]
+fn private_data_jobs_hides_other_users_jobs_from_explain() {
+    // One CPU: bob's job runs for ten minutes, alice's waits for it.
+    let mut conf = conf(1, 1);
+    conf.private_data = crate::config::PrivateData::parse("jobs,usage").unwrap();
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let bob = Caller {
+        uid: 2000,
+        gid: 2000,
+        admin: false,
+    };
+    let p = c.prepare(desc(1, 600), &bob, "bob", "bob", 0).unwrap();
+    let theirs = 1;
+    c.accept(p.records(theirs), 0);
+    let mut next = 2;
+    let (mine, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    assert_eq!(
+        c.explain(theirs, None, &alice(), 10),
+        Err(BAD_JOB.to_string())
+    );
+    let e = c.explain(mine, None, &alice(), 10).unwrap();
+    let x = e.expected.unwrap();
+    assert_eq!(x.start, 600);
+    assert_eq!(
+        x.waits_for,
+        [sluice_proto::explain::Awaited {
+            job_id: None,
+            user: None,
+            end: 600
+        }]
+    );
+    // An operator sees whose it is; without PrivateData everyone does.
+    let root = Caller {
+        uid: 0,
+        gid: 0,
+        admin: true,
+    };
+    let x = c.explain(mine, None, &root, 10).unwrap().expected.unwrap();
+    assert_eq!(
+        (x.waits_for[0].job_id, x.waits_for[0].user.as_deref()),
+        (Some(theirs), Some("bob"))
+    );
+    assert_eq!(
+        crate::config::PrivateData::parse("jobs,nosuch"),
+        Err("PrivateData: unknown value 'nosuch'".to_string())
+    );
+}
