@@ -45,7 +45,7 @@ fn fail(message: impl std::fmt::Display) -> ! {
 }
 
 /// A user's name, or the uid when it has none here.
-fn user_name(uid: u32) -> String {
+pub(crate) fn user_name(uid: u32) -> String {
     nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()

@@ -146,8 +146,11 @@ pub fn render(e: &Explanation) -> String {
     } else if e.state == "PENDING" && e.expected.as_ref().is_some_and(|x| x.start > e.now) {
         line("What would start it sooner: no change to its request would.".into());
     }
-    for h in &e.history {
-        line(format!("  {h}"));
+    if !e.history.is_empty() {
+        line("Its run:".into());
+        for h in &e.history {
+            line(format!("  {h}"));
+        }
     }
     out
 }
@@ -174,6 +177,23 @@ pub fn run(args: ExplainArgs) -> i32 {
         }
         Ok(e) => {
             print!("{}", render(&e));
+            if e.state != "PENDING" {
+                // Its whole story, from the audit trail.
+                let query = sluice_proto::audit::AuditQuery {
+                    job: Some(e.job_id),
+                    ..Default::default()
+                };
+                let path = format!("/v1/audit?{}", query.to_query_string());
+                if let Ok(reply) = controller().get::<sluice_proto::audit::AuditReply>(&path) {
+                    if !reply.events.is_empty() {
+                        println!("Its story (sluice audit {}):", e.job_id);
+                        let story = crate::audit::story(&reply, false, &crate::audit::user_name);
+                        for l in story.lines() {
+                            println!("  {l}");
+                        }
+                    }
+                }
+            }
             0
         }
         Err(e) => {

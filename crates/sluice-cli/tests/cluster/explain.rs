@@ -178,7 +178,22 @@ fn resources_and_priority_say_what_they_wait_for_and_what_would_start_them_soone
         o.stdout
     );
 
-    // A running job: its story.
+    // A running job: its run, and its story from the audit trail.
+    let o = c.run("sluice", &["explain", &a.to_string()]);
+    let story = format!("  {} started    run 0 by the main pass", a_start.trim());
+    assert!(
+        o.stdout
+            .starts_with(&format!("Job {a}: RUNNING\nIts run:\n")),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout
+            .contains(&format!("Its story (sluice audit {a}):\n"))
+            && o.stdout.lines().any(|l| l.starts_with(&story)),
+        "{}",
+        o.stdout
+    );
     let e = explain(&c, a);
     assert_eq!(
         e.history,
