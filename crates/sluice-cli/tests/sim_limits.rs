@@ -127,7 +127,9 @@ fn jobs_a_partition_can_never_start_are_reported_not_lost() {
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["jobs_finished"], 0);
-    assert_eq!(v["never_started_by_reason"]["ReqNodeNotAvail"], 2);
+    let reason = "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher \
+                  priority partitions";
+    assert_eq!(v["never_started_by_reason"][reason], 2);
 }
 
 #[test]

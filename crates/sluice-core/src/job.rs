@@ -162,8 +162,13 @@ pub enum PendingReason {
     PartitionTimeLimit,
     /// It asks for more nodes than the partition's `MaxNodes`.
     PartitionNodeLimit,
-    /// No node of its partition is up to run it (all DOWN or DRAIN).
+    /// Its reservation is gone (`--reservation` of one deleted since).
     ReqNodeNotAvail,
+    /// Its partition's nodes that are up, and not kept for a waiting job of a
+    /// higher-priority partition, could not hold it even if idle (all of them DOWN or
+    /// DRAIN, say): Slurm's `Nodes required for job are DOWN, DRAINED or reserved for
+    /// jobs in higher priority partitions` (see the `unavailable` module).
+    NodesUnavailable,
     /// It would fit now but for an advance reservation on the nodes (Slurm:
     /// `ReqNodeNotAvail, May be reserved for other job`).
     ReservedForOther,
@@ -192,6 +197,10 @@ impl PendingReason {
             PendingReason::PartitionTimeLimit => "PartitionTimeLimit",
             PendingReason::PartitionNodeLimit => "PartitionNodeLimit",
             PendingReason::ReqNodeNotAvail => "ReqNodeNotAvail",
+            PendingReason::NodesUnavailable => {
+                "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher \
+                 priority partitions"
+            }
             PendingReason::ReservedForOther => "ReqNodeNotAvail, May be reserved for other job",
             PendingReason::Reservation => "Reservation",
             PendingReason::AccountNotAllowed => "AccountNotAllowed",

@@ -30,6 +30,7 @@ pub mod scheduler;
 pub mod select;
 pub mod time;
 pub mod tres;
+mod unavailable;
 
 pub use borrow::{Cohort, CohortMember};
 pub use cluster::{BlockLayout, Cluster, Node, NodeState, Partition, PartitionState};

@@ -147,6 +147,10 @@ pub struct Scheduler {
     pub(crate) preempt: crate::preempt::State,
     /// Cohorts and what their members borrow (see [`crate::borrow`]).
     pub(crate) borrow: crate::borrow::State,
+    /// Bumped at every node state change.
+    pub(crate) node_epoch: u64,
+    /// Last answers of [`crate::unavailable::reason`].
+    pub(crate) unavailable: crate::unavailable::Memo,
 }
 
 impl Scheduler {
@@ -188,6 +192,8 @@ impl Scheduler {
             usage: Usage::default(),
             preempt: Default::default(),
             borrow: Default::default(),
+            node_epoch: 0,
+            unavailable: Default::default(),
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -271,6 +277,7 @@ impl Scheduler {
         self.backfill.refresh_node(&self.cluster, node);
         self.free_now.recount(&self.cluster);
         self.backfill.dirty = true;
+        self.node_epoch += 1;
     }
 
     /// Whether some set of `partition`'s nodes could hold `req` if they were all idle
@@ -957,7 +964,7 @@ impl Scheduler {
             return false;
         }
         if self.free_now.up_nodes(job.spec.partition) == 0 {
-            job.reason = PendingReason::ReqNodeNotAvail;
+            job.reason = PendingReason::NodesUnavailable;
             return false;
         }
         if part.max_time.is_some_and(|m| job.spec.time_limit > m) {

@@ -494,8 +494,10 @@ fn exclusive_user_keeps_other_users_off_a_busy_node() {
 fn overlapping_partitions_share_nodes_and_each_gets_resources_then_priority() {
     // Partitions a and b over the same node of 2 CPUs. Job 1 (a) takes both. In b, job
     // 2 is the first that cannot start (Resources), job 3 behind it waits on Priority;
-    // job 4 in a is a's first that cannot start (Resources). When job 1 ends at 100,
-    // job 2 (highest priority) starts, then 3 and 4 in priority order.
+    // job 4 in a finds a's only node kept for job 2's partition (Slurm 22.05: "Nodes
+    // required for job are DOWN, DRAINED or reserved for jobs in higher priority
+    // partitions"). When job 1 ends at 100, job 2 (highest priority) starts, then 3
+    // and 4 in priority order.
     let mut c = cluster(1, 2);
     c.partitions
         .push(Partition::new("b", c.partitions[0].nodes.clone()));
@@ -512,7 +514,7 @@ fn overlapping_partitions_share_nodes_and_each_gets_resources_then_priority() {
     s.schedule(0);
     assert_eq!(reason(&s, 2), PendingReason::Resources);
     assert_eq!(reason(&s, 3), PendingReason::Priority);
-    assert_eq!(reason(&s, 4), PendingReason::Resources);
+    assert_eq!(reason(&s, 4), PendingReason::NodesUnavailable);
     let r = replay(
         {
             let mut c = cluster(1, 2);

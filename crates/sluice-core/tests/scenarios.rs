@@ -534,3 +534,61 @@ fn every_pending_job_gets_a_reason_even_when_the_pass_stops_early() {
     assert_eq!(reason(4), PendingReason::Priority);
     assert_eq!(reason(5), PendingReason::BeginTime);
 }
+
+#[test]
+fn a_job_whose_nodes_are_kept_for_a_higher_priority_partition_says_so() {
+    // Slurm 22.05's compat scenario 069: nodes n0 and n1 of 4 CPUs; partition `batch`
+    // holds both, `short` only n0. Job 1 takes both nodes whole. Job 2 (batch, 4 tasks)
+    // is the first that cannot start (Resources), job 3 behind it in batch waits on
+    // Priority. Job 4 (short, 4 tasks) could run on n0 once it is free, but n0 is kept
+    // for job 2's partition: its nodes are "reserved for jobs in higher priority
+    // partitions". Job 5, behind it in short, waits on Priority.
+    use sluice_core::PendingReason;
+    let mut c = cluster(2, 4);
+    c.partitions.push(Partition::new("short", vec![NodeId(0)]));
+    let mut s = Scheduler::new(c, backfill(10_000));
+    s.submit(job(1).procs(8).nodes(2).exclusive().time(600).spec(), 0)
+        .unwrap();
+    s.schedule(0);
+    s.submit(job(2).procs(4).time(60).spec(), 1).unwrap();
+    s.submit(job(3).procs(4).time(60).spec(), 1).unwrap();
+    s.submit(job(4).procs(4).time(60).partition(1).spec(), 1)
+        .unwrap();
+    s.submit(job(5).procs(1).time(60).partition(1).spec(), 1)
+        .unwrap();
+    s.schedule(1);
+    let reason = |id: u64| s.job(JobId(id)).unwrap().reason;
+    assert_eq!(reason(2), PendingReason::Resources);
+    assert_eq!(reason(3), PendingReason::Priority);
+    assert_eq!(reason(4), PendingReason::NodesUnavailable);
+    assert_eq!(
+        reason(4).as_str(),
+        "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority \
+         partitions"
+    );
+    assert_eq!(reason(5), PendingReason::Priority);
+}
+
+#[test]
+fn a_job_its_up_nodes_could_never_hold_says_its_nodes_are_down_or_drained() {
+    // Two nodes of 4 CPUs, n1 drained, n0 busy with job 1. Job 2 wants both nodes:
+    // the one node left could not hold it even idle. Job 3, wanting one node, waits
+    // for Resources (n0 will free up). With n0 drained too, a one-node job has no node.
+    use sluice_core::{NodeState, PendingReason};
+    let mut s = Scheduler::new(cluster(2, 4), Policy::Fcfs);
+    s.set_node_state(NodeId(1), NodeState::Drain);
+    s.submit(job(1).procs(4).time(600).spec(), 0).unwrap();
+    s.schedule(0);
+    s.submit(job(2).procs(2).nodes(2).time(60).spec(), 1)
+        .unwrap();
+    s.schedule(1);
+    let reason = |s: &Scheduler, id: u64| s.job(JobId(id)).unwrap().reason;
+    assert_eq!(reason(&s, 2), PendingReason::NodesUnavailable);
+    s.cancel_pending(JobId(2), 2).unwrap();
+    s.submit(job(3).procs(1).time(60).spec(), 2).unwrap();
+    s.schedule(2);
+    assert_eq!(reason(&s, 3), PendingReason::Resources);
+    s.set_node_state(NodeId(0), NodeState::Drain);
+    s.schedule(3);
+    assert_eq!(reason(&s, 3), PendingReason::NodesUnavailable);
+}

@@ -81,6 +81,24 @@ pub struct ClusterConfig {
     pub private_data: PrivateData,
     /// `PriorityWeightTRES` as written (what `sprio -w` prints).
     pub priority_tres: String,
+    /// Per node: `NodeAddr`, `NodeHostname` and `Port` as configured (what `scontrol
+    /// show node` prints; Sluice's agents listen on local sockets, not there). Empty,
+    /// or shorter than the node list, where not read from a file: the node's name.
+    pub node_addresses: Vec<NodeAddress>,
+    /// Per partition: its own `DefMemPerCPU` / `DefMemPerNode` (what `scontrol show
+    /// partition` prints); empty, or `None`, where it sets none.
+    pub own_def_mem: Vec<Option<sluice_core::MemRequest>>,
+}
+
+/// A node's `NodeAddr`, `NodeHostname` and `Port` as slurm.conf gives them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeAddress {
+    /// `NodeAddr` (default: the host name).
+    pub addr: String,
+    /// `NodeHostname` (default: the node's name).
+    pub hostname: String,
+    /// `Port`, if set.
+    pub port: Option<u16>,
 }
 
 /// slurm.conf's `PrivateData`: what a user who is not an operator may not see of other
@@ -241,6 +259,8 @@ impl ClusterConfig {
                 .and_then(|v| PrivateData::parse(v).ok())
                 .unwrap_or_default(),
             priority_tres: conf.get("PriorityWeightTRES").unwrap_or("").to_string(),
+            node_addresses: Vec::new(),
+            own_def_mem: Vec::new(),
         }
     }
 
@@ -285,6 +305,23 @@ impl ClusterConfig {
         }
         let nodes = node_details(path);
         let mut config = Self::from_slurm_conf(&conf, &nodes);
+        let addresses = node_addresses(path);
+        config.node_addresses = config
+            .cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                addresses
+                    .iter()
+                    .find(|(name, _)| *name == n.name)
+                    .map(|(_, a)| a.clone())
+                    .unwrap_or_else(|| NodeAddress {
+                        addr: n.name.clone(),
+                        hostname: n.name.clone(),
+                        port: None,
+                    })
+            })
+            .collect();
         // A partition's own DefCpuPerGPU / DefMemPerGPU / DefMemPerCPU / DefMemPerNode
         // beat the global ones.
         for (name, kv) in partition_settings(path) {
@@ -296,6 +333,10 @@ impl ClusterConfig {
                 d.mem_per_gpu_mib = own.mem_per_gpu_mib.or(d.mem_per_gpu_mib);
                 if let Some(m) = def_mem(get("defmempercpu"), get("defmempernode")) {
                     config.def_mem[p.index()] = Some(m);
+                    config
+                        .own_def_mem
+                        .resize(config.cluster.partitions.len(), None);
+                    config.own_def_mem[p.index()] = Some(m);
                 }
             }
         }
@@ -465,6 +506,8 @@ impl ClusterConfig {
             priority: PrioritySettings::default(),
             private_data: PrivateData::default(),
             priority_tres: String::new(),
+            node_addresses: Vec::new(),
+            own_def_mem: Vec::new(),
         }
     }
 
@@ -644,6 +687,71 @@ fn node_details(path: &Path) -> Vec<(String, String, (u32, u32, u32))> {
             for h in hosts {
                 out.push((h, gres.clone(), (sockets, cores, threads)));
             }
+        }
+    }
+    out
+}
+
+/// `NodeAddr`, `NodeHostname` and `Port` of every node line, per node: a list of as
+/// many values as the line has nodes (`NodeAddr=10.0.0.[1-2]`, `Port=17001-17002`)
+/// gives each its own, a single value applies to all.
+fn node_addresses(path: &Path) -> Vec<(String, NodeAddress)> {
+    let mut out = Vec::new();
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return out;
+    };
+    for line in text.replace("\\\n", " ").lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let kv: Vec<(String, String)> = line
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+            .collect();
+        let Some((_, names)) = kv.first().filter(|(k, _)| k == "nodename") else {
+            continue;
+        };
+        let Ok(hosts) = sluice_conf::hostlist::expand(names) else {
+            continue;
+        };
+        if names.eq_ignore_ascii_case("default") {
+            continue;
+        }
+        let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        let each = |v: Option<String>, ports: bool| -> Vec<Option<String>> {
+            let list = match &v {
+                Some(v) if ports => match v.split_once('-') {
+                    Some((a, b)) => match (a.parse::<u32>(), b.parse::<u32>()) {
+                        (Ok(a), Ok(b)) if a <= b => (a..=b).map(|p| p.to_string()).collect(),
+                        _ => vec![v.clone()],
+                    },
+                    None => vec![v.clone()],
+                },
+                Some(v) => sluice_conf::hostlist::expand(v).unwrap_or_else(|_| vec![v.clone()]),
+                None => Vec::new(),
+            };
+            (0..hosts.len())
+                .map(|i| {
+                    if list.len() == hosts.len() {
+                        Some(list[i].clone())
+                    } else {
+                        v.clone()
+                    }
+                })
+                .collect()
+        };
+        let hostnames = each(get("nodehostname"), false);
+        let addrs = each(get("nodeaddr"), false);
+        let ports = each(get("port"), true);
+        for (i, h) in hosts.iter().enumerate() {
+            let hostname = hostnames[i].clone().unwrap_or_else(|| h.clone());
+            out.push((
+                h.clone(),
+                NodeAddress {
+                    addr: addrs[i].clone().unwrap_or_else(|| hostname.clone()),
+                    hostname,
+                    port: ports[i].as_deref().and_then(|p| p.parse().ok()),
+                },
+            ));
         }
     }
     out
@@ -1002,6 +1110,43 @@ mod tests {
         assert_eq!(
             c.def_mem,
             [Some(PerCpu(1000)), Some(PerNode(2048)), Some(PerCpu(500))]
+        );
+        // Only b and c set their own (what `scontrol show partition` prints).
+        assert_eq!(
+            c.own_def_mem,
+            [None, Some(PerNode(2048)), Some(PerCpu(500))]
+        );
+    }
+
+    #[test]
+    fn node_addresses_are_kept_as_written_one_per_node() {
+        let dir = std::env::temp_dir().join(format!("sluice-ctld-addr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let slurm = dir.join("slurm.conf");
+        std::fs::write(
+            &slurm,
+            "ClusterName=c
+             NodeName=n[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001-17002 CPUs=4
+             NodeName=m[1-2] NodeAddr=10.0.0.[5-6] CPUs=4
+             PartitionName=a Nodes=ALL Default=YES
+",
+        )
+        .unwrap();
+        let (c, _) = ClusterConfig::read(&slurm).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let a = |addr: &str, hostname: &str, port: Option<u16>| NodeAddress {
+            addr: addr.into(),
+            hostname: hostname.into(),
+            port,
+        };
+        assert_eq!(
+            c.node_addresses,
+            [
+                a("127.0.0.1", "localhost", Some(17001)),
+                a("127.0.0.1", "localhost", Some(17002)),
+                a("10.0.0.5", "m1", None),
+                a("10.0.0.6", "m2", None),
+            ]
         );
     }
 

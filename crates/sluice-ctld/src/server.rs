@@ -593,20 +593,30 @@ async fn watch_agents(app: App) {
     loop {
         tokio::time::sleep(AGENT_CHECK).await;
         let agents = app.ctl.lock().expect("lock").registered_agents();
-        let gone = tokio::task::spawn_blocking(move || {
-            agents
-                .into_iter()
-                .filter(|(_, socket)| {
-                    matches!(
-                        Client::new(socket).get::<serde_json::Value>("/v1/ping"),
-                        Err(sluice_proto::client::ClientError::Connect { .. })
-                    )
-                })
-                .map(|(node, _)| node)
-                .collect::<Vec<String>>()
+        let (answered, gone) = tokio::task::spawn_blocking(move || {
+            let mut answered = Vec::new();
+            let mut gone = Vec::new();
+            for (node, socket) in agents {
+                match Client::new(&socket).get::<serde_json::Value>("/v1/ping") {
+                    Ok(_) => answered.push(node),
+                    Err(sluice_proto::client::ClientError::Connect { .. }) => gone.push(node),
+                    Err(_) => {}
+                }
+            }
+            (answered, gone)
         })
         .await
         .unwrap_or_default();
+        // Nodes an operator resumed take work again once their agent answers.
+        let effects = app
+            .ctl
+            .lock()
+            .expect("lock")
+            .agents_answered(&answered, now());
+        if !effects.is_empty() {
+            execute_boxed(app.clone(), effects).await;
+            app.wake.notify_one();
+        }
         for node in gone {
             tracing::warn!("agent on {node} is gone; marking the node down");
             let effects = app.ctl.lock().expect("lock").agent_lost(&node, now());

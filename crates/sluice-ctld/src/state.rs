@@ -216,6 +216,8 @@ pub struct Controller {
     dep_due: BTreeSet<(i64, u64)>,
     /// Agents that registered.
     agents_up: BTreeSet<String>,
+    /// Registration and last busy times, resumed nodes awaiting an answer.
+    liveness: liveness::Liveness,
     /// GPU device indices in use, per node (used whole, or shared by shard jobs).
     gpus_in_use: Vec<BTreeSet<u32>>,
     gpu_slot: Option<usize>,
@@ -310,6 +312,7 @@ impl Controller {
             dep_due: BTreeSet::new(),
             preempting: BTreeMap::new(),
             agents_up: BTreeSet::new(),
+            liveness: Default::default(),
             gpus_in_use: vec![BTreeSet::new(); n],
             gpu_slot,
             shards,
@@ -576,6 +579,7 @@ impl Controller {
             // Eligible at once unless held or waiting on a dependency (see `release`).
             accrue_time: (!desc.hold && desc.dependency.is_none())
                 .then(|| desc.begin.unwrap_or(now).max(now)),
+            min_memory: None,
         };
         if max_nodes > 0 && max_nodes < min_nodes {
             return Err(NODE_CONFIG.into());
@@ -586,6 +590,10 @@ impl Controller {
             self.check_partition_limits(&spec)?;
         }
         template.tres_req = self.conf.requested_tres(part, &spec.request);
+        template.min_memory = Some(desc.memory.unwrap_or(match spec.request.mem {
+            MemRequest::PerCpu(m) => MemoryRequest::PerCpu(m),
+            MemRequest::PerNode(m) => MemoryRequest::PerNode(m),
+        }));
         match self.sched.check(&JobSpec {
             id: JobId(u64::MAX),
             ..spec
@@ -1324,6 +1332,7 @@ impl Controller {
         };
         let record = r.clone();
         self.audit_ended(&record, now);
+        self.liveness.busy_until(&record.nodes, now);
         let mut effects = vec![Effect::Persist(Box::new(record.clone()))];
         if !record.desc.interactive {
             let step = StepRecord {
@@ -1943,6 +1952,7 @@ impl Controller {
             return effects;
         };
         self.agents_up.insert(node.to_string());
+        self.liveness.registered(node, now);
         // Back to its configured state (a node configured DOWN stays down), or the one
         // an operator set.
         self.sched.set_node_state(nid, self.node_state(nid));
@@ -2033,6 +2043,7 @@ impl Controller {
             return effects;
         };
         self.agents_up.remove(node);
+        self.liveness.settled(node);
         self.sched.set_node_state(nid, NodeState::Down);
         let lost: Vec<u64> = self
             .jobs
@@ -2255,6 +2266,7 @@ impl Controller {
                     NodeState::Up => "mixed",
                 };
                 let topo = self.conf.topology.get(i).copied().unwrap_or((1, cpus, 1));
+                let address = self.conf.node_addresses.get(i);
                 // A node's TRES: no `node=` entry; billing only in the configured ones.
                 let node_tres = |cpus: u64,
                                  mem: u64,
@@ -2303,8 +2315,13 @@ impl Controller {
                         .map(|(_, f)| f.clone())
                         .collect(),
                     weight: n.weight,
-                    agent_up: self.agents_up.contains(&n.name),
+                    agent_up: self.agents_up.contains(&n.name) && !self.liveness.awaiting(&n.name),
                     reason_set: self.node_overrides.get(&n.name).map(|o| (o.uid, o.time)),
+                    node_addr: address.map_or_else(|| n.name.clone(), |a| a.addr.clone()),
+                    node_hostname: address.map_or_else(|| n.name.clone(), |a| a.hostname.clone()),
+                    port: address.and_then(|a| a.port),
+                    agent_start: self.liveness.registered_at(&n.name),
+                    last_busy: self.liveness.last_busy(&n.name),
                 }
             })
             .collect()
@@ -2316,7 +2333,8 @@ impl Controller {
             .cluster
             .partitions
             .iter()
-            .map(|p| PartitionInfo {
+            .enumerate()
+            .map(|(pi, p)| PartitionInfo {
                 name: p.name.clone(),
                 default: p.is_default,
                 state: format!("{:?}", p.state).to_ascii_uppercase(),
@@ -2350,6 +2368,40 @@ impl Controller {
                 min_nodes: p.min_nodes,
                 exclusive_user: p.exclusive_user,
                 oversubscribe: p.oversubscribe.as_string(),
+                priority_job_factor: p.priority_job_factor,
+                grace_time: p.grace_time,
+                preempt_mode: p
+                    .preempt_mode
+                    .unwrap_or(self.conf.cluster.preempt.mode)
+                    .as_str()
+                    .to_string(),
+                def_mem: self
+                    .conf
+                    .own_def_mem
+                    .get(pi)
+                    .copied()
+                    .flatten()
+                    .map(|m| match m {
+                        MemRequest::PerCpu(m) => MemoryRequest::PerCpu(m),
+                        MemRequest::PerNode(m) => MemoryRequest::PerNode(m),
+                    }),
+                tres: {
+                    let mut gres = [0u64; sluice_core::tres::MAX_GRES];
+                    let (mut cpus, mut mem) = (0u64, 0u64);
+                    for n in &p.nodes {
+                        let c = self.conf.cluster.node(*n).capacity;
+                        cpus += u64::from(c.cpus);
+                        mem += c.mem_mib;
+                        for (t, g) in gres.iter_mut().zip(c.gres) {
+                            *t += u64::from(g);
+                        }
+                    }
+                    let part = PartitionId(pi as u16);
+                    let t = self
+                        .conf
+                        .tres(Some(part), cpus, mem, p.nodes.len() as u64, &gres);
+                    sluice_proto::types::tres_string(&t)
+                },
             })
             .collect()
     }
@@ -2689,6 +2741,7 @@ mod dependency;
 mod explain;
 mod explain_text;
 pub mod gpu_env;
+mod liveness;
 mod preempt;
 mod priority;
 pub mod reservations;

@@ -410,6 +410,12 @@ pub struct JobRecord {
     /// while it is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accrue_time: Option<i64>,
+    /// The memory request in force, MiB: as asked, or else the partition's default
+    /// (`DefMemPerCPU` per CPU, `DefMemPerNode` per node; per node 0 without either).
+    /// What `scontrol show job` prints as `MinMemoryCPU`/`MinMemoryNode` and `squeue`'s
+    /// `%m`. `None` in records written before Sluice kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_memory: Option<MemoryRequest>,
 }
 
 impl JobRecord {
@@ -485,7 +491,7 @@ pub fn exact_mib(mut n: u64) -> String {
 }
 
 /// A node as `sinfo` and `scontrol show node` see it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeInfo {
     /// `CfgTRES` as `scontrol show node` prints it (`cpu=2,mem=24105M,billing=2,
     /// gres/gpu=4`, GRES as `AccountingStorageTRES` tracks them); empty from an older
@@ -529,6 +535,22 @@ pub struct NodeInfo {
     /// DOWN.
     #[serde(default)]
     pub reason_set: Option<(u32, i64)>,
+    /// `NodeAddr` as configured (default: the host name).
+    #[serde(default)]
+    pub node_addr: String,
+    /// `NodeHostname` as configured (default: the node's name).
+    #[serde(default)]
+    pub node_hostname: String,
+    /// `Port` as configured, if any.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// When its agent registered, Unix seconds (Slurm's `SlurmdStartTime`).
+    #[serde(default)]
+    pub agent_start: Option<i64>,
+    /// When it last ran a job (or its agent registered), Unix seconds
+    /// (`LastBusyTime`).
+    #[serde(default)]
+    pub last_busy: Option<i64>,
 }
 
 /// A partition as `sinfo` and `scontrol show partition` see it.
@@ -567,6 +589,28 @@ pub struct PartitionInfo {
     /// `OverSubscribe` as printed: `NO`, `EXCLUSIVE`, `YES:4`, `FORCE:4` (empty: `NO`).
     #[serde(default)]
     pub oversubscribe: String,
+    /// `PriorityJobFactor` (1 from an older controller that did not send it).
+    #[serde(default = "one")]
+    pub priority_job_factor: u16,
+    /// `GraceTime`, seconds.
+    #[serde(default)]
+    pub grace_time: i64,
+    /// `PreemptMode` in force: its own, else the cluster's (`OFF`, `CANCEL`,
+    /// `REQUEUE`); empty from an older controller.
+    #[serde(default)]
+    pub preempt_mode: String,
+    /// Its own `DefMemPerCPU` or `DefMemPerNode`, MiB (`None`: the global default,
+    /// which `scontrol show partition` shows as `DefMemPerNode=UNLIMITED`).
+    #[serde(default)]
+    pub def_mem: Option<MemoryRequest>,
+    /// `TRES` of all its nodes (`cpu=8,mem=8000M,node=2,billing=8`); empty from an
+    /// older controller.
+    #[serde(default)]
+    pub tres: String,
+}
+
+fn one() -> u16 {
+    1
 }
 
 /// The cluster's configuration as `scontrol show config` prints it: key, value pairs.

@@ -3,6 +3,7 @@
 pub mod allocate;
 pub mod common;
 pub mod format;
+pub mod json_c;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;
@@ -12,12 +13,16 @@ pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
 pub mod scontrol_resv;
+pub mod scontrol_show;
 pub mod scontrol_update;
 pub mod sinfo;
+pub mod sinfo_records;
 pub mod sprio;
 pub mod squeue;
+pub mod squeue_json;
 pub mod srun;
 pub mod sshare;
+pub mod update_keys;
 
 /// The commands this binary answers to when called by their name.
 pub const COMMANDS: &[&str] = &[

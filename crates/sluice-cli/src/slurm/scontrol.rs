@@ -3,6 +3,7 @@
 use sluice_proto::types::{tres_string, ConfigInfo, JobRecord, JobState, NodeInfo, PartitionInfo};
 
 use super::common::{controller, describe, elapsed, fail, limit, now, parse_job_arg, timestamp};
+use super::scontrol_show::{lines_of, node_lines, partition_lines, record};
 
 const ME: &str = "scontrol";
 
@@ -181,12 +182,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     );
     p("CoreSpec", "*".into());
     p("MinCPUsNode", j.cpus_per_task.to_string());
-    match j.desc.memory {
-        Some(sluice_proto::types::MemoryRequest::PerCpu(m)) => p("MinMemoryCPU", format!("{m}M")),
-        Some(sluice_proto::types::MemoryRequest::PerNode(m)) if j.mem_per_node == 0 => {
-            p("MinMemoryNode", format!("{m}M"))
-        }
-        _ => p("MinMemoryNode", format!("{}M", j.mem_per_node)),
+    match super::squeue::min_memory(j) {
+        (true, m) => p("MinMemoryCPU", m),
+        (false, m) => p("MinMemoryNode", m),
     }
     p("MinTmpDiskNode", "0".into());
     p("Features", opt(&j.desc.constraint));
@@ -211,6 +209,17 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         p("StdIn", j.stdin.clone());
         p("StdOut", j.stdout.clone());
     }
+    p("Power", String::new());
+    let gpu = |t: &Option<String>, n: &u32| match t {
+        Some(t) => format!("gres:gpu:{t}:{n}"),
+        None => format!("gres:gpu:{n}"),
+    };
+    // After `Power=`, in Slurm's order: `--gpus` asks for the job as a whole
+    // (`TresPerJob=gres:gpu[:type]:N`), `--gres`/`--gpus-per-node` per node,
+    // `--gpus-per-task` per task.
+    if let Some((t, n)) = &j.desc.gpus {
+        p("TresPerJob", gpu(t, n));
+    }
     // What was asked per node, in Slurm's spelling: `gres:gpu:rtxpro6000:8`.
     let mut per_node: Vec<String> = j
         .desc
@@ -230,38 +239,10 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     if !per_node.is_empty() {
         p("TresPerNode", per_node.join(","));
     }
-    p("Power", String::new());
-    // `--gpus` asks for the job as a whole: Slurm's `TresPerJob=gres:gpu[:type]:N`.
-    if let Some((t, n)) = &j.desc.gpus {
-        p(
-            "TresPerJob",
-            match t {
-                Some(t) => format!("gres:gpu:{t}:{n}"),
-                None => format!("gres:gpu:{n}"),
-            },
-        );
+    if let Some((t, n)) = &j.desc.gpus_per_task {
+        p("TresPerTask", gpu(t, n));
     }
     v
-}
-
-/// Prints key=value records the way scontrol does: first line, then indented lines of
-/// related keys (or one line with `-o`).
-fn print_record(pairs: &[(String, String)], one_line: bool, breaks: &[&str]) {
-    if one_line {
-        let s: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!("{}", s.join(" "));
-        return;
-    }
-    let mut line = String::new();
-    for (k, v) in pairs {
-        if breaks.contains(&k.as_str()) && !line.is_empty() {
-            println!("{}", line.trim_end());
-            line = "   ".into();
-        }
-        line.push_str(&format!("{k}={v} "));
-    }
-    println!("{}", line.trim_end());
-    println!();
 }
 
 const JOB_BREAKS: &[&str] = &[
@@ -292,9 +273,10 @@ const JOB_BREAKS: &[&str] = &[
     "StdErr",
     "StdIn",
     "StdOut",
-    "TresPerNode",
     "Power",
     "TresPerJob",
+    "TresPerNode",
+    "TresPerTask",
 ];
 
 /// Runs `scontrol`.
@@ -379,7 +361,10 @@ pub fn main(args: Vec<String>) -> i32 {
                         return 0;
                     }
                     for j in &jobs {
-                        print_record(&show_job(j, t), one_line, JOB_BREAKS);
+                        // A job record ends with an empty line (Slurm's last `"\n   "`).
+                        let mut lines = lines_of(&show_job(j, t), JOB_BREAKS);
+                        lines.push(String::new());
+                        print!("{}", record(&lines, one_line));
                     }
                     0
                 }
@@ -396,87 +381,7 @@ pub fn main(args: Vec<String>) -> i32 {
                         return 1;
                     }
                     for n in nodes {
-                        let gres = if n.gres.is_empty() {
-                            "(null)".to_string()
-                        } else {
-                            n.gres.clone()
-                        };
-                        let feats = if n.features.is_empty() {
-                            "(null)".to_string()
-                        } else {
-                            n.features.join(",")
-                        };
-                        let pairs: Vec<(String, String)> = vec![
-                            ("NodeName".into(), n.name.clone()),
-                            ("Arch".into(), std::env::consts::ARCH.into()),
-                            ("CoresPerSocket".into(), n.cores_per_socket.to_string()),
-                            ("CPUAlloc".into(), n.cpus_alloc.to_string()),
-                            ("CPUEfctv".into(), n.cpus.to_string()),
-                            ("CPUTot".into(), n.cpus.to_string()),
-                            ("AvailableFeatures".into(), feats.clone()),
-                            ("ActiveFeatures".into(), feats),
-                            ("Gres".into(), gres),
-                            ("NodeAddr".into(), n.name.clone()),
-                            ("NodeHostName".into(), n.name.clone()),
-                            ("RealMemory".into(), n.memory.to_string()),
-                            ("AllocMem".into(), n.memory_alloc.to_string()),
-                            ("Sockets".into(), n.sockets.to_string()),
-                            ("Boards".into(), "1".into()),
-                            ("State".into(), node_state(n)),
-                            ("ThreadsPerCore".into(), n.threads_per_core.to_string()),
-                            ("Weight".into(), n.weight.to_string()),
-                            ("Partitions".into(), n.partitions.join(",")),
-                            (
-                                "CfgTRES".into(),
-                                if n.cfg_tres.is_empty() {
-                                    format!("cpu={},mem={}M,billing={}", n.cpus, n.memory, n.cpus)
-                                } else {
-                                    n.cfg_tres.clone()
-                                },
-                            ),
-                            (
-                                "AllocTRES".into(),
-                                match (n.cpus_alloc, n.memory_alloc) {
-                                    (0, _) => String::new(),
-                                    _ if !n.alloc_tres.is_empty() => n.alloc_tres.clone(),
-                                    (c, 0) => format!("cpu={c}"),
-                                    (c, m) => format!("cpu={c},mem={}", tres_mem(m)),
-                                },
-                            ),
-                        ];
-                        let mut pairs = pairs;
-                        if let Some(reason) = &n.reason {
-                            let by = n.reason_set.map(|(uid, t)| {
-                                let user =
-                                    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                                        .ok()
-                                        .flatten()
-                                        .map(|u| u.name)
-                                        .unwrap_or_else(|| uid.to_string());
-                                format!(" [{user}@{}]", timestamp(t))
-                            });
-                            pairs.push((
-                                "Reason".into(),
-                                format!("{reason}{}", by.unwrap_or_default()),
-                            ));
-                        }
-                        print_record(
-                            &pairs,
-                            one_line,
-                            &[
-                                "CPUAlloc",
-                                "AvailableFeatures",
-                                "ActiveFeatures",
-                                "Gres",
-                                "NodeAddr",
-                                "RealMemory",
-                                "State",
-                                "Partitions",
-                                "CfgTRES",
-                                "AllocTRES",
-                                "Reason",
-                            ],
-                        );
+                        print!("{}", record(&node_lines(n), one_line));
                     }
                     0
                 }
@@ -500,55 +405,7 @@ pub fn main(args: Vec<String>) -> i32 {
                             .filter(|n| p.nodes.contains(&n.name))
                             .map(|n| n.cpus)
                             .sum();
-                        let mut pairs: Vec<(String, String)> =
-                            vec![("PartitionName".into(), p.name.clone())];
-                        if p.access.is_empty() {
-                            for k in ["AllowGroups", "AllowAccounts", "AllowQos"] {
-                                pairs.push((k.into(), "ALL".into()));
-                            }
-                        }
-                        pairs.extend(p.access.iter().cloned());
-                        let yes_no = |b: bool| if b { "YES" } else { "NO" }.to_string();
-                        let oversubscribe = if p.oversubscribe.is_empty() {
-                            "NO".to_string()
-                        } else {
-                            p.oversubscribe.clone()
-                        };
-                        pairs.extend([
-                            ("AllocNodes".into(), "ALL".into()),
-                            ("Default".into(), yes_no(p.default)),
-                            ("QoS".into(), p.qos.clone().unwrap_or_else(|| "N/A".into())),
-                            (
-                                "DefaultTime".into(),
-                                p.default_time.map_or("NONE".into(), elapsed),
-                            ),
-                            ("ExclusiveUser".into(), yes_no(p.exclusive_user)),
-                            (
-                                "MaxNodes".into(),
-                                p.max_nodes.map_or("UNLIMITED".into(), |n| n.to_string()),
-                            ),
-                            ("MaxTime".into(), limit(p.max_time, true)),
-                            ("MinNodes".into(), p.min_nodes.to_string()),
-                            ("Nodes".into(), sluice_conf::hostlist::compress(&p.nodes)),
-                            ("PriorityJobFactor".into(), "1".into()),
-                            ("PriorityTier".into(), p.priority_tier.to_string()),
-                            ("OverSubscribe".into(), oversubscribe),
-                            ("State".into(), p.state.clone()),
-                            ("TotalCPUs".into(), cpus.to_string()),
-                            ("TotalNodes".into(), p.nodes.len().to_string()),
-                        ]);
-                        print_record(
-                            &pairs,
-                            one_line,
-                            &[
-                                "AllowGroups",
-                                "AllocNodes",
-                                "DefaultTime",
-                                "Nodes",
-                                "PriorityJobFactor",
-                                "State",
-                            ],
-                        );
+                        print!("{}", record(&partition_lines(p, cpus), one_line));
                     }
                     0
                 }
@@ -684,30 +541,5 @@ pub fn main(args: Vec<String>) -> i32 {
             eprintln!("invalid keyword: {other}");
             1
         }
-    }
-}
-
-/// A node's state as `scontrol show node` prints it: the base state, with `+DRAIN`
-/// for a drained or draining node and `+NOT_RESPONDING` when its agent is gone.
-fn node_state(n: &NodeInfo) -> String {
-    let mut s = match n.state.as_str() {
-        "drained" => "IDLE+DRAIN".to_string(),
-        "maint" => "IDLE+MAINT".to_string(),
-        "draining" if n.cpus_alloc >= n.cpus => "ALLOCATED+DRAIN".to_string(),
-        "draining" => "MIXED+DRAIN".to_string(),
-        other => other.to_ascii_uppercase(),
-    };
-    if !n.agent_up {
-        s.push_str("+NOT_RESPONDING");
-    }
-    s
-}
-
-/// Memory in MiB as Slurm's TRES strings print it: `2G` for whole GiB, else `1500M`.
-fn tres_mem(mib: u64) -> String {
-    if mib.is_multiple_of(1024) {
-        format!("{}G", mib / 1024)
-    } else {
-        format!("{mib}M")
     }
 }

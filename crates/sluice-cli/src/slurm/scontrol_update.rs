@@ -5,49 +5,162 @@ use sluice_proto::types::{JobUpdate, NodeUpdate};
 use sluice_proto::{Client, ClientError};
 
 use super::common::{describe, now, parse_begin};
+use super::update_keys;
+
+/// What an update is about, as Slurm finds it: the first `KEY=VALUE` word naming a
+/// node, a partition or a job.
+enum Entity {
+    Node,
+    Partition,
+    Job,
+}
+
+fn entity(words: &[String]) -> Option<Entity> {
+    let prefix = |tag: &str, name: &str| {
+        tag.len() >= 3 && tag.len() <= name.len() && name.starts_with(&tag.to_ascii_lowercase())
+    };
+    words.iter().find_map(|w| {
+        let (tag, _) = w.split_once('=')?;
+        if prefix(tag, "nodename") {
+            Some(Entity::Node)
+        } else if prefix(tag, "partitionname") {
+            Some(Entity::Partition)
+        } else if prefix(tag, "jobid") || prefix(tag, "jobname") {
+            Some(Entity::Job)
+        } else {
+            None
+        }
+    })
+}
+
+/// Slurm's refusal of a word it cannot use; exit status 1.
+fn refuse(first: String) -> i32 {
+    eprintln!("{first}");
+    eprintln!("Request aborted");
+    1
+}
 
 /// Runs `scontrol update WORDS` (the words after `update`); the exit status.
 ///
-/// Prints nothing on success, as Slurm's does; on failure `slurm_update error: MESSAGE`
-/// and exit 1.
+/// Prints nothing on success, as Slurm's does. Words Slurm's `scontrol` does not
+/// accept are refused before anything is sent, in its words (`Update of this parameter
+/// is not supported: KEY=VALUE`, `Invalid input: WORD`, then `Request aborted`); the
+/// controller's refusals print `slurm_update error: MESSAGE`. Exit 1 on failure.
 pub fn run(client: &Client, words: &[String]) -> i32 {
-    let mut pairs: Vec<(String, String)> = Vec::new();
+    match entity(words) {
+        Some(Entity::Node) => update_node(client, words),
+        Some(Entity::Job) => update_job(client, words),
+        Some(Entity::Partition) => {
+            // Sluice's partitions come from slurm.conf only.
+            let w = words
+                .iter()
+                .find(|w| w.contains('='))
+                .cloned()
+                .unwrap_or_default();
+            refuse(format!("Update of this parameter is not supported: {w}"))
+        }
+        None => {
+            eprintln!("No valid entity in update command");
+            eprintln!(
+                "Input line must include \"NodeName\", \"PartitionName\", \"Reservation\", \"JobId\", or \"SlurmctldDebug\""
+            );
+            1
+        }
+    }
+}
+
+fn update_node(client: &Client, words: &[String]) -> i32 {
+    let mut pairs: Vec<(&'static str, String)> = Vec::new();
     for w in words {
-        match w.split_once('=') {
-            Some((k, v)) => pairs.push((k.to_string(), v.to_string())),
-            None => {
-                eprintln!("scontrol: error: Invalid input: {w}");
-                eprintln!("Request aborted");
-                return 1;
-            }
+        let Some((tag, value)) = w.split_once('=') else {
+            return refuse(format!("Invalid input: {w}"));
+        };
+        match update_keys::node_key(tag) {
+            Some(key) => pairs.push((key, value.to_string())),
+            None => return refuse(format!("Update of this parameter is not supported: {w}")),
         }
     }
     let find = |key: &str| {
         pairs
             .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .find(|(k, _)| *k == key)
             .map(|(_, v)| v.clone())
     };
-    if let Some(nodes) = find("NodeName") {
-        let state = find("State").unwrap_or_default();
-        let reason = find("Reason");
-        let draining = ["DRAIN", "FAIL", "DOWN"]
-            .iter()
-            .any(|s| state.eq_ignore_ascii_case(s));
-        if draining && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-            eprintln!("{}", sluice_ctld::state::REASON_NEEDED);
+    let nodes = find("NodeName").unwrap_or_default();
+    let state = find("State").unwrap_or_default();
+    let reason = find("Reason");
+    let draining = ["DRAIN", "FAIL", "DOWN"]
+        .iter()
+        .any(|s| state.eq_ignore_ascii_case(s));
+    if draining && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        eprintln!("{}", sluice_ctld::state::REASON_NEEDED);
+        return 1;
+    }
+    let body = NodeUpdate {
+        nodes,
+        state,
+        reason,
+    };
+    answer(client.post::<_, serde_json::Value>("/v1/nodes/update", &body))
+}
+
+/// The job an update names (if it does) and its `(key, value)` changes.
+type JobChanges = (Option<String>, Vec<(String, String)>);
+
+/// A job update as Slurm's `scontrol` reads it: the job named and the changes, keys
+/// as the controller knows them (`Name` is sent as `JobName`, `EligibleTime` as
+/// `StartTime` in Unix seconds). Errors: what `scontrol` prints to stderr.
+fn job_changes(words: &[String]) -> Result<JobChanges, String> {
+    let refused = |first: String| format!("{first}\nRequest aborted\n");
+    let mut job: Option<String> = None;
+    let mut changes: Vec<(String, String)> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        i += 1;
+        let (tag, value) = match w.split_once('=') {
+            Some((t, v)) => (t.trim_end_matches('+').to_string(), v.to_string()),
+            // `Nice` alone is Nice=100; otherwise a key's value may be the next word.
+            None if w.len() >= 2 && "nice".starts_with(&w.to_ascii_lowercase()) => {
+                changes.push(("Nice".into(), "100".into()));
+                continue;
+            }
+            None if i < words.len() => {
+                i += 1;
+                (w.clone(), words[i - 1].clone())
+            }
+            None => return Err(refused(format!("Invalid input: {w}"))),
+        };
+        let Some(key) = update_keys::job_key(&tag) else {
+            return Err(refused(format!(
+                "Update of this parameter is not supported: {w}"
+            )));
+        };
+        match key {
+            "JobId" => job = Some(value),
+            "StartTime" => match parse_begin(&value, now()) {
+                Some(t) => changes.push((key.into(), t.to_string())),
+                None => return Err(format!("scontrol: error: Invalid input: {w}\n")),
+            },
+            _ => changes.push((key.into(), value)),
+        }
+    }
+    if changes.is_empty() {
+        return Err("No changes specified\n".into());
+    }
+    Ok((job, changes))
+}
+
+fn update_job(client: &Client, words: &[String]) -> i32 {
+    let (job, changes) = match job_changes(words) {
+        Ok(c) => c,
+        Err(message) => {
+            eprint!("{message}");
             return 1;
         }
-        let body = NodeUpdate {
-            nodes,
-            state,
-            reason,
-        };
-        return answer(client.post::<_, serde_json::Value>("/v1/nodes/update", &body));
-    }
-    let Some(job) = find("JobId").or_else(|| find("Job")) else {
-        eprintln!("scontrol: error: No valid entity in update command");
-        eprintln!("Input line must include \"NodeName\", \"PartitionName\", \"Reservation=name\", or \"JobId\"");
+    };
+    let Some(job) = job else {
+        eprintln!("scontrol: error: No job ID specified");
         return 1;
     };
     let (id, task) = match job.split_once('_') {
@@ -58,29 +171,6 @@ pub fn run(client: &Client, words: &[String]) -> i32 {
         eprintln!("slurm_update error: Invalid job id specified");
         return 1;
     };
-    let mut changes = Vec::new();
-    for (k, v) in &pairs {
-        if k.eq_ignore_ascii_case("JobId") || k.eq_ignore_ascii_case("Job") {
-            continue;
-        }
-        let v = if k.eq_ignore_ascii_case("StartTime") || k.eq_ignore_ascii_case("BeginTime") {
-            match parse_begin(v, now()) {
-                Some(t) => t.to_string(),
-                None => {
-                    eprintln!("scontrol: error: Invalid input: {k}={v}");
-                    return 1;
-                }
-            }
-        } else {
-            v.clone()
-        };
-        let key = if k.eq_ignore_ascii_case("BeginTime") {
-            "StartTime".to_string()
-        } else {
-            k.clone()
-        };
-        changes.push((key, v));
-    }
     let body = JobUpdate { task, changes };
     answer(client.post::<_, serde_json::Value>(&format!("/v1/jobs/{id}/update"), &body))
 }
@@ -92,5 +182,57 @@ fn answer(r: Result<serde_json::Value, ClientError>) -> i32 {
             eprintln!("slurm_update error: {}", describe(&e));
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::job_changes;
+    use crate::slurm::sample_file::read_dir;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn keys_slurm_does_not_know_are_refused_in_its_words() {
+        // Slurm 22.05: `scontrol update JobId=N NoSuchKey=1` and `... NoSuchKey`.
+        for (file, args) in [
+            ("update_unknown_key", "JobId=7 NoSuchKey=1"),
+            ("update_no_value", "JobId=7 NoSuchKey"),
+        ] {
+            let sample = &read_dir("scontrol", file)[0];
+            assert_eq!(
+                job_changes(&words(args)),
+                Err(sample.stderr.clone()),
+                "{file}"
+            );
+            assert_eq!(sample.code, 1);
+        }
+        // Refused wherever it comes: nothing is changed.
+        assert_eq!(
+            job_changes(&words("JobId=7 TimeLimit=10 NoSuchKey=1")),
+            Err("Update of this parameter is not supported: NoSuchKey=1\nRequest aborted\n".into())
+        );
+        assert_eq!(
+            job_changes(&words("JobId=7")),
+            Err("No changes specified\n".into())
+        );
+    }
+
+    #[test]
+    fn known_keys_go_by_their_controller_names() {
+        assert_eq!(
+            job_changes(&words("JobId=7 TimeL=25 Name=after Comment hello Nice")),
+            Ok((
+                Some("7".to_string()),
+                vec![
+                    ("TimeLimit".to_string(), "25".to_string()),
+                    ("JobName".into(), "after".into()),
+                    ("Comment".into(), "hello".into()),
+                    ("Nice".into(), "100".into()),
+                ]
+            ))
+        );
     }
 }

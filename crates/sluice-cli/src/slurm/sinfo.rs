@@ -2,8 +2,9 @@
 
 use sluice_proto::types::{NodeInfo, PartitionInfo};
 
-use super::common::{controller, date_line, describe, fail, now, squeue_time};
-use super::format::{codes, render, Field};
+use super::common::{controller, date_line, describe, fail, now};
+use super::format::{codes, invalid_codes, render, Field};
+use super::sinfo_records::{build, field, Grouping, Record};
 
 // Slurm 22.05's defaults (sinfo(1), checked against its output).
 const DEFAULT: &str = "%#P %.5a %.10l %.6D %.6t %N";
@@ -11,162 +12,29 @@ const NODES: &str = "%#N %.6D %.#P %6t";
 const LONG: &str = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
 const NODES_LONG: &str = "%#N %.6D %.#P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E";
 const SUMMARY: &str = "%#P %.5a %.10l %.16F %N";
+const REASONS: &str = "%20E %9u %19H %N";
+const REASONS_LONG: &str = "%20E %12U %19H %6t %N";
 
-fn compact(state: &str) -> &'static str {
-    match state {
-        "idle" => "idle",
-        "allocated" => "alloc",
-        "mixed" => "mix",
-        "down" => "down",
-        "drained" => "drain",
-        "draining" => "drng",
-        "maint" => "maint",
-        _ => "unk",
-    }
-}
-
-/// One line of output: a partition (or none, for `-N` without partitions) and nodes
-/// sharing a state.
-struct Group<'a> {
-    part: Option<&'a PartitionInfo>,
-    nodes: Vec<&'a NodeInfo>,
-}
-
-fn field(code: char, g: &Group) -> Option<Field> {
-    let f = |h: &'static str, v: String| {
-        Some(Field {
-            header: h,
-            value: v,
-        })
-    };
-    let first = g.nodes.first();
-    let names: Vec<&str> = g.nodes.iter().map(|n| n.name.as_str()).collect();
-    let cpus: (u32, u32) = g
-        .nodes
-        .iter()
-        .fold((0, 0), |a, n| (a.0 + n.cpus_alloc, a.1 + n.cpus));
-    match code {
-        'P' => f(
-            "PARTITION",
-            g.part.map_or(String::new(), |p| {
-                format!("{}{}", p.name, if p.default { "*" } else { "" })
-            }),
-        ),
-        'R' => f(
-            "PARTITION",
-            g.part.map_or(String::new(), |p| p.name.clone()),
-        ),
-        'a' => f(
-            "AVAIL",
-            g.part.map_or("up".into(), |p| {
-                if p.state == "UP" {
-                    "up".into()
-                } else {
-                    p.state.to_ascii_lowercase()
-                }
-            }),
-        ),
-        'l' => f(
-            "TIMELIMIT",
-            g.part
-                .and_then(|p| p.max_time)
-                .map_or("infinite".into(), squeue_time),
-        ),
-        'D' => f("NODES", g.nodes.len().to_string()),
-        // Slurm marks a node whose agent does not answer with `*`.
-        't' => f(
-            "STATE",
-            first.map_or("n/a".into(), |n| {
-                format!("{}{}", compact(&n.state), if n.agent_up { "" } else { "*" })
-            }),
-        ),
-        'T' => f(
-            "STATE",
-            first.map_or("n/a".into(), |n| {
-                format!("{}{}", n.state, if n.agent_up { "" } else { "*" })
-            }),
-        ),
-        'N' => f("NODELIST", sluice_conf::hostlist::compress(&names)),
-        'C' => f("CPUS(A/I/O/T)", {
-            let down: u32 = g
-                .nodes
-                .iter()
-                .filter(|n| n.state.starts_with("down") || n.state.starts_with("drain"))
-                .map(|n| n.cpus)
-                .sum();
-            format!(
-                "{}/{}/{}/{}",
-                cpus.0,
-                cpus.1 - cpus.0 - down.min(cpus.1 - cpus.0),
-                down,
-                cpus.1
-            )
-        }),
-        'F' => f("NODES(A/I/O/T)", {
-            let a = g
-                .nodes
-                .iter()
-                .filter(|n| matches!(n.state.as_str(), "allocated" | "mixed" | "draining"))
-                .count();
-            let i = g.nodes.iter().filter(|n| n.state == "idle").count();
-            let o = g.nodes.len() - a - i;
-            format!("{a}/{i}/{o}/{}", g.nodes.len())
-        }),
-        'c' => f("CPUS", first.map_or("0".into(), |n| n.cpus.to_string())),
-        'm' => f("MEMORY", first.map_or("0".into(), |n| n.memory.to_string())),
-        'G' => f(
-            "GRES",
-            first
-                .map(|n| n.gres.clone())
-                .filter(|g| !g.is_empty())
-                .unwrap_or_else(|| "(null)".into()),
-        ),
-        'E' => f(
-            "REASON",
-            first
-                .and_then(|n| n.reason.clone())
-                .unwrap_or_else(|| "none".into()),
-        ),
-        'f' => f(
-            "AVAIL_FEATURES",
-            first
-                .map(|n| n.features.join(","))
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "(null)".into()),
-        ),
-        'w' => f("WEIGHT", first.map_or("1".into(), |n| n.weight.to_string())),
-        'z' => f(
-            "S:C:T",
-            first.map_or("1:1:1".into(), |n| {
-                format!(
-                    "{}:{}:{}",
-                    n.sockets, n.cores_per_socket, n.threads_per_core
-                )
-            }),
-        ),
-        'd' => f("TMP_DISK", "0".into()),
-        's' => f("JOB_SIZE", "1-infinite".into()),
-        'r' => f("ROOT", "no".into()),
-        'h' => f("OVERSUBSCRIBE", "NO".into()),
-        'g' => f("GROUPS", "all".into()),
-        'e' => f(
-            "FREE_MEM",
-            first.map_or("0".into(), |n| {
-                (n.memory - n.memory_alloc.min(n.memory)).to_string()
-            }),
-        ),
-        'O' => f("CPU_LOAD", "0.00".into()),
-        _ => None,
-    }
+/// What `sinfo` was asked for.
+#[derive(Default)]
+struct Options {
+    header: bool,
+    nodes_mode: bool,
+    long: bool,
+    summarize: bool,
+    reasons: bool,
+    exact: bool,
+    format: Option<String>,
+    partitions: Vec<String>,
 }
 
 /// Runs `sinfo`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sinfo";
-    let (mut header, mut nodes_mode, mut long, mut summarize) = (true, false, false, false);
-    let mut reasons = false;
-    let mut format: Option<String> = None;
-    let mut parts_filter: Vec<String> = Vec::new();
+    let mut o = Options {
+        header: true,
+        ..Default::default()
+    };
     let mut i = 0;
     while i < args.len() {
         let a = args[i].clone();
@@ -184,116 +52,74 @@ pub fn main(args: Vec<String>) -> i32 {
                 .unwrap_or_else(|| fail(ME, format!("option '{a}' requires an argument"), 1))
         };
         match key.as_str() {
-            "-h" | "--noheader" => header = false,
-            "-N" | "--Node" => nodes_mode = true,
-            "-l" | "--long" => long = true,
-            "-s" | "--summarize" => summarize = true,
-            "-R" | "--list-reasons" => reasons = true,
+            "-h" | "--noheader" => o.header = false,
+            "-N" | "--Node" => o.nodes_mode = true,
+            "-l" | "--long" => o.long = true,
+            "-s" | "--summarize" => o.summarize = true,
+            "-R" | "--list-reasons" => o.reasons = true,
             "-V" | "--version" => {
                 println!("slurm 22.05.8");
                 return 0;
             }
-            "-a" | "--all" | "-e" | "--exact" | "-r" | "--responding" => {}
-            k if k == "--format" || k.starts_with("-o") => format = Some(value(&mut i)),
-            k if k == "--partition" || k.starts_with("-p") => {
-                parts_filter.extend(value(&mut i).split(',').map(str::to_string))
-            }
+            "-e" | "--exact" => o.exact = true,
+            "-a" | "--all" | "-r" | "--responding" => {}
+            k if k == "--format" || k.starts_with("-o") => o.format = Some(value(&mut i)),
+            k if k == "--partition" || k.starts_with("-p") => o
+                .partitions
+                .extend(value(&mut i).split(',').map(str::to_string)),
             _ => fail(ME, format!("unrecognized option '{a}'"), 1),
         }
         i += 1;
+    }
+    for code in invalid_codes(o.format.as_deref().unwrap_or("")) {
+        eprintln!("Invalid node format specification: {code}");
     }
     let client = controller();
     let nodes: Vec<NodeInfo> = client
         .get("/v1/nodes")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
-    if reasons && format.is_none() {
-        print!("{}", list_reasons(&nodes, header));
-        return 0;
-    }
     let parts: Vec<PartitionInfo> = client
         .get("/v1/partitions")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
-    let format = format.unwrap_or_else(|| {
-        match (nodes_mode, long, summarize) {
-            (_, _, true) => SUMMARY,
-            (true, true, _) => NODES_LONG,
-            (true, false, _) => NODES,
-            (false, true, _) => LONG,
+    if o.long && o.header {
+        println!("{}", date_line(now()));
+    }
+    print!("{}", report(&o, &nodes, &parts));
+    0
+}
+
+/// The lines `sinfo` prints for `nodes` and `parts` (the date line of `-l` aside).
+fn report(o: &Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
+    let format = o.format.clone().unwrap_or_else(|| {
+        match (o.nodes_mode, o.long, o.summarize, o.reasons) {
+            (_, _, true, _) => SUMMARY,
+            (true, true, _, _) => NODES_LONG,
+            (true, false, _, _) => NODES,
+            (false, true, _, true) => REASONS_LONG,
+            (false, false, _, true) => REASONS,
+            (false, true, _, false) => LONG,
             _ => DEFAULT,
         }
         .to_string()
     });
-    let mut groups: Vec<Group> = Vec::new();
-    for p in parts
+    let shown: Vec<(usize, &PartitionInfo)> = parts
         .iter()
-        .filter(|p| parts_filter.is_empty() || parts_filter.contains(&p.name))
-    {
-        let members: Vec<&NodeInfo> = nodes.iter().filter(|n| p.nodes.contains(&n.name)).collect();
-        if nodes_mode {
-            for n in members {
-                groups.push(Group {
-                    part: Some(p),
-                    nodes: vec![n],
-                });
-            }
-        } else if summarize {
-            groups.push(Group {
-                part: Some(p),
-                nodes: members,
-            });
-        } else {
-            // Nodes share a line when they agree on the state and on every field shown
-            // that describes one node (CPUs, memory, GRES, features...), as in Slurm;
-            // the node list, node count and CPU/node state counts sum them up.
-            let own = |n: &NodeInfo| -> String {
-                let single = Group {
-                    part: Some(p),
-                    nodes: vec![n],
-                };
-                let mut key = n.state.clone();
-                for c in codes(&format).filter(|c| !"NDCAF".contains(*c)) {
-                    if let Some(f) = field(c, &single) {
-                        key.push('\u{1f}');
-                        key.push_str(&f.value);
-                    }
-                }
-                key
-            };
-            let mut by_state: Vec<(String, Vec<&NodeInfo>)> = Vec::new();
-            for n in members {
-                let key = own(n);
-                match by_state.iter_mut().find(|(s, _)| *s == key) {
-                    Some((_, v)) => v.push(n),
-                    None => by_state.push((key, vec![n])),
-                }
-            }
-            if by_state.is_empty() {
-                groups.push(Group {
-                    part: Some(p),
-                    nodes: vec![],
-                });
-            }
-            for (_, v) in by_state {
-                groups.push(Group {
-                    part: Some(p),
-                    nodes: v,
-                });
-            }
-        }
-    }
-    if nodes_mode {
-        // Node by node (each node's partitions in configuration order), as Slurm lists them.
-        groups.sort_by_key(|g| {
-            g.nodes
-                .first()
-                .and_then(|n| nodes.iter().position(|m| m.name == n.name))
-        });
-    }
+        .enumerate()
+        .filter(|(_, p)| o.partitions.is_empty() || o.partitions.contains(&p.name))
+        .collect();
+    let all_codes: Vec<char> = codes(&format.replace('#', "")).collect();
+    let grouping = Grouping {
+        codes: &all_codes,
+        per_node: o.nodes_mode,
+        exact: o.exact,
+        reasons: o.reasons,
+    };
+    let records = build(&shown, nodes, &grouping);
     // `%#N`/`%#P` size to the longest value, as Slurm does.
     let widest = |code: char| {
-        groups
+        records
             .iter()
-            .filter_map(|g| field(code, g))
+            .filter_map(|r| field(code, r))
             .map(|f| f.value.len())
             .max()
             .unwrap_or(0)
@@ -304,66 +130,211 @@ pub fn main(args: Vec<String>) -> i32 {
         .replace("%#N", &format!("%{}N", widest('N')))
         .replace("%.#P", &format!("%.{}P", widest('P').max(9)))
         .replace("%#P", &format!("%{}P", widest('P').max(9)));
-    if long {
-        println!("{}", date_line(now()));
-    }
-    let probe = Group {
+    let probe = Record {
         part: None,
+        part_index: 0,
         nodes: vec![],
     };
     let head: Vec<Field> = codes(&format).filter_map(|c| field(c, &probe)).collect();
-    let rows: Vec<Vec<Field>> = groups
+    let rows: Vec<Vec<Field>> = records
         .iter()
-        .map(|g| codes(&format).filter_map(|c| field(c, g)).collect())
+        .map(|r| codes(&format).filter_map(|c| field(c, r)).collect())
         .collect();
-    print!(
-        "{}",
-        render(&format, header.then_some(&head), &rows, &|c| field(
-            c, &probe
-        )
-        .is_some())
-    );
-    0
+    render(&format, o.header.then_some(&head), &rows, &|c| {
+        field(c, &probe).is_some()
+    })
 }
 
-/// `sinfo -R`: nodes that are down or drained with a reason, grouped by reason, who
-/// set it and when (Slurm's `%20E %9u %19H %N`). A node whose agent stopped answering
-/// has the reason `Not responding`, set by `slurm` at an unknown time.
-fn list_reasons(nodes: &[NodeInfo], header: bool) -> String {
-    let mut groups: Vec<((String, String, String), Vec<String>)> = Vec::new();
-    for n in nodes {
-        let Some(reason) = &n.reason else { continue };
-        let (user, time) = match n.reason_set {
-            Some((uid, t)) => (
-                nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                    .ok()
-                    .flatten()
-                    .map(|u| u.name)
-                    .unwrap_or_else(|| uid.to_string()),
-                super::common::timestamp(t),
-            ),
-            None => ("slurm".to_string(), "Unknown".to_string()),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The compat suite's cluster: n1 and n2 of 4 CPUs and 4000 MiB; `debug` (default,
+    /// both nodes, one day) and `short` (n1, 30 minutes).
+    fn cluster() -> (Vec<NodeInfo>, Vec<PartitionInfo>) {
+        let node = |name: &str, partitions: &[&str]| NodeInfo {
+            name: name.into(),
+            state: "idle".into(),
+            cpus: 4,
+            memory: 4000,
+            partitions: partitions.iter().map(|p| p.to_string()).collect(),
+            sockets: 1,
+            cores_per_socket: 4,
+            threads_per_core: 1,
+            weight: 1,
+            agent_up: true,
+            node_addr: "127.0.0.1".into(),
+            node_hostname: "localhost".into(),
+            ..Default::default()
         };
-        let key = (reason.clone(), user, time);
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => v.push(n.name.clone()),
-            None => groups.push((key, vec![n.name.clone()])),
+        let part = |name: &str, nodes: &[&str], max_time: i64| PartitionInfo {
+            name: name.into(),
+            default: name == "debug",
+            state: "UP".into(),
+            max_time: Some(max_time),
+            default_time: None,
+            nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            max_nodes: None,
+            priority_tier: 1,
+            access: vec![],
+            qos: None,
+            min_nodes: 0,
+            exclusive_user: false,
+            oversubscribe: String::new(),
+            priority_job_factor: 1,
+            grace_time: 0,
+            preempt_mode: "OFF".into(),
+            def_mem: None,
+            tres: String::new(),
+        };
+        (
+            vec![node("n1", &["debug", "short"]), node("n2", &["debug"])],
+            vec![
+                part("debug", &["n1", "n2"], 86_400),
+                part("short", &["n1"], 1800),
+            ],
+        )
+    }
+
+    fn sinfo(o: Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
+        report(&Options { header: true, ..o }, nodes, parts)
+    }
+
+    fn with_format(f: &str) -> Options {
+        Options {
+            format: Some(f.into()),
+            ..Default::default()
         }
     }
-    let mut out = String::new();
-    if header {
-        out.push_str(&format!(
-            "{:<20} {:<9} {:<19} {}\n",
-            "REASON", "USER", "TIMESTAMP", "NODELIST"
-        ));
+
+    #[test]
+    fn without_a_partition_field_each_node_counts_once() {
+        // Slurm 22.05 (compat 070): `sinfo -o %C` on the idle cluster is one line.
+        let (nodes, parts) = cluster();
+        assert_eq!(
+            sinfo(with_format("%C"), &nodes, &parts),
+            "CPUS(A/I/O/T)\n0/8/0/8\n"
+        );
+        assert_eq!(
+            sinfo(with_format("%a %C"), &nodes, &parts),
+            "AVAIL CPUS(A/I/O/T)\nup 0/8/0/8\n"
+        );
+        assert_eq!(
+            sinfo(with_format("%l %D %N"), &nodes, &parts),
+            "TIMELIMIT NODES NODELIST\n1-00:00:00 2 n[1-2]\n30:00 1 n1\n"
+        );
+        assert_eq!(
+            sinfo(with_format("%N %c %m"), &nodes, &parts),
+            "NODELIST CPUS MEMORY\nn[1-2] 4 4000\n"
+        );
     }
-    for ((reason, user, time), names) in groups {
-        let reason: String = reason.chars().take(20).collect();
-        let user: String = user.chars().take(9).collect();
-        out.push_str(&format!(
-            "{reason:<20} {user:<9} {time:<19} {}\n",
-            sluice_conf::hostlist::compress(&names)
-        ));
+
+    #[test]
+    fn lines_go_by_partition_then_state_highest_first() {
+        // Slurm 22.05 (compat 072 and a job on n1): drained before mixed before idle.
+        let (mut nodes, parts) = cluster();
+        nodes[1].state = "drained".into();
+        nodes[1].reason = Some("maintenance".into());
+        assert_eq!(
+            sinfo(Options::default(), &nodes, &parts),
+            "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n\
+             debug*       up 1-00:00:00      1  drain n2\n\
+             debug*       up 1-00:00:00      1   idle n1\n\
+             short        up      30:00      1   idle n1\n"
+        );
+        nodes[0].state = "mixed".into();
+        nodes[0].cpus_alloc = 2;
+        assert_eq!(
+            sinfo(with_format("%C"), &nodes, &parts),
+            "CPUS(A/I/O/T)\n2/2/4/8\n"
+        );
+        assert_eq!(
+            sinfo(with_format("%D %t %N"), &nodes, &parts),
+            "NODES STATE NODELIST\n1 drain n2\n1 mix n1\n"
+        );
+        assert_eq!(
+            sinfo(with_format("%P %t %N %E"), &nodes, &parts),
+            "PARTITION STATE NODELIST REASON\ndebug* drain n2 maintenance\n\
+             debug* mix n1 none\nshort mix n1 none\n"
+        );
     }
-    out
+
+    #[test]
+    fn list_reasons_shows_only_nodes_down_or_drained() {
+        let (mut nodes, parts) = cluster();
+        let reasons = |f: Option<&str>, nodes: &[NodeInfo]| {
+            sinfo(
+                Options {
+                    reasons: true,
+                    format: f.map(str::to_string),
+                    ..Default::default()
+                },
+                nodes,
+                &parts,
+            )
+        };
+        assert_eq!(
+            reasons(None, &nodes),
+            "REASON               USER      TIMESTAMP           NODELIST\n"
+        );
+        nodes[1].state = "drained".into();
+        nodes[1].reason = Some("maintenance".into());
+        assert_eq!(
+            reasons(Some("%N %T %E"), &nodes),
+            "NODELIST STATE REASON\nn2 drained maintenance\n"
+        );
+    }
+
+    #[test]
+    fn a_node_not_responding_is_starred_in_every_state() {
+        // Slurm 22.05 (compat 072): n2 just resumed, its slurmd not heard from yet.
+        let (mut nodes, parts) = cluster();
+        nodes[1].agent_up = false;
+        let per_node = Options {
+            nodes_mode: true,
+            format: Some("%N %t".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            sinfo(per_node, &nodes, &parts),
+            "NODELIST STATE\nn1 idle\nn1 idle\nn2 idle*\n"
+        );
+        for (state, compact, long) in [
+            ("mixed", "mix*", "mixed*"),
+            ("allocated", "alloc*", "allocated*"),
+            ("drained", "drain*", "drained*"),
+            ("down", "down*", "down*"),
+        ] {
+            nodes[1].state = state.into();
+            let line = sinfo(with_format("%t %T"), &nodes[1..], &parts[..1]);
+            assert_eq!(line, format!("STATE STATE\n{compact} {long}\n"));
+        }
+        // Not responding sorts before idle: Slurm's flag is the higher number.
+        nodes[1].state = "idle".into();
+        assert_eq!(
+            sinfo(Options::default(), &nodes, &parts),
+            "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n\
+             debug*       up 1-00:00:00      1  idle* n2\n\
+             debug*       up 1-00:00:00      1   idle n1\n\
+             short        up      30:00      1   idle n1\n"
+        );
+    }
+
+    #[test]
+    fn differing_sizes_share_a_line_as_a_minimum_unless_exact() {
+        let (mut nodes, parts) = cluster();
+        nodes[1].cpus = 8;
+        assert_eq!(
+            sinfo(with_format("%N %c"), &nodes, &parts[..1]),
+            "NODELIST CPUS\nn[1-2] 4+\n"
+        );
+        let exact = Options {
+            exact: true,
+            ..with_format("%N %c")
+        };
+        assert_eq!(
+            sinfo(exact, &nodes, &parts[..1]),
+            "NODELIST CPUS\nn1 4\nn2 8\n"
+        );
+    }
 }

@@ -118,14 +118,7 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         'Y' => f("SCHEDNODES", "(null)".into()),
         'y' => f("NICE", j.desc.nice.unwrap_or(0).to_string()),
         'c' => f("MIN_CPUS", j.cpus_per_task.to_string()),
-        'm' => f(
-            "MIN_MEMORY",
-            match j.desc.memory {
-                Some(MemoryRequest::PerNode(m) | MemoryRequest::PerCpu(m)) if m > 0 => mebibytes(m),
-                _ if j.mem_per_node > 0 => mebibytes(j.mem_per_node),
-                _ => "0".into(),
-            },
-        ),
+        'm' => f("MIN_MEMORY", min_memory(j).1),
         'b' => f(
             "TRES_PER_NODE",
             if j.desc.gres.is_empty() {
@@ -261,6 +254,14 @@ fn value_of(args: &[String], i: &mut usize, opt: &str) -> String {
         .unwrap_or_else(|| fail("squeue", format!("option '{opt}' requires an argument"), 1))
 }
 
+/// Reports each piece of a `-o` format that is not a field, as Slurm does (the piece
+/// is printed as written).
+fn report_invalid(format: &str) {
+    for code in super::format::invalid_codes(format) {
+        eprintln!("squeue: error: Invalid job format specification: {code}");
+    }
+}
+
 fn parse(args: &[String]) -> Args {
     let mut a = Args {
         header: true,
@@ -288,6 +289,7 @@ fn parse(args: &[String]) -> Args {
             a.header = false;
         } else if short("-o") || key == "--format" {
             a.format = value_of(args, &mut i, "--format");
+            report_invalid(&a.format);
             explicit_format = true;
         } else if short("-O") || key == "--Format" {
             let spec = value_of(args, &mut i, "--Format");
@@ -426,7 +428,7 @@ pub fn main(args: Vec<String>) -> i32 {
             })
         };
         jobs.retain(want);
-        if jobs.is_empty() && a.jobs.len() == 1 {
+        if jobs.is_empty() && a.jobs.len() == 1 && !a.json {
             eprintln!("slurm_load_jobs error: Invalid job id specified");
             return 1;
         }
@@ -435,7 +437,9 @@ pub fn main(args: Vec<String>) -> i32 {
     jobs.retain(|j| a.partitions.is_empty() || a.partitions.contains(&j.partition));
     jobs.retain(|j| a.names.is_empty() || a.names.contains(&j.desc.name));
     if !a.all_states {
-        if a.states.is_empty() && !a.other_states {
+        if a.json && a.states.is_empty() && !a.other_states {
+            // As Slurm's `--json`: every job the controller holds, finished ones too.
+        } else if a.states.is_empty() && !a.other_states {
             // As Slurm's squeue: finished jobs only with `-t`, even when named by `-j`.
             jobs.retain(|j| !j.state.is_finished());
         } else {
@@ -462,8 +466,11 @@ pub fn main(args: Vec<String>) -> i32 {
         jobs = collapse_arrays(jobs);
     }
     if a.json {
-        let v = serde_json::json!({ "jobs": jobs });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        let cluster = client
+            .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+            .map(|c| c.cluster_name)
+            .unwrap_or_default();
+        print!("{}", super::squeue_json::document(&jobs, &cluster));
         return 0;
     }
     let t = now();
@@ -553,6 +560,25 @@ fn collapse_arrays(jobs: Vec<JobRecord>) -> Vec<JobRecord> {
     out
 }
 
+/// The job's memory request as `scontrol show job` and `squeue -o %m` show it: whether
+/// it is per CPU (`MinMemoryCPU`) or per node (`MinMemoryNode`), and the size (`500M`,
+/// `1G`; `0` for none). The partition's default counts as asked (`DefMemPerCPU=500`
+/// gives `MinMemoryCPU=500M`, as in Slurm).
+pub fn min_memory(j: &JobRecord) -> (bool, String) {
+    let size = |m: u64| {
+        if m == 0 {
+            "0".to_string()
+        } else {
+            mebibytes(m)
+        }
+    };
+    match j.min_memory.or(j.desc.memory) {
+        Some(MemoryRequest::PerCpu(m)) => (true, size(m)),
+        Some(MemoryRequest::PerNode(m)) if m > 0 || j.mem_per_node == 0 => (false, size(m)),
+        _ => (false, size(j.mem_per_node)),
+    }
+}
+
 /// MiB as Slurm shows a memory size: `100M`, `2G`, `3.50G`.
 pub fn mebibytes(m: u64) -> String {
     if m < 1024 {
@@ -567,6 +593,29 @@ pub fn mebibytes(m: u64) -> String {
 #[cfg(test)]
 mod memory_tests {
     use super::mebibytes;
+
+    #[test]
+    fn the_memory_request_shows_per_cpu_or_per_node_defaults_included() {
+        use super::min_memory;
+        use sluice_proto::types::{JobRecord, MemoryRequest};
+        // Slurm 22.05 with DefMemPerCPU=500: `squeue -o %m` prints 500M for a job that
+        // asked nothing, 1G for `--mem-per-cpu=1024`, 600M for `--mem=600`.
+        let mut j = JobRecord {
+            min_memory: Some(MemoryRequest::PerCpu(500)),
+            ..Default::default()
+        };
+        assert_eq!(min_memory(&j), (true, "500M".to_string()));
+        j.min_memory = Some(MemoryRequest::PerCpu(1024));
+        assert_eq!(min_memory(&j), (true, "1G".to_string()));
+        j.min_memory = Some(MemoryRequest::PerNode(600));
+        assert_eq!(min_memory(&j), (false, "600M".to_string()));
+        j.min_memory = Some(MemoryRequest::PerNode(0));
+        assert_eq!(min_memory(&j), (false, "0".to_string()));
+        // A record from before the request was kept: what it holds per node.
+        j.min_memory = None;
+        j.mem_per_node = 1000;
+        assert_eq!(min_memory(&j), (false, "1000M".to_string()));
+    }
 
     #[test]
     fn memory_sizes_print_in_slurms_units() {

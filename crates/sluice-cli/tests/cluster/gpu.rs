@@ -567,7 +567,7 @@ PartitionName=gpu Nodes=g1 Default=YES MaxTime=1:00:00 State=UP
     // The job's own record ends as Slurm's does for `--gpus`.
     let show = c.run("scontrol", &["show", "job", &job.to_string()]).stdout;
     assert!(
-        show.ends_with("   Power=\n   TresPerJob=gres:gpu:2\n\n"),
+        show.ends_with("   Power=\n   TresPerJob=gres:gpu:2\n   \n\n"),
         "{show}"
     );
     c.run("scancel", &[&job.to_string()]);

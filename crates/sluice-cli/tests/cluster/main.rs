@@ -339,7 +339,10 @@ fn a_killed_agent_fails_or_requeues_its_jobs_and_a_new_one_ends_the_leftovers() 
 
     // The job that may not be requeued ends NODE_FAIL; the other waits for its node.
     assert_eq!(c.wait_ended(keep), "NODE_FAIL");
-    let expected = format!("{again} again PD (ReqNodeNotAvail)\n");
+    let expected = format!(
+        "{again} again PD (Nodes required for job are DOWN, DRAINED or reserved for jobs in \
+         higher priority partitions)\n"
+    );
     let squeue = || c.run("squeue", &["-h", "-o", "%i %j %t %R"]).stdout;
     assert_eq!(c.settle(&expected, squeue), expected);
     let sinfo = || c.run("sinfo", &["-h", "-N", "-o", "%N %t"]).stdout;

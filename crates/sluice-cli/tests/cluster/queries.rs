@@ -425,7 +425,8 @@ fn sinfo_follows_nodes_from_idle_to_mixed_to_allocated() {
         sinfo(&["-h", "-N", "-o", "%N %t %C"]),
         "n1 mix 1/1/0/2\nn2 alloc 2/0/0/2\n"
     );
-    assert_eq!(sinfo(&["-o", "%C"]), "CPUS(A/I/O/T)\n1/1/0/2\n2/0/0/2\n");
+    // Without a state field the two share a line, as in Slurm.
+    assert_eq!(sinfo(&["-o", "%C"]), "CPUS(A/I/O/T)\n3/1/0/4\n");
 }
 
 #[test]

@@ -151,7 +151,7 @@ fn owners_change_time_limits_names_and_partitions() {
         ),
         (
             vec!["Colour=blue"],
-            "slurm_update error: Update of this parameter is not supported: Colour\n",
+            "Update of this parameter is not supported: Colour=blue\nRequest aborted\n",
         ),
     ] {
         let mut all = vec!["update".to_string(), format!("JobId={id}")];

@@ -162,7 +162,8 @@ fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         match s.fit_now(id, now) {
             Some(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
             None => {
-                s.set_reason(id, PendingReason::Resources);
+                let reason = crate::unavailable::reason(s, id, &blocked);
+                s.set_reason(id, reason);
                 blocked.push(part);
                 if blocked.len() == partitions {
                     break;

@@ -3,7 +3,6 @@
 
 use crate::decision::{Decision, Pass};
 use crate::ids::JobId;
-use crate::job::PendingReason;
 use crate::scheduler::{QueueKey, Scheduler};
 use crate::time::Time;
 
@@ -22,7 +21,8 @@ pub(crate) fn pass(
         match s.fit_now(id, now) {
             Some(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
             None => {
-                s.set_reason(id, PendingReason::Resources);
+                let reason = crate::unavailable::reason(s, id, &[]);
+                s.set_reason(id, reason);
                 return Some((key, id));
             }
         }

@@ -264,6 +264,13 @@ impl Controller {
                     ),
                 )
             }
+            PendingReason::NodesUnavailable => (
+                "resources",
+                format!(
+                    "the nodes of partition {pname} it could use are down, drained or taken by \
+                     jobs of higher-priority partitions (see Resources)"
+                ),
+            ),
             PendingReason::ReqNodeNotAvail => (
                 "resources",
                 format!("no node of partition {pname} it could use is up (see Resources)"),

@@ -644,6 +644,50 @@ fn a_job_asking_no_memory_gets_def_mem_per_cpu() {
     c.schedule(0);
     let r = c.job(id).unwrap();
     assert_eq!((r.state, r.mem_per_node), (JobState::Running, 3000));
+    // Shown as asked (`MinMemoryCPU=1000M`), as Slurm shows its default.
+    assert_eq!(r.min_memory, Some(MemoryRequest::PerCpu(1000)));
+}
+
+#[test]
+fn a_resumed_node_takes_work_once_its_agent_has_answered() {
+    // One 4-CPU node, drained at t=10; a job waits. Resumed at t=100, the node is
+    // `idle*` (its agent not heard from since) and takes nothing until its agent answers
+    // a ping sent two seconds or more after the resume: at t=101 not yet, at t=102 the
+    // job starts. The node's agent registered at t=5; the job's end makes it busy
+    // until t=130.
+    let mut c = Controller::new(conf(1, 4), Path::new("/s"), vec![], vec![], 0);
+    c.agent_registered("node01", &[], 5);
+    c.update_node("node01", "DRAIN", Some("disks"), &root(), 10)
+        .unwrap();
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(1, 60), &mut next, 20);
+    assert!(launches(&c.schedule(20)).is_empty());
+    let effects = c
+        .update_node("node01", "RESUME", None, &root(), 100)
+        .unwrap();
+    assert!(launches(&effects).is_empty());
+    let n = &c.nodes()[0];
+    assert_eq!(
+        (n.state.as_str(), n.agent_up, n.reason.as_deref()),
+        ("idle", false, None)
+    );
+    assert_eq!(
+        c.job(id).unwrap().reason,
+        "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority \
+         partitions"
+    );
+    assert!(launches(&c.agents_answered(&["node01".into()], 101)).is_empty());
+    assert_eq!(
+        launches(&c.agents_answered(&["node01".into()], 102)),
+        vec![(id, vec!["node01".to_string()])]
+    );
+    let n = &c.nodes()[0];
+    assert_eq!(
+        (n.agent_up, n.agent_start, n.last_busy),
+        (true, Some(5), Some(5))
+    );
+    c.job_ended(&ended(id, JobState::Completed, 0, 130), 130);
+    assert_eq!(c.nodes()[0].last_busy, Some(130));
 }
 
 #[test]

@@ -105,10 +105,14 @@ impl Controller {
                     };
                     let json = serde_json::to_string(&o).expect("records serialise");
                     self.node_overrides.insert(name.clone(), o);
+                    self.liveness.settled(&name);
                     Some(json)
                 }
                 None => {
-                    self.node_overrides.remove(&name);
+                    let was = self.node_overrides.remove(&name);
+                    if was.is_some() && self.agents_up.contains(&name) {
+                        self.await_answer(&name, nid, now);
+                    }
                     None
                 }
             };
@@ -117,7 +121,9 @@ impl Controller {
                 record,
             });
             // An agent that is not there keeps the node down whatever the operator says.
-            let state = if self.agents_up.contains(&name) {
+            let state = if self.liveness.awaiting(&name) {
+                NodeState::Drain
+            } else if self.agents_up.contains(&name) {
                 self.node_state(nid)
             } else {
                 NodeState::Down

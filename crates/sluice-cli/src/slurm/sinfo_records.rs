@@ -1,0 +1,397 @@
+//! How `sinfo` groups nodes into lines, as Slurm 22.05's does.
+//!
+//! Partition by partition (configuration order), node by node, each node joins the
+//! first line it matches, else starts a new one. A node matches a line when the
+//! partition-level fields the format shows agree (its partition's name for `%P`,
+//! availability for `%a`, time limit for `%l`, ...; with none of them, every partition
+//! shares lines) and so do the node-level fields that split lines: state (`%t`, `%T`,
+//! with its `*`), reason (`%E`), its user and time, features, GRES, host names and
+//! addresses; with `-e` also CPUs, memory, disk, weight and the socket layout (without
+//! it, a line shows the smallest with `+` when they differ: `4+`). A node already on a
+//! line is not counted twice, so `sinfo -o %C` counts each CPU once. With `-N` every
+//! node of every partition is a line of its own. When the format shows the partition,
+//! every partition has a line even without nodes.
+//!
+//! Lines are sorted as Slurm's default `#P,-t`: by partition, in configuration order,
+//! and within one by node state, highest first (Slurm's state numbers: `drain` and
+//! not-responding `*` states before `mix`, `alloc`, `idle`, `down`); with `-N` by node
+//! name.
+
+use sluice_proto::types::{NodeInfo, PartitionInfo};
+
+use super::common::{squeue_time, timestamp};
+use super::format::Field;
+
+/// One line of output: the partition it was made for and its nodes (each once).
+pub struct Record<'a> {
+    /// The partition (none for a header probe).
+    pub part: Option<&'a PartitionInfo>,
+    /// Its position in the configuration.
+    pub part_index: usize,
+    /// Its nodes, in the order they joined.
+    pub nodes: Vec<&'a NodeInfo>,
+}
+
+/// What decides how lines are made.
+pub struct Grouping<'a> {
+    /// The codes of the format.
+    pub codes: &'a [char],
+    /// `-N`: a line per node and partition.
+    pub per_node: bool,
+    /// `-e`: node sizes must match exactly.
+    pub exact: bool,
+    /// `-R`: partitions do not matter.
+    pub reasons: bool,
+}
+
+const DRAIN: u32 = 0x200;
+const NO_RESPOND: u32 = 0x800;
+const MAINT: u32 = 0x8000;
+
+/// A node's state as Slurm numbers it (base state and flags), for sorting.
+pub fn state_value(n: &NodeInfo) -> u32 {
+    let busy = if n.cpus_alloc >= n.cpus { 3 } else { 5 };
+    let v = match n.state.as_str() {
+        "idle" => 2,
+        "allocated" => 3,
+        "mixed" => 5,
+        "down" => 1,
+        "drained" => 2 | DRAIN,
+        "draining" => busy | DRAIN,
+        "maint" => 2 | MAINT,
+        _ => 0,
+    };
+    if n.agent_up {
+        v
+    } else {
+        v | NO_RESPOND
+    }
+}
+
+/// Whether the node is down or drained (`sinfo -R` lists those).
+pub fn has_problem(n: &NodeInfo) -> bool {
+    matches!(n.state.as_str(), "down" | "drained" | "draining")
+}
+
+/// The compact state (`%t`): `idle`, `mix`, `drain`, ..., `*` when not responding.
+pub fn compact_state(n: &NodeInfo) -> String {
+    let s = match n.state.as_str() {
+        "idle" => "idle",
+        "allocated" => "alloc",
+        "mixed" => "mix",
+        "down" => "down",
+        "drained" => "drain",
+        "draining" => "drng",
+        "maint" => "maint",
+        _ => "unk",
+    };
+    format!("{s}{}", if n.agent_up { "" } else { "*" })
+}
+
+/// The long state (`%T`): `idle`, `mixed`, `drained`, ..., `*` when not responding.
+pub fn long_state(n: &NodeInfo) -> String {
+    format!("{}{}", n.state, if n.agent_up { "" } else { "*" })
+}
+
+fn reason_user(n: &NodeInfo) -> (String, u32) {
+    match n.reason_set {
+        Some((uid, _)) => (
+            nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                .ok()
+                .flatten()
+                .map(|u| u.name)
+                .unwrap_or_else(|| uid.to_string()),
+            uid,
+        ),
+        None => ("slurm".into(), 0),
+    }
+}
+
+/// The value of partition-level code `c` for a partition, if `c` is one.
+fn part_value(c: char, p: &PartitionInfo) -> Option<String> {
+    Some(match c {
+        'P' => format!("{}{}", p.name, if p.default { "*" } else { "" }),
+        'R' => p.name.clone(),
+        'a' => {
+            if p.state == "UP" {
+                "up".into()
+            } else {
+                p.state.to_ascii_lowercase()
+            }
+        }
+        'l' => p.max_time.map_or("infinite".into(), squeue_time),
+        'L' => p.default_time.map_or("n/a".into(), squeue_time),
+        's' => match p.max_nodes {
+            Some(m) if m <= p.min_nodes.max(1) => m.to_string(),
+            Some(m) => format!("{}-{m}", p.min_nodes.max(1)),
+            None => format!("{}-infinite", p.min_nodes.max(1)),
+        },
+        'r' => "no".into(),
+        'h' => {
+            if p.oversubscribe.is_empty() {
+                "NO".into()
+            } else {
+                p.oversubscribe.clone()
+            }
+        }
+        'g' => "all".into(),
+        'M' => {
+            if p.preempt_mode.is_empty() {
+                "OFF".into()
+            } else {
+                p.preempt_mode.clone()
+            }
+        }
+        'p' => p.priority_tier.to_string(),
+        _ => return None,
+    })
+}
+
+/// The value of node-level code `c` that splits lines (or, `exact`, must be equal).
+fn node_key(c: char, n: &NodeInfo, exact: bool) -> Option<String> {
+    Some(match c {
+        't' | 'T' => long_state(n),
+        'E' => n.reason.clone().unwrap_or_default(),
+        'u' | 'U' => reason_user(n).1.to_string(),
+        'H' => n.reason_set.map_or(0, |r| r.1).to_string(),
+        'f' | 'b' => n.features.join(","),
+        'G' => n.gres.clone(),
+        'n' => n.node_hostname.clone(),
+        'o' => n.node_addr.clone(),
+        'c' if exact => n.cpus.to_string(),
+        'm' if exact => n.memory.to_string(),
+        'w' if exact => n.weight.to_string(),
+        'z' | 'X' | 'Y' | 'Z' if exact => {
+            format!(
+                "{}:{}:{}",
+                n.sockets, n.cores_per_socket, n.threads_per_core
+            )
+        }
+        _ => return None,
+    })
+}
+
+/// Builds the lines for `nodes` of `parts` (those kept by `-p`), sorted.
+pub fn build<'a>(
+    parts: &[(usize, &'a PartitionInfo)],
+    nodes: &'a [NodeInfo],
+    g: &Grouping,
+) -> Vec<Record<'a>> {
+    let mut out: Vec<Record> = Vec::new();
+    let part_shown = g.codes.iter().any(|c| matches!(c, 'P' | 'R'));
+    if !g.per_node && part_shown {
+        for &(i, p) in parts {
+            out.push(Record {
+                part: Some(p),
+                part_index: i,
+                nodes: Vec::new(),
+            });
+        }
+    }
+    let part_match = |r: &Record, p: &PartitionInfo| {
+        g.reasons
+            || r.part.is_some_and(|q| q.name == p.name)
+            || r.part.is_some_and(|q| {
+                g.codes
+                    .iter()
+                    .all(|&c| part_value(c, q) == part_value(c, p))
+            })
+    };
+    let node_match = |r: &Record, n: &NodeInfo| {
+        let Some(first) = r.nodes.first() else {
+            return true;
+        };
+        !g.per_node
+            && g.codes
+                .iter()
+                .all(|&c| node_key(c, first, g.exact) == node_key(c, n, g.exact))
+    };
+    for &(i, p) in parts {
+        for n in nodes.iter().filter(|n| p.nodes.contains(&n.name)) {
+            if g.reasons && !has_problem(n) {
+                continue;
+            }
+            match out
+                .iter_mut()
+                .find(|r| part_match(r, p) && node_match(r, n))
+            {
+                Some(r) => {
+                    if !r.nodes.iter().any(|m| m.name == n.name) {
+                        r.nodes.push(n);
+                    }
+                }
+                None => out.push(Record {
+                    part: Some(p),
+                    part_index: i,
+                    nodes: vec![n],
+                }),
+            }
+        }
+    }
+    if g.per_node {
+        out.sort_by_key(name_key);
+    } else {
+        let state = |r: &Record| r.nodes.first().map_or(0, |n| state_value(n));
+        out.sort_by_key(|r| std::cmp::Reverse(state(r)));
+        out.sort_by_key(|r| r.part_index);
+    }
+    out
+}
+
+/// A node name split into its text and trailing number, for natural ordering.
+fn natural(name: &str) -> (String, u64, String) {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (text, number) = name.split_at(name.len() - digits);
+    (
+        text.to_string(),
+        number.parse().unwrap_or(0),
+        name.to_string(),
+    )
+}
+
+fn name_key(r: &Record) -> (String, u64, String) {
+    r.nodes
+        .first()
+        .map_or((String::new(), 0, String::new()), |n| natural(&n.name))
+}
+
+/// `min` or, when the nodes differ, `min+` (Slurm's way of showing a range).
+fn min_plus(values: impl Iterator<Item = u64>) -> Option<String> {
+    let v: Vec<u64> = values.collect();
+    let (min, max) = (*v.iter().min()?, *v.iter().max()?);
+    Some(if min == max {
+        min.to_string()
+    } else {
+        format!("{min}+")
+    })
+}
+
+/// The value and header of code `c` for a line.
+pub fn field(c: char, r: &Record) -> Option<Field> {
+    let f = |h: &'static str, v: String| {
+        Some(Field {
+            header: h,
+            value: v,
+        })
+    };
+    let first = r.nodes.first();
+    let mut names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
+    names.sort_by_key(|n| natural(n));
+    let part = |c: char| r.part.and_then(|p| part_value(c, p));
+    let sizes = |get: &dyn Fn(&NodeInfo) -> u64, none: &str| {
+        min_plus(r.nodes.iter().map(|n| get(n))).unwrap_or_else(|| none.to_string())
+    };
+    match c {
+        'P' | 'R' => f("PARTITION", part(c).unwrap_or_default()),
+        'a' => f("AVAIL", part('a').unwrap_or_else(|| "up".into())),
+        'l' => f("TIMELIMIT", part('l').unwrap_or_else(|| "infinite".into())),
+        'L' => f("DEFAULTTIME", part('L').unwrap_or_else(|| "n/a".into())),
+        's' => f("JOB_SIZE", part('s').unwrap_or_else(|| "1-infinite".into())),
+        'r' => f("ROOT", "no".into()),
+        'h' => f("OVERSUBSCRIBE", part('h').unwrap_or_else(|| "NO".into())),
+        'g' => f("GROUPS", "all".into()),
+        'M' => f("PREEMPT_MODE", part('M').unwrap_or_else(|| "OFF".into())),
+        'p' => f("PRIO_TIER", part('p').unwrap_or_else(|| "1".into())),
+        'D' => f("NODES", r.nodes.len().to_string()),
+        't' => f("STATE", first.map_or("n/a".into(), |n| compact_state(n))),
+        'T' => f("STATE", first.map_or("n/a".into(), |n| long_state(n))),
+        'N' => f("NODELIST", sluice_conf::hostlist::compress(&names)),
+        'n' => f("HOSTNAMES", {
+            let mut h: Vec<&str> = r.nodes.iter().map(|n| n.node_hostname.as_str()).collect();
+            h.dedup();
+            sluice_conf::hostlist::compress(&h)
+        }),
+        'o' => f("NODE_ADDR", {
+            let mut a: Vec<&str> = r.nodes.iter().map(|n| n.node_addr.as_str()).collect();
+            a.dedup();
+            sluice_conf::hostlist::compress(&a)
+        }),
+        'C' => f("CPUS(A/I/O/T)", {
+            let (mut alloc, mut idle, mut other, mut total) = (0u32, 0u32, 0u32, 0u32);
+            for n in &r.nodes {
+                let used = n.cpus_alloc.min(n.cpus);
+                alloc += used;
+                total += n.cpus;
+                if matches!(n.state.as_str(), "down" | "drained" | "draining") {
+                    other += n.cpus - used;
+                } else {
+                    idle += n.cpus - used;
+                }
+            }
+            format!("{alloc}/{idle}/{other}/{total}")
+        }),
+        'F' => f("NODES(A/I/O/T)", {
+            let a = r
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.state.as_str(), "allocated" | "mixed" | "draining"))
+                .count();
+            let o = r
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.state.as_str(), "down" | "drained"))
+                .count();
+            let total = r.nodes.len();
+            format!("{a}/{}/{o}/{total}", total - a - o)
+        }),
+        'c' => f("CPUS", sizes(&|n| u64::from(n.cpus), "0")),
+        'm' => f("MEMORY", sizes(&|n| n.memory, "0")),
+        'w' => f("WEIGHT", sizes(&|n| u64::from(n.weight), "1")),
+        'd' => f("TMP_DISK", "0".into()),
+        'z' => f("S:C:T", {
+            let part = |get: &dyn Fn(&NodeInfo) -> u64| sizes(get, "1");
+            format!(
+                "{}:{}:{}",
+                part(&|n| u64::from(n.sockets)),
+                part(&|n| u64::from(n.cores_per_socket)),
+                part(&|n| u64::from(n.threads_per_core))
+            )
+        }),
+        'G' => f(
+            "GRES",
+            first
+                .map(|n| n.gres.clone())
+                .filter(|g| !g.is_empty())
+                .unwrap_or_else(|| "(null)".into()),
+        ),
+        'E' => f(
+            "REASON",
+            first
+                .and_then(|n| n.reason.clone())
+                .unwrap_or_else(|| "none".into()),
+        ),
+        'u' => f("USER", first.map_or("Unknown".into(), |n| reason_user(n).0)),
+        'U' => f(
+            "USER",
+            first.map_or("Unknown".into(), |n| {
+                let (name, uid) = reason_user(n);
+                format!("{name}({uid})")
+            }),
+        ),
+        'H' => f(
+            "TIMESTAMP",
+            first
+                .and_then(|n| n.reason_set)
+                .map_or("Unknown".into(), |(_, t)| timestamp(t)),
+        ),
+        'f' | 'b' => f(
+            if c == 'f' {
+                "AVAIL_FEATURES"
+            } else {
+                "ACTIVE_FEATURES"
+            },
+            first
+                .map(|n| n.features.join(","))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "(null)".into()),
+        ),
+        'e' => f(
+            "FREE_MEM",
+            first.map_or("0".into(), |n| {
+                (n.memory - n.memory_alloc.min(n.memory)).to_string()
+            }),
+        ),
+        'O' => f("CPU_LOAD", "0.00".into()),
+        _ => None,
+    }
+}

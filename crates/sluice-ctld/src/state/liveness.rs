@@ -1,0 +1,98 @@
+//! What the controller knows of each node's agent beyond its registration: when it
+//! registered (Slurm's `SlurmdStartTime`), when the node last ran a job
+//! (`LastBusyTime`), and which nodes an operator resumed that have not answered since.
+//!
+//! As in Slurm, a node an operator brings back (`scontrol update State=RESUME` after
+//! DRAIN or DOWN) takes work again only once its agent has answered: until then it is
+//! `idle*` (`IDLE+NOT_RESPONDING`), and nothing starts on it. Slurm waits for the
+//! node's re-registration, about one to three seconds; Sluice waits for an answer to
+//! its agent watch's ping sent at least [`ANSWER_AFTER`] seconds after the resume.
+
+use super::*;
+
+/// Seconds after a resume before an answer from the node's agent counts (a ping sent in
+/// the same second may predate the resume).
+pub const ANSWER_AFTER: i64 = 2;
+
+/// Per node name: registration, last busy time, resumes awaiting an answer.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Liveness {
+    /// When each node's agent registered, Unix seconds.
+    registered: BTreeMap<String, i64>,
+    /// When each node last ran a job (or registered), Unix seconds.
+    last_busy: BTreeMap<String, i64>,
+    /// Nodes resumed by an operator whose agent has not answered since: since when.
+    resumed: BTreeMap<String, i64>,
+}
+
+impl Liveness {
+    /// The node's agent registered at `now`: it answers.
+    pub(crate) fn registered(&mut self, node: &str, now: i64) {
+        self.registered.insert(node.to_string(), now);
+        self.last_busy.entry(node.to_string()).or_insert(now);
+        self.resumed.remove(node);
+    }
+
+    /// The node's agent is gone, or an operator drained or downed it again: no
+    /// resume awaits an answer.
+    pub(crate) fn settled(&mut self, node: &str) {
+        self.resumed.remove(node);
+    }
+
+    /// A job on `nodes` ended at `now`.
+    pub(crate) fn busy_until(&mut self, nodes: &[String], now: i64) {
+        for n in nodes {
+            self.last_busy.insert(n.clone(), now);
+        }
+    }
+
+    /// Whether the node was resumed and has not answered since.
+    pub(crate) fn awaiting(&self, node: &str) -> bool {
+        self.resumed.contains_key(node)
+    }
+
+    /// When the node's agent registered.
+    pub(crate) fn registered_at(&self, node: &str) -> Option<i64> {
+        self.registered.get(node).copied()
+    }
+
+    /// When the node last ran a job (or its agent registered).
+    pub(crate) fn last_busy(&self, node: &str) -> Option<i64> {
+        self.last_busy.get(node).copied()
+    }
+}
+
+impl Controller {
+    /// An operator resumed `node` at `now`, its agent registered: it waits for an
+    /// answer before it takes work (the core sees it drained until then).
+    pub(crate) fn await_answer(&mut self, node: &str, nid: NodeId, now: i64) {
+        self.liveness.resumed.insert(node.to_string(), now);
+        self.sched.set_node_state(nid, NodeState::Drain);
+    }
+
+    /// The agents of `nodes` answered a ping at `now`: resumed nodes waiting since
+    /// [`ANSWER_AFTER`] seconds or more take work again.
+    pub fn agents_answered(&mut self, nodes: &[String], now: i64) -> Vec<Effect> {
+        let back: Vec<String> = nodes
+            .iter()
+            .filter(|n| {
+                self.liveness
+                    .resumed
+                    .get(*n)
+                    .is_some_and(|&since| now >= since + ANSWER_AFTER)
+            })
+            .cloned()
+            .collect();
+        if back.is_empty() {
+            return Vec::new();
+        }
+        for name in &back {
+            self.liveness.resumed.remove(name);
+            if let Some(nid) = self.conf.node_id(name) {
+                self.sched.set_node_state(nid, self.node_state(nid));
+            }
+        }
+        self.outside_dirty = true;
+        self.schedule(now)
+    }
+}
