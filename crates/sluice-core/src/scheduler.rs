@@ -280,6 +280,25 @@ impl Scheduler {
         self.node_epoch += 1;
     }
 
+    /// Node `n` as a candidate for `req` when it is idle: all its capacity free for
+    /// ever.
+    pub(crate) fn idle_candidate(&self, req: &crate::job::JobRequest, n: NodeId) -> Candidate {
+        let node = self.cluster.node(n);
+        Candidate {
+            node: n,
+            tasks: max_tasks_on(
+                req,
+                &node.capacity,
+                &node.capacity,
+                self.cluster.gpu_reserve(n),
+            ),
+            free_cpus: node.capacity.cpus,
+            weight: node.weight,
+            rank: self.cluster.placement_key(n, &node.capacity),
+            switch: self.cluster.leaf_switch(n),
+        }
+    }
+
     /// Whether some set of `partition`'s nodes could hold `req` if they were all idle
     /// (Slurm: "Requested node configuration is not available" when not). Judged on the
     /// partition's distinct node configurations, so it costs the same on 10 or 10,000
@@ -299,19 +318,7 @@ impl Scheduler {
                     (req.features_any == 0 || node.features & req.features_any != 0)
                         && req.exclude.binary_search(n).is_err()
                 })
-                .map(|(n, node)| Candidate {
-                    node: n,
-                    tasks: max_tasks_on(
-                        req,
-                        &node.capacity,
-                        &node.capacity,
-                        self.cluster.gpu_reserve(n),
-                    ),
-                    free_cpus: node.capacity.cpus,
-                    weight: node.weight,
-                    rank: self.cluster.placement_key(n, &node.capacity),
-                    switch: self.cluster.leaf_switch(n),
-                })
+                .map(|(n, _)| self.idle_candidate(req, n))
                 .collect();
             return choose_listed(req, &candidates, MAX_TIME, self.cluster.blocks.as_ref())
                 .is_some();

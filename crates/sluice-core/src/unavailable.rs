@@ -22,7 +22,7 @@ use crate::cluster::NodeState;
 use crate::ids::{JobId, PartitionId};
 use crate::job::PendingReason;
 use crate::scheduler::Scheduler;
-use crate::select::{choose_nodes_in, max_tasks_on, Candidate};
+use crate::select::{choose_nodes_in, Candidate};
 use crate::time::MAX_TIME;
 
 /// The last answer for each partition.
@@ -95,19 +95,7 @@ fn fits_usable(s: &Scheduler, id: JobId, blocked: &[PartitionId]) -> bool {
                     .iter()
                     .any(|b| s.cluster.partition(*b).nodes.binary_search(n).is_ok())
         })
-        .map(|(n, node)| Candidate {
-            node: n,
-            tasks: max_tasks_on(
-                req,
-                &node.capacity,
-                &node.capacity,
-                s.cluster.gpu_reserve(n),
-            ),
-            free_cpus: node.capacity.cpus,
-            weight: node.weight,
-            rank: s.cluster.placement_key(n, &node.capacity),
-            switch: s.cluster.leaf_switch(n),
-        })
+        .map(|(n, _)| s.idle_candidate(req, n))
         .collect();
     choose_nodes_in(req, &candidates, MAX_TIME, s.cluster.blocks.as_ref()).is_some()
 }

@@ -61,24 +61,23 @@ impl Controller {
         let Ok(parsed) = parse_dependency(dep) else {
             return DepState::Never;
         };
-        match parsed {
-            Dependency::Singleton => self.singleton_state(r),
-            Dependency::All(conds) => conds
-                .iter()
-                .flat_map(|c| c.jobs.iter().map(move |t| (c.kind, t)))
-                .map(|(kind, t)| {
-                    self.target_state(r, kind, t, now)
-                        .unwrap_or(DepState::Satisfied)
-                })
-                .fold(DepState::Satisfied, DepState::and),
-            Dependency::Any(conds) => conds
-                .iter()
-                .flat_map(|c| c.jobs.iter().map(move |t| (c.kind, t)))
-                .map(|(kind, t)| {
-                    self.target_state(r, kind, t, now)
-                        .unwrap_or(DepState::Satisfied)
-                })
-                .fold(DepState::Never, DepState::or),
+        let (conds, all) = match parsed {
+            Dependency::Singleton => return self.singleton_state(r),
+            Dependency::All(conds) => (conds, true),
+            Dependency::Any(conds) => (conds, false),
+        };
+        // Unknown ids are dropped: they count as satisfied.
+        let states = conds
+            .iter()
+            .flat_map(|c| c.jobs.iter().map(move |t| (c.kind, t)))
+            .map(|(kind, t)| {
+                self.target_state(r, kind, t, now)
+                    .unwrap_or(DepState::Satisfied)
+            });
+        if all {
+            states.fold(DepState::Satisfied, DepState::and)
+        } else {
+            states.fold(DepState::Never, DepState::or)
         }
     }
 
@@ -161,18 +160,8 @@ impl Controller {
         };
         let conds = match parsed {
             Dependency::Singleton => {
-                let others = self
-                    .jobs
-                    .values()
-                    .filter(|j| {
-                        j.id != r.id
-                            && j.uid == r.uid
-                            && j.desc.name == r.desc.name
-                            && (j.state == JobState::Running
-                                || (j.state == JobState::Pending && j.id < r.id))
-                    })
-                    .map(|j| j.display_id())
-                    .collect::<Vec<_>>();
+                let others: Vec<String> =
+                    self.singleton_blockers(r).map(|j| j.display_id()).collect();
                 if others.is_empty() {
                     return Vec::new();
                 }
@@ -230,17 +219,22 @@ impl Controller {
     /// `singleton`: waiting while another job of the same name and user runs, or waits
     /// ahead of it.
     fn singleton_state(&self, r: &JobRecord) -> DepState {
-        let busy = self.jobs.values().any(|j| {
-            j.id != r.id
-                && j.uid == r.uid
-                && j.desc.name == r.desc.name
-                && (j.state == JobState::Running || (j.state == JobState::Pending && j.id < r.id))
-        });
-        if busy {
+        if self.singleton_blockers(r).next().is_some() {
             DepState::Waiting
         } else {
             DepState::Satisfied
         }
+    }
+
+    /// The jobs a `singleton` job waits for: its owner's other jobs of the same name
+    /// that run, or wait ahead of it.
+    fn singleton_blockers<'a>(&'a self, r: &'a JobRecord) -> impl Iterator<Item = &'a JobRecord> {
+        self.jobs.values().filter(move |j| {
+            j.id != r.id
+                && j.uid == r.uid
+                && j.desc.name == r.desc.name
+                && (j.state == JobState::Running || (j.state == JobState::Pending && j.id < r.id))
+        })
     }
 
     /// The jobs a condition on `t` reads: the task, the job, or every task of an array
