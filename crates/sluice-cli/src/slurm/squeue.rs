@@ -440,7 +440,8 @@ pub fn main(args: Vec<String>) -> i32 {
             jobs.retain(|j| a.states.contains(&j.state));
         }
     }
-    // Pending jobs first (by priority, then id), then the rest by id.
+    // Pending jobs first (by priority, then id), then the rest by id; an array's tasks
+    // together by index, whatever ids they hold.
     jobs.sort_by_key(|j| {
         (
             j.state != JobState::Pending,
@@ -449,7 +450,7 @@ pub fn main(args: Vec<String>) -> i32 {
             } else {
                 0
             }),
-            j.id,
+            j.list_key(),
         )
     });
     if a.start {
