@@ -77,7 +77,7 @@ class Scenario:
                     text += "\n" + lines[i][2:]
                     i += 1
                 self.steps.append(("run", text, capture, deliberate))
-            elif re.match(r"^(wait|wait-acct|sleep)\s", line):
+            elif re.match(r"^(wait|wait-acct|sleep)\s", line) or line.strip() == "wait-idle":
                 self.steps.append(("ctl", line.strip(), None, deliberate))
             else:
                 raise SystemExit(f"{path}: cannot read line: {line}")
@@ -222,37 +222,60 @@ def write_config(work, config, host, rs):
     return conf_dir
 
 
+def job_argument(var, env):
+    """The job a wait names: a variable (`J1`), or text using variables (`${J1}_2`)."""
+    if re.fullmatch(r"\w+", var):
+        return env.get(var, var)
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: env.get(m.group(1) or m.group(2), ""), var)
+
+
 def control_step(side, text, cwd, env):
-    """`wait VAR STATES`, `wait-acct VAR STATES`, `sleep SECONDS`: returns a transcript line."""
+    """`wait JOB STATES`, `wait-acct JOB STATES`, `wait-idle`, `sleep SECONDS`: returns a
+    transcript line.
+
+    `wait-acct` waits for the job's settled accounting record: every line `sacct -X`
+    shows in one of STATES, none under the name `allocation`, which slurmdbd shows
+    for a few seconds after a job ends, until the job's own record reaches it."""
     words = text.split()
     if words[0] == "sleep":
         time.sleep(float(words[1]))
         return ""
+    if words[0] == "wait-idle":
+        return "" if wait_idle(side, cwd, env) else "(wait timed out: the nodes are not idle)\n"
     var, states = words[1], set(words[2].split(","))
-    job = env.get(var, var)
+    job = job_argument(var, env)
     if words[0] == "wait":
         cmd = f"squeue -h -t all -j {job} -o %T"
     else:
-        cmd = f"sacct -n -X -P -o State -j {job}"
+        cmd = f"sacct -n -X -P -o State,JobName -j {job}"
     seen = ""
     deadline = time.time() + WAIT_TIMEOUT
     while time.time() < deadline:
         out, _, _ = side.run(cmd, cwd, env, timeout=20)
-        seen = " ".join(s.split(" ")[0] for s in out.split("\n") if s.strip())
-        if seen and all(s in states for s in seen.split()):
+        lines = [s.split("|") for s in out.split("\n") if s.strip()]
+        seen = " ".join(s[0].split(" ")[0] for s in lines)
+        settled = all(len(s) < 2 or s[1] != "allocation" for s in lines)
+        if seen and settled and all(s in states for s in seen.split()):
             return ""
         time.sleep(0.3)
     return f"(wait timed out: {var} is '{seen}', not {words[2]})\n"
 
 
+def wait_idle(side, cwd, env):
+    """Waits until no job is left in the queue and every node is idle (a job that
+    ended may still be completing on its node); True once they are."""
+    for _ in range(120):
+        out, _, _ = side.run("squeue -h -t PD,R,CG,S,CF -o %i; sinfo -h -N -o %t | grep -vx idle", cwd, env, timeout=20)
+        if not out.strip():
+            return True
+        time.sleep(0.5)
+    return False
+
+
 def cleanup(side):
     """Cancels every job left and waits for the nodes to be idle again."""
     side.run("scancel -u \"$(id -un)\"", "/", {}, timeout=30)
-    for _ in range(120):
-        out, _, _ = side.run("squeue -h -t PD,R,CG,S,CF -o %i; sinfo -h -N -o %t | grep -vx idle", "/", {}, timeout=20)
-        if not out.strip():
-            return
-        time.sleep(0.5)
+    wait_idle(side, "/", {})
 
 
 def run_scenario(side, scn, results):

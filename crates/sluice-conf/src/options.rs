@@ -139,6 +139,8 @@ pub struct JobOptions {
     pub gpu_bind: Option<String>,
     /// `--exclusive` (any form).
     pub exclusive: bool,
+    /// `--exact` (srun): the step gets only the CPUs its tasks ask for.
+    pub exact: bool,
     /// `--requeue` (true) or `--no-requeue` (false).
     pub requeue: Option<bool>,
     /// `--open-mode`.
@@ -252,6 +254,7 @@ const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
     ("dependency", Some('d'), Arg::Required, true),
     ("error", Some('e'), Arg::Required, true),
     ("exclude", Some('x'), Arg::Required, true),
+    ("exact", None, Arg::None, true),
     ("exclusive", None, Arg::Optional, true),
     ("export", None, Arg::Required, true),
     ("gpu-bind", None, Arg::Required, true),
@@ -687,6 +690,7 @@ fn apply(
         }
         "error" => o.error = s(),
         "exclude" => o.exclude = s(),
+        "exact" => o.exact = true,
         "exclusive" => o.exclusive = true,
         "export" => o.export = Some(parse_export(v)),
         "gpu-bind" => {

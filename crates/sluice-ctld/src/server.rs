@@ -384,6 +384,7 @@ async fn execute(app: &App, effects: Vec<Effect>) {
                 };
                 waits.push(app.store.put_step(s.job_id, n, json));
             }
+            Effect::Forget(id) => app.store.delete_job(id),
             Effect::PersistRun(r) => {
                 let json = serde_json::to_string(&*r).expect("records serialise");
                 app.store.put_run(r.id, r.restarts, json);

@@ -42,6 +42,9 @@ pub enum Effect {
     PersistStep(StepRecord),
     /// Keep a requeued run's record (state `REQUEUED`) for `sacct -D`.
     PersistRun(Box<JobRecord>),
+    /// Delete a job's record: an array task cancelled before it ever started, which
+    /// Slurm never gives a record of its own.
+    Forget(u64),
     /// Run a job's batch script on its first node.
     Launch {
         /// The agent's socket.
@@ -129,7 +132,16 @@ impl Prepared {
         self.tasks.len().max(1) as u64
     }
 
-    /// The records, given the first id (pure: runs inside the store's transaction).
+    /// The records, given the first id, in id order (pure: runs inside the store's
+    /// transaction).
+    ///
+    /// An array's tasks: in Slurm the array's id stays with its pending remainder and
+    /// each task takes the next free id as it starts, but the last to start keeps the
+    /// array's own. Tasks start in index order, so the last task holds the array's id
+    /// (`first`, carrying the remainder) and the others the ids after it in index
+    /// order: `--array=2-4` as 100 gives task 2 id 101, task 3 id 102 and task 4 id 100.
+    /// (Slurm takes those ids only as the tasks start, so a job submitted in between
+    /// may take one of them there; here they are the array's from its submission.)
     pub fn records(&self, first: u64) -> Vec<JobRecord> {
         if self.tasks.is_empty() {
             let mut r = self.template.clone();
@@ -137,10 +149,14 @@ impl Prepared {
             resolve_paths(&mut r, "%N");
             return vec![r];
         }
-        self.tasks
-            .iter()
-            .enumerate()
-            .map(|(i, &index)| {
+        let n = self.tasks.len();
+        (0..n)
+            .map(|i| {
+                let index = if i == 0 {
+                    self.tasks[n - 1]
+                } else {
+                    self.tasks[i - 1]
+                };
                 let mut r = self.template.clone();
                 r.id = first + i as u64;
                 r.array = Some((first, index));
@@ -247,7 +263,9 @@ pub struct Controller {
 /// lowering it): what the core orders the queue by and what squeue shows.
 fn job_priority(r: &JobRecord) -> u32 {
     let nice = r.desc.nice.unwrap_or(0).clamp(-10_000, 10_000);
-    let base = (u32::MAX / 2).saturating_sub((r.id % (u32::MAX as u64 / 2)) as u32);
+    // An array's tasks all rank as the array (Slurm keeps them in one record).
+    let id = r.list_key().0;
+    let base = (u32::MAX / 2).saturating_sub((id % (u32::MAX as u64 / 2)) as u32);
     (base as i64 - nice as i64).clamp(0, u32::MAX as i64) as u32
 }
 
@@ -557,6 +575,15 @@ impl Controller {
             tasks_per_node: Vec::new(),
             cpus_per_node: Vec::new(),
             mem_per_node: 0,
+            // The partition's default, when the job asks for no memory of its own.
+            mem_default: match (
+                desc.memory,
+                self.conf.def_mem.get(part.index()).copied().flatten(),
+            ) {
+                (None, Some(MemRequest::PerCpu(m))) => Some(MemoryRequest::PerCpu(m)),
+                (None, Some(MemRequest::PerNode(m))) if m > 0 => Some(MemoryRequest::PerNode(m)),
+                _ => None,
+            },
             gpus_per_node: Vec::new(),
             shards_per_node: Vec::new(),
             ntasks,
@@ -579,7 +606,6 @@ impl Controller {
             // Eligible at once unless held or waiting on a dependency (see `release`).
             accrue_time: (!desc.hold && desc.dependency.is_none())
                 .then(|| desc.begin.unwrap_or(now).max(now)),
-            min_memory: None,
         };
         if max_nodes > 0 && max_nodes < min_nodes {
             return Err(NODE_CONFIG.into());
@@ -590,10 +616,6 @@ impl Controller {
             self.check_partition_limits(&spec)?;
         }
         template.tres_req = self.conf.requested_tres(part, &spec.request);
-        template.min_memory = Some(desc.memory.unwrap_or(match spec.request.mem {
-            MemRequest::PerCpu(m) => MemoryRequest::PerCpu(m),
-            MemRequest::PerNode(m) => MemoryRequest::PerNode(m),
-        }));
         match self.sched.check(&JobSpec {
             id: JobId(u64::MAX),
             ..spec
@@ -915,7 +937,8 @@ impl Controller {
 
     /// Takes the records of a durable submission into the queue.
     pub fn accept(&mut self, records: Vec<JobRecord>, now: i64) -> Vec<Effect> {
-        let ids: Vec<u64> = records.iter().map(|r| r.id).collect();
+        // Queued in task order: an array's tasks start in index order.
+        let ids = in_list_order(records.iter());
         for r in records {
             let id = r.id;
             if let Ok(spec) = self.core_spec(&r) {
@@ -932,7 +955,7 @@ impl Controller {
 
     /// Moves pending jobs whose hold, dependency and throttle allow it into the core.
     fn release_outside(&mut self, now: i64) -> Vec<Effect> {
-        let ids: Vec<u64> = self.outside.iter().copied().collect();
+        let ids = in_list_order(self.outside.iter().map(|id| &self.jobs[id]));
         self.release(ids, now)
     }
 
@@ -1444,12 +1467,23 @@ impl Controller {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
         let mut ids: Vec<u64> = Vec::new();
+        // Array tasks named on their own (`123_4`, or a task's own id), not as part of
+        // their whole array.
+        let mut alone: BTreeSet<u64> = BTreeSet::new();
         for (job, task) in &req.jobs {
             let found = self.select(*job, *task);
             // Cancelling an unknown job quietly succeeds; signalling one is an error.
             if found.is_empty() && req.signal.is_some() {
                 let id = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
                 return Err(format!("Kill job error on job id {id}: {BAD_JOB}"));
+            }
+            if task.is_some()
+                || self
+                    .jobs
+                    .get(job)
+                    .is_some_and(|j| j.array.is_some_and(|a| a.0 != *job))
+            {
+                alone.extend(&found);
             }
             ids.extend(found);
         }
@@ -1477,10 +1511,21 @@ impl Controller {
             }
         }
         let mut effects = Vec::new();
+        // An array's own record last: the tasks cancelled with it are gone by then.
+        ids.sort_by_key(|id| self.jobs[id].array.is_some_and(|a| a.0 == *id));
         for id in ids {
-            let r = &self.jobs[&id];
+            let Some(r) = self.jobs.get(&id) else {
+                continue;
+            };
             match (r.state, req.signal) {
+                (JobState::Pending, None)
+                    if alone.contains(&id) && self.cancel_leaves_no_record(r) =>
+                {
+                    effects.extend(self.forget_unstarted_task(id, now));
+                }
                 (JobState::Pending, None) => {
+                    // The reason it waited for stays, as Slurm shows it (`JobHeldUser`).
+                    let reason = self.live(r).reason;
                     self.audit_cancelled(id, caller.uid, now);
                     self.sched.cancel_pending(JobId(id), now);
                     self.sched.forget_waiting(JobId(id), now);
@@ -1489,8 +1534,10 @@ impl Controller {
                     r.state = JobState::Cancelled;
                     r.end_time = Some(now);
                     r.cancelled_by = Some(caller.uid);
-                    r.reason = "None".into();
-                    effects.push(Effect::Persist(Box::new(r.clone())));
+                    r.reason = reason;
+                    let r = r.clone();
+                    effects.extend(self.leave_remainder(&r));
+                    effects.push(Effect::Persist(Box::new(self.jobs[&id].clone())));
                 }
                 (JobState::Running, None) => {
                     let sockets = self.sockets_of(r);
@@ -1797,12 +1844,17 @@ impl Controller {
         } else {
             wanted.len() as u32
         };
-        let nodes = req
+        let mut nodes = req
             .nodes
             .unwrap_or(default_nodes)
             .max(wanted.len() as u32)
             .min(job_nodes)
             .max(1);
+        // Fewer tasks than the allocation's nodes, without -N: one node per task (srun
+        // warns "can't run 1 processes on 2 nodes, setting nnodes to 1").
+        if let (None, Some(n)) = (req.nodes, req.ntasks) {
+            nodes = nodes.min(n.max(wanted.len() as u32)).max(1);
+        }
         let usable = &usable[..nodes as usize];
         let ntasks = req.ntasks.unwrap_or_else(|| {
             req.ntasks_per_node
@@ -1880,7 +1932,7 @@ impl Controller {
             signal: 0,
             nodes: plan_nodes.iter().map(|n| n.0.clone()).collect(),
             ntasks,
-            cpus: ntasks * cpt,
+            cpus: step_cpus(&cpus, ntasks * cpt, req),
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());
@@ -2197,9 +2249,11 @@ impl Controller {
 
     /// Jobs `squeue` shows: pending, running, and those finished less than `MinJobAge`
     /// ago; without their scripts and environments (a job's own record has them), which
-    /// are most of a record's size and no listing needs.
+    /// are most of a record's size and no listing needs. In
+    /// [`JobRecord::list_key`] order: by id, an array's tasks together by index.
     pub fn visible_jobs(&self, now: i64) -> Vec<JobRecord> {
-        self.jobs
+        let mut jobs: Vec<JobRecord> = self
+            .jobs
             .values()
             .filter(|j| {
                 !j.state.is_finished()
@@ -2211,7 +2265,9 @@ impl Controller {
                 r.desc.script = String::new();
                 r
             })
-            .collect()
+            .collect();
+        jobs.sort_by_key(JobRecord::list_key);
+        jobs
     }
 
     /// Every job and step (for `sacct`).
@@ -2469,6 +2525,25 @@ impl Controller {
     }
 }
 
+/// The ids of `records` in [`JobRecord::list_key`] order: an array's tasks by index
+/// (whatever ids they hold), other jobs by id.
+fn in_list_order<'a>(records: impl Iterator<Item = &'a JobRecord>) -> Vec<u64> {
+    let mut keyed: Vec<((u64, u32), u64)> = records.map(|r| (r.list_key(), r.id)).collect();
+    keyed.sort_unstable();
+    keyed.into_iter().map(|(_, id)| id).collect()
+}
+
+/// The CPUs a step holds: as Slurm 22.05 gives them, all of the job's CPUs on the
+/// nodes it runs on (`on_nodes`), unless it asks for `--exact` (or for
+/// `--cpus-per-task`, which implies it), when it holds what its tasks ask (`asked`).
+fn step_cpus(on_nodes: &[u32], asked: u32, req: &StepRequest) -> u32 {
+    if req.exact || req.cpus_per_task.is_some() {
+        asked
+    } else {
+        on_nodes.iter().sum::<u32>().max(asked)
+    }
+}
+
 /// Slurm's `SLURM_TASKS_PER_NODE` form: `8(x2),4`.
 pub fn tasks_per_node_string(counts: &[u32]) -> String {
     let mut parts = Vec::new();
@@ -2524,10 +2599,20 @@ pub fn allocation_variables(r: &JobRecord, cluster_name: &str) -> Vec<(String, S
     if let Some(c) = r.desc.cpus_per_task {
         v.push(("SLURM_CPUS_PER_TASK", c.to_string()));
     }
-    if r.mem_per_node > 0 {
-        v.push(("SLURM_MEM_PER_NODE", r.mem_per_node.to_string()));
+    // The memory asked (salloc sets nothing for a partition's default).
+    if let Some(var) = memory_variable(r.desc.memory, r) {
+        v.push(var);
     }
     v.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// `SLURM_MEM_PER_CPU` or `SLURM_MEM_PER_NODE` for a job with memory request `asked`.
+fn memory_variable(asked: Option<MemoryRequest>, r: &JobRecord) -> Option<(&'static str, String)> {
+    match asked? {
+        MemoryRequest::PerCpu(m) => Some(("SLURM_MEM_PER_CPU", m.to_string())),
+        _ if r.mem_per_node > 0 => Some(("SLURM_MEM_PER_NODE", r.mem_per_node.to_string())),
+        _ => None,
+    }
 }
 
 /// A node's GPUs as [`gpu_pick`] sees them, `total` of them (its configured count):
@@ -2654,8 +2739,19 @@ pub fn batch_environment(
     let mut set = |k: &str, v: String| {
         env.insert(k.to_string(), v);
     };
-    set("SLURM_NTASKS", r.ntasks.to_string());
-    set("SLURM_NPROCS", r.ntasks.to_string());
+    // A batch job also has the partition's default memory that applied to it
+    // (DefMemPerCPU: `SLURM_MEM_PER_CPU`), as slurmd passes the job's memory on.
+    if r.desc.memory.is_none() {
+        if let Some((k, v)) = memory_variable(r.mem_default, r) {
+            set(k, v);
+        }
+    }
+    // Only for a task count asked (`-n`, or `--ntasks-per-node` times the nodes), as
+    // sbatch passes it on; a job given neither has none.
+    if r.desc.ntasks.is_some() || r.desc.ntasks_per_node.is_some() {
+        set("SLURM_NTASKS", r.ntasks.to_string());
+        set("SLURM_NPROCS", r.ntasks.to_string());
+    }
     set(
         "SLURM_CPUS_ON_NODE",
         r.cpus_per_node.first().copied().unwrap_or(1).to_string(),
@@ -2705,12 +2801,18 @@ pub fn batch_environment(
             set("SLURM_ARRAY_TASK_STEP", step.to_string());
         }
     }
-    if let Some((gtype, n)) = &r.desc.gpus {
-        // `--gpus` as asked: `2`, or `a100:2`.
-        set(
-            "SLURM_GPUS",
-            gtype.as_ref().map_or(n.to_string(), |t| format!("{t}:{n}")),
-        );
+    // `--gpus` and `--gpus-per-task` as asked: `2`, or `a100:2` (srun inside the job
+    // takes its default `--gpus-per-task` from the latter).
+    for (name, asked) in [
+        ("SLURM_GPUS", &r.desc.gpus),
+        ("SLURM_GPUS_PER_TASK", &r.desc.gpus_per_task),
+    ] {
+        if let Some((gtype, n)) = asked {
+            set(
+                name,
+                gtype.as_ref().map_or(n.to_string(), |t| format!("{t}:{n}")),
+            );
+        }
     }
     let gpus = r.gpus_per_node.first().cloned().unwrap_or_default();
     if !gpus.is_empty() {
@@ -2736,6 +2838,7 @@ pub fn batch_environment(
     env.into_iter().collect()
 }
 
+mod arrays;
 pub(crate) mod audit;
 mod dependency;
 mod explain;

@@ -191,12 +191,14 @@ pub(crate) fn oom_kills(text: &str) -> Option<u64> {
     })
 }
 
-/// The line slurmstepd writes to a step's stderr when the kernel killed `kills` of its
-/// processes for memory; `step` as Slurm names it (`12.batch`, `12.0`). No newline.
-pub(crate) fn oom_message(kills: u64, step: &str) -> String {
+/// The line slurmstepd on node `node` writes to a step's stderr when the kernel killed
+/// `kills` of its processes for memory; `step` as Slurm names it (`12.batch`, `12.0`).
+/// No newline.
+pub(crate) fn oom_message(node: &str, kills: u64, step: &str) -> String {
     format!(
-        "slurmstepd: error: Detected {kills} oom_kill event{} in StepId={step}. \
+        "{}: error: Detected {kills} oom_kill event{} in StepId={step}. \
          Some of the step tasks have been OOM Killed.",
+        crate::run::stepd(node),
         if kills == 1 { "" } else { "s" }
     )
 }
@@ -783,13 +785,13 @@ mod tests {
     #[test]
     fn the_oom_message_is_slurmstepds() {
         assert_eq!(
-            oom_message(1, "42.batch"),
-            "slurmstepd: error: Detected 1 oom_kill event in StepId=42.batch. \
+            oom_message("n1", 1, "42.batch"),
+            "slurmstepd-n1: error: Detected 1 oom_kill event in StepId=42.batch. \
              Some of the step tasks have been OOM Killed."
         );
         assert_eq!(
-            oom_message(3, "42.0"),
-            "slurmstepd: error: Detected 3 oom_kill events in StepId=42.0. \
+            oom_message("gpu07", 3, "42.0"),
+            "slurmstepd-gpu07: error: Detected 3 oom_kill events in StepId=42.0. \
              Some of the step tasks have been OOM Killed."
         );
     }

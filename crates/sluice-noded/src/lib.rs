@@ -92,6 +92,9 @@ pub(crate) struct Running {
     pub(crate) devices: Option<Arc<devices::JobDevices>>,
 }
 
+/// The standard input pipes of a step's tasks here that read srun's: (task, pipe).
+pub(crate) type TaskInputs = Vec<(u32, std::process::ChildStdin)>;
+
 pub(crate) struct Agent {
     pub(crate) node: String,
     pub(crate) state_dir: PathBuf,
@@ -102,9 +105,9 @@ pub(crate) struct Agent {
     /// are refused. Set, under the `jobs` lock, together with the list of jobs the
     /// registration reports, so a launch is either in that list or refused.
     pub(crate) incarnation: Mutex<Option<String>>,
-    /// Standard input of steps' task 0 here, fed by srun: (job, step) → (owner uid,
-    /// pipe). Taken out while being written.
-    pub(crate) stdins: Mutex<BTreeMap<(u64, u32), (u32, std::process::ChildStdin)>>,
+    /// Standard input of steps' tasks here that read srun's, fed by srun: (job, step)
+    /// → (owner uid, each task's pipe). Taken out while being written.
+    pub(crate) stdins: Mutex<BTreeMap<(u64, u32), (u32, TaskInputs)>>,
     /// Where jobs' memory cgroups are made; None when this host cannot limit memory
     /// (said once, at start), and jobs run without limits.
     pub(crate) memory: Option<cgroup::Memory>,
@@ -360,19 +363,21 @@ async fn signal(
     Json(serde_json::json!({})).into_response()
 }
 
-/// srun's input for task 0 of a step: written in order, closed at the end. Only the
-/// job's owner (or root) may write it.
+/// srun's input for the tasks of a step here that read it: each chunk written to each
+/// of them in order, their input closed at the end. A task that stopped reading (it
+/// ended) gets no more; once none is left, srun is told so (410). Only the job's owner
+/// (or root) may write it.
 async fn stdin(
     State(agent): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     Json(c): Json<sluice_proto::types::StdinChunk>,
 ) -> Response {
     let key = (c.job_id, c.step);
-    let (uid, mut pipe) = {
+    let (uid, pipes) = {
         let mut stdins = agent.stdins.lock().expect("lock");
         match stdins.get(&key) {
             None => return error(StatusCode::NOT_FOUND, "no such task input"),
-            // Checked before the pipe is taken out: nobody else can hold it up.
+            // Checked before the pipes are taken out: nobody else can hold them up.
             Some((uid, _)) if *uid != peer.uid && peer.uid != 0 => {
                 return error(StatusCode::FORBIDDEN, "Access/permission denied")
             }
@@ -381,21 +386,30 @@ async fn stdin(
     };
     let written = tokio::task::spawn_blocking(move || {
         use std::io::Write;
-        pipe.write_all(&c.data)
-            .and_then(|()| pipe.flush())
-            .map(|()| pipe)
+        pipes
+            .into_iter()
+            .filter_map(|(task, mut pipe)| {
+                pipe.write_all(&c.data)
+                    .and_then(|()| pipe.flush())
+                    .ok()
+                    .map(|()| (task, pipe))
+            })
+            .collect::<Vec<_>>()
     })
-    .await;
-    match written {
-        Ok(Ok(pipe)) => {
-            if !c.eof {
-                agent.stdins.lock().expect("lock").insert(key, (uid, pipe));
-            }
-            Json(serde_json::json!({})).into_response()
-        }
-        // The task stopped reading (it ended): the rest of the input goes nowhere.
-        _ => error(StatusCode::GONE, "the task's input is closed"),
+    .await
+    .unwrap_or_default();
+    if written.is_empty() {
+        // Every task stopped reading (they ended): the rest of the input goes nowhere.
+        return error(StatusCode::GONE, "the tasks' input is closed");
     }
+    if !c.eof {
+        agent
+            .stdins
+            .lock()
+            .expect("lock")
+            .insert(key, (uid, written));
+    }
+    Json(serde_json::json!({})).into_response()
 }
 
 /// A running job's new time limit: its batch loop picks it up within a second.

@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -266,7 +266,7 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
             // Tell the user where they will look.
             if let Ok(owner) = Owner::of(&agent, r) {
                 if let Ok(mut f) = owner.open_output(&r.stderr, true) {
-                    let _ = writeln!(f, "slurmstepd: error: {why}");
+                    let _ = writeln!(f, "{}: error: {why}", stepd(&agent.node));
                 }
             }
             agent.jobs.lock().expect("lock").remove(&id);
@@ -370,7 +370,7 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         if let Ok(mut f) = Owner::of(&agent, r)
             .and_then(|o| o.open_output(&r.stderr, true).map_err(|e| e.to_string()))
         {
-            let _ = writeln!(f, "{}", cgroup::oom_message(oom_kills, &key));
+            let _ = writeln!(f, "{}", cgroup::oom_message(&agent.node, oom_kills, &key));
         }
     }
     // The job stays listed (as running, for registrations) until the controller has
@@ -549,9 +549,17 @@ fn notices() -> std::sync::MutexGuard<'static, Notices> {
 
 type Notices = std::collections::BTreeMap<(String, u64, u32), (String, Owner)>;
 
+/// How slurmstepd on node `node` names itself in the lines it writes to a job's output:
+/// `slurmstepd-n1`, as Slurm 22.05 does with one slurmd per node name (Debian's build,
+/// the reference the differential suite compares against; a build without that
+/// support says plain `slurmstepd`).
+pub(crate) fn stepd(node: &str) -> String {
+    format!("slurmstepd-{node}")
+}
+
 /// Writes slurmstepd's notice that batch job `job` is being ended (cancelled, requeued,
 /// preempted or at its time limit) to its stderr, as Slurm does:
-/// `slurmstepd: error: *** JOB 12 ON n1 CANCELLED AT 2026-11-29T20:04:20 DUE TO TIME LIMIT ***`.
+/// `slurmstepd-n1: error: *** JOB 12 ON n1 CANCELLED AT 2026-11-29T20:04:20 DUE TO TIME LIMIT ***`.
 fn end_notice(node: &str, job: u64, run: u32, state: JobState) {
     let why = match state {
         JobState::Cancelled => "",
@@ -566,7 +574,8 @@ fn end_notice(node: &str, job: u64, run: u32, state: JobState) {
     if let Ok(mut f) = owner.open_output(&path, true) {
         let _ = writeln!(
             f,
-            "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT {}{why} ***",
+            "{}: error: *** JOB {job} ON {node} CANCELLED AT {}{why} ***",
+            stepd(node),
             sluice_proto::time::timestamp(now())
         );
     }
@@ -672,6 +681,7 @@ pub(crate) fn tasks(
                 .and_then(|d| devices_step(&agent, &record, &step_name, d, &step_gpus)),
         ),
         name: format!("{}.{}", order.job_id, order.step),
+        node: agent.node.clone(),
         task: order.tasks.first().copied().unwrap_or(0),
     });
     let procs = cgroup_procs(
@@ -693,6 +703,9 @@ pub(crate) fn tasks(
         .position(|n| *n == agent.node)
         .and_then(|i| record.cpus_per_node.get(i).copied())
         .unwrap_or(1);
+    // The pipes of the tasks reading srun's input, made known once all are started:
+    // srun's first chunk then reaches every one of them.
+    let mut stdins: Vec<(u32, std::process::ChildStdin)> = Vec::new();
     for (local, &task) in order.tasks.iter().enumerate() {
         let mut env = order.environment.clone();
         env.retain(|(k, _)| {
@@ -739,7 +752,7 @@ pub(crate) fn tasks(
             env.push(("SLURM_STEP_GPUS".into(), list));
         }
         let mut cmd = owner.command(&program, &order.argv[1..], &env, &order.work_dir, &procs);
-        let feed = order.stdin && task == 0;
+        let feed = order.stdin && order.stdin_task.is_none_or(|t| t == task);
         cmd.stdin(if feed { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -750,7 +763,8 @@ pub(crate) fn tasks(
                     task,
                     stream: 2,
                     data: format!(
-                        "slurmstepd: error: execve(): {program}: {}\n",
+                        "{}: error: execve(): {program}: {}\n",
+                        stepd(&agent.node),
                         sluice_proto::oserror::describe(&e)
                     ),
                 });
@@ -779,54 +793,11 @@ pub(crate) fn tasks(
             .task_groups
             .push(pid);
         if let Some(pipe) = child.stdin.take() {
-            agent
-                .stdins
-                .lock()
-                .expect("lock")
-                .insert((order.job_id, order.step), (record.uid, pipe));
+            stdins.push((task, pipe));
         }
         let key = format!("{}.task-{pid}", order.job_id);
         leftovers::remember(&agent.jobs_dir(), &key, pid);
-        let readers: Vec<std::thread::JoinHandle<()>> = [
-            (
-                child
-                    .stdout
-                    .take()
-                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-                1u8,
-            ),
-            (
-                child
-                    .stderr
-                    .take()
-                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-                2u8,
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(pipe, stream)| pipe.map(|p| (p, stream)))
-        .map(|(pipe, stream)| {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(pipe);
-                let mut buf = Vec::new();
-                while r
-                    .read_until(b'\n', &mut buf)
-                    .map(|n| n > 0)
-                    .unwrap_or(false)
-                {
-                    let data = String::from_utf8_lossy(&buf).into_owned();
-                    if tx
-                        .blocking_send(TaskEvent::Output { task, stream, data })
-                        .is_err()
-                    {
-                        // srun went away; keep draining so the task does not block.
-                    }
-                    buf.clear();
-                }
-            })
-        })
-        .collect();
+        let reader = forward_output(task, child.stdout.take(), child.stderr.take(), tx.clone());
         let tx = tx.clone();
         let agent = agent.clone();
         let job = order.job_id;
@@ -835,13 +806,17 @@ pub(crate) fn tasks(
         std::thread::spawn(move || {
             let status = child.wait();
             leftovers::forget(&agent.jobs_dir(), &key);
-            if task == 0 {
-                // Its input goes nowhere now; the pipe is closed.
-                agent.stdins.lock().expect("lock").remove(&(job, step));
+            // Its input goes nowhere now; its pipe is closed.
+            {
+                let mut stdins = agent.stdins.lock().expect("lock");
+                if let Some((_, pipes)) = stdins.get_mut(&(job, step)) {
+                    pipes.retain(|(t, _)| *t != task);
+                    if pipes.is_empty() {
+                        stdins.remove(&(job, step));
+                    }
+                }
             }
-            for r in readers {
-                let _ = r.join();
-            }
+            let _ = reader.join();
             let mut jobs = agent.jobs.lock().expect("lock");
             if let Some(j) = jobs.get_mut(&job) {
                 j.task_groups.retain(|g| *g != pid);
@@ -858,7 +833,88 @@ pub(crate) fn tasks(
             let _ = tx.blocking_send(TaskEvent::Exit { task, code, signal });
         });
     }
+    if !stdins.is_empty() {
+        agent
+            .stdins
+            .lock()
+            .expect("lock")
+            .insert((order.job_id, order.step), (record.uid, stdins));
+    }
     end.done(&tx);
+}
+
+/// Sends task `task`'s standard output and error to `tx` line by line (a last line
+/// without a newline at the end), in the order the task wrote them: one thread watches
+/// both pipes, so that a line written to stderr before one written to stdout (a
+/// shell's note of a signal, then its trap's output) reaches srun first, as through
+/// slurmstepd. Lines both ready at once go stderr first.
+fn forward_output(
+    task: u32,
+    stdout: Option<std::process::ChildStdout>,
+    stderr: Option<std::process::ChildStderr>,
+    tx: Sender<TaskEvent>,
+) -> std::thread::JoinHandle<()> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::io::Read;
+    use std::os::fd::{AsFd, OwnedFd};
+    std::thread::spawn(move || {
+        // (stream, pipe, bytes read but not yet sent), stderr first.
+        let mut pipes: Vec<(u8, File, Vec<u8>)> = [
+            (2u8, stderr.map(OwnedFd::from)),
+            (1u8, stdout.map(OwnedFd::from)),
+        ]
+        .into_iter()
+        .filter_map(|(stream, fd)| fd.map(|fd| (stream, File::from(fd), Vec::new())))
+        .collect();
+        let send = |stream: u8, bytes: &[u8]| {
+            let data = String::from_utf8_lossy(bytes).into_owned();
+            // srun went away: keep draining so the task does not block.
+            let _ = tx.blocking_send(TaskEvent::Output { task, stream, data });
+        };
+        let mut chunk = vec![0u8; 64 * 1024];
+        while !pipes.is_empty() {
+            let ready: Vec<bool> = {
+                let mut fds: Vec<PollFd> = pipes
+                    .iter()
+                    .map(|(_, f, _)| PollFd::new(f.as_fd(), PollFlags::POLLIN))
+                    .collect();
+                match poll(&mut fds, PollTimeout::NONE) {
+                    Ok(_) => fds
+                        .iter()
+                        .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+                        .collect(),
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(_) => vec![true; fds.len()],
+                }
+            };
+            let mut closed = Vec::new();
+            for (i, (stream, file, pending)) in pipes.iter_mut().enumerate() {
+                if !ready[i] {
+                    continue;
+                }
+                let n = match file.read(&mut chunk) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => 0,
+                };
+                if n == 0 {
+                    if !pending.is_empty() {
+                        send(*stream, pending);
+                    }
+                    closed.push(i);
+                    continue;
+                }
+                pending.extend_from_slice(&chunk[..n]);
+                while let Some(at) = pending.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=at).collect();
+                    send(*stream, &line);
+                }
+            }
+            for i in closed.into_iter().rev() {
+                pipes.remove(i);
+            }
+        }
+    })
 }
 
 /// A step's share of this node, ended once: `left` counts its tasks still running here,
@@ -869,6 +925,8 @@ struct StepEnd {
     devices: Mutex<Option<devices::Step>>,
     /// The step as Slurm names it: `JOB.STEP`.
     name: String,
+    /// This node's name.
+    node: String,
     /// The task whose stderr carries slurmstepd's messages: the first one here.
     task: u32,
 }
@@ -896,7 +954,7 @@ impl StepEnd {
                 let _ = tx.blocking_send(TaskEvent::Output {
                     task: end.task,
                     stream: 2,
-                    data: format!("{}\n", cgroup::oom_message(kills, &end.name)),
+                    data: format!("{}\n", cgroup::oom_message(&end.node, kills, &end.name)),
                 });
                 let _ = tx.blocking_send(TaskEvent::OutOfMemory {
                     task: end.task,
@@ -924,5 +982,55 @@ impl SendOrTry for Sender<TaskEvent> {
         } else {
             self.blocking_send(e).map_err(|_| ())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The events `forward_output` sends for a shell running `script`.
+    fn output_of(script: &str) -> Vec<(u8, String)> {
+        let mut child = Command::new("sh")
+            .args(["-c", script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        let reader = forward_output(7, child.stdout.take(), child.stderr.take(), tx);
+        child.wait().unwrap();
+        reader.join().unwrap();
+        let mut got = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            match e {
+                TaskEvent::Output { task, stream, data } => {
+                    assert_eq!(task, 7);
+                    got.push((stream, data));
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn output_keeps_the_order_the_task_wrote_it_in_across_streams() {
+        // A shell's note of a signal (stderr), then its trap's line (stdout), then more.
+        assert_eq!(
+            output_of("echo 'User defined signal 1' >&2; echo 'step got USR1'; printf 'a\\nb'"),
+            vec![
+                (2, "User defined signal 1\n".to_string()),
+                (1, "step got USR1\n".to_string()),
+                (1, "a\n".to_string()),
+                // The last line, without its newline, at the end.
+                (1, "b".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn slurmstepd_names_its_node() {
+        assert_eq!(stepd("n1"), "slurmstepd-n1");
     }
 }

@@ -350,6 +350,11 @@ pub struct JobRecord {
     pub cpus_per_node: Vec<u32>,
     /// Memory per node, MiB.
     pub mem_per_node: u64,
+    /// The partition's default memory (`DefMemPerCPU`, `DefMemPerNode`) when the
+    /// submission asked for none and one applies: what [`JobRecord::memory_request`]
+    /// gives then. `None` when the job asked for memory, or no default applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_default: Option<MemoryRequest>,
     /// GPUs allocated per node: device indices.
     #[serde(default)]
     pub gpus_per_node: Vec<Vec<u32>>,
@@ -410,15 +415,24 @@ pub struct JobRecord {
     /// while it is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accrue_time: Option<i64>,
-    /// The memory request in force, MiB: as asked, or else the partition's default
-    /// (`DefMemPerCPU` per CPU, `DefMemPerNode` per node; per node 0 without either).
-    /// What `scontrol show job` prints as `MinMemoryCPU`/`MinMemoryNode` and `squeue`'s
-    /// `%m`. `None` in records written before Sluice kept it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_memory: Option<MemoryRequest>,
 }
 
 impl JobRecord {
+    /// The memory the job asked for, or the partition's default that applied to it
+    /// (MiB per node, per CPU or per GPU); `None` when neither (the job may use all of
+    /// each node's memory). What `scontrol show job` prints as
+    /// `MinMemoryCPU`/`MinMemoryNode` and `squeue`'s `%m`.
+    pub fn memory_request(&self) -> Option<MemoryRequest> {
+        self.desc.memory.or(self.mem_default)
+    }
+
+    /// The key records are listed by: the id, except that an array's tasks sort
+    /// together by task index under the array's id (`(array id, index)`), whatever ids
+    /// they took — the task that runs last holds the array's own id, as in Slurm.
+    pub fn list_key(&self) -> (u64, u32) {
+        self.array.unwrap_or((self.id, 0))
+    }
+
     /// The id as `squeue` shows it: `123`, `123_4`, or `123_[5-9%2]` for a remainder.
     pub fn display_id(&self) -> String {
         match (&self.array, &self.array_pending) {
@@ -776,6 +790,10 @@ pub struct StepRequest {
     /// `-x`: the allocation's nodes the step must not use.
     #[serde(default)]
     pub exclude: Option<String>,
+    /// `--exact`: the step gets only the CPUs its tasks ask for; without it, all of the
+    /// job's CPUs on the nodes it runs on (Slurm 22.05's default).
+    #[serde(default)]
+    pub exact: bool,
 }
 
 /// Where a step's tasks run: per node, the global task ids.
@@ -814,13 +832,20 @@ pub struct LaunchTasks {
     pub environment: Vec<(String, String)>,
     /// Working directory.
     pub work_dir: String,
-    /// Task 0 reads its standard input from srun (sent with [`StdinChunk`]s); every
-    /// other task, and task 0 without this, reads `/dev/null`.
+    /// Tasks here read their standard input from srun (sent with [`StdinChunk`]s):
+    /// those [`LaunchTasks::stdin_task`] names; without this, every task reads
+    /// `/dev/null`.
     #[serde(default)]
     pub stdin: bool,
+    /// With [`LaunchTasks::stdin`]: the one task here that reads srun's input
+    /// (`srun --input=N`), the others reading `/dev/null`; `None`: every task here
+    /// reads it (Slurm's default, `--input=all`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin_task: Option<u32>,
 }
 
-/// srun's standard input for task 0 of a step, in order.
+/// srun's standard input for the tasks of a step on one node, in order: each of them
+/// that reads srun's input gets every chunk.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StdinChunk {
     /// Job id.
@@ -830,7 +855,7 @@ pub struct StdinChunk {
     /// Bytes to write.
     #[serde(default)]
     pub data: Vec<u8>,
-    /// The input ended: close the task's standard input after `data`.
+    /// The input ended: close the tasks' standard input after `data`.
     #[serde(default)]
     pub eof: bool,
 }

@@ -1,6 +1,10 @@
 //! `sacct`: accounting of jobs and their steps.
 
-use sluice_proto::types::{tres_string_sorted, JobRecord, JobState, StepId, StepRecord};
+use std::collections::BTreeMap;
+
+use sluice_proto::types::{
+    tres_string_sorted, JobRecord, JobState, MemoryRequest, StepId, StepRecord,
+};
 
 use super::common::{
     controller, describe, elapsed, fail, now, parse_begin, parse_job_arg, timestamp,
@@ -9,10 +13,11 @@ use super::squeue::current_user;
 
 const ME: &str = "sacct";
 
-/// Known fields: canonical name and default width.
-const FIELDS: &[(&str, usize)] = &[
-    ("JobID", 12),
-    ("JobIDRaw", 12),
+/// Known fields: canonical name and default width, as Slurm's sacct prints them: a
+/// negative width is left-justified (`JobID`), a positive one right-justified.
+const FIELDS: &[(&str, i32)] = &[
+    ("JobID", -12),
+    ("JobIDRaw", -12),
     ("JobName", 10),
     ("Partition", 10),
     ("Account", 10),
@@ -38,9 +43,9 @@ const FIELDS: &[(&str, usize)] = &[
     ("GID", 6),
     ("Timelimit", 10),
     ("TimelimitRaw", 12),
-    ("WorkDir", 10),
-    ("Comment", 10),
-    ("Reason", 10),
+    ("WorkDir", 20),
+    ("Comment", 14),
+    ("Reason", 22),
     ("Priority", 10),
     ("QOS", 10),
     ("Restarts", 8),
@@ -56,7 +61,7 @@ const FIELDS: &[(&str, usize)] = &[
     ("WCKey", 10),
 ];
 
-fn canonical(name: &str) -> Option<(&'static str, usize)> {
+fn canonical(name: &str) -> Option<(&'static str, i32)> {
     FIELDS
         .iter()
         .find(|(f, _)| f.eq_ignore_ascii_case(name))
@@ -101,7 +106,32 @@ fn state_text(state: JobState, cancelled_by: Option<u32>) -> String {
     }
 }
 
-fn value(field: &str, row: &Row, t: i64, cluster: &str) -> String {
+/// What a row's values are computed with besides the row: the time now, the
+/// cluster's name, and each job's steps' highest exit status (`DerivedExitCode`).
+struct Context<'a> {
+    t: i64,
+    cluster: &'a str,
+    derived: BTreeMap<u64, (i32, i32)>,
+}
+
+/// Each job's `DerivedExitCode`, as Slurm derives it: the highest exit status of its
+/// srun steps (not its batch step), compared as wait statuses — an exit code beats a
+/// signal — as `(exit code, signal)`; jobs without srun steps are absent (`0:0`).
+fn derived_exit_codes(steps: &[StepRecord]) -> BTreeMap<u64, (i32, i32)> {
+    let status = |(code, signal): (i32, i32)| (i64::from(code) << 8) | i64::from(signal & 0x7f);
+    let mut derived: BTreeMap<u64, (i32, i32)> = BTreeMap::new();
+    for s in steps.iter().filter(|s| matches!(s.step, StepId::Number(_))) {
+        let here = (s.exit_code, s.signal);
+        let best = derived.entry(s.job_id).or_insert(here);
+        if status(here) > status(*best) {
+            *best = here;
+        }
+    }
+    derived
+}
+
+fn value(field: &str, row: &Row, ctx: &Context) -> String {
+    let (t, cluster) = (ctx.t, ctx.cluster);
     let j = match row {
         Row::Job(j) | Row::Step(j, _) => *j,
     };
@@ -198,19 +228,18 @@ fn value(field: &str, row: &Row, t: i64, cluster: &str) -> String {
                 _ => s.nodes.len(),
             }
             .max(1);
+            // Memory per CPU follows the step's CPUs; per node, its nodes.
+            let mem = match j.memory_request() {
+                Some(MemoryRequest::PerCpu(m)) => m * u64::from(s.cpus),
+                _ => j.mem_per_node * nodes as u64,
+            };
             if j.tres_alloc.is_empty() {
-                return tres(
-                    s.cpus,
-                    j.mem_per_node * nodes as u64,
-                    nodes,
-                    step_gpus,
-                    false,
-                );
+                return tres(s.cpus, mem, nodes, step_gpus, false);
             }
             // The GRES the job's own record tracks, on the step's nodes.
             let mut list: Vec<(String, u64)> = vec![
                 ("cpu".into(), u64::from(s.cpus)),
-                ("mem".into(), j.mem_per_node * nodes as u64),
+                ("mem".into(), mem),
                 ("node".into(), nodes as u64),
                 ("gres/gpu".into(), step_gpus as u64),
             ];
@@ -262,7 +291,10 @@ fn value(field: &str, row: &Row, t: i64, cluster: &str) -> String {
         ("Priority", Row::Job(j)) => j.priority.to_string(),
         ("QOS", Row::Job(j)) => j.qos.clone(),
         ("Restarts", Row::Job(j)) => j.restarts.to_string(),
-        ("DerivedExitCode", Row::Job(j)) => format!("{}:{}", j.exit_code, j.signal),
+        ("DerivedExitCode", Row::Job(j)) => {
+            let (code, signal) = ctx.derived.get(&j.id).copied().unwrap_or((0, 0));
+            format!("{code}:{signal}")
+        }
         ("ReqMem", Row::Job(j)) => {
             if j.mem_per_node > 0 {
                 format!("{}M", j.mem_per_node)
@@ -279,24 +311,45 @@ fn value(field: &str, row: &Row, t: i64, cluster: &str) -> String {
     }
 }
 
-fn fixed(v: &str, width: usize, left: bool) -> String {
-    let v = if v.chars().count() > width {
-        let mut t: String = v.chars().take(width.saturating_sub(1)).collect();
+/// A value in a column `width` wide, as Slurm's sacct prints it: right-justified, or
+/// left-justified for a negative width; a longer value cut to fit, ending in `+`.
+fn fixed(v: &str, width: i32) -> String {
+    let w = width.unsigned_abs() as usize;
+    let v = if v.chars().count() > w {
+        let mut t: String = v.chars().take(w.saturating_sub(1)).collect();
         t.push('+');
         t
     } else {
         v.to_string()
     };
-    if left {
-        format!("{v:<width$}")
+    justify(&v, width)
+}
+
+/// A column's header in a column `width` wide: justified as its values, a longer name
+/// cut to fit without a mark.
+fn header_cell(name: &str, width: i32) -> String {
+    let w = width.unsigned_abs() as usize;
+    justify(&name.chars().take(w).collect::<String>(), width)
+}
+
+fn justify(v: &str, width: i32) -> String {
+    let w = width.unsigned_abs() as usize;
+    if width < 0 {
+        format!("{v:<w$}")
     } else {
-        format!("{v:>width$}")
+        format!("{v:>w$}")
     }
+}
+
+/// A `--format` item's width: `%N` right-justified, `%-N` left-justified, as Slurm's
+/// sacct reads them; `None` (the field's default) when absent, zero or not a number.
+fn format_width(spec: Option<&str>) -> Option<i32> {
+    spec.and_then(|w| w.parse::<i32>().ok()).filter(|&w| w != 0)
 }
 
 /// Runs `sacct`.
 pub fn main(args: Vec<String>) -> i32 {
-    let mut fields: Vec<(&'static str, usize)> = [
+    let mut fields: Vec<(&'static str, i32)> = [
         "JobID",
         "JobName",
         "Partition",
@@ -365,7 +418,7 @@ pub fn main(args: Vec<String>) -> i32 {
             fields.clear();
             for item in value(&mut i).split(',').filter(|s| !s.is_empty()) {
                 let (name, width) = match item.split_once('%') {
-                    Some((n, w)) => (n, w.parse().ok()),
+                    Some((n, w)) => (n, format_width(Some(w))),
                     None => (item, None),
                 };
                 if let Some((gone, instead)) =
@@ -450,6 +503,11 @@ pub fn main(args: Vec<String>) -> i32 {
         .map(|c| c.cluster_name)
         .unwrap_or_default();
     let t = now();
+    let ctx = Context {
+        t,
+        cluster: &cluster,
+        derived: derived_exit_codes(&acct.steps),
+    };
     // Default window: since midnight, unless jobs are named (then: all time).
     let start = start.or(if jobs.is_empty() {
         parse_begin("today", t)
@@ -462,7 +520,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Some(tk) => j.array == Some((id, tk)),
         None => j.id == id || j.array.is_some_and(|a| a.0 == id),
     };
-    let selected: Vec<&JobRecord> = acct
+    let mut selected: Vec<&JobRecord> = acct
         .jobs
         .iter()
         .filter(|j| jobs.is_empty() || jobs.iter().any(|&(id, task)| named(j, id, task)))
@@ -473,6 +531,8 @@ pub fn main(args: Vec<String>) -> i32 {
         .filter(|j| start.is_none_or(|s| j.end_time.is_none_or(|e| e >= s)))
         .filter(|j| end.is_none_or(|e| j.submit_time <= e))
         .collect();
+    // By id, an array's tasks together in index order.
+    selected.sort_by_key(|j| j.list_key());
     if json {
         let v = serde_json::json!({ "jobs": selected, "steps": acct.steps.iter().filter(|s| selected.iter().any(|j| j.id == s.job_id)).collect::<Vec<_>>() });
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
@@ -533,25 +593,25 @@ pub fn main(args: Vec<String>) -> i32 {
             out.push('\n');
         }
         for r in &rows {
-            out.push_str(&line(
-                fields.iter().map(|f| value(f.0, r, t, &cluster)).collect(),
-            ));
+            out.push_str(&line(fields.iter().map(|f| value(f.0, r, &ctx)).collect()));
             out.push('\n');
         }
     } else {
-        let left = |f: &str| matches!(f, "JobID" | "JobIDRaw");
         if header {
-            let h: Vec<String> = fields.iter().map(|(f, w)| fixed(f, *w, left(f))).collect();
+            let h: Vec<String> = fields.iter().map(|(f, w)| header_cell(f, *w)).collect();
             out.push_str(&h.join(" "));
             out.push_str(" \n");
-            let d: Vec<String> = fields.iter().map(|(_, w)| "-".repeat(*w)).collect();
+            let d: Vec<String> = fields
+                .iter()
+                .map(|(_, w)| "-".repeat(w.unsigned_abs() as usize))
+                .collect();
             out.push_str(&d.join(" "));
             out.push_str(" \n");
         }
         for r in &rows {
             let v: Vec<String> = fields
                 .iter()
-                .map(|(f, w)| fixed(&value(f, r, t, &cluster), *w, left(f)))
+                .map(|(f, w)| fixed(&value(f, r, &ctx), *w))
                 .collect();
             out.push_str(&v.join(" "));
             out.push_str(" \n");
@@ -559,4 +619,68 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     print!("{out}");
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn widths_justify_and_cut_as_slurms_sacct() {
+        // `JobID%20`: right; `State%-12`: left; defaults keep their side.
+        assert_eq!(format_width(Some("20")), Some(20));
+        assert_eq!(format_width(Some("-12")), Some(-12));
+        assert_eq!(format_width(Some("0")), None);
+        assert_eq!(format_width(Some("x")), None);
+        assert_eq!(header_cell("JobID", 20), "               JobID");
+        assert_eq!(header_cell("State", -12), "State       ");
+        assert_eq!(fixed("100025", 20), "              100025");
+        assert_eq!(fixed("COMPLETED", -12), "COMPLETED   ");
+        assert_eq!(fixed("0:0", 8), "     0:0");
+        // Too long: values end in `+`, headers are cut plainly.
+        assert_eq!(fixed("100025", 5), "1000+");
+        assert_eq!(fixed("COMPLETED", -4), "COM+");
+        assert_eq!(header_cell("State", -4), "Stat");
+        assert_eq!(header_cell("JobName", 2), "Jo");
+        assert_eq!(canonical("jobid"), Some(("JobID", -12)));
+        assert_eq!(canonical("state"), Some(("State", 10)));
+    }
+
+    fn step(job: u64, step: StepId, exit_code: i32, signal: i32) -> StepRecord {
+        StepRecord {
+            job_id: job,
+            step,
+            name: String::new(),
+            state: JobState::Completed,
+            start: 0,
+            end: Some(1),
+            exit_code,
+            signal,
+            nodes: Vec::new(),
+            ntasks: 1,
+            cpus: 1,
+        }
+    }
+
+    #[test]
+    fn the_derived_exit_code_is_the_worst_srun_step() {
+        let steps = [
+            // Job 1: its batch step failed (3), its steps did not: 0:0.
+            step(1, StepId::Batch, 3, 0),
+            step(1, StepId::Number(0), 0, 0),
+            // Job 2: exit 5 beats a signal and a smaller exit code.
+            step(2, StepId::Batch, 2, 0),
+            step(2, StepId::Number(0), 0, 10),
+            step(2, StepId::Number(1), 5, 0),
+            step(2, StepId::Number(2), 1, 0),
+            // Job 3: only a signalled step.
+            step(3, StepId::Number(0), 0, 10),
+        ];
+        let d = derived_exit_codes(&steps);
+        assert_eq!(d.get(&1), Some(&(0, 0)));
+        assert_eq!(d.get(&2), Some(&(5, 0)));
+        assert_eq!(d.get(&3), Some(&(0, 10)));
+        // A job without srun steps is not there: it prints 0:0.
+        assert_eq!(derived_exit_codes(&steps[..1]).get(&1), None);
+    }
 }

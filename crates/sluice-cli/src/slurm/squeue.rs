@@ -446,7 +446,8 @@ pub fn main(args: Vec<String>) -> i32 {
             jobs.retain(|j| a.states.contains(&j.state));
         }
     }
-    // Pending jobs first (by priority, then id), then the rest by id.
+    // Pending jobs first (by priority, then id), then the rest by id; an array's tasks
+    // together by index, whatever ids they hold.
     jobs.sort_by_key(|j| {
         (
             j.state != JobState::Pending,
@@ -455,7 +456,7 @@ pub fn main(args: Vec<String>) -> i32 {
             } else {
                 0
             }),
-            j.id,
+            j.list_key(),
         )
     });
     if a.start {
@@ -572,7 +573,7 @@ pub fn min_memory(j: &JobRecord) -> (bool, String) {
             mebibytes(m)
         }
     };
-    match j.min_memory.or(j.desc.memory) {
+    match j.memory_request() {
         Some(MemoryRequest::PerCpu(m)) => (true, size(m)),
         Some(MemoryRequest::PerNode(m)) if m > 0 || j.mem_per_node == 0 => (false, size(m)),
         _ => (false, size(j.mem_per_node)),
@@ -601,18 +602,19 @@ mod memory_tests {
         // Slurm 22.05 with DefMemPerCPU=500: `squeue -o %m` prints 500M for a job that
         // asked nothing, 1G for `--mem-per-cpu=1024`, 600M for `--mem=600`.
         let mut j = JobRecord {
-            min_memory: Some(MemoryRequest::PerCpu(500)),
+            mem_default: Some(MemoryRequest::PerCpu(500)),
             ..Default::default()
         };
         assert_eq!(min_memory(&j), (true, "500M".to_string()));
-        j.min_memory = Some(MemoryRequest::PerCpu(1024));
+        j.desc.memory = Some(MemoryRequest::PerCpu(1024));
         assert_eq!(min_memory(&j), (true, "1G".to_string()));
-        j.min_memory = Some(MemoryRequest::PerNode(600));
+        j.desc.memory = Some(MemoryRequest::PerNode(600));
         assert_eq!(min_memory(&j), (false, "600M".to_string()));
-        j.min_memory = Some(MemoryRequest::PerNode(0));
+        j.desc.memory = Some(MemoryRequest::PerNode(0));
         assert_eq!(min_memory(&j), (false, "0".to_string()));
-        // A record from before the request was kept: what it holds per node.
-        j.min_memory = None;
+        // No request and no default: what it holds per node.
+        j.desc.memory = None;
+        j.mem_default = None;
         j.mem_per_node = 1000;
         assert_eq!(min_memory(&j), (false, "1000M".to_string()));
     }

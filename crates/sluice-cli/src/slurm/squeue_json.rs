@@ -94,7 +94,7 @@ fn job(j: &JobRecord, cluster: &str) -> Json {
     } else {
         j.nodes.len() as u32
     };
-    let memory = j.min_memory.or(d.memory);
+    let memory = j.memory_request();
     let mut flags = Vec::new();
     if d.cpus_per_task.is_some() {
         flags.push(Json::str("JOB_CPUS_SET"));
@@ -431,7 +431,7 @@ mod tests {
             ntasks: 1,
             cpus_per_task: 1,
             min_nodes: 1,
-            min_memory: Some(MemoryRequest::PerCpu(500)),
+            mem_default: Some(MemoryRequest::PerCpu(500)),
             stdin: "/dev/null".into(),
             ..Default::default()
         };

@@ -72,20 +72,24 @@ pub fn main(args: Vec<String>) -> i32 {
 fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i32, bool) {
     // Before any thread starts, so that every thread inherits the blocked mask.
     forward_signals(job);
+    // `--gpus-per-task`, or the job's (sbatch passes it on in SLURM_GPUS_PER_TASK).
+    let gpus_per_task = opts.gpus_per_task.as_ref().map(|g| g.1).or_else(|| {
+        std::env::var("SLURM_GPUS_PER_TASK")
+            .ok()
+            .and_then(|v| gpu_count(&v))
+    });
     let req = StepRequest {
         ntasks: opts.ntasks,
         nodes: opts.nodes.map(|n| n.0),
         ntasks_per_node: opts.ntasks_per_node,
         cpus_per_task: opts.cpus_per_task,
-        gpus_per_task: opts.gpus_per_task.as_ref().map(|g| g.1),
+        gpus_per_task,
         gpu_bind: opts.gpu_bind.clone(),
         argv: argv.to_vec(),
-        name: std::path::Path::new(&argv[0])
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        name: step_name(opts, argv),
         nodelist: opts.nodelist.clone(),
         exclude: opts.exclude.clone(),
+        exact: opts.exact,
     };
     let plan: StepPlan = match client.post(&format!("/v1/jobs/{job}/steps"), &req) {
         Ok(p) => p,
@@ -94,6 +98,15 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     let record: JobRecord = client
         .get(&format!("/v1/jobs/{job}"))
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    if let Some(n) = opts.ntasks {
+        if opts.nodes.is_none() && (n as usize) < record.nodes.len() && !opts.quiet {
+            eprintln!(
+                "{ME}: Warning: can't run {n} processes on {} nodes, setting nnodes to {}",
+                record.nodes.len(),
+                plan.nodes.len()
+            );
+        }
+    }
     let step_nodes: Vec<String> = plan.nodes.iter().map(|n| n.0.clone()).collect();
     let counts: Vec<u32> = plan.nodes.iter().map(|n| n.2.len() as u32).collect();
     // The step's environment: what srun runs in, with the job's and step's variables.
@@ -124,10 +137,11 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     set("SLURM_STEP_TASKS_PER_NODE", tpn.clone());
     set("SLURM_TASKS_PER_NODE", tpn);
     set("SLURM_DISTRIBUTION", "block".into());
-    // How the step's GPUs are bound to its tasks, as slurmd tells them.
+    // How the step's GPUs are bound to its tasks, as slurmd tells them (a binding
+    // `--gpus-per-task` implies only for a step of several tasks).
     if let Some(bind) = sluice_ctld::state::gpu_env::tres_bind(
         opts.gpu_bind.as_deref(),
-        opts.gpus_per_task.as_ref().map(|g| g.1),
+        gpus_per_task.filter(|_| plan.ntasks > 1),
     ) {
         set("SLURMD_TRES_BIND", bind);
     }
@@ -151,7 +165,9 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     let environment: Vec<(String, String)> = env.into_iter().collect();
     let (tx, rx) = mpsc::channel::<TaskEvent>();
     let work_dir = cwd().display().to_string();
+    let input = Input::parse(opts.input.as_deref());
     for (index, (node, socket, tasks)) in plan.nodes.iter().enumerate() {
+        let (stdin, stdin_task) = input.on_node(tasks);
         let order = LaunchTasks {
             job_id: job,
             step: plan.step,
@@ -161,7 +177,8 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             argv: argv.to_vec(),
             environment: environment.clone(),
             work_dir: work_dir.clone(),
-            stdin: tasks.contains(&0),
+            stdin,
+            stdin_task,
         };
         let tx = tx.clone();
         let socket = socket.clone();
@@ -192,8 +209,41 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
         );
     }
     drop(tx);
-    if let Some((_, socket, _)) = plan.nodes.iter().find(|n| n.2.contains(&0)) {
-        forward_stdin(socket.into(), job, plan.step);
+    let readers: Vec<std::path::PathBuf> = plan
+        .nodes
+        .iter()
+        .filter(|n| input.on_node(&n.2).0)
+        .map(|n| std::path::PathBuf::from(&n.1))
+        .collect();
+    if !readers.is_empty() {
+        let source = match &input {
+            Input::File(pattern) => {
+                let ctx = PatternContext {
+                    job_id: job,
+                    array: record.array,
+                    step: Some(plan.step),
+                    node: record.nodes.first().map(String::as_str).unwrap_or(""),
+                    node_index: 0,
+                    task: 0,
+                    user: &record.user,
+                    job_name: &record.desc.name,
+                };
+                let path = expand(pattern, &ctx);
+                match std::fs::File::open(&path) {
+                    Ok(f) => Some(Box::new(f) as Box<dyn std::io::Read + Send>),
+                    Err(e) => fail(
+                        ME,
+                        format!(
+                            "Could not open stdin file {path}: {}",
+                            sluice_proto::oserror::describe(&e)
+                        ),
+                        1,
+                    ),
+                }
+            }
+            _ => None,
+        };
+        forward_stdin(readers, job, plan.step, source);
     }
     let ctx_user = record.user.clone();
     let mut files: BTreeMap<(u32, u8), Option<std::fs::File>> = BTreeMap::new();
@@ -296,6 +346,19 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             eprintln!("{ME}: error: {node}: {which}: Exited with exit code {code}");
         }
     }
+    // A task ended by SIGTERM or SIGKILL (not the memory limit's): srun says the step
+    // was ended, as Slurm's does.
+    let forced = failed.iter().any(|&(task, _, sig)| {
+        let oom = plan
+            .nodes
+            .iter()
+            .find(|n| n.2.contains(&task))
+            .is_some_and(|n| oom_nodes.contains(&n.0));
+        sig == libc::SIGTERM || (sig == libc::SIGKILL && !oom)
+    });
+    if forced && !opts.quiet {
+        eprintln!("{ME}: Force Terminated StepId={job}.{}", plan.step);
+    }
     // An OOM kill is reported as Slurm records it: signal 125 (sacct's `0:125`).
     let body = if oom_nodes.is_empty() {
         serde_json::json!({"exit_code": worst, "signal": signal})
@@ -312,16 +375,57 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     (code, !oom_nodes.is_empty())
 }
 
-/// srun's standard input goes to task 0, as Slurm's does by default, through the agent
-/// of the node it runs on; its end closes the task's input. Runs in the background: a
-/// task that never reads, or a terminal nobody types into, holds nothing up.
-fn forward_stdin(socket: std::path::PathBuf, job: u64, step: u32) {
+/// Which of a step's tasks read srun's standard input (`--input`): all of them
+/// (Slurm's default, `all`), none (`none`), one task (`--input=N`), or all of them from
+/// a file (a filename pattern) instead of srun's own input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Input {
+    All,
+    None,
+    Task(u32),
+    File(String),
+}
+
+impl Input {
+    fn parse(v: Option<&str>) -> Input {
+        match v {
+            None => Input::All,
+            Some(v) if v.eq_ignore_ascii_case("all") => Input::All,
+            Some(v) if v.eq_ignore_ascii_case("none") => Input::None,
+            Some(v) => match v.parse() {
+                Ok(t) => Input::Task(t),
+                Err(_) => Input::File(v.to_string()),
+            },
+        }
+    }
+
+    /// For a node running `tasks`: whether some of them read the input, and which
+    /// one when only one does.
+    fn on_node(&self, tasks: &[u32]) -> (bool, Option<u32>) {
+        match self {
+            Input::All | Input::File(_) => (!tasks.is_empty(), None),
+            Input::None => (false, None),
+            Input::Task(t) => (tasks.contains(t), Some(*t)),
+        }
+    }
+}
+
+/// Sends srun's standard input (or `source`) to the tasks reading it, through the
+/// agents of their nodes (`agents`), every chunk to each; its end closes their input.
+/// Runs in the background: a task that never reads, or a terminal nobody types into,
+/// holds nothing up.
+fn forward_stdin(
+    agents: Vec<std::path::PathBuf>,
+    job: u64,
+    step: u32,
+    source: Option<Box<dyn std::io::Read + Send>>,
+) {
     std::thread::spawn(move || {
-        use std::io::Read;
-        let agent = Client::new(&socket);
-        let mut input = std::io::stdin().lock();
+        let mut input: Box<dyn std::io::Read + Send> =
+            source.unwrap_or_else(|| Box::new(std::io::stdin()));
+        let mut agents: Vec<Client> = agents.iter().map(Client::new).collect();
         let mut buf = vec![0u8; 64 * 1024];
-        loop {
+        while !agents.is_empty() {
             let n = input.read(&mut buf).unwrap_or(0);
             let chunk = sluice_proto::types::StdinChunk {
                 job_id: job,
@@ -329,23 +433,45 @@ fn forward_stdin(socket: std::path::PathBuf, job: u64, step: u32) {
                 data: buf[..n].to_vec(),
                 eof: n == 0,
             };
-            // The task may not be started yet: try again for a while (30 s).
-            let mut tries = 0;
-            loop {
-                match agent.post::<_, serde_json::Value>("/v1/stdin", &chunk) {
-                    Err(sluice_proto::ClientError::Status { status: 404, .. }) if tries < 1500 => {
-                        tries += 1;
-                        std::thread::sleep(std::time::Duration::from_millis(20));
-                    }
-                    Ok(_) => break,
-                    Err(_) => return,
-                }
-            }
+            // An agent whose tasks stopped reading (or are gone) gets no more.
+            agents.retain(|agent| send_chunk(agent, &chunk));
             if n == 0 {
                 return;
             }
         }
     });
+}
+
+/// Writes one chunk of input to a node's tasks; false once they take no more. The
+/// tasks may not be started yet: it tries again for a while (30 s).
+fn send_chunk(agent: &Client, chunk: &sluice_proto::types::StdinChunk) -> bool {
+    let mut tries = 0;
+    loop {
+        match agent.post::<_, serde_json::Value>("/v1/stdin", chunk) {
+            Err(sluice_proto::ClientError::Status { status: 404, .. }) if tries < 1500 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Ok(_) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// A step's name: `--job-name` when given on the command line, else the command's
+/// base name, as Slurm names it.
+fn step_name(opts: &JobOptions, argv: &[String]) -> String {
+    opts.job_name.clone().unwrap_or_else(|| {
+        std::path::Path::new(&argv[0])
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    })
+}
+
+/// The count of a `--gpus-per-task` value (`2`, or `a100:2`).
+fn gpu_count(v: &str) -> Option<u32> {
+    v.rsplit(':').next().and_then(|n| n.trim().parse().ok())
 }
 
 /// SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 sent to srun go on to the job's steps.
@@ -394,5 +520,42 @@ fn describe_signal(s: nix::sys::signal::Signal) -> &'static str {
         SIGFPE => "Floating point exception",
         SIGILL => "Illegal instruction",
         _ => s.as_str(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_goes_to_every_task_unless_told_otherwise() {
+        assert_eq!(Input::parse(None), Input::All);
+        assert_eq!(Input::parse(Some("ALL")), Input::All);
+        assert_eq!(Input::parse(Some("none")), Input::None);
+        assert_eq!(Input::parse(Some("2")), Input::Task(2));
+        assert_eq!(Input::parse(Some("in-%j")), Input::File("in-%j".into()));
+        // Per node: does it feed input, and to one task only?
+        assert_eq!(Input::All.on_node(&[0, 1]), (true, None));
+        assert_eq!(Input::All.on_node(&[2]), (true, None));
+        assert_eq!(Input::None.on_node(&[0, 1]), (false, None));
+        assert_eq!(Input::Task(2).on_node(&[0, 1]), (false, Some(2)));
+        assert_eq!(Input::Task(2).on_node(&[2, 3]), (true, Some(2)));
+        assert_eq!(Input::File("f".into()).on_node(&[0]), (true, None));
+    }
+
+    #[test]
+    fn steps_are_named_by_job_name_or_command() {
+        let argv = vec!["/bin/hostname".to_string()];
+        let mut opts = JobOptions::default();
+        assert_eq!(step_name(&opts, &argv), "hostname");
+        opts.job_name = Some("named".into());
+        assert_eq!(step_name(&opts, &argv), "named");
+    }
+
+    #[test]
+    fn gpus_per_task_counts_read_typed_or_not() {
+        assert_eq!(gpu_count("1"), Some(1));
+        assert_eq!(gpu_count("a100:2"), Some(2));
+        assert_eq!(gpu_count("x"), None);
     }
 }

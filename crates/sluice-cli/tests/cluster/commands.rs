@@ -499,7 +499,7 @@ fn a_requeued_job_runs_again_under_its_id_and_appends_its_output() {
     assert_eq!(lines[0], format!("run 0 of {job}"));
     assert!(
         lines[1].starts_with(&format!(
-            "slurmstepd: error: *** JOB {job} ON n1 CANCELLED AT "
+            "slurmstepd-n1: error: *** JOB {job} ON n1 CANCELLED AT "
         )) && lines[1].ends_with(" DUE TO JOB REQUEUE ***"),
         "{text}"
     );

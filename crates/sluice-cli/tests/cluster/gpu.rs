@@ -79,9 +79,29 @@ fn impossible_gpu_requests_get_slurms_errors() {
     lines.sort();
     assert_eq!(lines, ["0: 0 0 gpu:per_task:1", "1: 1 1 gpu:per_task:1"]);
 
-    // Accounting: the job and its steps hold its GPUs and memory (Slurm's shape,
-    // `gpu_sacct_steps.txt`, taken with `AccountingStorageTRES=gres/gpu`: without it
-    // Slurm does not account GPUs).
+    // A job asked with --gpus-per-task: its steps bind each task its own GPU by default
+    // (sbatch passes SLURM_GPUS_PER_TASK on to srun); a one-task step gets its GPU
+    // without the binding variable, as in Slurm 22.05.
+    let job = c.sbatch(&[
+        "-n",
+        "2",
+        "--gpus-per-task=1",
+        "-o",
+        "per-task-%j.out",
+        "--wrap",
+        "srun -l bash -c 'echo $CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS $SLURMD_TRES_BIND' | sort; \
+         srun -n 1 bash -c 'echo one: $CUDA_VISIBLE_DEVICES $SLURMD_TRES_BIND'",
+    ]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    assert_eq!(
+        std::fs::read_to_string(c.work().join(format!("per-task-{job}.out"))).unwrap(),
+        "0: 0 0 gpu:per_task:1\n1: 1 1 gpu:per_task:1\none: 0\n"
+    );
+
+    // Accounting: the job and its steps hold its GPUs, memory and CPUs (Slurm's
+    // shape, `gpu_sacct_steps.txt`, taken with `AccountingStorageTRES=gres/gpu`:
+    // without it Slurm does not account GPUs; a step without `--exact` holds all of
+    // the job's CPUs on its node).
     let job = c.sbatch(&["--gres=gpu:2", "-t", "5", "--wrap", "srun true"]);
     assert_eq!(c.wait_ended(job), "COMPLETED");
     let o = c.run(
@@ -93,7 +113,7 @@ fn impossible_gpu_requests_get_slurms_errors() {
         format!(
             "{job}|billing=4,cpu=4,gres/gpu=2,mem=2000M,node=1\n\
              {job}.batch|cpu=4,gres/gpu=2,mem=2000M,node=1\n\
-             {job}.0|cpu=1,gres/gpu=2,mem=2000M,node=1\n"
+             {job}.0|cpu=4,gres/gpu=2,mem=2000M,node=1\n"
         )
     );
 }

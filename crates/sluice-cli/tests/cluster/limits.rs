@@ -4,11 +4,11 @@
 use crate::harness::Cluster;
 use crate::SMALL;
 
-/// True for `slurmstepd: error: *** JOB <job> ON <node> CANCELLED AT <time><why> ***`
-/// with a time shaped `2026-11-29T20:04:20`.
+/// True for `slurmstepd-<node>: error: *** JOB <job> ON <node> CANCELLED AT <time><why>
+/// ***` with a time shaped `2026-11-29T20:04:20` (slurmstepd names its node).
 pub fn is_notice(line: &str, job: u64, node: &str, why: &str) -> bool {
     let Some(rest) = line.strip_prefix(&format!(
-        "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT "
+        "slurmstepd-{node}: error: *** JOB {job} ON {node} CANCELLED AT "
     )) else {
         return false;
     };

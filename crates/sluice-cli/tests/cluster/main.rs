@@ -306,6 +306,82 @@ fn srun_runs_tasks_across_nodes_with_labels() {
         o.stderr,
         "srun: error: n1: task 0: Exited with exit code 3\n"
     );
+    // A task killed by a signal: 128 + the signal; for SIGTERM and SIGKILL srun also
+    // says it ended the step (`srun: Force Terminated StepId=JOB.0`), as Slurm's does.
+    let o = c.run("srun", &["-n", "1", "bash", "-c", "kill -USR1 $$"]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (138, "srun: error: n1: task 0: User defined signal 1\n")
+    );
+    let o = c.run("srun", &["-n", "1", "bash", "-c", "kill -TERM $$"]);
+    let (error, forced) = o.stderr.split_once('\n').unwrap_or_default();
+    assert_eq!(
+        (o.code, error),
+        (143, "srun: error: n1: task 0: Terminated"),
+        "{}",
+        o.stderr
+    );
+    let step = forced
+        .strip_prefix("srun: Force Terminated StepId=")
+        .and_then(|s| s.strip_suffix(".0\n"));
+    assert!(
+        step.is_some_and(|job| job.parse::<u64>().is_ok()),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn steps_are_named_hold_the_jobs_cpus_and_give_it_its_derived_exit_code() {
+    let c = Cluster::start("steps", SMALL);
+    let job = c.sbatch(&[
+        "-J",
+        "steps",
+        "-n",
+        "2",
+        "-t",
+        "5",
+        "--wrap",
+        "srun -n 1 true; srun -n 1 --exact true; srun -J named -n 1 bash -c 'exit 5'; exit 2",
+    ]);
+    assert_eq!(c.wait_ended(job), "FAILED");
+    let o = c.run(
+        "sacct",
+        &[
+            "-P",
+            "-o",
+            "JobID,JobName,AllocCPUS,ExitCode,DerivedExitCode",
+            "-j",
+            &job.to_string(),
+        ],
+    );
+    // A step holds the job's two CPUs unless --exact; `-J` names it; the job's
+    // DerivedExitCode is its worst srun step's, not its batch script's.
+    assert_eq!(
+        o.stdout,
+        format!(
+            "JobID|JobName|AllocCPUS|ExitCode|DerivedExitCode\n\
+             {job}|steps|2|2:0|5:0\n\
+             {job}.batch|batch|2|2:0|\n\
+             {job}.0|true|2|0:0|\n\
+             {job}.1|true|1|0:0|\n\
+             {job}.2|named|2|5:0|\n"
+        )
+    );
+    // Fewer tasks than the job's nodes, without -N: one node per task, and srun says so.
+    let job = c.sbatch(&[
+        "-N",
+        "2",
+        "-t",
+        "5",
+        "--wrap",
+        "srun -n 1 bash -c 'echo on $SLURMD_NODENAME'",
+    ]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    assert_eq!(
+        std::fs::read_to_string(c.work().join(format!("slurm-{job}.out"))).unwrap(),
+        "srun: Warning: can't run 1 processes on 2 nodes, setting nnodes to 1\non n1\n"
+    );
 }
 
 #[test]

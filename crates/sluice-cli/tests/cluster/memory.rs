@@ -18,9 +18,11 @@ fn allocate(mib: u64) -> String {
     format!("python3 -c \"b = b'x' * ({mib} * 1024 * 1024)\"")
 }
 
+/// slurmstepd's line on node n1, which names its node as Slurm's does with one slurmd
+/// per node name.
 fn oom_line(step: &str) -> String {
     format!(
-        "slurmstepd: error: Detected 1 oom_kill event in StepId={step}. \
+        "slurmstepd-n1: error: Detected 1 oom_kill event in StepId={step}. \
          Some of the step tasks have been OOM Killed."
     )
 }

@@ -1,4 +1,5 @@
-//! srun's standard input reaches task 0 (and only task 0), as with Slurm's default.
+//! srun's standard input reaches every task, as with Slurm's default (`--input=all`),
+//! or only the task `--input=N` names.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -6,11 +7,13 @@ use std::process::{Command, Stdio};
 use crate::harness::Cluster;
 use crate::SMALL;
 
-#[test]
-fn srun_forwards_its_standard_input_to_task_zero() {
-    let c = Cluster::start("stdin", SMALL);
+/// Runs `srun -N 2 -n 2 -l ARGS bash -c 'wc -l; echo done'` with 20000 lines on its
+/// standard input: its sorted output lines, stderr and exit status.
+fn count_lines(c: &Cluster, args: &[&str]) -> (Vec<String>, String, Option<i32>) {
     let mut child = Command::new(c.dir.join("state/bin/srun"))
-        .args(["-N", "2", "-n", "2", "-l", "bash", "-c", "wc -l; echo done"])
+        .args(["-N", "2", "-n", "2", "-l"])
+        .args(args)
+        .args(["bash", "-c", "wc -l; echo done"])
         .current_dir(c.work())
         .env("SLUICE_STATE_DIR", c.dir.join("state"))
         .env_remove("SLURM_JOB_ID")
@@ -21,8 +24,9 @@ fn srun_forwards_its_standard_input_to_task_zero() {
         .unwrap();
     // More than one chunk's worth, so that order and completeness both matter.
     let lines: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    // (srun --input=none never reads it: it may end first.)
     let mut input = child.stdin.take().unwrap();
-    input.write_all(lines.as_bytes()).unwrap();
+    let _ = input.write_all(lines.as_bytes());
     drop(input);
     let o = child.wait_with_output().unwrap();
     let mut out: Vec<String> = String::from_utf8_lossy(&o.stdout)
@@ -30,19 +34,37 @@ fn srun_forwards_its_standard_input_to_task_zero() {
         .map(str::to_string)
         .collect();
     out.sort();
+    (
+        out,
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        o.status.code(),
+    )
+}
+
+#[test]
+fn srun_forwards_its_standard_input_to_every_task_or_the_one_asked() {
+    let c = Cluster::start("stdin", SMALL);
+    let lines = |v: &[&str]| v.iter().map(|l| l.to_string()).collect::<Vec<_>>();
     assert_eq!(
+        count_lines(&c, &[]),
         (
-            out,
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-            o.status.code()
-        ),
+            lines(&["0: 20000", "0: done", "1: 20000", "1: done"]),
+            String::new(),
+            Some(0)
+        )
+    );
+    assert_eq!(
+        count_lines(&c, &["--input=1"]),
         (
-            vec![
-                "0: 20000".to_string(),
-                "0: done".to_string(),
-                "1: 0".to_string(),
-                "1: done".to_string()
-            ],
+            lines(&["0: 0", "0: done", "1: 20000", "1: done"]),
+            String::new(),
+            Some(0)
+        )
+    );
+    assert_eq!(
+        count_lines(&c, &["--input=none"]),
+        (
+            lines(&["0: 0", "0: done", "1: 0", "1: done"]),
             String::new(),
             Some(0)
         )

@@ -112,44 +112,139 @@ fn a_job_starts_on_its_nodes_with_its_environment_and_ends_completed() {
     assert!(effects.iter().any(|e| matches!(e, Effect::PersistStep(s) if s.step == StepId::Batch && s.state == JobState::Completed)));
 }
 
+fn launch_env(effects: &[Effect], id: u64) -> BTreeMap<String, String> {
+    effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::Launch { order, .. } if order.job.id == id => {
+                Some(order.environment.iter().cloned().collect())
+            }
+            _ => None,
+        })
+        .expect("launched")
+}
+
 #[test]
 fn an_array_gets_one_id_per_task_and_honours_its_throttle() {
+    // --array=0-3%2 as job 1: tasks 0-2 take ids 2-4, task 3 (the last to start) keeps
+    // the array's own id 1, as in Slurm.
     let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
     let mut next = 1;
     let mut d = desc(1, 600);
     d.array = Some((vec![0, 1, 2, 3], Some(2)));
     let (first, _) = submit(&mut c, d, &mut next, 0);
-    assert_eq!(next, 5);
+    assert_eq!((first, next), (1, 5));
     let effects = c.schedule(0);
     assert_eq!(
         launches(&effects).iter().map(|l| l.0).collect::<Vec<_>>(),
-        [1, 2],
-        "throttle %2"
+        [2, 3],
+        "tasks 0 and 1, throttle %2"
     );
-    assert_eq!(c.job(3).unwrap().reason, "JobArrayTaskLimit");
-    assert_eq!(c.job(first).unwrap().display_id(), "1_0");
-    let env: BTreeMap<_, _> = match &effects
-        .iter()
-        .find(|e| matches!(e, Effect::Launch { .. }))
-        .unwrap()
-    {
-        Effect::Launch { order, .. } => order.environment.iter().cloned().collect(),
-        _ => unreachable!(),
-    };
+    assert_eq!(c.job(4).unwrap().reason, "JobArrayTaskLimit");
+    assert_eq!(c.job(first).unwrap().display_id(), "1_3");
+    let env = launch_env(&effects, 2);
     assert_eq!(
         (
+            env["SLURM_JOB_ID"].as_str(),
             env["SLURM_ARRAY_JOB_ID"].as_str(),
             env["SLURM_ARRAY_TASK_ID"].as_str()
         ),
-        ("1", "0")
+        ("2", "1", "0")
     );
     assert_eq!(env["SLURM_ARRAY_TASK_COUNT"], "4");
-    assert_eq!(c.job(1).unwrap().stdout, "/home/alice/slurm-1_0.out");
-    let effects = c.job_ended(&ended(1, JobState::Completed, 0, 10), 10);
+    assert_eq!(c.job(2).unwrap().stdout, "/home/alice/slurm-1_0.out");
+    let effects = c.job_ended(&ended(2, JobState::Completed, 0, 10), 10);
     assert_eq!(
         launches(&effects).iter().map(|l| l.0).collect::<Vec<_>>(),
-        [3]
+        [4],
+        "task 2"
     );
+    let effects = c.job_ended(&ended(3, JobState::Completed, 0, 20), 20);
+    assert_eq!(
+        launches(&effects).iter().map(|l| l.0).collect::<Vec<_>>(),
+        [1],
+        "task 3, last, under the array's id"
+    );
+    let env = launch_env(&effects, 1);
+    assert_eq!(
+        (
+            env["SLURM_JOB_ID"].as_str(),
+            env["SLURM_ARRAY_TASK_ID"].as_str()
+        ),
+        ("1", "3")
+    );
+    assert_eq!(c.job(1).unwrap().stdout, "/home/alice/slurm-1_3.out");
+}
+
+#[test]
+fn array_tasks_cancelled_before_they_start_leave_no_record() {
+    // --hold --array=0-3 as job 1: tasks 0-2 are ids 2-4, task 3 is id 1.
+    let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(1, 600);
+    d.array = Some((vec![0, 1, 2, 3], None));
+    d.hold = true;
+    submit(&mut c, d, &mut next, 0);
+    let cancel = |c: &mut Controller, jobs: Vec<(u64, Option<u32>)>| {
+        let req = CancelRequest {
+            jobs,
+            ..Default::default()
+        };
+        c.cancel(&req, &alice(), 5).unwrap()
+    };
+    // `scancel 1_1`: task 1's record (id 3) is gone, and its index from the remainder.
+    let effects = cancel(&mut c, vec![(1, Some(1))]);
+    assert!(effects.contains(&Effect::Forget(3)));
+    assert_eq!(c.job(3), None);
+    assert_eq!(c.job(1).unwrap().array_pending, Some((vec![0, 2, 3], None)));
+    // `scancel 1_3`, the task holding the array's id: task 2 (the highest left)
+    // takes it over, under id 1, and its own record (id 4) goes.
+    let effects = cancel(&mut c, vec![(1, Some(3))]);
+    assert!(effects.contains(&Effect::Forget(4)));
+    let head = c.job(1).unwrap();
+    assert_eq!(
+        (head.array, head.state, head.array_pending.clone()),
+        (Some((1, 2)), JobState::Pending, Some((vec![0, 2], None)))
+    );
+    assert_eq!(head.reason, "JobHeldUser");
+    // The whole array: what is left is cancelled, with records, keeping its reason.
+    let effects = cancel(&mut c, vec![(1, None)]);
+    assert!(!effects.iter().any(|e| matches!(e, Effect::Forget(_))));
+    for (id, task) in [(1, 2), (2, 0)] {
+        let r = c.job(id).unwrap();
+        assert_eq!(
+            (r.array, r.state, r.reason.as_str()),
+            (Some((1, task)), JobState::Cancelled, "JobHeldUser"),
+            "job {id}"
+        );
+    }
+}
+
+#[test]
+fn a_cancelled_pending_job_keeps_the_reason_it_waited_for() {
+    // One 1-CPU node: a running job, one waiting for it (Resources), one held.
+    let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (running, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    let (waiting, _) = submit(&mut c, desc(1, 600), &mut next, 1);
+    let mut held = desc(1, 600);
+    held.hold = true;
+    let (held, _) = submit(&mut c, held, &mut next, 1);
+    c.schedule(2);
+    assert_eq!(c.job(waiting).unwrap().reason, "Resources");
+    let req = CancelRequest {
+        jobs: vec![(waiting, None), (held, None)],
+        ..Default::default()
+    };
+    c.cancel(&req, &alice(), 3).unwrap();
+    let shown = |id: u64| {
+        let r = c.job(id).unwrap();
+        (r.state, r.reason)
+    };
+    assert_eq!(shown(waiting), (JobState::Cancelled, "Resources".into()));
+    assert_eq!(shown(held), (JobState::Cancelled, "JobHeldUser".into()));
+    assert_eq!(shown(running), (JobState::Running, "None".into()));
 }
 
 #[test]
@@ -337,6 +432,146 @@ fn requeue_keeps_the_id_appends_output_and_counts_restarts() {
     // The end of the first run, told again, changes nothing.
     assert!(c.job_ended(&first_end, 32).is_empty());
     assert_eq!(c.job(id).unwrap().state, JobState::Running);
+}
+
+#[test]
+fn a_step_holds_the_jobs_cpus_on_its_nodes_unless_exact() {
+    // A 3-task job on two 2-CPU nodes: node01 holds 2 of its CPUs, node02 1.
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(3, 600), &mut next, 0);
+    c.schedule(0);
+    assert_eq!(c.job(id).unwrap().cpus_per_node, vec![2, 1]);
+    let mut step = |req: StepRequest| {
+        let (_, effects) = c.start_step(id, &req, &alice(), 1).unwrap();
+        effects
+            .iter()
+            .find_map(|e| match e {
+                Effect::PersistStep(s) => Some((s.nodes.clone(), s.cpus)),
+                _ => None,
+            })
+            .unwrap()
+    };
+    // `srun -n 1`: one task, but all of the job's CPUs on node01 (Slurm 22.05).
+    assert_eq!(
+        step(StepRequest {
+            ntasks: Some(1),
+            ..Default::default()
+        }),
+        (vec!["node01".to_string()], 2)
+    );
+    // `srun -n 1 --exact` and `srun -n 1 -c 1` (which implies --exact): one CPU.
+    assert_eq!(
+        step(StepRequest {
+            ntasks: Some(1),
+            exact: true,
+            ..Default::default()
+        }),
+        (vec!["node01".to_string()], 1)
+    );
+    assert_eq!(
+        step(StepRequest {
+            ntasks: Some(1),
+            cpus_per_task: Some(1),
+            ..Default::default()
+        }),
+        (vec!["node01".to_string()], 1)
+    );
+    // A plain `srun`: every task, every CPU.
+    assert_eq!(
+        step(StepRequest::default()),
+        (vec!["node01".to_string(), "node02".to_string()], 3)
+    );
+    // `srun -w node02 -n 1`: that node's CPU.
+    assert_eq!(
+        step(StepRequest {
+            ntasks: Some(1),
+            nodelist: Some("node02".into()),
+            ..Default::default()
+        }),
+        (vec!["node02".to_string()], 1)
+    );
+}
+
+#[test]
+fn the_batch_environment_has_slurms_task_and_memory_variables() {
+    let conf = conf(1, 4);
+    let mut r = JobRecord {
+        id: 7,
+        nodes: vec!["node01".into()],
+        cpus_per_node: vec![3],
+        tasks_per_node: vec![1],
+        ntasks: 1,
+        cpus_per_task: 3,
+        mem_per_node: 1500,
+        mem_default: Some(MemoryRequest::PerCpu(500)),
+        ..Default::default()
+    };
+    r.desc.cpus_per_task = Some(3);
+    let env = |r: &JobRecord| -> BTreeMap<String, String> {
+        batch_environment(r, &conf, Path::new("/s"))
+            .into_iter()
+            .filter(|(k, _)| {
+                k.starts_with("SLURM_NTASKS")
+                    || k.starts_with("SLURM_NPROCS")
+                    || k.starts_with("SLURM_MEM")
+                    || k.starts_with("SLURM_GPUS")
+            })
+            .collect()
+    };
+    let vars = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    // `sbatch -c 3` under DefMemPerCPU=500: memory per CPU, no task count.
+    assert_eq!(env(&r), vars(&[("SLURM_MEM_PER_CPU", "500")]));
+    // salloc's command sees only the memory asked, not the partition's default.
+    assert!(!allocation_variables(&r, "test")
+        .iter()
+        .any(|(k, _)| k.starts_with("SLURM_MEM")));
+    // `-N 2 --ntasks-per-node=2 --mem=700`: the tasks asked, memory per node.
+    r.desc.ntasks_per_node = Some(2);
+    r.ntasks = 4;
+    r.desc.memory = Some(MemoryRequest::PerNode(700));
+    r.mem_default = None;
+    r.mem_per_node = 700;
+    assert_eq!(
+        env(&r),
+        vars(&[
+            ("SLURM_MEM_PER_NODE", "700"),
+            ("SLURM_NPROCS", "4"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_NTASKS_PER_NODE", "2"),
+        ])
+    );
+    // `-n 2 --gpus-per-task=1 --mem-per-cpu=300`.
+    r.desc.ntasks_per_node = None;
+    r.desc.ntasks = Some(2);
+    r.ntasks = 2;
+    r.desc.memory = Some(MemoryRequest::PerCpu(300));
+    r.desc.gpus_per_task = Some((None, 1));
+    assert_eq!(
+        env(&r),
+        vars(&[
+            ("SLURM_GPUS_PER_TASK", "1"),
+            ("SLURM_MEM_PER_CPU", "300"),
+            ("SLURM_NPROCS", "2"),
+            ("SLURM_NTASKS", "2"),
+        ])
+    );
+    // No memory asked and no default: neither variable.
+    r.desc.memory = None;
+    r.desc.gpus_per_task = Some((Some("a100".into()), 2));
+    assert_eq!(
+        env(&r),
+        vars(&[
+            ("SLURM_GPUS_PER_TASK", "a100:2"),
+            ("SLURM_NPROCS", "2"),
+            ("SLURM_NTASKS", "2"),
+        ])
+    );
 }
 
 #[test]
@@ -645,7 +880,7 @@ fn a_job_asking_no_memory_gets_def_mem_per_cpu() {
     let r = c.job(id).unwrap();
     assert_eq!((r.state, r.mem_per_node), (JobState::Running, 3000));
     // Shown as asked (`MinMemoryCPU=1000M`), as Slurm shows its default.
-    assert_eq!(r.min_memory, Some(MemoryRequest::PerCpu(1000)));
+    assert_eq!(r.memory_request(), Some(MemoryRequest::PerCpu(1000)));
 }
 
 #[test]

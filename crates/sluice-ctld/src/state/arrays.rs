@@ -1,0 +1,113 @@
+//! Array tasks cancelled before they ever started.
+//!
+//! In Slurm an array's tasks that have not started live in one record, the array's
+//! own (its "meta" record), until each starts and gets a record of its own. Cancelling
+//! one of them by its id (`scancel 123_4`) takes it out of that record: it leaves no
+//! record behind, so `squeue -t all` and `sacct` never show it. Sluice keeps a record
+//! per task from the submission on; such a cancel deletes the task's record
+//! ([`Effect::Forget`]) and takes its index out of the array's remainder. The task
+//! holding the array's own id (the last to start, see [`super::Prepared::records`])
+//! hands that id on to the highest remaining unstarted task, whose own record goes
+//! instead, so the array's id always names its remainder while there is one.
+
+use sluice_core::JobId;
+use sluice_proto::types::{JobRecord, JobState};
+
+use super::{resolve_paths, Controller, Effect};
+
+impl Controller {
+    /// Whether cancelling pending record `r` on its own would leave no record, as in
+    /// Slurm: an array task that never started, and that is not the array's last such
+    /// task (that one is the array's record itself, and is cancelled as such).
+    pub(super) fn cancel_leaves_no_record(&self, r: &JobRecord) -> bool {
+        let Some((array, _)) = r.array else {
+            return false;
+        };
+        unstarted(r) && (r.id != array || self.heir(array).is_some())
+    }
+
+    /// Cancels unstarted array task `id` without a record (see
+    /// [`Controller::cancel_leaves_no_record`]).
+    pub(super) fn forget_unstarted_task(&mut self, id: u64, now: i64) -> Vec<Effect> {
+        let Some((array, index)) = self.jobs.get(&id).and_then(|r| r.array) else {
+            return Vec::new();
+        };
+        if id != array {
+            self.unqueue(id, now);
+            let r = self.jobs.remove(&id).expect("checked above");
+            let mut effects = self.leave_remainder(&r);
+            effects.push(Effect::Forget(id));
+            return effects;
+        }
+        // The array's own record: it takes over its heir's task, whose record goes.
+        let Some(heir) = self.heir(array) else {
+            return Vec::new();
+        };
+        self.unqueue(id, now);
+        self.unqueue(heir, now);
+        let old = self.jobs.remove(&id).expect("checked above");
+        let mut r = self.jobs.remove(&heir).expect("an heir has a record");
+        r.id = array;
+        r.array_pending = old.array_pending.map(|(mut rest, throttle)| {
+            rest.retain(|&t| t != index);
+            (rest, throttle)
+        });
+        resolve_paths(&mut r, "%N");
+        if let Ok(spec) = self.core_spec(&r) {
+            self.sched.note_waiting(&spec);
+        }
+        self.jobs.insert(array, r);
+        self.outside.insert(array);
+        let mut effects = vec![
+            Effect::Forget(heir),
+            Effect::Persist(Box::new(self.jobs[&array].clone())),
+        ];
+        effects.extend(self.release(vec![array], now));
+        effects
+    }
+
+    /// Takes finished task `r`'s index out of its array's remainder (the indices still
+    /// to run, on the array's own record); the array's record to write, if it is another.
+    pub(super) fn leave_remainder(&mut self, r: &JobRecord) -> Vec<Effect> {
+        let Some((array, index)) = r.array else {
+            return Vec::new();
+        };
+        let Some(head) = self.jobs.get_mut(&array) else {
+            return Vec::new();
+        };
+        let Some((rest, _)) = head.array_pending.as_mut() else {
+            return Vec::new();
+        };
+        if !rest.contains(&index) {
+            return Vec::new();
+        }
+        rest.retain(|&t| t != index);
+        if array == r.id {
+            return Vec::new();
+        }
+        vec![Effect::Persist(Box::new(head.clone()))]
+    }
+
+    /// The array's unstarted task that takes over the array's own id when the task
+    /// holding it is cancelled: the last to start of the others (the highest index).
+    fn heir(&self, array: u64) -> Option<u64> {
+        self.jobs
+            .range(array + 1..)
+            .take_while(|(_, j)| j.array.is_some_and(|a| a.0 == array))
+            .filter(|(_, j)| unstarted(j))
+            .max_by_key(|(_, j)| j.array.map(|a| a.1))
+            .map(|(id, _)| *id)
+    }
+
+    /// Takes pending job `id` out of the queue, or out of the jobs waiting beside it.
+    fn unqueue(&mut self, id: u64, now: i64) {
+        self.sched.cancel_pending(JobId(id), now);
+        self.sched.forget_waiting(JobId(id), now);
+        self.outside.remove(&id);
+    }
+}
+
+/// A pending array task that never ran.
+fn unstarted(r: &JobRecord) -> bool {
+    r.array.is_some() && r.state == JobState::Pending && r.start_time.is_none() && r.restarts == 0
+}
