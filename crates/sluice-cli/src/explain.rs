@@ -19,6 +19,11 @@ pub struct ExplainArgs {
     pub json: bool,
 }
 
+/// `1 job`, `2 jobs`.
+fn plural(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// A time as Slurm prints one (`2026-11-30T14:00:00`), with "now" when it is now.
 fn when(t: i64, now: i64) -> String {
     if t <= now {
@@ -44,7 +49,7 @@ pub fn render(e: &Explanation) -> String {
     if !e.causes.is_empty() {
         line("Why it waits:".into());
         for c in &e.causes {
-            line(format!("  {:<12} {}", c.reason, c.text));
+            line(format!("  {}: {}", c.reason, c.text));
         }
     }
     if let Some(r) = &e.resources {
@@ -59,7 +64,7 @@ pub fn render(e: &Explanation) -> String {
     }
     if let Some(p) = &e.priority {
         let mut return_queue = true;
-        let factors = if p.factors.is_empty() {
+        let factors = if p.factors.is_empty() || p.value == 0 {
             String::new()
         } else {
             let f: Vec<String> = p
@@ -78,12 +83,11 @@ pub fn render(e: &Explanation) -> String {
             "no job ahead of it".to_string()
         } else {
             format!(
-                "{} job{} ahead of it asking {} CPUs, {} GPUs, {} nodes together",
-                p.ahead,
-                if p.ahead == 1 { "" } else { "s" },
-                p.ahead_cpus,
-                p.ahead_gpus,
-                p.ahead_nodes
+                "{} ahead of it asking {}, {}, {} together",
+                plural(u64::from(p.ahead), "job"),
+                plural(p.ahead_cpus, "CPU"),
+                plural(p.ahead_gpus, "GPU"),
+                plural(p.ahead_nodes, "node")
             )
         };
         if return_queue {
@@ -167,16 +171,20 @@ pub fn run(args: ExplainArgs) -> i32 {
         Some(t) => format!("/v1/jobs/{job}/explain?task={t}"),
         None => format!("/v1/jobs/{job}/explain"),
     };
+    // Written with errors ignored: a reader that stops early (`| head`) is no failure.
+    let out = |text: &str| {
+        let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    };
     match controller().get::<Explanation>(&path) {
         Ok(e) if args.json => {
-            println!(
-                "{}",
+            out(&format!(
+                "{}\n",
                 serde_json::to_string_pretty(&e).expect("serializable")
-            );
+            ));
             0
         }
         Ok(e) => {
-            print!("{}", render(&e));
+            out(&render(&e));
             if e.state != "PENDING" {
                 // Its whole story, from the audit trail.
                 let query = sluice_proto::audit::AuditQuery {
@@ -186,11 +194,12 @@ pub fn run(args: ExplainArgs) -> i32 {
                 let path = format!("/v1/audit?{}", query.to_query_string());
                 if let Ok(reply) = controller().get::<sluice_proto::audit::AuditReply>(&path) {
                     if !reply.events.is_empty() {
-                        println!("Its story (sluice audit {}):", e.job_id);
                         let story = crate::audit::story(&reply, false, &crate::audit::user_name);
+                        let mut text = format!("Its story (sluice audit {}):\n", e.job_id);
                         for l in story.lines() {
-                            println!("  {l}");
+                            text.push_str(&format!("  {l}\n"));
                         }
+                        out(&text);
                     }
                 }
             }

@@ -64,7 +64,8 @@ pub fn parse_str(text: &str, path: &Path) -> Result<SiteConf, ConfError> {
 }
 
 /// A duration in slurmdbd's `Purge*After` syntax, in seconds (see the module
-/// documentation); `None` for `UNLIMITED`.
+/// documentation); `None` for `UNLIMITED`, and for 0, which slurmdbd also reads as
+/// "never purge" (rather than "purge everything").
 ///
 /// Errors: no number, or a unit that is not a prefix of `months`, `days` or `hours`
 /// (slurmdbd's message).
@@ -91,6 +92,9 @@ pub fn parse_purge_after(value: &str) -> Result<Option<i64>, String> {
             &v[digits..]
         ));
     };
+    if n == 0 {
+        return Ok(None);
+    }
     n.checked_mul(secs)
         .map(Some)
         .ok_or_else(|| format!("Invalid purge value '{v}'"))
@@ -145,6 +149,9 @@ mod tests {
         assert_eq!(secs("24hours"), Some(24 * 3_600));
         assert_eq!(secs("24h"), Some(24 * 3_600));
         assert_eq!(secs("UNLIMITED"), None);
+        // 0 keeps everything, as in slurmdbd; it never empties the trail.
+        assert_eq!(secs("0"), None);
+        assert_eq!(secs("0days"), None);
         assert_eq!(
             parse_purge_after("12weeks"),
             Err("Invalid purge unit 'weeks', valid options are hours, days, or months".into())

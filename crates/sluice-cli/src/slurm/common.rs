@@ -191,11 +191,14 @@ pub fn parse_begin(s: &str, now: i64) -> Option<i64> {
         let p: Vec<&str> = t.split(':').collect();
         let v: Option<Vec<i64>> = p.iter().map(|x| x.parse().ok()).collect();
         let v = v?;
-        match v.as_slice() {
-            [h, m] => Some(h * 3600 + m * 60),
-            [h, m, sec] => Some(h * 3600 + m * 60 + sec),
-            _ => None,
-        }
+        // As Slurm's parse_time: hours below 24, minutes and seconds below 60.
+        let (h, m, sec) = match v.as_slice() {
+            [h, m] => (*h, *m, 0),
+            [h, m, sec] => (*h, *m, *sec),
+            _ => return None,
+        };
+        ((0..24).contains(&h) && (0..60).contains(&m) && (0..60).contains(&sec))
+            .then_some(h * 3600 + m * 60 + sec)
     };
     if !s.contains('-') {
         let t = midnight + hms(s)?;
@@ -209,6 +212,9 @@ pub fn parse_begin(s: &str, now: i64) -> Option<i64> {
     let [y, mo, day] = d.as_slice() else {
         return None;
     };
+    if !(1..=12).contains(mo) || !(1..=31).contains(day) || !(1970..=9999).contains(y) {
+        return None;
+    }
     // SAFETY: mktime reads and normalises the struct we own.
     let t = unsafe {
         let mut tm: libc::tm = std::mem::zeroed();
@@ -349,5 +355,22 @@ mod tests {
             split(&["-n", "-j5", "-oJobID", "--name=x", "-"]),
             ["-n", "-j5", "-oJobID", "--name=x", "-"]
         );
+    }
+
+    #[test]
+    fn impossible_dates_and_times_are_refused_as_slurm_refuses_them() {
+        use super::parse_begin;
+        let now = 1_800_000_000;
+        for bad in [
+            "2026-13-45",
+            "2026-11-30T25:00:00",
+            "2026-11-30T10:61",
+            "24:00",
+            "2026-00-10",
+        ] {
+            assert_eq!(parse_begin(bad, now), None, "{bad}");
+        }
+        assert!(parse_begin("2026-12-31T23:59:59", now).is_some());
+        assert_eq!(parse_begin("now+1hour", now), Some(now + 3600));
     }
 }

@@ -141,7 +141,7 @@ fn resources_and_priority_say_what_they_wait_for_and_what_would_start_them_soone
         causes(&e),
         [pair(
             "Priority",
-            "1 job ahead of it in partition debug come first (it is 2 of 2)"
+            "1 job ahead of it in partition debug comes first (it is 2 of 2)"
         )]
     );
     let p = e.priority.as_ref().unwrap();

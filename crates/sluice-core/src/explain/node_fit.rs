@@ -34,6 +34,10 @@ pub enum NodeVerdict {
     Drain,
     /// The job excludes it (`-x`).
     Excluded,
+    /// The job names its nodes (`-w`), enough of them, and not this one.
+    NotListed,
+    /// The job runs in its reservation (named), which does not hold this node.
+    OutsideReservation(String),
     /// It has none of the features the job asks for (`--constraint`).
     NoFeature,
     /// Even idle it could not hold the job's share.
@@ -141,6 +145,21 @@ fn verdict(
     }
     if req.exclude.binary_search(&n).is_ok() {
         return NodeVerdict::Excluded;
+    }
+    if req.lists_nodes()
+        && req.nodelist.len() >= req.min_nodes as usize
+        && req.nodelist.binary_search(&n).is_err()
+    {
+        return NodeVerdict::NotListed;
+    }
+    if let Some(name) = own_resv {
+        let holds_it = sched
+            .reservations()
+            .find(|r| r.name == name)
+            .is_some_and(|r| r.held.iter().any(|(m, _)| *m == n));
+        if !holds_it {
+            return NodeVerdict::OutsideReservation(name.to_string());
+        }
     }
     if req.features_any != 0 && node.features & req.features_any == 0 {
         return NodeVerdict::NoFeature;

@@ -166,13 +166,15 @@ impl Controller {
                     return Vec::new();
                 }
                 return vec![format!(
-                    "singleton: waits until no other job of yours named '{}' runs or waits                      ahead of it ({})",
+                    "singleton: it waits until no other job of yours named '{}' runs or waits ahead of it (now: job {})",
                     r.desc.name,
                     others.join(", ")
                 )];
             }
-            Dependency::All(c) | Dependency::Any(c) => c,
+            Dependency::All(c) => (c, false),
+            Dependency::Any(c) => (c, true),
         };
+        let (conds, any) = conds;
         let mut out = Vec::new();
         for c in &conds {
             for t in &c.jobs {
@@ -188,6 +190,9 @@ impl Controller {
                     .map(|j| format!("{} {}", j.display_id(), j.state.name()))
                     .collect();
                 let wants = match c.kind {
+                    DependencyKind::After if t.delay_mins == 1 => {
+                        "to start, then 1 minute".to_string()
+                    }
                     DependencyKind::After if t.delay_mins > 0 => {
                         format!("to start, then {} minutes", t.delay_mins)
                     }
@@ -204,13 +209,20 @@ impl Controller {
                 } else {
                     "not yet"
                 };
+                let id = match t.task {
+                    Some(task) => format!("{}_{task}", t.job),
+                    None => t.job.to_string(),
+                };
                 out.push(format!(
-                    "{}:{}: it waits for job {} {wants}; {}: {verdict}",
+                    "{}:{id}: it waits for job {id} {wants}; {}: {verdict}",
                     kind_name(c.kind),
-                    t.job,
-                    t.job,
                     states.join(", ")
                 ));
+            }
+        }
+        if any && out.len() > 1 {
+            for line in &mut out {
+                line.push_str(" (any one of these is enough: `?`)");
             }
         }
         out

@@ -53,7 +53,11 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Explanation, String> {
-        let found = self.select(id, task);
+        // A plain id is that record (an array's pending remainder holds its array's id).
+        let found = match task {
+            None if self.jobs.contains_key(&id) => vec![id],
+            _ => self.select(id, task),
+        };
         let r = found
             .first()
             .and_then(|id| self.jobs.get(id))
@@ -155,7 +159,7 @@ impl Controller {
                 out.push(cause(
                     "limit",
                     "JobArrayTaskLimit",
-                    format!("its array allows {limit} tasks at a time (%{limit}), and {limit} are running or queued"),
+                    format!("its array runs at most {limit} of its tasks at a time (%{limit})"),
                 ));
             }
         }
@@ -365,13 +369,19 @@ impl Controller {
         {
             out.push(format!("preempted at {}", timestamp(at)));
         }
-        if let Some(end) = r.end_time {
-            out.push(format!(
+        match (r.end_time, r.start_time) {
+            (Some(end), Some(_)) => out.push(format!(
                 "ended {} {} (exit code {})",
                 timestamp(end),
                 r.state.name(),
                 r.exit_code
-            ));
+            )),
+            (Some(end), None) => out.push(format!(
+                "{} {} without having started",
+                r.state.name(),
+                timestamp(end)
+            )),
+            _ => {}
         }
         out
     }

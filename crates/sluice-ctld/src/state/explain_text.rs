@@ -78,6 +78,8 @@ impl Controller {
                 None => "DRAIN".into(),
             },
             NodeVerdict::Excluded => "excluded by the job (--exclude)".into(),
+            NodeVerdict::NotListed => "not among the nodes it asks for (--nodelist)".into(),
+            NodeVerdict::OutsideReservation(name) => format!("not in its reservation {name}"),
             NodeVerdict::NoFeature => "has none of the features it asks for (--constraint)".into(),
             NodeVerdict::TooSmall { capacity, needs } => {
                 let parts: Vec<String> = self
@@ -227,8 +229,9 @@ impl Controller {
             PendingReason::Priority => (
                 "priority",
                 format!(
-                    "{ahead} job{} ahead of it in partition {pname} come first (it is {} of {of})",
-                    if ahead == 1 { "" } else { "s" },
+                    "{} ahead of it in partition {pname} {} first (it is {} of {of})",
+                    plural(ahead, "job"),
+                    if ahead == 1 { "comes" } else { "come" },
                     ahead + 1
                 ),
             ),

@@ -304,6 +304,23 @@ fn dependencies_show_each_job_unfulfilled_or_failed_as_slurm_prints_them() {
             s("afterok:2(unfulfilled)?afternotok:2(unfulfilled)")
         )
     );
+    // explain names each job with its state; an OR list says one is enough.
+    let texts: Vec<String> = c
+        .explain(either, None, &alice(), 0)
+        .unwrap()
+        .causes
+        .into_iter()
+        .map(|c| c.text)
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "afterok:2: it waits for job 2 to complete successfully; 2 PENDING: not yet \
+             (any one of these is enough: `?`)",
+            "afternotok:2: it waits for job 2 to fail; 2 PENDING: not yet \
+             (any one of these is enough: `?`)",
+        ]
+    );
     // Job 1 started at 0: `after:1+5` holds from 300 s on.
     assert_eq!(
         shown(&c, later),

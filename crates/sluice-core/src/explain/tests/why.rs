@@ -264,3 +264,26 @@ fn explain_answers_only_for_pending_jobs() {
     assert!(explain(&s, JobId(9), 0, &ExplainOptions::default()).is_none());
     assert!(explain(&s, JobId(2), 0, &ExplainOptions::default()).is_some());
 }
+
+#[test]
+fn a_job_naming_its_node_is_not_told_another_node_fits() {
+    // Two idle-ish nodes of 8 CPUs: job 1 fills node02 for an hour. Job 2 asks for
+    // node02 only (`-w`): node01, idle, is not among its nodes, not "fits".
+    let mut s = Scheduler::new(machine(&[(8, 0), (8, 0)]), backfill());
+    s.submit(job(1).cpus(8).on(1).prio(9), 0).unwrap();
+    s.submit(job(2).cpus(8).on(1), 0).unwrap();
+    s.schedule(0);
+    let e = explain_at(&s, 2, 0);
+    assert_eq!(
+        e.nodes[0],
+        NodeGroup {
+            verdict: NodeVerdict::NotListed,
+            nodes: ids(&[0])
+        }
+    );
+    assert!(
+        matches!(e.nodes[1].verdict, NodeVerdict::Busy { .. }),
+        "{:?}",
+        e.nodes
+    );
+}
