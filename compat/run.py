@@ -392,7 +392,15 @@ def main():
         try:
             conf_dir = write_config(args.work, config, host, real.rs)
             t0 = time.time()
-            if not real.start(conf_dir):
+            # One more try: on a loaded machine slurmctld can miss real-slurm's start
+            # deadline. A second failure is an error, never a skip.
+            started_real = real.start(conf_dir)
+            if not started_real:
+                print(f"compat: real Slurm did not start with config {config}; trying once more", flush=True)
+                real.stop()
+                time.sleep(5)
+                started_real = real.start(conf_dir)
+            if not started_real:
                 print(f"compat: ERROR: real Slurm did not start with config {config}", flush=True)
                 real.stop()
                 return 2
