@@ -105,8 +105,21 @@ class Side:
             return out, f"(timed out after {timeout} s)\n", 124
 
 
+def without_sluice_commands(path):
+    """PATH without the folders where Slurm's command names are links to a `sluice`
+    binary (a cluster's `bin/`): real Slurm's side must run real Slurm's commands."""
+    keep = []
+    for d in path.split(os.pathsep):
+        probe = os.path.join(d, "squeue")
+        if os.path.islink(probe) and os.path.basename(os.path.realpath(probe)) == "sluice":
+            continue
+        keep.append(d)
+    return os.pathsep.join(keep)
+
+
 def base_env():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SLUICE_", "SBATCH_", "SRUN_", "SALLOC_", "SQUEUE_", "SINFO_", "SACCT_"))}
+    env["PATH"] = without_sluice_commands(env.get("PATH", "/usr/bin:/bin"))
     env["LC_ALL"] = "C"
     env["TZ"] = "UTC"
     return env
