@@ -633,6 +633,7 @@ impl Scheduler {
     /// after a restart) and claims its capacity. A reservation of the same name is
     /// replaced.
     pub fn add_reservation(&mut self, mut resv: Reservation, now: Time) {
+        self.generation += 1;
         self.profile.advance(now);
         release_holds(self);
         resv.usage.since = resv.usage.since.max(now);
@@ -665,6 +666,7 @@ impl Scheduler {
     /// (Slurm's `Reservation is in use`); nothing changes then. Its pending jobs stay
     /// queued and never start (reason `ReqNodeNotAvail`), as in Slurm.
     pub fn delete_reservation(&mut self, name: &str, now: Time) -> Result<(), ResvError> {
+        self.generation += 1;
         if !self.resv.resvs.contains_key(name) {
             return Err(ResvError::NotFound);
         }
@@ -707,6 +709,7 @@ impl Scheduler {
     /// access with [`Scheduler::check_reservation`]. Returns false when the job or the
     /// reservation is unknown (nothing changes then).
     pub fn set_job_reservation(&mut self, id: JobId, name: &str, now: Time) -> bool {
+        self.generation += 1;
         if !self.jobs.contains_key(&id) || !self.resv.resvs.contains_key(name) {
             return false;
         }

@@ -151,6 +151,8 @@ pub struct Scheduler {
     pub(crate) node_epoch: u64,
     /// Last answers of [`crate::unavailable::reason`].
     pub(crate) unavailable: crate::unavailable::Memo,
+    /// Bumped by every call that may change the state (see [`Scheduler::generation`]).
+    pub(crate) generation: u64,
 }
 
 impl Scheduler {
@@ -194,6 +196,7 @@ impl Scheduler {
             borrow: Default::default(),
             node_epoch: 0,
             unavailable: Default::default(),
+            generation: 0,
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -259,6 +262,14 @@ impl Scheduler {
         self.queue.values().map(|id| &self.jobs[id])
     }
 
+    /// A number that changes whenever the state may have changed: every call taking
+    /// `&mut self` (a pass included, even one that decides nothing) bumps it. Two equal
+    /// generations of the same scheduler mean the same state, so what was computed from
+    /// one (a [`crate::explain::Forecast`]) still holds for the other.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// Number of pending jobs.
     pub fn pending_count(&self) -> usize {
         self.queue.len()
@@ -272,6 +283,7 @@ impl Scheduler {
     /// Sets a node's state. Running jobs are not touched (the caller decides their fate);
     /// a DOWN or DRAIN node receives no new work.
     pub fn set_node_state(&mut self, node: NodeId, state: NodeState) {
+        self.generation += 1;
         self.cluster.nodes[node.index()].state = state;
         self.profile.refresh_node(&self.cluster, node);
         self.backfill.refresh_node(&self.cluster, node);
@@ -454,6 +466,7 @@ impl Scheduler {
         nodes: Vec<NodeAlloc>,
         now: Time,
     ) -> Result<(), SubmitError> {
+        self.generation += 1;
         if self.jobs.contains_key(&spec.id) {
             return Err(SubmitError::DuplicateId(spec.id));
         }
@@ -497,6 +510,7 @@ impl Scheduler {
     /// and that the request could be met by the partition's nodes if they were empty;
     /// otherwise returns the reason and changes nothing.
     pub fn submit(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+        self.generation += 1;
         self.check(&spec)?;
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -518,6 +532,7 @@ impl Scheduler {
     /// Errors: [`SubmitError::NotPending`] when no pending job has the id, or what
     /// [`Scheduler::check`] would refuse; nothing changes then.
     pub fn update_pending(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+        self.generation += 1;
         let id = spec.id;
         if self.jobs.get(&id).map(|j| &j.state) != Some(&JobState::Pending) {
             return Err(SubmitError::NotPending(id));
@@ -582,6 +597,7 @@ impl Scheduler {
     /// failed, killed at its limit) and releases what remains of its claim. Returns the
     /// job's last state, or `None` if no such job was running (nothing changes then).
     pub fn job_ended(&mut self, id: JobId, now: Time) -> Option<Job> {
+        self.generation += 1;
         if self.jobs.get(&id)?.state != JobState::Running {
             return None;
         }
@@ -621,6 +637,7 @@ impl Scheduler {
     /// next pass to plan again; a shorter one lets reservations move earlier. Returns
     /// false, changing nothing, when the job is not running.
     pub fn set_time_limit(&mut self, id: JobId, limit: Secs, now: Time) -> bool {
+        self.generation += 1;
         let Some(job) = self.jobs.get(&id).filter(|j| j.state == JobState::Running) else {
             return false;
         };
@@ -657,6 +674,7 @@ impl Scheduler {
     /// job, or `None` if it is not pending. A running job is ended with
     /// [`Scheduler::job_ended`] once its processes are gone.
     pub fn cancel_pending(&mut self, id: JobId, now: Time) -> Option<Job> {
+        self.generation += 1;
         if self.jobs.get(&id)?.state != JobState::Pending {
             return None;
         }
@@ -679,6 +697,7 @@ impl Scheduler {
     /// in the queue; it keeps its place among jobs of equal tier and priority (its
     /// submission order). Returns false, changing nothing, when the job is not pending.
     pub fn set_priority(&mut self, id: JobId, priority: u32) -> bool {
+        self.generation += 1;
         let Some(job) = self.jobs.get_mut(&id) else {
             return false;
         };
@@ -708,6 +727,7 @@ impl Scheduler {
     /// lowered a limit, added an association...). What associations and QOS use is
     /// kept; the next pass decides with the new limits.
     pub fn set_account_limits(&mut self, limits: AccountLimits) {
+        self.generation += 1;
         self.accounts = limits;
         crate::borrow::recount(self);
         self.backfill.dirty = true;
@@ -717,6 +737,7 @@ impl Scheduler {
     /// [`crate::borrow`]; none: no borrowing, nothing changes). Running jobs are counted
     /// afresh for their members; those that started borrowed stay borrowed.
     pub fn set_cohorts(&mut self, cohorts: Vec<crate::borrow::Cohort>) {
+        self.generation += 1;
         crate::borrow::set(self, cohorts);
         self.backfill.dirty = true;
     }
@@ -748,6 +769,7 @@ impl Scheduler {
     /// ([`Scheduler::submit`] keeps the charge) or forgotten
     /// ([`Scheduler::forget_waiting`]).
     pub fn note_waiting(&mut self, spec: &JobSpec) {
+        self.generation += 1;
         if !self.jobs.contains_key(&spec.id) {
             self.usage.add(spec.id, self.scopes(spec));
         }
@@ -756,6 +778,7 @@ impl Scheduler {
     /// Stops counting a waiting job (see [`Scheduler::note_waiting`]) that left without
     /// being queued (cancelled, failed). Jobs in the queue are not touched.
     pub fn forget_waiting(&mut self, id: JobId, now: Time) {
+        self.generation += 1;
         if !self.jobs.contains_key(&id) {
             self.usage.remove(id, now);
         }
@@ -765,6 +788,7 @@ impl Scheduler {
     /// restored after it, or changed): it is charged to its new scopes from `now`.
     /// Returns false, changing nothing, for a job the core does not track.
     pub fn set_job_acct(&mut self, id: JobId, acct: limits::JobAcct, now: Time) -> bool {
+        self.generation += 1;
         let Some(job) = self.jobs.get(&id) else {
             return false;
         };
@@ -794,6 +818,7 @@ impl Scheduler {
     /// `PriorityDecayHalfLife` of `half_life` seconds (0: no decay). QOS with `NoDecay`
     /// keep theirs. The first call only notes the time.
     pub fn decay_limit_usage(&mut self, now: Time, half_life: Secs) {
+        self.generation += 1;
         let factor = crate::fairshare::decay_factor(half_life);
         let accounts = &self.accounts;
         self.usage.decay(now, factor, |q| {
@@ -809,6 +834,7 @@ impl Scheduler {
         last_decay: Option<Time>,
         now: Time,
     ) {
+        self.generation += 1;
         for (scope, mins) in saved {
             for (k, m) in mins.iter().enumerate().take(limits::NTRES) {
                 self.usage.set_used_mins(*scope, k, *m, now);
@@ -835,6 +861,7 @@ impl Scheduler {
 
     /// Runs the policy's pass at `now` and returns the jobs to start.
     pub fn schedule(&mut self, now: Time) -> Vec<Decision> {
+        self.generation += 1;
         self.profile.advance(now);
         self.last_pass = now;
         reservation::release_holds(self);

@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use sluice_core::explain::{explain, Alternative, ExplainOptions, NoStart};
+use sluice_core::explain::{explain, explain_with, forecast, Alternative, ExplainOptions, NoStart};
 use sluice_core::limits::{AccountLimits, Assoc, AssocId, Enforce, JobAcct, Limits, TresKind};
 use sluice_core::{
     BackfillParams, Cluster, Decision, EndSemantics, JobId, JobRequest, JobSpec, JobState, Node,
@@ -275,8 +275,33 @@ fn check_seed(seed: u64) -> (usize, usize) {
         let mut copy = s.clone();
         replay(&mut copy, &mut Vec::new(), now, now + HORIZON + 1, Some(id))
     };
+    // One forecast for the whole queue: every pending job's start in it is its start
+    // in the replay, and explaining from it changes nothing.
+    let whole = forecast(&sched, now, now + HORIZON, 100_000);
+    for &id in &pending {
+        let predicted = whole.start_of(&sched, id).expect("pending when made");
+        let truth = forward(&sched, id);
+        match predicted {
+            Ok(p) => assert_eq!(
+                truth,
+                Some((p.at, p.nodes.clone())),
+                "seed {seed}: forecast of job {id}"
+            ),
+            Err(NoStart::StillPending { .. }) => {
+                assert_eq!(truth, None, "seed {seed}: forecast of job {id}")
+            }
+            Err(other) => panic!("seed {seed}: forecast of job {id}: {other:?}"),
+        }
+        predictions += 1;
+    }
     for id in picks {
         let e = explain(&sched, id, now, &options).expect("pending job");
+        let from_forecast = explain_with(&sched, id, now, &options, Some(&whole));
+        assert_eq!(
+            from_forecast.as_ref(),
+            Some(&e),
+            "seed {seed}: job {id} from the forecast"
+        );
         let truth = forward(&sched, id);
         let unchanged = match &e.start {
             Ok(p) => {

@@ -143,12 +143,17 @@ pub(crate) fn predict(
     max_passes: u32,
 ) -> Result<PredictedStart, NoStart> {
     let started = run(sched.clone(), job, now, horizon, max_passes)?;
-    Ok(PredictedStart {
-        waits_for: waits_for(sched, &started),
+    Ok(predicted(sched, &started))
+}
+
+/// What a start found by a simulation of `sched` tells.
+pub(crate) fn predicted(sched: &Scheduler, started: &Started) -> PredictedStart {
+    PredictedStart {
+        waits_for: waits_for(sched, started),
         at: started.at,
         nodes: started.nodes.iter().map(|a| a.node).collect(),
         pass: started.pass,
-    })
+    }
 }
 
 /// The jobs running in `sched` that ended in the simulation before `started`, on its
@@ -192,12 +197,91 @@ pub(crate) fn run_counted(
     max_passes: u32,
 ) -> (Result<Started, NoStart>, u32) {
     drop_behind(&mut s, job, now);
+    let mut started = None;
+    let run = simulate(
+        s,
+        now,
+        stop_after,
+        max_passes,
+        |id, at, alloc, pass, ended| {
+            if id != job {
+                return false;
+            }
+            started = Some(Started {
+                at,
+                nodes: alloc.to_vec(),
+                pass,
+                ended: ended.to_vec(),
+            });
+            true
+        },
+    );
+    let result = match started {
+        Some(st) => Ok(st),
+        None => Err(run.no_start(job)),
+    };
+    (result, run.passes)
+}
+
+/// How a [`simulate`] run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The caller's `on_start` said it had seen enough, at this time.
+    Done(Time),
+    /// Out of passes, at this simulated time.
+    Budget(Time),
+    /// At this time nothing was left to happen before `stop_after` (the horizon, or the
+    /// time after which nothing is left to happen at all).
+    Pending(Time),
+}
+
+/// What a [`simulate`] run leaves.
+pub(crate) struct Run {
+    /// The copy, as the run left it.
+    pub(crate) sched: Scheduler,
+    /// Every job that ended in the run, and when, in order.
+    pub(crate) ended: Vec<(JobId, Time)>,
+    /// Passes run.
+    pub(crate) passes: u32,
+    /// The time of the run's second step (its first after `now`), if it got there.
+    pub(crate) second_step: Option<Time>,
+    pub(crate) stop: Stop,
+}
+
+impl Run {
+    /// Why `job`, pending when the run began, did not start in it.
+    pub(crate) fn no_start(&self, job: JobId) -> NoStart {
+        match self.stop {
+            Stop::Budget(at) => NoStart::Budget { at },
+            Stop::Pending(at) | Stop::Done(at) => NoStart::StillPending {
+                at,
+                reason: self
+                    .sched
+                    .job(job)
+                    .map_or(PendingReason::None, |j| j.reason),
+            },
+        }
+    }
+}
+
+/// Runs `s` (a copy) forward from `now` (see the module docs) until `on_start` returns
+/// true, `stop_after` passes, or `max_passes` passes (at least one) have run.
+/// `on_start(job, at, nodes, pass, ended)` sees every start, with every job ended
+/// before it.
+pub(crate) fn simulate(
+    mut s: Scheduler,
+    now: Time,
+    stop_after: Time,
+    max_passes: u32,
+    mut on_start: impl FnMut(JobId, Time, &[NodeAlloc], Pass, &[(JobId, Time)]) -> bool,
+) -> Run {
     // Preempted jobs: when they end, and whether they come back.
     let mut preempted: BTreeMap<JobId, (Time, bool)> = BTreeMap::new();
     let mut ended = Vec::new();
     let mut t = now;
     let mut passes = 0u32;
-    loop {
+    let mut second_step = None;
+    let stop = 'run: loop {
         end_due(&mut s, &mut preempted, &mut ended, t);
         passes += 1;
         for d in s.schedule(t) {
@@ -207,14 +291,10 @@ pub(crate) fn run_counted(
                     at,
                     alloc,
                     pass,
-                } if id == job => {
-                    let started = Started {
-                        at,
-                        nodes: alloc.nodes,
-                        pass,
-                        ended,
-                    };
-                    return (Ok(started), passes);
+                } => {
+                    if on_start(id, at, &alloc.nodes, pass, &ended) {
+                        break 'run Stop::Done(t);
+                    }
                 }
                 Decision::Preempt {
                     victim,
@@ -229,10 +309,8 @@ pub(crate) fn run_counted(
                         ((at + grace).min(end).max(t), mode == PreemptMode::Requeue),
                     );
                 }
-                _ => {}
             }
         }
-        let reason = s.job(job).map_or(PendingReason::None, |j| j.reason);
         // A victim preempted without grace ends at once: another step at `t`.
         let next = [s.claims_end.iter().next().map(|e| e.0), s.next_wakeup()]
             .into_iter()
@@ -243,16 +321,23 @@ pub(crate) fn run_counted(
         match next {
             Some(n) if n <= stop_after => {
                 if passes >= max_passes {
-                    return (Err(NoStart::Budget { at: t }), passes);
+                    break Stop::Budget(t);
+                }
+                if n > now && second_step.is_none() {
+                    second_step = Some(n);
                 }
                 t = n;
             }
-            Some(_) => {
-                let at = stop_after;
-                return (Err(NoStart::StillPending { at, reason }), passes);
-            }
-            None => return (Err(NoStart::StillPending { at: t, reason }), passes),
+            Some(_) => break Stop::Pending(stop_after),
+            None => break Stop::Pending(t),
         }
+    };
+    Run {
+        sched: s,
+        ended,
+        passes,
+        second_step,
+        stop,
     }
 }
 

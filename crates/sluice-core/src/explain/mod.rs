@@ -50,6 +50,7 @@
 //! priority, the core does not).
 
 mod counterfactual;
+mod forecast;
 mod forward;
 mod limit_hold;
 mod never_fits;
@@ -60,6 +61,7 @@ mod queue;
 mod tests;
 
 pub use counterfactual::{Change, Counterfactual};
+pub use forecast::{forecast, Forecast};
 pub use forward::{NoStart, PredictedStart, RunningEnd};
 pub use limit_hold::LimitHold;
 pub use never_fits::NeverFits;
@@ -165,12 +167,30 @@ pub fn explain(
     now: Time,
     options: &ExplainOptions,
 ) -> Option<Explanation> {
+    explain_with(sched, job, now, options, None)
+}
+
+/// [`explain`], taking the predicted start from `forecast` when it still holds
+/// ([`Forecast::holds_for`]) instead of simulating again. A forecast made with at least
+/// [`ExplainOptions::max_passes`] passes gives the same start as the simulation would
+/// (see [`forecast()`]), with at least as many passes behind a "not before".
+pub fn explain_with(
+    sched: &Scheduler,
+    job: JobId,
+    now: Time,
+    options: &ExplainOptions,
+    forecast: Option<&Forecast>,
+) -> Option<Explanation> {
     let j = sched.job(job).filter(|j| j.state == JobState::Pending)?;
     let never_fits = never_fits::check(sched, &j.spec);
     let horizon = now.saturating_add(options.horizon.max(0));
-    let start = match &never_fits {
-        Some(n) => Err(NoStart::NeverFits(n.clone())),
-        None => forward::predict(sched, job, now, horizon, options.max_passes),
+    let forecast = forecast
+        .filter(|f| f.holds_for(sched, now))
+        .and_then(|f| f.start_of(sched, job));
+    let start = match (&never_fits, forecast) {
+        (Some(n), _) => Err(NoStart::NeverFits(n.clone())),
+        (None, Some(start)) => start,
+        (None, None) => forward::predict(sched, job, now, horizon, options.max_passes),
     };
     let counterfactuals = if options.counterfactuals {
         counterfactual::search(sched, &j.spec, now, horizon, &start, options)

@@ -104,3 +104,75 @@ fn a_preemptor_starts_when_its_victim_is_gone_after_its_grace() {
         }]
     );
 }
+
+#[test]
+fn one_forecast_answers_for_every_pending_job_until_the_state_changes() {
+    // The story of the job behind the backfill (above): jobs 4 and 5 pending, job 6
+    // backfilled. One forecast made at 0 gives job 4 its start at 100 on node02 and job 5
+    // its start at 110 on node01, exactly what explaining each of them finds.
+    let mut s = started(
+        machine(&[(32, 8); 3]),
+        vec![
+            job(1).gpus(4).time(100).on(0).prio(9),
+            job(2).gpus(4).time(100).on(1).prio(9),
+            job(3).gpus(8).time(200).on(2).prio(9),
+            job(4).gpus(8).time(1000).prio(3),
+            job(5).gpus(8).time(1000).prio(2),
+            job(6).gpus(4).time(110).prio(1),
+        ],
+    );
+    let f = forecast(&s, 0, 365 * 86_400, 100);
+    assert_eq!(f.counts(), (2, 0));
+    assert_eq!(
+        (f.start_time(JobId(4)), f.start_time(JobId(5))),
+        (Some(100), Some(110))
+    );
+    for id in [4, 5] {
+        let own = explain_at(&s, id, 0);
+        let from_forecast =
+            explain_with(&s, JobId(id), 0, &ExplainOptions::default(), Some(&f)).unwrap();
+        assert_eq!(from_forecast, own, "job {id}");
+    }
+    // It holds until the simulation's next step (the ends at 100), not at it.
+    assert_eq!(f.next_step, Some(100));
+    assert!(f.holds_for(&s, 99));
+    assert!(!f.holds_for(&s, 100));
+    // Any change to the state makes it stale: job 5 cancelled, job 4 comes alone.
+    s.cancel_pending(JobId(5), 50);
+    assert!(!f.holds_for(&s, 50));
+    let e = explain_with(&s, JobId(4), 50, &ExplainOptions::default(), Some(&f)).unwrap();
+    assert_eq!(e, explain_at(&s, 4, 50));
+}
+
+#[test]
+fn a_forecast_cut_by_its_pass_budget_says_not_before_as_explain_does() {
+    // One node, three one-hour jobs queued behind a running one: with a budget of two
+    // passes the forecast sees job 2 start at 3600 and the others cut at 3600.
+    let s = started(
+        machine(&[(1, 0)]),
+        vec![
+            job(1).prio(4),
+            job(2).prio(3),
+            job(3).prio(2),
+            job(4).prio(1),
+        ],
+    );
+    let f = forecast(&s, 0, 365 * 86_400, 2);
+    assert_eq!(f.start_time(JobId(2)), Some(3600));
+    assert_eq!(
+        f.start_of(&s, JobId(3)),
+        Some(Err(NoStart::Budget { at: 3600 }))
+    );
+    assert!(f.cut_short());
+    let options = ExplainOptions {
+        max_passes: 2,
+        counterfactuals: false,
+        ..ExplainOptions::default()
+    };
+    for id in [2, 3, 4] {
+        let own = explain(&s, JobId(id), 0, &options).unwrap();
+        let from_forecast = explain_with(&s, JobId(id), 0, &options, Some(&f)).unwrap();
+        assert_eq!(from_forecast.start, own.start, "job {id}");
+    }
+    assert_eq!(f.start_of(&s, JobId(1)), None, "job 1 was running");
+}
