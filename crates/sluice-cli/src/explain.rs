@@ -106,11 +106,11 @@ pub fn render(e: &Explanation) -> String {
         ));
         match x.planned.filter(|_| x.plan_differs) {
             Some(t) => line(format!(
-                "  squeue --start shows {}: the last backfill plan, made every bf_interval in steps of bf_resolution",
+                "  squeue --start shows {} until the controller's forecast catches up with the latest change",
                 timestamp(t)
             )),
             None if x.plan_differs => line(
-                "  squeue --start shows N/A until a backfill pass plans it (every bf_interval)"
+                "  squeue --start shows N/A until the controller's forecast catches up with the latest change"
                     .into(),
             ),
             None => {}

@@ -263,9 +263,11 @@ impl Scheduler {
     }
 
     /// A number that changes whenever the state may have changed: every call taking
-    /// `&mut self` (a pass included, even one that decides nothing) bumps it. Two equal
-    /// generations of the same scheduler mean the same state, so what was computed from
-    /// one (a [`crate::explain::Forecast`]) still holds for the other.
+    /// `&mut self` bumps it, except a priority set to the value it had and a pass
+    /// ([`Scheduler::schedule`]) that starts, preempts, plans and explains nothing new.
+    /// A forecast made from the state (a [`crate::explain::Forecast`]) holds as long as
+    /// the generation does, until the time of its next step (the passes it skips change
+    /// nothing: nothing ends, begins or becomes due before then).
     pub fn generation(&self) -> u64 {
         self.generation
     }
@@ -697,7 +699,6 @@ impl Scheduler {
     /// in the queue; it keeps its place among jobs of equal tier and priority (its
     /// submission order). Returns false, changing nothing, when the job is not pending.
     pub fn set_priority(&mut self, id: JobId, priority: u32) -> bool {
-        self.generation += 1;
         let Some(job) = self.jobs.get_mut(&id) else {
             return false;
         };
@@ -707,6 +708,7 @@ impl Scheduler {
         if job.spec.priority == priority {
             return true;
         }
+        self.generation += 1;
         job.spec.priority = priority;
         if !self.policy.uses_priority() {
             return true; // the textbook policies keep submission order
@@ -861,7 +863,26 @@ impl Scheduler {
 
     /// Runs the policy's pass at `now` and returns the jobs to start.
     pub fn schedule(&mut self, now: Time) -> Vec<Decision> {
-        self.generation += 1;
+        let before = self.pending_view();
+        let out = self.pass(now);
+        // A pass that starts, plans and explains nothing new leaves the state as it
+        // was for whatever was computed from it (see `generation`): a controller calls
+        // a pass every second.
+        if !out.is_empty() || self.pending_view() != before {
+            self.generation += 1;
+        }
+        out
+    }
+
+    /// Every pending job's reason and planned start, by id.
+    fn pending_view(&self) -> Vec<(JobId, PendingReason, Option<Time>)> {
+        self.pending()
+            .map(|j| (j.id(), j.reason, j.planned_start))
+            .collect()
+    }
+
+    /// One pass (see [`Scheduler::schedule`]).
+    fn pass(&mut self, now: Time) -> Vec<Decision> {
         self.profile.advance(now);
         self.last_pass = now;
         reservation::release_holds(self);

@@ -640,10 +640,22 @@ async fn schedule_loop(app: App) {
                 .unwrap_or(1)
         };
         let _ = tokio::time::timeout(Duration::from_secs(wait as u64), app.wake.notified()).await;
-        let (effects, idle) = {
+        let (effects, idle, forecast) = {
             let mut ctl = app.ctl.lock().expect("lock");
-            (ctl.schedule(now()), ctl.idle_reservation_notes(now()))
+            let effects = ctl.schedule(now());
+            (
+                effects,
+                ctl.idle_reservation_notes(now()),
+                ctl.forecast_wanted(now()),
+            )
         };
+        if let Some(work) = forecast {
+            let app = app.clone();
+            tokio::task::spawn_blocking(move || {
+                let made = work.make();
+                app.ctl.lock().expect("lock").forecast_made(made);
+            });
+        }
         for note in idle {
             tracing::info!("{note}");
         }

@@ -257,6 +257,8 @@ pub struct Controller {
     resv_records: reservations::ResvRecords,
     /// The audit trail (see `state/audit.rs`).
     audit: audit::AuditBook,
+    /// The last forecast of every pending job's start (see `state/forecast.rs`).
+    forecasts: forecast::Forecasts,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -342,6 +344,7 @@ impl Controller {
             priority_dirty: true,
             resv_records: Default::default(),
             audit: Default::default(),
+            forecasts: Default::default(),
         };
         for s in steps {
             c.steps.insert((s.job_id, s.step), s);
@@ -2179,7 +2182,7 @@ impl Controller {
                         Some(w) => part.access.describe(&part.name, w, &r.account, &r.qos),
                         None => j.reason.as_str().to_string(),
                     };
-                    r.planned_start = j.planned_start;
+                    r.planned_start = self.expected_start(r.id, j.planned_start);
                 }
             }
         }
@@ -2843,6 +2846,7 @@ pub(crate) mod audit;
 mod dependency;
 mod explain;
 mod explain_text;
+mod forecast;
 pub mod gpu_env;
 mod liveness;
 mod preempt;
@@ -2853,6 +2857,7 @@ mod shards;
 mod tests;
 mod update;
 
+pub use forecast::ForecastWork;
 pub use update::{NodeOverride, BAD_LIMIT, REASON_NEEDED};
 
 #[cfg(test)]

@@ -103,12 +103,12 @@ pub struct Expected {
     pub pass: String,
     /// The running jobs whose ends it waits for.
     pub waits_for: Vec<Awaited>,
-    /// Whether `squeue --start` shows something else: the start the last backfill
-    /// pass planned, `planned` (`None`: none yet, `N/A`). The plan is made every
-    /// `bf_interval` on a grid of `bf_resolution` seconds; `start` follows the passes
-    /// to come exactly.
+    /// Whether `squeue --start` shows something else, `planned` (`None`: `N/A`). It
+    /// shows the controller's last forecast of every pending job (made after each
+    /// change, in the background), or the backfill plan for a job the forecast does
+    /// not start; it differs from `start` only while the forecast is being remade.
     pub plan_differs: bool,
-    /// The last backfill plan's start, what `squeue --start` shows.
+    /// What `squeue --start` shows.
     pub planned: Option<i64>,
 }
 

@@ -363,3 +363,65 @@ fn a_limit_is_explained_with_its_usage_and_the_users_own_share() {
         )]
     );
 }
+
+/// Slurm's backfill defaults (a pass every 30 s on a one-minute grid), but a pass
+/// plans one job only: Slurm's `squeue --start` would show `N/A` for the others.
+const ONE_PLANNED: &str = "ClusterName=forecast
+SlurmctldHost=localhost
+SchedulerParameters=bf_max_job_test=1
+NodeName=n[1-2] CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=1:00:00 State=UP
+";
+
+#[test]
+fn squeue_start_shows_the_forecast_explain_gives_for_every_queued_job() {
+    let c = Cluster::start("forecast", ONE_PLANNED);
+    let (a, b) = fill(&c);
+    // Three one-node jobs of a quarter of an hour queue behind a (n1, ten minutes) and
+    // b (n2, twenty minutes): the first starts when a ends, the second when b ends, the
+    // third when the first ends.
+    let queued: Vec<u64> = (0..3)
+        .map(|_| c.sbatch(&["-c", "2", "-t", "15", "-o", "/dev/null", "--wrap", "true"]))
+        .collect();
+    let shown = |job: u64| {
+        c.run(
+            "squeue",
+            &["-h", "--start", "-o", "%S", "-j", &job.to_string()],
+        )
+        .stdout
+        .trim()
+        .to_string()
+    };
+    c.wait_for("the forecast of the last job", || shown(queued[2]) != "N/A");
+    let started = |job: u64| {
+        let s = c
+            .run("squeue", &["-h", "-o", "%S", "-j", &job.to_string()])
+            .stdout;
+        s.trim().to_string()
+    };
+    let (a_start, b_start) = (started(a), started(b));
+    let expected: Vec<(i64, String)> = queued
+        .iter()
+        .map(|&job| {
+            let x = explain(&c, job).expected.expect("an expected start");
+            assert!(
+                !x.plan_differs,
+                "job {job}: squeue --start shows {:?}",
+                x.planned
+            );
+            assert_eq!(shown(job), timestamp(x.start), "job {job}");
+            (x.start, x.nodes)
+        })
+        .collect();
+    let a_end = expected[0].0;
+    assert_eq!(timestamp(a_end - 600), a_start);
+    assert_eq!(timestamp(expected[1].0 - 1200), b_start);
+    assert_eq!(
+        expected,
+        [
+            (a_end, "n1".to_string()),
+            (expected[1].0, "n2".to_string()),
+            (a_end + 900, "n1".to_string())
+        ]
+    );
+}

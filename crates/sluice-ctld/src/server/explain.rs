@@ -25,12 +25,16 @@ pub(super) async fn explain(
     Query(q): Query<TaskQuery>,
 ) -> Response {
     let caller = app.caller(peer);
-    // Forward simulations run on copies of the scheduler: off the async threads.
+    // Forward simulations run on a copy of the scheduler: off the async threads, and
+    // without the controller's lock.
     let result = tokio::task::spawn_blocking(move || {
-        app.ctl
+        let work = app
+            .ctl
             .lock()
             .expect("lock")
-            .explain(id, q.task, &caller, now())
+            .explain_begin(id, q.task, &caller, now())?
+            .compute();
+        Ok::<_, String>(app.ctl.lock().expect("lock").explain_finish(work, &caller))
     })
     .await
     .expect("explain does not panic");

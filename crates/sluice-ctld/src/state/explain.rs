@@ -3,9 +3,11 @@
 //! decides (limits, resources, queue place, expected start, counterfactuals) comes from
 //! the core's [`sluice_core::explain`], turned into sentences with the cluster's names.
 
-use sluice_core::explain::{Alternative, ExplainOptions};
+use std::sync::Arc;
+
+use sluice_core::explain::{Alternative, ExplainOptions, Forecast};
 use sluice_core::limits::QosId;
-use sluice_core::{JobId, PartitionId, PartitionState};
+use sluice_core::{JobId, PartitionId, PartitionState, Scheduler};
 use sluice_proto::explain::{Awaited, Cause, Expected, Explanation, Priority, Resources};
 use sluice_proto::time::timestamp;
 use sluice_proto::types::{JobRecord, JobState};
@@ -41,8 +43,45 @@ fn cause(family: &str, reason: &str, text: String) -> Cause {
     }
 }
 
+/// An explanation in the making: what the controller knew under its lock, and the copy
+/// of the scheduler the core explains the job on without it (forward simulations take
+/// from milliseconds to seconds; the controller goes on meanwhile).
+pub struct ExplainWork {
+    e: Explanation,
+    core: Option<CoreWork>,
+}
+
+/// The core's part of an explanation.
+struct CoreWork {
+    sched: Scheduler,
+    now: i64,
+    options: ExplainOptions,
+    forecast: Option<Arc<Forecast>>,
+    priority: Priority,
+    answer: Option<sluice_core::Explanation>,
+}
+
+impl ExplainWork {
+    /// Runs the core's part (simulations included): call it without the lock.
+    pub fn compute(mut self) -> Self {
+        if let Some(c) = &mut self.core {
+            let job = JobId(self.e.job_id);
+            c.answer = sluice_core::explain::explain_with(
+                &c.sched,
+                job,
+                c.now,
+                &c.options,
+                c.forecast.as_deref(),
+            );
+        }
+        self
+    }
+}
+
 impl Controller {
-    /// Explains job `id` (or array task `task` of it) for `caller` at `now`.
+    /// Explains job `id` (or array task `task` of it) for `caller` at `now`: the three
+    /// steps of [`Controller::explain_begin`], [`ExplainWork::compute`] and
+    /// [`Controller::explain_finish`] at once.
     ///
     /// Errors: Slurm's `Invalid job id specified` for an unknown job, and for another
     /// user's job under `PrivateData=jobs` (as Slurm hides it).
@@ -53,6 +92,20 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Explanation, String> {
+        let work = self.explain_begin(id, task, caller, now)?.compute();
+        Ok(self.explain_finish(work, caller))
+    }
+
+    /// The first step of explaining job `id` (or array task `task` of it) for `caller`
+    /// at `now`, under the lock: what only the controller knows, and a copy of the
+    /// scheduler for the core when the job is queued. Errors as [`Controller::explain`].
+    pub fn explain_begin(
+        &self,
+        id: u64,
+        task: Option<u32>,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<ExplainWork, String> {
         // A plain id is that record (an array's pending remainder holds its array's id).
         let found = match task {
             None if self.jobs.contains_key(&id) => vec![id],
@@ -74,13 +127,54 @@ impl Controller {
             now,
             ..Default::default()
         };
+        let mut core = None;
         if r.state == JobState::Pending {
             e.causes = self.outside_causes(r, now);
-            self.explain_queued(r, caller, now, &mut e);
+            let priority = Priority {
+                value: live.priority,
+                factors: self.priority_factors(r, now),
+                ..Default::default()
+            };
+            if self.sched.job(JobId(r.id)).is_some() {
+                core = Some(CoreWork {
+                    sched: self.sched.clone(),
+                    now,
+                    options: ExplainOptions {
+                        alternatives: self.alternatives(r, now),
+                        ..ExplainOptions::default()
+                    },
+                    forecast: self.forecast_at(now),
+                    priority,
+                    answer: None,
+                });
+            } else {
+                e.priority = Some(priority);
+                if e.causes.is_empty() {
+                    e.no_start = Some("it is not in the scheduler's queue".into());
+                }
+            }
         } else {
             e.history = self.history(r);
         }
-        Ok(e)
+        Ok(ExplainWork { e, core })
+    }
+
+    /// The last step, under the lock again: the core's answer in the cluster's names.
+    pub fn explain_finish(&self, work: ExplainWork, caller: &Caller) -> Explanation {
+        let ExplainWork { mut e, core } = work;
+        let Some(core) = core else {
+            return e;
+        };
+        match (self.jobs.get(&e.job_id), core.answer) {
+            (Some(r), Some(x)) => self.explain_queued(r, caller, core.priority, &x, &mut e),
+            _ => {
+                e.priority = Some(core.priority);
+                if e.causes.is_empty() {
+                    e.no_start = Some("it is not in the scheduler's queue".into());
+                }
+            }
+        }
+        e
     }
 
     /// slurm.conf's `PrivateData`.
@@ -181,24 +275,14 @@ impl Controller {
     /// it is in the scheduler's queue): the cause behind its reason and every limit
     /// holding it, its resources node by node, its priority and place, its expected
     /// start and the running jobs it waits for, and what would start it sooner.
-    fn explain_queued(&self, r: &JobRecord, caller: &Caller, now: i64, e: &mut Explanation) {
-        let live = self.live(r);
-        let mut priority = Priority {
-            value: live.priority,
-            factors: self.priority_factors(r, now),
-            ..Default::default()
-        };
-        let options = ExplainOptions {
-            alternatives: self.alternatives(r, now),
-            ..ExplainOptions::default()
-        };
-        let Some(x) = sluice_core::explain(&self.sched, JobId(r.id), now, &options) else {
-            e.priority = Some(priority);
-            if e.causes.is_empty() {
-                e.no_start = Some("it is not in the scheduler's queue".into());
-            }
-            return;
-        };
+    fn explain_queued(
+        &self,
+        r: &JobRecord,
+        caller: &Caller,
+        mut priority: Priority,
+        x: &sluice_core::Explanation,
+        e: &mut Explanation,
+    ) {
         priority.rank = x.queue.rank;
         priority.of = x.queue.of;
         priority.ahead = x.queue.ahead;
@@ -241,8 +325,8 @@ impl Controller {
             Err(why) => e.no_start = Some(why.to_string()),
         }
         if let Some(expected) = &mut e.expected {
-            expected.planned = x.planned;
-            expected.plan_differs = x.planned != Some(expected.start);
+            expected.planned = self.expected_start(r.id, x.planned);
+            expected.plan_differs = expected.planned != Some(expected.start);
         }
         e.suggestions = x
             .counterfactuals

@@ -137,6 +137,11 @@ fn one_forecast_answers_for_every_pending_job_until_the_state_changes() {
     assert_eq!(f.next_step, Some(100));
     assert!(f.holds_for(&s, 99));
     assert!(!f.holds_for(&s, 100));
+    // A controller's pass in between (it calls one every second) changes nothing.
+    let generation = s.generation();
+    assert_eq!(s.schedule(30), vec![]);
+    assert_eq!(s.generation(), generation);
+    assert!(f.holds_for(&s, 30));
     // Any change to the state makes it stale: job 5 cancelled, job 4 comes alone.
     s.cancel_pending(JobId(5), 50);
     assert!(!f.holds_for(&s, 50));

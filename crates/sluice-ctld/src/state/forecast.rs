@@ -1,0 +1,90 @@
+//! The controller's forecast: every pending job's predicted start, from one forward
+//! simulation of the whole queue (`sluice_core::explain::forecast`), made off the event
+//! loop after the state changes and read by `sluice explain` and `squeue --start`.
+//!
+//! One forecast is made at a time, on a copy of the scheduler taken under the lock;
+//! while the state keeps changing, the next is made as soon as the last is done. A
+//! forecast answers while [`Forecast::holds_for`] says so (the scheduler's generation
+//! unchanged, its next step not reached); `explain` otherwise simulates the job itself
+//! (on a copy, off the lock), and `squeue --start` shows the last forecast's start, or
+//! the backfill plan's where the forecast has none.
+
+use std::sync::Arc;
+
+use sluice_core::explain::{ExplainOptions, Forecast};
+use sluice_core::{JobId, Scheduler};
+
+use super::Controller;
+
+/// The controller's forecast and whether one is being made.
+#[derive(Default)]
+pub(super) struct Forecasts {
+    /// The last forecast made.
+    last: Option<Arc<Forecast>>,
+    /// A forecast is being made.
+    making: bool,
+}
+
+/// A forecast to make: the scheduler as it was, and when.
+pub struct ForecastWork {
+    sched: Scheduler,
+    now: i64,
+}
+
+impl ForecastWork {
+    /// Makes the forecast (seconds on a big, busy cluster: call it off the event loop).
+    /// It looks as far ahead, and runs as many passes, as `explain` does.
+    pub fn make(self) -> Forecast {
+        let options = ExplainOptions::default();
+        let horizon = self.now.saturating_add(options.horizon);
+        sluice_core::explain::forecast(&self.sched, self.now, horizon, options.max_passes)
+    }
+}
+
+impl Controller {
+    /// A forecast to make now, when none is being made, jobs are queued and the last
+    /// one no longer holds; the controller then counts one as being made until
+    /// [`Controller::forecast_made`].
+    pub fn forecast_wanted(&mut self, now: i64) -> Option<ForecastWork> {
+        let f = &self.forecasts;
+        if f.making
+            || self.sched.pending_count() == 0
+            || f.last
+                .as_ref()
+                .is_some_and(|l| l.holds_for(&self.sched, now))
+        {
+            return None;
+        }
+        self.forecasts.making = true;
+        Some(ForecastWork {
+            sched: self.sched.clone(),
+            now,
+        })
+    }
+
+    /// Keeps a forecast made from [`Controller::forecast_wanted`]'s copy.
+    pub fn forecast_made(&mut self, forecast: Forecast) {
+        self.forecasts.making = false;
+        self.forecasts.last = Some(Arc::new(forecast));
+    }
+
+    /// The last forecast, when it still holds at `now`.
+    pub(super) fn forecast_at(&self, now: i64) -> Option<Arc<Forecast>> {
+        self.forecasts
+            .last
+            .clone()
+            .filter(|f| f.holds_for(&self.sched, now))
+    }
+
+    /// What `squeue --start` shows for pending job `id`: its start in the last
+    /// forecast (unless that time has passed), else the start the last backfill pass
+    /// planned.
+    pub(super) fn expected_start(&self, id: u64, planned: Option<i64>) -> Option<i64> {
+        self.forecasts
+            .last
+            .as_ref()
+            .and_then(|f| f.start_time(JobId(id)))
+            .filter(|&t| t >= self.sched.last_pass())
+            .or(planned)
+    }
+}
