@@ -90,9 +90,18 @@ pub fn render(e: &Explanation) -> String {
                 plural(p.ahead_nodes, "node")
             )
         };
+        let waiting = match p.waiting_ahead {
+            0 => String::new(),
+            n => format!(
+                "; {} ahead of it {} on a limit or time of {} own",
+                plural(u64::from(n), "more job"),
+                if n == 1 { "waits" } else { "wait" },
+                if n == 1 { "its" } else { "their" }
+            ),
+        };
         if return_queue {
             line(format!(
-                "Queue: {} of {} pending in its partition; {ahead}",
+                "Queue: {} of {} pending in its partition; {ahead}{waiting}",
                 p.rank, p.of
             ));
         }

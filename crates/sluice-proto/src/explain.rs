@@ -82,8 +82,12 @@ pub struct Priority {
     pub rank: u32,
     /// Pending jobs of its partition.
     pub of: u32,
-    /// Jobs ahead of it, and what they ask for together.
+    /// Jobs ahead of it that compete with it now, and what they ask for together.
     pub ahead: u32,
+    /// Jobs ahead of it that wait on something of their own (a limit, a begin time):
+    /// the scheduler passes over them, so they do not keep it waiting now.
+    #[serde(default)]
+    pub waiting_ahead: u32,
     /// Processors the jobs ahead ask for.
     pub ahead_cpus: u64,
     /// GPUs the jobs ahead ask for.

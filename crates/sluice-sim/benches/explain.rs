@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use sluice_core::explain::{explain, ExplainOptions, NoStart};
+use sluice_core::explain::{explain, explain_with, forecast, ExplainOptions, Forecast, NoStart};
 use sluice_core::{
     BackfillParams, Cluster, JobId, JobRequest, JobSpec, JobState, Node, NodeId, Partition,
     PartitionId, Policy, Scheduler, Time,
@@ -197,35 +197,52 @@ fn main() {
             })
             .collect(),
     );
+    // The controller's forecast: one simulation for the whole queue, made once.
+    let defaults = ExplainOptions::default();
+    let mut whole: Option<Forecast> = None;
+    let made = median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                whole = Some(forecast(&s, now, now + defaults.horizon, defaults.max_passes));
+                t.elapsed()
+            })
+            .collect(),
+    );
+    let whole = whole.expect("made");
     let order: Vec<JobId> = s.pending().map(|j| j.id()).collect();
     // SLUICE_EXPLAIN_DEPTHS=1,10 picks the rows (for profiling).
     let chosen: Vec<usize> = std::env::var("SLUICE_EXPLAIN_DEPTHS")
         .map(|v| v.split(',').map(|d| d.parse().expect("depths")).collect())
         .unwrap_or_else(|_| depths.to_vec());
     println!(
-        "| rank | job | predicted start | prediction (ms) | with counterfactuals (ms) | suggestions |"
+        "| rank | job | predicted start | from the forecast (ms) | own simulation (ms) | with counterfactuals (ms) | suggestions |"
     );
-    println!("|--:|---|---|--:|--:|---|");
+    println!("|--:|---|---|--:|--:|--:|---|");
     for &depth in &chosen {
         let id = order[depth.min(order.len()) - 1];
-        let time = |options: &ExplainOptions| {
+        let time = |options: &ExplainOptions, f: Option<&Forecast>| {
             let mut out = None;
             let d = median(
                 (0..runs)
                     .map(|_| {
                         let t = Instant::now();
-                        out = explain(&s, id, now, options);
+                        out = explain_with(&s, id, now, options, f);
                         t.elapsed()
                     })
                     .collect(),
             );
             (d, out.expect("pending"))
         };
-        let (predict, e) = time(&ExplainOptions {
+        let bare = ExplainOptions {
             counterfactuals: false,
             ..Default::default()
-        });
-        let (full, e_full) = time(&ExplainOptions::default());
+        };
+        let (read, e_read) = time(&bare, Some(&whole));
+        let (predict, e) = time(&bare, None);
+        assert_eq!(e_read, e, "the forecast and the job's own simulation agree");
+        let (full, e_full) = time(&ExplainOptions::default(), Some(&whole));
+        assert_eq!(explain(&s, id, now, &ExplainOptions::default()).as_ref(), Some(&e_full));
         let start = match &e.start {
             Ok(p) => format!("now + {:.1} h", (p.at - now) as f64 / 3600.0),
             Err(NoStart::Budget { at }) => {
@@ -242,8 +259,9 @@ fn main() {
             .map(|c| format!("{:?} → +{:.1} h", c.change, (c.at - now) as f64 / 3600.0))
             .collect();
         println!(
-            "| {depth} | {} | {start} | {} | {} | {} |",
+            "| {depth} | {} | {start} | {} | {} | {} | {} |",
             describe(&s, id),
+            ms(read),
             ms(predict),
             ms(full),
             if suggestions.is_empty() {
@@ -254,12 +272,16 @@ fn main() {
         );
     }
     println!();
+    let (starting, not) = whole.counts();
     println!(
         "{} nodes (every fourth with 8 GPUs), {} running and {} pending jobs, Slurm's backfill \
-         defaults; median of {runs} runs; one copy of the scheduler takes {} ms.",
+         defaults; median of {runs} runs; one copy of the scheduler takes {} ms; the forecast \
+         ({} passes: {starting} jobs start in it, {not} not before it ends) takes {} ms.",
         nodes,
         s.running_count(),
         s.pending_count(),
-        ms(clone)
+        ms(clone),
+        whole.passes,
+        ms(made)
     );
 }

@@ -362,6 +362,18 @@ fn a_limit_is_explained_with_its_usage_and_the_users_own_share() {
             "account physics allows 2 cpu; 2 in use (2 of it this user's own); this job adds 1"
         )]
     );
+    // A job asking more than the limit alone waits for ever (as in Slurm): explain says
+    // it can never start, not merely that it does not start within the horizon.
+    let wide = c.sbatch(&["-A", "physics", "-N", "2", "-c", "2", "--wrap", "true"]);
+    c.wait_for("its reason", || {
+        c.run("squeue", &["-h", "-o", "%r", "-j", &wide.to_string()])
+            .stdout
+            == "AssocGrpCpuLimit\n"
+    });
+    assert_eq!(
+        explain(&c, wide).no_start.as_deref(),
+        Some("it can never start: it alone adds 4 cpu, more than the limit of 2 (AssocGrpCpuLimit)")
+    );
 }
 
 /// Slurm's backfill defaults (a pass every 30 s on a one-minute grid), but a pass

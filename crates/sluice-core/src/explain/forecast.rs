@@ -129,7 +129,7 @@ impl Forecast {
             pass: s.pass,
             ended: self.ended[..s.ended].to_vec(),
         };
-        Some(Ok(forward::predicted(sched, &started)))
+        Some(Ok(forward::predicted(sched, job, &started)))
     }
 
     /// The predicted start time of `job`, if it starts in the forecast.

@@ -143,13 +143,13 @@ pub(crate) fn predict(
     max_passes: u32,
 ) -> Result<PredictedStart, NoStart> {
     let started = run(sched.clone(), job, now, horizon, max_passes)?;
-    Ok(predicted(sched, &started))
+    Ok(predicted(sched, job, &started))
 }
 
-/// What a start found by a simulation of `sched` tells.
-pub(crate) fn predicted(sched: &Scheduler, started: &Started) -> PredictedStart {
+/// What a start of `job` found by a simulation of `sched` tells.
+pub(crate) fn predicted(sched: &Scheduler, job: JobId, started: &Started) -> PredictedStart {
     PredictedStart {
-        waits_for: waits_for(sched, started),
+        waits_for: waits_for(sched, job, started),
         at: started.at,
         nodes: started.nodes.iter().map(|a| a.node).collect(),
         pass: started.pass,
@@ -157,8 +157,10 @@ pub(crate) fn predicted(sched: &Scheduler, started: &Started) -> PredictedStart 
 }
 
 /// The jobs running in `sched` that ended in the simulation before `started`, on its
-/// nodes.
-fn waits_for(sched: &Scheduler, started: &Started) -> Vec<RunningEnd> {
+/// nodes, after `job` could begin (a job waiting for its `--begin` time does not wait
+/// for those that end before it).
+fn waits_for(sched: &Scheduler, job: JobId, started: &Started) -> Vec<RunningEnd> {
+    let begin = sched.job(job).map_or(Time::MIN, |j| j.spec.begin);
     let mut out: Vec<RunningEnd> = started
         .ended
         .iter()
@@ -169,7 +171,8 @@ fn waits_for(sched: &Scheduler, started: &Started) -> Vec<RunningEnd> {
                 .nodes
                 .iter()
                 .any(|a| started.nodes.iter().any(|b| b.node == a.node));
-            (end <= started.at && shares).then_some(RunningEnd { job: id, end })
+            let after_begin = end > begin || begin <= sched.last_pass();
+            (end <= started.at && shares && after_begin).then_some(RunningEnd { job: id, end })
         })
         .collect();
     out.sort_by_key(|r| (r.end, r.job));

@@ -34,6 +34,16 @@ pub struct LimitHold {
     pub job: u64,
 }
 
+impl LimitHold {
+    /// Whether the job alone exceeds the limit, so that it can never pass it however
+    /// much of the scope's usage goes away: what it adds is more than the limit. Used
+    /// TRES-minutes are the exception (they decay, and the job does not add them until
+    /// it runs). Slurm keeps such a job pending for ever.
+    pub fn never_passes(&self) -> bool {
+        self.job > self.limit && !matches!(self.measure, Measure::TresMins(_))
+    }
+}
+
 /// Every limit holding `job` at `now`, in Slurm's precedence, then the cohort rule.
 pub(crate) fn holds(sched: &Scheduler, job: &Job, now: Time) -> Vec<LimitHold> {
     let mut all = check::holds(

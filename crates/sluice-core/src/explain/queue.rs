@@ -3,7 +3,7 @@
 //! textbook policies).
 
 use crate::ids::JobId;
-use crate::job::JobRequest;
+use crate::job::{JobRequest, PendingReason};
 use crate::scheduler::Scheduler;
 
 /// What a set of jobs asks for together, by their requests (the fewest nodes each
@@ -34,10 +34,30 @@ pub struct QueuePosition {
     pub rank: u32,
     /// Pending jobs of the partition in all.
     pub of: u32,
-    /// Jobs ahead of it (`rank - 1`), held ones included.
+    /// Jobs ahead of it that compete with it now (`rank - 1 - waiting_ahead`).
     pub ahead: u32,
-    /// What the jobs ahead of it ask for together.
+    /// Jobs ahead of it that wait on something of their own (an accounting limit,
+    /// their `--begin` time, their partition's or reservation's limits): the scheduler
+    /// passes over them, so they do not keep it waiting now.
+    pub waiting_ahead: u32,
+    /// What the competing jobs ahead of it ask for together.
     pub ahead_demand: Demand,
+}
+
+/// Whether a pending job with this reason is passed over by the scheduler for a cause
+/// of its own, however many resources are free.
+fn waits_on_its_own(reason: PendingReason) -> bool {
+    matches!(
+        reason,
+        PendingReason::BeginTime
+            | PendingReason::PartitionTimeLimit
+            | PendingReason::PartitionNodeLimit
+            | PendingReason::ReqNodeNotAvail
+            | PendingReason::Reservation
+            | PendingReason::AccountNotAllowed
+            | PendingReason::QosNotAllowed
+            | PendingReason::Limit(_)
+    )
 }
 
 /// `job`'s position; `job` must be pending.
@@ -45,6 +65,7 @@ pub(crate) fn position(sched: &Scheduler, job: JobId) -> QueuePosition {
     let part = sched.job(job).expect("pending job").spec.partition;
     let gpu = sched.cluster().gpu_slot();
     let mut ahead = 0u32;
+    let mut waiting = 0u32;
     let mut of = 0u32;
     let mut demand = Demand::default();
     let mut behind = false;
@@ -52,15 +73,18 @@ pub(crate) fn position(sched: &Scheduler, job: JobId) -> QueuePosition {
         of += 1;
         if j.id() == job {
             behind = true;
+        } else if !behind && waits_on_its_own(j.reason) {
+            waiting += 1;
         } else if !behind {
             ahead += 1;
             demand.add(&j.spec.request, gpu);
         }
     }
     QueuePosition {
-        rank: ahead + 1,
+        rank: ahead + waiting + 1,
         of,
         ahead,
+        waiting_ahead: waiting,
         ahead_demand: demand,
     }
 }

@@ -286,11 +286,12 @@ impl Controller {
         priority.rank = x.queue.rank;
         priority.of = x.queue.of;
         priority.ahead = x.queue.ahead;
+        priority.waiting_ahead = x.queue.waiting_ahead;
         priority.ahead_cpus = x.queue.ahead_demand.cpus;
         priority.ahead_gpus = x.queue.ahead_demand.gpus;
         priority.ahead_nodes = x.queue.ahead_demand.nodes;
         e.priority = Some(priority);
-        if let Some(c) = self.reason_cause(r, x.reason, x.queue.ahead, x.queue.of) {
+        if let Some(c) = self.reason_cause(r, x.reason, &x.queue) {
             e.causes.push(c);
         }
         // Every limit holding it, its reason's first (Slurm's precedence).
@@ -322,7 +323,18 @@ impl Controller {
                     ..Default::default()
                 });
             }
-            Err(why) => e.no_start = Some(why.to_string()),
+            Err(why) => {
+                e.no_start = Some(match x.limits.iter().find(|h| h.never_passes()) {
+                    Some(h) => format!(
+                        "it can never start: it alone adds {} {}, more than the limit of {} ({})",
+                        h.job,
+                        self.measure(h.measure),
+                        h.limit,
+                        h.reason
+                    ),
+                    None => why.to_string(),
+                })
+            }
         }
         if let Some(expected) = &mut e.expected {
             expected.planned = self.expected_start(r.id, x.planned);

@@ -3,7 +3,7 @@
 //! Slurm prints them. One sentence per fact, with the numbers.
 
 use sluice_conf::duration::format_time;
-use sluice_core::explain::{Change, Dimension, LimitHold, NodeGroup, NodeVerdict};
+use sluice_core::explain::{Change, Dimension, LimitHold, NodeGroup, NodeVerdict, QueuePosition};
 use sluice_core::limits::check::Measure;
 use sluice_core::limits::usage::Scope;
 use sluice_core::limits::TresKind;
@@ -136,7 +136,7 @@ impl Controller {
         }
     }
 
-    fn measure(&self, m: Measure) -> String {
+    pub(super) fn measure(&self, m: Measure) -> String {
         match m {
             Measure::RunningJobs => "running jobs".into(),
             Measure::SubmittedJobs => "jobs pending or running".into(),
@@ -214,8 +214,7 @@ impl Controller {
         &self,
         r: &JobRecord,
         reason: PendingReason,
-        ahead: u32,
-        of: u32,
+        queue: &QueuePosition,
     ) -> Option<Cause> {
         let part = self
             .partition_of(&r.partition)
@@ -229,10 +228,21 @@ impl Controller {
             PendingReason::Priority => (
                 "priority",
                 format!(
-                    "{} ahead of it in partition {pname} {} first (it is {} of {of})",
-                    plural(ahead, "job"),
-                    if ahead == 1 { "comes" } else { "come" },
-                    ahead + 1
+                    "{} ahead of it in partition {pname} {} first (it is {} of {}){}",
+                    plural(queue.ahead, "job"),
+                    if queue.ahead == 1 { "comes" } else { "come" },
+                    queue.rank,
+                    queue.of,
+                    match queue.waiting_ahead {
+                        0 => String::new(),
+                        n => format!(
+                            "; {} ahead of it {} on {} own and {} not count",
+                            plural(n, "more job"),
+                            if n == 1 { "waits" } else { "wait" },
+                            if n == 1 { "its" } else { "their" },
+                            if n == 1 { "does" } else { "do" },
+                        ),
+                    }
                 ),
             ),
             PendingReason::Resources => (

@@ -181,3 +181,28 @@ fn a_forecast_cut_by_its_pass_budget_says_not_before_as_explain_does() {
     }
     assert_eq!(f.start_of(&s, JobId(1)), None, "job 1 was running");
 }
+
+#[test]
+fn a_job_waiting_for_its_begin_time_does_not_wait_for_jobs_ending_before_it() {
+    // One 8-GPU node, job 1 on it for an hour. Job 2 may begin in two hours: it starts
+    // then, waiting for no running job. Job 3 may begin in half an hour: it waits for
+    // job 1 too.
+    let mut early = job(3).gpus(8).prio(1);
+    early.begin = 1800;
+    let mut late = job(2).gpus(8).prio(2);
+    late.begin = 7200;
+    let s = started(machine(&[(32, 8)]), vec![job(1).gpus(8).prio(9), late, early]);
+    let p = explain_at(&s, 2, 0).start.unwrap();
+    assert_eq!((p.at, p.waits_for), (7200, vec![]));
+    let p = explain_at(&s, 3, 0).start.unwrap();
+    assert_eq!(
+        (p.at, p.waits_for),
+        (
+            3600,
+            vec![RunningEnd {
+                job: JobId(1),
+                end: 3600
+            }]
+        )
+    );
+}

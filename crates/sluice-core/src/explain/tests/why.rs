@@ -197,8 +197,11 @@ fn queue_rank_counts_the_jobs_ahead_in_its_own_partition() {
     // Partitions `gpu` (node01) and `cpu` (node02), 8 CPUs and 4 GPUs each, both full
     // for an hour. Pending in `gpu`: job 3 (priority 30: 4 CPUs, 2 GPUs), job 4
     // (priority 20: 1 CPU), job 2 (priority 10: 2 CPUs, 1 GPU). Job 5 in `cpu` has the
-    // highest priority and does not count.
+    // highest priority and does not count. Job 7 (priority 25) waits for its `--begin`
+    // in two hours: it is ahead, but does not compete with job 2 now.
     let mut c = machine(&[(8, 4), (8, 4)]);
+    let mut later = job(7).cpus(8).prio(25);
+    later.begin = 7200;
     c.partitions[0].nodes = ids(&[0]);
     c.partitions.push(Partition::new("cpu", ids(&[1])));
     let s = started(
@@ -210,15 +213,17 @@ fn queue_rank_counts_the_jobs_ahead_in_its_own_partition() {
             job(3).cpus(4).gpus(2).prio(30),
             job(4).prio(20),
             job(5).part(1).prio(40),
+            later,
         ],
     );
     let e = explain_at(&s, 2, 0);
     assert_eq!(
         e.queue,
         QueuePosition {
-            rank: 3,
-            of: 3,
+            rank: 4,
+            of: 4,
             ahead: 2,
+            waiting_ahead: 1,
             ahead_demand: Demand {
                 cpus: 5,
                 gpus: 2,
