@@ -338,12 +338,17 @@ pub fn run(args: AuditArgs) -> i32 {
             parse_begin(s, t).unwrap_or_else(|| fail(format!("Invalid time specification: {s}")))
         })
     };
-    let job = args.job.as_deref().map(|j| {
-        j.parse::<u64>()
-            .unwrap_or_else(|_| fail("Invalid job id specified"))
-    });
+    // A job or one array task (`123_4`); not a step, not a range of tasks.
+    let (job, task) = match args.job.as_deref() {
+        None => (None, None),
+        Some(j) => match crate::slurm::common::parse_job_arg(j) {
+            Some(ids) if ids.len() == 1 && !j.contains('.') => (Some(ids[0].0), ids[0].1),
+            _ => fail(format!("Invalid job id specified: {j}")),
+        },
+    };
     let query = AuditQuery {
         job,
+        task,
         node: args.node.clone(),
         gpu: args.gpu,
         since: time(&args.since),
@@ -351,7 +356,10 @@ pub fn run(args: AuditArgs) -> i32 {
     };
     let reply: AuditReply = controller()
         .get(&format!("/v1/audit?{}", query.to_query_string()))
-        .unwrap_or_else(|e| fail(describe(&e)));
+        .unwrap_or_else(|e| match (describe(&e), &args.job) {
+            (why, Some(j)) if why == "Invalid job id specified" => fail(format!("{why}: {j}")),
+            (why, _) => fail(why),
+        });
     if args.json {
         let lines: Vec<String> = if query.node.is_some() {
             reply
@@ -375,7 +383,10 @@ pub fn run(args: AuditArgs) -> i32 {
         print!("{}", holds_table(&reply, &user_name));
         return 0;
     }
-    if let (Some(j), true) = (job, reply.events.is_empty() && reply.hidden_events == 0) {
+    if let (Some(j), true) = (
+        &args.job,
+        reply.events.is_empty() && reply.hidden_events == 0,
+    ) {
         fail(format!("No audit events for job {j}"));
     }
     print!("{}", story(&reply, job.is_none(), &user_name));

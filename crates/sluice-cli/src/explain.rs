@@ -171,7 +171,10 @@ pub fn render(e: &Explanation) -> String {
 /// Runs `sluice explain`.
 pub fn run(args: ExplainArgs) -> i32 {
     let me = "sluice explain";
-    let Some(ids) = parse_job_arg(&args.job).filter(|ids| ids.len() == 1) else {
+    // A job or one array task (`123_4`); not a step, not a range of tasks.
+    let Some(ids) =
+        parse_job_arg(&args.job).filter(|ids| ids.len() == 1 && !args.job.contains('.'))
+    else {
         eprintln!("{me}: error: Invalid job id specified: {}", args.job);
         return 1;
     };
@@ -215,7 +218,12 @@ pub fn run(args: ExplainArgs) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("{me}: error: {}", describe(&e));
+            let why = describe(&e);
+            // The same words as for an id that does not parse.
+            match why.as_str() {
+                "Invalid job id specified" => eprintln!("{me}: error: {why}: {}", args.job),
+                _ => eprintln!("{me}: error: {why}"),
+            }
             1
         }
     }

@@ -1436,6 +1436,11 @@ impl Controller {
     }
 
     /// Ids a request names (`123` all of an array, `123_4` one task).
+    /// The record of task `task` of array `job`, while the controller remembers it.
+    pub fn task_record(&self, job: u64, task: u32) -> Option<u64> {
+        self.select(job, Some(task)).first().copied()
+    }
+
     fn select(&self, job: u64, task: Option<u32>) -> Vec<u64> {
         match task {
             Some(t) => self

@@ -261,6 +261,9 @@ pub struct AuditHold {
 pub struct AuditQuery {
     /// Only this job's events (and holds).
     pub job: Option<u64>,
+    /// With `job`: the events of that array's task of this index (`123_4`).
+    #[serde(default)]
+    pub task: Option<u32>,
     /// The holds on this node (with `gpu`, of that GPU index).
     pub node: Option<String>,
     /// With `node`: only this GPU index.
@@ -277,6 +280,9 @@ impl AuditQuery {
         let mut parts = Vec::new();
         if let Some(j) = self.job {
             parts.push(format!("job={j}"));
+        }
+        if let Some(t) = self.task {
+            parts.push(format!("task={t}"));
         }
         if let Some(n) = &self.node {
             let safe: String = n

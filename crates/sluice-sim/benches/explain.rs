@@ -204,7 +204,12 @@ fn main() {
         (0..runs)
             .map(|_| {
                 let t = Instant::now();
-                whole = Some(forecast(&s, now, now + defaults.horizon, defaults.max_passes));
+                whole = Some(forecast(
+                    &s,
+                    now,
+                    now + defaults.horizon,
+                    defaults.max_passes,
+                ));
                 t.elapsed()
             })
             .collect(),
@@ -242,7 +247,10 @@ fn main() {
         let (predict, e) = time(&bare, None);
         assert_eq!(e_read, e, "the forecast and the job's own simulation agree");
         let (full, e_full) = time(&ExplainOptions::default(), Some(&whole));
-        assert_eq!(explain(&s, id, now, &ExplainOptions::default()).as_ref(), Some(&e_full));
+        assert_eq!(
+            explain(&s, id, now, &ExplainOptions::default()).as_ref(),
+            Some(&e_full)
+        );
         let start = match &e.start {
             Ok(p) => format!("now + {:.1} h", (p.at - now) as f64 / 3600.0),
             Err(NoStart::Budget { at }) => {

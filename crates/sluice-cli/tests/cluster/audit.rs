@@ -239,3 +239,74 @@ fn me() -> String {
 fn me_account() -> String {
     me()
 }
+
+/// One plain node.
+const PLAIN: &str = "ClusterName=audit2
+SlurmctldHost=localhost
+NodeName=n1 CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=n1 Default=YES MaxTime=1:00:00 State=UP
+";
+
+#[test]
+fn audit_and_explain_take_array_tasks_and_refuse_what_is_not_a_job_or_a_node() {
+    let c = Cluster::start("audit2", PLAIN);
+    let array = c.sbatch(&["--array=0-1", "-o", "/dev/null", "--wrap", "true"]);
+    let task = format!("{array}_1");
+    c.wait_for("both tasks to end", || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-n",
+                "-X",
+                "-P",
+                "-o",
+                "JobID,State",
+                "-j",
+                &array.to_string(),
+            ],
+        );
+        o.stdout == format!("{array}_0|COMPLETED\n{array}_1|COMPLETED\n")
+    });
+    let raw = c.run("sacct", &["-n", "-X", "-P", "-o", "JobIDRaw", "-j", &task]);
+    let raw: u64 = raw.stdout.trim().parse().expect("the task's own id");
+    // `sluice audit 12_1` is the story of that task's record.
+    let o = c.run("sluice", &["audit", &task, "--json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let jobs: Vec<u64> = o
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<AuditEvent>(l).unwrap().job_id)
+        .collect();
+    assert!(!jobs.is_empty());
+    assert_eq!(jobs, vec![raw; jobs.len()]);
+    // Steps, ranges, unknown tasks, jobs and nodes: one clear error each, exit code 1.
+    for (args, message) in [
+        (
+            vec!["audit", "5.batch"],
+            "sluice audit: error: Invalid job id specified: 5.batch",
+        ),
+        (
+            vec!["audit", &format!("{array}_[0-1]")],
+            &*format!("sluice audit: error: Invalid job id specified: {array}_[0-1]"),
+        ),
+        (
+            vec!["audit", &format!("{array}_7")],
+            &*format!("sluice audit: error: Invalid job id specified: {array}_7"),
+        ),
+        (
+            vec!["audit", "--node", "nosuch"],
+            "sluice audit: error: Invalid node name specified",
+        ),
+        (
+            vec!["explain", "5.batch"],
+            "sluice explain: error: Invalid job id specified: 5.batch",
+        ),
+        (
+            vec!["explain", "99999"],
+            "sluice explain: error: Invalid job id specified: 99999",
+        ),
+    ] {
+        let o = c.run("sluice", &args);
+        assert_eq!((o.code, o.stderr.trim_end()), (1, message), "{args:?}");
+    }
+}

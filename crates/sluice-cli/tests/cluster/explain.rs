@@ -372,7 +372,9 @@ fn a_limit_is_explained_with_its_usage_and_the_users_own_share() {
     });
     assert_eq!(
         explain(&c, wide).no_start.as_deref(),
-        Some("it can never start: it alone adds 4 cpu, more than the limit of 2 (AssocGrpCpuLimit)")
+        Some(
+            "it can never start: it alone adds 4 cpu, more than the limit of 2 (AssocGrpCpuLimit)"
+        )
     );
 }
 

@@ -24,6 +24,7 @@ use sluice_store::{AuditFilter, AuditRow, HoldFilter, HoldRow};
 use super::{error, now, user_and_group, App, Peer};
 use crate::accounts::Requester;
 use crate::state::audit::store_record;
+use crate::state::BAD_JOB;
 
 /// Hands the events the controller recorded to the store (in order: taken and sent
 /// under the controller's lock; the store writes them without anyone waiting).
@@ -136,9 +137,23 @@ fn group(rows: Vec<HoldRow>) -> Vec<AuditHold> {
 pub(super) async fn query(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
-    Query(q): Query<AuditQuery>,
+    Query(mut q): Query<AuditQuery>,
 ) -> Response {
     let all = operator(&app, peer);
+    {
+        let ctl = app.ctl.lock().expect("lock");
+        // An array task (`123_4`) is its own record.
+        if let (Some(job), Some(task)) = (q.job, q.task.take()) {
+            match ctl.task_record(job, task) {
+                Some(id) => q.job = Some(id),
+                None => return error(StatusCode::NOT_FOUND, BAD_JOB),
+            }
+        }
+    }
+    let unknown_node = q.node.as_deref().is_some_and(|n| {
+        let ctl = app.ctl.lock().expect("lock");
+        ctl.conf.node_id(n).is_none()
+    });
     flush(&app);
     let store = app.store.clone();
     let read = tokio::task::spawn_blocking(move || {
@@ -169,6 +184,10 @@ pub(super) async fn query(
         Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
+    if unknown_node && holds.is_empty() {
+        // Neither configured nor in the trail (a node since removed still answers).
+        return error(StatusCode::NOT_FOUND, "Invalid node name specified");
+    }
     let mut reply = AuditReply::default();
     for e in events.iter().filter_map(event) {
         if all {
@@ -186,6 +205,11 @@ pub(super) async fn query(
         } else {
             reply.hidden_holds += 1;
         }
+    }
+    if q.job.is_some() {
+        // Counting another user's events of one job would tell that the job exists.
+        reply.hidden_events = 0;
+        reply.hidden_holds = 0;
     }
     Json(reply).into_response()
 }

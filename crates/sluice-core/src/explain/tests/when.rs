@@ -191,7 +191,10 @@ fn a_job_waiting_for_its_begin_time_does_not_wait_for_jobs_ending_before_it() {
     early.begin = 1800;
     let mut late = job(2).gpus(8).prio(2);
     late.begin = 7200;
-    let s = started(machine(&[(32, 8)]), vec![job(1).gpus(8).prio(9), late, early]);
+    let s = started(
+        machine(&[(32, 8)]),
+        vec![job(1).gpus(8).prio(9), late, early],
+    );
     let p = explain_at(&s, 2, 0).start.unwrap();
     assert_eq!((p.at, p.waits_for), (7200, vec![]));
     let p = explain_at(&s, 3, 0).start.unwrap();
