@@ -110,6 +110,9 @@ pub fn describe_event(what: &AuditWhat, name: &dyn Fn(u32) -> String) -> String 
             format!("by {}{kind}", name(*by))
         }
         AuditWhat::Released { by } => format!("by {}", name(*by)),
+        AuditWhat::Updated { by, changes } => {
+            format!("by {}: {}", name(*by), changes.join(" "))
+        }
         AuditWhat::Cancelled { by, state } => {
             format!("by {} while {}", name(*by), state.name())
         }

@@ -560,6 +560,7 @@ impl Profile {
                 a.schedulable
                     && a.partitions.contains(&filter.partition)
                     && (filter.features_any == 0 || a.features & filter.features_any != 0)
+                    && could_ever_host(req, &a.capacity)
             })
             .collect();
         let classes: Vec<ClassId> = (0..self.classes.len() as ClassId)
@@ -887,6 +888,27 @@ impl Iterator for MergeById<'_> {
 /// (the front leaves) or when `t + d` passes the start of step `hi + 1` (a step enters);
 /// [`Hosting::next_time`] is the earlier of the two. Classes have few steps, so the
 /// minimum is recomputed by a scan of the window.
+/// Whether a node of capacity `cap` could host one task of `req` when idle, judged by
+/// what cannot depend on what else runs there (the GRES asked per node, memory per
+/// node or per task, one task's processors). Free resources never exceed the capacity,
+/// so a node failing this hosts no task at any time ([`max_tasks_on`] is 0): leaving
+/// it out of a search changes no answer, and spares looking at its steps (on a busy
+/// machine, every node is a class of its own).
+fn could_ever_host(req: &JobRequest, cap: &Resources) -> bool {
+    let cpt = req.cpus_per_task.max(1);
+    let mem = match req.mem {
+        crate::job::MemRequest::PerNode(m) => m,
+        crate::job::MemRequest::PerCpu(m) => m.saturating_mul(u64::from(cpt)),
+    };
+    cpt <= cap.cpus
+        && mem <= cap.mem_mib
+        && req
+            .gres_per_node
+            .iter()
+            .zip(&cap.gres)
+            .all(|(need, have)| need <= have)
+}
+
 struct Hosting<'a> {
     steps: &'a Steps,
     capacity: Resources,

@@ -109,6 +109,14 @@ pub enum AuditWhat {
         /// Who released it.
         by: u32,
     },
+    /// Changed by `scontrol update` (its time limit, partition, nice, begin time...).
+    Updated {
+        /// Who changed it (uid).
+        by: u32,
+        /// What changed, as `scontrol update` names it: `TimeLimit=00:10:00`,
+        /// `Partition=short`...
+        changes: Vec<String>,
+    },
     /// Cancelled (`scancel`).
     Cancelled {
         /// Who cancelled it.
@@ -203,6 +211,7 @@ impl AuditWhat {
             AuditWhat::Submitted { .. } => "submitted",
             AuditWhat::Held { .. } => "held",
             AuditWhat::Released { .. } => "released",
+            AuditWhat::Updated { .. } => "updated",
             AuditWhat::Cancelled { .. } => "cancelled",
             AuditWhat::Requeued { .. } => "requeued",
             AuditWhat::Started { .. } => "started",

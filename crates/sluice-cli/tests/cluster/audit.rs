@@ -279,6 +279,31 @@ fn audit_and_explain_take_array_tasks_and_refuse_what_is_not_a_job_or_a_node() {
         .collect();
     assert!(!jobs.is_empty());
     assert_eq!(jobs, vec![raw; jobs.len()]);
+    // `scontrol update` is part of the story, with who changed what.
+    let held = c.sbatch(&["--hold", "-t", "30", "--wrap", "true"]);
+    let o = c.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={held}"),
+            "TimeLimit=10",
+            "Comment=smaller",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let rest: Vec<String> = story(&c, held).into_iter().map(|(_, r)| r).collect();
+    assert_eq!(
+        rest,
+        [
+            format!(
+                "submitted  by {} to partition debug, account {}, QOS normal",
+                me(),
+                me_account()
+            ),
+            format!("held       by {}", me()),
+            format!("updated    by {}: TimeLimit=10 Comment=smaller", me()),
+        ]
+    );
     // Steps, ranges, unknown tasks, jobs and nodes: one clear error each, exit code 1.
     for (args, message) in [
         (

@@ -216,6 +216,19 @@ impl Controller {
         self.audit.push(now, r, what);
     }
 
+    /// Changed by `scontrol update` (`changes` as the command named them).
+    pub(super) fn audit_updated(
+        &mut self,
+        id: u64,
+        changes: &[(String, String)],
+        by: u32,
+        now: i64,
+    ) {
+        let Some(r) = self.jobs.get(&id) else { return };
+        let changes = changes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        self.audit.push(now, r, AuditWhat::Updated { by, changes });
+    }
+
     /// Cancelled by `by` (uid).
     pub(super) fn audit_cancelled(&mut self, id: u64, by: u32, now: i64) {
         let Some(r) = self.jobs.get(&id) else { return };

@@ -280,6 +280,7 @@ impl Controller {
                 }
             }
             let record = r.clone();
+            self.audit_updated(id, changes, caller.uid, now);
             effects.push(Effect::Persist(Box::new(record.clone())));
             if was_queued {
                 // The core takes the job again with its new shape.
