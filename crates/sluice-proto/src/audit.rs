@@ -380,11 +380,18 @@ mod tests {
     fn the_query_string_escapes_node_names() {
         let q = AuditQuery {
             job: None,
+            task: None,
             node: Some("node 03".into()),
             gpu: Some(5),
             since: Some(10),
             until: None,
         };
         assert_eq!(q.to_query_string(), "node=node%2003&gpu=5&since=10");
+        let task = AuditQuery {
+            job: Some(12),
+            task: Some(4),
+            ..Default::default()
+        };
+        assert_eq!(task.to_query_string(), "job=12&task=4");
     }
 }
