@@ -115,11 +115,11 @@ pub fn render(e: &Explanation) -> String {
         ));
         match x.planned.filter(|_| x.plan_differs) {
             Some(t) => line(format!(
-                "  squeue --start shows {} until the controller's forecast catches up with the latest change",
+                "  squeue --start shows {}: the controller's last forecast (made before the latest change) or the backfill plan",
                 timestamp(t)
             )),
             None if x.plan_differs => line(
-                "  squeue --start shows N/A until the controller's forecast catches up with the latest change"
+                "  squeue --start shows N/A: neither the controller's last forecast nor the backfill plan starts it yet"
                     .into(),
             ),
             None => {}

@@ -13,6 +13,11 @@
 //!   `days`, `hours`, in any case) — or `UNLIMITED` (`INFINITE`) to keep them forever.
 //!   Default 90 days. Unlike slurmdbd, which purges at calendar month boundaries, a
 //!   month here is 30 days.
+//! - `ForecastPasses=`: how many scheduling passes the controller's forecast of the
+//!   whole queue may simulate (what `squeue --start` and `sluice explain` show; see the
+//!   README). Default 100; more passes give exact starts deeper in a long queue, at
+//!   the cost of more of one core in the background after each change. `0` turns the
+//!   forecast off (`squeue --start` then shows the backfill plan, as Slurm's).
 //!
 //! Without the file every setting has its default. Unknown keys are errors (the file is
 //! Sluice's alone, so a misspelt key is never another program's).
@@ -28,18 +33,25 @@ const DAY: i64 = 86_400;
 /// `PurgeAuditAfter`'s default: 90 days, in seconds.
 pub const DEFAULT_PURGE_AUDIT_AFTER: i64 = 90 * DAY;
 
+/// `ForecastPasses`' default.
+pub const DEFAULT_FORECAST_PASSES: u32 = 100;
+
 /// The settings of a sluice.conf.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SiteConf {
     /// `PurgeAuditAfter`: audit events older than this many seconds are purged; `None`:
     /// kept forever.
     pub purge_audit_after: Option<i64>,
+    /// `ForecastPasses`: the most passes the controller's forecast simulates; 0: no
+    /// forecast.
+    pub forecast_passes: u32,
 }
 
 impl Default for SiteConf {
     fn default() -> Self {
         SiteConf {
             purge_audit_after: Some(DEFAULT_PURGE_AUDIT_AFTER),
+            forecast_passes: DEFAULT_FORECAST_PASSES,
         }
     }
 }
@@ -55,8 +67,8 @@ pub fn read(path: &Path) -> Result<SiteConf, ConfError> {
 
 /// Parses sluice.conf text; `path` is used for messages and relative `Include`s.
 ///
-/// Errors, each with file and line: an unknown key, and a `PurgeAuditAfter` value that
-/// [`parse_purge_after`] refuses.
+/// Errors, each with file and line: an unknown key, a `PurgeAuditAfter` value that
+/// [`parse_purge_after`] refuses, and a `ForecastPasses` that is not a whole number.
 pub fn parse_str(text: &str, path: &Path) -> Result<SiteConf, ConfError> {
     let mut p = Parser::default();
     p.parse_text(text, path, 0)?;
@@ -121,6 +133,12 @@ impl ConfReader for Parser {
             if k.eq_ignore_ascii_case("PurgeAuditAfter") {
                 self.out.purge_audit_after =
                     parse_purge_after(&v).map_err(|m| err(format!("PurgeAuditAfter: {m}")))?;
+            } else if k.eq_ignore_ascii_case("ForecastPasses") {
+                self.out.forecast_passes = v.trim().parse().map_err(|_| {
+                    err(format!(
+                        "ForecastPasses: '{v}' is not a whole number of passes"
+                    ))
+                })?;
             } else {
                 return Err(err(format!("unknown key '{k}'")));
             }
@@ -167,8 +185,18 @@ mod tests {
         assert_eq!(
             parse("# audit\nPurgeAuditAfter=30days\n").unwrap(),
             SiteConf {
-                purge_audit_after: Some(30 * 86_400)
+                purge_audit_after: Some(30 * 86_400),
+                forecast_passes: 100,
             }
+        );
+        assert_eq!(
+            parse("ForecastPasses=1000\n").unwrap().forecast_passes,
+            1000
+        );
+        assert_eq!(parse("forecastpasses=0\n").unwrap().forecast_passes, 0);
+        assert_eq!(
+            parse("ForecastPasses=-3\n").unwrap_err(),
+            "/etc/slurm/sluice.conf:1: ForecastPasses: '-3' is not a whole number of passes"
         );
         assert_eq!(
             parse("purgeauditafter=unlimited\n")

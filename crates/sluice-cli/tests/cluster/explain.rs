@@ -439,3 +439,52 @@ fn squeue_start_shows_the_forecast_explain_gives_for_every_queued_job() {
         ]
     );
 }
+
+#[test]
+fn without_a_forecast_squeue_start_shows_the_backfill_plan_and_explain_says_so() {
+    // ForecastPasses=0 in sluice.conf: no forecast. A backfill pass every second plans
+    // one job only, so the first queued job shows its plan and the second N/A, as in
+    // Slurm; explain still gives the second one's start, and says what squeue shows.
+    let conf = ONE_PLANNED.replace(
+        "bf_max_job_test=1",
+        "bf_max_job_test=1,bf_interval=1,bf_resolution=1",
+    );
+    let c = Cluster::start_files(
+        "noforecast",
+        &conf,
+        &[("sluice.conf", "ForecastPasses=0\n")],
+    );
+    let (a, _) = fill(&c);
+    let queued: Vec<u64> = (0..2)
+        .map(|_| c.sbatch(&["-c", "2", "-t", "15", "-o", "/dev/null", "--wrap", "true"]))
+        .collect();
+    let shown = |job: u64| {
+        c.run(
+            "squeue",
+            &["-h", "--start", "-o", "%S", "-j", &job.to_string()],
+        )
+        .stdout
+        .trim()
+        .to_string()
+    };
+    c.wait_for("the backfill plan of the first", || {
+        shown(queued[0]) != "N/A"
+    });
+    let first = explain(&c, queued[0]).expected.unwrap();
+    assert_eq!(
+        (shown(queued[0]), first.plan_differs),
+        (timestamp(first.start), false)
+    );
+    let a_start = c
+        .run("squeue", &["-h", "-o", "%S", "-j", &a.to_string()])
+        .stdout;
+    assert_eq!(timestamp(first.start - 600), a_start.trim());
+    assert_eq!(shown(queued[1]), "N/A");
+    let second = explain(&c, queued[1]).expected.unwrap();
+    assert_eq!((second.planned, second.plan_differs), (None, true));
+    let text = c.run("sluice", &["explain", &queued[1].to_string()]).stdout;
+    assert!(
+        text.contains("  squeue --start shows N/A: neither the controller's last forecast nor the backfill plan starts it yet"),
+        "{text}"
+    );
+}

@@ -25,19 +25,19 @@ pub(super) struct Forecasts {
     making: bool,
 }
 
-/// A forecast to make: the scheduler as it was, and when.
+/// A forecast to make: the scheduler as it was, when, and how many passes it may take.
 pub struct ForecastWork {
     sched: Scheduler,
     now: i64,
+    passes: u32,
 }
 
 impl ForecastWork {
     /// Makes the forecast (seconds on a big, busy cluster: call it off the event loop).
-    /// It looks as far ahead, and runs as many passes, as `explain` does.
+    /// It looks as far ahead as `explain` does, running sluice.conf's `ForecastPasses`.
     pub fn make(self) -> Forecast {
-        let options = ExplainOptions::default();
-        let horizon = self.now.saturating_add(options.horizon);
-        sluice_core::explain::forecast(&self.sched, self.now, horizon, options.max_passes)
+        let horizon = self.now.saturating_add(ExplainOptions::default().horizon);
+        sluice_core::explain::forecast(&self.sched, self.now, horizon, self.passes)
     }
 }
 
@@ -47,7 +47,9 @@ impl Controller {
     /// [`Controller::forecast_made`].
     pub fn forecast_wanted(&mut self, now: i64) -> Option<ForecastWork> {
         let f = &self.forecasts;
+        let passes = self.conf.site.forecast_passes;
         if f.making
+            || passes == 0
             || self.sched.pending_count() == 0
             || f.last
                 .as_ref()
@@ -59,6 +61,7 @@ impl Controller {
         Some(ForecastWork {
             sched: self.sched.clone(),
             now,
+            passes,
         })
     }
 
