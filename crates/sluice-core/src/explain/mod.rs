@@ -173,7 +173,8 @@ pub fn explain(
 /// [`explain`], taking the predicted start from `forecast` when it still holds
 /// ([`Forecast::holds_for`]) instead of simulating again. A forecast made with at least
 /// [`ExplainOptions::max_passes`] passes gives the same start as the simulation would
-/// (see [`forecast()`]), with at least as many passes behind a "not before".
+/// (see [`forecast()`]), with at least as many passes behind a "not before"; one made
+/// with fewer is used only for the jobs it starts.
 pub fn explain_with(
     sched: &Scheduler,
     job: JobId,
@@ -184,9 +185,11 @@ pub fn explain_with(
     let j = sched.job(job).filter(|j| j.state == JobState::Pending)?;
     let never_fits = never_fits::check(sched, &j.spec);
     let horizon = now.saturating_add(options.horizon.max(0));
-    let forecast = forecast
-        .filter(|f| f.holds_for(sched, now))
-        .and_then(|f| f.start_of(sched, job));
+    // A forecast cut by a smaller budget than ours leaves the job to our own run.
+    let forecast = forecast.filter(|f| f.holds_for(sched, now)).and_then(|f| {
+        f.start_of(sched, job)
+            .filter(|s| f.passes >= options.max_passes || !matches!(s, Err(NoStart::Budget { .. })))
+    });
     let start = match (&never_fits, forecast) {
         (Some(n), _) => Err(NoStart::NeverFits(n.clone())),
         (None, Some(start)) => start,

@@ -209,3 +209,23 @@ fn a_job_waiting_for_its_begin_time_does_not_wait_for_jobs_ending_before_it() {
         )
     );
 }
+
+#[test]
+fn a_forecast_with_a_smaller_budget_than_explains_is_used_only_where_it_starts_the_job() {
+    // The same queue: a forecast of two passes starts job 2 and gives up on job 3;
+    // explaining job 3 with the default budget of 100 passes simulates it again and
+    // finds its start at 7200.
+    let s = started(
+        machine(&[(1, 0)]),
+        vec![job(1).prio(4), job(2).prio(3), job(3).prio(2)],
+    );
+    let short = forecast(&s, 0, 365 * 86_400, 2);
+    let options = ExplainOptions {
+        counterfactuals: false,
+        ..ExplainOptions::default()
+    };
+    let e = explain_with(&s, JobId(3), 0, &options, Some(&short)).unwrap();
+    assert_eq!(e.start.map(|p| p.at), Ok(7200));
+    let e = explain_with(&s, JobId(2), 0, &options, Some(&short)).unwrap();
+    assert_eq!(e.start.map(|p| p.at), Ok(3600));
+}
