@@ -1008,11 +1008,13 @@ impl Controller {
                             // The configuration changed under a queued job: it can never run.
                             self.outside.remove(&id);
                             let r = self.jobs.get_mut(&id).expect("exists");
+                            let before = std::mem::replace(&mut r.reason, "BadConstraints".into());
                             r.state = JobState::Failed;
-                            r.reason = "BadConstraints".into();
                             r.end_time = Some(now);
                             r.details.insert("refused".into(), e.to_string());
-                            effects.push(Effect::Persist(Box::new(r.clone())));
+                            let r = r.clone();
+                            self.audit_refused(&r, before, now);
+                            effects.push(Effect::Persist(Box::new(r)));
                         }
                         Err(e) => {
                             self.outside.remove(&id);
@@ -1020,7 +1022,10 @@ impl Controller {
                             r.state = JobState::Failed;
                             r.end_time = Some(now);
                             r.details.insert("refused".into(), e);
-                            effects.push(Effect::Persist(Box::new(r.clone())));
+                            let r = r.clone();
+                            let before = r.reason.clone();
+                            self.audit_refused(&r, before, now);
+                            effects.push(Effect::Persist(Box::new(r)));
                         }
                     }
                 }

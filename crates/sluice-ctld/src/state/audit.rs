@@ -441,6 +441,20 @@ impl Controller {
         self.audit.push(now, &v, what);
     }
 
+    /// Failed without running: the scheduler refused it when it was to be queued (the
+    /// configuration changed under it), its reason then `r.reason` (was `before`).
+    pub(super) fn audit_refused(&mut self, r: &JobRecord, before: String, now: i64) {
+        if r.reason != before {
+            let what = AuditWhat::Reason {
+                from: Some(before),
+                to: r.reason.clone(),
+                limit: false,
+            };
+            self.audit.push(now, r, what);
+        }
+        self.audit_ended(r, now);
+    }
+
     /// Ended as its record now says.
     pub(super) fn audit_ended(&mut self, r: &JobRecord, now: i64) {
         self.audit.preempted_by.remove(&r.id);

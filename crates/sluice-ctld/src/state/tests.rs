@@ -1448,3 +1448,38 @@ fn private_data_jobs_hides_other_users_jobs_from_explain() {
         Err("PrivateData: unknown value 'nosuch'".to_string())
     );
 }
+
+#[test]
+fn a_job_the_configuration_no_longer_fits_fails_with_bad_constraints_in_its_story() {
+    // Job 1 (8 tasks) is held on two nodes of 4 CPUs. The controller restarts with one
+    // node: released, the job can never run there; it fails with BadConstraints, and
+    // the audit trail says so.
+    let mut before = Controller::new(conf(2, 4), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(8, 60);
+    d.hold = true;
+    let (id, _) = submit(&mut before, d, &mut next, 0);
+    let record = before.job(id).expect("held").clone();
+    let mut c = Controller::new(conf(1, 4), Path::new("/s"), vec![record], vec![], 10);
+    c.take_audit();
+    c.set_hold(id, None, false, &alice(), 20).expect("released");
+    let r = c.job(id).expect("kept");
+    assert_eq!(
+        (r.state, r.reason.as_str()),
+        (JobState::Failed, "BadConstraints")
+    );
+    let story: Vec<String> = c
+        .take_audit()
+        .iter()
+        .map(|e| format!("{} {}", e.what.kind(), e.what.detail_json()))
+        .collect();
+    assert_eq!(
+        story,
+        [
+            r#"released {"by":1000}"#.to_string(),
+            r#"reason {"from":"JobHeldUser","limit":false,"to":"BadConstraints"}"#.to_string(),
+            r#"ended {"exit_code":0,"released":[],"run":0,"signal":0,"state":"FAILED"}"#
+                .to_string(),
+        ]
+    );
+}
