@@ -263,6 +263,9 @@ impl Drop for Cluster {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // Agents of a controller the test killed (`crash_and_restart_controller`) are
+        // nobody's children any more: found by their state directory.
+        stop_agents_of(&self.dir.join("state"));
         if std::thread::panicking() {
             eprintln!(
                 "cluster state kept for inspection in {}",
@@ -326,5 +329,33 @@ impl Cluster {
             .stderr(Stdio::null())
             .spawn()
             .expect("the agent starts")
+    }
+}
+
+/// Sends SIGTERM to every `sluice agent` process working in state directory `state`.
+fn stop_agents_of(state: &Path) {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    let wanted = state.as_os_str().as_encoded_bytes();
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(p.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        let is_agent = args.get(1) == Some(&&b"agent"[..]);
+        if is_agent
+            && args
+                .windows(2)
+                .any(|w| w[0] == b"--state-dir" && w[1] == wanted)
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
     }
 }
