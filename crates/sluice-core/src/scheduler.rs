@@ -884,6 +884,18 @@ impl Scheduler {
     /// One pass (see [`Scheduler::schedule`]).
     fn pass(&mut self, now: Time) -> Vec<Decision> {
         self.profile.advance(now);
+        // A job whose `--begin` came since the last pass is something new for the
+        // backfill pass to consider, even when the main pass does not reach it.
+        {
+            use std::ops::Bound::{Excluded, Included};
+            let came = (
+                Excluded((self.last_pass, JobId(u64::MAX))),
+                Included((now, JobId(u64::MAX))),
+            );
+            if self.last_pass < now && self.begins.range(came).next().is_some() {
+                self.backfill.dirty = true;
+            }
+        }
         self.last_pass = now;
         reservation::release_holds(self);
         match self.end_semantics {
@@ -907,15 +919,23 @@ impl Scheduler {
         out
     }
 
-    /// Gives each job queued since the last pass that the pass did not reach a reason:
-    /// its own (`BeginTime`, partition limits) or else `Priority`, since a pass stops
-    /// only behind a job ahead of it that cannot start.
+    /// Gives each pending job the pass did not reach a reason: a job queued since the
+    /// last pass, one whose `--begin` time has come (still `BeginTime`), one the backfill
+    /// pass found newly eligible but did not start (`None`). Its reason is its own
+    /// (`BeginTime`, partition limits) or else `Priority`, since a pass stops only
+    /// behind a job ahead of it that cannot start.
     fn explain_fresh(&mut self, now: Time) {
-        for id in std::mem::take(&mut self.fresh) {
-            let unexplained = self
-                .jobs
-                .get(&id)
-                .is_some_and(|j| j.state == JobState::Pending && j.reason == PendingReason::None);
+        let mut stale = std::mem::take(&mut self.fresh);
+        stale.extend(self.queue.values().copied().filter(|id| {
+            let j = &self.jobs[id];
+            j.reason == PendingReason::None
+                || (j.reason == PendingReason::BeginTime && j.spec.begin <= now)
+        }));
+        for id in stale {
+            let unexplained = self.jobs.get(&id).is_some_and(|j| {
+                j.state == JobState::Pending
+                    && (j.reason == PendingReason::None || j.reason == PendingReason::BeginTime)
+            });
             if unexplained && self.eligible(id, now) {
                 self.set_reason(id, PendingReason::Priority);
             }

@@ -592,3 +592,37 @@ fn a_job_its_up_nodes_could_never_hold_says_its_nodes_are_down_or_drained() {
     s.schedule(3);
     assert_eq!(reason(&s, 3), PendingReason::NodesUnavailable);
 }
+
+#[test]
+fn a_job_whose_begin_time_comes_while_others_wait_gets_priority_and_a_plan() {
+    // One node, 2 CPUs, Slurm's backfill with a pass every 30 s. Jobs 1 and 2 hold both
+    // CPUs until 7200; job 3 waits for one (Resources); job 4 may begin at 3600. When
+    // that time comes the main pass stops at job 3, before job 4: job 4 waits on
+    // Priority now, not BeginTime, and the backfill pass of that instant (its begin is
+    // something new to consider) plans it with job 3 at 7200.
+    use sluice_core::{BackfillParams, PendingReason};
+    let params = BackfillParams {
+        interval: 30,
+        resolution: 1,
+        ..Default::default()
+    };
+    let mut s = Scheduler::new(cluster(1, 2), Policy::Backfill(params));
+    for j in [job(1).procs(1).time(7200), job(2).procs(1).time(7200)] {
+        s.submit(j.spec(), 0).unwrap();
+    }
+    s.schedule(0);
+    s.submit(job(3).procs(1).time(180).spec(), 1).unwrap();
+    let mut later = job(4).procs(1).time(180).spec();
+    later.begin = 3600;
+    s.submit(later, 1).unwrap();
+    s.schedule(1);
+    let seen = |s: &Scheduler, id: u64| {
+        let j = s.job(JobId(id)).unwrap();
+        (j.reason, j.planned_start)
+    };
+    assert_eq!(seen(&s, 4), (PendingReason::BeginTime, None));
+    assert_eq!(s.next_wakeup(), Some(3600));
+    s.schedule(3600);
+    assert_eq!(seen(&s, 3), (PendingReason::Resources, Some(7200)));
+    assert_eq!(seen(&s, 4), (PendingReason::Priority, Some(7200)));
+}
