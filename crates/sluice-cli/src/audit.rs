@@ -349,13 +349,19 @@ pub fn run(args: AuditArgs) -> i32 {
             _ => fail(format!("Invalid job id specified: {j}")),
         },
     };
+    let (since, until) = (time(&args.since), time(&args.until));
+    if let (Some(s), Some(u)) = (since, until) {
+        if s >= u {
+            fail("--since must be earlier than --until");
+        }
+    }
     let query = AuditQuery {
         job,
         task,
         node: args.node.clone(),
         gpu: args.gpu,
-        since: time(&args.since),
-        until: time(&args.until),
+        since,
+        until,
     };
     let reply: AuditReply = controller()
         .get(&format!("/v1/audit?{}", query.to_query_string()))
@@ -363,6 +369,17 @@ pub fn run(args: AuditArgs) -> i32 {
             (why, Some(j)) if why == "Invalid job id specified" => fail(format!("{why}: {j}")),
             (why, _) => fail(why),
         });
+    if let (Some(j), true) = (
+        &args.job,
+        reply.events.is_empty() && reply.hidden_events == 0,
+    ) {
+        let window = if since.is_some() || until.is_some() {
+            " in that time"
+        } else {
+            ""
+        };
+        fail(format!("No audit events for job {j}{window}"));
+    }
     if args.json {
         let lines: Vec<String> = if query.node.is_some() {
             reply
@@ -385,12 +402,6 @@ pub fn run(args: AuditArgs) -> i32 {
     if query.node.is_some() {
         print!("{}", holds_table(&reply, &user_name));
         return 0;
-    }
-    if let (Some(j), true) = (
-        &args.job,
-        reply.events.is_empty() && reply.hidden_events == 0,
-    ) {
-        fail(format!("No audit events for job {j}"));
     }
     print!("{}", story(&reply, job.is_none(), &user_name));
     0

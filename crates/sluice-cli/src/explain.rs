@@ -160,7 +160,11 @@ pub fn render(e: &Explanation) -> String {
         line("What would start it sooner: no change to its request would.".into());
     }
     if !e.history.is_empty() {
-        line("Its run:".into());
+        line(if e.history.iter().any(|h| h.starts_with("started ")) {
+            "Its run:".into()
+        } else {
+            "What happened:".into()
+        });
         for h in &e.history {
             line(format!("  {h}"));
         }
@@ -196,6 +200,14 @@ pub fn run(args: ExplainArgs) -> i32 {
             0
         }
         Ok(e) => {
+            if !args.job.contains('_') && e.display_id.contains('_') {
+                // An array's own id names one of its records, as in Slurm.
+                let array = e.display_id.split('_').next().unwrap_or_default();
+                out(&format!(
+                    "(job {} is array task {} as Slurm numbers them; `sluice explain {array}_N` for another task)\n",
+                    args.job, e.display_id
+                ));
+            }
             out(&render(&e));
             if e.state != "PENDING" {
                 // Its whole story, from the audit trail.

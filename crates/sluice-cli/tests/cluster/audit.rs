@@ -279,6 +279,15 @@ fn audit_and_explain_take_array_tasks_and_refuse_what_is_not_a_job_or_a_node() {
         .collect();
     assert!(!jobs.is_empty());
     assert_eq!(jobs, vec![raw; jobs.len()]);
+    // The array's own id names its last task, and explain says so.
+    let o = c.run("sluice", &["explain", &array.to_string()]);
+    assert_eq!(
+        o.stdout.lines().take(2).collect::<Vec<_>>(),
+        [
+            format!("(job {array} is array task {array}_1 as Slurm numbers them; `sluice explain {array}_N` for another task)"),
+            format!("Job {array}_1: COMPLETED"),
+        ]
+    );
     // `scontrol update` is part of the story, with who changed what.
     let held = c.sbatch(&["--hold", "-t", "30", "--wrap", "true"]);
     let o = c.run(
@@ -321,6 +330,14 @@ fn audit_and_explain_take_array_tasks_and_refuse_what_is_not_a_job_or_a_node() {
         (
             vec!["audit", "--node", "nosuch"],
             "sluice audit: error: Invalid node name specified",
+        ),
+        (
+            vec!["audit", "99999", "--json"],
+            "sluice audit: error: No audit events for job 99999",
+        ),
+        (
+            vec!["audit", "--since", "2026-01-02", "--until", "2026-01-01"],
+            "sluice audit: error: --since must be earlier than --until",
         ),
         (
             vec!["explain", "5.batch"],

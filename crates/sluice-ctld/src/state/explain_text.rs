@@ -36,7 +36,7 @@ impl Controller {
     /// How much of one dimension `r` holds, with its unit.
     fn amount(&self, r: &Resources, d: Dimension) -> String {
         match d {
-            Dimension::Cpus => format!("{} CPUs", r.cpus),
+            Dimension::Cpus => plural(r.cpus, "CPU"),
             Dimension::Memory => format!("{} MiB", r.mem_mib),
             Dimension::Gres(slot) => {
                 format!("{} {}", r.gres[slot], self.gres_name(slot))
@@ -345,8 +345,8 @@ impl Controller {
             } => (
                 format!("-n {ntasks} -c {cpus_per_task}"),
                 format!(
-                    "{} CPUs in all",
-                    u64::from(*ntasks) * u64::from(*cpus_per_task)
+                    "{} in all",
+                    plural(ntasks.saturating_mul(*cpus_per_task), "CPU")
                 ),
             ),
             Change::Alternative(a) => {
