@@ -101,7 +101,7 @@ pub fn render(e: &Explanation) -> String {
         };
         if return_queue {
             line(format!(
-                "Queue: {} of {} pending in its partition; {ahead}{waiting}",
+                "Queue: {} of {} queued in its partition (held and dependent jobs are not queued); {ahead}{waiting}",
                 p.rank, p.of
             ));
         }

@@ -573,6 +573,7 @@ impl Controller {
             start_time: None,
             end_time: None,
             planned_start: None,
+            sched_nodes: None,
             time_limit: limit,
             nodes: Vec::new(),
             tasks_per_node: Vec::new(),
@@ -2193,6 +2194,7 @@ impl Controller {
                         None => j.reason.as_str().to_string(),
                     };
                     r.planned_start = self.expected_start(r.id, j.planned_start);
+                    r.sched_nodes = self.expected_nodes(r.id);
                 }
             }
         }

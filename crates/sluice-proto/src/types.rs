@@ -340,6 +340,10 @@ pub struct JobRecord {
     pub end_time: Option<i64>,
     /// Expected start, from the scheduler's plan.
     pub planned_start: Option<i64>,
+    /// The nodes it is expected to start on (a hostlist, what `squeue --start` shows as
+    /// SCHEDNODES), when the controller's forecast starts it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_nodes: Option<String>,
     /// Time limit, seconds; `None` is UNLIMITED.
     pub time_limit: Option<i64>,
     /// Allocated nodes, in order.

@@ -115,7 +115,10 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
                 .clone()
                 .unwrap_or_else(|| "(null)".into()),
         ),
-        'Y' => f("SCHEDNODES", "(null)".into()),
+        'Y' => f(
+            "SCHEDNODES",
+            j.sched_nodes.clone().unwrap_or_else(|| "(null)".into()),
+        ),
         'y' => f("NICE", j.desc.nice.unwrap_or(0).to_string()),
         'c' => f("MIN_CPUS", j.cpus_per_task.to_string()),
         'm' => f("MIN_MEMORY", min_memory(j).1),

@@ -173,7 +173,7 @@ fn resources_and_priority_say_what_they_wait_for_and_what_would_start_them_soone
         o.stdout
     );
     assert!(
-        text.contains(&"Queue: 2 of 2 pending in its partition; 1 job ahead of it asking 4 CPUs, 0 GPUs, 2 nodes together"),
+        text.contains(&"Queue: 2 of 2 queued in its partition (held and dependent jobs are not queued); 1 job ahead of it asking 4 CPUs, 0 GPUs, 2 nodes together"),
         "{}",
         o.stdout
     );
@@ -424,6 +424,13 @@ fn squeue_start_shows_the_forecast_explain_gives_for_every_queued_job() {
                 x.planned
             );
             assert_eq!(shown(job), timestamp(x.start), "job {job}");
+            let sched_nodes = c
+                .run(
+                    "squeue",
+                    &["-h", "--start", "-o", "%Y", "-j", &job.to_string()],
+                )
+                .stdout;
+            assert_eq!(sched_nodes.trim(), x.nodes, "job {job}: SCHEDNODES");
             (x.start, x.nodes)
         })
         .collect();

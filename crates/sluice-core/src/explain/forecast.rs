@@ -137,6 +137,13 @@ impl Forecast {
         self.starts.get(&job).map(|s| s.at)
     }
 
+    /// The nodes `job` is predicted to start on, ascending, if it starts in the forecast.
+    pub fn start_nodes(&self, job: JobId) -> Option<Vec<crate::ids::NodeId>> {
+        self.starts
+            .get(&job)
+            .map(|s| s.nodes.iter().map(|a| a.node).collect())
+    }
+
     /// How many jobs are predicted to start, and how many not.
     pub fn counts(&self) -> (usize, usize) {
         (self.starts.len(), self.not_started.len())

@@ -79,6 +79,15 @@ impl Controller {
             .filter(|f| f.holds_for(&self.sched, now))
     }
 
+    /// The nodes `squeue --start` shows (SCHEDNODES) for pending job `id`: where the
+    /// last forecast starts it, unless that start has passed.
+    pub(super) fn expected_nodes(&self, id: u64) -> Option<String> {
+        let f = self.forecasts.last.as_ref()?;
+        f.start_time(JobId(id))
+            .filter(|&t| t >= self.sched.last_pass())?;
+        Some(self.hostlist(&f.start_nodes(JobId(id))?))
+    }
+
     /// What `squeue --start` shows for pending job `id`: its start in the last
     /// forecast (unless that time has passed), else the start the last backfill pass
     /// planned.
