@@ -260,7 +260,16 @@ fn squeue_selects_and_formats_the_queue() {
         )
     );
 
-    // --start: pending jobs and when they are expected to start.
+    // --start: pending jobs, when and where they are expected to start (once the
+    // controller's forecast has them).
+    c.wait_for("the forecast", || {
+        c.run(
+            "squeue",
+            &["-h", "--start", "-o", "%Y", "-j", &pend.to_string()],
+        )
+        .stdout
+            == "n1\n"
+    });
     let start = pick(&show_job(&c, pend), &["StartTime"]);
     let start = start.trim_start_matches("StartTime=");
     assert_eq!(start.len(), 19, "{start}");
@@ -270,7 +279,7 @@ fn squeue_selects_and_formats_the_queue() {
         format!(
             "             JOBID PARTITION     NAME     USER ST          START_TIME  NODES \
              SCHEDNODES           NODELIST(REASON)\n\
-             {pend:>18}     debug     pend {me8:>8} PD {start:>19}      1 (null)               \
+             {pend:>18}     debug     pend {me8:>8} PD {start:>19}      1 n1                   \
              (Resources)\n\
              {held:>18}     debug     held {me8:>8} PD {:>19}      1 (null)               \
              (JobHeldUser)\n",
