@@ -184,7 +184,9 @@ impl Controller {
                 if state == DepState::Satisfied {
                     continue;
                 }
-                let named = self.targets(r, c.kind, t);
+                let mut named = self.targets(r, c.kind, t);
+                // An array's tasks in task order.
+                named.sort_by_key(|j| (j.array.map(|a| a.1), j.id));
                 let states: Vec<String> = named
                     .iter()
                     .map(|j| format!("{} {}", j.display_id(), j.state.name()))

@@ -1483,3 +1483,30 @@ fn a_job_the_configuration_no_longer_fits_fails_with_bad_constraints_in_its_stor
         ]
     );
 }
+
+#[test]
+fn a_dependency_on_an_array_names_its_tasks_in_task_order() {
+    // --hold --array=0-2 as job 1 (task 2 holds id 1, tasks 0 and 1 ids 2 and 3); job 4
+    // waits for the whole array to succeed.
+    let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(1, 600);
+    d.array = Some((vec![0, 1, 2], None));
+    d.hold = true;
+    submit(&mut c, d, &mut next, 0);
+    let mut after = desc(1, 600);
+    after.dependency = Some("afterok:1".into());
+    let (waiting, _) = submit(&mut c, after, &mut next, 0);
+    let texts: Vec<String> = c
+        .explain(waiting, None, &alice(), 0)
+        .unwrap()
+        .causes
+        .into_iter()
+        .map(|c| c.text)
+        .collect();
+    assert_eq!(
+        texts,
+        ["afterok:1: it waits for job 1 to complete successfully; \
+          1_0 PENDING, 1_1 PENDING, 1_2 PENDING: not yet"]
+    );
+}
