@@ -182,6 +182,11 @@ impl Controller {
         self.conf.private_data
     }
 
+    /// Whether `PrivateData=users` hides who `uid` is from `caller`.
+    pub(super) fn user_hidden_from(&self, caller: &Caller, uid: u32) -> bool {
+        self.conf.private_data.users && !caller.admin && caller.uid != uid
+    }
+
     /// Whether `PrivateData=jobs` hides `uid`'s jobs from `caller`.
     pub(super) fn hidden_from(&self, caller: &Caller, uid: u32) -> bool {
         self.conf.private_data.jobs && !caller.admin && caller.uid != uid
@@ -313,9 +318,12 @@ impl Controller {
                         .map(|w| {
                             let owner = self.jobs.get(&w.job.0);
                             let hide = owner.is_none_or(|o| self.hidden_from(caller, o.uid));
+                            // `PrivateData=users`: the job, not whose it is.
+                            let anonymous =
+                                hide || owner.is_some_and(|o| self.user_hidden_from(caller, o.uid));
                             Awaited {
                                 job_id: (!hide).then_some(w.job.0),
-                                user: owner.filter(|_| !hide).map(|o| o.user.clone()),
+                                user: owner.filter(|_| !anonymous).map(|o| o.user.clone()),
                                 end: w.end,
                             }
                         })

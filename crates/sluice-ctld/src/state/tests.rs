@@ -1447,6 +1447,17 @@ fn private_data_jobs_hides_other_users_jobs_from_explain() {
         crate::config::PrivateData::parse("jobs,nosuch"),
         Err("PrivateData: unknown value 'nosuch'".to_string())
     );
+    // PrivateData=users alone: the job is named, not whose it is.
+    c.conf.private_data = crate::config::PrivateData::parse("users").unwrap();
+    let x = c
+        .explain(mine, None, &alice(), 10)
+        .unwrap()
+        .expected
+        .unwrap();
+    assert_eq!(
+        (x.waits_for[0].job_id, x.waits_for[0].user.as_deref()),
+        (Some(theirs), None)
+    );
 }
 
 #[test]
