@@ -24,6 +24,15 @@ fn explain(c: &Cluster, job: u64) -> Explanation {
     serde_json::from_str(&o.stdout).unwrap()
 }
 
+/// One field of `squeue --start` for `job` (`%S` the start, `%Y` the nodes), trimmed.
+fn squeue_start(c: &Cluster, job: u64, field: &str) -> String {
+    let o = c.run(
+        "squeue",
+        &["-h", "--start", "-o", field, "-j", &job.to_string()],
+    );
+    o.stdout.trim().to_string()
+}
+
 fn causes(e: &Explanation) -> Vec<(String, String)> {
     e.causes
         .iter()
@@ -397,15 +406,7 @@ fn squeue_start_shows_the_forecast_explain_gives_for_every_queued_job() {
     let queued: Vec<u64> = (0..3)
         .map(|_| c.sbatch(&["-c", "2", "-t", "15", "-o", "/dev/null", "--wrap", "true"]))
         .collect();
-    let shown = |job: u64| {
-        c.run(
-            "squeue",
-            &["-h", "--start", "-o", "%S", "-j", &job.to_string()],
-        )
-        .stdout
-        .trim()
-        .to_string()
-    };
+    let shown = |job: u64| squeue_start(&c, job, "%S");
     c.wait_for("the forecast of the last job", || shown(queued[2]) != "N/A");
     let started = |job: u64| {
         let s = c
@@ -465,15 +466,7 @@ fn without_a_forecast_squeue_start_shows_the_backfill_plan_and_explain_says_so()
     let queued: Vec<u64> = (0..2)
         .map(|_| c.sbatch(&["-c", "2", "-t", "15", "-o", "/dev/null", "--wrap", "true"]))
         .collect();
-    let shown = |job: u64| {
-        c.run(
-            "squeue",
-            &["-h", "--start", "-o", "%S", "-j", &job.to_string()],
-        )
-        .stdout
-        .trim()
-        .to_string()
-    };
+    let shown = |job: u64| squeue_start(&c, job, "%S");
     c.wait_for("the backfill plan of the first", || {
         shown(queued[0]) != "N/A"
     });

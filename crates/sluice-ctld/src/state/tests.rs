@@ -24,6 +24,12 @@ fn conf(nodes: u32, cpus: u32) -> ClusterConfig {
     c
 }
 
+/// The texts of the causes `explain` gives for pending job `id` (for alice, at 0).
+fn cause_texts(c: &Controller, id: u64) -> Vec<String> {
+    let e = c.explain(id, None, &alice(), 0).expect("explained");
+    e.causes.into_iter().map(|c| c.text).collect()
+}
+
 fn alice() -> Caller {
     Caller {
         uid: 1000,
@@ -305,13 +311,7 @@ fn dependencies_show_each_job_unfulfilled_or_failed_as_slurm_prints_them() {
         )
     );
     // explain names each job with its state; an OR list says one is enough.
-    let texts: Vec<String> = c
-        .explain(either, None, &alice(), 0)
-        .unwrap()
-        .causes
-        .into_iter()
-        .map(|c| c.text)
-        .collect();
+    let texts = cause_texts(&c, either);
     assert_eq!(
         texts,
         [
@@ -1508,13 +1508,7 @@ fn a_dependency_on_an_array_names_its_tasks_in_task_order() {
     let mut after = desc(1, 600);
     after.dependency = Some("afterok:1".into());
     let (waiting, _) = submit(&mut c, after, &mut next, 0);
-    let texts: Vec<String> = c
-        .explain(waiting, None, &alice(), 0)
-        .unwrap()
-        .causes
-        .into_iter()
-        .map(|c| c.text)
-        .collect();
+    let texts = cause_texts(&c, waiting);
     assert_eq!(
         texts,
         ["afterok:1: it waits for job 1 to complete successfully; \
