@@ -595,8 +595,8 @@ impl Profile {
             let c = &self.classes[id as usize];
             let attr = &self.attrs[c.attr as usize];
             let m = c.members.len() as u64;
-            let it = Hosting::new(&c.steps, t0, d, attr.capacity, attr.reserve);
-            let k = it.current(req);
+            let it = Hosting::new(&c.steps, req, t0, d, attr.capacity, attr.reserve);
+            let k = it.current();
             hosting[ci] = k;
             sum += k as u64 * m;
             count += (k > 0) as u64 * m;
@@ -625,7 +625,7 @@ impl Profile {
                 heap.pop();
                 let it = &mut iters[ci as usize];
                 it.advance_to(t);
-                let k = it.current(req);
+                let k = it.current();
                 let m = size[ci as usize];
                 let old = std::mem::replace(&mut hosting[ci as usize], k);
                 sum = sum + k as u64 * m - old as u64 * m;
@@ -656,13 +656,13 @@ impl Profile {
         for &id in classes {
             let c = &self.classes[id as usize];
             let attr = &self.attrs[c.attr as usize];
-            let mut it = Hosting::new(&c.steps, t0, d, attr.capacity, attr.reserve);
+            let mut it = Hosting::new(&c.steps, req, t0, d, attr.capacity, attr.reserve);
             let mut t = t0;
             loop {
                 if t > horizon || best.is_some_and(|b| t > b.0) {
                     break;
                 }
-                if it.current(req) >= req.ntasks {
+                if it.current() >= req.ntasks {
                     let node = *c.members.iter().next().expect("live classes have members");
                     let key = (
                         t,
@@ -881,13 +881,6 @@ impl Iterator for MergeById<'_> {
     }
 }
 
-/// How many tasks of a job one node of a class can host over the window `[t, t + d)`,
-/// as `t` moves forward from `t0`: the minimum over the steps the window covers.
-///
-/// The window covers steps `lo..=hi`. It changes when `t` passes the end of step `lo`
-/// (the front leaves) or when `t + d` passes the start of step `hi + 1` (a step enters);
-/// [`Hosting::next_time`] is the earlier of the two. Classes have few steps, so the
-/// minimum is recomputed by a scan of the window.
 /// Whether a node of capacity `cap` could host one task of `req` when idle, judged by
 /// what cannot depend on what else runs there (the GRES asked per node, memory per
 /// node or per task, one task's processors). Free resources never exceed the capacity,
@@ -909,39 +902,68 @@ fn could_ever_host(req: &JobRequest, cap: &Resources) -> bool {
             .all(|(need, have)| need <= have)
 }
 
+/// How many tasks of a job one node of a class can host over the window `[t, t + d)`,
+/// as `t` moves forward from `t0`: the minimum over the steps the window covers.
+///
+/// The window covers steps `lo..=hi`. It changes when `t` passes the end of step `lo`
+/// (the front leaves) or when `t + d` passes the start of step `hi + 1` (a step enters);
+/// [`Hosting::next_time`] is the earlier of the two. The minimum is kept as the window
+/// moves: a step entering lowers it at once, and only a step leaving that held it makes
+/// the window be scanned again. A long job on a busy node covers many steps; rescanning
+/// them at every move made its search quadratic in them.
 struct Hosting<'a> {
     steps: &'a Steps,
+    req: &'a JobRequest,
     capacity: Resources,
     reserve: GpuReserve,
     d: Secs,
     lo: usize,
     hi: usize,
+    /// Tasks hostable over steps `lo..=hi`.
+    min: u32,
 }
 
 impl<'a> Hosting<'a> {
-    fn new(steps: &'a Steps, t0: Time, d: Secs, capacity: Resources, reserve: GpuReserve) -> Self {
+    fn new(
+        steps: &'a Steps,
+        req: &'a JobRequest,
+        t0: Time,
+        d: Secs,
+        capacity: Resources,
+        reserve: GpuReserve,
+    ) -> Self {
         let lo = index_at(steps, t0);
         let mut hi = lo;
         while hi + 1 < steps.len() && steps[hi + 1].0 < t0 + d {
             hi += 1;
         }
-        Hosting {
+        let mut h = Hosting {
             steps,
+            req,
             capacity,
             reserve,
             d,
             lo,
             hi,
-        }
+            min: 0,
+        };
+        h.min = h.scan();
+        h
+    }
+
+    /// Tasks hostable during step `i`.
+    fn at(&self, i: usize) -> u32 {
+        max_tasks_on(self.req, &self.steps[i].1, &self.capacity, self.reserve)
+    }
+
+    /// Tasks hostable over the window, by a scan of its steps.
+    fn scan(&self) -> u32 {
+        (self.lo..=self.hi).map(|i| self.at(i)).min().unwrap_or(0)
     }
 
     /// Tasks hostable over the current window.
-    fn current(&self, req: &JobRequest) -> u32 {
-        self.steps[self.lo..=self.hi]
-            .iter()
-            .map(|s| max_tasks_on(req, &s.1, &self.capacity, self.reserve))
-            .min()
-            .unwrap_or(0)
+    fn current(&self) -> u32 {
+        self.min
     }
 
     /// When the window next changes, if ever.
@@ -964,13 +986,24 @@ impl<'a> Hosting<'a> {
     /// Moves the window to start at `t`.
     fn advance_to(&mut self, t: Time) {
         let n = self.steps.len();
+        let mut rescan = false;
         while self.lo + 1 < n && self.steps[self.lo + 1].0 <= t {
+            rescan |= self.lo <= self.hi && self.at(self.lo) == self.min;
             self.lo += 1;
         }
+        let mut entered = u32::MAX;
         while self.hi + 1 < n && self.steps[self.hi + 1].0 - self.d < t {
             self.hi += 1;
+            if self.hi >= self.lo {
+                entered = entered.min(self.at(self.hi));
+            }
         }
         self.hi = self.hi.max(self.lo);
+        self.min = if rescan {
+            self.scan()
+        } else {
+            self.min.min(entered)
+        };
     }
 }
 
@@ -1141,20 +1174,64 @@ mod tests {
         let req = JobRequest::procs(10).on_one_node();
         let mut it = Hosting::new(
             p.steps_of(NodeId(0)),
+            &req,
             0,
             5,
             c.nodes[0].capacity,
             GpuReserve::NONE,
         );
-        let mut seen = vec![(0, it.current(&req))];
+        let mut seen = vec![(0, it.current())];
         while let Some(t) = it.next_time() {
             it.advance_to(t);
-            let k = it.current(&req);
+            let k = it.current();
             if seen.last().unwrap().1 != k {
                 seen.push((t, k));
             }
         }
         // window [t, t+5): hits [10,20) from t=6, leaves it at t=20, hits [30,40) from 26.
         assert_eq!(seen, vec![(0, 10), (6, 6), (20, 10), (26, 2), (40, 10)]);
+    }
+
+    #[test]
+    fn the_kept_window_minimum_equals_a_scan_of_the_window() {
+        // Many claims of random sizes on one node, and windows of every length from
+        // shorter than a step to longer than all of them: wherever the window moves,
+        // the minimum kept equals the minimum of its steps.
+        let c = pool(64);
+        let mut seed = 11u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % m
+        };
+        for round in 0..20 {
+            let mut p = Profile::new(&c);
+            for _ in 0..40 + round {
+                let start = next(1_000) as Time;
+                let len = 1 + next(100) as Time;
+                let cpus = 1 + next(16) as u32;
+                if p.free_during(NodeId(0), start, start + len).cpus >= cpus {
+                    p.claim(NodeId(0), start, start + len, &Resources::cpus(cpus));
+                }
+            }
+            let req = JobRequest::procs(64).on_one_node();
+            for d in [1, 3, 17, 60, 250, 2_000] {
+                let mut it = Hosting::new(
+                    p.steps_of(NodeId(0)),
+                    &req,
+                    0,
+                    d,
+                    c.nodes[0].capacity,
+                    GpuReserve::NONE,
+                );
+                let mut moves = 0;
+                loop {
+                    assert_eq!(it.current(), it.scan(), "round {round}, d {d}, move {moves}");
+                    let Some(t) = it.next_time() else { break };
+                    it.advance_to(t);
+                    moves += 1;
+                }
+                assert!(moves > 10, "the window moved through the steps");
+            }
+        }
     }
 }

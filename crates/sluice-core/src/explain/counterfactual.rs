@@ -92,6 +92,9 @@ struct Search<'a> {
     max_passes: u32,
     /// Passes the simulations may still run together.
     left: Cell<u32>,
+    /// A simulation was refused or stopped by a pass budget: changes not found may
+    /// still help.
+    cut: Cell<bool>,
 }
 
 impl Search<'_> {
@@ -99,6 +102,7 @@ impl Search<'_> {
     fn start(&self, spec: &JobSpec, by: Time) -> Option<Started> {
         let left = self.left.get();
         if left == 0 {
+            self.cut.set(true);
             return None;
         }
         let mut copy = self.sched.clone();
@@ -106,6 +110,9 @@ impl Search<'_> {
         let budget = self.max_passes.min(left);
         let (started, used) = forward::run_counted(copy, spec.id, self.now, by, budget);
         self.left.set(left.saturating_sub(used));
+        if matches!(started, Err(NoStart::Budget { .. })) {
+            self.cut.set(true);
+        }
         started.ok()
     }
 
@@ -137,7 +144,9 @@ fn halves(n: u32) -> impl Iterator<Item = u32> {
     std::iter::successors(Some(n / 2), |&k| Some(k / 2)).take_while(|&k| k >= 1)
 }
 
-/// Every change that starts `spec`'s job strictly earlier than `unchanged`.
+/// Every change that starts `spec`'s job strictly earlier than `unchanged`, and whether
+/// the search was cut short by its pass budgets (then changes not listed may still
+/// help).
 pub(crate) fn search(
     sched: &Scheduler,
     spec: &JobSpec,
@@ -145,9 +154,9 @@ pub(crate) fn search(
     horizon: Time,
     unchanged: &Result<PredictedStart, NoStart>,
     options: &ExplainOptions,
-) -> Vec<Counterfactual> {
+) -> (Vec<Counterfactual>, bool) {
     let bound = match unchanged {
-        Ok(p) if p.at <= now => return Vec::new(), // nothing starts earlier than now
+        Ok(p) if p.at <= now => return (Vec::new(), false), // nothing starts earlier than now
         Ok(p) => p.at - 1,
         // Not started by `at`: whatever starts by then starts earlier.
         Err(NoStart::Budget { at }) => *at,
@@ -159,6 +168,7 @@ pub(crate) fn search(
         bound,
         max_passes: options.max_passes,
         left: Cell::new(options.counterfactual_passes),
+        cut: Cell::new(false),
     };
     let mut out = Vec::new();
     out.extend(shorter_time(&search, spec));
@@ -192,7 +202,7 @@ pub(crate) fn search(
         s.request.features_any = 0;
         out.extend(search.largest_that_helps(vec![(Change::NoConstraint, s)]));
     }
-    out
+    (out, search.cut.get())
 }
 
 /// The largest whole number of minutes, below the job's limit, with which it starts as

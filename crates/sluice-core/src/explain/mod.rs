@@ -156,6 +156,12 @@ pub struct Explanation {
     /// Changes that would start it strictly earlier than `start` (or at all, when it
     /// does not start), each with its own predicted start; empty when none helps.
     pub counterfactuals: Vec<Counterfactual>,
+    /// Whether the search for [`Counterfactual`]s was cut short: a simulation ran out of
+    /// passes ([`ExplainOptions::max_passes`], or what was left of
+    /// [`ExplainOptions::counterfactual_passes`]) before it could tell whether its change
+    /// helps, so changes not listed may still help. `false` when the search was complete
+    /// or did not run.
+    pub counterfactuals_cut: bool,
 }
 
 /// Explains pending job `job` at `now` (see the module docs); `None` when the scheduler
@@ -195,10 +201,10 @@ pub fn explain_with(
         (None, Some(start)) => start,
         (None, None) => forward::predict(sched, job, now, horizon, options.max_passes),
     };
-    let counterfactuals = if options.counterfactuals {
+    let (counterfactuals, counterfactuals_cut) = if options.counterfactuals {
         counterfactual::search(sched, &j.spec, now, horizon, &start, options)
     } else {
-        Vec::new()
+        (Vec::new(), false)
     };
     Some(Explanation {
         job,
@@ -211,5 +217,6 @@ pub fn explain_with(
         start,
         planned: j.planned_start,
         counterfactuals,
+        counterfactuals_cut,
     })
 }

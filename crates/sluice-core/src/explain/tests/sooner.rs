@@ -53,6 +53,27 @@ fn fewer_gpus_would_start_it_now() {
     assert_eq!(cf.change, Change::GpusPerNode { gpus: 4 });
     assert_eq!((cf.at, cf.nodes.clone()), (0, ids(&[0])));
     assert_eq!(cf.spec.request.gres_per_node[GPU], 4);
+    assert!(!e.counterfactuals_cut, "every change was simulated to the end");
+}
+
+#[test]
+fn a_search_cut_short_by_its_budget_says_so() {
+    // As above, with one pass for all the suggestions: the first change tried (a
+    // one-minute limit) is still pending when its pass is spent, and fewer GPUs are
+    // never tried. Nothing is suggested, and the answer says the search was cut short
+    // (fewer GPUs would help), rather than that nothing helps.
+    let s = started(
+        machine(&[(32, 8)]),
+        vec![job(1).gpus(4).prio(2), job(2).gpus(8).prio(1)],
+    );
+    let options = ExplainOptions {
+        counterfactual_passes: 1,
+        ..Default::default()
+    };
+    let e = explain(&s, JobId(2), 0, &options).unwrap();
+    assert_eq!(e.start.as_ref().map(|p| p.at), Ok(3600));
+    assert_eq!(e.counterfactuals, vec![]);
+    assert!(e.counterfactuals_cut);
 }
 
 #[test]
@@ -108,6 +129,7 @@ fn no_suggestion_is_shown_when_none_helps() {
     let e = explain(&s, JobId(2), 0, &options).unwrap();
     assert_eq!(e.start.as_ref().map(|p| p.at), Ok(3600));
     assert_eq!(e.counterfactuals, vec![]);
+    assert!(!e.counterfactuals_cut, "nothing helps, for certain");
 }
 
 #[test]
