@@ -4,7 +4,7 @@
 //! changes that would start it sooner. For a job that ran: its story.
 
 use clap::Args;
-use sluice_proto::explain::Explanation;
+use sluice_proto::explain::{Explanation, SuggestionSearch};
 use sluice_proto::time::timestamp;
 
 use crate::slurm::common::{controller, describe, parse_job_arg};
@@ -33,8 +33,15 @@ fn when(t: i64, now: i64) -> String {
     }
 }
 
-/// The explanation as text, one fact per line.
-pub fn render(e: &Explanation) -> String {
+/// Appends `s` and a newline to `out`.
+fn push_line(out: &mut String, s: String) {
+    out.push_str(&s);
+    out.push('\n');
+}
+
+/// The explanation as text, one fact per line, but for the suggestions and the story
+/// of its runs: state, causes, resources, priority and queue, expected start.
+pub fn render_head(e: &Explanation) -> String {
     let mut out = String::new();
     let mut line = |s: String| {
         out.push_str(&s);
@@ -139,6 +146,14 @@ pub fn render(e: &Explanation) -> String {
     if let Some(why) = &e.no_start {
         line(format!("Expected start: none: {why}"));
     }
+    out
+}
+
+/// What would start it sooner, and whether the search for that was complete.
+pub fn render_sooner(e: &Explanation) -> String {
+    let mut out = String::new();
+    let mut line = |s: String| push_line(&mut out, s);
+    let cut = e.suggestion_search == SuggestionSearch::Cut;
     if !e.suggestions.is_empty() {
         line("What would start it sooner:".into());
         let width = e
@@ -156,9 +171,21 @@ pub fn render(e: &Explanation) -> String {
                 s.text
             ));
         }
-    } else if e.state == "PENDING" && e.expected.as_ref().is_some_and(|x| x.start > e.now) {
+        if cut {
+            line("  (the search ran out of simulated passes before trying every change: others may help too)".into());
+        }
+    } else if cut {
+        line("What would start it sooner: nothing found before the search ran out of simulated passes (a change may still help)".into());
+    } else if e.suggestion_search == SuggestionSearch::Complete {
         line("What would start it sooner: no change to its request would.".into());
     }
+    out
+}
+
+/// For a job that started: its runs.
+pub fn render_history(e: &Explanation) -> String {
+    let mut out = String::new();
+    let mut line = |s: String| push_line(&mut out, s);
     if !e.history.is_empty() {
         line(if e.history.iter().any(|h| h.starts_with("started ")) {
             "Its run:".into()
@@ -187,11 +214,18 @@ pub fn run(args: ExplainArgs) -> i32 {
         Some(t) => format!("/v1/jobs/{job}/explain?task={t}"),
         None => format!("/v1/jobs/{job}/explain"),
     };
+    // As text, everything but the suggestions comes first, from the controller's
+    // forecast (milliseconds); the suggestions, each a simulation of its own, follow.
+    let quick = format!(
+        "{path}{}suggest=false",
+        if path.contains('?') { '&' } else { '?' }
+    );
     // Written with errors ignored: a reader that stops early (`| head`) is no failure.
     let out = |text: &str| {
         let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
     };
-    match controller().get::<Explanation>(&path) {
+    let first = if args.json { &path } else { &quick };
+    match controller().get::<Explanation>(first) {
         Ok(e) if args.json => {
             out(&format!(
                 "{}\n",
@@ -208,7 +242,13 @@ pub fn run(args: ExplainArgs) -> i32 {
                     args.job, e.display_id
                 ));
             }
-            out(&render(&e));
+            out(&render_head(&e));
+            if e.suggestion_search == SuggestionSearch::Skipped {
+                out(&sooner(&path, &e));
+            } else {
+                out(&render_sooner(&e));
+            }
+            out(&render_history(&e));
             if e.state != "PENDING" {
                 // Its whole story, from the audit trail.
                 let query = sluice_proto::audit::AuditQuery {
@@ -238,5 +278,31 @@ pub fn run(args: ExplainArgs) -> i32 {
             }
             1
         }
+    }
+}
+
+/// The suggestions for the job `quick` explained, asked for at `path`. The queue may
+/// have changed between the two answers: then the start the suggestions beat is said.
+fn sooner(path: &str, quick: &Explanation) -> String {
+    match controller().get::<Explanation>(path) {
+        Ok(e) if e.state == "PENDING" => {
+            let start = |x: &Explanation| x.expected.as_ref().map(|x| x.start);
+            let mut text = String::new();
+            if start(&e) != start(quick) && e.suggestion_search != SuggestionSearch::None {
+                text = match start(&e) {
+                    Some(t) => format!(
+                        "(the queue changed meanwhile: it is now expected to start {})\n",
+                        when(t, e.now)
+                    ),
+                    None => "(the queue changed meanwhile: no start is expected now)\n".into(),
+                };
+            }
+            text + &render_sooner(&e)
+        }
+        Ok(e) => format!("(job {} is {} now)\n", e.display_id, e.state),
+        Err(err) => format!(
+            "What would start it sooner: not known ({})\n",
+            describe(&err)
+        ),
     }
 }

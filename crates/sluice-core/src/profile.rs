@@ -1225,7 +1225,11 @@ mod tests {
                 );
                 let mut moves = 0;
                 loop {
-                    assert_eq!(it.current(), it.scan(), "round {round}, d {d}, move {moves}");
+                    assert_eq!(
+                        it.current(),
+                        it.scan(),
+                        "round {round}, d {d}, move {moves}"
+                    );
                     let Some(t) = it.next_time() else { break };
                     it.advance_to(t);
                     moves += 1;

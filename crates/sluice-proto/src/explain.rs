@@ -33,8 +33,29 @@ pub struct Explanation {
     /// What would start it sooner, each with its own expected start; only changes that
     /// really help.
     pub suggestions: Vec<Suggestion>,
+    /// How the search for `suggestions` went.
+    #[serde(default)]
+    pub suggestion_search: SuggestionSearch,
     /// For a job that started: the story of its runs (start, pass, nodes, preemption).
     pub history: Vec<String>,
+}
+
+/// How the search for suggestions went (`GET .../explain?suggest=false` skips it: the
+/// rest of the explanation comes at once, from the controller's forecast).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SuggestionSearch {
+    /// Nothing to search: the job is not pending in the scheduler's queue, or it starts
+    /// now.
+    #[default]
+    None,
+    /// Not asked for.
+    Skipped,
+    /// Every change was simulated to the end: the suggestions are all that help.
+    Complete,
+    /// The search ran out of its pass budget before every change was simulated to the
+    /// end: a change not listed may still help.
+    Cut,
 }
 
 /// One thing that holds a pending job back.

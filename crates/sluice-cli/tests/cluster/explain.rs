@@ -3,7 +3,7 @@
 //! `squeue --start`'s, the running jobs it waits for named) and the suggestions that
 //! really help.
 
-use sluice_proto::explain::Explanation;
+use sluice_proto::explain::{Explanation, SuggestionSearch};
 use sluice_proto::time::timestamp;
 
 use crate::harness::Cluster;
@@ -142,6 +142,7 @@ fn resources_and_priority_say_what_they_wait_for_and_what_would_start_them_soone
         .map(|s| (s.option.as_str(), s.start, s.nodes.as_str()))
         .collect();
     assert_eq!(s, [("-N 1 -n 1", a_end, "n1")]);
+    assert_eq!(e.suggestion_search, SuggestionSearch::Complete);
 
     // The job behind it: Priority, second of two; it starts after the wide job unless
     // it fits before it (ten minutes) or goes to `short`.
@@ -170,6 +171,12 @@ fn resources_and_priority_say_what_they_wait_for_and_what_would_start_them_soone
     let o = c.run("sluice", &["explain", &small.to_string()]);
     let text: Vec<&str> = o.stdout.lines().collect();
     assert_eq!(text[0], format!("Job {small}: PENDING (Priority)"));
+    // The expected start (from the quick answer), then the suggestions (searched for
+    // in a second request).
+    let at = |prefix: &str| text.iter().position(|l| l.starts_with(prefix));
+    let (expected, sooner) = (at("Expected start: "), at("What would start it sooner:"));
+    assert!(expected.is_some() && expected < sooner, "{}", o.stdout);
+    assert_eq!(sooner, Some(text.len() - 3), "two suggestions, last");
     assert!(
         text.contains(
             &format!(

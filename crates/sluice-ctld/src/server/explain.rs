@@ -1,4 +1,4 @@
-//! `GET /v1/jobs/{id}/explain[?task=N]`: what `sluice explain` prints.
+//! `GET /v1/jobs/{id}/explain[?task=N][&suggest=false]`: what `sluice explain` prints.
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Path as UrlPath, Query, State};
@@ -9,11 +9,13 @@ use serde::Deserialize;
 
 use super::{error, now, App, Peer};
 
-/// The optional array task.
+/// The optional array task, and whether to search for suggestions (default: yes).
 #[derive(Deserialize, Default)]
-pub(super) struct TaskQuery {
+pub(super) struct ExplainQuery {
     #[serde(default)]
     task: Option<u32>,
+    #[serde(default)]
+    suggest: Option<bool>,
 }
 
 /// The explanation of a job for the caller (whose uid comes from the socket); 404 with
@@ -22,7 +24,7 @@ pub(super) async fn explain(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     UrlPath(id): UrlPath<u64>,
-    Query(q): Query<TaskQuery>,
+    Query(q): Query<ExplainQuery>,
 ) -> Response {
     let caller = app.caller(peer);
     // Forward simulations run on a copy of the scheduler: off the async threads, and
@@ -32,7 +34,7 @@ pub(super) async fn explain(
             .ctl
             .lock()
             .expect("lock")
-            .explain_begin(id, q.task, &caller, now())?
+            .explain_begin(id, q.task, &caller, now(), q.suggest.unwrap_or(true))?
             .compute();
         Ok::<_, String>(app.ctl.lock().expect("lock").explain_finish(work, &caller))
     })

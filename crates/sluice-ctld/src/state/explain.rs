@@ -8,7 +8,9 @@ use std::sync::Arc;
 use sluice_core::explain::{Alternative, ExplainOptions, Forecast};
 use sluice_core::limits::QosId;
 use sluice_core::{JobId, PartitionId, PartitionState, Scheduler};
-use sluice_proto::explain::{Awaited, Cause, Expected, Explanation, Priority, Resources};
+use sluice_proto::explain::{
+    Awaited, Cause, Expected, Explanation, Priority, Resources, SuggestionSearch,
+};
 use sluice_proto::time::timestamp;
 use sluice_proto::types::{JobRecord, JobState};
 
@@ -53,7 +55,8 @@ pub struct ExplainWork {
 
 /// The core's part of an explanation.
 struct CoreWork {
-    sched: Scheduler,
+    /// The copy to explain on; `None` when the answer was computed under the lock.
+    sched: Option<Scheduler>,
     now: i64,
     options: ExplainOptions,
     forecast: Option<Arc<Forecast>>,
@@ -65,14 +68,16 @@ impl ExplainWork {
     /// Runs the core's part (simulations included): call it without the lock.
     pub fn compute(mut self) -> Self {
         if let Some(c) = &mut self.core {
-            let job = JobId(self.e.job_id);
-            c.answer = sluice_core::explain::explain_with(
-                &c.sched,
-                job,
-                c.now,
-                &c.options,
-                c.forecast.as_deref(),
-            );
+            if let Some(sched) = c.sched.take() {
+                let job = JobId(self.e.job_id);
+                c.answer = sluice_core::explain::explain_with(
+                    &sched,
+                    job,
+                    c.now,
+                    &c.options,
+                    c.forecast.as_deref(),
+                );
+            }
         }
         self
     }
@@ -92,19 +97,23 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Explanation, String> {
-        let work = self.explain_begin(id, task, caller, now)?.compute();
+        let work = self.explain_begin(id, task, caller, now, true)?.compute();
         Ok(self.explain_finish(work, caller))
     }
 
     /// The first step of explaining job `id` (or array task `task` of it) for `caller`
     /// at `now`, under the lock: what only the controller knows, and a copy of the
-    /// scheduler for the core when the job is queued. Errors as [`Controller::explain`].
+    /// scheduler for the core when the job is queued. With `suggest` false, the search
+    /// for suggestions is skipped; then, when the forecast answers for the job, the core
+    /// answers here at once (about a millisecond) and no copy is made. Errors as
+    /// [`Controller::explain`].
     pub fn explain_begin(
         &self,
         id: u64,
         task: Option<u32>,
         caller: &Caller,
         now: i64,
+        suggest: bool,
     ) -> Result<ExplainWork, String> {
         // A plain id is that record (an array's pending remainder holds its array's id).
         let found = match task {
@@ -136,16 +145,42 @@ impl Controller {
                 ..Default::default()
             };
             if self.sched.job(JobId(r.id)).is_some() {
+                let options = ExplainOptions {
+                    alternatives: self.alternatives(r, now),
+                    counterfactuals: suggest,
+                    ..ExplainOptions::default()
+                };
+                let forecast = self.forecast_at(now);
+                let job = JobId(r.id);
+                // Without suggestions and with a forecast that holds for the job, the
+                // core only reads: cheaper than a copy.
+                let answers = forecast
+                    .as_ref()
+                    .is_some_and(|f| f.passes >= options.max_passes || f.start_time(job).is_some());
+                let (sched, answer) = if !suggest && answers {
+                    let answer = sluice_core::explain::explain_with(
+                        &self.sched,
+                        job,
+                        now,
+                        &options,
+                        forecast.as_deref(),
+                    );
+                    (None, answer)
+                } else {
+                    (Some(self.sched.clone()), None)
+                };
+                e.suggestion_search = if suggest {
+                    SuggestionSearch::None
+                } else {
+                    SuggestionSearch::Skipped
+                };
                 core = Some(CoreWork {
-                    sched: self.sched.clone(),
+                    sched,
                     now,
-                    options: ExplainOptions {
-                        alternatives: self.alternatives(r, now),
-                        ..ExplainOptions::default()
-                    },
-                    forecast: self.forecast_at(now),
+                    options,
+                    forecast,
                     priority,
-                    answer: None,
+                    answer,
                 });
             } else {
                 e.priority = Some(priority);
@@ -353,6 +388,16 @@ impl Controller {
             .iter()
             .map(|c| self.suggestion(r, c))
             .collect();
+        if e.suggestion_search != SuggestionSearch::Skipped {
+            let starts_now = x.start.as_ref().is_ok_and(|p| p.at <= x.now);
+            e.suggestion_search = if x.counterfactuals_cut {
+                SuggestionSearch::Cut
+            } else if starts_now {
+                SuggestionSearch::None
+            } else {
+                SuggestionSearch::Complete
+            };
+        }
     }
 
     /// The job's weighted priority factors as `sprio -l` names them (multifactor only;

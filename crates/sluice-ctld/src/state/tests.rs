@@ -3,6 +3,7 @@
 
 use super::*;
 use sluice_core::{Cluster, Node, Partition};
+use sluice_proto::explain::{Explanation, SuggestionSearch};
 use sluice_proto::reservations::{ListChange, ListOp, ReservationChange, ReservationOp};
 
 fn conf(nodes: u32, cpus: u32) -> ClusterConfig {
@@ -1514,4 +1515,51 @@ fn a_dependency_on_an_array_names_its_tasks_in_task_order() {
         ["afterok:1: it waits for job 1 to complete successfully; \
           1_0 PENDING, 1_1 PENDING, 1_2 PENDING: not yet"]
     );
+}
+
+#[test]
+fn explain_without_suggestions_answers_from_the_forecast_and_says_it_skipped_them() {
+    // Two CPUs: job 1 holds one for ten minutes; job 2 asks both for an hour, from 600;
+    // job 3 asks one for a quarter of an hour: it would delay job 2, so it waits until
+    // job 2 ends (4200), unless it asks at most 9 minutes (ending before 600). With the
+    // forecast made, the quick answer has the same start as the full one and says the
+    // suggestions were skipped. The full one (its search complete) finds one CPU for
+    // job 2, and the shorter time for job 3.
+    let mut c = Controller::new(conf(1, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    let (two, _) = submit(&mut c, desc(2, 3600), &mut next, 0);
+    let (three, _) = submit(&mut c, desc(1, 900), &mut next, 0);
+    c.schedule(1);
+    let work = c.forecast_wanted(1).expect("a forecast is due");
+    c.forecast_made(work.make());
+
+    let quick = |id| {
+        let work = c.explain_begin(id, None, &alice(), 2, false).unwrap();
+        c.explain_finish(work.compute(), &alice())
+    };
+    let options = |e: &Explanation| {
+        e.suggestions
+            .iter()
+            .map(|s| (s.option.clone(), s.start))
+            .collect::<Vec<_>>()
+    };
+    let q = quick(two);
+    let full = c.explain(two, None, &alice(), 2).unwrap();
+    assert_eq!(q.expected.as_ref().map(|x| x.start), Some(600));
+    assert_eq!(q.expected, full.expected);
+    assert_eq!(
+        (q.suggestions.len(), q.suggestion_search),
+        (0, SuggestionSearch::Skipped)
+    );
+    eprintln!("{:?}", full.suggestions);
+
+    let q = quick(three);
+    let full = c.explain(three, None, &alice(), 2).unwrap();
+    assert_eq!(q.expected.as_ref().map(|x| x.start), Some(4200));
+    assert_eq!(q.suggestion_search, SuggestionSearch::Skipped);
+    assert_eq!(full.suggestion_search, SuggestionSearch::Complete);
+    // At the next backfill pass (bf_interval 30 after the pass at 1), ending by 600.
+    assert_eq!(options(&full), [("--time=9".to_string(), 31)]);
 }

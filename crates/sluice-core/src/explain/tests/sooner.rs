@@ -53,7 +53,10 @@ fn fewer_gpus_would_start_it_now() {
     assert_eq!(cf.change, Change::GpusPerNode { gpus: 4 });
     assert_eq!((cf.at, cf.nodes.clone()), (0, ids(&[0])));
     assert_eq!(cf.spec.request.gres_per_node[GPU], 4);
-    assert!(!e.counterfactuals_cut, "every change was simulated to the end");
+    assert!(
+        !e.counterfactuals_cut,
+        "every change was simulated to the end"
+    );
 }
 
 #[test]
