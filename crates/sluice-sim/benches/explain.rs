@@ -261,11 +261,14 @@ fn main() {
             }
             Err(n) => n.to_string(),
         };
-        let suggestions: Vec<String> = e_full
+        let mut suggestions: Vec<String> = e_full
             .counterfactuals
             .iter()
             .map(|c| format!("{:?} → +{:.1} h", c.change, (c.at - now) as f64 / 3600.0))
             .collect();
+        if e_full.counterfactuals_cut {
+            suggestions.push("(search cut short by its budget)".into());
+        }
         println!(
             "| {depth} | {} | {start} | {} | {} | {} | {} |",
             describe(&s, id),
