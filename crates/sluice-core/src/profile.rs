@@ -1238,4 +1238,64 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn a_fuller_profile_and_a_longer_job_start_no_earlier_and_the_search_may_begin_there() {
+        // What the backfill pass relies on to search from an earlier answer: after more
+        // claims, the same request for as long or longer starts no earlier than before,
+        // and searching from that earlier answer finds exactly what searching from the
+        // beginning finds (time and nodes), one-node and wide jobs alike.
+        let c = Cluster::homogeneous("p", 8, 16);
+        let filter = NodeFilter {
+            partition: PartitionId(0),
+            features_any: 0,
+        };
+        let mut seed = 5u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % m
+        };
+        let mut compared = 0;
+        for round in 0..200 {
+            let mut p = Profile::new(&c);
+            let mut claim = |p: &mut Profile, next: &mut dyn FnMut(u64) -> u64| {
+                let node = NodeId(next(8) as u32);
+                let start = next(500) as Time;
+                let end = start + 1 + next(300) as Time;
+                let cpus = 1 + next(16) as u32;
+                if p.free_during(node, start, end).cpus >= cpus {
+                    p.claim(node, start, end, &Resources::cpus(cpus));
+                }
+            };
+            // Every node busy at first, for a while.
+            for n in 0..8 {
+                let end = 50 + next(400) as Time;
+                p.claim(NodeId(n), 0, end, &Resources::cpus(8 + next(8) as u32));
+            }
+            for _ in 0..30 {
+                claim(&mut p, &mut next);
+            }
+            let mut req = JobRequest::procs(8 + next(90) as u32);
+            if round % 2 == 0 {
+                req = JobRequest::procs(4 + next(12) as u32).on_one_node();
+            }
+            let d1 = 1 + next(200) as Secs;
+            let first = p.earliest_start(&c, &req, filter, d1, 0, 2_000).map(|f| f.0);
+            for _ in 0..10 {
+                claim(&mut p, &mut next);
+            }
+            let d2 = d1 + next(200) as Secs;
+            let from_start = p.earliest_start(&c, &req, filter, d2, 0, 2_000);
+            match first {
+                None => assert_eq!(from_start, None, "round {round}"),
+                Some(t1) => {
+                    assert!(from_start.as_ref().is_none_or(|f| f.0 >= t1), "round {round}");
+                    let from_bound = p.earliest_start(&c, &req, filter, d2, t1, 2_000);
+                    assert_eq!(from_bound, from_start, "round {round}");
+                    compared += usize::from(t1 > 0);
+                }
+            }
+        }
+        assert!(compared > 50, "most searches began after the start: {compared}");
+    }
 }

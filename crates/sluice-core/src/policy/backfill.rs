@@ -20,8 +20,9 @@ use std::collections::BTreeMap;
 
 use crate::cluster::Cluster;
 use crate::ids::{JobId, NodeId, PartitionId};
-use crate::job::{JobState, NodeAlloc, PendingReason};
+use crate::job::{JobRequest, JobState, NodeAlloc, PendingReason};
 use crate::policy::BackfillParams;
+use crate::profile::NodeFilter;
 use crate::profile::Profile;
 use crate::reservation;
 use crate::scheduler::{QueueKey, Scheduler};
@@ -215,6 +216,7 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
         }
     }
     let horizon = now + params.window;
+    let mut bounds = StartBounds::default();
     let mut tested = 0usize;
     let mut cursor = resume;
     let mut stopped_at = None;
@@ -239,9 +241,15 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
         let filter = s.filter_for(job);
         let limit = job.spec.time_limit;
         let d = round_up(limit, res);
-        let found = plan.earliest_start(&s.cluster, &job.spec.request, filter, d, now, horizon);
+        let found = bounds
+            .lower(&job.spec.request, filter, d, now)
+            .and_then(|from| {
+                plan.earliest_start(&s.cluster, &job.spec.request, filter, d, from, horizon)
+            });
+        bounds.found(&job.spec.request, filter, d, found.as_ref().map(|f| f.0));
         match found {
             Some((t, nodes)) if t == now => {
+                bounds = StartBounds::default();
                 // The plan's claim runs to the rounded end: the holds step aside for it.
                 reservation::release_on_plan(&mut plan, holds);
                 s.backfill.plan = Some(plan);
@@ -278,5 +286,88 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
     } else {
         s.backfill.cursor = None;
         s.backfill.retained.clear();
+    }
+}
+
+/// What earlier searches of one backfill pass tell about later ones. Within a pass the
+/// plan only fills up (reservations are added; a job started now restarts the
+/// bounds), so a request that fitted no earlier than `t` for `d` seconds fits no
+/// earlier than `t` for `d` or more, and one that did not fit within the window for
+/// `d` does not fit for longer either.
+#[derive(Default)]
+struct StartBounds {
+    /// Per request and node filter: (duration, earliest start found or `None`).
+    seen: Vec<(JobRequest, NodeFilter, Vec<(Secs, Option<Time>)>)>,
+}
+
+impl StartBounds {
+    /// The earliest time worth searching from for `req` on `filter` for `d` seconds,
+    /// not before `now`; `None` when it cannot fit in the window at all.
+    fn lower(&self, req: &JobRequest, filter: NodeFilter, d: Secs, now: Time) -> Option<Time> {
+        if req.switches.is_some() {
+            return Some(now);
+        }
+        let Some((_, _, found)) = self.seen.iter().find(|(r, f, _)| *f == filter && r == req)
+        else {
+            return Some(now);
+        };
+        let mut from = now;
+        for &(seen_d, t) in found {
+            if seen_d <= d {
+                from = from.max(t?);
+            }
+        }
+        Some(from)
+    }
+
+    /// Records a search's answer.
+    fn found(&mut self, req: &JobRequest, filter: NodeFilter, d: Secs, t: Option<Time>) {
+        if req.switches.is_some() {
+            return;
+        }
+        match self
+            .seen
+            .iter_mut()
+            .find(|(r, f, _)| *f == filter && r == req)
+        {
+            Some((_, _, found)) => found.push((d, t)),
+            None => self.seen.push((req.clone(), filter, vec![(d, t)])),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_bounds_use_only_answers_for_the_same_request_and_no_longer_durations() {
+        let filter = NodeFilter {
+            partition: PartitionId(0),
+            features_any: 0,
+        };
+        let other = NodeFilter {
+            features_any: 1,
+            ..filter
+        };
+        let four = JobRequest::procs(4);
+        let eight = JobRequest::procs(8);
+        let mut b = StartBounds::default();
+        assert_eq!(b.lower(&four, filter, 60, 10), Some(10));
+        b.found(&four, filter, 60, Some(100));
+        // As long or longer: from 100; shorter, another request or filter: from now.
+        assert_eq!(b.lower(&four, filter, 60, 10), Some(100));
+        assert_eq!(b.lower(&four, filter, 120, 10), Some(100));
+        assert_eq!(b.lower(&four, filter, 30, 10), Some(10));
+        assert_eq!(b.lower(&eight, filter, 60, 10), Some(10));
+        assert_eq!(b.lower(&four, other, 60, 10), Some(10));
+        // A later answer for a longer job raises the bound for longer ones only.
+        b.found(&four, filter, 300, Some(400));
+        assert_eq!(b.lower(&four, filter, 200, 10), Some(100));
+        assert_eq!(b.lower(&four, filter, 300, 10), Some(400));
+        // No fit in the window for 600 s: none for longer either.
+        b.found(&four, filter, 600, None);
+        assert_eq!(b.lower(&four, filter, 900, 10), None);
+        assert_eq!(b.lower(&four, filter, 500, 10), Some(400));
     }
 }
