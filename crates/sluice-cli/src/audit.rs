@@ -3,8 +3,10 @@
 //! --since 2026-11-01`), or every event in a window; as text, or as JSON lines
 //! (`--json`) for export.
 //!
-//! Users who are not operators see their own jobs' events, and of other users' only how
-//! many there are (the controller leaves them out).
+//! What a user who is not an operator sees follows slurm.conf's `PrivateData`, as the
+//! controller serves it: under `jobs`, their own jobs' events and of other users' only
+//! how many there are; under `users`, other users' events without who they are (`by
+//! another user`, `a job of another user` where `jobs` hides the job too).
 
 use clap::Args;
 use sluice_proto::audit::{
@@ -71,6 +73,15 @@ fn devices(nodes: &[NodeDevices]) -> String {
         .join(", ")
 }
 
+/// Who acted, by name; `another user` when the controller hides who
+/// (`PrivateData=users`).
+fn who(by: Option<u32>, name: &dyn Fn(u32) -> String) -> String {
+    by.map_or_else(|| ANOTHER.to_string(), name)
+}
+
+/// Someone the reader may not know (`PrivateData=users`).
+const ANOTHER: &str = "another user";
+
 fn job_ref(r: &JobRef) -> String {
     match r.job {
         Some(j) => format!("job {j}"),
@@ -104,17 +115,20 @@ pub fn describe_event(what: &AuditWhat, name: &dyn Fn(u32) -> String) -> String 
             partition,
             account,
             qos,
-        } => format!("by {user} to partition {partition}, account {account}, QOS {qos}"),
+        } => format!(
+            "by {} to partition {partition}, account {account}, QOS {qos}",
+            user.as_deref().unwrap_or(ANOTHER)
+        ),
         AuditWhat::Held { by, admin } => {
             let kind = if *admin { " (operator hold)" } else { "" };
-            format!("by {}{kind}", name(*by))
+            format!("by {}{kind}", who(*by, name))
         }
-        AuditWhat::Released { by } => format!("by {}", name(*by)),
+        AuditWhat::Released { by } => format!("by {}", who(*by, name)),
         AuditWhat::Updated { by, changes } => {
-            format!("by {}: {}", name(*by), changes.join(" "))
+            format!("by {}: {}", who(*by, name), changes.join(" "))
         }
         AuditWhat::Cancelled { by, state } => {
-            format!("by {} while {}", name(*by), state.name())
+            format!("by {} while {}", who(*by, name), state.name())
         }
         AuditWhat::Requeued {
             run,
@@ -123,7 +137,7 @@ pub fn describe_event(what: &AuditWhat, name: &dyn Fn(u32) -> String) -> String 
             released: nodes,
         } => {
             let cause = match cause {
-                RequeueCause::Request { by } => format!("by {}", name(*by)),
+                RequeueCause::Request { by } => format!("by {}", who(*by, name)),
                 RequeueCause::Preempted { by } => format!("preempted for {}", job_ref(by)),
                 RequeueCause::NodeFail => "its node failed".into(),
             };
@@ -153,9 +167,14 @@ pub fn describe_event(what: &AuditWhat, name: &dyn Fn(u32) -> String) -> String 
                 devices(nodes)
             )
         }
+        // The backfill pass's plan, not the forecast `explain` gives.
         AuditWhat::Planned { from, to } => match from {
-            Some(f) => format!("expected start {} (was {})", timestamp(*to), timestamp(*f)),
-            None => format!("expected start {}", timestamp(*to)),
+            Some(f) => format!(
+                "start {} in the backfill plan (was {})",
+                timestamp(*to),
+                timestamp(*f)
+            ),
+            None => format!("start {} in the backfill plan", timestamp(*to)),
         },
         AuditWhat::Reason { from, to, limit } => {
             let limit = if *limit { ", a limit reached" } else { "" };
@@ -270,10 +289,14 @@ pub fn holds_table(reply: &AuditReply, name: &dyn Fn(u32) -> String) -> String {
         .holds
         .iter()
         .map(|h: &AuditHold| {
+            // Its user, unless hidden (`-`).
             let user = match (&h.cause, h.uid) {
                 (
                     Some(AuditEvent {
-                        what: AuditWhat::Started { user, .. },
+                        what:
+                            AuditWhat::Started {
+                                user: Some(user), ..
+                            },
                         ..
                     }),
                     _,

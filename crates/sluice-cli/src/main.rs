@@ -15,6 +15,10 @@ mod up;
 
 use clap::{Parser, Subcommand};
 
+/// Subcommands that talk to the cluster as the Slurm commands do, and exit 1 on a usage
+/// error as they do (clap's own code is 2).
+const EXIT_1_ON_USAGE: [&str; 2] = ["audit", "explain"];
+
 /// Sluice: a Slurm-compatible workload manager for GPU and HPC clusters.
 #[derive(Parser, Debug)]
 #[command(name = "sluice", version, about)]
@@ -63,7 +67,7 @@ fn main() {
     {
         std::process::exit(code);
     }
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e, args.get(1)));
     let code = match cli.command {
         Command::Sim(args) => match sim::run(*args) {
             Ok(()) => 0,
@@ -80,4 +84,15 @@ fn main() {
         Command::Agent(args) => up::agent(args),
     };
     std::process::exit(code);
+}
+
+/// Reports command-line error `e` (clap's message on stderr; help and version on
+/// stdout, exit 0) and exits: 1 for a usage error of a subcommand in
+/// [`EXIT_1_ON_USAGE`] (`subcommand`: the first argument), clap's 2 for the others.
+fn usage_error(e: clap::Error, subcommand: Option<&String>) -> ! {
+    if e.use_stderr() && subcommand.is_some_and(|s| EXIT_1_ON_USAGE.contains(&s.as_str())) {
+        let _ = e.print();
+        std::process::exit(1);
+    }
+    e.exit()
 }

@@ -1721,7 +1721,9 @@ impl Controller {
         }
         let mut effects = Vec::new();
         for id in ids {
-            let cause = RequeueCause::Request { by: caller.uid };
+            let cause = RequeueCause::Request {
+                by: Some(caller.uid),
+            };
             self.audit_requeued(id, cause, JobState::Requeued, now);
             effects.extend(self.requeue_run(id, JobState::Requeued, true, now));
         }

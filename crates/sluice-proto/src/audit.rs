@@ -4,6 +4,12 @@
 //! An event's JSON is one object: `seq`, `time` (Unix seconds), `job_id`, `uid` (the
 //! job's owner), `kind` and `detail` (what [`AuditWhat`] holds for that kind), which is
 //! also the line format of `sluice audit --json`.
+//!
+//! Who someone is may be hidden from the reader: under slurm.conf's `PrivateData=users`
+//! a user who is not an operator sees other users' jobs' events without their owners
+//! (`uid`, the detail's `user` and a [`JobRef`]'s `uid` are `null`) and without who
+//! acted on them (`by` is `null`), unless that was the reader. The controller always
+//! records them; only what it serves is redacted.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,16 +25,17 @@ pub struct AuditEvent {
     pub time: i64,
     /// The job.
     pub job_id: u64,
-    /// The job's owner.
-    pub uid: u32,
+    /// The job's owner; `None` when hidden from the reader (`PrivateData=users`).
+    pub uid: Option<u32>,
     /// What happened, and why.
     #[serde(flatten)]
     pub what: AuditWhat,
 }
 
 /// A job named in another job's event (a preemptor, a victim). Both fields are `None`
-/// when the reader may not see that job (another user's, for a user who is not an
-/// operator).
+/// when the reader may not see that job (another user's under `PrivateData=jobs`, for a
+/// user who is not an operator); `uid` alone is `None` when the reader may see the job
+/// but not whose it is (`PrivateData=users`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRef {
     /// Its id.
@@ -70,8 +77,8 @@ pub struct PreemptRule {
 pub enum RequeueCause {
     /// `scontrol requeue` by this uid.
     Request {
-        /// Who asked.
-        by: u32,
+        /// Who asked (uid); `None` when hidden from the reader.
+        by: Option<u32>,
     },
     /// Preempted in `REQUEUE` mode.
     Preempted {
@@ -88,8 +95,8 @@ pub enum RequeueCause {
 pub enum AuditWhat {
     /// Submitted by its owner.
     Submitted {
-        /// The owner's name.
-        user: String,
+        /// The owner's name; `None` when hidden from the reader.
+        user: Option<String>,
         /// Partition.
         partition: String,
         /// Account.
@@ -99,28 +106,28 @@ pub enum AuditWhat {
     },
     /// Held (`scontrol hold`, `uhold`, `sbatch --hold`).
     Held {
-        /// Who held it (uid).
-        by: u32,
+        /// Who held it (uid); `None` when hidden from the reader.
+        by: Option<u32>,
         /// An operator's hold (`JobHeldAdmin`).
         admin: bool,
     },
     /// Released (`scontrol release`).
     Released {
-        /// Who released it.
-        by: u32,
+        /// Who released it (uid); `None` when hidden from the reader.
+        by: Option<u32>,
     },
     /// Changed by `scontrol update` (its time limit, partition, nice, begin time...).
     Updated {
-        /// Who changed it (uid).
-        by: u32,
+        /// Who changed it (uid); `None` when hidden from the reader.
+        by: Option<u32>,
         /// What changed, as `scontrol update` names it: `TimeLimit=00:10:00`,
         /// `Partition=short`...
         changes: Vec<String>,
     },
     /// Cancelled (`scancel`).
     Cancelled {
-        /// Who cancelled it.
-        by: u32,
+        /// Who cancelled it (uid); `None` when hidden from the reader.
+        by: Option<u32>,
         /// The state it was in.
         state: JobState,
     },
@@ -150,16 +157,20 @@ pub enum AuditWhat {
         partition: String,
         /// The advance reservation it ran in.
         reservation: Option<String>,
-        /// The owner's name.
-        user: String,
+        /// The owner's name; `None` when hidden from the reader.
+        user: Option<String>,
         /// Nodes, GPUs and device files.
         nodes: Vec<NodeDevices>,
     },
-    /// The scheduler's plan gave it an expected start, or moved it.
+    /// The last backfill pass planned a start for it, or moved it: the core's planned
+    /// start (a backfill reservation; in the simulator's `conservative` and `easy`
+    /// policies their reservation or shadow time), what Slurm's `squeue --start`
+    /// would show. Not the controller's forecast, which Sluice's `squeue --start` and
+    /// `sluice explain` show.
     Planned {
-        /// The expected start before (Unix seconds); `None`: none before.
+        /// The planned start before (Unix seconds); `None`: none before.
         from: Option<i64>,
-        /// The expected start now.
+        /// The planned start now (Unix seconds).
         to: i64,
     },
     /// Its pending reason changed (Slurm's reason code, as squeue shows it).
@@ -344,7 +355,7 @@ mod tests {
             seq: 7,
             time: 100,
             job_id: 12,
-            uid: 1000,
+            uid: Some(1000),
             what: AuditWhat::Reason {
                 from: Some("Priority".into()),
                 to: "QOSMaxGRESPerUser".into(),
@@ -373,6 +384,42 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&cause).unwrap(),
             r#"{"type":"preempted","by":{"job":3,"uid":1001}}"#
+        );
+    }
+
+    #[test]
+    fn who_is_hidden_is_null_and_recorded_details_still_read() {
+        let hidden = AuditEvent {
+            seq: 3,
+            time: 100,
+            job_id: 12,
+            uid: None,
+            what: AuditWhat::Held {
+                by: None,
+                admin: false,
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&hidden).unwrap(),
+            r#"{"seq":3,"time":100,"job_id":12,"uid":null,"kind":"held","detail":{"by":null,"admin":false}}"#
+        );
+        let submitted = AuditWhat::Submitted {
+            user: None,
+            partition: "low".into(),
+            account: "physics".into(),
+            qos: "normal".into(),
+        };
+        assert_eq!(
+            submitted.detail_json(),
+            r#"{"account":"physics","partition":"low","qos":"normal","user":null}"#
+        );
+        // What the store holds (always with who) reads as before.
+        assert_eq!(
+            AuditWhat::from_parts("cancelled", r#"{"by":1000,"state":"RUNNING"}"#).unwrap(),
+            AuditWhat::Cancelled {
+                by: Some(1000),
+                state: JobState::Running
+            }
         );
     }
 

@@ -120,7 +120,9 @@ pub struct Priority {
 /// An expected start.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Expected {
-    /// When (what `squeue --start` shows).
+    /// When, Unix seconds: the controller's forecast (or, while the forecast is being
+    /// remade, the job simulated on its own), what `squeue --start` shows once the
+    /// forecast is current.
     pub start: i64,
     /// On which nodes, as a hostlist.
     pub nodes: String,
@@ -128,12 +130,15 @@ pub struct Expected {
     pub pass: String,
     /// The running jobs whose ends it waits for.
     pub waits_for: Vec<Awaited>,
-    /// Whether `squeue --start` shows something else, `planned` (`None`: `N/A`). It
-    /// shows the controller's last forecast of every pending job (made after each
-    /// change, in the background), or the backfill plan for a job the forecast does
-    /// not start; it differs from `start` only while the forecast is being remade.
+    /// Whether `squeue --start` shows something else than `start`: `planned`. It
+    /// differs only while the forecast is being remade, or when the forecast does not
+    /// start the job.
     pub plan_differs: bool,
-    /// What `squeue --start` shows.
+    /// What `squeue --start` shows, Unix seconds (`None`: `N/A`): the start in the
+    /// controller's last forecast of every pending job (made after each change, in the
+    /// background), or, for a job that forecast does not start, the start the last
+    /// backfill pass planned (what Slurm's `squeue --start` shows). The audit trail's
+    /// `planned` events record only the backfill pass's plan.
     pub planned: Option<i64>,
 }
 

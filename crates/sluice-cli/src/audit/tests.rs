@@ -15,7 +15,7 @@ fn ev(time: i64, job: u64, what: AuditWhat) -> AuditEvent {
         seq: 0,
         time,
         job_id: job,
-        uid: 1000,
+        uid: Some(1000),
         what,
     }
 }
@@ -44,7 +44,7 @@ fn started(pass: &str, rank: u32, nodes: Vec<NodeDevices>) -> AuditWhat {
         rank: Some(rank),
         partition: "low".into(),
         reservation: None,
-        user: "alice".into(),
+        user: Some("alice".into()),
         nodes,
     }
 }
@@ -62,7 +62,7 @@ fn a_victims_story_reads_one_line_per_event() {
                 100,
                 11,
                 AuditWhat::Submitted {
-                    user: "alice".into(),
+                    user: Some("alice".into()),
                     partition: "low".into(),
                     account: "physics".into(),
                     qos: "normal".into(),
@@ -146,8 +146,8 @@ fn a_victims_story_reads_one_line_per_event() {
         format!("{} requeued   preempted for job 12; run 0 kept as PREEMPTED; released g1 (GPU 0-1: /dev/nvidia0,/dev/nvidia1)", t(115)),
         format!("{} pending    reason BeginTime", t(115)),
         format!("{} pending    reason QOSMaxGRESPerUser, a limit reached (was BeginTime)", t(116)),
-        format!("{} planned    expected start {}", t(116), t(200)),
-        format!("{} planned    expected start {} (was {})", t(120), t(180), t(200)),
+        format!("{} planned    start {} in the backfill plan", t(116), t(200)),
+        format!("{} planned    start {} in the backfill plan (was {})", t(120), t(180), t(200)),
         format!("{} ended      COMPLETED, exit code 0:0; released g1 (GPU 2)", t(130)),
         "(3 events of other users' jobs not shown)".to_string(),
     ];
@@ -179,12 +179,15 @@ fn the_other_side_and_other_actors_are_named_or_hidden() {
         "job 11 and 1 job(s) of other users under cohort reclaim: account vision (cohort ml) over account nlp (borrowing)"
     );
     assert_eq!(
-        line(AuditWhat::Held { by: 0, admin: true }),
+        line(AuditWhat::Held {
+            by: Some(0),
+            admin: true
+        }),
         "by root (operator hold)"
     );
     assert_eq!(
         line(AuditWhat::Cancelled {
-            by: 1000,
+            by: Some(1000),
             state: JobState::Running
         }),
         "by alice while RUNNING"
@@ -261,5 +264,108 @@ fn the_holds_table_says_who_held_a_gpu_when_and_why() {
     assert_eq!(
         holds_table(&reply, &names).lines().collect::<Vec<_>>(),
         expected
+    );
+}
+
+#[test]
+fn under_private_users_other_users_are_another_user_and_their_holds_unnamed() {
+    // The controller left out whose the job is and who acted (`PrivateData=users`).
+    let line = |what: AuditWhat| describe_event(&what, &names);
+    assert_eq!(
+        line(AuditWhat::Submitted {
+            user: None,
+            partition: "high".into(),
+            account: "physics".into(),
+            qos: "normal".into(),
+        }),
+        "by another user to partition high, account physics, QOS normal"
+    );
+    assert_eq!(
+        line(AuditWhat::Held {
+            by: None,
+            admin: false
+        }),
+        "by another user"
+    );
+    assert_eq!(line(AuditWhat::Released { by: None }), "by another user");
+    assert_eq!(
+        line(AuditWhat::Updated {
+            by: None,
+            changes: vec!["TimeLimit=10".into()]
+        }),
+        "by another user: TimeLimit=10"
+    );
+    assert_eq!(
+        line(AuditWhat::Cancelled {
+            by: None,
+            state: JobState::Pending
+        }),
+        "by another user while PENDING"
+    );
+    assert_eq!(
+        line(AuditWhat::Requeued {
+            run: 0,
+            ended_as: JobState::Requeued,
+            cause: RequeueCause::Request { by: None },
+            released: vec![],
+        }),
+        "by another user; run 0 kept as REQUEUED"
+    );
+    // A job of another user keeps its id (only `PrivateData=jobs` hides it).
+    let anonymous = JobRef {
+        job: Some(12),
+        uid: None,
+    };
+    assert_eq!(
+        line(AuditWhat::Preempted {
+            by: anonymous.clone(),
+            rule: rule(),
+            mode: "CANCEL".into(),
+            grace: 0
+        }),
+        "for job 12 under PreemptType=preempt/partition_prio: partition high (PriorityTier=10) over partition low (PriorityTier=1); CANCEL after a grace of 0 s"
+    );
+    assert_eq!(
+        line(AuditWhat::Preempting {
+            victims: vec![anonymous],
+            rule: rule(),
+        }),
+        "job 12 under PreemptType=preempt/partition_prio: partition high (PriorityTier=10) over partition low (PriorityTier=1)"
+    );
+    // Their holds: the job, not whose.
+    let mut start = started("preempt", 1, vec![gpus("g1", &[1], &[])]);
+    if let AuditWhat::Started { user, .. } = &mut start {
+        *user = None;
+    }
+    let reply = AuditReply {
+        holds: vec![AuditHold {
+            job_id: Some(12),
+            run: 0,
+            uid: None,
+            node: "g1".into(),
+            gpus: vec![1],
+            start: 100,
+            end: Some(115),
+            cause: Some(AuditEvent {
+                uid: None,
+                ..ev(100, 12, start)
+            }),
+        }],
+        ..Default::default()
+    };
+    assert_eq!(
+        holds_table(&reply, &names).lines().collect::<Vec<_>>(),
+        [
+            format!(
+                "JOBID USER NODE GPUS START{} END{} CAUSE",
+                " ".repeat(14),
+                " ".repeat(16)
+            ),
+            format!(
+                "12    -    g1   1    {} {} preempt pass, priority 100, rank 1 in low",
+                timestamp(100),
+                timestamp(115)
+            ),
+        ]
     );
 }

@@ -1,7 +1,7 @@
 //! The audit trail on a live cluster: `sluice audit` reconstructs a preemption story
 //! from both sides, and says who held a GPU when and why.
 
-use sluice_proto::audit::{AuditEvent, AuditWhat};
+use sluice_proto::audit::{AuditEvent, AuditHold, AuditWhat, JobRef};
 use sluice_proto::time::timestamp;
 
 use crate::harness::Cluster;
@@ -201,6 +201,16 @@ fn sluice_audit_tells_a_preemption_story_and_who_held_a_gpu() {
         ],
     ];
     assert_eq!(o.stdout, table(&cells));
+    // A GPU g1 does not have: an error, not an empty table.
+    let o = c.run("sluice", &["audit", "--node", "g1", "--gpu", "4"]);
+    assert_eq!(
+        (o.code, o.stdout.as_str(), o.stderr.as_str()),
+        (
+            1,
+            "",
+            "sluice audit: error: Node g1 has no GPU 4 (it has 4: 0-3)\n"
+        )
+    );
 }
 
 /// Rows as `sluice audit --node` lays them out: every column but the last padded to
@@ -332,6 +342,14 @@ fn audit_and_explain_take_array_tasks_and_refuse_what_is_not_a_job_or_a_node() {
             "sluice audit: error: Invalid node name specified",
         ),
         (
+            vec!["audit", "--node", "n1", "--gpu", "0"],
+            "sluice audit: error: Node n1 has no GPU 0 (it has no GPUs)",
+        ),
+        (
+            vec!["audit", "--node", "n1", "--gpu", "0", "--json"],
+            "sluice audit: error: Node n1 has no GPU 0 (it has no GPUs)",
+        ),
+        (
             vec!["audit", "99999", "--json"],
             "sluice audit: error: No audit events for job 99999",
         ),
@@ -349,6 +367,221 @@ fn audit_and_explain_take_array_tasks_and_refuse_what_is_not_a_job_or_a_node() {
         ),
     ] {
         let o = c.run("sluice", &args);
-        assert_eq!((o.code, o.stderr.trim_end()), (1, message), "{args:?}");
+        assert_eq!(
+            (o.code, o.stdout.as_str(), o.stderr.as_str()),
+            (1, "", &*format!("{message}\n")),
+            "{args:?}"
+        );
     }
+}
+
+/// One node of 2 GPUs in `low` (`PriorityTier=1`) and `high` (`PriorityTier=10`);
+/// `preempt/partition_prio` in `CANCEL` mode without grace; `PrivateData=users` (not
+/// `jobs`): users see each other's jobs, not whose they are.
+const PRIVATE_USERS: &str = "ClusterName=auditpriv
+SlurmctldHost=localhost
+GresTypes=gpu
+PrivateData=users
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
+NodeName=g1 CPUs=2 RealMemory=1000 Gres=gpu:2 State=UNKNOWN
+PartitionName=low Nodes=g1 Default=YES MaxTime=1:00:00 State=UP PriorityTier=1
+PartitionName=high Nodes=g1 MaxTime=1:00:00 State=UP PriorityTier=10
+";
+
+/// The second user of the privacy test.
+const NOBODY: u32 = 65534;
+
+/// JSON lines as `T`s.
+fn parse<T: serde::de::DeserializeOwned>(out: &str) -> Vec<T> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// A job's event as a user who may not know whose the job is sees it: without its
+/// owner and who acted on it (the reader being neither).
+fn anonymous(mut e: AuditEvent) -> AuditEvent {
+    e.uid = None;
+    match &mut e.what {
+        AuditWhat::Submitted { user, .. } | AuditWhat::Started { user, .. } => *user = None,
+        AuditWhat::Held { by, .. } | AuditWhat::Released { by } => *by = None,
+        _ => {}
+    }
+    e
+}
+
+#[test]
+fn under_private_data_users_a_user_sees_other_users_jobs_without_whose_they_are() {
+    // A second user needs root to become it (as the memory test needs a cgroup).
+    let nobody = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(NOBODY))
+        .ok()
+        .flatten()
+        .map(|u| u.name);
+    let (true, Some(nobody)) = (nix::unistd::geteuid().is_root(), nobody) else {
+        eprintln!("skipped: needs root and a user {NOBODY} to run as a second user");
+        return;
+    };
+    let c = Cluster::start_files(
+        "auditpriv",
+        PRIVATE_USERS,
+        &[("gres.conf", "NodeName=g1 Name=gpu File=/dev/nvidia[0-1]\n")],
+    );
+    // Nobody's job holds both GPUs; root's, held at first, preempts it once released.
+    let o = c.run_as(
+        NOBODY,
+        "sbatch",
+        &[
+            "-p",
+            "low",
+            "-c",
+            "2",
+            "--gres=gpu:2",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "sleep 60",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let victim: u64 = o
+        .stdout
+        .trim()
+        .strip_prefix("Submitted batch job ")
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected sbatch output {:?}", o.stdout));
+    c.wait_for("nobody's job to run", || c.state(victim) == "RUNNING");
+    let preemptor = c.sbatch(&[
+        "-p",
+        "high",
+        "-c",
+        "1",
+        "--gres=gpu:1",
+        "--hold",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "true",
+    ]);
+    let o = c.run("scontrol", &["release", &preemptor.to_string()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(c.wait_ended(preemptor), "COMPLETED");
+    assert_eq!(c.wait_ended(victim), "PREEMPTED");
+
+    let as_nobody = |args: &[&str]| {
+        let o = c.run_as(NOBODY, "sluice", args);
+        assert_eq!((o.code, o.stderr.as_str()), (0, ""), "{args:?}");
+        o.stdout
+    };
+    // Each line without its time, and without the reasons and plans a pending job
+    // goes through.
+    let rest = |out: String| -> Vec<String> {
+        out.lines()
+            .map(|l| l.split_once(' ').expect("a time first").1.to_string())
+            .filter(|r| !r.starts_with("pending ") && !r.starts_with("planned "))
+            .collect()
+    };
+    let (p, v) = (preemptor.to_string(), victim.to_string());
+    // The priority each started with.
+    let started_with = |job: u64| {
+        let e = events(&c, job);
+        match &e.iter().find(|e| e.what.kind() == "started").unwrap().what {
+            AuditWhat::Started { priority, .. } => *priority,
+            _ => unreachable!(),
+        }
+    };
+    let (pp, pv) = (started_with(preemptor), started_with(victim));
+    // Root's job as nobody sees it: every event, nobody named but the victim (its own).
+    let story = |who: &str| {
+        vec![
+            format!("submitted  by {who} to partition high, account {}, QOS normal", me_account()),
+            format!("held       by {who}"),
+            format!("released   by {who}"),
+            format!("preempting job {victim} under PreemptType=preempt/partition_prio: partition high (PriorityTier=10) over partition low (PriorityTier=1)"),
+            format!("started    run 0 by the preempt pass, priority {pp}, rank 1 in partition high; on g1 (GPU 0: /dev/nvidia0)"),
+            "ended      COMPLETED, exit code 0:0; released g1 (GPU 0: /dev/nvidia0)".to_string(),
+        ]
+    };
+    assert_eq!(rest(as_nobody(&["audit", &p])), story("another user"));
+    // Root, an operator, sees who.
+    assert_eq!(rest(c.run("sluice", &["audit", &p]).stdout), story(&me()));
+    // The JSON lines leave out the same: owner, user, who held and released.
+    let recorded = events(&c, preemptor);
+    let seen: Vec<AuditEvent> = parse(&as_nobody(&["audit", &p, "--json"]));
+    assert_eq!(
+        seen,
+        recorded.into_iter().map(anonymous).collect::<Vec<_>>()
+    );
+    assert!(seen.iter().any(|e| matches!(&e.what,
+        AuditWhat::Preempting { victims, .. } if victims == &[JobRef { job: Some(victim), uid: Some(NOBODY) }])));
+
+    // Nobody's own job names nobody, and the preemptor without its owner.
+    let files = "/dev/nvidia0,/dev/nvidia1";
+    assert_eq!(
+        rest(as_nobody(&["audit", &v])),
+        [
+            format!("submitted  by {nobody} to partition low, account {nobody}, QOS normal"),
+            format!("started    run 0 by the main pass, priority {pv}, rank 1 in partition low; on g1 (GPU 0-1: {files})"),
+            format!("preempted  for job {preemptor} under PreemptType=preempt/partition_prio: partition high (PriorityTier=10) over partition low (PriorityTier=1); CANCEL after a grace of 0 s"),
+            format!("ended      PREEMPTED, exit code 0:15; released g1 (GPU 0-1: {files})"),
+        ]
+    );
+    let mut expected = events(&c, victim);
+    for e in &mut expected {
+        if let AuditWhat::Preempted { by, .. } = &mut e.what {
+            assert_eq!(by.uid, Some(0));
+            by.uid = None;
+        }
+    }
+    assert_eq!(
+        parse::<AuditEvent>(&as_nobody(&["audit", &v, "--json"])),
+        expected
+    );
+
+    // Who held GPU 0: nobody's job by name, root's without.
+    let ve = events(&c, victim);
+    let pe = events(&c, preemptor);
+    let t = |events: &[AuditEvent], kind: &str| timestamp(time_of(events, kind, 0));
+    let holds = |root_is: &str| {
+        table(&[
+            ["JOBID", "USER", "NODE", "GPUS", "START", "END", "CAUSE"].map(str::to_string),
+            [
+                v.clone(),
+                nobody.clone(),
+                "g1".into(),
+                "0".into(),
+                t(&ve, "started"),
+                t(&ve, "ended"),
+                format!("main pass, priority {pv}, rank 1 in low"),
+            ],
+            [
+                p.clone(),
+                root_is.into(),
+                "g1".into(),
+                "0".into(),
+                t(&pe, "started"),
+                t(&pe, "ended"),
+                format!("preempt pass, priority {pp}, rank 1 in high"),
+            ],
+        ])
+    };
+    let gpu0 = [
+        "audit",
+        "--node",
+        "g1",
+        "--gpu",
+        "0",
+        "--since",
+        "2020-01-01",
+    ];
+    assert_eq!(as_nobody(&gpu0), holds("-"));
+    assert_eq!(c.run("sluice", &gpu0).stdout, holds(&me()));
+    let node = ["audit", "--node", "g1", "--since", "2020-01-01", "--json"];
+    let mut expected: Vec<AuditHold> = parse(&c.run("sluice", &node).stdout);
+    for h in expected.iter_mut().filter(|h| h.job_id == Some(preemptor)) {
+        h.uid = None;
+        h.cause = h.cause.take().map(anonymous);
+    }
+    assert_eq!(expected.len(), 2);
+    assert_eq!(parse::<AuditHold>(&as_nobody(&node)), expected);
 }

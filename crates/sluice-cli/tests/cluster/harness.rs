@@ -126,13 +126,29 @@ impl Cluster {
 
     /// [`Cluster::run`] from directory `cwd`.
     pub fn run_in(&self, cwd: &Path, cmd: &str, args: &[&str]) -> Output {
+        self.run_full(cwd, None, cmd, args)
+    }
+
+    /// [`Cluster::run`] as user `uid` (group of the same number, no others): for a test run by
+    /// root that needs a second user.
+    pub fn run_as(&self, uid: u32, cmd: &str, args: &[&str]) -> Output {
+        self.run_full(&self.work(), Some(uid), cmd, args)
+    }
+
+    fn run_full(&self, cwd: &Path, uid: Option<u32>, cmd: &str, args: &[&str]) -> Output {
+        use std::os::unix::process::CommandExt;
         let bin = self.dir.join("state").join("bin");
         let path = format!(
             "{}:{}",
             bin.display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let o = match Command::new(bin.join(cmd))
+        let mut command = Command::new(bin.join(cmd));
+        if let Some(uid) = uid {
+            // Setting the uid drops root's supplementary groups too.
+            command.uid(uid).gid(uid);
+        }
+        let o = match command
             .args(args)
             .current_dir(cwd)
             .env("PATH", path)

@@ -1,12 +1,17 @@
 //! The audit trail in the server: recorded events handed to the store, the retention
 //! purge, and `GET /v1/audit` for `sluice audit`.
 //!
-//! Privacy follows slurm.conf's `PrivateData=jobs`: without it (Slurm's default, where
-//! `squeue` shows everyone's jobs) everyone sees every event. With it, operators (root,
-//! the controller's user, `AdminLevel` Operator or Administrator) see everything; other
-//! users see their own jobs' events and holds, and of other users' only how many there
-//! are. Jobs of other users named in a visible event (a preemptor, a victim) are left
-//! unnamed.
+//! Privacy follows slurm.conf's `PrivateData`; operators (root, the controller's user,
+//! `AdminLevel` Operator or Administrator) see everything. Without `jobs` in it
+//! (Slurm's default, where `squeue` shows everyone's jobs) everyone sees every event.
+//! With `jobs`, other users see their own jobs' events and holds, and of other users'
+//! only how many there are; jobs of other users named in a visible event (a preemptor,
+//! a victim) are left unnamed. With `users`, other users' jobs' events and holds stay
+//! visible (unless `jobs` hides them) without whose they are: their owner's uid and
+//! name and who acted on them (held, released, updated, cancelled, requeued them) are
+//! left out unless it was the reader, and jobs of other users named in any visible
+//! event keep their id but not their owner, as `sluice explain` names them. The
+//! reader's own jobs' events name everyone who acted on them.
 
 use std::time::Duration;
 
@@ -19,6 +24,7 @@ use sluice_proto::accounts::AdminLevel;
 use sluice_proto::audit::{
     AuditEvent, AuditHold, AuditQuery, AuditReply, AuditWhat, JobRef, RequeueCause,
 };
+use sluice_proto::types::compact_indices;
 use sluice_store::{AuditFilter, AuditRow, HoldFilter, HoldRow};
 
 use super::{error, now, user_and_group, App, Peer};
@@ -63,18 +69,49 @@ pub(super) async fn purge_loop(app: App, retention: i64) {
     }
 }
 
-/// Whether `peer` sees every user's audit trail.
-fn operator(app: &App, peer: Peer) -> bool {
-    let caller = app.caller(peer);
-    if caller.admin || !app.ctl.lock().expect("lock").private_data().jobs {
-        return true;
+/// What a reader may see of other users' part of the trail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sight {
+    /// The reader's uid.
+    uid: u32,
+    /// Sees other users' jobs (not `PrivateData=jobs`, or an operator).
+    jobs: bool,
+    /// Sees who other users are (not `PrivateData=users`, or an operator).
+    users: bool,
+}
+
+impl Sight {
+    /// Sees everything as recorded.
+    fn all(self) -> bool {
+        self.jobs && self.users
     }
-    let (name, _) = user_and_group(peer.uid, peer.gid);
-    let who = Requester {
-        name,
-        superuser: false,
+}
+
+/// What `peer` may see of other users' audit trail.
+fn sight(app: &App, peer: Peer) -> Sight {
+    let caller = app.caller(peer);
+    let private = app.ctl.lock().expect("lock").private_data();
+    let s = Sight {
+        uid: peer.uid,
+        jobs: !private.jobs,
+        users: !private.users,
     };
-    app.ctl.lock().expect("lock").accounts().admin_level(&who) >= AdminLevel::Operator
+    if s.all() {
+        return s;
+    }
+    let operator = caller.admin || {
+        let (name, _) = user_and_group(peer.uid, peer.gid);
+        let who = Requester {
+            name,
+            superuser: false,
+        };
+        app.ctl.lock().expect("lock").accounts().admin_level(&who) >= AdminLevel::Operator
+    };
+    Sight {
+        jobs: s.jobs || operator,
+        users: s.users || operator,
+        ..s
+    }
 }
 
 /// An event from its row (`None` for a row this controller cannot read).
@@ -83,16 +120,26 @@ fn event(row: &AuditRow) -> Option<AuditEvent> {
         seq: row.seq as u64,
         time: row.time,
         job_id: row.job_id,
-        uid: row.uid,
+        uid: Some(row.uid),
         what: AuditWhat::from_parts(&row.kind, &row.detail).ok()?,
     })
 }
 
-/// `e` as user `uid` may see it: other users' jobs it names left unnamed.
-fn redact(mut e: AuditEvent, uid: u32) -> AuditEvent {
+/// Visible event `e` as reader `s` may see it: other users' jobs it names left
+/// unnamed (`PrivateData=jobs`) or named without their owners (`PrivateData=users`);
+/// of another user's job (`PrivateData=users`), whose it is and who acted on it (unless
+/// the reader) left out too.
+fn redact(mut e: AuditEvent, s: Sight) -> AuditEvent {
+    if s.all() {
+        return e;
+    }
     let hide = |r: &mut JobRef| {
-        if r.uid != Some(uid) {
-            *r = JobRef::default();
+        if r.uid != Some(s.uid) {
+            if !s.jobs {
+                *r = JobRef::default();
+            } else if !s.users {
+                r.uid = None;
+            }
         }
     };
     match &mut e.what {
@@ -104,7 +151,49 @@ fn redact(mut e: AuditEvent, uid: u32) -> AuditEvent {
         } => hide(by),
         _ => {}
     }
+    if s.users || e.uid == Some(s.uid) {
+        return e;
+    }
+    // Another user's job, seen without whose it is.
+    e.uid = None;
+    let hide_uid = |by: &mut Option<u32>| {
+        if *by != Some(s.uid) {
+            *by = None;
+        }
+    };
+    match &mut e.what {
+        AuditWhat::Submitted { user, .. } | AuditWhat::Started { user, .. } => *user = None,
+        AuditWhat::Held { by, .. }
+        | AuditWhat::Released { by }
+        | AuditWhat::Updated { by, .. }
+        | AuditWhat::Cancelled { by, .. }
+        | AuditWhat::Requeued {
+            cause: RequeueCause::Request { by },
+            ..
+        } => hide_uid(by),
+        _ => {}
+    }
     e
+}
+
+/// Slurm's message for a node name that is not configured.
+const BAD_NODE: &str = "Invalid node name specified";
+
+/// Why GPU index `gpu` of node `node`, which has `count` GPUs, cannot be asked about:
+/// `Node vm has no GPU 5 (it has no GPUs)`, `Node g1 has no GPU 5 (it has 4: 0-3)`;
+/// `None` when it has that GPU.
+fn missing_gpu(node: &str, gpu: u32, count: u32) -> Option<String> {
+    if gpu < count {
+        return None;
+    }
+    let has = match count {
+        0 => "no GPUs".to_string(),
+        n => {
+            let all: Vec<u32> = (0..n).collect();
+            format!("{n}: {}", compact_indices(&all))
+        }
+    };
+    Some(format!("Node {node} has no GPU {gpu} (it has {has})"))
 }
 
 /// Rows of one device table grouped into one hold per job run and node (rows come by
@@ -139,7 +228,7 @@ pub(super) async fn query(
     ConnectInfo(peer): ConnectInfo<Peer>,
     Query(mut q): Query<AuditQuery>,
 ) -> Response {
-    let all = operator(&app, peer);
+    let sight = sight(&app, peer);
     {
         let ctl = app.ctl.lock().expect("lock");
         // An array task (`123_4`) is its own record.
@@ -150,9 +239,14 @@ pub(super) async fn query(
             }
         }
     }
-    let unknown_node = q.node.as_deref().is_some_and(|n| {
+    // A node not configured, or a GPU it does not have (`None`: configured, and the
+    // GPU asked about, if any, is one of its own).
+    let refused = q.node.as_deref().and_then(|n| {
         let ctl = app.ctl.lock().expect("lock");
-        ctl.conf.node_id(n).is_none()
+        match ctl.node_gpu_count(n) {
+            None => Some(BAD_NODE.to_string()),
+            Some(count) => q.gpu.and_then(|g| missing_gpu(n, g, count)),
+        }
     });
     flush(&app);
     let store = app.store.clone();
@@ -184,23 +278,25 @@ pub(super) async fn query(
         Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
-    if unknown_node && holds.is_empty() {
-        // Neither configured nor in the trail (a node since removed still answers).
-        return error(StatusCode::NOT_FOUND, "Invalid node name specified");
+    if let (Some(why), true) = (refused, holds.is_empty()) {
+        // Neither configured nor in the trail (a node since removed, or a GPU since
+        // taken out, still answers).
+        return error(StatusCode::NOT_FOUND, why);
     }
     let mut reply = AuditReply::default();
     for e in events.iter().filter_map(event) {
-        if all {
-            reply.events.push(e);
-        } else if e.uid == peer.uid {
-            reply.events.push(redact(e, peer.uid));
+        if sight.jobs || e.uid == Some(peer.uid) {
+            reply.events.push(redact(e, sight));
         } else {
             reply.hidden_events += 1;
         }
     }
     for mut h in group(holds) {
-        if all || h.uid == Some(peer.uid) {
-            h.cause = h.cause.map(|c| if all { c } else { redact(c, peer.uid) });
+        if sight.jobs || h.uid == Some(peer.uid) {
+            if !sight.users && h.uid != Some(peer.uid) {
+                h.uid = None;
+            }
+            h.cause = h.cause.map(|c| redact(c, sight));
             reply.holds.push(h);
         } else {
             reply.hidden_holds += 1;
@@ -227,52 +323,199 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_user_sees_their_own_jobs_named_and_other_users_jobs_unnamed() {
-        let e = |what| AuditEvent {
+    /// Reader 1000 under `PrivateData=jobs` (`users` too when `users_private`).
+    fn jobs_private(users_private: bool) -> Sight {
+        Sight {
+            uid: 1000,
+            jobs: false,
+            users: !users_private,
+        }
+    }
+
+    /// Reader `uid` under `PrivateData=users` alone.
+    fn users_private(uid: u32) -> Sight {
+        Sight {
+            uid,
+            jobs: true,
+            users: false,
+        }
+    }
+
+    /// An event of job 5 (owner `uid`).
+    fn of(uid: u32, what: AuditWhat) -> AuditEvent {
+        AuditEvent {
             seq: 1,
             time: 10,
             job_id: 5,
-            uid: 1000,
+            uid: Some(uid),
             what,
-        };
-        let preempted = e(AuditWhat::Preempted {
-            by: job(6, 1001),
+        }
+    }
+
+    fn preempted(by: JobRef) -> AuditWhat {
+        AuditWhat::Preempted {
+            by,
             rule: PreemptRule::default(),
             mode: "REQUEUE".into(),
             grace: 5,
-        });
-        let AuditWhat::Preempted { by, .. } = redact(preempted.clone(), 1000).what else {
-            unreachable!()
+        }
+    }
+
+    #[test]
+    fn under_private_jobs_a_user_sees_other_users_jobs_unnamed() {
+        let e = of(1000, preempted(job(6, 1001)));
+        assert_eq!(
+            redact(e.clone(), jobs_private(false)),
+            of(1000, preempted(JobRef::default()))
+        );
+        let mine = Sight {
+            uid: 1001,
+            ..jobs_private(false)
         };
-        assert_eq!(by, JobRef::default());
-        let AuditWhat::Preempted { by, .. } = redact(preempted, 1001).what else {
-            unreachable!()
-        };
-        assert_eq!(by, job(6, 1001));
-        let preempting = e(AuditWhat::Preempting {
-            victims: vec![job(7, 1000), job(8, 1002)],
+        assert_eq!(redact(e, mine), of(1000, preempted(job(6, 1001))));
+        let preempting = |victims| AuditWhat::Preempting {
+            victims,
             rule: PreemptRule::default(),
-        });
-        let AuditWhat::Preempting { victims, .. } = redact(preempting, 1000).what else {
-            unreachable!()
-        };
-        assert_eq!(victims, vec![job(7, 1000), JobRef::default()]);
-        let requeued = e(AuditWhat::Requeued {
-            run: 0,
-            ended_as: JobState::Preempted,
-            cause: RequeueCause::Preempted { by: job(6, 1001) },
-            released: vec![],
-        });
-        let AuditWhat::Requeued { cause, .. } = redact(requeued, 1000).what else {
-            unreachable!()
         };
         assert_eq!(
-            cause,
-            RequeueCause::Preempted {
-                by: JobRef::default()
-            }
+            redact(
+                of(1000, preempting(vec![job(7, 1000), job(8, 1002)])),
+                jobs_private(true)
+            ),
+            of(1000, preempting(vec![job(7, 1000), JobRef::default()]))
         );
+        let requeued = |by| AuditWhat::Requeued {
+            run: 0,
+            ended_as: JobState::Preempted,
+            cause: RequeueCause::Preempted { by },
+            released: vec![],
+        };
+        assert_eq!(
+            redact(of(1000, requeued(job(6, 1001))), jobs_private(false)),
+            of(1000, requeued(JobRef::default()))
+        );
+    }
+
+    #[test]
+    fn under_private_users_other_users_jobs_are_seen_without_whose_they_are() {
+        let reader = users_private(1000);
+        // Another user's job: no owner, no name, nobody who acted but the reader.
+        let hidden = |what| AuditEvent {
+            uid: None,
+            ..of(1001, what)
+        };
+        let submitted = |user: Option<&str>| AuditWhat::Submitted {
+            user: user.map(str::to_string),
+            partition: "low".into(),
+            account: "physics".into(),
+            qos: "normal".into(),
+        };
+        assert_eq!(
+            redact(of(1001, submitted(Some("bob"))), reader),
+            hidden(submitted(None))
+        );
+        let held = |by| AuditWhat::Held { by, admin: true };
+        assert_eq!(redact(of(1001, held(Some(0))), reader), hidden(held(None)));
+        // What the reader did is theirs to see.
+        let cancelled = |by| AuditWhat::Cancelled {
+            by,
+            state: JobState::Running,
+        };
+        assert_eq!(
+            redact(of(1001, cancelled(Some(1000))), reader),
+            hidden(cancelled(Some(1000)))
+        );
+        let released = AuditWhat::Released { by: Some(1001) };
+        assert_eq!(
+            redact(of(1001, released), reader),
+            hidden(AuditWhat::Released { by: None })
+        );
+        let updated = |by| AuditWhat::Updated {
+            by,
+            changes: vec!["TimeLimit=00:10:00".into()],
+        };
+        assert_eq!(
+            redact(of(1001, updated(Some(1001))), reader),
+            hidden(updated(None))
+        );
+        let requeued = |by| AuditWhat::Requeued {
+            run: 0,
+            ended_as: JobState::Requeued,
+            cause: RequeueCause::Request { by },
+            released: vec![],
+        };
+        assert_eq!(
+            redact(of(1001, requeued(Some(0))), reader),
+            hidden(requeued(None))
+        );
+        let started = |user: Option<&str>| AuditWhat::Started {
+            run: 0,
+            pass: "main".into(),
+            priority: 1,
+            rank: Some(1),
+            partition: "low".into(),
+            reservation: None,
+            user: user.map(str::to_string),
+            nodes: vec![],
+        };
+        assert_eq!(
+            redact(of(1001, started(Some("bob"))), reader),
+            hidden(started(None))
+        );
+        // Jobs named in an event keep their ids; only the reader's own keep owners.
+        assert_eq!(
+            redact(of(1001, preempted(job(5, 1000))), reader),
+            hidden(preempted(job(5, 1000)))
+        );
+        let anonymous = JobRef {
+            job: Some(6),
+            uid: None,
+        };
+        assert_eq!(
+            redact(of(1000, preempted(job(6, 1001))), reader),
+            of(1000, preempted(anonymous))
+        );
+        // The reader's own job names everyone who acted on it.
+        assert_eq!(
+            redact(of(1000, held(Some(0))), reader),
+            of(1000, held(Some(0)))
+        );
+        assert_eq!(
+            redact(of(1000, submitted(Some("alice"))), reader),
+            of(1000, submitted(Some("alice")))
+        );
+        // Under `jobs` too, another user's job in the reader's event stays unnamed.
+        assert_eq!(
+            redact(of(1000, preempted(job(6, 1001))), jobs_private(true)),
+            of(1000, preempted(JobRef::default()))
+        );
+        // An operator (or no PrivateData) sees everything as recorded.
+        let all = Sight {
+            uid: 1000,
+            jobs: true,
+            users: true,
+        };
+        assert_eq!(
+            redact(of(1001, held(Some(0))), all),
+            of(1001, held(Some(0)))
+        );
+    }
+
+    #[test]
+    fn a_gpu_a_node_lacks_is_refused_saying_what_it_has() {
+        assert_eq!(
+            missing_gpu("vm", 5, 0).as_deref(),
+            Some("Node vm has no GPU 5 (it has no GPUs)")
+        );
+        assert_eq!(
+            missing_gpu("g1", 4, 4).as_deref(),
+            Some("Node g1 has no GPU 4 (it has 4: 0-3)")
+        );
+        assert_eq!(
+            missing_gpu("g2", 1, 1).as_deref(),
+            Some("Node g2 has no GPU 1 (it has 1: 0)")
+        );
+        assert_eq!(missing_gpu("g1", 3, 4), None);
     }
 
     #[test]

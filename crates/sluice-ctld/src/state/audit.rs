@@ -16,7 +16,9 @@
 //! - ended: state, exit code, what was let go of;
 //! - pending reasons and planned starts, by a sweep after the first pass of each second
 //!   ([`Controller::audit_sweep`]): a reason is recorded when it changes, a planned
-//!   start when the plan first gives one or moves it. A change that is undone within the
+//!   start when the plan first gives one or moves it. The plan is the core's (the
+//!   last backfill pass's reservation, what Slurm's `squeue --start` shows), not the
+//!   controller's forecast that `explain` and Sluice's `squeue --start` show. A change that is undone within the
 //!   same second is not recorded, and a change is stamped with the second of the sweep
 //!   that saw it (at most one second late): the cost is one look at each pending job
 //!   per second, not per pass.
@@ -77,7 +79,7 @@ impl AuditBook {
             seq: 0,
             time,
             job_id: r.id,
-            uid: r.uid,
+            uid: Some(r.uid),
             what,
         });
     }
@@ -109,7 +111,8 @@ pub fn store_record(e: &AuditEvent) -> AuditRecord {
     AuditRecord {
         time: e.time,
         job_id: e.job_id,
-        uid: e.uid,
+        // Recorded events always name their owner (only served ones are redacted).
+        uid: e.uid.unwrap_or_default(),
         kind: e.what.kind().to_string(),
         detail: e.what.detail_json(),
         holds,
@@ -171,6 +174,14 @@ impl Controller {
         }
     }
 
+    /// How many GPUs node `name` is configured with (0 for a node without any); `None`
+    /// for a node not in the configuration.
+    pub fn node_gpu_count(&self, name: &str) -> Option<u32> {
+        let node = self.conf.node_id(name)?;
+        let capacity = &self.conf.cluster.node(node).capacity;
+        Some(self.gpu_slot.map_or(0, |slot| capacity.gres[slot]))
+    }
+
     /// A job restored after a restart: its reason and plan are learnt silently.
     pub(super) fn audit_restored(&mut self, id: u64) {
         self.audit.seen.insert(id, Seen::default());
@@ -179,7 +190,7 @@ impl Controller {
     /// Submitted by its owner.
     pub(super) fn audit_submitted(&mut self, r: &JobRecord, now: i64) {
         let what = AuditWhat::Submitted {
-            user: r.user.clone(),
+            user: Some(r.user.clone()),
             partition: r.partition.clone(),
             account: r.account.clone(),
             qos: r.qos.clone(),
@@ -188,7 +199,7 @@ impl Controller {
         if r.held {
             // `sbatch --hold`: held by its owner from the start.
             let what = AuditWhat::Held {
-                by: r.uid,
+                by: Some(r.uid),
                 admin: r.details.contains_key("admin_hold"),
             };
             self.audit.push(now, r, what);
@@ -207,11 +218,13 @@ impl Controller {
         let Some(r) = self.jobs.get(&id) else { return };
         let what = if hold {
             AuditWhat::Held {
-                by: caller.uid,
+                by: Some(caller.uid),
                 admin,
             }
         } else {
-            AuditWhat::Released { by: caller.uid }
+            AuditWhat::Released {
+                by: Some(caller.uid),
+            }
         };
         self.audit.push(now, r, what);
     }
@@ -226,13 +239,20 @@ impl Controller {
     ) {
         let Some(r) = self.jobs.get(&id) else { return };
         let changes = changes.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        self.audit.push(now, r, AuditWhat::Updated { by, changes });
+        let what = AuditWhat::Updated {
+            by: Some(by),
+            changes,
+        };
+        self.audit.push(now, r, what);
     }
 
     /// Cancelled by `by` (uid).
     pub(super) fn audit_cancelled(&mut self, id: u64, by: u32, now: i64) {
         let Some(r) = self.jobs.get(&id) else { return };
-        let what = AuditWhat::Cancelled { by, state: r.state };
+        let what = AuditWhat::Cancelled {
+            by: Some(by),
+            state: r.state,
+        };
         self.audit.push(now, r, what);
     }
 
@@ -349,7 +369,7 @@ impl Controller {
             rank,
             partition: r.partition.clone(),
             reservation: r.desc.reservation.clone(),
-            user: r.user.clone(),
+            user: Some(r.user.clone()),
             nodes: self.devices_of(r),
         };
         let r = r.clone();
@@ -511,7 +531,7 @@ impl Controller {
                     seq: 0,
                     time: now,
                     job_id: id,
-                    uid: r.uid,
+                    uid: Some(r.uid),
                     what,
                 });
             }

@@ -58,7 +58,7 @@ fn events(c: &mut Controller) -> Vec<(i64, u64, AuditWhat)> {
     c.take_audit()
         .into_iter()
         .map(|e: AuditEvent| {
-            assert_eq!(e.uid, 1000);
+            assert_eq!(e.uid, Some(1000));
             (e.time, e.job_id, e.what)
         })
         .collect()
@@ -66,7 +66,7 @@ fn events(c: &mut Controller) -> Vec<(i64, u64, AuditWhat)> {
 
 fn submitted() -> AuditWhat {
     AuditWhat::Submitted {
-        user: "alice".into(),
+        user: Some("alice".into()),
         partition: "debug".into(),
         account: "alice".into(),
         qos: "normal".into(),
@@ -113,7 +113,7 @@ fn a_backfilled_start_records_its_pass_and_rank_and_the_waiting_job_its_reason_a
                     rank: Some(1),
                     partition: "debug".into(),
                     reservation: None,
-                    user: "alice".into(),
+                    user: Some("alice".into()),
                     nodes: vec![on("node01")],
                 }
             ),
@@ -138,7 +138,7 @@ fn a_backfilled_start_records_its_pass_and_rank_and_the_waiting_job_its_reason_a
                     rank: Some(2),
                     partition: "debug".into(),
                     reservation: None,
-                    user: "alice".into(),
+                    user: Some("alice".into()),
                     nodes: vec![on("node02")],
                 }
             ),
@@ -212,7 +212,7 @@ fn a_backfilled_start_records_its_pass_and_rank_and_the_waiting_job_its_reason_a
                     rank: Some(1),
                     partition: "debug".into(),
                     reservation: None,
-                    user: "alice".into(),
+                    user: Some("alice".into()),
                     nodes: vec![on("node01"), on("node02")],
                 }
             )
@@ -247,7 +247,7 @@ fn a_hold_and_a_release_record_who_and_the_reasons_they_bring() {
                 0,
                 2,
                 AuditWhat::Held {
-                    by: 1000,
+                    by: Some(1000),
                     admin: false
                 }
             ),
@@ -264,9 +264,16 @@ fn a_hold_and_a_release_record_who_and_the_reasons_they_bring() {
     assert_eq!(
         events(&mut c),
         vec![
-            (5, 2, AuditWhat::Held { by: 0, admin: true }),
+            (
+                5,
+                2,
+                AuditWhat::Held {
+                    by: Some(0),
+                    admin: true
+                }
+            ),
             (5, 2, reason(Some("JobHeldUser"), "JobHeldAdmin")),
-            (7, 2, AuditWhat::Released { by: 0 }),
+            (7, 2, AuditWhat::Released { by: Some(0) }),
             (7, 2, reason(Some("JobHeldAdmin"), "Resources")),
             (
                 7,
@@ -289,7 +296,7 @@ fn a_hold_and_a_release_record_who_and_the_reasons_they_bring() {
             9,
             2,
             AuditWhat::Cancelled {
-                by: 1000,
+                by: Some(1000),
                 state: JobState::Pending
             }
         )]

@@ -376,7 +376,7 @@ fn the_audit_trail_tells_the_preemption_story_from_both_sides() {
                     rank: Some(1),
                     partition: "high".into(),
                     reservation: None,
-                    user: "alice".into(),
+                    user: Some("alice".into()),
                     nodes: node01,
                 }
             ),
