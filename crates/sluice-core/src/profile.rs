@@ -1280,7 +1280,9 @@ mod tests {
                 req = JobRequest::procs(4 + next(12) as u32).on_one_node();
             }
             let d1 = 1 + next(200) as Secs;
-            let first = p.earliest_start(&c, &req, filter, d1, 0, 2_000).map(|f| f.0);
+            let first = p
+                .earliest_start(&c, &req, filter, d1, 0, 2_000)
+                .map(|f| f.0);
             for _ in 0..10 {
                 claim(&mut p, &mut next);
             }
@@ -1289,13 +1291,19 @@ mod tests {
             match first {
                 None => assert_eq!(from_start, None, "round {round}"),
                 Some(t1) => {
-                    assert!(from_start.as_ref().is_none_or(|f| f.0 >= t1), "round {round}");
+                    assert!(
+                        from_start.as_ref().is_none_or(|f| f.0 >= t1),
+                        "round {round}"
+                    );
                     let from_bound = p.earliest_start(&c, &req, filter, d2, t1, 2_000);
                     assert_eq!(from_bound, from_start, "round {round}");
                     compared += usize::from(t1 > 0);
                 }
             }
         }
-        assert!(compared > 50, "most searches began after the start: {compared}");
+        assert!(
+            compared > 50,
+            "most searches began after the start: {compared}"
+        );
     }
 }
