@@ -296,9 +296,13 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
 /// `d` does not fit for longer either.
 #[derive(Default)]
 struct StartBounds {
-    /// Per request and node filter: (duration, earliest start found or `None`).
-    seen: Vec<(JobRequest, NodeFilter, Vec<(Secs, Option<Time>)>)>,
+    /// Per request and node filter, the answers found.
+    seen: Vec<(JobRequest, NodeFilter, Answers)>,
 }
+
+/// Searches' answers for one request: (duration in seconds, earliest start found, or
+/// `None` for no fit within the window).
+type Answers = Vec<(Secs, Option<Time>)>;
 
 impl StartBounds {
     /// The earliest time worth searching from for `req` on `filter` for `d` seconds,
