@@ -1258,7 +1258,7 @@ mod tests {
         let mut compared = 0;
         for round in 0..200 {
             let mut p = Profile::new(&c);
-            let mut claim = |p: &mut Profile, next: &mut dyn FnMut(u64) -> u64| {
+            let claim = |p: &mut Profile, next: &mut dyn FnMut(u64) -> u64| {
                 let node = NodeId(next(8) as u32);
                 let start = next(500) as Time;
                 let end = start + 1 + next(300) as Time;
