@@ -177,7 +177,13 @@ pub fn render_sooner(e: &Explanation) -> String {
     } else if cut {
         line("What would start it sooner: nothing found before the search ran out of simulated passes (a change may still help)".into());
     } else if e.suggestion_search == SuggestionSearch::Complete {
-        line("What would start it sooner: no change to its request would.".into());
+        line(match e.suggestions_until {
+            None => "What would start it sooner: no change to its request would.".into(),
+            Some(t) => format!(
+                "What would start it sooner: no change to its request starts it by {}, as far as the simulation looked",
+                timestamp(t)
+            ),
+        });
     }
     out
 }
@@ -304,5 +310,79 @@ fn sooner(path: &str, quick: &Explanation) -> String {
             "What would start it sooner: not known ({})\n",
             describe(&err)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_proto::explain::{Expected, Suggestion};
+
+    /// A pending job explained at `now` 1000, expected at 4600 unless `until` is set.
+    fn pending(search: SuggestionSearch, until: Option<i64>, suggest: bool) -> Explanation {
+        Explanation {
+            state: "PENDING".into(),
+            now: 1000,
+            expected: until.is_none().then(|| Expected {
+                start: 4600,
+                ..Default::default()
+            }),
+            suggestions: if suggest {
+                vec![Suggestion {
+                    option: "--time=10".into(),
+                    text: "a time limit of 00:10:00 or less (it asks 00:15:00)".into(),
+                    start: 1600,
+                    nodes: "n1".into(),
+                }]
+            } else {
+                Vec::new()
+            },
+            suggestion_search: search,
+            suggestions_until: until,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_suggestions_say_how_far_their_search_went() {
+        let t = |x: i64| timestamp(x);
+        let cases = [
+            (SuggestionSearch::Skipped, None, false, String::new()),
+            (SuggestionSearch::None, None, false, String::new()),
+            (
+                SuggestionSearch::Complete,
+                None,
+                false,
+                "What would start it sooner: no change to its request would.\n".into(),
+            ),
+            (
+                SuggestionSearch::Complete,
+                Some(9000),
+                false,
+                format!("What would start it sooner: no change to its request starts it by {}, as far as the simulation looked\n", t(9000)),
+            ),
+            (
+                SuggestionSearch::Cut,
+                Some(9000),
+                false,
+                "What would start it sooner: nothing found before the search ran out of simulated passes (a change may still help)\n".into(),
+            ),
+            (
+                SuggestionSearch::Cut,
+                None,
+                true,
+                format!(
+                    "What would start it sooner:\n  --time=10  starts {} on n1: a time limit of 00:10:00 or less (it asks 00:15:00)\n  (the search ran out of simulated passes before trying every change: others may help too)\n",
+                    t(1600)
+                ),
+            ),
+        ];
+        for (search, until, suggest, want) in cases {
+            assert_eq!(
+                render_sooner(&pending(search, until, suggest)),
+                want,
+                "{search:?}"
+            );
+        }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use sluice_core::explain::{Alternative, ExplainOptions, Forecast};
+use sluice_core::explain::{Alternative, ExplainOptions, Forecast, NoStart};
 use sluice_core::limits::QosId;
 use sluice_core::{JobId, PartitionId, PartitionState, Scheduler};
 use sluice_proto::explain::{
@@ -388,6 +388,10 @@ impl Controller {
             .iter()
             .map(|c| self.suggestion(r, c))
             .collect();
+        e.suggestions_until = match &x.start {
+            Err(NoStart::Budget { at }) | Err(NoStart::StillPending { at, .. }) => Some(*at),
+            _ => None,
+        };
         if e.suggestion_search != SuggestionSearch::Skipped {
             let starts_now = x.start.as_ref().is_ok_and(|p| p.at <= x.now);
             e.suggestion_search = if x.counterfactuals_cut {
