@@ -36,9 +36,9 @@ pub struct Explanation {
     /// How the search for `suggestions` went.
     #[serde(default)]
     pub suggestion_search: SuggestionSearch,
-    /// When no start is expected (`no_start`), the time the simulations looked up to:
-    /// a change reported starts it by then, and "none helps" means none starts it by
-    /// then.
+    /// When no start is expected because the simulation ran out of passes (`no_start`),
+    /// the time it reached: the suggestions' simulations looked no further, so "none
+    /// helps" means none starts it by then.
     #[serde(default)]
     pub suggestions_until: Option<i64>,
     /// For a job that started: the story of its runs (start, pass, nodes, preemption).

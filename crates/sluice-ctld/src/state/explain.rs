@@ -388,8 +388,10 @@ impl Controller {
             .iter()
             .map(|c| self.suggestion(r, c))
             .collect();
+        // Out of passes, the simulations looked no further than the unchanged one. (Still
+        // pending otherwise: nothing was left to happen, or a year passed.)
         e.suggestions_until = match &x.start {
-            Err(NoStart::Budget { at }) | Err(NoStart::StillPending { at, .. }) => Some(*at),
+            Err(NoStart::Budget { at }) => Some(*at),
             _ => None,
         };
         if e.suggestion_search != SuggestionSearch::Skipped {
