@@ -11,6 +11,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use sluice_core::{BackfillParams, Cluster, Placement, Policy};
+use sluice_sim::audit::JsonLines;
 use sluice_sim::fairshare::{AccountFigures, FairShareOptions, FairnessReport, UserFigures};
 use sluice_sim::metrics::{self, Metrics};
 use sluice_sim::setup::{self, MachineSpec, Mode, SimJob};
@@ -132,6 +133,15 @@ pub struct SimArgs {
     /// this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub fairness_plot: Option<PathBuf>,
+    /// Write the replay's scheduling decisions to this file as JSON lines, in the
+    /// format of `sluice audit --json` (one event per line, in time order, `seq` from
+    /// 1): submitted, started (pass, priority, nodes), preempting/preempted, requeued,
+    /// ended. Filled as the controller would: `user` is the trace's user id, `account`
+    /// the one fair-share charges (--accounts, else `g<GID>`), `qos` `normal`; `rank` is
+    /// null and GPU lists are empty (the simulator picks no GPU indices); pending
+    /// reasons and planned starts are not recorded.
+    #[arg(long, value_name = "FILE")]
+    pub audit_out: Option<PathBuf>,
     /// Place jobs as if there were no switch topology (a Tiresias cluster spec's
     /// switches, or a --config with TopologyPlugin), to measure what it is worth.
     #[arg(long)]
@@ -602,6 +612,7 @@ fn replay_and_report(
         &args.plot,
         &args.fairness_out,
         &args.fairness_plot,
+        &args.audit_out,
     ])?;
     let policy = make_policy(args.policy.unwrap_or(default_policy), params);
     let last_submit = jobs.iter().map(|j| j.spec.submit).max().unwrap_or(0);
@@ -622,15 +633,14 @@ fn replay_and_report(
             );
         }
     }
-    let (reservations, resv_accounts) = match &args.reservations {
-        Some(path) => (
-            sluice_sim::reservations::read(path)?,
-            match &args.accounts {
-                Some(a) => read_accounts(a)?,
-                None => BTreeMap::new(),
-            },
-        ),
-        None => (Vec::new(), BTreeMap::new()),
+    let reservations = match &args.reservations {
+        Some(path) => sluice_sim::reservations::read(path)?,
+        None => Vec::new(),
+    };
+    // Users' accounts: for reservations that admit accounts, and the audit trail.
+    let user_accounts = match &args.accounts {
+        Some(a) => read_accounts(a)?,
+        None => BTreeMap::new(),
     };
     let mut jobs = jobs;
     let cohorts_conf = match &args.cohorts {
@@ -641,10 +651,6 @@ fn replay_and_report(
     };
     let mut cohorts = Vec::new();
     let limits = if args.limits.is_some() || cohorts_conf.is_some() {
-        let user_accounts = match &args.accounts {
-            Some(a) => read_accounts(a)?,
-            None => BTreeMap::new(),
-        };
         let (lines, path) = match &args.limits {
             Some(path) => {
                 let lines = crate::sim_limits::read(path, &cluster)?;
@@ -674,13 +680,28 @@ fn replay_and_report(
         samples: args.plot.is_some(),
         fairshare,
         reservations,
-        accounts: resv_accounts,
+        accounts: user_accounts,
         limits,
         cohorts,
     };
-    let result = replay::run(cluster, policy.clone(), jobs, options, &mut |done, _| {
-        bar.set_position(done)
-    });
+    let mut progress = |done, _| bar.set_position(done);
+    let result = match &args.audit_out {
+        Some(path) => {
+            let f = File::create(path).map_err(|e| SimError::io(path, e))?;
+            let mut sink = JsonLines::new(BufWriter::new(f));
+            let result = replay::run_audited(
+                cluster,
+                policy.clone(),
+                jobs,
+                options,
+                &mut progress,
+                Some(&mut sink),
+            );
+            sink.finish().map_err(|e| SimError::io(path, e))?;
+            result
+        }
+        None => replay::run(cluster, policy.clone(), jobs, options, &mut progress),
+    };
     bar.finish_and_clear();
     let m = metrics::compute(&result, last_submit);
     if let Some(path) = &args.jobs_out {
@@ -902,3 +923,6 @@ fn render_table(
     }
     s
 }
+
+#[cfg(test)]
+mod tests;

@@ -1047,3 +1047,62 @@ fn cohorts_let_an_account_borrow_and_its_owner_take_it_back() {
         "{err}"
     );
 }
+
+#[test]
+fn audit_out_writes_the_replays_decisions_as_audit_json_lines() {
+    // 8 processors on two 4-CPU nodes (n0, n1), bf_interval 30 s (Slurm's default).
+    // Job 1 (4 procs) starts at 0 by the main pass on n0 and runs 100 s. Job 2 (8
+    // procs, user 1001) arrives at 5 and waits for n0. Job 3 (4 procs, limit 40 s,
+    // would run 50 s) arrives at 10; the backfill pass due at 35 starts it on n1; it is
+    // killed at its limit at 75 (TIMEOUT). Job 2 starts at 100 by the main pass.
+    let t = "audit_out";
+    let trace = TempFile::with(
+        t,
+        "trace.swf",
+        "; MaxProcs: 8\n; MaxNodes: 2\n\
+         1 0 -1 100 4 -1 -1 4 100 -1 1 1000 7 -1 1 -1 -1 -1\n\
+         2 5 -1 30 8 -1 -1 8 60 -1 1 1001 7 -1 1 -1 -1 -1\n\
+         3 10 -1 50 4 -1 -1 4 40 -1 1 1000 7 -1 1 -1 -1 -1\n",
+    );
+    let out = TempFile::new(t, "audit.jsonl");
+    run_ok(&["sim", "--trace", &trace.show(), "--audit-out", &out.show()]);
+    let text = std::fs::read_to_string(out.path()).expect("the audit file is written");
+    let n0 = r#"{"node":"n0","gpus":[],"files":[]}"#;
+    let n1 = r#"{"node":"n1","gpus":[],"files":[]}"#;
+    let both = format!("{n0},{n1}");
+    let submitted = |seq: u32, time: i64, id: u64, uid: u32| {
+        format!(
+            r#"{{"seq":{seq},"time":{time},"job_id":{id},"uid":{uid},"kind":"submitted","detail":{{"user":"{uid}","partition":"batch","account":"g7","qos":"normal"}}}}"#
+        )
+    };
+    let started = |seq: u32, time: i64, id: u64, uid: u32, pass: &str, prio: u32, nodes: &str| {
+        format!(
+            r#"{{"seq":{seq},"time":{time},"job_id":{id},"uid":{uid},"kind":"started","detail":{{"run":0,"pass":"{pass}","priority":{prio},"rank":null,"partition":"batch","reservation":null,"user":"{uid}","nodes":[{nodes}]}}}}"#
+        )
+    };
+    let ended = |seq: u32, time: i64, id: u64, uid: u32, state: &str, nodes: &str| {
+        format!(
+            r#"{{"seq":{seq},"time":{time},"job_id":{id},"uid":{uid},"kind":"ended","detail":{{"run":0,"state":"{state}","exit_code":0,"signal":0,"released":[{nodes}]}}}}"#
+        )
+    };
+    // Priorities count down in submission order (the backfill policy's FIFO order).
+    let expected = [
+        submitted(1, 0, 1, 1000),
+        started(2, 0, 1, 1000, "main", 4294967295, n0),
+        submitted(3, 5, 2, 1001),
+        submitted(4, 10, 3, 1000),
+        started(5, 35, 3, 1000, "backfill", 4294967293, n1),
+        ended(6, 75, 3, 1000, "TIMEOUT", n1),
+        ended(7, 100, 1, 1000, "COMPLETED", n0),
+        started(8, 100, 2, 1001, "main", 4294967294, &both),
+        ended(9, 130, 2, 1001, "COMPLETED", &both),
+    ];
+    assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+    // A path that cannot be written fails before the replay and leaves nothing.
+    let bad = format!("{}/no/such/dir/audit.jsonl", std::env::temp_dir().display());
+    let line = run_error(&["sim", "--trace", &trace.show(), "--audit-out", &bad]);
+    assert!(
+        line.starts_with(&format!("sluice sim: error: {bad}: ")),
+        "{line}"
+    );
+}

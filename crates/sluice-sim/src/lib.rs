@@ -3,8 +3,9 @@
 //! Reads real workload traces ([`trace`]), turns them into a machine and jobs
 //! ([`setup`]), replays them through the pure scheduling core on a virtual clock
 //! ([`replay`]) and reports the literature's metrics ([`metrics`]), per-job rows
-//! ([`output`]) and plots ([`plot`]).
+//! ([`output`]), plots ([`plot`]) and, when asked, the audit trail ([`audit`]).
 
+pub mod audit;
 pub mod error;
 pub mod fairshare;
 pub mod fragmentation;

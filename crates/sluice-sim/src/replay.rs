@@ -12,6 +12,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use sluice_core::{Cluster, Decision, EndSemantics, JobId, Pass, Policy, Scheduler, Secs, Time};
 
+use crate::audit::{AuditSink, Auditor};
 use crate::fairshare::{FairShareOptions, FairShareSim, FairnessReport};
 use crate::fragmentation::FragmentationWatch;
 use crate::reservations::{ResvLine, ResvReport};
@@ -115,7 +116,8 @@ pub struct ReplayOptions {
     pub fairshare: Option<FairShareOptions>,
     /// Advance reservations to make (see [`crate::reservations`]).
     pub reservations: Vec<ResvLine>,
-    /// Users' accounts, for reservations that admit accounts.
+    /// Users' accounts (`--accounts`; a user not listed charges `g<gid>`), for
+    /// reservations that admit accounts and the audit trail.
     pub accounts: std::collections::BTreeMap<u32, String>,
     /// Accounting limits to enforce (see [`crate::limits`]); the jobs' specs carry
     /// their associations.
@@ -162,11 +164,25 @@ fn switches_spanned(cluster: &Cluster, alloc: &sluice_core::Allocation) -> u32 {
 pub fn run(
     cluster: Cluster,
     policy: Policy,
-    mut jobs: Vec<SimJob>,
+    jobs: Vec<SimJob>,
     options: ReplayOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Replay {
+    run_audited(cluster, policy, jobs, options, progress, None)
+}
+
+/// [`run`], handing the replay's audit trail (see [`crate::audit`]) to `audit` as it
+/// goes, in time order. Without a sink no event is built.
+pub fn run_audited(
+    cluster: Cluster,
+    policy: Policy,
+    mut jobs: Vec<SimJob>,
+    options: ReplayOptions,
+    progress: &mut dyn FnMut(u64, u64),
+    audit: Option<&mut dyn AuditSink>,
+) -> Replay {
     jobs.sort_by_key(|j| j.spec.submit); // stable: file order among equal times
+    let mut audit = audit.map(|sink| Auditor::new(sink, jobs.len()));
     let total = jobs.len() as u64;
     let gpu_slot = cluster.gres.find("gpu", None);
     let mut out = Replay {
@@ -295,6 +311,9 @@ pub fn run(
                         sched.set_job_reservation(id, &name, t);
                         resv_reports.get_mut(&name).expect("listed").jobs += 1;
                     }
+                    if let Some(a) = audit.as_mut() {
+                        a.submitted(t, job, sched.cluster(), account.clone());
+                    }
                     index.insert(id, next - 1);
                     waiting.insert(next - 1);
                     frag.waiting(gpus_asked(job));
@@ -318,6 +337,9 @@ pub fn run(
             let r = running.remove(&id).expect("started");
             let j = &jobs[r.idx];
             if let Some(requeue) = r.preempted {
+                if let Some(a) = audit.as_mut() {
+                    a.preempt_done(t, r.idx, j, requeue);
+                }
                 out.preemptions += 1;
                 out.lost_proc_seconds += (t - r.start) as u64 * u64::from(j.procs);
                 busy -= j.procs as u64;
@@ -337,6 +359,9 @@ pub fn run(
                     done += 1;
                 }
             } else {
+                if let Some(a) = audit.as_mut() {
+                    a.ended(t, r.idx, j, r.timed_out);
+                }
                 if let Some(f) = fair.as_mut() {
                     f.job_ended(r.idx, j.procs, r.start, t);
                     finished.push((r.idx, j.procs, r.start, t, j.spec.submit));
@@ -383,12 +408,20 @@ pub fn run(
                 } => (job, at, pass, alloc),
                 Decision::Preempt {
                     victim,
+                    by,
                     at,
                     mode,
                     grace,
                     reclaim,
-                    ..
                 } => {
+                    if let Some(a) = audit.as_mut() {
+                        let (v, b) = (&jobs[index[&victim]], &jobs[index[&by]]);
+                        let account =
+                            |j: &SimJob| crate::limits::account_name(&options.accounts, j);
+                        let victim = (v, account(v));
+                        let by = (b, account(b));
+                        a.preempted(at, sched.cluster(), victim, by, mode, grace, reclaim);
+                    }
                     out.reclaims += u64::from(reclaim);
                     let r = running.get_mut(&victim).expect("victims run");
                     r.preempted = Some(mode == sluice_core::PreemptMode::Requeue);
@@ -400,6 +433,11 @@ pub fn run(
             };
             let idx = index[&job];
             let j = &jobs[idx];
+            if let Some(a) = audit.as_mut() {
+                let priority = sched.job(job).map_or(j.spec.priority, |s| s.spec.priority);
+                let resv = sched.job_reservation(job);
+                a.started(at, idx, j, sched.cluster(), pass, priority, resv, &alloc);
+            }
             out.borrowed_starts += u64::from(sched.borrowed(job));
             frag.not_waiting(gpus_asked(j));
             let ran = j.run.min(j.spec.time_limit);
@@ -422,6 +460,9 @@ pub fn run(
             );
             ends.push(Reverse((at + ran, end_seq, job)));
             end_seq += 1;
+        }
+        if let Some(a) = audit.as_mut() {
+            a.end_pass();
         }
         for r in sched.take_finished_reservations() {
             if let Some(rep) = resv_reports.get_mut(&r.name) {
