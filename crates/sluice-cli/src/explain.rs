@@ -143,8 +143,13 @@ pub fn render_head(e: &Explanation) -> String {
             }
         }
     }
-    if let Some(why) = &e.no_start {
-        line(format!("Expected start: none: {why}"));
+    match (&e.no_start, e.not_before) {
+        (Some(_), Some(t)) => line(format!(
+            "Expected start: not before {}: the simulation ran out of passes there (a lower bound)",
+            timestamp(t)
+        )),
+        (Some(why), None) => line(format!("Expected start: none: {why}")),
+        _ => {}
     }
     out
 }
@@ -177,7 +182,7 @@ pub fn render_sooner(e: &Explanation) -> String {
     } else if cut {
         line("What would start it sooner: nothing found before the search ran out of simulated passes (a change may still help)".into());
     } else if e.suggestion_search == SuggestionSearch::Complete {
-        line(match e.suggestions_until {
+        line(match e.not_before {
             None => "What would start it sooner: no change to its request would.".into(),
             Some(t) => format!(
                 "What would start it sooner: no change to its request starts it by {}, as far as the simulation looked",
@@ -338,7 +343,7 @@ mod tests {
                 Vec::new()
             },
             suggestion_search: search,
-            suggestions_until: until,
+            not_before: until,
             ..Default::default()
         }
     }
@@ -384,5 +389,26 @@ mod tests {
                 "{search:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_job_the_simulation_did_not_start_says_not_before_when_it_ran_out_of_passes() {
+        let mut e = pending(SuggestionSearch::Complete, Some(9000), false);
+        e.no_start = Some(
+            "it does not start before the simulation's pass budget runs out (a lower bound)".into(),
+        );
+        assert_eq!(
+            render_head(&e),
+            format!(
+                "Job : PENDING ()\nExpected start: not before {}: the simulation ran out of passes there (a lower bound)\n",
+                timestamp(9000)
+            )
+        );
+        e.not_before = None;
+        e.no_start = Some("it can never start: no node has 16 GPUs; the largest has 8".into());
+        assert_eq!(
+            render_head(&e),
+            "Job : PENDING ()\nExpected start: none: it can never start: no node has 16 GPUs; the largest has 8\n"
+        );
     }
 }

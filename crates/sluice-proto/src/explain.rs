@@ -37,10 +37,11 @@ pub struct Explanation {
     #[serde(default)]
     pub suggestion_search: SuggestionSearch,
     /// When no start is expected because the simulation ran out of passes (`no_start`),
-    /// the time it reached: the suggestions' simulations looked no further, so "none
-    /// helps" means none starts it by then.
+    /// the time it reached: the job starts no earlier (a lower bound). The suggestions'
+    /// simulations looked no further either, so "none helps" means none starts it by
+    /// then.
     #[serde(default)]
-    pub suggestions_until: Option<i64>,
+    pub not_before: Option<i64>,
     /// For a job that started: the story of its runs (start, pass, nodes, preemption).
     pub history: Vec<String>,
 }

@@ -390,7 +390,7 @@ impl Controller {
             .collect();
         // Out of passes, the simulations looked no further than the unchanged one. (Still
         // pending otherwise: nothing was left to happen, or a year passed.)
-        e.suggestions_until = match &x.start {
+        e.not_before = match &x.start {
             Err(NoStart::Budget { at }) => Some(*at),
             _ => None,
         };
