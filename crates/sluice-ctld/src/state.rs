@@ -2195,7 +2195,10 @@ impl Controller {
                         Some(w) => part.access.describe(&part.name, w, &r.account, &r.qos),
                         None => j.reason.as_str().to_string(),
                     };
-                    r.planned_start = self.expected_start(r.id, j.planned_start);
+                    // As Slurm: a job waiting for its `--begin` time that nothing else
+                    // starts yet is shown starting then.
+                    let begin = (j.spec.begin > self.sched.last_pass()).then_some(j.spec.begin);
+                    r.planned_start = self.expected_start(r.id, j.planned_start).or(begin);
                     r.sched_nodes = self.expected_nodes(r.id);
                 }
             }

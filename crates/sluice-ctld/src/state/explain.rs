@@ -391,7 +391,10 @@ impl Controller {
         // Out of passes, the simulations looked no further than the unchanged one. (Still
         // pending otherwise: nothing was left to happen, or a year passed.)
         e.not_before = match &x.start {
-            Err(NoStart::Budget { at }) => Some(*at),
+            Err(NoStart::Budget { at }) => {
+                let begin = self.sched.job(JobId(r.id)).map_or(*at, |j| j.spec.begin);
+                Some((*at).max(begin))
+            }
             _ => None,
         };
         if e.suggestion_search != SuggestionSearch::Skipped {

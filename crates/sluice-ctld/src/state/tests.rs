@@ -1563,3 +1563,24 @@ fn explain_without_suggestions_answers_from_the_forecast_and_says_it_skipped_the
     // At the next backfill pass (bf_interval 30 after the pass at 1), ending by 600.
     assert_eq!(options(&full), [("--time=9".to_string(), 31)]);
 }
+
+#[test]
+fn a_job_waiting_for_its_begin_time_is_shown_starting_then_as_slurm_shows_it() {
+    // One CPU, busy for an hour; a job that may begin at 7200 waits. With no forecast
+    // and no plan for it, squeue --start shows its begin time, as Slurm's does; the
+    // same job without --begin shows its backfill plan (when the first job ends).
+    let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    submit(&mut c, desc(1, 3600), &mut next, 0);
+    let mut later = desc(1, 600);
+    later.begin = Some(7200);
+    let (begins, _) = submit(&mut c, later, &mut next, 0);
+    let (plain, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    let shown = |id| {
+        let r = c.job(id).unwrap();
+        (r.reason, r.planned_start)
+    };
+    assert_eq!(shown(begins), ("BeginTime".to_string(), Some(7200)));
+    assert_eq!(shown(plain), ("Resources".to_string(), Some(3600)));
+}
