@@ -363,8 +363,10 @@ fn render_fairness(f: &FairnessReport) -> String {
     s
 }
 
-/// Output files, created before the replay so that a bad path fails at once, and
-/// removed again if the run fails: no partial results are left behind.
+/// Output files, created before the replay so that a bad path fails at once. Those that
+/// did not exist before are removed again if the run fails, so no partial results are
+/// left behind; a path that existed (a file being replaced, `/dev/null`) is never
+/// removed.
 struct Outputs {
     created: Vec<PathBuf>,
     done: bool,
@@ -377,8 +379,11 @@ impl Outputs {
             done: false,
         };
         for path in paths.iter().copied().flatten() {
+            let existed = std::fs::symlink_metadata(path).is_ok();
             File::create(path).map_err(|e| SimError::io(path, e))?;
-            out.created.push(path.clone());
+            if !existed {
+                out.created.push(path.clone());
+            }
         }
         Ok(out)
     }

@@ -354,6 +354,37 @@ fn plot_writes_an_svg() {
 const JOB: &str = "0 -1 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1";
 
 #[test]
+fn a_failed_run_removes_only_the_outputs_it_created() {
+    // The second output's directory does not exist: the run fails before replaying.
+    // The per-job file it had just created is removed again; one that existed before
+    // (a result being replaced, or a device such as /dev/null) is left in place.
+    let t = "failed_run_outputs";
+    let trace = TempFile::with(t, "trace.swf", &format!("; MaxProcs: 8\n1 {JOB}\n"));
+    let bad = std::env::temp_dir().join("sluice-no-such-dir/plot.svg");
+    let fresh = TempFile::new(t, "fresh.tsv");
+    let args = |jobs_out: &str| {
+        run_error(&[
+            "sim",
+            "--trace",
+            &trace.show(),
+            "--jobs-out",
+            jobs_out,
+            "--plot",
+            &bad.display().to_string(),
+        ])
+    };
+    let line = args(&fresh.show());
+    assert!(
+        line.starts_with(&format!("sluice sim: error: {}: ", bad.display())),
+        "{line}"
+    );
+    assert!(!fresh.path().exists(), "the file it created is gone");
+    let kept = TempFile::with(t, "kept.tsv", "an earlier result\n");
+    args(&kept.show());
+    assert!(kept.path().exists(), "a file that was there is not removed");
+}
+
+#[test]
 fn malformed_job_line_names_file_and_line() {
     let t = "malformed_job_line";
     let jobs_out = TempFile::new(t, "jobs.tsv");
