@@ -43,10 +43,7 @@ fn push_line(out: &mut String, s: String) {
 /// of its runs: state, causes, resources, priority and queue, expected start.
 pub fn render_head(e: &Explanation) -> String {
     let mut out = String::new();
-    let mut line = |s: String| {
-        out.push_str(&s);
-        out.push('\n');
-    };
+    let mut line = |s: String| push_line(&mut out, s);
     let head = if e.state == "PENDING" {
         format!("Job {}: PENDING ({})", e.display_id, e.reason)
     } else {

@@ -6,7 +6,7 @@ use crate::time::{Secs, Time};
 use crate::tres::{GresCounts, Resources};
 
 /// Memory requested by a job (Slurm's `--mem` or `--mem-per-cpu`), in MiB.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemRequest {
     /// `--mem`: this much on every node of the allocation (0: none asked).
     PerNode(u64),
@@ -16,7 +16,7 @@ pub enum MemRequest {
 
 /// The shape of a job's resource request, already normalised by the caller
 /// (command-line parsing fills in Slurm's defaults before the core sees it).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct JobRequest {
     /// Fewest nodes the job accepts (`-N min[-max]`), at least 1.
     pub min_nodes: u32,
@@ -54,7 +54,7 @@ pub struct JobRequest {
 /// A job's `--switches=count@max-time` (Slurm): it waits for an allocation on at most
 /// `max` leaf switches of the tree topology until `until`, and takes any allocation
 /// after that.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SwitchLimit {
     /// Most leaf switches, at least 1.
     pub max: u32,

@@ -95,7 +95,7 @@ struct Class {
 
 /// Which nodes a query may use: the schedulable nodes of a partition, optionally only
 /// those with one of some features.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NodeFilter {
     /// The job's partition.
     pub partition: PartitionId,

@@ -102,6 +102,17 @@ pub(crate) struct Auditor<'a> {
     pass: Vec<AuditEvent>,
 }
 
+/// Event `what` of `job` at `time`, numbered when written.
+fn event(time: Time, job: &SimJob, what: AuditWhat) -> AuditEvent {
+    AuditEvent {
+        seq: 0,
+        time,
+        job_id: job.spec.id.0,
+        uid: Some(job.spec.user),
+        what,
+    }
+}
+
 impl<'a> Auditor<'a> {
     pub(crate) fn new(sink: &'a mut dyn AuditSink, jobs: usize) -> Self {
         Auditor {
@@ -118,10 +129,7 @@ impl<'a> Auditor<'a> {
         self.seq += 1;
         self.sink.record(AuditEvent {
             seq: self.seq,
-            time,
-            job_id: job.spec.id.0,
-            uid: Some(job.spec.user),
-            what,
+            ..event(time, job, what)
         });
     }
 
@@ -167,12 +175,10 @@ impl<'a> Auditor<'a> {
             })
             .collect();
         self.held.insert(job.spec.id, nodes.clone());
-        self.pass.push(AuditEvent {
-            seq: 0,
-            time: t,
-            job_id: job.spec.id.0,
-            uid: Some(job.spec.user),
-            what: AuditWhat::Started {
+        self.pass.push(event(
+            t,
+            job,
+            AuditWhat::Started {
                 run: self.runs[idx],
                 pass: pass.as_str().into(),
                 priority,
@@ -182,7 +188,7 @@ impl<'a> Auditor<'a> {
                 user: Some(job.spec.user.to_string()),
                 nodes,
             },
-        });
+        ));
     }
 
     /// `victim` is preempted for `by` in `mode` with `grace` seconds; `reclaim`: `by`
@@ -239,29 +245,25 @@ impl<'a> Auditor<'a> {
                 what: AuditWhat::Preempting { victims, .. },
                 ..
             }) => victims.push(victim_ref),
-            _ => self.pass.push(AuditEvent {
-                seq: 0,
-                time: t,
-                job_id: by.spec.id.0,
-                uid: Some(by.spec.user),
-                what: AuditWhat::Preempting {
+            _ => self.pass.push(event(
+                t,
+                by,
+                AuditWhat::Preempting {
                     victims: vec![victim_ref],
                     rule: rule.clone(),
                 },
-            }),
+            )),
         }
-        self.pass.push(AuditEvent {
-            seq: 0,
-            time: t,
-            job_id: victim.spec.id.0,
-            uid: Some(victim.spec.user),
-            what: AuditWhat::Preempted {
+        self.pass.push(event(
+            t,
+            victim,
+            AuditWhat::Preempted {
                 by: by_ref,
                 rule,
                 mode: mode.as_str().into(),
                 grace,
             },
-        });
+        ));
     }
 
     /// A preempted run ended at the end of its grace: requeued, or (`CANCEL`) ended as

@@ -17,6 +17,8 @@ pub mod replay;
 pub mod reservations;
 pub mod setup;
 pub mod synth;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod trace;
 
 pub use error::SimError;

@@ -1,48 +1,12 @@
 //! The replay's audit trail (`sluice sim --audit-out`): the same events, in the same
 //! JSON lines, as the controller's `sluice audit --json`.
 
-use sluice_core::{
-    BackfillParams, Cluster, JobId, JobRequest, JobSpec, Partition, PartitionId, Policy,
-    PreemptConfig, PreemptMode, PreemptType,
-};
+use sluice_core::Cluster;
 use sluice_proto::audit::AuditEvent;
 use sluice_sim::audit::JsonLines;
 use sluice_sim::replay::{run, run_audited, ReplayOptions};
 use sluice_sim::setup::SimJob;
-
-/// Job `id` of user 1000 (group 7) in partition `part`: `procs` processors on `nodes`
-/// nodes, submitted at `submit`, running `run_for` seconds under a `limit`.
-fn job(id: u64, part: u16, nodes: u32, submit: i64, run_for: i64, limit: i64) -> SimJob {
-    let procs = 4 * nodes;
-    let mut request = JobRequest::procs(procs);
-    request.min_nodes = nodes;
-    request.max_nodes = nodes;
-    SimJob {
-        spec: JobSpec {
-            id: JobId(id),
-            user: 1000,
-            partition: PartitionId(part),
-            submit,
-            begin: submit,
-            request,
-            time_limit: limit,
-            priority: 0,
-            acct: Default::default(),
-        },
-        run: run_for,
-        procs,
-        gpu_milli: 0,
-        group: 7,
-    }
-}
-
-fn backfill_every_second() -> Policy {
-    Policy::Backfill(BackfillParams {
-        interval: 1,
-        resolution: 1,
-        ..Default::default()
-    })
-}
+use sluice_sim::testing::{backfill_every_second, job, low_and_high};
 
 /// The replay's trail as JSON lines.
 fn audit_lines(cluster: Cluster, jobs: Vec<SimJob>) -> Vec<String> {
@@ -138,17 +102,7 @@ fn a_requeued_victims_preemption_and_requeue_are_recorded() {
     // PreemptType=preempt/partition_prio, PreemptMode=REQUEUE. Low job 1 runs from 0;
     // high job 2 arrives at 30: job 1 is signalled at 30 and requeued at 40, job 2
     // runs 40-90 (the preempt pass), job 1 runs again (run 1) 90-190.
-    let mut c = Cluster::homogeneous("low", 1, 4);
-    c.partitions[0].grace_time = 10;
-    c.partitions[0].priority_tier = 1;
-    let mut high = Partition::new("high", c.partitions[0].nodes.clone());
-    high.priority_tier = 10;
-    c.partitions.push(high);
-    c.preempt = PreemptConfig {
-        kind: PreemptType::PartitionPrio,
-        mode: PreemptMode::Requeue,
-        exempt_time: 0,
-    };
+    let c = low_and_high();
     let jobs = vec![job(1, 0, 1, 0, 100, 100), job(2, 1, 1, 30, 50, 50)];
     let lines = audit_lines(c, jobs);
     let n0 = r#"{"node":"n0","gpus":[],"files":[]}"#;

@@ -1,62 +1,21 @@
 //! `sluice sim --audit-out`'s lines are `sluice audit --json`'s: `sluice audit`'s text
 //! renderer tells a replay's story from them.
 
-use sluice_core::{
-    BackfillParams, Cluster, JobId, JobRequest, JobSpec, Partition, PartitionId, Policy,
-    PreemptConfig, PreemptMode, PreemptType,
-};
 use sluice_proto::audit::{AuditEvent, AuditReply};
 use sluice_sim::audit::JsonLines;
 use sluice_sim::replay::{run_audited, ReplayOptions};
-use sluice_sim::setup::SimJob;
+use sluice_sim::testing::{backfill_every_second, job, low_and_high};
 
 use crate::audit::story;
 use crate::slurm::common::timestamp;
-
-/// Job `id` of user 1000 (group 7) on one 4-CPU node of partition `part`.
-fn job(id: u64, part: u16, submit: i64, run_for: i64) -> SimJob {
-    let mut request = JobRequest::procs(4);
-    request.max_nodes = 1;
-    SimJob {
-        spec: JobSpec {
-            id: JobId(id),
-            user: 1000,
-            partition: PartitionId(part),
-            submit,
-            begin: submit,
-            request,
-            time_limit: run_for,
-            priority: 0,
-            acct: Default::default(),
-        },
-        run: run_for,
-        procs: 4,
-        gpu_milli: 0,
-        group: 7,
-    }
-}
 
 #[test]
 fn sluice_audit_tells_a_replays_story_from_its_audit_lines() {
     // One node n0; low job 1 (GraceTime=10) runs from 0, high job 2 arrives at 30 and
     // preempts it (REQUEUE); job 2 runs 40-90, job 1 again 90-190.
-    let mut c = Cluster::homogeneous("low", 1, 4);
-    c.partitions[0].grace_time = 10;
-    c.partitions[0].priority_tier = 1;
-    let mut high = Partition::new("high", c.partitions[0].nodes.clone());
-    high.priority_tier = 10;
-    c.partitions.push(high);
-    c.preempt = PreemptConfig {
-        kind: PreemptType::PartitionPrio,
-        mode: PreemptMode::Requeue,
-        exempt_time: 0,
-    };
-    let policy = Policy::Backfill(BackfillParams {
-        interval: 1,
-        resolution: 1,
-        ..Default::default()
-    });
-    let jobs = vec![job(1, 0, 0, 100), job(2, 1, 30, 50)];
+    let c = low_and_high();
+    let policy = backfill_every_second();
+    let jobs = vec![job(1, 0, 1, 0, 100, 100), job(2, 1, 1, 30, 50, 50)];
     let mut sink = JsonLines::new(Vec::new());
     let opts = ReplayOptions::default();
     run_audited(c, policy, jobs, opts, &mut |_, _| {}, Some(&mut sink));

@@ -18,6 +18,8 @@
 use crate::decision::{Decision, Pass};
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
+
 use crate::cluster::Cluster;
 use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{JobRequest, JobState, NodeAlloc, PendingReason};
@@ -297,7 +299,7 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
 #[derive(Default)]
 struct StartBounds {
     /// Per request and node filter, the answers found.
-    seen: Vec<(JobRequest, NodeFilter, Answers)>,
+    seen: FxHashMap<(JobRequest, NodeFilter), Answers>,
 }
 
 /// Searches' answers for one request: (duration in seconds, earliest start found, or
@@ -311,8 +313,7 @@ impl StartBounds {
         if req.switches.is_some() {
             return Some(now);
         }
-        let Some((_, _, found)) = self.seen.iter().find(|(r, f, _)| *f == filter && r == req)
-        else {
+        let Some(found) = self.seen.get(&(req.clone(), filter)) else {
             return Some(now);
         };
         let mut from = now;
@@ -326,16 +327,11 @@ impl StartBounds {
 
     /// Records a search's answer.
     fn found(&mut self, req: &JobRequest, filter: NodeFilter, d: Secs, t: Option<Time>) {
-        if req.switches.is_some() {
-            return;
-        }
-        match self
-            .seen
-            .iter_mut()
-            .find(|(r, f, _)| *f == filter && r == req)
-        {
-            Some((_, _, found)) => found.push((d, t)),
-            None => self.seen.push((req.clone(), filter, vec![(d, t)])),
+        if req.switches.is_none() {
+            self.seen
+                .entry((req.clone(), filter))
+                .or_default()
+                .push((d, t));
         }
     }
 }
