@@ -31,11 +31,16 @@ use crate::config::ClusterConfig;
 use crate::priority::{PriorityEngine, KIND_USAGE};
 use sluice_proto::accounts::{AccountsError, AccountsRequest, ActiveJob, ChangeOutcome};
 use sluice_proto::audit::RequeueCause;
+use sluice_proto::error::{ApiError, ErrorCode};
 use sluice_store::AccountRow;
 
 /// Something the server loop must do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
+    /// Write a new submission's records (consecutive ids from the first), which
+    /// moves the store's next id past them: before its submitter is answered, and
+    /// before the job enters the queue.
+    Insert(Vec<JobRecord>),
     /// Write a job record (durably before any later effect of the same batch acts).
     Persist(Box<JobRecord>),
     /// Write a step record.
@@ -47,15 +52,15 @@ pub enum Effect {
     Forget(u64),
     /// Run a job's batch script on its first node.
     Launch {
-        /// The agent's socket.
-        socket: PathBuf,
+        /// The node whose agent runs it.
+        node: String,
         /// What to run.
         order: Box<LaunchBatch>,
     },
     /// Signal a running job on its nodes.
     Signal {
-        /// The agents' sockets.
-        sockets: Vec<PathBuf>,
+        /// Its nodes.
+        nodes: Vec<String>,
         /// Job id.
         job_id: u64,
         /// Signal number.
@@ -66,8 +71,8 @@ pub enum Effect {
     /// End a running job: SIGCONT + SIGTERM, SIGKILL after `KillWait`, reported as
     /// `state`.
     Terminate {
-        /// The agents' sockets.
-        sockets: Vec<PathBuf>,
+        /// Its nodes.
+        nodes: Vec<String>,
         /// Job id.
         job_id: u64,
         /// State to report (CANCELLED, TIMEOUT...).
@@ -83,8 +88,8 @@ pub enum Effect {
     },
     /// Tell a running batch job's agent its new time limit.
     SetTimeLimit {
-        /// The agent's socket.
-        socket: PathBuf,
+        /// The node whose agent runs the batch script.
+        node: String,
         /// Job id.
         job_id: u64,
         /// The run it applies to.
@@ -259,6 +264,10 @@ pub struct Controller {
     audit: audit::AuditBook,
     /// The last forecast of every pending job's start (see `state/forecast.rs`).
     forecasts: forecast::Forecasts,
+    /// The id the next accepted submission gets: allocated here, after a submission
+    /// is checked, so that a refused one uses none; kept by the store with the jobs
+    /// that used them, so that none is reused after a restart.
+    next_job_id: u64,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -345,6 +354,7 @@ impl Controller {
             resv_records: Default::default(),
             audit: Default::default(),
             forecasts: Default::default(),
+            next_job_id: 1,
         };
         for s in steps {
             c.steps.insert((s.job_id, s.step), s);
@@ -461,8 +471,20 @@ impl Controller {
     }
 
     /// Checks a submission and resolves its defaults. `user`/`group` are the caller's
-    /// names. Returns Slurm's message when refused; nothing is recorded either way.
+    /// names. Refused with Slurm's message; nothing is recorded either way.
     pub fn prepare(
+        &self,
+        desc: JobDescription,
+        caller: &Caller,
+        user: &str,
+        group: &str,
+        now: i64,
+    ) -> Result<Prepared, ApiError> {
+        self.check_submission(desc, caller, user, group, now)
+            .map_err(ApiError::invalid)
+    }
+
+    fn check_submission(
         &self,
         desc: JobDescription,
         caller: &Caller,
@@ -939,6 +961,21 @@ impl Controller {
         }
     }
 
+    /// Continues job ids from `next` (the store's next id at start-up), never going
+    /// back.
+    pub fn resume_ids(&mut self, next: u64) {
+        self.next_job_id = self.next_job_id.max(next);
+    }
+
+    /// Allocates the ids of checked submission `p` and gives its records: consecutive
+    /// ids, one per array task. The records are to be made durable, then
+    /// [`Controller::accept`]ed.
+    pub fn allocate(&mut self, p: &Prepared) -> Vec<JobRecord> {
+        let first = self.next_job_id;
+        self.next_job_id += p.ids();
+        p.records(first)
+    }
+
     /// Takes the records of a durable submission into the queue.
     pub fn accept(&mut self, records: Vec<JobRecord>, now: i64) -> Vec<Effect> {
         // Queued in task order: an array's tasks start in index order.
@@ -1159,9 +1196,8 @@ impl Controller {
         self.expiring = true;
         for id in due {
             let r = &self.jobs[&id];
-            let sockets = self.sockets_of(r);
             effects.push(Effect::Terminate {
-                sockets,
+                nodes: r.nodes.clone(),
                 job_id: id,
                 state: JobState::Timeout,
             });
@@ -1247,7 +1283,7 @@ impl Controller {
                 )
             });
             effects.push(Effect::Launch {
-                socket: agent_socket(&self.state_dir, &first),
+                node: first.clone(),
                 order: Box::new(LaunchBatch {
                     job: record,
                     environment,
@@ -1322,6 +1358,47 @@ impl Controller {
                 gres[child] = n;
             }
         }
+    }
+
+    /// The end of interactive allocation `id` (`salloc`'s shell or `srun` outside a
+    /// job), as its owner's command reports it: `exit_code` and `signal` decide its
+    /// state. A batch job ends when its agent says so, not when someone claims it did.
+    ///
+    /// Errors: an unknown job, another user's job, a batch job; nothing changed.
+    pub fn complete_allocation(
+        &mut self,
+        id: u64,
+        exit_code: i32,
+        signal: i32,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        let r = self.jobs.get(&id).ok_or_else(ApiError::invalid_job)?;
+        if !Self::may_touch(caller, r) {
+            return Err(ApiError::access_denied());
+        }
+        if !r.desc.interactive {
+            return Err(ApiError::invalid(
+                "Only interactive allocations are completed this way",
+            ));
+        }
+        let state = if exit_code == 0 && signal == 0 {
+            JobState::Completed
+        } else if exit_code == 0 && signal == OOM_SIGNAL {
+            JobState::OutOfMemory
+        } else {
+            JobState::Failed
+        };
+        let report = JobEnded {
+            job_id: id,
+            run: r.restarts,
+            node: String::new(),
+            state,
+            exit_code,
+            signal,
+            end: now,
+        };
+        Ok(self.job_ended(&report, now))
     }
 
     /// A job's batch script (or allocation) ended, as its agent (or srun/salloc) reports.
@@ -1430,13 +1507,6 @@ impl Controller {
         Some(out)
     }
 
-    fn sockets_of(&self, r: &JobRecord) -> Vec<PathBuf> {
-        r.nodes
-            .iter()
-            .map(|n| agent_socket(&self.state_dir, n))
-            .collect()
-    }
-
     fn may_touch(caller: &Caller, r: &JobRecord) -> bool {
         caller.admin || caller.uid == r.uid
     }
@@ -1477,7 +1547,7 @@ impl Controller {
         req: &CancelRequest,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, String> {
+    ) -> Result<Vec<Effect>, ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
         let mut ids: Vec<u64> = Vec::new();
@@ -1489,7 +1559,10 @@ impl Controller {
             // Cancelling an unknown job quietly succeeds; signalling one is an error.
             if found.is_empty() && req.signal.is_some() {
                 let id = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
-                return Err(format!("Kill job error on job id {id}: {BAD_JOB}"));
+                return Err(ApiError::new(
+                    ErrorCode::InvalidJobId,
+                    format!("Kill job error on job id {id}: {BAD_JOB}"),
+                ));
             }
             if task.is_some()
                 || self
@@ -1518,9 +1591,12 @@ impl Controller {
         for id in &ids {
             let r = &self.jobs[id];
             if !Self::may_touch(caller, r) {
-                return Err(format!(
-                    "Kill job error on job id {}: Access/permission denied",
-                    r.display_id()
+                return Err(ApiError::new(
+                    ErrorCode::AccessDenied,
+                    format!(
+                        "Kill job error on job id {}: Access/permission denied",
+                        r.display_id()
+                    ),
                 ));
             }
         }
@@ -1554,7 +1630,7 @@ impl Controller {
                     effects.push(Effect::Persist(Box::new(self.jobs[&id].clone())));
                 }
                 (JobState::Running, None) => {
-                    let sockets = self.sockets_of(r);
+                    let nodes = r.nodes.clone();
                     self.audit_cancelled(id, caller.uid, now);
                     let r = self.jobs.get_mut(&id).expect("exists");
                     r.cancelled_by = Some(caller.uid);
@@ -1572,7 +1648,7 @@ impl Controller {
                         effects.extend(self.job_ended(&report, now));
                     } else {
                         effects.push(Effect::Terminate {
-                            sockets,
+                            nodes,
                             job_id: id,
                             state: JobState::Cancelled,
                         });
@@ -1583,7 +1659,7 @@ impl Controller {
                     // with -f.
                     if req.full || !req.batch {
                         effects.push(Effect::Signal {
-                            sockets: self.sockets_of(r),
+                            nodes: r.nodes.clone(),
                             job_id: id,
                             signal,
                             batch_only: false,
@@ -1591,7 +1667,7 @@ impl Controller {
                     }
                     if req.batch {
                         effects.push(Effect::Signal {
-                            sockets: self.sockets_of(r),
+                            nodes: r.nodes.clone(),
                             job_id: id,
                             signal,
                             batch_only: true,
@@ -1613,7 +1689,7 @@ impl Controller {
         hold: bool,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, String> {
+    ) -> Result<Vec<Effect>, ApiError> {
         self.hold_as(job, task, hold, false, caller, now)
     }
 
@@ -1626,7 +1702,7 @@ impl Controller {
         task: Option<u32>,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, String> {
+    ) -> Result<Vec<Effect>, ApiError> {
         self.hold_as(job, task, true, true, caller, now)
     }
 
@@ -1638,12 +1714,12 @@ impl Controller {
         user_hold: bool,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, String> {
+    ) -> Result<Vec<Effect>, ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
         let ids = self.select(job, task);
         if ids.is_empty() {
-            return Err(BAD_JOB.into());
+            return Err(ApiError::invalid_job());
         }
         // Every id is checked before any changes: a refusal changes nothing.
         for &id in &ids {
@@ -1651,10 +1727,10 @@ impl Controller {
             if !Self::may_touch(caller, r)
                 || (!hold && !caller.admin && r.details.contains_key("admin_hold"))
             {
-                return Err("Access/permission denied".into());
+                return Err(ApiError::access_denied());
             }
             if r.state.is_finished() && ids.len() == 1 {
-                return Err("Job has already finished".into());
+                return Err(ApiError::invalid("Job has already finished"));
             }
         }
         let mut effects = Vec::new();
@@ -1698,25 +1774,29 @@ impl Controller {
         task: Option<u32>,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, String> {
+    ) -> Result<Vec<Effect>, ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
         let ids = self.select(job, task);
         if ids.is_empty() {
-            return Err(BAD_JOB.into());
+            return Err(ApiError::invalid_job());
         }
         // Every id is checked before any is touched: a refusal changes nothing.
         for id in &ids {
             let r = &self.jobs[id];
             if !Self::may_touch(caller, r) {
-                return Err("Access/permission denied".into());
+                return Err(ApiError::access_denied());
             }
             if r.desc.requeue == Some(false) {
-                return Err("Requested operation is presently disabled".into());
+                return Err(ApiError::invalid(
+                    "Requested operation is presently disabled",
+                ));
             }
             if r.desc.interactive {
                 // Nobody would be there to use it again (Slurm requeues batch jobs only).
-                return Err("Only batch jobs are accepted or processed".into());
+                return Err(ApiError::invalid(
+                    "Only batch jobs are accepted or processed",
+                ));
             }
         }
         let mut effects = Vec::new();
@@ -1768,7 +1848,7 @@ impl Controller {
                     self.release_shards(id, now);
                     if !r.desc.interactive && terminate {
                         effects.push(Effect::Terminate {
-                            sockets: self.sockets_of(&r),
+                            nodes: r.nodes.clone(),
                             job_id: id,
                             state: JobState::Requeued,
                         });
@@ -1814,15 +1894,15 @@ impl Controller {
         req: &StepRequest,
         caller: &Caller,
         now: i64,
-    ) -> Result<(StepPlan, Vec<Effect>), String> {
-        let r = self.jobs.get(&job).ok_or_else(|| BAD_JOB.to_string())?;
+    ) -> Result<(StepPlan, Vec<Effect>), ApiError> {
+        let r = self.jobs.get(&job).ok_or_else(ApiError::invalid_job)?;
         if !Self::may_touch(caller, r) {
-            return Err("Access/permission denied".into());
+            return Err(ApiError::access_denied());
         }
         if r.state != JobState::Running {
-            return Err(format!(
+            return Err(ApiError::invalid(format!(
                 "Unable to create step for job {job}: Job/step already completing or completed"
-            ));
+            )));
         }
         // The allocation's nodes the step may use, in the allocation's order: `-w` ones
         // (all of them, first), then the others not `-x`-ed.
@@ -1833,14 +1913,17 @@ impl Controller {
                     .map_err(|_| "Invalid node name specified".to_string()),
             }
         };
-        let (wanted, unwanted) = (names(&req.nodelist)?, names(&req.exclude)?);
+        let (wanted, unwanted) = (
+            names(&req.nodelist).map_err(ApiError::invalid)?,
+            names(&req.exclude).map_err(ApiError::invalid)?,
+        );
         if wanted
             .iter()
             .any(|w| !r.nodes.contains(w) || unwanted.contains(w))
         {
-            return Err(format!(
+            return Err(ApiError::invalid(format!(
                 "Unable to create step for job {job}: Requested node configuration is not available"
-            ));
+            )));
         }
         let mut usable: Vec<usize> = (0..r.nodes.len())
             .filter(|&i| wanted.contains(&r.nodes[i]))
@@ -1851,9 +1934,9 @@ impl Controller {
         );
         let job_nodes = usable.len() as u32;
         if job_nodes == 0 {
-            return Err(format!(
+            return Err(ApiError::invalid(format!(
                 "Unable to create step for job {job}: Requested node configuration is not available"
-            ));
+            )));
         }
         let default_nodes = if wanted.is_empty() {
             job_nodes
@@ -1886,7 +1969,7 @@ impl Controller {
             format!("Unable to create step for job {job}: More processors requested than permitted")
         };
         if ntasks < nodes {
-            return Err(too_many());
+            return Err(ApiError::invalid(too_many()));
         }
         // Block distribution: fill each node up to what its CPUs hold, in order, after
         // one task each.
@@ -1896,7 +1979,7 @@ impl Controller {
             per_node = vec![n; nodes as usize];
             left = 0;
             if n * nodes != ntasks {
-                return Err(too_many());
+                return Err(ApiError::invalid(too_many()));
             }
         }
         for (i, c) in cpus.iter().enumerate() {
@@ -1906,13 +1989,14 @@ impl Controller {
             left -= more;
         }
         if left > 0 || per_node.iter().zip(&cpus).any(|(t, c)| t * cpt > *c) {
-            return Err(too_many());
+            return Err(ApiError::invalid(too_many()));
         }
         let bind = req
             .gpu_bind
             .as_deref()
             .map(sluice_conf::options::GpuBind::parse)
-            .transpose()?;
+            .transpose()
+            .map_err(ApiError::invalid)?;
         let step = r.next_step;
         let mut next_task = 0u32;
         let mut plan_nodes = Vec::new();
@@ -1979,15 +2063,15 @@ impl Controller {
         signal: i32,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, String> {
-        let r = self.jobs.get(&job).ok_or_else(|| BAD_JOB.to_string())?;
+    ) -> Result<Vec<Effect>, ApiError> {
+        let r = self.jobs.get(&job).ok_or_else(ApiError::invalid_job)?;
         if !Self::may_touch(caller, r) {
-            return Err("Access/permission denied".into());
+            return Err(ApiError::access_denied());
         }
         let s = self
             .steps
             .get_mut(&(job, StepId::Number(step)))
-            .ok_or_else(|| "Invalid job step id".to_string())?;
+            .ok_or_else(|| ApiError::invalid("Invalid job step id"))?;
         if s.state != JobState::Running {
             return Ok(Vec::new());
         }
@@ -2084,12 +2168,9 @@ impl Controller {
         }
     }
 
-    /// The nodes whose agents have registered, with their sockets: the ones to watch.
-    pub fn registered_agents(&self) -> Vec<(String, PathBuf)> {
-        self.agents_up
-            .iter()
-            .map(|n| (n.clone(), agent_socket(&self.state_dir, n)))
-            .collect()
+    /// The nodes whose agents have registered: the ones to watch.
+    pub fn registered_agents(&self) -> Vec<String> {
+        self.agents_up.iter().cloned().collect()
     }
 
     /// An agent refused to launch run `run` of job `id` (it is registered with another
@@ -2861,7 +2942,7 @@ pub fn batch_environment(
 mod arrays;
 pub(crate) mod audit;
 mod dependency;
-mod explain;
+pub mod explain;
 mod explain_text;
 mod forecast;
 pub mod gpu_env;

@@ -30,10 +30,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
+use sluice_proto::error::ErrorCode;
 use sluice_proto::types::{
     ErrorReply, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, TaskEvent,
 };
+use sluice_proto::types::{Register, SignalOrder, TerminateOrder};
 use sluice_proto::Client;
 use tokio::net::UnixListener;
 
@@ -127,11 +128,15 @@ impl Agent {
 
 type App = Arc<Agent>;
 
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
+/// A refusal: the status its code chooses, and its message.
+fn error(code: ErrorCode, message: impl Into<String>) -> Response {
+    let status =
+        StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (
         status,
         Json(ErrorReply {
             error: message.into(),
+            code: Some(code),
         }),
     )
         .into_response()
@@ -280,7 +285,10 @@ async fn register(agent: App) {
                 *a.incarnation.lock().expect("lock") = Some(current.clone());
                 jobs.iter().map(|(id, j)| (*id, j.run)).collect()
             };
-            let body = serde_json::json!({"node": a.node, "running": running});
+            let body = Register {
+                node: a.node.clone(),
+                running,
+            };
             a.controller
                 .post::<_, serde_json::Value>("/v1/agent/register", &body)
                 .ok()
@@ -305,7 +313,10 @@ async fn batch(
     Json(order): Json<LaunchBatch>,
 ) -> Response {
     if !from_controller(&agent, peer) {
-        return error(StatusCode::FORBIDDEN, "only the controller may launch jobs");
+        return error(
+            ErrorCode::AccessDenied,
+            "only the controller may launch jobs",
+        );
     }
     let job = order.job.id;
     let run = order.job.restarts;
@@ -314,7 +325,7 @@ async fn batch(
         let known = agent.incarnation.lock().expect("lock").clone();
         if !order.incarnation.is_empty() && known.as_deref() != Some(order.incarnation.as_str()) {
             return error(
-                StatusCode::CONFLICT,
+                ErrorCode::Busy,
                 "the launch comes from a controller this agent is not registered with",
             );
         }
@@ -343,21 +354,16 @@ async fn batch(
     Json(serde_json::json!({})).into_response()
 }
 
-#[derive(Deserialize)]
-struct SignalOrder {
-    job_id: u64,
-    signal: i32,
-    #[serde(default)]
-    batch_only: bool,
-}
-
 async fn signal(
     State(agent): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     Json(o): Json<SignalOrder>,
 ) -> Response {
     if !from_controller(&agent, peer) {
-        return error(StatusCode::FORBIDDEN, "only the controller may signal jobs");
+        return error(
+            ErrorCode::AccessDenied,
+            "only the controller may signal jobs",
+        );
     }
     run::signal_job(&agent, o.job_id, o.signal, o.batch_only);
     Json(serde_json::json!({})).into_response()
@@ -376,10 +382,10 @@ async fn stdin(
     let (uid, pipes) = {
         let mut stdins = agent.stdins.lock().expect("lock");
         match stdins.get(&key) {
-            None => return error(StatusCode::NOT_FOUND, "no such task input"),
+            None => return error(ErrorCode::NotReady, "no such task input"),
             // Checked before the pipes are taken out: nobody else can hold them up.
             Some((uid, _)) if *uid != peer.uid && peer.uid != 0 => {
-                return error(StatusCode::FORBIDDEN, "Access/permission denied")
+                return error(ErrorCode::AccessDenied, "Access/permission denied")
             }
             Some(_) => stdins.remove(&key).expect("present"),
         }
@@ -400,7 +406,7 @@ async fn stdin(
     .unwrap_or_default();
     if written.is_empty() {
         // Every task stopped reading (they ended): the rest of the input goes nowhere.
-        return error(StatusCode::GONE, "the tasks' input is closed");
+        return error(ErrorCode::Closed, "the tasks' input is closed");
     }
     if !c.eof {
         agent
@@ -420,7 +426,7 @@ async fn limit(
 ) -> Response {
     if !from_controller(&agent, peer) {
         return error(
-            StatusCode::FORBIDDEN,
+            ErrorCode::AccessDenied,
             "only the controller may change limits",
         );
     }
@@ -432,26 +438,13 @@ async fn limit(
     Json(serde_json::json!({})).into_response()
 }
 
-#[derive(Deserialize)]
-struct TerminateOrder {
-    job_id: u64,
-    state: JobState,
-    /// `KillWait`, seconds (Slurm's default when the controller does not say).
-    #[serde(default = "default_kill_wait")]
-    kill_wait: i64,
-}
-
-fn default_kill_wait() -> i64 {
-    30
-}
-
 async fn terminate(
     State(agent): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     Json(o): Json<TerminateOrder>,
 ) -> Response {
     if !from_controller(&agent, peer) {
-        return error(StatusCode::FORBIDDEN, "only the controller may end jobs");
+        return error(ErrorCode::AccessDenied, "only the controller may end jobs");
     }
     run::terminate(agent.clone(), o.job_id, o.state, o.kill_wait);
     Json(serde_json::json!({})).into_response()
@@ -471,16 +464,16 @@ async fn tasks(
     .await;
     let record = match record {
         Ok(Ok(r)) => r,
-        _ => return error(StatusCode::NOT_FOUND, "Invalid job id specified"),
+        _ => return error(ErrorCode::InvalidJobId, "Invalid job id specified"),
     };
     if record.uid != peer.uid && peer.uid != 0 {
-        return error(StatusCode::FORBIDDEN, "Access/permission denied");
+        return error(ErrorCode::AccessDenied, "Access/permission denied");
     }
     if record.state != JobState::Running
         || !record.nodes.contains(&agent.node)
         || order.step >= record.next_step
     {
-        return error(StatusCode::BAD_REQUEST, "Invalid job step id");
+        return error(ErrorCode::Invalid, "Invalid job step id");
     }
     // Where this node did not launch the job's batch script (its other nodes, an
     // interactive allocation), the controller says which device files the job may open.
@@ -505,7 +498,7 @@ async fn tasks(
             Ok(Ok(None)) => None,
             _ => {
                 return error(
-                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorCode::ControllerUnreachable,
                     "Unable to contact slurm controller (connect failure)",
                 )
             }

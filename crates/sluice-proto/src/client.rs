@@ -36,6 +36,8 @@ pub enum ClientError {
     Status {
         /// HTTP status.
         status: u16,
+        /// What went wrong (from the reply, else from the status).
+        code: crate::error::ErrorCode,
         /// The server's message.
         message: String,
     },
@@ -213,10 +215,16 @@ fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ClientError> {
 }
 
 fn status_error(status: u16, body: &[u8]) -> ClientError {
-    let message = serde_json::from_slice::<ErrorReply>(body)
-        .map(|r| r.error)
-        .unwrap_or_else(|_| String::from_utf8_lossy(body).into_owned());
-    ClientError::Status { status, message }
+    let (message, code) = match serde_json::from_slice::<ErrorReply>(body) {
+        Ok(r) => (r.error, r.code),
+        Err(_) => (String::from_utf8_lossy(body).into_owned(), None),
+    };
+    let code = code.unwrap_or_else(|| crate::error::ErrorCode::from_http_status(status));
+    ClientError::Status {
+        status,
+        code,
+        message,
+    }
 }
 
 fn body_reader(

@@ -8,12 +8,14 @@
 //! - [`reservations`]: advance reservations (`scontrol create reservation`).
 //! - [`explain`]: why a job waits and what would start it (`sluice explain`).
 //! - [`client`]: a blocking client for the commands.
+//! - [`error`]: errors on the wire, with stable codes.
 //! - [`paths`]: where a cluster's state directory and sockets are.
 
 pub mod accounts;
 pub mod audit;
 pub mod auth;
 pub mod client;
+pub mod error;
 pub mod explain;
 pub mod oserror;
 pub mod paths;

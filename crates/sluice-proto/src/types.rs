@@ -671,11 +671,24 @@ pub struct CancelRequest {
     pub states: Vec<JobState>,
 }
 
-/// An error reply: Slurm's message.
+/// An error reply: Slurm's message and what went wrong (see [`crate::error`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ErrorReply {
     /// The message.
     pub error: String,
+    /// What went wrong; absent from peers that predate codes (then the HTTP status
+    /// tells, [`crate::error::ErrorCode::from_http_status`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<crate::error::ErrorCode>,
+}
+
+impl From<crate::error::ApiError> for ErrorReply {
+    fn from(e: crate::error::ApiError) -> Self {
+        ErrorReply {
+            error: e.message,
+            code: Some(e.code),
+        }
+    }
 }
 
 /// `scontrol update NodeName=...`: a request to change nodes' state.
@@ -697,6 +710,97 @@ pub struct JobUpdate {
     /// `(key, value)` pairs in Slurm's spelling (`TimeLimit`, `JobName`, ...).
     pub changes: Vec<(String, String)>,
 }
+
+/// A controller-to-agent order: signal a running job (its steps, or with
+/// `batch_only` its batch shell).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SignalOrder {
+    /// Job id.
+    pub job_id: u64,
+    /// Signal number.
+    pub signal: i32,
+    /// The batch shell only.
+    #[serde(default)]
+    pub batch_only: bool,
+}
+
+/// A controller-to-agent order: end a running job (SIGCONT and SIGTERM, SIGKILL after
+/// `kill_wait`), reporting it as `state`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TerminateOrder {
+    /// Job id.
+    pub job_id: u64,
+    /// The state to report (CANCELLED, TIMEOUT...).
+    pub state: JobState,
+    /// slurm.conf's `KillWait`, seconds (Slurm's default, 30, when absent).
+    #[serde(default = "default_kill_wait")]
+    pub kill_wait: i64,
+}
+
+fn default_kill_wait() -> i64 {
+    30
+}
+
+/// An agent's registration with the controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Register {
+    /// Its node.
+    pub node: String,
+    /// Jobs it is running (or whose end it is still reporting), with their run (restart
+    /// count): a job requeued since is not the one the agent has.
+    pub running: Vec<(u64, u32)>,
+}
+
+/// The controller's answer to a registration, and to a ping.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Incarnation {
+    /// Names this run of the controller: an agent registers again when it changes.
+    pub incarnation: String,
+}
+
+/// A step's or an interactive allocation's end, as `srun`/`salloc` report it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitReport {
+    /// Exit code.
+    pub exit_code: i32,
+    /// Signal.
+    pub signal: i32,
+}
+
+/// `scontrol hold|uhold|release|requeue`'s body: an optional array task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSelection {
+    /// The array task, when one is named.
+    #[serde(default)]
+    pub task: Option<u32>,
+    /// `scontrol uhold`: a user hold even when an operator sets it.
+    #[serde(default)]
+    pub user: bool,
+}
+
+/// What `sacct` reads: every job and step the database holds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Accounting {
+    /// Jobs.
+    pub jobs: Vec<JobRecord>,
+    /// Steps.
+    pub steps: Vec<StepRecord>,
+    /// Earlier runs of requeued jobs (state `REQUEUED`), by job then run.
+    #[serde(default)]
+    pub runs: Vec<JobRecord>,
+}
+
+/// The answer to a reservation change: the reservation's name (generated for a new one
+/// without `ReservationName`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservationName {
+    /// The name.
+    pub name: String,
+}
+
+/// An empty answer: the request was carried out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Done {}
 
 /// A controller-to-agent order: a running job's time limit changed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

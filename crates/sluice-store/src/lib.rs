@@ -4,9 +4,10 @@
 //! each a record the controller serialises (this crate does not interpret records, so the
 //! controller's types can change freely). Every write goes through one writer thread
 //! that commits whatever has queued up in a single transaction — **group commit** — and
-//! answers each caller only once its transaction is on disk (`synchronous=FULL`). A
-//! submission's id is allocated inside that transaction, so an id is returned only for a
-//! durable job, and a refused submission never consumes one.
+//! answers each caller only once its transaction is on disk (`synchronous=FULL`). The
+//! controller allocates job ids; the store keeps the next one (`next_job_id`) with the
+//! jobs that used them, in the same transaction, so that ids are never reused after a
+//! restart.
 //!
 //! The `accounts` table holds what `sacctmgr` manages (accounts, users, associations,
 //! QOS): one row per record, keyed by its kind and name, written in one transaction per
@@ -92,16 +93,13 @@ pub struct AccountRow {
     pub record: Option<String>,
 }
 
-/// Builds a submission's records once its first id is known (inside the transaction):
-/// one record per id reserved, stored under consecutive ids from the first.
-pub type MakeRecord = Box<dyn FnOnce(u64) -> Vec<String> + Send>;
-
 enum Op {
-    /// A new job: reserve `count` consecutive ids, store one record under each.
-    Submit {
-        count: u64,
-        make: MakeRecord,
-        reply: Sender<Result<u64, StoreError>>,
+    /// A new job: its records under consecutive ids from `first` (an array's tasks);
+    /// `next_job_id` moves past them.
+    Insert {
+        first: u64,
+        records: Vec<String>,
+        reply: Sender<Result<(), StoreError>>,
     },
     /// Replace a job's record.
     PutJob {
@@ -124,6 +122,7 @@ enum Op {
     PutNode {
         name: String,
         record: Option<String>,
+        reply: Sender<Result<(), StoreError>>,
     },
     /// Write (or delete) account rows, all in one transaction.
     PutAccounts {
@@ -250,16 +249,21 @@ impl Store {
         &self.path
     }
 
-    /// Stores a new job, allocating `count` consecutive ids (an array's tasks); `make`
-    /// builds the records from the first id (records beyond `count` are ignored, missing
-    /// ones are not stored). The receiver yields the first id once all are on disk.
-    pub fn submit(&self, count: u64, make: MakeRecord) -> Receiver<Result<u64, StoreError>> {
+    /// Stores a new job's records under consecutive ids from `first` (an array's
+    /// tasks), ids the controller allocated: they must be new. The next id kept for a
+    /// restart moves past them in the same transaction. The receiver yields once all
+    /// are on disk.
+    pub fn insert_jobs(
+        &self,
+        first: u64,
+        records: Vec<String>,
+    ) -> Receiver<Result<(), StoreError>> {
         let (reply, rx) = mpsc::channel();
         if self
             .tx
-            .send(Op::Submit {
-                count: count.max(1),
-                make,
+            .send(Op::Insert {
+                first,
+                records,
                 reply: reply.clone(),
             })
             .is_err()
@@ -325,13 +329,22 @@ impl Store {
         let _ = self.tx.send(Op::PutRun { id, run, record });
     }
 
-    /// Stores (`Some`) or forgets (`None`) node `name`'s record, without waiting: call
-    /// [`Store::sync`] before relying on it.
-    pub fn put_node(&self, name: &str, record: Option<String>) {
-        let _ = self.tx.send(Op::PutNode {
-            name: name.to_string(),
-            record,
-        });
+    /// Stores (`Some`) or forgets (`None`) node `name`'s record; the receiver yields
+    /// once it is on disk.
+    pub fn put_node(&self, name: &str, record: Option<String>) -> Receiver<Result<(), StoreError>> {
+        let (reply, rx) = mpsc::channel();
+        if self
+            .tx
+            .send(Op::PutNode {
+                name: name.to_string(),
+                record,
+                reply: reply.clone(),
+            })
+            .is_err()
+        {
+            let _ = reply.send(Err(StoreError::Closed));
+        }
+        rx
     }
 
     /// Writes (or, with `record: None`, deletes) account rows in one transaction; the
@@ -570,19 +583,13 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
         )?;
         for op in batch.iter_mut() {
             match op {
-                Op::Submit { count, make, .. } => {
-                    let id = next;
-                    // The record builder runs once; replace it with a no-op for safety.
-                    let make = std::mem::replace(make, Box::new(|_| Vec::new()));
-                    for (i, record) in make(id as u64)
-                        .into_iter()
-                        .take(*count as usize)
-                        .enumerate()
-                    {
-                        insert.execute(params![id + i as i64, record])?;
+                Op::Insert { first, records, .. } => {
+                    let first = *first as i64;
+                    for (i, record) in records.iter().enumerate() {
+                        insert.execute(params![first + i as i64, record.as_str()])?;
                     }
-                    next += *count as i64;
-                    out.push(Some(id as u64));
+                    next = next.max(first + records.len().max(1) as i64);
+                    out.push(None);
                 }
                 Op::PutJob { id, record, .. } => {
                     put.execute(params![*id as i64, record.as_str()])?;
@@ -606,7 +613,7 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                     )?;
                     out.push(None);
                 }
-                Op::PutNode { name, record } => {
+                Op::PutNode { name, record, .. } => {
                     match record {
                         Some(r) => tx.execute(
                             "INSERT OR REPLACE INTO nodes (name, record) VALUES (?1, ?2)",
@@ -677,9 +684,6 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
         Ok(outcome) => {
             for (op, id) in batch.into_iter().zip(outcome) {
                 match op {
-                    Op::Submit { reply, .. } => {
-                        let _ = reply.send(Ok(id.expect("submissions yield ids")));
-                    }
                     Op::PurgeAudit { reply, .. } => {
                         let _ = reply.send(Ok(id.unwrap_or(0)));
                     }
@@ -687,6 +691,8 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
                         let _ = r.send(Ok(()));
                     }
                     Op::Sync { reply }
+                    | Op::Insert { reply, .. }
+                    | Op::PutNode { reply, .. }
                     | Op::PutAccounts { reply, .. }
                     | Op::PutReservation { reply, .. } => {
                         let _ = reply.send(Ok(()));
@@ -698,9 +704,6 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
         Err(e) => {
             for op in batch {
                 match op {
-                    Op::Submit { reply, .. } => {
-                        let _ = reply.send(Err(failed(&e)));
-                    }
                     Op::PurgeAudit { reply, .. } => {
                         let _ = reply.send(Err(failed(&e)));
                     }
@@ -708,6 +711,8 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
                         let _ = r.send(Err(failed(&e)));
                     }
                     Op::Sync { reply }
+                    | Op::Insert { reply, .. }
+                    | Op::PutNode { reply, .. }
                     | Op::PutAccounts { reply, .. }
                     | Op::PutReservation { reply, .. } => {
                         let _ = reply.send(Err(failed(&e)));
@@ -731,34 +736,27 @@ mod tests {
     }
 
     #[test]
-    fn submissions_get_consecutive_ids_and_survive_a_reopen() {
+    fn new_jobs_keep_their_ids_and_the_next_id_survives_a_reopen() {
         let path = temp("reopen");
         {
             let (store, _writer, snap) = Store::open(&path, 100).unwrap();
             assert_eq!(snap.next_job_id, 100);
-            let a = store
-                .submit(1, Box::new(|id| vec![format!("job {id}")]))
+            let a = 100;
+            store
+                .insert_jobs(a, vec![format!("job {a}")])
                 .recv()
                 .unwrap()
                 .unwrap();
-            let b = store
-                .submit(
-                    3,
-                    Box::new(|id| (0..3).map(|i| format!("task {}", id + i)).collect()),
-                )
+            store
+                .insert_jobs(101, (101..104).map(|id| format!("task {id}")).collect())
                 .recv()
                 .unwrap()
                 .unwrap();
-            let c = store
-                .submit(1, Box::new(|id| vec![format!("job {id}")]))
+            store
+                .insert_jobs(104, vec!["job 104".into()])
                 .recv()
                 .unwrap()
                 .unwrap();
-            assert_eq!(
-                (a, b, c),
-                (100, 101, 104),
-                "an array reserves one id per task"
-            );
             store
                 .put_job(a, "job 100 done".into())
                 .recv()
@@ -800,13 +798,14 @@ mod tests {
     fn load_reads_everything_sent_so_far_while_the_writer_runs() {
         let path = temp("load");
         let (store, _writer, _) = Store::open(&path, 1).unwrap();
-        let id = store
-            .submit(1, Box::new(|id| vec![format!("job {id}")]))
+        let id = 1;
+        store
+            .insert_jobs(id, vec![format!("job {id}")])
             .recv()
             .unwrap()
             .unwrap();
         store.put_job_later(id, "job 1 ended".into());
-        store.put_node("n1", Some("drain".into()));
+        let _ = store.put_node("n1", Some("drain".into()));
         store.put_run(1, 0, "job 1 run 0".into());
         let snap = store.load().unwrap();
         assert_eq!(
@@ -835,9 +834,9 @@ mod tests {
         {
             let (store, _writer, snap) = Store::open(&path, 1).unwrap();
             assert!(snap.nodes.is_empty());
-            store.put_node("n2", Some("drain".into()));
-            store.put_node("n1", Some("down".into()));
-            store.put_node("n1", Some("down again".into()));
+            let _ = store.put_node("n2", Some("drain".into()));
+            let _ = store.put_node("n1", Some("down".into()));
+            let _ = store.put_node("n1", Some("down again".into()));
             store.sync().unwrap();
         }
         let (store, writer, snap) = Store::open(&path, 1).unwrap();
@@ -848,7 +847,7 @@ mod tests {
                 ("n2".to_string(), "drain".to_string())
             ]
         );
-        store.put_node("n1", None);
+        let _ = store.put_node("n1", None);
         drop(writer);
         let (_, _, snap) = Store::open(&path, 1).unwrap();
         assert_eq!(snap.nodes, vec![("n2".to_string(), "drain".to_string())]);
@@ -921,19 +920,21 @@ mod tests {
     }
 
     #[test]
-    fn concurrent_submitters_share_transactions_and_never_share_an_id() {
+    fn concurrent_submitters_share_transactions() {
         let path = temp("group");
         let (store, writer, _) = Store::open(&path, 1).unwrap();
-        let threads: Vec<_> = (0..8)
+        let threads: Vec<_> = (0..8u64)
             .map(|t| {
                 let s = store.clone();
                 std::thread::spawn(move || {
-                    (0..200)
+                    (0..200u64)
                         .map(|i| {
-                            s.submit(1, Box::new(move |id| vec![format!("t{t} i{i} id{id}")]))
+                            let id = 1 + t * 200 + i;
+                            s.insert_jobs(id, vec![format!("t{t} i{i} id{id}")])
                                 .recv()
                                 .unwrap()
-                                .unwrap()
+                                .unwrap();
+                            id
                         })
                         .collect::<Vec<u64>>()
                 })
@@ -959,8 +960,9 @@ mod tests {
     fn deleted_jobs_take_their_steps_with_them() {
         let path = temp("delete");
         let (store, _w, _) = Store::open(&path, 1).unwrap();
-        let id = store
-            .submit(1, Box::new(|_| vec!["j".into()]))
+        let id = 1;
+        store
+            .insert_jobs(id, vec!["j".into()])
             .recv()
             .unwrap()
             .unwrap();

@@ -117,7 +117,7 @@ fn commands_reach_the_controller_over_tcp_only_with_the_cluster_key() {
         (status, body.as_str()),
         (
             401,
-            r#"{"error":"Protocol authentication error (request not signed)"}"#
+            r#"{"error":"Protocol authentication error (request not signed)","code":"authentication"}"#
         )
     );
     let key = sluice_proto::auth::read_key(&key_file).unwrap();
@@ -139,7 +139,7 @@ fn commands_reach_the_controller_over_tcp_only_with_the_cluster_key() {
         (status, body.as_str()),
         (
             401,
-            r#"{"error":"Protocol authentication error (credential replayed)"}"#
+            r#"{"error":"Protocol authentication error (credential replayed)","code":"authentication"}"#
         )
     );
     let other = sluice_proto::auth::Credential { nonce: 8, ..cred };

@@ -17,30 +17,20 @@ use std::time::Duration;
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use sluice_proto::accounts::AdminLevel;
 use sluice_proto::audit::{
     AuditEvent, AuditHold, AuditQuery, AuditReply, AuditWhat, JobRef, RequeueCause,
 };
+use sluice_proto::error::{ApiError, ErrorCode, INVALID_NODE_NAME};
 use sluice_proto::types::compact_indices;
-use sluice_store::{AuditFilter, AuditRow, HoldFilter, HoldRow};
+use sluice_store::{AuditFilter, AuditRow, HoldFilter, HoldRow, Store};
 
-use super::{error, now, user_and_group, App, Peer};
+use super::input::{AuditScope, Request};
+use super::routes::storage;
+use super::{now, refuse, user_and_group, App, Peer};
 use crate::accounts::Requester;
-use crate::state::audit::store_record;
-use crate::state::BAD_JOB;
-
-/// Hands the events the controller recorded to the store (in order: taken and sent
-/// under the controller's lock; the store writes them without anyone waiting).
-pub(super) fn flush(app: &App) {
-    let mut ctl = app.ctl.lock().expect("lock");
-    let events = ctl.take_audit();
-    if !events.is_empty() {
-        app.store.audit(events.iter().map(store_record).collect());
-    }
-}
 
 /// Rows deleted per purge transaction: small enough that submissions queued behind a
 /// purge wait little.
@@ -49,12 +39,16 @@ const PURGE_BATCH: u64 = 5_000;
 /// How often old audit rows are purged.
 const PURGE_EVERY: Duration = Duration::from_secs(3_600);
 
-/// Purges audit rows older than `retention` seconds now and every hour.
-pub(super) async fn purge_loop(app: App, retention: i64) {
+/// Purges audit rows older than `retention` seconds now and every hour, until `stop`.
+pub(super) async fn purge_loop(
+    store: Store,
+    retention: i64,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     loop {
         let before = now() - retention;
         loop {
-            let rx = app.store.purge_audit(before, PURGE_BATCH);
+            let rx = store.purge_audit(before, PURGE_BATCH);
             match tokio::task::spawn_blocking(move || rx.recv()).await {
                 Ok(Ok(Ok(n))) if n >= PURGE_BATCH => continue,
                 Ok(Ok(Ok(_))) => break,
@@ -65,7 +59,10 @@ pub(super) async fn purge_loop(app: App, retention: i64) {
                 _ => break,
             }
         }
-        tokio::time::sleep(PURGE_EVERY).await;
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(PURGE_EVERY) => {}
+        }
     }
 }
 
@@ -87,26 +84,17 @@ impl Sight {
     }
 }
 
-/// What `peer` may see of other users' audit trail.
-fn sight(app: &App, peer: Peer) -> Sight {
-    let caller = app.caller(peer);
-    let private = app.ctl.lock().expect("lock").private_data();
+/// What `peer` may see of other users' audit trail, given the controller's answer.
+fn sight(scope: &AuditScope, admin: bool, peer: Peer) -> Sight {
     let s = Sight {
         uid: peer.uid,
-        jobs: !private.jobs,
-        users: !private.users,
+        jobs: !scope.private.jobs,
+        users: !scope.private.users,
     };
     if s.all() {
         return s;
     }
-    let operator = caller.admin || {
-        let (name, _) = user_and_group(peer.uid, peer.gid);
-        let who = Requester {
-            name,
-            superuser: false,
-        };
-        app.ctl.lock().expect("lock").accounts().admin_level(&who) >= AdminLevel::Operator
-    };
+    let operator = admin || scope.level >= AdminLevel::Operator;
     Sight {
         jobs: s.jobs || operator,
         users: s.users || operator,
@@ -176,9 +164,6 @@ fn redact(mut e: AuditEvent, s: Sight) -> AuditEvent {
     e
 }
 
-/// Slurm's message for a node name that is not configured.
-const BAD_NODE: &str = "Invalid node name specified";
-
 /// Why GPU index `gpu` of node `node`, which has `count` GPUs, cannot be asked about:
 /// `Node vm has no GPU 5 (it has no GPUs)`, `Node g1 has no GPU 5 (it has 4: 0-3)`;
 /// `None` when it has that GPU.
@@ -228,27 +213,43 @@ pub(super) async fn query(
     ConnectInfo(peer): ConnectInfo<Peer>,
     Query(mut q): Query<AuditQuery>,
 ) -> Response {
-    let sight = sight(&app, peer);
+    let caller = app.caller(peer);
+    let (name, _) = user_and_group(peer.uid, peer.gid);
+    let who = Requester {
+        name,
+        superuser: false,
+    };
+    let task = q.job.zip(q.task.take());
+    let node = q.node.clone();
+    let scope = match app
+        .ask(|reply| Request::AuditScope {
+            who,
+            task,
+            node,
+            reply,
+        })
+        .await
     {
-        let ctl = app.ctl.lock().expect("lock");
-        // An array task (`123_4`) is its own record.
-        if let (Some(job), Some(task)) = (q.job, q.task.take()) {
-            match ctl.task_record(job, task) {
-                Some(id) => q.job = Some(id),
-                None => return error(StatusCode::NOT_FOUND, BAD_JOB),
-            }
-        }
+        Ok(s) => s,
+        Err(e) => return refuse(e),
+    };
+    let sight = sight(&scope, caller.admin, peer);
+    // An array task (`123_4`) is its own record.
+    match scope.task_record {
+        Some(Some(id)) => q.job = Some(id),
+        Some(None) => return refuse(ApiError::invalid_job()),
+        None => {}
     }
     // A node not configured, or a GPU it does not have (`None`: configured, and the
     // GPU asked about, if any, is one of its own).
-    let refused = q.node.as_deref().and_then(|n| {
-        let ctl = app.ctl.lock().expect("lock");
-        match ctl.node_gpu_count(n) {
-            None => Some(BAD_NODE.to_string()),
-            Some(count) => q.gpu.and_then(|g| missing_gpu(n, g, count)),
-        }
-    });
-    flush(&app);
+    let refused = match (&q.node, scope.node_gpus) {
+        (Some(_), Some(None)) => Some(ApiError::new(ErrorCode::InvalidNodeName, INVALID_NODE_NAME)),
+        (Some(n), Some(Some(count))) => q
+            .gpu
+            .and_then(|g| missing_gpu(n, g, count))
+            .map(|m| ApiError::new(ErrorCode::InvalidDevice, m)),
+        _ => None,
+    };
     let store = app.store.clone();
     let read = tokio::task::spawn_blocking(move || {
         let events = if q.node.is_none() || q.job.is_some() {
@@ -275,13 +276,13 @@ pub(super) async fn query(
     .await;
     let (events, holds) = match read {
         Ok(Ok(r)) => r,
-        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(Err(e)) => return refuse(storage(e.to_string())),
+        Err(e) => return refuse(storage(e.to_string())),
     };
     if let (Some(why), true) = (refused, holds.is_empty()) {
         // Neither configured nor in the trail (a node since removed, or a GPU since
         // taken out, still answers).
-        return error(StatusCode::NOT_FOUND, why);
+        return refuse(why);
     }
     let mut reply = AuditReply::default();
     for e in events.iter().filter_map(event) {

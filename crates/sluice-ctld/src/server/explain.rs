@@ -2,12 +2,12 @@
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::response::Response;
 use serde::Deserialize;
 
-use super::{error, now, App, Peer};
+use super::input::Request;
+use super::routes::reply;
+use super::{App, Peer};
 
 /// The optional array task, and whether to search for suggestions (default: yes).
 #[derive(Deserialize, Default)]
@@ -19,7 +19,8 @@ pub(super) struct ExplainQuery {
 }
 
 /// The explanation of a job for the caller (whose uid comes from the socket); 404 with
-/// Slurm's `Invalid job id specified` for a job the caller may not see.
+/// Slurm's `Invalid job id specified` for a job the caller may not see. The loop
+/// gathers what the controller knows; the core's simulations run off it, on a copy.
 pub(super) async fn explain(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
@@ -27,21 +28,15 @@ pub(super) async fn explain(
     Query(q): Query<ExplainQuery>,
 ) -> Response {
     let caller = app.caller(peer);
-    // Forward simulations run on a copy of the scheduler: off the async threads, and
-    // without the controller's lock.
-    let result = tokio::task::spawn_blocking(move || {
-        let work = app
-            .ctl
-            .lock()
-            .expect("lock")
-            .explain_begin(id, q.task, &caller, now(), q.suggest.unwrap_or(true))?
-            .compute();
-        Ok::<_, String>(app.ctl.lock().expect("lock").explain_finish(work, &caller))
-    })
-    .await
-    .expect("explain does not panic");
-    match result {
-        Ok(e) => Json(e).into_response(),
-        Err(m) => error(StatusCode::NOT_FOUND, m),
-    }
+    let r = app
+        .ask(|reply| Request::Explain {
+            id,
+            task: q.task,
+            suggest: q.suggest.unwrap_or(true),
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r)
 }

@@ -5,16 +5,18 @@ use std::collections::BTreeMap;
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Json;
 use sluice_proto::reservations::ReservationChange;
+use sluice_proto::types::ReservationName;
 
-use super::{error, execute, now, App, Peer};
+use super::input::Request;
+use super::routes::reply;
+use super::{App, Peer};
 
 /// `GET /v1/reservations`: every reservation, with its state and usage now.
 pub(super) async fn list(State(app): State<App>) -> Response {
-    Json(app.ctl.lock().expect("lock").reservation_records(now())).into_response()
+    reply(app.ask(Request::Reservations).await)
 }
 
 /// The uids of the user names a request names (unknown names are left out; the
@@ -40,23 +42,21 @@ pub(super) async fn change(
     Json(req): Json<ReservationChange>,
 ) -> Response {
     let caller = app.caller(peer);
+    // User names are looked up off the loop (NSS may be slow).
     let uids = tokio::task::spawn_blocking({
         let req = req.clone();
         move || uids_of(&req)
     })
     .await
     .unwrap_or_default();
-    let result = app
-        .ctl
-        .lock()
-        .expect("lock")
-        .change_reservation(&req, &uids, &caller, now());
-    match result {
-        Ok((name, effects)) => {
-            execute(&app, effects).await;
-            app.wake.notify_one();
-            Json(serde_json::json!({ "name": name })).into_response()
-        }
-        Err(e) => error(StatusCode::BAD_REQUEST, e),
-    }
+    let r = app
+        .ask(|reply| Request::ChangeReservation {
+            req: Box::new(req),
+            uids,
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r.map(|name| ReservationName { name }))
 }

@@ -6,7 +6,9 @@ use axum::response::Response;
 use axum::Json;
 use sluice_proto::types::{JobUpdate, NodeUpdate};
 
-use super::{act, App, Peer};
+use super::input::Change;
+use super::routes::change;
+use super::{App, Peer};
 
 /// `POST /v1/nodes/update`: answered once the new state is on disk.
 pub(super) async fn update_nodes(
@@ -14,10 +16,7 @@ pub(super) async fn update_nodes(
     ConnectInfo(peer): ConnectInfo<Peer>,
     Json(u): Json<NodeUpdate>,
 ) -> Response {
-    act(app, peer, |c, who, now| {
-        c.update_node(&u.nodes, &u.state, u.reason.as_deref(), who, now)
-    })
-    .await
+    change(app, peer, Change::UpdateNodes(u)).await
 }
 
 /// `POST /v1/jobs/{id}/update`.
@@ -25,10 +24,7 @@ pub(super) async fn update_job(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     UrlPath(id): UrlPath<u64>,
-    Json(u): Json<JobUpdate>,
+    Json(update): Json<JobUpdate>,
 ) -> Response {
-    act(app, peer, |c, who, now| {
-        c.update_job(id, u.task, &u.changes, who, now)
-    })
-    .await
+    change(app, peer, Change::UpdateJob { id, update }).await
 }

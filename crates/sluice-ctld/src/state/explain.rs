@@ -3,6 +3,7 @@
 //! decides (limits, resources, queue place, expected start, counterfactuals) comes from
 //! the core's [`sluice_core::explain`], turned into sentences with the cluster's names.
 
+use sluice_proto::error::ApiError;
 use std::sync::Arc;
 
 use sluice_core::explain::{Alternative, ExplainOptions, Forecast, NoStart};
@@ -15,7 +16,7 @@ use sluice_proto::time::timestamp;
 use sluice_proto::types::{JobRecord, JobState};
 
 use super::dependency::DepState;
-use super::{Caller, Controller, BAD_JOB, ENDING_RUN};
+use super::{Caller, Controller, ENDING_RUN};
 
 /// A duration in words as people read it: `2h 30m`, `45s`.
 pub(super) fn span(secs: i64) -> String {
@@ -96,7 +97,7 @@ impl Controller {
         task: Option<u32>,
         caller: &Caller,
         now: i64,
-    ) -> Result<Explanation, String> {
+    ) -> Result<Explanation, ApiError> {
         let work = self.explain_begin(id, task, caller, now, true)?.compute();
         Ok(self.explain_finish(work, caller))
     }
@@ -114,7 +115,7 @@ impl Controller {
         caller: &Caller,
         now: i64,
         suggest: bool,
-    ) -> Result<ExplainWork, String> {
+    ) -> Result<ExplainWork, ApiError> {
         // A plain id is that record (an array's pending remainder holds its array's id).
         let found = match task {
             None if self.jobs.contains_key(&id) => vec![id],
@@ -123,9 +124,9 @@ impl Controller {
         let r = found
             .first()
             .and_then(|id| self.jobs.get(id))
-            .ok_or_else(|| BAD_JOB.to_string())?;
+            .ok_or_else(ApiError::invalid_job)?;
         if self.hidden_from(caller, r.uid) {
-            return Err(BAD_JOB.into());
+            return Err(ApiError::invalid_job());
         }
         let live = self.live(r);
         let mut e = Explanation {

@@ -80,7 +80,7 @@ impl Controller {
             if !r.desc.interactive {
                 for batch_only in [true, false] {
                     effects.push(Effect::Signal {
-                        sockets: self.sockets_of(r),
+                        nodes: r.nodes.clone(),
                         job_id: victim.0,
                         signal,
                         batch_only,
@@ -182,7 +182,7 @@ impl Controller {
                     return self.job_ended(&report, now);
                 }
                 vec![Effect::Terminate {
-                    sockets: self.sockets_of(r),
+                    nodes: r.nodes.clone(),
                     job_id: id,
                     state: JobState::Preempted,
                 }]

@@ -7,6 +7,7 @@
 //! turns names into ids and back, and keeps what only Slurm's output needs (user names,
 //! the reservation id of generated names, `SPEC_NODES`).
 
+use sluice_proto::error::{ApiError, ErrorCode};
 use std::collections::{BTreeMap, BTreeSet};
 
 use sluice_core::reservation::gpu_share;
@@ -279,10 +280,20 @@ impl Controller {
         uids: &BTreeMap<String, u32>,
         caller: &Caller,
         now: i64,
-    ) -> Result<(String, Vec<Effect>), String> {
+    ) -> Result<(String, Vec<Effect>), ApiError> {
         if !caller.admin {
-            return Err(NOT_OPERATOR.into());
+            return Err(ApiError::new(ErrorCode::AccessDenied, NOT_OPERATOR));
         }
+        self.change_reservation_as_operator(req, uids, now)
+            .map_err(ApiError::invalid)
+    }
+
+    fn change_reservation_as_operator(
+        &mut self,
+        req: &ReservationChange,
+        uids: &BTreeMap<String, u32>,
+        now: i64,
+    ) -> Result<(String, Vec<Effect>), String> {
         match req.op.unwrap_or(ReservationOp::Create) {
             ReservationOp::Delete => {
                 let name = req.name.clone().unwrap_or_default();

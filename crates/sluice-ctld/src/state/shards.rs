@@ -608,7 +608,9 @@ mod tests {
 
     /// Submits (ids from 1 in order, as the store gives them).
     fn submit(c: &mut Controller, d: JobDescription, now: i64) -> Result<u64, String> {
-        let p = c.prepare(d, &caller(), "alice", "alice", now)?;
+        let p = c
+            .prepare(d, &caller(), "alice", "alice", now)
+            .map_err(|e| e.message)?;
         let id = c.jobs.keys().next_back().map_or(1, |k| k + 1);
         c.accept(p.records(id), now);
         Ok(id)
@@ -850,7 +852,7 @@ mod tests {
         );
         assert_eq!(
             step(Some("bad"), None, &mut c),
-            Err("Invalid --gpu-bind argument: gpu:bad".into())
+            Err(ApiError::invalid("Invalid --gpu-bind argument: gpu:bad"))
         );
     }
 

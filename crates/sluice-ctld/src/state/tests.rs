@@ -95,12 +95,12 @@ fn a_job_starts_on_its_nodes_with_its_environment_and_ends_completed() {
         launches(&effects),
         vec![(10, vec!["node01".into(), "node02".into()])]
     );
-    let Some(Effect::Launch { socket, order }) =
+    let Some(Effect::Launch { node, order }) =
         effects.iter().find(|e| matches!(e, Effect::Launch { .. }))
     else {
         unreachable!()
     };
-    assert_eq!(socket, Path::new("/state/agents/node01.sock"));
+    assert_eq!(node, "node01");
     let env: BTreeMap<_, _> = order.environment.iter().cloned().collect();
     assert_eq!(env["SLURM_JOB_ID"], "10");
     assert_eq!(env["SLURM_JOB_NODELIST"], "node[01-02]");
@@ -374,7 +374,7 @@ fn hold_release_cancel_and_permissions() {
     };
     assert_eq!(
         c.set_hold(held, None, false, &bob, 1),
-        Err("Access/permission denied".to_string())
+        Err(ApiError::access_denied())
     );
     // Holding a running job changes nothing and is no error, as in Slurm.
     assert!(c.set_hold(busy, None, true, &alice(), 1).is_ok());
@@ -390,7 +390,7 @@ fn hold_release_cancel_and_permissions() {
     assert_eq!(c.job(held).unwrap().reason, "JobHeldAdmin");
     assert_eq!(
         c.set_hold(held, None, false, &alice(), 1),
-        Err("Access/permission denied".to_string())
+        Err(ApiError::access_denied())
     );
     c.user_hold(held, None, &root, 1).unwrap();
     assert_eq!(c.job(held).unwrap().reason, "JobHeldUser");
@@ -645,7 +645,7 @@ fn steps_spread_tasks_over_the_allocation_in_blocks() {
         )
         .unwrap_err();
     assert_eq!(
-        err,
+        err.message,
         format!("Unable to create step for job {id}: More processors requested than permitted")
     );
     // -w and -x choose among the allocation's nodes.
@@ -667,6 +667,7 @@ fn steps_spread_tasks_over_the_allocation_in_blocks() {
                 .map(|n| (n.0.clone(), n.2.clone()))
                 .collect::<Vec<_>>()
         })
+        .map_err(|e| e.message)
     };
     assert_eq!(
         step_on(&mut c, Some("node02"), None),
@@ -695,11 +696,13 @@ fn refusals_change_nothing_and_use_slurms_words() {
     let mut d = desc(1, 60);
     d.partition = Some("nosuch".into());
     assert_eq!(
-        c.prepare(d, &alice(), "a", "a", 0).unwrap_err(),
+        c.prepare(d, &alice(), "a", "a", 0).unwrap_err().message,
         BAD_PARTITION
     );
     assert_eq!(
-        c.prepare(desc(5, 60), &alice(), "a", "a", 0).unwrap_err(),
+        c.prepare(desc(5, 60), &alice(), "a", "a", 0)
+            .unwrap_err()
+            .message,
         NODE_CONFIG
     );
     let mut d = desc(1, 60);
@@ -709,7 +712,7 @@ fn refusals_change_nothing_and_use_slurms_words() {
         count: 1,
     }];
     assert_eq!(
-        c.prepare(d, &alice(), "a", "a", 0).unwrap_err(),
+        c.prepare(d, &alice(), "a", "a", 0).unwrap_err().message,
         "Invalid generic resource (gres) specification"
     );
     assert!(c.visible_jobs(0).is_empty());
@@ -804,8 +807,9 @@ fn a_request_naming_one_job_the_caller_may_not_touch_changes_none() {
     };
     assert_eq!(
         c.cancel(&req, &alice(), 1),
-        Err(format!(
-            "Kill job error on job id {his}: Access/permission denied"
+        Err(ApiError::new(
+            sluice_proto::error::ErrorCode::AccessDenied,
+            format!("Kill job error on job id {his}: Access/permission denied")
         ))
     );
     assert_eq!(c.job(mine).unwrap().state, JobState::Pending);
@@ -960,7 +964,7 @@ fn enforced_associations_decide_who_may_submit_to_which_account() {
             .map(|p| p.records(1)[0].clone())
     };
     assert_eq!(
-        try_submit(&c, None, None).unwrap_err(),
+        try_submit(&c, None, None).unwrap_err().message,
         crate::accounts::BAD_ACCOUNT
     );
     let admin = Requester {
@@ -1000,11 +1004,11 @@ fn enforced_associations_decide_who_may_submit_to_which_account() {
     let r = try_submit(&c, Some("PHYSICS"), Some("normal")).unwrap();
     assert_eq!(r.account, "physics");
     assert_eq!(
-        try_submit(&c, Some("chem"), None).unwrap_err(),
+        try_submit(&c, Some("chem"), None).unwrap_err().message,
         crate::accounts::BAD_ACCOUNT
     );
     assert_eq!(
-        try_submit(&c, None, Some("nosuch")).unwrap_err(),
+        try_submit(&c, None, Some("nosuch")).unwrap_err().message,
         crate::accounts::BAD_QOS
     );
     // A job pending in the account keeps it from being deleted.
@@ -1092,7 +1096,7 @@ fn reservations_are_for_operators_named_like_slurms_kept_and_restored() {
         &alice(),
         0,
     );
-    assert_eq!(r.unwrap_err(), "Invalid user id");
+    assert_eq!(r.unwrap_err().message, "Invalid user id");
     // Unknown users are refused too.
     let r = c.change_reservation(
         &resv_req("", "node01", 100, 3600, &["bob"]),
@@ -1100,14 +1104,14 @@ fn reservations_are_for_operators_named_like_slurms_kept_and_restored() {
         &root(),
         0,
     );
-    assert_eq!(r.unwrap_err(), "Invalid user id");
+    assert_eq!(r.unwrap_err().message, "Invalid user id");
     let r = c.change_reservation(
         &resv_req("", "node09", 100, 3600, &["alice"]),
         &uids,
         &root(),
         0,
     );
-    assert_eq!(r.unwrap_err(), "Invalid node name specified");
+    assert_eq!(r.unwrap_err().message, "Invalid node name specified");
     // Without a name: USER_ID, the id counting from 1; the record written first.
     let (name, effects) = c
         .change_reservation(
@@ -1127,7 +1131,7 @@ fn reservations_are_for_operators_named_like_slurms_kept_and_restored() {
     let mut d = desc(1, 600);
     d.reservation = Some("nosuch".into());
     let e = c.prepare(d, &alice(), "alice", "alice", 0).unwrap_err();
-    assert_eq!(e, "Requested reservation is invalid");
+    assert_eq!(e.message, "Requested reservation is invalid");
     let mut next = 1;
     let mut d = desc(2, 600);
     d.reservation = Some("alice_1".into());
@@ -1164,7 +1168,8 @@ fn reservations_are_for_operators_named_like_slurms_kept_and_restored() {
     };
     assert_eq!(
         c2.change_reservation(&del, &uids, &root(), 200)
-            .unwrap_err(),
+            .unwrap_err()
+            .message,
         "Requested reservation is in use"
     );
     del.name = Some("alice_2".into());
@@ -1249,7 +1254,7 @@ fn accounting_limits_hold_jobs_refuse_submissions_and_follow_sacctmgr() {
         .prepare(desc(1, 60), &alice(), "alice", "alice", 2)
         .unwrap_err();
     assert_eq!(
-        err,
+        err.message,
         "AssocMaxSubmitJobLimit\nJob violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
     );
 
@@ -1280,7 +1285,8 @@ fn partition_access_lists_refuse_groups_and_hold_accounts_with_slurms_words() {
     let c = Controller::new(conf.clone(), Path::new("/tmp"), Vec::new(), Vec::new(), 0);
     assert_eq!(
         c.prepare(desc(1, 60), &alice(), "alice", "alice", 0)
-            .unwrap_err(),
+            .unwrap_err()
+            .message,
         "User's group not permitted to use this partition"
     );
     conf.cluster.partitions[0].access = Default::default();
@@ -1306,7 +1312,11 @@ fn enforce_part_limits_refuses_what_the_partition_does_not_allow_with_slurms_wor
     let mut strict = conf(1, 2);
     strict.enforce_part_limits = true;
     let c = Controller::new(strict, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
-    let refusal = |d: JobDescription| c.prepare(d, &alice(), "alice", "alice", 0).unwrap_err();
+    let refusal = |d: JobDescription| {
+        c.prepare(d, &alice(), "alice", "alice", 0)
+            .unwrap_err()
+            .message
+    };
     assert_eq!(
         refusal(desc(1, 2 * 86_400)),
         "Requested time limit is invalid (missing or exceeds some limit)"
@@ -1367,14 +1377,18 @@ fn a_deleted_reservations_jobs_are_held_and_bad_requests_are_refused() {
         items: vec!["nosuch".into()],
     });
     assert_eq!(
-        c.change_reservation(&bad, &uids, &root(), 0).unwrap_err(),
+        c.change_reservation(&bad, &uids, &root(), 0)
+            .unwrap_err()
+            .message,
         "Invalid account or account/partition combination specified"
     );
     // A job longer than the reservation could never start in it: refused.
     let mut d = desc(1, 601);
     d.reservation = Some(name.clone());
     assert_eq!(
-        c.prepare(d, &alice(), "alice", "alice", 0).unwrap_err(),
+        c.prepare(d, &alice(), "alice", "alice", 0)
+            .unwrap_err()
+            .message,
         "Requested time limit is invalid (missing or exceeds some limit)"
     );
     // A job waiting for the reservation is held when it is deleted, as Slurm holds
@@ -1420,7 +1434,7 @@ fn private_data_jobs_hides_other_users_jobs_from_explain() {
     c.schedule(0);
     assert_eq!(
         c.explain(theirs, None, &alice(), 10),
-        Err(BAD_JOB.to_string())
+        Err(ApiError::invalid_job())
     );
     let e = c.explain(mine, None, &alice(), 10).unwrap();
     let x = e.expected.unwrap();

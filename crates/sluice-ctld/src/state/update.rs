@@ -2,6 +2,7 @@
 //! change their jobs.
 
 use serde::{Deserialize, Serialize};
+use sluice_proto::error::{ApiError, ErrorCode, INVALID_NODE_NAME};
 
 use super::*;
 
@@ -72,11 +73,11 @@ impl Controller {
         reason: Option<&str>,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, String> {
+    ) -> Result<Vec<Effect>, ApiError> {
         if !caller.admin {
-            return Err("Access/permission denied".into());
+            return Err(ApiError::access_denied());
         }
-        let invalid = || "Invalid node name specified".to_string();
+        let invalid = || ApiError::new(ErrorCode::InvalidNodeName, INVALID_NODE_NAME);
         let nodes: Vec<(String, NodeId)> = sluice_conf::hostlist::expand(names)
             .map_err(|_| invalid())?
             .into_iter()
@@ -87,11 +88,11 @@ impl Controller {
             "DRAIN" | "FAIL" => Some("DRAIN"),
             "DOWN" => Some("DOWN"),
             "RESUME" | "UNDRAIN" | "IDLE" => None,
-            _ => return Err("Invalid node state specified".into()),
+            _ => return Err(ApiError::invalid("Invalid node state specified")),
         };
         let reason = reason.map(str::trim).filter(|r| !r.is_empty());
         if set.is_some() && reason.is_none() {
-            return Err(REASON_NEEDED.into());
+            return Err(ApiError::invalid(REASON_NEEDED));
         }
         let mut effects = Vec::new();
         for (name, nid) in nodes {
@@ -152,7 +153,7 @@ impl Controller {
                         continue;
                     }
                     effects.push(Effect::Terminate {
-                        sockets: self.sockets_of(r),
+                        nodes: r.nodes.clone(),
                         job_id: id,
                         state: JobState::NodeFail,
                     });
@@ -182,16 +183,16 @@ impl Controller {
         changes: &[(String, String)],
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, String> {
+    ) -> Result<Vec<Effect>, ApiError> {
         let ids = self.select(job, task);
         if ids.is_empty() {
-            return Err(BAD_JOB.into());
+            return Err(ApiError::invalid_job());
         }
         // Check everything first: a refused update changes nothing.
         for &id in &ids {
             let r = &self.jobs[&id];
             if !Self::may_touch(caller, r) {
-                return Err("Access/permission denied".into());
+                return Err(ApiError::access_denied());
             }
             let pending = r.state == JobState::Pending;
             let running = r.state == JobState::Running;
@@ -199,58 +200,65 @@ impl Controller {
                 match k.to_ascii_lowercase().as_str() {
                     "timelimit" => {
                         if !(pending || running) {
-                            return Err("Job is no longer pending execution".into());
+                            return Err(ApiError::invalid("Job is no longer pending execution"));
                         }
-                        let new = parse_limit(v, r.time_limit)?;
+                        let new = parse_limit(v, r.time_limit).map_err(ApiError::invalid)?;
                         let old = r.time_limit.unwrap_or(MAX_TIME_LIMIT);
                         if !caller.admin && new.unwrap_or(MAX_TIME_LIMIT) > old {
-                            return Err("Access/permission denied".into());
+                            return Err(ApiError::access_denied());
                         }
                         let p = self
                             .partition_of(&r.partition)
                             .map(|p| self.conf.cluster.partition(p));
                         if let (Some(max), Some(p)) = (new, p) {
                             if p.max_time.is_some_and(|m| max > m) && !caller.admin {
-                                return Err(BAD_LIMIT.into());
+                                return Err(ApiError::invalid(BAD_LIMIT));
                             }
                         }
                     }
                     "jobname" | "name" | "comment" => {}
                     "nice" => {
-                        let n: i32 = v.parse().map_err(|_| format!("Invalid nice value: {v}"))?;
+                        let n: i32 = v
+                            .parse()
+                            .map_err(|_| ApiError::invalid(format!("Invalid nice value: {v}")))?;
                         if n < 0 && !caller.admin {
-                            return Err("Access/permission denied".into());
+                            return Err(ApiError::access_denied());
                         }
                         if !pending {
-                            return Err("Job is no longer pending execution".into());
+                            return Err(ApiError::invalid("Job is no longer pending execution"));
                         }
                     }
                     "partition" => {
                         if !pending {
-                            return Err("Job is no longer pending execution".into());
+                            return Err(ApiError::invalid("Job is no longer pending execution"));
                         }
-                        self.partition_of(v)
-                            .ok_or_else(|| BAD_PARTITION.to_string())?;
+                        self.partition_of(v).ok_or_else(|| {
+                            ApiError::new(ErrorCode::InvalidPartitionName, BAD_PARTITION)
+                        })?;
                         // The job must be one the new partition could ever run.
                         let mut would = r.clone();
                         would.partition = v.clone();
                         would.desc.partition = Some(v.clone());
-                        let spec = self.core_spec(&would)?;
+                        let spec = self.core_spec(&would).map_err(ApiError::invalid)?;
                         self.sched
                             .check(&JobSpec {
                                 id: JobId(u64::MAX),
                                 ..spec
                             })
-                            .map_err(|_| NODE_CONFIG.to_string())?;
+                            .map_err(|_| ApiError::invalid(NODE_CONFIG))?;
                     }
                     "starttime" => {
                         if !pending {
-                            return Err("Job is no longer pending execution".into());
+                            return Err(ApiError::invalid("Job is no longer pending execution"));
                         }
                         v.parse::<i64>()
-                            .map_err(|_| format!("Invalid StartTime: {v}"))?;
+                            .map_err(|_| ApiError::invalid(format!("Invalid StartTime: {v}")))?;
                     }
-                    _ => return Err(format!("Update of this parameter is not supported: {k}")),
+                    _ => {
+                        return Err(ApiError::invalid(format!(
+                            "Update of this parameter is not supported: {k}"
+                        )))
+                    }
                 }
             }
         }
@@ -263,7 +271,7 @@ impl Controller {
             for (k, v) in changes {
                 match k.to_ascii_lowercase().as_str() {
                     "timelimit" => {
-                        let l = parse_limit(v, r.time_limit)?;
+                        let l = parse_limit(v, r.time_limit).map_err(ApiError::invalid)?;
                         r.time_limit = l;
                         r.desc.time_limit = Some(l);
                         new_limit = Some(l);
@@ -296,10 +304,7 @@ impl Controller {
                     self.retime_shards(id, start.saturating_add(secs), now);
                     if !record.desc.interactive {
                         effects.push(Effect::SetTimeLimit {
-                            socket: agent_socket(
-                                &self.state_dir,
-                                record.nodes.first().map(String::as_str).unwrap_or(""),
-                            ),
+                            node: record.nodes.first().cloned().unwrap_or_default(),
                             job_id: id,
                             run: record.restarts,
                             time_limit: limit,

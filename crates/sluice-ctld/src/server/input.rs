@@ -1,0 +1,297 @@
+//! What the controller's loop takes: a closed set of inputs.
+//!
+//! Every change to the controller's state enters here, as one value of [`Input`]: a
+//! request from a command (with the channel its answer goes back on), an agent's
+//! report, a timer tick, the store's acknowledgement of a submission, or the result of
+//! work done off the loop (a forecast, an explanation's simulations, a check of the
+//! agents). The loop ([`super::owner`]) handles them one at a time, in the order they
+//! arrive; nothing else touches the state.
+
+use std::collections::BTreeMap;
+
+use sluice_core::explain::Forecast;
+use sluice_proto::accounts::{
+    AccountsError, AccountsRequest, AccountsSnapshot, AdminLevel, ChangeOutcome,
+};
+use sluice_proto::error::ApiError;
+use sluice_proto::explain::Explanation;
+use sluice_proto::priority::{PriorityReport, SharesReport};
+use sluice_proto::reservations::{ReservationChange, ReservationRecord};
+use sluice_proto::types::{
+    CancelRequest, ConfigInfo, DeviceFile, JobDescription, JobEnded, JobRecord, JobUpdate,
+    NodeInfo, NodeUpdate, PartitionInfo, StepPlan, StepRequest, SubmitReply,
+};
+use tokio::sync::oneshot;
+
+use crate::accounts::Requester;
+use crate::config::PrivateData;
+use crate::state::explain::ExplainWork;
+use crate::state::{Caller, Prepared};
+
+/// Where an answer goes: the request's handler waits on the other end.
+pub type Reply<T> = oneshot::Sender<T>;
+
+/// One input of the loop.
+pub enum Input {
+    /// A command's request, answered on its own channel.
+    Request(Request),
+    /// A submission's records are on disk (`first` is its first id): it enters the
+    /// queue, and its submitter is answered.
+    Committed {
+        /// The checked submission.
+        prepared: Box<Prepared>,
+        /// Its records, as written.
+        records: Vec<JobRecord>,
+        /// Where the id goes.
+        reply: Reply<Result<SubmitReply, ApiError>>,
+    },
+    /// An explanation's simulations are done (off the loop): the loop words it.
+    Explained {
+        /// The work, computed.
+        work: Box<ExplainWork>,
+        /// Who asked.
+        caller: Caller,
+        /// Where it goes.
+        reply: Reply<Result<Explanation, ApiError>>,
+    },
+    /// A forecast of every pending job's start, made off the loop on a copy.
+    Forecast(Forecast),
+    /// The agents were pinged: these answered, these are gone (their sockets refuse).
+    AgentsChecked {
+        /// Nodes whose agents answered.
+        answered: Vec<String>,
+        /// Nodes whose agents are gone.
+        gone: Vec<String>,
+    },
+    /// An agent refused to launch run `run` of job `job` (it is registered with
+    /// another incarnation of the controller).
+    LaunchRefused {
+        /// Job id.
+        job: u64,
+        /// The run.
+        run: u32,
+        /// The agent's message.
+        why: String,
+    },
+    /// An order could not reach a node's agent: the node is down.
+    Unreachable {
+        /// The node.
+        node: String,
+        /// Why.
+        why: String,
+    },
+    /// A second has passed, or a wake-up the scheduler asked for is due.
+    Tick,
+}
+
+/// A request from a command, a tool or an agent (who asks comes from the socket).
+pub enum Request {
+    /// `sbatch`, `salloc`, `srun`: a new job, answered with its id once durable.
+    Submit {
+        /// The job.
+        desc: Box<JobDescription>,
+        /// Who submits.
+        caller: Caller,
+        /// The caller's user name.
+        user: String,
+        /// The caller's group name.
+        group: String,
+        /// Where the id goes.
+        reply: Reply<Result<SubmitReply, ApiError>>,
+    },
+    /// Every job the controller holds (what `squeue` lists).
+    Jobs(Reply<Vec<JobRecord>>),
+    /// One job's record (`None`: unknown).
+    Job {
+        /// Job id.
+        id: u64,
+        /// Where it goes.
+        reply: Reply<Option<JobRecord>>,
+    },
+    /// The device files of a running job on one of its nodes (`None`: unknown job).
+    JobDevices {
+        /// Job id.
+        id: u64,
+        /// The node.
+        node: String,
+        /// Where they go.
+        reply: Reply<Option<Option<Vec<DeviceFile>>>>,
+    },
+    /// `sluice explain`: its first step (the loop's part).
+    Explain {
+        /// Job id.
+        id: u64,
+        /// Array task.
+        task: Option<u32>,
+        /// Search for suggestions.
+        suggest: bool,
+        /// Who asks.
+        caller: Caller,
+        /// Where it goes.
+        reply: Reply<Result<Explanation, ApiError>>,
+    },
+    /// A change to jobs or nodes, answered `Ok` once durable.
+    Change {
+        /// What to change.
+        change: Change,
+        /// Who asks.
+        caller: Caller,
+        /// Where the answer goes.
+        reply: Reply<Result<(), ApiError>>,
+    },
+    /// `srun` inside an allocation: a new step.
+    StartStep {
+        /// Job id.
+        id: u64,
+        /// The step.
+        req: Box<StepRequest>,
+        /// Who asks.
+        caller: Caller,
+        /// Where the plan goes.
+        reply: Reply<Result<StepPlan, ApiError>>,
+    },
+    /// A step ended.
+    EndStep {
+        /// Job id.
+        id: u64,
+        /// Step number.
+        step: u32,
+        /// Exit code.
+        exit_code: i32,
+        /// Signal.
+        signal: i32,
+        /// Who reports.
+        caller: Caller,
+        /// Where the answer goes.
+        reply: Reply<Result<(), ApiError>>,
+    },
+    /// An interactive allocation ended (`salloc`'s shell, `srun` outside a job).
+    Complete {
+        /// Job id.
+        id: u64,
+        /// Exit code.
+        exit_code: i32,
+        /// Signal.
+        signal: i32,
+        /// Who reports.
+        caller: Caller,
+        /// Where the answer goes.
+        reply: Reply<Result<(), ApiError>>,
+    },
+    /// Every node (`sinfo`, `scontrol show node`).
+    Nodes(Reply<Vec<NodeInfo>>),
+    /// Every partition.
+    Partitions(Reply<Vec<PartitionInfo>>),
+    /// The configuration (`scontrol show config`).
+    Config(Reply<ConfigInfo>),
+    /// An agent registered (answered with nothing; the handler adds the incarnation).
+    AgentRegistered {
+        /// Its node.
+        node: String,
+        /// The jobs it runs, with their runs.
+        running: Vec<(u64, u32)>,
+        /// Answered once its effects are durable.
+        reply: Reply<()>,
+    },
+    /// An agent reports a job's end.
+    AgentEnded {
+        /// The report.
+        report: JobEnded,
+        /// Answered once durable.
+        reply: Reply<()>,
+    },
+    /// The nodes whose agents registered (what the agent watch pings).
+    RegisteredAgents(Reply<Vec<String>>),
+    /// Everything `sacctmgr show` lists.
+    Accounts(Reply<AccountsSnapshot>),
+    /// A `sacctmgr` change, checked or carried out.
+    ChangeAccounts {
+        /// Who asks, and their admin level.
+        who: Requester,
+        /// The change.
+        request: Box<AccountsRequest>,
+        /// Carry it out (else only check it).
+        commit: bool,
+        /// Answered once durable.
+        reply: Reply<Result<ChangeOutcome, AccountsError>>,
+    },
+    /// `sprio`'s figures.
+    Priority(Reply<PriorityReport>),
+    /// `sshare`'s figures.
+    Shares(Reply<SharesReport>),
+    /// Every advance reservation.
+    Reservations(Reply<Vec<ReservationRecord>>),
+    /// `scontrol create|update|delete reservation`.
+    ChangeReservation {
+        /// The change.
+        req: Box<ReservationChange>,
+        /// The uids of the user names it names.
+        uids: BTreeMap<String, u32>,
+        /// Who asks.
+        caller: Caller,
+        /// Answered with the reservation's name once durable.
+        reply: Reply<Result<String, ApiError>>,
+    },
+    /// What `GET /v1/audit` needs from the controller before it reads the trail.
+    AuditScope {
+        /// Who asks (for the admin level).
+        who: Requester,
+        /// An array task to resolve: (array job, task).
+        task: Option<(u64, u32)>,
+        /// A node asked about.
+        node: Option<String>,
+        /// Where it goes.
+        reply: Reply<AuditScope>,
+    },
+}
+
+/// A change to jobs or nodes on behalf of a caller.
+pub enum Change {
+    /// `scontrol hold` (`user`: `uhold`) of a job or array task.
+    Hold {
+        /// Job id.
+        id: u64,
+        /// Array task.
+        task: Option<u32>,
+        /// A user hold.
+        user: bool,
+    },
+    /// `scontrol release`.
+    Release {
+        /// Job id.
+        id: u64,
+        /// Array task.
+        task: Option<u32>,
+    },
+    /// `scontrol requeue`.
+    Requeue {
+        /// Job id.
+        id: u64,
+        /// Array task.
+        task: Option<u32>,
+    },
+    /// `scancel`.
+    Cancel(CancelRequest),
+    /// `scontrol update JobId=...`.
+    UpdateJob {
+        /// Job id.
+        id: u64,
+        /// The changes.
+        update: JobUpdate,
+    },
+    /// `scontrol update NodeName=...`.
+    UpdateNodes(NodeUpdate),
+}
+
+/// The controller's part of an audit query.
+#[derive(Debug)]
+pub struct AuditScope {
+    /// slurm.conf's `PrivateData`.
+    pub private: PrivateData,
+    /// The caller's admin level.
+    pub level: AdminLevel,
+    /// The record of the array task asked about (`Some(None)`: no such task).
+    pub task_record: Option<Option<u64>>,
+    /// The node's GPU count (`Some(None)`: no such node).
+    pub node_gpus: Option<Option<u32>>,
+}

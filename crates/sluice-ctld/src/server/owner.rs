@@ -1,0 +1,595 @@
+//! The controller's loop: the one owner of its state.
+//!
+//! [`Owner`] holds the [`Controller`] and handles one [`Input`] at a time. What an
+//! input leads to comes back as an [`Outcome`]: the effects in the order they were
+//! decided, what to answer once they are durable, and work to do off the loop (an
+//! explanation's simulations, a forecast) whose result comes back as another input.
+//! `Owner` does no I/O and reads no clock (`now` is given), so a test drives it with a
+//! scripted sequence of inputs and asserts the exact effects ([`super::tests`]); the
+//! async [`drive`] feeds it from the channel and hands each outcome, in order, to the
+//! [`Executor`].
+//!
+//! Architecture invariant: nothing but this loop reads or changes the controller's
+//! state, and the executor carries out effects in the order the loop decided them.
+
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use sluice_proto::accounts::{AccountsError, ClusterRecord};
+use sluice_proto::error::ApiError;
+use sluice_proto::types::SubmitReply;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+use super::executor::{Executor, Then};
+use super::input::{AuditScope, Change, Input, Reply, Request};
+use crate::state::audit::store_record;
+use crate::state::{Controller, Effect};
+
+/// Work to run on a blocking thread, off the loop; what it returns is fed back in.
+pub type Offload = Box<dyn FnOnce() -> Input + Send>;
+
+/// What one input leads to.
+#[derive(Default)]
+pub struct Outcome {
+    /// The effects, in the order they were decided.
+    pub effects: Vec<Effect>,
+    /// Run once every store write of `effects` is on disk and its orders are queued
+    /// to the agents: the answer to the request (`Err`: the store failed).
+    pub then: Option<Then>,
+    /// Work to do off the loop.
+    pub offload: Option<Offload>,
+}
+
+impl Outcome {
+    fn effects(effects: Vec<Effect>) -> Self {
+        Outcome {
+            effects,
+            ..Default::default()
+        }
+    }
+
+    /// `effects`, then `reply` gets `value` once they are durable (or the store's
+    /// failure, worded by `failed`).
+    fn answer<T: Send + 'static>(
+        effects: Vec<Effect>,
+        reply: Reply<T>,
+        value: T,
+        failed: impl FnOnce(String) -> T + Send + 'static,
+    ) -> Self {
+        Outcome {
+            effects,
+            then: Some(Box::new(move |saved: Result<(), String>| {
+                let _ = reply.send(match saved {
+                    Ok(()) => value,
+                    Err(e) => failed(e),
+                });
+            })),
+            offload: None,
+        }
+    }
+}
+
+/// Slurm's wording when the state could not be saved.
+fn not_saved(e: String) -> ApiError {
+    ApiError::new(
+        sluice_proto::error::ErrorCode::Storage,
+        format!("Unable to save the state: {e}"),
+    )
+}
+
+/// Sends `value` at once (nothing to make durable).
+fn now_answer<T>(reply: Reply<T>, value: T) -> Outcome {
+    let _ = reply.send(value);
+    Outcome::default()
+}
+
+/// How often jobs past `MinJobAge` are forgotten, seconds.
+const PURGE_EVERY: i64 = 1;
+
+/// Inputs handled before a due scheduling pass runs even though more are queued.
+const MAX_INPUTS_BEFORE_PASS: u32 = 64;
+
+/// The owner of the controller's state.
+pub struct Owner {
+    ctl: Controller,
+    /// The loop's own input channel: an acknowledged submission comes back through it.
+    inputs: UnboundedSender<Input>,
+    /// The TCP address the controller listens on (`sacctmgr show cluster`).
+    listen: Option<std::net::SocketAddr>,
+    /// Something changed that a scheduling pass should look at.
+    pass_due: bool,
+    /// Inputs handled since the last pass.
+    since_pass: u32,
+    /// When jobs past `MinJobAge` were last forgotten.
+    purged: i64,
+}
+
+impl Owner {
+    /// The owner of `ctl`; `inputs` is its own channel.
+    pub fn new(
+        ctl: Controller,
+        inputs: UnboundedSender<Input>,
+        listen: Option<std::net::SocketAddr>,
+    ) -> Self {
+        Owner {
+            ctl,
+            inputs,
+            listen,
+            pass_due: true,
+            since_pass: 0,
+            purged: i64::MIN,
+        }
+    }
+
+    /// The controller (for tests and start-up).
+    pub fn controller(&self) -> &Controller {
+        &self.ctl
+    }
+
+    /// How long the loop may wait for an input before a pass is due: until the
+    /// scheduler's next wake-up, at most a second.
+    pub fn wait(&self, now: i64) -> Duration {
+        let secs = self
+            .ctl
+            .next_wakeup()
+            .map(|t| (t - now).clamp(0, 1))
+            .unwrap_or(1);
+        Duration::from_secs(secs as u64)
+    }
+
+    /// Whether a scheduling pass should run now: something changed and no input
+    /// waits, or many inputs came in a row.
+    pub fn pass_wanted(&self, more_waiting: bool) -> bool {
+        self.pass_due && (!more_waiting || self.since_pass >= MAX_INPUTS_BEFORE_PASS)
+    }
+
+    /// The audit events recorded since last asked, for the store.
+    pub fn take_audit(&mut self) -> Vec<sluice_store::AuditRecord> {
+        self.ctl.take_audit().iter().map(store_record).collect()
+    }
+
+    /// Handles one input at `now`.
+    pub fn handle(&mut self, input: Input, now: i64) -> Outcome {
+        self.since_pass += 1;
+        match input {
+            Input::Request(r) => self.request(r, now),
+            Input::Committed {
+                prepared,
+                records,
+                reply,
+            } => {
+                let first = records.first().map_or(0, |r| r.id);
+                tracing::info!(
+                    "_slurm_rpc_submit_batch_job: JobId={first} InitPrio={} usec=0",
+                    records.first().map_or(0, |r| r.priority)
+                );
+                // Like slurmctld, try to start the job at once, so that a job that
+                // fits is running by the time its submitter looks (an `srun` gets its
+                // allocation without waiting for the next pass).
+                let mut effects = self.ctl.accept(records, now);
+                let pass = self.pass(now);
+                effects.extend(pass.effects);
+                let warnings = prepared.warnings.clone();
+                Outcome {
+                    offload: pass.offload,
+                    ..Outcome::answer(
+                        effects,
+                        reply,
+                        Ok(SubmitReply {
+                            job_id: first,
+                            warnings,
+                        }),
+                        |e| Err(not_saved(e)),
+                    )
+                }
+            }
+            Input::Explained {
+                work,
+                caller,
+                reply,
+            } => now_answer(reply, Ok(self.ctl.explain_finish(*work, &caller))),
+            Input::Forecast(f) => {
+                self.ctl.forecast_made(f);
+                Outcome::default()
+            }
+            Input::AgentsChecked { answered, gone } => {
+                // Nodes an operator resumed take work again once their agent answers.
+                let mut effects = self.ctl.agents_answered(&answered, now);
+                for node in gone {
+                    tracing::warn!("agent on {node} is gone; marking the node down");
+                    effects.extend(self.ctl.agent_lost(&node, now));
+                }
+                self.pass_due |= !effects.is_empty();
+                Outcome::effects(effects)
+            }
+            Input::LaunchRefused { job, run, why } => {
+                // The agent is busy re-registering with us; the launch did not happen.
+                tracing::warn!("JobId={job}: launch refused ({why}); requeueing");
+                self.pass_due = true;
+                Outcome::effects(self.ctl.launch_refused(job, run, now))
+            }
+            Input::Unreachable { node, why } => {
+                tracing::warn!("agent on {node} unreachable ({why}); marking it down");
+                self.pass_due = true;
+                Outcome::effects(self.ctl.agent_lost(&node, now))
+            }
+            Input::Tick => {
+                self.pass_due = true;
+                Outcome::default()
+            }
+        }
+    }
+
+    /// A scheduling pass at `now`: the core's decisions, the idle-reservation notes,
+    /// the forecast when the last one no longer holds, and the purge of old jobs.
+    pub fn pass(&mut self, now: i64) -> Outcome {
+        self.pass_due = false;
+        self.since_pass = 0;
+        let effects = self.ctl.schedule(now);
+        for note in self.ctl.idle_reservation_notes(now) {
+            tracing::info!("{note}");
+        }
+        if now.saturating_sub(self.purged) >= PURGE_EVERY {
+            self.purged = now;
+            self.ctl.purge(now);
+        }
+        let offload = self
+            .ctl
+            .forecast_wanted(now)
+            .map(|work| Box::new(move || Input::Forecast(work.make())) as Offload);
+        Outcome {
+            effects,
+            then: None,
+            offload,
+        }
+    }
+
+    fn request(&mut self, r: Request, now: i64) -> Outcome {
+        let ctl = &mut self.ctl;
+        match r {
+            Request::Submit {
+                desc,
+                caller,
+                user,
+                group,
+                reply,
+            } => {
+                let prepared = match ctl.prepare(*desc, &caller, &user, &group, now) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        tracing::info!(
+                            "_slurm_rpc_submit_batch_job: uid={} refused: {e}",
+                            caller.uid
+                        );
+                        return now_answer(reply, Err(e));
+                    }
+                };
+                // The ids are allocated now, the records written; the job enters the
+                // queue and its id is returned once they are on disk.
+                let records = ctl.allocate(&prepared);
+                let inputs = self.inputs.clone();
+                let written = records.clone();
+                Outcome {
+                    effects: vec![Effect::Insert(records)],
+                    then: Some(Box::new(move |saved: Result<(), String>| match saved {
+                        Ok(()) => {
+                            let committed = Input::Committed {
+                                prepared: Box::new(prepared),
+                                records: written,
+                                reply,
+                            };
+                            if let Err(e) = inputs.send(committed) {
+                                if let Input::Committed { reply, .. } = e.0 {
+                                    let _ = reply.send(Err(ApiError::new(
+                                        sluice_proto::error::ErrorCode::ShuttingDown,
+                                        "Slurm controller is shutting down",
+                                    )));
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            tracing::error!("a submission could not be saved: {e}");
+                            let _ = reply.send(Err(ApiError::new(
+                                sluice_proto::error::ErrorCode::Storage,
+                                format!("Unable to save the job: {e}"),
+                            )));
+                        }
+                    })),
+                    offload: None,
+                }
+            }
+            Request::Jobs(reply) => now_answer(reply, ctl.visible_jobs(now)),
+            Request::Job { id, reply } => now_answer(reply, ctl.job(id)),
+            Request::JobDevices { id, node, reply } => {
+                let files = ctl.job(id).map(|_| ctl.job_devices_on(id, &node));
+                now_answer(reply, files)
+            }
+            Request::Explain {
+                id,
+                task,
+                suggest,
+                caller,
+                reply,
+            } => match ctl.explain_begin(id, task, &caller, now, suggest) {
+                Err(e) => now_answer(reply, Err(e)),
+                Ok(work) => Outcome {
+                    // The simulations run on a copy, off the loop.
+                    offload: Some(Box::new(move || Input::Explained {
+                        work: Box::new(work.compute()),
+                        caller,
+                        reply,
+                    })),
+                    ..Default::default()
+                },
+            },
+            Request::Change {
+                change,
+                caller,
+                reply,
+            } => {
+                let what = change.describe();
+                let result = match change {
+                    Change::Hold { id, task, user } if user => {
+                        ctl.user_hold(id, task, &caller, now)
+                    }
+                    Change::Hold { id, task, .. } => ctl.set_hold(id, task, true, &caller, now),
+                    Change::Release { id, task } => ctl.set_hold(id, task, false, &caller, now),
+                    Change::Requeue { id, task } => ctl.requeue(id, task, &caller, now),
+                    Change::Cancel(req) => ctl.cancel(&req, &caller, now),
+                    Change::UpdateJob { id, update } => {
+                        ctl.update_job(id, update.task, &update.changes, &caller, now)
+                    }
+                    Change::UpdateNodes(u) => {
+                        ctl.update_node(&u.nodes, &u.state, u.reason.as_deref(), &caller, now)
+                    }
+                };
+                match result {
+                    Ok(effects) => {
+                        self.pass_due = true;
+                        Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
+                    }
+                    Err(e) => {
+                        tracing::info!("{what} from uid={} refused: {e}", caller.uid);
+                        now_answer(reply, Err(e))
+                    }
+                }
+            }
+            Request::StartStep {
+                id,
+                req,
+                caller,
+                reply,
+            } => match ctl.start_step(id, &req, &caller, now) {
+                Ok((plan, effects)) => {
+                    Outcome::answer(effects, reply, Ok(plan), |e| Err(not_saved(e)))
+                }
+                Err(e) => {
+                    tracing::info!("step of JobId={id} from uid={} refused: {e}", caller.uid);
+                    now_answer(reply, Err(e))
+                }
+            },
+            Request::EndStep {
+                id,
+                step,
+                exit_code,
+                signal,
+                caller,
+                reply,
+            } => match ctl.end_step(id, step, exit_code, signal, &caller, now) {
+                Ok(effects) => Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e))),
+                Err(e) => {
+                    tracing::info!(
+                        "end of StepId={id}.{step} from uid={} refused: {e}",
+                        caller.uid
+                    );
+                    now_answer(reply, Err(e))
+                }
+            },
+            Request::Complete {
+                id,
+                exit_code,
+                signal,
+                caller,
+                reply,
+            } => match ctl.complete_allocation(id, exit_code, signal, &caller, now) {
+                Ok(effects) => {
+                    self.pass_due = true;
+                    Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
+                }
+                Err(e) => {
+                    tracing::info!(
+                        "completion of JobId={id} from uid={} refused: {e}",
+                        caller.uid
+                    );
+                    now_answer(reply, Err(e))
+                }
+            },
+            Request::Nodes(reply) => now_answer(reply, ctl.nodes()),
+            Request::Partitions(reply) => now_answer(reply, ctl.partitions()),
+            Request::Config(reply) => now_answer(reply, ctl.config()),
+            Request::AgentRegistered {
+                node,
+                running,
+                reply,
+            } => {
+                let effects = ctl.agent_registered(&node, &running, now);
+                self.pass_due = true;
+                Outcome::answer(effects, reply, (), |_| ())
+            }
+            Request::AgentEnded { report, reply } => {
+                let effects = ctl.job_ended(&report, now);
+                self.pass_due = true;
+                Outcome::answer(effects, reply, (), |_| ())
+            }
+            Request::RegisteredAgents(reply) => now_answer(reply, ctl.registered_agents()),
+            Request::Accounts(reply) => {
+                let cluster = ClusterRecord {
+                    name: ctl.conf.cluster_name.clone(),
+                    control_host: self.listen.map(|a| a.ip().to_string()).unwrap_or_default(),
+                    control_port: self.listen.map(|a| a.port()).unwrap_or(0),
+                    rpc: 0,
+                };
+                now_answer(reply, ctl.accounts().snapshot(cluster))
+            }
+            Request::ChangeAccounts {
+                who,
+                request,
+                commit,
+                reply,
+            } => match ctl.change_accounts(&who, &request, commit) {
+                Ok((outcome, effects)) => {
+                    self.pass_due |= !effects.is_empty();
+                    Outcome::answer(effects, reply, Ok(outcome), |e| {
+                        Err(AccountsError::Other(format!(
+                            "Unable to save the change: {e}"
+                        )))
+                    })
+                }
+                Err(e) => {
+                    tracing::info!("sacctmgr change from {} refused: {e}", who.name);
+                    now_answer(reply, Err(e))
+                }
+            },
+            Request::Priority(reply) => now_answer(reply, ctl.priority_report(now)),
+            Request::Shares(reply) => now_answer(reply, ctl.shares_report(now)),
+            Request::Reservations(reply) => now_answer(reply, ctl.reservation_records(now)),
+            Request::ChangeReservation {
+                req,
+                uids,
+                caller,
+                reply,
+            } => match ctl.change_reservation(&req, &uids, &caller, now) {
+                Ok((name, effects)) => {
+                    self.pass_due = true;
+                    Outcome::answer(effects, reply, Ok(name), |e| Err(not_saved(e)))
+                }
+                Err(e) => {
+                    tracing::info!("reservation change from uid={} refused: {e}", caller.uid);
+                    now_answer(reply, Err(e))
+                }
+            },
+            Request::AuditScope {
+                who,
+                task,
+                node,
+                reply,
+            } => {
+                let scope = AuditScope {
+                    private: ctl.private_data(),
+                    level: ctl.accounts().admin_level(&who),
+                    task_record: task.map(|(job, task)| ctl.task_record(job, task)),
+                    node_gpus: node.map(|n| ctl.node_gpu_count(&n)),
+                };
+                now_answer(reply, scope)
+            }
+        }
+    }
+}
+
+impl Change {
+    /// What the change is, with its ids, for the log.
+    fn describe(&self) -> String {
+        match self {
+            Change::Hold { id, .. } => format!("hold of JobId={id}"),
+            Change::Release { id, .. } => format!("release of JobId={id}"),
+            Change::Requeue { id, .. } => format!("requeue of JobId={id}"),
+            Change::Cancel(req) => {
+                let ids: Vec<String> = req
+                    .jobs
+                    .iter()
+                    .map(|(j, t)| t.map_or(j.to_string(), |t| format!("{j}_{t}")))
+                    .collect();
+                format!("cancel of JobId={}", ids.join(","))
+            }
+            Change::UpdateJob { id, .. } => format!("update of JobId={id}"),
+            Change::UpdateNodes(u) => format!("update of NodeName={}", u.nodes),
+        }
+    }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Runs the loop: takes inputs from `inputs` until [`Input`]s stop coming (every sender
+/// dropped) or `stop` completes, handing every outcome to `exec` in order. Returns the
+/// owner, its inputs drained, for the last flush.
+pub async fn drive(
+    mut owner: Owner,
+    mut inputs: UnboundedReceiver<Input>,
+    exec: &Executor,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Owner {
+    // When the next pass is due at the latest: kept across inputs, so that a steady
+    // stream of requests does not put off the passes time limits and wake-ups need.
+    let mut due = tokio::time::Instant::now() + owner.wait(unix_now());
+    loop {
+        let input = tokio::select! {
+            biased;
+            _ = stop.changed() => break,
+            _ = tokio::time::sleep_until(due) => Input::Tick,
+            i = inputs.recv() => match i {
+                Some(i) => i,
+                None => break,
+            },
+        };
+        let tick = matches!(input, Input::Tick);
+        step(&mut owner, input, exec);
+        if tick || owner.pass_wanted(!inputs.is_empty()) {
+            let now = unix_now();
+            let outcome = guarded(&mut owner, |o| o.pass(now));
+            carry_out(&mut owner, outcome, exec);
+            due = tokio::time::Instant::now() + owner.wait(unix_now());
+        } else {
+            // A change may have brought the scheduler's next wake-up forward.
+            due = due.min(tokio::time::Instant::now() + owner.wait(unix_now()));
+        }
+    }
+    // Stopping: what is already queued is still handled (answers, agents' reports),
+    // then the audit trail is flushed.
+    inputs.close();
+    while let Ok(input) = inputs.try_recv() {
+        step(&mut owner, input, exec);
+    }
+    let audit = owner.take_audit();
+    exec.carry_out(audit, Vec::new(), None);
+    owner
+}
+
+/// Handles one input and carries out what it decided.
+fn step(owner: &mut Owner, input: Input, exec: &Executor) {
+    let now = unix_now();
+    let outcome = guarded(owner, |o| o.handle(input, now));
+    carry_out(owner, outcome, exec);
+}
+
+/// Runs `f` on the owner; a panic in it (a bug) is logged and answers the request it
+/// came from with an error (its reply channel is dropped), and the loop goes on.
+fn guarded(owner: &mut Owner, f: impl FnOnce(&mut Owner) -> Outcome) -> Outcome {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| f(owner))) {
+        Ok(o) => o,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!("the controller could not handle an input ({what}); going on");
+            Outcome::default()
+        }
+    }
+}
+
+fn carry_out(owner: &mut Owner, outcome: Outcome, exec: &Executor) {
+    let audit = owner.take_audit();
+    if let Some(work) = outcome.offload {
+        let inputs = owner.inputs.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = inputs.send(work());
+        });
+    }
+    exec.carry_out(audit, outcome.effects, outcome.then);
+}

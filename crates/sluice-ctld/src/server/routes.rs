@@ -1,0 +1,329 @@
+//! The controller's routes. Each handler translates its request into an input of the
+//! loop, with the caller taken from the connection, and the answer back into HTTP;
+//! none reads or changes the controller's state itself.
+
+use axum::extract::connect_info::ConnectInfo;
+use axum::extract::{Path as UrlPath, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Serialize;
+use sluice_proto::error::ApiError;
+use sluice_proto::types::{
+    Accounting, CancelRequest, Done, ExitReport, Incarnation, JobDescription, JobEnded, JobRecord,
+    Register, StepRecord, StepRequest, TaskSelection,
+};
+
+use super::input::{Change, Request};
+use super::{accounts, audit, explain, priority, refuse, reservations, update};
+use super::{user_and_group, App, Peer};
+
+/// Every route.
+pub(super) fn router(app: App) -> Router {
+    Router::new()
+        .route(
+            "/v1/ping",
+            get(|State(app): State<App>| async move {
+                Json(Incarnation {
+                    incarnation: app.incarnation.clone(),
+                })
+            }),
+        )
+        .route("/v1/jobs", post(submit).get(list_jobs))
+        .route("/v1/jobs/{id}", get(show_job))
+        .route("/v1/jobs/{id}/devices/{node}", get(job_devices))
+        .route("/v1/jobs/{id}/explain", get(explain::explain))
+        .route("/v1/jobs/{id}/hold", post(hold))
+        .route("/v1/jobs/{id}/release", post(release))
+        .route("/v1/jobs/{id}/requeue", post(requeue))
+        .route("/v1/jobs/{id}/steps", post(start_step))
+        .route("/v1/jobs/{id}/steps/{step}/end", post(end_step))
+        .route("/v1/jobs/{id}/complete", post(complete))
+        .route("/v1/cancel", post(cancel))
+        .route("/v1/accounting", get(accounting))
+        .route("/v1/nodes", get(nodes))
+        .route("/v1/nodes/update", post(update::update_nodes))
+        .route("/v1/jobs/{id}/update", post(update::update_job))
+        .route("/v1/accounts", get(accounts::list).post(accounts::change))
+        .route("/v1/priority", get(priority::jobs))
+        .route("/v1/shares", get(priority::shares))
+        .route(
+            "/v1/reservations",
+            get(reservations::list).post(reservations::change),
+        )
+        .route("/v1/audit", get(audit::query))
+        .route("/v1/partitions", get(partitions))
+        .route("/v1/config", get(config))
+        .route("/v1/agent/register", post(agent_register))
+        .route("/v1/agent/ended", post(agent_ended))
+        .with_state(app)
+}
+
+/// The answer as JSON, or the refusal.
+pub(super) fn reply<T: Serialize>(r: Result<T, ApiError>) -> Response {
+    match r {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => refuse(e),
+    }
+}
+
+/// A change on behalf of `peer`, answered `{}` once durable.
+pub(super) async fn change(app: App, peer: Peer, change: Change) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ask(|reply| Request::Change {
+            change,
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r.map(|()| Done {}))
+}
+
+async fn submit(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(desc): Json<JobDescription>,
+) -> Response {
+    let caller = app.caller(peer);
+    let (user, group) = user_and_group(peer.uid, peer.gid);
+    let r = app
+        .ask(|reply| Request::Submit {
+            desc: Box::new(desc),
+            caller,
+            user,
+            group,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r)
+}
+
+async fn list_jobs(State(app): State<App>) -> Response {
+    reply(app.ask(Request::Jobs).await)
+}
+
+/// A job's record; its script and environment only for its owner or an operator (as
+/// Slurm shows a batch script only to them).
+async fn show_job(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app.ask(|reply| Request::Job { id, reply }).await;
+    reply(r.and_then(|found| {
+        let mut r: JobRecord = found.ok_or_else(ApiError::invalid_job)?;
+        if !(caller.admin || caller.uid == r.uid) {
+            r.desc.environment = Vec::new();
+            r.desc.script = String::new();
+        }
+        Ok(r)
+    }))
+}
+
+/// The device files of a running job on one of its nodes, and which it may open
+/// (`null` without `ConstrainDevices=yes`): what an agent confines the job's steps by
+/// on a node that did not launch its batch script. Only agents (the controller's own
+/// uid, or root) may ask.
+async fn job_devices(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath((id, node)): UrlPath<(u64, String)>,
+) -> Response {
+    if !app.caller(peer).admin {
+        return refuse(ApiError::access_denied());
+    }
+    let r = app
+        .ask(|reply| Request::JobDevices { id, node, reply })
+        .await;
+    reply(r.and_then(|files| files.ok_or_else(ApiError::invalid_job)))
+}
+
+async fn hold(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(t): Json<TaskSelection>,
+) -> Response {
+    let c = Change::Hold {
+        id,
+        task: t.task,
+        user: t.user,
+    };
+    change(app, peer, c).await
+}
+
+async fn release(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(t): Json<TaskSelection>,
+) -> Response {
+    change(app, peer, Change::Release { id, task: t.task }).await
+}
+
+async fn requeue(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(t): Json<TaskSelection>,
+) -> Response {
+    change(app, peer, Change::Requeue { id, task: t.task }).await
+}
+
+async fn cancel(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(req): Json<CancelRequest>,
+) -> Response {
+    change(app, peer, Change::Cancel(req)).await
+}
+
+async fn start_step(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(req): Json<StepRequest>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ask(|reply| Request::StartStep {
+            id,
+            req: Box::new(req),
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r)
+}
+
+async fn end_step(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath((id, step)): UrlPath<(u64, u32)>,
+    Json(x): Json<ExitReport>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ask(|reply| Request::EndStep {
+            id,
+            step,
+            exit_code: x.exit_code,
+            signal: x.signal,
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r.map(|()| Done {}))
+}
+
+async fn complete(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(x): Json<ExitReport>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ask(|reply| Request::Complete {
+            id,
+            exit_code: x.exit_code,
+            signal: x.signal,
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r.map(|()| Done {}))
+}
+
+/// Every job and step the database holds, as `sacct` reports them: the controller
+/// forgets finished jobs after `MinJobAge`, the database keeps them. Read from disk,
+/// not from the loop.
+async fn accounting(State(app): State<App>) -> Response {
+    let store = app.store.clone();
+    let loaded = tokio::task::spawn_blocking(move || store.load()).await;
+    let snapshot = match loaded {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return refuse(storage(e.to_string())),
+        Err(e) => return refuse(storage(e.to_string())),
+    };
+    let jobs = snapshot
+        .jobs
+        .iter()
+        .filter_map(|r| serde_json::from_str::<JobRecord>(&r.record).ok())
+        .map(|mut r| {
+            // sacct reports neither; they are most of a record.
+            r.desc.environment = Vec::new();
+            r.desc.script = String::new();
+            r
+        })
+        .collect();
+    let steps = snapshot
+        .steps
+        .iter()
+        .filter_map(|r| serde_json::from_str::<StepRecord>(&r.record).ok())
+        .collect();
+    let runs = snapshot
+        .runs
+        .iter()
+        .filter_map(|r| serde_json::from_str::<JobRecord>(&r.record).ok())
+        .collect();
+    Json(Accounting { jobs, steps, runs }).into_response()
+}
+
+/// The store could not be read.
+pub(super) fn storage(message: String) -> ApiError {
+    ApiError::new(sluice_proto::error::ErrorCode::Storage, message)
+}
+
+async fn nodes(State(app): State<App>) -> Response {
+    reply(app.ask(Request::Nodes).await)
+}
+
+async fn partitions(State(app): State<App>) -> Response {
+    reply(app.ask(Request::Partitions).await)
+}
+
+async fn config(State(app): State<App>) -> Response {
+    reply(app.ask(Request::Config).await)
+}
+
+async fn agent_register(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(r): Json<Register>,
+) -> Response {
+    if !app.caller(peer).admin {
+        return refuse(ApiError::access_denied());
+    }
+    let node = r.node;
+    let running = r.running;
+    let done = app
+        .ask(|reply| Request::AgentRegistered {
+            node,
+            running,
+            reply,
+        })
+        .await;
+    reply(done.map(|()| Incarnation {
+        incarnation: app.incarnation.clone(),
+    }))
+}
+
+async fn agent_ended(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(report): Json<JobEnded>,
+) -> Response {
+    if !app.caller(peer).admin {
+        return refuse(ApiError::access_denied());
+    }
+    let done = app.ask(|reply| Request::AgentEnded { report, reply }).await;
+    reply(done.map(|()| Done {}))
+}

@@ -1,0 +1,458 @@
+//! Stories of the controller's loop: scripted inputs, the exact effects in the order
+//! decided, and the answers; and, through the executor and a real store, that what
+//! reaches the disk is in that order too.
+
+use std::path::{Path, PathBuf};
+
+use sluice_core::{Cluster, Node, NodeId, Partition};
+use sluice_proto::error::ErrorCode;
+use sluice_proto::types::{
+    CancelRequest, JobDescription, JobEnded, JobRecord, JobState, SubmitReply,
+};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::oneshot;
+
+use super::executor::Executor;
+use super::input::{Change, Input, Request};
+use super::owner::{Outcome, Owner};
+use crate::config::ClusterConfig;
+use crate::state::{Caller, Controller, Effect};
+
+fn conf(nodes: u32, cpus: u32) -> ClusterConfig {
+    let mut c = ClusterConfig::this_machine();
+    let mut cluster = Cluster::default();
+    for i in 1..=nodes {
+        cluster
+            .nodes
+            .push(Node::new(format!("node{i:02}"), cpus, 1000));
+    }
+    let mut p = Partition::new("debug", (0..nodes).map(NodeId).collect());
+    p.is_default = true;
+    p.max_time = Some(3600);
+    cluster.partitions.push(p);
+    c.cluster = cluster;
+    c.topology = vec![(1, cpus, 1); nodes as usize];
+    c.node_gres = vec![String::new(); nodes as usize];
+    c.cluster_name = "test".into();
+    c
+}
+
+fn alice() -> Caller {
+    Caller {
+        uid: 1000,
+        gid: 1000,
+        admin: false,
+    }
+}
+
+fn root() -> Caller {
+    Caller {
+        uid: 0,
+        gid: 0,
+        admin: true,
+    }
+}
+
+fn desc(ntasks: u32) -> JobDescription {
+    JobDescription {
+        name: "job".into(),
+        ntasks: Some(ntasks),
+        time_limit: Some(Some(600)),
+        work_dir: "/home/alice".into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        submit_host: "login".into(),
+        ..Default::default()
+    }
+}
+
+/// A loop driven by hand: inputs in, effects out, "the disk" acknowledging at once.
+struct Script {
+    owner: Owner,
+    /// The loop's own inputs (a submission's acknowledgement comes back here).
+    own: UnboundedReceiver<Input>,
+    /// Every effect so far, in order.
+    effects: Vec<Effect>,
+}
+
+impl Script {
+    fn new(conf: ClusterConfig) -> Self {
+        let (tx, own) = unbounded_channel();
+        let ctl = Controller::new(conf, Path::new("/state"), vec![], vec![], 0);
+        let mut s = Script {
+            owner: Owner::new(ctl, tx, None),
+            own,
+            effects: Vec::new(),
+        };
+        // The first pass saves the fair-share usage it starts from.
+        assert_eq!(story(&s.pass(0)), ["save usage"]);
+        s
+    }
+
+    /// Handles `input` at `now`, as if its writes were on disk at once; inputs the loop
+    /// sends itself are handled in turn. Returns the effects of this step.
+    fn feed(&mut self, input: Input, now: i64) -> Vec<Effect> {
+        let start = self.effects.len();
+        let mut next = Some(input);
+        while let Some(input) = next.take() {
+            let out = self.owner.handle(input, now);
+            self.settle(out);
+            next = self.own.try_recv().ok();
+        }
+        self.effects[start..].to_vec()
+    }
+
+    /// A scheduling pass at `now`; its effects.
+    fn pass(&mut self, now: i64) -> Vec<Effect> {
+        let start = self.effects.len();
+        let out = self.owner.pass(now);
+        self.settle(out);
+        self.effects[start..].to_vec()
+    }
+
+    fn settle(&mut self, out: Outcome) {
+        self.effects.extend(out.effects);
+        if let Some(then) = out.then {
+            then(Ok(()));
+        }
+    }
+
+    /// Submits `d` as alice; the id it answers.
+    fn submit(&mut self, d: JobDescription, now: i64) -> (u64, Vec<Effect>) {
+        let (reply, mut rx) = oneshot::channel();
+        let effects = self.feed(
+            Input::Request(Request::Submit {
+                desc: Box::new(d),
+                caller: alice(),
+                user: "alice".into(),
+                group: "alice".into(),
+                reply,
+            }),
+            now,
+        );
+        let SubmitReply { job_id, .. } = rx.try_recv().expect("answered").expect("accepted");
+        (job_id, effects)
+    }
+
+    /// Asks for a change as `who`; its answer and effects.
+    fn change(
+        &mut self,
+        change: Change,
+        who: Caller,
+        now: i64,
+    ) -> (Result<(), sluice_proto::error::ApiError>, Vec<Effect>) {
+        let (reply, mut rx) = oneshot::channel();
+        let effects = self.feed(
+            Input::Request(Request::Change {
+                change,
+                caller: who,
+                reply,
+            }),
+            now,
+        );
+        (rx.try_recv().expect("answered"), effects)
+    }
+}
+
+/// An effect in a few words: what it does to which job, and the state it writes.
+fn story(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .map(|e| match e {
+            Effect::Insert(rs) => format!("insert {} {:?}", rs[0].id, rs[0].state),
+            Effect::Persist(r) => format!(
+                "persist {} {:?}{}",
+                r.id,
+                r.state,
+                if r.held { " held" } else { "" }
+            ),
+            Effect::PersistRun(r) => format!("keep run {}.{} {:?}", r.id, r.restarts, r.state),
+            Effect::PersistStep(s) => format!("step {} {:?} {:?}", s.job_id, s.step, s.state),
+            Effect::Launch { node, order } => format!("launch {} on {node}", order.job.id),
+            Effect::Terminate { nodes, job_id, .. } => {
+                format!("terminate {job_id} on {}", nodes.join(","))
+            }
+            Effect::Signal { job_id, signal, .. } => format!("signal {job_id} {signal}"),
+            Effect::PersistAccounts(rows)
+                if rows
+                    .iter()
+                    .all(|r| r.kind == "usage" || r.kind == "limit_usage") =>
+            {
+                "save usage".into()
+            }
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_submission_is_written_then_queued_started_and_answered() {
+    // One 4-CPU node. A 2-task job: its record is inserted with a new id; once on disk
+    // the job enters the queue and starts at once (marked running before it is
+    // launched), and only then does its submitter hear its id.
+    let mut s = Script::new(conf(1, 4));
+    let (reply, mut rx) = oneshot::channel();
+    let out = s.owner.handle(
+        Input::Request(Request::Submit {
+            desc: Box::new(desc(2)),
+            caller: alice(),
+            user: "alice".into(),
+            group: "alice".into(),
+            reply,
+        }),
+        100,
+    );
+    assert_eq!(story(&out.effects), ["insert 1 Pending"]);
+    assert!(rx.try_recv().is_err(), "no id before the record is on disk");
+    // The disk acknowledges: the loop hears it as an input of its own.
+    (out.then.expect("answered once durable"))(Ok(()));
+    let committed = s.own.try_recv().expect("acknowledged");
+    assert!(rx.try_recv().is_err(), "no id before the job is queued");
+    let out = s.owner.handle(committed, 100);
+    assert_eq!(
+        story(&out.effects),
+        ["persist 1 Running", "launch 1 on node01"]
+    );
+    (out.then.expect("answered once durable"))(Ok(()));
+    assert_eq!(rx.try_recv().unwrap().unwrap().job_id, 1);
+}
+
+#[test]
+fn a_refused_submission_writes_nothing_and_uses_no_id() {
+    let mut s = Script::new(conf(1, 4));
+    let (reply, mut rx) = oneshot::channel();
+    let mut bad = desc(1);
+    bad.partition = Some("nosuch".into());
+    let out = s.owner.handle(
+        Input::Request(Request::Submit {
+            desc: Box::new(bad),
+            caller: alice(),
+            user: "alice".into(),
+            group: "alice".into(),
+            reply,
+        }),
+        100,
+    );
+    assert!(out.effects.is_empty() && out.then.is_none());
+    let e = rx.try_recv().unwrap().unwrap_err();
+    assert_eq!(e.message, "Invalid partition name specified");
+    let (id, _) = s.submit(desc(1), 101);
+    assert_eq!(id, 1, "the refusal used no id");
+}
+
+#[test]
+fn two_changes_of_one_job_are_written_in_the_order_decided() {
+    // A pending job (the node is busy) is held, released and cancelled, each by a
+    // request of its own: the three writes of its record come out in that order, each
+    // answered after its own. (Before the loop, each request's handler wrote its record
+    // after letting go of the state, and the store kept whichever arrived last.)
+    let mut s = Script::new(conf(1, 4));
+    let (big, effects) = s.submit(desc(4), 0);
+    assert_eq!(
+        story(&effects),
+        [
+            "insert 1 Pending",
+            "persist 1 Running",
+            "launch 1 on node01"
+        ]
+    );
+    let (job, effects) = s.submit(desc(4), 1);
+    assert_eq!(story(&effects), ["insert 2 Pending"]);
+    let hold = Change::Hold {
+        id: job,
+        task: None,
+        user: false,
+    };
+    let (r, held) = s.change(hold, alice(), 2);
+    r.unwrap();
+    let (r, released) = s.change(
+        Change::Release {
+            id: job,
+            task: None,
+        },
+        alice(),
+        3,
+    );
+    r.unwrap();
+    let cancel = Change::Cancel(CancelRequest {
+        jobs: vec![(job, None)],
+        ..Default::default()
+    });
+    let (r, cancelled) = s.change(cancel, alice(), 4);
+    r.unwrap();
+    assert_eq!(story(&held), ["persist 2 Pending held"]);
+    // Released: its record, then again as it re-enters the queue.
+    assert_eq!(story(&released), ["persist 2 Pending", "persist 2 Pending"]);
+    assert_eq!(story(&cancelled), ["persist 2 Cancelled"]);
+    // The running job ends; the agent reports it.
+    let (reply, mut rx) = oneshot::channel();
+    let ended = s.feed(
+        Input::Request(Request::AgentEnded {
+            report: JobEnded {
+                job_id: big,
+                run: 0,
+                node: "node01".into(),
+                state: JobState::Completed,
+                exit_code: 0,
+                signal: 0,
+                end: 5,
+            },
+            reply,
+        }),
+        5,
+    );
+    rx.try_recv().expect("acknowledged once durable");
+    assert_eq!(
+        story(&ended),
+        ["persist 1 Completed", "step 1 Batch Completed"]
+    );
+}
+
+#[test]
+fn refusals_are_answered_by_their_code_and_change_nothing() {
+    let mut s = Script::new(conf(1, 4));
+    let (job, _) = s.submit(desc(1), 0);
+    let bob = Caller {
+        uid: 1001,
+        gid: 1001,
+        admin: false,
+    };
+    let (r, effects) = s.change(
+        Change::Requeue {
+            id: job,
+            task: None,
+        },
+        bob,
+        1,
+    );
+    assert_eq!(r.unwrap_err().code, ErrorCode::AccessDenied);
+    assert!(effects.is_empty());
+    let (r, effects) = s.change(Change::Release { id: 99, task: None }, root(), 1);
+    let e = r.unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (ErrorCode::InvalidJobId, "Invalid job id specified")
+    );
+    assert!(effects.is_empty());
+    assert!(s.pass(2).is_empty(), "nothing is left to do");
+}
+
+#[test]
+fn an_unreachable_agent_takes_its_node_down_and_requeues_its_job() {
+    // The launch cannot reach node01's agent: the node goes down, and the job (which
+    // may be requeued, Slurm's default) goes back to the queue and starts on node02.
+    let mut s = Script::new(conf(2, 4));
+    let (job, effects) = s.submit(desc(4), 0);
+    assert_eq!(story(&effects)[2], "launch 1 on node01");
+    let effects = s.feed(
+        Input::Unreachable {
+            node: "node01".into(),
+            why: "connection refused".into(),
+        },
+        1,
+    );
+    // The run is kept for `sacct -D` as REQUEUED, the job goes back to the queue
+    // and, node01 being down, starts on node02 in the same step.
+    assert_eq!(
+        story(&effects),
+        [
+            "keep run 1.0 Requeued",
+            "persist 1 Pending",
+            "persist 1 Pending",
+            "persist 1 Pending",
+            "persist 1 Running",
+            "launch 1 on node02",
+        ]
+    );
+    let node01 = s
+        .owner
+        .controller()
+        .nodes()
+        .into_iter()
+        .find(|n| n.name == "node01")
+        .unwrap();
+    assert_eq!(node01.state, "down");
+    assert_eq!(s.owner.controller().job(job).unwrap().restarts, 1);
+    assert!(s.pass(200).is_empty());
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-loop-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The job record the store holds for `id`.
+fn stored(store_path: &Path, id: u64) -> JobRecord {
+    let (_s, _w, snap) = sluice_store::Store::open(store_path, 1).unwrap();
+    let row = snap.jobs.iter().find(|r| r.id == id).expect("stored");
+    serde_json::from_str(&row.record).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
+    // Through the executor and a real store: a job starts (its record written
+    // RUNNING, then its launch ordered) and its end is reported right after. Both
+    // writes reach the disk in decision order, so the store ends with COMPLETED. (Before
+    // the loop, the start's and the end's handlers each wrote after letting go of the
+    // state: the RUNNING record could land last, and a restarted controller would
+    // have thought the job still running.)
+    let dir = temp_dir("order");
+    let db = dir.join("sluice.db");
+    let (store, writer, _) = sluice_store::Store::open(&db, 1).unwrap();
+    let (tx, mut own) = unbounded_channel();
+    let (agents, tasks) =
+        super::agents::Agents::start(["node01".to_string()], &dir, "test".into(), 30, tx.clone());
+    let exec = Executor::new(store.clone(), agents);
+    let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
+    let mut owner = Owner::new(ctl, tx, None);
+    let run = |owner: &mut Owner, input: Input| {
+        let out = owner.handle(input, 10);
+        exec.carry_out(owner.take_audit(), out.effects, out.then);
+    };
+    let (reply, rx) = oneshot::channel();
+    run(
+        &mut owner,
+        Input::Request(Request::Submit {
+            desc: Box::new(desc(4)),
+            caller: alice(),
+            user: "alice".into(),
+            group: "alice".into(),
+            reply,
+        }),
+    );
+    // The record is on disk: the loop hears it.
+    let committed = own.recv().await.expect("acknowledged");
+    assert!(matches!(committed, Input::Committed { .. }));
+    run(&mut owner, committed);
+    let (ended_reply, ended) = oneshot::channel();
+    run(
+        &mut owner,
+        Input::Request(Request::AgentEnded {
+            report: JobEnded {
+                job_id: 1,
+                run: 0,
+                node: "node01".into(),
+                state: JobState::Completed,
+                exit_code: 0,
+                signal: 0,
+                end: 10,
+            },
+            reply: ended_reply,
+        }),
+    );
+    let id = rx.await.unwrap().unwrap().job_id;
+    ended.await.unwrap();
+    // No agent listens: the launch could not be delivered, and the loop hears of it
+    // (after the record was on disk).
+    match own.recv().await.expect("the launch's failure comes back") {
+        Input::Unreachable { node, .. } => assert_eq!(node, "node01"),
+        _ => panic!("expected the unreachable agent"),
+    }
+    exec.finish();
+    tasks.drained(std::time::Duration::from_secs(5)).await;
+    drop(store);
+    drop(writer);
+    let r = stored(&db, id);
+    assert_eq!((r.id, r.state), (1, JobState::Completed));
+}
