@@ -116,6 +116,14 @@ impl Controller {
                     None
                 }
             };
+            tracing::info!(
+                "update_node: node {name} state set to {} by uid {}{}",
+                set.unwrap_or("RESUME"),
+                caller.uid,
+                reason
+                    .map(|r| format!(", reason set to: {r}"))
+                    .unwrap_or_default()
+            );
             effects.push(Effect::PersistNode {
                 name: name.clone(),
                 record,
