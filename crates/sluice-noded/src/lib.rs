@@ -165,6 +165,11 @@ pub async fn run(
         .map_err(io)?;
     let jobs_dir = state_dir.join("agents").join(format!("{node}.jobs"));
     std::fs::create_dir_all(&jobs_dir).map_err(io)?;
+    tracing::info!(
+        "{node}: slurmd (sluice agent) version {} started, pid {}",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id()
+    );
     let killed = leftovers::reap(&jobs_dir);
     if killed > 0 {
         tracing::warn!("{node}: ended {killed} process group(s) left by an earlier agent");
@@ -179,11 +184,9 @@ pub async fn run(
             Some(m)
         }
         Err(why) => {
-            // On stderr, which is the agent's log (`logs/agent-<node>.log` under `sluice
-            // up`): said once, and jobs still run.
-            eprintln!(
-                "sluice agent {node}: warning: job memory limits are not enforced \
-                 (jobs run without them): {why}"
+            // Said once, and jobs still run.
+            tracing::warn!(
+                "{node}: job memory limits are not enforced (jobs run without them): {why}"
             );
             None
         }
@@ -265,6 +268,7 @@ async fn register(agent: App) {
     loop {
         let a = agent.clone();
         let known = registered.clone();
+        let before = registered.clone();
         registered = tokio::task::spawn_blocking(move || {
             let incarnation = |v: serde_json::Value| v["incarnation"].as_str().map(str::to_string);
             let current = a
@@ -281,15 +285,31 @@ async fn register(agent: App) {
                 jobs.iter().map(|(id, j)| (*id, j.run)).collect()
             };
             let body = serde_json::json!({"node": a.node, "running": running});
-            a.controller
+            let answered = a
+                .controller
                 .post::<_, serde_json::Value>("/v1/agent/register", &body)
                 .ok()
                 .and_then(incarnation)
                 // Yet another controller answered: it has not had our list yet.
-                .filter(|answered| *answered == current)
+                .filter(|answered| *answered == current);
+            if answered.is_some() {
+                tracing::info!(
+                    "{}: registered with the controller (incarnation {current}), {} job(s) \
+                     running here",
+                    a.node,
+                    running.len()
+                );
+            }
+            answered
         })
         .await
         .unwrap_or(None);
+        if before.is_some() && registered.is_none() {
+            tracing::warn!(
+                "{}: the controller does not answer; registering again when it does",
+                agent.node
+            );
+        }
         let pause = if registered.is_some() { 500 } else { 250 };
         tokio::time::sleep(Duration::from_millis(pause)).await;
     }
