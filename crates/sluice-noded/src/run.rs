@@ -138,9 +138,10 @@ fn memory_step(agent: &Agent, r: &JobRecord, step: &str) -> Option<cgroup::Step>
     match memory.step(r.id, r.restarts, step, r.mem_per_node) {
         Ok(s) => Some(s),
         Err(why) => {
-            eprintln!(
-                "sluice agent {}: warning: job {}: memory limit not enforced: {why}",
-                agent.node, r.id
+            tracing::warn!(
+                "{}: job {}: memory limit not enforced: {why}",
+                agent.node,
+                r.id
             );
             None
         }
@@ -163,18 +164,17 @@ pub(crate) fn resolve_devices(
     files: &[sluice_proto::types::DeviceFile],
 ) -> Option<Arc<devices::JobDevices>> {
     if let Err(why) = &agent.devices {
-        eprintln!(
-            "sluice agent {}: warning: job {id}: device access not confined \
-             (ConstrainDevices=yes): {why}",
+        tracing::warn!(
+            "{}: job {id}: device access not confined (ConstrainDevices=yes): {why}",
             agent.node
         );
         return None;
     }
     let (resolved, skipped) = devices::JobDevices::resolve(files);
     if !skipped.is_empty() {
-        eprintln!(
-            "sluice agent {}: job {id}: ConstrainDevices: left out GRES device files \
-             that are not device files here: {}",
+        tracing::info!(
+            "{}: job {id}: ConstrainDevices: left out GRES device files that are not \
+             device files here: {}",
             agent.node,
             skipped.join(", ")
         );
@@ -196,9 +196,10 @@ fn devices_step(
     match d.step(r.id, r.restarts, step, job, step_gpus) {
         Ok(s) => s,
         Err(why) => {
-            eprintln!(
-                "sluice agent {}: warning: job {}: device access not confined: {why}",
-                agent.node, r.id
+            tracing::warn!(
+                "{}: job {}: device access not confined: {why}",
+                agent.node,
+                r.id
             );
             None
         }
@@ -263,6 +264,7 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
                 }
             })
             .await;
+            tracing::warn!("{}: job {id}: {why}", agent.node);
             // Tell the user where they will look.
             if let Ok(owner) = Owner::of(&agent, r) {
                 if let Ok(mut f) = owner.open_output(&r.stderr, true) {
@@ -275,6 +277,12 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         }
     };
     let pid = child.id() as i32;
+    tracing::info!(
+        "{}: Launching batch job {id} for UID {} (run {}, pid {pid})",
+        agent.node,
+        r.uid,
+        r.restarts
+    );
     let ended_before_start = {
         let mut jobs = agent.jobs.lock().expect("lock");
         jobs.get_mut(&id).and_then(|j| {
@@ -406,6 +414,11 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         None if oom_kills > 0 => (JobState::OutOfMemory, 0, cgroup::OOM_SIGNAL),
         None => (state, code, signal),
     };
+    tracing::info!(
+        "{}: [{id}.batch] done with job: {} ExitCode={code}:{signal}",
+        agent.node,
+        state.name()
+    );
     report(agent.clone(), finish(state, code, signal)).await;
     let mut jobs = agent.jobs.lock().expect("lock");
     if let Some(j) = jobs.get_mut(&id).filter(|j| j.run == run) {
@@ -656,6 +669,15 @@ pub(crate) fn tasks(
         });
         return;
     };
+    tracing::info!(
+        "{}: launch task StepId={}.{} request from UID:{} GID:{}: {} task(s) here",
+        agent.node,
+        order.job_id,
+        order.step,
+        record.uid,
+        record.gid,
+        order.tasks.len()
+    );
     // The step's cgroups here, ended by the last of its tasks to end (or by this
     // function, should they all end before it has started them all). Its devices are
     // confined by the job's batch launch here (an srun step only narrows them, to the
