@@ -379,6 +379,13 @@ async fn signal(
     if !from_controller(&agent, peer) {
         return error(StatusCode::FORBIDDEN, "only the controller may signal jobs");
     }
+    tracing::debug!(
+        "{}: job {}: signal {} to its {}",
+        agent.node,
+        o.job_id,
+        o.signal,
+        if o.batch_only { "batch shell" } else { "steps" }
+    );
     run::signal_job(&agent, o.job_id, o.signal, o.batch_only);
     Json(serde_json::json!({})).into_response()
 }
@@ -444,6 +451,14 @@ async fn limit(
             "only the controller may change limits",
         );
     }
+    tracing::debug!(
+        "{}: job {}: time limit of run {} set to {}",
+        agent.node,
+        o.job_id,
+        o.run,
+        o.time_limit
+            .map_or("UNLIMITED".to_string(), |t| format!("{t}s"))
+    );
     if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&o.job_id) {
         if j.run == o.run {
             j.time_limit = Some(o.time_limit);
@@ -473,6 +488,13 @@ async fn terminate(
     if !from_controller(&agent, peer) {
         return error(StatusCode::FORBIDDEN, "only the controller may end jobs");
     }
+    tracing::debug!(
+        "{}: job {}: terminate order ({}), KillWait {}s",
+        agent.node,
+        o.job_id,
+        o.state.name(),
+        o.kill_wait
+    );
     run::terminate(agent.clone(), o.job_id, o.state, o.kill_wait);
     Json(serde_json::json!({})).into_response()
 }
