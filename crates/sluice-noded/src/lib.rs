@@ -6,7 +6,7 @@
 //! owner, and the agent checks with the controller that the step exists, is theirs and
 //! includes this node.
 //!
-//! A batch script runs as its owner (set[ug]id and initgroups when the agent is root;
+//! A batch script runs as its owner (its groups, gid and uid set when the agent is root;
 //! otherwise the agent runs only its own user's jobs), in its working directory, with
 //! the environment the controller computed, its output in the patterned files, in a
 //! session of its own. At its time limit it gets SIGTERM and, `KillWait` seconds later,
