@@ -2126,6 +2126,10 @@ impl Controller {
             let nid = NodeId(i as u32);
             if !self.agents_up.contains(&self.conf.cluster.node(nid).name) {
                 self.sched.set_node_state(nid, NodeState::Down);
+                tracing::info!(
+                    "node {} is DOWN until its agent registers",
+                    self.conf.cluster.node(nid).name
+                );
             }
         }
     }

@@ -32,6 +32,12 @@ impl Controller {
                 self.conf.node_id(name),
                 serde_json::from_str::<NodeOverride>(record),
             ) {
+                tracing::info!(
+                    "node {name} keeps state {} set by uid {}, reason: {}",
+                    o.state,
+                    o.uid,
+                    o.reason
+                );
                 self.node_overrides.insert(name.clone(), o);
                 let state = self.node_state(nid);
                 self.sched.set_node_state(nid, state);
