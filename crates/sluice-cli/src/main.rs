@@ -5,6 +5,7 @@
 //! `sluice up` in the state directory's `bin/`) it is those commands.
 
 mod audit;
+mod daemon_log;
 mod explain;
 mod report;
 mod reservations;

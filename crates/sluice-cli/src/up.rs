@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use clap::Args;
+use sluice_conf::log_conf::DebugLevel;
 use sluice_ctld::config::ClusterConfig;
 
 /// Options of `sluice up`.
@@ -24,6 +25,11 @@ pub struct UpArgs {
     /// Start the controller only; agents are started separately (`sluice agent`).
     #[arg(long, hide = true)]
     pub controller_only: bool,
+    /// Log more: each -v raises the controller's and the agents' log level one step
+    /// above slurm.conf's `SlurmctldDebug` and `SlurmdDebug` (default info; -v verbose,
+    /// -vv debug, -vvv debug2, ...).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 }
 
 /// Options of `sluice agent` (started by `sluice up`).
@@ -35,6 +41,36 @@ pub struct AgentArgs {
     /// The cluster's state directory.
     #[arg(long, value_name = "DIR")]
     pub state_dir: PathBuf,
+    /// Where to log (default: `logs/slurmd-NODE.log` in the state directory).
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// How much to log: a Slurm level (`quiet`, `fatal`, `error`, `info`, `verbose`,
+    /// `debug`, `debug2` ... `debug5`, or 0-9; default `info`).
+    #[arg(long, value_name = "LEVEL")]
+    pub debug: Option<DebugLevel>,
+}
+
+/// Where the controller logs: `SlurmctldLogFile`, else `logs/slurmctld.log` in the
+/// state directory.
+fn controller_log(conf: &ClusterConfig, state_dir: &Path) -> PathBuf {
+    conf.logging
+        .slurmctld_log_file
+        .as_deref()
+        .map(|f| absolute(Path::new(f)))
+        .unwrap_or_else(|| state_dir.join("logs").join("slurmctld.log"))
+}
+
+/// Where node `node`'s agent logs: `SlurmdLogFile` with `%h` and `%n` expanded, else
+/// `logs/slurmd-NODE.log` in the state directory.
+fn agent_log(conf: &ClusterConfig, state_dir: &Path, node: &str) -> PathBuf {
+    conf.logging
+        .slurmd_log_file_for(&sluice_ctld::config::this_host(), node)
+        .map(|f| absolute(Path::new(&f)))
+        .unwrap_or_else(|| default_agent_log(state_dir, node))
+}
+
+fn default_agent_log(state_dir: &Path, node: &str) -> PathBuf {
+    state_dir.join("logs").join(format!("slurmd-{node}.log"))
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -103,20 +139,40 @@ pub fn run(args: UpArgs) -> i32 {
             eprintln!("sluice up: warning: cannot link {}: {e}", link.display());
         }
     }
+    let ctld_log = controller_log(&conf, &state_dir);
+    let ctld_level = conf.logging.slurmctld_debug.raised(args.verbose);
+    if let Err(e) = crate::daemon_log::install(&ctld_log, ctld_level) {
+        eprintln!("sluice up: error: cannot log to SlurmctldLogFile {e}");
+        return 1;
+    }
+    tracing::info!(
+        "slurmctld version {} started on cluster {}",
+        env!("CARGO_PKG_VERSION"),
+        conf.cluster_name
+    );
+    let agent_level = conf.logging.slurmd_debug.raised(args.verbose);
     let mut agents: Vec<Child> = Vec::new();
     for node in conf.cluster.nodes.iter().filter(|_| !args.controller_only) {
-        let log = state_dir
-            .join("logs")
-            .join(format!("agent-{}.log", node.name));
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .map(Stdio::from)
-            .unwrap_or(Stdio::null());
+        // The agent logs there, and what it says on stderr (a panic) lands there too.
+        let log = agent_log(&conf, &state_dir, &node.name);
+        let out = match crate::daemon_log::open(&log) {
+            Ok(f) => Stdio::from(f),
+            Err(e) => {
+                eprintln!(
+                    "sluice up: error: cannot log to SlurmdLogFile {}: {}",
+                    log.display(),
+                    sluice_proto::oserror::describe(&e)
+                );
+                stop_agents(agents);
+                return 1;
+            }
+        };
         match Command::new(&exe)
             .args(["agent", "--node", &node.name, "--state-dir"])
             .arg(&state_dir)
+            .arg("--log-file")
+            .arg(&log)
+            .args(["--debug", agent_level.name()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(out)
@@ -128,6 +184,7 @@ pub fn run(args: UpArgs) -> i32 {
                     "sluice up: error: cannot start the agent for {}: {e}",
                     node.name
                 );
+                stop_agents(agents);
                 return 1;
             }
         }
@@ -154,6 +211,14 @@ pub fn run(args: UpArgs) -> i32 {
         state_dir.display(),
         state_dir.join("bin").display()
     );
+    eprintln!(
+        "sluice: controller log {} ({ctld_level}), agents' logs {} ({agent_level})",
+        ctld_log.display(),
+        match &conf.logging.slurmd_log_file {
+            Some(f) => f.clone(),
+            None => default_agent_log(&state_dir, "NODE").display().to_string(),
+        }
+    );
     eprintln!("sluice: press Ctrl-C to stop");
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let result = runtime.block_on(async {
@@ -165,10 +230,29 @@ pub fn run(args: UpArgs) -> i32 {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
             }
+            tracing::info!("Terminate signal (SIGINT or SIGTERM) received");
         };
         sluice_ctld::server::run(conf, &state_dir, args.listen, shutdown).await
     });
-    for a in &mut agents {
+    stop_agents(agents);
+    match result {
+        Ok(()) => {
+            tracing::info!("slurmctld stopped");
+            eprintln!("sluice: stopped");
+            0
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("sluice up: error: {e}");
+            1
+        }
+    }
+}
+
+/// Stops the agents `sluice up` started (SIGTERM: they end their jobs) and waits for
+/// them.
+fn stop_agents(agents: Vec<Child>) {
+    for a in &agents {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(a.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
@@ -177,20 +261,18 @@ pub fn run(args: UpArgs) -> i32 {
     for mut a in agents {
         let _ = a.wait();
     }
-    match result {
-        Ok(()) => {
-            eprintln!("sluice: stopped");
-            0
-        }
-        Err(e) => {
-            eprintln!("sluice up: error: {e}");
-            1
-        }
-    }
 }
 
 /// Runs `sluice agent`.
 pub fn agent(args: AgentArgs) -> i32 {
+    let log = args
+        .log_file
+        .clone()
+        .unwrap_or_else(|| default_agent_log(&args.state_dir, &args.node));
+    if let Err(e) = crate::daemon_log::install(&log, args.debug.unwrap_or_default()) {
+        eprintln!("sluice agent: error: cannot log to {e}");
+        return 1;
+    }
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let r = runtime.block_on(async {
         let shutdown = async {
@@ -205,8 +287,12 @@ pub fn agent(args: AgentArgs) -> i32 {
         sluice_noded::run(&args.state_dir, &args.node, shutdown).await
     });
     match r {
-        Ok(()) => 0,
+        Ok(()) => {
+            tracing::info!("{}: agent stopped", args.node);
+            0
+        }
         Err(e) => {
+            tracing::error!("{}: {e}", args.node);
             eprintln!("sluice agent: error: {e}");
             1
         }

@@ -7,6 +7,7 @@
 //! - [`hostlist`]: `node[01-04,7]` expressions, expand and compress.
 //! - [`duration`]: time limits (`2-12:00:00`) and memory sizes (`4G`).
 //! - [`site_conf`]: Sluice's own `sluice.conf` (the audit trail's retention).
+//! - [`log_conf`]: the daemons' log files and levels (`SlurmctldLogFile`, `SlurmdDebug`).
 
 pub mod array;
 pub mod cgroup_conf;
@@ -18,6 +19,7 @@ pub mod fuzzing;
 pub mod gres_conf;
 pub mod hostlist;
 pub mod keys;
+pub mod log_conf;
 pub mod options;
 pub mod preempt_conf;
 pub mod priority_conf;

@@ -336,6 +336,9 @@ impl Parser {
                 "ALL" | "ANY" | "NO" | "YES" => Ok(()),
                 _ => Err(format!("expected ALL, ANY, NO or YES, found '{value}'")),
             },
+            "slurmctlddebug" | "slurmddebug" => {
+                crate::log_conf::DebugLevel::parse(value).map(|_| ())
+            }
             "preempttype" => preempt_conf::parse_preempt_type(value).map(|_| ()),
             "preemptmode" => preempt_conf::parse_preempt_mode(value).map(|_| ()),
             "preemptexempttime" => preempt_conf::parse_exempt_time(value).map(|_| ()),

@@ -5,6 +5,7 @@ use std::path::Path;
 use sluice_conf::cgroup_conf;
 use sluice_conf::cohorts_conf::{self, CohortsConf};
 use sluice_conf::gres_conf::{self, AutoDetect, GresConf, GresDevice, GresLayout};
+use sluice_conf::log_conf::LogConf;
 use sluice_conf::priority_conf::{priority_settings, PrioritySettings};
 use sluice_conf::site_conf::{self, SiteConf};
 use sluice_conf::slurm_conf::{AccountingEnforce, BillingWeights, SlurmConf, DEFAULT_TRES};
@@ -88,6 +89,9 @@ pub struct ClusterConfig {
     /// Per partition: its own `DefMemPerCPU` / `DefMemPerNode` (what `scontrol show
     /// partition` prints); empty, or `None`, where it sets none.
     pub own_def_mem: Vec<Option<sluice_core::MemRequest>>,
+    /// `SlurmctldLogFile`, `SlurmdLogFile`, `SlurmctldDebug`, `SlurmdDebug`: where and
+    /// how much the daemons log (the command that starts them installs the logger).
+    pub logging: LogConf,
 }
 
 /// A node's `NodeAddr`, `NodeHostname` and `Port` as slurm.conf gives them.
@@ -261,6 +265,8 @@ impl ClusterConfig {
             priority_tres: conf.get("PriorityWeightTRES").unwrap_or("").to_string(),
             node_addresses: Vec::new(),
             own_def_mem: Vec::new(),
+            // Levels were checked by the parser, which refuses a malformed one.
+            logging: LogConf::from_conf(conf).unwrap_or_default(),
         }
     }
 
@@ -508,6 +514,7 @@ impl ClusterConfig {
             priority_tres: String::new(),
             node_addresses: Vec::new(),
             own_def_mem: Vec::new(),
+            logging: LogConf::default(),
         }
     }
 
@@ -604,8 +611,8 @@ impl ClusterConfig {
 }
 
 /// This host's name up to its first dot (`localhost` when it cannot be read), as
-/// nodes are named.
-fn this_host() -> String {
+/// nodes are named; what slurmd's `%h` stands for.
+pub fn this_host() -> String {
     let host = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())

@@ -1260,6 +1260,17 @@ impl Controller {
         resolve_paths(r, &first);
         let record = r.clone();
         self.audit_started(id, pass, at);
+        tracing::info!(
+            "{}: Allocate JobId={id} NodeList={} #CPUs={} Partition={}",
+            if pass == "backfill" {
+                "sched/backfill"
+            } else {
+                "sched"
+            },
+            sluice_conf::hostlist::compress(&record.nodes),
+            record.cpus_per_node.iter().sum::<u32>(),
+            record.partition
+        );
         let mut effects = vec![Effect::Persist(Box::new(record.clone()))];
         if let Some(array) = record.array.map(|a| a.0) {
             // The array's remainder shrinks as tasks start.
@@ -1441,6 +1452,13 @@ impl Controller {
         };
         let record = r.clone();
         self.audit_ended(&record, now);
+        tracing::info!(
+            "_job_complete: JobId={} {} ExitCode={}:{} done",
+            record.id,
+            record.state.name(),
+            record.exit_code,
+            record.signal
+        );
         self.liveness.busy_until(&record.nodes, now);
         let mut effects = vec![Effect::Persist(Box::new(record.clone()))];
         if !record.desc.interactive {
@@ -1617,6 +1635,10 @@ impl Controller {
                     // The reason it waited for stays, as Slurm shows it (`JobHeldUser`).
                     let reason = self.live(r).reason;
                     self.audit_cancelled(id, caller.uid, now);
+                    tracing::info!(
+                        "_job_complete: JobId={id} CANCELLED while pending, by uid {}",
+                        caller.uid
+                    );
                     self.sched.cancel_pending(JobId(id), now);
                     self.sched.forget_waiting(JobId(id), now);
                     self.outside.remove(&id);
@@ -1632,6 +1654,10 @@ impl Controller {
                 (JobState::Running, None) => {
                     let nodes = r.nodes.clone();
                     self.audit_cancelled(id, caller.uid, now);
+                    tracing::info!(
+                        "_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={id} uid {}",
+                        caller.uid
+                    );
                     let r = self.jobs.get_mut(&id).expect("exists");
                     r.cancelled_by = Some(caller.uid);
                     if r.desc.interactive {
@@ -1805,6 +1831,17 @@ impl Controller {
                 by: Some(caller.uid),
             };
             self.audit_requeued(id, cause, JobState::Requeued, now);
+            tracing::info!(
+                "{}",
+                if self.audit.failing == Some(id) {
+                    format!(
+                        "requeue JobId={id} due to failure of node {}",
+                        self.jobs[&id].nodes.join(",")
+                    )
+                } else {
+                    format!("Requeuing JobId={id} by uid {}", caller.uid)
+                }
+            );
             effects.extend(self.requeue_run(id, JobState::Requeued, true, now));
         }
         effects.extend(self.schedule(now));
@@ -2108,6 +2145,15 @@ impl Controller {
         // Back to its configured state (a node configured DOWN stays down), or the one
         // an operator set.
         self.sched.set_node_state(nid, self.node_state(nid));
+        tracing::info!(
+            "Node {node} now responding: agent registered with {} job(s) running, state set to {}",
+            running.len(),
+            match self.node_state(nid) {
+                NodeState::Up => "IDLE",
+                NodeState::Drain => "DRAIN",
+                NodeState::Down => "DOWN",
+            }
+        );
         let lost: Vec<u64> = self
             .jobs
             .values()
@@ -2164,6 +2210,10 @@ impl Controller {
             let nid = NodeId(i as u32);
             if !self.agents_up.contains(&self.conf.cluster.node(nid).name) {
                 self.sched.set_node_state(nid, NodeState::Down);
+                tracing::info!(
+                    "node {} is DOWN until its agent registers",
+                    self.conf.cluster.node(nid).name
+                );
             }
         }
     }
@@ -2194,6 +2244,7 @@ impl Controller {
         self.agents_up.remove(node);
         self.liveness.settled(node);
         self.sched.set_node_state(nid, NodeState::Down);
+        tracing::warn!("Nodes {node} not responding, setting DOWN");
         let lost: Vec<u64> = self
             .jobs
             .values()
@@ -2227,6 +2278,10 @@ impl Controller {
             }
             return effects;
         }
+        tracing::warn!(
+            "Killing JobId={id} on failed node {}",
+            self.jobs[&id].nodes.join(",")
+        );
         let report = JobEnded {
             job_id: id,
             run,

@@ -6,7 +6,7 @@
 //! owner, and the agent checks with the controller that the step exists, is theirs and
 //! includes this node.
 //!
-//! A batch script runs as its owner (set[ug]id and initgroups when the agent is root;
+//! A batch script runs as its owner (its groups, gid and uid set when the agent is root;
 //! otherwise the agent runs only its own user's jobs), in its working directory, with
 //! the environment the controller computed, its output in the patterned files, in a
 //! session of its own. At its time limit it gets SIGTERM and, `KillWait` seconds later,
@@ -170,6 +170,11 @@ pub async fn run(
         .map_err(io)?;
     let jobs_dir = state_dir.join("agents").join(format!("{node}.jobs"));
     std::fs::create_dir_all(&jobs_dir).map_err(io)?;
+    tracing::info!(
+        "{node}: slurmd (sluice agent) version {} started, pid {}",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id()
+    );
     let killed = leftovers::reap(&jobs_dir);
     if killed > 0 {
         tracing::warn!("{node}: ended {killed} process group(s) left by an earlier agent");
@@ -184,11 +189,9 @@ pub async fn run(
             Some(m)
         }
         Err(why) => {
-            // On stderr, which is the agent's log (`logs/agent-<node>.log` under `sluice
-            // up`): said once, and jobs still run.
-            eprintln!(
-                "sluice agent {node}: warning: job memory limits are not enforced \
-                 (jobs run without them): {why}"
+            // Said once, and jobs still run.
+            tracing::warn!(
+                "{node}: job memory limits are not enforced (jobs run without them): {why}"
             );
             None
         }
@@ -270,6 +273,7 @@ async fn register(agent: App) {
     loop {
         let a = agent.clone();
         let known = registered.clone();
+        let before = registered.clone();
         registered = tokio::task::spawn_blocking(move || {
             let incarnation = |v: serde_json::Value| v["incarnation"].as_str().map(str::to_string);
             let current = a
@@ -285,19 +289,36 @@ async fn register(agent: App) {
                 *a.incarnation.lock().expect("lock") = Some(current.clone());
                 jobs.iter().map(|(id, j)| (*id, j.run)).collect()
             };
+            let count = running.len();
             let body = Register {
                 node: a.node.clone(),
                 running,
             };
-            a.controller
+            let answered = a
+                .controller
                 .post::<_, serde_json::Value>("/v1/agent/register", &body)
                 .ok()
                 .and_then(incarnation)
                 // Yet another controller answered: it has not had our list yet.
-                .filter(|answered| *answered == current)
+                .filter(|answered| *answered == current);
+            if answered.is_some() {
+                tracing::info!(
+                    "{}: registered with the controller (incarnation {current}), {} job(s) \
+                     running here",
+                    a.node,
+                    count
+                );
+            }
+            answered
         })
         .await
         .unwrap_or(None);
+        if before.is_some() && registered.is_none() {
+            tracing::warn!(
+                "{}: the controller does not answer; registering again when it does",
+                agent.node
+            );
+        }
         let pause = if registered.is_some() { 500 } else { 250 };
         tokio::time::sleep(Duration::from_millis(pause)).await;
     }
@@ -365,6 +386,13 @@ async fn signal(
             "only the controller may signal jobs",
         );
     }
+    tracing::debug!(
+        "{}: job {}: signal {} to its {}",
+        agent.node,
+        o.job_id,
+        o.signal,
+        if o.batch_only { "batch shell" } else { "steps" }
+    );
     run::signal_job(&agent, o.job_id, o.signal, o.batch_only);
     Json(serde_json::json!({})).into_response()
 }
@@ -430,6 +458,14 @@ async fn limit(
             "only the controller may change limits",
         );
     }
+    tracing::debug!(
+        "{}: job {}: time limit of run {} set to {}",
+        agent.node,
+        o.job_id,
+        o.run,
+        o.time_limit
+            .map_or("UNLIMITED".to_string(), |t| format!("{t}s"))
+    );
     if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&o.job_id) {
         if j.run == o.run {
             j.time_limit = Some(o.time_limit);
@@ -446,6 +482,13 @@ async fn terminate(
     if !from_controller(&agent, peer) {
         return error(ErrorCode::AccessDenied, "only the controller may end jobs");
     }
+    tracing::debug!(
+        "{}: job {}: terminate order ({}), KillWait {}s",
+        agent.node,
+        o.job_id,
+        o.state.name(),
+        o.kill_wait
+    );
     run::terminate(agent.clone(), o.job_id, o.state, o.kill_wait);
     Json(serde_json::json!({})).into_response()
 }

@@ -46,47 +46,34 @@ impl Owner {
         })
     }
 
-    /// A command that starts in a session of its own, as this owner, in the cgroups
-    /// whose `cgroup.procs` files are `cgroups` (memory, devices).
-    fn command(
-        &self,
-        program: &str,
-        args: &[String],
-        env: &[(String, String)],
-        cwd: &str,
-        cgroups: &[CString],
-    ) -> Command {
-        let mut cmd = Command::new(program);
-        cmd.args(args).env_clear().envs(env.iter().cloned());
-        if Path::new(cwd).is_dir() {
-            cmd.current_dir(cwd);
-        } else {
-            cmd.current_dir("/tmp");
+    /// The identity this owner's processes take, resolved now, in the agent, before any
+    /// fork: the supplementary groups come from the name service (`/etc/group`, LDAP,
+    /// ...), which reads files, allocates and takes locks — none of which a child of
+    /// this multi-threaded agent may do between fork and exec, where another thread may
+    /// have held such a lock at the fork (what `initgroups` there would risk: the child
+    /// would wait forever for a lock nobody is left to release). A job has the groups
+    /// its owner had when it (or its step) was launched.
+    ///
+    /// Errors: the groups cannot be read.
+    fn identity(&self) -> Result<Identity, String> {
+        if !self.switch {
+            return Ok(Identity { switch: None });
         }
-        let owner = self.clone();
-        let cgroups = cgroups.to_vec();
-        // SAFETY: between fork and exec only async-signal-safe calls are made: open,
-        // write and close of cgroup.procs, setsid, initgroups, setgid, setuid (no
-        // allocation: the path and the user name were made beforehand).
-        unsafe {
-            cmd.pre_exec(move || {
-                // Joined first, while still privileged, and before anything is started
-                // that could escape the limits. A failure leaves the job unlimited rather
-                // than failed.
-                for procs in &cgroups {
-                    let _ = cgroup::join_self(procs);
-                }
-                nix::unistd::setsid().map_err(std::io::Error::from)?;
-                if owner.switch {
-                    nix::unistd::initgroups(&owner.user, Gid::from_raw(owner.gid))
-                        .map_err(std::io::Error::from)?;
-                    nix::unistd::setgid(Gid::from_raw(owner.gid)).map_err(std::io::Error::from)?;
-                    nix::unistd::setuid(Uid::from_raw(owner.uid)).map_err(std::io::Error::from)?;
-                }
-                Ok(())
-            });
-        }
-        cmd
+        let gid = Gid::from_raw(self.gid);
+        let groups = nix::unistd::getgrouplist(&self.user, gid).map_err(|e| {
+            format!(
+                "cannot read the groups of user {}: {}",
+                self.user.to_string_lossy(),
+                e.desc()
+            )
+        })?;
+        Ok(Identity {
+            switch: Some(Switch {
+                uid: Uid::from_raw(self.uid),
+                gid,
+                groups,
+            }),
+        })
     }
 
     /// Opens (creating its directory) an output file for the owner.
@@ -138,9 +125,10 @@ fn memory_step(agent: &Agent, r: &JobRecord, step: &str) -> Option<cgroup::Step>
     match memory.step(r.id, r.restarts, step, r.mem_per_node) {
         Ok(s) => Some(s),
         Err(why) => {
-            eprintln!(
-                "sluice agent {}: warning: job {}: memory limit not enforced: {why}",
-                agent.node, r.id
+            tracing::warn!(
+                "{}: job {}: memory limit not enforced: {why}",
+                agent.node,
+                r.id
             );
             None
         }
@@ -163,18 +151,17 @@ pub(crate) fn resolve_devices(
     files: &[sluice_proto::types::DeviceFile],
 ) -> Option<Arc<devices::JobDevices>> {
     if let Err(why) = &agent.devices {
-        eprintln!(
-            "sluice agent {}: warning: job {id}: device access not confined \
-             (ConstrainDevices=yes): {why}",
+        tracing::warn!(
+            "{}: job {id}: device access not confined (ConstrainDevices=yes): {why}",
             agent.node
         );
         return None;
     }
     let (resolved, skipped) = devices::JobDevices::resolve(files);
     if !skipped.is_empty() {
-        eprintln!(
-            "sluice agent {}: job {id}: ConstrainDevices: left out GRES device files \
-             that are not device files here: {}",
+        tracing::info!(
+            "{}: job {id}: ConstrainDevices: left out GRES device files that are not \
+             device files here: {}",
             agent.node,
             skipped.join(", ")
         );
@@ -196,12 +183,80 @@ fn devices_step(
     match d.step(r.id, r.restarts, step, job, step_gpus) {
         Ok(s) => s,
         Err(why) => {
-            eprintln!(
-                "sluice agent {}: warning: job {}: device access not confined: {why}",
-                agent.node, r.id
+            tracing::warn!(
+                "{}: job {}: device access not confined: {why}",
+                agent.node,
+                r.id
             );
             None
         }
+    }
+}
+
+/// Who a process is started as, everything the child needs resolved beforehand (see
+/// [`Owner::identity`]).
+#[derive(Clone)]
+struct Identity {
+    /// The user, primary group and supplementary groups to switch to; None when the
+    /// process stays the agent's user (a job of the agent's own user).
+    switch: Option<Switch>,
+}
+
+/// The user a process switches to between fork and exec.
+#[derive(Clone)]
+struct Switch {
+    uid: Uid,
+    gid: Gid,
+    /// The owner's supplementary groups (`getgrouplist`: the primary group included).
+    groups: Vec<Gid>,
+}
+
+impl Identity {
+    /// A command that starts in a session of its own, as this identity, in the cgroups
+    /// whose `cgroup.procs` files are `cgroups` (memory, devices).
+    fn command(
+        &self,
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+        cwd: &str,
+        cgroups: &[CString],
+    ) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.args(args).env_clear().envs(env.iter().cloned());
+        if Path::new(cwd).is_dir() {
+            cmd.current_dir(cwd);
+        } else {
+            cmd.current_dir("/tmp");
+        }
+        // Moved into the closure, made here: the child only reads them.
+        let switch = self.switch.clone();
+        let cgroups = cgroups.to_vec();
+        // SAFETY: between fork and exec the child makes only async-signal-safe system
+        // calls, and neither allocates nor takes a lock: open, write and close of
+        // cgroup.procs (`join_self`: the paths were made beforehand, the pid is written
+        // from a stack buffer), setsid, setgroups (the list was resolved beforehand, by
+        // `Owner::identity`), setgid, setuid. Errors become `io::Error`s from their
+        // errno, which allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Joined first, while still privileged, and before anything is started
+                // that could escape the limits. A failure leaves the job unlimited rather
+                // than failed.
+                for procs in &cgroups {
+                    let _ = cgroup::join_self(procs);
+                }
+                nix::unistd::setsid().map_err(std::io::Error::from)?;
+                if let Some(s) = &switch {
+                    // Groups first: only root may set them, and after setuid it is not.
+                    nix::unistd::setgroups(&s.groups).map_err(std::io::Error::from)?;
+                    nix::unistd::setgid(s.gid).map_err(std::io::Error::from)?;
+                    nix::unistd::setuid(s.uid).map_err(std::io::Error::from)?;
+                }
+                Ok(())
+            });
+        }
+        cmd
     }
 }
 
@@ -263,6 +318,7 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
                 }
             })
             .await;
+            tracing::warn!("{}: job {id}: {why}", agent.node);
             // Tell the user where they will look.
             if let Ok(owner) = Owner::of(&agent, r) {
                 if let Ok(mut f) = owner.open_output(&r.stderr, true) {
@@ -275,6 +331,12 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         }
     };
     let pid = child.id() as i32;
+    tracing::info!(
+        "{}: Launching batch job {id} for UID {} (run {}, pid {pid})",
+        agent.node,
+        r.uid,
+        r.restarts
+    );
     let ended_before_start = {
         let mut jobs = agent.jobs.lock().expect("lock");
         jobs.get_mut(&id).and_then(|j| {
@@ -406,6 +468,11 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
         None if oom_kills > 0 => (JobState::OutOfMemory, 0, cgroup::OOM_SIGNAL),
         None => (state, code, signal),
     };
+    tracing::info!(
+        "{}: [{id}.batch] done with job: {} ExitCode={code}:{signal}",
+        agent.node,
+        state.name()
+    );
     report(agent.clone(), finish(state, code, signal)).await;
     let mut jobs = agent.jobs.lock().expect("lock");
     if let Some(j) = jobs.get_mut(&id).filter(|j| j.run == run) {
@@ -432,6 +499,7 @@ fn start_batch(
 ) -> Result<std::process::Child, String> {
     let r = &order.job;
     let owner = Owner::of(agent, r)?;
+    let identity = owner.identity()?;
     let script = script_path(agent, r);
     std::fs::write(&script, &r.desc.script).map_err(|e| format!("cannot write the script: {e}"))?;
     let _ = std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700));
@@ -471,7 +539,7 @@ fn start_batch(
             )
         })?
     };
-    let mut cmd = owner.command(
+    let mut cmd = identity.command(
         &script.display().to_string(),
         &[],
         &order.environment,
@@ -656,6 +724,23 @@ pub(crate) fn tasks(
         });
         return;
     };
+    tracing::info!(
+        "{}: launch task StepId={}.{} request from UID:{} GID:{}: {} task(s) here",
+        agent.node,
+        order.job_id,
+        order.step,
+        record.uid,
+        record.gid,
+        order.tasks.len()
+    );
+    // Once for the step's tasks here, before any is forked.
+    let identity = match owner.identity() {
+        Ok(i) => i,
+        Err(message) => {
+            let _ = tx.try_send(TaskEvent::Error { message });
+            return;
+        }
+    };
     // The step's cgroups here, ended by the last of its tasks to end (or by this
     // function, should they all end before it has started them all). Its devices are
     // confined by the job's batch launch here (an srun step only narrows them, to the
@@ -751,7 +836,7 @@ pub(crate) fn tasks(
             }
             env.push(("SLURM_STEP_GPUS".into(), list));
         }
-        let mut cmd = owner.command(&program, &order.argv[1..], &env, &order.work_dir, &procs);
+        let mut cmd = identity.command(&program, &order.argv[1..], &env, &order.work_dir, &procs);
         let feed = order.stdin && order.stdin_task.is_none_or(|t| t == task);
         cmd.stdin(if feed { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
@@ -1032,5 +1117,144 @@ mod tests {
     #[test]
     fn slurmstepd_names_its_node() {
         assert_eq!(stepd("n1"), "slurmstepd-n1");
+    }
+
+    /// `id`'s numbers: uid, gid and the sorted group list.
+    fn ids(out: &str) -> (u32, u32, Vec<u32>) {
+        let mut lines = out.lines();
+        let mut num = || lines.next().unwrap_or_default().trim().to_string();
+        let (uid, gid, groups) = (num(), num(), num());
+        let mut groups: Vec<u32> = groups
+            .split_whitespace()
+            .map(|g| g.parse().unwrap())
+            .collect();
+        groups.sort_unstable();
+        (uid.parse().unwrap(), gid.parse().unwrap(), groups)
+    }
+
+    /// As root (as agents run): processes started as another user by many threads at
+    /// once — while yet more threads read the group database and allocate, as a busy
+    /// agent's do, the moments a child of the old code could inherit a held lock —
+    /// each run as that user, with its primary group and exactly its supplementary
+    /// groups (not root's), and none hangs between fork and exec.
+    #[test]
+    fn processes_started_at_once_by_many_threads_run_as_their_owner() {
+        use std::sync::atomic::AtomicBool;
+        use std::time::Instant;
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: needs root (to start processes as another user, as agents do)");
+            return;
+        }
+        let Ok(Some(user)) = nix::unistd::User::from_uid(Uid::from_raw(65534)) else {
+            eprintln!("skipped: needs a user 65534 (nobody) to run processes as");
+            return;
+        };
+        let owner = Owner {
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+            user: CString::new(user.name.clone()).unwrap(),
+            switch: true,
+        };
+        let mut expected: Vec<u32> = nix::unistd::getgrouplist(&owner.user, user.gid)
+            .unwrap()
+            .iter()
+            .map(|g| g.as_raw())
+            .collect();
+        expected.sort_unstable();
+        expected.dedup();
+        assert!(!expected.contains(&0), "{expected:?}");
+        // This process, root, gets supplementary group 0 (harmless: it is root's own
+        // group): a child that kept the agent's groups would show it.
+        nix::unistd::setgroups(&[Gid::from_raw(0)]).unwrap();
+        let expected = (owner.uid, owner.gid, expected);
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let busy: Vec<_> = (0..4)
+            .map(|_| {
+                let (stop, name) = (stop.clone(), owner.user.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let groups = nix::unistd::getgrouplist(&name, Gid::from_raw(65534));
+                        let _ = nix::unistd::Group::from_gid(Gid::from_raw(0));
+                        let _ = std::hint::black_box((groups, vec![0u8; 4096]));
+                    }
+                })
+            })
+            .collect();
+        let starters: Vec<_> = (0..16)
+            .map(|_| {
+                let owner = owner.clone();
+                std::thread::spawn(move || {
+                    (0..8)
+                        .map(|_| {
+                            let identity = owner.identity().unwrap();
+                            let mut child = identity
+                                .command(
+                                    "sh",
+                                    &["-c".into(), "id -u; id -g; id -G".into()],
+                                    &[("PATH".into(), "/usr/bin:/bin".into())],
+                                    "/",
+                                    &[],
+                                )
+                                .stdout(Stdio::piped())
+                                .spawn()
+                                .unwrap();
+                            let start = Instant::now();
+                            loop {
+                                if child.try_wait().unwrap().is_some() {
+                                    break;
+                                }
+                                if start.elapsed() > Duration::from_secs(60) {
+                                    let _ = child.kill();
+                                    panic!("a child hung between fork and exec");
+                                }
+                                std::thread::sleep(Duration::from_millis(5));
+                            }
+                            let mut out = String::new();
+                            std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out)
+                                .unwrap();
+                            ids(&out)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let seen: Vec<(u32, u32, Vec<u32>)> = starters
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        stop.store(true, Ordering::Relaxed);
+        for b in busy {
+            b.join().unwrap();
+        }
+        assert_eq!(seen.len(), 128);
+        for s in seen {
+            assert_eq!(s, expected);
+        }
+    }
+
+    /// A process of the agent's own user keeps the agent's identity (nothing to switch).
+    #[test]
+    fn a_process_of_the_agents_own_user_keeps_its_identity() {
+        let owner = Owner {
+            uid: nix::unistd::geteuid().as_raw(),
+            gid: nix::unistd::getegid().as_raw(),
+            user: CString::new("whoever").unwrap(),
+            switch: false,
+        };
+        let identity = owner.identity().unwrap();
+        assert!(identity.switch.is_none());
+        let out = identity
+            .command(
+                "sh",
+                &["-c".into(), "id -u; id -g; id -G".into()],
+                &[("PATH".into(), "/usr/bin:/bin".into())],
+                "/",
+                &[],
+            )
+            .output()
+            .unwrap();
+        let (uid, gid, _) = ids(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!((uid, gid), (owner.uid, owner.gid));
     }
 }

@@ -294,7 +294,7 @@ fn with_constrain_devices_a_job_opens_only_its_gpus() {
 
     // One log line per job for the missing file; no job cgroup left behind.
     let log =
-        std::fs::read_to_string(c.dir.join("state").join("logs").join("agent-g1.log")).unwrap();
+        std::fs::read_to_string(c.dir.join("state").join("logs").join("slurmd-g1.log")).unwrap();
     let notes: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("ConstrainDevices"))

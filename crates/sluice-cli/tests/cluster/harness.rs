@@ -132,10 +132,15 @@ impl Cluster {
     /// [`Cluster::run`] as user `uid` (group of the same number, no others): for a test run by
     /// root that needs a second user.
     pub fn run_as(&self, uid: u32, cmd: &str, args: &[&str]) -> Output {
-        self.run_full(&self.work(), Some(uid), cmd, args)
+        self.run_full(&self.work(), Some((uid, uid)), cmd, args)
     }
 
-    fn run_full(&self, cwd: &Path, uid: Option<u32>, cmd: &str, args: &[&str]) -> Output {
+    /// [`Cluster::run`] as user `uid` with primary group `gid` (no others).
+    pub fn run_as_ids(&self, uid: u32, gid: u32, cmd: &str, args: &[&str]) -> Output {
+        self.run_full(&self.work(), Some((uid, gid)), cmd, args)
+    }
+
+    fn run_full(&self, cwd: &Path, ids: Option<(u32, u32)>, cmd: &str, args: &[&str]) -> Output {
         use std::os::unix::process::CommandExt;
         let bin = self.dir.join("state").join("bin");
         let path = format!(
@@ -144,9 +149,9 @@ impl Cluster {
             std::env::var("PATH").unwrap_or_default()
         );
         let mut command = Command::new(bin.join(cmd));
-        if let Some(uid) = uid {
+        if let Some((uid, gid)) = ids {
             // Setting the uid drops root's supplementary groups too.
-            command.uid(uid).gid(uid);
+            command.uid(uid).gid(gid);
         }
         let o = match command
             .args(args)

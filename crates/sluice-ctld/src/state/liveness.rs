@@ -88,6 +88,7 @@ impl Controller {
         }
         for name in &back {
             self.liveness.resumed.remove(name);
+            tracing::info!("node {name} returned to service: its agent answers, state set to IDLE");
             if let Some(nid) = self.conf.node_id(name) {
                 self.sched.set_node_state(nid, self.node_state(nid));
             }

@@ -76,6 +76,16 @@ impl Controller {
             };
             let signal = r.desc.signal.map_or(SIGTERM, |(s, _, _)| s);
             self.audit_preempted(victim.0, by.0, mode, grace, reclaim, now);
+            tracing::info!(
+                "preempting JobId={} to reclaim resources for JobId={} (mode {}, grace {grace}s)",
+                victim.0,
+                by.0,
+                if mode == PreemptMode::Requeue {
+                    "REQUEUE"
+                } else {
+                    "CANCEL"
+                }
+            );
             let r = &self.jobs[&victim.0];
             if !r.desc.interactive {
                 for batch_only in [true, false] {
@@ -165,10 +175,12 @@ impl Controller {
                     by: Default::default(),
                 };
                 self.audit_requeued(id, cause, JobState::Preempted, now);
+                tracing::info!("preempted JobId={id} has been requeued to reclaim resources");
                 self.requeue_run(id, JobState::Preempted, true, now)
             }
             _ => {
                 self.preempting.get_mut(&id).expect("checked").ending = true;
+                tracing::info!("preempted JobId={id} has been killed to reclaim resources");
                 if r.desc.interactive {
                     let report = sluice_proto::types::JobEnded {
                         job_id: id,
@@ -209,6 +221,9 @@ impl Controller {
                     by: Default::default(),
                 };
                 self.audit_requeued(id, cause, JobState::Preempted, now);
+                tracing::info!(
+                    "preempted JobId={id} ended in its grace time and has been requeued"
+                );
                 let mut effects = self.requeue_run(id, JobState::Preempted, false, now);
                 effects.extend(self.schedule(now));
                 Some(effects)

@@ -33,6 +33,12 @@ impl Controller {
                 self.conf.node_id(name),
                 serde_json::from_str::<NodeOverride>(record),
             ) {
+                tracing::info!(
+                    "node {name} keeps state {} set by uid {}, reason: {}",
+                    o.state,
+                    o.uid,
+                    o.reason
+                );
                 self.node_overrides.insert(name.clone(), o);
                 let state = self.node_state(nid);
                 self.sched.set_node_state(nid, state);
@@ -117,6 +123,14 @@ impl Controller {
                     None
                 }
             };
+            tracing::info!(
+                "update_node: node {name} state set to {} by uid {}{}",
+                set.unwrap_or("RESUME"),
+                caller.uid,
+                reason
+                    .map(|r| format!(", reason set to: {r}"))
+                    .unwrap_or_default()
+            );
             effects.push(Effect::PersistNode {
                 name: name.clone(),
                 record,
