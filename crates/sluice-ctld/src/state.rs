@@ -22,8 +22,9 @@ use sluice_core::{
 use sluice_proto::paths::agent_socket;
 use sluice_proto::pattern::{expand, PatternContext};
 use sluice_proto::types::{
-    CancelRequest, ConfigInfo, DeviceFile, JobDescription, JobEnded, JobRecord, JobState,
-    LaunchBatch, MemoryRequest, NodeInfo, PartitionInfo, StepId, StepPlan, StepRecord, StepRequest,
+    CancelRequest, ConfigInfo, DeviceFile, EndingRun, Hold, JobDescription, JobEnded, JobRecord,
+    JobState, LaunchBatch, MemoryRequest, NodeInfo, PartitionInfo, StartPass, StepId, StepPlan,
+    StepRecord, StepRequest,
 };
 
 use crate::accounts::{Accounts, Requester};
@@ -290,9 +291,6 @@ pub const BAD_PARTITION: &str = "Invalid partition name specified";
 pub const NODE_CONFIG: &str = "Requested node configuration is not available";
 /// Slurm's message for an unknown job id.
 pub const BAD_JOB: &str = "Invalid job id specified";
-/// Detail of a requeued job whose previous run is still ending: `RUN@NODE`. Its agent
-/// holds one run of a job at a time, so the job waits until that run's end is reported.
-const ENDING_RUN: &str = "ending_run";
 
 impl Controller {
     /// A controller over `conf`, restoring the records read from the store.
@@ -359,7 +357,8 @@ impl Controller {
         for s in steps {
             c.steps.insert((s.job_id, s.step), s);
         }
-        for r in jobs {
+        for mut r in jobs {
+            r.upgrade();
             let id = r.id;
             match r.state {
                 JobState::Running => {
@@ -618,14 +617,19 @@ impl Controller {
             exit_code: 0,
             signal: 0,
             restarts: 0,
-            held: desc.hold,
+            hold: desc.hold.then_some(Hold::User),
             cancelled_by: None,
             stdout: String::new(),
             stderr: String::new(),
             stdin: String::new(),
             desc: desc.clone(),
             next_step: 0,
-            details: BTreeMap::new(),
+            start_pass: None,
+            ending_run: None,
+            refused: None,
+            preemption: None,
+            legacy_held: false,
+            legacy_details: BTreeMap::new(),
             tres_req: Vec::new(),
             tres_alloc: Vec::new(),
             gpu_types_per_node: Vec::new(),
@@ -1049,7 +1053,7 @@ impl Controller {
                             let before = std::mem::replace(&mut r.reason, "BadConstraints".into());
                             r.state = JobState::Failed;
                             r.end_time = Some(now);
-                            r.details.insert("refused".into(), e.to_string());
+                            r.refused = Some(e.to_string());
                             let r = r.clone();
                             self.audit_refused(&r, before, now);
                             effects.push(Effect::Persist(Box::new(r)));
@@ -1059,7 +1063,7 @@ impl Controller {
                             let r = self.jobs.get_mut(&id).expect("exists");
                             r.state = JobState::Failed;
                             r.end_time = Some(now);
-                            r.details.insert("refused".into(), e);
+                            r.refused = Some(e);
                             let r = r.clone();
                             let before = r.reason.clone();
                             self.audit_refused(&r, before, now);
@@ -1075,17 +1079,14 @@ impl Controller {
     /// Why a pending job may not enter the queue yet (Slurm's reason), if it may not.
     fn blocked_reason(&self, id: u64, now: i64) -> Option<&'static str> {
         let r = &self.jobs[&id];
-        if r.held {
-            if r.details.contains_key(reservations::RESV_DELETED) {
-                return Some("ReservationDeleted");
-            }
-            return Some(if r.details.contains_key("admin_hold") {
-                "JobHeldAdmin"
-            } else {
-                "JobHeldUser"
+        if let Some(hold) = &r.hold {
+            return Some(match hold {
+                Hold::ReservationDeleted(_) => "ReservationDeleted",
+                Hold::Admin => "JobHeldAdmin",
+                Hold::User => "JobHeldUser",
             });
         }
-        if r.details.contains_key(ENDING_RUN) {
+        if r.ending_run.is_some() {
             // As a requeued job in Slurm, which may begin again only later.
             return Some("BeginTime");
         }
@@ -1248,14 +1249,11 @@ impl Controller {
         r.gpus_per_node = gpus;
         r.shards_per_node = shards;
         (r.tres_alloc, r.gpu_types_per_node) = self.conf.allocated_tres(&r.partition, nodes);
-        r.details.insert(
-            "scheduler".into(),
-            if pass == "backfill" {
-                "Backfill".into()
-            } else {
-                "Main".into()
-            },
-        );
+        r.start_pass = Some(if pass == "backfill" {
+            StartPass::Backfill
+        } else {
+            StartPass::Main
+        });
         let first = names.first().cloned().unwrap_or_default();
         resolve_paths(r, &first);
         let record = r.clone();
@@ -1419,8 +1417,7 @@ impl Controller {
         let Some(r) = self.jobs.get(&report.job_id) else {
             return Vec::new();
         };
-        let run = report.run.to_string();
-        if r.details.get(ENDING_RUN).and_then(|e| e.split('@').next()) == Some(run.as_str()) {
+        if r.ending_run.as_ref().is_some_and(|e| e.run == report.run) {
             return self.requeued_run_ended(report.job_id, now);
         }
         if r.state != JobState::Running || r.restarts != report.run {
@@ -1751,7 +1748,7 @@ impl Controller {
         for &id in &ids {
             let r = &self.jobs[&id];
             if !Self::may_touch(caller, r)
-                || (!hold && !caller.admin && r.details.contains_key("admin_hold"))
+                || (!hold && !caller.admin && r.hold.as_ref().is_some_and(|h| *h != Hold::User))
             {
                 return Err(ApiError::access_denied());
             }
@@ -1771,18 +1768,14 @@ impl Controller {
                 self.outside.insert(id);
             }
             let r = self.jobs.get_mut(&id).expect("exists");
-            r.held = hold;
+            r.hold = match (hold, caller.admin && !user_hold) {
+                (false, _) => None,
+                (true, true) => Some(Hold::Admin),
+                (true, false) => Some(Hold::User),
+            };
             if hold {
                 // A held job is not eligible: it accrues no age until released.
                 r.accrue_time = None;
-            }
-            if hold && caller.admin && !user_hold {
-                r.details.insert("admin_hold".into(), "1".into());
-            } else {
-                r.details.remove("admin_hold");
-            }
-            if !hold {
-                r.details.remove(reservations::RESV_DELETED);
             }
             effects.push(Effect::Persist(Box::new(r.clone())));
         }
@@ -1890,11 +1883,10 @@ impl Controller {
                             state: JobState::Requeued,
                         });
                         let node = r.nodes.first().cloned().unwrap_or_default();
-                        self.jobs
-                            .get_mut(&id)
-                            .expect("exists")
-                            .details
-                            .insert(ENDING_RUN.into(), format!("{}@{node}", r.restarts));
+                        self.jobs.get_mut(&id).expect("exists").ending_run = Some(EndingRun {
+                            run: r.restarts,
+                            node,
+                        });
                     }
                 }
                 _ => {}
@@ -2173,7 +2165,7 @@ impl Controller {
     /// A requeued job's previous run has ended: the job may run again.
     fn requeued_run_ended(&mut self, id: u64, now: i64) -> Vec<Effect> {
         let r = self.jobs.get_mut(&id).expect("exists");
-        r.details.remove(ENDING_RUN);
+        r.ending_run = None;
         let mut effects = vec![Effect::Persist(Box::new(r.clone()))];
         self.outside_dirty = true;
         effects.extend(self.schedule(now));
@@ -2187,12 +2179,8 @@ impl Controller {
             .jobs
             .values()
             .filter(|j| {
-                j.details.get(ENDING_RUN).is_some_and(|e| {
-                    let (run, on) = e.split_once('@').unwrap_or((e, ""));
-                    on == node
-                        && !running
-                            .iter()
-                            .any(|r| r.0 == j.id && r.1.to_string() == run)
+                j.ending_run.as_ref().is_some_and(|e| {
+                    e.node == node && !running.iter().any(|r| r.0 == j.id && r.1 == e.run)
                 })
             })
             .map(|j| j.id)
@@ -2273,7 +2261,7 @@ impl Controller {
             self.audit.failing = None;
             effects.retain(|e| !matches!(e, Effect::Terminate { .. }));
             // No agent is left to report the run's end.
-            if self.jobs[&id].details.contains_key(ENDING_RUN) {
+            if self.jobs[&id].ending_run.is_some() {
                 effects.extend(self.requeued_run_ended(id, now));
             }
             return effects;
@@ -2307,10 +2295,10 @@ impl Controller {
         r.dependency_status = self.dependency_display(&r, self.sched.last_pass());
         // The priority the core orders it by (held and finished jobs: 0, as Slurm shows).
         r.priority = match r.state {
-            JobState::Pending | JobState::Running if self.priority.multifactor() && !r.held => {
+            JobState::Pending | JobState::Running if self.priority.multifactor() && !r.held() => {
                 r.priority
             }
-            JobState::Pending if !r.held => job_priority(&r),
+            JobState::Pending if !r.held() => job_priority(&r),
             JobState::Running => job_priority(&r),
             _ => 0,
         };

@@ -379,8 +379,9 @@ pub struct JobRecord {
     pub signal: i32,
     /// Times the job was requeued.
     pub restarts: u32,
-    /// Held by its user (`JobHeldUser`) or an administrator.
-    pub held: bool,
+    /// Who holds it back while it is pending, if anyone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<Hold>,
     /// Who cancelled it (uid).
     pub cancelled_by: Option<u32>,
     /// Resolved standard output path.
@@ -394,9 +395,30 @@ pub struct JobRecord {
     /// Steps started (next step number).
     #[serde(default)]
     pub next_step: u32,
-    /// Free-form scheduler details (e.g. which pass started it).
-    #[serde(default)]
-    pub details: BTreeMap<String, String>,
+    /// The scheduler pass that started its latest run (`scontrol show job`'s
+    /// `Scheduler=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_pass: Option<StartPass>,
+    /// A requeued job's previous run, still ending on its node: the job waits
+    /// (`BeginTime`) until that run's end is reported, as its agent holds one run of a
+    /// job at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ending_run: Option<EndingRun>,
+    /// Why the job could never run, when it failed on entering the queue (the
+    /// configuration changed under it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// A running job in its preemption grace time: when it may be preempted, when it
+    /// was, and when its grace ends. Filled in when the job is shown, never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption: Option<PreemptionTimes>,
+    /// Records written before these fields were typed: `held` and the `details` map.
+    /// Read once by [`JobRecord::upgrade`], never written.
+    #[serde(default, rename = "held", skip_serializing)]
+    pub legacy_held: bool,
+    /// See [`JobRecord::legacy_held`].
+    #[serde(default, rename = "details", skip_serializing)]
+    pub legacy_details: BTreeMap<String, String>,
     /// Trackable resources asked, as accounting records them (`sacct`'s `ReqTRES`,
     /// `scontrol show job`'s `TRES=` while pending): `(TRES, count)` in Slurm's TRES
     /// order — `cpu` (CPUs), `mem` (MiB), `node` (nodes), `billing` (billable units,
@@ -421,7 +443,106 @@ pub struct JobRecord {
     pub accrue_time: Option<i64>,
 }
 
+/// Who holds a pending job back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hold {
+    /// Its owner (`scontrol hold` by the owner, `uhold`, `sbatch -H`): `JobHeldUser`;
+    /// the owner may release it.
+    User,
+    /// An operator (`scontrol hold` by root or the controller's user): `JobHeldAdmin`;
+    /// only an operator may release it.
+    Admin,
+    /// Its reservation was deleted while it waited: `ReservationDeleted`, released as
+    /// an operator's hold.
+    ReservationDeleted(String),
+}
+
+/// The scheduler pass that started a job (Slurm's `Scheduler=Main|Backfill`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartPass {
+    /// The main pass (or a reservation's, or a preemptor's start).
+    Main,
+    /// The backfill pass.
+    Backfill,
+}
+
+impl StartPass {
+    /// As `scontrol show job` prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartPass::Main => "Main",
+            StartPass::Backfill => "Backfill",
+        }
+    }
+}
+
+/// A requeued job's previous run that is still ending.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndingRun {
+    /// The run (its restart count).
+    pub run: u32,
+    /// The node whose agent runs it.
+    pub node: String,
+}
+
+/// A running job being preempted, as `scontrol show job` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreemptionTimes {
+    /// When it became preemptable (its start plus `PreemptExemptTime`).
+    pub eligible: Option<i64>,
+    /// When it was chosen as a victim.
+    pub at: i64,
+    /// When its grace time ends (its `EndTime` meanwhile).
+    pub grace_end: i64,
+}
+
 impl JobRecord {
+    /// Whether someone holds it back.
+    pub fn held(&self) -> bool {
+        self.hold.is_some()
+    }
+
+    /// Reads what a record written before its control fields were typed kept in
+    /// `held` and `details` into the typed fields, and drops the old ones.
+    pub fn upgrade(&mut self) {
+        let details = std::mem::take(&mut self.legacy_details);
+        if std::mem::take(&mut self.legacy_held) && self.hold.is_none() {
+            self.hold = Some(
+                match (
+                    details.get("reservation_deleted"),
+                    details.get("admin_hold"),
+                ) {
+                    (Some(name), _) => Hold::ReservationDeleted(name.clone()),
+                    (None, Some(_)) => Hold::Admin,
+                    (None, None) => Hold::User,
+                },
+            );
+        }
+        if self.start_pass.is_none() {
+            self.start_pass = details.get("scheduler").map(|s| {
+                if s == "Backfill" {
+                    StartPass::Backfill
+                } else {
+                    StartPass::Main
+                }
+            });
+        }
+        if self.ending_run.is_none() {
+            self.ending_run = details.get("ending_run").and_then(|e| {
+                let (run, node) = e.split_once('@')?;
+                Some(EndingRun {
+                    run: run.parse().ok()?,
+                    node: node.to_string(),
+                })
+            });
+        }
+        if self.refused.is_none() {
+            self.refused = details.get("refused").cloned();
+        }
+    }
+
     /// The memory the job asked for, or the partition's default that applied to it
     /// (MiB per node, per CPU or per GPU); `None` when neither (the job may use all of
     /// each node's memory). What `scontrol show job` prints as

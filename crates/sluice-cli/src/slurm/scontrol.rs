@@ -71,7 +71,7 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("TimeMin", "N/A".into());
     p("SubmitTime", timestamp(j.submit_time));
     // A held job is not eligible, and accrues no age, until released.
-    let held = j.state == JobState::Pending && j.held;
+    let held = j.state == JobState::Pending && j.held();
     p(
         "EligibleTime",
         if held {
@@ -93,24 +93,23 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
             .or(j.planned_start)
             .map_or("Unknown".into(), timestamp),
     );
-    let detail_time = |key: &str| j.details.get(key).and_then(|v| v.parse::<i64>().ok());
     p(
         "EndTime",
         match (j.end_time, j.start_time.or(j.planned_start), j.time_limit) {
             (Some(e), _, _) => timestamp(e),
             // Being preempted: the end of its grace.
-            _ if detail_time("preempt_end").is_some() => {
-                timestamp(detail_time("preempt_end").unwrap_or_default())
-            }
+            _ if j.preemption.is_some() => timestamp(j.preemption.map_or(0, |p| p.grace_end)),
             (None, Some(s), Some(l)) => timestamp(s + l),
             _ => "Unknown".into(),
         },
     );
     p("Deadline", "N/A".into());
-    if let (Some(eligible), Some(at)) = (
-        detail_time("preempt_eligible_time"),
-        detail_time("preempt_time"),
-    ) {
+    if let Some(sluice_proto::types::PreemptionTimes {
+        eligible: Some(eligible),
+        at,
+        ..
+    }) = j.preemption
+    {
         p("PreemptEligibleTime", timestamp(eligible));
         p("PreemptTime", timestamp(at));
     }
@@ -122,10 +121,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     );
     p(
         "Scheduler",
-        j.details
-            .get("scheduler")
-            .cloned()
-            .unwrap_or_else(|| "Main".into()),
+        j.start_pass
+            .map_or("Main", sluice_proto::types::StartPass::as_str)
+            .into(),
     );
     p("Partition", j.partition.clone());
     p("AllocNode:Sid", format!("{}:0", j.desc.submit_host));

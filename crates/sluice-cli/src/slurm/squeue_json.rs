@@ -71,7 +71,7 @@ fn reasons(j: &JobRecord) -> (String, String) {
 fn job(j: &JobRecord, cluster: &str) -> Json {
     let d = &j.desc;
     let s = |v: &Option<String>| Json::str(v.clone().unwrap_or_default());
-    let held = j.state == JobState::Pending && j.held;
+    let held = j.state == JobState::Pending && j.held();
     let waiting_dependency = j.state == JobState::Pending && j.reason == "Dependency";
     let started = j.start_time.is_some();
     let start = if held || waiting_dependency {
@@ -486,7 +486,7 @@ mod tests {
         // `sbatch --hold -J fmt -t 25 --wrap true` under DefMemPerCPU=500.
         let real = &read_dir("squeue", "json_held")[0].stdout;
         let mut j = record(100001, "fmt", 1796032568);
-        j.held = true;
+        j.hold = Some(sluice_proto::types::Hold::User);
         j.reason = "JobHeldUser".into();
         j.time_limit = Some(25 * 60);
         j.tres_req = tres(1, 500);

@@ -258,6 +258,7 @@ async fn accounting(State(app): State<App>) -> Response {
         .iter()
         .filter_map(|r| serde_json::from_str::<JobRecord>(&r.record).ok())
         .map(|mut r| {
+            r.upgrade();
             // sacct reports neither; they are most of a record.
             r.desc.environment = Vec::new();
             r.desc.script = String::new();
@@ -273,6 +274,10 @@ async fn accounting(State(app): State<App>) -> Response {
         .runs
         .iter()
         .filter_map(|r| serde_json::from_str::<JobRecord>(&r.record).ok())
+        .map(|mut r| {
+            r.upgrade();
+            r
+        })
         .collect();
     Json(Accounting { jobs, steps, runs }).into_response()
 }

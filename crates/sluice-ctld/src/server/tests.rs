@@ -163,7 +163,7 @@ fn story(effects: &[Effect]) -> Vec<String> {
                 "persist {} {:?}{}",
                 r.id,
                 r.state,
-                if r.held { " held" } else { "" }
+                if r.held() { " held" } else { "" }
             ),
             Effect::PersistRun(r) => format!("keep run {}.{} {:?}", r.id, r.restarts, r.state),
             Effect::PersistStep(s) => format!("step {} {:?} {:?}", s.job_id, s.step, s.state),

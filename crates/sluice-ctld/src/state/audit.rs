@@ -196,11 +196,11 @@ impl Controller {
             qos: r.qos.clone(),
         };
         self.audit.push(now, r, what);
-        if r.held {
+        if let Some(hold) = &r.hold {
             // `sbatch --hold`: held by its owner from the start.
             let what = AuditWhat::Held {
                 by: Some(r.uid),
-                admin: r.details.contains_key("admin_hold"),
+                admin: *hold != sluice_proto::types::Hold::User,
             };
             self.audit.push(now, r, what);
         }

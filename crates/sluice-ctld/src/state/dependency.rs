@@ -124,7 +124,7 @@ impl Controller {
         for c in &conds {
             for t in &c.jobs {
                 let state = match self.target_state(r, c.kind, t, now) {
-                    None if r.held => DepState::Waiting,
+                    None if r.held() => DepState::Waiting,
                     None => DepState::Satisfied,
                     Some(s) => s,
                 };

@@ -16,7 +16,8 @@ use sluice_proto::time::timestamp;
 use sluice_proto::types::{JobRecord, JobState};
 
 use super::dependency::DepState;
-use super::{Caller, Controller, ENDING_RUN};
+use super::{Caller, Controller};
+use sluice_proto::types::Hold;
 
 /// A duration in words as people read it: `2h 30m`, `45s`.
 pub(super) fn span(secs: i64) -> String {
@@ -232,8 +233,8 @@ impl Controller {
     /// still ending, its dependency, its array's throttle.
     fn outside_causes(&self, r: &JobRecord, now: i64) -> Vec<Cause> {
         let mut out = Vec::new();
-        if r.held {
-            let c = if let Some(name) = r.details.get(super::reservations::RESV_DELETED) {
+        if let Some(hold) = &r.hold {
+            let c = if let Hold::ReservationDeleted(name) = hold {
                 cause(
                     "hold",
                     "ReservationDeleted",
@@ -243,7 +244,7 @@ impl Controller {
                         r.display_id()
                     ),
                 )
-            } else if r.details.contains_key("admin_hold") {
+            } else if *hold == Hold::Admin {
                 cause(
                     "hold",
                     "JobHeldAdmin",
@@ -264,7 +265,7 @@ impl Controller {
             };
             out.push(c);
         }
-        if r.details.contains_key(ENDING_RUN) {
+        if r.ending_run.is_some() {
             out.push(cause(
                 "begin",
                 "BeginTime",
@@ -502,13 +503,10 @@ impl Controller {
             ));
         }
         if let Some(start) = r.start_time {
-            let pass = r.details.get("scheduler").map_or("main", |s| {
-                if s == "Backfill" {
-                    "backfill"
-                } else {
-                    "main"
-                }
-            });
+            let pass = match r.start_pass {
+                Some(sluice_proto::types::StartPass::Backfill) => "backfill",
+                _ => "main",
+            };
             out.push(format!(
                 "started {} on {} by the {pass} pass",
                 timestamp(start),
@@ -521,12 +519,8 @@ impl Controller {
                 ));
             }
         }
-        if let Some(at) = r
-            .details
-            .get("preempt_time")
-            .and_then(|t| t.parse::<i64>().ok())
-        {
-            out.push(format!("preempted at {}", timestamp(at)));
+        if let Some(p) = r.preemption {
+            out.push(format!("preempted at {}", timestamp(p.at)));
         }
         match (r.end_time, r.start_time) {
             (Some(end), Some(_)) => out.push(format!(

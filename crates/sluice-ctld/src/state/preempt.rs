@@ -136,13 +136,11 @@ impl Controller {
             return;
         };
         let exempt = self.conf.cluster.preempt.exempt_time;
-        if let Some(start) = r.start_time {
-            r.details
-                .insert("preempt_eligible_time".into(), (start + exempt).to_string());
-        }
-        r.details.insert("preempt_time".into(), p.at.to_string());
-        r.details
-            .insert("preempt_end".into(), p.deadline.to_string());
+        r.preemption = Some(sluice_proto::types::PreemptionTimes {
+            eligible: r.start_time.map(|start| start + exempt),
+            at: p.at,
+            grace_end: p.deadline,
+        });
     }
 
     /// The earliest end of a grace time still running.

@@ -154,7 +154,7 @@ impl Controller {
         let pending: Vec<u64> = self
             .jobs
             .values()
-            .filter(|r| r.state == JobState::Pending && !r.held)
+            .filter(|r| r.state == JobState::Pending && !r.held())
             .map(|r| r.id)
             .collect();
         for id in pending {
@@ -244,7 +244,7 @@ impl Controller {
             return report;
         }
         for r in self.jobs.values() {
-            if r.state != JobState::Pending || r.held {
+            if r.state != JobState::Pending || r.held() {
                 continue;
             }
             let Ok(spec) = self.core_spec(r) else {

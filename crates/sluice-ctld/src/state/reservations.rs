@@ -24,9 +24,6 @@ pub const NOT_OPERATOR: &str = "Invalid user id";
 /// Slurm's refusal of a reservation naming an account that does not exist.
 pub const BAD_RESV_ACCOUNT: &str = "Invalid account or account/partition combination specified";
 
-/// Detail of a job held because its reservation was deleted (the reservation's name).
-pub(crate) const RESV_DELETED: &str = "reservation_deleted";
-
 /// A reservation idle this long (seconds, its window open and none of its jobs
 /// running) is reported once in the controller's log.
 pub const IDLE_NOTE_AFTER: i64 = 1800;
@@ -386,11 +383,9 @@ impl Controller {
                 self.sched.cancel_pending(JobId(id), now);
             }
             let r = self.jobs.get_mut(&id).expect("listed");
-            r.held = true;
+            r.hold = Some(Hold::ReservationDeleted(name.to_string()));
             r.desc.reservation = None;
             r.accrue_time = None;
-            r.details.insert("admin_hold".into(), "1".into());
-            r.details.insert(RESV_DELETED.into(), name.to_string());
             r.reason = "ReservationDeleted".into();
             effects.push(Effect::Persist(Box::new(r.clone())));
         }

@@ -379,7 +379,7 @@ fn hold_release_cancel_and_permissions() {
     // Holding a running job changes nothing and is no error, as in Slurm.
     assert!(c.set_hold(busy, None, true, &alice(), 1).is_ok());
     assert_eq!(c.job(busy).unwrap().state, JobState::Running);
-    assert!(!c.job(busy).unwrap().held);
+    assert!(!c.job(busy).unwrap().held());
     // An operator's hold: only an operator releases it; uhold hands it to the owner.
     let root = Caller {
         uid: 0,
@@ -1399,6 +1399,7 @@ fn a_deleted_reservations_jobs_are_held_and_bad_requests_are_refused() {
     let (job, _) = submit(&mut c, d, &mut next, 0);
     c.schedule(0);
     assert_eq!(c.job(job).unwrap().reason, "Reservation");
+    let deleted = name.clone();
     let del = ReservationChange {
         op: Some(ReservationOp::Delete),
         name: Some(name),
@@ -1408,8 +1409,13 @@ fn a_deleted_reservations_jobs_are_held_and_bad_requests_are_refused() {
     c.schedule(10);
     let r = c.job(job).unwrap();
     assert_eq!(
-        (r.state, r.held, r.reason.as_str(), r.desc.reservation),
-        (JobState::Pending, true, "ReservationDeleted", None)
+        (r.state, r.hold, r.reason.as_str(), r.desc.reservation),
+        (
+            JobState::Pending,
+            Some(Hold::ReservationDeleted(deleted)),
+            "ReservationDeleted",
+            None
+        )
     );
     let effects = c.set_hold(job, None, false, &root(), 20).unwrap();
     assert_eq!(launches(&effects), vec![(job, vec!["node01".to_string()])]);

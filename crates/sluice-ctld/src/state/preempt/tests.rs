@@ -127,14 +127,13 @@ fn a_requeued_victim_is_signalled_killed_after_its_grace_and_runs_again() {
     assert_eq!(c.job(2).unwrap().reason, "Resources");
     assert_eq!(c.next_wakeup(), Some(15));
     // scontrol show job: when it was preempted, and its grace's end as its end.
-    let d = c.job(1).unwrap().details;
     assert_eq!(
-        (
-            d["preempt_eligible_time"].as_str(),
-            d["preempt_time"].as_str(),
-            d["preempt_end"].as_str()
-        ),
-        ("0", "10", "15")
+        c.job(1).unwrap().preemption,
+        Some(sluice_proto::types::PreemptionTimes {
+            eligible: Some(0),
+            at: 10,
+            grace_end: 15
+        })
     );
     assert!(terminations(&c.schedule(14)).is_empty());
     // At 15 its grace is over: killed, its run kept as PREEMPTED, queued again; the high
