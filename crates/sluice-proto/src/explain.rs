@@ -7,6 +7,18 @@
 
 use serde::{Deserialize, Serialize};
 
+/// `GET /v1/jobs/{id}/explain`'s query: an array task, and whether to search for
+/// suggestions (default: yes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExplainQuery {
+    /// The array task, when one is named (`123_4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<u32>,
+    /// Search for suggestions (`false`: the answer without them, at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggest: Option<bool>,
+}
+
 /// The whole explanation of one job.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {

@@ -3,20 +3,11 @@
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::response::Response;
-use serde::Deserialize;
+use sluice_proto::explain::ExplainQuery;
 
 use super::input::Request;
 use super::routes::reply;
 use super::{App, Peer};
-
-/// The optional array task, and whether to search for suggestions (default: yes).
-#[derive(Deserialize, Default)]
-pub(super) struct ExplainQuery {
-    #[serde(default)]
-    task: Option<u32>,
-    #[serde(default)]
-    suggest: Option<bool>,
-}
 
 /// The explanation of a job for the caller (whose uid comes from the socket); 404 with
 /// Slurm's `Invalid job id specified` for a job the caller may not see. The loop

@@ -456,3 +456,75 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
     let r = stored(&db, id);
     assert_eq!((r.id, r.state), (1, JobState::Completed));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_answers_every_request_in_flight_and_keeps_every_acknowledged_job() {
+    // The whole daemon, in process: 40 submitters race a stop. Every submission that
+    // got an id is on disk after the stop; none is left hanging; a submission refused
+    // for the stop says so.
+    let dir = temp_dir("drain");
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let state = dir.clone();
+    let daemon = tokio::spawn(async move {
+        super::run(conf(1, 4), &state, None, async move {
+            let _ = stop_rx.await;
+        })
+        .await
+    });
+    let socket = sluice_proto::paths::controller_socket(&dir);
+    let client = sluice_proto::Client::new(&socket);
+    for _ in 0..200 {
+        if client.get::<serde_json::Value>("/v1/ping").is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let submitters: Vec<_> = (0..40)
+        .map(|i| {
+            let client = client.clone();
+            std::thread::spawn(move || {
+                // Some start before the stop, some race it.
+                std::thread::sleep(std::time::Duration::from_millis(5 * i));
+                client.post::<_, SubmitReply>("/v1/jobs", &desc(1))
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    stop_tx.send(()).unwrap();
+    let results: Vec<_> = tokio::task::spawn_blocking(move || {
+        submitters
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    daemon.await.unwrap().expect("the daemon stops cleanly");
+    let ids: Vec<u64> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok().map(|s| s.job_id))
+        .collect();
+    assert!(!ids.is_empty(), "submissions before the stop are answered");
+    for r in &results {
+        if let Err(e) = r {
+            // Turned away: the socket is gone, or the controller said it is stopping.
+            let fine = matches!(e, sluice_proto::ClientError::Connect { .. })
+                || matches!(
+                    e,
+                    sluice_proto::ClientError::Status {
+                        code: ErrorCode::ShuttingDown,
+                        ..
+                    }
+                );
+            assert!(fine, "{e:?}");
+        }
+    }
+    let (_s, _w, snap) = sluice_store::Store::open(&dir.join("sluice.db"), 1).unwrap();
+    let stored: Vec<u64> = snap.jobs.iter().map(|r| r.id).collect();
+    for id in &ids {
+        assert!(
+            stored.contains(id),
+            "job {id} was acknowledged but is not on disk"
+        );
+    }
+}
