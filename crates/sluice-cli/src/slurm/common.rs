@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use sluice_conf::getopt::GetoptError;
 use sluice_proto::{Client, ClientError};
 
 /// Exit status of Slurm's clients for option and value errors.
@@ -242,118 +243,56 @@ pub fn parse_job_arg(s: &str) -> Option<Vec<(u64, Option<u32>)>> {
     }
 }
 
-/// A command line walked option by option, getopt-style: `--key=value`, `-kvalue` and
-/// `-k value` all give key `--key`/`-k` and its value when asked for one.
-pub struct OptionWalk {
-    args: Vec<String>,
-    i: usize,
-    key: String,
-    inline: Option<String>,
-}
-
-impl OptionWalk {
-    /// Walks `args` (already split with [`split_short_options`] where needed).
-    pub fn new(args: Vec<String>) -> Self {
-        OptionWalk {
-            args,
-            i: 0,
-            key: String::new(),
-            inline: None,
+/// An option error as the query commands (squeue, sinfo, scancel, sacct, sprio,
+/// sshare) print it after `CMD: error: `: an unknown option quoted as typed (a short
+/// one from its letter on), a missing value named by the option as typed (`'-u'`,
+/// `'--user'`), glibc's words for the rest.
+pub fn option_message(e: &GetoptError) -> String {
+    match e {
+        GetoptError::UnrecognizedLong { word, .. } => format!("unrecognized option '{word}'"),
+        GetoptError::InvalidShort { rest, .. } => format!("unrecognized option '-{rest}'"),
+        GetoptError::LongRequiresArgument { long, .. } => {
+            format!("option '--{long}' requires an argument")
         }
-    }
-
-    /// The next option's key (`-u`, `-ualice`, `--user`), or `None` at the end.
-    pub fn next_key(&mut self) -> Option<String> {
-        let a = self.args.get(self.i)?.clone();
-        self.i += 1;
-        (self.key, self.inline) = match a.split_once('=') {
-            Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
-            _ => (a, None),
-        };
-        Some(self.key.clone())
-    }
-
-    /// The current option's value: after `=`, the rest of a short option's word, or
-    /// the next word.
-    ///
-    /// Errors: `option 'KEY' requires an argument` at the end of the line.
-    pub fn value(&mut self) -> Result<String, String> {
-        if let Some(v) = self.inline.take() {
-            return Ok(v);
+        GetoptError::ShortRequiresArgument { letter, .. } => {
+            format!("option '-{letter}' requires an argument")
         }
-        if !self.key.starts_with("--") && self.key.len() > 2 {
-            return Ok(self.key[2..].to_string());
-        }
-        let v = self
-            .args
-            .get(self.i)
-            .cloned()
-            .ok_or_else(|| format!("option '{}' requires an argument", self.key))?;
-        self.i += 1;
-        Ok(v)
+        other => other.to_string(),
     }
-
-    /// The current option's value as a comma-separated list (empty items dropped).
-    ///
-    /// Errors: as [`OptionWalk::value`].
-    pub fn list(&mut self) -> Result<Vec<String>, String> {
-        Ok(self
-            .value()?
-            .split(',')
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect())
-    }
-}
-
-/// Short options bundled as getopt takes them (`-nu alice`, `-nXP`), split into one
-/// argument each: `flags` are the command's short options without a value; the first
-/// other letter takes the rest of the word as its value (`-nualice`: `-n -ualice`).
-/// Words that are not such a bundle are left as they are.
-pub fn split_short_options(args: Vec<String>, flags: &str) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len());
-    for a in args {
-        let letters = a.strip_prefix('-').filter(|r| !r.starts_with('-'));
-        let bundle =
-            letters.filter(|r| r.len() > 1 && r.chars().next().is_some_and(|c| flags.contains(c)));
-        let Some(rest) = bundle else {
-            out.push(a);
-            continue;
-        };
-        for (i, c) in rest.char_indices() {
-            if flags.contains(c) {
-                out.push(format!("-{c}"));
-            } else {
-                out.push(format!("-{}", &rest[i..]));
-                break;
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::split_short_options;
+    use sluice_conf::getopt::{Getopt, Opt, Order};
 
-    fn split(args: &[&str]) -> Vec<String> {
-        split_short_options(args.iter().map(|a| a.to_string()).collect(), "nPXp")
-    }
+    use super::option_message;
 
     #[test]
-    fn bundled_short_options_are_split_as_getopt_splits_them() {
-        // Snakemake's `sacct -nu "$USER" -o Account%256`.
+    fn query_commands_word_option_errors_as_they_always_have() {
+        const TABLE: &[Opt] = &[
+            Opt::flag("noheader", Some('n')),
+            Opt::required("user", Some('u')),
+        ];
+        let first_error = |args: &[&str]| {
+            Getopt::new(TABLE, args.iter().map(|a| a.to_string()), Order::Permute)
+                .find_map(Result::err)
+                .map(|e| option_message(&e))
+                .unwrap()
+        };
         assert_eq!(
-            split(&["-nu", "alice", "-o", "Account%256"]),
-            ["-n", "-u", "alice", "-o", "Account%256"]
+            first_error(&["--bogus=1"]),
+            "unrecognized option '--bogus=1'"
         );
-        assert_eq!(split(&["-nXP"]), ["-n", "-X", "-P"]);
-        assert_eq!(split(&["-nualice"]), ["-n", "-ualice"]);
-        assert_eq!(split(&["-Xj5"]), ["-X", "-j5"]);
-        // Not bundles: a lone flag, an option with its value attached, long options.
+        assert_eq!(first_error(&["-zq"]), "unrecognized option '-zq'");
+        assert_eq!(first_error(&["-nzq"]), "unrecognized option '-zq'");
+        assert_eq!(first_error(&["-u"]), "option '-u' requires an argument");
         assert_eq!(
-            split(&["-n", "-j5", "-oJobID", "--name=x", "-"]),
-            ["-n", "-j5", "-oJobID", "--name=x", "-"]
+            first_error(&["--us"]),
+            "option '--user' requires an argument"
+        );
+        assert_eq!(
+            first_error(&["--noheader=yes"]),
+            "option '--noheader' doesn't allow an argument"
         );
     }
 

@@ -1,5 +1,6 @@
 //! `scontrol`: show and change jobs, nodes, partitions and the configuration.
 
+use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_proto::types::{tres_string, ConfigInfo, JobRecord, JobState, NodeInfo, PartitionInfo};
 
 use super::common::{controller, describe, elapsed, fail, limit, now, parse_job_arg, timestamp};
@@ -279,19 +280,34 @@ const JOB_BREAKS: &[&str] = &[
     "TresPerTask",
 ];
 
+/// scontrol's options, in Slurm's names.
+const OPTIONS: &[Opt] = &[
+    Opt::flag("oneliner", Some('o')),
+    Opt::flag("details", Some('d')),
+    Opt::flag("quiet", Some('Q')),
+    Opt::flag("all", Some('a')),
+    Opt::flag("version", Some('V')),
+];
+
 /// Runs `scontrol`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut one_line = false;
     let mut words: Vec<String> = Vec::new();
-    for a in args {
-        match a.as_str() {
-            "-o" | "--oneliner" => one_line = true,
-            "-d" | "--details" | "-Q" | "--quiet" | "-a" | "--all" => {}
-            "-V" | "--version" | "version" => {
+    for item in Getopt::new(OPTIONS, args, Order::Permute) {
+        match item {
+            Ok(Parsed::Opt(f)) if f.name() == "oneliner" => one_line = true,
+            Ok(Parsed::Opt(f)) if f.name() == "version" => {
                 println!("slurm 22.05.8");
                 return 0;
             }
-            _ => words.push(a),
+            Ok(Parsed::Opt(_)) => {}
+            Ok(Parsed::Operand(w)) if w == "version" => {
+                println!("slurm 22.05.8");
+                return 0;
+            }
+            Ok(Parsed::Operand(w)) => words.push(w),
+            // A word that is no option is taken as a command word (and refused as one).
+            Err(e) => words.push(e.word().to_string()),
         }
     }
     let Some(verb) = words.first().map(|s| s.to_ascii_lowercase()) else {
