@@ -2,15 +2,14 @@
 
 use std::collections::BTreeMap;
 
+use sluice_conf::duration::format_time;
+use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
+use sluice_proto::time::{parse_timestamp, timestamp};
 use sluice_proto::types::{
     tres_string_sorted, JobRecord, JobState, MemoryRequest, StepId, StepRecord,
 };
 
-use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
-
-use super::common::{
-    controller, describe, elapsed, fail, now, option_message, parse_begin, parse_job_arg, timestamp,
-};
+use super::common::{controller, describe, fail, now, option_message, parse_job_arg};
 use super::squeue::current_user;
 
 const ME: &str = "sacct";
@@ -271,9 +270,9 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         ),
         ("Partition", Row::Job(j)) => j.partition.clone(),
         ("Account", _) => j.account.clone(),
-        ("Elapsed", _) => elapsed(run),
+        ("Elapsed", _) => format_time(Some(run)),
         ("ElapsedRaw", _) => run.to_string(),
-        ("CPUTime", Row::Job(_)) => elapsed(run * job_cpus as i64),
+        ("CPUTime", Row::Job(_)) => format_time(Some(run * job_cpus as i64)),
         ("CPUTimeRAW", Row::Job(_)) => (run * job_cpus as i64).to_string(),
         ("Start", _) => start.map_or(null, timestamp),
         ("End", _) => end.map_or(null, timestamp),
@@ -283,7 +282,7 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         ("UID", Row::Job(j)) => j.uid.to_string(),
         ("Group", Row::Job(j)) => j.group.clone(),
         ("GID", Row::Job(j)) => j.gid.to_string(),
-        ("Timelimit", Row::Job(j)) => sluice_conf::duration::format_time(j.time_limit),
+        ("Timelimit", Row::Job(j)) => format_time(j.time_limit),
         ("TimelimitRaw", Row::Job(j)) => j
             .time_limit
             .map_or("UNLIMITED".into(), |l| (l / 60).to_string()),
@@ -470,7 +469,7 @@ pub fn main(args: Vec<String>) -> i32 {
             }
             "starttime" | "endtime" => {
                 let v = f.value();
-                let t = parse_begin(v, now())
+                let t = parse_timestamp(v, now())
                     .unwrap_or_else(|| fail(ME, format!("Invalid time specification: {v}"), 1));
                 if f.name() == "starttime" {
                     start = Some(t);
@@ -505,7 +504,7 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     // Default window: since midnight, unless jobs are named (then: all time).
     let start = start.or(if jobs.is_empty() {
-        parse_begin("today", t)
+        parse_timestamp("today", t)
     } else {
         None
     });

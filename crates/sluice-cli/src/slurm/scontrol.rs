@@ -3,7 +3,10 @@
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_proto::types::{tres_string, ConfigInfo, JobRecord, JobState, NodeInfo, PartitionInfo};
 
-use super::common::{controller, describe, elapsed, fail, limit, now, parse_job_arg, timestamp};
+use sluice_conf::duration::format_time;
+use sluice_proto::time::timestamp;
+
+use super::common::{controller, describe, fail, now, parse_job_arg};
 use super::scontrol_show::{lines_of, node_lines, partition_lines, record};
 
 const ME: &str = "scontrol";
@@ -67,8 +70,8 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     );
     p("Reboot", "0".into());
     p("ExitCode", format!("{}:{}", j.exit_code, j.signal));
-    p("RunTime", elapsed(run));
-    p("TimeLimit", limit(j.time_limit, true));
+    p("RunTime", format_time(Some(run)));
+    p("TimeLimit", format_time(j.time_limit));
     p("TimeMin", "N/A".into());
     p("SubmitTime", timestamp(j.submit_time));
     // A held job is not eligible, and accrues no age, until released.

@@ -4,7 +4,9 @@ use sluice_proto::types::{NodeInfo, PartitionInfo};
 
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 
-use super::common::{controller, date_line, describe, fail, now, option_message};
+use sluice_proto::time::date_line;
+
+use super::common::{controller, describe, fail, now, option_message};
 use super::format::{codes, invalid_codes, render, Field};
 use super::sinfo_records::{build, field, Grouping, Record};
 

@@ -5,10 +5,10 @@ use sluice_proto::types::{JobRecord, JobState};
 
 use sluice_conf::getopt::{Getopt, GetoptError, Opt, Order, Parsed};
 
-use super::common::{
-    controller, date_line, describe, fail, limit, now, option_message, parse_job_arg, squeue_time,
-    timestamp,
-};
+use sluice_conf::duration::format_compact;
+use sluice_proto::time::{date_line, timestamp};
+
+use super::common::{controller, describe, fail, now, option_message, parse_job_arg};
 use super::format::{render, Field};
 
 const DEFAULT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
@@ -52,14 +52,17 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         'q' => f("QOS", j.qos.clone()),
         't' => f("ST", j.state.short().into()),
         'T' => f("STATE", j.state.name().into()),
-        'M' => f("TIME", squeue_time(run)),
-        'l' => f("TIME_LIMIT", limit(j.time_limit, false)),
+        'M' => f("TIME", format_compact(run)),
+        'l' => f(
+            "TIME_LIMIT",
+            j.time_limit.map_or("UNLIMITED".into(), format_compact),
+        ),
         'L' => f(
             "TIME_LEFT",
             match (j.time_limit, j.state) {
                 (None, _) => "UNLIMITED".into(),
-                (Some(l), JobState::Running) => squeue_time(l - run),
-                (Some(l), _) => squeue_time(l),
+                (Some(l), JobState::Running) => format_compact(l - run),
+                (Some(l), _) => format_compact(l),
             },
         ),
         'D' => f(

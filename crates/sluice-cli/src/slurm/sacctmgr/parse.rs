@@ -4,11 +4,12 @@
 
 use std::collections::BTreeSet;
 
+use sluice_conf::duration::parse_minutes;
 use sluice_conf::getopt::{Getopt, GetoptError, Opt, Order, Parsed};
 use sluice_ctld::accounts::parse_shares;
 use sluice_proto::accounts::{
-    parse_minutes, parse_tres, AdminLevel, AssocChange, Change, FlagsChange, LimitsChange,
-    ListChange, PreemptMode, QosChange, QosFlag, TresChange,
+    parse_tres, AdminLevel, AssocChange, Change, FlagsChange, LimitsChange, ListChange,
+    PreemptMode, QosChange, QosFlag, TresChange,
 };
 
 /// Options before (or among) the words.
