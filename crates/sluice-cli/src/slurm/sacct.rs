@@ -348,29 +348,33 @@ fn format_width(spec: Option<&str>) -> Option<i32> {
     spec.and_then(|w| w.parse::<i32>().ok()).filter(|&w| w != 0)
 }
 
-/// sacct's options, in Slurm's names.
+/// sacct's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
 const OPTIONS: &[Opt] = &[
-    Opt::flag("parsable2", Some('P')),
-    Opt::flag("parsable", Some('p')),
-    Opt::flag("noheader", Some('n')),
-    Opt::flag("allocations", Some('X')),
     Opt::flag("allusers", Some('a')),
+    Opt::required("accounts", Some('A')),
+    Opt::flag("allocations", Some('X')),
     Opt::flag("duplicates", Some('D')),
-    Opt::flag("allclusters", Some('L')),
-    Opt::flag("long", Some('l')),
-    Opt::required("units", None),
-    Opt::flag("json", None),
-    Opt::required("format", Some('o')),
-    Opt::required("jobs", Some('j')),
+    Opt::required("endtime", Some('E')),
     Opt::required("name", None),
     Opt::required("jobname", None).alias_of("name"),
-    Opt::required("user", Some('u')),
+    Opt::required("jobs", Some('j')),
+    Opt::flag("long", Some('l')),
+    Opt::flag("allclusters", Some('L')),
+    Opt::required("cluster", None).alias_of("clusters"),
+    Opt::required("clusters", Some('M')),
+    Opt::required("units", None),
+    Opt::flag("noheader", Some('n')),
+    Opt::required("fields", None).alias_of("format"),
+    Opt::required("format", Some('o')),
+    Opt::flag("parsable", Some('p')),
+    Opt::flag("parsable2", Some('P')),
+    Opt::required("partition", Some('r')),
     Opt::required("state", Some('s')),
     Opt::required("starttime", Some('S')),
-    Opt::required("endtime", Some('E')),
-    Opt::required("clusters", Some('M')),
-    Opt::required("accounts", Some('A')),
-    Opt::required("partition", Some('r')),
+    Opt::required("uid", None).alias_of("user"),
+    Opt::required("user", Some('u')),
+    Opt::flag("json", None),
 ];
 
 /// Runs `sacct`.

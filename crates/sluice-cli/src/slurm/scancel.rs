@@ -7,20 +7,21 @@ use sluice_proto::types::{CancelRequest, JobState};
 use super::common::{controller, describe, fail, option_message, parse_job_arg};
 use super::squeue::current_user;
 
-/// scancel's options, in Slurm's names.
+/// scancel's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
 const OPTIONS: &[Opt] = &[
-    Opt::required("signal", Some('s')),
     Opt::flag("batch", Some('b')),
     Opt::flag("full", Some('f')),
-    Opt::required("user", Some('u')),
+    Opt::flag("interactive", Some('i')),
+    Opt::required("jobname", None).alias_of("name"),
     Opt::flag("me", None),
     Opt::required("name", Some('n')),
-    Opt::required("jobname", None).alias_of("name"),
     Opt::required("partition", Some('p')),
-    Opt::required("state", Some('t')),
     Opt::flag("quiet", Some('Q')),
+    Opt::required("signal", Some('s')),
+    Opt::required("state", Some('t')),
+    Opt::required("user", Some('u')),
     Opt::flag("verbose", Some('v')),
-    Opt::flag("interactive", Some('i')),
 ];
 
 /// Runs `scancel`.

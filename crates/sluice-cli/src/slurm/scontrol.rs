@@ -283,12 +283,13 @@ const JOB_BREAKS: &[&str] = &[
     "TresPerTask",
 ];
 
-/// scontrol's options, in Slurm's names.
+/// scontrol's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
 const OPTIONS: &[Opt] = &[
-    Opt::flag("oneliner", Some('o')),
-    Opt::flag("details", Some('d')),
-    Opt::flag("quiet", Some('Q')),
     Opt::flag("all", Some('a')),
+    Opt::flag("details", Some('d')),
+    Opt::flag("oneliner", Some('o')),
+    Opt::flag("quiet", Some('Q')),
     Opt::flag("version", Some('V')),
 ];
 

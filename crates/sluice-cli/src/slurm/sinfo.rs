@@ -32,19 +32,20 @@ struct Options {
     partitions: Vec<String>,
 }
 
-/// sinfo's options, in Slurm's names.
+/// sinfo's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
 const OPTIONS: &[Opt] = &[
+    Opt::flag("all", Some('a')),
+    Opt::flag("exact", Some('e')),
+    Opt::flag("long", Some('l')),
     Opt::flag("noheader", Some('h')),
     Opt::flag("Node", Some('N')),
-    Opt::flag("long", Some('l')),
-    Opt::flag("summarize", Some('s')),
-    Opt::flag("list-reasons", Some('R')),
-    Opt::flag("version", Some('V')),
-    Opt::flag("exact", Some('e')),
-    Opt::flag("all", Some('a')),
-    Opt::flag("responding", Some('r')),
     Opt::required("format", Some('o')),
     Opt::required("partition", Some('p')),
+    Opt::flag("responding", Some('r')),
+    Opt::flag("list-reasons", Some('R')),
+    Opt::flag("summarize", Some('s')),
+    Opt::flag("version", Some('V')),
 ];
 
 /// Runs `sinfo`.

@@ -238,20 +238,21 @@ pub fn render(o: &Options, report: &PriorityReport) -> (String, Vec<String>) {
     (format::render(&fmt, head, &rows, &known), errors)
 }
 
-/// sprio's options, in Slurm's names.
+/// sprio's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
 const OPTIONS: &[Opt] = &[
-    Opt::flag("long", Some('l')),
-    Opt::flag("norm", Some('n')),
-    Opt::flag("weights", Some('w')),
     Opt::flag("noheader", Some('h')),
-    Opt::flag("verbose", Some('v')),
-    Opt::required("format", Some('o')),
-    Opt::required("user", Some('u')),
-    Opt::required("users", None).alias_of("user"),
-    Opt::required("partition", Some('p')),
     Opt::required("jobs", Some('j')),
+    Opt::flag("long", Some('l')),
     Opt::required("cluster", Some('M')),
     Opt::required("clusters", None).alias_of("cluster"),
+    Opt::flag("norm", Some('n')),
+    Opt::required("format", Some('o')),
+    Opt::required("partition", Some('p')),
+    Opt::required("user", Some('u')),
+    Opt::required("users", None).alias_of("user"),
+    Opt::flag("verbose", Some('v')),
+    Opt::flag("weights", Some('w')),
     Opt::flag("help", None),
     Opt::flag("usage", None),
 ];

@@ -249,28 +249,31 @@ fn is_other_slurm_state(s: &str) -> bool {
     OTHER.iter().any(|(long, short)| u == *long || u == *short)
 }
 
-/// squeue's options, in Slurm's names.
+/// squeue's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
+/// `--job` and `--state` are prefixes of `--jobs` and `--states`.
 const OPTIONS: &[Opt] = &[
-    Opt::flag("noheader", Some('h')),
-    Opt::required("format", Some('o')),
-    Opt::required("Format", Some('O')),
-    Opt::required("jobs", Some('j')),
-    Opt::required("job", None).alias_of("jobs"),
-    Opt::required("user", Some('u')),
-    Opt::flag("me", None),
-    Opt::required("states", Some('t')),
-    Opt::required("state", None).alias_of("states"),
-    Opt::required("partition", Some('p')),
-    Opt::required("name", Some('n')),
-    Opt::flag("array", Some('r')),
-    Opt::flag("long", Some('l')),
-    Opt::flag("start", None),
-    Opt::flag("json", None),
     Opt::flag("all", Some('a')),
+    Opt::flag("array", Some('r')),
+    Opt::required("Format", Some('O')),
+    Opt::required("format", Some('o')),
+    Opt::required("jobs", Some('j')),
     Opt::flag("local", None),
+    Opt::flag("long", Some('l')),
+    Opt::required("cluster", None).alias_of("clusters"),
     Opt::required("clusters", Some('M')),
+    Opt::flag("me", None),
+    Opt::required("name", Some('n')),
+    Opt::flag("noheader", Some('h')),
+    Opt::required("partition", Some('p')),
+    Opt::required("partitions", None).alias_of("partition"),
     Opt::required("sort", Some('S')),
+    Opt::flag("start", None),
+    Opt::required("states", Some('t')),
+    Opt::required("user", Some('u')),
+    Opt::required("users", None).alias_of("user"),
     Opt::flag("version", Some('V')),
+    Opt::flag("json", None),
 ];
 
 /// The message for an option error: as the other query commands word it, except that

@@ -31,17 +31,19 @@ pub struct Options {
     pub help: bool,
 }
 
-/// sshare's options, in Slurm's names.
+/// sshare's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
 const OPTIONS: &[Opt] = &[
+    Opt::required("accounts", Some('A')),
     Opt::flag("all", Some('a')),
     Opt::flag("long", Some('l')),
-    Opt::flag("noheader", Some('n')),
-    Opt::flag("parsable2", Some('P')),
-    Opt::flag("parsable", Some('p')),
-    Opt::flag("verbose", Some('v')),
-    Opt::required("accounts", Some('A')),
-    Opt::required("users", Some('u')),
+    Opt::required("cluster", None).alias_of("clusters"),
     Opt::required("clusters", Some('M')),
+    Opt::flag("noheader", Some('n')),
+    Opt::flag("parsable", Some('p')),
+    Opt::flag("parsable2", Some('P')),
+    Opt::required("users", Some('u')),
+    Opt::flag("verbose", Some('v')),
     Opt::flag("help", None),
     Opt::flag("usage", None),
 ];

@@ -60,19 +60,20 @@ pub enum Entity {
     User,
 }
 
-/// sacctmgr's options, in Slurm's names.
+/// sacctmgr's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
 const OPTIONS: &[Opt] = &[
+    Opt::flag("help", Some('h')),
+    Opt::flag("usage", None).alias_of("help"),
     Opt::flag("immediate", Some('i')),
     Opt::flag("noheader", Some('n')),
     Opt::flag("parsable", Some('p')),
     Opt::flag("parsable2", Some('P')),
     Opt::flag("quiet", Some('Q')),
+    Opt::flag("readonly", Some('r')),
     Opt::flag("associations", Some('s')),
     Opt::flag("verbose", Some('v')),
-    Opt::flag("readonly", Some('r')),
     Opt::flag("version", Some('V')),
-    Opt::flag("help", Some('h')),
-    Opt::flag("usage", None).alias_of("help"),
 ];
 
 /// Splits the arguments into options and words (options may come anywhere). A
