@@ -1092,6 +1092,32 @@ mod tests {
     }
 
     #[test]
+    fn sbatch_lines_are_read_as_the_command_line_is() {
+        // The same getopt rules: prefixes, clusters, attached values, `=`, ambiguity.
+        let script =
+            "#!/bin/sh\n#SBATCH --job-na=abbr -Hvn4\n#SBATCH --parti debug --time=5\necho\n";
+        let mut o = JobOptions::default();
+        let rest = parse_args(
+            Command::Sbatch,
+            &script_directives(script, "#SBATCH"),
+            &mut o,
+        );
+        assert_eq!(rest, Ok(vec![]));
+        assert_eq!(o.job_name.as_deref(), Some("abbr"));
+        assert!(o.hold);
+        assert_eq!((o.verbose, o.ntasks), (1, Some(4)));
+        assert_eq!(o.partition.as_deref(), Some("debug"));
+        assert_eq!(o.time, Some(Some(300)));
+        let bad = "#!/bin/sh\n#SBATCH --nod 2\n";
+        assert_eq!(
+            parse_args(Command::Sbatch, &script_directives(bad, "#SBATCH"), &mut o)
+                .unwrap_err()
+                .message,
+            "option '--nod' is ambiguous; possibilities: '--nodelist' '--nodes'"
+        );
+    }
+
+    #[test]
     fn the_seed_job_script_parses() {
         let script = include_str!("../tests/data/seed-job.sh");
         let mut o = JobOptions::default();

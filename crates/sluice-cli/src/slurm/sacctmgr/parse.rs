@@ -578,6 +578,15 @@ mod tests {
                 "Try \"sacctmgr --help\" for more information"
             ]
         );
+        // Abbreviated, clustered; `--` ends the options; refused words that are
+        // numbers or pairs stay words.
+        let (o, w) = options(&words("--imm -nP show -1 --x=y -- -Q")).unwrap();
+        assert!(o.immediate && o.noheader && !o.quiet);
+        assert_eq!(w, words("show -1 --x=y -Q"));
+        assert_eq!(
+            options(&words("--pars")).unwrap_err()[0],
+            "sacctmgr: option '--pars' is ambiguous; possibilities: '--parsable' '--parsable2'"
+        );
     }
 
     #[test]
