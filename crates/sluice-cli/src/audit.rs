@@ -12,9 +12,10 @@ use clap::Args;
 use sluice_proto::audit::{
     AuditEvent, AuditHold, AuditQuery, AuditReply, AuditWhat, JobRef, NodeDevices, RequeueCause,
 };
+use sluice_proto::time::{parse_timestamp, timestamp};
 use sluice_proto::types::compact_indices;
 
-use crate::slurm::common::{controller, describe, now, parse_begin, timestamp};
+use crate::slurm::common::{controller, describe, now};
 
 const ME: &str = "sluice audit";
 
@@ -361,7 +362,8 @@ pub fn run(args: AuditArgs) -> i32 {
     let t = now();
     let time = |v: &Option<String>| {
         v.as_deref().map(|s| {
-            parse_begin(s, t).unwrap_or_else(|| fail(format!("Invalid time specification: {s}")))
+            parse_timestamp(s, t)
+                .unwrap_or_else(|| fail(format!("Invalid time specification: {s}")))
         })
     };
     // A job or one array task (`123_4`); not a step, not a range of tasks.

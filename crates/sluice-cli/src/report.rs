@@ -12,9 +12,10 @@ use std::fmt::Write as _;
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use serde::Serialize;
+use sluice_proto::time::{parse_timestamp, timestamp};
 use sluice_proto::types::JobRecord;
 
-use crate::slurm::common::{controller, describe, now, parse_begin, timestamp};
+use crate::slurm::common::{controller, describe, now};
 
 const ME: &str = "sluice report";
 
@@ -222,7 +223,8 @@ pub fn run(args: ReportArgs) -> i32 {
     let t = now();
     let time = |v: &Option<String>| {
         v.as_deref().map(|s| {
-            parse_begin(s, t).unwrap_or_else(|| fail(format!("Invalid time specification: {s}")))
+            parse_timestamp(s, t)
+                .unwrap_or_else(|| fail(format!("Invalid time specification: {s}")))
         })
     };
     let list = |v: &Option<String>| -> Vec<String> {

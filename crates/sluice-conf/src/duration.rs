@@ -1,10 +1,56 @@
-//! Slurm's time and memory syntax.
+//! Slurm's duration and memory syntax: the one place durations are read and printed.
+//!
+//! Durations are read in Slurm's time-limit syntax ([`parse_time`] in seconds,
+//! [`parse_minutes`] for sacctmgr's minute limits) and printed the ways Slurm prints
+//! them: [`format_time`] (`[D-]HH:MM:SS` or `UNLIMITED`: limits, elapsed and run
+//! times in sacct, scontrol, sacctmgr), [`format_compact`] (squeue's and sinfo's
+//! `M:SS`, `H:MM:SS`, `D-HH:MM:SS`), [`format_span`] (Sluice's own words, `2h 30m`).
+//! Points in time are `sluice_proto::time`'s.
+
+use sluice_core::time::format_duration;
 
 /// The longest finite time limit, in seconds: `0xfffffffd` minutes (about 8166 years).
 /// Slurm keeps time limits as 32-bit minutes, the two values above this one meaning
 /// `NO_VAL` and `INFINITE`. Bounding limits here also keeps every accepted limit
 /// printable by [`format_time`] in a form [`parse_time`] reads back.
 pub const MAX_TIME_SECS: i64 = 0xffff_fffd * 60;
+
+/// Whether `t` (trimmed) is one of Slurm's words for no limit: `UNLIMITED`,
+/// `INFINITE` (any case) or `-1`.
+fn is_unlimited(t: &str) -> bool {
+    t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") || t == "-1"
+}
+
+/// Seconds in `M`, `M:S`, `H:M:S`, `D-H`, `D-H:M` or `D-H:M:S` (hours may exceed 24);
+/// `None` for anything else. Each field is at most 12 digits, so the sum cannot
+/// overflow.
+fn clock_secs(t: &str) -> Option<i64> {
+    let num = |x: &str| -> Option<i64> {
+        if x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit()) || x.len() > 12 {
+            return None;
+        }
+        x.parse::<i64>().ok()
+    };
+    if let Some((d, rest)) = t.split_once('-') {
+        let days = num(d)?;
+        let parts: Vec<&str> = rest.split(':').collect();
+        let (h, m, sec) = match parts.as_slice() {
+            [h] => (num(h)?, 0, 0),
+            [h, m] => (num(h)?, num(m)?, 0),
+            [h, m, s] => (num(h)?, num(m)?, num(s)?),
+            _ => return None,
+        };
+        Some(days * 86400 + h * 3600 + m * 60 + sec)
+    } else {
+        let parts: Vec<&str> = t.split(':').collect();
+        match parts.as_slice() {
+            [m] => Some(num(m)? * 60),
+            [m, s] => Some(num(m)? * 60 + num(s)?),
+            [h, m, s] => Some(num(h)? * 3600 + num(m)? * 60 + num(s)?),
+            _ => None,
+        }
+    }
+}
 
 /// Parses a Slurm time limit (`--time`, `MaxTime=`, `DefaultTime=`) into seconds;
 /// `None` means unlimited.
@@ -16,55 +62,82 @@ pub const MAX_TIME_SECS: i64 = 0xffff_fffd * 60;
 /// Errors: anything else, or a limit over [`MAX_TIME_SECS`], with the text that was given.
 pub fn parse_time(s: &str) -> Result<Option<i64>, String> {
     let t = s.trim();
-    let bad = || format!("invalid time specification '{s}'");
-    if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") || t == "-1" {
+    if is_unlimited(t) {
         return Ok(None);
     }
-    let num = |x: &str| -> Result<i64, String> {
-        if x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit()) || x.len() > 12 {
-            return Err(bad());
-        }
-        x.parse::<i64>().map_err(|_| bad())
-    };
-    let secs = if let Some((d, rest)) = t.split_once('-') {
-        let days = num(d)?;
-        let parts: Vec<&str> = rest.split(':').collect();
-        let (h, m, sec) = match parts.as_slice() {
-            [h] => (num(h)?, 0, 0),
-            [h, m] => (num(h)?, num(m)?, 0),
-            [h, m, s] => (num(h)?, num(m)?, num(s)?),
-            _ => return Err(bad()),
-        };
-        days * 86400 + h * 3600 + m * 60 + sec
-    } else {
-        let parts: Vec<&str> = t.split(':').collect();
-        match parts.as_slice() {
-            [m] => num(m)? * 60,
-            [m, s] => num(m)? * 60 + num(s)?,
-            [h, m, s] => num(h)? * 3600 + num(m)? * 60 + num(s)?,
-            _ => return Err(bad()),
-        }
-    };
-    if secs > MAX_TIME_SECS {
-        return Err(bad());
-    }
+    let secs = clock_secs(t)
+        .filter(|&secs| secs <= MAX_TIME_SECS)
+        .ok_or_else(|| bad_time(s))?;
     Ok(if secs == 0 { None } else { Some(secs) })
 }
 
-/// Formats seconds as Slurm prints a time limit: `[D-]HH:MM:SS`, or `UNLIMITED`.
-pub fn format_time(secs: Option<i64>) -> String {
-    match secs {
-        None => "UNLIMITED".to_string(),
-        Some(s) => {
-            let (d, r) = (s / 86400, s % 86400);
-            let (h, m, sec) = (r / 3600, r % 3600 / 60, r % 60);
-            if d > 0 {
-                format!("{d}-{h:02}:{m:02}:{sec:02}")
-            } else {
-                format!("{h:02}:{m:02}:{sec:02}")
-            }
-        }
+/// Parses a wall-time limit as sacctmgr takes it, in minutes: the forms of
+/// [`parse_time`] (`90` is minutes, `MM:SS` rounds up to a whole minute), `0` being
+/// zero minutes; `-1`, `UNLIMITED` or `INFINITE`: `None`.
+///
+/// Errors: anything else, or more minutes than 32 bits hold.
+pub fn parse_minutes(s: &str) -> Result<Option<u32>, String> {
+    let t = s.trim();
+    if is_unlimited(t) {
+        return Ok(None);
     }
+    let secs = clock_secs(t).ok_or_else(|| bad_time(s))?;
+    u32::try_from((secs + 59) / 60)
+        .map(Some)
+        .map_err(|_| bad_time(s))
+}
+
+fn bad_time(s: &str) -> String {
+    format!("invalid time specification '{s}'")
+}
+
+/// A duration as Slurm prints limits and elapsed times (its `secs2time_str`):
+/// `[D-]HH:MM:SS` ([`sluice_core::time::format_duration`], which the core's
+/// explanations print with too), or `UNLIMITED` for `None`. A negative duration (a
+/// clock that went back) prints as zero.
+pub fn format_time(secs: Option<i64>) -> String {
+    secs.map_or_else(|| "UNLIMITED".to_string(), format_duration)
+}
+
+/// Minutes as sacctmgr prints a wall limit: [`format_time`] of them (`02:00:00`,
+/// `1-00:00:00`).
+pub fn format_minutes(mins: u32) -> String {
+    format_time(Some(i64::from(mins) * 60))
+}
+
+/// A duration as squeue and sinfo print run times and limits (squeue's
+/// `_print_secs`): `0:35`, `1:02:03`, `1-02:03:04`. Negative durations print as zero.
+pub fn format_compact(secs: i64) -> String {
+    let s = secs.max(0);
+    let (d, h, m, sec) = (s / 86400, s % 86400 / 3600, s % 3600 / 60, s % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{sec:02}")
+    } else if h > 0 {
+        format!("{h}:{m:02}:{sec:02}")
+    } else {
+        format!("{m}:{sec:02}")
+    }
+}
+
+/// A duration in words as people read it (Sluice's explanations, not Slurm's): `2h
+/// 30m`, `45s`, `1d 1s`; zero and negative durations are `0s`.
+pub fn format_span(secs: i64) -> String {
+    let s = secs.max(0);
+    let (d, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    let mut parts = Vec::new();
+    if d > 0 {
+        parts.push(format!("{d}d"));
+    }
+    if h > 0 {
+        parts.push(format!("{h}h"));
+    }
+    if m > 0 {
+        parts.push(format!("{m}m"));
+    }
+    if sec > 0 || parts.is_empty() {
+        parts.push(format!("{sec}s"));
+    }
+    parts.join(" ")
 }
 
 /// The largest memory size, in MiB: `2^63 - 1`. Slurm reads sizes as signed 64-bit
@@ -137,6 +210,72 @@ mod tests {
         assert_eq!(format_time(None), "UNLIMITED");
         for s in [59, 3600, 86399, 86400, 1_000_000] {
             assert_eq!(parse_time(&format_time(Some(s))), Ok(Some(s)));
+        }
+    }
+
+    #[test]
+    fn negative_durations_print_as_zero() {
+        assert_eq!(format_time(Some(-5)), "00:00:00");
+        assert_eq!(format_compact(-5), "0:00");
+        assert_eq!(format_span(-5), "0s");
+    }
+
+    #[test]
+    fn compact_durations_as_squeue_prints_them() {
+        let cases = [
+            (0, "0:00"),
+            (35, "0:35"),
+            (59 * 60 + 59, "59:59"),
+            (3600, "1:00:00"),
+            (3723, "1:02:03"),
+            (86399, "23:59:59"),
+            (86400, "1-00:00:00"),
+            (93784, "1-02:03:04"),
+            (100 * 86400, "100-00:00:00"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(format_compact(secs), want, "{secs}");
+            // Every compact form is also a time limit that reads back.
+            if secs > 0 {
+                assert_eq!(parse_time(want), Ok(Some(secs)), "{want}");
+            }
+        }
+    }
+
+    #[test]
+    fn spans_in_words() {
+        assert_eq!(format_span(0), "0s");
+        assert_eq!(format_span(45), "45s");
+        assert_eq!(format_span(9000), "2h 30m");
+        assert_eq!(format_span(86_401), "1d 1s");
+        assert_eq!(format_span(90_061), "1d 1h 1m 1s");
+    }
+
+    #[test]
+    fn wall_limits_in_minutes_share_the_time_syntax() {
+        assert_eq!(parse_minutes("2:00:00"), Ok(Some(120)));
+        assert_eq!(parse_minutes("90"), Ok(Some(90)));
+        assert_eq!(parse_minutes("1-00:00:00"), Ok(Some(1440)));
+        assert_eq!(parse_minutes("1:30"), Ok(Some(2)), "seconds round up");
+        assert_eq!(
+            parse_minutes("0"),
+            Ok(Some(0)),
+            "zero minutes, not unlimited"
+        );
+        for s in ["-1", "UNLIMITED", "infinite"] {
+            assert_eq!(parse_minutes(s), Ok(None), "{s}");
+        }
+        for s in ["abc", "", "1:2:3:4", "4294967296", "1.5"] {
+            assert_eq!(
+                parse_minutes(s),
+                Err(format!("invalid time specification '{s}'"))
+            );
+        }
+        assert_eq!(parse_minutes("4294967295"), Ok(Some(u32::MAX)));
+        assert_eq!(format_minutes(120), "02:00:00");
+        assert_eq!(format_minutes(1440), "1-00:00:00");
+        for m in [1, 59, 60, 1439, 1440, 100_000, u32::MAX] {
+            assert_eq!(parse_minutes(&format_minutes(m)), Ok(Some(m)), "{m}");
         }
     }
 

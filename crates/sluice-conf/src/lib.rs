@@ -5,7 +5,9 @@
 //! - [`topology_conf`]: `topology.conf`, a tree of switches or blocks of nodes.
 //! - [`cgroup_conf`]: `cgroup.conf` (`ConstrainDevices`).
 //! - [`hostlist`]: `node[01-04,7]` expressions, expand and compress.
-//! - [`duration`]: time limits (`2-12:00:00`) and memory sizes (`4G`).
+//! - [`duration`]: durations (`2-12:00:00`, `UNLIMITED`), as given and as printed, and
+//!   memory sizes (`4G`).
+//! - [`getopt`]: command lines as glibc's `getopt_long` reads them, for every Slurm command.
 //! - [`site_conf`]: Sluice's own `sluice.conf` (the audit trail's retention).
 //! - [`log_conf`]: the daemons' log files and levels (`SlurmctldLogFile`, `SlurmdDebug`).
 
@@ -16,6 +18,7 @@ pub mod dependency;
 pub mod duration;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod getopt;
 pub mod gres_conf;
 pub mod hostlist;
 pub mod keys;

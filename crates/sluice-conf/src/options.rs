@@ -1,16 +1,20 @@
 //! Job options as `sbatch`, `srun` and `salloc` take them: on the command line and in
 //! `#SBATCH` lines at the top of a script.
 //!
-//! Parsing follows Slurm's getopt rules: `--key=value` and `--key value`, short options
-//! with the value attached or separate (`-n4`, `-n 4`), bundled flags (`-Hv`), and the
-//! first argument that is not an option ends option parsing (it is the script or the
-//! command; what follows belongs to it). A real Slurm option that Sluice does not act on
-//! is accepted with a warning, never mistaken for another. Values are checked here, and
-//! a bad one gives the message Slurm gives (`Invalid --time specification`).
+//! The words are walked by [`crate::getopt`], the one option parser of every Slurm
+//! command, with Slurm's getopt rules: `--key=value` and `--key value`, unique prefixes
+//! of long names, short options with the value attached or separate (`-n4`, `-n 4`),
+//! bundled flags (`-Hv`), and the first argument that is not an option ends option
+//! parsing (it is the script or the command; what follows belongs to it). `#SBATCH`
+//! lines go through the same [`parse_args`] as the command line. A real Slurm option
+//! that Sluice does not act on is accepted with a warning, never mistaken for another.
+//! Values are checked here, and a bad one gives the message Slurm gives (`Invalid
+//! --time specification`).
 
 use crate::array::{parse_array, ArraySpec};
 use crate::dependency::{parse_dependency, Dependency};
 use crate::duration::{parse_mem_mib, parse_time};
+use crate::getopt::{Getopt, Opt, Order, Parsed};
 
 /// Which command is parsing (a few options belong to one of them only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,146 +237,111 @@ fn err(message: impl Into<String>) -> OptionError {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Arg {
-    None,
-    Required,
-    Optional,
-}
-
-/// Options: long name, short letter, argument, handled (false: accepted with a warning).
-const OPTIONS: &[(&str, Option<char>, Arg, bool)] = &[
-    ("account", Some('A'), Arg::Required, true),
-    ("array", Some('a'), Arg::Required, true),
-    ("begin", Some('b'), Arg::Required, true),
-    ("chdir", Some('D'), Arg::Required, true),
-    ("comment", None, Arg::Required, true),
-    ("constraint", Some('C'), Arg::Required, true),
-    ("cpus-per-gpu", None, Arg::Required, true),
-    ("cpus-per-task", Some('c'), Arg::Required, true),
-    ("cpu-bind", None, Arg::Required, true),
-    ("dependency", Some('d'), Arg::Required, true),
-    ("error", Some('e'), Arg::Required, true),
-    ("exclude", Some('x'), Arg::Required, true),
-    ("exact", None, Arg::None, true),
-    ("exclusive", None, Arg::Optional, true),
-    ("export", None, Arg::Required, true),
-    ("gpu-bind", None, Arg::Required, true),
-    ("gpus", Some('G'), Arg::Required, true),
-    ("gpus-per-node", None, Arg::Required, true),
-    ("gpus-per-socket", None, Arg::Required, true),
-    ("gpus-per-task", None, Arg::Required, true),
-    ("gres", None, Arg::Required, true),
-    ("hold", Some('H'), Arg::None, true),
-    ("input", Some('i'), Arg::Required, true),
-    ("job-name", Some('J'), Arg::Required, true),
-    ("kill-command", None, Arg::Optional, true),
-    ("label", Some('l'), Arg::None, true),
-    ("mem", None, Arg::Required, true),
-    ("mem-per-cpu", None, Arg::Required, true),
-    ("mem-per-gpu", None, Arg::Required, true),
-    ("mpi", None, Arg::Required, true),
-    ("nice", None, Arg::Optional, true),
-    ("no-requeue", None, Arg::None, true),
-    ("no-shell", None, Arg::None, true),
-    ("nodelist", Some('w'), Arg::Required, true),
-    ("nodes", Some('N'), Arg::Required, true),
-    ("ntasks", Some('n'), Arg::Required, true),
-    ("ntasks-per-node", None, Arg::Required, true),
-    ("open-mode", None, Arg::Required, true),
-    ("output", Some('o'), Arg::Required, true),
-    ("parsable", None, Arg::None, true),
-    ("partition", Some('p'), Arg::Required, true),
-    ("qos", Some('q'), Arg::Required, true),
-    ("quiet", Some('Q'), Arg::None, true),
-    ("requeue", None, Arg::None, true),
-    ("reservation", None, Arg::Required, true),
-    ("segment", None, Arg::Required, true),
-    ("signal", None, Arg::Required, true),
-    ("sockets-per-node", None, Arg::Required, true),
-    ("switches", None, Arg::Required, true),
-    ("time", Some('t'), Arg::Required, true),
-    ("time-min", None, Arg::Required, true),
-    ("unbuffered", Some('u'), Arg::None, true),
-    ("verbose", Some('v'), Arg::None, true),
-    ("wait", Some('W'), Arg::None, true),
-    ("wckey", None, Arg::Required, true),
-    ("wrap", None, Arg::Required, true),
+/// Sbatch's, srun's and salloc's options, in Slurm's names, each tagged with whether
+/// Sluice acts on it (false: accepted with a warning).
+const OPTIONS: &[Opt<bool>] = &[
+    Opt::required("account", Some('A')).tag(true),
+    Opt::required("array", Some('a')).tag(true),
+    Opt::required("begin", Some('b')).tag(true),
+    Opt::required("chdir", Some('D')).tag(true),
+    Opt::required("comment", None).tag(true),
+    Opt::required("constraint", Some('C')).tag(true),
+    Opt::required("cpus-per-gpu", None).tag(true),
+    Opt::required("cpus-per-task", Some('c')).tag(true),
+    Opt::required("cpu-bind", None).tag(true),
+    Opt::required("dependency", Some('d')).tag(true),
+    Opt::required("error", Some('e')).tag(true),
+    Opt::required("exclude", Some('x')).tag(true),
+    Opt::flag("exact", None).tag(true),
+    Opt::optional("exclusive", None).tag(true),
+    Opt::required("export", None).tag(true),
+    Opt::required("gpu-bind", None).tag(true),
+    Opt::required("gpus", Some('G')).tag(true),
+    Opt::required("gpus-per-node", None).tag(true),
+    Opt::required("gpus-per-socket", None).tag(true),
+    Opt::required("gpus-per-task", None).tag(true),
+    Opt::required("gres", None).tag(true),
+    Opt::flag("hold", Some('H')).tag(true),
+    Opt::required("input", Some('i')).tag(true),
+    Opt::required("job-name", Some('J')).tag(true),
+    Opt::optional("kill-command", None).tag(true),
+    Opt::flag("label", Some('l')).tag(true),
+    Opt::required("mem", None).tag(true),
+    Opt::required("mem-per-cpu", None).tag(true),
+    Opt::required("mem-per-gpu", None).tag(true),
+    Opt::required("mpi", None).tag(true),
+    Opt::optional("nice", None).tag(true),
+    Opt::flag("no-requeue", None).tag(true),
+    Opt::flag("no-shell", None).tag(true),
+    Opt::required("nodelist", Some('w')).tag(true),
+    Opt::required("nodes", Some('N')).tag(true),
+    Opt::required("ntasks", Some('n')).tag(true),
+    Opt::required("ntasks-per-node", None).tag(true),
+    Opt::required("open-mode", None).tag(true),
+    Opt::required("output", Some('o')).tag(true),
+    Opt::flag("parsable", None).tag(true),
+    Opt::required("partition", Some('p')).tag(true),
+    Opt::required("qos", Some('q')).tag(true),
+    Opt::flag("quiet", Some('Q')).tag(true),
+    Opt::flag("requeue", None).tag(true),
+    Opt::required("reservation", None).tag(true),
+    Opt::required("segment", None).tag(true),
+    Opt::required("signal", None).tag(true),
+    Opt::required("sockets-per-node", None).tag(true),
+    Opt::required("switches", None).tag(true),
+    Opt::required("time", Some('t')).tag(true),
+    Opt::required("time-min", None).tag(true),
+    Opt::flag("unbuffered", Some('u')).tag(true),
+    Opt::flag("verbose", Some('v')).tag(true),
+    Opt::flag("wait", Some('W')).tag(true),
+    Opt::required("wckey", None).tag(true),
+    Opt::required("wrap", None).tag(true),
     // Real Slurm options Sluice accepts without acting on them (yet).
-    ("acctg-freq", None, Arg::Required, false),
-    ("batch", None, Arg::Required, false),
-    ("bb", None, Arg::Required, false),
-    ("bbf", None, Arg::Required, false),
-    ("clusters", Some('M'), Arg::Required, false),
-    ("container", None, Arg::Required, false),
-    ("contiguous", None, Arg::None, false),
-    ("core-spec", Some('S'), Arg::Required, false),
-    ("cores-per-socket", None, Arg::Required, false),
-    ("cpu-freq", None, Arg::Required, false),
-    ("deadline", None, Arg::Required, false),
-    ("delay-boot", None, Arg::Required, false),
-    ("distribution", Some('m'), Arg::Required, false),
-    ("extra-node-info", Some('B'), Arg::Required, false),
-    ("get-user-env", None, Arg::Optional, false),
-    ("gid", None, Arg::Required, false),
-    ("gres-flags", None, Arg::Required, false),
-    ("hint", None, Arg::Required, false),
-    ("ignore-pbs", None, Arg::None, false),
-    ("kill-on-bad-exit", Some('K'), Arg::Optional, false),
-    ("kill-on-invalid-dep", None, Arg::Required, false),
-    ("licenses", Some('L'), Arg::Required, false),
-    ("mail-type", None, Arg::Required, false),
-    ("mail-user", None, Arg::Required, false),
-    ("mcs-label", None, Arg::Required, false),
-    ("mem-bind", None, Arg::Required, false),
-    ("mincpus", None, Arg::Required, false),
-    ("network", None, Arg::Required, false),
-    ("no-kill", Some('k'), Arg::Optional, false),
-    ("overcommit", Some('O'), Arg::None, false),
-    ("oversubscribe", Some('s'), Arg::None, false),
-    ("power", None, Arg::Required, false),
-    ("prefer", None, Arg::Required, false),
-    ("priority", None, Arg::Required, false),
-    ("profile", None, Arg::Required, false),
-    ("propagate", None, Arg::Optional, false),
-    ("spread-job", None, Arg::None, false),
-    ("test-only", None, Arg::None, false),
-    ("thread-spec", None, Arg::Required, false),
-    ("threads-per-core", None, Arg::Required, false),
-    ("tmp", None, Arg::Required, false),
-    ("uid", None, Arg::Required, false),
-    ("use-min-nodes", None, Arg::None, false),
-    ("wait-all-nodes", None, Arg::Required, false),
+    Opt::required("acctg-freq", None).tag(false),
+    Opt::required("batch", None).tag(false),
+    Opt::required("bb", None).tag(false),
+    Opt::required("bbf", None).tag(false),
+    Opt::required("clusters", Some('M')).tag(false),
+    Opt::required("container", None).tag(false),
+    Opt::flag("contiguous", None).tag(false),
+    Opt::required("core-spec", Some('S')).tag(false),
+    Opt::required("cores-per-socket", None).tag(false),
+    Opt::required("cpu-freq", None).tag(false),
+    Opt::required("deadline", None).tag(false),
+    Opt::required("delay-boot", None).tag(false),
+    Opt::required("distribution", Some('m')).tag(false),
+    Opt::required("extra-node-info", Some('B')).tag(false),
+    Opt::optional("get-user-env", None).tag(false),
+    Opt::required("gid", None).tag(false),
+    Opt::required("gres-flags", None).tag(false),
+    Opt::required("hint", None).tag(false),
+    Opt::flag("ignore-pbs", None).tag(false),
+    Opt::optional("kill-on-bad-exit", Some('K')).tag(false),
+    Opt::required("kill-on-invalid-dep", None).tag(false),
+    Opt::required("licenses", Some('L')).tag(false),
+    Opt::required("mail-type", None).tag(false),
+    Opt::required("mail-user", None).tag(false),
+    Opt::required("mcs-label", None).tag(false),
+    Opt::required("mem-bind", None).tag(false),
+    Opt::required("mincpus", None).tag(false),
+    Opt::required("network", None).tag(false),
+    Opt::optional("no-kill", Some('k')).tag(false),
+    Opt::flag("overcommit", Some('O')).tag(false),
+    Opt::flag("oversubscribe", Some('s')).tag(false),
+    Opt::required("power", None).tag(false),
+    Opt::required("prefer", None).tag(false),
+    Opt::required("priority", None).tag(false),
+    Opt::required("profile", None).tag(false),
+    Opt::optional("propagate", None).tag(false),
+    Opt::flag("spread-job", None).tag(false),
+    Opt::flag("test-only", None).tag(false),
+    Opt::required("thread-spec", None).tag(false),
+    Opt::required("threads-per-core", None).tag(false),
+    Opt::required("tmp", None).tag(false),
+    Opt::required("uid", None).tag(false),
+    Opt::flag("use-min-nodes", None).tag(false),
+    Opt::required("wait-all-nodes", None).tag(false),
 ];
-
-/// A long option by its name or, as getopt_long allows, an unambiguous prefix of it
-/// (`--job-na` is `--job-name`). Errors: glibc's message for an unknown or ambiguous
-/// name.
-fn find_long(name: &str) -> Result<&'static (&'static str, Option<char>, Arg, bool), String> {
-    if let Some(o) = OPTIONS.iter().find(|o| o.0 == name) {
-        return Ok(o);
-    }
-    let matches: Vec<&'static (&'static str, Option<char>, Arg, bool)> = OPTIONS
-        .iter()
-        .filter(|o| !name.is_empty() && o.0.starts_with(name))
-        .collect();
-    match matches[..] {
-        [one] => Ok(one),
-        [] => Err(format!("unrecognized option '--{name}'")),
-        _ => Err(format!(
-            "option '--{name}' is ambiguous; possibilities: {}",
-            matches
-                .iter()
-                .map(|o| format!("'--{}'", o.0))
-                .collect::<Vec<_>>()
-                .join(" ")
-        )),
-    }
-}
-
-fn find_short(c: char) -> Option<&'static (&'static str, Option<char>, Arg, bool)> {
-    OPTIONS.iter().find(|o| o.1 == Some(c))
-}
 
 /// Parses options from `args` (without the program name) into `opts`. Returns the
 /// arguments after the options: for `sbatch` the script and its arguments, for `srun`
@@ -385,78 +354,16 @@ pub fn parse_args(
     args: &[String],
     opts: &mut JobOptions,
 ) -> Result<Vec<String>, OptionError> {
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if a == "--" {
-            return Ok(args[i + 1..].to_vec());
-        }
-        if let Some(long) = a.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (long, None),
-            };
-            let &(full, _, kind, handled) = find_long(name).map_err(err)?;
-            let value =
-                match (kind, inline) {
-                    (Arg::None, Some(_)) => {
-                        return Err(err(format!("option '--{full}' doesn't allow an argument")))
-                    }
-                    (Arg::None, None) | (Arg::Optional, None) => None,
-                    (_, Some(v)) => Some(v),
-                    (Arg::Required, None) => {
-                        i += 1;
-                        Some(args.get(i).cloned().ok_or_else(|| {
-                            err(format!("option '--{full}' requires an argument"))
-                        })?)
-                    }
-                };
-            apply(command, opts, full, value.as_deref(), handled)?;
-            i += 1;
-            continue;
-        }
-        if a.len() > 1 && a.starts_with('-') {
-            let chars: Vec<char> = a[1..].chars().collect();
-            let mut k = 0;
-            while k < chars.len() {
-                let c = chars[k];
-                let Some(&(full, _, kind, handled)) = find_short(c) else {
-                    return Err(err(format!("invalid option -- '{c}'")));
-                };
-                let rest: String = chars[k + 1..].iter().collect();
-                match kind {
-                    Arg::None => {
-                        apply(command, opts, full, None, handled)?;
-                        k += 1;
-                    }
-                    Arg::Optional => {
-                        apply(
-                            command,
-                            opts,
-                            full,
-                            (!rest.is_empty()).then_some(rest.as_str()),
-                            handled,
-                        )?;
-                        break;
-                    }
-                    Arg::Required => {
-                        let value = if !rest.is_empty() {
-                            rest
-                        } else {
-                            i += 1;
-                            args.get(i).cloned().ok_or_else(|| {
-                                err(format!("option requires an argument -- '{c}'"))
-                            })?
-                        };
-                        apply(command, opts, full, Some(&value), handled)?;
-                        break;
-                    }
-                }
+    let mut walk = Getopt::new(OPTIONS, args.iter().cloned(), Order::RequireOrder);
+    while let Some(item) = walk.next() {
+        match item.map_err(|e| err(e.to_string()))? {
+            Parsed::Opt(f) => apply(command, opts, f.opt.long, f.value.as_deref(), f.opt.tag)?,
+            Parsed::Operand(first) => {
+                let mut rest = vec![first];
+                rest.extend(walk.remaining().iter().cloned());
+                return Ok(rest);
             }
-            i += 1;
-            continue;
         }
-        return Ok(args[i..].to_vec());
     }
     Ok(Vec::new())
 }
@@ -1181,6 +1088,32 @@ mod tests {
                 "--ntasks-per-node=8",
                 "--comment=two words"
             ]
+        );
+    }
+
+    #[test]
+    fn sbatch_lines_are_read_as_the_command_line_is() {
+        // The same getopt rules: prefixes, clusters, attached values, `=`, ambiguity.
+        let script =
+            "#!/bin/sh\n#SBATCH --job-na=abbr -Hvn4\n#SBATCH --parti debug --time=5\necho\n";
+        let mut o = JobOptions::default();
+        let rest = parse_args(
+            Command::Sbatch,
+            &script_directives(script, "#SBATCH"),
+            &mut o,
+        );
+        assert_eq!(rest, Ok(vec![]));
+        assert_eq!(o.job_name.as_deref(), Some("abbr"));
+        assert!(o.hold);
+        assert_eq!((o.verbose, o.ntasks), (1, Some(4)));
+        assert_eq!(o.partition.as_deref(), Some("debug"));
+        assert_eq!(o.time, Some(Some(300)));
+        let bad = "#!/bin/sh\n#SBATCH --nod 2\n";
+        assert_eq!(
+            parse_args(Command::Sbatch, &script_directives(bad, "#SBATCH"), &mut o)
+                .unwrap_err()
+                .message,
+            "option '--nod' is ambiguous; possibilities: '--nodelist' '--nodes'"
         );
     }
 

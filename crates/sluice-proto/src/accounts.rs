@@ -953,61 +953,6 @@ pub fn format_tres(tres: &Tres) -> String {
     parts.join(",")
 }
 
-/// Minutes as sacctmgr prints a wall limit: `02:00:00`, `1-00:00:00`.
-pub fn format_minutes(mins: u32) -> String {
-    format_seconds(u64::from(mins) * 60)
-}
-
-/// Seconds as `HH:MM:SS` or `D-HH:MM:SS`.
-pub fn format_seconds(secs: u64) -> String {
-    let (d, r) = (secs / 86400, secs % 86400);
-    let (h, m, s) = (r / 3600, r % 3600 / 60, r % 60);
-    if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{s:02}")
-    } else {
-        format!("{h:02}:{m:02}:{s:02}")
-    }
-}
-
-/// Parses a wall-time limit as sacctmgr takes it, in minutes: `90` (minutes), `2:00:00`,
-/// `1-00:00:00`, `MM:SS` (seconds rounded up to a minute); `-1` or `UNLIMITED`: `None`.
-///
-/// Errors: anything else.
-pub fn parse_minutes(s: &str) -> Result<Option<u32>, String> {
-    let t = s.trim();
-    let bad = || format!("Invalid time specification '{s}'");
-    if t == "-1" || t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") {
-        return Ok(None);
-    }
-    let num = |x: &str| -> Result<u64, String> {
-        if x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit()) || x.len() > 9 {
-            return Err(bad());
-        }
-        x.parse::<u64>().map_err(|_| bad())
-    };
-    let secs = if let Some((d, rest)) = t.split_once('-') {
-        let parts: Vec<&str> = rest.split(':').collect();
-        let (h, m, sec) = match parts.as_slice() {
-            [h] => (num(h)?, 0, 0),
-            [h, m] => (num(h)?, num(m)?, 0),
-            [h, m, s] => (num(h)?, num(m)?, num(s)?),
-            _ => return Err(bad()),
-        };
-        num(d)? * 86400 + h * 3600 + m * 60 + sec
-    } else {
-        let parts: Vec<&str> = t.split(':').collect();
-        match parts.as_slice() {
-            [m] => num(m)? * 60,
-            [m, s] => num(m)? * 60 + num(s)?,
-            [h, m, s] => num(h)? * 3600 + num(m)? * 60 + num(s)?,
-            _ => return Err(bad()),
-        }
-    };
-    u32::try_from(secs.div_ceil(60))
-        .map(Some)
-        .map_err(|_| bad())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1031,17 +976,6 @@ mod tests {
         assert!(parse_tres("cpu").is_err());
         assert!(parse_tres("cpu=x").is_err());
         assert!(parse_tres("mem=3Q").is_err());
-    }
-
-    #[test]
-    fn wall_limits_are_minutes() {
-        assert_eq!(parse_minutes("2:00:00"), Ok(Some(120)));
-        assert_eq!(parse_minutes("90"), Ok(Some(90)));
-        assert_eq!(parse_minutes("1-00:00:00"), Ok(Some(1440)));
-        assert_eq!(parse_minutes("-1"), Ok(None));
-        assert!(parse_minutes("abc").is_err());
-        assert_eq!(format_minutes(120), "02:00:00");
-        assert_eq!(format_minutes(1440), "1-00:00:00");
     }
 
     #[test]

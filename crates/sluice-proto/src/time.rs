@@ -1,4 +1,6 @@
-//! Times as Slurm prints them, shared by the commands and the node agents.
+//! Points in time as Slurm prints and reads them, shared by the commands, the
+//! controller and the node agents: the one place timestamps are formatted and parsed.
+//! Durations are `sluice_conf::duration`'s.
 
 /// Unix time `t` (seconds) broken down in the local time zone.
 pub fn local(t: i64) -> libc::tm {
@@ -23,4 +25,204 @@ pub fn timestamp(t: i64) -> String {
         tm.tm_min,
         tm.tm_sec
     )
+}
+
+/// The date line of `squeue -l` and `sinfo -l` (C's `ctime` without its newline):
+/// `Sun Nov 29 20:04:55 2026`, local time.
+pub fn date_line(t: i64) -> String {
+    let tm = local(t);
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        DAYS[tm.tm_wday.rem_euclid(7) as usize],
+        MONTHS[tm.tm_mon.rem_euclid(12) as usize],
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        tm.tm_year + 1900
+    )
+}
+
+/// Parses a point in time as Slurm's commands take one (`--begin`, sacct's `-S`/`-E`,
+/// scontrol's `StartTime=`, `sluice audit --since`): `now[+|-N[seconds|minutes|hours|
+/// days|weeks]]`, `HH:MM[:SS]` (the next such time), `YYYY-MM-DD[THH:MM[:SS]]` (what
+/// [`timestamp`] prints reads back), `today`, `tomorrow`, `midnight`, `noon`; Unix
+/// seconds, local time, relative to `now`. `None` for anything else, impossible dates
+/// and times included.
+pub fn parse_timestamp(s: &str, now: i64) -> Option<i64> {
+    let s = s.trim();
+    if let Some(rest) = s.strip_prefix("now") {
+        if rest.is_empty() {
+            return Some(now);
+        }
+        let (sign, rest) = match rest.strip_prefix('-') {
+            Some(r) => (-1, r),
+            None => (1, rest.strip_prefix('+')?),
+        };
+        let split = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let n: i64 = rest[..split].parse().ok()?;
+        let unit = match &rest[split..] {
+            "" | "s" | "seconds" | "second" => 1,
+            "m" | "min" | "minutes" | "minute" => 60,
+            "h" | "hours" | "hour" => 3600,
+            "d" | "days" | "day" => 86400,
+            "w" | "weeks" | "week" => 604800,
+            _ => return None,
+        };
+        return Some(now + sign * n * unit);
+    }
+    let tm = local(now);
+    let midnight = now - (tm.tm_hour as i64 * 3600 + tm.tm_min as i64 * 60 + tm.tm_sec as i64);
+    match s {
+        "today" | "midnight" => {
+            return Some(if s == "midnight" {
+                midnight + 86400
+            } else {
+                midnight
+            })
+        }
+        "tomorrow" => return Some(midnight + 86400),
+        "noon" => {
+            return Some(if now < midnight + 43200 {
+                midnight + 43200
+            } else {
+                midnight + 86400 + 43200
+            })
+        }
+        _ => {}
+    }
+    let hms = |t: &str| -> Option<i64> {
+        let p: Vec<&str> = t.split(':').collect();
+        let v: Option<Vec<i64>> = p.iter().map(|x| x.parse().ok()).collect();
+        let v = v?;
+        // As Slurm's parse_time: hours below 24, minutes and seconds below 60.
+        let (h, m, sec) = match v.as_slice() {
+            [h, m] => (*h, *m, 0),
+            [h, m, sec] => (*h, *m, *sec),
+            _ => return None,
+        };
+        ((0..24).contains(&h) && (0..60).contains(&m) && (0..60).contains(&sec))
+            .then_some(h * 3600 + m * 60 + sec)
+    };
+    if !s.contains('-') {
+        let t = midnight + hms(s)?;
+        return Some(if t <= now { t + 86400 } else { t });
+    }
+    let (date, time) = s.split_once('T').unwrap_or((s, "00:00"));
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let [y, mo, day] = d.as_slice() else {
+        return None;
+    };
+    if !(1..=12).contains(mo) || !(1..=31).contains(day) || !(1970..=9999).contains(y) {
+        return None;
+    }
+    // SAFETY: mktime reads and normalises the struct we own.
+    let t = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        tm.tm_year = (*y - 1900) as i32;
+        tm.tm_mon = (*mo - 1) as i32;
+        tm.tm_mday = *day as i32;
+        tm.tm_isdst = -1;
+        libc::mktime(&mut tm) as i64
+    };
+    Some(t + hms(time)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2027-01-16 and 2027-07-16, noon UTC: far from any daylight-saving change.
+    const WINTER: i64 = 1_800_100_800;
+    const SUMMER: i64 = 1_815_739_200;
+
+    #[test]
+    fn timestamps_read_back() {
+        for t in [WINTER, SUMMER, WINTER + 1, SUMMER + 86_399, 400 * 86_400] {
+            let printed = timestamp(t);
+            assert_eq!(printed.len(), 19, "{printed}");
+            assert_eq!(parse_timestamp(&printed, t), Some(t), "{printed}");
+            // Without seconds or time of day: the start of that minute, that day.
+            let minute = &printed[..16];
+            assert_eq!(
+                parse_timestamp(minute, t),
+                Some(t - t.rem_euclid(60)),
+                "{minute}"
+            );
+            let tm = local(t);
+            let midnight =
+                t - (tm.tm_hour as i64 * 3600 + tm.tm_min as i64 * 60 + tm.tm_sec as i64);
+            assert_eq!(parse_timestamp(&printed[..10], t), Some(midnight));
+            assert_eq!(parse_timestamp("today", t), Some(midnight));
+            assert_eq!(parse_timestamp("tomorrow", t), Some(midnight + 86_400));
+        }
+    }
+
+    #[test]
+    fn times_relative_to_now() {
+        let now = WINTER;
+        assert_eq!(parse_timestamp("now", now), Some(now));
+        assert_eq!(parse_timestamp(" now ", now), Some(now));
+        assert_eq!(parse_timestamp("now+1hour", now), Some(now + 3600));
+        assert_eq!(parse_timestamp("now+90", now), Some(now + 90));
+        assert_eq!(parse_timestamp("now-2days", now), Some(now - 2 * 86_400));
+        assert_eq!(parse_timestamp("now+1week", now), Some(now + 604_800));
+        assert_eq!(parse_timestamp("now+5m", now), Some(now + 300));
+        for bad in ["now+", "now*5", "now+5parsecs", "now+-5"] {
+            assert_eq!(parse_timestamp(bad, now), None, "{bad}");
+        }
+        // A time of day is the next one: later today, or tomorrow once past.
+        let tm = local(now);
+        let later = format!("{:02}:{:02}", (tm.tm_hour + 1) % 24, tm.tm_min);
+        let t = parse_timestamp(&later, now).unwrap();
+        assert!(t > now && t <= now + 86_400, "{later}");
+        let t = parse_timestamp(&timestamp(now)[11..], now).unwrap();
+        assert_eq!(t, now + 86_400, "the same time of day is tomorrow's");
+    }
+
+    #[test]
+    fn impossible_dates_and_times_are_refused_as_slurm_refuses_them() {
+        let now = 1_800_000_000;
+        for bad in [
+            "2026-13-45",
+            "2026-11-30T25:00:00",
+            "2026-11-30T10:61",
+            "24:00",
+            "2026-00-10",
+            "1969-12-31",
+            "2026-11-30T10",
+            "yesterday",
+            "",
+        ] {
+            assert_eq!(parse_timestamp(bad, now), None, "{bad}");
+        }
+        assert!(parse_timestamp("2026-12-31T23:59:59", now).is_some());
+    }
+
+    #[test]
+    fn date_lines_as_ctime_prints_them() {
+        for t in [WINTER, SUMMER] {
+            let line = date_line(t);
+            let tm = local(t);
+            let stamp = timestamp(t);
+            assert_eq!(line.len(), 24, "{line}");
+            assert!(
+                ["Sun ", "Mon ", "Tue ", "Wed ", "Thu ", "Fri ", "Sat "].contains(&&line[..4]),
+                "{line}"
+            );
+            assert_eq!(&line[4..8], if t == WINTER { "Jan " } else { "Jul " });
+            assert_eq!(line[8..10].trim_start(), tm.tm_mday.to_string(), "{line}");
+            assert_eq!(&line[11..19], &stamp[11..19]);
+            assert_eq!(&line[19..], " 2027");
+        }
+    }
 }

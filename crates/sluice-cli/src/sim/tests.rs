@@ -7,7 +7,7 @@ use sluice_sim::replay::{run_audited, ReplayOptions};
 use sluice_sim::testing::{backfill_every_second, job, low_and_high};
 
 use crate::audit::story;
-use crate::slurm::common::timestamp;
+use sluice_proto::time::timestamp;
 
 #[test]
 fn sluice_audit_tells_a_replays_story_from_its_audit_lines() {

@@ -1,8 +1,10 @@
-//! What the Slurm commands share: finding the controller, Slurm's message shapes, and
-//! time formats.
+//! What the Slurm commands share: finding the controller, Slurm's message shapes, job
+//! id arguments and option errors. Durations are `sluice_conf::duration`'s, points in
+//! time `sluice_proto::time`'s.
 
 use std::path::PathBuf;
 
+use sluice_conf::getopt::GetoptError;
 use sluice_proto::{Client, ClientError};
 
 /// Exit status of Slurm's clients for option and value errors.
@@ -77,55 +79,6 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
-use sluice_proto::time::local;
-pub use sluice_proto::time::timestamp;
-
-/// The date line of `squeue -l` and `sinfo -l`: `Sun Nov 29 20:04:55 2026`.
-pub fn date_line(t: i64) -> String {
-    let tm = local(t);
-    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {}",
-        DAYS[tm.tm_wday.rem_euclid(7) as usize],
-        MONTHS[tm.tm_mon.rem_euclid(12) as usize],
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        tm.tm_year + 1900
-    )
-}
-
-/// A duration as squeue prints run times and limits: `0:35`, `1:02:03`, `1-02:03:04`.
-pub fn squeue_time(secs: i64) -> String {
-    let s = secs.max(0);
-    let (d, h, m, sec) = (s / 86400, s % 86400 / 3600, s % 3600 / 60, s % 60);
-    if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{sec:02}")
-    } else if h > 0 {
-        format!("{h}:{m:02}:{sec:02}")
-    } else {
-        format!("{m}:{sec:02}")
-    }
-}
-
-/// A duration as sacct and scontrol print it: `00:00:35`, `1-02:03:04`.
-pub fn elapsed(secs: i64) -> String {
-    sluice_conf::duration::format_time(Some(secs.max(0)))
-}
-
-/// A time limit: `UNLIMITED` or as [`squeue_time`] (squeue) / [`elapsed`] (scontrol).
-pub fn limit(secs: Option<i64>, long: bool) -> String {
-    match secs {
-        None => "UNLIMITED".into(),
-        Some(s) if long => elapsed(s),
-        Some(s) => squeue_time(s),
-    }
-}
-
 /// This host's short name.
 pub fn hostname() -> String {
     nix::unistd::gethostname()
@@ -138,93 +91,6 @@ pub fn hostname() -> String {
 /// The current directory as an absolute path.
 pub fn cwd() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
-}
-
-/// Parses `--begin` (and sacct's `-S`/`-E`): `now[+|-N[seconds|minutes|hours|days]]`,
-/// `HH:MM[:SS]`, `YYYY-MM-DD[THH:MM[:SS]]`, `today`, `tomorrow`, `midnight`, `noon`;
-/// Unix seconds.
-pub fn parse_begin(s: &str, now: i64) -> Option<i64> {
-    let s = s.trim();
-    if let Some(rest) = s.strip_prefix("now") {
-        if rest.is_empty() {
-            return Some(now);
-        }
-        let (sign, rest) = match rest.strip_prefix('-') {
-            Some(r) => (-1, r),
-            None => (1, rest.strip_prefix('+')?),
-        };
-        let split = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let n: i64 = rest[..split].parse().ok()?;
-        let unit = match &rest[split..] {
-            "" | "s" | "seconds" | "second" => 1,
-            "m" | "min" | "minutes" | "minute" => 60,
-            "h" | "hours" | "hour" => 3600,
-            "d" | "days" | "day" => 86400,
-            "w" | "weeks" | "week" => 604800,
-            _ => return None,
-        };
-        return Some(now + sign * n * unit);
-    }
-    let tm = local(now);
-    let midnight = now - (tm.tm_hour as i64 * 3600 + tm.tm_min as i64 * 60 + tm.tm_sec as i64);
-    match s {
-        "today" | "midnight" => {
-            return Some(if s == "midnight" {
-                midnight + 86400
-            } else {
-                midnight
-            })
-        }
-        "tomorrow" => return Some(midnight + 86400),
-        "noon" => {
-            return Some(if now < midnight + 43200 {
-                midnight + 43200
-            } else {
-                midnight + 86400 + 43200
-            })
-        }
-        _ => {}
-    }
-    let hms = |t: &str| -> Option<i64> {
-        let p: Vec<&str> = t.split(':').collect();
-        let v: Option<Vec<i64>> = p.iter().map(|x| x.parse().ok()).collect();
-        let v = v?;
-        // As Slurm's parse_time: hours below 24, minutes and seconds below 60.
-        let (h, m, sec) = match v.as_slice() {
-            [h, m] => (*h, *m, 0),
-            [h, m, sec] => (*h, *m, *sec),
-            _ => return None,
-        };
-        ((0..24).contains(&h) && (0..60).contains(&m) && (0..60).contains(&sec))
-            .then_some(h * 3600 + m * 60 + sec)
-    };
-    if !s.contains('-') {
-        let t = midnight + hms(s)?;
-        return Some(if t <= now { t + 86400 } else { t });
-    }
-    let (date, time) = s.split_once('T').unwrap_or((s, "00:00"));
-    let d: Vec<i64> = date
-        .split('-')
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    let [y, mo, day] = d.as_slice() else {
-        return None;
-    };
-    if !(1..=12).contains(mo) || !(1..=31).contains(day) || !(1970..=9999).contains(y) {
-        return None;
-    }
-    // SAFETY: mktime reads and normalises the struct we own.
-    let t = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        tm.tm_year = (*y - 1900) as i32;
-        tm.tm_mon = (*mo - 1) as i32;
-        tm.tm_mday = *day as i32;
-        tm.tm_isdst = -1;
-        libc::mktime(&mut tm) as i64
-    };
-    Some(t + hms(time)?)
 }
 
 /// A `SLURM_*` style job id argument: `123`, `123_4`, `123_[1-3]`, `123.batch` (step
@@ -242,135 +108,56 @@ pub fn parse_job_arg(s: &str) -> Option<Vec<(u64, Option<u32>)>> {
     }
 }
 
-/// A command line walked option by option, getopt-style: `--key=value`, `-kvalue` and
-/// `-k value` all give key `--key`/`-k` and its value when asked for one.
-pub struct OptionWalk {
-    args: Vec<String>,
-    i: usize,
-    key: String,
-    inline: Option<String>,
-}
-
-impl OptionWalk {
-    /// Walks `args` (already split with [`split_short_options`] where needed).
-    pub fn new(args: Vec<String>) -> Self {
-        OptionWalk {
-            args,
-            i: 0,
-            key: String::new(),
-            inline: None,
+/// An option error as the query commands (squeue, sinfo, scancel, sacct, sprio,
+/// sshare) print it after `CMD: error: `: an unknown option quoted as typed (a short
+/// one from its letter on), a missing value named by the option as typed (`'-u'`,
+/// `'--user'`), glibc's words for the rest.
+pub fn option_message(e: &GetoptError) -> String {
+    match e {
+        GetoptError::UnrecognizedLong { word, .. } => format!("unrecognized option '{word}'"),
+        GetoptError::InvalidShort { rest, .. } => format!("unrecognized option '-{rest}'"),
+        GetoptError::LongRequiresArgument { long, .. } => {
+            format!("option '--{long}' requires an argument")
         }
-    }
-
-    /// The next option's key (`-u`, `-ualice`, `--user`), or `None` at the end.
-    pub fn next_key(&mut self) -> Option<String> {
-        let a = self.args.get(self.i)?.clone();
-        self.i += 1;
-        (self.key, self.inline) = match a.split_once('=') {
-            Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
-            _ => (a, None),
-        };
-        Some(self.key.clone())
-    }
-
-    /// The current option's value: after `=`, the rest of a short option's word, or
-    /// the next word.
-    ///
-    /// Errors: `option 'KEY' requires an argument` at the end of the line.
-    pub fn value(&mut self) -> Result<String, String> {
-        if let Some(v) = self.inline.take() {
-            return Ok(v);
+        GetoptError::ShortRequiresArgument { letter, .. } => {
+            format!("option '-{letter}' requires an argument")
         }
-        if !self.key.starts_with("--") && self.key.len() > 2 {
-            return Ok(self.key[2..].to_string());
-        }
-        let v = self
-            .args
-            .get(self.i)
-            .cloned()
-            .ok_or_else(|| format!("option '{}' requires an argument", self.key))?;
-        self.i += 1;
-        Ok(v)
+        other => other.to_string(),
     }
-
-    /// The current option's value as a comma-separated list (empty items dropped).
-    ///
-    /// Errors: as [`OptionWalk::value`].
-    pub fn list(&mut self) -> Result<Vec<String>, String> {
-        Ok(self
-            .value()?
-            .split(',')
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect())
-    }
-}
-
-/// Short options bundled as getopt takes them (`-nu alice`, `-nXP`), split into one
-/// argument each: `flags` are the command's short options without a value; the first
-/// other letter takes the rest of the word as its value (`-nualice`: `-n -ualice`).
-/// Words that are not such a bundle are left as they are.
-pub fn split_short_options(args: Vec<String>, flags: &str) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len());
-    for a in args {
-        let letters = a.strip_prefix('-').filter(|r| !r.starts_with('-'));
-        let bundle =
-            letters.filter(|r| r.len() > 1 && r.chars().next().is_some_and(|c| flags.contains(c)));
-        let Some(rest) = bundle else {
-            out.push(a);
-            continue;
-        };
-        for (i, c) in rest.char_indices() {
-            if flags.contains(c) {
-                out.push(format!("-{c}"));
-            } else {
-                out.push(format!("-{}", &rest[i..]));
-                break;
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::split_short_options;
+    use sluice_conf::getopt::{Getopt, Opt, Order};
 
-    fn split(args: &[&str]) -> Vec<String> {
-        split_short_options(args.iter().map(|a| a.to_string()).collect(), "nPXp")
-    }
+    use super::option_message;
 
     #[test]
-    fn bundled_short_options_are_split_as_getopt_splits_them() {
-        // Snakemake's `sacct -nu "$USER" -o Account%256`.
+    fn query_commands_word_option_errors_as_they_always_have() {
+        const TABLE: &[Opt] = &[
+            Opt::flag("noheader", Some('n')),
+            Opt::required("user", Some('u')),
+        ];
+        let first_error = |args: &[&str]| {
+            Getopt::new(TABLE, args.iter().map(|a| a.to_string()), Order::Permute)
+                .find_map(Result::err)
+                .map(|e| option_message(&e))
+                .unwrap()
+        };
         assert_eq!(
-            split(&["-nu", "alice", "-o", "Account%256"]),
-            ["-n", "-u", "alice", "-o", "Account%256"]
+            first_error(&["--bogus=1"]),
+            "unrecognized option '--bogus=1'"
         );
-        assert_eq!(split(&["-nXP"]), ["-n", "-X", "-P"]);
-        assert_eq!(split(&["-nualice"]), ["-n", "-ualice"]);
-        assert_eq!(split(&["-Xj5"]), ["-X", "-j5"]);
-        // Not bundles: a lone flag, an option with its value attached, long options.
+        assert_eq!(first_error(&["-zq"]), "unrecognized option '-zq'");
+        assert_eq!(first_error(&["-nzq"]), "unrecognized option '-zq'");
+        assert_eq!(first_error(&["-u"]), "option '-u' requires an argument");
         assert_eq!(
-            split(&["-n", "-j5", "-oJobID", "--name=x", "-"]),
-            ["-n", "-j5", "-oJobID", "--name=x", "-"]
+            first_error(&["--us"]),
+            "option '--user' requires an argument"
         );
-    }
-
-    #[test]
-    fn impossible_dates_and_times_are_refused_as_slurm_refuses_them() {
-        use super::parse_begin;
-        let now = 1_800_000_000;
-        for bad in [
-            "2026-13-45",
-            "2026-11-30T25:00:00",
-            "2026-11-30T10:61",
-            "24:00",
-            "2026-00-10",
-        ] {
-            assert_eq!(parse_begin(bad, now), None, "{bad}");
-        }
-        assert!(parse_begin("2026-12-31T23:59:59", now).is_some());
-        assert_eq!(parse_begin("now+1hour", now), Some(now + 3600));
+        assert_eq!(
+            first_error(&["--noheader=yes"]),
+            "option '--noheader' doesn't allow an argument"
+        );
     }
 }

@@ -2,13 +2,14 @@
 
 use std::collections::BTreeMap;
 
+use sluice_conf::duration::format_time;
+use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
+use sluice_proto::time::{parse_timestamp, timestamp};
 use sluice_proto::types::{
     tres_string_sorted, JobRecord, JobState, MemoryRequest, StepId, StepRecord,
 };
 
-use super::common::{
-    controller, describe, elapsed, fail, now, parse_begin, parse_job_arg, timestamp,
-};
+use super::common::{controller, describe, fail, now, option_message, parse_job_arg};
 use super::squeue::current_user;
 
 const ME: &str = "sacct";
@@ -269,9 +270,9 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         ),
         ("Partition", Row::Job(j)) => j.partition.clone(),
         ("Account", _) => j.account.clone(),
-        ("Elapsed", _) => elapsed(run),
+        ("Elapsed", _) => format_time(Some(run)),
         ("ElapsedRaw", _) => run.to_string(),
-        ("CPUTime", Row::Job(_)) => elapsed(run * job_cpus as i64),
+        ("CPUTime", Row::Job(_)) => format_time(Some(run * job_cpus as i64)),
         ("CPUTimeRAW", Row::Job(_)) => (run * job_cpus as i64).to_string(),
         ("Start", _) => start.map_or(null, timestamp),
         ("End", _) => end.map_or(null, timestamp),
@@ -281,7 +282,7 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         ("UID", Row::Job(j)) => j.uid.to_string(),
         ("Group", Row::Job(j)) => j.group.clone(),
         ("GID", Row::Job(j)) => j.gid.to_string(),
-        ("Timelimit", Row::Job(j)) => sluice_conf::duration::format_time(j.time_limit),
+        ("Timelimit", Row::Job(j)) => format_time(j.time_limit),
         ("TimelimitRaw", Row::Job(j)) => j
             .time_limit
             .map_or("UNLIMITED".into(), |l| (l / 60).to_string()),
@@ -347,6 +348,35 @@ fn format_width(spec: Option<&str>) -> Option<i32> {
     spec.and_then(|w| w.parse::<i32>().ok()).filter(|&w| w != 0)
 }
 
+/// sacct's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
+const OPTIONS: &[Opt] = &[
+    Opt::flag("allusers", Some('a')),
+    Opt::required("accounts", Some('A')),
+    Opt::flag("allocations", Some('X')),
+    Opt::flag("duplicates", Some('D')),
+    Opt::required("endtime", Some('E')),
+    Opt::required("name", None),
+    Opt::required("jobname", None).alias_of("name"),
+    Opt::required("jobs", Some('j')),
+    Opt::flag("long", Some('l')),
+    Opt::flag("allclusters", Some('L')),
+    Opt::required("cluster", None).alias_of("clusters"),
+    Opt::required("clusters", Some('M')),
+    Opt::required("units", None),
+    Opt::flag("noheader", Some('n')),
+    Opt::required("fields", None).alias_of("format"),
+    Opt::required("format", Some('o')),
+    Opt::flag("parsable", Some('p')),
+    Opt::flag("parsable2", Some('P')),
+    Opt::required("partition", Some('r')),
+    Opt::required("state", Some('s')),
+    Opt::required("starttime", Some('S')),
+    Opt::required("uid", None).alias_of("user"),
+    Opt::required("user", Some('u')),
+    Opt::flag("json", None),
+];
+
 /// Runs `sacct`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut fields: Vec<(&'static str, i32)> = [
@@ -371,121 +401,89 @@ pub fn main(args: Vec<String>) -> i32 {
     let (mut names, mut users, mut states): (Vec<String>, Vec<String>, Vec<JobState>) =
         (vec![], vec![], vec![]);
     let (mut start, mut end): (Option<i64>, Option<i64>) = (None, None);
-    let args = super::common::split_short_options(args, "aDLlnPpX");
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].clone();
-        let (key, inline) = match a.split_once('=') {
-            Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
-            _ => (a.clone(), None),
+    let mut walk = Getopt::new(OPTIONS, args, Order::Permute);
+    while let Some(item) = walk.next() {
+        let f = match item {
+            Ok(Parsed::Opt(f)) => f,
+            Ok(Parsed::Operand(w)) => {
+                eprintln!("{ME}: error: Unknown arguments:");
+                let mut rest = vec![w];
+                rest.extend(walk.remaining().iter().cloned());
+                fail(ME, format!(" {}", rest.join(" ")), 1);
+            }
+            Err(e) => fail(ME, option_message(&e), 1),
         };
-        let value = |i: &mut usize| -> String {
-            if let Some(v) = &inline {
-                return v.clone();
+        match f.name() {
+            "parsable2" => parsable = true,
+            "parsable" => {
+                parsable = true;
+                trailing = true;
             }
-            if !key.starts_with("--") && key.len() > 2 {
-                return key[2..].to_string();
-            }
-            *i += 1;
-            args.get(*i)
-                .cloned()
-                .unwrap_or_else(|| fail(ME, format!("option '{key}' requires an argument"), 1))
-        };
-        let short =
-            |c: &str| key == c || (!key.starts_with("--") && key.starts_with(c) && key.len() > 2);
-        if key == "-P" || key == "--parsable2" {
-            parsable = true;
-        } else if key == "-p" || key == "--parsable" {
-            parsable = true;
-            trailing = true;
-        } else if key == "-n" || key == "--noheader" {
-            header = false;
-        } else if key == "-X" || key == "--allocations" {
-            alloc_only = true;
-        } else if key == "-a" || key == "--allusers" {
-            all_users = true;
-        } else if key == "-D" || key == "--duplicates" {
-            duplicates = true;
-        } else if key == "-L"
-            || key == "--allclusters"
-            || key == "-l"
-            || key == "--long"
-            || key == "--units"
-        {
-        } else if key == "--json" {
-            json = true;
-        } else if short("-o") || key == "--format" {
-            fields.clear();
-            for item in value(&mut i).split(',').filter(|s| !s.is_empty()) {
-                let (name, width) = match item.split_once('%') {
-                    Some((n, w)) => (n, format_width(Some(w))),
-                    None => (item, None),
-                };
-                if let Some((gone, instead)) =
-                    REMOVED.iter().find(|(f, _)| f.eq_ignore_ascii_case(name))
-                {
-                    eprintln!("{ME}: fatal: {gone} has been removed, please use {instead}");
-                    return 1;
-                }
-                match canonical(name) {
-                    Some((f, w)) => fields.push((f, width.unwrap_or(w))),
-                    None => fail(ME, format!("Invalid field requested: \"{name}\""), 1),
-                }
-            }
-        } else if short("-j") || key == "--jobs" {
-            for part in value(&mut i).split(',').filter(|s| !s.is_empty()) {
-                let v = parse_job_arg(part)
-                    .unwrap_or_else(|| fail(ME, format!("Invalid job id {part}"), 1));
-                match part.split_once('.') {
-                    Some((_, step)) => {
-                        step_only.extend(v.iter().map(|&(id, task)| (id, task, step.to_string())))
+            "noheader" => header = false,
+            "allocations" => alloc_only = true,
+            "allusers" => all_users = true,
+            "duplicates" => duplicates = true,
+            "json" => json = true,
+            "format" => {
+                fields.clear();
+                for item in f.list() {
+                    let (name, width) = match item.split_once('%') {
+                        Some((n, w)) => (n, format_width(Some(w))),
+                        None => (item.as_str(), None),
+                    };
+                    if let Some((gone, instead)) =
+                        REMOVED.iter().find(|(f, _)| f.eq_ignore_ascii_case(name))
+                    {
+                        eprintln!("{ME}: fatal: {gone} has been removed, please use {instead}");
+                        return 1;
                     }
-                    None => whole.extend(v.iter().copied()),
-                }
-                jobs.extend(v);
-            }
-        } else if key == "--name" || key == "--jobname" {
-            names.extend(value(&mut i).split(',').map(str::to_string));
-        } else if short("-u") || key == "--user" {
-            users.extend(value(&mut i).split(',').map(str::to_string));
-            all_users = true;
-        } else if short("-s") || key == "--state" {
-            for s in value(&mut i).split(',') {
-                match JobState::parse(s).or(match s.to_ascii_uppercase().as_str() {
-                    "CA" => Some(JobState::Cancelled),
-                    _ => None,
-                }) {
-                    Some(st) => states.push(st),
-                    None => fail(ME, format!("Invalid state: {s}"), 1),
+                    match canonical(name) {
+                        Some((f, w)) => fields.push((f, width.unwrap_or(w))),
+                        None => fail(ME, format!("Invalid field requested: \"{name}\""), 1),
+                    }
                 }
             }
-        } else if short("-S") || key == "--starttime" {
-            let v = value(&mut i);
-            start = Some(
-                parse_begin(&v, now())
-                    .unwrap_or_else(|| fail(ME, format!("Invalid time specification: {v}"), 1)),
-            );
-        } else if short("-E") || key == "--endtime" {
-            let v = value(&mut i);
-            end = Some(
-                parse_begin(&v, now())
-                    .unwrap_or_else(|| fail(ME, format!("Invalid time specification: {v}"), 1)),
-            );
-        } else if short("-M")
-            || key == "--clusters"
-            || short("-A")
-            || key == "--accounts"
-            || short("-r")
-            || key == "--partition"
-        {
-            let _ = value(&mut i);
-        } else if !a.starts_with('-') {
-            eprintln!("{ME}: error: Unknown arguments:");
-            fail(ME, format!(" {}", args[i..].join(" ")), 1);
-        } else {
-            fail(ME, format!("unrecognized option '{a}'"), 1);
+            "jobs" => {
+                for part in f.list() {
+                    let v = parse_job_arg(&part)
+                        .unwrap_or_else(|| fail(ME, format!("Invalid job id {part}"), 1));
+                    match part.split_once('.') {
+                        Some((_, step)) => step_only
+                            .extend(v.iter().map(|&(id, task)| (id, task, step.to_string()))),
+                        None => whole.extend(v.iter().copied()),
+                    }
+                    jobs.extend(v);
+                }
+            }
+            "name" => names.extend(f.value().split(',').map(str::to_string)),
+            "user" => {
+                users.extend(f.value().split(',').map(str::to_string));
+                all_users = true;
+            }
+            "state" => {
+                for s in f.value().split(',') {
+                    match JobState::parse(s).or(match s.to_ascii_uppercase().as_str() {
+                        "CA" => Some(JobState::Cancelled),
+                        _ => None,
+                    }) {
+                        Some(st) => states.push(st),
+                        None => fail(ME, format!("Invalid state: {s}"), 1),
+                    }
+                }
+            }
+            "starttime" | "endtime" => {
+                let v = f.value();
+                let t = parse_timestamp(v, now())
+                    .unwrap_or_else(|| fail(ME, format!("Invalid time specification: {v}"), 1));
+                if f.name() == "starttime" {
+                    start = Some(t);
+                } else {
+                    end = Some(t);
+                }
+            }
+            // -L, -l, --units, -M, -A, -r: accepted, no effect.
+            _ => {}
         }
-        i += 1;
     }
     #[derive(serde::Deserialize)]
     struct Accounting {
@@ -510,7 +508,7 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     // Default window: since midnight, unless jobs are named (then: all time).
     let start = start.or(if jobs.is_empty() {
-        parse_begin("today", t)
+        parse_timestamp("today", t)
     } else {
         None
     });

@@ -10,10 +10,11 @@
 
 use std::io::Write;
 
+use sluice_conf::duration::format_minutes;
 use sluice_proto::accounts::{
-    format_minutes, format_tres, AccountsError, AccountsRequest, AccountsSnapshot, AssocChange,
-    AssocFilter, AssocRef, Change, ChangeOutcome, ChangeRequest, FlagsChange, ListChange,
-    QosChange, Tres, TresChange,
+    format_tres, AccountsError, AccountsRequest, AccountsSnapshot, AssocChange, AssocFilter,
+    AssocRef, Change, ChangeOutcome, ChangeRequest, FlagsChange, ListChange, QosChange, Tres,
+    TresChange,
 };
 
 pub mod parse;

@@ -4,9 +4,10 @@ use std::io::Read;
 use std::path::Path;
 
 use sluice_conf::options::{parse_args, script_directives, Command, Export, JobOptions, Memory};
+use sluice_proto::time::parse_timestamp;
 use sluice_proto::types::{GresRequest, JobDescription, JobRecord, MemoryRequest, SubmitReply};
 
-use super::common::{controller, cwd, describe, fail, hostname, now, parse_begin, USAGE_EXIT};
+use super::common::{controller, cwd, describe, fail, hostname, now, USAGE_EXIT};
 
 /// Turns parsed options into the description the controller takes (shared with srun
 /// and salloc).
@@ -48,9 +49,9 @@ pub fn describe_job(
             .collect(),
     };
     let begin = match &o.begin {
-        Some(b) => {
-            Some(parse_begin(b, now()).ok_or_else(|| format!("Invalid time specification {b}"))?)
-        }
+        Some(b) => Some(
+            parse_timestamp(b, now()).ok_or_else(|| format!("Invalid time specification {b}"))?,
+        ),
         None => None,
     };
     Ok(JobDescription {

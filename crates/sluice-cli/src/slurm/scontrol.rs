@@ -1,8 +1,12 @@
 //! `scontrol`: show and change jobs, nodes, partitions and the configuration.
 
+use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_proto::types::{tres_string, ConfigInfo, JobRecord, JobState, NodeInfo, PartitionInfo};
 
-use super::common::{controller, describe, elapsed, fail, limit, now, parse_job_arg, timestamp};
+use sluice_conf::duration::format_time;
+use sluice_proto::time::timestamp;
+
+use super::common::{controller, describe, fail, now, parse_job_arg};
 use super::scontrol_show::{lines_of, node_lines, partition_lines, record};
 
 const ME: &str = "scontrol";
@@ -66,8 +70,8 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     );
     p("Reboot", "0".into());
     p("ExitCode", format!("{}:{}", j.exit_code, j.signal));
-    p("RunTime", elapsed(run));
-    p("TimeLimit", limit(j.time_limit, true));
+    p("RunTime", format_time(Some(run)));
+    p("TimeLimit", format_time(j.time_limit));
     p("TimeMin", "N/A".into());
     p("SubmitTime", timestamp(j.submit_time));
     // A held job is not eligible, and accrues no age, until released.
@@ -277,19 +281,35 @@ const JOB_BREAKS: &[&str] = &[
     "TresPerTask",
 ];
 
+/// scontrol's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
+const OPTIONS: &[Opt] = &[
+    Opt::flag("all", Some('a')),
+    Opt::flag("details", Some('d')),
+    Opt::flag("oneliner", Some('o')),
+    Opt::flag("quiet", Some('Q')),
+    Opt::flag("version", Some('V')),
+];
+
 /// Runs `scontrol`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut one_line = false;
     let mut words: Vec<String> = Vec::new();
-    for a in args {
-        match a.as_str() {
-            "-o" | "--oneliner" => one_line = true,
-            "-d" | "--details" | "-Q" | "--quiet" | "-a" | "--all" => {}
-            "-V" | "--version" | "version" => {
+    for item in Getopt::new(OPTIONS, args, Order::Permute) {
+        match item {
+            Ok(Parsed::Opt(f)) if f.name() == "oneliner" => one_line = true,
+            Ok(Parsed::Opt(f)) if f.name() == "version" => {
                 println!("slurm 22.05.8");
                 return 0;
             }
-            _ => words.push(a),
+            Ok(Parsed::Opt(_)) => {}
+            Ok(Parsed::Operand(w)) if w == "version" => {
+                println!("slurm 22.05.8");
+                return 0;
+            }
+            Ok(Parsed::Operand(w)) => words.push(w),
+            // A word that is no option is taken as a command word (and refused as one).
+            Err(e) => words.push(e.word().to_string()),
         }
     }
     let Some(verb) = words.first().map(|s| s.to_ascii_lowercase()) else {

@@ -7,10 +7,10 @@
 use sluice_proto::reservations::{
     ListChange, ListOp, ReservationChange, ReservationOp, ReservationRecord,
 };
-use sluice_proto::time::timestamp;
+use sluice_proto::time::{parse_timestamp, timestamp};
 use sluice_proto::{Client, ClientError};
 
-use super::common::{describe, now, parse_begin};
+use super::common::{describe, now};
 
 /// What parsing the words found wrong: Slurm's client-side message (before
 /// `.  No reservation created.`).
@@ -42,13 +42,13 @@ fn parse(words: &[String], t: i64) -> Result<ReservationChange, ParseError> {
         match key.to_ascii_lowercase().as_str() {
             "reservationname" | "reservation" | "resv" => req.name = Some(v.to_string()),
             "starttime" => {
-                req.start = Some(parse_begin(v, t).ok_or_else(|| {
+                req.start = Some(parse_timestamp(v, t).ok_or_else(|| {
                     eprintln!("Invalid time specification (pos=0): {v}");
                     format!("Invalid start time {w}")
                 })?)
             }
             "endtime" => {
-                req.end = Some(parse_begin(v, t).ok_or_else(|| {
+                req.end = Some(parse_timestamp(v, t).ok_or_else(|| {
                     eprintln!("Invalid time specification (pos=0): {v}");
                     format!("Invalid end time {w}")
                 })?)

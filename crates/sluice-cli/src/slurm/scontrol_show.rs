@@ -7,9 +7,9 @@
 //! which `-o` shows as two spaces; a job record ends with an empty line, hence its
 //! last line of three spaces (and `Power= ` with `-o`).
 
+use sluice_conf::duration::format_time;
+use sluice_proto::time::timestamp;
 use sluice_proto::types::{MemoryRequest, NodeInfo, PartitionInfo};
-
-use super::common::{elapsed, limit, timestamp};
 
 /// The record's text: its lines, then the end of the record.
 pub fn record(lines: &[String], one_line: bool) -> String {
@@ -203,14 +203,14 @@ pub fn partition_lines(p: &PartitionInfo, total_cpus: u32) -> Vec<String> {
         ),
         format!(
             "DefaultTime={} DisableRootJobs=NO ExclusiveUser={} GraceTime={} Hidden=NO",
-            p.default_time.map_or("NONE".into(), elapsed),
+            p.default_time.map_or("NONE".into(), |t| format_time(Some(t))),
             yes_no(p.exclusive_user),
             p.grace_time
         ),
         format!(
             "MaxNodes={} MaxTime={} MinNodes={} LLN=NO MaxCPUsPerNode=UNLIMITED",
             p.max_nodes.map_or("UNLIMITED".into(), |n| n.to_string()),
-            limit(p.max_time, true),
+            format_time(p.max_time),
             p.min_nodes
         ),
         format!("Nodes={}", sluice_conf::hostlist::compress(&p.nodes)),

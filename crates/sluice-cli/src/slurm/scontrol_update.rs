@@ -1,10 +1,11 @@
 //! `scontrol update`: `NodeName=LIST State=... Reason=...` for operators, and
 //! `JobId=N KEY=VALUE...` for a job's owner (or an operator).
 
+use sluice_proto::time::parse_timestamp;
 use sluice_proto::types::{JobUpdate, NodeUpdate};
 use sluice_proto::{Client, ClientError};
 
-use super::common::{describe, now, parse_begin};
+use super::common::{describe, now};
 use super::update_keys;
 
 /// What an update is about, as Slurm finds it: the first `KEY=VALUE` word naming a
@@ -138,7 +139,7 @@ fn job_changes(words: &[String]) -> Result<JobChanges, String> {
         };
         match key {
             "JobId" => job = Some(value),
-            "StartTime" => match parse_begin(&value, now()) {
+            "StartTime" => match parse_timestamp(&value, now()) {
                 Some(t) => changes.push((key.into(), t.to_string())),
                 None => return Err(format!("scontrol: error: Invalid input: {w}\n")),
             },

@@ -2,7 +2,11 @@
 
 use sluice_proto::types::{NodeInfo, PartitionInfo};
 
-use super::common::{controller, date_line, describe, fail, now};
+use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
+
+use sluice_proto::time::date_line;
+
+use super::common::{controller, describe, fail, now, option_message};
 use super::format::{codes, invalid_codes, render, Field};
 use super::sinfo_records::{build, field, Grouping, Record};
 
@@ -28,6 +32,22 @@ struct Options {
     partitions: Vec<String>,
 }
 
+/// sinfo's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
+const OPTIONS: &[Opt] = &[
+    Opt::flag("all", Some('a')),
+    Opt::flag("exact", Some('e')),
+    Opt::flag("long", Some('l')),
+    Opt::flag("noheader", Some('h')),
+    Opt::flag("Node", Some('N')),
+    Opt::required("format", Some('o')),
+    Opt::required("partition", Some('p')),
+    Opt::flag("responding", Some('r')),
+    Opt::flag("list-reasons", Some('R')),
+    Opt::flag("summarize", Some('s')),
+    Opt::flag("version", Some('V')),
+];
+
 /// Runs `sinfo`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sinfo";
@@ -35,41 +55,29 @@ pub fn main(args: Vec<String>) -> i32 {
         header: true,
         ..Default::default()
     };
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].clone();
-        let key = a.split('=').next().unwrap_or("").to_string();
-        let value = |i: &mut usize| -> String {
-            if let Some((_, v)) = a.split_once('=') {
-                return v.to_string();
-            }
-            if !a.starts_with("--") && a.len() > 2 {
-                return a[2..].to_string();
-            }
-            *i += 1;
-            args.get(*i)
-                .cloned()
-                .unwrap_or_else(|| fail(ME, format!("option '{a}' requires an argument"), 1))
+    for item in Getopt::new(OPTIONS, args, Order::Permute) {
+        let f = match item {
+            Ok(Parsed::Opt(f)) => f,
+            Ok(Parsed::Operand(w)) => fail(ME, format!("unrecognized option '{w}'"), 1),
+            Err(e) => fail(ME, option_message(&e), 1),
         };
-        match key.as_str() {
-            "-h" | "--noheader" => o.header = false,
-            "-N" | "--Node" => o.nodes_mode = true,
-            "-l" | "--long" => o.long = true,
-            "-s" | "--summarize" => o.summarize = true,
-            "-R" | "--list-reasons" => o.reasons = true,
-            "-V" | "--version" => {
+        match f.name() {
+            "noheader" => o.header = false,
+            "Node" => o.nodes_mode = true,
+            "long" => o.long = true,
+            "summarize" => o.summarize = true,
+            "list-reasons" => o.reasons = true,
+            "version" => {
                 println!("slurm 22.05.8");
                 return 0;
             }
-            "-e" | "--exact" => o.exact = true,
-            "-a" | "--all" | "-r" | "--responding" => {}
-            k if k == "--format" || k.starts_with("-o") => o.format = Some(value(&mut i)),
-            k if k == "--partition" || k.starts_with("-p") => o
+            "exact" => o.exact = true,
+            "format" => o.format = f.value,
+            "partition" => o
                 .partitions
-                .extend(value(&mut i).split(',').map(str::to_string)),
-            _ => fail(ME, format!("unrecognized option '{a}'"), 1),
+                .extend(f.value().split(',').map(str::to_string)),
+            _ => {}
         }
-        i += 1;
     }
     for code in invalid_codes(o.format.as_deref().unwrap_or("")) {
         eprintln!("Invalid node format specification: {code}");

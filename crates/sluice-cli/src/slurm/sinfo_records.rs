@@ -19,8 +19,9 @@
 
 use sluice_proto::types::{NodeInfo, PartitionInfo};
 
-use super::common::{squeue_time, timestamp};
 use super::format::Field;
+use sluice_conf::duration::format_compact;
+use sluice_proto::time::timestamp;
 
 /// One line of output: the partition it was made for and its nodes (each once).
 pub struct Record<'a> {
@@ -119,8 +120,8 @@ fn part_value(c: char, p: &PartitionInfo) -> Option<String> {
                 p.state.to_ascii_lowercase()
             }
         }
-        'l' => p.max_time.map_or("infinite".into(), squeue_time),
-        'L' => p.default_time.map_or("n/a".into(), squeue_time),
+        'l' => p.max_time.map_or("infinite".into(), format_compact),
+        'L' => p.default_time.map_or("n/a".into(), format_compact),
         's' => match p.max_nodes {
             Some(m) if m <= p.min_nodes.max(1) => m.to_string(),
             Some(m) => format!("{}-{m}", p.min_nodes.max(1)),

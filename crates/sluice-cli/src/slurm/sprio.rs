@@ -8,7 +8,9 @@
 
 use sluice_proto::priority::{Factor, JobPriority, PriorityReport};
 
-use super::common::{controller, describe, fail, split_short_options, OptionWalk};
+use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
+
+use super::common::{controller, describe, fail, option_message};
 use super::format::{self, Field};
 
 /// What to show.
@@ -30,6 +32,8 @@ pub struct Options {
     pub jobs: Vec<u64>,
     /// `-p`: these partitions' jobs.
     pub partitions: Vec<String>,
+    /// `--help`, `--usage`.
+    pub help: bool,
 }
 
 const CODES: &str = "iuYySAaBbFfJjPpQqNTtrc";
@@ -234,34 +238,54 @@ pub fn render(o: &Options, report: &PriorityReport) -> (String, Vec<String>) {
     (format::render(&fmt, head, &rows, &known), errors)
 }
 
-/// Parses `sprio`'s arguments.
+/// sprio's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
+const OPTIONS: &[Opt] = &[
+    Opt::flag("noheader", Some('h')),
+    Opt::required("jobs", Some('j')),
+    Opt::flag("long", Some('l')),
+    Opt::required("cluster", Some('M')),
+    Opt::required("clusters", None).alias_of("cluster"),
+    Opt::flag("norm", Some('n')),
+    Opt::required("format", Some('o')),
+    Opt::required("partition", Some('p')),
+    Opt::required("user", Some('u')),
+    Opt::required("users", None).alias_of("user"),
+    Opt::flag("verbose", Some('v')),
+    Opt::flag("weights", Some('w')),
+    Opt::flag("help", None),
+    Opt::flag("usage", None),
+];
+
+/// Parses `sprio`'s arguments (`--help` ends them, as getopt's caller exits there).
 ///
 /// Errors: an unknown option, a missing value, a job id that is not a number.
 pub fn parse(args: Vec<String>) -> Result<Options, String> {
-    let mut w = OptionWalk::new(split_short_options(args, "lnwhv"));
     let mut o = Options::default();
-    while let Some(key) = w.next_key() {
-        match key.as_str() {
-            "-l" | "--long" => o.long = true,
-            "-n" | "--norm" => o.normalized = true,
-            "-w" | "--weights" => o.weights = true,
-            "-h" | "--noheader" => o.no_header = true,
-            "-v" | "--verbose" => {}
-            k if k.starts_with("-o") || k == "--format" => o.format = Some(w.value()?),
-            k if k.starts_with("-u") || k == "--user" || k == "--users" => {
-                o.users.extend(w.list()?)
-            }
-            k if k.starts_with("-p") || k == "--partition" => o.partitions.extend(w.list()?),
-            k if k.starts_with("-j") || k == "--jobs" => {
-                for id in w.list()? {
+    for item in Getopt::new(OPTIONS, args, Order::Permute) {
+        let f = match item.map_err(|e| option_message(&e))? {
+            Parsed::Opt(f) => f,
+            Parsed::Operand(w) => return Err(format!("unrecognized option '{w}'")),
+        };
+        match f.name() {
+            "long" => o.long = true,
+            "norm" => o.normalized = true,
+            "weights" => o.weights = true,
+            "noheader" => o.no_header = true,
+            "format" => o.format = f.value,
+            "user" => o.users.extend(f.list()),
+            "partition" => o.partitions.extend(f.list()),
+            "jobs" => {
+                for id in f.list() {
                     o.jobs
                         .push(id.parse().map_err(|_| format!("Invalid job id: {id}"))?);
                 }
             }
-            k if k.starts_with("-M") || k == "--cluster" || k == "--clusters" => {
-                w.value()?;
+            "help" | "usage" => {
+                o.help = true;
+                return Ok(o);
             }
-            _ => return Err(format!("unrecognized option '{key}'")),
+            _ => {}
         }
     }
     Ok(o)
@@ -282,11 +306,11 @@ const USAGE: &str = "Usage: sprio [OPTIONS]
 /// Runs `sprio`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sprio";
-    if args.iter().any(|a| a == "--help" || a == "--usage") {
+    let o = parse(args).unwrap_or_else(|e| fail(ME, e, 1));
+    if o.help {
         print!("{USAGE}");
         return 0;
     }
-    let o = parse(args).unwrap_or_else(|e| fail(ME, e, 1));
     let report: PriorityReport = controller()
         .get("/v1/priority")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));

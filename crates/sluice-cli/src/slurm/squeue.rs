@@ -3,9 +3,12 @@
 use sluice_proto::types::MemoryRequest;
 use sluice_proto::types::{JobRecord, JobState};
 
-use super::common::{
-    controller, date_line, describe, fail, limit, now, parse_job_arg, squeue_time, timestamp,
-};
+use sluice_conf::getopt::{Getopt, GetoptError, Opt, Order, Parsed};
+
+use sluice_conf::duration::format_compact;
+use sluice_proto::time::{date_line, timestamp};
+
+use super::common::{controller, describe, fail, now, option_message, parse_job_arg};
 use super::format::{render, Field};
 
 const DEFAULT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
@@ -49,14 +52,17 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         'q' => f("QOS", j.qos.clone()),
         't' => f("ST", j.state.short().into()),
         'T' => f("STATE", j.state.name().into()),
-        'M' => f("TIME", squeue_time(run)),
-        'l' => f("TIME_LIMIT", limit(j.time_limit, false)),
+        'M' => f("TIME", format_compact(run)),
+        'l' => f(
+            "TIME_LIMIT",
+            j.time_limit.map_or("UNLIMITED".into(), format_compact),
+        ),
         'L' => f(
             "TIME_LEFT",
             match (j.time_limit, j.state) {
                 (None, _) => "UNLIMITED".into(),
-                (Some(l), JobState::Running) => squeue_time(l - run),
-                (Some(l), _) => squeue_time(l),
+                (Some(l), JobState::Running) => format_compact(l - run),
+                (Some(l), _) => format_compact(l),
             },
         ),
         'D' => f(
@@ -243,18 +249,46 @@ fn is_other_slurm_state(s: &str) -> bool {
     OTHER.iter().any(|(long, short)| u == *long || u == *short)
 }
 
-fn value_of(args: &[String], i: &mut usize, opt: &str) -> String {
-    if let Some((_, v)) = args[*i].split_once('=') {
-        return v.to_string();
-    }
-    let a = &args[*i];
-    if !a.starts_with("--") && a.len() > 2 {
-        return a[2..].to_string();
-    }
-    *i += 1;
-    args.get(*i)
-        .cloned()
-        .unwrap_or_else(|| fail("squeue", format!("option '{opt}' requires an argument"), 1))
+/// squeue's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
+/// `--job` and `--state` are prefixes of `--jobs` and `--states`.
+const OPTIONS: &[Opt] = &[
+    Opt::flag("all", Some('a')),
+    Opt::flag("array", Some('r')),
+    Opt::required("Format", Some('O')),
+    Opt::required("format", Some('o')),
+    Opt::required("jobs", Some('j')),
+    Opt::flag("local", None),
+    Opt::flag("long", Some('l')),
+    Opt::required("cluster", None).alias_of("clusters"),
+    Opt::required("clusters", Some('M')),
+    Opt::flag("me", None),
+    Opt::required("name", Some('n')),
+    Opt::flag("noheader", Some('h')),
+    Opt::required("partition", Some('p')),
+    Opt::required("partitions", None).alias_of("partition"),
+    Opt::required("sort", Some('S')),
+    Opt::flag("start", None),
+    Opt::required("states", Some('t')),
+    Opt::required("user", Some('u')),
+    Opt::required("users", None).alias_of("user"),
+    Opt::flag("version", Some('V')),
+    Opt::flag("json", None),
+];
+
+/// The message for an option error: as the other query commands word it, except that
+/// a missing value names the option by its long name however it was given.
+fn option_error(e: &GetoptError) -> String {
+    let long = match e {
+        GetoptError::LongRequiresArgument { long, .. }
+        | GetoptError::ShortRequiresArgument { long, .. } => long,
+        other => return option_message(other),
+    };
+    let name = OPTIONS
+        .iter()
+        .find(|o| o.long == *long)
+        .map_or(*long, |o| o.name);
+    format!("option '--{name}' requires an argument")
 }
 
 /// Reports each piece of a `-o` format that is not a field, as Slurm does (the piece
@@ -281,127 +315,108 @@ fn parse(args: &[String]) -> Args {
         json: false,
         start: false,
     };
-    let mut i = 0;
     let mut explicit_format = false;
-    while i < args.len() {
-        let arg = args[i].clone();
-        let key = arg.split('=').next().unwrap_or("").to_string();
-        let short =
-            |c: &str| key == c || (key.len() > 2 && key.starts_with(c) && !key.starts_with("--"));
-        if key == "-h" || key == "--noheader" {
-            a.header = false;
-        } else if short("-o") || key == "--format" {
-            a.format = value_of(args, &mut i, "--format");
-            report_invalid(&a.format);
-            explicit_format = true;
-        } else if short("-O") || key == "--Format" {
-            let spec = value_of(args, &mut i, "--Format");
-            // Each field padded to its width (20 by default; `:.N` right-justifies), with
-            // nothing between fields, as Slurm prints them.
-            let mut f = String::new();
-            for item in spec.split(',').filter(|s| !s.is_empty()) {
-                let (name, right, width) = match item.split_once(':') {
-                    Some((n, w)) => (
-                        n,
-                        w.starts_with('.'),
-                        w.trim_start_matches('.').parse().unwrap_or(20),
-                    ),
-                    None => (item, false, 20),
-                };
-                let code = long_field(name).unwrap_or_else(|| {
-                    fail(
-                        "squeue",
-                        format!("Invalid job format specification: {name}"),
-                        1,
-                    )
-                });
-                f.push_str(&format!("%{}{width}{code}", if right { "." } else { "" }));
+    for item in Getopt::new(OPTIONS, args.iter().cloned(), Order::Permute) {
+        let f = match item {
+            Ok(Parsed::Opt(f)) => f,
+            Ok(Parsed::Operand(w)) => fail("squeue", format!("unrecognized option '{w}'"), 1),
+            Err(e) => fail("squeue", option_error(&e), 1),
+        };
+        match f.name() {
+            "noheader" => a.header = false,
+            "format" => {
+                a.format = f.value().to_string();
+                report_invalid(&a.format);
+                explicit_format = true;
             }
-            a.format = f;
-            explicit_format = true;
-        } else if short("-j") || key == "--jobs" || key == "--job" {
-            for id in value_of(args, &mut i, "--jobs")
-                .split(',')
-                .filter(|s| !s.is_empty())
-            {
-                match parse_job_arg(id) {
-                    Some(v) => a.jobs.extend(v),
-                    None => fail("squeue", format!("Invalid job id: {id}"), 1),
+            "Format" => {
+                // Each field padded to its width (20 by default; `:.N` right-justifies),
+                // with nothing between fields, as Slurm prints them.
+                let mut fmt = String::new();
+                for item in f.value().split(',').filter(|s| !s.is_empty()) {
+                    let (name, right, width) = match item.split_once(':') {
+                        Some((n, w)) => (
+                            n,
+                            w.starts_with('.'),
+                            w.trim_start_matches('.').parse().unwrap_or(20),
+                        ),
+                        None => (item, false, 20),
+                    };
+                    let code = long_field(name).unwrap_or_else(|| {
+                        fail(
+                            "squeue",
+                            format!("Invalid job format specification: {name}"),
+                            1,
+                        )
+                    });
+                    fmt.push_str(&format!("%{}{width}{code}", if right { "." } else { "" }));
                 }
+                a.format = fmt;
+                explicit_format = true;
             }
-        } else if short("-u") || key == "--user" {
-            for u in value_of(args, &mut i, "--user").split(',') {
-                // A name or a uid, as Slurm takes them; someone unknown is an error.
-                let user = match u.parse::<u32>() {
-                    Ok(uid) => nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                        .ok()
-                        .flatten(),
-                    Err(_) => nix::unistd::User::from_name(u).ok().flatten(),
-                };
-                match user {
-                    Some(user) => a.users.push(user.name),
-                    None => fail("squeue", format!("Invalid user: {u}"), 1),
-                }
-            }
-        } else if key == "--me" {
-            a.users.push(current_user());
-        } else if short("-t") || key == "--states" || key == "--state" {
-            for s in value_of(args, &mut i, "--states").split(',') {
-                if s.eq_ignore_ascii_case("all") {
-                    a.all_states = true;
-                } else {
-                    match JobState::parse(s) {
-                        Some(st) => a.states.push(st),
-                        None if is_other_slurm_state(s) => a.other_states = true,
-                        None => fail("squeue", format!("Invalid job state specified: {s}"), 1),
+            "jobs" => {
+                for id in f.list() {
+                    match parse_job_arg(&id) {
+                        Some(v) => a.jobs.extend(v),
+                        None => fail("squeue", format!("Invalid job id: {id}"), 1),
                     }
                 }
             }
-        } else if short("-p") || key == "--partition" {
-            a.partitions.extend(
-                value_of(args, &mut i, "--partition")
-                    .split(',')
-                    .map(str::to_string),
-            );
-        } else if short("-n") || key == "--name" {
-            a.names.extend(
-                value_of(args, &mut i, "--name")
-                    .split(',')
-                    .map(str::to_string),
-            );
-        } else if key == "-r" || key == "--array" {
-            a.array = true;
-        } else if key == "-l" || key == "--long" {
-            a.long = true;
-            if !explicit_format {
-                a.format = LONG.into();
+            "user" => {
+                for u in f.value().split(',') {
+                    // A name or a uid, as Slurm takes them; someone unknown is an error.
+                    let user = match u.parse::<u32>() {
+                        Ok(uid) => nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                            .ok()
+                            .flatten(),
+                        Err(_) => nix::unistd::User::from_name(u).ok().flatten(),
+                    };
+                    match user {
+                        Some(user) => a.users.push(user.name),
+                        None => fail("squeue", format!("Invalid user: {u}"), 1),
+                    }
+                }
             }
-        } else if key == "--start" {
-            a.start = true;
-            if !explicit_format {
-                a.format = START.into();
+            "me" => a.users.push(current_user()),
+            "states" => {
+                for s in f.value().split(',') {
+                    if s.eq_ignore_ascii_case("all") {
+                        a.all_states = true;
+                    } else {
+                        match JobState::parse(s) {
+                            Some(st) => a.states.push(st),
+                            None if is_other_slurm_state(s) => a.other_states = true,
+                            None => fail("squeue", format!("Invalid job state specified: {s}"), 1),
+                        }
+                    }
+                }
             }
-            a.states = vec![JobState::Pending];
-        } else if key == "--json" {
-            a.json = true;
-        } else if key == "-a"
-            || key == "--all"
-            || key == "--local"
-            || key == "-M"
-            || key.starts_with("--clusters")
-            || key == "--sort"
-            || key == "-S"
-        {
-            if key == "-M" || key == "-S" {
-                i += 1;
+            "partition" => a
+                .partitions
+                .extend(f.value().split(',').map(str::to_string)),
+            "name" => a.names.extend(f.value().split(',').map(str::to_string)),
+            "array" => a.array = true,
+            "long" => {
+                a.long = true;
+                if !explicit_format {
+                    a.format = LONG.into();
+                }
             }
-        } else if key == "--version" || key == "-V" {
-            println!("slurm 22.05.8");
-            std::process::exit(0);
-        } else {
-            fail("squeue", format!("unrecognized option '{arg}'"), 1);
+            "start" => {
+                a.start = true;
+                if !explicit_format {
+                    a.format = START.into();
+                }
+                a.states = vec![JobState::Pending];
+            }
+            "json" => a.json = true,
+            "version" => {
+                println!("slurm 22.05.8");
+                std::process::exit(0);
+            }
+            // -a, --local, -M, -S: accepted, no effect.
+            _ => {}
         }
-        i += 1;
     }
     a
 }

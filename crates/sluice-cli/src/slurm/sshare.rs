@@ -7,7 +7,9 @@
 
 use sluice_proto::priority::{ShareRow, SharesReport};
 
-use super::common::{controller, describe, fail, split_short_options, OptionWalk};
+use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
+
+use super::common::{controller, describe, fail, option_message};
 use super::squeue::current_user;
 
 /// What to show.
@@ -25,28 +27,50 @@ pub struct Options {
     pub accounts: Vec<String>,
     /// `-u`: these users.
     pub users: Vec<String>,
+    /// `--help`, `--usage`.
+    pub help: bool,
 }
 
-/// Parses `sshare`'s arguments.
+/// sshare's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
+const OPTIONS: &[Opt] = &[
+    Opt::required("accounts", Some('A')),
+    Opt::flag("all", Some('a')),
+    Opt::flag("long", Some('l')),
+    Opt::required("cluster", None).alias_of("clusters"),
+    Opt::required("clusters", Some('M')),
+    Opt::flag("noheader", Some('n')),
+    Opt::flag("parsable", Some('p')),
+    Opt::flag("parsable2", Some('P')),
+    Opt::required("users", Some('u')),
+    Opt::flag("verbose", Some('v')),
+    Opt::flag("help", None),
+    Opt::flag("usage", None),
+];
+
+/// Parses `sshare`'s arguments (`--help` ends them, as getopt's caller exits there).
 ///
 /// Errors: an unknown option or a missing value.
 pub fn parse(args: Vec<String>) -> Result<Options, String> {
-    let mut w = OptionWalk::new(split_short_options(args, "alnPpv"));
     let mut o = Options::default();
-    while let Some(key) = w.next_key() {
-        match key.as_str() {
-            "-a" | "--all" => o.all = true,
-            "-l" | "--long" => o.long = true,
-            "-n" | "--noheader" => o.no_header = true,
-            "-P" | "--parsable2" => o.parsable = Some(false),
-            "-p" | "--parsable" => o.parsable = Some(true),
-            "-v" | "--verbose" => {}
-            k if k.starts_with("-A") || k == "--accounts" => o.accounts.extend(w.list()?),
-            k if k.starts_with("-u") || k == "--users" => o.users.extend(w.list()?),
-            k if k.starts_with("-M") || k == "--clusters" => {
-                w.value()?;
+    for item in Getopt::new(OPTIONS, args, Order::Permute) {
+        let f = match item.map_err(|e| option_message(&e))? {
+            Parsed::Opt(f) => f,
+            Parsed::Operand(w) => return Err(format!("unrecognized option '{w}'")),
+        };
+        match f.name() {
+            "all" => o.all = true,
+            "long" => o.long = true,
+            "noheader" => o.no_header = true,
+            "parsable2" => o.parsable = Some(false),
+            "parsable" => o.parsable = Some(true),
+            "accounts" => o.accounts.extend(f.list()),
+            "users" => o.users.extend(f.list()),
+            "help" | "usage" => {
+                o.help = true;
+                return Ok(o);
             }
-            _ => return Err(format!("unrecognized option '{key}'")),
+            _ => {}
         }
     }
     Ok(o)
@@ -262,11 +286,11 @@ const USAGE: &str = "Usage: sshare [OPTIONS]
 /// Runs `sshare`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sshare";
-    if args.iter().any(|a| a == "--help" || a == "--usage") {
+    let o = parse(args).unwrap_or_else(|e| fail(ME, e, 1));
+    if o.help {
         print!("{USAGE}");
         return 0;
     }
-    let o = parse(args).unwrap_or_else(|e| fail(ME, e, 1));
     let report: SharesReport = controller()
         .get("/v1/shares")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));

@@ -8,7 +8,7 @@ use crate::ids::NodeId;
 use crate::job::{JobRequest, JobSpec, MemRequest};
 use crate::scheduler::Scheduler;
 use crate::select::max_tasks_on;
-use crate::time::Secs;
+use crate::time::{format_duration, Secs};
 
 /// Why a request can never be met in its partition, with the numbers. Per-node figures
 /// are over the partition's nodes that have a wanted feature and are not excluded.
@@ -94,16 +94,6 @@ pub enum NeverFits {
     Shape,
 }
 
-/// Slurm's `[D-]HH:MM:SS`.
-pub(crate) fn duration(secs: Secs) -> String {
-    let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
-    if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{s:02}")
-    } else {
-        format!("{h:02}:{m:02}:{s:02}")
-    }
-}
-
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -114,8 +104,8 @@ impl fmt::Display for NeverFits {
             NeverFits::TimeLimit { limit, max_time } => write!(
                 f,
                 "its time limit ({}) exceeds the partition's MaxTime ({})",
-                duration(*limit),
-                duration(*max_time)
+                format_duration(*limit),
+                format_duration(*max_time)
             ),
             NeverFits::MaxNodes { wanted, max_nodes } => write!(
                 f,

@@ -6,6 +6,7 @@
 use sluice_proto::error::ApiError;
 use std::sync::Arc;
 
+use sluice_conf::duration::format_span;
 use sluice_core::explain::{Alternative, ExplainOptions, Forecast, NoStart};
 use sluice_core::limits::QosId;
 use sluice_core::{JobId, PartitionId, PartitionState, Scheduler};
@@ -18,26 +19,6 @@ use sluice_proto::types::{JobRecord, JobState};
 use super::dependency::DepState;
 use super::{Caller, Controller};
 use sluice_proto::types::Hold;
-
-/// A duration in words as people read it: `2h 30m`, `45s`.
-pub(super) fn span(secs: i64) -> String {
-    let s = secs.max(0);
-    let (d, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
-    let mut parts = Vec::new();
-    if d > 0 {
-        parts.push(format!("{d}d"));
-    }
-    if h > 0 {
-        parts.push(format!("{h}h"));
-    }
-    if m > 0 {
-        parts.push(format!("{m}m"));
-    }
-    if sec > 0 || parts.is_empty() {
-        parts.push(format!("{sec}s"));
-    }
-    parts.join(" ")
-}
 
 fn cause(family: &str, reason: &str, text: String) -> Cause {
     Cause {
@@ -306,7 +287,7 @@ impl Controller {
                 format!(
                     "it may not start before {} (--begin), in {}",
                     timestamp(begin),
-                    span(begin - now)
+                    format_span(begin - now)
                 ),
             ));
         }

@@ -10,6 +10,7 @@
 use sluice_proto::error::{ApiError, ErrorCode};
 use std::collections::{BTreeMap, BTreeSet};
 
+use sluice_conf::duration::format_time;
 use sluice_core::reservation::gpu_share;
 use sluice_core::{AccessList, JobId, Reservation, ReservationRequest, ResvError, ResvEvent};
 use sluice_proto::reservations::{
@@ -64,12 +65,7 @@ pub fn flags_string(r: &ReservationRecord) -> String {
         if r.has_flag(f) {
             if *f == "PURGE_COMP" {
                 let d = r.purge_after.unwrap_or(PURGE_DEFAULT);
-                out.push(format!(
-                    "PURGE_COMP={:02}:{:02}:{:02}",
-                    d / 3600,
-                    d / 60 % 60,
-                    d % 60
-                ));
+                out.push(format!("PURGE_COMP={}", format_time(Some(d))));
             } else {
                 out.push(f.to_string());
             }
@@ -611,5 +607,25 @@ impl Controller {
             }
         }
         notes
+    }
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::*;
+
+    #[test]
+    fn purge_comp_prints_its_delay_as_slurm_prints_durations() {
+        let record = |purge_after| ReservationRecord {
+            flags: vec!["DAILY".into(), "PURGE_COMP".into()],
+            purge_after,
+            ..Default::default()
+        };
+        assert_eq!(flags_string(&record(None)), "DAILY,PURGE_COMP=00:05:00");
+        assert_eq!(
+            flags_string(&record(Some(90_061))),
+            "DAILY,PURGE_COMP=1-01:01:01",
+            "a day or more with Slurm's day count (secs2time_str)"
+        );
     }
 }

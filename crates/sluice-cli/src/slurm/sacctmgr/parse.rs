@@ -4,10 +4,12 @@
 
 use std::collections::BTreeSet;
 
+use sluice_conf::duration::parse_minutes;
+use sluice_conf::getopt::{Getopt, GetoptError, Opt, Order, Parsed};
 use sluice_ctld::accounts::parse_shares;
 use sluice_proto::accounts::{
-    parse_minutes, parse_tres, AdminLevel, AssocChange, Change, FlagsChange, LimitsChange,
-    ListChange, PreemptMode, QosChange, QosFlag, TresChange,
+    parse_tres, AdminLevel, AssocChange, Change, FlagsChange, LimitsChange, ListChange,
+    PreemptMode, QosChange, QosFlag, TresChange,
 };
 
 /// Options before (or among) the words.
@@ -58,39 +60,63 @@ pub enum Entity {
     User,
 }
 
-/// Splits the arguments into options and words.
+/// sacctmgr's options: Slurm's names, in the order of its table (which
+/// orders the candidates of an ambiguous prefix), for what Sluice implements.
+const OPTIONS: &[Opt] = &[
+    Opt::flag("help", Some('h')),
+    Opt::flag("usage", None).alias_of("help"),
+    Opt::flag("immediate", Some('i')),
+    Opt::flag("noheader", Some('n')),
+    Opt::flag("parsable", Some('p')),
+    Opt::flag("parsable2", Some('P')),
+    Opt::flag("quiet", Some('Q')),
+    Opt::flag("readonly", Some('r')),
+    Opt::flag("associations", Some('s')),
+    Opt::flag("verbose", Some('v')),
+    Opt::flag("version", Some('V')),
+];
+
+/// Splits the arguments into options and words (options may come anywhere). A
+/// refused word that is a `key=value` pair or a number (`-1`) is taken as a word.
 ///
 /// Errors: an unknown option (the message lines).
 pub fn options(args: &[String]) -> Result<(Opts, Vec<String>), Vec<String>> {
-    let args = crate::slurm::common::split_short_options(args.to_vec(), "inpPQsvVhr");
     let mut o = Opts::default();
     let mut words = Vec::new();
-    for a in args {
-        if !a.starts_with('-') || a.contains('=') || a == "-" || a.parse::<i64>().is_ok() {
-            words.push(a);
-            continue;
-        }
-        match a.as_str() {
-            "-i" | "--immediate" => o.immediate = true,
-            "-n" | "--noheader" => o.noheader = true,
-            "-p" | "--parsable" => o.parsable = Some(true),
-            "-P" | "--parsable2" => o.parsable = Some(false),
-            "-Q" | "--quiet" => o.quiet = true,
-            "-s" | "--associations" => o.withassoc = true,
-            "-v" | "--verbose" | "-r" | "--readonly" => {}
-            "-V" | "--version" => o.version = true,
-            "-h" | "--help" | "--usage" => o.help = true,
-            other => {
-                let shown = other.trim_start_matches('-');
+    for item in Getopt::new(OPTIONS, args.iter().cloned(), Order::Permute) {
+        let f = match item {
+            Ok(Parsed::Opt(f)) => f,
+            Ok(Parsed::Operand(w)) => {
+                words.push(w);
+                continue;
+            }
+            Err(e) if e.word().contains('=') || e.word().parse::<i64>().is_ok() => {
+                words.push(e.word().to_string());
+                continue;
+            }
+            Err(e) => {
+                let first = match &e {
+                    GetoptError::UnrecognizedLong { word, .. } => {
+                        format!("sacctmgr: unrecognized option '{word}'")
+                    }
+                    other => format!("sacctmgr: {other}"),
+                };
                 return Err(vec![
-                    if other.starts_with("--") {
-                        format!("sacctmgr: unrecognized option '{other}'")
-                    } else {
-                        format!("sacctmgr: invalid option -- '{shown}'")
-                    },
+                    first,
                     "Try \"sacctmgr --help\" for more information".to_string(),
                 ]);
             }
+        };
+        match f.name() {
+            "immediate" => o.immediate = true,
+            "noheader" => o.noheader = true,
+            "parsable" => o.parsable = Some(true),
+            "parsable2" => o.parsable = Some(false),
+            "quiet" => o.quiet = true,
+            "associations" => o.withassoc = true,
+            "version" => o.version = true,
+            "help" => o.help = true,
+            _ => {}
         }
     }
     Ok((o, words))
@@ -551,6 +577,15 @@ mod tests {
                 "sacctmgr: invalid option -- 'x'",
                 "Try \"sacctmgr --help\" for more information"
             ]
+        );
+        // Abbreviated, clustered; `--` ends the options; refused words that are
+        // numbers or pairs stay words.
+        let (o, w) = options(&words("--imm -nP show -1 --x=y -- -Q")).unwrap();
+        assert!(o.immediate && o.noheader && !o.quiet);
+        assert_eq!(w, words("show -1 --x=y -Q"));
+        assert_eq!(
+            options(&words("--pars")).unwrap_err()[0],
+            "sacctmgr: option '--pars' is ambiguous; possibilities: '--parsable' '--parsable2'"
         );
     }
 

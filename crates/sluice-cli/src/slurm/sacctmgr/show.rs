@@ -1,9 +1,10 @@
 //! `sacctmgr show`: the columns, their default widths and order as Slurm 22.05 prints
 //! them, `format=` with `%N` widths, `-P`/`-p`/`-n`, `withassoc` and `tree`.
 
+use sluice_conf::duration::{format_minutes, format_time};
 use sluice_proto::accounts::{
-    format_minutes, format_seconds, format_tres, AccountRecord, AccountsSnapshot,
-    AssociationListing, AssociationRecord, ClusterRecord, Limits, QosRecord, Tres, UserRecord,
+    format_tres, AccountRecord, AccountsSnapshot, AssociationListing, AssociationRecord,
+    ClusterRecord, Limits, QosRecord, Tres, UserRecord,
 };
 
 use super::parse::{is, Entity, Opts, Pair, Spec};
@@ -369,7 +370,7 @@ impl Row<'_> {
             MaxCpus => lim(&|l| one(&l.max_tres_per_job, "cpu")),
             MaxCpuMins => lim(&|l| one(&l.max_tres_mins_per_job, "cpu")),
             Name => opt(self.qos.map(|q| q.name.clone())),
-            GraceTime => opt(self.qos.map(|q| format_seconds(u64::from(q.grace_time)))),
+            GraceTime => opt(self.qos.map(|q| format_time(Some(i64::from(q.grace_time))))),
             Preempt => opt(self
                 .qos
                 .map(|q| q.preempt.iter().cloned().collect::<Vec<_>>().join(","))),

@@ -183,3 +183,23 @@ fn columns_of_unweighted_factors_are_left_out_unless_long() {
          \x20            98 debug           6425          0          1       2500        750       1000\n"
     );
 }
+
+#[test]
+fn options_as_getopt_long_reads_them() {
+    let args = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let o = parse(args("-lnh --use=alice,bob -j5,6 --part gpu -M c1")).unwrap();
+    assert!(o.long && o.normalized && o.no_header && !o.help);
+    assert_eq!(o.users, ["alice", "bob"]);
+    assert_eq!(o.jobs, [5, 6]);
+    assert_eq!(o.partitions, ["gpu"]);
+    // --help ends the line, as sprio exits there; what came before is still checked.
+    assert!(parse(args("--he --bogus")).unwrap().help);
+    assert_eq!(
+        parse(args("--bogus --help")),
+        Err("unrecognized option '--bogus'".to_string())
+    );
+    assert_eq!(
+        parse(args("--u x")),
+        Err("option '--u' is ambiguous; possibilities: '--user' '--usage'".to_string())
+    );
+}
