@@ -240,13 +240,7 @@ pub fn run(args: ReportArgs) -> i32 {
         users: list(&a.user),
         accounts: list(&a.account),
     };
-    #[derive(serde::Deserialize)]
-    struct Accounting {
-        jobs: Vec<JobRecord>,
-        #[serde(default)]
-        runs: Vec<JobRecord>,
-    }
-    let acct: Accounting = controller()
+    let acct: sluice_proto::types::Accounting = controller()
         .get("/v1/accounting")
         .unwrap_or_else(|e| fail(describe(&e)));
     let runs: Vec<&JobRecord> = acct.runs.iter().chain(&acct.jobs).collect();

@@ -229,7 +229,7 @@ pub async fn run(
     let app = Router::new()
         .route(
             "/v1/ping",
-            get(|| async { Json(serde_json::json!({"ok": true})) }),
+            get(|| async { Json(sluice_proto::types::Done {}) }),
         )
         .route("/v1/batch", post(batch))
         .route("/v1/signal", post(signal))
@@ -352,7 +352,7 @@ async fn batch(
         }
         match jobs.get(&job) {
             // A retry of a launch we have.
-            Some(j) if j.run == run => return Json(serde_json::json!({})).into_response(),
+            Some(j) if j.run == run => return Json(sluice_proto::types::Done {}).into_response(),
             // An earlier run still running: the controller ends runs before it
             // relaunches, so this one is on its way out; the new run waits for nothing.
             Some(j) if !j.finished => {
@@ -372,7 +372,7 @@ async fn batch(
         );
     }
     tokio::spawn(run::batch(agent.clone(), order));
-    Json(serde_json::json!({})).into_response()
+    Json(sluice_proto::types::Done {}).into_response()
 }
 
 async fn signal(
@@ -394,7 +394,7 @@ async fn signal(
         if o.batch_only { "batch shell" } else { "steps" }
     );
     run::signal_job(&agent, o.job_id, o.signal, o.batch_only);
-    Json(serde_json::json!({})).into_response()
+    Json(sluice_proto::types::Done {}).into_response()
 }
 
 /// srun's input for the tasks of a step here that read it: each chunk written to each
@@ -443,7 +443,7 @@ async fn stdin(
             .expect("lock")
             .insert(key, (uid, written));
     }
-    Json(serde_json::json!({})).into_response()
+    Json(sluice_proto::types::Done {}).into_response()
 }
 
 /// A running job's new time limit: its batch loop picks it up within a second.
@@ -471,7 +471,7 @@ async fn limit(
             j.time_limit = Some(o.time_limit);
         }
     }
-    Json(serde_json::json!({})).into_response()
+    Json(sluice_proto::types::Done {}).into_response()
 }
 
 async fn terminate(
@@ -490,7 +490,7 @@ async fn terminate(
         o.kill_wait
     );
     run::terminate(agent.clone(), o.job_id, o.state, o.kill_wait);
-    Json(serde_json::json!({})).into_response()
+    Json(sluice_proto::types::Done {}).into_response()
 }
 
 async fn tasks(

@@ -138,6 +138,6 @@ pub fn complete(client: &Client, job: u64, code: i32) {
 /// Reports the end of allocation `job`: its command's exit code, or the signal that
 /// killed it.
 pub fn complete_with(client: &Client, job: u64, exit_code: i32, signal: i32) {
-    let body = serde_json::json!({"exit_code": exit_code, "signal": signal});
+    let body = sluice_proto::types::ExitReport { exit_code, signal };
     let _ = client.post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/complete"), &body);
 }

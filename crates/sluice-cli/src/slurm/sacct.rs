@@ -485,15 +485,8 @@ pub fn main(args: Vec<String>) -> i32 {
             _ => {}
         }
     }
-    #[derive(serde::Deserialize)]
-    struct Accounting {
-        jobs: Vec<JobRecord>,
-        steps: Vec<StepRecord>,
-        #[serde(default)]
-        runs: Vec<JobRecord>,
-    }
     let client = controller();
-    let acct: Accounting = client
+    let acct: sluice_proto::types::Accounting = client
         .get("/v1/accounting")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
     let cluster = client

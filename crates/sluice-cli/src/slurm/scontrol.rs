@@ -497,7 +497,10 @@ pub fn main(args: Vec<String>) -> i32 {
                             "release" => "release",
                             _ => "requeue",
                         };
-                        let body = serde_json::json!({"task": task, "user": verb == "uhold"});
+                        let body = sluice_proto::types::TaskSelection {
+                            task,
+                            user: verb == "uhold",
+                        };
                         if let Err(e) = client.post::<_, serde_json::Value>(
                             &format!("/v1/jobs/{job}/{action}"),
                             &body,

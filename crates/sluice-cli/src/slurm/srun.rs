@@ -56,7 +56,10 @@ pub fn main(args: Vec<String>) -> i32 {
             let job = allocate(&client, ME, &desc).id;
             let (code, oom) = run_step(&client, job, &opts, &argv);
             if oom {
-                let body = serde_json::json!({"exit_code": 0, "signal": OOM_SIGNAL});
+                let body = sluice_proto::types::ExitReport {
+                    exit_code: 0,
+                    signal: OOM_SIGNAL,
+                };
                 let _ =
                     client.post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/complete"), &body);
             } else {
@@ -361,9 +364,15 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     }
     // An OOM kill is reported as Slurm records it: signal 125 (sacct's `0:125`).
     let body = if oom_nodes.is_empty() {
-        serde_json::json!({"exit_code": worst, "signal": signal})
+        sluice_proto::types::ExitReport {
+            exit_code: worst,
+            signal,
+        }
     } else {
-        serde_json::json!({"exit_code": 0, "signal": OOM_SIGNAL})
+        sluice_proto::types::ExitReport {
+            exit_code: 0,
+            signal: OOM_SIGNAL,
+        }
     };
     let _ = client
         .post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/steps/{}/end", plan.step), &body);
@@ -448,7 +457,10 @@ fn send_chunk(agent: &Client, chunk: &sluice_proto::types::StdinChunk) -> bool {
     let mut tries = 0;
     loop {
         match agent.post::<_, serde_json::Value>("/v1/stdin", chunk) {
-            Err(sluice_proto::ClientError::Status { status: 404, .. }) if tries < 1500 => {
+            Err(sluice_proto::ClientError::Status {
+                code: sluice_proto::error::ErrorCode::NotReady,
+                ..
+            }) if tries < 1500 => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
