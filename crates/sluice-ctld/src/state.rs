@@ -1382,10 +1382,7 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
-        let r = self.jobs.get(&id).ok_or_else(ApiError::invalid_job)?;
-        if !Self::may_touch(caller, r) {
-            return Err(ApiError::access_denied());
-        }
+        let r = self.job_for(id, caller)?;
         if !r.desc.interactive {
             return Err(ApiError::invalid(
                 "Only interactive allocations are completed this way",
@@ -1524,6 +1521,18 @@ impl Controller {
 
     fn may_touch(caller: &Caller, r: &JobRecord) -> bool {
         caller.admin || caller.uid == r.uid
+    }
+
+    /// Job `id`, for a request of `caller` that may touch only their own jobs (or any,
+    /// as an operator).
+    ///
+    /// Errors: Slurm's `Invalid job id specified`, `Access/permission denied`.
+    fn job_for(&self, id: u64, caller: &Caller) -> Result<&JobRecord, ApiError> {
+        let r = self.jobs.get(&id).ok_or_else(ApiError::invalid_job)?;
+        if !Self::may_touch(caller, r) {
+            return Err(ApiError::access_denied());
+        }
+        Ok(r)
     }
 
     /// Ids a request names (`123` all of an array, `123_4` one task).
@@ -1924,10 +1933,7 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<(StepPlan, Vec<Effect>), ApiError> {
-        let r = self.jobs.get(&job).ok_or_else(ApiError::invalid_job)?;
-        if !Self::may_touch(caller, r) {
-            return Err(ApiError::access_denied());
-        }
+        let r = self.job_for(job, caller)?;
         if r.state != JobState::Running {
             return Err(ApiError::invalid(format!(
                 "Unable to create step for job {job}: Job/step already completing or completed"
@@ -2093,10 +2099,7 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
-        let r = self.jobs.get(&job).ok_or_else(ApiError::invalid_job)?;
-        if !Self::may_touch(caller, r) {
-            return Err(ApiError::access_denied());
-        }
+        self.job_for(job, caller)?;
         let s = self
             .steps
             .get_mut(&(job, StepId::Number(step)))
@@ -2995,7 +2998,7 @@ mod priority;
 pub mod reservations;
 mod shards;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod update;
 
 pub use forecast::ForecastWork;

@@ -6,7 +6,8 @@ use sluice_core::{Cluster, Node, Partition};
 use sluice_proto::explain::{Explanation, SuggestionSearch};
 use sluice_proto::reservations::{ListChange, ListOp, ReservationChange, ReservationOp};
 
-fn conf(nodes: u32, cpus: u32) -> ClusterConfig {
+/// `nodes` nodes of `cpus` CPUs in one default partition `debug` (an hour at most).
+pub(crate) fn conf(nodes: u32, cpus: u32) -> ClusterConfig {
     let mut c = ClusterConfig::this_machine();
     let mut cluster = Cluster::default();
     for i in 1..=nodes {
@@ -31,7 +32,7 @@ fn cause_texts(c: &Controller, id: u64) -> Vec<String> {
     e.causes.into_iter().map(|c| c.text).collect()
 }
 
-fn alice() -> Caller {
+pub(crate) fn alice() -> Caller {
     Caller {
         uid: 1000,
         gid: 1000,
