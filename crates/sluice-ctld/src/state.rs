@@ -629,7 +629,7 @@ impl Controller {
             refused: None,
             preemption: None,
             legacy_held: false,
-            legacy_details: BTreeMap::new(),
+            legacy_details: None,
             tres_req: Vec::new(),
             tres_alloc: Vec::new(),
             gpu_types_per_node: Vec::new(),
@@ -1892,10 +1892,11 @@ impl Controller {
                             state: JobState::Requeued,
                         });
                         let node = r.nodes.first().cloned().unwrap_or_default();
-                        self.jobs.get_mut(&id).expect("exists").ending_run = Some(EndingRun {
-                            run: r.restarts,
-                            node,
-                        });
+                        self.jobs.get_mut(&id).expect("exists").ending_run =
+                            Some(Box::new(EndingRun {
+                                run: r.restarts,
+                                node,
+                            }));
                     }
                 }
                 _ => {}

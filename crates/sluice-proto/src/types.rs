@@ -403,7 +403,7 @@ pub struct JobRecord {
     /// (`BeginTime`) until that run's end is reported, as its agent holds one run of a
     /// job at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ending_run: Option<EndingRun>,
+    pub ending_run: Option<Box<EndingRun>>,
     /// Why the job could never run, when it failed on entering the queue (the
     /// configuration changed under it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -411,14 +411,14 @@ pub struct JobRecord {
     /// A running job in its preemption grace time: when it may be preempted, when it
     /// was, and when its grace ends. Filled in when the job is shown, never stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preemption: Option<PreemptionTimes>,
+    pub preemption: Option<Box<PreemptionTimes>>,
     /// Records written before these fields were typed: `held` and the `details` map.
     /// Read once by [`JobRecord::upgrade`], never written.
     #[serde(default, rename = "held", skip_serializing)]
     pub legacy_held: bool,
     /// See [`JobRecord::legacy_held`].
     #[serde(default, rename = "details", skip_serializing)]
-    pub legacy_details: BTreeMap<String, String>,
+    pub legacy_details: Option<Box<BTreeMap<String, String>>>,
     /// Trackable resources asked, as accounting records them (`sacct`'s `ReqTRES`,
     /// `scontrol show job`'s `TRES=` while pending): `(TRES, count)` in Slurm's TRES
     /// order — `cpu` (CPUs), `mem` (MiB), `node` (nodes), `billing` (billable units,
@@ -507,7 +507,7 @@ impl JobRecord {
     /// Reads what a record written before its control fields were typed kept in
     /// `held` and `details` into the typed fields, and drops the old ones.
     pub fn upgrade(&mut self) {
-        let details = std::mem::take(&mut self.legacy_details);
+        let details = self.legacy_details.take().map(|d| *d).unwrap_or_default();
         if std::mem::take(&mut self.legacy_held) && self.hold.is_none() {
             self.hold = Some(
                 match (
@@ -532,10 +532,10 @@ impl JobRecord {
         if self.ending_run.is_none() {
             self.ending_run = details.get("ending_run").and_then(|e| {
                 let (run, node) = e.split_once('@')?;
-                Some(EndingRun {
+                Some(Box::new(EndingRun {
                     run: run.parse().ok()?,
                     node: node.to_string(),
-                })
+                }))
             });
         }
         if self.refused.is_none() {

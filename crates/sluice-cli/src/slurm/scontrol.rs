@@ -102,7 +102,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         match (j.end_time, j.start_time.or(j.planned_start), j.time_limit) {
             (Some(e), _, _) => timestamp(e),
             // Being preempted: the end of its grace.
-            _ if j.preemption.is_some() => timestamp(j.preemption.map_or(0, |p| p.grace_end)),
+            _ if j.preemption.is_some() => {
+                timestamp(j.preemption.as_ref().map_or(0, |p| p.grace_end))
+            }
             (None, Some(s), Some(l)) => timestamp(s + l),
             _ => "Unknown".into(),
         },
@@ -112,7 +114,7 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         eligible: Some(eligible),
         at,
         ..
-    }) = j.preemption
+    }) = j.preemption.as_deref().copied()
     {
         p("PreemptEligibleTime", timestamp(eligible));
         p("PreemptTime", timestamp(at));

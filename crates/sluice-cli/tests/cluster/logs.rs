@@ -60,6 +60,12 @@ fn the_controller_and_agents_log_what_they_decide_with_ids() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(c.settle("n1 idle\nn2 idle\n", sinfo), "n1 idle\nn2 idle\n");
 
+    // Refused requests: a submission to no partition, a hold of no job.
+    let o = c.run("sbatch", &["-p", "nosuch", "--wrap", "true"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let o = c.run("scontrol", &["hold", "999999"]);
+    assert_ne!(o.code, 0, "{}", o.stderr);
+
     // A job on n1 is requeued by request, runs again, then its agent is killed.
     let long = format!("603.{}", std::process::id());
     let job = c.sbatch(&["-w", "n1", "--wrap", &format!("sleep {long}")]);
@@ -133,6 +139,17 @@ fn the_controller_and_agents_log_what_they_decide_with_ids() {
     ));
     let back = at("node n2 returned to service: its agent answers, state set to IDLE");
     assert!(bad_end < drain && drain < resume && resume < back, "{log}");
+    // The refusals, with who asked and why.
+    let refused_submit = at(&format!(
+        "_slurm_rpc_submit_batch_job: uid={me} refused: Invalid partition name specified"
+    ));
+    let refused_hold = at(&format!(
+        "hold of JobId=999999 from uid={me} refused: Invalid job id specified"
+    ));
+    assert!(
+        back < refused_submit && refused_submit < refused_hold,
+        "{log}"
+    );
     // The requeue by request, the agent's loss and the requeue it caused.
     let first = at(&format!("sched: Allocate JobId={job} NodeList=n1 #CPUs=1"));
     let requeued = at(&format!("Requeuing JobId={job} by uid {me}"));

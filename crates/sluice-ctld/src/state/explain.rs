@@ -500,7 +500,7 @@ impl Controller {
                 ));
             }
         }
-        if let Some(p) = r.preemption {
+        if let Some(p) = &r.preemption {
             out.push(format!("preempted at {}", timestamp(p.at)));
         }
         match (r.end_time, r.start_time) {

@@ -136,11 +136,11 @@ impl Controller {
             return;
         };
         let exempt = self.conf.cluster.preempt.exempt_time;
-        r.preemption = Some(sluice_proto::types::PreemptionTimes {
+        r.preemption = Some(Box::new(sluice_proto::types::PreemptionTimes {
             eligible: r.start_time.map(|start| start + exempt),
             at: p.at,
             grace_end: p.deadline,
-        });
+        }));
     }
 
     /// The earliest end of a grace time still running.

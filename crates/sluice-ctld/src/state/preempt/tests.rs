@@ -128,7 +128,7 @@ fn a_requeued_victim_is_signalled_killed_after_its_grace_and_runs_again() {
     assert_eq!(c.next_wakeup(), Some(15));
     // scontrol show job: when it was preempted, and its grace's end as its end.
     assert_eq!(
-        c.job(1).unwrap().preemption,
+        c.job(1).unwrap().preemption.map(|p| *p),
         Some(sluice_proto::types::PreemptionTimes {
             eligible: Some(0),
             at: 10,
