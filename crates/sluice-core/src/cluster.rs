@@ -3,7 +3,6 @@
 use crate::ids::{NodeId, PartitionId};
 use crate::partition_policy::{OverSubscribe, PartitionAccess};
 use crate::placement::{Placement, PlacementKey};
-use crate::select::GpuReserve;
 use crate::time::Secs;
 use crate::tres::{GresSlot, GresTable, Resources};
 
@@ -112,7 +111,7 @@ pub struct Partition {
     pub qos: Option<String>,
     /// `PreemptMode=`: what happens to this partition's jobs when they are preempted
     /// under `preempt/partition_prio`; `None` is the cluster's mode.
-    pub preempt_mode: Option<crate::preempt::PreemptMode>,
+    pub preempt_mode: Option<crate::preempt::config::PreemptMode>,
     /// `GraceTime=`, seconds: how long a preempted job of this partition may run on
     /// after its signal (used when its QOS sets none).
     pub grace_time: Secs,
@@ -165,7 +164,7 @@ pub struct Cluster {
     /// blocks a job may be placed in. `None` for a tree or no topology.
     pub blocks: Option<BlockLayout>,
     /// `PreemptType`, `PreemptMode` and `PreemptExemptTime` (see [`crate::preempt`]).
-    pub preempt: crate::preempt::PreemptConfig,
+    pub preempt: crate::preempt::config::PreemptConfig,
 }
 
 /// The blocks of a block topology (Slurm's `topology/block`, `topology.conf` with
@@ -262,15 +261,6 @@ impl Cluster {
     /// The untyped `gpu` GRES slot, if the cluster has GPUs.
     pub fn gpu_slot(&self) -> Option<GresSlot> {
         self.gres.find("gpu", None)
-    }
-
-    /// What `node` keeps for GPU jobs (its `RestrictedCoresPerGPU`), as node selection
-    /// applies it.
-    pub fn gpu_reserve(&self, node: NodeId) -> GpuReserve {
-        GpuReserve {
-            cpus_per_gpu: self.node(node).restricted_cpus_per_gpu,
-            gpu_slot: self.gpu_slot(),
-        }
     }
 
     /// `node`'s rank under the cluster's [`Placement`] when it has `free` left.

@@ -2,7 +2,7 @@
 
 use crate::ids::JobId;
 use crate::job::Allocation;
-use crate::preempt::PreemptMode;
+use crate::preempt::config::PreemptMode;
 use crate::time::{Secs, Time};
 
 /// Which part of the scheduler made a decision (for explanations and the audit trail).

@@ -1,7 +1,7 @@
 //! Jobs as the scheduler sees them: who, what shape, how long, and where they stand.
 
 use crate::ids::{JobId, NodeId, PartitionId};
-use crate::limits::JobAcct;
+use crate::limits::acct::JobAcct;
 use crate::time::{Secs, Time};
 use crate::tres::{GresCounts, Resources};
 

@@ -41,6 +41,8 @@
 //! - Preemption state is not persisted: after a controller restart, a preemptor whose
 //!   victims are still draining preempts again if it still cannot start.
 
+pub mod config;
+
 use std::collections::BTreeMap;
 
 use crate::decision::{Decision, Pass};
@@ -51,52 +53,7 @@ use crate::reservation;
 use crate::scheduler::Scheduler;
 use crate::time::{Secs, Time, MAX_TIME, MAX_TIME_LIMIT};
 
-/// Which jobs may preempt which (`PreemptType`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PreemptType {
-    /// `preempt/none`: no preemption.
-    #[default]
-    None,
-    /// `preempt/partition_prio`: jobs of a higher-`PriorityTier` partition preempt
-    /// jobs of lower ones on the nodes they share.
-    PartitionPrio,
-    /// `preempt/qos`: a QOS's jobs preempt the jobs of the QOS in its `Preempt` list.
-    Qos,
-}
-
-/// What happens to a preempted job (`PreemptMode`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PreemptMode {
-    /// Never preempted.
-    #[default]
-    Off,
-    /// Signalled, then ended after its grace time (state `PREEMPTED`).
-    Cancel,
-    /// Signalled, ended after its grace time, and queued again under its id.
-    Requeue,
-}
-
-impl PreemptMode {
-    /// Slurm's upper-case name (`OFF`, `CANCEL`, `REQUEUE`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PreemptMode::Off => "OFF",
-            PreemptMode::Cancel => "CANCEL",
-            PreemptMode::Requeue => "REQUEUE",
-        }
-    }
-}
-
-/// The cluster's preemption settings.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PreemptConfig {
-    /// `PreemptType`.
-    pub kind: PreemptType,
-    /// `PreemptMode`: the mode of jobs whose partition (or QOS) sets none.
-    pub mode: PreemptMode,
-    /// `PreemptExemptTime`, seconds: a job running for less is never preempted.
-    pub exempt_time: Secs,
-}
+pub use config::{PreemptConfig, PreemptMode, PreemptType};
 
 /// Pending jobs that look for victims in one pass, at most.
 pub const MAX_PREEMPTORS: usize = 100;

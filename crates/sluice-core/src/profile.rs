@@ -80,7 +80,7 @@ impl NodeAttr {
                 .collect(),
             schedulable: n.state == NodeState::Up,
             leaf_switch: n.leaf_switch,
-            reserve: cluster.gpu_reserve(node),
+            reserve: GpuReserve::of(cluster, node),
         }
     }
 }
@@ -429,7 +429,7 @@ impl Profile {
         end: Time,
     ) -> u32 {
         let cap = cluster.node(node).capacity;
-        let reserve = cluster.gpu_reserve(node);
+        let reserve = GpuReserve::of(cluster, node);
         let steps = self.steps_of(node);
         let mut i = index_at(steps, start);
         let mut k = max_tasks_on(req, &steps[i].1, &cap, reserve);

@@ -210,7 +210,7 @@ impl Scheduler {
                 let mut groups: Vec<NodeConfig> = Vec::new();
                 for &n in &p.nodes {
                     let node = s.cluster.node(n);
-                    let reserve = s.cluster.gpu_reserve(n);
+                    let reserve = GpuReserve::of(&s.cluster, n);
                     match groups.iter_mut().find(|g| {
                         g.capacity == node.capacity
                             && g.features == node.features
@@ -304,7 +304,7 @@ impl Scheduler {
                 req,
                 &node.capacity,
                 &node.capacity,
-                self.cluster.gpu_reserve(n),
+                GpuReserve::of(&self.cluster, n),
             ),
             free_cpus: node.capacity.cpus,
             weight: node.weight,

@@ -37,6 +37,15 @@ impl GpuReserve {
         gpu_slot: None,
     };
 
+    /// What `node` keeps for GPU jobs (its `RestrictedCoresPerGPU`), as node selection
+    /// applies it.
+    pub fn of(cluster: &Cluster, node: NodeId) -> GpuReserve {
+        GpuReserve {
+            cpus_per_gpu: cluster.node(node).restricted_cpus_per_gpu,
+            gpu_slot: cluster.gpu_slot(),
+        }
+    }
+
     /// Processors out of `free` (what a node has left) that `req` may not use there:
     /// those kept for the free GPUs it does not take.
     pub fn withheld(&self, req: &JobRequest, free: &Resources) -> u32 {

@@ -31,7 +31,7 @@ use crate::scheduler::Scheduler;
 use crate::time::Time;
 
 use super::forward::{self, NoStart, PredictedStart, Started};
-use super::{Alternative, ExplainOptions};
+use super::options::{Alternative, ExplainOptions};
 
 /// One change to a pending job.
 #[derive(Clone, Debug, PartialEq, Eq)]

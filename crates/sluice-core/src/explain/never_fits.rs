@@ -7,7 +7,7 @@ use crate::cluster::Cluster;
 use crate::ids::NodeId;
 use crate::job::{JobRequest, JobSpec, MemRequest};
 use crate::scheduler::Scheduler;
-use crate::select::max_tasks_on;
+use crate::select::{max_tasks_on, GpuReserve};
 use crate::time::{format_duration, Secs};
 
 /// Why a request can never be met in its partition, with the numbers. Per-node figures
@@ -227,7 +227,7 @@ pub(crate) fn check(sched: &Scheduler, spec: &JobSpec) -> Option<NeverFits> {
         .iter()
         .map(|&n| {
             let cap = cluster.node(n).capacity;
-            max_tasks_on(req, &cap, &cap, cluster.gpu_reserve(n))
+            max_tasks_on(req, &cap, &cap, GpuReserve::of(cluster, n))
         })
         .filter(|&k| k >= tasks_min)
         .collect();
@@ -291,7 +291,7 @@ fn per_node(cluster: &Cluster, req: &JobRequest, nodes: &mut Vec<NodeId>) -> Opt
         let node = cluster.node(n);
         let cap = node.capacity;
         cap.cpus
-            .saturating_sub(cluster.gpu_reserve(n).withheld(req, &cap))
+            .saturating_sub(GpuReserve::of(cluster, n).withheld(req, &cap))
     };
     let largest = nodes.iter().map(|&n| usable(n)).max().unwrap_or(0);
     if largest < wanted {

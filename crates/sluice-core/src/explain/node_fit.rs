@@ -7,7 +7,7 @@ use crate::job::{Job, JobRequest};
 use crate::profile::Profile;
 use crate::reservation;
 use crate::scheduler::Scheduler;
-use crate::select::{max_tasks_on, usage_on_node};
+use crate::select::{max_tasks_on, usage_on_node, GpuReserve};
 use crate::time::Time;
 use crate::tres::{GresSlot, Resources};
 
@@ -165,7 +165,7 @@ fn verdict(
         return NodeVerdict::NoFeature;
     }
     let cap = node.capacity;
-    let reserve = cluster.gpu_reserve(n);
+    let reserve = GpuReserve::of(cluster, n);
     let k = share(req);
     if max_tasks_on(req, &cap, &cap, reserve) < k {
         return NodeVerdict::TooSmall {

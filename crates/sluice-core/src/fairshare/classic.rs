@@ -12,7 +12,8 @@
 //!
 //! An association with `parent` shares takes its fair-share parent's S, UE and F.
 
-use super::{AssocId, AssocTree, FairShares, Shares};
+use super::assoc::{AssocId, AssocTree, Shares};
+use super::figures::FairShares;
 
 pub(super) fn compute(tree: &AssocTree, dampening: u32, out: &mut FairShares) {
     out.norm_shares[0] = 1.0;

@@ -16,7 +16,8 @@
 //! siblings), an account the value Slurm gives it (`NO_VAL`, 4294967294), and its
 //! children compete one level up (see [`AssocTree::fs_children`]).
 
-use super::{AssocId, AssocTree, FairShares, Shares};
+use super::assoc::{AssocId, AssocTree, Shares};
+use super::figures::FairShares;
 
 /// Slurm's `NO_VAL` as a LevelFS: what an account with `parent` shares gets.
 const NO_VAL_LEVEL_FS: f64 = 4_294_967_294.0;

@@ -9,7 +9,7 @@
 
 use crate::time::{Secs, Time};
 
-use super::{AssocId, AssocTree};
+use super::assoc::{AssocId, AssocTree};
 
 /// Slurm's per-second decay factor for a half-life in seconds: 1 − 0.693 / half-life
 /// (as `priority/multifactor` computes it), or 1 (no decay) for a half-life of 0.

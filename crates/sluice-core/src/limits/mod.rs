@@ -36,6 +36,7 @@
 //!   TRES and decay only when the caller says so ([`crate::Scheduler::decay_limit_usage`]),
 //!   as Slurm's `usage_tres_raw`; QOS with `NoDecay` keep theirs.
 
+pub mod acct;
 pub mod check;
 pub mod reason;
 pub mod usage;
@@ -46,13 +47,7 @@ use crate::job::{JobRequest, MemRequest};
 use crate::time::Secs;
 use crate::tres::{GresSlot, MAX_GRES};
 
-/// An association's id (the accounting database's own number).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct AssocId(pub u32);
-
-/// A QOS's id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct QosId(pub u32);
+pub use acct::{AssocId, JobAcct, QosId};
 
 /// A trackable resource as limits count it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -229,7 +224,7 @@ pub struct Qos {
     pub preempt: Vec<QosId>,
     /// `PreemptMode`: what happens to this QOS's jobs when preempted; `None` is the
     /// cluster's mode.
-    pub preempt_mode: Option<crate::preempt::PreemptMode>,
+    pub preempt_mode: Option<crate::preempt::config::PreemptMode>,
     /// `GraceTime`, seconds a preempted job of this QOS may run on after its signal;
     /// 0: unset (its partition's `GraceTime` applies).
     pub grace_time: Secs,
@@ -266,21 +261,6 @@ impl AccountLimits {
         }
         out
     }
-}
-
-/// A job's place in the accounting database.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct JobAcct {
-    /// Its association (a user's, in the job's account); `None`: no association limits.
-    pub assoc: Option<AssocId>,
-    /// Its QOS; `None`: no QOS limits (apart from its partition's).
-    pub qos: Option<QosId>,
-    /// Not a user's job but the caller's bookkeeping (a claim on resources): counted
-    /// by no limit, not even its partition QOS's.
-    pub internal: bool,
-    /// Its partition does not allow its account or QOS (see
-    /// [`crate::partition_policy`]): it waits with that reason.
-    pub not_allowed: Option<crate::partition_policy::NotAllowed>,
 }
 
 /// What a job asks for, as limits count it (see the module docs).

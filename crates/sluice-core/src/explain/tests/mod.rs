@@ -9,7 +9,7 @@
 
 use super::*;
 use crate::cluster::{Cluster, Node, Partition};
-use crate::ids::NodeId;
+use crate::ids::{NodeId, PartitionId};
 use crate::job::{JobRequest, JobSpec};
 use crate::limits::{AssocId, JobAcct};
 use crate::policy::{BackfillParams, Policy};

@@ -1,0 +1,53 @@
+//! Preemption settings, as data: which jobs may preempt which (`PreemptType`), what
+//! happens to a victim (`PreemptMode`) and the cluster's defaults. A leaf module: the
+//! cluster description, QOS records and decisions carry these types, and the
+//! behaviour that uses them ([`crate::preempt`]) sits above the scheduler they feed.
+
+use crate::time::Secs;
+
+/// Which jobs may preempt which (`PreemptType`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PreemptType {
+    /// `preempt/none`: no preemption.
+    #[default]
+    None,
+    /// `preempt/partition_prio`: jobs of a higher-`PriorityTier` partition preempt
+    /// jobs of lower ones on the nodes they share.
+    PartitionPrio,
+    /// `preempt/qos`: a QOS's jobs preempt the jobs of the QOS in its `Preempt` list.
+    Qos,
+}
+
+/// What happens to a preempted job (`PreemptMode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PreemptMode {
+    /// Never preempted.
+    #[default]
+    Off,
+    /// Signalled, then ended after its grace time (state `PREEMPTED`).
+    Cancel,
+    /// Signalled, ended after its grace time, and queued again under its id.
+    Requeue,
+}
+
+impl PreemptMode {
+    /// Slurm's upper-case name (`OFF`, `CANCEL`, `REQUEUE`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreemptMode::Off => "OFF",
+            PreemptMode::Cancel => "CANCEL",
+            PreemptMode::Requeue => "REQUEUE",
+        }
+    }
+}
+
+/// The cluster's preemption settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PreemptConfig {
+    /// `PreemptType`.
+    pub kind: PreemptType,
+    /// `PreemptMode`: the mode of jobs whose partition (or QOS) sets none.
+    pub mode: PreemptMode,
+    /// `PreemptExemptTime`, seconds: a job running for less is never preempted.
+    pub exempt_time: Secs,
+}
