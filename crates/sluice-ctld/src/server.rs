@@ -221,11 +221,6 @@ pub async fn run(
             .map(|d| d.as_nanos())
             .unwrap_or(0)
     );
-    tracing::info!(
-        "slurmctld version {} started on cluster {}",
-        env!("CARGO_PKG_VERSION"),
-        ctl.conf.cluster_name
-    );
 
     let (inputs, inputs_rx) = tokio::sync::mpsc::unbounded_channel();
     let (stop_tx, stop) = tokio::sync::watch::channel(false);

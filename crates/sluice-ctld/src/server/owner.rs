@@ -160,8 +160,12 @@ impl Owner {
             } => {
                 let first = records.first().map_or(0, |r| r.id);
                 tracing::info!(
-                    "_slurm_rpc_submit_batch_job: JobId={first} InitPrio={} usec=0",
-                    records.first().map_or(0, |r| r.priority)
+                    "_slurm_rpc_submit_batch_job: JobId={first} uid={} accepted{}",
+                    records.first().map_or(0, |r| r.uid),
+                    match records.len() {
+                        1 => String::new(),
+                        n => format!(" ({n} array tasks)"),
+                    }
                 );
                 // Like slurmctld, try to start the job at once, so that a job that
                 // fits is running by the time its submitter looks (an `srun` gets its
