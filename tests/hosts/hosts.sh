@@ -1,32 +1,40 @@
 #!/usr/bin/env bash
 # A lab of hosts on one machine, made of Linux namespaces, for multi-host tests.
 #
-# Needs root, bash, util-linux (unshare, nsenter, setpriv, flock), iproute2, findutils.
+# Needs root, bash, util-linux (unshare, nsenter, setpriv, flock), iproute2, findutils,
+# gawk or mawk. Programs run on the hosts are this machine's (/usr, /work... are seen as
+# they are); what differs per host is listed below.
 #
 # Every host is a long-lived holder process (`sleep infinity` renamed
 # sluice-hosts:ID:host:NAME) in namespaces of its own:
-#   network  lo and eth0 (10.213.ID.N/24, N = its place in the list); nothing else, no
+#   network  lo and eth0 (10.213.ID.N/24, N = its place in the list, a fixed MAC); no
 #            default route: it reaches the other hosts and nothing beyond;
-#   UTS      its hostname;
+#   UTS      its hostname (and /etc/hostname);
 #   mount    /tmp, /var/tmp, /dev/shm, /run: fresh tmpfs (lost when the host is killed);
 #            /var/spool, /var/log: its own directories (kept across kill and start);
-#            /home: the one shared home; /etc/hosts: every host's name (read-only);
+#            /home: the one shared home (--home DIR, else ID's home/); /etc/hosts: every
+#            host by name (read-only); --bind SRC:DST: SRC of this machine on DST;
 #   IPC      its own System V IPC.
-# The hosts' eth0 are veth pairs plugged into a bridge that lives in a namespace of its
-# own (the "switch", holder sluice-hosts:ID:switch): nothing of the lab is ever made in
-# the machine's own network namespace, and it is connected to no real interface.
-# Processes run on a host with `exec`, which enters the holder's namespaces (nsenter)
-# and then *is* the command (same pid: signals reach it). The machine's own mounts,
-# interfaces, routes and /etc/hosts are never touched.
+# Processes are not in a PID namespace: pids are this machine's.
+# The hosts' eth0 are veth pairs plugged into a bridge that lives in a network namespace
+# of its own (the "switch", holder sluice-hosts:ID:switch): nothing of the lab is made in
+# the machine's own network namespace, and no real interface is connected to it. `exec`
+# enters a host's namespaces (nsenter) and then *is* the command (the same pid: signals
+# reach it). The machine's own mounts, interfaces, routes and /etc/hosts are never
+# touched, and nothing is entered or killed by a namespace that is the machine's.
 #
 # Several labs may run at once, one per instance ID (0-254; -i ID, $SLUICE_HOSTS_ID,
 # default 0; `-i auto` with `up` takes the first free one): each has its own subnet
 # 10.213.ID.0/24, its own switch and its own directory /run/sluice-hosts/ID. `up` on an
-# instance in use refuses (exit 3); an instance left by a crash (its owner gone) is
-# cleaned first. `down` tears down everything of an instance, leftovers of a crashed run
-# included (found by the tags above and by the namespaces recorded at start); `down
-# --all` every instance. A failed `up` tears down what it had built. With --owner PID
-# (what tests use), a watchdog tears the lab down when that process ends, however.
+# instance in use refuses (exit 3); one whose owner (--owner) is gone is cleaned first.
+# `down` tears down everything of an instance, leftovers of a crashed run included: its
+# holders (found by their tags) with every process in their namespaces (recorded at
+# start, and held open while killing so that no other namespace can take their
+# numbers); `down --all` every instance. A failed `up` tears down what it had built.
+# With --owner PID (what tests use), a watchdog tears the lab down when that process
+# ends, however it ends. Left behind: only the empty lock file /run/lock/sluice-hosts.lock.
+# Limit: processes of a host whose holder was killed by hand (not by `kill` or `down`)
+# can no longer be told from others and are left alone.
 #
 # By hand, the seeds' lab (head01 + node[01-04]):
 #   tests/hosts/hosts.sh up head01 'node[01-04]'
@@ -322,9 +330,10 @@ start_switch() {
     pid="$(holder =switch)"
     nsenter -F -t "$pid" -n -- bash -c '
         set -e
+        [ "$(readlink /proc/self/ns/net)" = "$2" ] || { echo "not in the switch" >&2; exit 99; }
         ip link add "$1" type bridge
         [ ! -d /proc/sys/net/ipv6 ] || echo 1 >"/proc/sys/net/ipv6/conf/$1/disable_ipv6"
-        ip link set "$1" up' _ "${PREFIX}${ID}br"
+        ip link set "$1" up' _ "${PREFIX}${ID}br" "$(cat "$d/ns")"
 }
 
 # Brings up host number $1 (1-based) named $2: holder, mounts, link.
@@ -371,16 +380,19 @@ start_host() {
     sw="$(holder =switch)" || die "the switch of instance $ID is gone"
     nsenter -F -t "$sw" -n -- bash -c '
         set -e
+        [ "$(readlink /proc/self/ns/net)" = "$5" ] || { echo "not in the switch" >&2; exit 99; }
         ip link add "$1" type veth peer name eth0 address "$4" netns "$2"
         [ ! -d /proc/sys/net/ipv6 ] || echo 1 >"/proc/sys/net/ipv6/conf/$1/disable_ipv6"
         ip link set "$1" master "$3"
-        ip link set "$1" up' _ "$port" "$pid" "${PREFIX}${ID}br" "$(printf '02:73:6c:00:%02x:%02x' "$ID" "$i")"
+        ip link set "$1" up' _ "$port" "$pid" "${PREFIX}${ID}br" \
+        "$(printf '02:73:6c:00:%02x:%02x' "$ID" "$i")" "$(cat "$DIR/switch/ns")"
     nsenter -F -t "$pid" -n -- bash -c '
         set -e
+        [ "$(readlink /proc/self/ns/net)" = "$2" ] || { echo "not in the host" >&2; exit 99; }
         ip link set lo up
         [ ! -d /proc/sys/net/ipv6 ] || echo 1 >/proc/sys/net/ipv6/conf/eth0/disable_ipv6
         ip addr add "$1/24" dev eth0
-        ip link set eth0 up' _ "$(address_of "$i")"
+        ip link set eth0 up' _ "$(address_of "$i")" "$(readlink "/proc/$pid/ns/net")"
 }
 
 # Kills every process of host $1 (holder included) and removes its link.
