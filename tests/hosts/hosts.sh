@@ -47,6 +47,8 @@
 #   tests/hosts/hosts.sh down
 # or, torn down when the command ends, whatever happens:
 #   tests/hosts/hosts.sh run head01 'node[01-04]' -- ./my-test.sh
+# The scripts run inside namespaces are single-quoted on purpose:
+# shellcheck disable=SC2016
 set -euo pipefail
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
@@ -65,7 +67,8 @@ usage: hosts.sh [-i ID|auto] COMMAND ...
                       make the hosts (N: node01..nodeNN; NAME may be a range: node[01-04])
   down [--all]        tear down this instance (every instance); idempotent
   exec [-u USER|UID[:GID]] [-C DIR] HOST [--] [CMD [ARG]...]
-                      run CMD on HOST (default: bash), as root or as USER, in / or DIR
+                      run CMD on HOST (default: bash), as root or as USER, in / or DIR;
+                      it keeps this process's pid; exit status CMD's, 125 if HOST is down
   link down|up HOST   cut or restore HOST's network link
   kill HOST           kill every process of HOST and cut its link (power off)
   start HOST          start a killed HOST again (fresh /tmp and /run, same spool)
@@ -74,6 +77,8 @@ usage: hosts.sh [-i ID|auto] COMMAND ...
   dir                 this instance's directory (home/ is the shared home)
   run [up options] NAME... -- CMD...
                       up, run CMD on this machine with SLUICE_HOSTS_ID set, then down
+-i: the instance (default $SLUICE_HOSTS_ID, else 0); `-i auto up` takes a free one and
+says which on its first line ("instance ID"). up exits 3 if the instance is in use.
 EOF
 }
 
@@ -256,10 +261,11 @@ holder_at() {
     echo "$pid"
 }
 
-# The holder of host $1 (or of the switch, =switch); fails if it does not run.
-holder() {
-    if [ "$1" = "=switch" ]; then holder_at "$DIR/switch"; else holder_at "$DIR/node/$1"; fi
-}
+# The holder of host $1; fails if it does not run.
+holder() { holder_at "$DIR/node/$1"; }
+
+# The switch's holder; fails if it does not run.
+switch_holder() { holder_at "$DIR/switch"; }
 
 # Kills the holder recorded in directory $1 and every process in its namespaces. Only
 # while the holder runs can they be told apart from others: its namespaces are then held
@@ -287,7 +293,7 @@ kill_holder_at() {
 
 in_switch() {
     local sw
-    sw="$(holder =switch)" || die "the switch of instance $ID is gone"
+    sw="$(switch_holder)" || die "the switch of instance $ID is gone"
     nsenter -F -t "$sw" -n -- "$@"
 }
 
@@ -327,7 +333,7 @@ start_holder() {
 start_switch() {
     local d="$DIR/switch" pid
     start_holder "$TAG:$ID:switch" "$d" net --net
-    pid="$(holder =switch)"
+    pid="$(switch_holder)"
     nsenter -F -t "$pid" -n -- bash -c '
         set -e
         [ "$(readlink /proc/self/ns/net)" = "$2" ] || { echo "not in the switch" >&2; exit 99; }
@@ -377,7 +383,7 @@ start_host() {
     # The link: a veth pair made in the switch, its far end created directly inside the
     # host as eth0, with a MAC address of its own that a restart keeps (as a real card
     # does: the other hosts' ARP caches stay right).
-    sw="$(holder =switch)" || die "the switch of instance $ID is gone"
+    sw="$(switch_holder)" || die "the switch of instance $ID is gone"
     nsenter -F -t "$sw" -n -- bash -c '
         set -e
         [ "$(readlink /proc/self/ns/net)" = "$5" ] || { echo "not in the switch" >&2; exit 99; }
@@ -399,7 +405,7 @@ start_host() {
 kill_host() {
     local name="$1" d="$DIR/node/$1" i
     i="$(index_of "$name")"
-    if holder =switch >/dev/null; then
+    if switch_holder >/dev/null; then
         in_switch ip link del "${PREFIX}${ID}p$i" 2>/dev/null || true
     fi
     kill_holder_at "$d" || return 1
@@ -476,6 +482,13 @@ teardown() {
 
 # ---------------------------------------------------------------------------- commands
 
+up_failed() {
+    local status=$?
+    say "up failed; tearing down instance $ID"
+    teardown "$ID" || true
+    exit $status
+}
+
 cmd_up() {
     local home="" owner="" names=() binds=() id_auto=0 i
     while [ $# -gt 0 ]; do
@@ -538,7 +551,7 @@ cmd_up() {
     ID=$claimed
     echo "instance $ID"
     # From here on, a failure tears down what was built.
-    trap 'status=$?; say "up failed; tearing down instance $ID"; teardown "$ID" || true; exit $status' EXIT
+    trap up_failed EXIT
     [ -n "$home" ] || {
         home="$DIR/home"
         mkdir -p "$home"
@@ -641,7 +654,9 @@ cmd_exec() {
 
 cmd_link() {
     local how="${1:-}" host="${2:-}" i
-    [[ "$how" == up || "$how" == down ]] && [ -n "$host" ] || die "usage: link down|up HOST"
+    if [[ "$how" != up && "$how" != down ]] || [ -z "$host" ]; then
+        die "usage: link down|up HOST"
+    fi
     load
     i="$(index_of "$host")"
     holder "$host" >/dev/null || die "host $host is not running"
@@ -655,6 +670,13 @@ cmd_kill() {
     kill_host "$1"
 }
 
+start_failed() {
+    local status=$?
+    say "start failed; killing $STARTING again"
+    kill_host "$STARTING" || true
+    exit $status
+}
+
 cmd_start() {
     [ $# -eq 1 ] || die "usage: start HOST"
     load
@@ -663,7 +685,8 @@ cmd_start() {
     i="$(index_of "$1")"
     ! holder "$1" >/dev/null || die "host $1 is running"
     kill_host "$1" # leftovers of a crashed start, if any
-    trap 'status=$?; say "start failed; killing $1 again"; kill_host "$1" || true; exit $status' EXIT
+    STARTING="$1"
+    trap start_failed EXIT
     start_host "$i" "$1"
     trap - EXIT
 }
@@ -700,7 +723,9 @@ cmd_run() {
         up_args+=("$1")
         shift
     done
-    [ "${1:-}" = "--" ] && [ $# -gt 1 ] || die "usage: run [up options] NAME... -- CMD..."
+    if [ "${1:-}" != "--" ] || [ $# -lt 2 ]; then
+        die "usage: run [up options] NAME... -- CMD..."
+    fi
     shift
     local out
     out="$(cmd_up --owner $$ "${up_args[@]}")" || exit $?
@@ -741,7 +766,7 @@ kill) cmd_kill "$@" ;;
 start) cmd_start "$@" ;;
 status) cmd_status ;;
 pids) cmd_pids "$@" ;;
-dir) echo "$(instance_dir "$ID")" ;;
+dir) instance_dir "$ID" ;;
 run) cmd_run "$@" ;;
 *) usage >&2; exit 2 ;;
 esac
