@@ -1,0 +1,10 @@
+//! Tests on a lab of hosts made from namespaces on this machine (`tests/hosts/hosts.sh`,
+//! driven by `harness.rs`). They need root; elsewhere each says it is skipped.
+//!
+//! `lab.rs` tests the harness itself: names, addresses and TCP between hosts, each
+//! host's own hostname, `/tmp` and spool and the shared home, users, cut links, killed
+//! and restarted hosts, and that nothing is left behind, after a panic or a dead test
+//! process too.
+
+mod harness;
+mod lab;
