@@ -128,9 +128,6 @@ impl State {
 
 /// The member a job counts for: the first member in its association's chain.
 fn member_of(s: &Scheduler, job: &Job) -> Option<AssocId> {
-    if job.spec.acct.internal {
-        return None;
-    }
     let assoc = job.spec.acct.assoc?;
     s.accounts
         .chain(assoc)

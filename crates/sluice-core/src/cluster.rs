@@ -18,6 +18,24 @@ pub enum NodeState {
     Drain,
 }
 
+/// One GPU of a node, at its index in the node's list ([`Cluster::gpus_of`]): what
+/// gres.conf says of it. The core tracks each GPU by this index, so that a start
+/// decision names the GPUs (and the shards of which GPU) a job gets.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Gpu {
+    /// Its type as slurm.conf spells it (`a100`); `None` for an untyped GPU.
+    pub gpu_type: Option<String>,
+    /// gres.conf's `Links=`: for each GPU of the node by index, the number of links
+    /// (NVLinks) to it; -1 marks the GPU itself, 0 or less means none. `None`: no
+    /// links known. The count between two GPUs is the larger of what either says.
+    pub links: Option<Vec<i32>>,
+    /// gres.conf's `Cores=`: the core indices near the GPU; `None`: every core.
+    pub cores: Option<Vec<u32>>,
+    /// Its shards (`gres/shard`): how many shards of jobs sharing it it holds; 0 when it
+    /// is not shared.
+    pub shards: u32,
+}
+
 /// One compute node.
 #[derive(Clone, Debug)]
 pub struct Node {
@@ -40,6 +58,9 @@ pub struct Node {
     /// without GPUs there finds at most its free processors less this many per free GPU
     /// (see [`crate::select::max_tasks_on`]). 0: none kept.
     pub restricted_cpus_per_gpu: u32,
+    /// Its GPUs by index, as gres.conf describes them (types, links, cores, shards).
+    /// Empty: as many plain GPUs as its `gpu` count (see [`Cluster::gpus_of`]).
+    pub gpus: Vec<Gpu>,
 }
 
 impl Node {
@@ -57,6 +78,7 @@ impl Node {
             features: 0,
             leaf_switch: None,
             restricted_cpus_per_gpu: 0,
+            gpus: Vec::new(),
         }
     }
 }
@@ -261,6 +283,53 @@ impl Cluster {
     /// The untyped `gpu` GRES slot, if the cluster has GPUs.
     pub fn gpu_slot(&self) -> Option<GresSlot> {
         self.gres.find("gpu", None)
+    }
+
+    /// The untyped `shard` GRES slot (`gres/shard`, GPUs shared by several jobs), if the
+    /// cluster has shards.
+    pub fn shard_slot(&self) -> Option<GresSlot> {
+        self.gres.find("shard", None)
+    }
+
+    /// `node`'s GPUs by index: [`Node::gpus`] as described, as many as its `gpu` count
+    /// (cut, or filled up with plain GPUs). A node that describes none has plain GPUs
+    /// typed in the order of its typed `gpu` slots (`gpu:a100=2,gpu:v100=2`: two a100
+    /// then two v100), its shards spread over them as Slurm spreads a `shard` count
+    /// that names no files (each GPU in turn gets what is left divided by the GPUs
+    /// left, rounded down: `Count=10` over four GPUs gives 2, 2, 3, 3).
+    pub fn gpus_of(&self, node: NodeId) -> Vec<Gpu> {
+        let n = self.node(node);
+        let Some(gpu) = self.gpu_slot() else {
+            return Vec::new();
+        };
+        let total = n.capacity.gres[gpu] as usize;
+        if !n.gpus.is_empty() {
+            let mut gpus = n.gpus.clone();
+            gpus.resize(total, Gpu::default());
+            return gpus;
+        }
+        let mut gpus = Vec::with_capacity(total);
+        for child in self.gres.children(gpu) {
+            let name = self.gres.name(child);
+            let gpu_type = name.split_once(':').map(|(_, t)| t.to_string());
+            for _ in 0..n.capacity.gres[child] {
+                gpus.push(Gpu {
+                    gpu_type: gpu_type.clone(),
+                    ..Default::default()
+                });
+            }
+        }
+        gpus.resize(total, Gpu::default());
+        if let Some(shard) = self.shard_slot() {
+            let mut left = n.capacity.gres[shard];
+            let count = gpus.len();
+            for (i, g) in gpus.iter_mut().enumerate() {
+                let share = left / (count - i) as u32;
+                g.shards = share;
+                left -= share;
+            }
+        }
+        gpus
     }
 
     /// `node`'s rank under the cluster's [`Placement`] when it has `free` left.

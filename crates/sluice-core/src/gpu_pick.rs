@@ -1,10 +1,10 @@
 //! Which GPUs of a node a job gets, once the scheduler has decided how many of each
 //! type it gets there.
 //!
-//! The scheduler only counts GPUs, per type ([`crate::select::usage_on_node`] turns an
-//! untyped request into typed counts). Whoever starts the job then needs device
-//! indices (for `CUDA_VISIBLE_DEVICES` and device confinement): [`pick_gpus`] chooses
-//! them among the node's free GPUs, in the spirit of Slurm's GRES selection
+//! Node selection counts GPUs, per type ([`crate::select::usage_on_node`] turns an
+//! untyped request into typed counts). The job, once started, needs device indices
+//! (for `CUDA_VISIBLE_DEVICES` and device confinement): at the start the scheduler's
+//! GPU book ([`crate::gpus`]) has [`pick_gpus`] choose them among the node's free GPUs, in the spirit of Slurm's GRES selection
 //! (`gres_select`, `_pick_gres_topo`), which prefers GPUs whose `Cores=` lie near the
 //! job's cores and, with `Links=`, the best-connected set.
 //!
@@ -32,7 +32,7 @@
 //! help, a bounded number of times: good, not guaranteed best.
 //!
 //! Architecture invariant: pure and deterministic, like the rest of the core. It does
-//! not know which GPUs are free (the caller tracks indices) and does not change the
+//! not know which GPUs are free (the GPU book tracks indices) and does not change the
 //! scheduler's counts.
 
 /// Candidate sets scored one by one at most; above this [`pick_gpus`] searches greedily.
@@ -42,18 +42,7 @@ pub const EXHAUSTIVE_LIMIT: u64 = 20_000;
 /// Improving swaps the greedy search makes at most.
 const MAX_SWAPS: usize = 256;
 
-/// One GPU of a node, at its index in the node's list.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Gpu {
-    /// Its type as slurm.conf spells it (`a100`); `None` for an untyped GPU.
-    pub gpu_type: Option<String>,
-    /// gres.conf's `Links=`: for each GPU of the node by index, the number of links
-    /// (NVLinks) to it; -1 marks the GPU itself, 0 or less means none. `None`: no
-    /// links known. The count between two GPUs is the larger of what either says.
-    pub links: Option<Vec<i32>>,
-    /// gres.conf's `Cores=`: the core indices near the GPU; `None`: every core.
-    pub cores: Option<Vec<u32>>,
-}
+pub use crate::cluster::Gpu;
 
 /// How many GPUs of each type a job takes on one node.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -217,8 +217,37 @@ pub struct NodeAlloc {
     pub node: NodeId,
     /// Tasks placed on it.
     pub tasks: u32,
-    /// Resources taken on it (whole node when exclusive).
+    /// Resources taken on it (whole node when exclusive), GPUs as counts by type.
     pub usage: Resources,
+    /// The GPUs it uses whole there, by index ([`crate::Cluster::gpus_of`]),
+    /// ascending. Chosen when the job starts ([`crate::Decision::Start`]); empty in a
+    /// plan, and for a job without whole GPUs.
+    pub gpus: Vec<u32>,
+    /// The shards (`gres/shard`) it holds there: (GPU index, shards), by GPU. Chosen
+    /// when the job starts, like [`NodeAlloc::gpus`].
+    pub shards: Vec<(u32, u32)>,
+}
+
+impl NodeAlloc {
+    /// `tasks` tasks taking `usage` on `node`, no GPU chosen yet.
+    pub fn new(node: NodeId, tasks: u32, usage: Resources) -> Self {
+        NodeAlloc {
+            node,
+            tasks,
+            usage,
+            gpus: Vec::new(),
+            shards: Vec::new(),
+        }
+    }
+
+    /// The GPUs it touches there, whole or through shards, ascending.
+    pub fn gpus_touched(&self) -> Vec<u32> {
+        let mut all = self.gpus.clone();
+        all.extend(self.shards.iter().map(|&(g, _)| g));
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
 }
 
 /// A job's resources: which nodes, how much of each.

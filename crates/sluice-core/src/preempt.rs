@@ -51,6 +51,7 @@ use crate::job::{Job, JobState, NodeAlloc, PendingReason};
 use crate::policy::conservative;
 use crate::reservation;
 use crate::scheduler::Scheduler;
+use crate::side_claims;
 use crate::time::{Secs, Time, MAX_TIME, MAX_TIME_LIMIT};
 
 pub use config::{PreemptConfig, PreemptMode, PreemptType};
@@ -287,7 +288,6 @@ fn preemptible(s: &Scheduler, by: &Job, victim: &Job, now: Time) -> bool {
         return false;
     };
     if victim.state != JobState::Running
-        || victim.spec.acct.internal
         || s.preempt.victim_of.contains_key(&victim.id())
         || s.expired.contains(&victim.id())
         || now - start < s.cluster.preempt.exempt_time
@@ -347,14 +347,16 @@ fn fits_without(s: &mut Scheduler, by: JobId, cands: &[Cand], set: &[usize], now
             (nodes, s.claim_end[&v])
         })
         .collect();
-    for (nodes, end) in &gone {
+    for (&i, (nodes, end)) in set.iter().zip(&gone) {
         if now < *end {
             s.profile.release_all(nodes, now, *end);
         }
         s.free_now.give_back(&s.cluster, nodes);
+        side_claims::give_back(s, cands[i].id, nodes, now);
     }
     let fits = s.fit_now(by, now).is_some();
-    for (nodes, end) in &gone {
+    for (&i, (nodes, end)) in set.iter().zip(&gone).rev() {
+        side_claims::take(s, cands[i].id, nodes, now);
         if now < *end {
             s.profile.claim_all(nodes, now, *end);
         }

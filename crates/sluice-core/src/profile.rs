@@ -376,22 +376,14 @@ impl Profile {
     /// Takes `usage` from `node` over `[start, end)`. The caller has checked that it fits
     /// (debug builds verify it: over-allocation is a bug).
     pub fn claim(&mut self, node: NodeId, start: Time, end: Time, usage: &Resources) {
-        let a = NodeAlloc {
-            node,
-            tasks: 0,
-            usage: *usage,
-        };
+        let a = NodeAlloc::new(node, 0, *usage);
         self.change_all(std::slice::from_ref(&a), start, end, Change::Claim);
     }
 
     /// Gives `usage` back to `node` over `[start, end)` (a job ended early, a
     /// reservation was withdrawn).
     pub fn release(&mut self, node: NodeId, start: Time, end: Time, usage: &Resources) {
-        let a = NodeAlloc {
-            node,
-            tasks: 0,
-            usage: *usage,
-        };
+        let a = NodeAlloc::new(node, 0, *usage);
         self.change_all(std::slice::from_ref(&a), start, end, Change::Release);
     }
 
@@ -1084,11 +1076,7 @@ mod tests {
         let mut p = Profile::new(&c);
         assert_eq!(p.classes(), 1, "an idle homogeneous machine is one class");
         let job: Vec<NodeAlloc> = (10..42)
-            .map(|i| NodeAlloc {
-                node: NodeId(i),
-                tasks: 4,
-                usage: Resources::cpus(4),
-            })
+            .map(|i| NodeAlloc::new(NodeId(i), 4, Resources::cpus(4)))
             .collect();
         p.claim_all(&job, 0, 100);
         assert_eq!(

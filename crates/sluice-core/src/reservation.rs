@@ -33,6 +33,7 @@ use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{JobState, NodeAlloc, PendingReason};
 use crate::profile::{NodeFilter, Profile};
 use crate::scheduler::Scheduler;
+use crate::side_claims;
 use crate::time::{Secs, Time};
 use crate::tres::Resources;
 
@@ -819,7 +820,8 @@ fn start_reserved(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         }
         let nodes: Vec<NodeId> = resv.nodes().collect();
         release_one(s, &name);
-        let found = fit_in(s, id, &nodes, flex, now);
+        let found = fit_in(s, id, &nodes, flex, now)
+            .and_then(|a| side_claims::place(s, id, a, now, None, false));
         match found {
             Some(allocs) => {
                 s.start(id, now, allocs, Pass::Main, false, out);

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::cluster::{Cluster, NodeState, PartitionState};
 use crate::decision::{Decision, Pass};
 use crate::free_now::FreeNow;
+use crate::gpus::GpuBook;
 use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
 use crate::limits::{self, check::JobView, usage::Usage, AccountLimits};
@@ -27,6 +28,7 @@ use crate::policy::{backfill, conservative, easy, fcfs, Policy};
 use crate::profile::{NodeFilter, Profile};
 use crate::reservation;
 use crate::select::{choose_listed, max_tasks_on, node_allocs, Candidate, GpuReserve};
+use crate::side_claims;
 use crate::time::{Secs, Time, MAX_TIME, MAX_TIME_LIMIT, NEVER};
 
 /// Why a submission was refused. Nothing changes when one is returned.
@@ -153,6 +155,8 @@ pub struct Scheduler {
     pub(crate) unavailable: crate::unavailable::Memo,
     /// Bumped by every call that may change the state (see [`Scheduler::generation`]).
     pub(crate) generation: u64,
+    /// Which GPUs and shards every running job holds (see [`crate::gpus`]).
+    pub(crate) gpus: GpuBook,
 }
 
 impl Scheduler {
@@ -170,6 +174,7 @@ impl Scheduler {
     ) -> Self {
         let profile = Profile::new(&cluster);
         let free_now = FreeNow::new(&cluster);
+        let gpus = GpuBook::new(&cluster);
         let mut s = Scheduler {
             cluster,
             policy,
@@ -197,6 +202,7 @@ impl Scheduler {
             node_epoch: 0,
             unavailable: Default::default(),
             generation: 0,
+            gpus,
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -472,17 +478,14 @@ impl Scheduler {
         if self.jobs.contains_key(&spec.id) {
             return Err(SubmitError::DuplicateId(spec.id));
         }
-        if nodes.iter().any(|a| {
-            a.node.index() >= self.cluster.nodes.len()
-                || !a.usage.fits_in(&self.free_now.node(a.node))
-        }) {
+        let end = (start + spec.time_limit).max(now + 1);
+        let Some(nodes) = self.restored_gpus(&spec, nodes, end) else {
             return Err(SubmitError::InvalidRequest(
                 "restored job does not fit its nodes",
             ));
-        }
+        };
         self.profile.advance(now);
         let id = spec.id;
-        let end = (start + spec.time_limit).max(now + 1);
         reservation::release_holds(self);
         self.usage.add(id, self.scopes(&spec));
         self.usage
@@ -503,9 +506,69 @@ impl Scheduler {
         );
         self.claims_end.insert((end, id));
         self.claim_end.insert(id, end);
+        side_claims::take(
+            self,
+            id,
+            &self.jobs[&id]
+                .alloc
+                .as_ref()
+                .expect("running")
+                .nodes
+                .clone(),
+            now,
+        );
         crate::borrow::started(self, id);
         reservation::claim_holds(self, now);
         Ok(())
+    }
+
+    /// A restored job's allocation with its GPUs: those it names, or, where it names
+    /// none but takes GPUs, the book's first choice; `None` when they are not free, or
+    /// its usage and their side claims (see [`crate::gpus`]) do not fit what its nodes
+    /// have free.
+    fn restored_gpus(
+        &self,
+        spec: &JobSpec,
+        mut nodes: Vec<NodeAlloc>,
+        end: Time,
+    ) -> Option<Vec<NodeAlloc>> {
+        let exclusive = spec.request.exclusive;
+        for a in &mut nodes {
+            if a.node.index() >= self.cluster.nodes.len() {
+                return None;
+            }
+            let mut need = a.usage;
+            if self.gpus.involved(a.node, &a.usage, exclusive) {
+                let mut choice = crate::gpus::Choice {
+                    gpus: a.gpus.clone(),
+                    shards: a.shards.clone(),
+                };
+                if choice == crate::gpus::Choice::default() {
+                    choice = self
+                        .gpus
+                        .choices(a.node, &a.usage, exclusive, end)
+                        .into_iter()
+                        .next()?;
+                } else if !self.gpus.can_take(a.node, &choice) {
+                    return None;
+                }
+                let mut touched = choice.gpus.clone();
+                touched.extend(choice.shards.iter().map(|&(g, _)| g));
+                touched.sort_unstable();
+                touched.dedup();
+                for g in touched {
+                    if let Some(side) = self.gpus.side_if_taken(a.node, g, &choice, exclusive) {
+                        need = need.plus(&side);
+                    }
+                }
+                a.gpus = choice.gpus;
+                a.shards = choice.shards;
+            }
+            if !need.fits_in(&self.free_now.node(a.node)) {
+                return None;
+            }
+        }
+        Some(nodes)
     }
 
     /// Queues a job. Checks that the id is free, the partition exists and takes jobs,
@@ -620,6 +683,7 @@ impl Scheduler {
         }
         if !self.expired.remove(&id) {
             self.free_now.give_back(&self.cluster, &alloc.nodes);
+            side_claims::give_back(self, id, &alloc.nodes, now);
         }
         self.backfill.on_end(id, &alloc.nodes, now);
         self.backfill.dirty = true;
@@ -665,6 +729,7 @@ impl Scheduler {
         self.claims_end.remove(&(old, id));
         self.claims_end.insert((new, id));
         self.claim_end.insert(id, new);
+        side_claims::sync_all(self, &nodes, now, true);
         self.usage.retime(id, new);
         self.jobs.get_mut(&id).expect("checked").spec.time_limit = limit;
         reservation::claim_holds(self, now);
@@ -849,9 +914,6 @@ impl Scheduler {
 
     /// The usage scopes a job counts in.
     fn scopes(&self, spec: &JobSpec) -> Vec<limits::usage::Scope> {
-        if spec.acct.internal {
-            return Vec::new();
-        }
         let part_qos = self
             .accounts
             .partition_qos
@@ -993,20 +1055,30 @@ impl Scheduler {
             self.claims_end.remove(&(end, id));
             self.claims_end.insert((now + 1, id));
             self.claim_end.insert(id, now + 1);
+            side_claims::sync_all(self, &nodes, now, true);
         }
     }
 
     /// Counts the resources of running jobs whose claim has ended as free now.
     fn expire_claims(&mut self, now: Time) {
-        for &(end, id) in &self.claims_end {
-            if end > now {
-                break;
-            }
-            if self.expired.insert(id) {
-                let nodes = &self.jobs[&id].alloc.as_ref().expect("running").nodes;
-                self.free_now.give_back(&self.cluster, nodes);
-                self.backfill.on_free(id, nodes, now);
-            }
+        let due: Vec<JobId> = self
+            .claims_end
+            .iter()
+            .take_while(|(end, _)| *end <= now)
+            .map(|&(_, id)| id)
+            .filter(|id| !self.expired.contains(id))
+            .collect();
+        for id in due {
+            self.expired.insert(id);
+            let nodes = self.jobs[&id]
+                .alloc
+                .as_ref()
+                .expect("running")
+                .nodes
+                .clone();
+            self.free_now.give_back(&self.cluster, &nodes);
+            self.backfill.on_free(id, &nodes, now);
+            side_claims::give_back(self, id, &nodes, now);
         }
     }
 
@@ -1119,13 +1191,16 @@ impl Scheduler {
         }
         let end = now + job.spec.time_limit.max(1);
         if req.lists_nodes() {
-            return self.profile.fits_now(
-                &self.cluster,
-                req,
-                self.filter_for(job),
-                job.spec.time_limit.max(1),
-                now,
-            );
+            return self
+                .profile
+                .fits_now(
+                    &self.cluster,
+                    req,
+                    self.filter_for(job),
+                    job.spec.time_limit.max(1),
+                    now,
+                )
+                .and_then(|nodes| side_claims::place(self, id, nodes, now, None, false));
         }
         let hosting = |n: NodeId| -> u32 {
             let node = self.cluster.node(n);
@@ -1135,6 +1210,11 @@ impl Scheduler {
             self.profile.tasks_during(&self.cluster, req, n, now, end)
         };
         let index = self.free_now.by_rank(part);
+        if req.min_nodes <= 1 && self.cluster.placement == Placement::BestFit {
+            if let Some(nodes) = self.fit_shared(id, now) {
+                return Some(nodes);
+            }
+        }
         if req.min_nodes <= 1 {
             let need =
                 (req.ntasks as u64 * req.cpus_per_task.max(1) as u64).min(u32::MAX as u64) as u32;
@@ -1142,12 +1222,17 @@ impl Scheduler {
             for n in self.nodes_by_rank(index, gpus, need) {
                 if hosting(n) >= req.ntasks {
                     let chosen = [(n, req.ntasks)];
-                    return Some(node_allocs(
+                    let nodes = node_allocs(
                         req,
                         &chosen,
                         |n| self.profile.free_during(n, now, end),
                         &self.cluster,
-                    ));
+                    );
+                    // A node whose GPUs cannot be had now (their side claims collide
+                    // with a planned start) is passed over.
+                    if let Some(nodes) = side_claims::place(self, id, nodes, now, None, false) {
+                        return Some(nodes);
+                    }
                 }
             }
             if req.max_nodes == 1 {
@@ -1155,13 +1240,55 @@ impl Scheduler {
             }
         }
         // A job spanning nodes: the profile's class-level choice, in the same order.
-        self.profile.fits_now(
-            &self.cluster,
-            req,
-            self.filter_for(job),
-            job.spec.time_limit,
-            now,
-        )
+        self.profile
+            .fits_now(
+                &self.cluster,
+                req,
+                self.filter_for(job),
+                job.spec.time_limit,
+                now,
+            )
+            .and_then(|nodes| side_claims::place(self, id, nodes, now, None, false))
+    }
+
+    /// Under the GPU-aware best fit, where a one-node job asking only shards fits now on
+    /// a GPU already shared, breaking no whole GPU: the node whose shared GPU it fits
+    /// most tightly (see [`crate::gpus`]). `None` when there is no such node, or the job
+    /// asks for more than shards; it is then placed as any job.
+    ///
+    /// This is the one place where the choice at a start departs from the profile's
+    /// (which counts shards per node, not per GPU): plans do not know which GPUs are
+    /// shared.
+    fn fit_shared(&self, id: JobId, now: Time) -> Option<Vec<NodeAlloc>> {
+        let job = &self.jobs[&id];
+        let req = &job.spec.request;
+        let shard = self.cluster.shard_slot()?;
+        let want = req.gres_per_node[shard];
+        let whole = self.cluster.gpu_slot().map_or(0, |g| req.gres_per_node[g]);
+        if want == 0 || whole > 0 || req.exclusive || req.max_nodes > 1 || req.lists_nodes() {
+            return None;
+        }
+        let end = now + job.spec.time_limit.max(1);
+        let part = self.cluster.partition(job.spec.partition);
+        self.gpus
+            .shared_room(want, now + job.spec.time_limit)
+            .find_map(|n| {
+                let node = self.cluster.node(n);
+                if node.state != NodeState::Up
+                    || part.nodes.binary_search(&n).is_err()
+                    || (req.features_any != 0 && node.features & req.features_any == 0)
+                    || self.profile.tasks_during(&self.cluster, req, n, now, end) < req.ntasks
+                {
+                    return None;
+                }
+                let nodes = node_allocs(
+                    req,
+                    &[(n, req.ntasks)],
+                    |n| self.profile.free_during(n, now, end),
+                    &self.cluster,
+                );
+                side_claims::place(self, id, nodes, now, None, false)
+            })
     }
 
     /// The nodes of `index` in rank order, skipping, where the cluster's placement
@@ -1217,6 +1344,17 @@ impl Scheduler {
             self.begins.remove(&(l.until, id));
         }
         let end = now + job.spec.time_limit;
+        let placed = self.gpus_placed(&self.jobs[&id].spec.request, &nodes);
+        let nodes = if placed {
+            nodes
+        } else {
+            // A caller that did not choose GPUs: the first choice that fits, else the
+            // first (over-allocation is a bug, caught in debug builds).
+            let first = nodes.clone();
+            side_claims::place(self, id, nodes, now, None, claimed)
+                .unwrap_or_else(|| self.first_choices(&self.jobs[&id].spec.request, first, end))
+        };
+        let job = self.jobs.get_mut(&id).expect("pending job exists");
         self.usage.start(id, limits::alloc_tres(&nodes), now, end);
         if !claimed {
             self.profile.claim_all(&nodes, now, end);
@@ -1231,6 +1369,7 @@ impl Scheduler {
         job.alloc = Some(alloc.clone());
         self.claims_end.insert((end, id));
         self.claim_end.insert(id, end);
+        side_claims::take(self, id, &alloc.nodes, now);
         crate::borrow::started(self, id);
         out.push(Decision::Start {
             job: id,
@@ -1238,6 +1377,37 @@ impl Scheduler {
             alloc,
             pass,
         });
+    }
+
+    /// Whether `nodes` name the GPUs `req` takes on every node that needs some.
+    fn gpus_placed(&self, req: &crate::job::JobRequest, nodes: &[NodeAlloc]) -> bool {
+        nodes.iter().all(|a| {
+            !self.gpus.involved(a.node, &a.usage, req.exclusive)
+                || !a.gpus.is_empty()
+                || !a.shards.is_empty()
+        })
+    }
+
+    /// `nodes` with the book's first choice of GPUs on each, unchecked.
+    fn first_choices(
+        &self,
+        req: &crate::job::JobRequest,
+        mut nodes: Vec<NodeAlloc>,
+        end: Time,
+    ) -> Vec<NodeAlloc> {
+        for a in &mut nodes {
+            if self.gpus.involved(a.node, &a.usage, req.exclusive) {
+                let c = self
+                    .gpus
+                    .choices(a.node, &a.usage, req.exclusive, end)
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default();
+                a.gpus = c.gpus;
+                a.shards = c.shards;
+            }
+        }
+        nodes
     }
 
     /// The pending job that `victim` (running) is being preempted for, if any.

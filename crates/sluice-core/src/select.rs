@@ -457,11 +457,11 @@ pub fn node_allocs(
         .iter()
         .map(|&(node, tasks)| {
             let cap = cluster.node(node).capacity;
-            NodeAlloc {
+            NodeAlloc::new(
                 node,
                 tasks,
-                usage: usage_on_node(req, tasks, &free_of(node), &cap, &cluster.gres),
-            }
+                usage_on_node(req, tasks, &free_of(node), &cap, &cluster.gres),
+            )
         })
         .collect()
 }

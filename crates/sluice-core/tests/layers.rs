@@ -44,6 +44,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "select",
             "gpu_pick",
+            "gpus",
             "profile",
             "free_now",
             "limits",
@@ -72,6 +73,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "reservation::usage",
             "borrow",
             "unavailable",
+            "side_claims",
         ],
     ),
     (

@@ -318,3 +318,130 @@ fn a_job_started_at_once_under_conservative_has_its_start_as_planned_start() {
         (JobState::Running, Some(0), Some(0))
     );
 }
+
+/// A random GPU machine and workload: 1-3 nodes of 8 CPUs with 1-4 GPUs each of 0-4
+/// shards (GRES slot 0 `gpu`, slot 1 `shard`), and 1-30 one-node jobs asking whole
+/// GPUs, shards or neither, now and then exclusive.
+#[derive(Clone, Debug)]
+struct GpuWorkload {
+    gpus: u32,
+    shards: u32,
+    nodes: u32,
+    jobs: Vec<JobBuilder>,
+}
+
+impl GpuWorkload {
+    fn cluster(&self) -> Cluster {
+        let mut c = cluster(self.nodes, 8);
+        let gpu = c.gres.slot_for("gpu", None).unwrap();
+        let shard = c.gres.slot_for("shard", None).unwrap();
+        for n in &mut c.nodes {
+            n.capacity.gres[gpu] = self.gpus;
+            n.capacity.gres[shard] = self.gpus * self.shards;
+        }
+        c
+    }
+}
+
+fn gpu_workload() -> impl Strategy<Value = GpuWorkload> {
+    (1..=3u32, 1..=4u32, 0..=4u32, 1..=30usize).prop_flat_map(|(nodes, gpus, shards, n)| {
+        let jobs: Vec<_> = (1..=n as u64)
+            .map(move |id| {
+                (
+                    0..3u32,
+                    1..=gpus,
+                    1..=shards.max(1),
+                    prop::bool::weighted(0.1),
+                )
+                    .prop_flat_map(move |(kind, k, s, exclusive)| {
+                        (0..100i64, 1..60i64, 1..80i64, 1..=4u32).prop_map(
+                            move |(submit, time, run, procs)| {
+                                let mut j = job(id)
+                                    .procs(procs)
+                                    .one_node()
+                                    .submit(submit)
+                                    .time(time)
+                                    .run(run);
+                                j = match kind {
+                                    0 => j.gpus(k),
+                                    1 if shards > 0 => j.shards(s),
+                                    _ => j,
+                                };
+                                if exclusive {
+                                    j = j.exclusive();
+                                }
+                                j
+                            },
+                        )
+                    })
+            })
+            .collect();
+        jobs.prop_map(move |jobs| GpuWorkload {
+            gpus,
+            shards,
+            nodes,
+            jobs,
+        })
+    })
+}
+
+/// Every job starts, with the GPUs and shards it asked for; at no instant is a GPU
+/// used whole by two jobs, used whole and shared, or shared beyond its shards.
+fn check_gpu_replay(w: &GpuWorkload, r: &Replay) -> Result<(), TestCaseError> {
+    prop_assert!(r.rejected.is_empty(), "refused: {:?}", r.rejected);
+    prop_assert_eq!(r.jobs.len(), w.jobs.len(), "the queue did not drain");
+    for j in &w.jobs {
+        let a = &r.get(j.id).alloc.nodes[0];
+        let (gpus, shards) = if j.request.exclusive {
+            ((0..w.gpus).collect(), 0)
+        } else {
+            let whole: Vec<u32> = a.gpus.clone();
+            prop_assert_eq!(whole.len() as u32, j.request.gres_per_node[0]);
+            (whole, j.request.gres_per_node[1])
+        };
+        prop_assert_eq!(&a.gpus, &gpus, "job {} whole GPUs", j.id);
+        prop_assert_eq!(a.shards.iter().map(|s| s.1).sum::<u32>(), shards);
+    }
+    for o in r.jobs.values() {
+        let t = o.start;
+        let node = o.alloc.nodes[0].node;
+        let live: Vec<_> = r
+            .jobs
+            .values()
+            .filter(|x| x.start <= t && t < x.finish)
+            .flat_map(|x| x.alloc.nodes.iter().filter(|b| b.node == node))
+            .collect();
+        for g in 0..w.gpus {
+            let whole = live.iter().filter(|b| b.gpus.contains(&g)).count();
+            let shared: u32 = live
+                .iter()
+                .flat_map(|b| b.shards.iter().filter(|s| s.0 == g))
+                .map(|s| s.1)
+                .sum();
+            prop_assert!(
+                whole <= 1 && (whole == 0 || shared == 0) && shared <= w.shards,
+                "GPU {} of node {} at {}: {} whole, {} shards",
+                g,
+                node,
+                t,
+                whole,
+                shared
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn gpus_and_shards_are_never_given_twice(w in gpu_workload(), params in backfill_params()) {
+        for policy in [Policy::Fcfs, Policy::Easy, Policy::Conservative, Policy::Backfill(params)] {
+            for ends in BOTH {
+                let r = Harness::with_end_semantics(w.cluster(), policy.clone(), ends).run(&w.jobs);
+                check_gpu_replay(&w, &r)?;
+            }
+        }
+    }
+}

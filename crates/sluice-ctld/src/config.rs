@@ -518,6 +518,20 @@ impl ClusterConfig {
         }
     }
 
+    /// The cluster as the core schedules it: [`ClusterConfig::cluster`] with every
+    /// node's GPUs as gres.conf describes them (types, `Links=`, `Cores=` and the
+    /// shards on each), so that the core's start decisions name GPU indices that
+    /// match the device files.
+    pub fn core_cluster(&self) -> Cluster {
+        let mut cluster = self.cluster.clone();
+        let gpu = cluster.gpu_slot();
+        for (node, devices) in cluster.nodes.iter_mut().zip(&self.gres_devices) {
+            let total = gpu.map_or(0, |g| node.capacity.gres[g]);
+            node.gpus = node_gpus(devices, total);
+        }
+        cluster
+    }
+
     /// Index of a node by name.
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
         self.cluster.node_by_name(name)
@@ -762,6 +776,28 @@ fn node_addresses(path: &Path) -> Vec<(String, NodeAddress)> {
         }
     }
     out
+}
+
+/// A node's GPUs, `total` of them (its configured count): GPU `i` is the `i`-th GPU
+/// unit of `devices` (its gres.conf devices), numbered as the device files are
+/// ([`gres_conf::gpu_units`]), with its type, `Cores=`, `Links=` (a count-only entry
+/// of several units gives each its type and cores, no links) and its shards
+/// ([`gres_conf::shards_per_gpu`]). GPUs `devices` does not describe are plain.
+pub(crate) fn node_gpus(devices: &[GresDevice], total: u32) -> Vec<sluice_core::Gpu> {
+    let shards = gres_conf::shards_per_gpu(devices);
+    let mut gpus: Vec<sluice_core::Gpu> = gres_conf::gpu_units(devices)
+        .into_iter()
+        .zip(shards)
+        .map(|(d, shards)| sluice_core::Gpu {
+            gpu_type: d.gres_type.clone(),
+            links: d.links.clone().filter(|_| d.count == 1),
+            cores: d.cores.clone(),
+            shards: u32::try_from(shards).unwrap_or(u32::MAX),
+        })
+        .take(total as usize)
+        .collect();
+    gpus.resize(total as usize, sluice_core::Gpu::default());
+    gpus
 }
 
 #[cfg(test)]
@@ -1212,15 +1248,15 @@ mod tests {
         let on = |node: u32, a: u32, v: u32| {
             let mut gres = [0; MAX_GRES];
             (gres[gpu], gres[a100], gres[v100]) = (a + v, a, v);
-            NodeAlloc {
-                node: NodeId(node),
-                tasks: 1,
-                usage: sluice_core::Resources {
+            NodeAlloc::new(
+                NodeId(node),
+                1,
+                sluice_core::Resources {
                     cpus: 2,
                     mem_mib: 1000,
                     gres,
                 },
-            }
+            )
         };
         let nodes = [on(0, 1, 1), on(1, 2, 0)];
         let pairs = |v: &[(&str, u64)]| -> Vec<(String, u64)> {

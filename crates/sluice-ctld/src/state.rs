@@ -11,13 +11,12 @@ use std::path::{Path, PathBuf};
 use dependency::DepState;
 use sluice_conf::dependency::{parse_dependency, Dependency};
 use sluice_conf::gres_conf::GresDevice;
-use sluice_core::gpu_pick;
 use sluice_core::job::SwitchLimit;
 use sluice_core::limits::JobAcct;
 use sluice_core::partition_policy::NotAllowed;
 use sluice_core::{
-    Decision, EndSemantics, GresTable, JobId, JobRequest, JobSpec, MemRequest, NodeAlloc, NodeId,
-    NodeState, PartitionId, Policy, Scheduler, SubmitError, MAX_TIME_LIMIT,
+    Decision, EndSemantics, JobId, JobRequest, JobSpec, MemRequest, NodeAlloc, NodeId, NodeState,
+    PartitionId, Policy, Scheduler, SubmitError, MAX_TIME_LIMIT,
 };
 use sluice_proto::paths::agent_socket;
 use sluice_proto::pattern::{expand, PatternContext};
@@ -240,11 +239,7 @@ pub struct Controller {
     agents_up: BTreeSet<String>,
     /// Registration and last busy times, resumed nodes awaiting an answer.
     liveness: liveness::Liveness,
-    /// GPU device indices in use, per node (used whole, or shared by shard jobs).
-    gpus_in_use: Vec<BTreeSet<u32>>,
     gpu_slot: Option<usize>,
-    /// Shards: who holds which, and the claims that keep the core's counts true.
-    shards: shards::ShardBook,
     /// Running interactive allocations (salloc, srun outside a job): no agent watches
     /// their time limit, so the controller does (see [`Controller::expire_interactive`]).
     interactive: BTreeSet<u64>,
@@ -285,6 +280,10 @@ fn job_priority(r: &JobRecord) -> u32 {
 /// shown by sacct as `0:125`).
 pub const OOM_SIGNAL: i32 = 125;
 
+/// Core passes in one [`Controller::schedule`] call at most: another runs only when
+/// the victims of a preemption left at once (no grace).
+const MAX_PASSES: usize = 4;
+
 /// Slurm's message for a partition that does not exist.
 pub const BAD_PARTITION: &str = "Invalid partition name specified";
 /// Slurm's message for a request no node set can satisfy.
@@ -306,14 +305,14 @@ impl Controller {
         } else {
             Policy::Backfill(conf.backfill.clone())
         };
+        // The core knows every GPU (its type, links, cores and shards) and decides
+        // which a job gets; starts name them (see `sluice_core::gpus`).
         let sched = Scheduler::with_end_semantics(
-            conf.cluster.clone(),
+            conf.core_cluster(),
             policy,
             EndSemantics::HoldUntilReported,
         );
         let gpu_slot = conf.cluster.gres.find("gpu", None);
-        let n = conf.cluster.nodes.len();
-        let shards = shards::ShardBook::new(&conf);
         let accounts = Accounts::new(&conf.cluster_name, &conf.accounting_tres);
         let mut priority = PriorityEngine::new(
             conf.priority.clone(),
@@ -340,9 +339,7 @@ impl Controller {
             preempting: BTreeMap::new(),
             agents_up: BTreeSet::new(),
             liveness: Default::default(),
-            gpus_in_use: vec![BTreeSet::new(); n],
             gpu_slot,
-            shards,
             interactive: BTreeSet::new(),
             expiring: false,
             node_overrides: BTreeMap::new(),
@@ -364,12 +361,6 @@ impl Controller {
                 JobState::Running => {
                     let nodes = c.allocation_of(&r);
                     let spec = c.core_spec(&r);
-                    for (i, name) in r.nodes.iter().enumerate() {
-                        if let Some(nid) = c.conf.node_id(name) {
-                            let g = r.gpus_per_node.get(i).cloned().unwrap_or_default();
-                            c.gpus_in_use[nid.index()].extend(g);
-                        }
-                    }
                     let start = r.start_time.unwrap_or(now);
                     if r.desc.interactive {
                         c.interactive.insert(id);
@@ -389,7 +380,6 @@ impl Controller {
                 }
             }
         }
-        c.restore_shards(now);
         c
     }
 
@@ -1135,8 +1125,9 @@ impl Controller {
             self.dep_due.remove(&(due, id));
             self.outside_dirty = true;
         }
-        // Another pass only when shard jobs went back to the queue (state/shards.rs).
-        for _ in 0..shards::MAX_PASSES {
+        // Another pass only when victims of a preemption left at once (no grace): their
+        // preemptors start on what they freed.
+        for _ in 0..MAX_PASSES {
             if std::mem::take(&mut self.outside_dirty) {
                 effects.extend(self.release_outside(now));
             }
@@ -1145,9 +1136,19 @@ impl Controller {
             let (decisions, preempted, victims_gone) = self.preempt_decisions(decisions, now);
             effects.extend(preempted);
             started |= !decisions.is_empty();
-            let (more, again) = self.start_decisions(decisions, now);
-            effects.extend(more);
-            if !again && !victims_gone {
+            for d in decisions {
+                // Preemptions were carried out above (state/preempt.rs).
+                if let Decision::Start {
+                    job,
+                    at,
+                    alloc,
+                    pass,
+                } = d
+                {
+                    effects.extend(self.started(job.0, at, &alloc.nodes, pass.as_str()));
+                }
+            }
+            if !victims_gone {
                 break;
             }
         }
@@ -1222,13 +1223,13 @@ impl Controller {
             .iter()
             .map(|a| self.conf.cluster.node(a.node).name.clone())
             .collect();
-        let mut gpus = Vec::new();
-        for a in nodes {
-            let picked = self.pick_gpus(a);
-            self.gpus_in_use[a.node.index()].extend(picked.iter().copied());
-            gpus.push(picked);
-        }
-        let shards = self.place_shards(id, nodes, at);
+        // The core chose the GPUs, and the shards of which GPU (see `sluice_core::gpus`).
+        let gpus: Vec<Vec<u32>> = nodes.iter().map(|a| a.gpus.clone()).collect();
+        let shards: Vec<Vec<(u32, u32)>> = if nodes.iter().any(|a| !a.shards.is_empty()) {
+            nodes.iter().map(|a| a.shards.clone()).collect()
+        } else {
+            Vec::new()
+        };
         // What it asked, as it stands now (`scontrol update` may have changed it).
         let asked = self.jobs.get(&id).and_then(|r| {
             let spec = self.core_spec(r).ok()?;
@@ -1305,32 +1306,6 @@ impl Controller {
         effects
     }
 
-    /// The GPU indices a job starting with `a` gets on its node: of the types the core
-    /// counted for it there, the best-connected free set ([`gpu_pick::pick_gpus`]).
-    /// Sluice binds no CPUs yet, so the job's cores are unknown and `Cores=` locality
-    /// plays no part. Should the free indices not match the core's counts (devices
-    /// unlike slurm.conf's), the lowest free indices, as many as counted.
-    fn pick_gpus(&self, a: &NodeAlloc) -> Vec<u32> {
-        let Some(slot) = self.gpu_slot else {
-            return Vec::new();
-        };
-        let want = a.usage.gres[slot];
-        if want == 0 {
-            return Vec::new();
-        }
-        let used = &self.gpus_in_use[a.node.index()];
-        let total = self.conf.cluster.node(a.node).capacity.gres[slot];
-        let free: Vec<u32> = (0..total).filter(|i| !used.contains(i)).collect();
-        let devices = self
-            .conf
-            .gres_devices
-            .get(a.node.index())
-            .map_or(&[][..], Vec::as_slice);
-        let demand = gpu_demand(&self.conf.cluster.gres, slot, &a.usage.gres);
-        gpu_pick::pick_gpus(&node_gpus(devices, total), &free, &demand, None)
-            .unwrap_or_else(|| free.into_iter().take(want as usize).collect())
-    }
-
     /// Sets the typed GPU counts of `gres` (a job's GRES counts on `node`) from the GPU
     /// indices `held` it holds there, when their types account for all its GPUs: a job
     /// restored after a restart counts against the types it holds, not those an
@@ -1341,13 +1316,7 @@ impl Controller {
             return;
         }
         let table = &self.conf.cluster.gres;
-        let total = self.conf.cluster.node(node).capacity.gres[slot];
-        let devices = self
-            .conf
-            .gres_devices
-            .get(node.index())
-            .map_or(&[][..], Vec::as_slice);
-        let gpus = node_gpus(devices, total);
+        let gpus = self.sched.cluster().gpus_of(node);
         let type_of = |i: &u32| gpus.get(*i as usize).map(|g| g.gpu_type.as_deref());
         if held.iter().any(|i| type_of(i).is_none()) {
             return;
@@ -1426,15 +1395,7 @@ impl Controller {
         {
             return effects;
         }
-        let r = &self.jobs[&report.job_id];
-        let nodes = self.allocation_of(r).unwrap_or_default();
         self.sched.job_ended(JobId(report.job_id), now);
-        for (a, g) in nodes.iter().zip(&r.gpus_per_node) {
-            for i in g {
-                self.gpus_in_use[a.node.index()].remove(i);
-            }
-        }
-        self.release_shards(report.job_id, now);
         let r = self.jobs.get_mut(&report.job_id).expect("checked");
         r.end_time = Some(report.end.min(now).max(r.start_time.unwrap_or(now)));
         r.exit_code = report.exit_code;
@@ -1514,7 +1475,11 @@ impl Controller {
             if let Some(held) = r.gpus_per_node.get(i) {
                 self.count_held_gpus(node, held, &mut usage.gres);
             }
-            out.push(NodeAlloc { node, tasks, usage });
+            let mut a = NodeAlloc::new(node, tasks, usage);
+            // The GPUs it holds, for the core to take back (see `sluice_core::gpus`).
+            a.gpus = r.gpus_per_node.get(i).cloned().unwrap_or_default();
+            a.shards = r.shards_per_node.get(i).cloned().unwrap_or_default();
+            out.push(a);
         }
         Some(out)
     }
@@ -1877,14 +1842,6 @@ impl Controller {
                 JobState::Pending => return effects,
                 JobState::Running => {
                     self.sched.job_ended(JobId(id), now);
-                    if let Some(nodes) = self.allocation_of(&r) {
-                        for (a, g) in nodes.iter().zip(&r.gpus_per_node) {
-                            for i in g {
-                                self.gpus_in_use[a.node.index()].remove(i);
-                            }
-                        }
-                    }
-                    self.release_shards(id, now);
                     if !r.desc.interactive && terminate {
                         effects.push(Effect::Terminate {
                             nodes: r.nodes.clone(),
@@ -2763,49 +2720,6 @@ fn memory_variable(asked: Option<MemoryRequest>, r: &JobRecord) -> Option<(&'sta
     }
 }
 
-/// A node's GPUs as [`gpu_pick`] sees them, `total` of them (its configured count):
-/// GPU `i` is the `i`-th GPU unit of `devices` (its gres.conf devices), numbered as
-/// [`device_files`] numbers them, with its type, `Cores=` and `Links=` (a count-only
-/// entry of several units gives each its type and cores, no links). GPUs `devices`
-/// does not describe are untyped, without cores or links.
-fn node_gpus(devices: &[GresDevice], total: u32) -> Vec<gpu_pick::Gpu> {
-    let mut gpus = Vec::with_capacity(total as usize);
-    for d in devices.iter().filter(|d| d.name == "gpu") {
-        for _ in 0..d.count.min(u64::from(total)) {
-            gpus.push(gpu_pick::Gpu {
-                gpu_type: d.gres_type.clone(),
-                links: d.links.clone().filter(|_| d.count == 1),
-                cores: d.cores.clone(),
-            });
-        }
-    }
-    gpus.resize(total as usize, gpu_pick::Gpu::default());
-    gpus
-}
-
-/// The GPUs a job takes on a node by type, from its GRES counts there (`usage`, in
-/// which the core has already turned an untyped request into typed counts): each
-/// typed `gpu` slot's count, and what the untyped slot `gpu` counts beyond them as
-/// untyped GPUs.
-fn gpu_demand(table: &GresTable, gpu: usize, usage: &[u32]) -> gpu_pick::GpuDemand {
-    let mut typed = Vec::new();
-    let mut counted = 0u32;
-    for child in table.children(gpu) {
-        let n = usage[child];
-        if n > 0 {
-            let name = table.name(child);
-            let gpu_type = name.split_once(':').map(|(_, t)| t.to_string());
-            typed.push((gpu_type, n));
-            counted = counted.saturating_add(n);
-        }
-    }
-    let rest = usage[gpu].saturating_sub(counted);
-    if rest > 0 {
-        typed.push((None, rest));
-    }
-    gpu_pick::GpuDemand { typed, any: 0 }
-}
-
 /// The GRES device files of a node (`devices`, its gres.conf devices), each marked with
 /// whether a job holding GPUs `gpus` there (indices, as in `gpus_per_node`) may open it,
 /// for `ConstrainDevices=yes`. GPU `i` is the `i`-th GPU unit of `devices` in order, as
@@ -3209,31 +3123,8 @@ mod device_tests {
     }
 
     #[test]
-    fn the_demand_follows_the_cores_typed_counts() {
-        let mut table = GresTable::default();
-        let a100 = table.slot_for("gpu", Some("a100")).unwrap();
-        let gpu = table.find("gpu", None).unwrap();
-        let v100 = table.slot_for("gpu", Some("v100")).unwrap();
-        let mut usage = [0u32; sluice_core::tres::MAX_GRES];
-        usage[gpu] = 3;
-        usage[v100] = 2;
-        assert_eq!(
-            gpu_demand(&table, gpu, &usage),
-            gpu_pick::GpuDemand {
-                typed: vec![(Some("v100".into()), 2), (None, 1)],
-                any: 0
-            }
-        );
-        usage[a100] = 1;
-        assert_eq!(
-            gpu_demand(&table, gpu, &usage).typed,
-            [(Some("a100".into()), 1), (Some("v100".into()), 2)]
-        );
-    }
-
-    #[test]
     fn node_gpus_number_units_as_device_files_do() {
-        let gpus = node_gpus(&devices(), 4);
+        let gpus = crate::config::node_gpus(&devices(), 4);
         let types: Vec<Option<&str>> = gpus.iter().map(|g| g.gpu_type.as_deref()).collect();
         assert_eq!(types, [Some("a100"), Some("a100"), Some("h100"), None]);
     }

@@ -11,8 +11,9 @@
 //! - `started`: the core's pass, the job's priority, its partition, the advance
 //!   reservation it runs in, and its nodes. `rank` is `null`, as the controller writes
 //!   it when it has none: the core has no rank helper, and the controller's count lives
-//!   in the controller. GPU indices and device files are empty: the simulator counts
-//!   GPUs but does not pick indices.
+//!   in the controller. Each node lists the GPU indices the core's start decision
+//!   names (those used whole, or those its shards come from), as the controller's
+//!   trail does; device files are empty (a trace names none).
 //! - `preempting`/`preempted`: the core's preemption decisions, the rule named as the
 //!   controller names it (`partition_prio` with tiers; `qos` with QOS `normal`;
 //!   `cohort_reclaim` with the accounts).
@@ -171,7 +172,8 @@ impl<'a> Auditor<'a> {
             .iter()
             .map(|a| NodeDevices {
                 node: cluster.node(a.node).name.clone(),
-                ..Default::default()
+                gpus: a.gpus_touched(),
+                files: Vec::new(),
             })
             .collect();
         self.held.insert(job.spec.id, nodes.clone());

@@ -9,9 +9,9 @@
 //! Idle GPUs on nodes that could host `g` GPUs are not fragmented: the job waits for
 //! something else there (processors, memory, GPU model, its priority).
 //!
-//! A GPU counts as whole-free when no job holds it, nor any of its shards: with the
-//! `shard` GRES (1,000 per GPU), a node's whole free GPUs are
-//! `min(free GPUs, free shards / 1000)`. Jobs that ask only shards are left out of `g`.
+//! A GPU counts as whole-free when no job holds it, nor any of its shards: the core's
+//! count of a node's free GPUs, in which a shared GPU is taken (see
+//! `sluice_core::gpus`). Jobs that ask only shards are left out of `g`.
 //! This follows the spirit of Weng et al., "Beware of Fragmentation" (USENIX ATC 2023),
 //! measured on the waiting queue rather than on a modelled workload distribution.
 
@@ -23,7 +23,6 @@ use sluice_core::{Cluster, NodeState, Profile, Time};
 #[derive(Clone, Debug, Default)]
 pub struct FragmentationWatch {
     gpu: Option<usize>,
-    shard: Option<usize>,
     /// Waiting whole-GPU jobs by GPUs per node: count.
     waiting: BTreeMap<u32, u32>,
     /// Since when the current rates hold, and what they are (GPUs).
@@ -41,7 +40,6 @@ impl FragmentationWatch {
     pub fn new(cluster: &Cluster) -> Self {
         FragmentationWatch {
             gpu: cluster.gres.find("gpu", None),
-            shard: cluster.gres.find("shard", None),
             ..Default::default()
         }
     }
@@ -78,11 +76,7 @@ impl FragmentationWatch {
             if node.state != NodeState::Up || node.capacity.gres[gpu] == 0 {
                 continue;
             }
-            let free = profile.free_at(sluice_core::NodeId(i as u32), t);
-            let mut whole = free.gres[gpu];
-            if let Some(s) = self.shard {
-                whole = whole.min(free.gres[s] / 1000);
-            }
+            let whole = profile.free_at(sluice_core::NodeId(i as u32), t).gres[gpu];
             total += whole as u64;
             if whole < g {
                 scattered += whole as u64;

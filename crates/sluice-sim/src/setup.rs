@@ -238,6 +238,13 @@ fn gpu_cluster(w: &Workload) -> Result<Cluster, SimError> {
         node.capacity.gres[gpu] = n.gpus;
         if let Some(s) = shard {
             node.capacity.gres[s] = n.gpus * 1000;
+            node.gpus = vec![
+                sluice_core::Gpu {
+                    shards: 1000,
+                    ..Default::default()
+                };
+                n.gpus as usize
+            ];
         }
         if let Some(sw) = n.switch {
             let sw = u16::try_from(sw).map_err(|_| machine_error("more than 65,535 switches"))?;
@@ -280,12 +287,11 @@ fn gpu_request(c: &Cluster, g: &crate::trace::GpuShape) -> (JobRequest, u64) {
     if let Some(gpu) = c.gres.find("gpu", None) {
         r.gres_per_node[gpu] = whole_gpus;
     }
-    if let Some(shard) = shard {
-        r.gres_per_node[shard] = if g.gpu_milli > 0 {
-            g.gpu_milli
-        } else {
-            g.gpus_per_node * 1000
-        };
+    // A sharing pod asks its thousandths of a GPU as shards; a whole-GPU pod asks GPUs
+    // only (the core keeps a GPU used whole from lending its shards, see
+    // `sluice_core::gpus`).
+    if let (Some(shard), true) = (shard, g.gpu_milli > 0) {
+        r.gres_per_node[shard] = g.gpu_milli;
     }
     for m in &g.gpu_models {
         if let Some(i) = c.features.iter().position(|f| f == m) {

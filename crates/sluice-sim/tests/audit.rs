@@ -121,3 +121,71 @@ fn a_requeued_victims_preemption_and_requeue_are_recorded() {
     ];
     assert_eq!(lines, expected);
 }
+
+#[test]
+fn started_and_ended_lines_name_the_gpus_the_core_chose() {
+    // One 16-CPU node n0 with 4 GPUs NVLinked crosswise (0 with 2, 1 with 3), 1,000
+    // shards each. At 0: job 1 takes 2 GPUs (a linked pair: 0 and 2) for 100 s, job 2
+    // 500 shards (of GPU 1) for 50 s, job 3 one GPU (the one left whole: 3) for 80 s.
+    let mut c = Cluster::homogeneous("batch", 1, 16);
+    let gpu = c.gres.slot_for("gpu", None).unwrap();
+    let shard = c.gres.slot_for("shard", None).unwrap();
+    let n = &mut c.nodes[0];
+    n.capacity.gres[gpu] = 4;
+    n.capacity.gres[shard] = 4000;
+    let pairs = [(0, 2), (2, 0), (1, 3), (3, 1)];
+    n.gpus = (0..4)
+        .map(|i| sluice_core::Gpu {
+            links: Some(
+                (0..4)
+                    .map(|j| match (i == j, pairs.contains(&(i, j))) {
+                        (true, _) => -1,
+                        (false, true) => 4,
+                        (false, false) => 0,
+                    })
+                    .collect(),
+            ),
+            shards: 1000,
+            ..Default::default()
+        })
+        .collect();
+    let asking = |id, run, slot: usize, k| {
+        let mut j = job(id, 0, 1, 0, run, run);
+        j.spec.request.gres_per_node[slot] = k;
+        j
+    };
+    let jobs = vec![
+        asking(1, 100, gpu, 2),
+        asking(2, 50, shard, 500),
+        asking(3, 80, gpu, 1),
+    ];
+    let lines = audit_lines(c, jobs);
+    let on = |gpus: &str| format!(r#"{{"node":"n0","gpus":[{gpus}],"files":[]}}"#);
+    let started = |seq: u64, id: u64, gpus: &str| {
+        format!(
+            r#"{{"seq":{seq},"time":0,"job_id":{id},"uid":1000,"kind":"started","detail":{{"run":0,"pass":"main","priority":0,"rank":null,"partition":"batch","reservation":null,"user":"1000","nodes":[{}]}}}}"#,
+            on(gpus)
+        )
+    };
+    let ended = |seq: u64, t: i64, id: u64, gpus: &str| {
+        format!(
+            r#"{{"seq":{seq},"time":{t},"job_id":{id},"uid":1000,"kind":"ended","detail":{{"run":0,"state":"COMPLETED","exit_code":0,"signal":0,"released":[{}]}}}}"#,
+            on(gpus)
+        )
+    };
+    let kinds: Vec<&String> = lines
+        .iter()
+        .filter(|l| !l.contains(r#""kind":"submitted""#))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            &started(2, 1, "0,2"),
+            &started(4, 2, "1"),
+            &started(6, 3, "3"),
+            &ended(7, 50, 2, "1"),
+            &ended(8, 80, 3, "3"),
+            &ended(9, 100, 1, "0,2"),
+        ]
+    );
+}

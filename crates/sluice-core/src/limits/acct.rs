@@ -17,9 +17,6 @@ pub struct JobAcct {
     pub assoc: Option<AssocId>,
     /// Its QOS; `None`: no QOS limits (apart from its partition's).
     pub qos: Option<QosId>,
-    /// Not a user's job but the caller's bookkeeping (a claim on resources): counted
-    /// by no limit, not even its partition QOS's.
-    pub internal: bool,
     /// Its partition does not allow its account or QOS (see
     /// [`crate::partition_policy`]): it waits with that reason.
     pub not_allowed: Option<crate::partition_policy::NotAllowed>,

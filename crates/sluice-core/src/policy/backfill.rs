@@ -28,6 +28,7 @@ use crate::profile::NodeFilter;
 use crate::profile::Profile;
 use crate::reservation;
 use crate::scheduler::{QueueKey, Scheduler};
+use crate::side_claims;
 use crate::time::{round_up, Secs, Time, NEVER};
 
 /// Backfill state carried between passes.
@@ -121,6 +122,30 @@ impl State {
                     *old = new;
                 }
             }
+        }
+    }
+
+    /// The GPU book's side claim `usage` on `node` (see [`crate::gpus`]) now lasts until
+    /// `new` instead of `old` (`None`: not held), from `now` on; on the plan it ends,
+    /// like a job's claim, at the next multiple of `bf_resolution`.
+    pub(crate) fn move_side(
+        &mut self,
+        node: NodeId,
+        usage: &crate::tres::Resources,
+        old: Option<Time>,
+        new: Option<Time>,
+        now: Time,
+    ) {
+        let Some(plan) = &mut self.plan else {
+            return;
+        };
+        let old = old.map_or(now, |t| round_up(t, self.resolution).max(now));
+        let new = new.map_or(now, |t| round_up(t, self.resolution).max(now));
+        if new > old {
+            plan.claim(node, old, new, usage);
+        } else if new < old {
+            plan.advance(now);
+            plan.release(node, new, old, usage);
         }
     }
 
@@ -249,6 +274,16 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
                 plan.earliest_start(&s.cluster, &job.spec.request, filter, d, from, horizon)
             });
         bounds.found(&job.spec.request, filter, d, found.as_ref().map(|f| f.0));
+        // Starting now also takes the job's GPUs, whose side claims (see `crate::gpus`)
+        // must fit the plan too; when they do not, it gets no reservation this pass.
+        let found = match found {
+            Some((t, nodes)) if t == now => {
+                side_claims::place(s, id, nodes, now, Some((&plan, res)), false)
+                    .or_else(|| elsewhere_now(s, id, &plan, now, d))
+                    .map(|nodes| (t, nodes))
+            }
+            other => other,
+        };
         match found {
             Some((t, nodes)) if t == now => {
                 bounds = StartBounds::default();
@@ -289,6 +324,52 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
         s.backfill.cursor = None;
         s.backfill.retained.clear();
     }
+}
+
+/// Where one-node job `id`, whose GPUs cannot be had on the node the plan chose, could
+/// start now for `d` seconds on another node of its partition, in placement order: the
+/// first whose GPUs' side claims fit the plan too (see `crate::gpus`). `None` for a
+/// job spanning nodes.
+fn elsewhere_now(
+    s: &Scheduler,
+    id: JobId,
+    plan: &Profile,
+    now: Time,
+    d: Secs,
+) -> Option<Vec<NodeAlloc>> {
+    let job = &s.jobs[&id];
+    let req = &job.spec.request;
+    if req.max_nodes > 1 || req.lists_nodes() {
+        return None;
+    }
+    let end = now + d;
+    s.free_now
+        .by_rank(job.spec.partition)
+        .iter()
+        .find_map(|key| {
+            let n = key.3;
+            let node = s.cluster.node(n);
+            if req.features_any != 0 && node.features & req.features_any == 0 {
+                return None;
+            }
+            if plan.tasks_during(&s.cluster, req, n, now, end) < req.ntasks {
+                return None;
+            }
+            let nodes = crate::select::node_allocs(
+                req,
+                &[(n, req.ntasks)],
+                |n| plan.free_during(n, now, end),
+                &s.cluster,
+            );
+            side_claims::place(
+                s,
+                id,
+                nodes,
+                now,
+                Some((plan, s.backfill.resolution)),
+                false,
+            )
+        })
 }
 
 /// What earlier searches of one backfill pass tell about later ones. Within a pass the

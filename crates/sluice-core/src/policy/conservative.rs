@@ -12,6 +12,7 @@ use crate::decision::{Decision, Pass};
 use crate::ids::JobId;
 use crate::job::{Allocation, Job, NodeAlloc, PendingReason};
 use crate::scheduler::{QueueKey, Scheduler};
+use crate::side_claims;
 use crate::time::{Time, NEVER};
 
 /// Reservations of the conservative policy.
@@ -83,6 +84,19 @@ fn place(s: &mut Scheduler, id: JobId, key: QueueKey, now: Time, out: &mut Vec<D
     let found = s
         .profile
         .earliest_start(&s.cluster, &job.spec.request, filter, limit, t0, NEVER);
+    // Starting now also takes the job's GPUs (see `crate::gpus`); when their side
+    // claims collide with a reservation, it is planned again at the next pass.
+    let found = match found {
+        Some((t, nodes)) if t == now => match side_claims::place(s, id, nodes, now, None, false) {
+            Some(nodes) => Some((t, nodes)),
+            None => {
+                s.set_reason(id, PendingReason::Resources);
+                s.conservative.unplanned.insert(key);
+                return;
+            }
+        },
+        other => other,
+    };
     match found {
         Some((t, nodes)) if t == now => s.start(id, now, nodes, Pass::Main, false, out),
         Some((t, nodes)) => {
@@ -134,13 +148,39 @@ pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         let job = s.jobs.get_mut(&id).expect("queued job exists");
         let alloc = job.alloc.take().expect("planned jobs have nodes");
         let limit = job.spec.time_limit;
-        if t == now {
-            s.start(id, now, alloc.nodes, Pass::Reservation, true, out);
+        let placed = if t == now {
+            side_claims::place(s, id, alloc.nodes.clone(), now, None, true).or_else(|| {
+                // Plans carry no side claims (which GPU a job gets is decided at its
+                // start), so two reservations may count on the same GPU, one whole and
+                // one for shards: the one coming due starts, and the reservations its
+                // GPUs collide with are planned again.
+                withdraw_conflicting(s, &alloc.nodes, now, now + limit);
+                side_claims::place(s, id, alloc.nodes.clone(), now, None, true)
+            })
+        } else {
+            None
+        };
+        if let Some(nodes) = placed {
+            s.start(id, now, nodes, Pass::Reservation, true, out);
+        } else if t == now {
+            // Its GPUs' side claims collide with something that is not a reservation
+            // (an advance reservation's hold): planned again next pass.
+            let job = s.jobs.get_mut(&id).expect("queued job exists");
+            job.planned_start = None;
+            s.profile.release_all(&alloc.nodes, t, t + limit);
+            s.set_reason(id, PendingReason::Resources);
+            s.conservative.unplanned.insert(key);
         } else {
             // Called late: the reservation slid into the past. Re-plan from now.
+            let job = s.jobs.get_mut(&id).expect("queued job exists");
             job.planned_start = None;
             s.profile.release_all(&alloc.nodes, t, t + limit);
             place(s, id, key, now, out);
         }
+    }
+    // Reservations withdrawn for a start above are planned again at once.
+    for key in std::mem::take(&mut s.conservative.unplanned) {
+        let id = s.queue[&key];
+        place(s, id, key, now, out);
     }
 }

@@ -186,6 +186,13 @@ impl JobBuilder {
         self
     }
 
+    /// `n` shards of a GPU on each of its nodes (`--gres=shard:n`); the cluster's slot 1
+    /// must be `shard` (see `tests/gpu_indices.rs`).
+    pub fn shards(mut self, n: u32) -> Self {
+        self.request.gres_per_node[1] = n;
+        self
+    }
+
     /// `--switches=max@wait`: at most `max` leaf switches until `wait` seconds after
     /// its submission.
     pub fn switches(mut self, max: u32, wait: Secs) -> Self {
@@ -270,6 +277,24 @@ impl Replay {
     }
     pub fn nodes(&self, id: u64) -> Vec<u32> {
         self.get(id).nodes()
+    }
+    /// The GPU indices it got whole, per node.
+    pub fn gpus(&self, id: u64) -> Vec<Vec<u32>> {
+        self.get(id)
+            .alloc
+            .nodes
+            .iter()
+            .map(|a| a.gpus.clone())
+            .collect()
+    }
+    /// The shards it got, (GPU, shards) per node.
+    pub fn shards(&self, id: u64) -> Vec<Vec<(u32, u32)>> {
+        self.get(id)
+            .alloc
+            .nodes
+            .iter()
+            .map(|a| a.shards.clone())
+            .collect()
     }
     /// `(id, start)` of every started job, by id.
     pub fn starts(&self) -> Vec<(u64, Time)> {
@@ -398,10 +423,21 @@ pub fn replay_both(cluster: Cluster, policy: Policy, jobs: &[JobBuilder]) -> Rep
     let held =
         Harness::with_end_semantics(cluster, policy.clone(), EndSemantics::HoldUntilReported)
             .run(jobs);
-    let key = |r: &Replay| -> Vec<(u64, Time, Time, Vec<u32>)> {
+    type Key = (
+        u64,
+        Time,
+        Time,
+        Vec<u32>,
+        Vec<Vec<u32>>,
+        Vec<Vec<(u32, u32)>>,
+    );
+    let key = |r: &Replay| -> Vec<Key> {
         r.jobs
-            .iter()
-            .map(|(id, o)| (*id, o.start, o.finish, o.nodes()))
+            .keys()
+            .map(|&id| {
+                let o = r.get(id);
+                (id, o.start, o.finish, o.nodes(), r.gpus(id), r.shards(id))
+            })
             .collect()
     };
     assert_eq!(

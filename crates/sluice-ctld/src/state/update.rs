@@ -314,8 +314,6 @@ impl Controller {
                 if let Some(limit) = new_limit {
                     let secs = limit.unwrap_or(MAX_TIME_LIMIT).clamp(1, MAX_TIME_LIMIT);
                     self.sched.set_time_limit(JobId(id), secs, now);
-                    let start = record.start_time.unwrap_or(now);
-                    self.retime_shards(id, start.saturating_add(secs), now);
                     if !record.desc.interactive {
                         effects.push(Effect::SetTimeLimit {
                             node: record.nodes.first().cloned().unwrap_or_default(),

@@ -4,7 +4,7 @@
 //! Mapping: a pod is a one-node job asking `ceil(cpu_milli / 1000)` processors,
 //! `memory_mib` MiB and `num_gpu` GPUs; a pod with `num_gpu = 1` and `gpu_milli < 1000`
 //! shares a GPU and asks that many thousandths of one (the `shard` GRES; every GPU is
-//! 1000 shards, and a whole-GPU pod takes its GPUs' shards too). `gpu_spec` (`A|B`)
+//! 1000 shards, and a GPU used whole lends none). `gpu_spec` (`A|B`)
 //! restricts the pod to nodes whose GPU model is one of those. Run time is
 //! `deletion_time - scheduled_time`; the trace has no user estimates, so the time limit
 //! is the run time. Pods that were never scheduled (no `scheduled_time`) never ran and
