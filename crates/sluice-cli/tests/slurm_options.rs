@@ -143,9 +143,20 @@ const REAL: &[(&str, i32, &str)] = &[
         ("sacctmgr show user -1", 1, "sacctmgr: invalid option -- '1'\nTry \"sacctmgr --help\" for more information\n"),
 ];
 
+/// Real Slurm 22.05.8's answers to values its commands check before asking a
+/// controller (as `REAL`).
+const REAL_VALUES: &[(&str, i32, &str)] = &[
+    ("squeue -t BOGUS", 1, "squeue: error: Invalid job state specified: BOGUS\nsqueue: error: Valid job states include: PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED\n\n"),
+    ("squeue -jx", 1, "squeue: error: Invalid job id: x\n"),
+    ("sprio -j x", 1, "sprio: error: Invalid job id: x\n"),
+    ("scancel -s FOO 5", 1, "Unknown job signal: FOO\n"),
+    ("scancel -t BOGUS 5", 1, "Invalid job state specified: BOGUS\nValid job states are PENDING, RUNNING, and SUSPENDED\n"),
+    ("sacct -s BOGUS", 1, "sacct: fatal: unrecognized job state value 'BOGUS'\n"),
+];
+
 #[test]
 fn option_errors_are_worded_as_real_slurm_words_them() {
-    for (args, code, stderr) in REAL {
+    for (args, code, stderr) in REAL.iter().chain(REAL_VALUES) {
         assert_eq!(
             run(&line(args)),
             (Some(*code), stderr.to_string()),

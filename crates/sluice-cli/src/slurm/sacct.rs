@@ -499,7 +499,10 @@ pub fn main(args: Vec<String>) -> i32 {
                         _ => None,
                     }) {
                         Some(st) => states.push(st),
-                        None => fail(ME, format!("Invalid state: {s}"), 1),
+                        None => {
+                            eprintln!("{ME}: fatal: unrecognized job state value '{s}'");
+                            std::process::exit(1)
+                        }
                     }
                 }
             }

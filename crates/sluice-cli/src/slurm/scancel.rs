@@ -56,10 +56,11 @@ pub fn main(args: Vec<String>) -> i32 {
         match f.name() {
             "signal" => {
                 let v = f.value();
-                req.signal = Some(
-                    signal_number(v)
-                        .unwrap_or_else(|| fail(ME, format!("Unknown job signal: {v}"), 1)),
-                );
+                // scancel's own words, without its name.
+                req.signal = Some(signal_number(v).unwrap_or_else(|| {
+                    eprintln!("Unknown job signal: {v}");
+                    std::process::exit(1)
+                }));
             }
             "batch" => req.batch = true,
             "full" => {
@@ -85,7 +86,9 @@ pub fn main(args: Vec<String>) -> i32 {
             "state" => {
                 for s in f.value().split(',') {
                     req.states.push(JobState::parse(s).unwrap_or_else(|| {
-                        fail(ME, format!("Invalid job state specified: {s}"), 1)
+                        eprintln!("Invalid job state specified: {s}");
+                        eprintln!("Valid job states are PENDING, RUNNING, and SUSPENDED");
+                        std::process::exit(1)
                     }));
                 }
                 filters = true;

@@ -250,6 +250,12 @@ fn is_other_slurm_state(s: &str) -> bool {
     OTHER.iter().any(|(long, short)| u == *long || u == *short)
 }
 
+/// The states squeue lists after one it does not know, as Slurm 22.05 lists them.
+const VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,\
+NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,\
+RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,\
+STOPPED";
+
 /// squeue's options: Slurm 22.05's table, in its order (which orders the candidates
 /// of an ambiguous prefix), with its value kinds (`-j` and `-s` take a value only
 /// when attached) and its letter without a long name (`-U`, another `-A`).
@@ -407,7 +413,14 @@ fn parse(args: &[String]) -> Args {
                         match JobState::parse(s) {
                             Some(st) => a.states.push(st),
                             None if is_other_slurm_state(s) => a.other_states = true,
-                            None => fail("squeue", format!("Invalid job state specified: {s}"), 1),
+                            None => {
+                                eprintln!("{ME}: error: Invalid job state specified: {s}");
+                                // Slurm's list ends with a newline of its own.
+                                eprintln!(
+                                    "{ME}: error: Valid job states include: {VALID_STATES}\n"
+                                );
+                                std::process::exit(1)
+                            }
                         }
                     }
                 }
