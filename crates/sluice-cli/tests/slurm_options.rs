@@ -198,6 +198,25 @@ fn operands_a_command_cannot_take() {
             "{args}: {code:?} {stderr}"
         );
     }
+    // sacct lists them, one a line, once every option is read (real sacct, with its
+    // database up, as compat/scenarios/019-option-errors.scn shows).
+    assert_eq!(
+        run(&line("sacct positional -X foo")),
+        (
+            Some(1),
+            "sacct: error: Unknown arguments:\n\
+             sacct: error:  positional\n\
+             sacct: error:  foo\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        run(&line("sacct positional -o NoSuchField")),
+        (
+            Some(1),
+            "sacct: error: Invalid field requested: \"NoSuchField\"\n".to_string()
+        )
+    );
     assert_eq!(
         run(&line("scancel abc --bogus")),
         (
