@@ -628,8 +628,9 @@ const SALLOC: &[Opt<Support>] = &[
         .tag(Support::Acts),
 ];
 
-/// The option table of `command`.
-fn table(command: Command) -> &'static [Opt<Support>] {
+/// The option table of `command`: Slurm 22.05's, each entry tagged with what Sluice
+/// does with it.
+pub fn option_table(command: Command) -> &'static [Opt<Support>] {
     match command {
         Command::Sbatch => SBATCH,
         Command::Srun => SRUN,
@@ -652,7 +653,11 @@ pub fn parse_args(
     args: &[String],
     opts: &mut JobOptions,
 ) -> Result<Vec<String>, OptionError> {
-    let mut walk = Getopt::new(table(command), args.iter().cloned(), Order::RequireOrder);
+    let mut walk = Getopt::new(
+        option_table(command),
+        args.iter().cloned(),
+        Order::RequireOrder,
+    );
     while let Some(item) = walk.next() {
         let item = item.map_err(|e| OptionError {
             getopt: true,
@@ -1437,7 +1442,7 @@ mod tests {
         // Every entry either names an option once, or is another name of an earlier
         // one of the same value kind; letters are unique.
         for command in [Command::Sbatch, Command::Srun, Command::Salloc] {
-            let t = table(command);
+            let t = option_table(command);
             for (i, o) in t.iter().enumerate() {
                 assert!(
                     !t[..i].iter().any(|p| p.long == o.long),

@@ -351,7 +351,7 @@ fn format_width(spec: Option<&str>) -> Option<i32> {
 /// sacct's options: Slurm 22.05's table, in its order (which orders the candidates of
 /// an ambiguous prefix), with its value kinds and its letter without a long name
 /// (`-t`).
-const OPTIONS: &[Opt] = &[
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("allusers", Some('a')),
     Opt::required("accounts", Some('A')),
     Opt::flag("allocations", Some('X')),

@@ -9,7 +9,7 @@ use super::squeue::current_user;
 
 /// scancel's options: Slurm 22.05's table, in its order (which orders the candidates
 /// of an ambiguous prefix), with its value kinds.
-const OPTIONS: &[Opt] = &[
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::required("account", Some('A')),
     Opt::flag("batch", Some('b')),
     Opt::flag("ctld", None),

@@ -284,7 +284,7 @@ const JOB_BREAKS: &[&str] = &[
 /// scontrol's options: Slurm 22.05's table, in its order (which orders the candidates
 /// of an ambiguous prefix), with its value kinds. They may come anywhere among the
 /// command's words (getopt's permutation, as scontrol walks them).
-const OPTIONS: &[Opt] = &[
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("all", Some('a')),
     Opt::required("cluster", None).alias_of("clusters"),
     Opt::required("clusters", Some('M')),

@@ -34,7 +34,7 @@ struct Options {
 
 /// sinfo's options: Slurm 22.05's table, in its order (which orders the candidates
 /// of an ambiguous prefix), with its value kinds.
-const OPTIONS: &[Opt] = &[
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("all", Some('a')),
     Opt::flag("dead", Some('d')),
     Opt::flag("exact", Some('e')),

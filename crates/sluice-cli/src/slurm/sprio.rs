@@ -245,7 +245,7 @@ pub fn render(o: &Options, report: &PriorityReport) -> (String, Vec<String>) {
 /// sprio's options: Slurm 22.05's table, in its order (which orders the candidates of
 /// an ambiguous prefix), with its value kinds (`-j` takes a value only when
 /// attached).
-const OPTIONS: &[Opt] = &[
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("noheader", Some('h')),
     Opt::optional("jobs", Some('j')),
     Opt::flag("long", Some('l')),

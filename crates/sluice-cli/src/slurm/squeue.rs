@@ -259,7 +259,7 @@ STOPPED";
 /// squeue's options: Slurm 22.05's table, in its order (which orders the candidates
 /// of an ambiguous prefix), with its value kinds (`-j` and `-s` take a value only
 /// when attached) and its letter without a long name (`-U`, another `-A`).
-const OPTIONS: &[Opt] = &[
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::required("accounts", Some('A')),
     Opt::flag("all", Some('a')),
     Opt::flag("array", Some('r')),

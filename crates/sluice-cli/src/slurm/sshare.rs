@@ -37,7 +37,7 @@ pub struct Options {
 /// an ambiguous prefix), with its value kinds, and its letters without a long name:
 /// `-h` (another `-n`), and `-q` and `-t`, which its getopt string has and its code
 /// does not (`getopt error, returned q`).
-const OPTIONS: &[Opt] = &[
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::required("accounts", Some('A')),
     Opt::flag("all", Some('a')),
     Opt::flag("helpformat", Some('e')),

@@ -66,7 +66,7 @@ pub enum Entity {
 
 /// sacctmgr's options: Slurm 22.05's table, in its order (which orders the candidates
 /// of an ambiguous prefix).
-const OPTIONS: &[Opt] = &[
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("help", Some('h')),
     Opt::flag("usage", None).alias_of("help"),
     Opt::flag("immediate", Some('i')),
