@@ -38,7 +38,8 @@ pub enum HasArg {
 /// the command wants to keep with it (sbatch: whether Sluice acts on it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Opt<T = ()> {
-    /// The long name, without `--` (`partition`).
+    /// The long name, without `--` (`partition`); empty for a letter that has no
+    /// long name (squeue's `-U`).
     pub long: &'static str,
     /// The short letter, if any (`p`).
     pub short: Option<char>,
@@ -50,6 +51,11 @@ pub struct Opt<T = ()> {
     pub name: &'static str,
     /// The command's own data.
     pub tag: T,
+    /// Only the whole name selects this entry, never an abbreviation, and it is never
+    /// a candidate of an ambiguous one: an option Sluice adds to a command's real
+    /// table (`--segment`, from later Slurm), so that every abbreviation still means
+    /// what it means to Slurm 22.05.
+    pub exact_only: bool,
 }
 
 impl Opt {
@@ -76,6 +82,7 @@ impl Opt {
             has_arg,
             name: long,
             tag: (),
+            exact_only: false,
         }
     }
 
@@ -88,6 +95,7 @@ impl Opt {
             has_arg: self.has_arg,
             name,
             tag: (),
+            exact_only: self.exact_only,
         }
     }
 
@@ -99,6 +107,21 @@ impl Opt {
             has_arg: self.has_arg,
             name: self.name,
             tag,
+            exact_only: self.exact_only,
+        }
+    }
+}
+
+impl<T: Copy> Opt<T> {
+    /// This entry, selected by its whole name only (see [`Opt::exact_only`]).
+    pub const fn exact_only(self) -> Opt<T> {
+        Opt {
+            long: self.long,
+            short: self.short,
+            has_arg: self.has_arg,
+            name: self.name,
+            tag: self.tag,
+            exact_only: true,
         }
     }
 }
@@ -154,9 +177,9 @@ pub enum Parsed<'a, T = ()> {
     Operand(String),
 }
 
-/// A word getopt refuses. [`fmt::Display`] gives glibc's words, as sbatch, srun and
-/// salloc print them (`unrecognized option '--foo'`); each variant keeps the word as
-/// typed for commands that word it otherwise.
+/// A word getopt refuses. [`fmt::Display`] gives glibc's words, which every Slurm
+/// command prints after its program name (`unrecognized option '--foo=1'`); each
+/// variant keeps the word as typed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GetoptError {
     /// `--NAME` (or `--NAME=VALUE`) names no option.
@@ -223,20 +246,21 @@ impl GetoptError {
     }
 }
 
-/// glibc's messages, without the program name. For an unknown or ambiguous long
-/// option glibc quotes the whole word, `=VALUE` included; Sluice's sbatch has always
-/// quoted the name only, and still does.
+/// glibc's messages (2.36, Debian bookworm's, which Slurm 22.05's commands link),
+/// without the program name. An unknown or ambiguous long option is quoted as typed,
+/// `=VALUE` included; a missing or unwanted value names the option in full, however
+/// it was abbreviated.
 impl fmt::Display for GetoptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            GetoptError::UnrecognizedLong { name, .. } => {
-                write!(f, "unrecognized option '--{name}'")
+            GetoptError::UnrecognizedLong { word, .. } => {
+                write!(f, "unrecognized option '{word}'")
             }
             GetoptError::InvalidShort { letter, .. } => write!(f, "invalid option -- '{letter}'"),
             GetoptError::Ambiguous {
-                name, candidates, ..
+                candidates, word, ..
             } => {
-                write!(f, "option '--{name}' is ambiguous; possibilities:")?;
+                write!(f, "option '{word}' is ambiguous; possibilities:")?;
                 for c in candidates {
                     write!(f, " '--{c}'")?;
                 }
@@ -290,6 +314,16 @@ impl<'a, T> Getopt<'a, T> {
     /// The words not read yet (after the option or operand just given).
     pub fn remaining(&self) -> &[String] {
         &self.args[self.next.min(self.args.len())..]
+    }
+
+    /// The word the walk reads next, when it is at the start of one (none inside a
+    /// cluster of short options, whose word glibc's `argv[optind]` still is): scontrol
+    /// looks at it to stop before `setdebugflags -Flag`.
+    pub fn upcoming(&self) -> Option<&str> {
+        if self.cluster.is_some() {
+            return None;
+        }
+        self.args.get(self.next).map(String::as_str)
     }
 
     /// The value of an option that needs one and has none attached: the next word.
@@ -398,20 +432,19 @@ impl<'a, T> Iterator for Getopt<'a, T> {
 }
 
 /// The entry `--name` names: the one of that name, else the one option it is a
-/// prefix of (glibc's rules).
+/// prefix of (glibc's rules: the empty name of `--=x` is a prefix of every option).
 ///
-/// Errors: no such option (also for an empty name), or a prefix of several.
+/// Errors: no such option, or a prefix of several.
 fn find_long<'a, T>(
     table: &'a [Opt<T>],
     name: &str,
     word: &str,
 ) -> Result<&'a Opt<T>, GetoptError> {
-    if let Some(o) = table.iter().find(|o| o.long == name) {
+    let named = table.iter().filter(|o| !o.long.is_empty());
+    if let Some(o) = named.clone().find(|o| o.long == name) {
         return Ok(o);
     }
-    let mut matches = table
-        .iter()
-        .filter(|o| !name.is_empty() && o.long.starts_with(name));
+    let mut matches = named.filter(|o| !o.exact_only && o.long.starts_with(name));
     let Some(first) = matches.next() else {
         return Err(GetoptError::UnrecognizedLong {
             name: name.to_string(),
@@ -457,7 +490,15 @@ mod tests {
 
     /// Each item as `name=value`, `name`, `[operand]` or `!message`.
     fn walk(order: Order, s: &str) -> Vec<String> {
-        Getopt::new(TABLE, words(s), order)
+        walk_in(TABLE, order, s)
+    }
+
+    fn walk_table(table: &[Opt], s: &str) -> Vec<String> {
+        walk_in(table, Order::Permute, s)
+    }
+
+    fn walk_in(table: &[Opt], order: Order, s: &str) -> Vec<String> {
+        Getopt::new(table, words(s), order)
             .map(|item| match item {
                 Ok(Parsed::Opt(f)) => match &f.value {
                     Some(v) => format!("{}={v}", f.name()),
@@ -587,7 +628,7 @@ mod tests {
         assert_eq!(
             permute("--frobnicate=1 -vzq -H"),
             [
-                "!unrecognized option '--frobnicate'",
+                "!unrecognized option '--frobnicate=1'",
                 "verbose",
                 "!invalid option -- 'z'",
                 "hold"
@@ -610,7 +651,51 @@ mod tests {
                 }
             ]
         );
-        assert_eq!(permute("--=x"), ["!unrecognized option '--'"]);
+    }
+
+    #[test]
+    fn an_empty_name_is_a_prefix_of_every_option() {
+        // glibc: `--=x` is ambiguous among all (an exact name aside), quoted as typed.
+        let all: Vec<&str> = TABLE.iter().map(|o| o.long).collect();
+        assert_eq!(
+            permute("--=x"),
+            [format!(
+                "!option '--=x' is ambiguous; possibilities: '--{}'",
+                all.join("' '--")
+            )]
+        );
+    }
+
+    #[test]
+    fn unknown_and_ambiguous_words_are_quoted_whole() {
+        assert_eq!(permute("--bogus=1"), ["!unrecognized option '--bogus=1'"]);
+        assert_eq!(
+            permute("--nod=2"),
+            ["!option '--nod=2' is ambiguous; possibilities: '--nodes' '--nodelist'"]
+        );
+    }
+
+    #[test]
+    fn letters_without_long_names_and_whole_name_only_entries() {
+        const T: &[Opt] = &[
+            Opt::required("accounts", Some('A')),
+            Opt::required("", Some('U')).alias_of("accounts"),
+            Opt::flag("signal", None),
+            Opt::required("segment", None).exact_only(),
+        ];
+        let w = |s: &str| walk_table(T, s);
+        assert_eq!(w("-Ux"), ["accounts=x"]);
+        // The letter-only entry has no name to match, even the empty one.
+        assert_eq!(
+            w("--=1"),
+            ["!option '--=1' is ambiguous; possibilities: '--accounts' '--signal'"]
+        );
+        // Sluice's additions answer to their whole name only.
+        assert_eq!(
+            w("--segment=2 --s --sig"),
+            ["segment=2", "signal", "signal"]
+        );
+        assert_eq!(w("--seg"), ["!unrecognized option '--seg'"]);
     }
 
     #[test]
@@ -630,6 +715,17 @@ mod tests {
         assert!(matches!(g.next(), Some(Ok(Parsed::Opt(_)))));
         assert_eq!(g.next(), Some(Ok(Parsed::Operand("job.sh".into()))));
         assert_eq!(g.remaining(), ["-H", "x"]);
+    }
+
+    #[test]
+    fn the_upcoming_word_is_known_between_words_only() {
+        let mut g = Getopt::new(TABLE, words("-vH setdebugflags -x"), Order::Permute);
+        assert_eq!(g.upcoming(), Some("-vH"));
+        g.next();
+        assert_eq!(g.upcoming(), None);
+        g.next();
+        assert_eq!(g.upcoming(), Some("setdebugflags"));
+        assert_eq!(g.remaining(), ["setdebugflags", "-x"]);
     }
 
     #[test]

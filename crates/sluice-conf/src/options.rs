@@ -6,10 +6,13 @@
 //! of long names, short options with the value attached or separate (`-n4`, `-n 4`),
 //! bundled flags (`-Hv`), and the first argument that is not an option ends option
 //! parsing (it is the script or the command; what follows belongs to it). `#SBATCH`
-//! lines go through the same [`parse_args`] as the command line. A real Slurm option
-//! that Sluice does not act on is accepted with a warning, never mistaken for another.
-//! Values are checked here, and a bad one gives the message Slurm gives (`Invalid
-//! --time specification`).
+//! lines go through the same [`parse_args`] as the command line. Each command has
+//! its own table, Slurm 22.05's (dumped from its binaries: names, order, value kinds,
+//! aliases), so that getopt refuses, abbreviates and finds ambiguous exactly what
+//! Slurm's does; each entry says what Sluice does with it ([`Support`]: a real option
+//! Sluice does not act on is accepted with a warning or refused, never mistaken for
+//! another). Values are checked here, and a bad one gives the message Slurm gives
+//! (`Invalid --time specification`).
 
 use crate::array::{parse_array, ArraySpec};
 use crate::dependency::{parse_dependency, Dependency};
@@ -206,16 +209,24 @@ pub struct JobOptions {
     pub mpi: Option<String>,
     /// `--cpu-bind` (srun).
     pub cpu_bind: Option<String>,
+    /// `-V/--version`: print Slurm's version and exit (the options after it are not
+    /// read).
+    pub version: bool,
     /// Warnings for options accepted without effect.
     pub warnings: Vec<String>,
 }
 
-/// A bad option or value. `message` is Slurm's text, shown as `sbatch: error: MESSAGE`;
-/// Slurm's clients exit with status 255 for these.
+/// A bad option or value. `message` is Slurm's text, shown as `sbatch: error: MESSAGE`
+/// (or, for getopt's own refusals, as glibc prints them); Slurm's clients exit with
+/// status 255 for these.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OptionError {
     /// What is wrong.
     pub message: String,
+    /// Whether getopt itself refused the word (`message` is glibc's text): Slurm's
+    /// commands print it as `PROGRAM: MESSAGE` followed by `Try "CMD --help" for
+    /// more information`, without `error:`.
+    pub getopt: bool,
     /// Whether Slurm reports this one as a refused submission (`Batch job submission
     /// failed: ...`, exit 1) rather than as a usage error (exit 255): its controller,
     /// not its client, checks it.
@@ -233,131 +244,443 @@ impl std::error::Error for OptionError {}
 fn err(message: impl Into<String>) -> OptionError {
     OptionError {
         refused: false,
+        getopt: false,
         message: message.into(),
     }
 }
 
-/// Sbatch's, srun's and salloc's options, in Slurm's names, each tagged with whether
-/// Sluice acts on it (false: accepted with a warning).
-const OPTIONS: &[Opt<bool>] = &[
-    Opt::required("account", Some('A')).tag(true),
-    Opt::required("array", Some('a')).tag(true),
-    Opt::required("begin", Some('b')).tag(true),
-    Opt::required("chdir", Some('D')).tag(true),
-    Opt::required("comment", None).tag(true),
-    Opt::required("constraint", Some('C')).tag(true),
-    Opt::required("cpus-per-gpu", None).tag(true),
-    Opt::required("cpus-per-task", Some('c')).tag(true),
-    Opt::required("cpu-bind", None).tag(true),
-    Opt::required("dependency", Some('d')).tag(true),
-    Opt::required("error", Some('e')).tag(true),
-    Opt::required("exclude", Some('x')).tag(true),
-    Opt::flag("exact", None).tag(true),
-    Opt::optional("exclusive", None).tag(true),
-    Opt::required("export", None).tag(true),
-    Opt::required("gpu-bind", None).tag(true),
-    Opt::required("gpus", Some('G')).tag(true),
-    Opt::required("gpus-per-node", None).tag(true),
-    Opt::required("gpus-per-socket", None).tag(true),
-    Opt::required("gpus-per-task", None).tag(true),
-    Opt::required("gres", None).tag(true),
-    Opt::flag("hold", Some('H')).tag(true),
-    Opt::required("input", Some('i')).tag(true),
-    Opt::required("job-name", Some('J')).tag(true),
-    Opt::optional("kill-command", None).tag(true),
-    Opt::flag("label", Some('l')).tag(true),
-    Opt::required("mem", None).tag(true),
-    Opt::required("mem-per-cpu", None).tag(true),
-    Opt::required("mem-per-gpu", None).tag(true),
-    Opt::required("mpi", None).tag(true),
-    Opt::optional("nice", None).tag(true),
-    Opt::flag("no-requeue", None).tag(true),
-    Opt::flag("no-shell", None).tag(true),
-    Opt::required("nodelist", Some('w')).tag(true),
-    Opt::required("nodes", Some('N')).tag(true),
-    Opt::required("ntasks", Some('n')).tag(true),
-    Opt::required("ntasks-per-node", None).tag(true),
-    Opt::required("open-mode", None).tag(true),
-    Opt::required("output", Some('o')).tag(true),
-    Opt::flag("parsable", None).tag(true),
-    Opt::required("partition", Some('p')).tag(true),
-    Opt::required("qos", Some('q')).tag(true),
-    Opt::flag("quiet", Some('Q')).tag(true),
-    Opt::flag("requeue", None).tag(true),
-    Opt::required("reservation", None).tag(true),
-    Opt::required("segment", None).tag(true),
-    Opt::required("signal", None).tag(true),
-    Opt::required("sockets-per-node", None).tag(true),
-    Opt::required("switches", None).tag(true),
-    Opt::required("time", Some('t')).tag(true),
-    Opt::required("time-min", None).tag(true),
-    Opt::flag("unbuffered", Some('u')).tag(true),
-    Opt::flag("verbose", Some('v')).tag(true),
-    Opt::flag("wait", Some('W')).tag(true),
-    Opt::required("wckey", None).tag(true),
-    Opt::required("wrap", None).tag(true),
-    // Real Slurm options Sluice accepts without acting on them (yet).
-    Opt::required("acctg-freq", None).tag(false),
-    Opt::required("batch", None).tag(false),
-    Opt::required("bb", None).tag(false),
-    Opt::required("bbf", None).tag(false),
-    Opt::required("clusters", Some('M')).tag(false),
-    Opt::required("container", None).tag(false),
-    Opt::flag("contiguous", None).tag(false),
-    Opt::required("core-spec", Some('S')).tag(false),
-    Opt::required("cores-per-socket", None).tag(false),
-    Opt::required("cpu-freq", None).tag(false),
-    Opt::required("deadline", None).tag(false),
-    Opt::required("delay-boot", None).tag(false),
-    Opt::required("distribution", Some('m')).tag(false),
-    Opt::required("extra-node-info", Some('B')).tag(false),
-    Opt::optional("get-user-env", None).tag(false),
-    Opt::required("gid", None).tag(false),
-    Opt::required("gres-flags", None).tag(false),
-    Opt::required("hint", None).tag(false),
-    Opt::flag("ignore-pbs", None).tag(false),
-    Opt::optional("kill-on-bad-exit", Some('K')).tag(false),
-    Opt::required("kill-on-invalid-dep", None).tag(false),
-    Opt::required("licenses", Some('L')).tag(false),
-    Opt::required("mail-type", None).tag(false),
-    Opt::required("mail-user", None).tag(false),
-    Opt::required("mcs-label", None).tag(false),
-    Opt::required("mem-bind", None).tag(false),
-    Opt::required("mincpus", None).tag(false),
-    Opt::required("network", None).tag(false),
-    Opt::optional("no-kill", Some('k')).tag(false),
-    Opt::flag("overcommit", Some('O')).tag(false),
-    Opt::flag("oversubscribe", Some('s')).tag(false),
-    Opt::required("power", None).tag(false),
-    Opt::required("prefer", None).tag(false),
-    Opt::required("priority", None).tag(false),
-    Opt::required("profile", None).tag(false),
-    Opt::optional("propagate", None).tag(false),
-    Opt::flag("spread-job", None).tag(false),
-    Opt::flag("test-only", None).tag(false),
-    Opt::required("thread-spec", None).tag(false),
-    Opt::required("threads-per-core", None).tag(false),
-    Opt::required("tmp", None).tag(false),
-    Opt::required("uid", None).tag(false),
-    Opt::flag("use-min-nodes", None).tag(false),
-    Opt::required("wait-all-nodes", None).tag(false),
+/// What Sluice does with one of a command's options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Support {
+    /// Sluice acts on it.
+    Acts,
+    /// Accepted with a warning, without effect (yet): a real Slurm option is never
+    /// mistaken for another.
+    Warns,
+    /// Refused (`option --pty is not supported by Sluice`): honouring it is beyond
+    /// Sluice, and ignoring it would change what the command does.
+    Refuses,
+}
+
+/// sbatch's options: Slurm 22.05's table, in its order, each with what Sluice does with it.
+const SBATCH: &[Opt<Support>] = &[
+    Opt::required("account", Some('A')).tag(Support::Acts),
+    Opt::required("acctg-freq", None).tag(Support::Warns),
+    Opt::required("array", Some('a')).tag(Support::Acts),
+    Opt::required("batch", None).tag(Support::Warns),
+    Opt::required("begin", Some('b')).tag(Support::Acts),
+    Opt::required("bb", None).tag(Support::Warns),
+    Opt::required("bbf", None).tag(Support::Warns),
+    Opt::required("cluster-constraint", None).tag(Support::Warns),
+    Opt::required("chdir", Some('D')).tag(Support::Acts),
+    Opt::required("cluster", None).tag(Support::Warns),
+    Opt::required("clusters", Some('M')).tag(Support::Warns),
+    Opt::required("comment", None).tag(Support::Acts),
+    Opt::required("container", None).tag(Support::Warns),
+    Opt::required("context", None).tag(Support::Warns),
+    Opt::flag("contiguous", None).tag(Support::Warns),
+    Opt::required("constraint", Some('C')).tag(Support::Acts),
+    Opt::required("core-spec", Some('S')).tag(Support::Warns),
+    Opt::required("cores-per-socket", None).tag(Support::Warns),
+    Opt::required("cpu-freq", None).tag(Support::Warns),
+    Opt::required("cpus-per-gpu", None).tag(Support::Acts),
+    Opt::required("cpus-per-task", Some('c')).tag(Support::Acts),
+    Opt::required("deadline", None).tag(Support::Warns),
+    Opt::required("delay-boot", None).tag(Support::Warns),
+    Opt::required("dependency", Some('d')).tag(Support::Acts),
+    Opt::required("distribution", Some('m')).tag(Support::Warns),
+    Opt::required("error", Some('e')).tag(Support::Acts),
+    Opt::required("exclude", Some('x')).tag(Support::Acts),
+    Opt::optional("exclusive", None).tag(Support::Acts),
+    Opt::required("export", None).tag(Support::Acts),
+    Opt::required("export-file", None).tag(Support::Warns),
+    Opt::required("extra-node-info", Some('B')).tag(Support::Warns),
+    Opt::optional("get-user-env", None).tag(Support::Warns),
+    Opt::required("gid", None).tag(Support::Warns),
+    Opt::required("gpu-bind", None).tag(Support::Acts),
+    Opt::required("gpu-freq", None).tag(Support::Warns),
+    Opt::required("gpus", Some('G')).tag(Support::Acts),
+    Opt::required("gpus-per-node", None).tag(Support::Acts),
+    Opt::required("gpus-per-socket", None).tag(Support::Acts),
+    Opt::required("gpus-per-task", None).tag(Support::Acts),
+    Opt::required("gres", None).tag(Support::Acts),
+    Opt::required("gres-flags", None).tag(Support::Warns),
+    Opt::flag("help", Some('h')).tag(Support::Refuses),
+    Opt::required("hint", None).tag(Support::Warns),
+    Opt::flag("hold", Some('H')).tag(Support::Acts),
+    Opt::flag("ignore-pbs", None).tag(Support::Warns),
+    Opt::required("input", Some('i')).tag(Support::Acts),
+    Opt::required("job-name", Some('J')).tag(Support::Acts),
+    Opt::required("kill-on-invalid-dep", None).tag(Support::Warns),
+    Opt::required("licenses", Some('L')).tag(Support::Warns),
+    Opt::required("mail-type", None).tag(Support::Warns),
+    Opt::required("mail-user", None).tag(Support::Warns),
+    Opt::required("mcs-label", None).tag(Support::Warns),
+    Opt::required("mem", None).tag(Support::Acts),
+    Opt::required("mem-bind", None).tag(Support::Warns),
+    Opt::required("mem-per-cpu", None).tag(Support::Acts),
+    Opt::required("mem-per-gpu", None).tag(Support::Acts),
+    Opt::required("mincpus", None).tag(Support::Warns),
+    Opt::required("network", None).tag(Support::Warns),
+    Opt::optional("nice", None).tag(Support::Acts),
+    Opt::optional("no-kill", Some('k')).tag(Support::Warns),
+    Opt::flag("no-requeue", None).tag(Support::Acts),
+    Opt::required("nodefile", Some('F')).tag(Support::Warns),
+    Opt::required("nodelist", Some('w')).tag(Support::Acts),
+    Opt::required("nodes", Some('N')).tag(Support::Acts),
+    Opt::required("ntasks", Some('n')).tag(Support::Acts),
+    Opt::required("ntasks-per-core", None).tag(Support::Warns),
+    Opt::required("ntasks-per-gpu", None).tag(Support::Warns),
+    Opt::required("ntasks-per-node", None).tag(Support::Acts),
+    Opt::required("ntasks-per-socket", None).tag(Support::Warns),
+    Opt::required("ntasks-per-tres", None).tag(Support::Warns),
+    Opt::required("open-mode", None).tag(Support::Acts),
+    Opt::required("output", Some('o')).tag(Support::Acts),
+    Opt::flag("overcommit", Some('O')).tag(Support::Warns),
+    Opt::flag("oversubscribe", Some('s')).tag(Support::Warns),
+    Opt::flag("parsable", None).tag(Support::Acts),
+    Opt::required("partition", Some('p')).tag(Support::Acts),
+    Opt::required("power", None).tag(Support::Warns),
+    Opt::required("prefer", None).tag(Support::Warns),
+    Opt::required("priority", None).tag(Support::Warns),
+    Opt::required("profile", None).tag(Support::Warns),
+    Opt::optional("propagate", None).tag(Support::Warns),
+    Opt::required("qos", Some('q')).tag(Support::Acts),
+    Opt::flag("quiet", Some('Q')).tag(Support::Acts),
+    Opt::flag("reboot", None).tag(Support::Warns),
+    Opt::flag("requeue", None).tag(Support::Acts),
+    Opt::required("reservation", None).tag(Support::Acts),
+    Opt::required("signal", None).tag(Support::Acts),
+    Opt::required("sockets-per-node", None).tag(Support::Acts),
+    Opt::flag("spread-job", None).tag(Support::Warns),
+    Opt::required("switches", None).tag(Support::Acts),
+    Opt::required("tasks-per-node", None)
+        .alias_of("ntasks-per-node")
+        .tag(Support::Acts),
+    Opt::flag("test-only", None).tag(Support::Warns),
+    Opt::required("thread-spec", None).tag(Support::Warns),
+    Opt::required("threads-per-core", None).tag(Support::Warns),
+    Opt::required("time", Some('t')).tag(Support::Acts),
+    Opt::required("time-min", None).tag(Support::Acts),
+    Opt::required("tmp", None).tag(Support::Warns),
+    Opt::required("uid", None).tag(Support::Warns),
+    Opt::flag("use-min-nodes", None).tag(Support::Warns),
+    Opt::flag("verbose", Some('v')).tag(Support::Acts),
+    Opt::flag("version", Some('V')).tag(Support::Acts),
+    Opt::flag("usage", None).tag(Support::Refuses),
+    Opt::flag("wait", Some('W')).tag(Support::Acts),
+    Opt::required("wait-all-nodes", None).tag(Support::Warns),
+    Opt::required("wckey", None).tag(Support::Acts),
+    Opt::required("wrap", None).tag(Support::Acts),
+    // Sluice's own addition (Slurm 23.11's): by its whole name only.
+    Opt::required("segment", None)
+        .exact_only()
+        .tag(Support::Acts),
 ];
+
+/// srun's options: Slurm 22.05's table, in its order, each with what Sluice does with it.
+const SRUN: &[Opt<Support>] = &[
+    Opt::required("accel-bind", None).tag(Support::Refuses),
+    Opt::required("account", Some('A')).tag(Support::Acts),
+    Opt::required("acctg-freq", None).tag(Support::Warns),
+    Opt::optional("bcast", None).tag(Support::Refuses),
+    Opt::required("bcast-exclude", None).tag(Support::Refuses),
+    Opt::required("begin", Some('b')).tag(Support::Acts),
+    Opt::required("bb", None).tag(Support::Warns),
+    Opt::required("bbf", None).tag(Support::Warns),
+    Opt::required("cluster-constraint", None).tag(Support::Warns),
+    Opt::required("chdir", Some('D')).tag(Support::Acts),
+    Opt::required("cluster", None).tag(Support::Warns),
+    Opt::required("clusters", Some('M')).tag(Support::Warns),
+    Opt::required("comment", None).tag(Support::Acts),
+    Opt::optional("compress", None).tag(Support::Refuses),
+    Opt::required("container", None).tag(Support::Warns),
+    Opt::required("context", None).tag(Support::Warns),
+    Opt::flag("contiguous", None).tag(Support::Warns),
+    Opt::required("constraint", Some('C')).tag(Support::Acts),
+    Opt::required("core-spec", Some('S')).tag(Support::Warns),
+    Opt::required("cores-per-socket", None).tag(Support::Warns),
+    Opt::required("cpu-bind", None).tag(Support::Acts),
+    Opt::required("cpu_bind", None)
+        .alias_of("cpu-bind")
+        .tag(Support::Acts),
+    Opt::required("cpu-freq", None).tag(Support::Warns),
+    Opt::required("cpus-per-gpu", None).tag(Support::Acts),
+    Opt::required("cpus-per-task", Some('c')).tag(Support::Acts),
+    Opt::required("deadline", None).tag(Support::Warns),
+    Opt::flag("debugger-test", None).tag(Support::Refuses),
+    Opt::required("delay-boot", None).tag(Support::Warns),
+    Opt::required("dependency", Some('d')).tag(Support::Acts),
+    Opt::flag("disable-status", Some('X')).tag(Support::Refuses),
+    Opt::required("distribution", Some('m')).tag(Support::Warns),
+    Opt::required("epilog", None).tag(Support::Refuses),
+    Opt::required("error", Some('e')).tag(Support::Acts),
+    Opt::flag("exact", None).tag(Support::Acts),
+    Opt::required("exclude", Some('x')).tag(Support::Acts),
+    Opt::optional("exclusive", None).tag(Support::Acts),
+    Opt::required("export", None).tag(Support::Acts),
+    Opt::required("extra-node-info", Some('B')).tag(Support::Warns),
+    Opt::required("gid", None).tag(Support::Warns),
+    Opt::required("gpu-bind", None).tag(Support::Acts),
+    Opt::required("gpu-freq", None).tag(Support::Warns),
+    Opt::required("gpus", Some('G')).tag(Support::Acts),
+    Opt::required("gpus-per-node", None).tag(Support::Acts),
+    Opt::required("gpus-per-socket", None).tag(Support::Acts),
+    Opt::required("gpus-per-task", None).tag(Support::Acts),
+    Opt::required("gres", None).tag(Support::Acts),
+    Opt::required("gres-flags", None).tag(Support::Warns),
+    Opt::flag("help", Some('h')).tag(Support::Refuses),
+    Opt::required("het-group", None).tag(Support::Refuses),
+    Opt::required("hint", None).tag(Support::Warns),
+    Opt::flag("hold", Some('H')).tag(Support::Acts),
+    Opt::optional("immediate", Some('I')).tag(Support::Refuses),
+    Opt::required("input", Some('i')).tag(Support::Acts),
+    Opt::flag("interactive", None).tag(Support::Refuses),
+    Opt::required("jobid", None).tag(Support::Refuses),
+    Opt::required("job-name", Some('J')).tag(Support::Acts),
+    Opt::optional("kill-on-bad-exit", Some('K')).tag(Support::Warns),
+    Opt::flag("label", Some('l')).tag(Support::Acts),
+    Opt::required("licenses", Some('L')).tag(Support::Warns),
+    Opt::required("mail-type", None).tag(Support::Warns),
+    Opt::required("mail-user", None).tag(Support::Warns),
+    Opt::required("threads", Some('T')).tag(Support::Refuses),
+    Opt::required("mcs-label", None).tag(Support::Warns),
+    Opt::required("mem", None).tag(Support::Acts),
+    Opt::required("mem-bind", None).tag(Support::Warns),
+    Opt::required("mem-per-cpu", None).tag(Support::Acts),
+    Opt::required("mem-per-gpu", None).tag(Support::Acts),
+    Opt::required("mincpus", None).tag(Support::Warns),
+    Opt::required("mpi", None).tag(Support::Acts),
+    Opt::required("msg-timeout", None).tag(Support::Refuses),
+    Opt::flag("multi-prog", None).tag(Support::Refuses),
+    Opt::required("network", None).tag(Support::Warns),
+    Opt::optional("nice", None).tag(Support::Acts),
+    Opt::flag("no-allocate", Some('Z')).tag(Support::Refuses),
+    Opt::optional("no-kill", Some('k')).tag(Support::Warns),
+    Opt::required("nodefile", Some('F')).tag(Support::Warns),
+    Opt::required("nodelist", Some('w')).tag(Support::Acts),
+    Opt::required("nodes", Some('N')).tag(Support::Acts),
+    Opt::required("ntasks", Some('n')).tag(Support::Acts),
+    Opt::required("ntasks-per-core", None).tag(Support::Warns),
+    Opt::required("ntasks-per-gpu", None).tag(Support::Warns),
+    Opt::required("ntasks-per-node", None).tag(Support::Acts),
+    Opt::required("ntasks-per-socket", None).tag(Support::Warns),
+    Opt::required("ntasks-per-tres", None).tag(Support::Warns),
+    Opt::required("open-mode", None).tag(Support::Acts),
+    Opt::required("output", Some('o')).tag(Support::Acts),
+    Opt::flag("overcommit", Some('O')).tag(Support::Warns),
+    Opt::optional("overlap", None).tag(Support::Refuses),
+    Opt::flag("oversubscribe", Some('s')).tag(Support::Warns),
+    Opt::required("pack-group", None)
+        .alias_of("het-group")
+        .tag(Support::Refuses),
+    Opt::required("partition", Some('p')).tag(Support::Acts),
+    Opt::required("power", None).tag(Support::Warns),
+    Opt::required("prefer", None).tag(Support::Warns),
+    Opt::flag("preserve-env", Some('E')).tag(Support::Refuses),
+    Opt::required("priority", None).tag(Support::Warns),
+    Opt::required("profile", None).tag(Support::Warns),
+    Opt::required("prolog", None).tag(Support::Refuses),
+    Opt::optional("propagate", None).tag(Support::Warns),
+    Opt::flag("pty", None).tag(Support::Refuses),
+    Opt::required("qos", Some('q')).tag(Support::Acts),
+    Opt::flag("quiet", Some('Q')).tag(Support::Acts),
+    Opt::flag("quit-on-interrupt", None).tag(Support::Refuses),
+    Opt::flag("reboot", None).tag(Support::Warns),
+    Opt::required("relative", Some('r')).tag(Support::Refuses),
+    Opt::required("reservation", None).tag(Support::Acts),
+    Opt::optional("resv-ports", None).tag(Support::Refuses),
+    Opt::optional("send-libs", None).tag(Support::Refuses),
+    Opt::required("signal", None).tag(Support::Acts),
+    Opt::required("slurmd-debug", None).tag(Support::Refuses),
+    Opt::required("sockets-per-node", None).tag(Support::Acts),
+    Opt::flag("spread-job", None).tag(Support::Warns),
+    Opt::required("switches", None).tag(Support::Acts),
+    Opt::required("task-epilog", None).tag(Support::Refuses),
+    Opt::required("task-prolog", None).tag(Support::Refuses),
+    Opt::required("tasks-per-node", None)
+        .alias_of("ntasks-per-node")
+        .tag(Support::Acts),
+    Opt::flag("test-only", None).tag(Support::Warns),
+    Opt::required("thread-spec", None).tag(Support::Warns),
+    Opt::required("threads-per-core", None).tag(Support::Warns),
+    Opt::required("time", Some('t')).tag(Support::Acts),
+    Opt::required("time-min", None).tag(Support::Acts),
+    Opt::required("tmp", None).tag(Support::Warns),
+    Opt::required("uid", None).tag(Support::Warns),
+    Opt::flag("unbuffered", Some('u')).tag(Support::Acts),
+    Opt::flag("use-min-nodes", None).tag(Support::Warns),
+    Opt::flag("verbose", Some('v')).tag(Support::Acts),
+    Opt::flag("version", Some('V')).tag(Support::Acts),
+    Opt::flag("usage", None).tag(Support::Refuses),
+    Opt::required("wait", Some('W')).tag(Support::Warns),
+    Opt::required("wckey", None).tag(Support::Acts),
+    Opt::flag("whole", None).tag(Support::Refuses),
+    Opt::optional("x11", None).tag(Support::Refuses),
+    // Sluice's own addition (Slurm 23.11's): by its whole name only.
+    Opt::required("segment", None)
+        .exact_only()
+        .tag(Support::Acts),
+];
+
+/// salloc's options: Slurm 22.05's table, in its order, each with what Sluice does with it.
+const SALLOC: &[Opt<Support>] = &[
+    Opt::required("account", Some('A')).tag(Support::Acts),
+    Opt::required("acctg-freq", None).tag(Support::Warns),
+    Opt::required("begin", Some('b')).tag(Support::Acts),
+    Opt::flag("bell", None).tag(Support::Refuses),
+    Opt::required("bb", None).tag(Support::Warns),
+    Opt::required("bbf", None).tag(Support::Warns),
+    Opt::required("cluster-constraint", None).tag(Support::Warns),
+    Opt::required("chdir", Some('D')).tag(Support::Acts),
+    Opt::required("cluster", None).tag(Support::Warns),
+    Opt::required("clusters", Some('M')).tag(Support::Warns),
+    Opt::required("comment", None).tag(Support::Acts),
+    Opt::required("container", None).tag(Support::Warns),
+    Opt::required("context", None).tag(Support::Warns),
+    Opt::flag("contiguous", None).tag(Support::Warns),
+    Opt::required("constraint", Some('C')).tag(Support::Acts),
+    Opt::required("core-spec", Some('S')).tag(Support::Warns),
+    Opt::required("cores-per-socket", None).tag(Support::Warns),
+    Opt::required("cpu-freq", None).tag(Support::Warns),
+    Opt::required("cpus-per-gpu", None).tag(Support::Acts),
+    Opt::required("cpus-per-task", Some('c')).tag(Support::Acts),
+    Opt::required("deadline", None).tag(Support::Warns),
+    Opt::required("delay-boot", None).tag(Support::Warns),
+    Opt::required("dependency", Some('d')).tag(Support::Acts),
+    Opt::required("distribution", Some('m')).tag(Support::Warns),
+    Opt::required("exclude", Some('x')).tag(Support::Acts),
+    Opt::optional("exclusive", None).tag(Support::Acts),
+    Opt::required("extra-node-info", Some('B')).tag(Support::Warns),
+    Opt::optional("get-user-env", None).tag(Support::Warns),
+    Opt::required("gid", None).tag(Support::Warns),
+    Opt::required("gpu-bind", None).tag(Support::Acts),
+    Opt::required("gpu-freq", None).tag(Support::Warns),
+    Opt::required("gpus", Some('G')).tag(Support::Acts),
+    Opt::required("gpus-per-node", None).tag(Support::Acts),
+    Opt::required("gpus-per-socket", None).tag(Support::Acts),
+    Opt::required("gpus-per-task", None).tag(Support::Acts),
+    Opt::required("gres", None).tag(Support::Acts),
+    Opt::required("gres-flags", None).tag(Support::Warns),
+    Opt::flag("help", Some('h')).tag(Support::Refuses),
+    Opt::required("hint", None).tag(Support::Warns),
+    Opt::flag("hold", Some('H')).tag(Support::Acts),
+    Opt::optional("immediate", Some('I')).tag(Support::Refuses),
+    Opt::required("job-name", Some('J')).tag(Support::Acts),
+    Opt::optional("kill-command", Some('K')).tag(Support::Acts),
+    Opt::required("licenses", Some('L')).tag(Support::Warns),
+    Opt::required("mail-type", None).tag(Support::Warns),
+    Opt::required("mail-user", None).tag(Support::Warns),
+    Opt::required("mcs-label", None).tag(Support::Warns),
+    Opt::required("mem", None).tag(Support::Acts),
+    Opt::required("mem-bind", None).tag(Support::Warns),
+    Opt::required("mem-per-cpu", None).tag(Support::Acts),
+    Opt::required("mem-per-gpu", None).tag(Support::Acts),
+    Opt::required("mincpus", None).tag(Support::Warns),
+    Opt::required("network", None).tag(Support::Warns),
+    Opt::optional("nice", None).tag(Support::Acts),
+    Opt::flag("no-bell", None).tag(Support::Refuses),
+    Opt::optional("no-kill", Some('k')).tag(Support::Warns),
+    Opt::flag("no-shell", None).tag(Support::Acts),
+    Opt::required("nodefile", Some('F')).tag(Support::Warns),
+    Opt::required("nodelist", Some('w')).tag(Support::Acts),
+    Opt::required("nodes", Some('N')).tag(Support::Acts),
+    Opt::required("ntasks", Some('n')).tag(Support::Acts),
+    Opt::required("ntasks-per-core", None).tag(Support::Warns),
+    Opt::required("ntasks-per-gpu", None).tag(Support::Warns),
+    Opt::required("ntasks-per-node", None).tag(Support::Acts),
+    Opt::required("ntasks-per-socket", None).tag(Support::Warns),
+    Opt::required("ntasks-per-tres", None).tag(Support::Warns),
+    Opt::flag("overcommit", Some('O')).tag(Support::Warns),
+    Opt::flag("oversubscribe", Some('s')).tag(Support::Warns),
+    Opt::required("partition", Some('p')).tag(Support::Acts),
+    Opt::required("power", None).tag(Support::Warns),
+    Opt::required("prefer", None).tag(Support::Warns),
+    Opt::required("priority", None).tag(Support::Warns),
+    Opt::required("profile", None).tag(Support::Warns),
+    Opt::required("qos", Some('q')).tag(Support::Acts),
+    Opt::flag("quiet", Some('Q')).tag(Support::Acts),
+    Opt::flag("reboot", None).tag(Support::Warns),
+    Opt::required("reservation", None).tag(Support::Acts),
+    Opt::required("signal", None).tag(Support::Acts),
+    Opt::required("sockets-per-node", None).tag(Support::Acts),
+    Opt::flag("spread-job", None).tag(Support::Warns),
+    Opt::required("switches", None).tag(Support::Acts),
+    Opt::required("tasks-per-node", None)
+        .alias_of("ntasks-per-node")
+        .tag(Support::Acts),
+    Opt::required("thread-spec", None).tag(Support::Warns),
+    Opt::required("threads-per-core", None).tag(Support::Warns),
+    Opt::required("time", Some('t')).tag(Support::Acts),
+    Opt::required("time-min", None).tag(Support::Acts),
+    Opt::required("tmp", None).tag(Support::Warns),
+    Opt::required("uid", None).tag(Support::Warns),
+    Opt::flag("use-min-nodes", None).tag(Support::Warns),
+    Opt::flag("verbose", Some('v')).tag(Support::Acts),
+    Opt::flag("version", Some('V')).tag(Support::Acts),
+    Opt::flag("usage", None).tag(Support::Refuses),
+    Opt::required("wait-all-nodes", None).tag(Support::Warns),
+    Opt::required("wckey", None).tag(Support::Acts),
+    Opt::optional("x11", None).tag(Support::Refuses),
+    // Sluice's own addition (Slurm 23.11's): by its whole name only.
+    Opt::required("segment", None)
+        .exact_only()
+        .tag(Support::Acts),
+];
+
+/// The option table of `command`: Slurm 22.05's, each entry tagged with what Sluice
+/// does with it.
+pub fn option_table(command: Command) -> &'static [Opt<Support>] {
+    match command {
+        Command::Sbatch => SBATCH,
+        Command::Srun => SRUN,
+        Command::Salloc => SALLOC,
+    }
+}
 
 /// Parses options from `args` (without the program name) into `opts`. Returns the
 /// arguments after the options: for `sbatch` the script and its arguments, for `srun`
 /// the command and its arguments.
 ///
-/// Errors: an unknown option (`unrecognized option '--foo'`), a missing value
-/// (`option '--time' requires an argument`), a bad value (Slurm's message for it).
+/// `--version` ends the walk (`opts.version`), as Slurm's commands print their version
+/// and exit there.
+///
+/// Errors: getopt's refusals (`unrecognized option '--foo=1'`, `option '--time'
+/// requires an argument`, glibc's words, [`OptionError::getopt`]), an option Sluice
+/// refuses ([`Support::Refuses`]), a bad value (Slurm's message for it).
 pub fn parse_args(
     command: Command,
     args: &[String],
     opts: &mut JobOptions,
 ) -> Result<Vec<String>, OptionError> {
-    let mut walk = Getopt::new(OPTIONS, args.iter().cloned(), Order::RequireOrder);
+    let mut walk = Getopt::new(
+        option_table(command),
+        args.iter().cloned(),
+        Order::RequireOrder,
+    );
     while let Some(item) = walk.next() {
-        match item.map_err(|e| err(e.to_string()))? {
-            Parsed::Opt(f) => apply(command, opts, f.opt.long, f.value.as_deref(), f.opt.tag)?,
+        let item = item.map_err(|e| OptionError {
+            getopt: true,
+            ..err(e.to_string())
+        })?;
+        match item {
+            Parsed::Opt(f) => match f.opt.tag {
+                Support::Acts if f.name() == "version" => {
+                    opts.version = true;
+                    return Ok(Vec::new());
+                }
+                Support::Acts => apply(opts, f.name(), f.value.as_deref())?,
+                Support::Warns => opts.warnings.push(format!(
+                    "option --{} is accepted but has no effect in Sluice yet",
+                    f.name()
+                )),
+                Support::Refuses => {
+                    return Err(err(format!(
+                        "option --{} is not supported by Sluice",
+                        f.name()
+                    )))
+                }
+            },
             Parsed::Operand(first) => {
                 let mut rest = vec![first];
                 rest.extend(walk.remaining().iter().cloned());
@@ -555,27 +878,13 @@ fn parse_signal(value: &str) -> Result<SignalSpec, OptionError> {
     })
 }
 
-fn apply(
-    command: Command,
-    o: &mut JobOptions,
-    name: &str,
-    value: Option<&str>,
-    handled: bool,
-) -> Result<(), OptionError> {
-    if !handled {
-        o.warnings.push(format!(
-            "option --{name} is accepted but has no effect in Sluice yet"
-        ));
-        return Ok(());
-    }
+/// Acts on option `name` (an option Sluice [`Support::Acts`] on) with `value`.
+fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), OptionError> {
     let v = value.unwrap_or("");
     let s = || Some(v.to_string());
     match name {
         "account" => o.account = s(),
         "array" => {
-            if command == Command::Srun {
-                return Err(err("unrecognized option '--array'"));
-            }
             o.array = Some(parse_array(v).map_err(|m| OptionError {
                 refused: true,
                 ..err(m)
@@ -687,12 +996,7 @@ fn apply(
         "verbose" => o.verbose += 1,
         "wait" => o.wait = true,
         "wckey" => o.wckey = s(),
-        "wrap" => {
-            if command != Command::Sbatch {
-                return Err(err("unrecognized option '--wrap'"));
-            }
-            o.wrap = s();
-        }
+        "wrap" => o.wrap = s(),
         other => unreachable!("option table and handler disagree on --{other}"),
     }
     Ok(())
@@ -880,7 +1184,7 @@ mod tests {
         let e = parse("--nod 2 job.sh").unwrap_err();
         assert_eq!(
             e.message,
-            "option '--nod' is ambiguous; possibilities: '--nodelist' '--nodes'"
+            "option '--nod' is ambiguous; possibilities: '--nodefile' '--nodelist' '--nodes'"
         );
     }
 
@@ -1065,6 +1369,105 @@ mod tests {
     }
 
     #[test]
+    fn each_command_has_slurms_own_table() {
+        let run = |command, s: &str| {
+            let mut o = JobOptions::default();
+            parse_args(command, &words(s), &mut o).map(|rest| (o, rest))
+        };
+        let refusal = |command, s: &str| {
+            let e = run(command, s).unwrap_err();
+            (e.getopt, e.message)
+        };
+        // What one command has and another has not (glibc's words, as Slurm prints
+        // them: an unknown long option quoted whole).
+        for (command, s) in [
+            (Command::Sbatch, "--label"),
+            (Command::Sbatch, "--cpu-bind=none"),
+            (Command::Srun, "--array=1-2"),
+            (Command::Srun, "--wrap=x"),
+            (Command::Salloc, "--output=x"),
+        ] {
+            assert_eq!(
+                refusal(command, s),
+                (true, format!("unrecognized option '{s}'")),
+                "{command:?} {s}"
+            );
+        }
+        let (o, rest) = run(Command::Srun, "-l -u --cpu_bind=none hostname").unwrap();
+        assert!(o.label && o.unbuffered);
+        assert_eq!(o.cpu_bind.as_deref(), Some("none"));
+        assert_eq!(rest, ["hostname"]);
+        // srun's --wait takes seconds; sbatch's is a flag.
+        let (_, rest) = run(Command::Srun, "-W 5 hostname").unwrap();
+        assert_eq!(rest, ["hostname"]);
+        assert_eq!(
+            refusal(Command::Sbatch, "--wait=5"),
+            (true, "option '--wait' doesn't allow an argument".into())
+        );
+        // salloc's -K is --kill-command.
+        let (o, _) = run(Command::Salloc, "-KINT").unwrap();
+        assert_eq!(o.kill_command, Some(2));
+        // --tasks-per-node is --ntasks-per-node under another name.
+        let (o, _) = run(Command::Sbatch, "--tasks-per-node=3").unwrap();
+        assert_eq!(o.ntasks_per_node, Some(3));
+        // A real option Sluice cannot honour is refused in its own words.
+        assert_eq!(
+            refusal(Command::Srun, "--pty bash"),
+            (false, "option --pty is not supported by Sluice".into())
+        );
+        // --version ends the line: what follows is not read.
+        let (o, rest) = run(Command::Sbatch, "-V --bogus").unwrap();
+        assert!(o.version && rest.is_empty());
+        // --segment (Slurm 23.11's) answers to its whole name only: `--s` stays
+        // ambiguous among 22.05's options alone.
+        let (o, _) = run(Command::Sbatch, "--segment=2 --wrap x").unwrap();
+        assert_eq!(o.segment, Some(2));
+        assert_eq!(
+            refusal(Command::Sbatch, "--seg=2"),
+            (true, "unrecognized option '--seg=2'".into())
+        );
+        assert_eq!(
+            refusal(Command::Sbatch, "--s"),
+            (
+                true,
+                "option '--s' is ambiguous; possibilities: '--signal' '--sockets-per-node' \
+                 '--spread-job' '--switches'"
+                    .into()
+            )
+        );
+    }
+
+    #[test]
+    fn the_tables_are_slurms() {
+        // Every entry either names an option once, or is another name of an earlier
+        // one of the same value kind; letters are unique.
+        for command in [Command::Sbatch, Command::Srun, Command::Salloc] {
+            let t = option_table(command);
+            for (i, o) in t.iter().enumerate() {
+                assert!(
+                    !t[..i].iter().any(|p| p.long == o.long),
+                    "{command:?}: --{} twice",
+                    o.long
+                );
+                if o.name != o.long {
+                    assert!(
+                        t.iter().any(|p| p.long == o.name && p.has_arg == o.has_arg),
+                        "{command:?}: --{} stands for no option",
+                        o.long
+                    );
+                }
+                if let Some(c) = o.short {
+                    assert!(
+                        !t[..i].iter().any(|p| p.short == Some(c)),
+                        "{command:?}: -{c} twice"
+                    );
+                }
+            }
+        }
+        assert_eq!((SBATCH.len(), SRUN.len(), SALLOC.len()), (107, 132, 96));
+    }
+
+    #[test]
     fn unimplemented_real_options_warn_instead_of_failing() {
         let (o, rest) = parse("--mail-type=END --mail-user=a@b -m block job.sh").unwrap();
         assert_eq!(o.warnings.len(), 3);
@@ -1113,7 +1516,7 @@ mod tests {
             parse_args(Command::Sbatch, &script_directives(bad, "#SBATCH"), &mut o)
                 .unwrap_err()
                 .message,
-            "option '--nod' is ambiguous; possibilities: '--nodelist' '--nodes'"
+            "option '--nod' is ambiguous; possibilities: '--nodefile' '--nodelist' '--nodes'"
         );
     }
 

@@ -1,10 +1,13 @@
 //! What the Slurm commands share: finding the controller, Slurm's message shapes, job
-//! id arguments and option errors. Durations are `sluice_conf::duration`'s, points in
-//! time `sluice_proto::time`'s.
+//! id arguments and refused command lines ([`Refusal`]: getopt's errors in glibc's
+//! words after the program name, as every Slurm 22.05 command prints them).
+//! Durations are `sluice_conf::duration`'s, points in time `sluice_proto::time`'s.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
-use sluice_conf::getopt::GetoptError;
+use sluice_conf::getopt::{GetoptError, Opt};
+use sluice_conf::options::OptionError;
 use sluice_proto::{Client, ClientError};
 
 /// Exit status of Slurm's clients for option and value errors.
@@ -108,21 +111,113 @@ pub fn parse_job_arg(s: &str) -> Option<Vec<(u64, Option<u32>)>> {
     }
 }
 
-/// An option error as the query commands (squeue, sinfo, scancel, sacct, sprio,
-/// sshare) print it after `CMD: error: `: an unknown option quoted as typed (a short
-/// one from its letter on), a missing value named by the option as typed (`'-u'`,
-/// `'--user'`), glibc's words for the rest.
-pub fn option_message(e: &GetoptError) -> String {
-    match e {
-        GetoptError::UnrecognizedLong { word, .. } => format!("unrecognized option '{word}'"),
-        GetoptError::InvalidShort { rest, .. } => format!("unrecognized option '-{rest}'"),
-        GetoptError::LongRequiresArgument { long, .. } => {
-            format!("option '--{long}' requires an argument")
+/// The program name as the command was run (`argv[0]`: `squeue`, `/usr/bin/squeue`),
+/// which glibc's getopt messages start with; set once, by `main`.
+static PROGRAM: OnceLock<String> = OnceLock::new();
+
+/// Records how the running command was named on its command line.
+pub fn set_program(argv0: &str) {
+    let _ = PROGRAM.set(argv0.to_string());
+}
+
+/// The program name getopt's messages start with: `argv[0]` as run, or `cmd` when the
+/// command was run as `sluice CMD` (or from a test).
+pub fn program(cmd: &str) -> String {
+    PROGRAM.get().cloned().unwrap_or_else(|| cmd.to_string())
+}
+
+/// The version the commands report, Slurm's (`-V`, `--version`).
+pub const VERSION: &str = "slurm 22.05.8";
+
+/// A command line a Slurm command refuses: what it prints and its exit status, as
+/// real Slurm 22.05's command prints them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// What goes to standard output (squeue and sprio print their usage there).
+    pub stdout: String,
+    /// What goes to standard error.
+    pub stderr: String,
+    /// The exit status.
+    pub code: i32,
+}
+
+impl Refusal {
+    /// getopt's refusal as squeue, sinfo, scancel, scontrol, sprio, sshare and
+    /// sacctmgr print it: glibc's words after the program name, then the command's
+    /// hint (`Try "squeue --help" for more information`), exit 1.
+    pub fn getopt(cmd: &str, e: &GetoptError) -> Refusal {
+        Refusal {
+            stdout: String::new(),
+            stderr: format!(
+                "{}: {e}\nTry \"{cmd} --help\" for more information\n",
+                program(cmd)
+            ),
+            code: 1,
         }
-        GetoptError::ShortRequiresArgument { letter, .. } => {
-            format!("option '-{letter}' requires an argument")
+    }
+
+    /// getopt's refusal as sacct prints it: glibc's words alone, exit 1.
+    pub fn getopt_alone(cmd: &str, e: &GetoptError) -> Refusal {
+        Refusal {
+            stdout: String::new(),
+            stderr: format!("{}: {e}\n", program(cmd)),
+            code: 1,
         }
-        other => other.to_string(),
+    }
+
+    /// A bad option or value of sbatch, srun or salloc (one their clients check, not
+    /// their controller): getopt's refusal in glibc's words after `program`, then the
+    /// command's hint; Slurm's own message as `CMD: error: MESSAGE`. Exit 255.
+    pub fn job_option(cmd: &str, program: &str, e: &OptionError) -> Refusal {
+        let stderr = if e.getopt {
+            format!(
+                "{program}: {}\nTry \"{cmd} --help\" for more information\n",
+                e.message
+            )
+        } else {
+            format!("{cmd}: error: {}\n", e.message)
+        };
+        Refusal {
+            stdout: String::new(),
+            stderr,
+            code: USAGE_EXIT,
+        }
+    }
+
+    /// `CMD: error: MESSAGE`, exit 1.
+    pub fn error(cmd: &str, message: impl std::fmt::Display) -> Refusal {
+        Refusal {
+            stdout: String::new(),
+            stderr: format!("{cmd}: error: {message}\n"),
+            code: 1,
+        }
+    }
+
+    /// A real Slurm option of the command that Sluice does not implement (beyond the
+    /// ones it accepts without effect): refused rather than ignored, exit 1.
+    pub fn unsupported<T>(cmd: &str, opt: &Opt<T>) -> Refusal {
+        let name = match opt.short {
+            Some(c) if opt.long.is_empty() => format!("-{c}"),
+            _ => format!("--{}", opt.name),
+        };
+        Refusal::error(cmd, format!("option {name} is not supported by Sluice"))
+    }
+
+    /// This refusal with `stdout` printed too.
+    pub fn with_stdout(self, stdout: &str) -> Refusal {
+        Refusal {
+            stdout: stdout.to_string(),
+            ..self
+        }
+    }
+
+    /// Prints the refusal and exits with its status.
+    pub fn exit(&self) -> ! {
+        print!("{}", self.stdout);
+        eprint!("{}", self.stderr);
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        std::process::exit(self.code)
     }
 }
 
@@ -130,34 +225,56 @@ pub fn option_message(e: &GetoptError) -> String {
 mod tests {
     use sluice_conf::getopt::{Getopt, Opt, Order};
 
-    use super::option_message;
+    use super::Refusal;
 
     #[test]
-    fn query_commands_word_option_errors_as_they_always_have() {
+    fn option_errors_are_glibcs_words_after_the_program_name_then_slurms_hint() {
         const TABLE: &[Opt] = &[
             Opt::flag("noheader", Some('n')),
             Opt::required("user", Some('u')),
+            Opt::required("users", None).alias_of("user"),
         ];
         let first_error = |args: &[&str]| {
-            Getopt::new(TABLE, args.iter().map(|a| a.to_string()), Order::Permute)
+            let e = Getopt::new(TABLE, args.iter().map(|a| a.to_string()), Order::Permute)
                 .find_map(Result::err)
-                .map(|e| option_message(&e))
-                .unwrap()
+                .unwrap();
+            Refusal::getopt("squeue", &e).stderr
         };
+        let hint = "Try \"squeue --help\" for more information\n";
+        for (args, first) in [
+            (&["--bogus=1"][..], "unrecognized option '--bogus=1'"),
+            (&["-zq"], "invalid option -- 'z'"),
+            (&["-nzq"], "invalid option -- 'z'"),
+            (&["-u"], "option requires an argument -- 'u'"),
+            (&["--us"], "option '--user' requires an argument"),
+            (
+                &["--noheader=yes"],
+                "option '--noheader' doesn't allow an argument",
+            ),
+        ] {
+            assert_eq!(
+                first_error(args),
+                format!("squeue: {first}\n{hint}"),
+                "{args:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unsupported_options_are_named_by_their_option() {
+        let long = Opt::required("nodes", None).alias_of("nodelist");
         assert_eq!(
-            first_error(&["--bogus=1"]),
-            "unrecognized option '--bogus=1'"
+            Refusal::unsupported("squeue", &long).stderr,
+            "squeue: error: option --nodelist is not supported by Sluice\n"
         );
-        assert_eq!(first_error(&["-zq"]), "unrecognized option '-zq'");
-        assert_eq!(first_error(&["-nzq"]), "unrecognized option '-zq'");
-        assert_eq!(first_error(&["-u"]), "option '-u' requires an argument");
+        let letter = Opt::flag("", Some('t'));
         assert_eq!(
-            first_error(&["--us"]),
-            "option '--user' requires an argument"
-        );
-        assert_eq!(
-            first_error(&["--noheader=yes"]),
-            "option '--noheader' doesn't allow an argument"
+            Refusal::unsupported("sacct", &letter),
+            Refusal {
+                stdout: String::new(),
+                stderr: "sacct: error: option -t is not supported by Sluice\n".into(),
+                code: 1
+            }
         );
     }
 }

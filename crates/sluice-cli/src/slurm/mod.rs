@@ -4,6 +4,8 @@ pub mod allocate;
 pub mod common;
 pub mod format;
 pub mod json_c;
+#[cfg(test)]
+mod option_tables;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;

@@ -9,7 +9,7 @@ use sluice_proto::types::{
     tres_string_sorted, JobRecord, JobState, MemoryRequest, StepId, StepRecord,
 };
 
-use super::common::{controller, describe, fail, now, option_message, parse_job_arg};
+use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
 use super::squeue::current_user;
 
 const ME: &str = "sacct";
@@ -348,33 +348,66 @@ fn format_width(spec: Option<&str>) -> Option<i32> {
     spec.and_then(|w| w.parse::<i32>().ok()).filter(|&w| w != 0)
 }
 
-/// sacct's options: Slurm's names, in the order of its table (which
-/// orders the candidates of an ambiguous prefix), for what Sluice implements.
-const OPTIONS: &[Opt] = &[
+/// sacct's options: Slurm 22.05's table, in its order (which orders the candidates of
+/// an ambiguous prefix), with its value kinds and its letter without a long name
+/// (`-t`).
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("allusers", Some('a')),
     Opt::required("accounts", Some('A')),
     Opt::flag("allocations", Some('X')),
+    Opt::flag("brief", Some('b')),
+    Opt::flag("batch-script", Some('B')),
+    Opt::flag("completion", Some('c')),
+    Opt::required("constraints", Some('C')),
+    Opt::required("delimiter", None),
     Opt::flag("duplicates", Some('D')),
+    Opt::flag("federation", None),
+    Opt::flag("helpformat", Some('e')),
+    Opt::flag("help-fields", None).alias_of("helpformat"),
     Opt::required("endtime", Some('E')),
+    Opt::flag("env-vars", None),
+    Opt::required("file", Some('f')),
+    Opt::required("flags", Some('F')),
+    Opt::required("gid", Some('g')),
+    Opt::required("group", None).alias_of("gid"),
+    Opt::flag("help", Some('h')),
+    Opt::flag("local", None),
     Opt::required("name", None),
-    Opt::required("jobname", None).alias_of("name"),
+    Opt::required("nnodes", Some('i')),
+    Opt::required("ncpus", Some('I')),
     Opt::required("jobs", Some('j')),
+    Opt::required("timelimit-min", Some('k')),
+    Opt::required("timelimit-max", Some('K')),
     Opt::flag("long", Some('l')),
     Opt::flag("allclusters", Some('L')),
     Opt::required("cluster", None).alias_of("clusters"),
     Opt::required("clusters", Some('M')),
+    Opt::required("nodelist", Some('N')),
+    Opt::flag("noconvert", None),
     Opt::required("units", None),
     Opt::flag("noheader", Some('n')),
     Opt::required("fields", None).alias_of("format"),
     Opt::required("format", Some('o')),
     Opt::flag("parsable", Some('p')),
     Opt::flag("parsable2", Some('P')),
+    Opt::required("qos", Some('q')),
     Opt::required("partition", Some('r')),
+    Opt::required("reason", None),
     Opt::required("state", Some('s')),
     Opt::required("starttime", Some('S')),
+    Opt::flag("truncate", Some('T')),
     Opt::required("uid", None).alias_of("user"),
+    Opt::flag("use-local-uid", None),
+    Opt::flag("usage", Some('U')),
     Opt::required("user", Some('u')),
+    Opt::flag("verbose", Some('v')),
+    Opt::flag("version", Some('V')),
+    Opt::required("wckeys", Some('W')),
+    Opt::optional("whole-hetjob", None),
+    Opt::required("associations", Some('x')),
     Opt::flag("json", None),
+    Opt::flag("yaml", None),
+    Opt::flag("", Some('t')),
 ];
 
 /// Runs `sacct`.
@@ -401,17 +434,16 @@ pub fn main(args: Vec<String>) -> i32 {
     let (mut names, mut users, mut states): (Vec<String>, Vec<String>, Vec<JobState>) =
         (vec![], vec![], vec![]);
     let (mut start, mut end): (Option<i64>, Option<i64>) = (None, None);
-    let mut walk = Getopt::new(OPTIONS, args, Order::Permute);
-    while let Some(item) = walk.next() {
+    // Words that are no option: refused once every option is read, as sacct does.
+    let mut operands: Vec<String> = Vec::new();
+    for item in Getopt::new(OPTIONS, args, Order::Permute) {
         let f = match item {
             Ok(Parsed::Opt(f)) => f,
             Ok(Parsed::Operand(w)) => {
-                eprintln!("{ME}: error: Unknown arguments:");
-                let mut rest = vec![w];
-                rest.extend(walk.remaining().iter().cloned());
-                fail(ME, format!(" {}", rest.join(" ")), 1);
+                operands.push(w);
+                continue;
             }
-            Err(e) => fail(ME, option_message(&e), 1),
+            Err(e) => Refusal::getopt_alone(ME, &e).exit(),
         };
         match f.name() {
             "parsable2" => parsable = true,
@@ -467,7 +499,10 @@ pub fn main(args: Vec<String>) -> i32 {
                         _ => None,
                     }) {
                         Some(st) => states.push(st),
-                        None => fail(ME, format!("Invalid state: {s}"), 1),
+                        None => {
+                            eprintln!("{ME}: fatal: unrecognized job state value '{s}'");
+                            std::process::exit(1)
+                        }
                     }
                 }
             }
@@ -481,9 +516,21 @@ pub fn main(args: Vec<String>) -> i32 {
                     end = Some(t);
                 }
             }
-            // -L, -l, --units, -M, -A, -r: accepted, no effect.
-            _ => {}
+            "version" => {
+                println!("{VERSION}");
+                return 0;
+            }
+            // Accepted, no effect.
+            "allclusters" | "long" | "units" | "clusters" | "accounts" | "partition" => {}
+            _ => Refusal::unsupported(ME, f.opt).exit(),
         }
+    }
+    if !operands.is_empty() {
+        eprintln!("{ME}: error: Unknown arguments:");
+        for w in &operands {
+            eprintln!("{ME}: error:  {w}");
+        }
+        return 1;
     }
     let client = controller();
     let acct: sluice_proto::types::Accounting = client

@@ -12,7 +12,7 @@ use sluice_conf::options::{parse_args, Command, JobOptions};
 use sluice_proto::types::{ConfigInfo, JobRecord, JobState};
 
 use super::allocate::{allocate, complete, complete_with};
-use super::common::{controller, fail, USAGE_EXIT};
+use super::common::{controller, fail, program, Refusal, USAGE_EXIT, VERSION};
 use super::sbatch::describe_job;
 
 const ME: &str = "salloc";
@@ -26,8 +26,12 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut argv = match parse_args(Command::Salloc, &args, &mut opts) {
         Ok(r) => r,
         Err(e) if e.refused => fail(ME, format!("Job submit/allocate failed: {}", e.message), 1),
-        Err(e) => fail(ME, e.message, USAGE_EXIT),
+        Err(e) => Refusal::job_option(ME, &program(ME), &e).exit(),
     };
+    if opts.version {
+        println!("{VERSION}");
+        return 0;
+    }
     if let Err(m) = sluice_conf::options::check_gpus_per_socket(&opts) {
         fail(ME, m, 1);
     }

@@ -4,24 +4,37 @@ use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_conf::options::signal_number;
 use sluice_proto::types::{CancelRequest, JobState};
 
-use super::common::{controller, describe, fail, option_message, parse_job_arg};
+use super::common::{controller, describe, fail, parse_job_arg, Refusal, VERSION};
 use super::squeue::current_user;
 
-/// scancel's options: Slurm's names, in the order of its table (which
-/// orders the candidates of an ambiguous prefix), for what Sluice implements.
-const OPTIONS: &[Opt] = &[
+/// scancel's options: Slurm 22.05's table, in its order (which orders the candidates
+/// of an ambiguous prefix), with its value kinds.
+pub(crate) const OPTIONS: &[Opt] = &[
+    Opt::required("account", Some('A')),
     Opt::flag("batch", Some('b')),
+    Opt::flag("ctld", None),
     Opt::flag("full", Some('f')),
+    Opt::flag("help", None),
+    Opt::flag("hurry", Some('H')),
     Opt::flag("interactive", Some('i')),
+    Opt::required("cluster", None).alias_of("clusters"),
+    Opt::required("clusters", Some('M')),
     Opt::required("jobname", None).alias_of("name"),
     Opt::flag("me", None),
     Opt::required("name", Some('n')),
+    Opt::required("nodelist", Some('w')),
     Opt::required("partition", Some('p')),
+    Opt::required("qos", Some('q')),
     Opt::flag("quiet", Some('Q')),
+    Opt::required("reservation", Some('R')),
+    Opt::required("sibling", None),
     Opt::required("signal", Some('s')),
     Opt::required("state", Some('t')),
+    Opt::flag("usage", None),
     Opt::required("user", Some('u')),
     Opt::flag("verbose", Some('v')),
+    Opt::flag("version", Some('V')),
+    Opt::required("wckey", None),
 ];
 
 /// Runs `scancel`.
@@ -29,30 +42,25 @@ pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "scancel";
     let mut req = CancelRequest::default();
     let mut filters = false;
+    let mut operands = Vec::new();
     for item in Getopt::new(OPTIONS, args, Order::Permute) {
         let f = match item {
             Ok(Parsed::Opt(f)) => f,
+            // Job ids, read once every option is (as scancel does).
             Ok(Parsed::Operand(ids)) => {
-                for part in ids
-                    .split(|c: char| c == ',' || c.is_whitespace())
-                    .filter(|s| !s.is_empty())
-                {
-                    match parse_job_arg(part) {
-                        Some(v) => req.jobs.extend(v),
-                        None => fail(ME, format!("Invalid job id {part}"), 1),
-                    }
-                }
+                operands.push(ids);
                 continue;
             }
-            Err(e) => fail(ME, option_message(&e), 1),
+            Err(e) => Refusal::getopt(ME, &e).exit(),
         };
         match f.name() {
             "signal" => {
                 let v = f.value();
-                req.signal = Some(
-                    signal_number(v)
-                        .unwrap_or_else(|| fail(ME, format!("Unknown job signal: {v}"), 1)),
-                );
+                // scancel's own words, without its name.
+                req.signal = Some(signal_number(v).unwrap_or_else(|| {
+                    eprintln!("Unknown job signal: {v}");
+                    std::process::exit(1)
+                }));
             }
             "batch" => req.batch = true,
             "full" => {
@@ -78,12 +86,31 @@ pub fn main(args: Vec<String>) -> i32 {
             "state" => {
                 for s in f.value().split(',') {
                     req.states.push(JobState::parse(s).unwrap_or_else(|| {
-                        fail(ME, format!("Invalid job state specified: {s}"), 1)
+                        eprintln!("Invalid job state specified: {s}");
+                        eprintln!("Valid job states are PENDING, RUNNING, and SUSPENDED");
+                        std::process::exit(1)
                     }));
                 }
                 filters = true;
             }
-            _ => {}
+            "version" => {
+                println!("{VERSION}");
+                return 0;
+            }
+            // Accepted, no effect.
+            "interactive" | "quiet" | "verbose" => {}
+            _ => Refusal::unsupported(ME, f.opt).exit(),
+        }
+    }
+    for ids in &operands {
+        for part in ids
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|s| !s.is_empty())
+        {
+            match parse_job_arg(part) {
+                Some(v) => req.jobs.extend(v),
+                None => fail(ME, format!("Invalid job id {part}"), 1),
+            }
         }
     }
     if req.jobs.is_empty() && !filters {

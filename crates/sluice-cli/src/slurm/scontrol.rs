@@ -6,7 +6,7 @@ use sluice_proto::types::{tres_string, ConfigInfo, JobRecord, JobState, NodeInfo
 use sluice_conf::duration::format_time;
 use sluice_proto::time::timestamp;
 
-use super::common::{controller, describe, fail, now, parse_job_arg};
+use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
 use super::scontrol_show::{lines_of, node_lines, partition_lines, record};
 
 const ME: &str = "scontrol";
@@ -283,13 +283,25 @@ const JOB_BREAKS: &[&str] = &[
     "TresPerTask",
 ];
 
-/// scontrol's options: Slurm's names, in the order of its table (which
-/// orders the candidates of an ambiguous prefix), for what Sluice implements.
-const OPTIONS: &[Opt] = &[
+/// scontrol's options: Slurm 22.05's table, in its order (which orders the candidates
+/// of an ambiguous prefix), with its value kinds. They may come anywhere among the
+/// command's words (getopt's permutation, as scontrol walks them).
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("all", Some('a')),
+    Opt::required("cluster", None).alias_of("clusters"),
+    Opt::required("clusters", Some('M')),
     Opt::flag("details", Some('d')),
+    Opt::flag("federation", None),
+    Opt::flag("future", Some('F')),
+    Opt::flag("help", Some('h')),
+    Opt::flag("hide", None),
+    Opt::flag("local", None),
     Opt::flag("oneliner", Some('o')),
     Opt::flag("quiet", Some('Q')),
+    Opt::flag("sibling", None),
+    Opt::required("uid", Some('u')),
+    Opt::flag("usage", None).alias_of("help"),
+    Opt::flag("verbose", Some('v')),
     Opt::flag("version", Some('V')),
 ];
 
@@ -297,21 +309,40 @@ const OPTIONS: &[Opt] = &[
 pub fn main(args: Vec<String>) -> i32 {
     let mut one_line = false;
     let mut words: Vec<String> = Vec::new();
-    for item in Getopt::new(OPTIONS, args, Order::Permute) {
-        match item {
-            Ok(Parsed::Opt(f)) if f.name() == "oneliner" => one_line = true,
-            Ok(Parsed::Opt(f)) if f.name() == "version" => {
-                println!("slurm 22.05.8");
-                return 0;
-            }
-            Ok(Parsed::Opt(_)) => {}
+    let mut walk = Getopt::new(OPTIONS, args, Order::Permute);
+    loop {
+        // As scontrol: `setdebugflags` ends the options, so that its `-Flag`s are
+        // words.
+        if walk
+            .upcoming()
+            .and_then(|w| w.get(..8))
+            .is_some_and(|w| w.eq_ignore_ascii_case("setdebug"))
+        {
+            words.extend(walk.remaining().iter().cloned());
+            break;
+        }
+        let Some(item) = walk.next() else { break };
+        let f = match item {
+            Ok(Parsed::Opt(f)) => f,
             Ok(Parsed::Operand(w)) if w == "version" => {
-                println!("slurm 22.05.8");
+                println!("{VERSION}");
                 return 0;
             }
-            Ok(Parsed::Operand(w)) => words.push(w),
-            // A word that is no option is taken as a command word (and refused as one).
-            Err(e) => words.push(e.word().to_string()),
+            Ok(Parsed::Operand(w)) => {
+                words.push(w);
+                continue;
+            }
+            Err(e) => Refusal::getopt(ME, &e).exit(),
+        };
+        match f.name() {
+            "oneliner" => one_line = true,
+            "version" => {
+                println!("{VERSION}");
+                return 0;
+            }
+            // Accepted, no effect.
+            "all" | "details" | "quiet" => {}
+            _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
     let Some(verb) = words.first().map(|s| s.to_ascii_lowercase()) else {

@@ -6,7 +6,7 @@ use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 
 use sluice_proto::time::date_line;
 
-use super::common::{controller, describe, fail, now, option_message};
+use super::common::{controller, describe, fail, now, Refusal, VERSION};
 use super::format::{codes, invalid_codes, render, Field};
 use super::sinfo_records::{build, field, Grouping, Record};
 
@@ -32,20 +32,38 @@ struct Options {
     partitions: Vec<String>,
 }
 
-/// sinfo's options: Slurm's names, in the order of its table (which
-/// orders the candidates of an ambiguous prefix), for what Sluice implements.
-const OPTIONS: &[Opt] = &[
+/// sinfo's options: Slurm 22.05's table, in its order (which orders the candidates
+/// of an ambiguous prefix), with its value kinds.
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("all", Some('a')),
+    Opt::flag("dead", Some('d')),
     Opt::flag("exact", Some('e')),
+    Opt::flag("federation", None),
+    Opt::flag("help", None),
+    Opt::flag("hide", None),
+    Opt::required("iterate", Some('i')),
+    Opt::flag("local", None),
     Opt::flag("long", Some('l')),
+    Opt::required("cluster", None).alias_of("clusters"),
+    Opt::required("clusters", Some('M')),
+    Opt::required("nodes", Some('n')),
+    Opt::flag("noconvert", None),
     Opt::flag("noheader", Some('h')),
     Opt::flag("Node", Some('N')),
     Opt::required("format", Some('o')),
+    Opt::required("Format", Some('O')),
     Opt::required("partition", Some('p')),
     Opt::flag("responding", Some('r')),
     Opt::flag("list-reasons", Some('R')),
     Opt::flag("summarize", Some('s')),
+    Opt::required("sort", Some('S')),
+    Opt::required("states", Some('t')),
+    Opt::flag("reservation", Some('T')),
+    Opt::flag("usage", None),
+    Opt::flag("verbose", Some('v')),
     Opt::flag("version", Some('V')),
+    Opt::flag("json", None),
+    Opt::flag("yaml", None),
 ];
 
 /// Runs `sinfo`.
@@ -58,8 +76,9 @@ pub fn main(args: Vec<String>) -> i32 {
     for item in Getopt::new(OPTIONS, args, Order::Permute) {
         let f = match item {
             Ok(Parsed::Opt(f)) => f,
-            Ok(Parsed::Operand(w)) => fail(ME, format!("unrecognized option '{w}'"), 1),
-            Err(e) => fail(ME, option_message(&e), 1),
+            // As Slurm's sinfo: words that are no option are ignored.
+            Ok(Parsed::Operand(_)) => continue,
+            Err(e) => Refusal::getopt(ME, &e).exit(),
         };
         match f.name() {
             "noheader" => o.header = false,
@@ -68,7 +87,7 @@ pub fn main(args: Vec<String>) -> i32 {
             "summarize" => o.summarize = true,
             "list-reasons" => o.reasons = true,
             "version" => {
-                println!("slurm 22.05.8");
+                println!("{VERSION}");
                 return 0;
             }
             "exact" => o.exact = true,
@@ -76,7 +95,9 @@ pub fn main(args: Vec<String>) -> i32 {
             "partition" => o
                 .partitions
                 .extend(f.value().split(',').map(str::to_string)),
-            _ => {}
+            // Accepted, no effect.
+            "all" | "responding" => {}
+            _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
     for code in invalid_codes(o.format.as_deref().unwrap_or("")) {

@@ -10,7 +10,7 @@ use sluice_proto::priority::{Factor, JobPriority, PriorityReport};
 
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 
-use super::common::{controller, describe, fail, option_message};
+use super::common::{controller, describe, fail, Refusal, VERSION};
 use super::format::{self, Field};
 
 /// What to show.
@@ -32,8 +32,12 @@ pub struct Options {
     pub jobs: Vec<u64>,
     /// `-p`: these partitions' jobs.
     pub partitions: Vec<String>,
-    /// `--help`, `--usage`.
+    /// `--help`.
     pub help: bool,
+    /// `--usage`.
+    pub usage: bool,
+    /// `-V`, `--version`.
+    pub version: bool,
 }
 
 const CODES: &str = "iuYySAaBbFfJjPpQqNTtrc";
@@ -238,34 +242,50 @@ pub fn render(o: &Options, report: &PriorityReport) -> (String, Vec<String>) {
     (format::render(&fmt, head, &rows, &known), errors)
 }
 
-/// sprio's options: Slurm's names, in the order of its table (which
-/// orders the candidates of an ambiguous prefix), for what Sluice implements.
-const OPTIONS: &[Opt] = &[
+/// sprio's options: Slurm 22.05's table, in its order (which orders the candidates of
+/// an ambiguous prefix), with its value kinds (`-j` takes a value only when
+/// attached).
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("noheader", Some('h')),
-    Opt::required("jobs", Some('j')),
+    Opt::optional("jobs", Some('j')),
     Opt::flag("long", Some('l')),
-    Opt::required("cluster", Some('M')),
-    Opt::required("clusters", None).alias_of("cluster"),
+    Opt::required("cluster", None).alias_of("clusters"),
+    Opt::required("clusters", Some('M')),
     Opt::flag("norm", Some('n')),
     Opt::required("format", Some('o')),
+    Opt::required("sort", Some('S')),
     Opt::required("partition", Some('p')),
     Opt::required("user", Some('u')),
     Opt::required("users", None).alias_of("user"),
     Opt::flag("verbose", Some('v')),
+    Opt::flag("version", Some('V')),
     Opt::flag("weights", Some('w')),
+    Opt::flag("federation", None),
     Opt::flag("help", None),
+    Opt::flag("local", None),
+    Opt::flag("sib", None).alias_of("sibling"),
+    Opt::flag("sibling", None),
     Opt::flag("usage", None),
 ];
 
-/// Parses `sprio`'s arguments (`--help` ends them, as getopt's caller exits there).
+/// Parses `sprio`'s arguments (`--help`, `--usage` and `--version` end them, as
+/// sprio exits there). `-j` without a value takes the first operand as its list, as
+/// sprio does; another operand is refused.
 ///
-/// Errors: an unknown option, a missing value, a job id that is not a number.
-pub fn parse(args: Vec<String>) -> Result<Options, String> {
+/// Errors: what sprio prints for the line and its exit status (an unknown option, a
+/// missing value, a job id that is not a number, an operand it cannot take).
+pub fn parse(args: Vec<String>) -> Result<Options, Refusal> {
+    const ME: &str = "sprio";
     let mut o = Options::default();
+    let mut job_flag = false;
+    let mut operands = Vec::new();
     for item in Getopt::new(OPTIONS, args, Order::Permute) {
-        let f = match item.map_err(|e| option_message(&e))? {
+        let f = match item.map_err(|e| Refusal::getopt(ME, &e))? {
             Parsed::Opt(f) => f,
-            Parsed::Operand(w) => return Err(format!("unrecognized option '{w}'")),
+            Parsed::Operand(w) => {
+                operands.push(w);
+                continue;
+            }
         };
         match f.name() {
             "long" => o.long = true,
@@ -276,39 +296,86 @@ pub fn parse(args: Vec<String>) -> Result<Options, String> {
             "user" => o.users.extend(f.list()),
             "partition" => o.partitions.extend(f.list()),
             "jobs" => {
-                for id in f.list() {
-                    o.jobs
-                        .push(id.parse().map_err(|_| format!("Invalid job id: {id}"))?);
+                job_flag = true;
+                if let Some(list) = &f.value {
+                    o.jobs = job_list(list)?;
                 }
             }
-            "help" | "usage" => {
+            "help" => {
                 o.help = true;
                 return Ok(o);
             }
-            _ => {}
+            "usage" => {
+                o.usage = true;
+                return Ok(o);
+            }
+            "version" => {
+                o.version = true;
+                return Ok(o);
+            }
+            // Accepted, no effect.
+            "clusters" | "verbose" => {}
+            _ => return Err(Refusal::unsupported(ME, f.opt)),
         }
+    }
+    let mut operands = operands.into_iter();
+    if job_flag {
+        if let Some(list) = operands.next() {
+            o.jobs = job_list(&list)?;
+        }
+    }
+    if let Some(w) = operands.next() {
+        return Err(Refusal::error(ME, format!("Unrecognized option: {w}")).with_stdout(USAGE));
     }
     Ok(o)
 }
 
-/// `--help` and `--usage`.
-const USAGE: &str = "Usage: sprio [OPTIONS]
+/// A `-j` list of job ids.
+fn job_list(list: &str) -> Result<Vec<u64>, Refusal> {
+    list.split(',')
+        .filter(|s| !s.is_empty())
+        .map(|id| {
+            id.parse()
+                .map_err(|_| Refusal::error("sprio", format!("Invalid job id: {id}")))
+        })
+        .collect()
+}
+
+/// sprio's usage, as Slurm 22.05 prints it (`--usage`, and on standard output after an
+/// operand it cannot take).
+const USAGE: &str = "\
+Usage: sprio [-j jid[s]] [-u user_name[s]] [-o format] [-p partitions]
+   [--federation] [--local] [--sibling] [--usage] [-hlnvVw]
+";
+
+/// `--help`: Sluice's summary of what it implements.
+const HELP: &str = "Usage: sprio [OPTIONS]
   -h, --noheader          no header line
-  -j, --jobs=JOBS         these jobs only
+  -j, --jobs[=JOBS]       these jobs only
   -l, --long              every factor, with the user and nice
   -n, --norm              normalized factors
   -o, --format=FORMAT     the format's %-codes (i u Y y S A a B b F f J j P p Q q N T t r c)
   -p, --partition=PARTS   these partitions' jobs only
   -u, --user=USERS        these users' jobs only
+  -V, --version           Slurm's version
   -w, --weights           the configured weights
-      --help, --usage     this help\n";
+      --help              this help
+      --usage             Slurm's usage line\n";
 
 /// Runs `sprio`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sprio";
-    let o = parse(args).unwrap_or_else(|e| fail(ME, e, 1));
+    let o = parse(args).unwrap_or_else(|r| r.exit());
     if o.help {
+        print!("{HELP}");
+        return 0;
+    }
+    if o.usage {
         print!("{USAGE}");
+        return 0;
+    }
+    if o.version {
+        println!("{VERSION}");
         return 0;
     }
     let report: PriorityReport = controller()

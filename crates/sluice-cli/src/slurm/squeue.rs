@@ -3,14 +3,15 @@
 use sluice_proto::types::MemoryRequest;
 use sluice_proto::types::{JobRecord, JobState};
 
-use sluice_conf::getopt::{Getopt, GetoptError, Opt, Order, Parsed};
+use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 
 use sluice_conf::duration::format_compact;
 use sluice_proto::time::{date_line, timestamp};
 
-use super::common::{controller, describe, fail, now, option_message, parse_job_arg};
+use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
 use super::format::{render, Field};
 
+const ME: &str = "squeue";
 const DEFAULT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
 const LONG: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
 const START: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
@@ -249,47 +250,69 @@ fn is_other_slurm_state(s: &str) -> bool {
     OTHER.iter().any(|(long, short)| u == *long || u == *short)
 }
 
-/// squeue's options: Slurm's names, in the order of its table (which
-/// orders the candidates of an ambiguous prefix), for what Sluice implements.
-/// `--job` and `--state` are prefixes of `--jobs` and `--states`.
-const OPTIONS: &[Opt] = &[
+/// The states squeue lists after one it does not know, as Slurm 22.05 lists them.
+const VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,\
+NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,\
+RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,\
+STOPPED";
+
+/// squeue's options: Slurm 22.05's table, in its order (which orders the candidates
+/// of an ambiguous prefix), with its value kinds (`-j` and `-s` take a value only
+/// when attached) and its letter without a long name (`-U`, another `-A`).
+pub(crate) const OPTIONS: &[Opt] = &[
+    Opt::required("accounts", Some('A')),
     Opt::flag("all", Some('a')),
     Opt::flag("array", Some('r')),
+    Opt::flag("array-unique", None),
     Opt::required("Format", Some('O')),
     Opt::required("format", Some('o')),
-    Opt::required("jobs", Some('j')),
+    Opt::flag("federation", None),
+    Opt::flag("help", None),
+    Opt::flag("hide", None),
+    Opt::required("iterate", Some('i')),
+    Opt::optional("jobs", Some('j')),
     Opt::flag("local", None),
     Opt::flag("long", Some('l')),
+    Opt::required("licenses", Some('L')),
     Opt::required("cluster", None).alias_of("clusters"),
     Opt::required("clusters", Some('M')),
     Opt::flag("me", None),
     Opt::required("name", Some('n')),
+    Opt::flag("noconvert", None),
+    Opt::required("node", None).alias_of("nodelist"),
+    Opt::required("nodes", None).alias_of("nodelist"),
+    Opt::required("nodelist", Some('w')),
     Opt::flag("noheader", Some('h')),
-    Opt::required("partition", Some('p')),
-    Opt::required("partitions", None).alias_of("partition"),
+    Opt::required("partitions", Some('p')),
+    Opt::flag("priority", Some('P')),
+    Opt::required("qos", Some('q')),
+    Opt::required("reservation", Some('R')),
+    Opt::flag("sib", None).alias_of("sibling"),
+    Opt::flag("sibling", None),
     Opt::required("sort", Some('S')),
     Opt::flag("start", None),
+    Opt::optional("steps", Some('s')),
     Opt::required("states", Some('t')),
+    Opt::flag("usage", None),
     Opt::required("user", Some('u')),
     Opt::required("users", None).alias_of("user"),
+    Opt::flag("verbose", Some('v')),
     Opt::flag("version", Some('V')),
     Opt::flag("json", None),
+    Opt::flag("yaml", None),
+    Opt::required("", Some('U')).alias_of("accounts"),
 ];
 
-/// The message for an option error: as the other query commands word it, except that
-/// a missing value names the option by its long name however it was given.
-fn option_error(e: &GetoptError) -> String {
-    let long = match e {
-        GetoptError::LongRequiresArgument { long, .. }
-        | GetoptError::ShortRequiresArgument { long, .. } => long,
-        other => return option_message(other),
-    };
-    let name = OPTIONS
-        .iter()
-        .find(|o| o.long == *long)
-        .map_or(*long, |o| o.name);
-    format!("option '--{name}' requires an argument")
-}
+/// squeue's usage, as Slurm 22.05 prints it (`--usage`, and on standard output after
+/// an operand it cannot take).
+const USAGE: &str = "\
+Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
+              [-n name] [-o format] [-p partitions] [--qos qos]
+              [--reservation reservation] [--sort fields] [--start]
+              [--step step_id] [-t states] [-u user_name] [--usage]
+              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]
+\t      [-ahjlrsv]
+";
 
 /// Reports each piece of a `-o` format that is not a field, as Slurm does (the piece
 /// is printed as written).
@@ -316,11 +339,17 @@ fn parse(args: &[String]) -> Args {
         start: false,
     };
     let mut explicit_format = false;
+    // `-j` without a value: the job list is the first operand (squeue's own rule).
+    let mut job_flag = false;
+    let mut operands = Vec::new();
     for item in Getopt::new(OPTIONS, args.iter().cloned(), Order::Permute) {
         let f = match item {
             Ok(Parsed::Opt(f)) => f,
-            Ok(Parsed::Operand(w)) => fail("squeue", format!("unrecognized option '{w}'"), 1),
-            Err(e) => fail("squeue", option_error(&e), 1),
+            Ok(Parsed::Operand(w)) => {
+                operands.push(w);
+                continue;
+            }
+            Err(e) => Refusal::getopt(ME, &e).exit(),
         };
         match f.name() {
             "noheader" => a.header = false,
@@ -355,11 +384,9 @@ fn parse(args: &[String]) -> Args {
                 explicit_format = true;
             }
             "jobs" => {
-                for id in f.list() {
-                    match parse_job_arg(&id) {
-                        Some(v) => a.jobs.extend(v),
-                        None => fail("squeue", format!("Invalid job id: {id}"), 1),
-                    }
+                job_flag = true;
+                if let Some(list) = &f.value {
+                    a.jobs = job_list(list);
                 }
             }
             "user" => {
@@ -386,12 +413,19 @@ fn parse(args: &[String]) -> Args {
                         match JobState::parse(s) {
                             Some(st) => a.states.push(st),
                             None if is_other_slurm_state(s) => a.other_states = true,
-                            None => fail("squeue", format!("Invalid job state specified: {s}"), 1),
+                            None => {
+                                eprintln!("{ME}: error: Invalid job state specified: {s}");
+                                // Slurm's list ends with a newline of its own.
+                                eprintln!(
+                                    "{ME}: error: Valid job states include: {VALID_STATES}\n"
+                                );
+                                std::process::exit(1)
+                            }
                         }
                     }
                 }
             }
-            "partition" => a
+            "partitions" => a
                 .partitions
                 .extend(f.value().split(',').map(str::to_string)),
             "name" => a.names.extend(f.value().split(',').map(str::to_string)),
@@ -411,14 +445,42 @@ fn parse(args: &[String]) -> Args {
             }
             "json" => a.json = true,
             "version" => {
-                println!("slurm 22.05.8");
+                println!("{VERSION}");
                 std::process::exit(0);
             }
-            // -a, --local, -M, -S: accepted, no effect.
-            _ => {}
+            "usage" => {
+                print!("{USAGE}");
+                std::process::exit(0);
+            }
+            // Accepted, no effect.
+            "all" | "local" | "clusters" | "sort" => {}
+            _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
+    let mut operands = operands.into_iter();
+    if job_flag {
+        if let Some(list) = operands.next() {
+            a.jobs = job_list(&list);
+        }
+    }
+    if let Some(w) = operands.next() {
+        Refusal::error(ME, format!("Unrecognized option: {w}"))
+            .with_stdout(USAGE)
+            .exit()
+    }
     a
+}
+
+/// A `-j` list: each id (`123`, `123_4`, `123_[1-3]`) and the jobs it names.
+fn job_list(list: &str) -> Vec<(u64, Option<u32>)> {
+    let mut jobs = Vec::new();
+    for id in list.split(',').filter(|s| !s.is_empty()) {
+        match parse_job_arg(id) {
+            Some(v) => jobs.extend(v),
+            None => fail(ME, format!("Invalid job id: {id}"), 1),
+        }
+    }
+    jobs
 }
 
 /// The caller's user name.

@@ -12,7 +12,7 @@ use sluice_proto::Client;
 use sluice_ctld::state::OOM_SIGNAL;
 
 use super::allocate::{allocate, complete};
-use super::common::{controller, cwd, describe, fail, USAGE_EXIT};
+use super::common::{controller, cwd, describe, fail, program, Refusal, USAGE_EXIT, VERSION};
 use super::sbatch::describe_job;
 
 const ME: &str = "srun";
@@ -22,8 +22,12 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut opts = JobOptions::default();
     let argv = match parse_args(Command::Srun, &args, &mut opts) {
         Ok(r) => r,
-        Err(e) => fail(ME, e, USAGE_EXIT),
+        Err(e) => Refusal::job_option(ME, &program(ME), &e).exit(),
     };
+    if opts.version {
+        println!("{VERSION}");
+        return 0;
+    }
     if argv.is_empty() {
         fail(ME, "No command given to execute.", USAGE_EXIT);
     }

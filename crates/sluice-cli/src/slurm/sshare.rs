@@ -9,7 +9,7 @@ use sluice_proto::priority::{ShareRow, SharesReport};
 
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 
-use super::common::{controller, describe, fail, option_message};
+use super::common::{controller, describe, fail, Refusal, VERSION};
 use super::squeue::current_user;
 
 /// What to show.
@@ -29,34 +29,49 @@ pub struct Options {
     pub users: Vec<String>,
     /// `--help`, `--usage`.
     pub help: bool,
+    /// `-V`, `--version`.
+    pub version: bool,
 }
 
-/// sshare's options: Slurm's names, in the order of its table (which
-/// orders the candidates of an ambiguous prefix), for what Sluice implements.
-const OPTIONS: &[Opt] = &[
+/// sshare's options: Slurm 22.05's table, in its order (which orders the candidates of
+/// an ambiguous prefix), with its value kinds, and its letters without a long name:
+/// `-h` (another `-n`), and `-q` and `-t`, which its getopt string has and its code
+/// does not (`getopt error, returned q`).
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::required("accounts", Some('A')),
     Opt::flag("all", Some('a')),
+    Opt::flag("helpformat", Some('e')),
     Opt::flag("long", Some('l')),
+    Opt::flag("partition", Some('m')),
     Opt::required("cluster", None).alias_of("clusters"),
     Opt::required("clusters", Some('M')),
     Opt::flag("noheader", Some('n')),
+    Opt::required("format", Some('o')),
     Opt::flag("parsable", Some('p')),
     Opt::flag("parsable2", Some('P')),
     Opt::required("users", Some('u')),
+    Opt::flag("Users", Some('U')),
     Opt::flag("verbose", Some('v')),
+    Opt::flag("version", Some('V')),
     Opt::flag("help", None),
     Opt::flag("usage", None),
+    Opt::flag("", Some('h')).alias_of("noheader"),
+    Opt::flag("", Some('q')),
+    Opt::required("", Some('t')),
 ];
 
-/// Parses `sshare`'s arguments (`--help` ends them, as getopt's caller exits there).
+/// Parses `sshare`'s arguments (`--help`, `--usage` and `--version` end them, as
+/// sshare exits there); words that are no option are ignored, as sshare ignores them.
 ///
-/// Errors: an unknown option or a missing value.
-pub fn parse(args: Vec<String>) -> Result<Options, String> {
+/// Errors: what sshare prints for the line and its exit status (an unknown option, a
+/// missing value).
+pub fn parse(args: Vec<String>) -> Result<Options, Refusal> {
+    const ME: &str = "sshare";
     let mut o = Options::default();
     for item in Getopt::new(OPTIONS, args, Order::Permute) {
-        let f = match item.map_err(|e| option_message(&e))? {
+        let f = match item.map_err(|e| Refusal::getopt(ME, &e))? {
             Parsed::Opt(f) => f,
-            Parsed::Operand(w) => return Err(format!("unrecognized option '{w}'")),
+            Parsed::Operand(_) => continue,
         };
         match f.name() {
             "all" => o.all = true,
@@ -70,7 +85,24 @@ pub fn parse(args: Vec<String>) -> Result<Options, String> {
                 o.help = true;
                 return Ok(o);
             }
-            _ => {}
+            "version" => {
+                o.version = true;
+                return Ok(o);
+            }
+            // Accepted, no effect.
+            "clusters" | "verbose" => {}
+            // In sshare's getopt string, not in its code.
+            "" => {
+                return Err(Refusal {
+                    stdout: String::new(),
+                    stderr: format!(
+                        "getopt error, returned {}\n",
+                        f.opt.short.unwrap_or_default()
+                    ),
+                    code: 1,
+                })
+            }
+            _ => return Err(Refusal::unsupported(ME, f.opt)),
         }
     }
     Ok(o)
@@ -277,18 +309,23 @@ const USAGE: &str = "Usage: sshare [OPTIONS]
   -a, --all               every user (not only yourself)
   -A, --accounts=ACCOUNTS these accounts only
   -l, --long              normalized usage, LevelFS, GrpTRESMins, TRESRunMins
-  -n, --noheader          no header lines
+  -n, -h, --noheader      no header lines
   -p, --parsable          '|' between fields, one at the end
   -P, --parsable2         '|' between fields
   -u, --users=USERS       these users
+  -V, --version           Slurm's version
       --help, --usage     this help\n";
 
 /// Runs `sshare`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sshare";
-    let o = parse(args).unwrap_or_else(|e| fail(ME, e, 1));
+    let o = parse(args).unwrap_or_else(|r| r.exit());
     if o.help {
         print!("{USAGE}");
+        return 0;
+    }
+    if o.version {
+        println!("{VERSION}");
         return 0;
     }
     let report: SharesReport = controller()

@@ -149,6 +149,9 @@ impl Cluster {
             std::env::var("PATH").unwrap_or_default()
         );
         let mut command = Command::new(bin.join(cmd));
+        // argv[0] as a shell passes it to a command found on PATH: the name typed, which
+        // getopt's messages start with (`sbatch: unrecognized option ...`).
+        command.arg0(cmd);
         if let Some((uid, gid)) = ids {
             // Setting the uid drops root's supplementary groups too.
             command.uid(uid).gid(gid);

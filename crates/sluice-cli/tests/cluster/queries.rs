@@ -374,10 +374,19 @@ fn squeue_takes_every_slurm_job_state_name_as_a_filter() {
     );
     let o = c.run("squeue", &["-h", "-t", "CG,cf,S,suspended,REQUEUE_HOLD"]);
     assert_eq!((o.stdout.as_str(), o.code), ("", 0));
+    // Real squeue's words: the state, then the states it knows (its message ends with a
+    // newline of its own).
     let o = c.run("squeue", &["-h", "-t", "RUNNIN"]);
     assert_eq!(
         (o.stderr.as_str(), o.code),
-        ("squeue: error: Invalid job state specified: RUNNIN\n", 1)
+        (
+            "squeue: error: Invalid job state specified: RUNNIN\n\
+             squeue: error: Valid job states include: PENDING,RUNNING,SUSPENDED,COMPLETED,\
+             CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,\
+             COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,\
+             REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED\n\n",
+            1
+        )
     );
 }
 

@@ -5,12 +5,16 @@
 use std::collections::BTreeSet;
 
 use sluice_conf::duration::parse_minutes;
-use sluice_conf::getopt::{Getopt, GetoptError, Opt, Order, Parsed};
+use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_ctld::accounts::parse_shares;
 use sluice_proto::accounts::{
     parse_tres, AdminLevel, AssocChange, Change, FlagsChange, LimitsChange, ListChange,
     PreemptMode, QosChange, QosFlag, TresChange,
 };
+
+use crate::slurm::common::Refusal;
+
+const ME: &str = "sacctmgr";
 
 /// Options before (or among) the words.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -60,13 +64,14 @@ pub enum Entity {
     User,
 }
 
-/// sacctmgr's options: Slurm's names, in the order of its table (which
-/// orders the candidates of an ambiguous prefix), for what Sluice implements.
-const OPTIONS: &[Opt] = &[
+/// sacctmgr's options: Slurm 22.05's table, in its order (which orders the candidates
+/// of an ambiguous prefix).
+pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("help", Some('h')),
     Opt::flag("usage", None).alias_of("help"),
     Opt::flag("immediate", Some('i')),
     Opt::flag("noheader", Some('n')),
+    Opt::flag("oneliner", Some('o')),
     Opt::flag("parsable", Some('p')),
     Opt::flag("parsable2", Some('P')),
     Opt::flag("quiet", Some('Q')),
@@ -76,10 +81,12 @@ const OPTIONS: &[Opt] = &[
     Opt::flag("version", Some('V')),
 ];
 
-/// Splits the arguments into options and words (options may come anywhere). A
-/// refused word that is a `key=value` pair or a number (`-1`) is taken as a word.
+/// Splits the arguments into options and words (options may come anywhere, as
+/// getopt permutes them).
 ///
-/// Errors: an unknown option (the message lines).
+/// Errors: a refused option: the message lines, as sacctmgr prints them (getopt's
+/// words after the program name and sacctmgr's hint, or an option Sluice does not
+/// support).
 pub fn options(args: &[String]) -> Result<(Opts, Vec<String>), Vec<String>> {
     let mut o = Opts::default();
     let mut words = Vec::new();
@@ -90,22 +97,7 @@ pub fn options(args: &[String]) -> Result<(Opts, Vec<String>), Vec<String>> {
                 words.push(w);
                 continue;
             }
-            Err(e) if e.word().contains('=') || e.word().parse::<i64>().is_ok() => {
-                words.push(e.word().to_string());
-                continue;
-            }
-            Err(e) => {
-                let first = match &e {
-                    GetoptError::UnrecognizedLong { word, .. } => {
-                        format!("sacctmgr: unrecognized option '{word}'")
-                    }
-                    other => format!("sacctmgr: {other}"),
-                };
-                return Err(vec![
-                    first,
-                    "Try \"sacctmgr --help\" for more information".to_string(),
-                ]);
-            }
+            Err(e) => return Err(lines(Refusal::getopt(ME, &e))),
         };
         match f.name() {
             "immediate" => o.immediate = true,
@@ -114,12 +106,26 @@ pub fn options(args: &[String]) -> Result<(Opts, Vec<String>), Vec<String>> {
             "parsable2" => o.parsable = Some(false),
             "quiet" => o.quiet = true,
             "associations" => o.withassoc = true,
-            "version" => o.version = true,
-            "help" => o.help = true,
-            _ => {}
+            // sacctmgr prints these and exits: what follows is not read.
+            "version" => {
+                o.version = true;
+                break;
+            }
+            "help" => {
+                o.help = true;
+                break;
+            }
+            // Accepted, no effect.
+            "readonly" | "verbose" => {}
+            _ => return Err(lines(Refusal::unsupported(ME, f.opt))),
         }
     }
     Ok((o, words))
+}
+
+/// A refusal's lines on standard error.
+fn lines(r: Refusal) -> Vec<String> {
+    r.stderr.lines().map(str::to_string).collect()
 }
 
 /// `word` names `full` (case-insensitive prefix of at least `min` letters).
@@ -578,11 +584,30 @@ mod tests {
                 "Try \"sacctmgr --help\" for more information"
             ]
         );
-        // Abbreviated, clustered; `--` ends the options; refused words that are
-        // numbers or pairs stay words.
-        let (o, w) = options(&words("--imm -nP show -1 --x=y -- -Q")).unwrap();
+        // Abbreviated, clustered; `--` ends the options.
+        let (o, w) = options(&words("--imm -nP show -- -1 --x=y -Q")).unwrap();
         assert!(o.immediate && o.noheader && !o.quiet);
         assert_eq!(w, words("show -1 --x=y -Q"));
+        // Before it, they are options, refused as real sacctmgr refuses them.
+        for (line, first) in [
+            ("show user -1", "sacctmgr: invalid option -- '1'"),
+            (
+                "modify user alice set --x=y",
+                "sacctmgr: unrecognized option '--x=y'",
+            ),
+        ] {
+            assert_eq!(
+                options(&words(line)).unwrap_err(),
+                [first, "Try \"sacctmgr --help\" for more information"],
+                "{line}"
+            );
+        }
+        // -V and -h end the line, as sacctmgr exits there.
+        assert!(options(&words("-V --bogus")).unwrap().0.version);
+        assert_eq!(
+            options(&words("-o show")).unwrap_err(),
+            ["sacctmgr: error: option --oneliner is not supported by Sluice"]
+        );
         assert_eq!(
             options(&words("--pars")).unwrap_err()[0],
             "sacctmgr: option '--pars' is ambiguous; possibilities: '--parsable' '--parsable2'"

@@ -157,12 +157,12 @@ fn an_empty_queue_prints_the_header_and_an_unknown_job_says_so() {
         "Unable to find jobs matching user/id(s) specified\n"
     );
     assert_eq!(
-        parse(vec!["-j".into(), "x".into()]),
-        Err("Invalid job id: x".to_string())
+        parse(vec!["-j".into(), "x".into()]).unwrap_err().stderr,
+        "sprio: error: Invalid job id: x\n"
     );
     assert_eq!(
-        parse(vec!["--bogus".into()]),
-        Err("unrecognized option '--bogus'".to_string())
+        parse(vec!["--bogus".into()]).unwrap_err().stderr,
+        "sprio: unrecognized option '--bogus'\nTry \"sprio --help\" for more information\n"
     );
 }
 
@@ -194,12 +194,21 @@ fn options_as_getopt_long_reads_them() {
     assert_eq!(o.partitions, ["gpu"]);
     // --help ends the line, as sprio exits there; what came before is still checked.
     assert!(parse(args("--he --bogus")).unwrap().help);
+    let hint = "Try \"sprio --help\" for more information\n";
     assert_eq!(
-        parse(args("--bogus --help")),
-        Err("unrecognized option '--bogus'".to_string())
+        parse(args("--bogus --help")).unwrap_err().stderr,
+        format!("sprio: unrecognized option '--bogus'\n{hint}")
     );
     assert_eq!(
-        parse(args("--u x")),
-        Err("option '--u' is ambiguous; possibilities: '--user' '--usage'".to_string())
+        parse(args("--u x")).unwrap_err().stderr,
+        format!("sprio: option '--u' is ambiguous; possibilities: '--user' '--usage'\n{hint}")
     );
+    // -j takes a value only when attached; without one, the first operand is its
+    // list, and another operand is refused with sprio's usage on standard output.
+    assert_eq!(parse(args("-j 7,8")).unwrap().jobs, [7, 8]);
+    assert!(parse(args("-j")).unwrap().jobs.is_empty());
+    let r = parse(args("-j 7 8")).unwrap_err();
+    assert_eq!(r.stderr, "sprio: error: Unrecognized option: 8\n");
+    assert!(r.stdout.starts_with("Usage: sprio [-j jid[s]]"));
+    assert_eq!(r.code, 1);
 }

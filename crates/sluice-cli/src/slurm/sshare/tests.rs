@@ -165,12 +165,25 @@ fn classic_fair_share_has_no_level_fs_column_and_bad_options_are_refused() {
         "Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare|GrpTRESMins|TRESRunMins\n\
          chem||40|0.396040|0|0.000000|0.000000|||cpu=0,mem=0,energy=0,node=0,billing=0,fs/disk=0,vmem=0,pages=0,gres/gpu=0\n"
     );
+    // Real sshare's words for these (glibc's, then sshare's hint).
+    let stderr = |args: &[&str]| {
+        parse(args.iter().map(|a| a.to_string()).collect())
+            .unwrap_err()
+            .stderr
+    };
+    let hint = "Try \"sshare --help\" for more information\n";
     assert_eq!(
-        parse(vec!["-x".into()]),
-        Err("unrecognized option '-x'".to_string())
+        stderr(&["-x"]),
+        format!("sshare: invalid option -- 'x'\n{hint}")
     );
     assert_eq!(
-        parse(vec!["-A".into()]),
-        Err("option '-A' requires an argument".to_string())
+        stderr(&["-A"]),
+        format!("sshare: option requires an argument -- 'A'\n{hint}")
     );
+    // Letters in sshare's getopt string that its code does not handle.
+    assert_eq!(stderr(&["-q"]), "getopt error, returned q\n");
+    assert_eq!(stderr(&["-t", "5"]), "getopt error, returned t\n");
+    // -h is -n; words that are no option are ignored.
+    let o = parse(vec!["-h".into(), "foo".into()]).unwrap();
+    assert!(o.no_header);
 }
