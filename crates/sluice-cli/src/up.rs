@@ -232,7 +232,11 @@ pub fn run(args: UpArgs) -> i32 {
             }
             tracing::info!("Terminate signal (SIGINT or SIGTERM) received");
         };
-        sluice_ctld::server::run(conf, &state_dir, args.listen, shutdown).await
+        let net = sluice_ctld::server::Network {
+            listen: args.listen,
+            key: None,
+        };
+        sluice_ctld::server::run(conf, &state_dir, net, shutdown).await
     });
     stop_agents(agents);
     match result {

@@ -25,4 +25,4 @@ pub mod reservations;
 pub mod time;
 pub mod types;
 
-pub use client::{Client, ClientError};
+pub use client::{Client, ClientError, Signer};
