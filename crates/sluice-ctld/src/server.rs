@@ -106,6 +106,9 @@ struct Shared {
     /// Names this run of the controller. Agents register again when it changes: a
     /// controller that restarted knows nothing of who is up.
     incarnation: String,
+    /// The cluster key, when the controller has one: it then vouches for local callers
+    /// as agents do (`srun` on the controller's host reaching agents over TCP).
+    key: Option<Vec<u8>>,
 }
 
 type App = Arc<Shared>;
@@ -267,6 +270,7 @@ pub async fn run(
         store: store.clone(),
         own_uid: nix::unistd::geteuid().as_raw(),
         incarnation,
+        key: key.clone(),
     });
 
     let socket = sluice_proto::paths::controller_socket(state_dir);

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use sluice_conf::getopt::GetoptError;
-use sluice_proto::{Client, ClientError};
+use sluice_proto::{Client, ClientError, Signer};
 
 /// Exit status of Slurm's clients for option and value errors.
 pub const USAGE_EXIT: i32 = 255;
@@ -17,42 +17,100 @@ pub const CONTROLLER_ENV: &str = "SLUICE_CONTROLLER";
 /// `cluster.key` in the state directory).
 pub const KEY_FILE_ENV: &str = "SLUICE_KEY_FILE";
 
-/// A client for the controller of the cluster this shell belongs to: over TCP with
-/// signed requests when `SLUICE_CONTROLLER` is set, else on the state directory's
-/// Unix socket. Exits with Slurm's connect-failure message when the key for TCP cannot
-/// be read.
-pub fn controller() -> Client {
-    let state = sluice_proto::paths::state_dir();
-    match std::env::var(CONTROLLER_ENV).ok().filter(|v| !v.is_empty()) {
-        None => Client::new(sluice_proto::paths::controller_socket(&state)),
-        Some(addr) => {
-            let key_file = std::env::var_os(KEY_FILE_ENV)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| state.join("cluster.key"));
-            match sluice_proto::auth::read_key(&key_file) {
-                Ok(key) => Client::tcp(&addr, key),
-                Err(e) => {
-                    let me = std::env::args()
-                        .next()
-                        .and_then(|a| {
-                            PathBuf::from(a)
-                                .file_name()
-                                .map(|f| f.to_string_lossy().into_owned())
-                        })
-                        .unwrap_or_else(|| "sluice".into());
-                    fail(
-                        &me,
-                        format!(
-                            "Unable to contact slurm controller (cannot read the cluster key {}: {e})",
-                            key_file.display()
-                        ),
-                        1,
-                    )
-                }
+/// Where this shell's cluster is: a client for its controller, and who signs requests
+/// to its agents over TCP (`srun`).
+///
+/// In order:
+/// 1. `SLUICE_CONTROLLER` (`host:port`): over TCP, signed with the key in
+///    `SLUICE_KEY_FILE` (default `cluster.key` in the state directory) — for whoever
+///    holds the key.
+/// 2. `SLUICE_STATE_DIR`: the controller's Unix socket there (`sluice up`).
+/// 3. The state directory of `SLURM_CONF`'s `StateSaveLocation`, or the per-user one,
+///    when a controller's socket is there.
+/// 4. slurm.conf (`SLURM_CONF`, else `/etc/slurm/slurm.conf`) naming a `SlurmctldHost`:
+///    its controller's socket in `StateSaveLocation` when this is that host, else
+///    `SlurmctldHost:SlurmctldPort` over TCP, each request vouched for by this host's
+///    agent (`AuthInfo`'s `socket=`), which tells the controller this process's uid.
+/// 5. The socket of 3, which says that no controller runs.
+///
+/// Exits with Slurm's connect-failure message when the key for 1 cannot be read, or
+/// with the file's error when the slurm.conf of 4 is malformed.
+pub fn cluster() -> (Client, Signer) {
+    if let Some(addr) = std::env::var(CONTROLLER_ENV).ok().filter(|v| !v.is_empty()) {
+        let state = sluice_proto::paths::state_dir();
+        let key_file = std::env::var_os(KEY_FILE_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| state.join("cluster.key"));
+        return match sluice_proto::auth::read_key(&key_file) {
+            Ok(key) => {
+                let client = Client::tcp(&addr, key.clone());
+                (client, Signer::Key(std::sync::Arc::new(key)))
             }
+            Err(e) => fail(
+                &me(),
+                format!(
+                    "Unable to contact slurm controller (cannot read the cluster key {}: {e})",
+                    key_file.display()
+                ),
+                1,
+            ),
+        };
+    }
+    let local = |socket: PathBuf| (Client::new(&socket), Signer::Vouch(socket));
+    let state = sluice_proto::paths::state_dir();
+    let socket = sluice_proto::paths::controller_socket(&state);
+    let explicit =
+        std::env::var_os(sluice_proto::paths::STATE_DIR_ENV).is_some_and(|v| !v.is_empty());
+    if explicit || socket.exists() {
+        return local(socket);
+    }
+    let conf_path = crate::daemons::slurm_conf_path(None);
+    if conf_path.is_file() {
+        let conf = sluice_conf::slurm_conf::read(&conf_path).unwrap_or_else(|e| fail(&me(), e, 1));
+        let net =
+            sluice_conf::net_conf::NetConf::from_conf(&conf).unwrap_or_else(|e| fail(&me(), e, 1));
+        if let Some(addr) = net.controller_addr() {
+            let here = sluice_proto::paths::controller_socket(&net.state_save_location);
+            if here.exists() {
+                return local(here);
+            }
+            if net.auth == sluice_conf::net_conf::AuthType::Munge {
+                fail(
+                    &me(),
+                    "Unable to contact slurm controller (AuthType=auth/munge is not supported yet)",
+                    1,
+                )
+            }
+            let signer = Signer::Vouch(net.auth_socket());
+            return (Client::signed(&addr, signer.clone()), signer);
         }
     }
+    local(socket)
+}
+
+/// A client for the controller of the cluster this shell belongs to (see [`cluster`]).
+pub fn controller() -> Client {
+    cluster().0
+}
+
+/// Who signs this process's requests to agents over TCP (see [`cluster`]): the key's
+/// holder, this host's agent, or on the controller's host the controller, which
+/// vouches for local callers too.
+pub fn agent_signer() -> Signer {
+    cluster().1
+}
+
+/// This command's name, as it was called.
+fn me() -> String {
+    std::env::args()
+        .next()
+        .and_then(|a| {
+            PathBuf::from(a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "sluice".into())
 }
 
 /// Prints `cmd: error: message` and exits with `code`.
@@ -66,6 +124,9 @@ pub fn describe(e: &ClientError) -> String {
     match e {
         ClientError::Connect { .. } => {
             "Unable to contact slurm controller (connect failure)".to_string()
+        }
+        ClientError::Credential { .. } => {
+            format!("Unable to contact slurm controller ({e})")
         }
         other => other.to_string(),
     }
