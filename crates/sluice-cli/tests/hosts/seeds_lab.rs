@@ -95,18 +95,21 @@ struct Daemons<'a>(&'a Hosts);
 
 impl Drop for Daemons<'_> {
     fn drop(&mut self) {
-        let stop = |host: &str, pid_file: &str| {
-            let script = format!(
-                "p=$(cat {pid_file} 2>/dev/null) || exit 0; kill -TERM $p; \
-                 for _ in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done"
-            );
-            let _ = self.0.sh(host, &script);
-        };
         for node in ["node01", "node02", "node03", "node04"] {
-            stop(node, "/var/run/slurmd.pid");
+            stop_daemon(self.0, node, "/var/run/slurmd.pid");
         }
-        stop("head01", "/var/run/slurmctld.pid");
+        stop_daemon(self.0, "head01", "/var/run/slurmctld.pid");
     }
+}
+
+/// Stops the daemon whose pid file on `host` is `pid_file` (SIGTERM), waiting up to ten
+/// seconds for it to end.
+fn stop_daemon(h: &Hosts, host: &str, pid_file: &str) {
+    let script = format!(
+        "p=$(cat {pid_file} 2>/dev/null) || exit 0; kill -TERM $p; \
+         for _ in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done"
+    );
+    let _ = h.sh(host, &script);
 }
 
 fn read(path: &Path) -> String {
@@ -243,6 +246,68 @@ fn a_users_job_from_node01_runs_on_two_other_hosts_and_a_wrong_key_is_refused() 
             "{log}"
         );
     }
+
+    // An agent with another key: node04's, restarted with one. The controller refuses
+    // its registration and logs it; the agent logs the refusal; the node stays down.
+    stop_daemon(&h, "node04", "/var/run/slurmd.pid");
+    let etc_wrong = here(&h, "/home/etc-wrong");
+    std::fs::create_dir_all(&etc_wrong).unwrap();
+    std::fs::write(
+        etc_wrong.join("slurm.conf"),
+        format!(
+            "{}\nAuthInfo=key={WORK}/wrong.key\n",
+            seed("seed-slurm.conf")
+        ),
+    )
+    .unwrap();
+    std::fs::write(etc_wrong.join("gres.conf"), seed("seed-gres.conf")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let o = h.run(
+        "node04",
+        &[
+            &format!("{BIN}/slurmd"),
+            "-f",
+            "/home/etc-wrong/slurm.conf",
+            "-N",
+            "node04",
+        ],
+    );
+    assert_eq!(o.code, 0, "slurmd on node04: {}{}", o.stdout, o.stderr);
+    let agent_log = h.spool("node04").join("slurmd/slurmd.log");
+    wait_for(
+        Duration::from_secs(20),
+        "the agent's log of the refusal",
+        || {
+            read(&agent_log)
+            .contains(
+                "node04: the controller refused this agent's credential (is the cluster key the \
+                 controller's?): Protocol authentication error (invalid credential signature)",
+            )
+            .then_some(())
+        },
+    );
+    let node04 = h.address("node04").to_string();
+    wait_for(
+        Duration::from_secs(20),
+        "the controller's log of it",
+        || {
+            read(&ctld_log)
+                .contains(&format!(
+                    "refused a request from {node04}: Protocol authentication error"
+                ))
+                .then_some(())
+        },
+    );
+    let o = as_root(
+        &h,
+        "head01",
+        "sinfo",
+        &["-h", "-p", "interactive", "-o", "%N %t"],
+    );
+    assert_eq!(o.stdout, "node04 down*\n", "{}", o.stderr);
     drop(daemons);
     h.down().unwrap();
 }
