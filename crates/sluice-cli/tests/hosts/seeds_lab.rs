@@ -3,7 +3,7 @@
 //! through the home directory with the cluster key, as an operator would copy them to
 //! every host). Every message between hosts crosses the lab's network, signed with the
 //! cluster key; users never hold it: their commands get credentials from their host's
-//! agent.
+//! agent. (`srun` inside the job and as a job of its own crosses hosts too.)
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -209,6 +209,17 @@ fn a_users_job_from_node01_runs_on_two_other_hosts_and_a_wrong_key_is_refused() 
         ],
     );
     assert_eq!(o.stdout, "nobody|node[02-03]\n", "{}", o.stderr);
+    // srun as a job of its own, from one host to another, streaming back.
+    let o = h.run_as(
+        "node03",
+        USER,
+        &[
+            "bash",
+            "-c",
+            &format!("cd {WORK} && SLURM_CONF={conf} {BIN}/srun -p interactive hostname"),
+        ],
+    );
+    assert_eq!((o.stdout.as_str(), o.code), ("node04\n", 0), "{}", o.stderr);
 
     // A client with another key: refused, and the controller logs it with its address.
     let wrong = here(&h, WORK).join("wrong.key");
