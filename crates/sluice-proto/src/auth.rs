@@ -68,6 +68,9 @@ pub enum AuthError {
     /// This credential was used before.
     #[error("credential replayed")]
     Replayed,
+    /// munged refused the credential (`auth/munge`), in its words.
+    #[error("munge: {0}")]
+    Munge(String),
 }
 
 /// A request body's SHA-256, what a credential is bound to.
@@ -195,6 +198,8 @@ impl ReplayGuard {
 #[derive(Debug)]
 pub struct Gate {
     key: Vec<u8>,
+    /// Under `auth/munge`: munged's socket, which checks credentials instead of `key`.
+    munge: Option<std::path::PathBuf>,
     seen: Mutex<ReplayGuard>,
     /// When this receiver started (Unix seconds): credentials made before are refused,
     /// since the replay guard of an earlier run is gone.
@@ -211,10 +216,26 @@ impl Gate {
     pub fn new(key: Vec<u8>, started: i64) -> Gate {
         Gate {
             key,
+            munge: None,
             seen: Mutex::new(ReplayGuard::default()),
             started,
             logged: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// A gate where munged at `socket` checks credentials (`auth/munge`, see
+    /// [`crate::munge`]), for a receiver started at `started`.
+    pub fn munge(socket: std::path::PathBuf, started: i64) -> Gate {
+        Gate {
+            munge: Some(socket),
+            ..Gate::new(Vec::new(), started)
+        }
+    }
+
+    /// Whether checking a credential runs munged's decoder (a process: call
+    /// [`Gate::admit`] off the async runtime's threads).
+    pub fn is_munge(&self) -> bool {
+        self.munge.is_some()
     }
 
     /// The check made on a request's headers alone, before a byte of its body is read:
@@ -223,7 +244,15 @@ impl Gate {
     ///
     /// Errors: [`AuthError::Missing`], [`AuthError::Malformed`], [`AuthError::Expired`].
     pub fn precheck(&self, header: Option<&str>, now: i64) -> Result<(), AuthError> {
-        let time = credential_time(header.ok_or(AuthError::Missing)?)?;
+        let header = header.ok_or(AuthError::Missing)?;
+        if self.munge.is_some() {
+            // munged checks its time when it decodes it.
+            return match header.trim().starts_with(crate::munge::PREFIX) {
+                true => Ok(()),
+                false => Err(AuthError::Malformed),
+            };
+        }
+        let time = credential_time(header)?;
         if (time - now).abs() > MAX_SKEW || time < self.started {
             return Err(AuthError::Expired);
         }
@@ -243,6 +272,19 @@ impl Gate {
         now: i64,
     ) -> Result<Credential, AuthError> {
         self.precheck(header, now)?;
+        if let Some(socket) = &self.munge {
+            let d = crate::munge::decode(socket, header.unwrap_or("").trim())?;
+            if d.payload != crate::munge::payload(method, path, &body_digest(body)) {
+                return Err(AuthError::BadSignature);
+            }
+            // munged refuses a credential it decoded before: no guard of our own.
+            return Ok(Credential {
+                uid: d.uid,
+                gid: d.gid,
+                time: d.time,
+                nonce: 0,
+            });
+        }
         let c = verify(&self.key, header.unwrap_or(""), method, path, body, now)?;
         self.seen
             .lock()
@@ -265,6 +307,52 @@ impl Gate {
                 logged.insert(peer.to_string(), now);
                 true
             }
+        }
+    }
+}
+
+/// How a daemon proves itself to others over TCP and checks them: the cluster key
+/// (`auth/sluice`) or munged (`auth/munge`).
+#[derive(Clone)]
+pub enum Scheme {
+    /// Credentials signed with this cluster key.
+    Key(Vec<u8>),
+    /// Credentials from munged at this socket.
+    Munge(std::path::PathBuf),
+}
+
+impl Scheme {
+    /// The gate of a receiver started at `started`.
+    pub fn gate(&self, started: i64) -> Gate {
+        match self {
+            Scheme::Key(k) => Gate::new(k.clone(), started),
+            Scheme::Munge(s) => Gate::munge(s.clone(), started),
+        }
+    }
+
+    /// Who signs this daemon's own requests.
+    pub fn signer(&self) -> crate::client::Signer {
+        match self {
+            Scheme::Key(k) => crate::client::Signer::Key(std::sync::Arc::new(k.clone())),
+            Scheme::Munge(s) => crate::client::Signer::Munge(s.clone()),
+        }
+    }
+
+    /// The cluster key, under `auth/sluice`.
+    pub fn key(&self) -> Option<&[u8]> {
+        match self {
+            Scheme::Key(k) => Some(k),
+            Scheme::Munge(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Scheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            // Never the key.
+            Scheme::Key(_) => f.write_str("Key"),
+            Scheme::Munge(s) => f.debug_tuple("Munge").field(s).finish(),
         }
     }
 }

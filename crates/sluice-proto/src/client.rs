@@ -68,6 +68,8 @@ pub enum Signer {
     /// The local agent listening on this socket, which vouches for this process's uid
     /// and gid as its socket sees them ([`crate::auth::VOUCH_PATH`]).
     Vouch(PathBuf),
+    /// munged at this socket (`auth/munge`, see [`crate::munge`]).
+    Munge(PathBuf),
 }
 
 impl Signer {
@@ -87,6 +89,14 @@ impl Signer {
                     nonce: crate::auth::nonce(),
                 };
                 Ok(crate::auth::sign(key, &c, method, path, body))
+            }
+            Signer::Munge(socket) => {
+                crate::munge::encode(socket, method, path, body).map_err(|message| {
+                    ClientError::Credential {
+                        socket: socket.clone(),
+                        message,
+                    }
+                })
             }
             Signer::Vouch(socket) => {
                 let req = crate::auth::VouchRequest::new(method, path, body);
@@ -113,6 +123,7 @@ impl std::fmt::Debug for Signer {
             // Never the key.
             Signer::Key(_) => f.write_str("Key"),
             Signer::Vouch(s) => f.debug_tuple("Vouch").field(s).finish(),
+            Signer::Munge(s) => f.debug_tuple("Munge").field(s).finish(),
         }
     }
 }

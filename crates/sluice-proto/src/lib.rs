@@ -17,6 +17,7 @@ pub mod auth;
 pub mod client;
 pub mod error;
 pub mod explain;
+pub mod munge;
 pub mod oserror;
 pub mod paths;
 pub mod pattern;
