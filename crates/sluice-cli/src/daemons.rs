@@ -17,10 +17,13 @@
 //!   `SlurmdSpoolDir`.
 //! - `-h`, `-V`.
 //!
-//! Both need the cluster key (`AuthInfo=key=FILE`, else `cluster.key` next to
-//! slurm.conf; mode 0600, owned by root or the daemon's user). The controller makes it
-//! when there is none (copy it to every host); an agent without it does not start.
-//! Their pid files are `SlurmctldPidFile` and `SlurmdPidFile` (`%n`, `%h`).
+//! Under `AuthType=auth/sluice` (the default) both need the cluster key
+//! (`AuthInfo=key=FILE`, else `cluster.key` next to slurm.conf; mode 0600, owned by root
+//! or the daemon's user). The controller makes it when there is none (copy it to every
+//! host); an agent without it does not start. Under `auth/munge` they need the host's
+//! munged instead (`AuthInfo=socket=`, default `/run/munge/munge.socket.2`), and check
+//! that it answers before they start. Their pid files are `SlurmctldPidFile` and
+//! `SlurmdPidFile` (`%n`, `%h`).
 //!
 //! `sluice up` starts its agents through `sluice agent` too, with internal long options
 //! (`--state-dir`, `--node`, `--log-file`, `--debug`): local agents on Unix sockets in
@@ -252,6 +255,20 @@ fn install_log(
     r.map_err(|e| fail(me, format!("cannot log to {e}")))
 }
 
+/// Checks that munged at `socket` makes credentials (`auth/munge`).
+fn munged_answers(me: &str, socket: &Path) -> Result<sluice_proto::auth::Scheme, i32> {
+    match sluice_proto::munge::encode(socket, "GET", "/v1/ping", b"") {
+        Ok(_) => Ok(sluice_proto::auth::Scheme::Munge(socket.to_path_buf())),
+        Err(e) => Err(fail(
+            me,
+            format!(
+                "AuthType=auth/munge: no credential from munged at {}: {e} (is munged running?)",
+                socket.display()
+            ),
+        )),
+    }
+}
+
 /// Resolves after SIGINT or SIGTERM.
 async fn terminated() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -292,31 +309,31 @@ pub fn ctld(args: Vec<String>) -> i32 {
             ),
         );
     }
-    if net.auth == AuthType::Munge {
-        return fail(
-            me,
-            "AuthType=auth/munge is not supported yet: use auth/sluice",
-        );
-    }
     let key_file = net.key_file(&path);
-    let (key, made) = match sluice_proto::auth::read_private_key(&key_file) {
-        Ok(k) => (k, false),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            match sluice_proto::auth::ensure_key(&key_file) {
-                Ok(k) => (k, true),
-                Err(e) => {
-                    return fail(
-                        me,
-                        format!(
-                            "cannot make the cluster key {}: {}",
-                            key_file.display(),
-                            sluice_proto::oserror::describe(&e)
-                        ),
-                    )
+    let (auth, made) = match net.auth {
+        AuthType::Munge => match munged_answers(me, &net.auth_socket()) {
+            Ok(a) => (a, false),
+            Err(code) => return code,
+        },
+        AuthType::Sluice => match sluice_proto::auth::read_private_key(&key_file) {
+            Ok(k) => (sluice_proto::auth::Scheme::Key(k), false),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match sluice_proto::auth::ensure_key(&key_file) {
+                    Ok(k) => (sluice_proto::auth::Scheme::Key(k), true),
+                    Err(e) => {
+                        return fail(
+                            me,
+                            format!(
+                                "cannot make the cluster key {}: {}",
+                                key_file.display(),
+                                sluice_proto::oserror::describe(&e)
+                            ),
+                        )
+                    }
                 }
             }
-        }
-        Err(e) => return fail(me, format!("cluster key: {e}")),
+            Err(e) => return fail(me, format!("cluster key: {e}")),
+        },
     };
     let state_dir = absolute(&net.state_save_location);
     if let Err(e) = std::fs::create_dir_all(&state_dir) {
@@ -375,7 +392,7 @@ pub fn ctld(args: Vec<String>) -> i32 {
     let result = runtime.block_on(async {
         let network = sluice_ctld::server::Network {
             listen: Some(listen),
-            key: Some(key),
+            auth: Some(auth),
         };
         sluice_ctld::server::run(conf, &state_dir, network, terminated()).await
     });
@@ -424,24 +441,27 @@ pub fn agent(args: Vec<String>) -> i32 {
             ),
         );
     };
-    if net.auth == AuthType::Munge {
-        return fail(
-            me,
-            "AuthType=auth/munge is not supported yet: use auth/sluice",
-        );
-    }
-    let key_file = net.key_file(&path);
-    let key = match sluice_proto::auth::read_private_key(&key_file) {
-        Ok(k) => k,
-        Err(e) => {
-            return fail(
-                me,
-                format!(
-                    "cannot read the cluster key {}: {} (copy the controller's to this host)",
-                    key_file.display(),
-                    sluice_proto::oserror::describe(&e)
-                ),
-            )
+    let auth = match net.auth {
+        AuthType::Munge => match munged_answers(me, &net.auth_socket()) {
+            Ok(a) => a,
+            Err(code) => return code,
+        },
+        AuthType::Sluice => {
+            let key_file = net.key_file(&path);
+            match sluice_proto::auth::read_private_key(&key_file) {
+                Ok(k) => sluice_proto::auth::Scheme::Key(k),
+                Err(e) => {
+                    return fail(
+                        me,
+                        format!(
+                            "cannot read the cluster key {}: {} (copy the controller's to \
+                             this host)",
+                            key_file.display(),
+                            sluice_proto::oserror::describe(&e)
+                        ),
+                    )
+                }
+            }
         }
     };
     let port = conf
@@ -475,7 +495,7 @@ pub fn agent(args: Vec<String>) -> i32 {
     let pid_file = write_pid_file(&net.pid_file(&host, &node));
     let setup = sluice_noded::TcpSetup {
         listen: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
-        key,
+        auth,
         controller,
         vouch_socket: Some(net.auth_socket()),
         job_env: vec![("SLURM_CONF".into(), path.display().to_string())],

@@ -215,7 +215,7 @@ pub fn run(args: UpArgs) -> i32 {
         };
         let net = sluice_ctld::server::Network {
             listen: args.listen,
-            key: None,
+            auth: None,
         };
         sluice_ctld::server::run(conf, &state_dir, net, shutdown).await
     });

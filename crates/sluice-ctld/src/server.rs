@@ -159,16 +159,17 @@ fn stopping() -> ApiError {
     ApiError::new(ErrorCode::ShuttingDown, "Slurm controller is shutting down")
 }
 
-/// How the controller is reached over TCP, and with which key.
+/// How the controller is reached over TCP, and how requests there are authenticated.
 #[derive(Debug, Default)]
 pub struct Network {
     /// Also serve on this TCP address, where only requests signed with the cluster key
     /// are served (commands on other hosts, agents).
     pub listen: Option<std::net::SocketAddr>,
-    /// The cluster key, for the listener and for orders to agents over TCP
-    /// (`ClusterConfig::agents_over_tcp`). `None`: `cluster.key` in the state
-    /// directory, created when missing (`sluice up --listen`).
-    pub key: Option<Vec<u8>>,
+    /// How requests over TCP are signed and checked, the listener's and the orders to
+    /// agents (`ClusterConfig::agents_over_tcp`): the cluster key or munged. `None`:
+    /// `cluster.key` in the state directory, created when missing (`sluice up
+    /// --listen`).
+    pub auth: Option<sluice_proto::auth::Scheme>,
 }
 
 /// Runs the controller for `conf` with its state in `state_dir` until `shutdown`
@@ -211,15 +212,19 @@ pub async fn run(
         );
     }
     let kill_wait = conf.kill_wait;
-    let key = match (net.key, listen.is_some() || conf.agents_over_tcp) {
-        (Some(k), _) => Some(k),
+    let auth = match (net.auth, listen.is_some() || conf.agents_over_tcp) {
+        (Some(a), _) => Some(a),
         (None, true) => {
             let key_path = state_dir.join("cluster.key");
-            Some(sluice_proto::auth::ensure_key(&key_path).map_err(io(&key_path))?)
+            let key = sluice_proto::auth::ensure_key(&key_path).map_err(io(&key_path))?;
+            Some(sluice_proto::auth::Scheme::Key(key))
         }
         (None, false) => None,
     };
-    let signer = sluice_proto::Signer::Key(Arc::new(key.clone().unwrap_or_default()));
+    let signer = auth.as_ref().map_or_else(
+        || sluice_proto::Signer::Key(Arc::new(Vec::new())),
+        |a| a.signer(),
+    );
     let clients: agents::AgentClients = Arc::new(
         conf.cluster
             .nodes
@@ -270,7 +275,7 @@ pub async fn run(
         store: store.clone(),
         own_uid: nix::unistd::geteuid().as_raw(),
         incarnation,
-        key: key.clone(),
+        key: auth.as_ref().and_then(|a| a.key()).map(<[u8]>::to_vec),
     });
 
     let socket = sluice_proto::paths::controller_socket(state_dir);
@@ -281,14 +286,20 @@ pub async fn run(
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
         .map_err(io(&socket))?;
     let app = routes::router(shared.clone());
-    let tcp = match (listen, key) {
-        (Some(addr), Some(key)) => {
+    let tcp = match (listen, auth) {
+        (Some(addr), Some(auth)) => {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .map_err(io(Path::new(&addr.to_string())))?;
-            tracing::info!("slurmctld: listening on {addr} (requests signed with the cluster key)");
+            tracing::info!(
+                "slurmctld: listening on {addr} ({})",
+                match auth {
+                    sluice_proto::auth::Scheme::Key(_) => "requests signed with the cluster key",
+                    sluice_proto::auth::Scheme::Munge(_) => "requests with munge credentials",
+                }
+            );
             let signed = app.clone().layer(axum::middleware::from_fn_with_state(
-                Arc::new(sluice_proto::auth::Gate::new(key, now())),
+                Arc::new(auth.gate(now())),
                 tcp::verify_signed,
             ));
             let mut stop = stop.clone();

@@ -116,12 +116,13 @@ pub enum Transport {
 pub struct TcpSetup {
     /// Where it listens (its node's `Port`, or `SlurmdPort`).
     pub listen: std::net::SocketAddr,
-    /// The cluster key: it checks every request's credential with it and signs its own.
-    pub key: Vec<u8>,
+    /// How it checks every request's credential and signs its own: the cluster key
+    /// (`auth/sluice`) or munged (`auth/munge`).
+    pub auth: sluice_proto::auth::Scheme,
     /// The controller's `host:port`.
     pub controller: String,
-    /// Where it vouches for local callers (`AuthInfo`'s `socket=`); `None`: it does not
-    /// (under `auth/munge`, munged does).
+    /// Where it vouches for local callers (`AuthInfo`'s `socket=`), with the cluster
+    /// key; `None`, or under `auth/munge` (where munged does): it does not.
     pub vouch_socket: Option<PathBuf>,
     /// Variables set in every job's (and step's) environment here, replacing any of the
     /// same name: `SLURM_CONF`, so that commands in the job find the cluster. The
@@ -134,6 +135,7 @@ impl std::fmt::Debug for TcpSetup {
         // Never the key.
         f.debug_struct("TcpSetup")
             .field("listen", &self.listen)
+            .field("auth", &self.auth)
             .field("controller", &self.controller)
             .field("vouch_socket", &self.vouch_socket)
             .field("job_env", &self.job_env)
@@ -306,20 +308,27 @@ pub async fn run_with(
                     source,
                 })?;
             tracing::info!(
-                "{node}: listening on {} (requests signed with the cluster key); controller at {}",
+                "{node}: listening on {} ({}); controller at {}",
                 setup.listen,
+                match setup.auth {
+                    sluice_proto::auth::Scheme::Key(_) => "requests signed with the cluster key",
+                    sluice_proto::auth::Scheme::Munge(_) => "requests with munge credentials",
+                },
                 setup.controller
             );
             let guard = Arc::new(net::Guard {
-                gate: sluice_proto::auth::Gate::new(setup.key.clone(), now()),
+                gate: setup.auth.gate(now()),
                 node: node.to_string(),
             });
-            let controller = Client::tcp(&setup.controller, setup.key.clone())
+            let controller = Client::signed(&setup.controller, setup.auth.signer())
                 .with_timeout(Duration::from_secs(10));
             let mut job_env: Vec<(String, Option<String>)> =
                 vec![(sluice_proto::paths::STATE_DIR_ENV.to_string(), None)];
             job_env.extend(setup.job_env.into_iter().map(|(k, v)| (k, Some(v))));
-            let vouching = setup.vouch_socket.map(|p| (p, setup.key));
+            let vouching = match (setup.vouch_socket, setup.auth.key()) {
+                (Some(p), Some(key)) => Some((p, key.to_vec())),
+                _ => None,
+            };
             (
                 Listener::Tcp(listener, guard),
                 controller,

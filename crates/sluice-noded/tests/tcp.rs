@@ -68,7 +68,7 @@ fn an_agent_hears_only_signed_requests_and_obeys_only_the_controller() {
     let vouch: PathBuf = dir.join("run/auth.sock");
     let setup = TcpSetup {
         listen: addr.parse().unwrap(),
-        key: KEY.to_vec(),
+        auth: sluice_proto::auth::Scheme::Key(KEY.to_vec()),
         // Nobody there: its registration is refused, quietly retried.
         controller: "127.0.0.1:1".into(),
         vouch_socket: Some(vouch.clone()),
