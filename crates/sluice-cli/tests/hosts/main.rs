@@ -8,8 +8,10 @@
 //!
 //! `seeds_lab.rs` runs Sluice on the seeds' lab: `slurmctld` on `head01`, `slurmd` on
 //! `node01`–`node04`, a user's job submitted on one host running on two others, a
-//! client with a wrong key refused.
+//! client with a wrong key refused. `munge_lab.rs` does the same under
+//! `AuthType=auth/munge` with the real munged on every host.
 
 mod harness;
 mod lab;
+mod munge_lab;
 mod seeds_lab;

@@ -11,31 +11,35 @@ use std::time::{Duration, Instant};
 use crate::harness::{Hosts, Output};
 
 /// Where the lab's configuration is, on every host (the shared home).
-const ETC: &str = "/home/etc-slurm";
+pub const ETC: &str = "/home/etc-slurm";
 /// Where the lab's commands are, on every host.
-const BIN: &str = "/home/bin";
+pub const BIN: &str = "/home/bin";
 /// The unprivileged user's directory, on every host.
-const WORK: &str = "/home/lab";
+pub const WORK: &str = "/home/lab";
 /// The user: nobody, who exists everywhere and owns nothing.
-const USER: &str = "nobody";
+pub const USER: &str = "nobody";
 
-fn seed(file: &str) -> String {
+pub fn seed(file: &str) -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../sluice-conf/tests/data/");
     std::fs::read_to_string(format!("{path}{file}")).unwrap()
 }
 
 /// `/home/...` of the hosts as this machine sees it.
-fn here(h: &Hosts, path: &str) -> PathBuf {
+pub fn here(h: &Hosts, path: &str) -> PathBuf {
     h.home()
         .join(path.strip_prefix("/home/").expect("a path under /home"))
 }
 
-/// Lays out the shared home: the seeds' configuration, the multi-call binary under the
-/// daemons' and commands' names, a directory of the user's.
-fn lay_out(h: &Hosts) {
+/// Lays out the shared home: the seeds' configuration (with `extra` lines after it), the
+/// multi-call binary under the daemons' and commands' names, a directory of the user's.
+pub fn lay_out(h: &Hosts, extra: &str) {
     let etc = here(h, ETC);
     std::fs::create_dir_all(&etc).unwrap();
-    std::fs::write(etc.join("slurm.conf"), seed("seed-slurm.conf")).unwrap();
+    std::fs::write(
+        etc.join("slurm.conf"),
+        format!("{}{extra}", seed("seed-slurm.conf")),
+    )
+    .unwrap();
     std::fs::write(etc.join("gres.conf"), seed("seed-gres.conf")).unwrap();
     let bin = here(h, BIN);
     std::fs::create_dir_all(&bin).unwrap();
@@ -62,7 +66,7 @@ fn lay_out(h: &Hosts) {
 }
 
 /// A command of the lab, run on `host` as root with `SLURM_CONF` set.
-fn as_root(h: &Hosts, host: &str, cmd: &str, args: &[&str]) -> Output {
+pub fn as_root(h: &Hosts, host: &str, cmd: &str, args: &[&str]) -> Output {
     let conf = format!("SLURM_CONF={ETC}/slurm.conf");
     let exe = format!("{BIN}/{cmd}");
     // Root's home is this machine's: no cluster of its own (`sluice up`) may answer.
@@ -77,7 +81,7 @@ fn as_root(h: &Hosts, host: &str, cmd: &str, args: &[&str]) -> Output {
 }
 
 /// Waits up to `limit` for `check` to give Some.
-fn wait_for<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
     loop {
         if let Some(v) = check() {
@@ -91,11 +95,11 @@ fn wait_for<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>
 /// Stops the lab's daemons as an operator would (SIGTERM, then waiting for them), when
 /// dropped, after a panic too: agents that stop remove the cgroups they made on this
 /// machine, which a teardown's SIGKILL would leave behind.
-struct Daemons<'a>(&'a Hosts);
+pub struct Daemons<'a>(pub &'a Hosts);
 
 impl Drop for Daemons<'_> {
     fn drop(&mut self) {
-        for node in ["node01", "node02", "node03", "node04"] {
+        for node in self.0.names().into_iter().filter(|n| n.starts_with("node")) {
             stop_daemon(self.0, node, "/var/run/slurmd.pid");
         }
         stop_daemon(self.0, "head01", "/var/run/slurmctld.pid");
@@ -104,7 +108,7 @@ impl Drop for Daemons<'_> {
 
 /// Stops the daemon whose pid file on `host` is `pid_file` (SIGTERM), waiting up to ten
 /// seconds for it to end.
-fn stop_daemon(h: &Hosts, host: &str, pid_file: &str) {
+pub fn stop_daemon(h: &Hosts, host: &str, pid_file: &str) {
     let script = format!(
         "p=$(cat {pid_file} 2>/dev/null) || exit 0; kill -TERM $p; \
          for _ in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done"
@@ -112,7 +116,7 @@ fn stop_daemon(h: &Hosts, host: &str, pid_file: &str) {
     let _ = h.sh(host, &script);
 }
 
-fn read(path: &Path) -> String {
+pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 
@@ -124,7 +128,7 @@ fn a_users_job_from_node01_runs_on_two_other_hosts_and_a_wrong_key_is_refused() 
     ) else {
         return;
     };
-    lay_out(&h);
+    lay_out(&h, "");
     let daemons = Daemons(&h);
     let conf = format!("{ETC}/slurm.conf");
     let ctld_log = h.spool("head01").join("slurmctld/slurmctld.log");
