@@ -140,6 +140,15 @@ pub fn install(path: &Path, level: DebugLevel) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Makes this process log to standard error at Slurm level `level` (a daemon in the
+/// foreground without a log file, as Slurm's `-D`).
+///
+/// Errors: a subscriber is installed already.
+pub fn install_stderr(level: DebugLevel) -> Result<(), String> {
+    tracing::subscriber::set_global_default(subscriber(std::io::stderr, level))
+        .map_err(|e| format!("standard error: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,10 +2,13 @@
 //!
 //! One binary: `sluice up` runs a cluster, `sluice sim` replays workloads, and under the
 //! names of Slurm's commands (`sbatch`, `squeue`, ... — links to this binary, made by
-//! `sluice up` in the state directory's `bin/`) it is those commands.
+//! `sluice up` in the state directory's `bin/`) it is those commands. Under the names of
+//! Slurm's daemons (`slurmctld`, `slurmd`; also `sluice ctld`, `sluice agent`) it runs
+//! them with Slurm's flags, for a cluster of several machines (`daemons.rs`).
 
 mod audit;
 mod daemon_log;
+mod daemons;
 mod explain;
 mod report;
 mod reservations;
@@ -46,9 +49,21 @@ enum Command {
     /// Why a job waits, when it will start, and what would start it sooner (for a job
     /// that ran: when, where and by which pass it started).
     Explain(explain::ExplainArgs),
-    /// Run one node's agent (started by `sluice up`).
-    #[command(hide = true)]
-    Agent(up::AgentArgs),
+    /// The controller of a cluster of several machines, as `slurmctld` (Slurm's flags:
+    /// -D, -f FILE, -L FILE, -v).
+    #[command(disable_help_flag = true)]
+    Ctld {
+        /// slurmctld's flags.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// One node's agent, as `slurmd` (Slurm's flags: -D, -f FILE, -N NAME, -L FILE, -v).
+    #[command(disable_help_flag = true)]
+    Agent {
+        /// slurmd's flags.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() {
@@ -64,6 +79,17 @@ fn main() {
     }
     if let Some(code) = slurm::dispatch(&name, args[1..].to_vec()) {
         std::process::exit(code);
+    }
+    match name.as_str() {
+        "slurmctld" => std::process::exit(daemons::ctld(args[1..].to_vec())),
+        "slurmd" => std::process::exit(daemons::agent(args[1..].to_vec())),
+        _ => {}
+    }
+    // The daemons read their flags as Slurm's do (getopt), not as clap would.
+    match args.get(1).map(String::as_str) {
+        Some("ctld") => std::process::exit(daemons::ctld(args[2..].to_vec())),
+        Some("agent") => std::process::exit(daemons::agent(args[2..].to_vec())),
+        _ => {}
     }
     // `sluice squeue ...` works too.
     if let Some(code) = args
@@ -86,7 +112,8 @@ fn main() {
         Command::Audit(args) => audit::run(args),
         Command::Reservations(args) => reservations::run(args),
         Command::Explain(args) => explain::run(args),
-        Command::Agent(args) => up::agent(args),
+        Command::Ctld { args } => daemons::ctld(args),
+        Command::Agent { args } => daemons::agent(args),
     };
     std::process::exit(code);
 }

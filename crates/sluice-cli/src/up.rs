@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use clap::Args;
-use sluice_conf::log_conf::DebugLevel;
 use sluice_ctld::config::ClusterConfig;
 
 /// Options of `sluice up`.
@@ -32,24 +31,6 @@ pub struct UpArgs {
     pub verbose: u8,
 }
 
-/// Options of `sluice agent` (started by `sluice up`).
-#[derive(Args, Debug)]
-pub struct AgentArgs {
-    /// The node this agent serves.
-    #[arg(long)]
-    pub node: String,
-    /// The cluster's state directory.
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: PathBuf,
-    /// Where to log (default: `logs/slurmd-NODE.log` in the state directory).
-    #[arg(long, value_name = "FILE")]
-    pub log_file: Option<PathBuf>,
-    /// How much to log: a Slurm level (`quiet`, `fatal`, `error`, `info`, `verbose`,
-    /// `debug`, `debug2` ... `debug5`, or 0-9; default `info`).
-    #[arg(long, value_name = "LEVEL")]
-    pub debug: Option<DebugLevel>,
-}
-
 /// Where the controller logs: `SlurmctldLogFile`, else `logs/slurmctld.log` in the
 /// state directory.
 fn controller_log(conf: &ClusterConfig, state_dir: &Path) -> PathBuf {
@@ -69,7 +50,7 @@ fn agent_log(conf: &ClusterConfig, state_dir: &Path, node: &str) -> PathBuf {
         .unwrap_or_else(|| default_agent_log(state_dir, node))
 }
 
-fn default_agent_log(state_dir: &Path, node: &str) -> PathBuf {
+pub(crate) fn default_agent_log(state_dir: &Path, node: &str) -> PathBuf {
     state_dir.join("logs").join(format!("slurmd-{node}.log"))
 }
 
@@ -232,7 +213,11 @@ pub fn run(args: UpArgs) -> i32 {
             }
             tracing::info!("Terminate signal (SIGINT or SIGTERM) received");
         };
-        sluice_ctld::server::run(conf, &state_dir, args.listen, shutdown).await
+        let net = sluice_ctld::server::Network {
+            listen: args.listen,
+            auth: None,
+        };
+        sluice_ctld::server::run(conf, &state_dir, net, shutdown).await
     });
     stop_agents(agents);
     match result {
@@ -260,41 +245,5 @@ fn stop_agents(agents: Vec<Child>) {
     }
     for mut a in agents {
         let _ = a.wait();
-    }
-}
-
-/// Runs `sluice agent`.
-pub fn agent(args: AgentArgs) -> i32 {
-    let log = args
-        .log_file
-        .clone()
-        .unwrap_or_else(|| default_agent_log(&args.state_dir, &args.node));
-    if let Err(e) = crate::daemon_log::install(&log, args.debug.unwrap_or_default()) {
-        eprintln!("sluice agent: error: cannot log to {e}");
-        return 1;
-    }
-    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-    let r = runtime.block_on(async {
-        let shutdown = async {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .expect("signal handler");
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        };
-        sluice_noded::run(&args.state_dir, &args.node, shutdown).await
-    });
-    match r {
-        Ok(()) => {
-            tracing::info!("{}: agent stopped", args.node);
-            0
-        }
-        Err(e) => {
-            tracing::error!("{}: {e}", args.node);
-            eprintln!("sluice agent: error: {e}");
-            1
-        }
     }
 }

@@ -10,6 +10,8 @@
 //! - [`getopt`]: command lines as glibc's `getopt_long` reads them, for every Slurm command.
 //! - [`site_conf`]: Sluice's own `sluice.conf` (the audit trail's retention).
 //! - [`log_conf`]: the daemons' log files and levels (`SlurmctldLogFile`, `SlurmdDebug`).
+//! - [`net_conf`]: where the daemons are and how callers authenticate (`SlurmctldHost`,
+//!   ports, spool directories, `AuthType`).
 
 pub mod array;
 pub mod cgroup_conf;
@@ -23,6 +25,7 @@ pub mod gres_conf;
 pub mod hostlist;
 pub mod keys;
 pub mod log_conf;
+pub mod net_conf;
 pub mod options;
 pub mod preempt_conf;
 pub mod priority_conf;

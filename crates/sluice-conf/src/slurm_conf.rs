@@ -80,6 +80,9 @@ pub struct SlurmConf {
     /// `PriorityFlags` has `MAX_TRES`: billing is the largest weighted per-node TRES
     /// rather than the sum of all (see [`BillingWeights::billing`]).
     pub max_tres: bool,
+    /// Every `SlurmctldHost` value in order (the first is the primary controller; the
+    /// settings keep only the last): see [`crate::net_conf`].
+    pub controllers: Vec<String>,
 }
 
 impl SlurmConf {
@@ -251,6 +254,8 @@ struct Parser {
     /// Per partition: its billing weights and where they were written (checked against
     /// the tracked TRES once every line is read).
     billing_weights: Vec<Option<(BillingWeights, PathBuf, usize)>>,
+    /// Every `SlurmctldHost` value, in order.
+    controllers: Vec<String>,
 }
 
 impl ConfReader for Parser {
@@ -291,6 +296,9 @@ impl ConfReader for Parser {
                     }
                     self.check_global(&lower, &v)
                         .map_err(|m| err(start_line, format!("{k}: {m}")))?;
+                    if lower == "slurmctldhost" {
+                        self.controllers.push(v.clone());
+                    }
                     self.settings.insert(lower, (k, v));
                 }
             }
@@ -342,6 +350,11 @@ impl Parser {
             "preempttype" => preempt_conf::parse_preempt_type(value).map(|_| ()),
             "preemptmode" => preempt_conf::parse_preempt_mode(value).map(|_| ()),
             "preemptexempttime" => preempt_conf::parse_exempt_time(value).map(|_| ()),
+            "slurmctldport" | "slurmdport" => crate::net_conf::parse_port(value).map(|_| ()),
+            "returntoservice" => crate::net_conf::parse_return_to_service(value).map(|_| ()),
+            "authtype" => crate::net_conf::AuthType::parse(value).map(|_| ()),
+            "authinfo" => crate::net_conf::parse_auth_info(value).map(|_| ()),
+            "slurmctldhost" => crate::net_conf::ControllerHost::parse(value).map(|_| ()),
             "schedulertype" => match value {
                 "sched/backfill" | "sched/builtin" => Ok(()),
                 _ => Err(format!(
@@ -875,6 +888,7 @@ impl Parser {
             accounting_tres,
             billing_weights,
             max_tres,
+            controllers: self.controllers,
         })
     }
 }

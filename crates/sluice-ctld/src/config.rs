@@ -6,6 +6,7 @@ use sluice_conf::cgroup_conf;
 use sluice_conf::cohorts_conf::{self, CohortsConf};
 use sluice_conf::gres_conf::{self, AutoDetect, GresConf, GresDevice, GresLayout};
 use sluice_conf::log_conf::LogConf;
+use sluice_conf::net_conf::NetConf;
 use sluice_conf::priority_conf::{priority_settings, PrioritySettings};
 use sluice_conf::site_conf::{self, SiteConf};
 use sluice_conf::slurm_conf::{AccountingEnforce, BillingWeights, SlurmConf, DEFAULT_TRES};
@@ -92,6 +93,14 @@ pub struct ClusterConfig {
     /// `SlurmctldLogFile`, `SlurmdLogFile`, `SlurmctldDebug`, `SlurmdDebug`: where and
     /// how much the daemons log (the command that starts them installs the logger).
     pub logging: LogConf,
+    /// Where the daemons of a cluster of several machines are and how callers
+    /// authenticate (`SlurmctldHost`, ports, spool directories, `AuthType`).
+    pub net: NetConf,
+    /// The agents listen on their nodes' addresses (`NodeAddr`, `Port` or
+    /// `SlurmdPort`), each on its own host (`slurmctld`); else on Unix sockets in the
+    /// state directory, all on this host (`sluice up`). Chosen by the command that
+    /// starts the controller, not by the file.
+    pub agents_over_tcp: bool,
 }
 
 /// A node's `NodeAddr`, `NodeHostname` and `Port` as slurm.conf gives them.
@@ -267,6 +276,9 @@ impl ClusterConfig {
             own_def_mem: Vec::new(),
             // Levels were checked by the parser, which refuses a malformed one.
             logging: LogConf::from_conf(conf).unwrap_or_default(),
+            // So were these.
+            net: NetConf::from_conf(conf).unwrap_or_default(),
+            agents_over_tcp: false,
         }
     }
 
@@ -515,6 +527,30 @@ impl ClusterConfig {
             node_addresses: Vec::new(),
             own_def_mem: Vec::new(),
             logging: LogConf::default(),
+            net: NetConf::default(),
+            agents_over_tcp: false,
+        }
+    }
+
+    /// Where node `node`'s agent listens: `NodeAddr:Port` (`SlurmdPort` when the node
+    /// sets no `Port`) when agents are reached over TCP, else its Unix socket in
+    /// `state_dir`. What the controller sends orders to and `srun` starts tasks at.
+    pub fn agent_endpoint(&self, node: &str, state_dir: &Path) -> String {
+        if !self.agents_over_tcp {
+            return sluice_proto::paths::agent_socket(state_dir, node)
+                .display()
+                .to_string();
+        }
+        let address = self
+            .node_id(node)
+            .and_then(|id| self.node_addresses.get(id.index()));
+        let addr = address.map_or(node, |a| a.addr.as_str());
+        let port = address.and_then(|a| a.port).unwrap_or(self.net.slurmd_port);
+        if addr.contains(':') {
+            // An IPv6 address.
+            format!("[{addr}]:{port}")
+        } else {
+            format!("{addr}:{port}")
         }
     }
 

@@ -106,6 +106,9 @@ struct Shared {
     /// Names this run of the controller. Agents register again when it changes: a
     /// controller that restarted knows nothing of who is up.
     incarnation: String,
+    /// The cluster key, when the controller has one: it then vouches for local callers
+    /// as agents do (`srun` on the controller's host reaching agents over TCP).
+    key: Option<Vec<u8>>,
 }
 
 type App = Arc<Shared>;
@@ -156,11 +159,24 @@ fn stopping() -> ApiError {
     ApiError::new(ErrorCode::ShuttingDown, "Slurm controller is shutting down")
 }
 
+/// How the controller is reached over TCP, and how requests there are authenticated.
+#[derive(Debug, Default)]
+pub struct Network {
+    /// Also serve on this TCP address, where only requests signed with the cluster key
+    /// are served (commands on other hosts, agents).
+    pub listen: Option<std::net::SocketAddr>,
+    /// How requests over TCP are signed and checked, the listener's and the orders to
+    /// agents (`ClusterConfig::agents_over_tcp`): the cluster key or munged. `None`:
+    /// `cluster.key` in the state directory, created when missing (`sluice up
+    /// --listen`).
+    pub auth: Option<sluice_proto::auth::Scheme>,
+}
+
 /// Runs the controller for `conf` with its state in `state_dir` until `shutdown`
-/// completes: on the Unix socket `ctld.sock` there, and, when `listen` is given, on
-/// that TCP address too, where only requests signed with the cluster key
-/// (`cluster.key` in `state_dir`, created when missing; see [`sluice_proto::auth`]) are
-/// served.
+/// completes: on the Unix socket `ctld.sock` there, and, when `net` says so, on a TCP
+/// address too, where only requests signed with the cluster key (see
+/// [`sluice_proto::auth`]) are served. Orders go to each node's agent where
+/// [`ClusterConfig::agent_endpoint`] says it listens, signed with the key when over TCP.
 ///
 /// Stopping drains: no new connection is taken, requests in flight are answered, what
 /// the loop decided is carried out (store writes flushed, orders delivered to the
@@ -170,9 +186,10 @@ fn stopping() -> ApiError {
 pub async fn run(
     conf: ClusterConfig,
     state_dir: &Path,
-    listen: Option<std::net::SocketAddr>,
+    net: Network,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    let listen = net.listen;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ServeError::Io { path, source }
@@ -195,7 +212,32 @@ pub async fn run(
         );
     }
     let kill_wait = conf.kill_wait;
-    let nodes: Vec<String> = conf.cluster.nodes.iter().map(|n| n.name.clone()).collect();
+    let auth = match (net.auth, listen.is_some() || conf.agents_over_tcp) {
+        (Some(a), _) => Some(a),
+        (None, true) => {
+            let key_path = state_dir.join("cluster.key");
+            let key = sluice_proto::auth::ensure_key(&key_path).map_err(io(&key_path))?;
+            Some(sluice_proto::auth::Scheme::Key(key))
+        }
+        (None, false) => None,
+    };
+    let signer = auth.as_ref().map_or_else(
+        || sluice_proto::Signer::Key(Arc::new(Vec::new())),
+        |a| a.signer(),
+    );
+    let clients: agents::AgentClients = Arc::new(
+        conf.cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                let endpoint = conf.agent_endpoint(&n.name, state_dir);
+                (
+                    n.name.clone(),
+                    sluice_proto::Client::endpoint(&endpoint, &signer),
+                )
+            })
+            .collect(),
+    );
     let mut ctl = Controller::new(conf, state_dir, jobs, steps, now());
     ctl.resume_ids(snapshot.next_job_id);
     ctl.restore_nodes(&snapshot.nodes);
@@ -224,13 +266,8 @@ pub async fn run(
 
     let (inputs, inputs_rx) = tokio::sync::mpsc::unbounded_channel();
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
-    let (agents, agent_tasks) = agents::Agents::start(
-        nodes,
-        state_dir,
-        incarnation.clone(),
-        kill_wait,
-        inputs.clone(),
-    );
+    let (agents, agent_tasks) =
+        agents::Agents::start(&clients, incarnation.clone(), kill_wait, inputs.clone());
     let exec = executor::Executor::new(store.clone(), agents);
     let owner = owner::Owner::new(ctl, inputs.clone(), listen);
     let shared = Arc::new(Shared {
@@ -238,6 +275,7 @@ pub async fn run(
         store: store.clone(),
         own_uid: nix::unistd::geteuid().as_raw(),
         incarnation,
+        key: auth.as_ref().and_then(|a| a.key()).map(<[u8]>::to_vec),
     });
 
     let socket = sluice_proto::paths::controller_socket(state_dir);
@@ -248,35 +286,39 @@ pub async fn run(
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
         .map_err(io(&socket))?;
     let app = routes::router(shared.clone());
-    let tcp = match listen {
-        Some(addr) => {
-            let key_path = state_dir.join("cluster.key");
-            let key = sluice_proto::auth::ensure_key(&key_path).map_err(io(&key_path))?;
+    let tcp = match (listen, auth) {
+        (Some(addr), Some(auth)) => {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .map_err(io(Path::new(&addr.to_string())))?;
+            tracing::info!(
+                "slurmctld: listening on {addr} ({})",
+                match auth {
+                    sluice_proto::auth::Scheme::Key(_) => "requests signed with the cluster key",
+                    sluice_proto::auth::Scheme::Munge(_) => "requests with munge credentials",
+                }
+            );
             let signed = app.clone().layer(axum::middleware::from_fn_with_state(
-                Arc::new(tcp::Signed::new(key, now())),
+                Arc::new(auth.gate(now())),
                 tcp::verify_signed,
             ));
             let mut stop = stop.clone();
             Some(tokio::spawn(async move {
-                axum::serve(listener, signed.into_make_service())
-                    .with_graceful_shutdown(async move {
-                        let _ = stop.changed().await;
-                    })
-                    .await
+                axum::serve(
+                    listener,
+                    signed.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+                )
+                .with_graceful_shutdown(async move {
+                    let _ = stop.changed().await;
+                })
+                .await
             }))
         }
-        None => None,
+        _ => None,
     };
 
     let purge = retention.map(|r| tokio::spawn(audit::purge_loop(store.clone(), r, stop.clone())));
-    let watch = tokio::spawn(agents::watch(
-        inputs.clone(),
-        state_dir.to_path_buf(),
-        stop.clone(),
-    ));
+    let watch = tokio::spawn(agents::watch(inputs.clone(), clients, stop.clone()));
     // The loop runs on a task of its own and returns when told to stop.
     let (owner_stop_tx, owner_stop) = tokio::sync::watch::channel(false);
     let looping = tokio::spawn(async move {

@@ -18,7 +18,6 @@ use sluice_core::{
     Decision, EndSemantics, JobId, JobRequest, JobSpec, MemRequest, NodeAlloc, NodeId, NodeState,
     PartitionId, Policy, Scheduler, SubmitError, MAX_TIME_LIMIT,
 };
-use sluice_proto::paths::agent_socket;
 use sluice_proto::pattern::{expand, PatternContext};
 use sluice_proto::types::{
     CancelRequest, ConfigInfo, DeviceFile, EndingRun, Hold, JobDescription, JobEnded, JobRecord,
@@ -2010,7 +2009,7 @@ impl Controller {
             task_gpus.push(per_task);
             plan_nodes.push((
                 name.clone(),
-                agent_socket(&self.state_dir, &name).display().to_string(),
+                self.conf.agent_endpoint(&name, &self.state_dir),
                 ids,
             ));
         }

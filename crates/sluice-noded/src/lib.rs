@@ -1,8 +1,13 @@
 //! The Sluice node agent (slurmd and slurmstepd's job) for one node.
 //!
-//! It listens on its own Unix socket and obeys the controller only: orders to run or
-//! signal a batch script must come from the controller's user (or root), checked from
-//! the socket's peer credentials. srun's requests to start tasks come from the job's
+//! Under `sluice up` it listens on its own Unix socket in the state directory, next to
+//! the controller's. On a host of its own (`slurmd`, [`Transport::Tcp`]) it listens on
+//! its node's port, where only requests signed with the cluster key are heard
+//! (`net.rs`), reaches its controller over TCP with requests signed with that key, and
+//! vouches for local callers on a Unix socket of its host (their commands' credentials).
+//! Either way it obeys the controller only: orders to run or signal a batch script must
+//! come from the controller's user (or root), checked from the socket's peer credentials
+//! or the request's credential. srun's requests to start tasks come from the job's
 //! owner, and the agent checks with the controller that the step exists, is theirs and
 //! includes this node.
 //!
@@ -16,6 +21,7 @@
 pub mod cgroup;
 pub mod devices;
 mod leftovers;
+mod net;
 mod run;
 
 use std::collections::BTreeMap;
@@ -96,9 +102,53 @@ pub(crate) struct Running {
 /// The standard input pipes of a step's tasks here that read srun's: (task, pipe).
 pub(crate) type TaskInputs = Vec<(u32, std::process::ChildStdin)>;
 
+/// How an agent is reached, and how it reaches its controller.
+#[derive(Debug)]
+pub enum Transport {
+    /// `sluice up`: a Unix socket in the cluster's state directory, and the
+    /// controller's socket there.
+    Local,
+    /// A host of its own (`slurmd`).
+    Tcp(TcpSetup),
+}
+
+/// What an agent on a host of its own needs (see [`Transport::Tcp`]).
+pub struct TcpSetup {
+    /// Where it listens (its node's `Port`, or `SlurmdPort`).
+    pub listen: std::net::SocketAddr,
+    /// How it checks every request's credential and signs its own: the cluster key
+    /// (`auth/sluice`) or munged (`auth/munge`).
+    pub auth: sluice_proto::auth::Scheme,
+    /// The controller's `host:port`.
+    pub controller: String,
+    /// Where it vouches for local callers (`AuthInfo`'s `socket=`), with the cluster
+    /// key; `None`, or under `auth/munge` (where munged does): it does not.
+    pub vouch_socket: Option<PathBuf>,
+    /// Variables set in every job's (and step's) environment here, replacing any of the
+    /// same name: `SLURM_CONF`, so that commands in the job find the cluster. The
+    /// controller's `SLUICE_STATE_DIR`, a directory of its host, is removed.
+    pub job_env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for TcpSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("TcpSetup")
+            .field("listen", &self.listen)
+            .field("auth", &self.auth)
+            .field("controller", &self.controller)
+            .field("vouch_socket", &self.vouch_socket)
+            .field("job_env", &self.job_env)
+            .finish()
+    }
+}
+
 pub(crate) struct Agent {
     pub(crate) node: String,
     pub(crate) state_dir: PathBuf,
+    /// Variables set in (or, with `None`, removed from) every job's environment here:
+    /// see [`TcpSetup::job_env`].
+    pub(crate) job_env: Vec<(String, Option<String>)>,
     pub(crate) controller: Client,
     pub(crate) own_uid: u32,
     pub(crate) jobs: Mutex<BTreeMap<u64, Running>>,
@@ -118,6 +168,16 @@ pub(crate) struct Agent {
 }
 
 impl Agent {
+    /// `env` with this agent's [`Agent::job_env`] applied.
+    pub(crate) fn adjust_env(&self, env: &mut Vec<(String, String)>) {
+        for (k, v) in &self.job_env {
+            env.retain(|(name, _)| name != k);
+            if let Some(v) = v {
+                env.push((k.clone(), v.clone()));
+            }
+        }
+    }
+
     /// Where this node's job scripts and remembered process groups live.
     pub(crate) fn jobs_dir(&self) -> PathBuf {
         self.state_dir
@@ -149,16 +209,31 @@ pub(crate) fn now() -> i64 {
         .unwrap_or(0)
 }
 
-/// Runs the agent for `node`, with sockets in `state_dir`, until `shutdown` completes.
-/// When it stops, it ends the jobs it runs (SIGTERM, SIGKILL two seconds later): a
-/// later agent for the node would not know them, and their CPUs would be handed out
-/// twice. The controller requeues them when the node registers again (as Slurm does
-/// for jobs on a failed node).
+/// Runs the agent for `node`, with sockets in `state_dir`, until `shutdown` completes
+/// (`sluice up`'s agents: [`run_with`] and [`Transport::Local`]).
 ///
 /// Errors: the socket cannot be set up.
 pub async fn run(
     state_dir: &Path,
     node: &str,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), AgentError> {
+    run_with(state_dir, node, Transport::Local, shutdown).await
+}
+
+/// Runs the agent for `node` until `shutdown` completes, reached as `transport` says,
+/// keeping its own files (job scripts, remembered process groups) in `state_dir`: the
+/// cluster's state directory under `sluice up`, its own spool directory
+/// (`SlurmdSpoolDir`) on a host of its own. When it stops, it ends the jobs it runs
+/// (SIGTERM, SIGKILL two seconds later): a later agent for the node would not know
+/// them, and their CPUs would be handed out twice. The controller requeues them when
+/// the node registers again (as Slurm does for jobs on a failed node).
+///
+/// Errors: a socket cannot be set up.
+pub async fn run_with(
+    state_dir: &Path,
+    node: &str,
+    transport: Transport,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), AgentError> {
     let socket = sluice_proto::paths::agent_socket(state_dir, node);
@@ -210,14 +285,63 @@ pub async fn run(
         // Said for each job that asks (only ConstrainDevices=yes needs it).
         Err(why) => tracing::info!("{node}: job devices cannot be confined: {why}"),
     }
-    let _ = std::fs::remove_file(&socket);
-    let listener = UnixListener::bind(&socket).map_err(io)?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).map_err(io)?;
+    // Where it listens, and how it reaches its controller.
+    enum Listener {
+        Unix(UnixListener),
+        Tcp(tokio::net::TcpListener, Arc<net::Guard>),
+    }
+    let (listener, controller, job_env, vouching) = match transport {
+        Transport::Local => {
+            let _ = std::fs::remove_file(&socket);
+            let listener = UnixListener::bind(&socket).map_err(io)?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
+                .map_err(io)?;
+            let controller = Client::new(sluice_proto::paths::controller_socket(state_dir));
+            (Listener::Unix(listener), controller, Vec::new(), None)
+        }
+        Transport::Tcp(setup) => {
+            let listener = tokio::net::TcpListener::bind(setup.listen)
+                .await
+                .map_err(|source| AgentError::Io {
+                    path: PathBuf::from(setup.listen.to_string()),
+                    source,
+                })?;
+            tracing::info!(
+                "{node}: listening on {} ({}); controller at {}",
+                setup.listen,
+                match setup.auth {
+                    sluice_proto::auth::Scheme::Key(_) => "requests signed with the cluster key",
+                    sluice_proto::auth::Scheme::Munge(_) => "requests with munge credentials",
+                },
+                setup.controller
+            );
+            let guard = Arc::new(net::Guard {
+                gate: setup.auth.gate(now()),
+                node: node.to_string(),
+            });
+            let controller = Client::signed(&setup.controller, setup.auth.signer())
+                .with_timeout(Duration::from_secs(10));
+            let mut job_env: Vec<(String, Option<String>)> =
+                vec![(sluice_proto::paths::STATE_DIR_ENV.to_string(), None)];
+            job_env.extend(setup.job_env.into_iter().map(|(k, v)| (k, Some(v))));
+            let vouching = match (setup.vouch_socket, setup.auth.key()) {
+                (Some(p), Some(key)) => Some((p, key.to_vec())),
+                _ => None,
+            };
+            (
+                Listener::Tcp(listener, guard),
+                controller,
+                job_env,
+                vouching,
+            )
+        }
+    };
     let agent = Arc::new(Agent {
         node: node.to_string(),
         state_dir: state_dir.to_path_buf(),
-        controller: Client::new(sluice_proto::paths::controller_socket(state_dir)),
+        job_env,
+        controller,
         own_uid: nix::unistd::geteuid().as_raw(),
         jobs: Mutex::new(BTreeMap::new()),
         incarnation: Mutex::new(None),
@@ -241,14 +365,49 @@ pub async fn run(
     // Jobs end first, so that streams of their output (to `srun`) close and the
     // server's graceful shutdown can finish.
     let stopped = agent.clone();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let shutdown = async move {
         shutdown.await;
+        let _ = stop_tx.send(true);
         run::end_all(&agent, Duration::from_secs(2)).await;
     };
-    let result = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
-        .with_graceful_shutdown(shutdown)
-        .await;
-    let _ = std::fs::remove_file(&socket);
+    let vouch = vouching.map(|(path, key)| {
+        let node = node.to_string();
+        tokio::spawn(async move {
+            let shown = path.display().to_string();
+            if let Err(e) = net::serve_vouching(path, key, node.clone(), stop_rx).await {
+                tracing::error!(
+                    "{node}: cannot vouch for local callers at {shown}: {}",
+                    sluice_proto::oserror::describe(&e)
+                );
+            }
+        })
+    });
+    let result = match listener {
+        Listener::Unix(listener) => {
+            let r = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
+                .with_graceful_shutdown(shutdown)
+                .await;
+            let _ = std::fs::remove_file(&socket);
+            r.map_err(io)
+        }
+        Listener::Tcp(listener, guard) => {
+            let signed = app.layer(axum::middleware::from_fn_with_state(
+                guard,
+                net::verify_signed,
+            ));
+            axum::serve(
+                listener,
+                signed.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            )
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(io)
+        }
+    };
+    if let Some(v) = vouch {
+        let _ = v.await;
+    }
     // What the jobs left in their cgroups ends with them.
     if let Some(m) = &stopped.memory {
         m.close();
@@ -256,7 +415,7 @@ pub async fn run(
     if let Ok(d) = &stopped.devices {
         d.close();
     }
-    result.map_err(io)
+    result
 }
 
 /// Registers with the controller, retrying until it answers; then again whenever it
@@ -270,17 +429,33 @@ async fn register(agent: App) {
     // The incarnation that has our current job list; `agent.incarnation` (the one
     // launches are accepted from) may run ahead of it while a registration is retried.
     let mut registered: Option<String> = None;
+    // When the controller's refusal of our credential was last logged.
+    let refused: Arc<Mutex<Option<std::time::Instant>>> = Arc::default();
     loop {
         let a = agent.clone();
         let known = registered.clone();
         let before = registered.clone();
+        let refused = refused.clone();
         registered = tokio::task::spawn_blocking(move || {
             let incarnation = |v: serde_json::Value| v["incarnation"].as_str().map(str::to_string);
-            let current = a
-                .controller
-                .get::<serde_json::Value>("/v1/ping")
-                .ok()
-                .and_then(incarnation)?;
+            let ping = a.controller.get::<serde_json::Value>("/v1/ping");
+            if let Err(sluice_proto::ClientError::Status {
+                code: ErrorCode::Authentication,
+                message,
+                ..
+            }) = &ping
+            {
+                let mut last = refused.lock().expect("lock");
+                if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    *last = Some(std::time::Instant::now());
+                    tracing::error!(
+                        "{}: the controller refused this agent's credential (is the cluster key \
+                         the controller's?): {message}",
+                        a.node
+                    );
+                }
+            }
+            let current = ping.ok().and_then(incarnation)?;
             if known.as_deref() == Some(current.as_str()) {
                 return known;
             }
@@ -331,7 +506,7 @@ fn from_controller(agent: &Agent, peer: Peer) -> bool {
 async fn batch(
     State(agent): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
-    Json(order): Json<LaunchBatch>,
+    Json(mut order): Json<LaunchBatch>,
 ) -> Response {
     if !from_controller(&agent, peer) {
         return error(
@@ -339,6 +514,14 @@ async fn batch(
             "only the controller may launch jobs",
         );
     }
+    // An order for another node (a signed order replayed to the wrong agent): not ours.
+    if !order.job.nodes.contains(&agent.node) {
+        return error(
+            ErrorCode::Invalid,
+            format!("job {} does not run on {}", order.job.id, agent.node),
+        );
+    }
+    agent.adjust_env(&mut order.environment);
     let job = order.job.id;
     let run = order.job.restarts;
     {
@@ -496,8 +679,9 @@ async fn terminate(
 async fn tasks(
     State(agent): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
-    Json(order): Json<LaunchTasks>,
+    Json(mut order): Json<LaunchTasks>,
 ) -> Response {
+    agent.adjust_env(&mut order.environment);
     // The step must exist, belong to the caller and include this node.
     let a = agent.clone();
     let job = order.job_id;

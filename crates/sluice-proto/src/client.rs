@@ -1,5 +1,9 @@
 //! A small blocking HTTP/1.1 client over a Unix socket (or signed TCP, see
-//! [`crate::auth`]), for the commands.
+//! [`crate::auth`]), for the commands, and for the daemons' messages to each other.
+//!
+//! Over TCP every request is signed by a [`Signer`]: with the cluster key itself (the
+//! daemons, root) or by the local agent, which vouches for this process's uid (users'
+//! commands, which never hold the key).
 //!
 //! The commands are short-lived processes that make one or two requests; a blocking
 //! client with no runtime starts in microseconds. It speaks just enough HTTP for the
@@ -11,6 +15,7 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -44,7 +49,87 @@ pub enum ClientError {
     /// The answer was not what was expected.
     #[error("unexpected reply: {0}")]
     Decode(String),
+    /// No credential could be had for a request over TCP (the local agent that vouches
+    /// for callers is not there or refused); nothing was sent.
+    #[error("cannot get a credential from {}: {message}", socket.display())]
+    Credential {
+        /// The vouching socket.
+        socket: PathBuf,
+        /// Why.
+        message: String,
+    },
 }
+
+/// Who signs a request over TCP.
+#[derive(Clone)]
+pub enum Signer {
+    /// This process, with the cluster key, for its own real uid and gid.
+    Key(Arc<Vec<u8>>),
+    /// The local agent listening on this socket, which vouches for this process's uid
+    /// and gid as its socket sees them ([`crate::auth::VOUCH_PATH`]).
+    Vouch(PathBuf),
+    /// munged at this socket (`auth/munge`, see [`crate::munge`]).
+    Munge(PathBuf),
+}
+
+impl Signer {
+    /// The [`crate::auth::AUTH_HEADER`] value for `method path` with `body`.
+    fn credential(&self, method: &str, path: &str, body: &[u8]) -> Result<String, ClientError> {
+        match self {
+            Signer::Key(key) => {
+                // SAFETY: getuid/getgid cannot fail and touch no memory.
+                let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+                let c = crate::auth::Credential {
+                    uid,
+                    gid,
+                    time: std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs() as i64)
+                        .unwrap_or(0),
+                    nonce: crate::auth::nonce(),
+                };
+                Ok(crate::auth::sign(key, &c, method, path, body))
+            }
+            Signer::Munge(socket) => {
+                crate::munge::encode(socket, method, path, body).map_err(|message| {
+                    ClientError::Credential {
+                        socket: socket.clone(),
+                        message,
+                    }
+                })
+            }
+            Signer::Vouch(socket) => {
+                let req = crate::auth::VouchRequest::new(method, path, body);
+                Client::new(socket)
+                    .post::<_, crate::auth::Vouched>(crate::auth::VOUCH_PATH, &req)
+                    .map(|v| v.credential)
+                    .map_err(|e| ClientError::Credential {
+                        socket: socket.clone(),
+                        message: match e {
+                            ClientError::Connect { source, .. } => {
+                                crate::oserror::describe(&source)
+                            }
+                            other => other.to_string(),
+                        },
+                    })
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            // Never the key.
+            Signer::Key(_) => f.write_str("Key"),
+            Signer::Vouch(s) => f.debug_tuple("Vouch").field(s).finish(),
+            Signer::Munge(s) => f.debug_tuple("Munge").field(s).finish(),
+        }
+    }
+}
+
+/// How long a TCP connection may take to be made (Slurm's `MessageTimeout` default).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Status, lower-cased headers, and the connection positioned at the body.
 type Response = (u16, Vec<(String, String)>, BufReader<Box<dyn Conn>>);
@@ -54,21 +139,16 @@ trait Conn: Read + Write + Send {}
 impl<T: Read + Write + Send> Conn for T {}
 
 /// A client for one server socket.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Client {
     socket: PathBuf,
-    /// The cluster key, for a TCP server (`socket` then holds `host:port`).
-    tcp_key: Option<Arc<Vec<u8>>>,
-}
-
-impl std::fmt::Debug for Client {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the key.
-        f.debug_struct("Client")
-            .field("socket", &self.socket)
-            .field("tcp", &self.tcp_key.is_some())
-            .finish()
-    }
+    /// Who signs requests to a TCP server (`socket` then holds `host:port`); `None`:
+    /// `socket` is a Unix socket.
+    signer: Option<Signer>,
+    /// How long a request may wait for the server to take or answer it (each read and
+    /// write); `None`: as long as it takes. A TCP connection is given
+    /// [`CONNECT_TIMEOUT`] (or this, if shorter) to be made.
+    timeout: Option<Duration>,
 }
 
 impl Client {
@@ -76,17 +156,46 @@ impl Client {
     pub fn new(socket: impl Into<PathBuf>) -> Self {
         Client {
             socket: socket.into(),
-            tcp_key: None,
+            signer: None,
+            timeout: None,
         }
     }
 
-    /// A client for a controller's TCP listener at `addr` (`host:port`), signing each
-    /// request for this process's real uid and gid with the cluster `key`.
+    /// A client for a TCP listener at `addr` (`host:port`), signing each request for
+    /// this process's real uid and gid with the cluster `key`.
     pub fn tcp(addr: &str, key: Vec<u8>) -> Self {
+        Self::signed(addr, Signer::Key(Arc::new(key)))
+    }
+
+    /// A client for a TCP listener at `addr` (`host:port`) whose requests `signer` signs.
+    pub fn signed(addr: &str, signer: Signer) -> Self {
         Client {
             socket: PathBuf::from(addr),
-            tcp_key: Some(Arc::new(key)),
+            signer: Some(signer),
+            timeout: None,
         }
+    }
+
+    /// A client for `endpoint`: a Unix socket when it is a path (starts with `/`), else
+    /// a TCP `host:port` whose requests `signer` signs.
+    pub fn endpoint(endpoint: &str, signer: &Signer) -> Self {
+        if endpoint.starts_with('/') {
+            Self::new(endpoint)
+        } else {
+            Self::signed(endpoint, signer.clone())
+        }
+    }
+
+    /// This client, waiting at most `timeout` for each read and write (and for a TCP
+    /// connection to be made).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Whether requests go over TCP.
+    pub fn is_tcp(&self) -> bool {
+        self.signer.is_some()
     }
 
     /// The socket path.
@@ -151,28 +260,28 @@ impl Client {
         };
         let body = body.unwrap_or(&[]);
         let mut auth = String::new();
-        let mut stream: Box<dyn Conn> = match &self.tcp_key {
-            None => Box::new(UnixStream::connect(&self.socket).map_err(connect_error)?),
-            Some(key) => {
-                let addr = self.socket.to_string_lossy();
-                let stream = TcpStream::connect(addr.as_ref()).map_err(connect_error)?;
-                let _ = stream.set_nodelay(true);
-                // SAFETY: getuid/getgid cannot fail and touch no memory.
-                let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-                let c = crate::auth::Credential {
-                    uid,
-                    gid,
-                    time: std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.as_secs() as i64)
-                        .unwrap_or(0),
-                    nonce: crate::auth::nonce(),
-                };
+        let mut stream: Box<dyn Conn> = match &self.signer {
+            None => {
+                let stream = UnixStream::connect(&self.socket).map_err(connect_error)?;
+                stream.set_read_timeout(self.timeout)?;
+                stream.set_write_timeout(self.timeout)?;
+                Box::new(stream)
+            }
+            Some(signer) => {
+                // The credential first: without one nothing is sent.
                 auth = format!(
                     "{}: {}\r\n",
                     crate::auth::AUTH_HEADER,
-                    crate::auth::sign(key, &c, method, path, body)
+                    signer.credential(method, path, body)?
                 );
+                let addr = self.socket.to_string_lossy();
+                let limit = self
+                    .timeout
+                    .map_or(CONNECT_TIMEOUT, |t| t.min(CONNECT_TIMEOUT));
+                let stream = connect_tcp(&addr, limit).map_err(connect_error)?;
+                let _ = stream.set_nodelay(true);
+                stream.set_read_timeout(self.timeout)?;
+                stream.set_write_timeout(self.timeout)?;
                 Box::new(stream)
             }
         };
@@ -207,6 +316,25 @@ impl Client {
         }
         Ok((status, headers, reader))
     }
+}
+
+/// Connects to `addr` (`host:port`, the host a name or an address), trying each address
+/// it resolves to for at most `limit`.
+fn connect_tcp(addr: &str, limit: Duration) -> std::io::Result<TcpStream> {
+    use std::net::ToSocketAddrs;
+    let mut last = None;
+    for a in addr.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&a, limit) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{addr}: no address found"),
+        )
+    }))
 }
 
 fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ClientError> {

@@ -17,6 +17,7 @@ pub mod auth;
 pub mod client;
 pub mod error;
 pub mod explain;
+pub mod munge;
 pub mod oserror;
 pub mod paths;
 pub mod pattern;
@@ -25,4 +26,4 @@ pub mod reservations;
 pub mod time;
 pub mod types;
 
-pub use client::{Client, ClientError};
+pub use client::{Client, ClientError, Signer};

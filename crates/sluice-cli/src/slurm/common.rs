@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use sluice_conf::getopt::{GetoptError, Opt};
 use sluice_conf::options::OptionError;
-use sluice_proto::{Client, ClientError};
+use sluice_proto::{Client, ClientError, Signer};
 
 /// Exit status of Slurm's clients for option and value errors.
 pub const USAGE_EXIT: i32 = 255;
@@ -20,42 +20,131 @@ pub const CONTROLLER_ENV: &str = "SLUICE_CONTROLLER";
 /// `cluster.key` in the state directory).
 pub const KEY_FILE_ENV: &str = "SLUICE_KEY_FILE";
 
-/// A client for the controller of the cluster this shell belongs to: over TCP with
-/// signed requests when `SLUICE_CONTROLLER` is set, else on the state directory's
-/// Unix socket. Exits with Slurm's connect-failure message when the key for TCP cannot
-/// be read.
-pub fn controller() -> Client {
+/// Where this shell's cluster is (see [`locate`]).
+enum Located {
+    /// `SLUICE_CONTROLLER`: its address, and the key read from `SLUICE_KEY_FILE`.
+    Keyed(String, Vec<u8>),
+    /// A controller's Unix socket on this host.
+    Local(PathBuf),
+    /// slurm.conf's `SlurmctldHost:SlurmctldPort`, and slurm.conf's settings.
+    Remote(String, sluice_conf::net_conf::NetConf),
+}
+
+/// Finds this shell's cluster, in order:
+/// 1. `SLUICE_CONTROLLER` (`host:port`): over TCP, signed with the key in
+///    `SLUICE_KEY_FILE` (default `cluster.key` in the state directory) — for whoever
+///    holds the key.
+/// 2. `SLUICE_STATE_DIR`: the controller's Unix socket there (`sluice up`).
+/// 3. The state directory of `SLURM_CONF`'s `StateSaveLocation`, or the per-user one,
+///    when a controller's socket is there.
+/// 4. slurm.conf (`SLURM_CONF`, else `/etc/slurm/slurm.conf`) naming a `SlurmctldHost`:
+///    its controller's socket in `StateSaveLocation` when this is that host, else
+///    `SlurmctldHost:SlurmctldPort` over TCP.
+/// 5. The socket of 3, which says that no controller runs.
+///
+/// Exits with Slurm's connect-failure message when the key for 1 cannot be read, or
+/// with the file's error when the slurm.conf of 4 is malformed.
+fn locate() -> Located {
+    if let Some(addr) = std::env::var(CONTROLLER_ENV).ok().filter(|v| !v.is_empty()) {
+        let state = sluice_proto::paths::state_dir();
+        let key_file = std::env::var_os(KEY_FILE_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| state.join("cluster.key"));
+        return match sluice_proto::auth::read_key(&key_file) {
+            Ok(key) => Located::Keyed(addr, key),
+            Err(e) => fail(
+                &me(),
+                format!(
+                    "Unable to contact slurm controller (cannot read the cluster key {}: {e})",
+                    key_file.display()
+                ),
+                1,
+            ),
+        };
+    }
     let state = sluice_proto::paths::state_dir();
-    match std::env::var(CONTROLLER_ENV).ok().filter(|v| !v.is_empty()) {
-        None => Client::new(sluice_proto::paths::controller_socket(&state)),
-        Some(addr) => {
-            let key_file = std::env::var_os(KEY_FILE_ENV)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| state.join("cluster.key"));
-            match sluice_proto::auth::read_key(&key_file) {
-                Ok(key) => Client::tcp(&addr, key),
-                Err(e) => {
-                    let me = std::env::args()
-                        .next()
-                        .and_then(|a| {
-                            PathBuf::from(a)
-                                .file_name()
-                                .map(|f| f.to_string_lossy().into_owned())
-                        })
-                        .unwrap_or_else(|| "sluice".into());
-                    fail(
-                        &me,
-                        format!(
-                            "Unable to contact slurm controller (cannot read the cluster key {}: {e})",
-                            key_file.display()
-                        ),
-                        1,
-                    )
-                }
+    let socket = sluice_proto::paths::controller_socket(&state);
+    let explicit =
+        std::env::var_os(sluice_proto::paths::STATE_DIR_ENV).is_some_and(|v| !v.is_empty());
+    if explicit || socket.exists() {
+        return Located::Local(socket);
+    }
+    if let Some(net) = net_conf(true) {
+        if let Some(addr) = net.controller_addr() {
+            let here = sluice_proto::paths::controller_socket(&net.state_save_location);
+            if here.exists() {
+                return Located::Local(here);
             }
+            return Located::Remote(addr, net);
         }
     }
+    Located::Local(socket)
+}
+
+/// The settings of slurm.conf (`SLURM_CONF`, else `/etc/slurm/slurm.conf`), when there
+/// is one; a malformed file ends the command when `strict`, else counts as none.
+fn net_conf(strict: bool) -> Option<sluice_conf::net_conf::NetConf> {
+    let path = crate::daemons::slurm_conf_path(None);
+    if !path.is_file() {
+        return None;
+    }
+    let net = sluice_conf::slurm_conf::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|c| sluice_conf::net_conf::NetConf::from_conf(&c));
+    match net {
+        Ok(n) => Some(n),
+        Err(e) if strict => fail(&me(), e, 1),
+        Err(_) => None,
+    }
+}
+
+/// Who signs this user's requests under `net`'s `AuthType`: the local agent, or munged.
+fn user_signer(net: &sluice_conf::net_conf::NetConf) -> Signer {
+    match net.auth {
+        sluice_conf::net_conf::AuthType::Sluice => Signer::Vouch(net.auth_socket()),
+        sluice_conf::net_conf::AuthType::Munge => Signer::Munge(net.auth_socket()),
+    }
+}
+
+/// A client for the controller of the cluster this shell belongs to ([`locate`]): over
+/// TCP signed with the key, on a Unix socket, or over TCP with each request's
+/// credential from this host's agent (which tells the controller this process's uid) or
+/// under `auth/munge` from munged.
+pub fn controller() -> Client {
+    match locate() {
+        Located::Keyed(addr, key) => Client::tcp(&addr, key),
+        Located::Local(socket) => Client::new(socket),
+        Located::Remote(addr, net) => Client::signed(&addr, user_signer(&net)),
+    }
+}
+
+/// Who signs this process's requests to agents over TCP (`srun`): the key's holder,
+/// this host's agent or munged, or on the controller's host the controller, which
+/// vouches for local callers too (under `auth/munge`, munged).
+pub fn agent_signer() -> Signer {
+    match locate() {
+        Located::Keyed(_, key) => Signer::Key(std::sync::Arc::new(key)),
+        Located::Local(socket) => match net_conf(false) {
+            Some(net) if net.auth == sluice_conf::net_conf::AuthType::Munge => {
+                Signer::Munge(net.auth_socket())
+            }
+            _ => Signer::Vouch(socket),
+        },
+        Located::Remote(_, net) => user_signer(&net),
+    }
+}
+
+/// This command's name, as it was called.
+fn me() -> String {
+    std::env::args()
+        .next()
+        .and_then(|a| {
+            PathBuf::from(a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "sluice".into())
 }
 
 /// Prints `cmd: error: message` and exits with `code`.
@@ -69,6 +158,9 @@ pub fn describe(e: &ClientError) -> String {
     match e {
         ClientError::Connect { .. } => {
             "Unable to contact slurm controller (connect failure)".to_string()
+        }
+        ClientError::Credential { .. } => {
+            format!("Unable to contact slurm controller ({e})")
         }
         other => other.to_string(),
     }

@@ -190,8 +190,10 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
         let tx = tx.clone();
         let socket = socket.clone();
         let node = node.clone();
-        std::thread::spawn(
-            move || match Client::new(&socket).post_stream("/v1/tasks", &order) {
+        std::thread::spawn(move || {
+            match Client::endpoint(&socket, &super::common::agent_signer())
+                .post_stream("/v1/tasks", &order)
+            {
                 Ok(reader) => {
                     for line in reader.lines() {
                         let Ok(line) = line else { break };
@@ -212,15 +214,15 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
                         });
                     }
                 }
-            },
-        );
+            }
+        });
     }
     drop(tx);
-    let readers: Vec<std::path::PathBuf> = plan
+    let readers: Vec<String> = plan
         .nodes
         .iter()
         .filter(|n| input.on_node(&n.2).0)
-        .map(|n| std::path::PathBuf::from(&n.1))
+        .map(|n| n.1.clone())
         .collect();
     if !readers.is_empty() {
         let source = match &input {
@@ -428,7 +430,7 @@ impl Input {
 /// Runs in the background: a task that never reads, or a terminal nobody types into,
 /// holds nothing up.
 fn forward_stdin(
-    agents: Vec<std::path::PathBuf>,
+    agents: Vec<String>,
     job: u64,
     step: u32,
     source: Option<Box<dyn std::io::Read + Send>>,
@@ -436,7 +438,11 @@ fn forward_stdin(
     std::thread::spawn(move || {
         let mut input: Box<dyn std::io::Read + Send> =
             source.unwrap_or_else(|| Box::new(std::io::stdin()));
-        let mut agents: Vec<Client> = agents.iter().map(Client::new).collect();
+        let signer = super::common::agent_signer();
+        let mut agents: Vec<Client> = agents
+            .iter()
+            .map(|a| Client::endpoint(a, &signer))
+            .collect();
         let mut buf = vec![0u8; 64 * 1024];
         while !agents.is_empty() {
             let n = input.read(&mut buf).unwrap_or(0);

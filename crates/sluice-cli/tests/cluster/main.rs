@@ -8,6 +8,7 @@ mod arrays;
 mod audit;
 mod cancel;
 mod commands;
+mod daemons;
 mod durability;
 mod enforce;
 mod explain;

@@ -5,6 +5,13 @@
 //! host's own hostname, `/tmp` and spool and the shared home, users, cut links, killed
 //! and restarted hosts, and that nothing is left behind, after a panic or a dead test
 //! process too.
+//!
+//! `seeds_lab.rs` runs Sluice on the seeds' lab: `slurmctld` on `head01`, `slurmd` on
+//! `node01`–`node04`, a user's job submitted on one host running on two others, a
+//! client with a wrong key refused. `munge_lab.rs` does the same under
+//! `AuthType=auth/munge` with the real munged on every host.
 
 mod harness;
 mod lab;
+mod munge_lab;
+mod seeds_lab;

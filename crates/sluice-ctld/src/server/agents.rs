@@ -1,18 +1,20 @@
 //! The controller's side of the node agents: one queue of orders per node, and the
 //! watch that notices an agent gone.
 //!
-//! Orders name nodes; the queue of a node knows where its agent listens. Each queue
+//! Orders name nodes; the queue of a node knows where its agent listens: its Unix socket
+//! in the state directory (`sluice up`), or its node's address and port, with every
+//! order signed with the cluster key (`slurmctld`; see
+//! [`crate::config::ClusterConfig::agent_endpoint`]). Each queue
 //! sends its orders one after another, in the order they were decided, so that an
 //! agent never sees a job's end before its launch. What an agent's answer means for
 //! the controller's state (a refused launch, an agent that cannot be reached) goes back
 //! to the loop as an [`Input`].
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sluice_proto::error::ErrorCode;
-use sluice_proto::paths::agent_socket;
 use sluice_proto::{Client, ClientError};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
@@ -39,12 +41,20 @@ pub struct Agents {
 /// The queues' tasks, to wait for when stopping.
 pub struct AgentTasks(Vec<JoinHandle<()>>);
 
+/// How long an order may wait for its agent to take it.
+const ORDER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the watch waits for an agent's answer to its ping.
+const PING_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A client for each node's agent, by node name.
+pub type AgentClients = Arc<BTreeMap<String, Client>>;
+
 impl Agents {
-    /// Queues for `nodes`, whose agents listen under `state_dir`. Must be called within
-    /// the runtime.
+    /// Queues for the nodes of `clients`, each sending through its node's client. Must
+    /// be called within the runtime.
     pub fn start(
-        nodes: impl IntoIterator<Item = String>,
-        state_dir: &Path,
+        clients: &AgentClients,
         incarnation: String,
         kill_wait: i64,
         inputs: UnboundedSender<Input>,
@@ -56,16 +66,16 @@ impl Agents {
         };
         let mut queues = BTreeMap::new();
         let mut tasks = Vec::new();
-        for node in nodes {
+        for (node, client) in clients.iter() {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            let socket = agent_socket(state_dir, &node);
+            let client = client.clone().with_timeout(ORDER_TIMEOUT);
             tasks.push(tokio::spawn(run_queue(
                 node.clone(),
-                socket,
+                client,
                 rx,
                 sender.clone(),
             )));
-            queues.insert(node, tx);
+            queues.insert(node.clone(), tx);
         }
         (Agents { queues }, AgentTasks(tasks))
     }
@@ -145,18 +155,26 @@ fn per_node(order: Effect) -> Vec<(String, Effect)> {
 /// Sends a node's orders one after another until its queue closes.
 async fn run_queue(
     node: String,
-    socket: PathBuf,
+    client: Client,
     mut rx: UnboundedReceiver<Effect>,
     sender: Sender,
 ) {
     while let Some(order) = rx.recv().await {
-        let socket = socket.clone();
+        let c = client.clone();
         let s = sender.clone();
         let job = match &order {
             Effect::Launch { order, .. } => Some((order.job.id, order.job.restarts)),
             _ => None,
         };
-        let result = tokio::task::spawn_blocking(move || send(&socket, order, &s)).await;
+        let result = tokio::task::spawn_blocking(move || send(&c, order, &s)).await;
+        if let Ok(Err(ClientError::Status {
+            code: ErrorCode::Authentication,
+            message,
+            ..
+        })) = &result
+        {
+            tracing::warn!("the agent of {node} refused an order of this controller: {message}");
+        }
         match result {
             Ok(Err(ClientError::Status {
                 code: ErrorCode::Busy,
@@ -189,10 +207,10 @@ async fn run_queue(
     }
 }
 
-/// Sends one order (blocking). Only a launch's failure matters to the caller: signals
-/// and terminations of an agent that is gone are moot (the watch marks its node down).
-fn send(socket: &Path, order: Effect, s: &Sender) -> Result<(), ClientError> {
-    let client = Client::new(socket);
+/// Sends one order (blocking). Only a launch's failure changes the controller's state:
+/// signals and terminations of an agent that is gone are moot (the watch marks its node
+/// down); their failures are only logged when the agent refused this controller.
+fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
     match order {
         Effect::Launch { mut order, .. } => {
             order.incarnation = s.incarnation.clone();
@@ -211,8 +229,9 @@ fn send(socket: &Path, order: Effect, s: &Sender) -> Result<(), ClientError> {
                 signal,
                 batch_only,
             };
-            let _ = client.post::<_, serde_json::Value>("/v1/signal", &body);
-            Ok(())
+            client
+                .post::<_, serde_json::Value>("/v1/signal", &body)
+                .map(|_| ())
         }
         Effect::SetTimeLimit {
             job_id,
@@ -225,8 +244,9 @@ fn send(socket: &Path, order: Effect, s: &Sender) -> Result<(), ClientError> {
                 run,
                 time_limit,
             };
-            let _ = client.post::<_, serde_json::Value>("/v1/limit", &body);
-            Ok(())
+            client
+                .post::<_, serde_json::Value>("/v1/limit", &body)
+                .map(|_| ())
         }
         Effect::Terminate { job_id, state, .. } => {
             let body = sluice_proto::types::TerminateOrder {
@@ -234,8 +254,9 @@ fn send(socket: &Path, order: Effect, s: &Sender) -> Result<(), ClientError> {
                 state,
                 kill_wait: s.kill_wait,
             };
-            let _ = client.post::<_, serde_json::Value>("/v1/terminate", &body);
-            Ok(())
+            client
+                .post::<_, serde_json::Value>("/v1/terminate", &body)
+                .map(|_| ())
         }
         _ => Ok(()),
     }
@@ -245,14 +266,19 @@ fn send(socket: &Path, order: Effect, s: &Sender) -> Result<(), ClientError> {
 const AGENT_CHECK: Duration = Duration::from_secs(1);
 
 /// Checks every registered agent each [`AGENT_CHECK`] until `stop`; one whose socket
-/// refuses connections is gone (a local socket does not drop connections for other
-/// reasons), so its node goes DOWN and its jobs are requeued or end `NODE_FAIL` at
-/// once, rather than after Slurm's `SlurmdTimeout`.
+/// refuses connections is gone (its process is; on a local socket nothing else refuses
+/// a connection, and on TCP a host that answers with a refusal is up without its agent),
+/// so its node goes DOWN and its jobs are requeued or end `NODE_FAIL` at once, rather
+/// than after Slurm's `SlurmdTimeout`. An agent that does not answer in time, or cannot
+/// be reached at all over TCP (a cut link, a host powered off), is neither: waiting out
+/// `SlurmdTimeout` for it is the liveness item's work, not done yet.
 pub async fn watch(
     inputs: UnboundedSender<Input>,
-    state_dir: PathBuf,
+    clients: AgentClients,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    // Per node, when its refusal of our credential was last logged.
+    let refusals: Arc<Mutex<BTreeMap<String, std::time::Instant>>> = Arc::default();
     loop {
         tokio::select! {
             _ = stop.changed() => return,
@@ -266,26 +292,61 @@ pub async fn watch(
             return;
         }
         let Ok(agents) = rx.await else { return };
-        let dir = state_dir.clone();
-        let (answered, gone) = tokio::task::spawn_blocking(move || {
-            let mut answered = Vec::new();
-            let mut gone = Vec::new();
-            for node in agents {
-                match Client::new(agent_socket(&dir, &node)).get::<serde_json::Value>("/v1/ping") {
-                    Ok(_) => answered.push(node),
-                    Err(ClientError::Connect { .. }) => gone.push(node),
-                    Err(_) => {}
+        // Every agent at once: one that takes its time holds up none of the others.
+        let pings = agents.into_iter().filter_map(|node| {
+            let client = clients.get(&node)?.clone().with_timeout(PING_TIMEOUT);
+            let refusals = refusals.clone();
+            Some(tokio::task::spawn_blocking(move || {
+                let answer = client.get::<serde_json::Value>("/v1/ping");
+                let verdict = ping_verdict(&client, &answer);
+                if let Err(ClientError::Status {
+                    code: ErrorCode::Authentication,
+                    message,
+                    ..
+                }) = &answer
+                {
+                    let mut r = refusals.lock().expect("never held across a panic");
+                    if r.get(&node)
+                        .is_none_or(|t| t.elapsed() >= Duration::from_secs(60))
+                    {
+                        r.insert(node.clone(), std::time::Instant::now());
+                        tracing::warn!(
+                            "the agent of {node} refused this controller's credential: {message}"
+                        );
+                    }
                 }
+                (node, verdict)
+            }))
+        });
+        let pings: Vec<_> = pings.collect();
+        let mut answered = Vec::new();
+        let mut gone = Vec::new();
+        for p in pings {
+            match p.await {
+                Ok((node, Some(true))) => answered.push(node),
+                Ok((node, Some(false))) => gone.push(node),
+                _ => {}
             }
-            (answered, gone)
-        })
-        .await
-        .unwrap_or_default();
+        }
         if inputs
             .send(Input::AgentsChecked { answered, gone })
             .is_err()
         {
             return;
         }
+    }
+}
+
+/// What a ping's answer says of its agent: `Some(true)` it answered, `Some(false)` it
+/// is gone (see [`watch`]), `None` neither.
+fn ping_verdict(client: &Client, answer: &Result<serde_json::Value, ClientError>) -> Option<bool> {
+    match answer {
+        Ok(_) => Some(true),
+        Err(ClientError::Connect { source, .. })
+            if !client.is_tcp() || source.kind() == std::io::ErrorKind::ConnectionRefused =>
+        {
+            Some(false)
+        }
+        Err(_) => None,
     }
 }

@@ -54,6 +54,7 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/audit", get(audit::query))
         .route("/v1/partitions", get(partitions))
         .route("/v1/config", get(config))
+        .route(sluice_proto::auth::VOUCH_PATH, post(vouch))
         .route("/v1/agent/register", post(agent_register))
         .route("/v1/agent/ended", post(agent_ended))
         .with_state(app)
@@ -297,6 +298,26 @@ async fn partitions(State(app): State<App>) -> Response {
 
 async fn config(State(app): State<App>) -> Response {
     reply(app.ask(Request::Config).await)
+}
+
+/// A credential for the caller's own uid and gid (from its socket, or its own
+/// credential over TCP), for a request it is about to send to an agent: the controller
+/// vouches for callers on its host as every agent does on its own.
+async fn vouch(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(req): Json<sluice_proto::auth::VouchRequest>,
+) -> Response {
+    let Some(key) = &app.key else {
+        return refuse(ApiError::new(
+            sluice_proto::error::ErrorCode::NotReady,
+            "this controller has no cluster key to vouch with",
+        ));
+    };
+    reply(
+        sluice_proto::auth::vouch(key, peer.uid, peer.gid, &req, super::now())
+            .map_err(|e| ApiError::invalid(e.to_string())),
+    )
 }
 
 async fn agent_register(

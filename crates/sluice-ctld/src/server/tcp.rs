@@ -1,43 +1,28 @@
-//! The TCP listener's gate: only requests signed with the cluster key pass, and they
-//! reach the handlers with the credential's uid and gid as the Unix socket gives the
-//! kernel's.
+//! The TCP listener's gate: only requests signed with the cluster key pass (commands on
+//! other hosts, vouched for by their agents; the agents themselves), and they reach the
+//! handlers with the credential's uid and gid as the Unix socket gives the kernel's.
 
-use std::sync::Mutex;
+use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::State;
 use axum::response::Response;
+use sluice_proto::auth::{AuthError, Gate, AUTH_HEADER};
 use sluice_proto::error::{ApiError, ErrorCode};
 
 use super::{now, refuse, Peer};
-
-/// The TCP listener's key and the credentials it has accepted.
-pub(super) struct Signed {
-    key: Vec<u8>,
-    /// The replay guard: the only state of the gate, its own (not the controller's).
-    seen: Mutex<sluice_proto::auth::ReplayGuard>,
-    /// When this controller started (Unix seconds): credentials made before are refused,
-    /// since the replay guard of an earlier run is gone.
-    started: i64,
-}
-
-impl Signed {
-    /// The gate for `key`, for a controller started at `started`.
-    pub(super) fn new(key: Vec<u8>, started: i64) -> Self {
-        Signed {
-            key,
-            seen: Mutex::new(sluice_proto::auth::ReplayGuard::default()),
-            started,
-        }
-    }
-}
 
 /// Largest request body the TCP listener reads, bytes (Slurm's default largest batch
 /// script is 4 MiB; a submission also carries its environment).
 const MAX_SIGNED_BODY: usize = 8 << 20;
 
-fn refused(e: sluice_proto::auth::AuthError) -> Response {
-    tracing::warn!("refused a TCP request: {e}");
+/// The refusal of `peer`'s request, logged at most once a minute per peer.
+fn refused(gate: &Gate, peer: Option<SocketAddr>, e: AuthError) -> Response {
+    let from = peer.map_or_else(|| "an unknown peer".to_string(), |p| p.ip().to_string());
+    if gate.should_log(&from, now()) {
+        tracing::warn!("refused a request from {from}: Protocol authentication error ({e})");
+    }
     refuse(ApiError::new(
         ErrorCode::Authentication,
         format!("Protocol authentication error ({e})"),
@@ -47,49 +32,45 @@ fn refused(e: sluice_proto::auth::AuthError) -> Response {
 /// Admits a TCP request only with a valid, fresh, unused credential, and gives the
 /// handlers its uid and gid as the Unix socket gives the kernel's: a `ConnectInfo<Peer>`.
 pub(super) async fn verify_signed(
-    State(signed): State<std::sync::Arc<Signed>>,
+    State(gate): State<Arc<Gate>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     let (mut parts, body) = request.into_parts();
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
     let header = parts
         .headers
-        .get(sluice_proto::auth::AUTH_HEADER)
+        .get(AUTH_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     // Before reading a byte of the body: a request without a fresh credential from this
     // controller's lifetime costs nothing but its headers.
-    let time = match header.as_deref().map(sluice_proto::auth::credential_time) {
-        None => return refused(sluice_proto::auth::AuthError::Missing),
-        Some(Err(e)) => return refused(e),
-        Some(Ok(t)) => t,
-    };
-    if (time - now()).abs() > sluice_proto::auth::MAX_SKEW || time < signed.started {
-        return refused(sluice_proto::auth::AuthError::Expired);
+    if let Err(e) = gate.precheck(header.as_deref(), now()) {
+        return refused(&gate, peer, e);
     }
     let Ok(bytes) = axum::body::to_bytes(body, MAX_SIGNED_BODY).await else {
         return refuse(ApiError::new(ErrorCode::TooLarge, "request too large"));
     };
-    let header = header.as_deref();
     let path = parts
         .uri
         .path_and_query()
         .map(|p| p.as_str())
         .unwrap_or("/");
-    let checked = header
-        .ok_or(sluice_proto::auth::AuthError::Missing)
-        .and_then(|h| {
-            sluice_proto::auth::verify(&signed.key, h, parts.method.as_str(), path, &bytes, now())
-        })
-        .and_then(|c| {
-            signed
-                .seen
-                .lock()
-                .expect("the replay guard's lock is never held across a panic")
-                .check(&c, now())
-                .map(|()| c)
-        });
-    match checked {
+    let method = parts.method.as_str().to_string();
+    let path = path.to_string();
+    let admitted = if gate.is_munge() {
+        // munged decodes in a process of its own: not on the runtime's threads.
+        let (g, b) = (gate.clone(), bytes.clone());
+        tokio::task::spawn_blocking(move || g.admit(header.as_deref(), &method, &path, &b, now()))
+            .await
+            .unwrap_or_else(|e| Err(AuthError::Munge(e.to_string())))
+    } else {
+        gate.admit(header.as_deref(), &method, &path, &bytes, now())
+    };
+    match admitted {
         Ok(c) => {
             parts.extensions.insert(ConnectInfo(Peer {
                 uid: c.uid,
@@ -98,6 +79,6 @@ pub(super) async fn verify_signed(
             next.run(axum::extract::Request::from_parts(parts, bytes.into()))
                 .await
         }
-        Err(e) => refused(e),
+        Err(e) => refused(&gate, peer, e),
     }
 }

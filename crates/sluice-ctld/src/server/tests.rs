@@ -374,8 +374,15 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
     let db = dir.join("sluice.db");
     let (store, writer, _) = sluice_store::Store::open(&db, 1).unwrap();
     let (tx, mut own) = unbounded_channel();
-    let (agents, tasks) =
-        super::agents::Agents::start(["node01".to_string()], &dir, "test".into(), 30, tx.clone());
+    let clients = std::sync::Arc::new(
+        [(
+            "node01".to_string(),
+            sluice_proto::Client::new(sluice_proto::paths::agent_socket(&dir, "node01")),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    let (agents, tasks) = super::agents::Agents::start(&clients, "test".into(), 30, tx.clone());
     let exec = Executor::new(store.clone(), agents);
     let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
     let mut owner = Owner::new(ctl, tx, None);
@@ -439,7 +446,7 @@ async fn stopping_answers_every_request_in_flight_and_keeps_every_acknowledged_j
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let state = dir.clone();
     let daemon = tokio::spawn(async move {
-        super::run(conf(1, 4), &state, None, async move {
+        super::run(conf(1, 4), &state, super::Network::default(), async move {
             let _ = stop_rx.await;
         })
         .await
