@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use crate::accounts::Requester;
 use crate::config::PrivateData;
 use crate::state::explain::ExplainWork;
-use crate::state::{Caller, Prepared};
+use crate::state::{Caller, Job, Prepared};
 
 /// Where an answer goes: the request's handler waits on the other end.
 pub type Reply<T> = oneshot::Sender<T>;
@@ -35,13 +35,13 @@ pub type Reply<T> = oneshot::Sender<T>;
 pub enum Input {
     /// A command's request, answered on its own channel.
     Request(Request),
-    /// A submission's records are on disk (`first` is its first id): it enters the
-    /// queue, and its submitter is answered.
+    /// A submission's records are on disk: its jobs enter the queue, and its submitter
+    /// is answered with the first one's id.
     Committed {
         /// The checked submission.
         prepared: Box<Prepared>,
-        /// Its records, as written.
-        records: Vec<JobRecord>,
+        /// Its jobs, as written.
+        jobs: Vec<Job>,
         /// Where the id goes.
         reply: Reply<Result<SubmitReply, ApiError>>,
     },

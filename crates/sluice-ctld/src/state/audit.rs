@@ -32,10 +32,10 @@ use std::collections::BTreeMap;
 use sluice_conf::gres_conf::GresDevice;
 use sluice_core::{Decision, JobId, PendingReason, PreemptMode, PreemptType};
 use sluice_proto::audit::{AuditEvent, AuditWhat, JobRef, NodeDevices, PreemptRule, RequeueCause};
-use sluice_proto::types::{JobRecord, JobState};
+use sluice_proto::types::JobState;
 use sluice_store::{AuditRecord, HoldChange};
 
-use super::{gpu_env, Caller, Controller};
+use super::{Caller, Controller, Job, Reason};
 
 /// What the sweep last saw of a pending job.
 #[derive(Clone, Debug, Default)]
@@ -74,7 +74,7 @@ pub(super) struct AuditBook {
 }
 
 impl AuditBook {
-    fn push(&mut self, time: i64, r: &JobRecord, what: AuditWhat) {
+    fn push(&mut self, time: i64, r: &Job, what: AuditWhat) {
         self.events.push(AuditEvent {
             seq: 0,
             time,
@@ -146,20 +146,19 @@ impl Controller {
     }
 
     /// What job `r` holds, per node: GPUs and their device files.
-    fn devices_of(&self, r: &JobRecord) -> Vec<NodeDevices> {
-        r.nodes
-            .iter()
+    fn devices_of(&self, r: &Job) -> Vec<NodeDevices> {
+        r.node_ids()
             .enumerate()
             .map(|(i, node)| {
-                let gpus = gpu_env::gpus_on_node(r, i);
+                let gpus = r.gpus_on_node(i);
                 let files = self
                     .conf
-                    .node_id(node)
-                    .and_then(|n| self.conf.gres_devices.get(n.index()))
+                    .gres_devices
+                    .get(node.index())
                     .map(|d| gpu_files(d, &gpus))
                     .unwrap_or_default();
                 NodeDevices {
-                    node: node.clone(),
+                    node: self.conf.cluster.node(node).name.clone(),
                     gpus,
                     files,
                 }
@@ -188,7 +187,7 @@ impl Controller {
     }
 
     /// Submitted by its owner.
-    pub(super) fn audit_submitted(&mut self, r: &JobRecord, now: i64) {
+    pub(super) fn audit_submitted(&mut self, r: &Job, now: i64) {
         let what = AuditWhat::Submitted {
             user: Some(r.user.clone()),
             partition: r.partition.clone(),
@@ -285,8 +284,13 @@ impl Controller {
             cause,
             released,
         };
-        let r = r.clone();
-        self.audit.push(now, &r, what);
+        self.audit.events.push(AuditEvent {
+            seq: 0,
+            time: now,
+            job_id: id,
+            uid: Some(r.uid),
+            what,
+        });
     }
 
     /// Entered the core's queue (the order ranks are counted in).
@@ -372,12 +376,18 @@ impl Controller {
             user: Some(r.user.clone()),
             nodes: self.devices_of(r),
         };
-        let r = r.clone();
-        self.audit.push(now, &r, what);
+        let uid = r.uid;
+        self.audit.events.push(AuditEvent {
+            seq: 0,
+            time: now,
+            job_id: id,
+            uid: Some(uid),
+            what,
+        });
     }
 
     /// The rule under which `by` preempts `victim`.
-    fn preempt_rule(&self, victim: &JobRecord, by: &JobRecord, reclaim: bool) -> PreemptRule {
+    fn preempt_rule(&self, victim: &Job, by: &Job, reclaim: bool) -> PreemptRule {
         if reclaim {
             let cohort = self
                 .conf
@@ -400,7 +410,7 @@ impl Controller {
                 loser: format!("QOS {}", victim.qos),
             },
             _ => {
-                let part = |r: &JobRecord| {
+                let part = |r: &Job| {
                     let tier = self
                         .partition_of(&r.partition)
                         .map_or(0, |p| self.conf.cluster.partition(p).priority_tier);
@@ -430,7 +440,7 @@ impl Controller {
             return;
         };
         let rule = self.preempt_rule(v, b, reclaim);
-        let (v, b) = (v.clone(), b.clone());
+        let (v_uid, b_uid) = (v.uid, b.uid);
         let by_ref = self.job_ref(by);
         let victim_ref = self.job_ref(victim);
         self.audit.preempted_by.insert(victim, by_ref.clone());
@@ -443,14 +453,16 @@ impl Controller {
                 what: AuditWhat::Preempting { victims, .. },
                 ..
             }) => victims.push(victim_ref),
-            _ => self.audit.push(
-                now,
-                &b,
-                AuditWhat::Preempting {
+            _ => self.audit.events.push(AuditEvent {
+                seq: 0,
+                time: now,
+                job_id: by,
+                uid: Some(b_uid),
+                what: AuditWhat::Preempting {
                     victims: vec![victim_ref],
                     rule: rule.clone(),
                 },
-            ),
+            }),
         }
         let what = AuditWhat::Preempted {
             by: by_ref,
@@ -458,26 +470,34 @@ impl Controller {
             mode: mode.as_str().to_string(),
             grace,
         };
-        self.audit.push(now, &v, what);
+        self.audit.events.push(AuditEvent {
+            seq: 0,
+            time: now,
+            job_id: victim,
+            uid: Some(v_uid),
+            what,
+        });
     }
 
-    /// Failed without running: the scheduler refused it when it was to be queued (the
-    /// configuration changed under it), its reason then `r.reason` (was `before`).
-    pub(super) fn audit_refused(&mut self, r: &JobRecord, before: String, now: i64) {
+    /// Failed without running: the scheduler refused job `id` when it was to be queued
+    /// (the configuration changed under it), its reason now its own (was `before`).
+    pub(super) fn audit_refused(&mut self, id: u64, before: Reason, now: i64) {
+        let Some(r) = self.jobs.get(&id) else { return };
         if r.reason != before {
             let what = AuditWhat::Reason {
-                from: Some(before),
-                to: r.reason.clone(),
+                from: Some(before.as_str().to_string()),
+                to: r.reason.as_str().to_string(),
                 limit: false,
             };
             self.audit.push(now, r, what);
         }
-        self.audit_ended(r, now);
+        self.audit_ended(id, now);
     }
 
-    /// Ended as its record now says.
-    pub(super) fn audit_ended(&mut self, r: &JobRecord, now: i64) {
-        self.audit.preempted_by.remove(&r.id);
+    /// Job `id` ended as it now says.
+    pub(super) fn audit_ended(&mut self, id: u64, now: i64) {
+        self.audit.preempted_by.remove(&id);
+        let Some(r) = self.jobs.get(&id) else { return };
         let what = AuditWhat::Ended {
             run: r.restarts,
             state: r.state,
@@ -516,7 +536,7 @@ impl Controller {
             let Some(r) = self.jobs.get(&id).filter(|r| r.state == JobState::Pending) else {
                 continue;
             };
-            let changes = observe(&mut seen, id, &r.reason, false, None, sweep);
+            let changes = observe(&mut seen, id, r.reason.as_str(), false, None, sweep);
             events.extend(changes.into_iter().map(|w| (id, w)));
         }
         seen.retain(|_, s| s.sweep == sweep);

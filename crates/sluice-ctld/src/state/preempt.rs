@@ -90,7 +90,7 @@ impl Controller {
             if !r.desc.interactive {
                 for batch_only in [true, false] {
                     effects.push(Effect::Signal {
-                        nodes: r.nodes.clone(),
+                        nodes: self.node_names(r),
                         job_id: victim.0,
                         signal,
                         batch_only,
@@ -192,7 +192,7 @@ impl Controller {
                     return self.job_ended(&report, now);
                 }
                 vec![Effect::Terminate {
-                    nodes: r.nodes.clone(),
+                    nodes: self.node_names(r),
                     job_id: id,
                     state: JobState::Preempted,
                 }]

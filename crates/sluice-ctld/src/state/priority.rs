@@ -10,7 +10,7 @@ use sluice_core::tres::MAX_GRES;
 use sluice_core::{Cluster, JobId, JobSpec, MemRequest, Resources};
 use sluice_proto::accounts::format_tres;
 use sluice_proto::priority::{PriorityReport, SharesReport};
-use sluice_proto::types::{JobRecord, JobState};
+use sluice_proto::types::JobState;
 
 use sluice_core::limits::usage::Scope;
 use sluice_core::limits::{AssocId as LimitAssoc, QosId};
@@ -88,14 +88,14 @@ pub(super) fn cluster_totals(cluster: &Cluster) -> ClusterTotals {
 impl Controller {
     /// The association a job charges (its user's in its account, for its partition),
     /// if there is one.
-    pub(super) fn assoc_of(&self, r: &JobRecord) -> Option<u32> {
+    pub(super) fn assoc_of(&self, r: &super::Job) -> Option<u32> {
         self.accounts
             .association(&r.user, &r.account, Some(&r.partition))
             .map(|a| a.id)
     }
 
     /// A job's priority inputs, from its record and its core request.
-    pub(super) fn job_factors(&self, r: &JobRecord, spec: &JobSpec) -> JobFactors {
+    pub(super) fn job_factors(&self, r: &super::Job, spec: &JobSpec) -> JobFactors {
         let req = &spec.request;
         let nodes = req.min_nodes.max(1);
         let cpus = req.ntasks.max(1) * req.cpus_per_task.max(1);

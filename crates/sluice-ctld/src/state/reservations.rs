@@ -382,8 +382,8 @@ impl Controller {
             r.hold = Some(Hold::ReservationDeleted(name.to_string()));
             r.desc.reservation = None;
             r.accrue_time = None;
-            r.reason = "ReservationDeleted".into();
-            effects.push(Effect::Persist(Box::new(r.clone())));
+            r.reason = Reason::ReservationDeleted;
+            effects.push(self.persist(id));
         }
         effects
     }

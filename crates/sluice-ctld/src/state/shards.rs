@@ -75,7 +75,7 @@ mod tests {
             .prepare(d, &caller(), "alice", "alice", now)
             .map_err(|e| e.message)?;
         let id = c.jobs.keys().next_back().map_or(1, |k| k + 1);
-        c.accept(p.records(id), now);
+        c.accept(p.jobs(id), now);
         Ok(id)
     }
 
@@ -247,7 +247,7 @@ mod tests {
         let mut c = controller("gpu:2,shard:8", "");
         let a = submit(&mut c, asking("shard", 1), 0).unwrap();
         c.schedule(0);
-        let records: Vec<JobRecord> = c.jobs.values().cloned().collect();
+        let records: Vec<JobRecord> = c.accounting().0;
         let conf = c.conf.clone();
         let mut c = Controller::new(conf, Path::new("/s"), records, vec![], 10);
         c.agent_registered("s1", &[(a, 0)], 10);

@@ -59,7 +59,7 @@ fn submit(c: &mut Controller, d: JobDescription, next: &mut u64, now: i64) -> (u
         .expect("accepted");
     let first = *next;
     *next += p.ids();
-    let records = p.records(first);
+    let records = p.jobs(first);
     (first, c.accept(records, now))
 }
 
@@ -800,7 +800,7 @@ fn a_request_naming_one_job_the_caller_may_not_touch_changes_none() {
     let p = c.prepare(desc(1, 600), &bob, "bob", "bob", 0).unwrap();
     let his = next;
     next += p.ids();
-    c.accept(p.records(his), 0);
+    c.accept(p.jobs(his), 0);
     let _ = next;
     let req = CancelRequest {
         jobs: vec![(mine, None), (his, None)],
@@ -962,7 +962,7 @@ fn enforced_associations_decide_who_may_submit_to_which_account() {
             ..desc(1, 60)
         };
         c.prepare(d, &alice(), "alice", "alice", 0)
-            .map(|p| p.records(1)[0].clone())
+            .map(|p| p.jobs(1)[0].clone())
     };
     assert_eq!(
         try_submit(&c, None, None).unwrap_err().message,
@@ -1037,16 +1037,12 @@ fn without_enforcement_jobs_keep_todays_accounts() {
         account: Some("anything".into()),
         ..desc(1, 60)
     };
-    let r = c
-        .prepare(d, &alice(), "alice", "alice", 0)
-        .unwrap()
-        .records(1)[0]
-        .clone();
+    let r = c.prepare(d, &alice(), "alice", "alice", 0).unwrap().jobs(1)[0].clone();
     assert_eq!((r.account.as_str(), r.qos.as_str()), ("anything", "normal"));
     let r = c
         .prepare(desc(1, 60), &alice(), "alice", "alice", 0)
         .unwrap()
-        .records(1)[0]
+        .jobs(1)[0]
         .clone();
     assert_eq!(r.account, "alice", "a user without association: their name");
 }
@@ -1435,7 +1431,7 @@ fn private_data_jobs_hides_other_users_jobs_from_explain() {
     };
     let p = c.prepare(desc(1, 600), &bob, "bob", "bob", 0).unwrap();
     let theirs = 1;
-    c.accept(p.records(theirs), 0);
+    c.accept(p.jobs(theirs), 0);
     let mut next = 2;
     let (mine, _) = submit(&mut c, desc(1, 600), &mut next, 0);
     c.schedule(0);

@@ -50,7 +50,7 @@ fn submit(c: &mut Controller, id: u64, tasks: u32, time: i64, hold: bool, now: i
     let p = c
         .prepare(d, &alice(), "alice", "alice", now)
         .expect("accepted");
-    c.accept(p.records(id), now);
+    c.accept(p.jobs(id), now);
 }
 
 /// (time, job, what) of the events recorded since the last look.

@@ -52,7 +52,7 @@ fn submit(c: &mut Controller, partition: &str, id: u64, now: i64) -> Vec<Effect>
     let p = c
         .prepare(d, &caller, "alice", "alice", now)
         .expect("accepted");
-    let mut effects = c.accept(p.records(id), now);
+    let mut effects = c.accept(p.jobs(id), now);
     effects.extend(c.schedule(now));
     effects
 }
@@ -267,7 +267,7 @@ fn a_borrowed_job_is_reclaimed_with_its_members_grace_and_requeued() {
             admin: false,
         };
         let p = c.prepare(d, &caller, user, user, now).expect("accepted");
-        let mut effects = c.accept(p.records(id), now);
+        let mut effects = c.accept(p.jobs(id), now);
         effects.extend(c.schedule(now));
         effects
     };

@@ -90,7 +90,7 @@ fn submit(c: &mut Controller, user: &str, account: &str, id: u64, now: i64) -> V
         admin: false,
     };
     let p = c.prepare(d, &caller, user, user, now).expect("accepted");
-    let records = p.records(id);
+    let records = p.jobs(id);
     let mut effects = c.accept(records, now);
     effects.extend(c.schedule(now));
     effects
