@@ -51,7 +51,7 @@ pub enum Effect {
     PersistRun(Box<JobRecord>),
     /// Delete a job's record: an array task cancelled before it ever started, which
     /// Slurm never gives a record of its own.
-    Forget(u64),
+    Forget(JobId),
     /// Run a job's batch script on its first node.
     Launch {
         /// The node whose agent runs it.
@@ -64,7 +64,7 @@ pub enum Effect {
         /// Its nodes.
         nodes: Vec<String>,
         /// Job id.
-        job_id: u64,
+        job_id: JobId,
         /// Signal number.
         signal: i32,
         /// The batch shell only.
@@ -76,7 +76,7 @@ pub enum Effect {
         /// Its nodes.
         nodes: Vec<String>,
         /// Job id.
-        job_id: u64,
+        job_id: JobId,
         /// State to report (CANCELLED, TIMEOUT...).
         state: JobState,
     },
@@ -93,7 +93,7 @@ pub enum Effect {
         /// The node whose agent runs the batch script.
         node: String,
         /// Job id.
-        job_id: u64,
+        job_id: JobId,
         /// The run it applies to.
         run: u32,
         /// Seconds from the start; `None`: unlimited.
@@ -148,7 +148,7 @@ impl Prepared {
     /// order: `--array=2-4` as 100 gives task 2 id 101, task 3 id 102 and task 4 id 100.
     /// (Slurm takes those ids only as the tasks start, so a job submitted in between
     /// may take one of them there; here they are the array's from its submission.)
-    pub fn jobs(&self, first: u64) -> Vec<Job> {
+    pub fn jobs(&self, first: JobId) -> Vec<Job> {
         if self.tasks.is_empty() {
             let mut r = self.template.clone();
             r.id = first;
@@ -164,7 +164,7 @@ impl Prepared {
                     self.tasks[i - 1]
                 };
                 let mut r = self.template.clone();
-                r.id = first + i as u64;
+                r.id = JobId(first.0 + i as u64);
                 r.array = Some((first, index));
                 if i == 0 {
                     r.array_pending = Some((self.tasks.clone(), self.throttle));
@@ -184,8 +184,8 @@ fn resolve_paths(r: &mut Job, node: &str) {
         "slurm-%j.out"
     };
     let ctx = PatternContext {
-        job_id: r.id,
-        array: r.array,
+        job_id: r.id.0,
+        array: r.array.map(|(a, t)| (a.0, t)),
         step: None,
         node,
         node_index: 0,
@@ -222,20 +222,20 @@ pub struct Controller {
     /// The configuration.
     pub conf: ClusterConfig,
     /// Running jobs being preempted, in their grace time (see `state/preempt.rs`).
-    preempting: BTreeMap<u64, preempt::Preempting>,
+    preempting: BTreeMap<JobId, preempt::Preempting>,
     state_dir: PathBuf,
     sched: Scheduler,
-    jobs: BTreeMap<u64, Job>,
-    steps: BTreeMap<(u64, StepId), StepRecord>,
+    jobs: BTreeMap<JobId, Job>,
+    steps: BTreeMap<(JobId, StepId), StepRecord>,
     /// Pending jobs kept out of the core: held, waiting on a dependency, or beyond their
     /// array's throttle.
-    outside: BTreeSet<u64>,
+    outside: BTreeSet<JobId>,
     /// Something happened that may let a job of `outside` into the queue (a job started,
     /// ended or was released): the next pass looks at them again.
     outside_dirty: bool,
     /// When `after:ID+MIN` delays of outside jobs lapse (time, job): the controller
     /// looks at them again then.
-    dep_due: BTreeSet<(i64, u64)>,
+    dep_due: BTreeSet<(i64, JobId)>,
     /// Agents that registered.
     agents_up: BTreeSet<String>,
     /// Registration and last busy times, resumed nodes awaiting an answer.
@@ -243,7 +243,7 @@ pub struct Controller {
     gpu_slot: Option<usize>,
     /// Running interactive allocations (salloc, srun outside a job): no agent watches
     /// their time limit, so the controller does (see [`Controller::expire_interactive`]).
-    interactive: BTreeSet<u64>,
+    interactive: BTreeSet<JobId>,
     /// Inside [`Controller::expire_interactive`]: the passes its job ends run do not
     /// expire again (one pass, not one nested pass per expiring allocation).
     expiring: bool,
@@ -273,7 +273,7 @@ fn job_priority(r: &Job) -> u32 {
     let nice = r.desc.nice.unwrap_or(0).clamp(-10_000, 10_000);
     // An array's tasks all rank as the array (Slurm keeps them in one record).
     let id = r.list_key().0;
-    let base = (u32::MAX / 2).saturating_sub((id % (u32::MAX as u64 / 2)) as u32);
+    let base = (u32::MAX / 2).saturating_sub((id.0 % (u32::MAX as u64 / 2)) as u32);
     (base as i64 - nice as i64).clamp(0, u32::MAX as i64) as u32
 }
 
@@ -353,7 +353,7 @@ impl Controller {
             next_job_id: 1,
         };
         for s in steps {
-            c.steps.insert((s.job_id, s.step), s);
+            c.steps.insert((JobId(s.job_id), s.step), s);
         }
         for r in jobs {
             let r = Job::from_record(r, &c.conf);
@@ -429,7 +429,7 @@ impl Controller {
             .values()
             .filter(|j| !j.state.is_finished())
             .map(|j| ActiveJob {
-                id: j.id,
+                id: j.id.0,
                 cluster: self.conf.cluster_name.clone(),
                 account: j.account.clone(),
                 user: j.user.clone(),
@@ -567,7 +567,7 @@ impl Controller {
             .unwrap_or(min_nodes)
             .max(min_nodes);
         let mut template = Job {
-            id: 0,
+            id: JobId(0),
             array: None,
             array_pending: None,
             uid: caller.uid,
@@ -879,7 +879,7 @@ impl Controller {
             .unwrap_or(MAX_TIME_LIMIT)
             .clamp(1, MAX_TIME_LIMIT);
         Ok(JobSpec {
-            id: JobId(r.id),
+            id: r.id,
             user: r.uid,
             partition: part,
             submit: r.submit_time,
@@ -929,7 +929,7 @@ impl Controller {
             .unwrap_or_default();
             self.sched.set_cohorts(cohorts);
         }
-        let live: Vec<u64> = self
+        let live: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| !j.state.is_finished())
@@ -939,8 +939,8 @@ impl Controller {
             let Ok(spec) = self.core_spec(&self.jobs[&id]) else {
                 continue;
             };
-            if !self.sched.set_job_acct(JobId(id), spec.acct, now) && self.outside.contains(&id) {
-                self.sched.forget_waiting(JobId(id), now);
+            if !self.sched.set_job_acct(id, spec.acct, now) && self.outside.contains(&id) {
+                self.sched.forget_waiting(id, now);
                 self.sched.note_waiting(&spec);
             }
         }
@@ -958,7 +958,7 @@ impl Controller {
     pub fn allocate(&mut self, p: &Prepared) -> Vec<Job> {
         let first = self.next_job_id;
         self.next_job_id += p.ids();
-        p.jobs(first)
+        p.jobs(JobId(first))
     }
 
     /// What the store writes of a new submission's jobs: [`Effect::Insert`].
@@ -991,7 +991,7 @@ impl Controller {
     }
 
     /// [`Controller::release_outside`] for the jobs `ids` only.
-    fn release(&mut self, ids: Vec<u64>, now: i64) -> Vec<Effect> {
+    fn release(&mut self, ids: Vec<JobId>, now: i64) -> Vec<Effect> {
         let mut effects = Vec::new();
         for id in ids {
             let reason = self.blocked_reason(id, now);
@@ -1059,7 +1059,7 @@ impl Controller {
     }
 
     /// Why a pending job may not enter the queue yet (Slurm's reason), if it may not.
-    fn blocked_reason(&self, id: u64, now: i64) -> Option<Reason> {
+    fn blocked_reason(&self, id: JobId, now: i64) -> Option<Reason> {
         let r = &self.jobs[&id];
         if let Some(hold) = &r.hold {
             return Some(match hold {
@@ -1137,7 +1137,7 @@ impl Controller {
                     pass,
                 } = d
                 {
-                    effects.extend(self.started(job.0, at, &alloc.nodes, pass.as_str()));
+                    effects.extend(self.started(job, at, &alloc.nodes, pass.as_str()));
                 }
             }
             if !victims_gone {
@@ -1176,7 +1176,7 @@ impl Controller {
         let jobs = &self.jobs;
         self.interactive
             .retain(|id| jobs.get(id).is_some_and(|r| r.state == JobState::Running));
-        let due: Vec<u64> = self
+        let due: Vec<JobId> = self
             .interactive
             .iter()
             .copied()
@@ -1196,7 +1196,7 @@ impl Controller {
                 state: JobState::Timeout,
             });
             let report = JobEnded {
-                job_id: id,
+                job_id: id.0,
                 run: r.restarts,
                 node: String::new(),
                 state: JobState::Timeout,
@@ -1210,7 +1210,7 @@ impl Controller {
         effects
     }
 
-    fn started(&mut self, id: u64, at: i64, nodes: &[NodeAlloc], pass: &str) -> Vec<Effect> {
+    fn started(&mut self, id: JobId, at: i64, nodes: &[NodeAlloc], pass: &str) -> Vec<Effect> {
         // What it asked, as it stands now (`scontrol update` may have changed it).
         let asked = self.jobs.get(&id).and_then(|r| {
             let spec = self.core_spec(r).ok()?;
@@ -1265,7 +1265,7 @@ impl Controller {
             record.partition
         );
         let mut effects = vec![Effect::Persist(Box::new(record.clone()))];
-        if let Some((array, task)) = record.array {
+        if let Some((array, task)) = r.array {
             // The array's remainder shrinks as tasks start.
             if let Some(head) = self.jobs.get_mut(&array) {
                 if let Some((rest, _)) = head.array_pending.as_mut() {
@@ -1275,7 +1275,7 @@ impl Controller {
             }
         }
         if record.desc.interactive {
-            self.interactive.insert(record.id);
+            self.interactive.insert(id);
         } else {
             let environment = batch_environment(&record, &self.conf, &self.state_dir);
             let devices = self.conf.constrain_devices.then(|| {
@@ -1339,7 +1339,7 @@ impl Controller {
     /// Errors: an unknown job, another user's job, a batch job; nothing changed.
     pub fn complete_allocation(
         &mut self,
-        id: u64,
+        id: JobId,
         exit_code: i32,
         signal: i32,
         caller: &Caller,
@@ -1359,7 +1359,7 @@ impl Controller {
             JobState::Failed
         };
         let report = JobEnded {
-            job_id: id,
+            job_id: id.0,
             run: r.restarts,
             node: String::new(),
             state,
@@ -1374,23 +1374,22 @@ impl Controller {
     pub fn job_ended(&mut self, report: &JobEnded, now: i64) -> Vec<Effect> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
-        let Some(r) = self.jobs.get(&report.job_id) else {
+        let id = JobId(report.job_id);
+        let Some(r) = self.jobs.get(&id) else {
             return Vec::new();
         };
-        if r.ending_run.as_ref().is_some_and(|e| e.run == report.run) {
-            return self.requeued_run_ended(report.job_id, now);
+        if r.ending_run.is_some_and(|e| e.run == report.run) {
+            return self.requeued_run_ended(id, now);
         }
         if r.state != JobState::Running || r.restarts != report.run {
             return Vec::new(); // stale (an earlier run, or already accounted)
         }
         let mut preempted = false;
-        if let Some(effects) =
-            self.preempted_run_ended(report.job_id, report.run, now, &mut preempted)
-        {
+        if let Some(effects) = self.preempted_run_ended(id, report.run, now, &mut preempted) {
             return effects;
         }
-        self.sched.job_ended(JobId(report.job_id), now);
-        let r = self.jobs.get_mut(&report.job_id).expect("checked");
+        self.sched.job_ended(id, now);
+        let r = self.jobs.get_mut(&id).expect("checked");
         r.end_time = Some(report.end.min(now).max(r.start_time.unwrap_or(now)));
         r.exit_code = report.exit_code;
         r.signal = report.signal;
@@ -1399,7 +1398,6 @@ impl Controller {
             _ if preempted => JobState::Preempted,
             (s, None) => s,
         };
-        let id = report.job_id;
         self.audit_ended(id, now);
         let r = &self.jobs[&id];
         let (state, end_time) = (r.state, r.end_time);
@@ -1417,7 +1415,7 @@ impl Controller {
         let mut effects = vec![self.persist(id)];
         if !r.desc.interactive {
             let step = StepRecord {
-                job_id: id,
+                job_id: id.0,
                 step: StepId::Batch,
                 name: "batch".into(),
                 // As slurmstepd: a batch step ended at the time limit was cancelled.
@@ -1437,7 +1435,7 @@ impl Controller {
             effects.push(Effect::PersistStep(step));
         }
         // Steps still marked running end with their job.
-        let open: Vec<(u64, StepId)> = self
+        let open: Vec<(JobId, StepId)> = self
             .steps
             .range((id, StepId::Batch)..=(id, StepId::Number(u32::MAX)))
             .filter(|(_, s)| s.state == JobState::Running)
@@ -1492,7 +1490,7 @@ impl Controller {
     /// as an operator).
     ///
     /// Errors: Slurm's `Invalid job id specified`, `Access/permission denied`.
-    fn job_for(&self, id: u64, caller: &Caller) -> Result<&Job, ApiError> {
+    fn job_for(&self, id: JobId, caller: &Caller) -> Result<&Job, ApiError> {
         let r = self.jobs.get(&id).ok_or_else(ApiError::invalid_job)?;
         if !Self::may_touch(caller, r) {
             return Err(ApiError::access_denied());
@@ -1502,11 +1500,11 @@ impl Controller {
 
     /// Ids a request names (`123` all of an array, `123_4` one task).
     /// The record of task `task` of array `job`, while the controller remembers it.
-    pub fn task_record(&self, job: u64, task: u32) -> Option<u64> {
+    pub fn task_record(&self, job: JobId, task: u32) -> Option<JobId> {
         self.select(job, Some(task)).first().copied()
     }
 
-    fn select(&self, job: u64, task: Option<u32>) -> Vec<u64> {
+    fn select(&self, job: JobId, task: Option<u32>) -> Vec<JobId> {
         match task {
             Some(t) => self
                 .jobs
@@ -1539,12 +1537,13 @@ impl Controller {
     ) -> Result<Vec<Effect>, ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
-        let mut ids: Vec<u64> = Vec::new();
+        let mut ids: Vec<JobId> = Vec::new();
         // Array tasks named on their own (`123_4`, or a task's own id), not as part of
         // their whole array.
-        let mut alone: BTreeSet<u64> = BTreeSet::new();
-        for (job, task) in &req.jobs {
-            let found = self.select(*job, *task);
+        let mut alone: BTreeSet<JobId> = BTreeSet::new();
+        for &(job, task) in &req.jobs {
+            let job = JobId(job);
+            let found = self.select(job, task);
             // Cancelling an unknown job quietly succeeds; signalling one is an error.
             if found.is_empty() && req.signal.is_some() {
                 let id = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
@@ -1556,8 +1555,8 @@ impl Controller {
             if task.is_some()
                 || self
                     .jobs
-                    .get(job)
-                    .is_some_and(|j| j.array.is_some_and(|a| a.0 != *job))
+                    .get(&job)
+                    .is_some_and(|j| j.array.is_some_and(|a| a.0 != job))
             {
                 alone.extend(&found);
             }
@@ -1610,8 +1609,8 @@ impl Controller {
                         "_job_complete: JobId={id} CANCELLED while pending, by uid {}",
                         caller.uid
                     );
-                    self.sched.cancel_pending(JobId(id), now);
-                    self.sched.forget_waiting(JobId(id), now);
+                    self.sched.cancel_pending(id, now);
+                    self.sched.forget_waiting(id, now);
                     self.outside.remove(&id);
                     let r = self.jobs.get_mut(&id).expect("exists");
                     r.state = JobState::Cancelled;
@@ -1634,7 +1633,7 @@ impl Controller {
                     if r.desc.interactive {
                         // No agent runs it: srun/salloc ends it when it sees the state.
                         let report = JobEnded {
-                            job_id: id,
+                            job_id: id.0,
                             run: r.restarts,
                             node: String::new(),
                             state: JobState::Cancelled,
@@ -1681,7 +1680,7 @@ impl Controller {
     /// `scontrol hold` / `release`.
     pub fn set_hold(
         &mut self,
-        job: u64,
+        job: JobId,
         task: Option<u32>,
         hold: bool,
         caller: &Caller,
@@ -1695,7 +1694,7 @@ impl Controller {
     /// only operators release.
     pub fn user_hold(
         &mut self,
-        job: u64,
+        job: JobId,
         task: Option<u32>,
         caller: &Caller,
         now: i64,
@@ -1705,7 +1704,7 @@ impl Controller {
 
     fn hold_as(
         &mut self,
-        job: u64,
+        job: JobId,
         task: Option<u32>,
         hold: bool,
         user_hold: bool,
@@ -1738,7 +1737,7 @@ impl Controller {
             }
             self.audit_hold(id, hold, hold && caller.admin && !user_hold, caller, now);
             if hold && !self.outside.contains(&id) {
-                self.sched.cancel_pending(JobId(id), now);
+                self.sched.cancel_pending(id, now);
                 self.outside.insert(id);
             }
             let r = self.jobs.get_mut(&id).expect("exists");
@@ -1763,7 +1762,7 @@ impl Controller {
     /// two-minute hold beyond that.
     pub fn requeue(
         &mut self,
-        job: u64,
+        job: JobId,
         task: Option<u32>,
         caller: &Caller,
         now: i64,
@@ -1821,7 +1820,7 @@ impl Controller {
     /// end is reported). A pending job is left alone.
     fn requeue_run(
         &mut self,
-        id: u64,
+        id: JobId,
         ended_as: JobState,
         terminate: bool,
         now: i64,
@@ -1838,7 +1837,7 @@ impl Controller {
         run.end_time = Some(r.end_time.unwrap_or(now));
         effects.push(Effect::PersistRun(Box::new(run)));
         if state == JobState::Running {
-            self.sched.job_ended(JobId(id), now);
+            self.sched.job_ended(id, now);
             let r = &self.jobs[&id];
             if !r.desc.interactive && terminate {
                 effects.push(Effect::Terminate {
@@ -1875,7 +1874,7 @@ impl Controller {
     /// A step request from srun inside job `job`: where its tasks run.
     pub fn start_step(
         &mut self,
-        job: u64,
+        job: JobId,
         req: &StepRequest,
         caller: &Caller,
         now: i64,
@@ -2005,7 +2004,7 @@ impl Controller {
             ));
         }
         let record = StepRecord {
-            job_id: job,
+            job_id: job.0,
             step: StepId::Number(step),
             name: req.name.clone(),
             state: JobState::Running,
@@ -2023,7 +2022,7 @@ impl Controller {
         let effects = vec![self.persist(job), Effect::PersistStep(record)];
         Ok((
             StepPlan {
-                job_id: job,
+                job_id: job.0,
                 step,
                 nodes: plan_nodes,
                 ntasks,
@@ -2036,7 +2035,7 @@ impl Controller {
     /// srun reports a step's end (its highest task exit code, or a signal).
     pub fn end_step(
         &mut self,
-        job: u64,
+        job: JobId,
         step: u32,
         exit_code: i32,
         signal: i32,
@@ -2072,7 +2071,7 @@ impl Controller {
     pub fn agent_registered(
         &mut self,
         node: &str,
-        running: &[(u64, u32)],
+        running: &[(JobId, u32)],
         now: i64,
     ) -> Vec<Effect> {
         let mut effects = Vec::new();
@@ -2093,7 +2092,7 @@ impl Controller {
                 NodeState::Down => "DOWN",
             }
         );
-        let lost: Vec<u64> = self
+        let lost: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| j.state == JobState::Running && !j.desc.interactive)
@@ -2110,7 +2109,7 @@ impl Controller {
     }
 
     /// A requeued job's previous run has ended: the job may run again.
-    fn requeued_run_ended(&mut self, id: u64, now: i64) -> Vec<Effect> {
+    fn requeued_run_ended(&mut self, id: JobId, now: i64) -> Vec<Effect> {
         self.jobs.get_mut(&id).expect("exists").ending_run = None;
         let mut effects = vec![self.persist(id)];
         self.outside_dirty = true;
@@ -2120,8 +2119,8 @@ impl Controller {
 
     /// Requeued jobs waiting for a run on `node` that is not among `running` there (its
     /// agent restarted, or is lost): no end will be reported, so they may run again.
-    fn runs_gone(&mut self, node: NodeId, running: &[(u64, u32)], now: i64) -> Vec<Effect> {
-        let gone: Vec<u64> = self
+    fn runs_gone(&mut self, node: NodeId, running: &[(JobId, u32)], now: i64) -> Vec<Effect> {
+        let gone: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| {
@@ -2160,7 +2159,7 @@ impl Controller {
     /// An agent refused to launch run `run` of job `id` (it is registered with another
     /// controller incarnation, which cannot be this one for long): that run never
     /// starts, so the job is requeued, or ends `NODE_FAIL` when it may not be.
-    pub fn launch_refused(&mut self, id: u64, run: u32, now: i64) -> Vec<Effect> {
+    pub fn launch_refused(&mut self, id: JobId, run: u32, now: i64) -> Vec<Effect> {
         match self.jobs.get(&id) {
             Some(r) if r.state == JobState::Running && r.restarts == run => {
                 self.node_failed_job(id, now)
@@ -2179,7 +2178,7 @@ impl Controller {
         self.liveness.settled(node);
         self.sched.set_node_state(nid, NodeState::Down);
         tracing::warn!("Nodes {node} not responding, setting DOWN");
-        let lost: Vec<u64> = self
+        let lost: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| j.state == JobState::Running && j.on_node(nid))
@@ -2192,7 +2191,7 @@ impl Controller {
         effects
     }
 
-    fn node_failed_job(&mut self, id: u64, now: i64) -> Vec<Effect> {
+    fn node_failed_job(&mut self, id: JobId, now: i64) -> Vec<Effect> {
         let r = &self.jobs[&id];
         let requeue = r.desc.requeue.unwrap_or(true) && !r.desc.interactive;
         let run = r.restarts;
@@ -2217,7 +2216,7 @@ impl Controller {
             self.node_names(&self.jobs[&id]).join(",")
         );
         let report = JobEnded {
-            job_id: id,
+            job_id: id.0,
             run,
             node: String::new(),
             state: JobState::NodeFail,
@@ -2230,7 +2229,7 @@ impl Controller {
 
     /// Job `id`'s record, with its pending reason and planned start as the core has them
     /// now.
-    pub fn job(&self, id: u64) -> Option<JobRecord> {
+    pub fn job(&self, id: JobId) -> Option<JobRecord> {
         self.jobs.get(&id).map(|r| self.record(r, r.desc.clone()))
     }
 
@@ -2265,13 +2264,13 @@ impl Controller {
     }
 
     /// [`Effect::Persist`] of job `id` as it stands.
-    fn persist(&self, id: u64) -> Effect {
+    fn persist(&self, id: JobId) -> Effect {
         Effect::Persist(Box::new(self.stored(&self.jobs[&id])))
     }
 
     /// The reason pending job `r` waits for now: the core's, while the core queues it.
     fn live_reason(&self, r: &Job) -> Reason {
-        match self.sched.job(JobId(r.id)) {
+        match self.sched.job(r.id) {
             Some(j)
                 if r.state == JobState::Pending && j.state == sluice_core::JobState::Pending =>
             {
@@ -2290,7 +2289,7 @@ impl Controller {
         let mut sched_nodes = None;
         let mut reason = r.reason;
         if r.state == JobState::Pending {
-            if let Some(j) = self.sched.job(JobId(r.id)) {
+            if let Some(j) = self.sched.job(r.id) {
                 if j.state == sluice_core::JobState::Pending {
                     reason = Reason::Core(j.reason);
                     // As Slurm: a job waiting for its `--begin` time that nothing else
@@ -2339,21 +2338,21 @@ impl Controller {
         // Kept while a pending job's dependency names them (the dependency's outcome
         // is read from them), and an array's tasks all together: its id stands for all
         // of them (scancel, hold, afterok:ARRAY).
-        let mut named: BTreeSet<u64> = BTreeSet::new();
+        let mut named: BTreeSet<JobId> = BTreeSet::new();
         for j in self.jobs.values().filter(|j| j.state == JobState::Pending) {
             if let Some(Ok(Dependency::All(c) | Dependency::Any(c))) =
                 j.desc.dependency.as_deref().map(parse_dependency)
             {
-                named.extend(c.iter().flat_map(|c| c.jobs.iter().map(|t| t.job)));
+                named.extend(c.iter().flat_map(|c| c.jobs.iter().map(|t| JobId(t.job))));
             }
         }
-        let live_arrays: BTreeSet<u64> = self
+        let live_arrays: BTreeSet<JobId> = self
             .jobs
             .values()
             .filter(|j| !aged(j))
             .filter_map(|j| j.array.map(|a| a.0))
             .collect();
-        let old: Vec<u64> = self
+        let old: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| aged(j))
@@ -2367,8 +2366,8 @@ impl Controller {
         for id in &old {
             self.jobs.remove(id);
             self.outside.remove(id);
-            self.sched.forget_waiting(JobId(*id), now);
-            let steps: Vec<(u64, StepId)> = self
+            self.sched.forget_waiting(*id, now);
+            let steps: Vec<(JobId, StepId)> = self
                 .steps
                 .range((*id, StepId::Batch)..)
                 .take_while(|(k, _)| k.0 == *id)
@@ -2641,7 +2640,7 @@ impl Controller {
 
     /// Forgets jobs finished long ago from the working set (they stay in the database).
     pub fn trim(&mut self, now: i64, keep_secs: i64) {
-        let old: Vec<u64> = self
+        let old: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| j.state.is_finished() && j.end_time.is_some_and(|e| now - e > keep_secs))
@@ -2655,8 +2654,8 @@ impl Controller {
 
 /// The ids of `records` in [`Job::list_key`] order: an array's tasks by index
 /// (whatever ids they hold), other jobs by id.
-fn in_list_order<'a>(records: impl Iterator<Item = &'a Job>) -> Vec<u64> {
-    let mut keyed: Vec<((u64, u32), u64)> = records.map(|r| (r.list_key(), r.id)).collect();
+fn in_list_order<'a>(records: impl Iterator<Item = &'a Job>) -> Vec<JobId> {
+    let mut keyed: Vec<((JobId, u32), JobId)> = records.map(|r| (r.list_key(), r.id)).collect();
     keyed.sort_unstable();
     keyed.into_iter().map(|(_, id)| id).collect()
 }
@@ -2757,7 +2756,7 @@ impl Controller {
     /// job's srun steps on nodes that did not launch its batch script, and in
     /// interactive allocations. `None` without `ConstrainDevices=yes`, or when the job
     /// does not run on that node.
-    pub fn job_devices_on(&self, id: u64, node: &str) -> Option<Vec<DeviceFile>> {
+    pub fn job_devices_on(&self, id: JobId, node: &str) -> Option<Vec<DeviceFile>> {
         if !self.conf.constrain_devices {
             return None;
         }
@@ -3048,7 +3047,7 @@ mod device_tests {
     }
 
     /// Submits a one-task job asking `--gres=gpu[:TYPE]:N` and runs a pass; its id.
-    fn gpu_job(c: &mut Controller, gpu_type: Option<&str>, n: u32, next: &mut u64) -> u64 {
+    fn gpu_job(c: &mut Controller, gpu_type: Option<&str>, n: u32, next: &mut u64) -> JobId {
         let d = JobDescription {
             name: "job".into(),
             ntasks: Some(1),
@@ -3068,14 +3067,14 @@ mod device_tests {
             admin: false,
         };
         let p = c.prepare(d, &caller, "alice", "alice", 0).unwrap();
-        let id = *next;
+        let id = JobId(*next);
         *next += p.ids();
         c.accept(p.jobs(id), 0);
         c.schedule(0);
         id
     }
 
-    fn gpus_of(c: &Controller, id: u64) -> (JobState, Vec<Vec<u32>>) {
+    fn gpus_of(c: &Controller, id: JobId) -> (JobState, Vec<Vec<u32>>) {
         let r = c.job(id).unwrap();
         (r.state, r.gpus_per_node)
     }
@@ -3141,7 +3140,7 @@ mod device_tests {
         let record = c.job(any).unwrap();
         let fresh = controller("gpu:a100:2,gpu:v100:2", gres_conf);
         let mut c = Controller::new(fresh.conf, Path::new("/s"), vec![record], vec![], 0);
-        let mut next = any + 1;
+        let mut next = any.0 + 1;
         // Both a100 are free; one v100 is, not two.
         let a100s = gpu_job(&mut c, Some("a100"), 2, &mut next);
         assert_eq!(gpus_of(&c, a100s), (JobState::Running, vec![vec![0, 1]]));

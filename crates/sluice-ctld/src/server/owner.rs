@@ -158,7 +158,7 @@ impl Owner {
                 jobs,
                 reply,
             } => {
-                let first = jobs.first().map_or(0, |r| r.id);
+                let first = jobs.first().map_or(0, |r| r.id.0);
                 tracing::info!(
                     "_slurm_rpc_submit_batch_job: JobId={first} uid={} accepted{}",
                     jobs.first().map_or(0, |r| r.uid),

@@ -28,7 +28,7 @@ impl Controller {
 
     /// Cancels unstarted array task `id` without a record (see
     /// [`Controller::cancel_leaves_no_record`]).
-    pub(super) fn forget_unstarted_task(&mut self, id: u64, now: i64) -> Vec<Effect> {
+    pub(super) fn forget_unstarted_task(&mut self, id: JobId, now: i64) -> Vec<Effect> {
         let Some((array, index)) = self.jobs.get(&id).and_then(|r| r.array) else {
             return Vec::new();
         };
@@ -66,7 +66,7 @@ impl Controller {
     /// Takes finished job `id`'s index out of its array's remainder (the indices still
     /// to run, on the array's own record), `task` being its array and index; the
     /// array's record to write, if it is another.
-    pub(super) fn leave_remainder(&mut self, id: u64, task: Option<(u64, u32)>) -> Vec<Effect> {
+    pub(super) fn leave_remainder(&mut self, id: JobId, task: Option<(JobId, u32)>) -> Vec<Effect> {
         let Some((array, index)) = task else {
             return Vec::new();
         };
@@ -88,9 +88,9 @@ impl Controller {
 
     /// The array's unstarted task that takes over the array's own id when the task
     /// holding it is cancelled: the last to start of the others (the highest index).
-    fn heir(&self, array: u64) -> Option<u64> {
+    fn heir(&self, array: JobId) -> Option<JobId> {
         self.jobs
-            .range(array + 1..)
+            .range(JobId(array.0 + 1)..)
             .take_while(|(_, j)| j.array.is_some_and(|a| a.0 == array))
             .filter(|(_, j)| unstarted(j))
             .max_by_key(|(_, j)| j.array.map(|a| a.1))
@@ -98,9 +98,9 @@ impl Controller {
     }
 
     /// Takes pending job `id` out of the queue, or out of the jobs waiting beside it.
-    fn unqueue(&mut self, id: u64, now: i64) {
-        self.sched.cancel_pending(JobId(id), now);
-        self.sched.forget_waiting(JobId(id), now);
+    fn unqueue(&mut self, id: JobId, now: i64) {
+        self.sched.cancel_pending(id, now);
+        self.sched.forget_waiting(id, now);
         self.outside.remove(&id);
     }
 }

@@ -13,6 +13,7 @@ use sluice_conf::dependency::{parse_dependency, Dependency, DependencyKind, Targ
 use sluice_proto::types::JobState;
 
 use super::{Controller, Job};
+use sluice_core::JobId;
 
 /// Where one condition on one job stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,7 +265,7 @@ impl Controller {
         } else {
             t.task
         };
-        let job = t.job;
+        let job = JobId(t.job);
         let Some(first) = (match task {
             Some(i) => self.jobs.values().find(|j| j.array == Some((job, i))),
             None => self.jobs.get(&job),

@@ -75,7 +75,7 @@ impl Controller {
     /// user's job under `PrivateData=jobs` (as Slurm hides it).
     pub fn explain(
         &self,
-        id: u64,
+        id: JobId,
         task: Option<u32>,
         caller: &Caller,
         now: i64,
@@ -92,7 +92,7 @@ impl Controller {
     /// [`Controller::explain`].
     pub fn explain_begin(
         &self,
-        id: u64,
+        id: JobId,
         task: Option<u32>,
         caller: &Caller,
         now: i64,
@@ -112,7 +112,7 @@ impl Controller {
         }
         let live = self.record(r, r.listed_desc());
         let mut e = Explanation {
-            job_id: r.id,
+            job_id: r.id.0,
             display_id: r.display_id(),
             state: live.state.name().to_string(),
             reason: live.reason.clone(),
@@ -127,14 +127,14 @@ impl Controller {
                 factors: self.priority_factors(r, now),
                 ..Default::default()
             };
-            if self.sched.job(JobId(r.id)).is_some() {
+            if self.sched.job(r.id).is_some() {
                 let options = ExplainOptions {
                     alternatives: self.alternatives(r, now),
                     counterfactuals: suggest,
                     ..ExplainOptions::default()
                 };
                 let forecast = self.forecast_at(now);
-                let job = JobId(r.id);
+                let job = r.id;
                 // Without suggestions and with a forecast that holds for the job, the
                 // core only reads: cheaper than a copy.
                 let answers = forecast
@@ -183,7 +183,7 @@ impl Controller {
         let Some(core) = core else {
             return e;
         };
-        match (self.jobs.get(&e.job_id), core.answer) {
+        match (self.jobs.get(&JobId(e.job_id)), core.answer) {
             (Some(r), Some(x)) => self.explain_queued(r, caller, core.priority, &x, &mut e),
             _ => {
                 e.priority = Some(core.priority);
@@ -334,7 +334,7 @@ impl Controller {
                         .waits_for
                         .iter()
                         .map(|w| {
-                            let owner = self.jobs.get(&w.job.0);
+                            let owner = self.jobs.get(&w.job);
                             let hide = owner.is_none_or(|o| self.hidden_from(caller, o.uid));
                             // `PrivateData=users`: the job, not whose it is.
                             let anonymous =
@@ -375,7 +375,7 @@ impl Controller {
         // pending otherwise: nothing was left to happen, or a year passed.)
         e.not_before = match &x.start {
             Err(NoStart::Budget { at }) => {
-                let begin = self.sched.job(JobId(r.id)).map_or(*at, |j| j.spec.begin);
+                let begin = self.sched.job(r.id).map_or(*at, |j| j.spec.begin);
                 Some((*at).max(begin))
             }
             _ => None,

@@ -8,7 +8,7 @@
 //! only there ([`Job::to_record`]; the controller's `record`, `stored` and `listed`),
 //! and read back into a `Job` only when the controller starts ([`Job::from_record`]).
 
-use sluice_core::NodeId;
+use sluice_core::{JobId, NodeId};
 use sluice_proto::types::{
     compact_indices, EndingRun, Hold, JobDescription, JobRecord, JobState, MemoryRequest, StartPass,
 };
@@ -20,9 +20,9 @@ use crate::config::ClusterConfig;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Job {
     /// Its id.
-    pub id: u64,
+    pub id: JobId,
     /// For array tasks: the array's job id and this task's index.
-    pub array: Option<(u64, u32)>,
+    pub array: Option<(JobId, u32)>,
     /// For the array's record (the task holding the array's id): the indices still to
     /// start, and the throttle (`%N`).
     pub array_pending: Option<(Vec<u32>, Option<u32>)>,
@@ -144,7 +144,7 @@ impl Job {
     }
 
     /// The key jobs are listed by (see `JobRecord::list_key`).
-    pub fn list_key(&self) -> (u64, u32) {
+    pub fn list_key(&self) -> (JobId, u32) {
         self.array.unwrap_or((self.id, 0))
     }
 
@@ -222,8 +222,8 @@ impl Job {
             })
         });
         Job {
-            id: r.id,
-            array: r.array,
+            id: JobId(r.id),
+            array: r.array.map(|(a, t)| (JobId(a), t)),
             array_pending: r.array_pending,
             uid: r.uid,
             gid: r.gid,
@@ -278,8 +278,8 @@ impl Job {
         let name = |n: NodeId| conf.cluster.node(n).name.clone();
         let shards = self.alloc.iter().any(|s| !s.shards.is_empty());
         JobRecord {
-            id: self.id,
-            array: self.array,
+            id: self.id.0,
+            array: self.array.map(|(a, t)| (a.0, t)),
             array_pending: self.array_pending.clone(),
             uid: self.uid,
             gid: self.gid,

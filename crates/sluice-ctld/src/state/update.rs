@@ -145,7 +145,7 @@ impl Controller {
             };
             self.sched.set_node_state(nid, state);
             if state == NodeState::Down {
-                let lost: Vec<u64> = self
+                let lost: Vec<JobId> = self
                     .jobs
                     .values()
                     .filter(|j| j.state == JobState::Running && j.on_node(nid))
@@ -194,7 +194,7 @@ impl Controller {
     /// "Update of this parameter is not supported: KEY".
     pub fn update_job(
         &mut self,
-        job: u64,
+        job: JobId,
         task: Option<u32>,
         changes: &[(String, String)],
         caller: &Caller,
@@ -308,14 +308,14 @@ impl Controller {
             let record = &self.jobs[&id];
             if was_queued {
                 // The core takes the job again with its new shape.
-                self.sched.cancel_pending(JobId(id), now);
+                self.sched.cancel_pending(id, now);
                 self.outside.insert(id);
                 self.outside_dirty = true;
             }
             if record.state == JobState::Running {
                 if let Some(limit) = new_limit {
                     let secs = limit.unwrap_or(MAX_TIME_LIMIT).clamp(1, MAX_TIME_LIMIT);
-                    self.sched.set_time_limit(JobId(id), secs, now);
+                    self.sched.set_time_limit(id, secs, now);
                     if !record.desc.interactive {
                         effects.push(Effect::SetTimeLimit {
                             node: record
