@@ -1611,3 +1611,85 @@ fn a_job_waiting_for_its_begin_time_is_shown_starting_then_as_slurm_shows_it() {
     assert_eq!(shown(begins), ("BeginTime".to_string(), Some(7200)));
     assert_eq!(shown(plain), ("Resources".to_string(), Some(3600)));
 }
+
+/// Every job's record as the store would hold it, by id.
+fn stored_records(c: &Controller) -> Vec<JobRecord> {
+    c.accounting().0
+}
+
+#[test]
+fn records_read_back_at_start_are_the_records_written() {
+    // Jobs in every kind of state the store keeps, on three 2-CPU nodes: running on
+    // two nodes, requeued with its run still ending, held, waiting on a dependency,
+    // over its array's throttle, cancelled while pending (keeping its reason), ended.
+    let mut c = Controller::new(conf(3, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (wide, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    let (requeued, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    let (ended_one, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    c.job_ended(&ended(ended_one, JobState::Completed, 0, 5), 5);
+    c.requeue(requeued, None, &alice(), 6).unwrap();
+    let (held, _) = submit(
+        &mut c,
+        JobDescription {
+            hold: true,
+            ..desc(1, 60)
+        },
+        &mut next,
+        7,
+    );
+    let (waiting, _) = submit(
+        &mut c,
+        JobDescription {
+            dependency: Some(format!("afterok:{}", wide.0)),
+            ..desc(1, 60)
+        },
+        &mut next,
+        7,
+    );
+    let (queued, _) = submit(&mut c, desc(4, 60), &mut next, 7);
+    let (array, _) = submit(
+        &mut c,
+        JobDescription {
+            array: Some((vec![0, 1, 2], Some(1))),
+            ..desc(1, 60)
+        },
+        &mut next,
+        7,
+    );
+    c.schedule(8);
+    let cancel = CancelRequest {
+        jobs: vec![(queued.0, None)],
+        ..Default::default()
+    };
+    c.cancel(&cancel, &alice(), 9).unwrap();
+    let shown = |c: &Controller, id: JobId| {
+        let r = c.job(id).unwrap();
+        (r.state, r.reason, r.nodes, r.ending_run.map(|e| e.node))
+    };
+    assert_eq!(
+        [wide, requeued, held, waiting, queued, array].map(|id| shown(&c, id)),
+        [
+            (
+                JobState::Running,
+                "None".to_string(),
+                vec!["node01".to_string(), "node02".to_string()],
+                None
+            ),
+            (
+                JobState::Pending,
+                "BeginTime".into(),
+                vec![],
+                Some("node03".into())
+            ),
+            (JobState::Pending, "JobHeldUser".into(), vec![], None),
+            (JobState::Pending, "Dependency".into(), vec![], None),
+            (JobState::Cancelled, "Resources".into(), vec![], None),
+            (JobState::Pending, "JobArrayTaskLimit".into(), vec![], None),
+        ]
+    );
+    let written = stored_records(&c);
+    let again = Controller::new(conf(3, 2), Path::new("/s"), written.clone(), vec![], 10);
+    assert_eq!(stored_records(&again), written);
+}
