@@ -2,8 +2,11 @@
 //!
 //! Like the core, this module does no I/O: every method takes `now` and returns
 //! [`Effect`]s (write this record, launch that job on that node) for the server loop to
-//! carry out. Job records are the durable truth; the core holds only what scheduling
-//! needs, and is rebuilt from the records after a restart.
+//! carry out. The controller keeps each job as a typed [`Job`] (`state/job.rs`); a
+//! `JobRecord` is built from it only at the boundaries — to answer, to launch, to write
+//! to the store — and read back into a `Job` at start. The records in the store are the
+//! durable truth; the core holds only what scheduling needs, and is rebuilt from them
+//! after a restart.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,13 +19,13 @@ use sluice_core::limits::JobAcct;
 use sluice_core::partition_policy::NotAllowed;
 use sluice_core::{
     Decision, EndSemantics, JobId, JobRequest, JobSpec, MemRequest, NodeAlloc, NodeId, NodeState,
-    PartitionId, Policy, Scheduler, SubmitError, MAX_TIME_LIMIT,
+    PartitionId, PendingReason, Policy, Scheduler, SubmitError, MAX_TIME_LIMIT,
 };
 use sluice_proto::pattern::{expand, PatternContext};
 use sluice_proto::types::{
-    CancelRequest, ConfigInfo, DeviceFile, EndingRun, Hold, JobDescription, JobEnded, JobRecord,
-    JobState, LaunchBatch, MemoryRequest, NodeInfo, PartitionInfo, StartPass, StepId, StepPlan,
-    StepRecord, StepRequest,
+    CancelRequest, ConfigInfo, DeviceFile, Hold, JobDescription, JobEnded, JobRecord, JobState,
+    LaunchBatch, MemoryRequest, NodeInfo, PartitionInfo, StartPass, StepId, StepPlan, StepRecord,
+    StepRequest,
 };
 
 use crate::accounts::{Accounts, Requester};
@@ -48,7 +51,7 @@ pub enum Effect {
     PersistRun(Box<JobRecord>),
     /// Delete a job's record: an array task cancelled before it ever started, which
     /// Slurm never gives a record of its own.
-    Forget(u64),
+    Forget(JobId),
     /// Run a job's batch script on its first node.
     Launch {
         /// The node whose agent runs it.
@@ -61,7 +64,7 @@ pub enum Effect {
         /// Its nodes.
         nodes: Vec<String>,
         /// Job id.
-        job_id: u64,
+        job_id: JobId,
         /// Signal number.
         signal: i32,
         /// The batch shell only.
@@ -73,7 +76,7 @@ pub enum Effect {
         /// Its nodes.
         nodes: Vec<String>,
         /// Job id.
-        job_id: u64,
+        job_id: JobId,
         /// State to report (CANCELLED, TIMEOUT...).
         state: JobState,
     },
@@ -90,7 +93,7 @@ pub enum Effect {
         /// The node whose agent runs the batch script.
         node: String,
         /// Job id.
-        job_id: u64,
+        job_id: JobId,
         /// The run it applies to.
         run: u32,
         /// Seconds from the start; `None`: unlimited.
@@ -123,7 +126,7 @@ pub struct Caller {
 /// A checked submission, ready to be made durable.
 #[derive(Clone, Debug)]
 pub struct Prepared {
-    template: JobRecord,
+    template: Job,
     tasks: Vec<u32>,
     throttle: Option<u32>,
     /// Warnings for the user.
@@ -136,8 +139,7 @@ impl Prepared {
         self.tasks.len().max(1) as u64
     }
 
-    /// The records, given the first id, in id order (pure: runs inside the store's
-    /// transaction).
+    /// The jobs, given the first id, in id order.
     ///
     /// An array's tasks: in Slurm the array's id stays with its pending remainder and
     /// each task takes the next free id as it starts, but the last to start keeps the
@@ -146,7 +148,7 @@ impl Prepared {
     /// order: `--array=2-4` as 100 gives task 2 id 101, task 3 id 102 and task 4 id 100.
     /// (Slurm takes those ids only as the tasks start, so a job submitted in between
     /// may take one of them there; here they are the array's from its submission.)
-    pub fn records(&self, first: u64) -> Vec<JobRecord> {
+    pub fn jobs(&self, first: JobId) -> Vec<Job> {
         if self.tasks.is_empty() {
             let mut r = self.template.clone();
             r.id = first;
@@ -162,7 +164,7 @@ impl Prepared {
                     self.tasks[i - 1]
                 };
                 let mut r = self.template.clone();
-                r.id = first + i as u64;
+                r.id = JobId(first.0 + i as u64);
                 r.array = Some((first, index));
                 if i == 0 {
                     r.array_pending = Some((self.tasks.clone(), self.throttle));
@@ -174,16 +176,16 @@ impl Prepared {
     }
 }
 
-/// Resolves the output patterns of a record (with `node` for `%N`).
-fn resolve_paths(r: &mut JobRecord, node: &str) {
+/// Resolves the output patterns of a job (with `node` for `%N`).
+fn resolve_paths(r: &mut Job, node: &str) {
     let default_out = if r.array.is_some() {
         "slurm-%A_%a.out"
     } else {
         "slurm-%j.out"
     };
     let ctx = PatternContext {
-        job_id: r.id,
-        array: r.array,
+        job_id: r.id.0,
+        array: r.array.map(|(a, t)| (a.0, t)),
         step: None,
         node,
         node_index: 0,
@@ -220,20 +222,20 @@ pub struct Controller {
     /// The configuration.
     pub conf: ClusterConfig,
     /// Running jobs being preempted, in their grace time (see `state/preempt.rs`).
-    preempting: BTreeMap<u64, preempt::Preempting>,
+    preempting: BTreeMap<JobId, preempt::Preempting>,
     state_dir: PathBuf,
     sched: Scheduler,
-    jobs: BTreeMap<u64, JobRecord>,
-    steps: BTreeMap<(u64, StepId), StepRecord>,
+    jobs: BTreeMap<JobId, Job>,
+    steps: BTreeMap<(JobId, StepId), StepRecord>,
     /// Pending jobs kept out of the core: held, waiting on a dependency, or beyond their
     /// array's throttle.
-    outside: BTreeSet<u64>,
+    outside: BTreeSet<JobId>,
     /// Something happened that may let a job of `outside` into the queue (a job started,
     /// ended or was released): the next pass looks at them again.
     outside_dirty: bool,
     /// When `after:ID+MIN` delays of outside jobs lapse (time, job): the controller
     /// looks at them again then.
-    dep_due: BTreeSet<(i64, u64)>,
+    dep_due: BTreeSet<(i64, JobId)>,
     /// Agents that registered.
     agents_up: BTreeSet<String>,
     /// Registration and last busy times, resumed nodes awaiting an answer.
@@ -241,7 +243,7 @@ pub struct Controller {
     gpu_slot: Option<usize>,
     /// Running interactive allocations (salloc, srun outside a job): no agent watches
     /// their time limit, so the controller does (see [`Controller::expire_interactive`]).
-    interactive: BTreeSet<u64>,
+    interactive: BTreeSet<JobId>,
     /// Inside [`Controller::expire_interactive`]: the passes its job ends run do not
     /// expire again (one pass, not one nested pass per expiring allocation).
     expiring: bool,
@@ -267,11 +269,11 @@ pub struct Controller {
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
 /// lowering it): what the core orders the queue by and what squeue shows.
-fn job_priority(r: &JobRecord) -> u32 {
+fn job_priority(r: &Job) -> u32 {
     let nice = r.desc.nice.unwrap_or(0).clamp(-10_000, 10_000);
     // An array's tasks all rank as the array (Slurm keeps them in one record).
     let id = r.list_key().0;
-    let base = (u32::MAX / 2).saturating_sub((id % (u32::MAX as u64 / 2)) as u32);
+    let base = (u32::MAX / 2).saturating_sub((id.0 % (u32::MAX as u64 / 2)) as u32);
     (base as i64 - nice as i64).clamp(0, u32::MAX as i64) as u32
 }
 
@@ -351,10 +353,10 @@ impl Controller {
             next_job_id: 1,
         };
         for s in steps {
-            c.steps.insert((s.job_id, s.step), s);
+            c.steps.insert((JobId(s.job_id), s.step), s);
         }
-        for mut r in jobs {
-            r.upgrade();
+        for r in jobs {
+            let r = Job::from_record(r, &c.conf);
             let id = r.id;
             match r.state {
                 JobState::Running => {
@@ -427,7 +429,7 @@ impl Controller {
             .values()
             .filter(|j| !j.state.is_finished())
             .map(|j| ActiveJob {
-                id: j.id,
+                id: j.id.0,
                 cluster: self.conf.cluster_name.clone(),
                 account: j.account.clone(),
                 user: j.user.clone(),
@@ -564,8 +566,8 @@ impl Controller {
             .or_else(|| desc.ntasks_per_node.map(|n| n * min_nodes))
             .unwrap_or(min_nodes)
             .max(min_nodes);
-        let mut template = JobRecord {
-            id: 0,
+        let mut template = Job {
+            id: JobId(0),
             array: None,
             array_pending: None,
             uid: caller.uid,
@@ -576,18 +578,14 @@ impl Controller {
             partition: p.name.clone(),
             qos: accounting.qos,
             state: JobState::Pending,
-            reason: "None".into(),
-            dependency_status: None,
+            reason: Reason::NONE,
             priority: 0,
             submit_time: now,
             start_time: None,
             end_time: None,
             planned_start: None,
-            sched_nodes: None,
             time_limit: limit,
-            nodes: Vec::new(),
-            tasks_per_node: Vec::new(),
-            cpus_per_node: Vec::new(),
+            alloc: Vec::new(),
             mem_per_node: 0,
             // The partition's default, when the job asks for no memory of its own.
             mem_default: match (
@@ -598,8 +596,6 @@ impl Controller {
                 (None, Some(MemRequest::PerNode(m))) if m > 0 => Some(MemoryRequest::PerNode(m)),
                 _ => None,
             },
-            gpus_per_node: Vec::new(),
-            shards_per_node: Vec::new(),
             ntasks,
             cpus_per_task: desc.cpus_per_task.unwrap_or(1),
             min_nodes,
@@ -616,12 +612,8 @@ impl Controller {
             start_pass: None,
             ending_run: None,
             refused: None,
-            preemption: None,
-            legacy_held: false,
-            legacy_details: None,
             tres_req: Vec::new(),
             tres_alloc: Vec::new(),
-            gpu_types_per_node: Vec::new(),
             // Eligible at once unless held or waiting on a dependency (see `release`).
             accrue_time: (!desc.hold && desc.dependency.is_none())
                 .then(|| desc.begin.unwrap_or(now).max(now)),
@@ -713,8 +705,8 @@ impl Controller {
         Ok(())
     }
 
-    /// The core's view of a record (resource request, limit, priority).
-    fn core_spec(&self, r: &JobRecord) -> Result<JobSpec, String> {
+    /// The core's view of a job (resource request, limit, priority).
+    fn core_spec(&self, r: &Job) -> Result<JobSpec, String> {
         let d = &r.desc;
         let part = self
             .partition_of(&r.partition)
@@ -887,7 +879,7 @@ impl Controller {
             .unwrap_or(MAX_TIME_LIMIT)
             .clamp(1, MAX_TIME_LIMIT);
         Ok(JobSpec {
-            id: JobId(r.id),
+            id: r.id,
             user: r.uid,
             partition: part,
             submit: r.submit_time,
@@ -906,7 +898,7 @@ impl Controller {
     /// A job's association and QOS for the core's limits, and whether its partition
     /// allows its account and QOS (Slurm leaves a job it does not pending, with
     /// `EnforcePartLimits=NO`).
-    fn job_acct(&self, r: &JobRecord, part: PartitionId) -> JobAcct {
+    fn job_acct(&self, r: &Job, part: PartitionId) -> JobAcct {
         let mut acct = self
             .accounts
             .job_acct(&r.user, &r.account, &r.partition, &r.qos);
@@ -937,7 +929,7 @@ impl Controller {
             .unwrap_or_default();
             self.sched.set_cohorts(cohorts);
         }
-        let live: Vec<u64> = self
+        let live: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| !j.state.is_finished())
@@ -947,8 +939,8 @@ impl Controller {
             let Ok(spec) = self.core_spec(&self.jobs[&id]) else {
                 continue;
             };
-            if !self.sched.set_job_acct(JobId(id), spec.acct, now) && self.outside.contains(&id) {
-                self.sched.forget_waiting(JobId(id), now);
+            if !self.sched.set_job_acct(id, spec.acct, now) && self.outside.contains(&id) {
+                self.sched.forget_waiting(id, now);
                 self.sched.note_waiting(&spec);
             }
         }
@@ -960,20 +952,25 @@ impl Controller {
         self.next_job_id = self.next_job_id.max(next);
     }
 
-    /// Allocates the ids of checked submission `p` and gives its records: consecutive
-    /// ids, one per array task. The records are to be made durable, then
-    /// [`Controller::accept`]ed.
-    pub fn allocate(&mut self, p: &Prepared) -> Vec<JobRecord> {
+    /// Allocates the ids of checked submission `p` and gives its jobs: consecutive
+    /// ids, one per array task. Their records ([`Controller::inserted`]) are to be made
+    /// durable, then the jobs [`Controller::accept`]ed.
+    pub fn allocate(&mut self, p: &Prepared) -> Vec<Job> {
         let first = self.next_job_id;
         self.next_job_id += p.ids();
-        p.records(first)
+        p.jobs(JobId(first))
     }
 
-    /// Takes the records of a durable submission into the queue.
-    pub fn accept(&mut self, records: Vec<JobRecord>, now: i64) -> Vec<Effect> {
+    /// What the store writes of a new submission's jobs: [`Effect::Insert`].
+    pub fn inserted(&self, jobs: &[Job]) -> Effect {
+        Effect::Insert(jobs.iter().map(|j| self.stored(j)).collect())
+    }
+
+    /// Takes the jobs of a durable submission into the queue.
+    pub fn accept(&mut self, jobs: Vec<Job>, now: i64) -> Vec<Effect> {
         // Queued in task order: an array's tasks start in index order.
-        let ids = in_list_order(records.iter());
-        for r in records {
+        let ids = in_list_order(jobs.iter());
+        for r in jobs {
             let id = r.id;
             if let Ok(spec) = self.core_spec(&r) {
                 // Counted for the submit limits while it waits outside the queue.
@@ -994,17 +991,15 @@ impl Controller {
     }
 
     /// [`Controller::release_outside`] for the jobs `ids` only.
-    fn release(&mut self, ids: Vec<u64>, now: i64) -> Vec<Effect> {
+    fn release(&mut self, ids: Vec<JobId>, now: i64) -> Vec<Effect> {
         let mut effects = Vec::new();
         for id in ids {
             let reason = self.blocked_reason(id, now);
             let r = self.jobs.get_mut(&id).expect("outside jobs have records");
             match reason {
                 Some(reason) => {
-                    if r.reason != reason {
-                        r.reason = reason.to_string();
-                    }
-                    if reason == "Dependency" {
+                    r.reason = reason;
+                    if reason == Reason::Dependency {
                         if let Some(due) = self.dependency_due(&self.jobs[&id], now) {
                             self.dep_due.insert((due, id));
                         }
@@ -1016,7 +1011,7 @@ impl Controller {
                     if r.accrue_time.is_none() {
                         let begin = r.desc.begin.unwrap_or(r.submit_time).max(now);
                         r.accrue_time = Some(begin);
-                        effects.push(Effect::Persist(Box::new(r.clone())));
+                        effects.push(self.persist(id));
                     }
                     if self.priority.multifactor() {
                         let r = &self.jobs[&id];
@@ -1033,19 +1028,18 @@ impl Controller {
                             self.outside.remove(&id);
                             self.bind_reservation(id, now);
                             let r = self.jobs.get_mut(&id).expect("exists");
-                            r.reason = "None".into();
+                            r.reason = Reason::NONE;
                         }
                         Ok(Err(e)) => {
                             // The configuration changed under a queued job: it can never run.
                             self.outside.remove(&id);
                             let r = self.jobs.get_mut(&id).expect("exists");
-                            let before = std::mem::replace(&mut r.reason, "BadConstraints".into());
+                            let before = std::mem::replace(&mut r.reason, Reason::BadConstraints);
                             r.state = JobState::Failed;
                             r.end_time = Some(now);
                             r.refused = Some(e.to_string());
-                            let r = r.clone();
-                            self.audit_refused(&r, before, now);
-                            effects.push(Effect::Persist(Box::new(r)));
+                            self.audit_refused(id, before, now);
+                            effects.push(self.persist(id));
                         }
                         Err(e) => {
                             self.outside.remove(&id);
@@ -1053,10 +1047,9 @@ impl Controller {
                             r.state = JobState::Failed;
                             r.end_time = Some(now);
                             r.refused = Some(e);
-                            let r = r.clone();
-                            let before = r.reason.clone();
-                            self.audit_refused(&r, before, now);
-                            effects.push(Effect::Persist(Box::new(r)));
+                            let before = r.reason;
+                            self.audit_refused(id, before, now);
+                            effects.push(self.persist(id));
                         }
                     }
                 }
@@ -1066,24 +1059,24 @@ impl Controller {
     }
 
     /// Why a pending job may not enter the queue yet (Slurm's reason), if it may not.
-    fn blocked_reason(&self, id: u64, now: i64) -> Option<&'static str> {
+    fn blocked_reason(&self, id: JobId, now: i64) -> Option<Reason> {
         let r = &self.jobs[&id];
         if let Some(hold) = &r.hold {
             return Some(match hold {
-                Hold::ReservationDeleted(_) => "ReservationDeleted",
-                Hold::Admin => "JobHeldAdmin",
-                Hold::User => "JobHeldUser",
+                Hold::ReservationDeleted(_) => Reason::ReservationDeleted,
+                Hold::Admin => Reason::HeldAdmin,
+                Hold::User => Reason::HeldUser,
             });
         }
         if r.ending_run.is_some() {
             // As a requeued job in Slurm, which may begin again only later.
-            return Some("BeginTime");
+            return Some(Reason::Core(PendingReason::BeginTime));
         }
         if let Some(dep) = r.desc.dependency.as_deref() {
             match self.dependency_state(r, dep, now) {
                 DepState::Satisfied => {}
-                DepState::Waiting => return Some("Dependency"),
-                DepState::Never => return Some("DependencyNeverSatisfied"),
+                DepState::Waiting => return Some(Reason::Dependency),
+                DepState::Never => return Some(Reason::DependencyNeverSatisfied),
             }
         }
         if let Some((array, _)) = r.array {
@@ -1103,7 +1096,7 @@ impl Controller {
                     })
                     .count();
                 if running >= t as usize {
-                    return Some("JobArrayTaskLimit");
+                    return Some(Reason::ArrayTaskLimit);
                 }
             }
         }
@@ -1144,7 +1137,7 @@ impl Controller {
                     pass,
                 } = d
                 {
-                    effects.extend(self.started(job.0, at, &alloc.nodes, pass.as_str()));
+                    effects.extend(self.started(job, at, &alloc.nodes, pass.as_str()));
                 }
             }
             if !victims_gone {
@@ -1183,7 +1176,7 @@ impl Controller {
         let jobs = &self.jobs;
         self.interactive
             .retain(|id| jobs.get(id).is_some_and(|r| r.state == JobState::Running));
-        let due: Vec<u64> = self
+        let due: Vec<JobId> = self
             .interactive
             .iter()
             .copied()
@@ -1198,12 +1191,12 @@ impl Controller {
         for id in due {
             let r = &self.jobs[&id];
             effects.push(Effect::Terminate {
-                nodes: r.nodes.clone(),
+                nodes: self.node_names(r),
                 job_id: id,
                 state: JobState::Timeout,
             });
             let report = JobEnded {
-                job_id: id,
+                job_id: id.0,
                 run: r.restarts,
                 node: String::new(),
                 state: JobState::Timeout,
@@ -1217,18 +1210,7 @@ impl Controller {
         effects
     }
 
-    fn started(&mut self, id: u64, at: i64, nodes: &[NodeAlloc], pass: &str) -> Vec<Effect> {
-        let names: Vec<String> = nodes
-            .iter()
-            .map(|a| self.conf.cluster.node(a.node).name.clone())
-            .collect();
-        // The core chose the GPUs, and the shards of which GPU (see `sluice_core::gpus`).
-        let gpus: Vec<Vec<u32>> = nodes.iter().map(|a| a.gpus.clone()).collect();
-        let shards: Vec<Vec<(u32, u32)>> = if nodes.iter().any(|a| !a.shards.is_empty()) {
-            nodes.iter().map(|a| a.shards.clone()).collect()
-        } else {
-            Vec::new()
-        };
+    fn started(&mut self, id: JobId, at: i64, nodes: &[NodeAlloc], pass: &str) -> Vec<Effect> {
         // What it asked, as it stands now (`scontrol update` may have changed it).
         let asked = self.jobs.get(&id).and_then(|r| {
             let spec = self.core_spec(r).ok()?;
@@ -1238,26 +1220,39 @@ impl Controller {
         if let Some(asked) = asked {
             r.tres_req = asked;
         }
+        let (tres, gpu_types) = self.conf.allocated_tres(&r.partition, nodes);
         r.state = JobState::Running;
-        r.reason = "None".into();
+        r.reason = Reason::NONE;
         r.start_time = Some(at);
         r.planned_start = Some(at);
-        r.nodes = names.clone();
-        r.tasks_per_node = nodes.iter().map(|a| a.tasks).collect();
-        r.cpus_per_node = nodes.iter().map(|a| a.usage.cpus).collect();
+        // The core chose the GPUs, and the shards of which GPU (see `sluice_core::gpus`).
+        r.alloc = nodes
+            .iter()
+            .zip(gpu_types)
+            .map(|(a, gpu_types)| NodeShare {
+                node: a.node,
+                tasks: a.tasks,
+                cpus: a.usage.cpus,
+                gpus: a.gpus.clone(),
+                shards: a.shards.clone(),
+                gpu_types,
+            })
+            .collect();
         r.mem_per_node = nodes.first().map_or(0, |a| a.usage.mem_mib);
-        r.gpus_per_node = gpus;
-        r.shards_per_node = shards;
-        (r.tres_alloc, r.gpu_types_per_node) = self.conf.allocated_tres(&r.partition, nodes);
+        r.tres_alloc = tres;
         r.start_pass = Some(if pass == "backfill" {
             StartPass::Backfill
         } else {
             StartPass::Main
         });
-        let first = names.first().cloned().unwrap_or_default();
+        let first = r
+            .first_node()
+            .map(|n| self.conf.cluster.node(n).name.clone())
+            .unwrap_or_default();
         resolve_paths(r, &first);
-        let record = r.clone();
         self.audit_started(id, pass, at);
+        let r = &self.jobs[&id];
+        let record = self.stored(r);
         tracing::info!(
             "{}: Allocate JobId={id} NodeList={} #CPUs={} Partition={}",
             if pass == "backfill" {
@@ -1270,17 +1265,17 @@ impl Controller {
             record.partition
         );
         let mut effects = vec![Effect::Persist(Box::new(record.clone()))];
-        if let Some(array) = record.array.map(|a| a.0) {
+        if let Some((array, task)) = r.array {
             // The array's remainder shrinks as tasks start.
             if let Some(head) = self.jobs.get_mut(&array) {
                 if let Some((rest, _)) = head.array_pending.as_mut() {
-                    rest.retain(|&t| Some(t) != record.array.map(|a| a.1));
-                    effects.push(Effect::Persist(Box::new(head.clone())));
+                    rest.retain(|&t| t != task);
+                    effects.push(self.persist(array));
                 }
             }
         }
         if record.desc.interactive {
-            self.interactive.insert(record.id);
+            self.interactive.insert(id);
         } else {
             let environment = batch_environment(&record, &self.conf, &self.state_dir);
             let devices = self.conf.constrain_devices.then(|| {
@@ -1292,7 +1287,7 @@ impl Controller {
                 )
             });
             effects.push(Effect::Launch {
-                node: first.clone(),
+                node: first,
                 order: Box::new(LaunchBatch {
                     job: record,
                     environment,
@@ -1344,7 +1339,7 @@ impl Controller {
     /// Errors: an unknown job, another user's job, a batch job; nothing changed.
     pub fn complete_allocation(
         &mut self,
-        id: u64,
+        id: JobId,
         exit_code: i32,
         signal: i32,
         caller: &Caller,
@@ -1364,7 +1359,7 @@ impl Controller {
             JobState::Failed
         };
         let report = JobEnded {
-            job_id: id,
+            job_id: id.0,
             run: r.restarts,
             node: String::new(),
             state,
@@ -1379,23 +1374,22 @@ impl Controller {
     pub fn job_ended(&mut self, report: &JobEnded, now: i64) -> Vec<Effect> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
-        let Some(r) = self.jobs.get(&report.job_id) else {
+        let id = JobId(report.job_id);
+        let Some(r) = self.jobs.get(&id) else {
             return Vec::new();
         };
-        if r.ending_run.as_ref().is_some_and(|e| e.run == report.run) {
-            return self.requeued_run_ended(report.job_id, now);
+        if r.ending_run.is_some_and(|e| e.run == report.run) {
+            return self.requeued_run_ended(id, now);
         }
         if r.state != JobState::Running || r.restarts != report.run {
             return Vec::new(); // stale (an earlier run, or already accounted)
         }
         let mut preempted = false;
-        if let Some(effects) =
-            self.preempted_run_ended(report.job_id, report.run, now, &mut preempted)
-        {
+        if let Some(effects) = self.preempted_run_ended(id, report.run, now, &mut preempted) {
             return effects;
         }
-        self.sched.job_ended(JobId(report.job_id), now);
-        let r = self.jobs.get_mut(&report.job_id).expect("checked");
+        self.sched.job_ended(id, now);
+        let r = self.jobs.get_mut(&id).expect("checked");
         r.end_time = Some(report.end.min(now).max(r.start_time.unwrap_or(now)));
         r.exit_code = report.exit_code;
         r.signal = report.signal;
@@ -1404,52 +1398,56 @@ impl Controller {
             _ if preempted => JobState::Preempted,
             (s, None) => s,
         };
-        let record = r.clone();
-        self.audit_ended(&record, now);
+        self.audit_ended(id, now);
+        let r = &self.jobs[&id];
+        let (state, end_time) = (r.state, r.end_time);
         tracing::info!(
-            "_job_complete: JobId={} {} ExitCode={}:{} done",
-            record.id,
-            record.state.name(),
-            record.exit_code,
-            record.signal
+            "_job_complete: JobId={id} {} ExitCode={}:{} done",
+            state.name(),
+            r.exit_code,
+            r.signal
         );
-        self.liveness.busy_until(&record.nodes, now);
-        let mut effects = vec![Effect::Persist(Box::new(record.clone()))];
-        if !record.desc.interactive {
+        let nodes: Vec<String> = r
+            .node_ids()
+            .map(|n| self.conf.cluster.node(n).name.clone())
+            .collect();
+        self.liveness.busy_until(&nodes, now);
+        let mut effects = vec![self.persist(id)];
+        if !r.desc.interactive {
             let step = StepRecord {
-                job_id: record.id,
+                job_id: id.0,
                 step: StepId::Batch,
                 name: "batch".into(),
                 // As slurmstepd: a batch step ended at the time limit was cancelled.
-                state: match record.state {
+                state: match state {
                     JobState::Timeout => JobState::Cancelled,
                     s => s,
                 },
-                start: record.start_time.unwrap_or(now),
-                end: record.end_time,
-                exit_code: record.exit_code,
-                signal: record.signal,
-                nodes: record.nodes.first().cloned().into_iter().collect(),
+                start: r.start_time.unwrap_or(now),
+                end: end_time,
+                exit_code: r.exit_code,
+                signal: r.signal,
+                nodes: nodes.into_iter().take(1).collect(),
                 ntasks: 1,
-                cpus: record.cpus_per_node.first().copied().unwrap_or(1),
+                cpus: r.alloc.first().map_or(1, |s| s.cpus),
             };
-            self.steps.insert((record.id, StepId::Batch), step.clone());
+            self.steps.insert((id, StepId::Batch), step.clone());
             effects.push(Effect::PersistStep(step));
         }
         // Steps still marked running end with their job.
-        let open: Vec<(u64, StepId)> = self
+        let open: Vec<(JobId, StepId)> = self
             .steps
-            .range((record.id, StepId::Batch)..=(record.id, StepId::Number(u32::MAX)))
+            .range((id, StepId::Batch)..=(id, StepId::Number(u32::MAX)))
             .filter(|(_, s)| s.state == JobState::Running)
             .map(|(k, _)| *k)
             .collect();
         for k in open {
             let s = self.steps.get_mut(&k).expect("listed");
-            s.state = match record.state {
+            s.state = match state {
                 JobState::Completed | JobState::Timeout => JobState::Cancelled,
                 st => st,
             };
-            s.end = record.end_time;
+            s.end = end_time;
             effects.push(Effect::PersistStep(s.clone()));
         }
         effects.extend(self.schedule(now));
@@ -1457,12 +1455,15 @@ impl Controller {
     }
 
     /// Job and step allocations as the core saw them (for restore and release).
-    fn allocation_of(&self, r: &JobRecord) -> Option<Vec<NodeAlloc>> {
+    fn allocation_of(&self, r: &Job) -> Option<Vec<NodeAlloc>> {
         let spec = self.core_spec(r).ok()?;
+        if r.alloc.is_empty() {
+            return None;
+        }
         let mut out = Vec::new();
-        for (i, name) in r.nodes.iter().enumerate() {
-            let node = self.conf.node_id(name)?;
-            let tasks = r.tasks_per_node.get(i).copied().unwrap_or(1);
+        for share in &r.alloc {
+            let node = share.node;
+            let tasks = share.tasks;
             let cap = self.conf.cluster.node(node).capacity;
             let mut usage = sluice_core::select::usage_on_node(
                 &spec.request,
@@ -1471,19 +1472,17 @@ impl Controller {
                 &cap,
                 &self.conf.cluster.gres,
             );
-            if let Some(held) = r.gpus_per_node.get(i) {
-                self.count_held_gpus(node, held, &mut usage.gres);
-            }
+            self.count_held_gpus(node, &share.gpus, &mut usage.gres);
             let mut a = NodeAlloc::new(node, tasks, usage);
             // The GPUs it holds, for the core to take back (see `sluice_core::gpus`).
-            a.gpus = r.gpus_per_node.get(i).cloned().unwrap_or_default();
-            a.shards = r.shards_per_node.get(i).cloned().unwrap_or_default();
+            a.gpus = share.gpus.clone();
+            a.shards = share.shards.clone();
             out.push(a);
         }
         Some(out)
     }
 
-    fn may_touch(caller: &Caller, r: &JobRecord) -> bool {
+    fn may_touch(caller: &Caller, r: &Job) -> bool {
         caller.admin || caller.uid == r.uid
     }
 
@@ -1491,7 +1490,7 @@ impl Controller {
     /// as an operator).
     ///
     /// Errors: Slurm's `Invalid job id specified`, `Access/permission denied`.
-    fn job_for(&self, id: u64, caller: &Caller) -> Result<&JobRecord, ApiError> {
+    fn job_for(&self, id: JobId, caller: &Caller) -> Result<&Job, ApiError> {
         let r = self.jobs.get(&id).ok_or_else(ApiError::invalid_job)?;
         if !Self::may_touch(caller, r) {
             return Err(ApiError::access_denied());
@@ -1501,11 +1500,11 @@ impl Controller {
 
     /// Ids a request names (`123` all of an array, `123_4` one task).
     /// The record of task `task` of array `job`, while the controller remembers it.
-    pub fn task_record(&self, job: u64, task: u32) -> Option<u64> {
+    pub fn task_record(&self, job: JobId, task: u32) -> Option<JobId> {
         self.select(job, Some(task)).first().copied()
     }
 
-    fn select(&self, job: u64, task: Option<u32>) -> Vec<u64> {
+    fn select(&self, job: JobId, task: Option<u32>) -> Vec<JobId> {
         match task {
             Some(t) => self
                 .jobs
@@ -1538,12 +1537,13 @@ impl Controller {
     ) -> Result<Vec<Effect>, ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
-        let mut ids: Vec<u64> = Vec::new();
+        let mut ids: Vec<JobId> = Vec::new();
         // Array tasks named on their own (`123_4`, or a task's own id), not as part of
         // their whole array.
-        let mut alone: BTreeSet<u64> = BTreeSet::new();
-        for (job, task) in &req.jobs {
-            let found = self.select(*job, *task);
+        let mut alone: BTreeSet<JobId> = BTreeSet::new();
+        for &(job, task) in &req.jobs {
+            let job = JobId(job);
+            let found = self.select(job, task);
             // Cancelling an unknown job quietly succeeds; signalling one is an error.
             if found.is_empty() && req.signal.is_some() {
                 let id = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
@@ -1555,8 +1555,8 @@ impl Controller {
             if task.is_some()
                 || self
                     .jobs
-                    .get(job)
-                    .is_some_and(|j| j.array.is_some_and(|a| a.0 != *job))
+                    .get(&job)
+                    .is_some_and(|j| j.array.is_some_and(|a| a.0 != job))
             {
                 alone.extend(&found);
             }
@@ -1603,26 +1603,26 @@ impl Controller {
                 }
                 (JobState::Pending, None) => {
                     // The reason it waited for stays, as Slurm shows it (`JobHeldUser`).
-                    let reason = self.live(r).reason;
+                    let reason = self.live_reason(r);
                     self.audit_cancelled(id, caller.uid, now);
                     tracing::info!(
                         "_job_complete: JobId={id} CANCELLED while pending, by uid {}",
                         caller.uid
                     );
-                    self.sched.cancel_pending(JobId(id), now);
-                    self.sched.forget_waiting(JobId(id), now);
+                    self.sched.cancel_pending(id, now);
+                    self.sched.forget_waiting(id, now);
                     self.outside.remove(&id);
                     let r = self.jobs.get_mut(&id).expect("exists");
                     r.state = JobState::Cancelled;
                     r.end_time = Some(now);
                     r.cancelled_by = Some(caller.uid);
                     r.reason = reason;
-                    let r = r.clone();
-                    effects.extend(self.leave_remainder(&r));
-                    effects.push(Effect::Persist(Box::new(self.jobs[&id].clone())));
+                    let task = r.array;
+                    effects.extend(self.leave_remainder(id, task));
+                    effects.push(self.persist(id));
                 }
                 (JobState::Running, None) => {
-                    let nodes = r.nodes.clone();
+                    let nodes = self.node_names(r);
                     self.audit_cancelled(id, caller.uid, now);
                     tracing::info!(
                         "_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={id} uid {}",
@@ -1633,7 +1633,7 @@ impl Controller {
                     if r.desc.interactive {
                         // No agent runs it: srun/salloc ends it when it sees the state.
                         let report = JobEnded {
-                            job_id: id,
+                            job_id: id.0,
                             run: r.restarts,
                             node: String::new(),
                             state: JobState::Cancelled,
@@ -1655,7 +1655,7 @@ impl Controller {
                     // with -f.
                     if req.full || !req.batch {
                         effects.push(Effect::Signal {
-                            nodes: r.nodes.clone(),
+                            nodes: self.node_names(r),
                             job_id: id,
                             signal,
                             batch_only: false,
@@ -1663,7 +1663,7 @@ impl Controller {
                     }
                     if req.batch {
                         effects.push(Effect::Signal {
-                            nodes: r.nodes.clone(),
+                            nodes: self.node_names(r),
                             job_id: id,
                             signal,
                             batch_only: true,
@@ -1680,7 +1680,7 @@ impl Controller {
     /// `scontrol hold` / `release`.
     pub fn set_hold(
         &mut self,
-        job: u64,
+        job: JobId,
         task: Option<u32>,
         hold: bool,
         caller: &Caller,
@@ -1694,7 +1694,7 @@ impl Controller {
     /// only operators release.
     pub fn user_hold(
         &mut self,
-        job: u64,
+        job: JobId,
         task: Option<u32>,
         caller: &Caller,
         now: i64,
@@ -1704,7 +1704,7 @@ impl Controller {
 
     fn hold_as(
         &mut self,
-        job: u64,
+        job: JobId,
         task: Option<u32>,
         hold: bool,
         user_hold: bool,
@@ -1737,7 +1737,7 @@ impl Controller {
             }
             self.audit_hold(id, hold, hold && caller.admin && !user_hold, caller, now);
             if hold && !self.outside.contains(&id) {
-                self.sched.cancel_pending(JobId(id), now);
+                self.sched.cancel_pending(id, now);
                 self.outside.insert(id);
             }
             let r = self.jobs.get_mut(&id).expect("exists");
@@ -1750,7 +1750,7 @@ impl Controller {
                 // A held job is not eligible: it accrues no age until released.
                 r.accrue_time = None;
             }
-            effects.push(Effect::Persist(Box::new(r.clone())));
+            effects.push(self.persist(id));
         }
         effects.extend(self.schedule(now));
         Ok(effects)
@@ -1762,7 +1762,7 @@ impl Controller {
     /// two-minute hold beyond that.
     pub fn requeue(
         &mut self,
-        job: u64,
+        job: JobId,
         task: Option<u32>,
         caller: &Caller,
         now: i64,
@@ -1802,7 +1802,7 @@ impl Controller {
                 if self.audit.failing == Some(id) {
                     format!(
                         "requeue JobId={id} due to failure of node {}",
-                        self.jobs[&id].nodes.join(",")
+                        self.node_names(&self.jobs[&id]).join(",")
                     )
                 } else {
                     format!("Requeuing JobId={id} by uid {}", caller.uid)
@@ -1820,72 +1820,61 @@ impl Controller {
     /// end is reported). A pending job is left alone.
     fn requeue_run(
         &mut self,
-        id: u64,
+        id: JobId,
         ended_as: JobState,
         terminate: bool,
         now: i64,
     ) -> Vec<Effect> {
         let mut effects = Vec::new();
-        {
-            let r = self.jobs[&id].clone();
-            if r.state != JobState::Pending {
-                // The run that ends here, as sacct --duplicates shows it.
-                let mut run = r.clone();
-                run.state = ended_as;
-                run.end_time = Some(r.end_time.unwrap_or(now));
-                run.desc.environment = Vec::new();
-                run.desc.script = String::new();
-                effects.push(Effect::PersistRun(Box::new(run)));
-            }
-            match r.state {
-                JobState::Pending => return effects,
-                JobState::Running => {
-                    self.sched.job_ended(JobId(id), now);
-                    if !r.desc.interactive && terminate {
-                        effects.push(Effect::Terminate {
-                            nodes: r.nodes.clone(),
-                            job_id: id,
-                            state: JobState::Requeued,
-                        });
-                        let node = r.nodes.first().cloned().unwrap_or_default();
-                        self.jobs.get_mut(&id).expect("exists").ending_run =
-                            Some(Box::new(EndingRun {
-                                run: r.restarts,
-                                node,
-                            }));
-                    }
-                }
-                _ => {}
-            }
-            let r = self.jobs.get_mut(&id).expect("exists");
-            r.state = JobState::Pending;
-            r.reason = "None".into();
-            r.restarts += 1;
-            r.desc.append = true;
-            r.nodes.clear();
-            r.tasks_per_node.clear();
-            r.cpus_per_node.clear();
-            r.gpus_per_node.clear();
-            r.shards_per_node.clear();
-            r.tres_alloc.clear();
-            r.gpu_types_per_node.clear();
-            r.start_time = None;
-            r.end_time = None;
-            r.accrue_time = None;
-            r.exit_code = 0;
-            r.signal = 0;
-            r.cancelled_by = None;
-            r.next_step = 0;
-            effects.push(Effect::Persist(Box::new(r.clone())));
-            self.outside.insert(id);
+        let r = &self.jobs[&id];
+        let state = r.state;
+        if state == JobState::Pending {
+            return effects;
         }
+        // The run that ends here, as sacct --duplicates shows it.
+        let mut run = r.to_record(&self.conf, self.reason_text(r, r.reason), r.listed_desc());
+        run.state = ended_as;
+        run.end_time = Some(r.end_time.unwrap_or(now));
+        effects.push(Effect::PersistRun(Box::new(run)));
+        if state == JobState::Running {
+            self.sched.job_ended(id, now);
+            let r = &self.jobs[&id];
+            if !r.desc.interactive && terminate {
+                effects.push(Effect::Terminate {
+                    nodes: self.node_names(r),
+                    job_id: id,
+                    state: JobState::Requeued,
+                });
+                let ending = r.first_node().map(|node| RunEnding {
+                    run: r.restarts,
+                    node,
+                });
+                self.jobs.get_mut(&id).expect("exists").ending_run = ending;
+            }
+        }
+        let r = self.jobs.get_mut(&id).expect("exists");
+        r.state = JobState::Pending;
+        r.reason = Reason::NONE;
+        r.restarts += 1;
+        r.desc.append = true;
+        r.alloc.clear();
+        r.tres_alloc.clear();
+        r.start_time = None;
+        r.end_time = None;
+        r.accrue_time = None;
+        r.exit_code = 0;
+        r.signal = 0;
+        r.cancelled_by = None;
+        r.next_step = 0;
+        effects.push(self.persist(id));
+        self.outside.insert(id);
         effects
     }
 
     /// A step request from srun inside job `job`: where its tasks run.
     pub fn start_step(
         &mut self,
-        job: u64,
+        job: JobId,
         req: &StepRequest,
         caller: &Caller,
         now: i64,
@@ -1896,6 +1885,7 @@ impl Controller {
                 "Unable to create step for job {job}: Job/step already completing or completed"
             )));
         }
+        let job_nodes = self.node_names(r);
         // The allocation's nodes the step may use, in the allocation's order: `-w` ones
         // (all of them, first), then the others not `-x`-ed.
         let names = |e: &Option<String>| -> Result<Vec<String>, String> {
@@ -1911,27 +1901,27 @@ impl Controller {
         );
         if wanted
             .iter()
-            .any(|w| !r.nodes.contains(w) || unwanted.contains(w))
+            .any(|w| !job_nodes.contains(w) || unwanted.contains(w))
         {
             return Err(ApiError::invalid(format!(
                 "Unable to create step for job {job}: Requested node configuration is not available"
             )));
         }
-        let mut usable: Vec<usize> = (0..r.nodes.len())
-            .filter(|&i| wanted.contains(&r.nodes[i]))
+        let mut usable: Vec<usize> = (0..job_nodes.len())
+            .filter(|&i| wanted.contains(&job_nodes[i]))
             .collect();
         usable.extend(
-            (0..r.nodes.len())
-                .filter(|&i| !wanted.contains(&r.nodes[i]) && !unwanted.contains(&r.nodes[i])),
+            (0..job_nodes.len())
+                .filter(|&i| !wanted.contains(&job_nodes[i]) && !unwanted.contains(&job_nodes[i])),
         );
-        let job_nodes = usable.len() as u32;
-        if job_nodes == 0 {
+        let usable_nodes = usable.len() as u32;
+        if usable_nodes == 0 {
             return Err(ApiError::invalid(format!(
                 "Unable to create step for job {job}: Requested node configuration is not available"
             )));
         }
         let default_nodes = if wanted.is_empty() {
-            job_nodes
+            usable_nodes
         } else {
             wanted.len() as u32
         };
@@ -1939,7 +1929,7 @@ impl Controller {
             .nodes
             .unwrap_or(default_nodes)
             .max(wanted.len() as u32)
-            .min(job_nodes)
+            .min(usable_nodes)
             .max(1);
         // Fewer tasks than the allocation's nodes, without -N: one node per task (srun
         // warns "can't run 1 processes on 2 nodes, setting nnodes to 1").
@@ -1955,7 +1945,7 @@ impl Controller {
         let cpt = req.cpus_per_task.unwrap_or(r.cpus_per_task).max(1);
         let cpus: Vec<u32> = usable
             .iter()
-            .map(|&i| r.cpus_per_node.get(i).copied().unwrap_or(0))
+            .map(|&i| r.alloc.get(i).map_or(0, |s| s.cpus))
             .collect();
         let too_many = || {
             format!("Unable to create step for job {job}: More processors requested than permitted")
@@ -1995,11 +1985,11 @@ impl Controller {
         let mut task_gpus = Vec::new();
         for (k, n) in per_node.iter().enumerate() {
             let i = usable[k];
-            let name = r.nodes[i].clone();
+            let name = job_nodes[i].clone();
             let ids: Vec<u32> = (next_task..next_task + n).collect();
             next_task += n;
             let per_task = gpu_env::task_gpus(
-                &gpu_env::gpus_on_node(r, i),
+                &r.gpus_on_node(i),
                 ids.len(),
                 req.gpus_per_task,
                 bind.as_ref(),
@@ -2014,7 +2004,7 @@ impl Controller {
             ));
         }
         let record = StepRecord {
-            job_id: job,
+            job_id: job.0,
             step: StepId::Number(step),
             name: req.name.clone(),
             state: JobState::Running,
@@ -2028,15 +2018,11 @@ impl Controller {
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());
-        let r = self.jobs.get_mut(&job).expect("checked");
-        r.next_step += 1;
-        let effects = vec![
-            Effect::Persist(Box::new(r.clone())),
-            Effect::PersistStep(record),
-        ];
+        self.jobs.get_mut(&job).expect("checked").next_step += 1;
+        let effects = vec![self.persist(job), Effect::PersistStep(record)];
         Ok((
             StepPlan {
-                job_id: job,
+                job_id: job.0,
                 step,
                 nodes: plan_nodes,
                 ntasks,
@@ -2049,7 +2035,7 @@ impl Controller {
     /// srun reports a step's end (its highest task exit code, or a signal).
     pub fn end_step(
         &mut self,
-        job: u64,
+        job: JobId,
         step: u32,
         exit_code: i32,
         signal: i32,
@@ -2085,7 +2071,7 @@ impl Controller {
     pub fn agent_registered(
         &mut self,
         node: &str,
-        running: &[(u64, u32)],
+        running: &[(JobId, u32)],
         now: i64,
     ) -> Vec<Effect> {
         let mut effects = Vec::new();
@@ -2106,27 +2092,26 @@ impl Controller {
                 NodeState::Down => "DOWN",
             }
         );
-        let lost: Vec<u64> = self
+        let lost: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| j.state == JobState::Running && !j.desc.interactive)
-            .filter(|j| j.nodes.first().map(String::as_str) == Some(node))
+            .filter(|j| j.first_node() == Some(nid))
             .filter(|j| !running.contains(&(j.id, j.restarts)))
             .map(|j| j.id)
             .collect();
         for id in lost {
             effects.extend(self.node_failed_job(id, now));
         }
-        effects.extend(self.runs_gone(node, running, now));
+        effects.extend(self.runs_gone(nid, running, now));
         effects.extend(self.schedule(now));
         effects
     }
 
     /// A requeued job's previous run has ended: the job may run again.
-    fn requeued_run_ended(&mut self, id: u64, now: i64) -> Vec<Effect> {
-        let r = self.jobs.get_mut(&id).expect("exists");
-        r.ending_run = None;
-        let mut effects = vec![Effect::Persist(Box::new(r.clone()))];
+    fn requeued_run_ended(&mut self, id: JobId, now: i64) -> Vec<Effect> {
+        self.jobs.get_mut(&id).expect("exists").ending_run = None;
+        let mut effects = vec![self.persist(id)];
         self.outside_dirty = true;
         effects.extend(self.schedule(now));
         effects
@@ -2134,12 +2119,12 @@ impl Controller {
 
     /// Requeued jobs waiting for a run on `node` that is not among `running` there (its
     /// agent restarted, or is lost): no end will be reported, so they may run again.
-    fn runs_gone(&mut self, node: &str, running: &[(u64, u32)], now: i64) -> Vec<Effect> {
-        let gone: Vec<u64> = self
+    fn runs_gone(&mut self, node: NodeId, running: &[(JobId, u32)], now: i64) -> Vec<Effect> {
+        let gone: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| {
-                j.ending_run.as_ref().is_some_and(|e| {
+                j.ending_run.is_some_and(|e| {
                     e.node == node && !running.iter().any(|r| r.0 == j.id && r.1 == e.run)
                 })
             })
@@ -2174,7 +2159,7 @@ impl Controller {
     /// An agent refused to launch run `run` of job `id` (it is registered with another
     /// controller incarnation, which cannot be this one for long): that run never
     /// starts, so the job is requeued, or ends `NODE_FAIL` when it may not be.
-    pub fn launch_refused(&mut self, id: u64, run: u32, now: i64) -> Vec<Effect> {
+    pub fn launch_refused(&mut self, id: JobId, run: u32, now: i64) -> Vec<Effect> {
         match self.jobs.get(&id) {
             Some(r) if r.state == JobState::Running && r.restarts == run => {
                 self.node_failed_job(id, now)
@@ -2193,20 +2178,20 @@ impl Controller {
         self.liveness.settled(node);
         self.sched.set_node_state(nid, NodeState::Down);
         tracing::warn!("Nodes {node} not responding, setting DOWN");
-        let lost: Vec<u64> = self
+        let lost: Vec<JobId> = self
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Running && j.nodes.iter().any(|n| n == node))
+            .filter(|j| j.state == JobState::Running && j.on_node(nid))
             .map(|j| j.id)
             .collect();
         for id in lost {
             effects.extend(self.node_failed_job(id, now));
         }
-        effects.extend(self.runs_gone(node, &[], now));
+        effects.extend(self.runs_gone(nid, &[], now));
         effects
     }
 
-    fn node_failed_job(&mut self, id: u64, now: i64) -> Vec<Effect> {
+    fn node_failed_job(&mut self, id: JobId, now: i64) -> Vec<Effect> {
         let r = &self.jobs[&id];
         let requeue = r.desc.requeue.unwrap_or(true) && !r.desc.interactive;
         let run = r.restarts;
@@ -2228,10 +2213,10 @@ impl Controller {
         }
         tracing::warn!(
             "Killing JobId={id} on failed node {}",
-            self.jobs[&id].nodes.join(",")
+            self.node_names(&self.jobs[&id]).join(",")
         );
         let report = JobEnded {
-            job_id: id,
+            job_id: id.0,
             run,
             node: String::new(),
             state: JobState::NodeFail,
@@ -2242,52 +2227,96 @@ impl Controller {
         self.job_ended(&report, now)
     }
 
-    /// A job record, with its pending reason and planned start as the core has them now.
-    pub fn job(&self, id: u64) -> Option<JobRecord> {
-        self.jobs.get(&id).map(|r| self.live(r))
+    /// Job `id`'s record, with its pending reason and planned start as the core has them
+    /// now.
+    pub fn job(&self, id: JobId) -> Option<JobRecord> {
+        self.jobs.get(&id).map(|r| self.record(r, r.desc.clone()))
     }
 
-    /// `r` with the fields the core keeps for queued jobs (reason, planned start) read
-    /// from the core: they change on every pass, and copying them into every record
-    /// after each pass would cost time in the queue's length per event.
-    fn live(&self, r: &JobRecord) -> JobRecord {
-        let mut r = r.clone();
-        r.dependency_status = self.dependency_display(&r, self.sched.last_pass());
-        // The priority the core orders it by (held and finished jobs: 0, as Slurm shows).
-        r.priority = match r.state {
-            JobState::Pending | JobState::Running if self.priority.multifactor() && !r.held() => {
-                r.priority
-            }
-            JobState::Pending if !r.held() => job_priority(&r),
-            JobState::Running => job_priority(&r),
-            _ => 0,
+    /// The names of `r`'s nodes, in allocation order.
+    fn node_names(&self, r: &Job) -> Vec<String> {
+        r.node_ids()
+            .map(|n| self.conf.cluster.node(n).name.clone())
+            .collect()
+    }
+
+    /// Reason `reason` of job `r` as a record prints it: Slurm's code, or for a
+    /// partition's access lists Slurm's words naming the list.
+    fn reason_text(&self, r: &Job, reason: Reason) -> String {
+        let which = match reason {
+            Reason::Core(PendingReason::AccountNotAllowed) => NotAllowed::Account,
+            Reason::Core(PendingReason::QosNotAllowed) => NotAllowed::Qos,
+            other => return other.as_str().to_string(),
         };
-        if r.state == JobState::Running {
-            self.show_preemption(&mut r);
+        match self.partition_of(&r.partition) {
+            Some(p) => {
+                let part = self.conf.cluster.partition(p);
+                part.access.describe(&part.name, which, &r.account, &r.qos)
+            }
+            None => reason.as_str().to_string(),
         }
+    }
+
+    /// Job `r`'s record as the store keeps it: what it holds, with the reason the
+    /// controller last set.
+    fn stored(&self, r: &Job) -> JobRecord {
+        r.to_record(&self.conf, self.reason_text(r, r.reason), r.desc.clone())
+    }
+
+    /// [`Effect::Persist`] of job `id` as it stands.
+    fn persist(&self, id: JobId) -> Effect {
+        Effect::Persist(Box::new(self.stored(&self.jobs[&id])))
+    }
+
+    /// The reason pending job `r` waits for now: the core's, while the core queues it.
+    fn live_reason(&self, r: &Job) -> Reason {
+        match self.sched.job(r.id) {
+            Some(j)
+                if r.state == JobState::Pending && j.state == sluice_core::JobState::Pending =>
+            {
+                Reason::Core(j.reason)
+            }
+            _ => r.reason,
+        }
+    }
+
+    /// Job `r`'s record as it is shown (with `desc` as its submission), with the fields
+    /// the core keeps for queued jobs (reason, planned start) read from the core: they
+    /// change on every pass, and copying them into every job after each pass would cost
+    /// time in the queue's length per event.
+    fn record(&self, r: &Job, desc: JobDescription) -> JobRecord {
+        let mut planned_start = r.planned_start;
+        let mut sched_nodes = None;
+        let mut reason = r.reason;
         if r.state == JobState::Pending {
-            if let Some(j) = self.sched.job(JobId(r.id)) {
+            if let Some(j) = self.sched.job(r.id) {
                 if j.state == sluice_core::JobState::Pending {
-                    let part = self.conf.cluster.partition(j.spec.partition);
-                    let which = match j.reason {
-                        sluice_core::PendingReason::AccountNotAllowed => Some(NotAllowed::Account),
-                        sluice_core::PendingReason::QosNotAllowed => Some(NotAllowed::Qos),
-                        _ => None,
-                    };
-                    r.reason = match which {
-                        // Slurm's reason names the partition's list.
-                        Some(w) => part.access.describe(&part.name, w, &r.account, &r.qos),
-                        None => j.reason.as_str().to_string(),
-                    };
+                    reason = Reason::Core(j.reason);
                     // As Slurm: a job waiting for its `--begin` time that nothing else
                     // starts yet is shown starting then.
                     let begin = (j.spec.begin > self.sched.last_pass()).then_some(j.spec.begin);
-                    r.planned_start = self.expected_start(r.id, j.planned_start).or(begin);
-                    r.sched_nodes = self.expected_nodes(r.id);
+                    planned_start = self.expected_start(r.id, j.planned_start).or(begin);
+                    sched_nodes = self.expected_nodes(r.id);
                 }
             }
         }
-        r
+        let mut out = r.to_record(&self.conf, self.reason_text(r, reason), desc);
+        out.dependency_status = self.dependency_display(r, self.sched.last_pass());
+        // The priority the core orders it by (held and finished jobs: 0, as Slurm shows).
+        out.priority = match r.state {
+            JobState::Pending | JobState::Running if self.priority.multifactor() && !r.held() => {
+                r.priority
+            }
+            JobState::Pending if !r.held() => job_priority(r),
+            JobState::Running => job_priority(r),
+            _ => 0,
+        };
+        if r.state == JobState::Running {
+            self.show_preemption(&mut out);
+        }
+        out.planned_start = planned_start;
+        out.sched_nodes = sched_nodes;
+        out
     }
 
     /// Forgets jobs that finished at least `MinJobAge` seconds ago, with their steps, as
@@ -2298,7 +2327,7 @@ impl Controller {
     /// now and then, not on every event.
     pub fn purge(&mut self, now: i64) -> usize {
         let age = self.conf.min_job_age;
-        let aged = |j: &JobRecord| {
+        let aged = |j: &Job| {
             j.state.is_finished()
                 && j.end_time.is_some_and(|e| e + age <= now)
                 && j.array_pending.as_ref().is_none_or(|p| p.0.is_empty())
@@ -2309,21 +2338,21 @@ impl Controller {
         // Kept while a pending job's dependency names them (the dependency's outcome
         // is read from them), and an array's tasks all together: its id stands for all
         // of them (scancel, hold, afterok:ARRAY).
-        let mut named: BTreeSet<u64> = BTreeSet::new();
+        let mut named: BTreeSet<JobId> = BTreeSet::new();
         for j in self.jobs.values().filter(|j| j.state == JobState::Pending) {
             if let Some(Ok(Dependency::All(c) | Dependency::Any(c))) =
                 j.desc.dependency.as_deref().map(parse_dependency)
             {
-                named.extend(c.iter().flat_map(|c| c.jobs.iter().map(|t| t.job)));
+                named.extend(c.iter().flat_map(|c| c.jobs.iter().map(|t| JobId(t.job))));
             }
         }
-        let live_arrays: BTreeSet<u64> = self
+        let live_arrays: BTreeSet<JobId> = self
             .jobs
             .values()
             .filter(|j| !aged(j))
             .filter_map(|j| j.array.map(|a| a.0))
             .collect();
-        let old: Vec<u64> = self
+        let old: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| aged(j))
@@ -2337,8 +2366,8 @@ impl Controller {
         for id in &old {
             self.jobs.remove(id);
             self.outside.remove(id);
-            self.sched.forget_waiting(JobId(*id), now);
-            let steps: Vec<(u64, StepId)> = self
+            self.sched.forget_waiting(*id, now);
+            let steps: Vec<(JobId, StepId)> = self
                 .steps
                 .range((*id, StepId::Batch)..)
                 .take_while(|(k, _)| k.0 == *id)
@@ -2363,21 +2392,16 @@ impl Controller {
                 !j.state.is_finished()
                     || j.end_time.is_some_and(|e| now - e < self.conf.min_job_age)
             })
-            .map(|r| {
-                let mut r = self.live(r);
-                r.desc.environment = Vec::new();
-                r.desc.script = String::new();
-                r
-            })
+            .map(|r| self.record(r, r.listed_desc()))
             .collect();
         jobs.sort_by_key(JobRecord::list_key);
         jobs
     }
 
-    /// Every job and step (for `sacct`).
+    /// Every job and step (for `sacct`), as the store keeps them.
     pub fn accounting(&self) -> (Vec<JobRecord>, Vec<StepRecord>) {
         (
-            self.jobs.values().cloned().collect(),
+            self.jobs.values().map(|j| self.stored(j)).collect(),
             self.steps.values().cloned().collect(),
         )
     }
@@ -2390,18 +2414,17 @@ impl Controller {
             vec![[0u64; sluice_core::tres::MAX_GRES]; self.conf.cluster.nodes.len()];
         let table = &self.conf.cluster.gres;
         for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
-            for (i, name) in j.nodes.iter().enumerate() {
-                if let Some(n) = self.conf.node_id(name) {
-                    alloc_cpus[n.index()] += j.cpus_per_node.get(i).copied().unwrap_or(0);
-                    alloc_mem[n.index()] += j.mem_per_node;
-                    let gres = &mut alloc_gres[n.index()];
-                    if let Some(gpu) = self.gpu_slot {
-                        gres[gpu] += j.gpus_per_node.get(i).map_or(0, |g| g.len() as u64);
-                    }
-                    for (t, count) in j.gpu_types_per_node.get(i).into_iter().flatten() {
-                        if let Some(slot) = table.find("gpu", Some(t)) {
-                            gres[slot] += u64::from(*count);
-                        }
+            for share in &j.alloc {
+                let n = share.node.index();
+                alloc_cpus[n] += share.cpus;
+                alloc_mem[n] += j.mem_per_node;
+                let gres = &mut alloc_gres[n];
+                if let Some(gpu) = self.gpu_slot {
+                    gres[gpu] += share.gpus.len() as u64;
+                }
+                for (t, count) in &share.gpu_types {
+                    if let Some(slot) = table.find("gpu", Some(t)) {
+                        gres[slot] += u64::from(*count);
                     }
                 }
             }
@@ -2617,7 +2640,7 @@ impl Controller {
 
     /// Forgets jobs finished long ago from the working set (they stay in the database).
     pub fn trim(&mut self, now: i64, keep_secs: i64) {
-        let old: Vec<u64> = self
+        let old: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| j.state.is_finished() && j.end_time.is_some_and(|e| now - e > keep_secs))
@@ -2629,10 +2652,10 @@ impl Controller {
     }
 }
 
-/// The ids of `records` in [`JobRecord::list_key`] order: an array's tasks by index
+/// The ids of `records` in [`Job::list_key`] order: an array's tasks by index
 /// (whatever ids they hold), other jobs by id.
-fn in_list_order<'a>(records: impl Iterator<Item = &'a JobRecord>) -> Vec<u64> {
-    let mut keyed: Vec<((u64, u32), u64)> = records.map(|r| (r.list_key(), r.id)).collect();
+fn in_list_order<'a>(records: impl Iterator<Item = &'a Job>) -> Vec<JobId> {
+    let mut keyed: Vec<((JobId, u32), JobId)> = records.map(|r| (r.list_key(), r.id)).collect();
     keyed.sort_unstable();
     keyed.into_iter().map(|(_, id)| id).collect()
 }
@@ -2733,19 +2756,19 @@ impl Controller {
     /// job's srun steps on nodes that did not launch its batch script, and in
     /// interactive allocations. `None` without `ConstrainDevices=yes`, or when the job
     /// does not run on that node.
-    pub fn job_devices_on(&self, id: u64, node: &str) -> Option<Vec<DeviceFile>> {
+    pub fn job_devices_on(&self, id: JobId, node: &str) -> Option<Vec<DeviceFile>> {
         if !self.conf.constrain_devices {
             return None;
         }
         let r = self.jobs.get(&id)?;
-        let i = r.nodes.iter().position(|n| n == node)?;
         let nid = self.conf.node_id(node)?;
+        let i = r.node_ids().position(|n| n == nid)?;
         Some(device_files(
             self.conf
                 .gres_devices
                 .get(nid.index())
                 .map_or(&[], Vec::as_slice),
-            &gpu_env::gpus_on_node(r, i),
+            &r.gpus_on_node(i),
             &r.desc,
         ))
     }
@@ -2906,9 +2929,11 @@ pub mod explain;
 mod explain_text;
 mod forecast;
 pub mod gpu_env;
+mod job;
 mod liveness;
 mod preempt;
 mod priority;
+mod reason;
 pub mod reservations;
 mod shards;
 #[cfg(test)]
@@ -2916,6 +2941,8 @@ pub(crate) mod tests;
 mod update;
 
 pub use forecast::ForecastWork;
+pub use job::{Job, NodeShare, RunEnding};
+pub use reason::Reason;
 pub use update::{NodeOverride, BAD_LIMIT, REASON_NEEDED};
 
 #[cfg(test)]
@@ -3020,7 +3047,7 @@ mod device_tests {
     }
 
     /// Submits a one-task job asking `--gres=gpu[:TYPE]:N` and runs a pass; its id.
-    fn gpu_job(c: &mut Controller, gpu_type: Option<&str>, n: u32, next: &mut u64) -> u64 {
+    fn gpu_job(c: &mut Controller, gpu_type: Option<&str>, n: u32, next: &mut u64) -> JobId {
         let d = JobDescription {
             name: "job".into(),
             ntasks: Some(1),
@@ -3040,14 +3067,14 @@ mod device_tests {
             admin: false,
         };
         let p = c.prepare(d, &caller, "alice", "alice", 0).unwrap();
-        let id = *next;
+        let id = JobId(*next);
         *next += p.ids();
-        c.accept(p.records(id), 0);
+        c.accept(p.jobs(id), 0);
         c.schedule(0);
         id
     }
 
-    fn gpus_of(c: &Controller, id: u64) -> (JobState, Vec<Vec<u32>>) {
+    fn gpus_of(c: &Controller, id: JobId) -> (JobState, Vec<Vec<u32>>) {
         let r = c.job(id).unwrap();
         (r.state, r.gpus_per_node)
     }
@@ -3113,7 +3140,7 @@ mod device_tests {
         let record = c.job(any).unwrap();
         let fresh = controller("gpu:a100:2,gpu:v100:2", gres_conf);
         let mut c = Controller::new(fresh.conf, Path::new("/s"), vec![record], vec![], 0);
-        let mut next = any + 1;
+        let mut next = any.0 + 1;
         // Both a100 are free; one v100 is, not two.
         let a100s = gpu_job(&mut c, Some("a100"), 2, &mut next);
         assert_eq!(gpus_of(&c, a100s), (JobState::Running, vec![vec![0, 1]]));

@@ -240,6 +240,37 @@ pub const QOS_MAX_SUBMIT_PER_ACCOUNT: &str = "MaxSubmitJobsPerAccount";
 /// `MaxWallDurationPerJob` of a QOS.
 pub const QOS_MAX_WALL: &str = "QOSMaxWallDurationPerJobLimit";
 
+/// The limits' names that are not TRES limits, and the name of a TRES limit
+/// associations do not have.
+const OTHERS: [&str; 13] = [
+    ASSOC_GRP_JOBS,
+    ASSOC_MAX_JOBS,
+    ASSOC_GRP_SUBMIT,
+    ASSOC_MAX_SUBMIT,
+    ASSOC_MAX_WALL,
+    QOS_GRP_JOBS,
+    QOS_GRP_SUBMIT,
+    QOS_MAX_JOBS_PER_USER,
+    QOS_MAX_SUBMIT_PER_USER,
+    QOS_MAX_JOBS_PER_ACCOUNT,
+    QOS_MAX_SUBMIT_PER_ACCOUNT,
+    QOS_MAX_WALL,
+    "AssocGrpUnknown",
+];
+
+/// The limit reason named `text` exactly, as this module spells it: how a name read
+/// back from text (a job record the controller wrote) becomes a
+/// [`crate::PendingReason::Limit`] again. `None` for any other text.
+pub fn named(text: &str) -> Option<&'static str> {
+    ASSOC
+        .iter()
+        .chain(QOS.iter())
+        .flatten()
+        .chain(OTHERS.iter())
+        .find(|name| !name.is_empty() && **name == text)
+        .copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +305,32 @@ mod tests {
             qos_tres(TresKind::Cpu, TresLimitKind::MaxPerAccount),
             "MaxCpuPerAccount"
         );
+    }
+
+    #[test]
+    fn every_name_is_found_again_and_nothing_else() {
+        for kind in [
+            TresKind::Cpu,
+            TresKind::Mem,
+            TresKind::Node,
+            TresKind::Gres(2),
+        ] {
+            for limit in [
+                TresLimitKind::Grp,
+                TresLimitKind::GrpMins,
+                TresLimitKind::GrpRunMins,
+                TresLimitKind::MaxPerJob,
+                TresLimitKind::MaxPerUser,
+                TresLimitKind::Min,
+            ] {
+                let name = assoc_tres(kind, limit);
+                assert_eq!(named(name), Some(name));
+                let name = qos_tres(kind, limit);
+                assert_eq!(named(name), Some(name));
+            }
+        }
+        assert_eq!(named(QOS_MAX_WALL), Some(QOS_MAX_WALL));
+        assert_eq!(named(""), None);
+        assert_eq!(named("Resources"), None);
     }
 }

@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 
 use super::input::{Input, Request};
 use crate::state::Effect;
+use sluice_core::JobId;
 
 /// What every order to an agent carries beyond the effect.
 #[derive(Clone)]
@@ -163,7 +164,7 @@ async fn run_queue(
         let c = client.clone();
         let s = sender.clone();
         let job = match &order {
-            Effect::Launch { order, .. } => Some((order.job.id, order.job.restarts)),
+            Effect::Launch { order, .. } => Some((JobId(order.job.id), order.job.restarts)),
             _ => None,
         };
         let result = tokio::task::spawn_blocking(move || send(&c, order, &s)).await;
@@ -225,7 +226,7 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
             ..
         } => {
             let body = sluice_proto::types::SignalOrder {
-                job_id,
+                job_id: job_id.0,
                 signal,
                 batch_only,
             };
@@ -240,7 +241,7 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
             ..
         } => {
             let body = sluice_proto::types::TimeLimitOrder {
-                job_id,
+                job_id: job_id.0,
                 run,
                 time_limit,
             };
@@ -250,7 +251,7 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
         }
         Effect::Terminate { job_id, state, .. } => {
             let body = sluice_proto::types::TerminateOrder {
-                job_id,
+                job_id: job_id.0,
                 state,
                 kill_wait: s.kill_wait,
             };

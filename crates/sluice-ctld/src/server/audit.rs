@@ -19,6 +19,7 @@ use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use sluice_core::JobId;
 use sluice_proto::accounts::AdminLevel;
 use sluice_proto::audit::{
     AuditEvent, AuditHold, AuditQuery, AuditReply, AuditWhat, JobRef, RequeueCause,
@@ -219,7 +220,7 @@ pub(super) async fn query(
         name,
         superuser: false,
     };
-    let task = q.job.zip(q.task.take());
+    let task = q.job.map(JobId).zip(q.task.take());
     let node = q.node.clone();
     let scope = match app
         .ask(|reply| Request::AuditScope {
@@ -236,7 +237,7 @@ pub(super) async fn query(
     let sight = sight(&scope, caller.admin, peer);
     // An array task (`123_4`) is its own record.
     match scope.task_record {
-        Some(Some(id)) => q.job = Some(id),
+        Some(Some(id)) => q.job = Some(id.0),
         Some(None) => return refuse(ApiError::invalid_job()),
         None => {}
     }

@@ -74,7 +74,7 @@ impl Executor {
                     };
                     acks.push(self.store.put_step(s.job_id, n, serialise(&s)));
                 }
-                Effect::Forget(id) => self.store.delete_job(id),
+                Effect::Forget(id) => self.store.delete_job(id.0),
                 Effect::PersistRun(r) => self.store.put_run(r.id, r.restarts, serialise(&*r)),
                 Effect::PersistNode { name, record } => {
                     acks.push(self.store.put_node(&name, record))

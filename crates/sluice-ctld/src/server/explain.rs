@@ -8,6 +8,7 @@ use sluice_proto::explain::ExplainQuery;
 use super::input::Request;
 use super::routes::reply;
 use super::{App, Peer};
+use sluice_core::JobId;
 
 /// The explanation of a job for the caller (whose uid comes from the socket); 404 with
 /// Slurm's `Invalid job id specified` for a job the caller may not see. The loop
@@ -21,7 +22,7 @@ pub(super) async fn explain(
     let caller = app.caller(peer);
     let r = app
         .ask(|reply| Request::Explain {
-            id,
+            id: JobId(id),
             task: q.task,
             suggest: q.suggest.unwrap_or(true),
             caller,

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use sluice_core::explain::Forecast;
+use sluice_core::JobId;
 use sluice_proto::accounts::{
     AccountsError, AccountsRequest, AccountsSnapshot, AdminLevel, ChangeOutcome,
 };
@@ -26,7 +27,7 @@ use tokio::sync::oneshot;
 use crate::accounts::Requester;
 use crate::config::PrivateData;
 use crate::state::explain::ExplainWork;
-use crate::state::{Caller, Prepared};
+use crate::state::{Caller, Job, Prepared};
 
 /// Where an answer goes: the request's handler waits on the other end.
 pub type Reply<T> = oneshot::Sender<T>;
@@ -35,13 +36,13 @@ pub type Reply<T> = oneshot::Sender<T>;
 pub enum Input {
     /// A command's request, answered on its own channel.
     Request(Request),
-    /// A submission's records are on disk (`first` is its first id): it enters the
-    /// queue, and its submitter is answered.
+    /// A submission's records are on disk: its jobs enter the queue, and its submitter
+    /// is answered with the first one's id.
     Committed {
         /// The checked submission.
         prepared: Box<Prepared>,
-        /// Its records, as written.
-        records: Vec<JobRecord>,
+        /// Its jobs, as written.
+        jobs: Vec<Job>,
         /// Where the id goes.
         reply: Reply<Result<SubmitReply, ApiError>>,
     },
@@ -67,7 +68,7 @@ pub enum Input {
     /// another incarnation of the controller).
     LaunchRefused {
         /// Job id.
-        job: u64,
+        job: JobId,
         /// The run.
         run: u32,
         /// The agent's message.
@@ -104,14 +105,14 @@ pub enum Request {
     /// One job's record (`None`: unknown).
     Job {
         /// Job id.
-        id: u64,
+        id: JobId,
         /// Where it goes.
         reply: Reply<Option<JobRecord>>,
     },
     /// The device files of a running job on one of its nodes (`None`: unknown job).
     JobDevices {
         /// Job id.
-        id: u64,
+        id: JobId,
         /// The node.
         node: String,
         /// Where they go.
@@ -120,7 +121,7 @@ pub enum Request {
     /// `sluice explain`: its first step (the loop's part).
     Explain {
         /// Job id.
-        id: u64,
+        id: JobId,
         /// Array task.
         task: Option<u32>,
         /// Search for suggestions.
@@ -142,7 +143,7 @@ pub enum Request {
     /// `srun` inside an allocation: a new step.
     StartStep {
         /// Job id.
-        id: u64,
+        id: JobId,
         /// The step.
         req: Box<StepRequest>,
         /// Who asks.
@@ -153,7 +154,7 @@ pub enum Request {
     /// A step ended.
     EndStep {
         /// Job id.
-        id: u64,
+        id: JobId,
         /// Step number.
         step: u32,
         /// Exit code.
@@ -168,7 +169,7 @@ pub enum Request {
     /// An interactive allocation ended (`salloc`'s shell, `srun` outside a job).
     Complete {
         /// Job id.
-        id: u64,
+        id: JobId,
         /// Exit code.
         exit_code: i32,
         /// Signal.
@@ -189,7 +190,7 @@ pub enum Request {
         /// Its node.
         node: String,
         /// The jobs it runs, with their runs.
-        running: Vec<(u64, u32)>,
+        running: Vec<(JobId, u32)>,
         /// Answered once its effects are durable.
         reply: Reply<()>,
     },
@@ -237,7 +238,7 @@ pub enum Request {
         /// Who asks (for the admin level).
         who: Requester,
         /// An array task to resolve: (array job, task).
-        task: Option<(u64, u32)>,
+        task: Option<(JobId, u32)>,
         /// A node asked about.
         node: Option<String>,
         /// Where it goes.
@@ -250,7 +251,7 @@ pub enum Change {
     /// `scontrol hold` (`user`: `uhold`) of a job or array task.
     Hold {
         /// Job id.
-        id: u64,
+        id: JobId,
         /// Array task.
         task: Option<u32>,
         /// A user hold.
@@ -259,14 +260,14 @@ pub enum Change {
     /// `scontrol release`.
     Release {
         /// Job id.
-        id: u64,
+        id: JobId,
         /// Array task.
         task: Option<u32>,
     },
     /// `scontrol requeue`.
     Requeue {
         /// Job id.
-        id: u64,
+        id: JobId,
         /// Array task.
         task: Option<u32>,
     },
@@ -275,7 +276,7 @@ pub enum Change {
     /// `scontrol update JobId=...`.
     UpdateJob {
         /// Job id.
-        id: u64,
+        id: JobId,
         /// The changes.
         update: JobUpdate,
     },
@@ -291,7 +292,7 @@ pub struct AuditScope {
     /// The caller's admin level.
     pub level: AdminLevel,
     /// The record of the array task asked about (`Some(None)`: no such task).
-    pub task_record: Option<Option<u64>>,
+    pub task_record: Option<Option<JobId>>,
     /// The node's GPU count (`Some(None)`: no such node).
     pub node_gpus: Option<Option<u32>>,
 }

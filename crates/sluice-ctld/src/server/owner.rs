@@ -155,14 +155,14 @@ impl Owner {
             Input::Request(r) => self.request(r, now),
             Input::Committed {
                 prepared,
-                records,
+                jobs,
                 reply,
             } => {
-                let first = records.first().map_or(0, |r| r.id);
+                let first = jobs.first().map_or(0, |r| r.id.0);
                 tracing::info!(
                     "_slurm_rpc_submit_batch_job: JobId={first} uid={} accepted{}",
-                    records.first().map_or(0, |r| r.uid),
-                    match records.len() {
+                    jobs.first().map_or(0, |r| r.uid),
+                    match jobs.len() {
                         1 => String::new(),
                         n => format!(" ({n} array tasks)"),
                     }
@@ -170,7 +170,7 @@ impl Owner {
                 // Like slurmctld, try to start the job at once, so that a job that
                 // fits is running by the time its submitter looks (an `srun` gets its
                 // allocation without waiting for the next pass).
-                let mut effects = self.ctl.accept(records, now);
+                let mut effects = self.ctl.accept(jobs, now);
                 let pass = self.pass(now);
                 effects.extend(pass.effects);
                 let warnings = prepared.warnings.clone();
@@ -270,16 +270,16 @@ impl Owner {
                 };
                 // The ids are allocated now, the records written; the job enters the
                 // queue and its id is returned once they are on disk.
-                let records = ctl.allocate(&prepared);
+                let jobs = ctl.allocate(&prepared);
+                let insert = ctl.inserted(&jobs);
                 let inputs = self.inputs.clone();
-                let written = records.clone();
                 Outcome {
-                    effects: vec![Effect::Insert(records)],
+                    effects: vec![insert],
                     then: Some(Box::new(move |saved: Result<(), String>| match saved {
                         Ok(()) => {
                             let committed = Input::Committed {
                                 prepared: Box::new(prepared),
-                                records: written,
+                                jobs,
                                 reply,
                             };
                             if let Err(e) = inputs.send(committed) {

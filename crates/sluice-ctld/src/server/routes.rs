@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
+use sluice_core::JobId;
 use sluice_proto::error::ApiError;
 use sluice_proto::types::{
     Accounting, CancelRequest, Done, ExitReport, Incarnation, JobDescription, JobEnded, JobRecord,
@@ -114,6 +115,7 @@ async fn show_job(
     UrlPath(id): UrlPath<u64>,
 ) -> Response {
     let caller = app.caller(peer);
+    let id = JobId(id);
     let r = app.ask(|reply| Request::Job { id, reply }).await;
     reply(r.and_then(|found| {
         let mut r: JobRecord = found.ok_or_else(ApiError::invalid_job)?;
@@ -137,6 +139,7 @@ async fn job_devices(
     if !app.caller(peer).admin {
         return refuse(ApiError::access_denied());
     }
+    let id = JobId(id);
     let r = app
         .ask(|reply| Request::JobDevices { id, node, reply })
         .await;
@@ -150,7 +153,7 @@ async fn hold(
     Json(t): Json<TaskSelection>,
 ) -> Response {
     let c = Change::Hold {
-        id,
+        id: JobId(id),
         task: t.task,
         user: t.user,
     };
@@ -163,6 +166,7 @@ async fn release(
     UrlPath(id): UrlPath<u64>,
     Json(t): Json<TaskSelection>,
 ) -> Response {
+    let id = JobId(id);
     change(app, peer, Change::Release { id, task: t.task }).await
 }
 
@@ -172,6 +176,7 @@ async fn requeue(
     UrlPath(id): UrlPath<u64>,
     Json(t): Json<TaskSelection>,
 ) -> Response {
+    let id = JobId(id);
     change(app, peer, Change::Requeue { id, task: t.task }).await
 }
 
@@ -192,7 +197,7 @@ async fn start_step(
     let caller = app.caller(peer);
     let r = app
         .ask(|reply| Request::StartStep {
-            id,
+            id: JobId(id),
             req: Box::new(req),
             caller,
             reply,
@@ -211,7 +216,7 @@ async fn end_step(
     let caller = app.caller(peer);
     let r = app
         .ask(|reply| Request::EndStep {
-            id,
+            id: JobId(id),
             step,
             exit_code: x.exit_code,
             signal: x.signal,
@@ -232,7 +237,7 @@ async fn complete(
     let caller = app.caller(peer);
     let r = app
         .ask(|reply| Request::Complete {
-            id,
+            id: JobId(id),
             exit_code: x.exit_code,
             signal: x.signal,
             caller,
@@ -329,7 +334,11 @@ async fn agent_register(
         return refuse(ApiError::access_denied());
     }
     let node = r.node;
-    let running = r.running;
+    let running = r
+        .running
+        .into_iter()
+        .map(|(j, run)| (JobId(j), run))
+        .collect();
     let done = app
         .ask(|reply| Request::AgentRegistered {
             node,

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use sluice_core::JobId;
 use sluice_proto::error::ErrorCode;
 use sluice_proto::types::{
     CancelRequest, JobDescription, JobEnded, JobRecord, JobState, SubmitReply,
@@ -90,7 +91,7 @@ impl Script {
     }
 
     /// Submits `d` as alice; the id it answers.
-    fn submit(&mut self, d: JobDescription, now: i64) -> (u64, Vec<Effect>) {
+    fn submit(&mut self, d: JobDescription, now: i64) -> (JobId, Vec<Effect>) {
         let (reply, mut rx) = oneshot::channel();
         let effects = self.feed(
             Input::Request(Request::Submit {
@@ -103,7 +104,7 @@ impl Script {
             now,
         );
         let SubmitReply { job_id, .. } = rx.try_recv().expect("answered").expect("accepted");
-        (job_id, effects)
+        (JobId(job_id), effects)
     }
 
     /// Asks for a change as `who`; its answer and effects.
@@ -209,7 +210,7 @@ fn a_refused_submission_writes_nothing_and_uses_no_id() {
     let e = rx.try_recv().unwrap().unwrap_err();
     assert_eq!(e.message, "Invalid partition name specified");
     let (id, _) = s.submit(desc(1), 101);
-    assert_eq!(id, 1, "the refusal used no id");
+    assert_eq!(id.0, 1, "the refusal used no id");
 }
 
 #[test]
@@ -247,7 +248,7 @@ fn two_changes_of_one_job_are_written_in_the_order_decided() {
     );
     r.unwrap();
     let cancel = Change::Cancel(CancelRequest {
-        jobs: vec![(job, None)],
+        jobs: vec![(job.0, None)],
         ..Default::default()
     });
     let (r, cancelled) = s.change(cancel, alice(), 4);
@@ -261,7 +262,7 @@ fn two_changes_of_one_job_are_written_in_the_order_decided() {
     let ended = s.feed(
         Input::Request(Request::AgentEnded {
             report: JobEnded {
-                job_id: big,
+                job_id: big.0,
                 run: 0,
                 node: "node01".into(),
                 state: JobState::Completed,
@@ -299,7 +300,14 @@ fn refusals_are_answered_by_their_code_and_change_nothing() {
     );
     assert_eq!(r.unwrap_err().code, ErrorCode::AccessDenied);
     assert!(effects.is_empty());
-    let (r, effects) = s.change(Change::Release { id: 99, task: None }, root(), 1);
+    let (r, effects) = s.change(
+        Change::Release {
+            id: JobId(99),
+            task: None,
+        },
+        root(),
+        1,
+    );
     let e = r.unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),

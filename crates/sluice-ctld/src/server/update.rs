@@ -9,6 +9,7 @@ use sluice_proto::types::{JobUpdate, NodeUpdate};
 use super::input::Change;
 use super::routes::change;
 use super::{App, Peer};
+use sluice_core::JobId;
 
 /// `POST /v1/nodes/update`: answered once the new state is on disk.
 pub(super) async fn update_nodes(
@@ -26,5 +27,6 @@ pub(super) async fn update_job(
     UrlPath(id): UrlPath<u64>,
     Json(update): Json<JobUpdate>,
 ) -> Response {
+    let id = JobId(id);
     change(app, peer, Change::UpdateJob { id, update }).await
 }

@@ -11,15 +11,15 @@
 //! instead, so the array's id always names its remainder while there is one.
 
 use sluice_core::JobId;
-use sluice_proto::types::{JobRecord, JobState};
+use sluice_proto::types::JobState;
 
-use super::{resolve_paths, Controller, Effect};
+use super::{resolve_paths, Controller, Effect, Job};
 
 impl Controller {
     /// Whether cancelling pending record `r` on its own would leave no record, as in
     /// Slurm: an array task that never started, and that is not the array's last such
     /// task (that one is the array's record itself, and is cancelled as such).
-    pub(super) fn cancel_leaves_no_record(&self, r: &JobRecord) -> bool {
+    pub(super) fn cancel_leaves_no_record(&self, r: &Job) -> bool {
         let Some((array, _)) = r.array else {
             return false;
         };
@@ -28,14 +28,14 @@ impl Controller {
 
     /// Cancels unstarted array task `id` without a record (see
     /// [`Controller::cancel_leaves_no_record`]).
-    pub(super) fn forget_unstarted_task(&mut self, id: u64, now: i64) -> Vec<Effect> {
+    pub(super) fn forget_unstarted_task(&mut self, id: JobId, now: i64) -> Vec<Effect> {
         let Some((array, index)) = self.jobs.get(&id).and_then(|r| r.array) else {
             return Vec::new();
         };
         if id != array {
             self.unqueue(id, now);
-            let r = self.jobs.remove(&id).expect("checked above");
-            let mut effects = self.leave_remainder(&r);
+            self.jobs.remove(&id).expect("checked above");
+            let mut effects = self.leave_remainder(id, Some((array, index)));
             effects.push(Effect::Forget(id));
             return effects;
         }
@@ -58,18 +58,16 @@ impl Controller {
         }
         self.jobs.insert(array, r);
         self.outside.insert(array);
-        let mut effects = vec![
-            Effect::Forget(heir),
-            Effect::Persist(Box::new(self.jobs[&array].clone())),
-        ];
+        let mut effects = vec![Effect::Forget(heir), self.persist(array)];
         effects.extend(self.release(vec![array], now));
         effects
     }
 
-    /// Takes finished task `r`'s index out of its array's remainder (the indices still
-    /// to run, on the array's own record); the array's record to write, if it is another.
-    pub(super) fn leave_remainder(&mut self, r: &JobRecord) -> Vec<Effect> {
-        let Some((array, index)) = r.array else {
+    /// Takes finished job `id`'s index out of its array's remainder (the indices still
+    /// to run, on the array's own record), `task` being its array and index; the
+    /// array's record to write, if it is another.
+    pub(super) fn leave_remainder(&mut self, id: JobId, task: Option<(JobId, u32)>) -> Vec<Effect> {
+        let Some((array, index)) = task else {
             return Vec::new();
         };
         let Some(head) = self.jobs.get_mut(&array) else {
@@ -82,17 +80,17 @@ impl Controller {
             return Vec::new();
         }
         rest.retain(|&t| t != index);
-        if array == r.id {
+        if array == id {
             return Vec::new();
         }
-        vec![Effect::Persist(Box::new(head.clone()))]
+        vec![self.persist(array)]
     }
 
     /// The array's unstarted task that takes over the array's own id when the task
     /// holding it is cancelled: the last to start of the others (the highest index).
-    fn heir(&self, array: u64) -> Option<u64> {
+    fn heir(&self, array: JobId) -> Option<JobId> {
         self.jobs
-            .range(array + 1..)
+            .range(JobId(array.0 + 1)..)
             .take_while(|(_, j)| j.array.is_some_and(|a| a.0 == array))
             .filter(|(_, j)| unstarted(j))
             .max_by_key(|(_, j)| j.array.map(|a| a.1))
@@ -100,14 +98,14 @@ impl Controller {
     }
 
     /// Takes pending job `id` out of the queue, or out of the jobs waiting beside it.
-    fn unqueue(&mut self, id: u64, now: i64) {
-        self.sched.cancel_pending(JobId(id), now);
-        self.sched.forget_waiting(JobId(id), now);
+    fn unqueue(&mut self, id: JobId, now: i64) {
+        self.sched.cancel_pending(id, now);
+        self.sched.forget_waiting(id, now);
         self.outside.remove(&id);
     }
 }
 
 /// A pending array task that never ran.
-fn unstarted(r: &JobRecord) -> bool {
+fn unstarted(r: &Job) -> bool {
     r.array.is_some() && r.state == JobState::Pending && r.start_time.is_none() && r.restarts == 0
 }

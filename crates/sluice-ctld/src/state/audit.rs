@@ -32,10 +32,10 @@ use std::collections::BTreeMap;
 use sluice_conf::gres_conf::GresDevice;
 use sluice_core::{Decision, JobId, PendingReason, PreemptMode, PreemptType};
 use sluice_proto::audit::{AuditEvent, AuditWhat, JobRef, NodeDevices, PreemptRule, RequeueCause};
-use sluice_proto::types::{JobRecord, JobState};
+use sluice_proto::types::JobState;
 use sluice_store::{AuditRecord, HoldChange};
 
-use super::{gpu_env, Caller, Controller};
+use super::{Caller, Controller, Job, Reason};
 
 /// What the sweep last saw of a pending job.
 #[derive(Clone, Debug, Default)]
@@ -57,28 +57,28 @@ pub(super) struct AuditBook {
     /// Recorded, not yet handed to the store.
     events: Vec<AuditEvent>,
     /// Order in which queued jobs entered the core's queue.
-    queued: BTreeMap<u64, u64>,
+    queued: BTreeMap<JobId, u64>,
     next_queued: u64,
     /// Priority and rank of the jobs the current pass starts.
-    ranks: BTreeMap<u64, (u32, u32)>,
+    ranks: BTreeMap<JobId, (u32, u32)>,
     /// Where the current pass's events begin in `events`.
     pass_mark: usize,
     /// Pending jobs as the last sweep saw them.
-    seen: BTreeMap<u64, Seen>,
+    seen: BTreeMap<JobId, Seen>,
     sweeps: u64,
     last_sweep: Option<i64>,
     /// Victims in their grace, with their preemptor (the cause of their requeue).
-    preempted_by: BTreeMap<u64, JobRef>,
+    preempted_by: BTreeMap<JobId, JobRef>,
     /// A job whose node failed, being requeued.
-    pub(super) failing: Option<u64>,
+    pub(super) failing: Option<JobId>,
 }
 
 impl AuditBook {
-    fn push(&mut self, time: i64, r: &JobRecord, what: AuditWhat) {
+    fn push(&mut self, time: i64, r: &Job, what: AuditWhat) {
         self.events.push(AuditEvent {
             seq: 0,
             time,
-            job_id: r.id,
+            job_id: r.id.0,
             uid: Some(r.uid),
             what,
         });
@@ -146,20 +146,19 @@ impl Controller {
     }
 
     /// What job `r` holds, per node: GPUs and their device files.
-    fn devices_of(&self, r: &JobRecord) -> Vec<NodeDevices> {
-        r.nodes
-            .iter()
+    fn devices_of(&self, r: &Job) -> Vec<NodeDevices> {
+        r.node_ids()
             .enumerate()
             .map(|(i, node)| {
-                let gpus = gpu_env::gpus_on_node(r, i);
+                let gpus = r.gpus_on_node(i);
                 let files = self
                     .conf
-                    .node_id(node)
-                    .and_then(|n| self.conf.gres_devices.get(n.index()))
+                    .gres_devices
+                    .get(node.index())
                     .map(|d| gpu_files(d, &gpus))
                     .unwrap_or_default();
                 NodeDevices {
-                    node: node.clone(),
+                    node: self.conf.cluster.node(node).name.clone(),
                     gpus,
                     files,
                 }
@@ -167,9 +166,9 @@ impl Controller {
             .collect()
     }
 
-    fn job_ref(&self, id: u64) -> JobRef {
+    fn job_ref(&self, id: JobId) -> JobRef {
         JobRef {
-            job: Some(id),
+            job: Some(id.0),
             uid: self.jobs.get(&id).map(|r| r.uid),
         }
     }
@@ -183,12 +182,12 @@ impl Controller {
     }
 
     /// A job restored after a restart: its reason and plan are learnt silently.
-    pub(super) fn audit_restored(&mut self, id: u64) {
+    pub(super) fn audit_restored(&mut self, id: JobId) {
         self.audit.seen.insert(id, Seen::default());
     }
 
     /// Submitted by its owner.
-    pub(super) fn audit_submitted(&mut self, r: &JobRecord, now: i64) {
+    pub(super) fn audit_submitted(&mut self, r: &Job, now: i64) {
         let what = AuditWhat::Submitted {
             user: Some(r.user.clone()),
             partition: r.partition.clone(),
@@ -209,7 +208,7 @@ impl Controller {
     /// Held (`hold`) or released by `caller`; `admin`: an operator's hold.
     pub(super) fn audit_hold(
         &mut self,
-        id: u64,
+        id: JobId,
         hold: bool,
         admin: bool,
         caller: &Caller,
@@ -232,7 +231,7 @@ impl Controller {
     /// Changed by `scontrol update` (`changes` as the command named them).
     pub(super) fn audit_updated(
         &mut self,
-        id: u64,
+        id: JobId,
         changes: &[(String, String)],
         by: u32,
         now: i64,
@@ -247,7 +246,7 @@ impl Controller {
     }
 
     /// Cancelled by `by` (uid).
-    pub(super) fn audit_cancelled(&mut self, id: u64, by: u32, now: i64) {
+    pub(super) fn audit_cancelled(&mut self, id: JobId, by: u32, now: i64) {
         let Some(r) = self.jobs.get(&id) else { return };
         let what = AuditWhat::Cancelled {
             by: Some(by),
@@ -260,7 +259,7 @@ impl Controller {
     /// replaced by the preemption or node failure that led here.
     pub(super) fn audit_requeued(
         &mut self,
-        id: u64,
+        id: JobId,
         cause: RequeueCause,
         ended_as: JobState,
         now: i64,
@@ -285,19 +284,24 @@ impl Controller {
             cause,
             released,
         };
-        let r = r.clone();
-        self.audit.push(now, &r, what);
+        self.audit.events.push(AuditEvent {
+            seq: 0,
+            time: now,
+            job_id: id.0,
+            uid: Some(r.uid),
+            what,
+        });
     }
 
     /// Entered the core's queue (the order ranks are counted in).
-    pub(super) fn audit_queued(&mut self, id: u64) {
+    pub(super) fn audit_queued(&mut self, id: JobId) {
         self.audit.queued.insert(id, self.audit.next_queued);
         self.audit.next_queued += 1;
     }
 
     /// The core's key of queued job `id`, as the core orders its queue.
-    fn queue_key(&self, id: u64) -> Option<(Reverse<u16>, Reverse<u32>, u64)> {
-        let j = self.sched.job(JobId(id))?;
+    fn queue_key(&self, id: JobId) -> Option<(Reverse<u16>, Reverse<u32>, u64)> {
+        let j = self.sched.job(id)?;
         let by_priority = self.sched.policy().uses_priority();
         let tier = if by_priority {
             self.conf.cluster.partition(j.spec.partition).priority_tier
@@ -320,9 +324,9 @@ impl Controller {
             .iter()
             .filter_map(|d| match d {
                 Decision::Start { job, .. } => {
-                    let key = self.queue_key(job.0)?;
+                    let key = self.queue_key(*job)?;
                     let j = self.sched.job(*job)?;
-                    Some((key, job.0, j.spec.partition.index(), j.spec.priority))
+                    Some((key, *job, j.spec.partition.index(), j.spec.priority))
                 }
                 Decision::Preempt { .. } => None,
             })
@@ -335,7 +339,7 @@ impl Controller {
         let mut next = 0;
         for j in self.sched.pending() {
             let key = self
-                .queue_key(j.id().0)
+                .queue_key(j.id())
                 .unwrap_or((Reverse(0), Reverse(0), 0));
             while next < starts.len() && starts[next].0 < key {
                 let (_, id, part, priority) = starts[next];
@@ -355,7 +359,7 @@ impl Controller {
     }
 
     /// Started by `pass` (its record already says where).
-    pub(super) fn audit_started(&mut self, id: u64, pass: &str, now: i64) {
+    pub(super) fn audit_started(&mut self, id: JobId, pass: &str, now: i64) {
         self.audit.queued.remove(&id);
         let Some(r) = self.jobs.get(&id) else { return };
         let (priority, rank) = match self.audit.ranks.get(&id) {
@@ -372,12 +376,18 @@ impl Controller {
             user: Some(r.user.clone()),
             nodes: self.devices_of(r),
         };
-        let r = r.clone();
-        self.audit.push(now, &r, what);
+        let uid = r.uid;
+        self.audit.events.push(AuditEvent {
+            seq: 0,
+            time: now,
+            job_id: id.0,
+            uid: Some(uid),
+            what,
+        });
     }
 
     /// The rule under which `by` preempts `victim`.
-    fn preempt_rule(&self, victim: &JobRecord, by: &JobRecord, reclaim: bool) -> PreemptRule {
+    fn preempt_rule(&self, victim: &Job, by: &Job, reclaim: bool) -> PreemptRule {
         if reclaim {
             let cohort = self
                 .conf
@@ -400,7 +410,7 @@ impl Controller {
                 loser: format!("QOS {}", victim.qos),
             },
             _ => {
-                let part = |r: &JobRecord| {
+                let part = |r: &Job| {
                     let tier = self
                         .partition_of(&r.partition)
                         .map_or(0, |p| self.conf.cluster.partition(p).priority_tier);
@@ -419,8 +429,8 @@ impl Controller {
     /// The preemptor's event lists all its victims of the pass.
     pub(super) fn audit_preempted(
         &mut self,
-        victim: u64,
-        by: u64,
+        victim: JobId,
+        by: JobId,
         mode: PreemptMode,
         grace: i64,
         reclaim: bool,
@@ -430,27 +440,29 @@ impl Controller {
             return;
         };
         let rule = self.preempt_rule(v, b, reclaim);
-        let (v, b) = (v.clone(), b.clone());
+        let (v_uid, b_uid) = (v.uid, b.uid);
         let by_ref = self.job_ref(by);
         let victim_ref = self.job_ref(victim);
         self.audit.preempted_by.insert(victim, by_ref.clone());
         let mark = self.audit.pass_mark.min(self.audit.events.len());
         let earlier = self.audit.events[mark..].iter_mut().rev().find(|e| {
-            e.job_id == by && e.time == now && matches!(e.what, AuditWhat::Preempting { .. })
+            e.job_id == by.0 && e.time == now && matches!(e.what, AuditWhat::Preempting { .. })
         });
         match earlier {
             Some(AuditEvent {
                 what: AuditWhat::Preempting { victims, .. },
                 ..
             }) => victims.push(victim_ref),
-            _ => self.audit.push(
-                now,
-                &b,
-                AuditWhat::Preempting {
+            _ => self.audit.events.push(AuditEvent {
+                seq: 0,
+                time: now,
+                job_id: by.0,
+                uid: Some(b_uid),
+                what: AuditWhat::Preempting {
                     victims: vec![victim_ref],
                     rule: rule.clone(),
                 },
-            ),
+            }),
         }
         let what = AuditWhat::Preempted {
             by: by_ref,
@@ -458,26 +470,34 @@ impl Controller {
             mode: mode.as_str().to_string(),
             grace,
         };
-        self.audit.push(now, &v, what);
+        self.audit.events.push(AuditEvent {
+            seq: 0,
+            time: now,
+            job_id: victim.0,
+            uid: Some(v_uid),
+            what,
+        });
     }
 
-    /// Failed without running: the scheduler refused it when it was to be queued (the
-    /// configuration changed under it), its reason then `r.reason` (was `before`).
-    pub(super) fn audit_refused(&mut self, r: &JobRecord, before: String, now: i64) {
+    /// Failed without running: the scheduler refused job `id` when it was to be queued
+    /// (the configuration changed under it), its reason now its own (was `before`).
+    pub(super) fn audit_refused(&mut self, id: JobId, before: Reason, now: i64) {
+        let Some(r) = self.jobs.get(&id) else { return };
         if r.reason != before {
             let what = AuditWhat::Reason {
-                from: Some(before),
-                to: r.reason.clone(),
+                from: Some(before.as_str().to_string()),
+                to: r.reason.as_str().to_string(),
                 limit: false,
             };
             self.audit.push(now, r, what);
         }
-        self.audit_ended(r, now);
+        self.audit_ended(id, now);
     }
 
-    /// Ended as its record now says.
-    pub(super) fn audit_ended(&mut self, r: &JobRecord, now: i64) {
-        self.audit.preempted_by.remove(&r.id);
+    /// Job `id` ended as it now says.
+    pub(super) fn audit_ended(&mut self, id: JobId, now: i64) {
+        self.audit.preempted_by.remove(&id);
+        let Some(r) = self.jobs.get(&id) else { return };
         let what = AuditWhat::Ended {
             run: r.restarts,
             state: r.state,
@@ -501,7 +521,7 @@ impl Controller {
         let mut events = Vec::new();
         for j in self.sched.pending() {
             let limit = matches!(j.reason, PendingReason::Limit(_));
-            let id = j.id().0;
+            let id = j.id();
             let changes = observe(
                 &mut seen,
                 id,
@@ -516,21 +536,19 @@ impl Controller {
             let Some(r) = self.jobs.get(&id).filter(|r| r.state == JobState::Pending) else {
                 continue;
             };
-            let changes = observe(&mut seen, id, &r.reason, false, None, sweep);
+            let changes = observe(&mut seen, id, r.reason.as_str(), false, None, sweep);
             events.extend(changes.into_iter().map(|w| (id, w)));
         }
         seen.retain(|_, s| s.sweep == sweep);
         self.audit.seen = seen;
         let sched = &self.sched;
-        self.audit
-            .queued
-            .retain(|id, _| sched.job(JobId(*id)).is_some());
+        self.audit.queued.retain(|id, _| sched.job(*id).is_some());
         for (id, what) in events {
             if let Some(r) = self.jobs.get(&id) {
                 self.audit.events.push(AuditEvent {
                     seq: 0,
                     time: now,
-                    job_id: id,
+                    job_id: id.0,
                     uid: Some(r.uid),
                     what,
                 });
@@ -542,8 +560,8 @@ impl Controller {
 /// Compares what a sweep sees of pending job `id` with what was seen before; the
 /// changes to record.
 fn observe(
-    seen: &mut BTreeMap<u64, Seen>,
-    id: u64,
+    seen: &mut BTreeMap<JobId, Seen>,
+    id: JobId,
     reason: &str,
     limit: bool,
     plan: Option<i64>,

@@ -10,9 +10,10 @@
 //! after the job started (or was cancelled without starting).
 
 use sluice_conf::dependency::{parse_dependency, Dependency, DependencyKind, Target};
-use sluice_proto::types::{JobRecord, JobState};
+use sluice_proto::types::JobState;
 
-use super::Controller;
+use super::{Controller, Job};
+use sluice_core::JobId;
 
 /// Where one condition on one job stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +58,7 @@ fn kind_name(kind: DependencyKind) -> &'static str {
 impl Controller {
     /// Whether `r`'s dependency `dep` holds at `now` (Unix seconds). A malformed one
     /// (refused at submission, so only from an older record) never holds.
-    pub(super) fn dependency_state(&self, r: &JobRecord, dep: &str, now: i64) -> DepState {
+    pub(super) fn dependency_state(&self, r: &Job, dep: &str, now: i64) -> DepState {
         let Ok(parsed) = parse_dependency(dep) else {
             return DepState::Never;
         };
@@ -83,7 +84,7 @@ impl Controller {
 
     /// When an `after:ID+MIN` delay of `r`'s dependency lapses, if one is running at
     /// `now`: the controller looks at the job again then.
-    pub(super) fn dependency_due(&self, r: &JobRecord, now: i64) -> Option<i64> {
+    pub(super) fn dependency_due(&self, r: &Job, now: i64) -> Option<i64> {
         let Ok(Dependency::All(conds) | Dependency::Any(conds)) =
             parse_dependency(r.desc.dependency.as_deref()?)
         else {
@@ -107,7 +108,7 @@ impl Controller {
     /// The dependency as `squeue %E` and `scontrol show job` print it: what is still
     /// waited for `(unfulfilled)`, what can no longer hold `(failed)`; `None` when
     /// nothing is left (Slurm prints `(null)`) or the job is not pending.
-    pub(super) fn dependency_display(&self, r: &JobRecord, now: i64) -> Option<String> {
+    pub(super) fn dependency_display(&self, r: &Job, now: i64) -> Option<String> {
         if r.state != JobState::Pending {
             return None;
         }
@@ -154,7 +155,7 @@ impl Controller {
 
     /// One sentence per job the dependency still waits for or that can no longer
     /// satisfy it, with that job's state: what `sluice explain` shows.
-    pub(super) fn dependency_sentences(&self, r: &JobRecord, now: i64) -> Vec<String> {
+    pub(super) fn dependency_sentences(&self, r: &Job, now: i64) -> Vec<String> {
         let Some(Ok(parsed)) = r.desc.dependency.as_deref().map(parse_dependency) else {
             return Vec::new();
         };
@@ -232,7 +233,7 @@ impl Controller {
 
     /// `singleton`: waiting while another job of the same name and user runs, or waits
     /// ahead of it.
-    fn singleton_state(&self, r: &JobRecord) -> DepState {
+    fn singleton_state(&self, r: &Job) -> DepState {
         if self.singleton_blockers(r).next().is_some() {
             DepState::Waiting
         } else {
@@ -242,7 +243,7 @@ impl Controller {
 
     /// The jobs a `singleton` job waits for: its owner's other jobs of the same name
     /// that run, or wait ahead of it.
-    fn singleton_blockers<'a>(&'a self, r: &'a JobRecord) -> impl Iterator<Item = &'a JobRecord> {
+    fn singleton_blockers<'a>(&'a self, r: &'a Job) -> impl Iterator<Item = &'a Job> {
         self.jobs.values().filter(move |j| {
             j.id != r.id
                 && j.uid == r.uid
@@ -254,17 +255,17 @@ impl Controller {
     /// The jobs a condition on `t` reads: the task, the job, or every task of an array
     /// named by its id (`aftercorr`: the task with `r`'s own index). Empty when the id
     /// is unknown.
-    fn target(&self, r: &JobRecord, kind: DependencyKind, t: &Target) -> Option<&JobRecord> {
+    fn target(&self, r: &Job, kind: DependencyKind, t: &Target) -> Option<&Job> {
         self.targets(r, kind, t).into_iter().next()
     }
 
-    fn targets(&self, r: &JobRecord, kind: DependencyKind, t: &Target) -> Vec<&JobRecord> {
+    fn targets(&self, r: &Job, kind: DependencyKind, t: &Target) -> Vec<&Job> {
         let task = if kind == DependencyKind::AfterCorr {
             r.array.map(|a| a.1).or(t.task)
         } else {
             t.task
         };
-        let job = t.job;
+        let job = JobId(t.job);
         let Some(first) = (match task {
             Some(i) => self.jobs.values().find(|j| j.array == Some((job, i))),
             None => self.jobs.get(&job),
@@ -283,7 +284,7 @@ impl Controller {
 
     /// When `after` counts a job as begun: its start, or its end when it was cancelled
     /// without starting.
-    fn after_time(&self, j: &JobRecord) -> Option<i64> {
+    fn after_time(&self, j: &Job) -> Option<i64> {
         j.start_time.or(if j.state.is_finished() {
             j.end_time
         } else {
@@ -294,7 +295,7 @@ impl Controller {
     /// The state of one condition on one named job at `now`; `None` for an unknown id.
     fn target_state(
         &self,
-        r: &JobRecord,
+        r: &Job,
         kind: DependencyKind,
         t: &Target,
         now: i64,
@@ -303,7 +304,7 @@ impl Controller {
         if targets.is_empty() {
             return None;
         }
-        let one = |j: &JobRecord| match kind {
+        let one = |j: &Job| match kind {
             DependencyKind::After => match self.after_time(j) {
                 Some(at) if at + 60 * i64::from(t.delay_mins) <= now => DepState::Satisfied,
                 _ => DepState::Waiting,

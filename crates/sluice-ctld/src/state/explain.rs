@@ -14,10 +14,10 @@ use sluice_proto::explain::{
     Awaited, Cause, Expected, Explanation, Priority, Resources, SuggestionSearch,
 };
 use sluice_proto::time::timestamp;
-use sluice_proto::types::{JobRecord, JobState};
+use sluice_proto::types::JobState;
 
 use super::dependency::DepState;
-use super::{Caller, Controller};
+use super::{Caller, Controller, Job, Reason};
 use sluice_proto::types::Hold;
 
 fn cause(family: &str, reason: &str, text: String) -> Cause {
@@ -75,7 +75,7 @@ impl Controller {
     /// user's job under `PrivateData=jobs` (as Slurm hides it).
     pub fn explain(
         &self,
-        id: u64,
+        id: JobId,
         task: Option<u32>,
         caller: &Caller,
         now: i64,
@@ -92,7 +92,7 @@ impl Controller {
     /// [`Controller::explain`].
     pub fn explain_begin(
         &self,
-        id: u64,
+        id: JobId,
         task: Option<u32>,
         caller: &Caller,
         now: i64,
@@ -110,9 +110,9 @@ impl Controller {
         if self.hidden_from(caller, r.uid) {
             return Err(ApiError::invalid_job());
         }
-        let live = self.live(r);
+        let live = self.record(r, r.listed_desc());
         let mut e = Explanation {
-            job_id: r.id,
+            job_id: r.id.0,
             display_id: r.display_id(),
             state: live.state.name().to_string(),
             reason: live.reason.clone(),
@@ -127,14 +127,14 @@ impl Controller {
                 factors: self.priority_factors(r, now),
                 ..Default::default()
             };
-            if self.sched.job(JobId(r.id)).is_some() {
+            if self.sched.job(r.id).is_some() {
                 let options = ExplainOptions {
                     alternatives: self.alternatives(r, now),
                     counterfactuals: suggest,
                     ..ExplainOptions::default()
                 };
                 let forecast = self.forecast_at(now);
-                let job = JobId(r.id);
+                let job = r.id;
                 // Without suggestions and with a forecast that holds for the job, the
                 // core only reads: cheaper than a copy.
                 let answers = forecast
@@ -183,7 +183,7 @@ impl Controller {
         let Some(core) = core else {
             return e;
         };
-        match (self.jobs.get(&e.job_id), core.answer) {
+        match (self.jobs.get(&JobId(e.job_id)), core.answer) {
             (Some(r), Some(x)) => self.explain_queued(r, caller, core.priority, &x, &mut e),
             _ => {
                 e.priority = Some(core.priority);
@@ -212,7 +212,7 @@ impl Controller {
 
     /// What keeps a pending job out of the scheduler's queue: holds, its previous run
     /// still ending, its dependency, its array's throttle.
-    fn outside_causes(&self, r: &JobRecord, now: i64) -> Vec<Cause> {
+    fn outside_causes(&self, r: &Job, now: i64) -> Vec<Cause> {
         let mut out = Vec::new();
         if let Some(hold) = &r.hold {
             let c = if let Hold::ReservationDeleted(name) = hold {
@@ -272,7 +272,7 @@ impl Controller {
                 .get(&array)
                 .and_then(|a| a.array_pending.as_ref())
                 .and_then(|p| p.1);
-            if let (Some(limit), "JobArrayTaskLimit") = (limit, r.reason.as_str()) {
+            if let (Some(limit), Reason::ArrayTaskLimit) = (limit, r.reason) {
                 out.push(cause(
                     "limit",
                     "JobArrayTaskLimit",
@@ -300,7 +300,7 @@ impl Controller {
     /// start and the running jobs it waits for, and what would start it sooner.
     fn explain_queued(
         &self,
-        r: &JobRecord,
+        r: &Job,
         caller: &Caller,
         mut priority: Priority,
         x: &sluice_core::Explanation,
@@ -334,7 +334,7 @@ impl Controller {
                         .waits_for
                         .iter()
                         .map(|w| {
-                            let owner = self.jobs.get(&w.job.0);
+                            let owner = self.jobs.get(&w.job);
                             let hide = owner.is_none_or(|o| self.hidden_from(caller, o.uid));
                             // `PrivateData=users`: the job, not whose it is.
                             let anonymous =
@@ -375,7 +375,7 @@ impl Controller {
         // pending otherwise: nothing was left to happen, or a year passed.)
         e.not_before = match &x.start {
             Err(NoStart::Budget { at }) => {
-                let begin = self.sched.job(JobId(r.id)).map_or(*at, |j| j.spec.begin);
+                let begin = self.sched.job(r.id).map_or(*at, |j| j.spec.begin);
                 Some((*at).max(begin))
             }
             _ => None,
@@ -394,7 +394,7 @@ impl Controller {
 
     /// The job's weighted priority factors as `sprio -l` names them (multifactor only;
     /// factors of zero left out).
-    fn priority_factors(&self, r: &JobRecord, now: i64) -> Vec<(String, f64)> {
+    fn priority_factors(&self, r: &Job, now: i64) -> Vec<(String, f64)> {
         if !self.priority.multifactor() {
             return Vec::new();
         }
@@ -420,9 +420,9 @@ impl Controller {
     /// The other partitions (up, and open to the job's account, QOS and group) and the
     /// other QOS of its association that the owner may use, each with the priority the
     /// job would have there.
-    fn alternatives(&self, r: &JobRecord, now: i64) -> Vec<Alternative> {
+    fn alternatives(&self, r: &Job, now: i64) -> Vec<Alternative> {
         let mut out = Vec::new();
-        let priority_with = |changed: &JobRecord| -> Option<u32> {
+        let priority_with = |changed: &Job| -> Option<u32> {
             if !self.priority.multifactor() {
                 return None;
             }
@@ -474,7 +474,7 @@ impl Controller {
 
     /// A started job's story from its record: when and where each run started, by
     /// which pass, and how it ended or was preempted.
-    fn history(&self, r: &JobRecord) -> Vec<String> {
+    fn history(&self, r: &Job) -> Vec<String> {
         let mut out = Vec::new();
         if r.restarts > 0 {
             out.push(format!(
@@ -491,7 +491,7 @@ impl Controller {
             out.push(format!(
                 "started {} on {} by the {pass} pass",
                 timestamp(start),
-                sluice_conf::hostlist::compress(&r.nodes)
+                sluice_conf::hostlist::compress(&self.node_names(r))
             ));
             if let (JobState::Running, Some(limit)) = (r.state, r.time_limit) {
                 out.push(format!(
@@ -499,9 +499,6 @@ impl Controller {
                     timestamp(start + limit)
                 ));
             }
-        }
-        if let Some(p) = &r.preemption {
-            out.push(format!("preempted at {}", timestamp(p.at)));
         }
         match (r.end_time, r.start_time) {
             (Some(end), Some(_)) => out.push(format!(

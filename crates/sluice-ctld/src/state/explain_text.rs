@@ -9,7 +9,6 @@ use sluice_core::limits::usage::Scope;
 use sluice_core::limits::TresKind;
 use sluice_core::{NodeId, PartitionState, PendingReason, Resources};
 use sluice_proto::explain::{Cause, NodeLine, Suggestion};
-use sluice_proto::types::JobRecord;
 
 use super::Controller;
 
@@ -212,7 +211,7 @@ impl Controller {
     /// The cause behind the core's reason code, for the reasons that are not limits.
     pub(super) fn reason_cause(
         &self,
-        r: &JobRecord,
+        r: &super::Job,
         reason: PendingReason,
         queue: &QueuePosition,
     ) -> Option<Cause> {
@@ -319,7 +318,7 @@ impl Controller {
     /// A change that would start the job sooner, as options and in words.
     pub(super) fn suggestion(
         &self,
-        r: &JobRecord,
+        r: &super::Job,
         c: &sluice_core::explain::Counterfactual,
     ) -> Suggestion {
         let (option, text) = match &c.change {

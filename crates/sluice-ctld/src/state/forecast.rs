@@ -81,21 +81,20 @@ impl Controller {
 
     /// The nodes `squeue --start` shows (SCHEDNODES) for pending job `id`: where the
     /// last forecast starts it, unless that start has passed.
-    pub(super) fn expected_nodes(&self, id: u64) -> Option<String> {
+    pub(super) fn expected_nodes(&self, id: JobId) -> Option<String> {
         let f = self.forecasts.last.as_ref()?;
-        f.start_time(JobId(id))
-            .filter(|&t| t >= self.sched.last_pass())?;
-        Some(self.hostlist(&f.start_nodes(JobId(id))?))
+        f.start_time(id).filter(|&t| t >= self.sched.last_pass())?;
+        Some(self.hostlist(&f.start_nodes(id)?))
     }
 
     /// What `squeue --start` shows for pending job `id`: its start in the last
     /// forecast (unless that time has passed), else the start the last backfill pass
     /// planned.
-    pub(super) fn expected_start(&self, id: u64, planned: Option<i64>) -> Option<i64> {
+    pub(super) fn expected_start(&self, id: JobId, planned: Option<i64>) -> Option<i64> {
         self.forecasts
             .last
             .as_ref()
-            .and_then(|f| f.start_time(JobId(id)))
+            .and_then(|f| f.start_time(id))
             .filter(|&t| t >= self.sched.last_pass())
             .or(planned)
     }

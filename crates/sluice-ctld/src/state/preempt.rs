@@ -16,7 +16,7 @@
 //! they free for it. Preemptions under way are not persisted: after a controller
 //! restart a preemptor that still cannot start preempts again.
 
-use sluice_core::{Decision, PreemptMode};
+use sluice_core::{Decision, JobId, PreemptMode};
 use sluice_proto::audit::RequeueCause;
 use sluice_proto::types::JobState;
 
@@ -64,7 +64,7 @@ impl Controller {
                 starts.push(d);
                 continue;
             };
-            let Some(r) = self.jobs.get(&victim.0) else {
+            let Some(r) = self.jobs.get(&victim) else {
                 continue;
             };
             let mode = if mode == PreemptMode::Requeue
@@ -75,30 +75,30 @@ impl Controller {
                 mode
             };
             let signal = r.desc.signal.map_or(SIGTERM, |(s, _, _)| s);
-            self.audit_preempted(victim.0, by.0, mode, grace, reclaim, now);
+            self.audit_preempted(victim, by, mode, grace, reclaim, now);
             tracing::info!(
                 "preempting JobId={} to reclaim resources for JobId={} (mode {}, grace {grace}s)",
-                victim.0,
-                by.0,
+                victim,
+                by,
                 if mode == PreemptMode::Requeue {
                     "REQUEUE"
                 } else {
                     "CANCEL"
                 }
             );
-            let r = &self.jobs[&victim.0];
+            let r = &self.jobs[&victim];
             if !r.desc.interactive {
                 for batch_only in [true, false] {
                     effects.push(Effect::Signal {
-                        nodes: r.nodes.clone(),
-                        job_id: victim.0,
+                        nodes: self.node_names(r),
+                        job_id: victim,
                         signal,
                         batch_only,
                     });
                 }
             }
             self.preempting.insert(
-                victim.0,
+                victim,
                 Preempting {
                     run: r.restarts,
                     mode,
@@ -108,7 +108,7 @@ impl Controller {
                 },
             );
             if grace <= 0 {
-                effects.extend(self.preempt_victim(victim.0, now));
+                effects.extend(self.preempt_victim(victim, now));
                 ended = true;
             }
         }
@@ -117,7 +117,7 @@ impl Controller {
 
     /// Ends the victims whose grace is over.
     pub(super) fn preempt_due(&mut self, now: i64) -> Vec<Effect> {
-        let due: Vec<u64> = self
+        let due: Vec<JobId> = self
             .preempting
             .iter()
             .filter(|(_, p)| !p.ending && p.deadline <= now)
@@ -132,7 +132,11 @@ impl Controller {
     /// (`PreemptEligibleTime`, start plus `PreemptExemptTime`), when it was
     /// (`PreemptTime`) and its grace's end as its `EndTime`, as Slurm shows them.
     pub(super) fn show_preemption(&self, r: &mut sluice_proto::types::JobRecord) {
-        let Some(p) = self.preempting.get(&r.id).filter(|p| p.run == r.restarts) else {
+        let Some(p) = self
+            .preempting
+            .get(&JobId(r.id))
+            .filter(|p| p.run == r.restarts)
+        else {
             return;
         };
         let exempt = self.conf.cluster.preempt.exempt_time;
@@ -153,7 +157,7 @@ impl Controller {
     }
 
     /// Ends victim `id` as its mode says (its grace is over).
-    fn preempt_victim(&mut self, id: u64, now: i64) -> Vec<Effect> {
+    fn preempt_victim(&mut self, id: JobId, now: i64) -> Vec<Effect> {
         let Some(p) = self.preempting.get(&id).copied() else {
             return Vec::new();
         };
@@ -181,7 +185,7 @@ impl Controller {
                 tracing::info!("preempted JobId={id} has been killed to reclaim resources");
                 if r.desc.interactive {
                     let report = sluice_proto::types::JobEnded {
-                        job_id: id,
+                        job_id: id.0,
                         run: r.restarts,
                         node: String::new(),
                         state: JobState::Preempted,
@@ -192,7 +196,7 @@ impl Controller {
                     return self.job_ended(&report, now);
                 }
                 vec![Effect::Terminate {
-                    nodes: r.nodes.clone(),
+                    nodes: self.node_names(r),
                     job_id: id,
                     state: JobState::Preempted,
                 }]
@@ -206,7 +210,7 @@ impl Controller {
     /// end, in state `PREEMPTED` when `preempted` is set.
     pub(super) fn preempted_run_ended(
         &mut self,
-        id: u64,
+        id: JobId,
         run: u32,
         now: i64,
         preempted: &mut bool,

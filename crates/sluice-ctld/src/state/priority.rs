@@ -10,7 +10,7 @@ use sluice_core::tres::MAX_GRES;
 use sluice_core::{Cluster, JobId, JobSpec, MemRequest, Resources};
 use sluice_proto::accounts::format_tres;
 use sluice_proto::priority::{PriorityReport, SharesReport};
-use sluice_proto::types::{JobRecord, JobState};
+use sluice_proto::types::JobState;
 
 use sluice_core::limits::usage::Scope;
 use sluice_core::limits::{AssocId as LimitAssoc, QosId};
@@ -88,14 +88,14 @@ pub(super) fn cluster_totals(cluster: &Cluster) -> ClusterTotals {
 impl Controller {
     /// The association a job charges (its user's in its account, for its partition),
     /// if there is one.
-    pub(super) fn assoc_of(&self, r: &JobRecord) -> Option<u32> {
+    pub(super) fn assoc_of(&self, r: &super::Job) -> Option<u32> {
         self.accounts
             .association(&r.user, &r.account, Some(&r.partition))
             .map(|a| a.id)
     }
 
     /// A job's priority inputs, from its record and its core request.
-    pub(super) fn job_factors(&self, r: &JobRecord, spec: &JobSpec) -> JobFactors {
+    pub(super) fn job_factors(&self, r: &super::Job, spec: &JobSpec) -> JobFactors {
         let req = &spec.request;
         let nodes = req.min_nodes.max(1);
         let cpus = req.ntasks.max(1) * req.cpus_per_task.max(1);
@@ -135,14 +135,14 @@ impl Controller {
 
     /// The multifactor priority of pending job `id` at `now`, stored in its record
     /// (what squeue shows) and, when it is queued, in the core (what orders it).
-    pub(super) fn refresh_priority(&mut self, id: u64, now: i64) {
+    pub(super) fn refresh_priority(&mut self, id: JobId, now: i64) {
         let Some(r) = self.jobs.get(&id) else { return };
         let Ok(spec) = self.core_spec(r) else { return };
         let p = self
             .priority
             .priority(&self.job_factors(r, &spec), now)
             .priority;
-        self.sched.set_priority(JobId(id), p);
+        self.sched.set_priority(id, p);
         if let Some(r) = self.jobs.get_mut(&id) {
             r.priority = p;
         }
@@ -151,7 +151,7 @@ impl Controller {
     /// Every pending job's priority recomputed (after the decay ran, or accounts
     /// changed).
     pub(super) fn reprioritize(&mut self, now: i64) {
-        let pending: Vec<u64> = self
+        let pending: Vec<JobId> = self
             .jobs
             .values()
             .filter(|r| r.state == JobState::Pending && !r.held())
@@ -251,7 +251,7 @@ impl Controller {
                 continue;
             };
             let mut row = self.priority.job_row(&self.job_factors(r, &spec), now);
-            row.job_id = r.id;
+            row.job_id = r.id.0;
             row.partition = r.partition.clone();
             row.user = r.user.clone();
             row.uid = r.uid;

@@ -226,14 +226,14 @@ impl Controller {
             self.sched.add_reservation(core, now);
             self.resv_records.records.insert(r.name.clone(), r);
         }
-        let bound: Vec<(u64, String)> = self
+        let bound: Vec<(JobId, String)> = self
             .jobs
             .values()
             .filter(|j| j.state == JobState::Running)
             .filter_map(|j| Some((j.id, j.desc.reservation.clone()?)))
             .collect();
         for (id, name) in bound {
-            self.sched.set_job_reservation(JobId(id), &name, now);
+            self.sched.set_job_reservation(id, &name, now);
         }
     }
 
@@ -252,9 +252,9 @@ impl Controller {
     }
 
     /// Binds a job just queued in the core to its `--reservation`.
-    pub(crate) fn bind_reservation(&mut self, id: u64, now: i64) {
+    pub(crate) fn bind_reservation(&mut self, id: JobId, now: i64) {
         if let Some(name) = self.jobs.get(&id).and_then(|j| j.desc.reservation.clone()) {
-            self.sched.set_job_reservation(JobId(id), &name, now);
+            self.sched.set_job_reservation(id, &name, now);
         }
     }
 
@@ -367,7 +367,7 @@ impl Controller {
     /// The pending jobs of a deleted reservation: held, as Slurm holds them (reason
     /// `ReservationDeleted`, released with `scontrol release`), no longer bound to it.
     fn hold_reservation_jobs(&mut self, name: &str, now: i64) -> Vec<Effect> {
-        let stranded: Vec<u64> = self
+        let stranded: Vec<JobId> = self
             .jobs
             .values()
             .filter(|r| r.state == JobState::Pending && r.desc.reservation.as_deref() == Some(name))
@@ -376,14 +376,14 @@ impl Controller {
         let mut effects = Vec::new();
         for id in stranded {
             if self.outside.insert(id) {
-                self.sched.cancel_pending(JobId(id), now);
+                self.sched.cancel_pending(id, now);
             }
             let r = self.jobs.get_mut(&id).expect("listed");
             r.hold = Some(Hold::ReservationDeleted(name.to_string()));
             r.desc.reservation = None;
             r.accrue_time = None;
-            r.reason = "ReservationDeleted".into();
-            effects.push(Effect::Persist(Box::new(r.clone())));
+            r.reason = Reason::ReservationDeleted;
+            effects.push(self.persist(id));
         }
         effects
     }

@@ -70,19 +70,19 @@ mod tests {
     }
 
     /// Submits (ids from 1 in order, as the store gives them).
-    fn submit(c: &mut Controller, d: JobDescription, now: i64) -> Result<u64, String> {
+    fn submit(c: &mut Controller, d: JobDescription, now: i64) -> Result<JobId, String> {
         let p = c
             .prepare(d, &caller(), "alice", "alice", now)
             .map_err(|e| e.message)?;
-        let id = c.jobs.keys().next_back().map_or(1, |k| k + 1);
-        c.accept(p.records(id), now);
+        let id = JobId(c.jobs.keys().next_back().map_or(1, |k| k.0 + 1));
+        c.accept(p.jobs(id), now);
         Ok(id)
     }
 
-    fn end(c: &mut Controller, id: u64, now: i64) -> Vec<Effect> {
+    fn end(c: &mut Controller, id: JobId, now: i64) -> Vec<Effect> {
         c.job_ended(
             &JobEnded {
-                job_id: id,
+                job_id: id.0,
                 run: 0,
                 node: "s1".into(),
                 state: JobState::Completed,
@@ -97,7 +97,7 @@ mod tests {
     /// State, reason, whole GPUs and shards of job `id`.
     type Seen = (JobState, String, Vec<Vec<u32>>, Vec<Vec<(u32, u32)>>);
 
-    fn seen(c: &Controller, id: u64) -> Seen {
+    fn seen(c: &Controller, id: JobId) -> Seen {
         let r = c.job(id).unwrap();
         (r.state, r.reason, r.gpus_per_node, r.shards_per_node)
     }
@@ -111,11 +111,11 @@ mod tests {
     }
 
     /// The GPU variables of job `id`'s batch launch among `effects`.
-    fn gpu_env(effects: &[Effect], id: u64) -> Vec<(String, String)> {
+    fn gpu_env(effects: &[Effect], id: JobId) -> Vec<(String, String)> {
         effects
             .iter()
             .find_map(|e| match e {
-                Effect::Launch { order, .. } if order.job.id == id => Some(
+                Effect::Launch { order, .. } if order.job.id == id.0 => Some(
                     order
                         .environment
                         .iter()
@@ -247,7 +247,7 @@ mod tests {
         let mut c = controller("gpu:2,shard:8", "");
         let a = submit(&mut c, asking("shard", 1), 0).unwrap();
         c.schedule(0);
-        let records: Vec<JobRecord> = c.jobs.values().cloned().collect();
+        let records: Vec<JobRecord> = c.accounting().0;
         let conf = c.conf.clone();
         let mut c = Controller::new(conf, Path::new("/s"), records, vec![], 10);
         c.agent_registered("s1", &[(a, 0)], 10);
@@ -328,7 +328,7 @@ mod tests {
         let id = submit(&mut c, asking("shard", 2), 0).unwrap();
         let w = submit(&mut c, asking("gpu", 2), 0).unwrap();
         c.schedule(0);
-        let planned = |c: &Controller| c.sched.job(JobId(w)).and_then(|j| j.planned_start);
+        let planned = |c: &Controller| c.sched.job(w).and_then(|j| j.planned_start);
         assert_eq!(planned(&c), Some(600));
         let admin = Caller {
             uid: 0,

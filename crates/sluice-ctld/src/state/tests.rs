@@ -27,7 +27,7 @@ pub(crate) fn conf(nodes: u32, cpus: u32) -> ClusterConfig {
 }
 
 /// The texts of the causes `explain` gives for pending job `id` (for alice, at 0).
-fn cause_texts(c: &Controller, id: u64) -> Vec<String> {
+fn cause_texts(c: &Controller, id: JobId) -> Vec<String> {
     let e = c.explain(id, None, &alice(), 0).expect("explained");
     e.causes.into_iter().map(|c| c.text).collect()
 }
@@ -53,14 +53,14 @@ fn desc(ntasks: u32, time: i64) -> JobDescription {
 }
 
 /// Submits as the server does: prepare, make durable (here: ids from `next`), accept.
-fn submit(c: &mut Controller, d: JobDescription, next: &mut u64, now: i64) -> (u64, Vec<Effect>) {
+fn submit(c: &mut Controller, d: JobDescription, next: &mut u64, now: i64) -> (JobId, Vec<Effect>) {
     let p = c
         .prepare(d, &alice(), "alice", "alice", now)
         .expect("accepted");
     let first = *next;
     *next += p.ids();
-    let records = p.records(first);
-    (first, c.accept(records, now))
+    let jobs = p.jobs(JobId(first));
+    (JobId(first), c.accept(jobs, now))
 }
 
 fn launches(effects: &[Effect]) -> Vec<(u64, Vec<String>)> {
@@ -73,9 +73,9 @@ fn launches(effects: &[Effect]) -> Vec<(u64, Vec<String>)> {
         .collect()
 }
 
-fn ended(id: u64, state: JobState, code: i32, now: i64) -> JobEnded {
+fn ended(id: JobId, state: JobState, code: i32, now: i64) -> JobEnded {
     JobEnded {
-        job_id: id,
+        job_id: id.0,
         run: 0,
         node: "node01".into(),
         state,
@@ -120,11 +120,11 @@ fn a_job_starts_on_its_nodes_with_its_environment_and_ends_completed() {
     assert!(effects.iter().any(|e| matches!(e, Effect::PersistStep(s) if s.step == StepId::Batch && s.state == JobState::Completed)));
 }
 
-fn launch_env(effects: &[Effect], id: u64) -> BTreeMap<String, String> {
+fn launch_env(effects: &[Effect], id: JobId) -> BTreeMap<String, String> {
     effects
         .iter()
         .find_map(|e| match e {
-            Effect::Launch { order, .. } if order.job.id == id => {
+            Effect::Launch { order, .. } if order.job.id == id.0 => {
                 Some(order.environment.iter().cloned().collect())
             }
             _ => None,
@@ -141,16 +141,16 @@ fn an_array_gets_one_id_per_task_and_honours_its_throttle() {
     let mut d = desc(1, 600);
     d.array = Some((vec![0, 1, 2, 3], Some(2)));
     let (first, _) = submit(&mut c, d, &mut next, 0);
-    assert_eq!((first, next), (1, 5));
+    assert_eq!((first.0, next), (1, 5));
     let effects = c.schedule(0);
     assert_eq!(
         launches(&effects).iter().map(|l| l.0).collect::<Vec<_>>(),
         [2, 3],
         "tasks 0 and 1, throttle %2"
     );
-    assert_eq!(c.job(4).unwrap().reason, "JobArrayTaskLimit");
+    assert_eq!(c.job(JobId(4)).unwrap().reason, "JobArrayTaskLimit");
     assert_eq!(c.job(first).unwrap().display_id(), "1_3");
-    let env = launch_env(&effects, 2);
+    let env = launch_env(&effects, JobId(2));
     assert_eq!(
         (
             env["SLURM_JOB_ID"].as_str(),
@@ -160,20 +160,20 @@ fn an_array_gets_one_id_per_task_and_honours_its_throttle() {
         ("2", "1", "0")
     );
     assert_eq!(env["SLURM_ARRAY_TASK_COUNT"], "4");
-    assert_eq!(c.job(2).unwrap().stdout, "/home/alice/slurm-1_0.out");
-    let effects = c.job_ended(&ended(2, JobState::Completed, 0, 10), 10);
+    assert_eq!(c.job(JobId(2)).unwrap().stdout, "/home/alice/slurm-1_0.out");
+    let effects = c.job_ended(&ended(JobId(2), JobState::Completed, 0, 10), 10);
     assert_eq!(
         launches(&effects).iter().map(|l| l.0).collect::<Vec<_>>(),
         [4],
         "task 2"
     );
-    let effects = c.job_ended(&ended(3, JobState::Completed, 0, 20), 20);
+    let effects = c.job_ended(&ended(JobId(3), JobState::Completed, 0, 20), 20);
     assert_eq!(
         launches(&effects).iter().map(|l| l.0).collect::<Vec<_>>(),
         [1],
         "task 3, last, under the array's id"
     );
-    let env = launch_env(&effects, 1);
+    let env = launch_env(&effects, JobId(1));
     assert_eq!(
         (
             env["SLURM_JOB_ID"].as_str(),
@@ -181,7 +181,7 @@ fn an_array_gets_one_id_per_task_and_honours_its_throttle() {
         ),
         ("1", "3")
     );
-    assert_eq!(c.job(1).unwrap().stdout, "/home/alice/slurm-1_3.out");
+    assert_eq!(c.job(JobId(1)).unwrap().stdout, "/home/alice/slurm-1_3.out");
 }
 
 #[test]
@@ -202,14 +202,17 @@ fn array_tasks_cancelled_before_they_start_leave_no_record() {
     };
     // `scancel 1_1`: task 1's record (id 3) is gone, and its index from the remainder.
     let effects = cancel(&mut c, vec![(1, Some(1))]);
-    assert!(effects.contains(&Effect::Forget(3)));
-    assert_eq!(c.job(3), None);
-    assert_eq!(c.job(1).unwrap().array_pending, Some((vec![0, 2, 3], None)));
+    assert!(effects.contains(&Effect::Forget(JobId(3))));
+    assert_eq!(c.job(JobId(3)), None);
+    assert_eq!(
+        c.job(JobId(1)).unwrap().array_pending,
+        Some((vec![0, 2, 3], None))
+    );
     // `scancel 1_3`, the task holding the array's id: task 2 (the highest left)
     // takes it over, under id 1, and its own record (id 4) goes.
     let effects = cancel(&mut c, vec![(1, Some(3))]);
-    assert!(effects.contains(&Effect::Forget(4)));
-    let head = c.job(1).unwrap();
+    assert!(effects.contains(&Effect::Forget(JobId(4))));
+    let head = c.job(JobId(1)).unwrap();
     assert_eq!(
         (head.array, head.state, head.array_pending.clone()),
         (Some((1, 2)), JobState::Pending, Some((vec![0, 2], None)))
@@ -219,7 +222,7 @@ fn array_tasks_cancelled_before_they_start_leave_no_record() {
     let effects = cancel(&mut c, vec![(1, None)]);
     assert!(!effects.iter().any(|e| matches!(e, Effect::Forget(_))));
     for (id, task) in [(1, 2), (2, 0)] {
-        let r = c.job(id).unwrap();
+        let r = c.job(JobId(id)).unwrap();
         assert_eq!(
             (r.array, r.state, r.reason.as_str()),
             (Some((1, task)), JobState::Cancelled, "JobHeldUser"),
@@ -242,11 +245,11 @@ fn a_cancelled_pending_job_keeps_the_reason_it_waited_for() {
     c.schedule(2);
     assert_eq!(c.job(waiting).unwrap().reason, "Resources");
     let req = CancelRequest {
-        jobs: vec![(waiting, None), (held, None)],
+        jobs: vec![(waiting.0, None), (held.0, None)],
         ..Default::default()
     };
     c.cancel(&req, &alice(), 3).unwrap();
-    let shown = |id: u64| {
+    let shown = |id: JobId| {
         let r = c.job(id).unwrap();
         (r.state, r.reason)
     };
@@ -270,7 +273,7 @@ fn dependencies_wait_then_start_or_are_never_satisfied() {
     assert_eq!(c.job(b).unwrap().reason, "Dependency");
     assert_eq!(c.job(b).unwrap().state, JobState::Pending);
     let effects = c.job_ended(&ended(a, JobState::Completed, 0, 50), 50);
-    assert_eq!(launches(&effects), vec![(b, vec!["node01".into()])]);
+    assert_eq!(launches(&effects), vec![(b.0, vec!["node01".into()])]);
     assert_eq!(c.job(n).unwrap().reason, "DependencyNeverSatisfied");
 }
 
@@ -293,7 +296,7 @@ fn dependencies_show_each_job_unfulfilled_or_failed_as_slurm_prints_them() {
     let later = dep(&mut c, &mut next, format!("after:{a}+5"));
     let unknown = dep(&mut c, &mut next, "afterok:999999".into());
     c.schedule(0);
-    let shown = |c: &Controller, id: u64| {
+    let shown = |c: &Controller, id: JobId| {
         let r = c.job(id).unwrap();
         (r.reason.clone(), r.dependency_status.clone())
     };
@@ -349,7 +352,7 @@ fn dependencies_show_each_job_unfulfilled_or_failed_as_slurm_prints_them() {
     assert_eq!(shown(&c, later).1, None);
     // Job 2 cancelled while held: `afternotok:2` holds, and the OR list is gone.
     let req = CancelRequest {
-        jobs: vec![(h, None)],
+        jobs: vec![(h.0, None)],
         ..Default::default()
     };
     c.cancel(&req, &alice(), 310).unwrap();
@@ -398,14 +401,14 @@ fn hold_release_cancel_and_permissions() {
     c.set_hold(held, None, false, &alice(), 1).unwrap();
     assert_eq!(c.job(held).unwrap().reason, "Resources");
     let req = CancelRequest {
-        jobs: vec![(held, None)],
+        jobs: vec![(held.0, None)],
         ..Default::default()
     };
     c.cancel(&req, &alice(), 2).unwrap();
     let r = c.job(held).unwrap();
     assert_eq!((r.state, r.cancelled_by), (JobState::Cancelled, Some(1000)));
     let req = CancelRequest {
-        jobs: vec![(busy, None)],
+        jobs: vec![(busy.0, None)],
         ..Default::default()
     };
     let effects = c.cancel(&req, &alice(), 3).unwrap();
@@ -738,7 +741,7 @@ fn a_restart_takes_back_running_and_pending_jobs() {
         "the node is still full"
     );
     let effects = c2.job_ended(&ended(a, JobState::Completed, 0, 10), 10);
-    assert_eq!(launches(&effects), vec![(b, vec!["node01".into()])]);
+    assert_eq!(launches(&effects), vec![(b.0, vec!["node01".into()])]);
 }
 
 #[test]
@@ -761,7 +764,7 @@ fn finished_jobs_are_purged_unless_a_dependency_or_their_array_still_needs_them(
     c.schedule(0);
     c.job_ended(&ended(failed, JobState::Failed, 1, 1), 1);
     c.job_ended(&ended(other, JobState::Completed, 0, 1), 1);
-    c.job_ended(&ended(array + 1, JobState::Completed, 0, 1), 1);
+    c.job_ended(&ended(JobId(array.0 + 1), JobState::Completed, 0, 1), 1);
     c.schedule(1);
     assert_eq!(c.job(waiting).unwrap().reason, "DependencyNeverSatisfied");
 
@@ -770,12 +773,12 @@ fn finished_jobs_are_purged_unless_a_dependency_or_their_array_still_needs_them(
     assert_eq!(c.purge(100), 1);
     assert!(c.job(other).is_none());
     assert!(c.job(failed).is_some(), "job 2's dependency reads it");
-    assert!(c.job(array + 1).is_some(), "its array still runs");
+    assert!(c.job(JobId(array.0 + 1)).is_some(), "its array still runs");
     assert_eq!(c.job(waiting).unwrap().reason, "DependencyNeverSatisfied");
 
     // Once job 2 is gone and the array has ended, the rest go too.
     let cancel = CancelRequest {
-        jobs: vec![(waiting, None), (array, None)],
+        jobs: vec![(waiting.0, None), (array.0, None)],
         ..Default::default()
     };
     c.cancel(&cancel, &alice(), 100).unwrap();
@@ -798,12 +801,12 @@ fn a_request_naming_one_job_the_caller_may_not_touch_changes_none() {
         admin: false,
     };
     let p = c.prepare(desc(1, 600), &bob, "bob", "bob", 0).unwrap();
-    let his = next;
+    let his = JobId(next);
     next += p.ids();
-    c.accept(p.records(his), 0);
+    c.accept(p.jobs(his), 0);
     let _ = next;
     let req = CancelRequest {
-        jobs: vec![(mine, None), (his, None)],
+        jobs: vec![(mine.0, None), (his.0, None)],
         ..Default::default()
     };
     assert_eq!(
@@ -851,7 +854,7 @@ fn gpu_jobs_get_the_cpus_and_memory_that_come_with_each_gpu() {
     d.memory = Some(MemoryRequest::PerNode(500));
     let (b, _) = submit(&mut c, d, &mut next, 0);
     c.schedule(0);
-    let got = |id: u64| {
+    let got = |id: JobId| {
         let r = c.job(id).unwrap();
         (
             r.state,
@@ -937,7 +940,7 @@ fn a_resumed_node_takes_work_once_its_agent_has_answered() {
     assert!(launches(&c.agents_answered(&["node01".into()], 101)).is_empty());
     assert_eq!(
         launches(&c.agents_answered(&["node01".into()], 102)),
-        vec![(id, vec!["node01".to_string()])]
+        vec![(id.0, vec!["node01".to_string()])]
     );
     let n = &c.nodes()[0];
     assert_eq!(
@@ -962,7 +965,7 @@ fn enforced_associations_decide_who_may_submit_to_which_account() {
             ..desc(1, 60)
         };
         c.prepare(d, &alice(), "alice", "alice", 0)
-            .map(|p| p.records(1)[0].clone())
+            .map(|p| p.jobs(JobId(1))[0].clone())
     };
     assert_eq!(
         try_submit(&c, None, None).unwrap_err().message,
@@ -1022,7 +1025,7 @@ fn enforced_associations_decide_who_may_submit_to_which_account() {
     assert_eq!(
         err,
         AccountsError::JobsActive(vec![ActiveJob {
-            id,
+            id: id.0,
             cluster: "test".into(),
             account: "physics".into(),
             user: "alice".into()
@@ -1040,13 +1043,13 @@ fn without_enforcement_jobs_keep_todays_accounts() {
     let r = c
         .prepare(d, &alice(), "alice", "alice", 0)
         .unwrap()
-        .records(1)[0]
+        .jobs(JobId(1))[0]
         .clone();
     assert_eq!((r.account.as_str(), r.qos.as_str()), ("anything", "normal"));
     let r = c
         .prepare(desc(1, 60), &alice(), "alice", "alice", 0)
         .unwrap()
-        .records(1)[0]
+        .jobs(JobId(1))[0]
         .clone();
     assert_eq!(r.account, "alice", "a user without association: their name");
 }
@@ -1142,7 +1145,7 @@ fn reservations_are_for_operators_named_like_slurms_kept_and_restored() {
     assert_eq!(c.job(job).unwrap().reason, "Reservation");
     // At its start the job runs there.
     let effects = c.schedule(100);
-    assert_eq!(launches(&effects), vec![(job, vec!["node01".into()])]);
+    assert_eq!(launches(&effects), vec![(job.0, vec!["node01".into()])]);
 
     // A restart from the records: the same reservation, the next id after it.
     let rows: Vec<(String, String)> = effects_rows(&c);
@@ -1246,7 +1249,7 @@ fn accounting_limits_hold_jobs_refuse_submissions_and_follow_sacctmgr() {
     let (long, _) = submit(&mut c, desc(1, 1200), &mut next, 0);
     let (second, _) = submit(&mut c, desc(1, 60), &mut next, 0);
     c.schedule(1);
-    let reason = |c: &Controller, id: u64| c.job(id).unwrap().reason;
+    let reason = |c: &Controller, id: JobId| c.job(id).unwrap().reason;
     assert_eq!(reason(&c, long), "AssocMaxWallDurationPerJobLimit");
     assert_eq!(reason(&c, second), "AssocGrpCpuLimit");
 
@@ -1273,7 +1276,7 @@ fn accounting_limits_hold_jobs_refuse_submissions_and_follow_sacctmgr() {
     let effects = c.schedule(3);
     assert_eq!(
         launches(&effects).iter().map(|l| l.0).collect::<Vec<_>>(),
-        vec![second]
+        vec![second.0]
     );
 }
 
@@ -1419,7 +1422,10 @@ fn a_deleted_reservations_jobs_are_held_and_bad_requests_are_refused() {
         )
     );
     let effects = c.set_hold(job, None, false, &root(), 20).unwrap();
-    assert_eq!(launches(&effects), vec![(job, vec!["node01".to_string()])]);
+    assert_eq!(
+        launches(&effects),
+        vec![(job.0, vec!["node01".to_string()])]
+    );
 }
 
 #[test]
@@ -1434,8 +1440,8 @@ fn private_data_jobs_hides_other_users_jobs_from_explain() {
         admin: false,
     };
     let p = c.prepare(desc(1, 600), &bob, "bob", "bob", 0).unwrap();
-    let theirs = 1;
-    c.accept(p.records(theirs), 0);
+    let theirs = JobId(1);
+    c.accept(p.jobs(theirs), 0);
     let mut next = 2;
     let (mine, _) = submit(&mut c, desc(1, 600), &mut next, 0);
     c.schedule(0);
@@ -1463,7 +1469,7 @@ fn private_data_jobs_hides_other_users_jobs_from_explain() {
     let x = c.explain(mine, None, &root, 10).unwrap().expected.unwrap();
     assert_eq!(
         (x.waits_for[0].job_id, x.waits_for[0].user.as_deref()),
-        (Some(theirs), Some("bob"))
+        (Some(theirs.0), Some("bob"))
     );
     assert_eq!(
         crate::config::PrivateData::parse("jobs,nosuch"),
@@ -1478,7 +1484,7 @@ fn private_data_jobs_hides_other_users_jobs_from_explain() {
         .unwrap();
     assert_eq!(
         (x.waits_for[0].job_id, x.waits_for[0].user.as_deref()),
-        (Some(theirs), None)
+        (Some(theirs.0), None)
     );
 }
 
@@ -1604,4 +1610,86 @@ fn a_job_waiting_for_its_begin_time_is_shown_starting_then_as_slurm_shows_it() {
     };
     assert_eq!(shown(begins), ("BeginTime".to_string(), Some(7200)));
     assert_eq!(shown(plain), ("Resources".to_string(), Some(3600)));
+}
+
+/// Every job's record as the store would hold it, by id.
+fn stored_records(c: &Controller) -> Vec<JobRecord> {
+    c.accounting().0
+}
+
+#[test]
+fn records_read_back_at_start_are_the_records_written() {
+    // Jobs in every kind of state the store keeps, on three 2-CPU nodes: running on
+    // two nodes, requeued with its run still ending, held, waiting on a dependency,
+    // over its array's throttle, cancelled while pending (keeping its reason), ended.
+    let mut c = Controller::new(conf(3, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (wide, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    let (requeued, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    let (ended_one, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    c.job_ended(&ended(ended_one, JobState::Completed, 0, 5), 5);
+    c.requeue(requeued, None, &alice(), 6).unwrap();
+    let (held, _) = submit(
+        &mut c,
+        JobDescription {
+            hold: true,
+            ..desc(1, 60)
+        },
+        &mut next,
+        7,
+    );
+    let (waiting, _) = submit(
+        &mut c,
+        JobDescription {
+            dependency: Some(format!("afterok:{}", wide.0)),
+            ..desc(1, 60)
+        },
+        &mut next,
+        7,
+    );
+    let (queued, _) = submit(&mut c, desc(4, 60), &mut next, 7);
+    let (array, _) = submit(
+        &mut c,
+        JobDescription {
+            array: Some((vec![0, 1, 2], Some(1))),
+            ..desc(1, 60)
+        },
+        &mut next,
+        7,
+    );
+    c.schedule(8);
+    let cancel = CancelRequest {
+        jobs: vec![(queued.0, None)],
+        ..Default::default()
+    };
+    c.cancel(&cancel, &alice(), 9).unwrap();
+    let shown = |c: &Controller, id: JobId| {
+        let r = c.job(id).unwrap();
+        (r.state, r.reason, r.nodes, r.ending_run.map(|e| e.node))
+    };
+    assert_eq!(
+        [wide, requeued, held, waiting, queued, array].map(|id| shown(&c, id)),
+        [
+            (
+                JobState::Running,
+                "None".to_string(),
+                vec!["node01".to_string(), "node02".to_string()],
+                None
+            ),
+            (
+                JobState::Pending,
+                "BeginTime".into(),
+                vec![],
+                Some("node03".into())
+            ),
+            (JobState::Pending, "JobHeldUser".into(), vec![], None),
+            (JobState::Pending, "Dependency".into(), vec![], None),
+            (JobState::Cancelled, "Resources".into(), vec![], None),
+            (JobState::Pending, "JobArrayTaskLimit".into(), vec![], None),
+        ]
+    );
+    let written = stored_records(&c);
+    let again = Controller::new(conf(3, 2), Path::new("/s"), written.clone(), vec![], 10);
+    assert_eq!(stored_records(&again), written);
 }

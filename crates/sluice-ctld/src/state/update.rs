@@ -145,15 +145,17 @@ impl Controller {
             };
             self.sched.set_node_state(nid, state);
             if state == NodeState::Down {
-                let lost: Vec<u64> = self
+                let lost: Vec<JobId> = self
                     .jobs
                     .values()
-                    .filter(|j| j.state == JobState::Running && j.nodes.contains(&name))
+                    .filter(|j| j.state == JobState::Running && j.on_node(nid))
                     .map(|j| j.id)
                     .collect();
                 for id in lost {
                     let r = &self.jobs[&id];
-                    let first_alive = r.nodes.first().is_some_and(|f| self.agents_up.contains(f));
+                    let first_alive = r
+                        .first_node()
+                        .is_some_and(|f| self.agents_up.contains(&self.conf.cluster.node(f).name));
                     let requeueable = r.desc.requeue.unwrap_or(true) && !r.desc.interactive;
                     if first_alive && requeueable {
                         // Its batch script's agent is alive: requeue as scontrol requeue
@@ -167,7 +169,7 @@ impl Controller {
                         continue;
                     }
                     effects.push(Effect::Terminate {
-                        nodes: r.nodes.clone(),
+                        nodes: self.node_names(r),
                         job_id: id,
                         state: JobState::NodeFail,
                     });
@@ -192,7 +194,7 @@ impl Controller {
     /// "Update of this parameter is not supported: KEY".
     pub fn update_job(
         &mut self,
-        job: u64,
+        job: JobId,
         task: Option<u32>,
         changes: &[(String, String)],
         caller: &Caller,
@@ -301,22 +303,25 @@ impl Controller {
                     _ => {}
                 }
             }
-            let record = r.clone();
             self.audit_updated(id, changes, caller.uid, now);
-            effects.push(Effect::Persist(Box::new(record.clone())));
+            effects.push(self.persist(id));
+            let record = &self.jobs[&id];
             if was_queued {
                 // The core takes the job again with its new shape.
-                self.sched.cancel_pending(JobId(id), now);
+                self.sched.cancel_pending(id, now);
                 self.outside.insert(id);
                 self.outside_dirty = true;
             }
             if record.state == JobState::Running {
                 if let Some(limit) = new_limit {
                     let secs = limit.unwrap_or(MAX_TIME_LIMIT).clamp(1, MAX_TIME_LIMIT);
-                    self.sched.set_time_limit(JobId(id), secs, now);
+                    self.sched.set_time_limit(id, secs, now);
                     if !record.desc.interactive {
                         effects.push(Effect::SetTimeLimit {
-                            node: record.nodes.first().cloned().unwrap_or_default(),
+                            node: record
+                                .first_node()
+                                .map(|n| self.conf.cluster.node(n).name.clone())
+                                .unwrap_or_default(),
                             job_id: id,
                             run: record.restarts,
                             time_limit: limit,

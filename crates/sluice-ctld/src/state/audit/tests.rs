@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use sluice_core::{Cluster, Node, NodeId, Partition};
+use sluice_core::{Cluster, JobId, Node, NodeId, Partition};
 use sluice_proto::audit::{AuditEvent, AuditWhat, NodeDevices};
 use sluice_proto::types::{JobDescription, JobState};
 
@@ -50,7 +50,7 @@ fn submit(c: &mut Controller, id: u64, tasks: u32, time: i64, hold: bool, now: i
     let p = c
         .prepare(d, &alice(), "alice", "alice", now)
         .expect("accepted");
-    c.accept(p.records(id), now);
+    c.accept(p.jobs(JobId(id)), now);
 }
 
 /// (time, job, what) of the events recorded since the last look.
@@ -97,7 +97,7 @@ fn a_backfilled_start_records_its_pass_and_rank_and_the_waiting_job_its_reason_a
     let mut c = Controller::new(conf(), Path::new("/s"), vec![], vec![], 0);
     submit(&mut c, 1, 2, 1000, false, 0);
     c.schedule(0);
-    let prio = |c: &Controller, id| c.job(id).unwrap().priority;
+    let prio = |c: &Controller, id| c.job(JobId(id)).unwrap().priority;
     let p1 = prio(&c, 1);
     assert_eq!(
         events(&mut c),
@@ -259,8 +259,8 @@ fn a_hold_and_a_release_record_who_and_the_reasons_they_bring() {
         gid: 0,
         admin: true,
     };
-    c.set_hold(2, None, true, &root, 5).unwrap();
-    c.set_hold(2, None, false, &root, 7).unwrap();
+    c.set_hold(JobId(2), None, true, &root, 5).unwrap();
+    c.set_hold(JobId(2), None, false, &root, 7).unwrap();
     assert_eq!(
         events(&mut c),
         vec![

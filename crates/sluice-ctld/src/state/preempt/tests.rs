@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use sluice_core::{Cluster, Node, NodeId, Partition, PreemptConfig, PreemptMode, PreemptType};
+use sluice_core::{
+    Cluster, JobId, Node, NodeId, Partition, PreemptConfig, PreemptMode, PreemptType,
+};
 use sluice_proto::types::{JobDescription, JobEnded, JobState};
 
 use crate::config::ClusterConfig;
@@ -52,7 +54,7 @@ fn submit(c: &mut Controller, partition: &str, id: u64, now: i64) -> Vec<Effect>
     let p = c
         .prepare(d, &caller, "alice", "alice", now)
         .expect("accepted");
-    let mut effects = c.accept(p.records(id), now);
+    let mut effects = c.accept(p.jobs(JobId(id)), now);
     effects.extend(c.schedule(now));
     effects
 }
@@ -77,7 +79,7 @@ fn signals(effects: &[Effect]) -> Vec<(u64, i32, bool)> {
                 signal,
                 batch_only,
                 ..
-            } => Some((*job_id, *signal, *batch_only)),
+            } => Some((job_id.0, *signal, *batch_only)),
             _ => None,
         })
         .collect()
@@ -87,7 +89,7 @@ fn terminations(effects: &[Effect]) -> Vec<(u64, JobState)> {
     effects
         .iter()
         .filter_map(|e| match e {
-            Effect::Terminate { job_id, state, .. } => Some((*job_id, *state)),
+            Effect::Terminate { job_id, state, .. } => Some((job_id.0, *state)),
             _ => None,
         })
         .collect()
@@ -123,12 +125,12 @@ fn a_requeued_victim_is_signalled_killed_after_its_grace_and_runs_again() {
     let effects = submit(&mut c, "high", 2, 10);
     assert_eq!(signals(&effects), vec![(1, 15, true), (1, 15, false)]);
     assert!(launched(&effects).is_empty());
-    assert_eq!(c.job(1).unwrap().state, JobState::Running);
-    assert_eq!(c.job(2).unwrap().reason, "Resources");
+    assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Running);
+    assert_eq!(c.job(JobId(2)).unwrap().reason, "Resources");
     assert_eq!(c.next_wakeup(), Some(15));
     // scontrol show job: when it was preempted, and its grace's end as its end.
     assert_eq!(
-        c.job(1).unwrap().preemption.map(|p| *p),
+        c.job(JobId(1)).unwrap().preemption.map(|p| *p),
         Some(sluice_proto::types::PreemptionTimes {
             eligible: Some(0),
             at: 10,
@@ -142,7 +144,7 @@ fn a_requeued_victim_is_signalled_killed_after_its_grace_and_runs_again() {
     assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
     assert_eq!(runs(&effects), vec![(1, JobState::Preempted, Some(15), 0)]);
     assert_eq!(launched(&effects), vec![2]);
-    let r = c.job(1).unwrap();
+    let r = c.job(JobId(1)).unwrap();
     assert_eq!((r.state, r.restarts), (JobState::Pending, 1));
     // The killed run's end, then the high job's: job 1 runs again, restart count 1.
     c.job_ended(&end(1, 0, JobState::Requeued, 16), 16);
@@ -169,7 +171,7 @@ fn a_requeue_victim_that_leaves_during_its_grace_is_requeued_at_once() {
     let effects = c.job_ended(&end(1, 0, JobState::Completed, 12), 12);
     assert_eq!(runs(&effects), vec![(1, JobState::Preempted, Some(12), 0)]);
     assert_eq!(launched(&effects), vec![2]);
-    assert_eq!(c.job(1).unwrap().state, JobState::Pending);
+    assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Pending);
     assert!(terminations(&c.schedule(15)).is_empty());
 }
 
@@ -193,7 +195,7 @@ fn a_cancelled_victim_ends_preempted() {
     );
     let effects = c.job_ended(&end(1, 0, JobState::Preempted, 16), 16);
     assert_eq!(launched(&effects), vec![2]);
-    let r = c.job(1).unwrap();
+    let r = c.job(JobId(1)).unwrap();
     assert_eq!((r.state, r.end_time), (JobState::Preempted, Some(16)));
     // A victim that exits by itself during its grace ends PREEMPTED too.
     let mut c = Controller::new(
@@ -207,7 +209,7 @@ fn a_cancelled_victim_ends_preempted() {
     submit(&mut c, "high", 2, 10);
     let effects = c.job_ended(&end(1, 0, JobState::Completed, 12), 12);
     assert_eq!(launched(&effects), vec![2]);
-    assert_eq!(c.job(1).unwrap().state, JobState::Preempted);
+    assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Preempted);
 }
 
 /// Borrowing (cohorts.conf): on the one 4-CPU node, in `low` only, accounts `nlp`
@@ -267,7 +269,7 @@ fn a_borrowed_job_is_reclaimed_with_its_members_grace_and_requeued() {
             admin: false,
         };
         let p = c.prepare(d, &caller, user, user, now).expect("accepted");
-        let mut effects = c.accept(p.records(id), now);
+        let mut effects = c.accept(p.jobs(JobId(id)), now);
         effects.extend(c.schedule(now));
         effects
     };
@@ -285,7 +287,7 @@ fn a_borrowed_job_is_reclaimed_with_its_members_grace_and_requeued() {
     // Job 1 is queued again, and waits: the cohort has no quota left to lend it.
     c.job_ended(&end(1, 0, JobState::Requeued, 18), 18);
     c.schedule(18);
-    assert_eq!(c.job(1).unwrap().reason, "CohortQuota");
+    assert_eq!(c.job(JobId(1)).unwrap().reason, "CohortQuota");
 }
 
 #[test]
@@ -315,7 +317,7 @@ fn the_audit_trail_tells_the_preemption_story_from_both_sides() {
         node: "node01".into(),
         ..Default::default()
     }];
-    let p2 = c.job(2).unwrap().priority;
+    let p2 = c.job(JobId(2)).unwrap().priority;
     assert_eq!(
         story,
         vec![

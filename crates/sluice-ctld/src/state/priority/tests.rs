@@ -10,6 +10,7 @@ use sluice_store::AccountRow;
 use crate::accounts::Requester;
 use crate::config::ClusterConfig;
 use crate::state::{Caller, Controller, Effect};
+use sluice_core::JobId;
 
 /// One node of 2 CPUs; fair-share weight 10000, age 1000 over a day; the decay thread
 /// every 10 s (`0:10`, minutes:seconds).
@@ -90,7 +91,7 @@ fn submit(c: &mut Controller, user: &str, account: &str, id: u64, now: i64) -> V
         admin: false,
     };
     let p = c.prepare(d, &caller, user, user, now).expect("accepted");
-    let records = p.records(id);
+    let records = p.jobs(JobId(id));
     let mut effects = c.accept(records, now);
     effects.extend(c.schedule(now));
     effects
@@ -112,15 +113,15 @@ fn the_light_account_overtakes_the_heavy_one_once_usage_is_counted() {
     let (mut c, mut rows) = controller();
     // t=0: alice's job 1 takes the node; the decay thread's first run notes the time.
     let e = submit(&mut c, "alice", "heavy", 1, 0);
-    assert_eq!(c.job(1).unwrap().state, JobState::Running);
+    assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Running);
     assert_eq!(c.next_wakeup(), Some(10));
     rows.extend(usage_rows(&e));
     // t=5: alice queues job 2; t=6: bob queues job 3. No usage counted yet: both have
     // the full fair-share factor, and job 2 is older.
     submit(&mut c, "alice", "heavy", 2, 5);
     submit(&mut c, "bob", "light", 3, 6);
-    assert_eq!(c.job(2).unwrap().priority, 10_000);
-    assert_eq!(c.job(3).unwrap().priority, 10_000);
+    assert_eq!(c.job(JobId(2)).unwrap().priority, 10_000);
+    assert_eq!(c.job(JobId(3)).unwrap().priority, 10_000);
     // t=10: the decay thread charges job 1's 10 s × 2 CPUs to alice and heavy. Fair
     // Tree: root's user and light are unused (tied, top rank), heavy comes last:
     // alice 1/3, bob 1. Age: 5 s and 4 s of a day.
@@ -136,7 +137,7 @@ fn the_light_account_overtakes_the_heavy_one_once_usage_is_counted() {
         (3333, 10_000.0 * (1.0 / 3.0), 1000.0 * 5.0 / 86_400.0)
     );
     assert_eq!(line(3), (10_000, 10_000.0, 1000.0 * 4.0 / 86_400.0));
-    assert_eq!(c.job(2).unwrap().priority, 3333);
+    assert_eq!(c.job(JobId(2)).unwrap().priority, 3333);
     // sshare: alice's usage is job 1's 20 CPU-seconds (decayed over them).
     let shares = c.shares_report(10);
     let alice = shares
@@ -158,8 +159,8 @@ fn the_light_account_overtakes_the_heavy_one_once_usage_is_counted() {
     };
     c.job_ended(&ended, 50);
     c.schedule(50);
-    assert_eq!(c.job(3).unwrap().state, JobState::Running);
-    assert_eq!(c.job(2).unwrap().state, JobState::Pending);
+    assert_eq!(c.job(JobId(3)).unwrap().state, JobState::Running);
+    assert_eq!(c.job(JobId(2)).unwrap().state, JobState::Pending);
 
     // A restart: the saved rows give the new controller the same usage and the time
     // of the last decay run (the next is due at t=20).
@@ -203,10 +204,10 @@ fn used_grp_tres_mins_survive_a_restart() {
     }
     rows.extend(usage_rows(&submit(&mut c, "alice", "heavy", 1, 0)));
     assert_eq!(
-        c.job(1).unwrap().state,
+        c.job(JobId(1)).unwrap().state,
         JobState::Running,
         "{}",
-        c.job(1).unwrap().reason
+        c.job(JobId(1)).unwrap().reason
     );
     let ended = JobEnded {
         job_id: 1,
@@ -220,7 +221,7 @@ fn used_grp_tres_mins_survive_a_restart() {
     // The decay thread's run at 600 saves 20 CPU-minutes for heavy (and alice).
     rows.extend(usage_rows(&c.job_ended(&ended, 600)));
     rows.extend(usage_rows(&submit(&mut c, "alice", "heavy", 2, 601)));
-    assert_eq!(c.job(2).unwrap().reason, "AssocGrpCPUMinutesLimit");
+    assert_eq!(c.job(JobId(2)).unwrap().reason, "AssocGrpCPUMinutesLimit");
     let saved: Vec<&AccountRow> = rows
         .iter()
         .filter(|r| r.kind == "limit_usage" && r.key.starts_with("assoc:"))
@@ -230,12 +231,12 @@ fn used_grp_tres_mins_survive_a_restart() {
         .iter()
         .all(|r| r.record.as_deref().unwrap().starts_with("[20.0,")));
 
-    let jobs = vec![c.job(2).unwrap()];
+    let jobs = vec![c.job(JobId(2)).unwrap()];
     let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
     let mut again = Controller::new(conf, Path::new("/tmp"), jobs, Vec::new(), 620);
     again.restore_accounts(&rows).unwrap();
     again.schedule(620);
-    let r = again.job(2).unwrap();
+    let r = again.job(JobId(2)).unwrap();
     assert_eq!(
         (r.state, r.reason.as_str()),
         (JobState::Pending, "AssocGrpCPUMinutesLimit")

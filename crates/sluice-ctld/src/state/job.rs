@@ -1,0 +1,393 @@
+//! The controller's job state: what it keeps of each job, with types.
+//!
+//! A [`Job`] is the controller's own: its nodes are the configuration's [`NodeId`]s
+//! with what the job holds on each ([`NodeShare`]), its pending reason a [`Reason`],
+//! its hold a [`Hold`], a requeued run still ending a [`RunEnding`]. `JobRecord`
+//! (`sluice_proto`) is what crosses the boundaries — the wire answer (`squeue`,
+//! `scontrol show job`, `sacct`), the launch order, and the database row — and is built
+//! only there ([`Job::to_record`]; the controller's `record`, `stored` and `listed`),
+//! and read back into a `Job` only when the controller starts ([`Job::from_record`]).
+
+use sluice_core::{JobId, NodeId};
+use sluice_proto::types::{
+    compact_indices, EndingRun, Hold, JobDescription, JobRecord, JobState, MemoryRequest, StartPass,
+};
+
+use super::reason::Reason;
+use crate::config::ClusterConfig;
+
+/// A job as the controller keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    /// Its id.
+    pub id: JobId,
+    /// For array tasks: the array's job id and this task's index.
+    pub array: Option<(JobId, u32)>,
+    /// For the array's record (the task holding the array's id): the indices still to
+    /// start, and the throttle (`%N`).
+    pub array_pending: Option<(Vec<u32>, Option<u32>)>,
+    /// Owner's uid.
+    pub uid: u32,
+    /// Owner's gid.
+    pub gid: u32,
+    /// Owner's name.
+    pub user: String,
+    /// Owner's group name.
+    pub group: String,
+    /// Account.
+    pub account: String,
+    /// Partition, by name (a record read back may name one the configuration no
+    /// longer has; such a job never enters the core).
+    pub partition: String,
+    /// QOS.
+    pub qos: String,
+    /// State.
+    pub state: JobState,
+    /// Why it waits, as the controller last set it. A job queued in the core shows
+    /// the core's reason instead, read when a record is built.
+    pub reason: Reason,
+    /// Priority (multifactor: the last one computed).
+    pub priority: u32,
+    /// Submission, Unix seconds.
+    pub submit_time: i64,
+    /// Start of its latest run.
+    pub start_time: Option<i64>,
+    /// End.
+    pub end_time: Option<i64>,
+    /// Expected start: its start once started (kept across a requeue, as a record
+    /// shows it); a queued job's is read from the core when a record is built.
+    pub planned_start: Option<i64>,
+    /// Time limit, seconds; `None` is UNLIMITED.
+    pub time_limit: Option<i64>,
+    /// What it holds on each of its nodes, in allocation order (its batch script runs
+    /// on the first); empty unless it runs (or ran).
+    pub alloc: Vec<NodeShare>,
+    /// Memory per node of its latest run, MiB (kept across a requeue, as a record
+    /// shows it).
+    pub mem_per_node: u64,
+    /// The partition's default memory that applied to it (see
+    /// `JobRecord::mem_default`).
+    pub mem_default: Option<MemoryRequest>,
+    /// Tasks (resolved).
+    pub ntasks: u32,
+    /// CPUs per task.
+    pub cpus_per_task: u32,
+    /// Nodes asked (min).
+    pub min_nodes: u32,
+    /// Exit code of its batch script or allocation.
+    pub exit_code: i32,
+    /// Terminating signal.
+    pub signal: i32,
+    /// Its run: how many times it was requeued (the agents' reports name the run they
+    /// belong to).
+    pub restarts: u32,
+    /// Who holds it back, while it is pending.
+    pub hold: Option<Hold>,
+    /// Who cancelled it (uid).
+    pub cancelled_by: Option<u32>,
+    /// Resolved standard output path.
+    pub stdout: String,
+    /// Resolved standard error path.
+    pub stderr: String,
+    /// Resolved standard input path.
+    pub stdin: String,
+    /// The submission.
+    pub desc: JobDescription,
+    /// The next step's number.
+    pub next_step: u32,
+    /// The pass that started its latest run.
+    pub start_pass: Option<StartPass>,
+    /// A requeued job's previous run, still ending on its node.
+    pub ending_run: Option<RunEnding>,
+    /// Why it could never run, when it failed on entering the queue.
+    pub refused: Option<String>,
+    /// Trackable resources asked (see `JobRecord::tres_req`).
+    pub tres_req: Vec<(String, u64)>,
+    /// Trackable resources allocated to its latest run; empty before it starts.
+    pub tres_alloc: Vec<(String, u64)>,
+    /// Since when it accrues age for its priority (`AccrueTime`).
+    pub accrue_time: Option<i64>,
+}
+
+/// What a running job holds on one node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeShare {
+    /// The node.
+    pub node: NodeId,
+    /// Its tasks there.
+    pub tasks: u32,
+    /// Its CPUs there.
+    pub cpus: u32,
+    /// The GPUs it uses whole there, by index.
+    pub gpus: Vec<u32>,
+    /// The shards it holds there: (GPU index, shards of that GPU).
+    pub shards: Vec<(u32, u32)>,
+    /// Its GPUs there by type: (type as slurm.conf spells it, count); GPUs without a
+    /// type are not listed.
+    pub gpu_types: Vec<(String, u32)>,
+}
+
+/// A requeued job's previous run, still ending: the job waits (`BeginTime`) until its
+/// end is reported, as an agent holds one run of a job at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunEnding {
+    /// The run (its restart count).
+    pub run: u32,
+    /// The node whose agent runs it (its batch script's).
+    pub node: NodeId,
+}
+
+impl Job {
+    /// Whether someone holds it back.
+    pub fn held(&self) -> bool {
+        self.hold.is_some()
+    }
+
+    /// The key jobs are listed by (see `JobRecord::list_key`).
+    pub fn list_key(&self) -> (JobId, u32) {
+        self.array.unwrap_or((self.id, 0))
+    }
+
+    /// The id as `squeue` shows it (see `JobRecord::display_id`).
+    pub fn display_id(&self) -> String {
+        match (&self.array, &self.array_pending) {
+            (Some((array, task)), _) => format!("{array}_{task}"),
+            (None, Some((rest, throttle))) => {
+                let mut s = format!("{}_[{}", self.id, compact_indices(rest));
+                if let Some(t) = throttle {
+                    s.push_str(&format!("%{t}"));
+                }
+                s.push(']');
+                s
+            }
+            _ => self.id.to_string(),
+        }
+    }
+
+    /// Its nodes, in allocation order.
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.alloc.iter().map(|s| s.node)
+    }
+
+    /// Its first node (where its batch script runs), if it has nodes.
+    pub fn first_node(&self) -> Option<NodeId> {
+        self.alloc.first().map(|s| s.node)
+    }
+
+    /// Whether it holds something on `node`.
+    pub fn on_node(&self, node: NodeId) -> bool {
+        self.alloc.iter().any(|s| s.node == node)
+    }
+
+    /// The GPUs (indices) it uses on its `i`-th node: those it holds whole, else those
+    /// its shards come from.
+    pub fn gpus_on_node(&self, i: usize) -> Vec<u32> {
+        match self.alloc.get(i) {
+            Some(s) if !s.gpus.is_empty() => s.gpus.clone(),
+            Some(s) => s.shards.iter().map(|(g, _)| *g).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The job a record read back from the store describes (after
+    /// [`JobRecord::upgrade`]). Nodes are looked up in `conf`: an allocation naming a
+    /// node the configuration no longer has is dropped whole (such a job was never
+    /// given back to the core), and a run ending there is taken as gone.
+    pub fn from_record(mut r: JobRecord, conf: &ClusterConfig) -> Job {
+        r.upgrade();
+        let alloc = (0..r.nodes.len())
+            .map(|i| {
+                Some(NodeShare {
+                    node: conf.node_id(&r.nodes[i])?,
+                    tasks: r.tasks_per_node.get(i).copied().unwrap_or(1),
+                    cpus: r.cpus_per_node.get(i).copied().unwrap_or(0),
+                    gpus: r.gpus_per_node.get(i).cloned().unwrap_or_default(),
+                    shards: r.shards_per_node.get(i).cloned().unwrap_or_default(),
+                    gpu_types: r.gpu_types_per_node.get(i).cloned().unwrap_or_default(),
+                })
+            })
+            .collect::<Option<Vec<NodeShare>>>()
+            .unwrap_or_else(|| {
+                tracing::warn!(
+                    "JobId={} ran on {}, which the configuration no longer has",
+                    r.id,
+                    r.nodes.join(",")
+                );
+                Vec::new()
+            });
+        let ending_run = r.ending_run.and_then(|e| {
+            Some(RunEnding {
+                run: e.run,
+                node: conf.node_id(&e.node)?,
+            })
+        });
+        Job {
+            id: JobId(r.id),
+            array: r.array.map(|(a, t)| (JobId(a), t)),
+            array_pending: r.array_pending,
+            uid: r.uid,
+            gid: r.gid,
+            user: r.user,
+            group: r.group,
+            account: r.account,
+            partition: r.partition,
+            qos: r.qos,
+            state: r.state,
+            reason: Reason::from_text(&r.reason),
+            priority: r.priority,
+            submit_time: r.submit_time,
+            start_time: r.start_time,
+            end_time: r.end_time,
+            planned_start: r.planned_start,
+            time_limit: r.time_limit,
+            alloc,
+            mem_per_node: r.mem_per_node,
+            mem_default: r.mem_default,
+            ntasks: r.ntasks,
+            cpus_per_task: r.cpus_per_task,
+            min_nodes: r.min_nodes,
+            exit_code: r.exit_code,
+            signal: r.signal,
+            restarts: r.restarts,
+            hold: r.hold,
+            cancelled_by: r.cancelled_by,
+            stdout: r.stdout,
+            stderr: r.stderr,
+            stdin: r.stdin,
+            desc: r.desc,
+            next_step: r.next_step,
+            start_pass: r.start_pass,
+            ending_run,
+            refused: r.refused,
+            tres_req: r.tres_req,
+            tres_alloc: r.tres_alloc,
+            accrue_time: r.accrue_time,
+        }
+    }
+
+    /// Its record, with `reason` as the reason's text and `desc` as the submission
+    /// (the job's own, or one without script and environment for a listing). The
+    /// fields the controller fills in only when it shows a job (dependency status,
+    /// forecast nodes, preemption times) are left empty.
+    pub fn to_record(
+        &self,
+        conf: &ClusterConfig,
+        reason: String,
+        desc: JobDescription,
+    ) -> JobRecord {
+        let name = |n: NodeId| conf.cluster.node(n).name.clone();
+        let shards = self.alloc.iter().any(|s| !s.shards.is_empty());
+        JobRecord {
+            id: self.id.0,
+            array: self.array.map(|(a, t)| (a.0, t)),
+            array_pending: self.array_pending.clone(),
+            uid: self.uid,
+            gid: self.gid,
+            user: self.user.clone(),
+            group: self.group.clone(),
+            account: self.account.clone(),
+            partition: self.partition.clone(),
+            qos: self.qos.clone(),
+            state: self.state,
+            reason,
+            dependency_status: None,
+            priority: self.priority,
+            submit_time: self.submit_time,
+            start_time: self.start_time,
+            end_time: self.end_time,
+            planned_start: self.planned_start,
+            sched_nodes: None,
+            time_limit: self.time_limit,
+            nodes: self.alloc.iter().map(|s| name(s.node)).collect(),
+            tasks_per_node: self.alloc.iter().map(|s| s.tasks).collect(),
+            cpus_per_node: self.alloc.iter().map(|s| s.cpus).collect(),
+            mem_per_node: self.mem_per_node,
+            mem_default: self.mem_default,
+            gpus_per_node: self.alloc.iter().map(|s| s.gpus.clone()).collect(),
+            shards_per_node: if shards {
+                self.alloc.iter().map(|s| s.shards.clone()).collect()
+            } else {
+                Vec::new()
+            },
+            ntasks: self.ntasks,
+            cpus_per_task: self.cpus_per_task,
+            min_nodes: self.min_nodes,
+            exit_code: self.exit_code,
+            signal: self.signal,
+            restarts: self.restarts,
+            hold: self.hold.clone(),
+            cancelled_by: self.cancelled_by,
+            stdout: self.stdout.clone(),
+            stderr: self.stderr.clone(),
+            stdin: self.stdin.clone(),
+            desc,
+            next_step: self.next_step,
+            start_pass: self.start_pass,
+            ending_run: self.ending_run.map(|e| {
+                Box::new(EndingRun {
+                    run: e.run,
+                    node: name(e.node),
+                })
+            }),
+            refused: self.refused.clone(),
+            preemption: None,
+            legacy_held: false,
+            legacy_details: None,
+            tres_req: self.tres_req.clone(),
+            tres_alloc: self.tres_alloc.clone(),
+            gpu_types_per_node: self.alloc.iter().map(|s| s.gpu_types.clone()).collect(),
+            accrue_time: self.accrue_time,
+        }
+    }
+
+    /// Its submission without its script and environment (most of a job's size, which
+    /// no listing needs).
+    pub fn listed_desc(&self) -> JobDescription {
+        let d = &self.desc;
+        JobDescription {
+            name: d.name.clone(),
+            partition: d.partition.clone(),
+            account: d.account.clone(),
+            reservation: d.reservation.clone(),
+            qos: d.qos.clone(),
+            ntasks: d.ntasks,
+            nodes: d.nodes,
+            cpus_per_task: d.cpus_per_task,
+            ntasks_per_node: d.ntasks_per_node,
+            time_limit: d.time_limit,
+            memory: d.memory,
+            gres: d.gres.clone(),
+            gpus: d.gpus.clone(),
+            gpus_per_node: d.gpus_per_node.clone(),
+            gpus_per_task: d.gpus_per_task.clone(),
+            gpus_per_socket: d.gpus_per_socket.clone(),
+            sockets_per_node: d.sockets_per_node,
+            cpus_per_gpu: d.cpus_per_gpu,
+            exclusive: d.exclusive,
+            constraint: d.constraint.clone(),
+            nodelist: d.nodelist.clone(),
+            exclude: d.exclude.clone(),
+            switches: d.switches,
+            segment: d.segment,
+            requeue: d.requeue,
+            output: d.output.clone(),
+            error: d.error.clone(),
+            input: d.input.clone(),
+            append: d.append,
+            work_dir: d.work_dir.clone(),
+            script: String::new(),
+            environment: Vec::new(),
+            array: d.array.clone(),
+            dependency: d.dependency.clone(),
+            begin: d.begin,
+            signal: d.signal,
+            hold: d.hold,
+            comment: d.comment.clone(),
+            wckey: d.wckey.clone(),
+            nice: d.nice,
+            submit_host: d.submit_host.clone(),
+            command: d.command.clone(),
+            interactive: d.interactive,
+        }
+    }
+}
