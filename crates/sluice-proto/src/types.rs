@@ -856,6 +856,11 @@ pub struct TerminateOrder {
     /// slurm.conf's `KillWait`, seconds (Slurm's default, 30, when absent).
     #[serde(default = "default_kill_wait")]
     pub kill_wait: i64,
+    /// Only this run of the job (restart count): a run the registration of a restarted
+    /// agent listed that the controller no longer gives the node, or whose end it
+    /// ordered while the agent was away. `None`: whichever run the agent has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<u32>,
 }
 
 fn default_kill_wait() -> i64 {
