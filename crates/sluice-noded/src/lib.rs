@@ -405,6 +405,8 @@ pub async fn run_until(
         .route("/v1/stdin", post(stdin))
         .route("/v1/terminate", post(terminate))
         .route("/v1/tasks", post(tasks))
+        .route("/v1/tasks/attach", post(tasks_attach))
+        .route("/v1/tasks/done", post(tasks_done))
         .with_state(agent.clone());
     // Ended jobs end first, so that streams of their output (to `srun`) close and the
     // server's graceful shutdown can finish. Left running, their streams close as the
@@ -860,6 +862,51 @@ async fn tasks(
         .header("content-type", "application/x-ndjson")
         .body(Body::from_stream(stream))
         .expect("valid response")
+}
+
+/// srun follows a step's events here again after its stream broke (this agent was
+/// restarted while the step ran): the job's supervisor sends them from where srun's
+/// count stopped, and checks that srun is the step's owner's (or root's).
+async fn tasks_attach(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(a): Json<sluice_proto::types::TasksAttach>,
+) -> Response {
+    let no_step = || error(ErrorCode::NotReady, "no such step here");
+    let Ok(Some(h)) = supervisor_for(&agent, a.job_id, None, None) else {
+        return no_step();
+    };
+    let request = stepd::Request::Attach {
+        step: a.step,
+        from: a.from,
+        uid: peer.uid,
+    };
+    match h.open(&request).await {
+        Ok((stepd::Reply::Ok, lines)) => Response::builder()
+            .header("content-type", "application/x-ndjson")
+            .body(Body::from_stream(futures_lines(lines)))
+            .expect("valid response"),
+        Ok((stepd::Reply::Error { code, message }, _)) => error(code, message),
+        Ok((stepd::Reply::Closing, _)) | Err(_) => no_step(),
+    }
+}
+
+/// srun has every event of a step here: its supervisor may forget them.
+async fn tasks_done(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(d): Json<sluice_proto::types::TasksDone>,
+) -> Response {
+    let Ok(Some(h)) = supervisor_for(&agent, d.job_id, None, None) else {
+        return Json(sluice_proto::types::Done {}).into_response();
+    };
+    supervisor_reply(
+        h.ask(&stepd::Request::StepDone {
+            step: d.step,
+            uid: peer.uid,
+        })
+        .await,
+    )
 }
 
 /// A supervisor's event lines as a body stream (each line with its newline).

@@ -51,6 +51,11 @@ pub(crate) struct Exec {
     /// Bumped whenever `procs` changes in a way the supervisor's watchers (the agent)
     /// or its exit check care about.
     pub(crate) changed: tokio::sync::watch::Sender<u64>,
+    /// The events of the srun steps that ran here, kept until srun has them all
+    /// (`stepd::StepLog`).
+    pub(crate) steps: Mutex<BTreeMap<u32, crate::stepd::StepLog>>,
+    /// Bumped whenever a step's events change (one more, one sent, the last).
+    pub(crate) output: tokio::sync::watch::Sender<u64>,
 }
 
 /// A job run's processes here and what was asked of them.

@@ -51,6 +51,7 @@ use sluice_proto::types::{
     DeviceFile, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, StdinChunk, TaskEvent,
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::run::{self, Exec};
@@ -67,6 +68,75 @@ pub(crate) const END: &str = "end.json";
 
 /// How long a supervisor of srun tasks only stays without tasks, for the next step.
 pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(5);
+
+/// How many bytes of a step's events already sent to the agent are kept, for a new
+/// agent to send again to an srun whose stream broke with the old one (what was still
+/// on its way then).
+const REPLAY: usize = 4 << 20;
+
+/// How many bytes of a step's events not yet sent it may hold; beyond, its tasks wait
+/// (their output pipes fill) until the agent takes them.
+const BACKLOG: usize = 4 << 20;
+
+/// How long a finished step's events are kept for an srun that has not said it has
+/// them all (its stream broke with the agent, and it will ask again).
+const RETAIN: Duration = Duration::from_secs(120);
+
+/// One srun step's events on this node, numbered from 0 in the order its tasks made
+/// them: what the agent streams to srun. srun counts the events it gets; after its
+/// stream broke (the agent was restarted) it asks the new agent for those from its
+/// count on (`Attach`), and says when it has them all (`StepDone`).
+#[derive(Debug)]
+pub(crate) struct StepLog {
+    /// The uid of the step's owner: only they (or root) may follow it.
+    owner: u32,
+    /// The number of `events[0]`.
+    base: u64,
+    /// The events kept, each a JSON line.
+    events: std::collections::VecDeque<Vec<u8>>,
+    /// Events before this one were sent to a connection.
+    sent: u64,
+    /// Bytes of the kept events that were sent, and of those not yet sent.
+    sent_bytes: usize,
+    unsent_bytes: usize,
+    /// When its last event was made (its tasks have all ended).
+    finished: Option<Instant>,
+    /// The connection streaming it (a new one takes over from an old one).
+    streamer: u64,
+}
+
+impl StepLog {
+    fn new(owner: u32) -> StepLog {
+        StepLog {
+            owner,
+            base: 0,
+            events: Default::default(),
+            sent: 0,
+            sent_bytes: 0,
+            unsent_bytes: 0,
+            finished: None,
+            streamer: 0,
+        }
+    }
+
+    /// Event `n` was sent: sent events beyond [`REPLAY`] bytes are forgotten.
+    fn sent(&mut self, n: u64) {
+        while self.sent <= n {
+            if let Some(e) = self.events.get((self.sent - self.base) as usize) {
+                self.sent_bytes += e.len();
+                self.unsent_bytes -= e.len();
+            }
+            self.sent += 1;
+        }
+        while self.sent_bytes > REPLAY && self.base < self.sent {
+            let Some(e) = self.events.pop_front() else {
+                break;
+            };
+            self.sent_bytes -= e.len();
+            self.base += 1;
+        }
+    }
+}
 
 /// What a supervisor runs, written by the agent in its directory.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -117,6 +187,11 @@ pub(crate) enum Request {
     },
     /// srun's input for a step's tasks, from user `uid`.
     Stdin { uid: u32, chunk: StdinChunk },
+    /// A step's events from the `from`-th on, for user `uid` (srun again, after its
+    /// stream broke); the reply is followed by them.
+    Attach { step: u32, from: u64, uid: u32 },
+    /// User `uid`'s srun has all of a step's events: they may go.
+    StepDone { step: u32, uid: u32 },
     /// The cluster stops (`sluice up`): end the job now and leave, reporting nothing.
     Shutdown { grace: i64 },
 }
@@ -276,6 +351,8 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
         memory: launch.memory.clone(),
         devices: launch.devices.clone(),
         changed,
+        steps: Default::default(),
+        output: tokio::sync::watch::channel(0u64).0,
     });
     tracing::info!(
         "{}: slurmstepd (sluice) for job {} run {} started, pid {}{}",
@@ -329,10 +406,23 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
 /// it says so, the supervisor is closing and takes no new step.
 fn may_leave(exec: &Exec, idle_since: &mut Option<Instant>) -> bool {
     let mut procs = exec.procs();
+    let batch_over = procs.ended.is_some() && procs.acknowledged;
+    // Finished steps' events go once srun has them, once they are old, once the batch
+    // script whose srun would ask for them has ended, or once the cluster stops.
+    let shut_down = procs.acknowledged && !procs.batch;
+    let steps_left = {
+        let mut steps = exec.steps.lock().expect("lock");
+        steps.retain(|_, log| {
+            log.finished
+                .is_none_or(|at| at.elapsed() < RETAIN && !batch_over && !shut_down)
+        });
+        !steps.is_empty()
+    };
     let idle = procs.pid.is_none()
         && procs.task_groups.is_empty()
         && procs.launching == 0
-        && (!procs.batch || (procs.ended.is_some() && procs.acknowledged));
+        && !steps_left
+        && (!procs.batch || batch_over);
     if !idle {
         *idle_since = None;
         return false;
@@ -443,6 +533,47 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
             Reply::Ok
         }
         Request::Stdin { uid, chunk } => stdin(&exec, uid, chunk).await,
+        Request::StepDone { step, uid } => {
+            let mut steps = exec.steps.lock().expect("lock");
+            match steps.get(&step) {
+                Some(log) if log.owner == uid || uid == 0 => {
+                    steps.remove(&step);
+                    Reply::Ok
+                }
+                Some(_) => Reply::Error {
+                    code: ErrorCode::AccessDenied,
+                    message: "Access/permission denied".into(),
+                },
+                None => Reply::Ok,
+            }
+        }
+        Request::Attach { step, from, uid } => {
+            let known = exec.steps.lock().expect("lock").get(&step).map(|l| l.owner);
+            let refusal = match known {
+                None => Some(Reply::Error {
+                    code: ErrorCode::NotReady,
+                    message: format!("step {}.{step} has no events here", exec.job),
+                }),
+                Some(owner) if owner != uid && uid != 0 => Some(Reply::Error {
+                    code: ErrorCode::AccessDenied,
+                    message: "Access/permission denied".into(),
+                }),
+                Some(_) => None,
+            };
+            if let Some(r) = refusal {
+                let _ = send_line(&mut write, &r).await;
+                return;
+            }
+            if send_line(&mut write, &Reply::Ok).await {
+                tracing::info!(
+                    "{}: job {}: srun follows step {step} again from its event {from}",
+                    exec.node,
+                    exec.job
+                );
+                stream_step(&exec, step, from, &mut write).await;
+            }
+            return;
+        }
         Request::Tasks {
             record,
             order,
@@ -460,26 +591,137 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
                 return;
             }
             exec.touch();
+            let step = order.step;
+            exec.steps
+                .lock()
+                .expect("lock")
+                .insert(step, StepLog::new(record.uid));
             let ok = send_line(&mut write, &Reply::Ok).await;
-            let (tx, mut rx) = tokio::sync::mpsc::channel::<TaskEvent>(256);
-            if ok {
-                let fetched = devices.and_then(|files| run::resolve_devices(&exec, &files));
-                run::tasks(exec.clone(), *record, *order, fetched, tx);
-            }
+            let (tx, rx) = tokio::sync::mpsc::channel::<TaskEvent>(256);
+            // The events are kept in the step's log, from which this connection (and,
+            // should it break, srun's next one) streams them.
+            tokio::spawn(keep_events(exec.clone(), step, rx));
+            let fetched = devices.and_then(|files| run::resolve_devices(&exec, &files));
+            run::tasks(exec.clone(), *record, *order, fetched, tx);
             exec.procs().launching -= 1;
             exec.touch();
-            // The events go to the agent while it listens; once it is gone (srun went,
-            // or the agent did), they are drained so that the tasks never block.
-            let mut listening = ok;
-            while let Some(e) = rx.recv().await {
-                if listening {
-                    listening = send_line(&mut write, &e).await;
-                }
+            if ok {
+                stream_step(&exec, step, 0, &mut write).await;
             }
             return;
         }
     };
     let _ = send_line(&mut write, &reply).await;
+}
+
+/// Keeps the events of step `step` as its tasks make them, in its log; holds them back
+/// (and so the tasks' output) while more than [`BACKLOG`] bytes wait to be sent.
+async fn keep_events(exec: Arc<Exec>, step: u32, mut rx: tokio::sync::mpsc::Receiver<TaskEvent>) {
+    let mut changes = exec.output.subscribe();
+    while let Some(e) = rx.recv().await {
+        let mut line = serde_json::to_vec(&e).expect("events serialise");
+        line.push(b'\n');
+        loop {
+            changes.borrow_and_update();
+            {
+                let mut steps = exec.steps.lock().expect("lock");
+                let Some(log) = steps.get_mut(&step) else {
+                    // Forgotten (srun said it has them all): the rest goes nowhere.
+                    break;
+                };
+                if log.unsent_bytes < BACKLOG {
+                    log.unsent_bytes += line.len();
+                    log.events.push_back(std::mem::take(&mut line));
+                    break;
+                }
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+        exec.output.send_modify(|n| *n += 1);
+    }
+    if let Some(log) = exec.steps.lock().expect("lock").get_mut(&step) {
+        log.finished = Some(Instant::now());
+    }
+    exec.output.send_modify(|n| *n += 1);
+}
+
+/// Streams step `step`'s events from the `from`-th on to `write`, until its last one
+/// (or until another connection takes over, or this one breaks). Events no longer kept
+/// are said to be lost, and the stream goes on from the first kept.
+async fn stream_step(exec: &Exec, step: u32, mut from: u64, write: &mut OwnedWriteHalf) {
+    let mut changes = exec.output.subscribe();
+    let me = {
+        let mut steps = exec.steps.lock().expect("lock");
+        let Some(log) = steps.get_mut(&step) else {
+            return;
+        };
+        log.streamer += 1;
+        log.streamer
+    };
+    loop {
+        changes.borrow_and_update();
+        enum Next {
+            Line(Vec<u8>),
+            Lost(u64),
+            Wait,
+            /// The step's last event was sent.
+            Last,
+            /// Nothing more for this connection.
+            End,
+        }
+        let next = {
+            let mut steps = exec.steps.lock().expect("lock");
+            match steps.get_mut(&step) {
+                None => Next::End,
+                Some(log) if log.streamer != me => Next::End,
+                Some(log) if from < log.base => {
+                    let lost = log.base - from;
+                    from = log.base;
+                    Next::Lost(lost)
+                }
+                Some(log) => match log.events.get((from - log.base) as usize) {
+                    Some(line) => {
+                        let line = line.clone();
+                        log.sent(from);
+                        from += 1;
+                        Next::Line(line)
+                    }
+                    None if log.finished.is_some() => Next::Last,
+                    None => Next::Wait,
+                },
+            }
+        };
+        let written = match next {
+            Next::Line(line) => write.write_all(&line).await.is_ok(),
+            Next::Lost(n) => {
+                let e = TaskEvent::Error {
+                    message: format!(
+                        "{}: {n} event(s) of step {}.{step}'s output were lost while \
+                         the node's agent was away",
+                        exec.node, exec.job
+                    ),
+                };
+                send_line(write, &e).await
+            }
+            Next::Wait => {
+                if write.flush().await.is_err() || changes.changed().await.is_err() {
+                    return;
+                }
+                true
+            }
+            Next::Last => {
+                let _ = send_line(write, &TaskEvent::End).await;
+                return;
+            }
+            Next::End => return,
+        };
+        if !written {
+            return;
+        }
+        exec.output.send_modify(|n| *n += 1);
+    }
 }
 
 /// srun's input for the tasks of a step here that read it: the chunk written to each

@@ -335,3 +335,76 @@ fn an_agent_away_past_slurmd_timeout_fails_or_requeues_its_jobs_and_its_return_k
     stop_agent(&c, "n1", Signal::SIGINT);
     assert!(harness::pids_of(&["sleep", &long2]).is_empty());
 }
+
+#[test]
+fn an_srun_steps_tasks_and_output_survive_a_restart_of_their_agents() {
+    // A two-node step: task 0 on n1 (where the batch script and srun run), task 1 on
+    // n2. Both agents are killed while the tasks run, and the tasks end while the
+    // agents are away; once the agents are back, srun gets the rest of the step's
+    // output from where its streams broke and the tasks' exit codes.
+    let mut c = Cluster::start_with("restart3", CONF, &["n1", "n2"]);
+    let step = gate(&c, "step");
+    let job = c.sbatch(&[
+        "-N",
+        "2",
+        "-n",
+        "2",
+        "--wrap",
+        &format!(
+            "srun -l bash -c 'echo start; {}; echo end; exit $SLURM_PROCID'; \
+             echo srun exited $?",
+            wait_for_gate("step")
+        ),
+    ]);
+    c.wait_for("both tasks to start", || {
+        let out = output(&c, job);
+        out.contains("0: start\n") && out.contains("1: start\n")
+    });
+    stop_agent(&c, "n1", Signal::SIGKILL);
+    stop_agent(&c, "n2", Signal::SIGKILL);
+    open(&step);
+    // The tasks end with nobody to tell: srun still waits for them.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!output(&c, job).contains("end"), "{}", output(&c, job));
+    assert_eq!(c.state(job), "RUNNING");
+    c.add_agent("n2");
+    c.add_agent("n1");
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    let out = output(&c, job);
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        [
+            "0: end",
+            "0: start",
+            "1: end",
+            "1: start",
+            "srun exited 1",
+            "srun: error: n2: task 1: Exited with exit code 1",
+        ],
+        "{out}"
+    );
+    assert!(out.ends_with("srun exited 1\n"), "{out}");
+    let steps = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-P",
+            "-o",
+            "JobID,State,ExitCode",
+            "-j",
+            &job.to_string(),
+        ],
+    );
+    assert!(
+        steps.stdout.contains(&format!("{job}.0|FAILED|1:0\n")),
+        "{}",
+        steps.stdout
+    );
+    // Every supervisor leaves once srun has all of its step's events.
+    let state = c.dir.join("state");
+    c.wait_for("the supervisors to leave", || {
+        harness::supervisors_of(&state).is_empty()
+    });
+}
