@@ -28,6 +28,13 @@
 //! `sluice up` starts its agents through `sluice agent` too, with internal long options
 //! (`--state-dir`, `--node`, `--log-file`, `--debug`): local agents on Unix sockets in
 //! its state directory, no key, no configuration file.
+//!
+//! Stopping an agent (SIGTERM, SIGINT) never ends its jobs: each runs under a
+//! supervisor of its own (`slurmstepd`, this binary again, [`stepd`]), which the next
+//! agent of the node adopts, so that slurmd may be restarted or upgraded while jobs
+//! run. The one exception is `sluice up`'s own agents on SIGINT (what `sluice up` sends
+//! them as it stops, and what Ctrl-C sends its whole process group): the quick-start
+//! cluster stops with its jobs.
 
 use std::path::{Path, PathBuf};
 
@@ -240,19 +247,44 @@ fn write_pid_file(path: &Path) -> Option<PathBuf> {
 
 /// Installs logging at `level`: to `file` if given, else to standard error in the
 /// foreground, else to `fallback`.
+/// Installs the daemon's log; the file it logs to (None: standard error).
 fn install_log(
     me: &str,
     file: Option<PathBuf>,
     foreground: bool,
     fallback: PathBuf,
     level: DebugLevel,
-) -> Result<(), i32> {
-    let r = match (file, foreground) {
-        (Some(f), _) => crate::daemon_log::install(&absolute(&f), level),
-        (None, true) => crate::daemon_log::install_stderr(level),
-        (None, false) => crate::daemon_log::install(&fallback, level),
+) -> Result<Option<PathBuf>, i32> {
+    let file = match (file, foreground) {
+        (Some(f), _) => Some(absolute(&f)),
+        (None, true) => None,
+        (None, false) => Some(fallback),
     };
-    r.map_err(|e| fail(me, format!("cannot log to {e}")))
+    let r = match &file {
+        Some(f) => crate::daemon_log::install(f, level),
+        None => crate::daemon_log::install_stderr(level),
+    };
+    r.map(|()| file)
+        .map_err(|e| fail(me, format!("cannot log to {e}")))
+}
+
+/// Runs a job's supervisor (`slurmstepd stepd DIR ...`, started by an agent; see
+/// `sluice_noded::stepd`); its exit status. It logs where its agent does.
+pub fn stepd(args: Vec<String>) -> i32 {
+    let s = match sluice_noded::stepd::Stepd::prepare(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("slurmstepd: error: {e}");
+            return 1;
+        }
+    };
+    if let Some((file, level)) = s.log() {
+        let level = DebugLevel::parse(level).unwrap_or_default();
+        if let Err(e) = crate::daemon_log::install(file, level) {
+            eprintln!("slurmstepd: error: cannot log to {e}");
+        }
+    }
+    s.run()
 }
 
 /// Checks that munged at `socket` makes credentials (`auth/munge`).
@@ -486,8 +518,10 @@ pub fn agent(args: Vec<String>) -> i32 {
             .slurmd_log_file_for(&host, &node)
             .map(PathBuf::from)
     });
-    if let Err(code) = install_log(me, log_file, f.foreground, spool.join("slurmd.log"), level) {
-        return code;
+    match install_log(me, log_file, f.foreground, spool.join("slurmd.log"), level) {
+        Ok(Some(file)) => sluice_noded::log_supervisors_to(file, level.name()),
+        Ok(None) => {}
+        Err(code) => return code,
     }
     if let Err(code) = detach(me, f.foreground) {
         return code;
@@ -532,18 +566,28 @@ fn local_agent(f: &Flags, state_dir: &Path) -> i32 {
         .clone()
         .map(PathBuf::from)
         .unwrap_or_else(|| crate::up::default_agent_log(state_dir, &node));
-    if let Err(e) = crate::daemon_log::install(&log, f.debug.unwrap_or_default()) {
+    let level = f.debug.unwrap_or_default();
+    if let Err(e) = crate::daemon_log::install(&log, level) {
         return fail("sluice agent", format!("cannot log to {e}"));
     }
+    sluice_noded::log_supervisors_to(log.clone(), level.name());
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-    let r = runtime.block_on(sluice_noded::run(state_dir, &node, async {
+    // SIGTERM: this agent stops (a restart), its jobs run on; SIGINT: the cluster stops
+    // (`sluice up` stopping, or Ctrl-C), its jobs with it.
+    let stop = async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .expect("signal handler");
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => sluice_noded::Stop::EndJobs,
+            _ = term.recv() => sluice_noded::Stop::LeaveJobs,
         }
-    }));
+    };
+    let r = runtime.block_on(sluice_noded::run_until(
+        state_dir,
+        &node,
+        sluice_noded::Transport::Local,
+        stop,
+    ));
     match r {
         Ok(()) => {
             tracing::info!("{node}: agent stopped");

@@ -85,10 +85,13 @@ fn main() {
         "slurmd" => std::process::exit(daemons::agent(args[1..].to_vec())),
         _ => {}
     }
-    // The daemons read their flags as Slurm's do (getopt), not as clap would.
+    // The daemons read their flags as Slurm's do (getopt), not as clap would. A job's
+    // supervisor (`slurmstepd stepd DIR`, as an agent starts it) is no command of its
+    // own: hidden.
     match args.get(1).map(String::as_str) {
         Some("ctld") => std::process::exit(daemons::ctld(args[2..].to_vec())),
         Some("agent") => std::process::exit(daemons::agent(args[2..].to_vec())),
+        Some("stepd") => std::process::exit(daemons::stepd(args[2..].to_vec())),
         _ => {}
     }
     // `sluice squeue ...` works too.

@@ -234,13 +234,13 @@ pub fn run(args: UpArgs) -> i32 {
     }
 }
 
-/// Stops the agents `sluice up` started (SIGTERM: they end their jobs) and waits for
-/// them.
+/// Stops the agents `sluice up` started and waits for them: SIGINT, so that they end
+/// their jobs (SIGTERM would leave them running, for a restarted agent to adopt).
 fn stop_agents(agents: Vec<Child>) {
     for a in &agents {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(a.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
+            nix::sys::signal::Signal::SIGINT,
         );
     }
     for mut a in agents {

@@ -80,6 +80,20 @@ pub enum Effect {
         /// State to report (CANCELLED, TIMEOUT...).
         state: JobState,
     },
+    /// End one run of a job on one node, reported as `state`: what an agent's
+    /// registration listed that the controller no longer gives the node (a stale run,
+    /// killed on the controller's word), or whose end the controller ordered while the
+    /// agent was away.
+    EndRun {
+        /// The node whose agent runs it.
+        node: String,
+        /// Job id.
+        job_id: JobId,
+        /// The run (restart count).
+        run: u32,
+        /// State to report.
+        state: JobState,
+    },
     /// Write (`Some`) or forget (`None`) an operator's node state, durably before the
     /// request is answered.
     PersistNode {
@@ -2067,7 +2081,8 @@ impl Controller {
 
     /// An agent registered (started, or came back): its node takes work; jobs the
     /// controller believes run there but the agent does not know ended `NODE_FAIL`, or
-    /// go back to the queue when they may be requeued.
+    /// go back to the queue when they may be requeued; the runs it lists are
+    /// reconciled ([`Controller::reconcile_runs`]).
     pub fn agent_registered(
         &mut self,
         node: &str,
@@ -2104,7 +2119,64 @@ impl Controller {
             effects.extend(self.node_failed_job(id, now));
         }
         effects.extend(self.runs_gone(nid, running, now));
+        effects.extend(self.reconcile_runs(node, nid, running));
         effects.extend(self.schedule(now));
+        effects
+    }
+
+    /// What becomes of each run a registering agent lists, as Slurm's
+    /// `validate_jobs_on_node`: a run the controller still gives the node goes on (its
+    /// batch script's current time limit is sent again: a change made while the agent
+    /// was away never reached it); one whose end the controller ordered (a cancel, a
+    /// requeue, a preemption) is ended again, the order may not have reached it; any
+    /// other is stale (the job ended, was requeued, or runs elsewhere now) and is killed
+    /// on the controller's word. Jobs outlive their agent (each runs under a supervisor
+    /// of its own), so a restarted agent's list is what runs there.
+    fn reconcile_runs(&self, node: &str, nid: NodeId, running: &[(JobId, u32)]) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for &(id, run) in running {
+            let end = |state: JobState| Effect::EndRun {
+                node: node.to_string(),
+                job_id: id,
+                run,
+                state,
+            };
+            let Some(j) = self.jobs.get(&id) else {
+                tracing::warn!("Node {node} runs unknown JobId={id}; killing it");
+                effects.push(end(JobState::NodeFail));
+                continue;
+            };
+            if j.ending_run
+                .as_ref()
+                .is_some_and(|e| e.run == run && e.node == nid)
+            {
+                effects.push(end(JobState::Requeued));
+                continue;
+            }
+            let ours = j.state == JobState::Running && j.restarts == run && j.on_node(nid);
+            if !ours {
+                tracing::warn!(
+                    "Node {node} runs JobId={id} (run {run}), which the controller no longer \
+                     gives it; killing it"
+                );
+                effects.push(end(JobState::NodeFail));
+            } else if j.cancelled_by.is_some() {
+                effects.push(end(JobState::Cancelled));
+            } else if self
+                .preempting
+                .get(&id)
+                .is_some_and(|p| p.run == run && p.ending)
+            {
+                effects.push(end(JobState::Preempted));
+            } else if !j.desc.interactive && j.first_node() == Some(nid) {
+                effects.push(Effect::SetTimeLimit {
+                    node: node.to_string(),
+                    job_id: id,
+                    run,
+                    time_limit: j.time_limit,
+                });
+            }
+        }
         effects
     }
 
@@ -2156,6 +2228,21 @@ impl Controller {
         self.agents_up.iter().cloned().collect()
     }
 
+    /// Run `run` of job `id` could not be launched on `node`, whose agent did not take
+    /// the order: the job is requeued, or ends `NODE_FAIL` when it may not be. Should the
+    /// agent have started it after all (an answer that came too late), that run is
+    /// ended there.
+    pub fn launch_unreachable(&mut self, node: &str, id: JobId, run: u32, now: i64) -> Vec<Effect> {
+        let mut effects = vec![Effect::EndRun {
+            node: node.to_string(),
+            job_id: id,
+            run,
+            state: JobState::NodeFail,
+        }];
+        effects.extend(self.launch_refused(id, run, now));
+        effects
+    }
+
     /// An agent refused to launch run `run` of job `id` (it is registered with another
     /// controller incarnation, which cannot be this one for long): that run never
     /// starts, so the job is requeued, or ends `NODE_FAIL` when it may not be.
@@ -2168,6 +2255,41 @@ impl Controller {
         }
     }
 
+    /// A node's agent is gone (its socket refuses connections: the agent stopped,
+    /// crashed or is being upgraded). Its jobs run on under their supervisors, so
+    /// nothing of them changes; the node takes no new work and shows as not responding
+    /// (`idle*`, `mix*`, `alloc*`) until its agent registers again, or goes DOWN after
+    /// `SlurmdTimeout` ([`Controller::silent_expired`]), as in Slurm.
+    pub fn agent_silent(&mut self, node: &str, now: i64) {
+        let Some(nid) = self.conf.node_id(node) else {
+            return;
+        };
+        if !self.liveness.silent(node, now) {
+            return;
+        }
+        self.sched.set_node_state(nid, NodeState::Drain);
+        self.outside_dirty = true;
+        tracing::warn!(
+            "Node {node} not responding (its agent is gone); its jobs run on, DOWN after \
+             SlurmdTimeout={}s",
+            self.conf.net.slurmd_timeout
+        );
+    }
+
+    /// Nodes silent for `SlurmdTimeout` (0: never) go DOWN, their jobs ending
+    /// `NODE_FAIL` or requeued ([`Controller::agent_lost`]).
+    pub fn silent_expired(&mut self, now: i64) -> Vec<Effect> {
+        let timeout = self.conf.net.slurmd_timeout;
+        if timeout <= 0 {
+            return Vec::new();
+        }
+        let expired = self.liveness.silent_since(now - timeout);
+        expired
+            .into_iter()
+            .flat_map(|node| self.agent_lost(&node, now))
+            .collect()
+    }
+
     /// An agent stopped answering: its node is DOWN and its jobs fail (or requeue).
     pub fn agent_lost(&mut self, node: &str, now: i64) -> Vec<Effect> {
         let mut effects = Vec::new();
@@ -2176,6 +2298,7 @@ impl Controller {
         };
         self.agents_up.remove(node);
         self.liveness.settled(node);
+        self.liveness.heard(node);
         self.sched.set_node_state(nid, NodeState::Down);
         tracing::warn!("Nodes {node} not responding, setting DOWN");
         let lost: Vec<JobId> = self
@@ -2470,7 +2593,8 @@ impl Controller {
                         .get(&n.name)
                         .map(|o| o.reason.clone())
                         .or_else(|| {
-                            (!self.agents_up.contains(&n.name)).then(|| "Not responding".into())
+                            (!self.agents_up.contains(&n.name) || self.liveness.is_silent(&n.name))
+                                .then(|| "Not responding".into())
                         }),
                     cpus,
                     cpus_alloc: used,
@@ -2498,7 +2622,9 @@ impl Controller {
                         .map(|(_, f)| f.clone())
                         .collect(),
                     weight: n.weight,
-                    agent_up: self.agents_up.contains(&n.name) && !self.liveness.awaiting(&n.name),
+                    agent_up: self.agents_up.contains(&n.name)
+                        && !self.liveness.awaiting(&n.name)
+                        && !self.liveness.is_silent(&n.name),
                     reason_set: self.node_overrides.get(&n.name).map(|o| (o.uid, o.time)),
                     node_addr: address.map_or_else(|| n.name.clone(), |a| a.addr.clone()),
                     node_hostname: address.map_or_else(|| n.name.clone(), |a| a.hostname.clone()),

@@ -58,13 +58,36 @@ pub const OOM_SIGNAL: i32 = 125;
 /// behind (removal retries on `EBUSY` meanwhile).
 pub(crate) const PATIENCE: Duration = Duration::from_secs(2);
 
-/// Serialises making and removing job cgroups within this agent (memory and devices
-/// alike), so that a step starting never sees its job's cgroup removed under it by a
-/// step ending.
-pub(crate) static LOCK: Mutex<()> = Mutex::new(());
+/// Serialises making and removing job cgroups within one process (memory and devices
+/// alike); [`lock`] adds the lock between processes (an agent and the job supervisors
+/// it started, see `stepd`).
+static LOCK: Mutex<()> = Mutex::new(());
+
+/// Held while job cgroups under a node's directory are made or removed, so that a step
+/// starting never sees its job's cgroup removed under it by a step ending: this
+/// process's mutex, and an exclusive `flock` of the node's cgroup directory itself
+/// (cgroupfs directories take `flock` as any file does), which the agent and every job
+/// supervisor of the node take alike.
+pub(crate) struct Held {
+    _mutex: std::sync::MutexGuard<'static, ()>,
+    _flock: Option<nix::fcntl::Flock<std::fs::File>>,
+}
+
+/// Takes [`Held`] for the node whose job cgroups live in `node_dir`. A directory that
+/// cannot be opened (already removed) is locked by the mutex alone.
+pub(crate) fn lock(node_dir: &Path) -> Held {
+    let mutex = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let flock = std::fs::File::open(node_dir)
+        .ok()
+        .and_then(|f| nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive).ok());
+    Held {
+        _mutex: mutex,
+        _flock: flock,
+    }
+}
 
 /// Which cgroup interface holds the memory controller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Version {
     /// The legacy interface: one hierarchy per controller.
     V1,
@@ -378,7 +401,8 @@ fn set_limit(version: Version, dir: &Path, bytes: u64) -> Result<(), String> {
 }
 
 /// The memory cgroups of one node agent: where they live and which interface writes them.
-#[derive(Debug)]
+/// (A job's supervisor gets them from the agent, in its launch record.)
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Memory {
     version: Version,
     /// `<agent's cgroup>/sluice/<node>`.
@@ -502,9 +526,9 @@ impl Memory {
         limit_mib: u64,
     ) -> Result<Step, String> {
         let bytes = limit_mib.max(MIN_LIMIT_MIB).saturating_mul(1 << 20);
-        let job_dir = self.node_dir.join(format!("job_{job}_{run}"));
+        let job_dir = self.node_dir.join(job_dir_name(job, run));
         let dir = job_dir.join(step);
-        let _held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = lock(&self.node_dir);
         let made = (|| {
             if make_dir(&job_dir)? {
                 set_limit(self.version, &job_dir, bytes)?;
@@ -536,26 +560,42 @@ impl Memory {
         }
     }
 
-    /// Ends whatever runs in this node's job cgroups and removes them: for an agent
-    /// starting after one that was killed, and for an agent stopping. Returns how many
-    /// job cgroups were removed.
-    pub(crate) fn sweep(&self) -> usize {
-        sweep_node(&self.node_dir)
+    /// Ends whatever runs in this node's job cgroups but those of the runs `keep` (jobs
+    /// whose supervisors the agent adopted: `(job, run)`) and removes them: what a job
+    /// whose supervisor is gone left. Returns how many job cgroups were removed.
+    pub(crate) fn sweep_except(&self, keep: &[(u64, u32)]) -> usize {
+        sweep_node(&self.node_dir, keep)
     }
 
-    /// [`Memory::sweep`], then removes the node's directory, and `sluice` above it when no
-    /// other agent uses it.
+    /// [`Memory::sweep_except`] nothing: every job cgroup of the node ends, then the
+    /// node's directory, and `sluice` above it when no other agent uses it.
     pub(crate) fn close(&self) {
         close_node(&self.node_dir);
     }
+
+    /// Removes the node's directory, and `sluice` above it, if no job cgroup is left in
+    /// them (an agent stopping while its jobs run on under their supervisors keeps them).
+    pub(crate) fn close_if_empty(&self) {
+        close_if_empty(&self.node_dir);
+    }
 }
 
-/// Ends whatever runs in the job cgroups (and their step cgroups) under `node_dir` and
-/// removes them. Returns how many job cgroups were removed. For every controller the
-/// agent uses (memory, devices).
-pub(crate) fn sweep_node(node_dir: &Path) -> usize {
+/// The name of the cgroup of run `run` of job `job` under a node's directory.
+pub(crate) fn job_dir_name(job: u64, run: u32) -> String {
+    format!("job_{job}_{run}")
+}
+
+/// Ends whatever runs in the job cgroups (and their step cgroups) under `node_dir`, but
+/// those of the runs `keep`, and removes them. Returns how many job cgroups were
+/// removed. For every controller the agent uses (memory, devices).
+pub(crate) fn sweep_node(node_dir: &Path, keep: &[(u64, u32)]) -> usize {
+    let kept: Vec<String> = keep.iter().map(|&(j, r)| job_dir_name(j, r)).collect();
     let mut removed = 0;
     for job in children(node_dir) {
+        let name = job.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if kept.iter().any(|k| k == name) {
+            continue;
+        }
         for leaf in children(&job) {
             kill_all(&leaf);
             if let Err(e) = remove(&leaf) {
@@ -563,7 +603,7 @@ pub(crate) fn sweep_node(node_dir: &Path) -> usize {
             }
         }
         kill_all(&job);
-        let _held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = lock(node_dir);
         match remove(&job) {
             Ok(()) => removed += 1,
             Err(e) => tracing::warn!("cannot remove cgroup {}: {e}", job.display()),
@@ -575,7 +615,12 @@ pub(crate) fn sweep_node(node_dir: &Path) -> usize {
 /// [`sweep_node`], then removes `node_dir`, and `sluice` above it when no other agent
 /// uses it.
 pub(crate) fn close_node(node_dir: &Path) {
-    sweep_node(node_dir);
+    sweep_node(node_dir, &[]);
+    close_if_empty(node_dir);
+}
+
+/// Removes `node_dir`, and `sluice` above it, where no cgroup is left in them.
+pub(crate) fn close_if_empty(node_dir: &Path) {
     let _ = std::fs::remove_dir(node_dir);
     if let Some(top) = node_dir.parent() {
         let _ = std::fs::remove_dir(top);
@@ -615,7 +660,7 @@ impl Step {
         if let Err(e) = remove(&self.dir) {
             tracing::warn!("cannot remove cgroup {}: {e}", self.dir.display());
         }
-        let _held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = lock(self.job_dir.parent().unwrap_or(&self.job_dir));
         // Busy while another step of the job still runs here: the last one removes it.
         let _ = std::fs::remove_dir(&self.job_dir);
         kills

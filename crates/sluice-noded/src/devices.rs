@@ -379,7 +379,8 @@ fn deny(version: Version, dir: &Path, denied: &[Device]) -> Result<(), String> {
 }
 
 /// The device cgroups of one node agent: where they live and which interface confines.
-#[derive(Debug)]
+/// (A job's supervisor gets them from the agent, in its launch record.)
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Devices {
     version: Version,
     /// `<agent's cgroup>/sluice/<node>`, in the devices hierarchy (v1) or the unified
@@ -531,9 +532,9 @@ impl Devices {
         if denied.is_empty() {
             return Ok(None);
         }
-        let job_dir = self.node_dir.join(format!("job_{job}_{run}"));
+        let job_dir = self.node_dir.join(cgroup::job_dir_name(job, run));
         let dir = job_dir.join(step);
-        let _held = cgroup::LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = cgroup::lock(&self.node_dir);
         let made = (|| {
             // On v2 only the step's cgroup gets a program: processes live in leaves.
             if cgroup::make_dir(&job_dir)? && self.version == Version::V1 {
@@ -562,17 +563,21 @@ impl Devices {
         }
     }
 
-    /// Ends whatever runs in this node's job cgroups and removes them: for an agent
-    /// starting after one that was killed, and for an agent stopping. Returns how many
-    /// job cgroups were removed.
-    pub(crate) fn sweep(&self) -> usize {
-        cgroup::sweep_node(&self.node_dir)
+    /// Ends whatever runs in this node's job cgroups but those of the runs `keep`
+    /// (adopted jobs), and removes them. Returns how many job cgroups were removed.
+    pub(crate) fn sweep_except(&self, keep: &[(u64, u32)]) -> usize {
+        cgroup::sweep_node(&self.node_dir, keep)
     }
 
-    /// [`Devices::sweep`], then removes the node's directory, and `sluice` above it when
-    /// no other agent uses it.
+    /// Every job cgroup of the node ends, then the node's directory, and `sluice` above
+    /// it when no other agent uses it.
     pub(crate) fn close(&self) {
         cgroup::close_node(&self.node_dir);
+    }
+
+    /// Removes the node's directory, and `sluice` above it, if no job cgroup is left.
+    pub(crate) fn close_if_empty(&self) {
+        cgroup::close_if_empty(&self.node_dir);
     }
 }
 
@@ -598,7 +603,7 @@ impl Step {
         if let Err(e) = cgroup::remove(&self.dir) {
             tracing::warn!("cannot remove cgroup {}: {e}", self.dir.display());
         }
-        let _held = cgroup::LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = cgroup::lock(self.job_dir.parent().unwrap_or(&self.job_dir));
         // Busy while another step of the job still runs here: the last one removes it.
         let _ = std::fs::remove_dir(&self.job_dir);
     }

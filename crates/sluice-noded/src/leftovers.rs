@@ -1,11 +1,14 @@
-//! Process groups an agent started, remembered on disk, so that an agent that was
-//! killed outright (SIGKILL, a crash) does not leave its jobs running unseen: the next
-//! agent for the node ends them before it registers, and the controller requeues or
-//! fails those jobs (`NODE_FAIL`), as Slurm does for jobs on a failed node.
+//! Process groups a job's supervisor started, remembered on disk in its directory, so
+//! that a supervisor that died (SIGKILL, a crash) does not leave its job running unseen:
+//! nobody could report that job's end, so the agent that finds the dead supervisor ends
+//! them, and the controller requeues or fails the job (`NODE_FAIL`), as Slurm does for
+//! jobs on a failed node. (A supervisor that lives is never reaped: its job is ended by
+//! the controller's word only; see `supervisors.rs`.) An agent also reaps groups that
+//! agents from before job supervisors remembered beside the job scripts.
 //!
-//! Each group is a file `<key>.pgid` in the node's job directory holding the group id
-//! and the leader's start time (field 22 of `/proc/PID/stat`, in clock ticks since
-//! boot), so that a recycled process id is never mistaken for a job.
+//! Each group is a file `<key>.pgid` holding the group id and the leader's start time
+//! (field 22 of `/proc/PID/stat`, in clock ticks since boot), so that a recycled process
+//! id is never mistaken for a job.
 
 use std::path::Path;
 

@@ -11,18 +11,29 @@
 //! owner, and the agent checks with the controller that the step exists, is theirs and
 //! includes this node.
 //!
-//! A batch script runs as its owner (its groups, gid and uid set when the agent is root;
-//! otherwise the agent runs only its own user's jobs), in its working directory, with
-//! the environment the controller computed, its output in the patterned files, in a
-//! session of its own. At its time limit it gets SIGTERM and, `KillWait` seconds later,
-//! SIGKILL, and ends `TIMEOUT`; `--signal` is delivered before the limit. Its end (exit
-//! code or signal) is reported to the controller until the controller acknowledges it.
+//! A job's processes here are not the agent's: each job run has a supervisor of its own
+//! (`stepd.rs`, slurmstepd's role), a process the agent starts in a session of its own,
+//! which runs the batch script as its owner (its groups, gid and uid set when the agent
+//! is root; otherwise the agent runs only its own user's jobs), in its working
+//! directory, with the environment the controller computed, its output in the patterned
+//! files, in a session of its own; at its time limit it gets SIGTERM and, `KillWait`
+//! seconds later, SIGKILL, and ends `TIMEOUT`; `--signal` is delivered before the limit;
+//! srun's tasks here run under it too. The agent passes the controller's orders and
+//! srun's requests on to it over its socket, and reports its batch script's end (exit
+//! code or signal) to the controller until the controller acknowledges it
+//! (`supervisors.rs`). So the agent may stop, crash or be upgraded while its jobs run:
+//! the next agent of the node adopts their supervisors, lists their jobs in its
+//! registration, and reports the ends that came meanwhile.
 
 pub mod cgroup;
 pub mod devices;
 mod leftovers;
 mod net;
 mod run;
+pub mod stepd;
+mod supervisors;
+
+pub use supervisors::log_to as log_supervisors_to;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,12 +48,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use sluice_proto::error::ErrorCode;
-use sluice_proto::types::{
-    ErrorReply, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, TaskEvent,
-};
+use sluice_proto::types::{ErrorReply, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks};
 use sluice_proto::types::{Register, SignalOrder, TerminateOrder};
 use sluice_proto::Client;
 use tokio::net::UnixListener;
+use tokio_stream::StreamExt;
 
 /// Peer credentials of a connection.
 #[derive(Clone, Copy, Debug)]
@@ -75,32 +85,26 @@ pub enum AgentError {
     },
 }
 
-/// What the agent knows of a job running here.
+/// What the agent knows of a job run here: its supervisor (see `supervisors.rs`).
 #[derive(Debug, Default)]
 pub(crate) struct Running {
-    /// The batch script's process (and session/process group) id.
-    pub(crate) pid: Option<i32>,
-    /// Process groups of srun tasks of this job.
-    pub(crate) task_groups: Vec<i32>,
-    /// Set when the controller asked to end the job: the state to report.
-    pub(crate) ending: Option<JobState>,
     /// Which run of the job (its restart count) this is.
     pub(crate) run: u32,
-    /// The run's processes are gone; its end is being reported.
-    pub(crate) finished: bool,
-    /// Only srun tasks of the job run here (an interactive allocation, or a node other
-    /// than a batch job's first): the entry goes when its last task does.
-    pub(crate) tasks_only: bool,
-    /// A time limit set after the launch (`scontrol update`), seconds from the start;
-    /// `Some(None)`: unlimited.
-    pub(crate) time_limit: Option<Option<i64>>,
-    /// The job's GRES device files here, resolved at its launch, when its devices are
-    /// confined (`ConstrainDevices=yes`): its srun steps here are confined by them too.
-    pub(crate) devices: Option<Arc<devices::JobDevices>>,
+    /// Its supervisor, once it answers; None while it starts, and once it has left.
+    pub(crate) stepd: Option<Arc<supervisors::Handle>>,
+    /// Its batch script runs here (else only srun tasks do: an interactive allocation,
+    /// or a node other than a batch job's first).
+    pub(crate) batch: bool,
+    /// The batch launch here confines the job's devices (`ConstrainDevices=yes`): its
+    /// supervisor has them for its steps.
+    pub(crate) confined: bool,
+    /// Orders that came before its supervisor answered, passed on once it does.
+    pub(crate) pending: Vec<stepd::Request>,
+    /// Its end is being reported to the controller.
+    pub(crate) reporting: bool,
+    /// The controller has its end: no registration lists it any more.
+    pub(crate) reported: bool,
 }
-
-/// The standard input pipes of a step's tasks here that read srun's: (task, pipe).
-pub(crate) type TaskInputs = Vec<(u32, std::process::ChildStdin)>;
 
 /// How an agent is reached, and how it reaches its controller.
 #[derive(Debug)]
@@ -156,9 +160,8 @@ pub(crate) struct Agent {
     /// are refused. Set, under the `jobs` lock, together with the list of jobs the
     /// registration reports, so a launch is either in that list or refused.
     pub(crate) incarnation: Mutex<Option<String>>,
-    /// Standard input of steps' tasks here that read srun's, fed by srun: (job, step)
-    /// → (owner uid, each task's pipe). Taken out while being written.
-    pub(crate) stdins: Mutex<BTreeMap<(u64, u32), (u32, TaskInputs)>>,
+    /// Held while a supervisor for srun tasks is started, one at a time.
+    pub(crate) starting: tokio::sync::Mutex<()>,
     /// Where jobs' memory cgroups are made; None when this host cannot limit memory
     /// (said once, at start), and jobs run without limits.
     pub(crate) memory: Option<cgroup::Memory>,
@@ -178,7 +181,7 @@ impl Agent {
         }
     }
 
-    /// Where this node's job scripts and remembered process groups live.
+    /// Where this node's job scripts and job supervisors' directories live.
     pub(crate) fn jobs_dir(&self) -> PathBuf {
         self.state_dir
             .join("agents")
@@ -209,8 +212,20 @@ pub(crate) fn now() -> i64 {
         .unwrap_or(0)
 }
 
+/// What becomes of the jobs here when the agent stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// They run on under their supervisors, for the next agent of the node to adopt
+    /// (slurmd's way: restarting or upgrading it never kills jobs).
+    LeaveJobs,
+    /// They end now (SIGTERM, SIGKILL two seconds later), their ends reported to
+    /// nobody: the whole cluster stops (`sluice up` stopping).
+    EndJobs,
+}
+
 /// Runs the agent for `node`, with sockets in `state_dir`, until `shutdown` completes
-/// (`sluice up`'s agents: [`run_with`] and [`Transport::Local`]).
+/// (`sluice up`'s agents: [`run_until`] and [`Transport::Local`]), leaving its jobs
+/// running.
 ///
 /// Errors: the socket cannot be set up.
 pub async fn run(
@@ -221,13 +236,7 @@ pub async fn run(
     run_with(state_dir, node, Transport::Local, shutdown).await
 }
 
-/// Runs the agent for `node` until `shutdown` completes, reached as `transport` says,
-/// keeping its own files (job scripts, remembered process groups) in `state_dir`: the
-/// cluster's state directory under `sluice up`, its own spool directory
-/// (`SlurmdSpoolDir`) on a host of its own. When it stops, it ends the jobs it runs
-/// (SIGTERM, SIGKILL two seconds later): a later agent for the node would not know
-/// them, and their CPUs would be handed out twice. The controller requeues them when
-/// the node registers again (as Slurm does for jobs on a failed node).
+/// [`run_until`], leaving the jobs running when `shutdown` completes.
 ///
 /// Errors: a socket cannot be set up.
 pub async fn run_with(
@@ -235,6 +244,28 @@ pub async fn run_with(
     node: &str,
     transport: Transport,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), AgentError> {
+    let stop = async move {
+        shutdown.await;
+        Stop::LeaveJobs
+    };
+    run_until(state_dir, node, transport, stop).await
+}
+
+/// Runs the agent for `node` until `shutdown` completes, reached as `transport` says,
+/// keeping its own files (job scripts, its jobs' supervisors) in `state_dir`: the
+/// cluster's state directory under `sluice up`, its own spool directory
+/// (`SlurmdSpoolDir`) on a host of its own. It first adopts the supervisors of jobs an
+/// earlier agent of the node left running (their ends that came meanwhile are
+/// reported), then registers with them. When it stops, its jobs run on or end as
+/// `shutdown`'s [`Stop`] says.
+///
+/// Errors: a socket cannot be set up.
+pub async fn run_until(
+    state_dir: &Path,
+    node: &str,
+    transport: Transport,
+    shutdown: impl std::future::Future<Output = Stop> + Send + 'static,
 ) -> Result<(), AgentError> {
     let socket = sluice_proto::paths::agent_socket(state_dir, node);
     let io = |source| AgentError::Io {
@@ -250,16 +281,14 @@ pub async fn run_with(
         env!("CARGO_PKG_VERSION"),
         std::process::id()
     );
+    // Process groups an agent of before job supervisors left (remembered beside the
+    // job scripts): nobody supervises them.
     let killed = leftovers::reap(&jobs_dir);
     if killed > 0 {
         tracing::warn!("{node}: ended {killed} process group(s) left by an earlier agent");
     }
     let memory = match cgroup::Memory::detect(state_dir, node) {
         Ok(m) => {
-            let left = m.sweep();
-            if left > 0 {
-                tracing::warn!("{node}: removed {left} job cgroup(s) left by an earlier agent");
-            }
             tracing::info!("{node}: job memory limits enforced through {m}");
             Some(m)
         }
@@ -274,12 +303,6 @@ pub async fn run_with(
     let devices = devices::Devices::detect(state_dir, node, memory.as_ref());
     match &devices {
         Ok(d) => {
-            let left = d.sweep();
-            if left > 0 {
-                tracing::warn!(
-                    "{node}: removed {left} job device cgroup(s) left by an earlier agent"
-                );
-            }
             tracing::info!("{node}: job devices can be confined through {d}");
         }
         // Said for each job that asks (only ConstrainDevices=yes needs it).
@@ -345,10 +368,31 @@ pub async fn run_with(
         own_uid: nix::unistd::geteuid().as_raw(),
         jobs: Mutex::new(BTreeMap::new()),
         incarnation: Mutex::new(None),
-        stdins: Mutex::new(BTreeMap::new()),
+        starting: tokio::sync::Mutex::new(()),
         memory,
         devices,
     });
+    // The jobs an earlier agent left running are this one's before it registers, and
+    // what no supervisor owns is cleaned up.
+    let adopted = supervisors::adopt(&agent).await;
+    if !adopted.is_empty() {
+        tracing::info!(
+            "{node}: {} job(s) adopted from an earlier agent",
+            adopted.len()
+        );
+    }
+    if let Some(m) = &agent.memory {
+        let left = m.sweep_except(&adopted);
+        if left > 0 {
+            tracing::warn!("{node}: removed {left} job cgroup(s) that no job owns any more");
+        }
+    }
+    if let Ok(d) = &agent.devices {
+        let left = d.sweep_except(&adopted);
+        if left > 0 {
+            tracing::warn!("{node}: removed {left} job device cgroup(s) that no job owns any more");
+        }
+    }
     tokio::spawn(register(agent.clone()));
     let app = Router::new()
         .route(
@@ -361,15 +405,27 @@ pub async fn run_with(
         .route("/v1/stdin", post(stdin))
         .route("/v1/terminate", post(terminate))
         .route("/v1/tasks", post(tasks))
+        .route("/v1/tasks/attach", post(tasks_attach))
+        .route("/v1/tasks/done", post(tasks_done))
         .with_state(agent.clone());
-    // Jobs end first, so that streams of their output (to `srun`) close and the
-    // server's graceful shutdown can finish.
+    // Ended jobs end first, so that streams of their output (to `srun`) close and the
+    // server's graceful shutdown can finish. Left running, their streams close as the
+    // agent exits (srun's tasks run on, under their supervisors).
     let stopped = agent.clone();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (how_tx, how_rx) = tokio::sync::oneshot::channel();
     let shutdown = async move {
-        shutdown.await;
+        let how = shutdown.await;
         let _ = stop_tx.send(true);
-        run::end_all(&agent, Duration::from_secs(2)).await;
+        if how == Stop::EndJobs {
+            supervisors::shut_down_all(&agent, 2, Duration::from_secs(10)).await;
+        } else {
+            tracing::info!(
+                "{}: stopping; its jobs run on under their supervisors",
+                agent.node
+            );
+        }
+        let _ = how_tx.send(how);
     };
     let vouch = vouching.map(|(path, key)| {
         let node = node.to_string();
@@ -408,12 +464,27 @@ pub async fn run_with(
     if let Some(v) = vouch {
         let _ = v.await;
     }
-    // What the jobs left in their cgroups ends with them.
+    // The node's cgroup directories go once no job is left in them: what ended jobs
+    // left ends with them; running jobs keep theirs.
+    let how = how_rx.await.unwrap_or(Stop::LeaveJobs);
+    let running: Vec<(u64, u32)> = match how {
+        Stop::EndJobs => Vec::new(),
+        Stop::LeaveJobs => stopped
+            .jobs
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(_, e)| e.stepd.is_some() || !e.reported)
+            .map(|(id, e)| (*id, e.run))
+            .collect(),
+    };
     if let Some(m) = &stopped.memory {
-        m.close();
+        m.sweep_except(&running);
+        m.close_if_empty();
     }
     if let Ok(d) = &stopped.devices {
-        d.close();
+        d.sweep_except(&running);
+        d.close_if_empty();
     }
     result
 }
@@ -462,7 +533,10 @@ async fn register(agent: App) {
             let running: Vec<(u64, u32)> = {
                 let jobs = a.jobs.lock().expect("lock");
                 *a.incarnation.lock().expect("lock") = Some(current.clone());
-                jobs.iter().map(|(id, j)| (*id, j.run)).collect()
+                jobs.iter()
+                    .filter(|(_, j)| !j.reported)
+                    .map(|(id, j)| (*id, j.run))
+                    .collect()
             };
             let count = running.len();
             let body = Register {
@@ -537,25 +611,50 @@ async fn batch(
             // A retry of a launch we have.
             Some(j) if j.run == run => return Json(sluice_proto::types::Done {}).into_response(),
             // An earlier run still running: the controller ends runs before it
-            // relaunches, so this one is on its way out; the new run waits for nothing.
-            Some(j) if !j.finished => {
+            // relaunches, so this one is on its way out (under its own supervisor,
+            // which reports its end); the new run waits for nothing.
+            Some(j) if !j.reported => {
                 tracing::warn!("job {job}: run {run} launched while run {} runs", j.run)
             }
             _ => {}
         }
-        // Tasks an earlier run left, waiting for their SIGKILL, stay the job's.
-        let task_groups = jobs.remove(&job).map(|j| j.task_groups).unwrap_or_default();
         jobs.insert(
             job,
             Running {
                 run,
-                task_groups,
+                batch: true,
+                confined: order.devices.is_some() && agent.devices.is_ok(),
                 ..Running::default()
             },
         );
     }
-    tokio::spawn(run::batch(agent.clone(), order));
+    tokio::spawn(supervisors::launch_batch(agent.clone(), order));
     Json(sluice_proto::types::Done {}).into_response()
+}
+
+/// The supervisor of job `job` here, for an order of the controller: Ok(Some) to send
+/// it to, Ok(None) when it is not there yet (the order was kept for it, when `keep`),
+/// Err when the job does not run here (as run `run`, when given).
+fn supervisor_for(
+    agent: &Agent,
+    job: u64,
+    run: Option<u32>,
+    keep: Option<stepd::Request>,
+) -> Result<Option<Arc<supervisors::Handle>>, ()> {
+    let mut jobs = agent.jobs.lock().expect("lock");
+    let Some(e) = jobs
+        .get_mut(&job)
+        .filter(|e| run.is_none_or(|r| r == e.run))
+    else {
+        return Err(());
+    };
+    match &e.stepd {
+        Some(h) => Ok(Some(h.clone())),
+        None => {
+            e.pending.extend(keep);
+            Ok(None)
+        }
+    }
 }
 
 async fn signal(
@@ -576,60 +675,48 @@ async fn signal(
         o.signal,
         if o.batch_only { "batch shell" } else { "steps" }
     );
-    run::signal_job(&agent, o.job_id, o.signal, o.batch_only);
+    // A job whose supervisor is not up yet has no process to signal.
+    if let Ok(Some(h)) = supervisor_for(&agent, o.job_id, None, None) {
+        let _ = h
+            .ask(&stepd::Request::Signal {
+                signal: o.signal,
+                batch_only: o.batch_only,
+            })
+            .await;
+    }
     Json(sluice_proto::types::Done {}).into_response()
 }
 
-/// srun's input for the tasks of a step here that read it: each chunk written to each
-/// of them in order, their input closed at the end. A task that stopped reading (it
-/// ended) gets no more; once none is left, srun is told so (410). Only the job's owner
-/// (or root) may write it.
+/// A refusal a supervisor answered, or the agent's own when it could not be asked.
+fn supervisor_reply(reply: Result<stepd::Reply, String>) -> Response {
+    match reply {
+        Ok(stepd::Reply::Ok) => Json(sluice_proto::types::Done {}).into_response(),
+        Ok(stepd::Reply::Error { code, message }) => error(code, message),
+        Ok(stepd::Reply::Closing) | Err(_) => error(ErrorCode::NotReady, "no such task input"),
+    }
+}
+
+/// srun's input for the tasks of a step here that read it, passed on to the job's
+/// supervisor, which checks that it comes from the job's owner (or root).
 async fn stdin(
     State(agent): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     Json(c): Json<sluice_proto::types::StdinChunk>,
 ) -> Response {
-    let key = (c.job_id, c.step);
-    let (uid, pipes) = {
-        let mut stdins = agent.stdins.lock().expect("lock");
-        match stdins.get(&key) {
-            None => return error(ErrorCode::NotReady, "no such task input"),
-            // Checked before the pipes are taken out: nobody else can hold them up.
-            Some((uid, _)) if *uid != peer.uid && peer.uid != 0 => {
-                return error(ErrorCode::AccessDenied, "Access/permission denied")
-            }
-            Some(_) => stdins.remove(&key).expect("present"),
-        }
+    let Ok(Some(h)) = supervisor_for(&agent, c.job_id, None, None) else {
+        return error(ErrorCode::NotReady, "no such task input");
     };
-    let written = tokio::task::spawn_blocking(move || {
-        use std::io::Write;
-        pipes
-            .into_iter()
-            .filter_map(|(task, mut pipe)| {
-                pipe.write_all(&c.data)
-                    .and_then(|()| pipe.flush())
-                    .ok()
-                    .map(|()| (task, pipe))
-            })
-            .collect::<Vec<_>>()
-    })
-    .await
-    .unwrap_or_default();
-    if written.is_empty() {
-        // Every task stopped reading (they ended): the rest of the input goes nowhere.
-        return error(ErrorCode::Closed, "the tasks' input is closed");
-    }
-    if !c.eof {
-        agent
-            .stdins
-            .lock()
-            .expect("lock")
-            .insert(key, (uid, written));
-    }
-    Json(sluice_proto::types::Done {}).into_response()
+    supervisor_reply(
+        h.ask(&stepd::Request::Stdin {
+            uid: peer.uid,
+            chunk: c,
+        })
+        .await,
+    )
 }
 
-/// A running job's new time limit: its batch loop picks it up within a second.
+/// A running job's new time limit: its supervisor's batch loop picks it up within a
+/// second.
 async fn limit(
     State(agent): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
@@ -649,10 +736,11 @@ async fn limit(
         o.time_limit
             .map_or("UNLIMITED".to_string(), |t| format!("{t}s"))
     );
-    if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&o.job_id) {
-        if j.run == o.run {
-            j.time_limit = Some(o.time_limit);
-        }
+    let request = stepd::Request::TimeLimit {
+        limit: o.time_limit,
+    };
+    if let Ok(Some(h)) = supervisor_for(&agent, o.job_id, Some(o.run), Some(request.clone())) {
+        let _ = h.ask(&request).await;
     }
     Json(sluice_proto::types::Done {}).into_response()
 }
@@ -666,13 +754,20 @@ async fn terminate(
         return error(ErrorCode::AccessDenied, "only the controller may end jobs");
     }
     tracing::debug!(
-        "{}: job {}: terminate order ({}), KillWait {}s",
+        "{}: job {}: terminate order ({}{}), KillWait {}s",
         agent.node,
         o.job_id,
         o.state.name(),
+        o.run.map(|r| format!(", run {r}")).unwrap_or_default(),
         o.kill_wait
     );
-    run::terminate(agent.clone(), o.job_id, o.state, o.kill_wait);
+    let request = stepd::Request::Terminate {
+        state: o.state,
+        kill_wait: o.kill_wait,
+    };
+    if let Ok(Some(h)) = supervisor_for(&agent, o.job_id, o.run, Some(request.clone())) {
+        let _ = h.ask(&request).await;
+    }
     Json(sluice_proto::types::Done {}).into_response()
 }
 
@@ -709,7 +804,7 @@ async fn tasks(
         .lock()
         .expect("lock")
         .get(&job)
-        .is_some_and(|j| j.devices.is_some());
+        .is_some_and(|j| j.confined && j.run == record.restarts);
     let fetched = if launched_here || agent.devices.is_err() {
         None
     } else {
@@ -721,8 +816,7 @@ async fn tasks(
         })
         .await;
         match files {
-            Ok(Ok(Some(files))) => run::resolve_devices(&agent, job, &files),
-            Ok(Ok(None)) => None,
+            Ok(Ok(files)) => files,
             _ => {
                 return error(
                     ErrorCode::ControllerUnreachable,
@@ -731,19 +825,100 @@ async fn tasks(
             }
         }
     };
-    let (tx, rx) = tokio::sync::mpsc::channel::<TaskEvent>(256);
-    run::tasks(agent.clone(), record, order, fetched, tx);
-    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
-    use tokio_stream::StreamExt;
-    let lines = stream.map(|e| {
-        let mut line = serde_json::to_vec(&e).expect("events serialise");
-        line.push(b'\n');
-        Ok::<_, std::convert::Infallible>(line)
-    });
+    // The job's supervisor here runs the tasks (started for them if the job has none
+    // here); one that is leaving says so, and the next one takes them.
+    let request = stepd::Request::Tasks {
+        record: Box::new(record.clone()),
+        order: Box::new(order),
+        devices: fetched,
+    };
+    let mut tries = 0;
+    let lines = loop {
+        tries += 1;
+        let handle = match supervisors::for_tasks(&agent, job, record.restarts).await {
+            Ok(h) => h,
+            Err(why) => {
+                tracing::warn!("{}: job {job}: {why}", agent.node);
+                return error(ErrorCode::Invalid, "Invalid job step id");
+            }
+        };
+        match handle.open(&request).await {
+            Ok((stepd::Reply::Ok, lines)) => break lines,
+            Ok((stepd::Reply::Error { code, message }, _)) => return error(code, message),
+            Ok((stepd::Reply::Closing, _)) | Err(_) if tries < 5 => {
+                supervisors::until_gone(&agent, job, &handle).await;
+            }
+            Ok((stepd::Reply::Closing, _)) | Err(_) => {
+                return error(
+                    ErrorCode::NotReady,
+                    format!("job {job}: slurmstepd does not take the step"),
+                )
+            }
+        }
+    };
+    // The supervisor's events are srun's lines, passed on as they come.
+    let stream = futures_lines(lines);
     Response::builder()
         .header("content-type", "application/x-ndjson")
-        .body(Body::from_stream(lines))
+        .body(Body::from_stream(stream))
         .expect("valid response")
+}
+
+/// srun follows a step's events here again after its stream broke (this agent was
+/// restarted while the step ran): the job's supervisor sends them from where srun's
+/// count stopped, and checks that srun is the step's owner's (or root's).
+async fn tasks_attach(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(a): Json<sluice_proto::types::TasksAttach>,
+) -> Response {
+    let no_step = || error(ErrorCode::NotReady, "no such step here");
+    let Ok(Some(h)) = supervisor_for(&agent, a.job_id, None, None) else {
+        return no_step();
+    };
+    let request = stepd::Request::Attach {
+        step: a.step,
+        from: a.from,
+        uid: peer.uid,
+    };
+    match h.open(&request).await {
+        Ok((stepd::Reply::Ok, lines)) => Response::builder()
+            .header("content-type", "application/x-ndjson")
+            .body(Body::from_stream(futures_lines(lines)))
+            .expect("valid response"),
+        Ok((stepd::Reply::Error { code, message }, _)) => error(code, message),
+        Ok((stepd::Reply::Closing, _)) | Err(_) => no_step(),
+    }
+}
+
+/// srun has every event of a step here: its supervisor may forget them.
+async fn tasks_done(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(d): Json<sluice_proto::types::TasksDone>,
+) -> Response {
+    let Ok(Some(h)) = supervisor_for(&agent, d.job_id, None, None) else {
+        return Json(sluice_proto::types::Done {}).into_response();
+    };
+    supervisor_reply(
+        h.ask(&stepd::Request::StepDone {
+            step: d.step,
+            uid: peer.uid,
+        })
+        .await,
+    )
+}
+
+/// A supervisor's event lines as a body stream (each line with its newline).
+fn futures_lines(
+    lines: supervisors::EventLines,
+) -> impl tokio_stream::Stream<Item = Result<Vec<u8>, std::convert::Infallible>> {
+    tokio_stream::wrappers::LinesStream::new(lines).map_while(|l| {
+        l.ok().map(|mut l| {
+            l.push('\n');
+            Ok(l.into_bytes())
+        })
+    })
 }
 
 /// Reports a job's end to the controller until it is acknowledged.

@@ -1,14 +1,17 @@
-//! Running processes for jobs: batch scripts and srun tasks, as their owners.
+//! Running processes for jobs: batch scripts and srun tasks, as their owners. This is
+//! the work of a job's supervisor (`stepd`, slurmstepd's role), in a process of its own
+//! beside the agent: one [`Exec`] per job run on this node.
 
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use nix::sys::signal::{kill, killpg, Signal};
@@ -16,7 +19,101 @@ use nix::unistd::{Gid, Pid, Uid};
 use sluice_proto::types::{JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, TaskEvent};
 use tokio::sync::mpsc::Sender;
 
-use crate::{cgroup, devices, leftovers, now, report, Agent};
+use crate::{cgroup, devices, leftovers, now};
+
+/// The standard input pipes of a step's tasks here that read srun's: (task, pipe).
+pub(crate) type TaskInputs = Vec<(u32, std::process::ChildStdin)>;
+
+/// One run of one job on this node, as its supervisor runs it: its batch script (on
+/// the job's first node) and its srun steps' tasks here.
+pub(crate) struct Exec {
+    /// This node's name.
+    pub(crate) node: String,
+    /// The uid the agent (and so the supervisor) runs as.
+    pub(crate) own_uid: u32,
+    /// The job.
+    pub(crate) job: u64,
+    /// Which run of it (its restart count).
+    pub(crate) run: u32,
+    /// The supervisor's directory: its record, socket, remembered process groups, end.
+    pub(crate) dir: PathBuf,
+    /// The node's jobs directory, where batch scripts are written.
+    pub(crate) jobs_dir: PathBuf,
+    /// Its processes and what was asked of them.
+    pub(crate) procs: Mutex<Procs>,
+    /// Standard input of steps' tasks here that read srun's, fed by srun: step →
+    /// (owner uid, each task's pipe). Taken out while being written.
+    pub(crate) stdins: Mutex<BTreeMap<u32, (u32, TaskInputs)>>,
+    /// Where its memory cgroups are made; None: no limits here.
+    pub(crate) memory: Option<cgroup::Memory>,
+    /// Where its device cgroups are made; Err says why devices cannot be confined.
+    pub(crate) devices: Result<devices::Devices, String>,
+    /// Bumped whenever `procs` changes in a way the supervisor's watchers (the agent)
+    /// or its exit check care about.
+    pub(crate) changed: tokio::sync::watch::Sender<u64>,
+    /// The events of the srun steps that ran here, kept until srun has them all
+    /// (`stepd::StepLog`).
+    pub(crate) steps: Mutex<BTreeMap<u32, crate::stepd::StepLog>>,
+    /// Bumped whenever a step's events change (one more, one sent, the last).
+    pub(crate) output: tokio::sync::watch::Sender<u64>,
+}
+
+/// A job run's processes here and what was asked of them.
+#[derive(Debug, Default)]
+pub(crate) struct Procs {
+    /// A batch script runs (or ran) here; else only srun tasks do.
+    pub(crate) batch: bool,
+    /// The batch script's process (and session/process group) id, while it runs.
+    pub(crate) pid: Option<i32>,
+    /// Process groups of srun tasks of this job here.
+    pub(crate) task_groups: Vec<i32>,
+    /// Set when the controller (or the time limit) ended the job: the state to report.
+    pub(crate) ending: Option<JobState>,
+    /// A time limit set after the launch (`scontrol update`), seconds from the start;
+    /// `Some(None)`: unlimited.
+    pub(crate) time_limit: Option<Option<i64>>,
+    /// The job's GRES device files here, resolved at its launch, when its devices are
+    /// confined (`ConstrainDevices=yes`): its srun steps here are confined by them too.
+    pub(crate) devices: Option<Arc<devices::JobDevices>>,
+    /// The batch script's end, once it has ended (kept, on disk too, until the
+    /// controller has it).
+    pub(crate) ended: Option<JobEnded>,
+    /// The controller acknowledged the end (or nobody will report it: a shutdown).
+    pub(crate) acknowledged: bool,
+    /// srun steps being started here: the supervisor stays for them.
+    pub(crate) launching: usize,
+    /// The supervisor is leaving: no new step is taken.
+    pub(crate) closing: bool,
+}
+
+impl Exec {
+    /// Its processes, locked.
+    pub(crate) fn procs(&self) -> MutexGuard<'_, Procs> {
+        self.procs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Tells the watchers that something changed.
+    pub(crate) fn touch(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The batch script has ended as `ended`: kept on disk first (the agent may be
+    /// down; a new one reads it there), then known to the watchers.
+    pub(crate) fn batch_ended(&self, ended: JobEnded) {
+        if let Err(e) = crate::stepd::write_whole(&self.dir.join(crate::stepd::END), &ended, true) {
+            tracing::error!(
+                "{}: job {}: cannot keep its end in {}: {e}",
+                self.node,
+                self.job,
+                self.dir.display()
+            );
+        }
+        self.procs().ended = Some(ended);
+        self.touch();
+    }
+}
 
 /// Who a process runs as.
 #[derive(Clone)]
@@ -29,12 +126,12 @@ struct Owner {
 }
 
 impl Owner {
-    fn of(agent: &Agent, r: &JobRecord) -> Result<Owner, String> {
-        let switch = agent.own_uid == 0 && r.uid != 0;
-        if agent.own_uid != 0 && r.uid != agent.own_uid {
+    fn of(own_uid: u32, r: &JobRecord) -> Result<Owner, String> {
+        let switch = own_uid == 0 && r.uid != 0;
+        if own_uid != 0 && r.uid != own_uid {
             return Err(format!(
-                "this node's agent runs as uid {} and cannot run jobs of uid {}",
-                agent.own_uid, r.uid
+                "this node's agent runs as uid {own_uid} and cannot run jobs of uid {}",
+                r.uid
             ));
         }
         Ok(Owner {
@@ -46,10 +143,10 @@ impl Owner {
         })
     }
 
-    /// The identity this owner's processes take, resolved now, in the agent, before any
-    /// fork: the supplementary groups come from the name service (`/etc/group`, LDAP,
-    /// ...), which reads files, allocates and takes locks — none of which a child of
-    /// this multi-threaded agent may do between fork and exec, where another thread may
+    /// The identity this owner's processes take, resolved now, in the supervisor, before
+    /// any fork: the supplementary groups come from the name service (`/etc/group`,
+    /// LDAP, ...), which reads files, allocates and takes locks — none of which a child
+    /// of this multi-threaded process may do between fork and exec, where another thread may
     /// have held such a lock at the fork (what `initgroups` there would risk: the child
     /// would wait forever for a lock nobody is left to release). A job has the groups
     /// its owner had when it (or its step) was launched.
@@ -117,8 +214,8 @@ impl Owner {
 /// The cgroup that step `step` (`batch`, `step_0`, ...) of job `r` runs in here, with the
 /// job's memory limit; None when the job has none (`mem_per_node` 0) or this node cannot
 /// enforce it (the agent said so at start; a failure for this job alone is logged here).
-fn memory_step(agent: &Agent, r: &JobRecord, step: &str) -> Option<cgroup::Step> {
-    let memory = agent.memory.as_ref()?;
+fn memory_step(exec: &Exec, r: &JobRecord, step: &str) -> Option<cgroup::Step> {
+    let memory = exec.memory.as_ref()?;
     if r.mem_per_node == 0 {
         return None;
     }
@@ -127,7 +224,7 @@ fn memory_step(agent: &Agent, r: &JobRecord, step: &str) -> Option<cgroup::Step>
         Err(why) => {
             tracing::warn!(
                 "{}: job {}: memory limit not enforced: {why}",
-                agent.node,
+                exec.node,
                 r.id
             );
             None
@@ -139,21 +236,21 @@ fn memory_step(agent: &Agent, r: &JobRecord, step: &str) -> Option<cgroup::Step>
 /// its devices (`ConstrainDevices=yes`) and this host can; None otherwise. Files that
 /// are not here (a GPU-less machine's gres.conf) are left out, said in one line of the
 /// agent's log, as is a host that cannot confine devices.
-fn job_devices(agent: &Agent, order: &LaunchBatch) -> Option<Arc<devices::JobDevices>> {
-    resolve_devices(agent, order.job.id, order.devices.as_ref()?)
+fn job_devices(exec: &Exec, order: &LaunchBatch) -> Option<Arc<devices::JobDevices>> {
+    resolve_devices(exec, order.devices.as_ref()?)
 }
 
 /// Job `id`'s GRES device files `files` resolved here (see [`job_devices`]); None when
 /// this host cannot confine devices (logged).
 pub(crate) fn resolve_devices(
-    agent: &Agent,
-    id: u64,
+    exec: &Exec,
     files: &[sluice_proto::types::DeviceFile],
 ) -> Option<Arc<devices::JobDevices>> {
-    if let Err(why) = &agent.devices {
+    let id = exec.job;
+    if let Err(why) = &exec.devices {
         tracing::warn!(
             "{}: job {id}: device access not confined (ConstrainDevices=yes): {why}",
-            agent.node
+            exec.node
         );
         return None;
     }
@@ -162,7 +259,7 @@ pub(crate) fn resolve_devices(
         tracing::info!(
             "{}: job {id}: ConstrainDevices: left out GRES device files that are not \
              device files here: {}",
-            agent.node,
+            exec.node,
             skipped.join(", ")
         );
     }
@@ -173,19 +270,19 @@ pub(crate) fn resolve_devices(
 /// of `job` it may not open (a step with GPUs `step_gpus` is held to them); None when
 /// nothing is denied, or on a failure (logged here: the job runs unconfined).
 fn devices_step(
-    agent: &Agent,
+    exec: &Exec,
     r: &JobRecord,
     step: &str,
     job: &devices::JobDevices,
     step_gpus: &[u32],
 ) -> Option<devices::Step> {
-    let d = agent.devices.as_ref().ok()?;
+    let d = exec.devices.as_ref().ok()?;
     match d.step(r.id, r.restarts, step, job, step_gpus) {
         Ok(s) => s,
         Err(why) => {
             tracing::warn!(
                 "{}: job {}: device access not confined: {why}",
-                agent.node,
+                exec.node,
                 r.id
             );
             None
@@ -278,31 +375,30 @@ fn state_of(status: &ExitStatus) -> (JobState, i32, i32) {
     }
 }
 
-/// Runs a batch script to its end and reports it.
-pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
+/// Runs a batch script to its end and keeps its end ([`Exec::batch_ended`]) for the
+/// agent to report.
+pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
     let r = &order.job;
     let id = r.id;
     let finish = |state: JobState, code: i32, signal: i32| JobEnded {
         job_id: id,
         run: r.restarts,
-        node: agent.node.clone(),
+        node: exec.node.clone(),
         state,
         exit_code: code,
         signal,
         end: now(),
     };
-    let memory = memory_step(&agent, r, "batch");
-    let job_devices = job_devices(&agent, &order);
+    let memory = memory_step(&exec, r, "batch");
+    let job_devices = job_devices(&exec, &order);
     if let Some(d) = &job_devices {
-        if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&id) {
-            j.devices = Some(d.clone());
-        }
+        exec.procs().devices = Some(d.clone());
     }
     let devices = job_devices
         .as_ref()
-        .and_then(|d| devices_step(&agent, r, "batch", d, &[]));
+        .and_then(|d| devices_step(&exec, r, "batch", d, &[]));
     let started = start_batch(
-        &agent,
+        &exec,
         &order,
         &cgroup_procs(memory.as_ref(), devices.as_ref()),
     );
@@ -318,42 +414,40 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
                 }
             })
             .await;
-            tracing::warn!("{}: job {id}: {why}", agent.node);
+            tracing::warn!("{}: job {id}: {why}", exec.node);
             // Tell the user where they will look.
-            if let Ok(owner) = Owner::of(&agent, r) {
+            if let Ok(owner) = Owner::of(exec.own_uid, r) {
                 if let Ok(mut f) = owner.open_output(&r.stderr, true) {
-                    let _ = writeln!(f, "{}: error: {why}", stepd(&agent.node));
+                    let _ = writeln!(f, "{}: error: {why}", stepd(&exec.node));
                 }
             }
-            agent.jobs.lock().expect("lock").remove(&id);
-            report(agent.clone(), finish(JobState::Failed, 1, 0)).await;
+            exec.batch_ended(finish(JobState::Failed, 1, 0));
             return;
         }
     };
     let pid = child.id() as i32;
     tracing::info!(
         "{}: Launching batch job {id} for UID {} (run {}, pid {pid})",
-        agent.node,
+        exec.node,
         r.uid,
         r.restarts
     );
     let ended_before_start = {
-        let mut jobs = agent.jobs.lock().expect("lock");
-        jobs.get_mut(&id).and_then(|j| {
-            j.pid = Some(pid);
-            j.ending
-        })
+        let mut procs = exec.procs();
+        procs.pid = Some(pid);
+        procs.ending
     };
+    exec.touch();
     if ended_before_start.is_some() {
         // The controller ended the job while its script was being started: the order
         // found no process then, so it is carried out now.
-        kill_job(agent.clone(), id, order.kill_wait);
+        kill_job(exec.clone(), order.kill_wait);
     }
     let key = format!("{id}.batch");
-    leftovers::remember(&agent.jobs_dir(), &key, pid);
-    if let Ok(owner) = Owner::of(&agent, r) {
+    leftovers::remember(&exec.dir, &key, pid);
+    if let Ok(owner) = Owner::of(exec.own_uid, r) {
         notices().insert(
-            (agent.node.clone(), id, r.restarts),
+            (exec.node.clone(), id, r.restarts),
             (r.stderr.clone(), owner),
         );
     }
@@ -372,13 +466,7 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
     let until = |t: i64| tokio::time::sleep(Duration::from_secs((t - now()).max(0) as u64));
     let status = loop {
         // `scontrol update TimeLimit=` moves the deadline, and a --signal not yet sent.
-        let changed = agent
-            .jobs
-            .lock()
-            .expect("lock")
-            .get(&id)
-            .and_then(|j| j.time_limit)
-            .filter(|l| *l != limit);
+        let changed = exec.procs().time_limit.filter(|l| *l != limit);
         if let Some(l) = changed {
             limit = l;
             deadline = l.map(|l| start + l);
@@ -397,26 +485,27 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
             st = &mut done_rx => break st.ok().and_then(Result::ok),
             _ = sig_sleep, if signal_at.is_some() => {
                 let (_, sig, batch_only) = signal_at.take().expect("guarded");
-                signal_job(&agent, id, sig, batch_only);
+                signal_job(&exec, sig, batch_only);
             }
             _ = limit_sleep, if deadline.is_some() && !timed_out => {
                 timed_out = true;
-                let first = agent.jobs.lock().expect("lock").get_mut(&id).is_some_and(|j| {
-                    let first = j.ending.is_none();
-                    j.ending.get_or_insert(JobState::Timeout);
+                let first = {
+                    let mut procs = exec.procs();
+                    let first = procs.ending.is_none();
+                    procs.ending.get_or_insert(JobState::Timeout);
                     first
-                });
+                };
                 if first {
-                    end_notice(&agent.node, id, r.restarts, JobState::Timeout);
+                    end_notice(&exec.node, id, r.restarts, JobState::Timeout);
                 }
-                kill_job(agent.clone(), id, order.kill_wait);
+                kill_job(exec.clone(), order.kill_wait);
             }
             // Look at the limit again now and then.
             _ = tokio::time::sleep(Duration::from_secs(1)), if !timed_out => {}
         }
     };
-    leftovers::forget(&agent.jobs_dir(), &key);
-    notices().remove(&(agent.node.clone(), id, r.restarts));
+    leftovers::forget(&exec.dir, &key);
+    notices().remove(&(exec.node.clone(), id, r.restarts));
     // The batch step is over: what it left in its cgroup is killed, and an OOM kill in
     // it is reported as slurmstepd reports it, on the job's stderr.
     let oom_kills = tokio::task::spawn_blocking(move || {
@@ -429,31 +518,22 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
     .await
     .unwrap_or(0);
     if oom_kills > 0 {
-        if let Ok(mut f) = Owner::of(&agent, r)
+        if let Ok(mut f) = Owner::of(exec.own_uid, r)
             .and_then(|o| o.open_output(&r.stderr, true).map_err(|e| e.to_string()))
         {
-            let _ = writeln!(f, "{}", cgroup::oom_message(&agent.node, oom_kills, &key));
+            let _ = writeln!(f, "{}", cgroup::oom_message(&exec.node, oom_kills, &key));
         }
     }
-    // The job stays listed (as running, for registrations) until the controller has
-    // its end, so that a controller restarting meanwhile does not take it for lost.
-    let run = r.restarts;
-    let (ending, tasks_left) = agent
-        .jobs
-        .lock()
-        .expect("lock")
-        .get_mut(&id)
-        .filter(|j| j.run == run)
-        .map_or((None, false), |j| {
-            j.pid = None;
-            j.finished = true;
-            (j.ending, !j.task_groups.is_empty())
-        });
+    let (ending, tasks_left) = {
+        let mut procs = exec.procs();
+        procs.pid = None;
+        (procs.ending, !procs.task_groups.is_empty())
+    };
     // Step tasks still running here end with the job, as slurmd ends them: SIGCONT
     // and SIGTERM (already sent when the controller ended the job), SIGKILL after
-    // KillWait. The job stays listed, for that SIGKILL, until its last task is gone.
+    // KillWait.
     if tasks_left && ending.is_none() {
-        kill_job(agent.clone(), id, order.kill_wait);
+        kill_job(exec.clone(), order.kill_wait);
     }
     let (state, code, signal) = match &status {
         Some(s) => state_of(s),
@@ -470,37 +550,28 @@ pub(crate) async fn batch(agent: Arc<Agent>, order: LaunchBatch) {
     };
     tracing::info!(
         "{}: [{id}.batch] done with job: {} ExitCode={code}:{signal}",
-        agent.node,
+        exec.node,
         state.name()
     );
-    report(agent.clone(), finish(state, code, signal)).await;
-    let mut jobs = agent.jobs.lock().expect("lock");
-    if let Some(j) = jobs.get_mut(&id).filter(|j| j.run == run) {
-        if j.task_groups.is_empty() {
-            jobs.remove(&id);
-        } else {
-            j.tasks_only = true;
-        }
-    }
-    drop(jobs);
-    let _ = std::fs::remove_file(script_path(&agent, r));
+    let _ = std::fs::remove_file(script_path(&exec.jobs_dir, r));
+    exec.batch_ended(finish(state, code, signal));
 }
 
-/// Where a run's batch script is written: one file per run, so a run that is ending
-/// never removes the script of the run after it.
-fn script_path(agent: &Agent, r: &JobRecord) -> std::path::PathBuf {
-    agent.jobs_dir().join(format!("{}.{}.sh", r.id, r.restarts))
+/// Where a run's batch script is written in the node's jobs directory: one file per
+/// run, so a run that is ending never removes the script of the run after it.
+pub(crate) fn script_path(jobs_dir: &Path, r: &JobRecord) -> PathBuf {
+    jobs_dir.join(format!("{}.{}.sh", r.id, r.restarts))
 }
 
 fn start_batch(
-    agent: &Agent,
+    exec: &Exec,
     order: &LaunchBatch,
     cgroups: &[CString],
 ) -> Result<std::process::Child, String> {
     let r = &order.job;
-    let owner = Owner::of(agent, r)?;
+    let owner = Owner::of(exec.own_uid, r)?;
     let identity = owner.identity()?;
-    let script = script_path(agent, r);
+    let script = script_path(&exec.jobs_dir, r);
     std::fs::write(&script, &r.desc.script).map_err(|e| format!("cannot write the script: {e}"))?;
     let _ = std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700));
     if owner.switch {
@@ -547,7 +618,7 @@ fn start_batch(
         cgroups,
     );
     cmd.stdout(out).stderr(err).stdin(input);
-    // The script was just written: a process forked elsewhere in the agent at that
+    // The script was just written: a process forked elsewhere in this process at that
     // moment holds the written file open until it execs, and exec then fails with
     // ETXTBSY. That passes within moments; try again.
     let mut tries = 0;
@@ -571,39 +642,48 @@ fn start_batch(
     }
 }
 
-/// Sends `signal` to a job's processes here: the batch shell only, or its srun tasks
+/// Sends `signal` to the job's processes here: the batch shell only, or its srun tasks
 /// (Slurm's default, which leaves the batch shell alone even when it runs no tasks).
-pub(crate) fn signal_job(agent: &Agent, job: u64, signal: i32, batch_only: bool) {
+pub(crate) fn signal_job(exec: &Exec, signal: i32, batch_only: bool) {
     let Ok(sig) = Signal::try_from(signal) else {
         return;
     };
-    let jobs = agent.jobs.lock().expect("lock");
-    let Some(j) = jobs.get(&job) else { return };
+    let procs = exec.procs();
     if batch_only {
-        if let Some(pid) = j.pid {
+        if let Some(pid) = procs.pid {
             let _ = kill(Pid::from_raw(pid), sig);
         }
-    }
-    if !batch_only {
-        for g in &j.task_groups {
+    } else {
+        for g in &procs.task_groups {
             let _ = killpg(Pid::from_raw(*g), sig);
         }
     }
 }
 
-/// Ends a job at the controller's request: reported as `state`.
-pub(crate) fn terminate(agent: Arc<Agent>, job: u64, state: JobState, kill_wait: i64) {
-    let first = if let Some(j) = agent.jobs.lock().expect("lock").get_mut(&job) {
-        let first = (j.ending.is_none() && !j.finished).then_some(j.run);
-        j.ending.get_or_insert(state);
+/// Ends the job at the controller's request: reported as `state`.
+pub(crate) fn terminate(exec: Arc<Exec>, state: JobState, kill_wait: i64) {
+    let first = {
+        let mut procs = exec.procs();
+        let first = procs.ending.is_none() && procs.ended.is_none();
+        procs.ending.get_or_insert(state);
         first
-    } else {
-        return;
     };
-    if let Some(run) = first {
-        end_notice(&agent.node, job, run, state);
+    if first {
+        end_notice(&exec.node, exec.job, exec.run, state);
     }
-    kill_job(agent, job, kill_wait);
+    kill_job(exec, kill_wait);
+}
+
+/// Ends the job as its cluster stops (`sluice up` stopping): SIGTERM, SIGKILL after
+/// `grace` seconds, no notice in its output, and its end reported to nobody.
+pub(crate) fn shut_down(exec: Arc<Exec>, grace: i64) {
+    {
+        let mut procs = exec.procs();
+        procs.ending.get_or_insert(JobState::NodeFail);
+        procs.acknowledged = true;
+    }
+    exec.touch();
+    kill_job(exec, grace);
 }
 
 /// The stderr file (and its owner) of each batch job running here, keyed by node, job
@@ -649,55 +729,27 @@ fn end_notice(node: &str, job: u64, run: u32, state: JobState) {
     }
 }
 
-/// SIGCONT and SIGTERM to all of a job's process groups, SIGKILL `kill_wait` seconds
-/// later if any of that run remain (a requeued job's next run is not this one's).
-fn kill_job(agent: Arc<Agent>, job: u64, kill_wait: i64) {
-    let run = agent.jobs.lock().expect("lock").get(&job).map(|j| j.run);
-    let groups = move |agent: &Agent| -> Vec<i32> {
-        let jobs = agent.jobs.lock().expect("lock");
-        jobs.get(&job)
-            .filter(|j| Some(j.run) == run)
-            .map(|j| {
-                j.pid
-                    .into_iter()
-                    .chain(j.task_groups.iter().copied())
-                    .collect()
-            })
-            .unwrap_or_default()
+/// SIGCONT and SIGTERM to all of the job's process groups here, SIGKILL `kill_wait`
+/// seconds later to those left.
+fn kill_job(exec: Arc<Exec>, kill_wait: i64) {
+    let groups = |exec: &Exec| -> Vec<i32> {
+        let procs = exec.procs();
+        procs
+            .pid
+            .into_iter()
+            .chain(procs.task_groups.iter().copied())
+            .collect()
     };
-    for g in groups(&agent) {
+    for g in groups(&exec) {
         let _ = killpg(Pid::from_raw(g), Signal::SIGCONT);
         let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
     }
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(kill_wait.max(0) as u64)).await;
-        for g in groups(&agent) {
+        for g in groups(&exec) {
             let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
         }
     });
-}
-
-/// Ends every job here as the agent stops: SIGCONT and SIGTERM to all their process
-/// groups, SIGKILL to those left after `grace`.
-pub(crate) async fn end_all(agent: &Agent, grace: Duration) {
-    let groups = || -> Vec<i32> {
-        let jobs = agent.jobs.lock().expect("lock");
-        jobs.values()
-            .flat_map(|j| j.pid.into_iter().chain(j.task_groups.iter().copied()))
-            .collect()
-    };
-    let first = groups();
-    if first.is_empty() {
-        return;
-    }
-    for &g in &first {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGCONT);
-        let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
-    }
-    tokio::time::sleep(grace).await;
-    for g in first {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
-    }
 }
 
 /// Starts a step's tasks on this node and streams their output and exits to `tx`.
@@ -705,13 +757,13 @@ pub(crate) async fn end_all(agent: &Agent, grace: Duration) {
 /// `fetched` are the job's devices here as the controller gave them, for a node that
 /// did not launch the job's batch script (its other nodes, interactive allocations).
 pub(crate) fn tasks(
-    agent: Arc<Agent>,
+    exec: Arc<Exec>,
     record: JobRecord,
     order: LaunchTasks,
     fetched: Option<Arc<devices::JobDevices>>,
     tx: Sender<TaskEvent>,
 ) {
-    let owner = match Owner::of(&agent, &record) {
+    let owner = match Owner::of(exec.own_uid, &record) {
         Ok(o) => o,
         Err(message) => {
             let _ = tx.try_send(TaskEvent::Error { message });
@@ -726,7 +778,7 @@ pub(crate) fn tasks(
     };
     tracing::info!(
         "{}: launch task StepId={}.{} request from UID:{} GID:{}: {} task(s) here",
-        agent.node,
+        exec.node,
         order.job_id,
         order.step,
         record.uid,
@@ -746,27 +798,20 @@ pub(crate) fn tasks(
     // confined by the job's batch launch here (an srun step only narrows them, to the
     // GPUs of its tasks here, so what srun says of them is never trusted further).
     let step_name = format!("step_{}", order.step);
-    let job_devices = agent
-        .jobs
-        .lock()
-        .expect("lock")
-        .get(&order.job_id)
-        .filter(|j| j.run == record.restarts)
-        .and_then(|j| j.devices.clone())
-        .or(fetched);
+    let job_devices = exec.procs().devices.clone().or(fetched);
     let mut step_gpus: Vec<u32> = order.task_gpus.iter().flatten().copied().collect();
     step_gpus.sort_unstable();
     step_gpus.dedup();
     let end = Arc::new(StepEnd {
         left: AtomicUsize::new(order.tasks.len() + 1),
-        memory: Mutex::new(memory_step(&agent, &record, &step_name)),
+        memory: Mutex::new(memory_step(&exec, &record, &step_name)),
         devices: Mutex::new(
             job_devices
                 .as_ref()
-                .and_then(|d| devices_step(&agent, &record, &step_name, d, &step_gpus)),
+                .and_then(|d| devices_step(&exec, &record, &step_name, d, &step_gpus)),
         ),
         name: format!("{}.{}", order.job_id, order.step),
-        node: agent.node.clone(),
+        node: exec.node.clone(),
         task: order.tasks.first().copied().unwrap_or(0),
     });
     let procs = cgroup_procs(
@@ -785,7 +830,7 @@ pub(crate) fn tasks(
     let cpus_on_node = record
         .nodes
         .iter()
-        .position(|n| *n == agent.node)
+        .position(|n| *n == exec.node)
         .and_then(|i| record.cpus_per_node.get(i).copied())
         .unwrap_or(1);
     // The pipes of the tasks reading srun's input, made known once all are started:
@@ -814,7 +859,7 @@ pub(crate) fn tasks(
         env.push(("SLURM_LOCALID".into(), local.to_string()));
         env.push(("SLURM_NODEID".into(), order.node_index.to_string()));
         env.push(("SLURM_GTIDS".into(), gtids.clone()));
-        env.push(("SLURMD_NODENAME".into(), agent.node.clone()));
+        env.push(("SLURMD_NODENAME".into(), exec.node.clone()));
         if let Some(g) = order.task_gpus.get(local).filter(|g| !g.is_empty()) {
             let list = g.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
             env.retain(|(k, _)| {
@@ -849,7 +894,7 @@ pub(crate) fn tasks(
                     stream: 2,
                     data: format!(
                         "{}: error: execve(): {program}: {}\n",
-                        stepd(&agent.node),
+                        stepd(&exec.node),
                         sluice_proto::oserror::describe(&e)
                     ),
                 });
@@ -865,51 +910,33 @@ pub(crate) fn tasks(
         let pid = child.id() as i32;
         // Known here so that the controller's terminate and signal orders reach the
         // task, whether or not this node runs the job's batch script.
-        agent
-            .jobs
-            .lock()
-            .expect("lock")
-            .entry(order.job_id)
-            .or_insert_with(|| crate::Running {
-                run: record.restarts,
-                tasks_only: true,
-                ..crate::Running::default()
-            })
-            .task_groups
-            .push(pid);
+        exec.procs().task_groups.push(pid);
         if let Some(pipe) = child.stdin.take() {
             stdins.push((task, pipe));
         }
         let key = format!("{}.task-{pid}", order.job_id);
-        leftovers::remember(&agent.jobs_dir(), &key, pid);
+        leftovers::remember(&exec.dir, &key, pid);
         let reader = forward_output(task, child.stdout.take(), child.stderr.take(), tx.clone());
         let tx = tx.clone();
-        let agent = agent.clone();
-        let job = order.job_id;
+        let exec = exec.clone();
         let step = order.step;
         let end = end.clone();
         std::thread::spawn(move || {
             let status = child.wait();
-            leftovers::forget(&agent.jobs_dir(), &key);
+            leftovers::forget(&exec.dir, &key);
             // Its input goes nowhere now; its pipe is closed.
             {
-                let mut stdins = agent.stdins.lock().expect("lock");
-                if let Some((_, pipes)) = stdins.get_mut(&(job, step)) {
+                let mut stdins = exec.stdins.lock().expect("lock");
+                if let Some((_, pipes)) = stdins.get_mut(&step) {
                     pipes.retain(|(t, _)| *t != task);
                     if pipes.is_empty() {
-                        stdins.remove(&(job, step));
+                        stdins.remove(&step);
                     }
                 }
             }
             let _ = reader.join();
-            let mut jobs = agent.jobs.lock().expect("lock");
-            if let Some(j) = jobs.get_mut(&job) {
-                j.task_groups.retain(|g| *g != pid);
-                if j.tasks_only && j.task_groups.is_empty() {
-                    jobs.remove(&job);
-                }
-            }
-            drop(jobs);
+            exec.procs().task_groups.retain(|g| *g != pid);
+            exec.touch();
             let (code, signal) = match &status {
                 Ok(s) => (s.code().unwrap_or(0), s.signal().unwrap_or(0)),
                 Err(_) => (1, 0),
@@ -919,11 +946,10 @@ pub(crate) fn tasks(
         });
     }
     if !stdins.is_empty() {
-        agent
-            .stdins
+        exec.stdins
             .lock()
             .expect("lock")
-            .insert((order.job_id, order.step), (record.uid, stdins));
+            .insert(order.step, (record.uid, stdins));
     }
     end.done(&tx);
 }

@@ -126,6 +126,7 @@ fn an_agent_hears_only_signed_requests_and_obeys_only_the_controller() {
         job_id: 1,
         state: JobState::Cancelled,
         kill_wait: 1,
+        run: None,
     })
     .unwrap();
     let user = if me == 4242 { 4243 } else { 4242 };

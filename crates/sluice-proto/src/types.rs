@@ -856,6 +856,11 @@ pub struct TerminateOrder {
     /// slurm.conf's `KillWait`, seconds (Slurm's default, 30, when absent).
     #[serde(default = "default_kill_wait")]
     pub kill_wait: i64,
+    /// Only this run of the job (restart count): a run the registration of a restarted
+    /// agent listed that the controller no longer gives the node, or whose end it
+    /// ordered while the agent was away. `None`: whichever run the agent has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<u32>,
 }
 
 fn default_kill_wait() -> i64 {
@@ -1073,6 +1078,29 @@ pub struct LaunchTasks {
     pub stdin_task: Option<u32>,
 }
 
+/// srun's request to follow a step's events on one node again, after the stream it
+/// had broke (the node's agent was restarted): the events from the `from`-th on (srun
+/// has the ones before), as the agent streamed them the first time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TasksAttach {
+    /// Job id.
+    pub job_id: u64,
+    /// Step number.
+    pub step: u32,
+    /// How many of the step's events on this node srun has received.
+    pub from: u64,
+}
+
+/// srun has every event of a step's tasks on one node (their exits included): the
+/// node may forget them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TasksDone {
+    /// Job id.
+    pub job_id: u64,
+    /// Step number.
+    pub step: u32,
+}
+
 /// srun's standard input for the tasks of a step on one node, in order: each of them
 /// that reads srun's input gets every chunk.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1124,6 +1152,10 @@ pub enum TaskEvent {
         /// Why.
         message: String,
     },
+    /// The step's last event on this node has been sent: nothing follows. (A stream
+    /// that ends without it broke: the node's agent went, and srun asks the next one
+    /// for the rest.) Not counted among the step's events.
+    End,
 }
 
 #[cfg(test)]

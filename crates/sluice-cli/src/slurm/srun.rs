@@ -190,32 +190,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
         let tx = tx.clone();
         let socket = socket.clone();
         let node = node.clone();
-        std::thread::spawn(move || {
-            match Client::endpoint(&socket, &super::common::agent_signer())
-                .post_stream("/v1/tasks", &order)
-            {
-                Ok(reader) => {
-                    for line in reader.lines() {
-                        let Ok(line) = line else { break };
-                        if let Ok(e) = serde_json::from_str::<TaskEvent>(&line) {
-                            let _ = tx.send(e);
-                        }
-                    }
-                }
-                Err(e) => {
-                    let _ = tx.send(TaskEvent::Error {
-                        message: format!("cannot launch tasks on {node}: {}", describe(&e)),
-                    });
-                    for &t in &order.tasks {
-                        let _ = tx.send(TaskEvent::Exit {
-                            task: t,
-                            code: 1,
-                            signal: 0,
-                        });
-                    }
-                }
-            }
-        });
+        std::thread::spawn(move || follow_node(&socket, &node, &order, &tx));
     }
     drop(tx);
     let readers: Vec<String> = plan
@@ -324,6 +299,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
                 eprintln!("{ME}: error: {message}");
                 worst = worst.max(1);
             }
+            TaskEvent::End => {}
         }
     }
     // Slurm's shape: one line per node and outcome, `vm: tasks 0-3: Exited with exit
@@ -459,6 +435,119 @@ fn forward_stdin(
             }
         }
     });
+}
+
+/// How long srun waits for a node's agent to come back after its stream of the step's
+/// events broke (the agent was restarted or upgraded while the step ran): Slurm's
+/// default `SlurmdTimeout`, after which the controller gives the node up too.
+const REATTACH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Launches a step's tasks on one node and passes their events to `tx` until each of
+/// them has exited. The tasks run under the job's supervisor there, not under the
+/// node's agent: should the stream of their events break (the agent was restarted), it
+/// asks the next agent for the events from where it stopped (`/v1/tasks/attach`), for
+/// up to [`REATTACH_PATIENCE`]. Once it has every exit it says so (`/v1/tasks/done`).
+fn follow_node(socket: &str, node: &str, order: &LaunchTasks, tx: &mpsc::Sender<TaskEvent>) {
+    let client = Client::endpoint(socket, &super::common::agent_signer());
+    let mut seen: u64 = 0;
+    let mut exited: std::collections::BTreeSet<u32> = Default::default();
+    let mut complete = false;
+    let mut first = true;
+    let mut since = std::time::Instant::now();
+    loop {
+        let stream = if first {
+            client.post_stream("/v1/tasks", order)
+        } else {
+            let attach = sluice_proto::types::TasksAttach {
+                job_id: order.job_id,
+                step: order.step,
+                from: seen,
+            };
+            client.post_stream("/v1/tasks/attach", &attach)
+        };
+        match stream {
+            Ok(reader) => {
+                since = std::time::Instant::now();
+                for line in reader.lines() {
+                    let Ok(line) = line else { break };
+                    // A line cut off as the agent went is no event: it comes again.
+                    let Ok(e) = serde_json::from_str::<TaskEvent>(&line) else {
+                        continue;
+                    };
+                    match e {
+                        TaskEvent::End => complete = true,
+                        TaskEvent::Exit { task, .. } => {
+                            exited.insert(task);
+                        }
+                        _ => {}
+                    }
+                    if complete {
+                        break;
+                    }
+                    seen += 1;
+                    let _ = tx.send(e);
+                }
+            }
+            Err(e) if first => {
+                let _ = tx.send(TaskEvent::Error {
+                    message: format!("cannot launch tasks on {node}: {}", describe(&e)),
+                });
+                for &t in &order.tasks {
+                    let _ = tx.send(TaskEvent::Exit {
+                        task: t,
+                        code: 1,
+                        signal: 0,
+                    });
+                }
+                return;
+            }
+            // The agent answers, but its job's supervisor has no such step (it is
+            // gone, or the agent knows nothing of reattaching): nothing more will come,
+            // and what is missing is lost.
+            Err(e @ sluice_proto::ClientError::Status { .. }) => {
+                if !order.tasks.iter().all(|t| exited.contains(t)) {
+                    lost_node(node, order, &exited, &describe(&e), tx);
+                }
+                return;
+            }
+            Err(_) => {}
+        }
+        first = false;
+        if complete {
+            let done = sluice_proto::types::TasksDone {
+                job_id: order.job_id,
+                step: order.step,
+            };
+            let _ = client.post::<_, serde_json::Value>("/v1/tasks/done", &done);
+            return;
+        }
+        if since.elapsed() > REATTACH_PATIENCE {
+            lost_node(node, order, &exited, "its agent does not answer", tx);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+/// The tasks of `order` on `node` that have not exited are lost to srun: said, and
+/// counted as failed.
+fn lost_node(
+    node: &str,
+    order: &LaunchTasks,
+    exited: &std::collections::BTreeSet<u32>,
+    why: &str,
+    tx: &mpsc::Sender<TaskEvent>,
+) {
+    let _ = tx.send(TaskEvent::Error {
+        message: format!("lost contact with the tasks on {node}: {why}"),
+    });
+    for &t in order.tasks.iter().filter(|t| !exited.contains(t)) {
+        let _ = tx.send(TaskEvent::Exit {
+            task: t,
+            code: 1,
+            signal: 0,
+        });
+    }
 }
 
 /// Writes one chunk of input to a node's tasks; false once they take no more. The

@@ -1,6 +1,7 @@
 //! A real cluster for tests: `sluice up` in the background with its own state
 //! directory, and the Slurm commands run against it as a user would run them.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -108,8 +109,19 @@ impl Cluster {
 
     /// Kills the controller outright (SIGKILL) and starts it again at once.
     pub fn crash_and_restart_controller(&mut self) {
+        self.crash_controller();
+        self.restart_controller();
+    }
+
+    /// Kills the controller outright (SIGKILL); [`Cluster::restart_controller`] starts
+    /// it again.
+    pub fn crash_controller(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Starts the controller again (alone: the agents are the test's).
+    pub fn restart_controller(&mut self) {
         self.child = Self::spawn_up(&self.dir, true, &self.up_args);
     }
 
@@ -267,10 +279,12 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        // SIGINT: the cluster stops, the agents end their jobs (SIGTERM would leave
+        // them running under their supervisors).
         for a in &mut self.agents {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(a.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
+                nix::sys::signal::Signal::SIGINT,
             );
             let _ = a.wait();
         }
@@ -288,8 +302,10 @@ impl Drop for Cluster {
         let _ = self.child.kill();
         let _ = self.child.wait();
         // Agents of a controller the test killed (`crash_and_restart_controller`) are
-        // nobody's children any more: found by their state directory.
+        // nobody's children any more: found by their state directory; and so are the
+        // supervisors of jobs whose agent a test killed and did not restart.
         stop_agents_of(&self.dir.join("state"));
+        stop_supervisors_of(&self.dir.join("state"));
         if std::thread::panicking() {
             eprintln!(
                 "cluster state kept for inspection in {}",
@@ -344,6 +360,13 @@ pub fn pids_of(words: &[&str]) -> Vec<i32> {
 }
 
 impl Cluster {
+    /// Starts another agent for `node` (after the test killed or stopped its agent),
+    /// kept with the test's own agents: stopped (SIGINT) and waited for at the end.
+    pub fn add_agent(&mut self, node: &str) {
+        let a = self.start_agent(node);
+        self.agents.push(a);
+    }
+
     /// Starts a node agent for `node` by hand (as `sluice up` does).
     pub fn start_agent(&self, node: &str) -> Child {
         Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -356,7 +379,50 @@ impl Cluster {
     }
 }
 
-/// Sends SIGTERM to every `sluice agent` process working in state directory `state`.
+/// The job supervisors (`slurmstepd stepd DIR`) whose directory is under state
+/// directory `state`.
+pub fn supervisors_of(state: &Path) -> Vec<i32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(p.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        if args.get(1) == Some(&&b"stepd"[..])
+            && args
+                .get(2)
+                .is_some_and(|d| Path::new(std::ffi::OsStr::from_bytes(d)).starts_with(state))
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Ends the jobs of supervisors left in state directory `state` (SIGTERM: each ends its
+/// job and leaves), and waits for them a little.
+fn stop_supervisors_of(state: &Path) {
+    let left = supervisors_of(state);
+    for &pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    let start = Instant::now();
+    while !supervisors_of(state).is_empty() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends SIGINT to every `sluice agent` process working in state directory `state` (the
+/// cluster stops: they end their jobs).
 fn stop_agents_of(state: &Path) {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return;
@@ -378,7 +444,7 @@ fn stop_agents_of(state: &Path) {
         {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGTERM,
+                nix::sys::signal::Signal::SIGINT,
             );
         }
     }

@@ -31,12 +31,13 @@ fn host() -> String {
 fn the_controller_and_agents_log_what_they_decide_with_ids() {
     // The agents log where SlurmdLogFile says (`%n`, `%h` expanded), the controller
     // where it logs by default; SlurmctldDebug=error would hide the controller's info
-    // lines, but `sluice up -v` raises it to info (and the agents' to verbose).
+    // lines, but `sluice up -v` raises it to info (and the agents' to verbose). A node
+    // whose agent is gone is waited for two seconds (SlurmdTimeout) before it goes down.
     let agent_logs =
         std::env::temp_dir().join(format!("sluice-t-{}-agentlogs", std::process::id()));
     let _ = std::fs::remove_dir_all(&agent_logs);
     let conf = format!(
-        "{}SlurmctldDebug=error\nSlurmdLogFile={}/%n@%h.log\n",
+        "{}SlurmctldDebug=error\nSlurmdTimeout=2\nSlurmdLogFile={}/%n@%h.log\n",
         crate::SMALL,
         agent_logs.display()
     );
@@ -150,13 +151,18 @@ fn the_controller_and_agents_log_what_they_decide_with_ids() {
         back < refused_submit && refused_submit < refused_hold,
         "{log}"
     );
-    // The requeue by request, the agent's loss and the requeue it caused.
+    // The requeue by request, the agent's loss (waited for SlurmdTimeout: its jobs
+    // run on under their supervisors meanwhile) and the requeue it caused.
     let first = at(&format!("sched: Allocate JobId={job} NodeList=n1 #CPUs=1"));
     let requeued = at(&format!("Requeuing JobId={job} by uid {me}"));
+    let silent = at(
+        "warning: Node n1 not responding (its agent is gone); its jobs run on, DOWN after \
+         SlurmdTimeout=2s",
+    );
     let lost = at("warning: Nodes n1 not responding, setting DOWN");
     let failed = at(&format!("requeue JobId={job} due to failure of node n1"));
     assert!(
-        first < requeued && requeued < lost && lost < failed,
+        first < requeued && requeued < silent && silent < lost && lost < failed,
         "{log}"
     );
 

@@ -23,6 +23,7 @@ mod priority;
 mod purge;
 mod queries;
 mod reservations;
+mod restarts;
 mod salloc;
 mod stdin;
 mod tasks;
@@ -385,70 +386,4 @@ fn steps_are_named_hold_the_jobs_cpus_and_give_it_its_derived_exit_code() {
         std::fs::read_to_string(c.work().join(format!("slurm-{job}.out"))).unwrap(),
         "srun: Warning: can't run 1 processes on 2 nodes, setting nnodes to 1\non n1\n"
     );
-}
-
-#[test]
-fn a_killed_agent_fails_or_requeues_its_jobs_and_a_new_one_ends_the_leftovers() {
-    // One node of 2 CPUs, two jobs on it; its agent is killed outright.
-    let c = Cluster::start("agentkill", &SMALL.replace("n[1-2]", "n1"));
-    // Durations unique to this run, to find its processes among all.
-    let (long1, long2) = (
-        format!("601.{}", std::process::id()),
-        format!("602.{}", std::process::id()),
-    );
-    let keep = c.sbatch(&[
-        "-J",
-        "keep",
-        "--no-requeue",
-        "--wrap",
-        &format!("sleep {long1}"),
-    ]);
-    let again = c.sbatch(&["-J", "again", "--wrap", &format!("sleep {long2}")]);
-    c.wait_for("both jobs running", || {
-        c.state(keep) == "RUNNING" && c.state(again) == "RUNNING"
-    });
-    let state = c.dir.join("state").display().to_string();
-    let agent = harness::pids_of(&["agent", "--node", "n1", "--state-dir", &state]);
-    assert_eq!(agent.len(), 1, "one agent for n1");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(agent[0]),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-
-    // The job that may not be requeued ends NODE_FAIL; the other waits for its node.
-    assert_eq!(c.wait_ended(keep), "NODE_FAIL");
-    let expected = format!(
-        "{again} again PD (Nodes required for job are DOWN, DRAINED or reserved for jobs in \
-         higher priority partitions)\n"
-    );
-    let squeue = || c.run("squeue", &["-h", "-o", "%i %j %t %R"]).stdout;
-    assert_eq!(c.settle(&expected, squeue), expected);
-    let sinfo = || c.run("sinfo", &["-h", "-N", "-o", "%N %t"]).stdout;
-    assert_eq!(c.settle("n1 down*\n", sinfo), "n1 down*\n");
-
-    // A new agent for n1 first ends what the old one left running, then registers;
-    // the requeued job runs again on n1, its second run.
-    let mut agent = c.start_agent("n1");
-    c.wait_for("the leftovers to end", || {
-        harness::pids_of(&["sleep", &long1]).is_empty()
-    });
-    c.wait_for("the requeued job to run again", || {
-        c.state(again) == "RUNNING"
-    });
-    let show = c
-        .run("scontrol", &["show", "job", &again.to_string()])
-        .stdout;
-    assert!(show.contains(" Restarts=1 "), "{show}");
-    c.wait_for("the new run's process, and only it", || {
-        harness::pids_of(&["sleep", &long2]).len() == 1
-    });
-    // Stopped properly, the agent ends its jobs.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(agent.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    agent.wait().unwrap();
-    assert!(harness::pids_of(&["sleep", &long2]).is_empty());
 }

@@ -9,9 +9,11 @@
 //! `seeds_lab.rs` runs Sluice on the seeds' lab: `slurmctld` on `head01`, `slurmd` on
 //! `node01`–`node04`, a user's job submitted on one host running on two others, a
 //! client with a wrong key refused. `munge_lab.rs` does the same under
-//! `AuthType=auth/munge` with the real munged on every host.
+//! `AuthType=auth/munge` with the real munged on every host. `restart_lab.rs` kills and
+//! restarts node02's agent while a user's jobs run there: they run on and end right.
 
 mod harness;
 mod lab;
 mod munge_lab;
+mod restart_lab;
 mod seeds_lab;

@@ -263,7 +263,10 @@ fn a_users_job_from_node01_runs_on_two_other_hosts_and_a_wrong_key_is_refused() 
     }
 
     // An agent with another key: node04's, restarted with one. The controller refuses
-    // its registration and logs it; the agent logs the refusal; the node stays down.
+    // its registration and logs it; the agent logs the refusal; the node stays out of
+    // service, not responding (`idle*`: no work goes to it, and it would go down after
+    // SlurmdTimeout, 300 s, as Slurm's; a stopped agent no longer takes its node down
+    // at once, since its jobs would run on).
     stop_daemon(&h, "node04", "/var/run/slurmd.pid");
     let etc_wrong = here(&h, "/home/etc-wrong");
     std::fs::create_dir_all(&etc_wrong).unwrap();
@@ -322,7 +325,7 @@ fn a_users_job_from_node01_runs_on_two_other_hosts_and_a_wrong_key_is_refused() 
         "sinfo",
         &["-h", "-p", "interactive", "-o", "%N %t"],
     );
-    assert_eq!(o.stdout, "node04 down*\n", "{}", o.stderr);
+    assert_eq!(o.stdout, "node04 idle*\n", "{}", o.stderr);
     drop(daemons);
     h.down().unwrap();
 }

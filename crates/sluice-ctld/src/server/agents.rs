@@ -114,7 +114,9 @@ async fn futures_join(handles: Vec<JoinHandle<()>>) {
 /// An order split into one order per node it goes to.
 fn per_node(order: Effect) -> Vec<(String, Effect)> {
     match order {
-        Effect::Launch { ref node, .. } | Effect::SetTimeLimit { ref node, .. } => {
+        Effect::Launch { ref node, .. }
+        | Effect::SetTimeLimit { ref node, .. }
+        | Effect::EndRun { ref node, .. } => {
             vec![(node.clone(), order)]
         }
         Effect::Signal {
@@ -190,18 +192,16 @@ async fn run_queue(
                     });
                 }
             }
-            // The node's agent cannot take the order: the node is down.
-            Ok(Err(why @ ClientError::Connect { .. })) if job.is_some() => {
-                let _ = sender.inputs.send(Input::Unreachable {
-                    node: node.clone(),
-                    why: why.to_string(),
-                });
-            }
-            Ok(Err(why)) if job.is_some() => {
-                let _ = sender.inputs.send(Input::Unreachable {
-                    node: node.clone(),
-                    why: why.to_string(),
-                });
+            // The node's agent cannot take the launch: the run never starts.
+            Ok(Err(why)) => {
+                if let Some((job, run)) = job {
+                    let _ = sender.inputs.send(Input::Unreachable {
+                        node: node.clone(),
+                        job,
+                        run,
+                        why: why.to_string(),
+                    });
+                }
             }
             _ => {}
         }
@@ -209,8 +209,9 @@ async fn run_queue(
 }
 
 /// Sends one order (blocking). Only a launch's failure changes the controller's state:
-/// signals and terminations of an agent that is gone are moot (the watch marks its node
-/// down); their failures are only logged when the agent refused this controller.
+/// signals and terminations that do not reach an agent that is gone are sent again when
+/// it registers (its registration's reconciliation); their failures are only logged
+/// when the agent refused this controller.
 fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
     match order {
         Effect::Launch { mut order, .. } => {
@@ -254,6 +255,20 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
                 job_id: job_id.0,
                 state,
                 kill_wait: s.kill_wait,
+                run: None,
+            };
+            client
+                .post::<_, serde_json::Value>("/v1/terminate", &body)
+                .map(|_| ())
+        }
+        Effect::EndRun {
+            job_id, run, state, ..
+        } => {
+            let body = sluice_proto::types::TerminateOrder {
+                job_id: job_id.0,
+                state,
+                kill_wait: s.kill_wait,
+                run: Some(run),
             };
             client
                 .post::<_, serde_json::Value>("/v1/terminate", &body)
@@ -268,11 +283,13 @@ const AGENT_CHECK: Duration = Duration::from_secs(1);
 
 /// Checks every registered agent each [`AGENT_CHECK`] until `stop`; one whose socket
 /// refuses connections is gone (its process is; on a local socket nothing else refuses
-/// a connection, and on TCP a host that answers with a refusal is up without its agent),
-/// so its node goes DOWN and its jobs are requeued or end `NODE_FAIL` at once, rather
-/// than after Slurm's `SlurmdTimeout`. An agent that does not answer in time, or cannot
-/// be reached at all over TCP (a cut link, a host powered off), is neither: waiting out
-/// `SlurmdTimeout` for it is the liveness item's work, not done yet.
+/// a connection, and on TCP a host that answers with a refusal is up without its
+/// agent). Its jobs run on under their supervisors: its node takes no new work, and
+/// goes DOWN (its jobs requeued or ended `NODE_FAIL`) only if the agent has not
+/// registered again within `SlurmdTimeout` (`Controller::agent_silent`). An agent that
+/// does not answer in time, or cannot be reached at all over TCP (a cut link, a host
+/// powered off), is neither: waiting out `SlurmdTimeout` for it is the liveness item's
+/// work, not done yet.
 pub async fn watch(
     inputs: UnboundedSender<Input>,
     clients: AgentClients,

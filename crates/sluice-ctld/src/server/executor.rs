@@ -86,6 +86,7 @@ impl Executor {
                 order @ (Effect::Launch { .. }
                 | Effect::Signal { .. }
                 | Effect::Terminate { .. }
+                | Effect::EndRun { .. }
                 | Effect::SetTimeLimit { .. }) => orders.push(order),
             }
         }

@@ -74,10 +74,15 @@ pub enum Input {
         /// The agent's message.
         why: String,
     },
-    /// An order could not reach a node's agent: the node is down.
+    /// A launch could not reach a node's agent: that run never starts, and the
+    /// node's agent is gone.
     Unreachable {
         /// The node.
         node: String,
+        /// The job launched.
+        job: JobId,
+        /// Its run.
+        run: u32,
         /// Why.
         why: String,
     },

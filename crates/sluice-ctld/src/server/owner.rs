@@ -199,10 +199,11 @@ impl Owner {
             Input::AgentsChecked { answered, gone } => {
                 // Nodes an operator resumed take work again once their agent answers.
                 let mut effects = self.ctl.agents_answered(&answered, now);
+                // A gone agent's jobs run on: its node waits for it, SlurmdTimeout long.
                 for node in gone {
-                    tracing::warn!("agent on {node} is gone; marking the node down");
-                    effects.extend(self.ctl.agent_lost(&node, now));
+                    self.ctl.agent_silent(&node, now);
                 }
+                effects.extend(self.ctl.silent_expired(now));
                 self.pass_due |= !effects.is_empty();
                 Outcome::effects(effects)
             }
@@ -212,10 +213,19 @@ impl Owner {
                 self.pass_due = true;
                 Outcome::effects(self.ctl.launch_refused(job, run, now))
             }
-            Input::Unreachable { node, why } => {
-                tracing::warn!("agent on {node} unreachable ({why}); marking it down");
+            Input::Unreachable {
+                node,
+                job,
+                run,
+                why,
+            } => {
+                tracing::warn!(
+                    "JobId={job}: launch on {node} failed, its agent unreachable ({why}); \
+                     requeueing"
+                );
                 self.pass_due = true;
-                Outcome::effects(self.ctl.agent_lost(&node, now))
+                self.ctl.agent_silent(&node, now);
+                Outcome::effects(self.ctl.launch_unreachable(&node, job, run, now))
             }
             Input::Tick => {
                 self.pass_due = true;

@@ -145,6 +145,12 @@ fn story(effects: &[Effect]) -> Vec<String> {
             Effect::Terminate { nodes, job_id, .. } => {
                 format!("terminate {job_id} on {}", nodes.join(","))
             }
+            Effect::EndRun {
+                node,
+                job_id,
+                run,
+                state,
+            } => format!("end run {job_id}.{run} on {node} {state:?}"),
             Effect::Signal { job_id, signal, .. } => format!("signal {job_id} {signal}"),
             Effect::PersistAccounts(rows)
                 if rows
@@ -318,15 +324,20 @@ fn refusals_are_answered_by_their_code_and_change_nothing() {
 }
 
 #[test]
-fn an_unreachable_agent_takes_its_node_down_and_requeues_its_job() {
-    // The launch cannot reach node01's agent: the node goes down, and the job (which
-    // may be requeued, Slurm's default) goes back to the queue and starts on node02.
+fn an_unreachable_agent_requeues_its_launch_and_its_node_waits_for_it() {
+    // The launch cannot reach node01's agent: the job (which may be requeued, Slurm's
+    // default) goes back to the queue and starts on node02, and node01 takes no work
+    // until its agent registers again (its other jobs, if any, would run on under
+    // their supervisors). Should the agent have started the run after all, it is
+    // ended there.
     let mut s = Script::new(conf(2, 4));
     let (job, effects) = s.submit(desc(4), 0);
     assert_eq!(story(&effects)[2], "launch 1 on node01");
     let effects = s.feed(
         Input::Unreachable {
             node: "node01".into(),
+            job,
+            run: 0,
             why: "connection refused".into(),
         },
         1,
@@ -336,6 +347,7 @@ fn an_unreachable_agent_takes_its_node_down_and_requeues_its_job() {
     assert_eq!(
         story(&effects),
         [
+            "end run 1.0 on node01 NodeFail",
             "keep run 1.0 Requeued",
             "persist 1 Pending",
             "persist 1 Pending",
@@ -351,7 +363,15 @@ fn an_unreachable_agent_takes_its_node_down_and_requeues_its_job() {
         .into_iter()
         .find(|n| n.name == "node01")
         .unwrap();
-    assert_eq!(node01.state, "down");
+    // (Its agent never registered in this script: down until it does.)
+    assert_eq!(
+        (
+            node01.state.as_str(),
+            node01.agent_up,
+            node01.reason.as_deref()
+        ),
+        ("down", false, Some("Not responding"))
+    );
     assert_eq!(s.owner.controller().job(job).unwrap().restarts, 1);
     assert!(s.pass(200).is_empty());
 }

@@ -23,6 +23,9 @@ pub(crate) struct Liveness {
     last_busy: BTreeMap<String, i64>,
     /// Nodes resumed by an operator whose agent has not answered since: since when.
     resumed: BTreeMap<String, i64>,
+    /// Nodes whose agent is gone but whose jobs run on (see
+    /// [`Controller::agent_silent`]): since when.
+    silent: BTreeMap<String, i64>,
 }
 
 impl Liveness {
@@ -31,6 +34,35 @@ impl Liveness {
         self.registered.insert(node.to_string(), now);
         self.last_busy.entry(node.to_string()).or_insert(now);
         self.resumed.remove(node);
+        self.silent.remove(node);
+    }
+
+    /// The node's agent is gone at `now`; true if it was not already.
+    pub(crate) fn silent(&mut self, node: &str, now: i64) -> bool {
+        if self.silent.contains_key(node) {
+            return false;
+        }
+        self.silent.insert(node.to_string(), now);
+        true
+    }
+
+    /// The node is no longer waited for (registered again, or given up: DOWN).
+    pub(crate) fn heard(&mut self, node: &str) {
+        self.silent.remove(node);
+    }
+
+    /// Whether the node's agent is gone while its jobs run on.
+    pub(crate) fn is_silent(&self, node: &str) -> bool {
+        self.silent.contains_key(node)
+    }
+
+    /// The nodes silent since `before` or earlier.
+    pub(crate) fn silent_since(&self, before: i64) -> Vec<String> {
+        self.silent
+            .iter()
+            .filter(|(_, &since)| since <= before)
+            .map(|(n, _)| n.clone())
+            .collect()
     }
 
     /// The node's agent is gone, or an operator drained or downed it again: no

@@ -136,7 +136,7 @@ impl Controller {
                 record,
             });
             // An agent that is not there keeps the node down whatever the operator says.
-            let state = if self.liveness.awaiting(&name) {
+            let state = if self.liveness.awaiting(&name) || self.liveness.is_silent(&name) {
                 NodeState::Drain
             } else if self.agents_up.contains(&name) {
                 self.node_state(nid)

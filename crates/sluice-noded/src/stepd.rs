@@ -1,0 +1,826 @@
+//! A job's supervisor on a node (slurmstepd's role): the process that owns one run of
+//! one job here — its batch script's process group, its srun steps' tasks, their
+//! cgroups, its time limit (SIGTERM, SIGKILL after `KillWait`, `TIMEOUT`), its signals,
+//! its output files and its exit status — so that the job outlives the agent that
+//! started it.
+//!
+//! The agent starts one per job run on its node (for the batch script, or for the first
+//! srun step of a job whose batch script runs elsewhere) by executing its own binary
+//! again in a hidden mode (`slurmstepd stepd DIR`; [`Stepd::prepare`]), in a session of
+//! its own, detached from the agent: killing, restarting or upgrading the agent leaves
+//! it running. Everything it needs is in its directory in the agent's spool
+//! (`<jobs dir>/<job>.<run>/`, mode 0700, the agent's):
+//!
+//! ```text
+//! launch.json   what to run ([`Launch`]), written by the agent before it starts it
+//! lock          flock'ed by the supervisor for its whole life (taken by the agent
+//!               before the start and inherited, so no moment exists where a live
+//!               supervisor does not hold it): a new agent tells a dead supervisor
+//!               from one starting up by trying it
+//! stepd.sock    its Unix socket (0600): only root and the agent's user are answered
+//! end.json      the batch script's end ([`sluice_proto::types::JobEnded`]), written
+//!               durably before anyone is told, removed with the directory once the
+//!               controller has it
+//! *.pgid        its process groups with their leaders' start times (`leftovers.rs`):
+//!               what a new agent ends if the supervisor itself died
+//! ```
+//!
+//! The agent talks to it over the socket, one [`Request`] per connection (a JSON line)
+//! answered by a [`Reply`] line: `Watch` keeps the connection and sends a [`Status`]
+//! line now and on every change (the agent learns the batch script's end this way);
+//! `Tasks` is followed by the step's [`sluice_proto::types::TaskEvent`] lines, which the
+//! agent passes on to srun as they are. A new agent finds the supervisors in its spool,
+//! watches them as the one before did, and lists their jobs in its registration
+//! (`supervisors.rs`).
+//!
+//! The supervisor leaves once nothing is left for it: its batch script has ended and
+//! the controller has acknowledged the end (the agent says `Acknowledged`), and no task
+//! runs here; a supervisor of srun tasks only, once it has been idle for
+//! [`IDLE_EXIT`] (a step launched as it leaves is answered `Closing`, and the agent
+//! starts another).
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use sluice_proto::error::ErrorCode;
+use sluice_proto::types::{
+    DeviceFile, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, StdinChunk, TaskEvent,
+};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::{UnixListener, UnixStream};
+
+use crate::run::{self, Exec};
+use crate::{cgroup, devices};
+
+/// The supervisor's record in its directory: what to run.
+pub(crate) const LAUNCH: &str = "launch.json";
+/// Held by the live supervisor.
+pub(crate) const LOCK: &str = "lock";
+/// Its socket.
+pub(crate) const SOCKET: &str = "stepd.sock";
+/// The batch script's end.
+pub(crate) const END: &str = "end.json";
+
+/// How long a supervisor of srun tasks only stays without tasks, for the next step.
+pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(5);
+
+/// How many bytes of a step's events already sent to the agent are kept, for a new
+/// agent to send again to an srun whose stream broke with the old one (what was still
+/// on its way then).
+const REPLAY: usize = 4 << 20;
+
+/// How many bytes of a step's events not yet sent it may hold; beyond, its tasks wait
+/// (their output pipes fill) until the agent takes them.
+const BACKLOG: usize = 4 << 20;
+
+/// How long a finished step's events are kept for an srun that has not said it has
+/// them all (its stream broke with the agent, and it will ask again).
+const RETAIN: Duration = Duration::from_secs(120);
+
+/// One srun step's events on this node, numbered from 0 in the order its tasks made
+/// them: what the agent streams to srun. srun counts the events it gets; after its
+/// stream broke (the agent was restarted) it asks the new agent for those from its
+/// count on (`Attach`), and says when it has them all (`StepDone`).
+#[derive(Debug)]
+pub(crate) struct StepLog {
+    /// The uid of the step's owner: only they (or root) may follow it.
+    owner: u32,
+    /// The number of `events[0]`.
+    base: u64,
+    /// The events kept, each a JSON line.
+    events: std::collections::VecDeque<Vec<u8>>,
+    /// Events before this one were sent to a connection.
+    sent: u64,
+    /// Bytes of the kept events that were sent, and of those not yet sent.
+    sent_bytes: usize,
+    unsent_bytes: usize,
+    /// When its last event was made (its tasks have all ended).
+    finished: Option<Instant>,
+    /// The connection streaming it (a new one takes over from an old one).
+    streamer: u64,
+}
+
+impl StepLog {
+    fn new(owner: u32) -> StepLog {
+        StepLog {
+            owner,
+            base: 0,
+            events: Default::default(),
+            sent: 0,
+            sent_bytes: 0,
+            unsent_bytes: 0,
+            finished: None,
+            streamer: 0,
+        }
+    }
+
+    /// Event `n` was sent: sent events beyond [`REPLAY`] bytes are forgotten.
+    fn sent(&mut self, n: u64) {
+        while self.sent <= n {
+            if let Some(e) = self.events.get((self.sent - self.base) as usize) {
+                self.sent_bytes += e.len();
+                self.unsent_bytes -= e.len();
+            }
+            self.sent += 1;
+        }
+        while self.sent_bytes > REPLAY && self.base < self.sent {
+            let Some(e) = self.events.pop_front() else {
+                break;
+            };
+            self.sent_bytes -= e.len();
+            self.base += 1;
+        }
+    }
+}
+
+/// What a supervisor runs, written by the agent in its directory.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Launch {
+    /// The node's name.
+    pub(crate) node: String,
+    /// The job.
+    pub(crate) job: u64,
+    /// Its run (restart count).
+    pub(crate) run: u32,
+    /// The agent's uid: the only one (besides root) the socket answers.
+    pub(crate) own_uid: u32,
+    /// The node's jobs directory (batch scripts are written there).
+    pub(crate) jobs_dir: PathBuf,
+    /// Where memory cgroups are made; None: no limits on this node.
+    pub(crate) memory: Option<cgroup::Memory>,
+    /// Where device cgroups are made; Err says why devices cannot be confined here.
+    pub(crate) devices: Result<devices::Devices, String>,
+    /// The batch script to run; None: only srun steps' tasks run here.
+    pub(crate) batch: Option<LaunchBatch>,
+    /// Where the supervisor logs (the agent's log file) and at which Slurm level.
+    #[serde(default)]
+    pub(crate) log: Option<(PathBuf, String)>,
+}
+
+/// One request to a supervisor.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Request {
+    /// Its [`Status`] now and at every change, until it leaves.
+    Watch,
+    /// A signal to the batch shell (`batch_only`) or to the steps' tasks.
+    Signal { signal: i32, batch_only: bool },
+    /// End the job: SIGCONT and SIGTERM, SIGKILL after `kill_wait`, reported as
+    /// `state`.
+    Terminate { state: JobState, kill_wait: i64 },
+    /// The job's new time limit (seconds from its start; None: unlimited).
+    TimeLimit { limit: Option<i64> },
+    /// The controller has the batch script's end.
+    Acknowledged,
+    /// Start a step's tasks here; the reply is followed by their events.
+    Tasks {
+        record: Box<JobRecord>,
+        order: Box<LaunchTasks>,
+        /// The job's device files here, from the controller (a node that did not
+        /// launch its batch script), when its devices are confined.
+        devices: Option<Vec<DeviceFile>>,
+    },
+    /// srun's input for a step's tasks, from user `uid`.
+    Stdin { uid: u32, chunk: StdinChunk },
+    /// A step's events from the `from`-th on, for user `uid` (srun again, after its
+    /// stream broke); the reply is followed by them.
+    Attach { step: u32, from: u64, uid: u32 },
+    /// User `uid`'s srun has all of a step's events: they may go.
+    StepDone { step: u32, uid: u32 },
+    /// The cluster stops (`sluice up`): end the job now and leave, reporting nothing.
+    Shutdown { grace: i64 },
+}
+
+/// A supervisor's answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Reply {
+    /// Done (for `Tasks`: the events follow).
+    Ok,
+    /// Refused, as the agent would refuse it.
+    Error { code: ErrorCode, message: String },
+    /// The supervisor is leaving: start another.
+    Closing,
+}
+
+/// A supervisor's state, as `Watch` sends it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Status {
+    /// The job.
+    pub(crate) job: u64,
+    /// Its run.
+    pub(crate) run: u32,
+    /// A batch script runs (or ran) here.
+    pub(crate) batch: bool,
+    /// The batch script's process, while it runs.
+    pub(crate) pid: Option<i32>,
+    /// Process groups of srun tasks running here.
+    pub(crate) tasks: usize,
+    /// The batch script's end, until the controller has it.
+    pub(crate) ended: Option<JobEnded>,
+}
+
+/// Writes `value` as JSON to `path`, whole or not at all (a temporary file renamed over
+/// it); with `sync`, on disk once this returns (the file and the directory synced: what
+/// a job's end needs, which nobody else keeps until the controller has it).
+pub(crate) fn write_whole<T: Serialize>(path: &Path, value: &T, sync: bool) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&serde_json::to_vec(value).map_err(std::io::Error::other)?)?;
+        if sync {
+            f.sync_all()?;
+        }
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent().filter(|_| sync) {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Reads the JSON in `path`.
+pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A supervisor about to run: its record read (see the module's documentation).
+pub struct Stepd {
+    dir: PathBuf,
+    launch: Launch,
+    lock_fd: Option<i32>,
+}
+
+impl Stepd {
+    /// Reads the supervisor's command line (after the mode word `stepd`): its
+    /// directory, and `--lock-fd N` (the lock it inherited from the agent).
+    ///
+    /// Errors: the command line or the record cannot be read.
+    pub fn prepare(args: &[String]) -> Result<Stepd, String> {
+        let mut dir = None;
+        let mut lock_fd = None;
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--lock-fd" => {
+                    lock_fd = it.next().and_then(|v| v.parse().ok());
+                }
+                other => dir = Some(PathBuf::from(other)),
+            }
+        }
+        let dir = dir.ok_or("usage: slurmstepd stepd DIR [--lock-fd N]")?;
+        let launch: Launch = read_json(&dir.join(LAUNCH))?;
+        Ok(Stepd {
+            dir,
+            launch,
+            lock_fd,
+        })
+    }
+
+    /// Where it logs (the agent's log file) and at which Slurm debug level, if the
+    /// agent logs to a file.
+    pub fn log(&self) -> Option<(&Path, &str)> {
+        self.launch
+            .log
+            .as_ref()
+            .map(|(p, l)| (p.as_path(), l.as_str()))
+    }
+
+    /// Runs the job to its end and until the controller has its end; returns the
+    /// process's exit status.
+    pub fn run(self) -> i32 {
+        // The inherited lock stays with this process alone: its children (the job's
+        // processes) must not keep it held once it is gone.
+        if let Some(fd) = self.lock_fd {
+            let _ = nix::fcntl::fcntl(
+                fd,
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            );
+        }
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+        {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("slurmstepd: cannot start: {e}");
+                return 1;
+            }
+        };
+        runtime.block_on(serve(self.dir, self.launch))
+    }
+}
+
+/// The supervisor's life: its socket, its job, until nothing is left for it.
+async fn serve(dir: PathBuf, launch: Launch) -> i32 {
+    // SIGTERM is heard from before the job starts: its default action would end the
+    // supervisor and leave the job running unsupervised.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let socket = dir.join(SOCKET);
+    let _ = std::fs::remove_file(&socket);
+    let listener = match UnixListener::bind(&socket) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(
+                "{}: job {}: slurmstepd cannot listen on {}: {e}",
+                launch.node,
+                launch.job,
+                socket.display()
+            );
+            return 1;
+        }
+    };
+    let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600));
+    let (changed, _) = tokio::sync::watch::channel(0u64);
+    let exec = Arc::new(Exec {
+        node: launch.node.clone(),
+        own_uid: launch.own_uid,
+        job: launch.job,
+        run: launch.run,
+        dir: dir.clone(),
+        jobs_dir: launch.jobs_dir.clone(),
+        procs: Default::default(),
+        stdins: Default::default(),
+        memory: launch.memory.clone(),
+        devices: launch.devices.clone(),
+        changed,
+        steps: Default::default(),
+        output: tokio::sync::watch::channel(0u64).0,
+    });
+    tracing::info!(
+        "{}: slurmstepd (sluice) for job {} run {} started, pid {}{}",
+        launch.node,
+        launch.job,
+        launch.run,
+        std::process::id(),
+        if launch.batch.is_some() {
+            ""
+        } else {
+            " (srun tasks only)"
+        }
+    );
+    if let Some(order) = launch.batch.clone() {
+        exec.procs().batch = true;
+        tokio::spawn(run::batch(exec.clone(), order));
+    }
+    let mut idle_since: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            conn = listener.accept() => {
+                if let Ok((stream, _)) = conn {
+                    tokio::spawn(connection(exec.clone(), launch.own_uid, stream));
+                }
+            }
+            // SIGTERM (an operator, or a test cleaning up): the job ends now.
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {
+                tracing::info!("{}: job {}: slurmstepd got SIGTERM: ending the job", exec.node, exec.job);
+                run::shut_down(exec.clone(), 2);
+            }
+            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+        }
+        if may_leave(&exec, &mut idle_since) {
+            break;
+        }
+    }
+    drop(listener);
+    let _ = std::fs::remove_file(&socket);
+    // Watchers see the connection close as this process exits.
+    let _ = std::fs::remove_dir_all(&dir);
+    tracing::info!(
+        "{}: slurmstepd for job {} run {} done",
+        exec.node,
+        exec.job,
+        exec.run
+    );
+    0
+}
+
+/// Whether nothing is left for the supervisor (see the module's documentation); once
+/// it says so, the supervisor is closing and takes no new step.
+fn may_leave(exec: &Exec, idle_since: &mut Option<Instant>) -> bool {
+    let mut procs = exec.procs();
+    let batch_over = procs.ended.is_some() && procs.acknowledged;
+    // Finished steps' events go once srun has them, once they are old, once the batch
+    // script whose srun would ask for them has ended, or once the cluster stops.
+    let shut_down = procs.acknowledged && !procs.batch;
+    let steps_left = {
+        let mut steps = exec.steps.lock().expect("lock");
+        steps.retain(|_, log| {
+            log.finished
+                .is_none_or(|at| at.elapsed() < RETAIN && !batch_over && !shut_down)
+        });
+        !steps.is_empty()
+    };
+    let idle = procs.pid.is_none()
+        && procs.task_groups.is_empty()
+        && procs.launching == 0
+        && !steps_left
+        && (!procs.batch || batch_over);
+    if !idle {
+        *idle_since = None;
+        return false;
+    }
+    let leave = procs.batch
+        || procs.acknowledged
+        || idle_since.get_or_insert_with(Instant::now).elapsed() >= IDLE_EXIT;
+    if leave {
+        procs.closing = true;
+    }
+    leave
+}
+
+/// The supervisor's state for `Watch`.
+fn status(exec: &Exec) -> Status {
+    let procs = exec.procs();
+    Status {
+        job: exec.job,
+        run: exec.run,
+        batch: procs.batch,
+        pid: procs.pid,
+        tasks: procs.task_groups.len(),
+        ended: procs.ended.clone().filter(|_| !procs.acknowledged),
+    }
+}
+
+/// Writes `value` as one JSON line.
+async fn send_line<T: Serialize>(w: &mut (impl AsyncWriteExt + Unpin), value: &T) -> bool {
+    let mut line = serde_json::to_vec(value).expect("messages serialise");
+    line.push(b'\n');
+    w.write_all(&line).await.is_ok() && w.flush().await.is_ok()
+}
+
+/// One connection: one request, its answer (and, for `Watch` and `Tasks`, what follows).
+async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
+    let peer = stream.peer_cred().map(|c| c.uid()).unwrap_or(u32::MAX);
+    let (read, mut write) = stream.into_split();
+    if peer != 0 && peer != own_uid {
+        let _ = send_line(
+            &mut write,
+            &Reply::Error {
+                code: ErrorCode::AccessDenied,
+                message: "only the node's agent may talk to slurmstepd".into(),
+            },
+        )
+        .await;
+        return;
+    }
+    let mut lines = BufReader::new(read).lines();
+    let Ok(Some(line)) = lines.next_line().await else {
+        return;
+    };
+    let request: Request = match serde_json::from_str(&line) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = send_line(
+                &mut write,
+                &Reply::Error {
+                    code: ErrorCode::Invalid,
+                    message: format!("bad request: {e}"),
+                },
+            )
+            .await;
+            return;
+        }
+    };
+    let reply = match request {
+        Request::Watch => {
+            if !send_line(&mut write, &Reply::Ok).await {
+                return;
+            }
+            let mut changes = exec.changed.subscribe();
+            loop {
+                if !send_line(&mut write, &status(&exec)).await {
+                    return;
+                }
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        }
+        Request::Signal { signal, batch_only } => {
+            run::signal_job(&exec, signal, batch_only);
+            Reply::Ok
+        }
+        Request::Terminate { state, kill_wait } => {
+            tracing::debug!(
+                "{}: job {}: terminate order ({}), KillWait {kill_wait}s",
+                exec.node,
+                exec.job,
+                state.name()
+            );
+            run::terminate(exec.clone(), state, kill_wait);
+            Reply::Ok
+        }
+        Request::TimeLimit { limit } => {
+            exec.procs().time_limit = Some(limit);
+            Reply::Ok
+        }
+        Request::Acknowledged => {
+            exec.procs().acknowledged = true;
+            let _ = std::fs::remove_file(exec.dir.join(END));
+            exec.touch();
+            Reply::Ok
+        }
+        Request::Shutdown { grace } => {
+            run::shut_down(exec.clone(), grace);
+            Reply::Ok
+        }
+        Request::Stdin { uid, chunk } => stdin(&exec, uid, chunk).await,
+        Request::StepDone { step, uid } => {
+            let mut steps = exec.steps.lock().expect("lock");
+            match steps.get(&step) {
+                Some(log) if log.owner == uid || uid == 0 => {
+                    steps.remove(&step);
+                    Reply::Ok
+                }
+                Some(_) => Reply::Error {
+                    code: ErrorCode::AccessDenied,
+                    message: "Access/permission denied".into(),
+                },
+                None => Reply::Ok,
+            }
+        }
+        Request::Attach { step, from, uid } => {
+            let known = exec.steps.lock().expect("lock").get(&step).map(|l| l.owner);
+            let refusal = match known {
+                None => Some(Reply::Error {
+                    code: ErrorCode::NotReady,
+                    message: format!("step {}.{step} has no events here", exec.job),
+                }),
+                Some(owner) if owner != uid && uid != 0 => Some(Reply::Error {
+                    code: ErrorCode::AccessDenied,
+                    message: "Access/permission denied".into(),
+                }),
+                Some(_) => None,
+            };
+            if let Some(r) = refusal {
+                let _ = send_line(&mut write, &r).await;
+                return;
+            }
+            if send_line(&mut write, &Reply::Ok).await {
+                tracing::info!(
+                    "{}: job {}: srun follows step {step} again from its event {from}",
+                    exec.node,
+                    exec.job
+                );
+                stream_step(&exec, step, from, &mut write).await;
+            }
+            return;
+        }
+        Request::Tasks {
+            record,
+            order,
+            devices,
+        } => {
+            let closing = {
+                let mut procs = exec.procs();
+                if !procs.closing {
+                    procs.launching += 1;
+                }
+                procs.closing
+            };
+            if closing {
+                let _ = send_line(&mut write, &Reply::Closing).await;
+                return;
+            }
+            exec.touch();
+            let step = order.step;
+            exec.steps
+                .lock()
+                .expect("lock")
+                .insert(step, StepLog::new(record.uid));
+            let ok = send_line(&mut write, &Reply::Ok).await;
+            let (tx, rx) = tokio::sync::mpsc::channel::<TaskEvent>(256);
+            // The events are kept in the step's log, from which this connection (and,
+            // should it break, srun's next one) streams them.
+            tokio::spawn(keep_events(exec.clone(), step, rx));
+            let fetched = devices.and_then(|files| run::resolve_devices(&exec, &files));
+            run::tasks(exec.clone(), *record, *order, fetched, tx);
+            exec.procs().launching -= 1;
+            exec.touch();
+            if ok {
+                stream_step(&exec, step, 0, &mut write).await;
+            }
+            return;
+        }
+    };
+    let _ = send_line(&mut write, &reply).await;
+}
+
+/// Keeps the events of step `step` as its tasks make them, in its log; holds them back
+/// (and so the tasks' output) while more than [`BACKLOG`] bytes wait to be sent.
+async fn keep_events(exec: Arc<Exec>, step: u32, mut rx: tokio::sync::mpsc::Receiver<TaskEvent>) {
+    let mut changes = exec.output.subscribe();
+    while let Some(e) = rx.recv().await {
+        let mut line = serde_json::to_vec(&e).expect("events serialise");
+        line.push(b'\n');
+        loop {
+            changes.borrow_and_update();
+            {
+                let mut steps = exec.steps.lock().expect("lock");
+                let Some(log) = steps.get_mut(&step) else {
+                    // Forgotten (srun said it has them all): the rest goes nowhere.
+                    break;
+                };
+                if log.unsent_bytes < BACKLOG {
+                    log.unsent_bytes += line.len();
+                    log.events.push_back(std::mem::take(&mut line));
+                    break;
+                }
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+        exec.output.send_modify(|n| *n += 1);
+    }
+    if let Some(log) = exec.steps.lock().expect("lock").get_mut(&step) {
+        log.finished = Some(Instant::now());
+    }
+    exec.output.send_modify(|n| *n += 1);
+}
+
+/// Streams step `step`'s events from the `from`-th on to `write`, until its last one
+/// (or until another connection takes over, or this one breaks). Events no longer kept
+/// are said to be lost, and the stream goes on from the first kept.
+async fn stream_step(exec: &Exec, step: u32, mut from: u64, write: &mut OwnedWriteHalf) {
+    let mut changes = exec.output.subscribe();
+    let me = {
+        let mut steps = exec.steps.lock().expect("lock");
+        let Some(log) = steps.get_mut(&step) else {
+            return;
+        };
+        log.streamer += 1;
+        log.streamer
+    };
+    loop {
+        changes.borrow_and_update();
+        enum Next {
+            Line(Vec<u8>),
+            Lost(u64),
+            Wait,
+            /// The step's last event was sent.
+            Last,
+            /// Nothing more for this connection.
+            End,
+        }
+        let next = {
+            let mut steps = exec.steps.lock().expect("lock");
+            match steps.get_mut(&step) {
+                None => Next::End,
+                Some(log) if log.streamer != me => Next::End,
+                Some(log) if from < log.base => {
+                    let lost = log.base - from;
+                    from = log.base;
+                    Next::Lost(lost)
+                }
+                Some(log) => match log.events.get((from - log.base) as usize) {
+                    Some(line) => {
+                        let line = line.clone();
+                        log.sent(from);
+                        from += 1;
+                        Next::Line(line)
+                    }
+                    None if log.finished.is_some() => Next::Last,
+                    None => Next::Wait,
+                },
+            }
+        };
+        let written = match next {
+            Next::Line(line) => write.write_all(&line).await.is_ok(),
+            Next::Lost(n) => {
+                let e = TaskEvent::Error {
+                    message: format!(
+                        "{}: {n} event(s) of step {}.{step}'s output were lost while \
+                         the node's agent was away",
+                        exec.node, exec.job
+                    ),
+                };
+                send_line(write, &e).await
+            }
+            Next::Wait => {
+                if write.flush().await.is_err() || changes.changed().await.is_err() {
+                    return;
+                }
+                true
+            }
+            Next::Last => {
+                let _ = send_line(write, &TaskEvent::End).await;
+                return;
+            }
+            Next::End => return,
+        };
+        if !written {
+            return;
+        }
+        exec.output.send_modify(|n| *n += 1);
+    }
+}
+
+/// srun's input for the tasks of a step here that read it: the chunk written to each
+/// of them in order, their input closed at the end. A task that stopped reading (it
+/// ended) gets no more; once none is left, srun is told so. Only the job's owner (or
+/// root) may write it.
+async fn stdin(exec: &Arc<Exec>, uid: u32, c: StdinChunk) -> Reply {
+    let (owner, pipes) = {
+        let mut stdins = exec.stdins.lock().expect("lock");
+        match stdins.get(&c.step) {
+            None => {
+                return Reply::Error {
+                    code: ErrorCode::NotReady,
+                    message: "no such task input".into(),
+                }
+            }
+            // Checked before the pipes are taken out: nobody else can hold them up.
+            Some((owner, _)) if *owner != uid && uid != 0 => {
+                return Reply::Error {
+                    code: ErrorCode::AccessDenied,
+                    message: "Access/permission denied".into(),
+                }
+            }
+            Some(_) => stdins.remove(&c.step).expect("present"),
+        }
+    };
+    let step = c.step;
+    let eof = c.eof;
+    let written = tokio::task::spawn_blocking(move || {
+        pipes
+            .into_iter()
+            .filter_map(|(task, mut pipe)| {
+                pipe.write_all(&c.data)
+                    .and_then(|()| pipe.flush())
+                    .ok()
+                    .map(|()| (task, pipe))
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    if written.is_empty() {
+        // Every task stopped reading (they ended): the rest of the input goes nowhere.
+        return Reply::Error {
+            code: ErrorCode::Closed,
+            message: "the tasks' input is closed".into(),
+        };
+    }
+    if !eof {
+        exec.stdins
+            .lock()
+            .expect("lock")
+            .insert(step, (owner, written));
+    }
+    Reply::Ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_replies_are_json_lines_of_their_own() {
+        let r = serde_json::to_string(&Request::Terminate {
+            state: JobState::Cancelled,
+            kill_wait: 30,
+        })
+        .unwrap();
+        assert_eq!(r, r#"{"terminate":{"state":"CANCELLED","kill_wait":30}}"#);
+        assert_eq!(
+            serde_json::to_string(&Request::Watch).unwrap(),
+            r#""watch""#
+        );
+        assert_eq!(
+            serde_json::to_string(&Reply::Closing).unwrap(),
+            r#""closing""#
+        );
+        let back: Request = serde_json::from_str(r#"{"time_limit":{"limit":null}}"#).unwrap();
+        assert!(matches!(back, Request::TimeLimit { limit: None }));
+    }
+
+    #[test]
+    fn a_record_is_written_whole_or_not_at_all() {
+        let dir = std::env::temp_dir().join(format!("sluice-stepd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(END);
+        let ended = JobEnded {
+            job_id: 7,
+            run: 1,
+            node: "n1".into(),
+            state: JobState::Completed,
+            exit_code: 0,
+            signal: 0,
+            end: 1_700_000_000,
+        };
+        write_whole(&path, &ended, true).unwrap();
+        assert_eq!(read_json::<JobEnded>(&path).unwrap(), ended);
+        // No temporary file is left beside it.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

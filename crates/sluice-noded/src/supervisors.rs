@@ -1,0 +1,568 @@
+//! The agent's side of its jobs' supervisors (`stepd.rs`): starting one for a job run,
+//! talking to it over its socket, watching it for the batch script's end (reported to
+//! the controller until acknowledged, then acknowledged to the supervisor), and, when
+//! the agent starts, adopting those an earlier agent left running.
+//!
+//! Architecture invariant: the agent never ends a job on its own. A job whose
+//! supervisor runs is ended by the controller's word only (a cancel, a requeue, or the
+//! registration's reconciliation of a run the controller no longer gives this node);
+//! what the agent ends by itself are processes nobody supervises any more (a
+//! supervisor that died: its remembered process groups), since nobody could report
+//! their end.
+
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice_proto::types::{JobEnded, JobState, LaunchBatch};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::net::unix::OwnedReadHalf;
+use tokio::net::UnixStream;
+
+use crate::stepd::{self, Launch, Reply, Request, Status};
+use crate::{leftovers, now, report, App, Running};
+
+/// How long a supervisor may take to answer after it was started (or, when adopted,
+/// while it holds its lock without answering yet).
+const START_PATIENCE: Duration = Duration::from_secs(30);
+
+/// A supervisor, reached at its directory's socket.
+#[derive(Debug)]
+pub(crate) struct Handle {
+    pub(crate) dir: PathBuf,
+}
+
+/// The events following a supervisor's reply, one JSON line each.
+pub(crate) type EventLines = Lines<BufReader<OwnedReadHalf>>;
+
+impl Handle {
+    /// Sends `request` and reads the reply; the connection's further lines follow.
+    pub(crate) async fn open(&self, request: &Request) -> Result<(Reply, EventLines), String> {
+        let socket = self.dir.join(stepd::SOCKET);
+        let stream = UnixStream::connect(&socket)
+            .await
+            .map_err(|e| format!("{}: {e}", socket.display()))?;
+        let (read, mut write) = stream.into_split();
+        let mut line = serde_json::to_vec(request).expect("requests serialise");
+        line.push(b'\n');
+        write
+            .write_all(&line)
+            .await
+            .map_err(|e| format!("{}: {e}", socket.display()))?;
+        // The supervisor reads one line: the write half may go (it shuts the writing
+        // direction only).
+        drop(write);
+        let mut lines = BufReader::new(read).lines();
+        let reply = lines
+            .next_line()
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "slurmstepd closed the connection".to_string())?;
+        let reply: Reply = serde_json::from_str(&reply).map_err(|e| e.to_string())?;
+        Ok((reply, lines))
+    }
+
+    /// Sends `request`; its reply.
+    pub(crate) async fn ask(&self, request: &Request) -> Result<Reply, String> {
+        self.open(request).await.map(|(reply, _)| reply)
+    }
+}
+
+/// The directory of the supervisor of run `run` of `job` in the node's jobs directory.
+pub(crate) fn dir_of(jobs_dir: &Path, job: u64, run: u32) -> PathBuf {
+    jobs_dir.join(format!("{job}.{run}"))
+}
+
+/// The job and run a supervisor's directory (its name) belongs to.
+fn run_of(dir: &Path) -> Option<(u64, u32)> {
+    let name = dir.file_name()?.to_str()?;
+    let (job, run) = name.split_once('.')?;
+    Some((job.parse().ok()?, run.parse().ok()?))
+}
+
+/// Whether a live supervisor holds the lock in `dir`: tried without waiting, and
+/// released at once when it was free.
+fn held(dir: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(dir.join(stepd::LOCK)) else {
+        return false;
+    };
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err()
+}
+
+/// Where supervisors log: set by the program that runs the agent (the agent's own log
+/// file and level).
+static LOG: std::sync::OnceLock<(PathBuf, String)> = std::sync::OnceLock::new();
+
+/// Has the agents' job supervisors log to `file` at Slurm debug level `level` (as
+/// slurmstepd logs to slurmd's log file). Without it they log to the agent's standard
+/// error, which they inherit.
+pub fn log_to(file: PathBuf, level: &str) {
+    let _ = LOG.set((file, level.to_string()));
+}
+
+/// Starts the supervisor of run `run` of `job` (its batch script `batch`, or srun tasks
+/// only) and waits until it answers.
+///
+/// Errors: its directory cannot be made, or it does not start.
+pub(crate) async fn start(
+    agent: &App,
+    job: u64,
+    run: u32,
+    batch: Option<LaunchBatch>,
+) -> Result<Arc<Handle>, String> {
+    let dir = dir_of(&agent.jobs_dir(), job, run);
+    let launch = Launch {
+        node: agent.node.clone(),
+        job,
+        run,
+        own_uid: agent.own_uid,
+        jobs_dir: agent.jobs_dir(),
+        memory: agent.memory.clone(),
+        devices: agent.devices.clone(),
+        batch,
+        log: LOG.get().cloned(),
+    };
+    let made = dir.clone();
+    let child = tokio::task::spawn_blocking(move || spawn(&made, &launch))
+        .await
+        .map_err(|e| e.to_string())??;
+    let handle = Arc::new(Handle { dir });
+    let start = Instant::now();
+    loop {
+        if UnixStream::connect(handle.dir.join(stepd::SOCKET))
+            .await
+            .is_ok()
+        {
+            return Ok(handle);
+        }
+        if child.is_finished() || start.elapsed() > START_PATIENCE {
+            let _ = std::fs::remove_dir_all(&handle.dir);
+            return Err(format!(
+                "slurmstepd for job {job} did not start (see the agent's log)"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Makes the supervisor's directory and record and starts it, holding its lock from
+/// before the start (see `stepd.rs`); a thread waits for its exit. Blocking.
+fn spawn(dir: &Path, launch: &Launch) -> Result<std::thread::JoinHandle<()>, String> {
+    let io = |e: std::io::Error| format!("{}: {e}", dir.display());
+    // What an earlier try left (a launch retried after a failed start).
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .map_err(io)?;
+    stepd::write_whole(&dir.join(stepd::LAUNCH), launch, false).map_err(io)?;
+    let lock = std::fs::File::create(dir.join(stepd::LOCK)).map_err(io)?;
+    let fd = lock.as_raw_fd();
+    // (flock(2) itself, not nix's `Flock`, whose drop would unlock the lock the child
+    // shares: closing this copy later leaves it held.)
+    // SAFETY: `fd` is open, owned by `lock`.
+    if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(io(std::io::Error::last_os_error()));
+    }
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg0("slurmstepd")
+        .arg("stepd")
+        .arg(dir)
+        .arg("--lock-fd")
+        .arg(fd.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .current_dir("/");
+    // SAFETY: between fork and exec the child makes only async-signal-safe calls
+    // (setsid, fcntl) and neither allocates nor takes a lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            // A session of its own: the agent's end, or a signal to its process group,
+            // does not reach it.
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            // The lock goes with it (the supervisor keeps it from its children).
+            nix::fcntl::fcntl(
+                fd,
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+            )
+            .map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start slurmstepd: {e}"))?;
+    // The child holds the lock now; this copy is closed (not unlocked).
+    drop(lock);
+    Ok(std::thread::spawn(move || {
+        let _ = child.wait();
+    }))
+}
+
+/// Runs a batch job: its supervisor started, then watched. A supervisor that cannot be
+/// started fails the job (reported as any end).
+pub(crate) async fn launch_batch(agent: App, order: LaunchBatch) {
+    let (job, run) = (order.job.id, order.job.restarts);
+    match start(&agent, job, run, Some(order)).await {
+        Ok(handle) => attach(&agent, job, run, handle),
+        Err(why) => {
+            tracing::error!("{}: job {job}: {why}", agent.node);
+            {
+                let mut jobs = agent.jobs.lock().expect("lock");
+                if let Some(e) = jobs.get_mut(&job).filter(|e| e.run == run) {
+                    e.reporting = true;
+                }
+            }
+            let ended = JobEnded {
+                job_id: job,
+                run,
+                node: agent.node.clone(),
+                state: JobState::Failed,
+                exit_code: 1,
+                signal: 0,
+                end: now(),
+            };
+            report(agent.clone(), ended).await;
+            reported(&agent, job, run);
+        }
+    }
+}
+
+/// The supervisor of run `run` of `job` answers: the orders that came before it did
+/// are passed on, and it is watched.
+pub(crate) fn attach(agent: &App, job: u64, run: u32, handle: Arc<Handle>) {
+    let pending = {
+        let mut jobs = agent.jobs.lock().expect("lock");
+        match jobs.get_mut(&job).filter(|e| e.run == run) {
+            Some(e) => {
+                e.stepd = Some(handle.clone());
+                std::mem::take(&mut e.pending)
+            }
+            None => Vec::new(),
+        }
+    };
+    let a = agent.clone();
+    tokio::spawn(async move {
+        for request in pending {
+            let _ = handle.ask(&request).await;
+        }
+        watching(a, job, run, handle).await;
+    });
+}
+
+/// Follows a supervisor's status until it leaves: its batch script's end is reported.
+async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
+    let mut reporting = false;
+    if let Ok((Reply::Ok, mut lines)) = handle.open(&Request::Watch).await {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let Ok(status) = serde_json::from_str::<Status>(&line) else {
+                continue;
+            };
+            if let Some(ended) = status.ended.filter(|_| !reporting) {
+                reporting = true;
+                start_report(&agent, job, run, Some(handle.clone()), ended);
+            }
+        }
+    }
+    // It left (or died).
+    let dir = handle.dir.clone();
+    if !reporting && dir.exists() && !held(&dir) {
+        reporting = unsupervised(&agent, job, run, &dir);
+    }
+    let mut jobs = agent.jobs.lock().expect("lock");
+    if let Some(e) = jobs.get_mut(&job).filter(|e| e.run == run) {
+        if e.stepd.as_ref().is_some_and(|s| Arc::ptr_eq(s, &handle)) {
+            e.stepd = None;
+        }
+        if e.stepd.is_none() && !e.reporting && !reporting {
+            jobs.remove(&job);
+        }
+    }
+}
+
+/// What is left of a supervisor that is gone without leaving (it died: killed, or the
+/// host restarted) in `dir`: its batch script's end if it had written it (reported
+/// now; true), else its processes are ended (nobody could report them) and the job is
+/// reported `NODE_FAIL` if its batch script ran here (true).
+fn unsupervised(agent: &App, job: u64, run: u32, dir: &Path) -> bool {
+    if let Ok(ended) = stepd::read_json::<JobEnded>(&dir.join(stepd::END)) {
+        start_report(agent, job, run, None, ended);
+        return true;
+    }
+    let launch = stepd::read_json::<Launch>(&dir.join(stepd::LAUNCH)).ok();
+    let killed = leftovers::reap(dir);
+    let _ = std::fs::remove_dir_all(dir);
+    tracing::error!(
+        "{}: job {job}: its slurmstepd is gone without an end; ended {killed} process \
+         group(s) it left",
+        agent.node
+    );
+    if launch.is_some_and(|l| l.batch.is_some()) {
+        let ended = JobEnded {
+            job_id: job,
+            run,
+            node: agent.node.clone(),
+            state: JobState::NodeFail,
+            exit_code: 0,
+            signal: 0,
+            end: now(),
+        };
+        start_report(agent, job, run, None, ended);
+        return true;
+    }
+    false
+}
+
+/// Reports `ended` to the controller until it is acknowledged, then tells the
+/// supervisor (`handle`; None, or gone: its directory is removed here).
+fn start_report(agent: &App, job: u64, run: u32, handle: Option<Arc<Handle>>, ended: JobEnded) {
+    {
+        let mut jobs = agent.jobs.lock().expect("lock");
+        if let Some(e) = jobs.get_mut(&job).filter(|e| e.run == run) {
+            e.reporting = true;
+        }
+    }
+    let agent = agent.clone();
+    tokio::spawn(async move {
+        report(agent.clone(), ended).await;
+        let told = match &handle {
+            Some(h) => h.ask(&Request::Acknowledged).await == Ok(Reply::Ok),
+            None => false,
+        };
+        if !told {
+            let dir = dir_of(&agent.jobs_dir(), job, run);
+            if !held(&dir) {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+        reported(&agent, job, run);
+    });
+}
+
+/// The controller has run `run` of `job`'s end: no registration lists it any more, and
+/// its entry goes once its supervisor has left.
+fn reported(agent: &App, job: u64, run: u32) {
+    let mut jobs = agent.jobs.lock().expect("lock");
+    if let Some(e) = jobs.get_mut(&job).filter(|e| e.run == run) {
+        e.reporting = false;
+        e.reported = true;
+        if e.stepd.is_none() {
+            jobs.remove(&job);
+        }
+    }
+}
+
+/// Adopts the supervisors an earlier agent of this node left in its jobs directory,
+/// before this one registers: each one running is watched and listed as its job; the
+/// end of one that ended meanwhile is reported; what one that died left is ended.
+/// Returns the runs adopted (whose cgroups stay).
+pub(crate) async fn adopt(agent: &App) -> Vec<(u64, u32)> {
+    let mut adopted = Vec::new();
+    let Ok(entries) = std::fs::read_dir(agent.jobs_dir()) else {
+        return adopted;
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let Some((job, run)) = run_of(&dir) else {
+            continue;
+        };
+        let handle = Arc::new(Handle { dir: dir.clone() });
+        let mut first: Option<Status> = None;
+        let start = Instant::now();
+        while held(&dir) && start.elapsed() < START_PATIENCE {
+            if let Ok((Reply::Ok, mut lines)) = handle.open(&Request::Watch).await {
+                if let Ok(Some(line)) = lines.next_line().await {
+                    if let Ok(status) = serde_json::from_str::<Status>(&line) {
+                        first = Some(status);
+                        break;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        match first {
+            Some(status) => {
+                tracing::info!(
+                    "{}: adopted job {job} (run {run}){}: its slurmstepd runs on",
+                    agent.node,
+                    if status.batch {
+                        ""
+                    } else {
+                        ", srun tasks only"
+                    }
+                );
+                agent.jobs.lock().expect("lock").insert(
+                    job,
+                    Running {
+                        run,
+                        batch: status.batch,
+                        ..Running::default()
+                    },
+                );
+                adopted.push((job, run));
+                // Watched from now on, as the agent that started it did (an end it
+                // keeps is in the first status the watch reads, and reported then).
+                attach(agent, job, run, handle);
+            }
+            None if held(&dir) => {
+                // Its cgroups stay: its job may well run.
+                adopted.push((job, run));
+                tracing::error!(
+                    "{}: job {job}: its slurmstepd holds {} but does not answer; left alone",
+                    agent.node,
+                    dir.display()
+                );
+            }
+            None => {
+                agent.jobs.lock().expect("lock").insert(
+                    job,
+                    Running {
+                        run,
+                        batch: true,
+                        ..Running::default()
+                    },
+                );
+                if unsupervised(agent, job, run, &dir) {
+                    adopted.push((job, run));
+                } else {
+                    agent.jobs.lock().expect("lock").remove(&job);
+                }
+            }
+        }
+    }
+    adopted
+}
+
+/// Ends every job here now and waits (at most `limit`) until their supervisors have
+/// left: the cluster stops (`sluice up`), and nobody will report those ends.
+pub(crate) async fn shut_down_all(agent: &App, grace: i64, limit: Duration) {
+    let handles: Vec<Arc<Handle>> = agent
+        .jobs
+        .lock()
+        .expect("lock")
+        .values()
+        .filter_map(|e| e.stepd.clone())
+        .collect();
+    for h in &handles {
+        let _ = h.ask(&Request::Shutdown { grace }).await;
+    }
+    let start = Instant::now();
+    while start.elapsed() < limit && handles.iter().any(|h| h.dir.exists()) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The job's supervisor here, started (for srun tasks only) if it has none: the one of
+/// run `run`, while it runs.
+///
+/// Errors: the job runs here as another run, or its supervisor does not start.
+pub(crate) async fn for_tasks(agent: &App, job: u64, run: u32) -> Result<Arc<Handle>, String> {
+    let _one_at_a_time = agent.starting.lock().await;
+    let start = Instant::now();
+    loop {
+        let state = {
+            let jobs = agent.jobs.lock().expect("lock");
+            jobs.get(&job)
+                .map(|e| (e.run, e.stepd.clone(), e.batch, e.reporting || e.reported))
+        };
+        match state {
+            Some((r, _, _, _)) if r != run => {
+                return Err(format!("job {job} runs here as run {r}, not {run}"))
+            }
+            Some((_, Some(h), _, _)) => return Ok(h),
+            // Its batch supervisor is starting: it will answer.
+            Some((_, None, true, false)) if start.elapsed() < START_PATIENCE => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Some((_, None, true, _)) => return Err(format!("job {job} has ended here")),
+            // A supervisor of tasks only that is leaving: its entry goes with it.
+            Some((_, None, false, _)) if start.elapsed() < START_PATIENCE => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Some(_) => return Err(format!("job {job}: slurmstepd did not leave")),
+            None => break,
+        }
+    }
+    agent.jobs.lock().expect("lock").insert(
+        job,
+        Running {
+            run,
+            ..Running::default()
+        },
+    );
+    match start_tasks_only(agent, job, run).await {
+        Ok(h) => Ok(h),
+        Err(why) => {
+            let mut jobs = agent.jobs.lock().expect("lock");
+            if jobs
+                .get(&job)
+                .is_some_and(|e| e.run == run && e.stepd.is_none())
+            {
+                jobs.remove(&job);
+            }
+            Err(why)
+        }
+    }
+}
+
+async fn start_tasks_only(agent: &App, job: u64, run: u32) -> Result<Arc<Handle>, String> {
+    let handle = start(agent, job, run, None).await?;
+    attach(agent, job, run, handle.clone());
+    Ok(handle)
+}
+
+/// The supervisor of a tasks-only job that answered `Closing` is leaving: waits until
+/// it has (its entry is gone), at most [`START_PATIENCE`].
+pub(crate) async fn until_gone(agent: &App, job: u64, handle: &Arc<Handle>) {
+    let start = Instant::now();
+    while start.elapsed() < START_PATIENCE {
+        let there = agent
+            .jobs
+            .lock()
+            .expect("lock")
+            .get(&job)
+            .and_then(|e| e.stepd.clone())
+            .is_some_and(|h| Arc::ptr_eq(&h, handle));
+        if !there {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_supervisors_directory_names_its_job_and_run() {
+        let dir = dir_of(Path::new("/spool/n1.jobs"), 42, 3);
+        assert_eq!(dir, Path::new("/spool/n1.jobs/42.3"));
+        assert_eq!(run_of(&dir), Some((42, 3)));
+        assert_eq!(run_of(Path::new("/spool/n1.jobs/42.3.sh")), None);
+        assert_eq!(run_of(Path::new("/spool/n1.jobs/x.1")), None);
+    }
+
+    #[test]
+    fn a_lock_nobody_holds_is_free_and_a_held_one_is_not() {
+        let dir = std::env::temp_dir().join(format!("sluice-held-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(!held(&dir), "no lock file: nobody");
+        let f = std::fs::File::create(dir.join(stepd::LOCK)).unwrap();
+        assert!(!held(&dir));
+        let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive).unwrap();
+        assert!(held(&dir));
+        drop(lock);
+        assert!(!held(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
