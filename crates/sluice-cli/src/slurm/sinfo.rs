@@ -30,6 +30,8 @@ struct Options {
     exact: bool,
     format: Option<String>,
     partitions: Vec<String>,
+    /// `-n`: only these nodes (expanded host list).
+    nodes: Option<Vec<String>>,
 }
 
 /// sinfo's options: Slurm 22.05's table, in its order (which orders the candidates
@@ -95,6 +97,10 @@ pub fn main(args: Vec<String>) -> i32 {
             "partition" => o
                 .partitions
                 .extend(f.value().split(',').map(str::to_string)),
+            "nodes" => match sluice_conf::hostlist::expand(f.value()) {
+                Ok(names) => o.nodes.get_or_insert_with(Vec::new).extend(names),
+                Err(_) => fail(ME, format!("'{}' invalid entry for --nodes", f.value()), 1),
+            },
             // Accepted, no effect.
             "all" | "responding" => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
@@ -104,9 +110,12 @@ pub fn main(args: Vec<String>) -> i32 {
         eprintln!("Invalid node format specification: {code}");
     }
     let client = controller();
-    let nodes: Vec<NodeInfo> = client
+    let mut nodes: Vec<NodeInfo> = client
         .get("/v1/nodes")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    if let Some(only) = &o.nodes {
+        nodes.retain(|n| only.contains(&n.name));
+    }
     let parts: Vec<PartitionInfo> = client
         .get("/v1/partitions")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));

@@ -162,6 +162,16 @@ fn slurmctld_and_two_slurmd_on_one_host_run_a_job_across_both_agents() {
     site.wait_for("two idle nodes", || {
         site.run("sinfo", &["-h", "-o", "%D %t"]).0 == "2 idle\n"
     });
+    // `sinfo -n` shows only the nodes named (a host list), as Slurm's does.
+    assert_eq!(
+        site.run("sinfo", &["-h", "-n", "n[2-3]", "-o", "%N %t"]).0,
+        "n2 idle\n"
+    );
+    let (_, err, code) = site.run("sinfo", &["-n", "n[2-"]);
+    assert_eq!(
+        (err.as_str(), code),
+        ("sinfo: error: 'n[2-' invalid entry for --nodes\n", 1)
+    );
     for (n, p) in [("n1", p1), ("n2", p2)] {
         let log = read(&site.dir.join(format!("log/slurmd.{n}.log")));
         assert!(
