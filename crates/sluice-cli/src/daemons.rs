@@ -546,7 +546,7 @@ pub fn agent(args: Vec<String>) -> i32 {
     let result = runtime.block_on(sluice_noded::run_with(
         &spool,
         &node,
-        sluice_noded::Transport::Tcp(setup),
+        sluice_noded::Transport::Tcp(Box::new(setup)),
         terminated(),
     ));
     if let Some(p) = pid_file {

@@ -113,7 +113,7 @@ pub enum Transport {
     /// controller's socket there.
     Local,
     /// A host of its own (`slurmd`).
-    Tcp(TcpSetup),
+    Tcp(Box<TcpSetup>),
 }
 
 /// What an agent on a host of its own needs (see [`Transport::Tcp`]).

@@ -84,7 +84,7 @@ fn an_agent_hears_only_signed_requests_and_obeys_only_the_controller() {
             .block_on(sluice_noded::run_with(
                 &spool,
                 "n1",
-                Transport::Tcp(setup),
+                Transport::Tcp(Box::new(setup)),
                 async {
                     let _ = stopped.await;
                 },

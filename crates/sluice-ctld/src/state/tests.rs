@@ -1921,7 +1921,7 @@ fn a_second_agent_claiming_a_registered_answering_node_is_refused() {
             "Node node01 is already registered from 10.0.0.1"
         )
     );
-    assert_eq!(node01(&c).1, true);
+    assert!(node01(&c).1);
     // Its own agent again, restarted: welcome.
     c.register_agent(&registration(found(4, 1000, None)), 12)
         .unwrap();
@@ -1954,7 +1954,7 @@ fn a_tcp_agent_that_stops_answering_is_not_responding_and_comes_back_when_it_ans
         launches(&c.agents_answered(&["node01".into()], 12)),
         [(id.0, vec!["node01".to_string()])]
     );
-    assert_eq!(node01(&c).1, true);
+    assert!(node01(&c).1);
     // Silent past SlurmdTimeout: DOWN, not responding.
     c.agents_unanswered(&["node01".into()], 20);
     c.silent_expired(320);
