@@ -425,6 +425,9 @@ pub fn ctld(args: Vec<String>) -> i32 {
         let network = sluice_ctld::server::Network {
             listen: Some(listen),
             auth: Some(auth),
+            conf_hash: std::fs::read(&path)
+                .ok()
+                .map(|t| sluice_ctld::server::conf_hash(&t)),
         };
         sluice_ctld::server::run(conf, &state_dir, network, terminated()).await
     });
@@ -533,12 +536,17 @@ pub fn agent(args: Vec<String>) -> i32 {
         controller,
         vouch_socket: Some(net.auth_socket()),
         job_env: vec![("SLURM_CONF".into(), path.display().to_string())],
+        // Checked by the controller against the node's line (slurmd's registration).
+        hardware: Some(sluice_ctld::config::host_hardware(&conf, id)),
+        conf_hash: std::fs::read(&path)
+            .ok()
+            .map(|t| sluice_ctld::server::conf_hash(&t)),
     };
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let result = runtime.block_on(sluice_noded::run_with(
         &spool,
         &node,
-        sluice_noded::Transport::Tcp(setup),
+        sluice_noded::Transport::Tcp(Box::new(setup)),
         terminated(),
     ));
     if let Some(p) = pid_file {

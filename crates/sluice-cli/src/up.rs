@@ -216,6 +216,8 @@ pub fn run(args: UpArgs) -> i32 {
         let net = sluice_ctld::server::Network {
             listen: args.listen,
             auth: None,
+            // One host, one slurm.conf: nothing to compare.
+            conf_hash: None,
         };
         sluice_ctld::server::run(conf, &state_dir, net, shutdown).await
     });

@@ -123,6 +123,9 @@ pub struct NetConf {
     pub slurmd_timeout: i64,
     /// `ReturnToService` (0, 1 or 2; Slurm's default 0).
     pub return_to_service: u8,
+    /// `SlurmdParameters=config_overrides`: the resources an agent finds on its host are
+    /// not checked against the node's line (Slurm's `CTL_CONF_OR`).
+    pub config_overrides: bool,
     /// `StateSaveLocation`: the controller's state directory (its host's own).
     pub state_save_location: PathBuf,
     /// `SlurmdSpoolDir` as written: each agent's own directory, `%n` and `%h` expanded
@@ -148,6 +151,7 @@ impl Default for NetConf {
             slurmd_port: DEFAULT_SLURMD_PORT,
             slurmd_timeout: DEFAULT_SLURMD_TIMEOUT,
             return_to_service: 0,
+            config_overrides: false,
             state_save_location: PathBuf::from(DEFAULT_STATE_SAVE_LOCATION),
             slurmd_spool_dir: DEFAULT_SLURMD_SPOOL_DIR.to_string(),
             slurmctld_pid_file: PathBuf::from(DEFAULT_SLURMCTLD_PID_FILE),
@@ -248,6 +252,11 @@ impl NetConf {
             n.return_to_service =
                 parse_return_to_service(v).map_err(|m| with("ReturnToService", m))?;
         }
+        if let Some(v) = conf.get("SlurmdParameters") {
+            n.config_overrides = v
+                .split(',')
+                .any(|p| p.trim().eq_ignore_ascii_case("config_overrides"));
+        }
         if let Some(v) = conf.get("StateSaveLocation").filter(|v| !v.is_empty()) {
             n.state_save_location = PathBuf::from(v);
         }
@@ -336,6 +345,7 @@ mod tests {
         assert_eq!(n.slurmd_port, 6818);
         assert_eq!(n.slurmd_timeout, 300);
         assert_eq!(n.return_to_service, 0);
+        assert!(!n.config_overrides);
         assert_eq!(n.state_save_location, Path::new("/var/spool/slurmctld"));
         assert_eq!(n.spool_dir("h", "n1"), Path::new("/var/spool/slurmd"));
         assert_eq!(n.auth, AuthType::Sluice);
@@ -351,6 +361,7 @@ mod tests {
         let n = NetConf::from_conf(&conf(
             "SlurmctldHost=head01(10.0.0.1)\nSlurmctldHost=head02\nSlurmctldPort=7817-7818\n\
              SlurmdPort=7818\nSlurmdTimeout=30\nReturnToService=2\n\
+             SlurmdParameters=shutdown_on_reboot,config_overrides\n\
              StateSaveLocation=/srv/ctld\nSlurmdSpoolDir=/var/spool/slurmd.%n\n\
              SlurmdPidFile=/run/slurmd.%n.pid\nAuthType=auth/munge\n\
              AuthInfo=socket=/run/m.sock,ttl=60,key=keys/c.key",
@@ -373,6 +384,7 @@ mod tests {
         assert_eq!(n.slurmd_port, 7818);
         assert_eq!(n.slurmd_timeout, 30);
         assert_eq!(n.return_to_service, 2);
+        assert!(n.config_overrides);
         assert_eq!(n.state_save_location, Path::new("/srv/ctld"));
         assert_eq!(
             n.spool_dir("node01", "n1"),

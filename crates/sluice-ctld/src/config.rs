@@ -527,7 +527,13 @@ impl ClusterConfig {
             node_addresses: Vec::new(),
             own_def_mem: Vec::new(),
             logging: LogConf::default(),
-            net: NetConf::default(),
+            // `sluice up`'s own machine: a node whose agent was away past SlurmdTimeout
+            // comes back when the agent does (Slurm's ReturnToService=1), as the quick
+            // start has no operator watching for it.
+            net: NetConf {
+                return_to_service: 1,
+                ..NetConf::default()
+            },
             agents_over_tcp: false,
         }
     }
@@ -668,6 +674,85 @@ pub fn this_host() -> String {
         .and_then(|h| h.into_string().ok())
         .unwrap_or_else(|| "localhost".into());
     host.split('.').next().unwrap_or("localhost").to_string()
+}
+
+/// What this host has, as slurmd reports it when it registers as node `nid` of
+/// `conf`: online CPUs and their sockets, cores and threads (sysfs), `MemTotal`, and
+/// per GRES name the node's devices whose files exist here (a device without files
+/// counts as configured: slurmd takes gres.conf's `Count` on trust too).
+pub fn host_hardware(conf: &ClusterConfig, nid: NodeId) -> sluice_proto::types::NodeHardware {
+    let mut seen = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu") {
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let Some(n) = name
+                .strip_prefix("cpu")
+                .filter(|n| n.parse::<u32>().is_ok())
+            else {
+                continue;
+            };
+            let online = std::fs::read_to_string(e.path().join("online"))
+                .map(|t| t.trim() == "1")
+                .unwrap_or(true);
+            let read = |f: &str| {
+                std::fs::read_to_string(e.path().join("topology").join(f))
+                    .ok()
+                    .and_then(|t| t.trim().parse::<i64>().ok())
+            };
+            if online {
+                seen.push((
+                    read("physical_package_id").unwrap_or(0),
+                    read("core_id").unwrap_or(n.parse().unwrap_or(0)),
+                ));
+            }
+        }
+    }
+    let cpus = if seen.is_empty() {
+        std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+    } else {
+        seen.len() as u32
+    };
+    let (sockets, cores, threads) = topology_of(&seen, cpus);
+    let mut gres: Vec<(String, u64)> = Vec::new();
+    for d in conf.gres_devices.get(nid.index()).into_iter().flatten() {
+        let found = if d.files.is_empty() {
+            d.count
+        } else {
+            d.files.iter().filter(|f| Path::new(f).exists()).count() as u64
+        };
+        match gres.iter_mut().find(|(n, _)| *n == d.name) {
+            Some((_, c)) => *c += found,
+            None => gres.push((d.name.clone(), found)),
+        }
+    }
+    sluice_proto::types::NodeHardware {
+        cpus,
+        boards: 1,
+        sockets,
+        cores,
+        threads,
+        real_memory: meminfo_total_mib().unwrap_or(0),
+        gres,
+    }
+}
+
+/// Sockets, cores per socket and threads per core of `cpus` CPUs given as (package,
+/// core) pairs: the distinct packages, the distinct cores over them, the CPUs over the
+/// cores. Nothing known: one socket of `cpus` cores.
+pub fn topology_of(seen: &[(i64, i64)], cpus: u32) -> (u32, u32, u32) {
+    let mut packages: Vec<i64> = seen.iter().map(|c| c.0).collect();
+    packages.sort_unstable();
+    packages.dedup();
+    let mut cores: Vec<(i64, i64)> = seen.to_vec();
+    cores.sort_unstable();
+    cores.dedup();
+    if packages.is_empty() || cores.is_empty() {
+        return (1, cpus.max(1), 1);
+    }
+    let sockets = packages.len() as u32;
+    let per_socket = (cores.len() as u32 / sockets).max(1);
+    let threads = (seen.len() as u32 / cores.len() as u32).max(1);
+    (sockets, per_socket, threads)
 }
 
 /// `MemTotal` of /proc/meminfo in MiB.

@@ -170,6 +170,18 @@ pub struct Network {
     /// `cluster.key` in the state directory, created when missing (`sluice up
     /// --listen`).
     pub auth: Option<sluice_proto::auth::Scheme>,
+    /// The digest of the slurm.conf the controller read ([`conf_hash`]), compared with
+    /// the one each agent sends when it registers. `None`: not compared.
+    pub conf_hash: Option<String>,
+}
+
+/// The digest of a slurm.conf's text, as agents and the controller compare them at
+/// registration (Slurm's `hash_val`; here SHA-256 of the file's bytes, in hex).
+pub fn conf_hash(text: &[u8]) -> String {
+    sluice_proto::auth::body_digest(text)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Runs the controller for `conf` with its state in `state_dir` until `shutdown`
@@ -239,6 +251,8 @@ pub async fn run(
             .collect(),
     );
     let mut ctl = Controller::new(conf, state_dir, jobs, steps, now());
+    ctl.set_slurm_uid(nix::unistd::getuid().as_raw());
+    ctl.set_conf_hash(net.conf_hash.clone());
     ctl.resume_ids(snapshot.next_job_id);
     ctl.restore_nodes(&snapshot.nodes);
     ctl.restore_reservations(&snapshot.reservations, now());

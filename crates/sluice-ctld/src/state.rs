@@ -2089,14 +2089,34 @@ impl Controller {
         running: &[(JobId, u32)],
         now: i64,
     ) -> Vec<Effect> {
-        let mut effects = Vec::new();
-        let Some(nid) = self.conf.node_id(node) else {
-            return effects;
+        let reg = Registration {
+            node: node.to_string(),
+            running: running.to_vec(),
+            ..Registration::default()
         };
+        self.register_agent(&reg, now).unwrap_or_default()
+    }
+
+    /// [`Controller::agent_registered`] for a registration with its address, resources
+    /// and slurm.conf digest: checked first ([`Controller::check_registration`]), its
+    /// node's state then decided as Slurm's `validate_node_specs` does (too few
+    /// resources drain it; `ReturnToService` says whether a DOWN node comes back).
+    ///
+    /// Errors: an unknown node, or a name another answering agent holds.
+    pub fn register_agent(
+        &mut self,
+        reg: &Registration,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        let nid = self.check_registration(reg)?;
+        let node = reg.node.as_str();
+        let running = reg.running.as_slice();
+        let mut effects = Vec::new();
         self.agents_up.insert(node.to_string());
-        self.liveness.registered(node, now);
+        self.liveness.registered(node, now, reg.from.as_deref());
+        effects.extend(self.registration_state(reg, nid, now));
         // Back to its configured state (a node configured DOWN stays down), or the one
-        // an operator set.
+        // an operator (or the controller) set.
         self.sched.set_node_state(nid, self.node_state(nid));
         tracing::info!(
             "Node {node} now responding: agent registered with {} job(s) running, state set to {}",
@@ -2121,7 +2141,7 @@ impl Controller {
         effects.extend(self.runs_gone(nid, running, now));
         effects.extend(self.reconcile_runs(node, nid, running));
         effects.extend(self.schedule(now));
-        effects
+        Ok(effects)
     }
 
     /// What becomes of each run a registering agent lists, as Slurm's
@@ -2301,6 +2321,16 @@ impl Controller {
         self.liveness.heard(node);
         self.sched.set_node_state(nid, NodeState::Down);
         tracing::warn!("Nodes {node} not responding, setting DOWN");
+        // Slurm's `set_node_down_ptr(node, "Not responding")`: the reason is the
+        // controller's (SlurmUser), unless an operator's stands; kept across restarts,
+        // and lifted at registration as `ReturnToService` says.
+        if self
+            .node_overrides
+            .get(node)
+            .is_none_or(|o| o.reason.starts_with(NOT_RESPONDING))
+        {
+            effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now));
+        }
         let lost: Vec<JobId> = self
             .jobs
             .values()
@@ -2593,8 +2623,7 @@ impl Controller {
                         .get(&n.name)
                         .map(|o| o.reason.clone())
                         .or_else(|| {
-                            (!self.agents_up.contains(&n.name) || self.liveness.is_silent(&n.name))
-                                .then(|| "Not responding".into())
+                            (!self.agents_up.contains(&n.name)).then(|| NOT_RESPONDING.into())
                         }),
                     cpus,
                     cpus_alloc: used,
@@ -3068,6 +3097,7 @@ mod update;
 
 pub use forecast::ForecastWork;
 pub use job::{Job, NodeShare, RunEnding};
+pub use liveness::{Registration, NOT_RESPONDING};
 pub use reason::Reason;
 pub use update::{NodeOverride, BAD_LIMIT, REASON_NEEDED};
 

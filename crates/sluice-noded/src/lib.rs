@@ -113,7 +113,7 @@ pub enum Transport {
     /// controller's socket there.
     Local,
     /// A host of its own (`slurmd`).
-    Tcp(TcpSetup),
+    Tcp(Box<TcpSetup>),
 }
 
 /// What an agent on a host of its own needs (see [`Transport::Tcp`]).
@@ -132,6 +132,11 @@ pub struct TcpSetup {
     /// same name: `SLURM_CONF`, so that commands in the job find the cluster. The
     /// controller's `SLUICE_STATE_DIR`, a directory of its host, is removed.
     pub job_env: Vec<(String, String)>,
+    /// What this host has (CPUs, sockets, cores, threads, memory, GRES), sent with every
+    /// registration for the controller to check against the node's line.
+    pub hardware: Option<sluice_proto::types::NodeHardware>,
+    /// The digest of this host's slurm.conf, sent with every registration.
+    pub conf_hash: Option<String>,
 }
 
 impl std::fmt::Debug for TcpSetup {
@@ -143,6 +148,8 @@ impl std::fmt::Debug for TcpSetup {
             .field("controller", &self.controller)
             .field("vouch_socket", &self.vouch_socket)
             .field("job_env", &self.job_env)
+            .field("hardware", &self.hardware)
+            .field("conf_hash", &self.conf_hash)
             .finish()
     }
 }
@@ -154,6 +161,10 @@ pub(crate) struct Agent {
     /// see [`TcpSetup::job_env`].
     pub(crate) job_env: Vec<(String, Option<String>)>,
     pub(crate) controller: Client,
+    /// Sent with each registration: see [`TcpSetup::hardware`].
+    pub(crate) hardware: Option<sluice_proto::types::NodeHardware>,
+    /// Sent with each registration: see [`TcpSetup::conf_hash`].
+    pub(crate) conf_hash: Option<String>,
     pub(crate) own_uid: u32,
     pub(crate) jobs: Mutex<BTreeMap<u64, Running>>,
     /// The controller incarnation this agent registers with; launches from any other
@@ -313,7 +324,7 @@ pub async fn run_until(
         Unix(UnixListener),
         Tcp(tokio::net::TcpListener, Arc<net::Guard>),
     }
-    let (listener, controller, job_env, vouching) = match transport {
+    let (listener, controller, job_env, vouching, hardware, conf_hash) = match transport {
         Transport::Local => {
             let _ = std::fs::remove_file(&socket);
             let listener = UnixListener::bind(&socket).map_err(io)?;
@@ -321,7 +332,15 @@ pub async fn run_until(
             std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
                 .map_err(io)?;
             let controller = Client::new(sluice_proto::paths::controller_socket(state_dir));
-            (Listener::Unix(listener), controller, Vec::new(), None)
+            // `sluice up`'s nodes are virtual, all on this host: nothing to check.
+            (
+                Listener::Unix(listener),
+                controller,
+                Vec::new(),
+                None,
+                None,
+                None,
+            )
         }
         Transport::Tcp(setup) => {
             let listener = tokio::net::TcpListener::bind(setup.listen)
@@ -357,6 +376,8 @@ pub async fn run_until(
                 controller,
                 job_env,
                 vouching,
+                setup.hardware,
+                setup.conf_hash,
             )
         }
     };
@@ -365,6 +386,8 @@ pub async fn run_until(
         state_dir: state_dir.to_path_buf(),
         job_env,
         controller,
+        hardware,
+        conf_hash,
         own_uid: nix::unistd::geteuid().as_raw(),
         jobs: Mutex::new(BTreeMap::new()),
         incarnation: Mutex::new(None),
@@ -502,6 +525,8 @@ async fn register(agent: App) {
     let mut registered: Option<String> = None;
     // When the controller's refusal of our credential was last logged.
     let refused: Arc<Mutex<Option<std::time::Instant>>> = Arc::default();
+    // Registration attempts that failed in a row.
+    let mut failures: u32 = 0;
     loop {
         let a = agent.clone();
         let known = registered.clone();
@@ -542,10 +567,25 @@ async fn register(agent: App) {
             let body = Register {
                 node: a.node.clone(),
                 running,
+                hardware: a.hardware.clone(),
+                conf_hash: a.conf_hash.clone(),
             };
-            let answered = a
+            let answer = a
                 .controller
-                .post::<_, serde_json::Value>("/v1/agent/register", &body)
+                .post::<_, serde_json::Value>("/v1/agent/register", &body);
+            if let Err(sluice_proto::ClientError::Status { message, .. }) = &answer {
+                // Refused (another agent holds this node's name, or the node is not in
+                // the controller's slurm.conf): said at most once a minute.
+                let mut last = refused.lock().expect("lock");
+                if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    *last = Some(std::time::Instant::now());
+                    tracing::error!(
+                        "{}: the controller refused this agent's registration: {message}",
+                        a.node
+                    );
+                }
+            }
+            let answered = answer
                 .ok()
                 .and_then(incarnation)
                 // Yet another controller answered: it has not had our list yet.
@@ -568,9 +608,32 @@ async fn register(agent: App) {
                 agent.node
             );
         }
-        let pause = if registered.is_some() { 500 } else { 250 };
-        tokio::time::sleep(Duration::from_millis(pause)).await;
+        // Registered: the controller is asked every half second whether it restarted.
+        // Not: tries again after a delay doubling from a quarter second up to
+        // [`MAX_RETRY_MS`], as slurmd's registration retries (1 s doubling to 128 s).
+        failures = if registered.is_some() {
+            0
+        } else {
+            failures + 1
+        };
+        tokio::time::sleep(Duration::from_millis(retry_delay_ms(failures))).await;
     }
+}
+
+/// The longest wait between two registration attempts, milliseconds. Slurm's slurmd
+/// waits up to 128 s, but its controller asks every node to register when it starts;
+/// Sluice's does not, so this bounds how long a restarted controller waits for agents.
+pub const MAX_RETRY_MS: u64 = 16_000;
+
+/// The wait before the next registration attempt after `failures` failed ones in a row
+/// (0: registered, the half-second check whether the controller restarted).
+pub fn retry_delay_ms(failures: u32) -> u64 {
+    if failures == 0 {
+        return 500;
+    }
+    250u64
+        .saturating_mul(1u64 << (failures - 1).min(20))
+        .min(MAX_RETRY_MS)
 }
 
 fn from_controller(agent: &Agent, peer: Peer) -> bool {
@@ -937,5 +1000,22 @@ pub(crate) async fn report(agent: App, ended: JobEnded) {
             return;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registration_is_retried_ever_later_up_to_the_cap() {
+        // Registered: the half-second restart check. Failing: a quarter second, then
+        // doubling, never more than MAX_RETRY_MS apart (and no overflow, however long).
+        let delays: Vec<u64> = (0..9).map(retry_delay_ms).collect();
+        assert_eq!(
+            delays,
+            [500, 250, 500, 1000, 2000, 4000, 8000, 16_000, 16_000]
+        );
+        assert_eq!(retry_delay_ms(u32::MAX), MAX_RETRY_MS);
     }
 }

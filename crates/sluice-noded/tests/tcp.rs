@@ -73,6 +73,8 @@ fn an_agent_hears_only_signed_requests_and_obeys_only_the_controller() {
         controller: "127.0.0.1:1".into(),
         vouch_socket: Some(vouch.clone()),
         job_env: Vec::new(),
+        hardware: None,
+        conf_hash: None,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let spool = dir.clone();
@@ -82,7 +84,7 @@ fn an_agent_hears_only_signed_requests_and_obeys_only_the_controller() {
             .block_on(sluice_noded::run_with(
                 &spool,
                 "n1",
-                Transport::Tcp(setup),
+                Transport::Tcp(Box::new(setup)),
                 async {
                     let _ = stopped.await;
                 },

@@ -875,6 +875,37 @@ pub struct Register {
     /// Jobs it is running (or whose end it is still reporting), with their run (restart
     /// count): a job requeued since is not the one the agent has.
     pub running: Vec<(u64, u32)>,
+    /// What the agent found on its host (slurmd's registration: CPUs, sockets, cores,
+    /// threads, memory, GRES), checked against slurm.conf's node line unless
+    /// `SlurmdParameters=config_overrides`. `None`: nothing to check (`sluice up`'s
+    /// agents, virtual nodes all on one host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<NodeHardware>,
+    /// A digest of the agent's slurm.conf (Slurm's `hash_val`): the controller warns
+    /// when it differs from its own. `None`: not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conf_hash: Option<String>,
+}
+
+/// The resources an agent found on its host, as slurmd reports them at registration.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeHardware {
+    /// Online CPUs (hardware threads).
+    pub cpus: u32,
+    /// Boards.
+    pub boards: u32,
+    /// Sockets, all boards together.
+    pub sockets: u32,
+    /// Cores per socket.
+    pub cores: u32,
+    /// Threads per core.
+    pub threads: u32,
+    /// Memory, MiB (`RealMemory`).
+    pub real_memory: u64,
+    /// GRES found, by name (`gpu`), with their counts; a GRES the agent cannot count
+    /// is left out (not checked).
+    #[serde(default)]
+    pub gres: Vec<(String, u64)>,
 }
 
 /// The controller's answer to a registration, and to a ping.

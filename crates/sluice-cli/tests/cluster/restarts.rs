@@ -268,7 +268,12 @@ fn an_agent_away_past_slurmd_timeout_fails_or_requeues_its_jobs_and_its_return_k
     // killed agent's jobs died with it and its node went down at once; now they run on
     // under their supervisors, and the node waits for its agent SlurmdTimeout long, as
     // Slurm's does.)
-    let conf = format!("SlurmdTimeout=2\n{}", crate::SMALL.replace("n[1-2]", "n1"));
+    // ReturnToService=1: the node, DOWN for not responding, comes back when its agent
+    // registers again (Slurm's default 0 would keep it DOWN until resumed).
+    let conf = format!(
+        "SlurmdTimeout=2\nReturnToService=1\n{}",
+        crate::SMALL.replace("n[1-2]", "n1")
+    );
     let mut c = Cluster::start("agentkill", &conf);
     // Durations unique to this run, to find its processes among all.
     let (long1, long2) = (

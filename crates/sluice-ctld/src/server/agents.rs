@@ -288,8 +288,8 @@ const AGENT_CHECK: Duration = Duration::from_secs(1);
 /// goes DOWN (its jobs requeued or ended `NODE_FAIL`) only if the agent has not
 /// registered again within `SlurmdTimeout` (`Controller::agent_silent`). An agent that
 /// does not answer in time, or cannot be reached at all over TCP (a cut link, a host
-/// powered off), is neither: waiting out `SlurmdTimeout` for it is the liveness item's
-/// work, not done yet.
+/// powered off), is not responding too (`Controller::agents_unanswered`), but an
+/// answer before `SlurmdTimeout` brings its node back (Slurm's "now responding").
 pub async fn watch(
     inputs: UnboundedSender<Input>,
     clients: AgentClients,
@@ -317,6 +317,9 @@ pub async fn watch(
             Some(tokio::task::spawn_blocking(move || {
                 let answer = client.get::<serde_json::Value>("/v1/ping");
                 let verdict = ping_verdict(&client, &answer);
+                // Only over TCP is silence news (a host or link gone); a local agent that
+                // is slow to answer is there, its socket would refuse otherwise.
+                let tcp = client.is_tcp();
                 if let Err(ClientError::Status {
                     code: ErrorCode::Authentication,
                     message,
@@ -333,21 +336,27 @@ pub async fn watch(
                         );
                     }
                 }
-                (node, verdict)
+                (node, verdict, tcp)
             }))
         });
         let pings: Vec<_> = pings.collect();
         let mut answered = Vec::new();
         let mut gone = Vec::new();
+        let mut unanswered = Vec::new();
         for p in pings {
             match p.await {
-                Ok((node, Some(true))) => answered.push(node),
-                Ok((node, Some(false))) => gone.push(node),
+                Ok((node, Some(true), _)) => answered.push(node),
+                Ok((node, Some(false), _)) => gone.push(node),
+                Ok((node, None, true)) => unanswered.push(node),
                 _ => {}
             }
         }
         if inputs
-            .send(Input::AgentsChecked { answered, gone })
+            .send(Input::AgentsChecked {
+                answered,
+                gone,
+                unanswered,
+            })
             .is_err()
         {
             return;

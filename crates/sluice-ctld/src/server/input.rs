@@ -63,6 +63,8 @@ pub enum Input {
         answered: Vec<String>,
         /// Nodes whose agents are gone.
         gone: Vec<String>,
+        /// Nodes whose agents did not answer in time over TCP.
+        unanswered: Vec<String>,
     },
     /// An agent refused to launch run `run` of job `job` (it is registered with
     /// another incarnation of the controller).
@@ -192,12 +194,11 @@ pub enum Request {
     Config(Reply<ConfigInfo>),
     /// An agent registered (answered with nothing; the handler adds the incarnation).
     AgentRegistered {
-        /// Its node.
-        node: String,
-        /// The jobs it runs, with their runs.
-        running: Vec<(JobId, u32)>,
-        /// Answered once its effects are durable.
-        reply: Reply<()>,
+        /// Its node, runs, address, resources and slurm.conf digest.
+        registration: crate::state::Registration,
+        /// Answered once its effects are durable; refused for an unknown node or a
+        /// name another answering agent holds.
+        reply: Reply<Result<(), ApiError>>,
     },
     /// An agent reports a job's end.
     AgentEnded {

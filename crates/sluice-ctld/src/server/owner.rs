@@ -196,9 +196,15 @@ impl Owner {
                 self.ctl.forecast_made(f);
                 Outcome::default()
             }
-            Input::AgentsChecked { answered, gone } => {
+            Input::AgentsChecked {
+                answered,
+                gone,
+                unanswered,
+            } => {
                 // Nodes an operator resumed take work again once their agent answers.
                 let mut effects = self.ctl.agents_answered(&answered, now);
+                // Agents that did not answer over TCP: not responding, SlurmdTimeout long.
+                self.ctl.agents_unanswered(&unanswered, now);
                 // A gone agent's jobs run on: its node waits for it, SlurmdTimeout long.
                 for node in gone {
                     self.ctl.agent_silent(&node, now);
@@ -422,14 +428,15 @@ impl Owner {
             Request::Partitions(reply) => now_answer(reply, ctl.partitions()),
             Request::Config(reply) => now_answer(reply, ctl.config()),
             Request::AgentRegistered {
-                node,
-                running,
+                registration,
                 reply,
-            } => {
-                let effects = ctl.agent_registered(&node, &running, now);
-                self.pass_due = true;
-                Outcome::answer(effects, reply, (), |_| ())
-            }
+            } => match ctl.register_agent(&registration, now) {
+                Ok(effects) => {
+                    self.pass_due = true;
+                    Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
+                }
+                Err(e) => now_answer(reply, Err(e)),
+            },
             Request::AgentEnded { report, reply } => {
                 let effects = ctl.job_ended(&report, now);
                 self.pass_due = true;

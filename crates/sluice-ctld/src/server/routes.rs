@@ -328,24 +328,31 @@ async fn vouch(
 async fn agent_register(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
+    address: Option<axum::Extension<ConnectInfo<std::net::SocketAddr>>>,
     Json(r): Json<Register>,
 ) -> Response {
     if !app.caller(peer).admin {
         return refuse(ApiError::access_denied());
     }
-    let node = r.node;
-    let running = r
-        .running
-        .into_iter()
-        .map(|(j, run)| (JobId(j), run))
-        .collect();
+    let registration = crate::state::Registration {
+        node: r.node,
+        running: r
+            .running
+            .into_iter()
+            .map(|(j, run)| (JobId(j), run))
+            .collect(),
+        // Over TCP, where it came from (the gate keeps the connection's address).
+        from: address.map(|a| a.0 .0.ip().to_string()),
+        hardware: r.hardware,
+        conf_hash: r.conf_hash,
+    };
     let done = app
         .ask(|reply| Request::AgentRegistered {
-            node,
-            running,
+            registration,
             reply,
         })
-        .await;
+        .await
+        .and_then(|r| r);
     reply(done.map(|()| Incarnation {
         incarnation: app.incarnation.clone(),
     }))

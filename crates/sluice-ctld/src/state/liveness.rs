@@ -14,9 +14,38 @@ use super::*;
 /// the same second may predate the resume).
 pub const ANSWER_AFTER: i64 = 2;
 
+/// Slurm's reason for a node set DOWN because its agent was silent `SlurmdTimeout`
+/// long (`ping_nodes.c`); `ReturnToService=1` lifts only this one.
+pub const NOT_RESPONDING: &str = "Not responding";
+
+/// An agent's registration as the controller takes it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Registration {
+    /// Its node.
+    pub node: String,
+    /// The runs it has (job, run).
+    pub running: Vec<(JobId, u32)>,
+    /// Where it registered from over TCP (the peer's IP address); `None` on the
+    /// controller's Unix socket.
+    pub from: Option<String>,
+    /// What it found on its host, to check against the node's line.
+    pub hardware: Option<sluice_proto::types::NodeHardware>,
+    /// The digest of its slurm.conf.
+    pub conf_hash: Option<String>,
+}
+
 /// Per node name: registration, last busy time, resumes awaiting an answer.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Liveness {
+    /// The controller's own uid (Slurm's `SlurmUser`): who set the reasons it sets.
+    pub(crate) slurm_uid: u32,
+    /// The digest of the controller's slurm.conf, if known.
+    pub(crate) conf_hash: Option<String>,
+    /// Where each node's agent registered from over TCP.
+    from: BTreeMap<String, String>,
+    /// Nodes silent because their agent's pings went unanswered over TCP (not
+    /// refused): an answer brings them back.
+    unanswered: BTreeSet<String>,
     /// When each node's agent registered, Unix seconds.
     registered: BTreeMap<String, i64>,
     /// When each node last ran a job (or registered), Unix seconds.
@@ -30,11 +59,16 @@ pub(crate) struct Liveness {
 
 impl Liveness {
     /// The node's agent registered at `now`: it answers.
-    pub(crate) fn registered(&mut self, node: &str, now: i64) {
+    pub(crate) fn registered(&mut self, node: &str, now: i64, from: Option<&str>) {
         self.registered.insert(node.to_string(), now);
+        match from {
+            Some(a) => self.from.insert(node.to_string(), a.to_string()),
+            None => self.from.remove(node),
+        };
         self.last_busy.entry(node.to_string()).or_insert(now);
         self.resumed.remove(node);
         self.silent.remove(node);
+        self.unanswered.remove(node);
     }
 
     /// The node's agent is gone at `now`; true if it was not already.
@@ -49,6 +83,7 @@ impl Liveness {
     /// The node is no longer waited for (registered again, or given up: DOWN).
     pub(crate) fn heard(&mut self, node: &str) {
         self.silent.remove(node);
+        self.unanswered.remove(node);
     }
 
     /// Whether the node's agent is gone while its jobs run on.
@@ -95,6 +130,194 @@ impl Liveness {
 }
 
 impl Controller {
+    /// The controller runs as `uid` (Slurm's `SlurmUser`): the reasons it sets, such as
+    /// [`NOT_RESPONDING`], are shown as set by that user.
+    pub fn set_slurm_uid(&mut self, uid: u32) {
+        self.liveness.slurm_uid = uid;
+    }
+
+    /// The digest of the controller's slurm.conf, compared with each agent's.
+    pub fn set_conf_hash(&mut self, hash: Option<String>) {
+        self.liveness.conf_hash = hash;
+    }
+
+    /// The controller sets `node` to `state` (`DOWN`, `DRAIN`) with `reason`, as its
+    /// own user, kept across restarts like an operator's.
+    pub(crate) fn set_override(
+        &mut self,
+        node: &str,
+        state: &str,
+        reason: &str,
+        now: i64,
+    ) -> Effect {
+        let o = NodeOverride {
+            state: state.into(),
+            reason: reason.into(),
+            uid: self.liveness.slurm_uid,
+            time: now,
+        };
+        let record = serde_json::to_string(&o).expect("records serialise");
+        self.node_overrides.insert(node.to_string(), o);
+        self.outside_dirty = true;
+        Effect::PersistNode {
+            name: node.to_string(),
+            record: Some(record),
+        }
+    }
+
+    /// Checks a registration before it counts: the node must exist, and a node whose
+    /// agent is registered and answering keeps it — another agent claiming its name
+    /// from another address is refused (the first keeps the node). A different
+    /// slurm.conf is only warned about, as Slurm does.
+    ///
+    /// Errors: an unknown node ("Invalid node name specified"), a duplicate.
+    pub(crate) fn check_registration(&self, reg: &Registration) -> Result<NodeId, ApiError> {
+        let node = reg.node.as_str();
+        let Some(nid) = self.conf.node_id(node) else {
+            tracing::error!("Node {node} not found: registration refused");
+            return Err(ApiError::new(
+                ErrorCode::InvalidNodeName,
+                sluice_proto::error::INVALID_NODE_NAME,
+            ));
+        };
+        if let (Some(from), Some(first)) = (&reg.from, self.liveness.from.get(node)) {
+            if from != first && self.agents_up.contains(node) && !self.liveness.is_silent(node) {
+                tracing::error!(
+                    "Node {node} registration from {from} refused: its agent at {first} is \
+                     registered and answers (duplicate node name)"
+                );
+                return Err(ApiError::invalid(format!(
+                    "Node {node} is already registered from {first}"
+                )));
+            }
+        }
+        if let (Some(theirs), Some(ours)) = (&reg.conf_hash, &self.liveness.conf_hash) {
+            if theirs != ours {
+                tracing::error!(
+                    "Node {node} appears to have a different slurm.conf than the slurmctld.  \
+                     This could cause issues with communication and functionality.  Please \
+                     review both files and make sure they are the same.  If this is expected \
+                     ignore, and set DebugFlags=NO_CONF_HASH in your slurm.conf."
+                );
+            }
+        }
+        Ok(nid)
+    }
+
+    /// Why the resources an agent found are below node `nid`'s line, in Slurm's words
+    /// (`validate_node_specs`): GRES first, then `Low socket*core*thread count`, `Low
+    /// CPUs`, `Low RealMemory (...)`, joined by ", ". `None`: enough, or
+    /// `SlurmdParameters=config_overrides` (nothing is checked).
+    pub(crate) fn low_resources(
+        &self,
+        nid: NodeId,
+        found: &sluice_proto::types::NodeHardware,
+    ) -> Option<String> {
+        if self.conf.net.config_overrides {
+            return None;
+        }
+        let node = self.conf.cluster.node(nid);
+        let mut reasons: Vec<String> = Vec::new();
+        let table = &self.conf.cluster.gres;
+        for (name, count) in &found.gres {
+            if let Some(slot) = table.find(name, None) {
+                let configured = u64::from(node.capacity.gres[slot]);
+                if *count < configured {
+                    reasons.push(format!(
+                        "gres/{name} count reported lower than configured ({count} < {configured})"
+                    ));
+                    break;
+                }
+            }
+        }
+        let (sockets, cores, threads) =
+            self.conf
+                .topology
+                .get(nid.index())
+                .copied()
+                .unwrap_or((1, node.capacity.cpus, 1));
+        let configured_threads = u64::from(sockets) * u64::from(cores) * u64::from(threads);
+        let found_threads =
+            u64::from(found.sockets) * u64::from(found.cores) * u64::from(found.threads);
+        if found_threads < configured_threads {
+            reasons.push("Low socket*core*thread count".into());
+        }
+        if found.cpus < node.capacity.cpus {
+            reasons.push("Low CPUs".into());
+        }
+        let configured_mem = node.capacity.mem_mib;
+        if configured_mem > 0 && found.real_memory < configured_mem {
+            reasons.push(format!(
+                "Low RealMemory (reported:{} < 100.00% of configured:{configured_mem})",
+                found.real_memory
+            ));
+        }
+        (!reasons.is_empty()).then(|| reasons.join(", "))
+    }
+
+    /// A registering node's state, as Slurm's `validate_node_specs` decides it: too few
+    /// resources drain it with the reason (unless it is DOWN or drained already); else
+    /// a node DOWN returns to service as `ReturnToService` says — 1: only one set DOWN
+    /// [`NOT_RESPONDING`], 2: any DOWN node, 0: none (an operator resumes it).
+    pub(crate) fn registration_state(
+        &mut self,
+        reg: &Registration,
+        nid: NodeId,
+        now: i64,
+    ) -> Vec<Effect> {
+        let node = reg.node.as_str();
+        let low = reg
+            .hardware
+            .as_ref()
+            .and_then(|h| self.low_resources(nid, h));
+        let current = self.node_overrides.get(node);
+        if let Some(reason) = low {
+            tracing::error!("Setting node {node} state to INVAL with reason:{reason}");
+            // Slurm drains a node neither DOWN nor drained; the reason replaces none but
+            // its own "Not responding".
+            return match current {
+                Some(o) if !o.reason.starts_with(NOT_RESPONDING) => Vec::new(),
+                Some(o) if o.state == "DOWN" => Vec::new(),
+                _ if self.conf.cluster.node(nid).state != NodeState::Up => Vec::new(),
+                _ => {
+                    tracing::info!("drain_nodes: node {node} state set to DRAIN");
+                    vec![self.set_override(node, "DRAIN", &reason, now)]
+                }
+            };
+        }
+        let back = current.is_some_and(|o| {
+            o.state == "DOWN"
+                && match self.conf.net.return_to_service {
+                    2 => true,
+                    1 => o.reason == NOT_RESPONDING,
+                    _ => false,
+                }
+        });
+        if !back {
+            return Vec::new();
+        }
+        self.node_overrides.remove(node);
+        self.outside_dirty = true;
+        tracing::info!("node {node} returned to service");
+        vec![Effect::PersistNode {
+            name: node.to_string(),
+            record: None,
+        }]
+    }
+
+    /// The agents of `nodes` did not answer a ping over TCP in time (a cut link, a host
+    /// powered off or overloaded): as a refusal, their nodes are not responding and
+    /// wait `SlurmdTimeout`; an answer before then brings them back.
+    pub fn agents_unanswered(&mut self, nodes: &[String], now: i64) {
+        for node in nodes {
+            if self.liveness.is_silent(node) {
+                continue;
+            }
+            self.liveness.unanswered.insert(node.clone());
+            self.agent_silent(node, now);
+        }
+    }
+
     /// An operator resumed `node` at `now`, its agent registered: it waits for an
     /// answer before it takes work (the core sees it drained until then).
     pub(crate) fn await_answer(&mut self, node: &str, nid: NodeId, now: i64) {
@@ -105,6 +328,26 @@ impl Controller {
     /// The agents of `nodes` answered a ping at `now`: resumed nodes waiting since
     /// [`ANSWER_AFTER`] seconds or more take work again.
     pub fn agents_answered(&mut self, nodes: &[String], now: i64) -> Vec<Effect> {
+        // Silent only for want of answers: answering again, they respond.
+        let mut responding = false;
+        for name in nodes {
+            if self.liveness.unanswered.remove(name) {
+                self.liveness.heard(name);
+                responding = true;
+                tracing::info!("Node {name} now responding");
+                if let Some(nid) = self.conf.node_id(name) {
+                    let state = if self.liveness.awaiting(name) {
+                        NodeState::Drain
+                    } else {
+                        self.node_state(nid)
+                    };
+                    self.sched.set_node_state(nid, state);
+                }
+            }
+        }
+        if responding {
+            self.outside_dirty = true;
+        }
         let back: Vec<String> = nodes
             .iter()
             .filter(|n| {
@@ -116,7 +359,11 @@ impl Controller {
             .cloned()
             .collect();
         if back.is_empty() {
-            return Vec::new();
+            return if responding {
+                self.schedule(now)
+            } else {
+                Vec::new()
+            };
         }
         for name in &back {
             self.liveness.resumed.remove(name);

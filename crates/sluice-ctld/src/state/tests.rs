@@ -1693,3 +1693,270 @@ fn records_read_back_at_start_are_the_records_written() {
     let again = Controller::new(conf(3, 2), Path::new("/s"), written.clone(), vec![], 10);
     assert_eq!(stored_records(&again), written);
 }
+
+/// One 4-CPU node of 1000 MiB, `ReturnToService=rts`, `SlurmdTimeout=300`, the
+/// controller running as uid 64030 (its `SlurmUser`); the agent registered at t=5.
+fn liveness(rts: u8) -> Controller {
+    let mut conf = conf(1, 4);
+    conf.net.return_to_service = rts;
+    conf.net.slurmd_timeout = 300;
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    c.set_slurm_uid(64030);
+    c.agent_registered("node01", &[], 5);
+    c
+}
+
+/// node01 as `sinfo` and `scontrol show node` get it: state, responding, reason, who
+/// set it and when.
+fn node01(c: &Controller) -> (String, bool, Option<String>, Option<(u32, i64)>) {
+    let n = c.nodes().remove(0);
+    (n.state, n.agent_up, n.reason, n.reason_set)
+}
+
+/// The node records an effect list writes: (node, kept state and reason or removed).
+fn node_writes(effects: &[Effect]) -> Vec<(String, Option<(String, String)>)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistNode { name, record } => Some((
+                name.clone(),
+                record.as_ref().map(|r| {
+                    let o: NodeOverride = serde_json::from_str(r).unwrap();
+                    (o.state, o.reason)
+                }),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_node_silent_past_slurmd_timeout_is_down_not_responding_and_stays_down_under_return_to_service_0(
+) {
+    // Its agent goes at t=10: `idle*` (no reason yet, as Slurm's NOT_RESPONDING flag),
+    // DOWN at t=310 with Slurm's reason, set by SlurmUser then, and written to the
+    // store. ReturnToService=0: its agent registering again at t=400 leaves it DOWN
+    // (now responding: `down`, no `*`) until an operator resumes it.
+    let mut c = liveness(0);
+    c.agent_silent("node01", 10);
+    assert_eq!(node01(&c), ("idle".into(), false, None, None));
+    assert!(c.silent_expired(309).is_empty());
+    let effects = c.silent_expired(310);
+    assert_eq!(
+        node_writes(&effects),
+        [(
+            "node01".to_string(),
+            Some(("DOWN".to_string(), "Not responding".to_string()))
+        )]
+    );
+    assert_eq!(
+        node01(&c),
+        (
+            "down".into(),
+            false,
+            Some("Not responding".into()),
+            Some((64030, 310))
+        )
+    );
+    let effects = c.agent_registered("node01", &[], 400);
+    assert!(node_writes(&effects).is_empty());
+    assert_eq!(
+        node01(&c),
+        (
+            "down".into(),
+            true,
+            Some("Not responding".into()),
+            Some((64030, 310))
+        )
+    );
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(1, 60), &mut next, 401);
+    assert!(launches(&c.schedule(401)).is_empty());
+    // The operator resumes it; its agent's next answer lets the job start.
+    c.update_node("node01", "RESUME", None, &root(), 410)
+        .unwrap();
+    assert_eq!(
+        launches(&c.agents_answered(&["node01".into()], 412)),
+        [(id.0, vec!["node01".to_string()])]
+    );
+}
+
+#[test]
+fn return_to_service_1_brings_back_only_a_node_down_for_not_responding() {
+    let mut c = liveness(1);
+    c.agent_silent("node01", 10);
+    c.silent_expired(310);
+    let effects = c.agent_registered("node01", &[], 400);
+    assert_eq!(node_writes(&effects), [("node01".to_string(), None)]);
+    assert_eq!(node01(&c), ("idle".into(), true, None, None));
+    // Set DOWN by an operator, it stays down when its agent registers again.
+    c.update_node("node01", "DOWN", Some("bad fan"), &root(), 500)
+        .unwrap();
+    let effects = c.agent_registered("node01", &[], 510);
+    assert!(node_writes(&effects).is_empty());
+    assert_eq!(
+        (node01(&c).0, node01(&c).2),
+        ("down".into(), Some("bad fan".into()))
+    );
+}
+
+#[test]
+fn return_to_service_2_brings_back_any_down_node_but_not_a_drained_one() {
+    let mut c = liveness(2);
+    c.update_node("node01", "DOWN", Some("bad fan"), &root(), 500)
+        .unwrap();
+    let effects = c.agent_registered("node01", &[], 510);
+    assert_eq!(node_writes(&effects), [("node01".to_string(), None)]);
+    assert_eq!(node01(&c), ("idle".into(), true, None, None));
+    c.update_node("node01", "DRAIN", Some("disks"), &root(), 520)
+        .unwrap();
+    c.agent_registered("node01", &[], 530);
+    assert_eq!(
+        (node01(&c).0, node01(&c).2),
+        ("drained".into(), Some("disks".into()))
+    );
+}
+
+/// What an agent found: `cpus` CPUs on one socket, `mem` MiB, `gpus` GPUs.
+fn found(cpus: u32, mem: u64, gpus: Option<u64>) -> sluice_proto::types::NodeHardware {
+    sluice_proto::types::NodeHardware {
+        cpus,
+        boards: 1,
+        sockets: 1,
+        cores: cpus,
+        threads: 1,
+        real_memory: mem,
+        gres: gpus
+            .map(|g| vec![("gpu".to_string(), g)])
+            .unwrap_or_default(),
+    }
+}
+
+fn registration(hardware: sluice_proto::types::NodeHardware) -> Registration {
+    Registration {
+        node: "node01".into(),
+        from: Some("10.0.0.1".into()),
+        hardware: Some(hardware),
+        ..Registration::default()
+    }
+}
+
+#[test]
+fn an_agent_finding_less_than_configured_drains_its_node_with_slurms_reason() {
+    // node01 is configured with 4 CPUs and 1000 MiB. Its agent finds 2 CPUs and
+    // 500 MiB: drained, by SlurmUser, in Slurm's words and order.
+    let mut c = liveness(1);
+    let effects = c
+        .register_agent(&registration(found(2, 500, None)), 20)
+        .unwrap();
+    let reason = "Low socket*core*thread count, Low CPUs, Low RealMemory (reported:500 < \
+                  100.00% of configured:1000)";
+    assert_eq!(
+        node_writes(&effects),
+        [(
+            "node01".to_string(),
+            Some(("DRAIN".to_string(), reason.to_string()))
+        )]
+    );
+    assert_eq!(
+        node01(&c),
+        (
+            "drained".into(),
+            true,
+            Some(reason.into()),
+            Some((64030, 20))
+        )
+    );
+    // Enough of everything (more is fine): nothing changes.
+    let mut c = liveness(1);
+    let effects = c
+        .register_agent(&registration(found(8, 2000, None)), 20)
+        .unwrap();
+    assert!(node_writes(&effects).is_empty());
+    assert_eq!(node01(&c), ("idle".into(), true, None, None));
+    // SlurmdParameters=config_overrides: nothing is checked.
+    let mut conf = conf(1, 4);
+    conf.net.config_overrides = true;
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let effects = c
+        .register_agent(&registration(found(1, 10, None)), 20)
+        .unwrap();
+    assert!(node_writes(&effects).is_empty());
+    assert_eq!(node01(&c).0, "idle");
+}
+
+#[test]
+fn an_agent_finding_fewer_gpus_than_configured_drains_its_node() {
+    let text = "ClusterName=g\nGresTypes=gpu\nNodeName=node01 CPUs=4 RealMemory=1000 \
+                Gres=gpu:4\nPartitionName=p Nodes=node01 Default=YES\n";
+    let parsed = sluice_conf::slurm_conf::parse_str(text, Path::new("slurm.conf")).unwrap();
+    let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    c.register_agent(&registration(found(4, 1000, Some(0))), 20)
+        .unwrap();
+    assert_eq!(
+        (node01(&c).0, node01(&c).2),
+        (
+            "drained".into(),
+            Some("gres/gpu count reported lower than configured (0 < 4)".into())
+        )
+    );
+}
+
+#[test]
+fn a_second_agent_claiming_a_registered_answering_node_is_refused() {
+    // The agent at 10.0.0.1 holds node01; one at 10.0.0.2 claiming it is refused and
+    // the first keeps it. Once the first is gone (silent), the second may take over; a
+    // node the controller does not know is refused too.
+    let mut c = liveness(1);
+    c.register_agent(&registration(found(4, 1000, None)), 10)
+        .unwrap();
+    let mut other = registration(found(4, 1000, None));
+    other.from = Some("10.0.0.2".into());
+    let e = c.register_agent(&other, 11).unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (
+            ErrorCode::Invalid,
+            "Node node01 is already registered from 10.0.0.1"
+        )
+    );
+    assert!(node01(&c).1);
+    // Its own agent again, restarted: welcome.
+    c.register_agent(&registration(found(4, 1000, None)), 12)
+        .unwrap();
+    c.agent_silent("node01", 20);
+    c.register_agent(&other, 21).unwrap();
+    assert_eq!(node01(&c), ("idle".into(), true, None, None));
+    let mut unknown = registration(found(4, 1000, None));
+    unknown.node = "node09".into();
+    let e = c.register_agent(&unknown, 22).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidNodeName);
+    // A different slurm.conf is only warned about.
+    c.set_conf_hash(Some("ours".into()));
+    let mut differs = registration(found(4, 1000, None));
+    differs.from = Some("10.0.0.2".into());
+    differs.conf_hash = Some("theirs".into());
+    assert!(node_writes(&c.register_agent(&differs, 30).unwrap()).is_empty());
+    assert_eq!(node01(&c), ("idle".into(), true, None, None));
+}
+
+#[test]
+fn a_tcp_agent_that_stops_answering_is_not_responding_and_comes_back_when_it_answers() {
+    let mut c = liveness(0);
+    c.agents_unanswered(&["node01".into()], 10);
+    assert_eq!(node01(&c), ("idle".into(), false, None, None));
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(1, 60), &mut next, 11);
+    assert!(launches(&c.schedule(11)).is_empty());
+    // It answers again before SlurmdTimeout: responding, the job starts.
+    assert_eq!(
+        launches(&c.agents_answered(&["node01".into()], 12)),
+        [(id.0, vec!["node01".to_string()])]
+    );
+    assert!(node01(&c).1);
+    // Silent past SlurmdTimeout: DOWN, not responding.
+    c.agents_unanswered(&["node01".into()], 20);
+    c.silent_expired(320);
+    assert_eq!(node01(&c).0, "down");
+}
