@@ -286,10 +286,11 @@ const AGENT_CHECK: Duration = Duration::from_secs(1);
 /// a connection, and on TCP a host that answers with a refusal is up without its
 /// agent). Its jobs run on under their supervisors: its node takes no new work, and
 /// goes DOWN (its jobs requeued or ended `NODE_FAIL`) only if the agent has not
-/// registered again within `SlurmdTimeout` (`Controller::agent_silent`). An agent that
-/// does not answer in time, or cannot be reached at all over TCP (a cut link, a host
-/// powered off), is neither: waiting out `SlurmdTimeout` for it is the liveness item's
-/// work, not done yet.
+/// registered again within `SlurmdTimeout` (`Controller::agent_silent`). Over TCP, an
+/// agent that cannot be reached or does not answer in time (a cut link, a host powered
+/// off, a hung agent) is not responding the same way (`Controller::agent_unanswered`),
+/// until it answers again or `SlurmdTimeout` passes; on a local socket such a delay is
+/// only a busy agent, and changes nothing.
 pub async fn watch(
     inputs: UnboundedSender<Input>,
     clients: AgentClients,
@@ -339,15 +340,21 @@ pub async fn watch(
         let pings: Vec<_> = pings.collect();
         let mut answered = Vec::new();
         let mut gone = Vec::new();
+        let mut unanswered = Vec::new();
         for p in pings {
             match p.await {
-                Ok((node, Some(true))) => answered.push(node),
-                Ok((node, Some(false))) => gone.push(node),
+                Ok((node, Verdict::Answered)) => answered.push(node),
+                Ok((node, Verdict::Gone)) => gone.push(node),
+                Ok((node, Verdict::Unanswered)) => unanswered.push(node),
                 _ => {}
             }
         }
         if inputs
-            .send(Input::AgentsChecked { answered, gone })
+            .send(Input::AgentsChecked {
+                answered,
+                gone,
+                unanswered,
+            })
             .is_err()
         {
             return;
@@ -355,16 +362,31 @@ pub async fn watch(
     }
 }
 
-/// What a ping's answer says of its agent: `Some(true)` it answered, `Some(false)` it
-/// is gone (see [`watch`]), `None` neither.
-fn ping_verdict(client: &Client, answer: &Result<serde_json::Value, ClientError>) -> Option<bool> {
+/// What a ping's answer says of its agent (see [`watch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// It answered.
+    Answered,
+    /// It is gone: its socket refuses connections.
+    Gone,
+    /// Over TCP, no answer came: the host cannot be reached (a cut link, powered off)
+    /// or the agent hangs.
+    Unanswered,
+    /// Nothing can be told (a local agent slow to answer, a refused credential).
+    Unknown,
+}
+
+fn ping_verdict(client: &Client, answer: &Result<serde_json::Value, ClientError>) -> Verdict {
     match answer {
-        Ok(_) => Some(true),
+        Ok(_) => Verdict::Answered,
         Err(ClientError::Connect { source, .. })
             if !client.is_tcp() || source.kind() == std::io::ErrorKind::ConnectionRefused =>
         {
-            Some(false)
+            Verdict::Gone
         }
-        Err(_) => None,
+        Err(ClientError::Connect { .. } | ClientError::Io(_)) if client.is_tcp() => {
+            Verdict::Unanswered
+        }
+        Err(_) => Verdict::Unknown,
     }
 }

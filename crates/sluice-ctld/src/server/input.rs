@@ -57,12 +57,15 @@ pub enum Input {
     },
     /// A forecast of every pending job's start, made off the loop on a copy.
     Forecast(Forecast),
-    /// The agents were pinged: these answered, these are gone (their sockets refuse).
+    /// The agents were pinged: these answered, these are gone (their sockets refuse),
+    /// these could not be reached over TCP or did not answer in time.
     AgentsChecked {
         /// Nodes whose agents answered.
         answered: Vec<String>,
         /// Nodes whose agents are gone.
         gone: Vec<String>,
+        /// Nodes whose agents gave no answer (TCP only).
+        unanswered: Vec<String>,
     },
     /// An agent refused to launch run `run` of job `job` (it is registered with
     /// another incarnation of the controller).

@@ -196,12 +196,20 @@ impl Owner {
                 self.ctl.forecast_made(f);
                 Outcome::default()
             }
-            Input::AgentsChecked { answered, gone } => {
+            Input::AgentsChecked {
+                answered,
+                gone,
+                unanswered,
+            } => {
                 // Nodes an operator resumed take work again once their agent answers.
                 let mut effects = self.ctl.agents_answered(&answered, now);
                 // A gone agent's jobs run on: its node waits for it, SlurmdTimeout long.
                 for node in gone {
                     self.ctl.agent_silent(&node, now);
+                }
+                // So does an unreachable one's (a cut link): its jobs may run on there.
+                for node in unanswered {
+                    self.ctl.agent_unanswered(&node, now);
                 }
                 effects.extend(self.ctl.silent_expired(now));
                 self.pass_due |= !effects.is_empty();

@@ -26,6 +26,9 @@ pub(crate) struct Liveness {
     /// Nodes whose agent is gone but whose jobs run on (see
     /// [`Controller::agent_silent`]): since when.
     silent: BTreeMap<String, i64>,
+    /// Of the silent nodes, those whose agent was not reached (rather than gone): the
+    /// same agent may answer again (a link restored), and then the node is back.
+    unanswered: BTreeSet<String>,
 }
 
 impl Liveness {
@@ -35,6 +38,7 @@ impl Liveness {
         self.last_busy.entry(node.to_string()).or_insert(now);
         self.resumed.remove(node);
         self.silent.remove(node);
+        self.unanswered.remove(node);
     }
 
     /// The node's agent is gone at `now`; true if it was not already.
@@ -49,6 +53,7 @@ impl Liveness {
     /// The node is no longer waited for (registered again, or given up: DOWN).
     pub(crate) fn heard(&mut self, node: &str) {
         self.silent.remove(node);
+        self.unanswered.remove(node);
     }
 
     /// Whether the node's agent is gone while its jobs run on.
@@ -102,9 +107,47 @@ impl Controller {
         self.sched.set_node_state(nid, NodeState::Drain);
     }
 
-    /// The agents of `nodes` answered a ping at `now`: resumed nodes waiting since
-    /// [`ANSWER_AFTER`] seconds or more take work again.
+    /// Over TCP, `node`'s agent could not be reached or did not answer at `now` (a cut
+    /// link, a host powered off, a hung agent): as Slurm's `NOT_RESPONDING`, the node
+    /// takes no new work while its jobs may run on, until the agent answers again
+    /// ([`Controller::agents_answered`]) or registers, or `SlurmdTimeout` passes and it
+    /// goes DOWN ([`Controller::silent_expired`]).
+    pub fn agent_unanswered(&mut self, node: &str, now: i64) {
+        let Some(nid) = self.conf.node_id(node) else {
+            return;
+        };
+        if !self.liveness.silent(node, now) {
+            return;
+        }
+        self.liveness.unanswered.insert(node.to_string());
+        self.sched.set_node_state(nid, NodeState::Drain);
+        self.outside_dirty = true;
+        tracing::warn!(
+            "Node {node} not responding (its agent cannot be reached); DOWN after \
+             SlurmdTimeout={}s",
+            self.conf.net.slurmd_timeout
+        );
+    }
+
+    /// The agents of `nodes` answered a ping at `now`: nodes not responding only for
+    /// want of an answer are back, and resumed nodes waiting since [`ANSWER_AFTER`]
+    /// seconds or more take work again.
     pub fn agents_answered(&mut self, nodes: &[String], now: i64) -> Vec<Effect> {
+        let mut heard = false;
+        for name in nodes {
+            if !self.liveness.unanswered.contains(name) {
+                continue;
+            }
+            self.liveness.heard(name);
+            tracing::info!("Node {name} now responding");
+            if let Some(nid) = self.conf.node_id(name) {
+                if !self.liveness.awaiting(name) {
+                    self.sched.set_node_state(nid, self.node_state(nid));
+                }
+            }
+            self.outside_dirty = true;
+            heard = true;
+        }
         let back: Vec<String> = nodes
             .iter()
             .filter(|n| {
@@ -116,7 +159,11 @@ impl Controller {
             .cloned()
             .collect();
         if back.is_empty() {
-            return Vec::new();
+            return if heard {
+                self.schedule(now)
+            } else {
+                Vec::new()
+            };
         }
         for name in &back {
             self.liveness.resumed.remove(name);
