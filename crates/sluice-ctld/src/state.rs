@@ -1810,7 +1810,14 @@ impl Controller {
             let cause = RequeueCause::Request {
                 by: Some(caller.uid),
             };
-            self.audit_requeued(id, cause, JobState::Requeued, now);
+            // A run lost with its node is recorded as Slurm's accounting has it
+            // (`kill_running_job_by_node_name`): NODE_FAIL, then the job runs again.
+            let ended_as = if self.audit.failing == Some(id) {
+                JobState::NodeFail
+            } else {
+                JobState::Requeued
+            };
+            self.audit_requeued(id, cause, ended_as, now);
             tracing::info!(
                 "{}",
                 if self.audit.failing == Some(id) {
@@ -1822,7 +1829,7 @@ impl Controller {
                     format!("Requeuing JobId={id} by uid {}", caller.uid)
                 }
             );
-            effects.extend(self.requeue_run(id, JobState::Requeued, true, now));
+            effects.extend(self.requeue_run(id, ended_as, true, now));
         }
         effects.extend(self.schedule(now));
         Ok(effects)
