@@ -1,8 +1,8 @@
 //! The controller SIGKILLed while a user's jobs run on three hosts: on a lab of
 //! `head01` and `node01`–`node03` (the seeds' slurm.conf), `slurmctld` is killed
 //! outright while one job runs on each node, a two-node job's srun step crosses
-//! node02 and node03, and one more job waits in the queue. One job ends while the
-//! controller is away. Started again from its state, the controller loses nothing: the
+//! node02 and node03, and one more job waits in the queue for node01. The job on
+//! node01 ends while the controller is away. Started again from its state, the controller loses nothing: the
 //! end that came meanwhile is reported (its agent retried), the running jobs run on to
 //! their ends, the waiting job starts, each with its state, exit code and output.
 
@@ -33,12 +33,13 @@ fn the_controller_killed_and_restarted_loses_none_of_the_jobs_on_three_hosts() {
     let gates = here(&h, WORK).join("gates");
     std::fs::create_dir_all(&gates).unwrap();
 
-    // Each of node01-03 fully taken (128 CPUs), so that the fourth job waits.
+    // One job on node01, one on node02 (64 CPUs each), the step's job on node02 and
+    // node03 (a CPU on each).
     let one = |node: &str, body: &str| {
         submit(
             &h,
             "node01",
-            &format!("-w {node} -n 128 -o {WORK}/job-%j.out --wrap '{body}'"),
+            &format!("-w {node} -n 64 -o {WORK}/job-%j.out --wrap '{body}'"),
         )
     };
     let a = one(
@@ -58,11 +59,6 @@ fn the_controller_killed_and_restarted_loses_none_of_the_jobs_on_three_hosts() {
             gate("go")
         ),
     );
-    let waiting = submit(
-        &h,
-        "node01",
-        &format!("-w node03 -n 128 -o {WORK}/job-%j.out --wrap 'echo w on $(hostname)'"),
-    );
     let out = |job: u64| read(&here(&h, WORK).join(format!("job-{job}.out")));
     wait_for(Duration::from_secs(60), "the jobs to start", || {
         let s = out(step);
@@ -72,7 +68,19 @@ fn the_controller_killed_and_restarted_loses_none_of_the_jobs_on_three_hosts() {
             && s.contains("1: s node03\n"))
         .then_some(())
     });
-    assert_eq!(job_state(&h, waiting), "PENDING|0:0");
+    // The fourth asks all of node01's 128 CPUs: it waits for a.
+    let waiting = submit(
+        &h,
+        "node01",
+        &format!("-N1 -w node01 -n 128 -o {WORK}/job-%j.out --wrap 'echo w on $(hostname)'"),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        job_state(&h, waiting),
+        "PENDING|0:0",
+        "{}",
+        as_root(&h, "head01", "sacct", &["-o", "JobID,AllocCPUS,NodeList,State,Start,End"]).stdout
+    );
 
     // The controller is killed outright; a job ends while it is away.
     let o = h.sh("head01", "kill -KILL $(cat /var/run/slurmctld.pid)");
@@ -106,7 +114,7 @@ fn the_controller_killed_and_restarted_loses_none_of_the_jobs_on_three_hosts() {
         "COMPLETED|0:0"
     );
     assert_eq!(out(b), "b on node02\n");
-    assert_eq!(out(waiting), "w on node03\n");
+    assert_eq!(out(waiting), "w on node01\n");
     let s = out(step);
     let mut lines: Vec<&str> = s.lines().collect();
     lines.sort_unstable();
@@ -141,7 +149,7 @@ fn the_controller_killed_and_restarted_loses_none_of_the_jobs_on_three_hosts() {
              {b}|node02|FAILED|3:0\n{b}.batch|node02|FAILED|3:0\n\
              {step}|node[02-03]|COMPLETED|0:0\n{step}.batch|node02|COMPLETED|0:0\n\
              {step}.0|node[02-03]|COMPLETED|0:0\n\
-             {waiting}|node03|COMPLETED|0:0\n{waiting}.batch|node03|COMPLETED|0:0\n"
+             {waiting}|node01|COMPLETED|0:0\n{waiting}.batch|node01|COMPLETED|0:0\n"
         ),
         "{}",
         o.stderr
