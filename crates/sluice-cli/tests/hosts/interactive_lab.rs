@@ -37,7 +37,7 @@ fn srun_and_salloc_work_across_hosts_as_slurms_do() {
     let o = user_sh(
         &h,
         "node04",
-        "srun -p train -N2 -n4 -l bash -c 'for i in 1 2 3; do echo $SLURM_PROCID.$i $(hostname); done'",
+        "srun -p train -N2 --ntasks-per-node=2 -l bash -c 'for i in 1 2 3; do echo $SLURM_PROCID.$i $(hostname); done'",
     );
     assert_eq!((o.stderr.as_str(), o.code), ("", 0));
     for task in 0..4u32 {
