@@ -79,7 +79,13 @@ fn the_controller_killed_and_restarted_loses_none_of_the_jobs_on_three_hosts() {
         job_state(&h, waiting),
         "PENDING|0:0",
         "{}",
-        as_root(&h, "head01", "sacct", &["-o", "JobID,AllocCPUS,NodeList,State,Start,End"]).stdout
+        as_root(
+            &h,
+            "head01",
+            "sacct",
+            &["-o", "JobID,AllocCPUS,NodeList,State,Start,End"]
+        )
+        .stdout
     );
 
     // The controller is killed outright; a job ends while it is away.

@@ -1731,6 +1731,15 @@ fn a_node_cut_off_longer_than_slurmd_timeout_goes_down_and_its_stale_run_is_kill
     assert_eq!(c.job(id).unwrap().state, JobState::Running);
     let effects = c.silent_expired(30);
     assert_eq!(launches(&effects), vec![(id.0, vec![other.to_string()])]);
+    // The lost run is kept for `sacct -D` as Slurm's accounting has it.
+    let kept: Vec<_> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistRun(run) => Some((run.restarts, run.state)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kept, vec![(0, JobState::NodeFail)]);
     let r = c.job(id).unwrap();
     assert_eq!((r.state, r.restarts), (JobState::Running, 1));
     let n = c.nodes().into_iter().find(|x| x.name == first).unwrap();
