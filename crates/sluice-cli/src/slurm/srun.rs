@@ -674,7 +674,8 @@ impl Interrupts {
 /// SIGINT, SIGTERM, SIGUSR1, SIGUSR2 and SIGHUP sent to srun go on to the job's steps;
 /// SIGINT as Slurm's srun handles Ctrl-C ([`Interrupts::interrupt`]): once a step
 /// runs, a first one prints its tasks' states, a second within a second is forwarded
-/// and, should tasks survive it for a second, they are killed.
+/// and the step aborted: should tasks survive it for a second, they are killed
+/// (Slurm's srun has the controller kill the step at once, racing the Ctrl-C).
 fn forward_signals(job: u64) -> std::sync::Arc<Interrupts> {
     use nix::sys::signal::{SigSet, Signal};
     let interrupts = std::sync::Arc::new(Interrupts::default());
@@ -707,6 +708,19 @@ fn forward_signals(job: u64) -> std::sync::Arc<Interrupts> {
         };
         send(sig as i32);
         if sig == Signal::SIGINT && state.aborted() {
+            // Slurm's srun waits KillWait and two seconds for the aborted step.
+            let kill_wait = controller()
+                .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+                .ok()
+                .and_then(|c| {
+                    let (_, v) = c.entries.into_iter().find(|(k, _)| k == "KillWait")?;
+                    v.split_whitespace().next()?.parse::<i64>().ok()
+                })
+                .unwrap_or(30);
+            eprintln!(
+                "{ME}: Job step aborted: Waiting up to {} seconds for job step to finish.",
+                kill_wait + 2
+            );
             let state = state.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(std::time::Duration::from_secs(1));

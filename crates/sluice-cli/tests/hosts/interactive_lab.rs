@@ -139,7 +139,10 @@ fn srun_and_salloc_work_across_hosts_as_slurms_do() {
     assert_eq!(
         (read(&work.join("int.err")), code),
         (
-            format!("{status}{status}srun: sending Ctrl-C to StepId={job}.0\n"),
+            format!(
+                "{status}{status}srun: sending Ctrl-C to StepId={job}.0\n\
+                 srun: Job step aborted: Waiting up to 4 seconds for job step to finish.\n"
+            ),
             Some(130)
         )
     );
