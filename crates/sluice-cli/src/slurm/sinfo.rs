@@ -30,6 +30,8 @@ struct Options {
     exact: bool,
     format: Option<String>,
     partitions: Vec<String>,
+    /// `-n`: only these nodes (and the partitions holding some of them).
+    only_nodes: Option<Vec<String>>,
 }
 
 /// sinfo's options: Slurm 22.05's table, in its order (which orders the candidates
@@ -95,6 +97,10 @@ pub fn main(args: Vec<String>) -> i32 {
             "partition" => o
                 .partitions
                 .extend(f.value().split(',').map(str::to_string)),
+            "nodes" => match sluice_conf::hostlist::expand(f.value()) {
+                Ok(names) => o.only_nodes.get_or_insert_with(Vec::new).extend(names),
+                Err(_) => fail(ME, format!("Invalid node name specified: {}", f.value()), 1),
+            },
             // Accepted, no effect.
             "all" | "responding" => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
@@ -119,6 +125,18 @@ pub fn main(args: Vec<String>) -> i32 {
 
 /// The lines `sinfo` prints for `nodes` and `parts` (the date line of `-l` aside).
 fn report(o: &Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
+    let kept: Vec<NodeInfo>;
+    let nodes = match &o.only_nodes {
+        Some(only) => {
+            kept = nodes
+                .iter()
+                .filter(|n| only.contains(&n.name))
+                .cloned()
+                .collect();
+            &kept[..]
+        }
+        None => nodes,
+    };
     let format = o.format.clone().unwrap_or_else(|| {
         match (o.nodes_mode, o.long, o.summarize, o.reasons) {
             (_, _, true, _) => SUMMARY,
@@ -135,6 +153,9 @@ fn report(o: &Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
         .iter()
         .enumerate()
         .filter(|(_, p)| o.partitions.is_empty() || o.partitions.contains(&p.name))
+        .filter(|(_, p)| {
+            o.only_nodes.is_none() || nodes.iter().any(|n| n.partitions.contains(&p.name))
+        })
         .collect();
     let all_codes: Vec<char> = codes(&format.replace('#', "")).collect();
     let grouping = Grouping {
@@ -255,6 +276,30 @@ mod tests {
         assert_eq!(
             sinfo(with_format("%N %c %m"), &nodes, &parts),
             "NODELIST CPUS MEMORY\nn[1-2] 4 4000\n"
+        );
+    }
+
+    #[test]
+    fn nodes_named_with_n_are_the_only_ones_shown_with_their_partitions() {
+        let (nodes, parts) = cluster();
+        let only = |list: &[&str], f: &str| Options {
+            only_nodes: Some(list.iter().map(|n| n.to_string()).collect()),
+            ..with_format(f)
+        };
+        assert_eq!(
+            sinfo(only(&["n2"], "%P %D %N"), &nodes, &parts),
+            "PARTITION NODES NODELIST\ndebug* 1 n2\n"
+        );
+        assert_eq!(
+            sinfo(
+                Options {
+                    nodes_mode: true,
+                    ..only(&["n1"], "%N %P")
+                },
+                &nodes,
+                &parts
+            ),
+            "NODELIST PARTITION\nn1 debug*\nn1 short\n"
         );
     }
 
