@@ -123,6 +123,12 @@ fn a_cut_off_node_goes_down_its_job_runs_again_elsewhere_and_the_stale_copy_is_k
         "the stale copy ran on {:.1} s after its link came back",
         stale_end - restored
     );
+    eprintln!(
+        "{first} down {:.1} s after the cut; the stale copy's last line {:.1} s after the \
+         link came back",
+        down.as_secs_f64(),
+        stale_end - restored
+    );
     std::thread::sleep(Duration::from_secs(2));
     let b = beats(&read(&log));
     let last_first = b
