@@ -1810,10 +1810,16 @@ impl Controller {
             let cause = RequeueCause::Request {
                 by: Some(caller.uid),
             };
-            self.audit_requeued(id, cause, JobState::Requeued, now);
+            // A run lost with its node is recorded as Slurm's accounting has it
+            // (`kill_running_job_by_node_name`): NODE_FAIL, then the job runs again.
+            let ended_as = match self.audit.failing {
+                Some((f, state)) if f == id => state,
+                _ => JobState::Requeued,
+            };
+            self.audit_requeued(id, cause, ended_as, now);
             tracing::info!(
                 "{}",
-                if self.audit.failing == Some(id) {
+                if self.audit.failing.is_some_and(|f| f.0 == id) {
                     format!(
                         "requeue JobId={id} due to failure of node {}",
                         self.node_names(&self.jobs[&id]).join(",")
@@ -1822,7 +1828,7 @@ impl Controller {
                     format!("Requeuing JobId={id} by uid {}", caller.uid)
                 }
             );
-            effects.extend(self.requeue_run(id, JobState::Requeued, true, now));
+            effects.extend(self.requeue_run(id, ended_as, true, now));
         }
         effects.extend(self.schedule(now));
         Ok(effects)
@@ -2136,7 +2142,7 @@ impl Controller {
             .map(|j| j.id)
             .collect();
         for id in lost {
-            effects.extend(self.node_failed_job(id, now));
+            effects.extend(self.node_failed_job(id, JobState::NodeFail, now));
         }
         effects.extend(self.runs_gone(nid, running, now));
         effects.extend(self.reconcile_runs(node, nid, running));
@@ -2268,8 +2274,9 @@ impl Controller {
     /// starts, so the job is requeued, or ends `NODE_FAIL` when it may not be.
     pub fn launch_refused(&mut self, id: JobId, run: u32, now: i64) -> Vec<Effect> {
         match self.jobs.get(&id) {
+            // The run never started: it is no node failure for the accounting.
             Some(r) if r.state == JobState::Running && r.restarts == run => {
-                self.node_failed_job(id, now)
+                self.node_failed_job(id, JobState::Requeued, now)
             }
             _ => Vec::new(),
         }
@@ -2338,13 +2345,15 @@ impl Controller {
             .map(|j| j.id)
             .collect();
         for id in lost {
-            effects.extend(self.node_failed_job(id, now));
+            effects.extend(self.node_failed_job(id, JobState::NodeFail, now));
         }
         effects.extend(self.runs_gone(nid, &[], now));
         effects
     }
 
-    fn node_failed_job(&mut self, id: JobId, now: i64) -> Vec<Effect> {
+    /// Job `id` lost its node: requeued when it may be (its run recorded as
+    /// `ended_as` for `sacct -D`), else ended `NODE_FAIL`.
+    fn node_failed_job(&mut self, id: JobId, ended_as: JobState, now: i64) -> Vec<Effect> {
         let r = &self.jobs[&id];
         let requeue = r.desc.requeue.unwrap_or(true) && !r.desc.interactive;
         let run = r.restarts;
@@ -2354,7 +2363,7 @@ impl Controller {
                 gid: 0,
                 admin: true,
             };
-            self.audit.failing = Some(id);
+            self.audit.failing = Some((id, ended_as));
             let mut effects = self.requeue(id, None, &admin, now).unwrap_or_default();
             self.audit.failing = None;
             effects.retain(|e| !matches!(e, Effect::Terminate { .. }));

@@ -78,7 +78,7 @@ pub fn main(args: Vec<String>) -> i32 {
 /// killed some of it.
 fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i32, bool) {
     // Before any thread starts, so that every thread inherits the blocked mask.
-    forward_signals(job);
+    let interrupts = forward_signals(job);
     // `--gpus-per-task`, or the job's (sbatch passes it on in SLURM_GPUS_PER_TASK).
     let gpus_per_task = opts.gpus_per_task.as_ref().map(|g| g.1).or_else(|| {
         std::env::var("SLURM_GPUS_PER_TASK")
@@ -170,6 +170,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
         set("SLURM_LABELIO", "1".into());
     }
     let environment: Vec<(String, String)> = env.into_iter().collect();
+    interrupts.launched(plan.step, plan.ntasks);
     let (tx, rx) = mpsc::channel::<TaskEvent>();
     let work_dir = cwd().display().to_string();
     let input = Input::parse(opts.input.as_deref());
@@ -284,6 +285,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
                 code,
                 signal: sig,
             } => {
+                interrupts.exited(task, code != 0 || sig != 0);
                 if code != 0 || sig != 0 {
                     failed.push((task, code, sig));
                 }
@@ -313,7 +315,13 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             .map_or("", |n| n.0.as_str());
         by_outcome.entry((node, code, sig)).or_default().push(task);
     }
+    // Once srun was interrupted twice, tasks ended by a signal are what was asked for:
+    // Slurm's srun says so only when verbose.
+    let aborted = interrupts.aborted();
     for ((node, code, sig), mut tasks) in by_outcome {
+        if aborted && sig != 0 {
+            continue;
+        }
         tasks.sort_unstable();
         let which = match tasks.len() {
             1 => format!("task {}", tasks[0]),
@@ -341,7 +349,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             .is_some_and(|n| oom_nodes.contains(&n.0));
         sig == libc::SIGTERM || (sig == libc::SIGKILL && !oom)
     });
-    if forced && !opts.quiet {
+    if forced && !opts.quiet && !aborted {
         eprintln!("{ME}: Force Terminated StepId={job}.{}", plan.step);
     }
     // An OOM kill is reported as Slurm records it: signal 125 (sacct's `0:125`).
@@ -585,9 +593,92 @@ fn gpu_count(v: &str) -> Option<u32> {
     v.rsplit(':').next().and_then(|n| n.trim().parse().ok())
 }
 
-/// SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 sent to srun go on to the job's steps.
-fn forward_signals(job: u64) {
+/// What srun's signal thread knows of the step, for Ctrl-C (see [`forward_signals`]).
+#[derive(Default)]
+struct Interrupts {
+    inner: std::sync::Mutex<InterruptState>,
+}
+
+#[derive(Default)]
+struct InterruptState {
+    /// The step and its task count, once launched.
+    step: Option<(u32, u32)>,
+    /// Tasks that exited: whether abnormally.
+    exited: BTreeMap<u32, bool>,
+    /// When the last SIGINT came.
+    last: Option<std::time::Instant>,
+    /// Two came within a second: the step is being aborted.
+    aborted: bool,
+}
+
+impl Interrupts {
+    fn launched(&self, step: u32, ntasks: u32) {
+        self.inner.lock().expect("lock").step = Some((step, ntasks));
+    }
+
+    fn exited(&self, task: u32, abnormally: bool) {
+        self.inner
+            .lock()
+            .expect("lock")
+            .exited
+            .insert(task, abnormally);
+    }
+
+    fn aborted(&self) -> bool {
+        self.inner.lock().expect("lock").aborted
+    }
+
+    /// A SIGINT came: Slurm's srun prints the step's tasks' states the first time, and
+    /// forwards it (then kills the step) only on a second one within a second. Before
+    /// the step is launched it goes to the job, as any other signal. Whether to
+    /// forward it.
+    fn interrupt(&self, job: u64) -> bool {
+        let mut st = self.inner.lock().expect("lock");
+        let Some((step, ntasks)) = st.step else {
+            return true;
+        };
+        let now = std::time::Instant::now();
+        let again = st
+            .last
+            .is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1));
+        st.last = Some(now);
+        if again {
+            st.aborted = true;
+            eprintln!("{ME}: sending Ctrl-C to StepId={job}.{step}");
+            return true;
+        }
+        eprintln!("{ME}: interrupt (one more within 1 sec to abort)");
+        let group =
+            |f: &dyn Fn(u32) -> bool| -> Vec<u32> { (0..ntasks).filter(|t| f(*t)).collect() };
+        let running = group(&|t| !st.exited.contains_key(&t));
+        let normal = group(&|t| st.exited.get(&t) == Some(&false));
+        let abnormal = group(&|t| st.exited.get(&t) == Some(&true));
+        for (tasks, what) in [
+            (running, "running"),
+            (normal, "exited"),
+            (abnormal, "exited abnormally"),
+        ] {
+            if tasks.is_empty() {
+                continue;
+            }
+            eprintln!(
+                "{ME}: StepId={job}.{step} task{} {}: {what}",
+                if tasks.len() == 1 { "" } else { "s" },
+                sluice_proto::types::compact_indices(&tasks)
+            );
+        }
+        false
+    }
+}
+
+/// SIGINT, SIGTERM, SIGUSR1, SIGUSR2 and SIGHUP sent to srun go on to the job's steps;
+/// SIGINT as Slurm's srun handles Ctrl-C ([`Interrupts::interrupt`]): once a step
+/// runs, a first one prints its tasks' states, a second within a second is forwarded
+/// and the step aborted: should tasks survive it for a second, they are killed
+/// (Slurm's srun has the controller kill the step at once, racing the Ctrl-C).
+fn forward_signals(job: u64) -> std::sync::Arc<Interrupts> {
     use nix::sys::signal::{SigSet, Signal};
+    let interrupts = std::sync::Arc::new(Interrupts::default());
     let mut set = SigSet::empty();
     for s in [
         Signal::SIGINT,
@@ -599,17 +690,50 @@ fn forward_signals(job: u64) {
         set.add(s);
     }
     if set.thread_block().is_err() {
-        return;
+        return interrupts;
     }
+    let state = interrupts.clone();
     std::thread::spawn(move || loop {
         let Ok(sig) = set.wait() else { return };
-        let req = sluice_proto::types::CancelRequest {
-            jobs: vec![(job, None)],
-            signal: Some(sig as i32),
-            ..Default::default()
+        if sig == Signal::SIGINT && !state.interrupt(job) {
+            continue;
+        }
+        let send = move |sig: i32| {
+            let req = sluice_proto::types::CancelRequest {
+                jobs: vec![(job, None)],
+                signal: Some(sig),
+                ..Default::default()
+            };
+            let _ = controller().post::<_, serde_json::Value>("/v1/cancel", &req);
         };
-        let _ = controller().post::<_, serde_json::Value>("/v1/cancel", &req);
+        send(sig as i32);
+        if sig == Signal::SIGINT && state.aborted() {
+            // Slurm's srun waits KillWait and two seconds for the aborted step.
+            let kill_wait = controller()
+                .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+                .ok()
+                .and_then(|c| {
+                    let (_, v) = c.entries.into_iter().find(|(k, _)| k == "KillWait")?;
+                    v.split_whitespace().next()?.parse::<i64>().ok()
+                })
+                .unwrap_or(30);
+            eprintln!(
+                "{ME}: Job step aborted: Waiting up to {} seconds for job step to finish.",
+                kill_wait + 2
+            );
+            let state = state.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                let st = state.inner.lock().expect("lock");
+                let left = st.step.is_some_and(|(_, n)| (st.exited.len() as u32) < n);
+                drop(st);
+                if left {
+                    send(libc::SIGKILL);
+                }
+            });
+        }
     });
+    interrupts
 }
 
 /// The C library's description of a signal (`strsignal`), as Slurm prints it.

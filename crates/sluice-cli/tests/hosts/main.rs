@@ -11,9 +11,19 @@
 //! client with a wrong key refused. `munge_lab.rs` does the same under
 //! `AuthType=auth/munge` with the real munged on every host. `restart_lab.rs` kills and
 //! restarts node02's agent while a user's jobs run there: they run on and end right.
+//! `ranks_lab.rs` runs the seeds' job script, its 16 ranks meeting over the network at
+//! the rendezvous host. `partition_lab.rs` cuts a running job's host off for longer
+//! than `SlurmdTimeout`: the job runs again elsewhere, the stale copy is killed once
+//! the link is back. `ctld_crash_lab.rs` kills the controller while jobs run on three
+//! hosts and restarts it: nothing is lost. `interactive_lab.rs`: `srun` from a login
+//! host across two others (stdin, labels, exit codes, Ctrl-C) and `salloc`.
 
+mod ctld_crash_lab;
 mod harness;
+mod interactive_lab;
 mod lab;
 mod munge_lab;
+mod partition_lab;
+mod ranks_lab;
 mod restart_lab;
 mod seeds_lab;

@@ -9,36 +9,9 @@
 use std::time::Duration;
 
 use crate::harness::Hosts;
-use crate::seeds_lab::{as_root, here, lay_out, read, wait_for, Daemons, BIN, ETC, USER, WORK};
-
-/// The job's state as `sacct` on `head01` reports it.
-fn state(h: &Hosts, job: u64) -> String {
-    as_root(
-        h,
-        "head01",
-        "sacct",
-        &[
-            "-n",
-            "-X",
-            "-P",
-            "-o",
-            "State,ExitCode",
-            "-j",
-            &job.to_string(),
-        ],
-    )
-    .stdout
-    .trim()
-    .to_string()
-}
-
-/// Waits for `job` to end; its `State|ExitCode`.
-fn ended(h: &Hosts, job: u64) -> String {
-    wait_for(Duration::from_secs(60), &format!("job {job}'s end"), || {
-        let s = state(h, job);
-        (!s.is_empty() && !s.starts_with("PENDING") && !s.starts_with("RUNNING")).then_some(s)
-    })
-}
+use crate::seeds_lab::{
+    as_root, here, job_ended, job_state, lay_out, read, wait_for, Daemons, BIN, ETC, USER, WORK,
+};
 
 /// A script line waiting for gate `name` in the user's directory.
 fn gate(name: &str) -> String {
@@ -142,16 +115,22 @@ fn an_agent_killed_and_restarted_on_node02_keeps_its_jobs_and_steps() {
         || (out(early) == "b\nb done\n").then_some(()),
     );
     std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(state(&h, early), "RUNNING|0:0");
+    assert_eq!(job_state(&h, early), "RUNNING|0:0");
 
     // Started again, the agent adopts the jobs' supervisors: the end that came meanwhile
     // is reported, the others run on to their ends.
     slurmd("node02");
-    assert_eq!(ended(&h, early), "COMPLETED|0:0");
-    assert_eq!(state(&h, alone), "RUNNING|0:0");
+    assert_eq!(
+        job_ended(&h, early, Duration::from_secs(60)),
+        "COMPLETED|0:0"
+    );
+    assert_eq!(job_state(&h, alone), "RUNNING|0:0");
     std::fs::write(gates.join("go"), "").unwrap();
-    assert_eq!(ended(&h, alone), "FAILED|5:0");
-    assert_eq!(ended(&h, step), "COMPLETED|0:0");
+    assert_eq!(job_ended(&h, alone, Duration::from_secs(60)), "FAILED|5:0");
+    assert_eq!(
+        job_ended(&h, step, Duration::from_secs(60)),
+        "COMPLETED|0:0"
+    );
     assert_eq!(out(alone), "start on node02\nend\n");
     let s = out(step);
     let mut lines: Vec<&str> = s.lines().collect();

@@ -57,6 +57,8 @@ pub fn lay_out(h: &Hosts, extra: &str) {
         "sinfo",
         "sacct",
         "scontrol",
+        "scancel",
+        "salloc",
     ] {
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sluice"), bin.join(name)).unwrap();
     }
@@ -119,6 +121,103 @@ pub fn stop_daemon(h: &Hosts, host: &str, pid_file: &str) {
          for _ in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done"
     );
     let _ = h.sh(host, &script);
+}
+
+/// The `PATH` the user's commands run with on the lab's hosts: the lab's commands and
+/// the system's (root's own tools, under `/root`, are not the user's to run).
+pub const USER_PATH: &str = "/home/bin:/usr/local/bin:/usr/bin:/bin";
+
+/// Starts `slurmctld` on `head01` (waiting for its key) and `slurmd -N NODE` on each of
+/// `nodes`' own hosts, and waits for those nodes to be idle.
+pub fn start_cluster(h: &Hosts, nodes: &[&str]) {
+    let conf = format!("{ETC}/slurm.conf");
+    start_controller(h);
+    for node in nodes {
+        let o = h.run(node, &[&format!("{BIN}/slurmd"), "-f", &conf, "-N", node]);
+        assert_eq!(o.code, 0, "slurmd on {node}: {}{}", o.stdout, o.stderr);
+    }
+    wait_for(Duration::from_secs(60), "the nodes idle", || {
+        let states = node_states(h);
+        nodes
+            .iter()
+            .all(|n| states.iter().any(|(m, t)| m == n && t == "idle"))
+            .then_some(())
+    });
+}
+
+/// Starts `slurmctld` on `head01` (it detaches) and waits for the cluster key.
+pub fn start_controller(h: &Hosts) {
+    let o = h.run(
+        "head01",
+        &[
+            &format!("{BIN}/slurmctld"),
+            "-f",
+            &format!("{ETC}/slurm.conf"),
+        ],
+    );
+    assert_eq!(o.code, 0, "slurmctld: {}{}", o.stdout, o.stderr);
+    let key = here(h, ETC).join("cluster.key");
+    wait_for(Duration::from_secs(30), "the controller's key", || {
+        key.exists().then_some(())
+    });
+}
+
+/// Each node's state as `sinfo -N` on `head01` shows it (`idle`, `mix*`, `down*`, ...).
+pub fn node_states(h: &Hosts) -> Vec<(String, String)> {
+    let o = as_root(h, "head01", "sinfo", &["-h", "-N", "-o", "%N %t"]);
+    let mut v: Vec<(String, String)> = o
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(n, t)| (n.to_string(), t.to_string()))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Runs a bash script on `host` as the user, in their directory, with the lab's
+/// commands on `PATH` and `SLURM_CONF` set.
+pub fn user_sh(h: &Hosts, host: &str, script: &str) -> Output {
+    let cmd =
+        format!("cd {WORK} && export PATH={USER_PATH} SLURM_CONF={ETC}/slurm.conf && {script}");
+    h.run_as(host, USER, &["bash", "-c", &cmd])
+}
+
+/// `sbatch --parsable ARGS` by the user on `host`: the job's id.
+pub fn submit(h: &Hosts, host: &str, args: &str) -> u64 {
+    let o = user_sh(h, host, &format!("sbatch --parsable {args}"));
+    assert_eq!(o.code, 0, "sbatch {args}: {}", o.stderr);
+    o.stdout.trim().parse().expect("a job id")
+}
+
+/// The job's `State|ExitCode` as `sacct -X` on `head01` reports it.
+pub fn job_state(h: &Hosts, job: u64) -> String {
+    as_root(
+        h,
+        "head01",
+        "sacct",
+        &[
+            "-n",
+            "-X",
+            "-P",
+            "-o",
+            "State,ExitCode",
+            "-j",
+            &job.to_string(),
+        ],
+    )
+    .stdout
+    .trim()
+    .to_string()
+}
+
+/// Waits up to `limit` for `job` to end; its `State|ExitCode`.
+pub fn job_ended(h: &Hosts, job: u64, limit: Duration) -> String {
+    wait_for(limit, &format!("job {job}'s end"), || {
+        let s = job_state(h, job);
+        (!s.is_empty() && !s.starts_with("PENDING") && !s.starts_with("RUNNING")).then_some(s)
+    })
 }
 
 pub fn read(path: &Path) -> String {

@@ -69,8 +69,10 @@ pub(super) struct AuditBook {
     last_sweep: Option<i64>,
     /// Victims in their grace, with their preemptor (the cause of their requeue).
     preempted_by: BTreeMap<JobId, JobRef>,
-    /// A job whose node failed, being requeued.
-    pub(super) failing: Option<JobId>,
+    /// A job whose node failed, being requeued, and what its run ended as for
+    /// `sacct -D`: `NODE_FAIL` when the run was lost with its node, `REQUEUED` when it
+    /// never started (its launch did not reach the agent).
+    pub(super) failing: Option<(JobId, JobState)>,
 }
 
 impl AuditBook {
@@ -270,7 +272,7 @@ impl Controller {
         }
         let cause = match self.audit.preempted_by.remove(&id) {
             Some(by) if ended_as == JobState::Preempted => RequeueCause::Preempted { by },
-            _ if self.audit.failing == Some(id) => RequeueCause::NodeFail,
+            _ if self.audit.failing.is_some_and(|f| f.0 == id) => RequeueCause::NodeFail,
             _ => cause,
         };
         let released = if r.state == JobState::Running {

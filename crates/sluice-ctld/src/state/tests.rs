@@ -1960,3 +1960,71 @@ fn a_tcp_agent_that_stops_answering_is_not_responding_and_comes_back_when_it_ans
     c.silent_expired(320);
     assert_eq!(node01(&c).0, "down");
 }
+
+#[test]
+fn a_node_cut_off_longer_than_slurmd_timeout_goes_down_and_its_stale_run_is_killed() {
+    // Two nodes over TCP, SlurmdTimeout=10. A requeueable job runs on one of them. Its
+    // agent cannot be reached at t=10 (a cut link): the node takes no new work but the
+    // job stays; it answers again at t=12 and is back. Cut off again from t=20, it is
+    // DOWN at t=30, not before, and the job runs again on the other node. When the
+    // cut-off agent registers again with its run, that stale run is killed.
+    let mut cf = conf(2, 4);
+    cf.net.slurmd_timeout = 10;
+    let mut c = Controller::new(cf, Path::new("/s"), vec![], vec![], 0);
+    c.agent_registered("node01", &[], 0);
+    c.agent_registered("node02", &[], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(4, 600), &mut next, 1);
+    let started = launches(&c.schedule(1));
+    assert_eq!(started.len(), 1);
+    let first = started[0].1[0].clone();
+    let other = if first == "node01" {
+        "node02"
+    } else {
+        "node01"
+    };
+    let agent_up =
+        |c: &Controller, n: &str| c.nodes().iter().find(|x| x.name == n).unwrap().agent_up;
+
+    c.agents_unanswered(std::slice::from_ref(&first), 10);
+    assert!(!agent_up(&c, &first));
+    assert!(c.silent_expired(11).is_empty());
+    c.agents_answered(std::slice::from_ref(&first), 12);
+    assert!(agent_up(&c, &first));
+    assert!(c.silent_expired(25).is_empty());
+
+    c.agents_unanswered(std::slice::from_ref(&first), 20);
+    assert!(c.silent_expired(29).is_empty());
+    assert_eq!(c.job(id).unwrap().state, JobState::Running);
+    let effects = c.silent_expired(30);
+    assert_eq!(launches(&effects), vec![(id.0, vec![other.to_string()])]);
+    // The lost run is kept for `sacct -D` as Slurm's accounting has it.
+    let kept: Vec<_> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistRun(run) => Some((run.restarts, run.state)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kept, vec![(0, JobState::NodeFail)]);
+    let r = c.job(id).unwrap();
+    assert_eq!((r.state, r.restarts), (JobState::Running, 1));
+    let n = c.nodes().into_iter().find(|x| x.name == first).unwrap();
+    assert_eq!(n.state, "down");
+
+    let effects = c.agent_registered(&first, &[(id, 0)], 40);
+    let ends: Vec<_> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::EndRun {
+                node,
+                job_id,
+                run,
+                state,
+            } => Some((node.clone(), job_id.0, *run, *state)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, vec![(first.clone(), id.0, 0, JobState::NodeFail)]);
+    assert_eq!(c.job(id).unwrap().restarts, 1);
+}

@@ -173,7 +173,7 @@ impl Controller {
                         job_id: id,
                         state: JobState::NodeFail,
                     });
-                    effects.extend(self.node_failed_job(id, now));
+                    effects.extend(self.node_failed_job(id, JobState::NodeFail, now));
                 }
             }
         }
