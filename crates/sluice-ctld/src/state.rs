@@ -2288,6 +2288,11 @@ impl Controller {
     /// (`idle*`, `mix*`, `alloc*`) until its agent registers again, or goes DOWN after
     /// `SlurmdTimeout` ([`Controller::silent_expired`]), as in Slurm.
     pub fn agent_silent(&mut self, node: &str, now: i64) {
+        self.not_responding(node, now, "its agent is gone");
+    }
+
+    /// `node` is not responding from `now`, for the reason `why` (logged).
+    pub(crate) fn not_responding(&mut self, node: &str, now: i64, why: &str) {
         let Some(nid) = self.conf.node_id(node) else {
             return;
         };
@@ -2297,7 +2302,7 @@ impl Controller {
         self.sched.set_node_state(nid, NodeState::Drain);
         self.outside_dirty = true;
         tracing::warn!(
-            "Node {node} not responding (its agent is gone); its jobs run on, DOWN after \
+            "Node {node} not responding ({why}); its jobs run on, DOWN after \
              SlurmdTimeout={}s",
             self.conf.net.slurmd_timeout
         );

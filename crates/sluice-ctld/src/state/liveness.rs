@@ -314,7 +314,7 @@ impl Controller {
                 continue;
             }
             self.liveness.unanswered.insert(node.clone());
-            self.agent_silent(node, now);
+            self.not_responding(node, now, "its agent cannot be reached");
         }
     }
 
