@@ -160,6 +160,7 @@ class Sluice(Side):
         shutil.rmtree(self.state, ignore_errors=True)
         os.makedirs(self.state)
         log = open(os.path.join(self.work, f"sluice-up-{config}.log"), "w")
+        conf_dir = own_logs(conf_dir, os.path.join(self.state, "conf"), os.path.join(self.state, "logs"))
         self.proc = subprocess.Popen(
             [self.binary, "up", "--config", os.path.join(conf_dir, "slurm.conf"), "--state-dir", self.state],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=base_env(),
@@ -233,6 +234,26 @@ def write_config(work, config, host, rs):
         f.write(dbd)
     os.chmod(dbd_path, 0o600)
     return conf_dir
+
+
+def own_logs(conf_dir, into, logs):
+    """A copy of `conf_dir` (slurm.conf, gres.conf) in `into` whose daemons' log files are
+    under `logs`: both sides read one slurm.conf, and Sluice's daemons honour its
+    `SlurmctldLogFile`/`SlurmdLogFile`, which must stay real Slurm's own. Returns `into`."""
+    os.makedirs(into, exist_ok=True)
+    os.makedirs(logs, exist_ok=True)
+    for name in ("slurm.conf", "gres.conf"):
+        path = os.path.join(conf_dir, name)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            text = f.read()
+        if name == "slurm.conf":
+            text = re.sub(r"(?im)^SlurmctldLogFile=.*$", "SlurmctldLogFile=" + os.path.join(logs, "slurmctld.log"), text)
+            text = re.sub(r"(?im)^SlurmdLogFile=.*$", "SlurmdLogFile=" + os.path.join(logs, "slurmd-%n.log"), text)
+        with open(os.path.join(into, name), "w") as f:
+            f.write(text)
+    return into
 
 
 def job_argument(var, env):
