@@ -2249,11 +2249,6 @@ impl Controller {
         }
     }
 
-    /// The nodes whose agents have registered: the ones to watch.
-    pub fn registered_agents(&self) -> Vec<String> {
-        self.agents_up.iter().cloned().collect()
-    }
-
     /// Run `run` of job `id` could not be launched on `node`, whose agent did not take
     /// the order: the job is requeued, or ends `NODE_FAIL` when it may not be. Should the
     /// agent have started it after all (an answer that came too late), that run is

@@ -49,6 +49,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use sluice_proto::error::ErrorCode;
 use sluice_proto::types::{ErrorReply, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks};
+use sluice_proto::types::{Heartbeat, HeartbeatReply, Incarnation, HEARTBEAT_SECS};
 use sluice_proto::types::{Register, SignalOrder, TerminateOrder};
 use sluice_proto::Client;
 use tokio::net::UnixListener;
@@ -512,13 +513,17 @@ pub async fn run_until(
     result
 }
 
-/// Registers with the controller, retrying until it answers; then again whenever it
-/// stops answering and comes back (a controller restart).
+/// Registers with the controller, retrying until it answers; then sends a heartbeat
+/// every [`HEARTBEAT_SECS`] (its node and the incarnation it registered with), and
+/// registers again when the answer names another incarnation (a controller restart) or
+/// says the controller no longer counts this agent (its node given up), or after the
+/// controller stopped answering.
 ///
 /// A launch the previous controller sent just before it died may reach us after the
 /// new one has started: the new one must either hear of that job in our registration
-/// or have the launch refused. So the incarnation is learnt first (`/v1/ping`), and the
-/// job list is taken under the same lock that switches launches over to it.
+/// or have the launch refused. So the incarnation is learnt first (`/v1/ping`, or the
+/// heartbeat's answer), and the job list is taken under the same lock that switches
+/// launches over to it.
 async fn register(agent: App) {
     // The incarnation that has our current job list; `agent.incarnation` (the one
     // launches are accepted from) may run ahead of it while a registration is retried.
@@ -534,7 +539,27 @@ async fn register(agent: App) {
         let refused = refused.clone();
         registered = tokio::task::spawn_blocking(move || {
             let incarnation = |v: serde_json::Value| v["incarnation"].as_str().map(str::to_string);
-            let ping = a.controller.get::<serde_json::Value>("/v1/ping");
+            // The controller's incarnation, and whether we are registered with it.
+            let ping = match &known {
+                // Registered: the heartbeat, which the answer says counted or not.
+                Some(k) => a
+                    .controller
+                    .post::<_, HeartbeatReply>(
+                        "/v1/agent/heartbeat",
+                        &Heartbeat {
+                            node: a.node.clone(),
+                            incarnation: k.clone(),
+                        },
+                    )
+                    .map(|h| {
+                        let still = h.registered && h.incarnation == *k;
+                        (h.incarnation, still)
+                    }),
+                None => a
+                    .controller
+                    .get::<Incarnation>("/v1/ping")
+                    .map(|i| (i.incarnation, false)),
+            };
             if let Err(sluice_proto::ClientError::Status {
                 code: ErrorCode::Authentication,
                 message,
@@ -551,8 +576,8 @@ async fn register(agent: App) {
                     );
                 }
             }
-            let current = ping.ok().and_then(incarnation)?;
-            if known.as_deref() == Some(current.as_str()) {
+            let (current, still) = ping.ok()?;
+            if still {
                 return known;
             }
             let running: Vec<(u64, u32)> = {
@@ -608,7 +633,7 @@ async fn register(agent: App) {
                 agent.node
             );
         }
-        // Registered: the controller is asked every half second whether it restarted.
+        // Registered: the next heartbeat in HEARTBEAT_SECS.
         // Not: tries again after a delay doubling from a quarter second up to
         // [`MAX_RETRY_MS`], as slurmd's registration retries (1 s doubling to 128 s).
         failures = if registered.is_some() {
@@ -622,14 +647,16 @@ async fn register(agent: App) {
 
 /// The longest wait between two registration attempts, milliseconds. Slurm's slurmd
 /// waits up to 128 s, but its controller asks every node to register when it starts;
-/// Sluice's does not, so this bounds how long a restarted controller waits for agents.
+/// Sluice's answers the next heartbeat with its new incarnation instead, which only
+/// agents that kept reaching it send, so this bounds how long a restarted controller
+/// waits for agents that lost it.
 pub const MAX_RETRY_MS: u64 = 16_000;
 
 /// The wait before the next registration attempt after `failures` failed ones in a row
-/// (0: registered, the half-second check whether the controller restarted).
+/// (0: registered, the wait until the next heartbeat).
 pub fn retry_delay_ms(failures: u32) -> u64 {
     if failures == 0 {
-        return 500;
+        return HEARTBEAT_SECS * 1000;
     }
     250u64
         .saturating_mul(1u64 << (failures - 1).min(20))
@@ -1009,12 +1036,17 @@ mod tests {
 
     #[test]
     fn registration_is_retried_ever_later_up_to_the_cap() {
-        // Registered: the half-second restart check. Failing: a quarter second, then
-        // doubling, never more than MAX_RETRY_MS apart (and no overflow, however long).
+        // Registered: the next heartbeat, two seconds on (the controller pings an agent
+        // only after two heartbeats' silence). Failing: a quarter second, then doubling,
+        // never more than MAX_RETRY_MS apart (and no overflow, however long).
         let delays: Vec<u64> = (0..9).map(retry_delay_ms).collect();
         assert_eq!(
             delays,
-            [500, 250, 500, 1000, 2000, 4000, 8000, 16_000, 16_000]
+            [2000, 250, 500, 1000, 2000, 4000, 8000, 16_000, 16_000]
+        );
+        assert_eq!(
+            sluice_proto::types::HEARTBEAT_SILENCE_SECS,
+            2 * HEARTBEAT_SECS as i64
         );
         assert_eq!(retry_delay_ms(u32::MAX), MAX_RETRY_MS);
     }

@@ -915,6 +915,38 @@ pub struct Incarnation {
     pub incarnation: String,
 }
 
+/// How often a registered agent tells the controller it is alive, seconds (Slurm's
+/// controller pings each node every `SlurmdTimeout/3`; here the agents speak first, so
+/// that a controller with many idle agents only listens). The controller pings an agent
+/// only once it has not heard from it for [`HEARTBEAT_SILENCE_SECS`].
+pub const HEARTBEAT_SECS: u64 = 2;
+
+/// How long the controller waits without a heartbeat (or any answer) from a registered
+/// agent before it pings it: two heartbeats.
+pub const HEARTBEAT_SILENCE_SECS: i64 = 2 * HEARTBEAT_SECS as i64;
+
+/// A registered agent's heartbeat (`POST /v1/agent/heartbeat`): it is alive, and knows
+/// the controller as `incarnation`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// Its node.
+    pub node: String,
+    /// The controller incarnation it registered with.
+    pub incarnation: String,
+}
+
+/// The controller's answer to a heartbeat.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeartbeatReply {
+    /// This run of the controller: another than the agent's means it restarted.
+    pub incarnation: String,
+    /// Whether the controller counts the agent as its node's, registered with this
+    /// incarnation and answering; `false`: it must register again (a restarted
+    /// controller, or a node given up as gone or DOWN), as Slurm's controller asks a
+    /// node that responds again to register.
+    pub registered: bool,
+}
+
 /// A step's or an interactive allocation's end, as `srun`/`salloc` report it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExitReport {

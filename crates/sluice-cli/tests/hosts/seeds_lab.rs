@@ -423,13 +423,21 @@ fn a_users_job_from_node01_runs_on_two_other_hosts_and_a_wrong_key_is_refused() 
                 .then_some(())
         },
     );
-    let o = as_root(
-        &h,
-        "head01",
-        "sinfo",
-        &["-h", "-p", "interactive", "-o", "%N %t"],
+    // (Found once the controller has not heard from it for two heartbeats and pings
+    // it: a few seconds after it stopped.)
+    wait_for(
+        Duration::from_secs(20),
+        "node04 idle* (not responding)",
+        || {
+            let o = as_root(
+                &h,
+                "head01",
+                "sinfo",
+                &["-h", "-p", "interactive", "-o", "%N %t"],
+            );
+            (o.stdout == "node04 idle*\n").then_some(())
+        },
     );
-    assert_eq!(o.stdout, "node04 idle*\n", "{}", o.stderr);
     drop(daemons);
     h.down().unwrap();
 }

@@ -278,10 +278,13 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
     }
 }
 
-/// How often registered agents are checked.
+/// How often the watch looks for agents not heard from.
 const AGENT_CHECK: Duration = Duration::from_secs(1);
 
-/// Checks every registered agent each [`AGENT_CHECK`] until `stop`; one whose socket
+/// Each [`AGENT_CHECK`] until `stop`, pings the registered agents the controller has not
+/// heard from lately (no heartbeat for two heartbeat intervals:
+/// `Controller::agents_to_ping`); agents whose heartbeats come are not pinged, so an
+/// idle cluster costs the controller no outgoing request. A pinged agent whose socket
 /// refuses connections is gone (its process is; on a local socket nothing else refuses
 /// a connection, and on TCP a host that answers with a refusal is up without its
 /// agent). Its jobs run on under their supervisors: its node takes no new work, and
@@ -304,7 +307,7 @@ pub async fn watch(
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         if inputs
-            .send(Input::Request(Request::RegisteredAgents(tx)))
+            .send(Input::Request(Request::AgentsToPing(tx)))
             .is_err()
         {
             return;

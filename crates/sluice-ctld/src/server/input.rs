@@ -207,8 +207,19 @@ pub enum Request {
         /// Answered once durable.
         reply: Reply<()>,
     },
-    /// The nodes whose agents registered (what the agent watch pings).
-    RegisteredAgents(Reply<Vec<String>>),
+    /// The registered agents not heard from lately: what the agent watch pings
+    /// (`Controller::agents_to_ping`).
+    AgentsToPing(Reply<Vec<String>>),
+    /// A registered agent's heartbeat; answered whether it counted (`false`: the agent
+    /// registers again).
+    AgentHeartbeat {
+        /// Its node.
+        node: String,
+        /// Over TCP, the peer's IP address; `None` on the Unix socket.
+        from: Option<String>,
+        /// Whether the controller counts it as its node's registered agent.
+        reply: Reply<bool>,
+    },
     /// Everything `sacctmgr show` lists.
     Accounts(Reply<AccountsSnapshot>),
     /// A `sacctmgr` change, checked or carried out.

@@ -442,7 +442,15 @@ impl Owner {
                 self.pass_due = true;
                 Outcome::answer(effects, reply, (), |_| ())
             }
-            Request::RegisteredAgents(reply) => now_answer(reply, ctl.registered_agents()),
+            Request::AgentsToPing(reply) => now_answer(reply, ctl.agents_to_ping(now)),
+            Request::AgentHeartbeat { node, from, reply } => {
+                let (counted, effects) = ctl.agent_heartbeat(&node, from.as_deref(), now);
+                if effects.is_empty() {
+                    return now_answer(reply, counted);
+                }
+                self.pass_due = true;
+                Outcome::answer(effects, reply, counted, move |_| counted)
+            }
             Request::Accounts(reply) => {
                 let cluster = ClusterRecord {
                     name: ctl.conf.cluster_name.clone(),

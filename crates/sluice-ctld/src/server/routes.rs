@@ -11,8 +11,8 @@ use serde::Serialize;
 use sluice_core::JobId;
 use sluice_proto::error::ApiError;
 use sluice_proto::types::{
-    Accounting, CancelRequest, Done, ExitReport, Incarnation, JobDescription, JobEnded, JobRecord,
-    Register, StepRecord, StepRequest, TaskSelection,
+    Accounting, CancelRequest, Done, ExitReport, Heartbeat, HeartbeatReply, Incarnation,
+    JobDescription, JobEnded, JobRecord, Register, StepRecord, StepRequest, TaskSelection,
 };
 
 use super::input::{Change, Request};
@@ -58,6 +58,7 @@ pub(super) fn router(app: App) -> Router {
         .route(sluice_proto::auth::VOUCH_PATH, post(vouch))
         .route("/v1/agent/register", post(agent_register))
         .route("/v1/agent/ended", post(agent_ended))
+        .route("/v1/agent/heartbeat", post(agent_heartbeat))
         .with_state(app)
 }
 
@@ -355,6 +356,35 @@ async fn agent_register(
         .and_then(|r| r);
     reply(done.map(|()| Incarnation {
         incarnation: app.incarnation.clone(),
+    }))
+}
+
+/// A registered agent's heartbeat: counted by the loop when the agent is registered with
+/// this incarnation; answered with the incarnation, so that an agent of a restarted
+/// controller (or of a node given up) registers again.
+async fn agent_heartbeat(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    address: Option<axum::Extension<ConnectInfo<std::net::SocketAddr>>>,
+    Json(h): Json<Heartbeat>,
+) -> Response {
+    if !app.caller(peer).admin {
+        return refuse(ApiError::access_denied());
+    }
+    let registered = if h.incarnation == app.incarnation {
+        let from = address.map(|a| a.0 .0.ip().to_string());
+        app.ask(|reply| Request::AgentHeartbeat {
+            node: h.node,
+            from,
+            reply,
+        })
+        .await
+    } else {
+        Ok(false)
+    };
+    reply(registered.map(|registered| HeartbeatReply {
+        incarnation: app.incarnation.clone(),
+        registered,
     }))
 }
 

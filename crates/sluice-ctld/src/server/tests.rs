@@ -376,6 +376,130 @@ fn an_unreachable_agent_requeues_its_launch_and_its_node_waits_for_it() {
     assert!(s.pass(200).is_empty());
 }
 
+/// The agent of `node` registers over TCP from `from` at `now`.
+fn register(s: &mut Script, node: &str, from: &str, now: i64) {
+    let (reply, mut rx) = oneshot::channel();
+    s.feed(
+        Input::Request(Request::AgentRegistered {
+            registration: crate::state::Registration {
+                node: node.into(),
+                from: Some(from.into()),
+                ..Default::default()
+            },
+            reply,
+        }),
+        now,
+    );
+    rx.try_recv().expect("answered").expect("registered");
+}
+
+/// A heartbeat from `node`'s agent at `from`: whether it counted, and its effects.
+fn heartbeat(s: &mut Script, node: &str, from: &str, now: i64) -> (bool, Vec<Effect>) {
+    let (reply, mut rx) = oneshot::channel();
+    let effects = s.feed(
+        Input::Request(Request::AgentHeartbeat {
+            node: node.into(),
+            from: Some(from.into()),
+            reply,
+        }),
+        now,
+    );
+    (rx.try_recv().expect("answered"), effects)
+}
+
+/// The agents the watch would ping at `now`.
+fn to_ping(s: &mut Script, now: i64) -> Vec<String> {
+    let (reply, mut rx) = oneshot::channel();
+    s.feed(Input::Request(Request::AgentsToPing(reply)), now);
+    rx.try_recv().expect("answered")
+}
+
+/// Whether `node` responds (`sinfo` shows no `*`).
+fn responding(s: &Script, node: &str) -> bool {
+    s.owner
+        .controller()
+        .nodes()
+        .into_iter()
+        .find(|n| n.name == node)
+        .unwrap()
+        .agent_up
+}
+
+#[test]
+fn heartbeats_spare_an_agent_the_pings_and_its_silence_gets_it_pinged_then_not_responding() {
+    // One 4-CPU node whose agent registers over TCP at t=0 and sends a heartbeat every
+    // two seconds: the watch never pings it (an idle cluster costs the controller no
+    // outgoing request).
+    let mut s = Script::new(conf(1, 4));
+    register(&mut s, "node01", "10.0.0.1", 0);
+    for t in 0..=11 {
+        if t % 2 == 0 && t > 0 {
+            assert_eq!(heartbeat(&mut s, "node01", "10.0.0.1", t), (true, vec![]));
+        }
+        assert!(to_ping(&mut s, t).is_empty(), "pinged at t={t}");
+    }
+    // Silent from t=10 on (a cut link): two heartbeats missed, it is pinged at t=14,
+    // and each second after while it stays silent.
+    assert!(to_ping(&mut s, 13).is_empty());
+    assert_eq!(to_ping(&mut s, 14), ["node01"]);
+    assert_eq!(to_ping(&mut s, 15), ["node01"]);
+    // The ping goes unanswered: not responding, no new work.
+    s.feed(
+        Input::AgentsChecked {
+            answered: vec![],
+            gone: vec![],
+            unanswered: vec!["node01".into()],
+        },
+        16,
+    );
+    assert!(!responding(&s, "node01"));
+    let (job, effects) = s.submit(desc(4), 16);
+    assert!(!story(&effects).iter().any(|e| e.starts_with("launch")));
+    // A heartbeat again before SlurmdTimeout: responding, the job starts, no ping.
+    let (counted, effects) = heartbeat(&mut s, "node01", "10.0.0.1", 17);
+    assert!(counted);
+    assert!(responding(&s, "node01"));
+    assert!(story(&effects).contains(&format!("launch {job} on node01")));
+    assert!(to_ping(&mut s, 18).is_empty());
+    // An answered ping counts as hearing from it too.
+    assert_eq!(to_ping(&mut s, 21), ["node01"]);
+    s.feed(
+        Input::AgentsChecked {
+            answered: vec!["node01".into()],
+            gone: vec![],
+            unanswered: vec![],
+        },
+        21,
+    );
+    assert!(to_ping(&mut s, 24).is_empty());
+}
+
+#[test]
+fn a_heartbeat_the_controller_does_not_count_makes_the_agent_register_again() {
+    // Only the registered agent's heartbeat counts: not one from another address, not
+    // one for a node never registered (a restarted controller), not one from an agent
+    // found gone (its socket refused a ping). Told so, the agent registers again.
+    let mut s = Script::new(conf(2, 4));
+    register(&mut s, "node01", "10.0.0.1", 0);
+    assert!(!heartbeat(&mut s, "node01", "10.0.0.9", 2).0);
+    assert!(!heartbeat(&mut s, "node02", "10.0.0.2", 2).0);
+    assert!(to_ping(&mut s, 2).is_empty());
+    s.feed(
+        Input::AgentsChecked {
+            answered: vec![],
+            gone: vec!["node01".into()],
+            unanswered: vec![],
+        },
+        4,
+    );
+    assert!(!responding(&s, "node01"));
+    assert!(!heartbeat(&mut s, "node01", "10.0.0.1", 5).0);
+    assert!(!responding(&s, "node01"));
+    register(&mut s, "node01", "10.0.0.1", 6);
+    assert!(responding(&s, "node01"));
+    assert!(heartbeat(&mut s, "node01", "10.0.0.1", 8).0);
+}
+
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sluice-loop-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

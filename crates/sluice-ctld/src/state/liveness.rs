@@ -1,14 +1,22 @@
 //! What the controller knows of each node's agent beyond its registration: when it
 //! registered (Slurm's `SlurmdStartTime`), when the node last ran a job
-//! (`LastBusyTime`), and which nodes an operator resumed that have not answered since.
+//! (`LastBusyTime`), when it was last heard from (its heartbeats, or answers to the agent
+//! watch's pings), and which nodes an operator resumed that have not answered since.
+//!
+//! A registered agent sends a heartbeat every
+//! [`HEARTBEAT_SECS`](sluice_proto::types::HEARTBEAT_SECS); the agent watch pings
+//! only the agents not heard from for [`HEARTBEAT_SILENCE_SECS`]
+//! ([`Controller::agents_to_ping`]), so that idle agents cost the controller one
+//! incoming request each per heartbeat and no outgoing one.
 //!
 //! As in Slurm, a node an operator brings back (`scontrol update State=RESUME` after
 //! DRAIN or DOWN) takes work again only once its agent has answered: until then it is
 //! `idle*` (`IDLE+NOT_RESPONDING`), and nothing starts on it. Slurm waits for the
-//! node's re-registration, about one to three seconds; Sluice waits for an answer to
-//! its agent watch's ping sent at least [`ANSWER_AFTER`] seconds after the resume.
+//! node's re-registration, about one to three seconds; Sluice waits for a heartbeat (or
+//! an answer to a ping) at least [`ANSWER_AFTER`] seconds after the resume.
 
 use super::*;
+use sluice_proto::types::HEARTBEAT_SILENCE_SECS;
 
 /// Seconds after a resume before an answer from the node's agent counts (a ping sent in
 /// the same second may predate the resume).
@@ -48,6 +56,9 @@ pub(crate) struct Liveness {
     unanswered: BTreeSet<String>,
     /// When each node's agent registered, Unix seconds.
     registered: BTreeMap<String, i64>,
+    /// When each node's agent was last heard from (registration, heartbeat, an answer to
+    /// a ping), Unix seconds.
+    heard_at: BTreeMap<String, i64>,
     /// When each node last ran a job (or registered), Unix seconds.
     last_busy: BTreeMap<String, i64>,
     /// Nodes resumed by an operator whose agent has not answered since: since when.
@@ -61,6 +72,7 @@ impl Liveness {
     /// The node's agent registered at `now`: it answers.
     pub(crate) fn registered(&mut self, node: &str, now: i64, from: Option<&str>) {
         self.registered.insert(node.to_string(), now);
+        self.heard_at.insert(node.to_string(), now);
         match from {
             Some(a) => self.from.insert(node.to_string(), a.to_string()),
             None => self.from.remove(node),
@@ -84,6 +96,17 @@ impl Liveness {
     pub(crate) fn heard(&mut self, node: &str) {
         self.silent.remove(node);
         self.unanswered.remove(node);
+    }
+
+    /// The node's agent spoke (a heartbeat, an answer to a ping) at `now`.
+    pub(crate) fn heard_from(&mut self, node: &str, now: i64) {
+        self.heard_at.insert(node.to_string(), now);
+    }
+
+    /// Whether the node's agent has not been heard from since `before` (never counts as
+    /// not heard from).
+    pub(crate) fn unheard_since(&self, node: &str, before: i64) -> bool {
+        self.heard_at.get(node).is_none_or(|&at| at <= before)
     }
 
     /// Whether the node's agent is gone while its jobs run on.
@@ -325,12 +348,50 @@ impl Controller {
         self.sched.set_node_state(nid, NodeState::Drain);
     }
 
-    /// The agents of `nodes` answered a ping at `now`: resumed nodes waiting since
-    /// [`ANSWER_AFTER`] seconds or more take work again.
+    /// The registered agents to ping at `now`: those not heard from (no heartbeat, no
+    /// answer) for [`HEARTBEAT_SILENCE_SECS`] or more, among them those silent or gone.
+    /// An agent whose heartbeats come is never pinged.
+    pub fn agents_to_ping(&self, now: i64) -> Vec<String> {
+        self.agents_up
+            .iter()
+            .filter(|n| self.liveness.unheard_since(n, now - HEARTBEAT_SILENCE_SECS))
+            .cloned()
+            .collect()
+    }
+
+    /// A heartbeat from the agent of `node` (from the address `from` over TCP) at `now`.
+    /// It counts when the agent is registered here, from that address, and not given up
+    /// as gone: the node is heard from, and as for an answer to a ping
+    /// ([`Controller::agents_answered`]) a node silent for want of answers responds
+    /// again and a resumed one takes work. Otherwise the agent is told to register
+    /// again (its registration reconciles its runs). Returns whether it counted, and
+    /// the effects.
+    pub fn agent_heartbeat(
+        &mut self,
+        node: &str,
+        from: Option<&str>,
+        now: i64,
+    ) -> (bool, Vec<Effect>) {
+        let same_address = match (from, self.liveness.from.get(node)) {
+            (Some(from), Some(first)) => from == first,
+            (None, None) => true,
+            _ => false,
+        };
+        let gone = self.liveness.is_silent(node) && !self.liveness.unanswered.contains(node);
+        if !self.agents_up.contains(node) || !same_address || gone {
+            return (false, Vec::new());
+        }
+        (true, self.agents_answered(&[node.to_string()], now))
+    }
+
+    /// The agents of `nodes` answered (a ping, a heartbeat) at `now`: they are heard
+    /// from, and resumed nodes waiting since [`ANSWER_AFTER`] seconds or more take work
+    /// again.
     pub fn agents_answered(&mut self, nodes: &[String], now: i64) -> Vec<Effect> {
         // Silent only for want of answers: answering again, they respond.
         let mut responding = false;
         for name in nodes {
+            self.liveness.heard_from(name, now);
             if self.liveness.unanswered.remove(name) {
                 self.liveness.heard(name);
                 responding = true;
