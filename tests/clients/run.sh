@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The client suite: real workflow tools from PyPI, unmodified, against a running Sluice
 # cluster (`sluice up`, three nodes of four CPUs): drivers for submitit, dask-jobqueue,
-# simple-slurm and Snakemake's Slurm executor (each prints `N passed, M failed` and
+# simple-slurm, Snakemake's Slurm executor and PSI/J's (each prints `N passed, M failed` and
 # exits non-zero on failure), and the Slurm tests of dask-jobqueue and simple-slurm
 # themselves. This script fails if any of them does, or if the cluster does not stop.
 #
@@ -10,7 +10,7 @@
 #   SLUICE_CLIENTS_VENV where the virtual environment goes (default: /tmp/sluice-clients-venv;
 #                       reused when it already has the pinned versions)
 #   SLUICE_CLIENTS_ONLY run only these (space separated: submitit dask dask-tests
-#                       simple-slurm simple-slurm-tests snakemake)
+#                       simple-slurm simple-slurm-tests snakemake psij)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -20,10 +20,14 @@ bin="${SLUICE_BIN:-target/release/sluice}"
 case "$bin" in /*) ;; *) bin="$root/$bin" ;; esac
 [ -x "$bin" ] || { echo "run.sh: no sluice binary at $bin (cargo build --release -p sluice-cli)" >&2; exit 1; }
 venv="${SLUICE_CLIENTS_VENV:-/tmp/sluice-clients-venv}"
-only="${SLUICE_CLIENTS_ONLY:-submitit dask dask-tests simple-slurm simple-slurm-tests snakemake}"
+only="${SLUICE_CLIENTS_ONLY:-submitit dask dask-tests simple-slurm simple-slurm-tests snakemake psij}"
 
-# The pinned clients (and what they pull in that matters to them).
+# The pinned clients (and what they pull in that matters to them). PSI/J asks for
+# psutil<=7.0.0, which the pinned psutil (dask's) contradicts for pip's resolver only:
+# it is installed on its own, without its dependencies (pystache and typeguard are in
+# requirements.txt).
 requirements="$here/requirements.txt"
+requirements_nodeps="$here/requirements-nodeps.txt"
 
 echo "== virtual environment in $venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
@@ -38,10 +42,11 @@ fi
 if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
     pip=(python3 -m pip --disable-pip-version-check --python "$venv/bin/python")
 fi
-if ! "${pip[@]}" freeze 2>/dev/null | sort | diff -q - <(grep -v '^#' "$requirements" | sort) >/dev/null; then
+if ! "${pip[@]}" freeze 2>/dev/null | sort | diff -q - <(cat "$requirements" "$requirements_nodeps" | grep -v '^#' | sort) >/dev/null; then
     "${pip[@]}" install --quiet -r "$requirements"
+    "${pip[@]}" install --quiet --no-deps -r "$requirements_nodeps"
 fi
-"${pip[@]}" freeze | grep -Ei '^(submitit|dask|dask-jobqueue|distributed|pytest|simple.slurm|snakemake|snakemake-executor-plugin-slurm.*)=='
+"${pip[@]}" freeze | grep -Ei '^(submitit|dask|dask-jobqueue|distributed|pytest|simple.slurm|snakemake|snakemake-executor-plugin-slurm.*|psij-python)=='
 # simple-slurm's unittest suite is in its source distribution, not in its wheel.
 simple_slurm="$(grep -i '^simple.slurm==' "$requirements" | cut -d= -f3)"
 simple_slurm_src="$venv/src/simple_slurm-$simple_slurm"
@@ -108,7 +113,7 @@ sinfo
 # One client's run, from its own directory under the cluster's.
 client_run() {
     case "$1" in
-        submitit | dask | snakemake) python -u "$here/$1_driver.py" ;;
+        submitit | dask | snakemake | psij) python -u "$here/$1_driver.py" ;;
         simple-slurm) python -u "$here/simple_slurm_driver.py" ;;
         # Its own suite, unmodified, run from a copy (test 19 writes script.sh in the
         # working directory).

@@ -1412,6 +1412,11 @@ impl Controller {
             _ if preempted => JobState::Preempted,
             (s, None) => s,
         };
+        // As slurmctld's `_job_complete`: a failed, timed-out, node-failed or
+        // out-of-memory job shows why it ended; any other keeps its reason (`None`).
+        if let Some(why) = Reason::ended(r.state, r.exit_code, r.signal) {
+            r.reason = why;
+        }
         self.audit_ended(id, now);
         let r = &self.jobs[&id];
         let (state, end_time) = (r.state, r.end_time);

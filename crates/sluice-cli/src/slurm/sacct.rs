@@ -118,6 +118,24 @@ struct Context<'a> {
 /// Each job's `DerivedExitCode`, as Slurm derives it: the highest exit status of its
 /// srun steps (not its batch step), compared as wait statuses — an exit code beats a
 /// signal — as `(exit code, signal)`; jobs without srun steps are absent (`0:0`).
+/// Why a job last waited, as sacct's `Reason` shows it: slurmdbd keeps the reason a
+/// job had when it started (`state_reason_prev`), never why it ended, so a finished
+/// job's end reason (see `scontrol show job`) reads `None`.
+fn waited_for(reason: &str) -> &str {
+    const ENDED: [&str; 5] = [
+        "NonZeroExitCode",
+        "JobLaunchFailure",
+        "TimeLimit",
+        "NodeDown",
+        "OutOfMemory",
+    ];
+    if ENDED.contains(&reason) {
+        "None"
+    } else {
+        reason
+    }
+}
+
 fn derived_exit_codes(steps: &[StepRecord]) -> BTreeMap<u64, (i32, i32)> {
     let status = |(code, signal): (i32, i32)| (i64::from(code) << 8) | i64::from(signal & 0x7f);
     let mut derived: BTreeMap<u64, (i32, i32)> = BTreeMap::new();
@@ -288,7 +306,7 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
             .map_or("UNLIMITED".into(), |l| (l / 60).to_string()),
         ("WorkDir", Row::Job(j)) => j.desc.work_dir.clone(),
         ("Comment", Row::Job(j)) => j.desc.comment.clone().unwrap_or_default(),
-        ("Reason", Row::Job(j)) => j.reason.clone(),
+        ("Reason", Row::Job(j)) => waited_for(&j.reason).to_string(),
         ("Priority", Row::Job(j)) => j.priority.to_string(),
         ("QOS", Row::Job(j)) => j.qos.clone(),
         ("Restarts", Row::Job(j)) => j.restarts.to_string(),
@@ -661,6 +679,15 @@ pub fn main(args: Vec<String>) -> i32 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_reason_is_why_a_job_waited_not_why_it_ended() {
+        use super::waited_for;
+        assert_eq!(waited_for("NonZeroExitCode"), "None");
+        assert_eq!(waited_for("TimeLimit"), "None");
+        assert_eq!(waited_for("JobHeldUser"), "JobHeldUser");
+        assert_eq!(waited_for("None"), "None");
+    }
+
     use super::*;
 
     #[test]

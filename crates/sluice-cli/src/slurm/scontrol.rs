@@ -39,19 +39,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("Account", j.account.clone());
     p("QOS", j.qos.clone());
     p("JobState", j.state.name().into());
-    // Why it waits, or (as slurmctld records it) why it ended.
-    p(
-        "Reason",
-        match j.state {
-            // Slurm writes a reason's spaces as `_` here (`ReqNodeNotAvail,_May_be_...`).
-            JobState::Pending => j.reason.replace(' ', "_"),
-            JobState::Failed if j.exit_code != 0 => "NonZeroExitCode".into(),
-            JobState::Timeout => "TimeLimit".into(),
-            JobState::NodeFail => "NodeDown".into(),
-            JobState::OutOfMemory => "OutOfMemory".into(),
-            _ => "None".into(),
-        },
-    );
+    // Why it waits, or (as the controller keeps it, see `Reason::ended`) why it ended.
+    // Slurm writes a reason's spaces as `_` here (`ReqNodeNotAvail,_May_be_...`).
+    p("Reason", j.reason.replace(' ', "_"));
     // What is left of the dependency, each job marked `(unfulfilled)` or `(failed)`.
     p("Dependency", opt(&j.dependency_status));
     p(

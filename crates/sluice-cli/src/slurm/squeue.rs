@@ -23,8 +23,13 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         (Some(s), None) if j.state == JobState::Running => t - s,
         _ => 0,
     };
+    // As squeue's `_print_job_reason_list`: a pending, failed, timed-out or
+    // out-of-memory job shows its reason (`(None)` included), any other its nodes.
     let reason = |j: &JobRecord| -> String {
-        if j.state == JobState::Pending {
+        if matches!(
+            j.state,
+            JobState::Pending | JobState::Failed | JobState::Timeout | JobState::OutOfMemory
+        ) {
             format!("({})", j.reason)
         } else {
             sluice_conf::hostlist::compress(&j.nodes)
@@ -705,5 +710,41 @@ mod memory_tests {
         assert_eq!(mebibytes(1000), "1000M");
         assert_eq!(mebibytes(2048), "2G");
         assert_eq!(mebibytes(3584), "3.50G");
+    }
+}
+
+#[cfg(test)]
+mod reason_tests {
+    use super::field;
+    use sluice_proto::types::{JobRecord, JobState};
+
+    #[test]
+    fn nodelist_reason_shows_why_a_failed_or_timed_out_job_ended() {
+        // squeue's `_print_job_reason_list`: pending, failed, timed-out and
+        // out-of-memory jobs show their reason (even `None`), any other its nodes.
+        let shown = |state, reason: &str| {
+            let j = JobRecord {
+                state,
+                reason: reason.into(),
+                nodes: vec!["n1".into(), "n2".into()],
+                ..Default::default()
+            };
+            field('R', &j, 0).map(|f| f.value)
+        };
+        let cases = [
+            (JobState::Pending, "Priority", "(Priority)"),
+            (JobState::Failed, "NonZeroExitCode", "(NonZeroExitCode)"),
+            (JobState::Failed, "JobLaunchFailure", "(JobLaunchFailure)"),
+            (JobState::Timeout, "TimeLimit", "(TimeLimit)"),
+            (JobState::OutOfMemory, "OutOfMemory", "(OutOfMemory)"),
+            (JobState::Failed, "None", "(None)"),
+            (JobState::Completed, "None", "n[1-2]"),
+            (JobState::Cancelled, "None", "n[1-2]"),
+            (JobState::NodeFail, "NodeDown", "n[1-2]"),
+            (JobState::Running, "None", "n[1-2]"),
+        ];
+        for (state, reason, want) in cases {
+            assert_eq!(shown(state, reason).as_deref(), Some(want), "{state:?}");
+        }
     }
 }

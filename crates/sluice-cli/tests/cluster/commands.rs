@@ -196,6 +196,32 @@ fn scontrol_show_job_follows_jobs_from_pending_through_running_to_their_end() {
         ),
         "JobState=TIMEOUT Reason=TimeLimit ExitCode=0:15 TimeLimit=00:00:01"
     );
+    // A script killed by a signal failed, as Slurm 22.05 says, to launch.
+    let killed = c.sbatch(&["-J", "killed", "--wrap", "kill -9 $$"]);
+    assert_eq!(c.wait_ended(killed), "FAILED");
+    assert_eq!(
+        pick(&show_job(&c, killed), &["JobState", "Reason", "ExitCode"]),
+        "JobState=FAILED Reason=JobLaunchFailure ExitCode=0:9"
+    );
+    // squeue gives the same reasons, and shows a failed or timed-out job's where a
+    // finished job's nodes go.
+    let ended = format!("{wait},{fails},{late},{killed}");
+    let q = c.run(
+        "squeue",
+        &["-h", "-t", "all", "-j", &ended, "-o", "%j %T %r %R"],
+    );
+    assert_eq!(q.code, 0, "{}", q.stderr);
+    let mut lines: Vec<&str> = q.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "fails FAILED NonZeroExitCode (NonZeroExitCode)",
+            "killed FAILED JobLaunchFailure (JobLaunchFailure)",
+            "late TIMEOUT TimeLimit (TimeLimit)",
+            "wait COMPLETED None n1",
+        ]
+    );
 
     // -o: one line per job, the same pairs.
     let o = c.run("scontrol", &["-o", "show", "job", &wait.to_string()]);

@@ -74,6 +74,15 @@ fn a_job_past_its_memory_ends_out_of_memory_and_one_within_it_completes() {
             sacct(job, &["-o", "JobID,State,ExitCode"]),
             format!("{job}|OUT_OF_MEMORY|0:125\n{job}.batch|OUT_OF_MEMORY|0:125\n")
         );
+        // squeue says why it ended, where its nodes would go (Slurm's `FAIL_OOM`).
+        let q = c.run(
+            "squeue",
+            &["-h", "-t", "all", "-j", &job.to_string(), "-o", "%T %r %R"],
+        );
+        assert_eq!(
+            q.stdout, "OUT_OF_MEMORY OutOfMemory (OutOfMemory)\n",
+            "job {job}"
+        );
         // The shell's own note of the kill comes first; slurmstepd's line ends the file.
         let err = std::fs::read_to_string(c.work().join(format!("{job}.err"))).unwrap();
         assert_eq!(

@@ -297,6 +297,12 @@ fn an_agent_away_past_slurmd_timeout_fails_or_requeues_its_jobs_and_its_return_k
     // Past SlurmdTimeout the node is down: the job that may not be requeued ends
     // NODE_FAIL, the other waits for its node.
     assert_eq!(c.wait_ended(keep), "NODE_FAIL");
+    // Why it ended is Slurm's `FAIL_DOWN_NODE`; squeue shows its nodes, not the reason.
+    let ended = c.run(
+        "squeue",
+        &["-h", "-t", "all", "-j", &keep.to_string(), "-o", "%T %r %R"],
+    );
+    assert_eq!(ended.stdout, "NODE_FAIL NodeDown n1\n");
     let expected = format!(
         "{again} again PD (Nodes required for job are DOWN, DRAINED or reserved for jobs in \
          higher priority partitions)\n"

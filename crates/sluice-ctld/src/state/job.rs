@@ -233,7 +233,13 @@ impl Job {
             partition: r.partition,
             qos: r.qos,
             state: r.state,
-            reason: Reason::from_text(&r.reason),
+            // A record from before Sluice kept why a job ended says `None`.
+            reason: match Reason::from_text(&r.reason) {
+                Reason::NONE => {
+                    Reason::ended(r.state, r.exit_code, r.signal).unwrap_or(Reason::NONE)
+                }
+                why => why,
+            },
             priority: r.priority,
             submit_time: r.submit_time,
             start_time: r.start_time,

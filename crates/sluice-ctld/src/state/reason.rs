@@ -1,14 +1,15 @@
 //! Why a pending job waits, as the controller keeps it: one type for the core's reasons
 //! (a queued job's, limits included) and the controller's own (the jobs it keeps out of
 //! the core: holds, dependencies, throttles, a run still ending, a job the core
-//! refused). It becomes Slurm's text only where a record is built
+//! refused), and why a finished job ended ([`Reason::ended`]). It becomes Slurm's text only where a record is built
 //! ([`super::Controller::record`]), and is read back from that text when records are
 //! loaded ([`Reason::from_text`]).
 
 use sluice_core::borrow::{BORROW_LIMIT, COHORT_QUOTA};
 use sluice_core::PendingReason;
+use sluice_proto::types::JobState;
 
-/// A pending job's reason, exactly one of Slurm's (`squeue %r`).
+/// A pending job's reason, or a finished job's, exactly one of Slurm's (`squeue %r`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
     /// The core's: `None`, `Resources`, `Priority`, `BeginTime` (also a requeued job
@@ -30,6 +31,18 @@ pub enum Reason {
     /// `BadConstraints`: the core refused it when it was to be queued (the
     /// configuration changed under it); it failed.
     BadConstraints,
+    /// `NonZeroExitCode`: its batch script (or allocation) exited non-zero; it failed
+    /// (Slurm's `FAIL_EXIT_CODE`).
+    NonZeroExitCode,
+    /// `JobLaunchFailure`: its batch script was killed by a signal; it failed. Slurm
+    /// 22.05 gives a signalled script `FAIL_LAUNCH` (23.02 made it `RaisedSignal:N(..)`).
+    LaunchFailure,
+    /// `TimeLimit`: it reached its time limit (`FAIL_TIMEOUT`).
+    TimeLimit,
+    /// `NodeDown`: its node failed under it (`FAIL_DOWN_NODE`).
+    NodeDown,
+    /// `OutOfMemory`: it was killed for its memory (`FAIL_OOM`).
+    OutOfMemory,
 }
 
 impl Default for Reason {
@@ -39,7 +52,7 @@ impl Default for Reason {
 }
 
 /// The controller's own reasons and their texts.
-const OWN: [(Reason, &str); 7] = [
+const OWN: [(Reason, &str); 12] = [
     (Reason::HeldUser, "JobHeldUser"),
     (Reason::HeldAdmin, "JobHeldAdmin"),
     (Reason::ReservationDeleted, "ReservationDeleted"),
@@ -47,6 +60,11 @@ const OWN: [(Reason, &str); 7] = [
     (Reason::DependencyNeverSatisfied, "DependencyNeverSatisfied"),
     (Reason::ArrayTaskLimit, "JobArrayTaskLimit"),
     (Reason::BadConstraints, "BadConstraints"),
+    (Reason::NonZeroExitCode, "NonZeroExitCode"),
+    (Reason::LaunchFailure, "JobLaunchFailure"),
+    (Reason::TimeLimit, "TimeLimit"),
+    (Reason::NodeDown, "NodeDown"),
+    (Reason::OutOfMemory, "OutOfMemory"),
 ];
 
 /// How the partition-access reasons begin in Slurm's own words (see
@@ -57,6 +75,22 @@ const QOS_WORDS: &str = "Job's QOS not permitted to use this partition";
 impl Reason {
     /// No reason: `None`.
     pub const NONE: Reason = Reason::Core(PendingReason::None);
+
+    /// Why a job that ended as `state`, with its batch script's (or allocation's)
+    /// `exit_code` and `signal`, ended, as slurmctld 22.05 sets it (`_job_complete`,
+    /// `job_time_limit`, `kill_running_job_by_node_name`): `None` where Slurm leaves
+    /// the job's reason as it was (completed, cancelled and preempted jobs keep the
+    /// `None` they got on starting; a job cancelled while pending keeps why it waited).
+    pub fn ended(state: JobState, exit_code: i32, signal: i32) -> Option<Reason> {
+        match state {
+            JobState::Failed if exit_code != 0 => Some(Reason::NonZeroExitCode),
+            JobState::Failed if signal != 0 => Some(Reason::LaunchFailure),
+            JobState::Timeout => Some(Reason::TimeLimit),
+            JobState::NodeFail => Some(Reason::NodeDown),
+            JobState::OutOfMemory => Some(Reason::OutOfMemory),
+            _ => None,
+        }
+    }
 
     /// The code as Slurm prints it. The partition-access reasons print as their code
     /// here (`AccountNotAllowed`); a record names the partition's list instead
@@ -146,5 +180,19 @@ mod tests {
             Reason::Core(PendingReason::AccountNotAllowed)
         );
         assert_eq!(Reason::from_text("Whatever"), Reason::NONE);
+    }
+
+    #[test]
+    fn a_finished_job_ends_for_slurms_reason() {
+        let ended = |state, code, signal| Reason::ended(state, code, signal).map(Reason::as_str);
+        assert_eq!(ended(JobState::Failed, 3, 0), Some("NonZeroExitCode"));
+        assert_eq!(ended(JobState::Failed, 0, 9), Some("JobLaunchFailure"));
+        assert_eq!(ended(JobState::Timeout, 0, 0), Some("TimeLimit"));
+        assert_eq!(ended(JobState::NodeFail, 0, 0), Some("NodeDown"));
+        assert_eq!(ended(JobState::OutOfMemory, 0, 125), Some("OutOfMemory"));
+        // Slurm leaves these jobs' reasons as they were.
+        assert_eq!(ended(JobState::Completed, 0, 0), None);
+        assert_eq!(ended(JobState::Cancelled, 0, 15), None);
+        assert_eq!(ended(JobState::Preempted, 0, 0), None);
     }
 }

@@ -2028,3 +2028,74 @@ fn a_node_cut_off_longer_than_slurmd_timeout_goes_down_and_its_stale_run_is_kill
     assert_eq!(ends, vec![(first.clone(), id.0, 0, JobState::NodeFail)]);
     assert_eq!(c.job(id).unwrap().restarts, 1);
 }
+
+#[test]
+fn a_finished_job_keeps_why_it_ended_as_slurm_sets_it_and_across_a_restart() {
+    // Six one-task jobs on one 8-CPU node, each ending its own way.
+    let mut c = Controller::new(conf(1, 8), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let ends = [
+        (JobState::Completed, 0, 0, "None"),
+        (JobState::Failed, 3, 0, "NonZeroExitCode"),
+        (JobState::Failed, 0, 9, "JobLaunchFailure"),
+        (JobState::Timeout, 0, 15, "TimeLimit"),
+        (JobState::NodeFail, 0, 0, "NodeDown"),
+        (JobState::OutOfMemory, 0, OOM_SIGNAL, "OutOfMemory"),
+    ];
+    let ids: Vec<JobId> = ends
+        .iter()
+        .map(|_| submit(&mut c, desc(1, 600), &mut next, 0).0)
+        .collect();
+    assert_eq!(launches(&c.schedule(0)).len(), ends.len());
+    for (&id, &(state, code, signal, why)) in ids.iter().zip(&ends) {
+        let mut report = ended(id, state, code, 10);
+        report.signal = signal;
+        let effects = c.job_ended(&report, 10);
+        assert_eq!(c.job(id).unwrap().state, state);
+        assert_eq!(c.job(id).unwrap().reason, why, "{state:?}");
+        // What the store keeps says so too.
+        let stored = effects.iter().find_map(|e| match e {
+            Effect::Persist(r) if r.id == id.0 => Some(r.reason.clone()),
+            _ => None,
+        });
+        assert_eq!(stored.as_deref(), Some(why), "{state:?}");
+    }
+    // A job cancelled while it waited keeps why it waited; one cancelled running, None.
+    let (held, _) = submit(&mut c, desc(1, 600), &mut next, 20);
+    c.set_hold(held, None, true, &alice(), 20).unwrap();
+    let (running, _) = submit(&mut c, desc(1, 600), &mut next, 20);
+    c.schedule(20);
+    assert_eq!(c.job(running).unwrap().state, JobState::Running);
+    let req = CancelRequest {
+        jobs: vec![(held.0, None), (running.0, None)],
+        ..Default::default()
+    };
+    c.cancel(&req, &alice(), 21).unwrap();
+    let mut report = ended(running, JobState::Cancelled, 0, 22);
+    report.signal = 15;
+    c.job_ended(&report, 22);
+    assert_eq!(
+        (c.job(held).unwrap().state, c.job(held).unwrap().reason),
+        (JobState::Cancelled, "JobHeldUser".to_string())
+    );
+    assert_eq!(
+        (
+            c.job(running).unwrap().state,
+            c.job(running).unwrap().reason
+        ),
+        (JobState::Cancelled, "None".to_string())
+    );
+
+    // A restarted controller reads the reasons back from its records.
+    let (jobs, steps) = c.accounting();
+    let c2 = Controller::new(conf(1, 8), Path::new("/s"), jobs.clone(), steps, 30);
+    for (&id, &(_, _, _, why)) in ids.iter().zip(&ends) {
+        assert_eq!(c2.job(id).unwrap().reason, why);
+    }
+    // A record written before Sluice kept why a job ended (its reason `None`) reads
+    // back with Slurm's.
+    let mut old = jobs.into_iter().find(|r| r.id == ids[1].0).unwrap();
+    old.reason = "None".into();
+    let job = Job::from_record(old, &conf(1, 8));
+    assert_eq!(job.reason, Reason::NonZeroExitCode);
+}
