@@ -178,6 +178,28 @@ fn option_error(program: &str, e: sluice_conf::options::OptionError) -> ! {
     Refusal::job_option("sbatch", program, &e).exit()
 }
 
+/// Why sbatch refuses a batch script before it submits, one error line each, as
+/// Slurm's `_get_script_buffer`; `--wrap`'s own script is not checked for line ends.
+fn script_refusal(script: &str, wrapped: bool) -> Option<&'static [&'static str]> {
+    if script.trim().is_empty() {
+        return Some(&["Batch script is empty!"]);
+    }
+    if !script.starts_with("#!") {
+        return Some(&[
+            "This does not look like a batch script.  The first",
+            "line must start with #! followed by the path to an interpreter.",
+            "For instance: #!/bin/sh",
+        ]);
+    }
+    if !wrapped && script.contains("\r\n") {
+        return Some(&[
+            "Batch script contains DOS line breaks (\\r\\n)",
+            "instead of expected UNIX line breaks (\\n).",
+        ]);
+    }
+    None
+}
+
 /// Runs `sbatch` with `args` (without the program name); returns the exit status.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sbatch";
@@ -211,13 +233,10 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         (s, None)
     };
-    if script.trim().is_empty() {
-        fail(ME, "Batch script is empty!", 1);
-    }
-    if !script.starts_with("#!") {
-        eprintln!("{ME}: error: This does not look like a batch script.  The first");
-        eprintln!("{ME}: error: line must start with #! followed by the path to an interpreter.");
-        eprintln!("{ME}: error: For instance: #!/bin/sh");
+    if let Some(lines) = script_refusal(&script, first.wrap.is_some()) {
+        for l in lines {
+            eprintln!("{ME}: error: {l}");
+        }
         std::process::exit(1);
     }
     // #SBATCH lines first, the command line over them.
@@ -330,4 +349,25 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::script_refusal;
+
+    #[test]
+    fn a_script_with_dos_line_ends_is_refused_with_slurms_lines() {
+        assert_eq!(
+            script_refusal("#!/bin/sh\r\necho hi\r\n", false),
+            Some(
+                &[
+                    "Batch script contains DOS line breaks (\\r\\n)",
+                    "instead of expected UNIX line breaks (\\n).",
+                ][..]
+            )
+        );
+        assert_eq!(script_refusal("#!/bin/sh\necho hi\n", false), None);
+        // A lone `\r` is no DOS line end.
+        assert_eq!(script_refusal("#!/bin/sh\necho 'a\rb'\n", false), None);
+    }
 }
