@@ -162,6 +162,8 @@ pub struct JobOptions {
     pub hold: bool,
     /// `--parsable`.
     pub parsable: bool,
+    /// `--test-only` (sbatch): say when and where the job would start, submit nothing.
+    pub test_only: bool,
     /// `-W/--wait`.
     pub wait: bool,
     /// `-a/--array`.
@@ -357,7 +359,7 @@ const SBATCH: &[Opt<Support>] = &[
     Opt::required("tasks-per-node", None)
         .alias_of("ntasks-per-node")
         .tag(Support::Acts),
-    Opt::flag("test-only", None).tag(Support::Warns),
+    Opt::flag("test-only", None).tag(Support::Acts),
     Opt::required("thread-spec", None).tag(Support::Warns),
     Opt::required("threads-per-core", None).tag(Support::Warns),
     Opt::required("time", Some('t')).tag(Support::Acts),
@@ -995,6 +997,7 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "unbuffered" => o.unbuffered = true,
         "verbose" => o.verbose += 1,
         "wait" => o.wait = true,
+        "test-only" => o.test_only = true,
         "wckey" => o.wckey = s(),
         "wrap" => o.wrap = s(),
         other => unreachable!("option table and handler disagree on --{other}"),

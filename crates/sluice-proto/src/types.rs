@@ -771,6 +771,22 @@ pub struct SubmitReply {
     pub warnings: Vec<String>,
 }
 
+/// Reply to a test-only submission (`sbatch --test-only`): when and where the job
+/// would start now, nothing queued.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WillRunReply {
+    /// The id the job would take: the next one, not taken.
+    pub job_id: u64,
+    /// When it would start (seconds since the epoch).
+    pub start: i64,
+    /// The processors it would take.
+    pub cpus: u32,
+    /// The nodes, as a hostlist.
+    pub nodes: String,
+    /// The partition.
+    pub partition: String,
+}
+
 /// A request to signal or cancel jobs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CancelRequest {

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use sluice_conf::options::{parse_args, script_directives, Command, Export, JobOptions, Memory};
 use sluice_proto::time::parse_timestamp;
-use sluice_proto::types::{GresRequest, JobDescription, JobRecord, MemoryRequest, SubmitReply};
+use sluice_proto::types::{
+    GresRequest, JobDescription, JobRecord, MemoryRequest, SubmitReply, WillRunReply,
+};
 
 use super::common::{
     controller, cwd, describe, fail, hostname, now, program, Refusal, USAGE_EXIT, VERSION,
@@ -178,6 +180,64 @@ fn option_error(program: &str, e: sluice_conf::options::OptionError) -> ! {
     Refusal::job_option("sbatch", program, &e).exit()
 }
 
+/// `sbatch --test-only`: when and where the controller would start the job, which it
+/// checks as a submission but neither queues nor numbers (Slurm's `slurm_job_will_run`,
+/// its line on stderr).
+fn test_only(client: &sluice_proto::Client, desc: &JobDescription) -> i32 {
+    const ME: &str = "sbatch";
+    match client.post::<_, WillRunReply>("/v1/will-run", desc) {
+        Ok(w) => {
+            eprintln!(
+                "{ME}: Job {} to start at {} using {} processors on nodes {} in partition {}",
+                w.job_id,
+                sluice_proto::time::timestamp(w.start),
+                w.cpus,
+                w.nodes,
+                w.partition
+            );
+            0
+        }
+        Err(e) => {
+            let msg = describe(&e);
+            let msg = match msg.rsplit_once('\n') {
+                Some((first, last)) => {
+                    for line in first.lines() {
+                        eprintln!("{ME}: error: {line}");
+                    }
+                    last.to_string()
+                }
+                None => msg,
+            };
+            explain_refusal(ME, desc, &msg);
+            // Slurm's `slurm_perror("allocation failure")`, without the program's name.
+            eprintln!("allocation failure: {msg}");
+            1
+        }
+    }
+}
+
+/// Why sbatch refuses a batch script before it submits, one error line each, as
+/// Slurm's `_get_script_buffer`; `--wrap`'s own script is not checked for line ends.
+fn script_refusal(script: &str, wrapped: bool) -> Option<&'static [&'static str]> {
+    if script.trim().is_empty() {
+        return Some(&["Batch script is empty!"]);
+    }
+    if !script.starts_with("#!") {
+        return Some(&[
+            "This does not look like a batch script.  The first",
+            "line must start with #! followed by the path to an interpreter.",
+            "For instance: #!/bin/sh",
+        ]);
+    }
+    if !wrapped && script.contains("\r\n") {
+        return Some(&[
+            "Batch script contains DOS line breaks (\\r\\n)",
+            "instead of expected UNIX line breaks (\\n).",
+        ]);
+    }
+    None
+}
+
 /// Runs `sbatch` with `args` (without the program name); returns the exit status.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sbatch";
@@ -211,13 +271,10 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         (s, None)
     };
-    if script.trim().is_empty() {
-        fail(ME, "Batch script is empty!", 1);
-    }
-    if !script.starts_with("#!") {
-        eprintln!("{ME}: error: This does not look like a batch script.  The first");
-        eprintln!("{ME}: error: line must start with #! followed by the path to an interpreter.");
-        eprintln!("{ME}: error: For instance: #!/bin/sh");
+    if let Some(lines) = script_refusal(&script, first.wrap.is_some()) {
+        for l in lines {
+            eprintln!("{ME}: error: {l}");
+        }
         std::process::exit(1);
     }
     // #SBATCH lines first, the command line over them.
@@ -280,6 +337,9 @@ pub fn main(args: Vec<String>) -> i32 {
             .push(("SLURM_SCRIPT_ARGS".into(), rest[1..].join(" ")));
     }
     let client = controller();
+    if opts.test_only {
+        return test_only(&client, &desc);
+    }
     let reply: SubmitReply = match client.post("/v1/jobs", &desc) {
         Ok(r) => r,
         Err(e) => {
@@ -330,4 +390,25 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::script_refusal;
+
+    #[test]
+    fn a_script_with_dos_line_ends_is_refused_with_slurms_lines() {
+        assert_eq!(
+            script_refusal("#!/bin/sh\r\necho hi\r\n", false),
+            Some(
+                &[
+                    "Batch script contains DOS line breaks (\\r\\n)",
+                    "instead of expected UNIX line breaks (\\n).",
+                ][..]
+            )
+        );
+        assert_eq!(script_refusal("#!/bin/sh\necho hi\n", false), None);
+        // A lone `\r` is no DOS line end.
+        assert_eq!(script_refusal("#!/bin/sh\necho 'a\rb'\n", false), None);
+    }
 }

@@ -295,6 +295,44 @@ pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("version", Some('V')),
 ];
 
+/// `show`'s entities in `_show_it`'s order (Slurm 22.05 `scontrol.c`), each with the
+/// names it answers to and the fewest letters that select it: a word selects the
+/// first entity one of whose names it begins, case aside, with at least that many
+/// letters (`xstrncasecmp(tag, "hostnames", MAX(tag_len, 5))`).
+const SHOW_ENTITIES: &[(&str, &[&str], usize)] = &[
+    ("aliases", &["aliases"], 1),
+    ("bbstat", &["bbstat", "dwstat"], 2),
+    ("burstbuffer", &["burstbuffer"], 2),
+    ("assoc_mgr", &["assoc_mgr", "cache"], 2),
+    ("config", &["config"], 1),
+    ("daemons", &["daemons"], 1),
+    ("federations", &["federations"], 1),
+    ("frontendname", &["frontendname"], 1),
+    ("hostnames", &["hostnames"], 5),
+    ("hostlist", &["hostlist"], 5),
+    ("hostlistsorted", &["hostlistsorted"], 9),
+    ("jobs", &["jobs", "jobid"], 1),
+    ("licenses", &["licenses"], 2),
+    ("nodes", &["nodes"], 1),
+    ("partitions", &["partitions", "partitionname"], 2),
+    ("reservations", &["reservations", "reservationname"], 1),
+    ("slurmd", &["slurmd"], 2),
+    ("steps", &["steps"], 2),
+    ("topology", &["topology"], 1),
+];
+
+/// The entity `scontrol show TAG` means, by Slurm's prefix rule; `None` for an
+/// invalid one.
+fn show_entity(tag: &str) -> Option<&'static str> {
+    let tag = tag.to_ascii_lowercase();
+    SHOW_ENTITIES.iter().find_map(|(entity, names, least)| {
+        names
+            .iter()
+            .any(|n| tag.len() >= *least && n.starts_with(&tag))
+            .then_some(*entity)
+    })
+}
+
 /// Runs `scontrol`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut one_line = false;
@@ -355,16 +393,29 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         },
         "show" => {
-            let what = words
-                .get(1)
-                .map(|s| s.to_ascii_lowercase())
-                .unwrap_or_default();
-            let arg = words.get(2).cloned();
-            match what.as_str() {
-                "reservation" | "reservations" | "res" | "resv" => {
-                    super::scontrol_resv::show(&client, arg.as_deref(), one_line)
-                }
-                "job" | "jobs" | "jobid" => {
+            if words.len() < 2 {
+                eprintln!("too few arguments for keyword:{}", words[0]);
+                return 1;
+            }
+            // As `_show_it`: the entity may carry its value (`job=5`), and a third
+            // word is the value otherwise.
+            let (tag, inline) = match words[1].split_once('=') {
+                Some((t, v)) => (t.to_string(), Some(v.to_string())),
+                None => (words[1].clone(), None),
+            };
+            let multi = show_entity(&tag).is_some_and(|e| matches!(e, "assoc_mgr" | "bbstat"));
+            if words.len() > 3 && !multi {
+                eprintln!("too many arguments for keyword:{}", words[0]);
+                return 1;
+            }
+            let arg = inline.or_else(|| words.get(2).cloned());
+            let Some(what) = show_entity(&tag) else {
+                eprintln!("invalid entity:{tag} for keyword:{} ", words[0]);
+                return 1;
+            };
+            match what {
+                "reservations" => super::scontrol_resv::show(&client, arg.as_deref(), one_line),
+                "jobs" => {
                     let jobs: Vec<JobRecord> = match &arg {
                         Some(id) => {
                             let Some(ids) = parse_job_arg(id) else {
@@ -409,7 +460,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     }
                     0
                 }
-                "node" | "nodes" => {
+                "nodes" => {
                     let nodes: Vec<NodeInfo> = client
                         .get("/v1/nodes")
                         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
@@ -426,7 +477,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     }
                     0
                 }
-                "partition" | "partitions" => {
+                "partitions" => {
                     let parts: Vec<PartitionInfo> = client
                         .get("/v1/partitions")
                         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
@@ -461,15 +512,14 @@ pub fn main(args: Vec<String>) -> i32 {
                     0
                 }
                 "hostnames" => {
-                    let list = arg
+                    // Slurm reads `SLURM_NODELIST`, and says so without failing.
+                    let Some(list) = arg
+                        .or_else(|| std::env::var("SLURM_NODELIST").ok())
                         .or_else(|| std::env::var("SLURM_JOB_NODELIST").ok())
-                        .unwrap_or_else(|| {
-                            fail(
-                                ME,
-                                "No job node list given (SLURM_JOB_NODELIST is not set)",
-                                1,
-                            )
-                        });
+                    else {
+                        eprintln!("{ME}: error: host list is empty");
+                        return 0;
+                    };
                     match sluice_conf::hostlist::expand(&list) {
                         Ok(h) => {
                             for n in h {
@@ -491,7 +541,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     println!("{}", sluice_conf::hostlist::compress(&names));
                     0
                 }
-                other => fail(ME, format!("invalid entity: {other} for keyword: show"), 1),
+                other => fail(ME, format!("show {other} is not supported by Sluice"), 1),
             }
         }
         "hold" | "uhold" | "release" | "requeue" | "requeuehold" => {
@@ -584,6 +634,44 @@ pub fn main(args: Vec<String>) -> i32 {
         other => {
             eprintln!("invalid keyword: {other}");
             1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::show_entity;
+
+    #[test]
+    fn show_entities_abbreviate_as_slurms() {
+        for (tag, want) in [
+            ("hostname", Some("hostnames")),
+            ("hostn", Some("hostnames")),
+            ("HOSTNAMES", Some("hostnames")),
+            ("host", None),
+            ("hostnamesx", None),
+            ("hostl", Some("hostlist")),
+            ("hostlist", Some("hostlist")),
+            ("hostlists", Some("hostlistsorted")),
+            ("part", Some("partitions")),
+            ("partitionname", Some("partitions")),
+            ("p", None),
+            ("res", Some("reservations")),
+            ("r", Some("reservations")),
+            ("reservationname", Some("reservations")),
+            ("resv", None),
+            ("node", Some("nodes")),
+            ("n", Some("nodes")),
+            ("job", Some("jobs")),
+            ("j", Some("jobs")),
+            ("jobid", Some("jobs")),
+            ("c", Some("config")),
+            ("ca", Some("assoc_mgr")),
+            ("s", None),
+            ("st", Some("steps")),
+            ("nosuch", None),
+        ] {
+            assert_eq!(show_entity(tag), want, "{tag}");
         }
     }
 }

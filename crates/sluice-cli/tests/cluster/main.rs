@@ -199,6 +199,38 @@ fn bad_submissions_get_slurms_errors_and_burn_no_job_id() {
 }
 
 #[test]
+fn test_only_says_when_and_where_a_job_would_start_and_submits_nothing() {
+    let c = Cluster::start("testonly", SMALL);
+    let o = c.run("sbatch", &["--test-only", "-N", "2", "--wrap", "sleep 1"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, ""), "{}", o.stderr);
+    // `sbatch: Job N to start at YYYY-MM-DDTHH:MM:SS using 2 processors on nodes ...`
+    let (head, tail) = o.stderr.split_once(" to start at ").expect(&o.stderr);
+    let id: u64 = head
+        .strip_prefix("sbatch: Job ")
+        .and_then(|n| n.parse().ok())
+        .expect(&o.stderr);
+    assert_eq!(tail.len(), "2026-01-01T00:00:00".len() + tail[19..].len());
+    assert_eq!(
+        &tail[19..],
+        " using 2 processors on nodes n[1-2] in partition debug\n"
+    );
+    // Nothing was queued, and the id it named is the next submission's.
+    assert_eq!(c.run("squeue", &["-h"]).stdout, "");
+    assert_eq!(c.sbatch(&["--wrap", "true"]), id);
+    // Checked as a submission is.
+    let o = c.run("sbatch", &["--test-only", "-p", "nosuch", "--wrap", "true"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code, o.stdout.as_str()),
+        (
+            "sbatch: error: invalid partition specified: nosuch\n\
+             allocation failure: Invalid partition name specified\n",
+            1,
+            ""
+        )
+    );
+}
+
+#[test]
 fn every_pending_job_says_why_it_waits() {
     // Both nodes are taken by two jobs of 2 CPUs each for ten minutes. Behind them:
     // one job waiting for resources, one behind it by priority, one held, one waiting

@@ -144,6 +144,13 @@ impl Forecast {
             .map(|s| s.nodes.iter().map(|a| a.node).collect())
     }
 
+    /// The processors `job` is predicted to start with, if it starts in the forecast.
+    pub fn start_cpus(&self, job: JobId) -> Option<u32> {
+        self.starts
+            .get(&job)
+            .map(|s| s.nodes.iter().map(|a| a.usage.cpus).sum())
+    }
+
     /// How many jobs are predicted to start, and how many not.
     pub fn counts(&self) -> (usize, usize) {
         (self.starts.len(), self.not_started.len())

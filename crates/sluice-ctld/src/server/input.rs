@@ -20,7 +20,7 @@ use sluice_proto::priority::{PriorityReport, SharesReport};
 use sluice_proto::reservations::{ReservationChange, ReservationRecord};
 use sluice_proto::types::{
     CancelRequest, ConfigInfo, DeviceFile, JobDescription, JobEnded, JobRecord, JobUpdate,
-    NodeInfo, NodeUpdate, PartitionInfo, StepPlan, StepRequest, SubmitReply,
+    NodeInfo, NodeUpdate, PartitionInfo, StepPlan, StepRequest, SubmitReply, WillRunReply,
 };
 use tokio::sync::oneshot;
 
@@ -106,6 +106,20 @@ pub enum Request {
         group: String,
         /// Where the id goes.
         reply: Reply<Result<SubmitReply, ApiError>>,
+    },
+    /// `sbatch --test-only`: a submission checked as [`Request::Submit`] and
+    /// forecast, nothing queued and no id taken.
+    WillRun {
+        /// The job.
+        desc: Box<JobDescription>,
+        /// Who submits.
+        caller: Caller,
+        /// The caller's user name.
+        user: String,
+        /// The caller's group name.
+        group: String,
+        /// Where the answer goes.
+        reply: Reply<Result<WillRunReply, ApiError>>,
     },
     /// Every job the controller holds (what `squeue` lists).
     Jobs(Reply<Vec<JobRecord>>),

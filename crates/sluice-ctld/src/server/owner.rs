@@ -425,6 +425,13 @@ impl Owner {
                 }
             },
             Request::Nodes(reply) => now_answer(reply, ctl.nodes()),
+            Request::WillRun {
+                desc,
+                caller,
+                user,
+                group,
+                reply,
+            } => now_answer(reply, ctl.will_run(*desc, &caller, &user, &group, now)),
             Request::Partitions(reply) => now_answer(reply, ctl.partitions()),
             Request::Config(reply) => now_answer(reply, ctl.config()),
             Request::AgentRegistered {

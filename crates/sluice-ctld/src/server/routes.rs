@@ -31,6 +31,7 @@ pub(super) fn router(app: App) -> Router {
             }),
         )
         .route("/v1/jobs", post(submit).get(list_jobs))
+        .route("/v1/will-run", post(will_run))
         .route("/v1/jobs/{id}", get(show_job))
         .route("/v1/jobs/{id}/devices/{node}", get(job_devices))
         .route("/v1/jobs/{id}/explain", get(explain::explain))
@@ -93,6 +94,28 @@ async fn submit(
     let (user, group) = user_and_group(peer.uid, peer.gid);
     let r = app
         .ask(|reply| Request::Submit {
+            desc: Box::new(desc),
+            caller,
+            user,
+            group,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r)
+}
+
+/// `sbatch --test-only`: when and where a job would start, checked as a submission
+/// but not queued.
+async fn will_run(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(desc): Json<JobDescription>,
+) -> Response {
+    let caller = app.caller(peer);
+    let (user, group) = user_and_group(peer.uid, peer.gid);
+    let r = app
+        .ask(|reply| Request::WillRun {
             desc: Box::new(desc),
             caller,
             user,

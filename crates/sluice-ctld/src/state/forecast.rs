@@ -13,6 +13,8 @@ use std::sync::Arc;
 
 use sluice_core::explain::{ExplainOptions, Forecast};
 use sluice_core::{JobId, Scheduler};
+use sluice_proto::error::ApiError;
+use sluice_proto::types::{JobDescription, WillRunReply};
 
 use super::Controller;
 
@@ -69,6 +71,54 @@ impl Controller {
     pub fn forecast_made(&mut self, forecast: Forecast) {
         self.forecasts.making = false;
         self.forecasts.last = Some(Arc::new(forecast));
+    }
+
+    /// `sbatch --test-only`: when and where `desc` would start if submitted now. It is
+    /// checked as a submission ([`Controller::prepare`], refused with the same
+    /// message), then forecast on a copy of the scheduler with it queued under the
+    /// next id, which it does not take (an array: its first task). Nothing changes.
+    ///
+    /// The forecast runs here, on the event loop: a test-only submission is rare, and
+    /// its simulation as long as one `squeue --start` forecast.
+    pub fn will_run(
+        &self,
+        desc: JobDescription,
+        caller: &super::Caller,
+        user: &str,
+        group: &str,
+        now: i64,
+    ) -> Result<WillRunReply, ApiError> {
+        let prepared = self.prepare(desc, caller, user, group, now)?;
+        let id = JobId(self.next_job_id);
+        let mut job = prepared.jobs(id).swap_remove(0);
+        job.id = id;
+        job.accrue_time = Some(job.desc.begin.unwrap_or(now).max(now));
+        let mut spec = self.core_spec(&job).map_err(ApiError::invalid)?;
+        if self.priority.multifactor() {
+            let factors = self.job_factors(&job, &spec);
+            spec.priority = self.priority.priority(&factors, now).priority;
+        }
+        let mut sched = self.sched.clone();
+        sched
+            .submit(spec, now)
+            .map_err(|e| ApiError::invalid(e.to_string()))?;
+        let horizon = now.saturating_add(ExplainOptions::default().horizon);
+        let passes = self.conf.site.forecast_passes.max(1);
+        let f = sluice_core::explain::forecast(&sched, now, horizon, passes);
+        let (Some(start), Some(nodes), Some(cpus)) =
+            (f.start_time(id), f.start_nodes(id), f.start_cpus(id))
+        else {
+            return Err(ApiError::invalid(
+                "Requested node configuration is not available",
+            ));
+        };
+        Ok(WillRunReply {
+            job_id: id.0,
+            start: start.max(now),
+            cpus,
+            nodes: self.hostlist(&nodes),
+            partition: job.partition,
+        })
     }
 
     /// The last forecast, when it still holds at `now`.
