@@ -209,27 +209,30 @@ impl PendingReason {
         }
     }
 
+    /// Every reason other than a limit's, each with a code of its own.
+    pub const FIXED: [PendingReason; 13] = [
+        PendingReason::None,
+        PendingReason::Priority,
+        PendingReason::Resources,
+        PendingReason::BeginTime,
+        PendingReason::PartitionDown,
+        PendingReason::PartitionTimeLimit,
+        PendingReason::PartitionNodeLimit,
+        PendingReason::ReqNodeNotAvail,
+        PendingReason::NodesUnavailable,
+        PendingReason::ReservedForOther,
+        PendingReason::Reservation,
+        PendingReason::AccountNotAllowed,
+        PendingReason::QosNotAllowed,
+    ];
+
     /// The reason whose code is `text` exactly, other than a limit's
     /// ([`crate::limits::reason::named`] reads those): how a reason printed into a
     /// record comes back. `None` for any other text.
     pub fn named(text: &str) -> Option<PendingReason> {
-        [
-            PendingReason::None,
-            PendingReason::Priority,
-            PendingReason::Resources,
-            PendingReason::BeginTime,
-            PendingReason::PartitionDown,
-            PendingReason::PartitionTimeLimit,
-            PendingReason::PartitionNodeLimit,
-            PendingReason::ReqNodeNotAvail,
-            PendingReason::NodesUnavailable,
-            PendingReason::ReservedForOther,
-            PendingReason::Reservation,
-            PendingReason::AccountNotAllowed,
-            PendingReason::QosNotAllowed,
-        ]
-        .into_iter()
-        .find(|r| r.as_str() == text)
+        PendingReason::FIXED
+            .into_iter()
+            .find(|r| r.as_str() == text)
     }
 }
 

@@ -142,21 +142,9 @@ mod tests {
     #[test]
     fn every_reason_prints_as_slurm_and_reads_back() {
         let mut all: Vec<Reason> = OWN.iter().map(|(r, _)| *r).collect();
+        all.extend(PendingReason::FIXED.map(Reason::Core));
         all.extend(
             [
-                PendingReason::None,
-                PendingReason::Priority,
-                PendingReason::Resources,
-                PendingReason::BeginTime,
-                PendingReason::PartitionDown,
-                PendingReason::PartitionTimeLimit,
-                PendingReason::PartitionNodeLimit,
-                PendingReason::ReqNodeNotAvail,
-                PendingReason::NodesUnavailable,
-                PendingReason::ReservedForOther,
-                PendingReason::Reservation,
-                PendingReason::AccountNotAllowed,
-                PendingReason::QosNotAllowed,
                 PendingReason::Limit("AssocGrpCpuLimit"),
                 PendingReason::Limit("QOSMaxWallDurationPerJobLimit"),
                 PendingReason::Limit(COHORT_QUOTA),
