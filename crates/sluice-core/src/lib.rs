@@ -21,6 +21,7 @@ pub mod ids;
 pub mod job;
 pub mod limits;
 pub mod multifactor;
+pub mod observe;
 pub mod partition_policy;
 pub mod placement;
 pub mod policy;

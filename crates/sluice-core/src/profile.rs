@@ -433,6 +433,19 @@ impl Profile {
         k
     }
 
+    /// How many distinct times the profile's steps begin at, over every node in use:
+    /// the size of its table (what Slurm's backfill reports as its "table size").
+    pub fn distinct_times(&self) -> usize {
+        let used: BTreeSet<ClassId> = self.class_of.iter().copied().collect();
+        let mut times: Vec<Time> = used
+            .into_iter()
+            .flat_map(|c| self.classes[c as usize].steps.iter().map(|s| s.0))
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        times.len()
+    }
+
     /// The times in `(start, end)` at which what `node` has free changes, ascending.
     pub fn changes_between(&self, node: NodeId, start: Time, end: Time) -> Vec<Time> {
         let steps = self.steps_of(node);

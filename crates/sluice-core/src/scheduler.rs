@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::{Cluster, NodeState, PartitionState};
 use crate::decision::{Decision, Pass};
+use crate::observe::{PassObserver, Phase, PhaseFigures, Unobserved};
 use crate::free_now::FreeNow;
 use crate::gpus::GpuBook;
 use crate::ids::{JobId, NodeId, PartitionId};
@@ -925,8 +926,18 @@ impl Scheduler {
 
     /// Runs the policy's pass at `now` and returns the jobs to start.
     pub fn schedule(&mut self, now: Time) -> Vec<Decision> {
+        self.schedule_observed(now, &mut Unobserved)
+    }
+
+    /// [`Scheduler::schedule`], telling `observer` where the pass's phases begin and
+    /// end (see [`crate::observe`]).
+    pub fn schedule_observed(
+        &mut self,
+        now: Time,
+        observer: &mut dyn PassObserver,
+    ) -> Vec<Decision> {
         let before = self.pending_view();
-        let out = self.pass(now);
+        let out = self.pass(now, observer);
         // A pass that starts, plans and explains nothing new leaves the state as it
         // was for whatever was computed from it (see `generation`): a controller calls
         // a pass every second.
@@ -944,7 +955,7 @@ impl Scheduler {
     }
 
     /// One pass (see [`Scheduler::schedule`]).
-    fn pass(&mut self, now: Time) -> Vec<Decision> {
+    fn pass(&mut self, now: Time, observer: &mut dyn PassObserver) -> Vec<Decision> {
         self.profile.advance(now);
         // A job whose `--begin` came since the last pass is something new for the
         // backfill pass to consider, even when the main pass does not reach it.
@@ -968,12 +979,32 @@ impl Scheduler {
         crate::preempt::start_ready(self, now, &mut out);
         reservation::pass(self, now, &mut out);
         match self.policy.clone() {
-            Policy::Fcfs => {
-                fcfs::pass(self, now, &mut out);
+            Policy::Backfill(params) => backfill::pass(self, now, &params, &mut out, observer),
+            policy => {
+                // One phase, over the whole queue.
+                observer.begin(Phase::Main);
+                let queue_len = self.queue.len() as u32;
+                let before = out.len();
+                match policy {
+                    Policy::Fcfs => {
+                        fcfs::pass(self, now, &mut out);
+                    }
+                    Policy::Easy => easy::pass(self, now, &mut out),
+                    Policy::Conservative => conservative::pass(self, now, &mut out),
+                    Policy::Backfill(_) => {} // taken above
+
+                }
+                observer.end(
+                    Phase::Main,
+                    PhaseFigures {
+                        queue_len,
+                        depth: queue_len,
+                        tried: queue_len,
+                        started: (out.len() - before) as u32,
+                        plan_times: 0,
+                    },
+                );
             }
-            Policy::Easy => easy::pass(self, now, &mut out),
-            Policy::Conservative => conservative::pass(self, now, &mut out),
-            Policy::Backfill(params) => backfill::pass(self, now, &params, &mut out),
         }
         reservation::explain(self, now);
         self.explain_fresh(now);

@@ -16,6 +16,7 @@
 //! reservation), and a job of a `NoReserve` QOS may start now but is never reserved.
 
 use crate::decision::{Decision, Pass};
+use crate::observe::{PassObserver, Phase, PhaseFigures};
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
@@ -163,22 +164,60 @@ impl State {
     }
 }
 
-/// Runs the main pass, and the backfill pass when it is due.
-pub(crate) fn pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mut Vec<Decision>) {
-    main_pass(s, now, out);
+/// Runs the main pass, and the backfill pass when it is due, telling `observer` where
+/// each begins and ends.
+pub(crate) fn pass(
+    s: &mut Scheduler,
+    now: Time,
+    params: &BackfillParams,
+    out: &mut Vec<Decision>,
+    observer: &mut dyn PassObserver,
+) {
+    observer.begin(Phase::Main);
+    let queue_len = s.queue.len() as u32;
+    let before = out.len();
+    let (depth, tried) = main_pass(s, now, out);
+    observer.end(
+        Phase::Main,
+        PhaseFigures {
+            queue_len,
+            depth,
+            tried,
+            started: (out.len() - before) as u32,
+            plan_times: 0,
+        },
+    );
     if now >= s.backfill.next_pass && s.backfill.dirty && !s.queue.is_empty() {
+        observer.begin(Phase::Backfill);
+        let queue_len = s.queue.len() as u32;
+        let before = out.len();
         s.backfill.dirty = false;
-        backfill_pass(s, now, params, out);
+        let (depth, tried) = backfill_pass(s, now, params, out);
         s.backfill.next_pass = now + params.interval.max(1);
+        let plan_times = s.backfill.plan.as_ref().map_or(0, Profile::distinct_times);
+        observer.end(
+            Phase::Backfill,
+            PhaseFigures {
+                queue_len,
+                depth,
+                tried,
+                started: (out.len() - before) as u32,
+                plan_times: plan_times as u32,
+            },
+        );
     }
 }
 
-fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
+/// The main pass; returns how many jobs it looked at and how many of those it tried
+/// to place.
+fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) -> (u32, u32) {
     let mut blocked: Vec<PartitionId> = Vec::new();
     let partitions = s.cluster.partitions.len();
     let mut cursor = None;
+    let (mut depth, mut tried) = (0, 0);
     while let Some((key, id)) = s.next_in_queue(cursor) {
         cursor = Some(key);
+        depth += 1;
         if !s.eligible(id, now) {
             continue;
         }
@@ -187,6 +226,7 @@ fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
             s.set_reason(id, PendingReason::Priority);
             continue;
         }
+        tried += 1;
         match s.fit_now(id, now) {
             Some(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
             None => {
@@ -199,9 +239,17 @@ fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
             }
         }
     }
+    (depth, tried)
 }
 
-fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mut Vec<Decision>) {
+/// The backfill pass; returns how many jobs it looked at and how many of those it tried
+/// to place.
+fn backfill_pass(
+    s: &mut Scheduler,
+    now: Time,
+    params: &BackfillParams,
+    out: &mut Vec<Decision>,
+) -> (u32, u32) {
     let res = s.backfill.resolution;
     let mut plan = s
         .backfill
@@ -245,6 +293,7 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
     let horizon = now + params.window;
     let mut bounds = StartBounds::default();
     let mut tested = 0usize;
+    let mut depth = 0u32;
     let mut cursor = resume;
     let mut stopped_at = None;
     while let Some((key, id)) = s.next_in_queue(cursor) {
@@ -253,6 +302,7 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
             break;
         }
         cursor = Some(key);
+        depth += 1;
         if !s.eligible(id, now) {
             // Skipped, as Slurm's backfill skips a job a limit holds: it blocks
             // nothing and keeps no reservation.
@@ -324,6 +374,7 @@ fn backfill_pass(s: &mut Scheduler, now: Time, params: &BackfillParams, out: &mu
         s.backfill.cursor = None;
         s.backfill.retained.clear();
     }
+    (depth, tested as u32)
 }
 
 /// Where one-node job `id`, whose GPUs cannot be had on the node the plan chose, could
