@@ -17,12 +17,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::{Cluster, NodeState, PartitionState};
 use crate::decision::{Decision, Pass};
-use crate::observe::{PassObserver, Phase, PhaseFigures, Unobserved};
 use crate::free_now::FreeNow;
 use crate::gpus::GpuBook;
 use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{Allocation, Job, JobSpec, JobState, NodeAlloc, PendingReason};
 use crate::limits::{self, check::JobView, usage::Usage, AccountLimits};
+use crate::observe::{PassObserver, Phase, PhaseFigures, Unobserved};
 use crate::partition_policy::{NotAllowed, OverSubscribe};
 use crate::placement::{Placement, PlacementKey};
 use crate::policy::{backfill, conservative, easy, fcfs, Policy};
@@ -992,7 +992,6 @@ impl Scheduler {
                     Policy::Easy => easy::pass(self, now, &mut out),
                     Policy::Conservative => conservative::pass(self, now, &mut out),
                     Policy::Backfill(_) => {} // taken above
-
                 }
                 observer.end(
                     Phase::Main,

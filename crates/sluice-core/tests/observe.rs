@@ -68,7 +68,12 @@ fn a_backfill_pass_reports_its_main_and_backfill_phases_with_their_depths() {
         ]
     );
     assert_eq!(
-        (backfill.queue_len, backfill.depth, backfill.tried, backfill.started),
+        (
+            backfill.queue_len,
+            backfill.depth,
+            backfill.tried,
+            backfill.started
+        ),
         (2, 2, 2, 0)
     );
     // The plan: now, and job 1's end (at 3600) where jobs 2 and 3 are planned.

@@ -38,6 +38,7 @@ use crate::state::{Caller, Controller};
 mod accounts;
 pub mod agents;
 mod audit;
+mod diag;
 pub mod executor;
 mod explain;
 pub mod input;
@@ -45,6 +46,7 @@ pub mod owner;
 mod priority;
 mod reservations;
 mod routes;
+mod rpc_stats;
 mod tcp;
 #[cfg(test)]
 mod tests;
@@ -109,6 +111,10 @@ struct Shared {
     /// The cluster key, when the controller has one: it then vouches for local callers
     /// as agents do (`srun` on the controller's host reaching agents over TCP).
     key: Option<Vec<u8>>,
+    /// Requests being served (`sdiag`'s server thread count).
+    in_flight: std::sync::atomic::AtomicU32,
+    /// Requests served, by kind and user (`sdiag`).
+    rpc: std::sync::Mutex<rpc_stats::RpcStats>,
 }
 
 type App = Arc<Shared>;
@@ -290,6 +296,8 @@ pub async fn run(
         own_uid: nix::unistd::geteuid().as_raw(),
         incarnation,
         key: auth.as_ref().and_then(|a| a.key()).map(<[u8]>::to_vec),
+        in_flight: Default::default(),
+        rpc: Default::default(),
     });
 
     let socket = sluice_proto::paths::controller_socket(state_dir);

@@ -33,6 +33,7 @@ use crate::config::ClusterConfig;
 use crate::priority::{PriorityEngine, KIND_USAGE};
 use sluice_proto::accounts::{AccountsError, AccountsRequest, ActiveJob, ChangeOutcome};
 use sluice_proto::audit::RequeueCause;
+use sluice_proto::diag::DiagReport;
 use sluice_proto::error::{ApiError, ErrorCode};
 use sluice_store::AccountRow;
 
@@ -279,6 +280,8 @@ pub struct Controller {
     /// is checked, so that a refused one uses none; kept by the store with the jobs
     /// that used them, so that none is reused after a restart.
     next_job_id: u64,
+    /// What `sdiag` reports (see `state/diag.rs`).
+    diag: diag::Diag,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -365,6 +368,7 @@ impl Controller {
             audit: Default::default(),
             forecasts: Default::default(),
             next_job_id: 1,
+            diag: diag::Diag::new(now),
         };
         for s in steps {
             c.steps.insert((JobId(s.job_id), s.step), s);
@@ -984,6 +988,8 @@ impl Controller {
     pub fn accept(&mut self, jobs: Vec<Job>, now: i64) -> Vec<Effect> {
         // Queued in task order: an array's tasks start in index order.
         let ids = in_list_order(jobs.iter());
+        self.diag.roll(now);
+        self.diag.jobs.submitted += jobs.len() as u32;
         for r in jobs {
             let id = r.id;
             if let Ok(spec) = self.core_spec(&r) {
@@ -1137,7 +1143,7 @@ impl Controller {
             if std::mem::take(&mut self.outside_dirty) {
                 effects.extend(self.release_outside(now));
             }
-            let decisions = self.sched.schedule(now);
+            let decisions = self.sched.schedule_observed(now, &mut self.diag.timer(now));
             self.audit_ranks(&decisions);
             let (decisions, preempted, victims_gone) = self.preempt_decisions(decisions, now);
             effects.extend(preempted);
@@ -1230,6 +1236,7 @@ impl Controller {
             let spec = self.core_spec(r).ok()?;
             Some(self.conf.requested_tres(spec.partition, &spec.request))
         });
+        self.diag.jobs.started += 1;
         let r = self.jobs.get_mut(&id).expect("started jobs have records");
         if let Some(asked) = asked {
             r.tres_req = asked;
@@ -1403,6 +1410,8 @@ impl Controller {
             return effects;
         }
         self.sched.job_ended(id, now);
+        self.diag.roll(now);
+        self.diag.jobs.completed += 1;
         let r = self.jobs.get_mut(&id).expect("checked");
         r.end_time = Some(report.end.min(now).max(r.start_time.unwrap_or(now)));
         r.exit_code = report.exit_code;
@@ -1631,6 +1640,7 @@ impl Controller {
                     self.sched.cancel_pending(id, now);
                     self.sched.forget_waiting(id, now);
                     self.outside.remove(&id);
+                    self.diag.jobs.canceled += 1;
                     let r = self.jobs.get_mut(&id).expect("exists");
                     r.state = JobState::Cancelled;
                     r.end_time = Some(now);
@@ -1647,6 +1657,7 @@ impl Controller {
                         "_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={id} uid {}",
                         caller.uid
                     );
+                    self.diag.jobs.canceled += 1;
                     let r = self.jobs.get_mut(&id).expect("exists");
                     r.cancelled_by = Some(caller.uid);
                     if r.desc.interactive {
@@ -2259,6 +2270,7 @@ impl Controller {
     /// agent have started it after all (an answer that came too late), that run is
     /// ended there.
     pub fn launch_unreachable(&mut self, node: &str, id: JobId, run: u32, now: i64) -> Vec<Effect> {
+        self.diag.jobs.failed += 1;
         let mut effects = vec![Effect::EndRun {
             node: node.to_string(),
             job_id: id,
@@ -2273,6 +2285,7 @@ impl Controller {
     /// controller incarnation, which cannot be this one for long): that run never
     /// starts, so the job is requeued, or ends `NODE_FAIL` when it may not be.
     pub fn launch_refused(&mut self, id: JobId, run: u32, now: i64) -> Vec<Effect> {
+        self.diag.jobs.failed += 1;
         match self.jobs.get(&id) {
             // The run never started: it is no node failure for the accounting.
             Some(r) if r.state == JobState::Running && r.restarts == run => {
@@ -2563,6 +2576,29 @@ impl Controller {
             .collect();
         jobs.sort_by_key(JobRecord::list_key);
         jobs
+    }
+
+    /// What `sdiag` shows of the scheduler and the jobs (the server adds the requests
+    /// it served).
+    pub fn diag_report(&mut self, now: i64) -> DiagReport {
+        self.diag.roll(now);
+        let count = |state: JobState| self.jobs.values().filter(|j| j.state == state).count();
+        DiagReport {
+            now,
+            since: self.diag.since,
+            jobs: self.diag.jobs,
+            states_at: now,
+            pending: count(JobState::Pending) as u32,
+            running: count(JobState::Running) as u32,
+            main: self.diag.main,
+            backfill: self.diag.backfill,
+            ..Default::default()
+        }
+    }
+
+    /// Clears `sdiag`'s counters (`sdiag -r`).
+    pub fn reset_diag(&mut self, now: i64) {
+        self.diag.reset(now, true);
     }
 
     /// Every job and step (for `sacct`), as the store keeps them.
@@ -3094,6 +3130,7 @@ pub fn batch_environment(
 mod arrays;
 pub(crate) mod audit;
 mod dependency;
+mod diag;
 pub mod explain;
 mod explain_text;
 mod forecast;

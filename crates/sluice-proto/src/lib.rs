@@ -15,6 +15,7 @@ pub mod accounts;
 pub mod audit;
 pub mod auth;
 pub mod client;
+pub mod diag;
 pub mod error;
 pub mod explain;
 pub mod munge;

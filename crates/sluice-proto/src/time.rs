@@ -30,16 +30,30 @@ pub fn timestamp(t: i64) -> String {
 /// The date line of `squeue -l` and `sinfo -l` (C's `ctime` without its newline):
 /// `Sun Nov 29 20:04:55 2026`, local time.
 pub fn date_line(t: i64) -> String {
+    ctime_with(t, false)
+}
+
+/// Slurm's `slurm_ctime2` (`sdiag`'s times): [`date_line`] with the day of the month
+/// zero-padded, `Tue Dec 01 21:47:34 2026`, local time.
+pub fn ctime2(t: i64) -> String {
+    ctime_with(t, true)
+}
+
+fn ctime_with(t: i64, zero_padded: bool) -> String {
     let tm = local(t);
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
+    let day = if zero_padded {
+        format!("{:02}", tm.tm_mday)
+    } else {
+        format!("{:2}", tm.tm_mday)
+    };
     format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        "{} {} {day} {:02}:{:02}:{:02} {}",
         DAYS[tm.tm_wday.rem_euclid(7) as usize],
         MONTHS[tm.tm_mon.rem_euclid(12) as usize],
-        tm.tm_mday,
         tm.tm_hour,
         tm.tm_min,
         tm.tm_sec,
@@ -223,6 +237,17 @@ mod tests {
             assert_eq!(line[8..10].trim_start(), tm.tm_mday.to_string(), "{line}");
             assert_eq!(&line[11..19], &stamp[11..19]);
             assert_eq!(&line[19..], " 2027");
+        }
+    }
+
+    #[test]
+    fn slurm_ctime2_pads_the_day_with_a_zero() {
+        for t in [WINTER, SUMMER] {
+            let (line, padded) = (date_line(t), ctime2(t));
+            let day = local(t).tm_mday;
+            assert_eq!(&padded[8..10], format!("{day:02}"), "{padded}");
+            assert_eq!(padded[..8], line[..8]);
+            assert_eq!(padded[10..], line[10..]);
         }
     }
 }

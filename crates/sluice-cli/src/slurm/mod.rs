@@ -17,6 +17,7 @@ pub mod scontrol;
 pub mod scontrol_resv;
 pub mod scontrol_show;
 pub mod scontrol_update;
+pub mod sdiag;
 pub mod sinfo;
 pub mod sinfo_records;
 pub mod sprio;
@@ -29,7 +30,7 @@ pub mod update_keys;
 /// The commands this binary answers to when called by their name.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr",
-    "sprio", "sshare",
+    "sprio", "sshare", "sdiag",
 ];
 
 /// Runs the Slurm command `name` with `args`; returns its exit status.
@@ -55,6 +56,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sacctmgr" => sacctmgr::main(args),
         "sprio" => sprio::main(args),
         "sshare" => sshare::main(args),
+        "sdiag" => sdiag::main(args),
         _ => return None,
     })
 }

@@ -121,4 +121,5 @@ fn every_commands_table_is_real_slurms() {
     check("sprio", super::sprio::OPTIONS);
     check("sshare", super::sshare::OPTIONS);
     check("sacctmgr", super::sacctmgr::parse::OPTIONS);
+    check("sdiag", super::sdiag::OPTIONS);
 }

@@ -9,6 +9,7 @@ mod audit;
 mod cancel;
 mod commands;
 mod daemons;
+mod diag;
 mod durability;
 mod enforce;
 mod explain;

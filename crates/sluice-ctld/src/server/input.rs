@@ -14,6 +14,7 @@ use sluice_core::JobId;
 use sluice_proto::accounts::{
     AccountsError, AccountsRequest, AccountsSnapshot, AdminLevel, ChangeOutcome,
 };
+use sluice_proto::diag::DiagReport;
 use sluice_proto::error::ApiError;
 use sluice_proto::explain::Explanation;
 use sluice_proto::priority::{PriorityReport, SharesReport};
@@ -274,6 +275,15 @@ pub enum Request {
         node: Option<String>,
         /// Where it goes.
         reply: Reply<AuditScope>,
+    },
+    /// `sdiag`: the scheduler's and the jobs' counters.
+    Diag(Reply<DiagReport>),
+    /// `sdiag -r`: clears them (operators only).
+    DiagReset {
+        /// Who asks.
+        caller: Caller,
+        /// Where the answer goes.
+        reply: Reply<Result<(), ApiError>>,
     },
 }
 

@@ -434,6 +434,16 @@ impl Owner {
             } => now_answer(reply, ctl.will_run(*desc, &caller, &user, &group, now)),
             Request::Partitions(reply) => now_answer(reply, ctl.partitions()),
             Request::Config(reply) => now_answer(reply, ctl.config()),
+            Request::Diag(reply) => now_answer(reply, ctl.diag_report(now)),
+            Request::DiagReset { caller, reply } => {
+                let r = if caller.admin {
+                    ctl.reset_diag(now);
+                    Ok(())
+                } else {
+                    Err(ApiError::access_denied())
+                };
+                now_answer(reply, r)
+            }
             Request::AgentRegistered {
                 registration,
                 reply,

@@ -56,10 +56,16 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/audit", get(audit::query))
         .route("/v1/partitions", get(partitions))
         .route("/v1/config", get(config))
+        .route("/v1/diag", get(super::diag::report))
+        .route("/v1/diag/reset", post(super::diag::reset))
         .route(sluice_proto::auth::VOUCH_PATH, post(vouch))
         .route("/v1/agent/register", post(agent_register))
         .route("/v1/agent/ended", post(agent_ended))
         .route("/v1/agent/heartbeat", post(agent_heartbeat))
+        .route_layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            super::rpc_stats::count,
+        ))
         .with_state(app)
 }
 
@@ -92,6 +98,7 @@ async fn submit(
 ) -> Response {
     let caller = app.caller(peer);
     let (user, group) = user_and_group(peer.uid, peer.gid);
+    let interactive = desc.interactive;
     let r = app
         .ask(|reply| Request::Submit {
             desc: Box::new(desc),
@@ -102,7 +109,13 @@ async fn submit(
         })
         .await
         .and_then(|r| r);
-    reply(r)
+    let mut answer = reply(r);
+    if interactive {
+        answer
+            .extensions_mut()
+            .insert(super::rpc_stats::RpcKind::ALLOCATION);
+    }
+    answer
 }
 
 /// `sbatch --test-only`: when and where a job would start, checked as a submission
