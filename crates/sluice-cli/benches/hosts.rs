@@ -28,8 +28,12 @@ use std::time::{Duration, Instant};
 #[allow(dead_code)]
 #[path = "../tests/hosts/harness.rs"]
 mod harness;
+#[allow(dead_code)]
+#[path = "common/loopback.rs"]
+mod loopback;
 
 use harness::Hosts;
+use loopback::{cpu_percent, cpu_seconds, median, rss_mib, start_agents, wait_until, Scale};
 
 /// Where the lab's configuration is, on every host (the shared home).
 const ETC: &str = "/home/etc-slurm";
@@ -53,11 +57,6 @@ PartitionName=batch Nodes=node[01-03] Default=YES State=UP
 fn progress(what: impl std::fmt::Display) {
     eprintln!("[hosts bench] {what}");
     let _ = std::io::stderr().flush();
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// `/home/...` of the lab as this machine sees it.
@@ -93,14 +92,6 @@ fn node_state(h: &Hosts, node: &str) -> String {
         ],
     );
     o.stdout.trim().to_string()
-}
-
-fn wait_until(limit: Duration, what: &str, mut ok: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !ok() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// The lab: configuration and commands in the shared home, the controller on head01, an
@@ -311,178 +302,8 @@ fn lab_rows(rows: &mut Vec<(String, String)>, only: Option<&str>) {
     drop(lab);
 }
 
-/// CPU time (user + system) of process `pid`, seconds.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // After the command's name, in parentheses: field 3 on; utime and stime are 14, 15.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
-    // SAFETY: sysconf reads a constant.
-    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
-}
-
-/// Resident set of process `pid`, MiB.
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
-
-/// CPU% of `pid` over `window`.
-fn cpu_percent(pid: u32, window: Duration) -> f64 {
-    let before = cpu_seconds(pid);
-    let t = Instant::now();
-    std::thread::sleep(window);
-    100.0 * (cpu_seconds(pid) - before) / t.elapsed().as_secs_f64()
-}
-
+/// Row 4's nodes.
 const SCALE_NODES: usize = 1000;
-
-/// Row 4's controller: `slurmctld -D` on loopback, nodes `n0001`.. each on its own port.
-struct Scale {
-    dir: PathBuf,
-    ctld: Child,
-    port: u16,
-}
-
-impl Scale {
-    fn start() -> Scale {
-        let dir = std::env::temp_dir().join(format!("sluice-bench-hosts-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        // Ports of this run only, out of the way of a real cluster's 6817/6818.
-        let port = 20_000 + (std::process::id() % 20_000) as u16;
-        let mut conf = format!(
-            "ClusterName=scale\nSlurmctldHost=localhost\nSlurmctldPort={port}\n\
-             SlurmdParameters=config_overrides\nStateSaveLocation={d}/state\n\
-             SlurmctldPidFile={d}/slurmctld.pid\nAuthInfo=key={d}/cluster.key\n\
-             MaxJobCount=100000\n",
-            d = dir.display()
-        );
-        for i in 1..=SCALE_NODES {
-            conf.push_str(&format!(
-                "NodeName=n{i:04} NodeAddr=127.0.0.1 Port={} CPUs=4 RealMemory=8000 \
-                 State=UNKNOWN\n",
-                port as usize + i
-            ));
-        }
-        conf.push_str(&format!(
-            "PartitionName=all Nodes=n[0001-{SCALE_NODES:04}] Default=YES State=UP\n"
-        ));
-        std::fs::write(dir.join("slurm.conf"), conf).unwrap();
-        let key = dir.join("cluster.key");
-        std::fs::write(&key, format!("{}\n", "5a".repeat(32))).unwrap();
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
-        }
-        let ctld = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["ctld", "-D", "-f"])
-            .arg(dir.join("slurm.conf"))
-            .arg("-L")
-            .arg(dir.join("slurmctld.log"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let s = Scale { dir, ctld, port };
-        wait_until(Duration::from_secs(30), "the controller", || {
-            s.sinfo().is_some()
-        });
-        s
-    }
-
-    /// `sinfo -h -o "%D %t"`, if the controller answers.
-    fn sinfo(&self) -> Option<String> {
-        use std::os::unix::process::CommandExt;
-        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .arg0("sinfo")
-            .args(["-h", "-o", "%D %t"])
-            .env("SLUICE_STATE_DIR", self.dir.join("state"))
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        o.status
-            .success()
-            .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
-    }
-
-    /// Nodes whose `sinfo` state is `state` exactly.
-    fn count(&self, state: &str) -> usize {
-        self.sinfo()
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.split_once(' '))
-            .filter(|(_, t)| *t == state)
-            .filter_map(|(d, _)| d.parse::<usize>().ok())
-            .sum()
-    }
-}
-
-impl Drop for Scale {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.ctld.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.ctld.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Agents of nodes `from..to` of [`Scale`] in this process's runtime, each stopped
-/// when its sender is dropped or sent to.
-fn start_agents(
-    rt: &tokio::runtime::Runtime,
-    s: &Scale,
-    from: usize,
-    to: usize,
-) -> Vec<(
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<()>,
-)> {
-    let key = sluice_proto::auth::read_private_key(&s.dir.join("cluster.key")).unwrap();
-    (from..to)
-        .map(|i| {
-            let node = format!("n{i:04}");
-            let spool = s.dir.join("agents").join(&node);
-            std::fs::create_dir_all(&spool).unwrap();
-            let setup = sluice_noded::TcpSetup {
-                listen: std::net::SocketAddr::from(([127, 0, 0, 1], s.port + i as u16)),
-                auth: sluice_proto::auth::Scheme::Key(key.clone()),
-                controller: format!("127.0.0.1:{}", s.port),
-                vouch_socket: None,
-                job_env: Vec::new(),
-                hardware: None,
-                conf_hash: None,
-            };
-            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-            let handle = rt.spawn(async move {
-                let stop = async move {
-                    let _ = rx.await;
-                };
-                if let Err(e) = sluice_noded::run_with(
-                    &spool,
-                    &node,
-                    sluice_noded::Transport::Tcp(Box::new(setup)),
-                    stop,
-                )
-                .await
-                {
-                    eprintln!("agent {node}: {e}");
-                }
-            });
-            (tx, handle)
-        })
-        .collect()
-}
 
 fn scale_rows(rows: &mut Vec<(String, String)>) {
     let window = Duration::from_secs(
@@ -494,7 +315,7 @@ fn scale_rows(rows: &mut Vec<(String, String)>) {
     progress(format_args!(
         "controller with {SCALE_NODES} nodes on loopback; idle agents 0, 100, {SCALE_NODES}"
     ));
-    let s = Scale::start();
+    let s = Scale::start(SCALE_NODES, 4, "");
     let pid = s.ctld.id();
     let me = std::process::id();
     let rt = tokio::runtime::Runtime::new().unwrap();
