@@ -76,7 +76,8 @@ fn submit(s: &Scale, n: u64, clients: u64) -> u64 {
             scope.spawn(move || {
                 let mut i = c;
                 while i < n {
-                    let r: SubmitReply = client.post("/v1/jobs", &job(i, &work)).expect("submission");
+                    let r: SubmitReply =
+                        client.post("/v1/jobs", &job(i, &work)).expect("submission");
                     first.fetch_min(r.job_id, std::sync::atomic::Ordering::Relaxed);
                     i += clients;
                     if c == 0 && i % 10_000 < clients {
@@ -97,7 +98,11 @@ fn timed(s: &Scale, runs: usize, cmd: &str, args: &[&str]) -> f64 {
                 let t = Instant::now();
                 let o: Output = s.run(cmd, args);
                 let ms = t.elapsed().as_secs_f64() * 1000.0;
-                assert!(o.status.success(), "{cmd} {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+                assert!(
+                    o.status.success(),
+                    "{cmd} {args:?}: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
                 ms
             })
             .collect(),
@@ -122,15 +127,22 @@ fn run(nodes: usize, jobs: u64, max_job_test: Option<u64>, rows: &mut Vec<(Strin
         None => "bf_max_job_test=500 (Slurm's default)".to_string(),
         Some(n) => format!("bf_max_job_test={n}"),
     };
-    progress(format_args!("controller with {nodes} nodes × 64 CPUs, {label}"));
+    progress(format_args!(
+        "controller with {nodes} nodes × 64 CPUs, {label}"
+    ));
     let s = Scale::start(nodes, 64, &extra);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let t = Instant::now();
     let agents = start_agents(&rt, &s, 1, nodes + 1);
-    wait_until(Duration::from_secs(900), "the agents' registrations", || {
-        s.count("idle") == nodes
-    });
-    progress(format_args!("  {nodes} idle after {:.0} s", t.elapsed().as_secs_f64()));
+    wait_until(
+        Duration::from_secs(900),
+        "the agents' registrations",
+        || s.count("idle") == nodes,
+    );
+    progress(format_args!(
+        "  {nodes} idle after {:.0} s",
+        t.elapsed().as_secs_f64()
+    ));
     let o = s.run(
         "scontrol",
         &[
@@ -150,12 +162,19 @@ fn run(nodes: usize, jobs: u64, max_job_test: Option<u64>, rows: &mut Vec<(Strin
     let t = Instant::now();
     let first = submit(&s, jobs, 16);
     let submit_s = t.elapsed().as_secs_f64();
-    progress(format_args!("  {:.0} submissions/s", jobs as f64 / submit_s));
+    progress(format_args!(
+        "  {:.0} submissions/s",
+        jobs as f64 / submit_s
+    ));
     // A backfill cycle over the whole queue, after the last submission.
     s.run("sdiag", &["-r"]);
     wait_until(Duration::from_secs(600), "a backfill cycle", || {
         let o = s.run("sdiag", &[]);
-        sdiag_figure(&String::from_utf8_lossy(&o.stdout), "Backfilling stats", "Total cycles:") >= 1
+        sdiag_figure(
+            &String::from_utf8_lossy(&o.stdout),
+            "Backfilling stats",
+            "Total cycles:",
+        ) >= 1
     });
     let pending = s.run("squeue", &["-h", "-t", "PD", "-o", "%i"]);
     let pending = String::from_utf8_lossy(&pending.stdout).lines().count();
@@ -183,7 +202,10 @@ fn run(nodes: usize, jobs: u64, max_job_test: Option<u64>, rows: &mut Vec<(Strin
             "submissions through the API (16 clients)".into(),
             format!("{:.0} /s", jobs as f64 / submit_s),
         ));
-        rows.push(("`squeue -j ONE` (median of 9)".into(), format!("{sq_j:.1} ms")));
+        rows.push((
+            "`squeue -j ONE` (median of 9)".into(),
+            format!("{sq_j:.1} ms"),
+        ));
         rows.push((
             "`squeue -u nobody` (no jobs; median of 3)".into(),
             format!("{sq_u:.1} ms"),
@@ -199,7 +221,11 @@ fn run(nodes: usize, jobs: u64, max_job_test: Option<u64>, rows: &mut Vec<(Strin
         ));
         rows.push((
             "main scheduling cycle (sdiag: mean / max)".into(),
-            format!("{:.1} ms / {:.1} ms", main_mean as f64 / 1000.0, main_max as f64 / 1000.0),
+            format!(
+                "{:.1} ms / {:.1} ms",
+                main_mean as f64 / 1000.0,
+                main_max as f64 / 1000.0
+            ),
         ));
     }
     rows.push((

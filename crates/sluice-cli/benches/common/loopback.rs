@@ -198,7 +198,6 @@ pub fn start_agents(
         .collect()
 }
 
-
 impl Scale {
     /// Runs Slurm command `cmd` (the Sluice binary under that name) against this
     /// controller.

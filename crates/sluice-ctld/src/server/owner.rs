@@ -89,6 +89,11 @@ const PURGE_EVERY: i64 = 1;
 /// Inputs handled before a due scheduling pass runs even though more are queued.
 const MAX_INPUTS_BEFORE_PASS: u32 = 64;
 
+/// Inputs queued behind a submission from which it is part of a burst: its pass waits
+/// for the burst to drain (one pass for many jobs rather than one each, whose cost
+/// grows with the queue).
+const BURST: usize = 4;
+
 /// The owner of the controller's state.
 pub struct Owner {
     ctl: Controller,
@@ -100,6 +105,8 @@ pub struct Owner {
     pass_due: bool,
     /// Inputs handled since the last pass.
     since_pass: u32,
+    /// Inputs queued behind the one being handled (set by the loop).
+    waiting: usize,
     /// When jobs past `MinJobAge` were last forgotten.
     purged: i64,
 }
@@ -117,6 +124,7 @@ impl Owner {
             listen,
             pass_due: true,
             since_pass: 0,
+            waiting: 0,
             purged: i64::MIN,
         }
     }
@@ -148,6 +156,11 @@ impl Owner {
         self.ctl.take_audit().iter().map(store_record).collect()
     }
 
+    /// Tells the owner how many inputs are queued behind the next one.
+    pub fn set_waiting(&mut self, waiting: usize) {
+        self.waiting = waiting;
+    }
+
     /// Handles one input at `now`.
     pub fn handle(&mut self, input: Input, now: i64) -> Outcome {
         self.since_pass += 1;
@@ -169,13 +182,20 @@ impl Owner {
                 );
                 // Like slurmctld, try to start the job at once, so that a job that
                 // fits is running by the time its submitter looks (an `srun` gets its
-                // allocation without waiting for the next pass).
+                // allocation without waiting for the next pass) — unless it comes in
+                // a burst: then one pass once the burst is handled starts them all.
                 let mut effects = self.ctl.accept(jobs, now);
-                let pass = self.pass(now);
-                effects.extend(pass.effects);
+                let mut offload = None;
+                if self.waiting >= BURST {
+                    self.pass_due = true;
+                } else {
+                    let pass = self.pass(now);
+                    effects.extend(pass.effects);
+                    offload = pass.offload;
+                }
                 let warnings = prepared.warnings.clone();
                 Outcome {
-                    offload: pass.offload,
+                    offload,
                     ..Outcome::answer(
                         effects,
                         reply,
@@ -193,7 +213,7 @@ impl Owner {
                 reply,
             } => now_answer(reply, Ok(self.ctl.explain_finish(*work, &caller))),
             Input::Forecast(f) => {
-                self.ctl.forecast_made(f);
+                self.ctl.forecast_made(f, now);
                 Outcome::default()
             }
             Input::AgentsChecked {
@@ -583,6 +603,7 @@ pub async fn drive(
             },
         };
         let tick = matches!(input, Input::Tick);
+        owner.set_waiting(inputs.len());
         step(&mut owner, input, exec);
         if tick || owner.pass_wanted(!inputs.is_empty()) {
             let now = unix_now();

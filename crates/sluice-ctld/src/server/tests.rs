@@ -197,6 +197,37 @@ fn a_submission_is_written_then_queued_started_and_answered() {
 }
 
 #[test]
+fn a_submission_in_a_burst_is_answered_at_once_and_started_by_the_pass_after_the_burst() {
+    // One 4-CPU node. A submission acknowledged while several inputs wait behind it is
+    // answered without a pass of its own; the pass the loop runs once the burst is
+    // handled starts it.
+    let mut s = Script::new(conf(1, 4));
+    let (reply, mut rx) = oneshot::channel();
+    let out = s.owner.handle(
+        Input::Request(Request::Submit {
+            desc: Box::new(desc(2)),
+            caller: alice(),
+            user: "alice".into(),
+            group: "alice".into(),
+            reply,
+        }),
+        100,
+    );
+    (out.then.expect("answered once durable"))(Ok(()));
+    let committed = s.own.try_recv().expect("acknowledged");
+    s.owner.set_waiting(8);
+    let out = s.owner.handle(committed, 100);
+    assert!(out.effects.is_empty(), "{:?}", story(&out.effects));
+    (out.then.expect("answered"))(Ok(()));
+    assert_eq!(rx.try_recv().unwrap().unwrap().job_id, 1);
+    assert!(s.owner.pass_wanted(false));
+    assert_eq!(
+        story(&s.pass(100)),
+        ["persist 1 Running", "launch 1 on node01"]
+    );
+}
+
+#[test]
 fn a_refused_submission_writes_nothing_and_uses_no_id() {
     let mut s = Script::new(conf(1, 4));
     let (reply, mut rx) = oneshot::channel();

@@ -3,7 +3,9 @@
 //! loop after the state changes and read by `sluice explain` and `squeue --start`.
 //!
 //! One forecast is made at a time, on a copy of the scheduler taken under the lock;
-//! while the state keeps changing, the next is made as soon as the last is done. A
+//! while the state keeps changing, the next is made once the last is done and a pause
+//! four times as long as it took has passed (at least a second), so that forecasting
+//! a long queue takes at most a fifth of a core from everything else. A
 //! forecast answers while [`Forecast::holds_for`] says so (the scheduler's generation
 //! unchanged, its next step not reached); `explain` otherwise simulates the job itself
 //! (on a copy, off the lock), and `squeue --start` shows the last forecast's start, or
@@ -25,7 +27,13 @@ pub(super) struct Forecasts {
     last: Option<Arc<Forecast>>,
     /// A forecast is being made.
     making: bool,
+    /// When the last one was begun, and when it was done.
+    began: i64,
+    done: i64,
 }
+
+/// The pause after a forecast, as a multiple of the time it took.
+const PAUSE: i64 = 4;
 
 /// A forecast to make: the scheduler as it was, when, and how many passes it may take.
 pub struct ForecastWork {
@@ -50,8 +58,10 @@ impl Controller {
     pub fn forecast_wanted(&mut self, now: i64) -> Option<ForecastWork> {
         let f = &self.forecasts;
         let passes = self.conf.site.forecast_passes;
+        let pause = ((f.done - f.began) * PAUSE).max(1);
         if f.making
             || passes == 0
+            || (f.last.is_some() && now < f.done + pause)
             || self.sched.pending_count() == 0
             || f.last
                 .as_ref()
@@ -60,6 +70,7 @@ impl Controller {
             return None;
         }
         self.forecasts.making = true;
+        self.forecasts.began = now;
         Some(ForecastWork {
             sched: self.sched.clone(),
             now,
@@ -68,8 +79,9 @@ impl Controller {
     }
 
     /// Keeps a forecast made from [`Controller::forecast_wanted`]'s copy.
-    pub fn forecast_made(&mut self, forecast: Forecast) {
+    pub fn forecast_made(&mut self, forecast: Forecast, now: i64) {
         self.forecasts.making = false;
+        self.forecasts.done = now;
         self.forecasts.last = Some(Arc::new(forecast));
     }
 

@@ -1560,7 +1560,7 @@ fn explain_without_suggestions_answers_from_the_forecast_and_says_it_skipped_the
     let (three, _) = submit(&mut c, desc(1, 900), &mut next, 0);
     c.schedule(1);
     let work = c.forecast_wanted(1).expect("a forecast is due");
-    c.forecast_made(work.make());
+    c.forecast_made(work.make(), 1);
 
     let quick = |id| {
         let work = c.explain_begin(id, None, &alice(), 2, false).unwrap();
@@ -1589,6 +1589,32 @@ fn explain_without_suggestions_answers_from_the_forecast_and_says_it_skipped_the
     assert_eq!(full.suggestion_search, SuggestionSearch::Complete);
     // At the next backfill pass (bf_interval 30 after the pass at 1), ending by 600.
     assert_eq!(options(&full), [("--time=9".to_string(), 31)]);
+}
+
+#[test]
+fn a_new_forecast_waits_four_times_as_long_as_the_last_took() {
+    // One CPU, busy for an hour, a job waiting. A forecast begun at 10 is done at 13
+    // (three seconds): though the queue changes at once, the next is not begun before
+    // 25; a forecast done within its second pauses a second.
+    let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    submit(&mut c, desc(1, 3600), &mut next, 0);
+    c.schedule(0);
+    submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(10);
+    let work = c.forecast_wanted(10).expect("a forecast is due");
+    assert!(c.forecast_wanted(11).is_none(), "one at a time");
+    c.forecast_made(work.make(), 13);
+    submit(&mut c, desc(1, 600), &mut next, 14);
+    c.schedule(14);
+    assert!(c.forecast_wanted(14).is_none());
+    assert!(c.forecast_wanted(24).is_none());
+    let work = c.forecast_wanted(25).expect("due after the pause");
+    c.forecast_made(work.make(), 25);
+    submit(&mut c, desc(1, 600), &mut next, 25);
+    c.schedule(25);
+    assert!(c.forecast_wanted(25).is_none());
+    assert!(c.forecast_wanted(26).is_some());
 }
 
 #[test]
