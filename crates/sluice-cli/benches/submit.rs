@@ -5,7 +5,9 @@
 //! (`sluice up`, four nodes of 64 CPUs: every job starts and runs at once, as in a
 //! loop of submissions on an idle cluster; blocks of 50 back to back, the rate is
 //! submissions over the loop's time), then, one at a time with the machine left to
-//! settle (the jobs before ended) before each, the pieces one submission is made of:
+//! settle (the jobs before ended) before each, the pieces one submission is made of
+//! (and last the loop again with `-H`: held jobs, which do not run, so that the
+//! submissions are timed without the work of their jobs):
 //! - the operating system's own cost of a process (`/bin/true`: fork, exec, exit, wait);
 //! - the start of the `sluice` binary as a Slurm command (`sbatch --version`: loading
 //!   and relocating the binary, the Rust runtime, dispatch by `argv[0]`, and exit);
@@ -152,6 +154,8 @@ impl Drop for Cluster {
 struct Samples {
     /// The serial loop's submissions, back to back.
     serial: Vec<f64>,
+    /// The same loop with `-H`: held jobs, which do not run.
+    held: Vec<f64>,
     /// One submission alone.
     sbatch: Vec<f64>,
     version: Vec<f64>,
@@ -160,6 +164,7 @@ struct Samples {
 }
 
 const SBATCH: [&str; 5] = ["--parsable", "-o", "/dev/null", "--wrap", "true"];
+const SBATCH_HELD: [&str; 6] = ["--parsable", "-H", "-o", "/dev/null", "--wrap", "true"];
 
 /// Submissions in a row of the serial loop.
 const BLOCK: usize = 50;
@@ -237,6 +242,19 @@ fn main() {
             pieces(&builds[i].1, &descs[i], &mut samples[i]);
         }
     }
+    // The loop of held jobs, which do not run: the submissions alone. Last, as they
+    // stay queued.
+    for b in 0..rounds.div_ceil(BLOCK) {
+        for k in 0..n {
+            let i = (b + k) % n;
+            let (c, s) = (&builds[i].1, &mut samples[i]);
+            settle();
+            let sbatch = c.bin("sbatch");
+            for _ in 0..BLOCK.min(rounds - b * BLOCK) {
+                s.held.push(c.run(&sbatch, &SBATCH_HELD));
+            }
+        }
+    }
 
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::ASCII_MARKDOWN);
@@ -255,6 +273,10 @@ fn main() {
     table.add_row(row("- in that loop, one submission", &|s| {
         ms(median(&s.serial))
     }));
+    table.add_row(row(
+        "serial `sbatch -H ...` (held: no job runs), /s",
+        &|s| format!("{:.0} /s", s.held.len() as f64 / s.held.iter().sum::<f64>()),
+    ));
     table.add_row(row(
         "`sbatch --parsable -o /dev/null --wrap true` alone",
         &|s| ms(median(&s.sbatch)),
