@@ -303,8 +303,10 @@ impl Stepd {
                 nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
             );
         }
-        let runtime = match tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+        // One thread: a supervisor waits for its job and answers a few requests, and
+        // starts once per job run, so that worker threads would cost more to start
+        // (and to hand work between) than they could save.
+        let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
         {

@@ -2,7 +2,8 @@
 //!
 //! [`Owner`] holds the [`Controller`] and handles one [`Input`] at a time. What an
 //! input leads to comes back as an [`Outcome`]: the effects in the order they were
-//! decided, what to answer once they are durable, and work to do off the loop (an
+//! decided, what to answer once they are durable (or, when what the answer stands for
+//! is on disk already, once they are handed over), and work to do off the loop (an
 //! explanation's simulations, a forecast) whose result comes back as another input.
 //! `Owner` does no I/O and reads no clock (`now` is given), so a test drives it with a
 //! scripted sequence of inputs and asserts the exact effects ([`super::tests`]); the
@@ -36,9 +37,16 @@ pub struct Outcome {
     /// Run once every store write of `effects` is on disk and its orders are queued
     /// to the agents: the answer to the request (`Err`: the store failed).
     pub then: Option<Then>,
+    /// Run as soon as `effects` are handed to the executor, without waiting for the
+    /// disk: the answer to a request whose durable part was written before (an
+    /// accepted submission, whose id is already on disk).
+    pub answer: Option<Answer>,
     /// Work to do off the loop.
     pub offload: Option<Offload>,
 }
+
+/// An answer sent once the loop has handed over its effects.
+pub type Answer = Box<dyn FnOnce() + Send>;
 
 impl Outcome {
     fn effects(effects: Vec<Effect>) -> Self {
@@ -64,7 +72,7 @@ impl Outcome {
                     Err(e) => failed(e),
                 });
             })),
-            offload: None,
+            ..Default::default()
         }
     }
 }
@@ -194,17 +202,20 @@ impl Owner {
                     offload = pass.offload;
                 }
                 let warnings = prepared.warnings.clone();
+                // The id is on disk already (this input comes once the insert is): the
+                // submitter gets it as soon as the job is in the queue, without waiting
+                // for what this pass writes (its start: the launch waits for that).
+                let answer = SubmitReply {
+                    job_id: first,
+                    warnings,
+                };
                 Outcome {
+                    effects,
+                    then: None,
+                    answer: Some(Box::new(move || {
+                        let _ = reply.send(Ok(answer));
+                    })),
                     offload,
-                    ..Outcome::answer(
-                        effects,
-                        reply,
-                        Ok(SubmitReply {
-                            job_id: first,
-                            warnings,
-                        }),
-                        |e| Err(not_saved(e)),
-                    )
                 }
             }
             Input::Explained {
@@ -279,8 +290,8 @@ impl Owner {
             .map(|work| Box::new(move || Input::Forecast(work.make())) as Offload);
         Outcome {
             effects,
-            then: None,
             offload,
+            ..Default::default()
         }
     }
 
@@ -335,7 +346,7 @@ impl Owner {
                             )));
                         }
                     })),
-                    offload: None,
+                    ..Default::default()
                 }
             }
             Request::Jobs(reply) => now_answer(reply, ctl.visible_jobs(now)),
@@ -659,4 +670,7 @@ fn carry_out(owner: &mut Owner, outcome: Outcome, exec: &Executor) {
         });
     }
     exec.carry_out(audit, outcome.effects, outcome.then);
+    if let Some(answer) = outcome.answer {
+        answer();
+    }
 }

@@ -88,6 +88,9 @@ impl Script {
         if let Some(then) = out.then {
             then(Ok(()));
         }
+        if let Some(answer) = out.answer {
+            answer();
+        }
     }
 
     /// Submits `d` as alice; the id it answers.
@@ -168,7 +171,8 @@ fn story(effects: &[Effect]) -> Vec<String> {
 fn a_submission_is_written_then_queued_started_and_answered() {
     // One 4-CPU node. A 2-task job: its record is inserted with a new id; once on disk
     // the job enters the queue and starts at once (marked running before it is
-    // launched), and only then does its submitter hear its id.
+    // launched), and only then does its submitter hear its id — without waiting for
+    // the start to be on disk too: the id was what had to be durable.
     let mut s = Script::new(conf(1, 4));
     let (reply, mut rx) = oneshot::channel();
     let out = s.owner.handle(
@@ -192,7 +196,15 @@ fn a_submission_is_written_then_queued_started_and_answered() {
         story(&out.effects),
         ["persist 1 Running", "launch 1 on node01"]
     );
-    (out.then.expect("answered once durable"))(Ok(()));
+    assert!(
+        out.then.is_none(),
+        "the answer waits for no write of the pass"
+    );
+    assert!(
+        rx.try_recv().is_err(),
+        "no id before the effects are handed over"
+    );
+    (out.answer.expect("answered once handed over"))();
     assert_eq!(rx.try_recv().unwrap().unwrap().job_id, 1);
 }
 
@@ -218,7 +230,7 @@ fn a_submission_in_a_burst_is_answered_at_once_and_started_by_the_pass_after_the
     s.owner.set_waiting(8);
     let out = s.owner.handle(committed, 100);
     assert!(out.effects.is_empty(), "{:?}", story(&out.effects));
-    (out.then.expect("answered"))(Ok(()));
+    (out.answer.expect("answered"))();
     assert_eq!(rx.try_recv().unwrap().unwrap().job_id, 1);
     assert!(s.owner.pass_wanted(false));
     assert_eq!(
@@ -572,6 +584,9 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
     let run = |owner: &mut Owner, input: Input| {
         let out = owner.handle(input, 10);
         exec.carry_out(owner.take_audit(), out.effects, out.then);
+        if let Some(answer) = out.answer {
+            answer();
+        }
     };
     let (reply, rx) = oneshot::channel();
     run(
