@@ -194,7 +194,7 @@ mod tests {
             let mut r = format!(
                 "job {i} user={user} account=acct{} partition={} name=n{} submit={} ",
                 i % 3,
-                if i % 2 == 0 { "even" } else { "odd" },
+                if i.is_multiple_of(2) { "even" } else { "odd" },
                 i % 4,
                 i - 1
             );
@@ -203,7 +203,11 @@ mod tests {
             } else {
                 r.push_str(&format!(
                     "state={} end={i}",
-                    if i % 10 == 0 { "FAILED" } else { "COMPLETED" }
+                    if i.is_multiple_of(10) {
+                        "FAILED"
+                    } else {
+                        "COMPLETED"
+                    }
                 ));
             }
             if (7..=10).contains(&i) {
