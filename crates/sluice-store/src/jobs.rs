@@ -10,7 +10,7 @@
 //! (and, if asked, its requeued runs) by primary key.
 
 use rusqlite::types::Value;
-use rusqlite::{params_from_iter, Connection};
+use rusqlite::{params_from_iter, Connection, OptionalExtension, Result};
 
 use crate::Row;
 
@@ -80,6 +80,100 @@ pub struct Found {
     pub runs: Vec<Row>,
 }
 
+/// The key columns of `jobs` ([`crate::schema`]), in the order of
+/// [`JobKeys::values`].
+const KEY_COLUMNS: [&str; 9] = [
+    "array_job",
+    "array_task",
+    "user",
+    "account",
+    "partition_name",
+    "state",
+    "name",
+    "submit",
+    "ended",
+];
+
+impl JobKeys {
+    /// The key columns' values, in [`KEY_COLUMNS`]' order.
+    fn values(&self) -> [Value; 9] {
+        let int = |v: Option<i64>| v.map_or(Value::Null, Value::Integer);
+        [
+            int(self.array_job.map(|a| a as i64)),
+            int(self.array_task.map(i64::from)),
+            Value::Text(self.user.clone()),
+            Value::Text(self.account.clone()),
+            Value::Text(self.partition.clone()),
+            Value::Text(self.state.clone()),
+            Value::Text(self.name.clone()),
+            Value::Integer(self.submit),
+            Value::Integer(self.end.unwrap_or(i64::MAX)),
+        ]
+    }
+}
+
+/// Inserts job `id`, which must be new, with its record and keys.
+pub(crate) fn insert(conn: &Connection, id: u64, keys: &JobKeys, record: &str) -> Result<()> {
+    let sql = format!(
+        "INSERT INTO jobs (id, record, {}) VALUES (?1, ?2{})",
+        KEY_COLUMNS.join(", "),
+        (3..3 + KEY_COLUMNS.len())
+            .map(|n| format!(", ?{n}"))
+            .collect::<String>()
+    );
+    let mut args = vec![Value::Integer(id as i64), Value::Text(record.to_string())];
+    args.extend(keys.values());
+    conn.prepare_cached(&sql)?.execute(params_from_iter(args))?;
+    Ok(())
+}
+
+/// Writes job `id`'s record and keys (inserting it if it is new), setting only the key
+/// columns whose values changed: an index none of whose columns changed is not
+/// rewritten, and most writes of a job change its record and state only.
+pub(crate) fn put(conn: &Connection, id: u64, keys: &JobKeys, record: &str) -> Result<()> {
+    let old: Option<Vec<Value>> = conn
+        .prepare_cached(&format!(
+            "SELECT {} FROM jobs WHERE id = ?1",
+            KEY_COLUMNS.join(", ")
+        ))?
+        .query_row([id as i64], |r| {
+            (0..KEY_COLUMNS.len())
+                .map(|i| r.get::<_, Value>(i))
+                .collect()
+        })
+        .optional()?;
+    let Some(old) = old else {
+        return insert(conn, id, keys, record);
+    };
+    let mut sql = String::from("UPDATE jobs SET record = ?2");
+    let mut args = vec![Value::Integer(id as i64), Value::Text(record.to_string())];
+    for ((column, was), now) in KEY_COLUMNS.iter().zip(old).zip(keys.values()) {
+        if was != now {
+            args.push(now);
+            sql.push_str(&format!(", {column} = ?{}", args.len()));
+        }
+    }
+    sql.push_str(" WHERE id = ?1");
+    conn.prepare_cached(&sql)?.execute(params_from_iter(args))?;
+    Ok(())
+}
+
+/// Sets every key column of job `id` (a database being upgraded).
+pub(crate) fn set_keys(conn: &Connection, id: i64, keys: &JobKeys) -> Result<()> {
+    let mut sql = String::from("UPDATE jobs SET ");
+    let mut args = vec![Value::Integer(id)];
+    for (column, value) in KEY_COLUMNS.iter().zip(keys.values()) {
+        args.push(value);
+        if args.len() > 2 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!("{column} = ?{}", args.len()));
+    }
+    sql.push_str(" WHERE id = ?1");
+    conn.prepare_cached(&sql)?.execute(params_from_iter(args))?;
+    Ok(())
+}
+
 /// The `SELECT id, record FROM jobs …` for `q`, with its parameters in order.
 pub(crate) fn select(q: &JobQuery) -> (String, Vec<Value>) {
     let mut sql = String::from("SELECT id, record FROM jobs");
@@ -140,7 +234,7 @@ pub(crate) fn select(q: &JobQuery) -> (String, Vec<Value>) {
 }
 
 /// Runs `q` on `conn`: the jobs it selects, then each one's steps and runs by key.
-pub(crate) fn find(conn: &Connection, q: &JobQuery) -> rusqlite::Result<Found> {
+pub(crate) fn find(conn: &Connection, q: &JobQuery) -> Result<Found> {
     let (sql, args) = select(q);
     let mut stmt = conn.prepare(&sql)?;
     let mut jobs: Vec<Row> = stmt
@@ -151,9 +245,9 @@ pub(crate) fn find(conn: &Connection, q: &JobQuery) -> rusqlite::Result<Found> {
                 record: r.get(1)?,
             })
         })?
-        .collect::<rusqlite::Result<_>>()?;
+        .collect::<Result<_>>()?;
     jobs.sort_unstable_by_key(|r| r.id);
-    let by_job = |sql: &str| -> rusqlite::Result<Vec<Row>> {
+    let by_job = |sql: &str| -> Result<Vec<Row>> {
         let mut stmt = conn.prepare(sql)?;
         let mut out = Vec::new();
         for j in &jobs {

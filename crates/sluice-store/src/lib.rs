@@ -578,33 +578,6 @@ fn writer_loop(mut conn: Connection, rx: Receiver<Op>, path: &Path) {
     }
 }
 
-/// The columns of a job's row, as `INSERT` takes them ([`write_job`]).
-const JOB_COLUMNS: &str = "(id, record, array_job, array_task, user, account, partition_name,
-    state, name, submit, ended) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
-
-/// Writes a job's row with `stmt` (an `INSERT` of [`JOB_COLUMNS`]): its id, record
-/// and keys.
-fn write_job(
-    stmt: &mut rusqlite::Statement<'_>,
-    id: i64,
-    keys: &JobKeys,
-    record: &str,
-) -> rusqlite::Result<usize> {
-    stmt.execute(params![
-        id,
-        record,
-        keys.array_job.map(|a| a as i64),
-        keys.array_task.map(i64::from),
-        keys.user.as_str(),
-        keys.account.as_str(),
-        keys.partition.as_str(),
-        keys.state.as_str(),
-        keys.name.as_str(),
-        keys.submit,
-        keys.ended(),
-    ])
-}
-
 /// What each operation of a batch produced (ids for submissions).
 type Outcome = Vec<Option<u64>>;
 
@@ -617,8 +590,6 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
             [],
             |r| r.get(0),
         )?;
-        let mut insert = tx.prepare_cached(&format!("INSERT INTO jobs {JOB_COLUMNS}"))?;
-        let mut put = tx.prepare_cached(&format!("INSERT OR REPLACE INTO jobs {JOB_COLUMNS}"))?;
         let mut put_step = tx.prepare_cached(
             "INSERT OR REPLACE INTO steps (job_id, step_id, record) VALUES (?1, ?2, ?3)",
         )?;
@@ -627,7 +598,7 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                 Op::Insert { first, records, .. } => {
                     let first = *first as i64;
                     for (i, (keys, record)) in records.iter().enumerate() {
-                        write_job(&mut insert, first + i as i64, keys, record)?;
+                        jobs::insert(&tx, first as u64 + i as u64, keys, record)?;
                     }
                     next = next.max(first + records.len().max(1) as i64);
                     out.push(None);
@@ -635,7 +606,7 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                 Op::PutJob {
                     id, keys, record, ..
                 } => {
-                    write_job(&mut put, *id as i64, keys, record)?;
+                    jobs::put(&tx, *id, keys, record)?;
                     out.push(None);
                 }
                 Op::PutStep {
