@@ -9,6 +9,8 @@
 //! the rows it returns, not the database's history; each job found brings its steps
 //! (and, if asked, its requeued runs) by primary key.
 
+use std::sync::LazyLock;
+
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, OptionalExtension, Result};
 
@@ -112,18 +114,27 @@ impl JobKeys {
     }
 }
 
-/// Inserts job `id`, which must be new, with its record and keys.
-pub(crate) fn insert(conn: &Connection, id: u64, keys: &JobKeys, record: &str) -> Result<()> {
-    let sql = format!(
+/// `INSERT` of a job's id, record and keys.
+static INSERT: LazyLock<String> = LazyLock::new(|| {
+    format!(
         "INSERT INTO jobs (id, record, {}) VALUES (?1, ?2{})",
         KEY_COLUMNS.join(", "),
         (3..3 + KEY_COLUMNS.len())
             .map(|n| format!(", ?{n}"))
             .collect::<String>()
-    );
+    )
+});
+
+/// `SELECT` of a job's keys by id.
+static KEYS: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {} FROM jobs WHERE id = ?1", KEY_COLUMNS.join(", ")));
+
+/// Inserts job `id`, which must be new, with its record and keys.
+pub(crate) fn insert(conn: &Connection, id: u64, keys: &JobKeys, record: &str) -> Result<()> {
     let mut args = vec![Value::Integer(id as i64), Value::Text(record.to_string())];
     args.extend(keys.values());
-    conn.prepare_cached(&sql)?.execute(params_from_iter(args))?;
+    conn.prepare_cached(&INSERT)?
+        .execute(params_from_iter(args))?;
     Ok(())
 }
 
@@ -132,10 +143,7 @@ pub(crate) fn insert(conn: &Connection, id: u64, keys: &JobKeys, record: &str) -
 /// rewritten, and most writes of a job change its record and state only.
 pub(crate) fn put(conn: &Connection, id: u64, keys: &JobKeys, record: &str) -> Result<()> {
     let old: Option<Vec<Value>> = conn
-        .prepare_cached(&format!(
-            "SELECT {} FROM jobs WHERE id = ?1",
-            KEY_COLUMNS.join(", ")
-        ))?
+        .prepare_cached(&KEYS)?
         .query_row([id as i64], |r| {
             (0..KEY_COLUMNS.len())
                 .map(|i| r.get::<_, Value>(i))
