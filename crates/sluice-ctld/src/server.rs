@@ -35,6 +35,7 @@ use tokio::sync::oneshot;
 use crate::config::ClusterConfig;
 use crate::state::{Caller, Controller};
 
+pub mod accounting;
 mod accounts;
 pub mod agents;
 mod audit;
@@ -214,7 +215,11 @@ pub async fn run(
     };
     std::fs::create_dir_all(state_dir).map_err(io(state_dir))?;
     std::fs::create_dir_all(state_dir.join("agents")).map_err(io(state_dir))?;
-    let (store, writer, snapshot) = Store::open(&state_dir.join("sluice.db"), conf.first_job_id)?;
+    let (store, writer, snapshot) = Store::open(
+        &state_dir.join("sluice.db"),
+        conf.first_job_id,
+        accounting::keys_of_record,
+    )?;
     let mut jobs = Vec::new();
     for row in &snapshot.jobs {
         jobs.push(

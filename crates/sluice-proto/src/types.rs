@@ -983,7 +983,45 @@ pub struct TaskSelection {
     pub user: bool,
 }
 
-/// What `sacct` reads: every job and step the database holds.
+/// What `sacct` asks of the accounting records (`POST /v1/accounting`): the jobs
+/// matching every criterion given (an empty list, `None`: any), answered with their
+/// steps as an [`Accounting`]. The controller selects them in the database, by index.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountingQuery {
+    /// `-j ID`: these jobs, each by its id or, for an array, every task of the array.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<u64>,
+    /// `-j ID_TASK`: these array tasks, as (array job id, index).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<(u64, u32)>,
+    /// `-u`: owned by one of these users (names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<String>,
+    /// `-A`: charged to one of these accounts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accounts: Vec<String>,
+    /// `-r`: in one of these partitions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<String>,
+    /// `-s`: in one of these states.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub states: Vec<JobState>,
+    /// `--name`: named one of these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+    /// `-S`: ended at or after this time (Unix seconds), or not ended yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
+    /// `-E`: submitted at or before this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<i64>,
+    /// `-D`: the earlier runs of requeued jobs too.
+    #[serde(default)]
+    pub duplicates: bool,
+}
+
+/// What `sacct` reads: jobs and their steps (all the database holds for `GET`, those
+/// an [`AccountingQuery`] selects for `POST`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Accounting {
     /// Jobs.

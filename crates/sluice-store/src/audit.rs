@@ -322,7 +322,7 @@ mod tests {
     #[test]
     fn events_are_read_back_by_job_and_by_window_in_recording_order() {
         let path = temp("events");
-        let (store, _writer, _) = Store::open(&path, 1).unwrap();
+        let (store, _writer, _) = Store::open(&path, 1, crate::tests::keys).unwrap();
         story(&store);
         let of_job = |job| {
             store
@@ -364,7 +364,7 @@ mod tests {
     #[test]
     fn holds_say_who_held_a_gpu_when_with_the_start_that_caused_it() {
         let path = temp("holds");
-        let (store, _writer, _) = Store::open(&path, 1).unwrap();
+        let (store, _writer, _) = Store::open(&path, 1, crate::tests::keys).unwrap();
         story(&store);
         let held = |gpu: Option<u32>, since: Option<i64>, until: Option<i64>| {
             store
@@ -427,7 +427,7 @@ mod tests {
     #[test]
     fn the_purge_takes_old_events_and_ended_holds_in_batches_and_keeps_open_ones() {
         let path = temp("purge");
-        let (store, writer, _) = Store::open(&path, 1).unwrap();
+        let (store, writer, _) = Store::open(&path, 1, crate::tests::keys).unwrap();
         story(&store);
         // Before 260: 6 events (90, 100, 150, 200, 200, 250) and 3 holds ended by then
         // (job 1's two, job 3's); two rows at a time.
@@ -442,7 +442,7 @@ mod tests {
         assert_eq!(batches, vec![4, 3, 2, 0]);
         drop(store);
         drop(writer);
-        let (store, _writer, _) = Store::open(&path, 1).unwrap();
+        let (store, _writer, _) = Store::open(&path, 1, crate::tests::keys).unwrap();
         let left = store.audit_events(&AuditFilter::default()).unwrap();
         assert_eq!(
             left.iter().map(|r| (r.seq, r.time)).collect::<Vec<_>>(),

@@ -9,6 +9,11 @@
 //! jobs that used them, in the same transaction, so that ids are never reused after a
 //! restart.
 //!
+//! Each job row also carries the [`JobKeys`] the controller reads from its record, in
+//! indexed columns: accounting queries ([`Store::query_jobs`], what `sacct` asks) read
+//! the rows they select and no others ([`jobs`]). The schema is versioned and
+//! upgraded at start ([`schema`]).
+//!
 //! The `accounts` table holds what `sacctmgr` manages (accounts, users, associations,
 //! QOS): one row per record, keyed by its kind and name, written in one transaction per
 //! change ([`Store::put_accounts`]).
@@ -28,8 +33,11 @@ use std::thread::JoinHandle;
 use rusqlite::{params, Connection, OptionalExtension};
 
 pub mod audit;
+pub mod jobs;
+pub mod schema;
 
 pub use audit::{AuditFilter, AuditRecord, AuditRow, HoldChange, HoldFilter, HoldRow};
+pub use jobs::{Found, JobKeys, JobQuery, KeysOf};
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -98,12 +106,13 @@ enum Op {
     /// `next_job_id` moves past them.
     Insert {
         first: u64,
-        records: Vec<String>,
+        records: Vec<(JobKeys, String)>,
         reply: Sender<Result<(), StoreError>>,
     },
     /// Replace a job's record.
     PutJob {
         id: u64,
+        keys: JobKeys,
         record: String,
         reply: Option<Sender<Result<(), StoreError>>>,
     },
@@ -181,37 +190,26 @@ fn sqlite(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
     }
 }
 
-const SCHEMA: &str = "
-    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, record TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS steps (
-        job_id INTEGER NOT NULL, step_id INTEGER NOT NULL, record TEXT NOT NULL,
-        PRIMARY KEY (job_id, step_id));
-    CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS runs (
-        job_id INTEGER NOT NULL, run INTEGER NOT NULL, record TEXT NOT NULL,
-        PRIMARY KEY (job_id, run));
-    CREATE TABLE IF NOT EXISTS accounts (
-        kind TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL,
-        PRIMARY KEY (kind, key));
-    CREATE TABLE IF NOT EXISTS reservations (name TEXT PRIMARY KEY, record TEXT NOT NULL);
-    INSERT OR IGNORE INTO meta (key, value) VALUES ('next_job_id', 1);
-";
-
 impl Store {
     /// Opens (creating if needed) the database at `path`, reads everything in it, and
     /// starts the writer. `first_job_id` applies to a new database only (Slurm's
-    /// `FirstJobId`).
+    /// `FirstJobId`). A database of an earlier schema is upgraded first
+    /// ([`schema::migrate`]), `keys_of` reading the keys of the job records it holds.
     ///
-    /// Errors: the file cannot be opened or is not a Sluice database.
-    pub fn open(path: &Path, first_job_id: u64) -> Result<(Store, Writer, Snapshot), StoreError> {
+    /// Errors: the file cannot be opened, is not a Sluice database, or is of a newer
+    /// schema.
+    pub fn open(
+        path: &Path,
+        first_job_id: u64,
+        keys_of: KeysOf,
+    ) -> Result<(Store, Writer, Snapshot), StoreError> {
         let e = sqlite(path);
-        let conn = Connection::open(path).map_err(&e)?;
+        let mut conn = Connection::open(path).map_err(&e)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(&e)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(&e)?;
-        conn.execute_batch(SCHEMA).map_err(&e)?;
+        schema::migrate(&mut conn, keys_of).map_err(&e)?;
         conn.execute_batch(audit::SCHEMA).map_err(&e)?;
         let fresh: bool = conn
             .query_row("SELECT COUNT(*) = 0 FROM jobs", [], |r| r.get(0))
@@ -256,7 +254,7 @@ impl Store {
     pub fn insert_jobs(
         &self,
         first: u64,
-        records: Vec<String>,
+        records: Vec<(JobKeys, String)>,
     ) -> Receiver<Result<(), StoreError>> {
         let (reply, rx) = mpsc::channel();
         if self
@@ -273,13 +271,19 @@ impl Store {
         rx
     }
 
-    /// Replaces a job's record; the receiver yields once it is on disk.
-    pub fn put_job(&self, id: u64, record: String) -> Receiver<Result<(), StoreError>> {
+    /// Replaces a job's record and its keys; the receiver yields once it is on disk.
+    pub fn put_job(
+        &self,
+        id: u64,
+        keys: JobKeys,
+        record: String,
+    ) -> Receiver<Result<(), StoreError>> {
         let (reply, rx) = mpsc::channel();
         if self
             .tx
             .send(Op::PutJob {
                 id,
+                keys,
                 record,
                 reply: Some(reply.clone()),
             })
@@ -292,9 +296,10 @@ impl Store {
 
     /// Replaces a job's record without waiting for the disk (state changes that can be
     /// rebuilt after a crash, e.g. a pending reason).
-    pub fn put_job_later(&self, id: u64, record: String) {
+    pub fn put_job_later(&self, id: u64, keys: JobKeys, record: String) {
         let _ = self.tx.send(Op::PutJob {
             id,
+            keys,
             record,
             reply: None,
         });
@@ -459,6 +464,16 @@ impl Store {
         read_all(&conn).map_err(&e)
     }
 
+    /// The jobs `query` selects, with their steps (and runs, if asked), including all
+    /// sent before this call; read on a connection of its own, through the indexes of
+    /// [`JobKeys`], so that it costs what it returns.
+    ///
+    /// Errors: the writer stopped, or the database cannot be read.
+    pub fn query_jobs(&self, query: &JobQuery) -> Result<Found, StoreError> {
+        let conn = self.reader()?;
+        jobs::find(&conn, query).map_err(sqlite(&self.path))
+    }
+
     /// Waits until everything sent before is on disk.
     pub fn sync(&self) -> Result<(), StoreError> {
         let (reply, rx) = mpsc::channel();
@@ -575,9 +590,6 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
             [],
             |r| r.get(0),
         )?;
-        let mut insert = tx.prepare_cached("INSERT INTO jobs (id, record) VALUES (?1, ?2)")?;
-        let mut put =
-            tx.prepare_cached("INSERT OR REPLACE INTO jobs (id, record) VALUES (?1, ?2)")?;
         let mut put_step = tx.prepare_cached(
             "INSERT OR REPLACE INTO steps (job_id, step_id, record) VALUES (?1, ?2, ?3)",
         )?;
@@ -585,14 +597,16 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
             match op {
                 Op::Insert { first, records, .. } => {
                     let first = *first as i64;
-                    for (i, record) in records.iter().enumerate() {
-                        insert.execute(params![first + i as i64, record.as_str()])?;
+                    for (i, (keys, record)) in records.iter().enumerate() {
+                        jobs::insert(&tx, first as u64 + i as u64, keys, record)?;
                     }
                     next = next.max(first + records.len().max(1) as i64);
                     out.push(None);
                 }
-                Op::PutJob { id, record, .. } => {
-                    put.execute(params![*id as i64, record.as_str()])?;
+                Op::PutJob {
+                    id, keys, record, ..
+                } => {
+                    jobs::put(&tx, *id, keys, record)?;
                     out.push(None);
                 }
                 Op::PutStep {
@@ -728,7 +742,36 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
 mod tests {
     use super::*;
 
-    fn temp(name: &str) -> PathBuf {
+    /// Test records are words; `key=value` words are their keys (`user=alice`,
+    /// `array=3_1`, `end=5`).
+    pub(crate) fn keys(record: &str) -> JobKeys {
+        let mut k = JobKeys::default();
+        for (key, v) in record.split_whitespace().filter_map(|w| w.split_once('=')) {
+            match key {
+                "user" => k.user = v.into(),
+                "account" => k.account = v.into(),
+                "partition" => k.partition = v.into(),
+                "state" => k.state = v.into(),
+                "name" => k.name = v.into(),
+                "submit" => k.submit = v.parse().unwrap(),
+                "end" => k.end = Some(v.parse().unwrap()),
+                "array" => {
+                    let (a, t) = v.split_once('_').unwrap();
+                    k.array_job = Some(a.parse().unwrap());
+                    k.array_task = Some(t.parse().unwrap());
+                }
+                _ => {}
+            }
+        }
+        k
+    }
+
+    /// Records with their keys, as the controller writes them.
+    pub(crate) fn rows(records: impl IntoIterator<Item = String>) -> Vec<(JobKeys, String)> {
+        records.into_iter().map(|r| (keys(&r), r)).collect()
+    }
+
+    pub(crate) fn temp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("sluice-store-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -739,32 +782,32 @@ mod tests {
     fn new_jobs_keep_their_ids_and_the_next_id_survives_a_reopen() {
         let path = temp("reopen");
         {
-            let (store, _writer, snap) = Store::open(&path, 100).unwrap();
+            let (store, _writer, snap) = Store::open(&path, 100, keys).unwrap();
             assert_eq!(snap.next_job_id, 100);
             let a = 100;
             store
-                .insert_jobs(a, vec![format!("job {a}")])
+                .insert_jobs(a, rows([format!("job {a}")]))
                 .recv()
                 .unwrap()
                 .unwrap();
             store
-                .insert_jobs(101, (101..104).map(|id| format!("task {id}")).collect())
+                .insert_jobs(101, rows((101..104).map(|id| format!("task {id}"))))
                 .recv()
                 .unwrap()
                 .unwrap();
             store
-                .insert_jobs(104, vec!["job 104".into()])
+                .insert_jobs(104, rows(["job 104".to_string()]))
                 .recv()
                 .unwrap()
                 .unwrap();
             store
-                .put_job(a, "job 100 done".into())
+                .put_job(a, keys("job 100 done"), "job 100 done".into())
                 .recv()
                 .unwrap()
                 .unwrap();
             store.put_step(a, 0, "step".into()).recv().unwrap().unwrap();
         }
-        let (_store, _writer, snap) = Store::open(&path, 1).unwrap();
+        let (_store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
         assert_eq!(
             snap.next_job_id, 105,
             "FirstJobId applies to a new database only"
@@ -797,14 +840,14 @@ mod tests {
     #[test]
     fn load_reads_everything_sent_so_far_while_the_writer_runs() {
         let path = temp("load");
-        let (store, _writer, _) = Store::open(&path, 1).unwrap();
+        let (store, _writer, _) = Store::open(&path, 1, keys).unwrap();
         let id = 1;
         store
-            .insert_jobs(id, vec![format!("job {id}")])
+            .insert_jobs(id, rows([format!("job {id}")]))
             .recv()
             .unwrap()
             .unwrap();
-        store.put_job_later(id, "job 1 ended".into());
+        store.put_job_later(id, keys("job 1 ended"), "job 1 ended".into());
         let _ = store.put_node("n1", Some("drain".into()));
         store.put_run(1, 0, "job 1 run 0".into());
         let snap = store.load().unwrap();
@@ -832,14 +875,14 @@ mod tests {
     fn node_records_are_kept_replaced_and_forgotten_across_reopens() {
         let path = temp("nodes");
         {
-            let (store, _writer, snap) = Store::open(&path, 1).unwrap();
+            let (store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
             assert!(snap.nodes.is_empty());
             let _ = store.put_node("n2", Some("drain".into()));
             let _ = store.put_node("n1", Some("down".into()));
             let _ = store.put_node("n1", Some("down again".into()));
             store.sync().unwrap();
         }
-        let (store, writer, snap) = Store::open(&path, 1).unwrap();
+        let (store, writer, snap) = Store::open(&path, 1, keys).unwrap();
         assert_eq!(
             snap.nodes,
             vec![
@@ -849,7 +892,7 @@ mod tests {
         );
         let _ = store.put_node("n1", None);
         drop(writer);
-        let (_, _, snap) = Store::open(&path, 1).unwrap();
+        let (_, _, snap) = Store::open(&path, 1, keys).unwrap();
         assert_eq!(snap.nodes, vec![("n2".to_string(), "drain".to_string())]);
     }
 
@@ -862,7 +905,7 @@ mod tests {
             record: record.map(str::to_string),
         };
         {
-            let (store, _writer, snap) = Store::open(&path, 1).unwrap();
+            let (store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
             assert!(snap.accounts.is_empty());
             store
                 .put_accounts(vec![
@@ -882,7 +925,7 @@ mod tests {
                 .unwrap()
                 .unwrap();
         }
-        let (_store, _writer, snap) = Store::open(&path, 1).unwrap();
+        let (_store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
         assert_eq!(
             snap.accounts,
             vec![
@@ -896,7 +939,7 @@ mod tests {
     fn reservation_rows_are_replaced_deleted_and_read_back() {
         let path = temp("reservations");
         {
-            let (store, _writer, snap) = Store::open(&path, 1).unwrap();
+            let (store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
             assert!(snap.reservations.is_empty());
             store
                 .put_reservation("b", Some("B1".into()))
@@ -915,14 +958,14 @@ mod tests {
                 .unwrap();
             store.put_reservation("a", None).recv().unwrap().unwrap();
         }
-        let (_store, _writer, snap) = Store::open(&path, 1).unwrap();
+        let (_store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
         assert_eq!(snap.reservations, vec![("b".to_string(), "B2".to_string())]);
     }
 
     #[test]
     fn concurrent_submitters_share_transactions() {
         let path = temp("group");
-        let (store, writer, _) = Store::open(&path, 1).unwrap();
+        let (store, writer, _) = Store::open(&path, 1, keys).unwrap();
         let threads: Vec<_> = (0..8u64)
             .map(|t| {
                 let s = store.clone();
@@ -930,7 +973,7 @@ mod tests {
                     (0..200u64)
                         .map(|i| {
                             let id = 1 + t * 200 + i;
-                            s.insert_jobs(id, vec![format!("t{t} i{i} id{id}")])
+                            s.insert_jobs(id, rows([format!("t{t} i{i} id{id}")]))
                                 .recv()
                                 .unwrap()
                                 .unwrap();
@@ -948,7 +991,7 @@ mod tests {
         assert_eq!(ids, (1..=1600).collect::<Vec<u64>>());
         drop(store);
         drop(writer);
-        let (_s, _w, snap) = Store::open(&path, 1).unwrap();
+        let (_s, _w, snap) = Store::open(&path, 1, keys).unwrap();
         assert_eq!(snap.jobs.len(), 1600);
         assert!(snap
             .jobs
@@ -959,10 +1002,10 @@ mod tests {
     #[test]
     fn deleted_jobs_take_their_steps_with_them() {
         let path = temp("delete");
-        let (store, _w, _) = Store::open(&path, 1).unwrap();
+        let (store, _w, _) = Store::open(&path, 1, keys).unwrap();
         let id = 1;
         store
-            .insert_jobs(id, vec!["j".into()])
+            .insert_jobs(id, rows(["j".to_string()]))
             .recv()
             .unwrap()
             .unwrap();
@@ -971,7 +1014,7 @@ mod tests {
         store.sync().unwrap();
         drop(store);
         drop(_w);
-        let (_s, _w, snap) = Store::open(&path, 1).unwrap();
+        let (_s, _w, snap) = Store::open(&path, 1, keys).unwrap();
         assert!(snap.jobs.is_empty() && snap.steps.is_empty());
         assert_eq!(snap.next_job_id, 2, "ids are never reused");
     }

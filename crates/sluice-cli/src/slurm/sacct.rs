@@ -6,7 +6,7 @@ use sluice_conf::duration::format_time;
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_proto::time::{parse_timestamp, timestamp};
 use sluice_proto::types::{
-    tres_string_sorted, JobRecord, JobState, MemoryRequest, StepId, StepRecord,
+    tres_string_sorted, AccountingQuery, JobRecord, JobState, MemoryRequest, StepId, StepRecord,
 };
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
@@ -451,6 +451,7 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut duplicates = false;
     let (mut names, mut users, mut states): (Vec<String>, Vec<String>, Vec<JobState>) =
         (vec![], vec![], vec![]);
+    let (mut accounts, mut partitions): (Vec<String>, Vec<String>) = (vec![], vec![]);
     let (mut start, mut end): (Option<i64>, Option<i64>) = (None, None);
     // Words that are no option: refused once every option is read, as sacct does.
     let mut operands: Vec<String> = Vec::new();
@@ -506,6 +507,8 @@ pub fn main(args: Vec<String>) -> i32 {
                 }
             }
             "name" => names.extend(f.value().split(',').map(str::to_string)),
+            "accounts" => accounts.extend(f.value().split(',').map(str::to_string)),
+            "partition" => partitions.extend(f.value().split(',').map(str::to_string)),
             "user" => {
                 users.extend(f.value().split(',').map(str::to_string));
                 all_users = true;
@@ -539,7 +542,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 return 0;
             }
             // Accepted, no effect.
-            "allclusters" | "long" | "units" | "clusters" | "accounts" | "partition" => {}
+            "allclusters" | "long" | "units" | "clusters" => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
@@ -550,20 +553,7 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         return 1;
     }
-    let client = controller();
-    let acct: sluice_proto::types::Accounting = client
-        .get("/v1/accounting")
-        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
-    let cluster = client
-        .get::<sluice_proto::types::ConfigInfo>("/v1/config")
-        .map(|c| c.cluster_name)
-        .unwrap_or_default();
     let t = now();
-    let ctx = Context {
-        t,
-        cluster: &cluster,
-        derived: derived_exit_codes(&acct.steps),
-    };
     // Default window: since midnight, unless jobs are named (then: all time).
     let start = start.or(if jobs.is_empty() {
         parse_timestamp("today", t)
@@ -572,6 +562,42 @@ pub fn main(args: Vec<String>) -> i32 {
     });
     let me = current_user();
     let uid = nix::unistd::geteuid().as_raw();
+    // Without -a, -u or -j, a user other than root sees their own jobs.
+    let own_only = !(all_users || uid == 0 || !jobs.is_empty());
+    // The controller selects the jobs in its database; the same selection is applied
+    // again below, on what it sent.
+    let query = AccountingQuery {
+        jobs: jobs.iter().filter(|j| j.1.is_none()).map(|j| j.0).collect(),
+        tasks: jobs
+            .iter()
+            .filter_map(|&(id, task)| task.map(|t| (id, t)))
+            .collect(),
+        users: if own_only {
+            vec![me.clone()]
+        } else {
+            users.clone()
+        },
+        accounts: accounts.clone(),
+        partitions: partitions.clone(),
+        states: states.clone(),
+        names: names.clone(),
+        since: start,
+        until: end,
+        duplicates,
+    };
+    let client = controller();
+    let acct: sluice_proto::types::Accounting = client
+        .post("/v1/accounting", &query)
+        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    let cluster = client
+        .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+        .map(|c| c.cluster_name)
+        .unwrap_or_default();
+    let ctx = Context {
+        t,
+        cluster: &cluster,
+        derived: derived_exit_codes(&acct.steps),
+    };
     let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
         Some(tk) => j.array == Some((id, tk)),
         None => j.id == id || j.array.is_some_and(|a| a.0 == id),
@@ -582,7 +608,9 @@ pub fn main(args: Vec<String>) -> i32 {
         .filter(|j| jobs.is_empty() || jobs.iter().any(|&(id, task)| named(j, id, task)))
         .filter(|j| names.is_empty() || names.contains(&j.desc.name))
         .filter(|j| users.is_empty() || users.contains(&j.user))
-        .filter(|j| all_users || uid == 0 || !jobs.is_empty() || j.user == me)
+        .filter(|j| accounts.is_empty() || accounts.contains(&j.account))
+        .filter(|j| partitions.is_empty() || partitions.contains(&j.partition))
+        .filter(|j| !own_only || j.user == me)
         .filter(|j| states.is_empty() || states.contains(&j.state))
         .filter(|j| start.is_none_or(|s| j.end_time.is_none_or(|e| e >= s)))
         .filter(|j| end.is_none_or(|e| j.submit_time <= e))

@@ -159,13 +159,13 @@ pub fn render(r: &DiagReport, by: Sort, user: &dyn Fn(u32) -> String) -> String 
     let _ = writeln!(o, "\tLast cycle:   {}", m.last_us);
     let _ = writeln!(o, "\tMax cycle:    {}", m.max_us);
     let _ = writeln!(o, "\tTotal cycles: {}", m.cycles);
-    if m.cycles > 0 {
-        let _ = writeln!(o, "\tMean cycle:   {}", m.sum_us / u64::from(m.cycles));
-        let _ = writeln!(
-            o,
-            "\tMean depth cycle:  {}",
-            m.depth_sum / u64::from(m.cycles)
-        );
+    let cycles = u64::from(m.cycles);
+    if let (Some(mean), Some(depth)) = (
+        m.sum_us.checked_div(cycles),
+        m.depth_sum.checked_div(cycles),
+    ) {
+        let _ = writeln!(o, "\tMean cycle:   {mean}");
+        let _ = writeln!(o, "\tMean depth cycle:  {depth}");
     }
     let minutes = (r.now - r.since) / 60;
     if r.now - r.since > 60 && minutes > 0 {
@@ -198,22 +198,23 @@ pub fn render(r: &DiagReport, by: Sort, user: &dyn Fn(u32) -> String) -> String 
     let _ = writeln!(o, "\tLast cycle: {}", b.last_us);
     let _ = writeln!(o, "\tMax cycle:  {}", b.max_us);
     let cycles = u64::from(b.cycles);
-    if cycles > 0 {
-        let _ = writeln!(o, "\tMean cycle: {}", b.sum_us / cycles);
+    let mean = |sum: u64| sum.checked_div(cycles);
+    if let Some(m) = mean(b.sum_us) {
+        let _ = writeln!(o, "\tMean cycle: {m}");
     }
     let _ = writeln!(o, "\tLast depth cycle: {}", b.last_depth);
     let _ = writeln!(o, "\tLast depth cycle (try sched): {}", b.last_depth_try);
-    if cycles > 0 {
-        let _ = writeln!(o, "\tDepth Mean: {}", b.depth_sum / cycles);
-        let _ = writeln!(o, "\tDepth Mean (try depth): {}", b.depth_try_sum / cycles);
+    if let (Some(d), Some(t)) = (mean(b.depth_sum), mean(b.depth_try_sum)) {
+        let _ = writeln!(o, "\tDepth Mean: {d}");
+        let _ = writeln!(o, "\tDepth Mean (try depth): {t}");
     }
     let _ = writeln!(o, "\tLast queue length: {}", b.queue_len);
-    if cycles > 0 {
-        let _ = writeln!(o, "\tQueue length mean: {}", b.queue_len_sum / cycles);
+    if let Some(q) = mean(b.queue_len_sum) {
+        let _ = writeln!(o, "\tQueue length mean: {q}");
     }
     let _ = writeln!(o, "\tLast table size: {}", b.table_size);
-    if cycles > 0 {
-        let _ = writeln!(o, "\tMean table size: {}", b.table_size_sum / cycles);
+    if let Some(t) = mean(b.table_size_sum) {
+        let _ = writeln!(o, "\tMean table size: {t}");
     }
 
     let _ = writeln!(

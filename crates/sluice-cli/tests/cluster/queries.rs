@@ -351,6 +351,58 @@ fn sacct_with_job_dot_step_prints_only_that_step() {
 }
 
 #[test]
+fn sacct_selects_by_partition_account_array_task_state_and_owner() {
+    // The controller selects in its database what sacct asks for: -r and -A as Slurm's
+    // (they were accepted and ignored), array ids and tasks, states, and, for a user
+    // other than root without -a or -j, their own jobs only.
+    let conf = format!("{SMALL}PartitionName=other Nodes=n[1-2] State=UP\n");
+    let c = Cluster::start("sacct-select", &conf);
+    let a = c.sbatch(&["--wrap", "true"]);
+    let b = c.sbatch(&["-p", "other", "--wrap", "exit 1"]);
+    let arr = c.sbatch(&["-a", "1-2", "--wrap", "true"]);
+    assert_eq!(c.wait_ended(a), "COMPLETED");
+    assert_eq!(c.wait_ended(b), "FAILED");
+    for t in ["1", "2"] {
+        c.settle("COMPLETED", || {
+            let o = c.run(
+                "sacct",
+                &["-n", "-X", "-P", "-o", "State", "-j", &format!("{arr}_{t}")],
+            );
+            o.stdout.trim().to_string()
+        });
+    }
+    let ids = |uid: u32, args: &[&str]| {
+        let mut all = vec!["-n", "-X", "-P", "-o", "JobID"];
+        all.extend_from_slice(args);
+        let o = c.run_as(uid, "sacct", &all);
+        assert_eq!((o.stderr.as_str(), o.code), ("", 0), "{args:?}");
+        o.stdout.lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    let (a, b) = (a.to_string(), b.to_string());
+    let (t1, t2) = (format!("{arr}_1"), format!("{arr}_2"));
+    let (a, b, t1, t2) = (a.as_str(), b.as_str(), t1.as_str(), t2.as_str());
+    assert_eq!(ids(0, &[]), [a, b, t1, t2]);
+    assert_eq!(ids(0, &["-r", "other"]), [b]);
+    assert_eq!(ids(0, &["--partition=debug,other", "-s", "F"]), [b]);
+    assert_eq!(ids(0, &["-A", "root", "-r", "debug"]), [a, t1, t2]);
+    assert_eq!(ids(0, &["-A", "nosuch"]), Vec::<String>::new());
+    assert_eq!(ids(0, &["-j", &arr.to_string()]), [t1, t2]);
+    assert_eq!(ids(0, &["-j", t2]), [t2]);
+    assert_eq!(ids(0, &["-j", &format!("{b},{t1}")]), [b, t1]);
+    assert_eq!(
+        ids(0, &["-s", "CD", "-S", "now+1hour"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(ids(0, &["-E", "2000-01-01"]), Vec::<String>::new());
+    // nobody: none of their own since midnight; all with -a, or a job named.
+    const NOBODY: u32 = 65534;
+    assert_eq!(ids(NOBODY, &[]), Vec::<String>::new());
+    assert_eq!(ids(NOBODY, &["-a", "-s", "F"]), [b]);
+    assert_eq!(ids(NOBODY, &["-j", a]), [a]);
+    assert_eq!(ids(NOBODY, &["-u", "root", "-r", "other"]), [b]);
+}
+
+#[test]
 fn squeue_takes_every_slurm_job_state_name_as_a_filter() {
     // A script waiting for its jobs to leave the queue asks `squeue -t PENDING,RUNNING,
     // CONFIGURING,COMPLETING`: states Sluice never reports are still valid filters,

@@ -16,6 +16,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use sluice_proto::types::StepId;
 use sluice_store::{AuditRecord, Store, StoreError};
 
+use super::accounting::job_keys;
 use super::agents::Agents;
 use crate::state::Effect;
 
@@ -62,10 +63,15 @@ impl Executor {
             match e {
                 Effect::Insert(records) => {
                     let first = records.first().map_or(0, |r| r.id);
-                    let rows = records.iter().map(serialise).collect();
+                    let rows = records
+                        .iter()
+                        .map(|r| (job_keys(r), serialise(r)))
+                        .collect();
                     acks.push(self.store.insert_jobs(first, rows));
                 }
-                Effect::Persist(r) => acks.push(self.store.put_job(r.id, serialise(&*r))),
+                Effect::Persist(r) => {
+                    acks.push(self.store.put_job(r.id, job_keys(&r), serialise(&*r)))
+                }
                 Effect::PersistStep(s) => {
                     let n = match s.step {
                         StepId::Batch => u32::MAX - 1,

@@ -11,12 +11,12 @@ use serde::Serialize;
 use sluice_core::JobId;
 use sluice_proto::error::ApiError;
 use sluice_proto::types::{
-    Accounting, CancelRequest, Done, ExitReport, Heartbeat, HeartbeatReply, Incarnation,
-    JobDescription, JobEnded, JobRecord, Register, StepRecord, StepRequest, TaskSelection,
+    CancelRequest, Done, ExitReport, Heartbeat, HeartbeatReply, Incarnation, JobDescription,
+    JobEnded, JobRecord, Register, StepRequest, TaskSelection,
 };
 
 use super::input::{Change, Request};
-use super::{accounts, audit, explain, priority, refuse, reservations, update};
+use super::{accounting, accounts, audit, explain, priority, refuse, reservations, update};
 use super::{user_and_group, App, Peer};
 
 /// Every route.
@@ -42,7 +42,10 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/jobs/{id}/steps/{step}/end", post(end_step))
         .route("/v1/jobs/{id}/complete", post(complete))
         .route("/v1/cancel", post(cancel))
-        .route("/v1/accounting", get(accounting))
+        .route(
+            "/v1/accounting",
+            get(accounting::everything).post(accounting::query),
+        )
         .route("/v1/nodes", get(nodes))
         .route("/v1/nodes/update", post(update::update_nodes))
         .route("/v1/jobs/{id}/update", post(update::update_job))
@@ -283,46 +286,6 @@ async fn complete(
         .await
         .and_then(|r| r);
     reply(r.map(|()| Done {}))
-}
-
-/// Every job and step the database holds, as `sacct` reports them: the controller
-/// forgets finished jobs after `MinJobAge`, the database keeps them. Read from disk,
-/// not from the loop.
-async fn accounting(State(app): State<App>) -> Response {
-    let store = app.store.clone();
-    let loaded = tokio::task::spawn_blocking(move || store.load()).await;
-    let snapshot = match loaded {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return refuse(storage(e.to_string())),
-        Err(e) => return refuse(storage(e.to_string())),
-    };
-    let jobs = snapshot
-        .jobs
-        .iter()
-        .filter_map(|r| serde_json::from_str::<JobRecord>(&r.record).ok())
-        .map(|mut r| {
-            r.upgrade();
-            // sacct reports neither; they are most of a record.
-            r.desc.environment = Vec::new();
-            r.desc.script = String::new();
-            r
-        })
-        .collect();
-    let steps = snapshot
-        .steps
-        .iter()
-        .filter_map(|r| serde_json::from_str::<StepRecord>(&r.record).ok())
-        .collect();
-    let runs = snapshot
-        .runs
-        .iter()
-        .filter_map(|r| serde_json::from_str::<JobRecord>(&r.record).ok())
-        .map(|mut r| {
-            r.upgrade();
-            r
-        })
-        .collect();
-    Json(Accounting { jobs, steps, runs }).into_response()
 }
 
 /// The store could not be read.

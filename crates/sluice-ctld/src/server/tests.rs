@@ -552,7 +552,8 @@ fn temp_dir(name: &str) -> PathBuf {
 
 /// The job record the store holds for `id`.
 fn stored(store_path: &Path, id: u64) -> JobRecord {
-    let (_s, _w, snap) = sluice_store::Store::open(store_path, 1).unwrap();
+    let (_s, _w, snap) =
+        sluice_store::Store::open(store_path, 1, super::accounting::keys_of_record).unwrap();
     let row = snap.jobs.iter().find(|r| r.id == id).expect("stored");
     serde_json::from_str(&row.record).unwrap()
 }
@@ -567,7 +568,8 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
     // have thought the job still running.)
     let dir = temp_dir("order");
     let db = dir.join("sluice.db");
-    let (store, writer, _) = sluice_store::Store::open(&db, 1).unwrap();
+    let (store, writer, _) =
+        sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
     let (tx, mut own) = unbounded_channel();
     let clients = std::sync::Arc::new(
         [(
@@ -700,7 +702,9 @@ async fn stopping_answers_every_request_in_flight_and_keeps_every_acknowledged_j
             assert!(fine, "{e:?}");
         }
     }
-    let (_s, _w, snap) = sluice_store::Store::open(&dir.join("sluice.db"), 1).unwrap();
+    let (_s, _w, snap) =
+        sluice_store::Store::open(&dir.join("sluice.db"), 1, super::accounting::keys_of_record)
+            .unwrap();
     let stored: Vec<u64> = snap.jobs.iter().map(|r| r.id).collect();
     for id in &ids {
         assert!(
