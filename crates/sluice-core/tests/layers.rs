@@ -37,6 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cluster",
             "job",
             "decision",
+            "observe",
         ],
     ),
     (
