@@ -40,9 +40,15 @@ use sluice_store::AccountRow;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     /// Write a new submission's records (consecutive ids from the first), which
-    /// moves the store's next id past them: before its submitter is answered, and
+    /// moves the store's next id past them, and its script and environment (kept under
+    /// the first id, see `state/script.rs`): before its submitter is answered, and
     /// before the job enters the queue.
-    Insert(Vec<JobRecord>),
+    Insert {
+        /// The jobs' records.
+        records: Vec<JobRecord>,
+        /// The submission's script and environment.
+        script: Option<Box<BatchScript>>,
+    },
     /// Write a job record (durably before any later effect of the same batch acts).
     Persist(Box<JobRecord>),
     /// Write a step record.
@@ -143,6 +149,8 @@ pub struct Prepared {
     template: Job,
     tasks: Vec<u32>,
     throttle: Option<u32>,
+    /// Its script and environment, taken out of the submission: for the store only.
+    script: Option<BatchScript>,
     /// Warnings for the user.
     pub warnings: Vec<String>,
 }
@@ -151,6 +159,12 @@ impl Prepared {
     /// How many ids the submission needs (one per array task).
     pub fn ids(&self) -> u64 {
         self.tasks.len().max(1) as u64
+    }
+
+    /// Its script and environment, for the store ([`Controller::inserted`]); the
+    /// controller keeps neither.
+    pub fn take_script(&mut self) -> Option<BatchScript> {
+        self.script.take()
     }
 
     /// The jobs, given the first id, in id order.
@@ -239,7 +253,9 @@ pub struct Controller {
     preempting: BTreeMap<JobId, preempt::Preempting>,
     state_dir: PathBuf,
     sched: Scheduler,
-    jobs: BTreeMap<JobId, Job>,
+    /// Each boxed: the map moves small entries, and its half-full nodes cost a
+    /// pointer per empty slot rather than a whole job.
+    jobs: BTreeMap<JobId, Box<Job>>,
     steps: BTreeMap<(JobId, StepId), StepRecord>,
     /// Pending jobs kept out of the core: held, waiting on a dependency, or beyond their
     /// array's throttle.
@@ -380,18 +396,18 @@ impl Controller {
                     if r.desc.interactive {
                         c.interactive.insert(id);
                     }
-                    c.jobs.insert(id, r);
+                    c.jobs.insert(id, Box::new(r));
                     if let (Ok(spec), Some(nodes)) = (spec, nodes) {
                         let _ = c.sched.restore_running(spec, start, nodes, now);
                     }
                 }
                 JobState::Pending => {
-                    c.jobs.insert(id, r);
+                    c.jobs.insert(id, Box::new(r));
                     c.outside.insert(id);
                     c.audit_restored(id);
                 }
                 _ => {
-                    c.jobs.insert(id, r);
+                    c.jobs.insert(id, Box::new(r));
                 }
             }
         }
@@ -490,12 +506,14 @@ impl Controller {
 
     fn check_submission(
         &self,
-        desc: JobDescription,
+        mut desc: JobDescription,
         caller: &Caller,
         user: &str,
         group: &str,
         now: i64,
     ) -> Result<Prepared, String> {
+        // Kept in the store, not in memory (see `state/script.rs`).
+        let script = BatchScript::take(&mut desc);
         if self.jobs.len() >= self.conf.max_job_count {
             return Err("Resource temporarily unavailable (MaxJobCount reached)".into());
         }
@@ -662,6 +680,7 @@ impl Controller {
             template,
             tasks,
             throttle,
+            script,
             warnings: Vec::new(),
         })
     }
@@ -975,9 +994,13 @@ impl Controller {
         p.jobs(JobId(first))
     }
 
-    /// What the store writes of a new submission's jobs: [`Effect::Insert`].
-    pub fn inserted(&self, jobs: &[Job]) -> Effect {
-        Effect::Insert(jobs.iter().map(|j| self.stored(j)).collect())
+    /// What the store writes of a new submission's jobs, with its `script`
+    /// ([`Prepared::take_script`]): [`Effect::Insert`].
+    pub fn inserted(&self, jobs: &[Job], script: Option<BatchScript>) -> Effect {
+        Effect::Insert {
+            records: jobs.iter().map(|j| self.stored(j)).collect(),
+            script: script.map(Box::new),
+        }
     }
 
     /// Takes the jobs of a durable submission into the queue.
@@ -991,7 +1014,7 @@ impl Controller {
                 self.sched.note_waiting(&spec);
             }
             self.audit_submitted(&r, now);
-            self.jobs.insert(id, r);
+            self.jobs.insert(id, Box::new(r));
             self.outside.insert(id);
         }
         // Only the new jobs: nothing else changed.
@@ -1000,7 +1023,7 @@ impl Controller {
 
     /// Moves pending jobs whose hold, dependency and throttle allow it into the core.
     fn release_outside(&mut self, now: i64) -> Vec<Effect> {
-        let ids = in_list_order(self.outside.iter().map(|id| &self.jobs[id]));
+        let ids = in_list_order(self.outside.iter().map(|id| &*self.jobs[id]));
         self.release(ids, now)
     }
 
@@ -2499,7 +2522,7 @@ impl Controller {
                 && j.end_time.is_some_and(|e| e + age <= now)
                 && j.array_pending.as_ref().is_none_or(|p| p.0.is_empty())
         };
-        if !self.jobs.values().any(&aged) {
+        if !self.jobs.values().any(|j| aged(j)) {
             return 0;
         }
         // Kept while a pending job's dependency names them (the dependency's outcome
@@ -2978,15 +3001,15 @@ fn device_files(devices: &[GresDevice], gpus: &[u32], desc: &JobDescription) -> 
 }
 
 /// The environment of a job's batch script (Slurm's variables, on top of the
-/// submitter's exported environment).
+/// submitter's exported environment: the record's, which the controller's records
+/// leave empty, so that a launch order leaves the controller with Slurm's variables
+/// only, completed by [`BatchScript::complete`]).
 pub fn batch_environment(
     r: &JobRecord,
     conf: &ClusterConfig,
     state_dir: &Path,
 ) -> Vec<(String, String)> {
-    let mut env: BTreeMap<String, String> = r.desc.environment.iter().cloned().collect();
-    // Variables from an earlier allocation must not leak into this one.
-    env.retain(|k, _| !k.starts_with("SLURM_") && k != "CUDA_VISIBLE_DEVICES");
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
     let first = r.nodes.first().cloned().unwrap_or_default();
     env.extend(allocation_variables(r, &conf.cluster_name));
     let mut set = |k: &str, v: String| {
@@ -3088,7 +3111,7 @@ pub fn batch_environment(
         sluice_proto::paths::STATE_DIR_ENV,
         state_dir.display().to_string(),
     );
-    env.into_iter().collect()
+    launch_environment(r.desc.environment.clone(), env.into_iter().collect())
 }
 
 mod arrays;
@@ -3104,6 +3127,7 @@ mod preempt;
 mod priority;
 mod reason;
 pub mod reservations;
+mod script;
 mod shards;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -3113,6 +3137,7 @@ pub use forecast::ForecastWork;
 pub use job::{Job, NodeShare, RunEnding};
 pub use liveness::{Registration, NOT_RESPONDING};
 pub use reason::Reason;
+pub use script::{launch_environment, script_key, BatchScript};
 pub use update::{NodeOverride, BAD_LIMIT, REASON_NEEDED};
 
 #[cfg(test)]

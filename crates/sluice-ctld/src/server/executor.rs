@@ -60,10 +60,11 @@ impl Executor {
         let mut orders = Vec::new();
         for e in effects {
             match e {
-                Effect::Insert(records) => {
+                Effect::Insert { records, script } => {
                     let first = records.first().map_or(0, |r| r.id);
                     let rows = records.iter().map(serialise).collect();
-                    acks.push(self.store.insert_jobs(first, rows));
+                    let script = script.map(|s| s.to_store());
+                    acks.push(self.store.insert_submission(first, rows, script));
                 }
                 Effect::Persist(r) => acks.push(self.store.put_job(r.id, serialise(&*r))),
                 Effect::PersistStep(s) => {

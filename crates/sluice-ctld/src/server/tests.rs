@@ -132,7 +132,7 @@ fn story(effects: &[Effect]) -> Vec<String> {
     effects
         .iter()
         .map(|e| match e {
-            Effect::Insert(rs) => format!("insert {} {:?}", rs[0].id, rs[0].state),
+            Effect::Insert { records: rs, .. } => format!("insert {} {:?}", rs[0].id, rs[0].state),
             Effect::Persist(r) => format!(
                 "persist {} {:?}{}",
                 r.id,
@@ -534,7 +534,8 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
         .into_iter()
         .collect(),
     );
-    let (agents, tasks) = super::agents::Agents::start(&clients, "test".into(), 30, tx.clone());
+    let (agents, tasks) =
+        super::agents::Agents::start(&clients, "test".into(), 30, tx.clone(), store.clone());
     let exec = Executor::new(store.clone(), agents);
     let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
     let mut owner = Owner::new(ctl, tx, None);
