@@ -1061,7 +1061,11 @@ mod tests {
             let (store, _writer, _) = Store::open(&path, 1).unwrap();
             assert_eq!(store.script(1).unwrap(), None);
             store
-                .insert_submission(1, vec!["array 1".into(), "task 2".into()], Some(script("a")))
+                .insert_submission(
+                    1,
+                    vec!["array 1".into(), "task 2".into()],
+                    Some(script("a")),
+                )
                 .recv()
                 .unwrap()
                 .unwrap();
@@ -1079,7 +1083,10 @@ mod tests {
         }
         let (store, _writer, snap) = Store::open(&path, 1).unwrap();
         assert_eq!(
-            snap.jobs.iter().map(|r| r.record.as_str()).collect::<Vec<_>>(),
+            snap.jobs
+                .iter()
+                .map(|r| r.record.as_str())
+                .collect::<Vec<_>>(),
             ["array 1", "task 2", "job 3"],
             "records carry no script"
         );
