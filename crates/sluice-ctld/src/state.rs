@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use dependency::DepState;
 use sluice_conf::dependency::{parse_dependency, Dependency};
@@ -291,6 +292,8 @@ pub struct Controller {
     audit: audit::AuditBook,
     /// The last forecast of every pending job's start (see `state/forecast.rs`).
     forecasts: forecast::Forecasts,
+    /// Each owner's last submission, which the next one shares if it is the same.
+    descs: SharedDescs,
     /// The id the next accepted submission gets: allocated here, after a submission
     /// is checked, so that a refused one uses none; kept by the store with the jobs
     /// that used them, so that none is reused after a restart.
@@ -380,13 +383,15 @@ impl Controller {
             resv_records: Default::default(),
             audit: Default::default(),
             forecasts: Default::default(),
+            descs: Default::default(),
             next_job_id: 1,
         };
         for s in steps {
             c.steps.insert((JobId(s.job_id), s.step), s);
         }
         for r in jobs {
-            let r = Job::from_record(r, &c.conf);
+            let mut r = Job::from_record(r, &c.conf);
+            r.desc = c.descs.share(r.uid, &r.desc);
             let id = r.id;
             match r.state {
                 JobState::Running => {
@@ -639,7 +644,7 @@ impl Controller {
             stdout: String::new(),
             stderr: String::new(),
             stdin: String::new(),
-            desc: desc.clone(),
+            desc: Arc::new(desc.clone()),
             next_step: 0,
             start_pass: None,
             ending_run: None,
@@ -991,7 +996,12 @@ impl Controller {
     pub fn allocate(&mut self, p: &Prepared) -> Vec<Job> {
         let first = self.next_job_id;
         self.next_job_id += p.ids();
-        p.jobs(JobId(first))
+        let mut jobs = p.jobs(JobId(first));
+        let desc = self.descs.share(p.template.uid, &p.template.desc);
+        for j in &mut jobs {
+            j.desc = desc.clone();
+        }
+        jobs
     }
 
     /// What the store writes of a new submission's jobs, with its `script`
@@ -1904,7 +1914,7 @@ impl Controller {
         r.state = JobState::Pending;
         r.reason = Reason::NONE;
         r.restarts += 1;
-        r.desc.append = true;
+        Arc::make_mut(&mut r.desc).append = true;
         r.alloc.clear();
         r.tres_alloc.clear();
         r.start_time = None;
@@ -2420,7 +2430,9 @@ impl Controller {
     /// Job `id`'s record, with its pending reason and planned start as the core has them
     /// now.
     pub fn job(&self, id: JobId) -> Option<JobRecord> {
-        self.jobs.get(&id).map(|r| self.record(r, r.desc.clone()))
+        self.jobs
+            .get(&id)
+            .map(|r| self.record(r, JobDescription::clone(&r.desc)))
     }
 
     /// The names of `r`'s nodes, in allocation order.
@@ -2450,7 +2462,11 @@ impl Controller {
     /// Job `r`'s record as the store keeps it: what it holds, with the reason the
     /// controller last set.
     fn stored(&self, r: &Job) -> JobRecord {
-        r.to_record(&self.conf, self.reason_text(r, r.reason), r.desc.clone())
+        r.to_record(
+            &self.conf,
+            self.reason_text(r, r.reason),
+            JobDescription::clone(&r.desc),
+        )
     }
 
     /// [`Effect::Persist`] of job `id` as it stands.
@@ -3134,7 +3150,7 @@ pub(crate) mod tests;
 mod update;
 
 pub use forecast::ForecastWork;
-pub use job::{Job, NodeShare, RunEnding};
+pub use job::{Job, NodeShare, RunEnding, SharedDescs};
 pub use liveness::{Registration, NOT_RESPONDING};
 pub use reason::Reason;
 pub use script::{launch_environment, script_key, BatchScript};
