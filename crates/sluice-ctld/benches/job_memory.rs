@@ -4,7 +4,8 @@
 //! A controller over four 64-CPU nodes takes `N` submissions (default 10,000; the first
 //! argument sets it) through the same steps as the live one — checked, ids allocated,
 //! the store's records built (and dropped, as once written), accepted — each with a
-//! login shell's environment (50 variables, about 3 KB) and a two-line script. Held
+//! login shell's environment (50 variables, about 3 KB) and a two-line script, all
+//! with the same options (a loop of `sbatch`), then each with a name of its own. Held
 //! jobs stay outside the core; pending ones enter it, behind a job that holds every
 //! node, and the forecast is made as the loop makes it. Each row is the heap the
 //! controller holds per job, exact: the bytes live, not what the process's resident
@@ -108,17 +109,23 @@ fn controller() -> Controller {
     Controller::new(conf, Path::new("/state"), vec![], vec![], 0)
 }
 
-/// Submits `n` jobs as the loop does; the controller's heap growth in bytes per job.
-fn submit(c: &mut Controller, n: usize, hold: bool, now: i64) -> f64 {
+/// Submits `n` jobs as the loop does (`named`: each with a name of its own, so that
+/// none shares its owner's last description); the controller's heap growth in bytes
+/// per job.
+fn submit(c: &mut Controller, n: usize, hold: bool, named: bool, now: i64) -> f64 {
     let alice = Caller {
         uid: 1000,
         gid: 1000,
         admin: false,
     };
     let before = live();
-    for _ in 0..n {
+    for i in 0..n {
+        let mut desc = job(hold);
+        if named {
+            desc.name = format!("sweep-{i}");
+        }
         let mut p = c
-            .prepare(job(hold), &alice, "alice", "alice", now)
+            .prepare(desc, &alice, "alice", "alice", now)
             .expect("accepted");
         let jobs = c.allocate(&p);
         drop(c.inserted(&jobs, p.take_script()));
@@ -144,11 +151,17 @@ fn main() {
         .sum();
 
     let mut c = controller();
-    let held = submit(&mut c, n, true, 1);
-
+    let held = submit(&mut c, n, true, false, 1);
     rows.push((
         format!("held job ({n} jobs; environment {env_bytes} bytes)"),
         format!("{held:.0} B"),
+    ));
+    drop(c);
+    let mut c = controller();
+    let named = submit(&mut c, n, true, true, 1);
+    rows.push((
+        "held job, each named differently (no description shared)".into(),
+        format!("{named:.0} B"),
     ));
     drop(c);
 
@@ -168,7 +181,7 @@ fn main() {
     c.accept(jobs, 1);
     c.schedule(1);
     let before = live();
-    let pending = submit(&mut c, n, false, 2);
+    let pending = submit(&mut c, n, false, false, 2);
     c.schedule(2);
     drop(c.take_audit());
 
