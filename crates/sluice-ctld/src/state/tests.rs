@@ -2105,7 +2105,7 @@ fn identical_submissions_share_their_description_until_one_is_changed() {
     // A loop of sbatch with the same options: one description in memory, not one per
     // job; `scontrol update` of one job changes that job only.
     let mut c = Controller::new(conf(1, 4), Path::new("/state"), vec![], vec![], 0);
-    let mut allocate = |c: &mut Controller, d: JobDescription| {
+    let allocate = |c: &mut Controller, d: JobDescription| {
         let p = c
             .prepare(d, &alice(), "alice", "alice", 0)
             .expect("accepted");
