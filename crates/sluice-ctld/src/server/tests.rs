@@ -676,6 +676,63 @@ async fn a_jobs_script_and_environment_stay_in_the_store_until_its_launch_is_sen
     drop(writer);
 }
 
+#[test]
+fn records_that_carry_their_script_move_it_to_its_table_at_start_up() {
+    // A database written before scripts had a table of their own: a job and an array's
+    // two tasks, each record with the script and environment.
+    let dir = temp_dir("move");
+    let db = dir.join("sluice.db");
+    let old = |id: u64, array: Option<(u64, u32)>| JobRecord {
+        id,
+        array,
+        desc: JobDescription {
+            environment: vec![("KEPT_MARK".into(), format!("of {id}"))],
+            ..desc(1)
+        },
+        ..JobRecord::default()
+    };
+    let mut records = vec![old(1, None), old(2, Some((2, 1))), old(3, Some((2, 0)))];
+    records[2].desc.environment = records[1].desc.environment.clone();
+    {
+        let (store, _writer, _) = sluice_store::Store::open(&db, 1).unwrap();
+        for r in &records {
+            let row = serde_json::to_string(r).unwrap();
+            store.insert_jobs(r.id, vec![row]).recv().unwrap().unwrap();
+        }
+    }
+    let (store, writer, snap) = sluice_store::Store::open(&db, 1).unwrap();
+    let mut jobs: Vec<JobRecord> = snap
+        .jobs
+        .iter()
+        .map(|r| serde_json::from_str(&r.record).unwrap())
+        .collect();
+    super::move_scripts_to_their_table(&store, &mut jobs).unwrap();
+    assert!(jobs
+        .iter()
+        .all(|r| r.desc.script.is_empty() && r.desc.environment.is_empty()));
+    drop(store);
+    drop(writer);
+    let (store, _writer, snap) = sluice_store::Store::open(&db, 1).unwrap();
+    assert!(snap.jobs.iter().all(|r| !r.record.contains("KEPT_MARK")));
+    let kept = |id: u64| {
+        store
+            .script(id)
+            .unwrap()
+            .map(|s| crate::state::BatchScript::from_store(s).unwrap())
+    };
+    let env = |id: u64| vec![("KEPT_MARK".to_string(), format!("of {id}"))];
+    assert_eq!(
+        kept(1).map(|s| (s.script, s.environment)),
+        Some(("#!/bin/sh\ntrue\n".into(), env(1)))
+    );
+    assert_eq!(
+        kept(2).map(|s| s.environment),
+        Some(env(2)),
+        "the array's, for its tasks"
+    );
+    assert_eq!(kept(3), None);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_answers_every_request_in_flight_and_keeps_every_acknowledged_job() {
     // The whole daemon, in process: 40 submitters race a stop. Every submission that
