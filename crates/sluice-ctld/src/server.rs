@@ -33,7 +33,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
 use crate::config::ClusterConfig;
-use crate::state::{Caller, Controller};
+use crate::state::{self, Caller, Controller};
+use sluice_core::JobId;
 
 pub mod accounting;
 mod accounts;
@@ -191,6 +192,28 @@ pub fn conf_hash(text: &[u8]) -> String {
         .collect()
 }
 
+/// Records written before scripts and environments had a table of their own carry
+/// them: they move there (once; their records are written again without them), so
+/// that the controller never holds them and launches find them where they look.
+fn move_scripts_to_their_table(store: &Store, jobs: &mut [JobRecord]) -> Result<(), ServeError> {
+    let mut moved = 0;
+    for r in jobs.iter_mut() {
+        let Some(script) = state::BatchScript::take(&mut r.desc) else {
+            continue;
+        };
+        let key = state::script_key(JobId(r.id), r.array.map(|(a, t)| (JobId(a), t)));
+        store.put_script(key, script.to_store());
+        let record = serde_json::to_string(&*r).expect("records serialise");
+        let _ = store.put_job(r.id, accounting::job_keys(r), record);
+        moved += 1;
+    }
+    if moved > 0 {
+        store.sync()?;
+        tracing::info!("{moved} jobs' scripts and environments moved to their own table");
+    }
+    Ok(())
+}
+
 /// Runs the controller for `conf` with its state in `state_dir` until `shutdown`
 /// completes: on the Unix socket `ctld.sock` there, and, when `net` says so, on a TCP
 /// address too, where only requests signed with the cluster key (see
@@ -215,20 +238,22 @@ pub async fn run(
     };
     std::fs::create_dir_all(state_dir).map_err(io(state_dir))?;
     std::fs::create_dir_all(state_dir.join("agents")).map_err(io(state_dir))?;
-    let (store, writer, snapshot) = Store::open(
+    let (store, writer, mut snapshot) = Store::open(
         &state_dir.join("sluice.db"),
         conf.first_job_id,
         accounting::keys_of_record,
     )?;
+    // The rows go as they are read: the controller keeps the jobs, not their text.
     let mut jobs = Vec::new();
-    for row in &snapshot.jobs {
+    for row in std::mem::take(&mut snapshot.jobs) {
         jobs.push(
             serde_json::from_str::<JobRecord>(&row.record)
                 .map_err(|e| ServeError::Corrupt(format!("job {}: {e}", row.id)))?,
         );
     }
+    move_scripts_to_their_table(&store, &mut jobs)?;
     let mut steps = Vec::new();
-    for row in &snapshot.steps {
+    for row in std::mem::take(&mut snapshot.steps) {
         steps.push(
             serde_json::from_str::<StepRecord>(&row.record)
                 .map_err(|e| ServeError::Corrupt(format!("step {}: {e}", row.id)))?,
@@ -291,8 +316,13 @@ pub async fn run(
 
     let (inputs, inputs_rx) = tokio::sync::mpsc::unbounded_channel();
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
-    let (agents, agent_tasks) =
-        agents::Agents::start(&clients, incarnation.clone(), kill_wait, inputs.clone());
+    let (agents, agent_tasks) = agents::Agents::start(
+        &clients,
+        incarnation.clone(),
+        kill_wait,
+        inputs.clone(),
+        store.clone(),
+    );
     let exec = executor::Executor::new(store.clone(), agents);
     let owner = owner::Owner::new(ctl, inputs.clone(), listen);
     let shared = Arc::new(Shared {

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use dependency::DepState;
 use sluice_conf::dependency::{parse_dependency, Dependency};
@@ -41,9 +42,15 @@ use sluice_store::AccountRow;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     /// Write a new submission's records (consecutive ids from the first), which
-    /// moves the store's next id past them: before its submitter is answered, and
+    /// moves the store's next id past them, and its script and environment (kept under
+    /// the first id, see `state/script.rs`): before its submitter is answered, and
     /// before the job enters the queue.
-    Insert(Vec<JobRecord>),
+    Insert {
+        /// The jobs' records.
+        records: Vec<JobRecord>,
+        /// The submission's script and environment.
+        script: Option<Box<BatchScript>>,
+    },
     /// Write a job record (durably before any later effect of the same batch acts).
     Persist(Box<JobRecord>),
     /// Write a step record.
@@ -144,6 +151,8 @@ pub struct Prepared {
     template: Job,
     tasks: Vec<u32>,
     throttle: Option<u32>,
+    /// Its script and environment, taken out of the submission: for the store only.
+    script: Option<BatchScript>,
     /// Warnings for the user.
     pub warnings: Vec<String>,
 }
@@ -152,6 +161,12 @@ impl Prepared {
     /// How many ids the submission needs (one per array task).
     pub fn ids(&self) -> u64 {
         self.tasks.len().max(1) as u64
+    }
+
+    /// Its script and environment, for the store ([`Controller::inserted`]); the
+    /// controller keeps neither.
+    pub fn take_script(&mut self) -> Option<BatchScript> {
+        self.script.take()
     }
 
     /// The jobs, given the first id, in id order.
@@ -240,7 +255,9 @@ pub struct Controller {
     preempting: BTreeMap<JobId, preempt::Preempting>,
     state_dir: PathBuf,
     sched: Scheduler,
-    jobs: BTreeMap<JobId, Job>,
+    /// Each boxed: the map moves small entries, and its half-full nodes cost a
+    /// pointer per empty slot rather than a whole job.
+    jobs: BTreeMap<JobId, Box<Job>>,
     steps: BTreeMap<(JobId, StepId), StepRecord>,
     /// Pending jobs kept out of the core: held, waiting on a dependency, or beyond their
     /// array's throttle.
@@ -276,6 +293,8 @@ pub struct Controller {
     audit: audit::AuditBook,
     /// The last forecast of every pending job's start (see `state/forecast.rs`).
     forecasts: forecast::Forecasts,
+    /// Each owner's last submission, which the next one shares if it is the same.
+    descs: SharedDescs,
     /// The id the next accepted submission gets: allocated here, after a submission
     /// is checked, so that a refused one uses none; kept by the store with the jobs
     /// that used them, so that none is reused after a restart.
@@ -367,6 +386,7 @@ impl Controller {
             resv_records: Default::default(),
             audit: Default::default(),
             forecasts: Default::default(),
+            descs: Default::default(),
             next_job_id: 1,
             diag: diag::Diag::new(now),
         };
@@ -374,7 +394,8 @@ impl Controller {
             c.steps.insert((JobId(s.job_id), s.step), s);
         }
         for r in jobs {
-            let r = Job::from_record(r, &c.conf);
+            let mut r = Job::from_record(r, &c.conf);
+            r.desc = c.descs.share(r.uid, &r.desc);
             let id = r.id;
             match r.state {
                 JobState::Running => {
@@ -384,18 +405,18 @@ impl Controller {
                     if r.desc.interactive {
                         c.interactive.insert(id);
                     }
-                    c.jobs.insert(id, r);
+                    c.jobs.insert(id, Box::new(r));
                     if let (Ok(spec), Some(nodes)) = (spec, nodes) {
                         let _ = c.sched.restore_running(spec, start, nodes, now);
                     }
                 }
                 JobState::Pending => {
-                    c.jobs.insert(id, r);
+                    c.jobs.insert(id, Box::new(r));
                     c.outside.insert(id);
                     c.audit_restored(id);
                 }
                 _ => {
-                    c.jobs.insert(id, r);
+                    c.jobs.insert(id, Box::new(r));
                 }
             }
         }
@@ -494,12 +515,14 @@ impl Controller {
 
     fn check_submission(
         &self,
-        desc: JobDescription,
+        mut desc: JobDescription,
         caller: &Caller,
         user: &str,
         group: &str,
         now: i64,
     ) -> Result<Prepared, String> {
+        // Kept in the store, not in memory (see `state/script.rs`).
+        let script = BatchScript::take(&mut desc);
         if self.jobs.len() >= self.conf.max_job_count {
             return Err("Resource temporarily unavailable (MaxJobCount reached)".into());
         }
@@ -625,7 +648,7 @@ impl Controller {
             stdout: String::new(),
             stderr: String::new(),
             stdin: String::new(),
-            desc: desc.clone(),
+            desc: Arc::new(desc.clone()),
             next_step: 0,
             start_pass: None,
             ending_run: None,
@@ -666,6 +689,7 @@ impl Controller {
             template,
             tasks,
             throttle,
+            script,
             warnings: Vec::new(),
         })
     }
@@ -976,12 +1000,21 @@ impl Controller {
     pub fn allocate(&mut self, p: &Prepared) -> Vec<Job> {
         let first = self.next_job_id;
         self.next_job_id += p.ids();
-        p.jobs(JobId(first))
+        let mut jobs = p.jobs(JobId(first));
+        let desc = self.descs.share(p.template.uid, &p.template.desc);
+        for j in &mut jobs {
+            j.desc = desc.clone();
+        }
+        jobs
     }
 
-    /// What the store writes of a new submission's jobs: [`Effect::Insert`].
-    pub fn inserted(&self, jobs: &[Job]) -> Effect {
-        Effect::Insert(jobs.iter().map(|j| self.stored(j)).collect())
+    /// What the store writes of a new submission's jobs, with its `script`
+    /// ([`Prepared::take_script`]): [`Effect::Insert`].
+    pub fn inserted(&self, jobs: &[Job], script: Option<BatchScript>) -> Effect {
+        Effect::Insert {
+            records: jobs.iter().map(|j| self.stored(j)).collect(),
+            script: script.map(Box::new),
+        }
     }
 
     /// Takes the jobs of a durable submission into the queue.
@@ -997,7 +1030,7 @@ impl Controller {
                 self.sched.note_waiting(&spec);
             }
             self.audit_submitted(&r, now);
-            self.jobs.insert(id, r);
+            self.jobs.insert(id, Box::new(r));
             self.outside.insert(id);
         }
         // Only the new jobs: nothing else changed.
@@ -1006,7 +1039,7 @@ impl Controller {
 
     /// Moves pending jobs whose hold, dependency and throttle allow it into the core.
     fn release_outside(&mut self, now: i64) -> Vec<Effect> {
-        let ids = in_list_order(self.outside.iter().map(|id| &self.jobs[id]));
+        let ids = in_list_order(self.outside.iter().map(|id| &*self.jobs[id]));
         self.release(ids, now)
     }
 
@@ -1892,7 +1925,7 @@ impl Controller {
         r.state = JobState::Pending;
         r.reason = Reason::NONE;
         r.restarts += 1;
-        r.desc.append = true;
+        Arc::make_mut(&mut r.desc).append = true;
         r.alloc.clear();
         r.tres_alloc.clear();
         r.start_time = None;
@@ -2410,7 +2443,9 @@ impl Controller {
     /// Job `id`'s record, with its pending reason and planned start as the core has them
     /// now.
     pub fn job(&self, id: JobId) -> Option<JobRecord> {
-        self.jobs.get(&id).map(|r| self.record(r, r.desc.clone()))
+        self.jobs
+            .get(&id)
+            .map(|r| self.record(r, JobDescription::clone(&r.desc)))
     }
 
     /// The names of `r`'s nodes, in allocation order.
@@ -2440,7 +2475,11 @@ impl Controller {
     /// Job `r`'s record as the store keeps it: what it holds, with the reason the
     /// controller last set.
     fn stored(&self, r: &Job) -> JobRecord {
-        r.to_record(&self.conf, self.reason_text(r, r.reason), r.desc.clone())
+        r.to_record(
+            &self.conf,
+            self.reason_text(r, r.reason),
+            JobDescription::clone(&r.desc),
+        )
     }
 
     /// [`Effect::Persist`] of job `id` as it stands.
@@ -2512,7 +2551,7 @@ impl Controller {
                 && j.end_time.is_some_and(|e| e + age <= now)
                 && j.array_pending.as_ref().is_none_or(|p| p.0.is_empty())
         };
-        if !self.jobs.values().any(&aged) {
+        if !self.jobs.values().any(|j| aged(j)) {
             return 0;
         }
         // Kept while a pending job's dependency names them (the dependency's outcome
@@ -3014,15 +3053,15 @@ fn device_files(devices: &[GresDevice], gpus: &[u32], desc: &JobDescription) -> 
 }
 
 /// The environment of a job's batch script (Slurm's variables, on top of the
-/// submitter's exported environment).
+/// submitter's exported environment: the record's, which the controller's records
+/// leave empty, so that a launch order leaves the controller with Slurm's variables
+/// only, completed by [`BatchScript::complete`]).
 pub fn batch_environment(
     r: &JobRecord,
     conf: &ClusterConfig,
     state_dir: &Path,
 ) -> Vec<(String, String)> {
-    let mut env: BTreeMap<String, String> = r.desc.environment.iter().cloned().collect();
-    // Variables from an earlier allocation must not leak into this one.
-    env.retain(|k, _| !k.starts_with("SLURM_") && k != "CUDA_VISIBLE_DEVICES");
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
     let first = r.nodes.first().cloned().unwrap_or_default();
     env.extend(allocation_variables(r, &conf.cluster_name));
     let mut set = |k: &str, v: String| {
@@ -3124,7 +3163,7 @@ pub fn batch_environment(
         sluice_proto::paths::STATE_DIR_ENV,
         state_dir.display().to_string(),
     );
-    env.into_iter().collect()
+    launch_environment(r.desc.environment.clone(), env.into_iter().collect())
 }
 
 mod arrays;
@@ -3141,15 +3180,17 @@ mod preempt;
 mod priority;
 mod reason;
 pub mod reservations;
+mod script;
 mod shards;
 #[cfg(test)]
 pub(crate) mod tests;
 mod update;
 
 pub use forecast::ForecastWork;
-pub use job::{Job, NodeShare, RunEnding};
+pub use job::{Job, NodeShare, RunEnding, SharedDescs};
 pub use liveness::{Registration, NOT_RESPONDING};
 pub use reason::Reason;
+pub use script::{launch_environment, script_key, BatchScript};
 pub use update::{NodeOverride, BAD_LIMIT, REASON_NEEDED};
 
 #[cfg(test)]

@@ -14,6 +14,15 @@
 //! the rows they select and no others ([`jobs`]). The schema is versioned and
 //! upgraded at start ([`schema`]).
 //!
+//! A batch job's script and environment — most of a submission's size, needed only to
+//! launch it — are kept apart from its record, in `job_scripts` (one row per
+//! submission: an array's tasks share their array's), written in the same transaction
+//! as the job, and read back one at a time when the job is launched
+//! ([`Store::script`]). The controller does not keep them in memory.
+//!
+//! SQLite's page cache is bounded: [`CACHE_KIB`] per connection (the writer, the
+//! reader of scripts, and each query's own while it runs).
+//!
 //! The `accounts` table holds what `sacctmgr` manages (accounts, users, associations,
 //! QOS): one row per record, keyed by its kind and name, written in one transaction per
 //! change ([`Store::put_accounts`]).
@@ -28,6 +37,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -53,6 +63,19 @@ pub enum StoreError {
     /// The writer thread is gone (the store was shut down).
     #[error("the state store has shut down")]
     Closed,
+}
+
+/// The page cache of each connection to the database, KiB (SQLite's `cache_size`).
+pub const CACHE_KIB: i64 = 2048;
+
+/// A batch job's script and environment as stored: the script, and the environment
+/// serialised by the controller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Script {
+    /// The batch script.
+    pub script: String,
+    /// The submitted environment, serialised.
+    pub environment: String,
 }
 
 /// A record as stored: the job (or step) id and the controller's serialised record.
@@ -107,8 +130,11 @@ enum Op {
     Insert {
         first: u64,
         records: Vec<(JobKeys, String)>,
+        script: Option<Script>,
         reply: Sender<Result<(), StoreError>>,
     },
+    /// Insert or replace the script of the submission whose first id is `id`.
+    PutScript { id: u64, script: Script },
     /// Replace a job's record.
     PutJob {
         id: u64,
@@ -123,7 +149,7 @@ enum Op {
         record: String,
         reply: Option<Sender<Result<(), StoreError>>>,
     },
-    /// Delete a job and its steps (retention).
+    /// Delete a job, its steps and its script (retention).
     DeleteJob { id: u64 },
     /// Keep the record of run `run` of job `id` as it ended (a requeue).
     PutRun { id: u64, run: u32, record: String },
@@ -165,6 +191,8 @@ enum Op {
 pub struct Store {
     tx: Sender<Op>,
     path: PathBuf,
+    /// A read-only connection for [`Store::script`], opened when first needed.
+    scripts: Arc<Mutex<Option<Connection>>>,
 }
 
 /// Owns the writer thread. Dropping it commits what is queued and stops the thread;
@@ -209,6 +237,8 @@ impl Store {
             .map_err(&e)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(&e)?;
+        conn.pragma_update(None, "cache_size", -CACHE_KIB)
+            .map_err(&e)?;
         schema::migrate(&mut conn, keys_of).map_err(&e)?;
         conn.execute_batch(audit::SCHEMA).map_err(&e)?;
         let fresh: bool = conn
@@ -233,6 +263,7 @@ impl Store {
             Store {
                 tx,
                 path: path.to_path_buf(),
+                scripts: Arc::default(),
             },
             Writer {
                 handle: Some(handle),
@@ -256,12 +287,24 @@ impl Store {
         first: u64,
         records: Vec<(JobKeys, String)>,
     ) -> Receiver<Result<(), StoreError>> {
+        self.insert_submission(first, records, None)
+    }
+
+    /// [`Store::insert_jobs`], with the submission's script and environment kept under
+    /// `first` in the same transaction.
+    pub fn insert_submission(
+        &self,
+        first: u64,
+        records: Vec<(JobKeys, String)>,
+        script: Option<Script>,
+    ) -> Receiver<Result<(), StoreError>> {
         let (reply, rx) = mpsc::channel();
         if self
             .tx
             .send(Op::Insert {
                 first,
                 records,
+                script,
                 reply: reply.clone(),
             })
             .is_err()
@@ -323,7 +366,38 @@ impl Store {
         rx
     }
 
-    /// Deletes a job and its steps (no wait).
+    /// Keeps the script and environment of the submission whose first id is `id`,
+    /// without waiting (it is written before anything sent later).
+    pub fn put_script(&self, id: u64, script: Script) {
+        let _ = self.tx.send(Op::PutScript { id, script });
+    }
+
+    /// The script and environment kept under `id` (see [`Store::insert_submission`]),
+    /// if any: written by a committed transaction, read on a connection of its own
+    /// (kept for the next call), so that the writer is not held up.
+    ///
+    /// Errors: the database cannot be read.
+    pub fn script(&self, id: u64) -> Result<Option<Script>, StoreError> {
+        let e = sqlite(&self.path);
+        let mut conn = self.scripts.lock().unwrap_or_else(|p| p.into_inner());
+        if conn.is_none() {
+            *conn = Some(open_reader(&self.path).map_err(&e)?);
+        }
+        let c = conn.as_ref().expect("opened above");
+        c.prepare_cached("SELECT script, environment FROM job_scripts WHERE id = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row(params![id as i64], |r| {
+                    Ok(Script {
+                        script: r.get(0)?,
+                        environment: r.get(1)?,
+                    })
+                })
+                .optional()
+            })
+            .map_err(e)
+    }
+
+    /// Deletes a job, its steps and its script (no wait).
     pub fn delete_job(&self, id: u64) {
         let _ = self.tx.send(Op::DeleteJob { id });
     }
@@ -441,11 +515,7 @@ impl Store {
     /// A read-only connection that sees everything sent before.
     fn reader(&self) -> Result<Connection, StoreError> {
         self.sync()?;
-        Connection::open_with_flags(
-            &self.path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sqlite(&self.path))
+        open_reader(&self.path).map_err(sqlite(&self.path))
     }
 
     /// Everything the database holds now, including all that was sent before this call
@@ -456,11 +526,7 @@ impl Store {
     pub fn load(&self) -> Result<Snapshot, StoreError> {
         self.sync()?;
         let e = sqlite(&self.path);
-        let conn = Connection::open_with_flags(
-            &self.path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(&e)?;
+        let conn = open_reader(&self.path).map_err(&e)?;
         read_all(&conn).map_err(&e)
     }
 
@@ -482,6 +548,16 @@ impl Store {
             .map_err(|_| StoreError::Closed)?;
         rx.recv().map_err(|_| StoreError::Closed)?
     }
+}
+
+/// A read-only connection to the database, its page cache bounded.
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
+    Ok(conn)
 }
 
 fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
@@ -590,15 +666,26 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
             [],
             |r| r.get(0),
         )?;
+        let mut put_script = tx.prepare_cached(
+            "INSERT OR REPLACE INTO job_scripts (id, script, environment) VALUES (?1, ?2, ?3)",
+        )?;
         let mut put_step = tx.prepare_cached(
             "INSERT OR REPLACE INTO steps (job_id, step_id, record) VALUES (?1, ?2, ?3)",
         )?;
         for op in batch.iter_mut() {
             match op {
-                Op::Insert { first, records, .. } => {
+                Op::Insert {
+                    first,
+                    records,
+                    script,
+                    ..
+                } => {
                     let first = *first as i64;
                     for (i, (keys, record)) in records.iter().enumerate() {
                         jobs::insert(&tx, first as u64 + i as u64, keys, record)?;
+                    }
+                    if let Some(s) = script {
+                        put_script.execute(params![first, s.script, s.environment])?;
                     }
                     next = next.max(first + records.len().max(1) as i64);
                     out.push(None);
@@ -615,8 +702,13 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                     put_step.execute(params![*id as i64, *step as i64, record.as_str()])?;
                     out.push(None);
                 }
+                Op::PutScript { id, script } => {
+                    put_script.execute(params![*id as i64, script.script, script.environment])?;
+                    out.push(None);
+                }
                 Op::DeleteJob { id } => {
                     tx.execute("DELETE FROM steps WHERE job_id = ?1", params![*id as i64])?;
+                    tx.execute("DELETE FROM job_scripts WHERE id = ?1", params![*id as i64])?;
                     tx.execute("DELETE FROM jobs WHERE id = ?1", params![*id as i64])?;
                     out.push(None);
                 }
@@ -997,6 +1089,53 @@ mod tests {
             .jobs
             .iter()
             .all(|r| r.record.ends_with(&format!("id{}", r.id))));
+    }
+
+    #[test]
+    fn scripts_are_kept_apart_read_back_after_a_reopen_and_deleted_with_their_job() {
+        let path = temp("scripts");
+        let script = |s: &str| Script {
+            script: format!("#!/bin/sh\n{s}\n"),
+            environment: format!("[[\"WHO\",\"{s}\"]]"),
+        };
+        {
+            let (store, _writer, _) = Store::open(&path, 1).unwrap();
+            assert_eq!(store.script(1).unwrap(), None);
+            store
+                .insert_submission(
+                    1,
+                    vec!["array 1".into(), "task 2".into()],
+                    Some(script("a")),
+                )
+                .recv()
+                .unwrap()
+                .unwrap();
+            store
+                .insert_submission(3, vec!["job 3".into()], Some(script("b")))
+                .recv()
+                .unwrap()
+                .unwrap();
+            // Read on its own connection while the writer goes on.
+            assert_eq!(store.script(1).unwrap(), Some(script("a")));
+            assert_eq!(store.script(2).unwrap(), None, "tasks share their array's");
+            store.put_script(3, script("c"));
+            store.sync().unwrap();
+            assert_eq!(store.script(3).unwrap(), Some(script("c")));
+        }
+        let (store, _writer, snap) = Store::open(&path, 1).unwrap();
+        assert_eq!(
+            snap.jobs
+                .iter()
+                .map(|r| r.record.as_str())
+                .collect::<Vec<_>>(),
+            ["array 1", "task 2", "job 3"],
+            "records carry no script"
+        );
+        assert_eq!(store.script(1).unwrap(), Some(script("a")));
+        store.delete_job(3);
+        store.sync().unwrap();
+        assert_eq!(store.script(3).unwrap(), None);
+        assert_eq!(store.script(1).unwrap(), Some(script("a")));
     }
 
     #[test]

@@ -61,8 +61,16 @@ const KEY_INDEXES: &str = "
     CREATE INDEX IF NOT EXISTS jobs_ended ON jobs (ended);
 ";
 
+/// Version 2: batch scripts and environments in a table of their own, apart from the
+/// records (one row per submission; an array's tasks share their array's). Records
+/// that still hold theirs are moved by the controller at start.
+const SCRIPTS: &str = "
+    CREATE TABLE IF NOT EXISTS job_scripts (
+        id INTEGER PRIMARY KEY, script TEXT NOT NULL, environment TEXT NOT NULL);
+";
+
 /// The version this release writes.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 
 /// Brings the database at `conn` to [`VERSION`], one migration at a time, each in a
 /// transaction of its own. `keys_of` gives the keys of a record written before
@@ -95,6 +103,12 @@ pub(crate) fn migrate(conn: &mut Connection, keys_of: KeysOf) -> rusqlite::Resul
         }
         tx.execute_batch(KEY_INDEXES)?;
         tx.pragma_update(None, "user_version", 1)?;
+        tx.commit()?;
+    }
+    if version < 2 {
+        let tx = conn.transaction()?;
+        tx.execute_batch(SCRIPTS)?;
+        tx.pragma_update(None, "user_version", 2)?;
         tx.commit()?;
     }
     Ok(())

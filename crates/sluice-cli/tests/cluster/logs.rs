@@ -71,11 +71,20 @@ fn the_controller_and_agents_log_what_they_decide_with_ids() {
     let long = format!("603.{}", std::process::id());
     let job = c.sbatch(&["-w", "n1", "--wrap", &format!("sleep {long}")]);
     c.wait_for("the job to run", || c.state(job) == "RUNNING");
+    let script = ["sleep", long.as_str()];
+    c.wait_for("its script", || harness::pids_running(&script).len() == 1);
+    let first_run = harness::pids_running(&script);
     let o = c.run("scontrol", &["requeue", &job.to_string()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     c.wait_for("the requeued job to run again", || {
         let show = c.run("scontrol", &["show", "job", &job.to_string()]).stdout;
         show.contains("JobState=RUNNING") && show.contains(" Restarts=1 ")
+    });
+    // Running for the controller as soon as it is allocated: the agent has it once its
+    // script runs again.
+    c.wait_for("its script again", || {
+        let now = harness::pids_running(&script);
+        now.len() == 1 && now != first_run
     });
     let state = c.dir.join("state").display().to_string();
     let agent = harness::pids_of(&["agent", "--node", "n1", "--state-dir", &state]);

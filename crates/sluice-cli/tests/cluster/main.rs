@@ -26,6 +26,7 @@ mod queries;
 mod reservations;
 mod restarts;
 mod salloc;
+mod scripts;
 mod stdin;
 mod tasks;
 mod tcp;

@@ -60,11 +60,18 @@ pub struct Forecast {
 /// `horizon` (an absolute time), running at most `max_passes` passes (at least one).
 /// Pure: `sched` is only read.
 pub fn forecast(sched: &Scheduler, now: Time, horizon: Time, max_passes: u32) -> Forecast {
+    forecast_owned(sched.clone(), now, horizon, max_passes)
+}
+
+/// [`forecast`] on a scheduler the caller gives up (a copy already made): the
+/// simulation runs on it, with no second copy.
+pub fn forecast_owned(sched: Scheduler, now: Time, horizon: Time, max_passes: u32) -> Forecast {
     let mut waiting: usize = sched.pending_count();
     let pending: std::collections::BTreeSet<JobId> = sched.pending().map(|j| j.id()).collect();
+    let generation = sched.generation();
     let mut starts = BTreeMap::new();
     let run: Run = forward::simulate(
-        sched.clone(),
+        sched,
         now,
         horizon,
         max_passes,
@@ -89,7 +96,7 @@ pub fn forecast(sched: &Scheduler, now: Time, horizon: Time, max_passes: u32) ->
         .map(|&id| (id, run.no_start(id)))
         .collect();
     Forecast {
-        generation: sched.generation(),
+        generation,
         now,
         next_step: run.second_step,
         passes: run.passes,

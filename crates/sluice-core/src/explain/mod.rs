@@ -62,7 +62,7 @@ mod queue;
 mod tests;
 
 pub use counterfactual::{Change, Counterfactual};
-pub use forecast::{forecast, Forecast};
+pub use forecast::{forecast, forecast_owned, Forecast};
 pub use forward::{NoStart, PredictedStart, RunningEnd};
 pub use limit_hold::LimitHold;
 pub use never_fits::NeverFits;

@@ -20,8 +20,10 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use super::input::{Input, Request};
-use crate::state::Effect;
+use crate::state::{script_key, BatchScript, Effect};
 use sluice_core::JobId;
+use sluice_proto::types::LaunchBatch;
+use sluice_store::Store;
 
 /// What every order to an agent carries beyond the effect.
 #[derive(Clone)]
@@ -32,6 +34,8 @@ struct Sender {
     kill_wait: i64,
     /// The loop's inputs.
     inputs: UnboundedSender<Input>,
+    /// Where launches' scripts and environments are read back from.
+    store: Store,
 }
 
 /// One order queue per node.
@@ -59,11 +63,13 @@ impl Agents {
         incarnation: String,
         kill_wait: i64,
         inputs: UnboundedSender<Input>,
+        store: Store,
     ) -> (Agents, AgentTasks) {
         let sender = Sender {
             incarnation,
             kill_wait,
             inputs,
+            store,
         };
         let mut queues = BTreeMap::new();
         let mut tasks = Vec::new();
@@ -216,6 +222,11 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
     match order {
         Effect::Launch { mut order, .. } => {
             order.incarnation = s.incarnation.clone();
+            with_script(&s.store, &mut order).map_err(|why| ClientError::Status {
+                status: 500,
+                code: ErrorCode::Busy,
+                message: format!("its script could not be read from the store: {why}"),
+            })?;
             client
                 .post::<_, serde_json::Value>("/v1/batch", &*order)
                 .map(|_| ())
@@ -276,6 +287,24 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
         }
         _ => Ok(()),
     }
+}
+
+/// Completes launch order `order` with its job's script and environment, read back
+/// from the store (the controller does not keep them; see `state/script.rs`). An
+/// allocation (`srun`, `salloc`) runs no script; a submission kept without either has
+/// nothing to add.
+///
+/// Errors: the store cannot be read, or holds what it could not have written.
+pub fn with_script(store: &Store, order: &mut LaunchBatch) -> Result<(), String> {
+    let job = &order.job;
+    if job.desc.interactive || !job.desc.script.is_empty() {
+        return Ok(());
+    }
+    let key = script_key(JobId(job.id), job.array.map(|(a, t)| (JobId(a), t)));
+    if let Some(s) = store.script(key).map_err(|e| e.to_string())? {
+        BatchScript::from_store(s)?.complete(order);
+    }
+    Ok(())
 }
 
 /// How often the watch looks for agents not heard from.

@@ -61,13 +61,14 @@ impl Executor {
         let mut orders = Vec::new();
         for e in effects {
             match e {
-                Effect::Insert(records) => {
+                Effect::Insert { records, script } => {
                     let first = records.first().map_or(0, |r| r.id);
                     let rows = records
                         .iter()
                         .map(|r| (job_keys(r), serialise(r)))
                         .collect();
-                    acks.push(self.store.insert_jobs(first, rows));
+                    let script = script.map(|s| s.to_store());
+                    acks.push(self.store.insert_submission(first, rows, script));
                 }
                 Effect::Persist(r) => {
                     acks.push(self.store.put_job(r.id, job_keys(&r), serialise(&*r)))

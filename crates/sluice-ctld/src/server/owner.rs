@@ -305,7 +305,7 @@ impl Owner {
                 group,
                 reply,
             } => {
-                let prepared = match ctl.prepare(*desc, &caller, &user, &group, now) {
+                let mut prepared = match ctl.prepare(*desc, &caller, &user, &group, now) {
                     Ok(p) => p,
                     Err(e) => {
                         tracing::info!(
@@ -318,7 +318,7 @@ impl Owner {
                 // The ids are allocated now, the records written; the job enters the
                 // queue and its id is returned once they are on disk.
                 let jobs = ctl.allocate(&prepared);
-                let insert = ctl.inserted(&jobs);
+                let insert = ctl.inserted(&jobs, prepared.take_script());
                 let inputs = self.inputs.clone();
                 Outcome {
                     effects: vec![insert],

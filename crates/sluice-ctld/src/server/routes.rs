@@ -147,7 +147,8 @@ async fn list_jobs(State(app): State<App>) -> Response {
     reply(app.ask(Request::Jobs).await)
 }
 
-/// A job's record; its script and environment only for its owner or an operator (as
+/// A job's record. The controller keeps no script or environment (the store does, for
+/// the launch); should a record carry them, only its owner or an operator sees them (as
 /// Slurm shows a batch script only to them).
 async fn show_job(
     State(app): State<App>,

@@ -135,7 +135,7 @@ fn story(effects: &[Effect]) -> Vec<String> {
     effects
         .iter()
         .map(|e| match e {
-            Effect::Insert(rs) => format!("insert {} {:?}", rs[0].id, rs[0].state),
+            Effect::Insert { records: rs, .. } => format!("insert {} {:?}", rs[0].id, rs[0].state),
             Effect::Persist(r) => format!(
                 "persist {} {:?}{}",
                 r.id,
@@ -579,7 +579,8 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
         .into_iter()
         .collect(),
     );
-    let (agents, tasks) = super::agents::Agents::start(&clients, "test".into(), 30, tx.clone());
+    let (agents, tasks) =
+        super::agents::Agents::start(&clients, "test".into(), 30, tx.clone(), store.clone());
     let exec = Executor::new(store.clone(), agents);
     let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
     let mut owner = Owner::new(ctl, tx, None);
@@ -635,6 +636,149 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
     drop(writer);
     let r = stored(&db, id);
     assert_eq!((r.id, r.state), (1, JobState::Completed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_script_and_environment_stay_in_the_store_until_its_launch_is_sent() {
+    // Through the executor and a real store: the submission's script and environment
+    // are written apart from its record, the controller keeps neither, and its launch
+    // leaves the loop with Slurm's variables only, completed from the store by the
+    // node's order queue (the submitted variables under Slurm's).
+    let dir = temp_dir("scripts");
+    let db = dir.join("sluice.db");
+    let (store, writer, _) = sluice_store::Store::open(&db, 1).unwrap();
+    let (tx, mut own) = unbounded_channel();
+    let clients = std::sync::Arc::new(std::collections::BTreeMap::new());
+    let (agents, tasks) =
+        super::agents::Agents::start(&clients, "test".into(), 30, tx.clone(), store.clone());
+    let exec = Executor::new(store.clone(), agents);
+    let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
+    let mut owner = Owner::new(ctl, tx, None);
+    let submitted = vec![
+        ("KEPT_MARK".to_string(), "from the shell".to_string()),
+        ("SLURM_JOB_ID".to_string(), "stale".to_string()),
+    ];
+    let (reply, rx) = oneshot::channel();
+    let out = owner.handle(
+        Input::Request(Request::Submit {
+            desc: Box::new(JobDescription {
+                environment: submitted.clone(),
+                ..desc(4)
+            }),
+            caller: alice(),
+            user: "alice".into(),
+            group: "alice".into(),
+            reply,
+        }),
+        10,
+    );
+    exec.carry_out(owner.take_audit(), out.effects, out.then);
+    let committed = own.recv().await.expect("acknowledged");
+    let out = owner.handle(committed, 10);
+    let mut order = out
+        .effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::Launch { order, .. } => Some(order.clone()),
+            _ => None,
+        })
+        .expect("it starts at once");
+    exec.carry_out(owner.take_audit(), out.effects, out.then);
+    let id = rx.await.unwrap().unwrap().job_id;
+    assert_eq!(id, 1);
+    assert!(order.job.desc.script.is_empty());
+    assert!(!order.environment.iter().any(|(k, _)| k == "KEPT_MARK"));
+    let (shown, answer) = oneshot::channel();
+    let out = owner.handle(
+        Input::Request(Request::Job {
+            id: JobId(id),
+            reply: shown,
+        }),
+        10,
+    );
+    exec.carry_out(owner.take_audit(), out.effects, out.then);
+    let r = answer.await.unwrap().expect("known");
+    assert!(r.desc.script.is_empty() && r.desc.environment.is_empty());
+    // On disk: the record without them, their own row with them.
+    store.sync().unwrap();
+    let rows = store.load().unwrap().jobs;
+    assert_eq!(rows.len(), 1);
+    assert!(!rows[0].record.contains("KEPT_MARK") && !rows[0].record.contains("#!/bin/sh"));
+    let kept = crate::state::BatchScript::from_store(store.script(id).unwrap().expect("kept"));
+    assert_eq!(
+        kept,
+        Ok(crate::state::BatchScript {
+            script: "#!/bin/sh\ntrue\n".into(),
+            environment: submitted,
+        })
+    );
+    super::agents::with_script(&store, &mut order).unwrap();
+    assert_eq!(order.job.desc.script, "#!/bin/sh\ntrue\n");
+    let env: std::collections::BTreeMap<_, _> = order.environment.iter().cloned().collect();
+    assert_eq!(env["KEPT_MARK"], "from the shell");
+    assert_eq!(env["SLURM_JOB_ID"], "1");
+    assert_eq!(env["SLURM_JOB_NAME"], "job");
+    exec.finish();
+    tasks.drained(std::time::Duration::from_secs(5)).await;
+    drop(store);
+    drop(writer);
+}
+
+#[test]
+fn records_that_carry_their_script_move_it_to_its_table_at_start_up() {
+    // A database written before scripts had a table of their own: a job and an array's
+    // two tasks, each record with the script and environment.
+    let dir = temp_dir("move");
+    let db = dir.join("sluice.db");
+    let old = |id: u64, array: Option<(u64, u32)>| JobRecord {
+        id,
+        array,
+        desc: JobDescription {
+            environment: vec![("KEPT_MARK".into(), format!("of {id}"))],
+            ..desc(1)
+        },
+        ..JobRecord::default()
+    };
+    let mut records = vec![old(1, None), old(2, Some((2, 1))), old(3, Some((2, 0)))];
+    records[2].desc.environment = records[1].desc.environment.clone();
+    {
+        let (store, _writer, _) = sluice_store::Store::open(&db, 1).unwrap();
+        for r in &records {
+            let row = serde_json::to_string(r).unwrap();
+            store.insert_jobs(r.id, vec![row]).recv().unwrap().unwrap();
+        }
+    }
+    let (store, writer, snap) = sluice_store::Store::open(&db, 1).unwrap();
+    let mut jobs: Vec<JobRecord> = snap
+        .jobs
+        .iter()
+        .map(|r| serde_json::from_str(&r.record).unwrap())
+        .collect();
+    super::move_scripts_to_their_table(&store, &mut jobs).unwrap();
+    assert!(jobs
+        .iter()
+        .all(|r| r.desc.script.is_empty() && r.desc.environment.is_empty()));
+    drop(store);
+    drop(writer);
+    let (store, _writer, snap) = sluice_store::Store::open(&db, 1).unwrap();
+    assert!(snap.jobs.iter().all(|r| !r.record.contains("KEPT_MARK")));
+    let kept = |id: u64| {
+        store
+            .script(id)
+            .unwrap()
+            .map(|s| crate::state::BatchScript::from_store(s).unwrap())
+    };
+    let env = |id: u64| vec![("KEPT_MARK".to_string(), format!("of {id}"))];
+    assert_eq!(
+        kept(1).map(|s| (s.script, s.environment)),
+        Some(("#!/bin/sh\ntrue\n".into(), env(1)))
+    );
+    assert_eq!(
+        kept(2).map(|s| s.environment),
+        Some(env(2)),
+        "the array's, for its tasks"
+    );
+    assert_eq!(kept(3), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

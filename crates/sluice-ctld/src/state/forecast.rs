@@ -47,7 +47,8 @@ impl ForecastWork {
     /// It looks as far ahead as `explain` does, running sluice.conf's `ForecastPasses`.
     pub fn make(self) -> Forecast {
         let horizon = self.now.saturating_add(ExplainOptions::default().horizon);
-        sluice_core::explain::forecast(&self.sched, self.now, horizon, self.passes)
+        // The copy is this work's own: the simulation runs on it, not on a second one.
+        sluice_core::explain::forecast_owned(self.sched, self.now, horizon, self.passes)
     }
 }
 

@@ -8,6 +8,8 @@
 //! only there ([`Job::to_record`]; the controller's `record`, `stored` and `listed`),
 //! and read back into a `Job` only when the controller starts ([`Job::from_record`]).
 
+use std::sync::Arc;
+
 use sluice_core::{JobId, NodeId};
 use sluice_proto::types::{
     compact_indices, EndingRun, Hold, JobDescription, JobRecord, JobState, MemoryRequest, StartPass,
@@ -91,8 +93,11 @@ pub struct Job {
     pub stderr: String,
     /// Resolved standard input path.
     pub stdin: String,
-    /// The submission.
-    pub desc: JobDescription,
+    /// The submission, without its script and environment (kept in the store, see
+    /// `state/script.rs`). Shared: an array's tasks have their array's, and a
+    /// submission the same as its owner's last one (a loop of `sbatch`) that one's;
+    /// changed through `Arc::make_mut`.
+    pub desc: Arc<JobDescription>,
     /// The next step's number.
     pub next_step: u32,
     /// The pass that started its latest run.
@@ -107,6 +112,26 @@ pub struct Job {
     pub tres_alloc: Vec<(String, u64)>,
     /// Since when it accrues age for its priority (`AccrueTime`).
     pub accrue_time: Option<i64>,
+}
+
+/// Each owner's last submission (by uid): a submission the same as its owner's last
+/// one shares it, as a loop of `sbatch` with the same options does. One per owner.
+#[derive(Debug, Default)]
+pub struct SharedDescs(std::collections::BTreeMap<u32, Arc<JobDescription>>);
+
+impl SharedDescs {
+    /// `desc` for a job of `uid`: its owner's last submission if the same, else a new
+    /// one, kept as that owner's last.
+    pub fn share(&mut self, uid: u32, desc: &JobDescription) -> Arc<JobDescription> {
+        match self.0.get(&uid) {
+            Some(last) if **last == *desc => last.clone(),
+            _ => {
+                let new = Arc::new(desc.clone());
+                self.0.insert(uid, new.clone());
+                new
+            }
+        }
+    }
 }
 
 /// What a running job holds on one node.
@@ -260,7 +285,7 @@ impl Job {
             stdout: r.stdout,
             stderr: r.stderr,
             stdin: r.stdin,
-            desc: r.desc,
+            desc: Arc::new(r.desc),
             next_step: r.next_step,
             start_pass: r.start_pass,
             ending_run,

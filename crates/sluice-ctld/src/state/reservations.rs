@@ -9,6 +9,7 @@
 
 use sluice_proto::error::{ApiError, ErrorCode};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use sluice_conf::duration::format_time;
 use sluice_core::reservation::gpu_share;
@@ -380,7 +381,7 @@ impl Controller {
             }
             let r = self.jobs.get_mut(&id).expect("listed");
             r.hold = Some(Hold::ReservationDeleted(name.to_string()));
-            r.desc.reservation = None;
+            Arc::make_mut(&mut r.desc).reservation = None;
             r.accrue_time = None;
             r.reason = Reason::ReservationDeleted;
             effects.push(self.persist(id));

@@ -2125,3 +2125,48 @@ fn a_finished_job_keeps_why_it_ended_as_slurm_sets_it_and_across_a_restart() {
     let job = Job::from_record(old, &conf(1, 8));
     assert_eq!(job.reason, Reason::NonZeroExitCode);
 }
+
+#[test]
+fn identical_submissions_share_their_description_until_one_is_changed() {
+    // A loop of sbatch with the same options: one description in memory, not one per
+    // job; `scontrol update` of one job changes that job only.
+    let mut c = Controller::new(conf(1, 4), Path::new("/state"), vec![], vec![], 0);
+    let allocate = |c: &mut Controller, d: JobDescription| {
+        let p = c
+            .prepare(d, &alice(), "alice", "alice", 0)
+            .expect("accepted");
+        let jobs = c.allocate(&p);
+        let id = jobs[0].id;
+        c.accept(jobs, 0);
+        id
+    };
+    let held = JobDescription {
+        hold: true,
+        ..desc(1, 60)
+    };
+    let a = allocate(&mut c, held.clone());
+    let b = allocate(&mut c, held.clone());
+    let other = allocate(
+        &mut c,
+        JobDescription {
+            name: "other".into(),
+            ..held.clone()
+        },
+    );
+    assert!(Arc::ptr_eq(&c.jobs[&a].desc, &c.jobs[&b].desc));
+    assert!(!Arc::ptr_eq(&c.jobs[&a].desc, &c.jobs[&other].desc));
+    assert!(c.jobs[&a].desc.script.is_empty(), "kept in the store");
+    c.update_job(
+        a,
+        None,
+        &[("JobName".into(), "renamed".into())],
+        &alice(),
+        1,
+    )
+    .expect("updated");
+    let names: Vec<String> = [a, b, other]
+        .iter()
+        .map(|&id| c.job(id).expect("known").desc.name)
+        .collect();
+    assert_eq!(names, ["renamed", "job", "other"]);
+}

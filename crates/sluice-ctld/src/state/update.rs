@@ -254,7 +254,7 @@ impl Controller {
                         // The job must be one the new partition could ever run.
                         let mut would = r.clone();
                         would.partition = v.clone();
-                        would.desc.partition = Some(v.clone());
+                        Arc::make_mut(&mut would.desc).partition = Some(v.clone());
                         let spec = self.core_spec(&would).map_err(ApiError::invalid)?;
                         self.sched
                             .check(&JobSpec {
@@ -289,17 +289,17 @@ impl Controller {
                     "timelimit" => {
                         let l = parse_limit(v, r.time_limit).map_err(ApiError::invalid)?;
                         r.time_limit = l;
-                        r.desc.time_limit = Some(l);
+                        Arc::make_mut(&mut r.desc).time_limit = Some(l);
                         new_limit = Some(l);
                     }
-                    "jobname" | "name" => r.desc.name = v.clone(),
-                    "comment" => r.desc.comment = Some(v.clone()),
-                    "nice" => r.desc.nice = v.parse().ok(),
+                    "jobname" | "name" => Arc::make_mut(&mut r.desc).name = v.clone(),
+                    "comment" => Arc::make_mut(&mut r.desc).comment = Some(v.clone()),
+                    "nice" => Arc::make_mut(&mut r.desc).nice = v.parse().ok(),
                     "partition" => {
                         r.partition = v.clone();
-                        r.desc.partition = Some(v.clone());
+                        Arc::make_mut(&mut r.desc).partition = Some(v.clone());
                     }
-                    "starttime" => r.desc.begin = v.parse().ok(),
+                    "starttime" => Arc::make_mut(&mut r.desc).begin = v.parse().ok(),
                     _ => {}
                 }
             }

@@ -1,0 +1,252 @@
+//! The controller's resident memory as its queue grows: `cargo bench -p sluice-cli
+//! --bench queue_memory [-- MAX]` prints a table (the README's Performance section).
+//!
+//! A release `sluice up` (four nodes of 64 CPUs, in a state directory of its own) is
+//! given held jobs through the API by 32 concurrent clients, each job with a login
+//! shell's environment (50 variables, about 3 KB) and a short script, until 10,000,
+//! 100,000 and 1,000,000 are queued (`MAX`, default 1,000,000, stops earlier). At 0 and
+//! at each count the controller's resident set (`VmRSS` in `/proc/PID/status`, what
+//! `ps` shows) is read once its loop is idle; a row gives it, its growth over the empty
+//! controller per job, and the database's size on disk.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sluice_proto::types::{JobDescription, SubmitReply};
+use sluice_proto::Client;
+
+const CONF: &str = "ClusterName=bench
+SlurmctldHost=localhost
+NodeName=b[1-4] CPUs=64 RealMemory=256000 State=UNKNOWN
+PartitionName=batch Nodes=b[1-4] Default=YES State=UP
+MinJobAge=3600
+MaxJobCount=2000000
+";
+
+struct Cluster {
+    dir: PathBuf,
+    up: Child,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = std::env::temp_dir().join(format!("sluice-bench-{}-memory", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        std::fs::write(dir.join("slurm.conf"), CONF).unwrap();
+        let up = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["up", "--config"])
+            .arg(dir.join("slurm.conf"))
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let c = Cluster { dir, up };
+        let start = Instant::now();
+        while c
+            .client()
+            .get::<serde_json::Value>("/v1/nodes")
+            .map_or(true, |n| {
+                n.as_array()
+                    .is_none_or(|n| n.iter().any(|n| n["state"] != "idle"))
+            })
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "cluster did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        c
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.join("state")
+    }
+
+    fn client(&self) -> Client {
+        Client::new(sluice_proto::paths::controller_socket(&self.state()))
+    }
+
+    /// Resident memory of the controller (`sluice up`), KiB.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.up.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The resident memory once the loop has been idle a little: two readings a
+    /// second apart that agree, at most ten seconds.
+    fn settled_rss_kib(&self) -> u64 {
+        let mut last = self.rss_kib();
+        for _ in 0..10 {
+            std::thread::sleep(Duration::from_secs(1));
+            let now = self.rss_kib();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        last
+    }
+
+    /// The database's files, MiB.
+    fn database_mib(&self) -> f64 {
+        let bytes: u64 = ["sluice.db", "sluice.db-wal"]
+            .iter()
+            .filter_map(|f| std::fs::metadata(self.state().join(f)).ok())
+            .map(|m| m.len())
+            .sum();
+        bytes as f64 / (1024.0 * 1024.0)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.up.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+        let _ = self.up.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A login shell's environment: 50 variables, about 3 KB.
+fn login_environment() -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = [
+        ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/site/bin:/home/alice/.local/bin"),
+        ("HOME", "/home/alice"),
+        ("USER", "alice"),
+        ("LOGNAME", "alice"),
+        ("SHELL", "/bin/bash"),
+        ("LANG", "en_US.UTF-8"),
+        ("TERM", "xterm-256color"),
+        ("PWD", "/home/alice/project"),
+        ("MODULEPATH", "/etc/modulefiles:/usr/share/modulefiles:/opt/site/modulefiles/Core:/opt/site/modulefiles/Compiler"),
+        ("LS_COLORS", "rs=0:di=01;34:ln=01;36:mh=00:pi=40;33:so=01;35:do=01;35:bd=40;33;01:cd=40;33;01:or=40;31;01:mi=00:su=37;41:sg=30;43:ca=30;41:tw=30;42:ow=34;42:st=37;44:ex=01;32:*.tar=01;31:*.tgz=01;31:*.arc=01;31:*.arj=01;31:*.taz=01;31:*.lha=01;31:*.lz4=01;31:*.lzh=01;31:*.lzma=01;31:*.tlz=01;31:*.txz=01;31:*.tzo=01;31:*.t7z=01;31:*.zip=01;31:*.z=01;31:*.dz=01;31:*.gz=01;31:*.lrz=01;31:*.lz=01;31:*.lzo=01;31:*.xz=01;31:*.zst=01;31:*.tzst=01;31:*.bz2=01;31:*.bz=01;31:*.tbz=01;31:*.tbz2=01;31:*.tz=01;31:*.deb=01;31:*.rpm=01;31:*.jar=01;31:*.war=01;31:*.ear=01;31:*.sar=01;31:*.rar=01;31:*.alz=01;31:*.ace=01;31:*.zoo=01;31:*.cpio=01;31:*.7z=01;31:*.rz=01;31:*.cab=01;31"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut i = 0;
+    while env.len() < 50 {
+        env.push((
+            format!("SITE_SETTING_{i:02}"),
+            format!("/opt/site/software/package-{i:02}/version-1.{i}.0/share/config"),
+        ));
+        i += 1;
+    }
+    env
+}
+
+fn job(work: &Path) -> JobDescription {
+    JobDescription {
+        name: "wrap".into(),
+        work_dir: work.display().to_string(),
+        script: "#!/bin/sh\n# This script was created by sbatch --wrap.\n\ntrue\n".into(),
+        environment: login_environment(),
+        output: Some("/dev/null".into()),
+        hold: true,
+        submit_host: "login01".into(),
+        command: "(null)".into(),
+        ..JobDescription::default()
+    }
+}
+
+/// Submits `n` held jobs through the API from `clients` threads; seconds taken.
+fn submit(c: &Cluster, n: usize, clients: usize) -> f64 {
+    let start = Instant::now();
+    let threads: Vec<_> = (0..clients)
+        .map(|i| {
+            let client = c.client();
+            let desc = job(&c.dir.join("work"));
+            let count = n / clients + usize::from(i < n % clients);
+            std::thread::spawn(move || {
+                for _ in 0..count {
+                    let _: SubmitReply = client.post("/v1/jobs", &desc).expect("submission");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    start.elapsed().as_secs_f64()
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let max: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.replace([',', '_'], "").parse().ok())
+        .unwrap_or(1_000_000);
+    let env_bytes: usize = login_environment()
+        .iter()
+        .map(|(k, v)| k.len() + v.len() + 2)
+        .sum();
+    let c = Cluster::start();
+    let base = c.settled_rss_kib();
+    let mut rows = vec![[
+        "0".to_string(),
+        format!("{:.1}", base as f64 / 1024.0),
+        "-".to_string(),
+        format!("{:.1}", c.database_mib()),
+        "-".to_string(),
+    ]];
+    let mut queued = 0;
+    for target in [10_000, 100_000, 1_000_000] {
+        if target > max {
+            break;
+        }
+        let secs = submit(&c, target - queued, 32);
+        let rate = (target - queued) as f64 / secs;
+        queued = target;
+        let rss = c.settled_rss_kib();
+        rows.push([
+            format_count(queued),
+            format!("{:.1}", rss as f64 / 1024.0),
+            format!("{:.2}", rss.saturating_sub(base) as f64 / queued as f64),
+            format!("{:.1}", c.database_mib()),
+            format!("{rate:.0}"),
+        ]);
+    }
+    println!(
+        "held jobs through the API, 32 clients, each with a {env_bytes}-byte environment \
+         of 50 variables"
+    );
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::ASCII_MARKDOWN);
+    table.set_header([
+        "jobs queued",
+        "controller RSS (MiB)",
+        "growth per job (KiB)",
+        "database (MiB)",
+        "submissions/s",
+    ]);
+    for r in rows {
+        table.add_row(r);
+    }
+    println!("{table}");
+}
+
+fn format_count(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
