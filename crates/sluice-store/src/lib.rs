@@ -1099,19 +1099,22 @@ mod tests {
             environment: format!("[[\"WHO\",\"{s}\"]]"),
         };
         {
-            let (store, _writer, _) = Store::open(&path, 1).unwrap();
+            let (store, _writer, _) = Store::open(&path, 1, keys).unwrap();
             assert_eq!(store.script(1).unwrap(), None);
             store
                 .insert_submission(
                     1,
-                    vec!["array 1".into(), "task 2".into()],
+                    vec![
+                        (keys("array 1"), "array 1".into()),
+                        (keys("task 2"), "task 2".into()),
+                    ],
                     Some(script("a")),
                 )
                 .recv()
                 .unwrap()
                 .unwrap();
             store
-                .insert_submission(3, vec!["job 3".into()], Some(script("b")))
+                .insert_submission(3, vec![(keys("job 3"), "job 3".into())], Some(script("b")))
                 .recv()
                 .unwrap()
                 .unwrap();
@@ -1122,7 +1125,7 @@ mod tests {
             store.sync().unwrap();
             assert_eq!(store.script(3).unwrap(), Some(script("c")));
         }
-        let (store, _writer, snap) = Store::open(&path, 1).unwrap();
+        let (store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
         assert_eq!(
             snap.jobs
                 .iter()

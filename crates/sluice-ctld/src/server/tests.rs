@@ -646,7 +646,8 @@ async fn a_jobs_script_and_environment_stay_in_the_store_until_its_launch_is_sen
     // node's order queue (the submitted variables under Slurm's).
     let dir = temp_dir("scripts");
     let db = dir.join("sluice.db");
-    let (store, writer, _) = sluice_store::Store::open(&db, 1).unwrap();
+    let (store, writer, _) =
+        sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
     let (tx, mut own) = unbounded_channel();
     let clients = std::sync::Arc::new(std::collections::BTreeMap::new());
     let (agents, tasks) =
@@ -683,7 +684,11 @@ async fn a_jobs_script_and_environment_stay_in_the_store_until_its_launch_is_sen
             _ => None,
         })
         .expect("it starts at once");
+    let answer = out.answer;
     exec.carry_out(owner.take_audit(), out.effects, out.then);
+    if let Some(answer) = answer {
+        answer();
+    }
     let id = rx.await.unwrap().unwrap().job_id;
     assert_eq!(id, 1);
     assert!(order.job.desc.script.is_empty());
@@ -742,13 +747,20 @@ fn records_that_carry_their_script_move_it_to_its_table_at_start_up() {
     let mut records = vec![old(1, None), old(2, Some((2, 1))), old(3, Some((2, 0)))];
     records[2].desc.environment = records[1].desc.environment.clone();
     {
-        let (store, _writer, _) = sluice_store::Store::open(&db, 1).unwrap();
+        let (store, _writer, _) =
+            sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
         for r in &records {
             let row = serde_json::to_string(r).unwrap();
-            store.insert_jobs(r.id, vec![row]).recv().unwrap().unwrap();
+            let keys = super::accounting::job_keys(r);
+            store
+                .insert_jobs(r.id, vec![(keys, row)])
+                .recv()
+                .unwrap()
+                .unwrap();
         }
     }
-    let (store, writer, snap) = sluice_store::Store::open(&db, 1).unwrap();
+    let (store, writer, snap) =
+        sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
     let mut jobs: Vec<JobRecord> = snap
         .jobs
         .iter()
@@ -760,7 +772,8 @@ fn records_that_carry_their_script_move_it_to_its_table_at_start_up() {
         .all(|r| r.desc.script.is_empty() && r.desc.environment.is_empty()));
     drop(store);
     drop(writer);
-    let (store, _writer, snap) = sluice_store::Store::open(&db, 1).unwrap();
+    let (store, _writer, snap) =
+        sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
     assert!(snap.jobs.iter().all(|r| !r.record.contains("KEPT_MARK")));
     let kept = |id: u64| {
         store
