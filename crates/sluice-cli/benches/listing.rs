@@ -94,17 +94,16 @@ MaxJobCount={max_jobs}
         Client::new(sluice_proto::paths::controller_socket(&self.state()))
     }
 
-    fn run(&self, cmd: &str, args: &[&str]) -> std::process::Output {
+    fn run(&self, cmd: &str, args: &[&str]) -> std::io::Result<std::process::Output> {
         Command::new(self.state().join("bin").join(cmd))
             .args(args)
             .current_dir(self.dir.join("work"))
             .env("SLUICE_STATE_DIR", self.state())
             .output()
-            .unwrap()
     }
 
     fn command(&self, cmd: &str, args: &[&str]) -> Option<String> {
-        let o = self.run(cmd, args);
+        let o = self.run(cmd, args).ok()?;
         o.status
             .success()
             .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
@@ -180,7 +179,7 @@ fn median_ms(c: &Cluster, cmd: &str, args: &[&str], check: impl Fn(usize) -> boo
     let mut times: Vec<f64> = (0..RUNS)
         .map(|_| {
             let t = Instant::now();
-            let o = c.run(cmd, args);
+            let o = c.run(cmd, args).unwrap();
             let took = t.elapsed().as_secs_f64();
             let lines = o.stdout.iter().filter(|&&b| b == b'\n').count();
             assert!(
