@@ -37,17 +37,14 @@ struct Cluster {
 
 impl Cluster {
     fn start(bin: &Path, name: &str, max_jobs: usize) -> Cluster {
-        let dir = std::env::temp_dir().join(format!(
-            "sluice-listing-{}-{name}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("sluice-listing-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("work")).unwrap();
         // Every user may read the state directory's commands and reach the socket.
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::set_permissions(dir.join("work"), std::fs::Permissions::from_mode(0o777))
-            .unwrap();
+        std::fs::set_permissions(dir.join("work"), std::fs::Permissions::from_mode(0o777)).unwrap();
         let conf = format!(
             "ClusterName=bench
 SlurmctldHost=localhost

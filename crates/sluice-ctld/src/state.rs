@@ -239,7 +239,7 @@ pub struct Controller {
     preempting: BTreeMap<JobId, preempt::Preempting>,
     state_dir: PathBuf,
     sched: Scheduler,
-    jobs: BTreeMap<JobId, Job>,
+    jobs: job_table::JobTable,
     steps: BTreeMap<(JobId, StepId), StepRecord>,
     /// Pending jobs kept out of the core: held, waiting on a dependency, or beyond their
     /// array's throttle.
@@ -346,7 +346,7 @@ impl Controller {
             conf,
             state_dir: state_dir.to_path_buf(),
             sched,
-            jobs: BTreeMap::new(),
+            jobs: Default::default(),
             steps: BTreeMap::new(),
             outside: BTreeSet::new(),
             outside_dirty: true,
@@ -2448,10 +2448,17 @@ impl Controller {
     }
 
     /// Job `r`'s record as it is shown (with `desc` as its submission), with the fields
-    /// the core keeps for queued jobs (reason, planned start) read from the core: they
-    /// change on every pass, and copying them into every job after each pass would cost
-    /// time in the queue's length per event.
+    /// read from elsewhere than the job ([`listing::Live`]): they change on every pass,
+    /// and copying them into every job after each pass would cost time in the queue's
+    /// length per event.
     fn record(&self, r: &Job, desc: JobDescription) -> JobRecord {
+        listing::build(&self.conf, r, &self.live(r), desc)
+    }
+
+    /// What job `r`'s record shows that is not the job's own: the core's reason,
+    /// expected start and nodes for a queued job, its dependency's status, the
+    /// priority shown, a running job's preemption.
+    pub(crate) fn live(&self, r: &Job) -> listing::Live {
         let mut planned_start = r.planned_start;
         let mut sched_nodes = None;
         let mut reason = r.reason;
@@ -2467,23 +2474,30 @@ impl Controller {
                 }
             }
         }
-        let mut out = r.to_record(&self.conf, self.reason_text(r, reason), desc);
-        out.dependency_status = self.dependency_display(r, self.sched.last_pass());
-        // The priority the core orders it by (held and finished jobs: 0, as Slurm shows).
-        out.priority = match r.state {
-            JobState::Pending | JobState::Running if self.priority.multifactor() && !r.held() => {
-                r.priority
-            }
-            JobState::Pending if !r.held() => job_priority(r),
-            JobState::Running => job_priority(r),
-            _ => 0,
-        };
-        if r.state == JobState::Running {
-            self.show_preemption(&mut out);
+        listing::Live {
+            reason_code: reason,
+            reason: self.reason_text(r, reason),
+            dependency_status: self.dependency_display(r, self.sched.last_pass()),
+            // The priority the core orders it by (held and finished jobs: 0, as Slurm
+            // shows).
+            priority: match r.state {
+                JobState::Pending | JobState::Running
+                    if self.priority.multifactor() && !r.held() =>
+                {
+                    r.priority
+                }
+                JobState::Pending if !r.held() => job_priority(r),
+                JobState::Running => job_priority(r),
+                _ => 0,
+            },
+            preemption: if r.state == JobState::Running {
+                self.preemption_of(r)
+            } else {
+                None
+            },
+            planned_start,
+            sched_nodes,
         }
-        out.planned_start = planned_start;
-        out.sched_nodes = sched_nodes;
-        out
     }
 
     /// Forgets jobs that finished at least `MinJobAge` seconds ago, with their steps, as
@@ -3099,6 +3113,8 @@ mod explain_text;
 mod forecast;
 pub mod gpu_env;
 mod job;
+mod job_table;
+pub mod listing;
 mod liveness;
 mod preempt;
 mod priority;

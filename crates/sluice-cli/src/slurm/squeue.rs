@@ -1,5 +1,6 @@
 //! `squeue`: the queue.
 
+use sluice_proto::listing::JobQuery;
 use sluice_proto::types::MemoryRequest;
 use sluice_proto::types::{JobRecord, JobState};
 
@@ -497,11 +498,54 @@ pub fn current_user() -> String {
         .unwrap_or_default()
 }
 
+/// What to ask the controller for: the filters of `a`, applied where the jobs are.
+/// With one job id, only the id: whether the controller knows it is decided before
+/// the other filters (an unknown id is an error, a known one filtered out is not).
+fn query(a: &Args) -> JobQuery {
+    let list = |v: &[String]| (!v.is_empty()).then(|| v.join(","));
+    let jobs = (!a.jobs.is_empty()).then(|| {
+        a.jobs
+            .iter()
+            .map(|(j, t)| t.map_or(j.to_string(), |t| format!("{j}_{t}")))
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    let brief = !a.json;
+    if a.jobs.len() == 1 {
+        return JobQuery {
+            jobs,
+            brief,
+            ..Default::default()
+        };
+    }
+    let states = if a.all_states || (a.json && a.states.is_empty() && !a.other_states) {
+        None
+    } else if a.states.is_empty() && !a.other_states {
+        Some("PENDING,RUNNING".to_string())
+    } else {
+        Some(
+            a.states
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+    };
+    JobQuery {
+        jobs,
+        users: list(&a.users),
+        states,
+        partitions: list(&a.partitions),
+        names: list(&a.names),
+        brief,
+    }
+}
+
 /// Runs `squeue`.
 pub fn main(args: Vec<String>) -> i32 {
     let a = parse(&args);
     let client = controller();
-    let mut jobs: Vec<JobRecord> = match client.get("/v1/jobs") {
+    let mut jobs: Vec<JobRecord> = match client.get(&query(&a).path()) {
         Ok(j) => j,
         Err(e) => fail("squeue", describe(&e), 1),
     };
@@ -518,6 +562,8 @@ pub fn main(args: Vec<String>) -> i32 {
             return 1;
         }
     }
+    // The controller applied these already (except with one job id); applied again,
+    // they change nothing.
     jobs.retain(|j| a.users.is_empty() || a.users.contains(&j.user));
     jobs.retain(|j| a.partitions.is_empty() || a.partitions.contains(&j.partition));
     jobs.retain(|j| a.names.is_empty() || a.names.contains(&j.desc.name));

@@ -23,6 +23,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use super::executor::{Executor, Then};
 use super::input::{AuditScope, Change, Input, Reply, Request};
 use crate::state::audit::store_record;
+use crate::state::listing::{Published, Publisher};
 use crate::state::{Controller, Effect};
 
 /// Work to run on a blocking thread, off the loop; what it returns is fed back in.
@@ -102,16 +103,20 @@ pub struct Owner {
     since_pass: u32,
     /// When jobs past `MinJobAge` were last forgotten.
     purged: i64,
+    /// The jobs as listings read them, published after each input and pass.
+    listing: Publisher,
 }
 
 impl Owner {
     /// The owner of `ctl`; `inputs` is its own channel.
     pub fn new(
-        ctl: Controller,
+        mut ctl: Controller,
         inputs: UnboundedSender<Input>,
         listen: Option<std::net::SocketAddr>,
     ) -> Self {
+        let listing = Publisher::new(&mut ctl);
         Owner {
+            listing,
             ctl,
             inputs,
             listen,
@@ -124,6 +129,11 @@ impl Owner {
     /// The controller (for tests and start-up).
     pub fn controller(&self) -> &Controller {
         &self.ctl
+    }
+
+    /// Where the jobs as listings read them are published.
+    pub fn published(&self) -> Published {
+        self.listing.published()
     }
 
     /// How long the loop may wait for an input before a pass is due: until the
@@ -148,8 +158,14 @@ impl Owner {
         self.ctl.take_audit().iter().map(store_record).collect()
     }
 
-    /// Handles one input at `now`.
+    /// Handles one input at `now`, then publishes the jobs as listings read them.
     pub fn handle(&mut self, input: Input, now: i64) -> Outcome {
+        let outcome = self.handle_input(input, now);
+        self.listing.publish(&mut self.ctl);
+        outcome
+    }
+
+    fn handle_input(&mut self, input: Input, now: i64) -> Outcome {
         self.since_pass += 1;
         match input {
             Input::Request(r) => self.request(r, now),
@@ -171,7 +187,7 @@ impl Owner {
                 // fits is running by the time its submitter looks (an `srun` gets its
                 // allocation without waiting for the next pass).
                 let mut effects = self.ctl.accept(jobs, now);
-                let pass = self.pass(now);
+                let pass = self.schedule(now);
                 effects.extend(pass.effects);
                 let warnings = prepared.warnings.clone();
                 Outcome {
@@ -243,6 +259,12 @@ impl Owner {
     /// A scheduling pass at `now`: the core's decisions, the idle-reservation notes,
     /// the forecast when the last one no longer holds, and the purge of old jobs.
     pub fn pass(&mut self, now: i64) -> Outcome {
+        let outcome = self.schedule(now);
+        self.listing.publish(&mut self.ctl);
+        outcome
+    }
+
+    fn schedule(&mut self, now: i64) -> Outcome {
         self.pass_due = false;
         self.since_pass = 0;
         let effects = self.ctl.schedule(now);
@@ -318,8 +340,6 @@ impl Owner {
                     offload: None,
                 }
             }
-            Request::Jobs(reply) => now_answer(reply, ctl.visible_jobs(now)),
-            Request::Job { id, reply } => now_answer(reply, ctl.job(id)),
             Request::JobDevices { id, node, reply } => {
                 let files = ctl.job(id).map(|_| ctl.job_devices_on(id, &node));
                 now_answer(reply, files)

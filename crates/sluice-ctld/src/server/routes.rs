@@ -1,15 +1,18 @@
 //! The controller's routes. Each handler translates its request into an input of the
 //! loop, with the caller taken from the connection, and the answer back into HTTP;
-//! none reads or changes the controller's state itself.
+//! none reads or changes the controller's state itself. Job listings and records are
+//! read from the snapshot the loop publishes (`state/listing.rs`), without waiting
+//! for the loop.
 
 use axum::extract::connect_info::ConnectInfo;
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 use sluice_core::JobId;
 use sluice_proto::error::ApiError;
+use sluice_proto::listing::JobQuery;
 use sluice_proto::types::{
     Accounting, CancelRequest, Done, ExitReport, Heartbeat, HeartbeatReply, Incarnation,
     JobDescription, JobEnded, JobRecord, Register, StepRecord, StepRequest, TaskSelection,
@@ -127,8 +130,31 @@ async fn will_run(
     reply(r)
 }
 
-async fn list_jobs(State(app): State<App>) -> Response {
-    reply(app.ask(Request::Jobs).await)
+/// The jobs a listing asks for, from the latest snapshot (see
+/// `sluice_proto::listing`). A long listing is built off the async workers.
+pub(super) async fn list_jobs(State(app): State<App>, Query(q): Query<JobQuery>) -> Response {
+    let listing = app.listing.latest();
+    let few = q.jobs.is_some() || q.users.is_some() || listing.len() < 1000;
+    if few {
+        return Json(listing.jobs(&q, super::now())).into_response();
+    }
+    match tokio::task::spawn_blocking(move || serde_json::to_vec(&listing.jobs(&q, super::now())))
+        .await
+    {
+        Ok(Ok(body)) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Ok(Err(e)) => refuse(ApiError::new(
+            sluice_proto::error::ErrorCode::Internal,
+            e.to_string(),
+        )),
+        Err(e) => refuse(ApiError::new(
+            sluice_proto::error::ErrorCode::Internal,
+            e.to_string(),
+        )),
+    }
 }
 
 /// A job's record; its script and environment only for its owner or an operator (as
@@ -139,16 +165,15 @@ async fn show_job(
     UrlPath(id): UrlPath<u64>,
 ) -> Response {
     let caller = app.caller(peer);
-    let id = JobId(id);
-    let r = app.ask(|reply| Request::Job { id, reply }).await;
-    reply(r.and_then(|found| {
+    let found = app.listing.latest().job(JobId(id));
+    reply((|| {
         let mut r: JobRecord = found.ok_or_else(ApiError::invalid_job)?;
         if !(caller.admin || caller.uid == r.uid) {
             r.desc.environment = Vec::new();
             r.desc.script = String::new();
         }
         Ok(r)
-    }))
+    })())
 }
 
 /// The device files of a running job on one of its nodes, and which it may open
@@ -317,7 +342,7 @@ pub(super) fn storage(message: String) -> ApiError {
     ApiError::new(sluice_proto::error::ErrorCode::Storage, message)
 }
 
-async fn nodes(State(app): State<App>) -> Response {
+pub(super) async fn nodes(State(app): State<App>) -> Response {
     reply(app.ask(Request::Nodes).await)
 }
 

@@ -25,6 +25,8 @@ pub(super) struct Forecasts {
     last: Option<Arc<Forecast>>,
     /// A forecast is being made.
     making: bool,
+    /// Forecasts made so far (what the read snapshot compares).
+    made: u64,
 }
 
 /// A forecast to make: the scheduler as it was, when, and how many passes it may take.
@@ -71,6 +73,7 @@ impl Controller {
     pub fn forecast_made(&mut self, forecast: Forecast) {
         self.forecasts.making = false;
         self.forecasts.last = Some(Arc::new(forecast));
+        self.forecasts.made += 1;
     }
 
     /// `sbatch --test-only`: when and where `desc` would start if submitted now. It is
@@ -135,6 +138,11 @@ impl Controller {
         let f = self.forecasts.last.as_ref()?;
         f.start_time(id).filter(|&t| t >= self.sched.last_pass())?;
         Some(self.hostlist(&f.start_nodes(id)?))
+    }
+
+    /// How many forecasts were made: it changes when a new forecast comes.
+    pub(super) fn forecasts_made(&self) -> u64 {
+        self.forecasts.made
     }
 
     /// What `squeue --start` shows for pending job `id`: its start in the last

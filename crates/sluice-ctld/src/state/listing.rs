@@ -1,0 +1,396 @@
+//! The jobs as listings read them (`squeue`, `scontrol show job`): a snapshot the loop
+//! publishes after each input that changed something, read by the HTTP handlers
+//! without a round trip through the loop.
+//!
+//! A [`Listing`] is persistent (`imbl`'s maps): the loop keeps one, changes the entries
+//! of the jobs that changed, and publishes a copy, which costs a pointer; a reader
+//! holding an older one keeps it whole. Each entry shares the controller's own job
+//! (`Arc<Job>`, see `job_table.rs`) and adds what the job's record shows that is not
+//! the job's ([`Live`]), so a record built from the snapshot is the record the loop
+//! builds ([`build`] is the one way both build it). A job's script and environment
+//! are shared, never copied.
+//!
+//! Invariant, kept by [`Publisher::publish`] after every input and every pass: each
+//! entry's job is the controller's job, and its [`Live`] is what
+//! [`Controller::live`] gives now. The job table notes every job changed; what
+//! changes without the job changing is read again where it can: the core's reason,
+//! expected start and nodes of every job the core queues (when the core's
+//! generation, its last pass or the forecast changed), the dependency status of every
+//! pending job with a dependency (when anything changed), and the preemption times of
+//! the jobs being preempted.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, RwLock};
+
+use imbl::{OrdMap, OrdSet};
+use sluice_core::JobId;
+use sluice_proto::listing::{items, JobQuery, StateFilter};
+use sluice_proto::types::{JobDescription, JobRecord, JobState, PreemptionTimes};
+
+use super::job::Job;
+use super::reason::Reason;
+use super::Controller;
+use crate::config::ClusterConfig;
+
+/// What a job's record shows that the controller reads from elsewhere than the job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Live {
+    /// The reason shown (the core's for a job it queues).
+    pub(crate) reason_code: Reason,
+    /// The reason as the record prints it.
+    pub(crate) reason: String,
+    /// The dependency's status.
+    pub(crate) dependency_status: Option<String>,
+    /// The priority shown.
+    pub(crate) priority: u32,
+    /// A running job's preemption.
+    pub(crate) preemption: Option<Box<PreemptionTimes>>,
+    /// Expected start.
+    pub(crate) planned_start: Option<i64>,
+    /// Expected nodes.
+    pub(crate) sched_nodes: Option<String>,
+}
+
+/// Job `r`'s record with `live` and `desc` as its submission: the one way the loop and
+/// the snapshot build a record.
+pub(crate) fn build(conf: &ClusterConfig, r: &Job, live: &Live, desc: JobDescription) -> JobRecord {
+    let mut out = r.to_record(conf, live.reason.clone(), desc);
+    out.dependency_status = live.dependency_status.clone();
+    out.priority = live.priority;
+    out.preemption = live.preemption.clone();
+    out.planned_start = live.planned_start;
+    out.sched_nodes = live.sched_nodes.clone();
+    out
+}
+
+/// One job of the snapshot.
+#[derive(Debug)]
+pub struct Listed {
+    job: Arc<Job>,
+    live: Live,
+}
+
+/// The jobs, by id, with indexes by owner, state and array.
+#[derive(Clone)]
+pub struct Listing {
+    conf: Arc<ClusterConfig>,
+    jobs: OrdMap<JobId, Arc<Listed>>,
+    by_user: OrdMap<String, OrdSet<JobId>>,
+    by_state: OrdMap<JobState, OrdSet<JobId>>,
+    /// (array, task index, job).
+    by_array: OrdSet<(JobId, u32, JobId)>,
+}
+
+/// The latest snapshot, shared by the loop (which replaces it) and the readers.
+#[derive(Clone)]
+pub struct Published(Arc<RwLock<Arc<Listing>>>);
+
+impl Published {
+    /// The latest snapshot.
+    pub fn latest(&self) -> Arc<Listing> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Listing {
+    fn new(conf: Arc<ClusterConfig>) -> Self {
+        Listing {
+            conf,
+            jobs: OrdMap::new(),
+            by_user: OrdMap::new(),
+            by_state: OrdMap::new(),
+            by_array: OrdSet::new(),
+        }
+    }
+
+    /// How many jobs the controller holds.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Job `id`'s whole record (its script and environment included), as
+    /// [`Controller::job`] gives it.
+    pub fn job(&self, id: JobId) -> Option<JobRecord> {
+        let l = self.jobs.get(&id)?;
+        Some(build(&self.conf, &l.job, &l.live, l.job.desc.clone()))
+    }
+
+    /// The jobs `q` asks for, visible at `now` (finished ones only until `MinJobAge`
+    /// after their end), without their scripts and environments, in
+    /// [`JobRecord::list_key`] order. Costs the jobs it looks at: those named (by id,
+    /// or an array's tasks), else those of the users named, else of the states named,
+    /// else every job.
+    pub fn jobs(&self, q: &JobQuery, now: i64) -> Vec<JobRecord> {
+        let users: Option<Vec<&str>> = q.users.as_deref().map(|u| items(u).collect());
+        let partitions: Option<Vec<&str>> = q.partitions.as_deref().map(|p| items(p).collect());
+        let names: Option<Vec<&str>> = q.names.as_deref().map(|n| items(n).collect());
+        let states = q.state_filter();
+        let ids = q.job_ids();
+        let age = self.conf.min_job_age;
+        let wanted = |j: &Job| {
+            (!j.state.is_finished() || j.end_time.is_some_and(|e| now - e < age))
+                && users.as_ref().is_none_or(|u| u.contains(&j.user.as_str()))
+                && partitions
+                    .as_ref()
+                    .is_none_or(|p| p.contains(&j.partition.as_str()))
+                && names
+                    .as_ref()
+                    .is_none_or(|n| n.contains(&j.desc.name.as_str()))
+                && match &states {
+                    StateFilter::All => true,
+                    StateFilter::Only(s) => s.contains(&j.state),
+                }
+        };
+        let candidates: Vec<JobId> = if let Some(ids) = &ids {
+            let mut set = BTreeSet::new();
+            for &(id, task) in ids {
+                let id = JobId(id);
+                let (lo, hi) = match task {
+                    Some(t) => ((id, t, JobId(0)), (id, t, JobId(u64::MAX))),
+                    None => {
+                        if self.jobs.contains_key(&id) {
+                            set.insert(id);
+                        }
+                        ((id, 0, JobId(0)), (id, u32::MAX, JobId(u64::MAX)))
+                    }
+                };
+                set.extend(self.by_array.range(lo..=hi).map(|k| k.2));
+            }
+            set.into_iter().collect()
+        } else if let Some(users) = &users {
+            let mut set = BTreeSet::new();
+            for u in users {
+                if let Some(s) = self.by_user.get(*u) {
+                    set.extend(s.iter().copied());
+                }
+            }
+            set.into_iter().collect()
+        } else if let StateFilter::Only(states) = &states {
+            let mut set = BTreeSet::new();
+            for s in states {
+                if let Some(s) = self.by_state.get(s) {
+                    set.extend(s.iter().copied());
+                }
+            }
+            set.into_iter().collect()
+        } else {
+            return self.records(self.jobs.values().filter(|l| wanted(&l.job)), q.brief);
+        };
+        self.records(
+            candidates
+                .iter()
+                .filter_map(|id| self.jobs.get(id))
+                .filter(|l| wanted(&l.job)),
+            q.brief,
+        )
+    }
+
+    fn records<'a>(
+        &self,
+        listed: impl Iterator<Item = &'a Arc<Listed>>,
+        brief: bool,
+    ) -> Vec<JobRecord> {
+        let mut out: Vec<JobRecord> = listed
+            .map(|l| {
+                let mut r = build(&self.conf, &l.job, &l.live, l.job.listed_desc());
+                if brief {
+                    squeue_columns_only(&mut r);
+                }
+                r
+            })
+            .collect();
+        out.sort_by_key(JobRecord::list_key);
+        out
+    }
+
+    /// Puts `job` with `live` in, replacing what was there under its id.
+    fn put(&mut self, job: Arc<Job>, live: Live) {
+        let id = job.id;
+        self.take_out(id);
+        index_add(&mut self.by_user, job.user.clone(), id);
+        index_add(&mut self.by_state, job.state, id);
+        if let Some((array, task)) = job.array {
+            self.by_array.insert((array, task, id));
+        }
+        self.jobs.insert(id, Arc::new(Listed { job, live }));
+    }
+
+    /// Takes job `id` out, with its index entries.
+    fn take_out(&mut self, id: JobId) -> Option<Arc<Listed>> {
+        let old = self.jobs.remove(&id)?;
+        index_remove(&mut self.by_user, &old.job.user, id);
+        index_remove(&mut self.by_state, &old.job.state, id);
+        if let Some((array, task)) = old.job.array {
+            self.by_array.remove(&(array, task, id));
+        }
+        Some(old)
+    }
+}
+
+fn index_add<K: Ord + Clone>(index: &mut OrdMap<K, OrdSet<JobId>>, key: K, id: JobId) {
+    match index.get_mut(&key) {
+        Some(set) => {
+            set.insert(id);
+        }
+        None => {
+            index.insert(key, OrdSet::unit(id));
+        }
+    }
+}
+
+fn index_remove<K: Ord + Clone>(index: &mut OrdMap<K, OrdSet<JobId>>, key: &K, id: JobId) {
+    if let Some(set) = index.get_mut(key) {
+        set.remove(&id);
+        if set.is_empty() {
+            index.remove(key);
+        }
+    }
+}
+
+/// Leaves in a listed record only what `squeue`'s columns read (`brief`): no output
+/// paths, TRES, per-node task and GPU lists, or GPU requests.
+fn squeue_columns_only(r: &mut JobRecord) {
+    r.stdout = String::new();
+    r.stderr = String::new();
+    r.stdin = String::new();
+    r.tasks_per_node = Vec::new();
+    r.gpus_per_node = Vec::new();
+    r.shards_per_node = Vec::new();
+    r.gpu_types_per_node = Vec::new();
+    r.tres_req = Vec::new();
+    r.tres_alloc = Vec::new();
+    r.start_pass = None;
+    r.ending_run = None;
+    r.refused = None;
+    r.preemption = None;
+    let d = &mut r.desc;
+    d.output = None;
+    d.error = None;
+    d.input = None;
+    d.submit_host = String::new();
+    d.gpus = None;
+    d.gpus_per_node = None;
+    d.gpus_per_task = None;
+    d.gpus_per_socket = None;
+    d.nodelist = None;
+    d.exclude = None;
+    d.signal = None;
+}
+
+/// The loop's side of the snapshot: keeps it current and publishes it.
+pub struct Publisher {
+    shared: Published,
+    current: Listing,
+    /// What the core's part of the records was read at: the core's generation, its
+    /// last pass, the forecasts made.
+    generation: u64,
+    last_pass: i64,
+    forecast: u64,
+    /// Pending jobs with a dependency (their status reads other jobs).
+    with_dependency: BTreeSet<JobId>,
+    /// Jobs whose records show a preemption.
+    preempted: BTreeSet<JobId>,
+}
+
+impl Publisher {
+    /// A publisher for `ctl`'s jobs, published at once.
+    pub fn new(ctl: &mut Controller) -> Self {
+        let current = Listing::new(Arc::new(ctl.conf.clone()));
+        let mut p = Publisher {
+            shared: Published(Arc::new(RwLock::new(Arc::new(current.clone())))),
+            current,
+            generation: u64::MAX,
+            last_pass: i64::MIN,
+            forecast: u64::MAX,
+            with_dependency: BTreeSet::new(),
+            preempted: BTreeSet::new(),
+        };
+        for id in ctl.jobs.keys().copied().collect::<Vec<_>>() {
+            ctl.jobs.get_mut(&id);
+        }
+        p.publish(ctl);
+        p
+    }
+
+    /// The handle readers read the latest snapshot from.
+    pub fn published(&self) -> Published {
+        self.shared.clone()
+    }
+
+    /// The snapshot as last published.
+    pub fn current(&self) -> &Listing {
+        &self.current
+    }
+
+    /// Brings the snapshot up to date with `ctl` and publishes it if anything changed.
+    /// Costs the jobs changed since the last call, plus, when the core changed, a
+    /// look at each job it queues.
+    pub fn publish(&mut self, ctl: &mut Controller) {
+        let changed = ctl.jobs.take_changed();
+        let mut dirty = false;
+        for id in &changed {
+            match ctl.jobs.shared(id) {
+                Some(job) => {
+                    let live = ctl.live(job);
+                    self.put(job.clone(), live);
+                }
+                None => {
+                    self.current.take_out(*id);
+                    self.with_dependency.remove(id);
+                    self.preempted.remove(id);
+                }
+            }
+            dirty = true;
+        }
+        let forecast = ctl.forecasts_made();
+        let core_moved = ctl.sched.generation() != self.generation
+            || ctl.sched.last_pass() != self.last_pass
+            || forecast != self.forecast;
+        let mut again: BTreeSet<JobId> = BTreeSet::new();
+        if core_moved {
+            self.generation = ctl.sched.generation();
+            self.last_pass = ctl.sched.last_pass();
+            self.forecast = forecast;
+            again.extend(ctl.sched.pending().map(|j| j.id()));
+        }
+        if core_moved || dirty {
+            again.extend(self.with_dependency.iter().copied());
+        }
+        again.extend(self.preempted.iter().copied());
+        again.extend(ctl.preempting_ids());
+        for id in again.difference(&changed) {
+            let Some(job) = ctl.jobs.shared(id) else {
+                continue;
+            };
+            let live = ctl.live(job);
+            if self.current.jobs.get(id).is_none_or(|l| l.live != live) {
+                self.put(job.clone(), live);
+                dirty = true;
+            }
+        }
+        if dirty {
+            let next = Arc::new(self.current.clone());
+            *self.shared.0.write().unwrap_or_else(|e| e.into_inner()) = next;
+        }
+    }
+
+    fn put(&mut self, job: Arc<Job>, live: Live) {
+        let id = job.id;
+        if job.state == JobState::Pending && job.desc.dependency.is_some() {
+            self.with_dependency.insert(id);
+        } else {
+            self.with_dependency.remove(&id);
+        }
+        if live.preemption.is_some() {
+            self.preempted.insert(id);
+        } else {
+            self.preempted.remove(&id);
+        }
+        self.current.put(job, live);
+    }
+}
