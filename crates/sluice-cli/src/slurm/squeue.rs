@@ -1,6 +1,6 @@
 //! `squeue`: the queue.
 
-use sluice_proto::listing::JobQuery;
+use sluice_proto::listing::{JobQuery, ListedJob};
 use sluice_proto::types::MemoryRequest;
 use sluice_proto::types::{JobRecord, JobState};
 
@@ -10,7 +10,7 @@ use sluice_conf::duration::format_compact;
 use sluice_proto::time::{date_line, timestamp};
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
-use super::format::{render, Field};
+use super::format::{Field, Layout};
 
 const ME: &str = "squeue";
 const DEFAULT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
@@ -545,7 +545,15 @@ fn query(a: &Args) -> JobQuery {
 pub fn main(args: Vec<String>) -> i32 {
     let a = parse(&args);
     let client = controller();
-    let mut jobs: Vec<JobRecord> = match client.get(&query(&a).path()) {
+    let q = query(&a);
+    let got = if q.brief {
+        client
+            .get::<Vec<ListedJob>>(&q.path())
+            .map(|l| l.into_iter().map(ListedJob::into_record).collect())
+    } else {
+        client.get::<Vec<JobRecord>>(&q.path())
+    };
+    let mut jobs: Vec<JobRecord> = match got {
         Ok(j) => j,
         Err(e) => fail("squeue", describe(&e), 1),
     };
@@ -609,34 +617,79 @@ pub fn main(args: Vec<String>) -> i32 {
     if a.long {
         println!("{}", date_line(t));
     }
-    let rows: Vec<Vec<Field>> = jobs
-        .iter()
-        .map(|j| {
-            codes(&a.format)
-                .map(|c| field(c, j, t))
-                .collect::<Vec<_>>()
-                .into_iter()
-                .flatten()
-                .collect()
-        })
-        .collect();
-    let header = codes(&a.format)
-        .filter_map(|c| field(c, &placeholder(), t))
-        .collect::<Vec<_>>();
-    print!(
-        "{}",
-        render(&a.format, a.header.then_some(&header), &rows, &|c| field(
-            c,
-            &placeholder(),
-            t
-        )
-        .is_some())
-    );
+    // One pass, into one buffer: the format parsed once, each value written in place.
+    let layout = Layout::new(&a.format);
+    let mut out = String::with_capacity(64 + jobs.len() * (a.format.len() + 48));
+    let mut scratch = String::new();
+    if a.header {
+        let none = placeholder();
+        layout.line(&mut out, &mut scratch, |c, buf| match field(c, &none, t) {
+            Some(f) => {
+                buf.push_str(f.header);
+                true
+            }
+            None => false,
+        });
+    }
+    for j in &jobs {
+        layout.line(&mut out, &mut scratch, |c, buf| write_field(c, j, t, buf));
+    }
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.as_bytes());
+    let _ = stdout.flush();
     0
 }
 
-fn codes(format: &str) -> impl Iterator<Item = char> + '_ {
-    super::format::codes(format)
+/// Writes the value of `%code` for `j` into `out`; `false` for a code squeue does not
+/// know. The columns of the default formats are written in place; others as
+/// [`field`] makes them.
+fn write_field(code: char, j: &JobRecord, t: i64, out: &mut String) -> bool {
+    use std::fmt::Write;
+    match code {
+        'i' => match (&j.array, &j.array_pending) {
+            (Some((array, task)), _) => {
+                let _ = write!(out, "{array}_{task}");
+            }
+            (None, None) => {
+                let _ = write!(out, "{}", j.id);
+            }
+            _ => out.push_str(&j.display_id()),
+        },
+        'A' => {
+            let _ = write!(out, "{}", j.id);
+        }
+        'P' => out.push_str(&j.partition),
+        'j' => out.push_str(&j.desc.name),
+        'u' => out.push_str(&j.user),
+        't' => out.push_str(j.state.short()),
+        'T' => out.push_str(j.state.name()),
+        'D' => {
+            let n = if j.nodes.is_empty() {
+                j.min_nodes.max(1)
+            } else {
+                j.nodes.len() as u32
+            };
+            let _ = write!(out, "{n}");
+        }
+        'R' if matches!(
+            j.state,
+            JobState::Pending | JobState::Failed | JobState::Timeout | JobState::OutOfMemory
+        ) =>
+        {
+            let _ = write!(out, "({})", j.reason);
+        }
+        'r' => out.push_str(&j.reason),
+        'Q' => {
+            let _ = write!(out, "{}", j.priority);
+        }
+        'M' if j.start_time.is_none() => out.push_str("0:00"),
+        _ => match field(code, j, t) {
+            Some(f) => out.push_str(&f.value),
+            None => return false,
+        },
+    }
+    true
 }
 
 /// A record to name headers with.
@@ -648,14 +701,25 @@ fn placeholder() -> JobRecord {
 /// `123_[4-9%2]`, as Slurm shows them.
 fn collapse_arrays(jobs: Vec<JobRecord>) -> Vec<JobRecord> {
     let mut out: Vec<JobRecord> = Vec::new();
+    // Where the first pending line with a remainder of each id is in `out`.
+    let mut heads: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let push = |out: &mut Vec<JobRecord>,
+                heads: &mut std::collections::HashMap<u64, usize>,
+                j: JobRecord| {
+        if j.state == JobState::Pending && j.array_pending.is_some() {
+            heads.entry(j.id).or_insert(out.len());
+        }
+        out.push(j);
+    };
     for j in jobs {
         if j.state == JobState::Pending {
             if let Some((array, task)) = j.array {
-                if let Some(prev) = out.iter_mut().find(|o| {
-                    o.state == JobState::Pending && o.array_pending.is_some() && o.id == array
-                }) {
-                    if let Some((rest, _)) = prev.array_pending.as_mut() {
-                        if !rest.contains(&task) {
+                if let Some(&at) = heads.get(&array) {
+                    if let Some((rest, _)) = out[at].array_pending.as_mut() {
+                        // Tasks mostly come in order: appended, no search.
+                        if rest.last().is_some_and(|&l| l < task) {
+                            rest.push(task);
+                        } else if !rest.contains(&task) {
                             rest.push(task);
                             rest.sort_unstable();
                         }
@@ -673,11 +737,11 @@ fn collapse_arrays(jobs: Vec<JobRecord>) -> Vec<JobRecord> {
                 head.id = array;
                 head.array = None;
                 head.array_pending = Some((vec![task], throttle));
-                out.push(head);
+                push(&mut out, &mut heads, head);
                 continue;
             }
         }
-        out.push(j);
+        push(&mut out, &mut heads, j);
     }
     // A lone remaining task prints as itself.
     for o in &mut out {

@@ -131,30 +131,39 @@ async fn will_run(
 }
 
 /// The jobs a listing asks for, from the latest snapshot (see
-/// `sluice_proto::listing`). A long listing is built off the async workers.
+/// `sluice_proto::listing`); `brief`, as `squeue` lists them. A long listing is built
+/// and encoded off the async workers.
 pub(super) async fn list_jobs(State(app): State<App>, Query(q): Query<JobQuery>) -> Response {
     let listing = app.listing.latest();
-    let few = q.jobs.is_some() || q.users.is_some() || listing.len() < 1000;
-    if few {
-        return Json(listing.jobs(&q, super::now())).into_response();
-    }
-    match tokio::task::spawn_blocking(move || serde_json::to_vec(&listing.jobs(&q, super::now())))
-        .await
-    {
-        Ok(Ok(body)) => (
+    let few = listing.len() < 1000;
+    let encode = move || {
+        let now = super::now();
+        if q.brief {
+            serde_json::to_vec(&listing.listed(&q, now))
+        } else {
+            serde_json::to_vec(&listing.jobs(&q, now))
+        }
+    };
+    let body = if few {
+        encode()
+    } else {
+        match tokio::task::spawn_blocking(encode).await {
+            Ok(body) => body,
+            Err(e) => return refuse(internal(e.to_string())),
+        }
+    };
+    match body {
+        Ok(body) => (
             [(axum::http::header::CONTENT_TYPE, "application/json")],
             body,
         )
             .into_response(),
-        Ok(Err(e)) => refuse(ApiError::new(
-            sluice_proto::error::ErrorCode::Internal,
-            e.to_string(),
-        )),
-        Err(e) => refuse(ApiError::new(
-            sluice_proto::error::ErrorCode::Internal,
-            e.to_string(),
-        )),
+        Err(e) => refuse(internal(e.to_string())),
     }
+}
+
+fn internal(message: String) -> ApiError {
+    ApiError::new(sluice_proto::error::ErrorCode::Internal, message)
 }
 
 /// A job's record; its script and environment only for its owner or an operator (as

@@ -671,6 +671,13 @@ fn snapshot_is_current(s: &Script, now: i64) {
     let ctl = s.owner.controller();
     let all = sluice_proto::listing::JobQuery::default();
     assert_eq!(listing.jobs(&all, now), ctl.visible_jobs(now), "at {now}");
+    // As squeue lists them: the same fields.
+    let listed: Vec<sluice_proto::listing::ListedJob> = ctl
+        .visible_jobs(now)
+        .into_iter()
+        .map(sluice_proto::listing::ListedJob::from_record)
+        .collect();
+    assert_eq!(listing.listed(&all, now), listed, "at {now}");
     for id in 1..=20 {
         assert_eq!(
             listing.job(JobId(id)),

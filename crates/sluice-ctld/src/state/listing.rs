@@ -24,7 +24,7 @@ use std::sync::{Arc, RwLock};
 
 use imbl::{OrdMap, OrdSet};
 use sluice_core::JobId;
-use sluice_proto::listing::{items, JobQuery, StateFilter};
+use sluice_proto::listing::{items, JobQuery, ListedJob, StateFilter};
 use sluice_proto::types::{JobDescription, JobRecord, JobState, PreemptionTimes};
 
 use super::job::Job;
@@ -122,10 +122,26 @@ impl Listing {
 
     /// The jobs `q` asks for, visible at `now` (finished ones only until `MinJobAge`
     /// after their end), without their scripts and environments, in
-    /// [`JobRecord::list_key`] order. Costs the jobs it looks at: those named (by id,
-    /// or an array's tasks), else those of the users named, else of the states named,
-    /// else every job.
+    /// [`JobRecord::list_key`] order.
     pub fn jobs(&self, q: &JobQuery, now: i64) -> Vec<JobRecord> {
+        self.select(q, now)
+            .into_iter()
+            .map(|l| build(&self.conf, &l.job, &l.live, l.job.listed_desc()))
+            .collect()
+    }
+
+    /// The same jobs as [`Listing::jobs`], as `squeue` lists them.
+    pub fn listed(&self, q: &JobQuery, now: i64) -> Vec<ListedJob> {
+        self.select(q, now)
+            .into_iter()
+            .map(|l| listed(&self.conf, &l.job, &l.live))
+            .collect()
+    }
+
+    /// The jobs `q` asks for, visible at `now`, in list order. Costs the jobs it looks
+    /// at: those named (by id, or an array's tasks), else those of the users named,
+    /// else of the states named, else every job.
+    fn select(&self, q: &JobQuery, now: i64) -> Vec<&Arc<Listed>> {
         let users: Option<Vec<&str>> = q.users.as_deref().map(|u| items(u).collect());
         let partitions: Option<Vec<&str>> = q.partitions.as_deref().map(|p| items(p).collect());
         let names: Option<Vec<&str>> = q.names.as_deref().map(|n| items(n).collect());
@@ -146,7 +162,7 @@ impl Listing {
                     StateFilter::Only(s) => s.contains(&j.state),
                 }
         };
-        let candidates: Vec<JobId> = if let Some(ids) = &ids {
+        let mut out: Vec<&Arc<Listed>> = if let Some(ids) = &ids {
             let mut set = BTreeSet::new();
             for &(id, task) in ids {
                 let id = JobId(id);
@@ -161,7 +177,7 @@ impl Listing {
                 };
                 set.extend(self.by_array.range(lo..=hi).map(|k| k.2));
             }
-            set.into_iter().collect()
+            self.pick(set)
         } else if let Some(users) = &users {
             let mut set = BTreeSet::new();
             for u in users {
@@ -169,7 +185,7 @@ impl Listing {
                     set.extend(s.iter().copied());
                 }
             }
-            set.into_iter().collect()
+            self.pick(set)
         } else if let StateFilter::Only(states) = &states {
             let mut set = BTreeSet::new();
             for s in states {
@@ -177,35 +193,17 @@ impl Listing {
                     set.extend(s.iter().copied());
                 }
             }
-            set.into_iter().collect()
+            self.pick(set)
         } else {
-            return self.records(self.jobs.values().filter(|l| wanted(&l.job)), q.brief);
+            self.jobs.values().collect()
         };
-        self.records(
-            candidates
-                .iter()
-                .filter_map(|id| self.jobs.get(id))
-                .filter(|l| wanted(&l.job)),
-            q.brief,
-        )
+        out.retain(|l| wanted(&l.job));
+        out.sort_by_key(|l| l.job.list_key());
+        out
     }
 
-    fn records<'a>(
-        &self,
-        listed: impl Iterator<Item = &'a Arc<Listed>>,
-        brief: bool,
-    ) -> Vec<JobRecord> {
-        let mut out: Vec<JobRecord> = listed
-            .map(|l| {
-                let mut r = build(&self.conf, &l.job, &l.live, l.job.listed_desc());
-                if brief {
-                    squeue_columns_only(&mut r);
-                }
-                r
-            })
-            .collect();
-        out.sort_by_key(JobRecord::list_key);
-        out
+    fn pick(&self, ids: BTreeSet<JobId>) -> Vec<&Arc<Listed>> {
+        ids.iter().filter_map(|id| self.jobs.get(id)).collect()
     }
 
     /// Puts `job` with `live` in, replacing what was there under its id.
@@ -252,34 +250,54 @@ fn index_remove<K: Ord + Clone>(index: &mut OrdMap<K, OrdSet<JobId>>, key: &K, i
     }
 }
 
-/// Leaves in a listed record only what `squeue`'s columns read (`brief`): no output
-/// paths, TRES, per-node task and GPU lists, or GPU requests.
-fn squeue_columns_only(r: &mut JobRecord) {
-    r.stdout = String::new();
-    r.stderr = String::new();
-    r.stdin = String::new();
-    r.tasks_per_node = Vec::new();
-    r.gpus_per_node = Vec::new();
-    r.shards_per_node = Vec::new();
-    r.gpu_types_per_node = Vec::new();
-    r.tres_req = Vec::new();
-    r.tres_alloc = Vec::new();
-    r.start_pass = None;
-    r.ending_run = None;
-    r.refused = None;
-    r.preemption = None;
-    let d = &mut r.desc;
-    d.output = None;
-    d.error = None;
-    d.input = None;
-    d.submit_host = String::new();
-    d.gpus = None;
-    d.gpus_per_node = None;
-    d.gpus_per_task = None;
-    d.gpus_per_socket = None;
-    d.nodelist = None;
-    d.exclude = None;
-    d.signal = None;
+/// Job `r` as `squeue` lists it, with `live`: the fields of its record ([`build`])
+/// that [`ListedJob`] keeps, made without the rest.
+pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
+    let d = &r.desc;
+    ListedJob {
+        id: r.id.0,
+        array: r.array.map(|(a, t)| (a.0, t)),
+        array_pending: r.array_pending.clone(),
+        uid: r.uid,
+        user: r.user.clone(),
+        group: r.group.clone(),
+        account: r.account.clone(),
+        partition: r.partition.clone(),
+        qos: r.qos.clone(),
+        state: r.state,
+        reason: live.reason.clone(),
+        dependency_status: live.dependency_status.clone(),
+        priority: live.priority,
+        submit_time: r.submit_time,
+        start_time: r.start_time,
+        end_time: r.end_time,
+        planned_start: live.planned_start,
+        sched_nodes: live.sched_nodes.clone(),
+        time_limit: r.time_limit,
+        nodes: r
+            .alloc
+            .iter()
+            .map(|s| conf.cluster.node(s.node).name.clone())
+            .collect(),
+        cpus_per_node: r.alloc.iter().map(|s| s.cpus).collect(),
+        mem_per_node: r.mem_per_node,
+        mem_default: r.mem_default,
+        ntasks: r.ntasks,
+        cpus_per_task: r.cpus_per_task,
+        min_nodes: r.min_nodes,
+        name: d.name.clone(),
+        reservation: d.reservation.clone(),
+        work_dir: d.work_dir.clone(),
+        command: d.command.clone(),
+        comment: d.comment.clone(),
+        nice: d.nice,
+        gres: d.gres.clone(),
+        exclusive: d.exclusive,
+        wckey: d.wckey.clone(),
+        constraint: d.constraint.clone(),
+        memory: d.memory,
+        array_throttle: d.array.as_ref().map(|a| a.1),
+    }
 }
 
 /// The loop's side of the snapshot: keeps it current and publishes it.
