@@ -8,7 +8,9 @@
 //! the median, in milliseconds:
 //! - `squeue` (every job), `squeue -j ONE` (a job in the middle of the queue),
 //!   `squeue -u nobody` (the other user's 50 jobs), `squeue -t R` (nothing runs);
-//! - `scontrol show job ONE`, `sinfo`.
+//! - `scontrol show job ONE`, `sinfo`;
+//! - and the controller's resident memory per queued job (its growth over the jobs,
+//!   KiB).
 //!
 //! `LISTING_SIZES=2000,9000` chooses the queue sizes (default 2,000, 9,000 and
 //! 100,000). `LISTING_BINS=/path/a/sluice,/path/b/sluice` measures several builds of
@@ -97,6 +99,17 @@ MaxJobCount={max_jobs}
             .current_dir(self.dir.join("work"))
             .env("SLUICE_STATE_DIR", self.state())
             .output()
+    }
+
+    /// Resident memory of the controller (`sluice up`), KiB.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.up.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
     }
 
     fn command(&self, cmd: &str, args: &[&str]) -> Option<String> {
@@ -200,17 +213,22 @@ const MEASURES: &[&str] = &[
     "squeue -t R",
     "scontrol show job ONE",
     "sinfo",
+    "controller memory per queued job, KiB",
 ];
 
 /// One cluster of `bin` with `n` held jobs: each measure's median, ms.
 fn measure(bin: &Path, tag: &str, n: usize) -> Vec<f64> {
     let c = Cluster::start(bin, &format!("{tag}-{n}"), n + OTHER_JOBS + 1000);
+    let before = c.rss_kib();
     submit_api(&c, n - n / 2, 16);
     submit_other(&c, OTHER_JOBS);
     submit_api(&c, n / 2, 16);
     let total = n + OTHER_JOBS;
+    // Let the controller finish what the submissions left it (passes, writes).
+    std::thread::sleep(Duration::from_secs(2));
     // A job in the middle of the queue.
     let one = (total / 2).to_string();
+    let per_job = c.rss_kib().saturating_sub(before) as f64 / total as f64;
     vec![
         median_ms(&c, "squeue", &[], |l| l == total + 1),
         median_ms(&c, "squeue", &["-j", &one], |l| l == 2),
@@ -218,6 +236,7 @@ fn measure(bin: &Path, tag: &str, n: usize) -> Vec<f64> {
         median_ms(&c, "squeue", &["-t", "R"], |l| l == 1),
         median_ms(&c, "scontrol", &["show", "job", &one], |l| l > 10),
         median_ms(&c, "sinfo", &[], |l| l == 2),
+        per_job,
     ]
 }
 

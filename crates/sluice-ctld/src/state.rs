@@ -2459,23 +2459,15 @@ impl Controller {
     /// expected start and nodes for a queued job, its dependency's status, the
     /// priority shown, a running job's preemption.
     pub(crate) fn live(&self, r: &Job) -> listing::Live {
-        let mut planned_start = r.planned_start;
-        let mut sched_nodes = None;
-        let mut reason = r.reason;
-        if r.state == JobState::Pending {
-            if let Some(j) = self.sched.job(r.id) {
-                if j.state == sluice_core::JobState::Pending {
-                    reason = Reason::Core(j.reason);
-                    // As Slurm: a job waiting for its `--begin` time that nothing else
-                    // starts yet is shown starting then.
-                    let begin = (j.spec.begin > self.sched.last_pass()).then_some(j.spec.begin);
-                    planned_start = self.expected_start(r.id, j.planned_start).or(begin);
-                    sched_nodes = self.expected_nodes(r.id);
-                }
-            }
-        }
+        let core = self.core_view(r);
+        let sched_nodes = if core.expects_nodes {
+            self.expected_nodes(r.id)
+        } else {
+            None
+        };
+        let (reason, planned_start) = (core.reason, core.planned_start);
         listing::Live {
-            reason_code: reason,
+            core,
             reason: self.reason_text(r, reason),
             dependency_status: self.dependency_display(r, self.sched.last_pass()),
             // The priority the core orders it by (held and finished jobs: 0, as Slurm
@@ -2498,6 +2490,30 @@ impl Controller {
             planned_start,
             sched_nodes,
         }
+    }
+
+    /// What pending job `r`'s record shows from the core, without building text: the
+    /// core's reason and expected start while it queues the job (the job's own
+    /// otherwise), and whether the forecast names its nodes.
+    pub(crate) fn core_view(&self, r: &Job) -> listing::CoreView {
+        let mut view = listing::CoreView {
+            reason: r.reason,
+            planned_start: r.planned_start,
+            expects_nodes: false,
+        };
+        if r.state == JobState::Pending {
+            if let Some(j) = self.sched.job(r.id) {
+                if j.state == sluice_core::JobState::Pending {
+                    view.reason = Reason::Core(j.reason);
+                    // As Slurm: a job waiting for its `--begin` time that nothing else
+                    // starts yet is shown starting then.
+                    let begin = (j.spec.begin > self.sched.last_pass()).then_some(j.spec.begin);
+                    view.planned_start = self.expected_start(r.id, j.planned_start).or(begin);
+                    view.expects_nodes = self.expects_nodes(r.id);
+                }
+            }
+        }
+        view
     }
 
     /// Forgets jobs that finished at least `MinJobAge` seconds ago, with their steps, as

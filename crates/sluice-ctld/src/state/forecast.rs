@@ -140,6 +140,16 @@ impl Controller {
         Some(self.hostlist(&f.start_nodes(id)?))
     }
 
+    /// Whether the last forecast starts pending job `id` no earlier than the last pass
+    /// (it then names its nodes, [`Controller::expected_nodes`]).
+    pub(super) fn expects_nodes(&self, id: JobId) -> bool {
+        self.forecasts
+            .last
+            .as_ref()
+            .and_then(|f| f.start_time(id))
+            .is_some_and(|t| t >= self.sched.last_pass())
+    }
+
     /// How many forecasts were made: it changes when a new forecast comes.
     pub(super) fn forecasts_made(&self) -> u64 {
         self.forecasts.made

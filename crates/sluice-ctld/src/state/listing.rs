@@ -32,11 +32,23 @@ use super::reason::Reason;
 use super::Controller;
 use crate::config::ClusterConfig;
 
+/// What a pending job's record shows from the core, without text: compared after a
+/// pass to find the jobs whose records changed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CoreView {
+    /// The reason shown (the core's for a job it queues).
+    pub(crate) reason: Reason,
+    /// Expected start.
+    pub(crate) planned_start: Option<i64>,
+    /// Whether the forecast names its nodes.
+    pub(crate) expects_nodes: bool,
+}
+
 /// What a job's record shows that the controller reads from elsewhere than the job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Live {
-    /// The reason shown (the core's for a job it queues).
-    pub(crate) reason_code: Reason,
+    /// The core's part.
+    pub(crate) core: CoreView,
     /// The reason as the record prints it.
     pub(crate) reason: String,
     /// The dependency's status.
@@ -369,32 +381,58 @@ impl Publisher {
         let core_moved = ctl.sched.generation() != self.generation
             || ctl.sched.last_pass() != self.last_pass
             || forecast != self.forecast;
-        let mut again: BTreeSet<JobId> = BTreeSet::new();
+        // The jobs the core queues: their records change with the core's view of them
+        // (the forecast's nodes: with the forecast), compared without building text.
         if core_moved {
+            let forecast_changed = forecast != self.forecast;
             self.generation = ctl.sched.generation();
             self.last_pass = ctl.sched.last_pass();
             self.forecast = forecast;
-            again.extend(ctl.sched.pending().map(|j| j.id()));
+            let queued: Vec<JobId> = ctl.sched.pending().map(|j| j.id()).collect();
+            for id in queued {
+                if changed.contains(&id) || self.with_dependency.contains(&id) {
+                    continue;
+                }
+                let Some(job) = ctl.jobs.shared(&id) else {
+                    continue;
+                };
+                let view = ctl.core_view(job);
+                let same = self.current.jobs.get(&id).is_some_and(|l| {
+                    l.live.core == view && !(forecast_changed && view.expects_nodes)
+                });
+                if !same {
+                    dirty |= self.refresh(ctl, id);
+                }
+            }
         }
+        // Dependencies read other jobs; preemptions, the preempting set.
+        let mut again: BTreeSet<JobId> = BTreeSet::new();
         if core_moved || dirty {
             again.extend(self.with_dependency.iter().copied());
         }
         again.extend(self.preempted.iter().copied());
         again.extend(ctl.preempting_ids());
         for id in again.difference(&changed) {
-            let Some(job) = ctl.jobs.shared(id) else {
-                continue;
-            };
-            let live = ctl.live(job);
-            if self.current.jobs.get(id).is_none_or(|l| l.live != live) {
-                self.put(job.clone(), live);
-                dirty = true;
-            }
+            dirty |= self.refresh(ctl, *id);
         }
         if dirty {
             let next = Arc::new(self.current.clone());
             *self.shared.0.write().unwrap_or_else(|e| e.into_inner()) = next;
         }
+    }
+
+    /// Reads job `id`'s [`Live`] again and replaces its entry if it differs; whether
+    /// it did.
+    fn refresh(&mut self, ctl: &Controller, id: JobId) -> bool {
+        let Some(job) = ctl.jobs.shared(&id) else {
+            return false;
+        };
+        let live = ctl.live(job);
+        if self.current.jobs.get(&id).is_some_and(|l| l.live == live) {
+            return false;
+        }
+        self.put(job.clone(), live);
+        true
     }
 
     fn put(&mut self, job: Arc<Job>, live: Live) {
