@@ -546,14 +546,17 @@ pub fn main(args: Vec<String>) -> i32 {
     let a = parse(&args);
     let client = controller();
     let q = query(&a);
+    // Boxed: sorting and collapsing move pointers, not records.
     let got = if q.brief {
         client
             .get::<Vec<ListedJob>>(&q.path())
-            .map(|l| l.into_iter().map(ListedJob::into_record).collect())
+            .map(|l| l.into_iter().map(|j| Box::new(j.into_record())).collect())
     } else {
-        client.get::<Vec<JobRecord>>(&q.path())
+        client
+            .get::<Vec<JobRecord>>(&q.path())
+            .map(|l| l.into_iter().map(Box::new).collect())
     };
-    let mut jobs: Vec<JobRecord> = match got {
+    let mut jobs: Vec<Box<JobRecord>> = match got {
         Ok(j) => j,
         Err(e) => fail("squeue", describe(&e), 1),
     };
@@ -564,7 +567,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 None => j.id == *id || j.array.is_some_and(|x| x.0 == *id),
             })
         };
-        jobs.retain(want);
+        jobs.retain(|j| want(j));
         if jobs.is_empty() && a.jobs.len() == 1 && !a.json {
             eprintln!("slurm_load_jobs error: Invalid job id specified");
             return 1;
@@ -610,6 +613,7 @@ pub fn main(args: Vec<String>) -> i32 {
             .get::<sluice_proto::types::ConfigInfo>("/v1/config")
             .map(|c| c.cluster_name)
             .unwrap_or_default();
+        let jobs: Vec<JobRecord> = jobs.into_iter().map(|j| *j).collect();
         print!("{}", super::squeue_json::document(&jobs, &cluster));
         return 0;
     }
@@ -699,13 +703,13 @@ fn placeholder() -> JobRecord {
 
 /// Pending tasks of an array that have not started show as one line,
 /// `123_[4-9%2]`, as Slurm shows them.
-fn collapse_arrays(jobs: Vec<JobRecord>) -> Vec<JobRecord> {
-    let mut out: Vec<JobRecord> = Vec::new();
+fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
+    let mut out: Vec<Box<JobRecord>> = Vec::new();
     // Where the first pending line with a remainder of each id is in `out`.
     let mut heads: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
-    let push = |out: &mut Vec<JobRecord>,
+    let push = |out: &mut Vec<Box<JobRecord>>,
                 heads: &mut std::collections::HashMap<u64, usize>,
-                j: JobRecord| {
+                j: Box<JobRecord>| {
         if j.state == JobState::Pending && j.array_pending.is_some() {
             heads.entry(j.id).or_insert(out.len());
         }

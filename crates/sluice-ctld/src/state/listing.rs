@@ -198,7 +198,10 @@ impl Listing {
                 }
             }
             self.pick(set)
-        } else if let StateFilter::Only(states) = &states {
+        } else if let Some(states) = match &states {
+            StateFilter::Only(s) if self.few_in(s) => Some(s),
+            _ => None,
+        } {
             let mut set = BTreeSet::new();
             for s in states {
                 if let Some(s) = self.by_state.get(s) {
@@ -212,6 +215,17 @@ impl Listing {
         out.retain(|l| wanted(&l.job));
         out.sort_by_key(|l| l.job.list_key());
         out
+    }
+
+    /// Whether jobs in `states` are few enough to look at through the index (else all
+    /// are looked at in one sweep).
+    fn few_in(&self, states: &[JobState]) -> bool {
+        let n: usize = states
+            .iter()
+            .filter_map(|s| self.by_state.get(s))
+            .map(OrdSet::len)
+            .sum();
+        n < self.jobs.len() / 2
     }
 
     fn pick(&self, ids: BTreeSet<JobId>) -> Vec<&Arc<Listed>> {
