@@ -139,7 +139,7 @@ pub(super) async fn list_jobs(State(app): State<App>, Query(q): Query<JobQuery>)
     let encode = move || {
         let now = super::now();
         if q.brief {
-            serde_json::to_vec(&listing.listed(&q, now))
+            listing.listed_json(&q, now)
         } else {
             serde_json::to_vec(&listing.jobs(&q, now))
         }

@@ -678,6 +678,12 @@ fn snapshot_is_current(s: &Script, now: i64) {
         .map(sluice_proto::listing::ListedJob::from_record)
         .collect();
     assert_eq!(listing.listed(&all, now), listed, "at {now}");
+    // Encoded straight from the jobs: the same bytes.
+    assert_eq!(
+        String::from_utf8(listing.listed_json(&all, now).unwrap()).unwrap(),
+        serde_json::to_string(&listed).unwrap(),
+        "at {now}"
+    );
     for id in 1..=20 {
         assert_eq!(
             listing.job(JobId(id)),

@@ -23,9 +23,12 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, RwLock};
 
 use imbl::{OrdMap, OrdSet};
+use serde::Serialize;
 use sluice_core::JobId;
 use sluice_proto::listing::{items, JobQuery, ListedJob, StateFilter};
-use sluice_proto::types::{JobDescription, JobRecord, JobState, PreemptionTimes};
+use sluice_proto::types::{
+    GresRequest, JobDescription, JobRecord, JobState, MemoryRequest, PreemptionTimes,
+};
 
 use super::job::Job;
 use super::reason::Reason;
@@ -148,6 +151,14 @@ impl Listing {
             .into_iter()
             .map(|l| listed(&self.conf, &l.job, &l.live))
             .collect()
+    }
+
+    /// [`Listing::listed`], encoded as JSON straight from the jobs.
+    pub fn listed_json(&self, q: &JobQuery, now: i64) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(&BriefListing {
+            conf: &self.conf,
+            jobs: self.select(q, now),
+        })
     }
 
     /// The jobs `q` asks for, visible at `now`, in list order. Costs the jobs it looks
@@ -323,6 +334,165 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         constraint: d.constraint.clone(),
         memory: d.memory,
         array_throttle: d.array.as_ref().map(|a| a.1),
+    }
+}
+
+fn empty(s: &&str) -> bool {
+    s.is_empty()
+}
+
+fn zero<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+fn no_gres(g: &&[GresRequest]) -> bool {
+    g.is_empty()
+}
+
+/// Job `r` as [`listed`] gives it, borrowed from the job: encoded without building a
+/// [`ListedJob`] (the same keys, the same fields left out; a test compares the two
+/// encodings).
+#[derive(Serialize)]
+struct ListedRef<'a> {
+    #[serde(rename = "i")]
+    id: u64,
+    #[serde(rename = "a", skip_serializing_if = "Option::is_none")]
+    array: Option<(u64, u32)>,
+    #[serde(rename = "ap", skip_serializing_if = "Option::is_none")]
+    array_pending: Option<&'a (Vec<u32>, Option<u32>)>,
+    #[serde(rename = "U", skip_serializing_if = "zero")]
+    uid: u32,
+    #[serde(rename = "u", skip_serializing_if = "empty")]
+    user: &'a str,
+    #[serde(rename = "g", skip_serializing_if = "empty")]
+    group: &'a str,
+    #[serde(rename = "A", skip_serializing_if = "empty")]
+    account: &'a str,
+    #[serde(rename = "P", skip_serializing_if = "empty")]
+    partition: &'a str,
+    #[serde(rename = "q", skip_serializing_if = "empty")]
+    qos: &'a str,
+    #[serde(rename = "s")]
+    state: JobState,
+    #[serde(rename = "r", skip_serializing_if = "empty")]
+    reason: &'a str,
+    #[serde(rename = "E", skip_serializing_if = "Option::is_none")]
+    dependency_status: Option<&'a str>,
+    #[serde(rename = "p", skip_serializing_if = "zero")]
+    priority: u32,
+    #[serde(rename = "V", skip_serializing_if = "zero")]
+    submit_time: i64,
+    #[serde(rename = "S", skip_serializing_if = "Option::is_none")]
+    start_time: Option<i64>,
+    #[serde(rename = "e", skip_serializing_if = "Option::is_none")]
+    end_time: Option<i64>,
+    #[serde(rename = "ps", skip_serializing_if = "Option::is_none")]
+    planned_start: Option<i64>,
+    #[serde(rename = "Y", skip_serializing_if = "Option::is_none")]
+    sched_nodes: Option<&'a str>,
+    #[serde(rename = "l", skip_serializing_if = "Option::is_none")]
+    time_limit: Option<i64>,
+    #[serde(rename = "N", skip_serializing_if = "Vec::is_empty")]
+    nodes: Vec<&'a str>,
+    #[serde(rename = "C", skip_serializing_if = "Vec::is_empty")]
+    cpus_per_node: Vec<u32>,
+    #[serde(rename = "m", skip_serializing_if = "zero")]
+    mem_per_node: u64,
+    #[serde(rename = "md", skip_serializing_if = "Option::is_none")]
+    mem_default: Option<MemoryRequest>,
+    #[serde(rename = "n", skip_serializing_if = "zero")]
+    ntasks: u32,
+    #[serde(rename = "c", skip_serializing_if = "zero")]
+    cpus_per_task: u32,
+    #[serde(rename = "D", skip_serializing_if = "zero")]
+    min_nodes: u32,
+    #[serde(rename = "j", skip_serializing_if = "empty")]
+    name: &'a str,
+    #[serde(rename = "v", skip_serializing_if = "Option::is_none")]
+    reservation: Option<&'a str>,
+    #[serde(rename = "Z", skip_serializing_if = "empty")]
+    work_dir: &'a str,
+    #[serde(rename = "o", skip_serializing_if = "empty")]
+    command: &'a str,
+    #[serde(rename = "k", skip_serializing_if = "Option::is_none")]
+    comment: Option<&'a str>,
+    #[serde(rename = "y", skip_serializing_if = "Option::is_none")]
+    nice: Option<i32>,
+    #[serde(rename = "b", skip_serializing_if = "no_gres")]
+    gres: &'a [GresRequest],
+    #[serde(rename = "h", skip_serializing_if = "std::ops::Not::not")]
+    exclusive: bool,
+    #[serde(rename = "w", skip_serializing_if = "Option::is_none")]
+    wckey: Option<&'a str>,
+    #[serde(rename = "f", skip_serializing_if = "Option::is_none")]
+    constraint: Option<&'a str>,
+    #[serde(rename = "M", skip_serializing_if = "Option::is_none")]
+    memory: Option<MemoryRequest>,
+    #[serde(rename = "T", skip_serializing_if = "Option::is_none")]
+    array_throttle: Option<Option<u32>>,
+}
+
+fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> ListedRef<'a> {
+    let d = &r.desc;
+    ListedRef {
+        id: r.id.0,
+        array: r.array.map(|(a, t)| (a.0, t)),
+        array_pending: r.array_pending.as_ref(),
+        uid: r.uid,
+        user: &r.user,
+        group: &r.group,
+        account: &r.account,
+        partition: &r.partition,
+        qos: &r.qos,
+        state: r.state,
+        reason: &live.reason,
+        dependency_status: live.dependency_status.as_deref(),
+        priority: live.priority,
+        submit_time: r.submit_time,
+        start_time: r.start_time,
+        end_time: r.end_time,
+        planned_start: live.planned_start,
+        sched_nodes: live.sched_nodes.as_deref(),
+        time_limit: r.time_limit,
+        nodes: r
+            .alloc
+            .iter()
+            .map(|s| conf.cluster.node(s.node).name.as_str())
+            .collect(),
+        cpus_per_node: r.alloc.iter().map(|s| s.cpus).collect(),
+        mem_per_node: r.mem_per_node,
+        mem_default: r.mem_default,
+        ntasks: r.ntasks,
+        cpus_per_task: r.cpus_per_task,
+        min_nodes: r.min_nodes,
+        name: &d.name,
+        reservation: d.reservation.as_deref(),
+        work_dir: &d.work_dir,
+        command: &d.command,
+        comment: d.comment.as_deref(),
+        nice: d.nice,
+        gres: &d.gres,
+        exclusive: d.exclusive,
+        wckey: d.wckey.as_deref(),
+        constraint: d.constraint.as_deref(),
+        memory: d.memory,
+        array_throttle: d.array.as_ref().map(|a| a.1),
+    }
+}
+
+/// A brief listing, encoded one job at a time from the snapshot.
+struct BriefListing<'a> {
+    conf: &'a ClusterConfig,
+    jobs: Vec<&'a Arc<Listed>>,
+}
+
+impl Serialize for BriefListing<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(
+            self.jobs
+                .iter()
+                .map(|l| listed_ref(self.conf, &l.job, &l.live)),
+        )
     }
 }
 
