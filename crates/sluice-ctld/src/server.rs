@@ -106,6 +106,8 @@ struct Shared {
     inputs: UnboundedSender<Input>,
     /// The store, for what is read from disk alone (`sacct`, the audit trail).
     store: Store,
+    /// The jobs as listings read them, as the loop last published them.
+    listing: crate::state::listing::Published,
     own_uid: u32,
     /// Names this run of the controller. Agents register again when it changes: a
     /// controller that restarted knows nothing of who is up.
@@ -328,6 +330,7 @@ pub async fn run(
     let shared = Arc::new(Shared {
         inputs: inputs.clone(),
         store: store.clone(),
+        listing: owner.published(),
         own_uid: nix::unistd::geteuid().as_raw(),
         incarnation,
         key: auth.as_ref().and_then(|a| a.key()).map(<[u8]>::to_vec),

@@ -255,9 +255,8 @@ pub struct Controller {
     preempting: BTreeMap<JobId, preempt::Preempting>,
     state_dir: PathBuf,
     sched: Scheduler,
-    /// Each boxed: the map moves small entries, and its half-full nodes cost a
-    /// pointer per empty slot rather than a whole job.
-    jobs: BTreeMap<JobId, Box<Job>>,
+    /// Each behind an `Arc` shared with the read snapshot (`state/job_table.rs`).
+    jobs: job_table::JobTable,
     steps: BTreeMap<(JobId, StepId), StepRecord>,
     /// Pending jobs kept out of the core: held, waiting on a dependency, or beyond their
     /// array's throttle.
@@ -368,7 +367,7 @@ impl Controller {
             conf,
             state_dir: state_dir.to_path_buf(),
             sched,
-            jobs: BTreeMap::new(),
+            jobs: Default::default(),
             steps: BTreeMap::new(),
             outside: BTreeSet::new(),
             outside_dirty: true,
@@ -405,18 +404,18 @@ impl Controller {
                     if r.desc.interactive {
                         c.interactive.insert(id);
                     }
-                    c.jobs.insert(id, Box::new(r));
+                    c.jobs.insert(id, r);
                     if let (Ok(spec), Some(nodes)) = (spec, nodes) {
                         let _ = c.sched.restore_running(spec, start, nodes, now);
                     }
                 }
                 JobState::Pending => {
-                    c.jobs.insert(id, Box::new(r));
+                    c.jobs.insert(id, r);
                     c.outside.insert(id);
                     c.audit_restored(id);
                 }
                 _ => {
-                    c.jobs.insert(id, Box::new(r));
+                    c.jobs.insert(id, r);
                 }
             }
         }
@@ -1030,7 +1029,7 @@ impl Controller {
                 self.sched.note_waiting(&spec);
             }
             self.audit_submitted(&r, now);
-            self.jobs.insert(id, Box::new(r));
+            self.jobs.insert(id, r);
             self.outside.insert(id);
         }
         // Only the new jobs: nothing else changed.
@@ -1039,7 +1038,7 @@ impl Controller {
 
     /// Moves pending jobs whose hold, dependency and throttle allow it into the core.
     fn release_outside(&mut self, now: i64) -> Vec<Effect> {
-        let ids = in_list_order(self.outside.iter().map(|id| &*self.jobs[id]));
+        let ids = in_list_order(self.outside.iter().map(|id| &self.jobs[id]));
         self.release(ids, now)
     }
 
@@ -2500,42 +2499,72 @@ impl Controller {
     }
 
     /// Job `r`'s record as it is shown (with `desc` as its submission), with the fields
-    /// the core keeps for queued jobs (reason, planned start) read from the core: they
-    /// change on every pass, and copying them into every job after each pass would cost
-    /// time in the queue's length per event.
+    /// read from elsewhere than the job ([`listing::Live`]): they change on every pass,
+    /// and copying them into every job after each pass would cost time in the queue's
+    /// length per event.
     fn record(&self, r: &Job, desc: JobDescription) -> JobRecord {
-        let mut planned_start = r.planned_start;
-        let mut sched_nodes = None;
-        let mut reason = r.reason;
+        listing::build(&self.conf, r, &self.live(r), desc)
+    }
+
+    /// What job `r`'s record shows that is not the job's own: the core's reason,
+    /// expected start and nodes for a queued job, its dependency's status, the
+    /// priority shown, a running job's preemption.
+    pub(crate) fn live(&self, r: &Job) -> listing::Live {
+        let core = self.core_view(r);
+        let sched_nodes = if core.expects_nodes {
+            self.expected_nodes(r.id)
+        } else {
+            None
+        };
+        let (reason, planned_start) = (core.reason, core.planned_start);
+        listing::Live {
+            core,
+            reason: self.reason_text(r, reason),
+            dependency_status: self.dependency_display(r, self.sched.last_pass()),
+            // The priority the core orders it by (held and finished jobs: 0, as Slurm
+            // shows).
+            priority: match r.state {
+                JobState::Pending | JobState::Running
+                    if self.priority.multifactor() && !r.held() =>
+                {
+                    r.priority
+                }
+                JobState::Pending if !r.held() => job_priority(r),
+                JobState::Running => job_priority(r),
+                _ => 0,
+            },
+            preemption: if r.state == JobState::Running {
+                self.preemption_of(r)
+            } else {
+                None
+            },
+            planned_start,
+            sched_nodes,
+        }
+    }
+
+    /// What pending job `r`'s record shows from the core, without building text: the
+    /// core's reason and expected start while it queues the job (the job's own
+    /// otherwise), and whether the forecast names its nodes.
+    pub(crate) fn core_view(&self, r: &Job) -> listing::CoreView {
+        let mut view = listing::CoreView {
+            reason: r.reason,
+            planned_start: r.planned_start,
+            expects_nodes: false,
+        };
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(r.id) {
                 if j.state == sluice_core::JobState::Pending {
-                    reason = Reason::Core(j.reason);
+                    view.reason = Reason::Core(j.reason);
                     // As Slurm: a job waiting for its `--begin` time that nothing else
                     // starts yet is shown starting then.
                     let begin = (j.spec.begin > self.sched.last_pass()).then_some(j.spec.begin);
-                    planned_start = self.expected_start(r.id, j.planned_start).or(begin);
-                    sched_nodes = self.expected_nodes(r.id);
+                    view.planned_start = self.expected_start(r.id, j.planned_start).or(begin);
+                    view.expects_nodes = self.expects_nodes(r.id);
                 }
             }
         }
-        let mut out = r.to_record(&self.conf, self.reason_text(r, reason), desc);
-        out.dependency_status = self.dependency_display(r, self.sched.last_pass());
-        // The priority the core orders it by (held and finished jobs: 0, as Slurm shows).
-        out.priority = match r.state {
-            JobState::Pending | JobState::Running if self.priority.multifactor() && !r.held() => {
-                r.priority
-            }
-            JobState::Pending if !r.held() => job_priority(r),
-            JobState::Running => job_priority(r),
-            _ => 0,
-        };
-        if r.state == JobState::Running {
-            self.show_preemption(&mut out);
-        }
-        out.planned_start = planned_start;
-        out.sched_nodes = sched_nodes;
-        out
+        view
     }
 
     /// Forgets jobs that finished at least `MinJobAge` seconds ago, with their steps, as
@@ -3175,6 +3204,8 @@ mod explain_text;
 mod forecast;
 pub mod gpu_env;
 mod job;
+mod job_table;
+pub mod listing;
 mod liveness;
 mod preempt;
 mod priority;

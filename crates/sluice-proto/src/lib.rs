@@ -7,6 +7,7 @@
 //! - [`priority`]: multifactor priorities and fair-share figures (`sprio`, `sshare`).
 //! - [`reservations`]: advance reservations (`scontrol create reservation`).
 //! - [`explain`]: why a job waits and what would start it (`sluice explain`).
+//! - [`listing`]: the filters of a job listing (`squeue`, `scontrol show job`).
 //! - [`client`]: a blocking client for the commands.
 //! - [`error`]: errors on the wire, with stable codes.
 //! - [`paths`]: where a cluster's state directory and sockets are.
@@ -18,6 +19,7 @@ pub mod client;
 pub mod diag;
 pub mod error;
 pub mod explain;
+pub mod listing;
 pub mod munge;
 pub mod oserror;
 pub mod paths;

@@ -81,17 +81,61 @@ pub fn invalid_codes(format: &str) -> Vec<String> {
         .collect()
 }
 
-fn cell(s: &str, right: bool, width: Option<usize>) -> String {
-    match width {
-        None => s.to_string(),
-        Some(w) => {
-            let t: String = s.chars().take(w).collect();
-            if right {
-                format!("{t:>w$}")
-            } else {
-                format!("{t:<w$}")
+/// Appends `s` as a cell: truncated to `width` characters and padded to it (on the
+/// left when `right`), or as it is without a width.
+fn cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
+    let Some(w) = width else {
+        out.push_str(s);
+        return;
+    };
+    let (shown, len) = match s.char_indices().nth(w) {
+        Some((end, _)) => (&s[..end], w),
+        None => (s, s.chars().count()),
+    };
+    let pad = w - len;
+    if right {
+        out.extend(std::iter::repeat_n(' ', pad));
+    }
+    out.push_str(shown);
+    if !right {
+        out.extend(std::iter::repeat_n(' ', pad));
+    }
+}
+
+/// A format parsed once, that renders any number of lines into one buffer.
+pub struct Layout {
+    pieces: Vec<Piece>,
+}
+
+impl Layout {
+    /// `format`'s layout.
+    pub fn new(format: &str) -> Self {
+        Layout {
+            pieces: parse(format).0,
+        }
+    }
+
+    /// Appends one line, newline included: each field whose code `value` knows is the
+    /// value it writes (into `scratch`, cleared first), as a cell; a code it does not
+    /// know (it returns `false`) prints nothing.
+    pub fn line(
+        &self,
+        out: &mut String,
+        scratch: &mut String,
+        mut value: impl FnMut(char, &mut String) -> bool,
+    ) {
+        for p in &self.pieces {
+            match p {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Code { right, width, code } => {
+                    scratch.clear();
+                    if value(*code, scratch) {
+                        cell(out, scratch, *right, *width);
+                    }
+                }
             }
         }
+        out.push('\n');
     }
 }
 
@@ -103,37 +147,23 @@ pub fn render(
     rows: &[Vec<Field>],
     known: &dyn Fn(char) -> bool,
 ) -> String {
-    let (ps, _) = parse(format);
-    let line = |fields: &[String]| -> String {
-        let mut s = String::new();
-        let mut k = 0;
-        for p in &ps {
-            match p {
-                Piece::Text(t) => s.push_str(t),
-                Piece::Code { right, width, code } => {
-                    if known(*code) {
-                        s.push_str(&cell(
-                            fields.get(k).map(String::as_str).unwrap_or(""),
-                            *right,
-                            *width,
-                        ));
-                        k += 1;
-                    }
-                }
-            }
-        }
-        s
-    };
+    let layout = Layout::new(format);
     let mut out = String::new();
+    let mut scratch = String::new();
+    let mut line = |texts: &mut dyn Iterator<Item = &str>| {
+        layout.line(&mut out, &mut scratch, |code, buf| {
+            if !known(code) {
+                return false;
+            }
+            buf.push_str(texts.next().unwrap_or(""));
+            true
+        });
+    };
     if let Some(h) = header {
-        let names: Vec<String> = h.iter().map(|f| f.header.to_string()).collect();
-        out.push_str(&line(&names));
-        out.push('\n');
+        line(&mut h.iter().map(|f| f.header));
     }
     for r in rows {
-        let vals: Vec<String> = r.iter().map(|f| f.value.clone()).collect();
-        out.push_str(&line(&vals));
-        out.push('\n');
+        line(&mut r.iter().map(|f| f.value.as_str()));
     }
     out
 }
@@ -155,6 +185,21 @@ mod tests {
             f("ST", "PD"),
             f("NODELIST(REASON)", "(Resources)"),
         ]]
+    }
+
+    #[test]
+    fn cells_are_cut_and_padded_to_their_width_in_characters() {
+        let cut = |s: &str, right, width| {
+            let mut out = String::new();
+            cell(&mut out, s, right, width);
+            out
+        };
+        assert_eq!(cut("abcdef", false, Some(3)), "abc");
+        assert_eq!(cut("ab", false, Some(4)), "ab  ");
+        assert_eq!(cut("ab", true, Some(4)), "  ab");
+        assert_eq!(cut("été", true, Some(4)), " été");
+        assert_eq!(cut("étété", true, Some(2)), "ét");
+        assert_eq!(cut("abc", true, None), "abc");
     }
 
     #[test]

@@ -423,8 +423,12 @@ pub fn main(args: Vec<String>) -> i32 {
                                 return 1;
                             };
                             let (job, task) = ids[0];
+                            let q = sluice_proto::listing::JobQuery {
+                                jobs: Some(task.map_or(job.to_string(), |t| format!("{job}_{t}"))),
+                                ..Default::default()
+                            };
                             let all: Vec<JobRecord> = client
-                                .get("/v1/jobs")
+                                .get(&q.path())
                                 .unwrap_or_else(|e| fail(ME, describe(&e), 1));
                             let mut found: Vec<JobRecord> = all
                                 .into_iter()

@@ -1,5 +1,6 @@
 //! `squeue`: the queue.
 
+use sluice_proto::listing::{JobQuery, ListedJob};
 use sluice_proto::types::MemoryRequest;
 use sluice_proto::types::{JobRecord, JobState};
 
@@ -9,7 +10,7 @@ use sluice_conf::duration::format_compact;
 use sluice_proto::time::{date_line, timestamp};
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
-use super::format::{render, Field};
+use super::format::{Field, Layout};
 
 const ME: &str = "squeue";
 const DEFAULT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
@@ -497,11 +498,65 @@ pub fn current_user() -> String {
         .unwrap_or_default()
 }
 
+/// What to ask the controller for: the filters of `a`, applied where the jobs are.
+/// With one job id, only the id: whether the controller knows it is decided before
+/// the other filters (an unknown id is an error, a known one filtered out is not).
+fn query(a: &Args) -> JobQuery {
+    let list = |v: &[String]| (!v.is_empty()).then(|| v.join(","));
+    let jobs = (!a.jobs.is_empty()).then(|| {
+        a.jobs
+            .iter()
+            .map(|(j, t)| t.map_or(j.to_string(), |t| format!("{j}_{t}")))
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    let brief = !a.json;
+    if a.jobs.len() == 1 {
+        return JobQuery {
+            jobs,
+            brief,
+            ..Default::default()
+        };
+    }
+    let states = if a.all_states || (a.json && a.states.is_empty() && !a.other_states) {
+        None
+    } else if a.states.is_empty() && !a.other_states {
+        Some("PENDING,RUNNING".to_string())
+    } else {
+        Some(
+            a.states
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+    };
+    JobQuery {
+        jobs,
+        users: list(&a.users),
+        states,
+        partitions: list(&a.partitions),
+        names: list(&a.names),
+        brief,
+    }
+}
+
 /// Runs `squeue`.
 pub fn main(args: Vec<String>) -> i32 {
     let a = parse(&args);
     let client = controller();
-    let mut jobs: Vec<JobRecord> = match client.get("/v1/jobs") {
+    let q = query(&a);
+    // Boxed: sorting and collapsing move pointers, not records.
+    let got = if q.brief {
+        client
+            .get::<Vec<ListedJob>>(&q.path())
+            .map(|l| l.into_iter().map(|j| Box::new(j.into_record())).collect())
+    } else {
+        client
+            .get::<Vec<JobRecord>>(&q.path())
+            .map(|l| l.into_iter().map(Box::new).collect())
+    };
+    let mut jobs: Vec<Box<JobRecord>> = match got {
         Ok(j) => j,
         Err(e) => fail("squeue", describe(&e), 1),
     };
@@ -512,12 +567,14 @@ pub fn main(args: Vec<String>) -> i32 {
                 None => j.id == *id || j.array.is_some_and(|x| x.0 == *id),
             })
         };
-        jobs.retain(want);
+        jobs.retain(|j| want(j));
         if jobs.is_empty() && a.jobs.len() == 1 && !a.json {
             eprintln!("slurm_load_jobs error: Invalid job id specified");
             return 1;
         }
     }
+    // The controller applied these already (except with one job id); applied again,
+    // they change nothing.
     jobs.retain(|j| a.users.is_empty() || a.users.contains(&j.user));
     jobs.retain(|j| a.partitions.is_empty() || a.partitions.contains(&j.partition));
     jobs.retain(|j| a.names.is_empty() || a.names.contains(&j.desc.name));
@@ -556,6 +613,7 @@ pub fn main(args: Vec<String>) -> i32 {
             .get::<sluice_proto::types::ConfigInfo>("/v1/config")
             .map(|c| c.cluster_name)
             .unwrap_or_default();
+        let jobs: Vec<JobRecord> = jobs.into_iter().map(|j| *j).collect();
         print!("{}", super::squeue_json::document(&jobs, &cluster));
         return 0;
     }
@@ -563,34 +621,79 @@ pub fn main(args: Vec<String>) -> i32 {
     if a.long {
         println!("{}", date_line(t));
     }
-    let rows: Vec<Vec<Field>> = jobs
-        .iter()
-        .map(|j| {
-            codes(&a.format)
-                .map(|c| field(c, j, t))
-                .collect::<Vec<_>>()
-                .into_iter()
-                .flatten()
-                .collect()
-        })
-        .collect();
-    let header = codes(&a.format)
-        .filter_map(|c| field(c, &placeholder(), t))
-        .collect::<Vec<_>>();
-    print!(
-        "{}",
-        render(&a.format, a.header.then_some(&header), &rows, &|c| field(
-            c,
-            &placeholder(),
-            t
-        )
-        .is_some())
-    );
+    // One pass, into one buffer: the format parsed once, each value written in place.
+    let layout = Layout::new(&a.format);
+    let mut out = String::with_capacity(64 + jobs.len() * (a.format.len() + 48));
+    let mut scratch = String::new();
+    if a.header {
+        let none = placeholder();
+        layout.line(&mut out, &mut scratch, |c, buf| match field(c, &none, t) {
+            Some(f) => {
+                buf.push_str(f.header);
+                true
+            }
+            None => false,
+        });
+    }
+    for j in &jobs {
+        layout.line(&mut out, &mut scratch, |c, buf| write_field(c, j, t, buf));
+    }
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.as_bytes());
+    let _ = stdout.flush();
     0
 }
 
-fn codes(format: &str) -> impl Iterator<Item = char> + '_ {
-    super::format::codes(format)
+/// Writes the value of `%code` for `j` into `out`; `false` for a code squeue does not
+/// know. The columns of the default formats are written in place; others as
+/// [`field`] makes them.
+fn write_field(code: char, j: &JobRecord, t: i64, out: &mut String) -> bool {
+    use std::fmt::Write;
+    match code {
+        'i' => match (&j.array, &j.array_pending) {
+            (Some((array, task)), _) => {
+                let _ = write!(out, "{array}_{task}");
+            }
+            (None, None) => {
+                let _ = write!(out, "{}", j.id);
+            }
+            _ => out.push_str(&j.display_id()),
+        },
+        'A' => {
+            let _ = write!(out, "{}", j.id);
+        }
+        'P' => out.push_str(&j.partition),
+        'j' => out.push_str(&j.desc.name),
+        'u' => out.push_str(&j.user),
+        't' => out.push_str(j.state.short()),
+        'T' => out.push_str(j.state.name()),
+        'D' => {
+            let n = if j.nodes.is_empty() {
+                j.min_nodes.max(1)
+            } else {
+                j.nodes.len() as u32
+            };
+            let _ = write!(out, "{n}");
+        }
+        'R' if matches!(
+            j.state,
+            JobState::Pending | JobState::Failed | JobState::Timeout | JobState::OutOfMemory
+        ) =>
+        {
+            let _ = write!(out, "({})", j.reason);
+        }
+        'r' => out.push_str(&j.reason),
+        'Q' => {
+            let _ = write!(out, "{}", j.priority);
+        }
+        'M' if j.start_time.is_none() => out.push_str("0:00"),
+        _ => match field(code, j, t) {
+            Some(f) => out.push_str(&f.value),
+            None => return false,
+        },
+    }
+    true
 }
 
 /// A record to name headers with.
@@ -600,16 +703,30 @@ fn placeholder() -> JobRecord {
 
 /// Pending tasks of an array that have not started show as one line,
 /// `123_[4-9%2]`, as Slurm shows them.
-fn collapse_arrays(jobs: Vec<JobRecord>) -> Vec<JobRecord> {
-    let mut out: Vec<JobRecord> = Vec::new();
+// Boxed on purpose: a record is about a kilobyte, and moving 100,000 of them (a sort,
+// this collapse) costs more than the listing itself.
+#[allow(clippy::vec_box)]
+fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
+    let mut out: Vec<Box<JobRecord>> = Vec::new();
+    // Where the first pending line with a remainder of each id is in `out`.
+    let mut heads: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let push = |out: &mut Vec<Box<JobRecord>>,
+                heads: &mut std::collections::HashMap<u64, usize>,
+                j: Box<JobRecord>| {
+        if j.state == JobState::Pending && j.array_pending.is_some() {
+            heads.entry(j.id).or_insert(out.len());
+        }
+        out.push(j);
+    };
     for j in jobs {
         if j.state == JobState::Pending {
             if let Some((array, task)) = j.array {
-                if let Some(prev) = out.iter_mut().find(|o| {
-                    o.state == JobState::Pending && o.array_pending.is_some() && o.id == array
-                }) {
-                    if let Some((rest, _)) = prev.array_pending.as_mut() {
-                        if !rest.contains(&task) {
+                if let Some(&at) = heads.get(&array) {
+                    if let Some((rest, _)) = out[at].array_pending.as_mut() {
+                        // Tasks mostly come in order: appended, no search.
+                        if rest.last().is_some_and(|&l| l < task) {
+                            rest.push(task);
+                        } else if !rest.contains(&task) {
                             rest.push(task);
                             rest.sort_unstable();
                         }
@@ -627,11 +744,11 @@ fn collapse_arrays(jobs: Vec<JobRecord>) -> Vec<JobRecord> {
                 head.id = array;
                 head.array = None;
                 head.array_pending = Some((vec![task], throttle));
-                out.push(head);
+                push(&mut out, &mut heads, head);
                 continue;
             }
         }
-        out.push(j);
+        push(&mut out, &mut heads, j);
     }
     // A lone remaining task prints as itself.
     for o in &mut out {

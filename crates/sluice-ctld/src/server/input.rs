@@ -20,8 +20,8 @@ use sluice_proto::explain::Explanation;
 use sluice_proto::priority::{PriorityReport, SharesReport};
 use sluice_proto::reservations::{ReservationChange, ReservationRecord};
 use sluice_proto::types::{
-    CancelRequest, ConfigInfo, DeviceFile, JobDescription, JobEnded, JobRecord, JobUpdate,
-    NodeInfo, NodeUpdate, PartitionInfo, StepPlan, StepRequest, SubmitReply, WillRunReply,
+    CancelRequest, ConfigInfo, DeviceFile, JobDescription, JobEnded, JobUpdate, NodeInfo,
+    NodeUpdate, PartitionInfo, StepPlan, StepRequest, SubmitReply, WillRunReply,
 };
 use tokio::sync::oneshot;
 
@@ -121,15 +121,6 @@ pub enum Request {
         group: String,
         /// Where the answer goes.
         reply: Reply<Result<WillRunReply, ApiError>>,
-    },
-    /// Every job the controller holds (what `squeue` lists).
-    Jobs(Reply<Vec<JobRecord>>),
-    /// One job's record (`None`: unknown).
-    Job {
-        /// Job id.
-        id: JobId,
-        /// Where it goes.
-        reply: Reply<Option<JobRecord>>,
     },
     /// The device files of a running job on one of its nodes (`None`: unknown job).
     JobDevices {

@@ -24,6 +24,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use super::executor::{Executor, Then};
 use super::input::{AuditScope, Change, Input, Reply, Request};
 use crate::state::audit::store_record;
+use crate::state::listing::{Published, Publisher};
 use crate::state::{Controller, Effect};
 
 /// Work to run on a blocking thread, off the loop; what it returns is fed back in.
@@ -117,16 +118,20 @@ pub struct Owner {
     waiting: usize,
     /// When jobs past `MinJobAge` were last forgotten.
     purged: i64,
+    /// The jobs as listings read them, published after each input and pass.
+    listing: Publisher,
 }
 
 impl Owner {
     /// The owner of `ctl`; `inputs` is its own channel.
     pub fn new(
-        ctl: Controller,
+        mut ctl: Controller,
         inputs: UnboundedSender<Input>,
         listen: Option<std::net::SocketAddr>,
     ) -> Self {
+        let listing = Publisher::new(&mut ctl);
         Owner {
+            listing,
             ctl,
             inputs,
             listen,
@@ -140,6 +145,11 @@ impl Owner {
     /// The controller (for tests and start-up).
     pub fn controller(&self) -> &Controller {
         &self.ctl
+    }
+
+    /// Where the jobs as listings read them are published.
+    pub fn published(&self) -> Published {
+        self.listing.published()
     }
 
     /// How long the loop may wait for an input before a pass is due: until the
@@ -169,8 +179,14 @@ impl Owner {
         self.waiting = waiting;
     }
 
-    /// Handles one input at `now`.
+    /// Handles one input at `now`, then publishes the jobs as listings read them.
     pub fn handle(&mut self, input: Input, now: i64) -> Outcome {
+        let outcome = self.handle_input(input, now);
+        self.listing.publish(&mut self.ctl);
+        outcome
+    }
+
+    fn handle_input(&mut self, input: Input, now: i64) -> Outcome {
         self.since_pass += 1;
         match input {
             Input::Request(r) => self.request(r, now),
@@ -197,7 +213,7 @@ impl Owner {
                 if self.waiting >= BURST {
                     self.pass_due = true;
                 } else {
-                    let pass = self.pass(now);
+                    let pass = self.schedule(now);
                     effects.extend(pass.effects);
                     offload = pass.offload;
                 }
@@ -274,6 +290,12 @@ impl Owner {
     /// A scheduling pass at `now`: the core's decisions, the idle-reservation notes,
     /// the forecast when the last one no longer holds, and the purge of old jobs.
     pub fn pass(&mut self, now: i64) -> Outcome {
+        let outcome = self.schedule(now);
+        self.listing.publish(&mut self.ctl);
+        outcome
+    }
+
+    fn schedule(&mut self, now: i64) -> Outcome {
         self.pass_due = false;
         self.since_pass = 0;
         let effects = self.ctl.schedule(now);
@@ -349,8 +371,6 @@ impl Owner {
                     ..Default::default()
                 }
             }
-            Request::Jobs(reply) => now_answer(reply, ctl.visible_jobs(now)),
-            Request::Job { id, reply } => now_answer(reply, ctl.job(id)),
             Request::JobDevices { id, node, reply } => {
                 let files = ctl.job(id).map(|_| ctl.job_devices_on(id, &node));
                 now_answer(reply, files)

@@ -1,15 +1,18 @@
 //! The controller's routes. Each handler translates its request into an input of the
 //! loop, with the caller taken from the connection, and the answer back into HTTP;
-//! none reads or changes the controller's state itself.
+//! none reads or changes the controller's state itself. Job listings and records are
+//! read from the snapshot the loop publishes (`state/listing.rs`), without waiting
+//! for the loop.
 
 use axum::extract::connect_info::ConnectInfo;
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 use sluice_core::JobId;
 use sluice_proto::error::ApiError;
+use sluice_proto::listing::JobQuery;
 use sluice_proto::types::{
     CancelRequest, Done, ExitReport, Heartbeat, HeartbeatReply, Incarnation, JobDescription,
     JobEnded, JobRecord, Register, StepRequest, TaskSelection,
@@ -143,8 +146,40 @@ async fn will_run(
     reply(r)
 }
 
-async fn list_jobs(State(app): State<App>) -> Response {
-    reply(app.ask(Request::Jobs).await)
+/// The jobs a listing asks for, from the latest snapshot (see
+/// `sluice_proto::listing`); `brief`, as `squeue` lists them. A long listing is built
+/// and encoded off the async workers.
+pub(super) async fn list_jobs(State(app): State<App>, Query(q): Query<JobQuery>) -> Response {
+    let listing = app.listing.latest();
+    let few = listing.len() < 1000;
+    let encode = move || {
+        let now = super::now();
+        if q.brief {
+            listing.listed_json(&q, now)
+        } else {
+            serde_json::to_vec(&listing.jobs(&q, now))
+        }
+    };
+    let body = if few {
+        encode()
+    } else {
+        match tokio::task::spawn_blocking(encode).await {
+            Ok(body) => body,
+            Err(e) => return refuse(internal(e.to_string())),
+        }
+    };
+    match body {
+        Ok(body) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(e) => refuse(internal(e.to_string())),
+    }
+}
+
+fn internal(message: String) -> ApiError {
+    ApiError::new(sluice_proto::error::ErrorCode::Internal, message)
 }
 
 /// A job's record. The controller keeps no script or environment (the store does, for
@@ -156,16 +191,15 @@ async fn show_job(
     UrlPath(id): UrlPath<u64>,
 ) -> Response {
     let caller = app.caller(peer);
-    let id = JobId(id);
-    let r = app.ask(|reply| Request::Job { id, reply }).await;
-    reply(r.and_then(|found| {
+    let found = app.listing.latest().job(JobId(id));
+    reply((|| {
         let mut r: JobRecord = found.ok_or_else(ApiError::invalid_job)?;
         if !(caller.admin || caller.uid == r.uid) {
             r.desc.environment = Vec::new();
             r.desc.script = String::new();
         }
         Ok(r)
-    }))
+    })())
 }
 
 /// The device files of a running job on one of its nodes, and which it may open
@@ -294,7 +328,7 @@ pub(super) fn storage(message: String) -> ApiError {
     ApiError::new(sluice_proto::error::ErrorCode::Storage, message)
 }
 
-async fn nodes(State(app): State<App>) -> Response {
+pub(super) async fn nodes(State(app): State<App>) -> Response {
     reply(app.ask(Request::Nodes).await)
 }
 

@@ -870,3 +870,344 @@ async fn stopping_answers_every_request_in_flight_and_keeps_every_acknowledged_j
         );
     }
 }
+
+/// The snapshot the loop published holds what the loop itself builds: every job's
+/// record, and the listing of every visible job.
+fn snapshot_is_current(s: &Script, now: i64) {
+    let listing = s.owner.published().latest();
+    let ctl = s.owner.controller();
+    let all = sluice_proto::listing::JobQuery::default();
+    assert_eq!(listing.jobs(&all, now), ctl.visible_jobs(now), "at {now}");
+    // As squeue lists them: the same fields.
+    let listed: Vec<sluice_proto::listing::ListedJob> = ctl
+        .visible_jobs(now)
+        .into_iter()
+        .map(sluice_proto::listing::ListedJob::from_record)
+        .collect();
+    assert_eq!(listing.listed(&all, now), listed, "at {now}");
+    // Encoded straight from the jobs: the same bytes.
+    assert_eq!(
+        String::from_utf8(listing.listed_json(&all, now).unwrap()).unwrap(),
+        serde_json::to_string(&listed).unwrap(),
+        "at {now}"
+    );
+    for id in 1..=20 {
+        assert_eq!(
+            listing.job(JobId(id)),
+            ctl.job(JobId(id)),
+            "job {id} at {now}"
+        );
+    }
+}
+
+impl Script {
+    /// A pass at `now`, with the forecast it asks for made at once.
+    fn pass_and_forecast(&mut self, now: i64) {
+        let mut out = self.owner.pass(now);
+        let forecast = out.offload.take();
+        self.settle(out);
+        if let Some(work) = forecast {
+            self.feed(work(), now);
+        }
+    }
+}
+
+#[test]
+fn the_published_snapshot_equals_what_the_loop_builds_after_every_step() {
+    // One 4-CPU node. A story of submissions (one with a dependency, one with a begin
+    // time, an array), holds, releases, a cancel, a requeue, starts and ends, with a
+    // forecast now and then: after each step, the snapshot's records are the loop's.
+    let mut s = Script::new(conf(1, 4));
+    let mut now = 0;
+    let step = |s: &mut Script, now: &mut i64| {
+        *now += 5;
+        s.pass_and_forecast(*now);
+        snapshot_is_current(s, *now);
+    };
+    let (big, _) = s.submit(desc(4), now);
+    snapshot_is_current(&s, now);
+    let (waiting, _) = s.submit(desc(2), now);
+    snapshot_is_current(&s, now);
+    let mut after = desc(1);
+    after.dependency = Some(format!("afterok:{big}"));
+    let (dependent, _) = s.submit(after, now);
+    snapshot_is_current(&s, now);
+    let mut later = desc(1);
+    later.begin = Some(500);
+    s.submit(later, now);
+    let mut array = desc(1);
+    array.array = Some((vec![1, 2, 3, 4], Some(2)));
+    let (array, _) = s.submit(array, now);
+    snapshot_is_current(&s, now);
+    step(&mut s, &mut now);
+    let hold = |id, user| Change::Hold {
+        id,
+        task: None,
+        user,
+    };
+    s.change(hold(waiting, false), root(), now).0.unwrap();
+    snapshot_is_current(&s, now);
+    step(&mut s, &mut now);
+    s.change(
+        Change::Release {
+            id: waiting,
+            task: None,
+        },
+        root(),
+        now,
+    )
+    .0
+    .unwrap();
+    snapshot_is_current(&s, now);
+    s.change(
+        Change::Hold {
+            id: array,
+            task: Some(2),
+            user: true,
+        },
+        alice(),
+        now,
+    )
+    .0
+    .unwrap();
+    snapshot_is_current(&s, now);
+    let cancel = Change::Cancel(CancelRequest {
+        jobs: vec![(array.0, Some(3))],
+        ..Default::default()
+    });
+    s.change(cancel, alice(), now).0.unwrap();
+    step(&mut s, &mut now);
+    s.change(
+        Change::Requeue {
+            id: big,
+            task: None,
+        },
+        root(),
+        now,
+    )
+    .0
+    .unwrap();
+    snapshot_is_current(&s, now);
+    // Its agent reports the requeued run's end: it may start again.
+    let (reply, _rx) = oneshot::channel();
+    s.feed(
+        Input::Request(Request::AgentEnded {
+            report: JobEnded {
+                job_id: big.0,
+                run: 0,
+                node: "node01".into(),
+                state: JobState::Cancelled,
+                exit_code: 0,
+                signal: 15,
+                end: now,
+            },
+            reply,
+        }),
+        now,
+    );
+    snapshot_is_current(&s, now);
+    step(&mut s, &mut now);
+    // Whatever runs ends, again and again, until the queue is empty (the dependent
+    // job starts once `big` completed; the array's held task stays).
+    for _ in 0..12 {
+        let running: Vec<(JobId, u32)> = s
+            .owner
+            .controller()
+            .visible_jobs(now)
+            .iter()
+            .filter(|j| j.state == JobState::Running)
+            .map(|j| (JobId(j.id), j.restarts))
+            .collect();
+        for (id, run) in running {
+            let (reply, _rx) = oneshot::channel();
+            s.feed(
+                Input::Request(Request::AgentEnded {
+                    report: JobEnded {
+                        job_id: id.0,
+                        run,
+                        node: "node01".into(),
+                        state: JobState::Completed,
+                        exit_code: 0,
+                        signal: 0,
+                        end: now,
+                    },
+                    reply,
+                }),
+                now,
+            );
+            snapshot_is_current(&s, now);
+        }
+        step(&mut s, &mut now);
+    }
+    let ctl = s.owner.controller();
+    assert_eq!(ctl.job(dependent).unwrap().state, JobState::Completed);
+    assert_eq!(ctl.job(big).unwrap().restarts, 1);
+    let left: Vec<String> = ctl
+        .visible_jobs(now)
+        .into_iter()
+        .filter(|j| !j.state.is_finished())
+        .map(|j| format!("{} {:?} {}", j.display_id(), j.state, j.reason))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            "4 Pending BeginTime".to_string(),
+            format!("{array}_2 Pending JobHeldUser")
+        ]
+    );
+    // Past MinJobAge the finished jobs are forgotten: gone from the snapshot too.
+    let later = now + s.owner.controller().conf.min_job_age + 10;
+    s.pass_and_forecast(later);
+    snapshot_is_current(&s, later);
+    // The begin job and the held task stay, with the array's tasks kept with it.
+    assert_eq!(s.owner.published().latest().len(), 4);
+}
+
+#[test]
+fn listings_filter_where_the_jobs_are_as_squeue_filters_them() {
+    // Jobs of alice and of root, an array, a finished job: each filter of a listing
+    // gives what filtering every visible job gives.
+    use sluice_proto::listing::JobQuery;
+    let mut s = Script::new(conf(1, 4));
+    let (running, _) = s.submit(desc(4), 0);
+    let (pending, _) = s.submit(desc(2), 0);
+    let mut array = desc(1);
+    array.name = "arr".into();
+    array.array = Some((vec![1, 2, 3], None));
+    let (array, _) = s.submit(array, 0);
+    let (reply, _rx) = oneshot::channel();
+    s.feed(
+        Input::Request(Request::Submit {
+            desc: Box::new(desc(1)),
+            caller: root(),
+            user: "root".into(),
+            group: "root".into(),
+            reply,
+        }),
+        0,
+    );
+    s.change(
+        Change::Cancel(CancelRequest {
+            jobs: vec![(pending.0, None)],
+            ..Default::default()
+        }),
+        alice(),
+        1,
+    )
+    .0
+    .unwrap();
+    let listing = s.owner.published().latest();
+    let ids = |q: JobQuery| -> Vec<u64> { listing.jobs(&q, 2).iter().map(|j| j.id).collect() };
+    let q = |f: fn(&mut JobQuery)| {
+        let mut q = JobQuery::default();
+        f(&mut q);
+        q
+    };
+    let tasks: Vec<u64> = s
+        .owner
+        .controller()
+        .visible_jobs(2)
+        .iter()
+        .filter(|j| j.array.is_some_and(|a| a.0 == array.0))
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(tasks.len(), 3);
+    assert_eq!(ids(JobQuery::default()).len(), 6, "every visible job");
+    assert_eq!(ids(q(|q| q.jobs = Some("1".into()))), [running.0]);
+    assert_eq!(
+        ids(q(|q| q.jobs = Some("3".into()))),
+        tasks,
+        "an array: its tasks"
+    );
+    let second = s
+        .owner
+        .controller()
+        .visible_jobs(2)
+        .into_iter()
+        .find(|j| j.array == Some((array.0, 2)))
+        .unwrap()
+        .id;
+    assert_eq!(ids(q(|q| q.jobs = Some("3_2".into()))), [second]);
+    assert_eq!(
+        ids(q(|q| q.jobs = Some("3_9,77,x".into()))),
+        Vec::<u64>::new()
+    );
+    assert_eq!(ids(q(|q| q.users = Some("root".into()))).len(), 1);
+    assert_eq!(ids(q(|q| q.users = Some("alice,bob".into()))).len(), 5);
+    assert_eq!(ids(q(|q| q.states = Some("RUNNING".into()))), [running.0]);
+    assert_eq!(ids(q(|q| q.states = Some("CA".into()))), [pending.0]);
+    assert_eq!(
+        ids(q(|q| q.states = Some("PENDING,RUNNING".into()))).len(),
+        5
+    );
+    assert_eq!(
+        ids(q(|q| q.states = Some(String::new()))),
+        Vec::<u64>::new()
+    );
+    assert_eq!(ids(q(|q| q.names = Some("arr".into()))), tasks);
+    assert_eq!(ids(q(|q| q.partitions = Some("debug".into()))).len(), 6);
+    assert_eq!(ids(q(|q| q.partitions = Some("other".into()))).len(), 0);
+    // Filters together: each narrows.
+    let mut both = JobQuery {
+        jobs: Some(format!("{},{}", running.0, pending.0)),
+        states: Some("PENDING,RUNNING".into()),
+        ..Default::default()
+    };
+    assert_eq!(ids(both.clone()), [running.0]);
+    both.users = Some("root".into());
+    assert_eq!(ids(both), Vec::<u64>::new());
+    // Past MinJobAge the cancelled job is no longer listed, even by id.
+    let late = 1 + s.owner.controller().conf.min_job_age;
+    let by_id = JobQuery {
+        jobs: Some(pending.0.to_string()),
+        ..Default::default()
+    };
+    assert_eq!(listing.jobs(&by_id, late), Vec::new());
+    assert_eq!(listing.jobs(&by_id, 2).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_is_answered_while_the_loop_is_busy() {
+    // Nothing reads the loop's inputs (a pass or a store write that never ends):
+    // listings and job records are still answered, from the snapshot; a request that
+    // needs the loop waits.
+    use axum::extract::{Query, State};
+    let mut s = Script::new(conf(1, 4));
+    s.submit(desc(4), 0);
+    s.submit(desc(4), 0);
+    let dir = temp_dir("busy");
+    let (store, _writer, _) = sluice_store::Store::open(&dir.join("sluice.db"), 1).unwrap();
+    let (inputs, _busy) = unbounded_channel();
+    let app = std::sync::Arc::new(super::Shared {
+        inputs,
+        store,
+        listing: s.owner.published(),
+        own_uid: 0,
+        incarnation: "test".into(),
+        key: None,
+    });
+    let wait = std::time::Duration::from_secs(5);
+    let q = sluice_proto::listing::JobQuery {
+        states: Some("PENDING".into()),
+        ..Default::default()
+    };
+    let answer = tokio::time::timeout(wait, super::routes::list_jobs(State(app.clone()), Query(q)))
+        .await
+        .expect("answered without the loop");
+    let body = axum::body::to_bytes(answer.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let jobs: Vec<JobRecord> = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        jobs.iter()
+            .map(|j| (j.id, j.reason.as_str()))
+            .collect::<Vec<_>>(),
+        [(2, "Resources")]
+    );
+    let nodes = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        super::routes::nodes(State(app)),
+    )
+    .await;
+    assert!(nodes.is_err(), "the loop is busy");
+}

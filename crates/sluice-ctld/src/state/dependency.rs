@@ -244,7 +244,7 @@ impl Controller {
     /// The jobs a `singleton` job waits for: its owner's other jobs of the same name
     /// that run, or wait ahead of it.
     fn singleton_blockers<'a>(&'a self, r: &'a Job) -> impl Iterator<Item = &'a Job> {
-        self.jobs.values().map(|j| &**j).filter(move |j| {
+        self.jobs.values().filter(move |j| {
             j.id != r.id
                 && j.uid == r.uid
                 && j.desc.name == r.desc.name
@@ -267,12 +267,8 @@ impl Controller {
         };
         let job = JobId(t.job);
         let Some(first) = (match task {
-            Some(i) => self
-                .jobs
-                .values()
-                .find(|j| j.array == Some((job, i)))
-                .map(|j| &**j),
-            None => self.jobs.get(&job).map(|j| &**j),
+            Some(i) => self.jobs.values().find(|j| j.array == Some((job, i))),
+            None => self.jobs.get(&job),
         }) else {
             return Vec::new();
         };
@@ -280,7 +276,6 @@ impl Controller {
             self.jobs
                 .values()
                 .filter(|j| j.array.is_some_and(|a| a.0 == job))
-                .map(|j| &**j)
                 .collect()
         } else {
             vec![first]

@@ -30,6 +30,8 @@ pub(super) struct Forecasts {
     /// When the last one was begun, and when it was done.
     began: i64,
     done: i64,
+    /// Forecasts made so far (what the read snapshot compares).
+    made: u64,
 }
 
 /// The pause after a forecast, as a multiple of the time it took.
@@ -84,6 +86,7 @@ impl Controller {
         self.forecasts.making = false;
         self.forecasts.done = now;
         self.forecasts.last = Some(Arc::new(forecast));
+        self.forecasts.made += 1;
     }
 
     /// `sbatch --test-only`: when and where `desc` would start if submitted now. It is
@@ -148,6 +151,21 @@ impl Controller {
         let f = self.forecasts.last.as_ref()?;
         f.start_time(id).filter(|&t| t >= self.sched.last_pass())?;
         Some(self.hostlist(&f.start_nodes(id)?))
+    }
+
+    /// Whether the last forecast starts pending job `id` no earlier than the last pass
+    /// (it then names its nodes, [`Controller::expected_nodes`]).
+    pub(super) fn expects_nodes(&self, id: JobId) -> bool {
+        self.forecasts
+            .last
+            .as_ref()
+            .and_then(|f| f.start_time(id))
+            .is_some_and(|t| t >= self.sched.last_pass())
+    }
+
+    /// How many forecasts were made: it changes when a new forecast comes.
+    pub(super) fn forecasts_made(&self) -> u64 {
+        self.forecasts.made
     }
 
     /// What `squeue --start` shows for pending job `id`: its start in the last

@@ -20,7 +20,7 @@ use sluice_core::{Decision, JobId, PreemptMode};
 use sluice_proto::audit::RequeueCause;
 use sluice_proto::types::JobState;
 
-use super::{Controller, Effect};
+use super::{Controller, Effect, Job};
 
 /// SIGTERM.
 const SIGTERM: i32 = 15;
@@ -131,20 +131,22 @@ impl Controller {
     /// For `scontrol show job`: a victim in its grace shows when it may be preempted
     /// (`PreemptEligibleTime`, start plus `PreemptExemptTime`), when it was
     /// (`PreemptTime`) and its grace's end as its `EndTime`, as Slurm shows them.
-    pub(super) fn show_preemption(&self, r: &mut sluice_proto::types::JobRecord) {
-        let Some(p) = self
-            .preempting
-            .get(&JobId(r.id))
-            .filter(|p| p.run == r.restarts)
-        else {
-            return;
-        };
+    pub(super) fn preemption_of(
+        &self,
+        r: &Job,
+    ) -> Option<Box<sluice_proto::types::PreemptionTimes>> {
+        let p = self.preempting.get(&r.id).filter(|p| p.run == r.restarts)?;
         let exempt = self.conf.cluster.preempt.exempt_time;
-        r.preemption = Some(Box::new(sluice_proto::types::PreemptionTimes {
+        Some(Box::new(sluice_proto::types::PreemptionTimes {
             eligible: r.start_time.map(|start| start + exempt),
             at: p.at,
             grace_end: p.deadline,
-        }));
+        }))
+    }
+
+    /// The running jobs being preempted (their records show it).
+    pub(super) fn preempting_ids(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.preempting.keys().copied()
     }
 
     /// The earliest end of a grace time still running.

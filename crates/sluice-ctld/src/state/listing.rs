@@ -1,0 +1,641 @@
+//! The jobs as listings read them (`squeue`, `scontrol show job`): a snapshot the loop
+//! publishes after each input that changed something, read by the HTTP handlers
+//! without a round trip through the loop.
+//!
+//! A [`Listing`] is persistent (`imbl`'s maps): the loop keeps one, changes the entries
+//! of the jobs that changed, and publishes a copy, which costs a pointer; a reader
+//! holding an older one keeps it whole. Each entry shares the controller's own job
+//! (`Arc<Job>`, see `job_table.rs`) and adds what the job's record shows that is not
+//! the job's ([`Live`]), so a record built from the snapshot is the record the loop
+//! builds ([`build`] is the one way both build it). A job's script and environment
+//! are shared, never copied.
+//!
+//! Invariant, kept by [`Publisher::publish`] after every input and every pass: each
+//! entry's job is the controller's job, and its [`Live`] is what
+//! [`Controller::live`] gives now. The job table notes every job changed; what
+//! changes without the job changing is read again where it can: the core's reason,
+//! expected start and nodes of every job the core queues (when the core's
+//! generation, its last pass or the forecast changed), the dependency status of every
+//! pending job with a dependency (when anything changed), and the preemption times of
+//! the jobs being preempted.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, RwLock};
+
+use imbl::{OrdMap, OrdSet};
+use serde::Serialize;
+use sluice_core::JobId;
+use sluice_proto::listing::{items, JobQuery, ListedJob, StateFilter};
+use sluice_proto::types::{
+    GresRequest, JobDescription, JobRecord, JobState, MemoryRequest, PreemptionTimes,
+};
+
+use super::job::Job;
+use super::reason::Reason;
+use super::Controller;
+use crate::config::ClusterConfig;
+
+/// What a pending job's record shows from the core, without text: compared after a
+/// pass to find the jobs whose records changed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CoreView {
+    /// The reason shown (the core's for a job it queues).
+    pub(crate) reason: Reason,
+    /// Expected start.
+    pub(crate) planned_start: Option<i64>,
+    /// Whether the forecast names its nodes.
+    pub(crate) expects_nodes: bool,
+}
+
+/// What a job's record shows that the controller reads from elsewhere than the job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Live {
+    /// The core's part.
+    pub(crate) core: CoreView,
+    /// The reason as the record prints it.
+    pub(crate) reason: String,
+    /// The dependency's status.
+    pub(crate) dependency_status: Option<String>,
+    /// The priority shown.
+    pub(crate) priority: u32,
+    /// A running job's preemption.
+    pub(crate) preemption: Option<Box<PreemptionTimes>>,
+    /// Expected start.
+    pub(crate) planned_start: Option<i64>,
+    /// Expected nodes.
+    pub(crate) sched_nodes: Option<String>,
+}
+
+/// Job `r`'s record with `live` and `desc` as its submission: the one way the loop and
+/// the snapshot build a record.
+pub(crate) fn build(conf: &ClusterConfig, r: &Job, live: &Live, desc: JobDescription) -> JobRecord {
+    let mut out = r.to_record(conf, live.reason.clone(), desc);
+    out.dependency_status = live.dependency_status.clone();
+    out.priority = live.priority;
+    out.preemption = live.preemption.clone();
+    out.planned_start = live.planned_start;
+    out.sched_nodes = live.sched_nodes.clone();
+    out
+}
+
+/// One job of the snapshot.
+#[derive(Debug)]
+pub struct Listed {
+    job: Arc<Job>,
+    live: Live,
+}
+
+/// The jobs, by id, with indexes by owner, state and array.
+#[derive(Clone)]
+pub struct Listing {
+    conf: Arc<ClusterConfig>,
+    jobs: OrdMap<JobId, Arc<Listed>>,
+    by_user: OrdMap<String, OrdSet<JobId>>,
+    by_state: OrdMap<JobState, OrdSet<JobId>>,
+    /// (array, task index, job).
+    by_array: OrdSet<(JobId, u32, JobId)>,
+}
+
+/// The latest snapshot, shared by the loop (which replaces it) and the readers.
+#[derive(Clone)]
+pub struct Published(Arc<RwLock<Arc<Listing>>>);
+
+impl Published {
+    /// The latest snapshot.
+    pub fn latest(&self) -> Arc<Listing> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Listing {
+    fn new(conf: Arc<ClusterConfig>) -> Self {
+        Listing {
+            conf,
+            jobs: OrdMap::new(),
+            by_user: OrdMap::new(),
+            by_state: OrdMap::new(),
+            by_array: OrdSet::new(),
+        }
+    }
+
+    /// How many jobs the controller holds.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Job `id`'s whole record (its script and environment included), as
+    /// [`Controller::job`] gives it.
+    pub fn job(&self, id: JobId) -> Option<JobRecord> {
+        let l = self.jobs.get(&id)?;
+        Some(build(
+            &self.conf,
+            &l.job,
+            &l.live,
+            JobDescription::clone(&l.job.desc),
+        ))
+    }
+
+    /// The jobs `q` asks for, visible at `now` (finished ones only until `MinJobAge`
+    /// after their end), without their scripts and environments, in
+    /// [`JobRecord::list_key`] order.
+    pub fn jobs(&self, q: &JobQuery, now: i64) -> Vec<JobRecord> {
+        self.select(q, now)
+            .into_iter()
+            .map(|l| build(&self.conf, &l.job, &l.live, l.job.listed_desc()))
+            .collect()
+    }
+
+    /// The same jobs as [`Listing::jobs`], as `squeue` lists them.
+    pub fn listed(&self, q: &JobQuery, now: i64) -> Vec<ListedJob> {
+        self.select(q, now)
+            .into_iter()
+            .map(|l| listed(&self.conf, &l.job, &l.live))
+            .collect()
+    }
+
+    /// [`Listing::listed`], encoded as JSON straight from the jobs.
+    pub fn listed_json(&self, q: &JobQuery, now: i64) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(&BriefListing {
+            conf: &self.conf,
+            jobs: self.select(q, now),
+        })
+    }
+
+    /// The jobs `q` asks for, visible at `now`, in list order. Costs the jobs it looks
+    /// at: those named (by id, or an array's tasks), else those of the users named,
+    /// else of the states named, else every job.
+    fn select(&self, q: &JobQuery, now: i64) -> Vec<&Arc<Listed>> {
+        let users: Option<Vec<&str>> = q.users.as_deref().map(|u| items(u).collect());
+        let partitions: Option<Vec<&str>> = q.partitions.as_deref().map(|p| items(p).collect());
+        let names: Option<Vec<&str>> = q.names.as_deref().map(|n| items(n).collect());
+        let states = q.state_filter();
+        let ids = q.job_ids();
+        let age = self.conf.min_job_age;
+        let wanted = |j: &Job| {
+            (!j.state.is_finished() || j.end_time.is_some_and(|e| now - e < age))
+                && users.as_ref().is_none_or(|u| u.contains(&j.user.as_str()))
+                && partitions
+                    .as_ref()
+                    .is_none_or(|p| p.contains(&j.partition.as_str()))
+                && names
+                    .as_ref()
+                    .is_none_or(|n| n.contains(&j.desc.name.as_str()))
+                && match &states {
+                    StateFilter::All => true,
+                    StateFilter::Only(s) => s.contains(&j.state),
+                }
+        };
+        let mut out: Vec<&Arc<Listed>> = if let Some(ids) = &ids {
+            let mut set = BTreeSet::new();
+            for &(id, task) in ids {
+                let id = JobId(id);
+                let (lo, hi) = match task {
+                    Some(t) => ((id, t, JobId(0)), (id, t, JobId(u64::MAX))),
+                    None => {
+                        if self.jobs.contains_key(&id) {
+                            set.insert(id);
+                        }
+                        ((id, 0, JobId(0)), (id, u32::MAX, JobId(u64::MAX)))
+                    }
+                };
+                set.extend(self.by_array.range(lo..=hi).map(|k| k.2));
+            }
+            self.pick(set)
+        } else if let Some(users) = &users {
+            let mut set = BTreeSet::new();
+            for u in users {
+                if let Some(s) = self.by_user.get(*u) {
+                    set.extend(s.iter().copied());
+                }
+            }
+            self.pick(set)
+        } else if let Some(states) = match &states {
+            StateFilter::Only(s) if self.few_in(s) => Some(s),
+            _ => None,
+        } {
+            let mut set = BTreeSet::new();
+            for s in states {
+                if let Some(s) = self.by_state.get(s) {
+                    set.extend(s.iter().copied());
+                }
+            }
+            self.pick(set)
+        } else {
+            self.jobs.values().collect()
+        };
+        out.retain(|l| wanted(&l.job));
+        out.sort_by_key(|l| l.job.list_key());
+        out
+    }
+
+    /// Whether jobs in `states` are few enough to look at through the index (else all
+    /// are looked at in one sweep).
+    fn few_in(&self, states: &[JobState]) -> bool {
+        let n: usize = states
+            .iter()
+            .filter_map(|s| self.by_state.get(s))
+            .map(OrdSet::len)
+            .sum();
+        n < self.jobs.len() / 2
+    }
+
+    fn pick(&self, ids: BTreeSet<JobId>) -> Vec<&Arc<Listed>> {
+        ids.iter().filter_map(|id| self.jobs.get(id)).collect()
+    }
+
+    /// Puts `job` with `live` in, replacing what was there under its id.
+    fn put(&mut self, job: Arc<Job>, live: Live) {
+        let id = job.id;
+        self.take_out(id);
+        index_add(&mut self.by_user, job.user.clone(), id);
+        index_add(&mut self.by_state, job.state, id);
+        if let Some((array, task)) = job.array {
+            self.by_array.insert((array, task, id));
+        }
+        self.jobs.insert(id, Arc::new(Listed { job, live }));
+    }
+
+    /// Takes job `id` out, with its index entries.
+    fn take_out(&mut self, id: JobId) -> Option<Arc<Listed>> {
+        let old = self.jobs.remove(&id)?;
+        index_remove(&mut self.by_user, &old.job.user, id);
+        index_remove(&mut self.by_state, &old.job.state, id);
+        if let Some((array, task)) = old.job.array {
+            self.by_array.remove(&(array, task, id));
+        }
+        Some(old)
+    }
+}
+
+fn index_add<K: Ord + Clone>(index: &mut OrdMap<K, OrdSet<JobId>>, key: K, id: JobId) {
+    match index.get_mut(&key) {
+        Some(set) => {
+            set.insert(id);
+        }
+        None => {
+            index.insert(key, OrdSet::unit(id));
+        }
+    }
+}
+
+fn index_remove<K: Ord + Clone>(index: &mut OrdMap<K, OrdSet<JobId>>, key: &K, id: JobId) {
+    if let Some(set) = index.get_mut(key) {
+        set.remove(&id);
+        if set.is_empty() {
+            index.remove(key);
+        }
+    }
+}
+
+/// Job `r` as `squeue` lists it, with `live`: the fields of its record ([`build`])
+/// that [`ListedJob`] keeps, made without the rest.
+pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
+    let d = &r.desc;
+    ListedJob {
+        id: r.id.0,
+        array: r.array.map(|(a, t)| (a.0, t)),
+        array_pending: r.array_pending.clone(),
+        uid: r.uid,
+        user: r.user.clone(),
+        group: r.group.clone(),
+        account: r.account.clone(),
+        partition: r.partition.clone(),
+        qos: r.qos.clone(),
+        state: r.state,
+        reason: live.reason.clone(),
+        dependency_status: live.dependency_status.clone(),
+        priority: live.priority,
+        submit_time: r.submit_time,
+        start_time: r.start_time,
+        end_time: r.end_time,
+        planned_start: live.planned_start,
+        sched_nodes: live.sched_nodes.clone(),
+        time_limit: r.time_limit,
+        nodes: r
+            .alloc
+            .iter()
+            .map(|s| conf.cluster.node(s.node).name.clone())
+            .collect(),
+        cpus_per_node: r.alloc.iter().map(|s| s.cpus).collect(),
+        mem_per_node: r.mem_per_node,
+        mem_default: r.mem_default,
+        ntasks: r.ntasks,
+        cpus_per_task: r.cpus_per_task,
+        min_nodes: r.min_nodes,
+        name: d.name.clone(),
+        reservation: d.reservation.clone(),
+        work_dir: d.work_dir.clone(),
+        command: d.command.clone(),
+        comment: d.comment.clone(),
+        nice: d.nice,
+        gres: d.gres.clone(),
+        exclusive: d.exclusive,
+        wckey: d.wckey.clone(),
+        constraint: d.constraint.clone(),
+        memory: d.memory,
+        array_throttle: d.array.as_ref().map(|a| a.1),
+    }
+}
+
+fn empty(s: &&str) -> bool {
+    s.is_empty()
+}
+
+fn zero<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+fn no_gres(g: &&[GresRequest]) -> bool {
+    g.is_empty()
+}
+
+/// Job `r` as [`listed`] gives it, borrowed from the job: encoded without building a
+/// [`ListedJob`] (the same keys, the same fields left out; a test compares the two
+/// encodings).
+#[derive(Serialize)]
+struct ListedRef<'a> {
+    #[serde(rename = "i")]
+    id: u64,
+    #[serde(rename = "a", skip_serializing_if = "Option::is_none")]
+    array: Option<(u64, u32)>,
+    #[serde(rename = "ap", skip_serializing_if = "Option::is_none")]
+    array_pending: Option<&'a (Vec<u32>, Option<u32>)>,
+    #[serde(rename = "U", skip_serializing_if = "zero")]
+    uid: u32,
+    #[serde(rename = "u", skip_serializing_if = "empty")]
+    user: &'a str,
+    #[serde(rename = "g", skip_serializing_if = "empty")]
+    group: &'a str,
+    #[serde(rename = "A", skip_serializing_if = "empty")]
+    account: &'a str,
+    #[serde(rename = "P", skip_serializing_if = "empty")]
+    partition: &'a str,
+    #[serde(rename = "q", skip_serializing_if = "empty")]
+    qos: &'a str,
+    #[serde(rename = "s")]
+    state: JobState,
+    #[serde(rename = "r", skip_serializing_if = "empty")]
+    reason: &'a str,
+    #[serde(rename = "E", skip_serializing_if = "Option::is_none")]
+    dependency_status: Option<&'a str>,
+    #[serde(rename = "p", skip_serializing_if = "zero")]
+    priority: u32,
+    #[serde(rename = "V", skip_serializing_if = "zero")]
+    submit_time: i64,
+    #[serde(rename = "S", skip_serializing_if = "Option::is_none")]
+    start_time: Option<i64>,
+    #[serde(rename = "e", skip_serializing_if = "Option::is_none")]
+    end_time: Option<i64>,
+    #[serde(rename = "ps", skip_serializing_if = "Option::is_none")]
+    planned_start: Option<i64>,
+    #[serde(rename = "Y", skip_serializing_if = "Option::is_none")]
+    sched_nodes: Option<&'a str>,
+    #[serde(rename = "l", skip_serializing_if = "Option::is_none")]
+    time_limit: Option<i64>,
+    #[serde(rename = "N", skip_serializing_if = "Vec::is_empty")]
+    nodes: Vec<&'a str>,
+    #[serde(rename = "C", skip_serializing_if = "Vec::is_empty")]
+    cpus_per_node: Vec<u32>,
+    #[serde(rename = "m", skip_serializing_if = "zero")]
+    mem_per_node: u64,
+    #[serde(rename = "md", skip_serializing_if = "Option::is_none")]
+    mem_default: Option<MemoryRequest>,
+    #[serde(rename = "n", skip_serializing_if = "zero")]
+    ntasks: u32,
+    #[serde(rename = "c", skip_serializing_if = "zero")]
+    cpus_per_task: u32,
+    #[serde(rename = "D", skip_serializing_if = "zero")]
+    min_nodes: u32,
+    #[serde(rename = "j", skip_serializing_if = "empty")]
+    name: &'a str,
+    #[serde(rename = "v", skip_serializing_if = "Option::is_none")]
+    reservation: Option<&'a str>,
+    #[serde(rename = "Z", skip_serializing_if = "empty")]
+    work_dir: &'a str,
+    #[serde(rename = "o", skip_serializing_if = "empty")]
+    command: &'a str,
+    #[serde(rename = "k", skip_serializing_if = "Option::is_none")]
+    comment: Option<&'a str>,
+    #[serde(rename = "y", skip_serializing_if = "Option::is_none")]
+    nice: Option<i32>,
+    #[serde(rename = "b", skip_serializing_if = "no_gres")]
+    gres: &'a [GresRequest],
+    #[serde(rename = "h", skip_serializing_if = "std::ops::Not::not")]
+    exclusive: bool,
+    #[serde(rename = "w", skip_serializing_if = "Option::is_none")]
+    wckey: Option<&'a str>,
+    #[serde(rename = "f", skip_serializing_if = "Option::is_none")]
+    constraint: Option<&'a str>,
+    #[serde(rename = "M", skip_serializing_if = "Option::is_none")]
+    memory: Option<MemoryRequest>,
+    #[serde(rename = "T", skip_serializing_if = "Option::is_none")]
+    array_throttle: Option<Option<u32>>,
+}
+
+fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> ListedRef<'a> {
+    let d = &r.desc;
+    ListedRef {
+        id: r.id.0,
+        array: r.array.map(|(a, t)| (a.0, t)),
+        array_pending: r.array_pending.as_ref(),
+        uid: r.uid,
+        user: &r.user,
+        group: &r.group,
+        account: &r.account,
+        partition: &r.partition,
+        qos: &r.qos,
+        state: r.state,
+        reason: &live.reason,
+        dependency_status: live.dependency_status.as_deref(),
+        priority: live.priority,
+        submit_time: r.submit_time,
+        start_time: r.start_time,
+        end_time: r.end_time,
+        planned_start: live.planned_start,
+        sched_nodes: live.sched_nodes.as_deref(),
+        time_limit: r.time_limit,
+        nodes: r
+            .alloc
+            .iter()
+            .map(|s| conf.cluster.node(s.node).name.as_str())
+            .collect(),
+        cpus_per_node: r.alloc.iter().map(|s| s.cpus).collect(),
+        mem_per_node: r.mem_per_node,
+        mem_default: r.mem_default,
+        ntasks: r.ntasks,
+        cpus_per_task: r.cpus_per_task,
+        min_nodes: r.min_nodes,
+        name: &d.name,
+        reservation: d.reservation.as_deref(),
+        work_dir: &d.work_dir,
+        command: &d.command,
+        comment: d.comment.as_deref(),
+        nice: d.nice,
+        gres: &d.gres,
+        exclusive: d.exclusive,
+        wckey: d.wckey.as_deref(),
+        constraint: d.constraint.as_deref(),
+        memory: d.memory,
+        array_throttle: d.array.as_ref().map(|a| a.1),
+    }
+}
+
+/// A brief listing, encoded one job at a time from the snapshot.
+struct BriefListing<'a> {
+    conf: &'a ClusterConfig,
+    jobs: Vec<&'a Arc<Listed>>,
+}
+
+impl Serialize for BriefListing<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(
+            self.jobs
+                .iter()
+                .map(|l| listed_ref(self.conf, &l.job, &l.live)),
+        )
+    }
+}
+
+/// The loop's side of the snapshot: keeps it current and publishes it.
+pub struct Publisher {
+    shared: Published,
+    current: Listing,
+    /// What the core's part of the records was read at: the core's generation, its
+    /// last pass, the forecasts made.
+    generation: u64,
+    last_pass: i64,
+    forecast: u64,
+    /// Pending jobs with a dependency (their status reads other jobs).
+    with_dependency: BTreeSet<JobId>,
+    /// Jobs whose records show a preemption.
+    preempted: BTreeSet<JobId>,
+}
+
+impl Publisher {
+    /// A publisher for `ctl`'s jobs, published at once.
+    pub fn new(ctl: &mut Controller) -> Self {
+        let current = Listing::new(Arc::new(ctl.conf.clone()));
+        let mut p = Publisher {
+            shared: Published(Arc::new(RwLock::new(Arc::new(current.clone())))),
+            current,
+            generation: u64::MAX,
+            last_pass: i64::MIN,
+            forecast: u64::MAX,
+            with_dependency: BTreeSet::new(),
+            preempted: BTreeSet::new(),
+        };
+        for id in ctl.jobs.keys().copied().collect::<Vec<_>>() {
+            ctl.jobs.get_mut(&id);
+        }
+        p.publish(ctl);
+        p
+    }
+
+    /// The handle readers read the latest snapshot from.
+    pub fn published(&self) -> Published {
+        self.shared.clone()
+    }
+
+    /// The snapshot as last published.
+    pub fn current(&self) -> &Listing {
+        &self.current
+    }
+
+    /// Brings the snapshot up to date with `ctl` and publishes it if anything changed.
+    /// Costs the jobs changed since the last call, plus, when the core changed, a
+    /// look at each job it queues.
+    pub fn publish(&mut self, ctl: &mut Controller) {
+        let changed = ctl.jobs.take_changed();
+        let mut dirty = false;
+        for id in &changed {
+            match ctl.jobs.shared(id) {
+                Some(job) => {
+                    let live = ctl.live(job);
+                    self.put(job.clone(), live);
+                }
+                None => {
+                    self.current.take_out(*id);
+                    self.with_dependency.remove(id);
+                    self.preempted.remove(id);
+                }
+            }
+            dirty = true;
+        }
+        let forecast = ctl.forecasts_made();
+        let core_moved = ctl.sched.generation() != self.generation
+            || ctl.sched.last_pass() != self.last_pass
+            || forecast != self.forecast;
+        // The jobs the core queues: their records change with the core's view of them
+        // (the forecast's nodes: with the forecast), compared without building text.
+        if core_moved {
+            let forecast_changed = forecast != self.forecast;
+            self.generation = ctl.sched.generation();
+            self.last_pass = ctl.sched.last_pass();
+            self.forecast = forecast;
+            let queued: Vec<JobId> = ctl.sched.pending().map(|j| j.id()).collect();
+            for id in queued {
+                if changed.contains(&id) || self.with_dependency.contains(&id) {
+                    continue;
+                }
+                let Some(job) = ctl.jobs.shared(&id) else {
+                    continue;
+                };
+                let view = ctl.core_view(job);
+                let same = self.current.jobs.get(&id).is_some_and(|l| {
+                    l.live.core == view && !(forecast_changed && view.expects_nodes)
+                });
+                if !same {
+                    dirty |= self.refresh(ctl, id);
+                }
+            }
+        }
+        // Dependencies read other jobs; preemptions, the preempting set.
+        let mut again: BTreeSet<JobId> = BTreeSet::new();
+        if core_moved || dirty {
+            again.extend(self.with_dependency.iter().copied());
+        }
+        again.extend(self.preempted.iter().copied());
+        again.extend(ctl.preempting_ids());
+        for id in again.difference(&changed) {
+            dirty |= self.refresh(ctl, *id);
+        }
+        if dirty {
+            let next = Arc::new(self.current.clone());
+            *self.shared.0.write().unwrap_or_else(|e| e.into_inner()) = next;
+        }
+    }
+
+    /// Reads job `id`'s [`Live`] again and replaces its entry if it differs; whether
+    /// it did.
+    fn refresh(&mut self, ctl: &Controller, id: JobId) -> bool {
+        let Some(job) = ctl.jobs.shared(&id) else {
+            return false;
+        };
+        let live = ctl.live(job);
+        if self.current.jobs.get(&id).is_some_and(|l| l.live == live) {
+            return false;
+        }
+        self.put(job.clone(), live);
+        true
+    }
+
+    fn put(&mut self, job: Arc<Job>, live: Live) {
+        let id = job.id;
+        if job.state == JobState::Pending && job.desc.dependency.is_some() {
+            self.with_dependency.insert(id);
+        } else {
+            self.with_dependency.remove(&id);
+        }
+        if live.preemption.is_some() {
+            self.preempted.insert(id);
+        } else {
+            self.preempted.remove(&id);
+        }
+        self.current.put(job, live);
+    }
+}

@@ -1,0 +1,381 @@
+//! What a job listing asks for: `GET /v1/jobs?jobs=…&users=…&states=…`, the filters
+//! `squeue` and `scontrol show job` apply, applied by the controller where the jobs are.
+//!
+//! Every filter is a comma-separated list, absent when it does not filter; a job is
+//! listed when it passes every filter given:
+//! - `jobs`: `123` (the job, or every task of array 123) or `123_4` (one task);
+//! - `users`: owners' names; `partitions`; `names` (job names);
+//! - `states`: Slurm's state names (`PENDING,RUNNING`: what `squeue` lists without
+//!   `-t`); an empty list matches nothing; absent or `all`: every state;
+//! - `brief`: the answer is [`ListedJob`]s, only what `squeue`'s columns show, in a
+//!   compact form (short keys, empty fields left out): a tenth of a record's size.
+//!
+//! Finished jobs past `MinJobAge` are never listed (the controller forgot them).
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{GresRequest, JobRecord, JobState, MemoryRequest};
+
+/// A job listing's filters, as query parameters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobQuery {
+    /// Job ids: `123`, `123_4`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<String>,
+    /// Owners' names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<String>,
+    /// State names, or `all`; absent: every state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<String>,
+    /// Partitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<String>,
+    /// Job names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub names: Option<String>,
+    /// Answer with [`ListedJob`]s.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub brief: bool,
+}
+
+fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// A job as `squeue` lists it (`?brief=true`): the fields of a [`JobRecord`] its
+/// columns, filters, order and array lines read, under short keys, those empty left
+/// out. [`ListedJob::into_record`] gives the record back with these fields (and an
+/// array's throttle as its submission's), the others empty.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListedJob {
+    #[serde(rename = "i")]
+    pub id: u64,
+    #[serde(rename = "a", default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<(u64, u32)>,
+    #[serde(rename = "ap", default, skip_serializing_if = "Option::is_none")]
+    pub array_pending: Option<(Vec<u32>, Option<u32>)>,
+    #[serde(rename = "U", default, skip_serializing_if = "is_zero")]
+    pub uid: u32,
+    #[serde(rename = "u", default, skip_serializing_if = "String::is_empty")]
+    pub user: String,
+    #[serde(rename = "g", default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    #[serde(rename = "A", default, skip_serializing_if = "String::is_empty")]
+    pub account: String,
+    #[serde(rename = "P", default, skip_serializing_if = "String::is_empty")]
+    pub partition: String,
+    #[serde(rename = "q", default, skip_serializing_if = "String::is_empty")]
+    pub qos: String,
+    #[serde(rename = "s", default)]
+    pub state: JobState,
+    #[serde(rename = "r", default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(rename = "E", default, skip_serializing_if = "Option::is_none")]
+    pub dependency_status: Option<String>,
+    #[serde(rename = "p", default, skip_serializing_if = "is_zero")]
+    pub priority: u32,
+    #[serde(rename = "V", default, skip_serializing_if = "is_zero")]
+    pub submit_time: i64,
+    #[serde(rename = "S", default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<i64>,
+    #[serde(rename = "e", default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<i64>,
+    #[serde(rename = "ps", default, skip_serializing_if = "Option::is_none")]
+    pub planned_start: Option<i64>,
+    #[serde(rename = "Y", default, skip_serializing_if = "Option::is_none")]
+    pub sched_nodes: Option<String>,
+    #[serde(rename = "l", default, skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<i64>,
+    #[serde(rename = "N", default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    #[serde(rename = "C", default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus_per_node: Vec<u32>,
+    #[serde(rename = "m", default, skip_serializing_if = "is_zero")]
+    pub mem_per_node: u64,
+    #[serde(rename = "md", default, skip_serializing_if = "Option::is_none")]
+    pub mem_default: Option<MemoryRequest>,
+    #[serde(rename = "n", default, skip_serializing_if = "is_zero")]
+    pub ntasks: u32,
+    #[serde(rename = "c", default, skip_serializing_if = "is_zero")]
+    pub cpus_per_task: u32,
+    #[serde(rename = "D", default, skip_serializing_if = "is_zero")]
+    pub min_nodes: u32,
+    /// The submission's: name, reservation, work directory, command, comment, nice,
+    /// GRES, exclusive, WCKey, constraint, memory, and its array's throttle.
+    #[serde(rename = "j", default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(rename = "v", default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<String>,
+    #[serde(rename = "Z", default, skip_serializing_if = "String::is_empty")]
+    pub work_dir: String,
+    #[serde(rename = "o", default, skip_serializing_if = "String::is_empty")]
+    pub command: String,
+    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    #[serde(rename = "y", default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
+    #[serde(rename = "b", default, skip_serializing_if = "Vec::is_empty")]
+    pub gres: Vec<GresRequest>,
+    #[serde(rename = "h", default, skip_serializing_if = "std::ops::Not::not")]
+    pub exclusive: bool,
+    #[serde(rename = "w", default, skip_serializing_if = "Option::is_none")]
+    pub wckey: Option<String>,
+    #[serde(rename = "f", default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
+    #[serde(rename = "M", default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryRequest>,
+    /// Whether it was submitted as an array, and the array's throttle (`%N`).
+    #[serde(rename = "T", default, skip_serializing_if = "Option::is_none")]
+    pub array_throttle: Option<Option<u32>>,
+}
+
+impl ListedJob {
+    /// The listed fields of `r`.
+    pub fn from_record(r: JobRecord) -> Self {
+        let d = r.desc;
+        ListedJob {
+            id: r.id,
+            array: r.array,
+            array_pending: r.array_pending,
+            uid: r.uid,
+            user: r.user,
+            group: r.group,
+            account: r.account,
+            partition: r.partition,
+            qos: r.qos,
+            state: r.state,
+            reason: r.reason,
+            dependency_status: r.dependency_status,
+            priority: r.priority,
+            submit_time: r.submit_time,
+            start_time: r.start_time,
+            end_time: r.end_time,
+            planned_start: r.planned_start,
+            sched_nodes: r.sched_nodes,
+            time_limit: r.time_limit,
+            nodes: r.nodes,
+            cpus_per_node: r.cpus_per_node,
+            mem_per_node: r.mem_per_node,
+            mem_default: r.mem_default,
+            ntasks: r.ntasks,
+            cpus_per_task: r.cpus_per_task,
+            min_nodes: r.min_nodes,
+            name: d.name,
+            reservation: d.reservation,
+            work_dir: d.work_dir,
+            command: d.command,
+            comment: d.comment,
+            nice: d.nice,
+            gres: d.gres,
+            exclusive: d.exclusive,
+            wckey: d.wckey,
+            constraint: d.constraint,
+            memory: d.memory,
+            array_throttle: d.array.map(|a| a.1),
+        }
+    }
+
+    /// A record with the listed fields (an array's submission with its throttle and no
+    /// indices), the others empty.
+    pub fn into_record(self) -> JobRecord {
+        let mut r = JobRecord {
+            id: self.id,
+            array: self.array,
+            array_pending: self.array_pending,
+            uid: self.uid,
+            user: self.user,
+            group: self.group,
+            account: self.account,
+            partition: self.partition,
+            qos: self.qos,
+            state: self.state,
+            reason: self.reason,
+            dependency_status: self.dependency_status,
+            priority: self.priority,
+            submit_time: self.submit_time,
+            start_time: self.start_time,
+            end_time: self.end_time,
+            planned_start: self.planned_start,
+            sched_nodes: self.sched_nodes,
+            time_limit: self.time_limit,
+            nodes: self.nodes,
+            cpus_per_node: self.cpus_per_node,
+            mem_per_node: self.mem_per_node,
+            mem_default: self.mem_default,
+            ntasks: self.ntasks,
+            cpus_per_task: self.cpus_per_task,
+            min_nodes: self.min_nodes,
+            ..Default::default()
+        };
+        let d = &mut r.desc;
+        d.name = self.name;
+        d.reservation = self.reservation;
+        d.work_dir = self.work_dir;
+        d.command = self.command;
+        d.comment = self.comment;
+        d.nice = self.nice;
+        d.gres = self.gres;
+        d.exclusive = self.exclusive;
+        d.wckey = self.wckey;
+        d.constraint = self.constraint;
+        d.memory = self.memory;
+        d.array = self.array_throttle.map(|t| (Vec::new(), t));
+        r
+    }
+}
+
+/// Which states a listing takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateFilter {
+    /// Every state.
+    All,
+    /// These states (none: nothing).
+    Only(Vec<JobState>),
+}
+
+impl JobQuery {
+    /// The path of this listing: `/v1/jobs` with its filters.
+    pub fn path(&self) -> String {
+        let mut out = String::from("/v1/jobs");
+        let mut sep = '?';
+        let mut add = |key: &str, value: &str| {
+            out.push(sep);
+            sep = '&';
+            out.push_str(key);
+            out.push('=');
+            encode(value, &mut out);
+        };
+        for (key, value) in [
+            ("jobs", &self.jobs),
+            ("users", &self.users),
+            ("states", &self.states),
+            ("partitions", &self.partitions),
+            ("names", &self.names),
+        ] {
+            if let Some(v) = value {
+                add(key, v);
+            }
+        }
+        if self.brief {
+            add("brief", "true");
+        }
+        out
+    }
+
+    /// The job ids asked for: (job, task); `None` when not filtered. An id that does
+    /// not parse matches nothing.
+    pub fn job_ids(&self) -> Option<Vec<(u64, Option<u32>)>> {
+        let list = self.jobs.as_deref()?;
+        Some(
+            items(list)
+                .filter_map(|id| match id.split_once('_') {
+                    Some((j, t)) => Some((j.parse().ok()?, Some(t.parse().ok()?))),
+                    None => Some((id.parse().ok()?, None)),
+                })
+                .collect(),
+        )
+    }
+
+    /// The states asked for.
+    pub fn state_filter(&self) -> StateFilter {
+        match self.states.as_deref() {
+            None => StateFilter::All,
+            Some(s) if s.eq_ignore_ascii_case("all") => StateFilter::All,
+            Some(s) => StateFilter::Only(items(s).filter_map(JobState::parse).collect()),
+        }
+    }
+}
+
+/// The items of a comma-separated list (empty ones left out).
+pub fn items(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',').filter(|s| !s.is_empty())
+}
+
+/// `value` percent-encoded for a query string, onto `out`.
+fn encode(value: &str, out: &mut String) {
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b',') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listed_job_keeps_what_squeue_reads_and_reads_back() {
+        let mut r = JobRecord {
+            id: 7,
+            array: Some((5, 2)),
+            user: "alice".into(),
+            partition: "debug".into(),
+            state: JobState::Running,
+            reason: "None".into(),
+            priority: 42,
+            start_time: Some(100),
+            nodes: vec!["n1".into()],
+            cpus_per_node: vec![4],
+            stdout: "/home/alice/out".into(),
+            tres_req: vec![("cpu".into(), 4)],
+            ..Default::default()
+        };
+        r.desc.name = "job".into();
+        r.desc.array = Some((vec![1, 2, 3], Some(2)));
+        r.desc.output = Some("out".into());
+        let listed = ListedJob::from_record(r.clone());
+        let json = serde_json::to_string(&listed).unwrap();
+        assert_eq!(
+            json,
+            r#"{"i":7,"a":[5,2],"u":"alice","P":"debug","s":"RUNNING","r":"None","p":42,"S":100,"N":["n1"],"C":[4],"j":"job","T":2}"#
+        );
+        let back: ListedJob = serde_json::from_str(&json).unwrap();
+        let back = back.into_record();
+        // What squeue reads is there; the array's indices and what it does not read
+        // are not.
+        r.desc.array = Some((vec![], Some(2)));
+        r.stdout = String::new();
+        r.tres_req = vec![];
+        r.desc.output = None;
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn a_query_becomes_a_path_and_its_filters_read_back() {
+        let q = JobQuery {
+            jobs: Some("12,13_4".into()),
+            users: Some("alice".into()),
+            states: Some("PENDING,RUNNING".into()),
+            names: Some("a b&c=d".into()),
+            brief: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            q.path(),
+            "/v1/jobs?jobs=12,13_4&users=alice&states=PENDING,RUNNING&names=a%20b%26c%3Dd\
+             &brief=true"
+        );
+        assert_eq!(q.job_ids(), Some(vec![(12, None), (13, Some(4))]));
+        assert_eq!(
+            q.state_filter(),
+            StateFilter::Only(vec![JobState::Pending, JobState::Running])
+        );
+        assert_eq!(JobQuery::default().path(), "/v1/jobs");
+        assert_eq!(JobQuery::default().state_filter(), StateFilter::All);
+        let all = JobQuery {
+            states: Some("all".into()),
+            ..Default::default()
+        };
+        assert_eq!(all.state_filter(), StateFilter::All);
+        let none = JobQuery {
+            states: Some(String::new()),
+            ..Default::default()
+        };
+        assert_eq!(none.state_filter(), StateFilter::Only(vec![]));
+        assert_eq!(none.path(), "/v1/jobs?states=");
+    }
+}
