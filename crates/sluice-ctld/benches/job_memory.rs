@@ -199,7 +199,7 @@ fn main() {
     PEAK.store(start, Relaxed);
     if let Some(work) = c.forecast_wanted(3) {
         let f = work.make();
-        c.forecast_made(f);
+        c.forecast_made(f, 3);
         rows.push((
             "the forecast being made (peak, on top)".into(),
             per_job(start, PEAK.load(Relaxed)),

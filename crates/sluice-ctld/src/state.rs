@@ -2580,7 +2580,7 @@ impl Controller {
                 && j.end_time.is_some_and(|e| e + age <= now)
                 && j.array_pending.as_ref().is_none_or(|p| p.0.is_empty())
         };
-        if !self.jobs.values().any(|j| aged(j)) {
+        if !self.jobs.values().any(&aged) {
             return 0;
         }
         // Kept while a pending job's dependency names them (the dependency's outcome
