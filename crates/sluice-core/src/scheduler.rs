@@ -132,6 +132,8 @@ pub struct Scheduler {
     pub(crate) end_semantics: EndSemantics,
     /// The `now` of the last pass.
     pub(crate) last_pass: Time,
+    /// Passes run so far (see [`Scheduler::passes`]).
+    passes: u64,
     /// Pending jobs by the times at which their prospects change without any event:
     /// their `--begin` time and the lapse of their `--switches` wait. For wake-ups.
     pub(crate) begins: BTreeSet<(Time, JobId)>,
@@ -190,6 +192,7 @@ impl Scheduler {
             expired: BTreeSet::new(),
             end_semantics,
             last_pass: -NEVER,
+            passes: 0,
             begins: BTreeSet::new(),
             next_seq: 0,
             fresh: Vec::new(),
@@ -821,6 +824,12 @@ impl Scheduler {
         self.last_pass
     }
 
+    /// How many passes have run: pending jobs' reasons and expected starts change in
+    /// passes only, so a reader of them may look again only when this moved.
+    pub fn passes(&self) -> u64 {
+        self.passes
+    }
+
     /// The accounting limits in force.
     pub fn account_limits(&self) -> &AccountLimits {
         &self.accounts
@@ -937,6 +946,7 @@ impl Scheduler {
         observer: &mut dyn PassObserver,
     ) -> Vec<Decision> {
         let before = self.pending_view();
+        self.passes += 1;
         let out = self.pass(now, observer);
         // A pass that starts, plans and explains nothing new leaves the state as it
         // was for whatever was computed from it (see `generation`): a controller calls

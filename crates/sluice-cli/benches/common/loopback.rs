@@ -70,7 +70,14 @@ impl Scale {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         // Ports of this run only, out of the way of a real cluster's 6817/6818.
-        let port = 20_000 + (std::process::id() % 20_000) as u16;
+        // Below the kernel's range of ephemeral ports, so that no agent's own outgoing
+        // connection takes a port another agent is to listen on.
+        let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|r| r.split_whitespace().next()?.parse::<usize>().ok())
+            .unwrap_or(32_768);
+        let top = ephemeral.saturating_sub(nodes + 1).max(2_048);
+        let port = (top - (std::process::id() as usize % 1_000).min(top - 1_024)) as u16;
         let mut conf = format!(
             "ClusterName=scale\nSlurmctldHost=localhost\nSlurmctldPort={port}\n\
              SlurmdParameters=config_overrides\nStateSaveLocation={d}/state\n\

@@ -14,8 +14,8 @@
 //! entry's job is the controller's job, and its [`Live`] is what
 //! [`Controller::live`] gives now. The job table notes every job changed; what
 //! changes without the job changing is read again where it can: the core's reason,
-//! expected start and nodes of every job the core queues (when the core's
-//! generation, its last pass or the forecast changed), the dependency status of every
+//! expected start and nodes of every job the core queues (after a pass, or a new
+//! forecast: they change in passes only), the dependency status of every
 //! pending job with a dependency (when anything changed), and the preemption times of
 //! the jobs being preempted.
 
@@ -505,10 +505,9 @@ impl Serialize for BriefListing<'_> {
 pub struct Publisher {
     shared: Published,
     current: Listing,
-    /// What the core's part of the records was read at: the core's generation, its
-    /// last pass, the forecasts made.
-    generation: u64,
-    last_pass: i64,
+    /// What the core's part of the records was read at: the core's passes, the
+    /// forecasts made.
+    passes: u64,
     forecast: u64,
     /// Pending jobs with a dependency (their status reads other jobs).
     with_dependency: BTreeSet<JobId>,
@@ -523,8 +522,7 @@ impl Publisher {
         let mut p = Publisher {
             shared: Published(Arc::new(RwLock::new(Arc::new(current.clone())))),
             current,
-            generation: u64::MAX,
-            last_pass: i64::MIN,
+            passes: u64::MAX,
             forecast: u64::MAX,
             with_dependency: BTreeSet::new(),
             preempted: BTreeSet::new(),
@@ -567,15 +565,14 @@ impl Publisher {
             dirty = true;
         }
         let forecast = ctl.forecasts_made();
-        let core_moved = ctl.sched.generation() != self.generation
-            || ctl.sched.last_pass() != self.last_pass
-            || forecast != self.forecast;
+        // Queued jobs' reasons and expected starts change in passes only: looked at
+        // again after one (or a new forecast), not after every input.
+        let core_moved = ctl.sched.passes() != self.passes || forecast != self.forecast;
         // The jobs the core queues: their records change with the core's view of them
         // (the forecast's nodes: with the forecast), compared without building text.
         if core_moved {
             let forecast_changed = forecast != self.forecast;
-            self.generation = ctl.sched.generation();
-            self.last_pass = ctl.sched.last_pass();
+            self.passes = ctl.sched.passes();
             self.forecast = forecast;
             let queued: Vec<JobId> = ctl.sched.pending().map(|j| j.id()).collect();
             for id in queued {
