@@ -488,6 +488,44 @@ fn the_endpoints_answer_plain_gets_with_what_squeue_and_sinfo_show() {
     let o = c.run("sluice", &["metrics", "nodes"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("\nslurm_nodes 2\n"), "{}", o.stdout);
+
+    // Drained while its job runs, n2 is draining (`sinfo`'s `drng`): still mixed, not
+    // counted under `drain` (Slurm's rule), and its GPUs no longer idle for a job.
+    let o = c.run(
+        "scontrol",
+        &["update", "NodeName=n2", "State=DRAIN", "Reason=metrics"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    c.wait_for("n2 draining", || {
+        c.run("sinfo", &["-h", "-n", "n2", "-o", "%t"])
+            .stdout
+            .trim()
+            == "drng"
+    });
+    let nodes = samples(&http(&addr, "GET", "/metrics/nodes").2);
+    assert_eq!(
+        (
+            nodes["slurm_nodes_draining"],
+            nodes["slurm_nodes_drain"],
+            nodes["slurm_nodes_drained"],
+            nodes["slurm_nodes_mixed"]
+        ),
+        (1.0, 0.0, 0.0, 1.0)
+    );
+    let parts = samples(&http(&addr, "GET", "/metrics/partitions").2);
+    assert_eq!(
+        parts["slurm_partition_nodes_draining{partition=\"long\"}"],
+        1.0
+    );
+    let own = samples(&http(&addr, "GET", "/metrics/sluice").2);
+    assert_eq!(
+        (
+            own["sluice_gpus_idle"],
+            own["sluice_gpus_idle_while_gpu_jobs_wait"],
+            own["sluice_gpus_idle_fragmented"]
+        ),
+        (1.0, 1.0, 1.0)
+    );
 }
 
 #[test]
