@@ -372,6 +372,7 @@ pub async fn run(
             let signed = app.clone().layer(axum::middleware::from_fn_with_state(
                 Arc::new(tcp::TcpGate {
                     gate: auth.gate(now()),
+                    metrics: metrics.enabled,
                     open_metrics,
                 }),
                 tcp::verify_signed,

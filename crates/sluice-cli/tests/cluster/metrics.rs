@@ -534,8 +534,13 @@ fn private_data_restricts_the_metrics_to_operators_with_a_credential() {
     let addr = format!("127.0.0.1:{port}");
     let conf = format!("{CONF}PrivateData=jobs\n");
     let c = Cluster::start_args("metrics-private", &conf, &["--listen", &addr]);
-    // A plain GET: refused before anything is read.
+    // A plain GET: refused before anything is read; the index alone is answered.
     let (status, _, body) = http(&addr, "GET", "/metrics/jobs");
+    assert_eq!(status, 401, "{body}");
+    let (status, _, body) = http(&addr, "GET", "/metrics");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("'/metrics/jobs': get job metrics"), "{body}");
+    let (status, _, body) = http(&addr, "GET", "/v1/jobs");
     assert_eq!(status, 401, "{body}");
     // The operator's command (the local socket): answered.
     let o = c.run("sluice", &["metrics", "jobs"]);

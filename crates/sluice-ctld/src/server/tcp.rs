@@ -5,8 +5,9 @@
 //! One exception, slurmctld's: with `MetricsType` set and nothing restricting who may
 //! read them (no `MetricsAuthUsers`, no `PrivateData`, or `ignore_private_data`), a
 //! `GET` of one of the metrics endpoints, by its exact path, passes without a
-//! credential (a Prometheus scraping the controller's port). Any other method or path,
-//! and those same GETs when the metrics are restricted, still need one.
+//! credential (a Prometheus scraping the controller's port); restricted, only the
+//! index (`GET /metrics`, which names the endpoints and no figure) does. Any other
+//! method or path, and the figures when restricted, still need one.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,7 +40,9 @@ fn refused(gate: &Gate, peer: Option<SocketAddr>, e: AuthError) -> Response {
 pub(super) struct TcpGate {
     /// Checks credentials.
     pub gate: Gate,
-    /// `GET`s of the metrics endpoints pass without a credential.
+    /// `MetricsType` is set: `GET /metrics` (the index) passes without a credential.
+    pub metrics: bool,
+    /// ...and nothing restricts who reads them: every metrics `GET` does.
     pub open_metrics: bool,
 }
 
@@ -56,7 +59,10 @@ pub(super) async fn verify_signed(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if tcp.open_metrics && is_metrics_read(request.method(), request.uri().path()) {
+    let path = request.uri().path();
+    if is_metrics_read(request.method(), path)
+        && (tcp.open_metrics || (tcp.metrics && path == "/metrics"))
+    {
         return next.run(request).await;
     }
     let gate = &tcp.gate;
