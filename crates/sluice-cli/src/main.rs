@@ -10,6 +10,7 @@ mod audit;
 mod daemon_log;
 mod daemons;
 mod explain;
+mod metrics;
 mod report;
 mod reservations;
 mod sim;
@@ -49,6 +50,9 @@ enum Command {
     /// Why a job waits, when it will start, and what would start it sooner (for a job
     /// that ran: when, where and by which pass it started).
     Explain(explain::ExplainArgs),
+    /// The controller's metrics (`MetricsType=metrics/openmetrics`) as Prometheus reads
+    /// them: `jobs`, `nodes`, `partitions`, `scheduler`, `jobs-users-accts`, `sluice`.
+    Metrics(metrics::MetricsArgs),
     /// The controller of a cluster of several machines, as `slurmctld` (Slurm's flags:
     /// -D, -f FILE, -L FILE, -v).
     #[command(disable_help_flag = true)]
@@ -115,6 +119,7 @@ fn main() {
         Command::Audit(args) => audit::run(args),
         Command::Reservations(args) => reservations::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Metrics(args) => metrics::run(args),
         Command::Ctld { args } => daemons::ctld(args),
         Command::Agent { args } => daemons::agent(args),
     };

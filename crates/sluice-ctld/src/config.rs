@@ -81,6 +81,9 @@ pub struct ClusterConfig {
     pub priority: PrioritySettings,
     /// `PrivateData`: what users may not see of each other's work.
     pub private_data: PrivateData,
+    /// `MetricsType`, `MetricsAuthUsers`, `MetricsParameters`: whether and to whom the
+    /// controller serves Slurm's metrics endpoints (`GET /metrics/...`).
+    pub metrics: MetricsConf,
     /// `PriorityWeightTRES` as written (what `sprio -w` prints).
     pub priority_tres: String,
     /// Per node: `NodeAddr`, `NodeHostname` and `Port` as configured (what `scontrol
@@ -151,6 +154,97 @@ impl PrivateData {
     }
 }
 
+/// slurm.conf's metrics settings, as slurmctld reads them: `MetricsType` turns on the
+/// OpenMetrics endpoints (`GET /metrics`, `/metrics/jobs`, `/metrics/nodes`,
+/// `/metrics/partitions`, `/metrics/scheduler`, `/metrics/jobs-users-accts`), served on
+/// the controller's own port; who may read them follows `MetricsAuthUsers`,
+/// `PrivateData` and `MetricsParameters=ignore_private_data`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetricsConf {
+    /// `MetricsType=metrics/openmetrics`.
+    pub enabled: bool,
+    /// Whether a request must say who makes it (Slurm's `metrics_auth`): set by
+    /// `MetricsAuthUsers`, or by `PrivateData` unless `MetricsParameters` has
+    /// `ignore_private_data` (and `MetricsAuthUsers` is unset). Without it anyone who
+    /// reaches the port reads the metrics, with no credential.
+    pub auth: bool,
+    /// `MetricsAuthUsers`: the users (by name) who may read them besides root and the
+    /// controller's own user (SlurmUser); `None` when unset (then only those two may,
+    /// when `auth` holds).
+    pub auth_users: Option<Vec<String>>,
+}
+
+/// The one metrics plugin Slurm has.
+pub const OPENMETRICS: &str = "metrics/openmetrics";
+
+impl MetricsConf {
+    /// From the settings' values (`private_data`: `PrivateData` names anything), with
+    /// warnings for `MetricsParameters` words Slurm does not know.
+    ///
+    /// Errors: a `MetricsType` other than `metrics/openmetrics` (slurmctld cannot load
+    /// it and stops).
+    pub fn parse(
+        metrics_type: Option<&str>,
+        auth_users: Option<&str>,
+        parameters: Option<&str>,
+        private_data: bool,
+    ) -> Result<(MetricsConf, Vec<String>), String> {
+        let enabled = match metrics_type.map(str::trim) {
+            None | Some("") => false,
+            Some(OPENMETRICS) => true,
+            Some(other) => {
+                return Err(format!(
+                "MetricsType: cannot create metrics context for {other} (Sluice has {OPENMETRICS})"
+            ))
+            }
+        };
+        let auth_users: Option<Vec<String>> = auth_users.map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .map(str::to_string)
+                .collect()
+        });
+        let mut warnings = Vec::new();
+        let mut ignore_private_data = false;
+        for word in parameters
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+        {
+            if word.eq_ignore_ascii_case("ignore_private_data") {
+                ignore_private_data = true;
+            } else {
+                warnings.push(format!(
+                    "MetricsParameters: unknown parameter '{word}' ignored"
+                ));
+            }
+        }
+        let auth = auth_users.is_some() || (private_data && !ignore_private_data);
+        Ok((
+            MetricsConf {
+                enabled,
+                auth,
+                auth_users,
+            },
+            warnings,
+        ))
+    }
+
+    /// Whether user `name` may read the metrics, `operator` being root or the
+    /// controller's own user (always allowed, as Slurm allows root and SlurmUser).
+    pub fn allows(&self, operator: bool, name: Option<&str>) -> bool {
+        if !self.auth || operator {
+            return true;
+        }
+        match (&self.auth_users, name) {
+            (Some(users), Some(name)) => users.iter().any(|u| u == name),
+            _ => false,
+        }
+    }
+}
+
 /// TRES as accounting records them: `(TRES, count)`, memory in MiB (see
 /// `JobRecord::tres_alloc`).
 pub type TresList = Vec<(String, u64)>;
@@ -177,6 +271,19 @@ impl GpuDefaults {
             mem_per_gpu_mib: mem.and_then(|v| sluice_conf::duration::parse_mem_mib(v).ok()),
         }
     }
+}
+
+/// The metrics settings of `conf` (see [`MetricsConf::parse`]).
+fn metrics_conf(conf: &SlurmConf) -> Result<(MetricsConf, Vec<String>), String> {
+    let private_data = conf
+        .get("PrivateData")
+        .is_some_and(|v| v.split(',').any(|w| !w.trim().is_empty()));
+    MetricsConf::parse(
+        conf.get("MetricsType"),
+        conf.get("MetricsAuthUsers"),
+        conf.get("MetricsParameters"),
+        private_data,
+    )
 }
 
 fn int(conf: &SlurmConf, key: &str, default: i64) -> i64 {
@@ -271,6 +378,8 @@ impl ClusterConfig {
                 .get("PrivateData")
                 .and_then(|v| PrivateData::parse(v).ok())
                 .unwrap_or_default(),
+            // Checked by `read_detecting`, which refuses an unknown MetricsType.
+            metrics: metrics_conf(conf).map(|m| m.0).unwrap_or_default(),
             priority_tres: conf.get("PriorityWeightTRES").unwrap_or("").to_string(),
             node_addresses: Vec::new(),
             own_def_mem: Vec::new(),
@@ -321,6 +430,11 @@ impl ClusterConfig {
                 message,
             })?;
         }
+        let (_, metrics_warnings) = metrics_conf(&conf).map_err(|message| ConfError {
+            path: path.to_path_buf(),
+            line: 0,
+            message,
+        })?;
         let nodes = node_details(path);
         let mut config = Self::from_slurm_conf(&conf, &nodes);
         let addresses = node_addresses(path);
@@ -359,6 +473,7 @@ impl ClusterConfig {
             }
         }
         let mut warnings = conf.warnings.clone();
+        warnings.extend(metrics_warnings);
         let gres_path = path.with_file_name("gres.conf");
         if gres_path.is_file() {
             let gres = gres_conf::read(&gres_path)?;
@@ -523,6 +638,7 @@ impl ClusterConfig {
             enforce_part_limits: false,
             priority: PrioritySettings::default(),
             private_data: PrivateData::default(),
+            metrics: MetricsConf::default(),
             priority_tres: String::new(),
             node_addresses: Vec::new(),
             own_def_mem: Vec::new(),

@@ -5,10 +5,12 @@
 //!   sysfs), as gres.conf's `AutoDetect` finds them.
 //! - [`accounts`]: accounts, users, associations and QOS (`sacctmgr`'s rules, no I/O).
 //! - [`state`]: the state machine around the scheduling core (no I/O).
+//! - [`metrics`]: Slurm's metrics endpoints and Sluice's own, as text (no I/O).
 
 pub mod accounts;
 pub mod config;
 pub mod gpu_detect;
+pub mod metrics;
 pub mod priority;
 pub mod server;
 pub mod state;

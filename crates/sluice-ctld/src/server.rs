@@ -44,6 +44,7 @@ mod diag;
 pub mod executor;
 mod explain;
 pub mod input;
+mod metrics;
 pub mod owner;
 mod priority;
 mod reservations;
@@ -119,6 +120,8 @@ struct Shared {
     in_flight: std::sync::atomic::AtomicU32,
     /// Requests served, by kind and user (`sdiag`).
     rpc: std::sync::Mutex<rpc_stats::RpcStats>,
+    /// Whether and to whom the metrics endpoints answer (`MetricsType`, ...).
+    metrics: crate::config::MetricsConf,
 }
 
 type App = Arc<Shared>;
@@ -262,6 +265,7 @@ pub async fn run(
         );
     }
     let kill_wait = conf.kill_wait;
+    let metrics = conf.metrics.clone();
     let auth = match (net.auth, listen.is_some() || conf.agents_over_tcp) {
         (Some(a), _) => Some(a),
         (None, true) => {
@@ -336,6 +340,7 @@ pub async fn run(
         key: auth.as_ref().and_then(|a| a.key()).map(<[u8]>::to_vec),
         in_flight: Default::default(),
         rpc: Default::default(),
+        metrics: metrics.clone(),
     });
 
     let socket = sluice_proto::paths::controller_socket(state_dir);
@@ -358,8 +363,18 @@ pub async fn run(
                     sluice_proto::auth::Scheme::Munge(_) => "requests with munge credentials",
                 }
             );
+            // Slurm's metrics are read without a credential when nothing restricts
+            // who may read them (see `server/metrics.rs`).
+            let open_metrics = metrics.enabled && !metrics.auth;
+            if open_metrics {
+                tracing::info!("slurmctld: metrics served on {addr} to anyone (GET /metrics/...)");
+            }
             let signed = app.clone().layer(axum::middleware::from_fn_with_state(
-                Arc::new(auth.gate(now())),
+                Arc::new(tcp::TcpGate {
+                    gate: auth.gate(now()),
+                    metrics: metrics.enabled,
+                    open_metrics,
+                }),
                 tcp::verify_signed,
             ));
             let mut stop = stop.clone();

@@ -134,6 +134,16 @@ pub enum Effect {
     },
 }
 
+/// What the running jobs hold on each node (see [`Controller::node_usage`]).
+pub(crate) struct NodeUsage {
+    /// CPUs.
+    pub cpus: Vec<u32>,
+    /// Memory, MiB.
+    pub mem: Vec<u64>,
+    /// GRES counts, by the cluster's GRES slots.
+    pub gres: Vec<[u64; sluice_core::tres::MAX_GRES]>,
+}
+
 /// Who is asking (from the socket's peer credentials, never from the request).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
@@ -2677,19 +2687,22 @@ impl Controller {
         )
     }
 
-    /// Nodes as `sinfo` shows them.
-    pub fn nodes(&self) -> Vec<NodeInfo> {
-        let mut alloc_cpus = vec![0u32; self.conf.cluster.nodes.len()];
-        let mut alloc_mem = vec![0u64; self.conf.cluster.nodes.len()];
-        let mut alloc_gres =
-            vec![[0u64; sluice_core::tres::MAX_GRES]; self.conf.cluster.nodes.len()];
+    /// What the running jobs hold on each node: CPUs, memory (MiB) and GRES counts,
+    /// by node index.
+    pub(crate) fn node_usage(&self) -> NodeUsage {
+        let n = self.conf.cluster.nodes.len();
+        let mut u = NodeUsage {
+            cpus: vec![0u32; n],
+            mem: vec![0u64; n],
+            gres: vec![[0u64; sluice_core::tres::MAX_GRES]; n],
+        };
         let table = &self.conf.cluster.gres;
         for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
             for share in &j.alloc {
                 let n = share.node.index();
-                alloc_cpus[n] += share.cpus;
-                alloc_mem[n] += j.mem_per_node;
-                let gres = &mut alloc_gres[n];
+                u.cpus[n] += share.cpus;
+                u.mem[n] += j.mem_per_node;
+                let gres = &mut u.gres[n];
                 if let Some(gpu) = self.gpu_slot {
                     gres[gpu] += share.gpus.len() as u64;
                 }
@@ -2700,6 +2713,44 @@ impl Controller {
                 }
             }
         }
+        u
+    }
+
+    /// Node `i`'s state as `sinfo` words it, `used` of its CPUs allocated, `maint` the
+    /// nodes in a maintenance reservation now.
+    pub(crate) fn node_state_word(
+        &self,
+        i: usize,
+        used: u32,
+        maint: &BTreeSet<NodeId>,
+    ) -> &'static str {
+        let n = &self.conf.cluster.nodes[i];
+        match self.node_state(NodeId(i as u32)) {
+            NodeState::Up if used == 0 && maint.contains(&NodeId(i as u32)) => "maint",
+            NodeState::Down => "down",
+            NodeState::Drain if used > 0 => "draining",
+            NodeState::Drain => "drained",
+            NodeState::Up if !self.agents_up.contains(&n.name) => "down",
+            NodeState::Up if used == 0 => "idle",
+            NodeState::Up if used >= n.capacity.cpus => "allocated",
+            NodeState::Up => "mixed",
+        }
+    }
+
+    /// Whether node `name`'s agent answers (`sinfo` marks those that do not with `*`).
+    pub(crate) fn node_responding(&self, name: &str) -> bool {
+        self.agents_up.contains(name)
+            && !self.liveness.awaiting(name)
+            && !self.liveness.is_silent(name)
+    }
+
+    /// Nodes as `sinfo` shows them.
+    pub fn nodes(&self) -> Vec<NodeInfo> {
+        let NodeUsage {
+            cpus: alloc_cpus,
+            mem: alloc_mem,
+            gres: alloc_gres,
+        } = self.node_usage();
         let maint = self.maint_nodes();
         self.conf
             .cluster
@@ -2709,16 +2760,7 @@ impl Controller {
             .map(|(i, n)| {
                 let cpus = n.capacity.cpus;
                 let used = alloc_cpus[i].min(cpus);
-                let state = match self.node_state(NodeId(i as u32)) {
-                    NodeState::Up if used == 0 && maint.contains(&NodeId(i as u32)) => "maint",
-                    NodeState::Down => "down",
-                    NodeState::Drain if used > 0 => "draining",
-                    NodeState::Drain => "drained",
-                    NodeState::Up if !self.agents_up.contains(&n.name) => "down",
-                    NodeState::Up if used == 0 => "idle",
-                    NodeState::Up if used >= cpus => "allocated",
-                    NodeState::Up => "mixed",
-                };
+                let state = self.node_state_word(i, used, &maint);
                 let topo = self.conf.topology.get(i).copied().unwrap_or((1, cpus, 1));
                 let address = self.conf.node_addresses.get(i);
                 // A node's TRES: no `node=` entry; billing only in the configured ones.
@@ -2769,9 +2811,7 @@ impl Controller {
                         .map(|(_, f)| f.clone())
                         .collect(),
                     weight: n.weight,
-                    agent_up: self.agents_up.contains(&n.name)
-                        && !self.liveness.awaiting(&n.name)
-                        && !self.liveness.is_silent(&n.name),
+                    agent_up: self.node_responding(&n.name),
                     reason_set: self.node_overrides.get(&n.name).map(|o| (o.uid, o.time)),
                     node_addr: address.map_or_else(|| n.name.clone(), |a| a.addr.clone()),
                     node_hostname: address.map_or_else(|| n.name.clone(), |a| a.hostname.clone()),
@@ -3207,6 +3247,7 @@ mod job;
 mod job_table;
 pub mod listing;
 mod liveness;
+mod metrics;
 mod preempt;
 mod priority;
 mod reason;

@@ -209,6 +209,12 @@ impl Client {
         decode(&body)
     }
 
+    /// `GET path`, the reply as text (the metrics endpoints answer `text/plain`).
+    pub fn get_text(&self, path: &str) -> Result<String, ClientError> {
+        let body = self.request("GET", path, None)?;
+        String::from_utf8(body).map_err(|e| ClientError::Decode(e.to_string()))
+    }
+
     /// `POST path` with a JSON body, decoding a JSON reply.
     pub fn post<B: Serialize, T: DeserializeOwned>(
         &self,

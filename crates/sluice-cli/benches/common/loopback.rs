@@ -219,6 +219,11 @@ impl Scale {
             .unwrap()
     }
 
+    /// The controller's port (`SlurmctldPort`), on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The controller's Unix socket.
     pub fn socket(&self) -> PathBuf {
         sluice_proto::paths::controller_socket(&self.dir.join("state"))

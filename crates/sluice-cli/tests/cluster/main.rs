@@ -18,6 +18,7 @@ mod harness;
 mod limits;
 mod logs;
 mod memory;
+mod metrics;
 mod owners;
 mod preempt;
 mod priority;

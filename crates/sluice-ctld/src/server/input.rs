@@ -196,6 +196,13 @@ pub enum Request {
     Nodes(Reply<Vec<NodeInfo>>),
     /// Every partition.
     Partitions(Reply<Vec<PartitionInfo>>),
+    /// What the metrics endpoints need of the loop (`crate::metrics::LoopFigures`).
+    Metrics {
+        /// Sluice's own figures too (`/metrics/sluice`).
+        sluice: bool,
+        /// Where the answer goes.
+        reply: Reply<crate::metrics::LoopFigures>,
+    },
     /// The configuration (`scontrol show config`).
     Config(Reply<ConfigInfo>),
     /// An agent registered (answered with nothing; the handler adds the incarnation).

@@ -484,6 +484,9 @@ impl Owner {
                 reply,
             } => now_answer(reply, ctl.will_run(*desc, &caller, &user, &group, now)),
             Request::Partitions(reply) => now_answer(reply, ctl.partitions()),
+            Request::Metrics { sluice, reply } => {
+                now_answer(reply, ctl.metrics_figures(sluice, now))
+            }
             Request::Config(reply) => now_answer(reply, ctl.config()),
             Request::Diag(reply) => now_answer(reply, ctl.diag_report(now)),
             Request::DiagReset { caller, reply } => {

@@ -19,7 +19,9 @@ use sluice_proto::types::{
 };
 
 use super::input::{Change, Request};
-use super::{accounting, accounts, audit, explain, priority, refuse, reservations, update};
+use super::{
+    accounting, accounts, audit, explain, metrics, priority, refuse, reservations, update,
+};
 use super::{user_and_group, App, Peer};
 
 /// Every route.
@@ -64,6 +66,13 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/config", get(config))
         .route("/v1/diag", get(super::diag::report))
         .route("/v1/diag/reset", post(super::diag::reset))
+        .route("/metrics", get(metrics::index))
+        .route("/metrics/jobs", get(metrics::jobs))
+        .route("/metrics/nodes", get(metrics::nodes))
+        .route("/metrics/partitions", get(metrics::partitions))
+        .route("/metrics/scheduler", get(metrics::scheduler))
+        .route("/metrics/jobs-users-accts", get(metrics::users_accounts))
+        .route("/metrics/sluice", get(metrics::sluice))
         .route(sluice_proto::auth::VOUCH_PATH, post(vouch))
         .route("/v1/agent/register", post(agent_register))
         .route("/v1/agent/ended", post(agent_ended))

@@ -1,6 +1,13 @@
 //! The TCP listener's gate: only requests signed with the cluster key pass (commands on
 //! other hosts, vouched for by their agents; the agents themselves), and they reach the
 //! handlers with the credential's uid and gid as the Unix socket gives the kernel's.
+//!
+//! One exception, slurmctld's: with `MetricsType` set and nothing restricting who may
+//! read them (no `MetricsAuthUsers`, no `PrivateData`, or `ignore_private_data`), a
+//! `GET` of one of the metrics endpoints, by its exact path, passes without a
+//! credential (a Prometheus scraping the controller's port); restricted, only the
+//! index (`GET /metrics`, which names the endpoints and no figure) does. Any other
+//! method or path, and the figures when restricted, still need one.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,13 +36,36 @@ fn refused(gate: &Gate, peer: Option<SocketAddr>, e: AuthError) -> Response {
     ))
 }
 
+/// The gate's state: the credential check, and whether the metrics are open.
+pub(super) struct TcpGate {
+    /// Checks credentials.
+    pub gate: Gate,
+    /// `MetricsType` is set: `GET /metrics` (the index) passes without a credential.
+    pub metrics: bool,
+    /// ...and nothing restricts who reads them: every metrics `GET` does.
+    pub open_metrics: bool,
+}
+
+/// Whether `method` on `path` is a metrics read (the endpoints' exact paths).
+pub(super) fn is_metrics_read(method: &axum::http::Method, path: &str) -> bool {
+    method == axum::http::Method::GET && crate::metrics::is_endpoint(path)
+}
+
 /// Admits a TCP request only with a valid, fresh, unused credential, and gives the
 /// handlers its uid and gid as the Unix socket gives the kernel's: a `ConnectInfo<Peer>`.
+/// A metrics read passes without one when the metrics are open (no `Peer` then).
 pub(super) async fn verify_signed(
-    State(gate): State<Arc<Gate>>,
+    State(tcp): State<Arc<TcpGate>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    let path = request.uri().path();
+    if is_metrics_read(request.method(), path)
+        && (tcp.open_metrics || (tcp.metrics && path == "/metrics"))
+    {
+        return next.run(request).await;
+    }
+    let gate = &tcp.gate;
     let (mut parts, body) = request.into_parts();
     let peer = parts
         .extensions
@@ -49,7 +79,7 @@ pub(super) async fn verify_signed(
     // Before reading a byte of the body: a request without a fresh credential from this
     // controller's lifetime costs nothing but its headers.
     if let Err(e) = gate.precheck(header.as_deref(), now()) {
-        return refused(&gate, peer, e);
+        return refused(gate, peer, e);
     }
     let Ok(bytes) = axum::body::to_bytes(body, MAX_SIGNED_BODY).await else {
         return refuse(ApiError::new(ErrorCode::TooLarge, "request too large"));
@@ -63,10 +93,12 @@ pub(super) async fn verify_signed(
     let path = path.to_string();
     let admitted = if gate.is_munge() {
         // munged decodes in a process of its own: not on the runtime's threads.
-        let (g, b) = (gate.clone(), bytes.clone());
-        tokio::task::spawn_blocking(move || g.admit(header.as_deref(), &method, &path, &b, now()))
-            .await
-            .unwrap_or_else(|e| Err(AuthError::Munge(e.to_string())))
+        let (t, b) = (tcp.clone(), bytes.clone());
+        tokio::task::spawn_blocking(move || {
+            t.gate.admit(header.as_deref(), &method, &path, &b, now())
+        })
+        .await
+        .unwrap_or_else(|e| Err(AuthError::Munge(e.to_string())))
     } else {
         gate.admit(header.as_deref(), &method, &path, &bytes, now())
     };
@@ -79,6 +111,6 @@ pub(super) async fn verify_signed(
             next.run(axum::extract::Request::from_parts(parts, bytes.into()))
                 .await
         }
-        Err(e) => refused(&gate, peer, e),
+        Err(e) => refused(gate, peer, e),
     }
 }

@@ -1181,6 +1181,10 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
         key: None,
         in_flight: Default::default(),
         rpc: Default::default(),
+        metrics: crate::config::MetricsConf {
+            enabled: true,
+            ..Default::default()
+        },
     });
     let wait = std::time::Duration::from_secs(5);
     let q = sluice_proto::listing::JobQuery {
@@ -1200,10 +1204,113 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
             .collect::<Vec<_>>(),
         [(2, "Resources")]
     );
+    // So is `/metrics/jobs`, from the same snapshot.
+    let answer = tokio::time::timeout(wait, super::metrics::jobs(State(app.clone()), None))
+        .await
+        .expect("answered without the loop");
+    assert_eq!(answer.status(), 200);
+    let body = axum::body::to_bytes(answer.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    assert!(text.contains("\nslurm_jobs_pending 1\n"), "{text}");
+    assert!(text.contains("\nslurm_jobs_running 1\n"), "{text}");
+    assert!(text.contains("\nslurm_jobs_cpus_alloc 4\n"), "{text}");
     let nodes = tokio::time::timeout(
         std::time::Duration::from_millis(300),
         super::routes::nodes(State(app)),
     )
     .await;
     assert!(nodes.is_err(), "the loop is busy");
+}
+
+#[tokio::test]
+async fn who_may_read_the_metrics_is_slurmctld_s_rule() {
+    use crate::config::MetricsConf;
+    use axum::extract::connect_info::ConnectInfo;
+    use axum::extract::State;
+    use axum::Extension;
+    let s = Script::new(conf(1, 4));
+    let dir = temp_dir("metrics-auth");
+    let (store, _writer, _) =
+        sluice_store::Store::open(&dir.join("sluice.db"), 1, super::accounting::keys_of_record)
+            .unwrap();
+    // A user with a name that is neither root nor the controller's (nobody, where the
+    // system has one).
+    let user = 65534;
+    let user_name = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(user))
+        .ok()
+        .flatten()
+        .map(|u| u.name);
+    let app = |metrics: MetricsConf, own_uid: u32| {
+        std::sync::Arc::new(super::Shared {
+            inputs: unbounded_channel().0,
+            store: store.clone(),
+            listing: s.owner.published(),
+            own_uid,
+            incarnation: "test".into(),
+            key: None,
+            in_flight: Default::default(),
+            rpc: Default::default(),
+            metrics,
+        })
+    };
+    let status = |app: super::App, uid: Option<u32>| async move {
+        let who = uid.map(|uid| Extension(ConnectInfo(super::Peer { uid, gid: uid })));
+        super::metrics::jobs(State(app), who)
+            .await
+            .status()
+            .as_u16()
+    };
+    let parse = |users: Option<&str>, params: Option<&str>, private: bool| {
+        MetricsConf::parse(Some("metrics/openmetrics"), users, params, private)
+            .unwrap()
+            .0
+    };
+    // Off without MetricsType.
+    assert_eq!(status(app(MetricsConf::default(), 4242), None).await, 404);
+    // Open: anyone, without saying who.
+    let open = parse(None, None, false);
+    assert_eq!(status(app(open.clone(), 4242), None).await, 200);
+    assert_eq!(status(app(open, 4242), Some(31337)).await, 200);
+    // PrivateData: root and the controller's user only, and only saying who.
+    let private = parse(None, None, true);
+    assert!(private.auth);
+    assert_eq!(status(app(private.clone(), 4242), None).await, 401);
+    assert_eq!(status(app(private.clone(), 4242), Some(0)).await, 200);
+    assert_eq!(status(app(private.clone(), 4242), Some(4242)).await, 200);
+    assert_eq!(status(app(private, 4242), Some(31337)).await, 403);
+    // ...unless MetricsParameters=ignore_private_data.
+    let ignored = parse(None, Some("ignore_private_data"), true);
+    assert_eq!(status(app(ignored, 4242), None).await, 200);
+    // MetricsAuthUsers: those users too (by name), whatever PrivateData says; and
+    // ignore_private_data does not open them to the world.
+    if let Some(name) = user_name {
+        let listed = parse(
+            Some(&format!("nobody-here,{name}")),
+            Some("ignore_private_data"),
+            false,
+        );
+        assert_eq!(status(app(listed.clone(), 4242), None).await, 401);
+        assert_eq!(status(app(listed.clone(), 4242), Some(user)).await, 200);
+        assert_eq!(status(app(listed.clone(), 4242), Some(0)).await, 200);
+        assert_eq!(status(app(listed, 4242), Some(31337)).await, 403);
+    }
+    let others = parse(Some("nobody-here"), None, false);
+    let refused = super::metrics::jobs(
+        State(app(others, 4242)),
+        Some(Extension(ConnectInfo(super::Peer {
+            uid: 31337,
+            gid: 31337,
+        }))),
+    )
+    .await;
+    assert_eq!(refused.status(), 403);
+    let body = axum::body::to_bytes(refused.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&body),
+        "slurmctld HTTP server request for 'GET /metrics/jobs':\nFailed: Operation not permitted\n"
+    );
 }

@@ -73,6 +73,9 @@ pub(super) struct AuditBook {
     /// `sacct -D`: `NODE_FAIL` when the run was lost with its node, `REQUEUED` when it
     /// never started (its launch did not reach the agent).
     pub(super) failing: Option<(JobId, JobState)>,
+    /// Events handed to the store since the controller started, by kind (the metric
+    /// `sluice_audit_events_total`).
+    pub(super) counts: BTreeMap<&'static str, u64>,
 }
 
 impl AuditBook {
@@ -144,6 +147,9 @@ impl Controller {
     /// The events recorded since the last call, oldest first: for the store.
     pub fn take_audit(&mut self) -> Vec<AuditEvent> {
         self.audit.pass_mark = 0;
+        for e in &self.audit.events {
+            *self.audit.counts.entry(e.what.kind()).or_default() += 1;
+        }
         std::mem::take(&mut self.audit.events)
     }
 

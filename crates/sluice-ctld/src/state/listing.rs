@@ -140,6 +140,43 @@ impl Listing {
         ))
     }
 
+    /// What the metrics read of each job visible at `now`, as `squeue -t all` shows
+    /// them (finished ones only until `MinJobAge` after their end), in id order.
+    /// Costs a look at every job, building nothing.
+    pub fn each_job_facts(&self, now: i64, mut f: impl FnMut(&crate::metrics::JobFacts)) {
+        let age = self.conf.min_job_age;
+        for l in self.jobs.values() {
+            let j = &l.job;
+            if j.state.is_finished() && j.end_time.is_none_or(|e| now - e >= age) {
+                continue;
+            }
+            let running = j.state == JobState::Running;
+            let (mut cpus, mut gpus) = (0u64, 0u64);
+            if running {
+                for s in &j.alloc {
+                    cpus += u64::from(s.cpus);
+                    gpus += s.gpus.len() as u64;
+                }
+            }
+            let nodes = if running { j.alloc.len() as u64 } else { 0 };
+            f(&crate::metrics::JobFacts {
+                state: j.state,
+                held: j.state == JobState::Pending && j.held(),
+                partition: &j.partition,
+                user: &j.user,
+                account: &j.account,
+                cpus,
+                nodes,
+                mem_mib: j.mem_per_node * nodes,
+                gpus,
+                min_nodes: j.min_nodes,
+                max_nodes: j.desc.nodes.map_or(0, |n| n.1),
+                part_node_limit: l.live.core.reason
+                    == Reason::Core(sluice_core::PendingReason::PartitionNodeLimit),
+            });
+        }
+    }
+
     /// The jobs `q` asks for, visible at `now` (finished ones only until `MinJobAge`
     /// after their end), without their scripts and environments, in
     /// [`JobRecord::list_key`] order.
