@@ -3121,6 +3121,21 @@ fn device_files(devices: &[GresDevice], gpus: &[u32], desc: &JobDescription) -> 
     files
 }
 
+/// `SLURM_WORKING_CLUSTER` as slurmctld sets it for a batch job:
+/// `CLUSTER:CONTROLLER_ADDR:PORT:PROTOCOL:SELECT`, with Slurm 22.05's protocol version
+/// (9728) and the number of `select/cons_tres` (109), whose allocations Sluice's are.
+pub fn working_cluster(conf: &ClusterConfig) -> String {
+    let host = conf
+        .net
+        .controllers
+        .first()
+        .map_or_else(crate::config::this_host, |c| c.addr.clone());
+    format!(
+        "{}:{host}:{}:9728:109",
+        conf.cluster_name, conf.net.slurmctld_port
+    )
+}
+
 /// The environment of a job's batch script (Slurm's variables, on top of the
 /// submitter's exported environment: the record's, which the controller's records
 /// leave empty, so that a launch order leaves the controller with Slurm's variables
@@ -3160,7 +3175,12 @@ pub fn batch_environment(
     set("SLURM_PROCID", "0".into());
     set("SLURM_LOCALID", "0".into());
     set("SLURM_GTIDS", "0".into());
+    set("SLURM_TOPOLOGY_ADDR", first.clone());
+    set("SLURM_TOPOLOGY_ADDR_PATTERN", "node".into());
     set("SLURMD_NODENAME", first);
+    // Node aliases exist only for cloud nodes, which Sluice does not have.
+    set("SLURM_NODE_ALIASES", "(null)".into());
+    set("SLURM_WORKING_CLUSTER", working_cluster(conf));
     set(
         "SLURM_JOB_START_TIME",
         r.start_time.unwrap_or(0).to_string(),

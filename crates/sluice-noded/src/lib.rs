@@ -32,6 +32,7 @@ mod net;
 mod run;
 pub mod stepd;
 mod supervisors;
+mod task_env;
 
 pub use supervisors::log_to as log_supervisors_to;
 

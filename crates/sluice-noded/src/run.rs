@@ -320,7 +320,11 @@ impl Identity {
         cgroups: &[CString],
     ) -> Command {
         let mut cmd = Command::new(program);
-        cmd.args(args).env_clear().envs(env.iter().cloned());
+        // The environment is installed by the child itself (with its own pid in
+        // `SLURM_TASK_PID`): the command keeps the inherited one, which it would
+        // otherwise put back after the closure below.
+        cmd.args(args);
+        let mut task_env = crate::task_env::TaskEnv::new(env);
         if Path::new(cwd).is_dir() {
             cmd.current_dir(cwd);
         } else {
@@ -333,8 +337,9 @@ impl Identity {
         // calls, and neither allocates nor takes a lock: open, write and close of
         // cgroup.procs (`join_self`: the paths were made beforehand, the pid is written
         // from a stack buffer), setsid, setgroups (the list was resolved beforehand, by
-        // `Owner::identity`), setgid, setuid. Errors become `io::Error`s from their
-        // errno, which allocates nothing.
+        // `Owner::identity`), setgid, setuid, and the environment's install (getpid and
+        // writes into buffers made before the fork). Errors become `io::Error`s from
+        // their errno, which allocates nothing.
         unsafe {
             cmd.pre_exec(move || {
                 // Joined first, while still privileged, and before anything is started
@@ -350,6 +355,7 @@ impl Identity {
                     nix::unistd::setgid(s.gid).map_err(std::io::Error::from)?;
                     nix::unistd::setuid(s.uid).map_err(std::io::Error::from)?;
                 }
+                task_env.install();
                 Ok(())
             });
         }
@@ -849,6 +855,8 @@ pub(crate) fn tasks(
                     | "SLURM_JOB_UID"
                     | "SLURM_JOB_GID"
                     | "SLURM_JOB_USER"
+                    | "SLURM_TOPOLOGY_ADDR"
+                    | "SLURM_TOPOLOGY_ADDR_PATTERN"
             )
         });
         env.push(("SLURM_CPUS_ON_NODE".into(), cpus_on_node.to_string()));
@@ -860,6 +868,10 @@ pub(crate) fn tasks(
         env.push(("SLURM_NODEID".into(), order.node_index.to_string()));
         env.push(("SLURM_GTIDS".into(), gtids.clone()));
         env.push(("SLURMD_NODENAME".into(), exec.node.clone()));
+        // Where the node is in the network's topology: without a switch hierarchy
+        // known to the agent, the node itself.
+        env.push(("SLURM_TOPOLOGY_ADDR".into(), exec.node.clone()));
+        env.push(("SLURM_TOPOLOGY_ADDR_PATTERN".into(), "node".into()));
         if let Some(g) = order.task_gpus.get(local).filter(|g| !g.is_empty()) {
             let list = g.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
             env.retain(|(k, _)| {

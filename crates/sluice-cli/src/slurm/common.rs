@@ -30,6 +30,31 @@ enum Located {
     Remote(String, sluice_conf::net_conf::NetConf),
 }
 
+/// The address of this host as its controller sees it (the local end of a route to the
+/// controller; nothing is sent), or 127.0.0.1 for a controller on this host: where
+/// srun runs, for its tasks' `SLURM_LAUNCH_NODE_IPADDR`.
+pub(crate) fn launch_address() -> std::net::IpAddr {
+    let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
+    let addr = match locate() {
+        Located::Keyed(addr, _) | Located::Remote(addr, _) => addr,
+        Located::Local(_) => return loopback,
+    };
+    use std::net::{ToSocketAddrs, UdpSocket};
+    let local = || -> Option<std::net::IpAddr> {
+        let target = addr.to_socket_addrs().ok()?.next()?;
+        let bind = if target.is_ipv4() {
+            "0.0.0.0:0"
+        } else {
+            "[::]:0"
+        };
+        let socket = UdpSocket::bind(bind).ok()?;
+        // A UDP connect only chooses the route and the local address.
+        socket.connect(target).ok()?;
+        Some(socket.local_addr().ok()?.ip())
+    };
+    local().unwrap_or(loopback)
+}
+
 /// Finds this shell's cluster, in order:
 /// 1. `SLUICE_CONTROLLER` (`host:port`): over TCP, signed with the key in
 ///    `SLUICE_KEY_FILE` (default `cluster.key` in the state directory) — for whoever

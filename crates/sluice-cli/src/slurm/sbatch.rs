@@ -13,6 +13,15 @@ use super::common::{
     controller, cwd, describe, fail, hostname, now, program, Refusal, USAGE_EXIT, VERSION,
 };
 
+/// This process's nice value (`getpriority(PRIO_PROCESS, 0)`), what Slurm's commands
+/// pass on in `SLURM_PRIO_PROCESS`.
+pub(crate) fn prio_process() -> i32 {
+    // SAFETY: getpriority only reads this process's attribute. -1 is a valid nice value
+    // as well as the error return; an error (none is possible for the caller itself)
+    // would read as -1.
+    unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+}
+
 /// Turns parsed options into the description the controller takes (shared with srun
 /// and salloc).
 pub fn describe_job(
@@ -52,6 +61,12 @@ pub fn describe_job(
             })
             .collect(),
     };
+    // The submitter's scheduling priority (its nice value), which the job's processes
+    // take on, as sbatch and srun pass it: kept when the environment already names one.
+    let mut environment = environment;
+    if !interactive && !environment.iter().any(|(k, _)| k == "SLURM_PRIO_PROCESS") {
+        environment.push(("SLURM_PRIO_PROCESS".into(), prio_process().to_string()));
+    }
     let begin = match &o.begin {
         Some(b) => Some(
             parse_timestamp(b, now()).ok_or_else(|| format!("Invalid time specification {b}"))?,

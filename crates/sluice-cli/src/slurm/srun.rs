@@ -156,12 +156,21 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     if shards > 0 {
         set("SLURM_SHARDS_ON_NODE", shards.to_string());
     }
+    // Only when asked: srun's own `-c`, else the job's (which its batch script already
+    // has in its environment, from `sbatch -c`).
+    if let Some(c) = opts.cpus_per_task.or(record.desc.cpus_per_task) {
+        set("SLURM_CPUS_PER_TASK", c.to_string());
+    }
     set(
-        "SLURM_CPUS_PER_TASK",
-        opts.cpus_per_task
-            .unwrap_or(record.cpus_per_task)
-            .to_string(),
+        "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0",
+        sluice_ctld::state::tasks_per_node_string(&record.cpus_per_node),
     );
+    // Where srun runs, as the step's tasks are told (Slurm's srun also listens there for
+    // its tasks' I/O: Sluice's srun does not listen, see COMPATIBILITY.md).
+    let launch_ip = super::common::launch_address().to_string();
+    set("SLURM_LAUNCH_NODE_IPADDR", launch_ip.clone());
+    set("SLURM_SRUN_COMM_HOST", launch_ip);
+
     if let Some((a, t)) = record.array {
         set("SLURM_ARRAY_JOB_ID", a.to_string());
         set("SLURM_ARRAY_TASK_ID", t.to_string());
@@ -169,6 +178,10 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     if opts.label {
         set("SLURM_LABELIO", "1".into());
     }
+    // Kept when srun's environment has them already (a batch script's, from sbatch).
+    env.entry("SLURM_PRIO_PROCESS".into())
+        .or_insert_with(|| super::sbatch::prio_process().to_string());
+    env.entry("SLURM_UMASK".into()).or_insert_with(umask_text);
     let environment: Vec<(String, String)> = env.into_iter().collect();
     interrupts.launched(plan.step, plan.ntasks);
     let (tx, rx) = mpsc::channel::<TaskEvent>();
@@ -793,4 +806,16 @@ mod tests {
         assert_eq!(gpu_count("a100:2"), Some(2));
         assert_eq!(gpu_count("x"), None);
     }
+}
+
+/// This process's umask in Slurm's form (`0022`), read without changing it for good.
+fn umask_text() -> String {
+    // SAFETY: umask can only be read by setting it: the old one is put straight back
+    // (srun runs no other thread that creates files meanwhile).
+    let old = unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old
+    };
+    format!("{old:04o}")
 }

@@ -66,14 +66,17 @@ pub fn script_key(id: JobId, array: Option<(JobId, u32)>) -> u64 {
 }
 
 /// A batch script's environment: the `submitted` one without the variables of an
-/// earlier allocation (`SLURM_*`, `CUDA_VISIBLE_DEVICES`), then Slurm's variables of
-/// this one (`slurm`, which win), by name.
+/// earlier allocation (`SLURM_*`, `CUDA_VISIBLE_DEVICES`; but `SLURM_PRIO_PROCESS`,
+/// which sbatch sets for this job), then Slurm's variables of this one (`slurm`, which
+/// win), by name.
 pub fn launch_environment(
     submitted: Vec<(String, String)>,
     slurm: Vec<(String, String)>,
 ) -> Vec<(String, String)> {
     let mut env: BTreeMap<String, String> = submitted.into_iter().collect();
-    env.retain(|k, _| !k.starts_with("SLURM_") && k != "CUDA_VISIBLE_DEVICES");
+    env.retain(|k, _| {
+        (!k.starts_with("SLURM_") || k == "SLURM_PRIO_PROCESS") && k != "CUDA_VISIBLE_DEVICES"
+    });
     env.extend(slurm);
     env.into_iter().collect()
 }
@@ -97,6 +100,7 @@ mod tests {
             ("CUDA_VISIBLE_DEVICES", "3"),
             ("HOME", "/home/alice"),
             ("SLURM_JOB_NAME", "old"),
+            ("SLURM_PRIO_PROCESS", "5"),
         ]);
         let slurm = pairs(&[("SLURM_JOB_ID", "12"), ("SLURM_JOB_NAME", "wrap")]);
         assert_eq!(
@@ -106,6 +110,8 @@ mod tests {
                 ("PATH", "/bin"),
                 ("SLURM_JOB_ID", "12"),
                 ("SLURM_JOB_NAME", "wrap"),
+                // sbatch's, for this job: the submitter's nice value.
+                ("SLURM_PRIO_PROCESS", "5"),
             ])
         );
     }

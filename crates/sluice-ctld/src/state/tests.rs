@@ -516,6 +516,39 @@ fn a_step_holds_the_jobs_cpus_on_its_nodes_unless_exact() {
 }
 
 #[test]
+fn the_batch_environment_names_the_cluster_its_controller_and_the_node_as_slurm_does() {
+    let mut conf = conf(1, 4);
+    conf.cluster_name = "lab".into();
+    conf.net.controllers =
+        vec![sluice_conf::net_conf::ControllerHost::parse("head(10.0.0.1)").unwrap()];
+    conf.net.slurmctld_port = 7817;
+    let r = JobRecord {
+        id: 7,
+        nodes: vec!["gpu03".into(), "gpu04".into()],
+        cpus_per_node: vec![2, 2],
+        tasks_per_node: vec![1, 1],
+        ntasks: 2,
+        ..Default::default()
+    };
+    let env: BTreeMap<String, String> = batch_environment(&r, &conf, Path::new("/s"))
+        .into_iter()
+        .collect();
+    let get = |k: &str| env.get(k).map(String::as_str);
+    assert_eq!(
+        get("SLURM_WORKING_CLUSTER"),
+        Some("lab:10.0.0.1:7817:9728:109")
+    );
+    assert_eq!(get("SLURM_TOPOLOGY_ADDR"), Some("gpu03"), "the batch host");
+    assert_eq!(get("SLURM_TOPOLOGY_ADDR_PATTERN"), Some("node"));
+    assert_eq!(get("SLURM_NODE_ALIASES"), Some("(null)"));
+    assert_eq!(
+        get("SLURM_TASK_PID"),
+        None,
+        "filled in by the agent's child"
+    );
+}
+
+#[test]
 fn the_batch_environment_has_slurms_task_and_memory_variables() {
     let conf = conf(1, 4);
     let mut r = JobRecord {
