@@ -16,6 +16,7 @@ mod reservations;
 mod sim;
 mod sim_limits;
 mod slurm;
+mod ui;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -53,6 +54,10 @@ enum Command {
     /// The controller's metrics (`MetricsType=metrics/openmetrics`) as Prometheus reads
     /// them: `jobs`, `nodes`, `partitions`, `scheduler`, `jobs-users-accts`, `sluice`.
     Metrics(metrics::MetricsArgs),
+    /// The web dashboard for you, on this host: the queue with each pending job's
+    /// reason and forecast start, nodes with a map of their GPUs, each job's page, the
+    /// fair-share tree. Open the address it prints.
+    Ui(ui::UiArgs),
     /// The controller of a cluster of several machines, as `slurmctld` (Slurm's flags:
     /// -D, -f FILE, -L FILE, -v).
     #[command(disable_help_flag = true)]
@@ -120,6 +125,7 @@ fn main() {
         Command::Reservations(args) => reservations::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Metrics(args) => metrics::run(args),
+        Command::Ui(args) => ui::run(args),
         Command::Ctld { args } => daemons::ctld(args),
         Command::Agent { args } => daemons::agent(args),
     };

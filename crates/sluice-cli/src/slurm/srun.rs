@@ -771,6 +771,18 @@ fn describe_signal(s: nix::sys::signal::Signal) -> &'static str {
     }
 }
 
+/// This process's umask in Slurm's form (`0022`), read without changing it for good.
+fn umask_text() -> String {
+    // SAFETY: umask can only be read by setting it: the old one is put straight back
+    // (srun runs no other thread that creates files meanwhile).
+    let old = unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old
+    };
+    format!("{old:04o}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -806,16 +818,4 @@ mod tests {
         assert_eq!(gpu_count("a100:2"), Some(2));
         assert_eq!(gpu_count("x"), None);
     }
-}
-
-/// This process's umask in Slurm's form (`0022`), read without changing it for good.
-fn umask_text() -> String {
-    // SAFETY: umask can only be read by setting it: the old one is put straight back
-    // (srun runs no other thread that creates files meanwhile).
-    let old = unsafe {
-        let old = libc::umask(0o022);
-        libc::umask(old);
-        old
-    };
-    format!("{old:04o}")
 }

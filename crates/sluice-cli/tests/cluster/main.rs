@@ -32,6 +32,7 @@ mod stdin;
 mod tasks;
 mod tcp;
 mod topology;
+mod ui;
 mod update;
 
 use harness::Cluster;
