@@ -8,6 +8,7 @@
 //! secret printed in the address at start (`?key=...`, then kept in a same-site,
 //! HTTP-only cookie): another user of the host cannot borrow the identity.
 
+mod history;
 mod job;
 mod nodes;
 mod page;
@@ -214,6 +215,42 @@ async fn shares_page(
     }
 }
 
+async fn history_page(
+    State(ui): State<Arc<Ui>>,
+    headers: HeaderMap,
+    uri: Uri,
+    Query(k): Query<KeyOnly>,
+) -> Response {
+    if let Some(r) = admit(&ui, &headers, &uri, k.key.as_deref()) {
+        return r;
+    }
+    let t = now();
+    let answer = blocking(move || {
+        let c = controller();
+        let query = sluice_proto::types::AccountingQuery {
+            since: Some(t - history::SPAN),
+            ..Default::default()
+        };
+        let acct: sluice_proto::types::Accounting = c.post("/v1/accounting", &query)?;
+        let nodes: Vec<NodeInfo> = c.get("/v1/nodes")?;
+        Ok::<_, sluice_proto::ClientError>((acct.jobs, nodes))
+    })
+    .await;
+    match answer {
+        Ok((jobs, nodes)) => {
+            let cpus = nodes.iter().map(|n| n.cpus).sum();
+            let gpus = nodes.iter().map(|n| nodes::gpu_total(&n.gres)).sum();
+            html(page::frame(
+                "Last day",
+                "/ui/history",
+                &ui.who,
+                &history::render(&jobs, cpus, gpus, t),
+            ))
+        }
+        Err(e) => failure(StatusCode::BAD_GATEWAY, &ui, "/ui/history", &describe(&e)),
+    }
+}
+
 async fn job_page(
     State(ui): State<Arc<Ui>>,
     headers: HeaderMap,
@@ -299,6 +336,7 @@ fn router(ui: Arc<Ui>) -> axum::Router {
         .route("/ui", get(queue_page))
         .route("/ui/nodes", get(nodes_page))
         .route("/ui/shares", get(shares_page))
+        .route("/ui/history", get(history_page))
         .route("/ui/job/{id}", get(job_page))
         .with_state(ui)
 }

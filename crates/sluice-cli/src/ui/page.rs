@@ -20,10 +20,11 @@ pub fn esc(text: &str) -> String {
 }
 
 /// The pages, in the navigation's order: (path, title).
-pub const PAGES: [(&str, &str); 3] = [
+pub const PAGES: [(&str, &str); 4] = [
     ("/ui", "Queue"),
     ("/ui/nodes", "Nodes and GPUs"),
     ("/ui/shares", "Fair share"),
+    ("/ui/history", "Last day"),
 ];
 
 const STYLE: &str = "\

@@ -333,4 +333,24 @@ fn the_dashboard_shows_the_queue_the_gpu_map_and_a_jobs_story_as_the_commands_do
         );
     }
     browser.screenshot(&page("/ui/shares"), &shots.join("shares.png"));
+
+    // The last day: what is held and waiting now, as sinfo and squeue count it, and
+    // a chart of 144 ten-minute bins for each.
+    let dom = browser.dom(&page("/ui/history"));
+    let alloc: u32 = c
+        .run("sinfo", &["-h", "-N", "-o", "%C"])
+        .stdout
+        .lines()
+        .map(|l| l.split('/').next().unwrap().parse::<u32>().unwrap())
+        .sum();
+    assert_eq!(span(&dom, "cpus-now"), alloc.to_string(), "{dom}");
+    assert_eq!(span(&dom, "gpus-now"), "5");
+    assert_eq!(span(&dom, "pending-now"), squeue("PD").len().to_string());
+    for chart in ["cpu-chart", "gpu-chart", "queue-chart"] {
+        assert!(
+            dom.contains(&format!("id=\"{chart}\" data-points=\"144\"")),
+            "{chart}:\n{dom}"
+        );
+    }
+    browser.screenshot(&page("/ui/history"), &shots.join("history.png"));
 }
