@@ -13,6 +13,7 @@ mod job;
 mod nodes;
 mod page;
 mod queue;
+mod reservations;
 mod shares;
 
 use std::net::SocketAddr;
@@ -215,6 +216,35 @@ async fn shares_page(
     }
 }
 
+async fn reservations_page(
+    State(ui): State<Arc<Ui>>,
+    headers: HeaderMap,
+    uri: Uri,
+    Query(k): Query<KeyOnly>,
+) -> Response {
+    if let Some(r) = admit(&ui, &headers, &uri, k.key.as_deref()) {
+        return r;
+    }
+    let records = blocking(|| {
+        controller().get::<Vec<sluice_proto::reservations::ReservationRecord>>("/v1/reservations")
+    })
+    .await;
+    match records {
+        Ok(r) => html(page::frame(
+            "Reservations",
+            "/ui/reservations",
+            &ui.who,
+            &reservations::render(&r, now()),
+        )),
+        Err(e) => failure(
+            StatusCode::BAD_GATEWAY,
+            &ui,
+            "/ui/reservations",
+            &describe(&e),
+        ),
+    }
+}
+
 async fn history_page(
     State(ui): State<Arc<Ui>>,
     headers: HeaderMap,
@@ -337,6 +367,7 @@ fn router(ui: Arc<Ui>) -> axum::Router {
         .route("/ui/nodes", get(nodes_page))
         .route("/ui/shares", get(shares_page))
         .route("/ui/history", get(history_page))
+        .route("/ui/reservations", get(reservations_page))
         .route("/ui/job/{id}", get(job_page))
         .with_state(ui)
 }

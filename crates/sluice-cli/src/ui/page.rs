@@ -20,10 +20,11 @@ pub fn esc(text: &str) -> String {
 }
 
 /// The pages, in the navigation's order: (path, title).
-pub const PAGES: [(&str, &str); 4] = [
+pub const PAGES: [(&str, &str); 5] = [
     ("/ui", "Queue"),
     ("/ui/nodes", "Nodes and GPUs"),
     ("/ui/shares", "Fair share"),
+    ("/ui/reservations", "Reservations"),
     ("/ui/history", "Last day"),
 ];
 

@@ -353,4 +353,34 @@ fn the_dashboard_shows_the_queue_the_gpu_map_and_a_jobs_story_as_the_commands_do
         );
     }
     browser.screenshot(&page("/ui/history"), &shots.join("history.png"));
+
+    // Reservations, with the idle node-hours `sluice reservations` counts.
+    let o = c.run(
+        "scontrol",
+        &[
+            "create",
+            "reservation",
+            "ReservationName=maint",
+            "StartTime=now",
+            "Duration=60",
+            "Nodes=g2",
+            "Users=root",
+            "Flags=IGNORE_JOBS",
+        ],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let dom = browser.dom(&page("/ui/reservations"));
+    let table = c.run("sluice", &["reservations"]).stdout;
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("maint"))
+        .expect("maint listed");
+    let reserved = line.split_whitespace().nth(2).unwrap();
+    assert!(dom.contains("data-reservation=\"maint\""), "{dom}");
+    assert!(
+        dom.contains(&format!("<td class=\"num\">{reserved}</td>")),
+        "{reserved}: {dom}"
+    );
+    browser.screenshot(&page("/ui/reservations"), &shots.join("reservations.png"));
 }
