@@ -73,7 +73,6 @@ mod tests {
                 reserved_gpu_s: 8 * 3600,
                 used_gpu_s: 0,
                 idle_since: Some(100),
-                ..Default::default()
             },
             ..Default::default()
         };
