@@ -100,6 +100,7 @@ fn record(id: u64, n: u64, t: i64) -> (JobRecord, StepRecord) {
         nodes: job.nodes.clone(),
         ntasks: 1,
         cpus: 4,
+        held_cpus: Vec::new(),
     };
     (job, step)
 }

@@ -148,6 +148,9 @@ pub struct JobOptions {
     pub exclusive: bool,
     /// `--exact` (srun): the step gets only the CPUs its tasks ask for.
     pub exact: bool,
+    /// `--overlap` (srun): the step may use CPUs the job's running steps hold (and
+    /// holds none itself that others must wait for).
+    pub overlap: bool,
     /// `--requeue` (true) or `--no-requeue` (false).
     pub requeue: Option<bool>,
     /// `--open-mode`.
@@ -471,7 +474,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::required("open-mode", None).tag(Support::Acts),
     Opt::required("output", Some('o')).tag(Support::Acts),
     Opt::flag("overcommit", Some('O')).tag(Support::Warns),
-    Opt::optional("overlap", None).tag(Support::Refuses),
+    Opt::optional("overlap", None).tag(Support::Acts),
     Opt::flag("oversubscribe", Some('s')).tag(Support::Warns),
     Opt::required("pack-group", None)
         .alias_of("het-group")
@@ -909,6 +912,7 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "error" => o.error = s(),
         "exclude" => o.exclude = s(),
         "exact" => o.exact = true,
+        "overlap" => o.overlap = true,
         "exclusive" => o.exclusive = true,
         "export" => o.export = Some(parse_export(v)),
         "gpu-bind" => {

@@ -1500,6 +1500,7 @@ impl Controller {
                 nodes: nodes.into_iter().take(1).collect(),
                 ntasks: 1,
                 cpus: r.alloc.first().map_or(1, |s| s.cpus),
+                held_cpus: Vec::new(),
             };
             self.steps.insert((id, StepId::Batch), step.clone());
             effects.push(Effect::PersistStep(step));
@@ -1949,6 +1950,18 @@ impl Controller {
         effects
     }
 
+    /// CPUs the running steps of job `job` hold on node `node`.
+    fn held_by_steps(&self, job: JobId, node: &str) -> u32 {
+        self.steps
+            .range((job, StepId::Batch)..)
+            .take_while(|((j, _), _)| *j == job)
+            .filter(|(_, s)| s.state == JobState::Running)
+            .flat_map(|(_, s)| s.nodes.iter().zip(&s.held_cpus))
+            .filter(|(n, _)| n.as_str() == node)
+            .map(|(_, c)| *c)
+            .sum()
+    }
+
     /// A step request from srun inside job `job`: where its tasks run.
     pub fn start_step(
         &mut self,
@@ -2031,26 +2044,45 @@ impl Controller {
         if ntasks < nodes {
             return Err(ApiError::invalid(too_many()));
         }
-        // Block distribution: fill each node up to what its CPUs hold, in order, after
-        // one task each.
-        let mut per_node: Vec<u32> = vec![1; nodes as usize];
-        let mut left = ntasks - nodes;
-        if let Some(n) = req.ntasks_per_node {
-            per_node = vec![n; nodes as usize];
-            left = 0;
-            if n * nodes != ntasks {
-                return Err(ApiError::invalid(too_many()));
+        // Block distribution over `room` CPUs per node: fill each node up to what its
+        // CPUs hold, in order, after one task each; `None` when they cannot hold it.
+        let distribute = |room: &[u32]| -> Option<Vec<u32>> {
+            let mut per_node: Vec<u32> = vec![1; nodes as usize];
+            let mut left = ntasks - nodes;
+            if let Some(n) = req.ntasks_per_node {
+                if n * nodes != ntasks {
+                    return None;
+                }
+                per_node = vec![n; nodes as usize];
+                left = 0;
             }
-        }
-        for (i, c) in cpus.iter().enumerate() {
-            let room = (c / cpt).saturating_sub(per_node[i]);
-            let more = room.min(left);
-            per_node[i] += more;
-            left -= more;
-        }
-        if left > 0 || per_node.iter().zip(&cpus).any(|(t, c)| t * cpt > *c) {
+            for (i, c) in room.iter().enumerate() {
+                let more = (c / cpt).saturating_sub(per_node[i]).min(left);
+                per_node[i] += more;
+                left -= more;
+            }
+            (left == 0 && per_node.iter().zip(room).all(|(t, c)| t * cpt <= *c)).then_some(per_node)
+        };
+        if distribute(&cpus).is_none() {
             return Err(ApiError::invalid(too_many()));
         }
+        // What the job's running steps hold is not this step's, unless it overlaps
+        // them: then it waits (srun asks again) until they end, as in Slurm.
+        let free: Vec<u32> = if req.overlap {
+            cpus.clone()
+        } else {
+            usable
+                .iter()
+                .zip(&cpus)
+                .map(|(&i, c)| c.saturating_sub(self.held_by_steps(job, &job_nodes[i])))
+                .collect()
+        };
+        let Some(per_node) = distribute(&free) else {
+            return Err(ApiError::new(
+                ErrorCode::Busy,
+                format!("Job {job} step creation temporarily disabled, retrying (Requested nodes are busy)"),
+            ));
+        };
         let bind = req
             .gpu_bind
             .as_deref()
@@ -2093,6 +2125,15 @@ impl Controller {
             nodes: plan_nodes.iter().map(|n| n.0.clone()).collect(),
             ntasks,
             cpus: step_cpus(&cpus, ntasks * cpt, req),
+            // All of the job's CPUs on its nodes, as its count says, or (`--exact`,
+            // `-c`) those its tasks ask for; none for a step that overlaps.
+            held_cpus: if req.overlap {
+                Vec::new()
+            } else if req.exact || req.cpus_per_task.is_some() {
+                per_node.iter().map(|t| t * cpt).collect()
+            } else {
+                cpus.clone()
+            },
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());

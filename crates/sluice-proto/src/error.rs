@@ -32,7 +32,9 @@ pub enum ErrorCode {
     Authentication,
     /// The request is larger than the controller reads.
     TooLarge,
-    /// The agent is registering with another controller incarnation and took nothing.
+    /// What is asked for is held by others for now, and nothing was taken: ask again
+    /// (an agent registering with another controller incarnation; a step whose CPUs
+    /// the job's running steps hold).
     Busy,
     /// The state could not be made durable (`ESLURM_WRITING_TO_FILE`); what the request
     /// asked may or may not have happened in memory, nothing was acknowledged.

@@ -284,6 +284,11 @@ pub struct StepRecord {
     pub ntasks: u32,
     /// CPUs.
     pub cpus: u32,
+    /// While it runs, the CPUs it holds on each of its nodes (in `nodes`' order), which
+    /// a later step of the job waits for; empty for a step that overlaps others
+    /// (`--overlap`) and for the batch step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_cpus: Vec<u32>,
 }
 
 /// Reads a field that is there, `null` included, as `Some`: with `#[serde(default)]`
@@ -1145,6 +1150,10 @@ pub struct StepRequest {
     /// job's CPUs on the nodes it runs on (Slurm 22.05's default).
     #[serde(default)]
     pub exact: bool,
+    /// `--overlap`: the step may use CPUs the job's running steps hold, and holds none
+    /// that a later step must wait for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub overlap: bool,
 }
 
 /// Where a step's tasks run: per node, the global task ids.

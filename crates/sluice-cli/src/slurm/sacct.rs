@@ -752,6 +752,7 @@ mod tests {
             nodes: Vec::new(),
             ntasks: 1,
             cpus: 1,
+            held_cpus: Vec::new(),
         }
     }
 

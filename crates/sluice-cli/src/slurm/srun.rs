@@ -74,6 +74,35 @@ pub fn main(args: Vec<String>) -> i32 {
     }
 }
 
+/// Creates step `req` of job `job`: while the job's running steps hold the CPUs it
+/// needs, srun says so once and asks again until they are free, and says when it got
+/// them, as Slurm's srun does.
+fn create_step(client: &Client, job: u64, req: &StepRequest) -> StepPlan {
+    let mut waited = false;
+    loop {
+        match client.post::<_, StepPlan>(&format!("/v1/jobs/{job}/steps"), req) {
+            Ok(plan) => {
+                if waited {
+                    eprintln!("{ME}: Step created for job {job}");
+                }
+                return plan;
+            }
+            Err(sluice_proto::ClientError::Status {
+                code: sluice_proto::error::ErrorCode::Busy,
+                message,
+                ..
+            }) => {
+                if !waited {
+                    eprintln!("{ME}: {message}");
+                    waited = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Err(e) => fail(ME, describe(&e), 1),
+        }
+    }
+}
+
 /// Runs one step of job `job`; srun's exit status, and whether the step's memory limit
 /// killed some of it.
 fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i32, bool) {
@@ -97,11 +126,9 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
         nodelist: opts.nodelist.clone(),
         exclude: opts.exclude.clone(),
         exact: opts.exact,
+        overlap: opts.overlap,
     };
-    let plan: StepPlan = match client.post(&format!("/v1/jobs/{job}/steps"), &req) {
-        Ok(p) => p,
-        Err(e) => fail(ME, describe(&e), 1),
-    };
+    let plan = create_step(client, job, &req);
     let record: JobRecord = client
         .get(&format!("/v1/jobs/{job}"))
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
