@@ -5,6 +5,7 @@
 //!   sysfs), as gres.conf's `AutoDetect` finds them.
 //! - [`accounts`]: accounts, users, associations and QOS (`sacctmgr`'s rules, no I/O).
 //! - [`state`]: the state machine around the scheduling core (no I/O).
+//! - [`token`]: Slurm's auth/jwt tokens, made and checked with the cluster's JWT key.
 
 pub mod accounts;
 pub mod config;
@@ -12,3 +13,4 @@ pub mod gpu_detect;
 pub mod priority;
 pub mod server;
 pub mod state;
+pub mod token;

@@ -47,11 +47,13 @@ pub mod input;
 pub mod owner;
 mod priority;
 mod reservations;
+mod rest;
 mod routes;
 mod rpc_stats;
 mod tcp;
 #[cfg(test)]
 mod tests;
+mod token;
 mod update;
 
 use input::{Input, Reply, Request};
@@ -98,6 +100,9 @@ pub enum ServeError {
     /// A stored record could not be read back.
     #[error("{0}")]
     Corrupt(String),
+    /// The auth/jwt key could not be loaded.
+    #[error(transparent)]
+    JwtKey(#[from] crate::token::KeyError),
 }
 
 /// What the handlers share: the way into the loop, and what needs no loop.
@@ -119,6 +124,10 @@ struct Shared {
     in_flight: std::sync::atomic::AtomicU32,
     /// Requests served, by kind and user (`sdiag`).
     rpc: std::sync::Mutex<rpc_stats::RpcStats>,
+    /// The auth/jwt key (`AuthAltTypes=auth/jwt`): tokens made and admitted.
+    tokens: Option<Arc<crate::token::Tokens>>,
+    /// `ClusterName`, for the REST API's answers.
+    cluster_name: String,
 }
 
 type App = Arc<Shared>;
@@ -262,6 +271,8 @@ pub async fn run(
         );
     }
     let kill_wait = conf.kill_wait;
+    let tokens = conf.net.jwt.as_deref().map(load_tokens).transpose()?;
+    let cluster_name = conf.cluster_name.clone();
     let auth = match (net.auth, listen.is_some() || conf.agents_over_tcp) {
         (Some(a), _) => Some(a),
         (None, true) => {
@@ -336,6 +347,8 @@ pub async fn run(
         key: auth.as_ref().and_then(|a| a.key()).map(<[u8]>::to_vec),
         in_flight: Default::default(),
         rpc: Default::default(),
+        tokens,
+        cluster_name,
     });
 
     let socket = sluice_proto::paths::controller_socket(state_dir);
@@ -358,10 +371,16 @@ pub async fn run(
                     sluice_proto::auth::Scheme::Munge(_) => "requests with munge credentials",
                 }
             );
-            let signed = app.clone().layer(axum::middleware::from_fn_with_state(
-                Arc::new(auth.gate(now())),
-                tcp::verify_signed,
-            ));
+            let signed = app
+                .clone()
+                .layer(axum::middleware::from_fn_with_state(
+                    Arc::new(auth.gate(now())),
+                    tcp::verify_signed,
+                ))
+                .layer(axum::middleware::from_fn_with_state(
+                    shared.clone(),
+                    token::admit,
+                ));
             let mut stop = stop.clone();
             Some(tokio::spawn(async move {
                 axum::serve(
@@ -418,6 +437,17 @@ pub async fn run(
     let _ = std::fs::remove_file(&socket);
     tracing::info!("slurmctld: stopped");
     result.map_err(io(&socket))
+}
+
+/// The auth/jwt key of `jwt`, with its limits.
+fn load_tokens(
+    jwt: &sluice_conf::net_conf::JwtConf,
+) -> Result<Arc<crate::token::Tokens>, ServeError> {
+    let mut t = crate::token::Tokens::load(&jwt.key)?;
+    t.max_lifespan = jwt.max_lifespan;
+    t.disable_creation = jwt.disable_creation;
+    tracing::info!("auth/jwt: tokens with the key {}", jwt.key.display());
+    Ok(Arc::new(t))
 }
 
 fn user_and_group(uid: u32, gid: u32) -> (String, String) {

@@ -39,7 +39,7 @@ pub(super) async fn reset(
 }
 
 /// The loop's part with the server's added.
-fn complete(app: &App, mut r: DiagReport) -> DiagReport {
+pub(super) fn complete(app: &App, mut r: DiagReport) -> DiagReport {
     r.server_threads = app.in_flight.load(Ordering::Relaxed);
     (r.by_type, r.by_user) = rpc_stats::lock(&app.rpc).report();
     r.clock_latency_us = clock_latency_us();

@@ -1181,6 +1181,8 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
         key: None,
         in_flight: Default::default(),
         rpc: Default::default(),
+        tokens: None,
+        cluster_name: "test".into(),
     });
     let wait = std::time::Duration::from_secs(5);
     let q = sluice_proto::listing::JobQuery {
