@@ -86,7 +86,7 @@ fn write_key(name: &str, mode: u32) -> std::path::PathBuf {
 
 fn conf(key: &std::path::Path) -> String {
     format!(
-        "{}AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
+        "{}AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={},max_token_lifespan=3600\n",
         crate::SMALL,
         key.display()
     )
@@ -124,6 +124,17 @@ fn a_users_token_lists_submits_and_cancels_only_its_own_jobs() {
             1
         )
     );
+    // Not longer than max_token_lifespan, unless root or the SlurmUser asks.
+    let o = c.run_as(NOBODY, "scontrol", &["token", "lifespan=7200"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "scontrol: error: slurm_fetch_token: error with request: Requested time limit is invalid (missing or exceeds some limit)\nError fetching token\n",
+            1
+        )
+    );
+    let o = c.run("scontrol", &["token", "lifespan=7200"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
     let o = c.run("scontrol", &["token", "username=nobody", "lifespan=60"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let by_root = o
@@ -388,4 +399,31 @@ fn a_key_others_can_read_stops_the_controller() {
     );
     let _ = std::fs::remove_file(&key);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn without_auth_jwt_there_are_no_tokens() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let c = Cluster::start_args("nojwt", crate::SMALL, &["--listen", &addr]);
+    let o = c.run("scontrol", &["token"]);
+    assert_eq!(
+        (o.stdout.as_str(), o.stderr.as_str(), o.code),
+        (
+            "",
+            "scontrol: error: slurm_fetch_token: error with request: Required plugin type not loaded or initialized\nError fetching token\n",
+            1
+        )
+    );
+    // A token, however made, is refused; the API still answers on the Unix socket and
+    // to signed requests.
+    let token = Tokens::with_key(b"some key").make("root", 60, now());
+    let (status, v) = http(
+        &addr,
+        "GET",
+        "/slurm/v0.0.44/ping",
+        &as_user("root", &token),
+        "",
+    );
+    assert_eq!((status, error_numbers(&v)), (401, vec![6000]), "{v}");
 }
