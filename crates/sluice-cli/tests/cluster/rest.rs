@@ -330,6 +330,9 @@ fn bad_requests_get_slurms_errors_and_change_nothing() {
     let (status, v) = http(&addr, "GET", "/slurm/v0.0.99/ping", &me, "");
     assert_eq!((status, error_numbers(&v)), (404, vec![11008]), "{v}");
     assert_eq!(v["errors"][0]["error"], "Invalid or unknown URL path");
+    // A method the path does not take.
+    let (status, v) = http(&addr, "PUT", "/slurm/v0.0.44/jobs", &me, "");
+    assert_eq!((status, error_numbers(&v)), (405, vec![9007]), "{v}");
     // An unknown job, a job id that is not one.
     let (status, v) = http(&addr, "GET", "/slurm/v0.0.44/job/999999", &me, "");
     assert_eq!((status, error_numbers(&v)), (404, vec![2017]), "{v}");

@@ -41,6 +41,8 @@ pub mod errno {
     pub const REST_INVALID_QUERY: i32 = 9000;
     /// `ESLURM_REST_FAIL_PARSING`.
     pub const REST_FAIL_PARSING: i32 = 9001;
+    /// `ESLURM_REST_UNKNOWN_URL_METHOD`.
+    pub const REST_UNKNOWN_URL_METHOD: i32 = 9007;
     /// `ESLURM_DATA_PARSE_BAD_INPUT`.
     pub const DATA_PARSE_BAD_INPUT: i32 = 9216;
     /// `ESLURM_URL_INVALID_PATH`.
@@ -66,6 +68,11 @@ pub fn strerror(n: i32) -> &'static str {
         errno::AUTH_EXPIRED => "Authentication credential expired",
         errno::REST_INVALID_QUERY => "Query empty or not RFC7320 compliant",
         errno::REST_FAIL_PARSING => "Failure during parsing",
+        errno::REST_UNKNOWN_URL_METHOD => {
+            "Requested HTTP query method is not supported at URL endpoint. Please query the \
+             '/openapi/v3' endpoint or visit 'https://slurm.schedmd.com/rest_api.html' for the \
+             OpenAPI specification which includes a list of all possible slurmrestd endpoints."
+        }
         errno::DATA_PARSE_BAD_INPUT => "Request to parse invalid data",
         errno::URL_INVALID_PATH => "Invalid or unknown URL path",
         errno::HTTP_CONTENT_LENGTH_TOO_LARGE => "HTTP Content-Length header too large to process",
@@ -82,6 +89,7 @@ pub fn status_of(n: i32) -> StatusCode {
         errno::REST_FAIL_PARSING => StatusCode::BAD_REQUEST,
         errno::REST_INVALID_QUERY | errno::DATA_PARSE_BAD_INPUT => StatusCode::UNPROCESSABLE_ENTITY,
         errno::HTTP_CONTENT_LENGTH_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+        errno::REST_UNKNOWN_URL_METHOD => StatusCode::METHOD_NOT_ALLOWED,
         // What the controller refuses for what it asks (Slurm's 2000-range).
         2000..=2999 => StatusCode::UNPROCESSABLE_ENTITY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,

@@ -47,6 +47,7 @@ pub(super) fn router() -> Router<App> {
         .route("/slurm/v0.0.44/partitions", get(partitions::list))
         .route("/slurm/v0.0.44/partition/{name}", get(partitions::one))
         .route("/slurm/{*rest}", any(unknown))
+        .method_not_allowed_fallback(wrong_method)
 }
 
 /// What every handler knows of its request: the cluster and the caller.
@@ -152,6 +153,23 @@ async fn unknown(State(app): State<App>, uri: axum::http::Uri) -> Response {
         Error::new(
             errno::URL_INVALID_PATH,
             format!("Unable to find path {}", uri.path()),
+            "operations_router",
+        ),
+    )
+}
+
+/// A method the path does not take (`PUT jobs`): Slurm's 405.
+async fn wrong_method(
+    State(app): State<App>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> Response {
+    envelope::failure(
+        &app.cluster_name,
+        StatusCode::METHOD_NOT_ALLOWED,
+        Error::new(
+            errno::REST_UNKNOWN_URL_METHOD,
+            format!("Unsupported HTTP method requested: {method} {}", uri.path()),
             "operations_router",
         ),
     )
