@@ -116,9 +116,26 @@ fn carried(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
+/// The second a refusal was last logged: refusals are logged at most once a second, so
+/// that a stream of bad tokens cannot fill the log.
+static LAST_LOGGED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
 /// A token's refusal: HTTP 401 with Slurm's error.
 fn refused(app: &App, e: TokenError, why: &str) -> Response {
-    tracing::warn!("refused a token: {why}");
+    let t = now();
+    let last = LAST_LOGGED.load(std::sync::atomic::Ordering::Relaxed);
+    if t > last
+        && LAST_LOGGED
+            .compare_exchange(
+                last,
+                t,
+                std::sync::atomic::Ordering::Relaxed,
+                std::sync::atomic::Ordering::Relaxed,
+            )
+            .is_ok()
+    {
+        tracing::warn!("refused a token: {why}");
+    }
     envelope::failure(
         &app.cluster_name,
         StatusCode::UNAUTHORIZED,
