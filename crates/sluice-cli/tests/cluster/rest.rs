@@ -430,3 +430,86 @@ fn without_auth_jwt_there_are_no_tokens() {
     );
     assert_eq!((status, error_numbers(&v)), (401, vec![6000]), "{v}");
 }
+
+#[test]
+fn slurmrestd_passes_tokens_and_local_users_through_to_the_controller() {
+    use std::os::unix::process::CommandExt;
+    let key = write_key("restd", 0o600);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let c = Cluster::start_args("restd", &conf(&key), &["--listen", &addr]);
+    let front = format!("127.0.0.1:{}", free_port());
+    let socket = c.dir.join("rest.sock");
+    // The link `sluice up` made, as a user finds it on PATH.
+    let mut restd = std::process::Command::new(c.dir.join("state/bin/slurmrestd"))
+        .args(["-a", "rest_auth/local,rest_auth/jwt", &front])
+        .arg(format!("unix:{}", socket.display()))
+        .env("SLUICE_STATE_DIR", c.dir.join("state"))
+        .env("SLUICE_CONTROLLER", &addr)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.wait_for("slurmrestd to listen", || {
+        socket.exists() && TcpStream::connect(&front).is_ok()
+    });
+    let o = c.run_as(NOBODY, "scontrol", &["token"]);
+    let token = o
+        .stdout
+        .trim()
+        .strip_prefix("SLURM_JWT=")
+        .unwrap()
+        .to_string();
+    // By token, through the TCP socket: the token's user.
+    let (status, v) = http(
+        &front,
+        "GET",
+        "/slurm/v0.0.44/ping",
+        &as_user("nobody", &token),
+        "",
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["meta"]["client"]["user"], "nobody");
+    // Without one: refused by the controller.
+    let (status, _) = http(&front, "GET", "/slurm/v0.0.44/ping", &[], "");
+    assert_eq!(status, 401);
+    // Through the Unix socket: slurmrestd's own user (this test's, root).
+    let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    write!(
+        s,
+        "GET /slurm/v0.0.44/jobs HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let body: Value = serde_json::from_str(reply.split_once("\r\n\r\n").unwrap().1).unwrap();
+    assert_eq!(body["meta"]["client"]["user"], "root");
+    assert_eq!(body["jobs"], json!([]));
+    // Another user: refused by slurmrestd (rest_auth/local), even when the socket's
+    // mode lets it connect.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let other = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); \
+             s.sendall(b'GET /slurm/v0.0.44/ping HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n'); \
+             print(s.recv(4096).decode())",
+        ])
+        .arg(&socket)
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&other.stdout);
+    assert!(
+        out.starts_with("HTTP/1.1 401") && out.ends_with("Authentication failure\n"),
+        "{out:?} {}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(restd.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    assert!(restd.wait().unwrap().success());
+    let _ = std::fs::remove_file(&key);
+}
