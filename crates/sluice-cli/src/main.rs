@@ -13,6 +13,7 @@ mod explain;
 mod metrics;
 mod report;
 mod reservations;
+mod restd;
 mod sim;
 mod sim_limits;
 mod slurm;
@@ -92,6 +93,7 @@ fn main() {
     match name.as_str() {
         "slurmctld" => std::process::exit(daemons::ctld(args[1..].to_vec())),
         "slurmd" => std::process::exit(daemons::agent(args[1..].to_vec())),
+        "slurmrestd" => std::process::exit(restd::main(args[1..].to_vec())),
         _ => {}
     }
     // The daemons read their flags as Slurm's do (getopt), not as clap would. A job's

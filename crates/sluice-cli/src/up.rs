@@ -106,9 +106,12 @@ pub fn run(args: UpArgs) -> i32 {
         }
     }
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sluice"));
-    // The Slurm commands, and `sluice` itself (for `sluice up`, `sluice sim` from the
-    // same shell).
-    for name in crate::slurm::COMMANDS.iter().chain(&["sluice"]) {
+    // The Slurm commands, `slurmrestd`, and `sluice` itself (for `sluice up`, `sluice
+    // sim` from the same shell).
+    for name in crate::slurm::COMMANDS
+        .iter()
+        .chain(&["slurmrestd", "sluice"])
+    {
         // Replaced atomically (a new link renamed over the old), so that commands
         // running while the cluster restarts always find it.
         let link = state_dir.join("bin").join(name);

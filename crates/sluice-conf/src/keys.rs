@@ -19,6 +19,7 @@ pub const GLOBAL: &[&str] = &[
     "acctgathernodefreq",
     "acctgatherprofiletype",
     "allowspecresourcesusage",
+    "authaltparameters",
     "authalttypes",
     "authinfo",
     "authtype",

@@ -141,6 +141,22 @@ pub struct NetConf {
     pub auth_socket: Option<PathBuf>,
     /// `AuthInfo`'s `key=`, if given.
     pub key_file: Option<PathBuf>,
+    /// `AuthAltTypes=auth/jwt` with its `AuthAltParameters`: tokens the controller
+    /// makes (`scontrol token`) and admits on its TCP listener. `None`: no tokens.
+    /// Boxed: most clusters have none, and commands carry this struct around.
+    pub jwt: Option<Box<JwtConf>>,
+}
+
+/// `AuthAltTypes=auth/jwt` and its `AuthAltParameters` (Slurm's auth/jwt plugin).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JwtConf {
+    /// `jwt_key=FILE`: the HS256 key, readable by the controller's user only.
+    pub key: PathBuf,
+    /// `max_token_lifespan=SECONDS`: the longest lifespan a user other than root or
+    /// the SlurmUser may ask for.
+    pub max_lifespan: Option<i64>,
+    /// `disable_token_creation`: only root and the SlurmUser may ask for tokens.
+    pub disable_creation: bool,
 }
 
 impl Default for NetConf {
@@ -159,6 +175,7 @@ impl Default for NetConf {
             auth: AuthType::default(),
             auth_socket: None,
             key_file: None,
+            jwt: None,
         }
     }
 }
@@ -207,6 +224,62 @@ pub fn parse_auth_info(value: &str) -> Result<(Option<PathBuf>, Option<PathBuf>)
         *slot = Some(PathBuf::from(v.trim()));
     }
     Ok((socket, key))
+}
+
+/// `AuthAltTypes`: whether it names `auth/jwt` (the only alternative type).
+///
+/// Errors: any other type.
+pub fn parse_auth_alt_types(value: &str) -> Result<bool, String> {
+    let mut jwt = false;
+    for t in value.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        if !t.eq_ignore_ascii_case("auth/jwt") {
+            return Err(format!(
+                "unknown alternative authentication type '{t}' (auth/jwt)"
+            ));
+        }
+        jwt = true;
+    }
+    Ok(jwt)
+}
+
+/// `AuthAltParameters`: `jwt_key=FILE` (an absolute path), `max_token_lifespan=N`,
+/// `disable_token_creation`; others (`jwks=`, `userclaimfield=`) are accepted and
+/// ignored. The key is `None` when not given.
+///
+/// Errors: an empty or relative `jwt_key=`, a lifespan that is not a positive number.
+pub fn parse_auth_alt_parameters(value: &str) -> Result<Option<JwtConf>, String> {
+    let mut key = None;
+    let mut max_lifespan = None;
+    let mut disable_creation = false;
+    for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (k, v) = item.split_once('=').unwrap_or((item, ""));
+        match k.trim().to_ascii_lowercase().as_str() {
+            "jwt_key" => {
+                let path = PathBuf::from(v.trim());
+                if !path.is_absolute() {
+                    return Err(format!(
+                        "AuthAltParameters: jwt_key= needs an absolute path, found '{v}'"
+                    ));
+                }
+                key = Some(path);
+            }
+            "max_token_lifespan" => match v.trim().parse::<i64>() {
+                Ok(n) if n > 0 => max_lifespan = Some(n),
+                _ => {
+                    return Err(format!(
+                        "AuthAltParameters: invalid max_token_lifespan '{v}'"
+                    ))
+                }
+            },
+            "disable_token_creation" => disable_creation = true,
+            _ => {}
+        }
+    }
+    Ok(key.map(|key| JwtConf {
+        key,
+        max_lifespan,
+        disable_creation,
+    }))
 }
 
 /// `%n` and `%h` in `pattern` replaced by the node's and the host's names, as slurmd
@@ -276,6 +349,17 @@ impl NetConf {
             let (socket, key) = parse_auth_info(v)?;
             n.auth_socket = socket;
             n.key_file = key;
+        }
+        let jwt = match conf.get("AuthAltTypes") {
+            Some(v) => parse_auth_alt_types(v).map_err(|m| with("AuthAltTypes", m))?,
+            None => false,
+        };
+        if jwt {
+            let params = conf.get("AuthAltParameters").unwrap_or("");
+            let jwt = parse_auth_alt_parameters(params)?;
+            n.jwt = Some(Box::new(jwt.ok_or_else(|| {
+                "AuthAltTypes=auth/jwt needs AuthAltParameters=jwt_key=/path/to/key".to_string()
+            })?));
         }
         Ok(n)
     }
@@ -429,6 +513,18 @@ mod tests {
                 "AuthInfo=socket=",
                 "AuthInfo: AuthInfo: 'socket=' needs a path",
             ),
+            (
+                "AuthAltTypes=auth/oidc",
+                "AuthAltTypes: unknown alternative authentication type 'auth/oidc' (auth/jwt)",
+            ),
+            (
+                "AuthAltParameters=jwt_key=jwt.key",
+                "AuthAltParameters: AuthAltParameters: jwt_key= needs an absolute path, found 'jwt.key'",
+            ),
+            (
+                "AuthAltParameters=jwt_key=/k,max_token_lifespan=0",
+                "AuthAltParameters: AuthAltParameters: invalid max_token_lifespan '0'",
+            ),
         ] {
             let e = crate::slurm_conf::parse_str(
                 &format!("ClusterName=c\n{line}\nNodeName=n1 CPUs=1\n"),
@@ -444,6 +540,35 @@ mod tests {
         assert_eq!(
             expand_node("/var/log/slurmd.%h.%n", "node01", "n1"),
             "/var/log/slurmd.node01.n1"
+        );
+    }
+
+    #[test]
+    fn tokens_need_auth_jwt_and_a_key() {
+        let n = NetConf::from_conf(&conf(
+            "AuthAltTypes=auth/jwt\n\
+             AuthAltParameters=jwt_key=/etc/slurm/jwt.key,max_token_lifespan=600,disable_token_creation,jwks=/x",
+        ))
+        .unwrap();
+        assert_eq!(
+            n.jwt,
+            Some(Box::new(JwtConf {
+                key: PathBuf::from("/etc/slurm/jwt.key"),
+                max_lifespan: Some(600),
+                disable_creation: true,
+            }))
+        );
+        // Parameters alone turn nothing on; the type alone lacks its key.
+        let n = NetConf::from_conf(&conf("AuthAltParameters=jwt_key=/etc/slurm/jwt.key")).unwrap();
+        assert_eq!(n.jwt, None);
+        let e = crate::slurm_conf::parse_str(
+            "ClusterName=c\nNodeName=n1 CPUs=1\nAuthAltTypes=auth/jwt\n",
+            Path::new("/etc/slurm/slurm.conf"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/etc/slurm/slurm.conf: AuthAltTypes=auth/jwt needs AuthAltParameters=jwt_key=/path/to/key"
         );
     }
 }

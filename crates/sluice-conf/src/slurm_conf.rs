@@ -354,6 +354,8 @@ impl Parser {
             "returntoservice" => crate::net_conf::parse_return_to_service(value).map(|_| ()),
             "authtype" => crate::net_conf::AuthType::parse(value).map(|_| ()),
             "authinfo" => crate::net_conf::parse_auth_info(value).map(|_| ()),
+            "authalttypes" => crate::net_conf::parse_auth_alt_types(value).map(|_| ()),
+            "authaltparameters" => crate::net_conf::parse_auth_alt_parameters(value).map(|_| ()),
             "slurmctldhost" => crate::net_conf::ControllerHost::parse(value).map(|_| ()),
             "schedulertype" => match value {
                 "sched/backfill" | "sched/builtin" => Ok(()),
@@ -790,6 +792,19 @@ impl Parser {
                 path: path.to_path_buf(),
                 line: 0,
                 message: "more than one partition has Default=YES".into(),
+            });
+        }
+        let setting = |k: &str| self.settings.get(k).map(|(_, v)| v.as_str());
+        let jwt = setting("authalttypes")
+            .is_some_and(|v| crate::net_conf::parse_auth_alt_types(v) == Ok(true));
+        let jwt_key = setting("authaltparameters")
+            .and_then(|v| crate::net_conf::parse_auth_alt_parameters(v).ok().flatten());
+        if jwt && jwt_key.is_none() {
+            return Err(ConfError {
+                path: path.to_path_buf(),
+                line: 0,
+                message: "AuthAltTypes=auth/jwt needs AuthAltParameters=jwt_key=/path/to/key"
+                    .into(),
             });
         }
         let mut backfill = BackfillParams::default();

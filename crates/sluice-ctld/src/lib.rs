@@ -6,6 +6,7 @@
 //! - [`accounts`]: accounts, users, associations and QOS (`sacctmgr`'s rules, no I/O).
 //! - [`state`]: the state machine around the scheduling core (no I/O).
 //! - [`metrics`]: Slurm's metrics endpoints and Sluice's own, as text (no I/O).
+//! - [`token`]: Slurm's auth/jwt tokens, made and checked with the cluster's JWT key.
 
 pub mod accounts;
 pub mod config;
@@ -14,3 +15,4 @@ pub mod metrics;
 pub mod priority;
 pub mod server;
 pub mod state;
+pub mod token;

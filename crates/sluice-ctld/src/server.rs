@@ -48,11 +48,13 @@ mod metrics;
 pub mod owner;
 mod priority;
 mod reservations;
+mod rest;
 mod routes;
 mod rpc_stats;
 mod tcp;
 #[cfg(test)]
 mod tests;
+mod token;
 mod update;
 
 use input::{Input, Reply, Request};
@@ -99,6 +101,9 @@ pub enum ServeError {
     /// A stored record could not be read back.
     #[error("{0}")]
     Corrupt(String),
+    /// The auth/jwt key could not be loaded.
+    #[error(transparent)]
+    JwtKey(#[from] crate::token::KeyError),
 }
 
 /// What the handlers share: the way into the loop, and what needs no loop.
@@ -122,6 +127,10 @@ struct Shared {
     rpc: std::sync::Mutex<rpc_stats::RpcStats>,
     /// Whether and to whom the metrics endpoints answer (`MetricsType`, ...).
     metrics: crate::config::MetricsConf,
+    /// The auth/jwt key (`AuthAltTypes=auth/jwt`): tokens made and admitted.
+    tokens: Option<Arc<crate::token::Tokens>>,
+    /// `ClusterName`, for the REST API's answers.
+    cluster_name: String,
 }
 
 type App = Arc<Shared>;
@@ -266,6 +275,8 @@ pub async fn run(
     }
     let kill_wait = conf.kill_wait;
     let metrics = conf.metrics.clone();
+    let tokens = conf.net.jwt.as_deref().map(load_tokens).transpose()?;
+    let cluster_name = conf.cluster_name.clone();
     let auth = match (net.auth, listen.is_some() || conf.agents_over_tcp) {
         (Some(a), _) => Some(a),
         (None, true) => {
@@ -341,6 +352,8 @@ pub async fn run(
         in_flight: Default::default(),
         rpc: Default::default(),
         metrics: metrics.clone(),
+        tokens,
+        cluster_name,
     });
 
     let socket = sluice_proto::paths::controller_socket(state_dir);
@@ -376,6 +389,10 @@ pub async fn run(
                     open_metrics,
                 }),
                 tcp::verify_signed,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                shared.clone(),
+                token::admit,
             ));
             let mut stop = stop.clone();
             Some(tokio::spawn(async move {
@@ -433,6 +450,17 @@ pub async fn run(
     let _ = std::fs::remove_file(&socket);
     tracing::info!("slurmctld: stopped");
     result.map_err(io(&socket))
+}
+
+/// The auth/jwt key of `jwt`, with its limits.
+fn load_tokens(
+    jwt: &sluice_conf::net_conf::JwtConf,
+) -> Result<Arc<crate::token::Tokens>, ServeError> {
+    let mut t = crate::token::Tokens::load(&jwt.key)?;
+    t.max_lifespan = jwt.max_lifespan;
+    t.disable_creation = jwt.disable_creation;
+    tracing::info!("auth/jwt: tokens with the key {}", jwt.key.display());
+    Ok(Arc::new(t))
 }
 
 fn user_and_group(uid: u32, gid: u32) -> (String, String) {

@@ -50,6 +50,11 @@ pub enum ErrorCode {
     ControllerUnreachable,
     /// A bug: the controller could not handle the request (its state is kept).
     Internal,
+    /// The user named is not the caller's, or not known (`ESLURM_USER_ID_MISSING`).
+    InvalidUserId,
+    /// What is asked needs a plugin the cluster is not configured with
+    /// (`ESLURM_PLUGIN_NOT_LOADED`: tokens without `AuthAltTypes=auth/jwt`).
+    PluginNotLoaded,
 }
 
 impl ErrorCode {
@@ -59,7 +64,8 @@ impl ErrorCode {
             ErrorCode::Invalid => 400,
             ErrorCode::InvalidJobId | ErrorCode::InvalidNodeName | ErrorCode::InvalidDevice => 404,
             ErrorCode::InvalidPartitionName => 400,
-            ErrorCode::AccessDenied => 403,
+            ErrorCode::AccessDenied | ErrorCode::InvalidUserId => 403,
+            ErrorCode::PluginNotLoaded => 400,
             ErrorCode::Authentication => 401,
             ErrorCode::TooLarge => 413,
             ErrorCode::Busy => 409,
@@ -128,6 +134,13 @@ pub const INVALID_JOB_ID: &str = "Invalid job id specified";
 pub const ACCESS_DENIED: &str = "Access/permission denied";
 /// Slurm's message for `ESLURM_INVALID_NODE_NAME`.
 pub const INVALID_NODE_NAME: &str = "Invalid node name specified";
+/// Slurm's message for `ESLURM_USER_ID_MISSING`.
+pub const INVALID_USER_ID: &str = "Invalid user id";
+/// Slurm's message for `ESLURM_PLUGIN_NOT_LOADED`.
+pub const PLUGIN_NOT_LOADED: &str = "Required plugin type not loaded or initialized";
+/// Slurm's message for `ESLURM_INVALID_TIME_LIMIT`.
+pub const INVALID_TIME_LIMIT: &str =
+    "Requested time limit is invalid (missing or exceeds some limit)";
 /// Slurm's message for `ESLURM_INVALID_PARTITION_NAME`.
 pub const INVALID_PARTITION_NAME: &str = "Invalid partition name specified";
 

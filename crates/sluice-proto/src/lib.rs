@@ -11,6 +11,7 @@
 //! - [`client`]: a blocking client for the commands.
 //! - [`error`]: errors on the wire, with stable codes.
 //! - [`paths`]: where a cluster's state directory and sockets are.
+//! - [`token`]: asking the controller for an auth/jwt token (`scontrol token`).
 
 pub mod accounts;
 pub mod audit;
@@ -27,6 +28,7 @@ pub mod pattern;
 pub mod priority;
 pub mod reservations;
 pub mod time;
+pub mod token;
 pub mod types;
 
 pub use client::{Client, ClientError, Signer};

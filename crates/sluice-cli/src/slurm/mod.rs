@@ -16,6 +16,7 @@ pub mod scancel;
 pub mod scontrol;
 pub mod scontrol_resv;
 pub mod scontrol_show;
+pub mod scontrol_token;
 pub mod scontrol_update;
 pub mod sdiag;
 pub mod sinfo;

@@ -635,6 +635,10 @@ pub fn main(args: Vec<String>) -> i32 {
                 None => fail(ME, "invalid entity for keyword delete", 1),
             }
         }
+        // As Slurm: `tok`, `toke` or `token`.
+        w if w.len() >= 3 && "token".starts_with(w) => {
+            super::scontrol_token::run(&client, &words[1..])
+        }
         other => {
             eprintln!("invalid keyword: {other}");
             1

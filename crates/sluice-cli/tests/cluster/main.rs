@@ -25,6 +25,7 @@ mod priority;
 mod purge;
 mod queries;
 mod reservations;
+mod rest;
 mod restarts;
 mod salloc;
 mod scripts;

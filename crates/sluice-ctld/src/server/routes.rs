@@ -77,6 +77,8 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/agent/register", post(agent_register))
         .route("/v1/agent/ended", post(agent_ended))
         .route("/v1/agent/heartbeat", post(agent_heartbeat))
+        .route(sluice_proto::token::TOKEN_PATH, post(super::token::make))
+        .merge(super::rest::router())
         .route_layer(axum::middleware::from_fn_with_state(
             app.clone(),
             super::rpc_stats::count,

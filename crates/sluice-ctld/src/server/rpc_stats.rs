@@ -69,6 +69,19 @@ pub(super) fn kind_of(method: &Method, path: &str) -> Option<RpcKind> {
         "/v1/diag" | "/v1/diag/reset" => k("REQUEST_STATS_INFO", 2035),
         "/v1/agent/register" => k("MESSAGE_NODE_REGISTRATION_STATUS", 1002),
         "/v1/agent/ended" => k("REQUEST_COMPLETE_BATCH_SCRIPT", 5018),
+        sluice_proto::token::TOKEN_PATH => k("REQUEST_AUTH_TOKEN", 5039),
+        // The REST API: what slurmrestd would ask slurmctld for.
+        "/slurm/v0.0.44/ping" => k("REQUEST_PING", 1008),
+        "/slurm/v0.0.44/diag" => k("REQUEST_STATS_INFO", 2035),
+        "/slurm/v0.0.44/jobs" => k("REQUEST_JOB_INFO", 2003),
+        "/slurm/v0.0.44/job/submit" => k("REQUEST_SUBMIT_BATCH_JOB", 4003),
+        "/slurm/v0.0.44/job/{id}" if get => k("REQUEST_JOB_INFO_SINGLE", 2021),
+        "/slurm/v0.0.44/job/{id}" => k("REQUEST_KILL_JOBS", 5040),
+        "/slurm/v0.0.44/nodes" => k("REQUEST_NODE_INFO", 2007),
+        "/slurm/v0.0.44/node/{name}" => k("REQUEST_NODE_INFO_SINGLE", 2040),
+        "/slurm/v0.0.44/partitions" | "/slurm/v0.0.44/partition/{name}" => {
+            k("REQUEST_PARTITION_INFO", 2009)
+        }
         // Sluice's own.
         "/v1/jobs/{id}/explain" => k("SLUICE_REQUEST_EXPLAIN", 20001),
         "/v1/accounting" => k("SLUICE_REQUEST_ACCOUNTING", 20002),

@@ -1185,6 +1185,8 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
             enabled: true,
             ..Default::default()
         },
+        tokens: None,
+        cluster_name: "test".into(),
     });
     let wait = std::time::Duration::from_secs(5);
     let q = sluice_proto::listing::JobQuery {

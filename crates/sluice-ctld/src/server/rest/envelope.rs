@@ -1,0 +1,313 @@
+//! The shapes every answer of Slurm's REST API shares (data_parser v0.0.44): the
+//! `meta` (plugin, client, command, Slurm's version and the cluster), `errors[]` and
+//! `warnings[]` around the resource's own fields, and numbers that may be unset or
+//! infinite as `{"set", "infinite", "number"}`.
+//!
+//! An answer with errors has the HTTP status Slurm chooses for its first error
+//! (`http_status_from_error`): 404 for an unknown job, 401 for a bad credential, 422
+//! for a request the controller refuses for what it asks, 400 for a body that does
+//! not parse.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Map, Value};
+
+/// The data parser whose shapes the API speaks.
+pub const DATA_PARSER: &str = "data_parser/v0.0.44";
+/// The Slurm release whose API this is (major, minor, micro).
+pub const SLURM_VERSION: (&str, &str, &str) = ("25", "11", "0");
+
+/// Slurm's error numbers the API answers with.
+pub mod errno {
+    /// `ESLURM_INVALID_PARTITION_NAME`.
+    pub const INVALID_PARTITION_NAME: i32 = 2000;
+    /// `ESLURM_ACCESS_DENIED`.
+    pub const ACCESS_DENIED: i32 = 2002;
+    /// `ESLURM_JOB_SCRIPT_MISSING`.
+    pub const JOB_SCRIPT_MISSING: i32 = 2009;
+    /// `ESLURM_USER_ID_MISSING`.
+    pub const USER_ID_MISSING: i32 = 2010;
+    /// `ESLURM_INVALID_JOB_ID`.
+    pub const INVALID_JOB_ID: i32 = 2017;
+    /// `ESLURM_INVALID_NODE_NAME`.
+    pub const INVALID_NODE_NAME: i32 = 2018;
+    /// `ESLURM_ALREADY_DONE`.
+    pub const ALREADY_DONE: i32 = 2021;
+    /// `ESLURM_AUTH_CRED_INVALID`.
+    pub const AUTH_CRED_INVALID: i32 = 6000;
+    /// `ESLURM_AUTH_EXPIRED`.
+    pub const AUTH_EXPIRED: i32 = 6001;
+    /// `ESLURM_REST_INVALID_QUERY`.
+    pub const REST_INVALID_QUERY: i32 = 9000;
+    /// `ESLURM_REST_FAIL_PARSING`.
+    pub const REST_FAIL_PARSING: i32 = 9001;
+    /// `ESLURM_REST_UNKNOWN_URL_METHOD`.
+    pub const REST_UNKNOWN_URL_METHOD: i32 = 9007;
+    /// `ESLURM_DATA_PARSE_BAD_INPUT`.
+    pub const DATA_PARSE_BAD_INPUT: i32 = 9216;
+    /// `ESLURM_URL_INVALID_PATH`.
+    pub const URL_INVALID_PATH: i32 = 11008;
+    /// `ESLURM_HTTP_CONTENT_LENGTH_TOO_LARGE`.
+    pub const HTTP_CONTENT_LENGTH_TOO_LARGE: i32 = 12016;
+    /// `SLURM_ERROR`.
+    pub const SLURM_ERROR: i32 = -1;
+}
+
+/// Slurm's text for error number `n` (`slurm_strerror`).
+pub fn strerror(n: i32) -> &'static str {
+    match n {
+        0 => "No error",
+        errno::INVALID_PARTITION_NAME => "Invalid partition name specified",
+        errno::ACCESS_DENIED => "Access/permission denied",
+        errno::JOB_SCRIPT_MISSING => "Job script not specified",
+        errno::USER_ID_MISSING => "Invalid user id",
+        errno::INVALID_JOB_ID => "Invalid job id specified",
+        errno::INVALID_NODE_NAME => "Invalid node name specified",
+        errno::ALREADY_DONE => "Job/step already completing or completed",
+        errno::AUTH_CRED_INVALID => "Invalid authentication credential",
+        errno::AUTH_EXPIRED => "Authentication credential expired",
+        errno::REST_INVALID_QUERY => "Query empty or not RFC7320 compliant",
+        errno::REST_FAIL_PARSING => "Failure during parsing",
+        errno::REST_UNKNOWN_URL_METHOD => {
+            "Requested HTTP query method is not supported at URL endpoint. Please query the \
+             '/openapi/v3' endpoint or visit 'https://slurm.schedmd.com/rest_api.html' for the \
+             OpenAPI specification which includes a list of all possible slurmrestd endpoints."
+        }
+        errno::DATA_PARSE_BAD_INPUT => "Request to parse invalid data",
+        errno::URL_INVALID_PATH => "Invalid or unknown URL path",
+        errno::HTTP_CONTENT_LENGTH_TOO_LARGE => "HTTP Content-Length header too large to process",
+        _ => "Unspecified error",
+    }
+}
+
+/// The HTTP status for error number `n`, as slurmrestd chooses it.
+pub fn status_of(n: i32) -> StatusCode {
+    match n {
+        0 => StatusCode::OK,
+        errno::INVALID_JOB_ID | errno::URL_INVALID_PATH => StatusCode::NOT_FOUND,
+        errno::AUTH_CRED_INVALID | errno::AUTH_EXPIRED => StatusCode::UNAUTHORIZED,
+        errno::REST_FAIL_PARSING => StatusCode::BAD_REQUEST,
+        errno::REST_INVALID_QUERY | errno::DATA_PARSE_BAD_INPUT => StatusCode::UNPROCESSABLE_ENTITY,
+        errno::HTTP_CONTENT_LENGTH_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+        errno::REST_UNKNOWN_URL_METHOD => StatusCode::METHOD_NOT_ALLOWED,
+        // What the controller refuses for what it asks (Slurm's 2000-range).
+        2000..=2999 => StatusCode::UNPROCESSABLE_ENTITY,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// One entry of `errors[]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    /// Slurm's error number.
+    pub number: i32,
+    /// What happened, in this request's words.
+    pub description: String,
+    /// Where it was found.
+    pub source: String,
+    /// The HTTP status it is answered with.
+    pub status: StatusCode,
+}
+
+impl Error {
+    /// Error `number`, described and placed.
+    pub fn new(number: i32, description: impl Into<String>, source: impl Into<String>) -> Error {
+        Error {
+            number,
+            description: description.into(),
+            source: source.into(),
+            status: status_of(number),
+        }
+    }
+
+    /// The controller's refusal of a request, by its code, as Slurm numbers it.
+    pub fn from_api(e: &sluice_proto::error::ApiError, source: &str) -> Error {
+        use sluice_proto::error::ErrorCode as C;
+        let number = match e.code {
+            C::InvalidJobId => errno::INVALID_JOB_ID,
+            C::InvalidNodeName => errno::INVALID_NODE_NAME,
+            C::InvalidPartitionName => errno::INVALID_PARTITION_NAME,
+            C::AccessDenied => errno::ACCESS_DENIED,
+            C::InvalidUserId => errno::USER_ID_MISSING,
+            C::Authentication => errno::AUTH_CRED_INVALID,
+            C::TooLarge => errno::HTTP_CONTENT_LENGTH_TOO_LARGE,
+            // A refusal for what is asked, with Slurm's message: 422, as Slurm answers
+            // its 2000-range.
+            C::Invalid | C::InvalidDevice | C::Busy | C::PluginNotLoaded => {
+                let mut r = Error::new(by_message(&e.message), e.message.clone(), source);
+                r.status = StatusCode::UNPROCESSABLE_ENTITY;
+                return r;
+            }
+            C::Storage
+            | C::ShuttingDown
+            | C::NotReady
+            | C::Closed
+            | C::ControllerUnreachable
+            | C::Internal => errno::SLURM_ERROR,
+        };
+        Error::new(number, e.message.clone(), source)
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "description": self.description,
+            "error_number": self.number,
+            "error": strerror(self.number),
+            "source": self.source,
+        })
+    }
+}
+
+/// The number of a refusal whose message is one of Slurm's texts; `SLURM_ERROR` for
+/// the others (their message says what; the status is 422 all the same).
+fn by_message(message: &str) -> i32 {
+    [
+        errno::INVALID_PARTITION_NAME,
+        errno::ALREADY_DONE,
+        errno::JOB_SCRIPT_MISSING,
+    ]
+    .into_iter()
+    .find(|n| strerror(*n) == message)
+    .unwrap_or(errno::SLURM_ERROR)
+}
+
+/// A number that is set.
+pub fn number(n: impl Into<i64>) -> Value {
+    json!({"set": true, "infinite": false, "number": n.into()})
+}
+
+/// A number that may be unset.
+pub fn maybe(n: Option<impl Into<i64>>) -> Value {
+    match n {
+        Some(n) => number(n),
+        None => unset(),
+    }
+}
+
+/// A number that is not set.
+pub fn unset() -> Value {
+    json!({"set": false, "infinite": false, "number": 0})
+}
+
+/// An infinite number (`UNLIMITED`).
+pub fn infinite() -> Value {
+    json!({"set": true, "infinite": true, "number": 0})
+}
+
+/// Who asked, for `meta.client`.
+#[derive(Clone, Debug, Default)]
+pub struct Client {
+    /// Where the request came from.
+    pub source: String,
+    /// The caller's user name.
+    pub user: String,
+    /// The caller's group name.
+    pub group: String,
+}
+
+/// The `meta` of an answer.
+pub fn meta(cluster: &str, client: &Client) -> Value {
+    let (major, minor, micro) = SLURM_VERSION;
+    json!({
+        "plugin": {
+            "type": "openapi/slurmctld",
+            "name": "Slurm OpenAPI slurmctld",
+            "data_parser": DATA_PARSER,
+            "accounting_storage": "",
+        },
+        "client": {
+            "source": client.source,
+            "user": client.user,
+            "group": client.group,
+        },
+        "command": [],
+        "slurm": {
+            "version": {"major": major, "micro": micro, "minor": minor},
+            "release": format!("{major}.{minor}.{micro}"),
+            "cluster": cluster,
+        },
+    })
+}
+
+/// An answer: the resource's fields, with `meta`, `errors` and `warnings`; the status
+/// of the first error, else 200.
+pub fn answer(
+    cluster: &str,
+    client: &Client,
+    fields: Map<String, Value>,
+    errors: &[Error],
+    warnings: &[String],
+) -> Response {
+    let mut body = fields;
+    body.insert("meta".into(), meta(cluster, client));
+    body.insert(
+        "errors".into(),
+        Value::Array(errors.iter().map(Error::to_json).collect()),
+    );
+    body.insert(
+        "warnings".into(),
+        Value::Array(
+            warnings
+                .iter()
+                .map(|w| json!({"description": w, "source": ""}))
+                .collect(),
+        ),
+    );
+    let status = errors.first().map_or(StatusCode::OK, |e| e.status);
+    (status, axum::Json(Value::Object(body))).into_response()
+}
+
+/// A refusal before the request reached a resource (a bad token, an unknown path):
+/// the envelope with one error, and `status`.
+pub fn failure(cluster: &str, status: StatusCode, error: Error) -> Response {
+    let mut r = answer(cluster, &Client::default(), Map::new(), &[error], &[]);
+    *r.status_mut() = status;
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_errors_have_slurms_shapes() {
+        assert_eq!(
+            number(5),
+            json!({"set": true, "infinite": false, "number": 5})
+        );
+        assert_eq!(maybe(None::<i64>)["set"], false);
+        assert_eq!(infinite()["infinite"], true);
+        let e = Error::new(errno::INVALID_JOB_ID, "Unable to query JobId=9", "job");
+        assert_eq!(
+            e.to_json(),
+            json!({"description": "Unable to query JobId=9", "error_number": 2017,
+                   "error": "Invalid job id specified", "source": "job"})
+        );
+        assert_eq!(status_of(errno::INVALID_JOB_ID), StatusCode::NOT_FOUND);
+        assert_eq!(
+            status_of(errno::ACCESS_DENIED),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+        assert_eq!(status_of(errno::AUTH_EXPIRED), StatusCode::UNAUTHORIZED);
+        assert_eq!(status_of(errno::REST_FAIL_PARSING), StatusCode::BAD_REQUEST);
+        let m = meta("c1", &Client::default());
+        assert_eq!(m["slurm"]["cluster"], "c1");
+        assert_eq!(m["slurm"]["release"], "25.11.0");
+        assert_eq!(m["plugin"]["data_parser"], "data_parser/v0.0.44");
+    }
+
+    #[test]
+    fn refusals_are_numbered_as_slurm_numbers_them() {
+        use sluice_proto::error::ApiError;
+        let n = |e: ApiError| Error::from_api(&e, "s").number;
+        assert_eq!(n(ApiError::invalid_job()), 2017);
+        assert_eq!(n(ApiError::access_denied()), 2002);
+        assert_eq!(
+            n(ApiError::invalid("Invalid partition name specified")),
+            2000
+        );
+        assert_eq!(n(ApiError::invalid("something else")), -1);
+        let e = Error::from_api(&ApiError::invalid("something else"), "s");
+        assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
+    }
+}
