@@ -382,18 +382,20 @@ pub async fn run(
             if open_metrics {
                 tracing::info!("slurmctld: metrics served on {addr} to anyone (GET /metrics/...)");
             }
-            let signed = app.clone().layer(axum::middleware::from_fn_with_state(
-                Arc::new(tcp::TcpGate {
-                    gate: auth.gate(now()),
-                    metrics: metrics.enabled,
-                    open_metrics,
-                }),
-                tcp::verify_signed,
-            ))
-            .layer(axum::middleware::from_fn_with_state(
-                shared.clone(),
-                token::admit,
-            ));
+            let signed = app
+                .clone()
+                .layer(axum::middleware::from_fn_with_state(
+                    Arc::new(tcp::TcpGate {
+                        gate: auth.gate(now()),
+                        metrics: metrics.enabled,
+                        open_metrics,
+                    }),
+                    tcp::verify_signed,
+                ))
+                .layer(axum::middleware::from_fn_with_state(
+                    shared.clone(),
+                    token::admit,
+                ));
             let mut stop = stop.clone();
             Some(tokio::spawn(async move {
                 axum::serve(

@@ -1255,6 +1255,8 @@ async fn who_may_read_the_metrics_is_slurmctld_s_rule() {
             in_flight: Default::default(),
             rpc: Default::default(),
             metrics,
+            tokens: None,
+            cluster_name: "test".into(),
         })
     };
     let status = |app: super::App, uid: Option<u32>| async move {

@@ -296,6 +296,8 @@ mod tests {
                 argv: vec!["true".into()],
                 gpu_bind: bind.map(str::to_string),
                 gpus_per_task: per_task,
+                // Each beside the ones before, which still run.
+                overlap: true,
                 ..Default::default()
             };
             c.start_step(id, &req, &caller(), 1)

@@ -464,7 +464,12 @@ fn a_step_holds_the_jobs_cpus_on_its_nodes_unless_exact() {
     let (id, _) = submit(&mut c, desc(3, 600), &mut next, 0);
     c.schedule(0);
     assert_eq!(c.job(id).unwrap().cpus_per_node, vec![2, 1]);
+    // Each step on its own (overlapping the ones before, which still run).
     let mut step = |req: StepRequest| {
+        let req = StepRequest {
+            overlap: true,
+            ..req
+        };
         let (_, effects) = c.start_step(id, &req, &alice(), 1).unwrap();
         effects
             .iter()
@@ -659,6 +664,8 @@ fn steps_spread_tasks_over_the_allocation_in_blocks() {
             id,
             &StepRequest {
                 ntasks: Some(2),
+                // Beside step 0, which still holds every CPU.
+                overlap: true,
                 ..Default::default()
             },
             &alice(),
@@ -693,6 +700,7 @@ fn steps_spread_tasks_over_the_allocation_in_blocks() {
                 ntasks: Some(2),
                 nodelist: nodelist.map(str::to_string),
                 exclude: exclude.map(str::to_string),
+                overlap: true,
                 ..Default::default()
             },
             &alice(),
@@ -724,6 +732,72 @@ fn steps_spread_tasks_over_the_allocation_in_blocks() {
     assert_eq!(
         step_on(&mut c, None, Some("node[01-02]")),
         Err(not_available)
+    );
+}
+
+#[test]
+fn a_step_waits_for_the_cpus_the_jobs_running_steps_hold_unless_it_overlaps() {
+    // A 4-task job on one 4-CPU node.
+    let mut c = Controller::new(conf(1, 4), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    c.schedule(0);
+    let start = |c: &mut Controller, req: StepRequest| {
+        c.start_step(id, &req, &alice(), 1)
+            .map(|(plan, _)| plan.step)
+            .map_err(|e| (e.code, e.message))
+    };
+    let busy = Err((
+        ErrorCode::Busy,
+        format!("Job {id} step creation temporarily disabled, retrying (Requested nodes are busy)"),
+    ));
+    // `srun -n 1 --exact` twice: one CPU each, side by side.
+    let exact = StepRequest {
+        ntasks: Some(1),
+        exact: true,
+        ..Default::default()
+    };
+    assert_eq!(start(&mut c, exact.clone()), Ok(0));
+    assert_eq!(start(&mut c, exact.clone()), Ok(1));
+    // `srun -n 3` needs three: two are free, so it waits; it was not made a step.
+    let three = StepRequest {
+        ntasks: Some(3),
+        ..Default::default()
+    };
+    assert_eq!(start(&mut c, three.clone()), busy);
+    // With --overlap it runs beside them.
+    assert_eq!(
+        start(
+            &mut c,
+            StepRequest {
+                overlap: true,
+                ..three.clone()
+            }
+        ),
+        Ok(2)
+    );
+    // Step 0 ends: three CPUs are free (the overlapping step holds none).
+    c.end_step(id, 0, 0, 0, &alice(), 2).unwrap();
+    assert_eq!(start(&mut c, three.clone()), Ok(3));
+    // Without --exact step 3 holds every CPU of the node: the next one waits even for
+    // one CPU, until step 3 ends.
+    assert_eq!(start(&mut c, exact.clone()), busy);
+    c.end_step(id, 3, 0, 0, &alice(), 3).unwrap();
+    c.end_step(id, 1, 0, 0, &alice(), 3).unwrap();
+    assert_eq!(start(&mut c, exact), Ok(4));
+    // More than the job holds at all is refused, not waited for.
+    assert_eq!(
+        start(
+            &mut c,
+            StepRequest {
+                ntasks: Some(5),
+                ..Default::default()
+            }
+        )
+        .map_err(|e| e.1),
+        Err(format!(
+            "Unable to create step for job {id}: More processors requested than permitted"
+        ))
     );
 }
 
