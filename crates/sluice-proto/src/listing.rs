@@ -37,6 +37,10 @@ pub struct JobQuery {
     /// Answer with [`ListedJob`]s.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub brief: bool,
+    /// Only the jobs of this uid: set by the controller for a caller who may not see
+    /// other users' jobs (`PrivateData=jobs`), never read from a request.
+    #[serde(skip)]
+    pub owner_only: Option<u32>,
 }
 
 fn is_zero<T: Default + PartialEq>(v: &T) -> bool {

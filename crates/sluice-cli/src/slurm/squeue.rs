@@ -538,6 +538,7 @@ fn query(a: &Args) -> JobQuery {
         partitions: list(&a.partitions),
         names: list(&a.names),
         brief,
+        owner_only: None,
     }
 }
 

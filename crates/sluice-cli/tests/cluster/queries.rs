@@ -552,3 +552,62 @@ fn sbatch_quiet_submits_without_a_word() {
     let o = c.run("squeue", &["-h", "-o", "%T %r"]);
     assert_eq!(o.stdout, "PENDING JobHeldUser\n");
 }
+
+#[test]
+fn under_private_data_jobs_a_user_lists_only_their_own_jobs() {
+    // Needs a second user: root runs the test, `nobody` (65534) is the other.
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to run commands as a second user");
+        return;
+    }
+    let conf = SMALL.replace(
+        "SlurmctldHost=localhost\n",
+        "SlurmctldHost=localhost\nPrivateData=jobs\n",
+    );
+    let c = Cluster::start("privjobs", &conf);
+    let mine = c.sbatch(&["-H", "--wrap", "true"]);
+    let o = c.run_as(
+        65534,
+        "sbatch",
+        &["--parsable", "-H", "-D", "/tmp", "--wrap", "true"],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    let theirs: u64 = o.stdout.trim().parse().unwrap();
+    let ids = |o: crate::harness::Output| -> Vec<u64> {
+        o.stdout
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect()
+    };
+    // root sees both; nobody sees only its own, asked for all, by id or by user.
+    assert_eq!(ids(c.run("squeue", &["-h", "-o", "%i"])), [mine, theirs]);
+    assert_eq!(
+        ids(c.run_as(65534, "squeue", &["-h", "-o", "%i"])),
+        [theirs]
+    );
+    assert_eq!(
+        ids(c.run_as(
+            65534,
+            "squeue",
+            &["-h", "-o", "%i", "-j", &mine.to_string()]
+        )),
+        Vec::<u64>::new()
+    );
+    assert_eq!(
+        ids(c.run_as(65534, "squeue", &["-h", "-o", "%i", "-u", "root"])),
+        Vec::<u64>::new()
+    );
+    // And without PrivateData both see both (the default).
+    let open = Cluster::start("openjobs", SMALL);
+    let a = open.sbatch(&["-H", "--wrap", "true"]);
+    let o = open.run_as(
+        65534,
+        "sbatch",
+        &["--parsable", "-H", "-D", "/tmp", "--wrap", "true"],
+    );
+    let b: u64 = o.stdout.trim().parse().unwrap();
+    assert_eq!(
+        ids(open.run_as(65534, "squeue", &["-h", "-o", "%i"])),
+        [a, b]
+    );
+}

@@ -448,6 +448,19 @@ fn slurmrestd_passes_tokens_and_local_users_through_to_the_controller() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Killed if the test fails before it stops slurmrestd itself.
+    struct Stop(Option<u32>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            if let Some(pid) = self.0 {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+    let mut stop = Stop(Some(restd.id()));
     c.wait_for("slurmrestd to listen", || {
         socket.exists() && TcpStream::connect(&front).is_ok()
     });
@@ -510,6 +523,8 @@ fn slurmrestd_passes_tokens_and_local_users_through_to_the_controller() {
         nix::unistd::Pid::from_raw(restd.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     );
-    assert!(restd.wait().unwrap().success());
+    let status = restd.wait().unwrap();
+    stop.0 = None;
+    assert!(status.success());
     let _ = std::fs::remove_file(&key);
 }

@@ -160,8 +160,14 @@ async fn will_run(
 /// The jobs a listing asks for, from the latest snapshot (see
 /// `sluice_proto::listing`); `brief`, as `squeue` lists them. A long listing is built
 /// and encoded off the async workers.
-pub(super) async fn list_jobs(State(app): State<App>, Query(q): Query<JobQuery>) -> Response {
+pub(super) async fn list_jobs(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Query(mut q): Query<JobQuery>,
+) -> Response {
     let listing = app.listing.latest();
+    // `PrivateData=jobs`: a user lists only their own jobs.
+    q.owner_only = listing.owner_only(peer.uid, app.own_uid);
     let few = listing.len() < 1000;
     let encode = move || {
         let now = super::now();

@@ -1193,9 +1193,16 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
         states: Some("PENDING".into()),
         ..Default::default()
     };
-    let answer = tokio::time::timeout(wait, super::routes::list_jobs(State(app.clone()), Query(q)))
-        .await
-        .expect("answered without the loop");
+    let answer = tokio::time::timeout(
+        wait,
+        super::routes::list_jobs(
+            State(app.clone()),
+            axum::extract::connect_info::ConnectInfo(super::Peer { uid: 0, gid: 0 }),
+            Query(q),
+        ),
+    )
+    .await
+    .expect("answered without the loop");
     let body = axum::body::to_bytes(answer.into_body(), usize::MAX)
         .await
         .unwrap();

@@ -128,6 +128,12 @@ impl Listing {
         self.jobs.is_empty()
     }
 
+    /// The uid whose jobs alone `caller` may list: `None` (every job) for an operator
+    /// (root, `operator`: the controller's user) or without `PrivateData=jobs`.
+    pub fn owner_only(&self, caller: u32, operator: u32) -> Option<u32> {
+        (self.conf.private_data.jobs && caller != 0 && caller != operator).then_some(caller)
+    }
+
     /// Job `id`'s whole record (its script and environment included), as
     /// [`Controller::job`] gives it.
     pub fn job(&self, id: JobId) -> Option<JobRecord> {
@@ -215,6 +221,7 @@ impl Listing {
         let age = self.conf.min_job_age;
         let wanted = |j: &Job| {
             (!j.state.is_finished() || j.end_time.is_some_and(|e| now - e < age))
+                && q.owner_only.is_none_or(|uid| j.uid == uid)
                 && users.as_ref().is_none_or(|u| u.contains(&j.user.as_str()))
                 && partitions
                     .as_ref()

@@ -18,7 +18,11 @@ use crate::server::input::Change;
 pub(super) async fn list(ctx: Ctx) -> Response {
     let listing = ctx.app.listing.latest();
     let now = crate::server::now();
-    let mut jobs = listing.jobs(&JobQuery::default(), now);
+    let q = JobQuery {
+        owner_only: listing.owner_only(ctx.peer.uid, ctx.app.own_uid),
+        ..Default::default()
+    };
+    let mut jobs = listing.jobs(&q, now);
     jobs.sort_by_key(|j| (j.id, j.array.map(|a| a.1)));
     let cluster = ctx.app.cluster_name.clone();
     let jobs: Vec<Value> = jobs.iter().map(|j| job(j, &cluster)).collect();
