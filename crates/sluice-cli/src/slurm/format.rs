@@ -115,6 +115,38 @@ impl Layout {
         }
     }
 
+    /// The layout of an `-O` list, each field's code given by `code` (`None`: a
+    /// field the command does not know, which prints nothing but its suffix).
+    pub fn long(
+        fields: &[super::long_format::LongField],
+        code: impl Fn(&str) -> Option<char>,
+    ) -> Self {
+        let mut pieces = Vec::new();
+        for f in fields {
+            pieces.push(Piece::Code {
+                right: f.right,
+                width: f.width,
+                // Not a letter: no `value` function knows it.
+                code: code(&f.name).unwrap_or('\0'),
+            });
+            if !f.suffix.is_empty() {
+                pieces.push(Piece::Text(f.suffix.clone()));
+            }
+        }
+        Layout { pieces }
+    }
+
+    /// The field codes of the layout, in order.
+    pub fn codes(&self) -> Vec<char> {
+        self.pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Code { code, .. } => Some(*code),
+                Piece::Text(_) => None,
+            })
+            .collect()
+    }
+
     /// Appends one line, newline included: each field whose code `value` knows is the
     /// value it writes (into `scratch`, cleared first), as a cell; a code it does not
     /// know (it returns `false`) prints nothing.
