@@ -20,6 +20,7 @@ pub mod scontrol_show;
 pub mod scontrol_update;
 pub mod sdiag;
 pub mod sinfo;
+pub mod sinfo_json;
 pub mod sinfo_records;
 pub mod sprio;
 pub mod squeue;

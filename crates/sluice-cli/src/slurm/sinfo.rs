@@ -30,6 +30,8 @@ struct Options {
     reasons: bool,
     exact: bool,
     format: Option<String>,
+    /// `--json`: the nodes as Slurm's JSON document.
+    json: bool,
     /// `-O`: the format is a field list (`NodeList:10,StateLong`).
     long_format: bool,
     partitions: Vec<String>,
@@ -96,6 +98,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 return 0;
             }
             "exact" => o.exact = true,
+            "json" => o.json = true,
             // One format, the last given: `-O` reads it as a field list.
             "format" => {
                 o.format = f.value;
@@ -134,6 +137,10 @@ pub fn main(args: Vec<String>) -> i32 {
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
     if let Some(only) = &o.nodes {
         nodes.retain(|n| only.contains(&n.name));
+    }
+    if o.json {
+        print!("{}", super::sinfo_json::document(&nodes));
+        return 0;
     }
     let parts: Vec<PartitionInfo> = client
         .get("/v1/partitions")
@@ -329,6 +336,80 @@ mod tests {
             format: Some(f.into()),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn format_fields_take_widths_suffixes_and_split_lines_by_memory_in_use() {
+        // Real sinfo 22.05 (compat 129), n1 running a 2-CPU, 1000 MiB job. With -N, a
+        // line per node and partition (real sinfo's order varies; Sluice's is by name).
+        let (mut nodes, parts) = cluster();
+        nodes[0].state = "mixed".into();
+        nodes[0].cpus_alloc = 2;
+        nodes[0].memory_alloc = 1000;
+        let long = |spec: &str, per_node: bool| Options {
+            format: Some(spec.into()),
+            long_format: true,
+            nodes_mode: per_node,
+            ..Default::default()
+        };
+        assert_eq!(
+            sinfo(
+                long("NodeList,AllocMem,Memory,CPUsState,StateLong", true),
+                &nodes,
+                &parts
+            ),
+            format!(
+                "{:<20}{:<20}{:<20}{:<20}{:<20}\n\
+                 {:<20}{:<20}{:<20}{:<20}{:<20}\n\
+                 {:<20}{:<20}{:<20}{:<20}{:<20}\n\
+                 {:<20}{:<20}{:<20}{:<20}{:<20}\n",
+                "NODELIST",
+                "ALLOCMEM",
+                "MEMORY",
+                "CPUS(A/I/O/T)",
+                "STATE",
+                "n1",
+                "1000",
+                "4000",
+                "2/2/0/4",
+                "mixed",
+                "n1",
+                "1000",
+                "4000",
+                "2/2/0/4",
+                "mixed",
+                "n2",
+                "0",
+                "4000",
+                "0/4/0/4",
+                "idle",
+            )
+        );
+        assert_eq!(
+            sinfo(
+                long("NodeList:10,CPUsState:.15,StateLong:12", true),
+                &nodes,
+                &parts
+            ),
+            "NODELIST    CPUS(A/I/O/T)STATE       \n\
+             n1                2/2/0/4mixed       \n\
+             n1                2/2/0/4mixed       \n\
+             n2                0/4/0/4idle        \n"
+        );
+        // Without -N: one line per partition and memory in use.
+        assert_eq!(
+            sinfo(
+                long("Partition:|,NodeList:|,AllocMem:|,Bogus:x", false),
+                &nodes,
+                &parts
+            ),
+            "PARTITION|NODELIST|ALLOCMEM|x\n\
+             debug*|n1|1000|x\n\
+             debug*|n2|0|x\n\
+             short|n1|1000|x\n"
+        );
+        assert_eq!(long_code("cpusstate"), Some('C'));
+        assert_eq!(long_code("bogus"), None);
     }
 
     #[test]
