@@ -256,6 +256,37 @@ mod tests {
     }
 
     #[test]
+    fn a_field_list_pads_cuts_and_appends_each_suffix() {
+        // Real squeue 22.05 (compat 130): `-O 'JobID:10,Name:.8,StateCompact:4,
+        // Partition:.12|'`, and an unknown field printing its suffix only.
+        let fields = super::super::long_format::parse(
+            "JobID:10,Name:.8,StateCompact:4,Partition:.12|,Bogus:x,ReasonList:.4",
+        );
+        let layout = Layout::long(&fields, |name| match name {
+            "JobID" => Some('A'),
+            "Name" => Some('j'),
+            "StateCompact" => Some('t'),
+            "Partition" => Some('P'),
+            "ReasonList" => Some('R'),
+            _ => None,
+        });
+        assert_eq!(layout.codes(), ['A', 'j', 't', 'P', '\0', 'R']);
+        let (mut out, mut scratch) = (String::new(), String::new());
+        layout.line(&mut out, &mut scratch, |code, buf| {
+            buf.push_str(match code {
+                'A' => "100006",
+                'j' => "run",
+                't' => "R",
+                'P' => "debug",
+                'R' => "(JobHeldUser)",
+                _ => return false,
+            });
+            true
+        });
+        assert_eq!(out, "100006         runR          debug|x(Job\n");
+    }
+
+    #[test]
     fn a_piece_whose_code_is_not_a_letter_prints_as_written() {
         // Slurm 22.05: `squeue -o '"%i" name=[%-12j]|%10l|'` prints
         // `"JOBID" name=[%-12j]|TIME_LIMIT|`, reporting the `-`.

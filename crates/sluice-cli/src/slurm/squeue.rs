@@ -866,6 +866,21 @@ mod memory_tests {
     }
 
     #[test]
+    fn the_memory_column_converts_exactly_or_not_at_all() {
+        use super::{min_memory_shown, Convert, JobRecord, MemoryRequest};
+        // Real squeue 22.05 (compat 130): `--mem=1G` is `1G`, `--noconvert` `1024M`;
+        // 2000 MiB stays `2000M`.
+        let mut j = JobRecord::default();
+        j.desc.memory = Some(MemoryRequest::PerNode(1024));
+        j.mem_per_node = 1024;
+        assert_eq!(min_memory_shown(&j, Convert::Exact), "1G");
+        assert_eq!(min_memory_shown(&j, Convert::No), "1024M");
+        j.desc.memory = Some(MemoryRequest::PerNode(2000));
+        j.mem_per_node = 2000;
+        assert_eq!(min_memory_shown(&j, Convert::Exact), "2000M");
+    }
+
+    #[test]
     fn memory_sizes_print_in_slurms_units() {
         assert_eq!(mebibytes(100), "100M");
         assert_eq!(mebibytes(1000), "1000M");
