@@ -406,10 +406,12 @@ impl PriorityEngine {
     }
 
     /// Every association's fair-share figures in tree order; `grp_tres_mins` gives an
-    /// association's `GrpTRESMins` text, `run_mins` its `TRESRunMins` text.
+    /// association's `GrpTRESMins` text, `grp_tres_raw` its `GrpTRESRaw` text,
+    /// `run_mins` its `TRESRunMins` text.
     pub fn shares_report(
         &self,
         grp_tres_mins: impl Fn(u32) -> String,
+        grp_tres_raw: impl Fn(Option<u32>) -> String,
         run_mins: impl Fn(AssocId) -> String,
     ) -> SharesReport {
         let mut rows = Vec::new();
@@ -442,6 +444,8 @@ impl PriorityEngine {
                 level_fs: self.shares.level_fs[i],
                 grp_tres_mins: self.back[i].map(&grp_tres_mins).unwrap_or_default(),
                 tres_run_mins: run_mins(node),
+                grp_tres_raw: grp_tres_raw(self.back[i]),
+                assoc_id: self.back[i],
             });
             stack.extend(a.children.iter().rev().copied());
         }

@@ -126,6 +126,13 @@ pub struct ShareRow {
     pub grp_tres_mins: String,
     /// `TRESRunMins`: TRES × minutes left of the running jobs below, every tracked TRES.
     pub tres_run_mins: String,
+    /// `GrpTRESRaw`: the TRES-minutes the jobs below have used (decayed, as
+    /// `GrpTRESMins` counts them), every tracked TRES; empty from an older controller.
+    #[serde(default)]
+    pub grp_tres_raw: String,
+    /// `ID`: the association's id.
+    #[serde(default)]
+    pub assoc_id: Option<u32>,
 }
 
 /// An optional number that may be infinite, as JSON: a number, `"inf"`, or `null`.

@@ -115,6 +115,38 @@ impl Layout {
         }
     }
 
+    /// The layout of an `-O` list, each field's code given by `code` (`None`: a
+    /// field the command does not know, which prints nothing but its suffix).
+    pub fn long(
+        fields: &[super::long_format::LongField],
+        code: impl Fn(&str) -> Option<char>,
+    ) -> Self {
+        let mut pieces = Vec::new();
+        for f in fields {
+            pieces.push(Piece::Code {
+                right: f.right,
+                width: f.width,
+                // Not a letter: no `value` function knows it.
+                code: code(&f.name).unwrap_or('\0'),
+            });
+            if !f.suffix.is_empty() {
+                pieces.push(Piece::Text(f.suffix.clone()));
+            }
+        }
+        Layout { pieces }
+    }
+
+    /// The field codes of the layout, in order.
+    pub fn codes(&self) -> Vec<char> {
+        self.pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Code { code, .. } => Some(*code),
+                Piece::Text(_) => None,
+            })
+            .collect()
+    }
+
     /// Appends one line, newline included: each field whose code `value` knows is the
     /// value it writes (into `scratch`, cleared first), as a cell; a code it does not
     /// know (it returns `false`) prints nothing.
@@ -221,6 +253,37 @@ mod tests {
         assert_eq!(render("%", None, &rows(), &|_| true), "\n");
         assert_eq!(render("abc", None, &rows(), &|_| true), "abc\n");
         assert_eq!(render("%0i|", None, &rows(), &|_| true), "6066|\n");
+    }
+
+    #[test]
+    fn a_field_list_pads_cuts_and_appends_each_suffix() {
+        // Real squeue 22.05 (compat 130): `-O 'JobID:10,Name:.8,StateCompact:4,
+        // Partition:.12|'`, and an unknown field printing its suffix only.
+        let fields = super::super::long_format::parse(
+            "JobID:10,Name:.8,StateCompact:4,Partition:.12|,Bogus:x,ReasonList:.4",
+        );
+        let layout = Layout::long(&fields, |name| match name {
+            "JobID" => Some('A'),
+            "Name" => Some('j'),
+            "StateCompact" => Some('t'),
+            "Partition" => Some('P'),
+            "ReasonList" => Some('R'),
+            _ => None,
+        });
+        assert_eq!(layout.codes(), ['A', 'j', 't', 'P', '\0', 'R']);
+        let (mut out, mut scratch) = (String::new(), String::new());
+        layout.line(&mut out, &mut scratch, |code, buf| {
+            buf.push_str(match code {
+                'A' => "100006",
+                'j' => "run",
+                't' => "R",
+                'P' => "debug",
+                'R' => "(JobHeldUser)",
+                _ => return false,
+            });
+            true
+        });
+        assert_eq!(out, "100006         runR          debug|x(Job\n");
     }
 
     #[test]

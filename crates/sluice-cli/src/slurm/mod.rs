@@ -4,6 +4,7 @@ pub mod allocate;
 pub mod common;
 pub mod format;
 pub mod json_c;
+pub mod long_format;
 #[cfg(test)]
 mod option_tables;
 pub mod sacct;
@@ -20,12 +21,14 @@ pub mod scontrol_token;
 pub mod scontrol_update;
 pub mod sdiag;
 pub mod sinfo;
+pub mod sinfo_json;
 pub mod sinfo_records;
 pub mod sprio;
 pub mod squeue;
 pub mod squeue_json;
 pub mod srun;
 pub mod sshare;
+pub mod units;
 pub mod update_keys;
 
 /// The commands this binary answers to when called by their name.

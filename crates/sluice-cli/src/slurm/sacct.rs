@@ -330,6 +330,31 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
     }
 }
 
+/// `value` of `field` with its memory sizes in unit `units` (`--units`): the size
+/// columns (`ReqMem`, `MaxRSS`, ...) and the `mem=` part of TRES lists.
+fn in_units(field: &str, value: String, units: Option<usize>) -> String {
+    use super::units::{convert, read, Convert};
+    let Some(to) = units else {
+        return value;
+    };
+    let size = |v: &str| match read(v) {
+        Some((n, unit)) => convert(n, unit, Convert::To(to)),
+        None => v.to_string(),
+    };
+    match field {
+        "ReqMem" | "MaxRSS" | "AveRSS" | "MaxVMSize" | "AveVMSize" => size(&value),
+        f if f.ends_with("TRES") || f.starts_with("TRESUsage") => value
+            .split(',')
+            .map(|p| match p.strip_prefix("mem=") {
+                Some(v) => format!("mem={}", size(v)),
+                None => p.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => value,
+    }
+}
+
 /// A value in a column `width` wide, as Slurm's sacct prints it: right-justified, or
 /// left-justified for a negative width; a longer value cut to fit, ending in `+`.
 fn fixed(v: &str, width: i32) -> String {
@@ -449,6 +474,10 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut step_only: Vec<(u64, Option<u32>, String)> = Vec::new();
     let mut whole: Vec<(u64, Option<u32>)> = Vec::new();
     let mut duplicates = false;
+    // `--delimiter`: between parsable fields.
+    let mut delimiter = "|".to_string();
+    // `--units`: memory sizes in this unit.
+    let mut units: Option<usize> = None;
     let (mut names, mut users, mut states): (Vec<String>, Vec<String>, Vec<JobState>) =
         (vec![], vec![], vec![]);
     let (mut accounts, mut partitions): (Vec<String>, Vec<String>) = (vec![], vec![]);
@@ -475,6 +504,16 @@ pub fn main(args: Vec<String>) -> i32 {
             "allusers" => all_users = true,
             "duplicates" => duplicates = true,
             "json" => json = true,
+            "delimiter" => delimiter = f.value().to_string(),
+            "units" => match super::units::parse_unit(f.value()) {
+                Some(u) => units = Some(u),
+                None => {
+                    let c = f.value().chars().next().unwrap_or('\0');
+                    eprintln!("{ME}: error: Invalid unit type '{c}'. Possible options are 'KMGTP'");
+                    eprintln!("{ME}: fatal: Invalid unit type");
+                    return 1;
+                }
+            },
             "format" => {
                 fields.clear();
                 for item in f.list() {
@@ -542,7 +581,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 return 0;
             }
             // Accepted, no effect.
-            "allclusters" | "long" | "units" | "clusters" => {}
+            "allclusters" | "long" | "clusters" => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
@@ -666,9 +705,9 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut out = String::new();
     if parsable {
         let line = |vals: Vec<String>| {
-            let mut l = vals.join("|");
+            let mut l = vals.join(&delimiter);
             if trailing {
-                l.push('|');
+                l.push_str(&delimiter);
             }
             l
         };
@@ -677,7 +716,12 @@ pub fn main(args: Vec<String>) -> i32 {
             out.push('\n');
         }
         for r in &rows {
-            out.push_str(&line(fields.iter().map(|f| value(f.0, r, &ctx)).collect()));
+            out.push_str(&line(
+                fields
+                    .iter()
+                    .map(|f| in_units(f.0, value(f.0, r, &ctx), units))
+                    .collect(),
+            ));
             out.push('\n');
         }
     } else {
@@ -695,7 +739,7 @@ pub fn main(args: Vec<String>) -> i32 {
         for r in &rows {
             let v: Vec<String> = fields
                 .iter()
-                .map(|(f, w)| fixed(&value(f, r, &ctx), *w))
+                .map(|(f, w)| fixed(&in_units(f, value(f, r, &ctx), units), *w))
                 .collect();
             out.push_str(&v.join(" "));
             out.push_str(" \n");

@@ -64,7 +64,7 @@ fn tres_mem(mib: u64) -> String {
 
 /// This machine's `OS=` (kernel name, release and version, as slurmd reports them):
 /// Sluice's agents run the controller's binary, on the node they describe.
-fn os() -> String {
+pub fn os() -> String {
     let read = |f: &str| {
         std::fs::read_to_string(format!("/proc/sys/kernel/{f}"))
             .map(|s| s.trim().to_string())

@@ -7,8 +7,9 @@ use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_proto::time::date_line;
 
 use super::common::{controller, describe, fail, now, Refusal, VERSION};
-use super::format::{codes, invalid_codes, render, Field};
-use super::sinfo_records::{build, field, Grouping, Record};
+use super::format::{codes, invalid_codes, Layout};
+use super::long_format;
+use super::sinfo_records::{build, field, Grouping, Record, ALLOC_MEM, CORES, SOCKETS, THREADS};
 
 // Slurm 22.05's defaults (sinfo(1), checked against its output).
 const DEFAULT: &str = "%#P %.5a %.10l %.6D %.6t %N";
@@ -29,6 +30,10 @@ struct Options {
     reasons: bool,
     exact: bool,
     format: Option<String>,
+    /// `--json`: the nodes as Slurm's JSON document.
+    json: bool,
+    /// `-O`: the format is a field list (`NodeList:10,StateLong`).
+    long_format: bool,
     partitions: Vec<String>,
     /// `-n`: only these nodes (expanded host list).
     nodes: Option<Vec<String>>,
@@ -93,7 +98,16 @@ pub fn main(args: Vec<String>) -> i32 {
                 return 0;
             }
             "exact" => o.exact = true,
-            "format" => o.format = f.value,
+            "json" => o.json = true,
+            // One format, the last given: `-O` reads it as a field list.
+            "format" => {
+                o.format = f.value;
+                o.long_format = false;
+            }
+            "Format" => {
+                o.format = f.value;
+                o.long_format = true;
+            }
             "partition" => o
                 .partitions
                 .extend(f.value().split(',').map(str::to_string)),
@@ -106,8 +120,16 @@ pub fn main(args: Vec<String>) -> i32 {
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
-    for code in invalid_codes(o.format.as_deref().unwrap_or("")) {
-        eprintln!("Invalid node format specification: {code}");
+    if o.long_format {
+        for f in long_format::parse(o.format.as_deref().unwrap_or("")) {
+            if long_code(&f.name).is_none() {
+                eprintln!("{ME}: error: Invalid job format specification: {}", f.name);
+            }
+        }
+    } else {
+        for code in invalid_codes(o.format.as_deref().unwrap_or("")) {
+            eprintln!("Invalid node format specification: {code}");
+        }
     }
     let client = controller();
     let mut nodes: Vec<NodeInfo> = client
@@ -115,6 +137,10 @@ pub fn main(args: Vec<String>) -> i32 {
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
     if let Some(only) = &o.nodes {
         nodes.retain(|n| only.contains(&n.name));
+    }
+    if o.json {
+        print!("{}", super::sinfo_json::document(&nodes));
+        return 0;
     }
     let parts: Vec<PartitionInfo> = client
         .get("/v1/partitions")
@@ -145,7 +171,13 @@ fn report(o: &Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
         .enumerate()
         .filter(|(_, p)| o.partitions.is_empty() || o.partitions.contains(&p.name))
         .collect();
-    let all_codes: Vec<char> = codes(&format.replace('#', "")).collect();
+    let long = o
+        .long_format
+        .then(|| long_format::parse(o.format.as_deref().unwrap_or("")));
+    let all_codes: Vec<char> = match &long {
+        Some(fields) => Layout::long(fields, long_code).codes(),
+        None => codes(&format.replace('#', "")).collect(),
+    };
     let grouping = Grouping {
         codes: &all_codes,
         per_node: o.nodes_mode,
@@ -153,33 +185,94 @@ fn report(o: &Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
         reasons: o.reasons,
     };
     let records = build(&shown, nodes, &grouping);
-    // `%#N`/`%#P` size to the longest value, as Slurm does.
-    let widest = |code: char| {
-        records
-            .iter()
-            .filter_map(|r| field(code, r))
-            .map(|f| f.value.len())
-            .max()
-            .unwrap_or(0)
-            .max(8)
-            + 1
+    let layout = match &long {
+        Some(fields) => Layout::long(fields, long_code),
+        None => {
+            // `%#N`/`%#P` size to the longest value, as Slurm does.
+            let widest = |code: char| {
+                records
+                    .iter()
+                    .filter_map(|r| field(code, r))
+                    .map(|f| f.value.len())
+                    .max()
+                    .unwrap_or(0)
+                    .max(8)
+                    + 1
+            };
+            let format = format
+                .replace("%#N", &format!("%{}N", widest('N')))
+                .replace("%.#P", &format!("%.{}P", widest('P').max(9)))
+                .replace("%#P", &format!("%{}P", widest('P').max(9)));
+            Layout::new(&format)
+        }
     };
-    let format = format
-        .replace("%#N", &format!("%{}N", widest('N')))
-        .replace("%.#P", &format!("%.{}P", widest('P').max(9)))
-        .replace("%#P", &format!("%{}P", widest('P').max(9)));
     let probe = Record {
         part: None,
         part_index: 0,
         nodes: vec![],
     };
-    let head: Vec<Field> = codes(&format).filter_map(|c| field(c, &probe)).collect();
-    let rows: Vec<Vec<Field>> = records
-        .iter()
-        .map(|r| codes(&format).filter_map(|c| field(c, r)).collect())
-        .collect();
-    render(&format, o.header.then_some(&head), &rows, &|c| {
-        field(c, &probe).is_some()
+    let mut out = String::new();
+    let mut scratch = String::new();
+    let mut line = |r: &Record, header: bool| {
+        layout.line(&mut out, &mut scratch, |c, buf| match field(c, r) {
+            Some(f) => {
+                buf.push_str(if header { f.header } else { &f.value });
+                true
+            }
+            None => false,
+        })
+    };
+    if o.header {
+        line(&probe, true);
+    }
+    for r in &records {
+        line(r, false);
+    }
+    out
+}
+
+/// The `%` code (or, for fields `-o` has no letter for, the inner code) of an `-O`
+/// field name, as sinfo 22.05 names them.
+fn long_code(name: &str) -> Option<char> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "allocmem" => ALLOC_MEM,
+        "available" => 'a',
+        "cpus" => 'c',
+        "cpusload" => 'O',
+        "freemem" => 'e',
+        "cpusstate" => 'C',
+        "cores" => CORES,
+        "defaulttime" => 'L',
+        "disk" => 'd',
+        "features" => 'f',
+        "features_act" => 'b',
+        "groups" => 'g',
+        "gres" => 'G',
+        "memory" => 'm',
+        "nodes" => 'D',
+        "nodeaddr" => 'o',
+        "nodeaiot" => 'F',
+        "nodehost" => 'n',
+        "nodelist" => 'N',
+        "partition" => 'P',
+        "partitionname" => 'R',
+        "preemptmode" => 'M',
+        "prioritytier" => 'p',
+        "reason" => 'E',
+        "root" => 'r',
+        "oversubscribe" | "share" => 'h',
+        "size" => 's',
+        "statecompact" => 't',
+        "statelong" => 'T',
+        "sockets" => SOCKETS,
+        "socketcorethread" => 'z',
+        "time" => 'l',
+        "timestamp" => 'H',
+        "threads" => THREADS,
+        "user" => 'u',
+        "userlong" => 'U',
+        "weight" => 'w',
+        _ => return None,
     })
 }
 
@@ -243,6 +336,80 @@ mod tests {
             format: Some(f.into()),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn format_fields_take_widths_suffixes_and_split_lines_by_memory_in_use() {
+        // Real sinfo 22.05 (compat 129), n1 running a 2-CPU, 1000 MiB job. With -N, a
+        // line per node and partition (real sinfo's order varies; Sluice's is by name).
+        let (mut nodes, parts) = cluster();
+        nodes[0].state = "mixed".into();
+        nodes[0].cpus_alloc = 2;
+        nodes[0].memory_alloc = 1000;
+        let long = |spec: &str, per_node: bool| Options {
+            format: Some(spec.into()),
+            long_format: true,
+            nodes_mode: per_node,
+            ..Default::default()
+        };
+        assert_eq!(
+            sinfo(
+                long("NodeList,AllocMem,Memory,CPUsState,StateLong", true),
+                &nodes,
+                &parts
+            ),
+            format!(
+                "{:<20}{:<20}{:<20}{:<20}{:<20}\n\
+                 {:<20}{:<20}{:<20}{:<20}{:<20}\n\
+                 {:<20}{:<20}{:<20}{:<20}{:<20}\n\
+                 {:<20}{:<20}{:<20}{:<20}{:<20}\n",
+                "NODELIST",
+                "ALLOCMEM",
+                "MEMORY",
+                "CPUS(A/I/O/T)",
+                "STATE",
+                "n1",
+                "1000",
+                "4000",
+                "2/2/0/4",
+                "mixed",
+                "n1",
+                "1000",
+                "4000",
+                "2/2/0/4",
+                "mixed",
+                "n2",
+                "0",
+                "4000",
+                "0/4/0/4",
+                "idle",
+            )
+        );
+        assert_eq!(
+            sinfo(
+                long("NodeList:10,CPUsState:.15,StateLong:12", true),
+                &nodes,
+                &parts
+            ),
+            "NODELIST    CPUS(A/I/O/T)STATE       \n\
+             n1                2/2/0/4mixed       \n\
+             n1                2/2/0/4mixed       \n\
+             n2                0/4/0/4idle        \n"
+        );
+        // Without -N: one line per partition and memory in use.
+        assert_eq!(
+            sinfo(
+                long("Partition:|,NodeList:|,AllocMem:|,Bogus:x", false),
+                &nodes,
+                &parts
+            ),
+            "PARTITION|NODELIST|ALLOCMEM|x\n\
+             debug*|n1|1000|x\n\
+             debug*|n2|0|x\n\
+             short|n1|1000|x\n"
+        );
+        assert_eq!(long_code("cpusstate"), Some('C'));
+        assert_eq!(long_code("bogus"), None);
     }
 
     #[test]

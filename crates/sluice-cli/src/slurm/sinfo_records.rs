@@ -148,6 +148,16 @@ fn part_value(c: char, p: &PartitionInfo) -> Option<String> {
     })
 }
 
+/// Fields only `-O` names (`AllocMem`, `Sockets`, ...): codes no `-o` letter can
+/// reach.
+pub const ALLOC_MEM: char = '\u{e000}';
+/// `-O Sockets`.
+pub const SOCKETS: char = '\u{e001}';
+/// `-O Cores`.
+pub const CORES: char = '\u{e002}';
+/// `-O Threads`.
+pub const THREADS: char = '\u{e003}';
+
 /// The value of node-level code `c` that splits lines (or, `exact`, must be equal).
 fn node_key(c: char, n: &NodeInfo, exact: bool) -> Option<String> {
     Some(match c {
@@ -159,6 +169,8 @@ fn node_key(c: char, n: &NodeInfo, exact: bool) -> Option<String> {
         'G' => n.gres.clone(),
         'n' => n.node_hostname.clone(),
         'o' => n.node_addr.clone(),
+        // As sinfo: nodes with different memory in use are on different lines.
+        ALLOC_MEM => n.memory_alloc.to_string(),
         'c' if exact => n.cpus.to_string(),
         'm' if exact => n.memory.to_string(),
         'w' if exact => n.weight.to_string(),
@@ -393,6 +405,10 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
             }),
         ),
         'O' => f("CPU_LOAD", "0.00".into()),
+        ALLOC_MEM => f("ALLOCMEM", first.map_or(0, |n| n.memory_alloc).to_string()),
+        SOCKETS => f("SOCKETS", sizes(&|n| u64::from(n.sockets), "0")),
+        CORES => f("CORES", sizes(&|n| u64::from(n.cores_per_socket), "0")),
+        THREADS => f("THREADS", sizes(&|n| u64::from(n.threads_per_core), "0")),
         _ => None,
     }
 }

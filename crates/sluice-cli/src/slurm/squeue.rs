@@ -11,6 +11,7 @@ use sluice_proto::time::{date_line, timestamp};
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
 use super::format::{Field, Layout};
+use super::units::{self, Convert};
 
 const ME: &str = "squeue";
 const DEFAULT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
@@ -134,7 +135,7 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         ),
         'y' => f("NICE", j.desc.nice.unwrap_or(0).to_string()),
         'c' => f("MIN_CPUS", j.cpus_per_task.to_string()),
-        'm' => f("MIN_MEMORY", min_memory(j).1),
+        'm' => f("MIN_MEMORY", min_memory_shown(j, Convert::Exact)),
         'b' => f(
             "TRES_PER_NODE",
             if j.desc.gres.is_empty() {
@@ -181,7 +182,9 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
 /// `-O` field names and the `%` code each stands for.
 fn long_field(name: &str) -> Option<char> {
     Some(match name.to_ascii_lowercase().as_str() {
-        "jobid" => 'i',
+        // `JobID` is the job's own id (`%A`): an array's pending remainder shows as
+        // its first id, not `123_[4-9]`.
+        "jobid" => 'A',
         "jobarrayid" => 'i',
         "arrayjobid" => 'F',
         "arraytaskid" => 'K',
@@ -205,7 +208,20 @@ fn long_field(name: &str) -> Option<char> {
         "endtime" => 'e',
         "submittime" => 'V',
         "reservation" => 'v',
-        "priority" => 'Q',
+        // As squeue: `Priority` is `%p`, the normalised figure; `PriorityLong` `%Q`.
+        "priority" => 'p',
+        "prioritylong" => 'Q',
+        "mincpus" => 'c',
+        "minmemory" => 'm',
+        "groupname" => 'g',
+        "gres" | "tres-per-node" => 'b',
+        "oversubscribe" | "shared" => 'h',
+        "wckey" => 'w',
+        "feature" => 'f',
+        "nice" => 'y',
+        "schednodes" => 'Y',
+        "sct" => 'z',
+        "reqnodes" => 'n',
         "workdir" => 'Z',
         "command" => 'o',
         "comment" => 'k',
@@ -230,6 +246,10 @@ struct Args {
     json: bool,
     /// `--start`: pending jobs by expected start time.
     start: bool,
+    /// `-O`: the fields, instead of `format`.
+    long_format: Option<Vec<super::long_format::LongField>>,
+    /// `--noconvert`: memory sizes in MiB as they are, never in a larger unit.
+    noconvert: bool,
 }
 
 /// Slurm's job states (long and compact names) that no Sluice job is ever in. `squeue
@@ -343,6 +363,8 @@ fn parse(args: &[String]) -> Args {
         long: false,
         json: false,
         start: false,
+        long_format: None,
+        noconvert: false,
     };
     let mut explicit_format = false;
     // `-j` without a value: the job list is the first operand (squeue's own rule).
@@ -360,33 +382,18 @@ fn parse(args: &[String]) -> Args {
         match f.name() {
             "noheader" => a.header = false,
             "format" => {
+                if a.long_format.is_some() {
+                    fail(ME, "-o (--format) is incompatible with -O (--Format)", 1);
+                }
                 a.format = f.value().to_string();
                 report_invalid(&a.format);
                 explicit_format = true;
             }
             "Format" => {
-                // Each field padded to its width (20 by default; `:.N` right-justifies),
-                // with nothing between fields, as Slurm prints them.
-                let mut fmt = String::new();
-                for item in f.value().split(',').filter(|s| !s.is_empty()) {
-                    let (name, right, width) = match item.split_once(':') {
-                        Some((n, w)) => (
-                            n,
-                            w.starts_with('.'),
-                            w.trim_start_matches('.').parse().unwrap_or(20),
-                        ),
-                        None => (item, false, 20),
-                    };
-                    let code = long_field(name).unwrap_or_else(|| {
-                        fail(
-                            "squeue",
-                            format!("Invalid job format specification: {name}"),
-                            1,
-                        )
-                    });
-                    fmt.push_str(&format!("%{}{width}{code}", if right { "." } else { "" }));
+                if explicit_format && a.long_format.is_none() {
+                    fail(ME, "-O (--Format) is incompatible with -o (--format)", 1);
                 }
-                a.format = fmt;
+                a.long_format = Some(super::long_format::parse(f.value()));
                 explicit_format = true;
             }
             "jobs" => {
@@ -450,6 +457,7 @@ fn parse(args: &[String]) -> Args {
                 a.states = vec![JobState::Pending];
             }
             "json" => a.json = true,
+            "noconvert" => a.noconvert = true,
             "version" => {
                 println!("{VERSION}");
                 std::process::exit(0);
@@ -461,6 +469,11 @@ fn parse(args: &[String]) -> Args {
             // Accepted, no effect.
             "all" | "local" | "clusters" | "sort" => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
+        }
+    }
+    for f in a.long_format.iter().flatten() {
+        if long_field(&f.name).is_none() {
+            eprintln!("{ME}: error: Invalid job format specification: {}", f.name);
         }
     }
     let mut operands = operands.into_iter();
@@ -589,18 +602,24 @@ pub fn main(args: Vec<String>) -> i32 {
             jobs.retain(|j| a.states.contains(&j.state));
         }
     }
-    // Pending jobs first (by priority, then id), then the rest by id; an array's tasks
-    // together by index, whatever ids they hold.
-    jobs.sort_by_key(|j| {
-        (
-            j.state != JobState::Pending,
-            std::cmp::Reverse(if j.state == JobState::Pending {
-                j.priority
-            } else {
-                0
-            }),
-            j.list_key(),
-        )
+    // squeue's default order (`P,t,-p`): by partition, then by compact state name
+    // (`CD` before `PD` before `R`), pending jobs by priority; then by id, an array's
+    // tasks together by index, whatever ids they hold.
+    jobs.sort_by(|x, y| {
+        let key = |j: &JobRecord| {
+            (
+                j.state.short(),
+                std::cmp::Reverse(if j.state == JobState::Pending {
+                    j.priority
+                } else {
+                    0
+                }),
+            )
+        };
+        x.partition
+            .cmp(&y.partition)
+            .then_with(|| key(x).cmp(&key(y)))
+            .then_with(|| x.list_key().cmp(&y.list_key()))
     });
     if a.start {
         // By expected start, those without one (N/A) last, as Slurm's --start lists.
@@ -623,7 +642,10 @@ pub fn main(args: Vec<String>) -> i32 {
         println!("{}", date_line(t));
     }
     // One pass, into one buffer: the format parsed once, each value written in place.
-    let layout = Layout::new(&a.format);
+    let layout = match &a.long_format {
+        Some(fields) => Layout::long(fields, long_field),
+        None => Layout::new(&a.format),
+    };
     let mut out = String::with_capacity(64 + jobs.len() * (a.format.len() + 48));
     let mut scratch = String::new();
     if a.header {
@@ -637,7 +659,9 @@ pub fn main(args: Vec<String>) -> i32 {
         });
     }
     for j in &jobs {
-        layout.line(&mut out, &mut scratch, |c, buf| write_field(c, j, t, buf));
+        layout.line(&mut out, &mut scratch, |c, buf| {
+            write_field(c, j, t, a.noconvert, buf)
+        });
     }
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
@@ -649,9 +673,10 @@ pub fn main(args: Vec<String>) -> i32 {
 /// Writes the value of `%code` for `j` into `out`; `false` for a code squeue does not
 /// know. The columns of the default formats are written in place; others as
 /// [`field`] makes them.
-fn write_field(code: char, j: &JobRecord, t: i64, out: &mut String) -> bool {
+fn write_field(code: char, j: &JobRecord, t: i64, noconvert: bool, out: &mut String) -> bool {
     use std::fmt::Write;
     match code {
+        'm' if noconvert => out.push_str(&min_memory_shown(j, Convert::No)),
         'i' => match (&j.array, &j.array_pending) {
             (Some((array, task)), _) => {
                 let _ = write!(out, "{array}_{task}");
@@ -661,9 +686,16 @@ fn write_field(code: char, j: &JobRecord, t: i64, out: &mut String) -> bool {
             }
             _ => out.push_str(&j.display_id()),
         },
-        'A' => {
-            let _ = write!(out, "{}", j.id);
-        }
+        // A task of an array that has never started is still part of the array's
+        // own record in Slurm: its job id is the array's.
+        'A' => match j.array {
+            Some((array, _)) if j.state == JobState::Pending && j.start_time.is_none() => {
+                let _ = write!(out, "{array}");
+            }
+            _ => {
+                let _ = write!(out, "{}", j.id);
+            }
+        },
         'P' => out.push_str(&j.partition),
         'j' => out.push_str(&j.desc.name),
         'u' => out.push_str(&j.user),
@@ -783,6 +815,18 @@ pub fn min_memory(j: &JobRecord) -> (bool, String) {
     }
 }
 
+/// The job's memory request as `squeue -o %m` shows it: in the largest unit that
+/// holds it without losing precision (`1G`, `1.50G`, but `2000M`), as squeue
+/// converts sizes; `--noconvert`: in MiB (`1024M`).
+fn min_memory_shown(j: &JobRecord, how: Convert) -> String {
+    let m = match j.memory_request() {
+        Some(MemoryRequest::PerCpu(m)) => m,
+        Some(MemoryRequest::PerNode(m)) if m > 0 || j.mem_per_node == 0 => m,
+        _ => j.mem_per_node,
+    };
+    units::convert(m as f64, units::MEGA, how)
+}
+
 /// MiB as Slurm shows a memory size: `100M`, `2G`, `3.50G`.
 pub fn mebibytes(m: u64) -> String {
     if m < 1024 {
@@ -820,6 +864,21 @@ mod memory_tests {
         j.mem_default = None;
         j.mem_per_node = 1000;
         assert_eq!(min_memory(&j), (false, "1000M".to_string()));
+    }
+
+    #[test]
+    fn the_memory_column_converts_exactly_or_not_at_all() {
+        use super::{min_memory_shown, Convert, JobRecord, MemoryRequest};
+        // Real squeue 22.05 (compat 130): `--mem=1G` is `1G`, `--noconvert` `1024M`;
+        // 2000 MiB stays `2000M`.
+        let mut j = JobRecord::default();
+        j.desc.memory = Some(MemoryRequest::PerNode(1024));
+        j.mem_per_node = 1024;
+        assert_eq!(min_memory_shown(&j, Convert::Exact), "1G");
+        assert_eq!(min_memory_shown(&j, Convert::No), "1024M");
+        j.desc.memory = Some(MemoryRequest::PerNode(2000));
+        j.mem_per_node = 2000;
+        assert_eq!(min_memory_shown(&j, Convert::Exact), "2000M");
     }
 
     #[test]

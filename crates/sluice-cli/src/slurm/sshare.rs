@@ -27,6 +27,10 @@ pub struct Options {
     pub accounts: Vec<String>,
     /// `-u`: these users.
     pub users: Vec<String>,
+    /// `-o`: the fields (`Account,FairShare%12`), as given (every `-o` adds to them).
+    pub format: Option<String>,
+    /// `-e`: list the fields `-o` knows.
+    pub helpformat: bool,
     /// `--help`, `--usage`.
     pub help: bool,
     /// `-V`, `--version`.
@@ -81,6 +85,16 @@ pub fn parse(args: Vec<String>) -> Result<Options, Refusal> {
             "parsable" => o.parsable = Some(true),
             "accounts" => o.accounts.extend(f.list()),
             "users" => o.users.extend(f.list()),
+            "format" => {
+                let all = o.format.get_or_insert_with(String::new);
+                all.push_str(f.value());
+                all.push(',');
+            }
+            // As sshare: the list is printed as soon as the option is read.
+            "helpformat" => {
+                o.helpformat = true;
+                return Ok(o);
+            }
             "help" | "usage" => {
                 o.help = true;
                 return Ok(o);
@@ -108,115 +122,166 @@ pub fn parse(args: Vec<String>) -> Result<Options, Refusal> {
     Ok(o)
 }
 
-/// A column: header, width, value.
+/// A column: header, width (negative: left-justified), value.
 struct Column {
     header: &'static str,
-    width: usize,
-    left: bool,
-    value: fn(&ShareRow) -> String,
+    width: i32,
+    value: fn(&ShareRow, &Context) -> String,
+}
+
+/// What a row's values need besides the row.
+struct Context<'a> {
+    /// `Cluster`.
+    cluster: &'a str,
 }
 
 fn six(x: f64) -> String {
     format!("{x:.6}")
 }
 
-fn columns(long: bool, fair_tree: bool) -> Vec<Column> {
-    let mut c = vec![
-        Column {
-            header: "Account",
-            width: 20,
-            left: true,
-            value: |r| r.account.clone(),
-        },
-        Column {
-            header: "User",
-            width: 10,
-            left: false,
-            value: |r| r.user.clone().unwrap_or_default(),
-        },
-        Column {
-            header: "RawShares",
-            width: 10,
-            left: false,
-            value: |r| r.raw_shares.clone().unwrap_or_default(),
-        },
-        Column {
-            header: "NormShares",
-            width: 11,
-            left: false,
-            value: |r| six(r.norm_shares),
-        },
-        Column {
-            header: "RawUsage",
-            width: 11,
-            left: false,
-            value: |r| format!("{:.0}", r.raw_usage),
-        },
-    ];
-    if long {
-        c.push(Column {
-            header: "NormUsage",
-            width: 11,
-            left: false,
-            value: |r| r.norm_usage.map(six).unwrap_or_default(),
-        });
-    }
-    c.push(Column {
+/// Every field `-o` knows, in sshare's order (a name given matches the first field it
+/// begins, any case: `A` is `Account`, `Eff` `EffectvUsage`), with its default width.
+const FIELDS: &[Column] = &[
+    Column {
+        header: "Account",
+        width: -20,
+        value: |r, _| r.account.clone(),
+    },
+    Column {
+        header: "Cluster",
+        width: 10,
+        value: |_, c| c.cluster.to_string(),
+    },
+    Column {
         header: "EffectvUsage",
         width: 13,
-        left: false,
-        value: |r| six(r.effective_usage),
-    });
-    c.push(Column {
+        value: |r, _| six(r.effective_usage),
+    },
+    Column {
         header: "FairShare",
         width: 10,
-        left: false,
-        value: |r| r.fairshare.map(six).unwrap_or_default(),
-    });
-    if long {
-        if fair_tree {
-            c.push(Column {
-                header: "LevelFS",
-                width: 10,
-                left: false,
-                value: |r| match r.level_fs {
-                    Some(x) if x.is_infinite() => "inf".into(),
-                    Some(x) => six(x),
-                    None => String::new(),
-                },
-            });
-        }
-        c.push(Column {
-            header: "GrpTRESMins",
-            width: 30,
-            left: false,
-            value: |r| r.grp_tres_mins.clone(),
-        });
-        c.push(Column {
-            header: "TRESRunMins",
-            width: 30,
-            left: false,
-            value: |r| r.tres_run_mins.clone(),
-        });
+        value: |r, _| r.fairshare.map(six).unwrap_or_default(),
+    },
+    Column {
+        header: "GrpTRESMins",
+        width: 30,
+        value: |r, _| r.grp_tres_mins.clone(),
+    },
+    Column {
+        header: "GrpTRESRaw",
+        width: 30,
+        value: |r, _| r.grp_tres_raw.clone(),
+    },
+    Column {
+        header: "ID",
+        width: 6,
+        value: |r, _| r.assoc_id.map(|i| i.to_string()).unwrap_or_default(),
+    },
+    Column {
+        header: "LevelFS",
+        width: 10,
+        value: |r, _| match r.level_fs {
+            Some(x) if x.is_infinite() => "inf".into(),
+            Some(x) => six(x),
+            None => String::new(),
+        },
+    },
+    Column {
+        header: "NormShares",
+        width: 11,
+        value: |r, _| six(r.norm_shares),
+    },
+    Column {
+        header: "NormUsage",
+        width: 11,
+        value: |r, _| r.norm_usage.map(six).unwrap_or_default(),
+    },
+    Column {
+        header: "Partition",
+        width: 12,
+        value: |_, _| String::new(),
+    },
+    Column {
+        header: "RawShares",
+        width: 10,
+        value: |r, _| r.raw_shares.clone().unwrap_or_default(),
+    },
+    Column {
+        header: "RawUsage",
+        width: 11,
+        value: |r, _| format!("{:.0}", r.raw_usage),
+    },
+    Column {
+        header: "TRESRunMins",
+        width: 30,
+        value: |r, _| r.tres_run_mins.clone(),
+    },
+    Column {
+        header: "User",
+        width: 10,
+        value: |r, _| r.user.clone().unwrap_or_default(),
+    },
+];
+
+/// The columns `-o` names (`name` or `name%width`, a negative width left-justifies),
+/// or the name of the first field it does not know, as sshare reads them.
+pub fn format_columns(spec: &str) -> Result<Vec<(usize, i32)>, String> {
+    let mut out = Vec::new();
+    for item in spec.split(',').filter(|s| !s.is_empty()) {
+        let (name, width) = match item.split_once('%') {
+            // As atoi: a sign, digits, anything after ignored; 0 keeps the default.
+            Some((n, w)) => {
+                let sign = usize::from(w.starts_with(['-', '+']));
+                let digits = w[sign..]
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(w.len() - sign);
+                (n, w[..sign + digits].parse::<i32>().unwrap_or(0))
+            }
+            None => (item, 0),
+        };
+        let at = FIELDS
+            .iter()
+            .position(|f| {
+                f.header.len() >= name.len() && f.header[..name.len()].eq_ignore_ascii_case(name)
+            })
+            .ok_or_else(|| name.to_string())?;
+        out.push((at, if width == 0 { FIELDS[at].width } else { width }));
     }
-    c
+    Ok(out)
 }
 
-/// Pads or cuts `s` to `width` as Slurm's fields do: a longer value keeps
-/// `width − 1` characters and a `+`.
-fn fit(s: &str, width: usize, left: bool) -> String {
+/// The default columns: sshare's lists for `-l` and Fair Tree.
+fn default_format(long: bool, fair_tree: bool) -> &'static str {
+    match (long, fair_tree) {
+        (false, _) => "A,User,RawShares,NormShares,RawUsage,Eff,Fairshare",
+        (true, true) => {
+            "A,User,RawShares,NormShares,RawUsage,NormUsage,Eff,Fairshare,LevelFS,\
+             GrpTRESMins,TRESRunMins"
+        }
+        (true, false) => {
+            "A,User,RawShares,NormShares,RawUsage,NormUsage,Eff,Fairshare,GrpTRESMins,\
+             TRESRunMins"
+        }
+    }
+}
+
+/// Pads or cuts `s` to `width` as Slurm's fields do: right-justified, or
+/// left-justified for a negative width; a longer value keeps `width − 1` characters
+/// and a `+`.
+fn fit(s: &str, width: i32) -> String {
+    let w = width.unsigned_abs() as usize;
     let n = s.chars().count();
-    let s = if n > width {
-        let mut t: String = s.chars().take(width - 1).collect();
+    let s = if n > w {
+        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
         t.push('+');
         t
     } else {
         s.to_string()
     };
-    if left {
-        format!("{s:<width$}")
+    if width < 0 {
+        format!("{s:<w$}")
     } else {
-        format!("{s:>width$}")
+        format!("{s:>w$}")
     }
 }
 
@@ -252,14 +317,26 @@ fn select<'a>(o: &Options, report: &'a SharesReport, me: &str) -> Vec<(u32, &'a 
     out
 }
 
-/// What `sshare` prints for `report`, the caller being `me`.
-pub fn render(o: &Options, report: &SharesReport, me: &str) -> String {
-    let cols = columns(o.long, report.fair_tree);
+/// What `sshare` prints for `report`, the caller being `me`, on cluster `cluster`.
+///
+/// Errors: the name of a field `-o` asks for that sshare does not know.
+pub fn render(
+    o: &Options,
+    report: &SharesReport,
+    me: &str,
+    cluster: &str,
+) -> Result<String, String> {
+    let spec = o
+        .format
+        .clone()
+        .unwrap_or_else(|| default_format(o.long, report.fair_tree).to_string());
+    let cols = format_columns(&spec)?;
+    let ctx = Context { cluster };
     let rows = select(o, report, me);
     let mut out = String::new();
-    let cell = |c: &Column, r: &ShareRow, depth: u32| {
-        let v = (c.value)(r);
-        if c.header == "Account" {
+    let cell = |at: usize, r: &ShareRow, depth: u32| {
+        let v = (FIELDS[at].value)(r, &ctx);
+        if FIELDS[at].header == "Account" {
             format!("{}{v}", " ".repeat(depth as usize))
         } else {
             v
@@ -275,32 +352,54 @@ pub fn render(o: &Options, report: &SharesReport, me: &str) -> String {
             l
         };
         if !o.no_header {
-            out.push_str(&line(cols.iter().map(|c| c.header.to_string()).collect()));
+            out.push_str(&line(
+                cols.iter()
+                    .map(|(at, _)| FIELDS[*at].header.to_string())
+                    .collect(),
+            ));
         }
         for (depth, r) in rows {
-            out.push_str(&line(cols.iter().map(|c| cell(c, r, depth)).collect()));
+            out.push_str(&line(
+                cols.iter().map(|(at, _)| cell(*at, r, depth)).collect(),
+            ));
         }
-        return out;
+        return Ok(out);
     }
     if !o.no_header {
-        for c in &cols {
-            out.push_str(&fit(c.header, c.width, c.left));
+        for (at, w) in &cols {
+            out.push_str(&fit(FIELDS[*at].header, *w));
             out.push(' ');
         }
         out.push('\n');
-        for c in &cols {
-            out.push_str(&"-".repeat(c.width));
+        for (_, w) in &cols {
+            out.push_str(&"-".repeat(w.unsigned_abs() as usize));
             out.push(' ');
         }
         out.push('\n');
     }
     for (depth, r) in rows {
-        for c in &cols {
-            out.push_str(&fit(&cell(c, r, depth), c.width, c.left));
+        for (at, w) in &cols {
+            out.push_str(&fit(&cell(*at, r, depth), *w));
             out.push(' ');
         }
         out.push('\n');
     }
+    Ok(out)
+}
+
+/// `-e`: the fields `-o` knows, four to a line in 17-character columns, as sshare
+/// lists them.
+fn help_format() -> String {
+    let mut out = String::new();
+    for (i, f) in FIELDS.iter().enumerate() {
+        if i % 4 != 0 {
+            out.push(' ');
+        } else if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&format!("{:<17}", f.header));
+    }
+    out.push('\n');
     out
 }
 
@@ -309,7 +408,9 @@ const USAGE: &str = "Usage: sshare [OPTIONS]
   -a, --all               every user (not only yourself)
   -A, --accounts=ACCOUNTS these accounts only
   -l, --long              normalized usage, LevelFS, GrpTRESMins, TRESRunMins
+  -e, --helpformat        list the fields -o knows
   -n, -h, --noheader      no header lines
+  -o, --format=FIELDS     these fields (name[%width], comma separated)
   -p, --parsable          '|' between fields, one at the end
   -P, --parsable2         '|' between fields
   -u, --users=USERS       these users
@@ -328,10 +429,28 @@ pub fn main(args: Vec<String>) -> i32 {
         println!("{VERSION}");
         return 0;
     }
-    let report: SharesReport = controller()
+    if o.helpformat {
+        print!("{}", help_format());
+        return 0;
+    }
+    // Fields are checked before anything is asked of the controller, as sshare does.
+    if let Some(spec) = &o.format {
+        if let Err(name) = format_columns(spec) {
+            fail(ME, format!("Invalid field requested: \"{name}\""), 1);
+        }
+    }
+    let client = controller();
+    let report: SharesReport = client
         .get("/v1/shares")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
-    print!("{}", render(&o, &report, &current_user()));
+    let cluster = client
+        .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+        .map(|c| c.cluster_name)
+        .unwrap_or_default();
+    match render(&o, &report, &current_user(), &cluster) {
+        Ok(text) => print!("{text}"),
+        Err(name) => fail(ME, format!("Invalid field requested: \"{name}\""), 1),
+    }
     0
 }
 

@@ -145,7 +145,7 @@ fn fair_tree_ranks_the_sampled_tree_as_real_slurm_does() {
     assert_eq!(saved[alice_phys.to_string().as_str()], usage);
     assert_eq!(saved[LAST_DECAY], 1136.0);
     // sshare -a's rows, in its order.
-    let report = e.shares_report(|_| String::new(), |_| String::new());
+    let report = e.shares_report(|_| String::new(), |_| String::new(), |_| String::new());
     let listed: Vec<(u32, &str, Option<&str>, Option<&str>)> = report
         .rows
         .iter()

@@ -308,7 +308,48 @@ impl Controller {
                 .map(|a| format_tres(&a.limits.grp_tres_mins))
                 .unwrap_or_default()
         };
-        self.priority.shares_report(grp, run_mins)
+        // Used TRES-minutes of each association's subtree, as `GrpTRESMins` counts
+        // them: Slurm's `usage_tres_raw`, shown in whole minutes.
+        let used: BTreeMap<u32, Vec<f64>> = self
+            .sched
+            .limit_usage()
+            .used(now)
+            .into_iter()
+            .filter_map(|(scope, mins)| match scope {
+                Scope::Assoc(a) => Some((a.0, mins)),
+                _ => None,
+            })
+            .collect();
+        let gres = &self.conf.cluster.gres;
+        let index = |t: &str| -> Option<usize> {
+            Some(match t {
+                "cpu" => 0,
+                "mem" => 1,
+                "energy" => 2,
+                "node" => 3,
+                "billing" => 4,
+                _ => {
+                    let name = t.strip_prefix("gres/")?;
+                    let slot = (0..gres.len()).find(|&s| gres.name(s) == name)?;
+                    5 + slot.min(MAX_GRES - 1)
+                }
+            })
+        };
+        let raw = |id: Option<u32>| {
+            let mins = id.and_then(|id| used.get(&id));
+            tracked
+                .iter()
+                .map(|t| {
+                    let m = mins
+                        .zip(index(t))
+                        .and_then(|(m, k)| m.get(k).copied())
+                        .unwrap_or(0.0);
+                    format!("{t}={}", m as u64)
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        self.priority.shares_report(grp, raw, run_mins)
     }
 }
 

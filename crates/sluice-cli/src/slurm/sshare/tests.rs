@@ -3,7 +3,7 @@
 
 use sluice_proto::priority::{ShareRow, SharesReport};
 
-use super::{parse, render};
+use super::{format_columns, help_format, parse, render};
 use crate::slurm::sample_file::read_dir;
 
 const RUN: &str =
@@ -35,6 +35,7 @@ fn row(
         level_fs,
         grp_tres_mins: String::new(),
         tres_run_mins: if usage > 0.0 { RUN } else { IDLE }.into(),
+        ..Default::default()
     }
 }
 
@@ -145,7 +146,7 @@ fn every_sample_is_printed_exactly() {
             .collect();
         let o = parse(args).unwrap();
         assert_eq!(
-            render(&o, &report, "root"),
+            render(&o, &report, "root", "compat").unwrap(),
             s.stdout,
             "{} ({})",
             s.name,
@@ -161,7 +162,7 @@ fn classic_fair_share_has_no_level_fs_column_and_bad_options_are_refused() {
     report.fair_tree = false;
     let o = parse(vec!["-l".into(), "-A".into(), "chem".into(), "-P".into()]).unwrap();
     assert_eq!(
-        render(&o, &report, "root"),
+        render(&o, &report, "root", "compat").unwrap(),
         "Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare|GrpTRESMins|TRESRunMins\n\
          chem||40|0.396040|0|0.000000|0.000000|||cpu=0,mem=0,energy=0,node=0,billing=0,fs/disk=0,vmem=0,pages=0,gres/gpu=0\n"
     );
@@ -186,4 +187,48 @@ fn classic_fair_share_has_no_level_fs_column_and_bad_options_are_refused() {
     // -h is -n; words that are no option are ignored.
     let o = parse(vec!["-h".into(), "foo".into()]).unwrap();
     assert!(o.no_header);
+}
+
+#[test]
+fn format_names_fields_by_prefix_with_widths_and_sides() {
+    let mut report = sampled();
+    report.rows.truncate(2);
+    report.rows[1].assoc_id = Some(2);
+    report.rows[1].grp_tres_raw = IDLE.into();
+    let show = |args: &[&str]| {
+        let o = parse(args.iter().map(|a| a.to_string()).collect()).unwrap();
+        render(&o, &report, "root", "compat")
+    };
+    // Real sshare 22.05: `sshare -n -P -o account,fairshare`.
+    assert_eq!(
+        show(&["-n", "-P", "-o", "account,fairshare"]).unwrap(),
+        "root|\n root|1.000000\n"
+    );
+    // `A` is Account, `Eff` EffectvUsage, `c` Cluster; `%N` right-justifies, `%-N`
+    // left-justifies, as sshare's columns do.
+    assert_eq!(
+        show(&["-o", "A%8,c,Eff%-6", "-o", "id,GrpTRESRaw%12"]).unwrap(),
+        " Account    Cluster Effec+     ID   GrpTRESRaw \n\
+         -------- ---------- ------ ------ ------------ \n\
+         \x20   root     compat 1.000+                     \n\
+         \x20   root     compat 0.000+      2 cpu=0,mem=0+ \n"
+    );
+    assert_eq!(
+        show(&["-o", "account,bogus"]).unwrap_err(),
+        "bogus",
+        "the first field not known"
+    );
+    assert_eq!(format_columns("User%0").unwrap(), [(14, 10)]);
+    assert_eq!(format_columns("User%-3x").unwrap(), [(14, -3)]);
+}
+
+#[test]
+fn helpformat_lists_the_fields_four_to_a_line() {
+    assert_eq!(
+        help_format(),
+        "Account           Cluster           EffectvUsage      FairShare        \n\
+         GrpTRESMins       GrpTRESRaw        ID                LevelFS          \n\
+         NormShares        NormUsage         Partition         RawShares        \n\
+         RawUsage          TRESRunMins       User             \n"
+    );
 }

@@ -230,6 +230,23 @@ fn used_grp_tres_mins_survive_a_restart() {
     assert!(saved
         .iter()
         .all(|r| r.record.as_deref().unwrap().starts_with("[20.0,")));
+    // sshare's GrpTRESRaw: the same minutes, every tracked TRES, for heavy and alice
+    // (the job's 2 CPUs, 1 node and its memory for 10 minutes); its ID the
+    // association's.
+    let shares = c.shares_report(601);
+    for (account, user) in [("heavy", None), ("heavy", Some("alice"))] {
+        let row = shares
+            .rows
+            .iter()
+            .find(|r| r.account == account && r.user.as_deref() == user)
+            .unwrap();
+        assert!(
+            row.grp_tres_raw.starts_with("cpu=20,mem=") && row.grp_tres_raw.contains(",node=10,"),
+            "{user:?}: {}",
+            row.grp_tres_raw
+        );
+        assert!(row.assoc_id.is_some());
+    }
 
     let jobs = vec![c.job(JobId(2)).unwrap()];
     let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
