@@ -203,13 +203,14 @@ def write_config(work, config, host, rs):
     os.makedirs(conf_dir, exist_ok=True)
     extra, gres, gres_conf = "", "", None
     if config != "base":
-        # A config is base.conf plus `EXTRA:`, `GRES:` and `gres.conf:` lines.
+        # A config is base.conf plus `EXTRA:`, `GRES:`, `NODE:` and `gres.conf:` lines
+        # (`GRES:` and `NODE:` both go on the node line).
         with open(os.path.join(HERE, "configs", config + ".conf")) as f:
             for line in f.read().splitlines():
                 if line.startswith("EXTRA: "):
                     extra += line[len("EXTRA: "):] + "\n"
-                elif line.startswith("GRES: "):
-                    gres = line[len("GRES: "):]
+                elif line.startswith(("GRES: ", "NODE: ")):
+                    gres = (gres + " " + line[len("GRES: "):]).strip()
                 elif line.startswith("gres.conf: "):
                     gres_conf = (gres_conf or "") + line[len("gres.conf: "):] + "\n"
     with open(os.path.join(HERE, "configs", "base.conf")) as f:
