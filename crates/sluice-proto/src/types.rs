@@ -595,13 +595,13 @@ pub fn compact_indices(indices: &[u32]) -> String {
 }
 
 /// A TRES list as `scontrol show job` prints it (`TRES=`): `name=count` in the order
-/// given, counts of 0 left out, memory (MiB) in its largest exact unit (`1500M`, `3G`,
-/// `1T`).
+/// given, counts of 0 left out, memory (MiB) as [`tres_mib`] writes it (`1500M`, `3G`,
+/// `3.50G`).
 pub fn tres_string(tres: &[(String, u64)]) -> String {
     tres.iter()
         .filter(|(_, n)| *n > 0)
         .map(|(t, n)| match t.as_str() {
-            "mem" => format!("mem={}", exact_mib(*n)),
+            "mem" => format!("mem={}", tres_mib(*n)),
             _ => format!("{t}={n}"),
         })
         .collect::<Vec<_>>()
@@ -1347,6 +1347,20 @@ mod tres_tests {
             [mem(1500), mem(24105), mem(1024), mem(1 << 20), mem(0)],
             ["mem=1500M", "mem=24105M", "mem=1G", "mem=1T", ""]
         );
+    }
+
+    #[test]
+    fn tres_memory_takes_halves_as_exact_and_prints_two_decimals() {
+        // Real Slurm 22.05.8's scontrol show job TRES= for --mem of these sizes.
+        assert_eq!(
+            [500, 1000, 1023, 1024, 1025, 3000, 3072, 3584, 100 * 1024].map(tres_mib),
+            ["500M", "1000M", "1023M", "1G", "1025M", "3000M", "3G", "3.50G", "100G"]
+        );
+        // 2.5 TiB: 2560 GiB is a multiple of 512 GiB, one unit up again.
+        assert_eq!(tres_mib(2560 * 1024), "2.50T");
+        // 1536.5 GiB: only its whole part is tested, as Slurm does.
+        assert_eq!(tres_mib(1536 * 1024 + 512), "1.50T");
+        assert_eq!(tres_mib(0), "0");
     }
 }
 

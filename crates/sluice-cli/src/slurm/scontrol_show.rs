@@ -53,15 +53,6 @@ pub fn node_state(n: &NodeInfo) -> String {
     s
 }
 
-/// Memory in MiB as Slurm's TRES strings print it: `2G` for whole GiB, else `1500M`.
-fn tres_mem(mib: u64) -> String {
-    if mib.is_multiple_of(1024) {
-        format!("{}G", mib / 1024)
-    } else {
-        format!("{mib}M")
-    }
-}
-
 /// This machine's `OS=` (kernel name, release and version, as slurmd reports them):
 /// Sluice's agents run the controller's binary, on the node they describe.
 fn os() -> String {
@@ -157,7 +148,7 @@ pub fn node_lines(n: &NodeInfo) -> Vec<String> {
                 (0, _) => String::new(),
                 _ if !n.alloc_tres.is_empty() => n.alloc_tres.clone(),
                 (c, 0) => format!("cpu={c}"),
-                (c, m) => format!("cpu={c},mem={}", tres_mem(m)),
+                (c, m) => format!("cpu={c},mem={}", sluice_proto::types::tres_mib(m)),
             }
         ),
         "CapWatts=n/a".into(),
