@@ -1488,8 +1488,11 @@ impl Controller {
                 job_id: id.0,
                 step: StepId::Batch,
                 name: "batch".into(),
-                // As slurmstepd: a batch step ended at the time limit was cancelled.
+                // As slurmstepd: a batch step ended at the time limit was cancelled,
+                // unless its shell outlived the signal and exited with an error of its
+                // own (a killed `srun` inside it), which is a failure.
                 state: match state {
+                    JobState::Timeout if r.exit_code != 0 => JobState::Failed,
                     JobState::Timeout => JobState::Cancelled,
                     s => s,
                 },
@@ -1517,6 +1520,11 @@ impl Controller {
                 JobState::Completed | JobState::Timeout => JobState::Cancelled,
                 st => st,
             };
+            // Its tasks were terminated at the time limit (SIGTERM), their srun
+            // gone before it could say so.
+            if state == JobState::Timeout && s.exit_code == 0 && s.signal == 0 {
+                s.signal = 15;
+            }
             s.end = end_time;
             effects.push(Effect::PersistStep(s.clone()));
         }
@@ -2120,7 +2128,12 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
-        self.job_for(job, caller)?;
+        let r = self.job_for(job, caller)?;
+        // Its tasks signalled because the job reached its time limit: slurmstepd records
+        // such a step CANCELLED, as one scancel ended.
+        let past_limit = r
+            .time_limit
+            .is_some_and(|l| r.start_time.is_some_and(|t| t + l <= now));
         let s = self
             .steps
             .get_mut(&(job, StepId::Number(step)))
@@ -2133,7 +2146,7 @@ impl Controller {
         s.signal = signal;
         s.state = if signal == OOM_SIGNAL && exit_code == 0 {
             JobState::OutOfMemory
-        } else if signal == 9 && exit_code == 0 {
+        } else if signal == 9 && exit_code == 0 || signal != 0 && past_limit {
             JobState::Cancelled
         } else if exit_code != 0 || signal != 0 {
             JobState::Failed

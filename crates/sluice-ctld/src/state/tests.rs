@@ -516,6 +516,77 @@ fn a_step_holds_the_jobs_cpus_on_its_nodes_unless_exact() {
 }
 
 #[test]
+fn steps_signalled_at_the_time_limit_are_cancelled_not_failed() {
+    // A one-minute job with two srun steps: one killed by a signal of its own before
+    // the limit, one terminated when the limit comes.
+    let mut c = Controller::new(conf(1, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(1, 60), &mut next, 0);
+    c.schedule(0);
+    for _ in 0..2 {
+        c.start_step(id, &StepRequest::default(), &alice(), 1)
+            .unwrap();
+    }
+    let ended = |effects: Vec<Effect>| {
+        effects
+            .iter()
+            .find_map(|e| match e {
+                Effect::PersistStep(s) => Some((s.state, s.exit_code, s.signal)),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let early = c.end_step(id, 0, 0, 15, &alice(), 30).unwrap();
+    assert_eq!(ended(early), (JobState::Failed, 0, 15));
+    let at_limit = c.end_step(id, 1, 0, 15, &alice(), 61).unwrap();
+    assert_eq!(ended(at_limit), (JobState::Cancelled, 0, 15));
+    // The job itself times out, its shell killed by the signal: its batch step is
+    // cancelled as well.
+    let effects = c.job_ended(&timed_out(id, 0, 15, 62), 62);
+    assert_eq!(
+        step_states(&effects),
+        [(StepId::Batch, JobState::Cancelled, 0, 15)]
+    );
+}
+
+#[test]
+fn a_timed_out_jobs_steps_are_cancelled_and_its_shell_failed_if_it_exited_in_error() {
+    // A third step whose srun never reported: it ends with the job, signalled; the
+    // shell, left to exit on its own after its srun was killed, exits 1.
+    let mut c = Controller::new(conf(1, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(1, 60), &mut next, 0);
+    c.schedule(0);
+    c.start_step(id, &StepRequest::default(), &alice(), 1)
+        .unwrap();
+    let effects = c.job_ended(&timed_out(id, 1, 0, 62), 62);
+    assert_eq!(
+        step_states(&effects),
+        [
+            (StepId::Batch, JobState::Failed, 1, 0),
+            (StepId::Number(0), JobState::Cancelled, 0, 15)
+        ]
+    );
+}
+
+fn timed_out(id: JobId, exit_code: i32, signal: i32, now: i64) -> JobEnded {
+    JobEnded {
+        signal,
+        ..ended(id, JobState::Timeout, exit_code, now)
+    }
+}
+
+fn step_states(effects: &[Effect]) -> Vec<(StepId, JobState, i32, i32)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistStep(s) => Some((s.step, s.state, s.exit_code, s.signal)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
 fn the_batch_environment_has_slurms_task_and_memory_variables() {
     let conf = conf(1, 4);
     let mut r = JobRecord {
