@@ -1679,6 +1679,9 @@ impl Controller {
                 {
                     effects.extend(self.forget_unstarted_task(id, now));
                 }
+                (JobState::Pending, None) if !alone.contains(&id) && self.folds_into_array(r) => {
+                    effects.extend(self.forget_folded_task(id, now));
+                }
                 (JobState::Pending, None) => {
                     // The reason it waited for stays, as Slurm shows it (`JobHeldUser`).
                     let reason = self.live_reason(r);
@@ -1697,7 +1700,11 @@ impl Controller {
                     r.cancelled_by = Some(caller.uid);
                     r.reason = reason;
                     let task = r.array;
-                    effects.extend(self.leave_remainder(id, task));
+                    if !alone.contains(&id) && task.is_some_and(|(array, _)| array == id) {
+                        self.fold_unstarted_into_array(id);
+                    } else {
+                        effects.extend(self.leave_remainder(id, task));
+                    }
                     effects.push(self.persist(id));
                 }
                 (JobState::Running, None) => {

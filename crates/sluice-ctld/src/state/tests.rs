@@ -218,17 +218,22 @@ fn array_tasks_cancelled_before_they_start_leave_no_record() {
         (Some((1, 2)), JobState::Pending, Some((vec![0, 2], None)))
     );
     assert_eq!(head.reason, "JobHeldUser");
-    // The whole array: what is left is cancelled, with records, keeping its reason.
+    // The whole array: what is left is cancelled as one record, the array's own
+    // (`1_[0,2]`), keeping its reason, as Slurm's meta record; task 0's goes.
     let effects = cancel(&mut c, vec![(1, None)]);
-    assert!(!effects.iter().any(|e| matches!(e, Effect::Forget(_))));
-    for (id, task) in [(1, 2), (2, 0)] {
-        let r = c.job(JobId(id)).unwrap();
-        assert_eq!(
-            (r.array, r.state, r.reason.as_str()),
-            (Some((1, task)), JobState::Cancelled, "JobHeldUser"),
-            "job {id}"
-        );
-    }
+    assert_eq!(
+        effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Forget(_)))
+            .collect::<Vec<_>>(),
+        [&Effect::Forget(JobId(2))]
+    );
+    assert_eq!(c.job(JobId(2)), None);
+    let r = c.job(JobId(1)).unwrap();
+    assert_eq!(
+        (r.display_id(), r.state, r.reason.as_str()),
+        ("1_[0,2]".to_string(), JobState::Cancelled, "JobHeldUser")
+    );
 }
 
 #[test]
