@@ -436,11 +436,7 @@ impl ClusterConfig {
         gpus: &dyn GpuProvider,
     ) -> Result<(Self, Vec<String>), ConfError> {
         let conf = sluice_conf::slurm_conf::read(path)?;
-        priority_settings(&conf, &conf.cluster.gres).map_err(|message| ConfError {
-            path: path.to_path_buf(),
-            line: 0,
-            message,
-        })?;
+        priority_settings(&conf, &conf.cluster.gres)?;
         if let Some(v) = conf.get("PrivateData") {
             PrivateData::parse(v).map_err(|message| ConfError {
                 path: path.to_path_buf(),
