@@ -972,9 +972,18 @@ fn specialized_cpus(
             let n = count.trim().parse::<u32>().map_err(|_| {
                 format!("CoreSpecCount: expected a non-negative integer, found '{count}'")
             })?;
+            if n.saturating_mul(threads) >= cpus || n >= sockets.saturating_mul(cores) {
+                return Err(format!(
+                    "CoreSpecCount={n} keeps all of the node's {cpus} CPUs: none left for jobs"
+                ));
+            }
             (0..cores)
                 .rev()
-                .flat_map(|core| (0..sockets).rev().map(move |socket| socket * cores + core))
+                .flat_map(|core| {
+                    (0..sockets)
+                        .rev()
+                        .map(move |socket| socket.saturating_mul(cores).saturating_add(core))
+                })
                 .take(n as usize)
                 .collect()
         }
@@ -1002,12 +1011,15 @@ fn specialized_cpus(
     kept_cores.dedup();
     let ids: Vec<u32> = kept_cores
         .iter()
-        .flat_map(|core| (core * threads..(core + 1) * threads).filter(|&id| id < cpus))
+        .flat_map(|core| {
+            let first = core.saturating_mul(threads);
+            (first..first.saturating_add(threads)).filter(|&id| id < cpus)
+        })
         .collect();
-    if !ids.is_empty() && ids.len() as u32 >= cpus || kept_cores.len() as u32 > sockets * cores {
+    if !ids.is_empty() && ids.len() as u32 >= cpus {
         return Err(format!(
-            "CoreSpecCount/CpuSpecList keep {} of the node's {cpus} CPUs: none left for jobs",
-            kept_cores.len() as u32 * threads
+            "CpuSpecList={} keeps all of the node's {cpus} CPUs: none left for jobs",
+            cpu_spec_list.unwrap_or_default()
         ));
     }
     Ok(ids)
@@ -1941,7 +1953,15 @@ mod core_spec_tests {
         for (node, message) in [
             (
                 "CPUs=4 CoreSpecCount=4",
-                "CoreSpecCount/CpuSpecList keep 4 of the node's 4 CPUs: none left for jobs",
+                "CoreSpecCount=4 keeps all of the node's 4 CPUs: none left for jobs",
+            ),
+            (
+                "CPUs=4 CoreSpecCount=4000000000",
+                "CoreSpecCount=4000000000 keeps all of the node's 4 CPUs: none left for jobs",
+            ),
+            (
+                "CPUs=4 CpuSpecList=0-3",
+                "CpuSpecList=0-3 keeps all of the node's 4 CPUs: none left for jobs",
             ),
             (
                 "CPUs=4 CpuSpecList=4",
