@@ -410,6 +410,10 @@ def main():
     scenarios = [Scenario(os.path.join(scen_dir, f)) for f in sorted(os.listdir(scen_dir)) if f.endswith(".scn")]
     if args.only:
         scenarios = [s for s in scenarios if any(s.name.startswith(o) for o in args.only)]
+    # Runs sharing a work directory take turns for all of it: clearing it under another
+    # run deletes that run's real Slurm state and configs while its daemons still run.
+    work_lock = open(args.work.rstrip("/") + ".lock", "a")
+    fcntl.flock(work_lock, fcntl.LOCK_EX)
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(os.path.join(args.work, "results"))
     host = socket.gethostname().split(".")[0]
