@@ -29,6 +29,11 @@ fn specialized_cores_are_kept_from_jobs_and_shown_as_in_slurm() {
         "CPUAlloc=0 CPUEfctv=1 CPUTot=2 CoreSpecCount=1 CPUSpecList=1 \
          CfgTRES=cpu=1,mem=1000M,billing=1"
     );
+    let o = c.run("scontrol", &["show", "partition", "debug"]);
+    assert_eq!(
+        pick(&o.stdout, &["TotalCPUs", "TotalNodes"]),
+        "TotalCPUs=4 TotalNodes=2"
+    );
     let sinfo = || c.run("sinfo", &["-h", "-N", "-o", "%N %c %C %T"]).stdout;
     assert_eq!(sinfo(), "n1 2 0/2/0/2 idle\nn2 2 0/2/0/2 idle\n");
 
