@@ -203,13 +203,14 @@ def write_config(work, config, host, rs):
     os.makedirs(conf_dir, exist_ok=True)
     extra, gres, gres_conf = "", "", None
     if config != "base":
-        # A config is base.conf plus `EXTRA:`, `GRES:` and `gres.conf:` lines.
+        # A config is base.conf plus `EXTRA:`, `GRES:`, `NODE:` and `gres.conf:` lines
+        # (`GRES:` and `NODE:` both go on the node line).
         with open(os.path.join(HERE, "configs", config + ".conf")) as f:
             for line in f.read().splitlines():
                 if line.startswith("EXTRA: "):
                     extra += line[len("EXTRA: "):] + "\n"
-                elif line.startswith("GRES: "):
-                    gres = line[len("GRES: "):]
+                elif line.startswith(("GRES: ", "NODE: ")):
+                    gres = (gres + " " + line[len("GRES: "):]).strip()
                 elif line.startswith("gres.conf: "):
                     gres_conf = (gres_conf or "") + line[len("gres.conf: "):] + "\n"
     with open(os.path.join(HERE, "configs", "base.conf")) as f:
@@ -409,6 +410,10 @@ def main():
     scenarios = [Scenario(os.path.join(scen_dir, f)) for f in sorted(os.listdir(scen_dir)) if f.endswith(".scn")]
     if args.only:
         scenarios = [s for s in scenarios if any(s.name.startswith(o) for o in args.only)]
+    # Runs sharing a work directory take turns for all of it: clearing it under another
+    # run deletes that run's real Slurm state and configs while its daemons still run.
+    work_lock = open(args.work.rstrip("/") + ".lock", "a")
+    fcntl.flock(work_lock, fcntl.LOCK_EX)
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(os.path.join(args.work, "results"))
     host = socket.gethostname().split(".")[0]

@@ -487,7 +487,7 @@ pub fn run(args: SimArgs) -> Result<(), SimError> {
             eprintln!("sluice sim: warning: {w}");
         }
         let prio = sluice_conf::priority_conf::priority_settings(&conf, &conf.cluster.gres)
-            .map_err(|e| SimError::Machine(format!("{}: {e}", path.display())))?;
+            .map_err(|e| SimError::Machine(e.to_string()))?;
         if prio.multifactor {
             fairshare = Some(FairShareOptions {
                 priority: true,

@@ -301,7 +301,7 @@ const SBATCH: &[Opt<Support>] = &[
     Opt::required("export-file", None).tag(Support::Warns),
     Opt::required("extra-node-info", Some('B')).tag(Support::Warns),
     Opt::optional("get-user-env", None).tag(Support::Warns),
-    Opt::required("gid", None).tag(Support::Warns),
+    Opt::required("gid", None).tag(Support::Refuses),
     Opt::required("gpu-bind", None).tag(Support::Acts),
     Opt::required("gpu-freq", None).tag(Support::Warns),
     Opt::required("gpus", Some('G')).tag(Support::Acts),
@@ -316,7 +316,7 @@ const SBATCH: &[Opt<Support>] = &[
     Opt::flag("ignore-pbs", None).tag(Support::Warns),
     Opt::required("input", Some('i')).tag(Support::Acts),
     Opt::required("job-name", Some('J')).tag(Support::Acts),
-    Opt::required("kill-on-invalid-dep", None).tag(Support::Warns),
+    Opt::required("kill-on-invalid-dep", None).tag(Support::Refuses),
     Opt::required("licenses", Some('L')).tag(Support::Warns),
     Opt::required("mail-type", None).tag(Support::Warns),
     Opt::required("mail-user", None).tag(Support::Warns),
@@ -325,7 +325,7 @@ const SBATCH: &[Opt<Support>] = &[
     Opt::required("mem-bind", None).tag(Support::Warns),
     Opt::required("mem-per-cpu", None).tag(Support::Acts),
     Opt::required("mem-per-gpu", None).tag(Support::Acts),
-    Opt::required("mincpus", None).tag(Support::Warns),
+    Opt::required("mincpus", None).tag(Support::Refuses),
     Opt::required("network", None).tag(Support::Warns),
     Opt::optional("nice", None).tag(Support::Acts),
     Opt::optional("no-kill", Some('k')).tag(Support::Warns),
@@ -367,8 +367,8 @@ const SBATCH: &[Opt<Support>] = &[
     Opt::required("threads-per-core", None).tag(Support::Warns),
     Opt::required("time", Some('t')).tag(Support::Acts),
     Opt::required("time-min", None).tag(Support::Acts),
-    Opt::required("tmp", None).tag(Support::Warns),
-    Opt::required("uid", None).tag(Support::Warns),
+    Opt::required("tmp", None).tag(Support::Refuses),
+    Opt::required("uid", None).tag(Support::Refuses),
     Opt::flag("use-min-nodes", None).tag(Support::Warns),
     Opt::flag("verbose", Some('v')).tag(Support::Acts),
     Opt::flag("version", Some('V')).tag(Support::Acts),
@@ -425,7 +425,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::optional("exclusive", None).tag(Support::Acts),
     Opt::required("export", None).tag(Support::Acts),
     Opt::required("extra-node-info", Some('B')).tag(Support::Warns),
-    Opt::required("gid", None).tag(Support::Warns),
+    Opt::required("gid", None).tag(Support::Refuses),
     Opt::required("gpu-bind", None).tag(Support::Acts),
     Opt::required("gpu-freq", None).tag(Support::Warns),
     Opt::required("gpus", Some('G')).tag(Support::Acts),
@@ -454,7 +454,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::required("mem-bind", None).tag(Support::Warns),
     Opt::required("mem-per-cpu", None).tag(Support::Acts),
     Opt::required("mem-per-gpu", None).tag(Support::Acts),
-    Opt::required("mincpus", None).tag(Support::Warns),
+    Opt::required("mincpus", None).tag(Support::Refuses),
     Opt::required("mpi", None).tag(Support::Acts),
     Opt::required("msg-timeout", None).tag(Support::Refuses),
     Opt::flag("multi-prog", None).tag(Support::Refuses),
@@ -511,8 +511,8 @@ const SRUN: &[Opt<Support>] = &[
     Opt::required("threads-per-core", None).tag(Support::Warns),
     Opt::required("time", Some('t')).tag(Support::Acts),
     Opt::required("time-min", None).tag(Support::Acts),
-    Opt::required("tmp", None).tag(Support::Warns),
-    Opt::required("uid", None).tag(Support::Warns),
+    Opt::required("tmp", None).tag(Support::Refuses),
+    Opt::required("uid", None).tag(Support::Refuses),
     Opt::flag("unbuffered", Some('u')).tag(Support::Acts),
     Opt::flag("use-min-nodes", None).tag(Support::Warns),
     Opt::flag("verbose", Some('v')).tag(Support::Acts),
@@ -558,7 +558,7 @@ const SALLOC: &[Opt<Support>] = &[
     Opt::optional("exclusive", None).tag(Support::Acts),
     Opt::required("extra-node-info", Some('B')).tag(Support::Warns),
     Opt::optional("get-user-env", None).tag(Support::Warns),
-    Opt::required("gid", None).tag(Support::Warns),
+    Opt::required("gid", None).tag(Support::Refuses),
     Opt::required("gpu-bind", None).tag(Support::Acts),
     Opt::required("gpu-freq", None).tag(Support::Warns),
     Opt::required("gpus", Some('G')).tag(Support::Acts),
@@ -581,7 +581,7 @@ const SALLOC: &[Opt<Support>] = &[
     Opt::required("mem-bind", None).tag(Support::Warns),
     Opt::required("mem-per-cpu", None).tag(Support::Acts),
     Opt::required("mem-per-gpu", None).tag(Support::Acts),
-    Opt::required("mincpus", None).tag(Support::Warns),
+    Opt::required("mincpus", None).tag(Support::Refuses),
     Opt::required("network", None).tag(Support::Warns),
     Opt::optional("nice", None).tag(Support::Acts),
     Opt::flag("no-bell", None).tag(Support::Refuses),
@@ -618,8 +618,8 @@ const SALLOC: &[Opt<Support>] = &[
     Opt::required("threads-per-core", None).tag(Support::Warns),
     Opt::required("time", Some('t')).tag(Support::Acts),
     Opt::required("time-min", None).tag(Support::Acts),
-    Opt::required("tmp", None).tag(Support::Warns),
-    Opt::required("uid", None).tag(Support::Warns),
+    Opt::required("tmp", None).tag(Support::Refuses),
+    Opt::required("uid", None).tag(Support::Refuses),
     Opt::flag("use-min-nodes", None).tag(Support::Warns),
     Opt::flag("verbose", Some('v')).tag(Support::Acts),
     Opt::flag("version", Some('V')).tag(Support::Acts),
@@ -1422,6 +1422,31 @@ mod tests {
             refusal(Command::Srun, "--pty bash"),
             (false, "option --pty is not supported by Sluice".into())
         );
+        // Options that would change where or as whom a job runs are refused rather
+        // than accepted without effect.
+        for (command, line, name) in [
+            (Command::Sbatch, "--mincpus=2 --wrap x", "mincpus"),
+            (Command::Srun, "--mincpus=2 true", "mincpus"),
+            (Command::Salloc, "--mincpus=2", "mincpus"),
+            (Command::Sbatch, "--tmp=100 --wrap x", "tmp"),
+            (Command::Srun, "--tmp=100 true", "tmp"),
+            (Command::Salloc, "--tmp=100", "tmp"),
+            (
+                Command::Sbatch,
+                "--kill-on-invalid-dep=yes --wrap x",
+                "kill-on-invalid-dep",
+            ),
+            (Command::Sbatch, "--uid=nobody --wrap x", "uid"),
+            (Command::Sbatch, "--gid=nogroup --wrap x", "gid"),
+            (Command::Srun, "--uid=nobody true", "uid"),
+            (Command::Salloc, "--gid=nogroup", "gid"),
+        ] {
+            assert_eq!(
+                refusal(command, line),
+                (false, format!("option --{name} is not supported by Sluice")),
+                "{command:?} {line}"
+            );
+        }
         // --version ends the line: what follows is not read.
         let (o, rest) = run(Command::Sbatch, "-V --bogus").unwrap();
         assert!(o.version && rest.is_empty());

@@ -8,7 +8,7 @@ use sluice_core::multifactor::{Params, TresWeights, Weights};
 use sluice_core::{GresTable, Secs};
 
 use crate::duration::parse_time;
-use crate::slurm_conf::SlurmConf;
+use crate::slurm_conf::{ConfError, SlurmConf};
 
 /// `PriorityUsageResetPeriod`: when usage is cleared instead of (only) decayed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -66,25 +66,31 @@ impl Default for PrioritySettings {
 /// Reads the priority settings of `conf`; `gres` names the GRES slots that
 /// `PriorityWeightTRES=GRES/gpu=...` may weigh.
 ///
-/// Errors: a malformed value, with the key and what was given.
-pub fn priority_settings(conf: &SlurmConf, gres: &GresTable) -> Result<PrioritySettings, String> {
+/// Errors: a malformed value, with the key and what was given, at the file and line
+/// that set it.
+pub fn priority_settings(
+    conf: &SlurmConf,
+    gres: &GresTable,
+) -> Result<PrioritySettings, ConfError> {
     let mut s = PrioritySettings::default();
     match conf.get("PriorityType") {
         None | Some("priority/basic") => {}
         Some("priority/multifactor") => s.multifactor = true,
         Some(other) => {
-            return Err(format!(
+            return Err(conf.error_at(
+                "PriorityType",
+                format!(
                 "PriorityType: unknown plugin '{other}' (priority/basic or priority/multifactor)"
+            ),
             ))
         }
     }
-    let weight = |key: &str| -> Result<u32, String> {
+    let weight = |key: &str| -> Result<u32, ConfError> {
         match conf.get(key) {
             None => Ok(0),
-            Some(v) => v
-                .trim()
-                .parse::<u32>()
-                .map_err(|_| format!("{key}: expected a whole number, found '{v}'")),
+            Some(v) => v.trim().parse::<u32>().map_err(|_| {
+                conf.error_at(key, format!("{key}: expected a whole number, found '{v}'"))
+            }),
         }
     };
     s.params.weights = Weights {
@@ -96,22 +102,22 @@ pub fn priority_settings(conf: &SlurmConf, gres: &GresTable) -> Result<PriorityS
         qos: weight("PriorityWeightQOS")?,
         tres: match conf.get("PriorityWeightTRES") {
             None => TresWeights::default(),
-            Some(v) => tres_weights(v, gres)?,
+            Some(v) => tres_weights(v, gres).map_err(|m| conf.error_at("PriorityWeightTRES", m))?,
         },
     };
-    let time = |key: &str, default: Secs| -> Result<Secs, String> {
+    let time = |key: &str, default: Secs| -> Result<Secs, ConfError> {
         match conf.get(key) {
             None => Ok(default),
             Some(v) => parse_time(v)
                 .map(|t| t.unwrap_or(0))
-                .map_err(|e| format!("{key}: {e}")),
+                .map_err(|e| conf.error_at(key, format!("{key}: {e}"))),
         }
     };
     s.params.max_age = time("PriorityMaxAge", 7 * 86_400)?;
     s.half_life = time("PriorityDecayHalfLife", 7 * 86_400)?;
     if let Some(v) = conf.get("PriorityCalcPeriod") {
         s.calc_period = parse_time(v)
-            .map_err(|e| format!("PriorityCalcPeriod: {e}"))?
+            .map_err(|e| conf.error_at("PriorityCalcPeriod", format!("PriorityCalcPeriod: {e}")))?
             .unwrap_or(300)
             .max(1);
     }
@@ -120,8 +126,9 @@ pub fn priority_settings(conf: &SlurmConf, gres: &GresTable) -> Result<PriorityS
             "yes" => true,
             "no" => false,
             _ => {
-                return Err(format!(
-                    "PriorityFavorSmall: expected YES or NO, found '{v}'"
+                return Err(conf.error_at(
+                    "PriorityFavorSmall",
+                    format!("PriorityFavorSmall: expected YES or NO, found '{v}'"),
                 ))
             }
         };
@@ -134,8 +141,9 @@ pub fn priority_settings(conf: &SlurmConf, gres: &GresTable) -> Result<PriorityS
             .ok()
             .filter(|d| *d >= 1)
             .ok_or_else(|| {
-                format!(
-                    "FairShareDampeningFactor: expected a whole number of at least 1, found '{v}'"
+                conf.error_at(
+                    "FairShareDampeningFactor",
+                    format!("FairShareDampeningFactor: expected a whole number of at least 1, found '{v}'"),
                 )
             })?;
     }
@@ -154,7 +162,12 @@ pub fn priority_settings(conf: &SlurmConf, gres: &GresTable) -> Result<PriorityS
             "FAIR_TREE" | "MAX_TRES" | "CALCULATE_RUNNING" | "DEPTH_OBLIVIOUS" | "INCR_ONLY"
             | "NO_NORMAL_ALL" | "NO_NORMAL_ASSOC" | "NO_NORMAL_PART" | "NO_NORMAL_QOS"
             | "NO_NORMAL_TRES" => {}
-            _ => return Err(format!("PriorityFlags: unknown flag '{flag}'")),
+            _ => {
+                return Err(conf.error_at(
+                    "PriorityFlags",
+                    format!("PriorityFlags: unknown flag '{flag}'"),
+                ))
+            }
         }
     }
     if let Algorithm::Classic { .. } = s.algorithm {
@@ -169,8 +182,9 @@ pub fn priority_settings(conf: &SlurmConf, gres: &GresTable) -> Result<PriorityS
             "QUARTERLY" => UsageReset::Quarterly,
             "YEARLY" => UsageReset::Yearly,
             _ => {
-                return Err(format!(
-                    "PriorityUsageResetPeriod: expected NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY or YEARLY, found '{v}'"
+                return Err(conf.error_at(
+                    "PriorityUsageResetPeriod",
+                    format!("PriorityUsageResetPeriod: expected NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY or YEARLY, found '{v}'"),
                 ))
             }
         };
@@ -266,7 +280,7 @@ mod tests {
     }
 
     #[test]
-    fn bad_values_name_the_key() {
+    fn bad_values_name_the_key_file_and_line() {
         for (line, want) in [
             (
                 "PriorityType=priority/fancy",
@@ -280,7 +294,14 @@ mod tests {
         ] {
             let c = conf(line);
             let e = priority_settings(&c, &c.cluster.gres).unwrap_err();
-            assert!(e.starts_with(want), "{line}: {e}");
+            assert!(e.message.starts_with(want), "{line}: {e}");
+            // The bad setting is the fifth line of the file.
+            assert_eq!(
+                (e.path.as_path(), e.line),
+                (Path::new("slurm.conf"), 5),
+                "{line}"
+            );
+            assert!(e.to_string().starts_with("slurm.conf:5: "), "{e}");
         }
     }
 }

@@ -69,6 +69,13 @@ pub struct SlurmConf {
     pub gres_types: Vec<String>,
     /// Every global `Key=Value` as written (last one wins), by lower-case key.
     pub settings: BTreeMap<String, (String, String)>,
+    /// Where each of [`SlurmConf::settings`] was written (file and 1-based line), by
+    /// lower-case key, so that a value found wrong after parsing is reported where it
+    /// stands (see [`SlurmConf::error_at`]).
+    pub setting_lines: BTreeMap<String, (PathBuf, usize)>,
+    /// Per node, in the order of `cluster.nodes`: the CPUs kept for the system as
+    /// `scontrol show node` shows them (`CPUSpecList=`), empty when none.
+    pub cpu_spec_lists: Vec<String>,
     /// Warnings (`FILE:LINE: ...`) for keys that were ignored.
     pub warnings: Vec<String>,
     /// The TRES accounting tracks: Slurm's defaults ([`DEFAULT_TRES`]) followed by
@@ -91,6 +98,21 @@ impl SlurmConf {
         self.settings
             .get(&key.to_ascii_lowercase())
             .map(|(_, v)| v.as_str())
+    }
+
+    /// An error about the global setting `key`, at the file and line that set it (the
+    /// file as a whole, line 0, when no line did).
+    pub fn error_at(&self, key: &str, message: String) -> ConfError {
+        let (path, line) = self
+            .setting_lines
+            .get(&key.to_ascii_lowercase())
+            .cloned()
+            .unwrap_or_default();
+        ConfError {
+            path,
+            line,
+            message,
+        }
     }
 }
 
@@ -244,6 +266,8 @@ struct Parser {
     node_defaults: Vec<(String, String)>,
     part_defaults: Vec<(String, String)>,
     settings: BTreeMap<String, (String, String)>,
+    setting_lines: BTreeMap<String, (PathBuf, usize)>,
+    cpu_spec_lists: Vec<String>,
     warnings: Vec<String>,
     /// Where each GRES name was first used, to report missing `GresTypes`.
     gres_used: Vec<(String, PathBuf, usize)>,
@@ -299,6 +323,8 @@ impl ConfReader for Parser {
                     if lower == "slurmctldhost" {
                         self.controllers.push(v.clone());
                     }
+                    self.setting_lines
+                        .insert(lower.clone(), (path.to_path_buf(), start_line));
                     self.settings.insert(lower, (k, v));
                 }
             }
@@ -435,6 +461,31 @@ impl Parser {
         if cpus == 0 {
             return Err(err("CPUs must be at least 1".into()));
         }
+        // Cores per socket, as Slurm takes them from `CPUs=` when not given; CPUs
+        // count threads unless there are as many cores as CPUs.
+        let spec_cores = match get("CoresPerSocket") {
+            Some(_) => cores,
+            None => (cpus / sockets.max(1) / threads.max(1)).max(1),
+        };
+        let spec_threads = if sockets.saturating_mul(spec_cores) >= cpus {
+            1
+        } else {
+            threads.max(1)
+        };
+        let spec_cpu_ids = specialized_cpus(
+            get("CoreSpecCount"),
+            get("CpuSpecList"),
+            cpus,
+            (sockets.max(1), spec_cores, spec_threads),
+        )
+        .map_err(&err)?;
+        let spec_cpus = spec_cpu_ids.len() as u32;
+        // As slurmctld shows it: a list written over whole cores as written, else
+        // the kept CPUs' ids in ranges.
+        let cpu_spec_list = match get("CpuSpecList") {
+            Some(list) if spec_threads == 1 => list.trim().to_string(),
+            _ => id_ranges(&spec_cpu_ids),
+        };
         let mem = match get("RealMemory") {
             None => 1,
             Some(v) => v.parse::<u64>().map_err(|_| {
@@ -469,7 +520,7 @@ impl Parser {
             })
             .unwrap_or_default();
         let mut capacity = sluice_core::Resources {
-            cpus,
+            cpus: cpus - spec_cpus,
             mem_mib: mem,
             ..Default::default()
         };
@@ -529,7 +580,9 @@ impl Parser {
             node.weight = weight;
             node.features = feature_bits;
             node.restricted_cpus_per_gpu = restricted;
+            node.spec_cpus = spec_cpus;
             self.cluster.nodes.push(node);
+            self.cpu_spec_lists.push(cpu_spec_list.clone());
         }
         Ok(())
     }
@@ -899,6 +952,8 @@ impl Parser {
             scheduler_type,
             gres_types,
             settings: self.settings,
+            setting_lines: self.setting_lines,
+            cpu_spec_lists: self.cpu_spec_lists,
             warnings: self.warnings,
             accounting_tres,
             billing_weights,
@@ -906,6 +961,104 @@ impl Parser {
             controllers: self.controllers,
         })
     }
+}
+
+/// The CPU ids (abstract, numbered thread by thread within each core, core by core
+/// within each socket) a node line keeps for the system, in order. `CoreSpecCount=N`
+/// keeps N cores as slurmctld picks them: the last core of each socket from the last
+/// socket down, then the core before, and so on. `CpuSpecList=0,1` keeps the cores
+/// holding those CPUs. A kept core keeps all its threads (`threads`, when the node's
+/// CPUs count threads). Neither: none.
+///
+/// Errors: both given, a malformed count or list, a CPU id beyond the node, nothing
+/// left for jobs.
+fn specialized_cpus(
+    core_spec_count: Option<&str>,
+    cpu_spec_list: Option<&str>,
+    cpus: u32,
+    (sockets, cores, threads): (u32, u32, u32),
+) -> Result<Vec<u32>, String> {
+    let mut kept_cores: Vec<u32> = match (core_spec_count, cpu_spec_list) {
+        (Some(_), Some(_)) => {
+            return Err("CoreSpecCount and CpuSpecList cannot both be set".into());
+        }
+        (None, None) => Vec::new(),
+        (Some(count), None) => {
+            let n = count.trim().parse::<u32>().map_err(|_| {
+                format!("CoreSpecCount: expected a non-negative integer, found '{count}'")
+            })?;
+            if n.saturating_mul(threads) >= cpus || n >= sockets.saturating_mul(cores) {
+                return Err(format!(
+                    "CoreSpecCount={n} keeps all of the node's {cpus} CPUs: none left for jobs"
+                ));
+            }
+            (0..cores)
+                .rev()
+                .flat_map(|core| {
+                    (0..sockets)
+                        .rev()
+                        .map(move |socket| socket.saturating_mul(cores).saturating_add(core))
+                })
+                .take(n as usize)
+                .collect()
+        }
+        (None, Some(list)) => {
+            let bad =
+                || format!("CpuSpecList: expected CPU ids such as 0,1 or 0-3, found '{list}'");
+            let mut kept = Vec::new();
+            for part in list.split(',').map(str::trim) {
+                let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+                let (lo, hi) = match (lo.trim().parse::<u32>(), hi.trim().parse::<u32>()) {
+                    (Ok(lo), Ok(hi)) if lo <= hi => (lo, hi),
+                    _ => return Err(bad()),
+                };
+                if hi >= cpus {
+                    return Err(format!(
+                        "CpuSpecList: CPU {hi} is beyond the node's {cpus} CPUs"
+                    ));
+                }
+                kept.extend((lo..=hi).map(|id| id / threads));
+            }
+            kept
+        }
+    };
+    kept_cores.sort_unstable();
+    kept_cores.dedup();
+    let ids: Vec<u32> = kept_cores
+        .iter()
+        .flat_map(|core| {
+            let first = core.saturating_mul(threads);
+            (first..first.saturating_add(threads)).filter(|&id| id < cpus)
+        })
+        .collect();
+    if !ids.is_empty() && ids.len() as u32 >= cpus {
+        return Err(format!(
+            "CpuSpecList={} keeps all of the node's {cpus} CPUs: none left for jobs",
+            cpu_spec_list.unwrap_or_default()
+        ));
+    }
+    Ok(ids)
+}
+
+/// Sorted CPU ids as Slurm writes a CPU list: runs as ranges, `0-1,3`.
+fn id_ranges(ids: &[u32]) -> String {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for &id in ids {
+        match runs.last_mut() {
+            Some((_, hi)) if *hi + 1 == id => *hi = id,
+            _ => runs.push((id, id)),
+        }
+    }
+    runs.iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The TRES Slurm always tracks, in its order; `AccountingStorageTRES` can only add to
@@ -1773,5 +1926,77 @@ mod billing_tests {
             e.to_string(),
             "s.conf:3: AccountingStorageTRES: 'gres' is not a valid TRES"
         );
+    }
+}
+
+#[cfg(test)]
+mod core_spec_tests {
+    use super::*;
+
+    #[test]
+    fn specialized_cores_are_kept_from_jobs() {
+        let conf = |node: &str| {
+            parse_str(
+                &format!("ClusterName=c\nNodeName=n1 {node}\nPartitionName=p Nodes=n1\n"),
+                Path::new("slurm.conf"),
+            )
+        };
+        // (what jobs can have, what the system keeps)
+        let kept = |node: &str| {
+            let c = conf(node).unwrap();
+            let n = &c.cluster.nodes[0];
+            (n.capacity.cpus, n.spec_cpus)
+        };
+        assert_eq!(kept("CPUs=4"), (4, 0));
+        assert_eq!(kept("CPUs=4 CoreSpecCount=1"), (3, 1));
+        assert_eq!(kept("CPUs=4 CpuSpecList=0,1"), (2, 2));
+        assert_eq!(kept("CPUs=4 CpuSpecList=1-3"), (1, 3));
+        // Two threads per core: a core keeps both; CPUs 0 and 1 are one core.
+        let smt = "Sockets=1 CoresPerSocket=4 ThreadsPerCore=2";
+        assert_eq!(kept(&format!("{smt} CoreSpecCount=1")), (6, 2));
+        assert_eq!(kept(&format!("{smt} CpuSpecList=0,1")), (6, 2));
+        assert_eq!(kept(&format!("{smt} CpuSpecList=1,2")), (4, 4));
+        // Which: slurmctld's pick, the last core of each socket from the last socket.
+        // A list over whole cores shows as written (real Slurm 22.05.8).
+        let shown = |node: &str| conf(node).unwrap().cpu_spec_lists[0].clone();
+        assert_eq!(shown("CPUs=4"), "");
+        assert_eq!(shown("CPUs=4 CoreSpecCount=1"), "3");
+        assert_eq!(shown("CPUs=4 CpuSpecList=0,1"), "0,1");
+        assert_eq!(shown("Sockets=2 CoresPerSocket=2 CoreSpecCount=3"), "1-3");
+        assert_eq!(shown(&format!("{smt} CoreSpecCount=1")), "6-7");
+        assert_eq!(shown(&format!("{smt} CpuSpecList=2")), "2-3");
+        for (node, message) in [
+            (
+                "CPUs=4 CoreSpecCount=4",
+                "CoreSpecCount=4 keeps all of the node's 4 CPUs: none left for jobs",
+            ),
+            (
+                "CPUs=4 CoreSpecCount=4000000000",
+                "CoreSpecCount=4000000000 keeps all of the node's 4 CPUs: none left for jobs",
+            ),
+            (
+                "CPUs=4 CpuSpecList=0-3",
+                "CpuSpecList=0-3 keeps all of the node's 4 CPUs: none left for jobs",
+            ),
+            (
+                "CPUs=4 CpuSpecList=4",
+                "CpuSpecList: CPU 4 is beyond the node's 4 CPUs",
+            ),
+            (
+                "CPUs=4 CpuSpecList=a",
+                "CpuSpecList: expected CPU ids such as 0,1 or 0-3, found 'a'",
+            ),
+            (
+                "CPUs=4 CoreSpecCount=x",
+                "CoreSpecCount: expected a non-negative integer, found 'x'",
+            ),
+            (
+                "CPUs=4 CoreSpecCount=1 CpuSpecList=0",
+                "CoreSpecCount and CpuSpecList cannot both be set",
+            ),
+        ] {
+            let e = conf(node).unwrap_err();
+            assert_eq!(e.to_string(), format!("slurm.conf:2: {message}"), "{node}");
+        }
     }
 }

@@ -58,6 +58,11 @@ pub struct Node {
     /// without GPUs there finds at most its free processors less this many per free GPU
     /// (see [`crate::select::max_tasks_on`]). 0: none kept.
     pub restricted_cpus_per_gpu: u32,
+    /// Processors kept for the system, never given to jobs (Slurm's `CoreSpecCount` or
+    /// `CpuSpecList`: specialized cores with all their threads). `capacity` already
+    /// leaves them out — it is what jobs can have (Slurm's `CPUEfctv`) — so the
+    /// scheduler never looks at this; it says what the node holds besides (`CPUTot`).
+    pub spec_cpus: u32,
     /// Its GPUs by index, as gres.conf describes them (types, links, cores, shards).
     /// Empty: as many plain GPUs as its `gpu` count (see [`Cluster::gpus_of`]).
     pub gpus: Vec<Gpu>,
@@ -78,6 +83,7 @@ impl Node {
             features: 0,
             leaf_switch: None,
             restricted_cpus_per_gpu: 0,
+            spec_cpus: 0,
             gpus: Vec::new(),
         }
     }

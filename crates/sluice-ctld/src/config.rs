@@ -42,6 +42,9 @@ pub struct ClusterConfig {
     pub topology: Vec<(u32, u32, u32)>,
     /// Per node: the `Gres=` string as configured.
     pub node_gres: Vec<String>,
+    /// Per node: the CPUs kept for the system as `scontrol show node` shows them
+    /// (`CPUSpecList=`), empty when none (see `Node::spec_cpus`).
+    pub cpu_spec_lists: Vec<String>,
     /// Per node: its GRES devices (name, type, files, cores, links), slurm.conf's
     /// `Gres=` merged with gres.conf by [`gres_conf::resolve`]; without a gres.conf,
     /// count-only entries from slurm.conf.
@@ -293,6 +296,20 @@ fn int(conf: &SlurmConf, key: &str, default: i64) -> i64 {
 }
 
 impl ClusterConfig {
+    /// How many cores node `i` keeps for the system (`CoreSpecCount=`): its kept CPUs
+    /// over the threads each core schedules (all of them when its CPUs count threads).
+    pub fn core_spec_count(&self, i: usize) -> u32 {
+        let node = &self.cluster.nodes[i];
+        let (sockets, cores, threads) = self.topology.get(i).copied().unwrap_or((1, 1, 1));
+        let cpus = node.capacity.cpus + node.spec_cpus;
+        let per_core = if sockets * cores >= cpus {
+            1
+        } else {
+            threads.max(1)
+        };
+        node.spec_cpus / per_core
+    }
+
     /// From a slurm.conf.
     pub fn from_slurm_conf(
         conf: &SlurmConf,
@@ -346,6 +363,7 @@ impl ClusterConfig {
             first_job_id: int(conf, "FirstJobId", 1).max(1) as u64,
             topology,
             node_gres,
+            cpu_spec_lists: conf.cpu_spec_lists.clone(),
             gres_devices: GresLayout::from_slurm_conf(conf).nodes,
             settings,
             gpu_defaults: vec![
@@ -418,11 +436,7 @@ impl ClusterConfig {
         gpus: &dyn GpuProvider,
     ) -> Result<(Self, Vec<String>), ConfError> {
         let conf = sluice_conf::slurm_conf::read(path)?;
-        priority_settings(&conf, &conf.cluster.gres).map_err(|message| ConfError {
-            path: path.to_path_buf(),
-            line: 0,
-            message,
-        })?;
+        priority_settings(&conf, &conf.cluster.gres)?;
         if let Some(v) = conf.get("PrivateData") {
             PrivateData::parse(v).map_err(|message| ConfError {
                 path: path.to_path_buf(),
@@ -624,6 +638,7 @@ impl ClusterConfig {
             first_job_id: 1,
             topology: vec![(1, cpus, 1)],
             node_gres: vec![String::new()],
+            cpu_spec_lists: vec![String::new()],
             gres_devices: vec![Vec::new()],
             settings: Vec::new(),
             gpu_defaults: vec![GpuDefaults::default()],

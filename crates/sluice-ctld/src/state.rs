@@ -1488,8 +1488,11 @@ impl Controller {
                 job_id: id.0,
                 step: StepId::Batch,
                 name: "batch".into(),
-                // As slurmstepd: a batch step ended at the time limit was cancelled.
+                // As slurmstepd: a batch step ended at the time limit was cancelled,
+                // unless its shell outlived the signal and exited with an error of its
+                // own (a killed `srun` inside it), which is a failure.
                 state: match state {
+                    JobState::Timeout if r.exit_code != 0 => JobState::Failed,
                     JobState::Timeout => JobState::Cancelled,
                     s => s,
                 },
@@ -1518,6 +1521,11 @@ impl Controller {
                 JobState::Completed | JobState::Timeout => JobState::Cancelled,
                 st => st,
             };
+            // Its tasks were terminated at the time limit (SIGTERM), their srun
+            // gone before it could say so.
+            if state == JobState::Timeout && s.exit_code == 0 && s.signal == 0 {
+                s.signal = 15;
+            }
             s.end = end_time;
             effects.push(Effect::PersistStep(s.clone()));
         }
@@ -1672,6 +1680,9 @@ impl Controller {
                 {
                     effects.extend(self.forget_unstarted_task(id, now));
                 }
+                (JobState::Pending, None) if !alone.contains(&id) && self.folds_into_array(r) => {
+                    effects.extend(self.forget_folded_task(id, now));
+                }
                 (JobState::Pending, None) => {
                     // The reason it waited for stays, as Slurm shows it (`JobHeldUser`).
                     let reason = self.live_reason(r);
@@ -1690,7 +1701,11 @@ impl Controller {
                     r.cancelled_by = Some(caller.uid);
                     r.reason = reason;
                     let task = r.array;
-                    effects.extend(self.leave_remainder(id, task));
+                    if !alone.contains(&id) && task.is_some_and(|(array, _)| array == id) {
+                        self.fold_unstarted_into_array(id);
+                    } else {
+                        effects.extend(self.leave_remainder(id, task));
+                    }
                     effects.push(self.persist(id));
                 }
                 (JobState::Running, None) => {
@@ -2161,7 +2176,12 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
-        self.job_for(job, caller)?;
+        let r = self.job_for(job, caller)?;
+        // Its tasks signalled because the job reached its time limit: slurmstepd records
+        // such a step CANCELLED, as one scancel ended.
+        let past_limit = r
+            .time_limit
+            .is_some_and(|l| r.start_time.is_some_and(|t| t + l <= now));
         let s = self
             .steps
             .get_mut(&(job, StepId::Number(step)))
@@ -2174,7 +2194,7 @@ impl Controller {
         s.signal = signal;
         s.state = if signal == OOM_SIGNAL && exit_code == 0 {
             JobState::OutOfMemory
-        } else if signal == 9 && exit_code == 0 {
+        } else if signal == 9 && exit_code == 0 || signal != 0 && past_limit {
             JobState::Cancelled
         } else if exit_code != 0 || signal != 0 {
             JobState::Failed
@@ -2828,6 +2848,9 @@ impl Controller {
                         }),
                     cpus,
                     cpus_alloc: used,
+                    spec_cpus: n.spec_cpus,
+                    core_spec_count: self.conf.core_spec_count(i),
+                    cpu_spec_list: self.conf.cpu_spec_lists.get(i).cloned().unwrap_or_default(),
                     memory: n.capacity.mem_mib,
                     memory_alloc: alloc_mem[i],
                     gres: self.conf.node_gres.get(i).cloned().unwrap_or_default(),

@@ -600,13 +600,13 @@ pub fn compact_indices(indices: &[u32]) -> String {
 }
 
 /// A TRES list as `scontrol show job` prints it (`TRES=`): `name=count` in the order
-/// given, counts of 0 left out, memory (MiB) in its largest exact unit (`1500M`, `3G`,
-/// `1T`).
+/// given, counts of 0 left out, memory (MiB) as [`tres_mib`] writes it (`1500M`, `3G`,
+/// `3.50G`).
 pub fn tres_string(tres: &[(String, u64)]) -> String {
     tres.iter()
         .filter(|(_, n)| *n > 0)
         .map(|(t, n)| match t.as_str() {
-            "mem" => format!("mem={}", exact_mib(*n)),
+            "mem" => format!("mem={}", tres_mib(*n)),
             _ => format!("{t}={n}"),
         })
         .collect::<Vec<_>>()
@@ -622,8 +622,39 @@ pub fn tres_string_sorted(tres: &[(String, u64)]) -> String {
     parts.join(",")
 }
 
-/// MiB in the largest unit that divides them exactly, as Slurm prints TRES memory:
-/// `1500M`, `3G`, `1T`.
+/// MiB as Slurm prints memory in TRES strings (`scontrol show job`'s `TRES=`, a node's
+/// `CfgTRES`/`AllocTRES`, sacct's `AllocTRES`): the next unit up (1024 times larger) is
+/// taken while the amount is at least 1024 and a whole multiple of 512 of the current
+/// unit, so that halves count as exact; a whole result is printed bare (`3G`, `100G`),
+/// any other with two decimals (`3584` MiB is `3.50G`); `1500` MiB stays `1500M`.
+pub fn tres_mib(mib: u64) -> String {
+    const UNITS: [&str; 5] = ["M", "G", "T", "P", "E"];
+    if mib == 0 {
+        return "0".into();
+    }
+    let mut n = mib as f64;
+    let mut unit = 0;
+    // Slurm tests the whole part only, once a halving has made the amount fractional.
+    while n >= 1024.0 && (n as u64).is_multiple_of(512) && unit + 1 < UNITS.len() {
+        n /= 1024.0;
+        unit += 1;
+    }
+    if n.fract() == 0.0 {
+        format!("{}{}", n as u64, UNITS[unit])
+    } else {
+        format!("{n:.2}{}", UNITS[unit])
+    }
+}
+
+impl NodeInfo {
+    /// Every CPU of the node, those kept for the system included (Slurm's `CPUTot`,
+    /// sinfo's `%c`).
+    pub fn cpus_total(&self) -> u32 {
+        self.cpus + self.spec_cpus
+    }
+}
+
+/// MiB in the largest unit that divides them exactly: `1500M`, `3G`, `1T`.
 pub fn exact_mib(mut n: u64) -> String {
     const UNITS: [&str; 5] = ["M", "G", "T", "P", "E"];
     let mut unit = 0;
@@ -651,10 +682,20 @@ pub struct NodeInfo {
     pub state: String,
     /// Reason for DOWN/DRAIN.
     pub reason: Option<String>,
-    /// CPUs total and allocated.
+    /// The CPUs jobs can have (Slurm's `CPUEfctv`): the node's, less those kept for
+    /// the system (`spec_cpus`).
     pub cpus: u32,
     /// Allocated CPUs.
     pub cpus_alloc: u32,
+    /// CPUs kept for the system (`CoreSpecCount`, `CpuSpecList`), besides `cpus`.
+    #[serde(default)]
+    pub spec_cpus: u32,
+    /// How many cores those are (`CoreSpecCount=`).
+    #[serde(default)]
+    pub core_spec_count: u32,
+    /// Which CPUs those are, as `scontrol show node` shows them (`CPUSpecList=`).
+    #[serde(default)]
+    pub cpu_spec_list: String,
     /// Memory MiB total and allocated.
     pub memory: u64,
     /// Allocated memory.
@@ -1315,6 +1356,20 @@ mod tres_tests {
             [mem(1500), mem(24105), mem(1024), mem(1 << 20), mem(0)],
             ["mem=1500M", "mem=24105M", "mem=1G", "mem=1T", ""]
         );
+    }
+
+    #[test]
+    fn tres_memory_takes_halves_as_exact_and_prints_two_decimals() {
+        // Real Slurm 22.05.8's scontrol show job TRES= for --mem of these sizes.
+        assert_eq!(
+            [500, 1000, 1023, 1024, 1025, 3000, 3072, 3584, 100 * 1024].map(tres_mib),
+            ["500M", "1000M", "1023M", "1G", "1025M", "3000M", "3G", "3.50G", "100G"]
+        );
+        // 2.5 TiB: 2560 GiB is a multiple of 512 GiB, one unit up again.
+        assert_eq!(tres_mib(2560 * 1024), "2.50T");
+        // 1536.5 GiB: only its whole part is tested, as Slurm does.
+        assert_eq!(tres_mib(1536 * 1024 + 512), "1.50T");
+        assert_eq!(tres_mib(0), "0");
     }
 }
 

@@ -1060,12 +1060,13 @@ fn modify(r: &mut Run, entity: Entity, spec: &Spec) -> i32 {
     };
     let assoc_line = |a: &AssocRef| -> String {
         match &a.user {
-            None => format!(
-                "  C = {:<10.10} A = {} of {}",
-                a.cluster,
-                a.account,
-                a.parent.clone().unwrap_or_default()
-            ),
+            // The root account has no parent to name: Slurm prints it alone.
+            None => match &a.parent {
+                Some(parent) if !parent.is_empty() => {
+                    format!("  C = {:<10.10} A = {} of {parent}", a.cluster, a.account)
+                }
+                _ => format!("  C = {:<10.10} A = {}", a.cluster, a.account),
+            },
             Some(u) => {
                 let mut l = format!(
                     "  C = {:<10.10} A = {:<20.20} U = {:<9.9}",

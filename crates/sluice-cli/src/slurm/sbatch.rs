@@ -172,7 +172,9 @@ pub fn explain_refusal(me: &str, desc: &JobDescription, msg: &str) {
     else {
         return;
     };
-    if nodes.iter().all(|n| cpus_per_node > n.cpus) {
+    // Against every CPU of the node, those kept for the system (CoreSpecCount)
+    // included, as Slurm compares them here.
+    if nodes.iter().all(|n| cpus_per_node > n.cpus_total()) {
         eprintln!("{me}: error: CPU count per node can not be satisfied");
     }
     if mem > 0 && nodes.iter().all(|n| mem > n.memory) {

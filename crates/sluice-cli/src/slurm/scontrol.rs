@@ -493,13 +493,14 @@ pub fn main(args: Vec<String>) -> i32 {
                         eprintln!("Partition {} not found", arg.unwrap_or_default());
                         return 1;
                     }
-                    // TotalCPUs: what the partition's nodes have.
+                    // TotalCPUs: what the partition's nodes have, CPUs kept for the
+                    // system (CoreSpecCount) included, as slurmctld counts them.
                     let nodes: Vec<NodeInfo> = client.get("/v1/nodes").unwrap_or_default();
                     for p in parts {
                         let cpus: u32 = nodes
                             .iter()
                             .filter(|n| p.nodes.contains(&n.name))
-                            .map(|n| n.cpus)
+                            .map(|n| n.cpus_total())
                             .sum();
                         print!("{}", record(&partition_lines(p, cpus), one_line));
                     }

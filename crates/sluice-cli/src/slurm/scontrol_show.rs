@@ -53,15 +53,6 @@ pub fn node_state(n: &NodeInfo) -> String {
     s
 }
 
-/// Memory in MiB as Slurm's TRES strings print it: `2G` for whole GiB, else `1500M`.
-fn tres_mem(mib: u64) -> String {
-    if mib.is_multiple_of(1024) {
-        format!("{}G", mib / 1024)
-    } else {
-        format!("{mib}M")
-    }
-}
-
 /// This machine's `OS=` (kernel name, release and version, as slurmd reports them):
 /// Sluice's agents run the controller's binary, on the node they describe.
 pub fn os() -> String {
@@ -103,7 +94,9 @@ pub fn node_lines(n: &NodeInfo) -> Vec<String> {
         ),
         format!(
             "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=N/A",
-            n.cpus_alloc, n.cpus, n.cpus
+            n.cpus_alloc,
+            n.cpus,
+            n.cpus_total()
         ),
         format!("AvailableFeatures={features}"),
         format!("ActiveFeatures={features}"),
@@ -119,13 +112,19 @@ pub fn node_lines(n: &NodeInfo) -> Vec<String> {
             "RealMemory={} AllocMem={} FreeMem=N/A Sockets={} Boards=1",
             n.memory, n.memory_alloc, n.sockets
         ),
-        format!(
-            "State={} ThreadsPerCore={} TmpDisk=0 Weight={} Owner=N/A MCS_label=N/A",
-            node_state(n),
-            n.threads_per_core,
-            n.weight
-        ),
     ];
+    if n.spec_cpus > 0 {
+        lines.push(format!(
+            "CoreSpecCount={} CPUSpecList={} ",
+            n.core_spec_count, n.cpu_spec_list
+        ));
+    }
+    lines.extend([format!(
+        "State={} ThreadsPerCore={} TmpDisk=0 Weight={} Owner=N/A MCS_label=N/A",
+        node_state(n),
+        n.threads_per_core,
+        n.weight
+    )]);
     if !n.partitions.is_empty() {
         lines.push(format!("Partitions={} ", n.partitions.join(",")));
     }
@@ -149,7 +148,7 @@ pub fn node_lines(n: &NodeInfo) -> Vec<String> {
                 (0, _) => String::new(),
                 _ if !n.alloc_tres.is_empty() => n.alloc_tres.clone(),
                 (c, 0) => format!("cpu={c}"),
-                (c, m) => format!("cpu={c},mem={}", tres_mem(m)),
+                (c, m) => format!("cpu={c},mem={}", sluice_proto::types::tres_mib(m)),
             }
         ),
         "CapWatts=n/a".into(),
@@ -306,6 +305,29 @@ mod tests {
         assert!(one.starts_with("NodeName=n1 Arch=x86_64 CoresPerSocket=4  CPUAlloc=0 "));
         assert!(one.contains(" Partitions=debug,short  BootTime=None "));
         assert!(one.ends_with(" ExtSensorsTemp=n/s\n"));
+    }
+
+    #[test]
+    fn a_node_with_specialized_cores_shows_them_and_what_is_left() {
+        // Slurm 22.05, the compat suite's node with CoreSpecCount=1, one job of 3 CPUs.
+        let n = NodeInfo {
+            cpus: 3,
+            cpus_alloc: 3,
+            spec_cpus: 1,
+            core_spec_count: 1,
+            cpu_spec_list: "3".into(),
+            ..node()
+        };
+        let lines = node_lines(&n);
+        assert_eq!(lines[1], "CPUAlloc=3 CPUEfctv=3 CPUTot=4 CPULoad=N/A");
+        let spec = lines.iter().position(|l| l.starts_with("CoreSpecCount="));
+        let state = lines.iter().position(|l| l.starts_with("State="));
+        assert_eq!(
+            spec.map(|i| lines[i].as_str()),
+            Some("CoreSpecCount=1 CPUSpecList=3 ")
+        );
+        assert_eq!(spec.map(|i| i + 1), state, "between RealMemory= and State=");
+        assert!(!node_lines(&node()).iter().any(|l| l.contains("CoreSpec")));
     }
 
     #[test]

@@ -171,7 +171,7 @@ fn node_key(c: char, n: &NodeInfo, exact: bool) -> Option<String> {
         'o' => n.node_addr.clone(),
         // As sinfo: nodes with different memory in use are on different lines.
         ALLOC_MEM => n.memory_alloc.to_string(),
-        'c' if exact => n.cpus.to_string(),
+        'c' if exact => n.cpus_total().to_string(),
         'm' if exact => n.memory.to_string(),
         'w' if exact => n.weight.to_string(),
         'z' | 'X' | 'Y' | 'Z' if exact => {
@@ -322,13 +322,14 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
         'C' => f("CPUS(A/I/O/T)", {
             let (mut alloc, mut idle, mut other, mut total) = (0u32, 0u32, 0u32, 0u32);
             for n in &r.nodes {
+                // CPUs kept for the system (CoreSpecCount) count as idle, as in Slurm.
                 let used = n.cpus_alloc.min(n.cpus);
                 alloc += used;
-                total += n.cpus;
+                total += n.cpus_total();
                 if matches!(n.state.as_str(), "down" | "drained" | "draining") {
-                    other += n.cpus - used;
+                    other += n.cpus_total() - used;
                 } else {
-                    idle += n.cpus - used;
+                    idle += n.cpus_total() - used;
                 }
             }
             format!("{alloc}/{idle}/{other}/{total}")
@@ -347,7 +348,7 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
             let total = r.nodes.len();
             format!("{a}/{}/{o}/{total}", total - a - o)
         }),
-        'c' => f("CPUS", sizes(&|n| u64::from(n.cpus), "0")),
+        'c' => f("CPUS", sizes(&|n| u64::from(n.cpus_total()), "0")),
         'm' => f("MEMORY", sizes(&|n| n.memory, "0")),
         'w' => f("WEIGHT", sizes(&|n| u64::from(n.weight), "1")),
         'd' => f("TMP_DISK", "0".into()),

@@ -126,3 +126,23 @@ fn associations_decide_submissions_and_survive_a_controller_crash() {
         o.stderr
     );
 }
+
+#[test]
+fn modifying_the_root_account_lists_it_without_a_parent() {
+    let c = Cluster::start("rootqos", CONF);
+    // As real Slurm 22.05 lists it (compat scenario 155): the root account alone,
+    // then the associations that take the change from it.
+    let o = c.run(
+        "sacctmgr",
+        &["-i", "modify", "account", "root", "set", "qos=normal"],
+    );
+    assert_eq!(
+        (o.stdout.as_str(), o.stderr.as_str(), o.code),
+        (
+            " Modified account associations...\n  C = refslurm   A = root\n  \
+             C = refslurm   A = root                 U = root     \n",
+            "",
+            0
+        )
+    );
+}

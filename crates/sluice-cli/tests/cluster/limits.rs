@@ -129,3 +129,28 @@ fn signal_before_the_limit_reaches_the_batch_shell_with_b_and_only_the_steps_wit
         )
     );
 }
+
+#[test]
+fn an_srun_step_ended_by_the_time_limit_is_cancelled_by_sigterm() {
+    let c = Cluster::start("timeoutstep", SMALL);
+    let job = c.sbatch(&["-J", "late", "-t", "0:03", "--wrap", "srun sleep 60"]);
+    assert_eq!(c.wait_ended(job), "TIMEOUT");
+    // As real Slurm 22.05 records it (compat scenario 153): the step CANCELLED with
+    // the signal that ended it, not FAILED.
+    let step = || {
+        c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-o",
+                "JobID,State,ExitCode",
+                "-j",
+                &format!("{job}.0"),
+            ],
+        )
+        .stdout
+    };
+    let expected = format!("{job}.0|CANCELLED|0:15\n");
+    assert_eq!(c.settle(&expected, step), expected);
+}

@@ -8,6 +8,7 @@ mod arrays;
 mod audit;
 mod cancel;
 mod commands;
+mod core_spec;
 mod daemons;
 mod diag;
 mod durability;

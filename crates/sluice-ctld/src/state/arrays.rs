@@ -9,6 +9,11 @@
 //! holding the array's own id (the last to start, see [`super::Prepared::records`])
 //! hands that id on to the highest remaining unstarted task, whose own record goes
 //! instead, so the array's id always names its remainder while there is one.
+//!
+//! Cancelling the whole array (`scancel 123`) cancels its meta record in Slurm: one
+//! record, `123_[0,2-3]`, for every task that never started. Sluice forgets those
+//! tasks' own records and keeps the array's, cancelled, naming them all
+//! ([`Controller::fold_unstarted_into_array`]).
 
 use sluice_core::JobId;
 use sluice_proto::types::JobState;
@@ -61,6 +66,42 @@ impl Controller {
         let mut effects = vec![Effect::Forget(heir), self.persist(array)];
         effects.extend(self.release(vec![array], now));
         effects
+    }
+
+    /// Whether pending record `r`, cancelled with its whole array, is folded into the
+    /// array's own record rather than kept: a task that never started, other than the
+    /// one holding the array's id.
+    pub(super) fn folds_into_array(&self, r: &Job) -> bool {
+        r.array.is_some_and(|(array, _)| array != r.id) && unstarted(r)
+    }
+
+    /// Cancels unstarted task `id` with its whole array: its record goes, its index
+    /// stays in the array's remainder, which the array's own record, cancelled last,
+    /// names ([`Controller::fold_unstarted_into_array`]).
+    pub(super) fn forget_folded_task(&mut self, id: JobId, now: i64) -> Vec<Effect> {
+        self.unqueue(id, now);
+        self.jobs.remove(&id);
+        vec![Effect::Forget(id)]
+    }
+
+    /// Makes the array's own record `array`, cancelled before it started, the record
+    /// of every task of it that never started, as Slurm's meta record: it is shown as
+    /// `123_[0,2-3]` (its remainder) rather than as its own task, when more than one
+    /// task is left.
+    pub(super) fn fold_unstarted_into_array(&mut self, array: JobId) {
+        let Some(r) = self.jobs.get_mut(&array) else {
+            return;
+        };
+        if !(r.array.is_some_and(|(a, _)| a == array) && r.start_time.is_none() && r.restarts == 0)
+        {
+            return;
+        }
+        if r.array_pending
+            .as_ref()
+            .is_some_and(|(rest, _)| rest.len() > 1)
+        {
+            r.array = None;
+        }
     }
 
     /// Takes finished job `id`'s index out of its array's remainder (the indices still

@@ -218,17 +218,22 @@ fn array_tasks_cancelled_before_they_start_leave_no_record() {
         (Some((1, 2)), JobState::Pending, Some((vec![0, 2], None)))
     );
     assert_eq!(head.reason, "JobHeldUser");
-    // The whole array: what is left is cancelled, with records, keeping its reason.
+    // The whole array: what is left is cancelled as one record, the array's own
+    // (`1_[0,2]`), keeping its reason, as Slurm's meta record; task 0's goes.
     let effects = cancel(&mut c, vec![(1, None)]);
-    assert!(!effects.iter().any(|e| matches!(e, Effect::Forget(_))));
-    for (id, task) in [(1, 2), (2, 0)] {
-        let r = c.job(JobId(id)).unwrap();
-        assert_eq!(
-            (r.array, r.state, r.reason.as_str()),
-            (Some((1, task)), JobState::Cancelled, "JobHeldUser"),
-            "job {id}"
-        );
-    }
+    assert_eq!(
+        effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Forget(_)))
+            .collect::<Vec<_>>(),
+        [&Effect::Forget(JobId(2))]
+    );
+    assert_eq!(c.job(JobId(2)), None);
+    let r = c.job(JobId(1)).unwrap();
+    assert_eq!(
+        (r.display_id(), r.state, r.reason.as_str()),
+        ("1_[0,2]".to_string(), JobState::Cancelled, "JobHeldUser")
+    );
 }
 
 #[test]
@@ -551,6 +556,81 @@ fn the_batch_environment_names_the_cluster_its_controller_and_the_node_as_slurm_
         None,
         "filled in by the agent's child"
     );
+}
+
+#[test]
+fn steps_signalled_at_the_time_limit_are_cancelled_not_failed() {
+    // A one-minute job with two srun steps: one killed by a signal of its own before
+    // the limit, one terminated when the limit comes.
+    let mut c = Controller::new(conf(1, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(1, 60), &mut next, 0);
+    c.schedule(0);
+    // Side by side: the second overlaps the first.
+    for overlap in [false, true] {
+        let req = StepRequest {
+            overlap,
+            ..Default::default()
+        };
+        c.start_step(id, &req, &alice(), 1).unwrap();
+    }
+    let ended = |effects: Vec<Effect>| {
+        effects
+            .iter()
+            .find_map(|e| match e {
+                Effect::PersistStep(s) => Some((s.state, s.exit_code, s.signal)),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let early = c.end_step(id, 0, 0, 15, &alice(), 30).unwrap();
+    assert_eq!(ended(early), (JobState::Failed, 0, 15));
+    let at_limit = c.end_step(id, 1, 0, 15, &alice(), 61).unwrap();
+    assert_eq!(ended(at_limit), (JobState::Cancelled, 0, 15));
+    // The job itself times out, its shell killed by the signal: its batch step is
+    // cancelled as well.
+    let effects = c.job_ended(&timed_out(id, 0, 15, 62), 62);
+    assert_eq!(
+        step_states(&effects),
+        [(StepId::Batch, JobState::Cancelled, 0, 15)]
+    );
+}
+
+#[test]
+fn a_timed_out_jobs_steps_are_cancelled_and_its_shell_failed_if_it_exited_in_error() {
+    // A third step whose srun never reported: it ends with the job, signalled; the
+    // shell, left to exit on its own after its srun was killed, exits 1.
+    let mut c = Controller::new(conf(1, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(1, 60), &mut next, 0);
+    c.schedule(0);
+    c.start_step(id, &StepRequest::default(), &alice(), 1)
+        .unwrap();
+    let effects = c.job_ended(&timed_out(id, 1, 0, 62), 62);
+    assert_eq!(
+        step_states(&effects),
+        [
+            (StepId::Batch, JobState::Failed, 1, 0),
+            (StepId::Number(0), JobState::Cancelled, 0, 15)
+        ]
+    );
+}
+
+fn timed_out(id: JobId, exit_code: i32, signal: i32, now: i64) -> JobEnded {
+    JobEnded {
+        signal,
+        ..ended(id, JobState::Timeout, exit_code, now)
+    }
+}
+
+fn step_states(effects: &[Effect]) -> Vec<(StepId, JobState, i32, i32)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistStep(s) => Some((s.step, s.state, s.exit_code, s.signal)),
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]
