@@ -84,6 +84,14 @@ pub fn run(args: UpArgs) -> i32 {
     for w in warnings {
         eprintln!("sluice up: warning: {w}");
     }
+    // A JWT key the controller would refuse stops the cluster before anything starts
+    // (not after it has said it is up).
+    if let Some(jwt) = conf.net.jwt.as_deref() {
+        if let Err(e) = sluice_ctld::token::Tokens::load(&jwt.key) {
+            eprintln!("sluice up: error: {e}");
+            return 1;
+        }
+    }
     let socket = sluice_proto::paths::controller_socket(&state_dir);
     if sluice_proto::Client::new(&socket)
         .get::<serde_json::Value>("/v1/ping")

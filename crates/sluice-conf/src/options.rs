@@ -236,6 +236,8 @@ pub struct OptionError {
     /// failed: ...`, exit 1) rather than as a usage error (exit 255): its controller,
     /// not its client, checks it.
     pub refused: bool,
+    /// Whether Slurm's client stops on it with `CMD: fatal: MESSAGE`, exit 1.
+    pub fatal: bool,
 }
 
 impl std::fmt::Display for OptionError {
@@ -250,6 +252,7 @@ fn err(message: impl Into<String>) -> OptionError {
     OptionError {
         refused: false,
         getopt: false,
+        fatal: false,
         message: message.into(),
     }
 }
@@ -663,6 +666,18 @@ pub fn parse_args(
         args.iter().cloned(),
         Order::RequireOrder,
     );
+    // The memory options given here (a command line, or a script's directives): Slurm
+    // takes only one kind at a time.
+    let mut memory_kinds: Vec<&str> = Vec::new();
+    let exclusive = |kinds: &[&str]| -> Result<(), OptionError> {
+        if kinds.len() > 1 {
+            return Err(OptionError {
+                fatal: true,
+                ..err("--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive.")
+            });
+        }
+        Ok(())
+    };
     while let Some(item) = walk.next() {
         let item = item.map_err(|e| OptionError {
             getopt: true,
@@ -674,7 +689,15 @@ pub fn parse_args(
                     opts.version = true;
                     return Ok(Vec::new());
                 }
-                Support::Acts => apply(opts, f.name(), f.value.as_deref())?,
+                Support::Acts => {
+                    let name = f.opt.name;
+                    if matches!(name, "mem" | "mem-per-cpu" | "mem-per-gpu")
+                        && !memory_kinds.contains(&name)
+                    {
+                        memory_kinds.push(name);
+                    }
+                    apply(opts, f.name(), f.value.as_deref())?
+                }
                 Support::Warns => opts.warnings.push(format!(
                     "option --{} is accepted but has no effect in Sluice yet",
                     f.name()
@@ -687,12 +710,14 @@ pub fn parse_args(
                 }
             },
             Parsed::Operand(first) => {
+                exclusive(&memory_kinds)?;
                 let mut rest = vec![first];
                 rest.extend(walk.remaining().iter().cloned());
                 return Ok(rest);
             }
         }
     }
+    exclusive(&memory_kinds)?;
     Ok(Vec::new())
 }
 
@@ -1163,6 +1188,30 @@ mod tests {
         let mut o = JobOptions::default();
         let rest = parse_args(Command::Sbatch, &words(s), &mut o)?;
         Ok((o, rest))
+    }
+
+    #[test]
+    fn memory_per_node_cpu_and_gpu_are_one_choice_per_command_line() {
+        for line in [
+            "--mem=10G --mem-per-cpu=1G script.sh",
+            "--mem-per-gpu=1G --mem=1G",
+            "--mem-per-cpu=1G --mem-per-gpu=2G --mem-per-cpu=3G",
+        ] {
+            let e = parse(line).unwrap_err();
+            assert!(e.fatal, "{line}");
+            assert_eq!(
+                e.message,
+                "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
+            );
+        }
+        // The same one twice: the last wins, as for any option.
+        let (o, _) = parse("--mem=1G --mem=2G").unwrap();
+        assert_eq!(o.memory, Some(Memory::PerNode(2048)));
+        // One on the command line over another in the script's directives: two levels.
+        let mut o = JobOptions::default();
+        parse_args(Command::Sbatch, &words("--mem=1G"), &mut o).unwrap();
+        parse_args(Command::Sbatch, &words("--mem-per-cpu=100"), &mut o).unwrap();
+        assert_eq!(o.memory, Some(Memory::PerCpu(100)));
     }
 
     #[test]

@@ -286,6 +286,13 @@ impl Refusal {
     /// their controller): getopt's refusal in glibc's words after `program`, then the
     /// command's hint; Slurm's own message as `CMD: error: MESSAGE`. Exit 255.
     pub fn job_option(cmd: &str, program: &str, e: &OptionError) -> Refusal {
+        if e.fatal {
+            return Refusal {
+                stdout: String::new(),
+                stderr: format!("{cmd}: fatal: {}\n", e.message),
+                code: 1,
+            };
+        }
         let stderr = if e.getopt {
             format!(
                 "{program}: {}\nTry \"{cmd} --help\" for more information\n",

@@ -400,6 +400,10 @@ fn a_key_others_can_read_stops_the_controller() {
         )),
         "{stderr}"
     );
+    assert!(
+        !stderr.contains("is up"),
+        "refused before it said it was up: {stderr}"
+    );
     let _ = std::fs::remove_file(&key);
     let _ = std::fs::remove_dir_all(&dir);
 }

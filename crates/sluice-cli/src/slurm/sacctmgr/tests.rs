@@ -321,7 +321,7 @@ fn the_readmes_example_runs() {
         .filter(|l| l.starts_with("sacctmgr ") && !l.contains('`'))
         .map(|l| l.split("  #").next().unwrap().trim())
         .collect();
-    assert_eq!(commands.len(), 8);
+    assert_eq!(commands.len(), 10);
     for c in commands {
         let args: Vec<String> = c
             .split_whitespace()
