@@ -42,7 +42,7 @@ fn impossible_gpu_requests_get_slurms_errors() {
     let job = c.sbatch(&["--gres=gpu:2", "-t", "5", "--wrap", "sleep 600"]);
     c.wait_for("it runs", || c.state(job) == "RUNNING");
     let o = c.run("squeue", &["-h", "-j", &job.to_string(), "-o", "%C %m"]);
-    assert_eq!(o.stdout, "4 1.95G\n");
+    assert_eq!(o.stdout, "4 2000M\n");
     assert_eq!(c.run("scancel", &[&job.to_string()]).code, 0);
     // Its GPUs are free again only once it has ended.
     c.wait_ended(job);
