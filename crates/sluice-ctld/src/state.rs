@@ -1965,12 +1965,14 @@ impl Controller {
         effects
     }
 
-    /// CPUs the running steps of job `job` hold on node `node`.
-    fn held_by_steps(&self, job: JobId, node: &str) -> u32 {
+    /// CPUs the running steps of job `job`'s current run (started at `run_start`) hold
+    /// on node `node`. Steps of an earlier run (a requeued job's, whose srun was killed
+    /// before it could report their end) hold nothing.
+    fn held_by_steps(&self, job: JobId, run_start: i64, node: &str) -> u32 {
         self.steps
             .range((job, StepId::Batch)..)
             .take_while(|((j, _), _)| *j == job)
-            .filter(|(_, s)| s.state == JobState::Running)
+            .filter(|(_, s)| s.state == JobState::Running && s.start >= run_start)
             .flat_map(|(_, s)| s.nodes.iter().zip(&s.held_cpus))
             .filter(|(n, _)| n.as_str() == node)
             .map(|(_, c)| *c)
@@ -2089,7 +2091,13 @@ impl Controller {
             usable
                 .iter()
                 .zip(&cpus)
-                .map(|(&i, c)| c.saturating_sub(self.held_by_steps(job, &job_nodes[i])))
+                .map(|(&i, c)| {
+                    c.saturating_sub(self.held_by_steps(
+                        job,
+                        r.start_time.unwrap_or(i64::MIN),
+                        &job_nodes[i],
+                    ))
+                })
                 .collect()
         };
         let Some(per_node) = distribute(&free) else {

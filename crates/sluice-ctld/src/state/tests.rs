@@ -864,7 +864,34 @@ fn a_step_waits_for_the_cpus_the_jobs_running_steps_hold_unless_it_overlaps() {
     assert_eq!(start(&mut c, exact.clone()), busy);
     c.end_step(id, 3, 0, 0, &alice(), 3).unwrap();
     c.end_step(id, 1, 0, 0, &alice(), 3).unwrap();
-    assert_eq!(start(&mut c, exact), Ok(4));
+    assert_eq!(start(&mut c, exact.clone()), Ok(4));
+    // A requeued job's new run: the steps of its first run, whose srun never said they
+    // ended, hold nothing.
+    assert_eq!(start(&mut c, exact.clone()), Ok(5), "beside step 4");
+    c.requeue(id, None, &alice(), 10).unwrap();
+    c.job_ended(
+        &JobEnded {
+            run: 0,
+            ..ended(id, JobState::Requeued, 0, 11)
+        },
+        11,
+    );
+    c.schedule(12);
+    assert_eq!(c.job(id).unwrap().state, JobState::Running);
+    let again = |c: &mut Controller| {
+        c.start_step(
+            id,
+            &StepRequest {
+                ntasks: Some(4),
+                ..Default::default()
+            },
+            &alice(),
+            13,
+        )
+        .map(|(plan, _)| plan.step)
+        .map_err(|e| e.message)
+    };
+    assert_eq!(again(&mut c), Ok(0), "all four CPUs are the new run's");
     // More than the job holds at all is refused, not waited for.
     assert_eq!(
         start(
