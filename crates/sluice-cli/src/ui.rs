@@ -143,6 +143,21 @@ fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// The page `title` at `path`: `render` makes its body from what `ask` gets from the
+/// controller (off the server's threads); the controller's refusal becomes an error page.
+async fn serve_page<T: Send + 'static>(
+    ui: &Ui,
+    title: &str,
+    path: &str,
+    ask: impl FnOnce() -> Result<T, sluice_proto::ClientError> + Send + 'static,
+    render: impl FnOnce(T) -> String,
+) -> Response {
+    match blocking(ask).await {
+        Ok(v) => html(page::frame(title, path, &ui.who, &render(v))),
+        Err(e) => failure(StatusCode::BAD_GATEWAY, ui, path, &describe(&e)),
+    }
+}
+
 async fn queue_page(
     State(ui): State<Arc<Ui>>,
     headers: HeaderMap,
@@ -153,17 +168,14 @@ async fn queue_page(
     if let Some(r) = admit(&ui, &headers, &uri, k.key.as_deref()) {
         return r;
     }
-    let jobs =
-        blocking(|| controller().get::<Vec<JobRecord>>("/v1/jobs?states=PENDING,RUNNING")).await;
-    match jobs {
-        Ok(jobs) => html(page::frame(
-            "Queue",
-            "/ui",
-            &ui.who,
-            &queue::render(&jobs, &f, now()),
-        )),
-        Err(e) => failure(StatusCode::BAD_GATEWAY, &ui, "/ui", &describe(&e)),
-    }
+    serve_page(
+        &ui,
+        "Queue",
+        "/ui",
+        || controller().get::<Vec<JobRecord>>("/v1/jobs?states=PENDING,RUNNING"),
+        |jobs| queue::render(&jobs, &f, now()),
+    )
+    .await
 }
 
 async fn nodes_page(
@@ -175,23 +187,20 @@ async fn nodes_page(
     if let Some(r) = admit(&ui, &headers, &uri, k.key.as_deref()) {
         return r;
     }
-    let answer = blocking(|| {
-        let c = controller();
-        Ok::<_, sluice_proto::ClientError>((
-            c.get::<Vec<NodeInfo>>("/v1/nodes")?,
-            c.get::<Vec<JobRecord>>("/v1/jobs?states=PENDING,RUNNING")?,
-        ))
-    })
-    .await;
-    match answer {
-        Ok((nodes, jobs)) => html(page::frame(
-            "Nodes and GPUs",
-            "/ui/nodes",
-            &ui.who,
-            &nodes::render(&nodes, &jobs),
-        )),
-        Err(e) => failure(StatusCode::BAD_GATEWAY, &ui, "/ui/nodes", &describe(&e)),
-    }
+    serve_page(
+        &ui,
+        "Nodes and GPUs",
+        "/ui/nodes",
+        || {
+            let c = controller();
+            Ok((
+                c.get::<Vec<NodeInfo>>("/v1/nodes")?,
+                c.get::<Vec<JobRecord>>("/v1/jobs?states=PENDING,RUNNING")?,
+            ))
+        },
+        |(nodes, jobs)| nodes::render(&nodes, &jobs),
+    )
+    .await
 }
 
 async fn shares_page(
@@ -203,17 +212,14 @@ async fn shares_page(
     if let Some(r) = admit(&ui, &headers, &uri, k.key.as_deref()) {
         return r;
     }
-    let report =
-        blocking(|| controller().get::<sluice_proto::priority::SharesReport>("/v1/shares")).await;
-    match report {
-        Ok(r) => html(page::frame(
-            "Fair share",
-            "/ui/shares",
-            &ui.who,
-            &shares::render(&r),
-        )),
-        Err(e) => failure(StatusCode::BAD_GATEWAY, &ui, "/ui/shares", &describe(&e)),
-    }
+    serve_page(
+        &ui,
+        "Fair share",
+        "/ui/shares",
+        || controller().get::<sluice_proto::priority::SharesReport>("/v1/shares"),
+        |r| shares::render(&r),
+    )
+    .await
 }
 
 async fn reservations_page(
@@ -225,24 +231,17 @@ async fn reservations_page(
     if let Some(r) = admit(&ui, &headers, &uri, k.key.as_deref()) {
         return r;
     }
-    let records = blocking(|| {
-        controller().get::<Vec<sluice_proto::reservations::ReservationRecord>>("/v1/reservations")
-    })
-    .await;
-    match records {
-        Ok(r) => html(page::frame(
-            "Reservations",
-            "/ui/reservations",
-            &ui.who,
-            &reservations::render(&r, now()),
-        )),
-        Err(e) => failure(
-            StatusCode::BAD_GATEWAY,
-            &ui,
-            "/ui/reservations",
-            &describe(&e),
-        ),
-    }
+    serve_page(
+        &ui,
+        "Reservations",
+        "/ui/reservations",
+        || {
+            controller()
+                .get::<Vec<sluice_proto::reservations::ReservationRecord>>("/v1/reservations")
+        },
+        |r| reservations::render(&r, now()),
+    )
+    .await
 }
 
 async fn history_page(
@@ -255,30 +254,27 @@ async fn history_page(
         return r;
     }
     let t = now();
-    let answer = blocking(move || {
-        let c = controller();
-        let query = sluice_proto::types::AccountingQuery {
-            since: Some(t - history::SPAN),
-            ..Default::default()
-        };
-        let acct: sluice_proto::types::Accounting = c.post("/v1/accounting", &query)?;
-        let nodes: Vec<NodeInfo> = c.get("/v1/nodes")?;
-        Ok::<_, sluice_proto::ClientError>((acct.jobs, nodes))
-    })
-    .await;
-    match answer {
-        Ok((jobs, nodes)) => {
+    serve_page(
+        &ui,
+        "Last day",
+        "/ui/history",
+        move || {
+            let c = controller();
+            let query = sluice_proto::types::AccountingQuery {
+                since: Some(t - history::SPAN),
+                ..Default::default()
+            };
+            let acct: sluice_proto::types::Accounting = c.post("/v1/accounting", &query)?;
+            let nodes: Vec<NodeInfo> = c.get("/v1/nodes")?;
+            Ok((acct.jobs, nodes))
+        },
+        |(jobs, nodes)| {
             let cpus = nodes.iter().map(|n| n.cpus).sum();
             let gpus = nodes.iter().map(|n| nodes::gpu_total(&n.gres)).sum();
-            html(page::frame(
-                "Last day",
-                "/ui/history",
-                &ui.who,
-                &history::render(&jobs, cpus, gpus, t),
-            ))
-        }
-        Err(e) => failure(StatusCode::BAD_GATEWAY, &ui, "/ui/history", &describe(&e)),
-    }
+            history::render(&jobs, cpus, gpus, t)
+        },
+    )
+    .await
 }
 
 async fn job_page(
