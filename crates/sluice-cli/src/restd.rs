@@ -155,8 +155,22 @@ fn tcp_controller() -> Option<String> {
         .controller_addr()
 }
 
-/// Refuses a connection of another user with a 401, as rest_auth/local does.
+/// Refuses a connection of another user with a 401, as rest_auth/local does. The
+/// request's head is read first (up to 64 KiB or 5 s), so that a client still sending it
+/// gets the answer rather than a broken pipe.
 async fn refuse(mut s: tokio::net::UnixStream) {
+    use tokio::io::AsyncReadExt;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read_head = async {
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), read_head).await;
     let body = "Authentication failure";
     let _ = s
         .write_all(
@@ -167,6 +181,7 @@ async fn refuse(mut s: tokio::net::UnixStream) {
             .as_bytes(),
         )
         .await;
+    let _ = s.shutdown().await;
 }
 
 /// Runs `slurmrestd ARGS`; the exit status.

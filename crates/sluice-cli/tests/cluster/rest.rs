@@ -510,7 +510,7 @@ fn slurmrestd_passes_tokens_and_local_users_through_to_the_controller() {
             "-c",
             "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); \
              s.sendall(b'GET /slurm/v0.0.44/ping HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n'); \
-             print(s.recv(4096).decode())",
+             r=b''.join(iter(lambda: s.recv(4096), b'')); print(r.decode())",
         ])
         .arg(&socket)
         .uid(NOBODY)
