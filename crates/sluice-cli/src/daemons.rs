@@ -428,6 +428,7 @@ pub fn ctld(args: Vec<String>) -> i32 {
             conf_hash: std::fs::read(&path)
                 .ok()
                 .map(|t| sluice_ctld::server::conf_hash(&t)),
+            pages: Some(crate::ui::controller_pages(listen)),
         };
         sluice_ctld::server::run(conf, &state_dir, network, terminated()).await
     });

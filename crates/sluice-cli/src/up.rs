@@ -229,6 +229,7 @@ pub fn run(args: UpArgs) -> i32 {
             auth: None,
             // One host, one slurm.conf: nothing to compare.
             conf_hash: None,
+            pages: args.listen.map(crate::ui::controller_pages),
         };
         sluice_ctld::server::run(conf, &state_dir, net, shutdown).await
     });

@@ -195,6 +195,10 @@ pub struct Network {
     /// The digest of the slurm.conf the controller read ([`conf_hash`]), compared with
     /// the one each agent sends when it registers. `None`: not compared.
     pub conf_hash: Option<String>,
+    /// Pages served on the TCP listener without a credential, when tokens are on
+    /// (`AuthAltTypes=auth/jwt`): the dashboard under `/ui`, which logs each browser in
+    /// with a token and asks the controller with it. Their paths must not be the API's.
+    pub pages: Option<axum::Router>,
 }
 
 /// The digest of a slurm.conf's text, as agents and the controller compare them at
@@ -382,7 +386,7 @@ pub async fn run(
             if open_metrics {
                 tracing::info!("slurmctld: metrics served on {addr} to anyone (GET /metrics/...)");
             }
-            let signed = app
+            let signed: axum::Router = app
                 .clone()
                 .layer(axum::middleware::from_fn_with_state(
                     Arc::new(tcp::TcpGate {
@@ -396,6 +400,15 @@ pub async fn run(
                     shared.clone(),
                     token::admit,
                 ));
+            // Not behind the gate: the pages admit their browsers themselves, and what
+            // they show is asked of the API with each browser's token.
+            let signed = match net.pages.filter(|_| shared.tokens.is_some()) {
+                Some(pages) => {
+                    tracing::info!("slurmctld: dashboard served on http://{addr}/ui");
+                    signed.merge(pages)
+                }
+                None => signed,
+            };
             let mut stop = stop.clone();
             Some(tokio::spawn(async move {
                 axum::serve(

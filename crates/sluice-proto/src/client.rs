@@ -70,12 +70,31 @@ pub enum Signer {
     Vouch(PathBuf),
     /// munged at this socket (`auth/munge`, see [`crate::munge`]).
     Munge(PathBuf),
+    /// An auth/jwt token (`scontrol token`), sent as `Authorization: Bearer`: the
+    /// controller admits the request as the token's user.
+    Token(Arc<String>),
 }
 
 impl Signer {
+    /// The header line (with its `\r\n`) that carries the credential for `method path`
+    /// with `body`.
+    fn header(&self, method: &str, path: &str, body: &[u8]) -> Result<String, ClientError> {
+        match self {
+            Signer::Token(token) => Ok(format!("Authorization: Bearer {token}\r\n")),
+            other => Ok(format!(
+                "{}: {}\r\n",
+                crate::auth::AUTH_HEADER,
+                other.credential(method, path, body)?
+            )),
+        }
+    }
+
     /// The [`crate::auth::AUTH_HEADER`] value for `method path` with `body`.
     fn credential(&self, method: &str, path: &str, body: &[u8]) -> Result<String, ClientError> {
         match self {
+            Signer::Token(_) => Err(ClientError::Decode(
+                "a token is not a signed credential".into(),
+            )),
             Signer::Key(key) => {
                 // SAFETY: getuid/getgid cannot fail and touch no memory.
                 let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -120,8 +139,9 @@ impl Signer {
 impl std::fmt::Debug for Signer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            // Never the key.
+            // Never the key, nor the token.
             Signer::Key(_) => f.write_str("Key"),
+            Signer::Token(_) => f.write_str("Token"),
             Signer::Vouch(s) => f.debug_tuple("Vouch").field(s).finish(),
             Signer::Munge(s) => f.debug_tuple("Munge").field(s).finish(),
         }
@@ -275,11 +295,7 @@ impl Client {
             }
             Some(signer) => {
                 // The credential first: without one nothing is sent.
-                auth = format!(
-                    "{}: {}\r\n",
-                    crate::auth::AUTH_HEADER,
-                    signer.credential(method, path, body)?
-                );
+                auth = signer.header(method, path, body)?;
                 let addr = self.socket.to_string_lossy();
                 let limit = self
                     .timeout

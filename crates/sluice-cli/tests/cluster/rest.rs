@@ -433,6 +433,9 @@ fn without_auth_jwt_there_are_no_tokens() {
         "",
     );
     assert_eq!((status, error_numbers(&v)), (401, vec![6000]), "{v}");
+    // No tokens, no dashboard on the controller's port: the gate refuses its paths.
+    let (status, _) = http(&addr, "GET", "/ui", &[], "");
+    assert_eq!(status, 401);
 }
 
 #[test]
@@ -530,5 +533,151 @@ fn slurmrestd_passes_tokens_and_local_users_through_to_the_controller() {
     let status = restd.wait().unwrap();
     stop.0 = None;
     assert!(status.success());
+    let _ = std::fs::remove_file(&key);
+}
+
+/// One HTTP request; the status, the head and the body as text.
+fn http_text(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let status = reply.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    (status, head.to_string(), body.to_string())
+}
+
+#[test]
+fn the_controller_serves_the_dashboard_to_browsers_logged_in_with_a_token() {
+    let key = write_key("dash", 0o600);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let conf = format!("{}PrivateData=jobs\n", conf(&key));
+    let c = Cluster::start_args("dash", &conf, &["--listen", &addr]);
+    let submit = |uid: u32| {
+        let o = c.run_as(
+            uid,
+            "sbatch",
+            &[
+                "--parsable",
+                "--hold",
+                "-D",
+                "/tmp",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "sleep 100",
+            ],
+        );
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        o.stdout.trim().to_string()
+    };
+    let (roots, nobodys) = (submit(0), submit(NOBODY));
+    let o = c.run_as(NOBODY, "scontrol", &["token"]);
+    let line = o.stdout.trim().to_string();
+    let token = line.strip_prefix("SLURM_JWT=").unwrap().to_string();
+
+    // No token yet: the login form, whatever the page.
+    let (status, _, body) = http_text(&addr, "GET", "/ui/nodes", &[], "");
+    assert_eq!(status, 401);
+    assert!(
+        body.contains("action=\"/ui/login\"") && body.contains("value=\"/ui/nodes\""),
+        "{body}"
+    );
+
+    // Logging in with the line `scontrol token` printed: the controller names the user,
+    // and the browser goes back where it was going.
+    let form = format!("token={}&next=%2Fui%2Fnodes", line.replace('=', "%3D"));
+    let form_type = [("Content-Type", "application/x-www-form-urlencoded")];
+    let (status, head, _) = http_text(&addr, "POST", "/ui/login", &form_type, &form);
+    assert_eq!(status, 303, "{head}");
+    assert!(head.contains("location: /ui/nodes"), "{head}");
+    assert!(
+        head.contains(&format!(
+            "set-cookie: sluice_token={token}; HttpOnly; SameSite=Strict; Path=/ui"
+        )),
+        "{head}"
+    );
+    assert!(head.contains("set-cookie: sluice_user=nobody;"), "{head}");
+
+    // The queue as nobody's squeue shows it under PrivateData=jobs: their job, not root's.
+    let cookie = format!("sluice_token={token}; sluice_user=nobody");
+    let (status, _, page) = http_text(&addr, "GET", "/ui", &[("Cookie", &cookie)], "");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("as nobody"), "{page}");
+    let listed = |page: &str, id: &str| page.contains(&format!("href=\"/ui/job/{id}\""));
+    assert!(listed(&page, &nobodys), "{page}");
+    assert!(!listed(&page, &roots), "{page}");
+    let o = c.run_as(NOBODY, "squeue", &["-h", "-o", "%i"]);
+    assert_eq!(o.stdout.trim(), nobodys);
+    // Root's job page is not theirs to see either.
+    let (status, _, page) = http_text(
+        &addr,
+        "GET",
+        &format!("/ui/job/{roots}"),
+        &[("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(status, 404, "{page}");
+    // The name cookie is only shown: a browser claiming to be root is still nobody.
+    let claimed = format!("sluice_token={token}; sluice_user=root");
+    let (_, _, page) = http_text(&addr, "GET", "/ui", &[("Cookie", &claimed)], "");
+    assert!(listed(&page, &nobodys) && !listed(&page, &roots), "{page}");
+
+    // An altered token: the login form again, saying why.
+    let altered = format!("sluice_token={}x; sluice_user=nobody", token);
+    let (status, _, page) = http_text(&addr, "GET", "/ui", &[("Cookie", &altered)], "");
+    assert_eq!(status, 401);
+    assert!(page.contains("log in again"), "{page}");
+    // Not a token, a refused one, and a login that would lead elsewhere.
+    let (status, _, page) = http_text(
+        &addr,
+        "POST",
+        "/ui/login",
+        &form_type,
+        "token=hello&next=%2Fui",
+    );
+    assert_eq!(status, 401);
+    assert!(page.contains("That is not a token."), "{page}");
+    let forged = Tokens::with_key(b"another cluster's key").make("root", 60, now());
+    let (status, _, page) = http_text(
+        &addr,
+        "POST",
+        "/ui/login",
+        &form_type,
+        &format!("token={forged}&next=%2Fui"),
+    );
+    assert_eq!(status, 401);
+    assert!(page.contains("refused that token"), "{page}");
+    let (status, head, _) = http_text(
+        &addr,
+        "POST",
+        "/ui/login",
+        &form_type,
+        &format!("token={token}&next=https%3A%2F%2Fevil.example%2Fui"),
+    );
+    assert_eq!(status, 303);
+    assert!(head.contains("location: /ui\r\n"), "{head}");
+    // Logging out forgets both cookies.
+    let (status, head, _) = http_text(&addr, "GET", "/ui/logout", &[("Cookie", &cookie)], "");
+    assert_eq!(status, 303);
+    assert!(
+        head.contains("set-cookie: sluice_token=; HttpOnly; SameSite=Strict; Path=/ui; Max-Age=0"),
+        "{head}"
+    );
     let _ = std::fs::remove_file(&key);
 }
