@@ -41,19 +41,31 @@ pub(crate) struct FreeNow {
 impl FreeNow {
     /// Everything free: no job runs yet.
     pub(crate) fn new(cluster: &Cluster) -> Self {
+        let mut f = FreeNow {
+            free: cluster.nodes.iter().map(|n| n.capacity).collect(),
+            node_partitions: Self::members(cluster),
+            totals: vec![PartitionTotals::default(); cluster.partitions.len()],
+        };
+        f.recount(cluster);
+        f
+    }
+
+    /// Each node's partitions.
+    fn members(cluster: &Cluster) -> Vec<Vec<PartitionId>> {
         let mut node_partitions = vec![Vec::new(); cluster.nodes.len()];
         for (pi, p) in cluster.partitions.iter().enumerate() {
             for n in &p.nodes {
                 node_partitions[n.index()].push(PartitionId(pi as u16));
             }
         }
-        let mut f = FreeNow {
-            free: cluster.nodes.iter().map(|n| n.capacity).collect(),
-            node_partitions,
-            totals: vec![PartitionTotals::default(); cluster.partitions.len()],
-        };
-        f.recount(cluster);
-        f
+        node_partitions
+    }
+
+    /// Takes the partitions' members anew (a partition's nodes changed) and recounts;
+    /// what is free on each node stays.
+    pub(crate) fn set_members(&mut self, cluster: &Cluster) {
+        self.node_partitions = Self::members(cluster);
+        self.recount(cluster);
     }
 
     /// Recomputes the partition totals from the per-node values (after node state changes).

@@ -15,7 +15,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cluster::{Cluster, NodeState, PartitionState};
+use crate::cluster::{Cluster, NodeState, Partition, PartitionState};
 use crate::decision::{Decision, Pass};
 use crate::free_now::FreeNow;
 use crate::gpus::GpuBook;
@@ -290,6 +290,29 @@ impl Scheduler {
     /// Number of running jobs.
     pub fn running_count(&self) -> usize {
         self.jobs.len() - self.queue.len()
+    }
+
+    /// Replaces partition `id`'s settings (`scontrol update PartitionName=...`): its
+    /// state, limits and members. Running jobs are not touched; queued jobs are judged
+    /// by the new settings from the next pass (a job over a new `MaxTime` waits with
+    /// `PartitionTimeLimit`, a DOWN partition's jobs with `PartitionDown`). Nodes that
+    /// join or leave take the partition's work from then on.
+    pub fn set_partition(&mut self, id: PartitionId, partition: Partition) {
+        let before = std::mem::replace(&mut self.cluster.partitions[id.index()], partition);
+        self.generation += 1;
+        let after = &self.cluster.partitions[id.index()].nodes;
+        if before.nodes != *after {
+            let mut touched: Vec<NodeId> = before.nodes.iter().chain(after).copied().collect();
+            touched.sort();
+            touched.dedup();
+            for n in touched {
+                self.profile.refresh_node(&self.cluster, n);
+                self.backfill.refresh_node(&self.cluster, n);
+            }
+            self.free_now.set_members(&self.cluster);
+        }
+        self.backfill.dirty = true;
+        self.node_epoch += 1;
     }
 
     /// Sets a node's state. Running jobs are not touched (the caller decides their fate);

@@ -626,3 +626,61 @@ fn a_job_whose_begin_time_comes_while_others_wait_gets_priority_and_a_plan() {
     assert_eq!(seen(&s, 3), (PendingReason::Resources, Some(7200)));
     assert_eq!(seen(&s, 4), (PendingReason::Priority, Some(7200)));
 }
+
+#[test]
+fn an_operator_changes_a_partition_and_the_queue_follows() {
+    // Two nodes of 4 CPUs; partition `batch` holds only n0 at first (n1 is in none).
+    // t=0  job 1 (4 CPUs, 600 s) starts on n0.
+    // t=1  the operator sets the partition DOWN: job 2 (2 CPUs) waits, PartitionDown,
+    //      although nothing else stops it but n0 being full.
+    // t=2  UP again with MaxTime 100: job 2 asks 60 s, job 3 asks 300 s; n0 is full,
+    //      so job 2 waits for Resources and job 3 for PartitionTimeLimit.
+    // t=3  n1 joins the partition: job 2 starts on it at once; job 3 still may not.
+    // t=4  MaxTime UNLIMITED: job 3 starts beside job 2 on n1.
+    use sluice_core::{PartitionId, PartitionState, PendingReason};
+    let mut c = cluster(2, 4);
+    c.partitions[0].nodes = vec![NodeId(0)];
+    let mut s = Scheduler::new(c, Policy::Fcfs);
+    let part = |s: &Scheduler| s.cluster().partitions[0].clone();
+    let reason = |s: &Scheduler, id: u64| s.job(JobId(id)).unwrap().reason;
+    let nodes_of = |s: &Scheduler, id: u64| {
+        s.job(JobId(id))
+            .unwrap()
+            .alloc
+            .as_ref()
+            .map(|a| a.nodes.iter().map(|n| n.node.0).collect::<Vec<_>>())
+    };
+    s.submit(job(1).procs(4).time(600).spec(), 0).unwrap();
+    s.schedule(0);
+    assert_eq!(nodes_of(&s, 1), Some(vec![0]));
+
+    let mut p = part(&s);
+    p.state = PartitionState::Down;
+    s.set_partition(PartitionId(0), p);
+    s.submit(job(2).procs(2).time(60).spec(), 1).unwrap();
+    s.schedule(1);
+    assert_eq!(reason(&s, 2), PendingReason::PartitionDown);
+
+    let mut p = part(&s);
+    p.state = PartitionState::Up;
+    p.max_time = Some(100);
+    s.set_partition(PartitionId(0), p);
+    s.submit(job(3).procs(2).time(300).spec(), 2).unwrap();
+    s.schedule(2);
+    assert_eq!(reason(&s, 2), PendingReason::Resources);
+    assert_eq!(reason(&s, 3), PendingReason::PartitionTimeLimit);
+
+    let mut p = part(&s);
+    p.nodes = vec![NodeId(0), NodeId(1)];
+    s.set_partition(PartitionId(0), p);
+    s.schedule(3);
+    assert_eq!(nodes_of(&s, 2), Some(vec![1]));
+    assert_eq!(reason(&s, 3), PendingReason::PartitionTimeLimit);
+
+    let mut p = part(&s);
+    p.max_time = None;
+    s.set_partition(PartitionId(0), p);
+    s.schedule(4);
+    assert_eq!(nodes_of(&s, 3), Some(vec![1]));
+    assert_eq!(s.running_count(), 3);
+}

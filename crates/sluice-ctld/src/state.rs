@@ -3340,6 +3340,7 @@ mod job_table;
 pub mod listing;
 mod liveness;
 mod metrics;
+mod partition_update;
 mod preempt;
 mod priority;
 mod reason;

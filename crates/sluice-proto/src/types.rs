@@ -885,6 +885,17 @@ pub struct NodeUpdate {
     pub reason: Option<String>,
 }
 
+/// `scontrol update PartitionName=...`: a request to change a partition (operators).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionUpdate {
+    /// The partition's name.
+    pub name: String,
+    /// `(key, value)` in order, keys as Slurm names them (`State`, `MaxTime`,
+    /// `DefaultTime`, `MaxNodes`, `MinNodes`, `Default`, `PriorityTier`,
+    /// `PriorityJobFactor`, `GraceTime`, `Nodes`, ...).
+    pub changes: Vec<(String, String)>,
+}
+
 /// `scontrol update JobId=...`: a request to change a job (or one array task).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobUpdate {

@@ -1,8 +1,9 @@
-//! `scontrol update`: `NodeName=LIST State=... Reason=...` for operators, and
-//! `JobId=N KEY=VALUE...` for a job's owner (or an operator).
+//! `scontrol update`: `NodeName=LIST State=... Reason=...` and
+//! `PartitionName=P KEY=VALUE...` for operators, and `JobId=N KEY=VALUE...` for a job's
+//! owner (or an operator).
 
 use sluice_proto::time::parse_timestamp;
-use sluice_proto::types::{JobUpdate, NodeUpdate};
+use sluice_proto::types::{JobUpdate, NodeUpdate, PartitionUpdate};
 use sluice_proto::{Client, ClientError};
 
 use super::common::{describe, now};
@@ -51,15 +52,13 @@ pub fn run(client: &Client, words: &[String]) -> i32 {
     match entity(words) {
         Some(Entity::Node) => update_node(client, words),
         Some(Entity::Job) => update_job(client, words),
-        Some(Entity::Partition) => {
-            // Sluice's partitions come from slurm.conf only.
-            let w = words
-                .iter()
-                .find(|w| w.contains('='))
-                .cloned()
-                .unwrap_or_default();
-            refuse(format!("Update of this parameter is not supported: {w}"))
-        }
+        Some(Entity::Partition) => match partition_update(words) {
+            Ok(body) => answer(client.post::<_, serde_json::Value>("/v1/partitions/update", &body)),
+            Err(message) => {
+                eprint!("{message}");
+                1
+            }
+        },
         None => {
             eprintln!("No valid entity in update command");
             eprintln!(
@@ -103,6 +102,74 @@ fn update_node(client: &Client, words: &[String]) -> i32 {
         reason,
     };
     answer(client.post::<_, serde_json::Value>("/v1/nodes/update", &body))
+}
+
+/// A partition update as Slurm 22.05's `scontrol` reads it: keys by their prefixes, the
+/// values it checks itself (states, YES/NO) checked here with its messages. Errors:
+/// what `scontrol` prints to stderr.
+fn partition_update(words: &[String]) -> Result<PartitionUpdate, String> {
+    let mut name = None;
+    let mut changes = Vec::new();
+    for w in words {
+        let Some((tag, value)) = w.split_once('=') else {
+            return Err(format!("Invalid input: {w}  Request aborted\n"));
+        };
+        let tag = tag.trim_end_matches(['+', '-']);
+        let Some(key) = update_keys::partition_key(tag) else {
+            return Err(format!(
+                "Update of this parameter is not supported: {w}\n\nRequest aborted\n"
+            ));
+        };
+        let yes_no = |what: &str| {
+            let v = value.to_ascii_lowercase();
+            let ok = !v.is_empty() && ("yes".starts_with(&v) || "no".starts_with(&v));
+            if ok {
+                Ok(if "yes".starts_with(&v) { "YES" } else { "NO" }.to_string())
+            } else {
+                Err(format!(
+                    "Invalid input: {w}\nAcceptable {what} values are YES and NO\n"
+                ))
+            }
+        };
+        let value = match key {
+            "PartitionName" => {
+                name = Some(value.to_string());
+                continue;
+            }
+            "State" => {
+                let v = value.to_ascii_lowercase();
+                ["INACTIVE", "DOWN", "UP", "DRAIN"]
+                    .into_iter()
+                    .find(|s| !v.is_empty() && s.to_ascii_lowercase().starts_with(&v))
+                    .map(str::to_string)
+                    .ok_or_else(|| {
+                        format!(
+                            "Invalid input: {w}\nAcceptable State values are UP, DOWN, DRAIN and INACTIVE\n"
+                        )
+                    })?
+            }
+            "Default" => yes_no("Default")?,
+            "MaxTime" | "DefaultTime" => {
+                sluice_conf::duration::parse_time(value)
+                    .map_err(|_| format!("Invalid input {w}\n"))?;
+                value.to_string()
+            }
+            _ => value.to_string(),
+        };
+        if key == "Priority" {
+            changes.push(("PriorityTier".to_string(), value.clone()));
+            changes.push(("PriorityJobFactor".to_string(), value));
+        } else {
+            changes.push((key.to_string(), value));
+        }
+    }
+    let Some(name) = name else {
+        return Err("PartitionName must be given.\n".into());
+    };
+    if changes.is_empty() {
+        return Err("No changes specified\n".into());
+    }
+    Ok(PartitionUpdate { name, changes })
 }
 
 /// The job an update names (if it does) and its `(key, value)` changes.

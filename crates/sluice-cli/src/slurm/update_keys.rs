@@ -93,6 +93,49 @@ const NODE: &[Key] = &[
     ("Weight", 3, "Weight"),
 ];
 
+/// Partition keys, in the order Slurm 22.05's `scontrol update partition` tries them
+/// (`Priority` sets both the tier and the job factor).
+const PARTITION: &[Key] = &[
+    ("PartitionName", 2, "PartitionName"),
+    ("MaxTime", 4, "MaxTime"),
+    ("CpuBind", 7, "CpuBind"),
+    ("DefaultTime", 8, "DefaultTime"),
+    ("MaxCPUsPerNode", 4, "MaxCPUsPerNode"),
+    ("MaxNodes", 4, "MaxNodes"),
+    ("MinNodes", 2, "MinNodes"),
+    ("Default", 7, "Default"),
+    ("DisableRootJobs", 1, "DisableRootJobs"),
+    ("ExclusiveUser", 1, "ExclusiveUser"),
+    ("Hidden", 1, "Hidden"),
+    ("LLN", 1, "LLN"),
+    ("RootOnly", 3, "RootOnly"),
+    ("ReqResv", 3, "ReqResv"),
+    ("OverSubscribe", 5, "OverSubscribe"),
+    ("Shared", 2, "OverSubscribe"),
+    ("OverTimeLimit", 5, "OverTimeLimit"),
+    ("PreemptMode", 3, "PreemptMode"),
+    ("Priority", 3, "Priority"),
+    ("PriorityJobFactor", 3, "PriorityJobFactor"),
+    ("PriorityTier", 3, "PriorityTier"),
+    ("State", 2, "State"),
+    ("Nodes", 1, "Nodes"),
+    ("AllowGroups", 6, "AllowGroups"),
+    ("AllowAccounts", 6, "AllowAccounts"),
+    ("AllowQos", 6, "AllowQos"),
+    ("DenyAccounts", 5, "DenyAccounts"),
+    ("DenyQos", 5, "DenyQos"),
+    ("AllocNodes", 6, "AllocNodes"),
+    ("Alternate", 3, "Alternate"),
+    ("GraceTime", 5, "GraceTime"),
+    ("DefMemPerCPU", 10, "DefMemPerCPU"),
+    ("DefMemPerNode", 10, "DefMemPerNode"),
+    ("MaxMemPerCPU", 10, "MaxMemPerCPU"),
+    ("MaxMemPerNode", 10, "MaxMemPerNode"),
+    ("QoS", 3, "QOS"),
+    ("JobDefaults", 4, "JobDefaults"),
+    ("TresBillingWeights", 1, "TresBillingWeights"),
+];
+
 fn find(keys: &[Key], tag: &str) -> Option<&'static str> {
     let tag = tag.to_ascii_lowercase();
     keys.iter()
@@ -114,9 +157,29 @@ pub fn node_key(tag: &str) -> Option<&'static str> {
     find(NODE, tag)
 }
 
+/// The partition key `tag` names (as sent to the controller), if Slurm knows it.
+pub fn partition_key(tag: &str) -> Option<&'static str> {
+    find(PARTITION, tag)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_keys_match_as_slurms_scontrol_matches_them() {
+        assert_eq!(partition_key("PartitionName"), Some("PartitionName"));
+        assert_eq!(partition_key("pa"), Some("PartitionName"));
+        assert_eq!(partition_key("MaxT"), Some("MaxTime"));
+        assert_eq!(partition_key("Max"), None);
+        assert_eq!(partition_key("Pri"), Some("Priority"));
+        assert_eq!(partition_key("PriorityTier"), Some("PriorityTier"));
+        assert_eq!(partition_key("st"), Some("State"));
+        assert_eq!(partition_key("N"), Some("Nodes"));
+        assert_eq!(partition_key("Default"), Some("Default"));
+        assert_eq!(partition_key("DefaultT"), Some("DefaultTime"));
+        assert_eq!(partition_key("Colour"), None);
+    }
 
     #[test]
     fn keys_match_by_prefix_from_their_shortest_form() {

@@ -21,7 +21,7 @@ use sluice_proto::priority::{PriorityReport, SharesReport};
 use sluice_proto::reservations::{ReservationChange, ReservationRecord};
 use sluice_proto::types::{
     CancelRequest, ConfigInfo, DeviceFile, JobDescription, JobEnded, JobUpdate, NodeInfo,
-    NodeUpdate, PartitionInfo, StepPlan, StepRequest, SubmitReply, WillRunReply,
+    NodeUpdate, PartitionInfo, PartitionUpdate, StepPlan, StepRequest, SubmitReply, WillRunReply,
 };
 use tokio::sync::oneshot;
 
@@ -321,6 +321,8 @@ pub enum Change {
     },
     /// `scontrol update NodeName=...`.
     UpdateNodes(NodeUpdate),
+    /// `scontrol update PartitionName=...`.
+    UpdatePartition(PartitionUpdate),
 }
 
 /// The controller's part of an audit query.

@@ -413,6 +413,7 @@ impl Owner {
                     Change::UpdateNodes(u) => {
                         ctl.update_node(&u.nodes, &u.state, u.reason.as_deref(), &caller, now)
                     }
+                    Change::UpdatePartition(u) => ctl.update_partition(&u, &caller),
                 };
                 match result {
                     Ok(effects) => {
@@ -603,6 +604,7 @@ impl Change {
             }
             Change::UpdateJob { id, .. } => format!("update of JobId={id}"),
             Change::UpdateNodes(u) => format!("update of NodeName={}", u.nodes),
+            Change::UpdatePartition(u) => format!("update of PartitionName={}", u.name),
         }
     }
 }

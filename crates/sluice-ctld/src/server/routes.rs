@@ -53,6 +53,7 @@ pub(super) fn router(app: App) -> Router {
         )
         .route("/v1/nodes", get(nodes))
         .route("/v1/nodes/update", post(update::update_nodes))
+        .route("/v1/partitions/update", post(update::update_partition))
         .route("/v1/jobs/{id}/update", post(update::update_job))
         .route("/v1/accounts", get(accounts::list).post(accounts::change))
         .route("/v1/priority", get(priority::jobs))

@@ -1,10 +1,11 @@
-//! `scontrol update` requests: nodes (operators) and jobs (owners and operators).
+//! `scontrol update` requests: nodes and partitions (operators) and jobs (owners and
+//! operators).
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Path as UrlPath, State};
 use axum::response::Response;
 use axum::Json;
-use sluice_proto::types::{JobUpdate, NodeUpdate};
+use sluice_proto::types::{JobUpdate, NodeUpdate, PartitionUpdate};
 
 use super::input::Change;
 use super::routes::change;
@@ -18,6 +19,15 @@ pub(super) async fn update_nodes(
     Json(u): Json<NodeUpdate>,
 ) -> Response {
     change(app, peer, Change::UpdateNodes(u)).await
+}
+
+/// `POST /v1/partitions/update`.
+pub(super) async fn update_partition(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(u): Json<PartitionUpdate>,
+) -> Response {
+    change(app, peer, Change::UpdatePartition(u)).await
 }
 
 /// `POST /v1/jobs/{id}/update`.

@@ -1,0 +1,126 @@
+//! `scontrol update PartitionName=...`: operators change a partition while the
+//! controller runs — its state (`UP`, `DOWN`, `DRAIN`, `INACTIVE`), its limits and its
+//! nodes. As in Slurm (without `ReconfigFlags=KeepPartInfo`), a change lasts until the
+//! controller restarts, which reads slurm.conf again.
+
+use sluice_conf::duration::parse_time;
+use sluice_core::cluster::PartitionState;
+use sluice_core::PartitionId;
+use sluice_proto::error::{ApiError, ErrorCode, INVALID_NODE_NAME};
+use sluice_proto::types::PartitionUpdate;
+
+use super::*;
+
+/// A partition with one change applied, or why it cannot be.
+fn apply(
+    conf: &ClusterConfig,
+    p: &mut sluice_core::Partition,
+    key: &str,
+    value: &str,
+) -> Result<(), ApiError> {
+    let bad = |what: &str| ApiError::invalid(format!("Invalid {what} value: {value}"));
+    let number = |what: &str| -> Result<Option<u32>, ApiError> {
+        let v = value.trim();
+        if v.eq_ignore_ascii_case("UNLIMITED") || v.eq_ignore_ascii_case("INFINITE") {
+            return Ok(None);
+        }
+        v.parse::<u32>().map(Some).map_err(|_| bad(what))
+    };
+    match key {
+        "State" => {
+            p.state = match value.to_ascii_uppercase().as_str() {
+                "UP" => PartitionState::Up,
+                "DOWN" => PartitionState::Down,
+                "DRAIN" => PartitionState::Drain,
+                "INACTIVE" => PartitionState::Inactive,
+                _ => return Err(bad("State")),
+            }
+        }
+        "MaxTime" => p.max_time = parse_time(value).map_err(|_| bad("MaxTime"))?,
+        "DefaultTime" => p.default_time = parse_time(value).map_err(|_| bad("DefaultTime"))?,
+        "MaxNodes" => p.max_nodes = number("MaxNodes")?,
+        "MinNodes" => p.min_nodes = number("MinNodes")?.unwrap_or(0),
+        "PriorityTier" => {
+            p.priority_tier = value.trim().parse().map_err(|_| bad("PriorityTier"))?
+        }
+        "PriorityJobFactor" => {
+            p.priority_job_factor = value.trim().parse().map_err(|_| bad("PriorityJobFactor"))?
+        }
+        "GraceTime" => p.grace_time = value.trim().parse().map_err(|_| bad("GraceTime"))?,
+        "Default" => {
+            p.is_default = match value.to_ascii_uppercase().as_str() {
+                "YES" => true,
+                "NO" => false,
+                _ => return Err(bad("Default")),
+            }
+        }
+        "Nodes" => {
+            let invalid = || ApiError::new(ErrorCode::InvalidNodeName, INVALID_NODE_NAME);
+            let mut nodes = if value.trim().eq_ignore_ascii_case("ALL") {
+                (0..conf.cluster.nodes.len() as u32).map(NodeId).collect()
+            } else if value.trim().is_empty() {
+                Vec::new()
+            } else {
+                sluice_conf::hostlist::expand(value)
+                    .map_err(|_| invalid())?
+                    .iter()
+                    .map(|n| conf.node_id(n).ok_or_else(invalid))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            nodes.sort();
+            nodes.dedup();
+            p.nodes = nodes;
+        }
+        other => {
+            return Err(ApiError::invalid(format!(
+                "Update of this parameter is not supported by Sluice: {other}={value}"
+            )))
+        }
+    }
+    Ok(())
+}
+
+impl Controller {
+    /// `scontrol update PartitionName=P KEY=VALUE...`: operators only; every change is
+    /// checked before any is made, so a refused request changes nothing. `Default=YES`
+    /// takes the default from the partition that had it.
+    ///
+    /// Errors (Slurm's): "Access/permission denied", "Invalid partition name specified",
+    /// "Invalid node name specified", `Invalid KEY value: VALUE`.
+    pub fn update_partition(
+        &mut self,
+        u: &PartitionUpdate,
+        caller: &Caller,
+    ) -> Result<Vec<Effect>, ApiError> {
+        if !caller.admin {
+            return Err(ApiError::access_denied());
+        }
+        let pid: PartitionId = self
+            .conf
+            .cluster
+            .partition_by_name(&u.name)
+            .ok_or_else(|| ApiError::new(ErrorCode::InvalidPartitionName, BAD_PARTITION))?;
+        let mut p = self.conf.cluster.partition(pid).clone();
+        for (key, value) in &u.changes {
+            apply(&self.conf, &mut p, key, value)?;
+        }
+        if p.is_default {
+            for (i, other) in self.conf.cluster.partitions.iter_mut().enumerate() {
+                if i != pid.index() && other.is_default {
+                    other.is_default = false;
+                    self.sched.set_partition(PartitionId(i as u16), other.clone());
+                }
+            }
+        }
+        let changes: Vec<String> = u.changes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        tracing::info!(
+            "update_partition: partition {} changed by uid {}: {}",
+            u.name,
+            caller.uid,
+            changes.join(" ")
+        );
+        self.conf.cluster.partitions[pid.index()] = p.clone();
+        self.sched.set_partition(pid, p);
+        Ok(Vec::new())
+    }
+}
