@@ -192,8 +192,8 @@ pub(super) fn limit(v: Option<u32>) -> Value {
 }
 
 /// A `*_CONDITION` read from a query: each known key's values (comma separated lists
-/// joined; a flag such as `with_assocs` with its value, `true` when bare), and Slurm's
-/// warnings for the keys its parser does not know.
+/// joined, an empty one selecting by nothing; a flag such as `with_assocs` with its
+/// value, `true` when bare), and Slurm's warnings for the keys its parser does not know.
 pub(super) struct Condition {
     /// Known keys and their values.
     pub values: BTreeMap<String, Vec<String>>,
@@ -211,7 +211,8 @@ impl Condition {
         for (k, v) in pairs {
             if known.contains(&k.as_str()) {
                 let e = c.values.entry(k.clone()).or_default();
-                if v.is_empty() {
+                if v.is_empty() && k.starts_with("with") {
+                    // A bare flag: `?with_assocs`.
                     e.push("true".into());
                 } else {
                     e.extend(csv(v));
@@ -263,6 +264,50 @@ mod tests {
     #[test]
     fn lists_split_on_commas() {
         assert_eq!(csv("a,,b ,"), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn conditions_keep_known_keys_and_warn_of_others() {
+        let pairs: Vec<(String, String)> = [
+            ("account", "a,b"),
+            ("account", "c"),
+            ("user", ""),
+            ("with_assocs", ""),
+            ("with_coords", "maybe"),
+            ("colour", "blue"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let known = ["account", "user", "with_assocs", "with_coords"];
+        let c = Condition::read(&pairs, &known, "ASSOC_CONDITION");
+        assert_eq!(c.list("account"), ["a", "b", "c"]);
+        assert!(c.allows("account", "b") && !c.allows("account", "d"));
+        // An empty list selects by nothing.
+        assert!(c.allows("user", "anyone"));
+        assert_eq!(c.flag("with_assocs", "h"), Ok(true));
+        assert_eq!(c.flag("absent", "h"), Ok(false));
+        let e = c.flag("with_coords", "h").unwrap_err();
+        assert_eq!(
+            e.iter().map(|e| e.number).collect::<Vec<_>>(),
+            [errno::DATA_PARSE_BAD_INPUT, errno::REST_INVALID_QUERY]
+        );
+        assert_eq!(
+            c.warnings,
+            [(
+                "Ignoring unknown field \"colour\" of type string in ASSOC_CONDITION".to_string(),
+                "#/colour".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn unset_limits_are_unlimited_as_slurmdbd_keeps_them() {
+        assert_eq!(limit(Some(7)), envelope::number(7));
+        assert_eq!(
+            limit(None),
+            json!({"set": false, "infinite": true, "number": 0})
+        );
     }
 
     #[test]
