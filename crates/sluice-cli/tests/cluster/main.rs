@@ -27,6 +27,7 @@ mod purge;
 mod queries;
 mod reservations;
 mod rest;
+mod rest_db;
 mod restarts;
 mod salloc;
 mod scripts;

@@ -11,6 +11,7 @@
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use sluice_proto::error::ApiError;
 use sluice_proto::types::{Accounting, AccountingQuery, JobRecord, StepRecord};
 use sluice_store::{JobKeys, JobQuery};
 
@@ -77,11 +78,22 @@ pub(super) async fn query(State(app): State<App>, Json(q): Json<AccountingQuery>
 
 /// Reads what `query` selects on a blocking thread and decodes it.
 async fn read(app: App, query: JobQuery) -> Response {
+    match select(&app, query).await {
+        Ok(acct) => Json(acct).into_response(),
+        Err(e) => refuse(e),
+    }
+}
+
+/// The jobs, steps and earlier runs `query` selects, read by index on a blocking
+/// thread and decoded: what `sacct` reads, and the REST API's `/slurmdb/` jobs.
+///
+/// Errors: the store could not be read.
+pub(super) async fn select(app: &App, query: JobQuery) -> Result<Accounting, ApiError> {
     let store = app.store.clone();
     let found = match tokio::task::spawn_blocking(move || store.query_jobs(&query)).await {
         Ok(Ok(f)) => f,
-        Ok(Err(e)) => return refuse(storage(e.to_string())),
-        Err(e) => return refuse(storage(e.to_string())),
+        Ok(Err(e)) => return Err(storage(e.to_string())),
+        Err(e) => return Err(storage(e.to_string())),
     };
     let job = |record: &str| {
         serde_json::from_str::<JobRecord>(record).ok().map(|mut r| {
@@ -99,7 +111,7 @@ async fn read(app: App, query: JobQuery) -> Response {
         .iter()
         .filter_map(|r| serde_json::from_str::<StepRecord>(&r.record).ok())
         .collect();
-    Json(Accounting { jobs, steps, runs }).into_response()
+    Ok(Accounting { jobs, steps, runs })
 }
 
 #[cfg(test)]

@@ -134,6 +134,11 @@ impl Listing {
         (self.conf.private_data.jobs && caller != 0 && caller != operator).then_some(caller)
     }
 
+    /// slurm.conf's `PrivateData`, as this snapshot's configuration says.
+    pub fn private_data(&self) -> crate::config::PrivateData {
+        self.conf.private_data
+    }
+
     /// Job `id`'s whole record (its script and environment included), as
     /// [`Controller::job`] gives it.
     pub fn job(&self, id: JobId) -> Option<JobRecord> {

@@ -205,15 +205,41 @@ pub struct Client {
     pub group: String,
 }
 
-/// The `meta` of an answer.
-pub fn meta(cluster: &str, client: &Client) -> Value {
+/// The openapi plugin an answer comes from, as `meta.plugin` names it: slurmctld's
+/// (`/slurm/`) or slurmdbd's (`/slurmdb/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plugin {
+    /// `meta.plugin.type`.
+    pub kind: &'static str,
+    /// `meta.plugin.name`.
+    pub name: &'static str,
+    /// `meta.plugin.accounting_storage`.
+    pub storage: &'static str,
+}
+
+/// `/slurm/`'s plugin.
+pub const SLURMCTLD: Plugin = Plugin {
+    kind: "openapi/slurmctld",
+    name: "Slurm OpenAPI slurmctld",
+    storage: "",
+};
+
+/// `/slurmdb/`'s plugin.
+pub const SLURMDBD: Plugin = Plugin {
+    kind: "openapi/slurmdbd",
+    name: "Slurm OpenAPI slurmdbd",
+    storage: "accounting_storage/slurmdbd",
+};
+
+/// The `meta` of an answer from `plugin`.
+pub fn meta_of(plugin: Plugin, cluster: &str, client: &Client) -> Value {
     let (major, minor, micro) = SLURM_VERSION;
     json!({
         "plugin": {
-            "type": "openapi/slurmctld",
-            "name": "Slurm OpenAPI slurmctld",
+            "type": plugin.kind,
+            "name": plugin.name,
             "data_parser": DATA_PARSER,
-            "accounting_storage": "",
+            "accounting_storage": plugin.storage,
         },
         "client": {
             "source": client.source,
@@ -238,8 +264,24 @@ pub fn answer(
     errors: &[Error],
     warnings: &[String],
 ) -> Response {
+    let warnings: Vec<(String, String)> = warnings
+        .iter()
+        .map(|w| (w.clone(), String::new()))
+        .collect();
+    answer_of(SLURMCTLD, cluster, client, fields, errors, &warnings)
+}
+
+/// An answer from `plugin`, its warnings as (description, source).
+pub fn answer_of(
+    plugin: Plugin,
+    cluster: &str,
+    client: &Client,
+    fields: Map<String, Value>,
+    errors: &[Error],
+    warnings: &[(String, String)],
+) -> Response {
     let mut body = fields;
-    body.insert("meta".into(), meta(cluster, client));
+    body.insert("meta".into(), meta_of(plugin, cluster, client));
     body.insert(
         "errors".into(),
         Value::Array(errors.iter().map(Error::to_json).collect()),
@@ -249,7 +291,7 @@ pub fn answer(
         Value::Array(
             warnings
                 .iter()
-                .map(|w| json!({"description": w, "source": ""}))
+                .map(|(w, s)| json!({"description": w, "source": s}))
                 .collect(),
         ),
     );
@@ -290,10 +332,16 @@ mod tests {
         );
         assert_eq!(status_of(errno::AUTH_EXPIRED), StatusCode::UNAUTHORIZED);
         assert_eq!(status_of(errno::REST_FAIL_PARSING), StatusCode::BAD_REQUEST);
-        let m = meta("c1", &Client::default());
+        let m = meta_of(SLURMCTLD, "c1", &Client::default());
         assert_eq!(m["slurm"]["cluster"], "c1");
         assert_eq!(m["slurm"]["release"], "25.11.0");
         assert_eq!(m["plugin"]["data_parser"], "data_parser/v0.0.44");
+        let m = meta_of(SLURMDBD, "c1", &Client::default());
+        assert_eq!(m["plugin"]["type"], "openapi/slurmdbd");
+        assert_eq!(
+            m["plugin"]["accounting_storage"],
+            "accounting_storage/slurmdbd"
+        );
     }
 
     #[test]

@@ -20,6 +20,14 @@ use serde_json::{Map, Value};
 use super::{App, Peer};
 use envelope::{errno, Client, Error};
 
+mod db;
+mod db_accounts;
+mod db_associations;
+mod db_clusters;
+mod db_jobs;
+mod db_qos;
+mod db_tres;
+mod db_users;
 mod diag;
 pub(super) mod envelope;
 mod jobs;
@@ -46,6 +54,7 @@ pub(super) fn router() -> Router<App> {
         .route("/slurm/v0.0.44/node/{name}", get(nodes::one))
         .route("/slurm/v0.0.44/partitions", get(partitions::list))
         .route("/slurm/v0.0.44/partition/{name}", get(partitions::one))
+        .merge(db::router())
         .route("/slurm/{*rest}", any(unknown))
         .method_not_allowed_fallback(wrong_method)
 }
