@@ -104,6 +104,10 @@ fn update_node(client: &Client, words: &[String]) -> i32 {
     answer(client.post::<_, serde_json::Value>("/v1/nodes/update", &body))
 }
 
+/// What Slurm 22.05's `scontrol` adds after refusing a partition update's word: its
+/// parser fails without setting an error number.
+const NO_ERROR: &str = "slurm_update error: No error\n";
+
 /// A partition update as Slurm 22.05's `scontrol` reads it: keys by their prefixes, the
 /// values it checks itself (states, YES/NO) checked here with its messages. Errors:
 /// what `scontrol` prints to stderr.
@@ -112,12 +116,14 @@ fn partition_update(words: &[String]) -> Result<PartitionUpdate, String> {
     let mut changes = Vec::new();
     for w in words {
         let Some((tag, value)) = w.split_once('=') else {
-            return Err(format!("Invalid input: {w}  Request aborted\n"));
+            return Err(format!(
+                "scontrol: error: Invalid input: {w}  Request aborted\n{NO_ERROR}"
+            ));
         };
         let tag = tag.trim_end_matches(['+', '-']);
         let Some(key) = update_keys::partition_key(tag) else {
             return Err(format!(
-                "Update of this parameter is not supported: {w}\n\nRequest aborted\n"
+                "scontrol: error: Update of this parameter is not supported: {w}\n\nscontrol: error: Request aborted\n{NO_ERROR}"
             ));
         };
         let yes_no = |what: &str| {
@@ -127,7 +133,7 @@ fn partition_update(words: &[String]) -> Result<PartitionUpdate, String> {
                 Ok(if "yes".starts_with(&v) { "YES" } else { "NO" }.to_string())
             } else {
                 Err(format!(
-                    "Invalid input: {w}\nAcceptable {what} values are YES and NO\n"
+                    "scontrol: error: Invalid input: {w}\nscontrol: error: Acceptable {what} values are YES and NO\n{NO_ERROR}"
                 ))
             }
         };
@@ -144,14 +150,14 @@ fn partition_update(words: &[String]) -> Result<PartitionUpdate, String> {
                     .map(str::to_string)
                     .ok_or_else(|| {
                         format!(
-                            "Invalid input: {w}\nAcceptable State values are UP, DOWN, DRAIN and INACTIVE\n"
+                            "scontrol: error: Invalid input: {w}\nscontrol: error: Acceptable State values are UP, DOWN, DRAIN and INACTIVE\n{NO_ERROR}"
                         )
                     })?
             }
             "Default" => yes_no("Default")?,
             "MaxTime" | "DefaultTime" => {
                 sluice_conf::duration::parse_time(value)
-                    .map_err(|_| format!("Invalid input {w}\n"))?;
+                    .map_err(|_| format!("scontrol: error: Invalid input {w}\n{NO_ERROR}"))?;
                 value.to_string()
             }
             _ => value.to_string(),
@@ -164,10 +170,10 @@ fn partition_update(words: &[String]) -> Result<PartitionUpdate, String> {
         }
     }
     let Some(name) = name else {
-        return Err("PartitionName must be given.\n".into());
+        return Err("scontrol: error: PartitionName must be given.\n".into());
     };
     if changes.is_empty() {
-        return Err("No changes specified\n".into());
+        return Err("scontrol: error: No changes specified\n".into());
     }
     Ok(PartitionUpdate { name, changes })
 }

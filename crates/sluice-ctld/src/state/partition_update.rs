@@ -108,7 +108,8 @@ impl Controller {
             for (i, other) in self.conf.cluster.partitions.iter_mut().enumerate() {
                 if i != pid.index() && other.is_default {
                     other.is_default = false;
-                    self.sched.set_partition(PartitionId(i as u16), other.clone());
+                    self.sched
+                        .set_partition(PartitionId(i as u16), other.clone());
                 }
             }
         }
