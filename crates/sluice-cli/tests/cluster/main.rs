@@ -27,6 +27,7 @@ mod purge;
 mod queries;
 mod reservations;
 mod rest;
+mod rest_update;
 mod restarts;
 mod salloc;
 mod scripts;

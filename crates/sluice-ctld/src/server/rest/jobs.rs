@@ -10,14 +10,34 @@ use sluice_core::JobId;
 use sluice_proto::listing::JobQuery;
 use sluice_proto::types::{CancelRequest, JobRecord, JobState, MemoryRequest};
 
+use super::changes;
 use super::envelope::{errno, infinite, maybe, number, unset, Error};
 use super::{fields, Ctx};
 use crate::server::input::Change;
 
-/// `GET jobs`: every job the controller holds (finished ones until `MinJobAge`).
-pub(super) async fn list(ctx: Ctx) -> Response {
+/// `GET jobs[?update_time=T]`: every job the controller holds (finished ones until
+/// `MinJobAge`); none, with a warning, when no job changed since `T`.
+pub(super) async fn list(
+    ctx: Ctx,
+    query: Result<Query<changes::ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let since = match changes::since(query, "op_handler_jobs") {
+        Ok(t) => t,
+        Err(e) => return ctx.fail(fields([("jobs", json!([]))]), e),
+    };
     let listing = ctx.app.listing.latest();
     let now = crate::server::now();
+    let updated = listing.updated();
+    if changes::unchanged(since, updated) {
+        return ctx.ok_warned(
+            fields([
+                ("jobs", json!([])),
+                ("last_backfill", number(now)),
+                ("last_update", number(updated)),
+            ]),
+            &[changes::warning("job", since.unwrap_or_default())],
+        );
+    }
     let q = JobQuery {
         owner_only: listing.owner_only(ctx.peer.uid, ctx.app.own_uid),
         ..Default::default()
@@ -29,14 +49,14 @@ pub(super) async fn list(ctx: Ctx) -> Response {
     ctx.ok(fields([
         ("jobs", Value::Array(jobs)),
         ("last_backfill", number(now)),
-        ("last_update", number(now)),
+        ("last_update", number(updated)),
     ]))
 }
 
 /// A job id in a path: `123`, or an array task `123_4`.
 ///
 /// Errors: anything else, as Slurm refuses it.
-fn job_id(text: &str) -> Result<(u64, Option<u32>), Error> {
+pub(super) fn job_id(text: &str) -> Result<(u64, Option<u32>), Error> {
     let bad = || {
         Error::new(
             errno::REST_INVALID_QUERY,
@@ -60,18 +80,25 @@ fn job_id(text: &str) -> Result<(u64, Option<u32>), Error> {
 }
 
 /// The records of job `id` (each task of an array job), or of one array task.
-fn records(ctx: &Ctx, id: u64, task: Option<u32>) -> Vec<JobRecord> {
+pub(super) fn records(ctx: &Ctx, id: u64, task: Option<u32>) -> Vec<JobRecord> {
     let listing = ctx.app.listing.latest();
+    // `PrivateData=jobs`: another user's job is not found, as Slurm hides it.
+    let owner_only = listing.owner_only(ctx.peer.uid, ctx.app.own_uid);
     let q = JobQuery {
         jobs: Some(match task {
             Some(t) => format!("{id}_{t}"),
             None => id.to_string(),
         }),
+        owner_only,
         ..Default::default()
     };
     let mut found = listing.jobs(&q, crate::server::now());
     if found.is_empty() && task.is_none() {
-        found.extend(listing.job(JobId(id)));
+        found.extend(
+            listing
+                .job(JobId(id))
+                .filter(|r| owner_only.is_none_or(|uid| r.uid == uid)),
+        );
     }
     found
 }
@@ -115,7 +142,7 @@ pub(super) struct DeleteQuery {
 }
 
 /// A signal by name (`SIGUSR1`, `USR1`) or number.
-fn signal_number(text: &str) -> Option<i32> {
+pub(super) fn signal_number(text: &str) -> Option<i32> {
     if let Ok(n) = text.parse::<i32>() {
         return (1..=64).contains(&n).then_some(n);
     }
