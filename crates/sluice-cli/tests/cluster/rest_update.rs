@@ -377,6 +377,9 @@ fn rest_updates_and_cancels_jobs_and_drains_nodes_as_the_commands_do() {
     );
     assert_eq!((status, error_numbers(&v)), (422, vec![9216, 9000]), "{v}");
     assert_eq!(c.run("sinfo", &["-R"]).stdout.lines().count(), 1);
+    // No dynamic nodes in Sluice: no DELETE node.
+    let (status, v) = http(&addr, "DELETE", "/slurm/v0.0.44/node/n1", &root, "");
+    assert_eq!((status, error_numbers(&v)), (405, vec![9007]), "{v}");
 
     for j in [fill, roots, mine] {
         let _ = c.run("scancel", &[&j.to_string()]);
@@ -570,6 +573,33 @@ fn private_data_hides_another_users_job_from_show_and_the_api() {
     let (status, v) = http(&addr, "GET", "/slurm/v0.0.44/jobs", &users, "");
     assert_eq!(status, 200);
     assert_eq!(v["jobs"], json!([]), "{v}");
+    // Changing it is refused as without PrivateData (Slurm's kill and update refuse,
+    // they do not hide); a filter does not reach it at all.
+    let (status, v) = http(
+        &addr,
+        "DELETE",
+        &format!("/slurm/v0.0.44/job/{roots}"),
+        &users,
+        "",
+    );
+    assert_eq!((status, error_numbers(&v)), (422, vec![2002]), "{v}");
+    let (status, v) = http(
+        &addr,
+        "POST",
+        &format!("/slurm/v0.0.44/job/{roots}"),
+        &users,
+        r#"{"name": "seen"}"#,
+    );
+    assert_eq!((status, error_numbers(&v)), (422, vec![2002]), "{v}");
+    let (status, v) = http(
+        &addr,
+        "DELETE",
+        "/slurm/v0.0.44/jobs",
+        &users,
+        r#"{"user_name": "root"}"#,
+    );
+    assert_eq!((status, &v["status"]), (200, &json!([])), "{v}");
+    assert_eq!(c.state(roots), "PENDING");
     let _ = c.run("scancel", &[&roots.to_string()]);
     let _ = std::fs::remove_file(&key);
 }

@@ -79,11 +79,16 @@ pub(super) fn job_id(text: &str) -> Result<(u64, Option<u32>), Error> {
     Ok((id, task))
 }
 
-/// The records of job `id` (each task of an array job), or of one array task.
-pub(super) fn records(ctx: &Ctx, id: u64, task: Option<u32>) -> Vec<JobRecord> {
+/// The records of job `id` (each task of an array job), or of one array task. To be
+/// shown (`private`), another user's job is not found under `PrivateData=jobs`, as
+/// Slurm hides it; to be signalled, it is (and refused as Slurm refuses it).
+pub(super) fn records(ctx: &Ctx, id: u64, task: Option<u32>, private: bool) -> Vec<JobRecord> {
     let listing = ctx.app.listing.latest();
-    // `PrivateData=jobs`: another user's job is not found, as Slurm hides it.
-    let owner_only = listing.owner_only(ctx.peer.uid, ctx.app.own_uid);
+    let owner_only = if private {
+        listing.owner_only(ctx.peer.uid, ctx.app.own_uid)
+    } else {
+        None
+    };
     let q = JobQuery {
         jobs: Some(match task {
             Some(t) => format!("{id}_{t}"),
@@ -110,7 +115,7 @@ pub(super) async fn one(ctx: Ctx, Path(id): Path<String>) -> Response {
         Ok(v) => v,
         Err(e) => return ctx.fail(empty(), e),
     };
-    let found = records(&ctx, id, task);
+    let found = records(&ctx, id, task, true);
     if found.is_empty() {
         let shown = task.map_or(id.to_string(), |t| format!("{id}_{t}"));
         return ctx.fail(
@@ -196,7 +201,7 @@ pub(super) async fn cancel(
     let flags = q.flags.unwrap_or_default().to_ascii_uppercase();
     let batch = flags.split(',').any(|f| f.trim() == "BATCH_JOB");
     // As scancel: an unknown job is refused before anything is asked.
-    if records(&ctx, id, task).is_empty() {
+    if records(&ctx, id, task, false).is_empty() {
         return ctx.fail(
             empty(),
             Error::new(errno::INVALID_JOB_ID, "Signal request failed", source),

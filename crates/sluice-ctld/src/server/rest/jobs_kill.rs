@@ -5,8 +5,8 @@
 //!
 //! The jobs are chosen from the published snapshot, as slurmctld filters them: a named
 //! job that is unknown, finished or does not match the filters gets its error; a
-//! matching job of another user is refused (`Access/permission denied`) unless the
-//! caller is an operator, and under `PrivateData=jobs` is not seen at all. The others
+//! job of another user is refused (`Access/permission denied`) unless the caller is an
+//! operator, and under `PrivateData=jobs` is not among a filter's matches. The others
 //! are cancelled or signalled through the controller's one cancel path
 //! ([`Change::Cancel`], as `scancel`), as the caller.
 
@@ -341,7 +341,7 @@ pub(super) async fn kill(ctx: Ctx, body: axum::body::Body) -> Response {
         }
     } else {
         for (text, id, task) in &req.jobs {
-            let found = super::jobs::records(&ctx, *id, *task);
+            let found = super::jobs::records(&ctx, *id, *task, false);
             if found.is_empty() {
                 statuses.push(status(text, *id, errno::INVALID_JOB_ID, ""));
                 continue;
