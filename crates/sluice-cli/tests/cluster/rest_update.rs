@@ -243,6 +243,18 @@ fn rest_updates_and_cancels_jobs_and_drains_nodes_as_the_commands_do() {
     );
     assert_eq!((status, error_numbers(&v)), (422, vec![9216, 9000]), "{v}");
     assert_eq!(c.state(roots), "PENDING");
+    let (status, v) = http(
+        &addr,
+        "DELETE",
+        "/slurm/v0.0.44/jobs",
+        &root,
+        r#"{"user_name": "no-such-user-here"}"#,
+    );
+    assert_eq!((status, error_numbers(&v)), (500, vec![-1]), "{v}");
+    assert_eq!(
+        v["errors"][0]["description"],
+        "Unable to resolve no-such-user-here to numeric user id"
+    );
 
     // update_time: nothing changed since, nothing listed; a change lists them again.
     let settled = |what: &str| -> i64 {

@@ -34,6 +34,8 @@ pub(super) struct Kill {
     verbose: bool,
     user_name: Option<String>,
     user_id: Option<u32>,
+    /// `user_id` given as a name, to resolve.
+    user_id_name: Option<String>,
     account: Option<String>,
     partition: Option<String>,
     qos: Option<String>,
@@ -162,14 +164,11 @@ pub(super) fn parse(body: &Map<String, Value>) -> Result<Kill, Vec<Error>> {
                         Value::Number(n) => Some(n.to_string()),
                         _ => string(key, v)?,
                     };
-                    if let Some(t) = text {
-                        let uid = t.parse::<u32>().ok().or_else(|| {
-                            nix::unistd::User::from_name(&t)
-                                .ok()
-                                .flatten()
-                                .map(|u| u.uid.as_raw())
-                        });
-                        k.user_id = Some(uid.ok_or_else(|| bad(key, format!("Unknown user {t}")))?);
+                    // A name is resolved with `user_name`'s, off the async workers.
+                    match text.map(|t| t.parse::<u32>().map_err(|_| t)) {
+                        None => {}
+                        Some(Ok(uid)) => k.user_id = Some(uid),
+                        Some(Err(name)) => k.user_id_name = Some(name),
                     }
                 }
                 "account" => k.account = string(key, v)?,
@@ -237,6 +236,7 @@ impl Kill {
     fn has_filter(&self) -> bool {
         self.user_name.is_some()
             || self.user_id.is_some()
+            || self.user_id_name.is_some()
             || self.account.is_some()
             || self.partition.is_some()
             || self.qos.is_some()
@@ -305,6 +305,43 @@ pub(super) async fn kill(ctx: Ctx, body: axum::body::Body) -> Response {
                 source,
             ),
         );
+    }
+    // As slurmrestd: a user named must be one this host knows.
+    let names: Vec<String> = req
+        .user_name
+        .iter()
+        .chain(&req.user_id_name)
+        .cloned()
+        .collect();
+    let uids = tokio::task::spawn_blocking(move || {
+        names
+            .into_iter()
+            .map(|n| {
+                let uid = nix::unistd::User::from_name(&n)
+                    .ok()
+                    .flatten()
+                    .map(|u| u.uid.as_raw());
+                (n, uid)
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    let mut req = req;
+    for (name, uid) in uids {
+        let Some(uid) = uid else {
+            return ctx.fail(
+                empty(),
+                Error::new(
+                    errno::SLURM_ERROR,
+                    format!("Unable to resolve {name} to numeric user id"),
+                    "uid_from_string()",
+                ),
+            );
+        };
+        if req.user_id_name.as_deref() == Some(name.as_str()) {
+            req.user_id = Some(uid);
+        }
     }
     let caller = ctx.app.caller(ctx.peer);
     let listing = ctx.app.listing.latest();
@@ -447,6 +484,15 @@ mod tests {
         assert_eq!(k.state, Some(JobState::Pending));
         assert_eq!(k.nodes, Some(vec!["n1".into(), "n2".into()]));
         assert_eq!(parse(&body(json!({"signal": 9}))).unwrap().signal, None);
+        let by_name = parse(&body(json!({"user_id": "nobody"}))).unwrap();
+        assert_eq!(
+            (by_name.user_id, by_name.user_id_name.as_deref()),
+            (None, Some("nobody"))
+        );
+        assert_eq!(
+            parse(&body(json!({"user_id": "65534"}))).unwrap().user_id,
+            Some(65534)
+        );
     }
 
     #[test]
