@@ -373,7 +373,9 @@ pub(super) async fn kill(ctx: Ctx, body: axum::body::Body) -> Response {
             }
             match refusal(j, false) {
                 Some(code) => statuses.push(status(&shown_id(j), j.id, code, "")),
-                None => chosen.push((shown_id(j), j.id, j.array.map(|a| a.1))),
+                // By its own id: the record itself (a task, or an array's unstarted
+                // rest), as scancel's filters choose it.
+                None => chosen.push((shown_id(j), j.id, None)),
             }
         }
     } else {
@@ -403,8 +405,18 @@ pub(super) async fn kill(ctx: Ctx, body: axum::body::Body) -> Response {
     }
     let mut errors = Vec::new();
     if !chosen.is_empty() {
+        let by_filter = req.jobs.is_empty();
         let cancel = CancelRequest {
-            jobs: chosen.iter().map(|c| (c.1, c.2)).collect(),
+            jobs: if by_filter {
+                Vec::new()
+            } else {
+                chosen.iter().map(|c| (c.1, c.2)).collect()
+            },
+            records: if by_filter {
+                chosen.iter().map(|c| c.1).collect()
+            } else {
+                Vec::new()
+            },
             signal: req.signal,
             batch: req.batch,
             full: req.full,
