@@ -130,10 +130,11 @@ pub(super) async fn one(ctx: Ctx, Path(id): Path<String>) -> Response {
     let now = crate::server::now();
     let cluster = ctx.app.cluster_name.clone();
     let jobs: Vec<Value> = found.iter().map(|j| job(j, &cluster)).collect();
+    let updated = ctx.app.listing.latest().updated();
     ctx.ok(fields([
         ("jobs", Value::Array(jobs)),
         ("last_backfill", number(now)),
-        ("last_update", number(now)),
+        ("last_update", number(updated)),
     ]))
 }
 

@@ -97,15 +97,17 @@ pub(super) async fn list(
 /// `GET node/{name}`.
 pub(super) async fn one(ctx: Ctx, Path(name): Path<String>) -> Response {
     let now = crate::server::now();
-    let found = nodes(&ctx)
-        .await
-        .map(|all| all.into_iter().find(|n| n.name == name));
+    let found = nodes(&ctx).await.map(|all| {
+        let shown = Value::Array(all.iter().map(node).collect());
+        let updated = changes::last_change(&ctx.app.incarnation, "nodes", &shown, now);
+        (all.into_iter().find(|n| n.name == name), updated)
+    });
     match found {
-        Ok(Some(n)) => ctx.ok(fields([
+        Ok((Some(n), updated)) => ctx.ok(fields([
             ("nodes", json!([node(&n)])),
-            ("last_update", number(now)),
+            ("last_update", number(updated)),
         ])),
-        Ok(None) => ctx.fail(
+        Ok((None, _)) => ctx.fail(
             fields([("nodes", json!([]))]),
             Error::new(
                 errno::INVALID_NODE_NAME,

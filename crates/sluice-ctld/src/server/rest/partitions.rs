@@ -92,15 +92,17 @@ pub(super) async fn list(
 pub(super) async fn one(ctx: Ctx, Path(name): Path<String>) -> Response {
     let now = crate::server::now();
     let cluster = ctx.app.cluster_name.clone();
-    let found = partitions(&ctx)
-        .await
-        .map(|all| all.into_iter().find(|p| p.name == name));
+    let found = partitions(&ctx).await.map(|all| {
+        let shown = Value::Array(all.iter().map(|p| partition(p, &cluster)).collect());
+        let updated = changes::last_change(&ctx.app.incarnation, "partitions", &shown, now);
+        (all.into_iter().find(|p| p.name == name), updated)
+    });
     match found {
-        Ok(Some(p)) => ctx.ok(fields([
+        Ok((Some(p), updated)) => ctx.ok(fields([
             ("partitions", json!([partition(&p, &cluster)])),
-            ("last_update", number(now)),
+            ("last_update", number(updated)),
         ])),
-        Ok(None) => ctx.fail(
+        Ok((None, _)) => ctx.fail(
             fields([("partitions", json!([]))]),
             Error::new(
                 errno::INVALID_PARTITION_NAME,
