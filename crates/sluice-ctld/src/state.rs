@@ -1641,7 +1641,16 @@ impl Controller {
             }
             ids.extend(found);
         }
-        if req.jobs.is_empty() {
+        if req.jobs.is_empty() && !req.records.is_empty() {
+            // Chosen by the caller's filters: as the filters below choose (a record
+            // gone since is left alone, as a job finished since).
+            ids = req
+                .records
+                .iter()
+                .map(|&id| JobId(id))
+                .filter(|id| self.jobs.get(id).is_some_and(|j| !j.state.is_finished()))
+                .collect();
+        } else if req.jobs.is_empty() {
             ids = self
                 .jobs
                 .values()

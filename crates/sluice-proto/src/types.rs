@@ -852,6 +852,11 @@ pub struct CancelRequest {
     pub partition: Option<String>,
     /// Only jobs in these states.
     pub states: Vec<JobState>,
+    /// Records already chosen by their own ids (a task's own id, an array's head for
+    /// its unstarted rest), as a filter chooses them: what the REST API's `DELETE
+    /// jobs` chose with Slurm's filters. With `jobs` empty, instead of the filters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<u64>,
 }
 
 /// An error reply: Slurm's message and what went wrong (see [`crate::error`]).

@@ -28,6 +28,7 @@ mod queries;
 mod reservations;
 mod rest;
 mod rest_db;
+mod rest_update;
 mod restarts;
 mod salloc;
 mod scripts;

@@ -129,7 +129,7 @@ impl Owner {
         inputs: UnboundedSender<Input>,
         listen: Option<std::net::SocketAddr>,
     ) -> Self {
-        let listing = Publisher::new(&mut ctl);
+        let listing = Publisher::new(&mut ctl, super::now());
         Owner {
             listing,
             ctl,
@@ -182,7 +182,7 @@ impl Owner {
     /// Handles one input at `now`, then publishes the jobs as listings read them.
     pub fn handle(&mut self, input: Input, now: i64) -> Outcome {
         let outcome = self.handle_input(input, now);
-        self.listing.publish(&mut self.ctl);
+        self.listing.publish(&mut self.ctl, now);
         outcome
     }
 
@@ -291,7 +291,7 @@ impl Owner {
     /// the forecast when the last one no longer holds, and the purge of old jobs.
     pub fn pass(&mut self, now: i64) -> Outcome {
         let outcome = self.schedule(now);
-        self.listing.publish(&mut self.ctl);
+        self.listing.publish(&mut self.ctl, now);
         outcome
     }
 

@@ -209,7 +209,13 @@ async fn show_job(
     UrlPath(id): UrlPath<u64>,
 ) -> Response {
     let caller = app.caller(peer);
-    let found = app.listing.latest().job(JobId(id));
+    let listing = app.listing.latest();
+    // `PrivateData=jobs`: another user's job is no job at all, as Slurm answers
+    // (`Invalid job id specified`).
+    let hidden = listing.owner_only(peer.uid, app.own_uid);
+    let found = listing
+        .job(JobId(id))
+        .filter(|r| hidden.is_none_or(|uid| r.uid == uid));
     reply((|| {
         let mut r: JobRecord = found.ok_or_else(ApiError::invalid_job)?;
         if !(caller.admin || caller.uid == r.uid) {

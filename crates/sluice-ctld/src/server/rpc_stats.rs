@@ -73,15 +73,22 @@ pub(super) fn kind_of(method: &Method, path: &str) -> Option<RpcKind> {
         // The REST API: what slurmrestd would ask slurmctld for.
         "/slurm/v0.0.44/ping" => k("REQUEST_PING", 1008),
         "/slurm/v0.0.44/diag" => k("REQUEST_STATS_INFO", 2035),
-        "/slurm/v0.0.44/jobs" => k("REQUEST_JOB_INFO", 2003),
+        "/slurm/v0.0.44/jobs" if get => k("REQUEST_JOB_INFO", 2003),
+        "/slurm/v0.0.44/jobs" => k("REQUEST_KILL_JOBS", 5040),
         "/slurm/v0.0.44/job/submit" => k("REQUEST_SUBMIT_BATCH_JOB", 4003),
         "/slurm/v0.0.44/job/{id}" if get => k("REQUEST_JOB_INFO_SINGLE", 2021),
+        "/slurm/v0.0.44/job/{id}" if method == Method::POST => k("REQUEST_UPDATE_JOB", 3001),
         "/slurm/v0.0.44/job/{id}" => k("REQUEST_KILL_JOBS", 5040),
         "/slurm/v0.0.44/nodes" => k("REQUEST_NODE_INFO", 2007),
-        "/slurm/v0.0.44/node/{name}" => k("REQUEST_NODE_INFO_SINGLE", 2040),
+        "/slurm/v0.0.44/node/{name}" if get => k("REQUEST_NODE_INFO_SINGLE", 2040),
+        "/slurm/v0.0.44/node/{name}" => k("REQUEST_UPDATE_NODE", 3002),
         "/slurm/v0.0.44/partitions" | "/slurm/v0.0.44/partition/{name}" => {
             k("REQUEST_PARTITION_INFO", 2009)
         }
+        "/slurm/v0.0.44/reservations" | "/slurm/v0.0.44/reservation/{name}" => {
+            k("REQUEST_RESERVATION_INFO", 2024)
+        }
+        "/slurm/v0.0.44/shares" => k("REQUEST_SHARE_INFO", 2022),
         // Sluice's own.
         "/v1/jobs/{id}/explain" => k("SLUICE_REQUEST_EXPLAIN", 20001),
         "/v1/accounting" => k("SLUICE_REQUEST_ACCOUNTING", 20002),
@@ -184,6 +191,21 @@ mod tests {
             "REQUEST_KILL_JOB"
         );
         assert_eq!(kind_of(&get, "/v1/nosuch"), None);
+        // The REST API's changes are counted as the RPCs slurmrestd would send.
+        let delete = Method::DELETE;
+        let rest = |m: &Method, p: &str| kind_of(m, &format!("/slurm/v0.0.44/{p}")).unwrap().id;
+        assert_eq!(
+            [
+                rest(&get, "jobs"),
+                rest(&delete, "jobs"),
+                rest(&post, "job/{id}"),
+                rest(&delete, "job/{id}"),
+                rest(&post, "node/{name}"),
+                rest(&get, "reservations"),
+                rest(&get, "shares"),
+            ],
+            [2003, 5040, 3001, 5040, 3002, 2024, 2022]
+        );
         let mut s = RpcStats::default();
         s.record(kind_of(&get, "/v1/jobs").unwrap(), 1000, 30);
         s.record(kind_of(&get, "/v1/jobs").unwrap(), 0, 50);

@@ -94,6 +94,9 @@ pub struct Listing {
     by_state: OrdMap<JobState, OrdSet<JobId>>,
     /// (array, task index, job).
     by_array: OrdSet<(JobId, u32, JobId)>,
+    /// When a job's record last changed (Unix seconds; 0: never): Slurm's
+    /// `last_job_update`, what a listing's `update_time` is compared with.
+    updated: i64,
 }
 
 /// The latest snapshot, shared by the loop (which replaces it) and the readers.
@@ -115,7 +118,13 @@ impl Listing {
             by_user: OrdMap::new(),
             by_state: OrdMap::new(),
             by_array: OrdSet::new(),
+            updated: 0,
         }
+    }
+
+    /// When a job's record last changed (Unix seconds; 0: never).
+    pub fn updated(&self) -> i64 {
+        self.updated
     }
 
     /// How many jobs the controller holds.
@@ -565,8 +574,8 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    /// A publisher for `ctl`'s jobs, published at once.
-    pub fn new(ctl: &mut Controller) -> Self {
+    /// A publisher for `ctl`'s jobs, published at once (at `now`).
+    pub fn new(ctl: &mut Controller, now: i64) -> Self {
         let current = Listing::new(Arc::new(ctl.conf.clone()));
         let mut p = Publisher {
             shared: Published(Arc::new(RwLock::new(Arc::new(current.clone())))),
@@ -579,7 +588,7 @@ impl Publisher {
         for id in ctl.jobs.keys().copied().collect::<Vec<_>>() {
             ctl.jobs.get_mut(&id);
         }
-        p.publish(ctl);
+        p.publish(ctl, now);
         p
     }
 
@@ -595,8 +604,8 @@ impl Publisher {
 
     /// Brings the snapshot up to date with `ctl` and publishes it if anything changed.
     /// Costs the jobs changed since the last call, plus, when the core changed, a
-    /// look at each job it queues.
-    pub fn publish(&mut self, ctl: &mut Controller) {
+    /// look at each job it queues. A snapshot with changes is stamped `now`.
+    pub fn publish(&mut self, ctl: &mut Controller, now: i64) {
         let changed = ctl.jobs.take_changed();
         let mut dirty = false;
         for id in &changed {
@@ -651,6 +660,7 @@ impl Publisher {
             dirty |= self.refresh(ctl, *id);
         }
         if dirty {
+            self.current.updated = now;
             let next = Arc::new(self.current.clone());
             *self.shared.0.write().unwrap_or_else(|e| e.into_inner()) = next;
         }

@@ -237,6 +237,53 @@ fn array_tasks_cancelled_before_they_start_leave_no_record() {
 }
 
 #[test]
+fn records_chosen_by_their_ids_are_cancelled_as_a_filter_cancels_them() {
+    // Two identical controllers: a held array (job 1, tasks 0-2 as ids 2-4) and a
+    // job named `other`; one cancels `--name=job`, the other the records the REST
+    // API's filter chose, by their own ids. Same effects, same records.
+    let setup = || {
+        let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let mut d = desc(1, 600);
+        d.array = Some((vec![0, 1, 2, 3], None));
+        d.hold = true;
+        submit(&mut c, d, &mut next, 0);
+        let mut other = desc(1, 600);
+        other.name = "other".into();
+        other.hold = true;
+        submit(&mut c, other, &mut next, 0);
+        c
+    };
+    let (mut by_name, mut by_ids) = (setup(), setup());
+    let named = by_name
+        .cancel(
+            &CancelRequest {
+                name: Some("job".into()),
+                ..Default::default()
+            },
+            &alice(),
+            5,
+        )
+        .unwrap();
+    let chosen = by_ids
+        .cancel(
+            &CancelRequest {
+                records: vec![1, 2, 3, 4],
+                ..Default::default()
+            },
+            &alice(),
+            5,
+        )
+        .unwrap();
+    assert_eq!(chosen, named);
+    for id in 1..=5 {
+        assert_eq!(by_ids.job(JobId(id)), by_name.job(JobId(id)), "job {id}");
+    }
+    assert_eq!(by_ids.job(JobId(5)).unwrap().state, JobState::Pending);
+    assert_eq!(by_ids.job(JobId(1)).unwrap().state, JobState::Cancelled);
+}
+
+#[test]
 fn a_cancelled_pending_job_keeps_the_reason_it_waited_for() {
     // One 1-CPU node: a running job, one waiting for it (Resources), one held.
     let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);

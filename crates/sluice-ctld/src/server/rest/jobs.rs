@@ -10,14 +10,34 @@ use sluice_core::JobId;
 use sluice_proto::listing::JobQuery;
 use sluice_proto::types::{CancelRequest, JobRecord, JobState, MemoryRequest};
 
+use super::changes;
 use super::envelope::{errno, infinite, maybe, number, unset, Error};
 use super::{fields, Ctx};
 use crate::server::input::Change;
 
-/// `GET jobs`: every job the controller holds (finished ones until `MinJobAge`).
-pub(super) async fn list(ctx: Ctx) -> Response {
+/// `GET jobs[?update_time=T]`: every job the controller holds (finished ones until
+/// `MinJobAge`); none, with a warning, when no job changed since `T`.
+pub(super) async fn list(
+    ctx: Ctx,
+    query: Result<Query<changes::ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let since = match changes::since(query, "op_handler_jobs") {
+        Ok(t) => t,
+        Err(e) => return ctx.fail(fields([("jobs", json!([]))]), e),
+    };
     let listing = ctx.app.listing.latest();
     let now = crate::server::now();
+    let updated = listing.updated();
+    if changes::unchanged(since, updated) {
+        return ctx.ok_warned(
+            fields([
+                ("jobs", json!([])),
+                ("last_backfill", number(now)),
+                ("last_update", number(updated)),
+            ]),
+            &[changes::warning("job", since.unwrap_or_default())],
+        );
+    }
     let q = JobQuery {
         owner_only: listing.owner_only(ctx.peer.uid, ctx.app.own_uid),
         ..Default::default()
@@ -29,14 +49,14 @@ pub(super) async fn list(ctx: Ctx) -> Response {
     ctx.ok(fields([
         ("jobs", Value::Array(jobs)),
         ("last_backfill", number(now)),
-        ("last_update", number(now)),
+        ("last_update", number(updated)),
     ]))
 }
 
 /// A job id in a path: `123`, or an array task `123_4`.
 ///
 /// Errors: anything else, as Slurm refuses it.
-fn job_id(text: &str) -> Result<(u64, Option<u32>), Error> {
+pub(super) fn job_id(text: &str) -> Result<(u64, Option<u32>), Error> {
     let bad = || {
         Error::new(
             errno::REST_INVALID_QUERY,
@@ -59,19 +79,31 @@ fn job_id(text: &str) -> Result<(u64, Option<u32>), Error> {
     Ok((id, task))
 }
 
-/// The records of job `id` (each task of an array job), or of one array task.
-fn records(ctx: &Ctx, id: u64, task: Option<u32>) -> Vec<JobRecord> {
+/// The records of job `id` (each task of an array job), or of one array task. To be
+/// shown (`private`), another user's job is not found under `PrivateData=jobs`, as
+/// Slurm hides it; to be signalled, it is (and refused as Slurm refuses it).
+pub(super) fn records(ctx: &Ctx, id: u64, task: Option<u32>, private: bool) -> Vec<JobRecord> {
     let listing = ctx.app.listing.latest();
+    let owner_only = if private {
+        listing.owner_only(ctx.peer.uid, ctx.app.own_uid)
+    } else {
+        None
+    };
     let q = JobQuery {
         jobs: Some(match task {
             Some(t) => format!("{id}_{t}"),
             None => id.to_string(),
         }),
+        owner_only,
         ..Default::default()
     };
     let mut found = listing.jobs(&q, crate::server::now());
     if found.is_empty() && task.is_none() {
-        found.extend(listing.job(JobId(id)));
+        found.extend(
+            listing
+                .job(JobId(id))
+                .filter(|r| owner_only.is_none_or(|uid| r.uid == uid)),
+        );
     }
     found
 }
@@ -83,7 +115,7 @@ pub(super) async fn one(ctx: Ctx, Path(id): Path<String>) -> Response {
         Ok(v) => v,
         Err(e) => return ctx.fail(empty(), e),
     };
-    let found = records(&ctx, id, task);
+    let found = records(&ctx, id, task, true);
     if found.is_empty() {
         let shown = task.map_or(id.to_string(), |t| format!("{id}_{t}"));
         return ctx.fail(
@@ -98,10 +130,11 @@ pub(super) async fn one(ctx: Ctx, Path(id): Path<String>) -> Response {
     let now = crate::server::now();
     let cluster = ctx.app.cluster_name.clone();
     let jobs: Vec<Value> = found.iter().map(|j| job(j, &cluster)).collect();
+    let updated = ctx.app.listing.latest().updated();
     ctx.ok(fields([
         ("jobs", Value::Array(jobs)),
         ("last_backfill", number(now)),
-        ("last_update", number(now)),
+        ("last_update", number(updated)),
     ]))
 }
 
@@ -115,7 +148,7 @@ pub(super) struct DeleteQuery {
 }
 
 /// A signal by name (`SIGUSR1`, `USR1`) or number.
-fn signal_number(text: &str) -> Option<i32> {
+pub(super) fn signal_number(text: &str) -> Option<i32> {
     if let Ok(n) = text.parse::<i32>() {
         return (1..=64).contains(&n).then_some(n);
     }
@@ -169,7 +202,7 @@ pub(super) async fn cancel(
     let flags = q.flags.unwrap_or_default().to_ascii_uppercase();
     let batch = flags.split(',').any(|f| f.trim() == "BATCH_JOB");
     // As scancel: an unknown job is refused before anything is asked.
-    if records(&ctx, id, task).is_empty() {
+    if records(&ctx, id, task, false).is_empty() {
         return ctx.fail(
             empty(),
             Error::new(errno::INVALID_JOB_ID, "Signal request failed", source),

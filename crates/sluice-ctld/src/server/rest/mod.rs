@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use super::{App, Peer};
 use envelope::{errno, Client, Error};
 
+mod changes;
 mod db;
 mod db_accounts;
 mod db_associations;
@@ -30,10 +31,15 @@ mod db_tres;
 mod db_users;
 mod diag;
 pub(super) mod envelope;
+mod job_update;
 mod jobs;
+mod jobs_kill;
+mod node_update;
 mod nodes;
 mod partitions;
 mod ping;
+mod reservations;
+mod shares;
 mod submit;
 
 /// Largest body read, bytes (as the TCP listener's limit for signed requests).
@@ -44,17 +50,26 @@ pub(super) fn router() -> Router<App> {
     Router::new()
         .route("/slurm/v0.0.44/ping", get(ping::ping))
         .route("/slurm/v0.0.44/diag", get(diag::diag))
-        .route("/slurm/v0.0.44/jobs", get(jobs::list))
+        .route(
+            "/slurm/v0.0.44/jobs",
+            get(jobs::list).delete(jobs_kill::kill),
+        )
         .route("/slurm/v0.0.44/job/submit", post(submit::submit))
         .route(
             "/slurm/v0.0.44/job/{id}",
-            get(jobs::one).delete(jobs::cancel),
+            get(jobs::one).delete(jobs::cancel).post(job_update::update),
         )
         .route("/slurm/v0.0.44/nodes", get(nodes::list))
-        .route("/slurm/v0.0.44/node/{name}", get(nodes::one))
+        .route(
+            "/slurm/v0.0.44/node/{name}",
+            get(nodes::one).post(node_update::update),
+        )
         .route("/slurm/v0.0.44/partitions", get(partitions::list))
         .route("/slurm/v0.0.44/partition/{name}", get(partitions::one))
         .merge(db::router())
+        .route("/slurm/v0.0.44/reservations", get(reservations::list))
+        .route("/slurm/v0.0.44/reservation/{name}", get(reservations::one))
+        .route("/slurm/v0.0.44/shares", get(shares::list))
         .route("/slurm/{*rest}", any(unknown))
         .method_not_allowed_fallback(wrong_method)
 }

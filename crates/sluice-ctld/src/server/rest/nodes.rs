@@ -2,11 +2,12 @@
 //! Slurm's `NODE` shape (`state` a list of flags: `IDLE`, `MIXED`, `ALLOCATED`,
 //! `DOWN`, `IDLE`+`DRAIN`, ...).
 
-use axum::extract::Path;
+use axum::extract::{Path, Query};
 use axum::response::Response;
 use serde_json::{json, Value};
 use sluice_proto::types::NodeInfo;
 
+use super::changes;
 use super::envelope::{errno, maybe, number, Error};
 use super::{fields, Ctx};
 use crate::server::input::Request;
@@ -60,21 +61,35 @@ fn node(n: &NodeInfo) -> Value {
 }
 
 /// The nodes, from the loop.
-async fn nodes(ctx: &Ctx) -> Result<Vec<NodeInfo>, Error> {
+pub(super) async fn nodes(ctx: &Ctx) -> Result<Vec<NodeInfo>, Error> {
     ctx.app
         .ask(Request::Nodes)
         .await
         .map_err(|e| Error::from_api(&e, "slurm_load_node()"))
 }
 
-/// `GET nodes`.
-pub(super) async fn list(ctx: Ctx) -> Response {
+/// `GET nodes[?update_time=T]` (none, with a warning, when none changed since `T`).
+pub(super) async fn list(
+    ctx: Ctx,
+    query: Result<Query<changes::ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
     let now = crate::server::now();
+    let since = match changes::since(query, "_dump_nodes") {
+        Ok(t) => t,
+        Err(e) => return ctx.fail(fields([("nodes", json!([]))]), e),
+    };
     match nodes(&ctx).await {
-        Ok(all) => ctx.ok(fields([
-            ("nodes", Value::Array(all.iter().map(node).collect())),
-            ("last_update", number(now)),
-        ])),
+        Ok(all) => {
+            let shown = Value::Array(all.iter().map(node).collect());
+            let updated = changes::last_change(&ctx.app.incarnation, "nodes", &shown, now);
+            if changes::unchanged(since, updated) {
+                return ctx.ok_warned(
+                    fields([("nodes", json!([])), ("last_update", number(updated))]),
+                    &[changes::warning("node", since.unwrap_or_default())],
+                );
+            }
+            ctx.ok(fields([("nodes", shown), ("last_update", number(updated))]))
+        }
         Err(e) => ctx.fail(fields([("nodes", json!([]))]), e),
     }
 }
@@ -82,15 +97,17 @@ pub(super) async fn list(ctx: Ctx) -> Response {
 /// `GET node/{name}`.
 pub(super) async fn one(ctx: Ctx, Path(name): Path<String>) -> Response {
     let now = crate::server::now();
-    let found = nodes(&ctx)
-        .await
-        .map(|all| all.into_iter().find(|n| n.name == name));
+    let found = nodes(&ctx).await.map(|all| {
+        let shown = Value::Array(all.iter().map(node).collect());
+        let updated = changes::last_change(&ctx.app.incarnation, "nodes", &shown, now);
+        (all.into_iter().find(|n| n.name == name), updated)
+    });
     match found {
-        Ok(Some(n)) => ctx.ok(fields([
+        Ok((Some(n), updated)) => ctx.ok(fields([
             ("nodes", json!([node(&n)])),
-            ("last_update", number(now)),
+            ("last_update", number(updated)),
         ])),
-        Ok(None) => ctx.fail(
+        Ok((None, _)) => ctx.fail(
             fields([("nodes", json!([]))]),
             Error::new(
                 errno::INVALID_NODE_NAME,

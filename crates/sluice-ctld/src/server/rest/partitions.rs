@@ -1,11 +1,12 @@
 //! `GET partitions` and `GET partition/{name}`: the partitions as `scontrol show
 //! partition` sees them, in Slurm's `PARTITION_INFO` shape.
 
-use axum::extract::Path;
+use axum::extract::{Path, Query};
 use axum::response::Response;
 use serde_json::{json, Value};
 use sluice_proto::types::PartitionInfo;
 
+use super::changes;
 use super::envelope::{errno, infinite, number, Error};
 use super::{fields, Ctx};
 use crate::server::input::Request;
@@ -56,18 +57,33 @@ async fn partitions(ctx: &Ctx) -> Result<Vec<PartitionInfo>, Error> {
         .map_err(|e| Error::from_api(&e, "slurm_load_partitions()"))
 }
 
-/// `GET partitions`.
-pub(super) async fn list(ctx: Ctx) -> Response {
+/// `GET partitions[?update_time=T]` (none, with a warning, when none changed since
+/// `T`).
+pub(super) async fn list(
+    ctx: Ctx,
+    query: Result<Query<changes::ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
     let now = crate::server::now();
+    let since = match changes::since(query, "_partitions_get") {
+        Ok(t) => t,
+        Err(e) => return ctx.fail(fields([("partitions", json!([]))]), e),
+    };
     let cluster = ctx.app.cluster_name.clone();
     match partitions(&ctx).await {
-        Ok(all) => ctx.ok(fields([
-            (
-                "partitions",
-                Value::Array(all.iter().map(|p| partition(p, &cluster)).collect()),
-            ),
-            ("last_update", number(now)),
-        ])),
+        Ok(all) => {
+            let shown = Value::Array(all.iter().map(|p| partition(p, &cluster)).collect());
+            let updated = changes::last_change(&ctx.app.incarnation, "partitions", &shown, now);
+            if changes::unchanged(since, updated) {
+                return ctx.ok_warned(
+                    fields([("partitions", json!([])), ("last_update", number(updated))]),
+                    &[changes::warning("partition", since.unwrap_or_default())],
+                );
+            }
+            ctx.ok(fields([
+                ("partitions", shown),
+                ("last_update", number(updated)),
+            ]))
+        }
         Err(e) => ctx.fail(fields([("partitions", json!([]))]), e),
     }
 }
@@ -76,15 +92,17 @@ pub(super) async fn list(ctx: Ctx) -> Response {
 pub(super) async fn one(ctx: Ctx, Path(name): Path<String>) -> Response {
     let now = crate::server::now();
     let cluster = ctx.app.cluster_name.clone();
-    let found = partitions(&ctx)
-        .await
-        .map(|all| all.into_iter().find(|p| p.name == name));
+    let found = partitions(&ctx).await.map(|all| {
+        let shown = Value::Array(all.iter().map(|p| partition(p, &cluster)).collect());
+        let updated = changes::last_change(&ctx.app.incarnation, "partitions", &shown, now);
+        (all.into_iter().find(|p| p.name == name), updated)
+    });
     match found {
-        Ok(Some(p)) => ctx.ok(fields([
+        Ok((Some(p), updated)) => ctx.ok(fields([
             ("partitions", json!([partition(&p, &cluster)])),
-            ("last_update", number(now)),
+            ("last_update", number(updated)),
         ])),
-        Ok(None) => ctx.fail(
+        Ok((None, _)) => ctx.fail(
             fields([("partitions", json!([]))]),
             Error::new(
                 errno::INVALID_PARTITION_NAME,
