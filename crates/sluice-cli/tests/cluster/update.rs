@@ -199,3 +199,55 @@ fn owners_change_time_limits_names_and_partitions() {
         .stdout;
     assert_eq!(limit, "00:00:03\n");
 }
+
+#[test]
+fn an_operator_changes_partitions_until_the_controller_restarts() {
+    let mut c = Cluster::start_with("partupd", TWO_PARTITIONS, &["n1", "n2"]);
+    let parts = |c: &Cluster| c.run("sinfo", &["-h", "-o", "%P %a %l %D"]).stdout;
+    let before = "debug* up 1:00:00 2\nother up 1:00:00 1\n";
+    assert_eq!(parts(&c), before);
+    // Only operators: a user is refused and nothing changes.
+    let o = c.run_as(
+        65534,
+        "scontrol",
+        &["update", "PartitionName=other", "State=DOWN"],
+    );
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("slurm_update error: Access/permission denied\n", 1)
+    );
+    // One refused change refuses the others given with it.
+    let o = c.run(
+        "scontrol",
+        &["update", "PartitionName=other", "State=DOWN", "Nodes=n9"],
+    );
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("slurm_update error: Invalid node name specified\n", 1)
+    );
+    assert_eq!(parts(&c), before);
+    // The default moves with Default=YES; the other changes show at once.
+    let o = c.run(
+        "scontrol",
+        &[
+            "update",
+            "PartitionName=other",
+            "State=DOWN",
+            "MaxTime=10",
+            "Nodes=n[1-2]",
+            "Default=YES",
+        ],
+    );
+    assert_eq!((o.stderr.as_str(), o.code), ("", 0));
+    assert_eq!(parts(&c), "debug up 1:00:00 2\nother* down 10:00 2\n");
+    // A job sent to the new default waits while it is down.
+    let o = c.run("sbatch", &["--parsable", "-t", "5", "--wrap", "true"]);
+    let id = o.stdout.trim().to_string();
+    c.wait_for("the job to be judged", || {
+        c.run("squeue", &["-h", "-j", &id, "-o", "%P %T %r"]).stdout
+            == "other PENDING PartitionDown\n"
+    });
+    // As Slurm without ReconfigFlags=KeepPartInfo: a restart reads slurm.conf again.
+    c.crash_and_restart_controller();
+    c.wait_for("the partitions of slurm.conf", || parts(&c) == before);
+}
