@@ -120,7 +120,7 @@ fn partition_update(words: &[String]) -> Result<PartitionUpdate, String> {
                 "scontrol: error: Invalid input: {w}  Request aborted\n{NO_ERROR}"
             ));
         };
-        let tag = tag.trim_end_matches(['+', '-']);
+        // 22.05 has no `Nodes+=`/`Nodes-=`: such a word names no key.
         let Some(key) = update_keys::partition_key(tag) else {
             return Err(format!(
                 "scontrol: error: Update of this parameter is not supported: {w}\n\nscontrol: error: Request aborted\n{NO_ERROR}"
@@ -266,6 +266,45 @@ mod tests {
 
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn partition_updates_read_as_slurms_scontrol_reads_them() {
+        use super::partition_update;
+        let u = partition_update(&words("PartitionName=gpu st=d MaxT=10 Pri=3 Default=y")).unwrap();
+        assert_eq!(u.name, "gpu");
+        let pairs: Vec<(&str, &str)> = u
+            .changes
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("State", "DOWN"),
+                ("MaxTime", "10"),
+                ("PriorityTier", "3"),
+                ("PriorityJobFactor", "3"),
+                ("Default", "YES")
+            ]
+        );
+        let refused = |w: &str| partition_update(&words(w)).unwrap_err();
+        assert_eq!(
+            refused("PartitionName=gpu Nodes+=n2"),
+            "scontrol: error: Update of this parameter is not supported: Nodes+=n2\n\nscontrol: error: Request aborted\nslurm_update error: No error\n"
+        );
+        assert_eq!(
+            refused("PartitionName=gpu State=sleepy"),
+            "scontrol: error: Invalid input: State=sleepy\nscontrol: error: Acceptable State values are UP, DOWN, DRAIN and INACTIVE\nslurm_update error: No error\n"
+        );
+        assert_eq!(
+            refused("State=UP"),
+            "scontrol: error: PartitionName must be given.\n"
+        );
+        assert_eq!(
+            refused("PartitionName=gpu"),
+            "scontrol: error: No changes specified\n"
+        );
     }
 
     #[test]
