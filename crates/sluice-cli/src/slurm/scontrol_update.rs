@@ -212,6 +212,13 @@ fn job_changes(words: &[String]) -> Result<JobChanges, String> {
         };
         match key {
             "JobId" => job = Some(value),
+            // Checked by scontrol itself (`+T`/`-T` lengthen or shorten the limit).
+            "TimeLimit"
+                if sluice_conf::duration::parse_time(value.trim_start_matches(['+', '-']))
+                    .is_err() =>
+            {
+                return Err("scontrol: error: Invalid TimeLimit value\n".into());
+            }
             "StartTime" => match parse_timestamp(&value, now()) {
                 Some(t) => changes.push((key.into(), t.to_string())),
                 None => return Err(format!("scontrol: error: Invalid input: {w}\n")),
