@@ -230,7 +230,7 @@ pub fn help(command: Command) -> String {
     out.push_str(&render(GROUPS, table, 30, acts));
     out.push('\n');
     out.push_str(&list_line(
-        "Accepted without effect in Sluice (-v warns):",
+        "Accepted without effect in Sluice:",
         &names(table, |o| o.tag == Support::Warns),
     ));
     out.push_str(&list_line(
