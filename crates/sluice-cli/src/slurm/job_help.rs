@@ -10,47 +10,24 @@ use sluice_conf::options::{option_table, Command, Support};
 use super::help::{e, list_line, names, render, synopsis, Group};
 
 /// The descriptions, in Slurm's groups.
+#[rustfmt::skip]
 pub const GROUPS: &[Group] = &[
     Group {
         title: "Parallel run options:",
         entries: &[
-            e(
-                "array",
-                "indexes",
-                "submit a job array with these task ids (1-9:2%4)",
-            ),
+            e("array", "indexes", "submit a job array with these task ids (1-9:2%4)"),
             e("account", "name", "charge the job to this account"),
             e("begin", "time", "do not start the job before this time"),
             e("comment", "text", "a comment kept with the job"),
             e("cpus-per-task", "ncpus", "CPUs each task needs"),
-            e(
-                "dependency",
-                "type:jobid[:time]",
-                "start only once these jobs are in this state",
-            ),
+            e("dependency", "type:jobid[:time]", "start only once these jobs are in this state"),
             e("chdir", "directory", "working directory of the job"),
-            e(
-                "error",
-                "file",
-                "standard error to this file (%j, %A, %a, %x...)",
-            ),
-            e(
-                "export",
-                "names",
-                "environment to pass: ALL, NONE or a list of names",
-            ),
-            e(
-                "hold",
-                "",
-                "submit the job held (scontrol release starts it)",
-            ),
+            e("error", "file", "standard error to this file (%j, %A, %a, %x...)"),
+            e("export", "names", "environment to pass: ALL, NONE or a list of names"),
+            e("hold", "", "submit the job held (scontrol release starts it)"),
             e("input", "file", "standard input from this file"),
             e("job-name", "name", "the job's name"),
-            e(
-                "kill-command",
-                "signal",
-                "signal sent to the command if the allocation ends",
-            ),
+            e("kill-command", "signal", "signal sent to the command if the allocation ends"),
             e("label", "", "prefix each output line with its task number"),
             e("mpi", "type", "MPI plugin for the tasks (none, pmi2, pmix)"),
             e("ntasks", "ntasks", "number of tasks"),
@@ -59,83 +36,31 @@ pub const GROUPS: &[Group] = &[
             e("no-shell", "", "get the allocation, run nothing, and exit"),
             e("ntasks-per-node", "n", "tasks on each node"),
             e("nodes", "N", "number of nodes (min[-max])"),
-            e(
-                "output",
-                "file",
-                "standard output to this file (%j, %A, %a, %x...)",
-            ),
-            e(
-                "open-mode",
-                "append|truncate",
-                "how output files are opened",
-            ),
+            e("output", "file", "standard output to this file (%j, %A, %a, %x...)"),
+            e("open-mode", "append|truncate", "how output files are opened"),
             e("partition", "partition", "run in this partition"),
-            e(
-                "parsable",
-                "",
-                "print only the job id (and cluster) when submitted",
-            ),
+            e("parsable", "", "print only the job id (and cluster) when submitted"),
             e("qos", "qos", "quality of service of the job"),
             e("quiet", "", "print errors only"),
             e("requeue", "", "the job may be requeued"),
-            e(
-                "signal",
-                "[{R|B}:]num[@time]",
-                "send this signal so long before the time limit",
-            ),
-            e(
-                "switches",
-                "count[@time]",
-                "most leaf switches, and how long to wait for them",
-            ),
-            e(
-                "segment",
-                "N",
-                "place nodes in runs of N inside one topology block",
-            ),
-            e(
-                "test-only",
-                "",
-                "say when and where the job would start; submit nothing",
-            ),
-            e(
-                "time",
-                "minutes",
-                "time limit ([days-]hours:minutes:seconds, UNLIMITED)",
-            ),
-            e(
-                "time-min",
-                "minutes",
-                "least time limit the scheduler may choose",
-            ),
+            e("signal", "[{R|B}:]num[@time]", "send this signal so long before the time limit"),
+            e("switches", "count[@time]", "most leaf switches, and how long to wait for them"),
+            e("segment", "N", "place nodes in runs of N inside one topology block"),
+            e("test-only", "", "say when and where the job would start; submit nothing"),
+            e("time", "minutes", "time limit ([days-]hours:minutes:seconds, UNLIMITED)"),
+            e("time-min", "minutes", "least time limit the scheduler may choose"),
             e("unbuffered", "", "pass the tasks' output on at once"),
             e("verbose", "", "say more (repeat for more still)"),
-            e(
-                "wait",
-                "",
-                "exit only when the job ends, with its exit status",
-            ),
+            e("wait", "", "exit only when the job ends, with its exit status"),
             e("wckey", "wckey", "workload characterization key"),
-            e(
-                "wrap",
-                "command",
-                "run this command line in a generated sh script",
-            ),
+            e("wrap", "command", "run this command line in a generated sh script"),
         ],
     },
     Group {
         title: "Constraint options:",
         entries: &[
-            e(
-                "constraint",
-                "list",
-                "nodes with these features (& | [ ] *)",
-            ),
-            e(
-                "mem",
-                "MB",
-                "memory per node (0: all of it; K, M, G, T suffixes)",
-            ),
+            e("constraint", "list", "nodes with these features (& | [ ] *)"),
+            e("mem", "MB", "memory per node (0: all of it; K, M, G, T suffixes)"),
             e("reservation", "name", "run in this reservation"),
             e("nodelist", "hosts", "run on these nodes"),
             e("exclude", "hosts", "never run on these nodes"),
@@ -146,11 +71,7 @@ pub const GROUPS: &[Group] = &[
         entries: &[
             e("exclusive", "user", "whole nodes, shared with no other job"),
             e("exact", "", "the step gets only the CPUs its tasks ask for"),
-            e(
-                "overlap",
-                "",
-                "the step may share CPUs with the job's other steps",
-            ),
+            e("overlap", "", "the step may share CPUs with the job's other steps"),
             e("mem-per-cpu", "MB", "memory per allocated CPU"),
         ],
     },
@@ -158,11 +79,7 @@ pub const GROUPS: &[Group] = &[
         title: "Affinity/Multi-core options:",
         entries: &[
             e("sockets-per-node", "S", "sockets each node must have"),
-            e(
-                "cpu-bind",
-                "type",
-                "bind tasks to CPUs (none, cores, threads, map_cpu...)",
-            ),
+            e("cpu-bind", "type", "bind tasks to CPUs (none, cores, threads, map_cpu...)"),
         ],
     },
     Group {
@@ -170,23 +87,11 @@ pub const GROUPS: &[Group] = &[
         entries: &[
             e("cpus-per-gpu", "n", "CPUs per allocated GPU"),
             e("gpus", "[type:]n", "GPUs for the whole job"),
-            e(
-                "gpu-bind",
-                "...",
-                "bind tasks to GPUs (closest, single:n, map_gpu...)",
-            ),
+            e("gpu-bind", "...", "bind tasks to GPUs (closest, single:n, map_gpu...)"),
             e("gpus-per-node", "[type:]n", "GPUs on each node"),
-            e(
-                "gpus-per-socket",
-                "[type:]n",
-                "GPUs on each allocated socket",
-            ),
+            e("gpus-per-socket", "[type:]n", "GPUs on each allocated socket"),
             e("gpus-per-task", "[type:]n", "GPUs for each task"),
-            e(
-                "gres",
-                "list",
-                "generic resources per node (gpu:a100:2,...)",
-            ),
+            e("gres", "list", "generic resources per node (gpu:a100:2,...)"),
             e("mem-per-gpu", "MB", "memory per allocated GPU"),
         ],
     },

@@ -458,75 +458,32 @@ pub(crate) const OPTIONS: &[Opt] = &[
 pub(crate) const IGNORED: &[&str] = &["allclusters", "long", "clusters"];
 
 /// `--help`: the options Sluice acts on, in sacct's layout.
+#[rustfmt::skip]
 pub(crate) const HELP: &[Group] = &[Group {
     title: "",
     entries: &[
-        e(
-            "allusers",
-            "",
-            "Every user's jobs (the default for root); otherwise only\n\
-             the caller's.",
-        ),
-        e(
-            "accounts",
-            "",
-            "Only jobs charged to these accounts (comma separated).",
-        ),
+        e("allusers", "", "Every user's jobs (the default for root); otherwise only\n\
+             the caller's."),
+        e("accounts", "", "Only jobs charged to these accounts (comma separated)."),
         e("allocations", "", "One line per job: no step lines."),
-        e(
-            "delimiter",
-            "",
-            "What separates fields with -p or -P (default '|').",
-        ),
-        e(
-            "duplicates",
-            "",
-            "Every record of a requeued job, not only the last.",
-        ),
+        e("delimiter", "", "What separates fields with -p or -P (default '|')."),
+        e("duplicates", "", "Every record of a requeued job, not only the last."),
         e("helpformat", "", "List the fields --format takes."),
-        e(
-            "endtime",
-            "",
-            "Only jobs in some state before this time (as --starttime).",
-        ),
+        e("endtime", "", "Only jobs in some state before this time (as --starttime)."),
         e("help", "", "This help."),
         e("name", "", "Only jobs with these names."),
-        e(
-            "jobs",
-            "",
-            "Only these jobs or steps (id, id_task, id.step).",
-        ),
+        e("jobs", "", "Only these jobs or steps (id, id_task, id.step)."),
         e("noheader", "", "No header lines."),
-        e(
-            "format",
-            "",
-            "The fields to print, comma separated; name%width sets a\n\
-             width. --helpformat lists the fields.",
-        ),
-        e(
-            "parsable",
-            "",
-            "Fields separated by '|', one after the last too.",
-        ),
-        e(
-            "parsable2",
-            "",
-            "Fields separated by '|', none after the last.",
-        ),
+        e("format", "", "The fields to print, comma separated; name%width sets a\n\
+             width. --helpformat lists the fields."),
+        e("parsable", "", "Fields separated by '|', one after the last too."),
+        e("parsable2", "", "Fields separated by '|', none after the last."),
         e("partition", "", "Only jobs that ran in these partitions."),
-        e(
-            "state",
-            "",
-            "Only jobs in these states (CD, F, R, PD, CA, TO...).",
-        ),
-        e(
-            "starttime",
-            "",
-            "Only jobs in some state after this time (default:\n\
+        e("state", "", "Only jobs in these states (CD, F, R, PD, CA, TO...)."),
+        e("starttime", "", "Only jobs in some state after this time (default:\n\
              midnight, or all time when jobs are named). Formats:\n\
-             YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], now[-N{days|hours}],\n\
-             today, midnight, noon...",
-        ),
+             YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS], now[{+|-}N[units]],\n\
+             today, midnight, noon, tomorrow."),
         e("units", "", "Memory in this unit: K, M, G, T or P."),
         e("usage", "", "A short usage line."),
         e("user", "", "Only these users' jobs."),

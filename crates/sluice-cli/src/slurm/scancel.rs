@@ -42,6 +42,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
 pub(crate) const IGNORED: &[&str] = &["interactive", "quiet", "verbose"];
 
 /// `--help`: the options Sluice acts on, in Slurm's layout.
+#[rustfmt::skip]
 pub(crate) const HELP: &[Group] = &[
     Group {
         title: "",
@@ -51,17 +52,9 @@ pub(crate) const HELP: &[Group] = &[
             e("me", "", "my jobs only"),
             e("name", "job_name", "jobs with this name only"),
             e("partition", "partition", "jobs in this partition only"),
-            e(
-                "signal",
-                "name | integer",
-                "send this signal rather than cancel",
-            ),
-            e(
-                "state",
-                "states",
-                "jobs in these states only (PENDING, RUNNING,\n\
-                 SUSPENDED)",
-            ),
+            e("signal", "name | integer", "send this signal rather than cancel"),
+            e("state", "states", "jobs in these states only (PENDING, RUNNING,\n\
+                 SUSPENDED)"),
             e("user", "user_name", "this user's jobs only"),
             e("version", "", "print the Slurm version and exit"),
         ],

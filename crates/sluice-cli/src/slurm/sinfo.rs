@@ -78,6 +78,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
 pub(crate) const IGNORED: &[&str] = &["all", "responding"];
 
 /// `--help`: the options Sluice acts on, in Slurm's layout.
+#[rustfmt::skip]
 pub(crate) const HELP: &[Group] = &[
     Group {
         title: "",
@@ -88,23 +89,11 @@ pub(crate) const HELP: &[Group] = &[
             e("long", "", "the long format (more columns)"),
             e("nodes", "NODES", "these nodes only (a host list)"),
             e("Node", "", "one line per node"),
-            e(
-                "format",
-                "format",
-                "the columns, as %-codes (%P %a %l %D %t %N...)",
-            ),
-            e(
-                "Format",
-                "format",
-                "the columns, as field names (NodeList:10,...)",
-            ),
+            e("format", "format", "the columns, as %-codes (%P %a %l %D %t %N...)"),
+            e("Format", "format", "the columns, as field names (NodeList:10,...)"),
             e("partition", "PARTITION", "these partitions only"),
             e("list-reasons", "", "why nodes are down, drained or failing"),
-            e(
-                "summarize",
-                "",
-                "node counts by state (allocated/idle/other/total)",
-            ),
+            e("summarize", "", "node counts by state (allocated/idle/other/total)"),
             e("version", "", "print the Slurm version and exit"),
         ],
     },

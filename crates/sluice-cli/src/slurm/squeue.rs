@@ -345,6 +345,7 @@ Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
 pub(crate) const IGNORED: &[&str] = &["all", "local", "clusters", "sort"];
 
 /// `--help`: the options Sluice acts on, in Slurm's layout.
+#[rustfmt::skip]
 pub(crate) const HELP: &[Group] = &[
     Group {
         title: "",
@@ -355,38 +356,14 @@ pub(crate) const HELP: &[Group] = &[
             e("long", "", "the long format (time limit, nodes and more)"),
             e("name", "job_name(s)", "jobs with these names only"),
             e("me", "", "my jobs only (as --user=$USER)"),
-            e(
-                "noconvert",
-                "",
-                "memory in MiB as stored, no unit conversion",
-            ),
-            e(
-                "format",
-                "format",
-                "the columns, as %-codes (%i %j %T %M...)",
-            ),
-            e(
-                "Format",
-                "format",
-                "the columns, as field names (JobID,Name:20...)",
-            ),
-            e(
-                "partitions",
-                "partition(s)",
-                "jobs in these partitions only",
-            ),
-            e(
-                "array",
-                "",
-                "one line per array task, pending ones included",
-            ),
+            e("noconvert", "", "memory in MiB as stored, no unit conversion"),
+            e("format", "format", "the columns, as %-codes (%i %j %T %M...)"),
+            e("Format", "format", "the columns, as field names (JobID,Name:20...)"),
+            e("partitions", "partition(s)", "jobs in these partitions only"),
+            e("array", "", "one line per array task, pending ones included"),
             e("start", "", "pending jobs with their expected start time"),
-            e(
-                "states",
-                "states",
-                "jobs in these states only (all: every state;\n\
-                 default: pending, running and other live states)",
-            ),
+            e("states", "states", "jobs in these states only (all: every state;\n\
+                 default: pending, running and other live states)"),
             e("user", "user_name(s)", "these users' jobs only"),
             e("version", "", "print the Slurm version and exit"),
         ],
