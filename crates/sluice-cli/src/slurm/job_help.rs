@@ -29,7 +29,7 @@ pub const GROUPS: &[Group] = &[
             e("job-name", "name", "the job's name"),
             e("kill-command", "signal", "signal sent to the command if the allocation ends"),
             e("label", "", "prefix each output line with its task number"),
-            e("mpi", "type", "MPI plugin for the tasks (none, pmi2, pmix)"),
+            e("mpi", "type", "accepted: tasks start as with --mpi=none"),
             e("ntasks", "ntasks", "number of tasks"),
             e("nice", "value", "lower the job's priority by this much"),
             e("no-requeue", "", "never requeue the job"),
@@ -49,7 +49,7 @@ pub const GROUPS: &[Group] = &[
             e("test-only", "", "say when and where the job would start; submit nothing"),
             e("time", "minutes", "time limit ([days-]hours:minutes:seconds, UNLIMITED)"),
             e("time-min", "minutes", "least time limit the scheduler may choose"),
-            e("unbuffered", "", "pass the tasks' output on at once"),
+            e("unbuffered", "", "accepted: output is relayed as it arrives"),
             e("verbose", "", "say more (repeat for more still)"),
             e("wait", "", "exit only when the job ends, with its exit status"),
             e("wckey", "wckey", "workload characterization key"),
@@ -79,7 +79,7 @@ pub const GROUPS: &[Group] = &[
         title: "Affinity/Multi-core options:",
         entries: &[
             e("sockets-per-node", "S", "sockets each node must have"),
-            e("cpu-bind", "type", "bind tasks to CPUs (none, cores, threads, map_cpu...)"),
+            e("cpu-bind", "type", "accepted: no per-task binding"),
         ],
     },
     Group {
