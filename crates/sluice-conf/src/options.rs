@@ -217,6 +217,11 @@ pub struct JobOptions {
     /// `-V/--version`: print Slurm's version and exit (the options after it are not
     /// read).
     pub version: bool,
+    /// `-h/--help`: print the command's help and exit (the options after it are not
+    /// read).
+    pub help: bool,
+    /// `--usage`: print the command's short synopsis and exit.
+    pub usage: bool,
     /// Warnings for options accepted without effect.
     pub warnings: Vec<String>,
 }
@@ -313,7 +318,7 @@ const SBATCH: &[Opt<Support>] = &[
     Opt::required("gpus-per-task", None).tag(Support::Acts),
     Opt::required("gres", None).tag(Support::Acts),
     Opt::required("gres-flags", None).tag(Support::Warns),
-    Opt::flag("help", Some('h')).tag(Support::Refuses),
+    Opt::flag("help", Some('h')).tag(Support::Acts),
     Opt::required("hint", None).tag(Support::Warns),
     Opt::flag("hold", Some('H')).tag(Support::Acts),
     Opt::flag("ignore-pbs", None).tag(Support::Warns),
@@ -375,7 +380,7 @@ const SBATCH: &[Opt<Support>] = &[
     Opt::flag("use-min-nodes", None).tag(Support::Warns),
     Opt::flag("verbose", Some('v')).tag(Support::Acts),
     Opt::flag("version", Some('V')).tag(Support::Acts),
-    Opt::flag("usage", None).tag(Support::Refuses),
+    Opt::flag("usage", None).tag(Support::Acts),
     Opt::flag("wait", Some('W')).tag(Support::Acts),
     Opt::required("wait-all-nodes", None).tag(Support::Warns),
     Opt::required("wckey", None).tag(Support::Acts),
@@ -437,7 +442,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::required("gpus-per-task", None).tag(Support::Acts),
     Opt::required("gres", None).tag(Support::Acts),
     Opt::required("gres-flags", None).tag(Support::Warns),
-    Opt::flag("help", Some('h')).tag(Support::Refuses),
+    Opt::flag("help", Some('h')).tag(Support::Acts),
     Opt::required("het-group", None).tag(Support::Refuses),
     Opt::required("hint", None).tag(Support::Warns),
     Opt::flag("hold", Some('H')).tag(Support::Acts),
@@ -520,7 +525,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::flag("use-min-nodes", None).tag(Support::Warns),
     Opt::flag("verbose", Some('v')).tag(Support::Acts),
     Opt::flag("version", Some('V')).tag(Support::Acts),
-    Opt::flag("usage", None).tag(Support::Refuses),
+    Opt::flag("usage", None).tag(Support::Acts),
     Opt::required("wait", Some('W')).tag(Support::Warns),
     Opt::required("wckey", None).tag(Support::Acts),
     Opt::flag("whole", None).tag(Support::Refuses),
@@ -570,7 +575,7 @@ const SALLOC: &[Opt<Support>] = &[
     Opt::required("gpus-per-task", None).tag(Support::Acts),
     Opt::required("gres", None).tag(Support::Acts),
     Opt::required("gres-flags", None).tag(Support::Warns),
-    Opt::flag("help", Some('h')).tag(Support::Refuses),
+    Opt::flag("help", Some('h')).tag(Support::Acts),
     Opt::required("hint", None).tag(Support::Warns),
     Opt::flag("hold", Some('H')).tag(Support::Acts),
     Opt::optional("immediate", Some('I')).tag(Support::Refuses),
@@ -626,7 +631,7 @@ const SALLOC: &[Opt<Support>] = &[
     Opt::flag("use-min-nodes", None).tag(Support::Warns),
     Opt::flag("verbose", Some('v')).tag(Support::Acts),
     Opt::flag("version", Some('V')).tag(Support::Acts),
-    Opt::flag("usage", None).tag(Support::Refuses),
+    Opt::flag("usage", None).tag(Support::Acts),
     Opt::required("wait-all-nodes", None).tag(Support::Warns),
     Opt::required("wckey", None).tag(Support::Acts),
     Opt::optional("x11", None).tag(Support::Refuses),
@@ -650,8 +655,8 @@ pub fn option_table(command: Command) -> &'static [Opt<Support>] {
 /// arguments after the options: for `sbatch` the script and its arguments, for `srun`
 /// the command and its arguments.
 ///
-/// `--version` ends the walk (`opts.version`), as Slurm's commands print their version
-/// and exit there.
+/// `--version`, `--help` and `--usage` end the walk (`opts.version`, `opts.help`,
+/// `opts.usage`), as Slurm's commands print their version, help or usage and exit there.
 ///
 /// Errors: getopt's refusals (`unrecognized option '--foo=1'`, `option '--time'
 /// requires an argument`, glibc's words, [`OptionError::getopt`]), an option Sluice
@@ -685,8 +690,12 @@ pub fn parse_args(
         })?;
         match item {
             Parsed::Opt(f) => match f.opt.tag {
-                Support::Acts if f.name() == "version" => {
-                    opts.version = true;
+                Support::Acts if matches!(f.name(), "version" | "help" | "usage") => {
+                    match f.name() {
+                        "version" => opts.version = true,
+                        "help" => opts.help = true,
+                        _ => opts.usage = true,
+                    }
                     return Ok(Vec::new());
                 }
                 Support::Acts => {

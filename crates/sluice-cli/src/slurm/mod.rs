@@ -3,6 +3,8 @@
 pub mod allocate;
 pub mod common;
 pub mod format;
+pub mod help;
+pub mod job_help;
 pub mod json_c;
 pub mod long_format;
 #[cfg(test)]
@@ -15,6 +17,7 @@ mod sample_file;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_help;
 pub mod scontrol_resv;
 pub mod scontrol_show;
 pub mod scontrol_token;

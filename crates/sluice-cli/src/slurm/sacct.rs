@@ -10,6 +10,7 @@ use sluice_proto::types::{
 };
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
+use super::help::{e, four_to_a_line, render_described, trailer, Group};
 use super::squeue::current_user;
 
 const ME: &str = "sacct";
@@ -453,6 +454,64 @@ pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("", Some('t')),
 ];
 
+/// sacct's options Sluice accepts without effect.
+pub(crate) const IGNORED: &[&str] = &["allclusters", "long", "clusters"];
+
+/// `--help`: the options Sluice acts on, in sacct's layout.
+#[rustfmt::skip]
+pub(crate) const HELP: &[Group] = &[Group {
+    title: "",
+    entries: &[
+        e("allusers", "", "Every user's jobs (the default for root); otherwise only\n\
+             the caller's."),
+        e("accounts", "", "Only jobs charged to these accounts (comma separated)."),
+        e("allocations", "", "One line per job: no step lines."),
+        e("delimiter", "", "What separates fields with -p or -P (default '|')."),
+        e("duplicates", "", "Every record of a requeued job, not only the last."),
+        e("helpformat", "", "List the fields --format takes."),
+        e("endtime", "", "Only jobs in some state before this time (as --starttime)."),
+        e("help", "", "This help."),
+        e("name", "", "Only jobs with these names."),
+        e("jobs", "", "Only these jobs or steps (id, id_task, id.step)."),
+        e("noheader", "", "No header lines."),
+        e("format", "", "The fields to print, comma separated; name%width sets a\n\
+             width. --helpformat lists the fields."),
+        e("parsable", "", "Fields separated by '|', one after the last too."),
+        e("parsable2", "", "Fields separated by '|', none after the last."),
+        e("partition", "", "Only jobs that ran in these partitions."),
+        e("state", "", "Only jobs in these states (CD, F, R, PD, CA, TO...)."),
+        e("starttime", "", "Only jobs in some state after this time (default:\n\
+             midnight, or all time when jobs are named). Formats:\n\
+             YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS], now[{+|-}N[units]],\n\
+             today, midnight, noon, tomorrow."),
+        e("units", "", "Memory in this unit: K, M, G, T or P."),
+        e("usage", "", "A short usage line."),
+        e("user", "", "Only these users' jobs."),
+        e("version", "", "Print the Slurm version and exit."),
+        e("json", "", "The jobs as Slurm's JSON document."),
+    ],
+}];
+
+/// `--usage`, as Slurm's sacct.
+const USAGE: &str = "Usage: sacct [options]\n\tUse --help for help\n";
+
+/// `--help`: Slurm's first two lines, the options Sluice acts on, then those it
+/// accepts without effect and those it refuses.
+pub(crate) fn help_text() -> String {
+    let mut text = String::from("sacct [<OPTION>]\n     Valid <OPTION> values are:\n");
+    text.push_str(&render_described(HELP, OPTIONS));
+    text.push('\n');
+    text.push_str(&trailer(HELP, OPTIONS, IGNORED));
+    text
+}
+
+/// `--helpformat`: the fields `--format` takes, in alphabetical order, four to a line.
+fn helpformat() -> String {
+    let mut names: Vec<&str> = FIELDS.iter().map(|f| f.0).collect();
+    names.sort_by_key(|n| n.to_ascii_lowercase());
+    four_to_a_line(&names)
+}
+
 /// Runs `sacct`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut fields: Vec<(&'static str, i32)> = [
@@ -580,8 +639,20 @@ pub fn main(args: Vec<String>) -> i32 {
                 println!("{VERSION}");
                 return 0;
             }
+            "help" => {
+                print!("{}", help_text());
+                return 0;
+            }
+            "usage" => {
+                print!("{USAGE}");
+                return 0;
+            }
+            "helpformat" => {
+                print!("{}", helpformat());
+                return 0;
+            }
             // Accepted, no effect.
-            "allclusters" | "long" | "clusters" => {}
+            n if IGNORED.contains(&n) => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }

@@ -32,6 +32,15 @@ pub fn main(args: Vec<String>) -> i32 {
         println!("{VERSION}");
         return 0;
     }
+    if opts.help || opts.usage {
+        let text = if opts.help {
+            super::job_help::help(Command::Salloc)
+        } else {
+            super::job_help::usage(Command::Salloc)
+        };
+        print!("{text}");
+        return 0;
+    }
     if let Err(m) = sluice_conf::options::check_gpus_per_socket(&opts) {
         fail(ME, m, 1);
     }

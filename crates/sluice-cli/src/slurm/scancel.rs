@@ -5,6 +5,7 @@ use sluice_conf::options::signal_number;
 use sluice_proto::types::{CancelRequest, JobState};
 
 use super::common::{controller, describe, fail, parse_job_arg, Refusal, VERSION};
+use super::help::{command_help, e, synopsis, Group};
 use super::squeue::current_user;
 
 /// scancel's options: Slurm 22.05's table, in its order (which orders the candidates
@@ -35,6 +36,36 @@ pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("verbose", Some('v')),
     Opt::flag("version", Some('V')),
     Opt::required("wckey", None),
+];
+
+/// scancel's options Sluice accepts without effect.
+pub(crate) const IGNORED: &[&str] = &["interactive", "quiet", "verbose"];
+
+/// `--help`: the options Sluice acts on, in Slurm's layout.
+#[rustfmt::skip]
+pub(crate) const HELP: &[Group] = &[
+    Group {
+        title: "",
+        entries: &[
+            e("batch", "", "signal only the batch shell of each job"),
+            e("full", "", "signal the batch shell and every step"),
+            e("me", "", "my jobs only"),
+            e("name", "job_name", "jobs with this name only"),
+            e("partition", "partition", "jobs in this partition only"),
+            e("signal", "name | integer", "send this signal rather than cancel"),
+            e("state", "states", "jobs in these states only (PENDING, RUNNING,\n\
+                 SUSPENDED)"),
+            e("user", "user_name", "this user's jobs only"),
+            e("version", "", "print the Slurm version and exit"),
+        ],
+    },
+    Group {
+        title: "Help options:",
+        entries: &[
+            e("help", "", "this help"),
+            e("usage", "", "a short summary of the options"),
+        ],
+    },
 ];
 
 /// Runs `scancel`.
@@ -97,8 +128,18 @@ pub fn main(args: Vec<String>) -> i32 {
                 println!("{VERSION}");
                 return 0;
             }
+            "help" => {
+                let first = "Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]]\n";
+                print!("{}", command_help(first, HELP, OPTIONS, 34, IGNORED));
+                return 0;
+            }
+            "usage" => {
+                let tail = "[job_id[_array_id][.step_id]]";
+                print!("{}", synopsis(ME, HELP, OPTIONS, |_| true, tail));
+                return 0;
+            }
             // Accepted, no effect.
-            "interactive" | "quiet" | "verbose" => {}
+            n if IGNORED.contains(&n) => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }

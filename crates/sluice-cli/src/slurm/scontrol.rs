@@ -368,6 +368,11 @@ pub fn main(args: Vec<String>) -> i32 {
                 println!("{VERSION}");
                 return 0;
             }
+            // `--usage` is one more name of it, as in Slurm.
+            "help" => {
+                print!("{}", super::scontrol_help::HELP);
+                return 0;
+            }
             // Accepted, no effect.
             "all" | "details" | "quiet" => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
@@ -376,6 +381,10 @@ pub fn main(args: Vec<String>) -> i32 {
     let Some(verb) = words.first().map(|s| s.to_ascii_lowercase()) else {
         fail(ME, "no command given", 1);
     };
+    if verb == "help" {
+        print!("{}", super::scontrol_help::HELP);
+        return 0;
+    }
     let client = controller();
     let t = now();
     match verb.as_str() {

@@ -8,6 +8,7 @@ use sluice_proto::time::date_line;
 
 use super::common::{controller, describe, fail, now, Refusal, VERSION};
 use super::format::{codes, invalid_codes, Layout};
+use super::help::{command_help, e, synopsis, Group};
 use super::long_format;
 use super::sinfo_records::{build, field, Grouping, Record, ALLOC_MEM, CORES, SOCKETS, THREADS};
 
@@ -73,6 +74,38 @@ pub(crate) const OPTIONS: &[Opt] = &[
     Opt::flag("yaml", None),
 ];
 
+/// sinfo's options Sluice accepts without effect.
+pub(crate) const IGNORED: &[&str] = &["all", "responding"];
+
+/// `--help`: the options Sluice acts on, in Slurm's layout.
+#[rustfmt::skip]
+pub(crate) const HELP: &[Group] = &[
+    Group {
+        title: "",
+        entries: &[
+            e("exact", "", "one line per exact node configuration"),
+            e("noheader", "", "no header line"),
+            e("json", "", "the nodes as Slurm's JSON document"),
+            e("long", "", "the long format (more columns)"),
+            e("nodes", "NODES", "these nodes only (a host list)"),
+            e("Node", "", "one line per node"),
+            e("format", "format", "the columns, as %-codes (%P %a %l %D %t %N...)"),
+            e("Format", "format", "the columns, as field names (NodeList:10,...)"),
+            e("partition", "PARTITION", "these partitions only"),
+            e("list-reasons", "", "why nodes are down, drained or failing"),
+            e("summarize", "", "node counts by state (allocated/idle/other/total)"),
+            e("version", "", "print the Slurm version and exit"),
+        ],
+    },
+    Group {
+        title: "Help options:",
+        entries: &[
+            e("help", "", "this help"),
+            e("usage", "", "a short summary of the options"),
+        ],
+    },
+];
+
 /// Runs `sinfo`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sinfo";
@@ -115,8 +148,17 @@ pub fn main(args: Vec<String>) -> i32 {
                 Ok(names) => o.nodes.get_or_insert_with(Vec::new).extend(names),
                 Err(_) => fail(ME, format!("'{}' invalid entry for --nodes", f.value()), 1),
             },
+            "help" => {
+                let text = command_help("Usage: sinfo [OPTIONS]\n", HELP, OPTIONS, 29, IGNORED);
+                print!("{text}");
+                return 0;
+            }
+            "usage" => {
+                print!("{}", synopsis(ME, HELP, OPTIONS, |_| true, ""));
+                return 0;
+            }
             // Accepted, no effect.
-            "all" | "responding" => {}
+            n if IGNORED.contains(&n) => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }

@@ -11,6 +11,7 @@ use sluice_proto::time::{date_line, timestamp};
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
 use super::format::{Field, Layout};
+use super::help::{command_help, e, Group};
 use super::units::{self, Convert};
 
 const ME: &str = "squeue";
@@ -340,6 +341,42 @@ Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
 \t      [-ahjlrsv]
 ";
 
+/// squeue's options Sluice accepts without effect.
+pub(crate) const IGNORED: &[&str] = &["all", "local", "clusters", "sort"];
+
+/// `--help`: the options Sluice acts on, in Slurm's layout.
+#[rustfmt::skip]
+pub(crate) const HELP: &[Group] = &[
+    Group {
+        title: "",
+        entries: &[
+            e("noheader", "", "no header line"),
+            e("jobs", "job(s)", "these jobs only (comma separated ids)"),
+            e("json", "", "the jobs as Slurm's JSON document"),
+            e("long", "", "the long format (time limit, nodes and more)"),
+            e("name", "job_name(s)", "jobs with these names only"),
+            e("me", "", "my jobs only (as --user=$USER)"),
+            e("noconvert", "", "memory in MiB as stored, no unit conversion"),
+            e("format", "format", "the columns, as %-codes (%i %j %T %M...)"),
+            e("Format", "format", "the columns, as field names (JobID,Name:20...)"),
+            e("partitions", "partition(s)", "jobs in these partitions only"),
+            e("array", "", "one line per array task, pending ones included"),
+            e("start", "", "pending jobs with their expected start time"),
+            e("states", "states", "jobs in these states only (all: every state;\n\
+                 default: pending, running and other live states)"),
+            e("user", "user_name(s)", "these users' jobs only"),
+            e("version", "", "print the Slurm version and exit"),
+        ],
+    },
+    Group {
+        title: "Help options:",
+        entries: &[
+            e("help", "", "this help"),
+            e("usage", "", "a short summary of the options"),
+        ],
+    },
+];
+
 /// Reports each piece of a `-o` format that is not a field, as Slurm does (the piece
 /// is printed as written).
 fn report_invalid(format: &str) {
@@ -466,8 +503,15 @@ fn parse(args: &[String]) -> Args {
                 print!("{USAGE}");
                 std::process::exit(0);
             }
+            "help" => {
+                print!(
+                    "{}",
+                    command_help("Usage: squeue [OPTIONS]\n", HELP, OPTIONS, 34, IGNORED)
+                );
+                std::process::exit(0);
+            }
             // Accepted, no effect.
-            "all" | "local" | "clusters" | "sort" => {}
+            n if IGNORED.contains(&n) => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }

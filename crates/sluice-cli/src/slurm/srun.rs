@@ -28,6 +28,15 @@ pub fn main(args: Vec<String>) -> i32 {
         println!("{VERSION}");
         return 0;
     }
+    if opts.help || opts.usage {
+        let text = if opts.help {
+            super::job_help::help(Command::Srun)
+        } else {
+            super::job_help::usage(Command::Srun)
+        };
+        print!("{text}");
+        return 0;
+    }
     if argv.is_empty() {
         fail(ME, "No command given to execute.", USAGE_EXIT);
     }
