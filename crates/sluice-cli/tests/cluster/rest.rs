@@ -12,9 +12,9 @@ use sluice_ctld::token::Tokens;
 use crate::harness::Cluster;
 
 /// `nobody`: a second user for a test run by root.
-const NOBODY: u32 = 65534;
+pub(crate) const NOBODY: u32 = 65534;
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -23,7 +23,7 @@ fn free_port() -> u16 {
 }
 
 /// One HTTP request with `headers`; the status and the body as JSON (`Null` if not).
-fn http(
+pub(crate) fn http(
     addr: &str,
     method: &str,
     path: &str,
@@ -53,7 +53,7 @@ fn read_reply(mut s: TcpStream) -> (u16, Value) {
 }
 
 /// The token's headers, as slurmrestd's clients send them.
-fn as_user<'a>(user: &'a str, token: &'a str) -> [(&'a str, &'a str); 2] {
+pub(crate) fn as_user<'a>(user: &'a str, token: &'a str) -> [(&'a str, &'a str); 2] {
     [("X-SLURM-USER-NAME", user), ("X-SLURM-USER-TOKEN", token)]
 }
 
@@ -76,7 +76,7 @@ fn now() -> i64 {
 }
 
 /// The key file, readable by root (the controller's user) only.
-fn write_key(name: &str, mode: u32) -> std::path::PathBuf {
+pub(crate) fn write_key(name: &str, mode: u32) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::temp_dir().join(format!("sluice-jwt-{}-{name}.key", std::process::id()));
     std::fs::write(&path, b"0123456789abcdef0123456789abcdef").unwrap();
@@ -84,7 +84,7 @@ fn write_key(name: &str, mode: u32) -> std::path::PathBuf {
     path
 }
 
-fn conf(key: &std::path::Path) -> String {
+pub(crate) fn conf(key: &std::path::Path) -> String {
     format!(
         "{}AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={},max_token_lifespan=3600\n",
         crate::SMALL,

@@ -13,7 +13,7 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{any, get, post};
+use axum::routing::{any, get, post, MethodRouter};
 use axum::Router;
 use serde_json::{Map, Value};
 
@@ -24,6 +24,7 @@ mod diag;
 pub(super) mod envelope;
 mod jobs;
 mod nodes;
+pub mod openapi;
 mod partitions;
 mod ping;
 mod submit;
@@ -33,8 +34,36 @@ const MAX_BODY: usize = 8 << 20;
 
 /// Every route of the API; any other path under `/slurm/` is unknown.
 pub(super) fn router() -> Router<App> {
-    Router::new()
-        .route("/slurm/v0.0.44/ping", get(ping::ping))
+    routes().router.method_not_allowed_fallback(wrong_method)
+}
+
+/// The paths the router serves (for the check that the OpenAPI document lists each).
+#[cfg(test)]
+fn route_paths() -> Vec<&'static str> {
+    routes().paths
+}
+
+/// A router that remembers the paths it was given.
+#[derive(Default)]
+struct Routes {
+    router: Router<App>,
+    paths: Vec<&'static str>,
+}
+
+impl Routes {
+    fn route(mut self, path: &'static str, method: MethodRouter<App>) -> Routes {
+        self.router = self.router.route(path, method);
+        self.paths.push(path);
+        self
+    }
+}
+
+fn routes() -> Routes {
+    let mut r = Routes::default();
+    for path in openapi::PATHS {
+        r = r.route(path, get(openapi::serve));
+    }
+    r.route("/slurm/v0.0.44/ping", get(ping::ping))
         .route("/slurm/v0.0.44/diag", get(diag::diag))
         .route("/slurm/v0.0.44/jobs", get(jobs::list))
         .route("/slurm/v0.0.44/job/submit", post(submit::submit))
@@ -47,7 +76,6 @@ pub(super) fn router() -> Router<App> {
         .route("/slurm/v0.0.44/partitions", get(partitions::list))
         .route("/slurm/v0.0.44/partition/{name}", get(partitions::one))
         .route("/slurm/{*rest}", any(unknown))
-        .method_not_allowed_fallback(wrong_method)
 }
 
 /// What every handler knows of its request: the cluster and the caller.
