@@ -860,7 +860,11 @@ fn operation(e: &Endpoint) -> Value {
                     "name": name,
                     "description": description,
                     "required": *place == "path",
-                    "schema": string(),
+                    "schema": if *name == "job_id" {
+                        json!({"type": "string", "pattern": "^[0-9]+(_[0-9]+)?$"})
+                    } else {
+                        string()
+                    },
                 })
             })
             .collect();
