@@ -12,9 +12,11 @@
 //! - with load: 32 clients, each on its own keep-alive connection with a root token,
 //!   doing `GET /slurm/v0.0.44/jobs` back to back.
 //!
-//! For each window: the requests served per second, their median and p99 latency, and
-//! the scheduling passes' count, mean and max as `GET /slurm/v0.0.44/diag` reports
-//! them (`schedule_cycle_*`). No figure is asserted.
+//! For each window: the requests served per second, their median and p99 latency, the
+//! pacer's median submission (answered once the loop has taken it), and the
+//! scheduling cycles' count, mean and max as `GET /slurm/v0.0.44/diag` reports them
+//! (`schedule_cycle_*` for the main passes, `bf_cycle_*` for backfill, every second
+//! here: `bf_interval=1`). No figure is asserted.
 //!
 //! `--nodes N`, `--jobs N`, `--clients N` and `--seconds N` change the sizes.
 
@@ -30,7 +32,7 @@ use sluice_proto::types::{JobDescription, SubmitReply};
 #[path = "common/loopback.rs"]
 mod loopback;
 
-use loopback::{start_agents, wait_until, Scale};
+use loopback::{median, start_agents, wait_until, Scale};
 
 fn progress(what: impl std::fmt::Display) {
     eprintln!("[rest bench] {what}");
@@ -45,9 +47,10 @@ fn arg(args: &[String], name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Job `i`: 1 to 16 nodes, a user's hold on every tenth (the metrics bench's mix).
-fn job(i: u64, work: &str) -> JobDescription {
-    let nodes = 1 + (i.wrapping_mul(2_654_435_761) % 16) as u32;
+/// Job `i`: 1 to 16 nodes (at most the cluster's `size`), a user's hold on every tenth
+/// (the metrics bench's mix).
+fn job(i: u64, work: &str, size: usize) -> JobDescription {
+    let nodes = 1 + (i.wrapping_mul(2_654_435_761) % size.min(16) as u64) as u32;
     JobDescription {
         name: format!("r{}", i % 100),
         work_dir: work.into(),
@@ -108,22 +111,29 @@ impl Conn {
     }
 }
 
-/// The scheduling passes since the last reset: count, mean and max, µs.
-fn passes(addr: &str, token: &str) -> (u64, u64, u64) {
+/// Count, mean and max (µs) of a kind of scheduling cycle.
+type Cycles = (u64, u64, u64);
+
+/// The scheduling cycles since the last reset, as `GET diag` reports them: the main
+/// passes and the backfill cycles.
+fn passes(addr: &str, token: &str) -> (Cycles, Cycles) {
     let body = Conn::open(addr, token).get("/slurm/v0.0.44/diag");
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
     let s = &v["statistics"];
     let n = |k: &str| s[k].as_u64().unwrap_or(0);
     (
-        n("schedule_cycle_total"),
-        n("schedule_cycle_mean"),
-        n("schedule_cycle_max"),
+        (
+            n("schedule_cycle_total"),
+            n("schedule_cycle_mean"),
+            n("schedule_cycle_max"),
+        ),
+        (n("bf_cycle_counter"), n("bf_cycle_mean"), n("bf_cycle_max")),
     )
 }
 
 /// One window: `clients` clients listing the jobs for `length` (none: idle), a
 /// pacer submitting a held job every half second. Requests, their latencies (ms,
-/// sorted) and the passes.
+/// sorted), the pacer's median submission (ms) and the passes.
 fn window(
     s: &Scale,
     addr: &str,
@@ -132,23 +142,28 @@ fn window(
     length: Duration,
     work: &str,
     first: u64,
-) -> (usize, Vec<f64>, (u64, u64, u64)) {
+) -> (usize, Vec<f64>, f64, (Cycles, Cycles)) {
     let o = s.run("sdiag", &["--reset"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stop = AtomicBool::new(false);
     let mut latencies = Vec::new();
+    let mut submits = Vec::new();
     std::thread::scope(|scope| {
         let stop = &stop;
         let pacer = scope.spawn(move || {
             let client = Client::new(s.socket());
             let mut i = first;
+            let mut took = Vec::new();
             while !stop.load(Ordering::Relaxed) {
-                let mut d = job(i, work);
+                let mut d = job(i, work, 1);
                 d.hold = true;
+                let t = Instant::now();
                 let _: SubmitReply = client.post("/v1/jobs", &d).expect("submission");
+                took.push(t.elapsed().as_secs_f64() * 1000.0);
                 i += 1;
                 std::thread::sleep(Duration::from_millis(500));
             }
+            took
         });
         let workers: Vec<_> = (0..clients)
             .map(|_| {
@@ -170,11 +185,20 @@ fn window(
         for w in workers {
             latencies.extend(w.join().unwrap());
         }
-        pacer.join().unwrap();
+        submits = pacer.join().unwrap();
     });
     let passes = passes(addr, token);
     latencies.sort_by(f64::total_cmp);
-    (latencies.len(), latencies, passes)
+    (latencies.len(), latencies, median(submits), passes)
+}
+
+/// A cycle's mean and max, ms.
+fn ms((_, mean, max): Cycles) -> String {
+    format!(
+        "{:.2} / {:.2} ms",
+        mean as f64 / 1000.0,
+        max as f64 / 1000.0
+    )
 }
 
 fn main() {
@@ -200,7 +224,8 @@ fn main() {
         nodes,
         64,
         &format!(
-            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
+            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n\
+             SchedulerParameters=bf_interval=1\n",
             key.display()
         ),
     );
@@ -236,8 +261,9 @@ fn main() {
             scope.spawn(move || {
                 let mut i = c;
                 while i < jobs {
-                    let _: SubmitReply =
-                        client.post("/v1/jobs", &job(i, &work)).expect("submission");
+                    let _: SubmitReply = client
+                        .post("/v1/jobs", &job(i, &work, nodes))
+                        .expect("submission");
                     i += 8;
                 }
             });
@@ -265,9 +291,11 @@ fn main() {
         "requests/s",
         "median",
         "p99",
-        "scheduling passes",
-        "pass mean",
-        "pass max",
+        "a submission meanwhile",
+        "main passes",
+        "mean / max",
+        "backfill cycles",
+        "mean / max",
     ]);
     let mut first = jobs;
     for (label, n) in [
@@ -275,7 +303,7 @@ fn main() {
         (format!("{clients} clients × `GET jobs`"), clients),
     ] {
         progress(format_args!("{seconds} s with {n} clients"));
-        let (count, lat, (cycles, mean, max)) = window(&s, &addr, &token, n, length, &work, first);
+        let (count, lat, submit, (main, bf)) = window(&s, &addr, &token, n, length, &work, first);
         first += 2 * seconds + 2;
         let at = |q: f64| {
             if lat.is_empty() {
@@ -294,14 +322,16 @@ fn main() {
             },
             at(0.5),
             at(0.99),
-            cycles.to_string(),
-            format!("{:.1} ms", mean as f64 / 1000.0),
-            format!("{:.1} ms", max as f64 / 1000.0),
+            format!("{submit:.1} ms"),
+            main.0.to_string(),
+            ms(main),
+            bf.0.to_string(),
+            ms(bf),
         ]);
     }
     println!(
         "{nodes} nodes × 64 CPUs, {jobs} jobs queued (a tenth held; `GET jobs` answers {:.1} MiB), \
-         {seconds} s each, a held job submitted every 0.5 s:\n",
+         {seconds} s each, a held job submitted every 0.5 s, `bf_interval=1`:\n",
         size as f64 / (1024.0 * 1024.0)
     );
     println!("{table}");
