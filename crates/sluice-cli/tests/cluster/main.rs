@@ -20,6 +20,7 @@ mod limits;
 mod logs;
 mod memory;
 mod metrics;
+mod openapi;
 mod owners;
 mod preempt;
 mod priority;

@@ -7,7 +7,6 @@
 
 use axum::response::Response;
 use axum::routing::{any, get};
-use axum::Router;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -15,25 +14,20 @@ use sluice_proto::accounts::{AccountsSnapshot, AdminLevel, Tres};
 
 use super::envelope::{self, errno, Error};
 use super::{db_accounts, db_associations, db_clusters, db_jobs, db_qos, db_tres, db_users};
-use super::{App, Ctx};
+use super::{Ctx, Routes};
 use crate::server::input::Request;
 
-/// The version prefix of every `/slurmdb/` route.
-const V: &str = "/slurmdb/v0.0.44";
-
 /// The `/slurmdb/` routes; any other path under `/slurmdb/` is unknown (Slurm's 404).
-pub(super) fn router() -> Router<App> {
-    let r = |p: &str| format!("{V}{p}");
-    Router::new()
-        .route(&r("/jobs"), get(db_jobs::list))
-        .route(&r("/job/{id}"), get(db_jobs::one))
-        .route(&r("/accounts"), get(db_accounts::list))
-        .route(&r("/account/{name}"), get(db_accounts::one))
-        .route(&r("/associations"), get(db_associations::list))
-        .route(&r("/qos"), get(db_qos::list))
-        .route(&r("/users"), get(db_users::list))
-        .route(&r("/tres"), get(db_tres::list))
-        .route(&r("/clusters"), get(db_clusters::list))
+pub(super) fn routes(r: Routes) -> Routes {
+    r.route("/slurmdb/v0.0.44/jobs", get(db_jobs::list))
+        .route("/slurmdb/v0.0.44/job/{id}", get(db_jobs::one))
+        .route("/slurmdb/v0.0.44/accounts", get(db_accounts::list))
+        .route("/slurmdb/v0.0.44/account/{name}", get(db_accounts::one))
+        .route("/slurmdb/v0.0.44/associations", get(db_associations::list))
+        .route("/slurmdb/v0.0.44/qos", get(db_qos::list))
+        .route("/slurmdb/v0.0.44/users", get(db_users::list))
+        .route("/slurmdb/v0.0.44/tres", get(db_tres::list))
+        .route("/slurmdb/v0.0.44/clusters", get(db_clusters::list))
         .route("/slurmdb/{*rest}", any(super::unknown))
 }
 

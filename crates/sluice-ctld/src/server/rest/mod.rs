@@ -13,7 +13,7 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{any, get, post};
+use axum::routing::{any, get, post, MethodRouter};
 use axum::Router;
 use serde_json::{Map, Value};
 
@@ -36,6 +36,7 @@ mod jobs;
 mod jobs_kill;
 mod node_update;
 mod nodes;
+pub mod openapi;
 mod partitions;
 mod ping;
 mod reservations;
@@ -47,8 +48,41 @@ const MAX_BODY: usize = 8 << 20;
 
 /// Every route of the API; any other path under `/slurm/` is unknown.
 pub(super) fn router() -> Router<App> {
-    Router::new()
-        .route("/slurm/v0.0.44/ping", get(ping::ping))
+    routes().router.method_not_allowed_fallback(wrong_method)
+}
+
+/// The paths the router serves (for the check that the OpenAPI document lists each).
+#[cfg(test)]
+fn route_paths() -> Vec<&'static str> {
+    routes().paths
+}
+
+/// A router that remembers the paths it was given.
+#[derive(Default)]
+struct Routes {
+    router: Router<App>,
+    paths: Vec<&'static str>,
+}
+
+impl Routes {
+    /// These routes with `more`'s added (another file's routes).
+    fn then(self, more: impl FnOnce(Routes) -> Routes) -> Routes {
+        more(self)
+    }
+
+    fn route(mut self, path: &'static str, method: MethodRouter<App>) -> Routes {
+        self.router = self.router.route(path, method);
+        self.paths.push(path);
+        self
+    }
+}
+
+fn routes() -> Routes {
+    let mut r = Routes::default();
+    for path in openapi::PATHS {
+        r = r.route(path, get(openapi::serve));
+    }
+    r.route("/slurm/v0.0.44/ping", get(ping::ping))
         .route("/slurm/v0.0.44/diag", get(diag::diag))
         .route(
             "/slurm/v0.0.44/jobs",
@@ -66,12 +100,11 @@ pub(super) fn router() -> Router<App> {
         )
         .route("/slurm/v0.0.44/partitions", get(partitions::list))
         .route("/slurm/v0.0.44/partition/{name}", get(partitions::one))
-        .merge(db::router())
         .route("/slurm/v0.0.44/reservations", get(reservations::list))
         .route("/slurm/v0.0.44/reservation/{name}", get(reservations::one))
         .route("/slurm/v0.0.44/shares", get(shares::list))
         .route("/slurm/{*rest}", any(unknown))
-        .method_not_allowed_fallback(wrong_method)
+        .then(db::routes)
 }
 
 /// What every handler knows of its request: the cluster and the caller.
