@@ -299,6 +299,39 @@ pub fn answer_of(
     (status, axum::Json(Value::Object(body))).into_response()
 }
 
+/// A successful answer of slurmctld's plugin whose `key` is JSON written once for many
+/// callers (`raw`, see [`super::shared_list`]) beside the per-request `fields`.
+pub fn answer_with_raw(
+    cluster: &str,
+    client: &Client,
+    fields: Map<String, Value>,
+    key: &str,
+    raw: &serde_json::value::RawValue,
+) -> Response {
+    use serde::ser::{SerializeMap, Serializer};
+    let mut body = fields;
+    body.insert("meta".into(), meta_of(SLURMCTLD, cluster, client));
+    body.insert("errors".into(), Value::Array(Vec::new()));
+    body.insert("warnings".into(), Value::Array(Vec::new()));
+    let mut out = Vec::with_capacity(raw.get().len() + 1024);
+    let mut ser = serde_json::Serializer::new(&mut out);
+    let written = (|| {
+        let mut map = ser.serialize_map(Some(body.len() + 1))?;
+        map.serialize_entry(key, raw)?;
+        for (k, v) in &body {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    })();
+    written.expect("JSON values serialise");
+    (
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        out,
+    )
+        .into_response()
+}
+
 /// A refusal before the request reached a resource (a bad token, an unknown path):
 /// the envelope with one error, and `status`.
 pub fn failure(cluster: &str, status: StatusCode, error: Error) -> Response {

@@ -11,9 +11,11 @@ use sluice_proto::listing::JobQuery;
 use sluice_proto::types::{CancelRequest, JobRecord, JobState, MemoryRequest};
 
 use super::changes;
-use super::envelope::{errno, infinite, maybe, number, unset, Error};
+use super::envelope::{self, errno, infinite, maybe, number, unset, Error};
+use super::shared_list::SharedLists;
 use super::{fields, Ctx};
 use crate::server::input::Change;
+use crate::state::listing::Listing;
 
 /// `GET jobs[?update_time=T]`: every job the controller holds (finished ones until
 /// `MinJobAge`); none, with a warning, when no job changed since `T`.
@@ -42,15 +44,26 @@ pub(super) async fn list(
         owner_only: listing.owner_only(ctx.peer.uid, ctx.app.own_uid),
         ..Default::default()
     };
-    let mut jobs = listing.jobs(&q, now);
-    jobs.sort_by_key(|j| (j.id, j.array.map(|a| a.1)));
-    let cluster = ctx.app.cluster_name.clone();
-    let jobs: Vec<Value> = jobs.iter().map(|j| job(j, &cluster)).collect();
-    ctx.ok(fields([
-        ("jobs", Value::Array(jobs)),
-        ("last_backfill", number(now)),
-        ("last_update", number(updated)),
-    ]))
+    // Written once for every caller with the same view of this snapshot this second.
+    static SHARED: std::sync::LazyLock<SharedLists<Listing>> =
+        std::sync::LazyLock::new(Default::default);
+    let cluster = &ctx.app.cluster_name;
+    let written = SHARED.get_or_write(&listing, q.owner_only, now, || {
+        let mut jobs = listing.jobs(&q, now);
+        jobs.sort_by_key(|j| (j.id, j.array.map(|a| a.1)));
+        let jobs: Vec<Value> = jobs.iter().map(|j| job(j, cluster)).collect();
+        serde_json::to_string(&jobs).expect("JSON values serialise")
+    });
+    envelope::answer_with_raw(
+        cluster,
+        &ctx.client,
+        fields([
+            ("last_backfill", number(now)),
+            ("last_update", number(updated)),
+        ]),
+        "jobs",
+        &written,
+    )
 }
 
 /// A job id in a path: `123`, or an array task `123_4`.

@@ -40,6 +40,7 @@ pub mod openapi;
 mod partitions;
 mod ping;
 mod reservations;
+mod shared_list;
 mod shares;
 mod submit;
 
