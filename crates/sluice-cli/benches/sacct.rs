@@ -101,6 +101,7 @@ fn record(id: u64, n: u64, t: i64) -> (JobRecord, StepRecord) {
         ntasks: 1,
         cpus: 4,
         held_cpus: Vec::new(),
+        ended_on: Vec::new(),
     };
     (job, step)
 }

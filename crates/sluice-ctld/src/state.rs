@@ -1504,6 +1504,7 @@ impl Controller {
                 ntasks: 1,
                 cpus: r.alloc.first().map_or(1, |s| s.cpus),
                 held_cpus: Vec::new(),
+                ended_on: Vec::new(),
             };
             self.steps.insert((id, StepId::Batch), step.clone());
             effects.push(Effect::PersistStep(step));
@@ -2166,6 +2167,7 @@ impl Controller {
             } else {
                 cpus.clone()
             },
+            ended_on: Vec::new(),
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());
@@ -2219,6 +2221,61 @@ impl Controller {
             JobState::Completed
         };
         Ok(vec![Effect::PersistStep(s.clone())])
+    }
+
+    /// An agent says every task of a step on its node has ended. Once every node of the
+    /// step has, the step ends as srun would have ended it (the worst exit code, the
+    /// highest signal; out of memory anywhere: `0:125`), so that a step whose srun was
+    /// killed, or whose host went away, frees the job's CPUs for its next steps rather
+    /// than holding them until the job ends. A step srun already ended is left as it is.
+    ///
+    /// Errors: the caller is not an agent (root or the SlurmUser), an unknown step, or a
+    /// node the step does not run on.
+    pub fn step_ended_on(
+        &mut self,
+        report: &sluice_proto::types::StepEnded,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        if !caller.admin {
+            return Err(ApiError::access_denied());
+        }
+        let job = JobId(report.job);
+        let s = self
+            .steps
+            .get_mut(&(job, StepId::Number(report.step)))
+            .ok_or_else(|| ApiError::invalid("Invalid job step id"))?;
+        if s.state != JobState::Running {
+            return Ok(Vec::new());
+        }
+        if !s.nodes.contains(&report.node) {
+            return Err(ApiError::new(
+                ErrorCode::InvalidNodeName,
+                sluice_proto::error::INVALID_NODE_NAME,
+            ));
+        }
+        s.ended_on.retain(|(n, _, _)| *n != report.node);
+        s.ended_on
+            .push((report.node.clone(), report.exit_code, report.signal));
+        if s.nodes
+            .iter()
+            .any(|n| !s.ended_on.iter().any(|e| e.0 == *n))
+        {
+            return Ok(Vec::new());
+        }
+        let (exit_code, signal) = if s.ended_on.iter().any(|e| e.2 == OOM_SIGNAL) {
+            (0, OOM_SIGNAL)
+        } else {
+            s.ended_on
+                .iter()
+                .fold((0, 0), |(c, g), e| (c.max(e.1), g.max(e.2)))
+        };
+        tracing::info!(
+            "StepId={}.{} ended on all its nodes without word from its srun: exit code {exit_code}, signal {signal}",
+            report.job,
+            report.step
+        );
+        self.end_step(job, report.step, exit_code, signal, caller, now)
     }
 
     /// An agent registered (started, or came back): its node takes work; jobs the

@@ -1031,6 +1031,28 @@ pub(crate) async fn report(agent: App, ended: JobEnded) {
     }
 }
 
+/// Tells the controller that a step's tasks here have all ended (what frees the job's
+/// CPUs when the step's srun cannot say so itself); a few tries a second apart, since
+/// srun, when it lives, says so too.
+pub(crate) async fn report_step(agent: App, ended: sluice_proto::types::StepEnded) {
+    for _ in 0..5 {
+        let a = agent.clone();
+        let e = ended.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            a.controller
+                .post::<_, serde_json::Value>("/v1/agent/step-ended", &e)
+        })
+        .await;
+        match answer {
+            Ok(Ok(_)) => return,
+            // Refused (a step the controller does not know, or no longer runs there):
+            // nothing to try again.
+            Ok(Err(sluice_proto::ClientError::Status { .. })) => return,
+            _ => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -103,6 +103,37 @@ pub(crate) struct StepLog {
     finished: Option<Instant>,
     /// The connection streaming it (a new one takes over from an old one).
     streamer: u64,
+    /// Its tasks' end here so far, as srun sums it up: the worst exit code, the
+    /// highest signal, and whether the memory limit killed one.
+    worst: (i32, i32, bool),
+}
+
+impl StepLog {
+    /// How its tasks ended here, once they all have: (exit code, signal), out of memory
+    /// as srun reports it (`0`, [`crate::cgroup::OOM_SIGNAL`]).
+    fn ended(&self) -> Option<(i32, i32)> {
+        self.finished?;
+        let (code, signal, oom) = self.worst;
+        Some(if oom {
+            (0, crate::cgroup::OOM_SIGNAL)
+        } else {
+            (code, signal)
+        })
+    }
+
+    /// Takes `event` into the summary of how its tasks ended.
+    fn count(&mut self, event: &TaskEvent) {
+        let w = &mut self.worst;
+        match event {
+            TaskEvent::Exit { code, signal, .. } => {
+                w.0 = w.0.max(*code);
+                w.1 = w.1.max(*signal);
+            }
+            TaskEvent::OutOfMemory { .. } => w.2 = true,
+            TaskEvent::Error { .. } => w.0 = w.0.max(1),
+            _ => {}
+        }
+    }
 }
 
 impl StepLog {
@@ -116,6 +147,7 @@ impl StepLog {
             unsent_bytes: 0,
             finished: None,
             streamer: 0,
+            worst: (0, 0, false),
         }
     }
 
@@ -223,6 +255,10 @@ pub(crate) struct Status {
     pub(crate) tasks: usize,
     /// The batch script's end, until the controller has it.
     pub(crate) ended: Option<JobEnded>,
+    /// The steps whose tasks here have all ended (while their events are kept): step,
+    /// exit code, signal.
+    #[serde(default)]
+    pub(crate) steps_ended: Vec<(u32, i32, i32)>,
 }
 
 /// Writes `value` as JSON to `path`, whole or not at all (a temporary file renamed over
@@ -440,6 +476,14 @@ fn may_leave(exec: &Exec, idle_since: &mut Option<Instant>) -> bool {
 
 /// The supervisor's state for `Watch`.
 fn status(exec: &Exec) -> Status {
+    // Taken and let go before the processes' lock (never both held here).
+    let steps_ended: Vec<(u32, i32, i32)> = exec
+        .steps
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter_map(|(step, log)| log.ended().map(|(c, s)| (*step, c, s)))
+        .collect();
     let procs = exec.procs();
     Status {
         job: exec.job,
@@ -448,6 +492,7 @@ fn status(exec: &Exec) -> Status {
         pid: procs.pid,
         tasks: procs.task_groups.len(),
         ended: procs.ended.clone().filter(|_| !procs.acknowledged),
+        steps_ended,
     }
 }
 
@@ -632,6 +677,7 @@ async fn keep_events(exec: Arc<Exec>, step: u32, mut rx: tokio::sync::mpsc::Rece
                     break;
                 };
                 if log.unsent_bytes < BACKLOG {
+                    log.count(&e);
                     log.unsent_bytes += line.len();
                     log.events.push_back(std::mem::take(&mut line));
                     break;
@@ -647,6 +693,8 @@ async fn keep_events(exec: Arc<Exec>, step: u32, mut rx: tokio::sync::mpsc::Rece
         log.finished = Some(Instant::now());
     }
     exec.output.send_modify(|n| *n += 1);
+    // The watching agent tells the controller (`Status::steps_ended`).
+    exec.touch();
 }
 
 /// Streams step `step`'s events from the `from`-th on to `write`, until its last one

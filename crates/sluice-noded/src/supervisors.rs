@@ -254,14 +254,28 @@ pub(crate) fn attach(agent: &App, job: u64, run: u32, handle: Arc<Handle>) {
     });
 }
 
-/// Follows a supervisor's status until it leaves: its batch script's end is reported.
+/// Follows a supervisor's status until it leaves: its batch script's end is reported,
+/// and each step whose tasks here have all ended (once per step).
 async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
     let mut reporting = false;
+    let mut steps_told = std::collections::BTreeSet::new();
     if let Ok((Reply::Ok, mut lines)) = handle.open(&Request::Watch).await {
         while let Ok(Some(line)) = lines.next_line().await {
             let Ok(status) = serde_json::from_str::<Status>(&line) else {
                 continue;
             };
+            for &(step, exit_code, signal) in &status.steps_ended {
+                if steps_told.insert(step) {
+                    let ended = sluice_proto::types::StepEnded {
+                        job,
+                        step,
+                        node: agent.node.clone(),
+                        exit_code,
+                        signal,
+                    };
+                    tokio::spawn(crate::report_step(agent.clone(), ended));
+                }
+            }
             if let Some(ended) = status.ended.filter(|_| !reporting) {
                 reporting = true;
                 start_report(&agent, job, run, Some(handle.clone()), ended);

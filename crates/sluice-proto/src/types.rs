@@ -289,6 +289,11 @@ pub struct StepRecord {
     /// (`--overlap`) and for the batch step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held_cpus: Vec<u32>,
+    /// While it runs, the nodes whose agents said its tasks there have all ended, with
+    /// their worst exit code and signal ([`StepEnded`]): when every node has, the step
+    /// has ended even if its srun never says so (killed, or its host lost).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ended_on: Vec<(String, i32, i32)>,
 }
 
 /// Reads a field that is there, `null` included, as `Some`: with `#[serde(default)]`
@@ -1155,6 +1160,23 @@ pub struct DeviceFile {
     pub gpu: Option<u32>,
     /// The job may open it.
     pub allowed: bool,
+}
+
+/// An agent's report that every task of a step on its node has ended: the worst exit
+/// code and the highest signal of those tasks (a task the memory limit killed: exit 0
+/// and signal 125, as srun reports it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepEnded {
+    /// The job.
+    pub job: u64,
+    /// The step.
+    pub step: u32,
+    /// The node.
+    pub node: String,
+    /// The worst exit code of its tasks there.
+    pub exit_code: i32,
+    /// The highest signal that ended one of them.
+    pub signal: i32,
 }
 
 /// An agent's report that a job's batch script (or allocation) ended.

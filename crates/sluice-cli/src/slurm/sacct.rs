@@ -868,6 +868,7 @@ mod tests {
             ntasks: 1,
             cpus: 1,
             held_cpus: Vec::new(),
+            ended_on: Vec::new(),
         }
     }
 

@@ -413,6 +413,35 @@ fn steps_are_named_hold_the_jobs_cpus_and_give_it_its_derived_exit_code() {
              {job}.2|named|2|5:0|\n"
         )
     );
+    // A step whose srun is killed (SIGKILL: it cannot say anything) ends when its
+    // tasks do, as its agents tell the controller: the next step, which needs the
+    // job's CPUs, starts then rather than waiting for the job's end.
+    let job = c.sbatch(&[
+        "-n",
+        "2",
+        "-t",
+        "2",
+        "--wrap",
+        "srun -n 2 sleep 3 & sleep 1; kill -9 $!; srun -n 2 true && echo next step ran",
+    ]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    let out = std::fs::read_to_string(c.work().join(format!("slurm-{job}.out"))).unwrap();
+    assert!(out.ends_with("next step ran\n"), "{out}");
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-P",
+            "-o",
+            "JobID,State,ExitCode",
+            "-j",
+            &job.to_string(),
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!("{job}|COMPLETED|0:0\n{job}.batch|COMPLETED|0:0\n{job}.0|COMPLETED|0:0\n{job}.1|COMPLETED|0:0\n")
+    );
     // Fewer tasks than the job's nodes, without -N: one node per task, and srun says so.
     let job = c.sbatch(&[
         "-N",

@@ -145,9 +145,10 @@ fn owners_change_time_limits_names_and_partitions() {
             vec!["Partition=nosuch"],
             "slurm_update error: Invalid partition name specified\n",
         ),
+        // Not a time: refused by scontrol itself, as Slurm's (scenario 076).
         (
             vec!["TimeLimit=abc"],
-            "slurm_update error: Requested time limit is invalid (missing or exceeds some limit)\n",
+            "scontrol: error: Invalid TimeLimit value\n",
         ),
         (
             vec!["Colour=blue"],

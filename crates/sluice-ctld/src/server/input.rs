@@ -213,6 +213,15 @@ pub enum Request {
         /// name another answering agent holds.
         reply: Reply<Result<(), ApiError>>,
     },
+    /// An agent reports that a step's tasks on its node have all ended.
+    StepEndedOn {
+        /// The report.
+        report: sluice_proto::types::StepEnded,
+        /// Who reports (an agent).
+        caller: Caller,
+        /// Answered once durable.
+        reply: Reply<Result<(), ApiError>>,
+    },
     /// An agent reports a job's end.
     AgentEnded {
         /// The report.

@@ -457,6 +457,23 @@ impl Owner {
                     now_answer(reply, Err(e))
                 }
             },
+            Request::StepEndedOn {
+                report,
+                caller,
+                reply,
+            } => match ctl.step_ended_on(&report, &caller, now) {
+                Ok(effects) => Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e))),
+                Err(e) => {
+                    tracing::info!(
+                        "end of StepId={}.{} on {} from uid={} refused: {e}",
+                        report.job,
+                        report.step,
+                        report.node,
+                        caller.uid
+                    );
+                    now_answer(reply, Err(e))
+                }
+            },
             Request::Complete {
                 id,
                 exit_code,

@@ -77,6 +77,7 @@ pub(super) fn router(app: App) -> Router {
         .route(sluice_proto::auth::VOUCH_PATH, post(vouch))
         .route("/v1/agent/register", post(agent_register))
         .route("/v1/agent/ended", post(agent_ended))
+        .route("/v1/agent/step-ended", post(step_ended_on))
         .route("/v1/agent/heartbeat", post(agent_heartbeat))
         .route(sluice_proto::token::TOKEN_PATH, post(super::token::make))
         .merge(super::rest::router())
@@ -444,6 +445,24 @@ async fn agent_heartbeat(
         incarnation: app.incarnation.clone(),
         registered,
     }))
+}
+
+/// `POST /v1/agent/step-ended`: an agent's word that a step's tasks on its node ended.
+async fn step_ended_on(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(report): Json<sluice_proto::types::StepEnded>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ask(|reply| Request::StepEndedOn {
+            report,
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r.map(|()| Done {}))
 }
 
 async fn agent_ended(

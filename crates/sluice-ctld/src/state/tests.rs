@@ -2431,3 +2431,66 @@ fn identical_submissions_share_their_description_until_one_is_changed() {
         .collect();
     assert_eq!(names, ["renamed", "job", "other"]);
 }
+
+#[test]
+fn a_step_ends_when_every_agent_says_its_tasks_ended_even_without_its_srun() {
+    // A 3-task job on two 2-CPU nodes; its step runs on both.
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(3, 600), &mut next, 0);
+    c.schedule(0);
+    let (plan, _) = c
+        .start_step(id, &StepRequest::default(), &alice(), 1)
+        .unwrap();
+    let ended = |node: &str, exit_code, signal| sluice_proto::types::StepEnded {
+        job: id.0,
+        step: plan.step,
+        node: node.into(),
+        exit_code,
+        signal,
+    };
+    let state = |c: &Controller| {
+        let s = &c.steps[&(id, StepId::Number(plan.step))];
+        (s.state, s.exit_code, s.signal)
+    };
+    // Only agents (root, the SlurmUser) may say so; a node the step is not on is refused.
+    assert!(c
+        .step_ended_on(&ended("node01", 0, 0), &alice(), 2)
+        .is_err());
+    assert!(c.step_ended_on(&ended("node09", 0, 0), &root(), 2).is_err());
+    // One node of two: the step still runs.
+    assert!(c
+        .step_ended_on(&ended("node01", 3, 0), &root(), 2)
+        .unwrap()
+        .is_empty());
+    assert_eq!(state(&c), (JobState::Running, 0, 0));
+    // The other: it ends, as srun would have said, with the worst of both.
+    let effects = c.step_ended_on(&ended("node02", 1, 9), &root(), 3).unwrap();
+    assert!(matches!(effects.as_slice(), [Effect::PersistStep(_)]));
+    assert_eq!(state(&c), (JobState::Failed, 3, 9));
+    // srun's word after that changes nothing.
+    assert!(c
+        .end_step(id, plan.step, 0, 0, &alice(), 4)
+        .unwrap()
+        .is_empty());
+    assert_eq!(state(&c), (JobState::Failed, 3, 9));
+
+    // Out of memory on one node: the step is OUT_OF_MEMORY (0:125) as srun reports it.
+    let (plan, _) = c
+        .start_step(id, &StepRequest::default(), &alice(), 5)
+        .unwrap();
+    let oom = |node: &str, exit_code, signal| sluice_proto::types::StepEnded {
+        job: id.0,
+        step: plan.step,
+        node: node.into(),
+        exit_code,
+        signal,
+    };
+    c.step_ended_on(&oom("node01", 0, 125), &root(), 6).unwrap();
+    c.step_ended_on(&oom("node02", 2, 0), &root(), 6).unwrap();
+    let s = &c.steps[&(id, StepId::Number(plan.step))];
+    assert_eq!(
+        (s.state, s.exit_code, s.signal),
+        (JobState::OutOfMemory, 0, 125)
+    );
+}

@@ -811,6 +811,7 @@ mod tests {
             ntasks: 1,
             cpus: 1,
             held_cpus: vec![],
+            ended_on: vec![],
         };
         let v = job(&j, &[&s], (0, 0), "c", &[], 1000);
         assert_eq!(v["time"]["start"], 160);
