@@ -98,7 +98,7 @@ fn the_job_commands_help_shows_slurms_groups_and_what_sluice_refuses() {
         "\nGPU scheduling options:\n",
         "\n  -h, --help                  ",
         "\n      --usage                 ",
-        "\nNot supported by Sluice: --gid, --kill-on-invalid-dep, --mincpus, --tmp, --uid\n",
+        "\nNot supported by Sluice: --gid, --kill-on-invalid-dep, --mincpus, --nodefile,\n  --tmp, --uid\n",
     ] {
         assert!(
             sbatch.contains(line),

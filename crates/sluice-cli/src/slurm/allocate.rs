@@ -141,3 +141,38 @@ pub fn complete_with(client: &Client, job: u64, exit_code: i32, signal: i32) {
     let body = sluice_proto::types::ExitReport { exit_code, signal };
     let _ = client.post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/complete"), &body);
 }
+
+/// `--test-only` (sbatch, srun, as `me`): when and where the controller would start the
+/// job, which it checks as a submission but neither queues nor numbers (Slurm's
+/// `slurm_job_will_run`, its line on stderr); nothing runs.
+pub fn test_only(client: &Client, me: &str, desc: &JobDescription) -> i32 {
+    match client.post::<_, sluice_proto::types::WillRunReply>("/v1/will-run", desc) {
+        Ok(w) => {
+            eprintln!(
+                "{me}: Job {} to start at {} using {} processors on nodes {} in partition {}",
+                w.job_id,
+                sluice_proto::time::timestamp(w.start),
+                w.cpus,
+                w.nodes,
+                w.partition
+            );
+            0
+        }
+        Err(e) => {
+            let msg = describe(&e);
+            let msg = match msg.rsplit_once('\n') {
+                Some((first, last)) => {
+                    for line in first.lines() {
+                        eprintln!("{me}: error: {line}");
+                    }
+                    last.to_string()
+                }
+                None => msg,
+            };
+            super::sbatch::explain_refusal(me, desc, &msg);
+            // Slurm's `slurm_perror("allocation failure")`, without the program's name.
+            eprintln!("allocation failure: {msg}");
+            1
+        }
+    }
+}

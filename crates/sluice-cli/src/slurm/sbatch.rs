@@ -5,9 +5,7 @@ use std::path::Path;
 
 use sluice_conf::options::{parse_args, script_directives, Command, Export, JobOptions, Memory};
 use sluice_proto::time::parse_timestamp;
-use sluice_proto::types::{
-    GresRequest, JobDescription, JobRecord, MemoryRequest, SubmitReply, WillRunReply,
-};
+use sluice_proto::types::{GresRequest, JobDescription, JobRecord, MemoryRequest, SubmitReply};
 
 use super::common::{
     controller, cwd, describe, fail, hostname, now, program, Refusal, USAGE_EXIT, VERSION,
@@ -197,42 +195,6 @@ fn option_error(program: &str, e: sluice_conf::options::OptionError) -> ! {
     Refusal::job_option("sbatch", program, &e).exit()
 }
 
-/// `sbatch --test-only`: when and where the controller would start the job, which it
-/// checks as a submission but neither queues nor numbers (Slurm's `slurm_job_will_run`,
-/// its line on stderr).
-fn test_only(client: &sluice_proto::Client, desc: &JobDescription) -> i32 {
-    const ME: &str = "sbatch";
-    match client.post::<_, WillRunReply>("/v1/will-run", desc) {
-        Ok(w) => {
-            eprintln!(
-                "{ME}: Job {} to start at {} using {} processors on nodes {} in partition {}",
-                w.job_id,
-                sluice_proto::time::timestamp(w.start),
-                w.cpus,
-                w.nodes,
-                w.partition
-            );
-            0
-        }
-        Err(e) => {
-            let msg = describe(&e);
-            let msg = match msg.rsplit_once('\n') {
-                Some((first, last)) => {
-                    for line in first.lines() {
-                        eprintln!("{ME}: error: {line}");
-                    }
-                    last.to_string()
-                }
-                None => msg,
-            };
-            explain_refusal(ME, desc, &msg);
-            // Slurm's `slurm_perror("allocation failure")`, without the program's name.
-            eprintln!("allocation failure: {msg}");
-            1
-        }
-    }
-}
-
 /// Why sbatch refuses a batch script before it submits, one error line each, as
 /// Slurm's `_get_script_buffer`; `--wrap`'s own script is not checked for line ends.
 fn script_refusal(script: &str, wrapped: bool) -> Option<&'static [&'static str]> {
@@ -364,7 +326,7 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     let client = controller();
     if opts.test_only {
-        return test_only(&client, &desc);
+        return super::allocate::test_only(&client, "sbatch", &desc);
     }
     let reply: SubmitReply = match client.post("/v1/jobs", &desc) {
         Ok(r) => r,

@@ -39,7 +39,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
 ];
 
 /// scancel's options Sluice accepts without effect.
-pub(crate) const IGNORED: &[&str] = &["interactive", "quiet", "verbose"];
+pub(crate) const IGNORED: &[&str] = &["quiet", "verbose"];
 
 /// `--help`: the options Sluice acts on, in Slurm's layout.
 #[rustfmt::skip]
@@ -49,6 +49,7 @@ pub(crate) const HELP: &[Group] = &[
         entries: &[
             e("batch", "", "signal only the batch shell of each job"),
             e("full", "", "signal the batch shell and every step"),
+            e("interactive", "", "ask before cancelling each job named"),
             e("me", "", "my jobs only"),
             e("name", "job_name", "jobs with this name only"),
             e("partition", "partition", "jobs in this partition only"),
@@ -73,6 +74,7 @@ pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "scancel";
     let mut req = CancelRequest::default();
     let mut filters = false;
+    let mut interactive = false;
     let mut operands = Vec::new();
     for item in Getopt::new(OPTIONS, args, Order::Permute) {
         let f = match item {
@@ -124,6 +126,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 }
                 filters = true;
             }
+            "interactive" => interactive = true,
             "version" => {
                 println!("{VERSION}");
                 return 0;
@@ -157,6 +160,19 @@ pub fn main(args: Vec<String>) -> i32 {
     if req.jobs.is_empty() && !filters {
         fail(ME, "No job identification provided", 1);
     }
+    if interactive {
+        if filters {
+            fail(
+                ME,
+                "--interactive asks about the jobs named by id only (not about filters' matches)",
+                1,
+            );
+        }
+        req.jobs = confirmed(&req.jobs, &mut std::io::stdin().lock());
+        if req.jobs.is_empty() {
+            return 0;
+        }
+    }
     if req.signal == Some(libc::SIGKILL) {
         // As Slurm: SIGKILL, to the steps, the batch shell or both, cancels the job
         // (`CANCELLED by UID`, SIGTERM then SIGKILL after KillWait).
@@ -167,5 +183,75 @@ pub fn main(args: Vec<String>) -> i32 {
     match controller().post::<_, serde_json::Value>("/v1/cancel", &req) {
         Ok(_) => 0,
         Err(e) => fail(ME, describe(&e), 1),
+    }
+}
+
+/// The jobs of `jobs` the user confirms, asked one by one as Slurm's `scancel -i` asks
+/// (`Cancel job_id=ID name=NAME partition=PART [y/n]? ` on stdout, an answer starting
+/// with y or n on `input`, anything else asked again). The end of the input answers no
+/// (Slurm's asks again forever). A job the controller does not know is kept: the
+/// cancel then says so as without `-i`.
+fn confirmed(
+    jobs: &[(u64, Option<u32>)],
+    input: &mut impl std::io::BufRead,
+) -> Vec<(u64, Option<u32>)> {
+    use std::io::Write;
+    let client = controller();
+    let mut keep = Vec::new();
+    for &(id, task) in jobs {
+        let named = task.map_or(id.to_string(), |t| format!("{id}_{t}"));
+        let record = client
+            .get::<Vec<sluice_proto::types::JobRecord>>(&format!("/v1/jobs?jobs={named}"))
+            .ok()
+            .and_then(|r| r.into_iter().next());
+        let Some(r) = record else {
+            keep.push((id, task));
+            continue;
+        };
+        if ask(&named, &r.desc.name, &r.partition, input) {
+            keep.push((id, task));
+        }
+        let _ = std::io::stdout().flush();
+    }
+    keep
+}
+
+/// Asks once about one job (again until the answer starts with y or n); the end of the
+/// input is no.
+fn ask(job: &str, name: &str, partition: &str, input: &mut impl std::io::BufRead) -> bool {
+    use std::io::Write;
+    loop {
+        print!("Cancel job_id={job} name={name} partition={partition} [y/n]? ");
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                println!();
+                return false;
+            }
+            Ok(_) => match line.chars().next() {
+                Some('y' | 'Y') => return true,
+                Some('n' | 'N') => return false,
+                _ => {}
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ask;
+
+    #[test]
+    fn interactive_answers_are_read_as_slurms_scancel_reads_them() {
+        let mut yes = "maybe\nYes please\n".as_bytes();
+        assert!(ask("7", "job", "debug", &mut yes));
+        let mut no = "n\n".as_bytes();
+        assert!(!ask("7", "job", "debug", &mut no));
+        let mut nothing = "".as_bytes();
+        assert!(
+            !ask("7", "job", "debug", &mut nothing),
+            "the end of the input is no"
+        );
     }
 }

@@ -28,8 +28,9 @@ scontrol [<OPTION>] [<COMMAND>]
      token [lifespan=] [username=]
                               a token for the REST API (slurmrestd)
      uhold <job_list>         hold jobs, as their owner may release
-     update <SPECIFICATIONS>  change a job (JobId=), nodes (NodeName=) or a
-                              reservation (ReservationName=)
+     update <SPECIFICATIONS>  change a job (JobId=), nodes (NodeName=), a
+                              partition (PartitionName=) or a reservation
+                              (ReservationName=)
      version                  print the Slurm version
 
   <ENTITY> may be \"config\", \"hostlist\", \"hostlistsorted\", \"hostnames\",

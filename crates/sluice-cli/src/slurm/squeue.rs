@@ -11,7 +11,7 @@ use sluice_proto::time::{date_line, timestamp};
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
 use super::format::{Field, Layout};
-use super::help::{command_help, e, Group};
+use super::help::{command_help, e, synopsis, Group};
 use super::units::{self, Convert};
 
 const ME: &str = "squeue";
@@ -330,8 +330,8 @@ pub(crate) const OPTIONS: &[Opt] = &[
     Opt::required("", Some('U')).alias_of("accounts"),
 ];
 
-/// squeue's usage, as Slurm 22.05 prints it (`--usage`, and on standard output after
-/// an operand it cannot take).
+/// squeue's usage, as Slurm 22.05 prints it on standard output after an operand it
+/// cannot take.
 const USAGE: &str = "\
 Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
               [-n name] [-o format] [-p partitions] [--qos qos]
@@ -499,8 +499,10 @@ fn parse(args: &[String]) -> Args {
                 println!("{VERSION}");
                 std::process::exit(0);
             }
+            // The options Sluice acts on (Slurm's own synopsis, which names options
+            // Sluice refuses, is kept for the refusal of an operand below).
             "usage" => {
-                print!("{USAGE}");
+                print!("{}", synopsis(ME, HELP, OPTIONS, |_| true, ""));
                 std::process::exit(0);
             }
             "help" => {

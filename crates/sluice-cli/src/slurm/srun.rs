@@ -50,6 +50,10 @@ pub fn main(args: Vec<String>) -> i32 {
         .ok()
         .and_then(|v| v.parse::<u64>().ok());
     match inside {
+        // Inside an allocation there is no job to test: refused rather than run.
+        Some(_) if opts.test_only => {
+            fail(ME, "--test-only is not supported within an allocation", 1)
+        }
         Some(job) => run_step(&client, job, &opts, &argv).0,
         None => {
             if let Err(m) = sluice_conf::options::check_gpus_per_socket(&opts) {
@@ -66,6 +70,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 Ok(d) => d,
                 Err(e) => fail(ME, e, USAGE_EXIT),
             };
+            if opts.test_only {
+                return super::allocate::test_only(&client, ME, &desc);
+            }
             let job = allocate(&client, ME, &desc).id;
             let (code, oom) = run_step(&client, job, &opts, &argv);
             if oom {

@@ -207,3 +207,53 @@ fn scancel_signals_the_steps_the_batch_shell_or_both_then_cancels() {
         )
     );
 }
+
+#[test]
+fn scancel_interactive_asks_before_each_job_and_cancels_only_what_is_confirmed() {
+    let c = Cluster::start("scancel-i", SMALL);
+    let a = c.sbatch(&["-H", "-J", "keep", "--wrap", "true"]);
+    let b = c.sbatch(&["-H", "-J", "drop", "--wrap", "true"]);
+    // `scancel -i A B` with the answers on its standard input.
+    let ask = |answers: &str| {
+        use std::io::Write;
+        let bin = c.dir.join("state").join("bin");
+        let mut child = std::process::Command::new(bin.join("scancel"))
+            .args(["-i", &a.to_string(), &b.to_string()])
+            .env("SLUICE_STATE_DIR", c.dir.join("state"))
+            .env_remove("SLURM_CONF")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(answers.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            o.status.code(),
+        )
+    };
+    // No to both (the end of the input is no too): nothing is cancelled.
+    let (out, code) = ask("n\n");
+    assert_eq!(
+        (out.as_str(), code),
+        (
+            format!(
+                "Cancel job_id={a} name=keep partition=debug [y/n]? \
+                 Cancel job_id={b} name=drop partition=debug [y/n]? \n"
+            )
+            .as_str(),
+            Some(0)
+        )
+    );
+    let states = || c.run("squeue", &["-h", "-o", "%i %t", "-t", "all"]).stdout;
+    assert_eq!(states(), format!("{a} PD\n{b} PD\n"));
+    // Something else is asked again; then no to the first, yes to the second.
+    let (_, code) = ask("what?\nno\ny\n");
+    assert_eq!(code, Some(0));
+    assert_eq!(states(), format!("{b} CA\n{a} PD\n"));
+}

@@ -227,6 +227,24 @@ fn an_operator_changes_partitions_until_the_controller_restarts() {
         ("slurm_update error: Invalid node name specified\n", 1)
     );
     assert_eq!(parts(&c), before);
+    // Limits that would keep every job waiting are refused.
+    let o = c.run(
+        "scontrol",
+        &[
+            "update",
+            "PartitionName=other",
+            "DefaultTime=30",
+            "MaxTime=10",
+        ],
+    );
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "slurm_update error: DefaultTime would exceed MaxTime for partition other\n",
+            1
+        )
+    );
+    assert_eq!(parts(&c), before);
     // The default moves with Default=YES; the other changes show at once.
     let o = c.run(
         "scontrol",

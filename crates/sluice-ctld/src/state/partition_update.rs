@@ -86,7 +86,9 @@ impl Controller {
     /// takes the default from the partition that had it.
     ///
     /// Errors (Slurm's): "Access/permission denied", "Invalid partition name specified",
-    /// "Invalid node name specified", `Invalid KEY value: VALUE`.
+    /// "Invalid node name specified", `Invalid KEY value: VALUE`; and limits that would
+    /// keep every job waiting (a `DefaultTime` over `MaxTime`, `MinNodes` over
+    /// `MaxNodes`).
     pub fn update_partition(
         &mut self,
         u: &PartitionUpdate,
@@ -103,6 +105,23 @@ impl Controller {
         let mut p = self.conf.cluster.partition(pid).clone();
         for (key, value) in &u.changes {
             apply(&self.conf, &mut p, key, value)?;
+        }
+        // Limits that contradict each other would keep every job waiting: refused
+        // (Slurm's slurmctld logs and ignores such a DefaultTime, and takes such
+        // MinNodes).
+        if let (Some(d), Some(m)) = (p.default_time, p.max_time) {
+            if d > m {
+                return Err(ApiError::invalid(format!(
+                    "DefaultTime would exceed MaxTime for partition {}",
+                    u.name
+                )));
+            }
+        }
+        if p.max_nodes.is_some_and(|m| p.min_nodes > m) {
+            return Err(ApiError::invalid(format!(
+                "MinNodes would exceed MaxNodes for partition {}",
+                u.name
+            )));
         }
         if p.is_default {
             for (i, other) in self.conf.cluster.partitions.iter_mut().enumerate() {
