@@ -237,6 +237,26 @@ fn test_only_says_when_and_where_a_job_would_start_and_submits_nothing() {
             ""
         )
     );
+    // srun's too: it says where, and runs nothing.
+    let sbatch_job = c.sbatch(&["--wrap", "true"]);
+    assert_eq!(c.wait_ended(sbatch_job), "COMPLETED");
+    let queue = c.run("squeue", &["-h", "-t", "all"]).stdout;
+    let marker = c.work().join("ran");
+    let o = c.run(
+        "srun",
+        &["--test-only", "-N", "1", "touch", marker.to_str().unwrap()],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.starts_with("srun: Job "), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .ends_with(" using 1 processors on nodes n1 in partition debug\n"),
+        "{}",
+        o.stderr
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(!marker.exists());
+    assert_eq!(c.run("squeue", &["-h", "-t", "all"]).stdout, queue);
 }
 
 #[test]
