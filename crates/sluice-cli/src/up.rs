@@ -211,6 +211,15 @@ pub fn run(args: UpArgs) -> i32 {
             None => default_agent_log(&state_dir, "NODE").display().to_string(),
         }
     );
+    if let Some(addr) = args.listen {
+        if conf.net.jwt.is_some() {
+            eprintln!(
+                "sluice: listening on {addr}; REST API http://{addr}/slurm/v0.0.44/, dashboard http://{addr}/ui (log in with the line `scontrol token` prints)"
+            );
+        } else {
+            eprintln!("sluice: listening on {addr} (requests signed with the cluster key)");
+        }
+    }
     eprintln!("sluice: press Ctrl-C to stop");
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let result = runtime.block_on(async {

@@ -103,12 +103,13 @@ pub fn login_page(next: &str, problem: Option<&str>) -> Response {
         format!("<p class=\"error\">{}</p>", page::esc(p))
     });
     let body = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Log in · Sluice</title></head>\
-<body><h1>Sluice</h1>{problem}<form method=\"post\" action=\"/ui/login\">\
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Log in · Sluice</title><style>{}</style></head>\
+<body><header><strong>Sluice</strong></header><main><h1>Log in</h1>{problem}<form method=\"post\" action=\"/ui/login\">\
 <p><label>Token <input type=\"password\" name=\"token\" size=\"60\" autocomplete=\"off\"></label></p>\
 <input type=\"hidden\" name=\"next\" value=\"{}\"><p><button type=\"submit\">Log in</button></p></form>\
 <p>Get a token on a host of the cluster with <code>scontrol token</code> (the part after <code>SLURM_JWT=</code>, or the whole line).</p>\
-</body></html>\n",
+</main></body></html>\n",
+        page::STYLE,
         page::esc(next)
     );
     page_response(StatusCode::UNAUTHORIZED, body)

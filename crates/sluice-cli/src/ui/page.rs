@@ -28,7 +28,7 @@ pub const PAGES: [(&str, &str); 5] = [
     ("/ui/history", "Last day"),
 ];
 
-const STYLE: &str = "\
+pub const STYLE: &str = "\
 body{font-family:system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}\
 header{background:#1d2430;color:#fff;padding:.6em 1.2em;display:flex;gap:1.4em;align-items:baseline}\
 header a{color:#cfe0ff;text-decoration:none}header a.here{color:#fff;font-weight:600}\
