@@ -429,6 +429,7 @@ pub fn ctld(args: Vec<String>) -> i32 {
                 .ok()
                 .map(|t| sluice_ctld::server::conf_hash(&t)),
             pages: Some(crate::ui::controller_pages(listen)),
+            conf_path: Some(path.to_path_buf()),
         };
         sluice_ctld::server::run(conf, &state_dir, network, terminated()).await
     });

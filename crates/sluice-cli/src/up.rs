@@ -239,6 +239,7 @@ pub fn run(args: UpArgs) -> i32 {
             // One host, one slurm.conf: nothing to compare.
             conf_hash: None,
             pages: args.listen.map(crate::ui::controller_pages),
+            conf_path: args.config.clone(),
         };
         sluice_ctld::server::run(conf, &state_dir, net, shutdown).await
     });

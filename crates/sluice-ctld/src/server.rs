@@ -47,6 +47,7 @@ pub mod input;
 mod metrics;
 pub mod owner;
 mod priority;
+pub mod reconfigure;
 mod reservations;
 mod rest;
 mod routes;
@@ -131,6 +132,8 @@ struct Shared {
     tokens: Option<Arc<crate::token::Tokens>>,
     /// `ClusterName`, for the REST API's answers.
     cluster_name: String,
+    /// The slurm.conf the controller started from, for `scontrol reconfigure`.
+    start_conf: Option<reconfigure::StartConf>,
 }
 
 type App = Arc<Shared>;
@@ -199,6 +202,9 @@ pub struct Network {
     /// (`AuthAltTypes=auth/jwt`): the dashboard under `/ui`, which logs each browser in
     /// with a token and asks the controller with it. Their paths must not be the API's.
     pub pages: Option<axum::Router>,
+    /// The slurm.conf the configuration was read from, which `scontrol reconfigure`
+    /// reads again. `None`: none (a configuration of this machine).
+    pub conf_path: Option<PathBuf>,
 }
 
 /// The digest of a slurm.conf's text, as agents and the controller compare them at
@@ -277,6 +283,10 @@ pub async fn run(
                 .map_err(|e| ServeError::Corrupt(format!("step {}: {e}", row.id)))?,
         );
     }
+    let start_conf = match &net.conf_path {
+        Some(p) => Some(reconfigure::StartConf::read(p).map_err(io(p))?),
+        None => None,
+    };
     let kill_wait = conf.kill_wait;
     let metrics = conf.metrics.clone();
     let tokens = conf.net.jwt.as_deref().map(load_tokens).transpose()?;
@@ -358,6 +368,7 @@ pub async fn run(
         metrics: metrics.clone(),
         tokens,
         cluster_name,
+        start_conf,
     });
 
     let socket = sluice_proto::paths::controller_socket(state_dir);

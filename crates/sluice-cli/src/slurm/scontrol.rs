@@ -388,6 +388,16 @@ pub fn main(args: Vec<String>) -> i32 {
     let client = controller();
     let t = now();
     match verb.as_str() {
+        // Slurm's `reconfigure` (three letters at least): slurm.conf read again.
+        v if v.len() >= 3 && "reconfigure".starts_with(v) => {
+            match client.post::<_, serde_json::Value>("/v1/reconfigure", &serde_json::json!({})) {
+                Ok(_) => 0,
+                Err(e) => {
+                    eprintln!("slurm_reconfigure error: {}", describe(&e));
+                    1
+                }
+            }
+        }
         "ping" => match client.get::<serde_json::Value>("/v1/ping") {
             Ok(_) => {
                 println!("Slurmctld(primary) at {} is UP", super::common::hostname());

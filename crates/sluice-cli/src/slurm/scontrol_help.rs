@@ -21,6 +21,7 @@ scontrol [<OPTION>] [<COMMAND>]
      help                     this help
      hold <job_list>          keep pending jobs from starting (operator hold)
      ping                     say whether the controller answers
+     reconfigure              read slurm.conf's partitions again
      release <job_list>       let held jobs start
      requeue <job_list>       put batch jobs back in the queue
      requeuehold <job_list>   requeue, and hold

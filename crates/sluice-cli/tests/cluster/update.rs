@@ -270,3 +270,63 @@ fn an_operator_changes_partitions_until_the_controller_restarts() {
     c.crash_and_restart_controller();
     c.wait_for("the partitions of slurm.conf", || parts(&c) == before);
 }
+
+#[test]
+fn reconfigure_reads_slurm_confs_partitions_again_and_refuses_what_needs_a_restart() {
+    let c = Cluster::start_with("reconf", TWO_PARTITIONS, &["n1", "n2"]);
+    let parts = |c: &Cluster| c.run("sinfo", &["-h", "-o", "%P %a %l %D"]).stdout;
+    let conf = c.dir.join("slurm.conf");
+    // An operator's change, then slurm.conf edited: reconfigure takes the file's.
+    let o = c.run("scontrol", &["update", "PartitionName=debug", "State=DOWN"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    std::fs::write(
+        &conf,
+        TWO_PARTITIONS.replace(
+            "PartitionName=other Nodes=n1 MaxTime=1:00:00",
+            "PartitionName=other Nodes=n[1-2] MaxTime=30 # wider",
+        ),
+    )
+    .unwrap();
+    // Users may not.
+    let o = c.run_as(65534, "scontrol", &["reconfigure"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("slurm_reconfigure error: Access/permission denied\n", 1)
+    );
+    assert_eq!(parts(&c), "debug* down 1:00:00 2\nother up 1:00:00 1\n");
+    let o = c.run("scontrol", &["reconfig"]);
+    assert_eq!((o.stderr.as_str(), o.code), ("", 0));
+    assert_eq!(parts(&c), "debug* up 1:00:00 2\nother up 30:00 2\n");
+    // A node's line changed: refused, naming it, and nothing else changes either.
+    std::fs::write(
+        &conf,
+        TWO_PARTITIONS.replace("CPUs=2", "CPUs=4").replace(
+            "MaxTime=1:00:00 State=UP\nPartitionName=other",
+            "MaxTime=5 State=UP\nPartitionName=other",
+        ),
+    )
+    .unwrap();
+    let o = c.run("scontrol", &["reconfigure"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "slurm_reconfigure error: only partitions change without a restart; restart the controller for this change: NodeName=n[1-2] CPUs=4 RealMemory=1000 State=UNKNOWN\n",
+            1
+        )
+    );
+    assert_eq!(parts(&c), "debug* up 1:00:00 2\nother up 30:00 2\n");
+    // A partition added: refused too.
+    std::fs::write(
+        &conf,
+        format!("{TWO_PARTITIONS}PartitionName=third Nodes=n2\n"),
+    )
+    .unwrap();
+    let o = c.run("scontrol", &["reconfigure"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "slurm_reconfigure error: adding, removing or reordering partitions, or changing a partition's QOS, needs a restart of the controller\n",
+            1
+        )
+    );
+}

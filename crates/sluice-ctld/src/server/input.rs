@@ -213,6 +213,15 @@ pub enum Request {
         /// name another answering agent holds.
         reply: Reply<Result<(), ApiError>>,
     },
+    /// `scontrol reconfigure`: the partitions slurm.conf now describes.
+    Reconfigure {
+        /// In slurm.conf's order.
+        partitions: Vec<sluice_core::Partition>,
+        /// Who asks.
+        caller: Caller,
+        /// Answered once taken.
+        reply: Reply<Result<(), ApiError>>,
+    },
     /// An agent reports that a step's tasks on its node have all ended.
     StepEndedOn {
         /// The report.

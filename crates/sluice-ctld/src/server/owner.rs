@@ -457,6 +457,20 @@ impl Owner {
                     now_answer(reply, Err(e))
                 }
             },
+            Request::Reconfigure {
+                partitions,
+                caller,
+                reply,
+            } => match ctl.reconfigure_partitions(partitions, &caller) {
+                Ok(effects) => {
+                    self.pass_due = true;
+                    Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
+                }
+                Err(e) => {
+                    tracing::info!("reconfigure from uid={} refused: {e}", caller.uid);
+                    now_answer(reply, Err(e))
+                }
+            },
             Request::StepEndedOn {
                 report,
                 caller,

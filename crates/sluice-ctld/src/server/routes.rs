@@ -78,6 +78,7 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/agent/register", post(agent_register))
         .route("/v1/agent/ended", post(agent_ended))
         .route("/v1/agent/step-ended", post(step_ended_on))
+        .route("/v1/reconfigure", post(super::reconfigure::reconfigure))
         .route("/v1/agent/heartbeat", post(agent_heartbeat))
         .route(sluice_proto::token::TOKEN_PATH, post(super::token::make))
         .merge(super::rest::router())

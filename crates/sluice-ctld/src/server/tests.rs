@@ -1187,6 +1187,7 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
         },
         tokens: None,
         cluster_name: "test".into(),
+        start_conf: None,
     });
     let wait = std::time::Duration::from_secs(5);
     let q = sluice_proto::listing::JobQuery {
@@ -1264,6 +1265,7 @@ async fn who_may_read_the_metrics_is_slurmctld_s_rule() {
             metrics,
             tokens: None,
             cluster_name: "test".into(),
+            start_conf: None,
         })
     };
     let status = |app: super::App, uid: Option<u32>| async move {

@@ -144,3 +144,43 @@ impl Controller {
         Ok(Vec::new())
     }
 }
+
+impl Controller {
+    /// `scontrol reconfigure`: slurm.conf's partitions, read again, replace the ones in
+    /// force (what `scontrol update` changed is slurm.conf's again, as in Slurm). The
+    /// same partitions in the same order, each with its QOS: adding, removing or
+    /// reordering partitions, or changing a partition's QOS, needs a restart.
+    ///
+    /// Errors: "Access/permission denied", or what needs a restart.
+    pub fn reconfigure_partitions(
+        &mut self,
+        partitions: Vec<sluice_core::Partition>,
+        caller: &Caller,
+    ) -> Result<Vec<Effect>, ApiError> {
+        if !caller.admin {
+            return Err(ApiError::access_denied());
+        }
+        let now: Vec<(&str, Option<&str>)> = self
+            .conf
+            .cluster
+            .partitions
+            .iter()
+            .map(|p| (p.name.as_str(), p.qos.as_deref()))
+            .collect();
+        let then: Vec<(&str, Option<&str>)> = partitions
+            .iter()
+            .map(|p| (p.name.as_str(), p.qos.as_deref()))
+            .collect();
+        if now != then {
+            return Err(ApiError::invalid(
+                "adding, removing or reordering partitions, or changing a partition's QOS, needs a restart of the controller",
+            ));
+        }
+        for (i, p) in partitions.into_iter().enumerate() {
+            self.conf.cluster.partitions[i] = p.clone();
+            self.sched.set_partition(PartitionId(i as u16), p);
+        }
+        tracing::info!("reconfigure: slurm.conf read again by uid {}", caller.uid);
+        Ok(Vec::new())
+    }
+}
