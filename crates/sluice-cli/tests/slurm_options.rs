@@ -187,8 +187,18 @@ fn operands_a_command_cannot_take() {
             "{args}"
         );
     }
+    // `--usage` itself names only what squeue takes (Slurm's names options Sluice's
+    // squeue refuses).
     let r = run_as(&sluice(), &["squeue", "--usage"], "");
-    assert_eq!((r.code, r.stdout.as_str()), (Some(0), usage));
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (
+            Some(0),
+            "Usage: squeue [-h] [--jobs[=job(s)]] [--json] [-l] [-n job_name(s)] [--me]\n\
+             \x20             [--noconvert] [-o format] [-O format] [-p partition(s)] [-r]\n\
+             \x20             [--start] [-t states] [-u user_name(s)]\n"
+        )
+    );
     // sinfo and sshare ignore such words; scancel takes them as job ids, after every
     // option is read.
     for args in ["sinfo foo", "sshare foo", "squeue -j 5", "sprio -j 5"] {
