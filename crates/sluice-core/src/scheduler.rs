@@ -212,31 +212,8 @@ impl Scheduler {
             let params = params.clone();
             s.backfill.enable(&s.cluster, &params);
         }
-        s.node_configs = s
-            .cluster
-            .partitions
-            .iter()
-            .map(|p| {
-                let mut groups: Vec<NodeConfig> = Vec::new();
-                for &n in &p.nodes {
-                    let node = s.cluster.node(n);
-                    let reserve = GpuReserve::of(&s.cluster, n);
-                    match groups.iter_mut().find(|g| {
-                        g.capacity == node.capacity
-                            && g.features == node.features
-                            && g.reserve == reserve
-                    }) {
-                        Some(g) => g.count += 1,
-                        None => groups.push(NodeConfig {
-                            capacity: node.capacity,
-                            features: node.features,
-                            reserve,
-                            count: 1,
-                        }),
-                    }
-                }
-                groups
-            })
+        s.node_configs = (0..s.cluster.partitions.len())
+            .map(|i| node_configs_of(&s.cluster, &s.cluster.partitions[i].nodes))
             .collect();
         s
     }
@@ -302,6 +279,7 @@ impl Scheduler {
         self.generation += 1;
         let after = &self.cluster.partitions[id.index()].nodes;
         if before.nodes != *after {
+            self.node_configs[id.index()] = node_configs_of(&self.cluster, after);
             let mut touched: Vec<NodeId> = before.nodes.iter().chain(after).copied().collect();
             touched.sort();
             touched.dedup();
@@ -1496,4 +1474,26 @@ pub(crate) fn view(spec: &JobSpec) -> JobView<'_> {
         time_limit: spec.time_limit,
         request: &spec.request,
     }
+}
+
+/// The distinct node configurations among `nodes` (capacity, features, processors kept
+/// for GPUs) with how many nodes have each: what a submission is judged against.
+fn node_configs_of(cluster: &Cluster, nodes: &[NodeId]) -> Vec<NodeConfig> {
+    let mut groups: Vec<NodeConfig> = Vec::new();
+    for &n in nodes {
+        let node = cluster.node(n);
+        let reserve = GpuReserve::of(cluster, n);
+        match groups.iter_mut().find(|g| {
+            g.capacity == node.capacity && g.features == node.features && g.reserve == reserve
+        }) {
+            Some(g) => g.count += 1,
+            None => groups.push(NodeConfig {
+                capacity: node.capacity,
+                features: node.features,
+                reserve,
+                count: 1,
+            }),
+        }
+    }
+    groups
 }

@@ -684,3 +684,29 @@ fn an_operator_changes_a_partition_and_the_queue_follows() {
     assert_eq!(nodes_of(&s, 3), Some(vec![1]));
     assert_eq!(s.running_count(), 3);
 }
+
+#[test]
+fn a_partition_given_a_larger_node_takes_jobs_only_that_node_could_hold() {
+    // n0 has 4 CPUs, n1 8; the partition holds n0 only: a one-node job of 8 CPUs could
+    // never run there and is refused. With n1 added it is taken and starts on n1; with
+    // n1 taken away again, it is refused again.
+    use sluice_core::PartitionId;
+    let mut c = cluster(2, 4);
+    c.nodes[1].capacity.cpus = 8;
+    c.partitions[0].nodes = vec![NodeId(0)];
+    let mut s = Scheduler::new(c, Policy::Fcfs);
+    let wide = || job(1).procs(8).one_node().time(60).spec();
+    assert!(s.submit(wide(), 0).is_err());
+    let mut p = s.cluster().partitions[0].clone();
+    p.nodes = vec![NodeId(0), NodeId(1)];
+    s.set_partition(PartitionId(0), p);
+    s.submit(wide(), 1).unwrap();
+    s.schedule(1);
+    assert_eq!(s.running_count(), 1);
+    let mut p = s.cluster().partitions[0].clone();
+    p.nodes = vec![NodeId(0)];
+    s.set_partition(PartitionId(0), p);
+    assert!(s
+        .submit(job(2).procs(8).one_node().time(60).spec(), 2)
+        .is_err());
+}

@@ -2241,6 +2241,14 @@ impl Controller {
             return Err(ApiError::access_denied());
         }
         let job = JobId(report.job);
+        // A step of an earlier run of a requeued job (its numbers start again at 0).
+        if self
+            .jobs
+            .get(&job)
+            .is_some_and(|r| r.restarts != report.run)
+        {
+            return Ok(Vec::new());
+        }
         let s = self
             .steps
             .get_mut(&(job, StepId::Number(report.step)))
@@ -2261,7 +2269,9 @@ impl Controller {
             .iter()
             .any(|n| !s.ended_on.iter().any(|e| e.0 == *n))
         {
-            return Ok(Vec::new());
+            // Kept, so that a restart of the controller before the other nodes' word
+            // does not lose this one's.
+            return Ok(vec![Effect::PersistStep(s.clone())]);
         }
         let (exit_code, signal) = if s.ended_on.iter().any(|e| e.2 == OOM_SIGNAL) {
             (0, OOM_SIGNAL)

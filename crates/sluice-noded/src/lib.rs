@@ -1032,10 +1032,14 @@ pub(crate) async fn report(agent: App, ended: JobEnded) {
 }
 
 /// Tells the controller that a step's tasks here have all ended (what frees the job's
-/// CPUs when the step's srun cannot say so itself); a few tries a second apart, since
-/// srun, when it lives, says so too.
+/// CPUs when the step's srun cannot say so itself), trying again, ever later, for as
+/// long as the supervisor keeps the step's events (a controller restarting meanwhile
+/// hears it once back); a refusal (a step it does not know, or not on this node) ends
+/// the tries.
 pub(crate) async fn report_step(agent: App, ended: sluice_proto::types::StepEnded) {
-    for _ in 0..5 {
+    let give_up = std::time::Instant::now() + Duration::from_secs(120);
+    let mut delay = Duration::from_millis(250);
+    loop {
         let a = agent.clone();
         let e = ended.clone();
         let answer = tokio::task::spawn_blocking(move || {
@@ -1045,10 +1049,12 @@ pub(crate) async fn report_step(agent: App, ended: sluice_proto::types::StepEnde
         .await;
         match answer {
             Ok(Ok(_)) => return,
-            // Refused (a step the controller does not know, or no longer runs there):
-            // nothing to try again.
-            Ok(Err(sluice_proto::ClientError::Status { .. })) => return,
-            _ => tokio::time::sleep(Duration::from_secs(1)).await,
+            Ok(Err(sluice_proto::ClientError::Status { status, .. })) if status < 500 => return,
+            _ if std::time::Instant::now() >= give_up => return,
+            _ => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(8));
+            }
         }
     }
 }

@@ -268,6 +268,7 @@ async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
                 if steps_told.insert(step) {
                     let ended = sluice_proto::types::StepEnded {
                         job,
+                        run,
                         step,
                         node: agent.node.clone(),
                         exit_code,

@@ -1169,6 +1169,9 @@ pub struct DeviceFile {
 pub struct StepEnded {
     /// The job.
     pub job: u64,
+    /// Its run (`SLURM_RESTART_COUNT`): a requeued job numbers its steps from 0 again.
+    #[serde(default)]
+    pub run: u32,
     /// The step.
     pub step: u32,
     /// The node.

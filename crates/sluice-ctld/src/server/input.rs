@@ -213,10 +213,12 @@ pub enum Request {
         /// name another answering agent holds.
         reply: Reply<Result<(), ApiError>>,
     },
-    /// `scontrol reconfigure`: the partitions slurm.conf now describes.
+    /// `scontrol reconfigure`: the configuration slurm.conf now describes.
     Reconfigure {
-        /// In slurm.conf's order.
-        partitions: Vec<sluice_core::Partition>,
+        /// As read again.
+        conf: Box<crate::config::ClusterConfig>,
+        /// The digest of the file read ([`super::conf_hash`]).
+        conf_hash: String,
         /// Who asks.
         caller: Caller,
         /// Answered once taken.

@@ -458,10 +458,11 @@ impl Owner {
                 }
             },
             Request::Reconfigure {
-                partitions,
+                conf,
+                conf_hash,
                 caller,
                 reply,
-            } => match ctl.reconfigure_partitions(partitions, &caller) {
+            } => match ctl.reconfigure_partitions(conf, conf_hash, &caller) {
                 Ok(effects) => {
                     self.pass_due = true;
                     Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))

@@ -3,7 +3,8 @@
 //! slurm.conf's again where `scontrol update` changed them, as Slurm does); any other
 //! change of slurm.conf or of the files beside it (nodes, scheduling, priority, GRES,
 //! ...) is refused, naming the first such line, and needs a restart of the controller
-//! — rather than being read and silently left unapplied.
+//! — rather than being read and silently left unapplied. (The loop checks again that
+//! the nodes are the same: a file slurm.conf includes may have changed them.)
 //!
 //! The files are read here, off the loop; the loop only takes the new partitions.
 
@@ -60,8 +61,9 @@ impl StartConf {
     }
 }
 
-/// The new partitions of `start`'s file, or why they cannot be taken.
-fn read_again(start: &StartConf) -> Result<Vec<sluice_core::Partition>, ApiError> {
+/// `start`'s file read again (with its digest, [`super::conf_hash`]), or why it cannot
+/// be taken.
+fn read_again(start: &StartConf) -> Result<(ClusterConfig, String), ApiError> {
     let fixed = fixed_part(&start.path)
         .map_err(|e| ApiError::invalid(format!("{}: {e}", start.path.display())))?;
     if let Some(line) = fixed
@@ -77,7 +79,9 @@ fn read_again(start: &StartConf) -> Result<Vec<sluice_core::Partition>, ApiError
     }
     let (conf, _) =
         ClusterConfig::read(&start.path).map_err(|e| ApiError::invalid(e.to_string()))?;
-    Ok(conf.cluster.partitions)
+    let text = std::fs::read(&start.path)
+        .map_err(|e| ApiError::invalid(format!("{}: {e}", start.path.display())))?;
+    Ok((conf, super::conf_hash(&text)))
 }
 
 /// `POST /v1/reconfigure` (operators): answered once the loop has the new partitions.
@@ -96,14 +100,15 @@ pub(super) async fn reconfigure(
             "this controller was started without a slurm.conf: there is nothing to read again",
         ));
     };
-    let partitions = match tokio::task::spawn_blocking(move || read_again(&start)).await {
-        Ok(Ok(p)) => p,
+    let (conf, conf_hash) = match tokio::task::spawn_blocking(move || read_again(&start)).await {
+        Ok(Ok((c, hash))) => (Box::new(c), hash),
         Ok(Err(e)) => return refuse(e),
         Err(e) => return refuse(ApiError::invalid(e.to_string())),
     };
     let r = app
         .ask(|reply| Request::Reconfigure {
-            partitions,
+            conf,
+            conf_hash,
             caller,
             reply,
         })
@@ -131,7 +136,7 @@ mod tests {
             "ClusterName=c\n\nNodeName=n1 CPUs=2   # same\nPartitionName=p Nodes=n1 MaxTime=20 State=DOWN\n",
         )
         .unwrap();
-        let parts = read_again(&start).unwrap();
+        let parts = read_again(&start).unwrap().0.cluster.partitions;
         assert_eq!(parts[0].max_time, Some(20 * 60));
         std::fs::write(
             &path,

@@ -154,11 +154,37 @@ impl Controller {
     /// Errors: "Access/permission denied", or what needs a restart.
     pub fn reconfigure_partitions(
         &mut self,
-        partitions: Vec<sluice_core::Partition>,
+        new: Box<ClusterConfig>,
+        conf_hash: String,
         caller: &Caller,
     ) -> Result<Vec<Effect>, ApiError> {
         if !caller.admin {
             return Err(ApiError::access_denied());
+        }
+        // The nodes must be the same (an included file may have changed them): the
+        // partitions name nodes by their place in the list.
+        let nodes = |c: &ClusterConfig| -> Vec<String> {
+            c.cluster
+                .nodes
+                .iter()
+                .map(|n| format!("{} {:?} {}", n.name, n.capacity, n.features))
+                .collect()
+        };
+        if nodes(&new) != nodes(&self.conf) {
+            return Err(ApiError::invalid(
+                "the nodes changed: restart the controller and the agents",
+            ));
+        }
+        let partitions = new.cluster.partitions.clone();
+        for p in &partitions {
+            if let (Some(d), Some(m)) = (p.default_time, p.max_time) {
+                if d > m {
+                    return Err(ApiError::invalid(format!(
+                        "DefaultTime would exceed MaxTime for partition {}",
+                        p.name
+                    )));
+                }
+            }
         }
         let now: Vec<(&str, Option<&str>)> = self
             .conf
@@ -179,6 +205,15 @@ impl Controller {
         for (i, p) in partitions.into_iter().enumerate() {
             self.conf.cluster.partitions[i] = p.clone();
             self.sched.set_partition(PartitionId(i as u16), p);
+        }
+        // What slurm.conf says of each partition beside the core's view of it.
+        self.conf.gpu_defaults = new.gpu_defaults;
+        self.conf.def_mem = new.def_mem;
+        self.conf.own_def_mem = new.own_def_mem;
+        self.conf.billing_weights = new.billing_weights;
+        // Agents that start from now on read the new file: it is the one they match.
+        if self.liveness.conf_hash.is_some() {
+            self.liveness.conf_hash = Some(conf_hash);
         }
         tracing::info!("reconfigure: slurm.conf read again by uid {}", caller.uid);
         Ok(Vec::new())

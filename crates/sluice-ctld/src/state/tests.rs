@@ -2444,6 +2444,7 @@ fn a_step_ends_when_every_agent_says_its_tasks_ended_even_without_its_srun() {
         .unwrap();
     let ended = |node: &str, exit_code, signal| sluice_proto::types::StepEnded {
         job: id.0,
+        run: 0,
         step: plan.step,
         node: node.into(),
         exit_code,
@@ -2458,11 +2459,15 @@ fn a_step_ends_when_every_agent_says_its_tasks_ended_even_without_its_srun() {
         .step_ended_on(&ended("node01", 0, 0), &alice(), 2)
         .is_err());
     assert!(c.step_ended_on(&ended("node09", 0, 0), &root(), 2).is_err());
-    // One node of two: the step still runs.
-    assert!(c
-        .step_ended_on(&ended("node01", 3, 0), &root(), 2)
-        .unwrap()
-        .is_empty());
+    // A word about an earlier run's step of that number changes nothing.
+    let stale = sluice_proto::types::StepEnded {
+        run: 1,
+        ..ended("node01", 3, 0)
+    };
+    assert!(c.step_ended_on(&stale, &root(), 2).unwrap().is_empty());
+    // One node of two: the step still runs, the node's word kept.
+    let effects = c.step_ended_on(&ended("node01", 3, 0), &root(), 2).unwrap();
+    assert!(matches!(effects.as_slice(), [Effect::PersistStep(s)] if s.ended_on.len() == 1));
     assert_eq!(state(&c), (JobState::Running, 0, 0));
     // The other: it ends, as srun would have said, with the worst of both.
     let effects = c.step_ended_on(&ended("node02", 1, 9), &root(), 3).unwrap();
@@ -2481,6 +2486,7 @@ fn a_step_ends_when_every_agent_says_its_tasks_ended_even_without_its_srun() {
         .unwrap();
     let oom = |node: &str, exit_code, signal| sluice_proto::types::StepEnded {
         job: id.0,
+        run: 0,
         step: plan.step,
         node: node.into(),
         exit_code,
