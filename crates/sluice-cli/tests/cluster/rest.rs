@@ -30,6 +30,20 @@ pub(crate) fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, Value) {
+    let mut all = vec![("Content-Type", "application/json")];
+    all.extend_from_slice(headers);
+    let (status, _, body) = http_text(addr, method, path, &all, body);
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+/// One HTTP request with `headers`; the status, the head and the body as text.
+fn http_text(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     let extra: String = headers
         .iter()
@@ -37,19 +51,25 @@ pub(crate) fn http(
         .collect();
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
-    read_reply(s)
+    split_reply(s)
 }
 
-fn read_reply(mut s: TcpStream) -> (u16, Value) {
+/// The status, head and body of the reply on `s`, read to its end.
+fn split_reply(mut s: TcpStream) -> (u16, String, String) {
     let mut reply = String::new();
     s.read_to_string(&mut reply).unwrap();
     let status = reply.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = reply.split_once("\r\n\r\n").map(|b| b.1).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    (status, head.to_string(), body.to_string())
+}
+
+fn read_reply(s: TcpStream) -> (u16, Value) {
+    let (status, _, body) = split_reply(s);
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
 /// The token's headers, as slurmrestd's clients send them.
@@ -534,32 +554,6 @@ fn slurmrestd_passes_tokens_and_local_users_through_to_the_controller() {
     stop.0 = None;
     assert!(status.success());
     let _ = std::fs::remove_file(&key);
-}
-
-/// One HTTP request; the status, the head and the body as text.
-fn http_text(
-    addr: &str,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    let extra: String = headers
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}\r\n"))
-        .collect();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).unwrap();
-    let status = reply.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
-    (status, head.to_string(), body.to_string())
 }
 
 #[test]
