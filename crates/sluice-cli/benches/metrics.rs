@@ -16,8 +16,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use sluice_proto::client::Client;
-use sluice_proto::types::{JobDescription, SubmitReply};
+use sluice_proto::types::JobDescription;
 
 #[allow(dead_code)]
 #[path = "common/loopback.rs"]
@@ -88,42 +87,9 @@ fn main() {
         "the agents' registrations",
         || s.count("idle") == nodes,
     );
-    let o = s.run(
-        "scontrol",
-        &[
-            "create",
-            "reservation",
-            "ReservationName=maint",
-            "StartTime=now",
-            "Duration=1-00:00:00",
-            "Nodes=ALL",
-            "Users=root",
-            "Flags=MAINT",
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    s.reserve_every_node();
     progress(format_args!("submitting {jobs} jobs"));
-    let work = s.dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let work = work.display().to_string();
-    std::thread::scope(|scope| {
-        for c in 0..8u64 {
-            let client = Client::new(s.socket());
-            let work = work.clone();
-            scope.spawn(move || {
-                let mut i = c;
-                while i < jobs {
-                    let _: SubmitReply =
-                        client.post("/v1/jobs", &job(i, &work)).expect("submission");
-                    i += 8;
-                }
-            });
-        }
-    });
-    wait_until(Duration::from_secs(600), "the queue", || {
-        let o = s.run("squeue", &["-h", "-t", "PD", "-o", "%i"]);
-        String::from_utf8_lossy(&o.stdout).lines().count() as u64 == jobs
-    });
+    s.queue(jobs, job);
     let addr = format!("127.0.0.1:{}", s.port());
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::ASCII_MARKDOWN);

@@ -236,43 +236,10 @@ fn main() {
         "the agents' registrations",
         || s.count("idle") == nodes,
     );
-    let o = s.run(
-        "scontrol",
-        &[
-            "create",
-            "reservation",
-            "ReservationName=maint",
-            "StartTime=now",
-            "Duration=1-00:00:00",
-            "Nodes=ALL",
-            "Users=root",
-            "Flags=MAINT",
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    s.reserve_every_node();
     progress(format_args!("submitting {jobs} jobs"));
-    let work = s.dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let work = work.display().to_string();
-    std::thread::scope(|scope| {
-        for c in 0..8u64 {
-            let client = Client::new(s.socket());
-            let work = work.clone();
-            scope.spawn(move || {
-                let mut i = c;
-                while i < jobs {
-                    let _: SubmitReply = client
-                        .post("/v1/jobs", &job(i, &work, nodes))
-                        .expect("submission");
-                    i += 8;
-                }
-            });
-        }
-    });
-    wait_until(Duration::from_secs(600), "the queue", || {
-        let o = s.run("squeue", &["-h", "-t", "PD", "-o", "%i"]);
-        String::from_utf8_lossy(&o.stdout).lines().count() as u64 == jobs
-    });
+    s.queue(jobs, |i, work| job(i, work, nodes));
+    let work = s.dir.join("work").display().to_string();
     let o = s.run("scontrol", &["token", "lifespan=7200"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let token = String::from_utf8_lossy(&o.stdout)

@@ -206,6 +206,58 @@ pub fn start_agents(
 }
 
 impl Scale {
+    /// Every node under a maintenance reservation of root's for a day, so that what is
+    /// submitted stays queued (the figures are those of a full queue, not of running it).
+    pub fn reserve_every_node(&self) {
+        let o = self.run(
+            "scontrol",
+            &[
+                "create",
+                "reservation",
+                "ReservationName=maint",
+                "StartTime=now",
+                "Duration=1-00:00:00",
+                "Nodes=ALL",
+                "Users=root",
+                "Flags=MAINT",
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// Submits `jobs` jobs through the API, `job(i, work directory)` each, from eight
+    /// threads, and waits until all of them are queued.
+    pub fn queue(
+        &self,
+        jobs: u64,
+        job: impl Fn(u64, &str) -> sluice_proto::types::JobDescription + Sync,
+    ) {
+        let work = self.dir.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let work = work.display().to_string();
+        let job = &job;
+        std::thread::scope(|scope| {
+            for c in 0..8u64 {
+                let client = sluice_proto::client::Client::new(self.socket());
+                let work = work.clone();
+                scope.spawn(move || {
+                    let mut i = c;
+                    while i < jobs {
+                        let _: sluice_proto::types::SubmitReply =
+                            client.post("/v1/jobs", &job(i, &work)).expect("submission");
+                        i += 8;
+                    }
+                });
+            }
+        });
+        wait_until(Duration::from_secs(600), "the queue", || {
+            let o = self.run("squeue", &["-h", "-t", "PD", "-o", "%i"]);
+            String::from_utf8_lossy(&o.stdout).lines().count() as u64 == jobs
+        });
+    }
+}
+
+impl Scale {
     /// Runs Slurm command `cmd` (the Sluice binary under that name) against this
     /// controller.
     pub fn run(&self, cmd: &str, args: &[&str]) -> Output {
