@@ -168,9 +168,17 @@ pub fn main(args: Vec<String>) -> i32 {
                 1,
             );
         }
-        req.jobs = confirmed(&req.jobs, &mut std::io::stdin().lock());
+        let (jobs, unknown) = confirmed(&req.jobs, &mut std::io::stdin().lock());
+        req.jobs = jobs;
         if req.jobs.is_empty() {
-            return 0;
+            return i32::from(unknown);
+        }
+        if unknown {
+            // Asked about the others; the unknown ones still make the exit status 1.
+            return match controller().post::<_, serde_json::Value>("/v1/cancel", &req) {
+                Ok(_) => 1,
+                Err(e) => fail(ME, describe(&e), 1),
+            };
         }
     }
     if req.signal == Some(libc::SIGKILL) {
@@ -188,24 +196,26 @@ pub fn main(args: Vec<String>) -> i32 {
 
 /// The jobs of `jobs` the user confirms, asked one by one as Slurm's `scancel -i` asks
 /// (`Cancel job_id=ID name=NAME partition=PART [y/n]? ` on stdout, an answer starting
-/// with y or n on `input`, anything else asked again). The end of the input answers no
-/// (Slurm's asks again forever). A job the controller does not know is kept: the
-/// cancel then says so as without `-i`.
+/// with y or n on `input`, anything else asked again), and whether one was unknown or
+/// had ended (`Kill job error on job id N: Invalid job id specified`, not asked about,
+/// as Slurm's). The end of the input answers no (Slurm's asks again forever).
 fn confirmed(
     jobs: &[(u64, Option<u32>)],
     input: &mut impl std::io::BufRead,
-) -> Vec<(u64, Option<u32>)> {
+) -> (Vec<(u64, Option<u32>)>, bool) {
     use std::io::Write;
     let client = controller();
     let mut keep = Vec::new();
+    let mut unknown = false;
     for &(id, task) in jobs {
         let named = task.map_or(id.to_string(), |t| format!("{id}_{t}"));
         let record = client
             .get::<Vec<sluice_proto::types::JobRecord>>(&format!("/v1/jobs?jobs={named}"))
             .ok()
             .and_then(|r| r.into_iter().next());
-        let Some(r) = record else {
-            keep.push((id, task));
+        let Some(r) = record.filter(|r| !r.state.is_finished()) else {
+            eprintln!("scancel: error: Kill job error on job id {named}: Invalid job id specified");
+            unknown = true;
             continue;
         };
         if ask(&named, &r.desc.name, &r.partition, input) {
@@ -213,7 +223,7 @@ fn confirmed(
         }
         let _ = std::io::stdout().flush();
     }
-    keep
+    (keep, unknown)
 }
 
 /// Asks once about one job (again until the answer starts with y or n); the end of the

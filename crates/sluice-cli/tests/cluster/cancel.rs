@@ -256,4 +256,19 @@ fn scancel_interactive_asks_before_each_job_and_cancels_only_what_is_confirmed()
     let (_, code) = ask("what?\nno\ny\n");
     assert_eq!(code, Some(0));
     assert_eq!(states(), format!("{b} CA\n{a} PD\n"));
+    // A job that ended (b) or never was is not asked about: Slurm's error, exit 1.
+    let o = c.run("scancel", &["-i", &b.to_string(), "99999"]);
+    assert_eq!(
+        (o.stdout.as_str(), o.stderr.as_str(), o.code),
+        (
+            "",
+            format!(
+                "scancel: error: Kill job error on job id {b}: Invalid job id specified\n\
+                 scancel: error: Kill job error on job id 99999: Invalid job id specified\n"
+            )
+            .as_str(),
+            1
+        )
+    );
+    assert_eq!(states(), format!("{b} CA\n{a} PD\n"));
 }
