@@ -102,6 +102,7 @@ fn record(id: u64, n: u64, t: i64) -> (JobRecord, StepRecord) {
         cpus: 4,
         held_cpus: Vec::new(),
         ended_on: Vec::new(),
+        usage: None,
     };
     (job, step)
 }

@@ -1265,6 +1265,7 @@ impl Controller {
                 exit_code: 0,
                 signal: 0,
                 end: now,
+                usage: None,
             };
             effects.extend(self.job_ended(&report, now));
         }
@@ -1429,6 +1430,7 @@ impl Controller {
             exit_code,
             signal,
             end: now,
+            usage: None,
         };
         Ok(self.job_ended(&report, now))
     }
@@ -1505,6 +1507,7 @@ impl Controller {
                 cpus: r.alloc.first().map_or(1, |s| s.cpus),
                 held_cpus: Vec::new(),
                 ended_on: Vec::new(),
+                usage: None,
             };
             self.steps.insert((id, StepId::Batch), step.clone());
             effects.push(Effect::PersistStep(step));
@@ -1738,6 +1741,7 @@ impl Controller {
                             exit_code: 0,
                             signal: 9,
                             end: now,
+                            usage: None,
                         };
                         effects.extend(self.job_ended(&report, now));
                     } else {
@@ -2168,6 +2172,7 @@ impl Controller {
                 cpus.clone()
             },
             ended_on: Vec::new(),
+            usage: None,
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());
@@ -2590,6 +2595,7 @@ impl Controller {
             exit_code: 0,
             signal: 0,
             end: now,
+            usage: None,
         };
         self.job_ended(&report, now)
     }

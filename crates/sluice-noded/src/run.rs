@@ -394,6 +394,7 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         exit_code: code,
         signal,
         end: now(),
+        usage: None,
     };
     let memory = memory_step(&exec, r, "batch");
     let job_devices = job_devices(&exec, &order);

@@ -866,6 +866,7 @@ mod tests {
             exit_code: 0,
             signal: 0,
             end: 1_700_000_000,
+            usage: None,
         };
         write_whole(&path, &ended, true).unwrap();
         assert_eq!(read_json::<JobEnded>(&path).unwrap(), ended);

@@ -225,6 +225,7 @@ pub(crate) async fn launch_batch(agent: App, order: LaunchBatch) {
                 exit_code: 1,
                 signal: 0,
                 end: now(),
+                usage: None,
             };
             report(agent.clone(), ended).await;
             reported(&agent, job, run);
@@ -273,6 +274,7 @@ async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
                         node: agent.node.clone(),
                         exit_code,
                         signal,
+                        usage: None,
                     };
                     tokio::spawn(crate::report_step(agent.clone(), ended));
                 }
@@ -325,6 +327,7 @@ fn unsupervised(agent: &App, job: u64, run: u32, dir: &Path) -> bool {
             exit_code: 0,
             signal: 0,
             end: now(),
+            usage: None,
         };
         start_report(agent, job, run, None, ended);
         return true;

@@ -11,6 +11,7 @@
 //! - [`client`]: a blocking client for the commands.
 //! - [`error`]: errors on the wire, with stable codes.
 //! - [`paths`]: where a cluster's state directory and sockets are.
+//! - [`usage`]: what job steps really used (CPU, memory, I/O, GPUs), as agents measure it.
 //! - [`token`]: asking the controller for an auth/jwt token (`scontrol token`).
 
 pub mod accounts;
@@ -30,5 +31,6 @@ pub mod reservations;
 pub mod time;
 pub mod token;
 pub mod types;
+pub mod usage;
 
 pub use client::{Client, ClientError, Signer};

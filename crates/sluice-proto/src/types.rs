@@ -294,6 +294,10 @@ pub struct StepRecord {
     /// has ended even if its srun never says so (killed, or its host lost).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ended_on: Vec<(String, i32, i32)>,
+    /// What its tasks used, merged over its nodes (`sacct`'s `MaxRSS`, `TotalCPU`, ...):
+    /// the agents' last figures, final once the step has ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::usage::StepUsage>,
 }
 
 /// Reads a field that is there, `null` included, as `Some`: with `#[serde(default)]`
@@ -1180,6 +1184,9 @@ pub struct StepEnded {
     pub exit_code: i32,
     /// The highest signal that ended one of them.
     pub signal: i32,
+    /// What its tasks used on this node, to the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::usage::StepUsage>,
 }
 
 /// An agent's report that a job's batch script (or allocation) ended.
@@ -1199,6 +1206,9 @@ pub struct JobEnded {
     pub signal: i32,
     /// End time, Unix seconds.
     pub end: i64,
+    /// What the batch script used, to the end (the `batch` step's figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::usage::StepUsage>,
 }
 
 /// A step's start request from srun (inside an allocation).

@@ -869,6 +869,7 @@ mod tests {
             cpus: 1,
             held_cpus: Vec::new(),
             ended_on: Vec::new(),
+            usage: None,
         }
     }
 

@@ -194,6 +194,7 @@ impl Controller {
                         exit_code: 0,
                         signal: 9,
                         end: now,
+                        usage: None,
                     };
                     return self.job_ended(&report, now);
                 }

@@ -89,6 +89,7 @@ mod tests {
                 exit_code: 0,
                 signal: 0,
                 end: now,
+                usage: None,
             },
             now,
         )

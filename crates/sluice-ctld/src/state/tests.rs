@@ -82,6 +82,7 @@ fn ended(id: JobId, state: JobState, code: i32, now: i64) -> JobEnded {
         exit_code: code,
         signal: 0,
         end: now,
+        usage: None,
     }
 }
 
@@ -2449,6 +2450,7 @@ fn a_step_ends_when_every_agent_says_its_tasks_ended_even_without_its_srun() {
         node: node.into(),
         exit_code,
         signal,
+        usage: None,
     };
     let state = |c: &Controller| {
         let s = &c.steps[&(id, StepId::Number(plan.step))];
@@ -2491,6 +2493,7 @@ fn a_step_ends_when_every_agent_says_its_tasks_ended_even_without_its_srun() {
         node: node.into(),
         exit_code,
         signal,
+        usage: None,
     };
     c.step_ended_on(&oom("node01", 0, 125), &root(), 6).unwrap();
     c.step_ended_on(&oom("node02", 2, 0), &root(), 6).unwrap();

@@ -812,6 +812,7 @@ mod tests {
             cpus: 1,
             held_cpus: vec![],
             ended_on: vec![],
+            usage: None,
         };
         let v = job(&j, &[&s], (0, 0), "c", &[], 1000);
         assert_eq!(v["time"]["start"], 160);

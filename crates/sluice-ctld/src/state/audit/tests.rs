@@ -229,6 +229,7 @@ fn ended(id: u64, now: i64) -> sluice_proto::types::JobEnded {
         exit_code: 0,
         signal: 0,
         end: now,
+        usage: None,
     }
 }
 

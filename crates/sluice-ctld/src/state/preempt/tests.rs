@@ -114,6 +114,7 @@ fn end(id: u64, run: u32, state: JobState, now: i64) -> JobEnded {
         exit_code: 0,
         signal: 0,
         end: now,
+        usage: None,
     }
 }
 

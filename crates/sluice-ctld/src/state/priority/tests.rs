@@ -156,6 +156,7 @@ fn the_light_account_overtakes_the_heavy_one_once_usage_is_counted() {
         exit_code: 0,
         signal: 0,
         end: 50,
+        usage: None,
     };
     c.job_ended(&ended, 50);
     c.schedule(50);
@@ -217,6 +218,7 @@ fn used_grp_tres_mins_survive_a_restart() {
         exit_code: 0,
         signal: 0,
         end: 600,
+        usage: None,
     };
     // The decay thread's run at 600 saves 20 CPU-minutes for heavy (and alice).
     rows.extend(usage_rows(&c.job_ended(&ended, 600)));
