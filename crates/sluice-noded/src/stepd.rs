@@ -48,8 +48,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use sluice_proto::error::ErrorCode;
 use sluice_proto::types::{
-    DeviceFile, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, StdinChunk, TaskEvent,
+    DeviceFile, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, StdinChunk, StepId,
+    TaskEvent,
 };
+use sluice_proto::usage::StepUsage;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
@@ -192,6 +194,9 @@ pub(crate) struct Launch {
     /// Where the supervisor logs (the agent's log file) and at which Slurm level.
     #[serde(default)]
     pub(crate) log: Option<(PathBuf, String)>,
+    /// How its steps' usage is gathered (the agent's settings).
+    #[serde(default)]
+    pub(crate) gather: crate::usage::Settings,
 }
 
 /// One request to a supervisor.
@@ -259,6 +264,15 @@ pub(crate) struct Status {
     /// exit code, signal.
     #[serde(default)]
     pub(crate) steps_ended: Vec<(u32, i32, i32)>,
+    /// Those steps' figures here (`usage.rs`), where gathered.
+    #[serde(default)]
+    pub(crate) steps_usage: Vec<(u32, StepUsage)>,
+    /// The number of the last sampling round, and its figures of the running steps
+    /// (the agent sends them to the controller once per round).
+    #[serde(default)]
+    pub(crate) usage_round: u64,
+    #[serde(default)]
+    pub(crate) usage: Vec<(StepId, StepUsage)>,
 }
 
 /// Writes `value` as JSON to `path`, whole or not at all (a temporary file renamed over
@@ -391,7 +405,15 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
         changed,
         steps: Default::default(),
         output: tokio::sync::watch::channel(0u64).0,
+        usage: std::sync::Mutex::new(crate::usage::tracker::Tracker::new(
+            &launch.node,
+            launch.gather,
+            Path::new("/proc"),
+            crate::usage::gpu::detect(),
+        )),
+        sampled: Default::default(),
     });
+    tokio::spawn(sample_every(exec.clone()));
     tracing::info!(
         "{}: slurmstepd (sluice) for job {} run {} started, pid {}{}",
         launch.node,
@@ -440,6 +462,36 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
     0
 }
 
+/// Samples the job's running steps every `JobAcctGatherFrequency` seconds (never with
+/// 0, or when nothing is gathered), off the runtime's thread; each round's figures go
+/// to the watching agent (`Status::usage`).
+async fn sample_every(exec: Arc<Exec>) {
+    let secs = exec.tracker().interval();
+    if secs == 0 {
+        return;
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(u64::from(secs)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick is at once: nothing runs yet.
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let e = exec.clone();
+        let Ok(figures) = tokio::task::spawn_blocking(move || e.tracker().sample()).await else {
+            continue;
+        };
+        if figures.is_empty() {
+            continue;
+        }
+        {
+            let mut s = exec.sampled.lock().expect("lock");
+            s.0 += 1;
+            s.1 = figures;
+        }
+        exec.touch();
+    }
+}
+
 /// Whether nothing is left for the supervisor (see the module's documentation); once
 /// it says so, the supervisor is closing and takes no new step.
 fn may_leave(exec: &Exec, idle_since: &mut Option<Instant>) -> bool {
@@ -477,13 +529,29 @@ fn may_leave(exec: &Exec, idle_since: &mut Option<Instant>) -> bool {
 /// The supervisor's state for `Watch`.
 fn status(exec: &Exec) -> Status {
     // Taken and let go before the processes' lock (never both held here).
-    let steps_ended: Vec<(u32, i32, i32)> = exec
-        .steps
-        .lock()
-        .expect("lock")
-        .iter()
-        .filter_map(|(step, log)| log.ended().map(|(c, s)| (*step, c, s)))
-        .collect();
+    let (steps_ended, kept): (Vec<(u32, i32, i32)>, Vec<u32>) = {
+        let steps = exec.steps.lock().expect("lock");
+        (
+            steps
+                .iter()
+                .filter_map(|(step, log)| log.ended().map(|(c, s)| (*step, c, s)))
+                .collect(),
+            steps.keys().copied().collect(),
+        )
+    };
+    let steps_usage = {
+        let mut t = exec.tracker();
+        // Figures of steps whose events are gone are not needed any more.
+        t.retain(|id| match id {
+            StepId::Number(n) => kept.contains(&n),
+            _ => true,
+        });
+        steps_ended
+            .iter()
+            .filter_map(|(step, _, _)| t.usage(StepId::Number(*step)).map(|u| (*step, u)))
+            .collect()
+    };
+    let (usage_round, usage) = exec.sampled.lock().expect("lock").clone();
     let procs = exec.procs();
     Status {
         job: exec.job,
@@ -493,6 +561,9 @@ fn status(exec: &Exec) -> Status {
         tasks: procs.task_groups.len(),
         ended: procs.ended.clone().filter(|_| !procs.acknowledged),
         steps_ended,
+        steps_usage,
+        usage_round,
+        usage,
     }
 }
 
