@@ -98,6 +98,15 @@ pub struct FakeGpus {
     path: PathBuf,
 }
 
+impl FakeGpus {
+    /// The fake provider reading `path`.
+    pub fn at(path: &Path) -> FakeGpus {
+        FakeGpus {
+            path: path.to_path_buf(),
+        }
+    }
+}
+
 impl GpuSource for FakeGpus {
     fn sample(&mut self, index: u32) -> Option<GpuSample> {
         let text = std::fs::read_to_string(&self.path).ok()?;

@@ -16,6 +16,8 @@ pub mod cgroupfs;
 pub mod gpu;
 pub mod procfs;
 pub(crate) mod tracker;
+#[cfg(test)]
+mod truth;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -167,6 +169,8 @@ mod tests {
     use super::*;
 
     #[test]
+    // Reaped by `reap`, not `Child::wait`.
+    #[allow(clippy::zombie_processes)]
     fn a_reaped_child_gives_its_status_and_the_cpu_it_burnt() {
         let child = std::process::Command::new("sh")
             .args([
