@@ -409,7 +409,7 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         signal,
         end: now(),
         // This node's figures of the batch step (the script's process tree).
-        usage: exec.tracker().usage(StepId::Batch),
+        usage: exec.tracker().usage(StepId::Batch).map(Box::new),
     };
     let memory = memory_step(&exec, r, "batch");
     {

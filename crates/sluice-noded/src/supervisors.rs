@@ -282,7 +282,7 @@ async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
                             .steps_usage
                             .iter()
                             .find(|(s, _)| *s == step)
-                            .map(|(_, u)| u.clone()),
+                            .map(|(_, u)| Box::new(u.clone())),
                     };
                     tokio::spawn(crate::report_step(agent.clone(), ended));
                 }

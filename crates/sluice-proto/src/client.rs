@@ -229,14 +229,6 @@ impl Client {
         decode(&body)
     }
 
-    /// An agent's periodic usage report of its running steps (`POST /v1/agent/usage`).
-    ///
-    /// Errors: as [`Client::post`].
-    pub fn usage_report(&self, r: &crate::usage::UsageReport) -> Result<(), ClientError> {
-        self.post::<_, serde_json::Value>("/v1/agent/usage", r)
-            .map(|_| ())
-    }
-
     /// `GET path`, the reply as text (the metrics endpoints answer `text/plain`).
     pub fn get_text(&self, path: &str) -> Result<String, ClientError> {
         let body = self.request("GET", path, None)?;

@@ -39,6 +39,7 @@ mod tcp;
 mod topology;
 mod ui;
 mod update;
+mod usage_gather;
 
 use harness::Cluster;
 
