@@ -295,6 +295,7 @@ fn install_log(
 /// Runs a job's supervisor (`slurmstepd stepd DIR ...`, started by an agent; see
 /// `sluice_noded::stepd`); its exit status. It logs where its agent does.
 pub fn stepd(args: Vec<String>) -> i32 {
+    sluice_noded::usage::gpu::nvidia_with(nvidia_usage);
     let s = match sluice_noded::stepd::Stepd::prepare(&args) {
         Ok(s) => s,
         Err(e) => {
@@ -309,6 +310,24 @@ pub fn stepd(args: Vec<String>) -> i32 {
         }
     }
     s.run()
+}
+
+/// A supervisor's NVIDIA GPUs through NVML (loaded where it is installed).
+fn nvidia_usage() -> Option<Box<dyn sluice_noded::usage::gpu::GpuSource>> {
+    struct Nvml(sluice_ctld::gpu_detect::NvmlUsage);
+    impl sluice_noded::usage::gpu::GpuSource for Nvml {
+        fn sample(&mut self, index: u32) -> Option<sluice_noded::usage::gpu::GpuSample> {
+            self.0
+                .sample(index)
+                .map(|s| sluice_noded::usage::gpu::GpuSample {
+                    util: s.util,
+                    mem: s.mem_used,
+                    power_mw: s.power_mw,
+                })
+        }
+    }
+    let sampler = sluice_ctld::gpu_detect::NvmlProvider::new(Path::new("/")).usage_sampler()?;
+    Some(Box::new(Nvml(sampler)))
 }
 
 /// Checks that munged at `socket` makes credentials (`auth/munge`).

@@ -405,12 +405,15 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
         changed,
         steps: Default::default(),
         output: tokio::sync::watch::channel(0u64).0,
-        usage: std::sync::Mutex::new(crate::usage::tracker::Tracker::new(
-            &launch.node,
-            launch.gather,
-            Path::new("/proc"),
-            crate::usage::gpu::detect(),
-        )),
+        usage: std::sync::Mutex::new(
+            crate::usage::tracker::Tracker::new(
+                &launch.node,
+                launch.gather,
+                Path::new("/proc"),
+                None,
+            )
+            .detecting_gpus(),
+        ),
         sampled: Default::default(),
     });
     tokio::spawn(sample_every(exec.clone()));

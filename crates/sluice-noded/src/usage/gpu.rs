@@ -8,7 +8,7 @@
 //! - [`AmdSysfs`]: AMD GPUs' `gpu_busy_percent`, `mem_info_vram_used` and hwmon
 //!   `power1_average` under `/sys/class/drm/card*/device`, the GPU index being the
 //!   card's rank among them;
-//! - nothing else yet: on NVIDIA nodes the GPUs are not sampled (see the README).
+//! - NVIDIA GPUs through NVML, whose sampler the program passes in ([`nvidia_with`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,13 +36,29 @@ pub trait GpuSource: Send {
     fn sample(&mut self, index: u32) -> Option<GpuSample>;
 }
 
-/// The node's source: the fake one when [`FAKE_ENV`] is set, AMD's sysfs files where
-/// there are AMD GPUs, else none.
+/// Makes the NVIDIA source; `None` where NVML does not load.
+pub type NvidiaSource = fn() -> Option<Box<dyn GpuSource>>;
+
+static NVIDIA: std::sync::OnceLock<NvidiaSource> = std::sync::OnceLock::new();
+
+/// Sets how supervisors reach NVIDIA GPUs: the program that runs them passes NVML's
+/// sampler (`sluice_ctld::gpu_detect::NvmlProvider::usage_sampler`, where the one file
+/// that calls NVML is), so that this crate never loads the library itself.
+pub fn nvidia_with(source: NvidiaSource) {
+    let _ = NVIDIA.set(source);
+}
+
+/// The node's source: the fake one when [`FAKE_ENV`] is set, NVIDIA's through NVML
+/// where it loads ([`nvidia_with`]), AMD's sysfs files where there are AMD GPUs, else
+/// none.
 pub fn detect() -> Option<Box<dyn GpuSource>> {
     if let Some(path) = std::env::var_os(FAKE_ENV).filter(|p| !p.is_empty()) {
         return Some(Box::new(FakeGpus {
             path: PathBuf::from(path),
         }));
+    }
+    if let Some(nvidia) = NVIDIA.get().and_then(|make| make()) {
+        return Some(nvidia);
     }
     let amd = AmdSysfs::new(Path::new("/sys/class/drm"));
     (!amd.cards.is_empty()).then(|| Box::new(amd) as Box<dyn GpuSource>)

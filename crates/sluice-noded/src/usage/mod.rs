@@ -15,7 +15,7 @@
 pub mod cgroupfs;
 pub mod gpu;
 pub mod procfs;
-pub(crate) mod tracker;
+pub mod tracker;
 #[cfg(test)]
 mod truth;
 

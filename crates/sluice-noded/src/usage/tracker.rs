@@ -51,7 +51,7 @@ impl Step {
 }
 
 /// The figures of one supervisor's steps.
-pub(crate) struct Tracker {
+pub struct Tracker {
     node: String,
     settings: Settings,
     proc_root: PathBuf,
@@ -59,6 +59,8 @@ pub(crate) struct Tracker {
     page: u64,
     steps: BTreeMap<StepId, Step>,
     gpus: Option<Box<dyn GpuSource>>,
+    /// The node's GPU source is found ([`gpu::detect`]) when a step first has GPUs.
+    detect_gpus: bool,
     /// What could not be read, said once in the log.
     said: BTreeSet<String>,
 }
@@ -76,7 +78,7 @@ fn raise(best: &mut TreeSample, s: &TreeSample) {
 impl Tracker {
     /// A tracker for node `node`'s steps, as `settings` say, reading `proc_root`
     /// (`/proc`), with `gpus` as the GPU source.
-    pub(crate) fn new(
+    pub fn new(
         node: &str,
         settings: Settings,
         proc_root: &Path,
@@ -90,17 +92,25 @@ impl Tracker {
             page: super::page_size(),
             steps: BTreeMap::new(),
             gpus,
+            detect_gpus: false,
             said: BTreeSet::new(),
         }
     }
 
+    /// Finds the node's GPU source ([`gpu::detect`]: NVML is loaded) when a step first
+    /// has GPUs, not before.
+    pub fn detecting_gpus(mut self) -> Tracker {
+        self.detect_gpus = true;
+        self
+    }
+
     /// Nothing is gathered (`jobacct_gather/none`).
-    pub(crate) fn off(&self) -> bool {
+    pub fn off(&self) -> bool {
         self.settings.source == Source::Off
     }
 
     /// Seconds between rounds (0: none).
-    pub(crate) fn interval(&self) -> u32 {
+    pub fn interval(&self) -> u32 {
         if self.off() {
             0
         } else {
@@ -109,7 +119,7 @@ impl Tracker {
     }
 
     /// Task `task` of `step` runs as process `pid`.
-    pub(crate) fn task_started(&mut self, step: StepId, task: u32, pid: i32) {
+    pub fn task_started(&mut self, step: StepId, task: u32, pid: i32) {
         if self.off() {
             return;
         }
@@ -123,9 +133,15 @@ impl Tracker {
     }
 
     /// `step` was given GPUs `indices` here.
-    pub(crate) fn gpus(&mut self, step: StepId, indices: &[u32]) {
+    pub fn gpus(&mut self, step: StepId, indices: &[u32]) {
         if self.off() || indices.is_empty() {
             return;
+        }
+        if self.gpus.is_none() && std::mem::take(&mut self.detect_gpus) {
+            self.gpus = gpu::detect();
+            if self.gpus.is_none() {
+                self.say_once("no GPU can be sampled here (no NVML, no AMD sysfs)".into());
+            }
         }
         let node = self.node.clone();
         let s = self.steps.entry(step).or_default();
@@ -140,7 +156,7 @@ impl Tracker {
     }
 
     /// `step` has a cgroup here (read with a cgroup source).
-    pub(crate) fn cgroup(&mut self, step: StepId, place: Option<(PathBuf, Version)>) {
+    pub fn cgroup(&mut self, step: StepId, place: Option<(PathBuf, Version)>) {
         if !matches!(self.settings.source, Source::Auto | Source::Cgroup) {
             return;
         }
@@ -211,7 +227,7 @@ impl Tracker {
     }
 
     /// One sampling round; the running steps' figures so far.
-    pub(crate) fn sample(&mut self) -> Vec<(StepId, StepUsage)> {
+    pub fn sample(&mut self) -> Vec<(StepId, StepUsage)> {
         self.round(None);
         self.steps
             .iter()
@@ -225,12 +241,12 @@ impl Tracker {
 
     /// Task `task` of `step` has exited and is not reaped yet: its tree is read once
     /// more (the exited process's CPU time and I/O are still there).
-    pub(crate) fn task_exiting(&mut self, step: StepId, task: u32) {
+    pub fn task_exiting(&mut self, step: StepId, task: u32) {
         self.round(Some((step, task)));
     }
 
     /// Task `task` of `step` was reaped with `rusage`.
-    pub(crate) fn task_ended(&mut self, step: StepId, task: u32, rusage: Option<Rusage>) {
+    pub fn task_ended(&mut self, step: StepId, task: u32, rusage: Option<Rusage>) {
         let Some(t) = self
             .steps
             .get_mut(&step)
@@ -254,7 +270,7 @@ impl Tracker {
     }
 
     /// `step`'s cgroup is about to go: its CPU time is read a last time.
-    pub(crate) fn cgroup_ending(&mut self, step: StepId) {
+    pub fn cgroup_ending(&mut self, step: StepId) {
         let ticks = self.ticks;
         if let Some(s) = self.steps.get_mut(&step) {
             if let Some((dir, version)) = &s.cgroup {
@@ -269,7 +285,7 @@ impl Tracker {
 
     /// `step`'s figures on this node so far; `None` when nothing is gathered or the
     /// step is unknown here.
-    pub(crate) fn usage(&self, step: StepId) -> Option<StepUsage> {
+    pub fn usage(&self, step: StepId) -> Option<StepUsage> {
         let s = self.steps.get(&step)?;
         let mut all = StepUsage::default();
         let one_task = s.tasks.len() == 1;
@@ -299,7 +315,7 @@ impl Tracker {
     }
 
     /// Forgets the steps `keep` refuses (ended ones whose figures were taken).
-    pub(crate) fn retain(&mut self, keep: impl Fn(StepId) -> bool) {
+    pub fn retain(&mut self, keep: impl Fn(StepId) -> bool) {
         self.steps.retain(|id, s| s.running() || keep(*id));
     }
 }
