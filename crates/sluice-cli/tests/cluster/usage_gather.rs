@@ -92,3 +92,116 @@ fn a_jobs_steps_report_the_memory_and_cpu_they_really_used() {
     );
     truthful(&usage(StepId::Number(0)), "step 0");
 }
+
+/// Ends the agent the test started, even when the test fails.
+struct OwnAgent(std::process::Child);
+
+impl Drop for OwnAgent {
+    fn drop(&mut self) {
+        // SIGINT: it ends its jobs too (as `sluice up` stopping).
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+        let _ = self.0.wait();
+    }
+}
+
+/// The fake GPU provider (`SLUICE_FAKE_GPU_USAGE`, the agent's environment) drives a
+/// job's GPUs: the figures it gives, changed while the job runs, are what the batch
+/// step's record holds for the GPU the job was given, and its running figures arrive.
+#[test]
+fn a_jobs_gpus_are_sampled_from_the_fake_provider() {
+    let conf = "ClusterName=usagegpu
+SlurmctldHost=localhost
+GresTypes=gpu
+AccountingStorageTRES=gres/gpu
+NodeName=g1 CPUs=2 RealMemory=2000 Gres=gpu:2 State=UNKNOWN
+PartitionName=gpu Nodes=g1 Default=YES MaxTime=1:00:00 State=UP
+JobAcctGatherFrequency=task=1
+";
+    let c = Cluster::start_with("usage-gpu", conf, &["g1"]);
+    let state = c.dir.join("state");
+    let fake = c.dir.join("gpus.json");
+    let gpus = |util: u32, mem: u32| {
+        std::fs::write(
+            &fake,
+            format!(
+                r#"{{"0": {{"util": {util}, "mem_mib": {mem}, "power_w": 200}}, "1": {{"util": {util}, "mem_mib": {mem}, "power_w": 200}}}}"#
+            ),
+        )
+        .unwrap()
+    };
+    gpus(90, 1000);
+    // The harness's agent goes (SIGTERM: its jobs, none, would run on); this test's own,
+    // with the fake provider in its environment, takes over the node.
+    let state_s = state.display().to_string();
+    for pid in crate::harness::pids_of(&["agent", "--node", "g1", "--state-dir", &state_s]) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    c.wait_for("the first agent to stop", || {
+        crate::harness::pids_of(&["agent", "--node", "g1", "--state-dir", &state_s]).is_empty()
+    });
+    let _agent = OwnAgent(
+        std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["agent", "--node", "g1", "--state-dir", &state_s])
+            .args(["--acct-gather-frequency", "task=1"])
+            .env("SLUICE_FAKE_GPU_USAGE", &fake)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the agent starts"),
+    );
+    let job = c.sbatch(&["--gpus=1", "--wrap", "sleep 4"]);
+    let client = sluice_proto::Client::new(sluice_proto::paths::controller_socket(&state));
+    // While it runs: its GPU's figures so far.
+    let mut seen = None;
+    c.wait_for("the running job's GPU figures", || {
+        seen = client.job_usage(job).ok().and_then(|steps| {
+            steps
+                .into_iter()
+                .find(|s| s.step == StepId::Batch)
+                .and_then(|s| s.usage)
+                .filter(|u| !u.gpus.is_empty())
+        });
+        seen.is_some()
+    });
+    let running = seen.unwrap();
+    assert_eq!(running.gpus.len(), 1, "one GPU: {running:?}");
+    assert_eq!(
+        (running.gpus[0].node.as_str(), running.gpus[0].util_now),
+        ("g1", 90)
+    );
+    // Busier memory, idler GPU, for the rest of its run.
+    gpus(10, 3000);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    let acct: sluice_proto::types::Accounting = client
+        .post(
+            "/v1/accounting",
+            &AccountingQuery {
+                jobs: vec![job],
+                ..AccountingQuery::default()
+            },
+        )
+        .unwrap();
+    let u = acct
+        .steps
+        .iter()
+        .find(|s| s.step == StepId::Batch)
+        .and_then(|s| s.usage.clone())
+        .unwrap_or_else(|| panic!("the batch step has no usage: {:?}", acct.steps));
+    assert_eq!(u.gpus.len(), 1, "{u:?}");
+    let g = &u.gpus[0];
+    assert!(g.samples >= 2, "{g:?}");
+    assert_eq!((g.util_max, g.util_now), (90, 10), "{g:?}");
+    assert_eq!((g.mem_max, g.mem_now), (3000 << 20, 3000 << 20), "{g:?}");
+    assert!(g.util_mean() > 10.0 && g.util_mean() < 90.0, "{g:?}");
+    assert_eq!(
+        g.power_sum_mw,
+        Some(u64::from(g.samples) * 200_000),
+        "{g:?}"
+    );
+}
