@@ -707,6 +707,18 @@ pub fn parse_args(
                     }
                     apply(opts, f.name(), f.value.as_deref())?
                 }
+                // Checked as Slurm checks it, though the job's own frequency is not
+                // applied yet (the node's `JobAcctGatherFrequency` is).
+                Support::Warns if f.name() == "acctg-freq" => {
+                    crate::acct_gather_conf::Frequency::parse(
+                        f.value.as_deref().unwrap_or(""),
+                        "--acctg-freq",
+                    )
+                    .map_err(err)?;
+                    opts.warnings.push(
+                        "option --acctg-freq is accepted but has no effect in Sluice yet".into(),
+                    )
+                }
                 Support::Warns => opts.warnings.push(format!(
                     "option --{} is accepted but has no effect in Sluice yet",
                     f.name()
@@ -1566,6 +1578,14 @@ mod tests {
             "option --mail-type is accepted but has no effect in Sluice yet"
         );
         assert_eq!(rest, ["job.sh"]);
+    }
+
+    #[test]
+    fn a_malformed_acctg_freq_is_refused_in_slurms_words() {
+        let (o, _) = parse("--acctg-freq=task=10,energy=0 job.sh").unwrap();
+        assert_eq!(o.warnings.len(), 1);
+        let e = parse("--acctg-freq=task=abc job.sh").unwrap_err();
+        assert_eq!(e.message, "Invalid --acctg-freq specification: task=abc");
     }
 
     #[test]
