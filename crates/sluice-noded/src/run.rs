@@ -61,6 +61,9 @@ pub(crate) struct Exec {
     pub(crate) output: tokio::sync::watch::Sender<u64>,
     /// What its steps use here (`usage.rs`).
     pub(crate) usage: Mutex<crate::usage::tracker::Tracker>,
+    /// Steps whose events srun had all before the agent's watch saw their end: step →
+    /// (exit code, signal, when), kept in the status a while for the agent to report.
+    pub(crate) forgotten: Mutex<BTreeMap<u32, (i32, i32, std::time::Instant)>>,
     /// The last sampling round's figures of the running steps, numbered.
     pub(crate) sampled: Mutex<(u64, Vec<(StepId, StepUsage)>)>,
 }

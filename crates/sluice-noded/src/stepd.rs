@@ -415,6 +415,7 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
             .detecting_gpus(),
         ),
         sampled: Default::default(),
+        forgotten: Default::default(),
     });
     tokio::spawn(sample_every(exec.clone()));
     tracing::info!(
@@ -532,7 +533,7 @@ fn may_leave(exec: &Exec, idle_since: &mut Option<Instant>) -> bool {
 /// The supervisor's state for `Watch`.
 fn status(exec: &Exec) -> Status {
     // Taken and let go before the processes' lock (never both held here).
-    let (steps_ended, kept): (Vec<(u32, i32, i32)>, Vec<u32>) = {
+    let (mut steps_ended, mut kept): (Vec<(u32, i32, i32)>, Vec<u32>) = {
         let steps = exec.steps.lock().expect("lock");
         (
             steps
@@ -542,6 +543,16 @@ fn status(exec: &Exec) -> Status {
             steps.keys().copied().collect(),
         )
     };
+    {
+        let mut forgotten = exec.forgotten.lock().expect("lock");
+        forgotten.retain(|_, (_, _, at)| at.elapsed() < RETAIN);
+        for (step, (code, signal, _)) in forgotten.iter() {
+            if !kept.contains(step) {
+                steps_ended.push((*step, *code, *signal));
+                kept.push(*step);
+            }
+        }
+    }
     let steps_usage = {
         let mut t = exec.tracker();
         // Figures of steps whose events are gone are not needed any more.
@@ -658,7 +669,18 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
             let mut steps = exec.steps.lock().expect("lock");
             match steps.get(&step) {
                 Some(log) if log.owner == uid || uid == 0 => {
+                    // Its end stays in the status a while, should srun have been
+                    // quicker than the agent's watch: the agent reports it (and its
+                    // figures) all the same.
+                    if let Some((code, signal)) = log.ended() {
+                        exec.forgotten
+                            .lock()
+                            .expect("lock")
+                            .insert(step, (code, signal, Instant::now()));
+                    }
                     steps.remove(&step);
+                    drop(steps);
+                    exec.touch();
                     Reply::Ok
                 }
                 Some(_) => Reply::Error {

@@ -206,6 +206,8 @@ impl Tracker {
                 let cg = cgroupfs::read(dir, *version, ticks);
                 match (cg.user_ms, cg.system_ms) {
                     (Some(u), Some(s)) => step.cgroup_cpu = Some((u, s)),
+                    // A v1 memory cgroup has no CPU figures: nothing is missing.
+                    _ if *version == Version::V1 => {}
                     _ => cgroup_failures.push(dir.display().to_string()),
                 }
             }
@@ -399,5 +401,40 @@ mod tests {
         assert!(off.sample().is_empty());
         assert_eq!(off.usage(StepId::Batch), None);
         assert_eq!(off.interval(), 0);
+    }
+
+    #[test]
+    fn a_one_task_steps_cgroup_raises_its_cpu_time_with_a_cgroup_source_only() {
+        let dir = std::env::temp_dir().join(format!("sluice-trk-cg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("cpu.stat"),
+            "usage_usec 3500000\nuser_usec 3000000\nsystem_usec 500000\n",
+        )
+        .unwrap();
+        let measured = |source| {
+            let mut t = Tracker::new("n1", settings(source), Path::new("/nonexistent"), None);
+            t.task_started(StepId::Batch, 0, 1);
+            t.cgroup(StepId::Batch, Some((dir.clone(), Version::V2)));
+            t.sample();
+            t.task_ended(
+                StepId::Batch,
+                0,
+                Some(Rusage {
+                    user_ms: 2000,
+                    system_ms: 100,
+                    ..Rusage::default()
+                }),
+            );
+            t.cgroup_ending(StepId::Batch);
+            let u = t.usage(StepId::Batch).unwrap();
+            (u.user_cpu_ms, u.system_cpu_ms, u.cpu_ms.tot)
+        };
+        // Processes that left the task's tree still count in its cgroup.
+        assert_eq!(measured(Source::Cgroup), (3000, 500, 3500));
+        assert_eq!(measured(Source::Auto), (3000, 500, 3500));
+        // jobacct_gather/linux: the tree and the rusage only.
+        assert_eq!(measured(Source::Proc), (2000, 100, 2100));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

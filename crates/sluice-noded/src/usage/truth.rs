@@ -53,6 +53,7 @@ fn exec(dir: &Path, node: &str, gpus: Option<Box<dyn super::gpu::GpuSource>>) ->
             gpus,
         )),
         sampled: Default::default(),
+        forgotten: Default::default(),
     })
 }
 
