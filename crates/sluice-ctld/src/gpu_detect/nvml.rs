@@ -68,13 +68,31 @@ impl NvmlProvider {
     /// NVML loaded for sampling GPUs' usage (the node agents' job accounting), or
     /// `None` where the library does not load.
     pub fn usage_sampler(&self) -> Option<NvmlUsage> {
-        self.load().map(|nvml| NvmlUsage { nvml })
+        let nvml = self.load()?;
+        let count = nvml.device_count().ok()?;
+        let mut by_minor: Vec<(u32, u32)> = (0..count)
+            .map(|i| {
+                let minor = nvml
+                    .device_by_index(i)
+                    .and_then(|d| d.minor_number())
+                    .unwrap_or(i);
+                (minor, i)
+            })
+            .collect();
+        by_minor.sort_unstable();
+        Some(NvmlUsage {
+            nvml,
+            order: by_minor.into_iter().map(|(_, i)| i).collect(),
+        })
     }
 }
 
 /// NVML held open for sampling the GPUs' utilisation, memory and power.
 pub struct NvmlUsage {
     nvml: Nvml,
+    /// NVML's index of each GPU in device-file order (`/dev/nvidiaN` by minor number):
+    /// gres.conf's order, which `CUDA_VISIBLE_DEVICES` and the jobs' GPU indices use.
+    order: Vec<u32>,
 }
 
 /// One GPU's usage at one moment, as NVML gives it.
@@ -89,10 +107,11 @@ pub struct NvmlSample {
 }
 
 impl NvmlUsage {
-    /// GPU `index`'s usage now (NVML's index, which is the GPUs' PCI order, as the
-    /// devices `AutoDetect=nvml` numbers); `None` where NVML cannot say.
+    /// The usage now of the GPU of index `index` on the node (the index jobs are given,
+    /// in device-file order); `None` where NVML cannot say.
     pub fn sample(&self, index: u32) -> Option<NvmlSample> {
-        let d = self.nvml.device_by_index(index).ok()?;
+        let nvml_index = *self.order.get(index as usize)?;
+        let d = self.nvml.device_by_index(nvml_index).ok()?;
         let util = d.utilization_rates().ok()?.gpu;
         let mem_used = d.memory_info().map(|m| m.used).unwrap_or(0);
         Some(NvmlSample {
