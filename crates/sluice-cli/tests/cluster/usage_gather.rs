@@ -1,7 +1,9 @@
 //! Usage gathering end to end (issue 23's "done when", agent side): a job whose batch
 //! script and srun step each touch 200 MiB and burn 2 s of CPU shows them, within
 //! 10 %, in the controller's records of both steps (what `sacct` reads), and its
-//! figures arrive while it runs (what `sstat` reads), sampled every second.
+//! figures arrive while it runs (what `sstat` reads), sampled every second; the fake
+//! GPU provider's figures reach the records, and an idle GPU in them gets its job
+//! flagged by the controller's idle-GPU check.
 
 use sluice_proto::types::{AccountingQuery, StepId};
 use sluice_proto::usage::StepUsage;
@@ -107,11 +109,10 @@ impl Drop for OwnAgent {
     }
 }
 
-/// The fake GPU provider (`SLUICE_FAKE_GPU_USAGE`, the agent's environment) drives a
-/// job's GPUs: the figures it gives, changed while the job runs, are what the batch
-/// step's record holds for the GPU the job was given, and its running figures arrive.
-#[test]
-fn a_jobs_gpus_are_sampled_from_the_fake_provider() {
+/// One node `g1` with two GPUs, sampled every second, whose agent (started by the
+/// test) has the fake GPU provider: the cluster, its agent, and a writer of the fake
+/// figures (utilisation %, memory MiB; 200 W) of both GPUs.
+fn fake_gpu_cluster(name: &str, files: &[(&str, &str)]) -> (Cluster, OwnAgent, impl Fn(u32, u32)) {
     let conf = "ClusterName=usagegpu
 SlurmctldHost=localhost
 GresTypes=gpu
@@ -120,34 +121,38 @@ NodeName=g1 CPUs=2 RealMemory=2000 Gres=gpu:2 State=UNKNOWN
 PartitionName=gpu Nodes=g1 Default=YES MaxTime=1:00:00 State=UP
 JobAcctGatherFrequency=task=1
 ";
-    let c = Cluster::start_with("usage-gpu", conf, &["g1"]);
+    let c = Cluster::start_files(name, conf, files);
     let state = c.dir.join("state");
     let fake = c.dir.join("gpus.json");
-    let gpus = |util: u32, mem: u32| {
-        std::fs::write(
-            &fake,
-            format!(
-                r#"{{"0": {{"util": {util}, "mem_mib": {mem}, "power_w": 200}}, "1": {{"util": {util}, "mem_mib": {mem}, "power_w": 200}}}}"#
-            ),
-        )
-        .unwrap()
+    let gpus = {
+        let fake = fake.clone();
+        move |util: u32, mem: u32| {
+            std::fs::write(
+                &fake,
+                format!(
+                    r#"{{"0": {{"util": {util}, "mem_mib": {mem}, "power_w": 200}}, "1": {{"util": {util}, "mem_mib": {mem}, "power_w": 200}}}}"#
+                ),
+            )
+            .unwrap()
+        }
     };
     gpus(90, 1000);
-    // The harness's agent goes (SIGTERM: its jobs, none, would run on); this test's own,
-    // with the fake provider in its environment, takes over the node.
+    // The agent `sluice up` started goes (SIGTERM: its jobs, none, would run on); the
+    // test's own, with the fake provider in its environment, takes over the node.
     let state_s = state.display().to_string();
-    for pid in crate::harness::pids_of(&["agent", "--node", "g1", "--state-dir", &state_s]) {
+    let words = ["agent", "--node", "g1", "--state-dir", &state_s];
+    for pid in crate::harness::pids_of(&words) {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGTERM,
         );
     }
     c.wait_for("the first agent to stop", || {
-        crate::harness::pids_of(&["agent", "--node", "g1", "--state-dir", &state_s]).is_empty()
+        crate::harness::pids_of(&words).is_empty()
     });
-    let _agent = OwnAgent(
+    let agent = OwnAgent(
         std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["agent", "--node", "g1", "--state-dir", &state_s])
+            .args(words)
             .args(["--acct-gather-frequency", "task=1"])
             .env("SLUICE_FAKE_GPU_USAGE", &fake)
             .stdout(std::process::Stdio::null())
@@ -155,6 +160,20 @@ JobAcctGatherFrequency=task=1
             .spawn()
             .expect("the agent starts"),
     );
+    let socket = sluice_proto::paths::agent_socket(&state, "g1");
+    c.wait_for("the test's agent to listen", || {
+        std::os::unix::net::UnixStream::connect(&socket).is_ok()
+    });
+    (c, agent, gpus)
+}
+
+/// The fake GPU provider (`SLUICE_FAKE_GPU_USAGE`, the agent's environment) drives a
+/// job's GPUs: the figures it gives, changed while the job runs, are what the batch
+/// step's record holds for the GPU the job was given, and its running figures arrive.
+#[test]
+fn a_jobs_gpus_are_sampled_from_the_fake_provider() {
+    let (c, _agent, gpus) = fake_gpu_cluster("usage-gpu", &[]);
+    let state = c.dir.join("state");
     let job = c.sbatch(&["--gpus=1", "--wrap", "sleep 4"]);
     let client = sluice_proto::Client::new(sluice_proto::paths::controller_socket(&state));
     // While it runs: its GPU's figures so far.
@@ -204,4 +223,28 @@ JobAcctGatherFrequency=task=1
         Some(u64::from(g.samples) * 200_000),
         "{g:?}"
     );
+}
+
+/// Idle GPUs caught from the agents' real reports: a job whose GPU the fake provider
+/// shows at 1 % is flagged (`IdleGPUs=1/1` in `scontrol show job`) once sluice.conf's
+/// `IdleGpuTime` has passed, and the flag goes once the GPU works again.
+#[test]
+fn a_job_whose_gpu_idles_is_flagged_and_unflagged_when_it_works() {
+    let (c, _agent, gpus) = fake_gpu_cluster(
+        "usage-idle",
+        &[("sluice.conf", "IdleGpuThreshold=5\nIdleGpuTime=0:02\n")],
+    );
+    gpus(1, 500);
+    let job = c.sbatch(&["--gpus=1", "--wrap", "sleep 60"]);
+    let show = || c.run("scontrol", &["show", "job", &job.to_string()]).stdout;
+    c.wait_for("the idle GPU to be flagged", || {
+        show().contains("IdleGPUs=1/1")
+    });
+    gpus(80, 500);
+    c.wait_for("the flag to go", || {
+        let s = show();
+        s.contains("JobState=RUNNING") && !s.contains("IdleGPUs=")
+    });
+    c.run("scancel", &[&job.to_string()]);
+    c.wait_ended(job);
 }
