@@ -684,9 +684,19 @@ mod tests {
                 "/s/l",
                 "--debug",
                 "debug2",
+                "--acct-gather-type",
+                "jobacct_gather/linux",
+                "--acct-gather-frequency",
+                "task=5",
             ]),
         );
         assert_eq!(f.node.as_deref(), Some("n1"));
+        let g = GatherConf::parse(f.gather_type.as_deref(), f.gather_frequency.as_deref());
+        let g = gather_settings(&g.unwrap());
+        assert_eq!(
+            (g.source, g.task_secs),
+            (sluice_noded::usage::Source::Proc, 5)
+        );
         assert_eq!(f.state_dir.as_deref(), Some("/s"));
         assert_eq!(f.log_file.as_deref(), Some("/s/l"));
         assert_eq!(f.debug, Some(DebugLevel::Debug2));

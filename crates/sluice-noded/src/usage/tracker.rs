@@ -437,4 +437,21 @@ mod tests {
         assert_eq!(measured(Source::Proc), (2000, 100, 2100));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn an_unreadable_cgroup_is_said_once_and_the_tasks_figures_stay() {
+        let mut t = Tracker::new("n1", settings(Source::Cgroup), Path::new("/proc"), None);
+        let me = std::process::id() as i32;
+        t.task_started(StepId::Batch, 0, me);
+        t.cgroup(
+            StepId::Batch,
+            Some((PathBuf::from("/nonexistent/cgroup"), Version::V2)),
+        );
+        t.sample();
+        t.sample();
+        assert_eq!(t.said.len(), 1, "{:?}", t.said);
+        // This test process's own figures, from /proc.
+        let u = t.sample().remove(0).1;
+        assert!(u.rss.max > 0 && u.vmem.max > 0, "{u:?}");
+    }
 }
