@@ -267,10 +267,11 @@ pub(crate) struct Status {
     /// Those steps' figures here (`usage.rs`), where gathered.
     #[serde(default)]
     pub(crate) steps_usage: Vec<(u32, StepUsage)>,
-    /// The number of the last sampling round, and its figures of the running steps
-    /// (the agent sends them to the controller once per round).
+    /// The number of the last sampling round (the agent sends each round's figures to
+    /// the controller once).
     #[serde(default)]
     pub(crate) usage_round: u64,
+    /// That round's figures of the steps running then.
     #[serde(default)]
     pub(crate) usage: Vec<(StepId, StepUsage)>,
 }
