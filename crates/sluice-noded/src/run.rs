@@ -417,6 +417,7 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
     let memory = memory_step(&exec, r, "batch");
     {
         let mut t = exec.tracker();
+        t.job_frequency(r.desc.acctg_freq.as_deref());
         t.cgroup(StepId::Batch, memory.as_ref().map(cgroup::Step::place));
         if let Some(gpus) = r
             .nodes
@@ -878,6 +879,7 @@ pub(crate) fn tasks(
     let step_id = end.step;
     {
         let mut t = exec.tracker();
+        t.job_frequency(record.desc.acctg_freq.as_deref());
         t.cgroup(
             step_id,
             end.memory

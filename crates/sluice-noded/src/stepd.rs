@@ -471,16 +471,20 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
 /// 0, or when nothing is gathered), off the runtime's thread; each round's figures go
 /// to the watching agent (`Status::usage`).
 async fn sample_every(exec: Arc<Exec>) {
-    let secs = exec.tracker().interval();
-    if secs == 0 {
+    if exec.tracker().off() {
         return;
     }
-    let mut tick = tokio::time::interval(Duration::from_secs(u64::from(secs)));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The first tick is at once: nothing runs yet.
-    tick.tick().await;
+    // Counted in whole seconds and the frequency read each time: a job's --acctg-freq
+    // replaces the node's once its launch is read.
+    let mut waited = 0;
     loop {
-        tick.tick().await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        waited += 1;
+        let secs = exec.tracker().interval();
+        if secs == 0 || waited < secs {
+            continue;
+        }
+        waited = 0;
         let e = exec.clone();
         let Ok(figures) = tokio::task::spawn_blocking(move || e.tracker().sample()).await else {
             continue;

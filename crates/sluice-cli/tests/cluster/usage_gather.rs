@@ -1,7 +1,8 @@
 //! Usage gathering end to end (issue 23's "done when", agent side): a job whose batch
 //! script and srun step each touch 200 MiB and burn 2 s of CPU shows them, within
 //! 10 %, in the controller's records of both steps (what `sacct` reads), and its
-//! figures arrive while it runs (what `sstat` reads), sampled every second; the fake
+//! figures arrive while it runs (what `sstat` reads), sampled every second as its
+//! `--acctg-freq` asks (the node's default is 30 s); the fake
 //! GPU provider's figures reach the records, and an idle GPU in them gets its job
 //! flagged by the controller's idle-GPU check.
 
@@ -47,12 +48,12 @@ fn a_jobs_steps_report_the_memory_and_cpu_they_really_used() {
         eprintln!("skipped: needs python3 for the workload");
         return;
     }
-    let conf = format!("{}JobAcctGatherFrequency=task=1\n", crate::SMALL);
-    let c = Cluster::start("usage-gather", &conf);
+    let c = Cluster::start("usage-gather", crate::SMALL);
     std::fs::write(c.work().join("w.py"), WORKLOAD).unwrap();
     let job = c.sbatch(&[
         "-w",
         "n1",
+        "--acctg-freq=task=1",
         "--wrap",
         "python3 w.py && srun -n1 python3 w.py",
     ]);

@@ -109,6 +109,17 @@ impl Tracker {
         self.settings.source == Source::Off
     }
 
+    /// The job's own `--acctg-freq` (as given, checked by the command), whose task
+    /// frequency, where it says one, replaces the node's.
+    pub fn job_frequency(&mut self, acctg_freq: Option<&str>) {
+        if let Some(task) = acctg_freq
+            .and_then(|f| sluice_conf::acct_gather_conf::Frequency::parse(f, "--acctg-freq").ok())
+            .and_then(|f| f.task)
+        {
+            self.settings.task_secs = task;
+        }
+    }
+
     /// Seconds between rounds (0: none).
     pub fn interval(&self) -> u32 {
         if self.off() {
@@ -396,6 +407,11 @@ mod tests {
             (u.gpus[1].index, u.gpus[1].samples, u.gpus[1].util_sum),
             (2, 2, 84)
         );
+        // A job's --acctg-freq replaces the node's task frequency.
+        t.job_frequency(Some("energy=5"));
+        assert_eq!(t.interval(), 1);
+        t.job_frequency(Some("task=7,energy=0"));
+        assert_eq!(t.interval(), 7);
         let mut off = Tracker::new("n1", settings(Source::Off), Path::new("/proc"), None);
         off.task_started(StepId::Batch, 0, 1);
         assert!(off.sample().is_empty());
