@@ -19,6 +19,19 @@ while time.process_time() < 2.0:\n    pass\n\
 time.sleep(2)\n\
 print(len(b))\n";
 
+/// What `sacct` reads of `job`: its record and its steps'.
+fn accounting(client: &sluice_proto::Client, job: u64) -> sluice_proto::types::Accounting {
+    client
+        .post(
+            "/v1/accounting",
+            &AccountingQuery {
+                jobs: vec![job],
+                ..AccountingQuery::default()
+            },
+        )
+        .unwrap()
+}
+
 fn within(value: u64, truth: u64, what: &str) {
     let (v, t) = (value as f64, truth as f64);
     assert!(
@@ -68,15 +81,7 @@ fn a_jobs_steps_report_the_memory_and_cpu_they_really_used() {
         })
     });
     assert_eq!(c.wait_ended(job), "COMPLETED");
-    let acct: sluice_proto::types::Accounting = client
-        .post(
-            "/v1/accounting",
-            &AccountingQuery {
-                jobs: vec![job],
-                ..AccountingQuery::default()
-            },
-        )
-        .unwrap();
+    let acct = accounting(&client, job);
     let usage = |id: StepId| {
         acct.steps
             .iter()
@@ -198,15 +203,7 @@ fn a_jobs_gpus_are_sampled_from_the_fake_provider() {
     // Busier memory, idler GPU, for the rest of its run.
     gpus(10, 3000);
     assert_eq!(c.wait_ended(job), "COMPLETED");
-    let acct: sluice_proto::types::Accounting = client
-        .post(
-            "/v1/accounting",
-            &AccountingQuery {
-                jobs: vec![job],
-                ..AccountingQuery::default()
-            },
-        )
-        .unwrap();
+    let acct = accounting(&client, job);
     let u = acct
         .steps
         .iter()
