@@ -17,6 +17,7 @@ pub const GROUPS: &[Group] = &[
         entries: &[
             e("array", "indexes", "submit a job array with these task ids (1-9:2%4)"),
             e("account", "name", "charge the job to this account"),
+            e("acctg-freq", "task=secs", "how often the job's usage is sampled (task=30; 0: at its end)"),
             e("begin", "time", "do not start the job before this time"),
             e("comment", "text", "a comment kept with the job"),
             e("cpus-per-task", "ncpus", "CPUs each task needs"),
