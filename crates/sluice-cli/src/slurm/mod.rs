@@ -23,6 +23,7 @@ pub mod scontrol_show;
 pub mod scontrol_token;
 pub mod scontrol_update;
 pub mod sdiag;
+pub mod seff;
 pub mod sinfo;
 pub mod sinfo_json;
 pub mod sinfo_records;
@@ -37,7 +38,7 @@ pub mod update_keys;
 /// The commands this binary answers to when called by their name.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr",
-    "sprio", "sshare", "sdiag",
+    "sprio", "sshare", "sdiag", "seff",
 ];
 
 /// Runs the Slurm command `name` with `args`; returns its exit status.
@@ -64,6 +65,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sprio" => sprio::main(args),
         "sshare" => sshare::main(args),
         "sdiag" => sdiag::main(args),
+        "seff" => seff::main(args),
         _ => return None,
     })
 }
