@@ -30,6 +30,7 @@ pub mod sinfo_records;
 pub mod sprio;
 pub mod squeue;
 pub mod squeue_json;
+pub mod sreport;
 pub mod srun;
 pub mod sshare;
 pub mod units;
@@ -38,7 +39,7 @@ pub mod update_keys;
 /// The commands this binary answers to when called by their name.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr",
-    "sprio", "sshare", "sdiag", "seff",
+    "sprio", "sshare", "sdiag", "seff", "sreport",
 ];
 
 /// Runs the Slurm command `name` with `args`; returns its exit status.
@@ -66,6 +67,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sshare" => sshare::main(args),
         "sdiag" => sdiag::main(args),
         "seff" => seff::main(args),
+        "sreport" => sreport::main(args),
         _ => return None,
     })
 }
