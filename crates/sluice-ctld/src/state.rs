@@ -310,6 +310,8 @@ pub struct Controller {
     next_job_id: u64,
     /// What `sdiag` reports (see `state/diag.rs`).
     diag: diag::Diag,
+    /// What running steps use, as their agents last said (`sstat`; `sacct` once they end).
+    usage: usage::LiveUsage,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -398,6 +400,7 @@ impl Controller {
             descs: Default::default(),
             next_job_id: 1,
             diag: diag::Diag::new(now),
+            usage: usage::LiveUsage::default(),
         };
         for s in steps {
             c.steps.insert((JobId(s.job_id), s.step), s);
@@ -1443,6 +1446,10 @@ impl Controller {
         let Some(r) = self.jobs.get(&id) else {
             return Vec::new();
         };
+        if let Some(u) = &report.usage {
+            self.usage
+                .last(id, report.run, StepId::Batch, &report.node, u);
+        }
         if r.ending_run.is_some_and(|e| e.run == report.run) {
             return self.requeued_run_ended(id, now);
         }
@@ -1507,7 +1514,7 @@ impl Controller {
                 cpus: r.alloc.first().map_or(1, |s| s.cpus),
                 held_cpus: Vec::new(),
                 ended_on: Vec::new(),
-                usage: None,
+                usage: self.usage.merged(id, StepId::Batch),
             };
             self.steps.insert((id, StepId::Batch), step.clone());
             effects.push(Effect::PersistStep(step));
@@ -1531,8 +1538,12 @@ impl Controller {
                 s.signal = 15;
             }
             s.end = end_time;
+            if let Some(u) = self.usage.merged(id, k.1) {
+                s.usage = Some(u);
+            }
             effects.push(Effect::PersistStep(s.clone()));
         }
+        self.usage.job_ended(id, now);
         effects.extend(self.schedule(now));
         effects
     }
@@ -2213,6 +2224,9 @@ impl Controller {
         if s.state != JobState::Running {
             return Ok(Vec::new());
         }
+        if let Some(u) = self.usage.merged(job, StepId::Number(step)) {
+            s.usage = Some(u);
+        }
         s.end = Some(now);
         s.exit_code = exit_code;
         s.signal = signal;
@@ -2254,18 +2268,28 @@ impl Controller {
         {
             return Ok(Vec::new());
         }
+        let key = (job, StepId::Number(report.step));
         let s = self
             .steps
-            .get_mut(&(job, StepId::Number(report.step)))
+            .get_mut(&key)
             .ok_or_else(|| ApiError::invalid("Invalid job step id"))?;
-        if s.state != JobState::Running {
-            return Ok(Vec::new());
-        }
         if !s.nodes.contains(&report.node) {
             return Err(ApiError::new(
                 ErrorCode::InvalidNodeName,
                 sluice_proto::error::INVALID_NODE_NAME,
             ));
+        }
+        if let Some(u) = &report.usage {
+            self.usage.last(job, report.run, key.1, &report.node, u);
+            // The step's record takes the node's final figures, also when the step
+            // has already ended (its srun said so first, or the job ended).
+            s.usage = self.usage.merged(job, key.1);
+            if s.state != JobState::Running {
+                return Ok(vec![Effect::PersistStep(s.clone())]);
+            }
+        }
+        if s.state != JobState::Running {
+            return Ok(Vec::new());
         }
         s.ended_on.retain(|(n, _, _)| *n != report.node);
         s.ended_on
@@ -3432,6 +3456,7 @@ mod shards;
 #[cfg(test)]
 pub(crate) mod tests;
 mod update;
+mod usage;
 
 pub use forecast::ForecastWork;
 pub use job::{Job, NodeShare, RunEnding, SharedDescs};

@@ -297,7 +297,7 @@ pub struct StepRecord {
     /// What its tasks used, merged over its nodes (`sacct`'s `MaxRSS`, `TotalCPU`, ...):
     /// the agents' last figures, final once the step has ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::usage::StepUsage>,
+    pub usage: Option<Box<crate::usage::StepUsage>>,
 }
 
 /// Reads a field that is there, `null` included, as `Some`: with `#[serde(default)]`
@@ -1186,7 +1186,7 @@ pub struct StepEnded {
     pub signal: i32,
     /// What its tasks used on this node, to the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::usage::StepUsage>,
+    pub usage: Option<Box<crate::usage::StepUsage>>,
 }
 
 /// An agent's report that a job's batch script (or allocation) ended.
@@ -1208,7 +1208,7 @@ pub struct JobEnded {
     pub end: i64,
     /// What the batch script used, to the end (the `batch` step's figures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::usage::StepUsage>,
+    pub usage: Option<Box<crate::usage::StepUsage>>,
 }
 
 /// A step's start request from srun (inside an allocation).

@@ -14,7 +14,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::StepId;
+use crate::client::{Client, ClientError};
+use crate::types::{StepId, StepRecord};
 
 /// One quantity over a step's tasks: the largest and smallest task's value (with the
 /// node and task that had it) and the sum over all tasks.
@@ -236,6 +237,22 @@ pub struct UsageReport {
     pub node: String,
     /// Each running step's figures on this node so far.
     pub steps: Vec<(StepId, StepUsage)>,
+}
+
+/// The controller's routes for usage.
+impl Client {
+    /// `POST /v1/agent/usage`: an agent's periodic figures (agents only).
+    pub fn usage_report(&self, report: &UsageReport) -> Result<(), ClientError> {
+        self.post::<_, serde_json::Value>("/v1/agent/usage", report)
+            .map(|_| ())
+    }
+
+    /// `GET /v1/jobs/{id}/usage` (`sstat`): a running job's running steps (its batch
+    /// script included) with what they used so far, merged over their nodes; empty for
+    /// a job that does not run.
+    pub fn job_usage(&self, job: u64) -> Result<Vec<StepRecord>, ClientError> {
+        self.get(&format!("/v1/jobs/{job}/usage"))
+    }
 }
 
 #[cfg(test)]

@@ -131,6 +131,24 @@ pub enum Request {
         /// Where they go.
         reply: Reply<Option<Option<Vec<DeviceFile>>>>,
     },
+    /// `sstat`: a running job's steps with what they used so far.
+    JobUsage {
+        /// Job id.
+        id: JobId,
+        /// Under `PrivateData=jobs`, the only owner the caller may see.
+        hidden: Option<u32>,
+        /// Where they go.
+        reply: Reply<Result<Vec<sluice_proto::types::StepRecord>, ApiError>>,
+    },
+    /// An agent's periodic figures of a job run's steps on its node.
+    UsageReport {
+        /// The figures.
+        report: sluice_proto::usage::UsageReport,
+        /// Who reports (an agent).
+        caller: Caller,
+        /// Answered once taken (kept in memory only).
+        reply: Reply<Result<(), ApiError>>,
+    },
     /// `sluice explain`: its first step (the loop's part).
     Explain {
         /// Job id.

@@ -375,6 +375,12 @@ impl Owner {
                 let files = ctl.job(id).map(|_| ctl.job_devices_on(id, &node));
                 now_answer(reply, files)
             }
+            Request::JobUsage { id, hidden, reply } => now_answer(reply, ctl.job_usage(id, hidden)),
+            Request::UsageReport {
+                report,
+                caller,
+                reply,
+            } => now_answer(reply, ctl.usage_report(&report, &caller, now)),
             Request::Explain {
                 id,
                 task,

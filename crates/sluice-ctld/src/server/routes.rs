@@ -39,6 +39,7 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/will-run", post(will_run))
         .route("/v1/jobs/{id}", get(show_job))
         .route("/v1/jobs/{id}/devices/{node}", get(job_devices))
+        .route("/v1/jobs/{id}/usage", get(job_usage))
         .route("/v1/jobs/{id}/explain", get(explain::explain))
         .route("/v1/jobs/{id}/hold", post(hold))
         .route("/v1/jobs/{id}/release", post(release))
@@ -78,6 +79,7 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/agent/register", post(agent_register))
         .route("/v1/agent/ended", post(agent_ended))
         .route("/v1/agent/step-ended", post(step_ended_on))
+        .route("/v1/agent/usage", post(usage_report))
         .route("/v1/reconfigure", post(super::reconfigure::reconfigure))
         .route("/v1/agent/heartbeat", post(agent_heartbeat))
         .route(sluice_proto::token::TOKEN_PATH, post(super::token::make))
@@ -226,6 +228,43 @@ async fn show_job(
         }
         Ok(r)
     })())
+}
+
+/// `GET /v1/jobs/{id}/usage` (`sstat`): a running job's steps with what they used so
+/// far; another user's job is no job under `PrivateData=jobs`.
+async fn job_usage(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+) -> Response {
+    let hidden = app.listing.latest().owner_only(peer.uid, app.own_uid);
+    let r = app
+        .ask(|reply| Request::JobUsage {
+            id: JobId(id),
+            hidden,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r)
+}
+
+/// `POST /v1/agent/usage`: an agent's periodic figures of a job run's steps on its node.
+async fn usage_report(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(report): Json<sluice_proto::usage::UsageReport>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ask(|reply| Request::UsageReport {
+            report,
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r.map(|()| Done {}))
 }
 
 /// The device files of a running job on one of its nodes, and which it may open

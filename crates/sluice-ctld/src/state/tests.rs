@@ -40,7 +40,7 @@ pub(crate) fn alice() -> Caller {
     }
 }
 
-fn desc(ntasks: u32, time: i64) -> JobDescription {
+pub(crate) fn desc(ntasks: u32, time: i64) -> JobDescription {
     JobDescription {
         name: "job".into(),
         ntasks: Some(ntasks),
@@ -53,7 +53,12 @@ fn desc(ntasks: u32, time: i64) -> JobDescription {
 }
 
 /// Submits as the server does: prepare, make durable (here: ids from `next`), accept.
-fn submit(c: &mut Controller, d: JobDescription, next: &mut u64, now: i64) -> (JobId, Vec<Effect>) {
+pub(crate) fn submit(
+    c: &mut Controller,
+    d: JobDescription,
+    next: &mut u64,
+    now: i64,
+) -> (JobId, Vec<Effect>) {
     let p = c
         .prepare(d, &alice(), "alice", "alice", now)
         .expect("accepted");
@@ -1332,7 +1337,7 @@ fn resv_req(name: &str, nodes: &str, start: i64, secs: i64, users: &[&str]) -> R
     }
 }
 
-fn root() -> Caller {
+pub(crate) fn root() -> Caller {
     Caller {
         uid: 0,
         gid: 0,
