@@ -44,7 +44,7 @@ fn step(job_id: u64, step: StepId, cpu_ms: &[u64], rss: &[u64], gpus: Vec<GpuUsa
         cpus: 1,
         held_cpus: vec![],
         ended_on: vec![],
-        usage: Some(u),
+        usage: Some(Box::new(u)),
     }
 }
 

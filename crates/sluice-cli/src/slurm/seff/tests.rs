@@ -27,7 +27,7 @@ fn step(job_id: u64, step: StepId, cpu_ms: u64, rss_kb: &[u64]) -> StepRecord {
         cpus: 1,
         held_cpus: vec![],
         ended_on: vec![],
-        usage: Some(u),
+        usage: Some(Box::new(u)),
     }
 }
 
