@@ -310,10 +310,11 @@ fn span(p: &Period) -> String {
     format!("{} - {}", timestamp(p.start), timestamp(p.end - 1))
 }
 
-/// The seconds of `p` the cluster has records for.
+/// The seconds of `p` the cluster has records for: from its first record, up to
+/// now (a period rounded up past now has no figures beyond it).
 fn around(data: &Data, p: &Period) -> u64 {
     match data.around {
-        Some(since) => (p.end - since.max(p.start)).max(0) as u64,
+        Some(since) => (p.end.min(data.now) - since.max(p.start)).max(0) as u64,
         None => 0,
     }
 }

@@ -329,3 +329,22 @@ fn time_formats_as_sreport_matches_and_prints_them() {
     assert_eq!(usage_width(100_000_000, TimeFormat::Mins), 9);
     assert_eq!(usage_width(5, TimeFormat::SecsPer), 17);
 }
+
+#[test]
+fn a_period_reaching_past_now_reports_up_to_now() {
+    let mut d = story();
+    d.now = t0() + 1800;
+    d.runs.truncate(1);
+    let out = utilization(
+        &args(&["format=Allocated,Idle,Reported"]),
+        &d,
+        &settings(TimeFormat::Secs, Some(Parsable::NoEnding)),
+    );
+    // Half the hour: 8 CPUs × 1800 s, ann's 2400 CPU-s allocated.
+    assert!(
+        out.stdout
+            .ends_with("Allocated|Idle|Reported\n2400|12000|14400\n"),
+        "{}",
+        out.stdout
+    );
+}
