@@ -157,21 +157,31 @@ fn conditions(args: &[String], kind: Kind, now: i64, out: &mut Output) -> Conds 
         } else if is("Start", 1) {
             c.start = time(value, out);
         } else if kind == Kind::User && is("TopCount", 1) {
-            match value.parse::<u32>() {
-                Ok(v) => c.top = v,
+            // C's strtol: the leading number ("5x" is 5); none at all is an error, a
+            // negative one no limit.
+            let digits: String = value
+                .trim_start()
+                .chars()
+                .enumerate()
+                .take_while(|(i, ch)| ch.is_ascii_digit() || (*i == 0 && "+-".contains(*ch)))
+                .map(|(_, ch)| ch)
+                .collect();
+            match digits.parse::<i64>() {
+                Ok(v) if v < 0 => c.top = u32::MAX,
+                Ok(v) => c.top = v.min(i64::from(u32::MAX)) as u32,
+                Err(_) if value.is_empty() => c.top = 0,
                 Err(_) => {
-                    out.stderr
-                        .push_str(&format!(" Bad TopCount value: {value}\n"));
+                    out.stderr.push_str(&format!(
+                        "sreport: error: Invalid value for TopCount ({value})\n"
+                    ));
                     out.code = 1;
                 }
             }
         } else {
             out.code = 1;
-            if kind == Kind::User || kind == Kind::Assoc || kind == Kind::Cluster {
-                out.stderr.push_str(&format!(
-                    " Unknown condition: {a}\nUse keyword set to modify value\n"
-                ));
-            }
+            out.stderr.push_str(&format!(
+                " Unknown condition: {a}\nUse keyword set to modify value\n"
+            ));
         }
     }
     c

@@ -348,3 +348,23 @@ fn a_period_reaching_past_now_reports_up_to_now() {
         out.stdout
     );
 }
+
+#[test]
+fn topcount_reads_a_leading_number_as_strtol() {
+    let d = story();
+    let run = |v: &str| {
+        top_usage(
+            &args(&[&format!("TopCount={v}"), "format=Login"]),
+            &d,
+            &settings(TimeFormat::Secs, Some(Parsable::NoEnding)),
+        )
+    };
+    assert!(run("1x").stdout.ends_with("Login\nann\n"));
+    assert!(run("-1").stdout.contains("Top 4294967295 Users"));
+    let bad = run("abc");
+    assert_eq!(
+        (bad.stderr.as_str(), bad.code),
+        ("sreport: error: Invalid value for TopCount (abc)\n", 1)
+    );
+    assert!(bad.stdout.ends_with("Login\nann\nbob\n"));
+}
