@@ -92,10 +92,12 @@ enum Kind {
     User,
 }
 
+/// A condition's comma-separated list, lower-cased as Slurm's list parser stores
+/// names (users, accounts, clusters and fields alike).
 fn split_list(v: &str) -> Vec<String> {
     v.split(',')
         .filter(|s| !s.is_empty())
-        .map(str::to_string)
+        .map(str::to_lowercase)
         .collect()
 }
 
@@ -332,7 +334,8 @@ fn around(data: &Data, p: &Period) -> u64 {
 /// Whether the cluster shows in a report for `p` and these conditions: it has records
 /// in the period and is among the clusters named (if any).
 fn shown(data: &Data, c: &Conds, p: &Period) -> bool {
-    around(data, p) > 0 && (c.clusters.is_empty() || c.clusters.contains(&data.cluster))
+    around(data, p) > 0
+        && (c.clusters.is_empty() || c.clusters.contains(&data.cluster.to_lowercase()))
 }
 
 /// The cluster's figures per TRES asked (each with its name).
