@@ -459,20 +459,30 @@ pub fn main(args: Vec<String>) -> i32 {
         process(&mut s, &words);
         return s.code;
     }
-    // No command: one per line from standard input, as at sreport's prompt.
+    // No command: one per line from standard input, as at sreport's prompt (which,
+    // reading no terminal, shows each line after the prompt; the end of the input
+    // leaves the prompt and a newline).
     let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
     let mut last: Vec<String> = Vec::new();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
+    loop {
+        let Some(Ok(line)) = lines.next() else {
+            println!("{ME}: ");
+            break;
+        };
+        println!("{ME}: {line}");
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
         let mut w: Vec<String> = line.split_whitespace().map(str::to_string).collect();
-        if w.first().is_some_and(|x| x.starts_with('#')) {
-            continue;
-        }
-        if w.first().is_some_and(|x| x == "!!") {
+        if line.starts_with('#') {
+            // A comment is an empty command, which sreport counts as an error.
+            w.clear();
+        } else if line == "!!" {
             w = last.clone();
+        } else {
+            last = w.clone();
         }
         process(&mut s, &w);
-        last = w;
         if s.done {
             break;
         }
