@@ -151,6 +151,18 @@ fn seff_and_the_efficiency_report_describe_finished_jobs() {
         out.contains(&two.to_string()) && out.contains("Per user") && out.contains("Per account"),
         "{out}"
     );
+    // Another user sees their own jobs (none) unless they name users, as with sacct.
+    let o = c.run_as(65534, "sluice", &["report", "efficiency", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["jobs"].as_array().map(Vec::len), Some(0), "{}", o.stdout);
+    let o = c.run_as(
+        65534,
+        "sluice",
+        &["report", "efficiency", "--json", "-u", &user.name],
+    );
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["jobs"].as_array().map(Vec::len), Some(2), "{}", o.stdout);
     let (_, err, code) = report(&c, &["-j", "abc"]);
     assert_eq!(
         (err.as_str(), code),
