@@ -414,6 +414,7 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     let mut words = Vec::new();
     let mut tres: Option<String> = std::env::var("SREPORT_TRES").ok();
+    let mut cluster_options = [false; 3];
     for item in Getopt::new(OPTIONS, args, Order::Permute) {
         let f = match item {
             Ok(Parsed::Opt(f)) => f,
@@ -444,10 +445,20 @@ pub fn main(args: Vec<String>) -> i32 {
             "tres" => tres = Some(f.value().to_string()),
             "sort" => {}
             "time" => set_time_format(&mut s, f.value()),
-            // One cluster: these change nothing.
-            "all_clusters" | "cluster" | "federation" | "local" | "immediate" => {}
+            "cluster" => {
+                cluster_options[1] = true;
+                s.settings.clusters = f.list().iter().map(|c| c.to_lowercase()).collect();
+            }
+            "all_clusters" => cluster_options[0] = true,
+            "local" => cluster_options[2] = true,
+            // One cluster, no federation: nothing to change.
+            "federation" | "immediate" => {}
             _ => {}
         }
+    }
+    if cluster_options.iter().filter(|&&o| o).count() > 1 {
+        eprintln!("Only one cluster option can be used (--all_clusters OR --cluster OR --local)");
+        return 1;
     }
     if let Some(v) = tres {
         match parse_tres(&v) {

@@ -38,6 +38,8 @@ pub struct Settings {
     pub layout: Layout,
     /// `-T`: the TRES asked for (empty: `cpu` alone, named `CPU`).
     pub tres: Vec<String>,
+    /// `-M`: the clusters to report on (empty: this one), lower-cased.
+    pub clusters: Vec<String>,
 }
 
 impl Settings {
@@ -333,9 +335,11 @@ fn around(data: &Data, p: &Period) -> u64 {
 
 /// Whether the cluster shows in a report for `p` and these conditions: it has records
 /// in the period and is among the clusters named (if any).
-fn shown(data: &Data, c: &Conds, p: &Period) -> bool {
+fn shown(data: &Data, s: &Settings, c: &Conds, p: &Period) -> bool {
+    let name = data.cluster.to_lowercase();
     around(data, p) > 0
-        && (c.clusters.is_empty() || c.clusters.contains(&data.cluster.to_lowercase()))
+        && (c.clusters.is_empty() || c.clusters.contains(&name))
+        && (s.clusters.is_empty() || s.clusters.contains(&name))
 }
 
 /// The cluster's figures per TRES asked (each with its name).
@@ -375,7 +379,7 @@ pub fn utilization(args: &[String], data: &Data, s: &Settings) -> Output {
     let mut cols = columns(&c.format, default, &mut out, |f| {
         cluster_column(f, s.format, false)
     });
-    let figures = if shown(data, &c, &p) {
+    let figures = if shown(data, s, &c, &p) {
         cluster_figures(data, s, &p)
     } else {
         Vec::new()
@@ -537,7 +541,7 @@ pub fn account_by_user(args: &[String], data: &Data, s: &Settings) -> Output {
             s.tres_words(),
         ));
     }
-    let figures = if shown(data, &c, &p) {
+    let figures = if shown(data, s, &c, &p) {
         cluster_figures(data, s, &p)
     } else {
         Vec::new()
@@ -689,7 +693,7 @@ pub fn top_usage(args: &[String], data: &Data, s: &Settings) -> Output {
             s.tres_words(),
         ));
     }
-    let figures = if shown(data, &c, &p) {
+    let figures = if shown(data, s, &c, &p) {
         cluster_figures(data, s, &p)
     } else {
         Vec::new()

@@ -124,6 +124,7 @@ fn settings(format: TimeFormat, parsable: Option<Parsable>) -> Settings {
             header: true,
         },
         tres: vec![],
+        clusters: vec![],
     }
 }
 
