@@ -2,7 +2,7 @@
 //! (version 2.1): CPU time and efficiency against the core-walltime, memory used (the
 //! sum of the task peaks of the step that held most) against the memory allocated, and
 //! its warnings for running and pending jobs. Read from the accounting records as
-//! `sacct -j JOBID` reads them.
+//! `sacct -j JOBID` reads them. `-d` prints seff's raw figures first, `-v` its version.
 
 use sluice_conf::duration::format_time;
 use sluice_proto::types::{Accounting, AccountingQuery, JobRecord, JobState, MemoryRequest};
@@ -131,11 +131,63 @@ pub fn layout(
     out
 }
 
+/// A number as Perl prints it (`%.15g`: `12`, `1.5`).
+fn perl_number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        let s = format!("{v:.15e}");
+        s.parse::<f64>().map_or(s, |x| x.to_string())
+    }
+}
+
+/// `-d`'s two lines of raw figures (and a blank line), as seff prints them before its
+/// report: the header names `Ntasks`, which the values line does not have.
+pub fn debug_lines(
+    job: &JobRecord,
+    steps: &[&sluice_proto::types::StepRecord],
+    cluster: &str,
+    t: i64,
+) -> String {
+    let array = job
+        .array
+        .map_or(String::new(), |(a, task)| format!("{a}_{task}"));
+    let ncpus = match job.cpus_per_node.iter().sum::<u32>() {
+        0 => 1,
+        n => n,
+    };
+    let nnodes = (job.nodes.len() as u32).max(1);
+    let reqmem = job
+        .tres_req
+        .iter()
+        .find(|(t, _)| t == "mem")
+        .map_or(0, |(_, m)| m * 1024);
+    let pernode = u8::from(!matches!(
+        job.memory_request(),
+        Some(MemoryRequest::PerCpu(_))
+    ));
+    let cput = (cpu_time_ms(steps) + 500) / 1000;
+    let walltime = job
+        .start_time
+        .map_or(0, |s| (job.end_time.unwrap_or(t) - s).max(0));
+    let mem = peak_step(steps).map_or(0.0, |u| u.rss.tot as f64 / 1024.0);
+    format!(
+        "Slurm data: JobID ArrayJobID User Group State Clustername Ncpus Nnodes Ntasks Reqmem PerNode Cput Walltime Mem ExitStatus\n\
+         Slurm data: {} {array} {} {} {} {cluster} {ncpus} {nnodes} {reqmem} {pernode} {cput} {walltime} {} {}\n\n",
+        job.id,
+        job.user,
+        job.group,
+        job.state.name(),
+        perl_number(mem),
+        job.exit_code
+    )
+}
+
 /// Runs `seff ARGS`; returns the exit status.
 pub fn main(args: Vec<String>) -> i32 {
     // Perl's getopts('hvdf:'): flags may be bundled, -f takes a value; an unknown
     // option is warned about and otherwise ignored.
-    let (mut help, mut version) = (false, false);
+    let (mut help, mut version, mut debug) = (false, false, false);
     let mut operands = Vec::new();
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
@@ -153,7 +205,7 @@ pub fn main(args: Vec<String>) -> i32 {
             match c {
                 'h' => help = true,
                 'v' => version = true,
-                'd' => {}
+                'd' => debug = true,
                 'f' => {
                     if i + 1 == flags.len() {
                         it.next();
@@ -221,7 +273,11 @@ pub fn main(args: Vec<String>) -> i32 {
         .unwrap_or_default();
     let steps: Vec<&sluice_proto::types::StepRecord> =
         acct.steps.iter().filter(|s| s.job_id == job.id).collect();
-    print!("{}", layout(job, &steps, &cluster, now()));
+    let t = now();
+    if debug {
+        print!("{}", debug_lines(job, &steps, &cluster, t));
+    }
+    print!("{}", layout(job, &steps, &cluster, t));
     0
 }
 

@@ -137,3 +137,18 @@ fn kilobytes_print_in_the_largest_unit_below_1024() {
     assert_eq!(kbytes(1536.0), "1.50 MB");
     assert_eq!(kbytes(8.0 * 1024.0 * 1024.0), "8.00 GB");
 }
+
+#[test]
+fn debug_mode_prints_the_raw_figures_first() {
+    let j = JobRecord {
+        tres_req: vec![("cpu".into(), 8), ("mem".into(), 8192)],
+        ..job()
+    };
+    let steps = [step(42, StepId::Batch, 1_600, &[1536])];
+    let refs: Vec<&StepRecord> = steps.iter().collect();
+    assert_eq!(
+        debug_lines(&j, &refs, "alpha", 0),
+        "Slurm data: JobID ArrayJobID User Group State Clustername Ncpus Nnodes Ntasks Reqmem PerNode Cput Walltime Mem ExitStatus\n\
+         Slurm data: 42  ann staff COMPLETED alpha 8 2 8388608 1 2 3723 1536 0\n\n"
+    );
+}
