@@ -259,3 +259,56 @@ fn sreport_prints_slurms_layout_and_errors() {
     );
     assert_eq!((o.stderr.as_str(), o.code), (" Unknown field 'bogus'\n", 1));
 }
+
+/// A job that burns 5 s of CPU holding 300 MiB: seff and the report say so within
+/// 10 %. The agent's usage gathering fills the steps' figures; without it they are 0,
+/// so the test is ignored until it is merged (it passes with branch `gather` merged:
+/// remove the `ignore` then).
+#[test]
+#[ignore = "needs the agent's usage gathering (issue 23 item 1, branch gather)"]
+fn seff_and_the_report_measure_what_a_job_used() {
+    let c = Cluster::start(
+        "efficiency-measured",
+        &crate::SMALL.replace(
+            "SlurmctldHost=localhost\n",
+            "SlurmctldHost=localhost\nJobAcctGatherFrequency=1\n",
+        ),
+    );
+    std::fs::write(
+        c.work().join("burn.py"),
+        "import time\n\
+         a = bytearray(300 * 1024 * 1024)\n\
+         for i in range(0, len(a), 4096):\n    a[i] = 1\n\
+         t = time.process_time()\n\
+         while time.process_time() - t < 5:\n    pass\n",
+    )
+    .unwrap();
+    let job = c.sbatch(&["-t", "2", "--mem=600M", "--wrap", "python3 burn.py"]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    let (out, _, code) = report(&c, &["-j", &job.to_string(), "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let j = &v["jobs"][0];
+    let cpu_s = j["cpu_time_ms"].as_f64().unwrap() / 1000.0;
+    assert!((4.5..=5.5).contains(&cpu_s), "CPU {cpu_s} s: {out}");
+    let mib = j["mem_used_bytes"].as_f64().unwrap() / (1024.0 * 1024.0);
+    assert!((270.0..=330.0).contains(&mib), "memory {mib} MiB: {out}");
+    let eff = j["mem_efficiency"].as_f64().unwrap();
+    assert!((eff - mib / 600.0 * 100.0).abs() < 1e-6, "{out}");
+    let o = c.run("seff", &[&job.to_string()]);
+    let used = o
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Memory Utilized: "))
+        .and_then(|m| m.strip_suffix(" MB"))
+        .and_then(|m| m.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("{}", o.stdout));
+    assert!((used - mib).abs() < 0.01, "{}", o.stdout);
+    let secs = (j["cpu_time_ms"].as_u64().unwrap() + 500) / 1000;
+    assert!(
+        o.stdout
+            .contains(&format!("CPU Utilized: 00:00:{secs:02}\n")),
+        "{}",
+        o.stdout
+    );
+}
