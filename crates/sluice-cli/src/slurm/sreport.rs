@@ -8,6 +8,9 @@
 //! Slurm's come from its hourly rollup. Commands are read from the line, or, without
 //! one, from standard input one per line as sreport's own prompt takes them.
 
+mod assoc_tree;
+mod columns;
+mod conditions;
 mod period;
 mod print;
 mod reports;
