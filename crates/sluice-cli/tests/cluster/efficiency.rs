@@ -1,7 +1,7 @@
 //! Efficiency reports on real finished jobs: `seff JOBID` in the layout of Slurm's
-//! contribs/seff, `sluice report efficiency --json`, and `sreport`'s layout and
-//! errors (its figures are unit-tested: a fresh job lies in the current hour, which a
-//! period rounded to the hour may leave out).
+//! contribs/seff and `sluice report efficiency --json`, their figures against what a
+//! job really used; `sreport`'s layout and errors (its figures are unit-tested: a fresh
+//! job lies in the current hour, which a period rounded to the hour may leave out).
 
 use std::process::Command;
 
@@ -260,12 +260,9 @@ fn sreport_prints_slurms_layout_and_errors() {
     assert_eq!((o.stderr.as_str(), o.code), (" Unknown field 'bogus'\n", 1));
 }
 
-/// A job that burns 5 s of CPU holding 300 MiB: seff and the report say so within
-/// 10 %. The agent's usage gathering fills the steps' figures; without it they are 0,
-/// so the test is ignored until it is merged (it passes with branch `gather` merged:
-/// remove the `ignore` then).
+/// A job that burns 5 s of CPU holding 300 MiB: seff and the report show what it says it
+/// used within 10 % (the agents' usage gathering fills the steps' figures).
 #[test]
-#[ignore = "needs the agent's usage gathering (issue 23 item 1, branch gather)"]
 fn seff_and_the_report_measure_what_a_job_used() {
     let c = Cluster::start(
         "efficiency-measured",
@@ -274,25 +271,45 @@ fn seff_and_the_report_measure_what_a_job_used() {
             "SlurmctldHost=localhost\nJobAcctGatherFrequency=1\n",
         ),
     );
+    // The job says what it used itself (its CPU time and peak memory, as the kernel
+    // counts them): the truth the reports are held to.
     std::fs::write(
         c.work().join("burn.py"),
-        "import time\n\
+        "import os, resource, time\n\
          a = bytearray(300 * 1024 * 1024)\n\
          for i in range(0, len(a), 4096):\n    a[i] = 1\n\
          t = time.process_time()\n\
-         while time.process_time() - t < 5:\n    pass\n",
+         while time.process_time() - t < 5:\n    pass\n\
+         u = os.times()\n\
+         print(u.user + u.system, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n",
     )
     .unwrap();
     let job = c.sbatch(&["-t", "2", "--mem=600M", "--wrap", "python3 burn.py"]);
     assert_eq!(c.wait_ended(job), "COMPLETED");
+    let said = std::fs::read_to_string(c.work().join(format!("slurm-{job}.out"))).unwrap();
+    let mut words = said.split_whitespace();
+    let true_cpu: f64 = words.next().and_then(|w| w.parse().ok()).unwrap();
+    let true_mib: f64 = words
+        .next()
+        .and_then(|w| w.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap();
+    assert!(true_cpu >= 5.0 && true_mib >= 300.0, "{said}");
+    let within = |v: f64, truth: f64| (v - truth).abs() <= truth * 0.1;
     let (out, _, code) = report(&c, &["-j", &job.to_string(), "--json"]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let j = &v["jobs"][0];
     let cpu_s = j["cpu_time_ms"].as_f64().unwrap() / 1000.0;
-    assert!((4.5..=5.5).contains(&cpu_s), "CPU {cpu_s} s: {out}");
+    assert!(
+        within(cpu_s, true_cpu),
+        "CPU {cpu_s} s, truly {true_cpu}: {out}"
+    );
     let mib = j["mem_used_bytes"].as_f64().unwrap() / (1024.0 * 1024.0);
-    assert!((270.0..=330.0).contains(&mib), "memory {mib} MiB: {out}");
+    assert!(
+        within(mib, true_mib),
+        "memory {mib} MiB, truly {true_mib}: {out}"
+    );
     let eff = j["mem_efficiency"].as_f64().unwrap();
     assert!((eff - mib / 600.0 * 100.0).abs() < 1e-6, "{out}");
     let o = c.run("seff", &[&job.to_string()]);
