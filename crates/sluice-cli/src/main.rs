@@ -9,9 +9,11 @@
 mod audit;
 mod daemon_log;
 mod daemons;
+mod efficiency;
 mod explain;
 mod metrics;
 mod report;
+mod report_efficiency;
 mod reservations;
 mod restd;
 mod sim;
@@ -41,7 +43,8 @@ enum Command {
     /// Replay a workload trace through the scheduling core on a virtual clock.
     Sim(Box<sim::SimArgs>),
     /// Usage reports from the job database (`sluice report gpu`: GPU-seconds and
-    /// billing-seconds per user and account).
+    /// billing-seconds per user and account; `sluice report efficiency`: how well jobs
+    /// used their CPUs, memory, GPUs and time).
     Report(report::ReportArgs),
     /// The audit trail: a job's story (`sluice audit JOBID`), who held a node's GPU
     /// when (`--node NODE --gpu INDEX`), JSON lines with `--json`.

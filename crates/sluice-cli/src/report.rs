@@ -31,6 +31,9 @@ enum Report {
     /// GPU-seconds (allocated GPUs × seconds, in all and per GPU type) and
     /// billing-seconds per user and account.
     Gpu(GpuArgs),
+    /// CPU, memory, GPU and time efficiency per job, summed per user and account
+    /// (`seff` for many jobs; `--json` for tools).
+    Efficiency(crate::report_efficiency::EfficiencyArgs),
 }
 
 /// `sluice report gpu`'s options.
@@ -219,7 +222,10 @@ fn fail(message: impl std::fmt::Display) -> ! {
 
 /// Runs `sluice report`; returns the exit status.
 pub fn run(args: ReportArgs) -> i32 {
-    let Report::Gpu(a) = args.what;
+    let a = match args.what {
+        Report::Gpu(a) => a,
+        Report::Efficiency(a) => return crate::report_efficiency::run(a),
+    };
     let t = now();
     let time = |v: &Option<String>| {
         v.as_deref().map(|s| {

@@ -44,9 +44,9 @@ fn links(tag: &str) -> PathBuf {
     dir
 }
 
-const COMMANDS: [&str; 12] = [
+const COMMANDS: [&str; 13] = [
     "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr",
-    "sprio", "sshare", "sdiag",
+    "sprio", "sshare", "sdiag", "sreport",
 ];
 
 /// The first line's start, as real Slurm 22.05's: `Usage: CMD`, except where the

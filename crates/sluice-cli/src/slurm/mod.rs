@@ -23,12 +23,14 @@ pub mod scontrol_show;
 pub mod scontrol_token;
 pub mod scontrol_update;
 pub mod sdiag;
+pub mod seff;
 pub mod sinfo;
 pub mod sinfo_json;
 pub mod sinfo_records;
 pub mod sprio;
 pub mod squeue;
 pub mod squeue_json;
+pub mod sreport;
 pub mod srun;
 pub mod sshare;
 pub mod units;
@@ -37,7 +39,7 @@ pub mod update_keys;
 /// The commands this binary answers to when called by their name.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr",
-    "sprio", "sshare", "sdiag",
+    "sprio", "sshare", "sdiag", "seff", "sreport",
 ];
 
 /// Runs the Slurm command `name` with `args`; returns its exit status.
@@ -64,6 +66,8 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sprio" => sprio::main(args),
         "sshare" => sshare::main(args),
         "sdiag" => sdiag::main(args),
+        "seff" => seff::main(args),
+        "sreport" => sreport::main(args),
         _ => return None,
     })
 }

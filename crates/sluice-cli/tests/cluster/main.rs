@@ -12,6 +12,7 @@ mod core_spec;
 mod daemons;
 mod diag;
 mod durability;
+mod efficiency;
 mod enforce;
 mod explain;
 mod gpu;
