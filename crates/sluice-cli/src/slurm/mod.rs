@@ -9,6 +9,7 @@ pub mod json_c;
 pub mod long_format;
 #[cfg(test)]
 mod option_tables;
+pub mod print_fields;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;
@@ -31,13 +32,15 @@ pub mod squeue;
 pub mod squeue_json;
 pub mod srun;
 pub mod sshare;
+pub mod sstat;
 pub mod units;
 pub mod update_keys;
+pub mod usage_fields;
 
 /// The commands this binary answers to when called by their name.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr",
-    "sprio", "sshare", "sdiag",
+    "sprio", "sshare", "sdiag", "sstat",
 ];
 
 /// Runs the Slurm command `name` with `args`; returns its exit status.
@@ -64,6 +67,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sprio" => sprio::main(args),
         "sshare" => sshare::main(args),
         "sdiag" => sdiag::main(args),
+        "sstat" => sstat::main(args),
         _ => return None,
     })
 }

@@ -11,7 +11,10 @@ use sluice_proto::types::{
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
 use super::help::{e, four_to_a_line, render_described, trailer, Group};
+use super::print_fields::{self, format_width, Layout};
 use super::squeue::current_user;
+use super::units::Convert;
+use super::usage_fields::{self, Printer};
 
 const ME: &str = "sacct";
 
@@ -57,18 +60,86 @@ const FIELDS: &[(&str, i32)] = &[
     ("ReqMem", 10),
     ("ReqCPUS", 8),
     ("ReqNodes", 8),
+    ("AveCPU", 10),
+    ("AveCPUFreq", 10),
+    ("AveDiskRead", 14),
+    ("AveDiskWrite", 14),
+    ("AvePages", 10),
+    ("AveRSS", 10),
+    ("AveVMSize", 10),
+    ("ConsumedEnergy", 14),
+    ("ConsumedEnergyRaw", 17),
+    ("MaxDiskRead", 12),
+    ("MaxDiskReadNode", 15),
+    ("MaxDiskReadTask", 15),
+    ("MaxDiskWrite", 12),
+    ("MaxDiskWriteNode", 16),
+    ("MaxDiskWriteTask", 16),
+    ("MaxPages", 8),
+    ("MaxPagesNode", 12),
+    ("MaxPagesTask", 14),
     ("MaxRSS", 10),
+    ("MaxRSSNode", 10),
+    ("MaxRSSTask", 10),
+    ("MaxVMSize", 10),
+    ("MaxVMSizeNode", 14),
+    ("MaxVMSizeTask", 14),
+    ("MinCPU", 10),
+    ("MinCPUNode", 10),
+    ("MinCPUTask", 10),
+    ("ReqCPUFreq", 10),
+    ("ReqCPUFreqGov", 13),
+    ("ReqCPUFreqMax", 13),
+    ("ReqCPUFreqMin", 13),
+    ("SystemCPU", 10),
+    ("TotalCPU", 10),
+    ("TRESUsageInAve", 14),
+    ("TRESUsageInMax", 14),
+    ("TRESUsageInMaxNode", 18),
+    ("TRESUsageInMaxTask", 18),
+    ("TRESUsageInMin", 14),
+    ("TRESUsageInMinNode", 18),
+    ("TRESUsageInMinTask", 18),
+    ("TRESUsageInTot", 14),
+    ("TRESUsageOutAve", 15),
+    ("TRESUsageOutMax", 15),
+    ("TRESUsageOutMaxNode", 19),
+    ("TRESUsageOutMaxTask", 19),
+    ("TRESUsageOutMin", 15),
+    ("TRESUsageOutMinNode", 19),
+    ("TRESUsageOutMinTask", 19),
+    ("TRESUsageOutTot", 15),
+    ("UserCPU", 10),
     ("Cluster", 10),
     ("SubmitLine", 10),
     ("WCKey", 10),
 ];
 
+/// The field `name` names, as Slurm's sacct finds it: the first field in alphabetical
+/// order that starts with it, in any case (`maxrsst` is `MaxRSSTask`, `jobid`
+/// `JobID`).
 fn canonical(name: &str) -> Option<(&'static str, i32)> {
+    if name.is_empty() {
+        return None;
+    }
+    let name = name.to_ascii_lowercase();
     FIELDS
         .iter()
-        .find(|(f, _)| f.eq_ignore_ascii_case(name))
+        .filter(|(f, _)| f.to_ascii_lowercase().starts_with(&name))
+        .min_by_key(|(f, _)| f.to_ascii_lowercase())
         .copied()
 }
+
+/// `--long`'s fields (Slurm 22.05's `LONG_FIELDS`), as it names them.
+const LONG_FIELDS: &str = "jobid,jobidraw,jobname,partition,maxvmsize,maxvmsizenode,\
+    maxvmsizetask,avevmsize,maxrss,maxrssnode,maxrsstask,averss,maxpages,maxpagesnode,\
+    maxpagestask,avepages,mincpu,mincpunode,mincputask,avecpu,ntasks,alloccpus,elapsed,\
+    state,exitcode,avecpufreq,reqcpufreqmin,reqcpufreqmax,reqcpufreqgov,reqmem,\
+    consumedenergy,maxdiskread,maxdiskreadnode,maxdiskreadtask,avediskread,maxdiskwrite,\
+    maxdiskwritenode,maxdiskwritetask,avediskwrite,reqtres,alloctres,tresusageinave,\
+    tresusageinmax,tresusageinmaxn,tresusageinmaxt,tresusageinmin,tresusageinminn,\
+    tresusageinmint,tresusageintot,tresusageoutmax,tresusageoutmaxn,tresusageoutmaxt,\
+    tresusageoutave,tresusageouttot";
 
 /// One printed row: a job's allocation or one of its steps.
 enum Row<'a> {
@@ -114,6 +185,67 @@ struct Context<'a> {
     t: i64,
     cluster: &'a str,
     derived: BTreeMap<u64, (i32, i32)>,
+    /// Each job's CPU time, user and system, milliseconds: the sum over its finished
+    /// steps, as sacct adds them up for the job's line.
+    cpu: BTreeMap<u64, (u64, u64)>,
+    /// How sizes are shown (`--units`, `--noconvert`).
+    convert: Convert,
+}
+
+/// Each job's CPU times (user, system; milliseconds) for its own line: the sum over
+/// its steps that have ended, as Slurm's sacct adds them (running steps do not count).
+fn job_cpu_times(steps: &[StepRecord]) -> BTreeMap<u64, (u64, u64)> {
+    let mut cpu: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for s in steps.iter().filter(|s| s.state.is_finished()) {
+        let sum = cpu.entry(s.job_id).or_default();
+        if let Some(u) = &s.usage {
+            sum.0 += u.user_cpu_ms;
+            sum.1 += u.system_cpu_ms;
+        }
+    }
+    cpu
+}
+
+/// The usage fields of a row (`MaxRSS`, `TotalCPU`, `TRESUsageInMax`, ...) and the
+/// CPU frequency and energy ones beside them; `None` for other fields.
+///
+/// As Slurm's sacct: a job's own line shows only its CPU times (its finished steps'
+/// sum); a step's line its figures once it has ended (slurmdbd has none before: a
+/// running step shows zero CPU time and nothing else), and a step that ended without
+/// figures zero CPU time and `energy=0` in the mean and total lists. Sluice asks for no
+/// CPU frequency and measures no energy: Slurm's values for that (`Unknown`, or `0` for
+/// the batch step; energy `0`).
+fn usage_value(field: &str, row: &Row, ctx: &Context) -> Option<String> {
+    let cpu_field = matches!(field, "TotalCPU" | "UserCPU" | "SystemCPU");
+    let frequency = matches!(
+        field,
+        "ReqCPUFreq" | "ReqCPUFreqMin" | "ReqCPUFreqMax" | "ReqCPUFreqGov"
+    );
+    Some(match (field, row) {
+        ("ConsumedEnergy" | "ConsumedEnergyRaw", _) => "0".into(),
+        ("AveCPUFreq", Row::Job(_)) => String::new(),
+        ("AveCPUFreq", Row::Step(..)) => "0".into(),
+        (_, Row::Step(_, s)) if frequency && s.step == StepId::Batch => "0".into(),
+        _ if frequency => "Unknown".into(),
+        (_, Row::Job(j)) if cpu_field => {
+            let (user, system) = ctx.cpu.get(&j.id).copied().unwrap_or_default();
+            usage_fields::cpu_time(field, user, system).unwrap_or_default()
+        }
+        (_, Row::Step(_, s)) if cpu_field => match (&s.usage, s.state.is_finished()) {
+            (Some(u), true) => usage_fields::cpu_time(field, u.user_cpu_ms, u.system_cpu_ms),
+            _ => usage_fields::cpu_time(field, 0, 0),
+        }
+        .unwrap_or_default(),
+        _ if !usage_fields::NAMES.contains(&field) => return None,
+        (_, Row::Job(_)) => String::new(),
+        (_, Row::Step(_, s)) => match (&s.usage, s.state.is_finished()) {
+            (Some(u), true) => {
+                usage_fields::value(field, u, Printer::Sacct, ctx.convert).unwrap_or_default()
+            }
+            (None, true) => usage_fields::without_figures(field),
+            (_, false) => String::new(),
+        },
+    })
 }
 
 /// Each job's `DerivedExitCode`, as Slurm derives it: the highest exit status of its
@@ -151,6 +283,9 @@ fn derived_exit_codes(steps: &[StepRecord]) -> BTreeMap<u64, (i32, i32)> {
 }
 
 fn value(field: &str, row: &Row, ctx: &Context) -> String {
+    if let Some(v) = usage_value(field, row, ctx) {
+        return v;
+    }
     let (t, cluster) = (ctx.t, ctx.cluster);
     let j = match row {
         Row::Job(j) | Row::Step(j, _) => *j,
@@ -331,8 +466,8 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
     }
 }
 
-/// `value` of `field` with its memory sizes in unit `units` (`--units`): the size
-/// columns (`ReqMem`, `MaxRSS`, ...) and the `mem=` part of TRES lists.
+/// `value` of `field` with its memory sizes in unit `units` (`--units`): `ReqMem` and
+/// the `mem=` part of `AllocTRES` and `ReqTRES` (the usage fields convert their own).
 fn in_units(field: &str, value: String, units: Option<usize>) -> String {
     use super::units::{convert, read, Convert};
     let Some(to) = units else {
@@ -343,8 +478,8 @@ fn in_units(field: &str, value: String, units: Option<usize>) -> String {
         None => v.to_string(),
     };
     match field {
-        "ReqMem" | "MaxRSS" | "AveRSS" | "MaxVMSize" | "AveVMSize" => size(&value),
-        f if f.ends_with("TRES") || f.starts_with("TRESUsage") => value
+        "ReqMem" => size(&value),
+        f if f.ends_with("TRES") => value
             .split(',')
             .map(|p| match p.strip_prefix("mem=") {
                 Some(v) => format!("mem={}", size(v)),
@@ -354,42 +489,6 @@ fn in_units(field: &str, value: String, units: Option<usize>) -> String {
             .join(","),
         _ => value,
     }
-}
-
-/// A value in a column `width` wide, as Slurm's sacct prints it: right-justified, or
-/// left-justified for a negative width; a longer value cut to fit, ending in `+`.
-fn fixed(v: &str, width: i32) -> String {
-    let w = width.unsigned_abs() as usize;
-    let v = if v.chars().count() > w {
-        let mut t: String = v.chars().take(w.saturating_sub(1)).collect();
-        t.push('+');
-        t
-    } else {
-        v.to_string()
-    };
-    justify(&v, width)
-}
-
-/// A column's header in a column `width` wide: justified as its values, a longer name
-/// cut to fit without a mark.
-fn header_cell(name: &str, width: i32) -> String {
-    let w = width.unsigned_abs() as usize;
-    justify(&name.chars().take(w).collect::<String>(), width)
-}
-
-fn justify(v: &str, width: i32) -> String {
-    let w = width.unsigned_abs() as usize;
-    if width < 0 {
-        format!("{v:<w$}")
-    } else {
-        format!("{v:>w$}")
-    }
-}
-
-/// A `--format` item's width: `%N` right-justified, `%-N` left-justified, as Slurm's
-/// sacct reads them; `None` (the field's default) when absent, zero or not a number.
-fn format_width(spec: Option<&str>) -> Option<i32> {
-    spec.and_then(|w| w.parse::<i32>().ok()).filter(|&w| w != 0)
 }
 
 /// sacct's options: Slurm 22.05's table, in its order (which orders the candidates of
@@ -455,7 +554,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
 ];
 
 /// sacct's options Sluice accepts without effect.
-pub(crate) const IGNORED: &[&str] = &["allclusters", "long", "clusters"];
+pub(crate) const IGNORED: &[&str] = &["allclusters", "clusters"];
 
 /// `--help`: the options Sluice acts on, in sacct's layout.
 #[rustfmt::skip]
@@ -473,6 +572,9 @@ pub(crate) const HELP: &[Group] = &[Group {
         e("help", "", "This help."),
         e("name", "", "Only jobs with these names."),
         e("jobs", "", "Only these jobs or steps (id, id_task, id.step)."),
+        e("long", "", "Slurm's long field list: the usage fields (memory,\n\
+             CPU, disk, TRES usage) among them."),
+        e("noconvert", "", "Usage sizes in the unit they were counted in."),
         e("noheader", "", "No header lines."),
         e("format", "", "The fields to print, comma separated; name%width sets a\n\
              width. --helpformat lists the fields."),
@@ -533,6 +635,10 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut step_only: Vec<(u64, Option<u32>, String)> = Vec::new();
     let mut whole: Vec<(u64, Option<u32>)> = Vec::new();
     let mut duplicates = false;
+    // `--noconvert`: usage sizes in the unit they were counted in.
+    let mut no_convert = false;
+    // `--long`: Slurm's long field list (refused with `--format`).
+    let (mut long, mut formatted) = (false, false);
     // `--delimiter`: between parsable fields.
     let mut delimiter = "|".to_string();
     // `--units`: memory sizes in this unit.
@@ -562,6 +668,8 @@ pub fn main(args: Vec<String>) -> i32 {
             "allocations" => alloc_only = true,
             "allusers" => all_users = true,
             "duplicates" => duplicates = true,
+            "noconvert" => no_convert = true,
+            "long" => long = true,
             "json" => json = true,
             "delimiter" => delimiter = f.value().to_string(),
             "units" => match super::units::parse_unit(f.value()) {
@@ -574,6 +682,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 }
             },
             "format" => {
+                formatted = true;
                 fields.clear();
                 for item in f.list() {
                     let (name, width) = match item.split_once('%') {
@@ -656,6 +765,18 @@ pub fn main(args: Vec<String>) -> i32 {
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
+    if long && formatted {
+        eprintln!(
+            "{ME}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry."
+        );
+        return 1;
+    }
+    if long {
+        fields = LONG_FIELDS
+            .split(',')
+            .map(|f| canonical(f.trim()).expect("long fields are known"))
+            .collect();
+    }
     if !operands.is_empty() {
         eprintln!("{ME}: error: Unknown arguments:");
         for w in &operands {
@@ -707,6 +828,12 @@ pub fn main(args: Vec<String>) -> i32 {
         t,
         cluster: &cluster,
         derived: derived_exit_codes(&acct.steps),
+        cpu: job_cpu_times(&acct.steps),
+        convert: match units {
+            Some(u) => Convert::To(u),
+            None if no_convert => Convert::No,
+            None => Convert::Exact,
+        },
     };
     let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
         Some(tk) => j.array == Some((id, tk)),
@@ -773,48 +900,24 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         }
     }
-    let mut out = String::new();
-    if parsable {
-        let line = |vals: Vec<String>| {
-            let mut l = vals.join(&delimiter);
-            if trailing {
-                l.push_str(&delimiter);
-            }
-            l
-        };
-        if header {
-            out.push_str(&line(fields.iter().map(|f| f.0.to_string()).collect()));
-            out.push('\n');
-        }
-        for r in &rows {
-            out.push_str(&line(
-                fields
-                    .iter()
-                    .map(|f| in_units(f.0, value(f.0, r, &ctx), units))
-                    .collect(),
-            ));
-            out.push('\n');
+    let layout = if parsable {
+        Layout::Parsable {
+            delimiter,
+            trailing,
         }
     } else {
-        if header {
-            let h: Vec<String> = fields.iter().map(|(f, w)| header_cell(f, *w)).collect();
-            out.push_str(&h.join(" "));
-            out.push_str(" \n");
-            let d: Vec<String> = fields
-                .iter()
-                .map(|(_, w)| "-".repeat(w.unsigned_abs() as usize))
-                .collect();
-            out.push_str(&d.join(" "));
-            out.push_str(" \n");
-        }
-        for r in &rows {
-            let v: Vec<String> = fields
-                .iter()
-                .map(|(f, w)| fixed(&in_units(f, value(f, r, &ctx), units), *w))
-                .collect();
-            out.push_str(&v.join(" "));
-            out.push_str(" \n");
-        }
+        Layout::Fixed
+    };
+    let mut out = String::new();
+    if header {
+        out.push_str(&print_fields::header(&fields, &layout));
+    }
+    for r in &rows {
+        let values: Vec<String> = fields
+            .iter()
+            .map(|(f, _)| in_units(f, value(f, r, &ctx), units))
+            .collect();
+        out.push_str(&print_fields::row(&values, &fields, &layout));
     }
     print!("{out}");
     0
@@ -834,22 +937,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn widths_justify_and_cut_as_slurms_sacct() {
-        // `JobID%20`: right; `State%-12`: left; defaults keep their side.
-        assert_eq!(format_width(Some("20")), Some(20));
-        assert_eq!(format_width(Some("-12")), Some(-12));
-        assert_eq!(format_width(Some("0")), None);
-        assert_eq!(format_width(Some("x")), None);
-        assert_eq!(header_cell("JobID", 20), "               JobID");
-        assert_eq!(header_cell("State", -12), "State       ");
-        assert_eq!(fixed("100025", 20), "              100025");
-        assert_eq!(fixed("COMPLETED", -12), "COMPLETED   ");
-        assert_eq!(fixed("0:0", 8), "     0:0");
-        // Too long: values end in `+`, headers are cut plainly.
-        assert_eq!(fixed("100025", 5), "1000+");
-        assert_eq!(fixed("COMPLETED", -4), "COM+");
-        assert_eq!(header_cell("State", -4), "Stat");
-        assert_eq!(header_cell("JobName", 2), "Jo");
+    fn field_names_are_known_in_any_case() {
         assert_eq!(canonical("jobid"), Some(("JobID", -12)));
         assert_eq!(canonical("state"), Some(("State", 10)));
     }
