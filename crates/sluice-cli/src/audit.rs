@@ -125,6 +125,13 @@ pub fn describe_event(what: &AuditWhat, name: &dyn Fn(u32) -> String) -> String 
             format!("by {}{kind}", who(*by, name))
         }
         AuditWhat::Released { by } => format!("by {}", who(*by, name)),
+        AuditWhat::IdleGpus { gpus } => format!(
+            "{} of {} GPUs under {}% utilisation since {}",
+            gpus.idle,
+            gpus.held,
+            gpus.threshold,
+            sluice_proto::time::timestamp(gpus.since)
+        ),
         AuditWhat::Updated { by, changes } => {
             format!("by {}: {}", who(*by, name), changes.join(" "))
         }

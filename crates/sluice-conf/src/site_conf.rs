@@ -19,6 +19,19 @@
 //!   the cost of more of one core in the background after each change. `0` turns the
 //!   forecast off (`squeue --start` then shows the backfill plan, as Slurm's).
 //!
+//! - `IdleGpuThreshold=`: a running job's GPU whose utilisation stays under this many
+//!   percent is idle (default 5).
+//! - `IdleGpuTime=`: for how long, in Slurm's time-limit syntax (`30` minutes,
+//!   `1:00:00`, `1-0`), before the job is flagged: a line in the controller's log, an
+//!   audit event, a metric, a line in `scontrol show job` and `sluice explain`
+//!   (default 30 minutes; `0` turns the check off).
+//! - `IdleGpuCommand=`: a program the controller runs (as its own user, without a
+//!   shell) when it flags a job, with the job's details in its environment
+//!   (`SLUICE_JOB_ID`, `SLUICE_JOB_USER`, `SLUICE_JOB_ACCOUNT`, `SLUICE_JOB_NODES`,
+//!   `SLUICE_GPUS_HELD`, `SLUICE_GPUS_IDLE`, `SLUICE_IDLE_SINCE`); default none.
+//! - `IdleGpuAction=`: `notify` (default: flag only) or `cancel` (the controller then
+//!   also cancels the flagged job, as `scancel` would).
+//!
 //! Without the file every setting has its default. Unknown keys are errors (the file is
 //! Sluice's alone, so a misspelt key is never another program's).
 
@@ -45,6 +58,33 @@ pub struct SiteConf {
     /// `ForecastPasses`: the most passes the controller's forecast simulates; 0: no
     /// forecast.
     pub forecast_passes: u32,
+    /// `IdleGpu*`: when a running job's GPUs count as idle, and what then happens.
+    pub idle_gpu: IdleGpuConf,
+}
+
+/// The idle-GPU check's settings (`IdleGpuThreshold`, `IdleGpuTime`, `IdleGpuCommand`,
+/// `IdleGpuAction`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdleGpuConf {
+    /// Under this utilisation, percent, a GPU is idle.
+    pub threshold: u32,
+    /// For this long, seconds, before its job is flagged; 0: never.
+    pub after: i64,
+    /// Run when a job is flagged.
+    pub command: Option<String>,
+    /// Cancel a flagged job (`IdleGpuAction=cancel`).
+    pub cancel: bool,
+}
+
+impl Default for IdleGpuConf {
+    fn default() -> Self {
+        IdleGpuConf {
+            threshold: 5,
+            after: 30 * 60,
+            command: None,
+            cancel: false,
+        }
+    }
 }
 
 impl Default for SiteConf {
@@ -52,6 +92,7 @@ impl Default for SiteConf {
         SiteConf {
             purge_audit_after: Some(DEFAULT_PURGE_AUDIT_AFTER),
             forecast_passes: DEFAULT_FORECAST_PASSES,
+            idle_gpu: IdleGpuConf::default(),
         }
     }
 }
@@ -139,6 +180,45 @@ impl ConfReader for Parser {
                         "ForecastPasses: '{v}' is not a whole number of passes"
                     ))
                 })?;
+            } else if k.eq_ignore_ascii_case("IdleGpuThreshold") {
+                self.out.idle_gpu.threshold = v
+                    .trim()
+                    .trim_end_matches('%')
+                    .parse()
+                    .ok()
+                    .filter(|p| *p <= 100)
+                    .ok_or_else(|| {
+                        err(format!(
+                            "IdleGpuThreshold: '{v}' is not a percentage from 0 to 100"
+                        ))
+                    })?;
+            } else if k.eq_ignore_ascii_case("IdleGpuTime") {
+                // 0 (and UNLIMITED, never long enough) turn the check off.
+                self.out.idle_gpu.after = crate::duration::parse_time(&v)
+                    .map_err(|_| {
+                        err(format!(
+                            "IdleGpuTime: '{v}' is not a time (minutes, or [days-]hours:minutes:seconds)"
+                        ))
+                    })?
+                    .unwrap_or(0);
+            } else if k.eq_ignore_ascii_case("IdleGpuCommand") {
+                let cmd = v.trim();
+                if !cmd.starts_with('/') {
+                    return Err(err(format!(
+                        "IdleGpuCommand: '{v}' is not an absolute path"
+                    )));
+                }
+                self.out.idle_gpu.command = Some(cmd.to_string());
+            } else if k.eq_ignore_ascii_case("IdleGpuAction") {
+                self.out.idle_gpu.cancel = match v.trim().to_ascii_lowercase().as_str() {
+                    "notify" | "none" => false,
+                    "cancel" => true,
+                    _ => {
+                        return Err(err(format!(
+                            "IdleGpuAction: '{v}' is neither notify nor cancel"
+                        )))
+                    }
+                };
             } else {
                 return Err(err(format!("unknown key '{k}'")));
             }
@@ -187,6 +267,7 @@ mod tests {
             SiteConf {
                 purge_audit_after: Some(30 * 86_400),
                 forecast_passes: 100,
+                idle_gpu: IdleGpuConf::default(),
             }
         );
         assert_eq!(
@@ -212,5 +293,52 @@ mod tests {
             parse("PurgeJobAfter=1\n").unwrap_err(),
             "/etc/slurm/sluice.conf:1: unknown key 'PurgeJobAfter'"
         );
+    }
+
+    #[test]
+    fn the_idle_gpu_check_takes_a_threshold_a_time_a_command_and_an_action() {
+        let d = SiteConf::default().idle_gpu;
+        assert_eq!(
+            (d.threshold, d.after, d.command, d.cancel),
+            (5, 1800, None, false)
+        );
+        let c = parse(
+            "IdleGpuThreshold=10%\nIdleGpuTime=1:30:00\nIdleGpuCommand=/usr/local/sbin/idle-gpu\nIdleGpuAction=cancel\n",
+        )
+        .unwrap()
+        .idle_gpu;
+        assert_eq!(c.threshold, 10);
+        assert_eq!(c.after, 5400);
+        assert_eq!(c.command.as_deref(), Some("/usr/local/sbin/idle-gpu"));
+        assert!(c.cancel);
+        assert_eq!(parse("IdleGpuTime=45\n").unwrap().idle_gpu.after, 45 * 60);
+        assert_eq!(parse("IdleGpuTime=0\n").unwrap().idle_gpu.after, 0, "off");
+        for (text, message) in [
+            (
+                "IdleGpuThreshold=abc",
+                "IdleGpuThreshold: 'abc' is not a percentage from 0 to 100",
+            ),
+            (
+                "IdleGpuThreshold=101",
+                "IdleGpuThreshold: '101' is not a percentage from 0 to 100",
+            ),
+            (
+                "IdleGpuTime=soon",
+                "IdleGpuTime: 'soon' is not a time (minutes, or [days-]hours:minutes:seconds)",
+            ),
+            (
+                "IdleGpuCommand=notify.sh",
+                "IdleGpuCommand: 'notify.sh' is not an absolute path",
+            ),
+            (
+                "IdleGpuAction=kill",
+                "IdleGpuAction: 'kill' is neither notify nor cancel",
+            ),
+        ] {
+            assert_eq!(
+                parse(text).unwrap_err(),
+                format!("/etc/slurm/sluice.conf:1: {message}")
+            );
+        }
     }
 }

@@ -501,8 +501,27 @@ pub struct SluiceFigures {
     pub waiting: Vec<GpuWait>,
     /// Each partition's next job, for the partitions with one.
     pub heads: Vec<HeadJob>,
+    /// Running jobs flagged for idle GPUs, by id.
+    pub idle_gpu_jobs: Vec<IdleGpuJob>,
     /// Audit events recorded since the controller started, by kind (every kind).
     pub audit: Vec<(&'static str, u64)>,
+}
+
+/// A running job flagged for idle GPUs (`state/idle_gpus.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdleGpuJob {
+    /// Job id.
+    pub job: u64,
+    /// Owner.
+    pub user: String,
+    /// Account.
+    pub account: String,
+    /// GPUs idle.
+    pub idle: u32,
+    /// GPUs held.
+    pub held: u32,
+    /// Idle since (Unix seconds).
+    pub since: i64,
 }
 
 /// What the metrics need from the loop: the nodes and partitions now and, for
@@ -749,6 +768,7 @@ mod tests {
                     submit: 0,
                     start: Some(20),
                 }],
+                idle_gpu_jobs: Vec::new(),
                 audit: vec![("submitted", 1)],
             }),
         };

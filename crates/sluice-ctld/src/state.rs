@@ -55,6 +55,14 @@ pub enum Effect {
     Persist(Box<JobRecord>),
     /// Write a step record.
     PersistStep(StepRecord),
+    /// Run a site's program (sluice.conf's `IdleGpuCommand`) with this environment,
+    /// once the writes before it are durable; its end is not awaited.
+    Notify {
+        /// The program (an absolute path; no shell).
+        command: String,
+        /// Its environment, beside the controller's.
+        env: Vec<(String, String)>,
+    },
     /// Keep a requeued run's record (state `REQUEUED`) for `sacct -D`.
     PersistRun(Box<JobRecord>),
     /// Delete a job's record: an array task cancelled before it ever started, which
@@ -312,6 +320,8 @@ pub struct Controller {
     diag: diag::Diag,
     /// What running steps use, as their agents last said (`sstat`; `sacct` once they end).
     usage: usage::LiveUsage,
+    /// The running jobs' GPUs, watched for the idle-GPU check.
+    idle: idle_gpus::IdleWatch,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -401,6 +411,7 @@ impl Controller {
             next_job_id: 1,
             diag: diag::Diag::new(now),
             usage: usage::LiveUsage::default(),
+            idle: idle_gpus::IdleWatch::default(),
         };
         for s in steps {
             c.steps.insert((JobId(s.job_id), s.step), s);
@@ -670,6 +681,7 @@ impl Controller {
             // Eligible at once unless held or waiting on a dependency (see `release`).
             accrue_time: (!desc.hold && desc.dependency.is_none())
                 .then(|| desc.begin.unwrap_or(now).max(now)),
+            idle_gpus: None,
         };
         if max_nodes > 0 && max_nodes < min_nodes {
             return Err(NODE_CONFIG.into());
@@ -1467,6 +1479,7 @@ impl Controller {
         r.end_time = Some(report.end.min(now).max(r.start_time.unwrap_or(now)));
         r.exit_code = report.exit_code;
         r.signal = report.signal;
+        r.idle_gpus = None;
         r.state = match (report.state, &r.cancelled_by) {
             (JobState::Cancelled, _) | (_, Some(_)) => JobState::Cancelled,
             _ if preempted => JobState::Preempted,
@@ -1544,6 +1557,7 @@ impl Controller {
             effects.push(Effect::PersistStep(s.clone()));
         }
         self.usage.job_ended(id, now);
+        self.idle.forget(id);
         effects.extend(self.schedule(now));
         effects
     }
@@ -3441,6 +3455,7 @@ pub mod explain;
 mod explain_text;
 mod forecast;
 pub mod gpu_env;
+mod idle_gpus;
 mod job;
 mod job_table;
 pub mod listing;

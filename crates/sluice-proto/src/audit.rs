@@ -200,6 +200,11 @@ pub enum AuditWhat {
         /// The rule.
         rule: PreemptRule,
     },
+    /// Its GPUs have stayed idle (sluice.conf's `IdleGpuThreshold` for `IdleGpuTime`).
+    IdleGpus {
+        /// How many of how many, since when, under which threshold.
+        gpus: crate::usage::IdleGpus,
+    },
     /// Ended.
     Ended {
         /// The run that ended.
@@ -230,6 +235,7 @@ impl AuditWhat {
             AuditWhat::Reason { .. } => "reason",
             AuditWhat::Preempted { .. } => "preempted",
             AuditWhat::Preempting { .. } => "preempting",
+            AuditWhat::IdleGpus { .. } => "idle_gpus",
             AuditWhat::Ended { .. } => "ended",
         }
     }

@@ -455,6 +455,10 @@ pub struct JobRecord {
     /// while it is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accrue_time: Option<i64>,
+    /// A running job whose GPUs have stayed idle (sluice.conf's `IdleGpuThreshold` for
+    /// `IdleGpuTime`): how many, since when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_gpus: Option<crate::usage::IdleGpus>,
 }
 
 /// Who holds a pending job back.

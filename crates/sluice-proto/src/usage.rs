@@ -224,6 +224,33 @@ impl StepUsage {
     }
 }
 
+/// A running job flagged for idle GPUs: of the GPUs it holds, how many its agents have
+/// seen under the site's threshold (sluice.conf's `IdleGpuThreshold`, percent) for at
+/// least `IdleGpuTime`, and since when the longest-idle of them has been.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleGpus {
+    /// GPUs the job holds.
+    pub held: u32,
+    /// Of those, how many are idle.
+    pub idle: u32,
+    /// Since when (Unix seconds) the longest-idle of them has been under the threshold.
+    pub since: i64,
+    /// The threshold, percent utilisation.
+    pub threshold: u32,
+}
+
+impl IdleGpus {
+    /// `holds 8 GPUs; 7 idle for the last 42 min` (at `now`).
+    pub fn describe(&self, now: i64) -> String {
+        let minutes = (now - self.since).max(0) / 60;
+        let gpus = if self.held == 1 { "GPU" } else { "GPUs" };
+        format!(
+            "holds {} {gpus}; {} idle (under {}% utilisation) for the last {minutes} min",
+            self.held, self.idle, self.threshold
+        )
+    }
+}
+
 /// An agent's periodic report of its running steps' usage on its node (every
 /// `JobAcctGatherFrequency` seconds): what `sstat` shows and what the idle-GPU check
 /// watches. Each report replaces the node's earlier figures for those steps.

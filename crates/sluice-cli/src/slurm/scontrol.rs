@@ -236,6 +236,13 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     if let Some((t, n)) = &j.desc.gpus_per_task {
         p("TresPerTask", gpu(t, n));
     }
+    // Sluice's own, on a line of its own and only while the job is flagged: its GPUs
+    // idle (sluice.conf's `IdleGpuThreshold` for `IdleGpuTime`).
+    if let Some(idle) = &j.idle_gpus {
+        p("IdleGPUs", format!("{}/{}", idle.idle, idle.held));
+        p("IdleSince", sluice_proto::time::timestamp(idle.since));
+        p("IdleThreshold", format!("{}%", idle.threshold));
+    }
     v
 }
 
@@ -271,6 +278,7 @@ const JOB_BREAKS: &[&str] = &[
     "TresPerJob",
     "TresPerNode",
     "TresPerTask",
+    "IdleGPUs",
 ];
 
 /// scontrol's options: Slurm 22.05's table, in its order (which orders the candidates

@@ -11,6 +11,8 @@
 //!   which users.
 //! - Each partition's next job (the first in the scheduler's queue order): its id,
 //!   priority, time waited, and its forecast start (`squeue --start`'s).
+//! - Running jobs flagged for idle GPUs (sluice.conf's `IdleGpuThreshold` for
+//!   `IdleGpuTime`): how many, and each one's idle and held GPUs and for how long.
 //! - The audit trail's events (`sluice audit`) recorded since the controller started,
 //!   by kind.
 
@@ -186,6 +188,37 @@ pub fn metrics(f: &LoopFigures) -> MetricSet {
             );
         }
     }
+    m.gauge(
+        "sluice_jobs_with_idle_gpus",
+        "Running jobs flagged because their GPUs stayed under IdleGpuThreshold for IdleGpuTime",
+        s.idle_gpu_jobs.len(),
+    );
+    for j in &s.idle_gpu_jobs {
+        let job = j.job.to_string();
+        let labels = [
+            ("job", job.as_str()),
+            ("user", &j.user),
+            ("account", &j.account),
+        ];
+        m.gauge_with(
+            "sluice_job_gpus_idle",
+            "GPUs of a flagged running job that stayed idle (under IdleGpuThreshold for IdleGpuTime)",
+            &labels,
+            j.idle,
+        );
+        m.gauge_with(
+            "sluice_job_gpus_held",
+            "GPUs a job flagged for idle GPUs holds",
+            &labels,
+            j.held,
+        );
+        m.gauge_with(
+            "sluice_job_gpus_idle_seconds",
+            "How long the longest-idle GPU of a flagged job has been idle",
+            &labels,
+            (s.now - j.since).max(0),
+        );
+    }
     for (kind, count) in &s.audit {
         m.counter_with(
             "sluice_audit_events_total",
@@ -199,7 +232,7 @@ pub fn metrics(f: &LoopFigures) -> MetricSet {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{GpuStat, GpuWait, HeadJob, NodeStat, PartNodes, SluiceFigures};
+    use super::super::{GpuStat, GpuWait, HeadJob, IdleGpuJob, NodeStat, PartNodes, SluiceFigures};
     use super::*;
 
     fn gpu(node: usize, index: u32, holders: &[(u64, &str)]) -> GpuStat {
@@ -278,9 +311,28 @@ mod tests {
                     submit: 900,
                     start: Some(1300),
                 }],
+                idle_gpu_jobs: vec![IdleGpuJob {
+                    job: 43,
+                    user: "alice".into(),
+                    account: "vision".into(),
+                    idle: 3,
+                    held: 4,
+                    since: 400,
+                }],
                 audit: vec![("submitted", 5), ("started", 3)],
             }),
         }
+    }
+
+    #[test]
+    fn jobs_flagged_for_idle_gpus_each_with_their_idle_and_held_gpus() {
+        let text = metrics(&figures()).render();
+        let v = |s: &str| value(&text, s).unwrap_or_else(|| panic!("no {s} in\n{text}"));
+        let labels = "{account=\"vision\",job=\"43\",user=\"alice\"}";
+        assert_eq!(v("sluice_jobs_with_idle_gpus"), "1");
+        assert_eq!(v(&format!("sluice_job_gpus_idle{labels}")), "3");
+        assert_eq!(v(&format!("sluice_job_gpus_held{labels}")), "4");
+        assert_eq!(v(&format!("sluice_job_gpus_idle_seconds{labels}")), "600");
     }
 
     #[test]

@@ -91,6 +91,7 @@ impl Executor {
                     acks.push(self.store.put_reservation(&name, record))
                 }
                 order @ (Effect::Launch { .. }
+                | Effect::Notify { .. }
                 | Effect::Signal { .. }
                 | Effect::Terminate { .. }
                 | Effect::EndRun { .. }
@@ -150,10 +151,38 @@ fn complete(rx: Receiver<Pending>, agents: Agents) {
             }
         }
         for order in p.orders {
-            agents.send(order);
+            match order {
+                Effect::Notify { command, env } => notify(&command, env),
+                order => agents.send(order),
+            }
         }
         if let Some(then) = p.then {
             then(saved);
         }
+    }
+}
+
+/// Runs a site's program (`IdleGpuCommand`) with `env` beside the controller's
+/// environment, its input and output discarded; a thread waits for its end, so that it
+/// leaves no zombie. One that cannot be started is logged.
+fn notify(command: &str, env: Vec<(String, String)>) {
+    let started = std::process::Command::new(command)
+        .envs(env)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match started {
+        Ok(mut child) => {
+            let command = command.to_string();
+            std::thread::spawn(move || match child.wait() {
+                Ok(status) if !status.success() => {
+                    tracing::warn!("{command} (IdleGpuCommand) ended with {status}")
+                }
+                Err(e) => tracing::warn!("{command} (IdleGpuCommand): {e}"),
+                Ok(_) => {}
+            });
+        }
+        Err(e) => tracing::error!("{command} (IdleGpuCommand) could not be started: {e}"),
     }
 }

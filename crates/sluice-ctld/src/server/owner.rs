@@ -380,7 +380,10 @@ impl Owner {
                 report,
                 caller,
                 reply,
-            } => now_answer(reply, ctl.usage_report(&report, &caller, now)),
+            } => match ctl.usage_report(&report, &caller, now) {
+                Ok(effects) => Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e))),
+                Err(e) => now_answer(reply, Err(e)),
+            },
             Request::Explain {
                 id,
                 task,

@@ -79,7 +79,7 @@ pub(super) struct AuditBook {
 }
 
 impl AuditBook {
-    fn push(&mut self, time: i64, r: &Job, what: AuditWhat) {
+    pub(super) fn push(&mut self, time: i64, r: &Job, what: AuditWhat) {
         self.events.push(AuditEvent {
             seq: 0,
             time,

@@ -172,7 +172,7 @@ impl Controller {
                 }
             }
         } else {
-            e.history = self.history(r);
+            e.history = self.history(r, now);
         }
         Ok(ExplainWork { e, core })
     }
@@ -474,7 +474,7 @@ impl Controller {
 
     /// A started job's story from its record: when and where each run started, by
     /// which pass, and how it ended or was preempted.
-    fn history(&self, r: &Job) -> Vec<String> {
+    fn history(&self, r: &Job, now: i64) -> Vec<String> {
         let mut out = Vec::new();
         if r.restarts > 0 {
             out.push(format!(
@@ -498,6 +498,9 @@ impl Controller {
                     "reaches its time limit at {}",
                     timestamp(start + limit)
                 ));
+            }
+            if let Some(idle) = r.idle_gpus.as_deref() {
+                out.push(idle.describe(now));
             }
         }
         match (r.end_time, r.start_time) {

@@ -112,6 +112,8 @@ pub struct Job {
     pub tres_alloc: Vec<(String, u64)>,
     /// Since when it accrues age for its priority (`AccrueTime`).
     pub accrue_time: Option<i64>,
+    /// While it runs: flagged for idle GPUs (`state/idle_gpus.rs`).
+    pub idle_gpus: Option<Box<sluice_proto::usage::IdleGpus>>,
 }
 
 /// Each owner's last submission (by uid): a submission the same as its owner's last
@@ -293,6 +295,7 @@ impl Job {
             tres_req: r.tres_req,
             tres_alloc: r.tres_alloc,
             accrue_time: r.accrue_time,
+            idle_gpus: r.idle_gpus.map(Box::new),
         }
     }
 
@@ -368,6 +371,7 @@ impl Job {
             tres_alloc: self.tres_alloc.clone(),
             gpu_types_per_node: self.alloc.iter().map(|s| s.gpu_types.clone()).collect(),
             accrue_time: self.accrue_time,
+            idle_gpus: self.idle_gpus.as_deref().copied(),
         }
     }
 

@@ -10,10 +10,12 @@ use sluice_core::NodeId;
 use sluice_proto::types::JobState;
 
 use super::Controller;
-use crate::metrics::{GpuStat, GpuWait, HeadJob, LoopFigures, NodeStat, PartNodes, SluiceFigures};
+use crate::metrics::{
+    GpuStat, GpuWait, HeadJob, IdleGpuJob, LoopFigures, NodeStat, PartNodes, SluiceFigures,
+};
 
 /// Every kind of audit event (`AuditWhat::kind`), in the order the metric lists them.
-pub const AUDIT_KINDS: [&str; 12] = [
+pub const AUDIT_KINDS: [&str; 13] = [
     "submitted",
     "held",
     "released",
@@ -25,6 +27,7 @@ pub const AUDIT_KINDS: [&str; 12] = [
     "reason",
     "preempted",
     "preempting",
+    "idle_gpus",
     "ended",
 ];
 
@@ -157,6 +160,22 @@ impl Controller {
             gpus: per_node.into_iter().flatten().collect(),
             waiting,
             heads,
+            idle_gpu_jobs: self
+                .jobs
+                .values()
+                .filter(|j| j.state == JobState::Running)
+                .filter_map(|j| {
+                    let idle = j.idle_gpus.as_deref()?;
+                    Some(IdleGpuJob {
+                        job: j.id.0,
+                        user: j.user.clone(),
+                        account: j.account.clone(),
+                        idle: idle.idle,
+                        held: idle.held,
+                        since: idle.since,
+                    })
+                })
+                .collect(),
             audit: AUDIT_KINDS
                 .iter()
                 .map(|k| (*k, self.audit.counts.get(k).copied().unwrap_or(0)))

@@ -15,7 +15,7 @@ use sluice_proto::error::ApiError;
 use sluice_proto::types::{JobState, StepId, StepRecord};
 use sluice_proto::usage::{StepUsage, UsageReport};
 
-use super::{Caller, Controller};
+use super::{Caller, Controller, Effect};
 
 /// How long a job's per-node figures are kept after it ended, seconds.
 pub(crate) const KEEP_AFTER_END: i64 = 600;
@@ -124,8 +124,10 @@ impl LiveUsage {
 }
 
 impl Controller {
-    /// An agent's periodic figures for a job run's steps on its node. Figures for a job
-    /// or step that does not run (any more), or of an earlier run, change nothing.
+    /// An agent's periodic figures for a job run's steps on its node, also watched for
+    /// idle GPUs (the effects are the idle-GPU check's, see `idle_gpus.rs`). Figures
+    /// for a job or step that does not run (any more), or of an earlier run, change
+    /// nothing.
     ///
     /// Errors: the caller is not an agent (root or the SlurmUser).
     pub fn usage_report(
@@ -133,17 +135,17 @@ impl Controller {
         report: &UsageReport,
         caller: &Caller,
         now: i64,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Vec<Effect>, ApiError> {
         if !caller.admin {
             return Err(ApiError::access_denied());
         }
         self.usage.sweep(now);
         let job = JobId(report.job);
         let Some(r) = self.jobs.get(&job) else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         if r.state != JobState::Running || r.restarts != report.run {
-            return Ok(());
+            return Ok(Vec::new());
         }
         for (step, u) in &report.steps {
             let runs = match step {
@@ -156,7 +158,7 @@ impl Controller {
                 self.usage.sample(job, report.run, *step, &report.node, u);
             }
         }
-        Ok(())
+        Ok(self.watch_gpus(report, now))
     }
 
     /// A running job's steps with what they have used so far (`sstat`): its batch
