@@ -982,4 +982,114 @@ mod tests {
         // A job without srun steps is not there: it prints 0:0.
         assert_eq!(derived_exit_codes(&steps[..1]).get(&1), None);
     }
+
+    #[test]
+    fn usage_fields_of_job_and_step_lines_as_slurms_sacct() {
+        use sluice_proto::usage::{Stat, StepUsage};
+        let figures = |user, system| {
+            Some(Box::new(StepUsage {
+                tasks: 1,
+                cpu_ms: Stat::one(user + system, "n1", 0),
+                user_cpu_ms: user,
+                system_cpu_ms: system,
+                rss: Stat::one(5_181_440, "n1", 0),
+                ..StepUsage::default()
+            }))
+        };
+        let mut batch = step(9, StepId::Batch, 0, 0);
+        batch.usage = figures(2, 8);
+        let mut done = step(9, StepId::Number(0), 0, 0);
+        done.usage = figures(154, 26);
+        // Still running: its figures so far are not sacct's (slurmdbd has none yet).
+        let mut running = step(9, StepId::Number(1), 0, 0);
+        running.state = JobState::Running;
+        running.end = None;
+        running.usage = figures(5_000, 0);
+        // Ended without figures.
+        let bare = step(9, StepId::Number(2), 0, 0);
+        let steps = vec![batch, done, running, bare];
+        let job = JobRecord {
+            id: 9,
+            state: JobState::Running,
+            ..JobRecord::default()
+        };
+        let ctx = Context {
+            t: 0,
+            cluster: "c",
+            derived: BTreeMap::new(),
+            cpu: job_cpu_times(&steps),
+            convert: Convert::Exact,
+        };
+        let line = |row: &Row, fields: &str| {
+            fields
+                .split(',')
+                .map(|f| usage_value(f, row, &ctx).expect(f))
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        let fields = "TotalCPU,UserCPU,SystemCPU,MaxRSS,TRESUsageInAve,AveCPUFreq,ReqCPUFreqMin,ConsumedEnergy";
+        // The job: its ended steps' CPU times, nothing else (real sacct: `00:00.190`).
+        assert_eq!(
+            line(&Row::Job(&job), fields),
+            "00:00.190|00:00.156|00:00.034||||Unknown|0"
+        );
+        assert_eq!(
+            line(&Row::Step(&job, &steps[0]), fields),
+            "00:00.010|00:00.002|00:00.008|5060K|cpu=00:00:00,energy=0,fs/disk=0,mem=5060K,pages=0,vmem=0|0|0|0"
+        );
+        assert_eq!(
+            line(&Row::Step(&job, &steps[1]), "TotalCPU,ReqCPUFreqMin"),
+            "00:00.180|Unknown"
+        );
+        assert_eq!(
+            line(&Row::Step(&job, &steps[2]), fields),
+            "00:00:00|00:00:00|00:00:00|||0|Unknown|0"
+        );
+        assert_eq!(
+            line(&Row::Step(&job, &steps[3]), fields),
+            "00:00:00|00:00:00|00:00:00||energy=0|0|Unknown|0"
+        );
+        // Other fields are not usage fields.
+        assert_eq!(usage_value("JobID", &Row::Job(&job), &ctx), None);
+    }
+
+    #[test]
+    fn field_prefixes_and_the_long_list_as_slurms_sacct() {
+        assert_eq!(canonical("maxrsst"), Some(("MaxRSSTask", 10)));
+        assert_eq!(
+            canonical("tresusageinmaxn"),
+            Some(("TRESUsageInMaxNode", 18))
+        );
+        assert_eq!(canonical("totalc"), Some(("TotalCPU", 10)));
+        assert_eq!(canonical("jobidr"), Some(("JobIDRaw", -12)));
+        assert_eq!(canonical(""), None);
+        assert_eq!(canonical("bogus"), None);
+        let long: Vec<&str> = LONG_FIELDS
+            .split(',')
+            .map(|f| canonical(f.trim()).unwrap().0)
+            .collect();
+        assert_eq!(long.len(), 54);
+        assert_eq!(
+            &long[..6],
+            [
+                "JobID",
+                "JobIDRaw",
+                "JobName",
+                "Partition",
+                "MaxVMSize",
+                "MaxVMSizeNode"
+            ]
+        );
+        assert_eq!(
+            &long[48..],
+            [
+                "TRESUsageInTot",
+                "TRESUsageOutMax",
+                "TRESUsageOutMaxNode",
+                "TRESUsageOutMaxTask",
+                "TRESUsageOutAve",
+                "TRESUsageOutTot"
+            ]
+        );
+    }
 }
