@@ -1,6 +1,9 @@
 //! `sstat` on a running job: which steps it shows, its layouts, and its messages and
 //! exit codes (as real Slurm 22.05.8's sstat, `compat/scenarios/161-sstat.scn`).
 
+use sluice_proto::types::StepId;
+use sluice_proto::usage::{Stat, StepUsage, UsageReport};
+
 use crate::harness::Cluster;
 use crate::SMALL;
 
@@ -47,6 +50,46 @@ fn sstat_shows_running_steps_and_slurms_errors() {
             "               JobID   NTasks \n-------------------- -------- \n{:>20}        2 \n",
             format!("{job}.0")
         )
+    );
+    // What the agents report is what sstat shows: two tasks on the step's node, in
+    // Slurm's forms (the task lists' ids as sstat prints them).
+    let client =
+        sluice_proto::Client::new(sluice_proto::paths::controller_socket(&c.dir.join("state")));
+    let task = |rss: u64, cpu_ms: u64, t: u32| StepUsage {
+        tasks: 1,
+        cpu_ms: Stat::one(cpu_ms, &node, t),
+        user_cpu_ms: cpu_ms,
+        rss: Stat::one(rss, &node, t),
+        disk_read: Stat::one(3981, &node, t),
+        ..StepUsage::default()
+    };
+    let usage = StepUsage::merged([&task(5_181_440, 61_000, 0), &task(6_291_456, 122_000, 1)]);
+    client
+        .usage_report(&UsageReport {
+            job,
+            run: 0,
+            node: node.clone(),
+            steps: vec![(StepId::Number(0), usage)],
+        })
+        .unwrap();
+    let o = c.run(
+        "sstat",
+        &[
+            "-n",
+            "-P",
+            "-o",
+            "JobID,MaxRSS,MaxRSSTask,MaxRSSNode,AveRSS,MinCPU,AveCPU,MaxDiskRead,TRESUsageInMaxTask",
+            "-j",
+            &id,
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{job}.0|6M|1|{node}|5602K|00:01:01|00:01:31|3981|cpu=00:00:00,fs/disk=0,mem=1,pages=0,vmem=0\n"
+        ),
+        "{}",
+        o.stderr
     );
     // A step that does not run; a job that is no more; one never known: messages on
     // stderr after the header, and exit 0.
