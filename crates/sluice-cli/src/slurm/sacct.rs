@@ -614,6 +614,38 @@ fn helpformat() -> String {
     four_to_a_line(&names)
 }
 
+/// The batch steps of running batch jobs, which the controller records only when they
+/// end: Slurm's sacct lists a running job's batch step (`RUNNING`, on the job's first
+/// node, one task, that node's CPUs).
+fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRecord> {
+    jobs.iter()
+        .filter(|j| j.state == JobState::Running && !j.desc.interactive)
+        .filter(|j| {
+            !steps
+                .iter()
+                .any(|s| s.job_id == j.id && s.step == StepId::Batch)
+        })
+        .filter_map(|j| {
+            Some(StepRecord {
+                job_id: j.id,
+                step: StepId::Batch,
+                name: "batch".into(),
+                state: JobState::Running,
+                start: j.start_time?,
+                end: None,
+                exit_code: 0,
+                signal: 0,
+                nodes: j.nodes.first().cloned().into_iter().collect(),
+                ntasks: 1,
+                cpus: j.cpus_per_node.first().copied().unwrap_or(j.cpus_per_task),
+                held_cpus: Vec::new(),
+                ended_on: Vec::new(),
+                usage: None,
+            })
+        })
+        .collect()
+}
+
 /// Runs `sacct`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut fields: Vec<(&'static str, i32)> = [
@@ -859,6 +891,8 @@ pub fn main(args: Vec<String>) -> i32 {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return 0;
     }
+    let running_batch = running_batch_steps(&selected, &acct.steps);
+    let all_steps: Vec<&StepRecord> = acct.steps.iter().chain(&running_batch).collect();
     let mut rows: Vec<Row> = Vec::new();
     let step_order = |s: &StepRecord| match s.step {
         StepId::Batch => (0, 0),
@@ -874,9 +908,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 .map(|(_, _, step)| step.as_str())
                 .collect();
             if !alloc_only {
-                let mut steps: Vec<&StepRecord> = acct
-                    .steps
+                let mut steps: Vec<&StepRecord> = all_steps
                     .iter()
+                    .copied()
                     .filter(|s| s.job_id == j.id && wanted.contains(&s.step.to_string().as_str()))
                     .collect();
                 steps.sort_by_key(|s| step_order(s));
@@ -892,8 +926,11 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         rows.push(Row::Job(j));
         if !alloc_only {
-            let mut steps: Vec<&StepRecord> =
-                acct.steps.iter().filter(|s| s.job_id == j.id).collect();
+            let mut steps: Vec<&StepRecord> = all_steps
+                .iter()
+                .copied()
+                .filter(|s| s.job_id == j.id)
+                .collect();
             steps.sort_by_key(|s| step_order(s));
             for s in steps {
                 rows.push(Row::Step(j, s));
