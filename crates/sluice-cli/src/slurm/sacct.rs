@@ -1129,4 +1129,39 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn a_running_batch_jobs_batch_step_is_listed_until_it_is_recorded() {
+        let job = |id, state, interactive| JobRecord {
+            id,
+            state,
+            start_time: Some(100),
+            nodes: vec!["n2".into(), "n3".into()],
+            cpus_per_node: vec![4, 2],
+            desc: sluice_proto::types::JobDescription {
+                interactive,
+                ..Default::default()
+            },
+            ..JobRecord::default()
+        };
+        let (running, recorded, alloc, done) = (
+            job(1, JobState::Running, false),
+            job(2, JobState::Running, false),
+            job(3, JobState::Running, true),
+            job(4, JobState::Completed, false),
+        );
+        let steps = [step(2, StepId::Batch, 0, 0)];
+        let listed = running_batch_steps(&[&running, &recorded, &alloc, &done], &steps);
+        assert_eq!(listed.len(), 1);
+        let b = &listed[0];
+        assert_eq!(
+            (b.job_id, b.step, b.state),
+            (1, StepId::Batch, JobState::Running)
+        );
+        assert_eq!(
+            (b.nodes.as_slice(), b.ntasks, b.cpus),
+            (&["n2".to_string()][..], 1, 4)
+        );
+        assert_eq!((b.start, b.end, b.usage.is_none()), (100, None, true));
+    }
 }
