@@ -38,6 +38,7 @@
 
 use std::path::{Path, PathBuf};
 
+use sluice_conf::acct_gather_conf::GatherConf;
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_conf::log_conf::DebugLevel;
 use sluice_conf::net_conf::{AuthType, NetConf};
@@ -84,6 +85,10 @@ struct Flags {
     state_dir: Option<String>,
     /// `sluice up`'s agents: their level.
     debug: Option<DebugLevel>,
+    /// `sluice up`'s agents: slurm.conf's `JobAcctGatherType`, as written.
+    gather_type: Option<String>,
+    /// `sluice up`'s agents: slurm.conf's `JobAcctGatherFrequency`, as written.
+    gather_frequency: Option<String>,
 }
 
 const CTLD_OPTIONS: &[Opt] = &[
@@ -109,6 +114,8 @@ const AGENT_OPTIONS: &[Opt] = &[
     Opt::flag("clean", Some('c')),
     Opt::required("state-dir", None),
     Opt::required("debug", None),
+    Opt::required("acct-gather-type", None),
+    Opt::required("acct-gather-frequency", None),
 ];
 
 fn usage(me: &str) -> String {
@@ -165,6 +172,8 @@ fn flags(me: &str, args: Vec<String>) -> Flags {
             "logfile" => f.log_file = Some(o.value().to_string()),
             "verbose" => f.verbose = f.verbose.saturating_add(1),
             "state-dir" => f.state_dir = Some(o.value().to_string()),
+            "acct-gather-type" => f.gather_type = Some(o.value().to_string()),
+            "acct-gather-frequency" => f.gather_frequency = Some(o.value().to_string()),
             "debug" => match DebugLevel::parse(o.value()) {
                 Ok(l) => f.debug = Some(l),
                 Err(e) => {
@@ -184,6 +193,21 @@ fn flags(me: &str, args: Vec<String>) -> Flags {
         }
     }
     f
+}
+
+/// The agent's gathering settings from slurm.conf's.
+fn gather_settings(g: &GatherConf) -> sluice_noded::usage::Settings {
+    use sluice_conf::acct_gather_conf::GatherType;
+    use sluice_noded::usage::Source;
+    sluice_noded::usage::Settings {
+        source: match g.kind {
+            GatherType::Auto => Source::Auto,
+            GatherType::Linux => Source::Proc,
+            GatherType::Cgroup => Source::Cgroup,
+            GatherType::None => Source::Off,
+        },
+        task_secs: g.task_secs(),
+    }
 }
 
 /// Prints `me: error: message` and returns 1.
@@ -271,6 +295,7 @@ fn install_log(
 /// Runs a job's supervisor (`slurmstepd stepd DIR ...`, started by an agent; see
 /// `sluice_noded::stepd`); its exit status. It logs where its agent does.
 pub fn stepd(args: Vec<String>) -> i32 {
+    sluice_noded::usage::gpu::nvidia_with(nvidia_usage);
     let s = match sluice_noded::stepd::Stepd::prepare(&args) {
         Ok(s) => s,
         Err(e) => {
@@ -285,6 +310,24 @@ pub fn stepd(args: Vec<String>) -> i32 {
         }
     }
     s.run()
+}
+
+/// A supervisor's NVIDIA GPUs through NVML (loaded where it is installed).
+fn nvidia_usage() -> Option<Box<dyn sluice_noded::usage::gpu::GpuSource>> {
+    struct Nvml(sluice_ctld::gpu_detect::NvmlUsage);
+    impl sluice_noded::usage::gpu::GpuSource for Nvml {
+        fn sample(&mut self, index: u32) -> Option<sluice_noded::usage::gpu::GpuSample> {
+            self.0
+                .sample(index)
+                .map(|s| sluice_noded::usage::gpu::GpuSample {
+                    util: s.util,
+                    mem: s.mem_used,
+                    power_mw: s.power_mw,
+                })
+        }
+    }
+    let sampler = sluice_ctld::gpu_detect::NvmlProvider::new(Path::new("/")).usage_sampler()?;
+    Some(Box::new(Nvml(sampler)))
 }
 
 /// Checks that munged at `socket` makes credentials (`auth/munge`).
@@ -531,6 +574,7 @@ pub fn agent(args: Vec<String>) -> i32 {
     if let Err(code) = detach(me, f.foreground) {
         return code;
     }
+    sluice_noded::gather_with(gather_settings(&conf.gather));
     let pid_file = write_pid_file(&net.pid_file(&host, &node));
     let setup = sluice_noded::TcpSetup {
         listen: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
@@ -581,6 +625,10 @@ fn local_agent(f: &Flags, state_dir: &Path) -> i32 {
         return fail("sluice agent", format!("cannot log to {e}"));
     }
     sluice_noded::log_supervisors_to(log.clone(), level.name());
+    match GatherConf::parse(f.gather_type.as_deref(), f.gather_frequency.as_deref()) {
+        Ok(g) => sluice_noded::gather_with(gather_settings(&g)),
+        Err(e) => return fail("sluice agent", e),
+    }
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     // SIGTERM: this agent stops (a restart), its jobs run on; SIGINT: the cluster stops
     // (`sluice up` stopping, or Ctrl-C), its jobs with it.
@@ -636,9 +684,19 @@ mod tests {
                 "/s/l",
                 "--debug",
                 "debug2",
+                "--acct-gather-type",
+                "jobacct_gather/linux",
+                "--acct-gather-frequency",
+                "task=5",
             ]),
         );
         assert_eq!(f.node.as_deref(), Some("n1"));
+        let g = GatherConf::parse(f.gather_type.as_deref(), f.gather_frequency.as_deref());
+        let g = gather_settings(&g.unwrap());
+        assert_eq!(
+            (g.source, g.task_secs),
+            (sluice_noded::usage::Source::Proc, 5)
+        );
         assert_eq!(f.state_dir.as_deref(), Some("/s"));
         assert_eq!(f.log_file.as_deref(), Some("/s/l"));
         assert_eq!(f.debug, Some(DebugLevel::Debug2));

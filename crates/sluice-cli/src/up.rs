@@ -165,6 +165,7 @@ pub fn run(args: UpArgs) -> i32 {
             .arg("--log-file")
             .arg(&log)
             .args(["--debug", agent_level.name()])
+            .args(gather_flags(&conf))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(out)
@@ -256,6 +257,20 @@ pub fn run(args: UpArgs) -> i32 {
             1
         }
     }
+}
+
+/// slurm.conf's gathering settings, as written, for `sluice up`'s agents (checked when
+/// the file was read).
+fn gather_flags(conf: &ClusterConfig) -> Vec<String> {
+    let g = &conf.gather;
+    let mut flags = vec![
+        "--acct-gather-frequency".to_string(),
+        format!("task={}", g.task_secs()),
+    ];
+    if g.kind != sluice_conf::acct_gather_conf::GatherType::Auto {
+        flags.extend(["--acct-gather-type".to_string(), g.kind.name().to_string()]);
+    }
+    flags
 }
 
 /// Stops the agents `sluice up` started and waits for them: SIGINT, so that they end

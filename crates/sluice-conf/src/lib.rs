@@ -10,9 +10,11 @@
 //! - [`getopt`]: command lines as glibc's `getopt_long` reads them, for every Slurm command.
 //! - [`site_conf`]: Sluice's own `sluice.conf` (the audit trail's retention).
 //! - [`log_conf`]: the daemons' log files and levels (`SlurmctldLogFile`, `SlurmdDebug`).
+//! - [`acct_gather_conf`]: usage gathering (`JobAcctGatherType`, `JobAcctGatherFrequency`).
 //! - [`net_conf`]: where the daemons are and how callers authenticate (`SlurmctldHost`,
 //!   ports, spool directories, `AuthType`).
 
+pub mod acct_gather_conf;
 pub mod array;
 pub mod cgroup_conf;
 pub mod cohorts_conf;

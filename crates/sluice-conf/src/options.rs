@@ -159,6 +159,8 @@ pub struct JobOptions {
     pub export: Option<Export>,
     /// `--comment`.
     pub comment: Option<String>,
+    /// `--acctg-freq`, as given (checked).
+    pub acctg_freq: Option<String>,
     /// `--wckey`.
     pub wckey: Option<String>,
     /// `-H/--hold`.
@@ -278,7 +280,7 @@ pub enum Support {
 /// sbatch's options: Slurm 22.05's table, in its order, each with what Sluice does with it.
 const SBATCH: &[Opt<Support>] = &[
     Opt::required("account", Some('A')).tag(Support::Acts),
-    Opt::required("acctg-freq", None).tag(Support::Warns),
+    Opt::required("acctg-freq", None).tag(Support::Acts),
     Opt::required("array", Some('a')).tag(Support::Acts),
     Opt::required("batch", None).tag(Support::Warns),
     Opt::required("begin", Some('b')).tag(Support::Acts),
@@ -395,7 +397,7 @@ const SBATCH: &[Opt<Support>] = &[
 const SRUN: &[Opt<Support>] = &[
     Opt::required("accel-bind", None).tag(Support::Refuses),
     Opt::required("account", Some('A')).tag(Support::Acts),
-    Opt::required("acctg-freq", None).tag(Support::Warns),
+    Opt::required("acctg-freq", None).tag(Support::Acts),
     Opt::optional("bcast", None).tag(Support::Refuses),
     Opt::required("bcast-exclude", None).tag(Support::Refuses),
     Opt::required("begin", Some('b')).tag(Support::Acts),
@@ -539,7 +541,7 @@ const SRUN: &[Opt<Support>] = &[
 /// salloc's options: Slurm 22.05's table, in its order, each with what Sluice does with it.
 const SALLOC: &[Opt<Support>] = &[
     Opt::required("account", Some('A')).tag(Support::Acts),
-    Opt::required("acctg-freq", None).tag(Support::Warns),
+    Opt::required("acctg-freq", None).tag(Support::Acts),
     Opt::required("begin", Some('b')).tag(Support::Acts),
     Opt::flag("bell", None).tag(Support::Refuses),
     Opt::required("bb", None).tag(Support::Warns),
@@ -932,6 +934,11 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "begin" => o.begin = s(),
         "chdir" => o.chdir = s(),
         "comment" => o.comment = s(),
+        "acctg-freq" => {
+            // Checked as Slurm checks it.
+            crate::acct_gather_conf::Frequency::parse(v, "--acctg-freq").map_err(err)?;
+            o.acctg_freq = s();
+        }
         "constraint" => o.constraint = s(),
         "cpus-per-gpu" => o.cpus_per_gpu = Some(positive(v, name)?),
         "cpus-per-task" => o.cpus_per_task = Some(positive(v, name)?),
@@ -1566,6 +1573,15 @@ mod tests {
             "option --mail-type is accepted but has no effect in Sluice yet"
         );
         assert_eq!(rest, ["job.sh"]);
+    }
+
+    #[test]
+    fn a_malformed_acctg_freq_is_refused_in_slurms_words() {
+        let (o, _) = parse("--acctg-freq=task=10,energy=0 job.sh").unwrap();
+        assert_eq!(o.acctg_freq.as_deref(), Some("task=10,energy=0"));
+        assert!(o.warnings.is_empty());
+        let e = parse("--acctg-freq=task=abc job.sh").unwrap_err();
+        assert_eq!(e.message, "Invalid --acctg-freq specification: task=abc");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use sluice_conf::acct_gather_conf::{Frequency, GatherConf, GatherType};
 use sluice_conf::cgroup_conf;
 use sluice_conf::cohorts_conf::{self, CohortsConf};
 use sluice_conf::gres_conf::{self, AutoDetect, GresConf, GresDevice, GresLayout};
@@ -99,6 +100,9 @@ pub struct ClusterConfig {
     /// `SlurmctldLogFile`, `SlurmdLogFile`, `SlurmctldDebug`, `SlurmdDebug`: where and
     /// how much the daemons log (the command that starts them installs the logger).
     pub logging: LogConf,
+    /// `JobAcctGatherType` and `JobAcctGatherFrequency`: how the agents gather their
+    /// jobs' usage.
+    pub gather: GatherConf,
     /// Where the daemons of a cluster of several machines are and how callers
     /// authenticate (`SlurmctldHost`, ports, spool directories, `AuthType`).
     pub net: NetConf,
@@ -403,6 +407,8 @@ impl ClusterConfig {
             own_def_mem: Vec::new(),
             // Levels were checked by the parser, which refuses a malformed one.
             logging: LogConf::from_conf(conf).unwrap_or_default(),
+            // Checked by `read_detecting`, which refuses an unknown type or frequency.
+            gather: GatherConf::from_conf(conf).unwrap_or_default(),
             // So were these.
             net: NetConf::from_conf(conf).unwrap_or_default(),
             agents_over_tcp: false,
@@ -443,6 +449,15 @@ impl ClusterConfig {
                 line: 0,
                 message,
             })?;
+        }
+        // slurmd and slurmctld stop on an unknown gathering plugin; a malformed
+        // frequency is refused too (Slurm would silently not sample).
+        if let Some(v) = conf.get("JobAcctGatherType") {
+            GatherType::parse(v).map_err(|m| conf.error_at("JobAcctGatherType", m))?;
+        }
+        if let Some(v) = conf.get("JobAcctGatherFrequency") {
+            Frequency::parse(v, "JobAcctGatherFrequency")
+                .map_err(|m| conf.error_at("JobAcctGatherFrequency", m))?;
         }
         let (_, metrics_warnings) = metrics_conf(&conf).map_err(|message| ConfError {
             path: path.to_path_buf(),
@@ -658,6 +673,7 @@ impl ClusterConfig {
             node_addresses: Vec::new(),
             own_def_mem: Vec::new(),
             logging: LogConf::default(),
+            gather: GatherConf::default(),
             // `sluice up`'s own machine: a node whose agent was away past SlurmdTimeout
             // comes back when the agent does (Slurm's ReturnToService=1), as the quick
             // start has no operator watching for it.

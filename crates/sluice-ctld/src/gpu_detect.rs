@@ -25,7 +25,7 @@ use std::path::Path;
 use sluice_conf::gres_conf::{AutoDetect, DeviceSource, GresDevice, GresFlags};
 
 pub use amd::AmdSysfsProvider;
-pub use nvml::NvmlProvider;
+pub use nvml::{NvmlProvider, NvmlSample, NvmlUsage};
 pub use proc::ProcProvider;
 
 /// Who made a GPU.

@@ -642,6 +642,11 @@ impl Step {
         &self.procs
     }
 
+    /// Its directory and interface, where its usage is read (`usage::cgroupfs`).
+    pub(crate) fn place(&self) -> (PathBuf, Version) {
+        (self.dir.clone(), self.version)
+    }
+
     /// Once the step's own processes have ended: kills what they left in the cgroup,
     /// reads how many processes the kernel's OOM killer ended there, and removes the
     /// cgroup, and the job's when no other step of the job is left here. Returns the

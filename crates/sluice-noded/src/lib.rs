@@ -33,8 +33,10 @@ mod run;
 pub mod stepd;
 mod supervisors;
 mod task_env;
+pub mod usage;
 
 pub use supervisors::log_to as log_supervisors_to;
+pub use usage::gather_with;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -1029,6 +1031,32 @@ pub(crate) async fn report(agent: App, ended: JobEnded) {
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// Sends a running job's usage figures here to the controller, once, without holding
+/// anything up: while an earlier report of the job is on its way (`sending`) this one
+/// is dropped, and one that cannot be delivered is dropped too (the next round's
+/// replaces it).
+pub(crate) fn send_usage(
+    agent: &App,
+    report: sluice_proto::usage::UsageReport,
+    sending: &Arc<std::sync::atomic::AtomicBool>,
+) {
+    use std::sync::atomic::Ordering;
+    if sending.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let (agent, sending) = (agent.clone(), sending.clone());
+    tokio::task::spawn_blocking(move || {
+        if let Err(e) = agent.controller.usage_report(&report) {
+            tracing::debug!(
+                "{}: job {}: usage report not delivered (the next one replaces it): {e}",
+                agent.node,
+                report.job
+            );
+        }
+        sending.store(false, Ordering::Release);
+    });
 }
 
 /// Tells the controller that a step's tasks here have all ended (what frees the job's

@@ -16,7 +16,10 @@ use std::time::Duration;
 
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid};
-use sluice_proto::types::{JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, TaskEvent};
+use sluice_proto::types::{
+    JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, StepId, TaskEvent,
+};
+use sluice_proto::usage::StepUsage;
 use tokio::sync::mpsc::Sender;
 
 use crate::{cgroup, devices, leftovers, now};
@@ -56,6 +59,13 @@ pub(crate) struct Exec {
     pub(crate) steps: Mutex<BTreeMap<u32, crate::stepd::StepLog>>,
     /// Bumped whenever a step's events change (one more, one sent, the last).
     pub(crate) output: tokio::sync::watch::Sender<u64>,
+    /// What its steps use here (`usage.rs`).
+    pub(crate) usage: Mutex<crate::usage::tracker::Tracker>,
+    /// Steps whose events srun had all before the agent's watch saw their end: step →
+    /// (exit code, signal, when), kept in the status a while for the agent to report.
+    pub(crate) forgotten: Mutex<BTreeMap<u32, (i32, i32, std::time::Instant)>>,
+    /// The last sampling round's figures of the running steps, numbered.
+    pub(crate) sampled: Mutex<(u64, Vec<(StepId, StepUsage)>)>,
 }
 
 /// A job run's processes here and what was asked of them.
@@ -90,6 +100,13 @@ impl Exec {
     /// Its processes, locked.
     pub(crate) fn procs(&self) -> MutexGuard<'_, Procs> {
         self.procs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Its steps' usage figures, locked.
+    pub(crate) fn tracker(&self) -> MutexGuard<'_, crate::usage::tracker::Tracker> {
+        self.usage
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -394,9 +411,23 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         exit_code: code,
         signal,
         end: now(),
-        usage: None,
+        // This node's figures of the batch step (the script's process tree).
+        usage: exec.tracker().usage(StepId::Batch).map(Box::new),
     };
     let memory = memory_step(&exec, r, "batch");
+    {
+        let mut t = exec.tracker();
+        t.job_frequency(r.desc.acctg_freq.as_deref());
+        t.cgroup(StepId::Batch, memory.as_ref().map(cgroup::Step::place));
+        if let Some(gpus) = r
+            .nodes
+            .iter()
+            .position(|n| *n == exec.node)
+            .and_then(|i| r.gpus_per_node.get(i))
+        {
+            t.gpus(StepId::Batch, gpus);
+        }
+    }
     let job_devices = job_devices(&exec, &order);
     if let Some(d) = &job_devices {
         exec.procs().devices = Some(d.clone());
@@ -409,7 +440,7 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         &order,
         &cgroup_procs(memory.as_ref(), devices.as_ref()),
     );
-    let mut child = match started {
+    let child = match started {
         Ok(c) => c,
         Err(why) => {
             let _ = tokio::task::spawn_blocking(move || {
@@ -433,6 +464,7 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         }
     };
     let pid = child.id() as i32;
+    exec.tracker().task_started(StepId::Batch, 0, pid);
     tracing::info!(
         "{}: Launching batch job {id} for UID {} (run {}, pid {pid})",
         exec.node,
@@ -459,8 +491,9 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         );
     }
     let (done_tx, mut done_rx) = tokio::sync::oneshot::channel();
+    let waiter = exec.clone();
     std::thread::spawn(move || {
-        let _ = done_tx.send(child.wait());
+        let _ = done_tx.send(wait_measured(&waiter, StepId::Batch, 0, child));
     });
     let start = r.start_time.unwrap_or_else(now);
     let mut limit = r.time_limit;
@@ -515,6 +548,7 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
     notices().remove(&(exec.node.clone(), id, r.restarts));
     // The batch step is over: what it left in its cgroup is killed, and an OOM kill in
     // it is reported as slurmstepd reports it, on the job's stderr.
+    exec.tracker().cgroup_ending(StepId::Batch);
     let oom_kills = tokio::task::spawn_blocking(move || {
         let kills = memory.map_or(0, cgroup::Step::finish);
         if let Some(d) = devices {
@@ -568,6 +602,25 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
 /// run, so a run that is ending never removes the script of the run after it.
 pub(crate) fn script_path(jobs_dir: &Path, r: &JobRecord) -> PathBuf {
     jobs_dir.join(format!("{}.{}.sh", r.id, r.restarts))
+}
+
+/// Waits for task `task` of `step` (process `child`) to end and reaps it: its tree is
+/// read once more as it has exited, and its `rusage` taken (`usage::tracker`).
+/// Blocking.
+fn wait_measured(
+    exec: &Exec,
+    step: StepId,
+    task: u32,
+    child: std::process::Child,
+) -> std::io::Result<ExitStatus> {
+    let pid = child.id() as i32;
+    crate::usage::wait_exited(pid);
+    exec.tracker().task_exiting(step, task);
+    let (status, rusage) = crate::usage::reap(pid);
+    exec.tracker().task_ended(step, task, rusage);
+    // Reaped here: `child` is not waited for again.
+    drop(child);
+    status
 }
 
 fn start_batch(
@@ -820,7 +873,23 @@ pub(crate) fn tasks(
         name: format!("{}.{}", order.job_id, order.step),
         node: exec.node.clone(),
         task: order.tasks.first().copied().unwrap_or(0),
+        exec: exec.clone(),
+        step: StepId::Number(order.step),
     });
+    let step_id = end.step;
+    {
+        let mut t = exec.tracker();
+        t.job_frequency(record.desc.acctg_freq.as_deref());
+        t.cgroup(
+            step_id,
+            end.memory
+                .lock()
+                .expect("lock")
+                .as_ref()
+                .map(cgroup::Step::place),
+        );
+        t.gpus(step_id, &step_gpus);
+    }
     let procs = cgroup_procs(
         end.memory.lock().expect("lock").as_ref(),
         end.devices.lock().expect("lock").as_ref(),
@@ -921,6 +990,7 @@ pub(crate) fn tasks(
             }
         };
         let pid = child.id() as i32;
+        exec.tracker().task_started(step_id, task, pid);
         // Known here so that the controller's terminate and signal orders reach the
         // task, whether or not this node runs the job's batch script.
         exec.procs().task_groups.push(pid);
@@ -935,7 +1005,7 @@ pub(crate) fn tasks(
         let step = order.step;
         let end = end.clone();
         std::thread::spawn(move || {
-            let status = child.wait();
+            let status = wait_measured(&exec, step_id, task, child);
             leftovers::forget(&exec.dir, &key);
             // Its input goes nowhere now; its pipe is closed.
             {
@@ -1053,6 +1123,10 @@ struct StepEnd {
     node: String,
     /// The task whose stderr carries slurmstepd's messages: the first one here.
     task: u32,
+    /// The supervisor's figures, whose step cgroup is read a last time at its end.
+    exec: Arc<Exec>,
+    /// The step.
+    step: StepId,
 }
 
 impl StepEnd {
@@ -1063,6 +1137,7 @@ impl StepEnd {
         if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
+        self.exec.tracker().cgroup_ending(self.step);
         let memory = self.memory.lock().expect("lock").take();
         let devices = self.devices.lock().expect("lock").take();
         if memory.is_none() && devices.is_none() {

@@ -48,8 +48,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use sluice_proto::error::ErrorCode;
 use sluice_proto::types::{
-    DeviceFile, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, StdinChunk, TaskEvent,
+    DeviceFile, JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, StdinChunk, StepId,
+    TaskEvent,
 };
+use sluice_proto::usage::StepUsage;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
@@ -192,6 +194,9 @@ pub(crate) struct Launch {
     /// Where the supervisor logs (the agent's log file) and at which Slurm level.
     #[serde(default)]
     pub(crate) log: Option<(PathBuf, String)>,
+    /// How its steps' usage is gathered (the agent's settings).
+    #[serde(default)]
+    pub(crate) gather: crate::usage::Settings,
 }
 
 /// One request to a supervisor.
@@ -259,6 +264,16 @@ pub(crate) struct Status {
     /// exit code, signal.
     #[serde(default)]
     pub(crate) steps_ended: Vec<(u32, i32, i32)>,
+    /// Those steps' figures here (`usage.rs`), where gathered.
+    #[serde(default)]
+    pub(crate) steps_usage: Vec<(u32, StepUsage)>,
+    /// The number of the last sampling round (the agent sends each round's figures to
+    /// the controller once).
+    #[serde(default)]
+    pub(crate) usage_round: u64,
+    /// That round's figures of the steps running then.
+    #[serde(default)]
+    pub(crate) usage: Vec<(StepId, StepUsage)>,
 }
 
 /// Writes `value` as JSON to `path`, whole or not at all (a temporary file renamed over
@@ -391,7 +406,19 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
         changed,
         steps: Default::default(),
         output: tokio::sync::watch::channel(0u64).0,
+        usage: std::sync::Mutex::new(
+            crate::usage::tracker::Tracker::new(
+                &launch.node,
+                launch.gather,
+                Path::new("/proc"),
+                None,
+            )
+            .detecting_gpus(),
+        ),
+        sampled: Default::default(),
+        forgotten: Default::default(),
     });
+    tokio::spawn(sample_every(exec.clone()));
     tracing::info!(
         "{}: slurmstepd (sluice) for job {} run {} started, pid {}{}",
         launch.node,
@@ -440,6 +467,40 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
     0
 }
 
+/// Samples the job's running steps every `JobAcctGatherFrequency` seconds (never with
+/// 0, or when nothing is gathered), off the runtime's thread; each round's figures go
+/// to the watching agent (`Status::usage`).
+async fn sample_every(exec: Arc<Exec>) {
+    if exec.tracker().off() {
+        return;
+    }
+    // Counted in whole seconds and the frequency read each time: a job's --acctg-freq
+    // replaces the node's once its launch is read.
+    let mut waited = 0;
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        waited += 1;
+        let secs = exec.tracker().interval();
+        if secs == 0 || waited < secs {
+            continue;
+        }
+        waited = 0;
+        let e = exec.clone();
+        let Ok(figures) = tokio::task::spawn_blocking(move || e.tracker().sample()).await else {
+            continue;
+        };
+        if figures.is_empty() {
+            continue;
+        }
+        {
+            let mut s = exec.sampled.lock().expect("lock");
+            s.0 += 1;
+            s.1 = figures;
+        }
+        exec.touch();
+    }
+}
+
 /// Whether nothing is left for the supervisor (see the module's documentation); once
 /// it says so, the supervisor is closing and takes no new step.
 fn may_leave(exec: &Exec, idle_since: &mut Option<Instant>) -> bool {
@@ -477,13 +538,39 @@ fn may_leave(exec: &Exec, idle_since: &mut Option<Instant>) -> bool {
 /// The supervisor's state for `Watch`.
 fn status(exec: &Exec) -> Status {
     // Taken and let go before the processes' lock (never both held here).
-    let steps_ended: Vec<(u32, i32, i32)> = exec
-        .steps
-        .lock()
-        .expect("lock")
-        .iter()
-        .filter_map(|(step, log)| log.ended().map(|(c, s)| (*step, c, s)))
-        .collect();
+    let (mut steps_ended, mut kept): (Vec<(u32, i32, i32)>, Vec<u32>) = {
+        let steps = exec.steps.lock().expect("lock");
+        (
+            steps
+                .iter()
+                .filter_map(|(step, log)| log.ended().map(|(c, s)| (*step, c, s)))
+                .collect(),
+            steps.keys().copied().collect(),
+        )
+    };
+    {
+        let mut forgotten = exec.forgotten.lock().expect("lock");
+        forgotten.retain(|_, (_, _, at)| at.elapsed() < RETAIN);
+        for (step, (code, signal, _)) in forgotten.iter() {
+            if !kept.contains(step) {
+                steps_ended.push((*step, *code, *signal));
+                kept.push(*step);
+            }
+        }
+    }
+    let steps_usage = {
+        let mut t = exec.tracker();
+        // Figures of steps whose events are gone are not needed any more.
+        t.retain(|id| match id {
+            StepId::Number(n) => kept.contains(&n),
+            _ => true,
+        });
+        steps_ended
+            .iter()
+            .filter_map(|(step, _, _)| t.usage(StepId::Number(*step)).map(|u| (*step, u)))
+            .collect()
+    };
+    let (usage_round, usage) = exec.sampled.lock().expect("lock").clone();
     let procs = exec.procs();
     Status {
         job: exec.job,
@@ -493,6 +580,9 @@ fn status(exec: &Exec) -> Status {
         tasks: procs.task_groups.len(),
         ended: procs.ended.clone().filter(|_| !procs.acknowledged),
         steps_ended,
+        steps_usage,
+        usage_round,
+        usage,
     }
 }
 
@@ -584,7 +674,18 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
             let mut steps = exec.steps.lock().expect("lock");
             match steps.get(&step) {
                 Some(log) if log.owner == uid || uid == 0 => {
+                    // Its end stays in the status a while, should srun have been
+                    // quicker than the agent's watch: the agent reports it (and its
+                    // figures) all the same.
+                    if let Some((code, signal)) = log.ended() {
+                        exec.forgotten
+                            .lock()
+                            .expect("lock")
+                            .insert(step, (code, signal, Instant::now()));
+                    }
                     steps.remove(&step);
+                    drop(steps);
+                    exec.touch();
                     Reply::Ok
                 }
                 Some(_) => Reply::Error {

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice_proto::types::{JobEnded, JobState, LaunchBatch};
+use sluice_proto::usage::UsageReport;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::unix::OwnedReadHalf;
 use tokio::net::UnixStream;
@@ -125,6 +126,7 @@ pub(crate) async fn start(
         devices: agent.devices.clone(),
         batch,
         log: LOG.get().cloned(),
+        gather: crate::usage::settings(),
     };
     let made = dir.clone();
     let child = tokio::task::spawn_blocking(move || spawn(&made, &launch))
@@ -260,6 +262,8 @@ pub(crate) fn attach(agent: &App, job: u64, run: u32, handle: Arc<Handle>) {
 async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
     let mut reporting = false;
     let mut steps_told = std::collections::BTreeSet::new();
+    let mut round_sent = 0;
+    let sending = Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Ok((Reply::Ok, mut lines)) = handle.open(&Request::Watch).await {
         while let Ok(Some(line)) = lines.next_line().await {
             let Ok(status) = serde_json::from_str::<Status>(&line) else {
@@ -274,10 +278,24 @@ async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
                         node: agent.node.clone(),
                         exit_code,
                         signal,
-                        usage: None,
+                        usage: status
+                            .steps_usage
+                            .iter()
+                            .find(|(s, _)| *s == step)
+                            .map(|(_, u)| Box::new(u.clone())),
                     };
                     tokio::spawn(crate::report_step(agent.clone(), ended));
                 }
+            }
+            if status.usage_round > round_sent && !status.usage.is_empty() {
+                round_sent = status.usage_round;
+                let report = UsageReport {
+                    job,
+                    run,
+                    node: agent.node.clone(),
+                    steps: status.usage.clone(),
+                };
+                crate::send_usage(&agent, report, &sending);
             }
             if let Some(ended) = status.ended.filter(|_| !reporting) {
                 reporting = true;

@@ -224,6 +224,10 @@ pub struct JobDescription {
     pub hold: bool,
     /// Comment.
     pub comment: Option<String>,
+    /// `--acctg-freq` as given (checked by the command): the job's own
+    /// `JobAcctGatherFrequency`, whose task frequency its supervisors sample at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acctg_freq: Option<String>,
     /// WCKey.
     pub wckey: Option<String>,
     /// Nice value.

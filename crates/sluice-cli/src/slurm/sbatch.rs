@@ -128,6 +128,7 @@ pub fn describe_job(
             .map(|s| (s.signal, s.before, s.batch_only)),
         hold: o.hold,
         comment: o.comment.clone(),
+        acctg_freq: o.acctg_freq.clone(),
         wckey: o.wckey.clone(),
         nice: o.nice,
         submit_host: hostname(),

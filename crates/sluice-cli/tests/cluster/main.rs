@@ -40,6 +40,7 @@ mod tcp;
 mod topology;
 mod ui;
 mod update;
+mod usage_gather;
 
 use harness::Cluster;
 

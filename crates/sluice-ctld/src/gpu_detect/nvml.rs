@@ -64,6 +64,64 @@ impl NvmlProvider {
     }
 }
 
+impl NvmlProvider {
+    /// NVML loaded for sampling GPUs' usage (the node agents' job accounting), or
+    /// `None` where the library does not load.
+    pub fn usage_sampler(&self) -> Option<NvmlUsage> {
+        let nvml = self.load()?;
+        let count = nvml.device_count().ok()?;
+        let mut by_minor: Vec<(u32, u32)> = (0..count)
+            .map(|i| {
+                let minor = nvml
+                    .device_by_index(i)
+                    .and_then(|d| d.minor_number())
+                    .unwrap_or(i);
+                (minor, i)
+            })
+            .collect();
+        by_minor.sort_unstable();
+        Some(NvmlUsage {
+            nvml,
+            order: by_minor.into_iter().map(|(_, i)| i).collect(),
+        })
+    }
+}
+
+/// NVML held open for sampling the GPUs' utilisation, memory and power.
+pub struct NvmlUsage {
+    nvml: Nvml,
+    /// NVML's index of each GPU in device-file order (`/dev/nvidiaN` by minor number):
+    /// gres.conf's order, which `CUDA_VISIBLE_DEVICES` and the jobs' GPU indices use.
+    order: Vec<u32>,
+}
+
+/// One GPU's usage at one moment, as NVML gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NvmlSample {
+    /// Utilisation over NVML's last sample period, percent.
+    pub util: u32,
+    /// Memory used, bytes.
+    pub mem_used: u64,
+    /// Power draw, milliwatts, where the GPU says.
+    pub power_mw: Option<u64>,
+}
+
+impl NvmlUsage {
+    /// The usage now of the GPU of index `index` on the node (the index jobs are given,
+    /// in device-file order); `None` where NVML cannot say.
+    pub fn sample(&self, index: u32) -> Option<NvmlSample> {
+        let nvml_index = *self.order.get(index as usize)?;
+        let d = self.nvml.device_by_index(nvml_index).ok()?;
+        let util = d.utilization_rates().ok()?.gpu;
+        let mem_used = d.memory_info().map(|m| m.used).unwrap_or(0);
+        Some(NvmlSample {
+            util: util.min(100),
+            mem_used,
+            power_mw: d.power_usage().ok().map(u64::from),
+        })
+    }
+}
+
 impl GpuProvider for NvmlProvider {
     /// Errors: a GPU whose index, name, minor number or PCI bus id NVML cannot give.
     /// (Affinity, memory, NVLinks and MIG details that cannot be read are left empty.)
@@ -185,5 +243,7 @@ mod tests {
             Path::new("/nonexistent/libnvidia-ml.so.1"),
         );
         assert_eq!(p.devices(), Ok(Vec::new()));
+        // Nor any GPU to sample.
+        assert!(p.usage_sampler().is_none());
     }
 }

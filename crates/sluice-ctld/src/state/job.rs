@@ -418,6 +418,7 @@ impl Job {
             signal: d.signal,
             hold: d.hold,
             comment: d.comment.clone(),
+            acctg_freq: d.acctg_freq.clone(),
             wckey: d.wckey.clone(),
             nice: d.nice,
             submit_host: d.submit_host.clone(),
