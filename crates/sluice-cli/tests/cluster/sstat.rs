@@ -9,7 +9,12 @@ use crate::SMALL;
 
 #[test]
 fn sstat_shows_running_steps_and_slurms_errors() {
-    let c = Cluster::start("sstat", SMALL);
+    // No gathering: the only figures are those the test reports as an agent would.
+    let conf = SMALL.replace(
+        "SlurmctldHost=localhost\n",
+        "SlurmctldHost=localhost\nJobAcctGatherType=jobacct_gather/none\n",
+    );
+    let c = Cluster::start("sstat", &conf);
     let job = c.sbatch(&["-n", "2", "-N", "1", "--wrap", "srun -n 2 sleep 60"]);
     let id = job.to_string();
     let steps = |args: &[&str]| {
