@@ -1,15 +1,21 @@
 //! `sacct` against a long history: `cargo bench -p sluice-cli --bench sacct` prints a
 //! table (the README's "Accounting queries").
 //!
-//! For each size, a database of that many finished jobs (each with its batch step) is
-//! written through the store's API, as the controller writes them: 50 users, ends
-//! spread evenly over the last 30 days, records with a 40-variable environment. Then
+//! For each size, a database of that many finished jobs is written through the store's
+//! API, as the controller writes them: 50 users, ends spread evenly over the last 30
+//! days, records with a 40-variable environment, each job with its batch step and a
+//! four-task srun step, both with usage figures (`MaxRSS`, `TotalCPU`, ...). Then
 //! `sluice up` (release build) starts on it and each command runs 7 times after one
 //! warm-up; the table gives the median of the whole command's wall time and the rows
 //! it printed:
 //! - `sacct -j ONE` (one job, in the middle of the history);
+//! - `sacct -j ONE -o FIELDS` (the same with usage fields);
+//! - `sacct -u USER -S DATE -o FIELDS` (one user's last day, usage fields);
 //! - `sacct -u USER -S DATE` (one user's last 7 days: about 1 job in 200);
 //! - `sacct` (as root: every user's jobs that ended since midnight).
+//!
+//! Then what usage figures add per step: the record's length, and the database's
+//! growth (its files' size, 10,000 jobs written with and without figures).
 //!
 //! `SLUICE_BENCH_BIN=/path/to/sluice` measures another build of `sluice` against the
 //! same databases (a release without the indexed store reads them as well);
@@ -21,6 +27,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sluice_proto::types::{JobDescription, JobRecord, JobState, StepId, StepRecord};
+use sluice_proto::usage::{Stat, StepUsage};
 use sluice_store::Store;
 
 const CONF: &str = "ClusterName=bench
@@ -41,7 +48,7 @@ fn now() -> i64 {
 }
 
 /// Job `id` of `n`, as the controller stores a finished one.
-fn record(id: u64, n: u64, t: i64) -> (JobRecord, StepRecord) {
+fn record(id: u64, n: u64, t: i64, with_usage: bool) -> (JobRecord, Vec<StepRecord>) {
     let end = t - HISTORY + (HISTORY * id as i64) / n as i64;
     let start = end - 600;
     let user = format!("user{}", id % USERS);
@@ -88,7 +95,7 @@ fn record(id: u64, n: u64, t: i64) -> (JobRecord, StepRecord) {
         },
         ..JobRecord::default()
     };
-    let step = StepRecord {
+    let batch = StepRecord {
         job_id: id,
         step: StepId::Batch,
         name: "batch".into(),
@@ -102,13 +109,46 @@ fn record(id: u64, n: u64, t: i64) -> (JobRecord, StepRecord) {
         cpus: 4,
         held_cpus: Vec::new(),
         ended_on: Vec::new(),
-        usage: None,
+        usage: with_usage.then(|| Box::new(usage(&job.nodes[0], 1, id))),
     };
-    (job, step)
+    // An srun step of four tasks as well.
+    let srun = StepRecord {
+        step: StepId::Number(0),
+        name: "python".into(),
+        ntasks: 4,
+        usage: with_usage.then(|| Box::new(usage(&job.nodes[0], 4, id))),
+        ..batch.clone()
+    };
+    (job, vec![batch, srun])
 }
 
-/// A state directory whose database holds `n` finished jobs.
-fn history(dir: &std::path::Path, n: u64, t: i64) {
+/// What `tasks` tasks on `node` used, as an agent reports it at a step's end (the
+/// figures vary with the job so that they do not compress alike).
+fn usage(node: &str, tasks: u32, id: u64) -> StepUsage {
+    let mut all = StepUsage::default();
+    for task in 0..tasks {
+        let k = id * 7 + u64::from(task);
+        let one = StepUsage {
+            tasks: 1,
+            cpu_ms: Stat::one(590_000 + k % 9_973, node, task),
+            user_cpu_ms: 580_000 + k % 7_919,
+            system_cpu_ms: 10_000 + k % 997,
+            rss: Stat::one(2_000_000_000 + k * 4096 % 1_000_000_000, node, task),
+            vmem: Stat::one(3_000_000_000 + k * 8192 % 1_000_000_000, node, task),
+            pages: Stat::one(k % 13, node, task),
+            disk_read: Stat::one(50_000_000 + k * 512 % 10_000_000, node, task),
+            disk_write: Stat::one(10_000_000 + k * 1024 % 10_000_000, node, task),
+            gpus: Vec::new(),
+            sampled_at: 1_700_000_000 + k as i64,
+        };
+        all.merge(&one);
+    }
+    all
+}
+
+/// A state directory whose database holds `n` finished jobs (their steps with usage
+/// figures, or without).
+fn history(dir: &std::path::Path, n: u64, t: i64, with_usage: bool) {
     let state = dir.join("state");
     std::fs::create_dir_all(&state).unwrap();
     let keys = sluice_ctld::server::accounting::keys_of_record;
@@ -119,15 +159,19 @@ fn history(dir: &std::path::Path, n: u64, t: i64) {
         let last = (id + 999).min(n);
         let (mut jobs, mut steps) = (Vec::new(), Vec::new());
         for i in id..=last {
-            let (job, step) = record(i, n, t);
+            let (job, job_steps) = record(i, n, t, with_usage);
             let json = serde_json::to_string(&job).unwrap();
             jobs.push((sluice_ctld::server::accounting::job_keys(&job), json));
-            steps.push(step);
+            steps.extend(job_steps);
         }
         waits.push(store.insert_jobs(id, jobs));
         for s in steps {
             let json = serde_json::to_string(&s).unwrap();
-            waits.push(store.put_step(s.job_id, u32::MAX - 1, json));
+            let number = match s.step {
+                StepId::Number(k) => k,
+                _ => u32::MAX - 1,
+            };
+            waits.push(store.put_step(s.job_id, number, json));
         }
         id = last + 1;
     }
@@ -205,6 +249,42 @@ fn measure(c: &Cluster, args: &[&str]) -> (f64, usize) {
     (times[3], lines)
 }
 
+/// The bytes the database's files take in `dir`'s state directory.
+fn db_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir.join("state"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("sluice.db"))
+        .map(|e| e.metadata().map_or(0, |m| m.len()))
+        .sum()
+}
+
+/// What usage figures add per step: the record's JSON length, and the database's
+/// growth over `n` jobs (two steps each) written with and without them.
+fn step_growth(n: u64, t: i64) -> (f64, f64) {
+    let (with, without) = (record(n / 2, n, t, true).1, record(n / 2, n, t, false).1);
+    let len = |v: &[StepRecord]| {
+        v.iter()
+            .map(|s| serde_json::to_string(s).unwrap().len())
+            .sum::<usize>() as f64
+    };
+    let record_bytes = (len(&with) - len(&without)) / with.len() as f64;
+    let mut sizes = Vec::new();
+    for with_usage in [false, true] {
+        let dir = std::env::temp_dir().join(format!(
+            "sluice-bench-sacct-size-{}-{with_usage}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        history(&dir, n, t, with_usage);
+        sizes.push(db_bytes(&dir));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let db_per_step = (sizes[1] as f64 - sizes[0] as f64) / (2 * n) as f64;
+    (record_bytes, db_per_step)
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -225,7 +305,7 @@ fn main() {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let filled = Instant::now();
-        history(&dir, n, t);
+        history(&dir, n, t, true);
         eprintln!(
             "{n} jobs written in {:.1} s",
             filled.elapsed().as_secs_f64()
@@ -233,8 +313,18 @@ fn main() {
         let c = Cluster::start(dir, &bin);
         let one = (n / 2).to_string();
         let week = sluice_proto::time::timestamp(t - 7 * DAY);
-        let cases: [(String, Vec<&str>); 3] = [
+        let day = sluice_proto::time::timestamp(t - DAY);
+        let fields = "JobID,MaxRSS,MaxRSSNode,AveCPU,TotalCPU,MaxDiskRead,TRESUsageInMax";
+        let cases: [(String, Vec<&str>); 5] = [
             (format!("sacct -j {one}"), vec!["-j", &one]),
+            (
+                format!("sacct -j {one} -o (usage fields)"),
+                vec!["-j", &one, "-o", fields],
+            ),
+            (
+                "sacct -u user7 -S (a day ago) -o (usage fields)".into(),
+                vec!["-u", "user7", "-S", &day, "-o", fields],
+            ),
             (
                 "sacct -u user7 -S (a week ago)".into(),
                 vec!["-u", "user7", "-S", &week],
@@ -252,4 +342,10 @@ fn main() {
         }
     }
     println!("{table}");
+    let n = 10_000;
+    let (record_bytes, db_bytes) = step_growth(n, now());
+    println!(
+        "usage figures per step: {record_bytes:.0} bytes of record, \
+         {db_bytes:.0} bytes of database ({n} jobs, two steps each, with and without)"
+    );
 }

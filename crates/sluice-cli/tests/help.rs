@@ -44,9 +44,9 @@ fn links(tag: &str) -> PathBuf {
     dir
 }
 
-const COMMANDS: [&str; 13] = [
+const COMMANDS: [&str; 14] = [
     "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr",
-    "sprio", "sshare", "sdiag", "sreport",
+    "sprio", "sshare", "sdiag", "sreport", "sstat",
 ];
 
 /// The first line's start, as real Slurm 22.05's: `Usage: CMD`, except where the
@@ -56,6 +56,7 @@ fn first_line(cmd: &str, option: &str) -> String {
     match (cmd, option) {
         ("scontrol" | "sacctmgr", _) => format!("{cmd} [<OPTION>] [<COMMAND>]\n"),
         ("sacct", "--help") => "sacct [<OPTION>]\n".into(),
+        ("sstat", "--help") => "sstat [<OPTION>] -j <job(.stepid)>\n".into(),
         _ => format!("Usage: {cmd} "),
     }
 }

@@ -390,18 +390,19 @@ mod tests {
 
     #[test]
     fn each_commands_help_names_only_its_own_options() {
-        use crate::slurm::{sacct, scancel, sinfo, squeue};
+        use crate::slurm::{sacct, scancel, sinfo, squeue, sstat};
         type Case = (
             &'static str,
             &'static [Group],
             &'static [Opt],
             &'static [&'static str],
         );
-        let cases: [Case; 4] = [
+        let cases: [Case; 5] = [
             ("squeue", squeue::HELP, squeue::OPTIONS, squeue::IGNORED),
             ("sinfo", sinfo::HELP, sinfo::OPTIONS, sinfo::IGNORED),
             ("scancel", scancel::HELP, scancel::OPTIONS, scancel::IGNORED),
             ("sacct", sacct::HELP, sacct::OPTIONS, sacct::IGNORED),
+            ("sstat", sstat::HELP, sstat::OPTIONS, sstat::IGNORED),
         ];
         for (cmd, groups, table, ignored) in cases {
             assert_eq!(unknown(groups, table), Vec::<&str>::new(), "{cmd}");

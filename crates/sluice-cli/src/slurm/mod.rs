@@ -9,6 +9,7 @@ pub mod json_c;
 pub mod long_format;
 #[cfg(test)]
 mod option_tables;
+pub mod print_fields;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;
@@ -33,13 +34,15 @@ pub mod squeue_json;
 pub mod sreport;
 pub mod srun;
 pub mod sshare;
+pub mod sstat;
 pub mod units;
 pub mod update_keys;
+pub mod usage_fields;
 
 /// The commands this binary answers to when called by their name.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sacctmgr",
-    "sprio", "sshare", "sdiag", "seff", "sreport",
+    "sprio", "sshare", "sdiag", "seff", "sreport", "sstat",
 ];
 
 /// Runs the Slurm command `name` with `args`; returns its exit status.
@@ -68,6 +71,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sdiag" => sdiag::main(args),
         "seff" => seff::main(args),
         "sreport" => sreport::main(args),
+        "sstat" => sstat::main(args),
         _ => return None,
     })
 }

@@ -11,7 +11,10 @@ use sluice_proto::types::{
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
 use super::help::{e, four_to_a_line, render_described, trailer, Group};
+use super::print_fields::{self, format_width, Layout};
 use super::squeue::current_user;
+use super::units::Convert;
+use super::usage_fields::{self, Printer};
 
 const ME: &str = "sacct";
 
@@ -57,18 +60,86 @@ const FIELDS: &[(&str, i32)] = &[
     ("ReqMem", 10),
     ("ReqCPUS", 8),
     ("ReqNodes", 8),
+    ("AveCPU", 10),
+    ("AveCPUFreq", 10),
+    ("AveDiskRead", 14),
+    ("AveDiskWrite", 14),
+    ("AvePages", 10),
+    ("AveRSS", 10),
+    ("AveVMSize", 10),
+    ("ConsumedEnergy", 14),
+    ("ConsumedEnergyRaw", 17),
+    ("MaxDiskRead", 12),
+    ("MaxDiskReadNode", 15),
+    ("MaxDiskReadTask", 15),
+    ("MaxDiskWrite", 12),
+    ("MaxDiskWriteNode", 16),
+    ("MaxDiskWriteTask", 16),
+    ("MaxPages", 8),
+    ("MaxPagesNode", 12),
+    ("MaxPagesTask", 14),
     ("MaxRSS", 10),
+    ("MaxRSSNode", 10),
+    ("MaxRSSTask", 10),
+    ("MaxVMSize", 10),
+    ("MaxVMSizeNode", 14),
+    ("MaxVMSizeTask", 14),
+    ("MinCPU", 10),
+    ("MinCPUNode", 10),
+    ("MinCPUTask", 10),
+    ("ReqCPUFreq", 10),
+    ("ReqCPUFreqGov", 13),
+    ("ReqCPUFreqMax", 13),
+    ("ReqCPUFreqMin", 13),
+    ("SystemCPU", 10),
+    ("TotalCPU", 10),
+    ("TRESUsageInAve", 14),
+    ("TRESUsageInMax", 14),
+    ("TRESUsageInMaxNode", 18),
+    ("TRESUsageInMaxTask", 18),
+    ("TRESUsageInMin", 14),
+    ("TRESUsageInMinNode", 18),
+    ("TRESUsageInMinTask", 18),
+    ("TRESUsageInTot", 14),
+    ("TRESUsageOutAve", 15),
+    ("TRESUsageOutMax", 15),
+    ("TRESUsageOutMaxNode", 19),
+    ("TRESUsageOutMaxTask", 19),
+    ("TRESUsageOutMin", 15),
+    ("TRESUsageOutMinNode", 19),
+    ("TRESUsageOutMinTask", 19),
+    ("TRESUsageOutTot", 15),
+    ("UserCPU", 10),
     ("Cluster", 10),
     ("SubmitLine", 10),
     ("WCKey", 10),
 ];
 
+/// The field `name` names, as Slurm's sacct finds it: the first field in alphabetical
+/// order that starts with it, in any case (`maxrsst` is `MaxRSSTask`, `jobid`
+/// `JobID`).
 fn canonical(name: &str) -> Option<(&'static str, i32)> {
+    if name.is_empty() {
+        return None;
+    }
+    let name = name.to_ascii_lowercase();
     FIELDS
         .iter()
-        .find(|(f, _)| f.eq_ignore_ascii_case(name))
+        .filter(|(f, _)| f.to_ascii_lowercase().starts_with(&name))
+        .min_by_key(|(f, _)| f.to_ascii_lowercase())
         .copied()
 }
+
+/// `--long`'s fields (Slurm 22.05's `LONG_FIELDS`), as it names them.
+const LONG_FIELDS: &str = "jobid,jobidraw,jobname,partition,maxvmsize,maxvmsizenode,\
+    maxvmsizetask,avevmsize,maxrss,maxrssnode,maxrsstask,averss,maxpages,maxpagesnode,\
+    maxpagestask,avepages,mincpu,mincpunode,mincputask,avecpu,ntasks,alloccpus,elapsed,\
+    state,exitcode,avecpufreq,reqcpufreqmin,reqcpufreqmax,reqcpufreqgov,reqmem,\
+    consumedenergy,maxdiskread,maxdiskreadnode,maxdiskreadtask,avediskread,maxdiskwrite,\
+    maxdiskwritenode,maxdiskwritetask,avediskwrite,reqtres,alloctres,tresusageinave,\
+    tresusageinmax,tresusageinmaxn,tresusageinmaxt,tresusageinmin,tresusageinminn,\
+    tresusageinmint,tresusageintot,tresusageoutmax,tresusageoutmaxn,tresusageoutmaxt,\
+    tresusageoutave,tresusageouttot";
 
 /// One printed row: a job's allocation or one of its steps.
 enum Row<'a> {
@@ -114,6 +185,67 @@ struct Context<'a> {
     t: i64,
     cluster: &'a str,
     derived: BTreeMap<u64, (i32, i32)>,
+    /// Each job's CPU time, user and system, milliseconds: the sum over its finished
+    /// steps, as sacct adds them up for the job's line.
+    cpu: BTreeMap<u64, (u64, u64)>,
+    /// How sizes are shown (`--units`, `--noconvert`).
+    convert: Convert,
+}
+
+/// Each job's CPU times (user, system; milliseconds) for its own line: the sum over
+/// its steps that have ended, as Slurm's sacct adds them (running steps do not count).
+fn job_cpu_times(steps: &[StepRecord]) -> BTreeMap<u64, (u64, u64)> {
+    let mut cpu: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for s in steps.iter().filter(|s| s.state.is_finished()) {
+        let sum = cpu.entry(s.job_id).or_default();
+        if let Some(u) = &s.usage {
+            sum.0 += u.user_cpu_ms;
+            sum.1 += u.system_cpu_ms;
+        }
+    }
+    cpu
+}
+
+/// The usage fields of a row (`MaxRSS`, `TotalCPU`, `TRESUsageInMax`, ...) and the
+/// CPU frequency and energy ones beside them; `None` for other fields.
+///
+/// As Slurm's sacct: a job's own line shows only its CPU times (its finished steps'
+/// sum); a step's line its figures once it has ended (slurmdbd has none before: a
+/// running step shows zero CPU time and nothing else), and a step that ended without
+/// figures zero CPU time and `energy=0` in the mean and total lists. Sluice asks for no
+/// CPU frequency and measures no energy: Slurm's values for that (`Unknown`, or `0` for
+/// the batch step; energy `0`).
+fn usage_value(field: &str, row: &Row, ctx: &Context) -> Option<String> {
+    let cpu_field = matches!(field, "TotalCPU" | "UserCPU" | "SystemCPU");
+    let frequency = matches!(
+        field,
+        "ReqCPUFreq" | "ReqCPUFreqMin" | "ReqCPUFreqMax" | "ReqCPUFreqGov"
+    );
+    Some(match (field, row) {
+        ("ConsumedEnergy" | "ConsumedEnergyRaw", _) => "0".into(),
+        ("AveCPUFreq", Row::Job(_)) => String::new(),
+        ("AveCPUFreq", Row::Step(..)) => "0".into(),
+        (_, Row::Step(_, s)) if frequency && s.step == StepId::Batch => "0".into(),
+        _ if frequency => "Unknown".into(),
+        (_, Row::Job(j)) if cpu_field => {
+            let (user, system) = ctx.cpu.get(&j.id).copied().unwrap_or_default();
+            usage_fields::cpu_time(field, user, system).unwrap_or_default()
+        }
+        (_, Row::Step(_, s)) if cpu_field => match (&s.usage, s.state.is_finished()) {
+            (Some(u), true) => usage_fields::cpu_time(field, u.user_cpu_ms, u.system_cpu_ms),
+            _ => usage_fields::cpu_time(field, 0, 0),
+        }
+        .unwrap_or_default(),
+        _ if !usage_fields::NAMES.contains(&field) => return None,
+        (_, Row::Job(_)) => String::new(),
+        (_, Row::Step(_, s)) => match (&s.usage, s.state.is_finished()) {
+            (Some(u), true) => {
+                usage_fields::value(field, u, Printer::Sacct, ctx.convert).unwrap_or_default()
+            }
+            (None, true) => usage_fields::without_figures(field),
+            (_, false) => String::new(),
+        },
+    })
 }
 
 /// Each job's `DerivedExitCode`, as Slurm derives it: the highest exit status of its
@@ -151,6 +283,9 @@ fn derived_exit_codes(steps: &[StepRecord]) -> BTreeMap<u64, (i32, i32)> {
 }
 
 fn value(field: &str, row: &Row, ctx: &Context) -> String {
+    if let Some(v) = usage_value(field, row, ctx) {
+        return v;
+    }
     let (t, cluster) = (ctx.t, ctx.cluster);
     let j = match row {
         Row::Job(j) | Row::Step(j, _) => *j,
@@ -331,8 +466,8 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
     }
 }
 
-/// `value` of `field` with its memory sizes in unit `units` (`--units`): the size
-/// columns (`ReqMem`, `MaxRSS`, ...) and the `mem=` part of TRES lists.
+/// `value` of `field` with its memory sizes in unit `units` (`--units`): `ReqMem` and
+/// the `mem=` part of `AllocTRES` and `ReqTRES` (the usage fields convert their own).
 fn in_units(field: &str, value: String, units: Option<usize>) -> String {
     use super::units::{convert, read, Convert};
     let Some(to) = units else {
@@ -343,8 +478,8 @@ fn in_units(field: &str, value: String, units: Option<usize>) -> String {
         None => v.to_string(),
     };
     match field {
-        "ReqMem" | "MaxRSS" | "AveRSS" | "MaxVMSize" | "AveVMSize" => size(&value),
-        f if f.ends_with("TRES") || f.starts_with("TRESUsage") => value
+        "ReqMem" => size(&value),
+        f if f.ends_with("TRES") => value
             .split(',')
             .map(|p| match p.strip_prefix("mem=") {
                 Some(v) => format!("mem={}", size(v)),
@@ -354,42 +489,6 @@ fn in_units(field: &str, value: String, units: Option<usize>) -> String {
             .join(","),
         _ => value,
     }
-}
-
-/// A value in a column `width` wide, as Slurm's sacct prints it: right-justified, or
-/// left-justified for a negative width; a longer value cut to fit, ending in `+`.
-fn fixed(v: &str, width: i32) -> String {
-    let w = width.unsigned_abs() as usize;
-    let v = if v.chars().count() > w {
-        let mut t: String = v.chars().take(w.saturating_sub(1)).collect();
-        t.push('+');
-        t
-    } else {
-        v.to_string()
-    };
-    justify(&v, width)
-}
-
-/// A column's header in a column `width` wide: justified as its values, a longer name
-/// cut to fit without a mark.
-fn header_cell(name: &str, width: i32) -> String {
-    let w = width.unsigned_abs() as usize;
-    justify(&name.chars().take(w).collect::<String>(), width)
-}
-
-fn justify(v: &str, width: i32) -> String {
-    let w = width.unsigned_abs() as usize;
-    if width < 0 {
-        format!("{v:<w$}")
-    } else {
-        format!("{v:>w$}")
-    }
-}
-
-/// A `--format` item's width: `%N` right-justified, `%-N` left-justified, as Slurm's
-/// sacct reads them; `None` (the field's default) when absent, zero or not a number.
-fn format_width(spec: Option<&str>) -> Option<i32> {
-    spec.and_then(|w| w.parse::<i32>().ok()).filter(|&w| w != 0)
 }
 
 /// sacct's options: Slurm 22.05's table, in its order (which orders the candidates of
@@ -455,7 +554,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
 ];
 
 /// sacct's options Sluice accepts without effect.
-pub(crate) const IGNORED: &[&str] = &["allclusters", "long", "clusters"];
+pub(crate) const IGNORED: &[&str] = &["allclusters", "clusters"];
 
 /// `--help`: the options Sluice acts on, in sacct's layout.
 #[rustfmt::skip]
@@ -473,6 +572,9 @@ pub(crate) const HELP: &[Group] = &[Group {
         e("help", "", "This help."),
         e("name", "", "Only jobs with these names."),
         e("jobs", "", "Only these jobs or steps (id, id_task, id.step)."),
+        e("long", "", "Slurm's long field list: the usage fields (memory,\n\
+             CPU, disk, TRES usage) among them."),
+        e("noconvert", "", "Usage sizes in the unit they were counted in."),
         e("noheader", "", "No header lines."),
         e("format", "", "The fields to print, comma separated; name%width sets a\n\
              width. --helpformat lists the fields."),
@@ -512,6 +614,38 @@ fn helpformat() -> String {
     four_to_a_line(&names)
 }
 
+/// The batch steps of running batch jobs, which the controller records only when they
+/// end: Slurm's sacct lists a running job's batch step (`RUNNING`, on the job's first
+/// node, one task, that node's CPUs).
+fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRecord> {
+    jobs.iter()
+        .filter(|j| j.state == JobState::Running && !j.desc.interactive)
+        .filter(|j| {
+            !steps
+                .iter()
+                .any(|s| s.job_id == j.id && s.step == StepId::Batch)
+        })
+        .filter_map(|j| {
+            Some(StepRecord {
+                job_id: j.id,
+                step: StepId::Batch,
+                name: "batch".into(),
+                state: JobState::Running,
+                start: j.start_time?,
+                end: None,
+                exit_code: 0,
+                signal: 0,
+                nodes: j.nodes.first().cloned().into_iter().collect(),
+                ntasks: 1,
+                cpus: j.cpus_per_node.first().copied().unwrap_or(j.cpus_per_task),
+                held_cpus: Vec::new(),
+                ended_on: Vec::new(),
+                usage: None,
+            })
+        })
+        .collect()
+}
+
 /// Runs `sacct`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut fields: Vec<(&'static str, i32)> = [
@@ -533,6 +667,10 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut step_only: Vec<(u64, Option<u32>, String)> = Vec::new();
     let mut whole: Vec<(u64, Option<u32>)> = Vec::new();
     let mut duplicates = false;
+    // `--noconvert`: usage sizes in the unit they were counted in.
+    let mut no_convert = false;
+    // `--long`: Slurm's long field list (refused with `--format`).
+    let (mut long, mut formatted) = (false, false);
     // `--delimiter`: between parsable fields.
     let mut delimiter = "|".to_string();
     // `--units`: memory sizes in this unit.
@@ -562,6 +700,8 @@ pub fn main(args: Vec<String>) -> i32 {
             "allocations" => alloc_only = true,
             "allusers" => all_users = true,
             "duplicates" => duplicates = true,
+            "noconvert" => no_convert = true,
+            "long" => long = true,
             "json" => json = true,
             "delimiter" => delimiter = f.value().to_string(),
             "units" => match super::units::parse_unit(f.value()) {
@@ -574,6 +714,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 }
             },
             "format" => {
+                formatted = true;
                 fields.clear();
                 for item in f.list() {
                     let (name, width) = match item.split_once('%') {
@@ -656,6 +797,18 @@ pub fn main(args: Vec<String>) -> i32 {
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
+    if long && formatted {
+        eprintln!(
+            "{ME}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry."
+        );
+        return 1;
+    }
+    if long {
+        fields = LONG_FIELDS
+            .split(',')
+            .map(|f| canonical(f.trim()).expect("long fields are known"))
+            .collect();
+    }
     if !operands.is_empty() {
         eprintln!("{ME}: error: Unknown arguments:");
         for w in &operands {
@@ -707,6 +860,12 @@ pub fn main(args: Vec<String>) -> i32 {
         t,
         cluster: &cluster,
         derived: derived_exit_codes(&acct.steps),
+        cpu: job_cpu_times(&acct.steps),
+        convert: match units {
+            Some(u) => Convert::To(u),
+            None if no_convert => Convert::No,
+            None => Convert::Exact,
+        },
     };
     let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
         Some(tk) => j.array == Some((id, tk)),
@@ -732,6 +891,8 @@ pub fn main(args: Vec<String>) -> i32 {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return 0;
     }
+    let running_batch = running_batch_steps(&selected, &acct.steps);
+    let all_steps: Vec<&StepRecord> = acct.steps.iter().chain(&running_batch).collect();
     let mut rows: Vec<Row> = Vec::new();
     let step_order = |s: &StepRecord| match s.step {
         StepId::Batch => (0, 0),
@@ -747,9 +908,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 .map(|(_, _, step)| step.as_str())
                 .collect();
             if !alloc_only {
-                let mut steps: Vec<&StepRecord> = acct
-                    .steps
+                let mut steps: Vec<&StepRecord> = all_steps
                     .iter()
+                    .copied()
                     .filter(|s| s.job_id == j.id && wanted.contains(&s.step.to_string().as_str()))
                     .collect();
                 steps.sort_by_key(|s| step_order(s));
@@ -765,56 +926,35 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         rows.push(Row::Job(j));
         if !alloc_only {
-            let mut steps: Vec<&StepRecord> =
-                acct.steps.iter().filter(|s| s.job_id == j.id).collect();
+            let mut steps: Vec<&StepRecord> = all_steps
+                .iter()
+                .copied()
+                .filter(|s| s.job_id == j.id)
+                .collect();
             steps.sort_by_key(|s| step_order(s));
             for s in steps {
                 rows.push(Row::Step(j, s));
             }
         }
     }
-    let mut out = String::new();
-    if parsable {
-        let line = |vals: Vec<String>| {
-            let mut l = vals.join(&delimiter);
-            if trailing {
-                l.push_str(&delimiter);
-            }
-            l
-        };
-        if header {
-            out.push_str(&line(fields.iter().map(|f| f.0.to_string()).collect()));
-            out.push('\n');
-        }
-        for r in &rows {
-            out.push_str(&line(
-                fields
-                    .iter()
-                    .map(|f| in_units(f.0, value(f.0, r, &ctx), units))
-                    .collect(),
-            ));
-            out.push('\n');
+    let layout = if parsable {
+        Layout::Parsable {
+            delimiter,
+            trailing,
         }
     } else {
-        if header {
-            let h: Vec<String> = fields.iter().map(|(f, w)| header_cell(f, *w)).collect();
-            out.push_str(&h.join(" "));
-            out.push_str(" \n");
-            let d: Vec<String> = fields
-                .iter()
-                .map(|(_, w)| "-".repeat(w.unsigned_abs() as usize))
-                .collect();
-            out.push_str(&d.join(" "));
-            out.push_str(" \n");
-        }
-        for r in &rows {
-            let v: Vec<String> = fields
-                .iter()
-                .map(|(f, w)| fixed(&in_units(f, value(f, r, &ctx), units), *w))
-                .collect();
-            out.push_str(&v.join(" "));
-            out.push_str(" \n");
-        }
+        Layout::Fixed
+    };
+    let mut out = String::new();
+    if header {
+        out.push_str(&print_fields::header(&fields, &layout));
+    }
+    for r in &rows {
+        let values: Vec<String> = fields
+            .iter()
+            .map(|(f, _)| in_units(f, value(f, r, &ctx), units))
+            .collect();
+        out.push_str(&print_fields::row(&values, &fields, &layout));
     }
     print!("{out}");
     0
@@ -834,22 +974,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn widths_justify_and_cut_as_slurms_sacct() {
-        // `JobID%20`: right; `State%-12`: left; defaults keep their side.
-        assert_eq!(format_width(Some("20")), Some(20));
-        assert_eq!(format_width(Some("-12")), Some(-12));
-        assert_eq!(format_width(Some("0")), None);
-        assert_eq!(format_width(Some("x")), None);
-        assert_eq!(header_cell("JobID", 20), "               JobID");
-        assert_eq!(header_cell("State", -12), "State       ");
-        assert_eq!(fixed("100025", 20), "              100025");
-        assert_eq!(fixed("COMPLETED", -12), "COMPLETED   ");
-        assert_eq!(fixed("0:0", 8), "     0:0");
-        // Too long: values end in `+`, headers are cut plainly.
-        assert_eq!(fixed("100025", 5), "1000+");
-        assert_eq!(fixed("COMPLETED", -4), "COM+");
-        assert_eq!(header_cell("State", -4), "Stat");
-        assert_eq!(header_cell("JobName", 2), "Jo");
+    fn field_names_are_known_in_any_case() {
         assert_eq!(canonical("jobid"), Some(("JobID", -12)));
         assert_eq!(canonical("state"), Some(("State", 10)));
     }
@@ -893,5 +1018,150 @@ mod tests {
         assert_eq!(d.get(&3), Some(&(0, 10)));
         // A job without srun steps is not there: it prints 0:0.
         assert_eq!(derived_exit_codes(&steps[..1]).get(&1), None);
+    }
+
+    #[test]
+    fn usage_fields_of_job_and_step_lines_as_slurms_sacct() {
+        use sluice_proto::usage::{Stat, StepUsage};
+        let figures = |user, system| {
+            Some(Box::new(StepUsage {
+                tasks: 1,
+                cpu_ms: Stat::one(user + system, "n1", 0),
+                user_cpu_ms: user,
+                system_cpu_ms: system,
+                rss: Stat::one(5_181_440, "n1", 0),
+                ..StepUsage::default()
+            }))
+        };
+        let mut batch = step(9, StepId::Batch, 0, 0);
+        batch.usage = figures(2, 8);
+        let mut done = step(9, StepId::Number(0), 0, 0);
+        done.usage = figures(154, 26);
+        // Still running: its figures so far are not sacct's (slurmdbd has none yet).
+        let mut running = step(9, StepId::Number(1), 0, 0);
+        running.state = JobState::Running;
+        running.end = None;
+        running.usage = figures(5_000, 0);
+        // Ended without figures.
+        let bare = step(9, StepId::Number(2), 0, 0);
+        let steps = vec![batch, done, running, bare];
+        let job = JobRecord {
+            id: 9,
+            state: JobState::Running,
+            ..JobRecord::default()
+        };
+        let ctx = Context {
+            t: 0,
+            cluster: "c",
+            derived: BTreeMap::new(),
+            cpu: job_cpu_times(&steps),
+            convert: Convert::Exact,
+        };
+        let line = |row: &Row, fields: &str| {
+            fields
+                .split(',')
+                .map(|f| usage_value(f, row, &ctx).expect(f))
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        let fields = "TotalCPU,UserCPU,SystemCPU,MaxRSS,TRESUsageInAve,AveCPUFreq,ReqCPUFreqMin,ConsumedEnergy";
+        // The job: its ended steps' CPU times, nothing else (real sacct: `00:00.190`).
+        assert_eq!(
+            line(&Row::Job(&job), fields),
+            "00:00.190|00:00.156|00:00.034||||Unknown|0"
+        );
+        assert_eq!(
+            line(&Row::Step(&job, &steps[0]), fields),
+            "00:00.010|00:00.002|00:00.008|5060K|cpu=00:00:00,energy=0,fs/disk=0,mem=5060K,pages=0,vmem=0|0|0|0"
+        );
+        assert_eq!(
+            line(&Row::Step(&job, &steps[1]), "TotalCPU,ReqCPUFreqMin"),
+            "00:00.180|Unknown"
+        );
+        assert_eq!(
+            line(&Row::Step(&job, &steps[2]), fields),
+            "00:00:00|00:00:00|00:00:00|||0|Unknown|0"
+        );
+        assert_eq!(
+            line(&Row::Step(&job, &steps[3]), fields),
+            "00:00:00|00:00:00|00:00:00||energy=0|0|Unknown|0"
+        );
+        // Other fields are not usage fields.
+        assert_eq!(usage_value("JobID", &Row::Job(&job), &ctx), None);
+    }
+
+    #[test]
+    fn field_prefixes_and_the_long_list_as_slurms_sacct() {
+        assert_eq!(canonical("maxrsst"), Some(("MaxRSSTask", 10)));
+        assert_eq!(
+            canonical("tresusageinmaxn"),
+            Some(("TRESUsageInMaxNode", 18))
+        );
+        assert_eq!(canonical("totalc"), Some(("TotalCPU", 10)));
+        assert_eq!(canonical("jobidr"), Some(("JobIDRaw", -12)));
+        assert_eq!(canonical(""), None);
+        assert_eq!(canonical("bogus"), None);
+        let long: Vec<&str> = LONG_FIELDS
+            .split(',')
+            .map(|f| canonical(f.trim()).unwrap().0)
+            .collect();
+        assert_eq!(long.len(), 54);
+        assert_eq!(
+            &long[..6],
+            [
+                "JobID",
+                "JobIDRaw",
+                "JobName",
+                "Partition",
+                "MaxVMSize",
+                "MaxVMSizeNode"
+            ]
+        );
+        assert_eq!(
+            &long[48..],
+            [
+                "TRESUsageInTot",
+                "TRESUsageOutMax",
+                "TRESUsageOutMaxNode",
+                "TRESUsageOutMaxTask",
+                "TRESUsageOutAve",
+                "TRESUsageOutTot"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_running_batch_jobs_batch_step_is_listed_until_it_is_recorded() {
+        let job = |id, state, interactive| JobRecord {
+            id,
+            state,
+            start_time: Some(100),
+            nodes: vec!["n2".into(), "n3".into()],
+            cpus_per_node: vec![4, 2],
+            desc: sluice_proto::types::JobDescription {
+                interactive,
+                ..Default::default()
+            },
+            ..JobRecord::default()
+        };
+        let (running, recorded, alloc, done) = (
+            job(1, JobState::Running, false),
+            job(2, JobState::Running, false),
+            job(3, JobState::Running, true),
+            job(4, JobState::Completed, false),
+        );
+        let steps = [step(2, StepId::Batch, 0, 0)];
+        let listed = running_batch_steps(&[&running, &recorded, &alloc, &done], &steps);
+        assert_eq!(listed.len(), 1);
+        let b = &listed[0];
+        assert_eq!(
+            (b.job_id, b.step, b.state),
+            (1, StepId::Batch, JobState::Running)
+        );
+        assert_eq!(
+            (b.nodes.as_slice(), b.ntasks, b.cpus),
+            (&["n2".to_string()][..], 1, 4)
+        );
+        assert_eq!((b.start, b.end, b.usage.is_none()), (100, None, true));
     }
 }
