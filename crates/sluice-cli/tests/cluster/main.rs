@@ -41,6 +41,7 @@ mod tcp;
 mod topology;
 mod ui;
 mod update;
+mod usage_commands;
 mod usage_gather;
 
 use harness::Cluster;
