@@ -109,6 +109,9 @@ pub struct Snapshot {
     pub accounts: Vec<AccountRow>,
     /// Advance reservations, as `(name, serialised record)`, by name.
     pub reservations: Vec<(String, String)>,
+    /// The controller last stopped cleanly with its cluster's agents, which ended the
+    /// jobs running then (`sluice up` stopped): see [`Store::mark_stopped`].
+    pub stopped_with_agents: bool,
 }
 
 /// One row of the `accounts` table: a record of some `kind` (the controller's choice:
@@ -170,6 +173,8 @@ enum Op {
         record: Option<String>,
         reply: Sender<Result<(), StoreError>>,
     },
+    /// Set (or clear) the mark of a clean stop with the cluster's agents.
+    MarkStopped(bool),
     /// Append audit records (nobody waits for them).
     Audit(Vec<AuditRecord>),
     /// Delete up to `limit` audit events and holds older than `before`.
@@ -402,6 +407,14 @@ impl Store {
         let _ = self.tx.send(Op::DeleteJob { id });
     }
 
+    /// Marks (`true`) that the controller stops cleanly together with its cluster's
+    /// agents, which end the jobs running (`sluice up` stopping), or clears the mark
+    /// (`false`, once a start has read it); no wait. The next start reads it as
+    /// [`Snapshot::stopped_with_agents`]: a crash leaves no mark.
+    pub fn mark_stopped(&self, stopped: bool) {
+        let _ = self.tx.send(Op::MarkStopped(stopped));
+    }
+
     /// Keeps the record of run `run` of job `id` as that run ended (it was requeued),
     /// without waiting (it is written before anything sent later).
     pub fn put_run(&self, id: u64, run: u32, record: String) {
@@ -623,6 +636,13 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
             |r| r.get(0),
         )
         .optional()?;
+    let stopped: Option<i64> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'stopped_with_agents'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
     Ok(Snapshot {
         jobs,
         steps,
@@ -631,6 +651,7 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
         nodes,
         accounts,
         reservations,
+        stopped_with_agents: stopped.is_some_and(|v| v != 0),
     })
 }
 
@@ -757,6 +778,13 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                             params![name.as_str()],
                         )?,
                     };
+                    out.push(None);
+                }
+                Op::MarkStopped(stopped) => {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES ('stopped_with_agents', ?1)",
+                        params![i64::from(*stopped)],
+                    )?;
                     out.push(None);
                 }
                 Op::Audit(records) => {
