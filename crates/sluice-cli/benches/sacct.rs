@@ -103,6 +103,7 @@ fn record(id: u64, n: u64, t: i64) -> (JobRecord, StepRecord) {
         held_cpus: Vec::new(),
         ended_on: Vec::new(),
         usage: None,
+        run: 0,
     };
     (job, step)
 }
@@ -127,7 +128,7 @@ fn history(dir: &std::path::Path, n: u64, t: i64) {
         waits.push(store.insert_jobs(id, jobs));
         for s in steps {
             let json = serde_json::to_string(&s).unwrap();
-            waits.push(store.put_step(s.job_id, u32::MAX - 1, json));
+            waits.push(store.put_step(s.job_id, u64::from(u32::MAX - 1), json));
         }
         id = last + 1;
     }

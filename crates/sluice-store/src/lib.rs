@@ -148,7 +148,8 @@ enum Op {
     /// Insert or replace a step's record.
     PutStep {
         id: u64,
-        step: u32,
+        /// The step's key: its id, above bit 32 its job's run (0: the first).
+        step: u64,
         record: String,
         reply: Option<Sender<Result<(), StoreError>>>,
     },
@@ -353,8 +354,10 @@ impl Store {
         });
     }
 
-    /// Inserts or replaces a step's record; the receiver yields once it is on disk.
-    pub fn put_step(&self, id: u64, step: u32, record: String) -> Receiver<Result<(), StoreError>> {
+    /// Inserts or replaces a step's record under key `step` (the step's id; a requeued
+    /// job's later runs add their run above bit 32); the receiver yields once it is on
+    /// disk.
+    pub fn put_step(&self, id: u64, step: u64, record: String) -> Receiver<Result<(), StoreError>> {
         let (reply, rx) = mpsc::channel();
         if self
             .tx

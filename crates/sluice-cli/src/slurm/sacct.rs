@@ -63,6 +63,26 @@ const FIELDS: &[(&str, i32)] = &[
     ("WCKey", 10),
 ];
 
+/// The rows of run `r`'s own steps, in Slurm's order (a requeued job's earlier runs
+/// keep theirs).
+fn run_steps<'a>(steps: &'a [StepRecord], r: &'a JobRecord) -> Vec<Row<'a>> {
+    let mut mine: Vec<&StepRecord> = steps
+        .iter()
+        .filter(|s| s.job_id == r.id && s.run == r.restarts)
+        .collect();
+    mine.sort_by_key(|s| step_order(s));
+    mine.into_iter().map(|s| Row::Step(r, s)).collect()
+}
+
+/// Where a step's row goes among its job's: batch, extern, then by number.
+fn step_order(s: &StepRecord) -> (u8, u32) {
+    match s.step {
+        StepId::Batch => (0, 0),
+        StepId::Extern => (1, 0),
+        StepId::Number(n) => (2, n),
+    }
+}
+
 fn canonical(name: &str) -> Option<(&'static str, i32)> {
     FIELDS
         .iter()
@@ -733,11 +753,6 @@ pub fn main(args: Vec<String>) -> i32 {
         return 0;
     }
     let mut rows: Vec<Row> = Vec::new();
-    let step_order = |s: &StepRecord| match s.step {
-        StepId::Batch => (0, 0),
-        StepId::Extern => (1, 0),
-        StepId::Number(n) => (2, n),
-    };
     for j in &selected {
         if !jobs.is_empty() && !whole.iter().any(|&(id, task)| named(j, id, task)) {
             // Named only by its steps: those steps' rows, as Slurm prints them.
@@ -750,28 +765,34 @@ pub fn main(args: Vec<String>) -> i32 {
                 let mut steps: Vec<&StepRecord> = acct
                     .steps
                     .iter()
-                    .filter(|s| s.job_id == j.id && wanted.contains(&s.step.to_string().as_str()))
+                    .filter(|s| {
+                        s.job_id == j.id
+                            && s.run == j.restarts
+                            && wanted.contains(&s.step.to_string().as_str())
+                    })
                     .collect();
                 steps.sort_by_key(|s| step_order(s));
                 rows.extend(steps.into_iter().map(|s| Row::Step(j, s)));
             }
             continue;
         }
-        // With --duplicates, the runs a requeue ended come first (REQUEUED).
+        let steps_of = |r| {
+            if alloc_only {
+                Vec::new()
+            } else {
+                run_steps(&acct.steps, r)
+            }
+        };
+        // With --duplicates, the runs a requeue ended come first (REQUEUED), each with
+        // its steps.
         if duplicates {
             for r in acct.runs.iter().filter(|r| r.id == j.id) {
                 rows.push(Row::Job(r));
+                rows.extend(steps_of(r));
             }
         }
         rows.push(Row::Job(j));
-        if !alloc_only {
-            let mut steps: Vec<&StepRecord> =
-                acct.steps.iter().filter(|s| s.job_id == j.id).collect();
-            steps.sort_by_key(|s| step_order(s));
-            for s in steps {
-                rows.push(Row::Step(j, s));
-            }
-        }
+        rows.extend(steps_of(j));
     }
     let mut out = String::new();
     if parsable {
@@ -870,6 +891,7 @@ mod tests {
             held_cpus: Vec::new(),
             ended_on: Vec::new(),
             usage: None,
+            run: 0,
         }
     }
 
