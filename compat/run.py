@@ -201,20 +201,23 @@ def write_config(work, config, host, rs):
     both sides read; returns the directory."""
     conf_dir = os.path.join(work, "conf", config)
     os.makedirs(conf_dir, exist_ok=True)
-    extra, gres, gres_conf = "", "", None
+    extra, gres, gres_conf, parts = "", "", None, ""
     if config != "base":
-        # A config is base.conf plus `EXTRA:`, `GRES:`, `NODE:` and `gres.conf:` lines
-        # (`GRES:` and `NODE:` both go on the node line).
+        # A config is base.conf plus `EXTRA:`, `GRES:`, `NODE:`, `PART:` and `gres.conf:`
+        # lines (`GRES:` and `NODE:` both go on the node line; `PART:` lines, more
+        # partitions, after base.conf's).
         with open(os.path.join(HERE, "configs", config + ".conf")) as f:
             for line in f.read().splitlines():
                 if line.startswith("EXTRA: "):
                     extra += line[len("EXTRA: "):] + "\n"
                 elif line.startswith(("GRES: ", "NODE: ")):
                     gres = (gres + " " + line[len("GRES: "):]).strip()
+                elif line.startswith("PART: "):
+                    parts += line[len("PART: "):] + "\n"
                 elif line.startswith("gres.conf: "):
                     gres_conf = (gres_conf or "") + line[len("gres.conf: "):] + "\n"
     with open(os.path.join(HERE, "configs", "base.conf")) as f:
-        conf = fill(f.read(), host, rs, extra.rstrip("\n"), gres)
+        conf = fill(f.read(), host, rs, extra.rstrip("\n"), gres) + parts
     with open(os.path.join(conf_dir, "slurm.conf"), "w") as f:
         f.write(conf)
     gres_path = os.path.join(conf_dir, "gres.conf")

@@ -110,6 +110,7 @@ fn record(id: u64, n: u64, t: i64, with_usage: bool) -> (JobRecord, Vec<StepReco
         held_cpus: Vec::new(),
         ended_on: Vec::new(),
         usage: with_usage.then(|| Box::new(usage(&job.nodes[0], 1, id))),
+        run: 0,
     };
     // An srun step of four tasks as well.
     let srun = StepRecord {
@@ -171,7 +172,7 @@ fn history(dir: &std::path::Path, n: u64, t: i64, with_usage: bool) {
                 StepId::Number(k) => k,
                 _ => u32::MAX - 1,
             };
-            waits.push(store.put_step(s.job_id, number, json));
+            waits.push(store.put_step(s.job_id, u64::from(number), json));
         }
         id = last + 1;
     }

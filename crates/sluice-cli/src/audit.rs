@@ -148,6 +148,7 @@ pub fn describe_event(what: &AuditWhat, name: &dyn Fn(u32) -> String) -> String 
                 RequeueCause::Request { by } => format!("by {}", who(*by, name)),
                 RequeueCause::Preempted { by } => format!("preempted for {}", job_ref(by)),
                 RequeueCause::NodeFail => "its node failed".into(),
+                RequeueCause::Shutdown => "the cluster was stopped".into(),
             };
             format!(
                 "{cause}; run {run} kept as {}{}",

@@ -473,6 +473,8 @@ pub fn ctld(args: Vec<String>) -> i32 {
                 .map(|t| sluice_ctld::server::conf_hash(&t)),
             pages: Some(crate::ui::controller_pages(listen)),
             conf_path: Some(path.to_path_buf()),
+            // slurmd runs on its own: its jobs outlive this daemon.
+            agents_stop_with_it: false,
         };
         sluice_ctld::server::run(conf, &state_dir, network, terminated()).await
     });

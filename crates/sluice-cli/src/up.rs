@@ -241,6 +241,7 @@ pub fn run(args: UpArgs) -> i32 {
             conf_hash: None,
             pages: args.listen.map(crate::ui::controller_pages),
             conf_path: args.config.clone(),
+            agents_stop_with_it: !args.controller_only,
         };
         sluice_ctld::server::run(conf, &state_dir, net, shutdown).await
     });

@@ -205,6 +205,11 @@ pub struct Network {
     /// The slurm.conf the configuration was read from, which `scontrol reconfigure`
     /// reads again. `None`: none (a configuration of this machine).
     pub conf_path: Option<PathBuf>,
+    /// The agents stop with the controller and end their jobs (`sluice up` without
+    /// `--controller-only`): a clean stop is marked in the store, so that the next
+    /// start records the jobs it finds lost as requeued for that stop, not for a node
+    /// failure.
+    pub agents_stop_with_it: bool,
 }
 
 /// The digest of a slurm.conf's text, as agents and the controller compare them at
@@ -323,6 +328,11 @@ pub async fn run(
     ctl.resume_ids(snapshot.next_job_id);
     ctl.restore_nodes(&snapshot.nodes);
     ctl.restore_reservations(&snapshot.reservations, now());
+    if snapshot.stopped_with_agents {
+        ctl.stopped_with_agents();
+        // Read once: a crash from here on is a crash.
+        store.mark_stopped(false);
+    }
     let fresh = ctl
         .restore_accounts(&snapshot.accounts)
         .map_err(ServeError::Corrupt)?;
@@ -470,6 +480,9 @@ pub async fn run(
     }
     drop(shared);
     agent_tasks.drained(Duration::from_secs(10)).await;
+    if net.agents_stop_with_it && result.is_ok() {
+        store.mark_stopped(true);
+    }
     let _ = store.sync();
     drop(store);
     drop(writer);

@@ -1528,6 +1528,7 @@ impl Controller {
                 held_cpus: Vec::new(),
                 ended_on: Vec::new(),
                 usage: self.usage.merged(id, StepId::Batch),
+                run: r.restarts,
             };
             self.steps.insert((id, StepId::Batch), step.clone());
             effects.push(Effect::PersistStep(step));
@@ -1969,6 +1970,27 @@ impl Controller {
         run.state = ended_as;
         run.end_time = Some(r.end_time.unwrap_or(now));
         effects.push(Effect::PersistRun(Box::new(run)));
+        if ended_as == JobState::Preempted && state == JobState::Running && !r.desc.interactive {
+            // Its batch step, killed with it, as Slurm keeps it for `sacct -D`: CANCELLED
+            // by SIGTERM, under that run.
+            effects.push(Effect::PersistStep(StepRecord {
+                job_id: id.0,
+                step: StepId::Batch,
+                name: "batch".into(),
+                state: JobState::Cancelled,
+                start: r.start_time.unwrap_or(now),
+                end: Some(now),
+                exit_code: 0,
+                signal: 15,
+                nodes: self.node_names(r).into_iter().take(1).collect(),
+                ntasks: 1,
+                cpus: r.alloc.first().map_or(1, |s| s.cpus),
+                held_cpus: Vec::new(),
+                ended_on: Vec::new(),
+                usage: self.usage.merged(id, StepId::Batch),
+                run: r.restarts,
+            }));
+        }
         if state == JobState::Running {
             self.sched.job_ended(id, now);
             let r = &self.jobs[&id];
@@ -2198,6 +2220,7 @@ impl Controller {
             },
             ended_on: Vec::new(),
             usage: None,
+            run: self.jobs[&job].restarts,
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());

@@ -87,6 +87,9 @@ pub enum RequeueCause {
     },
     /// Its node failed (its agent was lost or refused the launch).
     NodeFail,
+    /// The cluster was stopped cleanly (`sluice up` stopping): its agents ended the
+    /// run, and the next start put the job back in the queue.
+    Shutdown,
 }
 
 /// What happened to a job, with its cause.

@@ -302,6 +302,14 @@ pub struct StepRecord {
     /// the agents' last figures, final once the step has ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Box<crate::usage::StepUsage>>,
+    /// The job's run it belongs to (its restart count then): a requeued job's earlier
+    /// runs keep their steps, which `sacct -D` shows under each run.
+    #[serde(default, skip_serializing_if = "run_zero")]
+    pub run: u32,
+}
+
+fn run_zero(run: &u32) -> bool {
+    *run == 0
 }
 
 /// Reads a field that is there, `null` included, as `Some`: with `#[serde(default)]`

@@ -109,6 +109,9 @@ pub struct Snapshot {
     pub accounts: Vec<AccountRow>,
     /// Advance reservations, as `(name, serialised record)`, by name.
     pub reservations: Vec<(String, String)>,
+    /// The controller last stopped cleanly with its cluster's agents, which ended the
+    /// jobs running then (`sluice up` stopped): see [`Store::mark_stopped`].
+    pub stopped_with_agents: bool,
 }
 
 /// One row of the `accounts` table: a record of some `kind` (the controller's choice:
@@ -145,7 +148,8 @@ enum Op {
     /// Insert or replace a step's record.
     PutStep {
         id: u64,
-        step: u32,
+        /// The step's key: its id, above bit 32 its job's run (0: the first).
+        step: u64,
         record: String,
         reply: Option<Sender<Result<(), StoreError>>>,
     },
@@ -170,6 +174,8 @@ enum Op {
         record: Option<String>,
         reply: Sender<Result<(), StoreError>>,
     },
+    /// Set (or clear) the mark of a clean stop with the cluster's agents.
+    MarkStopped(bool),
     /// Append audit records (nobody waits for them).
     Audit(Vec<AuditRecord>),
     /// Delete up to `limit` audit events and holds older than `before`.
@@ -348,8 +354,10 @@ impl Store {
         });
     }
 
-    /// Inserts or replaces a step's record; the receiver yields once it is on disk.
-    pub fn put_step(&self, id: u64, step: u32, record: String) -> Receiver<Result<(), StoreError>> {
+    /// Inserts or replaces a step's record under key `step` (the step's id; a requeued
+    /// job's later runs add their run above bit 32); the receiver yields once it is on
+    /// disk.
+    pub fn put_step(&self, id: u64, step: u64, record: String) -> Receiver<Result<(), StoreError>> {
         let (reply, rx) = mpsc::channel();
         if self
             .tx
@@ -400,6 +408,14 @@ impl Store {
     /// Deletes a job, its steps and its script (no wait).
     pub fn delete_job(&self, id: u64) {
         let _ = self.tx.send(Op::DeleteJob { id });
+    }
+
+    /// Marks (`true`) that the controller stops cleanly together with its cluster's
+    /// agents, which end the jobs running (`sluice up` stopping), or clears the mark
+    /// (`false`, once a start has read it); no wait. The next start reads it as
+    /// [`Snapshot::stopped_with_agents`]: a crash leaves no mark.
+    pub fn mark_stopped(&self, stopped: bool) {
+        let _ = self.tx.send(Op::MarkStopped(stopped));
     }
 
     /// Keeps the record of run `run` of job `id` as that run ended (it was requeued),
@@ -623,6 +639,13 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
             |r| r.get(0),
         )
         .optional()?;
+    let stopped: Option<i64> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'stopped_with_agents'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
     Ok(Snapshot {
         jobs,
         steps,
@@ -631,6 +654,7 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
         nodes,
         accounts,
         reservations,
+        stopped_with_agents: stopped.is_some_and(|v| v != 0),
     })
 }
 
@@ -757,6 +781,13 @@ fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outc
                             params![name.as_str()],
                         )?,
                     };
+                    out.push(None);
+                }
+                Op::MarkStopped(stopped) => {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES ('stopped_with_agents', ?1)",
+                        params![i64::from(*stopped)],
+                    )?;
                     out.push(None);
                 }
                 Op::Audit(records) => {

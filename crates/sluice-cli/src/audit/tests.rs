@@ -202,6 +202,15 @@ fn the_other_side_and_other_actors_are_named_or_hidden() {
         "its node failed; run 2 kept as REQUEUED; released n1, n2"
     );
     assert_eq!(
+        line(AuditWhat::Requeued {
+            run: 0,
+            ended_as: JobState::NodeFail,
+            cause: RequeueCause::Shutdown,
+            released: vec![gpus("n1", &[], &[])],
+        }),
+        "the cluster was stopped; run 0 kept as NODE_FAIL; released n1"
+    );
+    assert_eq!(
         line(AuditWhat::Preempted {
             by: hidden,
             rule: rule(),

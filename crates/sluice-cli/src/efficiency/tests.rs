@@ -45,6 +45,7 @@ fn step(job_id: u64, step: StepId, cpu_ms: &[u64], rss: &[u64], gpus: Vec<GpuUsa
         held_cpus: vec![],
         ended_on: vec![],
         usage: Some(Box::new(u)),
+        run: 0,
     }
 }
 

@@ -115,6 +115,27 @@ const FIELDS: &[(&str, i32)] = &[
     ("WCKey", 10),
 ];
 
+/// The rows of run `r`'s own steps, in Slurm's order (a requeued job's earlier runs
+/// keep theirs).
+fn run_steps<'a>(steps: &[&'a StepRecord], r: &'a JobRecord) -> Vec<Row<'a>> {
+    let mut mine: Vec<&StepRecord> = steps
+        .iter()
+        .copied()
+        .filter(|s| s.job_id == r.id && s.run == r.restarts)
+        .collect();
+    mine.sort_by_key(|s| step_order(s));
+    mine.into_iter().map(|s| Row::Step(r, s)).collect()
+}
+
+/// Where a step's row goes among its job's: batch, extern, then by number.
+fn step_order(s: &StepRecord) -> (u8, u32) {
+    match s.step {
+        StepId::Batch => (0, 0),
+        StepId::Extern => (1, 0),
+        StepId::Number(n) => (2, n),
+    }
+}
+
 /// The field `name` names, as Slurm's sacct finds it: the first field in alphabetical
 /// order that starts with it, in any case (`maxrsst` is `MaxRSSTask`, `jobid`
 /// `JobID`).
@@ -623,7 +644,7 @@ fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRec
         .filter(|j| {
             !steps
                 .iter()
-                .any(|s| s.job_id == j.id && s.step == StepId::Batch)
+                .any(|s| s.job_id == j.id && s.run == j.restarts && s.step == StepId::Batch)
         })
         .filter_map(|j| {
             Some(StepRecord {
@@ -641,6 +662,7 @@ fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRec
                 held_cpus: Vec::new(),
                 ended_on: Vec::new(),
                 usage: None,
+                run: j.restarts,
             })
         })
         .collect()
@@ -894,11 +916,6 @@ pub fn main(args: Vec<String>) -> i32 {
     let running_batch = running_batch_steps(&selected, &acct.steps);
     let all_steps: Vec<&StepRecord> = acct.steps.iter().chain(&running_batch).collect();
     let mut rows: Vec<Row> = Vec::new();
-    let step_order = |s: &StepRecord| match s.step {
-        StepId::Batch => (0, 0),
-        StepId::Extern => (1, 0),
-        StepId::Number(n) => (2, n),
-    };
     for j in &selected {
         if !jobs.is_empty() && !whole.iter().any(|&(id, task)| named(j, id, task)) {
             // Named only by its steps: those steps' rows, as Slurm prints them.
@@ -911,31 +928,34 @@ pub fn main(args: Vec<String>) -> i32 {
                 let mut steps: Vec<&StepRecord> = all_steps
                     .iter()
                     .copied()
-                    .filter(|s| s.job_id == j.id && wanted.contains(&s.step.to_string().as_str()))
+                    .filter(|s| {
+                        s.job_id == j.id
+                            && s.run == j.restarts
+                            && wanted.contains(&s.step.to_string().as_str())
+                    })
                     .collect();
                 steps.sort_by_key(|s| step_order(s));
                 rows.extend(steps.into_iter().map(|s| Row::Step(j, s)));
             }
             continue;
         }
-        // With --duplicates, the runs a requeue ended come first (REQUEUED).
+        let steps_of = |r| {
+            if alloc_only {
+                Vec::new()
+            } else {
+                run_steps(&all_steps, r)
+            }
+        };
+        // With --duplicates, the runs a requeue ended come first (REQUEUED), each with
+        // its steps.
         if duplicates {
             for r in acct.runs.iter().filter(|r| r.id == j.id) {
                 rows.push(Row::Job(r));
+                rows.extend(steps_of(r));
             }
         }
         rows.push(Row::Job(j));
-        if !alloc_only {
-            let mut steps: Vec<&StepRecord> = all_steps
-                .iter()
-                .copied()
-                .filter(|s| s.job_id == j.id)
-                .collect();
-            steps.sort_by_key(|s| step_order(s));
-            for s in steps {
-                rows.push(Row::Step(j, s));
-            }
-        }
+        rows.extend(steps_of(j));
     }
     let layout = if parsable {
         Layout::Parsable {
@@ -995,6 +1015,7 @@ mod tests {
             held_cpus: Vec::new(),
             ended_on: Vec::new(),
             usage: None,
+            run: 0,
         }
     }
 

@@ -412,6 +412,7 @@ mod tests {
             held_cpus: Vec::new(),
             ended_on: Vec::new(),
             usage: None,
+            run: 0,
         }
     }
 

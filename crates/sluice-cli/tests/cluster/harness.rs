@@ -125,6 +125,42 @@ impl Cluster {
         self.child = Self::spawn_up(&self.dir, true, &self.up_args);
     }
 
+    /// Stops `sluice up` as Ctrl-C does (SIGINT: its agents end their jobs) and waits
+    /// for it; [`Cluster::start_up_again`] starts it again.
+    pub fn stop_up(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+        let _ = self.child.wait();
+    }
+
+    /// Kills `sluice up` outright (SIGKILL: no clean stop), then stops the agents it
+    /// leaves behind (SIGINT: they end their jobs), as a crashed host would leave them.
+    pub fn kill_up(&mut self) {
+        self.crash_controller();
+        let state = self.dir.join("state");
+        stop_agents_of(&state);
+        let dir = state.display().to_string();
+        self.wait_for("the agents and their jobs to be gone", || {
+            pids_of(&["--state-dir", &dir]).is_empty() && supervisors_of(&state).is_empty()
+        });
+    }
+
+    /// Starts `sluice up` again on the same state (with its agents) and waits until
+    /// every node is back.
+    pub fn start_up_again(&mut self) {
+        self.child = Self::spawn_up(&self.dir, false, &self.up_args);
+        self.wait_for("the nodes to be back", || {
+            let o = self.run("sinfo", &["-h", "-N", "-o", "%t"]);
+            o.code == 0
+                && !o.stdout.is_empty()
+                && o.stdout
+                    .lines()
+                    .all(|l| matches!(l.trim(), "idle" | "alloc" | "mix"))
+        });
+    }
+
     /// The directory jobs are submitted from.
     pub fn work(&self) -> PathBuf {
         self.dir.join("work")

@@ -82,6 +82,28 @@ fn a_low_job_is_signalled_requeued_and_completes_after_the_high_job() {
         o.stdout,
         format!("{low}|low|PREEMPTED\n{low}|low|COMPLETED\n")
     );
+    // Each run with its own batch step, as Slurm keeps them: the preempted run's was
+    // cancelled with it; without -D, the last run's alone.
+    let steps = |duplicates: bool| {
+        let mut args = vec!["-n", "-P", "-o", "JobID,State,ExitCode"];
+        if duplicates {
+            args.push("-D");
+        }
+        let low = low.to_string();
+        args.extend(["-j", &low]);
+        c.run("sacct", &args).stdout
+    };
+    assert_eq!(
+        steps(true),
+        format!(
+            "{low}|PREEMPTED|0:0\n{low}.batch|CANCELLED|0:15\n\
+             {low}|COMPLETED|0:0\n{low}.batch|COMPLETED|0:0\n"
+        )
+    );
+    assert_eq!(
+        steps(false),
+        format!("{low}|COMPLETED|0:0\n{low}.batch|COMPLETED|0:0\n")
+    );
     let o = c.run(
         "sacct",
         &[

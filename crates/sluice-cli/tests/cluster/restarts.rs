@@ -419,3 +419,52 @@ fn an_srun_steps_tasks_and_output_survive_a_restart_of_their_agents() {
         harness::supervisors_of(&state).is_empty()
     });
 }
+
+/// `sluice audit JOB`'s requeue lines (what follows the time).
+fn requeues(c: &Cluster, job: u64) -> Vec<String> {
+    let o = c.run("sluice", &["audit", &job.to_string()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    o.stdout
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(_, rest)| rest.to_string()))
+        .filter(|rest| rest.starts_with("requeued "))
+        .collect()
+}
+
+#[test]
+fn a_clean_stop_of_the_cluster_requeues_its_jobs_as_stopped_and_a_crash_as_a_node_failure() {
+    let mut c = Cluster::start("shutdown", CONF);
+    let job = c.sbatch(&[
+        "-w",
+        "n1",
+        "--wrap",
+        "touch run-${SLURM_RESTART_COUNT:-0}; sleep 300",
+    ]);
+    let work = c.work();
+    let started = |run: u32| work.join(format!("run-{run}")).exists();
+    // Its processes, not merely its allocation: an agent stopped while a launch is
+    // still on its way leaves that run to the next agent.
+    c.wait_for("the job to run", || started(0));
+    // Ctrl-C: the agents end the job; the next start puts it back in the queue.
+    c.stop_up();
+    c.start_up_again();
+    c.wait_for("the job to be requeued", || requeues(&c, job).len() == 1);
+    assert!(
+        requeues(&c, job)[0]
+            .contains("the cluster was stopped; run 0 kept as NODE_FAIL; released n1"),
+        "{:?}",
+        requeues(&c, job)
+    );
+    c.wait_for("the job to run again", || started(1));
+    // A crash leaves no mark: the same loss is a node failure.
+    c.kill_up();
+    c.start_up_again();
+    c.wait_for("the job to be requeued again", || {
+        requeues(&c, job).len() == 2
+    });
+    assert!(
+        requeues(&c, job)[1].contains("its node failed; run 1 kept as NODE_FAIL; released n1"),
+        "{:?}",
+        requeues(&c, job)
+    );
+}

@@ -79,7 +79,10 @@ impl Executor {
                         StepId::Extern => u32::MAX - 2,
                         StepId::Number(n) => n,
                     };
-                    acks.push(self.store.put_step(s.job_id, n, serialise(&s)));
+                    // A requeued job's runs keep their steps apart: a run's steps
+                    // under keys of their own (run 0's as they always were).
+                    let key = u64::from(s.run) << 32 | u64::from(n);
+                    acks.push(self.store.put_step(s.job_id, key, serialise(&s)));
                 }
                 Effect::Forget(id) => self.store.delete_job(id.0),
                 Effect::PersistRun(r) => self.store.put_run(r.id, r.restarts, serialise(&*r)),

@@ -27,7 +27,7 @@
 //! jobs entered the queue, which the controller counts as it hands jobs to the core).
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use sluice_conf::gres_conf::GresDevice;
 use sluice_core::{Decision, JobId, PendingReason, PreemptMode, PreemptType};
@@ -73,6 +73,11 @@ pub(super) struct AuditBook {
     /// `sacct -D`: `NODE_FAIL` when the run was lost with its node, `REQUEUED` when it
     /// never started (its launch did not reach the agent).
     pub(super) failing: Option<(JobId, JobState)>,
+    /// The runs that were running when the cluster last stopped cleanly (`sluice up`
+    /// stopping, its agents ending them): lost with their node at this start, they are
+    /// requeued for that stop ([`RequeueCause::Shutdown`]), not a node failure. Empty
+    /// after a crash.
+    pub(super) stopped: BTreeSet<(JobId, u32)>,
     /// Events handed to the store since the controller started, by kind (the metric
     /// `sluice_audit_events_total`).
     pub(super) counts: BTreeMap<&'static str, u64>,
@@ -253,6 +258,19 @@ impl Controller {
         self.audit.push(now, r, what);
     }
 
+    /// The cluster last stopped cleanly with its agents (`sluice up` stopping), which
+    /// ended the runs still running in the record: each such run found lost when its
+    /// node registers (or is declared down) is requeued for that stop, not for a node
+    /// failure.
+    pub fn stopped_with_agents(&mut self) {
+        self.audit.stopped = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Running)
+            .map(|j| (j.id, j.restarts))
+            .collect();
+    }
+
     /// Cancelled by `by` (uid).
     pub(super) fn audit_cancelled(&mut self, id: JobId, by: u32, now: i64) {
         let Some(r) = self.jobs.get(&id) else { return };
@@ -278,7 +296,13 @@ impl Controller {
         }
         let cause = match self.audit.preempted_by.remove(&id) {
             Some(by) if ended_as == JobState::Preempted => RequeueCause::Preempted { by },
-            _ if self.audit.failing.is_some_and(|f| f.0 == id) => RequeueCause::NodeFail,
+            _ if self.audit.failing.is_some_and(|f| f.0 == id) => {
+                if self.audit.stopped.remove(&(id, r.restarts)) {
+                    RequeueCause::Shutdown
+                } else {
+                    RequeueCause::NodeFail
+                }
+            }
             _ => cause,
         };
         let released = if r.state == JobState::Running {

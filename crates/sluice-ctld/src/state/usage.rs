@@ -198,6 +198,7 @@ impl Controller {
                 held_cpus: Vec::new(),
                 ended_on: Vec::new(),
                 usage: self.usage.merged(job, StepId::Batch),
+                run: r.restarts,
             });
         }
         let steps = self

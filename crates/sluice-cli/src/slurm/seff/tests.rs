@@ -28,6 +28,7 @@ fn step(job_id: u64, step: StepId, cpu_ms: u64, rss_kb: &[u64]) -> StepRecord {
         held_cpus: vec![],
         ended_on: vec![],
         usage: Some(Box::new(u)),
+        run: 0,
     }
 }
 

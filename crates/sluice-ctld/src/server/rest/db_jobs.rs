@@ -335,7 +335,7 @@ fn jobs_answer(ctx: &Ctx, found: &Selected, mut warnings: Vec<(String, String)>)
             let mut s: Vec<&StepRecord> = acct
                 .steps
                 .iter()
-                .filter(|s| s.job_id == j.id && f.keeps_step(j, s))
+                .filter(|s| s.job_id == j.id && s.run == j.restarts && f.keeps_step(j, s))
                 .collect();
             s.sort_by_key(|s| step_order(s));
             s
@@ -813,6 +813,7 @@ mod tests {
             held_cpus: vec![],
             ended_on: vec![],
             usage: None,
+            run: 0,
         };
         let v = job(&j, &[&s], (0, 0), "c", &[], 1000);
         assert_eq!(v["time"]["start"], 160);
