@@ -240,12 +240,18 @@ pub struct IdleGpus {
 }
 
 impl IdleGpus {
-    /// `holds 8 GPUs; 7 idle for the last 42 min` (at `now`).
+    /// `holds 8 GPUs; 7 idle (under 5% utilisation) for the last 42 min` (at `now`;
+    /// seconds under a minute).
     pub fn describe(&self, now: i64) -> String {
-        let minutes = (now - self.since).max(0) / 60;
+        let secs = (now - self.since).max(0);
+        let span = if secs < 60 {
+            format!("{secs} s")
+        } else {
+            format!("{} min", secs / 60)
+        };
         let gpus = if self.held == 1 { "GPU" } else { "GPUs" };
         format!(
-            "holds {} {gpus}; {} idle (under {}% utilisation) for the last {minutes} min",
+            "holds {} {gpus}; {} idle (under {}% utilisation) for the last {span}",
             self.held, self.idle, self.threshold
         )
     }
@@ -323,6 +329,29 @@ mod tests {
         assert_eq!((all.user_cpu_ms, all.system_cpu_ms), (3600, 400));
         // Merging in the other order gives the same figures.
         assert_eq!(StepUsage::merged([&b, &a]).rss, all.rss);
+    }
+
+    #[test]
+    fn an_idle_flag_says_how_long_in_minutes_or_under_one_in_seconds() {
+        let f = IdleGpus {
+            held: 8,
+            idle: 7,
+            since: 1000,
+            threshold: 5,
+        };
+        assert_eq!(
+            f.describe(1000 + 42 * 60 + 59),
+            "holds 8 GPUs; 7 idle (under 5% utilisation) for the last 42 min"
+        );
+        let one = IdleGpus {
+            held: 1,
+            idle: 1,
+            ..f
+        };
+        assert_eq!(
+            one.describe(1010),
+            "holds 1 GPU; 1 idle (under 5% utilisation) for the last 10 s"
+        );
     }
 
     #[test]

@@ -315,7 +315,9 @@ impl Tracker {
                 user_cpu_ms: b.user_ms,
                 system_cpu_ms: b.system_ms,
                 rss: stat(b.rss),
-                vmem: stat(b.vmem),
+                // A task gone before any sample read its virtual size (its rusage has
+                // none) used at least its resident memory.
+                vmem: stat(b.vmem.max(b.rss)),
                 pages: stat(b.pages),
                 disk_read: stat(b.read),
                 disk_write: stat(b.write),
