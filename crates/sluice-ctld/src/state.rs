@@ -2269,7 +2269,9 @@ impl Controller {
         s.signal = signal;
         s.state = if signal == OOM_SIGNAL && exit_code == 0 {
             JobState::OutOfMemory
-        } else if signal == 9 && exit_code == 0 || signal != 0 && past_limit {
+        } else if signal != 0 && (exit_code == 0 || past_limit) {
+            // As slurmdbd records a step: a wait status that says "signalled" (no
+            // task's exit code above it) is CANCELLED, whichever signal it was.
             JobState::Cancelled
         } else if exit_code != 0 || signal != 0 {
             JobState::Failed

@@ -612,7 +612,7 @@ fn the_batch_environment_names_the_cluster_its_controller_and_the_node_as_slurm_
 }
 
 #[test]
-fn steps_signalled_at_the_time_limit_are_cancelled_not_failed() {
+fn steps_ended_by_a_signal_are_cancelled_not_failed() {
     // A one-minute job with two srun steps: one killed by a signal of its own before
     // the limit, one terminated when the limit comes.
     let mut c = Controller::new(conf(1, 2), Path::new("/s"), vec![], vec![], 0);
@@ -636,8 +636,9 @@ fn steps_signalled_at_the_time_limit_are_cancelled_not_failed() {
             })
             .unwrap()
     };
+    // As slurmdbd records a step whose wait status says "signalled": CANCELLED.
     let early = c.end_step(id, 0, 0, 15, &alice(), 30).unwrap();
-    assert_eq!(ended(early), (JobState::Failed, 0, 15));
+    assert_eq!(ended(early), (JobState::Cancelled, 0, 15));
     let at_limit = c.end_step(id, 1, 0, 15, &alice(), 61).unwrap();
     assert_eq!(ended(at_limit), (JobState::Cancelled, 0, 15));
     // The job itself times out, its shell killed by the signal: its batch step is
