@@ -47,6 +47,24 @@ pub fn can_make_hosts(test: &str) -> bool {
     false
 }
 
+/// The python of the AI lab's virtual environment (`tests/ai/venv.sh`: Ray, Dask's
+/// distributed, jupyter-server, batchspawner), from `SLUICE_AI_PYTHON`; None, after saying
+/// on stderr that `test` is skipped, where it is not set. With `SLUICE_REQUIRE_AI=1` (as in
+/// CI) a missing environment fails the test instead.
+pub fn ai_python(test: &str) -> Option<PathBuf> {
+    let why = match std::env::var_os("SLUICE_AI_PYTHON").map(PathBuf::from) {
+        Some(p) if p.is_file() => return Some(p),
+        Some(p) => format!("SLUICE_AI_PYTHON={} is not a file", p.display()),
+        None => "SLUICE_AI_PYTHON is not set (run tests/ai/venv.sh and export what it prints)"
+            .to_string(),
+    };
+    if std::env::var("SLUICE_REQUIRE_AI").as_deref() == Ok("1") {
+        panic!("SLUICE_REQUIRE_AI=1 but {why}");
+    }
+    eprintln!("skipped: {test}: {why}");
+    None
+}
+
 /// The script run with `args`, its output captured.
 pub fn script(args: &[&str]) -> Output {
     Command::new("bash")
