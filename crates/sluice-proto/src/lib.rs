@@ -11,6 +11,7 @@
 //! - [`client`]: a blocking client for the commands.
 //! - [`error`]: errors on the wire, with stable codes.
 //! - [`paths`]: where a cluster's state directory and sockets are.
+//! - [`service`]: service jobs (restart policy, health check, stable address).
 //! - [`usage`]: what job steps really used (CPU, memory, I/O, GPUs), as agents measure it.
 //! - [`token`]: asking the controller for an auth/jwt token (`scontrol token`).
 
@@ -28,6 +29,7 @@ pub mod paths;
 pub mod pattern;
 pub mod priority;
 pub mod reservations;
+pub mod service;
 pub mod time;
 pub mod token;
 pub mod types;

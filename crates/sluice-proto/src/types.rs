@@ -239,6 +239,10 @@ pub struct JobDescription {
     /// An interactive allocation (`srun`/`salloc` outside a job): no batch script runs.
     #[serde(default)]
     pub interactive: bool,
+    /// A service job (`--restart`, `--health-*`, `--port`): kept alive and reachable at a
+    /// stable address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<crate::service::ServiceSpec>,
 }
 
 /// Identifies a step of a job.

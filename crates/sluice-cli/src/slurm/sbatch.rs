@@ -134,6 +134,7 @@ pub fn describe_job(
         submit_host: hostname(),
         command,
         interactive,
+        service: None,
     })
 }
 

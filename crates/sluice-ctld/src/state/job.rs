@@ -424,6 +424,7 @@ impl Job {
             submit_host: d.submit_host.clone(),
             command: d.command.clone(),
             interactive: d.interactive,
+            service: d.service.clone(),
         }
     }
 }
