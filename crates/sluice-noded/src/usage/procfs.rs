@@ -107,6 +107,13 @@ pub fn all_stats(proc_root: &Path) -> BTreeMap<i32, ProcStat> {
     all
 }
 
+/// Process `pid`'s stat under `proc_root` alone; `None` when it is gone.
+pub fn one_stat(proc_root: &Path, pid: i32) -> Option<ProcStat> {
+    std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat"))
+        .ok()
+        .and_then(|t| parse_stat(&t))
+}
+
 /// `root` and its descendants in `stats` (by parent id), `root` first; empty when
 /// `root` is not there.
 pub fn tree(stats: &BTreeMap<i32, ProcStat>, root: i32) -> Vec<i32> {

@@ -182,14 +182,26 @@ impl Tracker {
         }
     }
 
-    /// Samples the running tasks of every step (or of `only`, one task): their trees,
-    /// their steps' cgroups and GPUs.
+    /// Samples the running tasks of every step (or of `only`, one task that has exited
+    /// and is not reaped yet): their trees, their steps' cgroups and GPUs.
     fn round(&mut self, only: Option<(StepId, u32)>) {
         if self.off() {
             return;
         }
-        let stats = procfs::all_stats(&self.proc_root);
-        if stats.is_empty() {
+        let stats = match only {
+            // An exited task's children have gone to another parent: its tree is its
+            // own process, read alone rather than with every process on the host.
+            Some((step, task)) => self
+                .steps
+                .get(&step)
+                .and_then(|s| s.tasks.get(&task))
+                .and_then(|t| procfs::one_stat(&self.proc_root, t.pid))
+                .map(|s| (s.pid, s))
+                .into_iter()
+                .collect(),
+            None => procfs::all_stats(&self.proc_root),
+        };
+        if stats.is_empty() && only.is_none() {
             let p = self.proc_root.display().to_string();
             self.say_once(format!(
                 "{p} cannot be read: only the tasks' ends are measured"
