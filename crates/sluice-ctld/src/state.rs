@@ -2639,9 +2639,25 @@ impl Controller {
             self.audit.failing = Some((id, ended_as));
             let mut effects = self.requeue(id, None, &admin, now).unwrap_or_default();
             self.audit.failing = None;
-            effects.retain(|e| !matches!(e, Effect::Terminate { .. }));
-            // No agent is left to report the run's end.
-            if self.jobs[&id].ending_run.is_some() {
+            // Its copies on the nodes whose agents are up are ended, as Slurm kills a
+            // job on all its nodes before it runs again (a multi-node job whose second
+            // node died still runs its batch script on the first, its ranks there hung
+            // on their dead peers). The lost nodes get no order.
+            for e in &mut effects {
+                if let Effect::Terminate { nodes, .. } = e {
+                    nodes.retain(|n| self.agents_up.contains(n));
+                }
+            }
+            effects.retain(|e| !matches!(e, Effect::Terminate { nodes, .. } if nodes.is_empty()));
+            // The job runs again once its batch host reports that copy's end; with no
+            // agent there to report it, at once. (A registering agent that does not
+            // list the run is done with by `runs_gone`.)
+            let ending = self.jobs[&id].ending_run;
+            if ending.is_some_and(|e| {
+                !self
+                    .agents_up
+                    .contains(&self.conf.cluster.node(e.node).name)
+            }) {
                 effects.extend(self.requeued_run_ended(id, now));
             }
             return effects;
