@@ -17,7 +17,7 @@
 //! - A worker that dies is restarted by its launcher (`--max-restarts`) inside the job:
 //!   the job is not requeued.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::harness::Hosts;
 use crate::seeds_lab::{
@@ -90,6 +90,30 @@ fn lab(test: &str, hosts: &[&str], nodes: &[&str], script: &str) -> Option<Hosts
     .unwrap();
     start_cluster(&h, nodes);
     Some(h)
+}
+
+/// Seconds since midnight (UTC, as the daemons' logs have it) of `t`.
+fn seconds_of_day(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        % 86_400.0
+}
+
+/// When the first line of `log` holding `text` was written, in seconds since midnight.
+fn logged_at(log: &str, text: &str) -> Option<f64> {
+    let line = log.lines().find(|l| l.contains(text))?;
+    let time = line
+        .strip_prefix('[')?
+        .split(']')
+        .next()?
+        .split('T')
+        .nth(1)?;
+    let mut parts = time.split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let s: f64 = parts.next()?.parse().ok()?;
+    Some(h * 3600.0 + m * 60.0 + s)
 }
 
 /// The newest checkpoint's step.
@@ -202,6 +226,7 @@ fn a_training_job_whose_host_dies_is_requeued_on_the_hosts_left_and_resumes_from
     // node02, the job's second host, dies: the ranks left on node01 stall in their
     // collective, and the checkpoint stays where it was.
     let killed = Instant::now();
+    let killed_at = seconds_of_day(SystemTime::now());
     h.kill("node02");
     std::thread::sleep(Duration::from_secs(1));
     let saved = checkpoint(&h).expect("a checkpoint");
@@ -212,9 +237,17 @@ fn a_training_job_whose_host_dies_is_requeued_on_the_hosts_left_and_resumes_from
         (starts(&output(&h, job)).iter().filter(|s| s.3 == 1).count() == 4)
             .then(|| killed.elapsed())
     });
+    let ctld_log = read(&h.spool("head01").join("slurmctld/slurmctld.log"));
+    let after = |text: &str| {
+        logged_at(&ctld_log, text).map_or("?".to_string(), |t| format!("{:.1}", t - killed_at))
+    };
     eprintln!(
-        "training job {job}: host node02 killed; all 4 ranks running again (run 1) after \
-         {:.1} s (SlurmdTimeout=10)",
+        "training job {job}: host node02 killed; not responding after {} s, DOWN after {} s, \
+         requeued job started after {} s, all 4 ranks training again after {:.1} s \
+         (SlurmdTimeout=10)",
+        after("Node node02 not responding"),
+        after("Nodes node02 not responding, setting DOWN"),
+        after(&format!("sched: Allocate JobId={job} NodeList=node[01,03]")),
         again.as_secs_f64()
     );
     assert_eq!(restart_count(&h, job), "1");
