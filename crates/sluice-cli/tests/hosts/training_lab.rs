@@ -288,6 +288,29 @@ fn a_training_job_whose_host_dies_is_requeued_on_the_hosts_left_and_resumes_from
         runs(&h, job),
         format!("{job}|node[01-02]|NODE_FAIL\n{job}|node[01,03]|COMPLETED\n")
     );
+    // With its steps: those of the lost run ended with it.
+    let o = as_root(
+        &h,
+        "head01",
+        "sacct",
+        &[
+            "-D",
+            "-n",
+            "-P",
+            "-o",
+            "JobID,NodeList,State",
+            "-j",
+            &job.to_string(),
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{job}|node[01-02]|NODE_FAIL\n{job}.batch|node01|CANCELLED\n\
+             {job}.0|node[01-02]|CANCELLED\n{job}|node[01,03]|COMPLETED\n\
+             {job}.batch|node01|COMPLETED\n{job}.0|node[01,03]|COMPLETED\n"
+        )
+    );
     drop(daemons);
     h.down().unwrap();
 }
@@ -405,6 +428,24 @@ fn a_worker_that_dies_is_restarted_by_its_launcher_and_the_job_is_not_requeued()
         "{out}"
     );
     assert_eq!(runs(&h, job), format!("{job}|node[01-02]|COMPLETED\n"));
+    let o = as_root(
+        &h,
+        "head01",
+        "sacct",
+        &[
+            "-D",
+            "-n",
+            "-P",
+            "-o",
+            "JobID,State",
+            "-j",
+            &job.to_string(),
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!("{job}|COMPLETED\n{job}.batch|COMPLETED\n{job}.0|COMPLETED\n")
+    );
     assert_eq!(restart_count(&h, job), "0");
     drop(daemons);
     h.down().unwrap();

@@ -2326,7 +2326,7 @@ fn a_node_cut_off_longer_than_slurmd_timeout_goes_down_and_its_stale_run_is_kill
 #[test]
 fn a_job_whose_second_node_dies_is_ended_on_its_first_before_it_runs_again() {
     // Three 4-CPU nodes; an 8-task requeueable job holds node01 and node02, its batch
-    // script on node01. node02's agent is lost: the job's copy on node01 (its script,
+    // script on node01 and an srun step on both. node02's agent is lost: the job's copy on node01 (its script,
     // its ranks there hung on their dead peers) is ended, as Slurm kills a job on all
     // its nodes before it requeues it; node02 gets no order. The job runs again only
     // once node01 reports that end: never two copies at once.
@@ -2341,7 +2341,26 @@ fn a_job_whose_second_node_dies_is_ended_on_its_first_before_it_runs_again() {
         launches(&c.schedule(1)),
         vec![(id.0, two("node01", "node02"))]
     );
+    // Its srun step across both nodes.
+    c.start_step(id, &StepRequest::default(), &alice(), 2)
+        .unwrap();
     let effects = c.agent_lost("node02", 20);
+    // Its batch step and its srun step end with the lost run, CANCELLED (the srun,
+    // killed with the run, never reports it), not RUNNING for ever in `sacct -D`.
+    let steps: Vec<_> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistStep(s) => Some((s.step, s.run, s.state, s.end)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            (StepId::Batch, 0, JobState::Cancelled, Some(20)),
+            (StepId::Number(0), 0, JobState::Cancelled, Some(20))
+        ]
+    );
     let terminated: Vec<_> = effects
         .iter()
         .filter_map(|e| match e {
