@@ -2671,24 +2671,27 @@ impl Controller {
             self.audit.failing = Some((id, ended_as));
             let mut effects = self.requeue(id, None, &admin, now).unwrap_or_default();
             self.audit.failing = None;
-            // Its copies on the nodes whose agents are up are ended, as Slurm kills a
-            // job on all its nodes before it runs again (a multi-node job whose second
-            // node died still runs its batch script on the first, its ranks there hung
-            // on their dead peers). The lost nodes get no order.
+            // A run that started (`ended_as` NODE_FAIL) is ended on the nodes whose
+            // agents are up, as Slurm kills a job on all its nodes before it runs again
+            // (a multi-node job whose second node died still runs its batch script on
+            // the first, its ranks there hung on their dead peers); the lost nodes get no
+            // order. A launch that never happened leaves nothing to end.
+            let started = ended_as == JobState::NodeFail;
             for e in &mut effects {
                 if let Effect::Terminate { nodes, .. } = e {
-                    nodes.retain(|n| self.agents_up.contains(n));
+                    nodes.retain(|n| started && self.agents_up.contains(n));
                 }
             }
             effects.retain(|e| !matches!(e, Effect::Terminate { nodes, .. } if nodes.is_empty()));
             // The job runs again once its batch host reports that copy's end; with no
-            // agent there to report it, at once. (A registering agent that does not
-            // list the run is done with by `runs_gone`.)
+            // agent there to report it, or no copy, at once. (A registering agent that
+            // does not list the run is done with by `runs_gone`.)
             let ending = self.jobs[&id].ending_run;
             if ending.is_some_and(|e| {
-                !self
-                    .agents_up
-                    .contains(&self.conf.cluster.node(e.node).name)
+                !started
+                    || !self
+                        .agents_up
+                        .contains(&self.conf.cluster.node(e.node).name)
             }) {
                 effects.extend(self.requeued_run_ended(id, now));
             }

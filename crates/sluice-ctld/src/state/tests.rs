@@ -2387,6 +2387,28 @@ fn a_job_whose_second_node_dies_is_ended_on_its_first_before_it_runs_again() {
 }
 
 #[test]
+fn a_two_node_job_whose_launch_could_not_be_delivered_runs_again_at_once() {
+    // Its batch host's agent is up but did not take the launch: nothing ran, so nothing
+    // is ended on its nodes and the job does not wait for an end that will not come.
+    let mut c = Controller::new(conf(3, 4), Path::new("/s"), vec![], vec![], 0);
+    for n in ["node01", "node02", "node03"] {
+        c.agent_registered(n, &[], 0);
+    }
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(8, 600), &mut next, 1);
+    assert_eq!(launches(&c.schedule(1)).len(), 1);
+    let effects = c.launch_refused(id, 0, 2);
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::Terminate { .. })),
+        "{effects:?}"
+    );
+    assert_eq!(launches(&effects).len(), 1, "{effects:?}");
+    assert_eq!(c.job(id).unwrap().restarts, 1);
+}
+
+#[test]
 fn a_finished_job_keeps_why_it_ended_as_slurm_sets_it_and_across_a_restart() {
     // Six one-task jobs on one 8-CPU node, each ending its own way.
     let mut c = Controller::new(conf(1, 8), Path::new("/s"), vec![], vec![], 0);
