@@ -1970,9 +1970,14 @@ impl Controller {
         run.state = ended_as;
         run.end_time = Some(r.end_time.unwrap_or(now));
         effects.push(Effect::PersistRun(Box::new(run)));
-        if ended_as == JobState::Preempted && state == JobState::Running && !r.desc.interactive {
+        let lost_with_node = ended_as == JobState::NodeFail;
+        if (ended_as == JobState::Preempted || lost_with_node)
+            && state == JobState::Running
+            && !r.desc.interactive
+        {
             // Its batch step, killed with it, as Slurm keeps it for `sacct -D`: CANCELLED
-            // by SIGTERM, under that run.
+            // by SIGTERM, under that run (lost with a node: CANCELLED, as slurmctld
+            // completes the steps of a requeued job, whichever signal ended it).
             effects.push(Effect::PersistStep(StepRecord {
                 job_id: id.0,
                 step: StepId::Batch,
@@ -1981,7 +1986,7 @@ impl Controller {
                 start: r.start_time.unwrap_or(now),
                 end: Some(now),
                 exit_code: 0,
-                signal: 15,
+                signal: if lost_with_node { 0 } else { 15 },
                 nodes: self.node_names(r).into_iter().take(1).collect(),
                 ntasks: 1,
                 cpus: r.alloc.first().map_or(1, |s| s.cpus),
@@ -1992,6 +1997,7 @@ impl Controller {
             }));
         }
         if state == JobState::Running {
+            effects.extend(self.cancel_open_steps(id, now));
             self.sched.job_ended(id, now);
             let r = &self.jobs[&id];
             if !r.desc.interactive && terminate {
@@ -2023,6 +2029,32 @@ impl Controller {
         r.next_step = 0;
         effects.push(self.persist(id));
         self.outside.insert(id);
+        effects
+    }
+
+    /// The `srun` steps of job `id`'s current run still running when that run is requeued
+    /// end with it, CANCELLED at `now`, as slurmctld completes a requeued job's steps
+    /// (their srun, killed with the run or lost with its node, never reports them; they
+    /// stayed RUNNING in `sacct -D` for ever).
+    fn cancel_open_steps(&mut self, id: JobId, now: i64) -> Vec<Effect> {
+        let run = self.jobs[&id].restarts;
+        let open: Vec<(JobId, StepId)> = self
+            .steps
+            .range((id, StepId::Number(0))..=(id, StepId::Number(u32::MAX)))
+            .filter(|(_, s)| s.state == JobState::Running && s.run == run)
+            .map(|(k, _)| *k)
+            .collect();
+        let mut effects = Vec::new();
+        for k in open {
+            let usage = self.usage.merged(id, k.1);
+            let s = self.steps.get_mut(&k).expect("listed");
+            s.state = JobState::Cancelled;
+            s.end = Some(now);
+            if usage.is_some() {
+                s.usage = usage;
+            }
+            effects.push(Effect::PersistStep(s.clone()));
+        }
         effects
     }
 
@@ -2639,9 +2671,28 @@ impl Controller {
             self.audit.failing = Some((id, ended_as));
             let mut effects = self.requeue(id, None, &admin, now).unwrap_or_default();
             self.audit.failing = None;
-            effects.retain(|e| !matches!(e, Effect::Terminate { .. }));
-            // No agent is left to report the run's end.
-            if self.jobs[&id].ending_run.is_some() {
+            // A run that started (`ended_as` NODE_FAIL) is ended on the nodes whose
+            // agents are up, as Slurm kills a job on all its nodes before it runs again
+            // (a multi-node job whose second node died still runs its batch script on
+            // the first, its ranks there hung on their dead peers); the lost nodes get no
+            // order. A launch that never happened leaves nothing to end.
+            let started = ended_as == JobState::NodeFail;
+            for e in &mut effects {
+                if let Effect::Terminate { nodes, .. } = e {
+                    nodes.retain(|n| started && self.agents_up.contains(n));
+                }
+            }
+            effects.retain(|e| !matches!(e, Effect::Terminate { nodes, .. } if nodes.is_empty()));
+            // The job runs again once its batch host reports that copy's end; with no
+            // agent there to report it, or no copy, at once. (A registering agent that
+            // does not list the run is done with by `runs_gone`.)
+            let ending = self.jobs[&id].ending_run;
+            if ending.is_some_and(|e| {
+                !started
+                    || !self
+                        .agents_up
+                        .contains(&self.conf.cluster.node(e.node).name)
+            }) {
                 effects.extend(self.requeued_run_ended(id, now));
             }
             return effects;

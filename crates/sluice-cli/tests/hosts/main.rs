@@ -17,6 +17,9 @@
 //! the link is back. `ctld_crash_lab.rs` kills the controller while jobs run on three
 //! hosts and restarts it: nothing is lost. `interactive_lab.rs`: `srun` from a login
 //! host across two others (stdin, labels, exit codes, Ctrl-C) and `salloc`.
+//! `training_lab.rs`: the seeds' training job (`--requeue`, two nodes) loses a host,
+//! is requeued on the hosts left (or waits for one, explain saying why) and resumes
+//! from its checkpoint; a worker restarted by its launcher leaves the job alone.
 
 mod ctld_crash_lab;
 mod harness;
@@ -27,3 +30,4 @@ mod partition_lab;
 mod ranks_lab;
 mod restart_lab;
 mod seeds_lab;
+mod training_lab;

@@ -2324,6 +2324,91 @@ fn a_node_cut_off_longer_than_slurmd_timeout_goes_down_and_its_stale_run_is_kill
 }
 
 #[test]
+fn a_job_whose_second_node_dies_is_ended_on_its_first_before_it_runs_again() {
+    // Three 4-CPU nodes; an 8-task requeueable job holds node01 and node02, its batch
+    // script on node01 and an srun step on both. node02's agent is lost: the job's copy on node01 (its script,
+    // its ranks there hung on their dead peers) is ended, as Slurm kills a job on all
+    // its nodes before it requeues it; node02 gets no order. The job runs again only
+    // once node01 reports that end: never two copies at once.
+    let mut c = Controller::new(conf(3, 4), Path::new("/s"), vec![], vec![], 0);
+    for n in ["node01", "node02", "node03"] {
+        c.agent_registered(n, &[], 0);
+    }
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(8, 600), &mut next, 1);
+    let two = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+    assert_eq!(
+        launches(&c.schedule(1)),
+        vec![(id.0, two("node01", "node02"))]
+    );
+    // Its srun step across both nodes.
+    c.start_step(id, &StepRequest::default(), &alice(), 2)
+        .unwrap();
+    let effects = c.agent_lost("node02", 20);
+    // Its batch step and its srun step end with the lost run, CANCELLED (the srun,
+    // killed with the run, never reports it), not RUNNING for ever in `sacct -D`.
+    let steps: Vec<_> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistStep(s) => Some((s.step, s.run, s.state, s.end)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            (StepId::Batch, 0, JobState::Cancelled, Some(20)),
+            (StepId::Number(0), 0, JobState::Cancelled, Some(20))
+        ]
+    );
+    let terminated: Vec<_> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Terminate {
+                nodes,
+                job_id,
+                state,
+            } => Some((nodes.clone(), job_id.0, *state)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        terminated,
+        vec![(vec!["node01".to_string()], id.0, JobState::Requeued)]
+    );
+    assert_eq!(launches(&effects), vec![]);
+    let r = c.job(id).unwrap();
+    assert_eq!((r.state, r.restarts), (JobState::Pending, 1));
+    assert_eq!(launches(&c.schedule(21)), vec![]);
+
+    let effects = c.job_ended(&ended(id, JobState::Requeued, 0, 22), 22);
+    assert_eq!(launches(&effects), vec![(id.0, two("node01", "node03"))]);
+    assert_eq!(c.job(id).unwrap().restarts, 1);
+}
+
+#[test]
+fn a_two_node_job_whose_launch_could_not_be_delivered_runs_again_at_once() {
+    // Its batch host's agent is up but did not take the launch: nothing ran, so nothing
+    // is ended on its nodes and the job does not wait for an end that will not come.
+    let mut c = Controller::new(conf(3, 4), Path::new("/s"), vec![], vec![], 0);
+    for n in ["node01", "node02", "node03"] {
+        c.agent_registered(n, &[], 0);
+    }
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(8, 600), &mut next, 1);
+    assert_eq!(launches(&c.schedule(1)).len(), 1);
+    let effects = c.launch_refused(id, 0, 2);
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::Terminate { .. })),
+        "{effects:?}"
+    );
+    assert_eq!(launches(&effects).len(), 1, "{effects:?}");
+    assert_eq!(c.job(id).unwrap().restarts, 1);
+}
+
+#[test]
 fn a_finished_job_keeps_why_it_ended_as_slurm_sets_it_and_across_a_restart() {
     // Six one-task jobs on one 8-CPU node, each ending its own way.
     let mut c = Controller::new(conf(1, 8), Path::new("/s"), vec![], vec![], 0);
