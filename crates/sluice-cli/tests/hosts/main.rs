@@ -17,12 +17,15 @@
 //! the link is back. `ctld_crash_lab.rs` kills the controller while jobs run on three
 //! hosts and restarts it: nothing is lost. `interactive_lab.rs`: `srun` from a login
 //! host across two others (stdin, labels, exit codes, Ctrl-C) and `salloc`.
+//! `notebook_lab.rs`: real Jupyter servers on a GPU from `salloc` and `sbatch`, reached
+//! from a login host and ended at their time limit; batchspawner's `SlurmSpawner`.
 
 mod ctld_crash_lab;
 mod harness;
 mod interactive_lab;
 mod lab;
 mod munge_lab;
+mod notebook_lab;
 mod partition_lab;
 mod ranks_lab;
 mod restart_lab;
