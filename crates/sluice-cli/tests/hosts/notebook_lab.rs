@@ -164,6 +164,21 @@ fn sacct(h: &Hosts, job: u64, field: &str) -> String {
     o.stdout.trim().to_string()
 }
 
+/// Polls `check` every 50 ms, up to a minute, until it gives Some (for timings).
+fn soon<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -188,24 +203,42 @@ fn notebooks_answer_from_the_login_host_hold_a_gpu_and_end_at_their_time_limit()
     };
 
     // Time to URL: from sbatch to the server answering on the URL its output names,
-    // from the login host (the time a user waits), three times.
-    let mut waits = Vec::new();
+    // from the login host (the time a user waits), three times; and to the URL printed
+    // (the job's script running: what the cluster takes, the rest is Jupyter's).
+    let (mut printed, mut answered) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         let submitted = Instant::now();
         let job = sbatch("");
-        let url = printed_url(&h, job);
-        answering(&h, &url);
-        waits.push(submitted.elapsed());
+        let out = here(&h, JOBS).join(format!("notebook-{job}.out"));
+        let url = soon("the notebook's URL", || {
+            read(&out)
+                .lines()
+                .find_map(|l| l.strip_prefix("From the login host: "))
+                .map(str::to_string)
+        });
+        printed.push(submitted.elapsed());
+        let status = url.replace("/?token=", "/api/status?token=");
+        soon("the server's answer", || {
+            get(&h, &status).filter(|b| b.contains("\"started\""))
+        });
+        answered.push(submitted.elapsed());
         assert_eq!(root_sh(&h, "node04", &format!("scancel {job}")).code, 0);
         assert_eq!(
             job_ended(&h, job, Duration::from_secs(30)),
             "CANCELLED by 0|0:0"
         );
     }
+    let secs = |v: &[Duration]| -> Vec<String> {
+        v.iter()
+            .map(|d| format!("{:.2}", d.as_secs_f64()))
+            .collect()
+    };
     eprintln!(
-        "notebook time-to-URL: median {:.2} s of {:?}",
-        median(waits.clone()).as_secs_f64(),
-        waits
+        "notebook time-to-URL: median {:.2} s {:?}; URL printed after {:.2} s {:?}",
+        median(answered.clone()).as_secs_f64(),
+        secs(&answered),
+        median(printed.clone()).as_secs_f64(),
+        secs(&printed),
     );
 
     // Two notebooks with a one-minute limit and a GPU each: one from salloc (its
@@ -329,6 +362,27 @@ fn notebooks_answer_from_the_login_host_hold_a_gpu_and_end_at_their_time_limit()
     });
     let said = read(&here(&h, JOBS).join("salloc.err"));
     assert!(code.is_some(), "salloc: {said}");
+    assert!(
+        said.contains(&format!(
+            "salloc: Job {salloc_job} has exceeded its time limit and its allocation has been \
+             revoked.\n"
+        )),
+        "{said}"
+    );
+    // Both servers had SIGTERM first (they shut their kernels down), and the batch
+    // job's output says why it ended, as slurmstepd writes it.
+    let out = read(&here(&h, JOBS).join(format!("notebook-{batch}.out")));
+    for (who, text) in [("salloc", &said), ("sbatch", &out)] {
+        assert!(
+            text.contains("received signal 15, stopping"),
+            "{who}'s server: {text}"
+        );
+    }
+    assert!(
+        out.contains(&format!(": error: *** JOB {batch} ON node01 CANCELLED AT "))
+            && out.contains(" DUE TO TIME LIMIT ***\n"),
+        "{out}"
+    );
     // The GPUs are free again: the job that wanted them all has had them.
     assert_eq!(
         job_ended(&h, all_gpus, Duration::from_secs(30)),
