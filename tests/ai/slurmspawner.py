@@ -9,12 +9,13 @@ token), served here as batchspawner.api's handler does: it sets the spawner's po
 
 Prints one JSON object per line on stdout, what the spawner saw at each point:
   {"event": "submitted", "job_id": ...}         (from the spawner's own job_id)
-  {"event": "started", "ip": ..., "port": ..., "status": ...}
+  {"event": "started", "ip": ..., "port": ..., "status": ..., "seen": [every status, in order]}
   {"event": "answered", "url": ...}             (the server's /api/status, token-authenticated)
   {"event": "poll", "result": ..., "status": ...}
   {"event": "stopped", "result": ..., "status": ...}
 
-usage: slurmspawner.py HUB_IP WORKDIR PARTITION [SERVER_ARGS...]
+usage: slurmspawner.py HUB_IP WORKDIR PARTITION OPTIONS [SERVER_ARGS...]
+  (OPTIONS: the spawner's req_options, more sbatch options; it asks for one GPU)
 """
 
 import asyncio
@@ -53,7 +54,7 @@ class BatchSpawnerApi(web.RequestHandler):
         self.finish(json.dumps({"message": "BatchSpawner data configured"}))
 
 
-async def main(hub_ip, workdir, partition, server_args):
+async def main(hub_ip, workdir, partition, options, server_args):
     user = types.SimpleNamespace(name="root", escaped_name="root", url="/user/root/")
     token = secrets.token_hex(16)
     hub = Hub(ip=hub_ip, port=0, base_url="/hub/", public_host="")
@@ -70,7 +71,8 @@ async def main(hub_ip, workdir, partition, server_args):
         req_homedir=workdir,
         req_partition=partition,
         req_runtime="10",
-        req_options="--mem=1G",
+        req_options=options,
+        req_gres="gpu:1",
         batchspawner_singleuser_cmd="python -m batchspawner.singleuser",
         cmd=["jupyter-server"],
         args=["--ip=0.0.0.0", f"--IdentityProvider.token={token}", *server_args],
@@ -100,11 +102,22 @@ async def main(hub_ip, workdir, partition, server_args):
     # JupyterHub's own start timeout wraps start(); so does this.
     submitted = time.monotonic()
     task = asyncio.ensure_future(spawner.start())
+    # Every job status start() reads from squeue, in order (it polls every 0.25 s).
+    seen = []
+
+    async def watch():
+        while True:
+            if spawner.job_status and spawner.job_status not in seen[-1:]:
+                seen.append(spawner.job_status)
+            await asyncio.sleep(0.02)
+
+    watcher = asyncio.ensure_future(watch())
     while not spawner.job_id and not task.done():
         await asyncio.sleep(0.05)
     say(event="submitted", job_id=spawner.job_id)
     ip, port = await asyncio.wait_for(task, 120)
-    say(event="started", ip=ip, port=port, status=spawner.job_status)
+    watcher.cancel()
+    say(event="started", ip=ip, port=port, status=spawner.job_status, seen=seen)
 
     url = f"http://{ip}:{port}/api/status"
     while True:
@@ -133,6 +146,6 @@ async def main(hub_ip, workdir, partition, server_args):
 
 
 if __name__ == "__main__":
-    hub_ip, workdir, partition, *server_args = sys.argv[1:]
+    hub_ip, workdir, partition, options, *server_args = sys.argv[1:]
     os.makedirs(workdir, exist_ok=True)
-    asyncio.run(main(hub_ip, workdir, partition, server_args))
+    asyncio.run(main(hub_ip, workdir, partition, options, server_args))

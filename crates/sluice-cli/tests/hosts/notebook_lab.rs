@@ -406,12 +406,27 @@ fn batchspawner_starts_polls_and_stops_a_notebook_through_sluices_commands() {
     let daemons = Daemons(&h);
     start_cluster(&h, &["node01", "node04"]);
 
+    // node01's eight GPUs held by a job that ends once the spawner's job has waited
+    // (and batchspawner has seen it pending) for a second.
+    let o = root_sh(
+        &h,
+        "node04",
+        "sbatch --parsable -p train -w node01 --gres=gpu:8 --mem=1G -t 1 -o /dev/null \
+         --wrap 'until squeue -h -n spawner-jupyterhub -t PD -o %i | grep -q .; do sleep 0.2; \
+         done; sleep 1'",
+    );
+    let blocker: u64 = o.stdout.trim().parse().expect("a job id");
+    wait_for(Duration::from_secs(30), "the blocker running", || {
+        (sacct(&h, blocker, "State") == "RUNNING").then_some(())
+    });
     // The Hub on node04 (a host users submit from), its API on node04's address.
     let hub = h.address("node04").to_string();
     let o = root_sh(
         &h,
         "node04",
-        &format!("python {SPAWNER} {hub} {JOBS}/hub train --allow-root"),
+        &format!(
+            "python {SPAWNER} {hub} {JOBS}/hub train '--mem=1G --nodelist=node01' --allow-root"
+        ),
     );
     let logs: String = std::fs::read_dir(here(&h, JOBS).join("hub"))
         .into_iter()
@@ -449,6 +464,15 @@ fn batchspawner_starts_polls_and_stops_a_notebook_through_sluices_commands() {
         )
     );
     assert!(started["port"].as_u64().unwrap() > 0);
+    // What it read from squeue while it waited: pending with no host yet, then running.
+    assert_eq!(
+        started["seen"],
+        serde_json::json!(["PENDING n/a", "RUNNING node01"])
+    );
+    assert_eq!(
+        job_ended(&h, blocker, Duration::from_secs(10)),
+        "COMPLETED|0:0"
+    );
     assert_eq!(
         event("answered")["url"],
         format!("http://node01:{}/api/status", started["port"])
