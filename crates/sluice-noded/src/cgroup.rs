@@ -235,15 +235,20 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// The name of the directory, under `<agent's cgroup>/sluice`, that holds the job cgroups
 /// of node `node` of the cluster whose state directory is `state_dir`: `<node>.<hash of
-/// the state directory's canonical path, 16 hex digits>`.
+/// the state directory's canonical path and, where it exists, its device and inode, 16
+/// hex digits>`. One path may name several directories on one machine: hosts made of
+/// mount namespaces (the hosts harness) each bind a spool of their own at
+/// `/var/spool/slurmd`, and two such labs' `node01` must not share job cgroups.
 pub fn node_dir_name(state_dir: &Path, node: &str) -> String {
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
     let dir = std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf());
-    format!(
-        "{}.{:016x}",
-        node.replace('/', "_"),
-        fnv1a(dir.as_os_str().as_bytes())
-    )
+    let mut key = dir.as_os_str().as_bytes().to_vec();
+    if let Ok(m) = std::fs::metadata(&dir) {
+        key.extend(m.dev().to_le_bytes());
+        key.extend(m.ino().to_le_bytes());
+    }
+    format!("{}.{:016x}", node.replace('/', "_"), fnv1a(&key))
 }
 
 /// Writes `n` in decimal into `buf` without allocating; returns the digits.
@@ -860,6 +865,16 @@ mod tests {
             node_dir_name(Path::new("/nonexistent/b"), "n1")
         );
         assert!(node_dir_name(Path::new("/x"), "a/b").starts_with("a_b."));
+        // An existing directory is named by what it is, not only by its path: the
+        // same path in two mount namespaces is two directories.
+        let dir = std::env::temp_dir();
+        let path = std::fs::canonicalize(&dir).unwrap();
+        let name = node_dir_name(&dir, "n1");
+        assert_ne!(
+            name,
+            format!("n1.{:016x}", fnv1a(path.as_os_str().as_encoded_bytes()))
+        );
+        assert_eq!(name, node_dir_name(&path, "n1"));
     }
 
     #[test]

@@ -95,6 +95,18 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         'R' => f("NODELIST(REASON)", reason(j)),
         'r' => f("REASON", j.reason.clone()),
         'N' => f("NODELIST", sluice_conf::hostlist::compress(&j.nodes)),
+        // squeue's `_print_job_batch_host`: a batch job's host is where its script runs
+        // (its first node, `n/a` until it has one); an allocation's, the host salloc or
+        // srun ran on. JupyterHub's batchspawner reads it (`-o '%T %B'`).
+        'B' => f(
+            "EXEC_HOST",
+            if j.desc.interactive {
+                Some(&j.desc.submit_host).filter(|h| !h.is_empty())
+            } else {
+                j.nodes.first()
+            }
+            .map_or_else(|| "n/a".into(), Clone::clone),
+        ),
         'S' => f(
             "START_TIME",
             j.start_time
@@ -203,6 +215,7 @@ fn long_field(name: &str) -> Option<char> {
         "numnodes" => 'D',
         "numcpus" => 'C',
         "nodelist" => 'N',
+        "batchhost" => 'B',
         "reason" => 'r',
         "reasonlist" => 'R',
         "starttime" => 'S',
@@ -969,5 +982,32 @@ mod reason_tests {
         for (state, reason, want) in cases {
             assert_eq!(shown(state, reason).as_deref(), Some(want), "{state:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod exec_host_tests {
+    use super::field;
+    use sluice_proto::types::{JobRecord, JobState};
+
+    #[test]
+    fn the_exec_host_is_the_batch_scripts_node_or_the_allocations_submit_host() {
+        // As Slurm 22.05 prints `squeue -h -o '%T %B'`: `PENDING n/a` before a batch job
+        // has nodes, `RUNNING n02` once its script runs on n02 (and so after it ended);
+        // an salloc's allocation names the host salloc ran on.
+        let mut j = JobRecord {
+            state: JobState::Pending,
+            ..Default::default()
+        };
+        j.desc.submit_host = "login1".into();
+        let shown = |j: &JobRecord| field('B', j, 0).map(|f| (f.header, f.value));
+        assert_eq!(shown(&j), Some(("EXEC_HOST", "n/a".to_string())));
+        j.state = JobState::Running;
+        j.nodes = vec!["n02".into(), "n03".into()];
+        assert_eq!(shown(&j), Some(("EXEC_HOST", "n02".to_string())));
+        j.desc.interactive = true;
+        assert_eq!(shown(&j), Some(("EXEC_HOST", "login1".to_string())));
+        j.desc.submit_host.clear();
+        assert_eq!(shown(&j), Some(("EXEC_HOST", "n/a".to_string())));
     }
 }

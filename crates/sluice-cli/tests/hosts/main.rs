@@ -20,12 +20,15 @@
 //! `training_lab.rs`: the seeds' training job (`--requeue`, two nodes) loses a host,
 //! is requeued on the hosts left (or waits for one, explain saying why) and resumes
 //! from its checkpoint; a worker restarted by its launcher leaves the job alone.
+//! `notebook_lab.rs`: real Jupyter servers on a GPU from `salloc` and `sbatch`, reached
+//! from a login host and ended at their time limit; batchspawner's `SlurmSpawner`.
 
 mod ctld_crash_lab;
 mod harness;
 mod interactive_lab;
 mod lab;
 mod munge_lab;
+mod notebook_lab;
 mod partition_lab;
 mod ranks_lab;
 mod restart_lab;
