@@ -475,6 +475,10 @@ pub struct JobRecord {
     /// `IdleGpuTime`): how many, since when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_gpus: Option<crate::usage::IdleGpus>,
+    /// A service job's stable address (`http://HOST:PORT/services/NAME/`), when it
+    /// declares a port and the controller listens on TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_url: Option<String>,
 }
 
 /// Who holds a pending job back.

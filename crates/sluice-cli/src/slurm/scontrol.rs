@@ -243,6 +243,10 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         p("IdleSince", sluice_proto::time::timestamp(idle.since));
         p("IdleThreshold", format!("{}%", idle.threshold));
     }
+    // Sluice's own: a service job's stable address, on a line of its own.
+    if let Some(url) = &j.service_url {
+        p("ServiceURL", url.clone());
+    }
     v
 }
 
@@ -279,6 +283,7 @@ const JOB_BREAKS: &[&str] = &[
     "TresPerNode",
     "TresPerTask",
     "IdleGPUs",
+    "ServiceURL",
 ];
 
 /// scontrol's options: Slurm 22.05's table, in its order (which orders the candidates

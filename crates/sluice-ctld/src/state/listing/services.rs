@@ -1,0 +1,200 @@
+//! Where a service runs now, by its stable name: what the controller's `/services/NAME/`
+//! forwards to (`server/services.rs`), read from the snapshot, never from the loop.
+//!
+//! The target is always a node's address as the controller knows it and the port the
+//! service declared (`--port`): nothing in a request chooses it.
+
+use sluice_proto::types::JobState;
+
+use super::Listing;
+
+/// Where a service's requests go: its job's first node, on the service's port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceTarget {
+    /// The job now serving the name.
+    pub job: u64,
+    /// The node's address: its `NodeAddr` (the host the controller sends the node's
+    /// orders to) when agents are on their own hosts, this host's loopback address
+    /// for `sluice up`'s nodes, which all run here.
+    pub host: String,
+    /// The service's port there.
+    pub port: u16,
+}
+
+/// What the snapshot says of a service name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServiceAt {
+    /// Running: its requests go to the target.
+    Live(ServiceTarget),
+    /// Known and not ended, but running nowhere now (pending, requeued, moving): it
+    /// may come back in a moment.
+    Away,
+    /// Known, and every job of that name has ended.
+    Ended,
+    /// Running, but it declared no port (`--port`): nothing to forward to.
+    NoPort,
+    /// No job of that name.
+    Unknown,
+}
+
+impl Listing {
+    /// Where the service named `name` runs now. Of several jobs of that name (the
+    /// name is unique among live services; ended ones stay until purged), the
+    /// running one with the highest id answers.
+    pub fn service(&self, name: &str) -> ServiceAt {
+        let Some(ids) = self.by_service.get(name) else {
+            return ServiceAt::Unknown;
+        };
+        let mut away = false;
+        for id in ids.iter().rev() {
+            let Some(l) = self.jobs.get(id) else { continue };
+            let j = &l.job;
+            match j.state {
+                JobState::Running => {
+                    let Some(first) = j.alloc.first() else {
+                        away = true;
+                        continue;
+                    };
+                    let Some(port) = j.desc.service.as_ref().and_then(|s| s.port) else {
+                        return ServiceAt::NoPort;
+                    };
+                    return ServiceAt::Live(ServiceTarget {
+                        job: id.0,
+                        host: self.node_host(first.node),
+                        port,
+                    });
+                }
+                s if !s.is_finished() => away = true,
+                _ => {}
+            }
+        }
+        if away {
+            ServiceAt::Away
+        } else {
+            ServiceAt::Ended
+        }
+    }
+
+    /// The address of node `node` as the controller reaches it.
+    fn node_host(&self, node: sluice_core::NodeId) -> String {
+        if !self.conf.agents_over_tcp {
+            return "127.0.0.1".to_string();
+        }
+        match self.conf.node_addresses.get(node.index()) {
+            Some(a) if !a.addr.is_empty() => a.addr.clone(),
+            _ => self.conf.cluster.node(node).name.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use sluice_proto::service::{RestartPolicy, ServiceSpec};
+    use sluice_proto::types::{JobEnded, JobState};
+
+    use super::*;
+    use crate::config::NodeAddress;
+    use crate::state::listing::Publisher;
+    use crate::state::tests::{conf, desc, submit};
+    use crate::state::Controller;
+
+    fn service(name: &str, port: Option<u16>) -> sluice_proto::types::JobDescription {
+        let mut d = desc(1, 600);
+        d.service = Some(ServiceSpec {
+            name: name.into(),
+            restart: RestartPolicy::OnFailure,
+            max_restarts: None,
+            health: None,
+            port,
+        });
+        d
+    }
+
+    #[test]
+    fn a_service_is_found_by_name_where_it_runs_and_not_once_it_ended() {
+        let mut c = Controller::new(conf(2, 4), Path::new("/state"), vec![], vec![], 0);
+        let mut p = Publisher::new(&mut c, 0);
+        let mut next = 10;
+        // A plain job of the same job name is no service.
+        let mut plain = desc(1, 600);
+        plain.name = "llm".into();
+        submit(&mut c, plain, &mut next, 1);
+        assert_eq!(p.current().service("llm"), ServiceAt::Unknown);
+        let (id, _) = submit(&mut c, service("llm", Some(8000)), &mut next, 1);
+        submit(&mut c, service("noport", None), &mut next, 1);
+        p.publish(&mut c, 1);
+        // Queued, not started: away, may come.
+        assert_eq!(p.current().service("llm"), ServiceAt::Away);
+        c.schedule(2);
+        p.publish(&mut c, 2);
+        assert_eq!(
+            p.current().service("llm"),
+            ServiceAt::Live(ServiceTarget {
+                job: id.0,
+                host: "127.0.0.1".into(),
+                port: 8000
+            })
+        );
+        assert_eq!(p.current().service("noport"), ServiceAt::NoPort);
+        assert_eq!(p.current().service("ll"), ServiceAt::Unknown);
+        assert_eq!(p.current().service("llm/"), ServiceAt::Unknown);
+        let node = p.current().job(id).unwrap().nodes[0].clone();
+        c.job_ended(
+            &JobEnded {
+                job_id: id.0,
+                run: 0,
+                node,
+                state: JobState::Failed,
+                exit_code: 1,
+                signal: 0,
+                end: 3,
+                usage: None,
+            },
+            3,
+        );
+        p.publish(&mut c, 3);
+        assert_eq!(p.current().service("llm"), ServiceAt::Ended);
+    }
+
+    #[test]
+    fn agents_on_their_own_hosts_are_reached_at_their_node_addr() {
+        let mut cf = conf(2, 4);
+        cf.agents_over_tcp = true;
+        cf.node_addresses = vec![
+            NodeAddress {
+                addr: "10.0.0.1".into(),
+                hostname: "node01".into(),
+                port: None,
+            },
+            NodeAddress {
+                addr: "10.0.0.2".into(),
+                hostname: "node02".into(),
+                port: None,
+            },
+        ];
+        let mut c = Controller::new(cf, Path::new("/state"), vec![], vec![], 0);
+        let mut p = Publisher::new(&mut c, 0);
+        let mut next = 10;
+        // node01 busy: the service lands on node02.
+        let mut big = desc(4, 600);
+        big.name = "big".into();
+        submit(&mut c, big, &mut next, 1);
+        c.schedule(1);
+        let (id, _) = submit(&mut c, service("llm", Some(8000)), &mut next, 1);
+        c.schedule(2);
+        p.publish(&mut c, 2);
+        let ServiceAt::Live(t) = p.current().service("llm") else {
+            panic!("not live")
+        };
+        assert_eq!(
+            t,
+            ServiceTarget {
+                job: id.0,
+                host: "10.0.0.2".into(),
+                port: 8000
+            }
+        );
+    }
+}
