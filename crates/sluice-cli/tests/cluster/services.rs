@@ -16,7 +16,9 @@ use crate::harness::Cluster;
 use crate::rest::{free_port, http, http_text};
 
 /// An OpenAI-style stand-in: `GET` answers what it was asked (path, headers), `POST
-/// /v1/completions` echoes its body, `GET /stream` sends three chunks 400 ms apart.
+/// /v1/completions` echoes its body, `GET /stream` sends three chunks 400 ms apart,
+/// `GET /raw` with `Upgrade: echo` switches protocols and sends back what it gets in
+/// capitals (a WebSocket's shape without its framing).
 /// It writes its pid to `server.pid` once it listens.
 const SERVER: &str = r#"
 import http.server, json, os, sys, time
@@ -31,6 +33,18 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b)
     def do_GET(self):
+        if self.path == "/raw" and self.headers.get("Upgrade") == "echo":
+            self.send_response(101)
+            self.send_header("Upgrade", "echo")
+            self.send_header("Connection", "Upgrade")
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                d = self.connection.recv(4096)
+                if not d: break
+                self.connection.sendall(d.upper())
+            self.close_connection = True
+            return
         if self.path == "/stream":
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -55,7 +69,7 @@ s.serve_forever()
 
 /// A service job named `name` on `port` running `script`, submitted through the
 /// client library (what `sbatch --port` sends).
-fn submit_service(c: &Cluster, name: &str, port: u16, script: &str) -> u64 {
+fn submit_service(c: &Cluster, name: &str, port: u16, script: &str, hold: bool) -> u64 {
     let client =
         sluice_proto::Client::new(sluice_proto::paths::controller_socket(&c.dir.join("state")));
     let work = c.work().display().to_string();
@@ -76,6 +90,7 @@ fn submit_service(c: &Cluster, name: &str, port: u16, script: &str) -> u64 {
             health: None,
             port: Some(port),
         }),
+        hold,
         ..Default::default()
     };
     let reply: SubmitReply = client.post("/v1/jobs", &desc).expect("submitted");
@@ -105,7 +120,7 @@ fn a_service_is_reached_at_its_stable_address_while_it_lives() {
     std::fs::write(c.work().join("server.py"), SERVER).unwrap();
     // The script restarts its server when it dies: what restart in place does.
     let script = format!("#!/bin/sh\nwhile true; do python3 server.py {port}; sleep 0.5; done\n");
-    let id = submit_service(&c, "echo", port, &script);
+    let id = submit_service(&c, "echo", port, &script, false);
     let plain = c.sbatch(&["-J", "plain", "-t", "5", "--wrap", "sleep 300"]);
     c.wait_for("the server to answer", || {
         TcpStream::connect(&direct).is_ok()
@@ -196,6 +211,36 @@ fn a_service_is_reached_at_its_stable_address_while_it_lives() {
         "first {first:?}, all {all:?}: not streamed"
     );
 
+    // An upgrade is joined end to end once the service switches protocols.
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /services/echo/raw HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        assert_eq!(
+            s.read(&mut b).unwrap(),
+            1,
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+        head.push(b[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(head.contains("upgrade: echo"), "{head}");
+    for word in ["hello", "again"] {
+        s.write_all(word.as_bytes()).unwrap();
+        let mut b = [0u8; 5];
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(&b, word.to_uppercase().as_bytes());
+    }
+    drop(s);
+
     // Without its slash, redirected; an unknown name is 404.
     let (status, head, _) = http_text(&addr, "GET", "/services/echo", &[], "");
     assert_eq!(status, 308);
@@ -246,6 +291,38 @@ fn a_service_is_reached_at_its_stable_address_while_it_lives() {
         "answered by the new server"
     );
     println!("held {held:?} while the server restarted");
+
+    // A service that runs nowhere yet (held): a request waits for it, then is
+    // answered 503 with Retry-After; released while a request waits, it answers it.
+    let later_port = free_port();
+    let later = submit_service(
+        &c,
+        "later",
+        later_port,
+        &format!("#!/bin/sh\nexec python3 server.py {later_port}\n"),
+        true,
+    );
+    let asked = Instant::now();
+    let (status, head, text) = http_text(&addr, "GET", "/services/later/", &[], "");
+    assert_eq!(
+        (status, text.as_str()),
+        (503, "service later: not running now\n")
+    );
+    assert!(head.contains("retry-after: 5"), "{head}");
+    assert!(
+        asked.elapsed() >= Duration::from_millis(4500),
+        "{:?}",
+        asked.elapsed()
+    );
+    let waiting = {
+        let addr = addr.clone();
+        std::thread::spawn(move || http(&addr, "GET", "/services/later/x", &[], ""))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let o = c.run("scontrol", &["release", &later.to_string()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let (status, v) = waiting.join().unwrap();
+    assert_eq!((status, v["path"].as_str()), (200, Some("/x")), "{v}");
 
     // Ended: 503 with Retry-After, at once.
     let o = c.run("scancel", &[&id.to_string()]);
