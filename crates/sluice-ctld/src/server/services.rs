@@ -116,7 +116,7 @@ async fn forward_request(State(app): State<super::App>, req: Request) -> Respons
             ServiceAt::Unknown => plain(StatusCode::NOT_FOUND, format!("no service {name}")),
             ServiceAt::NoPort => plain(
                 StatusCode::NOT_FOUND,
-                format!("service {name} declares no port (--port)"),
+                format!("service {name} declares no port it is forwarded to (--port)"),
             ),
             ServiceAt::Ended => unavailable(&name, "ended"),
             ServiceAt::Away => unavailable(&name, "not running now"),

@@ -31,7 +31,9 @@ pub enum ServiceAt {
     Away,
     /// Known, and every job of that name has ended.
     Ended,
-    /// Running, but it declared no port (`--port`): nothing to forward to.
+    /// Running, but it declared no port (`--port`), or one the controller does not
+    /// forward to: a privileged port (below 1024) or a Sluice daemon's
+    /// (`SlurmctldPort`, the controller's listener, the node's agent).
     NoPort,
     /// No job of that name.
     Unknown,
@@ -58,6 +60,9 @@ impl Listing {
                     let Some(port) = j.desc.service.as_ref().and_then(|s| s.port) else {
                         return ServiceAt::NoPort;
                     };
+                    if self.never_forwarded(first.node, port) {
+                        return ServiceAt::NoPort;
+                    }
                     return ServiceAt::Live(ServiceTarget {
                         job: id.0,
                         host: self.node_host(first.node),
@@ -73,6 +78,27 @@ impl Listing {
         } else {
             ServiceAt::Ended
         }
+    }
+
+    /// Whether `port` on `node` is one a service may not be reached at: privileged
+    /// (the node's system services), or a Sluice daemon's.
+    fn never_forwarded(&self, node: sluice_core::NodeId, port: u16) -> bool {
+        let conf = &self.conf;
+        let listener = conf
+            .service_base
+            .as_deref()
+            .and_then(|b| b.rsplit(':').next())
+            .and_then(|p| p.parse::<u16>().ok());
+        let agent = conf.agents_over_tcp.then(|| {
+            conf.node_addresses
+                .get(node.index())
+                .and_then(|a| a.port)
+                .unwrap_or(conf.net.slurmd_port)
+        });
+        port < 1024
+            || port == conf.net.slurmctld_port
+            || Some(port) == listener
+            || Some(port) == agent
     }
 
     /// The address of node `node` as the controller reaches it.
