@@ -701,6 +701,18 @@ impl ClusterConfig {
         ))
     }
 
+    /// A service job's plain TCP address (`HOST:PORT` on the controller's host), when
+    /// the port it declares lies in `ServiceTcpPorts` and the controller listens on TCP.
+    pub fn service_tcp(&self, desc: &sluice_proto::types::JobDescription) -> Option<String> {
+        let port = desc.service.as_ref()?.port?;
+        let (first, last) = self.site.service_tcp_ports?;
+        let base = self.service_base.as_deref()?;
+        let host = base.strip_prefix("http://")?.rsplit_once(':')?.0;
+        (first..=last)
+            .contains(&port)
+            .then(|| format!("{host}:{port}"))
+    }
+
     /// Where node `node`'s agent listens: `NodeAddr:Port` (`SlurmdPort` when the node
     /// sets no `Port`) when agents are reached over TCP, else its Unix socket in
     /// `state_dir`. What the controller sends orders to and `srun` starts tasks at.

@@ -323,6 +323,7 @@ pub async fn run(
             })
             .collect(),
     );
+    let service_tcp_ports = conf.site.service_tcp_ports;
     let mut conf = conf;
     conf.service_base = listen.map(|l| services::base(l, &conf.net));
     let mut ctl = Controller::new(conf, state_dir, jobs, steps, now());
@@ -427,6 +428,9 @@ pub async fn run(
             // Not behind the gate either: services' clients hold no credential, and these
             // routes reach nothing but the services (`services.rs`).
             let signed = signed.merge(services::router(shared.clone()));
+            if let Some(ports) = service_tcp_ports {
+                services::serve_tcp_ports(shared.clone(), addr.ip(), ports, stop.clone()).await;
+            }
             // Not behind the gate: the pages admit their browsers themselves, and what
             // they show is asked of the API with each browser's token.
             let signed = match net.pages.filter(|_| shared.tokens.is_some()) {

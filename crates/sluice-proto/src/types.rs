@@ -479,6 +479,10 @@ pub struct JobRecord {
     /// declares a port and the controller listens on TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_url: Option<String>,
+    /// Its plain TCP address (`HOST:PORT`), when sluice.conf's `ServiceTcpPorts`
+    /// holds its port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_tcp: Option<String>,
 }
 
 /// Who holds a pending job back.

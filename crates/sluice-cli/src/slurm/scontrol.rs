@@ -247,6 +247,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     if let Some(url) = &j.service_url {
         p("ServiceURL", url.clone());
     }
+    if let Some(tcp) = &j.service_tcp {
+        p("ServiceTCP", tcp.clone());
+    }
     v
 }
 

@@ -335,3 +335,55 @@ fn a_service_is_reached_at_its_stable_address_while_it_lives() {
     assert_eq!((status, text.as_str()), (503, "service echo: ended\n"));
     assert!(head.contains("retry-after: 5"), "{head}");
 }
+
+#[test]
+fn a_service_port_in_service_tcp_ports_is_forwarded_byte_for_byte() {
+    // The controller on 127.0.0.2, the service on 127.0.0.1 (this host's node): the
+    // same port on both, as on a controller's host and a node.
+    let listen = free_port();
+    let addr = format!("127.0.0.2:{listen}");
+    let port = free_port();
+    let site = format!("ServiceTcpPorts={port}-{port}\n");
+    let c = Cluster::start_full(
+        "svctcp",
+        crate::SMALL,
+        &[],
+        &["--listen", &addr],
+        &[("sluice.conf", &site)],
+    );
+    std::fs::write(c.work().join("server.py"), SERVER).unwrap();
+    let id = submit_service(
+        &c,
+        "tcp",
+        port,
+        &format!("#!/bin/sh\nexec python3 server.py {port}\n"),
+        false,
+    );
+    let direct = format!("127.0.0.1:{port}");
+    c.wait_for("the server to answer", || {
+        TcpStream::connect(&direct).is_ok()
+    });
+    let show = c.run("scontrol", &["show", "job", &id.to_string()]);
+    assert!(
+        show.stdout.contains(&format!(
+            "\n   ServiceURL=http://{addr}/services/tcp/ ServiceTCP=127.0.0.2:{port}\n"
+        )),
+        "{}",
+        show.stdout
+    );
+    // Bytes as sent: no header added, the path not rewritten.
+    let through = format!("127.0.0.2:{port}");
+    let (status, v) = http(&through, "GET", "/as/is", &[], "");
+    assert_eq!((status, v["path"].as_str()), (200, Some("/as/is")), "{v}");
+    assert_eq!(v["headers"]["x-forwarded-for"], Value::Null);
+    assert_eq!(v["headers"]["host"], "t");
+    // Ended: the connection is closed without a byte.
+    let o = c.run("scancel", &[&id.to_string()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    c.wait_ended(id);
+    c.wait_for("the forward to close at once", || {
+        let mut s = TcpStream::connect(&through).unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).map(|n| n == 0).unwrap_or(false)
+    });
+}

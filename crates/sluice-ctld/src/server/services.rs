@@ -26,11 +26,14 @@ use axum::http::{header, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 
-use crate::state::listing::{ServiceAt, ServiceTarget};
+use crate::state::listing::{Listing, ServiceAt, ServiceTarget};
 
 mod forward;
 mod headers;
 mod path;
+mod tcp;
+
+pub(super) use tcp::serve_tcp_ports;
 
 /// How long a request waits for its service to come back.
 pub const HOLD: Duration = Duration::from_secs(5);
@@ -111,7 +114,7 @@ async fn forward_request(State(app): State<super::App>, req: Request) -> Respons
         }
         path::Mapped::Forward { name, target } => (name.to_string(), target),
     };
-    let Some((to, stream)) = reach(&app, &name).await else {
+    let Some((to, stream)) = reach(&app, |l| l.service(&name)).await else {
         return match app.listing.latest().service(&name) {
             ServiceAt::Unknown => plain(StatusCode::NOT_FOUND, format!("no service {name}")),
             ServiceAt::NoPort => plain(
@@ -152,16 +155,17 @@ async fn forward_request(State(app): State<super::App>, req: Request) -> Respons
     }
 }
 
-/// A connection to the service `name` where it runs now, waiting up to [`HOLD`] for
-/// it to run somewhere and answer; `None` when it does not (or never will: an unknown
-/// name, an ended service, no port).
+/// A connection to the service `find` finds where it runs now, waiting up to [`HOLD`]
+/// for it to run somewhere and answer; `None` when it does not (or never will: an
+/// unknown name, an ended service, no port).
 async fn reach(
     app: &Arc<super::Shared>,
-    name: &str,
+    find: impl Fn(&Listing) -> ServiceAt,
 ) -> Option<(ServiceTarget, tokio::net::TcpStream)> {
     let deadline = Instant::now() + HOLD;
     loop {
-        match app.listing.latest().service(name) {
+        let found = find(&app.listing.latest());
+        match found {
             ServiceAt::Live(to) => {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if let Some(s) = forward::connect(&to.host, to.port, left.min(CONNECT)).await {

@@ -80,6 +80,46 @@ impl Listing {
         }
     }
 
+    /// Where the service declaring `port` runs now, for the plain TCP forward on that
+    /// port (`ServiceTcpPorts`): of several, the running one with the lowest id holds
+    /// it (the first to have it); the others are reached by name only.
+    pub fn service_on_port(&self, port: u16) -> ServiceAt {
+        let (mut away, mut known) = (false, false);
+        let mut live: Option<(sluice_core::JobId, sluice_core::NodeId)> = None;
+        for ids in self.by_service.values() {
+            for id in ids {
+                let Some(l) = self.jobs.get(id) else { continue };
+                let j = &l.job;
+                if j.desc.service.as_ref().and_then(|s| s.port) != Some(port) {
+                    continue;
+                }
+                known = true;
+                match (j.state, j.alloc.first()) {
+                    // The lowest id running holds the port (a running one not the
+                    // lowest counts as away: the live one answers anyway).
+                    (JobState::Running, Some(first))
+                        if live.is_none_or(|(other, _)| *id < other) =>
+                    {
+                        live = Some((*id, first.node));
+                    }
+                    (s, _) if !s.is_finished() => away = true,
+                    _ => {}
+                }
+            }
+        }
+        match live {
+            Some((_, node)) if self.never_forwarded(node, port) => ServiceAt::NoPort,
+            Some((id, node)) => ServiceAt::Live(ServiceTarget {
+                job: id.0,
+                host: self.node_host(node),
+                port,
+            }),
+            None if away => ServiceAt::Away,
+            None if known => ServiceAt::Ended,
+            None => ServiceAt::Unknown,
+        }
+    }
+
     /// Whether `port` on `node` is one a service may not be reached at: privileged
     /// (the node's system services), or a Sluice daemon's.
     fn never_forwarded(&self, node: sluice_core::NodeId, port: u16) -> bool {
@@ -164,6 +204,12 @@ mod tests {
             })
         );
         assert_eq!(p.current().service("noport"), ServiceAt::NoPort);
+        // By its port (the plain TCP forward), the same.
+        let ServiceAt::Live(by_port) = p.current().service_on_port(8000) else {
+            panic!("not live by port")
+        };
+        assert_eq!(by_port.job, id.0);
+        assert_eq!(p.current().service_on_port(8001), ServiceAt::Unknown);
         assert_eq!(p.current().service("ll"), ServiceAt::Unknown);
         assert_eq!(p.current().service("llm/"), ServiceAt::Unknown);
         let node = p.current().job(id).unwrap().nodes[0].clone();
@@ -182,6 +228,7 @@ mod tests {
         );
         p.publish(&mut c, 3);
         assert_eq!(p.current().service("llm"), ServiceAt::Ended);
+        assert_eq!(p.current().service_on_port(8000), ServiceAt::Ended);
     }
 
     #[test]
