@@ -34,7 +34,7 @@ mod rest_update;
 mod restarts;
 mod salloc;
 mod scripts;
-mod services;
+mod service_address;
 mod sstat;
 mod stdin;
 mod tasks;
