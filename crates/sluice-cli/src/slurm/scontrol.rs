@@ -261,6 +261,13 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         );
         p("Port", svc.port.map_or("(null)".into(), |p| p.to_string()));
     }
+    // Sluice's own: a service job's stable address, on a line of its own.
+    if let Some(url) = &j.service_url {
+        p("ServiceURL", url.clone());
+    }
+    if let Some(tcp) = &j.service_tcp {
+        p("ServiceTCP", tcp.clone());
+    }
     v
 }
 
@@ -298,6 +305,7 @@ const JOB_BREAKS: &[&str] = &[
     "TresPerTask",
     "IdleGPUs",
     "Service",
+    "ServiceURL",
 ];
 
 /// scontrol's options: Slurm 22.05's table, in its order (which orders the candidates

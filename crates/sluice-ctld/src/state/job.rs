@@ -376,6 +376,8 @@ impl Job {
             accrue_time: self.accrue_time,
             idle_gpus: self.idle_gpus.as_deref().copied(),
             service_state: self.service.as_deref().cloned(),
+            service_url: conf.service_url(&self.desc),
+            service_tcp: conf.service_tcp(&self.desc),
         }
     }
 
