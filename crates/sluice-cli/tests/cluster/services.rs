@@ -36,12 +36,13 @@ fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-/// An HTTP GET of `path` on this machine's `port`: the status and body, or None when
-/// nothing answers.
-pub fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+/// An HTTP GET of `path` at `addr` (`127.0.0.1:PORT`): the status and body, or None
+/// when nothing answers. (The stable address holds a request up to 5 s while its
+/// service restarts.)
+pub fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+    let addr: std::net::SocketAddr = addr.parse().ok()?;
     let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
     let mut text = String::new();
     s.read_to_string(&mut text).ok()?;
@@ -53,9 +54,13 @@ pub fn get(port: u16, path: &str) -> Option<(u16, String)> {
     Some((code, body))
 }
 
-/// The pid of the server answering `/v1/models` on `port`, if one answers.
-pub fn serving_pid(port: u16) -> Option<u64> {
-    let (code, body) = get(port, "/v1/models")?;
+/// Where the model server's `/v1/models` is asked: an address and the path there
+/// (`/v1/models` directly, `/services/NAME/v1/models` at the stable address).
+pub type Target<'a> = (&'a str, &'a str);
+
+/// The pid of the server answering `/v1/models` at `at`, if one answers.
+pub fn serving_pid(at: Target) -> Option<u64> {
+    let (code, body) = get(at.0, at.1)?;
     if code != 200 {
         return None;
     }
@@ -63,16 +68,21 @@ pub fn serving_pid(port: u16) -> Option<u64> {
     v["data"][0]["pid"].as_u64()
 }
 
-/// Waits (at most `limit`) until a server other than `old` answers on `port`; how long
+/// Waits (at most `limit`) until a server other than `old` answers at `at`; how long
 /// that took from `since`.
-pub fn until_answered_by_another(port: u16, old: u64, since: Instant, limit: Duration) -> Duration {
+pub fn until_answered_by_another(
+    at: Target,
+    old: u64,
+    since: Instant,
+    limit: Duration,
+) -> Duration {
     loop {
-        if serving_pid(port).is_some_and(|p| p != old) {
+        if serving_pid(at).is_some_and(|p| p != old) {
             return since.elapsed();
         }
         assert!(
             since.elapsed() < limit,
-            "no new server on port {port} within {limit:?}"
+            "no new server at {at:?} within {limit:?}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -99,8 +109,13 @@ fn events(c: &Cluster, job: u64) -> Vec<AuditEvent> {
 
 #[test]
 fn a_service_is_restarted_in_place_on_death_and_on_failed_health_and_fails_past_its_cap() {
-    let c = Cluster::start_with("services", CONF, &["n1", "n2"]);
+    // With a TCP listener: the service is reached at its stable address too.
+    let listen = format!("127.0.0.1:{}", free_port());
+    let c = Cluster::start_args("services", CONF, &["--listen", &listen]);
     let port = free_port();
+    let direct = format!("127.0.0.1:{port}");
+    let direct: Target = (&direct, "/v1/models");
+    let stable: Target = (&listen, "/services/llm/v1/models");
     let sick = c.work().join("sick");
     let script = format!(
         "#!/bin/sh\n#SBATCH --restart=always:3\n#SBATCH --port={port}\n\
@@ -113,7 +128,7 @@ fn a_service_is_restarted_in_place_on_death_and_on_failed_health_and_fails_past_
     let job = c.sbatch(&["-J", "llm", "-o", "llm.out", "llm.sh"]);
     let start = Instant::now();
     let first = loop {
-        if let Some(p) = serving_pid(port) {
+        if let Some(p) = serving_pid(direct) {
             break p;
         }
         assert!(
@@ -122,9 +137,14 @@ fn a_service_is_restarted_in_place_on_death_and_on_failed_health_and_fails_past_
         );
         std::thread::sleep(Duration::from_millis(100));
     };
-    // No time limit of its own (the partition's MaxTime bounds it).
+    // No time limit of its own (the partition's MaxTime bounds it); its stable address.
     let show = c.run("scontrol", &["show", "job", &job.to_string()]).stdout;
     assert!(show.contains("TimeLimit=01:00:00"), "{show}");
+    assert!(
+        show.contains(&format!("\n   ServiceURL=http://{listen}/services/llm/\n")),
+        "{show}"
+    );
+    assert_eq!(serving_pid(stable), Some(first));
     c.wait_for("healthy", || {
         service_line(&c, job) == format!("Service=llm ServiceRestarts=0 Health=healthy Port={port}")
     });
@@ -144,9 +164,12 @@ fn a_service_is_restarted_in_place_on_death_and_on_failed_health_and_fails_past_
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    let death = until_answered_by_another(port, first, killed, Duration::from_secs(30));
-    let second = serving_pid(port).unwrap();
-    println!("outage on process death: {:.2} s", death.as_secs_f64());
+    let death = until_answered_by_another(stable, first, killed, Duration::from_secs(30));
+    let second = serving_pid(direct).unwrap();
+    println!(
+        "outage on process death (at the stable address): {:.2} s",
+        death.as_secs_f64()
+    );
     c.wait_for("one restart counted", || {
         service_line(&c, job).starts_with("Service=llm ServiceRestarts=1 ")
     });
@@ -159,15 +182,15 @@ fn a_service_is_restarted_in_place_on_death_and_on_failed_health_and_fails_past_
     std::fs::write(&sick, "").unwrap();
     let sickened = Instant::now();
     c.wait_for("the sick server to be stopped", || {
-        serving_pid(port) != Some(second)
+        serving_pid(direct) != Some(second)
     });
     std::fs::remove_file(&sick).unwrap();
-    let health = until_answered_by_another(port, second, sickened, Duration::from_secs(30));
+    let health = until_answered_by_another(stable, second, sickened, Duration::from_secs(30));
     println!(
-        "outage on health failure: {:.2} s (from the first failed check's start)",
+        "outage on health failure (at the stable address): {:.2} s (from the health endpoint's first failure)",
         health.as_secs_f64()
     );
-    let third = serving_pid(port).unwrap();
+    let third = serving_pid(direct).unwrap();
     c.wait_for("two restarts counted", || {
         service_line(&c, job).starts_with("Service=llm ServiceRestarts=2 ")
     });
@@ -186,8 +209,8 @@ fn a_service_is_restarted_in_place_on_death_and_on_failed_health_and_fails_past_
     )
     .unwrap();
     let fourth = {
-        until_answered_by_another(port, third, killed, Duration::from_secs(30));
-        serving_pid(port).unwrap()
+        until_answered_by_another(direct, third, killed, Duration::from_secs(30));
+        serving_pid(direct).unwrap()
     };
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(fourth as i32),

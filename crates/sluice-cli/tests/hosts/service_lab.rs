@@ -18,21 +18,28 @@ use crate::seeds_lab::{
 const PORT: u16 = 8000;
 
 /// Which host's server answers `/v1/models` now (asked from `head01` over the lab's
-/// network): its host name and pid.
+/// network) directly on `hosts`: its host name and pid.
 fn serving(h: &Hosts, hosts: &[&str]) -> Option<(String, u64)> {
-    let addrs: Vec<String> = hosts
+    let urls: Vec<String> = hosts
         .iter()
-        .map(|n| format!("'{}'", h.address(n)))
+        .map(|n| format!("http://{}:{PORT}/v1/models", h.address(n)))
         .collect();
+    answered(h, &urls, 0.5)
+}
+
+/// The host name and pid in the first answer of `urls` to a GET from `head01` (each
+/// waited for up to `patience` seconds).
+fn answered(h: &Hosts, urls: &[String], patience: f64) -> Option<(String, u64)> {
+    let urls: Vec<String> = urls.iter().map(|u| format!("'{u}'")).collect();
     let script = format!(
         "import json, urllib.request\n\
-         for a in [{}]:\n\
+         for u in [{}]:\n\
          \x20   try:\n\
-         \x20       d = json.load(urllib.request.urlopen('http://%s:{PORT}/v1/models' % a, timeout=0.5))\n\
+         \x20       d = json.load(urllib.request.urlopen(u, timeout={patience}))\n\
          \x20       print(d['data'][0]['host'], d['data'][0]['pid']); break\n\
          \x20   except Exception:\n\
          \x20       pass\n",
-        addrs.join(", ")
+        urls.join(", ")
     );
     let o = h.run("head01", &["python3", "-c", &script]);
     let mut w = o.stdout.split_whitespace();
@@ -76,13 +83,26 @@ fn a_service_whose_host_dies_is_started_on_another_host_and_answers_again() {
         "the service's first answer",
         || serving(&h, &alive),
     );
+    // Its stable address, on the controller's host: the same URL across the moves.
+    let show = as_root(&h, "head01", "scontrol", &["show", "job", &job.to_string()]).stdout;
+    let url = show
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("ServiceURL="))
+        .unwrap_or_else(|| panic!("no ServiceURL in {show}"))
+        .to_string();
+    assert!(url.ends_with("/services/llm/"), "{url}");
+    let models = [format!("{url}v1/models")];
+    assert_eq!(answered(&h, &models, 5.0).map(|a| a.0), Some(host.clone()));
     for run in 1..=2u32 {
         let killed = Instant::now();
         h.kill(&host);
         alive.retain(|n| *n != host);
+        // Measured at the stable address (a request there is held up to 5 s while the
+        // service runs nowhere, then answered 503).
         let (moved, _) = wait_for(Duration::from_secs(90), "the service elsewhere", || {
-            serving(&h, &alive)
+            answered(&h, &models, 6.0).filter(|a| a.0 != host)
         });
+        assert_eq!(serving(&h, &alive).map(|a| a.0), Some(moved.clone()));
         let outage = killed.elapsed();
         eprintln!(
             "service moved from {host} to {moved} after its host was killed: outage {:.1} s",
