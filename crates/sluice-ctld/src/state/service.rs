@@ -127,3 +127,6 @@ pub(super) fn requeued(st: &mut ServiceState) {
     st.run_restarts = 0;
     st.health = Default::default();
 }
+
+#[cfg(test)]
+mod tests;
