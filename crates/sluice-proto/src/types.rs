@@ -483,6 +483,10 @@ pub struct JobRecord {
     /// holds its port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_tcp: Option<String>,
+    /// A service job's restarts in place and health (`desc.service`), as its agent
+    /// reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_state: Option<crate::service::ServiceState>,
 }
 
 /// Who holds a pending job back.

@@ -243,6 +243,24 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         p("IdleSince", sluice_proto::time::timestamp(idle.since));
         p("IdleThreshold", format!("{}%", idle.threshold));
     }
+    // Sluice's own, on a line of its own and only for a service job: its stable name,
+    // restarts in place (over all its runs; `Restarts=` above counts requeues), health
+    // and port.
+    if let Some(svc) = &j.desc.service {
+        let st = j.service_state.clone().unwrap_or_default();
+        p("Service", svc.name.clone());
+        p("ServiceRestarts", st.restarts.to_string());
+        p(
+            "Health",
+            if svc.health.is_none() {
+                "none"
+            } else {
+                st.health.name()
+            }
+            .into(),
+        );
+        p("Port", svc.port.map_or("(null)".into(), |p| p.to_string()));
+    }
     // Sluice's own: a service job's stable address, on a line of its own.
     if let Some(url) = &j.service_url {
         p("ServiceURL", url.clone());
@@ -286,6 +304,7 @@ const JOB_BREAKS: &[&str] = &[
     "TresPerNode",
     "TresPerTask",
     "IdleGPUs",
+    "Service",
     "ServiceURL",
 ];
 

@@ -35,6 +35,7 @@ mod restarts;
 mod salloc;
 mod scripts;
 mod service_address;
+mod services;
 mod sstat;
 mod stdin;
 mod tasks;

@@ -17,6 +17,8 @@
 //! the link is back. `ctld_crash_lab.rs` kills the controller while jobs run on three
 //! hosts and restarts it: nothing is lost. `interactive_lab.rs`: `srun` from a login
 //! host across two others (stdin, labels, exit codes, Ctrl-C) and `salloc`.
+//! `service_lab.rs`: a service job's host is killed, twice: it starts on another host
+//! and answers again (the outage measured).
 
 mod ctld_crash_lab;
 mod harness;
@@ -27,3 +29,4 @@ mod partition_lab;
 mod ranks_lab;
 mod restart_lab;
 mod seeds_lab;
+mod service_lab;

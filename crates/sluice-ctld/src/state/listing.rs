@@ -409,6 +409,8 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         constraint: d.constraint.clone(),
         memory: d.memory,
         array_throttle: d.array.as_ref().map(|a| a.1),
+        service: d.service.clone(),
+        service_state: r.service.as_deref().cloned(),
     }
 }
 
@@ -505,6 +507,10 @@ struct ListedRef<'a> {
     memory: Option<MemoryRequest>,
     #[serde(rename = "T", skip_serializing_if = "Option::is_none")]
     array_throttle: Option<Option<u32>>,
+    #[serde(rename = "sv", skip_serializing_if = "Option::is_none")]
+    service: Option<&'a sluice_proto::service::ServiceSpec>,
+    #[serde(rename = "ss", skip_serializing_if = "Option::is_none")]
+    service_state: Option<&'a sluice_proto::service::ServiceState>,
 }
 
 fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> ListedRef<'a> {
@@ -552,6 +558,8 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         constraint: d.constraint.as_deref(),
         memory: d.memory,
         array_throttle: d.array.as_ref().map(|a| a.1),
+        service: d.service.as_ref(),
+        service_state: r.service.as_deref(),
     }
 }
 
