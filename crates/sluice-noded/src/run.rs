@@ -402,6 +402,10 @@ fn state_of(status: &ExitStatus) -> (JobState, i32, i32) {
     }
 }
 
+/// How long a service's process must have run for its next restart's backoff to start
+/// over at one second.
+const STEADY: Duration = Duration::from_secs(60);
+
 /// Runs a batch script to its end and keeps its end ([`Exec::batch_ended`]) for the
 /// agent to report. A service's script is started again in place as its restart
 /// policy and health check say (`service.rs`), after a backoff and up to its cap;
@@ -427,8 +431,14 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         exec.procs().service = Some(report(0, health, None));
     }
     let mut restarts = 0;
+    // Restarts in a row, for the backoff: a process that ran `STEADY` starts it over.
+    let mut streak = 0;
     let (state, code, signal) = loop {
+        let began = tokio::time::Instant::now();
         let (state, code, signal, unhealthy) = batch_once(&exec, &order).await;
+        if began.elapsed() >= STEADY {
+            streak = 0;
+        }
         let Some(s) = spec.as_ref().filter(|_| exec.procs().ending.is_none()) else {
             break (state, code, signal);
         };
@@ -444,12 +454,13 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
             break (state, code, signal);
         }
         restarts += 1;
+        streak += 1;
         let cause = if unhealthy {
             RestartCause::Unhealthy
         } else {
             RestartCause::Exited
         };
-        let wait = ServiceSpec::backoff_secs(restarts);
+        let wait = ServiceSpec::backoff_secs(streak);
         tracing::info!(
             "{}: service job {id}: {cause:?} (exit {code}:{signal}); restart {restarts} in {wait}s",
             exec.node

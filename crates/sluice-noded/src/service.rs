@@ -1,7 +1,8 @@
 //! Service jobs on the agent (`sluice_proto::service`): the supervisor runs a service's
 //! batch script again in place when it exits as its restart policy says, or when its
 //! health check fails `retries` times in a row (`run.rs`'s `batch`), after a backoff
-//! (1 s doubling to 30 s) and up to its cap; each restart and each change of health is
+//! (1 s doubling to 30 s, back to 1 s after a process that ran a minute) and up to its
+//! cap; each restart and each change of health is
 //! reported to the controller by the watching agent (`supervisors.rs`).
 //!
 //! Here: the health check's bookkeeping ([`Checks`]) and its HTTP probe.

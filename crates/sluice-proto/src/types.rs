@@ -475,6 +475,10 @@ pub struct JobRecord {
     /// `IdleGpuTime`): how many, since when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_gpus: Option<crate::usage::IdleGpus>,
+    /// A service job's restarts in place and health (`desc.service`), as its agent
+    /// reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_state: Option<crate::service::ServiceState>,
     /// A service job's stable address (`http://HOST:PORT/services/NAME/`), when it
     /// declares a port and the controller listens on TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -483,10 +487,6 @@ pub struct JobRecord {
     /// holds its port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_tcp: Option<String>,
-    /// A service job's restarts in place and health (`desc.service`), as its agent
-    /// reported them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_state: Option<crate::service::ServiceState>,
 }
 
 /// Who holds a pending job back.

@@ -298,3 +298,62 @@ fn contradictory_service_options_are_refused_and_nothing_is_queued() {
     // --no-requeue does not hold for a service (it moves when its node dies).
     assert!(show.contains(" Requeue=1 "), "{show}");
 }
+
+#[test]
+fn a_health_command_restarts_its_service_and_a_cancel_or_a_clean_exit_ends_it() {
+    let c = Cluster::start_with("svc-cmd", CONF, &["n1", "n2"]);
+    let sick = c.work().join("sick");
+    // Each start of the script writes a line: its restarts are counted in the file too.
+    std::fs::write(
+        c.work().join("cmd.sh"),
+        format!(
+            "#!/bin/sh\n#SBATCH --restart=on-failure --health-interval=1 --health-retries=2\n\
+             echo started >> {}/starts\nexec sleep 300\n",
+            c.work().display()
+        ),
+    )
+    .unwrap();
+    let health = format!("--health-cmd=test ! -e {}", sick.display());
+    let job = c.sbatch(&[&health, "-J", "cmd", "cmd.sh"]);
+    c.wait_for("healthy", || {
+        service_line(&c, job) == "Service=cmd ServiceRestarts=0 Health=healthy Port=(null)"
+    });
+    std::fs::write(&sick, "").unwrap();
+    c.wait_for("unhealthy", || {
+        service_line(&c, job).contains("Health=unhealthy")
+    });
+    // Two failures in a row: killed and started again.
+    c.wait_for("a second start", || {
+        std::fs::read_to_string(c.work().join("starts")).is_ok_and(|s| s.lines().count() == 2)
+    });
+    std::fs::remove_file(&sick).unwrap();
+    c.wait_for("restarted and healthy", || {
+        service_line(&c, job) == "Service=cmd ServiceRestarts=1 Health=healthy Port=(null)"
+    });
+    let starts = std::fs::read_to_string(c.work().join("starts")).unwrap();
+    assert_eq!(starts, "started\nstarted\n");
+    let explain = c.run("sluice", &["explain", &job.to_string()]).stdout;
+    assert!(
+        explain.contains(
+            "service cmd: restarted when it fails; restarted in place 1 time so far, healthy"
+        ),
+        "{explain}"
+    );
+    // A cancel ends it: no restart.
+    assert_eq!(c.run("scancel", &[&job.to_string()]).code, 0);
+    assert_eq!(c.wait_ended(job), "CANCELLED by 0");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        std::fs::read_to_string(c.work().join("starts")).unwrap(),
+        "started\nstarted\n"
+    );
+    // on-failure: a clean exit is the end.
+    std::fs::write(c.work().join("once.sh"), "#!/bin/sh\nexit 0\n").unwrap();
+    let once = c.sbatch(&["--restart=on-failure", "once.sh"]);
+    assert_eq!(c.wait_ended(once), "COMPLETED");
+    let line = service_line(&c, once);
+    assert!(
+        line.starts_with("Service=once.sh ServiceRestarts=0 "),
+        "{line}"
+    );
+}

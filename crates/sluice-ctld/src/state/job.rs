@@ -375,9 +375,9 @@ impl Job {
             gpu_types_per_node: self.alloc.iter().map(|s| s.gpu_types.clone()).collect(),
             accrue_time: self.accrue_time,
             idle_gpus: self.idle_gpus.as_deref().copied(),
+            service_state: self.service.as_deref().cloned(),
             service_url: conf.service_url(&self.desc),
             service_tcp: conf.service_tcp(&self.desc),
-            service_state: self.service.as_deref().cloned(),
         }
     }
 
