@@ -411,8 +411,11 @@ pub async fn run(
             if open_metrics {
                 tracing::info!("slurmctld: metrics served on {addr} to anyone (GET /metrics/...)");
             }
+            // The stable addresses of services: behind the gates, which let exactly
+            // these paths through without a credential (`services::is_forwarded`).
             let signed: axum::Router = app
                 .clone()
+                .merge(services::router(shared.clone()))
                 .layer(axum::middleware::from_fn_with_state(
                     Arc::new(tcp::TcpGate {
                         gate: auth.gate(now()),
@@ -425,9 +428,6 @@ pub async fn run(
                     shared.clone(),
                     token::admit,
                 ));
-            // Not behind the gate either: services' clients hold no credential, and these
-            // routes reach nothing but the services (`services.rs`).
-            let signed = signed.merge(services::router(shared.clone()));
             if let Some(ports) = service_tcp_ports {
                 services::serve_tcp_ports(shared.clone(), addr.ip(), ports, stop.clone()).await;
             }

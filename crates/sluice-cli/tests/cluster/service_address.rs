@@ -1,7 +1,8 @@
 //! The stable address of service jobs (`/services/NAME/` on the controller's TCP
 //! listener): a job submitted as a service runs a small Python HTTP server, reached
-//! through the controller with GET, POST and a streamed answer; its address is in
-//! `scontrol show job`; a request while the server restarts is held until it is back;
+//! through the controller with GET, POST, a streamed answer and an upgrade; its address
+//! is in `scontrol show job`; a request while the server is restarted in place, or
+//! while the service waits to start, is held until it is back;
 //! an unknown name is 404 and an ended service 503. The proxy's overhead is measured.
 
 use std::io::{Read, Write};
@@ -9,8 +10,6 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sluice_proto::service::{RestartPolicy, ServiceSpec};
-use sluice_proto::types::{JobDescription, SubmitReply};
 
 use crate::harness::Cluster;
 use crate::rest::{free_port, http, http_text};
@@ -67,34 +66,21 @@ open("server.pid", "w").write(str(os.getpid()))
 s.serve_forever()
 "#;
 
-/// A service job named `name` on `port` running `script`, submitted through the
-/// client library (what `sbatch --port` sends).
-fn submit_service(c: &Cluster, name: &str, port: u16, script: &str, hold: bool) -> u64 {
-    let client =
-        sluice_proto::Client::new(sluice_proto::paths::controller_socket(&c.dir.join("state")));
-    let work = c.work().display().to_string();
-    let desc = JobDescription {
-        name: name.into(),
-        ntasks: Some(1),
-        time_limit: Some(Some(10)),
-        work_dir: work.clone(),
-        output: Some(format!("{work}/{name}.out")),
-        script: script.into(),
-        environment: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
-        submit_host: "localhost".into(),
-        command: format!("{work}/{name}.sh"),
-        service: Some(ServiceSpec {
-            name: name.into(),
-            restart: RestartPolicy::Always,
-            max_restarts: None,
-            health: None,
-            port: Some(port),
-        }),
-        hold,
-        ..Default::default()
-    };
-    let reply: SubmitReply = client.post("/v1/jobs", &desc).expect("submitted");
-    reply.job_id
+/// A service job named `name` declaring `port`, restarted in place whenever its
+/// server exits, running the stand-in there (held first if `hold`).
+fn submit_service(c: &Cluster, name: &str, port: u16, hold: bool) -> u64 {
+    let script = format!(
+        "#!/bin/sh\n#SBATCH --restart=always\n#SBATCH --port={port}\nexec python3 server.py {port}\n"
+    );
+    let file = format!("{name}.sh");
+    std::fs::write(c.work().join(&file), script).unwrap();
+    let port_arg = format!("--port={port}");
+    let mut args = vec!["-J", name, "-t", "10", "-o", "/dev/null", &port_arg];
+    if hold {
+        args.push("-H");
+    }
+    args.push(&file);
+    c.sbatch(&args)
 }
 
 /// Median of `n` timings of `f`, milliseconds.
@@ -118,9 +104,7 @@ fn a_service_is_reached_at_its_stable_address_while_it_lives() {
     let port = free_port();
     let direct = format!("127.0.0.1:{port}");
     std::fs::write(c.work().join("server.py"), SERVER).unwrap();
-    // The script restarts its server when it dies: what restart in place does.
-    let script = format!("#!/bin/sh\nwhile true; do python3 server.py {port}; sleep 0.5; done\n");
-    let id = submit_service(&c, "echo", port, &script, false);
+    let id = submit_service(&c, "echo", port, false);
     let plain = c.sbatch(&["-J", "plain", "-t", "5", "--wrap", "sleep 300"]);
     c.wait_for("the server to answer", || {
         TcpStream::connect(&direct).is_ok()
@@ -267,7 +251,8 @@ fn a_service_is_reached_at_its_stable_address_while_it_lives() {
         proxied_ms - direct_ms
     );
 
-    // Its server dies: a request made at once is held until it is back.
+    // Its server dies: a request made at once is held until the supervisor has
+    // restarted it in place (`--restart=always`).
     let pid: i32 = std::fs::read_to_string(c.work().join("server.pid"))
         .unwrap()
         .trim()
@@ -295,13 +280,7 @@ fn a_service_is_reached_at_its_stable_address_while_it_lives() {
     // A service that runs nowhere yet (held): a request waits for it, then is
     // answered 503 with Retry-After; released while a request waits, it answers it.
     let later_port = free_port();
-    let later = submit_service(
-        &c,
-        "later",
-        later_port,
-        &format!("#!/bin/sh\nexec python3 server.py {later_port}\n"),
-        true,
-    );
+    let later = submit_service(&c, "later", later_port, true);
     let asked = Instant::now();
     let (status, head, text) = http_text(&addr, "GET", "/services/later/", &[], "");
     assert_eq!(
@@ -352,13 +331,7 @@ fn a_service_port_in_service_tcp_ports_is_forwarded_byte_for_byte() {
         &[("sluice.conf", &site)],
     );
     std::fs::write(c.work().join("server.py"), SERVER).unwrap();
-    let id = submit_service(
-        &c,
-        "tcp",
-        port,
-        &format!("#!/bin/sh\nexec python3 server.py {port}\n"),
-        false,
-    );
+    let id = submit_service(&c, "tcp", port, false);
     let direct = format!("127.0.0.1:{port}");
     c.wait_for("the server to answer", || {
         TcpStream::connect(&direct).is_ok()

@@ -18,7 +18,8 @@
 //! hosts and restarts it: nothing is lost. `interactive_lab.rs`: `srun` from a login
 //! host across two others (stdin, labels, exit codes, Ctrl-C) and `salloc`.
 //! `service_lab.rs`: a service job's host is killed, twice: it starts on another host
-//! and answers again (the outage measured).
+//! and answers again (the outage measured). `service_address_lab.rs`: the same move
+//! seen through the service's stable address on `head01`, which answers again.
 
 mod ctld_crash_lab;
 mod harness;
@@ -29,4 +30,5 @@ mod partition_lab;
 mod ranks_lab;
 mod restart_lab;
 mod seeds_lab;
+mod service_address_lab;
 mod service_lab;

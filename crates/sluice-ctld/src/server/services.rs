@@ -8,9 +8,10 @@
 //!                 (no credential: outside the gate)        └─► NODE:SPORT /REST
 //! ```
 //!
-//! Served beside the REST API and the dashboard, outside the commands' gate: a
-//! service's clients hold no cluster credential. The routes are only `/services/...`;
-//! everything else on the port still needs one. The service is looked up in the
+//! Served beside the REST API and the dashboard, let through the commands' gates
+//! without a credential ([`is_forwarded`]): a service's clients hold no cluster
+//! credential. The routes are only `/services/...`; everything else on the port still
+//! needs one. The service is looked up in the
 //! snapshot the loop publishes, never by asking the loop. While the service runs
 //! nowhere (restarting, requeued, moving) or its port does not answer, a request is
 //! held up to [`HOLD`] for it to come back, then answered 503 with `Retry-After`; a
@@ -54,6 +55,13 @@ pub(super) fn router(app: super::App) -> axum::Router {
         .route("/services/", any(forward_request))
         .route("/services/{*rest}", any(forward_request))
         .with_state(app)
+}
+
+/// Whether a request for `path` is one of the stable addresses': the TCP gates
+/// (`tcp.rs`, `token.rs`) let these through without a credential, and with any
+/// `Authorization` header (a service's API key is no Slurm token).
+pub(super) fn is_forwarded(path: &str) -> bool {
+    path == "/services" || path.starts_with(path::PREFIX)
 }
 
 /// Where the stable addresses start (`http://HOST:PORT`) for a controller listening on
