@@ -135,6 +135,23 @@ pub fn describe_event(what: &AuditWhat, name: &dyn Fn(u32) -> String) -> String 
         AuditWhat::Updated { by, changes } => {
             format!("by {}: {}", who(*by, name), changes.join(" "))
         }
+        AuditWhat::ServiceRestarted {
+            run,
+            restart,
+            cause,
+            exit_code,
+            signal,
+        } => {
+            let why = match cause {
+                sluice_proto::service::RestartCause::Exited => {
+                    format!("its process exited {exit_code}:{signal}")
+                }
+                sluice_proto::service::RestartCause::Unhealthy => {
+                    "its health check failed".to_string()
+                }
+            };
+            format!("restart {restart} in place (run {run}): {why}")
+        }
         AuditWhat::Cancelled { by, state } => {
             format!("by {} while {}", who(*by, name), state.name())
         }

@@ -32,6 +32,7 @@ pub mod options;
 pub mod preempt_conf;
 pub mod priority_conf;
 mod reader;
+pub mod service_options;
 pub mod site_conf;
 pub mod slurm_conf;
 mod tokenize;

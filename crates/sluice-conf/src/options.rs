@@ -226,6 +226,8 @@ pub struct JobOptions {
     pub usage: bool,
     /// Warnings for options accepted without effect.
     pub warnings: Vec<String>,
+    /// sbatch's service options (`--restart`, `--health-*`, `--port`, `--service-name`).
+    pub service: crate::service_options::ServiceOptions,
 }
 
 /// A bad option or value. `message` is Slurm's text, shown as `sbatch: error: MESSAGE`
@@ -389,6 +391,26 @@ const SBATCH: &[Opt<Support>] = &[
     Opt::required("wrap", None).tag(Support::Acts),
     // Sluice's own addition (Slurm 23.11's): by its whole name only.
     Opt::required("segment", None)
+        .exact_only()
+        .tag(Support::Acts),
+    // Service jobs, beyond Slurm (`service_options.rs`): by their whole names only.
+    Opt::required("restart", None)
+        .exact_only()
+        .tag(Support::Acts),
+    Opt::required("health-cmd", None)
+        .exact_only()
+        .tag(Support::Acts),
+    Opt::required("health-url", None)
+        .exact_only()
+        .tag(Support::Acts),
+    Opt::required("health-interval", None)
+        .exact_only()
+        .tag(Support::Acts),
+    Opt::required("health-retries", None)
+        .exact_only()
+        .tag(Support::Acts),
+    Opt::required("port", None).exact_only().tag(Support::Acts),
+    Opt::required("service-name", None)
         .exact_only()
         .tag(Support::Acts),
 ];
@@ -1045,6 +1067,7 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "test-only" => o.test_only = true,
         "wckey" => o.wckey = s(),
         "wrap" => o.wrap = s(),
+        other if o.service.take(other, v) => {}
         other => unreachable!("option table and handler disagree on --{other}"),
     }
     Ok(())
@@ -1561,7 +1584,8 @@ mod tests {
                 }
             }
         }
-        assert_eq!((SBATCH.len(), SRUN.len(), SALLOC.len()), (107, 132, 96));
+        // sbatch: 107 (Slurm's and `--segment`) and the 7 service options (Sluice's own).
+        assert_eq!((SBATCH.len(), SRUN.len(), SALLOC.len()), (114, 132, 96));
     }
 
     #[test]

@@ -32,6 +32,11 @@
 //! - `IdleGpuAction=`: `notify` (default: flag only) or `cancel` (the controller then
 //!   also cancels the flagged job, as `scancel` would).
 //!
+//! - `ServiceTcpPorts=`: a port range (`8000-8099`, or one port) on which the
+//!   controller also forwards plain TCP to services (see the README's "A stable
+//!   address for services"): a service declaring a port in the range is reached at
+//!   that port on the controller's host. Default none.
+//!
 //! Without the file every setting has its default. Unknown keys are errors (the file is
 //! Sluice's alone, so a misspelt key is never another program's).
 
@@ -60,6 +65,9 @@ pub struct SiteConf {
     pub forecast_passes: u32,
     /// `IdleGpu*`: when a running job's GPUs count as idle, and what then happens.
     pub idle_gpu: IdleGpuConf,
+    /// `ServiceTcpPorts`: the ports (first, last) the controller forwards plain TCP on
+    /// to the services declaring them; `None`: none.
+    pub service_tcp_ports: Option<(u16, u16)>,
 }
 
 /// The idle-GPU check's settings (`IdleGpuThreshold`, `IdleGpuTime`, `IdleGpuCommand`,
@@ -93,6 +101,7 @@ impl Default for SiteConf {
             purge_audit_after: Some(DEFAULT_PURGE_AUDIT_AFTER),
             forecast_passes: DEFAULT_FORECAST_PASSES,
             idle_gpu: IdleGpuConf::default(),
+            service_tcp_ports: None,
         }
     }
 }
@@ -151,6 +160,14 @@ pub fn parse_purge_after(value: &str) -> Result<Option<i64>, String> {
     n.checked_mul(secs)
         .map(Some)
         .ok_or_else(|| format!("Invalid purge value '{v}'"))
+}
+
+/// `FIRST-LAST` or one port, unprivileged, first not after last.
+fn parse_port_range(v: &str) -> Option<(u16, u16)> {
+    let v = v.trim();
+    let (a, b) = v.split_once('-').unwrap_or((v, v));
+    let (a, b): (u16, u16) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+    (1024 <= a && a <= b).then_some((a, b))
 }
 
 #[derive(Default)]
@@ -219,6 +236,12 @@ impl ConfReader for Parser {
                         )))
                     }
                 };
+            } else if k.eq_ignore_ascii_case("ServiceTcpPorts") {
+                self.out.service_tcp_ports = Some(parse_port_range(&v).ok_or_else(|| {
+                    err(format!(
+                        "ServiceTcpPorts: '{v}' is not a port range (FIRST-LAST, from 1024 to 65535)"
+                    ))
+                })?);
             } else {
                 return Err(err(format!("unknown key '{k}'")));
             }
@@ -233,6 +256,20 @@ mod tests {
 
     fn parse(text: &str) -> Result<SiteConf, String> {
         parse_str(text, Path::new("/etc/slurm/sluice.conf")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn service_tcp_ports_are_a_range_of_unprivileged_ports() {
+        assert_eq!(SiteConf::default().service_tcp_ports, None);
+        let ports = |t: &str| parse(t).map(|c| c.service_tcp_ports);
+        assert_eq!(ports("ServiceTcpPorts=8000-8099\n"), Ok(Some((8000, 8099))));
+        assert_eq!(ports("ServiceTcpPorts=9000\n"), Ok(Some((9000, 9000))));
+        for bad in ["80-90", "8099-8000", "8000-", "x", "8000-70000"] {
+            assert_eq!(
+                ports(&format!("ServiceTcpPorts={bad}\n")),
+                Err(format!("/etc/slurm/sluice.conf:1: ServiceTcpPorts: '{bad}' is not a port range (FIRST-LAST, from 1024 to 65535)")),
+            );
+        }
     }
 
     #[test]
@@ -268,6 +305,7 @@ mod tests {
                 purge_audit_after: Some(30 * 86_400),
                 forecast_passes: 100,
                 idle_gpu: IdleGpuConf::default(),
+                service_tcp_ports: None,
             }
         );
         assert_eq!(

@@ -111,6 +111,9 @@ pub struct ClusterConfig {
     /// state directory, all on this host (`sluice up`). Chosen by the command that
     /// starts the controller, not by the file.
     pub agents_over_tcp: bool,
+    /// Where services' stable addresses start (`http://HOST:PORT`): the controller's
+    /// TCP listener, set by `server::run`. `None`: no TCP listener, no stable address.
+    pub service_base: Option<String>,
 }
 
 /// A node's `NodeAddr`, `NodeHostname` and `Port` as slurm.conf gives them.
@@ -412,6 +415,7 @@ impl ClusterConfig {
             // So were these.
             net: NetConf::from_conf(conf).unwrap_or_default(),
             agents_over_tcp: false,
+            service_base: None,
         }
     }
 
@@ -682,7 +686,31 @@ impl ClusterConfig {
                 ..NetConf::default()
             },
             agents_over_tcp: false,
+            service_base: None,
         }
+    }
+
+    /// A service job's stable address (`service_base` + `/services/NAME/`); `None`
+    /// for a job that is no service, declares no port, or without a TCP listener.
+    pub fn service_url(&self, desc: &sluice_proto::types::JobDescription) -> Option<String> {
+        let s = desc.service.as_ref().filter(|s| s.port.is_some())?;
+        Some(format!(
+            "{}/services/{}/",
+            self.service_base.as_ref()?,
+            s.name
+        ))
+    }
+
+    /// A service job's plain TCP address (`HOST:PORT` on the controller's host), when
+    /// the port it declares lies in `ServiceTcpPorts` and the controller listens on TCP.
+    pub fn service_tcp(&self, desc: &sluice_proto::types::JobDescription) -> Option<String> {
+        let port = desc.service.as_ref()?.port?;
+        let (first, last) = self.site.service_tcp_ports?;
+        let base = self.service_base.as_deref()?;
+        let host = base.strip_prefix("http://")?.rsplit_once(':')?.0;
+        (first..=last)
+            .contains(&port)
+            .then(|| format!("{host}:{port}"))
     }
 
     /// Where node `node`'s agent listens: `NodeAddr:Port` (`SlurmdPort` when the node

@@ -52,6 +52,7 @@ mod reservations;
 mod rest;
 mod routes;
 mod rpc_stats;
+mod services;
 mod tcp;
 #[cfg(test)]
 mod tests;
@@ -322,6 +323,9 @@ pub async fn run(
             })
             .collect(),
     );
+    let service_tcp_ports = conf.site.service_tcp_ports;
+    let mut conf = conf;
+    conf.service_base = listen.map(|l| services::base(l, &conf.net));
     let mut ctl = Controller::new(conf, state_dir, jobs, steps, now());
     ctl.set_slurm_uid(nix::unistd::getuid().as_raw());
     ctl.set_conf_hash(net.conf_hash.clone());
@@ -407,8 +411,11 @@ pub async fn run(
             if open_metrics {
                 tracing::info!("slurmctld: metrics served on {addr} to anyone (GET /metrics/...)");
             }
+            // The stable addresses of services: behind the gates, which let exactly
+            // these paths through without a credential (`services::is_forwarded`).
             let signed: axum::Router = app
                 .clone()
+                .merge(services::router(shared.clone()))
                 .layer(axum::middleware::from_fn_with_state(
                     Arc::new(tcp::TcpGate {
                         gate: auth.gate(now()),
@@ -421,6 +428,9 @@ pub async fn run(
                     shared.clone(),
                     token::admit,
                 ));
+            if let Some(ports) = service_tcp_ports {
+                services::serve_tcp_ports(shared.clone(), addr.ip(), ports, stop.clone()).await;
+            }
             // Not behind the gate: the pages admit their browsers themselves, and what
             // they show is asked of the API with each browser's token.
             let signed = match net.pages.filter(|_| shared.tokens.is_some()) {

@@ -568,6 +568,12 @@ impl Controller {
         if let Some(dep) = &desc.dependency {
             parse_dependency(dep).map_err(|_| "Job dependency problem".to_string())?;
         }
+        if let Some(s) = &desc.service {
+            self.check_service(s, desc.array.is_some())?;
+            // A service goes elsewhere when its node dies (or it is preempted),
+            // whatever `--no-requeue` said.
+            desc.requeue = Some(true);
+        }
         let p = self.conf.cluster.partition(part);
         // The account and QOS, checked against the associations as
         // AccountingStorageEnforce asks.
@@ -597,7 +603,13 @@ impl Controller {
             Some(Some(t)) => Some(t),
             Some(None) => None,
             None => {
-                let default = p.default_time.or(p.max_time);
+                // A service runs until it is ended: the partition's MaxTime bounds it,
+                // its DefaultTime does not apply (COMPATIBILITY.md).
+                let default = if desc.service.is_some() {
+                    p.max_time
+                } else {
+                    p.default_time.or(p.max_time)
+                };
                 // As Slurm: no time asked, the job gets its QOS's or association's
                 // MaxWall when that is shorter.
                 let acct =
@@ -682,6 +694,7 @@ impl Controller {
             accrue_time: (!desc.hold && desc.dependency.is_none())
                 .then(|| desc.begin.unwrap_or(now).max(now)),
             idle_gpus: None,
+            service: None,
         };
         if max_nodes > 0 && max_nodes < min_nodes {
             return Err(NODE_CONFIG.into());
@@ -2017,6 +2030,9 @@ impl Controller {
         r.state = JobState::Pending;
         r.reason = Reason::NONE;
         r.restarts += 1;
+        if let Some(st) = r.service.as_deref_mut() {
+            service::requeued(st);
+        }
         Arc::make_mut(&mut r.desc).append = true;
         r.alloc.clear();
         r.tres_alloc.clear();
@@ -3543,6 +3559,7 @@ mod priority;
 mod reason;
 pub mod reservations;
 mod script;
+mod service;
 mod shards;
 #[cfg(test)]
 pub(crate) mod tests;

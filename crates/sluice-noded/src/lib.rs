@@ -30,6 +30,7 @@ pub mod devices;
 mod leftovers;
 mod net;
 mod run;
+mod service;
 pub mod stepd;
 mod supervisors;
 mod task_env;
@@ -1031,6 +1032,31 @@ pub(crate) async fn report(agent: App, ended: JobEnded) {
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// Tells the controller a service's restarts in place and health (`service.rs`):
+/// tried a few times, in order with the job's end (which follows it on the same
+/// watch), since each restart is counted from it.
+pub(crate) async fn send_service(agent: &App, report: sluice_proto::service::ServiceReport) {
+    for _ in 0..5 {
+        let (a, r) = (agent.clone(), report.clone());
+        let sent = tokio::task::spawn_blocking(move || {
+            a.controller
+                .post::<_, serde_json::Value>("/v1/agent/service", &r)
+                .is_ok()
+        })
+        .await
+        .unwrap_or(false);
+        if sent {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tracing::warn!(
+        "{}: job {}: service report not delivered",
+        agent.node,
+        report.job_id
+    );
 }
 
 /// Sends a running job's usage figures here to the controller, once, without holding

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid};
+use sluice_proto::service::{Health, HealthProbe, RestartCause, ServiceSpec};
 use sluice_proto::types::{
     JobEnded, JobRecord, JobState, LaunchBatch, LaunchTasks, StepId, TaskEvent,
 };
@@ -94,6 +95,9 @@ pub(crate) struct Procs {
     pub(crate) launching: usize,
     /// The supervisor is leaving: no new step is taken.
     pub(crate) closing: bool,
+    /// A service's restarts in place and health, for the agent to report
+    /// (`service.rs`).
+    pub(crate) service: Option<sluice_proto::service::ServiceReport>,
 }
 
 impl Exec {
@@ -398,12 +402,86 @@ fn state_of(status: &ExitStatus) -> (JobState, i32, i32) {
     }
 }
 
+/// How long a service's process must have run for its next restart's backoff to start
+/// over at one second.
+const STEADY: Duration = Duration::from_secs(60);
+
 /// Runs a batch script to its end and keeps its end ([`Exec::batch_ended`]) for the
-/// agent to report.
+/// agent to report. A service's script is started again in place as its restart
+/// policy and health check say (`service.rs`), after a backoff and up to its cap;
+/// beyond the cap the job ends `FAILED`.
 pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
     let r = &order.job;
     let id = r.id;
-    let finish = |state: JobState, code: i32, signal: i32| JobEnded {
+    let spec = r.desc.service.clone();
+    let report = |restarts: u32, health, last| sluice_proto::service::ServiceReport {
+        job_id: id,
+        run: r.restarts,
+        restarts,
+        health,
+        last,
+        at: now(),
+    };
+    if let Some(s) = &spec {
+        let health = if s.health.is_some() {
+            Health::Starting
+        } else {
+            Health::None
+        };
+        exec.procs().service = Some(report(0, health, None));
+    }
+    let mut restarts = 0;
+    // Restarts in a row, for the backoff: a process that ran `STEADY` starts it over.
+    let mut streak = 0;
+    let (state, code, signal) = loop {
+        let began = tokio::time::Instant::now();
+        let (state, code, signal, unhealthy) = batch_once(&exec, &order).await;
+        if began.elapsed() >= STEADY {
+            streak = 0;
+        }
+        let Some(s) = spec.as_ref().filter(|_| exec.procs().ending.is_none()) else {
+            break (state, code, signal);
+        };
+        let capped = s.max_restarts.is_some_and(|m| restarts >= m);
+        let again = if unhealthy {
+            !capped
+        } else {
+            s.restarts_after(code, signal, restarts)
+        };
+        if !again {
+            // Past its cap a service has failed, however its last process ended.
+            let state = if capped { JobState::Failed } else { state };
+            break (state, code, signal);
+        }
+        restarts += 1;
+        streak += 1;
+        let cause = if unhealthy {
+            RestartCause::Unhealthy
+        } else {
+            RestartCause::Exited
+        };
+        let wait = ServiceSpec::backoff_secs(streak);
+        tracing::info!(
+            "{}: service job {id}: {cause:?} (exit {code}:{signal}); restart {restarts} in {wait}s",
+            exec.node
+        );
+        // The backoff, cut short by an end the controller asks for.
+        let until = tokio::time::Instant::now() + Duration::from_secs(wait);
+        while tokio::time::Instant::now() < until && exec.procs().ending.is_none() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if let Some(ending) = exec.procs().ending {
+            break (ending, code, signal);
+        }
+        let health = if s.health.is_some() {
+            Health::Starting
+        } else {
+            Health::None
+        };
+        exec.procs().service = Some(report(restarts, health, Some((cause, code, signal))));
+        exec.touch();
+    };
+    exec.batch_ended(JobEnded {
         job_id: id,
         run: r.restarts,
         node: exec.node.clone(),
@@ -413,7 +491,16 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         end: now(),
         // This node's figures of the batch step (the script's process tree).
         usage: exec.tracker().usage(StepId::Batch).map(Box::new),
-    };
+    });
+}
+
+/// Runs the batch script once, to its end: how it ended, and whether its health check
+/// ended it (a service's).
+async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i32, bool) {
+    let exec = exec.clone();
+    let order = order.clone();
+    let r = &order.job;
+    let id = r.id;
     let memory = memory_step(&exec, r, "batch");
     {
         let mut t = exec.tracker();
@@ -459,8 +546,7 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
                     let _ = writeln!(f, "{}: error: {why}", stepd(&exec.node));
                 }
             }
-            exec.batch_ended(finish(JobState::Failed, 1, 0));
-            return;
+            return (JobState::Failed, 1, 0, false);
         }
     };
     let pid = child.id() as i32;
@@ -504,6 +590,12 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         .and_then(|(sig, before, batch_only)| deadline.map(|d| (d - before, sig, batch_only)));
     let mut timed_out = false;
     let until = |t: i64| tokio::time::sleep(Duration::from_secs((t - now()).max(0) as u64));
+    // A service's health check: the first probe one interval after the start.
+    let check = r.desc.service.as_ref().and_then(|s| s.health.clone());
+    let every = Duration::from_secs(check.as_ref().map_or(3600, |c| c.interval_secs.max(1)) as u64);
+    let mut next_probe = tokio::time::Instant::now() + every;
+    let mut checks = crate::service::Checks::default();
+    let mut unhealthy = false;
     let status = loop {
         // `scontrol update TimeLimit=` moves the deadline, and a --signal not yet sent.
         let changed = exec.procs().time_limit.filter(|l| *l != limit);
@@ -540,10 +632,45 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
                 }
                 kill_job(exec.clone(), order.kill_wait);
             }
+            _ = tokio::time::sleep_until(next_probe), if check.is_some() && !unhealthy => {
+                let c = check.as_ref().expect("guarded");
+                let ok = probe(&exec, &order, &c.probe, every).await;
+                next_probe = tokio::time::Instant::now() + every;
+                let restart = checks.record(ok, c.retries);
+                let changed = {
+                    let mut procs = exec.procs();
+                    let s = procs.service.as_mut();
+                    match s {
+                        Some(s) if s.health != checks.health() => {
+                            s.health = checks.health();
+                            s.at = now();
+                            true
+                        }
+                        _ => false,
+                    }
+                };
+                if changed {
+                    exec.touch();
+                }
+                if restart && exec.procs().ending.is_none() {
+                    tracing::info!(
+                        "{}: service job {id}: {} health checks failed in a row; restarting it",
+                        exec.node,
+                        c.retries
+                    );
+                    unhealthy = true;
+                    let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+                }
+            }
             // Look at the limit again now and then.
             _ = tokio::time::sleep(Duration::from_secs(1)), if !timed_out => {}
         }
     };
+    if r.desc.service.is_some() {
+        // What the service's script left in its process group goes with it (a
+        // server it started in the background), before it is started again.
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
     leftovers::forget(&exec.dir, &key);
     notices().remove(&(exec.node.clone(), id, r.restarts));
     // The batch step is over: what it left in its cgroup is killed, and an OOM kill in
@@ -595,7 +722,51 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         state.name()
     );
     let _ = std::fs::remove_file(script_path(&exec.jobs_dir, r));
-    exec.batch_ended(finish(state, code, signal));
+    (state, code, signal, unhealthy)
+}
+
+/// One health probe of a service: its command (as the job's user, in its working
+/// directory and environment; healthy when it exits 0 within `limit`), or an HTTP GET
+/// on this node (healthy on a 2xx answer within `limit`).
+async fn probe(exec: &Exec, order: &LaunchBatch, probe: &HealthProbe, limit: Duration) -> bool {
+    let limit = limit.min(Duration::from_secs(10));
+    match probe {
+        HealthProbe::Url(u) => match sluice_proto::service::url_port(u) {
+            Some(port) => {
+                crate::service::http_ok(port, sluice_proto::service::url_path(u), limit).await
+            }
+            None => false,
+        },
+        HealthProbe::Command(c) => {
+            let r = &order.job;
+            let Ok(identity) = Owner::of(exec.own_uid, r).and_then(|o| o.identity()) else {
+                return false;
+            };
+            let mut cmd = identity.command(
+                "/bin/sh",
+                &["-c".to_string(), c.clone()],
+                &order.environment,
+                &r.desc.work_dir,
+                &[],
+            );
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let Ok(mut child) = cmd.spawn() else {
+                return false;
+            };
+            let pid = child.id() as i32;
+            let waited = tokio::task::spawn_blocking(move || child.wait());
+            match tokio::time::timeout(limit, waited).await {
+                Ok(Ok(Ok(status))) => status.success(),
+                _ => {
+                    // Too slow: it and what it started go.
+                    let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+                    false
+                }
+            }
+        }
+    }
 }
 
 /// Where a run's batch script is written in the node's jobs directory: one file per

@@ -274,6 +274,9 @@ pub(crate) struct Status {
     /// That round's figures of the steps running then.
     #[serde(default)]
     pub(crate) usage: Vec<(StepId, StepUsage)>,
+    /// A service's restarts in place and health (`service.rs`).
+    #[serde(default)]
+    pub(crate) service: Option<sluice_proto::service::ServiceReport>,
 }
 
 /// Writes `value` as JSON to `path`, whole or not at all (a temporary file renamed over
@@ -583,6 +586,7 @@ fn status(exec: &Exec) -> Status {
         steps_usage,
         usage_round,
         usage,
+        service: procs.service.clone(),
     }
 }
 

@@ -263,6 +263,7 @@ async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
     let mut reporting = false;
     let mut steps_told = std::collections::BTreeSet::new();
     let mut round_sent = 0;
+    let mut service_sent = None;
     let sending = Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Ok((Reply::Ok, mut lines)) = handle.open(&Request::Watch).await {
         while let Ok(Some(line)) = lines.next_line().await {
@@ -296,6 +297,13 @@ async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
                     steps: status.usage.clone(),
                 };
                 crate::send_usage(&agent, report, &sending);
+            }
+            // A service's restarts and health, sent on every change (before its end).
+            if status.service.is_some() && status.service != service_sent {
+                service_sent = status.service.clone();
+                if let Some(report) = service_sent.clone() {
+                    crate::send_service(&agent, report).await;
+                }
             }
             if let Some(ended) = status.ended.filter(|_| !reporting) {
                 reporting = true;

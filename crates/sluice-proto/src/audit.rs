@@ -208,6 +208,19 @@ pub enum AuditWhat {
         /// How many of how many, since when, under which threshold.
         gpus: crate::usage::IdleGpus,
     },
+    /// A service's process was started again in place (`state/service.rs`).
+    ServiceRestarted {
+        /// The run (requeue count) it belongs to.
+        run: u32,
+        /// Its restarts in place so far, this one included (over all runs).
+        restart: u32,
+        /// Why: its process exited, or its health check failed.
+        cause: crate::service::RestartCause,
+        /// Exit code of the process it replaced.
+        exit_code: i32,
+        /// Terminating signal of the process it replaced.
+        signal: i32,
+    },
     /// Ended.
     Ended {
         /// The run that ended.
@@ -239,6 +252,7 @@ impl AuditWhat {
             AuditWhat::Preempted { .. } => "preempted",
             AuditWhat::Preempting { .. } => "preempting",
             AuditWhat::IdleGpus { .. } => "idle_gpus",
+            AuditWhat::ServiceRestarted { .. } => "service_restarted",
             AuditWhat::Ended { .. } => "ended",
         }
     }

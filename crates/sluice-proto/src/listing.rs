@@ -132,6 +132,11 @@ pub struct ListedJob {
     /// Whether it was submitted as an array, and the array's throttle (`%N`).
     #[serde(rename = "T", default, skip_serializing_if = "Option::is_none")]
     pub array_throttle: Option<Option<u32>>,
+    /// A service's submission and state (`squeue -O Service`).
+    #[serde(rename = "sv", default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<crate::service::ServiceSpec>,
+    #[serde(rename = "ss", default, skip_serializing_if = "Option::is_none")]
+    pub service_state: Option<crate::service::ServiceState>,
 }
 
 impl ListedJob {
@@ -177,6 +182,8 @@ impl ListedJob {
             constraint: d.constraint,
             memory: d.memory,
             array_throttle: d.array.map(|a| a.1),
+            service: d.service,
+            service_state: r.service_state,
         }
     }
 
@@ -210,6 +217,7 @@ impl ListedJob {
             ntasks: self.ntasks,
             cpus_per_task: self.cpus_per_task,
             min_nodes: self.min_nodes,
+            service_state: self.service_state,
             ..Default::default()
         };
         let d = &mut r.desc;
@@ -225,6 +233,7 @@ impl ListedJob {
         d.constraint = self.constraint;
         d.memory = self.memory;
         d.array = self.array_throttle.map(|t| (Vec::new(), t));
+        d.service = self.service;
         r
     }
 }

@@ -475,6 +475,18 @@ pub struct JobRecord {
     /// `IdleGpuTime`): how many, since when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_gpus: Option<crate::usage::IdleGpus>,
+    /// A service job's restarts in place and health (`desc.service`), as its agent
+    /// reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_state: Option<crate::service::ServiceState>,
+    /// A service job's stable address (`http://HOST:PORT/services/NAME/`), when it
+    /// declares a port and the controller listens on TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_url: Option<String>,
+    /// Its plain TCP address (`HOST:PORT`), when sluice.conf's `ServiceTcpPorts`
+    /// holds its port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_tcp: Option<String>,
 }
 
 /// Who holds a pending job back.

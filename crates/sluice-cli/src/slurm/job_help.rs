@@ -97,6 +97,18 @@ pub const GROUPS: &[Group] = &[
         ],
     },
     Group {
+        title: "Service options (Sluice's own, beyond Slurm):",
+        entries: &[
+            e("restart", "on-failure|always[:max]", "a service: restarted in place when it exits (at most max times)"),
+            e("port", "N", "the TCP port the service listens on (also declares a service)"),
+            e("service-name", "name", "its stable name (default: the job name; unique while it lives)"),
+            e("health-cmd", "command", "health check: healthy when this exits 0 (as the job's user)"),
+            e("health-url", "url", "health check: GET http://localhost[:PORT]/path answers 2xx"),
+            e("health-interval", "secs", "seconds between health checks (10)"),
+            e("health-retries", "n", "failed checks in a row that restart the service (3)"),
+        ],
+    },
+    Group {
         title: "Help options:",
         entries: &[
             e("help", "", "this help"),

@@ -305,6 +305,11 @@ pub fn main(args: Vec<String>) -> i32 {
                 .unwrap_or_else(|| "sbatch".into()),
             (None, None) => "sbatch".into(),
         });
+    // A service's options, checked as a whole (`--restart`, `--health-*`, `--port`).
+    let service = match opts.service.spec(&name, opts.array.is_some()) {
+        Ok(s) => s,
+        Err(m) => fail(ME, m, 1),
+    };
     let command = script_path
         .as_ref()
         .map(|p| {
@@ -322,6 +327,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(d) => d,
         Err(e) => fail(ME, e, USAGE_EXIT),
     };
+    desc.service = service;
     if !rest.is_empty() && script_path.is_some() {
         desc.environment
             .push(("SLURM_SCRIPT_ARGS".into(), rest[1..].join(" ")));

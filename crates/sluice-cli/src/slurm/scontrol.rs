@@ -243,6 +243,31 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         p("IdleSince", sluice_proto::time::timestamp(idle.since));
         p("IdleThreshold", format!("{}%", idle.threshold));
     }
+    // Sluice's own, on a line of its own and only for a service job: its stable name,
+    // restarts in place (over all its runs; `Restarts=` above counts requeues), health
+    // and port.
+    if let Some(svc) = &j.desc.service {
+        let st = j.service_state.clone().unwrap_or_default();
+        p("Service", svc.name.clone());
+        p("ServiceRestarts", st.restarts.to_string());
+        p(
+            "Health",
+            if svc.health.is_none() {
+                "none"
+            } else {
+                st.health.name()
+            }
+            .into(),
+        );
+        p("Port", svc.port.map_or("(null)".into(), |p| p.to_string()));
+    }
+    // Sluice's own: a service job's stable address, on a line of its own.
+    if let Some(url) = &j.service_url {
+        p("ServiceURL", url.clone());
+    }
+    if let Some(tcp) = &j.service_tcp {
+        p("ServiceTCP", tcp.clone());
+    }
     v
 }
 
@@ -279,6 +304,8 @@ const JOB_BREAKS: &[&str] = &[
     "TresPerNode",
     "TresPerTask",
     "IdleGPUs",
+    "Service",
+    "ServiceURL",
 ];
 
 /// scontrol's options: Slurm 22.05's table, in its order (which orders the candidates

@@ -136,6 +136,23 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
             "COMMENT",
             j.desc.comment.clone().unwrap_or_else(|| "(null)".into()),
         ),
+        // Sluice's own (`-O Service` only): a service's name, health and restarts in
+        // place, `llm:healthy:2`.
+        SERVICE => f(
+            "SERVICE",
+            match &j.desc.service {
+                Some(svc) => {
+                    let st = j.service_state.clone().unwrap_or_default();
+                    let health = if svc.health.is_none() {
+                        "none"
+                    } else {
+                        st.health.name()
+                    };
+                    format!("{}:{health}:{}", svc.name, st.restarts)
+                }
+                None => "(null)".into(),
+            },
+        ),
         'E' => f(
             "DEPENDENCY",
             j.dependency_status
@@ -192,6 +209,9 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
     }
 }
 
+/// The code of `-O Service` (Sluice's own field; no `%` letter stands for it).
+const SERVICE: char = '\u{1}';
+
 /// `-O` field names and the `%` code each stands for.
 fn long_field(name: &str) -> Option<char> {
     Some(match name.to_ascii_lowercase().as_str() {
@@ -240,6 +260,7 @@ fn long_field(name: &str) -> Option<char> {
         "command" => 'o',
         "comment" => 'k',
         "dependency" => 'E',
+        "service" => SERVICE,
         _ => return None,
     })
 }

@@ -52,7 +52,7 @@ impl Cluster {
         Self::start_full(name, slurm_conf, &[], up_args, &[])
     }
 
-    fn start_full(
+    pub fn start_full(
         name: &str,
         slurm_conf: &str,
         nodes: &[&str],

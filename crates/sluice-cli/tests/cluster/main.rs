@@ -34,6 +34,8 @@ mod rest_update;
 mod restarts;
 mod salloc;
 mod scripts;
+mod service_address;
+mod services;
 mod sstat;
 mod stdin;
 mod tasks;

@@ -37,7 +37,7 @@ pub(crate) fn http(
 }
 
 /// One HTTP request with `headers`; the status, the head and the body as text.
-fn http_text(
+pub(crate) fn http_text(
     addr: &str,
     method: &str,
     path: &str,

@@ -22,6 +22,9 @@
 //! from its checkpoint; a worker restarted by its launcher leaves the job alone.
 //! `notebook_lab.rs`: real Jupyter servers on a GPU from `salloc` and `sbatch`, reached
 //! from a login host and ended at their time limit; batchspawner's `SlurmSpawner`.
+//! `service_lab.rs`: a service job's host is killed, twice: it starts on another host
+//! and answers again (the outage measured). `service_address_lab.rs`: the same move
+//! seen through the service's stable address on `head01`, which answers again.
 
 mod ctld_crash_lab;
 mod harness;
@@ -34,3 +37,5 @@ mod ranks_lab;
 mod restart_lab;
 mod seeds_lab;
 mod training_lab;
+mod service_address_lab;
+mod service_lab;

@@ -140,6 +140,15 @@ pub enum Request {
         /// Where they go.
         reply: Reply<Result<Vec<sluice_proto::types::StepRecord>, ApiError>>,
     },
+    /// An agent's word on a running service: its restarts in place and health.
+    ServiceReport {
+        /// The report.
+        report: sluice_proto::service::ServiceReport,
+        /// Who reports (an agent).
+        caller: Caller,
+        /// Where the answer goes.
+        reply: Reply<Result<(), ApiError>>,
+    },
     /// An agent's periodic figures of a job run's steps on its node.
     UsageReport {
         /// The figures.

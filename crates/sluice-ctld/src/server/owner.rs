@@ -376,6 +376,14 @@ impl Owner {
                 now_answer(reply, files)
             }
             Request::JobUsage { id, hidden, reply } => now_answer(reply, ctl.job_usage(id, hidden)),
+            Request::ServiceReport {
+                report,
+                caller,
+                reply,
+            } => match ctl.service_report(&report, &caller, now) {
+                Ok(effects) => Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e))),
+                Err(e) => now_answer(reply, Err(e)),
+            },
             Request::UsageReport {
                 report,
                 caller,

@@ -80,6 +80,7 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/agent/ended", post(agent_ended))
         .route("/v1/agent/step-ended", post(step_ended_on))
         .route("/v1/agent/usage", post(usage_report))
+        .route("/v1/agent/service", post(service_report))
         .route("/v1/reconfigure", post(super::reconfigure::reconfigure))
         .route("/v1/agent/heartbeat", post(agent_heartbeat))
         .route(sluice_proto::token::TOKEN_PATH, post(super::token::make))
@@ -247,6 +248,24 @@ async fn job_usage(
         .await
         .and_then(|r| r);
     reply(r)
+}
+
+/// `POST /v1/agent/service`: an agent's word on a running service (restarts, health).
+async fn service_report(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(report): Json<sluice_proto::service::ServiceReport>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ask(|reply| Request::ServiceReport {
+            report,
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r.map(|()| Done {}))
 }
 
 /// `POST /v1/agent/usage`: an agent's periodic figures of a job run's steps on its node.

@@ -7,8 +7,9 @@
 //! read them (no `MetricsAuthUsers`, no `PrivateData`, or `ignore_private_data`), a
 //! `GET` of one of the metrics endpoints, by its exact path, passes without a
 //! credential (a Prometheus scraping the controller's port); restricted, only the
-//! index (`GET /metrics`, which names the endpoints and no figure) does. Any other
-//! method or path, and the figures when restricted, still need one.
+//! index (`GET /metrics`, which names the endpoints and no figure) does. Sluice's
+//! own: services' stable addresses (`/services/...`, `services.rs`) pass without one.
+//! Any other method or path, and the figures when restricted, still need one.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -69,6 +70,10 @@ pub(super) async fn verify_signed(
         return next.run(request).await;
     }
     let path = request.uri().path();
+    // A service's stable address: its clients hold no credential (`services.rs`).
+    if super::services::is_forwarded(path) {
+        return next.run(request).await;
+    }
     if is_metrics_read(request.method(), path)
         && (tcp.open_metrics || (tcp.metrics && path == "/metrics"))
     {

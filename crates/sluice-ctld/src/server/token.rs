@@ -150,6 +150,11 @@ pub(super) async fn admit(
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    // A service's stable address: an `Authorization` header there is the service's
+    // (an API key), never a Slurm token (`services.rs`).
+    if super::services::is_forwarded(request.uri().path()) {
+        return next.run(request).await;
+    }
     let Some(token) = carried(request.headers()).map(str::to_string) else {
         return next.run(request).await;
     };

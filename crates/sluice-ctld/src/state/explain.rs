@@ -503,6 +503,9 @@ impl Controller {
                 out.push(idle.describe(now));
             }
         }
+        if let Some(svc) = &r.desc.service {
+            out.push(super::service::describe(svc, r.service.as_deref(), r.state));
+        }
         match (r.end_time, r.start_time) {
             (Some(end), Some(_)) => out.push(format!(
                 "ended {} {} (exit code {})",

@@ -114,6 +114,8 @@ pub struct Job {
     pub accrue_time: Option<i64>,
     /// While it runs: flagged for idle GPUs (`state/idle_gpus.rs`).
     pub idle_gpus: Option<Box<sluice_proto::usage::IdleGpus>>,
+    /// A service's restarts in place and health (`state/service.rs`).
+    pub service: Option<Box<sluice_proto::service::ServiceState>>,
 }
 
 /// Each owner's last submission (by uid): a submission the same as its owner's last
@@ -296,6 +298,7 @@ impl Job {
             tres_alloc: r.tres_alloc,
             accrue_time: r.accrue_time,
             idle_gpus: r.idle_gpus.map(Box::new),
+            service: r.service_state.map(Box::new),
         }
     }
 
@@ -372,6 +375,9 @@ impl Job {
             gpu_types_per_node: self.alloc.iter().map(|s| s.gpu_types.clone()).collect(),
             accrue_time: self.accrue_time,
             idle_gpus: self.idle_gpus.as_deref().copied(),
+            service_state: self.service.as_deref().cloned(),
+            service_url: conf.service_url(&self.desc),
+            service_tcp: conf.service_tcp(&self.desc),
         }
     }
 

@@ -35,6 +35,9 @@ use super::reason::Reason;
 use super::Controller;
 use crate::config::ClusterConfig;
 
+mod services;
+pub use services::{ServiceAt, ServiceTarget};
+
 /// What a pending job's record shows from the core, without text: compared after a
 /// pass to find the jobs whose records changed.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -94,6 +97,8 @@ pub struct Listing {
     by_state: OrdMap<JobState, OrdSet<JobId>>,
     /// (array, task index, job).
     by_array: OrdSet<(JobId, u32, JobId)>,
+    /// Service jobs by their stable name (`services.rs`).
+    by_service: OrdMap<String, OrdSet<JobId>>,
     /// When a job's record last changed (Unix seconds; 0: never): Slurm's
     /// `last_job_update`, what a listing's `update_time` is compared with.
     updated: i64,
@@ -118,6 +123,7 @@ impl Listing {
             by_user: OrdMap::new(),
             by_state: OrdMap::new(),
             by_array: OrdSet::new(),
+            by_service: OrdMap::new(),
             updated: 0,
         }
     }
@@ -315,6 +321,9 @@ impl Listing {
         if let Some((array, task)) = job.array {
             self.by_array.insert((array, task, id));
         }
+        if let Some(s) = &job.desc.service {
+            index_add(&mut self.by_service, s.name.clone(), id);
+        }
         self.jobs.insert(id, Arc::new(Listed { job, live }));
     }
 
@@ -325,6 +334,9 @@ impl Listing {
         index_remove(&mut self.by_state, &old.job.state, id);
         if let Some((array, task)) = old.job.array {
             self.by_array.remove(&(array, task, id));
+        }
+        if let Some(s) = &old.job.desc.service {
+            index_remove(&mut self.by_service, &s.name, id);
         }
         Some(old)
     }
@@ -397,6 +409,8 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         constraint: d.constraint.clone(),
         memory: d.memory,
         array_throttle: d.array.as_ref().map(|a| a.1),
+        service: d.service.clone(),
+        service_state: r.service.as_deref().cloned(),
     }
 }
 
@@ -493,6 +507,10 @@ struct ListedRef<'a> {
     memory: Option<MemoryRequest>,
     #[serde(rename = "T", skip_serializing_if = "Option::is_none")]
     array_throttle: Option<Option<u32>>,
+    #[serde(rename = "sv", skip_serializing_if = "Option::is_none")]
+    service: Option<&'a sluice_proto::service::ServiceSpec>,
+    #[serde(rename = "ss", skip_serializing_if = "Option::is_none")]
+    service_state: Option<&'a sluice_proto::service::ServiceState>,
 }
 
 fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> ListedRef<'a> {
@@ -540,6 +558,8 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         constraint: d.constraint.as_deref(),
         memory: d.memory,
         array_throttle: d.array.as_ref().map(|a| a.1),
+        service: d.service.as_ref(),
+        service_state: r.service.as_deref(),
     }
 }
 

@@ -74,6 +74,19 @@ impl Controller {
             } else {
                 mode
             };
+            // A service is requeued, not cancelled, unless its QOS itself says CANCEL
+            // (a partition's or the cluster's mode does not end a service).
+            let qos_cancels = self
+                .sched
+                .job(victim)
+                .and_then(|j| j.spec.acct.qos)
+                .and_then(|q| self.sched.account_limits().qos.get(&q))
+                .is_some_and(|q| q.preempt_mode == Some(PreemptMode::Cancel));
+            let mode = if mode == PreemptMode::Cancel && r.desc.service.is_some() && !qos_cancels {
+                PreemptMode::Requeue
+            } else {
+                mode
+            };
             let signal = r.desc.signal.map_or(SIGTERM, |(s, _, _)| s);
             self.audit_preempted(victim, by, mode, grace, reclaim, now);
             tracing::info!(

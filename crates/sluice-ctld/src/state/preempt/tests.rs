@@ -394,3 +394,49 @@ fn the_audit_trail_tells_the_preemption_story_from_both_sides() {
         ]
     );
 }
+
+#[test]
+fn a_preempted_service_is_requeued_where_the_partition_says_cancel() {
+    let mut c = Controller::new(
+        conf(Some(PreemptMode::Cancel)),
+        Path::new("/s"),
+        vec![],
+        vec![],
+        0,
+    );
+    let d = JobDescription {
+        name: "llm".into(),
+        ntasks: Some(4),
+        partition: Some("low".into()),
+        work_dir: "/home/alice".into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        submit_host: "login".into(),
+        requeue: Some(false),
+        service: Some(sluice_proto::service::ServiceSpec {
+            name: "llm".into(),
+            restart: sluice_proto::service::RestartPolicy::Always,
+            max_restarts: None,
+            health: None,
+            port: Some(8000),
+        }),
+        ..Default::default()
+    };
+    let caller = Caller {
+        uid: 1000,
+        gid: 1000,
+        admin: false,
+    };
+    let p = c
+        .prepare(d, &caller, "alice", "alice", 0)
+        .expect("accepted");
+    c.accept(p.jobs(JobId(1)), 0);
+    assert_eq!(launched(&c.schedule(0)), vec![1]);
+    // Always requeueable, and no DefaultTime: the partition's MaxTime (none here).
+    let r = c.job(JobId(1)).unwrap();
+    assert_eq!((r.desc.requeue, r.time_limit), (Some(true), None));
+    submit(&mut c, "high", 2, 10);
+    let effects = c.schedule(15);
+    assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
+    assert_eq!(runs(&effects), vec![(1, JobState::Preempted, Some(15), 0)]);
+    assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Pending);
+}
