@@ -208,6 +208,9 @@ pub struct JobDescription {
     /// The batch script (empty for `srun`/`salloc` allocations).
     #[serde(default)]
     pub script: String,
+    /// The batch script's arguments (`sbatch SCRIPT ARGS...`), its `$1`...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub script_args: Vec<String>,
     /// Environment of the job (after `--export`).
     #[serde(default)]
     pub environment: Vec<(String, String)>,
