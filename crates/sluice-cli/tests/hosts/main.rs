@@ -17,6 +17,8 @@
 //! the link is back. `ctld_crash_lab.rs` kills the controller while jobs run on three
 //! hosts and restarts it: nothing is lost. `interactive_lab.rs`: `srun` from a login
 //! host across two others (stdin, labels, exit codes, Ctrl-C) and `salloc`.
+//! `ray_lab.rs`: the real Ray and Dask started inside an allocation by `examples/ray/`
+//! and `examples/dask/`, with the job's CPUs and GPUs on each node, nothing left after.
 
 mod ctld_crash_lab;
 mod harness;
@@ -25,5 +27,6 @@ mod lab;
 mod munge_lab;
 mod partition_lab;
 mod ranks_lab;
+mod ray_lab;
 mod restart_lab;
 mod seeds_lab;
