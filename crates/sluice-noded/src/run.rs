@@ -902,12 +902,17 @@ pub(crate) fn tasks(
         .join(",");
     // What slurmstepd sets on each node whatever srun's environment holds (Snakemake's
     // srun has none of the job's variables but its id; and a batch script's
-    // SLURM_CPUS_ON_NODE is its first node's).
-    let cpus_on_node = record
-        .nodes
-        .iter()
-        .position(|n| *n == exec.node)
-        .and_then(|i| record.cpus_per_node.get(i).copied())
+    // SLURM_CPUS_ON_NODE is its first node's): the step's CPUs here, as slurmd counts
+    // them (all of the job's, or with `--exact` or `-c` what the step's tasks ask).
+    let cpus_on_node = order
+        .cpus
+        .or_else(|| {
+            record
+                .nodes
+                .iter()
+                .position(|n| *n == exec.node)
+                .and_then(|i| record.cpus_per_node.get(i).copied())
+        })
         .unwrap_or(1);
     // Whether the job holds whole GPUs (not shards) on any of its nodes.
     let whole_gpus = record.gpus_per_node.iter().any(|g| !g.is_empty());
