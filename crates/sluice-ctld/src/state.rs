@@ -2245,6 +2245,13 @@ impl Controller {
                 ids,
             ));
         }
+        // The step's CPUs on each node: all of the job's there, as its count says, or
+        // (`--exact`, `-c`) those its tasks ask for.
+        let on_node: Vec<u32> = if req.exact || req.cpus_per_task.is_some() {
+            per_node.iter().map(|t| t * cpt).collect()
+        } else {
+            cpus.clone()
+        };
         let record = StepRecord {
             job_id: job.0,
             step: StepId::Number(step),
@@ -2257,14 +2264,11 @@ impl Controller {
             nodes: plan_nodes.iter().map(|n| n.0.clone()).collect(),
             ntasks,
             cpus: step_cpus(&cpus, ntasks * cpt, req),
-            // All of the job's CPUs on its nodes, as its count says, or (`--exact`,
-            // `-c`) those its tasks ask for; none for a step that overlaps.
+            // None for a step that overlaps.
             held_cpus: if req.overlap {
                 Vec::new()
-            } else if req.exact || req.cpus_per_task.is_some() {
-                per_node.iter().map(|t| t * cpt).collect()
             } else {
-                cpus.clone()
+                on_node.clone()
             },
             ended_on: Vec::new(),
             usage: None,
@@ -2281,6 +2285,7 @@ impl Controller {
                 nodes: plan_nodes,
                 ntasks,
                 task_gpus,
+                cpus: on_node,
             },
             effects,
         ))

@@ -843,7 +843,7 @@ fn start_batch(
     };
     let mut cmd = identity.command(
         &script.display().to_string(),
-        &[],
+        &r.desc.script_args,
         &order.environment,
         &r.desc.work_dir,
         cgroups,
@@ -1073,13 +1073,20 @@ pub(crate) fn tasks(
         .join(",");
     // What slurmstepd sets on each node whatever srun's environment holds (Snakemake's
     // srun has none of the job's variables but its id; and a batch script's
-    // SLURM_CPUS_ON_NODE is its first node's).
-    let cpus_on_node = record
-        .nodes
-        .iter()
-        .position(|n| *n == exec.node)
-        .and_then(|i| record.cpus_per_node.get(i).copied())
+    // SLURM_CPUS_ON_NODE is its first node's): the step's CPUs here, as slurmd counts
+    // them (all of the job's, or with `--exact` or `-c` what the step's tasks ask).
+    let cpus_on_node = order
+        .cpus
+        .or_else(|| {
+            record
+                .nodes
+                .iter()
+                .position(|n| *n == exec.node)
+                .and_then(|i| record.cpus_per_node.get(i).copied())
+        })
         .unwrap_or(1);
+    // Whether the job holds whole GPUs (not shards) on any of its nodes.
+    let whole_gpus = record.gpus_per_node.iter().any(|g| !g.is_empty());
     // The pipes of the tasks reading srun's input, made known once all are started:
     // srun's first chunk then reaches every one of them.
     let mut stdins: Vec<(u32, std::process::ChildStdin)> = Vec::new();
@@ -1113,6 +1120,15 @@ pub(crate) fn tasks(
         // known to the agent, the node itself.
         env.push(("SLURM_TOPOLOGY_ADDR".into(), exec.node.clone()));
         env.push(("SLURM_TOPOLOGY_ADDR_PATTERN".into(), "node".into()));
+        // The step's GPU count on this node, as Slurm's gres/gpu plugin sets it for
+        // each of its tasks, whatever srun's environment held (a batch script's
+        // SLURM_GPUS_ON_NODE is its first node's; a step may hold fewer).
+        if whole_gpus {
+            env.retain(|(k, _)| k != "SLURM_GPUS_ON_NODE");
+            if !step_gpus.is_empty() {
+                env.push(("SLURM_GPUS_ON_NODE".into(), step_gpus.len().to_string()));
+            }
+        }
         if let Some(g) = order.task_gpus.get(local).filter(|g| !g.is_empty()) {
             let list = g.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
             env.retain(|(k, _)| {
@@ -1133,6 +1149,19 @@ pub(crate) fn tasks(
                 env.push((k.into(), list.clone()));
             }
             env.push(("SLURM_STEP_GPUS".into(), list));
+        } else if whole_gpus {
+            // None here: the first node's GPUs that srun's environment names are not
+            // this task's (Slurm unsets them).
+            env.retain(|(k, _)| {
+                !matches!(
+                    k.as_str(),
+                    "CUDA_VISIBLE_DEVICES"
+                        | "ROCR_VISIBLE_DEVICES"
+                        | "GPU_DEVICE_ORDINAL"
+                        | "ZE_AFFINITY_MASK"
+                        | "SLURM_STEP_GPUS"
+                )
+            });
         }
         let mut cmd = identity.command(&program, &order.argv[1..], &env, &order.work_dir, &procs);
         let feed = order.stdin && order.stdin_task.is_none_or(|t| t == task);

@@ -208,6 +208,9 @@ pub struct JobDescription {
     /// The batch script (empty for `srun`/`salloc` allocations).
     #[serde(default)]
     pub script: String,
+    /// The batch script's arguments (`sbatch SCRIPT ARGS...`), its `$1`...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub script_args: Vec<String>,
     /// Environment of the job (after `--export`).
     #[serde(default)]
     pub environment: Vec<(String, String)>,
@@ -1294,6 +1297,10 @@ pub struct StepPlan {
     /// Per node: GPU indices for each of its tasks (empty without GPUs).
     #[serde(default)]
     pub task_gpus: Vec<Vec<Vec<u32>>>,
+    /// Per node: the step's CPUs there (`SLURM_CPUS_ON_NODE`: all of the job's, or with
+    /// `--exact` or `-c` what its tasks ask); empty from a controller that did not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<u32>,
 }
 
 /// srun-to-agent order to run tasks of a step on one node.
@@ -1310,6 +1317,9 @@ pub struct LaunchTasks {
     /// GPU indices per task here.
     #[serde(default)]
     pub task_gpus: Vec<Vec<u32>>,
+    /// The step's CPUs here (`SLURM_CPUS_ON_NODE`); None: the job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
     /// Command line.
     pub argv: Vec<String>,
     /// Environment (the caller's, with the step's variables).

@@ -115,6 +115,7 @@ pub fn describe_job(
         append: o.open_mode == Some(sluice_conf::options::OpenMode::Append),
         work_dir,
         script,
+        script_args: Vec::new(),
         environment,
         array: o.array.as_ref().map(|a| (a.indices.clone(), a.throttle)),
         dependency: o
@@ -329,8 +330,7 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     desc.service = service;
     if !rest.is_empty() && script_path.is_some() {
-        desc.environment
-            .push(("SLURM_SCRIPT_ARGS".into(), rest[1..].join(" ")));
+        desc.script_args = rest[1..].to_vec();
     }
     let client = controller();
     if opts.test_only {

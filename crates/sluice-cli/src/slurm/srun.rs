@@ -238,6 +238,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             node_index: index as u32,
             tasks: tasks.clone(),
             task_gpus: plan.task_gpus.get(index).cloned().unwrap_or_default(),
+            cpus: plan.cpus.get(index).copied(),
             argv: argv.to_vec(),
             environment: environment.clone(),
             work_dir: work_dir.clone(),

@@ -98,6 +98,23 @@ fn impossible_gpu_requests_get_slurms_errors() {
         "0: 0 0 gpu:per_task:1\n1: 1 1 gpu:per_task:1\none: 0\n"
     );
 
+    // A step's SLURM_GPUS_ON_NODE counts its own GPUs on the node, not the job's (Slurm's
+    // gres/gpu plugin sets it for each step): what Ray's --num-gpus is taken from.
+    let job = c.sbatch(&[
+        "--gres=gpu:2",
+        "-o",
+        "on-node-%j.out",
+        "--wrap",
+        "echo batch: $SLURM_GPUS_ON_NODE; \
+         srun -n1 --gpus-per-task=1 bash -c 'echo one: $SLURM_GPUS_ON_NODE $CUDA_VISIBLE_DEVICES'; \
+         srun -n1 bash -c 'echo all: $SLURM_GPUS_ON_NODE $CUDA_VISIBLE_DEVICES'",
+    ]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    assert_eq!(
+        std::fs::read_to_string(c.work().join(format!("on-node-{job}.out"))).unwrap(),
+        "batch: 2\none: 1 0\nall: 2 0,1\n"
+    );
+
     // Accounting: the job and its steps hold its GPUs, memory and CPUs (Slurm's
     // shape, `gpu_sacct_steps.txt`, taken with `AccountingStorageTRES=gres/gpu`:
     // without it Slurm does not account GPUs; a step without `--exact` holds all of

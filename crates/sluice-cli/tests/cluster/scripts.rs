@@ -72,3 +72,19 @@ fn held_jobs_run_their_script_and_environment_from_the_store_after_a_restart() {
         );
     }
 }
+
+#[test]
+fn a_batch_script_gets_sbatchs_arguments_after_it() {
+    let c = Cluster::start("scriptargs", CONF);
+    std::fs::write(
+        c.work().join("args.sh"),
+        "#!/bin/sh\necho \"$# [$1] [$2] ${SLURM_SCRIPT_ARGS-unset}\"\n",
+    )
+    .unwrap();
+    let job = c.sbatch(&["-o", "args.out", "args.sh", "two words", "-x"]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    assert_eq!(
+        std::fs::read_to_string(c.work().join("args.out")).unwrap(),
+        "2 [two words] [-x] unset\n"
+    );
+}

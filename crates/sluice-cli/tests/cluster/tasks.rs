@@ -62,7 +62,8 @@ fn step_tasks_get_their_nodes_variables_even_from_a_stripped_srun() {
                   show='echo $SLURMD_NODENAME $SLURM_CPUS_ON_NODE $SLURM_JOB_USER $SLURM_JOB_UID $SLURM_JOB_GID'\n\
                   env -i PATH=\"$PATH\" SLUICE_STATE_DIR=\"$SLUICE_STATE_DIR\" SLURM_JOB_ID=$SLURM_JOB_ID \\\n\
                       srun -N 2 -n 2 -l bash -c \"$show\" | sort > stripped.txt\n\
-                  srun -N 2 -n 2 -l bash -c \"$show\" | sort > full.txt\n";
+                  srun -N 2 -n 2 -l bash -c \"$show\" | sort > full.txt\n\
+                  srun -N 1 -n 1 -c 1 bash -c 'echo $SLURM_CPUS_ON_NODE' > asked.txt\n";
     std::fs::write(c.work().join("env.sh"), script).unwrap();
     let job = c.sbatch(&["-N", "2", "-n", "3", "env.sh"]);
     assert_eq!(c.wait_ended(job), "COMPLETED");
@@ -74,4 +75,10 @@ fn step_tasks_get_their_nodes_variables_even_from_a_stripped_srun() {
         let got = std::fs::read_to_string(c.work().join(file)).unwrap();
         assert_eq!(got, expected, "{file}");
     }
+    // A step asking for fewer CPUs (`-c`, `--exact`) counts its own, as slurmd counts
+    // the step's cores in the credential: 1 of the job's 2 on n1.
+    assert_eq!(
+        std::fs::read_to_string(c.work().join("asked.txt")).unwrap(),
+        "1\n"
+    );
 }

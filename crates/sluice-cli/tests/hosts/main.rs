@@ -25,6 +25,8 @@
 //! `service_lab.rs`: a service job's host is killed, twice: it starts on another host
 //! and answers again (the outage measured). `service_address_lab.rs`: the same move
 //! seen through the service's stable address on `head01`, which answers again.
+//! `ray_lab.rs`: the real Ray and Dask started inside an allocation by `examples/ray/`
+//! and `examples/dask/`, with the job's CPUs and GPUs on each node, nothing left after.
 
 mod ctld_crash_lab;
 mod harness;
@@ -34,6 +36,7 @@ mod munge_lab;
 mod notebook_lab;
 mod partition_lab;
 mod ranks_lab;
+mod ray_lab;
 mod restart_lab;
 mod seeds_lab;
 mod training_lab;

@@ -417,6 +417,7 @@ impl Job {
             append: d.append,
             work_dir: d.work_dir.clone(),
             script: String::new(),
+            script_args: d.script_args.clone(),
             environment: Vec::new(),
             array: d.array.clone(),
             dependency: d.dependency.clone(),

@@ -156,6 +156,7 @@ async fn a_steps_tasks_are_measured_and_its_gpus_carry_the_fake_figures() {
         node_index: 0,
         tasks: vec![4, 5],
         task_gpus: vec![vec![1], vec![1]],
+        cpus: None,
         argv: vec![
             py.display().to_string(),
             dir.join("w.py").display().to_string(),
