@@ -237,6 +237,39 @@ fn conservative_starts_older_reservations_first_at_an_instant() {
 }
 
 #[test]
+fn conservative_reservation_put_back_at_its_time_keeps_its_place() {
+    // One node, 10 CPUs.
+    // t=0   job 1 (3 CPUs, limit 200, really 10 s) and job 2 (7 CPUs, 100 s) start.
+    // t=1   job 3 (3 CPUs, 80 s): reserved at 100.
+    // t=2   job 4 (6 CPUs, 50 s): reserved at 180 (only 4 free beside job 3 at 100).
+    // t=3   job 5 (4 CPUs, 50 s): reserved at 100, beside job 3.
+    // t=10  job 1 ends early. Compression: job 3 starts now (10..90); job 4 moves to
+    //       100; job 5 is put back at 100, the time it had, keeping its place before
+    //       job 4's newer reservation.
+    // t=90  job 3 ends at its limit: both are put back at 100, both keep their places.
+    // t=100 job 2 ends: job 5 starts before job 4, though submitted after it.
+    let mut s = Scheduler::new(cluster(1, 10), Policy::Conservative);
+    let planned = |s: &Scheduler, id| s.job(JobId(id)).unwrap().planned_start;
+    s.submit(job(1).procs(3).time(200).spec(), 0).unwrap();
+    s.submit(job(2).procs(7).time(100).spec(), 0).unwrap();
+    assert_eq!(started(&s.schedule(0)), vec![1, 2]);
+    s.submit(job(3).procs(3).time(80).spec(), 1).unwrap();
+    s.submit(job(4).procs(6).time(50).spec(), 2).unwrap();
+    s.submit(job(5).procs(4).time(50).spec(), 3).unwrap();
+    assert!(s.schedule(3).is_empty());
+    let plans = |s: &Scheduler| (planned(s, 4), planned(s, 5));
+    assert_eq!(planned(&s, 3), Some(100));
+    assert_eq!(plans(&s), (Some(180), Some(100)));
+    s.job_ended(JobId(1), 10).unwrap();
+    assert_eq!(started(&s.schedule(10)), vec![3]);
+    assert_eq!(plans(&s), (Some(100), Some(100)));
+    s.job_ended(JobId(3), 90).unwrap();
+    assert!(s.schedule(90).is_empty());
+    s.job_ended(JobId(2), 100).unwrap();
+    assert_eq!(started(&s.schedule(100)), vec![5, 4]);
+}
+
+#[test]
 fn slurm_backfill_starts_a_lower_priority_job_that_does_not_delay_a_higher_one() {
     // One node, 8 CPUs; backfill every second, planning to the second.
     // t=0   job 1 (prio 10) takes 6 CPUs until 100.
