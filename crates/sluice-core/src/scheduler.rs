@@ -692,11 +692,10 @@ impl Scheduler {
         }
         self.backfill.on_end(id, &alloc.nodes, now);
         self.backfill.dirty = true;
-        if now < end {
-            // Ended before its claim ran out (early, or stretched past an overrun):
-            // reservations may move earlier.
-            self.conservative.ended_early = true;
-        }
+        // Reservations may move earlier: into what remains of its claim when it ended
+        // before that ran out, and — even when it did not — into places that jobs put
+        // back earlier at the last end left free (see `policy::conservative`).
+        self.conservative.ended_early = true;
         let nodes = &job.alloc.as_ref().expect("running").nodes;
         crate::preempt::victim_ended(self, id, nodes, was_expired, now);
         Some(job)
@@ -1051,7 +1050,7 @@ impl Scheduler {
     pub fn next_wakeup(&self) -> Option<Time> {
         let mut t: Option<Time> = None;
         let mut consider = |x: Time| t = Some(t.map_or(x, |t: Time| t.min(x)));
-        if let Some(&(at, _)) = self.conservative.planned.iter().next() {
+        if let Some(at) = self.conservative.next_start() {
             consider(at);
         }
         if !self.queue.is_empty() {

@@ -9,7 +9,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use sluice_core::{JobId, JobState, NodeId, Partition, Pass, Policy, Scheduler, SubmitError, Time};
+use sluice_core::{
+    Decision, JobId, JobState, NodeId, Partition, Pass, Policy, Scheduler, SubmitError, Time,
+};
 
 /// Every distinct planned start a job had while pending, in order, observed after each
 /// `schedule` call.
@@ -156,6 +158,115 @@ fn conservative_never_moves_a_reservation_later() {
     let expected: BTreeMap<u64, Vec<Time>> = [(3, vec![500]), (4, vec![100])].into();
     assert_eq!(history, expected);
     assert_eq!(r.get(3).pass, Pass::Reservation);
+}
+
+/// The jobs `decisions` start, in the order they start.
+fn started(decisions: &[Decision]) -> Vec<u64> {
+    decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Start { job, .. } => Some(job.0),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn conservative_compresses_at_every_end_even_one_at_the_time_limit() {
+    // One node, 4 CPUs.
+    // t=0   job 1 (2 CPUs, limit 100, really 10 s) and job 2 (2 CPUs, 50 s) start.
+    // t=1   job 3 (4 CPUs, 100 s): reserved at 100, when both have ended.
+    // t=2   job 4 (2 CPUs, 50 s): reserved at 50 on job 2's CPUs, ahead of job 3.
+    // t=10  job 1 ends early. Compression in submission order: job 3 first, while job 4
+    //       still holds 50..100 — it stays at 100; then job 4 fits now and starts
+    //       (10..60), leaving free the place it held.
+    // t=50  job 2 ends exactly at its limit: it frees nothing of its claim, but its end
+    //       compresses again and job 3 moves to 60, when job 4 ends. (Compressing only
+    //       after early ends, job 3 would wait for 100.)
+    // t=60  job 4 ends; job 3 starts.
+    let mut s = Scheduler::new(cluster(1, 4), Policy::Conservative);
+    let planned = |s: &Scheduler, id| s.job(JobId(id)).unwrap().planned_start;
+    s.submit(job(1).procs(2).time(100).spec(), 0).unwrap();
+    s.submit(job(2).procs(2).time(50).spec(), 0).unwrap();
+    assert_eq!(started(&s.schedule(0)), vec![1, 2]);
+    s.submit(job(3).procs(4).time(100).spec(), 1).unwrap();
+    assert!(s.schedule(1).is_empty());
+    s.submit(job(4).procs(2).time(50).spec(), 2).unwrap();
+    assert!(s.schedule(2).is_empty());
+    assert_eq!((planned(&s, 3), planned(&s, 4)), (Some(100), Some(50)));
+    s.job_ended(JobId(1), 10).unwrap();
+    assert_eq!(started(&s.schedule(10)), vec![4]);
+    assert_eq!(
+        planned(&s, 3),
+        Some(100),
+        "job 4's old place was taken then"
+    );
+    s.job_ended(JobId(2), 50).unwrap();
+    assert!(s.schedule(50).is_empty());
+    assert_eq!(
+        planned(&s, 3),
+        Some(60),
+        "an end at the limit compresses too"
+    );
+    s.job_ended(JobId(4), 60).unwrap();
+    assert_eq!(started(&s.schedule(60)), vec![3]);
+}
+
+#[test]
+fn conservative_starts_older_reservations_first_at_an_instant() {
+    // One node, 4 CPUs.
+    // t=0   job 1 (2 CPUs, limit 100, really 50 s) and job 2 (2 CPUs, 50 s) start.
+    // t=1   job 3 (2 CPUs, 100 s): reserved at 50 on job 2's CPUs.
+    // t=2   job 4 (2 CPUs, 100 s): reserved at 100 on job 1's.
+    // t=50  jobs 1 and 2 end. Job 3's reservation comes due, and the compression puts
+    //       job 4 at 50 too: job 3 starts first, its reservation being the older, then
+    //       job 4. The order matters: it is the order of their ends when those tie
+    //       (both at 150 here), and every end compresses the reservations again.
+    let mut s = Scheduler::new(cluster(1, 4), Policy::Conservative);
+    s.submit(job(1).procs(2).time(100).spec(), 0).unwrap();
+    s.submit(job(2).procs(2).time(50).spec(), 0).unwrap();
+    assert_eq!(started(&s.schedule(0)), vec![1, 2]);
+    s.submit(job(3).procs(2).time(100).spec(), 1).unwrap();
+    s.submit(job(4).procs(2).time(100).spec(), 2).unwrap();
+    assert!(s.schedule(2).is_empty());
+    let planned = |s: &Scheduler, id| s.job(JobId(id)).unwrap().planned_start;
+    assert_eq!((planned(&s, 3), planned(&s, 4)), (Some(50), Some(100)));
+    s.job_ended(JobId(1), 50).unwrap();
+    s.job_ended(JobId(2), 50).unwrap();
+    assert_eq!(started(&s.schedule(50)), vec![3, 4]);
+}
+
+#[test]
+fn conservative_reservation_put_back_at_its_time_keeps_its_place() {
+    // One node, 10 CPUs.
+    // t=0   job 1 (3 CPUs, limit 200, really 10 s) and job 2 (7 CPUs, 100 s) start.
+    // t=1   job 3 (3 CPUs, 80 s): reserved at 100.
+    // t=2   job 4 (6 CPUs, 50 s): reserved at 180 (only 4 free beside job 3 at 100).
+    // t=3   job 5 (4 CPUs, 50 s): reserved at 100, beside job 3.
+    // t=10  job 1 ends early. Compression: job 3 starts now (10..90); job 4 moves to
+    //       100; job 5 is put back at 100, the time it had, keeping its place before
+    //       job 4's newer reservation.
+    // t=90  job 3 ends at its limit: both are put back at 100, both keep their places.
+    // t=100 job 2 ends: job 5 starts before job 4, though submitted after it.
+    let mut s = Scheduler::new(cluster(1, 10), Policy::Conservative);
+    let planned = |s: &Scheduler, id| s.job(JobId(id)).unwrap().planned_start;
+    s.submit(job(1).procs(3).time(200).spec(), 0).unwrap();
+    s.submit(job(2).procs(7).time(100).spec(), 0).unwrap();
+    assert_eq!(started(&s.schedule(0)), vec![1, 2]);
+    s.submit(job(3).procs(3).time(80).spec(), 1).unwrap();
+    s.submit(job(4).procs(6).time(50).spec(), 2).unwrap();
+    s.submit(job(5).procs(4).time(50).spec(), 3).unwrap();
+    assert!(s.schedule(3).is_empty());
+    let plans = |s: &Scheduler| (planned(s, 4), planned(s, 5));
+    assert_eq!(planned(&s, 3), Some(100));
+    assert_eq!(plans(&s), (Some(180), Some(100)));
+    s.job_ended(JobId(1), 10).unwrap();
+    assert_eq!(started(&s.schedule(10)), vec![3]);
+    assert_eq!(plans(&s), (Some(100), Some(100)));
+    s.job_ended(JobId(3), 90).unwrap();
+    assert!(s.schedule(90).is_empty());
+    s.job_ended(JobId(2), 100).unwrap();
+    assert_eq!(started(&s.schedule(100)), vec![5, 4]);
 }
 
 #[test]

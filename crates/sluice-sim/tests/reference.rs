@@ -318,3 +318,20 @@ fn kth_sp2_easy_matches_reference() {
         },
     );
 }
+
+#[test]
+fn kth_sp2_conservative_matches_reference() {
+    check(
+        Policy::Conservative,
+        Expected {
+            swf: KTH,
+            trace_name: "KTH-SP2-1996-2",
+            procs: 100,
+            reference: "kth_Conservative.tsv.gz",
+            policy_name: "Conservative",
+            avg_wait_min: "122.2578",
+            avg_bounded_slowdown: "88.6200",
+            jobs_counted: 28202,
+        },
+    );
+}
