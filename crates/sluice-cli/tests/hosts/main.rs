@@ -39,6 +39,6 @@ mod ranks_lab;
 mod ray_lab;
 mod restart_lab;
 mod seeds_lab;
-mod training_lab;
 mod service_address_lab;
 mod service_lab;
+mod training_lab;
