@@ -93,7 +93,7 @@ impl StoreError {
     /// worth trying again later, as the writer reconnects by itself.
     pub fn is_unreachable(&self) -> bool {
         match self {
-            StoreError::Postgres { source, .. } => source.as_db_error().is_none(),
+            StoreError::Postgres { source, .. } => pg_unreachable(source),
             StoreError::Failed(m) => m.starts_with(UNREACHABLE),
             _ => false,
         }
@@ -104,9 +104,33 @@ impl StoreError {
 /// cannot reach, as the write's caller sees it).
 pub const UNREACHABLE: &str = "Unable to contact the state database";
 
+/// Whether `e` says the server could not be reached or went away: no answer at all,
+/// a lost connection (class 08), or the server shutting down or starting (57P).
+fn pg_unreachable(e: &postgres::Error) -> bool {
+    match e.as_db_error() {
+        None => !e.to_string().contains("password missing"),
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") || code.starts_with("57P")
+        }
+    }
+}
+
 /// What to say of PostgreSQL's error `e` from `server`: what went wrong and what to do.
 fn pg_message(server: &str, e: &postgres::Error) -> String {
     use postgres::error::SqlState;
+    if e.to_string().contains("password missing") {
+        return format!(
+            "PostgreSQL {server} asks for a password and none was given: set StoragePassFile"
+        );
+    }
+    if pg_unreachable(e) {
+        let text = match e.as_db_error() {
+            Some(db) => db.message().to_string(),
+            None => e.to_string(),
+        };
+        return format!("{UNREACHABLE} (PostgreSQL {server}): {text}");
+    }
     if let Some(db) = e.as_db_error() {
         let code = db.code();
         return if *code == SqlState::INVALID_PASSWORD {
@@ -130,13 +154,7 @@ fn pg_message(server: &str, e: &postgres::Error) -> String {
             format!("PostgreSQL {server}: {}", db.message())
         };
     }
-    let text = e.to_string();
-    if text.contains("password missing") {
-        return format!(
-            "PostgreSQL {server} asks for a password and none was given: set StoragePassFile"
-        );
-    }
-    format!("{UNREACHABLE} (PostgreSQL {server}): {text}")
+    format!("PostgreSQL {server}: {e}")
 }
 
 /// The page cache of each connection to the database, KiB (SQLite's `cache_size`).

@@ -570,3 +570,107 @@ pub(crate) fn holds(c: &mut Client, f: &HoldFilter) -> Result<Vec<HoldRow>, post
     })
     .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::pg_server::{shared, PgServer};
+    use crate::tests::{keys, rows};
+    use crate::{Location, PgTarget, Store};
+
+    fn at(t: PgTarget) -> Location {
+        Location::Postgres(Box::new(t))
+    }
+
+    #[test]
+    fn a_database_of_a_newer_schema_is_refused_with_what_to_do() {
+        let Some(server) = shared("pg newer schema") else {
+            return;
+        };
+        let target = server.database("t_pg_newer");
+        drop(Store::open_at(&at(target.clone()), 1, keys).unwrap());
+        let mut c = super::connect(&target).unwrap();
+        c.execute(
+            "INSERT INTO schema_version (version) VALUES ($1)",
+            &[&(super::VERSION + 1)],
+        )
+        .unwrap();
+        let e = Store::open_at(&at(target), 1, keys)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("schema version 2, newer than this release's 1"),
+            "{e}"
+        );
+        assert!(e.contains("StorageLoc"), "says what to do: {e}");
+    }
+
+    #[test]
+    fn a_wrong_password_and_an_unreachable_server_say_so() {
+        let Some(server) = shared("pg bad input") else {
+            return;
+        };
+        let url = server
+            .url("postgres")
+            .replace(crate::pg_server::PASSWORD, "wrong");
+        let e = Store::open_at(&at(PgTarget::from_url(&url).unwrap()), 1, keys)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("refused the password"), "{e}");
+        assert!(e.contains("StoragePassFile"), "{e}");
+        // Nobody listens on this port.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let target = PgTarget::from_parts("127.0.0.1", Some(port), "sluice", "slurm", None);
+        let e = Store::open_at(&at(target), 1, keys).err().unwrap();
+        assert!(e.is_unreachable());
+        let e = e.to_string();
+        assert!(
+            e.starts_with(&format!(
+                "Unable to contact the state database (PostgreSQL sluice@127.0.0.1:{port}/slurm)"
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn writes_fail_while_the_server_is_down_and_the_store_recovers_when_it_returns() {
+        let Some(server) = PgServer::start("pg outage") else {
+            return;
+        };
+        let target = server.database("outage");
+        let (store, writer, _) = Store::open_at(&at(target.clone()), 1, keys).unwrap();
+        store
+            .insert_jobs(1, rows(["job 1 user=a".to_string()]))
+            .recv()
+            .unwrap()
+            .unwrap();
+        server.pause();
+        let e = store
+            .insert_jobs(2, rows(["job 2 user=a".to_string()]))
+            .recv()
+            .unwrap()
+            .err()
+            .expect("not acknowledged while the server is down");
+        assert!(e.is_unreachable(), "{e}");
+        assert!(e.to_string().starts_with(crate::UNREACHABLE), "{e}");
+        assert!(store.load().is_err());
+        server.resume();
+        // The writer connects again by itself; the failed write is not there.
+        store
+            .insert_jobs(3, rows(["job 3 user=a".to_string()]))
+            .recv()
+            .unwrap()
+            .unwrap();
+        drop(store);
+        drop(writer);
+        let (_s, _w, snap) = Store::open_at(&at(target), 1, keys).unwrap();
+        let ids: Vec<u64> = snap.jobs.iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1, 3]);
+        assert_eq!(snap.next_job_id, 4);
+    }
+}
