@@ -654,8 +654,7 @@ mod tests {
             .insert_jobs(2, rows(["job 2 user=a".to_string()]))
             .recv()
             .unwrap()
-            .err()
-            .expect("not acknowledged while the server is down");
+            .expect_err("not acknowledged while the server is down");
         assert!(e.is_unreachable(), "{e}");
         assert!(e.to_string().starts_with(crate::UNREACHABLE), "{e}");
         assert!(store.load().is_err());
