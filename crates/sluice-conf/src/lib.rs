@@ -34,6 +34,7 @@ pub mod priority_conf;
 mod reader;
 pub mod site_conf;
 pub mod slurm_conf;
+pub mod storage_conf;
 mod tokenize;
 pub mod topology_conf;
 

@@ -32,6 +32,10 @@
 //! - `IdleGpuAction=`: `notify` (default: flag only) or `cancel` (the controller then
 //!   also cancels the flagged job, as `scancel` would).
 //!
+//! - `StorageType=`, `StorageHost=`, `StoragePort=`, `StorageUser=`, `StorageLoc=`,
+//!   `StoragePassFile=`, `StorageUrl=`: where the controller keeps its state, SQLite
+//!   (the default) or PostgreSQL ([`crate::storage_conf`]).
+//!
 //! Without the file every setting has its default. Unknown keys are errors (the file is
 //! Sluice's alone, so a misspelt key is never another program's).
 
@@ -39,6 +43,7 @@ use std::path::Path;
 
 use crate::reader::ConfReader;
 use crate::slurm_conf::ConfError;
+use crate::storage_conf::StorageConf;
 
 /// Seconds in a day.
 const DAY: i64 = 86_400;
@@ -60,6 +65,8 @@ pub struct SiteConf {
     pub forecast_passes: u32,
     /// `IdleGpu*`: when a running job's GPUs count as idle, and what then happens.
     pub idle_gpu: IdleGpuConf,
+    /// `Storage*`: where the controller keeps its state ([`crate::storage_conf`]).
+    pub storage: StorageConf,
 }
 
 /// The idle-GPU check's settings (`IdleGpuThreshold`, `IdleGpuTime`, `IdleGpuCommand`,
@@ -93,6 +100,7 @@ impl Default for SiteConf {
             purge_audit_after: Some(DEFAULT_PURGE_AUDIT_AFTER),
             forecast_passes: DEFAULT_FORECAST_PASSES,
             idle_gpu: IdleGpuConf::default(),
+            storage: StorageConf::default(),
         }
     }
 }
@@ -219,6 +227,8 @@ impl ConfReader for Parser {
                         )))
                     }
                 };
+            } else if let Some(taken) = self.out.storage.apply(&k, &v) {
+                taken.map_err(err)?;
             } else {
                 return Err(err(format!("unknown key '{k}'")));
             }
@@ -268,6 +278,7 @@ mod tests {
                 purge_audit_after: Some(30 * 86_400),
                 forecast_passes: 100,
                 idle_gpu: IdleGpuConf::default(),
+                storage: StorageConf::default(),
             }
         );
         assert_eq!(

@@ -59,6 +59,11 @@ impl PgTarget {
         self
     }
 
+    /// Whether a password is set (from the connection string or a pass file).
+    pub fn has_password(&self) -> bool {
+        self.config.get_password().is_some()
+    }
+
     /// `user@host:port/database`, for messages (never the password).
     pub fn describe(&self) -> String {
         let c = &self.config;
