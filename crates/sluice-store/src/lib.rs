@@ -44,6 +44,7 @@ use rusqlite::Connection;
 
 pub mod audit;
 mod backend;
+pub mod copy;
 pub mod jobs;
 pub mod location;
 pub mod pg;
@@ -299,7 +300,7 @@ const READERS: usize = 4;
 /// A read connection, of either engine.
 enum Reader {
     Sqlite(Connection),
-    Pg(postgres::Client),
+    Pg(pg::Reader),
 }
 
 /// The writer's connection, of either engine.
@@ -373,15 +374,15 @@ impl Store {
                 let snapshot = sqlite::read_all(&conn).map_err(sqlite::error(path))?;
                 (WriteConn::Sqlite(conn, path.clone()), snapshot)
             }
-            Location::Postgres(target) => {
+            Location::Postgres(target) => pg::off_runtime(|| {
                 let mut client = pg::connect(target)?;
                 pg::migrate(&mut client, target, first_job_id)?;
                 let snapshot = pg::read_all(&mut client).map_err(pg::error(target))?;
-                (
+                Ok::<_, StoreError>((
                     WriteConn::Pg(Box::new(pg::Writer::new((**target).clone(), client)?)),
                     snapshot,
-                )
-            }
+                ))
+            })?,
         };
         let (tx, rx) = mpsc::channel();
         let tx_writer = tx.clone();
@@ -410,7 +411,21 @@ impl Store {
 
     /// Runs `read` on a read connection: one kept from an earlier read, or a new one.
     /// A connection whose read failed is not kept (it may be the server that went).
-    fn read<T>(
+    ///
+    /// PostgreSQL's driver runs a runtime of its own, which may not be entered from
+    /// the controller's: its reads run on a thread of their own ([`pg::off_runtime`]).
+    fn read<T: Send>(
+        &self,
+        sqlite_read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+        pg_read: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error> + Send,
+    ) -> Result<T, StoreError> {
+        if matches!(self.location, Location::Postgres(_)) {
+            return pg::off_runtime(|| self.read_with(|_| unreachable!(), pg_read));
+        }
+        self.read_with(sqlite_read, |_| unreachable!())
+    }
+
+    fn read_with<T>(
         &self,
         sqlite_read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
         pg_read: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error>,
@@ -421,13 +436,15 @@ impl Store {
             (None, Location::Sqlite(path)) => {
                 Reader::Sqlite(sqlite::open_reader(path).map_err(sqlite::error(path))?)
             }
-            (None, Location::Postgres(target)) => Reader::Pg(pg::connect(target)?),
+            (None, Location::Postgres(target)) => Reader::Pg(pg::Reader::new(pg::connect(target)?)),
         };
         let result = match (&mut conn, &self.location) {
             (Reader::Sqlite(c), Location::Sqlite(path)) => {
                 sqlite_read(c).map_err(sqlite::error(path))
             }
-            (Reader::Pg(c), Location::Postgres(target)) => pg_read(c).map_err(pg::error(target)),
+            (Reader::Pg(c), Location::Postgres(target)) => {
+                pg_read(c.client()).map_err(pg::error(target))
+            }
             _ => unreachable!("a reader of the store's own engine"),
         };
         if result.is_ok() {

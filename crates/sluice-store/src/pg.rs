@@ -29,6 +29,40 @@ pub const VERSION: i64 = 1;
 /// Serialises migrations between controllers starting at once (an advisory lock's key).
 const MIGRATION_LOCK: i64 = 0x5111ce;
 
+/// Runs `f` on a thread of its own when called from within a tokio runtime (the
+/// controller's): the driver blocks on a runtime of its own, which tokio refuses to
+/// start, or drop, inside another.
+pub(crate) fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(f)
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
+}
+
+/// A read connection, dropped on a thread of its own (see [`off_runtime`]).
+pub(crate) struct Reader(Option<Client>);
+
+impl Reader {
+    pub(crate) fn new(client: Client) -> Reader {
+        Reader(Some(client))
+    }
+
+    pub(crate) fn client(&mut self) -> &mut Client {
+        self.0.as_mut().expect("kept until dropped")
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            let _ = std::thread::Builder::new()
+                .name("sluice-store-close".into())
+                .spawn(move || drop(c));
+        }
+    }
+}
+
 /// PostgreSQL's error, naming the server.
 pub(crate) fn error(target: &PgTarget) -> impl Fn(postgres::Error) -> StoreError + '_ {
     move |source| StoreError::Postgres {
@@ -212,7 +246,7 @@ fn job_args(id: u64, keys: &JobKeys, record: &str) -> Vec<Box<dyn ToSql + Sync>>
 }
 
 /// A SQLite value (what [`jobs::select`] builds) as a PostgreSQL parameter.
-fn arg(v: Value) -> Box<dyn ToSql + Sync> {
+pub(crate) fn arg(v: Value) -> Box<dyn ToSql + Sync> {
     match v {
         Value::Integer(i) => Box::new(i),
         Value::Text(s) => Box::new(s),
