@@ -719,9 +719,22 @@ const MAX_BATCH: usize = 4096;
 
 fn writer_loop(mut conn: WriteConn, rx: Receiver<Op>) {
     let mut stop = false;
+    // Writes nobody waits for, of a batch that failed because the database could not
+    // be reached: written first in the next batch.
+    let mut carried: Vec<Op> = Vec::new();
     while !stop {
-        let Ok(first) = rx.recv() else { return };
-        let mut batch = vec![first];
+        let mut batch = std::mem::take(&mut carried);
+        if batch.is_empty() {
+            let Ok(first) = rx.recv() else { return };
+            batch.push(first);
+        } else {
+            // Try again within a second, with whatever has come meanwhile.
+            match rx.recv_timeout(std::time::Duration::from_secs(1)) {
+                Ok(op) => batch.push(op),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(op) => batch.push(op),
@@ -730,7 +743,30 @@ fn writer_loop(mut conn: WriteConn, rx: Receiver<Op>) {
         }
         stop = batch.iter().any(|op| matches!(op, Op::Shutdown));
         let result = conn.run(&batch);
-        answer(batch, result);
+        if matches!(&result, Err(e) if e.is_unreachable()) && !stop {
+            let (waited, unwaited): (Vec<Op>, Vec<Op>) =
+                batch.into_iter().partition(|op| op.waited());
+            carried = unwaited;
+            answer(waited, result);
+        } else {
+            answer(batch, result);
+        }
+    }
+}
+
+impl Op {
+    /// Whether a caller waits for this write's outcome.
+    fn waited(&self) -> bool {
+        !matches!(
+            self,
+            Op::PutJob { reply: None, .. }
+                | Op::PutStep { reply: None, .. }
+                | Op::PutScript { .. }
+                | Op::DeleteJob { .. }
+                | Op::PutRun { .. }
+                | Op::MarkStopped(_)
+                | Op::Audit(_)
+        )
     }
 }
 

@@ -691,6 +691,9 @@ mod tests {
             .expect_err("not acknowledged while the server is down");
         assert!(e.is_unreachable(), "{e}");
         assert!(e.to_string().starts_with(crate::UNREACHABLE), "{e}");
+        // A write nobody waits for is kept until the server is back.
+        store.put_job_later(1, keys("job 1 user=a ended"), "job 1 user=a ended".into());
+        std::thread::sleep(std::time::Duration::from_millis(300));
         assert!(store.load().is_err());
         server.resume();
         // The writer connects again by itself; the failed write is not there.
@@ -704,6 +707,7 @@ mod tests {
         let (_s, _w, snap) = Store::open_at(&at(target), 1, keys).unwrap();
         let ids: Vec<u64> = snap.jobs.iter().map(|r| r.id).collect();
         assert_eq!(ids, [1, 3]);
+        assert_eq!(snap.jobs[0].record, "job 1 user=a ended");
         assert_eq!(snap.next_job_id, 4);
     }
 }

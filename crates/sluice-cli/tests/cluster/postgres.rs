@@ -200,3 +200,41 @@ fn an_unreachable_server_stops_the_controller_at_start_naming_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn submissions_fail_while_postgresql_is_down_and_succeed_again_when_it_returns() {
+    let Some(server) = PgServer::start("cluster postgres outage") else {
+        return;
+    };
+    server.database("outage");
+    let secrets = std::env::temp_dir().join(format!("sluice-pgout-{}", std::process::id()));
+    let site = site_conf(&server, "outage", &secrets);
+    let c = Cluster::start_files("pgdown", CONF, &[("sluice.conf", &site)]);
+    let first = c.sbatch(&["--wrap", "true"]);
+    server.pause();
+    let o = c.run("sbatch", &["--wrap", "true"]);
+    assert_ne!(o.code, 0, "{o:?}");
+    assert!(
+        o.stderr
+            .contains("Batch job submission failed: Unable to contact slurm controller"),
+        "{o:?}"
+    );
+    server.resume();
+    // The controller reconnects by itself; the refused job was never acknowledged
+    // and never appears.
+    let next = c.sbatch(&["--wrap", "true"]);
+    c.wait_for("the jobs to complete", || {
+        c.state(first) == "COMPLETED" && c.state(next) == "COMPLETED"
+    });
+    let mut db = postgres::Client::connect(&server.url("outage"), postgres::NoTls).unwrap();
+    let ids: Vec<i64> = db
+        .query("SELECT id FROM jobs ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids[0], first as i64);
+    assert_eq!(ids[1], next as i64);
+    let _ = std::fs::remove_dir_all(&secrets);
+}
