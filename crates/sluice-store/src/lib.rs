@@ -1,5 +1,10 @@
 //! Durable state for the Sluice controller.
 //!
+//! Two engines behind one seam (`backend`): an embedded SQLite file (the default,
+//! `sqlite`) or a PostgreSQL database ([`pg`]), named by a [`Location`]. What follows
+//! says "SQLite" where it is SQLite's; PostgreSQL keeps the same tables and gives the
+//! same guarantees (a commit is durable when PostgreSQL answers it).
+//!
 //! A SQLite database in WAL mode holds the job journal: one row per job (and per step),
 //! each a record the controller serialises (this crate does not interpret records, so the
 //! controller's types can change freely). Every write goes through one writer thread
@@ -358,7 +363,7 @@ impl Store {
     /// PostgreSQL database must exist, its tables are created), reads everything in
     /// it, and starts the writer. `first_job_id` applies to a database that holds no
     /// job yet (Slurm's `FirstJobId`). A database of an earlier schema is upgraded
-    /// first ([`schema::migrate`], [`pg::VERSION`]), `keys_of` reading the keys of the
+    /// first (`schema::migrate`, [`pg::VERSION`]), `keys_of` reading the keys of the
     /// job records an old SQLite file holds.
     ///
     /// Errors: the database cannot be opened or reached, the password is refused, it
