@@ -10,6 +10,13 @@
 //! - controller memory per queued job (resident set growth over 10,000 jobs).
 //!
 //! Numbers depend on the machine; compare rows of one run.
+//!
+//! `SLUICE_BENCH_STORES=1 cargo bench -p sluice-cli --bench cluster` measures instead
+//! the state store's engines against each other, in one run on one machine: API
+//! submissions and trivial jobs per second with the embedded SQLite and with
+//! PostgreSQL (`StorageType=postgresql`, a server the bench starts on 127.0.0.1 —
+//! [`sluice_store::pg_server`]), median of 3 fresh clusters each (the README's
+//! "PostgreSQL").
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -33,10 +40,18 @@ struct Cluster {
 
 impl Cluster {
     fn start(name: &str) -> Cluster {
+        Cluster::start_site(name, None)
+    }
+
+    /// A cluster with `site` as its sluice.conf.
+    fn start_site(name: &str, site: Option<&str>) -> Cluster {
         let dir = std::env::temp_dir().join(format!("sluice-bench-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("work")).unwrap();
         std::fs::write(dir.join("slurm.conf"), CONF).unwrap();
+        if let Some(site) = site {
+            std::fs::write(dir.join("sluice.conf"), site).unwrap();
+        }
         let up = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["up", "--config"])
             .arg(dir.join("slurm.conf"))
@@ -159,8 +174,71 @@ fn wait_all_ended(c: &Cluster, n: u64) {
     }
 }
 
+/// SQLite against PostgreSQL: API submissions and trivial jobs per second, median of
+/// 3 fresh clusters each.
+fn compare_stores() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = sluice_store::pg_server::shared("the store bench").expect("PostgreSQL");
+    let secrets = std::env::temp_dir().join(format!("sluice-bench-pg-{}", std::process::id()));
+    std::fs::create_dir_all(&secrets).unwrap();
+    let pass = secrets.join("dbpass");
+    std::fs::write(&pass, sluice_store::pg_server::PASSWORD).unwrap();
+    std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::ASCII_MARKDOWN);
+    let (subs, trivial) = (5_000, 2_000);
+    table.set_header([
+        "store".to_string(),
+        format!("API submissions/s ({subs} jobs, 32 clients)"),
+        format!("trivial jobs/s ({trivial} jobs, 256 CPUs)"),
+    ]);
+    for store in ["SQLite", "PostgreSQL"] {
+        let mut sub_rates = Vec::new();
+        let mut run_rates = Vec::new();
+        for run in 0..3 {
+            let site = |what: &str| {
+                (store == "PostgreSQL").then(|| {
+                    let db = format!("bench_{what}_{run}");
+                    server.database(&db);
+                    format!(
+                        "StorageType=postgresql\nStorageHost=127.0.0.1\nStoragePort={}\n\
+                         StorageUser={}\nStorageLoc={db}\nStoragePassFile={}\n",
+                        server.port(),
+                        sluice_store::pg_server::ROLE,
+                        pass.display()
+                    )
+                })
+            };
+            let c = Cluster::start_site("store-api", site("api").as_deref());
+            sub_rates.push(subs as f64 / submit_api(&c, subs, 32, true));
+            drop(c);
+            let c = Cluster::start_site("store-run", site("run").as_deref());
+            let start = Instant::now();
+            submit_api(&c, trivial, 16, false);
+            wait_all_ended(&c, trivial as u64);
+            run_rates.push(trivial as f64 / start.elapsed().as_secs_f64());
+            drop(c);
+        }
+        table.add_row([
+            store.to_string(),
+            format!("{:.0}", median(sub_rates)),
+            format!("{:.0}", median(run_rates)),
+        ]);
+    }
+    let _ = std::fs::remove_dir_all(&secrets);
+    println!("{table}");
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if std::env::var_os("SLUICE_BENCH_STORES").is_some() {
+        compare_stores();
         return;
     }
     let mut rows: Vec<(String, String)> = Vec::new();

@@ -9,6 +9,7 @@
 mod audit;
 mod daemon_log;
 mod daemons;
+mod db;
 mod efficiency;
 mod explain;
 mod metrics;
@@ -49,6 +50,9 @@ enum Command {
     /// The audit trail: a job's story (`sluice audit JOBID`), who held a node's GPU
     /// when (`--node NODE --gpu INDEX`), JSON lines with `--json`.
     Audit(audit::AuditArgs),
+    /// The state database: `sluice db migrate --from FILE --to URL` moves a site's
+    /// SQLite state and history to PostgreSQL.
+    Db(db::DbArgs),
     /// Advance reservations with reserved, used and idle node-hours and GPU-hours so
     /// far (`--idle`: only those with idle reserved capacity).
     Reservations(reservations::ReservationsArgs),
@@ -127,6 +131,7 @@ fn main() {
         Command::Up(args) => up::run(args),
         Command::Report(args) => report::run(args),
         Command::Audit(args) => audit::run(args),
+        Command::Db(args) => db::run(args),
         Command::Reservations(args) => reservations::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Metrics(args) => metrics::run(args),

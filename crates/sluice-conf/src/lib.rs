@@ -35,6 +35,7 @@ mod reader;
 pub mod service_options;
 pub mod site_conf;
 pub mod slurm_conf;
+pub mod storage_conf;
 mod tokenize;
 pub mod topology_conf;
 

@@ -36,6 +36,9 @@
 //!   controller also forwards plain TCP to services (see the README's "A stable
 //!   address for services"): a service declaring a port in the range is reached at
 //!   that port on the controller's host. Default none.
+//! - `StorageType=`, `StorageHost=`, `StoragePort=`, `StorageUser=`, `StorageLoc=`,
+//!   `StoragePassFile=`, `StorageUrl=`: where the controller keeps its state, SQLite
+//!   (the default) or PostgreSQL ([`crate::storage_conf`]).
 //!
 //! Without the file every setting has its default. Unknown keys are errors (the file is
 //! Sluice's alone, so a misspelt key is never another program's).
@@ -44,6 +47,7 @@ use std::path::Path;
 
 use crate::reader::ConfReader;
 use crate::slurm_conf::ConfError;
+use crate::storage_conf::StorageConf;
 
 /// Seconds in a day.
 const DAY: i64 = 86_400;
@@ -68,6 +72,8 @@ pub struct SiteConf {
     /// `ServiceTcpPorts`: the ports (first, last) the controller forwards plain TCP on
     /// to the services declaring them; `None`: none.
     pub service_tcp_ports: Option<(u16, u16)>,
+    /// `Storage*`: where the controller keeps its state ([`crate::storage_conf`]).
+    pub storage: StorageConf,
 }
 
 /// The idle-GPU check's settings (`IdleGpuThreshold`, `IdleGpuTime`, `IdleGpuCommand`,
@@ -102,6 +108,7 @@ impl Default for SiteConf {
             forecast_passes: DEFAULT_FORECAST_PASSES,
             idle_gpu: IdleGpuConf::default(),
             service_tcp_ports: None,
+            storage: StorageConf::default(),
         }
     }
 }
@@ -242,6 +249,8 @@ impl ConfReader for Parser {
                         "ServiceTcpPorts: '{v}' is not a port range (FIRST-LAST, from 1024 to 65535)"
                     ))
                 })?);
+            } else if let Some(taken) = self.out.storage.apply(&k, &v) {
+                taken.map_err(err)?;
             } else {
                 return Err(err(format!("unknown key '{k}'")));
             }
@@ -306,6 +315,7 @@ mod tests {
                 forecast_passes: 100,
                 idle_gpu: IdleGpuConf::default(),
                 service_tcp_ports: None,
+                storage: StorageConf::default(),
             }
         );
         assert_eq!(

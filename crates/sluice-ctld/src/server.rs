@@ -53,6 +53,7 @@ mod rest;
 mod routes;
 mod rpc_stats;
 mod services;
+pub mod storage;
 mod tcp;
 #[cfg(test)]
 mod tests;
@@ -103,6 +104,9 @@ pub enum ServeError {
     /// A stored record could not be read back.
     #[error("{0}")]
     Corrupt(String),
+    /// sluice.conf's `Storage*` settings cannot be used (a pass file others can read).
+    #[error("{0}")]
+    Storage(String),
     /// The auth/jwt key could not be loaded.
     #[error(transparent)]
     JwtKey(#[from] crate::token::KeyError),
@@ -268,11 +272,9 @@ pub async fn run(
     };
     std::fs::create_dir_all(state_dir).map_err(io(state_dir))?;
     std::fs::create_dir_all(state_dir.join("agents")).map_err(io(state_dir))?;
-    let (store, writer, mut snapshot) = Store::open(
-        &state_dir.join("sluice.db"),
-        conf.first_job_id,
-        accounting::keys_of_record,
-    )?;
+    let location = storage::location(&conf.site.storage, state_dir).map_err(ServeError::Storage)?;
+    let (store, writer, mut snapshot) =
+        Store::open_at(&location, conf.first_job_id, accounting::keys_of_record)?;
     // The rows go as they are read: the controller keeps the jobs, not their text.
     let mut jobs = Vec::new();
     for row in std::mem::take(&mut snapshot.jobs) {

@@ -270,14 +270,6 @@ mod tests {
     use super::*;
     use crate::Store;
 
-    fn temp(name: &str) -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("sluice-store-audit-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("state.db")
-    }
-
     fn record(time: i64, job: u64, kind: &str, holds: HoldChange) -> AuditRecord {
         AuditRecord {
             time,
@@ -321,150 +313,153 @@ mod tests {
 
     #[test]
     fn events_are_read_back_by_job_and_by_window_in_recording_order() {
-        let path = temp("events");
-        let (store, _writer, _) = Store::open(&path, 1, crate::tests::keys).unwrap();
-        story(&store);
-        let of_job = |job| {
-            store
+        for path in crate::tests::locations("events") {
+            let (store, _writer, _) = Store::open_at(&path, 1, crate::tests::keys).unwrap();
+            story(&store);
+            let of_job = |job| {
+                store
+                    .audit_events(&AuditFilter {
+                        job: Some(job),
+                        ..Default::default()
+                    })
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| (r.seq, r.time, r.kind, r.uid, r.detail))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                of_job(1),
+                vec![
+                    (1, 90, "submitted".into(), 1001, "{\"n\":90}".into()),
+                    (2, 100, "started".into(), 1001, "{\"n\":100}".into()),
+                    (4, 200, "requeued".into(), 1001, "{\"n\":200}".into()),
+                    (8, 300, "started".into(), 1001, "{\"n\":300}".into()),
+                ]
+            );
+            let window = store
                 .audit_events(&AuditFilter {
-                    job: Some(job),
-                    ..Default::default()
+                    job: None,
+                    since: Some(150),
+                    until: Some(300),
                 })
-                .unwrap()
-                .into_iter()
-                .map(|r| (r.seq, r.time, r.kind, r.uid, r.detail))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            of_job(1),
-            vec![
-                (1, 90, "submitted".into(), 1001, "{\"n\":90}".into()),
-                (2, 100, "started".into(), 1001, "{\"n\":100}".into()),
-                (4, 200, "requeued".into(), 1001, "{\"n\":200}".into()),
-                (8, 300, "started".into(), 1001, "{\"n\":300}".into()),
-            ]
-        );
-        let window = store
-            .audit_events(&AuditFilter {
-                job: None,
-                since: Some(150),
-                until: Some(300),
-            })
-            .unwrap();
-        assert_eq!(
-            window
-                .iter()
-                .map(|r| (r.time, r.job_id))
-                .collect::<Vec<_>>(),
-            vec![(150, 3), (200, 1), (200, 2), (250, 3)],
-            "since is inclusive, until exclusive"
-        );
+                .unwrap();
+            assert_eq!(
+                window
+                    .iter()
+                    .map(|r| (r.time, r.job_id))
+                    .collect::<Vec<_>>(),
+                vec![(150, 3), (200, 1), (200, 2), (250, 3)],
+                "since is inclusive, until exclusive"
+            );
+        }
     }
 
     #[test]
     fn holds_say_who_held_a_gpu_when_with_the_start_that_caused_it() {
-        let path = temp("holds");
-        let (store, _writer, _) = Store::open(&path, 1, crate::tests::keys).unwrap();
-        story(&store);
-        let held = |gpu: Option<u32>, since: Option<i64>, until: Option<i64>| {
-            store
+        for path in crate::tests::locations("holds") {
+            let (store, _writer, _) = Store::open_at(&path, 1, crate::tests::keys).unwrap();
+            story(&store);
+            let held = |gpu: Option<u32>, since: Option<i64>, until: Option<i64>| {
+                store
+                    .audit_holds(&HoldFilter {
+                        node: "node03".into(),
+                        gpu,
+                        job: None,
+                        since,
+                        until,
+                    })
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| {
+                        (
+                            h.job_id,
+                            h.run,
+                            h.gpu,
+                            h.start,
+                            h.end,
+                            h.cause.map(|c| c.seq),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                held(Some(5), None, None),
+                vec![
+                    (1, 0, Some(5), 100, Some(200), Some(2)),
+                    (2, 0, Some(5), 200, Some(300), Some(5)),
+                    (1, 1, Some(5), 300, None, Some(8)),
+                ]
+            );
+            // Half-open intervals: [200, 300) overlaps neither [100, 200) nor [300, ...).
+            assert_eq!(
+                held(Some(5), Some(200), Some(300)),
+                vec![(2, 0, Some(5), 200, Some(300), Some(5))]
+            );
+            assert_eq!(
+                held(None, Some(120), Some(130)),
+                vec![
+                    (1, 0, Some(4), 100, Some(200), Some(2)),
+                    (1, 0, Some(5), 100, Some(200), Some(2))
+                ]
+            );
+            let node01 = store
                 .audit_holds(&HoldFilter {
-                    node: "node03".into(),
-                    gpu,
-                    job: None,
-                    since,
-                    until,
+                    node: "node01".into(),
+                    ..Default::default()
                 })
-                .unwrap()
-                .into_iter()
-                .map(|h| {
-                    (
-                        h.job_id,
-                        h.run,
-                        h.gpu,
-                        h.start,
-                        h.end,
-                        h.cause.map(|c| c.seq),
-                    )
-                })
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            held(Some(5), None, None),
-            vec![
-                (1, 0, Some(5), 100, Some(200), Some(2)),
-                (2, 0, Some(5), 200, Some(300), Some(5)),
-                (1, 1, Some(5), 300, None, Some(8)),
-            ]
-        );
-        // Half-open intervals: [200, 300) overlaps neither [100, 200) nor [300, ...).
-        assert_eq!(
-            held(Some(5), Some(200), Some(300)),
-            vec![(2, 0, Some(5), 200, Some(300), Some(5))]
-        );
-        assert_eq!(
-            held(None, Some(120), Some(130)),
-            vec![
-                (1, 0, Some(4), 100, Some(200), Some(2)),
-                (1, 0, Some(5), 100, Some(200), Some(2))
-            ]
-        );
-        let node01 = store
-            .audit_holds(&HoldFilter {
-                node: "node01".into(),
-                ..Default::default()
-            })
-            .unwrap();
-        assert_eq!(
-            node01
-                .iter()
-                .map(|h| (h.job_id, h.gpu, h.start, h.end))
-                .collect::<Vec<_>>(),
-            vec![(3, None, 150, Some(250))]
-        );
+                .unwrap();
+            assert_eq!(
+                node01
+                    .iter()
+                    .map(|h| (h.job_id, h.gpu, h.start, h.end))
+                    .collect::<Vec<_>>(),
+                vec![(3, None, 150, Some(250))]
+            );
+        }
     }
 
     #[test]
     fn the_purge_takes_old_events_and_ended_holds_in_batches_and_keeps_open_ones() {
-        let path = temp("purge");
-        let (store, writer, _) = Store::open(&path, 1, crate::tests::keys).unwrap();
-        story(&store);
-        // Before 260: 6 events (90, 100, 150, 200, 200, 250) and 3 holds ended by then
-        // (job 1's two, job 3's); two rows at a time.
-        let mut batches = Vec::new();
-        loop {
-            let n = store.purge_audit(260, 2).recv().unwrap().unwrap();
-            batches.push(n);
-            if n < 2 {
-                break;
+        for path in crate::tests::locations("purge") {
+            let (store, writer, _) = Store::open_at(&path, 1, crate::tests::keys).unwrap();
+            story(&store);
+            // Before 260: 6 events (90, 100, 150, 200, 200, 250) and 3 holds ended by then
+            // (job 1's two, job 3's); two rows at a time.
+            let mut batches = Vec::new();
+            loop {
+                let n = store.purge_audit(260, 2).recv().unwrap().unwrap();
+                batches.push(n);
+                if n < 2 {
+                    break;
+                }
             }
+            assert_eq!(batches, vec![4, 3, 2, 0]);
+            drop(store);
+            drop(writer);
+            let (store, _writer, _) = Store::open_at(&path, 1, crate::tests::keys).unwrap();
+            let left = store.audit_events(&AuditFilter::default()).unwrap();
+            assert_eq!(
+                left.iter().map(|r| (r.seq, r.time)).collect::<Vec<_>>(),
+                vec![(7, 300), (8, 300)]
+            );
+            let gpu5 = store
+                .audit_holds(&HoldFilter {
+                    node: "node03".into(),
+                    gpu: Some(5),
+                    ..Default::default()
+                })
+                .unwrap();
+            // Job 2's hold ended at 300 and stays; its cause (seq 5, at 200) is gone.
+            assert_eq!(
+                gpu5.iter()
+                    .map(|h| (h.job_id, h.start, h.end, h.cause.as_ref().map(|c| c.seq)))
+                    .collect::<Vec<_>>(),
+                vec![(2, 200, Some(300), None), (1, 300, None, Some(8))]
+            );
+            // New events never reuse a purged sequence number.
+            store.audit(vec![record(400, 4, "submitted", HoldChange::None)]);
+            let last = store.audit_events(&AuditFilter::default()).unwrap();
+            assert_eq!(last.last().map(|r| r.seq), Some(9));
         }
-        assert_eq!(batches, vec![4, 3, 2, 0]);
-        drop(store);
-        drop(writer);
-        let (store, _writer, _) = Store::open(&path, 1, crate::tests::keys).unwrap();
-        let left = store.audit_events(&AuditFilter::default()).unwrap();
-        assert_eq!(
-            left.iter().map(|r| (r.seq, r.time)).collect::<Vec<_>>(),
-            vec![(7, 300), (8, 300)]
-        );
-        let gpu5 = store
-            .audit_holds(&HoldFilter {
-                node: "node03".into(),
-                gpu: Some(5),
-                ..Default::default()
-            })
-            .unwrap();
-        // Job 2's hold ended at 300 and stays; its cause (seq 5, at 200) is gone.
-        assert_eq!(
-            gpu5.iter()
-                .map(|h| (h.job_id, h.start, h.end, h.cause.as_ref().map(|c| c.seq)))
-                .collect::<Vec<_>>(),
-            vec![(2, 200, Some(300), None), (1, 300, None, Some(8))]
-        );
-        // New events never reuse a purged sequence number.
-        store.audit(vec![record(400, 4, "submitted", HoldChange::None)]);
-        let last = store.audit_events(&AuditFilter::default()).unwrap();
-        assert_eq!(last.last().map(|r| r.seq), Some(9));
     }
 }

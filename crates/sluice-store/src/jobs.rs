@@ -87,7 +87,7 @@ pub struct Found {
 const KEY_COLUMNS: [&str; 9] = [
     "array_job",
     "array_task",
-    "user",
+    "\"user\"",
     "account",
     "partition_name",
     "state",
@@ -98,7 +98,7 @@ const KEY_COLUMNS: [&str; 9] = [
 
 impl JobKeys {
     /// The key columns' values, in [`KEY_COLUMNS`]' order.
-    fn values(&self) -> [Value; 9] {
+    pub(crate) fn values(&self) -> [Value; 9] {
         let int = |v: Option<i64>| v.map_or(Value::Null, Value::Integer);
         [
             int(self.array_job.map(|a| a as i64)),
@@ -213,7 +213,7 @@ pub(crate) fn select(q: &JobQuery) -> (String, Vec<Value>) {
         terms.push(format!("({})", named.join(" OR ")));
     }
     for (column, values) in [
-        ("user", &q.users),
+        ("\"user\"", &q.users),
         ("account", &q.accounts),
         ("partition_name", &q.partitions),
         ("state", &q.states),
@@ -289,8 +289,8 @@ mod tests {
 
     /// A database of `n` finished jobs by five users, job `i` ending at `i`; job 7 is an
     /// array of tasks 7..10 (`array=7_i`), job 20 is still running.
-    fn history(name: &str, n: u64) -> (Store, crate::Writer) {
-        let (store, writer, _) = Store::open(&temp(name), 1, crate::tests::keys).unwrap();
+    fn history(at: &crate::Location, n: u64) -> (Store, crate::Writer) {
+        let (store, writer, _) = Store::open_at(at, 1, crate::tests::keys).unwrap();
         let record = |i: u64| {
             let user = format!("u{}", i % 5);
             let mut r = format!(
@@ -339,109 +339,116 @@ mod tests {
 
     #[test]
     fn each_filter_selects_exactly_its_jobs_with_their_steps() {
-        let (store, _w) = history("filters", 40);
-        let q = |q: JobQuery| store.query_jobs(&q).unwrap();
-        // One job: its row and its step, nothing else.
-        let one = q(JobQuery {
-            jobs: vec![12],
-            ..JobQuery::default()
-        });
-        assert_eq!(ids(&one), [12]);
-        assert_eq!(
-            one.steps,
-            [Row {
-                id: 12,
-                step: Some(0),
-                record: "step 12.0".into()
-            }]
-        );
-        assert!(one.runs.is_empty(), "runs only when asked");
-        // An array's id names all its tasks; a task alone; both together.
-        let array = |jobs: Vec<u64>, tasks: Vec<(u64, u32)>| {
-            ids(&q(JobQuery {
-                jobs,
-                tasks,
+        for at in crate::tests::locations("filters") {
+            let (store, _w) = history(&at, 40);
+            let q = |q: JobQuery| store.query_jobs(&q).unwrap();
+            // One job: its row and its step, nothing else.
+            let one = q(JobQuery {
+                jobs: vec![12],
                 ..JobQuery::default()
-            }))
-        };
-        assert_eq!(array(vec![7], vec![]), [7, 8, 9, 10]);
-        assert_eq!(array(vec![], vec![(7, 2)]), [9]);
-        assert_eq!(array(vec![3], vec![(7, 1), (7, 3)]), [3, 8, 10]);
-        assert_eq!(array(vec![], vec![(8, 1)]), Vec::<u64>::new());
-        // Users, accounts, partitions, states, names.
-        let users = ids(&q(JobQuery {
-            users: vec!["u1".into(), "u3".into()],
-            ..JobQuery::default()
-        }));
-        assert_eq!(
-            users,
-            [1, 3, 6, 8, 11, 13, 16, 18, 21, 23, 26, 28, 31, 33, 36, 38]
-        );
-        let some = ids(&q(JobQuery {
-            accounts: vec!["acct0".into()],
-            partitions: vec!["even".into()],
-            ..JobQuery::default()
-        }));
-        assert_eq!(some, [6, 12, 18, 24, 30, 36]);
-        let failed = ids(&q(JobQuery {
-            states: vec!["FAILED".into(), "RUNNING".into()],
-            ..JobQuery::default()
-        }));
-        assert_eq!(failed, [10, 20, 30, 40]);
-        let named = ids(&q(JobQuery {
-            names: vec!["n3".into()],
-            users: vec!["u2".into()],
-            ..JobQuery::default()
-        }));
-        assert_eq!(named, [7, 27]);
-        // The window: ended since 35 or not yet, submitted by 37.
-        let window = q(JobQuery {
-            ended_since: Some(35),
-            submitted_by: Some(37),
-            runs: true,
-            ..JobQuery::default()
-        });
-        assert_eq!(ids(&window), [20, 35, 36, 37, 38]);
-        assert_eq!(window.steps.len(), 5);
-        assert_eq!(
-            window.runs,
-            [Row {
-                id: 20,
-                step: Some(0),
-                record: "run 20.0".into()
-            }]
-        );
-        // Everything.
-        assert_eq!(ids(&q(JobQuery::default())), (1..=40).collect::<Vec<_>>());
+            });
+            assert_eq!(ids(&one), [12]);
+            assert_eq!(
+                one.steps,
+                [Row {
+                    id: 12,
+                    step: Some(0),
+                    record: "step 12.0".into()
+                }]
+            );
+            assert!(one.runs.is_empty(), "runs only when asked");
+            // An array's id names all its tasks; a task alone; both together.
+            let array = |jobs: Vec<u64>, tasks: Vec<(u64, u32)>| {
+                ids(&q(JobQuery {
+                    jobs,
+                    tasks,
+                    ..JobQuery::default()
+                }))
+            };
+            assert_eq!(array(vec![7], vec![]), [7, 8, 9, 10]);
+            assert_eq!(array(vec![], vec![(7, 2)]), [9]);
+            assert_eq!(array(vec![3], vec![(7, 1), (7, 3)]), [3, 8, 10]);
+            assert_eq!(array(vec![], vec![(8, 1)]), Vec::<u64>::new());
+            // Users, accounts, partitions, states, names.
+            let users = ids(&q(JobQuery {
+                users: vec!["u1".into(), "u3".into()],
+                ..JobQuery::default()
+            }));
+            assert_eq!(
+                users,
+                [1, 3, 6, 8, 11, 13, 16, 18, 21, 23, 26, 28, 31, 33, 36, 38]
+            );
+            let some = ids(&q(JobQuery {
+                accounts: vec!["acct0".into()],
+                partitions: vec!["even".into()],
+                ..JobQuery::default()
+            }));
+            assert_eq!(some, [6, 12, 18, 24, 30, 36]);
+            let failed = ids(&q(JobQuery {
+                states: vec!["FAILED".into(), "RUNNING".into()],
+                ..JobQuery::default()
+            }));
+            assert_eq!(failed, [10, 20, 30, 40]);
+            let named = ids(&q(JobQuery {
+                names: vec!["n3".into()],
+                users: vec!["u2".into()],
+                ..JobQuery::default()
+            }));
+            assert_eq!(named, [7, 27]);
+            // The window: ended since 35 or not yet, submitted by 37.
+            let window = q(JobQuery {
+                ended_since: Some(35),
+                submitted_by: Some(37),
+                runs: true,
+                ..JobQuery::default()
+            });
+            assert_eq!(ids(&window), [20, 35, 36, 37, 38]);
+            assert_eq!(window.steps.len(), 5);
+            assert_eq!(
+                window.runs,
+                [Row {
+                    id: 20,
+                    step: Some(0),
+                    record: "run 20.0".into()
+                }]
+            );
+            // Everything.
+            assert_eq!(ids(&q(JobQuery::default())), (1..=40).collect::<Vec<_>>());
+        }
     }
 
     #[test]
     fn a_rewritten_record_moves_with_its_keys() {
-        let (store, _w) = history("rewrite", 5);
-        let running = |store: &Store| {
-            ids(&store
-                .query_jobs(&JobQuery {
-                    states: vec!["RUNNING".into()],
-                    ended_since: Some(100),
-                    ..JobQuery::default()
-                })
-                .unwrap())
-        };
-        let r = "job 3 user=u3 state=RUNNING".to_string();
-        store.put_job_later(3, crate::tests::keys(&r), r);
-        assert_eq!(running(&store), [3]);
-        let r = "job 3 user=u3 state=COMPLETED end=200".to_string();
-        store
-            .put_job(3, crate::tests::keys(&r), r)
-            .recv()
-            .unwrap()
-            .unwrap();
-        assert_eq!(running(&store), Vec::<u64>::new());
+        for at in crate::tests::locations("rewrite") {
+            let (store, _w) = history(&at, 5);
+            let running = |store: &Store| {
+                ids(&store
+                    .query_jobs(&JobQuery {
+                        states: vec!["RUNNING".into()],
+                        ended_since: Some(100),
+                        ..JobQuery::default()
+                    })
+                    .unwrap())
+            };
+            let r = "job 3 user=u3 state=RUNNING".to_string();
+            store.put_job_later(3, crate::tests::keys(&r), r);
+            assert_eq!(running(&store), [3]);
+            let r = "job 3 user=u3 state=COMPLETED end=200".to_string();
+            store
+                .put_job(3, crate::tests::keys(&r), r)
+                .recv()
+                .unwrap()
+                .unwrap();
+            assert_eq!(running(&store), Vec::<u64>::new());
+        }
     }
 
     /// How SQLite would run `q`: the plan's lines.
     fn plan(store: &Store, q: &JobQuery) -> String {
-        let conn = Connection::open(store.path()).unwrap();
+        let crate::Location::Sqlite(path) = store.location() else {
+            unreachable!("SQLite's plans")
+        };
+        let conn = Connection::open(path).unwrap();
         let (sql, args) = select(q);
         let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
         let lines: Vec<String> = stmt
@@ -454,11 +461,14 @@ mod tests {
 
     #[test]
     fn sacct_queries_search_indexes_instead_of_scanning_the_jobs() {
-        let (store, _w) = history("plans", 200);
+        let (store, _w) = history(&crate::Location::Sqlite(temp("plans")), 200);
         // ANALYZE as a site's database would have it: the plan must hold either way.
         for analyzed in [false, true] {
             if analyzed {
-                let conn = Connection::open(store.path()).unwrap();
+                let crate::Location::Sqlite(path) = store.location() else {
+                    unreachable!("SQLite's plans")
+                };
+                let conn = Connection::open(path).unwrap();
                 conn.execute_batch("ANALYZE").unwrap();
             }
             let cases = [

@@ -1,5 +1,10 @@
 //! Durable state for the Sluice controller.
 //!
+//! Two engines behind one seam (`backend`): an embedded SQLite file (the default,
+//! `sqlite`) or a PostgreSQL database ([`pg`]), named by a [`Location`]. What follows
+//! says "SQLite" where it is SQLite's; PostgreSQL keeps the same tables and gives the
+//! same guarantees (a commit is durable when PostgreSQL answers it).
+//!
 //! A SQLite database in WAL mode holds the job journal: one row per job (and per step),
 //! each a record the controller serialises (this crate does not interpret records, so the
 //! controller's types can change freely). Every write goes through one writer thread
@@ -40,11 +45,20 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::Connection;
 
 pub mod audit;
+mod backend;
+pub mod copy;
 pub mod jobs;
+pub mod location;
+pub mod pg;
+#[cfg(any(test, feature = "test-server"))]
+pub mod pg_server;
 pub mod schema;
+mod sqlite;
+
+pub use location::{Location, PgTarget};
 
 pub use audit::{AuditFilter, AuditRecord, AuditRow, HoldChange, HoldFilter, HoldRow};
 pub use jobs::{Found, JobKeys, JobQuery, KeysOf};
@@ -60,9 +74,93 @@ pub enum StoreError {
         /// SQLite's error.
         source: rusqlite::Error,
     },
+    /// PostgreSQL refused, or could not be reached.
+    #[error("{}", pg_message(server, source))]
+    Postgres {
+        /// The server and database (`user@host:port/database`).
+        server: String,
+        /// The driver's error.
+        source: postgres::Error,
+    },
+    /// The database's schema is not one this release can use.
+    #[error("{0}")]
+    Schema(String),
+    /// The transaction that held this write failed (its error, as told to each write
+    /// it held).
+    #[error("{0}")]
+    Failed(String),
     /// The writer thread is gone (the store was shut down).
     #[error("the state store has shut down")]
     Closed,
+}
+
+impl StoreError {
+    /// Whether the database could not be reached (PostgreSQL down or unreachable):
+    /// worth trying again later, as the writer reconnects by itself.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            StoreError::Postgres { source, .. } => pg_unreachable(source),
+            StoreError::Failed(m) => m.starts_with(UNREACHABLE),
+            _ => false,
+        }
+    }
+}
+
+/// How an unreachable database's errors begin (Slurm's words for a controller it
+/// cannot reach, as the write's caller sees it).
+pub const UNREACHABLE: &str = "Unable to contact the state database";
+
+/// Whether `e` says the server could not be reached or went away: no answer at all,
+/// a lost connection (class 08), or the server shutting down or starting (57P).
+fn pg_unreachable(e: &postgres::Error) -> bool {
+    match e.as_db_error() {
+        None => !e.to_string().contains("password missing"),
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") || code.starts_with("57P")
+        }
+    }
+}
+
+/// What to say of PostgreSQL's error `e` from `server`: what went wrong and what to do.
+fn pg_message(server: &str, e: &postgres::Error) -> String {
+    use postgres::error::SqlState;
+    if e.to_string().contains("password missing") {
+        return format!(
+            "PostgreSQL {server} asks for a password and none was given: set StoragePassFile"
+        );
+    }
+    if pg_unreachable(e) {
+        let text = match e.as_db_error() {
+            Some(db) => db.message().to_string(),
+            None => e.to_string(),
+        };
+        return format!("{UNREACHABLE} (PostgreSQL {server}): {text}");
+    }
+    if let Some(db) = e.as_db_error() {
+        let code = db.code();
+        return if *code == SqlState::INVALID_PASSWORD {
+            format!(
+                "PostgreSQL {server} refused the password: check StoragePassFile (or the \
+                 password of StorageUrl) against the role's password ({})",
+                db.message()
+            )
+        } else if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
+            format!(
+                "PostgreSQL {server} refused the connection: {}; allow the controller's \
+                 host and role in the server's pg_hba.conf",
+                db.message()
+            )
+        } else if *code == SqlState::INVALID_CATALOG_NAME {
+            format!(
+                "PostgreSQL {server}: {}; create it (createdb) or set StorageLoc",
+                db.message()
+            )
+        } else {
+            format!("PostgreSQL {server}: {}", db.message())
+        };
+    }
+    format!("PostgreSQL {server}: {e}")
 }
 
 /// The page cache of each connection to the database, KiB (SQLite's `cache_size`).
@@ -196,9 +294,40 @@ enum Op {
 #[derive(Clone)]
 pub struct Store {
     tx: Sender<Op>,
-    path: PathBuf,
-    /// A read-only connection for [`Store::script`], opened when first needed.
-    scripts: Arc<Mutex<Option<Connection>>>,
+    location: Location,
+    /// Read connections not in use, kept for the next read (at most [`READERS`]).
+    readers: Arc<Mutex<Vec<Reader>>>,
+}
+
+/// Read connections kept open between reads.
+const READERS: usize = 4;
+
+/// A read connection, of either engine.
+enum Reader {
+    Sqlite(Connection),
+    Pg(pg::Reader),
+}
+
+/// The writer's connection, of either engine.
+enum WriteConn {
+    Sqlite(Connection, PathBuf),
+    Pg(Box<pg::Writer>),
+}
+
+impl WriteConn {
+    /// Carries out `batch` in one transaction, committed before this returns.
+    fn run(&mut self, batch: &[Op]) -> Result<backend::Outcome, StoreError> {
+        match self {
+            WriteConn::Sqlite(conn, path) => {
+                let e = sqlite::error(path);
+                let tx = conn.transaction().map_err(&e)?;
+                let out = backend::apply(&mut sqlite::SqliteBatch { tx: &tx, path }, batch)?;
+                tx.commit().map_err(&e)?;
+                Ok(out)
+            }
+            WriteConn::Pg(w) => w.run(batch),
+        }
+    }
 }
 
 /// Owns the writer thread. Dropping it commits what is queued and stops the thread;
@@ -217,18 +346,8 @@ impl Drop for Writer {
     }
 }
 
-fn sqlite(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |source| StoreError::Sqlite {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 impl Store {
-    /// Opens (creating if needed) the database at `path`, reads everything in it, and
-    /// starts the writer. `first_job_id` applies to a new database only (Slurm's
-    /// `FirstJobId`). A database of an earlier schema is upgraded first
-    /// ([`schema::migrate`]), `keys_of` reading the keys of the job records it holds.
+    /// Opens (creating if needed) the SQLite database at `path`: [`Store::open_at`].
     ///
     /// Errors: the file cannot be opened, is not a Sluice database, or is of a newer
     /// schema.
@@ -237,39 +356,50 @@ impl Store {
         first_job_id: u64,
         keys_of: KeysOf,
     ) -> Result<(Store, Writer, Snapshot), StoreError> {
-        let e = sqlite(path);
-        let mut conn = Connection::open(path).map_err(&e)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(&e)?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(&e)?;
-        conn.pragma_update(None, "cache_size", -CACHE_KIB)
-            .map_err(&e)?;
-        schema::migrate(&mut conn, keys_of).map_err(&e)?;
-        conn.execute_batch(audit::SCHEMA).map_err(&e)?;
-        let fresh: bool = conn
-            .query_row("SELECT COUNT(*) = 0 FROM jobs", [], |r| r.get(0))
-            .map_err(&e)?;
-        if fresh {
-            conn.execute(
-                "UPDATE meta SET value = max(value, ?1) WHERE key = 'next_job_id'",
-                params![first_job_id as i64],
-            )
-            .map_err(&e)?;
-        }
-        let snapshot = read_all(&conn).map_err(&e)?;
+        Store::open_at(&Location::Sqlite(path.to_path_buf()), first_job_id, keys_of)
+    }
+
+    /// Opens the database at `location` (a SQLite file is created if needed; a
+    /// PostgreSQL database must exist, its tables are created), reads everything in
+    /// it, and starts the writer. `first_job_id` applies to a database that holds no
+    /// job yet (Slurm's `FirstJobId`). A database of an earlier schema is upgraded
+    /// first (`schema::migrate`, [`pg::VERSION`]), `keys_of` reading the keys of the
+    /// job records an old SQLite file holds.
+    ///
+    /// Errors: the database cannot be opened or reached, the password is refused, it
+    /// is not a Sluice database, or it is of a newer schema.
+    pub fn open_at(
+        location: &Location,
+        first_job_id: u64,
+        keys_of: KeysOf,
+    ) -> Result<(Store, Writer, Snapshot), StoreError> {
+        let (conn, snapshot) = match location {
+            Location::Sqlite(path) => {
+                let conn = sqlite::open(path, first_job_id, keys_of)?;
+                let snapshot = sqlite::read_all(&conn).map_err(sqlite::error(path))?;
+                (WriteConn::Sqlite(conn, path.clone()), snapshot)
+            }
+            Location::Postgres(target) => pg::off_runtime(|| {
+                let mut client = pg::connect(target)?;
+                pg::migrate(&mut client, target, first_job_id)?;
+                let snapshot = pg::read_all(&mut client).map_err(pg::error(target))?;
+                Ok::<_, StoreError>((
+                    WriteConn::Pg(Box::new(pg::Writer::new((**target).clone(), client)?)),
+                    snapshot,
+                ))
+            })?,
+        };
         let (tx, rx) = mpsc::channel();
         let tx_writer = tx.clone();
-        let thread_path = path.to_path_buf();
         let handle = std::thread::Builder::new()
             .name("sluice-store".into())
-            .spawn(move || writer_loop(conn, rx, &thread_path))
+            .spawn(move || writer_loop(conn, rx))
             .expect("spawn the store writer");
         Ok((
             Store {
                 tx,
-                path: path.to_path_buf(),
-                scripts: Arc::default(),
+                location: location.clone(),
+                readers: Arc::default(),
             },
             Writer {
                 handle: Some(handle),
@@ -279,9 +409,56 @@ impl Store {
         ))
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the store keeps its state.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// Runs `read` on a read connection: one kept from an earlier read, or a new one.
+    /// A connection whose read failed is not kept (it may be the server that went).
+    ///
+    /// PostgreSQL's driver runs a runtime of its own, which may not be entered from
+    /// the controller's: its reads run on a thread of their own ([`pg::off_runtime`]).
+    fn read<T: Send>(
+        &self,
+        sqlite_read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+        pg_read: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error> + Send,
+    ) -> Result<T, StoreError> {
+        if matches!(self.location, Location::Postgres(_)) {
+            return pg::off_runtime(|| self.read_with(|_| unreachable!(), pg_read));
+        }
+        self.read_with(sqlite_read, |_| unreachable!())
+    }
+
+    fn read_with<T>(
+        &self,
+        sqlite_read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+        pg_read: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, StoreError> {
+        let kept = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut conn = match (kept, &self.location) {
+            (Some(c), _) => c,
+            (None, Location::Sqlite(path)) => {
+                Reader::Sqlite(sqlite::open_reader(path).map_err(sqlite::error(path))?)
+            }
+            (None, Location::Postgres(target)) => Reader::Pg(pg::Reader::new(pg::connect(target)?)),
+        };
+        let result = match (&mut conn, &self.location) {
+            (Reader::Sqlite(c), Location::Sqlite(path)) => {
+                sqlite_read(c).map_err(sqlite::error(path))
+            }
+            (Reader::Pg(c), Location::Postgres(target)) => {
+                pg_read(c.client()).map_err(pg::error(target))
+            }
+            _ => unreachable!("a reader of the store's own engine"),
+        };
+        if result.is_ok() {
+            let mut kept = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+            if kept.len() < READERS {
+                kept.push(conn);
+            }
+        }
+        result
     }
 
     /// Stores a new job's records under consecutive ids from `first` (an array's
@@ -386,23 +563,7 @@ impl Store {
     ///
     /// Errors: the database cannot be read.
     pub fn script(&self, id: u64) -> Result<Option<Script>, StoreError> {
-        let e = sqlite(&self.path);
-        let mut conn = self.scripts.lock().unwrap_or_else(|p| p.into_inner());
-        if conn.is_none() {
-            *conn = Some(open_reader(&self.path).map_err(&e)?);
-        }
-        let c = conn.as_ref().expect("opened above");
-        c.prepare_cached("SELECT script, environment FROM job_scripts WHERE id = ?1")
-            .and_then(|mut stmt| {
-                stmt.query_row(params![id as i64], |r| {
-                    Ok(Script {
-                        script: r.get(0)?,
-                        environment: r.get(1)?,
-                    })
-                })
-                .optional()
-            })
-            .map_err(e)
+        self.read(|c| sqlite::script(c, id), |c| pg::script(c, id))
     }
 
     /// Deletes a job, its steps and its script (no wait).
@@ -515,8 +676,8 @@ impl Store {
     ///
     /// Errors: the writer stopped, or the database cannot be read.
     pub fn audit_events(&self, filter: &AuditFilter) -> Result<Vec<AuditRow>, StoreError> {
-        let conn = self.reader()?;
-        audit::events(&conn, filter).map_err(sqlite(&self.path))
+        self.sync()?;
+        self.read(|c| audit::events(c, filter), |c| pg::events(c, filter))
     }
 
     /// The device holds `filter` selects (by start, then job), each with the event
@@ -524,14 +685,8 @@ impl Store {
     ///
     /// Errors: the writer stopped, or the database cannot be read.
     pub fn audit_holds(&self, filter: &HoldFilter) -> Result<Vec<HoldRow>, StoreError> {
-        let conn = self.reader()?;
-        audit::holds(&conn, filter).map_err(sqlite(&self.path))
-    }
-
-    /// A read-only connection that sees everything sent before.
-    fn reader(&self) -> Result<Connection, StoreError> {
         self.sync()?;
-        open_reader(&self.path).map_err(sqlite(&self.path))
+        self.read(|c| audit::holds(c, filter), |c| pg::holds(c, filter))
     }
 
     /// Everything the database holds now, including all that was sent before this call
@@ -541,9 +696,7 @@ impl Store {
     /// Errors: the writer stopped, or the database cannot be read.
     pub fn load(&self) -> Result<Snapshot, StoreError> {
         self.sync()?;
-        let e = sqlite(&self.path);
-        let conn = open_reader(&self.path).map_err(&e)?;
-        read_all(&conn).map_err(&e)
+        self.read(sqlite::read_all, pg::read_all)
     }
 
     /// The jobs `query` selects, with their steps (and runs, if asked), including all
@@ -552,8 +705,8 @@ impl Store {
     ///
     /// Errors: the writer stopped, or the database cannot be read.
     pub fn query_jobs(&self, query: &JobQuery) -> Result<Found, StoreError> {
-        let conn = self.reader()?;
-        jobs::find(&conn, query).map_err(sqlite(&self.path))
+        self.sync()?;
+        self.read(|c| jobs::find(c, query), |c| pg::find(c, query))
     }
 
     /// Waits until everything sent before is on disk.
@@ -566,106 +719,27 @@ impl Store {
     }
 }
 
-/// A read-only connection to the database, its page cache bounded.
-fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
-    Ok(conn)
-}
-
-fn read_all(conn: &Connection) -> rusqlite::Result<Snapshot> {
-    let mut jobs = Vec::new();
-    let mut stmt = conn.prepare("SELECT id, record FROM jobs ORDER BY id")?;
-    for r in stmt.query_map([], |r| {
-        Ok(Row {
-            id: r.get::<_, i64>(0)? as u64,
-            step: None,
-            record: r.get(1)?,
-        })
-    })? {
-        jobs.push(r?);
-    }
-    let mut steps = Vec::new();
-    let mut stmt =
-        conn.prepare("SELECT job_id, step_id, record FROM steps ORDER BY job_id, step_id")?;
-    for r in stmt.query_map([], |r| {
-        Ok(Row {
-            id: r.get::<_, i64>(0)? as u64,
-            step: Some(r.get::<_, i64>(1)? as u32),
-            record: r.get(2)?,
-        })
-    })? {
-        steps.push(r?);
-    }
-    let mut runs = Vec::new();
-    let mut stmt = conn.prepare("SELECT job_id, run, record FROM runs ORDER BY job_id, run")?;
-    for r in stmt.query_map([], |r| {
-        Ok(Row {
-            id: r.get::<_, i64>(0)? as u64,
-            step: Some(r.get::<_, i64>(1)? as u32),
-            record: r.get(2)?,
-        })
-    })? {
-        runs.push(r?);
-    }
-    let mut nodes = Vec::new();
-    let mut stmt = conn.prepare("SELECT name, record FROM nodes ORDER BY name")?;
-    for r in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
-        nodes.push(r?);
-    }
-    let mut accounts = Vec::new();
-    let mut stmt = conn.prepare("SELECT kind, key, record FROM accounts ORDER BY kind, key")?;
-    for r in stmt.query_map([], |r| {
-        Ok(AccountRow {
-            kind: r.get(0)?,
-            key: r.get(1)?,
-            record: Some(r.get(2)?),
-        })
-    })? {
-        accounts.push(r?);
-    }
-    let mut reservations = Vec::new();
-    let mut stmt = conn.prepare("SELECT name, record FROM reservations ORDER BY name")?;
-    for r in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
-        reservations.push(r?);
-    }
-    let next: Option<i64> = conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = 'next_job_id'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let stopped: Option<i64> = conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = 'stopped_with_agents'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
-    Ok(Snapshot {
-        jobs,
-        steps,
-        next_job_id: next.unwrap_or(1) as u64,
-        runs,
-        nodes,
-        accounts,
-        reservations,
-        stopped_with_agents: stopped.is_some_and(|v| v != 0),
-    })
-}
-
 /// Most operations folded into one transaction.
 const MAX_BATCH: usize = 4096;
 
-fn writer_loop(mut conn: Connection, rx: Receiver<Op>, path: &Path) {
+fn writer_loop(mut conn: WriteConn, rx: Receiver<Op>) {
     let mut stop = false;
+    // Writes nobody waits for, of a batch that failed because the database could not
+    // be reached: written first in the next batch.
+    let mut carried: Vec<Op> = Vec::new();
     while !stop {
-        let Ok(first) = rx.recv() else { return };
-        let mut batch = vec![first];
+        let mut batch = std::mem::take(&mut carried);
+        if batch.is_empty() {
+            let Ok(first) = rx.recv() else { return };
+            batch.push(first);
+        } else {
+            // Try again within a second, with whatever has come meanwhile.
+            match rx.recv_timeout(std::time::Duration::from_secs(1)) {
+                Ok(op) => batch.push(op),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(op) => batch.push(op),
@@ -673,156 +747,43 @@ fn writer_loop(mut conn: Connection, rx: Receiver<Op>, path: &Path) {
             }
         }
         stop = batch.iter().any(|op| matches!(op, Op::Shutdown));
-        let result = apply_batch(&mut conn, &mut batch);
-        answer(batch, result, path);
-    }
-}
-
-/// What each operation of a batch produced (ids for submissions).
-type Outcome = Vec<Option<u64>>;
-
-fn apply_batch(conn: &mut Connection, batch: &mut [Op]) -> rusqlite::Result<Outcome> {
-    let tx = conn.transaction()?;
-    let mut out = Vec::with_capacity(batch.len());
-    {
-        let mut next: i64 = tx.query_row(
-            "SELECT value FROM meta WHERE key = 'next_job_id'",
-            [],
-            |r| r.get(0),
-        )?;
-        let mut put_script = tx.prepare_cached(
-            "INSERT OR REPLACE INTO job_scripts (id, script, environment) VALUES (?1, ?2, ?3)",
-        )?;
-        let mut put_step = tx.prepare_cached(
-            "INSERT OR REPLACE INTO steps (job_id, step_id, record) VALUES (?1, ?2, ?3)",
-        )?;
-        for op in batch.iter_mut() {
-            match op {
-                Op::Insert {
-                    first,
-                    records,
-                    script,
-                    ..
-                } => {
-                    let first = *first as i64;
-                    for (i, (keys, record)) in records.iter().enumerate() {
-                        jobs::insert(&tx, first as u64 + i as u64, keys, record)?;
-                    }
-                    if let Some(s) = script {
-                        put_script.execute(params![first, s.script, s.environment])?;
-                    }
-                    next = next.max(first + records.len().max(1) as i64);
-                    out.push(None);
-                }
-                Op::PutJob {
-                    id, keys, record, ..
-                } => {
-                    jobs::put(&tx, *id, keys, record)?;
-                    out.push(None);
-                }
-                Op::PutStep {
-                    id, step, record, ..
-                } => {
-                    put_step.execute(params![*id as i64, *step as i64, record.as_str()])?;
-                    out.push(None);
-                }
-                Op::PutScript { id, script } => {
-                    put_script.execute(params![*id as i64, script.script, script.environment])?;
-                    out.push(None);
-                }
-                Op::DeleteJob { id } => {
-                    tx.execute("DELETE FROM steps WHERE job_id = ?1", params![*id as i64])?;
-                    tx.execute("DELETE FROM job_scripts WHERE id = ?1", params![*id as i64])?;
-                    tx.execute("DELETE FROM jobs WHERE id = ?1", params![*id as i64])?;
-                    out.push(None);
-                }
-                Op::PutRun { id, run, record } => {
-                    tx.execute(
-                        "INSERT OR REPLACE INTO runs (job_id, run, record) VALUES (?1, ?2, ?3)",
-                        params![*id as i64, *run as i64, record.as_str()],
-                    )?;
-                    out.push(None);
-                }
-                Op::PutNode { name, record, .. } => {
-                    match record {
-                        Some(r) => tx.execute(
-                            "INSERT OR REPLACE INTO nodes (name, record) VALUES (?1, ?2)",
-                            params![name.as_str(), r.as_str()],
-                        )?,
-                        None => {
-                            tx.execute("DELETE FROM nodes WHERE name = ?1", params![name.as_str()])?
-                        }
-                    };
-                    out.push(None);
-                }
-                Op::PutAccounts { rows, .. } => {
-                    for row in rows.iter() {
-                        match &row.record {
-                            Some(r) => tx.execute(
-                                "INSERT OR REPLACE INTO accounts (kind, key, record) VALUES (?1, ?2, ?3)",
-                                params![row.kind.as_str(), row.key.as_str(), r.as_str()],
-                            )?,
-                            None => tx.execute(
-                                "DELETE FROM accounts WHERE kind = ?1 AND key = ?2",
-                                params![row.kind.as_str(), row.key.as_str()],
-                            )?,
-                        };
-                    }
-                    out.push(None);
-                }
-                Op::PutReservation { name, record, .. } => {
-                    match record {
-                        Some(r) => tx.execute(
-                            "INSERT OR REPLACE INTO reservations (name, record) VALUES (?1, ?2)",
-                            params![name.as_str(), r.as_str()],
-                        )?,
-                        None => tx.execute(
-                            "DELETE FROM reservations WHERE name = ?1",
-                            params![name.as_str()],
-                        )?,
-                    };
-                    out.push(None);
-                }
-                Op::MarkStopped(stopped) => {
-                    tx.execute(
-                        "INSERT OR REPLACE INTO meta (key, value) VALUES ('stopped_with_agents', ?1)",
-                        params![i64::from(*stopped)],
-                    )?;
-                    out.push(None);
-                }
-                Op::Audit(records) => {
-                    audit::write(&tx, records)?;
-                    out.push(None);
-                }
-                Op::PurgeAudit { before, limit, .. } => {
-                    out.push(Some(audit::purge(&tx, *before, *limit)?));
-                }
-                Op::Sync { .. } | Op::Shutdown => out.push(None),
-            }
+        let result = conn.run(&batch);
+        if matches!(&result, Err(e) if e.is_unreachable()) && !stop {
+            let (waited, unwaited): (Vec<Op>, Vec<Op>) =
+                batch.into_iter().partition(|op| op.waited());
+            carried = unwaited;
+            answer(waited, result);
+        } else {
+            answer(batch, result);
         }
-        tx.execute(
-            "UPDATE meta SET value = ?1 WHERE key = 'next_job_id'",
-            params![next],
-        )?;
     }
-    tx.commit()?;
-    Ok(out)
 }
 
-fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
-    let failed = |e: &rusqlite::Error| StoreError::Sqlite {
-        path: path.to_path_buf(),
-        source: rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
-            Some(e.to_string()),
-        ),
-    };
+impl Op {
+    /// Whether a caller waits for this write's outcome.
+    fn waited(&self) -> bool {
+        !matches!(
+            self,
+            Op::PutJob { reply: None, .. }
+                | Op::PutStep { reply: None, .. }
+                | Op::PutScript { .. }
+                | Op::DeleteJob { .. }
+                | Op::PutRun { .. }
+                | Op::MarkStopped(_)
+                | Op::Audit(_)
+        )
+    }
+}
+
+/// Tells each caller waiting on `batch` how its transaction went: all succeeded, or
+/// all failed with the transaction's error.
+fn answer(batch: Vec<Op>, result: Result<backend::Outcome, StoreError>) {
     match result {
         Ok(outcome) => {
-            for (op, id) in batch.into_iter().zip(outcome) {
+            for (op, n) in batch.into_iter().zip(outcome) {
                 match op {
                     Op::PurgeAudit { reply, .. } => {
-                        let _ = reply.send(Ok(id.unwrap_or(0)));
+                        let _ = reply.send(Ok(n.unwrap_or(0)));
                     }
                     Op::PutJob { reply: Some(r), .. } | Op::PutStep { reply: Some(r), .. } => {
                         let _ = r.send(Ok(()));
@@ -839,20 +800,21 @@ fn answer(batch: Vec<Op>, result: rusqlite::Result<Outcome>, path: &Path) {
             }
         }
         Err(e) => {
+            let failed = || StoreError::Failed(e.to_string());
             for op in batch {
                 match op {
                     Op::PurgeAudit { reply, .. } => {
-                        let _ = reply.send(Err(failed(&e)));
+                        let _ = reply.send(Err(failed()));
                     }
                     Op::PutJob { reply: Some(r), .. } | Op::PutStep { reply: Some(r), .. } => {
-                        let _ = r.send(Err(failed(&e)));
+                        let _ = r.send(Err(failed()));
                     }
                     Op::Sync { reply }
                     | Op::Insert { reply, .. }
                     | Op::PutNode { reply, .. }
                     | Op::PutAccounts { reply, .. }
                     | Op::PutReservation { reply, .. } => {
-                        let _ = reply.send(Err(failed(&e)));
+                        let _ = reply.send(Err(failed()));
                     }
                     _ => {}
                 }
@@ -894,6 +856,18 @@ mod tests {
         records.into_iter().map(|r| (keys(&r), r)).collect()
     }
 
+    /// Where each durability test runs: a SQLite file, then a PostgreSQL database of
+    /// its own on the test server ([`crate::pg_server::shared`]) where one can run.
+    pub(crate) fn locations(name: &str) -> Vec<Location> {
+        let mut v = vec![Location::Sqlite(temp(name))];
+        if let Some(server) = crate::pg_server::shared(name) {
+            v.push(Location::Postgres(Box::new(
+                server.database(&format!("t_{name}")),
+            )));
+        }
+        v
+    }
+
     pub(crate) fn temp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("sluice-store-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -903,292 +877,300 @@ mod tests {
 
     #[test]
     fn new_jobs_keep_their_ids_and_the_next_id_survives_a_reopen() {
-        let path = temp("reopen");
-        {
-            let (store, _writer, snap) = Store::open(&path, 100, keys).unwrap();
-            assert_eq!(snap.next_job_id, 100);
-            let a = 100;
-            store
-                .insert_jobs(a, rows([format!("job {a}")]))
-                .recv()
-                .unwrap()
-                .unwrap();
-            store
-                .insert_jobs(101, rows((101..104).map(|id| format!("task {id}"))))
-                .recv()
-                .unwrap()
-                .unwrap();
-            store
-                .insert_jobs(104, rows(["job 104".to_string()]))
-                .recv()
-                .unwrap()
-                .unwrap();
-            store
-                .put_job(a, keys("job 100 done"), "job 100 done".into())
-                .recv()
-                .unwrap()
-                .unwrap();
-            store.put_step(a, 0, "step".into()).recv().unwrap().unwrap();
+        for path in crate::tests::locations("reopen") {
+            {
+                let (store, _writer, snap) = Store::open_at(&path, 100, keys).unwrap();
+                assert_eq!(snap.next_job_id, 100);
+                let a = 100;
+                store
+                    .insert_jobs(a, rows([format!("job {a}")]))
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+                store
+                    .insert_jobs(101, rows((101..104).map(|id| format!("task {id}"))))
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+                store
+                    .insert_jobs(104, rows(["job 104".to_string()]))
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+                store
+                    .put_job(a, keys("job 100 done"), "job 100 done".into())
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+                store.put_step(a, 0, "step".into()).recv().unwrap().unwrap();
+            }
+            let (_store, _writer, snap) = Store::open_at(&path, 1, keys).unwrap();
+            assert_eq!(
+                snap.next_job_id, 105,
+                "FirstJobId applies to a new database only"
+            );
+            let jobs: Vec<(u64, &str)> = snap
+                .jobs
+                .iter()
+                .map(|r| (r.id, r.record.as_str()))
+                .collect();
+            assert_eq!(
+                jobs,
+                [
+                    (100, "job 100 done"),
+                    (101, "task 101"),
+                    (102, "task 102"),
+                    (103, "task 103"),
+                    (104, "job 104")
+                ]
+            );
+            assert_eq!(
+                snap.steps,
+                [Row {
+                    id: 100,
+                    step: Some(0),
+                    record: "step".into()
+                }]
+            );
         }
-        let (_store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
-        assert_eq!(
-            snap.next_job_id, 105,
-            "FirstJobId applies to a new database only"
-        );
-        let jobs: Vec<(u64, &str)> = snap
-            .jobs
-            .iter()
-            .map(|r| (r.id, r.record.as_str()))
-            .collect();
-        assert_eq!(
-            jobs,
-            [
-                (100, "job 100 done"),
-                (101, "task 101"),
-                (102, "task 102"),
-                (103, "task 103"),
-                (104, "job 104")
-            ]
-        );
-        assert_eq!(
-            snap.steps,
-            [Row {
-                id: 100,
-                step: Some(0),
-                record: "step".into()
-            }]
-        );
     }
 
     #[test]
     fn load_reads_everything_sent_so_far_while_the_writer_runs() {
-        let path = temp("load");
-        let (store, _writer, _) = Store::open(&path, 1, keys).unwrap();
-        let id = 1;
-        store
-            .insert_jobs(id, rows([format!("job {id}")]))
-            .recv()
-            .unwrap()
-            .unwrap();
-        store.put_job_later(id, keys("job 1 ended"), "job 1 ended".into());
-        let _ = store.put_node("n1", Some("drain".into()));
-        store.put_run(1, 0, "job 1 run 0".into());
-        let snap = store.load().unwrap();
-        assert_eq!(
-            snap.runs,
-            vec![Row {
-                id: 1,
-                step: Some(0),
-                record: "job 1 run 0".into()
-            }]
-        );
-        assert_eq!(
-            snap.jobs,
-            vec![Row {
-                id: 1,
-                step: None,
-                record: "job 1 ended".into()
-            }]
-        );
-        assert_eq!(snap.next_job_id, 2);
-        assert_eq!(snap.nodes, vec![("n1".to_string(), "drain".to_string())]);
+        for path in crate::tests::locations("load") {
+            let (store, _writer, _) = Store::open_at(&path, 1, keys).unwrap();
+            let id = 1;
+            store
+                .insert_jobs(id, rows([format!("job {id}")]))
+                .recv()
+                .unwrap()
+                .unwrap();
+            store.put_job_later(id, keys("job 1 ended"), "job 1 ended".into());
+            let _ = store.put_node("n1", Some("drain".into()));
+            store.put_run(1, 0, "job 1 run 0".into());
+            let snap = store.load().unwrap();
+            assert_eq!(
+                snap.runs,
+                vec![Row {
+                    id: 1,
+                    step: Some(0),
+                    record: "job 1 run 0".into()
+                }]
+            );
+            assert_eq!(
+                snap.jobs,
+                vec![Row {
+                    id: 1,
+                    step: None,
+                    record: "job 1 ended".into()
+                }]
+            );
+            assert_eq!(snap.next_job_id, 2);
+            assert_eq!(snap.nodes, vec![("n1".to_string(), "drain".to_string())]);
+        }
     }
 
     #[test]
     fn node_records_are_kept_replaced_and_forgotten_across_reopens() {
-        let path = temp("nodes");
-        {
-            let (store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
-            assert!(snap.nodes.is_empty());
-            let _ = store.put_node("n2", Some("drain".into()));
-            let _ = store.put_node("n1", Some("down".into()));
-            let _ = store.put_node("n1", Some("down again".into()));
-            store.sync().unwrap();
+        for path in crate::tests::locations("nodes") {
+            {
+                let (store, _writer, snap) = Store::open_at(&path, 1, keys).unwrap();
+                assert!(snap.nodes.is_empty());
+                let _ = store.put_node("n2", Some("drain".into()));
+                let _ = store.put_node("n1", Some("down".into()));
+                let _ = store.put_node("n1", Some("down again".into()));
+                store.sync().unwrap();
+            }
+            let (store, writer, snap) = Store::open_at(&path, 1, keys).unwrap();
+            assert_eq!(
+                snap.nodes,
+                vec![
+                    ("n1".to_string(), "down again".to_string()),
+                    ("n2".to_string(), "drain".to_string())
+                ]
+            );
+            let _ = store.put_node("n1", None);
+            drop(writer);
+            let (_, _, snap) = Store::open_at(&path, 1, keys).unwrap();
+            assert_eq!(snap.nodes, vec![("n2".to_string(), "drain".to_string())]);
         }
-        let (store, writer, snap) = Store::open(&path, 1, keys).unwrap();
-        assert_eq!(
-            snap.nodes,
-            vec![
-                ("n1".to_string(), "down again".to_string()),
-                ("n2".to_string(), "drain".to_string())
-            ]
-        );
-        let _ = store.put_node("n1", None);
-        drop(writer);
-        let (_, _, snap) = Store::open(&path, 1, keys).unwrap();
-        assert_eq!(snap.nodes, vec![("n2".to_string(), "drain".to_string())]);
     }
 
     #[test]
     fn account_rows_are_written_together_replaced_deleted_and_read_back() {
-        let path = temp("accounts");
-        let row = |kind: &str, key: &str, record: Option<&str>| AccountRow {
-            kind: kind.into(),
-            key: key.into(),
-            record: record.map(str::to_string),
-        };
-        {
-            let (store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
-            assert!(snap.accounts.is_empty());
-            store
-                .put_accounts(vec![
-                    row("account", "physics", Some("a1")),
-                    row("assoc", "2", Some("s2")),
-                    row("user", "alice", Some("u1")),
-                ])
-                .recv()
-                .unwrap()
-                .unwrap();
-            store
-                .put_accounts(vec![
+        for path in crate::tests::locations("accounts") {
+            let row = |kind: &str, key: &str, record: Option<&str>| AccountRow {
+                kind: kind.into(),
+                key: key.into(),
+                record: record.map(str::to_string),
+            };
+            {
+                let (store, _writer, snap) = Store::open_at(&path, 1, keys).unwrap();
+                assert!(snap.accounts.is_empty());
+                store
+                    .put_accounts(vec![
+                        row("account", "physics", Some("a1")),
+                        row("assoc", "2", Some("s2")),
+                        row("user", "alice", Some("u1")),
+                    ])
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+                store
+                    .put_accounts(vec![
+                        row("account", "physics", Some("a2")),
+                        row("user", "alice", None),
+                    ])
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+            }
+            let (_store, _writer, snap) = Store::open_at(&path, 1, keys).unwrap();
+            assert_eq!(
+                snap.accounts,
+                vec![
                     row("account", "physics", Some("a2")),
-                    row("user", "alice", None),
-                ])
-                .recv()
-                .unwrap()
-                .unwrap();
+                    row("assoc", "2", Some("s2"))
+                ]
+            );
         }
-        let (_store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
-        assert_eq!(
-            snap.accounts,
-            vec![
-                row("account", "physics", Some("a2")),
-                row("assoc", "2", Some("s2"))
-            ]
-        );
     }
 
     #[test]
     fn reservation_rows_are_replaced_deleted_and_read_back() {
-        let path = temp("reservations");
-        {
-            let (store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
-            assert!(snap.reservations.is_empty());
-            store
-                .put_reservation("b", Some("B1".into()))
-                .recv()
-                .unwrap()
-                .unwrap();
-            store
-                .put_reservation("a", Some("A1".into()))
-                .recv()
-                .unwrap()
-                .unwrap();
-            store
-                .put_reservation("b", Some("B2".into()))
-                .recv()
-                .unwrap()
-                .unwrap();
-            store.put_reservation("a", None).recv().unwrap().unwrap();
+        for path in crate::tests::locations("reservations") {
+            {
+                let (store, _writer, snap) = Store::open_at(&path, 1, keys).unwrap();
+                assert!(snap.reservations.is_empty());
+                store
+                    .put_reservation("b", Some("B1".into()))
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+                store
+                    .put_reservation("a", Some("A1".into()))
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+                store
+                    .put_reservation("b", Some("B2".into()))
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+                store.put_reservation("a", None).recv().unwrap().unwrap();
+            }
+            let (_store, _writer, snap) = Store::open_at(&path, 1, keys).unwrap();
+            assert_eq!(snap.reservations, vec![("b".to_string(), "B2".to_string())]);
         }
-        let (_store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
-        assert_eq!(snap.reservations, vec![("b".to_string(), "B2".to_string())]);
     }
 
     #[test]
     fn concurrent_submitters_share_transactions() {
-        let path = temp("group");
-        let (store, writer, _) = Store::open(&path, 1, keys).unwrap();
-        let threads: Vec<_> = (0..8u64)
-            .map(|t| {
-                let s = store.clone();
-                std::thread::spawn(move || {
-                    (0..200u64)
-                        .map(|i| {
-                            let id = 1 + t * 200 + i;
-                            s.insert_jobs(id, rows([format!("t{t} i{i} id{id}")]))
-                                .recv()
-                                .unwrap()
-                                .unwrap();
-                            id
-                        })
-                        .collect::<Vec<u64>>()
+        for path in crate::tests::locations("group") {
+            let (store, writer, _) = Store::open_at(&path, 1, keys).unwrap();
+            let threads: Vec<_> = (0..8u64)
+                .map(|t| {
+                    let s = store.clone();
+                    std::thread::spawn(move || {
+                        (0..200u64)
+                            .map(|i| {
+                                let id = 1 + t * 200 + i;
+                                s.insert_jobs(id, rows([format!("t{t} i{i} id{id}")]))
+                                    .recv()
+                                    .unwrap()
+                                    .unwrap();
+                                id
+                            })
+                            .collect::<Vec<u64>>()
+                    })
                 })
-            })
-            .collect();
-        let mut ids: Vec<u64> = threads
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect();
-        ids.sort();
-        assert_eq!(ids, (1..=1600).collect::<Vec<u64>>());
-        drop(store);
-        drop(writer);
-        let (_s, _w, snap) = Store::open(&path, 1, keys).unwrap();
-        assert_eq!(snap.jobs.len(), 1600);
-        assert!(snap
-            .jobs
-            .iter()
-            .all(|r| r.record.ends_with(&format!("id{}", r.id))));
+                .collect();
+            let mut ids: Vec<u64> = threads
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect();
+            ids.sort();
+            assert_eq!(ids, (1..=1600).collect::<Vec<u64>>());
+            drop(store);
+            drop(writer);
+            let (_s, _w, snap) = Store::open_at(&path, 1, keys).unwrap();
+            assert_eq!(snap.jobs.len(), 1600);
+            assert!(snap
+                .jobs
+                .iter()
+                .all(|r| r.record.ends_with(&format!("id{}", r.id))));
+        }
     }
 
     #[test]
     fn scripts_are_kept_apart_read_back_after_a_reopen_and_deleted_with_their_job() {
-        let path = temp("scripts");
-        let script = |s: &str| Script {
-            script: format!("#!/bin/sh\n{s}\n"),
-            environment: format!("[[\"WHO\",\"{s}\"]]"),
-        };
-        {
-            let (store, _writer, _) = Store::open(&path, 1, keys).unwrap();
-            assert_eq!(store.script(1).unwrap(), None);
-            store
-                .insert_submission(
-                    1,
-                    vec![
-                        (keys("array 1"), "array 1".into()),
-                        (keys("task 2"), "task 2".into()),
-                    ],
-                    Some(script("a")),
-                )
-                .recv()
-                .unwrap()
-                .unwrap();
-            store
-                .insert_submission(3, vec![(keys("job 3"), "job 3".into())], Some(script("b")))
-                .recv()
-                .unwrap()
-                .unwrap();
-            // Read on its own connection while the writer goes on.
+        for path in crate::tests::locations("scripts") {
+            let script = |s: &str| Script {
+                script: format!("#!/bin/sh\n{s}\n"),
+                environment: format!("[[\"WHO\",\"{s}\"]]"),
+            };
+            {
+                let (store, _writer, _) = Store::open_at(&path, 1, keys).unwrap();
+                assert_eq!(store.script(1).unwrap(), None);
+                store
+                    .insert_submission(
+                        1,
+                        vec![
+                            (keys("array 1"), "array 1".into()),
+                            (keys("task 2"), "task 2".into()),
+                        ],
+                        Some(script("a")),
+                    )
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+                store
+                    .insert_submission(3, vec![(keys("job 3"), "job 3".into())], Some(script("b")))
+                    .recv()
+                    .unwrap()
+                    .unwrap();
+                // Read on its own connection while the writer goes on.
+                assert_eq!(store.script(1).unwrap(), Some(script("a")));
+                assert_eq!(store.script(2).unwrap(), None, "tasks share their array's");
+                store.put_script(3, script("c"));
+                store.sync().unwrap();
+                assert_eq!(store.script(3).unwrap(), Some(script("c")));
+            }
+            let (store, _writer, snap) = Store::open_at(&path, 1, keys).unwrap();
+            assert_eq!(
+                snap.jobs
+                    .iter()
+                    .map(|r| r.record.as_str())
+                    .collect::<Vec<_>>(),
+                ["array 1", "task 2", "job 3"],
+                "records carry no script"
+            );
             assert_eq!(store.script(1).unwrap(), Some(script("a")));
-            assert_eq!(store.script(2).unwrap(), None, "tasks share their array's");
-            store.put_script(3, script("c"));
+            store.delete_job(3);
             store.sync().unwrap();
-            assert_eq!(store.script(3).unwrap(), Some(script("c")));
+            assert_eq!(store.script(3).unwrap(), None);
+            assert_eq!(store.script(1).unwrap(), Some(script("a")));
         }
-        let (store, _writer, snap) = Store::open(&path, 1, keys).unwrap();
-        assert_eq!(
-            snap.jobs
-                .iter()
-                .map(|r| r.record.as_str())
-                .collect::<Vec<_>>(),
-            ["array 1", "task 2", "job 3"],
-            "records carry no script"
-        );
-        assert_eq!(store.script(1).unwrap(), Some(script("a")));
-        store.delete_job(3);
-        store.sync().unwrap();
-        assert_eq!(store.script(3).unwrap(), None);
-        assert_eq!(store.script(1).unwrap(), Some(script("a")));
     }
 
     #[test]
     fn deleted_jobs_take_their_steps_with_them() {
-        let path = temp("delete");
-        let (store, _w, _) = Store::open(&path, 1, keys).unwrap();
-        let id = 1;
-        store
-            .insert_jobs(id, rows(["j".to_string()]))
-            .recv()
-            .unwrap()
-            .unwrap();
-        store.put_step(id, 0, "s".into()).recv().unwrap().unwrap();
-        store.delete_job(id);
-        store.sync().unwrap();
-        drop(store);
-        drop(_w);
-        let (_s, _w, snap) = Store::open(&path, 1, keys).unwrap();
-        assert!(snap.jobs.is_empty() && snap.steps.is_empty());
-        assert_eq!(snap.next_job_id, 2, "ids are never reused");
+        for path in crate::tests::locations("delete") {
+            let (store, _w, _) = Store::open_at(&path, 1, keys).unwrap();
+            let id = 1;
+            store
+                .insert_jobs(id, rows(["j".to_string()]))
+                .recv()
+                .unwrap()
+                .unwrap();
+            store.put_step(id, 0, "s".into()).recv().unwrap().unwrap();
+            store.delete_job(id);
+            store.sync().unwrap();
+            drop(store);
+            drop(_w);
+            let (_s, _w, snap) = Store::open_at(&path, 1, keys).unwrap();
+            assert!(snap.jobs.is_empty() && snap.steps.is_empty());
+            assert_eq!(snap.next_job_id, 2, "ids are never reused");
+        }
     }
 }

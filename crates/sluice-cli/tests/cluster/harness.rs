@@ -47,6 +47,16 @@ impl Cluster {
         Self::start_full(name, slurm_conf, &[], &[], files)
     }
 
+    /// [`Cluster::start_with`] with more configuration files next to the slurm.conf.
+    pub fn start_with_files(
+        name: &str,
+        slurm_conf: &str,
+        nodes: &[&str],
+        files: &[(&str, &str)],
+    ) -> Cluster {
+        Self::start_full(name, slurm_conf, nodes, &[], files)
+    }
+
     /// [`Cluster::start`] with extra arguments for `sluice up`.
     pub fn start_args(name: &str, slurm_conf: &str, up_args: &[&str]) -> Cluster {
         Self::start_full(name, slurm_conf, &[], up_args, &[])

@@ -23,6 +23,7 @@ mod memory;
 mod metrics;
 mod openapi;
 mod owners;
+mod postgres;
 mod preempt;
 mod priority;
 mod purge;

@@ -80,10 +80,24 @@ impl Outcome {
 
 /// Slurm's wording when the state could not be saved.
 fn not_saved(e: String) -> ApiError {
-    ApiError::new(
-        sluice_proto::error::ErrorCode::Storage,
-        format!("Unable to save the state: {e}"),
-    )
+    unreachable_store(&e).unwrap_or_else(|| {
+        ApiError::new(
+            sluice_proto::error::ErrorCode::Storage,
+            format!("Unable to save the state: {e}"),
+        )
+    })
+}
+
+/// A write refused because the state database (PostgreSQL) cannot be reached: to the
+/// caller, as Slurm's commands word a controller they cannot reach (a 503, to try
+/// again); nothing was acknowledged.
+fn unreachable_store(e: &str) -> Option<ApiError> {
+    e.starts_with(sluice_store::UNREACHABLE).then(|| {
+        ApiError::new(
+            sluice_proto::error::ErrorCode::ControllerUnreachable,
+            format!("Unable to contact slurm controller ({e})"),
+        )
+    })
 }
 
 /// Sends `value` at once (nothing to make durable).
@@ -362,10 +376,12 @@ impl Owner {
                         }
                         Err(e) => {
                             tracing::error!("a submission could not be saved: {e}");
-                            let _ = reply.send(Err(ApiError::new(
-                                sluice_proto::error::ErrorCode::Storage,
-                                format!("Unable to save the job: {e}"),
-                            )));
+                            let _ = reply.send(Err(unreachable_store(&e).unwrap_or_else(|| {
+                                ApiError::new(
+                                    sluice_proto::error::ErrorCode::Storage,
+                                    format!("Unable to save the job: {e}"),
+                                )
+                            })));
                         }
                     })),
                     ..Default::default()

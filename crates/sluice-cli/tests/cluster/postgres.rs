@@ -1,0 +1,240 @@
+//! The controller's state on PostgreSQL (`StorageType=postgresql` in sluice.conf), on
+//! a real server the test starts ([`sluice_store::pg_server`]): jobs submitted are
+//! found after a controller crash; a site's SQLite history moved across with
+//! `sluice db migrate` reads the same in `sacct`; an unreachable server stops the
+//! controller at start with a message naming it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use sluice_store::pg_server::{self, PgServer};
+
+use crate::harness::Cluster;
+
+const CONF: &str = "ClusterName=pg
+SlurmctldHost=localhost
+NodeName=n1 CPUs=4 RealMemory=4000 State=UNKNOWN
+PartitionName=debug Nodes=n1 Default=YES State=UP
+";
+
+/// A sluice.conf for database `db` of `server`, its password in a file only the
+/// controller may read (in `dir`).
+fn site_conf(server: &PgServer, db: &str, dir: &Path) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let pass = dir.join("dbpass");
+    std::fs::write(&pass, format!("{}\n", pg_server::PASSWORD)).unwrap();
+    std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    format!(
+        "StorageType=postgresql\nStorageHost=127.0.0.1\nStoragePort={}\nStorageUser={}\n\
+         StorageLoc={db}\nStoragePassFile={}\n",
+        server.port(),
+        pg_server::ROLE,
+        pass.display()
+    )
+}
+
+/// Every job's accounting, as `sacct` prints it (all users, since long ago).
+fn sacct(c: &Cluster) -> String {
+    let o = c.run(
+        "sacct",
+        &[
+            "-a",
+            "-P",
+            "-S",
+            "2020-01-01T00:00:00",
+            "-o",
+            "JobID,JobName,User,Partition,State,ExitCode,Submit,Start,End,Elapsed,AllocCPUS,NodeList",
+        ],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    o.stdout
+}
+
+#[test]
+fn jobs_live_in_postgresql_and_survive_a_controller_crash() {
+    let Some(server) = pg_server::shared("cluster postgres") else {
+        return;
+    };
+    server.database("cluster_pg");
+    let secrets = std::env::temp_dir().join(format!("sluice-pgpass-{}", std::process::id()));
+    let site = site_conf(server, "cluster_pg", &secrets);
+    let mut c = Cluster::start_with_files("pg", CONF, &["n1"], &[("sluice.conf", &site)]);
+    assert!(
+        !c.dir.join("state/sluice.db").exists(),
+        "no SQLite file: the state is in PostgreSQL"
+    );
+    let ids: Vec<u64> = (0..5)
+        .map(|i| c.sbatch(&["-J", &format!("pg{i}"), "--wrap", "true"]))
+        .collect();
+    c.wait_for("the jobs to complete", || {
+        ids.iter().all(|&j| c.state(j) == "COMPLETED")
+    });
+    let before = sacct(&c);
+    assert_eq!(before.matches("|COMPLETED|").count(), 10, "{before}");
+    c.crash_and_restart_controller();
+    c.wait_for("the controller to answer again", || {
+        c.run("squeue", &[]).code == 0
+    });
+    assert_eq!(sacct(&c), before);
+    let next = c.sbatch(&["--wrap", "true"]);
+    assert_eq!(next, ids[4] + 1, "ids go on from PostgreSQL's next id");
+    // The rows are PostgreSQL's.
+    let mut db = postgres::Client::connect(&server.url("cluster_pg"), postgres::NoTls).unwrap();
+    let n: i64 = db
+        .query_one("SELECT COUNT(*) FROM jobs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 6);
+    let _ = std::fs::remove_dir_all(&secrets);
+}
+
+#[test]
+fn a_sqlite_history_moved_to_postgresql_reads_the_same_in_sacct() {
+    let Some(server) = pg_server::shared("cluster migrate") else {
+        return;
+    };
+    let target = server.database("cluster_migrated");
+    drop(target);
+    let mut c = Cluster::start_with("pgmove", CONF, &["n1"]);
+    let mut ids: Vec<u64> = (0..4)
+        .map(|i| c.sbatch(&["-J", &format!("hist{i}"), "--wrap", "true"]))
+        .collect();
+    ids.push(c.sbatch(&["-J", "failing", "--wrap", "exit 3"]));
+    c.wait_for("the history to end", || {
+        ids.iter()
+            .all(|&j| matches!(c.state(j).as_str(), "COMPLETED" | "FAILED"))
+    });
+    let before = sacct(&c);
+    assert!(before.contains("|FAILED|3:0|"), "{before}");
+    c.crash_controller();
+    // Move it, then point sluice.conf at PostgreSQL.
+    let secrets = c.dir.join("secrets");
+    let site = site_conf(server, "cluster_migrated", &secrets);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["db", "migrate", "--from"])
+        .arg(c.dir.join("state/sluice.db"))
+        .args([
+            "--to",
+            &format!(
+                "postgresql://{}@127.0.0.1:{}/cluster_migrated",
+                pg_server::ROLE,
+                server.port()
+            ),
+            "--pass-file",
+        ])
+        .arg(secrets.join("dbpass"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let sums: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("jobs checksum"))
+        .map(|l| l.rsplit(' ').next().unwrap())
+        .collect();
+    assert_eq!(sums.len(), 2, "{out}");
+    assert_eq!(sums[0], sums[1], "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["jobs", "5", "5"]),
+        "{out}"
+    );
+    std::fs::write(c.dir.join("sluice.conf"), site).unwrap();
+    // The SQLite file (and its write-ahead log, as the crash left it) goes away: what
+    // sacct reads next is PostgreSQL's.
+    for f in ["sluice.db", "sluice.db-wal", "sluice.db-shm"] {
+        let _ = std::fs::rename(c.dir.join("state").join(f), secrets.join(f));
+    }
+    c.restart_controller();
+    c.wait_for("the controller on PostgreSQL", || {
+        c.run("squeue", &[]).code == 0
+    });
+    assert_eq!(sacct(&c), before);
+    assert!(!c.dir.join("state/sluice.db").exists());
+    // A second migration into it is refused.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["db", "migrate", "--from"])
+        .arg(secrets.join("sluice.db"))
+        .args(["--to", &server.url("cluster_migrated")])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--replace"), "{err}");
+}
+
+#[test]
+fn an_unreachable_server_stops_the_controller_at_start_naming_it() {
+    let dir = std::env::temp_dir().join(format!("sluice-t-{}-pgdown", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(dir.join("slurm.conf"), CONF).unwrap();
+    std::fs::write(
+        dir.join("sluice.conf"),
+        format!("StorageType=postgresql\nStorageHost=127.0.0.1\nStoragePort={port}\nStorageUser=slurm\nStorageLoc=acct\n"),
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["up", "--config"])
+        .arg(dir.join("slurm.conf"))
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "Unable to contact the state database (PostgreSQL slurm@127.0.0.1:{port}/acct)"
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn submissions_fail_while_postgresql_is_down_and_succeed_again_when_it_returns() {
+    let Some(server) = PgServer::start("cluster postgres outage") else {
+        return;
+    };
+    server.database("outage");
+    let secrets = std::env::temp_dir().join(format!("sluice-pgout-{}", std::process::id()));
+    let site = site_conf(&server, "outage", &secrets);
+    let c = Cluster::start_files("pgdown", CONF, &[("sluice.conf", &site)]);
+    let first = c.sbatch(&["--wrap", "true"]);
+    server.pause();
+    let o = c.run("sbatch", &["--wrap", "true"]);
+    assert_ne!(o.code, 0, "{o:?}");
+    assert!(
+        o.stderr
+            .contains("Batch job submission failed: Unable to contact slurm controller"),
+        "{o:?}"
+    );
+    server.resume();
+    // The controller reconnects by itself; the refused job was never acknowledged
+    // and never appears.
+    let next = c.sbatch(&["--wrap", "true"]);
+    c.wait_for("the jobs to complete", || {
+        c.state(first) == "COMPLETED" && c.state(next) == "COMPLETED"
+    });
+    let mut db = postgres::Client::connect(&server.url("outage"), postgres::NoTls).unwrap();
+    let ids: Vec<i64> = db
+        .query("SELECT id FROM jobs ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids[0], first as i64);
+    assert_eq!(ids[1], next as i64);
+    let _ = std::fs::remove_dir_all(&secrets);
+}
