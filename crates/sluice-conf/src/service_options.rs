@@ -9,6 +9,37 @@ use sluice_proto::service::{
     DEFAULT_HEALTH_RETRIES,
 };
 
+/// Why sbatch refuses the service options: the message it prints as `sbatch: error:
+/// MESSAGE`, and its exit code, as Slurm's sbatch exits: 255 for a value it cannot read
+/// (as for `--cpus-per-task=abc`), 1 for options that contradict each other.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub message: String,
+    pub exit_code: i32,
+}
+
+impl Refusal {
+    /// A value that cannot be read (exit 255).
+    fn value(message: String) -> Refusal {
+        Refusal {
+            message,
+            exit_code: 255,
+        }
+    }
+
+    /// Options that contradict each other (exit 1).
+    fn conflict(message: String) -> Refusal {
+        Refusal {
+            message,
+            exit_code: 1,
+        }
+    }
+}
+
+/// The lowest port a service may declare: the stable address never forwards to a
+/// privileged port.
+pub const LOWEST_PORT: u32 = 1024;
+
 /// The service options as given (the last of each wins, `#SBATCH` lines first).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ServiceOptions {
@@ -41,8 +72,8 @@ impl ServiceOptions {
     /// The job's service, if these options declare one (`--restart`, `--port` or
     /// `--service-name`); `job_name` names it by default. `array`: the job is an array.
     ///
-    /// Errors: the message sbatch prints as `sbatch: error: MESSAGE` (exit 1).
-    pub fn spec(&self, job_name: &str, array: bool) -> Result<Option<ServiceSpec>, String> {
+    /// Errors: what sbatch prints and its exit code ([`Refusal`]).
+    pub fn spec(&self, job_name: &str, array: bool) -> Result<Option<ServiceSpec>, Refusal> {
         let declared = self.restart.is_some() || self.port.is_some() || self.service_name.is_some();
         if !declared {
             for (given, name) in [
@@ -52,16 +83,16 @@ impl ServiceOptions {
                 (&self.health_retries, "--health-retries"),
             ] {
                 if given.is_some() {
-                    return Err(format!(
+                    return Err(Refusal::conflict(format!(
                         "{name} needs a service: give --restart (or --port)"
-                    ));
+                    )));
                 }
             }
             return Ok(None);
         }
         let (restart, max_restarts) = match &self.restart {
             None => (RestartPolicy::OnFailure, None),
-            Some(r) => parse_restart(r)?,
+            Some(r) => parse_restart(r).map_err(Refusal::value)?,
         };
         let port = match &self.port {
             None => None,
@@ -69,20 +100,25 @@ impl ServiceOptions {
                 p.trim()
                     .parse::<u32>()
                     .ok()
-                    .filter(|p| (1..=65535).contains(p))
-                    .ok_or_else(|| format!("Invalid --port specification: {p} (1-65535)"))?
-                    as u16,
+                    .filter(|p| (LOWEST_PORT..=65535).contains(p))
+                    .ok_or_else(|| {
+                        Refusal::value(format!(
+                            "Invalid --port specification: {p} ({LOWEST_PORT}-65535)"
+                        ))
+                    })? as u16,
             ),
         };
         let probe = match (&self.health_cmd, &self.health_url) {
             (Some(_), Some(_)) => {
-                return Err("--health-cmd and --health-url are mutually exclusive".into())
+                return Err(Refusal::conflict(
+                    "--health-cmd and --health-url are mutually exclusive".into(),
+                ))
             }
             (Some(c), None) => Some(HealthProbe::Command(c.clone())),
             (None, Some(u)) => Some(HealthProbe::Url(health_url(u, port)?)),
             (None, None) => None,
         };
-        let number = |v: &Option<String>, name: &str, default: u32| -> Result<u32, String> {
+        let number = |v: &Option<String>, name: &str, default: u32| -> Result<u32, Refusal> {
             match v {
                 None => Ok(default),
                 Some(s) => s
@@ -90,7 +126,9 @@ impl ServiceOptions {
                     .parse::<u32>()
                     .ok()
                     .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("Invalid numeric value \"{s}\" for --{name}.")),
+                    .ok_or_else(|| {
+                        Refusal::value(format!("Invalid numeric value \"{s}\" for --{name}."))
+                    }),
             }
         };
         let interval = number(
@@ -104,9 +142,9 @@ impl ServiceOptions {
             DEFAULT_HEALTH_RETRIES,
         )?;
         if probe.is_none() && (self.health_interval.is_some() || self.health_retries.is_some()) {
-            return Err(
+            return Err(Refusal::conflict(
                 "--health-interval and --health-retries need --health-cmd or --health-url".into(),
-            );
+            ));
         }
         let spec = ServiceSpec {
             name: self
@@ -122,7 +160,13 @@ impl ServiceOptions {
             }),
             port,
         };
-        spec.check(array)?;
+        if !sluice_proto::service::valid_name(&spec.name) {
+            return Err(Refusal::value(format!(
+                "Invalid --service-name specification: {:?} (letters, digits, '-', '_', '.')",
+                spec.name
+            )));
+        }
+        spec.check(array).map_err(Refusal::conflict)?;
         Ok(Some(spec))
     }
 }
@@ -149,7 +193,7 @@ fn parse_restart(v: &str) -> Result<(RestartPolicy, Option<u32>), String> {
 
 /// A health URL on the service's own node, as the agent probes it:
 /// `http://localhost[:PORT]/PATH` or just `/PATH` (the port then from `--port`).
-fn health_url(u: &str, port: Option<u16>) -> Result<String, String> {
+fn health_url(u: &str, port: Option<u16>) -> Result<String, Refusal> {
     let (host, path) = if let Some(rest) = u.strip_prefix("http://") {
         match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
@@ -158,31 +202,28 @@ fn health_url(u: &str, port: Option<u16>) -> Result<String, String> {
     } else if u.starts_with('/') {
         ("localhost", u)
     } else {
-        return Err(format!(
+        return Err(Refusal::value(format!(
             "Invalid --health-url specification: {u} (http://localhost[:PORT]/PATH or /PATH)"
-        ));
+        )));
     };
     let (name, url_port) = match host.rsplit_once(':') {
         Some((h, p)) => (
             h,
-            Some(
-                p.parse::<u16>()
-                    .ok()
-                    .filter(|p| *p > 0)
-                    .ok_or_else(|| format!("Invalid --health-url specification: {u}"))?,
-            ),
+            Some(p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+                Refusal::value(format!("Invalid --health-url specification: {u}"))
+            })?),
         ),
         None => (host, None),
     };
     if !matches!(name, "localhost" | "127.0.0.1") {
-        return Err(format!(
+        return Err(Refusal::value(format!(
             "Invalid --health-url specification: {u} (the service's own node: localhost)"
-        ));
+        )));
     }
     let Some(p) = url_port.or(port) else {
-        return Err(format!(
+        return Err(Refusal::conflict(format!(
             "--health-url {u} has no port: give --port or a port in the URL"
-        ));
+        )));
     };
     Ok(format!("http://localhost:{p}{path}"))
 }
@@ -224,7 +265,7 @@ mod tests {
             HealthProbe::Url("http://localhost:8000/health".into())
         );
         assert_eq!((h.interval_secs, h.retries), (10, 3));
-        let s = opts(&[("port", "80"), ("service-name", "api")])
+        let s = opts(&[("port", "8080"), ("service-name", "api")])
             .spec("job", false)
             .unwrap()
             .unwrap();
@@ -236,7 +277,28 @@ mod tests {
 
     #[test]
     fn bad_values_and_contradictions_are_refused_with_their_reason() {
-        let e = |pairs: &[(&str, &str)], array: bool| opts(pairs).spec("j", array).unwrap_err();
+        let refusal =
+            |pairs: &[(&str, &str)], array: bool| opts(pairs).spec("j", array).unwrap_err();
+        let e = |pairs: &[(&str, &str)], array: bool| refusal(pairs, array).message;
+        // Values sbatch cannot read exit 255, as Slurm's sbatch does for a bad value;
+        // contradictions exit 1.
+        for bad in [
+            ("port", "70000"),
+            ("port", "0"),
+            ("port", "443"),
+            ("port", "abc"),
+            ("restart", "sometimes"),
+            ("restart", "always:0"),
+            ("service-name", "a b"),
+        ] {
+            assert_eq!(refusal(&[bad], false).exit_code, 255, "{bad:?}");
+        }
+        assert_eq!(refusal(&[("restart", "always")], true).exit_code, 1);
+        assert_eq!(
+            refusal(&[("restart", "always"), ("health-url", "/h")], false).exit_code,
+            1
+        );
+        assert!(e(&[("port", "443")], false).contains("1024-65535"));
         assert!(e(&[("restart", "always")], true).contains("--array"));
         assert!(e(&[("restart", "always:0")], false).contains("cap of 0"));
         assert!(e(&[("restart", "sometimes")], false).starts_with("Invalid --restart"));

@@ -433,9 +433,13 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
     let mut restarts = 0;
     // Restarts in a row, for the backoff: a process that ran `STEADY` starts it over.
     let mut streak = 0;
+    // A restart in place appends to the output files the first start opened, as a
+    // requeued run does: what an earlier process said before it died is kept.
+    let mut this_start = order.clone();
     let (state, code, signal) = loop {
         let began = tokio::time::Instant::now();
-        let (state, code, signal, unhealthy) = batch_once(&exec, &order).await;
+        let (state, code, signal, unhealthy) = batch_once(&exec, &this_start).await;
+        this_start.job.desc.append = true;
         if began.elapsed() >= STEADY {
             streak = 0;
         }

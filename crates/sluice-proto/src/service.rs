@@ -155,12 +155,7 @@ impl ServiceSpec {
         if array {
             return Err("--restart is not supported with --array: a service is one job".into());
         }
-        if self.name.is_empty()
-            || !self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
+        if !valid_name(&self.name) {
             return Err(format!(
                 "Invalid --service-name specification: {:?} (letters, digits, '-', '_', '.')",
                 self.name
@@ -171,8 +166,10 @@ impl ServiceSpec {
                 "Invalid --restart specification: a cap of 0 restarts (give at least 1)".into(),
             );
         }
-        if self.port == Some(0) {
-            return Err("Invalid --port specification: 0 (1-65535)".into());
+        if let Some(p) = self.port.filter(|p| *p < 1024) {
+            return Err(format!(
+                "Invalid --port specification: {p} (1024-65535: the stable address never forwards to a privileged port)"
+            ));
         }
         if let Some(h) = &self.health {
             if h.interval_secs == 0 || h.retries == 0 {
@@ -188,6 +185,15 @@ impl ServiceSpec {
         }
         Ok(())
     }
+}
+
+/// Whether `name` may name a service (its stable address's path): letters, digits,
+/// `-`, `_` and `.`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
 /// The port of a `http://localhost:PORT/...` health URL.

@@ -309,7 +309,7 @@ pub fn main(args: Vec<String>) -> i32 {
     // A service's options, checked as a whole (`--restart`, `--health-*`, `--port`).
     let service = match opts.service.spec(&name, opts.array.is_some()) {
         Ok(s) => s,
-        Err(m) => fail(ME, m, 1),
+        Err(r) => fail(ME, r.message, r.exit_code),
     };
     let command = script_path
         .as_ref()

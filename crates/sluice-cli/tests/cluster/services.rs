@@ -173,6 +173,13 @@ fn a_service_is_restarted_in_place_on_death_and_on_failed_health_and_fails_past_
     c.wait_for("one restart counted", || {
         service_line(&c, job).starts_with("Service=llm ServiceRestarts=1 ")
     });
+    // The restart appended to the output the first start opened: both starts are there.
+    let out = std::fs::read_to_string(c.work().join("llm.out")).unwrap_or_default();
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("started ")).count(),
+        2,
+        "{out}"
+    );
     assert_eq!(c.state(job), "RUNNING");
 
     // Its health fails: after 2 failed checks (1 s apart) it is restarted (backoff 2 s).
@@ -258,23 +265,31 @@ fn contradictory_service_options_are_refused_and_nothing_is_queued() {
     std::fs::write(c.work().join("s.sh"), "#!/bin/sh\nsleep 60\n").unwrap();
     // A live service holds its name (held, so it stays pending).
     let held = c.sbatch(&["-H", "--restart=always", "--service-name=api", "s.sh"]);
-    let refused: &[(&[&str], &str)] = &[
-        (&["--restart=always", "--array=1-2"], "--array"),
-        (&["--restart=always:0"], "cap of 0"),
-        (&["--restart=always", "--health-url=/health"], "has no port"),
-        (&["--port=70000"], "Invalid --port specification"),
-        (&["--health-cmd=true"], "needs a service"),
+    // Values sbatch cannot read exit 255, as Slurm's sbatch does for a bad value;
+    // contradictions exit 1.
+    let refused: &[(&[&str], &str, i32)] = &[
+        (&["--restart=always", "--array=1-2"], "--array", 1),
+        (&["--restart=always:0"], "cap of 0", 255),
+        (
+            &["--restart=always", "--health-url=/health"],
+            "has no port",
+            1,
+        ),
+        (&["--port=70000"], "Invalid --port specification", 255),
+        (&["--port=443"], "Invalid --port specification", 255),
+        (&["--health-cmd=true"], "needs a service", 1),
         (
             &["--restart=on-failure", "--service-name=api"],
             "Service name api is already taken by job",
+            1,
         ),
-        (&["--restart=always", "-J", "api"], "already taken"),
+        (&["--restart=always", "-J", "api"], "already taken", 1),
     ];
-    for (args, why) in refused {
+    for (args, why, code) in refused {
         let mut a = args.to_vec();
         a.push("s.sh");
         let o = c.run("sbatch", &a);
-        assert_eq!(o.code, 1, "{a:?}: {}", o.stderr);
+        assert_eq!(o.code, *code, "{a:?}: {}", o.stderr);
         assert!(
             o.stderr.starts_with("sbatch: error: "),
             "{a:?}: {}",
