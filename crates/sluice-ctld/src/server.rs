@@ -54,6 +54,7 @@ mod rest;
 mod routes;
 mod rpc_stats;
 mod services;
+pub mod standby;
 pub mod storage;
 mod tcp;
 #[cfg(test)]
