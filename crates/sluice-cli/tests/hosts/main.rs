@@ -29,6 +29,7 @@
 //! and `examples/dask/`, with the job's CPUs and GPUs on each node, nothing left after.
 
 mod ctld_crash_lab;
+mod ha_lab;
 mod harness;
 mod interactive_lab;
 mod lab;
