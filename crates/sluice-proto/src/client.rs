@@ -592,3 +592,114 @@ impl Read for Chunked {
         Ok(n)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::sync::atomic::AtomicU32;
+
+    /// A server on a free port answering every request with `reply` (`None`: closing
+    /// the connection once the request is read); its address and how many requests it
+    /// read.
+    fn server(reply: Option<&'static str>) -> (String, Arc<AtomicU32>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let hits = Arc::new(AtomicU32::new(0));
+        let count = hits.clone();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut len = 0;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; len];
+                let _ = r.read_exact(&mut body);
+                count.fetch_add(1, Ordering::SeqCst);
+                if let Some(reply) = reply {
+                    let _ = s.write_all(reply.as_bytes());
+                }
+            }
+        });
+        (addr, hits)
+    }
+
+    /// A port nobody listens on.
+    fn closed() -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    }
+
+    const STANDBY: &str = "HTTP/1.1 503 Service Unavailable\r\nx-sluice-standby: 1\r\n\
+        Content-Length: 61\r\n\r\n{\"error\":\"Controller is in standby mode\",\"code\":\"in_standby\"}";
+    const ACTIVE_7: &str =
+        "HTTP/1.1 200 OK\r\nx-sluice-epoch: 7\r\nContent-Length: 10\r\n\r\n{\"who\":7 }";
+    const FORMER_5: &str =
+        "HTTP/1.1 200 OK\r\nx-sluice-epoch: 5\r\nContent-Length: 10\r\n\r\n{\"who\":5 }";
+
+    fn key() -> Signer {
+        Signer::Key(Arc::new(vec![1; 32]))
+    }
+
+    #[test]
+    fn the_active_controller_answers_past_one_gone_and_one_standing_by() {
+        let gone = closed();
+        let (standby, standby_hits) = server(Some(STANDBY));
+        let (active, active_hits) = server(Some(ACTIVE_7));
+        let c = Client::controllers(&[gone, standby, active], key(), None);
+        let v: serde_json::Value = c.get("/v1/ping").unwrap();
+        assert_eq!(v["who"], 7);
+        assert_eq!(standby_hits.load(Ordering::SeqCst), 1);
+        // The one that answered is asked first next time.
+        let v: serde_json::Value = c.post("/v1/jobs", &serde_json::json!({})).unwrap();
+        assert_eq!(v["who"], 7);
+        assert_eq!(standby_hits.load(Ordering::SeqCst), 1);
+        assert_eq!(active_hits.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_former_controllers_answer_is_passed_over_and_a_submission_is_never_sent_twice() {
+        let (former, _) = server(Some(FORMER_5));
+        let (active, active_hits) = server(Some(ACTIVE_7));
+        let seen = Arc::new(AtomicI64::new(7));
+        let c = Client::controllers(&[former.clone(), active.clone()], key(), None)
+            .with_seen_epoch(seen.clone());
+        let v: serde_json::Value = c.get("/v1/ping").unwrap();
+        assert_eq!(v["who"], 7, "the epoch-5 answer is a former controller's");
+        // A controller that took the request and broke the connection may have
+        // carried it out: a POST is not sent to the next one, a GET is.
+        let (broken, broken_hits) = server(None);
+        let c = Client::controllers(&[broken, active], key(), None);
+        let e = c
+            .post::<_, serde_json::Value>("/v1/jobs", &serde_json::json!({}))
+            .unwrap_err();
+        assert!(matches!(e, ClientError::Decode(_) | ClientError::Io(_)), "{e:?}");
+        assert_eq!(broken_hits.load(Ordering::SeqCst), 1);
+        assert_eq!(active_hits.load(Ordering::SeqCst), 1, "not sent again");
+        let v: serde_json::Value = c.get("/v1/ping").unwrap();
+        assert_eq!(v["who"], 7);
+        assert_eq!(active_hits.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn with_patience_a_command_waits_for_a_takeover() {
+        let gone = closed();
+        let (standby, hits) = server(Some(STANDBY));
+        let c = Client::controllers(&[gone, standby], key(), Some(Duration::from_millis(700)));
+        match c.get::<serde_json::Value>("/v1/ping") {
+            Err(ClientError::Status { code, .. }) => {
+                assert_eq!(code, crate::error::ErrorCode::InStandby)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(hits.load(Ordering::SeqCst) >= 3, "asked again while waiting");
+    }
+}

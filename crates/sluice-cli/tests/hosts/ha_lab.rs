@@ -3,9 +3,10 @@
 //! users submit) and `db01` (PostgreSQL, the state of both controllers), with the
 //! seeds' slurm.conf and a second `SlurmctldHost`:
 //!
-//! - the primary SIGKILLed: the backup takes over, a job submitted before runs on to
-//!   its end, a new submission works, `scontrol ping` tells which is up; the killed one
-//!   comes back as a standby;
+//! - `scontrol takeover`: the backup takes over, the primary stands by; then the
+//!   active controller SIGKILLed: the standby takes over, a job submitted before runs
+//!   on to its end, a new submission works, `scontrol ping` tells which is up; the
+//!   killed one comes back as a standby;
 //! - the storm: clients submit from two hosts while jobs run on three agents and the
 //!   active controller is SIGKILLed again and again (`SLUICE_HA_KILLS`, default 5; CI
 //!   sets 100), each killed one starting again as a standby: every acknowledged job is
@@ -19,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crate::harness::{Hosts, Output};
-use crate::seeds_lab::{here, lay_out, read, user_sh, wait_for, BIN, ETC, USER, WORK};
+use crate::seeds_lab::{here, lay_out, read, user_sh, wait_for, BIN, ETC, WORK};
 
 /// PostgreSQL's binaries (Debian's newest).
 fn pg_bin() -> Option<String> {
@@ -182,8 +183,8 @@ fn first_accepted(h: &Hosts, host: &str, args: &str, limit: Duration) -> (u64, D
 }
 
 #[test]
-fn the_primary_killed_the_backup_takes_over_and_nothing_is_lost() {
-    let test = "the_primary_killed_the_backup_takes_over_and_nothing_is_lost";
+fn the_active_controller_killed_or_handing_over_a_standby_takes_over_and_nothing_is_lost() {
+    let test = "the_active_controller_killed_or_handing_over_a_standby_takes_over";
     let Some((h, bin)) = lab(test) else {
         return;
     };
@@ -217,15 +218,38 @@ fn the_primary_killed_the_backup_takes_over_and_nothing_is_lost() {
         (out(before) == "on node03\n").then_some(())
     });
 
-    // The primary dies outright; the next submission is the backup's.
-    kill_ctld(&h, "head01");
+    // Handed over on purpose: the backup takes over, the primary stands by.
+    let o = root(&h, "node02", "scontrol", &["takeover"]);
+    assert_eq!((o.stderr.as_str(), o.code), ("", 0));
+    let log_of = |host: &str| read(&h.spool(host).join("slurmctld/slurmctld.log"));
+    wait_for(Duration::from_secs(30), "the backup taking over", || {
+        log_of("node01")
+            .contains("taking over as the active controller")
+            .then_some(())
+    });
+    assert!(log_of("head01").contains("handed over: standing by"), "{}", log_of("head01"));
+    let handed = first_accepted(&h, "node03", "--wrap true", Duration::from_secs(60)).0;
+    assert_eq!(ended(&h, handed, Duration::from_secs(60)), "COMPLETED|0:0");
+    assert_eq!(state(&h, before), "RUNNING|0:0");
+    wait_for(Duration::from_secs(30), "the primary standing by", || {
+        let o = root(&h, "node02", "scontrol", &["ping"]);
+        (o.stdout == "Slurmctld(primary) at head01 is UP\nSlurmctld(backup) at node01 is UP\n")
+            .then_some(())
+    });
+
+    // The active one (now the backup) dies outright; the next submission is the
+    // primary's, which took over again.
+    kill_ctld(&h, "node01");
     let (after, took) = first_accepted(
         &h,
         "node03",
         &format!("-o {WORK}/job-%j.out --wrap 'echo after on $(hostname)'"),
         Duration::from_secs(60),
     );
-    eprintln!("takeover: {:.2} s from the kill to the first accepted submission", took.as_secs_f64());
+    eprintln!(
+        "takeover: {:.2} s from the kill to the first accepted submission",
+        took.as_secs_f64()
+    );
     assert!(after > before);
     assert_eq!(state(&h, before), "RUNNING|0:0");
     std::fs::write(gates.join("go"), "").unwrap();
@@ -237,30 +261,23 @@ fn the_primary_killed_the_backup_takes_over_and_nothing_is_lost() {
     assert_eq!(
         (o.stdout.as_str(), o.code),
         (
-            "Slurmctld(primary) at head01 is DOWN\nSlurmctld(backup) at node01 is UP\n\
+            "Slurmctld(primary) at head01 is UP\nSlurmctld(backup) at node01 is DOWN\n\
              *****************************************\n\
              ** RESTORE SLURMCTLD DAEMON TO SERVICE **\n\
              *****************************************\n",
             0
         )
     );
-    let log = read(&h.spool("node01").join("slurmctld/slurmctld.log"));
-    assert!(log.contains("taking over as the active controller"), "{log}");
 
-    // The primary comes back: it stands by (the backup stays active).
-    start_ctld(&h, "head01");
-    wait_for(Duration::from_secs(30), "the primary standing by", || {
+    // The backup comes back: it stands by (the primary stays active).
+    start_ctld(&h, "node01");
+    wait_for(Duration::from_secs(30), "the backup standing by", || {
         let o = root(&h, "node02", "scontrol", &["ping"]);
         (o.stdout == "Slurmctld(primary) at head01 is UP\nSlurmctld(backup) at node01 is UP\n")
             .then_some(())
     });
     let next = try_submit(&h, "node02", "--wrap true").unwrap();
     assert_eq!(ended(&h, next, Duration::from_secs(60)), "COMPLETED|0:0");
-
-    // Handed back on purpose: `scontrol takeover 1` names the backup, which is active
-    // already; the primary asks for it back with the index of... itself is not a backup,
-    // so the operator stops the backup's role the Slurm way: takeover to index 1 from a
-    // primary-active cluster. Here: the backup stays active (it is index 1).
     let o = root(&h, "node02", "scontrol", &["takeover", "2"]);
     assert_eq!(
         (o.stderr.as_str(), o.code),
@@ -395,12 +412,19 @@ fn the_storm_kills_the_active_controller_again_and_again_and_no_job_is_lost_or_d
             panic!("{name} submitted once is jobs {other} and {id}");
         }
     }
-    // Each job ran once: one line in its own record.
+    // Each job ran once: one line in its own record, and as many records as jobs.
     for (id, _, _) in &listed {
         let lines = read(&runs.join(id.to_string()));
         assert_eq!(lines.lines().count(), 1, "job {id} ran: {lines:?}");
     }
-    let _ = USER;
+    let records = std::fs::read_dir(&runs).unwrap().count();
+    assert_eq!(records, listed.len(), "records of jobs sacct does not know");
+    let tried: usize = submitted.iter().map(Vec::len).sum();
+    println!(
+        "{tried} submissions, {} acknowledged, {} in sacct (each once, each run once)",
+        acked.len(),
+        listed.len()
+    );
 }
 
 #[test]

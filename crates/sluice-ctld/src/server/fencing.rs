@@ -65,3 +65,17 @@ pub(super) async fn step_down_route(
     request_hand_over();
     axum::Json(serde_json::json!({})).into_response()
 }
+
+/// `POST /v1/takeover` at the active controller (`scontrol takeover` naming it): it is
+/// active already, nothing to do.
+pub(super) async fn already_active(
+    axum::extract::State(app): axum::extract::State<super::App>,
+    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<super::Peer>,
+    _body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if !app.caller(peer).admin {
+        return super::refuse(sluice_proto::error::ApiError::access_denied());
+    }
+    axum::Json(serde_json::json!({})).into_response()
+}
