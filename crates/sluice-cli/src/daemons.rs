@@ -492,14 +492,7 @@ pub fn ctld(args: Vec<String>) -> i32 {
         epoch,
     };
     let result = if several && !sqlite {
-        crate::standby::run_active_or_standby(
-            &runtime,
-            conf,
-            &state_dir,
-            index,
-            &auth,
-            network,
-        )
+        crate::standby::run_active_or_standby(&runtime, conf, &state_dir, index, &auth, network)
     } else {
         if several {
             tracing::warn!(

@@ -194,7 +194,11 @@ pub fn run_active_or_standby(
 
 /// Asks the other controllers to hand over to this one (`scontrol takeover`): the
 /// active one stops cleanly and gives its lease up.
-fn ask_to_hand_over(net: &sluice_conf::net_conf::NetConf, index: usize, auth: &sluice_proto::auth::Scheme) {
+fn ask_to_hand_over(
+    net: &sluice_conf::net_conf::NetConf,
+    index: usize,
+    auth: &sluice_proto::auth::Scheme,
+) {
     tracing::info!("asked to take over: asking the active controller to hand over");
     for (i, addr) in net.controller_addrs().iter().enumerate() {
         if i == index {

@@ -324,17 +324,12 @@ impl NetConf {
             n.slurmd_port = parse_port(v).map_err(|m| with("SlurmdPort", m))?;
         }
         if let Some(v) = conf.get("SlurmctldTimeout") {
-            n.slurmctld_timeout = v
-                .trim()
-                .parse()
-                .ok()
-                .filter(|t| *t > 0)
-                .ok_or_else(|| {
-                    with(
-                        "SlurmctldTimeout",
-                        format!("expected a positive integer, found '{v}'"),
-                    )
-                })?;
+            n.slurmctld_timeout = v.trim().parse().ok().filter(|t| *t > 0).ok_or_else(|| {
+                with(
+                    "SlurmctldTimeout",
+                    format!("expected a positive integer, found '{v}'"),
+                )
+            })?;
         }
         if let Some(v) = conf.get("SlurmdTimeout") {
             n.slurmd_timeout = v

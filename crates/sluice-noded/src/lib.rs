@@ -412,8 +412,7 @@ pub async fn run_until(
                 let all: Vec<String> = std::iter::once(setup.controller.clone())
                     .chain(setup.backups.iter().cloned())
                     .collect();
-                Client::controllers(&all, setup.auth.signer(), None)
-                    .with_seen_epoch(epoch.clone())
+                Client::controllers(&all, setup.auth.signer(), None).with_seen_epoch(epoch.clone())
             }
             .with_timeout(Duration::from_secs(10));
             let mut job_env: Vec<(String, Option<String>)> =

@@ -384,9 +384,7 @@ impl Client {
                                 continue;
                             }
                         }
-                        if status == 503
-                            && headers.iter().any(|(k, _)| k == STANDBY_HEADER)
-                        {
+                        if status == 503 && headers.iter().any(|(k, _)| k == STANDBY_HEADER) {
                             last = Some(ClientError::Status {
                                 status,
                                 code: crate::error::ErrorCode::InStandby,
@@ -681,7 +679,10 @@ mod tests {
         let e = c
             .post::<_, serde_json::Value>("/v1/jobs", &serde_json::json!({}))
             .unwrap_err();
-        assert!(matches!(e, ClientError::Decode(_) | ClientError::Io(_)), "{e:?}");
+        assert!(
+            matches!(e, ClientError::Decode(_) | ClientError::Io(_)),
+            "{e:?}"
+        );
         assert_eq!(broken_hits.load(Ordering::SeqCst), 1);
         assert_eq!(active_hits.load(Ordering::SeqCst), 1, "not sent again");
         let v: serde_json::Value = c.get("/v1/ping").unwrap();
@@ -700,6 +701,9 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(hits.load(Ordering::SeqCst) >= 3, "asked again while waiting");
+        assert!(
+            hits.load(Ordering::SeqCst) >= 3,
+            "asked again while waiting"
+        );
     }
 }

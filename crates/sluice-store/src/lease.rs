@@ -194,8 +194,16 @@ mod tests {
         let mut other_cluster = Lease::connect(&target, "d", timeout, 1).unwrap();
         let one = first.try_take().unwrap().expect("the first takes it");
         assert_eq!(second.try_take().unwrap(), None, "held by the first");
-        assert_eq!(other_cluster.try_take().unwrap(), Some(1), "another cluster's");
-        assert_eq!(first.current().unwrap(), one, "each cluster has its own epoch");
+        assert_eq!(
+            other_cluster.try_take().unwrap(),
+            Some(1),
+            "another cluster's"
+        );
+        assert_eq!(
+            first.current().unwrap(),
+            one,
+            "each cluster has its own epoch"
+        );
         let fenced = Arc::new(AtomicI64::new(0));
         let told = fenced.clone();
         let fence = |epoch| Fence {
@@ -228,13 +236,20 @@ mod tests {
             .recv()
             .unwrap()
             .expect_err("a former controller's write is refused");
-        assert!(e.to_string().contains("another controller took over"), "{e}");
+        assert!(
+            e.to_string().contains("another controller took over"),
+            "{e}"
+        );
         assert_eq!(fenced.load(Ordering::SeqCst), two, "told the new epoch");
         drop(store);
         drop(writer);
         let (_s, _w, snap) = Store::open_at(&at, 1, keys).unwrap();
         let ids: Vec<u64> = snap.jobs.iter().map(|r| r.id).collect();
-        assert_eq!(ids, [1], "nothing of the former controller's after the takeover");
+        assert_eq!(
+            ids,
+            [1],
+            "nothing of the former controller's after the takeover"
+        );
         assert_eq!(second.current().unwrap(), two);
     }
 }

@@ -246,10 +246,7 @@ impl Writer {
                 if now != f.epoch {
                     drop(tx);
                     (f.on_fenced)(now);
-                    return Err(StoreError::Fenced {
-                        ours: f.epoch,
-                        now,
-                    });
+                    return Err(StoreError::Fenced { ours: f.epoch, now });
                 }
             }
             let out = apply(

@@ -83,9 +83,7 @@ pub fn takeover(words: &[String]) -> i32 {
         }
     };
     let Some((_, client)) = all.get(index) else {
-        eprintln!(
-            "slurm_takeover error: Unable to contact slurm controller (connect failure)"
-        );
+        eprintln!("slurm_takeover error: Unable to contact slurm controller (connect failure)");
         return 1;
     };
     match client.post::<_, serde_json::Value>("/v1/takeover", &serde_json::json!({})) {
@@ -107,7 +105,10 @@ fn atoi(s: &str) -> i64 {
     let n: i64 = digits
         .chars()
         .take_while(char::is_ascii_digit)
-        .fold(0i64, |n, d| n.saturating_mul(10).saturating_add(i64::from(d as u8 - b'0')));
+        .fold(0i64, |n, d| {
+            n.saturating_mul(10)
+                .saturating_add(i64::from(d as u8 - b'0'))
+        });
     if neg {
         -n
     } else {

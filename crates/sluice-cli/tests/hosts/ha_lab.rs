@@ -177,7 +177,10 @@ fn first_accepted(h: &Hosts, host: &str, args: &str, limit: Duration) -> (u64, D
         if let Ok(id) = try_submit(h, host, args) {
             return (id, start.elapsed());
         }
-        assert!(start.elapsed() < limit, "no submission accepted in {limit:?}");
+        assert!(
+            start.elapsed() < limit,
+            "no submission accepted in {limit:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -227,7 +230,11 @@ fn the_active_controller_killed_or_handing_over_a_standby_takes_over_and_nothing
             .contains("taking over as the active controller")
             .then_some(())
     });
-    assert!(log_of("head01").contains("handed over: standing by"), "{}", log_of("head01"));
+    assert!(
+        log_of("head01").contains("handed over: standing by"),
+        "{}",
+        log_of("head01")
+    );
     let handed = first_accepted(&h, "node03", "--wrap true", Duration::from_secs(60)).0;
     assert_eq!(ended(&h, handed, Duration::from_secs(60)), "COMPLETED|0:0");
     assert_eq!(state(&h, before), "RUNNING|0:0");
@@ -290,7 +297,8 @@ type Submitted = Vec<(String, Option<u64>)>;
 
 #[test]
 fn the_storm_kills_the_active_controller_again_and_again_and_no_job_is_lost_or_doubled() {
-    let test = "the_storm_kills_the_active_controller_again_and_again_and_no_job_is_lost_or_doubled";
+    let test =
+        "the_storm_kills_the_active_controller_again_and_again_and_no_job_is_lost_or_doubled";
     let Some((h, bin)) = lab(test) else {
         return;
     };
@@ -350,11 +358,24 @@ fn the_storm_kills_the_active_controller_again_and_again_and_no_job_is_lost_or_d
             std::thread::sleep(Duration::from_millis(500 + rng % 2500));
             kill_ctld(&h, active);
             let killed = Instant::now();
-            let standby = if active == "head01" { "node01" } else { "head01" };
-            let (_, took) = first_accepted(&h, "node02", "-J probe --wrap true", Duration::from_secs(60));
+            let standby = if active == "head01" {
+                "node01"
+            } else {
+                "head01"
+            };
+            let (_, took) = first_accepted(
+                &h,
+                "node02",
+                "-J probe --wrap true",
+                Duration::from_secs(60),
+            );
             let _ = killed;
             takeovers.push(took);
-            eprintln!("kill {}: {:.2} s to the first accepted submission", k + 1, took.as_secs_f64());
+            eprintln!(
+                "kill {}: {:.2} s to the first accepted submission",
+                k + 1,
+                took.as_secs_f64()
+            );
             start_ctld(&h, active);
             active = standby;
         }
@@ -384,14 +405,26 @@ fn the_storm_kills_the_active_controller_again_and_again_and_no_job_is_lost_or_d
             &h,
             "node02",
             "sacct",
-            &["-n", "-X", "-P", "-S", "2000-01-01", "-o", "JobID,JobName,State"],
+            &[
+                "-n",
+                "-X",
+                "-P",
+                "-S",
+                "2000-01-01",
+                "-o",
+                "JobID,JobName,State",
+            ],
         );
         let rows: Vec<(u64, String, String)> = o
             .stdout
             .lines()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split('|').collect();
-                Some((f.first()?.parse().ok()?, f.get(1)?.to_string(), f.get(2)?.to_string()))
+                Some((
+                    f.first()?.parse().ok()?,
+                    f.get(1)?.to_string(),
+                    f.get(2)?.to_string(),
+                ))
             })
             .filter(|(_, name, _)| name.starts_with('c'))
             .collect();
@@ -443,7 +476,10 @@ fn the_primary_cut_off_is_fenced_and_steps_down() {
     });
     h.cut("head01");
     let (after, took) = first_accepted(&h, "node03", "--wrap true", Duration::from_secs(60));
-    eprintln!("takeover from a primary cut off: {:.2} s", took.as_secs_f64());
+    eprintln!(
+        "takeover from a primary cut off: {:.2} s",
+        took.as_secs_f64()
+    );
     let log_of = |host: &str| read(&h.spool(host).join("slurmctld/slurmctld.log"));
     wait_for(Duration::from_secs(30), "the primary stepping down", || {
         log_of("head01").contains("stepping down").then_some(())
@@ -451,10 +487,18 @@ fn the_primary_cut_off_is_fenced_and_steps_down() {
     h.restore("head01");
     assert_eq!(ended(&h, after, Duration::from_secs(60)), "COMPLETED|0:0");
     assert_eq!(ended(&h, job, Duration::from_secs(60)), "COMPLETED|0:0");
-    wait_for(Duration::from_secs(30), "the former primary standing by", || {
-        let o = root(&h, "node02", "scontrol", &["ping"]);
-        (o.stdout == "Slurmctld(primary) at head01 is UP\nSlurmctld(backup) at node01 is UP\n")
-            .then_some(())
-    });
-    assert!(log_of("node01").contains("taking over"), "{}", log_of("node01"));
+    wait_for(
+        Duration::from_secs(30),
+        "the former primary standing by",
+        || {
+            let o = root(&h, "node02", "scontrol", &["ping"]);
+            (o.stdout == "Slurmctld(primary) at head01 is UP\nSlurmctld(backup) at node01 is UP\n")
+                .then_some(())
+        },
+    );
+    assert!(
+        log_of("node01").contains("taking over"),
+        "{}",
+        log_of("node01")
+    );
 }
