@@ -345,7 +345,7 @@ fn munged_answers(me: &str, socket: &Path) -> Result<sluice_proto::auth::Scheme,
 }
 
 /// Resolves after SIGINT or SIGTERM.
-async fn terminated() {
+pub(crate) async fn terminated() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("signal handler");
     tokio::select! {
@@ -365,7 +365,7 @@ pub fn ctld(args: Vec<String>) -> i32 {
         Err(code) => return code,
     };
     let net = conf.net.clone();
-    let Some(host) = net.controller().cloned() else {
+    if net.controller().is_none() {
         return fail(
             me,
             format!(
@@ -373,14 +373,29 @@ pub fn ctld(args: Vec<String>) -> i32 {
                 path.display()
             ),
         );
-    };
+    }
     let here = sluice_ctld::config::this_host();
-    if host.name != here && host.name != "localhost" {
+    let Some(index) = net.controller_index(&here) else {
+        let names: Vec<&str> = net.controllers.iter().map(|c| c.name.as_str()).collect();
         return fail(
             me,
             format!(
                 "This host ({here}) is not a valid controller (SlurmctldHost={})",
-                host.name
+                names.join(",")
+            ),
+        );
+    };
+    let several = net.controllers.len() > 1;
+    let sqlite = conf.site.storage.kind == sluice_conf::storage_conf::StorageType::Sqlite;
+    if several && sqlite && index > 0 {
+        return fail(
+            me,
+            format!(
+                "{}: this host ({here}) is a backup controller (SlurmctldHost #{}), which \
+                 needs the state in PostgreSQL (StorageType=postgresql in sluice.conf): \
+                 controllers cannot share a SQLite file safely",
+                path.display(),
+                index + 1
             ),
         );
     }
@@ -464,20 +479,34 @@ pub fn ctld(args: Vec<String>) -> i32 {
     conf.agents_over_tcp = true;
     let listen = std::net::SocketAddr::from(([0, 0, 0, 0], net.slurmctld_port));
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-    let result = runtime.block_on(async {
-        let network = sluice_ctld::server::Network {
-            listen: Some(listen),
-            auth: Some(auth),
-            conf_hash: std::fs::read(&path)
-                .ok()
-                .map(|t| sluice_ctld::server::conf_hash(&t)),
-            pages: Some(crate::ui::controller_pages(listen)),
-            conf_path: Some(path.to_path_buf()),
-            // slurmd runs on its own: its jobs outlive this daemon.
-            agents_stop_with_it: false,
-        };
-        sluice_ctld::server::run(conf, &state_dir, network, terminated()).await
-    });
+    let network = |epoch| sluice_ctld::server::Network {
+        listen: Some(listen),
+        auth: Some(auth.clone()),
+        conf_hash: std::fs::read(&path)
+            .ok()
+            .map(|t| sluice_ctld::server::conf_hash(&t)),
+        pages: Some(crate::ui::controller_pages(listen)),
+        conf_path: Some(path.to_path_buf()),
+        // slurmd runs on its own: its jobs outlive this daemon.
+        agents_stop_with_it: false,
+        epoch,
+    };
+    let result = if several && !sqlite {
+        crate::standby::run_active_or_standby(&runtime, conf, &state_dir, index, &auth, network)
+    } else {
+        if several {
+            tracing::warn!(
+                "SlurmctldHost lists backup controllers, which need StorageType=postgresql: \
+                 this controller runs alone"
+            );
+        }
+        runtime.block_on(sluice_ctld::server::run(
+            conf,
+            &state_dir,
+            network(None),
+            terminated(),
+        ))
+    };
     if let Some(p) = pid_file {
         let _ = std::fs::remove_file(p);
     }
@@ -582,6 +611,7 @@ pub fn agent(args: Vec<String>) -> i32 {
         listen: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
         auth,
         controller,
+        backups: net.controller_addrs().into_iter().skip(1).collect(),
         vouch_socket: Some(net.auth_socket()),
         job_env: vec![("SLURM_CONF".into(), path.display().to_string())],
         // Checked by the controller against the node's line (slurmd's registration).

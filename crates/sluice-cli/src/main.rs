@@ -20,6 +20,7 @@ mod restd;
 mod sim;
 mod sim_limits;
 mod slurm;
+mod standby;
 mod ui;
 mod up;
 

@@ -242,6 +242,7 @@ pub fn run(args: UpArgs) -> i32 {
             pages: args.listen.map(crate::ui::controller_pages),
             conf_path: args.config.clone(),
             agents_stop_with_it: !args.controller_only,
+            epoch: None,
         };
         sluice_ctld::server::run(conf, &state_dir, net, shutdown).await
     });

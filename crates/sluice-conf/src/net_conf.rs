@@ -26,6 +26,9 @@ pub const DEFAULT_SLURMCTLD_PORT: u16 = 6817;
 pub const DEFAULT_SLURMD_PORT: u16 = 6818;
 /// `SlurmdTimeout`'s default, seconds.
 pub const DEFAULT_SLURMD_TIMEOUT: i64 = 300;
+/// `SlurmctldTimeout`'s default in Sluice, seconds (Slurm's is 120: see COMPATIBILITY.md,
+/// `slurmctld-timeout`).
+pub const DEFAULT_SLURMCTLD_TIMEOUT: u64 = 10;
 /// `StateSaveLocation`'s default.
 pub const DEFAULT_STATE_SAVE_LOCATION: &str = "/var/spool/slurmctld";
 /// `SlurmdSpoolDir`'s default.
@@ -111,10 +114,14 @@ impl ControllerHost {
 /// The daemons' places and the way callers authenticate (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetConf {
-    /// The `SlurmctldHost` lines in order: the first is the primary controller (Sluice
-    /// runs only that one; backups are not supported yet). Empty: a one-machine cluster
-    /// (`sluice up`). `ControlMachine`/`ControlAddr`, Slurm's older keys, count as one.
+    /// The `SlurmctldHost` lines in order: the first is the primary controller, the
+    /// others its backups, which stand by and take over (with `StorageType=postgresql`)
+    /// when the active one is gone. Empty: a one-machine cluster (`sluice up`).
+    /// `ControlMachine`/`ControlAddr`, Slurm's older keys, count as one.
     pub controllers: Vec<ControllerHost>,
+    /// `SlurmctldTimeout`, seconds: within how long a standby controller takes over
+    /// from one that is gone (Sluice's default 10; Slurm's is 120).
+    pub slurmctld_timeout: u64,
     /// `SlurmctldPort` (the first port of a range).
     pub slurmctld_port: u16,
     /// `SlurmdPort`: where an agent listens unless its node line has a `Port`.
@@ -163,6 +170,7 @@ impl Default for NetConf {
     fn default() -> Self {
         NetConf {
             controllers: Vec::new(),
+            slurmctld_timeout: DEFAULT_SLURMCTLD_TIMEOUT,
             slurmctld_port: DEFAULT_SLURMCTLD_PORT,
             slurmd_port: DEFAULT_SLURMD_PORT,
             slurmd_timeout: DEFAULT_SLURMD_TIMEOUT,
@@ -315,6 +323,14 @@ impl NetConf {
         if let Some(v) = conf.get("SlurmdPort") {
             n.slurmd_port = parse_port(v).map_err(|m| with("SlurmdPort", m))?;
         }
+        if let Some(v) = conf.get("SlurmctldTimeout") {
+            n.slurmctld_timeout = v.trim().parse().ok().filter(|t| *t > 0).ok_or_else(|| {
+                with(
+                    "SlurmctldTimeout",
+                    format!("expected a positive integer, found '{v}'"),
+                )
+            })?;
+        }
         if let Some(v) = conf.get("SlurmdTimeout") {
             n.slurmd_timeout = v
                 .trim()
@@ -373,6 +389,23 @@ impl NetConf {
     pub fn controller_addr(&self) -> Option<String> {
         self.controller()
             .map(|c| format!("{}:{}", c.addr, self.slurmctld_port))
+    }
+
+    /// `ADDR:PORT` of every controller, the primary first (where agents and commands
+    /// look for the active one, in this order).
+    pub fn controller_addrs(&self) -> Vec<String> {
+        self.controllers
+            .iter()
+            .map(|c| format!("{}:{}", c.addr, self.slurmctld_port))
+            .collect()
+    }
+
+    /// The place of host `host` among the controllers (0: the primary), if listed; a
+    /// `localhost` line is any host's.
+    pub fn controller_index(&self, host: &str) -> Option<usize> {
+        self.controllers
+            .iter()
+            .position(|c| c.name == host || c.name == "localhost")
     }
 
     /// Node `node`'s agent's own directory on host `host`.
@@ -465,6 +498,10 @@ mod tests {
             ]
         );
         assert_eq!(n.controller_addr().as_deref(), Some("10.0.0.1:7817"));
+        assert_eq!(n.controller_addrs(), ["10.0.0.1:7817", "head02:7817"]);
+        assert_eq!(n.controller_index("head02"), Some(1));
+        assert_eq!(n.controller_index("node01"), None);
+        assert_eq!(n.slurmctld_timeout, 10, "Sluice's default");
         assert_eq!(n.slurmd_port, 7818);
         assert_eq!(n.slurmd_timeout, 30);
         assert_eq!(n.return_to_service, 2);

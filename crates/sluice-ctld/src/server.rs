@@ -43,6 +43,7 @@ mod audit;
 mod diag;
 pub mod executor;
 mod explain;
+pub mod fencing;
 pub mod input;
 mod metrics;
 pub mod owner;
@@ -53,6 +54,7 @@ mod rest;
 mod routes;
 mod rpc_stats;
 mod services;
+pub mod standby;
 pub mod storage;
 mod tcp;
 #[cfg(test)]
@@ -215,6 +217,20 @@ pub struct Network {
     /// start records the jobs it finds lost as requeued for that stop, not for a node
     /// failure.
     pub agents_stop_with_it: bool,
+    /// This controller is the active one of several (`SlurmctldHost` listed more than
+    /// once) and took over with this fencing epoch: every store write is conditioned on
+    /// it, orders to agents and answers carry it ([`sluice_proto::client::EPOCH_HEADER`]),
+    /// and a refusal for a newer one steps down ([`fencing`]). `None`: the only one.
+    pub epoch: Option<Epoch>,
+}
+
+/// The fencing epoch an active controller took over with.
+#[derive(Clone, Debug)]
+pub struct Epoch {
+    /// Its value.
+    pub value: i64,
+    /// The `meta` row that keeps it (`sluice_store::lease::epoch_key`).
+    pub key: String,
 }
 
 /// The digest of a slurm.conf's text, as agents and the controller compare them at
@@ -273,8 +289,22 @@ pub async fn run(
     std::fs::create_dir_all(state_dir).map_err(io(state_dir))?;
     std::fs::create_dir_all(state_dir.join("agents")).map_err(io(state_dir))?;
     let location = storage::location(&conf.site.storage, state_dir).map_err(ServeError::Storage)?;
-    let (store, writer, mut snapshot) =
-        Store::open_at(&location, conf.first_job_id, accounting::keys_of_record)?;
+    let fence = net.epoch.as_ref().map(|e| sluice_store::Fence {
+        epoch: e.value,
+        key: e.key.clone(),
+        on_fenced: Arc::new(|now| {
+            fencing::step_down(&format!(
+                "the state database's fencing epoch is {now}: another controller took over"
+            ))
+        }),
+    });
+    let epoch = net.epoch.as_ref().map(|e| e.value);
+    let (store, writer, mut snapshot) = Store::open_fenced(
+        &location,
+        conf.first_job_id,
+        accounting::keys_of_record,
+        fence,
+    )?;
     // The rows go as they are read: the controller keeps the jobs, not their text.
     let mut jobs = Vec::new();
     for row in std::mem::take(&mut snapshot.jobs) {
@@ -320,7 +350,7 @@ pub async fn run(
                 let endpoint = conf.agent_endpoint(&n.name, state_dir);
                 (
                     n.name.clone(),
-                    sluice_proto::Client::endpoint(&endpoint, &signer),
+                    sluice_proto::Client::endpoint(&endpoint, &signer).with_epoch(epoch),
                 )
             })
             .collect(),
@@ -352,8 +382,10 @@ pub async fn run(
     ctl.await_agents();
     ctl.purge(now());
     let retention = ctl.conf.site.purge_audit_after;
+    // The epoch leads (`E:`): agents see from it which controller is the newer.
     let incarnation = format!(
-        "{}.{}",
+        "{}{}.{}",
+        epoch.map(|e| format!("{e}:")).unwrap_or_default(),
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -395,6 +427,18 @@ pub async fn run(
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
         .map_err(io(&socket))?;
     let app = routes::router(shared.clone());
+    let app = match epoch {
+        Some(e) => app.layer(axum::middleware::map_response(
+            move |mut r: Response| async move {
+                r.headers_mut().insert(
+                    sluice_proto::client::EPOCH_HEADER,
+                    axum::http::HeaderValue::from(e),
+                );
+                r
+            },
+        )),
+        None => app,
+    };
     let tcp = match (listen, auth) {
         (Some(addr), Some(auth)) => {
             let listener = tokio::net::TcpListener::bind(addr)

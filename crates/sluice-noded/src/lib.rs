@@ -128,8 +128,11 @@ pub struct TcpSetup {
     /// How it checks every request's credential and signs its own: the cluster key
     /// (`auth/sluice`) or munged (`auth/munge`).
     pub auth: sluice_proto::auth::Scheme,
-    /// The controller's `host:port`.
+    /// The controller's `host:port` (the first `SlurmctldHost`).
     pub controller: String,
+    /// The backup controllers' `host:port`, in order: the agent registers with
+    /// whichever of them is active, and follows the newest fencing epoch it has seen.
+    pub backups: Vec<String>,
     /// Where it vouches for local callers (`AuthInfo`'s `socket=`), with the cluster
     /// key; `None`, or under `auth/munge` (where munged does): it does not.
     pub vouch_socket: Option<PathBuf>,
@@ -151,6 +154,7 @@ impl std::fmt::Debug for TcpSetup {
             .field("listen", &self.listen)
             .field("auth", &self.auth)
             .field("controller", &self.controller)
+            .field("backups", &self.backups)
             .field("vouch_socket", &self.vouch_socket)
             .field("job_env", &self.job_env)
             .field("hardware", &self.hardware)
@@ -176,6 +180,9 @@ pub(crate) struct Agent {
     /// are refused. Set, under the `jobs` lock, together with the list of jobs the
     /// registration reports, so a launch is either in that list or refused.
     pub(crate) incarnation: Mutex<Option<String>>,
+    /// The newest fencing epoch of the controllers seen (their answers, their orders):
+    /// orders of an older one are refused, answers of an older one passed over.
+    pub(crate) epoch: Arc<std::sync::atomic::AtomicI64>,
     /// Held while a supervisor for srun tasks is started, one at a time.
     pub(crate) starting: tokio::sync::Mutex<()>,
     /// Where jobs' memory cgroups are made; None when this host cannot limit memory
@@ -208,6 +215,37 @@ impl Agent {
 type App = Arc<Agent>;
 
 /// A refusal: the status its code chooses, and its message.
+/// Refuses a request carrying a fencing epoch older than the newest this agent has
+/// seen (an order of a controller another has taken over from), after reading its
+/// body; a newer one becomes the newest.
+async fn refuse_former_controllers(
+    State(agent): State<App>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    use std::sync::atomic::Ordering;
+    let epoch = request
+        .headers()
+        .get(sluice_proto::client::EPOCH_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i64>().ok());
+    if let Some(e) = epoch {
+        let newest = agent.epoch.fetch_max(e, Ordering::Relaxed);
+        if e < newest {
+            let _ = axum::body::to_bytes(request.into_body(), 64 << 20).await;
+            tracing::warn!(
+                "{}: refused an order of a former controller (epoch {e}; {newest} is active)",
+                agent.node
+            );
+            return error(
+                ErrorCode::Fenced,
+                format!("this node follows a newer controller (epoch {newest}, the order's {e})"),
+            );
+        }
+    }
+    next.run(request).await
+}
+
 fn error(code: ErrorCode, message: impl Into<String>) -> Response {
     let status =
         StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -329,6 +367,7 @@ pub async fn run_until(
         Unix(UnixListener),
         Tcp(tokio::net::TcpListener, Arc<net::Guard>),
     }
+    let epoch: Arc<std::sync::atomic::AtomicI64> = Arc::default();
     let (listener, controller, job_env, vouching, hardware, conf_hash) = match transport {
         Transport::Local => {
             let _ = std::fs::remove_file(&socket);
@@ -367,8 +406,15 @@ pub async fn run_until(
                 gate: setup.auth.gate(now()),
                 node: node.to_string(),
             });
-            let controller = Client::signed(&setup.controller, setup.auth.signer())
-                .with_timeout(Duration::from_secs(10));
+            let controller = if setup.backups.is_empty() {
+                Client::signed(&setup.controller, setup.auth.signer())
+            } else {
+                let all: Vec<String> = std::iter::once(setup.controller.clone())
+                    .chain(setup.backups.iter().cloned())
+                    .collect();
+                Client::controllers(&all, setup.auth.signer(), None).with_seen_epoch(epoch.clone())
+            }
+            .with_timeout(Duration::from_secs(10));
             let mut job_env: Vec<(String, Option<String>)> =
                 vec![(sluice_proto::paths::STATE_DIR_ENV.to_string(), None)];
             job_env.extend(setup.job_env.into_iter().map(|(k, v)| (k, Some(v))));
@@ -396,6 +442,7 @@ pub async fn run_until(
         own_uid: nix::unistd::geteuid().as_raw(),
         jobs: Mutex::new(BTreeMap::new()),
         incarnation: Mutex::new(None),
+        epoch,
         starting: tokio::sync::Mutex::new(()),
         memory,
         devices,
@@ -435,6 +482,10 @@ pub async fn run_until(
         .route("/v1/tasks", post(tasks))
         .route("/v1/tasks/attach", post(tasks_attach))
         .route("/v1/tasks/done", post(tasks_done))
+        .layer(axum::middleware::from_fn_with_state(
+            agent.clone(),
+            refuse_former_controllers,
+        ))
         .with_state(agent.clone());
     // Ended jobs end first, so that streams of their output (to `srun`) close and the
     // server's graceful shutdown can finish. Left running, their streams close as the

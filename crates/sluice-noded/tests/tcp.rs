@@ -71,6 +71,7 @@ fn an_agent_hears_only_signed_requests_and_obeys_only_the_controller() {
         auth: sluice_proto::auth::Scheme::Key(KEY.to_vec()),
         // Nobody there: its registration is refused, quietly retried.
         controller: "127.0.0.1:1".into(),
+        backups: Vec::new(),
         vouch_socket: Some(vouch.clone()),
         job_env: Vec::new(),
         hardware: None,
@@ -171,6 +172,30 @@ fn an_agent_hears_only_signed_requests_and_obeys_only_the_controller() {
     // The same through the client, as srun signs: it asks the agent, then sends.
     let client = sluice_proto::Client::signed(&addr, sluice_proto::Signer::Vouch(vouch.clone()));
     client.get::<serde_json::Value>("/v1/ping").unwrap();
+
+    // Orders carry their controller's fencing epoch: once one of epoch 5 came, one of
+    // epoch 4 (a controller taken over from) is refused, and nothing is done.
+    let of = |epoch| sluice_proto::Client::tcp(&addr, KEY.to_vec()).with_epoch(Some(epoch));
+    let order: serde_json::Value = serde_json::from_str(&order).unwrap();
+    of(5)
+        .post::<_, serde_json::Value>("/v1/terminate", &order)
+        .unwrap();
+    match of(4).post::<_, serde_json::Value>("/v1/terminate", &order) {
+        Err(sluice_proto::ClientError::Status { code, message, .. }) => {
+            assert_eq!(code, sluice_proto::error::ErrorCode::Fenced);
+            assert_eq!(
+                message,
+                "this node follows a newer controller (epoch 5, the order's 4)"
+            );
+        }
+        other => panic!("an older epoch's order was not refused: {other:?}"),
+    }
+    of(6)
+        .post::<_, serde_json::Value>("/v1/terminate", &order)
+        .unwrap();
+    assert!(of(5)
+        .post::<_, serde_json::Value>("/v1/terminate", &order)
+        .is_err());
 
     stop.send(()).unwrap();
     agent.join().unwrap().unwrap();

@@ -14,8 +14,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -158,7 +159,22 @@ type Response = (u16, Vec<(String, String)>, BufReader<Box<dyn Conn>>);
 trait Conn: Read + Write + Send {}
 impl<T: Read + Write + Send> Conn for T {}
 
-/// A client for one server socket.
+/// The header that carries a controller's fencing epoch: on its answers (which a
+/// client that saw a newer one takes for a former controller's), and on its orders to
+/// agents (which refuse those of an epoch older than the newest they have seen).
+pub const EPOCH_HEADER: &str = "x-sluice-epoch";
+
+/// The header a standby controller's refusals carry (with [`ErrorCode::InStandby`]), so
+/// that a client passes on to the next controller without reading the reply.
+///
+/// [`ErrorCode::InStandby`]: crate::error::ErrorCode::InStandby
+pub const STANDBY_HEADER: &str = "x-sluice-standby";
+
+/// How long a TCP connection to one of several controllers may take to be made before
+/// the next is tried (a host cut off answers nothing at all).
+pub const FAILOVER_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A client for one server socket, or for the first active one of several controllers.
 #[derive(Clone, Debug)]
 pub struct Client {
     socket: PathBuf,
@@ -169,6 +185,21 @@ pub struct Client {
     /// write); `None`: as long as it takes. A TCP connection is given
     /// [`CONNECT_TIMEOUT`] (or this, if shorter) to be made.
     timeout: Option<Duration>,
+    /// The backup controllers (`host:port`), tried in order after `socket` when it
+    /// cannot be reached, stands by, or is a former controller ([`Client::controllers`]).
+    others: Vec<PathBuf>,
+    /// Which controller answered last (an index into `socket` then `others`): asked
+    /// first next time.
+    preferred: Arc<AtomicUsize>,
+    /// How long to keep asking the controllers in turn while none is active (a
+    /// takeover under way); `None`: one round.
+    patience: Option<Duration>,
+    /// The newest fencing epoch seen on answers ([`EPOCH_HEADER`]), shared with
+    /// whoever else needs it (an agent's guard); an answer of an older epoch is not
+    /// taken, the next controller is asked.
+    seen_epoch: Option<Arc<AtomicI64>>,
+    /// The epoch sent with every request (a controller's orders to its agents).
+    epoch: Option<i64>,
 }
 
 impl Client {
@@ -178,7 +209,51 @@ impl Client {
             socket: socket.into(),
             signer: None,
             timeout: None,
+            others: Vec::new(),
+            preferred: Arc::default(),
+            patience: None,
+            seen_epoch: None,
+            epoch: None,
         }
+    }
+
+    /// A client for the active one of the controllers at `addrs` (`host:port`, the
+    /// primary first, as `SlurmctldHost` lists them), whose requests `signer` signs.
+    /// Each request goes to the controller that answered last, else to each in order:
+    /// one that cannot be reached, that stands by ([`ErrorCode::InStandby`]) or that
+    /// answers with an older fencing epoch than one already seen is passed over. A
+    /// request is sent again to the next only when nothing of it can have been done
+    /// there (no connection, or the standby's refusal), or when it is a `GET`; so a
+    /// submission is never made twice. `patience` bounds how long rounds are made
+    /// while none is active (Slurm's commands wait for a takeover the same way).
+    ///
+    /// [`ErrorCode::InStandby`]: crate::error::ErrorCode::InStandby
+    pub fn controllers(addrs: &[String], signer: Signer, patience: Option<Duration>) -> Self {
+        let mut c = Self::signed(addrs.first().map_or("", String::as_str), signer);
+        c.others = addrs.iter().skip(1).map(PathBuf::from).collect();
+        c.patience = patience;
+        c.seen_epoch = Some(Arc::default());
+        c
+    }
+
+    /// This client, recording the newest fencing epoch its answers carry in `seen`
+    /// (shared), and passing over answers of an older one.
+    pub fn with_seen_epoch(mut self, seen: Arc<AtomicI64>) -> Self {
+        self.seen_epoch = Some(seen);
+        self
+    }
+
+    /// This client, sending `epoch` with every request ([`EPOCH_HEADER`]).
+    pub fn with_epoch(mut self, epoch: Option<i64>) -> Self {
+        self.epoch = epoch;
+        self
+    }
+
+    /// The addresses asked, in order: `socket`, then the backups.
+    pub fn addresses(&self) -> Vec<PathBuf> {
+        std::iter::once(self.socket.clone())
+            .chain(self.others.iter().cloned())
+            .collect()
     }
 
     /// A client for a TCP listener at `addr` (`host:port`), signing each request for
@@ -190,9 +265,8 @@ impl Client {
     /// A client for a TCP listener at `addr` (`host:port`) whose requests `signer` signs.
     pub fn signed(addr: &str, signer: Signer) -> Self {
         Client {
-            socket: PathBuf::from(addr),
             signer: Some(signer),
-            timeout: None,
+            ..Self::new(addr)
         }
     }
 
@@ -280,15 +354,85 @@ impl Client {
     }
 
     fn send(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Response, ClientError> {
+        if self.others.is_empty() && self.seen_epoch.is_none() {
+            return self.send_to(&self.socket, method, path, body);
+        }
+        let addrs = self.addresses();
+        let deadline = self.patience.map(|p| Instant::now() + p);
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let first = self.preferred.load(Ordering::Relaxed).min(addrs.len() - 1);
+            let mut last = None;
+            for i in (first..addrs.len()).chain(0..first) {
+                match self.send_to(&addrs[i], method, path, body) {
+                    Ok((status, headers, reader)) => {
+                        let epoch = headers
+                            .iter()
+                            .find(|(k, _)| k == EPOCH_HEADER)
+                            .and_then(|(_, v)| v.parse::<i64>().ok());
+                        if let (Some(seen), Some(e)) = (&self.seen_epoch, epoch) {
+                            let newest = seen.fetch_max(e, Ordering::Relaxed);
+                            if e < newest {
+                                last = Some(ClientError::Status {
+                                    status: 409,
+                                    code: crate::error::ErrorCode::Fenced,
+                                    message: format!(
+                                        "{} is a former controller (epoch {e}, {newest} seen)",
+                                        addrs[i].display()
+                                    ),
+                                });
+                                continue;
+                            }
+                        }
+                        if status == 503 && headers.iter().any(|(k, _)| k == STANDBY_HEADER) {
+                            last = Some(ClientError::Status {
+                                status,
+                                code: crate::error::ErrorCode::InStandby,
+                                message: "Controller is in standby mode".into(),
+                            });
+                            continue;
+                        }
+                        self.preferred.store(i, Ordering::Relaxed);
+                        return Ok((status, headers, reader));
+                    }
+                    // Nothing reached that controller: the next may be the active one.
+                    Err(e @ ClientError::Connect { .. }) => last = Some(e),
+                    // Sent, and the connection broke: asking again is safe for a read
+                    // only (a submission might have been made).
+                    Err(e @ (ClientError::Io(_) | ClientError::Decode(_))) if method == "GET" => {
+                        last = Some(e)
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let last = last.expect("at least one controller");
+            match deadline {
+                Some(d) if Instant::now() + delay < d => {
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(Duration::from_secs(1));
+                }
+                _ => return Err(last),
+            }
+        }
+    }
+
+    /// One request to the server at `socket`.
+    fn send_to(
+        &self,
+        socket: &Path,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<Response, ClientError> {
         let connect_error = |source| ClientError::Connect {
-            socket: self.socket.clone(),
+            socket: socket.to_path_buf(),
             source,
         };
         let body = body.unwrap_or(&[]);
         let mut auth = String::new();
         let mut stream: Box<dyn Conn> = match &self.signer {
             None => {
-                let stream = UnixStream::connect(&self.socket).map_err(connect_error)?;
+                let stream = UnixStream::connect(socket).map_err(connect_error)?;
                 stream.set_read_timeout(self.timeout)?;
                 stream.set_write_timeout(self.timeout)?;
                 Box::new(stream)
@@ -296,10 +440,13 @@ impl Client {
             Some(signer) => {
                 // The credential first: without one nothing is sent.
                 auth = signer.header(method, path, body)?;
-                let addr = self.socket.to_string_lossy();
-                let limit = self
-                    .timeout
-                    .map_or(CONNECT_TIMEOUT, |t| t.min(CONNECT_TIMEOUT));
+                let addr = socket.to_string_lossy();
+                let most = if self.others.is_empty() {
+                    CONNECT_TIMEOUT
+                } else {
+                    FAILOVER_CONNECT_TIMEOUT
+                };
+                let limit = self.timeout.map_or(most, |t| t.min(most));
                 let stream = connect_tcp(&addr, limit).map_err(connect_error)?;
                 let _ = stream.set_nodelay(true);
                 stream.set_read_timeout(self.timeout)?;
@@ -307,6 +454,9 @@ impl Client {
                 Box::new(stream)
             }
         };
+        if let Some(e) = self.epoch {
+            auth.push_str(&format!("{EPOCH_HEADER}: {e}\r\n"));
+        }
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n",
             body.len()
@@ -438,5 +588,122 @@ impl Read for Chunked {
             self.inner.read_exact(&mut crlf)?;
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::sync::atomic::AtomicU32;
+
+    /// A server on a free port answering every request with `reply` (`None`: closing
+    /// the connection once the request is read); its address and how many requests it
+    /// read.
+    fn server(reply: Option<&'static str>) -> (String, Arc<AtomicU32>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let hits = Arc::new(AtomicU32::new(0));
+        let count = hits.clone();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut len = 0;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; len];
+                let _ = r.read_exact(&mut body);
+                count.fetch_add(1, Ordering::SeqCst);
+                if let Some(reply) = reply {
+                    let _ = s.write_all(reply.as_bytes());
+                }
+            }
+        });
+        (addr, hits)
+    }
+
+    /// A port nobody listens on.
+    fn closed() -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    }
+
+    const STANDBY: &str = "HTTP/1.1 503 Service Unavailable\r\nx-sluice-standby: 1\r\n\
+        Content-Length: 61\r\n\r\n{\"error\":\"Controller is in standby mode\",\"code\":\"in_standby\"}";
+    const ACTIVE_7: &str =
+        "HTTP/1.1 200 OK\r\nx-sluice-epoch: 7\r\nContent-Length: 10\r\n\r\n{\"who\":7 }";
+    const FORMER_5: &str =
+        "HTTP/1.1 200 OK\r\nx-sluice-epoch: 5\r\nContent-Length: 10\r\n\r\n{\"who\":5 }";
+
+    fn key() -> Signer {
+        Signer::Key(Arc::new(vec![1; 32]))
+    }
+
+    #[test]
+    fn the_active_controller_answers_past_one_gone_and_one_standing_by() {
+        let gone = closed();
+        let (standby, standby_hits) = server(Some(STANDBY));
+        let (active, active_hits) = server(Some(ACTIVE_7));
+        let c = Client::controllers(&[gone, standby, active], key(), None);
+        let v: serde_json::Value = c.get("/v1/ping").unwrap();
+        assert_eq!(v["who"], 7);
+        assert_eq!(standby_hits.load(Ordering::SeqCst), 1);
+        // The one that answered is asked first next time.
+        let v: serde_json::Value = c.post("/v1/jobs", &serde_json::json!({})).unwrap();
+        assert_eq!(v["who"], 7);
+        assert_eq!(standby_hits.load(Ordering::SeqCst), 1);
+        assert_eq!(active_hits.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_former_controllers_answer_is_passed_over_and_a_submission_is_never_sent_twice() {
+        let (former, _) = server(Some(FORMER_5));
+        let (active, active_hits) = server(Some(ACTIVE_7));
+        let seen = Arc::new(AtomicI64::new(7));
+        let c = Client::controllers(&[former.clone(), active.clone()], key(), None)
+            .with_seen_epoch(seen.clone());
+        let v: serde_json::Value = c.get("/v1/ping").unwrap();
+        assert_eq!(v["who"], 7, "the epoch-5 answer is a former controller's");
+        // A controller that took the request and broke the connection may have
+        // carried it out: a POST is not sent to the next one, a GET is.
+        let (broken, broken_hits) = server(None);
+        let c = Client::controllers(&[broken, active], key(), None);
+        let e = c
+            .post::<_, serde_json::Value>("/v1/jobs", &serde_json::json!({}))
+            .unwrap_err();
+        assert!(
+            matches!(e, ClientError::Decode(_) | ClientError::Io(_)),
+            "{e:?}"
+        );
+        assert_eq!(broken_hits.load(Ordering::SeqCst), 1);
+        assert_eq!(active_hits.load(Ordering::SeqCst), 1, "not sent again");
+        let v: serde_json::Value = c.get("/v1/ping").unwrap();
+        assert_eq!(v["who"], 7);
+        assert_eq!(active_hits.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn with_patience_a_command_waits_for_a_takeover() {
+        let gone = closed();
+        let (standby, hits) = server(Some(STANDBY));
+        let c = Client::controllers(&[gone, standby], key(), Some(Duration::from_millis(700)));
+        match c.get::<serde_json::Value>("/v1/ping") {
+            Err(ClientError::Status { code, .. }) => {
+                assert_eq!(code, crate::error::ErrorCode::InStandby)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            hits.load(Ordering::SeqCst) >= 3,
+            "asked again while waiting"
+        );
     }
 }

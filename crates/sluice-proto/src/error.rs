@@ -55,6 +55,13 @@ pub enum ErrorCode {
     /// What is asked needs a plugin the cluster is not configured with
     /// (`ESLURM_PLUGIN_NOT_LOADED`: tokens without `AuthAltTypes=auth/jwt`).
     PluginNotLoaded,
+    /// This controller stands by (`ESLURM_IN_STANDBY_MODE`): another one is active, or
+    /// is being taken over from; ask the next controller.
+    InStandby,
+    /// An order from a controller older than the one its receiver follows now (a
+    /// lower fencing epoch): refused, nothing done; that controller is no longer the
+    /// active one.
+    Fenced,
 }
 
 impl ErrorCode {
@@ -66,6 +73,8 @@ impl ErrorCode {
             ErrorCode::InvalidPartitionName => 400,
             ErrorCode::AccessDenied | ErrorCode::InvalidUserId => 403,
             ErrorCode::PluginNotLoaded => 400,
+            ErrorCode::InStandby => 503,
+            ErrorCode::Fenced => 409,
             ErrorCode::Authentication => 401,
             ErrorCode::TooLarge => 413,
             ErrorCode::Busy => 409,

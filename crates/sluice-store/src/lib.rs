@@ -51,6 +51,7 @@ pub mod audit;
 mod backend;
 pub mod copy;
 pub mod jobs;
+pub mod lease;
 pub mod location;
 pub mod pg;
 #[cfg(any(test, feature = "test-server"))]
@@ -59,6 +60,7 @@ pub mod schema;
 mod sqlite;
 
 pub use location::{Location, PgTarget};
+pub use pg::Fence;
 
 pub use audit::{AuditFilter, AuditRecord, AuditRow, HoldChange, HoldFilter, HoldRow};
 pub use jobs::{Found, JobKeys, JobQuery, KeysOf};
@@ -92,6 +94,18 @@ pub enum StoreError {
     /// The writer thread is gone (the store was shut down).
     #[error("the state store has shut down")]
     Closed,
+    /// Another controller took over (the database's fencing epoch is newer than the
+    /// one this controller's writes are conditioned on): nothing was written.
+    #[error(
+        "Unable to contact slurm controller: another controller took over (fencing epoch \
+         {now}, this controller's {ours}); nothing was written"
+    )]
+    Fenced {
+        /// This controller's epoch.
+        ours: i64,
+        /// The database's.
+        now: i64,
+    },
 }
 
 impl StoreError {
@@ -373,6 +387,20 @@ impl Store {
         first_job_id: u64,
         keys_of: KeysOf,
     ) -> Result<(Store, Writer, Snapshot), StoreError> {
+        Store::open_fenced(location, first_job_id, keys_of, None)
+    }
+
+    /// [`Store::open_at`], every write transaction conditioned on `fence`'s epoch
+    /// (PostgreSQL; a backup controller's takeover, [`lease`]): once another controller
+    /// has taken over, nothing more is written and `fence.on_fenced` is called.
+    ///
+    /// Errors: as [`Store::open_at`].
+    pub fn open_fenced(
+        location: &Location,
+        first_job_id: u64,
+        keys_of: KeysOf,
+        fence: Option<Fence>,
+    ) -> Result<(Store, Writer, Snapshot), StoreError> {
         let (conn, snapshot) = match location {
             Location::Sqlite(path) => {
                 let conn = sqlite::open(path, first_job_id, keys_of)?;
@@ -384,7 +412,9 @@ impl Store {
                 pg::migrate(&mut client, target, first_job_id)?;
                 let snapshot = pg::read_all(&mut client).map_err(pg::error(target))?;
                 Ok::<_, StoreError>((
-                    WriteConn::Pg(Box::new(pg::Writer::new((**target).clone(), client)?)),
+                    WriteConn::Pg(Box::new(
+                        pg::Writer::new((**target).clone(), client)?.fenced(fence),
+                    )),
                     snapshot,
                 ))
             })?,

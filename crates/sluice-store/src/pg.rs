@@ -174,10 +174,33 @@ fn prepare(client: &mut Client) -> Result<Statements, postgres::Error> {
     })
 }
 
+/// The fencing epoch a controller's writes are conditioned on (see [`crate::lease`]),
+/// and what to do when the database's is another: that controller is no longer the
+/// active one and must step down.
+#[derive(Clone)]
+pub struct Fence {
+    /// The epoch this controller took over with.
+    pub epoch: i64,
+    /// The `meta` row that keeps it (`lease::epoch_key`).
+    pub key: String,
+    /// Called (on the writer's thread) with the database's epoch when a batch finds
+    /// it changed; the batch is rolled back and its callers told.
+    pub on_fenced: std::sync::Arc<dyn Fn(i64) + Send + Sync>,
+}
+
+impl std::fmt::Debug for Fence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fence").field("epoch", &self.epoch).finish()
+    }
+}
+
 /// The writer's connection: kept while it works, made again when the server is back.
 pub(crate) struct Writer {
     target: PgTarget,
     conn: Option<(Client, Statements)>,
+    /// Every transaction first checks the epoch (and holds it: a takeover's increment
+    /// waits for the transaction to end, and no later one of ours commits).
+    fence: Option<Fence>,
 }
 
 impl Writer {
@@ -187,7 +210,14 @@ impl Writer {
         Ok(Writer {
             target,
             conn: Some((client, st)),
+            fence: None,
         })
+    }
+
+    /// This writer, its transactions conditioned on `fence`'s epoch.
+    pub(crate) fn fenced(mut self, fence: Option<Fence>) -> Writer {
+        self.fence = fence;
+        self
     }
 
     /// Carries out `batch` in one transaction; connects first if the connection was
@@ -205,8 +235,20 @@ impl Writer {
             self.conn = Some((client, st));
         }
         let (client, st) = self.conn.as_mut().expect("connected above");
+        let fence = &self.fence;
         let result = (|| {
             let mut tx = client.transaction().map_err(&e)?;
+            if let Some(f) = fence {
+                let now: i64 = tx
+                    .query_opt("SELECT value FROM meta WHERE key = $1 FOR SHARE", &[&f.key])
+                    .map_err(&e)?
+                    .map_or(0, |r| r.get(0));
+                if now != f.epoch {
+                    drop(tx);
+                    (f.on_fenced)(now);
+                    return Err(StoreError::Fenced { ours: f.epoch, now });
+                }
+            }
             let out = apply(
                 &mut PgBatch {
                     tx: &mut tx,

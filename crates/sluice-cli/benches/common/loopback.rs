@@ -179,6 +179,7 @@ pub fn start_agents(
                 listen: std::net::SocketAddr::from(([127, 0, 0, 1], s.port + i as u16)),
                 auth: sluice_proto::auth::Scheme::Key(key.clone()),
                 controller: format!("127.0.0.1:{}", s.port),
+                backups: Vec::new(),
                 vouch_socket: None,
                 job_env: Vec::new(),
                 hardware: None,

@@ -92,6 +92,14 @@ fn locate() -> Located {
     let socket = sluice_proto::paths::controller_socket(&state);
     let explicit =
         std::env::var_os(sluice_proto::paths::STATE_DIR_ENV).is_some_and(|v| !v.is_empty());
+    // Several controllers: whichever is active, never the socket of one that may
+    // stand by (or be gone) on this host.
+    if !explicit {
+        if let Some(net) = net_conf(false).filter(|n| n.controllers.len() > 1) {
+            let addr = net.controller_addr().expect("listed");
+            return Located::Remote(addr, net);
+        }
+    }
     if explicit || socket.exists() {
         return Located::Local(socket);
     }
@@ -140,7 +148,58 @@ pub fn controller() -> Client {
     match locate() {
         Located::Keyed(addr, key) => Client::tcp(&addr, key),
         Located::Local(socket) => Client::new(socket),
+        Located::Remote(_, net) if net.controllers.len() > 1 => Client::controllers(
+            &net.controller_addrs(),
+            several_signer(&net),
+            Some(takeover_patience(&net)),
+        ),
         Located::Remote(addr, net) => Client::signed(&addr, user_signer(&net)),
+    }
+}
+
+/// How long a command waits for a takeover while no controller is active: the
+/// controllers' `SlurmctldTimeout` and one `MessageTimeout` (10 s), as Slurm's
+/// commands keep asking the controllers in turn.
+fn takeover_patience(net: &sluice_conf::net_conf::NetConf) -> std::time::Duration {
+    std::time::Duration::from_secs(net.slurmctld_timeout + 10)
+}
+
+/// Who signs a command's requests to one of several controllers: this host's agent
+/// (or munged); on a controller's host without an agent, the local controller, which
+/// vouches while it is the active one.
+fn several_signer(net: &sluice_conf::net_conf::NetConf) -> Signer {
+    let local = sluice_proto::paths::controller_socket(&net.state_save_location);
+    if net.auth == sluice_conf::net_conf::AuthType::Sluice
+        && !net.auth_socket().exists()
+        && local.exists()
+    {
+        return Signer::Vouch(local);
+    }
+    user_signer(net)
+}
+
+/// Each controller of this shell's cluster by name, in `SlurmctldHost`'s order, with a
+/// client for it alone (`scontrol ping`, `scontrol takeover`); `None` when only one is
+/// known (a local socket, `SLUICE_CONTROLLER`, one `SlurmctldHost`).
+pub fn each_controller() -> Option<Vec<(String, Client)>> {
+    match locate() {
+        Located::Remote(_, net) if net.controllers.len() > 1 => {
+            let signer = several_signer(&net);
+            Some(
+                net.controllers
+                    .iter()
+                    .zip(net.controller_addrs())
+                    .map(|(c, addr)| {
+                        (
+                            c.name.clone(),
+                            Client::signed(&addr, signer.clone())
+                                .with_timeout(std::time::Duration::from_secs(10)),
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        _ => None,
     }
 }
 

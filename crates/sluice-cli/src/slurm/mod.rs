@@ -18,6 +18,7 @@ mod sample_file;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_ha;
 pub mod scontrol_help;
 pub mod scontrol_resv;
 pub mod scontrol_show;

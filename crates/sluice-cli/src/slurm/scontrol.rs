@@ -433,19 +433,8 @@ pub fn main(args: Vec<String>) -> i32 {
                 }
             }
         }
-        "ping" => match client.get::<serde_json::Value>("/v1/ping") {
-            Ok(_) => {
-                println!("Slurmctld(primary) at {} is UP", super::common::hostname());
-                0
-            }
-            Err(_) => {
-                println!(
-                    "Slurmctld(primary) at {} is DOWN",
-                    super::common::hostname()
-                );
-                1
-            }
-        },
+        "ping" => super::scontrol_ha::ping(&client),
+        v if v.len() >= 8 && "takeover".starts_with(v) => super::scontrol_ha::takeover(&words),
         "show" => {
             if words.len() < 2 {
                 eprintln!("too few arguments for keyword:{}", words[0]);

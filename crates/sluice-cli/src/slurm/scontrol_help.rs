@@ -20,12 +20,14 @@ scontrol [<OPTION>] [<COMMAND>]
                               remove a reservation
      help                     this help
      hold <job_list>          keep pending jobs from starting (operator hold)
-     ping                     say whether the controller answers
+     ping                     say whether each controller answers
      reconfigure              read slurm.conf's partitions again
      release <job_list>       let held jobs start
      requeue <job_list>       put batch jobs back in the queue
      requeuehold <job_list>   requeue, and hold
      show <ENTITY> [<ID>]     print records, all of them without <ID>
+     takeover [<INDEX>]       have a backup controller take over (the first
+                              without <INDEX>)
      token [lifespan=] [username=]
                               a token for the REST API (slurmrestd)
      uhold <job_list>         hold jobs, as their owner may release

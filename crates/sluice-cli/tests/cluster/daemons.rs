@@ -214,3 +214,25 @@ fn slurmctld_and_two_slurmd_on_one_host_run_a_job_across_both_agents() {
     );
     assert_eq!(read(&site.dir.join("job.out")), "0: n1\n1: n2\n");
 }
+
+#[test]
+fn a_backup_controller_is_refused_with_sqlite_saying_why() {
+    let site = Site::new("backup-sqlite");
+    let conf = format!(
+        "ClusterName=c\nSlurmctldHost=elsewhere\nSlurmctldHost=localhost\n\
+         StateSaveLocation={}\nNodeName=n1 CPUs=1\nPartitionName=p Nodes=n1 Default=YES\n",
+        site.dir.join("state").display()
+    );
+    std::fs::write(site.conf(), conf).unwrap();
+    let (out, err, code) = site.run("slurmctld", &["-D"]);
+    assert_eq!((out.as_str(), code), ("", 1), "{err}");
+    assert!(
+        err.contains(
+            "is a backup controller (SlurmctldHost #2), which needs the state in PostgreSQL \
+             (StorageType=postgresql in sluice.conf): controllers cannot share a SQLite file \
+             safely"
+        ),
+        "{err}"
+    );
+    assert!(!site.dir.join("state/sluice.db").exists(), "nothing opened");
+}

@@ -15,7 +15,12 @@
 //! the rendezvous host. `partition_lab.rs` cuts a running job's host off for longer
 //! than `SlurmdTimeout`: the job runs again elsewhere, the stale copy is killed once
 //! the link is back. `ctld_crash_lab.rs` kills the controller while jobs run on three
-//! hosts and restarts it: nothing is lost. `interactive_lab.rs`: `srun` from a login
+//! hosts and restarts it: nothing is lost. `ha_lab.rs`: a backup controller on node01,
+//! the state in PostgreSQL on db01: the primary SIGKILLed (the backup takes over, the
+//! running job ends right), handed over on purpose (`scontrol takeover`), killed again
+//! and again in a storm of submissions (`SLUICE_HA_KILLS`; no job lost, doubled or run
+//! twice), and cut off from the network (the backup takes over, the former primary
+//! steps down). `interactive_lab.rs`: `srun` from a login
 //! host across two others (stdin, labels, exit codes, Ctrl-C) and `salloc`.
 //! `training_lab.rs`: the seeds' training job (`--requeue`, two nodes) loses a host,
 //! is requeued on the hosts left (or waits for one, explain saying why) and resumes
@@ -29,6 +34,7 @@
 //! and `examples/dask/`, with the job's CPUs and GPUs on each node, nothing left after.
 
 mod ctld_crash_lab;
+mod ha_lab;
 mod harness;
 mod interactive_lab;
 mod lab;

@@ -184,6 +184,16 @@ async fn run_queue(
         {
             tracing::warn!("the agent of {node} refused an order of this controller: {message}");
         }
+        if let Ok(Err(ClientError::Status {
+            code: ErrorCode::Fenced,
+            message,
+            ..
+        })) = &result
+        {
+            super::fencing::step_down(&format!(
+                "the agent of {node} follows a newer controller: {message}"
+            ));
+        }
         match result {
             Ok(Err(ClientError::Status {
                 code: ErrorCode::Busy,

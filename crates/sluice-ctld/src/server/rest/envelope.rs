@@ -143,7 +143,9 @@ impl Error {
             | C::NotReady
             | C::Closed
             | C::ControllerUnreachable
-            | C::Internal => errno::SLURM_ERROR,
+            | C::Internal
+            | C::InStandby
+            | C::Fenced => errno::SLURM_ERROR,
         };
         Error::new(number, e.message.clone(), source)
     }
