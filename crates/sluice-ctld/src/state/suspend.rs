@@ -166,6 +166,19 @@ mod tests {
             JobState::Pending,
             "a keeps its node"
         );
+        let e = c.explain(a, None, &root(), 130).unwrap();
+        assert!(
+            e.history
+                .iter()
+                .any(|l| l.starts_with("suspended by an operator since ")
+                    && l.contains("after running 00:01:40")),
+            "{:?}",
+            e.history
+        );
+        assert!(!e
+            .history
+            .iter()
+            .any(|l| l.starts_with("reaches its time limit")));
         // Suspending it again changes nothing, as in Slurm.
         assert_eq!(c.suspend(a, true, &root(), 110), Ok(Vec::new()));
 
@@ -184,6 +197,21 @@ mod tests {
             Some((None, 160, 100, 60))
         );
         assert_eq!(c.sched.job(a).unwrap().expected_end(), Some(660));
+        let e = c.explain(a, None, &root(), 200).unwrap();
+        assert!(
+            e.history.contains(
+                &"stood suspended 00:01:00 in all; its time limit moved on by that".into()
+            ),
+            "{:?}",
+            e.history
+        );
+        let end = sluice_proto::time::timestamp(660);
+        assert!(
+            e.history
+                .contains(&format!("reaches its time limit at {end}")),
+            "{:?}",
+            e.history
+        );
     }
 
     #[test]
