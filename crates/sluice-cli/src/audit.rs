@@ -124,7 +124,9 @@ pub fn describe_event(what: &AuditWhat, name: &dyn Fn(u32) -> String) -> String 
             let kind = if *admin { " (operator hold)" } else { "" };
             format!("by {}{kind}", who(*by, name))
         }
-        AuditWhat::Released { by } => format!("by {}", who(*by, name)),
+        AuditWhat::Released { by } | AuditWhat::Suspended { by } | AuditWhat::Resumed { by } => {
+            format!("by {}", who(*by, name))
+        }
         AuditWhat::IdleGpus { gpus } => format!(
             "{} of {} GPUs under {}% utilisation since {}",
             gpus.idle,

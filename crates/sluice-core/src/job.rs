@@ -310,6 +310,11 @@ pub struct Job {
     pub alloc: Option<Allocation>,
     /// Planned start from the last pass that planned it (a reservation), if any.
     pub planned_start: Option<Time>,
+    /// While an operator has it suspended (`scontrol suspend`): since when.
+    pub suspended: Option<Time>,
+    /// Seconds it spent suspended in suspensions that are over: its time limit runs
+    /// this much later (Slurm extends a resumed job's end by its suspension).
+    pub suspended_secs: Secs,
 }
 
 impl Job {
@@ -318,8 +323,10 @@ impl Job {
         self.spec.id
     }
 
-    /// When the job is expected to end (start + time limit), once started.
+    /// When the job is expected to end (start + time limit + the time it spent
+    /// suspended), once started. A job suspended now is taken to resume now.
     pub fn expected_end(&self) -> Option<Time> {
-        self.start.map(|s| s + self.spec.time_limit)
+        self.start
+            .map(|s| s + self.spec.time_limit + self.suspended_secs)
     }
 }

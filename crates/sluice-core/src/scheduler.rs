@@ -507,6 +507,8 @@ impl Scheduler {
                 start: Some(start),
                 alloc: Some(Allocation { nodes }),
                 planned_start: Some(start),
+                suspended: None,
+                suspended_secs: 0,
             },
         );
         self.claims_end.insert((end, id));
@@ -648,6 +650,8 @@ impl Scheduler {
                 start: None,
                 alloc: None,
                 planned_start: None,
+                suspended: None,
+                suspended_secs: 0,
             },
         );
         self.queue.insert(key, id);
@@ -702,20 +706,108 @@ impl Scheduler {
     }
 
     /// Changes a running job's time limit (`scontrol update TimeLimit=`, seconds): its
-    /// claim now ends at `start + limit`, but never before `now + 1`. A longer claim
+    /// claim now ends at `start + limit` (plus any time it spent suspended), but never
+    /// before `now + 1`. A longer claim
     /// withdraws the reservations it would collide with (as an overrun does) for the
     /// next pass to plan again; a shorter one lets reservations move earlier. Returns
     /// false, changing nothing, when the job is not running.
     pub fn set_time_limit(&mut self, id: JobId, limit: Secs, now: Time) -> bool {
         self.generation += 1;
-        let Some(job) = self.jobs.get(&id).filter(|j| j.state == JobState::Running) else {
+        let Some(job) = self
+            .jobs
+            .get_mut(&id)
+            .filter(|j| j.state == JobState::Running)
+        else {
             return false;
         };
-        self.profile.advance(now);
+        job.spec.time_limit = limit;
+        let end = Self::claim_end_of(job, now);
+        self.move_claim_end(id, end, now);
+        true
+    }
+
+    /// Suspends a running job (`scontrol suspend`): its processes are stopped, and it
+    /// keeps everything it holds until it is resumed — its claim runs on with no end
+    /// in sight. Returns false, changing nothing, when it is not running or already
+    /// suspended.
+    pub fn suspend(&mut self, id: JobId, now: Time) -> bool {
+        self.generation += 1;
+        let Some(job) = self
+            .jobs
+            .get_mut(&id)
+            .filter(|j| j.state == JobState::Running && j.suspended.is_none())
+        else {
+            return false;
+        };
+        job.suspended = Some(now);
+        let end = Self::claim_end_of(job, now);
+        self.move_claim_end(id, end, now);
+        true
+    }
+
+    /// Resumes a suspended job (`scontrol resume`): its time limit now runs out as
+    /// much later as it stood suspended, and its claim ends then. Returns false,
+    /// changing nothing, when it is not suspended.
+    pub fn resume(&mut self, id: JobId, now: Time) -> bool {
+        self.generation += 1;
+        let Some(job) = self.jobs.get_mut(&id).filter(|j| j.suspended.is_some()) else {
+            return false;
+        };
+        let since = job.suspended.take().expect("checked");
+        job.suspended_secs += (now - since).max(0);
+        let end = Self::claim_end_of(job, now);
+        self.move_claim_end(id, end, now);
+        true
+    }
+
+    /// Takes back a restored running job's suspension (a controller restart): seconds
+    /// spent suspended before, and since when it is suspended now, if it is. Returns
+    /// false, changing nothing, when it is not running.
+    pub fn restore_suspension(
+        &mut self,
+        id: JobId,
+        since: Option<Time>,
+        suspended_secs: Secs,
+        now: Time,
+    ) -> bool {
+        self.generation += 1;
+        let Some(job) = self
+            .jobs
+            .get_mut(&id)
+            .filter(|j| j.state == JobState::Running)
+        else {
+            return false;
+        };
+        job.suspended = since;
+        job.suspended_secs = suspended_secs.max(0);
+        let end = Self::claim_end_of(job, now);
+        self.move_claim_end(id, end, now);
+        true
+    }
+
+    /// Where a running job's claim ends: at its start plus its time limit plus the time
+    /// it spent suspended, but never before `now + 1`; while it is suspended, no end in
+    /// sight (a time limit's length past `now`).
+    fn claim_end_of(job: &Job, now: Time) -> Time {
+        if job.suspended.is_some() {
+            return now + crate::time::MAX_TIME_LIMIT;
+        }
         let start = job.start.expect("running jobs have a start");
-        let nodes = job.alloc.as_ref().expect("running").nodes.clone();
+        (start + job.spec.time_limit + job.suspended_secs).max(now + 1)
+    }
+
+    /// Moves a running job's claim to end at `new`. A longer claim withdraws the
+    /// reservations it would collide with (as an overrun does) for the next pass to
+    /// plan again; a shorter one lets reservations move earlier.
+    fn move_claim_end(&mut self, id: JobId, new: Time, now: Time) {
+        self.profile.advance(now);
+        let nodes = self.jobs[&id]
+            .alloc
+            .as_ref()
+            .expect("running")
+            .nodes
+            .clone();
         let old = self.claim_end[&id];
-        let new = (start + limit).max(now + 1);
         reservation::release_holds(self);
         if new > old {
             conservative::withdraw_conflicting(self, &nodes, old, new);
@@ -735,10 +827,8 @@ impl Scheduler {
         self.claim_end.insert(id, new);
         side_claims::sync_all(self, &nodes, now, true);
         self.usage.retime(id, new);
-        self.jobs.get_mut(&id).expect("checked").spec.time_limit = limit;
         reservation::claim_holds(self, now);
         self.backfill.dirty = true;
-        true
     }
 
     /// Removes a pending job from the queue (and any reservation it holds). Returns the

@@ -141,6 +141,10 @@ impl JobStats {
                 self.memory_alloc += j.mem_mib;
                 self.gpus_alloc += j.gpus;
             }
+            JobState::Suspended => {
+                self.suspended += 1;
+                self.started += 1;
+            }
             JobState::Completed => {
                 self.completed += 1;
                 after(self);

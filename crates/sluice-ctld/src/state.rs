@@ -118,6 +118,15 @@ pub enum Effect {
         /// The serialised [`NodeOverride`].
         record: Option<String>,
     },
+    /// Stop (`suspend`) or continue a running job's processes on its nodes.
+    Suspend {
+        /// Its nodes.
+        nodes: Vec<String>,
+        /// Job id.
+        job_id: JobId,
+        /// Stop them, or let them continue.
+        suspend: bool,
+    },
     /// Tell a running batch job's agent its new time limit.
     SetTimeLimit {
         /// The node whose agent runs the batch script.
@@ -428,9 +437,14 @@ impl Controller {
                     if r.desc.interactive {
                         c.interactive.insert(id);
                     }
+                    let suspension = r.suspension;
                     c.jobs.insert(id, r);
                     if let (Ok(spec), Some(nodes)) = (spec, nodes) {
-                        let _ = c.sched.restore_running(spec, start, nodes, now);
+                        if c.sched.restore_running(spec, start, nodes, now).is_ok() {
+                            if let Some(s) = suspension {
+                                c.restore_suspension(id, s, now);
+                            }
+                        }
                     }
                 }
                 JobState::Pending => {
@@ -695,6 +709,7 @@ impl Controller {
                 .then(|| desc.begin.unwrap_or(now).max(now)),
             idle_gpus: None,
             service: None,
+            suspension: None,
         };
         if max_nodes > 0 && max_nodes < min_nodes {
             return Err(NODE_CONFIG.into());
@@ -2820,6 +2835,8 @@ impl Controller {
             // The priority the core orders it by (held and finished jobs: 0, as Slurm
             // shows).
             priority: match r.state {
+                // Suspended: 0 until resumed, as Slurm shows it.
+                JobState::Running if r.suspended() => 0,
                 JobState::Pending | JobState::Running
                     if self.priority.multifactor() && !r.held() =>
                 {
@@ -3566,6 +3583,7 @@ pub mod reservations;
 mod script;
 mod service;
 mod shards;
+mod suspend;
 #[cfg(test)]
 pub(crate) mod tests;
 mod update;

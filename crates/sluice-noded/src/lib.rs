@@ -477,6 +477,7 @@ pub async fn run_until(
         .route("/v1/batch", post(batch))
         .route("/v1/signal", post(signal))
         .route("/v1/limit", post(limit))
+        .route("/v1/suspend", post(suspend))
         .route("/v1/stdin", post(stdin))
         .route("/v1/terminate", post(terminate))
         .route("/v1/tasks", post(tasks))
@@ -858,6 +859,30 @@ async fn stdin(
         })
         .await,
     )
+}
+
+/// Stop or continue a running job's processes here (`scontrol suspend`/`resume`).
+async fn suspend(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(o): Json<sluice_proto::types::SuspendOrder>,
+) -> Response {
+    if !from_controller(&agent, peer) {
+        return error(
+            ErrorCode::AccessDenied,
+            "only the controller may suspend jobs",
+        );
+    }
+    tracing::debug!(
+        "{}: job {}: {}",
+        agent.node,
+        o.job_id,
+        if o.suspend { "suspend" } else { "resume" }
+    );
+    if let Ok(Some(h)) = supervisor_for(&agent, o.job_id, None, None) {
+        let _ = h.ask(&stepd::Request::Suspend { suspend: o.suspend }).await;
+    }
+    Json(sluice_proto::types::Done {}).into_response()
 }
 
 /// A running job's new time limit: its supervisor's batch loop picks it up within a

@@ -98,6 +98,11 @@ pub(crate) struct Procs {
     /// A service's restarts in place and health, for the agent to report
     /// (`service.rs`).
     pub(crate) service: Option<sluice_proto::service::ServiceReport>,
+    /// Its processes are stopped by an operator (`scontrol suspend`): since when.
+    pub(crate) suspended: Option<i64>,
+    /// Seconds its processes stood stopped in suspensions that are over: its time
+    /// limit (and a `--signal` before it) comes this much later.
+    pub(crate) suspended_secs: i64,
 }
 
 impl Exec {
@@ -611,19 +616,29 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
                 deadline.map(|d| (d - before, sig, batch_only))
             });
         }
-        let sig_sleep = until(signal_at.map_or(i64::MAX / 4, |s| s.0));
+        // Suspended time does not count: while suspended nothing is due, and after it
+        // all comes as much later as it lasted.
+        let (stopped, shift) = {
+            let procs = exec.procs();
+            (procs.suspended.is_some(), procs.suspended_secs)
+        };
+        let due = |t: Option<i64>| match t {
+            Some(t) if !stopped => t + shift,
+            _ => i64::MAX / 4,
+        };
+        let sig_sleep = until(due(signal_at.map(|s| s.0)));
         let limit_sleep = until(if timed_out {
             i64::MAX / 4
         } else {
-            deadline.unwrap_or(i64::MAX / 4)
+            due(deadline)
         });
         tokio::select! {
             st = &mut done_rx => break st.ok().and_then(Result::ok),
-            _ = sig_sleep, if signal_at.is_some() => {
+            _ = sig_sleep, if signal_at.is_some() && !stopped => {
                 let (_, sig, batch_only) = signal_at.take().expect("guarded");
                 signal_job(&exec, sig, batch_only);
             }
-            _ = limit_sleep, if deadline.is_some() && !timed_out => {
+            _ = limit_sleep, if deadline.is_some() && !timed_out && !stopped => {
                 timed_out = true;
                 let first = {
                     let mut procs = exec.procs();
@@ -892,6 +907,35 @@ pub(crate) fn signal_job(exec: &Exec, signal: i32, batch_only: bool) {
         for g in &procs.task_groups {
             let _ = killpg(Pid::from_raw(*g), sig);
         }
+    }
+}
+
+/// Stops (`suspend`) or continues the job's processes here, at an operator's request
+/// (`scontrol suspend`/`resume`): SIGSTOP or SIGCONT to the batch script's process
+/// group and to every srun task's, as Slurm's `proctrack/linuxproc` does. Its time
+/// limit does not run while they are stopped. Asking twice the same changes nothing.
+pub(crate) fn suspend_job(exec: &Exec, suspend: bool) {
+    let mut procs = exec.procs();
+    let now = now();
+    match (suspend, procs.suspended) {
+        (true, None) => procs.suspended = Some(now),
+        (false, Some(since)) => {
+            procs.suspended_secs += (now - since).max(0);
+            procs.suspended = None;
+        }
+        _ => return,
+    }
+    let sig = if suspend {
+        Signal::SIGSTOP
+    } else {
+        Signal::SIGCONT
+    };
+    for g in procs
+        .pid
+        .into_iter()
+        .chain(procs.task_groups.iter().copied())
+    {
+        let _ = killpg(Pid::from_raw(g), sig);
     }
 }
 

@@ -212,6 +212,8 @@ pub(crate) enum Request {
     Terminate { state: JobState, kill_wait: i64 },
     /// The job's new time limit (seconds from its start; None: unlimited).
     TimeLimit { limit: Option<i64> },
+    /// Stop (`suspend`) or continue the job's processes here.
+    Suspend { suspend: bool },
     /// The controller has the batch script's end.
     Acknowledged,
     /// Start a step's tasks here; the reply is followed by their events.
@@ -661,6 +663,10 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
         }
         Request::TimeLimit { limit } => {
             exec.procs().time_limit = Some(limit);
+            Reply::Ok
+        }
+        Request::Suspend { suspend } => {
+            run::suspend_job(&exec, suspend);
             Reply::Ok
         }
         Request::Acknowledged => {

@@ -119,6 +119,16 @@ pub enum AuditWhat {
         /// Who released it (uid); `None` when hidden from the reader.
         by: Option<u32>,
     },
+    /// Its processes stopped by an operator (`scontrol suspend`).
+    Suspended {
+        /// Who suspended it (uid); `None` when hidden from the reader.
+        by: Option<u32>,
+    },
+    /// Its processes let continue (`scontrol resume`).
+    Resumed {
+        /// Who resumed it (uid); `None` when hidden from the reader.
+        by: Option<u32>,
+    },
     /// Changed by `scontrol update` (its time limit, partition, nice, begin time...).
     Updated {
         /// Who changed it (uid); `None` when hidden from the reader.
@@ -243,6 +253,8 @@ impl AuditWhat {
             AuditWhat::Submitted { .. } => "submitted",
             AuditWhat::Held { .. } => "held",
             AuditWhat::Released { .. } => "released",
+            AuditWhat::Suspended { .. } => "suspended",
+            AuditWhat::Resumed { .. } => "resumed",
             AuditWhat::Updated { .. } => "updated",
             AuditWhat::Cancelled { .. } => "cancelled",
             AuditWhat::Requeued { .. } => "requeued",

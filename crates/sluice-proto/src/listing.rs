@@ -137,6 +137,9 @@ pub struct ListedJob {
     pub service: Option<crate::service::ServiceSpec>,
     #[serde(rename = "ss", default, skip_serializing_if = "Option::is_none")]
     pub service_state: Option<crate::service::ServiceState>,
+    /// Its latest run's suspensions (run times leave them out).
+    #[serde(rename = "su", default, skip_serializing_if = "Option::is_none")]
+    pub suspension: Option<crate::types::Suspension>,
 }
 
 impl ListedJob {
@@ -184,6 +187,7 @@ impl ListedJob {
             array_throttle: d.array.map(|a| a.1),
             service: d.service,
             service_state: r.service_state,
+            suspension: r.suspension,
         }
     }
 
@@ -218,6 +222,7 @@ impl ListedJob {
             cpus_per_task: self.cpus_per_task,
             min_nodes: self.min_nodes,
             service_state: self.service_state,
+            suspension: self.suspension,
             ..Default::default()
         };
         let d = &mut r.desc;

@@ -34,6 +34,10 @@ pub enum JobState {
     OutOfMemory,
     /// Put back in the queue (a record of an earlier run).
     Requeued,
+    /// Running, its processes stopped by an operator (`scontrol suspend`). Only a
+    /// record says so: the controller keeps such a job `Running`, with its
+    /// [`Suspension`].
+    Suspended,
 }
 
 impl JobState {
@@ -50,6 +54,7 @@ impl JobState {
             JobState::Preempted => "PREEMPTED",
             JobState::OutOfMemory => "OUT_OF_MEMORY",
             JobState::Requeued => "REQUEUED",
+            JobState::Suspended => "SUSPENDED",
         }
     }
 
@@ -66,6 +71,7 @@ impl JobState {
             JobState::Preempted => "PR",
             JobState::OutOfMemory => "OOM",
             JobState::Requeued => "RQ",
+            JobState::Suspended => "S",
         }
     }
 
@@ -83,6 +89,7 @@ impl JobState {
             JobState::Preempted,
             JobState::OutOfMemory,
             JobState::Requeued,
+            JobState::Suspended,
         ]
         .into_iter()
         .find(|st| st.name() == u || st.short() == u)
@@ -90,7 +97,36 @@ impl JobState {
 
     /// True once the job will never run again (under this id's current run).
     pub fn is_finished(self) -> bool {
-        !matches!(self, JobState::Pending | JobState::Running)
+        !matches!(
+            self,
+            JobState::Pending | JobState::Running | JobState::Suspended
+        )
+    }
+
+    /// Running, suspended or not: it holds its allocation and its processes exist.
+    pub fn is_running(self) -> bool {
+        matches!(self, JobState::Running | JobState::Suspended)
+    }
+}
+
+/// A run's suspensions by operators (`scontrol suspend`/`resume`), as Slurm keeps them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suspension {
+    /// Suspended now: since when (Unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
+    /// When it was last suspended or resumed (`SuspendTime=`).
+    pub changed: i64,
+    /// Seconds it had run when last suspended (`SecsPreSuspend=`).
+    pub pre_secs: i64,
+    /// Seconds spent suspended in suspensions that are over.
+    pub secs: i64,
+}
+
+impl Suspension {
+    /// Seconds spent suspended up to `t`, the present suspension's part included.
+    pub fn secs_at(&self, t: i64) -> i64 {
+        self.secs + self.since.map_or(0, |s| (t - s).max(0))
     }
 }
 
@@ -474,6 +510,9 @@ pub struct JobRecord {
     /// while it is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accrue_time: Option<i64>,
+    /// Its latest run's suspensions by operators, if it was ever suspended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspension: Option<Suspension>,
     /// A running job whose GPUs have stayed idle (sluice.conf's `IdleGpuThreshold` for
     /// `IdleGpuTime`): how many, since when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -548,6 +587,29 @@ pub struct PreemptionTimes {
 }
 
 impl JobRecord {
+    /// Seconds its latest run spent suspended by `t` (by its end, once it ended).
+    pub fn suspended_secs(&self, t: i64) -> i64 {
+        self.suspension
+            .map_or(0, |s| s.secs_at(self.end_time.unwrap_or(t)))
+    }
+
+    /// Seconds its latest run has run by `t` (by its end, once it ended), its
+    /// suspensions left out as Slurm leaves them out (`RunTime`, `Elapsed`).
+    pub fn run_secs(&self, t: i64) -> i64 {
+        match self.start_time {
+            Some(s) => (self.end_time.unwrap_or(t) - s - self.suspended_secs(t)).max(0),
+            None => 0,
+        }
+    }
+
+    /// When a running job's time limit runs out: its start, its limit and the
+    /// suspensions that are over (one under way is not counted until it is, as Slurm
+    /// shows `EndTime`).
+    pub fn limit_end(&self) -> Option<i64> {
+        let over = self.suspension.map_or(0, |s| s.secs);
+        Some(self.start_time? + self.time_limit? + over)
+    }
+
     /// Whether someone holds it back.
     pub fn held(&self) -> bool {
         self.hold.is_some()
@@ -965,6 +1027,17 @@ pub struct SignalOrder {
     /// The batch shell only.
     #[serde(default)]
     pub batch_only: bool,
+}
+
+/// A controller-to-agent order: stop (`suspend`) or continue a running job's processes
+/// on the node (`scontrol suspend`/`resume`). Its time limit does not run while they
+/// are stopped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SuspendOrder {
+    /// Job id.
+    pub job_id: u64,
+    /// Stop them (true) or let them continue (false).
+    pub suspend: bool,
 }
 
 /// A controller-to-agent order: end a running job (SIGCONT and SIGTERM, SIGKILL after

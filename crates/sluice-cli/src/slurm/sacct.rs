@@ -31,6 +31,7 @@ const FIELDS: &[(&str, i32)] = &[
     ("ExitCode", 8),
     ("Elapsed", 10),
     ("ElapsedRaw", 10),
+    ("Suspended", 10),
     ("Start", 19),
     ("End", 19),
     ("Submit", 19),
@@ -330,6 +331,10 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         (Some(s), None) if !j.state.is_finished() => t - s,
         _ => 0,
     };
+    // Time suspended is not run time (`Elapsed`), as slurmdbd counts it; a step is
+    // taken to have been suspended with its job.
+    let suspended = j.suspended_secs(t).min(run);
+    let run = run - suspended;
     let null = "Unknown".to_string();
     match (field, row) {
         ("JobID", Row::Job(j)) => j.display_id(),
@@ -340,6 +345,11 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         ("JobName", Row::Step(_, s)) => s.name.clone(),
         ("State", Row::Job(j)) => state_text(j.state, j.cancelled_by),
         // Steps say CANCELLED, without by whom.
+        ("State", Row::Step(j, s))
+            if s.state == JobState::Running && j.state == JobState::Suspended =>
+        {
+            state_text(j.state, None)
+        }
         ("State", Row::Step(_, s)) => state_text(s.state, None),
         // slurmdbd records a cancelled or timed-out job's end when it is decided, before
         // its batch step reports the signal: the job line shows 0:0, the step the signal.
@@ -447,6 +457,7 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         ("Account", _) => j.account.clone(),
         ("Elapsed", _) => format_time(Some(run)),
         ("ElapsedRaw", _) => run.to_string(),
+        ("Suspended", _) => format_time(Some(suspended)),
         ("CPUTime", Row::Job(_)) => format_time(Some(run * job_cpus as i64)),
         ("CPUTimeRAW", Row::Job(_)) => (run * job_cpus as i64).to_string(),
         ("Start", _) => start.map_or(null, timestamp),
@@ -640,7 +651,7 @@ fn helpformat() -> String {
 /// node, one task, that node's CPUs).
 fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRecord> {
     jobs.iter()
-        .filter(|j| j.state == JobState::Running && !j.desc.interactive)
+        .filter(|j| j.state.is_running() && !j.desc.interactive)
         .filter(|j| {
             !steps
                 .iter()

@@ -12,11 +12,7 @@ use super::scontrol_show::{lines_of, node_lines, partition_lines, record};
 const ME: &str = "scontrol";
 
 fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
-    let run = match (j.start_time, j.end_time) {
-        (Some(s), Some(e)) => e - s,
-        (Some(s), None) => t - s,
-        _ => 0,
-    };
+    let run = j.run_secs(t);
     let opt = |s: &Option<String>| s.clone().unwrap_or_else(|| "(null)".into());
     let cpus: u32 = if j.cpus_per_node.is_empty() {
         j.ntasks * j.cpus_per_task
@@ -95,6 +91,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
             _ if j.preemption.is_some() => {
                 timestamp(j.preemption.as_ref().map_or(0, |p| p.grace_end))
             }
+            (None, Some(_), Some(_)) if j.start_time.is_some() => {
+                j.limit_end().map_or("Unknown".into(), timestamp)
+            }
             (None, Some(s), Some(l)) => timestamp(s + l),
             _ => "Unknown".into(),
         },
@@ -109,8 +108,17 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         p("PreemptEligibleTime", timestamp(eligible));
         p("PreemptTime", timestamp(at));
     }
-    p("SuspendTime", "None".into());
-    p("SecsPreSuspend", "0".into());
+    // The last suspension or resumption, and how long it had run when suspended.
+    match j.suspension {
+        Some(s) => {
+            p("SuspendTime", timestamp(s.changed));
+            p("SecsPreSuspend", s.pre_secs.to_string());
+        }
+        None => {
+            p("SuspendTime", "None".into());
+            p("SecsPreSuspend", "0".into());
+        }
+    }
     p(
         "LastSchedEval",
         timestamp(j.start_time.unwrap_or(j.submit_time)),
@@ -639,6 +647,29 @@ pub fn main(args: Vec<String>) -> i32 {
                                 &format!("/v1/jobs/{job}/hold"),
                                 &body,
                             );
+                        }
+                    }
+                }
+            }
+            code
+        }
+        "suspend" | "resume" => {
+            // Operators only; Slurm's one line per job refused, exit 1.
+            let mut code = 0;
+            for arg in words.iter().skip(1) {
+                for part in arg.split(',') {
+                    let Some(ids) = parse_job_arg(part) else {
+                        eprintln!("Invalid job id specified for job {part}");
+                        code = 1;
+                        continue;
+                    };
+                    for (job, _) in ids {
+                        if let Err(e) = client.post::<_, serde_json::Value>(
+                            &format!("/v1/jobs/{job}/{verb}"),
+                            &serde_json::json!({}),
+                        ) {
+                            eprintln!("{} for job {part}", describe(&e));
+                            code = 1;
                         }
                     }
                 }

@@ -22,8 +22,8 @@ const START: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
 /// The value and header of one `%` code for a job.
 fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
     let run = match (j.start_time, j.end_time) {
-        (Some(s), Some(e)) => e - s,
-        (Some(s), None) if j.state == JobState::Running => t - s,
+        (Some(_), Some(_)) => j.run_secs(t),
+        (Some(_), None) if j.state.is_running() => j.run_secs(t),
         _ => 0,
     };
     // As squeue's `_print_job_reason_list`: a pending, failed, timed-out or
@@ -70,7 +70,7 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
             "TIME_LEFT",
             match (j.time_limit, j.state) {
                 (None, _) => "UNLIMITED".into(),
-                (Some(l), JobState::Running) => format_compact(l - run),
+                (Some(l), JobState::Running | JobState::Suspended) => format_compact(l - run),
                 (Some(l), _) => format_compact(l),
             },
         ),
@@ -115,9 +115,9 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         ),
         'e' => f(
             "END_TIME",
-            match (j.end_time, j.start_time, j.time_limit) {
-                (Some(e), _, _) => timestamp(e),
-                (None, Some(s), Some(l)) => timestamp(s + l),
+            match (j.end_time, j.limit_end()) {
+                (Some(e), _) => timestamp(e),
+                (None, Some(end)) => timestamp(end),
                 _ => "N/A".into(),
             },
         ),
@@ -305,7 +305,6 @@ fn is_other_slurm_state(s: &str) -> bool {
         ("SPECIAL_EXIT", "SE"),
         ("STAGE_OUT", "SO"),
         ("STOPPED", "ST"),
-        ("SUSPENDED", "S"),
     ];
     let u = s.to_ascii_uppercase();
     OTHER.iter().any(|(long, short)| u == *long || u == *short)
@@ -614,7 +613,7 @@ fn query(a: &Args) -> JobQuery {
     let states = if a.all_states || (a.json && a.states.is_empty() && !a.other_states) {
         None
     } else if a.states.is_empty() && !a.other_states {
-        Some("PENDING,RUNNING".to_string())
+        Some("PENDING,RUNNING,SUSPENDED".to_string())
     } else {
         Some(
             a.states

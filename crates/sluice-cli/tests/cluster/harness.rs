@@ -317,7 +317,11 @@ impl Cluster {
         let mut state = String::new();
         self.wait_for(&format!("job {job} to end"), || {
             state = self.state(job);
-            !state.is_empty() && !matches!(state.as_str(), "PENDING" | "RUNNING" | "COMPLETING")
+            !state.is_empty()
+                && !matches!(
+                    state.as_str(),
+                    "PENDING" | "RUNNING" | "COMPLETING" | "SUSPENDED"
+                )
         });
         state
     }

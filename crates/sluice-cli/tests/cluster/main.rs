@@ -39,6 +39,7 @@ mod service_address;
 mod services;
 mod sstat;
 mod stdin;
+mod suspend;
 mod tasks;
 mod tcp;
 mod topology;

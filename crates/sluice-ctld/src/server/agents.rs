@@ -142,6 +142,21 @@ fn per_node(order: Effect) -> Vec<(String, Effect)> {
                 (n, one)
             })
             .collect(),
+        Effect::Suspend {
+            nodes,
+            job_id,
+            suspend,
+        } => nodes
+            .into_iter()
+            .map(|n| {
+                let one = Effect::Suspend {
+                    nodes: vec![n.clone()],
+                    job_id,
+                    suspend,
+                };
+                (n, one)
+            })
+            .collect(),
         Effect::Terminate {
             nodes,
             job_id,
@@ -254,6 +269,17 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
             };
             client
                 .post::<_, serde_json::Value>("/v1/signal", &body)
+                .map(|_| ())
+        }
+        Effect::Suspend {
+            job_id, suspend, ..
+        } => {
+            let body = sluice_proto::types::SuspendOrder {
+                job_id: job_id.0,
+                suspend,
+            };
+            client
+                .post::<_, serde_json::Value>("/v1/suspend", &body)
                 .map(|_| ())
         }
         Effect::SetTimeLimit {

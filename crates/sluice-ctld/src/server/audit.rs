@@ -154,6 +154,8 @@ fn redact(mut e: AuditEvent, s: Sight) -> AuditEvent {
         AuditWhat::Submitted { user, .. } | AuditWhat::Started { user, .. } => *user = None,
         AuditWhat::Held { by, .. }
         | AuditWhat::Released { by }
+        | AuditWhat::Suspended { by }
+        | AuditWhat::Resumed { by }
         | AuditWhat::Updated { by, .. }
         | AuditWhat::Cancelled { by, .. }
         | AuditWhat::Requeued {

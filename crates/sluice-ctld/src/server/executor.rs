@@ -96,6 +96,7 @@ impl Executor {
                 order @ (Effect::Launch { .. }
                 | Effect::Notify { .. }
                 | Effect::Signal { .. }
+                | Effect::Suspend { .. }
                 | Effect::Terminate { .. }
                 | Effect::EndRun { .. }
                 | Effect::SetTimeLimit { .. }) => orders.push(order),

@@ -357,6 +357,13 @@ pub enum Change {
         /// Array task.
         task: Option<u32>,
     },
+    /// `scontrol suspend` (`suspend`) or `scontrol resume`.
+    Suspend {
+        /// Job id.
+        id: JobId,
+        /// Suspend, or resume.
+        suspend: bool,
+    },
     /// `scancel`.
     Cancel(CancelRequest),
     /// `scontrol update JobId=...`.

@@ -439,6 +439,7 @@ impl Owner {
                     Change::Hold { id, task, .. } => ctl.set_hold(id, task, true, &caller, now),
                     Change::Release { id, task } => ctl.set_hold(id, task, false, &caller, now),
                     Change::Requeue { id, task } => ctl.requeue(id, task, &caller, now),
+                    Change::Suspend { id, suspend } => ctl.suspend(id, suspend, &caller, now),
                     Change::Cancel(req) => ctl.cancel(&req, &caller, now),
                     Change::UpdateJob { id, update } => {
                         ctl.update_job(id, update.task, &update.changes, &caller, now)
@@ -659,6 +660,8 @@ impl Change {
             Change::Hold { id, .. } => format!("hold of JobId={id}"),
             Change::Release { id, .. } => format!("release of JobId={id}"),
             Change::Requeue { id, .. } => format!("requeue of JobId={id}"),
+            Change::Suspend { id, suspend: true } => format!("suspend of JobId={id}"),
+            Change::Suspend { id, suspend: false } => format!("resume of JobId={id}"),
             Change::Cancel(req) => {
                 let ids: Vec<String> = req
                     .jobs

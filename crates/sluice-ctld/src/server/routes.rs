@@ -44,6 +44,8 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/jobs/{id}/hold", post(hold))
         .route("/v1/jobs/{id}/release", post(release))
         .route("/v1/jobs/{id}/requeue", post(requeue))
+        .route("/v1/jobs/{id}/suspend", post(suspend))
+        .route("/v1/jobs/{id}/resume", post(resume))
         .route("/v1/jobs/{id}/steps", post(start_step))
         .route("/v1/jobs/{id}/steps/{step}/end", post(end_step))
         .route("/v1/jobs/{id}/complete", post(complete))
@@ -339,6 +341,34 @@ async fn requeue(
 ) -> Response {
     let id = JobId(id);
     change(app, peer, Change::Requeue { id, task: t.task }).await
+}
+
+/// `scontrol suspend`: the body is read (and ignored) before any refusal.
+async fn suspend(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(_): Json<serde_json::Value>,
+) -> Response {
+    let c = Change::Suspend {
+        id: JobId(id),
+        suspend: true,
+    };
+    change(app, peer, c).await
+}
+
+/// `scontrol resume`.
+async fn resume(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    UrlPath(id): UrlPath<u64>,
+    Json(_): Json<serde_json::Value>,
+) -> Response {
+    let c = Change::Suspend {
+        id: JobId(id),
+        suspend: false,
+    };
+    change(app, peer, c).await
 }
 
 async fn cancel(

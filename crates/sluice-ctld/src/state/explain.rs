@@ -493,11 +493,29 @@ impl Controller {
                 timestamp(start),
                 sluice_conf::hostlist::compress(&self.node_names(r))
             ));
+            if let Some(s) = r.suspension {
+                let secs = s.secs_at(r.end_time.unwrap_or(now));
+                match s.since {
+                    Some(since) if r.state == JobState::Running => out.push(format!(
+                        "suspended by an operator since {} after running {}; it keeps its \
+                         nodes, and its time limit waits until it is resumed",
+                        timestamp(since),
+                        sluice_conf::duration::format_time(Some(s.pre_secs))
+                    )),
+                    _ => out.push(format!(
+                        "stood suspended {} in all; its time limit moved on by that",
+                        sluice_conf::duration::format_time(Some(secs))
+                    )),
+                }
+            }
             if let (JobState::Running, Some(limit)) = (r.state, r.time_limit) {
-                out.push(format!(
-                    "reaches its time limit at {}",
-                    timestamp(start + limit)
-                ));
+                let over = r.suspension.map_or(0, |s| s.secs);
+                if !r.suspended() {
+                    out.push(format!(
+                        "reaches its time limit at {}",
+                        timestamp(start + limit + over)
+                    ));
+                }
             }
             if let Some(idle) = r.idle_gpus.as_deref() {
                 out.push(idle.describe(now));

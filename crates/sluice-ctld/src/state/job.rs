@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use sluice_core::{JobId, NodeId};
 use sluice_proto::types::{
-    compact_indices, EndingRun, Hold, JobDescription, JobRecord, JobState, MemoryRequest, StartPass,
+    compact_indices, EndingRun, Hold, JobDescription, JobRecord, JobState, MemoryRequest,
+    StartPass, Suspension,
 };
 
 use super::reason::Reason;
@@ -116,6 +117,9 @@ pub struct Job {
     pub idle_gpus: Option<Box<sluice_proto::usage::IdleGpus>>,
     /// A service's restarts in place and health (`state/service.rs`).
     pub service: Option<Box<sluice_proto::service::ServiceState>>,
+    /// Its latest run's suspensions by operators (`scontrol suspend`), if any. A
+    /// suspended job stays `Running` here; its record says `SUSPENDED`.
+    pub suspension: Option<Suspension>,
 }
 
 /// Each owner's last submission (by uid): a submission the same as its owner's last
@@ -167,6 +171,20 @@ pub struct RunEnding {
 }
 
 impl Job {
+    /// Whether it runs with its processes stopped by an operator.
+    pub fn suspended(&self) -> bool {
+        self.state == JobState::Running && self.suspension.is_some_and(|s| s.since.is_some())
+    }
+
+    /// Its state as records show it: `SUSPENDED` while suspended.
+    pub fn shown_state(&self) -> JobState {
+        if self.suspended() {
+            JobState::Suspended
+        } else {
+            self.state
+        }
+    }
+
     /// Whether someone holds it back.
     pub fn held(&self) -> bool {
         self.hold.is_some()
@@ -261,7 +279,11 @@ impl Job {
             account: r.account,
             partition: r.partition,
             qos: r.qos,
-            state: r.state,
+            // A suspended job is a running one, with its suspension.
+            state: match r.state {
+                JobState::Suspended => JobState::Running,
+                st => st,
+            },
             // A record from before Sluice kept why a job ended says `None`.
             reason: match Reason::from_text(&r.reason) {
                 Reason::NONE => {
@@ -299,6 +321,7 @@ impl Job {
             accrue_time: r.accrue_time,
             idle_gpus: r.idle_gpus.map(Box::new),
             service: r.service_state.map(Box::new),
+            suspension: r.suspension,
         }
     }
 
@@ -325,10 +348,10 @@ impl Job {
             account: self.account.clone(),
             partition: self.partition.clone(),
             qos: self.qos.clone(),
-            state: self.state,
+            state: self.shown_state(),
+            priority: self.priority,
             reason,
             dependency_status: None,
-            priority: self.priority,
             submit_time: self.submit_time,
             start_time: self.start_time,
             end_time: self.end_time,
@@ -378,6 +401,7 @@ impl Job {
             service_state: self.service.as_deref().cloned(),
             service_url: conf.service_url(&self.desc),
             service_tcp: conf.service_tcp(&self.desc),
+            suspension: self.suspension,
         }
     }
 

@@ -186,7 +186,7 @@ impl Listing {
             }
             let nodes = if running { j.alloc.len() as u64 } else { 0 };
             f(&crate::metrics::JobFacts {
-                state: j.state,
+                state: j.shown_state(),
                 held: j.state == JobState::Pending && j.held(),
                 partition: &j.partition,
                 user: &j.user,
@@ -251,7 +251,7 @@ impl Listing {
                     .is_none_or(|n| n.contains(&j.desc.name.as_str()))
                 && match &states {
                     StateFilter::All => true,
-                    StateFilter::Only(s) => s.contains(&j.state),
+                    StateFilter::Only(s) => s.contains(&j.shown_state()),
                 }
         };
         let mut out: Vec<&Arc<Listed>> = if let Some(ids) = &ids {
@@ -317,7 +317,7 @@ impl Listing {
         let id = job.id;
         self.take_out(id);
         index_add(&mut self.by_user, job.user.clone(), id);
-        index_add(&mut self.by_state, job.state, id);
+        index_add(&mut self.by_state, job.shown_state(), id);
         if let Some((array, task)) = job.array {
             self.by_array.insert((array, task, id));
         }
@@ -331,7 +331,7 @@ impl Listing {
     fn take_out(&mut self, id: JobId) -> Option<Arc<Listed>> {
         let old = self.jobs.remove(&id)?;
         index_remove(&mut self.by_user, &old.job.user, id);
-        index_remove(&mut self.by_state, &old.job.state, id);
+        index_remove(&mut self.by_state, &old.job.shown_state(), id);
         if let Some((array, task)) = old.job.array {
             self.by_array.remove(&(array, task, id));
         }
@@ -376,7 +376,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         account: r.account.clone(),
         partition: r.partition.clone(),
         qos: r.qos.clone(),
-        state: r.state,
+        state: r.shown_state(),
         reason: live.reason.clone(),
         dependency_status: live.dependency_status.clone(),
         priority: live.priority,
@@ -411,6 +411,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         array_throttle: d.array.as_ref().map(|a| a.1),
         service: d.service.clone(),
         service_state: r.service.as_deref().cloned(),
+        suspension: r.suspension,
     }
 }
 
@@ -511,6 +512,8 @@ struct ListedRef<'a> {
     service: Option<&'a sluice_proto::service::ServiceSpec>,
     #[serde(rename = "ss", skip_serializing_if = "Option::is_none")]
     service_state: Option<&'a sluice_proto::service::ServiceState>,
+    #[serde(rename = "su", skip_serializing_if = "Option::is_none")]
+    suspension: Option<sluice_proto::types::Suspension>,
 }
 
 fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> ListedRef<'a> {
@@ -525,7 +528,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         account: &r.account,
         partition: &r.partition,
         qos: &r.qos,
-        state: r.state,
+        state: r.shown_state(),
         reason: &live.reason,
         dependency_status: live.dependency_status.as_deref(),
         priority: live.priority,
@@ -560,6 +563,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         array_throttle: d.array.as_ref().map(|a| a.1),
         service: d.service.as_ref(),
         service_state: r.service.as_deref(),
+        suspension: r.suspension,
     }
 }
 

@@ -15,10 +15,12 @@ use crate::metrics::{
 };
 
 /// Every kind of audit event (`AuditWhat::kind`), in the order the metric lists them.
-pub const AUDIT_KINDS: [&str; 13] = [
+pub const AUDIT_KINDS: [&str; 15] = [
     "submitted",
     "held",
     "released",
+    "suspended",
+    "resumed",
     "updated",
     "cancelled",
     "requeued",

@@ -1,0 +1,268 @@
+//! Suspension by operators (`scontrol suspend`/`resume`): a running job's processes
+//! are stopped on every node and continued later.
+//!
+//! A suspended job stays `Running` in the controller and in the core; its
+//! [`Suspension`] says since when it is stopped, and its records say `SUSPENDED`. It
+//! keeps every resource it holds (the core stretches its claim until it is resumed),
+//! and its time limit runs out as much later as it stood suspended: the core moves its
+//! claim's end, and each agent leaves suspended time out of the limit it enforces.
+
+use sluice_core::JobId;
+use sluice_proto::audit::AuditWhat;
+use sluice_proto::error::{ApiError, ErrorCode};
+use sluice_proto::types::{JobState, Suspension};
+
+use super::{Caller, Controller, Effect};
+
+/// Slurm 22.05's answer to `scontrol suspend`/`resume` of a job it does not know (its
+/// `ESLURM_INVALID_JOB_ID` does not reach the command through this request).
+pub const UNKNOWN_JOB: &str = "Unexpected message received";
+/// Slurm's `ESLURM_JOB_PENDING`.
+pub const JOB_PENDING: &str = "Job is pending execution";
+/// Slurm's `ESLURM_JOB_NOT_SUSPENDED`.
+pub const NOT_SUSPENDED: &str = "Job is not suspended";
+/// Slurm's `ESLURM_ALREADY_DONE`.
+pub const ALREADY_DONE: &str = "Job/step already completing or completed";
+
+impl Controller {
+    /// `scontrol suspend` (`suspend`) or `scontrol resume` of job `id`, by an operator
+    /// (root or the controller's user). Suspending a suspended job changes nothing and
+    /// is no error, as in Slurm.
+    ///
+    /// Errors (Slurm's messages): the caller is no operator; the job is unknown,
+    /// pending, finished, or (resuming) not suspended.
+    pub fn suspend(
+        &mut self,
+        id: JobId,
+        suspend: bool,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        if !caller.admin {
+            return Err(ApiError::access_denied());
+        }
+        let r = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| ApiError::new(ErrorCode::InvalidJobId, UNKNOWN_JOB))?;
+        match r.state {
+            JobState::Pending => return Err(ApiError::invalid(JOB_PENDING)),
+            JobState::Running => {}
+            _ => return Err(ApiError::invalid(ALREADY_DONE)),
+        }
+        match (suspend, r.suspended()) {
+            (true, true) => return Ok(Vec::new()),
+            (false, false) => return Err(ApiError::invalid(NOT_SUSPENDED)),
+            _ => {}
+        }
+        let start = r.start_time.unwrap_or(now);
+        let mut s = r.suspension.unwrap_or_default();
+        if suspend {
+            s.pre_secs = (now - start - s.secs).max(0);
+            s.since = Some(now);
+            self.sched.suspend(id, now);
+        } else {
+            s.secs = s.secs_at(now);
+            s.since = None;
+            self.sched.resume(id, now);
+        }
+        s.changed = now;
+        tracing::info!(
+            "{} JobId={id} by uid {}",
+            if suspend { "suspend" } else { "resume" },
+            caller.uid
+        );
+        let r = self.jobs.get_mut(&id).expect("exists");
+        r.suspension = Some(s);
+        let by = Some(caller.uid);
+        let what = if suspend {
+            AuditWhat::Suspended { by }
+        } else {
+            AuditWhat::Resumed { by }
+        };
+        let r = &self.jobs[&id];
+        self.audit.push(now, r, what);
+        let mut effects = vec![self.persist(id)];
+        effects.push(Effect::Suspend {
+            nodes: self.node_names(r),
+            job_id: id,
+            suspend,
+        });
+        effects.extend(self.schedule(now));
+        Ok(effects)
+    }
+
+    /// A restored job's suspension, given back to the core (a controller restart).
+    pub(super) fn restore_suspension(&mut self, id: JobId, s: Suspension, now: i64) {
+        self.sched.restore_suspension(id, s.since, s.secs, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use sluice_proto::error::ApiError;
+    use sluice_proto::types::{JobState, Suspension};
+
+    use super::super::tests::{alice, conf, desc, root, submit};
+    use super::super::{Controller, Effect};
+    use super::{ALREADY_DONE, JOB_PENDING, NOT_SUSPENDED, UNKNOWN_JOB};
+    use sluice_core::JobId;
+
+    fn suspend_orders(effects: &[Effect]) -> Vec<(JobId, Vec<String>, bool)> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Suspend {
+                    nodes,
+                    job_id,
+                    suspend,
+                } => Some((*job_id, nodes.clone(), *suspend)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_operator_suspends_and_resumes_a_running_job_which_keeps_its_node() {
+        // One node of one CPU. Job a runs from 0 (600 s); job b waits for the node.
+        // t=100 root suspends a: SUSPENDED, its agent stops it, b still waits (a keeps
+        //       the node); SuspendTime 100, SecsPreSuspend 100.
+        // t=160 root resumes a: RUNNING again after 60 s suspended; its run time at
+        //       200 is 140 s, and it now ends at 660.
+        let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (a, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        c.schedule(0);
+        let (b, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        c.schedule(0);
+
+        let effects = c.suspend(a, true, &root(), 100).unwrap();
+        assert_eq!(
+            suspend_orders(&effects),
+            vec![(a, vec!["node01".into()], true)]
+        );
+        let r = c.job(a).unwrap();
+        assert_eq!((r.state, r.priority), (JobState::Suspended, 0));
+        assert_eq!(
+            r.suspension,
+            Some(Suspension {
+                since: Some(100),
+                changed: 100,
+                pre_secs: 100,
+                secs: 0,
+            })
+        );
+        assert_eq!(
+            r.run_secs(130),
+            100,
+            "run time stands still while suspended"
+        );
+        assert_eq!(c.job(b).unwrap().state, JobState::Pending);
+        c.schedule(120);
+        assert_eq!(
+            c.job(b).unwrap().state,
+            JobState::Pending,
+            "a keeps its node"
+        );
+        let e = c.explain(a, None, &root(), 130).unwrap();
+        assert!(
+            e.history
+                .iter()
+                .any(|l| l.starts_with("suspended by an operator since ")
+                    && l.contains("after running 00:01:40")),
+            "{:?}",
+            e.history
+        );
+        assert!(!e
+            .history
+            .iter()
+            .any(|l| l.starts_with("reaches its time limit")));
+        // Suspending it again changes nothing, as in Slurm.
+        assert_eq!(c.suspend(a, true, &root(), 110), Ok(Vec::new()));
+
+        let effects = c.suspend(a, false, &root(), 160).unwrap();
+        assert_eq!(
+            suspend_orders(&effects),
+            vec![(a, vec!["node01".into()], false)]
+        );
+        let r = c.job(a).unwrap();
+        assert_eq!(r.state, JobState::Running);
+        assert_eq!(r.run_secs(200), 140);
+        assert_eq!(r.limit_end(), Some(660));
+        assert_eq!(
+            r.suspension
+                .map(|s| (s.since, s.changed, s.pre_secs, s.secs)),
+            Some((None, 160, 100, 60))
+        );
+        assert_eq!(c.sched.job(a).unwrap().expected_end(), Some(660));
+        let e = c.explain(a, None, &root(), 200).unwrap();
+        assert!(
+            e.history.contains(
+                &"stood suspended 00:01:00 in all; its time limit moved on by that".into()
+            ),
+            "{:?}",
+            e.history
+        );
+        let end = sluice_proto::time::timestamp(660);
+        assert!(
+            e.history
+                .contains(&format!("reaches its time limit at {end}")),
+            "{:?}",
+            e.history
+        );
+    }
+
+    #[test]
+    fn refusals_use_slurms_words_and_change_nothing() {
+        let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (a, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        c.schedule(0);
+        let (b, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        c.schedule(0);
+        // Only operators, even for one's own job.
+        assert_eq!(
+            c.suspend(a, true, &alice(), 10),
+            Err(ApiError::access_denied())
+        );
+        let err = |c: &mut Controller, id, suspend| {
+            c.suspend(id, suspend, &root(), 10).map_err(|e| e.message)
+        };
+        assert_eq!(err(&mut c, b, true), Err(JOB_PENDING.into()));
+        assert_eq!(err(&mut c, b, false), Err(JOB_PENDING.into()));
+        assert_eq!(err(&mut c, a, false), Err(NOT_SUSPENDED.into()));
+        assert_eq!(err(&mut c, JobId(99), true), Err(UNKNOWN_JOB.into()));
+        assert!(c.job(a).unwrap().suspension.is_none());
+        let req = sluice_proto::types::CancelRequest {
+            jobs: vec![(b.0, None)],
+            ..Default::default()
+        };
+        c.cancel(&req, &alice(), 20).unwrap();
+        assert_eq!(err(&mut c, b, true), Err(ALREADY_DONE.into()));
+    }
+
+    #[test]
+    fn a_restart_keeps_a_suspended_job_suspended_on_its_node() {
+        let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (a, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        c.schedule(0);
+        c.suspend(a, true, &root(), 50).unwrap();
+        let (b, _) = submit(&mut c, desc(1, 600), &mut next, 60);
+        let (jobs, steps) = c.accounting();
+        let mut c2 = Controller::new(conf(1, 1), Path::new("/s"), jobs, steps, 700);
+        c2.agent_registered("node01", &[(a, 0)], 700);
+        c2.schedule(700);
+        let r = c2.job(a).unwrap();
+        assert_eq!(
+            r.state,
+            JobState::Suspended,
+            "past its old end, still suspended"
+        );
+        assert_eq!(c2.job(b).unwrap().state, JobState::Pending);
+        c2.suspend(a, false, &root(), 710).unwrap();
+        assert_eq!(c2.job(a).unwrap().limit_end(), Some(1260));
+    }
+}
