@@ -137,6 +137,8 @@ pub struct ListedJob {
     pub service: Option<crate::service::ServiceSpec>,
     #[serde(rename = "ss", default, skip_serializing_if = "Option::is_none")]
     pub service_state: Option<crate::service::ServiceState>,
+    #[serde(rename = "het", default, skip_serializing_if = "Option::is_none")]
+    pub het: Option<crate::types::HetJob>,
 }
 
 impl ListedJob {
@@ -184,6 +186,7 @@ impl ListedJob {
             array_throttle: d.array.map(|a| a.1),
             service: d.service,
             service_state: r.service_state,
+            het: r.het,
         }
     }
 
@@ -218,6 +221,7 @@ impl ListedJob {
             cpus_per_task: self.cpus_per_task,
             min_nodes: self.min_nodes,
             service_state: self.service_state,
+            het: self.het,
             ..Default::default()
         };
         let d = &mut r.desc;

@@ -116,6 +116,8 @@ pub struct Job {
     pub idle_gpus: Option<Box<sluice_proto::usage::IdleGpus>>,
     /// A service's restarts in place and health (`state/service.rs`).
     pub service: Option<Box<sluice_proto::service::ServiceState>>,
+    /// A heterogeneous job's component: leader, offset, size.
+    pub het: Option<sluice_proto::types::HetJob>,
 }
 
 /// Each owner's last submission (by uid): a submission the same as its owner's last
@@ -189,7 +191,10 @@ impl Job {
                 s.push(']');
                 s
             }
-            _ => self.id.to_string(),
+            _ => match self.het {
+                Some(h) => format!("{}+{}", h.job_id, h.offset),
+                None => self.id.to_string(),
+            },
         }
     }
 
@@ -299,6 +304,7 @@ impl Job {
             accrue_time: r.accrue_time,
             idle_gpus: r.idle_gpus.map(Box::new),
             service: r.service_state.map(Box::new),
+            het: r.het,
         }
     }
 
@@ -378,6 +384,7 @@ impl Job {
             service_state: self.service.as_deref().cloned(),
             service_url: conf.service_url(&self.desc),
             service_tcp: conf.service_tcp(&self.desc),
+            het: self.het,
         }
     }
 
@@ -432,6 +439,7 @@ impl Job {
             command: d.command.clone(),
             interactive: d.interactive,
             service: d.service.clone(),
+            het_components: Vec::new(),
         }
     }
 }

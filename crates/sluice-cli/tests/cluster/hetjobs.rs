@@ -1,0 +1,174 @@
+//! Heterogeneous jobs: components of their own shapes, started together on their own
+//! nodes, listed as `ID+N`, with each component's variables in the batch script.
+
+use crate::harness::Cluster;
+use crate::SMALL;
+
+#[test]
+fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables() {
+    let c = Cluster::start("hetjob", SMALL);
+    // One node taken whole: a hetjob of two whole-node components cannot start, though
+    // its first component alone would fit on the other node.
+    let blocker = c.sbatch(&["-J", "block", "-c", "2", "-t", "5", "--wrap", "sleep 600"]);
+    c.wait_for("the blocker to run", || {
+        c.run("squeue", &["-h", "-o", "%t", "-j", &blocker.to_string()])
+            .stdout
+            .trim()
+            == "R"
+    });
+    std::fs::write(
+        c.work().join("het.sh"),
+        "#!/bin/bash\n\
+         #SBATCH -J het -c 2 -t 2\n\
+         #SBATCH hetjob\n\
+         #SBATCH -c 2\n\
+         env | grep -E '^SLURM_(HET_SIZE|PACK_SIZE|JOB_ID|JOB_NODELIST|JOB_NUM_NODES)' \
+         | sort > het-env.out\n",
+    )
+    .unwrap();
+    let het = c.sbatch(&["het.sh"]);
+    let pending = format!("{het}+1 het PD (Resources)\n{het}+0 het PD (Resources)\n");
+    let squeue = || {
+        c.run(
+            "squeue",
+            &["-h", "-o", "%i %j %t %R", "-j", &het.to_string()],
+        )
+        .stdout
+    };
+    let mut shown = c.settle(&pending, squeue);
+    // The order of equal lines is the listing's; compare as sets.
+    let sorted = |s: &str| {
+        let mut l: Vec<String> = s.lines().map(str::to_string).collect();
+        l.sort();
+        l
+    };
+    assert_eq!(sorted(&shown), sorted(&pending), "{shown}");
+    let show = c.run("scontrol", &["show", "job", &het.to_string()]).stdout;
+    assert!(
+        show.contains(&format!(
+            "JobId={het} HetJobId={het} HetJobOffset=0 JobName=het\n   HetJobIdSet={het}-{}\n",
+            het + 1
+        )),
+        "{show}"
+    );
+    assert!(
+        show.contains(&format!(
+            "JobId={} HetJobId={het} HetJobOffset=1 JobName=het\n",
+            het + 1
+        )),
+        "{show}"
+    );
+
+    // A pending component alone may not be cancelled; the blocker may.
+    c.run("scancel", &[&blocker.to_string()]);
+    c.wait_for("the hetjob to end", || {
+        shown = squeue();
+        shown.is_empty()
+    });
+    let env = std::fs::read_to_string(c.work().join("het-env.out")).unwrap();
+    let lines: Vec<&str> = env.lines().collect();
+    let value = |name: &str| {
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("{name} missing in {env}"))
+            .to_string()
+    };
+    assert_eq!(value("SLURM_JOB_ID"), het.to_string());
+    assert_eq!(value("SLURM_HET_SIZE"), "2");
+    assert_eq!(value("SLURM_PACK_SIZE"), "2");
+    assert_eq!(value("SLURM_JOB_ID_HET_GROUP_0"), het.to_string());
+    assert_eq!(value("SLURM_JOB_ID_HET_GROUP_1"), (het + 1).to_string());
+    assert_eq!(value("SLURM_JOB_ID_PACK_GROUP_1"), (het + 1).to_string());
+    assert_eq!(value("SLURM_JOB_NUM_NODES_HET_GROUP_1"), "1");
+    // Two whole nodes: one each, the script on the leader's.
+    let (n0, n1) = (
+        value("SLURM_JOB_NODELIST_HET_GROUP_0"),
+        value("SLURM_JOB_NODELIST_HET_GROUP_1"),
+    );
+    assert_ne!(n0, n1);
+    assert_eq!(value("SLURM_JOB_NODELIST"), n0);
+
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-P",
+            "-o",
+            "JobID,JobIDRaw,JobName,State",
+            "-j",
+            &het.to_string(),
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{het}+0|{het}|het|COMPLETED\n{het}+0.batch|{het}.batch|batch|COMPLETED\n\
+             {het}+1|{}|het|COMPLETED\n",
+            het + 1
+        )
+    );
+}
+
+#[test]
+fn sbatch_takes_components_separated_by_colons_and_scancel_ends_them_all() {
+    let c = Cluster::start("hetcolon", SMALL);
+    let het = c.sbatch(&[
+        "-J",
+        "colon",
+        "-n",
+        "1",
+        "-t",
+        "5",
+        ":",
+        "-n",
+        "2",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let running = || {
+        let mut l: Vec<String> = c
+            .run(
+                "squeue",
+                &["-h", "-o", "%i %j %t %C", "-j", &het.to_string()],
+            )
+            .stdout
+            .lines()
+            .map(str::to_string)
+            .collect();
+        l.sort();
+        l.join("\n")
+    };
+    let expected = format!("{het}+0 colon R 1\n{het}+1 colon R 2");
+    c.wait_for("both components to run", || running() == expected);
+    // `ID+1` names the component's own id.
+    let show = c
+        .run("scontrol", &["show", "job", &format!("{het}+1")])
+        .stdout;
+    assert!(
+        show.starts_with(&format!("JobId={} HetJobId={het} HetJobOffset=1 ", het + 1)),
+        "{show}"
+    );
+    c.run("scancel", &[&het.to_string()]);
+    c.wait_for("both components to end", || {
+        c.run("squeue", &["-h", "-j", &het.to_string()])
+            .stdout
+            .is_empty()
+    });
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-X",
+            "-P",
+            "-o",
+            "JobID,State",
+            "-j",
+            &het.to_string(),
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!("{het}+0|CANCELLED by 0\n{het}+1|CANCELLED by 0\n")
+    );
+}
