@@ -23,7 +23,11 @@ fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables()
          #SBATCH hetjob\n\
          #SBATCH -c 2\n\
          env | grep -E '^SLURM_(HET_SIZE|PACK_SIZE|JOB_ID|JOB_NODELIST|JOB_NUM_NODES)' \
-         | sort > het-env.out\n",
+         | sort > het-env.out\n\
+         srun --het-group=1 bash -c 'echo one $SLURMD_NODENAME' > het-steps.out\n\
+         srun --het-group=0,1 bash -c 'echo both $SLURMD_NODENAME' | sort >> het-steps.out\n\
+         srun bash -c 'echo default $SLURMD_NODENAME' >> het-steps.out\n\
+         srun --het-group=2 true 2>> het-steps.out; echo \"exit $?\" >> het-steps.out\n",
     )
     .unwrap();
     let het = c.sbatch(&["het.sh"]);
@@ -89,10 +93,26 @@ fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables()
     assert_ne!(n0, n1);
     assert_eq!(value("SLURM_JOB_NODELIST"), n0);
 
+    // Steps: in component 1, in both at once, in component 0 by default; a component
+    // the job does not have is Slurm's error.
+    let steps = std::fs::read_to_string(c.work().join("het-steps.out")).unwrap();
+    let mut both = [format!("both {n0}"), format!("both {n1}")];
+    both.sort();
+    assert_eq!(
+        steps,
+        format!(
+            "one {n1}\n{}\n{}\ndefault {n0}\n\
+             srun: error: Attempt to run a job step with het-group value of 2, but the job \
+             allocation has maximum value of 1\nexit 1\n",
+            both[0], both[1]
+        )
+    );
+
     let o = c.run(
         "sacct",
         &[
             "-n",
+            "-X",
             "-P",
             "-o",
             "JobID,JobIDRaw,JobName,State",
@@ -103,10 +123,18 @@ fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables()
     assert_eq!(
         o.stdout,
         format!(
-            "{het}+0|{het}|het|COMPLETED\n{het}+0.batch|{het}.batch|batch|COMPLETED\n\
-             {het}+1|{}|het|COMPLETED\n",
+            "{het}+0|{het}|het|COMPLETED\n{het}+1|{}|het|COMPLETED\n",
             het + 1
         )
+    );
+    let o = c.run(
+        "sacct",
+        &["-n", "-P", "-o", "JobID", "-j", &het.to_string()],
+    );
+    assert!(
+        o.stdout.starts_with(&format!("{het}+0\n{het}+0.batch\n")),
+        "{}",
+        o.stdout
     );
 }
 
