@@ -163,6 +163,10 @@ pub struct Caller {
     pub admin: bool,
 }
 
+/// Slurm's refusal to act on one component of a pending heterogeneous job.
+pub const HET_COMPONENT: &str =
+    "Operation not permitted on individual component of heterogeneous job";
+
 /// A checked submission, ready to be made durable.
 #[derive(Clone, Debug)]
 pub struct Prepared {
@@ -1822,6 +1826,17 @@ impl Controller {
         let mut alone: BTreeSet<JobId> = BTreeSet::new();
         for &(job, task) in &req.jobs {
             let job = JobId(job);
+            // A pending heterogeneous job is cancelled whole, by its leader's id.
+            if task.is_none()
+                && self.jobs.get(&job).is_some_and(|r| {
+                    r.state == JobState::Pending && r.het.is_some_and(|h| h.offset > 0)
+                })
+            {
+                return Err(ApiError::new(
+                    ErrorCode::Invalid,
+                    format!("Kill job error on job id {job}: {HET_COMPONENT}"),
+                ));
+            }
             let found = self.select(job, task);
             // Cancelling an unknown job quietly succeeds; signalling one is an error.
             if found.is_empty() && req.signal.is_some() {

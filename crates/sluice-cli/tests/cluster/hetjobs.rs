@@ -63,7 +63,22 @@ fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables()
         "{show}"
     );
 
-    // A pending component alone may not be cancelled; the blocker may.
+    // A pending component alone may not be cancelled, by either name.
+    for named in [format!("{het}+1"), (het + 1).to_string()] {
+        let o = c.run("scancel", &[&named]);
+        assert_eq!(
+            (o.code, o.stderr.as_str()),
+            (
+                60,
+                format!(
+                    "scancel: error: Kill job error on job id {named}: Operation not permitted \
+                     on individual component of heterogeneous job\n"
+                )
+                .as_str()
+            )
+        );
+    }
+    assert_eq!(sorted(&squeue()), sorted(&pending));
     c.run("scancel", &[&blocker.to_string()]);
     c.wait_for("the hetjob to end", || {
         shown = squeue();
