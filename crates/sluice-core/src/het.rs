@@ -110,6 +110,29 @@ pub(crate) fn fit_now(s: &Scheduler, id: JobId, now: Time) -> Option<Vec<NodeAll
     Some(nodes)
 }
 
+/// The first component of `id`'s group (in offset order) that does not fit now beside
+/// those before it, while the group is pending; `None` when all of them fit, or `id`
+/// belongs to no pending group. What an explanation names as the component a
+/// heterogeneous job waits for.
+pub(crate) fn waiting_on(s: &Scheduler, id: JobId, now: Time) -> Option<JobId> {
+    let group = s.het.group(id)?.clone();
+    if group
+        .iter()
+        .any(|m| s.jobs.get(m).is_none_or(|j| j.state != JobState::Pending))
+    {
+        return None;
+    }
+    let mut trial = s.clone();
+    let mut out = Vec::new();
+    for &m in group.iter() {
+        match trial.fit_now_alone(m, now) {
+            Some(alloc) => trial.start_alone(m, now, alloc, Pass::Main, false, &mut out),
+            None => return Some(m),
+        }
+    }
+    None
+}
+
 /// After the leader `id` started at `now`: starts the other components of its group,
 /// each where it fits beside those before it (what [`fit_now`] checked).
 pub(crate) fn start_rest(
@@ -152,6 +175,9 @@ pub(crate) fn start_rest(
     }
 }
 
+/// Each component with the nodes it is planned on, in offset order.
+pub(crate) type Placed = Vec<(JobId, Vec<NodeAlloc>)>;
+
 /// The backfill plan for the group `id` leads: the earliest time from `now` (before
 /// `horizon`) at which every component fits on `plan`, each beside those before it,
 /// with each component's nodes in offset order. The components' durations are rounded
@@ -163,7 +189,7 @@ pub(crate) fn plan(
     now: Time,
     horizon: Time,
     res: Secs,
-) -> Option<(Time, Vec<(JobId, Vec<NodeAlloc>)>)> {
+) -> Option<(Time, Placed)> {
     let group = s.het.group(id)?.clone();
     let mut from = now;
     // Each round either places every component at `from` or moves `from` later to

@@ -618,6 +618,13 @@ impl Scheduler {
         self.het.group(id).map(|g| &g[..])
     }
 
+    /// For a pending heterogeneous job (any of its components): the first component
+    /// that does not fit now beside those before it, which the whole job waits for;
+    /// `None` when every component fits, or for a job of no group.
+    pub fn het_waiting_on(&self, id: JobId, now: Time) -> Option<JobId> {
+        crate::het::waiting_on(self, id, now)
+    }
+
     /// Replaces a pending job's spec (the job with `spec.id`) with `spec`, as if it had
     /// been submitted so: what `explain`'s counterfactuals ask ("what if it asked for
     /// fewer GPUs?"), and a way to carry out `scontrol update` on a pending job. The job

@@ -3555,6 +3555,14 @@ pub fn het_variables(records: &[JobRecord]) -> Vec<(String, String)> {
             "SLURM_TASKS_PER_NODE",
             tasks_per_node_string(&r.tasks_per_node),
         ));
+        // What sbatch passes on for each component it was given.
+        if let Some(c) = r.desc.cpus_per_task {
+            one.push(("SLURM_CPUS_PER_TASK", c.to_string()));
+        }
+        if r.desc.ntasks.is_some() || r.desc.ntasks_per_node.is_some() {
+            one.push(("SLURM_NTASKS", r.ntasks.to_string()));
+            one.push(("SLURM_NPROCS", r.ntasks.to_string()));
+        }
         for (name, value) in one {
             v.push((format!("{name}_PACK_GROUP_{n}"), value.clone()));
             v.push((format!("{name}_HET_GROUP_{n}"), value));

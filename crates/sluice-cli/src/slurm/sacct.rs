@@ -875,12 +875,13 @@ pub fn main(args: Vec<String>) -> i32 {
         .post("/v1/accounting", &query)
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
     // A heterogeneous job's leader named stands for all its components (Slurm's
-    // `--whole-hetjob` default for a leader): their records are asked for too.
+    // `--whole-hetjob` default for a leader; with `-X`, Slurm 22.05 shows the leader
+    // alone): their records are asked for too.
     let members: Vec<u64> = acct
         .jobs
         .iter()
         .filter_map(|j| j.het)
-        .filter(|h| h.offset == 0 && query.jobs.contains(&h.job_id))
+        .filter(|h| !alloc_only && h.offset == 0 && query.jobs.contains(&h.job_id))
         .flat_map(|h| (1..h.size as u64).map(move |i| h.job_id + i))
         .filter(|m| !query.jobs.contains(m))
         .collect();
@@ -918,7 +919,7 @@ pub fn main(args: Vec<String>) -> i32 {
         None => {
             j.id == id
                 || j.array.is_some_and(|a| a.0 == id)
-                || j.het.is_some_and(|h| h.job_id == id)
+                || (!alloc_only && j.het.is_some_and(|h| h.job_id == id))
         }
     };
     let mut selected: Vec<&JobRecord> = acct

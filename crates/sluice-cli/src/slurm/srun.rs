@@ -180,10 +180,7 @@ fn het_component(job: u64, group: u32) -> u64 {
         .map_or(0, |n| n.saturating_sub(1));
     fail(
         ME,
-        format!(
-            "Attempt to run a job step with het-group value of {group}, but the job \
-             allocation has maximum value of {max}"
-        ),
+        format!("Requested het-group offset exceeds highest hetjob index ({group} > {max})"),
         1,
     )
 }
@@ -259,8 +256,10 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     let mut set = |k: &str, v: String| {
         env.insert(k.to_string(), v);
     };
-    set("SLURM_JOB_ID", job.to_string());
-    set("SLURM_JOBID", job.to_string());
+    // A heterogeneous job's component runs its steps under the whole job's id.
+    let job_id = record.het.map_or(job, |h| h.job_id);
+    set("SLURM_JOB_ID", job_id.to_string());
+    set("SLURM_JOBID", job_id.to_string());
     set("SLURM_JOB_NAME", record.desc.name.clone());
     set(
         "SLURM_JOB_NODELIST",

@@ -24,7 +24,7 @@ fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables()
          #SBATCH -c 2\n\
          env | grep -E '^SLURM_(HET_SIZE|PACK_SIZE|JOB_ID|JOB_NODELIST|JOB_NUM_NODES)' \
          | sort > het-env.out\n\
-         srun --het-group=1 bash -c 'echo one $SLURMD_NODENAME' > het-steps.out\n\
+         srun --het-group=1 bash -c 'echo one $SLURMD_NODENAME $SLURM_JOB_ID' > het-steps.out\n\
          srun --het-group=0,1 bash -c 'echo both $SLURMD_NODENAME' | sort >> het-steps.out\n\
          srun bash -c 'echo default $SLURMD_NODENAME' >> het-steps.out\n\
          srun --het-group=2 true 2>> het-steps.out; echo \"exit $?\" >> het-steps.out\n",
@@ -63,6 +63,23 @@ fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables()
         "{show}"
     );
 
+    // sluice explain names the component the job waits for: the second, which cannot
+    // fit beside the first.
+    let o = c.run("sluice", &["explain", "--json", &het.to_string()]);
+    let x: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let het_cause = x["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["family"] == "hetjob")
+        .unwrap_or_else(|| panic!("{}", o.stdout));
+    assert_eq!(
+        het_cause["text"],
+        format!(
+            "heterogeneous job {het}: its 2 components start together, and component \
+             {het}+1 does not fit now beside the others"
+        )
+    );
     // A pending component alone may not be cancelled, by either name.
     for named in [format!("{het}+1"), (het + 1).to_string()] {
         let o = c.run("scancel", &[&named]);
@@ -116,9 +133,9 @@ fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables()
     assert_eq!(
         steps,
         format!(
-            "one {n1}\n{}\n{}\ndefault {n0}\n\
-             srun: error: Attempt to run a job step with het-group value of 2, but the job \
-             allocation has maximum value of 1\nexit 1\n",
+            "one {n1} {het}\n{}\n{}\ndefault {n0}\n\
+             srun: error: Requested het-group offset exceeds highest hetjob index (2 > 1)\n\
+             exit 1\n",
             both[0], both[1]
         )
     );
@@ -135,19 +152,25 @@ fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables()
             &het.to_string(),
         ],
     );
-    assert_eq!(
-        o.stdout,
-        format!(
-            "{het}+0|{het}|het|COMPLETED\n{het}+1|{}|het|COMPLETED\n",
-            het + 1
-        )
-    );
+    // With -X, Slurm 22.05 shows the leader alone for the leader's id.
+    assert_eq!(o.stdout, format!("{het}+0|{het}|het|COMPLETED\n"));
     let o = c.run(
         "sacct",
-        &["-n", "-P", "-o", "JobID", "-j", &het.to_string()],
+        &[
+            "-n",
+            "-P",
+            "-o",
+            "JobID,JobIDRaw,State",
+            "-j",
+            &het.to_string(),
+        ],
     );
     assert!(
-        o.stdout.starts_with(&format!("{het}+0\n{het}+0.batch\n")),
+        o.stdout.starts_with(&format!(
+            "{het}+0|{het}|COMPLETED\n{het}+0.batch|{het}.batch|COMPLETED\n"
+        )) && o
+            .stdout
+            .contains(&format!("\n{het}+1|{}|COMPLETED\n", het + 1)),
         "{}",
         o.stdout
     );
@@ -192,6 +215,28 @@ fn sbatch_takes_components_separated_by_colons_and_scancel_ends_them_all() {
         show.starts_with(&format!("JobId={} HetJobId={het} HetJobOffset=1 ", het + 1)),
         "{show}"
     );
+    // squeue --json: each component's leader, offset and the job's ids.
+    let doc: serde_json::Value =
+        serde_json::from_str(&c.run("squeue", &["--json"]).stdout).unwrap();
+    let mut het_fields: Vec<(u64, u64, u64, String)> = doc["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["job_id"].as_u64().unwrap(),
+                j["het_job_id"].as_u64().unwrap(),
+                j["het_job_offset"].as_u64().unwrap(),
+                j["het_job_id_set"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    het_fields.sort();
+    let set = format!("{het}-{}", het + 1);
+    assert_eq!(
+        het_fields,
+        vec![(het, het, 0, set.clone()), (het + 1, het, 1, set)]
+    );
     c.run("scancel", &[&het.to_string()]);
     c.wait_for("both components to end", || {
         c.run("squeue", &["-h", "-j", &het.to_string()])
@@ -207,7 +252,7 @@ fn sbatch_takes_components_separated_by_colons_and_scancel_ends_them_all() {
             "-o",
             "JobID,State",
             "-j",
-            &het.to_string(),
+            &format!("{het},{}", het + 1),
         ],
     );
     assert_eq!(
