@@ -260,3 +260,49 @@ fn sbatch_takes_components_separated_by_colons_and_scancel_ends_them_all() {
         format!("{het}+0|CANCELLED by 0\n{het}+1|CANCELLED by 0\n")
     );
 }
+
+#[test]
+fn a_pending_hetjob_survives_a_controller_restart_and_still_starts_whole() {
+    let mut c = Cluster::start("hetrestart", SMALL);
+    let blocker = c.sbatch(&["-J", "block", "-c", "2", "-t", "5", "--wrap", "sleep 600"]);
+    c.wait_for("the blocker to run", || {
+        c.run("squeue", &["-h", "-o", "%t", "-j", &blocker.to_string()])
+            .stdout
+            .trim()
+            == "R"
+    });
+    let het = c.sbatch(&[
+        "-J",
+        "het",
+        "-c",
+        "2",
+        "-t",
+        "5",
+        ":",
+        "-c",
+        "2",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let listed = |c: &Cluster| {
+        let mut l: Vec<String> = c
+            .run("squeue", &["-h", "-o", "%i %t", "-j", &het.to_string()])
+            .stdout
+            .lines()
+            .map(str::to_string)
+            .collect();
+        l.sort();
+        l.join("\n")
+    };
+    let pending = format!("{het}+0 PD\n{het}+1 PD");
+    c.wait_for("the hetjob to wait", || listed(&c) == pending);
+    c.crash_and_restart_controller();
+    // Read back as components, still waiting whole beside the blocker.
+    c.wait_for("the hetjob to be listed again", || listed(&c) == pending);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(listed(&c), pending);
+    c.run("scancel", &[&blocker.to_string()]);
+    let running = format!("{het}+0 R\n{het}+1 R");
+    c.wait_for("both components to start", || listed(&c) == running);
+    c.run("scancel", &[&het.to_string()]);
+}
