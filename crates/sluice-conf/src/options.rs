@@ -204,6 +204,9 @@ pub struct JobOptions {
     pub no_shell: bool,
     /// `--reservation`.
     pub reservation: Option<String>,
+    /// `srun --het-group`: the heterogeneous job components to run the step in, as
+    /// given (`1`, `0,2`, `1-3`).
+    pub het_group: Option<String>,
     /// `-Q/--quiet`.
     pub quiet: bool,
     /// `-v/--verbose` count.
@@ -467,7 +470,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::required("gres", None).tag(Support::Acts),
     Opt::required("gres-flags", None).tag(Support::Warns),
     Opt::flag("help", Some('h')).tag(Support::Acts),
-    Opt::required("het-group", None).tag(Support::Refuses),
+    Opt::required("het-group", None).tag(Support::Acts),
     Opt::required("hint", None).tag(Support::Warns),
     Opt::flag("hold", Some('H')).tag(Support::Acts),
     Opt::optional("immediate", Some('I')).tag(Support::Refuses),
@@ -510,7 +513,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::flag("oversubscribe", Some('s')).tag(Support::Warns),
     Opt::required("pack-group", None)
         .alias_of("het-group")
-        .tag(Support::Refuses),
+        .tag(Support::Acts),
     Opt::required("partition", Some('p')).tag(Support::Acts),
     Opt::required("power", None).tag(Support::Warns),
     Opt::required("prefer", None).tag(Support::Warns),
@@ -1046,6 +1049,7 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "quiet" => o.quiet = true,
         "requeue" => o.requeue = Some(true),
         "reservation" => o.reservation = s(),
+        "het-group" => o.het_group = s(),
         "signal" => o.signal = Some(parse_signal(v)?),
         "sockets-per-node" => o.sockets_per_node = Some(positive(v, name)?),
         "switches" => o.switches = Some(parse_switches(v)?),

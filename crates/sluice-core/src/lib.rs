@@ -17,6 +17,7 @@ pub mod fairshare;
 mod free_now;
 pub mod gpu_pick;
 pub mod gpus;
+mod het;
 pub mod ids;
 pub mod job;
 pub mod limits;

@@ -160,6 +160,8 @@ pub struct Scheduler {
     pub(crate) generation: u64,
     /// Which GPUs and shards every running job holds (see [`crate::gpus`]).
     pub(crate) gpus: GpuBook,
+    /// Heterogeneous jobs' groups (see [`crate::het`]).
+    pub(crate) het: crate::het::Book,
 }
 
 impl Scheduler {
@@ -207,6 +209,7 @@ impl Scheduler {
             unavailable: Default::default(),
             generation: 0,
             gpus,
+            het: Default::default(),
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -590,6 +593,40 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Ties pending jobs into one heterogeneous job (Slurm's hetjob): `members` in
+    /// component order, the leader (offset 0) first. They then start together or not at
+    /// all, at the leader's place in the queue (see [`crate::het`]). Jobs not pending
+    /// are left out.
+    pub fn set_het_group(&mut self, members: &[JobId]) {
+        self.generation += 1;
+        let members: Vec<JobId> = members
+            .iter()
+            .copied()
+            .filter(|m| {
+                self.jobs
+                    .get(m)
+                    .is_some_and(|j| j.state == JobState::Pending)
+            })
+            .collect();
+        if members.len() > 1 {
+            self.het.link(&members);
+            self.backfill.dirty = true;
+        }
+    }
+
+    /// The components of `id`'s heterogeneous job, leader first, while any is live;
+    /// `None` for a job of no group.
+    pub fn het_group(&self, id: JobId) -> Option<&[JobId]> {
+        self.het.group(id).map(|g| &g[..])
+    }
+
+    /// For a pending heterogeneous job (any of its components): the first component
+    /// that does not fit now beside those before it, which the whole job waits for;
+    /// `None` when every component fits, or for a job of no group.
+    pub fn het_waiting_on(&self, id: JobId, now: Time) -> Option<JobId> {
+        crate::het::waiting_on(self, id, now)
+    }
+
     /// Replaces a pending job's spec (the job with `spec.id`) with `spec`, as if it had
     /// been submitted so: what `explain`'s counterfactuals ask ("what if it asked for
     /// fewer GPUs?"), and a way to carry out `scontrol update` on a pending job. The job
@@ -680,6 +717,7 @@ impl Scheduler {
         reservation::job_gone(self, id, now);
         let job = self.jobs.remove(&id).expect("checked above");
         self.usage.remove(id, now);
+        self.het.forget(id);
         crate::borrow::ended(self, id);
         let alloc = job.alloc.as_ref().expect("running jobs have an allocation");
         let end = self
@@ -844,6 +882,7 @@ impl Scheduler {
         self.queue.remove(&key);
         let job = self.jobs.remove(&id).expect("checked above");
         self.usage.remove(id, now);
+        self.het.forget(id);
         self.begins.remove(&(job.spec.begin, id));
         if let Some(l) = job.spec.request.switches {
             self.begins.remove(&(l.until, id));
@@ -1107,6 +1146,7 @@ impl Scheduler {
         }
         reservation::explain(self, now);
         self.explain_fresh(now);
+        crate::het::share_reasons(self);
         crate::preempt::pass(self, now, &mut out);
         out
     }
@@ -1228,7 +1268,13 @@ impl Scheduler {
     /// go, and it is not in a reservation (those are started by
     /// [`crate::reservation`]'s pass); sets its reason when not.
     pub(crate) fn eligible(&mut self, id: JobId, now: Time) -> bool {
-        self.eligible_as_job(id, now) && self.resv.of_job(id).is_none()
+        if self.het.is_follower(id) {
+            // A heterogeneous job's component other than its leader is started with it.
+            return crate::het::eligible(self, id, now);
+        }
+        self.eligible_as_job(id, now)
+            && self.resv.of_job(id).is_none()
+            && crate::het::eligible(self, id, now)
     }
 
     /// Whether `id` may start at `now` as far as time and partition go; sets its reason
@@ -1312,7 +1358,18 @@ impl Scheduler {
     /// job's window, and stops as soon as the job is placed: on a large cluster a job
     /// that fits costs a few node checks, not a sweep. It chooses exactly what
     /// [`Profile::earliest_start`] would choose at `now`.
+    ///
+    /// For a heterogeneous job's leader, only when every component fits too, each beside
+    /// those before it (see [`crate::het::fit_now`]).
     pub(crate) fn fit_now(&self, id: JobId, now: Time) -> Option<Vec<NodeAlloc>> {
+        if self.het.is_leader(id) {
+            return crate::het::fit_now(self, id, now);
+        }
+        self.fit_now_alone(id, now)
+    }
+
+    /// [`Scheduler::fit_now`] for `id` on its own, whatever group it belongs to.
+    pub(crate) fn fit_now_alone(&self, id: JobId, now: Time) -> Option<Vec<NodeAlloc>> {
         let job = &self.jobs[&id];
         let req = &job.spec.request;
         let part = job.spec.partition;
@@ -1456,8 +1513,23 @@ impl Scheduler {
     }
 
     /// Starts a pending job at `now` on `nodes`. With `claimed`, its claim is already on
-    /// the profile (a reservation coming due); otherwise it is added.
+    /// the profile (a reservation coming due); otherwise it is added. A heterogeneous
+    /// job's leader starts the other components with it, in the same decisions.
     pub(crate) fn start(
+        &mut self,
+        id: JobId,
+        now: Time,
+        nodes: Vec<NodeAlloc>,
+        pass: Pass,
+        claimed: bool,
+        out: &mut Vec<Decision>,
+    ) {
+        self.start_alone(id, now, nodes, pass, claimed, out);
+        crate::het::start_rest(self, id, now, pass, out);
+    }
+
+    /// [`Scheduler::start`] for `id` alone.
+    pub(crate) fn start_alone(
         &mut self,
         id: JobId,
         now: Time,

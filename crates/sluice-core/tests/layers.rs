@@ -75,6 +75,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "borrow",
             "unavailable",
             "side_claims",
+            "het",
         ],
     ),
     (

@@ -172,6 +172,10 @@ pub struct Caller {
     pub admin: bool,
 }
 
+/// Slurm's refusal to act on one component of a pending heterogeneous job.
+pub const HET_COMPONENT: &str =
+    "Operation not permitted on individual component of heterogeneous job";
+
 /// A checked submission, ready to be made durable.
 #[derive(Clone, Debug)]
 pub struct Prepared {
@@ -182,12 +186,14 @@ pub struct Prepared {
     script: Option<BatchScript>,
     /// Warnings for the user.
     pub warnings: Vec<String>,
+    /// A heterogeneous job's components after the first, each checked as a job.
+    het: Vec<Prepared>,
 }
 
 impl Prepared {
     /// How many ids the submission needs (one per array task).
     pub fn ids(&self) -> u64 {
-        self.tasks.len().max(1) as u64
+        self.tasks.len().max(1) as u64 + self.het.len() as u64
     }
 
     /// Its script and environment, for the store ([`Controller::inserted`]); the
@@ -206,6 +212,25 @@ impl Prepared {
     /// (Slurm takes those ids only as the tasks start, so a job submitted in between
     /// may take one of them there; here they are the array's from its submission.)
     pub fn jobs(&self, first: JobId) -> Vec<Job> {
+        if !self.het.is_empty() {
+            // A heterogeneous job: the leader and its components, consecutive ids.
+            let size = self.het.len() as u32 + 1;
+            return std::iter::once(self)
+                .chain(self.het.iter())
+                .enumerate()
+                .map(|(i, p)| {
+                    let mut r = p.template.clone();
+                    r.id = JobId(first.0 + i as u64);
+                    r.het = Some(sluice_proto::types::HetJob {
+                        job_id: first.0,
+                        offset: i as u32,
+                        size,
+                    });
+                    resolve_paths(&mut r, "%N");
+                    r
+                })
+                .collect();
+        }
         if self.tasks.is_empty() {
             let mut r = self.template.clone();
             r.id = first;
@@ -558,6 +583,14 @@ impl Controller {
         group: &str,
         now: i64,
     ) -> Result<Prepared, String> {
+        let components = std::mem::take(&mut desc.het_components);
+        if !components.is_empty() && desc.array.is_some() {
+            return Err("Job arrays not supported for heterogeneous jobs".into());
+        }
+        let het = components
+            .into_iter()
+            .map(|c| self.check_submission(c, caller, user, group, now))
+            .collect::<Result<Vec<Prepared>, String>>()?;
         // Kept in the store, not in memory (see `state/script.rs`).
         let script = BatchScript::take(&mut desc);
         if self.jobs.len() >= self.conf.max_job_count {
@@ -710,6 +743,7 @@ impl Controller {
             idle_gpus: None,
             service: None,
             suspension: None,
+            het: None,
         };
         if max_nodes > 0 && max_nodes < min_nodes {
             return Err(NODE_CONFIG.into());
@@ -743,6 +777,7 @@ impl Controller {
             throttle,
             script,
             warnings: Vec::new(),
+            het,
         })
     }
 
@@ -1055,6 +1090,9 @@ impl Controller {
         let mut jobs = p.jobs(JobId(first));
         let desc = self.descs.share(p.template.uid, &p.template.desc);
         for j in &mut jobs {
+            if j.het.is_some_and(|h| h.offset > 0) {
+                continue; // a heterogeneous job's component keeps its own
+            }
             j.desc = desc.clone();
         }
         jobs
@@ -1098,9 +1136,18 @@ impl Controller {
     /// [`Controller::release_outside`] for the jobs `ids` only.
     fn release(&mut self, ids: Vec<JobId>, now: i64) -> Vec<Effect> {
         let mut effects = Vec::new();
+        let mut het_leaders = Vec::new();
         for id in ids {
-            let reason = self.blocked_reason(id, now);
+            // A heterogeneous job's components enter the queue together or not at all.
+            let reason = self
+                .blocked_reason(id, now)
+                .or_else(|| self.het_blocked(id, now));
             let r = self.jobs.get_mut(&id).expect("outside jobs have records");
+            if let Some(h) = r.het {
+                if reason.is_none() && !het_leaders.contains(&h.job_id) {
+                    het_leaders.push(h.job_id);
+                }
+            }
             match reason {
                 Some(reason) => {
                     r.reason = reason;
@@ -1160,7 +1207,43 @@ impl Controller {
                 }
             }
         }
+        for leader in het_leaders {
+            self.link_het(JobId(leader));
+        }
         effects
+    }
+
+    /// The ids of the components of `id`'s heterogeneous job, leader first (`id` alone
+    /// for any other job).
+    pub(crate) fn het_members(&self, id: JobId) -> Vec<JobId> {
+        match self.jobs.get(&id).and_then(|r| r.het) {
+            Some(h) => (0..h.size as u64)
+                .map(|i| JobId(h.job_id + i))
+                .filter(|m| self.jobs.get(m).is_some_and(|r| r.het.is_some()))
+                .collect(),
+            None => vec![id],
+        }
+    }
+
+    /// Why another component of `id`'s heterogeneous job may not enter the queue yet:
+    /// then neither may `id`.
+    fn het_blocked(&self, id: JobId, now: i64) -> Option<Reason> {
+        self.het_members(id)
+            .into_iter()
+            .filter(|&m| m != id && self.jobs[&m].state == JobState::Pending)
+            .find_map(|m| self.blocked_reason(m, now))
+    }
+
+    /// Ties the components of heterogeneous job `leader` together in the core, once
+    /// all of them are queued there.
+    fn link_het(&mut self, leader: JobId) {
+        let members = self.het_members(leader);
+        if members
+            .iter()
+            .all(|m| self.jobs[m].state == JobState::Pending && !self.outside.contains(m))
+        {
+            self.sched.set_het_group(&members);
+        }
     }
 
     /// Why a pending job may not enter the queue yet (Slurm's reason), if it may not.
@@ -1383,6 +1466,39 @@ impl Controller {
         }
         if record.desc.interactive {
             self.interactive.insert(id);
+        } else if let Some(h) = record.het {
+            // A heterogeneous job's script runs on its leader's first node once every
+            // component has started (they start in the same pass).
+            let members = self.het_members(id);
+            if members
+                .iter()
+                .all(|m| self.jobs[m].state == JobState::Running)
+            {
+                let leader = self.stored(&self.jobs[&JobId(h.job_id)]);
+                let first = leader.nodes.first().cloned().unwrap_or_default();
+                let node = self.conf.node_id(&first).map_or(0, |n| n.index());
+                let mut environment = batch_environment(&leader, &self.conf, &self.state_dir);
+                let records: Vec<JobRecord> =
+                    members.iter().map(|m| self.stored(&self.jobs[m])).collect();
+                environment.extend(het_variables(&records));
+                let devices = self.conf.constrain_devices.then(|| {
+                    device_files(
+                        self.conf.gres_devices.get(node).map_or(&[], Vec::as_slice),
+                        &gpu_env::gpus_on_node(&leader, 0),
+                        &leader.desc,
+                    )
+                });
+                effects.push(Effect::Launch {
+                    node: first,
+                    order: Box::new(LaunchBatch {
+                        job: leader,
+                        environment,
+                        kill_wait: self.conf.kill_wait,
+                        incarnation: String::new(),
+                        devices,
+                    }),
+                });
+            }
         } else {
             let environment = batch_environment(&record, &self.conf, &self.state_dir);
             let devices = self.conf.constrain_devices.then(|| {
@@ -1587,7 +1703,48 @@ impl Controller {
         }
         self.usage.job_ended(id, now);
         self.idle.forget(id);
+        effects.extend(self.het_components_ended(id, now));
         effects.extend(self.schedule(now));
+        effects
+    }
+
+    /// After heterogeneous job `leader`'s batch script ended: its other components,
+    /// which run no script of their own, end with it, in its state.
+    fn het_components_ended(&mut self, leader: JobId, now: i64) -> Vec<Effect> {
+        let Some(h) = self.jobs.get(&leader).and_then(|r| r.het) else {
+            return Vec::new();
+        };
+        if h.offset != 0 {
+            return Vec::new();
+        }
+        let (state, end, exit_code, signal, cancelled_by) = {
+            let r = &self.jobs[&leader];
+            (r.state, r.end_time, r.exit_code, r.signal, r.cancelled_by)
+        };
+        let mut effects = Vec::new();
+        for m in self.het_members(leader).into_iter().skip(1) {
+            if self.jobs[&m].state != JobState::Running {
+                continue;
+            }
+            self.sched.job_ended(m, now);
+            let r = self.jobs.get_mut(&m).expect("a member");
+            r.state = state;
+            r.end_time = end;
+            r.exit_code = exit_code;
+            r.signal = signal;
+            r.cancelled_by = r.cancelled_by.or(cancelled_by);
+            if let Some(why) = Reason::ended(state, exit_code, signal) {
+                r.reason = why;
+            }
+            self.audit_ended(m, now);
+            let nodes: Vec<String> = self.jobs[&m]
+                .node_ids()
+                .map(|n| self.conf.cluster.node(n).name.clone())
+                .collect();
+            self.liveness.busy_until(&nodes, now);
+            effects.push(self.persist(m));
+            self.usage.job_ended(m, now);
+        }
         effects
     }
 
@@ -1658,6 +1815,10 @@ impl Controller {
                         .filter(|j| j.array.is_some_and(|a| a.0 == job))
                         .map(|j| j.id)
                         .collect(),
+                    // A heterogeneous job's leader stands for all its components.
+                    _ if head.and_then(|h| h.het).is_some_and(|h| h.offset == 0) => {
+                        self.het_members(job)
+                    }
                     _ => head.map(|h| vec![h.id]).unwrap_or_default(),
                 }
             }
@@ -1680,6 +1841,17 @@ impl Controller {
         let mut alone: BTreeSet<JobId> = BTreeSet::new();
         for &(job, task) in &req.jobs {
             let job = JobId(job);
+            // A pending heterogeneous job is cancelled whole, by its leader's id.
+            if task.is_none()
+                && self.jobs.get(&job).is_some_and(|r| {
+                    r.state == JobState::Pending && r.het.is_some_and(|h| h.offset > 0)
+                })
+            {
+                return Err(ApiError::new(
+                    ErrorCode::Invalid,
+                    format!("Kill job error on job id {job}: {HET_COMPONENT}"),
+                ));
+            }
             let found = self.select(job, task);
             // Cancelling an unknown job quietly succeeds; signalling one is an error.
             if found.is_empty() && req.signal.is_some() {
@@ -1699,6 +1871,20 @@ impl Controller {
             }
             ids.extend(found);
         }
+        // A running heterogeneous job's components end with its leader's script.
+        let leaders: BTreeSet<u64> = ids
+            .iter()
+            .filter_map(|id| self.jobs.get(id)?.het)
+            .filter(|h| h.offset == 0)
+            .map(|h| h.job_id)
+            .collect();
+        ids.retain(|id| {
+            self.jobs.get(id).and_then(|r| r.het).is_none_or(|h| {
+                h.offset == 0
+                    || !leaders.contains(&h.job_id)
+                    || self.jobs[id].state != JobState::Running
+            })
+        });
         if req.jobs.is_empty() && !req.records.is_empty() {
             // Chosen by the caller's filters: as the filters below choose (a record
             // gone since is left alone, as a job finished since).
@@ -3353,6 +3539,57 @@ pub fn allocation_variables(r: &JobRecord, cluster_name: &str) -> Vec<(String, S
 }
 
 /// `SLURM_MEM_PER_CPU` or `SLURM_MEM_PER_NODE` for a job with memory request `asked`.
+/// A heterogeneous job's variables for each of its components (`records`, in offset
+/// order), as Slurm 22.05 sets them in the batch job's environment: each name with
+/// `_HET_GROUP_n` and, for the older spelling, `_PACK_GROUP_n`; and the size as
+/// `SLURM_HET_SIZE` and `SLURM_PACK_SIZE`.
+pub fn het_variables(records: &[JobRecord]) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for (n, r) in records.iter().enumerate() {
+        let mut one: Vec<(&str, String)> = vec![
+            ("SLURM_JOB_ACCOUNT", r.account.clone()),
+            (
+                "SLURM_JOB_CPUS_PER_NODE",
+                tasks_per_node_string(&r.cpus_per_node),
+            ),
+            ("SLURM_JOB_ID", r.id.to_string()),
+            ("SLURM_JOB_NAME", r.desc.name.clone()),
+            (
+                "SLURM_JOB_NODELIST",
+                sluice_conf::hostlist::compress(&r.nodes),
+            ),
+            ("SLURM_JOB_NUM_NODES", r.nodes.len().to_string()),
+            ("SLURM_JOB_PARTITION", r.partition.clone()),
+            ("SLURM_JOB_QOS", r.qos.clone()),
+        ];
+        if let Some(resv) = &r.desc.reservation {
+            one.push(("SLURM_JOB_RESERVATION", resv.clone()));
+        }
+        if let Some((name, value)) = memory_variable(r.desc.memory, r) {
+            one.push((name, value));
+        }
+        one.push((
+            "SLURM_TASKS_PER_NODE",
+            tasks_per_node_string(&r.tasks_per_node),
+        ));
+        // What sbatch passes on for each component it was given.
+        if let Some(c) = r.desc.cpus_per_task {
+            one.push(("SLURM_CPUS_PER_TASK", c.to_string()));
+        }
+        if r.desc.ntasks.is_some() || r.desc.ntasks_per_node.is_some() {
+            one.push(("SLURM_NTASKS", r.ntasks.to_string()));
+            one.push(("SLURM_NPROCS", r.ntasks.to_string()));
+        }
+        for (name, value) in one {
+            v.push((format!("{name}_PACK_GROUP_{n}"), value.clone()));
+            v.push((format!("{name}_HET_GROUP_{n}"), value));
+        }
+    }
+    v.push(("SLURM_PACK_SIZE".into(), records.len().to_string()));
+    v.push(("SLURM_HET_SIZE".into(), records.len().to_string()));
+    v
+}
+
 fn memory_variable(asked: Option<MemoryRequest>, r: &JobRecord) -> Option<(&'static str, String)> {
     match asked? {
         MemoryRequest::PerCpu(m) => Some(("SLURM_MEM_PER_CPU", m.to_string())),

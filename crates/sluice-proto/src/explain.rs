@@ -80,7 +80,8 @@ pub enum SuggestionSearch {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cause {
     /// The family: `dependency`, `hold`, `begin`, `partition`, `limit`, `reservation`,
-    /// `resources` or `priority`.
+    /// `resources`, `priority` or `hetjob` (the component a heterogeneous job waits
+    /// for).
     pub family: String,
     /// Slurm's reason code for it (`Dependency`, `QOSMaxGRESPerUser`, ...).
     pub reason: String,

@@ -140,6 +140,8 @@ pub struct ListedJob {
     /// Its latest run's suspensions (run times leave them out).
     #[serde(rename = "su", default, skip_serializing_if = "Option::is_none")]
     pub suspension: Option<crate::types::Suspension>,
+    #[serde(rename = "het", default, skip_serializing_if = "Option::is_none")]
+    pub het: Option<crate::types::HetJob>,
 }
 
 impl ListedJob {
@@ -188,6 +190,7 @@ impl ListedJob {
             service: d.service,
             service_state: r.service_state,
             suspension: r.suspension,
+            het: r.het,
         }
     }
 
@@ -223,6 +226,7 @@ impl ListedJob {
             min_nodes: self.min_nodes,
             service_state: self.service_state,
             suspension: self.suspension,
+            het: self.het,
             ..Default::default()
         };
         let d = &mut r.desc;

@@ -282,6 +282,11 @@ pub struct JobDescription {
     /// stable address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<crate::service::ServiceSpec>,
+    /// A heterogeneous job's components after the first (`sbatch ... : ...`, `#SBATCH
+    /// hetjob`), each its own request; this description is the first component's
+    /// (the leader, where the batch script runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub het_components: Vec<JobDescription>,
 }
 
 /// Identifies a step of a job.
@@ -529,6 +534,9 @@ pub struct JobRecord {
     /// holds its port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_tcp: Option<String>,
+    /// A heterogeneous job's component: its leader, offset and the job's size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub het: Option<HetJob>,
 }
 
 /// Who holds a pending job back.
@@ -681,7 +689,34 @@ impl JobRecord {
                 s.push(']');
                 s
             }
-            _ => self.id.to_string(),
+            _ => match self.het {
+                Some(h) => format!("{}+{}", h.job_id, h.offset),
+                None => self.id.to_string(),
+            },
+        }
+    }
+}
+
+/// A heterogeneous job's component (Slurm's hetjob): the leader's id, which the whole
+/// job goes by, this component's offset (0 for the leader) and how many components
+/// the job has. Components have consecutive ids, the leader's first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HetJob {
+    /// The leader's id (`HetJobId`).
+    pub job_id: u64,
+    /// This component's offset (`HetJobOffset`).
+    pub offset: u32,
+    /// Components in the job.
+    pub size: u32,
+}
+
+impl HetJob {
+    /// The ids of every component, as Slurm's `HetJobIdSet` prints them (`12-13`).
+    pub fn id_set(&self) -> String {
+        if self.size <= 1 {
+            self.job_id.to_string()
+        } else {
+            format!("{}-{}", self.job_id, self.job_id + self.size as u64 - 1)
         }
     }
 }

@@ -276,6 +276,12 @@ pub fn cwd() -> PathBuf {
 /// part ignored). Returns (job, task list or none).
 pub fn parse_job_arg(s: &str) -> Option<Vec<(u64, Option<u32>)>> {
     let s = s.split('.').next()?;
+    // A heterogeneous job's component: `LEADER+OFFSET`, whose id is LEADER + OFFSET.
+    if let Some((leader, offset)) = s.split_once('+') {
+        let leader: u64 = leader.parse().ok()?;
+        let offset: u64 = offset.parse().ok()?;
+        return Some(vec![(leader + offset, None)]);
+    }
     match s.split_once('_') {
         None => Some(vec![(s.parse().ok()?, None)]),
         Some((j, t)) => {

@@ -73,6 +73,11 @@ pub const GROUPS: &[Group] = &[
             e("exclusive", "user", "whole nodes, shared with no other job"),
             e("exact", "", "the step gets only the CPUs its tasks ask for"),
             e("overlap", "", "the step may share CPUs with the job's other steps"),
+            e(
+                "het-group",
+                "value",
+                "run the step in these components of a heterogeneous job",
+            ),
             e("mem-per-cpu", "MB", "memory per allocated CPU"),
         ],
     },

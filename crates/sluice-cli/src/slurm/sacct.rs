@@ -882,9 +882,34 @@ pub fn main(args: Vec<String>) -> i32 {
         duplicates,
     };
     let client = controller();
-    let acct: sluice_proto::types::Accounting = client
+    let mut acct: sluice_proto::types::Accounting = client
         .post("/v1/accounting", &query)
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    // A heterogeneous job's leader named stands for all its components (Slurm's
+    // `--whole-hetjob` default for a leader; with `-X`, Slurm 22.05 shows the leader
+    // alone): their records are asked for too.
+    let members: Vec<u64> = acct
+        .jobs
+        .iter()
+        .filter_map(|j| j.het)
+        .filter(|h| !alloc_only && h.offset == 0 && query.jobs.contains(&h.job_id))
+        .flat_map(|h| (1..h.size as u64).map(move |i| h.job_id + i))
+        .filter(|m| !query.jobs.contains(m))
+        .collect();
+    if !members.is_empty() {
+        let more: sluice_proto::types::Accounting = client
+            .post(
+                "/v1/accounting",
+                &AccountingQuery {
+                    jobs: members,
+                    tasks: Vec::new(),
+                    ..query.clone()
+                },
+            )
+            .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+        acct.jobs.extend(more.jobs);
+        acct.steps.extend(more.steps);
+    }
     let cluster = client
         .get::<sluice_proto::types::ConfigInfo>("/v1/config")
         .map(|c| c.cluster_name)
@@ -902,7 +927,11 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
         Some(tk) => j.array == Some((id, tk)),
-        None => j.id == id || j.array.is_some_and(|a| a.0 == id),
+        None => {
+            j.id == id
+                || j.array.is_some_and(|a| a.0 == id)
+                || (!alloc_only && j.het.is_some_and(|h| h.job_id == id))
+        }
     };
     let mut selected: Vec<&JobRecord> = acct
         .jobs

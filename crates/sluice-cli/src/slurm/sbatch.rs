@@ -136,6 +136,7 @@ pub fn describe_job(
         command,
         interactive,
         service: None,
+        het_components: Vec::new(),
     })
 }
 
@@ -221,13 +222,87 @@ fn script_refusal(script: &str, wrapped: bool) -> Option<&'static [&'static str]
 }
 
 /// Runs `sbatch` with `args` (without the program name); returns the exit status.
+/// Options a heterogeneous job's component takes from the one before it, as Slurm's
+/// `sbatch` propagates them (its `heterogeneous_jobs` documentation lists them); the
+/// shape of the request (tasks, nodes, CPUs, memory per CPU, GPUs, partition) is each
+/// component's own.
+fn propagated(prev: &JobOptions) -> JobOptions {
+    JobOptions {
+        job_name: prev.job_name.clone(),
+        output: prev.output.clone(),
+        error: prev.error.clone(),
+        input: prev.input.clone(),
+        account: prev.account.clone(),
+        qos: prev.qos.clone(),
+        time: prev.time,
+        time_min: prev.time_min,
+        chdir: prev.chdir.clone(),
+        requeue: prev.requeue,
+        open_mode: prev.open_mode,
+        export: prev.export.clone(),
+        comment: prev.comment.clone(),
+        acctg_freq: prev.acctg_freq.clone(),
+        wckey: prev.wckey.clone(),
+        hold: prev.hold,
+        parsable: prev.parsable,
+        test_only: prev.test_only,
+        wait: prev.wait,
+        dependency: prev.dependency.clone(),
+        dependency_text: prev.dependency_text.clone(),
+        begin: prev.begin.clone(),
+        signal: prev.signal.clone(),
+        exclude: prev.exclude.clone(),
+        nice: prev.nice,
+        reservation: prev.reservation.clone(),
+        quiet: prev.quiet,
+        verbose: prev.verbose,
+        ..JobOptions::default()
+    }
+}
+
+/// A script's `#SBATCH` words, one list per heterogeneous job component (split at
+/// `#SBATCH hetjob`, or 22.05's older `#SBATCH packjob` with Slurm's warning).
+fn directive_components(words: Vec<String>, quiet: bool) -> Vec<Vec<String>> {
+    let mut out = vec![Vec::new()];
+    for w in words {
+        if w == "hetjob" || w == "packjob" {
+            if w == "packjob" && !quiet {
+                eprintln!(
+                    "sbatch: Warning: the \"packjob\" component separator is being \
+                     deprecated. Please, use \"hetjob\" instead."
+                );
+            }
+            out.push(Vec::new());
+        } else {
+            out.last_mut().expect("never empty").push(w);
+        }
+    }
+    out
+}
+
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sbatch";
+    // `sbatch OPTS : OPTS ... SCRIPT`: one group of options per heterogeneous job
+    // component; the script and its arguments end the last group.
+    let groups: Vec<Vec<String>> = args.split(|a| a == ":").map(<[String]>::to_vec).collect();
+    let args = groups[0].clone();
     let mut first = JobOptions::default();
-    let rest = match parse_args(Command::Sbatch, &args, &mut first) {
+    let mut rest = match parse_args(Command::Sbatch, &args, &mut first) {
         Ok(r) => r,
         Err(e) => option_error(&program(ME), e),
     };
+    let mut later: Vec<JobOptions> = Vec::new();
+    for g in &groups[1..] {
+        let mut o = JobOptions::default();
+        match parse_args(Command::Sbatch, g, &mut o) {
+            Ok(r) => rest = r,
+            Err(e) => option_error(&program(ME), e),
+        }
+        if first.wrap.is_none() {
+            first.wrap = o.wrap.clone();
+        }
+        later.push(o);
+    }
     if first.version {
         println!("{VERSION}");
         return 0;
@@ -268,25 +343,37 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         std::process::exit(1);
     }
-    // #SBATCH lines first, the command line over them.
-    let mut opts = JobOptions::default();
-    match parse_args(
-        Command::Sbatch,
-        &script_directives(&script, "#SBATCH"),
-        &mut opts,
-    ) {
-        Err(e) => option_error(ME, e),
-        // A word that is no option ends sbatch's getopt walk of the directives.
-        Ok(rest) if !rest.is_empty() => fail(
-            ME,
-            format!("Invalid directive found in batch script: {}", rest[0]),
-            USAGE_EXIT,
-        ),
-        Ok(_) => {}
+    // #SBATCH lines first, the command line over them; component by component.
+    let directives = directive_components(script_directives(&script, "#SBATCH"), first.quiet);
+    let count = directives.len().max(groups.len());
+    let mut components: Vec<JobOptions> = Vec::with_capacity(count);
+    for i in 0..count {
+        let mut opts = match components.last() {
+            Some(prev) => propagated(prev),
+            None => JobOptions::default(),
+        };
+        match parse_args(
+            Command::Sbatch,
+            directives.get(i).map_or(&[][..], Vec::as_slice),
+            &mut opts,
+        ) {
+            Err(e) => option_error(ME, e),
+            // A word that is no option ends sbatch's getopt walk of the directives.
+            Ok(rest) if !rest.is_empty() => fail(
+                ME,
+                format!("Invalid directive found in batch script: {}", rest[0]),
+                USAGE_EXIT,
+            ),
+            Ok(_) => {}
+        }
+        if let Some(g) = groups.get(i) {
+            if let Err(e) = parse_args(Command::Sbatch, g, &mut opts) {
+                option_error(&program(ME), e);
+            }
+        }
+        components.push(opts);
     }
-    if let Err(e) = parse_args(Command::Sbatch, &args, &mut opts) {
-        option_error(&program(ME), e);
-    }
+    let opts = components.remove(0);
     for w in &opts.warnings {
         if !opts.quiet {
             eprintln!("{ME}: warning: {w}");
@@ -331,6 +418,19 @@ pub fn main(args: Vec<String>) -> i32 {
     desc.service = service;
     if !rest.is_empty() && script_path.is_some() {
         desc.script_args = rest[1..].to_vec();
+    }
+    if !components.is_empty() && opts.array.is_some() {
+        fail(ME, "Job arrays not supported for heterogeneous jobs", 1);
+    }
+    for c in &components {
+        let cname = c.job_name.clone().unwrap_or_else(|| desc.name.clone());
+        let mut d = match describe_job(c, cname, String::new(), desc.command.clone(), false) {
+            Ok(d) => d,
+            Err(e) => fail(ME, e, USAGE_EXIT),
+        };
+        // The script and its environment are the leader's.
+        d.environment = Vec::new();
+        desc.het_components.push(d);
     }
     let client = controller();
     if opts.test_only {

@@ -146,13 +146,20 @@ pub fn main(args: Vec<String>) -> i32 {
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
+    // Components named `ID+N`, by the id they stand for.
+    let mut spelled: Vec<(u64, String)> = Vec::new();
     for ids in &operands {
         for part in ids
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter(|s| !s.is_empty())
         {
             match parse_job_arg(part) {
-                Some(v) => req.jobs.extend(v),
+                Some(v) => {
+                    if part.contains('+') {
+                        spelled.extend(v.iter().map(|j| (j.0, part.to_string())));
+                    }
+                    req.jobs.extend(v)
+                }
                 None => fail(ME, format!("Invalid job id {part}"), 1),
             }
         }
@@ -190,7 +197,19 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     match controller().post::<_, serde_json::Value>("/v1/cancel", &req) {
         Ok(_) => 0,
-        Err(e) => fail(ME, describe(&e), 1),
+        Err(e) => {
+            let msg = describe(&e);
+            if msg.ends_with(sluice_ctld::state::HET_COMPONENT) {
+                // As Slurm's scancel: the component as the user named it, and the
+                // error's number (ESLURM_NOT_HET_JOB_LEADER, 2108) as the status.
+                let msg = spelled.iter().fold(msg, |m, (id, as_named)| {
+                    m.replace(&format!("job id {id}:"), &format!("job id {as_named}:"))
+                });
+                eprintln!("{ME}: error: {msg}");
+                std::process::exit(2108 % 256);
+            }
+            fail(ME, msg, 1)
+        }
     }
 }
 

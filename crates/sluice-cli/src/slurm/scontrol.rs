@@ -22,11 +22,18 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = Vec::new();
     let mut p = |k: &str, val: String| v.push((k.to_string(), val));
     p("JobId", j.id.to_string());
+    if let Some(h) = j.het {
+        p("HetJobId", h.job_id.to_string());
+        p("HetJobOffset", h.offset.to_string());
+    }
     if let Some((a, task)) = j.array {
         p("ArrayJobId", a.to_string());
         p("ArrayTaskId", task.to_string());
     }
     p("JobName", j.desc.name.clone());
+    if let Some(h) = j.het {
+        p("HetJobIdSet", h.id_set());
+    }
     p("UserId", format!("{}({})", j.user, j.uid));
     p("GroupId", format!("{}({})", j.group, j.gid));
     p("MCS_label", "N/A".into());
@@ -280,6 +287,7 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
 }
 
 const JOB_BREAKS: &[&str] = &[
+    "HetJobIdSet",
     "UserId",
     "Priority",
     "JobState",
@@ -485,7 +493,11 @@ pub fn main(args: Vec<String>) -> i32 {
                                 .into_iter()
                                 .filter(|j| match task {
                                     Some(tk) => j.array == Some((job, tk)),
-                                    None => j.id == job || j.array.is_some_and(|a| a.0 == job),
+                                    None => {
+                                        j.id == job
+                                            || j.array.is_some_and(|a| a.0 == job)
+                                            || j.het.is_some_and(|h| h.job_id == job)
+                                    }
                                 })
                                 .collect();
                             if found.is_empty() {

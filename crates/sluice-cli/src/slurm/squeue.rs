@@ -657,7 +657,11 @@ pub fn main(args: Vec<String>) -> i32 {
         let want = |j: &JobRecord| {
             a.jobs.iter().any(|(id, task)| match task {
                 Some(t) => j.array == Some((*id, *t)),
-                None => j.id == *id || j.array.is_some_and(|x| x.0 == *id),
+                None => {
+                    j.id == *id
+                        || j.array.is_some_and(|x| x.0 == *id)
+                        || j.het.is_some_and(|h| h.job_id == *id)
+                }
             })
         };
         jobs.retain(|j| want(j));
@@ -760,7 +764,7 @@ fn write_field(code: char, j: &JobRecord, t: i64, noconvert: bool, out: &mut Str
             (Some((array, task)), _) => {
                 let _ = write!(out, "{array}_{task}");
             }
-            (None, None) => {
+            (None, None) if j.het.is_none() => {
                 let _ = write!(out, "{}", j.id);
             }
             _ => out.push_str(&j.display_id()),

@@ -105,6 +105,7 @@ fn job(j: &JobRecord, cluster: &str) -> Json {
     if started {
         flags.push(Json::str("JOB_WAS_RUNNING"));
     }
+    let het_set = j.het.map_or(String::new(), |h| h.id_set());
     let (array_job, array_task, array_string, array_max) = match (&j.array, &j.array_pending) {
         (Some((a, t)), _) => (*a as i64, Some(*t as i64), String::new(), 0),
         (None, Some((rest, throttle))) => {
@@ -226,9 +227,15 @@ fn job(j: &JobRecord, cluster: &str) -> Json {
         ("cpus", Json::Int(cpus as i64)),
         ("node_count", Json::Int(node_count as i64)),
         ("tasks", Json::Int(j.ntasks as i64)),
-        ("het_job_id", Json::Int(0)),
-        ("het_job_id_set", Json::str("")),
-        ("het_job_offset", Json::Int(0)),
+        (
+            "het_job_id",
+            Json::Int(j.het.map_or(0, |h| h.job_id as i64)),
+        ),
+        ("het_job_id_set", Json::str(het_set.as_str())),
+        (
+            "het_job_offset",
+            Json::Int(j.het.map_or(0, |h| h.offset as i64)),
+        ),
         ("partition", Json::str(&j.partition)),
         ("prefer", Json::str("")),
         (

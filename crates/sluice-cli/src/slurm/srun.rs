@@ -54,7 +54,13 @@ pub fn main(args: Vec<String>) -> i32 {
         Some(_) if opts.test_only => {
             fail(ME, "--test-only is not supported within an allocation", 1)
         }
-        Some(job) => run_step(&client, job, &opts, &argv).0,
+        Some(job) => match het_groups(&opts) {
+            None => run_step(&client, job, &opts, &argv).0,
+            Some(groups) if groups.len() == 1 => {
+                run_step(&client, het_component(job, groups[0]), &opts, &argv).0
+            }
+            Some(groups) => run_in_components(&groups),
+        },
         None => {
             if let Err(m) = sluice_conf::options::check_gpus_per_socket(&opts) {
                 fail(ME, m, 1);
@@ -121,6 +127,90 @@ fn create_step(client: &Client, job: u64, req: &StepRequest) -> StepPlan {
 
 /// Runs one step of job `job`; srun's exit status, and whether the step's memory limit
 /// killed some of it.
+/// The heterogeneous job components `--het-group` names (`1`, `0,2`, `1-3`), in
+/// order; `None` without the option. A child run for one component of several
+/// ([`run_in_components`]) names its own in `SLUICE_HET_GROUP`.
+fn het_groups(opts: &JobOptions) -> Option<Vec<u32>> {
+    if let Ok(one) = std::env::var("SLUICE_HET_GROUP") {
+        // Not the step's: its tasks must not see it.
+        std::env::remove_var("SLUICE_HET_GROUP");
+        if let Ok(n) = one.parse() {
+            return Some(vec![n]);
+        }
+    }
+    let spec = opts.het_group.as_deref()?;
+    let mut out = Vec::new();
+    for part in spec.split(',') {
+        let bad = || -> ! { fail(ME, format!("Invalid --het-group value: {spec}"), 1) };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (
+                    a.parse().unwrap_or_else(|_| bad()),
+                    b.parse().unwrap_or_else(|_| bad()),
+                );
+                if a > b {
+                    bad();
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().unwrap_or_else(|_| bad())),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// The job id of component `group` of the heterogeneous job this allocation is (its
+/// `SLURM_JOB_ID_HET_GROUP_n`); `job` itself for component 0 of any job. Slurm's
+/// error for a component the allocation does not have.
+fn het_component(job: u64, group: u32) -> u64 {
+    if let Some(id) = std::env::var(format!("SLURM_JOB_ID_HET_GROUP_{group}"))
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return id;
+    }
+    if group == 0 {
+        return job;
+    }
+    let max = std::env::var("SLURM_HET_SIZE")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .map_or(0, |n| n.saturating_sub(1));
+    fail(
+        ME,
+        format!("Requested het-group offset exceeds highest hetjob index ({group} > {max})"),
+        1,
+    )
+}
+
+/// `--het-group` naming several components: one step in each, at the same time, each
+/// run by a copy of this command for its component; the exit status is the highest.
+fn run_in_components(groups: &[u32]) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_default();
+    let exe = std::env::current_exe().unwrap_or_else(|e| fail(ME, e.to_string(), 1));
+    let rest: Vec<std::ffi::OsString> = args.collect();
+    let children: Vec<std::process::Child> = groups
+        .iter()
+        .map(|g| {
+            std::process::Command::new(&exe)
+                .arg0(&argv0)
+                .args(&rest)
+                .env("SLUICE_HET_GROUP", g.to_string())
+                .spawn()
+                .unwrap_or_else(|e| fail(ME, e.to_string(), 1))
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|mut c| c.wait().ok().and_then(|s| s.code()).unwrap_or(1))
+        .max()
+        .unwrap_or(0)
+}
+
 fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i32, bool) {
     // Before any thread starts, so that every thread inherits the blocked mask.
     let interrupts = forward_signals(job);
@@ -166,8 +256,10 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     let mut set = |k: &str, v: String| {
         env.insert(k.to_string(), v);
     };
-    set("SLURM_JOB_ID", job.to_string());
-    set("SLURM_JOBID", job.to_string());
+    // A heterogeneous job's component runs its steps under the whole job's id.
+    let job_id = record.het.map_or(job, |h| h.job_id);
+    set("SLURM_JOB_ID", job_id.to_string());
+    set("SLURM_JOBID", job_id.to_string());
     set("SLURM_JOB_NAME", record.desc.name.clone());
     set(
         "SLURM_JOB_NODELIST",

@@ -17,6 +17,7 @@ mod enforce;
 mod explain;
 mod gpu;
 mod harness;
+mod hetjobs;
 mod limits;
 mod logs;
 mod memory;

@@ -314,6 +314,41 @@ fn backfill_pass(
             continue;
         }
         tested += 1;
+        if s.het.is_leader(id) {
+            // A heterogeneous job: planned as one, every component where it fits beside
+            // the others, started together or reserved together.
+            match crate::het::plan(s, &plan, id, now, horizon, res) {
+                Some((t, parts)) if t == now => {
+                    bounds = StartBounds::default();
+                    reservation::release_on_plan(&mut plan, holds);
+                    s.backfill.plan = Some(plan);
+                    for (m, nodes) in parts {
+                        s.start_alone(m, now, nodes, Pass::Backfill, false, out);
+                    }
+                    plan = s.backfill.plan.take().expect("put back above");
+                    holds = reservation::claim_on_plan(s, &mut plan, now);
+                }
+                Some((t, parts)) if s.may_reserve(id) => {
+                    for (m, nodes) in parts {
+                        let end = round_up(t + s.jobs[&m].spec.time_limit, res);
+                        plan.claim_all(&nodes, t, end);
+                        reserved.push((nodes.clone(), t, end));
+                        let job = s.jobs.get_mut(&m).expect("queued job exists");
+                        job.planned_start = Some(t);
+                        job.alloc = Some(crate::job::Allocation { nodes });
+                        retained.push(m);
+                    }
+                }
+                _ => {
+                    for &m in s.het.group(id).cloned().expect("a leader").iter() {
+                        let job = s.jobs.get_mut(&m).expect("queued job exists");
+                        job.planned_start = None;
+                        job.alloc = None;
+                    }
+                }
+            }
+            continue;
+        }
         let job = &s.jobs[&id];
         let filter = s.filter_for(job);
         let limit = job.spec.time_limit;

@@ -133,6 +133,22 @@ fn place(
     before: Option<(Time, u64)>,
     out: &mut Vec<Decision>,
 ) {
+    if s.het.is_follower(id) {
+        // A heterogeneous job's component: started with its leader.
+        return;
+    }
+    if s.het.is_leader(id) {
+        // A heterogeneous job starts when all of it fits now; it holds no reservation.
+        let ready = s.jobs[&id].spec.begin <= now;
+        match ready.then(|| s.fit_now(id, now)).flatten() {
+            Some(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
+            None => {
+                s.set_reason(id, PendingReason::Resources);
+                s.conservative.unplanned.insert(key);
+            }
+        }
+        return;
+    }
     let job = &s.jobs[&id];
     let filter = s.filter_for(job);
     let limit = job.spec.time_limit;

@@ -317,6 +317,24 @@ impl Controller {
         if let Some(c) = self.reason_cause(r, x.reason, &x.queue) {
             e.causes.push(c);
         }
+        if let Some(h) = r.het {
+            // A heterogeneous job starts whole: which component it waits for.
+            let size = h.size;
+            let text = match self.sched.het_waiting_on(r.id, self.sched.last_pass()) {
+                Some(m) => format!(
+                    "heterogeneous job {}: its {size} components start together, and \
+                     component {}+{} does not fit now beside the others",
+                    h.job_id,
+                    h.job_id,
+                    m.0 - h.job_id
+                ),
+                None => format!(
+                    "heterogeneous job {}: its {size} components start together",
+                    h.job_id
+                ),
+            };
+            e.causes.push(cause("hetjob", x.reason.as_str(), text));
+        }
         // Every limit holding it, its reason's first (Slurm's precedence).
         e.causes
             .extend(x.limits.iter().map(|h| self.limit_cause(h)));

@@ -120,6 +120,8 @@ pub struct Job {
     /// Its latest run's suspensions by operators (`scontrol suspend`), if any. A
     /// suspended job stays `Running` here; its record says `SUSPENDED`.
     pub suspension: Option<Suspension>,
+    /// A heterogeneous job's component: leader, offset, size.
+    pub het: Option<sluice_proto::types::HetJob>,
 }
 
 /// Each owner's last submission (by uid): a submission the same as its owner's last
@@ -207,7 +209,10 @@ impl Job {
                 s.push(']');
                 s
             }
-            _ => self.id.to_string(),
+            _ => match self.het {
+                Some(h) => format!("{}+{}", h.job_id, h.offset),
+                None => self.id.to_string(),
+            },
         }
     }
 
@@ -322,6 +327,7 @@ impl Job {
             idle_gpus: r.idle_gpus.map(Box::new),
             service: r.service_state.map(Box::new),
             suspension: r.suspension,
+            het: r.het,
         }
     }
 
@@ -402,6 +408,7 @@ impl Job {
             service_url: conf.service_url(&self.desc),
             service_tcp: conf.service_tcp(&self.desc),
             suspension: self.suspension,
+            het: self.het,
         }
     }
 
@@ -456,6 +463,7 @@ impl Job {
             command: d.command.clone(),
             interactive: d.interactive,
             service: d.service.clone(),
+            het_components: Vec::new(),
         }
     }
 }

@@ -261,8 +261,16 @@ impl Listing {
                 let (lo, hi) = match task {
                     Some(t) => ((id, t, JobId(0)), (id, t, JobId(u64::MAX))),
                     None => {
-                        if self.jobs.contains_key(&id) {
+                        if let Some(l) = self.jobs.get(&id) {
                             set.insert(id);
+                            // A heterogeneous job's leader stands for all its components.
+                            if let Some(h) = l.job.het.filter(|h| h.offset == 0) {
+                                set.extend(
+                                    (1..h.size as u64)
+                                        .map(|i| JobId(h.job_id + i))
+                                        .filter(|m| self.jobs.contains_key(m)),
+                                );
+                            }
                         }
                         ((id, 0, JobId(0)), (id, u32::MAX, JobId(u64::MAX)))
                     }
@@ -367,6 +375,7 @@ fn index_remove<K: Ord + Clone>(index: &mut OrdMap<K, OrdSet<JobId>>, key: &K, i
 pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
     let d = &r.desc;
     ListedJob {
+        het: r.het,
         id: r.id.0,
         array: r.array.map(|(a, t)| (a.0, t)),
         array_pending: r.array_pending.clone(),
@@ -434,6 +443,8 @@ fn no_gres(g: &&[GresRequest]) -> bool {
 struct ListedRef<'a> {
     #[serde(rename = "i")]
     id: u64,
+    #[serde(rename = "het", skip_serializing_if = "Option::is_none")]
+    het: Option<sluice_proto::types::HetJob>,
     #[serde(rename = "a", skip_serializing_if = "Option::is_none")]
     array: Option<(u64, u32)>,
     #[serde(rename = "ap", skip_serializing_if = "Option::is_none")]
@@ -519,6 +530,7 @@ struct ListedRef<'a> {
 fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> ListedRef<'a> {
     let d = &r.desc;
     ListedRef {
+        het: r.het,
         id: r.id.0,
         array: r.array.map(|(a, t)| (a.0, t)),
         array_pending: r.array_pending.as_ref(),

@@ -2594,3 +2594,77 @@ fn a_step_ends_when_every_agent_says_its_tasks_ended_even_without_its_srun() {
         (JobState::OutOfMemory, 0, 125)
     );
 }
+
+#[test]
+fn a_hetjobs_script_gets_each_components_variables_by_slurms_names() {
+    // `#SBATCH -n1 -c1 --mem=100`, `#SBATCH hetjob`, `#SBATCH -n2 -c1 --mem=200 -N1`:
+    // the names real Slurm 22.05 set in that batch script, for each component.
+    let component = |id: u64, offset: u32, node: &str, tasks: u32, mem: u64| {
+        let mut r = JobRecord {
+            id,
+            nodes: vec![node.into()],
+            cpus_per_node: vec![tasks],
+            tasks_per_node: vec![tasks],
+            ntasks: tasks,
+            cpus_per_task: 1,
+            mem_per_node: mem,
+            account: "root".into(),
+            partition: "debug".into(),
+            qos: "normal".into(),
+            het: Some(sluice_proto::types::HetJob {
+                job_id: 15,
+                offset,
+                size: 2,
+            }),
+            ..Default::default()
+        };
+        r.desc.name = "het.sh".into();
+        r.desc.ntasks = Some(tasks);
+        r.desc.cpus_per_task = Some(1);
+        r.desc.memory = Some(MemoryRequest::PerNode(mem));
+        r
+    };
+    let env: BTreeMap<String, String> = het_variables(&[
+        component(15, 0, "n2", 1, 100),
+        component(16, 1, "n1", 2, 200),
+    ])
+    .into_iter()
+    .collect();
+    let per_group = [
+        "CPUS_PER_TASK",
+        "JOB_ACCOUNT",
+        "JOB_CPUS_PER_NODE",
+        "JOB_ID",
+        "JOB_NAME",
+        "JOB_NODELIST",
+        "JOB_NUM_NODES",
+        "JOB_PARTITION",
+        "JOB_QOS",
+        "MEM_PER_NODE",
+        "NPROCS",
+        "NTASKS",
+        "TASKS_PER_NODE",
+    ];
+    let mut expected: Vec<String> = vec!["SLURM_HET_SIZE".into(), "SLURM_PACK_SIZE".into()];
+    for name in per_group {
+        for spelling in ["HET", "PACK"] {
+            for n in 0..2 {
+                expected.push(format!("SLURM_{name}_{spelling}_GROUP_{n}"));
+            }
+        }
+    }
+    expected.sort();
+    assert_eq!(env.keys().cloned().collect::<Vec<_>>(), expected);
+    // Real Slurm's values there.
+    for (k, v) in [
+        ("SLURM_HET_SIZE", "2"),
+        ("SLURM_JOB_ID_HET_GROUP_1", "16"),
+        ("SLURM_JOB_NODELIST_PACK_GROUP_0", "n2"),
+        ("SLURM_JOB_CPUS_PER_NODE_HET_GROUP_1", "2"),
+        ("SLURM_TASKS_PER_NODE_HET_GROUP_1", "2"),
+        ("SLURM_MEM_PER_NODE_HET_GROUP_1", "200"),
+        ("SLURM_NTASKS_PACK_GROUP_1", "2"),
+    ] {
+        assert_eq!(env[k], v, "{k}");
+    }
+}

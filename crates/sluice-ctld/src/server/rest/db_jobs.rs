@@ -655,7 +655,10 @@ fn job(
         "failed_node": "",
         "flags": [],
         "group": group,
-        "het": {"job_id": 0, "job_offset": unset()},
+        "het": match j.het {
+            Some(h) => json!({"job_id": h.job_id, "job_offset": number(h.offset)}),
+            None => json!({"job_id": 0, "job_offset": unset()}),
+        },
         "job_id": j.id,
         "name": d.name,
         "licenses": "",

@@ -326,7 +326,7 @@ pub(super) fn job(j: &JobRecord, cluster: &str) -> Value {
         _ => (unset(), unset()),
     };
     let (mem_node, mem_cpu) = memory(d.memory.as_ref());
-    json!({
+    let mut v = json!({
         "account": j.account,
         "accrue_time": unset(),
         "array_job_id": array_job,
@@ -372,7 +372,12 @@ pub(super) fn job(j: &JobRecord, cluster: &str) -> Value {
         "time_limit": time_limit,
         "user_id": j.uid,
         "user_name": j.user,
-    })
+    });
+    // A heterogeneous job's component: its leader, offset and the job's ids.
+    v["het_job_id"] = number(j.het.map_or(0, |h| h.job_id as i64));
+    v["het_job_id_set"] = json!(j.het.map_or(String::new(), |h| h.id_set()));
+    v["het_job_offset"] = j.het.map_or(unset(), |h| number(h.offset));
+    v
 }
 
 #[cfg(test)]

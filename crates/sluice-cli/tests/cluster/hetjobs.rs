@@ -1,0 +1,308 @@
+//! Heterogeneous jobs: components of their own shapes, started together on their own
+//! nodes, listed as `ID+N`, with each component's variables in the batch script.
+
+use crate::harness::Cluster;
+use crate::SMALL;
+
+#[test]
+fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables() {
+    let c = Cluster::start("hetjob", SMALL);
+    // One node taken whole: a hetjob of two whole-node components cannot start, though
+    // its first component alone would fit on the other node.
+    let blocker = c.sbatch(&["-J", "block", "-c", "2", "-t", "5", "--wrap", "sleep 600"]);
+    c.wait_for("the blocker to run", || {
+        c.run("squeue", &["-h", "-o", "%t", "-j", &blocker.to_string()])
+            .stdout
+            .trim()
+            == "R"
+    });
+    std::fs::write(
+        c.work().join("het.sh"),
+        "#!/bin/bash\n\
+         #SBATCH -J het -c 2 -t 2\n\
+         #SBATCH hetjob\n\
+         #SBATCH -c 2\n\
+         env | grep -E '^SLURM_(HET_SIZE|PACK_SIZE|JOB_ID|JOB_NODELIST|JOB_NUM_NODES)' \
+         | sort > het-env.out\n\
+         srun --het-group=1 bash -c 'echo one $SLURMD_NODENAME $SLURM_JOB_ID' > het-steps.out\n\
+         srun --het-group=0,1 bash -c 'echo both $SLURMD_NODENAME' | sort >> het-steps.out\n\
+         srun bash -c 'echo default $SLURMD_NODENAME' >> het-steps.out\n\
+         srun --het-group=2 true 2>> het-steps.out; echo \"exit $?\" >> het-steps.out\n",
+    )
+    .unwrap();
+    let het = c.sbatch(&["het.sh"]);
+    let pending = format!("{het}+1 het PD (Resources)\n{het}+0 het PD (Resources)\n");
+    let squeue = || {
+        c.run(
+            "squeue",
+            &["-h", "-o", "%i %j %t %R", "-j", &het.to_string()],
+        )
+        .stdout
+    };
+    let mut shown = c.settle(&pending, squeue);
+    // The order of equal lines is the listing's; compare as sets.
+    let sorted = |s: &str| {
+        let mut l: Vec<String> = s.lines().map(str::to_string).collect();
+        l.sort();
+        l
+    };
+    assert_eq!(sorted(&shown), sorted(&pending), "{shown}");
+    let show = c.run("scontrol", &["show", "job", &het.to_string()]).stdout;
+    assert!(
+        show.contains(&format!(
+            "JobId={het} HetJobId={het} HetJobOffset=0 JobName=het\n   HetJobIdSet={het}-{}\n",
+            het + 1
+        )),
+        "{show}"
+    );
+    assert!(
+        show.contains(&format!(
+            "JobId={} HetJobId={het} HetJobOffset=1 JobName=het\n",
+            het + 1
+        )),
+        "{show}"
+    );
+
+    // sluice explain names the component the job waits for: the second, which cannot
+    // fit beside the first.
+    let o = c.run("sluice", &["explain", "--json", &het.to_string()]);
+    let x: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let het_cause = x["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["family"] == "hetjob")
+        .unwrap_or_else(|| panic!("{}", o.stdout));
+    assert_eq!(
+        het_cause["text"],
+        format!(
+            "heterogeneous job {het}: its 2 components start together, and component \
+             {het}+1 does not fit now beside the others"
+        )
+    );
+    // A pending component alone may not be cancelled, by either name.
+    for named in [format!("{het}+1"), (het + 1).to_string()] {
+        let o = c.run("scancel", &[&named]);
+        assert_eq!(
+            (o.code, o.stderr.as_str()),
+            (
+                60,
+                format!(
+                    "scancel: error: Kill job error on job id {named}: Operation not permitted \
+                     on individual component of heterogeneous job\n"
+                )
+                .as_str()
+            )
+        );
+    }
+    assert_eq!(sorted(&squeue()), sorted(&pending));
+    c.run("scancel", &[&blocker.to_string()]);
+    c.wait_for("the hetjob to end", || {
+        shown = squeue();
+        shown.is_empty()
+    });
+    let env = std::fs::read_to_string(c.work().join("het-env.out")).unwrap();
+    let lines: Vec<&str> = env.lines().collect();
+    let value = |name: &str| {
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("{name} missing in {env}"))
+            .to_string()
+    };
+    assert_eq!(value("SLURM_JOB_ID"), het.to_string());
+    assert_eq!(value("SLURM_HET_SIZE"), "2");
+    assert_eq!(value("SLURM_PACK_SIZE"), "2");
+    assert_eq!(value("SLURM_JOB_ID_HET_GROUP_0"), het.to_string());
+    assert_eq!(value("SLURM_JOB_ID_HET_GROUP_1"), (het + 1).to_string());
+    assert_eq!(value("SLURM_JOB_ID_PACK_GROUP_1"), (het + 1).to_string());
+    assert_eq!(value("SLURM_JOB_NUM_NODES_HET_GROUP_1"), "1");
+    // Two whole nodes: one each, the script on the leader's.
+    let (n0, n1) = (
+        value("SLURM_JOB_NODELIST_HET_GROUP_0"),
+        value("SLURM_JOB_NODELIST_HET_GROUP_1"),
+    );
+    assert_ne!(n0, n1);
+    assert_eq!(value("SLURM_JOB_NODELIST"), n0);
+
+    // Steps: in component 1, in both at once, in component 0 by default; a component
+    // the job does not have is Slurm's error.
+    let steps = std::fs::read_to_string(c.work().join("het-steps.out")).unwrap();
+    let mut both = [format!("both {n0}"), format!("both {n1}")];
+    both.sort();
+    assert_eq!(
+        steps,
+        format!(
+            "one {n1} {het}\n{}\n{}\ndefault {n0}\n\
+             srun: error: Requested het-group offset exceeds highest hetjob index (2 > 1)\n\
+             exit 1\n",
+            both[0], both[1]
+        )
+    );
+
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-X",
+            "-P",
+            "-o",
+            "JobID,JobIDRaw,JobName,State",
+            "-j",
+            &het.to_string(),
+        ],
+    );
+    // With -X, Slurm 22.05 shows the leader alone for the leader's id.
+    assert_eq!(o.stdout, format!("{het}+0|{het}|het|COMPLETED\n"));
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-P",
+            "-o",
+            "JobID,JobIDRaw,State",
+            "-j",
+            &het.to_string(),
+        ],
+    );
+    assert!(
+        o.stdout.starts_with(&format!(
+            "{het}+0|{het}|COMPLETED\n{het}+0.batch|{het}.batch|COMPLETED\n"
+        )) && o
+            .stdout
+            .contains(&format!("\n{het}+1|{}|COMPLETED\n", het + 1)),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn sbatch_takes_components_separated_by_colons_and_scancel_ends_them_all() {
+    let c = Cluster::start("hetcolon", SMALL);
+    let het = c.sbatch(&[
+        "-J",
+        "colon",
+        "-n",
+        "1",
+        "-t",
+        "5",
+        ":",
+        "-n",
+        "2",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let running = || {
+        let mut l: Vec<String> = c
+            .run(
+                "squeue",
+                &["-h", "-o", "%i %j %t %C", "-j", &het.to_string()],
+            )
+            .stdout
+            .lines()
+            .map(str::to_string)
+            .collect();
+        l.sort();
+        l.join("\n")
+    };
+    let expected = format!("{het}+0 colon R 1\n{het}+1 colon R 2");
+    c.wait_for("both components to run", || running() == expected);
+    // `ID+1` names the component's own id.
+    let show = c
+        .run("scontrol", &["show", "job", &format!("{het}+1")])
+        .stdout;
+    assert!(
+        show.starts_with(&format!("JobId={} HetJobId={het} HetJobOffset=1 ", het + 1)),
+        "{show}"
+    );
+    // squeue --json: each component's leader, offset and the job's ids.
+    let doc: serde_json::Value =
+        serde_json::from_str(&c.run("squeue", &["--json"]).stdout).unwrap();
+    let mut het_fields: Vec<(u64, u64, u64, String)> = doc["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["job_id"].as_u64().unwrap(),
+                j["het_job_id"].as_u64().unwrap(),
+                j["het_job_offset"].as_u64().unwrap(),
+                j["het_job_id_set"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    het_fields.sort();
+    let set = format!("{het}-{}", het + 1);
+    assert_eq!(
+        het_fields,
+        vec![(het, het, 0, set.clone()), (het + 1, het, 1, set)]
+    );
+    c.run("scancel", &[&het.to_string()]);
+    c.wait_for("both components to end", || {
+        c.run("squeue", &["-h", "-j", &het.to_string()])
+            .stdout
+            .is_empty()
+    });
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-X",
+            "-P",
+            "-o",
+            "JobID,State",
+            "-j",
+            &format!("{het},{}", het + 1),
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!("{het}+0|CANCELLED by 0\n{het}+1|CANCELLED by 0\n")
+    );
+}
+
+#[test]
+fn a_pending_hetjob_survives_a_controller_restart_and_still_starts_whole() {
+    let mut c = Cluster::start("hetrestart", SMALL);
+    let blocker = c.sbatch(&["-J", "block", "-c", "2", "-t", "5", "--wrap", "sleep 600"]);
+    c.wait_for("the blocker to run", || {
+        c.run("squeue", &["-h", "-o", "%t", "-j", &blocker.to_string()])
+            .stdout
+            .trim()
+            == "R"
+    });
+    let het = c.sbatch(&[
+        "-J",
+        "het",
+        "-c",
+        "2",
+        "-t",
+        "5",
+        ":",
+        "-c",
+        "2",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let listed = |c: &Cluster| {
+        let mut l: Vec<String> = c
+            .run("squeue", &["-h", "-o", "%i %t", "-j", &het.to_string()])
+            .stdout
+            .lines()
+            .map(str::to_string)
+            .collect();
+        l.sort();
+        l.join("\n")
+    };
+    let pending = format!("{het}+0 PD\n{het}+1 PD");
+    c.wait_for("the hetjob to wait", || listed(&c) == pending);
+    c.crash_and_restart_controller();
+    // Read back as components, still waiting whole beside the blocker.
+    c.wait_for("the hetjob to be listed again", || listed(&c) == pending);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(listed(&c), pending);
+    c.run("scancel", &[&blocker.to_string()]);
+    let running = format!("{het}+0 R\n{het}+1 R");
+    c.wait_for("both components to start", || listed(&c) == running);
+    c.run("scancel", &[&het.to_string()]);
+}
