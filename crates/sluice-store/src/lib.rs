@@ -53,6 +53,7 @@ pub mod copy;
 pub mod jobs;
 pub mod location;
 pub mod pg;
+mod pg_rows;
 #[cfg(any(test, feature = "test-server"))]
 pub mod pg_server;
 pub mod schema;
