@@ -263,7 +263,10 @@ fn a_requeue_victim_in_its_grace_is_still_ended_at_its_deadline_after_a_restart(
     assert!(launched(&effects).is_empty());
     assert_eq!(c.job(JobId(2)).unwrap().reason, "Resources");
     assert_eq!(
-        c.job(JobId(1)).unwrap().preemption.map(|p| (p.at, p.grace_end)),
+        c.job(JobId(1))
+            .unwrap()
+            .preemption
+            .map(|p| (p.at, p.grace_end)),
         Some((10, 15))
     );
     assert_eq!(c.next_wakeup(), Some(15));
