@@ -222,6 +222,16 @@ impl KeyedRows {
     }
 }
 
+/// Audit events without device holds, column by column, in the order they came.
+#[derive(Default)]
+struct AuditRows {
+    time: Vec<i64>,
+    job: Vec<i64>,
+    uid: Vec<i64>,
+    kind: Vec<String>,
+    detail: Vec<String>,
+}
+
 /// The writes held until the batch's end (or a write that must follow them).
 #[derive(Default)]
 pub(crate) struct HeldRows {
@@ -229,8 +239,7 @@ pub(crate) struct HeldRows {
     puts: JobRows,
     steps: KeyedRows,
     scripts: KeyedRows,
-    /// Audit events without device holds: time, job, uid, kind, detail.
-    audit: (Vec<i64>, Vec<i64>, Vec<i64>, Vec<String>, Vec<String>),
+    audit: AuditRows,
 }
 
 impl HeldRows {
@@ -258,11 +267,11 @@ impl HeldRows {
 
     pub(crate) fn audit(&mut self, time: i64, job: u64, uid: u32, kind: &str, detail: &str) {
         let a = &mut self.audit;
-        a.0.push(time);
-        a.1.push(job as i64);
-        a.2.push(i64::from(uid));
-        a.3.push(kind.to_string());
-        a.4.push(detail.to_string());
+        a.time.push(time);
+        a.job.push(job as i64);
+        a.uid.push(i64::from(uid));
+        a.kind.push(kind.to_string());
+        a.detail.push(detail.to_string());
     }
 
     /// Sends what is held, one statement per kind: new jobs before records (a job is
@@ -282,9 +291,9 @@ impl HeldRows {
             let s = self.scripts.take();
             tx.execute(&st.put_scripts, &[&s.a, &s.c, &s.d])?;
         }
-        if !self.audit.0.is_empty() {
+        if !self.audit.time.is_empty() {
             let a = std::mem::take(&mut self.audit);
-            tx.execute(&st.audit, &[&a.0, &a.1, &a.2, &a.3, &a.4])?;
+            tx.execute(&st.audit, &[&a.time, &a.job, &a.uid, &a.kind, &a.detail])?;
         }
         Ok(())
     }
