@@ -470,8 +470,11 @@ fn hold_release_cancel_and_permissions() {
         ..Default::default()
     };
     let effects = c.cancel(&req, &alice(), 3).unwrap();
+    // Who cancelled it is written first, then its end is ordered.
     assert!(
-        matches!(&effects[..], [Effect::Terminate { job_id, state: JobState::Cancelled, .. }] if *job_id == busy)
+        matches!(&effects[..], [Effect::Persist(r), Effect::Terminate { job_id, state: JobState::Cancelled, .. }]
+            if r.id == busy.0 && r.cancelled_by == Some(1000) && *job_id == busy),
+        "{effects:?}"
     );
 }
 
