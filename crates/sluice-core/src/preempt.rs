@@ -38,8 +38,9 @@
 //! - At most [`MAX_PREEMPTORS`] pending jobs look for victims in one pass, and the
 //!   exact search for the smallest set is bounded ([`SEARCH_BUDGET`] trial fits), after
 //!   which victims are added youngest first and the surplus removed.
-//! - Preemption state is not persisted: after a controller restart, a preemptor whose
-//!   victims are still draining preempts again if it still cannot start.
+//! - The caller persists preemptions under way and hands them back after a restart
+//!   ([`Scheduler::restore_preemption`]); what ended victims had freed before the
+//!   restart is not held again (the preemptor competes for it in the next pass).
 
 pub mod config;
 
@@ -125,6 +126,25 @@ pub(crate) fn victim_ended(
     s.free_now.take(&s.cluster, nodes);
     s.backfill.on_start(hold_key(victim), nodes, now, HOLD_END);
     reservation::claim_holds(s, now);
+}
+
+/// See [`Scheduler::restore_preemption`].
+pub(crate) fn restore(s: &mut Scheduler, by: JobId, victims: &[JobId]) {
+    let running: Vec<JobId> = victims
+        .iter()
+        .copied()
+        .filter(|v| s.jobs.get(v).is_some_and(|j| j.state == JobState::Running))
+        .filter(|v| !s.preempt.victim_of.contains_key(v))
+        .collect();
+    if running.is_empty() {
+        return;
+    }
+    let state = &mut s.preempt;
+    let w = state.waiting.entry(by).or_default();
+    for v in running {
+        state.victim_of.insert(v, by);
+        w.running.push(v);
+    }
 }
 
 /// Gives back what is held for `by` at `now`.

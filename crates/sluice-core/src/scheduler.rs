@@ -1617,6 +1617,16 @@ impl Scheduler {
         self.preempt.preemptor_of(victim)
     }
 
+    /// Takes back a preemption that was under way when the caller last stopped (a
+    /// controller restart): `victims`, restored running with
+    /// [`Scheduler::restore_running`], are being preempted for `by`. They are not chosen
+    /// again, `by` preempts nothing more while it waits for them, and what they free
+    /// once reported ended is held for it, as if the preemption had been decided here.
+    /// Victims no longer running are left out; nothing is recorded when none is left.
+    pub fn restore_preemption(&mut self, by: JobId, victims: &[JobId]) {
+        crate::preempt::restore(self, by, victims);
+    }
+
     /// Sets a pending job's reason.
     pub(crate) fn set_reason(&mut self, id: JobId, reason: PendingReason) {
         if let Some(j) = self.jobs.get_mut(&id) {

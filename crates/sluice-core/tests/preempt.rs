@@ -108,6 +108,29 @@ fn a_high_tier_job_requeues_the_youngest_low_job_and_takes_its_node() {
 }
 
 #[test]
+fn a_preemption_handed_back_after_a_restart_is_carried_on_not_chosen_again() {
+    // Two 4-CPU nodes, low jobs 1 (node 0, from 0) and 2 (node 1, from 50). Before the
+    // restart high job 3 had chosen job 1 (whatever the rule would choose now); the
+    // restarted caller hands that back before job 3 is queued again at 100.
+    let mut s = sched(tiers(2, 4));
+    arrive(&mut s, job(1).procs(4).partition(LOW).time(1000), 0);
+    arrive(&mut s, job(2).procs(4).partition(LOW).time(1000), 50);
+    s.restore_preemption(JobId(3), &[JobId(1)]);
+    // Job 3 preempts nothing more: it waits for job 1.
+    let d = arrive(&mut s, job(3).procs(4).one_node().partition(HIGH), 100);
+    assert!(d.is_empty(), "{d:?}");
+    assert_eq!(reason(&s, 3), PendingReason::Resources);
+    assert_eq!(s.preemptor_of(JobId(1)), Some(JobId(3)));
+    assert_eq!(s.preemptor_of(JobId(2)), None);
+    // Job 1 gone at 110: job 3 starts on node 0, what job 1 freed.
+    let d = end(&mut s, 1, 110);
+    assert_eq!(starts(&d), vec![(3, Pass::Preempt, vec![0])]);
+    // A victim no longer running is not handed back.
+    s.restore_preemption(JobId(9), &[JobId(1)]);
+    assert_eq!(s.preemptor_of(JobId(1)), None);
+}
+
+#[test]
 fn equal_tiers_and_mode_off_preempt_nothing() {
     let mut c = tiers(1, 4);
     c.partitions[HIGH as usize].priority_tier = 1;

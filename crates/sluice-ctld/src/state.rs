@@ -450,7 +450,11 @@ impl Controller {
         for s in steps {
             c.steps.insert((JobId(s.job_id), s.step), s);
         }
-        for r in jobs {
+        let mut preempting = Vec::new();
+        for mut r in jobs {
+            if let Some(p) = r.preempting.take() {
+                preempting.push((JobId(r.id), *p));
+            }
             let mut r = Job::from_record(r, &c.conf);
             r.desc = c.descs.share(r.uid, &r.desc);
             let id = r.id;
@@ -482,6 +486,7 @@ impl Controller {
                 }
             }
         }
+        c.restore_preempting(preempting);
         c
     }
 
@@ -1985,6 +1990,10 @@ impl Controller {
                         };
                         effects.extend(self.job_ended(&report, now));
                     } else {
+                        // Written before the order (and so before the answer): a
+                        // restarted controller orders the end again when the agent
+                        // registers with the run still going (`reconcile_runs`).
+                        effects.push(self.persist(id));
                         effects.push(Effect::Terminate {
                             nodes,
                             job_id: id,
@@ -2971,11 +2980,13 @@ impl Controller {
     /// Job `r`'s record as the store keeps it: what it holds, with the reason the
     /// controller last set.
     fn stored(&self, r: &Job) -> JobRecord {
-        r.to_record(
+        let mut record = r.to_record(
             &self.conf,
             self.reason_text(r, r.reason),
             JobDescription::clone(&r.desc),
-        )
+        );
+        record.preempting = self.preempting_run(r);
+        record
     }
 
     /// [`Effect::Persist`] of job `id` as it stands.

@@ -486,6 +486,12 @@ pub struct JobRecord {
     /// was, and when its grace ends. Filled in when the job is shown, never stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemption: Option<Box<PreemptionTimes>>,
+    /// A running job chosen as a preemption victim, as the store keeps it: a
+    /// restarted controller (or a backup taking over) carries the preemption on — the
+    /// victim ended at the same grace's end, its preemptor started on what it frees —
+    /// instead of choosing again. Written with the job, never shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempting: Option<Box<PreemptingRun>>,
     /// Records written before these fields were typed: `held` and the `details` map.
     /// Read once by [`JobRecord::upgrade`], never written.
     #[serde(default, rename = "held", skip_serializing)]
@@ -581,6 +587,25 @@ pub struct EndingRun {
     pub run: u32,
     /// The node whose agent runs it.
     pub node: String,
+}
+
+/// A running job's run being preempted, as the store keeps it (see
+/// [`JobRecord::preempting`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreemptingRun {
+    /// The run being preempted (its restart count).
+    pub run: u32,
+    /// The pending job it is preempted for.
+    pub by: u64,
+    /// `PreemptMode=REQUEUE` (else `CANCEL`).
+    pub requeue: bool,
+    /// When it was chosen (`PreemptTime`), controller seconds.
+    pub at: i64,
+    /// When its grace ends.
+    pub deadline: i64,
+    /// Its grace is over and its end was ordered (a `CANCEL` victim being terminated).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ending: bool,
 }
 
 /// A running job being preempted, as `scontrol show job` shows it.

@@ -54,6 +54,7 @@ pub mod jobs;
 pub mod lease;
 pub mod location;
 pub mod pg;
+mod pg_rows;
 #[cfg(any(test, feature = "test-server"))]
 pub mod pg_server;
 pub mod schema;

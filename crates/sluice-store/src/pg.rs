@@ -15,6 +15,7 @@ use rusqlite::types::Value;
 
 use crate::backend::{apply, Batch, Outcome};
 use crate::location::PgTarget;
+use crate::pg_rows::{self, HeldRows, RowStatements};
 use crate::{
     jobs, AccountRow, AuditFilter, AuditRecord, AuditRow, Found, HoldChange, HoldFilter, HoldRow,
     JobKeys, JobQuery, Op, Row, Script, Snapshot, StoreError,
@@ -71,16 +72,69 @@ pub(crate) fn error(target: &PgTarget) -> impl Fn(postgres::Error) -> StoreError
     }
 }
 
-/// A connection to `target` (10 s to connect unless its connection string says).
+/// Seconds to connect, unless the connection string says (`connect_timeout`).
+pub const CONNECT_TIMEOUT_SECS: u64 = 10;
+/// Seconds a silent connection waits before TCP keepalive probes start
+/// (`keepalives_idle`; libpq's default, the system's two hours, would let a dead
+/// server go unnoticed that long).
+pub const KEEPALIVE_IDLE_SECS: u64 = 10;
+/// Seconds between keepalive probes (`keepalives_interval`).
+pub const KEEPALIVE_INTERVAL_SECS: u64 = 5;
+/// Unanswered probes after which the connection is given up (`keepalives_retries`).
+pub const KEEPALIVE_RETRIES: u32 = 3;
+/// Seconds sent data may stay unacknowledged before the connection is given up
+/// (`tcp_user_timeout`): keepalives do not probe while a statement waits for its
+/// acknowledgement, so a server that vanished under a commit is noticed by this.
+pub const TCP_USER_TIMEOUT_SECS: u64 = 30;
+/// The longest a statement may run on the server (`statement_timeout`), unless the
+/// connection string's `options` set one: a server that accepts connections but no
+/// longer finishes work (a full disk, a lock never released) fails the write instead
+/// of holding every waiting submission.
+pub const STATEMENT_TIMEOUT_SECS: u64 = 60;
+
+/// A connection to `target`, with the bounds above wherever its connection string
+/// does not set its own: a server that stops answering, however it stops, fails the
+/// waiting write within about half a minute (nothing is acknowledged then), and the
+/// writer reconnects.
 pub(crate) fn connect(target: &PgTarget) -> Result<Client, StoreError> {
-    let mut config = target.config.clone();
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(std::time::Duration::from_secs(10));
-    }
-    config
+    bounded(target.config.clone())
         .application_name("sluice")
         .connect(NoTls)
         .map_err(error(target))
+}
+
+/// `config` with the connect, keepalive, send and statement bounds it does not set.
+fn bounded(mut config: postgres::Config) -> postgres::Config {
+    use std::time::Duration;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(CONNECT_TIMEOUT_SECS));
+    }
+    if config.get_keepalives() {
+        // The library's default idle time is the system's (two hours).
+        if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+            config.keepalives_idle(Duration::from_secs(KEEPALIVE_IDLE_SECS));
+        }
+        if config.get_keepalives_interval().is_none() {
+            config.keepalives_interval(Duration::from_secs(KEEPALIVE_INTERVAL_SECS));
+        }
+        if config.get_keepalives_retries().is_none() {
+            config.keepalives_retries(KEEPALIVE_RETRIES);
+        }
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(Duration::from_secs(TCP_USER_TIMEOUT_SECS));
+    }
+    let options = config.get_options().unwrap_or("").to_string();
+    if !options.contains("statement_timeout") {
+        let timeout = format!("-c statement_timeout={}s", STATEMENT_TIMEOUT_SECS);
+        let options = if options.is_empty() {
+            timeout
+        } else {
+            format!("{options} {timeout}")
+        };
+        config.options(&options);
+    }
+    config
 }
 
 /// Brings the database to [`VERSION`], then applies `first_job_id` if it holds no job.
@@ -126,39 +180,16 @@ pub(crate) fn migrate(
 
 /// The statements every batch uses, prepared once per connection.
 struct Statements {
-    insert_job: Statement,
-    put_job: Statement,
-    put_step: Statement,
-    put_script: Statement,
+    /// The multi-row writes (`pg_rows.rs`).
+    rows: RowStatements,
     audit: Statement,
     take: Statement,
     release: Statement,
 }
 
-const JOB_COLUMNS: &str = "id, record, array_job, array_task, \"user\", account, \
-                           partition_name, state, name, submit, ended";
-const JOB_VALUES: &str = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11";
-
 fn prepare(client: &mut Client) -> Result<Statements, postgres::Error> {
-    let insert = format!("INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({JOB_VALUES})");
     Ok(Statements {
-        insert_job: client.prepare(&insert)?,
-        put_job: client.prepare(&format!(
-            "{insert} ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record,
-             array_job = EXCLUDED.array_job, array_task = EXCLUDED.array_task,
-             \"user\" = EXCLUDED.\"user\", account = EXCLUDED.account,
-             partition_name = EXCLUDED.partition_name, state = EXCLUDED.state,
-             name = EXCLUDED.name, submit = EXCLUDED.submit, ended = EXCLUDED.ended"
-        ))?,
-        put_step: client.prepare(
-            "INSERT INTO steps (job_id, step_id, record) VALUES ($1, $2, $3)
-             ON CONFLICT (job_id, step_id) DO UPDATE SET record = EXCLUDED.record",
-        )?,
-        put_script: client.prepare(
-            "INSERT INTO job_scripts (id, script, environment) VALUES ($1, $2, $3)
-             ON CONFLICT (id) DO UPDATE SET script = EXCLUDED.script,
-             environment = EXCLUDED.environment",
-        )?,
+        rows: pg_rows::prepare(client)?,
         audit: client.prepare(
             "INSERT INTO audit (time, job_id, uid, kind, detail) VALUES ($1, $2, $3, $4, $5)
              RETURNING seq",
@@ -249,14 +280,14 @@ impl Writer {
                     return Err(StoreError::Fenced { ours: f.epoch, now });
                 }
             }
-            let out = apply(
-                &mut PgBatch {
-                    tx: &mut tx,
-                    st,
-                    target: &self.target,
-                },
-                batch,
-            )?;
+            let mut b = PgBatch {
+                tx: &mut tx,
+                st,
+                target: &self.target,
+                held: HeldRows::default(),
+            };
+            let out = apply(&mut b, batch)?;
+            b.send_held()?;
             tx.commit().map_err(&e)?;
             Ok(out)
         })();
@@ -277,14 +308,8 @@ struct PgBatch<'a, 't> {
     tx: &'a mut Transaction<'t>,
     st: &'a Statements,
     target: &'a PgTarget,
-}
-
-/// A job's id, record and keys as the statements' parameters.
-fn job_args(id: u64, keys: &JobKeys, record: &str) -> Vec<Box<dyn ToSql + Sync>> {
-    let mut args: Vec<Box<dyn ToSql + Sync>> =
-        vec![Box::new(id as i64), Box::new(record.to_string())];
-    args.extend(keys.values().into_iter().map(arg));
-    args
+    /// Row writes held to be sent together (`pg_rows.rs`).
+    held: HeldRows,
 }
 
 /// A SQLite value (what [`jobs::select`] builds) as a PostgreSQL parameter.
@@ -307,10 +332,10 @@ impl PgBatch<'_, '_> {
         self.tx.execute(sql, args).map_err(error(self.target))
     }
 
-    fn run_st(&mut self, st: &Statement, args: &[&(dyn ToSql + Sync)]) -> Result<(), StoreError> {
-        self.tx
-            .execute(st, args)
-            .map(drop)
+    /// Sends the row writes held so far.
+    fn send_held(&mut self) -> Result<(), StoreError> {
+        self.held
+            .send(self.tx, &self.st.rows)
             .map_err(error(self.target))
     }
 }
@@ -332,26 +357,30 @@ impl Batch for PgBatch<'_, '_> {
     }
 
     fn insert_job(&mut self, id: u64, keys: &JobKeys, record: &str) -> Result<(), StoreError> {
-        let st = self.st.insert_job.clone();
-        self.run_st(&st, &refs(&job_args(id, keys, record)))
+        if self.held.names(id) {
+            self.send_held()?;
+        }
+        self.held.insert_job(id, keys, record);
+        Ok(())
     }
 
     fn put_job(&mut self, id: u64, keys: &JobKeys, record: &str) -> Result<(), StoreError> {
-        let st = self.st.put_job.clone();
-        self.run_st(&st, &refs(&job_args(id, keys, record)))
+        self.held.put_job(id, keys, record);
+        Ok(())
     }
 
     fn put_step(&mut self, id: u64, step: u64, record: &str) -> Result<(), StoreError> {
-        let st = self.st.put_step.clone();
-        self.run_st(&st, &[&(id as i64), &(step as i64), &record])
+        self.held.put_step(id, step, record);
+        Ok(())
     }
 
     fn put_script(&mut self, id: u64, script: &str, environment: &str) -> Result<(), StoreError> {
-        let st = self.st.put_script.clone();
-        self.run_st(&st, &[&(id as i64), &script, &environment])
+        self.held.put_script(id, script, environment);
+        Ok(())
     }
 
     fn delete_job(&mut self, id: u64) -> Result<(), StoreError> {
+        self.send_held()?;
         let id = id as i64;
         self.run("DELETE FROM steps WHERE job_id = $1", &[&id])?;
         self.run("DELETE FROM job_scripts WHERE id = $1", &[&id])?;
@@ -418,6 +447,12 @@ impl Batch for PgBatch<'_, '_> {
     fn audit(&mut self, records: &[AuditRecord]) -> Result<(), StoreError> {
         let e = error(self.target);
         for r in records {
+            if matches!(r.holds, HoldChange::None) {
+                self.held.audit(r.time, r.job_id, r.uid, &r.kind, &r.detail);
+                continue;
+            }
+            // Its sequence number names its holds: sent now, after the events before it.
+            self.send_held()?;
             let seq: i64 = self
                 .tx
                 .query_one(
@@ -466,6 +501,7 @@ impl Batch for PgBatch<'_, '_> {
     }
 
     fn purge_audit(&mut self, before: i64, limit: u64) -> Result<u64, StoreError> {
+        self.send_held()?;
         let limit = limit as i64;
         let events = self.run(
             "DELETE FROM audit WHERE seq IN
@@ -679,6 +715,145 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("StorageLoc"), "says what to do: {e}");
+    }
+
+    #[test]
+    fn a_batch_sent_row_kind_by_row_kind_leaves_what_row_by_row_would() {
+        use crate::{AuditRecord, HoldChange, Op, Script};
+        let Some(server) = shared("pg held rows") else {
+            return;
+        };
+        let target = server.database("t_pg_held_rows");
+        drop(Store::open_at(&at(target.clone()), 1, keys).unwrap());
+        let mut w = super::Writer::new(target.clone(), super::connect(&target).unwrap()).unwrap();
+        let (reply, _answers) = std::sync::mpsc::channel();
+        let job = |id: u64, record: &str| Op::PutJob {
+            id,
+            keys: keys(record),
+            record: record.into(),
+            reply: None,
+        };
+        let step = |record: &str| Op::PutStep {
+            id: 1,
+            step: 0,
+            record: record.into(),
+            reply: None,
+        };
+        let event = |kind: &str, holds| AuditRecord {
+            time: 5,
+            job_id: 1,
+            uid: 1000,
+            kind: kind.into(),
+            detail: "{}".into(),
+            holds,
+        };
+        let take = HoldChange::Take {
+            run: 0,
+            devices: vec![("g1".into(), Some(2))],
+        };
+        // One batch: a new job written twice more, a step twice, events around one
+        // with a device hold, a job written then deleted.
+        w.run(&[
+            Op::Insert {
+                first: 1,
+                records: rows(["job 1 user=a".to_string()]),
+                script: Some(Script {
+                    script: "#!/bin/sh".into(),
+                    environment: "A=1".into(),
+                }),
+                reply: reply.clone(),
+            },
+            job(1, "job 1 user=a state=RUNNING"),
+            step("step 0 running"),
+            Op::Audit(vec![event("submitted", HoldChange::None)]),
+            Op::Audit(vec![
+                event("started", take),
+                event("reason", HoldChange::None),
+            ]),
+            job(2, "job 2 user=b"),
+            Op::DeleteJob { id: 2 },
+            step("step 0 ended"),
+            job(1, "job 1 user=a state=COMPLETED end=9"),
+        ])
+        .unwrap();
+        let mut c = super::connect(&target).unwrap();
+        let all = super::read_all(&mut c).unwrap();
+        let jobs: Vec<(u64, String)> = all.jobs.into_iter().map(|r| (r.id, r.record)).collect();
+        assert_eq!(jobs, vec![(1, "job 1 user=a state=COMPLETED end=9".into())]);
+        let steps: Vec<String> = all.steps.into_iter().map(|r| r.record).collect();
+        assert_eq!(steps, vec!["step 0 ended".to_string()]);
+        assert_eq!(all.next_job_id, 2);
+        let row = c
+            .query_one("SELECT state, ended FROM jobs WHERE id = 1", &[])
+            .unwrap();
+        assert_eq!(
+            (row.get::<_, String>(0), row.get::<_, i64>(1)),
+            ("COMPLETED".into(), 9)
+        );
+        let events: Vec<(i64, String)> = c
+            .query("SELECT seq, kind FROM audit ORDER BY seq", &[])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let kinds: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+        assert_eq!(kinds, ["submitted", "started", "reason"]);
+        let hold: i64 = c
+            .query_one("SELECT start_seq FROM audit_holds", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(hold, events[1].0, "the hold names its event");
+        // A batch inserting an id that exists fails whole: nothing of it is written.
+        let e = w.run(&[
+            job(3, "job 3 user=c"),
+            Op::Insert {
+                first: 1,
+                records: rows(["job 1 again".to_string()]),
+                script: None,
+                reply,
+            },
+        ]);
+        assert!(e.is_err());
+        let n: i64 = c
+            .query_one("SELECT count(*) FROM jobs", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn connections_are_bounded_unless_the_connection_string_says_otherwise() {
+        use std::time::Duration;
+        let plain: postgres::Config = "postgresql://slurm@db01/sluice".parse().unwrap();
+        let c = super::bounded(plain);
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(10)));
+        assert_eq!(c.get_keepalives_idle(), Duration::from_secs(10));
+        assert_eq!(c.get_keepalives_interval(), Some(Duration::from_secs(5)));
+        assert_eq!(c.get_keepalives_retries(), Some(3));
+        assert_eq!(c.get_tcp_user_timeout(), Some(&Duration::from_secs(30)));
+        assert_eq!(c.get_options(), Some("-c statement_timeout=60s"));
+        // A site's own settings win.
+        let own: postgres::Config = "host=db01 user=slurm connect_timeout=3 \
+                                     keepalives_idle=60 tcp_user_timeout=5 \
+                                     options='-c statement_timeout=0 -c work_mem=64MB'"
+            .parse()
+            .unwrap();
+        let c = super::bounded(own);
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(3)));
+        assert_eq!(c.get_keepalives_idle(), Duration::from_secs(60));
+        assert_eq!(c.get_tcp_user_timeout(), Some(&Duration::from_secs(5)));
+        assert_eq!(
+            c.get_options(),
+            Some("-c statement_timeout=0 -c work_mem=64MB")
+        );
+        let Some(server) = shared("pg bounds") else {
+            return;
+        };
+        let target = server.database("t_pg_bounds");
+        drop(Store::open_at(&at(target.clone()), 1, keys).unwrap());
+        let mut c = super::connect(&target).unwrap();
+        let timeout: String = c.query_one("SHOW statement_timeout", &[]).unwrap().get(0);
+        assert_eq!(timeout, "1min");
     }
 
     #[test]

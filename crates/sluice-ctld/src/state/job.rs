@@ -397,6 +397,7 @@ impl Job {
             }),
             refused: self.refused.clone(),
             preemption: None,
+            preempting: None,
             legacy_held: false,
             legacy_details: None,
             tres_req: self.tres_req.clone(),

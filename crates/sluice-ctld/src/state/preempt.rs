@@ -13,12 +13,20 @@
 //!   cancelled instead.
 //!
 //! Until its victims are gone the preemptor waits (`Resources`); the core holds what
-//! they free for it. Preemptions under way are not persisted: after a controller
-//! restart a preemptor that still cannot start preempts again.
+//! they free for it.
+//!
+//! A preemption under way is written with its victim's record (`JobRecord::preempting`:
+//! run, preemptor, mode, when, grace's end, whether its end was ordered) before the
+//! victim is signalled, and again when its end is ordered. A restarted controller — or
+//! a backup taking over — reads it back ([`Controller::restore_preempting`]): the
+//! victim is ended at the same grace's end (at once if that passed meanwhile), a
+//! `CANCEL` victim whose end was ordered is ended again when its agent registers, the
+//! core does not choose it again and holds what it frees for the same preemptor, and
+//! the audit trail tells the preemption once.
 
 use sluice_core::{Decision, JobId, PreemptMode};
 use sluice_proto::audit::RequeueCause;
-use sluice_proto::types::JobState;
+use sluice_proto::types::{JobState, PreemptingRun};
 
 use super::{Controller, Effect, Job};
 
@@ -30,6 +38,8 @@ const SIGTERM: i32 = 15;
 pub(super) struct Preempting {
     /// The run being preempted.
     pub(super) run: u32,
+    /// The job it is preempted for.
+    pub(super) by: JobId,
     /// Cancel or requeue.
     pub(super) mode: PreemptMode,
     /// When it was chosen (`PreemptTime`).
@@ -99,6 +109,20 @@ impl Controller {
                     "CANCEL"
                 }
             );
+            let run = self.jobs[&victim].restarts;
+            self.preempting.insert(
+                victim,
+                Preempting {
+                    run,
+                    by,
+                    mode,
+                    at: now,
+                    deadline: now + grace,
+                    ending: false,
+                },
+            );
+            // Durable before the signal: a restart carries the preemption on.
+            effects.push(self.persist(victim));
             let r = &self.jobs[&victim];
             if !r.desc.interactive {
                 for batch_only in [true, false] {
@@ -110,16 +134,6 @@ impl Controller {
                     });
                 }
             }
-            self.preempting.insert(
-                victim,
-                Preempting {
-                    run: r.restarts,
-                    mode,
-                    at: now,
-                    deadline: now + grace,
-                    ending: false,
-                },
-            );
             if grace <= 0 {
                 effects.extend(self.preempt_victim(victim, now));
                 ended = true;
@@ -211,12 +225,69 @@ impl Controller {
                     };
                     return self.job_ended(&report, now);
                 }
-                vec![Effect::Terminate {
-                    nodes: self.node_names(r),
-                    job_id: id,
-                    state: JobState::Preempted,
-                }]
+                // Written before the order: a restart orders the end again.
+                vec![
+                    self.persist(id),
+                    Effect::Terminate {
+                        nodes: self.node_names(r),
+                        job_id: id,
+                        state: JobState::Preempted,
+                    },
+                ]
             }
+        }
+    }
+
+    /// The preemption of running job `r` under way, as its record keeps it.
+    pub(super) fn preempting_run(&self, r: &Job) -> Option<Box<PreemptingRun>> {
+        let p = self.preempting.get(&r.id).filter(|p| p.run == r.restarts)?;
+        Some(Box::new(PreemptingRun {
+            run: p.run,
+            by: p.by.0,
+            requeue: p.mode == PreemptMode::Requeue,
+            at: p.at,
+            deadline: p.deadline,
+            ending: p.ending,
+        }))
+    }
+
+    /// At start: takes back the preemptions under way that `records` (read from the
+    /// store, their jobs restored) keep, and hands each preemptor's victims back to the
+    /// core. A record of a run that is no longer the job's, or of a job no longer
+    /// running, is ignored.
+    pub(super) fn restore_preempting(&mut self, records: Vec<(JobId, PreemptingRun)>) {
+        let mut victims: std::collections::BTreeMap<JobId, Vec<JobId>> = Default::default();
+        for (id, p) in records {
+            let Some(r) = self.jobs.get(&id) else {
+                continue;
+            };
+            if r.state != JobState::Running || r.restarts != p.run {
+                continue;
+            }
+            let by = JobId(p.by);
+            self.preempting.insert(
+                id,
+                Preempting {
+                    run: p.run,
+                    by,
+                    mode: if p.requeue {
+                        PreemptMode::Requeue
+                    } else {
+                        PreemptMode::Cancel
+                    },
+                    at: p.at,
+                    deadline: p.deadline,
+                    ending: p.ending,
+                },
+            );
+            tracing::info!(
+                "JobId={id} is still being preempted for JobId={by} (grace ends at {})",
+                p.deadline
+            );
+            victims.entry(by).or_default().push(id);
+        }
+        for (by, victims) in victims {
+            self.sched.restore_preemption(by, &victims);
         }
     }
 

@@ -470,8 +470,11 @@ fn hold_release_cancel_and_permissions() {
         ..Default::default()
     };
     let effects = c.cancel(&req, &alice(), 3).unwrap();
+    // Who cancelled it is written first, then its end is ordered.
     assert!(
-        matches!(&effects[..], [Effect::Terminate { job_id, state: JobState::Cancelled, .. }] if *job_id == busy)
+        matches!(&effects[..], [Effect::Persist(r), Effect::Terminate { job_id, state: JobState::Cancelled, .. }]
+            if r.id == busy.0 && r.cancelled_by == Some(1000) && *job_id == busy),
+        "{effects:?}"
     );
 }
 
@@ -1010,6 +1013,44 @@ fn a_restart_takes_back_running_and_pending_jobs() {
     );
     let effects = c2.job_ended(&ended(a, JobState::Completed, 0, 10), 10);
     assert_eq!(launches(&effects), vec![(b.0, vec!["node01".into()])]);
+}
+
+#[test]
+fn a_running_job_cancelled_just_before_a_restart_is_still_ended() {
+    let mut c = Controller::new(conf(1, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (a, _) = submit(&mut c, desc(2, 600), &mut next, 0);
+    c.schedule(0);
+    // scancel at 5: who cancelled is written before the end is ordered.
+    let req = CancelRequest {
+        jobs: vec![(a.0, None)],
+        ..Default::default()
+    };
+    let effects = c.cancel(&req, &alice(), 5).unwrap();
+    let written = effects.iter().position(
+        |e| matches!(e, Effect::Persist(r) if r.id == a.0 && r.cancelled_by == Some(1000)),
+    );
+    let ordered = effects
+        .iter()
+        .position(|e| matches!(e, Effect::Terminate { .. }));
+    assert!(written.is_some() && written < ordered, "{effects:?}");
+    // The controller restarts before the end is reported, the order perhaps never
+    // sent: the agent registers with the job still running, and its end is ordered
+    // again rather than the job going on.
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf(1, 2), Path::new("/s"), jobs, steps, 6);
+    let effects = c.agent_registered("node01", &[(a, 0)], 6);
+    assert!(
+        effects.contains(&Effect::EndRun {
+            node: "node01".into(),
+            job_id: a,
+            run: 0,
+            state: JobState::Cancelled,
+        }),
+        "{effects:?}"
+    );
+    c.job_ended(&ended(a, JobState::Cancelled, 0, 7), 7);
+    assert_eq!(c.job(a).unwrap().state, JobState::Cancelled);
 }
 
 #[test]

@@ -213,6 +213,114 @@ fn a_cancelled_victim_ends_preempted() {
     assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Preempted);
 }
 
+/// The kinds of the preemption events among `c`'s audit events (`preempted`,
+/// `preempting`), by job.
+fn preemption_events(c: &mut Controller) -> Vec<(u64, &'static str)> {
+    c.take_audit()
+        .into_iter()
+        .map(|e| (e.job_id, e.what.kind()))
+        .filter(|(_, k)| k.starts_with("preempt"))
+        .collect()
+}
+
+/// The controller restarted at `now` from `c`'s records (as the store holds them), its
+/// one agent registering with `running`.
+fn restarted(
+    c: &Controller,
+    mode: Option<PreemptMode>,
+    running: &[(JobId, u32)],
+    now: i64,
+) -> (Controller, Vec<Effect>) {
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf(mode), Path::new("/s"), jobs, steps, now);
+    let effects = c.agent_registered("node01", running, now);
+    (c, effects)
+}
+
+#[test]
+fn a_requeue_victim_in_its_grace_is_still_ended_at_its_deadline_after_a_restart() {
+    let mut c = Controller::new(conf(None), Path::new("/s"), vec![], vec![], 0);
+    submit(&mut c, "low", 1, 0);
+    c.take_audit();
+    // At 10 the high job preempts job 1 (grace 5): its record, with the preemption,
+    // is written before it is signalled.
+    let effects = submit(&mut c, "high", 2, 10);
+    let written = effects.iter().position(|e| {
+        matches!(e, Effect::Persist(r) if r.id == 1 && r.preempting.as_ref().is_some_and(|p| p.by == 2 && p.deadline == 15))
+    });
+    let signalled = effects
+        .iter()
+        .position(|e| matches!(e, Effect::Signal { .. }));
+    assert!(written.is_some() && written < signalled, "{effects:?}");
+    assert_eq!(
+        preemption_events(&mut c),
+        vec![(2, "preempting"), (1, "preempted")]
+    );
+    // At 12 the controller restarts; job 1 still runs on node01. Nothing is preempted
+    // again: no signal, no new event, the same grace's end.
+    let (mut c, effects) = restarted(&c, None, &[(JobId(1), 0)], 12);
+    assert!(signals(&effects).is_empty(), "{effects:?}");
+    assert!(launched(&effects).is_empty());
+    assert_eq!(c.job(JobId(2)).unwrap().reason, "Resources");
+    assert_eq!(
+        c.job(JobId(1))
+            .unwrap()
+            .preemption
+            .map(|p| (p.at, p.grace_end)),
+        Some((10, 15))
+    );
+    assert_eq!(c.next_wakeup(), Some(15));
+    assert!(terminations(&c.schedule(14)).is_empty());
+    // At 15 as planned: job 1 is requeued, its run kept as PREEMPTED, job 2 starts.
+    let effects = c.schedule(15);
+    assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
+    assert_eq!(runs(&effects), vec![(1, JobState::Preempted, Some(15), 0)]);
+    assert_eq!(launched(&effects), vec![2]);
+    assert!(preemption_events(&mut c).is_empty());
+}
+
+#[test]
+fn a_victim_whose_grace_ran_out_while_the_controller_was_down_is_ended_at_once() {
+    let mut c = Controller::new(conf(None), Path::new("/s"), vec![], vec![], 0);
+    submit(&mut c, "low", 1, 0);
+    submit(&mut c, "high", 2, 10);
+    // Back at 30, long after the grace's end at 15: job 1 goes, job 2 starts.
+    let (mut c, effects) = restarted(&c, None, &[(JobId(1), 0)], 30);
+    assert!(signals(&effects).is_empty(), "{effects:?}");
+    assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
+    assert_eq!(launched(&effects), vec![2]);
+    assert!(preemption_events(&mut c).is_empty());
+}
+
+#[test]
+fn a_cancel_victim_being_terminated_is_ended_again_after_a_restart() {
+    let mode = Some(PreemptMode::Cancel);
+    let mut c = Controller::new(conf(mode), Path::new("/s"), vec![], vec![], 0);
+    submit(&mut c, "low", 1, 0);
+    submit(&mut c, "high", 2, 10);
+    // At 15 its end is ordered; the controller stops before the end is reported.
+    assert_eq!(
+        terminations(&c.schedule(15)),
+        vec![(1, JobState::Preempted)]
+    );
+    // Its agent still runs it: the end is ordered again, not a new preemption.
+    let (mut c, effects) = restarted(&c, mode, &[(JobId(1), 0)], 16);
+    let ends: Vec<_> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::EndRun { job_id, state, .. } => Some((job_id.0, *state)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, vec![(1, JobState::Preempted)]);
+    assert!(signals(&effects).is_empty(), "{effects:?}");
+    // Its end reported: PREEMPTED, and job 2 starts.
+    let effects = c.job_ended(&end(1, 0, JobState::Preempted, 17), 17);
+    assert_eq!(launched(&effects), vec![2]);
+    assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Preempted);
+    assert!(preemption_events(&mut c).is_empty());
+}
+
 /// Borrowing (cohorts.conf): on the one 4-CPU node, in `low` only, accounts `nlp`
 /// (alice) and `vision` (bob) form cohort `ml` with `Quota=cpu=2` each; nlp's
 /// `GraceTime=7`.
