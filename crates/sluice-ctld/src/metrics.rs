@@ -227,8 +227,9 @@ impl NodeStat {
             "mixed" => Base::Mixed,
             "allocated" => Base::Allocated,
             // Slurm infers MIXED from idle CPUs on a busy node, DRAIN or not.
-            "draining" if self.cpus_alloc < self.cpus => Base::Mixed,
-            "draining" => Base::Allocated,
+            "completing" if self.cpus_alloc == 0 => Base::Idle,
+            "draining" | "completing" if self.cpus_alloc < self.cpus => Base::Mixed,
+            "draining" | "completing" => Base::Allocated,
             // `drained` and `maint` are flags on an idle node.
             _ => Base::Idle,
         }
@@ -237,7 +238,7 @@ impl NodeStat {
     /// Up, answering, and neither drained nor in maintenance: its idle GPUs could be
     /// given to a job.
     pub fn usable(&self) -> bool {
-        self.responding && matches!(self.state, "idle" | "mixed" | "allocated")
+        self.responding && matches!(self.state, "idle" | "mixed" | "allocated" | "completing")
     }
 }
 
@@ -290,6 +291,7 @@ impl NodeCounts {
         // Slurm: DRAINING is DRAIN on an allocated or mixed node, DRAINED the rest;
         // a node counts under `drain` only when not draining.
         match n.state {
+            "completing" => self.cg += 1,
             "draining" => self.draining += 1,
             "drained" => {
                 self.drain += 1;

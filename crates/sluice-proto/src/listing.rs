@@ -137,6 +137,10 @@ pub struct ListedJob {
     pub service: Option<crate::service::ServiceSpec>,
     #[serde(rename = "ss", default, skip_serializing_if = "Option::is_none")]
     pub service_state: Option<crate::service::ServiceState>,
+    /// Its run's processes are being ended (`COMPLETING`, see
+    /// [`JobRecord::completing`]).
+    #[serde(rename = "cg", default, skip_serializing_if = "std::ops::Not::not")]
+    pub completing: bool,
 }
 
 impl ListedJob {
@@ -184,6 +188,7 @@ impl ListedJob {
             array_throttle: d.array.map(|a| a.1),
             service: d.service,
             service_state: r.service_state,
+            completing: r.ending_run.is_some(),
         }
     }
 
@@ -218,6 +223,9 @@ impl ListedJob {
             cpus_per_task: self.cpus_per_task,
             min_nodes: self.min_nodes,
             service_state: self.service_state,
+            ending_run: self
+                .completing
+                .then(|| Box::new(crate::types::EndingRun::default())),
             ..Default::default()
         };
         let d = &mut r.desc;
@@ -297,6 +305,14 @@ impl JobQuery {
             Some(s) if s.eq_ignore_ascii_case("all") => StateFilter::All,
             Some(s) => StateFilter::Only(items(s).filter_map(JobState::parse).collect()),
         }
+    }
+
+    /// Whether the states asked for name `COMPLETING` (`CG`): jobs whose processes are
+    /// being ended match it, whatever their state (as Slurm's job state flag).
+    pub fn wants_completing(&self) -> bool {
+        self.states.as_deref().is_some_and(|s| {
+            items(s).any(|s| s.eq_ignore_ascii_case("COMPLETING") || s.eq_ignore_ascii_case("CG"))
+        })
     }
 }
 

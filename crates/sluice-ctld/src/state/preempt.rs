@@ -211,11 +211,7 @@ impl Controller {
                     };
                     return self.job_ended(&report, now);
                 }
-                vec![Effect::Terminate {
-                    nodes: self.node_names(r),
-                    job_id: id,
-                    state: JobState::Preempted,
-                }]
+                self.begin_ending(id, JobState::Preempted, now)
             }
         }
     }

@@ -470,8 +470,10 @@ fn hold_release_cancel_and_permissions() {
         ..Default::default()
     };
     let effects = c.cancel(&req, &alice(), 3).unwrap();
+    // COMPLETING from now (its record says so, durably), its processes told to end.
     assert!(
-        matches!(&effects[..], [Effect::Terminate { job_id, state: JobState::Cancelled, .. }] if *job_id == busy)
+        matches!(&effects[..], [Effect::Persist(r), Effect::Terminate { job_id, state: JobState::Cancelled, .. }]
+            if *job_id == busy && r.completing() && r.end_time == Some(3))
     );
 }
 
