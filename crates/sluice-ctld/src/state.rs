@@ -3019,6 +3019,8 @@ impl Controller {
         let age = self.conf.min_job_age;
         let aged = |j: &Job| {
             j.state.is_finished()
+                // A COMPLETING job stays: the core holds its nodes until it is over.
+                && j.ending_run.is_none()
                 && j.end_time.is_some_and(|e| e + age <= now)
                 && j.array_pending.as_ref().is_none_or(|p| p.0.is_empty())
         };
