@@ -77,6 +77,8 @@ pub struct JobFacts<'a> {
     pub max_nodes: u32,
     /// It waits with reason `PartitionNodeLimit`.
     pub part_node_limit: bool,
+    /// Its processes are being ended (Slurm's `COMPLETING` flag).
+    pub completing: bool,
 }
 
 /// Slurm's `jobs_stats_t`: jobs by state, and what the running ones hold. Memory is
@@ -126,6 +128,9 @@ impl JobStats {
             s.started += 1;
             s.finished += 1;
         };
+        if j.completing {
+            self.completing += 1;
+        }
         match j.state {
             JobState::Pending => {
                 self.pending += 1;
@@ -556,6 +561,7 @@ mod tests {
             min_nodes: 1,
             max_nodes: 1,
             part_node_limit: false,
+            completing: false,
         }
     }
 
@@ -596,6 +602,13 @@ mod tests {
             (s.cpus_alloc, s.nodes_alloc, s.memory_alloc, s.gpus_alloc),
             (4, 2, 2000, 1)
         );
+        // A cancelled job whose processes are being ended counts as completing too.
+        assert_eq!(s.completing, 0);
+        s.add(&JobFacts {
+            completing: true,
+            ..job(JobState::Cancelled)
+        });
+        assert_eq!((s.completing, s.cancelled), (1, 2));
     }
 
     fn node(state: &'static str, cpus_alloc: u32) -> NodeStat {

@@ -1541,6 +1541,7 @@ impl Controller {
         r.ending_run = (!waiting.is_empty()).then(|| RunEnding {
             run: report.run,
             nodes: waiting,
+            told: None,
         });
         if self.forget_silent_nodes(id) {
             self.jobs.get_mut(&id).expect("checked").ending_run = None;
@@ -2131,6 +2132,7 @@ impl Controller {
                 let ending = RunEnding {
                     run: r.restarts,
                     nodes,
+                    told: None,
                 };
                 self.sched.mark_ending(id);
                 self.jobs.get_mut(&id).expect("exists").ending_run = Some(ending);
@@ -2912,11 +2914,22 @@ impl Controller {
     /// Job `r`'s record as the store keeps it: what it holds, with the reason the
     /// controller last set.
     fn stored(&self, r: &Job) -> JobRecord {
-        r.to_record(
+        let mut record = r.to_record(
             &self.conf,
             self.reason_text(r, r.reason),
             JobDescription::clone(&r.desc),
-        )
+        );
+        // Accounting shows the state a job was told to end in at once, as Slurm's
+        // (`CANCELLED`, `TIMEOUT`, ... with its `End`), while it completes.
+        if let Some(told) = r
+            .ending_run
+            .as_ref()
+            .filter(|e| e.run == r.restarts && r.state == JobState::Running)
+            .and_then(|e| e.told)
+        {
+            record.state = told;
+        }
+        record
     }
 
     /// [`Effect::Persist`] of job `id` as it stands.

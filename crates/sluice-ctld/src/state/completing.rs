@@ -52,6 +52,7 @@ impl Controller {
         let ending = RunEnding {
             run: r.restarts,
             nodes,
+            told: Some(state),
         };
         let terminate = Effect::Terminate {
             nodes: self.node_names(r),

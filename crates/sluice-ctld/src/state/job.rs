@@ -170,6 +170,9 @@ pub struct RunEnding {
     /// The nodes that have not yet reported the run's processes gone (its batch
     /// script's node first, while its end is not reported).
     pub nodes: Vec<NodeId>,
+    /// The state it was told to end in (a cancel, its time limit, a preemption), while
+    /// its batch script's end is not in: what accounting shows already, as Slurm's.
+    pub told: Option<JobState>,
 }
 
 impl Job {
@@ -260,8 +263,20 @@ impl Job {
             RunEnding {
                 run: e.run,
                 nodes: names.iter().filter_map(|n| conf.node_id(n)).collect(),
+                told: None,
             }
         });
+        // Told to end, its batch script's end not in yet: kept with the state it was
+        // told to end in (see `RunEnding::told`), and still running.
+        let mut state = r.state;
+        let mut ending_run = ending_run;
+        if let Some(e) = ending_run.as_mut() {
+            let batch = alloc.first().map(|s: &NodeShare| s.node);
+            if r.state.is_finished() && e.run == r.restarts && e.nodes.first().copied() == batch {
+                e.told = Some(r.state);
+                state = JobState::Running;
+            }
+        }
         Job {
             id: JobId(r.id),
             array: r.array.map(|(a, t)| (JobId(a), t)),
@@ -273,7 +288,7 @@ impl Job {
             account: r.account,
             partition: r.partition,
             qos: r.qos,
-            state: r.state,
+            state,
             // A record from before Sluice kept why a job ended says `None`.
             reason: match Reason::from_text(&r.reason) {
                 Reason::NONE => {

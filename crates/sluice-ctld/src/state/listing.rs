@@ -199,6 +199,7 @@ impl Listing {
                 max_nodes: j.desc.nodes.map_or(0, |n| n.1),
                 part_node_limit: l.live.core.reason
                     == Reason::Core(sluice_core::PendingReason::PartitionNodeLimit),
+                completing: j.ending_run.is_some(),
             });
         }
     }

@@ -101,6 +101,15 @@ fn a_cancelled_job_holds_its_nodes_until_every_node_has_reported_its_processes_g
     let r = c.job(big).unwrap();
     assert_eq!((r.shown_state(), r.end_time), ("COMPLETING", Some(10)));
     assert!(launched(&effects).is_empty());
+    // Accounting has it CANCELLED at once, as Slurm's.
+    let stored = effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::Persist(r) if r.id == big.0 => Some(r.state),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(stored, JobState::Cancelled);
     // No new step in a job being ended.
     assert!(c
         .start_step(big, &StepRequest::default(), &alice(), 11)
@@ -218,5 +227,42 @@ fn a_batch_job_at_its_time_limit_is_told_to_end_on_every_node() {
     assert_eq!(
         (r.state, r.completing(), r.end_time),
         (JobState::Timeout, false, Some(60))
+    );
+}
+
+#[test]
+fn a_restarted_controller_still_holds_a_completing_jobs_nodes() {
+    let (mut c, big, _) = two_node_job_and_a_waiting_one();
+    let effects = c
+        .cancel(
+            &CancelRequest {
+                jobs: vec![(big.0, None)],
+                ..Default::default()
+            },
+            &alice(),
+            10,
+        )
+        .unwrap();
+    let stored: Vec<JobRecord> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Persist(r) => Some((**r).clone()),
+            _ => None,
+        })
+        .collect();
+    // The controller restarts from what it wrote: the job still completes, its
+    // nodes held, until its batch script's end and node02's word.
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), stored, vec![], 20);
+    c.agent_registered("node01", &[(big, 0)], 20);
+    c.agent_registered("node02", &[(big, 0)], 20);
+    let r = c.job(big).unwrap();
+    assert_eq!((r.shown_state(), r.end_time), ("COMPLETING", Some(10)));
+    c.job_ended(&batch_end(big, 0, JobState::Cancelled, 21), 21);
+    assert!(c.job(big).unwrap().completing());
+    c.run_gone(&gone(big, 0, "node02"), &agent(), 22).unwrap();
+    let r = c.job(big).unwrap();
+    assert_eq!(
+        (r.state, r.completing(), r.end_time),
+        (JobState::Cancelled, false, Some(10))
     );
 }
