@@ -1538,7 +1538,7 @@ impl Controller {
             None => report.end.min(now),
         };
         r.end_time = Some(ended_at.max(r.start_time.unwrap_or(now)));
-        r.ending_run = (!waiting.is_empty()).then(|| RunEnding {
+        r.ending_run = (!waiting.is_empty()).then_some(RunEnding {
             run: report.run,
             nodes: waiting,
             told: None,

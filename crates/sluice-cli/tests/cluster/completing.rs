@@ -56,8 +56,11 @@ fn a_cancelled_job_is_completing_until_its_steps_are_gone_on_every_node() {
         harness::pids_running(&["sleep", "6101"]).len() == 2
     });
     assert_eq!(c.run("scancel", &[&job.to_string()]).code, 0);
-    // At once: completing, while the tasks (which ignore SIGTERM) still run.
+    // At once: completing, while the tasks (which ignore SIGTERM) still run; its
+    // accounting says CANCELLED already.
     assert_eq!(squeue_state(&c, job), "COMPLETING CG");
+    let uid = nix::unistd::getuid();
+    assert_eq!(c.state(job), format!("CANCELLED by {uid}"));
     let show = c.run("scontrol", &["show", "job", &job.to_string()]).stdout;
     assert!(show.contains("JobState=COMPLETING "), "{show}");
     assert!(!show.contains("EndTime=Unknown"), "{show}");
