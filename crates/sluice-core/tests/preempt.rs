@@ -128,6 +128,9 @@ fn a_preemption_handed_back_after_a_restart_is_carried_on_not_chosen_again() {
     // A victim no longer running is not handed back.
     s.restore_preemption(JobId(9), &[JobId(1)]);
     assert_eq!(s.preemptor_of(JobId(1)), None);
+}
+
+#[test]
 fn a_job_being_ended_keeps_its_node_and_is_nobodys_victim() {
     // Two 4-CPU nodes. Low job 1 fills node 0 at 0, low job 2 fills node 1 at 50. At
     // 60 job 2 is cancelled: its processes are told to end (COMPLETING), and it holds

@@ -646,6 +646,8 @@ impl JobRecord {
     pub fn limit_end(&self) -> Option<i64> {
         let over = self.suspension.map_or(0, |s| s.secs);
         Some(self.start_time? + self.time_limit? + over)
+    }
+
     /// Whether the job is `COMPLETING` (`CG`): its run's processes are being ended and
     /// not yet gone on every node. Slurm shows the flag in place of the state
     /// (`squeue`'s `%T`, `scontrol show job`'s `JobState`); accounting keeps the state.
