@@ -10,10 +10,11 @@
 //! the next batch connects again. Readers take connections of their own.
 
 use postgres::types::ToSql;
-use postgres::{Client, NoTls, Statement, Transaction};
+use postgres::{Client, GenericClient, NoTls, Statement, Transaction};
 use rusqlite::types::Value;
 
 use crate::backend::{apply, Batch, Outcome};
+use crate::clusters;
 use crate::location::PgTarget;
 use crate::{
     jobs, AccountRow, AuditFilter, AuditRecord, AuditRow, Found, HoldChange, HoldFilter, HoldRow,
@@ -21,10 +22,13 @@ use crate::{
 };
 
 /// The migrations, in order: version, SQL.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/pg/0001_initial.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/pg/0001_initial.sql")),
+    (4, include_str!("../migrations/pg/0004_clusters.sql")),
+];
 
 /// The schema version this release writes.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 4;
 
 /// Serialises migrations between controllers starting at once (an advisory lock's key).
 const MIGRATION_LOCK: i64 = 0x5111ce;
@@ -71,16 +75,31 @@ pub(crate) fn error(target: &PgTarget) -> impl Fn(postgres::Error) -> StoreError
     }
 }
 
-/// A connection to `target` (10 s to connect unless its connection string says).
+/// A connection to `target` (10 s to connect unless its connection string says), its
+/// statements meaning the target's cluster's tables ([`clusters::enter`]).
 pub(crate) fn connect(target: &PgTarget) -> Result<Client, StoreError> {
     let mut config = target.config.clone();
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(std::time::Duration::from_secs(10));
     }
-    config
+    let mut client = config
         .application_name("sluice")
         .connect(NoTls)
-        .map_err(error(target))
+        .map_err(error(target))?;
+    clusters::enter(&mut client, target.cluster()).map_err(error(target))?;
+    Ok(client)
+}
+
+/// Records the controller of `target`'s cluster in the registry and announces it on
+/// `client` (the writer's), refusing it if another live controller serves the cluster
+/// ([`clusters::register`]).
+pub(crate) fn register(client: &mut Client, target: &PgTarget) -> Result<(), StoreError> {
+    let e = error(target);
+    let mut tx = client.transaction().map_err(&e)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(&e)?;
+    clusters::register(&mut tx, target)?;
+    tx.commit().map_err(&e)
 }
 
 /// Brings the database to [`VERSION`], then applies `first_job_id` if it holds no job.
@@ -93,6 +112,13 @@ pub(crate) fn migrate(
     let mut tx = client.transaction().map_err(&e)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .map_err(&e)?;
+    if clusters::adopt(&mut tx, target)? {
+        log(&format!(
+            "the single-cluster tables of PostgreSQL {} now belong to cluster {}",
+            target.describe(),
+            target.cluster()
+        ));
+    }
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS schema_version (
              version BIGINT PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now())",
@@ -198,6 +224,7 @@ impl Writer {
             self.conn = None;
             let mut client = connect(&self.target)?;
             let st = prepare(&mut client).map_err(&e)?;
+            clusters::announce(&mut client, &self.target.member).map_err(&e)?;
             log(&format!(
                 "reconnected to PostgreSQL {}",
                 self.target.describe()
@@ -502,7 +529,7 @@ fn numbered(sql: &str) -> String {
 }
 
 /// The jobs `q` selects ([`jobs::select`]), with their steps and (if asked) runs.
-pub(crate) fn find(c: &mut Client, q: &JobQuery) -> Result<Found, postgres::Error> {
+pub(crate) fn find(c: &mut impl GenericClient, q: &JobQuery) -> Result<Found, postgres::Error> {
     let (sql, args) = jobs::select(q);
     let args: Vec<Box<dyn ToSql + Sync>> = args.into_iter().map(arg).collect();
     let mut jobs: Vec<Row> = c
@@ -632,8 +659,11 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
+        let (newer, ours) = (super::VERSION + 1, super::VERSION);
         assert!(
-            e.contains("schema version 2, newer than this release's 1"),
+            e.contains(&format!(
+                "schema version {newer}, newer than this release's {ours}"
+            )),
             "{e}"
         );
         assert!(e.contains("StorageLoc"), "says what to do: {e}");
