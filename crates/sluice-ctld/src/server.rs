@@ -273,6 +273,7 @@ pub async fn run(
     std::fs::create_dir_all(state_dir).map_err(io(state_dir))?;
     std::fs::create_dir_all(state_dir.join("agents")).map_err(io(state_dir))?;
     let location = storage::location(&conf.site.storage, state_dir).map_err(ServeError::Storage)?;
+    let location = storage::for_cluster(location, &conf, listen);
     let (store, writer, mut snapshot) =
         Store::open_at(&location, conf.first_job_id, accounting::keys_of_record)?;
     // The rows go as they are read: the controller keeps the jobs, not their text.

@@ -575,15 +575,67 @@ pub(crate) const OPTIONS: &[Opt] = &[
 ];
 
 /// sacct's options Sluice accepts without effect.
-pub(crate) const IGNORED: &[&str] = &["allclusters", "clusters"];
+pub(crate) const IGNORED: &[&str] = &[];
+
+/// Which clusters' jobs are listed (`-M`, `-L`), as sacct reads the options in order:
+/// `-L` or `-M all` lists every cluster of the database, `-M NAME[,NAME]` these (more
+/// `-M` add to them), neither the controller's own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Clusters {
+    Own,
+    All,
+    These(Vec<String>),
+}
+
+impl Clusters {
+    /// After `-M value`.
+    fn and(self, value: &str) -> Clusters {
+        if value.eq_ignore_ascii_case("all") || value == "-1" {
+            return Clusters::All;
+        }
+        let mut names = match self {
+            Clusters::These(v) => v,
+            _ => Vec::new(),
+        };
+        for n in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if !names.iter().any(|m| m == n) {
+                names.push(n.to_string());
+            }
+        }
+        Clusters::These(names)
+    }
+
+    /// The clusters to ask for, in the order their jobs are listed: those named as
+    /// named, every cluster by name (the controller's own and those sharing its
+    /// database).
+    fn names(&self, client: &sluice_proto::Client, own: &str) -> Vec<String> {
+        match self {
+            Clusters::Own => vec![own.to_string()],
+            Clusters::These(v) => v.clone(),
+            Clusters::All => {
+                let mut v = vec![own.to_string()];
+                if let Ok(snap) = client.get::<sluice_proto::accounts::AccountsSnapshot>("/v1/accounts") {
+                    v.extend(snap.other_clusters.into_iter().map(|c| c.name));
+                }
+                v.sort();
+                v.dedup();
+                v
+            }
+        }
+    }
+}
 
 /// `--help`: the options Sluice acts on, in sacct's layout.
 #[rustfmt::skip]
 pub(crate) const HELP: &[Group] = &[Group {
     title: "",
     entries: &[
+        e("allclusters", "", "Every cluster's jobs: the controller's own and those\n\
+             sharing its accounting database."),
         e("allusers", "", "Every user's jobs (the default for root); otherwise only\n\
              the caller's."),
+        e("clusters", "", "Only these clusters' jobs (comma separated; all: every\n\
+             cluster)."),
         e("accounts", "", "Only jobs charged to these accounts (comma separated)."),
         e("allocations", "", "One line per job: no step lines."),
         e("delimiter", "", "What separates fields with -p or -P (default '|')."),
@@ -689,6 +741,8 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut step_only: Vec<(u64, Option<u32>, String)> = Vec::new();
     let mut whole: Vec<(u64, Option<u32>)> = Vec::new();
     let mut duplicates = false;
+    // `-M`/`-L`: the clusters whose jobs are listed (none named: the controller's own).
+    let mut clusters = Clusters::Own;
     // `--noconvert`: usage sizes in the unit they were counted in.
     let mut no_convert = false;
     // `--long`: Slurm's long field list (refused with `--format`).
@@ -814,8 +868,8 @@ pub fn main(args: Vec<String>) -> i32 {
                 print!("{}", helpformat());
                 return 0;
             }
-            // Accepted, no effect.
-            n if IGNORED.contains(&n) => {}
+            "allclusters" => clusters = Clusters::All,
+            "clusters" => clusters = clusters.and(f.value()),
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
@@ -869,18 +923,42 @@ pub fn main(args: Vec<String>) -> i32 {
         since: start,
         until: end,
         duplicates,
+        cluster: None,
     };
     let client = controller();
-    let acct: sluice_proto::types::Accounting = client
-        .post("/v1/accounting", &query)
-        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
-    let cluster = client
+    let own = client
         .get::<sluice_proto::types::ConfigInfo>("/v1/config")
         .map(|c| c.cluster_name)
         .unwrap_or_default();
+    // Each cluster's jobs in turn, as slurmdbd answers for several clusters.
+    let mut fetched: Vec<(String, sluice_proto::types::Accounting)> = Vec::new();
+    for name in clusters.names(&client, &own) {
+        let q = AccountingQuery {
+            cluster: (name != own).then(|| name.clone()),
+            ..query.clone()
+        };
+        let acct = client
+            .post("/v1/accounting", &q)
+            .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+        fetched.push((name, acct));
+    }
+    let layout = if parsable {
+        Layout::Parsable {
+            delimiter: delimiter.clone(),
+            trailing,
+        }
+    } else {
+        Layout::Fixed
+    };
+    let mut out = String::new();
+    if header {
+        out.push_str(&print_fields::header(&fields, &layout));
+    }
+    let (mut json_jobs, mut json_steps) = (Vec::new(), Vec::new());
+    for (cluster, acct) in &fetched {
     let ctx = Context {
         t,
-        cluster: &cluster,
+        cluster,
         derived: derived_exit_codes(&acct.steps),
         cpu: job_cpu_times(&acct.steps),
         convert: match units {
@@ -909,9 +987,9 @@ pub fn main(args: Vec<String>) -> i32 {
     // By id, an array's tasks together in index order.
     selected.sort_by_key(|j| j.list_key());
     if json {
-        let v = serde_json::json!({ "jobs": selected, "steps": acct.steps.iter().filter(|s| selected.iter().any(|j| j.id == s.job_id)).collect::<Vec<_>>() });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-        return 0;
+        json_steps.extend(acct.steps.iter().filter(|s| selected.iter().any(|j| j.id == s.job_id)));
+        json_jobs.extend(selected);
+        continue;
     }
     let running_batch = running_batch_steps(&selected, &acct.steps);
     let all_steps: Vec<&StepRecord> = acct.steps.iter().chain(&running_batch).collect();
@@ -957,24 +1035,18 @@ pub fn main(args: Vec<String>) -> i32 {
         rows.push(Row::Job(j));
         rows.extend(steps_of(j));
     }
-    let layout = if parsable {
-        Layout::Parsable {
-            delimiter,
-            trailing,
-        }
-    } else {
-        Layout::Fixed
-    };
-    let mut out = String::new();
-    if header {
-        out.push_str(&print_fields::header(&fields, &layout));
-    }
     for r in &rows {
         let values: Vec<String> = fields
             .iter()
             .map(|(f, _)| in_units(f, value(f, r, &ctx), units))
             .collect();
         out.push_str(&print_fields::row(&values, &fields, &layout));
+    }
+    }
+    if json {
+        let v = serde_json::json!({ "jobs": json_jobs, "steps": json_steps });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return 0;
     }
     print!("{out}");
     0
