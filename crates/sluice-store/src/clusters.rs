@@ -62,7 +62,10 @@ pub(crate) fn adopt(tx: &mut Transaction, target: &PgTarget) -> Result<bool, Sto
     tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", schema(cluster)))
         .map_err(&e)?;
     let single: bool = tx
-        .query_one("SELECT to_regclass('public.schema_version') IS NOT NULL", &[])
+        .query_one(
+            "SELECT to_regclass('public.schema_version') IS NOT NULL",
+            &[],
+        )
         .map_err(&e)?
         .get(0);
     if !single {
@@ -185,25 +188,24 @@ pub(crate) fn list(c: &mut impl GenericClient) -> Result<Vec<ClusterRow>, postgr
     if !known {
         return Ok(Vec::new());
     }
-    Ok(c
-        .query(
-            "SELECT name, control_host, control_port, controllers FROM public.clusters
+    Ok(c.query(
+        "SELECT name, control_host, control_port, controllers FROM public.clusters
              ORDER BY name COLLATE \"C\"",
-            &[],
-        )?
-        .iter()
-        .map(|r| ClusterRow {
-            name: r.get(0),
-            control_host: r.get(1),
-            control_port: u16::try_from(r.get::<_, i32>(2)).unwrap_or(0),
-            controllers: r
-                .get::<_, String>(3)
-                .split(',')
-                .filter(|h| !h.is_empty())
-                .map(str::to_string)
-                .collect(),
-        })
-        .collect())
+        &[],
+    )?
+    .iter()
+    .map(|r| ClusterRow {
+        name: r.get(0),
+        control_host: r.get(1),
+        control_port: u16::try_from(r.get::<_, i32>(2)).unwrap_or(0),
+        controllers: r
+            .get::<_, String>(3)
+            .split(',')
+            .filter(|h| !h.is_empty())
+            .map(str::to_string)
+            .collect(),
+    })
+    .collect())
 }
 
 /// The jobs `q` selects in cluster `cluster`'s tables (nothing for a cluster the
@@ -272,7 +274,10 @@ mod tests {
             .unwrap()
             .unwrap();
         let all = JobQuery::default();
-        assert_eq!(ids(&a.query_jobs(&all).unwrap()), [(1, "alpha job 1 user=u")]);
+        assert_eq!(
+            ids(&a.query_jobs(&all).unwrap()),
+            [(1, "alpha job 1 user=u")]
+        );
         assert_eq!(
             ids(&a.query_cluster_jobs("beta", &all).unwrap()),
             [(1, "beta job 1 user=u"), (2, "beta job 2 user=u")],
@@ -343,8 +348,7 @@ mod tests {
         )
         .unwrap();
         drop(c);
-        let (s, _w, snap) =
-            Store::open_at(&at(&db, member("alpha", "h1", &[])), 1, keys).unwrap();
+        let (s, _w, snap) = Store::open_at(&at(&db, member("alpha", "h1", &[])), 1, keys).unwrap();
         assert_eq!(snap.jobs.len(), 1);
         assert_eq!(snap.jobs[0].record, "old job 7 user=u");
         assert_eq!(snap.next_job_id, 8);
@@ -358,12 +362,19 @@ mod tests {
             holds: crate::HoldChange::None,
         }]);
         s.sync().unwrap();
-        assert_eq!(s.audit_events(&crate::AuditFilter::default()).unwrap().len(), 2);
+        assert_eq!(
+            s.audit_events(&crate::AuditFilter::default())
+                .unwrap()
+                .len(),
+            2
+        );
         // Another cluster on the same database starts empty.
-        let (b, _wb, snap) =
-            Store::open_at(&at(&db, member("beta", "h2", &[])), 1, keys).unwrap();
+        let (b, _wb, snap) = Store::open_at(&at(&db, member("beta", "h2", &[])), 1, keys).unwrap();
         assert!(snap.jobs.is_empty());
-        assert_eq!(ids(&b.query_cluster_jobs("alpha", &JobQuery::default()).unwrap()).len(), 1);
+        assert_eq!(
+            ids(&b.query_cluster_jobs("alpha", &JobQuery::default()).unwrap()).len(),
+            1
+        );
         let mut c = pg::connect(&db).unwrap();
         let left: i64 = c
             .query_one(

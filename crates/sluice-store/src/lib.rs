@@ -725,10 +725,9 @@ impl Store {
     pub fn query_cluster_jobs(&self, cluster: &str, query: &JobQuery) -> Result<Found, StoreError> {
         match &self.location {
             Location::Postgres(t) if t.cluster() == cluster => self.query_jobs(query),
-            Location::Postgres(_) => self.read(
-                |_| unreachable!(),
-                |c| clusters::find_in(c, cluster, query),
-            ),
+            Location::Postgres(_) => {
+                self.read(|_| unreachable!(), |c| clusters::find_in(c, cluster, query))
+            }
             Location::Sqlite(_) => Ok(Found::default()),
         }
     }

@@ -614,7 +614,9 @@ impl Clusters {
             Clusters::These(v) => v.clone(),
             Clusters::All => {
                 let mut v = vec![own.to_string()];
-                if let Ok(snap) = client.get::<sluice_proto::accounts::AccountsSnapshot>("/v1/accounts") {
+                if let Ok(snap) =
+                    client.get::<sluice_proto::accounts::AccountsSnapshot>("/v1/accounts")
+                {
                     v.extend(snap.other_clusters.into_iter().map(|c| c.name));
                 }
                 v.sort();
@@ -956,92 +958,96 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     let (mut json_jobs, mut json_steps) = (Vec::new(), Vec::new());
     for (cluster, acct) in &fetched {
-    let ctx = Context {
-        t,
-        cluster,
-        derived: derived_exit_codes(&acct.steps),
-        cpu: job_cpu_times(&acct.steps),
-        convert: match units {
-            Some(u) => Convert::To(u),
-            None if no_convert => Convert::No,
-            None => Convert::Exact,
-        },
-    };
-    let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
-        Some(tk) => j.array == Some((id, tk)),
-        None => j.id == id || j.array.is_some_and(|a| a.0 == id),
-    };
-    let mut selected: Vec<&JobRecord> = acct
-        .jobs
-        .iter()
-        .filter(|j| jobs.is_empty() || jobs.iter().any(|&(id, task)| named(j, id, task)))
-        .filter(|j| names.is_empty() || names.contains(&j.desc.name))
-        .filter(|j| users.is_empty() || users.contains(&j.user))
-        .filter(|j| accounts.is_empty() || accounts.contains(&j.account))
-        .filter(|j| partitions.is_empty() || partitions.contains(&j.partition))
-        .filter(|j| !own_only || j.user == me)
-        .filter(|j| states.is_empty() || states.contains(&j.state))
-        .filter(|j| start.is_none_or(|s| j.end_time.is_none_or(|e| e >= s)))
-        .filter(|j| end.is_none_or(|e| j.submit_time <= e))
-        .collect();
-    // By id, an array's tasks together in index order.
-    selected.sort_by_key(|j| j.list_key());
-    if json {
-        json_steps.extend(acct.steps.iter().filter(|s| selected.iter().any(|j| j.id == s.job_id)));
-        json_jobs.extend(selected);
-        continue;
-    }
-    let running_batch = running_batch_steps(&selected, &acct.steps);
-    let all_steps: Vec<&StepRecord> = acct.steps.iter().chain(&running_batch).collect();
-    let mut rows: Vec<Row> = Vec::new();
-    for j in &selected {
-        if !jobs.is_empty() && !whole.iter().any(|&(id, task)| named(j, id, task)) {
-            // Named only by its steps: those steps' rows, as Slurm prints them.
-            let wanted: Vec<&str> = step_only
-                .iter()
-                .filter(|&&(id, task, _)| named(j, id, task))
-                .map(|(_, _, step)| step.as_str())
-                .collect();
-            if !alloc_only {
-                let mut steps: Vec<&StepRecord> = all_steps
+        let ctx = Context {
+            t,
+            cluster,
+            derived: derived_exit_codes(&acct.steps),
+            cpu: job_cpu_times(&acct.steps),
+            convert: match units {
+                Some(u) => Convert::To(u),
+                None if no_convert => Convert::No,
+                None => Convert::Exact,
+            },
+        };
+        let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
+            Some(tk) => j.array == Some((id, tk)),
+            None => j.id == id || j.array.is_some_and(|a| a.0 == id),
+        };
+        let mut selected: Vec<&JobRecord> = acct
+            .jobs
+            .iter()
+            .filter(|j| jobs.is_empty() || jobs.iter().any(|&(id, task)| named(j, id, task)))
+            .filter(|j| names.is_empty() || names.contains(&j.desc.name))
+            .filter(|j| users.is_empty() || users.contains(&j.user))
+            .filter(|j| accounts.is_empty() || accounts.contains(&j.account))
+            .filter(|j| partitions.is_empty() || partitions.contains(&j.partition))
+            .filter(|j| !own_only || j.user == me)
+            .filter(|j| states.is_empty() || states.contains(&j.state))
+            .filter(|j| start.is_none_or(|s| j.end_time.is_none_or(|e| e >= s)))
+            .filter(|j| end.is_none_or(|e| j.submit_time <= e))
+            .collect();
+        // By id, an array's tasks together in index order.
+        selected.sort_by_key(|j| j.list_key());
+        if json {
+            json_steps.extend(
+                acct.steps
                     .iter()
-                    .copied()
-                    .filter(|s| {
-                        s.job_id == j.id
-                            && s.run == j.restarts
-                            && wanted.contains(&s.step.to_string().as_str())
-                    })
-                    .collect();
-                steps.sort_by_key(|s| step_order(s));
-                rows.extend(steps.into_iter().map(|s| Row::Step(j, s)));
-            }
+                    .filter(|s| selected.iter().any(|j| j.id == s.job_id)),
+            );
+            json_jobs.extend(selected);
             continue;
         }
-        let steps_of = |r| {
-            if alloc_only {
-                Vec::new()
-            } else {
-                run_steps(&all_steps, r)
+        let running_batch = running_batch_steps(&selected, &acct.steps);
+        let all_steps: Vec<&StepRecord> = acct.steps.iter().chain(&running_batch).collect();
+        let mut rows: Vec<Row> = Vec::new();
+        for j in &selected {
+            if !jobs.is_empty() && !whole.iter().any(|&(id, task)| named(j, id, task)) {
+                // Named only by its steps: those steps' rows, as Slurm prints them.
+                let wanted: Vec<&str> = step_only
+                    .iter()
+                    .filter(|&&(id, task, _)| named(j, id, task))
+                    .map(|(_, _, step)| step.as_str())
+                    .collect();
+                if !alloc_only {
+                    let mut steps: Vec<&StepRecord> = all_steps
+                        .iter()
+                        .copied()
+                        .filter(|s| {
+                            s.job_id == j.id
+                                && s.run == j.restarts
+                                && wanted.contains(&s.step.to_string().as_str())
+                        })
+                        .collect();
+                    steps.sort_by_key(|s| step_order(s));
+                    rows.extend(steps.into_iter().map(|s| Row::Step(j, s)));
+                }
+                continue;
             }
-        };
-        // With --duplicates, the runs a requeue ended come first (REQUEUED), each with
-        // its steps.
-        if duplicates {
-            for r in acct.runs.iter().filter(|r| r.id == j.id) {
-                rows.push(Row::Job(r));
-                rows.extend(steps_of(r));
+            let steps_of = |r| {
+                if alloc_only {
+                    Vec::new()
+                } else {
+                    run_steps(&all_steps, r)
+                }
+            };
+            // With --duplicates, the runs a requeue ended come first (REQUEUED), each with
+            // its steps.
+            if duplicates {
+                for r in acct.runs.iter().filter(|r| r.id == j.id) {
+                    rows.push(Row::Job(r));
+                    rows.extend(steps_of(r));
+                }
             }
+            rows.push(Row::Job(j));
+            rows.extend(steps_of(j));
         }
-        rows.push(Row::Job(j));
-        rows.extend(steps_of(j));
-    }
-    for r in &rows {
-        let values: Vec<String> = fields
-            .iter()
-            .map(|(f, _)| in_units(f, value(f, r, &ctx), units))
-            .collect();
-        out.push_str(&print_fields::row(&values, &fields, &layout));
-    }
+        for r in &rows {
+            let values: Vec<String> = fields
+                .iter()
+                .map(|(f, _)| in_units(f, value(f, r, &ctx), units))
+                .collect();
+            out.push_str(&print_fields::row(&values, &fields, &layout));
+        }
     }
     if json {
         let v = serde_json::json!({ "jobs": json_jobs, "steps": json_steps });

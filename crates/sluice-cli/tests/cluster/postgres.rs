@@ -245,7 +245,14 @@ fn submissions_fail_while_postgresql_is_down_and_succeed_again_when_it_returns()
 /// with `extra` options.
 fn jobs_of(c: &Cluster, extra: &[&str]) -> String {
     let mut args = vec![
-        "-a", "-X", "-P", "-n", "-S", "2020-01-01T00:00:00", "-o", "Cluster,JobID,JobName,State",
+        "-a",
+        "-X",
+        "-P",
+        "-n",
+        "-S",
+        "2020-01-01T00:00:00",
+        "-o",
+        "Cluster,JobID,JobName,State",
     ];
     args.extend(extra);
     let o = c.run("sacct", &args);
@@ -280,9 +287,15 @@ fn two_clusters_share_one_database_each_controller_seeing_its_own_jobs() {
     assert_eq!(jobs_of(&beta, &[]), beta_rows);
     // -M names others, -M all and -L list every cluster by name.
     assert_eq!(jobs_of(&alpha, &["-M", "beta"]), beta_rows);
-    assert_eq!(jobs_of(&beta, &["-M", "alpha,beta"]), format!("{alpha_rows}{beta_rows}"));
+    assert_eq!(
+        jobs_of(&beta, &["-M", "alpha,beta"]),
+        format!("{alpha_rows}{beta_rows}")
+    );
     assert_eq!(jobs_of(&alpha, &["-L"]), format!("{alpha_rows}{beta_rows}"));
-    assert_eq!(jobs_of(&beta, &["-M", "all"]), format!("{alpha_rows}{beta_rows}"));
+    assert_eq!(
+        jobs_of(&beta, &["-M", "all"]),
+        format!("{alpha_rows}{beta_rows}")
+    );
     // An unknown cluster has no jobs (Slurm: the header alone, exit 0).
     assert_eq!(jobs_of(&alpha, &["-M", "gamma"]), "");
     // -j names a job of the cluster asked.
@@ -290,7 +303,10 @@ fn two_clusters_share_one_database_each_controller_seeing_its_own_jobs() {
         jobs_of(&alpha, &["-M", "beta", "-j", &b2.to_string()]),
         format!("beta|{b2}|from-beta-too|COMPLETED\n")
     );
-    let o = alpha.run("sacctmgr", &["-n", "-P", "show", "cluster", "format=cluster"]);
+    let o = alpha.run(
+        "sacctmgr",
+        &["-n", "-P", "show", "cluster", "format=cluster"],
+    );
     assert_eq!(o.stdout, "alpha\nbeta\n", "{o:?}");
     // A second live controller named beta, with a configuration of its own, is
     // refused at start, saying what to do.
@@ -311,7 +327,10 @@ fn two_clusters_share_one_database_each_controller_seeing_its_own_jobs() {
         err.contains("cluster beta is already served by a live controller on host"),
         "{err}"
     );
-    assert!(err.contains("give this cluster another ClusterName"), "{err}");
+    assert!(
+        err.contains("give this cluster another ClusterName"),
+        "{err}"
+    );
     // Beta goes on unharmed.
     let b3 = beta.sbatch(&["--wrap", "true"]);
     assert_eq!(b3, b2 + 1);

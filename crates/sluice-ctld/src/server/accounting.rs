@@ -110,9 +110,7 @@ pub(super) async fn select_in(
     query: JobQuery,
 ) -> Result<Accounting, ApiError> {
     let store = app.store.clone();
-    decode(
-        tokio::task::spawn_blocking(move || store.query_cluster_jobs(&cluster, &query)).await,
-    )
+    decode(tokio::task::spawn_blocking(move || store.query_cluster_jobs(&cluster, &query)).await)
 }
 
 /// The records found, decoded for `sacct`.

@@ -29,7 +29,7 @@ pub(super) async fn list(State(app): State<App>) -> Response {
 /// a PostgreSQL database shared by several clusters; none for SQLite).
 ///
 /// Errors: the database cannot be read.
-pub(super) async fn with_other_clusters(
+pub(in crate::server) async fn with_other_clusters(
     app: &App,
     mut snap: AccountsSnapshot,
 ) -> Result<AccountsSnapshot, ApiError> {

@@ -58,13 +58,20 @@ pub fn for_cluster(
     listen: Option<std::net::SocketAddr>,
 ) -> Location {
     match location {
-        Location::Postgres(t) => Location::Postgres(Box::new(t.for_member(Member {
-            cluster: conf.cluster_name.clone(),
-            host: crate::config::this_host(),
-            listed: conf.net.controllers.iter().map(|h| h.name.clone()).collect(),
-            control_host: listen.map(|a| a.ip().to_string()).unwrap_or_default(),
-            control_port: listen.map_or(0, |a| a.port()),
-        }))),
+        Location::Postgres(t) => Location::Postgres(Box::new(
+            t.for_member(Member {
+                cluster: conf.cluster_name.clone(),
+                host: crate::config::this_host(),
+                listed: conf
+                    .net
+                    .controllers
+                    .iter()
+                    .map(|h| h.name.clone())
+                    .collect(),
+                control_host: listen.map(|a| a.ip().to_string()).unwrap_or_default(),
+                control_port: listen.map_or(0, |a| a.port()),
+            }),
+        )),
         sqlite => sqlite,
     }
 }
