@@ -270,7 +270,20 @@ fn two_clusters_share_one_database_each_controller_seeing_its_own_jobs() {
     let site = site_conf(server, "two_clusters", &secrets);
     let conf = |name: &str| CONF.replace("ClusterName=pg", &format!("ClusterName={name}"));
     let files = [("sluice.conf", site.as_str())];
-    let alpha = Cluster::start_with_files("alpha", &conf("alpha"), &["n1"], &files);
+    // Alpha serves the REST API too (slurmdb's endpoints take a cluster).
+    let key = crate::rest::write_key("twoclusters", 0o600);
+    let addr = format!("127.0.0.1:{}", crate::rest::free_port());
+    let alpha = Cluster::start_full(
+        "alpha",
+        &format!(
+            "{}AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={},max_token_lifespan=3600\n",
+            conf("alpha"),
+            key.display()
+        ),
+        &["n1"],
+        &["--listen", &addr],
+        &files,
+    );
     let beta = Cluster::start_with_files("beta", &conf("beta"), &["n1"], &files);
     let a1 = alpha.sbatch(&["-J", "from-alpha", "--wrap", "true"]);
     let b1 = beta.sbatch(&["-J", "from-beta", "--wrap", "true"]);
@@ -308,6 +321,58 @@ fn two_clusters_share_one_database_each_controller_seeing_its_own_jobs() {
         &["-n", "-P", "show", "cluster", "format=cluster"],
     );
     assert_eq!(o.stdout, "alpha\nbeta\n", "{o:?}");
+    // REST: slurmdb's jobs of the clusters named, else of every cluster; the clusters.
+    let o = alpha.run_as(0, "scontrol", &["token"]);
+    let token = o
+        .stdout
+        .trim()
+        .strip_prefix("SLURM_JWT=")
+        .unwrap()
+        .to_string();
+    let user = "root";
+    let rest = |path: &str| {
+        let (status, v) =
+            crate::rest::http(&addr, "GET", path, &crate::rest::as_user(user, &token), "");
+        assert_eq!(status, 200, "{path}: {v}");
+        v
+    };
+    let jobs = |v: serde_json::Value| -> Vec<String> {
+        v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| {
+                format!(
+                    "{}|{}|{}",
+                    j["cluster"].as_str().unwrap(),
+                    j["job_id"],
+                    j["name"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        jobs(rest("/slurmdb/v0.0.44/jobs?cluster=beta")),
+        [
+            format!("beta|{b1}|from-beta"),
+            format!("beta|{b2}|from-beta-too")
+        ]
+    );
+    assert_eq!(
+        jobs(rest("/slurmdb/v0.0.44/jobs")),
+        [
+            format!("alpha|{a1}|from-alpha"),
+            format!("beta|{b1}|from-beta"),
+            format!("beta|{b2}|from-beta-too")
+        ]
+    );
+    let names: Vec<String> = rest("/slurmdb/v0.0.44/clusters")["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["alpha", "beta"]);
     // A second live controller named beta, with a configuration of its own, is
     // refused at start, saying what to do.
     let dir = secrets.join("second-beta");
