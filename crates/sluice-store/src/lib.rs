@@ -739,7 +739,7 @@ impl Store {
     /// Errors: the database cannot be read.
     pub fn clusters(&self) -> Result<Vec<ClusterRow>, StoreError> {
         match &self.location {
-            Location::Postgres(_) => self.read(|_| unreachable!(), |c| clusters::list(c)),
+            Location::Postgres(_) => self.read(|_| unreachable!(), clusters::list),
             Location::Sqlite(_) => Ok(Vec::new()),
         }
     }

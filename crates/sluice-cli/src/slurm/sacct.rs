@@ -1072,6 +1072,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn clusters_are_read_in_order_as_sacct_reads_its_options() {
+        let these = |v: &[&str]| Clusters::These(v.iter().map(|s| s.to_string()).collect());
+        assert_eq!(Clusters::Own.and("b,a").and("b,c"), these(&["b", "a", "c"]));
+        assert_eq!(Clusters::Own.and("a").and("ALL"), Clusters::All);
+        assert_eq!(Clusters::Own.and("-1"), Clusters::All);
+        // -L, then -M NAME: only NAME (sacct resets its all-clusters flag).
+        assert_eq!(Clusters::All.and("a"), these(&["a"]));
+    }
+
+    #[test]
     fn field_names_are_known_in_any_case() {
         assert_eq!(canonical("jobid"), Some(("JobID", -12)));
         assert_eq!(canonical("state"), Some(("State", 10)));
