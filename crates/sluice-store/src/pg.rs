@@ -93,14 +93,31 @@ pub(crate) fn connect(target: &PgTarget) -> Result<Client, StoreError> {
 /// Records the controller of `target`'s cluster in the registry and announces it on
 /// `client` (the writer's), refusing it if another live controller serves the cluster
 /// ([`clusters::register`]).
+///
+/// A live session is looked for again for a few seconds before refusing: the session
+/// of a controller killed a moment ago (restarted at once by its supervisor) ends as
+/// soon as the server reads its closed socket.
 pub(crate) fn register(client: &mut Client, target: &PgTarget) -> Result<(), StoreError> {
     let e = error(target);
-    let mut tx = client.transaction().map_err(&e)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .map_err(&e)?;
-    clusters::register(&mut tx, target)?;
-    tx.commit().map_err(&e)
+    let deadline = std::time::Instant::now() + REGISTER_PATIENCE;
+    loop {
+        let mut tx = client.transaction().map_err(&e)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .map_err(&e)?;
+        match clusters::register(&mut tx, target) {
+            Ok(()) => return tx.commit().map_err(&e),
+            Err(StoreError::ClusterTaken(_)) if std::time::Instant::now() < deadline => {
+                drop(tx);
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+            Err(err) => return Err(err),
+        }
+    }
 }
+
+/// How long a start waits for another live controller of its cluster to go away
+/// before it is refused.
+const REGISTER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Brings the database to [`VERSION`], then applies `first_job_id` if it holds no job.
 pub(crate) fn migrate(
