@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use sluice_store::PgTarget;
+use sluice_store::{Member, PgTarget};
 
 /// `sluice db` and its subcommands.
 #[derive(Args, Debug)]
@@ -38,9 +38,14 @@ struct MigrateArgs {
     /// in the process list).
     #[arg(long, value_name = "FILE")]
     pass_file: Option<PathBuf>,
-    /// Empty the target database first, when it already holds a cluster's state.
+    /// Empty the target cluster's tables first, when they already hold its state.
     #[arg(long)]
     replace: bool,
+    /// The cluster the history belongs to (its ClusterName; one PostgreSQL database
+    /// may hold several clusters' tables). Default: the ClusterName of the slurm.conf
+    /// the commands read (SLURM_CONF, else /etc/slurm/slurm.conf).
+    #[arg(long, value_name = "NAME")]
+    cluster: Option<String>,
 }
 
 /// Runs `sluice db`; the exit status.
@@ -56,8 +61,33 @@ pub fn run(args: DbArgs) -> i32 {
     }
 }
 
+/// The cluster a migration's history belongs to: `--cluster`, else slurm.conf's
+/// `ClusterName`.
+///
+/// Errors: neither is given (what to do, in words).
+fn cluster_of(args: &MigrateArgs) -> Result<String, String> {
+    if let Some(c) = &args.cluster {
+        return Ok(c.clone());
+    }
+    let path = crate::daemons::slurm_conf_path(None);
+    sluice_conf::slurm_conf::read(&path)
+        .map(|c| c.cluster_name)
+        .map_err(|e| {
+            format!(
+                "name the cluster the history belongs to with --cluster (its ClusterName): \
+                 {}: {}",
+                path.display(),
+                e.message
+            )
+        })
+}
+
 fn migrate(args: MigrateArgs) -> Result<(), String> {
-    let mut target = PgTarget::from_url(&args.to)?;
+    let cluster = cluster_of(&args)?;
+    let mut target = PgTarget::from_url(&args.to)?.for_member(Member {
+        cluster,
+        ..Member::default()
+    });
     if let Some(p) = &args.pass_file {
         target = target.with_password(&sluice_ctld::server::storage::read_pass_file(p)?);
     }
@@ -92,9 +122,10 @@ fn migrate(args: MigrateArgs) -> Result<(), String> {
         report.target_checksum
     );
     println!(
-        "identical: migrated {} to {}",
+        "identical: migrated {} to {} (cluster {})",
         args.from.display(),
-        target.describe()
+        target.describe(),
+        target.cluster()
     );
     Ok(())
 }

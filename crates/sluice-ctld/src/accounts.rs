@@ -579,6 +579,7 @@ impl Accounts {
             accounts: self.accounts.values().cloned().collect(),
             qos,
             associations,
+            other_clusters: Vec::new(),
         }
     }
 

@@ -289,6 +289,7 @@ pub async fn run(
     std::fs::create_dir_all(state_dir).map_err(io(state_dir))?;
     std::fs::create_dir_all(state_dir.join("agents")).map_err(io(state_dir))?;
     let location = storage::location(&conf.site.storage, state_dir).map_err(ServeError::Storage)?;
+    let location = storage::for_cluster(location, &conf, listen);
     let fence = net.epoch.as_ref().map(|e| sluice_store::Fence {
         epoch: e.value,
         key: e.key.clone(),

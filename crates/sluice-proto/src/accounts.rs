@@ -570,6 +570,10 @@ pub struct AccountsSnapshot {
     /// Associations in `sacctmgr show assoc`'s order (depth first from `root`; under
     /// each account its users by name, then its sub-accounts by name).
     pub associations: Vec<AssociationListing>,
+    /// The other clusters whose accounting shares this cluster's database (PostgreSQL),
+    /// by name; their associations are their own controllers'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_clusters: Vec<ClusterRecord>,
 }
 
 /// Changes to an association's settings (`sacctmgr add ... Fairshare=...`, `modify

@@ -1289,6 +1289,10 @@ pub struct AccountingQuery {
     /// `-D`: the earlier runs of requeued jobs too.
     #[serde(default)]
     pub duplicates: bool,
+    /// `-M NAME`: the jobs of this cluster (one sharing the controller's database)
+    /// rather than the controller's own; an unknown cluster has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
 }
 
 /// What `sacct` reads: jobs and their steps (all the database holds for `GET`, those

@@ -49,6 +49,7 @@ use rusqlite::Connection;
 
 pub mod audit;
 mod backend;
+pub mod clusters;
 pub mod copy;
 pub mod jobs;
 pub mod lease;
@@ -62,6 +63,8 @@ mod sqlite;
 
 pub use location::{Location, PgTarget};
 pub use pg::Fence;
+pub use clusters::ClusterRow;
+pub use location::{Location, Member, PgTarget, DEFAULT_CLUSTER};
 
 pub use audit::{AuditFilter, AuditRecord, AuditRow, HoldChange, HoldFilter, HoldRow};
 pub use jobs::{Found, JobKeys, JobQuery, KeysOf};
@@ -107,6 +110,10 @@ pub enum StoreError {
         /// The database's.
         now: i64,
     },
+    /// Another live controller serves this cluster on the shared database (what to
+    /// do, in words).
+    #[error("{0}")]
+    ClusterTaken(String),
 }
 
 impl StoreError {
@@ -411,6 +418,7 @@ impl Store {
             Location::Postgres(target) => pg::off_runtime(|| {
                 let mut client = pg::connect(target)?;
                 pg::migrate(&mut client, target, first_job_id)?;
+                pg::register(&mut client, target)?;
                 let snapshot = pg::read_all(&mut client).map_err(pg::error(target))?;
                 Ok::<_, StoreError>((
                     WriteConn::Pg(Box::new(
@@ -738,6 +746,34 @@ impl Store {
     pub fn query_jobs(&self, query: &JobQuery) -> Result<Found, StoreError> {
         self.sync()?;
         self.read(|c| jobs::find(c, query), |c| pg::find(c, query))
+    }
+
+    /// The jobs `query` selects among cluster `cluster`'s (`sacct -M`): this store's
+    /// own cluster's ([`Store::query_jobs`]), another's kept in the same PostgreSQL
+    /// database, or none — a cluster the database does not hold, as slurmdbd answers
+    /// for one it does not know; a SQLite store holds its own cluster only.
+    ///
+    /// Errors: the database cannot be read.
+    pub fn query_cluster_jobs(&self, cluster: &str, query: &JobQuery) -> Result<Found, StoreError> {
+        match &self.location {
+            Location::Postgres(t) if t.cluster() == cluster => self.query_jobs(query),
+            Location::Postgres(_) => {
+                self.read(|_| unreachable!(), |c| clusters::find_in(c, cluster, query))
+            }
+            Location::Sqlite(_) => Ok(Found::default()),
+        }
+    }
+
+    /// The clusters the database keeps (`sacctmgr show cluster`), by name: every
+    /// cluster whose controller ever started on this PostgreSQL database; none for a
+    /// SQLite store, which holds its own controller's cluster only.
+    ///
+    /// Errors: the database cannot be read.
+    pub fn clusters(&self) -> Result<Vec<ClusterRow>, StoreError> {
+        match &self.location {
+            Location::Postgres(_) => self.read(|_| unreachable!(), clusters::list),
+            Location::Sqlite(_) => Ok(Vec::new()),
+        }
     }
 
     /// Waits until everything sent before is on disk.

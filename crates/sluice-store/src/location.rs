@@ -13,11 +13,46 @@ pub enum Location {
     Postgres(Box<PgTarget>),
 }
 
-/// A PostgreSQL server, database and role, with the password if one is needed.
+/// A PostgreSQL server, database and role, with the password if one is needed, and
+/// the cluster whose tables are meant: several clusters may share one database, each
+/// in a schema of its own ([`crate::clusters`]).
 #[derive(Clone, Debug)]
 pub struct PgTarget {
     pub(crate) config: postgres::Config,
+    pub(crate) member: Member,
 }
+
+/// Which cluster a controller (or a tool) works for on a shared database, and where
+/// its controllers are: what the registry of clusters keeps ([`crate::clusters`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    /// `ClusterName`.
+    pub cluster: String,
+    /// This host's short name (`hostname -s`).
+    pub host: String,
+    /// The names of the hosts `SlurmctldHost` lists (empty: one controller).
+    pub listed: Vec<String>,
+    /// Where the controller listens for TCP (`ControlHost`), if it does.
+    pub control_host: String,
+    /// Its TCP port (`ControlPort`); 0 without one.
+    pub control_port: u16,
+}
+
+impl Default for Member {
+    fn default() -> Member {
+        Member {
+            cluster: DEFAULT_CLUSTER.into(),
+            host: String::new(),
+            listed: Vec::new(),
+            control_host: String::new(),
+            control_port: 0,
+        }
+    }
+}
+
+/// The cluster a target means unless told (Sluice's `ClusterName` when slurm.conf has
+/// none).
+pub const DEFAULT_CLUSTER: &str = "cluster";
 
 impl PgTarget {
     /// From a libpq connection string: a URL (`postgresql://user@host:port/db`) or
@@ -26,7 +61,10 @@ impl PgTarget {
     /// Errors: the string is not one.
     pub fn from_url(url: &str) -> Result<PgTarget, String> {
         postgres::Config::from_str(url)
-            .map(|config| PgTarget { config })
+            .map(|config| PgTarget {
+                config,
+                member: Member::default(),
+            })
             .map_err(|e| format!("not a PostgreSQL connection string: {e}"))
     }
 
@@ -48,7 +86,21 @@ impl PgTarget {
         if let Some(p) = password {
             config.password(p);
         }
-        PgTarget { config }
+        PgTarget {
+            config,
+            member: Member::default(),
+        }
+    }
+
+    /// The target for cluster `member.cluster`, its controller described by `member`.
+    pub fn for_member(mut self, member: Member) -> PgTarget {
+        self.member = member;
+        self
+    }
+
+    /// The cluster whose tables this target means.
+    pub fn cluster(&self) -> &str {
+        &self.member.cluster
     }
 
     /// The target with `password`, unless its connection string set one.

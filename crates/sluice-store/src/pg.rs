@@ -10,10 +10,11 @@
 //! the next batch connects again. Readers take connections of their own.
 
 use postgres::types::ToSql;
-use postgres::{Client, NoTls, Statement, Transaction};
+use postgres::{Client, GenericClient, NoTls, Statement, Transaction};
 use rusqlite::types::Value;
 
 use crate::backend::{apply, Batch, Outcome};
+use crate::clusters;
 use crate::location::PgTarget;
 use crate::pg_rows::{self, HeldRows, RowStatements};
 use crate::{
@@ -22,10 +23,13 @@ use crate::{
 };
 
 /// The migrations, in order: version, SQL.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/pg/0001_initial.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/pg/0001_initial.sql")),
+    (2, include_str!("../migrations/pg/0002_clusters.sql")),
+];
 
 /// The schema version this release writes.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 
 /// Serialises migrations between controllers starting at once (an advisory lock's key).
 const MIGRATION_LOCK: i64 = 0x5111ce;
@@ -95,12 +99,15 @@ pub const STATEMENT_TIMEOUT_SECS: u64 = 60;
 /// A connection to `target`, with the bounds above wherever its connection string
 /// does not set its own: a server that stops answering, however it stops, fails the
 /// waiting write within about half a minute (nothing is acknowledged then), and the
-/// writer reconnects.
+/// writer reconnects. Its statements mean the target's cluster's tables
+/// ([`clusters::enter`]).
 pub(crate) fn connect(target: &PgTarget) -> Result<Client, StoreError> {
-    bounded(target.config.clone())
+    let mut client = bounded(target.config.clone())
         .application_name("sluice")
         .connect(NoTls)
-        .map_err(error(target))
+        .map_err(error(target))?;
+    clusters::enter(&mut client, target.cluster()).map_err(error(target))?;
+    Ok(client)
 }
 
 /// `config` with the connect, keepalive, send and statement bounds it does not set.
@@ -137,6 +144,35 @@ fn bounded(mut config: postgres::Config) -> postgres::Config {
     config
 }
 
+/// Records the controller of `target`'s cluster in the registry and announces it on
+/// `client` (the writer's), refusing it if another live controller serves the cluster
+/// ([`clusters::register`]).
+///
+/// A live session is looked for again for a few seconds before refusing: the session
+/// of a controller killed a moment ago (restarted at once by its supervisor) ends as
+/// soon as the server reads its closed socket.
+pub(crate) fn register(client: &mut Client, target: &PgTarget) -> Result<(), StoreError> {
+    let e = error(target);
+    let deadline = std::time::Instant::now() + REGISTER_PATIENCE;
+    loop {
+        let mut tx = client.transaction().map_err(&e)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .map_err(&e)?;
+        match clusters::register(&mut tx, target) {
+            Ok(()) => return tx.commit().map_err(&e),
+            Err(StoreError::ClusterTaken(_)) if std::time::Instant::now() < deadline => {
+                drop(tx);
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// How long a start waits for another live controller of its cluster to go away
+/// before it is refused.
+const REGISTER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Brings the database to [`VERSION`], then applies `first_job_id` if it holds no job.
 pub(crate) fn migrate(
     client: &mut Client,
@@ -147,6 +183,13 @@ pub(crate) fn migrate(
     let mut tx = client.transaction().map_err(&e)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .map_err(&e)?;
+    if clusters::adopt(&mut tx, target)? {
+        log(&format!(
+            "the single-cluster tables of PostgreSQL {} now belong to cluster {}",
+            target.describe(),
+            target.cluster()
+        ));
+    }
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS schema_version (
              version BIGINT PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now())",
@@ -259,6 +302,7 @@ impl Writer {
             self.conn = None;
             let mut client = connect(&self.target)?;
             let st = prepare(&mut client).map_err(&e)?;
+            clusters::announce(&mut client, &self.target.member).map_err(&e)?;
             log(&format!(
                 "reconnected to PostgreSQL {}",
                 self.target.describe()
@@ -580,7 +624,7 @@ fn numbered(sql: &str) -> String {
 }
 
 /// The jobs `q` selects ([`jobs::select`]), with their steps and (if asked) runs.
-pub(crate) fn find(c: &mut Client, q: &JobQuery) -> Result<Found, postgres::Error> {
+pub(crate) fn find(c: &mut impl GenericClient, q: &JobQuery) -> Result<Found, postgres::Error> {
     let (sql, args) = jobs::select(q);
     let args: Vec<Box<dyn ToSql + Sync>> = args.into_iter().map(arg).collect();
     let mut jobs: Vec<Row> = c
@@ -710,8 +754,11 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
+        let (newer, ours) = (super::VERSION + 1, super::VERSION);
         assert!(
-            e.contains("schema version 2, newer than this release's 1"),
+            e.contains(&format!(
+                "schema version {newer}, newer than this release's {ours}"
+            )),
             "{e}"
         );
         assert!(e.contains("StorageLoc"), "says what to do: {e}");

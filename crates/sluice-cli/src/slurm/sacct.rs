@@ -586,15 +586,69 @@ pub(crate) const OPTIONS: &[Opt] = &[
 ];
 
 /// sacct's options Sluice accepts without effect.
-pub(crate) const IGNORED: &[&str] = &["allclusters", "clusters"];
+pub(crate) const IGNORED: &[&str] = &[];
+
+/// Which clusters' jobs are listed (`-M`, `-L`), as sacct reads the options in order:
+/// `-L` or `-M all` lists every cluster of the database, `-M NAME[,NAME]` these (more
+/// `-M` add to them), neither the controller's own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Clusters {
+    Own,
+    All,
+    These(Vec<String>),
+}
+
+impl Clusters {
+    /// After `-M value`.
+    fn and(self, value: &str) -> Clusters {
+        if value.eq_ignore_ascii_case("all") || value == "-1" {
+            return Clusters::All;
+        }
+        let mut names = match self {
+            Clusters::These(v) => v,
+            _ => Vec::new(),
+        };
+        for n in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if !names.iter().any(|m| m == n) {
+                names.push(n.to_string());
+            }
+        }
+        Clusters::These(names)
+    }
+
+    /// The clusters to ask for, in the order their jobs are listed: those named as
+    /// named, every cluster by name (the controller's own and those sharing its
+    /// database).
+    fn names(&self, client: &sluice_proto::Client, own: &str) -> Vec<String> {
+        match self {
+            Clusters::Own => vec![own.to_string()],
+            Clusters::These(v) => v.clone(),
+            Clusters::All => {
+                let mut v = vec![own.to_string()];
+                if let Ok(snap) =
+                    client.get::<sluice_proto::accounts::AccountsSnapshot>("/v1/accounts")
+                {
+                    v.extend(snap.other_clusters.into_iter().map(|c| c.name));
+                }
+                v.sort();
+                v.dedup();
+                v
+            }
+        }
+    }
+}
 
 /// `--help`: the options Sluice acts on, in sacct's layout.
 #[rustfmt::skip]
 pub(crate) const HELP: &[Group] = &[Group {
     title: "",
     entries: &[
+        e("allclusters", "", "Every cluster's jobs: the controller's own and those\n\
+             sharing its accounting database."),
         e("allusers", "", "Every user's jobs (the default for root); otherwise only\n\
              the caller's."),
+        e("clusters", "", "Only these clusters' jobs (comma separated; all: every\n\
+             cluster)."),
         e("accounts", "", "Only jobs charged to these accounts (comma separated)."),
         e("allocations", "", "One line per job: no step lines."),
         e("delimiter", "", "What separates fields with -p or -P (default '|')."),
@@ -700,6 +754,8 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut step_only: Vec<(u64, Option<u32>, String)> = Vec::new();
     let mut whole: Vec<(u64, Option<u32>)> = Vec::new();
     let mut duplicates = false;
+    // `-M`/`-L`: the clusters whose jobs are listed (none named: the controller's own).
+    let mut clusters = Clusters::Own;
     // `--noconvert`: usage sizes in the unit they were counted in.
     let mut no_convert = false;
     // `--long`: Slurm's long field list (refused with `--format`).
@@ -825,8 +881,8 @@ pub fn main(args: Vec<String>) -> i32 {
                 print!("{}", helpformat());
                 return 0;
             }
-            // Accepted, no effect.
-            n if IGNORED.contains(&n) => {}
+            "allclusters" => clusters = Clusters::All,
+            "clusters" => clusters = clusters.and(f.value()),
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
@@ -880,126 +936,53 @@ pub fn main(args: Vec<String>) -> i32 {
         since: start,
         until: end,
         duplicates,
+        cluster: None,
     };
     let client = controller();
-    let mut acct: sluice_proto::types::Accounting = client
-        .post("/v1/accounting", &query)
-        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
-    // A heterogeneous job's leader named stands for all its components (Slurm's
-    // `--whole-hetjob` default for a leader; with `-X`, Slurm 22.05 shows the leader
-    // alone): their records are asked for too.
-    let members: Vec<u64> = acct
-        .jobs
-        .iter()
-        .filter_map(|j| j.het)
-        .filter(|h| !alloc_only && h.offset == 0 && query.jobs.contains(&h.job_id))
-        .flat_map(|h| (1..h.size as u64).map(move |i| h.job_id + i))
-        .filter(|m| !query.jobs.contains(m))
-        .collect();
-    if !members.is_empty() {
-        let more: sluice_proto::types::Accounting = client
-            .post(
-                "/v1/accounting",
-                &AccountingQuery {
-                    jobs: members,
-                    tasks: Vec::new(),
-                    ..query.clone()
-                },
-            )
-            .unwrap_or_else(|e| fail(ME, describe(&e), 1));
-        acct.jobs.extend(more.jobs);
-        acct.steps.extend(more.steps);
-    }
-    let cluster = client
+    let own = client
         .get::<sluice_proto::types::ConfigInfo>("/v1/config")
         .map(|c| c.cluster_name)
         .unwrap_or_default();
-    let ctx = Context {
-        t,
-        cluster: &cluster,
-        derived: derived_exit_codes(&acct.steps),
-        cpu: job_cpu_times(&acct.steps),
-        convert: match units {
-            Some(u) => Convert::To(u),
-            None if no_convert => Convert::No,
-            None => Convert::Exact,
-        },
-    };
-    let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
-        Some(tk) => j.array == Some((id, tk)),
-        None => {
-            j.id == id
-                || j.array.is_some_and(|a| a.0 == id)
-                || (!alloc_only && j.het.is_some_and(|h| h.job_id == id))
-        }
-    };
-    let mut selected: Vec<&JobRecord> = acct
-        .jobs
-        .iter()
-        .filter(|j| jobs.is_empty() || jobs.iter().any(|&(id, task)| named(j, id, task)))
-        .filter(|j| names.is_empty() || names.contains(&j.desc.name))
-        .filter(|j| users.is_empty() || users.contains(&j.user))
-        .filter(|j| accounts.is_empty() || accounts.contains(&j.account))
-        .filter(|j| partitions.is_empty() || partitions.contains(&j.partition))
-        .filter(|j| !own_only || j.user == me)
-        .filter(|j| states.is_empty() || states.contains(&j.state))
-        .filter(|j| start.is_none_or(|s| j.end_time.is_none_or(|e| e >= s)))
-        .filter(|j| end.is_none_or(|e| j.submit_time <= e))
-        .collect();
-    // By id, an array's tasks together in index order.
-    selected.sort_by_key(|j| j.list_key());
-    if json {
-        let v = serde_json::json!({ "jobs": selected, "steps": acct.steps.iter().filter(|s| selected.iter().any(|j| j.id == s.job_id)).collect::<Vec<_>>() });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-        return 0;
-    }
-    let running_batch = running_batch_steps(&selected, &acct.steps);
-    let all_steps: Vec<&StepRecord> = acct.steps.iter().chain(&running_batch).collect();
-    let mut rows: Vec<Row> = Vec::new();
-    for j in &selected {
-        if !jobs.is_empty() && !whole.iter().any(|&(id, task)| named(j, id, task)) {
-            // Named only by its steps: those steps' rows, as Slurm prints them.
-            let wanted: Vec<&str> = step_only
-                .iter()
-                .filter(|&&(id, task, _)| named(j, id, task))
-                .map(|(_, _, step)| step.as_str())
-                .collect();
-            if !alloc_only {
-                let mut steps: Vec<&StepRecord> = all_steps
-                    .iter()
-                    .copied()
-                    .filter(|s| {
-                        s.job_id == j.id
-                            && s.run == j.restarts
-                            && wanted.contains(&s.step.to_string().as_str())
-                    })
-                    .collect();
-                steps.sort_by_key(|s| step_order(s));
-                rows.extend(steps.into_iter().map(|s| Row::Step(j, s)));
-            }
-            continue;
-        }
-        let steps_of = |r| {
-            if alloc_only {
-                Vec::new()
-            } else {
-                run_steps(&all_steps, r)
-            }
+    // Each cluster's jobs in turn, as slurmdbd answers for several clusters.
+    let mut fetched: Vec<(String, sluice_proto::types::Accounting)> = Vec::new();
+    for name in clusters.names(&client, &own) {
+        let q = AccountingQuery {
+            cluster: (name != own).then(|| name.clone()),
+            ..query.clone()
         };
-        // With --duplicates, the runs a requeue ended come first (REQUEUED), each with
-        // its steps.
-        if duplicates {
-            for r in acct.runs.iter().filter(|r| r.id == j.id) {
-                rows.push(Row::Job(r));
-                rows.extend(steps_of(r));
-            }
+        let mut acct: sluice_proto::types::Accounting = client
+            .post("/v1/accounting", &q)
+            .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+        // A heterogeneous job's leader named stands for all its components (Slurm's
+        // `--whole-hetjob` default for a leader; with `-X`, Slurm 22.05 shows the leader
+        // alone): their records are asked for too.
+        let members: Vec<u64> = acct
+            .jobs
+            .iter()
+            .filter_map(|j| j.het)
+            .filter(|h| !alloc_only && h.offset == 0 && q.jobs.contains(&h.job_id))
+            .flat_map(|h| (1..h.size as u64).map(move |i| h.job_id + i))
+            .filter(|m| !q.jobs.contains(m))
+            .collect();
+        if !members.is_empty() {
+            let more: sluice_proto::types::Accounting = client
+                .post(
+                    "/v1/accounting",
+                    &AccountingQuery {
+                        jobs: members,
+                        tasks: Vec::new(),
+                        ..q.clone()
+                    },
+                )
+                .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+            acct.jobs.extend(more.jobs);
+            acct.steps.extend(more.steps);
         }
-        rows.push(Row::Job(j));
-        rows.extend(steps_of(j));
+        fetched.push((name, acct));
     }
     let layout = if parsable {
         Layout::Parsable {
-            delimiter,
+            delimiter: delimiter.clone(),
             trailing,
         }
     } else {
@@ -1009,12 +992,107 @@ pub fn main(args: Vec<String>) -> i32 {
     if header {
         out.push_str(&print_fields::header(&fields, &layout));
     }
-    for r in &rows {
-        let values: Vec<String> = fields
+    let (mut json_jobs, mut json_steps) = (Vec::new(), Vec::new());
+    for (cluster, acct) in &fetched {
+        let ctx = Context {
+            t,
+            cluster,
+            derived: derived_exit_codes(&acct.steps),
+            cpu: job_cpu_times(&acct.steps),
+            convert: match units {
+                Some(u) => Convert::To(u),
+                None if no_convert => Convert::No,
+                None => Convert::Exact,
+            },
+        };
+        let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
+            Some(tk) => j.array == Some((id, tk)),
+            None => {
+                j.id == id
+                    || j.array.is_some_and(|a| a.0 == id)
+                    || (!alloc_only && j.het.is_some_and(|h| h.job_id == id))
+            }
+        };
+        let mut selected: Vec<&JobRecord> = acct
+            .jobs
             .iter()
-            .map(|(f, _)| in_units(f, value(f, r, &ctx), units))
+            .filter(|j| jobs.is_empty() || jobs.iter().any(|&(id, task)| named(j, id, task)))
+            .filter(|j| names.is_empty() || names.contains(&j.desc.name))
+            .filter(|j| users.is_empty() || users.contains(&j.user))
+            .filter(|j| accounts.is_empty() || accounts.contains(&j.account))
+            .filter(|j| partitions.is_empty() || partitions.contains(&j.partition))
+            .filter(|j| !own_only || j.user == me)
+            .filter(|j| states.is_empty() || states.contains(&j.state))
+            .filter(|j| start.is_none_or(|s| j.end_time.is_none_or(|e| e >= s)))
+            .filter(|j| end.is_none_or(|e| j.submit_time <= e))
             .collect();
-        out.push_str(&print_fields::row(&values, &fields, &layout));
+        // By id, an array's tasks together in index order.
+        selected.sort_by_key(|j| j.list_key());
+        if json {
+            json_steps.extend(
+                acct.steps
+                    .iter()
+                    .filter(|s| selected.iter().any(|j| j.id == s.job_id)),
+            );
+            json_jobs.extend(selected);
+            continue;
+        }
+        let running_batch = running_batch_steps(&selected, &acct.steps);
+        let all_steps: Vec<&StepRecord> = acct.steps.iter().chain(&running_batch).collect();
+        let mut rows: Vec<Row> = Vec::new();
+        for j in &selected {
+            if !jobs.is_empty() && !whole.iter().any(|&(id, task)| named(j, id, task)) {
+                // Named only by its steps: those steps' rows, as Slurm prints them.
+                let wanted: Vec<&str> = step_only
+                    .iter()
+                    .filter(|&&(id, task, _)| named(j, id, task))
+                    .map(|(_, _, step)| step.as_str())
+                    .collect();
+                if !alloc_only {
+                    let mut steps: Vec<&StepRecord> = all_steps
+                        .iter()
+                        .copied()
+                        .filter(|s| {
+                            s.job_id == j.id
+                                && s.run == j.restarts
+                                && wanted.contains(&s.step.to_string().as_str())
+                        })
+                        .collect();
+                    steps.sort_by_key(|s| step_order(s));
+                    rows.extend(steps.into_iter().map(|s| Row::Step(j, s)));
+                }
+                continue;
+            }
+            let steps_of = |r| {
+                if alloc_only {
+                    Vec::new()
+                } else {
+                    run_steps(&all_steps, r)
+                }
+            };
+            // With --duplicates, the runs a requeue ended come first (REQUEUED), each with
+            // its steps.
+            if duplicates {
+                for r in acct.runs.iter().filter(|r| r.id == j.id) {
+                    rows.push(Row::Job(r));
+                    rows.extend(steps_of(r));
+                }
+            }
+            rows.push(Row::Job(j));
+            rows.extend(steps_of(j));
+        }
+        for r in &rows {
+            let values: Vec<String> = fields
+                .iter()
+                .map(|(f, _)| in_units(f, value(f, r, &ctx), units))
+                .collect();
+            out.push_str(&print_fields::row(&values, &fields, &layout));
+        }
+    }
+    if json {
+        let v = serde_json::json!({ "jobs": json_jobs, "steps": json_steps });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return 0;
     }
     print!("{out}");
     0
@@ -1032,6 +1110,16 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn clusters_are_read_in_order_as_sacct_reads_its_options() {
+        let these = |v: &[&str]| Clusters::These(v.iter().map(|s| s.to_string()).collect());
+        assert_eq!(Clusters::Own.and("b,a").and("b,c"), these(&["b", "a", "c"]));
+        assert_eq!(Clusters::Own.and("a").and("ALL"), Clusters::All);
+        assert_eq!(Clusters::Own.and("-1"), Clusters::All);
+        // -L, then -M NAME: only NAME (sacct resets its all-clusters flag).
+        assert_eq!(Clusters::All.and("a"), these(&["a"]));
+    }
 
     #[test]
     fn field_names_are_known_in_any_case() {

@@ -460,21 +460,23 @@ fn one_cluster(r: &mut Run, verb: Verb, spec: &Spec) -> i32 {
             names.extend(parse::list(&p.value));
         }
     }
-    let ours = |n: &String| n.eq_ignore_ascii_case(&snap.cluster.name);
+    let known = |n: &String| {
+        std::iter::once(&snap.cluster)
+            .chain(&snap.other_clusters)
+            .any(|c| n.eq_ignore_ascii_case(&c.name))
+    };
     match verb {
-        Verb::Add if names.iter().any(ours) => {
-            r.out(format!(
-                " This cluster {} already exists.  Not adding.",
-                snap.cluster.name
-            ));
+        Verb::Add if names.iter().any(known) => {
+            let name = names.iter().find(|n| known(n)).cloned().unwrap_or_default();
+            r.out(format!(" This cluster {name} already exists.  Not adding."));
             1
         }
-        Verb::Delete if !names.iter().any(ours) => {
+        Verb::Delete if !names.iter().any(known) => {
             r.out(" Nothing deleted");
             1
         }
         _ => r.fail(vec![format!(
-            " Sluice keeps the accounts of one cluster, its own ({}): clusters are not added or removed",
+            " Sluice registers a cluster when its controller first starts on the accounting database ({} here): clusters are not added or removed with sacctmgr",
             snap.cluster.name
         )]),
     }

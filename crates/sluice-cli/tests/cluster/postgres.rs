@@ -2,7 +2,8 @@
 //! a real server the test starts ([`sluice_store::pg_server`]): jobs submitted are
 //! found after a controller crash; a site's SQLite history moved across with
 //! `sluice db migrate` reads the same in `sacct`; an unreachable server stops the
-//! controller at start with a message naming it.
+//! controller at start with a message naming it; two clusters share one database,
+//! each controller seeing its own jobs, `sacct -M`/`-L` the others'.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -81,7 +82,7 @@ fn jobs_live_in_postgresql_and_survive_a_controller_crash() {
     // The rows are PostgreSQL's.
     let mut db = postgres::Client::connect(&server.url("cluster_pg"), postgres::NoTls).unwrap();
     let n: i64 = db
-        .query_one("SELECT COUNT(*) FROM jobs", &[])
+        .query_one("SELECT COUNT(*) FROM cluster_pg.jobs", &[])
         .unwrap()
         .get(0);
     assert_eq!(n, 6);
@@ -123,6 +124,7 @@ fn a_sqlite_history_moved_to_postgresql_reads_the_same_in_sacct() {
             "--pass-file",
         ])
         .arg(secrets.join("dbpass"))
+        .args(["--cluster", "pg"])
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
@@ -159,7 +161,7 @@ fn a_sqlite_history_moved_to_postgresql_reads_the_same_in_sacct() {
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["db", "migrate", "--from"])
         .arg(secrets.join("sluice.db"))
-        .args(["--to", &server.url("cluster_migrated")])
+        .args(["--to", &server.url("cluster_migrated"), "--cluster", "pg"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
@@ -228,7 +230,7 @@ fn submissions_fail_while_postgresql_is_down_and_succeed_again_when_it_returns()
     });
     let mut db = postgres::Client::connect(&server.url("outage"), postgres::NoTls).unwrap();
     let ids: Vec<i64> = db
-        .query("SELECT id FROM jobs ORDER BY id", &[])
+        .query("SELECT id FROM cluster_pg.jobs ORDER BY id", &[])
         .unwrap()
         .iter()
         .map(|r| r.get(0))
@@ -236,5 +238,166 @@ fn submissions_fail_while_postgresql_is_down_and_succeed_again_when_it_returns()
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert_eq!(ids[0], first as i64);
     assert_eq!(ids[1], next as i64);
+    let _ = std::fs::remove_dir_all(&secrets);
+}
+
+/// `sacct`'s allocation lines of every user's jobs, `Cluster|JobID|JobName|State`,
+/// with `extra` options.
+fn jobs_of(c: &Cluster, extra: &[&str]) -> String {
+    let mut args = vec![
+        "-a",
+        "-X",
+        "-P",
+        "-n",
+        "-S",
+        "2020-01-01T00:00:00",
+        "-o",
+        "Cluster,JobID,JobName,State",
+    ];
+    args.extend(extra);
+    let o = c.run("sacct", &args);
+    assert_eq!(o.code, 0, "{o:?}");
+    o.stdout
+}
+
+#[test]
+fn two_clusters_share_one_database_each_controller_seeing_its_own_jobs() {
+    let Some(server) = pg_server::shared("cluster two clusters") else {
+        return;
+    };
+    server.database("two_clusters");
+    let secrets = std::env::temp_dir().join(format!("sluice-pgtwo-{}", std::process::id()));
+    let site = site_conf(server, "two_clusters", &secrets);
+    let conf = |name: &str| CONF.replace("ClusterName=pg", &format!("ClusterName={name}"));
+    let files = [("sluice.conf", site.as_str())];
+    // Alpha serves the REST API too (slurmdb's endpoints take a cluster).
+    let key = crate::rest::write_key("twoclusters", 0o600);
+    let addr = format!("127.0.0.1:{}", crate::rest::free_port());
+    let alpha = Cluster::start_full(
+        "alpha",
+        &format!(
+            "{}AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={},max_token_lifespan=3600\n",
+            conf("alpha"),
+            key.display()
+        ),
+        &["n1"],
+        &["--listen", &addr],
+        &files,
+    );
+    let beta = Cluster::start_with_files("beta", &conf("beta"), &["n1"], &files);
+    let a1 = alpha.sbatch(&["-J", "from-alpha", "--wrap", "true"]);
+    let b1 = beta.sbatch(&["-J", "from-beta", "--wrap", "true"]);
+    let b2 = beta.sbatch(&["-J", "from-beta-too", "--wrap", "true"]);
+    assert_eq!(a1, b1, "job ids are per cluster, as in Slurm");
+    alpha.wait_for("alpha's job", || alpha.state(a1) == "COMPLETED");
+    beta.wait_for("beta's jobs", || {
+        beta.state(b1) == "COMPLETED" && beta.state(b2) == "COMPLETED"
+    });
+    let alpha_rows = format!("alpha|{a1}|from-alpha|COMPLETED\n");
+    let beta_rows = format!("beta|{b1}|from-beta|COMPLETED\nbeta|{b2}|from-beta-too|COMPLETED\n");
+    // Each controller sees its own jobs by default.
+    assert_eq!(jobs_of(&alpha, &[]), alpha_rows);
+    assert_eq!(jobs_of(&beta, &[]), beta_rows);
+    // -M names others, -M all and -L list every cluster by name.
+    assert_eq!(jobs_of(&alpha, &["-M", "beta"]), beta_rows);
+    assert_eq!(
+        jobs_of(&beta, &["-M", "alpha,beta"]),
+        format!("{alpha_rows}{beta_rows}")
+    );
+    assert_eq!(jobs_of(&alpha, &["-L"]), format!("{alpha_rows}{beta_rows}"));
+    assert_eq!(
+        jobs_of(&beta, &["-M", "all"]),
+        format!("{alpha_rows}{beta_rows}")
+    );
+    // An unknown cluster has no jobs (Slurm: the header alone, exit 0).
+    assert_eq!(jobs_of(&alpha, &["-M", "gamma"]), "");
+    // -j names a job of the cluster asked.
+    assert_eq!(
+        jobs_of(&alpha, &["-M", "beta", "-j", &b2.to_string()]),
+        format!("beta|{b2}|from-beta-too|COMPLETED\n")
+    );
+    let o = alpha.run(
+        "sacctmgr",
+        &["-n", "-P", "show", "cluster", "format=cluster"],
+    );
+    assert_eq!(o.stdout, "alpha\nbeta\n", "{o:?}");
+    // REST: slurmdb's jobs of the clusters named, else of every cluster; the clusters.
+    let o = alpha.run_as(0, "scontrol", &["token"]);
+    let token = o
+        .stdout
+        .trim()
+        .strip_prefix("SLURM_JWT=")
+        .unwrap()
+        .to_string();
+    let user = "root";
+    let rest = |path: &str| {
+        let (status, v) =
+            crate::rest::http(&addr, "GET", path, &crate::rest::as_user(user, &token), "");
+        assert_eq!(status, 200, "{path}: {v}");
+        v
+    };
+    let jobs = |v: serde_json::Value| -> Vec<String> {
+        v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| {
+                format!(
+                    "{}|{}|{}",
+                    j["cluster"].as_str().unwrap(),
+                    j["job_id"],
+                    j["name"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        jobs(rest("/slurmdb/v0.0.44/jobs?cluster=beta")),
+        [
+            format!("beta|{b1}|from-beta"),
+            format!("beta|{b2}|from-beta-too")
+        ]
+    );
+    assert_eq!(
+        jobs(rest("/slurmdb/v0.0.44/jobs")),
+        [
+            format!("alpha|{a1}|from-alpha"),
+            format!("beta|{b1}|from-beta"),
+            format!("beta|{b2}|from-beta-too")
+        ]
+    );
+    let names: Vec<String> = rest("/slurmdb/v0.0.44/clusters")["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["alpha", "beta"]);
+    // A second live controller named beta, with a configuration of its own, is
+    // refused at start, saying what to do.
+    let dir = secrets.join("second-beta");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("slurm.conf"), conf("beta")).unwrap();
+    std::fs::write(dir.join("sluice.conf"), &site).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["up", "--config"])
+        .arg(dir.join("slurm.conf"))
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("cluster beta is already served by a live controller on host"),
+        "{err}"
+    );
+    assert!(
+        err.contains("give this cluster another ClusterName"),
+        "{err}"
+    );
+    // Beta goes on unharmed.
+    let b3 = beta.sbatch(&["--wrap", "true"]);
+    assert_eq!(b3, b2 + 1);
     let _ = std::fs::remove_dir_all(&secrets);
 }

@@ -73,7 +73,13 @@ pub(super) async fn query(State(app): State<App>, Json(q): Json<AccountingQuery>
         submitted_by: q.until,
         runs: q.duplicates,
     };
-    read(app, query).await
+    match q.cluster {
+        Some(c) if c != app.cluster_name => match select_in(&app, c, query).await {
+            Ok(acct) => Json(acct).into_response(),
+            Err(e) => refuse(e),
+        },
+        _ => read(app, query).await,
+    }
 }
 
 /// Reads what `query` selects on a blocking thread and decodes it.
@@ -90,7 +96,28 @@ async fn read(app: App, query: JobQuery) -> Response {
 /// Errors: the store could not be read.
 pub(super) async fn select(app: &App, query: JobQuery) -> Result<Accounting, ApiError> {
     let store = app.store.clone();
-    let found = match tokio::task::spawn_blocking(move || store.query_jobs(&query)).await {
+    decode(tokio::task::spawn_blocking(move || store.query_jobs(&query)).await)
+}
+
+/// [`select`] among the jobs of cluster `cluster`, another than the controller's own
+/// sharing its database (`sacct -M`, the REST API's `cluster` parameter): none for a
+/// cluster the database does not hold.
+///
+/// Errors: the store could not be read.
+pub(super) async fn select_in(
+    app: &App,
+    cluster: String,
+    query: JobQuery,
+) -> Result<Accounting, ApiError> {
+    let store = app.store.clone();
+    decode(tokio::task::spawn_blocking(move || store.query_cluster_jobs(&cluster, &query)).await)
+}
+
+/// The records found, decoded for `sacct`.
+fn decode(
+    found: Result<Result<sluice_store::Found, sluice_store::StoreError>, tokio::task::JoinError>,
+) -> Result<Accounting, ApiError> {
+    let found = match found {
         Ok(Ok(f)) => f,
         Ok(Err(e)) => return Err(storage(e.to_string())),
         Err(e) => return Err(storage(e.to_string())),

@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use sluice_conf::storage_conf::{StorageConf, StorageType, DEFAULT_STORAGE_LOC};
-use sluice_store::{Location, PgTarget};
+use sluice_store::{Location, Member, PgTarget};
 
 /// The SQLite file's name in the state directory.
 pub const SQLITE_FILE: &str = "sluice.db";
@@ -45,6 +45,35 @@ pub fn location(conf: &StorageConf, state_dir: &Path) -> Result<Location, String
         Some(p) => target.with_password(&p),
         None => target,
     })))
+}
+
+/// `location` for `conf`'s cluster: a PostgreSQL database may hold several clusters'
+/// tables, each controller working in its own `ClusterName`'s and registered with
+/// where it runs (this host, the hosts `SlurmctldHost` lists, the TCP address it
+/// listens on), so that a second live controller of the cluster is told apart from a
+/// backup ([`sluice_store::clusters`]).
+pub fn for_cluster(
+    location: Location,
+    conf: &crate::config::ClusterConfig,
+    listen: Option<std::net::SocketAddr>,
+) -> Location {
+    match location {
+        Location::Postgres(t) => Location::Postgres(Box::new(
+            t.for_member(Member {
+                cluster: conf.cluster_name.clone(),
+                host: crate::config::this_host(),
+                listed: conf
+                    .net
+                    .controllers
+                    .iter()
+                    .map(|h| h.name.clone())
+                    .collect(),
+                control_host: listen.map(|a| a.ip().to_string()).unwrap_or_default(),
+                control_port: listen.map_or(0, |a| a.port()),
+            }),
+        )),
+        sqlite => sqlite,
+    }
 }
 
 /// The password in `path` (its first line).

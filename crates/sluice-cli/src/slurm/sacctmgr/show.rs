@@ -643,15 +643,21 @@ pub fn show(
                 .associations
                 .iter()
                 .find(|l| l.record.user.is_none() && l.record.account == "root");
-            let rows = if matches(&names, &snap.cluster.name) {
-                vec![Row {
-                    cluster: Some(&snap.cluster),
-                    assoc: root.map(|l| &l.record),
-                    ..Row::default()
-                }]
-            } else {
-                Vec::new()
-            };
+            // The controller's own cluster with its root association's settings, and
+            // the clusters sharing its database (their settings are their own
+            // controllers'), by name.
+            let mut rows: Vec<Row> = std::iter::once(Row {
+                cluster: Some(&snap.cluster),
+                assoc: root.map(|l| &l.record),
+                ..Row::default()
+            })
+            .chain(snap.other_clusters.iter().map(|c| Row {
+                cluster: Some(c),
+                ..Row::default()
+            }))
+            .filter(|r| r.cluster.is_some_and(|c| matches(&names, &c.name)))
+            .collect();
+            rows.sort_by(|a, b| a.cluster.map(|c| &c.name).cmp(&b.cluster.map(|c| &c.name)));
             (CLUSTER_DEFAULT.to_vec(), rows)
         }
     };

@@ -3,6 +3,7 @@
 
 use axum::response::Response;
 use serde_json::{json, Value};
+use sluice_proto::accounts::ClusterRecord;
 
 use super::db::{self, Condition, Pairs};
 use super::db_associations::short;
@@ -35,27 +36,50 @@ pub(super) async fn list(ctx: Ctx, q: Pairs) -> Response {
         Ok(s) => s,
         Err(e) => return db::answer(&ctx, empty(), &[e], &[]),
     };
-    let cl = &snap.cluster;
+    let snap = match crate::server::accounts::with_other_clusters(&ctx.app, snap).await {
+        Ok(s) => s,
+        Err(e) => {
+            return db::answer(
+                &ctx,
+                empty(),
+                &[super::envelope::Error::from_api(
+                    &e,
+                    "slurmdb_clusters_get()",
+                )],
+                &[],
+            )
+        }
+    };
     let root = snap
         .associations
         .iter()
         .find(|l| l.record.user.is_none() && l.record.account == "root")
         .map(|l| short(&l.record))
         .unwrap_or_else(|| json!({}));
-    let found: Vec<Value> =
-        if c.allows("cluster", &cl.name) && c.allows("rpc_version", &cl.rpc.to_string()) {
-            vec![json!({
+    // The controller's own cluster, with its root association, and the clusters
+    // sharing its database (their associations are their controllers'), by name.
+    let mut all: Vec<(&ClusterRecord, Value)> =
+        std::iter::once((&snap.cluster, json!({"root": root})))
+            .chain(snap.other_clusters.iter().map(|c| (c, json!({}))))
+            .collect();
+    all.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    let found: Vec<Value> = all
+        .into_iter()
+        .filter(|(cl, _)| {
+            c.allows("cluster", &cl.name) && c.allows("rpc_version", &cl.rpc.to_string())
+        })
+        .map(|(cl, associations)| {
+            json!({
                 "controller": {"host": cl.control_host, "port": cl.control_port},
                 "flags": [],
                 "name": cl.name,
                 "nodes": "",
-                "associations": {"root": root},
+                "associations": associations,
                 "rpc_version": cl.rpc,
                 "tres": [],
-            })]
-        } else {
-            Vec::new()
-        };
+            })
+        })
+        .collect();
     let mut warnings = c.warnings;
     if found.is_empty() {
         warnings.push(db::found_nothing("slurmdb_clusters_get", "_dump_clusters"));

@@ -291,10 +291,10 @@ fn owner_only(ctx: &Ctx, snap: &AccountsSnapshot) -> Option<u32> {
     (!db::privileged(ctx, snap)).then_some(uid)
 }
 
-/// What a selection found: the jobs the caller may see, in sacct's order, with their
-/// steps and earlier runs, and the TRES accounting tracks.
+/// What a selection found: per cluster, the jobs the caller may see, in sacct's order,
+/// with their steps and earlier runs; and the TRES accounting tracks.
 struct Selected {
-    acct: Accounting,
+    parts: Vec<(String, Accounting)>,
     filter: Filter,
     tracked: Vec<String>,
 }
@@ -307,15 +307,42 @@ async fn select(ctx: &Ctx, mut f: Filter) -> Result<Selected, Error> {
         // Selected by the index: only the caller's rows are read.
         f.query.users = vec![ctx.client.user.clone()];
     }
-    let mut acct = crate::server::accounting::select(&ctx.app, f.query.clone())
-        .await
-        .map_err(|e| Error::from_api(&e, "slurmdb_jobs_get()"))?;
-    let cluster = ctx.app.cluster_name.clone();
-    acct.jobs
-        .retain(|j| mine.is_none_or(|uid| j.uid == uid) && f.keeps(j, &cluster));
-    acct.jobs.sort_by_key(|j| j.list_key());
+    // As slurmdbd: the clusters named, else every cluster the database holds (the
+    // controller's own, and those sharing its PostgreSQL database), by name.
+    let own = ctx.app.cluster_name.clone();
+    let clusters = if f.clusters.is_empty() {
+        let snap = crate::server::accounts::with_other_clusters(&ctx.app, snap.clone())
+            .await
+            .map_err(|e| Error::from_api(&e, "slurmdb_jobs_get()"))?;
+        let mut names: Vec<String> = std::iter::once(own.clone())
+            .chain(snap.other_clusters.into_iter().map(|c| c.name))
+            .collect();
+        names.sort();
+        names
+    } else {
+        let mut names = Vec::new();
+        for c in &f.clusters {
+            if !names.contains(c) {
+                names.push(c.clone());
+            }
+        }
+        names
+    };
+    let mut parts = Vec::new();
+    for cluster in clusters {
+        let found = if cluster == own {
+            crate::server::accounting::select(&ctx.app, f.query.clone()).await
+        } else {
+            crate::server::accounting::select_in(&ctx.app, cluster.clone(), f.query.clone()).await
+        };
+        let mut acct = found.map_err(|e| Error::from_api(&e, "slurmdb_jobs_get()"))?;
+        acct.jobs
+            .retain(|j| mine.is_none_or(|uid| j.uid == uid) && f.keeps(j, &cluster));
+        acct.jobs.sort_by_key(|j| j.list_key());
+        parts.push((cluster, acct));
+    }
     Ok(Selected {
-        acct,
+        parts,
         filter: f,
         tracked: snap.tracked_tres,
     })
@@ -325,26 +352,28 @@ async fn select(ctx: &Ctx, mut f: Filter) -> Result<Selected, Error> {
 /// plugin answers.
 fn jobs_answer(ctx: &Ctx, found: &Selected, mut warnings: Vec<(String, String)>) -> Response {
     let now = crate::server::now();
-    let (acct, f, tracked) = (&found.acct, &found.filter, &found.tracked);
-    let derived = derived_exit_codes(&acct.steps);
+    let (f, tracked) = (&found.filter, &found.tracked);
     let mut jobs = Vec::new();
-    for j in &acct.jobs {
-        let steps: Vec<&StepRecord> = if f.skip_steps {
-            Vec::new()
-        } else {
-            let mut s: Vec<&StepRecord> = acct
-                .steps
-                .iter()
-                .filter(|s| s.job_id == j.id && s.run == j.restarts && f.keeps_step(j, s))
-                .collect();
-            s.sort_by_key(|s| step_order(s));
-            s
-        };
-        for r in acct.runs.iter().filter(|r| r.id == j.id) {
-            jobs.push(job(r, &[], (0, 0), &ctx.app.cluster_name, tracked, now));
+    for (cluster, acct) in &found.parts {
+        let derived = derived_exit_codes(&acct.steps);
+        for j in &acct.jobs {
+            let steps: Vec<&StepRecord> = if f.skip_steps {
+                Vec::new()
+            } else {
+                let mut s: Vec<&StepRecord> = acct
+                    .steps
+                    .iter()
+                    .filter(|s| s.job_id == j.id && s.run == j.restarts && f.keeps_step(j, s))
+                    .collect();
+                s.sort_by_key(|s| step_order(s));
+                s
+            };
+            for r in acct.runs.iter().filter(|r| r.id == j.id) {
+                jobs.push(job(r, &[], (0, 0), cluster, tracked, now));
+            }
+            let d = derived.get(&j.id).copied().unwrap_or((0, 0));
+            jobs.push(job(j, &steps, d, cluster, tracked, now));
         }
-        let d = derived.get(&j.id).copied().unwrap_or((0, 0));
-        jobs.push(job(j, &steps, d, &ctx.app.cluster_name, tracked, now));
     }
     if jobs.is_empty() {
         warnings.push((
