@@ -61,7 +61,6 @@ pub mod pg_server;
 pub mod schema;
 mod sqlite;
 
-pub use location::{Location, PgTarget};
 pub use pg::Fence;
 pub use clusters::ClusterRow;
 pub use location::{Location, Member, PgTarget, DEFAULT_CLUSTER};
