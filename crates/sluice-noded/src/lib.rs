@@ -29,6 +29,7 @@ pub mod cgroup;
 pub mod devices;
 mod leftovers;
 mod net;
+mod pty;
 mod run;
 mod service;
 pub mod stepd;

@@ -25,8 +25,9 @@ use tokio::sync::mpsc::Sender;
 
 use crate::{cgroup, devices, leftovers, now};
 
-/// The standard input pipes of a step's tasks here that read srun's: (task, pipe).
-pub(crate) type TaskInputs = Vec<(u32, std::process::ChildStdin)>;
+/// The standard input of a step's tasks here that read srun's: (task, its pipe, or
+/// its pseudo-terminal's master side under `srun --pty`).
+pub(crate) type TaskInputs = Vec<(u32, File)>;
 
 /// One run of one job on this node, as its supervisor runs it: its batch script (on
 /// the job's first node) and its srun steps' tasks here.
@@ -1093,7 +1094,7 @@ pub(crate) fn tasks(
     let whole_gpus = record.gpus_per_node.iter().any(|g| !g.is_empty());
     // The pipes of the tasks reading srun's input, made known once all are started:
     // srun's first chunk then reaches every one of them.
-    let mut stdins: Vec<(u32, std::process::ChildStdin)> = Vec::new();
+    let mut stdins: TaskInputs = Vec::new();
     for (local, &task) in order.tasks.iter().enumerate() {
         let mut env = order.environment.clone();
         env.retain(|(k, _)| {
@@ -1169,10 +1170,54 @@ pub(crate) fn tasks(
         }
         let mut cmd = identity.command(&program, &order.argv[1..], &env, &order.work_dir, &procs);
         let feed = order.stdin && order.stdin_task.is_none_or(|t| t == task);
-        cmd.stdin(if feed { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = match cmd.spawn() {
+        // `srun --pty`: task 0 on a terminal of its own (its master side kept here).
+        let mut terminal: Option<File> = None;
+        match order.pty.filter(|_| task == 0) {
+            Some(size) => match crate::pty::open(size, record.uid, record.gid) {
+                Ok((master, slave)) => {
+                    let ends = (|| {
+                        Ok::<_, std::io::Error>((
+                            Stdio::from(slave.try_clone()?),
+                            Stdio::from(slave.try_clone()?),
+                        ))
+                    })();
+                    match ends {
+                        Ok((input, output)) => {
+                            cmd.stdin(input).stdout(output).stderr(Stdio::from(slave));
+                            // SAFETY: one ioctl, after the session is made.
+                            unsafe {
+                                cmd.pre_exec(crate::pty::make_controlling);
+                            }
+                            terminal = Some(File::from(master));
+                        }
+                        Err(e) => {
+                            let _ = tx.blocking_send_or_try(TaskEvent::Error {
+                                message: format!(
+                                    "{}: cannot open a pseudo-terminal: {e}",
+                                    exec.node
+                                ),
+                            });
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.blocking_send_or_try(TaskEvent::Error {
+                        message: format!("{}: cannot open a pseudo-terminal: {e}", exec.node),
+                    });
+                }
+            },
+            None => {}
+        }
+        if terminal.is_none() {
+            cmd.stdin(if feed { Stdio::piped() } else { Stdio::null() })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+        }
+        let spawned = cmd.spawn();
+        // The slave side's copies held for the child are closed here, so that the
+        // terminal hangs up (its reader ends) once the task's processes are gone.
+        drop(cmd);
+        let mut child = match spawned {
             Ok(c) => c,
             Err(e) => {
                 let _ = tx.blocking_send_or_try(TaskEvent::Output {
@@ -1199,11 +1244,20 @@ pub(crate) fn tasks(
         // task, whether or not this node runs the job's batch script.
         exec.procs().task_groups.push(pid);
         if let Some(pipe) = child.stdin.take() {
-            stdins.push((task, pipe));
+            stdins.push((task, File::from(std::os::fd::OwnedFd::from(pipe))));
         }
         let key = format!("{}.task-{pid}", order.job_id);
         leftovers::remember(&exec.dir, &key, pid);
-        let reader = forward_output(task, child.stdout.take(), child.stderr.take(), tx.clone());
+        let reader = match terminal {
+            Some(master) => {
+                match master.try_clone() {
+                    Ok(input) if feed => stdins.push((task, input)),
+                    _ => {}
+                }
+                crate::pty::forward_output(task, master, tx.clone())
+            }
+            None => forward_output(task, child.stdout.take(), child.stderr.take(), tx.clone()),
+        };
         let tx = tx.clone();
         let exec = exec.clone();
         let step = order.step;

@@ -26,6 +26,7 @@ mod owners;
 mod postgres;
 mod preempt;
 mod priority;
+mod pty;
 mod purge;
 mod queries;
 mod reservations;
