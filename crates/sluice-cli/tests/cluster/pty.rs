@@ -28,6 +28,17 @@ impl Terminal {
     /// Starts `cmd args` of cluster `c` on a new 24x80 terminal, its controlling
     /// terminal, in a session of its own.
     fn start(c: &Cluster, cmd: &str, args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        Self::start_as(c, None, cmd, args, env)
+    }
+
+    /// [`Terminal::start`] as user `uid` (group of the same number) when given.
+    fn start_as(
+        c: &Cluster,
+        uid: Option<u32>,
+        cmd: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Terminal {
         let ws = nix::pty::Winsize {
             ws_row: 24,
             ws_col: 80,
@@ -56,6 +67,9 @@ impl Terminal {
             .stderr(Stdio::from(pair.slave.try_clone().unwrap()));
         for (k, v) in env {
             command.env(k, v);
+        }
+        if let Some(uid) = uid {
+            command.uid(uid).gid(uid);
         }
         // SAFETY: setsid and one ioctl between fork and exec.
         unsafe {
@@ -235,7 +249,22 @@ fn srun_pty_gives_an_interactive_shell_with_a_terminal_on_the_node() {
     t.expect("srun: error: n2: task 0: Exited with exit code 3");
     assert_eq!(t.wait(), Some(3), "salloc's status is its command's");
     assert_eq!(t.local_modes() & cooked, cooked);
+
+    // The shell runs as the job's owner, who owns its terminal too.
+    if nix::unistd::geteuid().is_root() {
+        let mut t = Terminal::start_as(&c, Some(NOBODY), "srun", SHELL, &env);
+        t.expect(PROMPT);
+        assert_eq!(
+            command(&mut t, "id -u; stat -c %u $(tty)"),
+            format!("{NOBODY}\r\n{NOBODY}\r\n")
+        );
+        t.type_keys("exit\r");
+        assert_eq!(t.wait(), Some(0));
+    }
 }
+
+/// A user other than the test's own (root's), when run as root.
+const NOBODY: u32 = 65534;
 
 #[test]
 fn srun_pty_without_a_terminal_says_so_and_runs_the_command() {
