@@ -28,6 +28,7 @@
 pub mod cgroup;
 pub mod devices;
 mod leftovers;
+mod login_env;
 mod net;
 mod pty;
 mod run;

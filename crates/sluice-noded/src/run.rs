@@ -527,9 +527,28 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
     let devices = job_devices
         .as_ref()
         .and_then(|d| devices_step(&exec, r, "batch", d, &[]));
+    // `--export=NONE`: the owner's login environment under the job's, read off the
+    // supervisor's runtime (a login shell may take its time).
+    let login = if crate::login_env::asked(&order.environment) {
+        let (e, job) = (exec.clone(), order.job.clone());
+        match tokio::task::spawn_blocking(move || login_environment(&e, &job)).await {
+            Ok(Ok(env)) => env,
+            Ok(Err(why)) => {
+                tracing::error!(
+                    "{}: job {id}: Unable to get user's local environment: {why}",
+                    exec.node
+                );
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        }
+    } else {
+        Vec::new()
+    };
     let started = start_batch(
         &exec,
         &order,
+        login,
         &cgroup_procs(memory.as_ref(), devices.as_ref()),
     );
     let child = match started {
@@ -799,9 +818,40 @@ fn wait_measured(
     status
 }
 
+/// The login environment of job `r`'s owner (`login_env`), read by running their
+/// login shell as them.
+fn login_environment(exec: &Exec, r: &JobRecord) -> Result<Vec<(String, String)>, String> {
+    let owner = Owner::of(exec.own_uid, r)?;
+    let identity = owner.identity()?;
+    let user = nix::unistd::User::from_uid(Uid::from_raw(r.uid))
+        .ok()
+        .flatten()
+        .ok_or_else(|| format!("no user {} in the password database", r.uid))?;
+    let (program, args, env, cwd) = crate::login_env::command(
+        &user.name,
+        r.uid,
+        &user.dir.display().to_string(),
+        &user.shell.display().to_string(),
+    );
+    let mut cmd = identity.command(&program, &args, &env, &cwd, &[]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let child = cmd.spawn().map_err(|e| {
+        format!(
+            "cannot run {program}: {}",
+            sluice_proto::oserror::describe(&e)
+        )
+    })?;
+    crate::login_env::collect(child, crate::login_env::TIMEOUT)
+}
+
+/// Starts job `order`'s batch script, its environment the order's over `base` (the
+/// owner's login environment for `--export=NONE`, else nothing).
 fn start_batch(
     exec: &Exec,
     order: &LaunchBatch,
+    base: Vec<(String, String)>,
     cgroups: &[CString],
 ) -> Result<std::process::Child, String> {
     let r = &order.job;
@@ -846,10 +896,16 @@ fn start_batch(
             )
         })?
     };
+    let mut environment = base;
+    environment.extend(order.environment.iter().cloned());
+    // slurmstepd's default when the job brings none.
+    if !environment.iter().any(|(k, _)| k == "TMPDIR") {
+        environment.push(("TMPDIR".into(), "/tmp".into()));
+    }
     let mut cmd = identity.command(
         &script.display().to_string(),
         &r.desc.script_args,
-        &order.environment,
+        &environment,
         &r.desc.work_dir,
         cgroups,
     );

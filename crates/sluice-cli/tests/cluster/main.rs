@@ -15,6 +15,7 @@ mod durability;
 mod efficiency;
 mod enforce;
 mod explain;
+mod export_none;
 mod gpu;
 mod harness;
 mod limits;
