@@ -45,6 +45,22 @@ pub(crate) fn open(size: WindowSize, uid: u32, gid: u32) -> std::io::Result<(Own
     Ok((pair.master, pair.slave))
 }
 
+/// A new terminal for a task ([`open`]): its master side, and three ends of its slave
+/// side for the task's standard input, output and error.
+pub(crate) fn for_task(
+    size: WindowSize,
+    uid: u32,
+    gid: u32,
+) -> std::io::Result<(File, [std::process::Stdio; 3])> {
+    let (master, slave) = open(size, uid, gid)?;
+    let ends = [
+        std::process::Stdio::from(slave.try_clone()?),
+        std::process::Stdio::from(slave.try_clone()?),
+        std::process::Stdio::from(slave),
+    ];
+    Ok((File::from(master), ends))
+}
+
 /// Sets the terminal of `fd` (a pseudo-terminal's master) to `size`; the kernel sends
 /// SIGWINCH to its foreground process group. Anything else (a pipe) is left alone.
 pub(crate) fn resize(fd: &impl AsRawFd, size: WindowSize) {

@@ -1228,41 +1228,22 @@ pub(crate) fn tasks(
         let feed = order.stdin && order.stdin_task.is_none_or(|t| t == task);
         // `srun --pty`: task 0 on a terminal of its own (its master side kept here).
         let mut terminal: Option<File> = None;
-        match order.pty.filter(|_| task == 0) {
-            Some(size) => match crate::pty::open(size, record.uid, record.gid) {
-                Ok((master, slave)) => {
-                    let ends = (|| {
-                        Ok::<_, std::io::Error>((
-                            Stdio::from(slave.try_clone()?),
-                            Stdio::from(slave.try_clone()?),
-                        ))
-                    })();
-                    match ends {
-                        Ok((input, output)) => {
-                            cmd.stdin(input).stdout(output).stderr(Stdio::from(slave));
-                            // SAFETY: one ioctl, after the session is made.
-                            unsafe {
-                                cmd.pre_exec(crate::pty::make_controlling);
-                            }
-                            terminal = Some(File::from(master));
-                        }
-                        Err(e) => {
-                            let _ = tx.blocking_send_or_try(TaskEvent::Error {
-                                message: format!(
-                                    "{}: cannot open a pseudo-terminal: {e}",
-                                    exec.node
-                                ),
-                            });
-                        }
+        if let Some(size) = order.pty.filter(|_| task == 0) {
+            match crate::pty::for_task(size, record.uid, record.gid) {
+                Ok((master, [input, output, error])) => {
+                    cmd.stdin(input).stdout(output).stderr(error);
+                    // SAFETY: one ioctl, after the session is made.
+                    unsafe {
+                        cmd.pre_exec(crate::pty::make_controlling);
                     }
+                    terminal = Some(master);
                 }
                 Err(e) => {
                     let _ = tx.blocking_send_or_try(TaskEvent::Error {
                         message: format!("{}: cannot open a pseudo-terminal: {e}", exec.node),
                     });
                 }
-            },
-            None => {}
+            }
         }
         if terminal.is_none() {
             cmd.stdin(if feed { Stdio::piped() } else { Stdio::null() })
