@@ -56,7 +56,12 @@ pub fn describe_job(
             // reads (Slurm 22.05's sbatch asks for it the same way).
             if !interactive {
                 env.push(("SLURM_GET_USER_ENV".into(), "1".into()));
-                env.push(("SLURM_EXPORT_ENV".into(), "NONE".into()));
+                // The option's value as given (`NONE,NAME=value`).
+                let given = std::iter::once("NONE".to_string()).chain(extra.iter().cloned());
+                env.push((
+                    "SLURM_EXPORT_ENV".into(),
+                    given.collect::<Vec<_>>().join(","),
+                ));
             }
             env
         }

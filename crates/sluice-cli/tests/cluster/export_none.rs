@@ -34,7 +34,7 @@ fn export_none_gives_the_job_its_owners_login_environment() {
         ("ENVIRONMENT", "BATCH"),
         ("HOSTNAME", "n1"),
         ("SLURM_GET_USER_ENV", "1"),
-        ("SLURM_EXPORT_ENV", "NONE"),
+        ("SLURM_EXPORT_ENV", "NONE,GIVEN=yes"),
         ("SLURM_JOB_ID", job.to_string().as_str()),
     ] {
         assert_eq!(env.get(k).copied(), Some(v), "{k} in:\n{out}");
