@@ -109,7 +109,8 @@ fn the_job_commands_help_shows_slurms_groups_and_what_sluice_refuses() {
     let srun = run(&dir.join("srun"), &["--help"]).stdout;
     assert!(srun.starts_with("Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]]"));
     assert!(srun.contains("\n  -l, --label    "), "{srun}");
-    assert!(srun.contains(" --pty,"), "{srun}");
+    assert!(srun.contains(" --multi-prog,"), "{srun}");
+    assert!(srun.contains("\n      --pty    "), "{srun}");
     let usage = run(&dir.join("srun"), &["--usage"]).stdout;
     assert!(usage.ends_with(" executable [args...]\n"), "{usage}");
     let _ = std::fs::remove_dir_all(&dir);

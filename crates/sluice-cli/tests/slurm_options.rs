@@ -317,9 +317,9 @@ fn real_options_sluice_does_not_implement_are_refused_by_name() {
             "sacct: error: option -t is not supported by Sluice\n",
         ),
         (
-            "srun --pty bash",
+            "srun --multi-prog conf",
             255,
-            "srun: error: option --pty is not supported by Sluice\n",
+            "srun: error: option --multi-prog is not supported by Sluice\n",
         ),
     ] {
         assert_eq!(run(&line(args)), (Some(code), stderr.to_string()), "{args}");

@@ -151,6 +151,8 @@ pub struct JobOptions {
     /// `--overlap` (srun): the step may use CPUs the job's running steps hold (and
     /// holds none itself that others must wait for).
     pub overlap: bool,
+    /// `--pty` (srun): task 0 runs on a pseudo-terminal, srun's terminal in raw mode.
+    pub pty: bool,
     /// `--requeue` (true) or `--no-requeue` (false).
     pub requeue: Option<bool>,
     /// `--open-mode`.
@@ -277,7 +279,7 @@ pub enum Support {
     /// Accepted with a warning, without effect (yet): a real Slurm option is never
     /// mistaken for another.
     Warns,
-    /// Refused (`option --pty is not supported by Sluice`): honouring it is beyond
+    /// Refused (`option --multi-prog is not supported by Sluice`): honouring it is beyond
     /// Sluice, and ignoring it would change what the command does.
     Refuses,
 }
@@ -522,7 +524,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::required("profile", None).tag(Support::Warns),
     Opt::required("prolog", None).tag(Support::Refuses),
     Opt::optional("propagate", None).tag(Support::Warns),
-    Opt::flag("pty", None).tag(Support::Refuses),
+    Opt::flag("pty", None).tag(Support::Acts),
     Opt::required("qos", Some('q')).tag(Support::Acts),
     Opt::flag("quiet", Some('Q')).tag(Support::Acts),
     Opt::flag("quit-on-interrupt", None).tag(Support::Refuses),
@@ -979,6 +981,7 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "exclude" => o.exclude = s(),
         "exact" => o.exact = true,
         "overlap" => o.overlap = true,
+        "pty" => o.pty = true,
         "exclusive" => o.exclusive = true,
         "export" => o.export = Some(parse_export(v)),
         "gpu-bind" => {
@@ -1511,9 +1514,15 @@ mod tests {
         assert_eq!(o.ntasks_per_node, Some(3));
         // A real option Sluice cannot honour is refused in its own words.
         assert_eq!(
-            refusal(Command::Srun, "--pty bash"),
-            (false, "option --pty is not supported by Sluice".into())
+            refusal(Command::Srun, "--multi-prog conf"),
+            (
+                false,
+                "option --multi-prog is not supported by Sluice".into()
+            )
         );
+        let (o, rest) = run(Command::Srun, "--pty bash").unwrap();
+        assert!(o.pty);
+        assert_eq!(rest, ["bash"]);
         // Options that would change where or as whom a job runs are refused rather
         // than accepted without effect.
         for (command, line, name) in [

@@ -3897,7 +3897,10 @@ pub fn batch_environment(
     set("SLURM_GTIDS", "0".into());
     set("SLURM_TOPOLOGY_ADDR", first.clone());
     set("SLURM_TOPOLOGY_ADDR_PATTERN", "node".into());
-    set("SLURMD_NODENAME", first);
+    set("SLURMD_NODENAME", first.clone());
+    // What slurmd sets for every batch script, over the submitter's.
+    set("ENVIRONMENT", "BATCH".into());
+    set("HOSTNAME", first);
     // Node aliases exist only for cloud nodes, which Sluice does not have.
     set("SLURM_NODE_ALIASES", "(null)".into());
     set("SLURM_WORKING_CLUSTER", working_cluster(conf));

@@ -28,7 +28,9 @@
 pub mod cgroup;
 pub mod devices;
 mod leftovers;
+mod login_env;
 mod net;
+mod pty;
 mod run;
 mod service;
 pub mod stepd;

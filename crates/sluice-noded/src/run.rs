@@ -25,8 +25,9 @@ use tokio::sync::mpsc::Sender;
 
 use crate::{cgroup, devices, leftovers, now};
 
-/// The standard input pipes of a step's tasks here that read srun's: (task, pipe).
-pub(crate) type TaskInputs = Vec<(u32, std::process::ChildStdin)>;
+/// The standard input of a step's tasks here that read srun's: (task, its pipe, or
+/// its pseudo-terminal's master side under `srun --pty`).
+pub(crate) type TaskInputs = Vec<(u32, File)>;
 
 /// One run of one job on this node, as its supervisor runs it: its batch script (on
 /// the job's first node) and its srun steps' tasks here.
@@ -533,9 +534,28 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
     let devices = job_devices
         .as_ref()
         .and_then(|d| devices_step(&exec, r, "batch", d, &[]));
+    // `--export=NONE`: the owner's login environment under the job's, read off the
+    // supervisor's runtime (a login shell may take its time).
+    let login = if crate::login_env::asked(&order.environment) {
+        let (e, job) = (exec.clone(), order.job.clone());
+        match tokio::task::spawn_blocking(move || login_environment(&e, &job)).await {
+            Ok(Ok(env)) => env,
+            Ok(Err(why)) => {
+                tracing::error!(
+                    "{}: job {id}: Unable to get user's local environment: {why}",
+                    exec.node
+                );
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        }
+    } else {
+        Vec::new()
+    };
     let started = start_batch(
         &exec,
         &order,
+        login,
         &cgroup_procs(memory.as_ref(), devices.as_ref()),
     );
     let child = match started {
@@ -823,9 +843,40 @@ fn wait_measured(
     status
 }
 
+/// The login environment of job `r`'s owner (`login_env`), read by running their
+/// login shell as them.
+fn login_environment(exec: &Exec, r: &JobRecord) -> Result<Vec<(String, String)>, String> {
+    let owner = Owner::of(exec.own_uid, r)?;
+    let identity = owner.identity()?;
+    let user = nix::unistd::User::from_uid(Uid::from_raw(r.uid))
+        .ok()
+        .flatten()
+        .ok_or_else(|| format!("no user {} in the password database", r.uid))?;
+    let (program, args, env, cwd) = crate::login_env::command(
+        &user.name,
+        r.uid,
+        &user.dir.display().to_string(),
+        &user.shell.display().to_string(),
+    );
+    let mut cmd = identity.command(&program, &args, &env, &cwd, &[]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let child = cmd.spawn().map_err(|e| {
+        format!(
+            "cannot run {program}: {}",
+            sluice_proto::oserror::describe(&e)
+        )
+    })?;
+    crate::login_env::collect(child, crate::login_env::TIMEOUT)
+}
+
+/// Starts job `order`'s batch script, its environment the order's over `base` (the
+/// owner's login environment for `--export=NONE`, else nothing).
 fn start_batch(
     exec: &Exec,
     order: &LaunchBatch,
+    base: Vec<(String, String)>,
     cgroups: &[CString],
 ) -> Result<std::process::Child, String> {
     let r = &order.job;
@@ -870,10 +921,16 @@ fn start_batch(
             )
         })?
     };
+    let mut environment = base;
+    environment.extend(order.environment.iter().cloned());
+    // slurmstepd's default when the job brings none.
+    if !environment.iter().any(|(k, _)| k == "TMPDIR") {
+        environment.push(("TMPDIR".into(), "/tmp".into()));
+    }
     let mut cmd = identity.command(
         &script.display().to_string(),
         &r.desc.script_args,
-        &order.environment,
+        &environment,
         &r.desc.work_dir,
         cgroups,
     );
@@ -1182,7 +1239,7 @@ pub(crate) fn tasks(
     let whole_gpus = record.gpus_per_node.iter().any(|g| !g.is_empty());
     // The pipes of the tasks reading srun's input, made known once all are started:
     // srun's first chunk then reaches every one of them.
-    let mut stdins: Vec<(u32, std::process::ChildStdin)> = Vec::new();
+    let mut stdins: TaskInputs = Vec::new();
     for (local, &task) in order.tasks.iter().enumerate() {
         let mut env = order.environment.clone();
         env.retain(|(k, _)| {
@@ -1258,10 +1315,35 @@ pub(crate) fn tasks(
         }
         let mut cmd = identity.command(&program, &order.argv[1..], &env, &order.work_dir, &procs);
         let feed = order.stdin && order.stdin_task.is_none_or(|t| t == task);
-        cmd.stdin(if feed { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = match cmd.spawn() {
+        // `srun --pty`: task 0 on a terminal of its own (its master side kept here).
+        let mut terminal: Option<File> = None;
+        if let Some(size) = order.pty.filter(|_| task == 0) {
+            match crate::pty::for_task(size, record.uid, record.gid) {
+                Ok((master, [input, output, error])) => {
+                    cmd.stdin(input).stdout(output).stderr(error);
+                    // SAFETY: one ioctl, after the session is made.
+                    unsafe {
+                        cmd.pre_exec(crate::pty::make_controlling);
+                    }
+                    terminal = Some(master);
+                }
+                Err(e) => {
+                    let _ = tx.blocking_send_or_try(TaskEvent::Error {
+                        message: format!("{}: cannot open a pseudo-terminal: {e}", exec.node),
+                    });
+                }
+            }
+        }
+        if terminal.is_none() {
+            cmd.stdin(if feed { Stdio::piped() } else { Stdio::null() })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+        }
+        let spawned = cmd.spawn();
+        // The slave side's copies held for the child are closed here, so that the
+        // terminal hangs up (its reader ends) once the task's processes are gone.
+        drop(cmd);
+        let mut child = match spawned {
             Ok(c) => c,
             Err(e) => {
                 let _ = tx.blocking_send_or_try(TaskEvent::Output {
@@ -1289,11 +1371,20 @@ pub(crate) fn tasks(
         // task, whether or not this node runs the job's batch script.
         exec.procs().task_groups.push(pid);
         if let Some(pipe) = child.stdin.take() {
-            stdins.push((task, pipe));
+            stdins.push((task, File::from(std::os::fd::OwnedFd::from(pipe))));
         }
         let key = format!("{}.task-{pid}", order.job_id);
         leftovers::remember(&exec.dir, &key, pid);
-        let reader = forward_output(task, child.stdout.take(), child.stderr.take(), tx.clone());
+        let reader = match terminal {
+            Some(master) => {
+                match master.try_clone() {
+                    Ok(input) if feed => stdins.push((task, input)),
+                    _ => {}
+                }
+                crate::pty::forward_output(task, master, tx.clone())
+            }
+            None => forward_output(task, child.stdout.take(), child.stderr.take(), tx.clone()),
+        };
         let tx = tx.clone();
         let exec = exec.clone();
         let step = order.step;

@@ -934,6 +934,11 @@ async fn stdin(exec: &Arc<Exec>, uid: u32, c: StdinChunk) -> Reply {
     let step = c.step;
     let eof = c.eof;
     let written = tokio::task::spawn_blocking(move || {
+        if let Some(size) = c.window {
+            for (_, pipe) in &pipes {
+                crate::pty::resize(pipe, size);
+            }
+        }
         pipes
             .into_iter()
             .filter_map(|(task, mut pipe)| {

@@ -1521,6 +1521,20 @@ pub struct LaunchTasks {
     /// reads it (Slurm's default, `--input=all`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdin_task: Option<u32>,
+    /// `srun --pty`: task 0, when it runs here, gets a pseudo-terminal of this size as
+    /// its standard input, output and error (and controlling terminal); its output
+    /// comes back as it is written, not line by line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pty: Option<WindowSize>,
+}
+
+/// A terminal's size in characters (`struct winsize`'s rows and columns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowSize {
+    /// Rows.
+    pub rows: u16,
+    /// Columns.
+    pub cols: u16,
 }
 
 /// srun's request to follow a step's events on one node again, after the stream it
@@ -1560,6 +1574,10 @@ pub struct StdinChunk {
     /// The input ended: close the tasks' standard input after `data`.
     #[serde(default)]
     pub eof: bool,
+    /// srun's terminal was resized (`srun --pty`): the task's pseudo-terminal takes
+    /// the new size, which sends its foreground processes SIGWINCH.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowSize>,
 }
 
 /// One event of a running step, streamed by the agent to srun as JSON lines.

@@ -40,6 +40,7 @@ pub const GROUPS: &[Group] = &[
             e("output", "file", "standard output to this file (%j, %A, %a, %x...)"),
             e("open-mode", "append|truncate", "how output files are opened"),
             e("partition", "partition", "run in this partition"),
+            e("pty", "", "run task 0 on a pseudo-terminal (an interactive shell)"),
             e("parsable", "", "print only the job id (and cluster) when submitted"),
             e("qos", "qos", "quality of service of the job"),
             e("quiet", "", "print errors only"),

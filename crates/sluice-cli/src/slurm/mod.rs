@@ -34,6 +34,7 @@ pub mod squeue;
 pub mod squeue_json;
 pub mod sreport;
 pub mod srun;
+mod srun_pty;
 pub mod sshare;
 pub mod sstat;
 pub mod units;

@@ -47,10 +47,24 @@ pub fn describe_job(
             }
             env
         }
-        Some(Export::None(extra)) => extra
-            .iter()
-            .filter_map(|e| e.split_once('=').map(|(k, v)| (k.into(), v.into())))
-            .collect(),
+        Some(Export::None(extra)) => {
+            let mut env: Vec<(String, String)> = extra
+                .iter()
+                .filter_map(|e| e.split_once('=').map(|(k, v)| (k.into(), v.into())))
+                .collect();
+            // A batch job then runs in its owner's login environment, which the node
+            // reads (Slurm 22.05's sbatch asks for it the same way).
+            if !interactive {
+                env.push(("SLURM_GET_USER_ENV".into(), "1".into()));
+                // The option's value as given (`NONE,NAME=value`).
+                let given = std::iter::once("NONE".to_string()).chain(extra.iter().cloned());
+                env.push((
+                    "SLURM_EXPORT_ENV".into(),
+                    given.collect::<Vec<_>>().join(","),
+                ));
+            }
+            env
+        }
         Some(Export::Only(names)) => names
             .iter()
             .filter_map(|n| match n.split_once('=') {

@@ -197,7 +197,8 @@ fn job(j: &JobRecord, cluster: &str) -> Json {
         ("group_name", Json::str(&j.group)),
         ("job_id", Json::Int(j.id as i64)),
     ];
-    if j.state == JobState::Running && !j.nodes.is_empty() {
+    // Every job that was given nodes has it, finished ones too; a pending one none.
+    if !j.nodes.is_empty() {
         pairs.push(("job_resources", resources(j)));
     }
     pairs.extend([
@@ -377,8 +378,8 @@ fn gres_detail(j: &JobRecord) -> Vec<Json> {
         .collect()
 }
 
-/// What a running job holds, node by node (Sluice does not pin cores, so no socket and
-/// core map is given).
+/// What a job holds (or held), node by node (Sluice does not pin cores, so no socket
+/// and core map is given: COMPATIBILITY.md's `json-core-map`).
 fn resources(j: &JobRecord) -> Json {
     let nodes: Vec<Json> = j
         .nodes
@@ -529,5 +530,26 @@ mod tests {
         assert_eq!(resources["nodes"], "n1");
         assert_eq!(resources["allocated_hosts"], 1);
         assert_eq!(resources["allocated_nodes"][0]["memory_allocated"], 1000);
+    }
+
+    #[test]
+    fn a_finished_job_keeps_its_resources_and_a_pending_one_has_none() {
+        // Real Slurm 22.05 (`squeue --json`): a COMPLETED or FAILED job still shows
+        // `job_resources`; a PENDING one has no such key at all.
+        let mut done = record(100001, "done", 1796032601);
+        done.state = JobState::Failed;
+        done.nodes = vec!["n1".into(), "n2".into()];
+        done.cpus_per_node = vec![2, 1];
+        done.mem_per_node = 700;
+        let pending = record(100002, "waits", 1796032601);
+        let doc = document(&[done, pending], "compat");
+        let resources = &job_of(&doc, 100001)["job_resources"];
+        assert_eq!(resources["nodes"], "n[1-2]");
+        assert_eq!(resources["allocated_cores"], 3);
+        assert_eq!(resources["allocated_hosts"], 2);
+        assert_eq!(resources["allocated_nodes"][1]["nodename"], "n2");
+        assert_eq!(resources["allocated_nodes"][1]["memory_allocated"], 700);
+        assert!(!keys_of(&doc, 100002).contains(&"job_resources".to_string()));
+        assert!(keys_of(&doc, 100001).contains(&"job_resources".to_string()));
     }
 }

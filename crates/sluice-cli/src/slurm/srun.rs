@@ -40,6 +40,17 @@ pub fn main(args: Vec<String>) -> i32 {
     if argv.is_empty() {
         fail(ME, "No command given to execute.", USAGE_EXIT);
     }
+    if opts.pty {
+        if opts.input.is_some() || opts.output.is_some() || opts.error.is_some() {
+            fail(
+                ME,
+                "--error/--input/--output are incompatible with --pty",
+                1,
+            );
+        }
+        // Before any thread starts: only the thread that forwards it takes it.
+        super::srun_pty::block_window_changes();
+    }
     for w in &opts.warnings {
         if opts.verbose > 0 {
             eprintln!("{ME}: warning: {w}");
@@ -235,6 +246,23 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
         overlap: opts.overlap,
     };
     let plan = create_step(client, job, &req);
+    // `--pty` on a terminal: its size goes with the launch. Without one, Slurm's srun
+    // says so and runs the step as without `--pty`.
+    let pty = if opts.pty {
+        match super::srun_pty::window_size() {
+            Ok(size) => Some(size),
+            Err(e) => {
+                eprintln!(
+                    "{ME}: error: ioctl(TIOCGWINSZ): {}",
+                    sluice_proto::oserror::describe(&e)
+                );
+                eprintln!("{ME}: error: Not using a pseudo-terminal, disregarding --pty option");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let record: JobRecord = client
         .get(&format!("/v1/jobs/{job}"))
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
@@ -321,7 +349,12 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     interrupts.launched(plan.step, plan.ntasks);
     let (tx, rx) = mpsc::channel::<TaskEvent>();
     let work_dir = cwd().display().to_string();
-    let input = Input::parse(opts.input.as_deref());
+    // Under `--pty` task 0 alone reads srun's input (and its output alone is shown).
+    let input = if pty.is_some() {
+        Input::Task(0)
+    } else {
+        Input::parse(opts.input.as_deref())
+    };
     for (index, (node, socket, tasks)) in plan.nodes.iter().enumerate() {
         let (stdin, stdin_task) = input.on_node(tasks);
         let order = LaunchTasks {
@@ -336,6 +369,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             work_dir: work_dir.clone(),
             stdin,
             stdin_task,
+            pty,
         };
         let tx = tx.clone();
         let socket = socket.clone();
@@ -377,6 +411,12 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             }
             _ => None,
         };
+        if pty.is_some() {
+            super::srun_pty::raw_mode();
+            if let Some(n) = plan.nodes.iter().find(|n| n.2.contains(&0)) {
+                super::srun_pty::forward_window_changes(n.1.clone(), job, plan.step);
+            }
+        }
         forward_stdin(readers, job, plan.step, source);
     }
     let ctx_user = record.user.clone();
@@ -387,6 +427,8 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     let mut oom_nodes: Vec<String> = Vec::new();
     for e in rx {
         match e {
+            // Slurm's srun shows task 0's output alone under `--pty`.
+            TaskEvent::Output { task, .. } if pty.is_some() && task != 0 => {}
             TaskEvent::Output { task, stream, data } => {
                 let text = if opts.label {
                     format!("{task}: {data}")
@@ -453,6 +495,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             TaskEvent::End => {}
         }
     }
+    super::srun_pty::restore();
     // Slurm's shape: one line per node and outcome, `vm: tasks 0-3: Exited with exit
     // code 3`, or the signal's description.
     let mut by_outcome: BTreeMap<(&str, i32, i32), Vec<u32>> = BTreeMap::new();
@@ -584,6 +627,7 @@ fn forward_stdin(
                 step,
                 data: buf[..n].to_vec(),
                 eof: n == 0,
+                window: None,
             };
             // An agent whose tasks stopped reading (or are gone) gets no more.
             agents.retain(|agent| send_chunk(agent, &chunk));
@@ -709,7 +753,7 @@ fn lost_node(
 
 /// Writes one chunk of input to a node's tasks; false once they take no more. The
 /// tasks may not be started yet: it tries again for a while (30 s).
-fn send_chunk(agent: &Client, chunk: &sluice_proto::types::StdinChunk) -> bool {
+pub(super) fn send_chunk(agent: &Client, chunk: &sluice_proto::types::StdinChunk) -> bool {
     let mut tries = 0;
     loop {
         match agent.post::<_, serde_json::Value>("/v1/stdin", chunk) {

@@ -66,16 +66,22 @@ pub fn script_key(id: JobId, array: Option<(JobId, u32)>) -> u64 {
 }
 
 /// A batch script's environment: the `submitted` one without the variables of an
-/// earlier allocation (`SLURM_*`, `CUDA_VISIBLE_DEVICES`; but `SLURM_PRIO_PROCESS`,
-/// which sbatch sets for this job), then Slurm's variables of this one (`slurm`, which
-/// win), by name.
+/// earlier allocation (`SLURM_*`, `CUDA_VISIBLE_DEVICES`; but those sbatch sets for
+/// this job: `SLURM_PRIO_PROCESS`, and with `--export=NONE` `SLURM_GET_USER_ENV` and
+/// `SLURM_EXPORT_ENV`), then Slurm's variables of this one (`slurm`, which win), by
+/// name.
 pub fn launch_environment(
     submitted: Vec<(String, String)>,
     slurm: Vec<(String, String)>,
 ) -> Vec<(String, String)> {
     let mut env: BTreeMap<String, String> = submitted.into_iter().collect();
     env.retain(|k, _| {
-        (!k.starts_with("SLURM_") || k == "SLURM_PRIO_PROCESS") && k != "CUDA_VISIBLE_DEVICES"
+        (!k.starts_with("SLURM_")
+            || matches!(
+                k.as_str(),
+                "SLURM_PRIO_PROCESS" | "SLURM_GET_USER_ENV" | "SLURM_EXPORT_ENV"
+            ))
+            && k != "CUDA_VISIBLE_DEVICES"
     });
     env.extend(slurm);
     env.into_iter().collect()

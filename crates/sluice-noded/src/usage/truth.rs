@@ -165,6 +165,7 @@ async fn a_steps_tasks_are_measured_and_its_gpus_carry_the_fake_figures() {
         work_dir: dir.display().to_string(),
         stdin: false,
         stdin_task: None,
+        pty: None,
     };
     let (tx, mut rx) = tokio::sync::mpsc::channel::<TaskEvent>(256);
     let e = exec.clone();
