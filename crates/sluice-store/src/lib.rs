@@ -61,9 +61,9 @@ pub mod pg_server;
 pub mod schema;
 mod sqlite;
 
-pub use pg::Fence;
 pub use clusters::ClusterRow;
 pub use location::{Location, Member, PgTarget, DEFAULT_CLUSTER};
+pub use pg::Fence;
 
 pub use audit::{AuditFilter, AuditRecord, AuditRow, HoldChange, HoldFilter, HoldRow};
 pub use jobs::{Found, JobKeys, JobQuery, KeysOf};
