@@ -107,7 +107,8 @@ fn sstat_shows_running_steps_and_slurms_errors() {
         )
     );
     assert_eq!(c.run("scancel", &[&id]).code, 0);
-    c.wait_for("the job to end", || c.state(job).starts_with("CANCELLED"));
+    // Ended, and no longer COMPLETING: its steps are gone.
+    assert!(c.wait_ended(job).starts_with("CANCELLED"));
     assert_eq!(
         steps(&["-j", &id]),
         (
