@@ -46,6 +46,8 @@ pub fn run_active_or_standby(
 ) -> Result<(), ServeError> {
     let location = sluice_ctld::server::storage::location(&conf.site.storage, state_dir)
         .map_err(ServeError::Storage)?;
+    // The lease's connection means this cluster's tables (its epoch row among them).
+    let location = sluice_ctld::server::storage::for_cluster(location, &conf, None);
     let Location::Postgres(target) = location else {
         return Err(ServeError::Storage(
             "backup controllers need StorageType=postgresql".into(),
