@@ -8,7 +8,6 @@ mod arrays;
 mod audit;
 mod cancel;
 mod commands;
-mod completing;
 mod core_spec;
 mod daemons;
 mod diag;

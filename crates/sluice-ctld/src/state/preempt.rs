@@ -225,7 +225,15 @@ impl Controller {
                     };
                     return self.job_ended(&report, now);
                 }
-                self.begin_ending(id, JobState::Preempted, now)
+                // Written before the order: a restart orders the end again.
+                vec![
+                    self.persist(id),
+                    Effect::Terminate {
+                        nodes: self.node_names(r),
+                        job_id: id,
+                        state: JobState::Preempted,
+                    },
+                ]
             }
         }
     }
