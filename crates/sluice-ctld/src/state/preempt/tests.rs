@@ -284,10 +284,15 @@ fn a_requeue_victim_in_its_grace_is_still_ended_at_its_deadline_after_a_restart(
     );
     assert_eq!(c.next_wakeup(), Some(15));
     assert!(terminations(&c.schedule(14)).is_empty());
-    // At 15 as planned: job 1 is requeued, its run kept as PREEMPTED, job 2 starts.
+    // At 15 as planned: job 1 is requeued, its run kept as PREEMPTED; job 2 starts
+    // once that run's processes are gone from node01 (as Slurm starts a preemptor
+    // once its victim has completed).
     let effects = c.schedule(15);
     assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
     assert_eq!(runs(&effects), vec![(1, JobState::Preempted, Some(15), 0)]);
+    assert!(launched(&effects).is_empty(), "{effects:?}");
+    assert!(c.job(JobId(1)).unwrap().completing());
+    let effects = c.job_ended(&end(1, 0, JobState::Requeued, 16), 16);
     assert_eq!(launched(&effects), vec![2]);
     assert!(preemption_events(&mut c).is_empty());
 }
@@ -297,10 +302,13 @@ fn a_victim_whose_grace_ran_out_while_the_controller_was_down_is_ended_at_once()
     let mut c = Controller::new(conf(None), Path::new("/s"), vec![], vec![], 0);
     submit(&mut c, "low", 1, 0);
     submit(&mut c, "high", 2, 10);
-    // Back at 30, long after the grace's end at 15: job 1 goes, job 2 starts.
+    // Back at 30, long after the grace's end at 15: job 1 is ended at once; job 2
+    // starts once its processes are gone from node01.
     let (mut c, effects) = restarted(&c, None, &[(JobId(1), 0)], 30);
     assert!(signals(&effects).is_empty(), "{effects:?}");
     assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
+    assert!(launched(&effects).is_empty(), "{effects:?}");
+    let effects = c.job_ended(&end(1, 0, JobState::Requeued, 31), 31);
     assert_eq!(launched(&effects), vec![2]);
     assert!(preemption_events(&mut c).is_empty());
 }
