@@ -489,6 +489,7 @@ pub async fn run_until(
         .route("/v1/tasks", post(tasks))
         .route("/v1/tasks/attach", post(tasks_attach))
         .route("/v1/tasks/done", post(tasks_done))
+        .route("/v1/tasks/signal", post(tasks_signal))
         .layer(axum::middleware::from_fn_with_state(
             agent.clone(),
             refuse_former_controllers,
@@ -1130,6 +1131,26 @@ async fn tasks_done(
     supervisor_reply(
         h.ask(&stepd::Request::StepDone {
             step: d.step,
+            uid: peer.uid,
+        })
+        .await,
+    )
+}
+
+/// srun aborting its step: a signal to the step's tasks here, passed on to the job's
+/// supervisor, which checks that it comes from the step's owner (or root).
+async fn tasks_signal(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(s): Json<sluice_proto::types::TasksSignal>,
+) -> Response {
+    let Ok(Some(h)) = supervisor_for(&agent, s.job_id, None, None) else {
+        return Json(sluice_proto::types::Done {}).into_response();
+    };
+    supervisor_reply(
+        h.ask(&stepd::Request::SignalStep {
+            step: s.step,
+            signal: s.signal,
             uid: peer.uid,
         })
         .await,

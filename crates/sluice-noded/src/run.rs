@@ -79,6 +79,8 @@ pub(crate) struct Procs {
     pub(crate) pid: Option<i32>,
     /// Process groups of srun tasks of this job here.
     pub(crate) task_groups: Vec<i32>,
+    /// The step of each of `task_groups`.
+    pub(crate) group_steps: BTreeMap<i32, u32>,
     /// Set when the controller (or the time limit) ended the job: the state to report.
     pub(crate) ending: Option<JobState>,
     /// A time limit set after the launch (`scontrol update`), seconds from the start;
@@ -977,6 +979,17 @@ pub(crate) fn signal_job(exec: &Exec, signal: i32, batch_only: bool) {
     }
 }
 
+/// Sends `signal` to the tasks of step `step` here (its srun aborts it).
+pub(crate) fn signal_step(exec: &Exec, step: u32, signal: i32) {
+    let Ok(sig) = Signal::try_from(signal) else {
+        return;
+    };
+    let procs = exec.procs();
+    for (g, _) in procs.group_steps.iter().filter(|(_, s)| **s == step) {
+        let _ = killpg(Pid::from_raw(*g), sig);
+    }
+}
+
 /// Stops (`suspend`) or continues the job's processes here, at an operator's request
 /// (`scontrol suspend`/`resume`): SIGSTOP or SIGCONT to the batch script's process
 /// group and to every srun task's, as Slurm's `proctrack/linuxproc` does. Its time
@@ -1369,7 +1382,11 @@ pub(crate) fn tasks(
         exec.tracker().task_started(step_id, task, pid);
         // Known here so that the controller's terminate and signal orders reach the
         // task, whether or not this node runs the job's batch script.
-        exec.procs().task_groups.push(pid);
+        {
+            let mut procs = exec.procs();
+            procs.task_groups.push(pid);
+            procs.group_steps.insert(pid, order.step);
+        }
         if let Some(pipe) = child.stdin.take() {
             stdins.push((task, File::from(std::os::fd::OwnedFd::from(pipe))));
         }
@@ -1403,7 +1420,11 @@ pub(crate) fn tasks(
                 }
             }
             let _ = reader.join();
-            exec.procs().task_groups.retain(|g| *g != pid);
+            {
+                let mut procs = exec.procs();
+                procs.task_groups.retain(|g| *g != pid);
+                procs.group_steps.remove(&pid);
+            }
             exec.touch();
             let (code, signal) = match &status {
                 Ok(s) => (s.code().unwrap_or(0), s.signal().unwrap_or(0)),

@@ -231,6 +231,8 @@ pub(crate) enum Request {
     Attach { step: u32, from: u64, uid: u32 },
     /// User `uid`'s srun has all of a step's events: they may go.
     StepDone { step: u32, uid: u32 },
+    /// User `uid`'s srun aborts a step: `signal` to its tasks here.
+    SignalStep { step: u32, signal: i32, uid: u32 },
     /// The cluster stops (`sluice up`): end the job now and leave, reporting nothing.
     Shutdown { grace: i64 },
 }
@@ -702,6 +704,21 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
             Reply::Ok
         }
         Request::Stdin { uid, chunk } => stdin(&exec, uid, chunk).await,
+        Request::SignalStep { step, signal, uid } => {
+            let owner = exec.steps.lock().expect("lock").get(&step).map(|l| l.owner);
+            match owner {
+                Some(o) if o != uid && uid != 0 => Reply::Error {
+                    code: ErrorCode::AccessDenied,
+                    message: "Access/permission denied".into(),
+                },
+                // Nothing of the step here (yet, or any more): nothing to signal.
+                None => Reply::Ok,
+                Some(_) => {
+                    run::signal_step(&exec, step, signal);
+                    Reply::Ok
+                }
+            }
+        }
         Request::StepDone { step, uid } => {
             let mut steps = exec.steps.lock().expect("lock");
             match steps.get(&step) {

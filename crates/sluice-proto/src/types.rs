@@ -1560,6 +1560,18 @@ pub struct TasksDone {
     pub step: u32,
 }
 
+/// srun aborts a step (a launch on another node of it failed): a signal to the step's
+/// tasks on one node (`POST /v1/tasks/signal`), from the step's owner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TasksSignal {
+    /// Job id.
+    pub job_id: u64,
+    /// Step number.
+    pub step: u32,
+    /// Signal number.
+    pub signal: i32,
+}
+
 /// srun's standard input for the tasks of a step on one node, in order: each of them
 /// that reads srun's input gets every chunk.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

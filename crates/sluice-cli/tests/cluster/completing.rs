@@ -191,3 +191,53 @@ fn a_jobs_end_leaves_nothing_it_started_on_any_node_whatever_its_session() {
     assert_eq!(harness::pids_running(&["sleep", "6202"]), Vec::<i32>::new());
     assert_eq!(c.wait_ended(job), "COMPLETED");
 }
+
+#[test]
+fn a_requeued_jobs_ranks_all_resume_once_its_last_runs_ranks_are_gone() {
+    // A rank per node that meets its peer at every step (a barrier over the working
+    // directory, as a collective) and saves on SIGTERM (one second). Requeued, the
+    // job's next run starts its ranks only once both of the first run's are gone: no
+    // launch meets a step of the previous run, and both ranks of the second run come up
+    // and step together again.
+    let conf = format!("KillWait=5\n{SMALL}");
+    let c = Cluster::start("completing-ranks", &conf);
+    let rank = script(
+        &c,
+        "rank.sh",
+        "#!/bin/bash\n\
+         r=${SLURM_RESTART_COUNT:-0}\n\
+         trap 'sleep 1; echo \"saved $r $SLURM_NODEID\" >> trace; exit 0' TERM\n\
+         echo \"up $r $SLURM_NODEID\" >> trace\n\
+         for i in $(seq 1 600); do\n\
+           touch \"at-$r-$SLURM_NODEID-$i\"\n\
+           while [ ! -e \"at-$r-$((1 - SLURM_NODEID))-$i\" ]; do sleep 0.05; done\n\
+           [ \"$r\" = 1 ] && [ \"$i\" = 3 ] && echo \"stepped $r $SLURM_NODEID\" >> trace\n\
+           sleep 0.1\n\
+         done\n",
+    );
+    let batch = script(&c, "job.sh", &format!("#!/bin/bash\nsrun -N2 {rank}\n"));
+    let job = c.sbatch(&["-N", "2", "--requeue", &batch]);
+    c.wait_for("both ranks of the first run", || {
+        let l = lines(&c, "trace");
+        l.contains(&"up 0 0".to_string()) && l.contains(&"up 0 1".to_string())
+    });
+    assert_eq!(c.run("scontrol", &["requeue", &job.to_string()]).code, 0);
+    c.wait_for("both ranks of the second run stepping together", || {
+        let l = lines(&c, "trace");
+        l.contains(&"stepped 1 0".to_string()) && l.contains(&"stepped 1 1".to_string())
+    });
+    let trace = lines(&c, "trace");
+    let at = |line: &str| trace.iter().position(|l| l == line);
+    let first_up = at("up 1 0").unwrap().min(at("up 1 1").unwrap());
+    for saved in ["saved 0 0", "saved 0 1"] {
+        let s = at(saved).unwrap_or_else(|| panic!("{saved} missing: {trace:?}"));
+        assert!(
+            s < first_up,
+            "a rank of the second run started before the first run's were gone: {trace:?}"
+        );
+    }
+    // No launch of the second run met the first's step on a node.
+    let out = std::fs::read_to_string(c.work().join(format!("slurm-{job}.out"))).unwrap();
+    assert!(!out.contains("srun: error"), "{out}");
+    let _ = c.run("scancel", &[&job.to_string()]);
+}

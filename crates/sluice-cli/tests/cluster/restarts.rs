@@ -477,3 +477,37 @@ fn a_clean_stop_of_the_cluster_requeues_its_jobs_as_stopped_and_a_crash_as_a_nod
         requeues(&c, job)
     );
 }
+
+#[test]
+fn an_srun_step_whose_launch_fails_on_one_node_is_aborted_on_every_node() {
+    // n2's agent is gone when the job's batch script (on n1) starts a step on both
+    // nodes: the launch on n2 fails. As Slurm's srun, it says so, kills the step's
+    // task on n1 (which would otherwise wait for its peer forever) and exits non-zero
+    // once it is gone.
+    let c = Cluster::start("srun-abort", CONF);
+    let go = gate(&c, "go");
+    let job = c.sbatch(&[
+        "-N",
+        "2",
+        "--wrap",
+        &format!(
+            "{}; srun -N2 bash -c 'echo up; exec sleep 6301'; echo \"srun exit $?\"",
+            wait_for_gate("go")
+        ),
+    ]);
+    c.wait_for("the job running", || c.state(job) == "RUNNING");
+    stop_agent(&c, "n2", Signal::SIGKILL);
+    open(&go);
+    c.wait_for("srun's end", || output(&c, job).contains("srun exit"));
+    let out = output(&c, job);
+    for line in [
+        format!("srun: error: Task launch for StepId={job}.0 failed on node n2: "),
+        "srun: error: Application launch failed: ".to_string(),
+        "srun: Job step aborted: Waiting up to 3 seconds for job step to finish.\n".to_string(),
+        "srun exit 1\n".to_string(),
+    ] {
+        assert!(out.contains(&line), "no {line:?} in\n{out}");
+    }
+    assert_eq!(harness::pids_running(&["sleep", "6301"]), Vec::<i32>::new());
+    let _ = c.run("scancel", &[&job.to_string()]);
+}
