@@ -521,8 +521,9 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
                     eprintln!(
                         "{ME}: Job step aborted: Waiting up to {wait} seconds for job step to finish."
                     );
-                    aborting =
-                        Some(std::time::Instant::now() + std::time::Duration::from_secs(wait as u64));
+                    aborting = Some(
+                        std::time::Instant::now() + std::time::Duration::from_secs(wait as u64),
+                    );
                     kill_step(abort.clone(), job, plan.step);
                 }
             }
