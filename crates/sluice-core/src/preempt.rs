@@ -301,8 +301,8 @@ fn candidates(s: &Scheduler, by: JobId, now: Time) -> Vec<Cand> {
 }
 
 /// Whether `victim` may be preempted at all at `now`, for `by`: running for at least
-/// `PreemptExemptTime`, not already being preempted, a user's job, on a node of `by`'s
-/// partition.
+/// `PreemptExemptTime`, not already being preempted or ended, a user's job, on a node
+/// of `by`'s partition.
 fn preemptible(s: &Scheduler, by: &Job, victim: &Job, now: Time) -> bool {
     let Some(start) = victim.start else {
         return false;
@@ -310,6 +310,7 @@ fn preemptible(s: &Scheduler, by: &Job, victim: &Job, now: Time) -> bool {
     if victim.state != JobState::Running
         || s.preempt.victim_of.contains_key(&victim.id())
         || s.expired.contains(&victim.id())
+        || s.ending.contains(&victim.id())
         || now - start < s.cluster.preempt.exempt_time
     {
         return false;

@@ -129,6 +129,10 @@ pub struct Scheduler {
     /// Under [`EndSemantics::FreeAtExpectedEnd`]: running jobs whose expected end has
     /// come, whose resources already count as free although their end is not reported.
     pub(crate) expired: BTreeSet<JobId>,
+    /// Running jobs being ended (cancelled, timed out, preempted, requeued) whose
+    /// processes are not all gone yet (Slurm's `COMPLETING`): they hold their resources
+    /// until [`Scheduler::job_ended`], and are nobody's preemption victims.
+    pub(crate) ending: BTreeSet<JobId>,
     pub(crate) end_semantics: EndSemantics,
     /// The `now` of the last pass.
     pub(crate) last_pass: Time,
@@ -192,6 +196,7 @@ impl Scheduler {
             claims_end: BTreeSet::new(),
             claim_end: BTreeMap::new(),
             expired: BTreeSet::new(),
+            ending: BTreeSet::new(),
             end_semantics,
             last_pass: -NEVER,
             passes: 0,
@@ -714,6 +719,7 @@ impl Scheduler {
         }
         self.profile.advance(now);
         let was_expired = self.expired.contains(&id);
+        self.ending.remove(&id);
         reservation::job_gone(self, id, now);
         let job = self.jobs.remove(&id).expect("checked above");
         self.usage.remove(id, now);
@@ -741,6 +747,30 @@ impl Scheduler {
         let nodes = &job.alloc.as_ref().expect("running").nodes;
         crate::preempt::victim_ended(self, id, nodes, was_expired, now);
         Some(job)
+    }
+
+    /// Records that running job `id` is being ended: its processes have been told to go
+    /// (a cancel, its time limit, a preemption, a requeue) but are not all gone yet.
+    /// It keeps everything it holds until [`Scheduler::job_ended`] — so that neither its
+    /// next run nor another job starts beside what is left of it, as Slurm keeps a
+    /// `COMPLETING` job's nodes — and is no longer a candidate for preemption. Returns
+    /// false, changing nothing, when the job is not running.
+    pub fn mark_ending(&mut self, id: JobId) -> bool {
+        self.generation += 1;
+        if self
+            .jobs
+            .get(&id)
+            .is_none_or(|j| j.state != JobState::Running)
+        {
+            return false;
+        }
+        self.ending.insert(id);
+        true
+    }
+
+    /// Whether running job `id` is being ended ([`Scheduler::mark_ending`]).
+    pub fn is_ending(&self, id: JobId) -> bool {
+        self.ending.contains(&id)
     }
 
     /// Changes a running job's time limit (`scontrol update TimeLimit=`, seconds): its

@@ -131,6 +131,31 @@ fn a_preemption_handed_back_after_a_restart_is_carried_on_not_chosen_again() {
 }
 
 #[test]
+fn a_job_being_ended_keeps_its_node_and_is_nobodys_victim() {
+    // Two 4-CPU nodes. Low job 1 fills node 0 at 0, low job 2 fills node 1 at 50. At
+    // 60 job 2 is cancelled: its processes are told to end (COMPLETING), and it holds
+    // node 1 until they are gone. At 100 a 4-CPU high job arrives: it preempts job 1,
+    // the only running job not already ending, although job 2 is the younger. Job 2's
+    // processes are gone at 105: the high job starts there, on node 1; job 1 is still
+    // being drained for it and its end at 110 frees node 0 for nobody waiting.
+    let mut s = sched(tiers(2, 4));
+    arrive(&mut s, job(1).procs(4).partition(LOW).time(1000), 0);
+    arrive(&mut s, job(2).procs(4).partition(LOW).time(1000), 50);
+    assert!(s.mark_ending(JobId(2)));
+    assert!(s.is_ending(JobId(2)));
+    assert!(s.schedule(60).is_empty());
+    let d = arrive(&mut s, job(3).procs(4).one_node().partition(HIGH), 100);
+    assert_eq!(preemptions(&d), vec![(1, 3, RQ, 0)]);
+    assert!(starts(&d).is_empty(), "node 1 is still job 2's");
+    let d = end(&mut s, 2, 105);
+    assert!(!s.is_ending(JobId(2)));
+    assert_eq!(starts(&d), vec![(3, Pass::Main, vec![1])]);
+    assert!(end(&mut s, 1, 110).is_empty());
+    // Only a running job can be marked.
+    assert!(!s.mark_ending(JobId(2)));
+}
+
+#[test]
 fn equal_tiers_and_mode_off_preempt_nothing() {
     let mut c = tiers(1, 4);
     c.partitions[HIGH as usize].priority_tier = 1;

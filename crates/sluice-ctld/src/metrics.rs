@@ -77,6 +77,8 @@ pub struct JobFacts<'a> {
     pub max_nodes: u32,
     /// It waits with reason `PartitionNodeLimit`.
     pub part_node_limit: bool,
+    /// Its processes are being ended (Slurm's `COMPLETING` flag).
+    pub completing: bool,
 }
 
 /// Slurm's `jobs_stats_t`: jobs by state, and what the running ones hold. Memory is
@@ -126,6 +128,9 @@ impl JobStats {
             s.started += 1;
             s.finished += 1;
         };
+        if j.completing {
+            self.completing += 1;
+        }
         match j.state {
             JobState::Pending => {
                 self.pending += 1;
@@ -231,8 +236,9 @@ impl NodeStat {
             "mixed" => Base::Mixed,
             "allocated" => Base::Allocated,
             // Slurm infers MIXED from idle CPUs on a busy node, DRAIN or not.
-            "draining" if self.cpus_alloc < self.cpus => Base::Mixed,
-            "draining" => Base::Allocated,
+            "completing" if self.cpus_alloc == 0 => Base::Idle,
+            "draining" | "completing" if self.cpus_alloc < self.cpus => Base::Mixed,
+            "draining" | "completing" => Base::Allocated,
             // `drained` and `maint` are flags on an idle node.
             _ => Base::Idle,
         }
@@ -241,7 +247,7 @@ impl NodeStat {
     /// Up, answering, and neither drained nor in maintenance: its idle GPUs could be
     /// given to a job.
     pub fn usable(&self) -> bool {
-        self.responding && matches!(self.state, "idle" | "mixed" | "allocated")
+        self.responding && matches!(self.state, "idle" | "mixed" | "allocated" | "completing")
     }
 }
 
@@ -294,6 +300,7 @@ impl NodeCounts {
         // Slurm: DRAINING is DRAIN on an allocated or mixed node, DRAINED the rest;
         // a node counts under `drain` only when not draining.
         match n.state {
+            "completing" => self.cg += 1,
             "draining" => self.draining += 1,
             "drained" => {
                 self.drain += 1;
@@ -558,6 +565,7 @@ mod tests {
             min_nodes: 1,
             max_nodes: 1,
             part_node_limit: false,
+            completing: false,
         }
     }
 
@@ -598,6 +606,13 @@ mod tests {
             (s.cpus_alloc, s.nodes_alloc, s.memory_alloc, s.gpus_alloc),
             (4, 2, 2000, 1)
         );
+        // A cancelled job whose processes are being ended counts as completing too.
+        assert_eq!(s.completing, 0);
+        s.add(&JobFacts {
+            completing: true,
+            ..job(JobState::Cancelled)
+        });
+        assert_eq!((s.completing, s.cancelled), (1, 2));
     }
 
     fn node(state: &'static str, cpus_alloc: u32) -> NodeStat {

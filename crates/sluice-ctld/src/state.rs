@@ -159,6 +159,8 @@ pub(crate) struct NodeUsage {
     pub mem: Vec<u64>,
     /// GRES counts, by the cluster's GRES slots.
     pub gres: Vec<[u64; sluice_core::tres::MAX_GRES]>,
+    /// A job's processes are being ended there (`COMPLETING`).
+    pub completing: Vec<bool>,
 }
 
 /// Who is asking (from the socket's peer credentials, never from the request).
@@ -305,6 +307,9 @@ pub struct Controller {
     pub conf: ClusterConfig,
     /// Running jobs being preempted, in their grace time (see `state/preempt.rs`).
     preempting: BTreeMap<JobId, preempt::Preempting>,
+    /// When running batch jobs reach their time limit (checked when due: an entry may
+    /// be stale), see `state/completing.rs`.
+    deadlines: BTreeSet<(i64, JobId)>,
     state_dir: PathBuf,
     sched: Scheduler,
     /// Each behind an `Arc` shared with the read snapshot (`state/job_table.rs`).
@@ -429,6 +434,7 @@ impl Controller {
             outside_dirty: true,
             dep_due: BTreeSet::new(),
             preempting: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
             agents_up: BTreeSet::new(),
             liveness: Default::default(),
             gpu_slot,
@@ -467,6 +473,7 @@ impl Controller {
                         c.interactive.insert(id);
                     }
                     let suspension = r.suspension;
+                    let ending = r.ending_run.is_some();
                     c.jobs.insert(id, r);
                     if let (Ok(spec), Some(nodes)) = (spec, nodes) {
                         if c.sched.restore_running(spec, start, nodes, now).is_ok() {
@@ -474,6 +481,11 @@ impl Controller {
                                 c.restore_suspension(id, s, now);
                             }
                         }
+                    }
+                    if ending {
+                        c.sched.mark_ending(id);
+                    } else {
+                        c.note_deadline(id);
                     }
                 }
                 JobState::Pending => {
@@ -1301,6 +1313,7 @@ impl Controller {
     pub fn schedule(&mut self, now: i64) -> Vec<Effect> {
         let mut effects = self.priority_pass(now);
         effects.extend(self.expire_interactive(now));
+        effects.extend(self.time_limits_due(now));
         effects.extend(self.preempt_due(now));
         let mut started = false;
         while let Some(&(due, id)) = self.dep_due.first() {
@@ -1352,6 +1365,7 @@ impl Controller {
             self.sched.next_wakeup(),
             self.priority.next_tick(),
             self.next_preempt_deadline(),
+            self.next_time_limit(),
             self.dep_due.first().map(|d| d.0),
         ]
         .into_iter()
@@ -1505,6 +1519,7 @@ impl Controller {
                 });
             }
         } else {
+            self.note_deadline(id);
             let environment = batch_environment(&record, &self.conf, &self.state_dir);
             let devices = self.conf.constrain_devices.then(|| {
                 let node = nodes.first().map_or(0, |a| a.node.index());
@@ -1611,21 +1626,63 @@ impl Controller {
             self.usage
                 .last(id, report.run, StepId::Batch, &report.node, u);
         }
-        if r.ending_run.is_some_and(|e| e.run == report.run) {
-            return self.requeued_run_ended(id, now);
+        if r.restarts != report.run {
+            // A requeued job's previous run: nothing of it is left on its batch
+            // script's node (its supervisor reports the script's end only then).
+            let node = self.conf.node_id(&report.node).or_else(|| {
+                r.ending_run
+                    .as_ref()
+                    .filter(|e| e.run == report.run)
+                    .and_then(|e| e.nodes.first().copied())
+            });
+            return match node {
+                Some(node) => self.node_gone(id, report.run, node, now),
+                None => Vec::new(),
+            };
         }
-        if r.state != JobState::Running || r.restarts != report.run {
-            return Vec::new(); // stale (an earlier run, or already accounted)
+        if r.state != JobState::Running {
+            return Vec::new(); // stale (already accounted)
         }
         let mut preempted = false;
         if let Some(effects) = self.preempted_run_ended(id, report.run, now, &mut preempted) {
             return effects;
         }
-        self.sched.job_ended(id, now);
+        // Nothing of the run is left on its batch script's node; on its other nodes
+        // (those told to end with it, or those that ran its steps) processes may be,
+        // and what the run holds stays held until they are gone (`completing.rs`).
+        let r = &self.jobs[&id];
+        let batch = r.first_node();
+        let told = self.told_to_end(id);
+        let waiting: Vec<NodeId> = if r.desc.interactive {
+            Vec::new()
+        } else if told {
+            let e = r.ending_run.as_ref().expect("told to end");
+            e.nodes
+                .iter()
+                .copied()
+                .filter(|n| Some(*n) != batch)
+                .collect()
+        } else {
+            self.step_nodes(id, report.run, batch)
+        };
         self.diag.roll(now);
         self.diag.jobs.completed += 1;
         let r = self.jobs.get_mut(&id).expect("checked");
-        r.end_time = Some(report.end.min(now).max(r.start_time.unwrap_or(now)));
+        // Told to end: its end is when it was (as Slurm's `EndTime`).
+        let ended_at = match r.end_time.filter(|_| told) {
+            Some(t) => t,
+            None => report.end.min(now),
+        };
+        r.end_time = Some(ended_at.max(r.start_time.unwrap_or(now)));
+        r.ending_run = (!waiting.is_empty()).then_some(RunEnding {
+            run: report.run,
+            nodes: waiting,
+            told: None,
+        });
+        if self.forget_silent_nodes(id) {
+            self.jobs.get_mut(&id).expect("checked").ending_run = None;
+        }
+        let r = self.jobs.get_mut(&id).expect("checked");
         r.exit_code = report.exit_code;
         r.signal = report.signal;
         r.idle_gpus = None;
@@ -1709,6 +1766,35 @@ impl Controller {
         self.usage.job_ended(id, now);
         self.idle.forget(id);
         effects.extend(self.het_components_ended(id, now));
+        let r = &self.jobs[&id];
+        match &r.ending_run {
+            Some(e) => {
+                if !told {
+                    // Ended by itself: what its steps left on other nodes goes too.
+                    self.sched.mark_ending(id);
+                    effects.push(Effect::Terminate {
+                        nodes: e
+                            .nodes
+                            .iter()
+                            .map(|&n| self.conf.cluster.node(n).name.clone())
+                            .collect(),
+                        job_id: id,
+                        state,
+                    });
+                }
+                tracing::info!(
+                    "JobId={id} is COMPLETING until its processes are gone on {}",
+                    e.nodes
+                        .iter()
+                        .map(|&n| self.conf.cluster.node(n).name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+            }
+            None => {
+                self.sched.job_ended(id, now);
+            }
+        }
         effects.extend(self.schedule(now));
         effects
     }
@@ -1989,16 +2075,15 @@ impl Controller {
                             usage: None,
                         };
                         effects.extend(self.job_ended(&report, now));
-                    } else {
-                        // Written before the order (and so before the answer): a
-                        // restarted controller orders the end again when the agent
-                        // registers with the run still going (`reconcile_runs`).
-                        effects.push(self.persist(id));
+                    } else if self.told_to_end(id) {
+                        // Already COMPLETING: the order again, nothing else changes.
                         effects.push(Effect::Terminate {
                             nodes,
                             job_id: id,
                             state: JobState::Cancelled,
                         });
+                    } else {
+                        effects.extend(self.begin_ending(id, JobState::Cancelled, now));
                     }
                 }
                 (JobState::Running, Some(signal)) => {
@@ -2221,19 +2306,45 @@ impl Controller {
         }
         if state == JobState::Running {
             effects.extend(self.cancel_open_steps(id, now));
-            self.sched.job_ended(id, now);
             let r = &self.jobs[&id];
-            if !r.desc.interactive && terminate {
+            // The run is over once nothing of it is left on any of its nodes: its batch
+            // script's (unless the script has ended: a victim that left in its grace)
+            // and those its steps ran on. Until then it keeps what it holds, and the
+            // job waits (`completing.rs`).
+            let batch = r.first_node();
+            let told = self.told_to_end(id);
+            let mut nodes: Vec<NodeId> = match &r.ending_run {
+                Some(e) if told => e.nodes.clone(),
+                _ if terminate => batch.into_iter().collect(),
+                _ => Vec::new(),
+            };
+            if !told {
+                nodes.extend(self.step_nodes(id, r.restarts, batch));
+            }
+            if !r.desc.interactive && !nodes.is_empty() {
+                let to: Vec<String> = if terminate {
+                    self.node_names(r)
+                } else {
+                    nodes
+                        .iter()
+                        .map(|&n| self.conf.cluster.node(n).name.clone())
+                        .collect()
+                };
                 effects.push(Effect::Terminate {
-                    nodes: self.node_names(r),
+                    nodes: to,
                     job_id: id,
                     state: JobState::Requeued,
                 });
-                let ending = r.first_node().map(|node| RunEnding {
+                let ending = RunEnding {
                     run: r.restarts,
-                    node,
-                });
-                self.jobs.get_mut(&id).expect("exists").ending_run = ending;
+                    nodes,
+                    told: None,
+                };
+                self.sched.mark_ending(id);
+                self.jobs.get_mut(&id).expect("exists").ending_run = Some(ending);
+            } else {
+                self.jobs.get_mut(&id).expect("exists").ending_run = None;
+                self.sched.job_ended(id, now);
             }
         }
         let r = self.jobs.get_mut(&id).expect("exists");
@@ -2307,7 +2418,7 @@ impl Controller {
         now: i64,
     ) -> Result<(StepPlan, Vec<Effect>), ApiError> {
         let r = self.job_for(job, caller)?;
-        if r.state != JobState::Running {
+        if r.state != JobState::Running || self.told_to_end(job) {
             return Err(ApiError::invalid(format!(
                 "Unable to create step for job {job}: Job/step already completing or completed"
             )));
@@ -2676,7 +2787,7 @@ impl Controller {
             .map(|j| j.id)
             .collect();
         for id in lost {
-            effects.extend(self.node_failed_job(id, JobState::NodeFail, now));
+            effects.extend(self.lost_on(id, nid, now));
         }
         effects.extend(self.runs_gone(nid, running, now));
         effects.extend(self.reconcile_runs(node, nid, running));
@@ -2706,9 +2817,10 @@ impl Controller {
                 effects.push(end(JobState::NodeFail));
                 continue;
             };
-            if j.ending_run
-                .as_ref()
-                .is_some_and(|e| e.run == run && e.node == nid)
+            if j.restarts != run
+                && j.ending_run
+                    .as_ref()
+                    .is_some_and(|e| e.run == run && e.nodes.contains(&nid))
             {
                 effects.push(end(JobState::Requeued));
                 continue;
@@ -2742,28 +2854,34 @@ impl Controller {
 
     /// A requeued job's previous run has ended: the job may run again.
     fn requeued_run_ended(&mut self, id: JobId, now: i64) -> Vec<Effect> {
-        self.jobs.get_mut(&id).expect("exists").ending_run = None;
-        let mut effects = vec![self.persist(id)];
-        self.outside_dirty = true;
-        effects.extend(self.schedule(now));
-        effects
+        self.run_over(id, now)
     }
 
-    /// Requeued jobs waiting for a run on `node` that is not among `running` there (its
-    /// agent restarted, or is lost): no end will be reported, so they may run again.
+    /// Jobs whose ending run `node` has not reported gone, and which is not among
+    /// `running` there (its agent restarted without it, or is lost): nothing of that
+    /// run is left there.
     fn runs_gone(&mut self, node: NodeId, running: &[(JobId, u32)], now: i64) -> Vec<Effect> {
-        let gone: Vec<JobId> = self
+        let gone: Vec<(JobId, u32)> = self
             .jobs
             .values()
-            .filter(|j| {
-                j.ending_run.is_some_and(|e| {
-                    e.node == node && !running.iter().any(|r| r.0 == j.id && r.1 == e.run)
-                })
+            .filter_map(|j| {
+                let e = j.ending_run.as_ref()?;
+                (e.nodes.contains(&node) && !running.iter().any(|r| r.0 == j.id && r.1 == e.run))
+                    .then_some((j.id, e.run))
             })
-            .map(|j| j.id)
             .collect();
         gone.into_iter()
-            .flat_map(|id| self.requeued_run_ended(id, now))
+            .flat_map(|(id, run)| {
+                let r = &self.jobs[&id];
+                if r.state == JobState::Running && r.restarts == run {
+                    // Its batch script's end was lost with the node: the node's death
+                    // ends it (`node_failed_job`), not this.
+                    if r.first_node() == Some(node) {
+                        return Vec::new();
+                    }
+                }
+                self.node_gone(id, run, node, now)
+            })
             .collect()
     }
 
@@ -2881,10 +2999,36 @@ impl Controller {
             .map(|j| j.id)
             .collect();
         for id in lost {
-            effects.extend(self.node_failed_job(id, JobState::NodeFail, now));
+            effects.extend(self.lost_on(id, nid, now));
         }
         effects.extend(self.runs_gone(nid, &[], now));
         effects
+    }
+
+    /// Running job `id` lost what it ran on `node` (the node is declared down, or its
+    /// agent came back without it): requeued or failed (`NODE_FAIL`); one already told
+    /// to end (`COMPLETING`) ends as it was told, nothing of it being left there.
+    fn lost_on(&mut self, id: JobId, node: NodeId, now: i64) -> Vec<Effect> {
+        if !self.told_to_end(id) {
+            return self.node_failed_job(id, JobState::NodeFail, now);
+        }
+        let r = &self.jobs[&id];
+        let run = r.restarts;
+        if r.first_node() != Some(node) {
+            return self.node_gone(id, run, node, now);
+        }
+        // Its batch script's end will not be reported: it ends now, as it was told.
+        let report = JobEnded {
+            job_id: id.0,
+            run,
+            node: String::new(),
+            state: JobState::NodeFail,
+            exit_code: 0,
+            signal: 0,
+            end: now,
+            usage: None,
+        };
+        self.job_ended(&report, now)
     }
 
     /// Job `id` lost its node: requeued when it may be (its run recorded as
@@ -2914,16 +3058,12 @@ impl Controller {
                 }
             }
             effects.retain(|e| !matches!(e, Effect::Terminate { nodes, .. } if nodes.is_empty()));
-            // The job runs again once its batch host reports that copy's end; with no
-            // agent there to report it, or no copy, at once. (A registering agent that
-            // does not list the run is done with by `runs_gone`.)
-            let ending = self.jobs[&id].ending_run;
-            if ending.is_some_and(|e| {
-                !started
-                    || !self
-                        .agents_up
-                        .contains(&self.conf.cluster.node(e.node).name)
-            }) {
+            // The job runs again once its nodes report that copy gone; those with no
+            // agent up to report it are not waited for, and with no copy, nothing is.
+            // (A registering agent that does not list the run is done with by
+            // `runs_gone`.)
+            let ending = self.jobs[&id].ending_run.is_some();
+            if ending && (!started || self.forget_silent_nodes(id)) {
                 effects.extend(self.requeued_run_ended(id, now));
             }
             return effects;
@@ -2986,6 +3126,16 @@ impl Controller {
             JobDescription::clone(&r.desc),
         );
         record.preempting = self.preempting_run(r);
+        // Accounting shows the state a job was told to end in at once, as Slurm's
+        // (`CANCELLED`, `TIMEOUT`, ... with its `End`), while it completes.
+        if let Some(told) = r
+            .ending_run
+            .as_ref()
+            .filter(|e| e.run == r.restarts && r.state == JobState::Running)
+            .and_then(|e| e.told)
+        {
+            record.state = told;
+        }
         record
     }
 
@@ -2996,6 +3146,10 @@ impl Controller {
 
     /// The reason pending job `r` waits for now: the core's, while the core queues it.
     fn live_reason(&self, r: &Job) -> Reason {
+        if r.state == JobState::Pending && r.ending_run.is_some() {
+            // Requeued, its last run still COMPLETING: Slurm shows no reason yet.
+            return Reason::NONE;
+        }
         match self.sched.job(r.id) {
             Some(j)
                 if r.state == JobState::Pending && j.state == sluice_core::JobState::Pending =>
@@ -3087,6 +3241,8 @@ impl Controller {
         let age = self.conf.min_job_age;
         let aged = |j: &Job| {
             j.state.is_finished()
+                // A COMPLETING job stays: the core holds its nodes until it is over.
+                && j.ending_run.is_none()
                 && j.end_time.is_some_and(|e| e + age <= now)
                 && j.array_pending.as_ref().is_none_or(|p| p.0.is_empty())
         };
@@ -3195,7 +3351,13 @@ impl Controller {
             cpus: vec![0u32; n],
             mem: vec![0u64; n],
             gres: vec![[0u64; sluice_core::tres::MAX_GRES]; n],
+            completing: vec![false; n],
         };
+        for e in self.jobs.values().filter_map(|j| j.ending_run.as_ref()) {
+            for node in &e.nodes {
+                u.completing[node.index()] = true;
+            }
+        }
         let table = &self.conf.cluster.gres;
         for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
             for share in &j.alloc {
@@ -3223,9 +3385,12 @@ impl Controller {
         i: usize,
         used: u32,
         maint: &BTreeSet<NodeId>,
+        completing: bool,
     ) -> &'static str {
         let n = &self.conf.cluster.nodes[i];
         match self.node_state(NodeId(i as u32)) {
+            // As Slurm's node COMPLETING flag, which `sinfo` shows before the rest.
+            NodeState::Up if completing && self.agents_up.contains(&n.name) => "completing",
             NodeState::Up if used == 0 && maint.contains(&NodeId(i as u32)) => "maint",
             NodeState::Down => "down",
             NodeState::Drain if used > 0 => "draining",
@@ -3250,6 +3415,7 @@ impl Controller {
             cpus: alloc_cpus,
             mem: alloc_mem,
             gres: alloc_gres,
+            completing,
         } = self.node_usage();
         let maint = self.maint_nodes();
         self.conf
@@ -3260,7 +3426,7 @@ impl Controller {
             .map(|(i, n)| {
                 let cpus = n.capacity.cpus;
                 let used = alloc_cpus[i].min(cpus);
-                let state = self.node_state_word(i, used, &maint);
+                let state = self.node_state_word(i, used, &maint, completing[i]);
                 let topo = self.conf.topology.get(i).copied().unwrap_or((1, cpus, 1));
                 let address = self.conf.node_addresses.get(i);
                 // A node's TRES: no `node=` entry; billing only in the configured ones.
@@ -3814,6 +3980,7 @@ pub fn batch_environment(
 
 mod arrays;
 pub(crate) mod audit;
+mod completing;
 mod dependency;
 mod diag;
 pub mod explain;

@@ -36,6 +36,7 @@ mod service;
 pub mod stepd;
 mod supervisors;
 mod task_env;
+mod tree;
 pub mod usage;
 
 pub use supervisors::log_to as log_supervisors_to;
@@ -111,6 +112,9 @@ pub(crate) struct Running {
     pub(crate) reporting: bool,
     /// The controller has its end: no registration lists it any more.
     pub(crate) reported: bool,
+    /// The controller ordered its end here: once its supervisor has left (nothing of
+    /// it left here), the agent says so (`POST /v1/agent/run-gone`).
+    pub(crate) told_to_end: bool,
 }
 
 /// How an agent is reached, and how it reaches its controller.
@@ -485,6 +489,7 @@ pub async fn run_until(
         .route("/v1/tasks", post(tasks))
         .route("/v1/tasks/attach", post(tasks_attach))
         .route("/v1/tasks/done", post(tasks_done))
+        .route("/v1/tasks/signal", post(tasks_signal))
         .layer(axum::middleware::from_fn_with_state(
             agent.clone(),
             refuse_former_controllers,
@@ -937,10 +942,61 @@ async fn terminate(
         state: o.state,
         kill_wait: o.kill_wait,
     };
-    if let Ok(Some(h)) = supervisor_for(&agent, o.job_id, o.run, Some(request.clone())) {
-        let _ = h.ask(&request).await;
+    let run = {
+        let mut jobs = agent.jobs.lock().expect("lock");
+        jobs.get_mut(&o.job_id)
+            .filter(|e| o.run.is_none_or(|r| r == e.run))
+            .map(|e| {
+                e.told_to_end = true;
+                e.run
+            })
+    };
+    match supervisor_for(&agent, o.job_id, o.run, Some(request.clone())) {
+        Ok(Some(h)) => {
+            if h.ask(&request).await.is_err() {
+                // It has just left: nothing of the run is here (its watch says so too).
+                tokio::spawn(report_gone(agent.clone(), o.job_id, run));
+            }
+        }
+        // Its supervisor is starting; it has the order once it answers, and its watch
+        // says when it has left.
+        Ok(None) => {}
+        // Nothing of the job runs here (any more, or ever).
+        Err(()) => {
+            tokio::spawn(report_gone(agent.clone(), o.job_id, o.run));
+        }
     }
     Json(sluice_proto::types::Done {}).into_response()
+}
+
+/// Tells the controller that nothing of run `run` of job `job` (of any run: `None`) is
+/// left on this node, trying again, ever later, for a while (a controller restarting
+/// meanwhile hears it once back); a refusal ends the tries.
+pub(crate) async fn report_gone(agent: App, job: u64, run: Option<u32>) {
+    let gone = sluice_proto::types::RunGone {
+        job_id: job,
+        run,
+        node: agent.node.clone(),
+    };
+    let give_up = std::time::Instant::now() + Duration::from_secs(600);
+    let mut delay = Duration::from_millis(250);
+    loop {
+        let (a, g) = (agent.clone(), gone.clone());
+        let answer = tokio::task::spawn_blocking(move || {
+            a.controller
+                .post::<_, serde_json::Value>("/v1/agent/run-gone", &g)
+        })
+        .await;
+        match answer {
+            Ok(Ok(_)) => return,
+            Ok(Err(sluice_proto::ClientError::Status { status, .. })) if status < 500 => return,
+            _ if std::time::Instant::now() >= give_up => return,
+            _ => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(8));
+            }
+        }
+    }
 }
 
 async fn tasks(
@@ -1075,6 +1131,26 @@ async fn tasks_done(
     supervisor_reply(
         h.ask(&stepd::Request::StepDone {
             step: d.step,
+            uid: peer.uid,
+        })
+        .await,
+    )
+}
+
+/// srun aborting its step: a signal to the step's tasks here, passed on to the job's
+/// supervisor, which checks that it comes from the step's owner (or root).
+async fn tasks_signal(
+    State(agent): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(s): Json<sluice_proto::types::TasksSignal>,
+) -> Response {
+    let Ok(Some(h)) = supervisor_for(&agent, s.job_id, None, None) else {
+        return Json(sluice_proto::types::Done {}).into_response();
+    };
+    supervisor_reply(
+        h.ask(&stepd::Request::SignalStep {
+            step: s.step,
+            signal: s.signal,
             uid: peer.uid,
         })
         .await,

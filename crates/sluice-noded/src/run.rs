@@ -79,6 +79,8 @@ pub(crate) struct Procs {
     pub(crate) pid: Option<i32>,
     /// Process groups of srun tasks of this job here.
     pub(crate) task_groups: Vec<i32>,
+    /// The step of each of `task_groups`.
+    pub(crate) group_steps: BTreeMap<i32, u32>,
     /// Set when the controller (or the time limit) ended the job: the state to report.
     pub(crate) ending: Option<JobState>,
     /// A time limit set after the launch (`scontrol update`), seconds from the start;
@@ -491,6 +493,8 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         exec.procs().service = Some(report(restarts, health, Some((cause, code, signal))));
         exec.touch();
     };
+    let ended_at = now();
+    end_leftovers(&exec, order.kill_wait).await;
     exec.batch_ended(JobEnded {
         job_id: id,
         run: r.restarts,
@@ -498,7 +502,7 @@ pub(crate) async fn batch(exec: Arc<Exec>, order: LaunchBatch) {
         state,
         exit_code: code,
         signal,
-        end: now(),
+        end: ended_at,
         // This node's figures of the batch step (the script's process tree).
         usage: exec.tracker().usage(StepId::Batch).map(Box::new),
     });
@@ -579,6 +583,7 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
         }
     };
     let pid = child.id() as i32;
+    crate::tree::own_child(pid);
     exec.tracker().task_started(StepId::Batch, 0, pid);
     tracing::info!(
         "{}: Launching batch job {id} for UID {} (run {}, pid {pid})",
@@ -738,7 +743,8 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
     };
     // Step tasks still running here end with the job, as slurmd ends them: SIGCONT
     // and SIGTERM (already sent when the controller ended the job), SIGKILL after
-    // KillWait.
+    // KillWait. (`end_leftovers` waits for them, and for any other process of the
+    // job, before the end is reported.)
     if tasks_left && ending.is_none() {
         kill_job(exec.clone(), order.kill_wait);
     }
@@ -795,7 +801,12 @@ async fn probe(exec: &Exec, order: &LaunchBatch, probe: &HealthProbe, limit: Dur
                 return false;
             };
             let pid = child.id() as i32;
-            let waited = tokio::task::spawn_blocking(move || child.wait());
+            crate::tree::own_child(pid);
+            let waited = tokio::task::spawn_blocking(move || {
+                let status = child.wait();
+                crate::tree::own_child_reaped(pid);
+                status
+            });
             match tokio::time::timeout(limit, waited).await {
                 Ok(Ok(Ok(status))) => status.success(),
                 _ => {
@@ -827,6 +838,7 @@ fn wait_measured(
     crate::usage::wait_exited(pid);
     exec.tracker().task_exiting(step, task);
     let (status, rusage) = crate::usage::reap(pid);
+    crate::tree::own_child_reaped(pid);
     exec.tracker().task_ended(step, task, rusage);
     // Reaped here: `child` is not waited for again.
     drop(child);
@@ -967,6 +979,17 @@ pub(crate) fn signal_job(exec: &Exec, signal: i32, batch_only: bool) {
     }
 }
 
+/// Sends `signal` to the tasks of step `step` here (its srun aborts it).
+pub(crate) fn signal_step(exec: &Exec, step: u32, signal: i32) {
+    let Ok(sig) = Signal::try_from(signal) else {
+        return;
+    };
+    let procs = exec.procs();
+    for (g, _) in procs.group_steps.iter().filter(|(_, s)| **s == step) {
+        let _ = killpg(Pid::from_raw(*g), sig);
+    }
+}
+
 /// Stops (`suspend`) or continues the job's processes here, at an operator's request
 /// (`scontrol suspend`/`resume`): SIGSTOP or SIGCONT to the batch script's process
 /// group and to every srun task's, as Slurm's `proctrack/linuxproc` does. Its time
@@ -1067,6 +1090,10 @@ fn end_notice(node: &str, job: u64, run: u32, state: JobState) {
 
 /// SIGCONT and SIGTERM to all of the job's process groups here, SIGKILL `kill_wait`
 /// seconds later to those left.
+///
+/// Every other process the job started here goes the same way: those that left its
+/// process groups (their own group or session, `setsid`, a daemon) are still the
+/// supervisor's descendants (`tree.rs`).
 fn kill_job(exec: Arc<Exec>, kill_wait: i64) {
     let groups = |exec: &Exec| -> Vec<i32> {
         let procs = exec.procs();
@@ -1080,12 +1107,43 @@ fn kill_job(exec: Arc<Exec>, kill_wait: i64) {
         let _ = killpg(Pid::from_raw(g), Signal::SIGCONT);
         let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
     }
+    crate::tree::signal_descendants(Signal::SIGCONT);
+    crate::tree::signal_descendants(Signal::SIGTERM);
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(kill_wait.max(0) as u64)).await;
         for g in groups(&exec) {
             let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
         }
+        let left = crate::tree::signal_descendants(Signal::SIGKILL);
+        if left > 0 {
+            tracing::info!(
+                "{}: job {}: {left} process(es) of it still there after KillWait={kill_wait}s: killed",
+                exec.node,
+                exec.job
+            );
+        }
     });
+}
+
+/// What the job left running here once its batch script has ended (its steps' tasks,
+/// processes in sessions of their own) is ended — SIGTERM, SIGKILL after `kill_wait`
+/// (already under way when the job was told to end) — and waited for, so that the
+/// script's end is reported only once nothing of the job is left on this node.
+async fn end_leftovers(exec: &Arc<Exec>, kill_wait: i64) {
+    let left = |exec: &Exec| {
+        !exec.procs().task_groups.is_empty() || !crate::tree::live_descendants().is_empty()
+    };
+    if !left(exec) {
+        return;
+    }
+    if exec.procs().ending.is_none() {
+        kill_job(exec.clone(), kill_wait);
+    }
+    // SIGKILL comes at `kill_wait`; a process stuck in the kernel may take longer.
+    let until = tokio::time::Instant::now() + Duration::from_secs(kill_wait.max(0) as u64 + 30);
+    while left(exec) && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Starts a step's tasks on this node and streams their output and exits to `tx`.
@@ -1320,10 +1378,15 @@ pub(crate) fn tasks(
             }
         };
         let pid = child.id() as i32;
+        crate::tree::own_child(pid);
         exec.tracker().task_started(step_id, task, pid);
         // Known here so that the controller's terminate and signal orders reach the
         // task, whether or not this node runs the job's batch script.
-        exec.procs().task_groups.push(pid);
+        {
+            let mut procs = exec.procs();
+            procs.task_groups.push(pid);
+            procs.group_steps.insert(pid, order.step);
+        }
         if let Some(pipe) = child.stdin.take() {
             stdins.push((task, File::from(std::os::fd::OwnedFd::from(pipe))));
         }
@@ -1357,7 +1420,11 @@ pub(crate) fn tasks(
                 }
             }
             let _ = reader.join();
-            exec.procs().task_groups.retain(|g| *g != pid);
+            {
+                let mut procs = exec.procs();
+                procs.task_groups.retain(|g| *g != pid);
+                procs.group_steps.remove(&pid);
+            }
             exec.touch();
             let (code, signal) = match &status {
                 Ok(s) => (s.code().unwrap_or(0), s.signal().unwrap_or(0)),

@@ -231,6 +231,8 @@ pub(crate) enum Request {
     Attach { step: u32, from: u64, uid: u32 },
     /// User `uid`'s srun has all of a step's events: they may go.
     StepDone { step: u32, uid: u32 },
+    /// User `uid`'s srun aborts a step: `signal` to its tasks here.
+    SignalStep { step: u32, signal: i32, uid: u32 },
     /// The cluster stops (`sluice up`): end the job now and leave, reporting nothing.
     Shutdown { grace: i64 },
 }
@@ -381,6 +383,12 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
     // SIGTERM is heard from before the job starts: its default action would end the
     // supervisor and leave the job running unsupervised.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    // The job's processes stay its descendants whatever session they make (`tree.rs`);
+    // those given to it that end are reaped as they do.
+    crate::tree::become_subreaper();
+    let mut child_ended =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok();
+    let mut orphans = crate::tree::Orphans::default();
     let socket = dir.join(SOCKET);
     let _ = std::fs::remove_file(&socket);
     let listener = match UnixListener::bind(&socket) {
@@ -453,9 +461,12 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
                 tracing::info!("{}: job {}: slurmstepd got SIGTERM: ending the job", exec.node, exec.job);
                 run::shut_down(exec.clone(), 2);
             }
+            _ = async { match child_ended.as_mut() { Some(c) => { c.recv().await; } None => std::future::pending().await } } => {
+                orphans.reap();
+            }
             _ = tokio::time::sleep(Duration::from_millis(250)) => {}
         }
-        if may_leave(&exec, &mut idle_since) {
+        if may_leave(&exec, &mut idle_since, &mut orphans) {
             break;
         }
     }
@@ -508,17 +519,23 @@ async fn sample_every(exec: Arc<Exec>) {
 
 /// Whether nothing is left for the supervisor (see the module's documentation); once
 /// it says so, the supervisor is closing and takes no new step.
-fn may_leave(exec: &Exec, idle_since: &mut Option<Instant>) -> bool {
+fn may_leave(
+    exec: &Exec,
+    idle_since: &mut Option<Instant>,
+    orphans: &mut crate::tree::Orphans,
+) -> bool {
     let mut procs = exec.procs();
     let batch_over = procs.ended.is_some() && procs.acknowledged;
     // Finished steps' events go once srun has them, once they are old, once the batch
-    // script whose srun would ask for them has ended, or once the cluster stops.
+    // script whose srun would ask for them has ended, once the job is being ended (its
+    // sruns are), or once the cluster stops.
     let shut_down = procs.acknowledged && !procs.batch;
+    let ending = procs.ending.is_some();
     let steps_left = {
         let mut steps = exec.steps.lock().expect("lock");
         steps.retain(|_, log| {
             log.finished
-                .is_none_or(|at| at.elapsed() < RETAIN && !batch_over && !shut_down)
+                .is_none_or(|at| at.elapsed() < RETAIN && !batch_over && !shut_down && !ending)
         });
         !steps.is_empty()
     };
@@ -527,12 +544,19 @@ fn may_leave(exec: &Exec, idle_since: &mut Option<Instant>) -> bool {
         && procs.launching == 0
         && !steps_left
         && (!procs.batch || batch_over);
+    // Nothing the job started may be left either (checked last: it reads /proc).
+    let idle = idle && {
+        orphans.reap();
+        crate::tree::live_descendants().is_empty()
+    };
     if !idle {
         *idle_since = None;
         return false;
     }
+    // A job being ended leaves at once: its node reports it gone.
     let leave = procs.batch
         || procs.acknowledged
+        || ending
         || idle_since.get_or_insert_with(Instant::now).elapsed() >= IDLE_EXIT;
     if leave {
         procs.closing = true;
@@ -680,6 +704,21 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
             Reply::Ok
         }
         Request::Stdin { uid, chunk } => stdin(&exec, uid, chunk).await,
+        Request::SignalStep { step, signal, uid } => {
+            let owner = exec.steps.lock().expect("lock").get(&step).map(|l| l.owner);
+            match owner {
+                Some(o) if o != uid && uid != 0 => Reply::Error {
+                    code: ErrorCode::AccessDenied,
+                    message: "Access/permission denied".into(),
+                },
+                // Nothing of the step here (yet, or any more): nothing to signal.
+                None => Reply::Ok,
+                Some(_) => {
+                    run::signal_step(&exec, step, signal);
+                    Reply::Ok
+                }
+            }
+        }
         Request::StepDone { step, uid } => {
             let mut steps = exec.steps.lock().expect("lock");
             match steps.get(&step) {

@@ -320,6 +320,11 @@ async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
     if let Some(e) = jobs.get_mut(&job).filter(|e| e.run == run) {
         if e.stepd.as_ref().is_some_and(|s| Arc::ptr_eq(s, &handle)) {
             e.stepd = None;
+            if e.told_to_end {
+                // Nothing of the run is left here: the controller waits for this word
+                // (the job is COMPLETING until every node has said it).
+                tokio::spawn(crate::report_gone(agent.clone(), job, Some(run)));
+            }
         }
         if e.stepd.is_none() && !e.reporting && !reporting {
             jobs.remove(&job);

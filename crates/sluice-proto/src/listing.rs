@@ -142,6 +142,10 @@ pub struct ListedJob {
     pub suspension: Option<crate::types::Suspension>,
     #[serde(rename = "het", default, skip_serializing_if = "Option::is_none")]
     pub het: Option<crate::types::HetJob>,
+    /// Its run's processes are being ended (`COMPLETING`, see
+    /// [`JobRecord::completing`]).
+    #[serde(rename = "cg", default, skip_serializing_if = "std::ops::Not::not")]
+    pub completing: bool,
 }
 
 impl ListedJob {
@@ -191,6 +195,7 @@ impl ListedJob {
             service_state: r.service_state,
             suspension: r.suspension,
             het: r.het,
+            completing: r.ending_run.is_some(),
         }
     }
 
@@ -227,6 +232,9 @@ impl ListedJob {
             service_state: self.service_state,
             suspension: self.suspension,
             het: self.het,
+            ending_run: self
+                .completing
+                .then(|| Box::new(crate::types::EndingRun::default())),
             ..Default::default()
         };
         let d = &mut r.desc;
@@ -306,6 +314,14 @@ impl JobQuery {
             Some(s) if s.eq_ignore_ascii_case("all") => StateFilter::All,
             Some(s) => StateFilter::Only(items(s).filter_map(JobState::parse).collect()),
         }
+    }
+
+    /// Whether the states asked for name `COMPLETING` (`CG`): jobs whose processes are
+    /// being ended match it, whatever their state (as Slurm's job state flag).
+    pub fn wants_completing(&self) -> bool {
+        self.states.as_deref().is_some_and(|s| {
+            items(s).any(|s| s.eq_ignore_ascii_case("COMPLETING") || s.eq_ignore_ascii_case("CG"))
+        })
     }
 }
 

@@ -473,9 +473,10 @@ pub struct JobRecord {
     /// `Scheduler=`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_pass: Option<StartPass>,
-    /// A requeued job's previous run, still ending on its node: the job waits
-    /// (`BeginTime`) until that run's end is reported, as its agent holds one run of a
-    /// job at a time.
+    /// The run whose processes are still being ended (the job is `COMPLETING`): a
+    /// job told to end (cancelled, timed out, preempted) or ended, whose nodes have not
+    /// all reported its processes gone, or a requeued job's previous run, which it
+    /// waits for (`BeginTime`) before it may run again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending_run: Option<Box<EndingRun>>,
     /// Why the job could never run, when it failed on entering the queue (the
@@ -580,13 +581,17 @@ impl StartPass {
     }
 }
 
-/// A requeued job's previous run that is still ending.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A job's run whose processes are still being ended (the job is `COMPLETING`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EndingRun {
     /// The run (its restart count).
     pub run: u32,
-    /// The node whose agent runs it.
+    /// The first of the nodes it still runs on (a record from before `nodes` names the
+    /// batch script's node only).
     pub node: String,
+    /// Every node that has not yet reported the run's processes gone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
 }
 
 /// A running job's run being preempted, as the store keeps it (see
@@ -643,6 +648,32 @@ impl JobRecord {
         Some(self.start_time? + self.time_limit? + over)
     }
 
+    /// Whether the job is `COMPLETING` (`CG`): its run's processes are being ended and
+    /// not yet gone on every node. Slurm shows the flag in place of the state
+    /// (`squeue`'s `%T`, `scontrol show job`'s `JobState`); accounting keeps the state.
+    pub fn completing(&self) -> bool {
+        self.ending_run.is_some()
+    }
+
+    /// The state as `squeue` and `scontrol show job` name it: `COMPLETING` while
+    /// [`JobRecord::completing`], else the state's own name.
+    pub fn shown_state(&self) -> &'static str {
+        if self.completing() {
+            "COMPLETING"
+        } else {
+            self.state.name()
+        }
+    }
+
+    /// The compact state (`squeue`'s `%t`): `CG` while [`JobRecord::completing`].
+    pub fn shown_state_short(&self) -> &'static str {
+        if self.completing() {
+            "CG"
+        } else {
+            self.state.short()
+        }
+    }
+
     /// Whether someone holds it back.
     pub fn held(&self) -> bool {
         self.hold.is_some()
@@ -679,6 +710,7 @@ impl JobRecord {
                 Some(Box::new(EndingRun {
                     run: run.parse().ok()?,
                     node: node.to_string(),
+                    nodes: Vec::new(),
                 }))
             });
         }
@@ -1361,6 +1393,22 @@ pub struct StepEnded {
     pub usage: Option<Box<crate::usage::StepUsage>>,
 }
 
+/// An agent's report that nothing of a job's run is left on its node: the run's
+/// supervisor there has left, its processes (every one its steps started, in whatever
+/// process group or session) gone — or the node never ran it. Once every node of a run
+/// being ended has said so (its batch script's node by the script's end), the job is no
+/// longer `COMPLETING` and what it held is free.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunGone {
+    /// The job.
+    pub job_id: u64,
+    /// Its run (restart count); `None`: no run of the job is here at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<u32>,
+    /// The node.
+    pub node: String,
+}
+
 /// An agent's report that a job's batch script (or allocation) ended.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobEnded {
@@ -1510,6 +1558,18 @@ pub struct TasksDone {
     pub job_id: u64,
     /// Step number.
     pub step: u32,
+}
+
+/// srun aborts a step (a launch on another node of it failed): a signal to the step's
+/// tasks on one node (`POST /v1/tasks/signal`), from the step's owner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TasksSignal {
+    /// Job id.
+    pub job_id: u64,
+    /// Step number.
+    pub step: u32,
+    /// Signal number.
+    pub signal: i32,
 }
 
 /// srun's standard input for the tasks of a step on one node, in order: each of them

@@ -41,7 +41,7 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     p("Nice", j.desc.nice.unwrap_or(0).to_string());
     p("Account", j.account.clone());
     p("QOS", j.qos.clone());
-    p("JobState", j.state.name().into());
+    p("JobState", j.shown_state().into());
     // Why it waits, or (as the controller keeps it, see `Reason::ended`) why it ended.
     // Slurm writes a reason's spaces as `_` here (`ReqNodeNotAvail,_May_be_...`).
     p("Reason", j.reason.replace(' ', "_"));

@@ -45,6 +45,9 @@ pub fn node_state(n: &NodeInfo) -> String {
         "maint" => "IDLE+MAINT".to_string(),
         "draining" if n.cpus_alloc >= n.cpus => "ALLOCATED+DRAIN".to_string(),
         "draining" => "MIXED+DRAIN".to_string(),
+        "completing" if n.cpus_alloc == 0 => "IDLE+COMPLETING".to_string(),
+        "completing" if n.cpus_alloc >= n.cpus => "ALLOCATED+COMPLETING".to_string(),
+        "completing" => "MIXED+COMPLETING".to_string(),
         other => other.to_ascii_uppercase(),
     };
     if !n.agent_up {

@@ -46,6 +46,7 @@ pub struct Grouping<'a> {
 }
 
 const DRAIN: u32 = 0x200;
+const COMPLETING: u32 = 0x400;
 const NO_RESPOND: u32 = 0x800;
 const MAINT: u32 = 0x8000;
 
@@ -60,6 +61,7 @@ pub fn state_value(n: &NodeInfo) -> u32 {
         "drained" => 2 | DRAIN,
         "draining" => busy | DRAIN,
         "maint" => 2 | MAINT,
+        "completing" => busy | COMPLETING,
         _ => 0,
     };
     if n.agent_up {
@@ -84,6 +86,7 @@ pub fn compact_state(n: &NodeInfo) -> String {
         "drained" => "drain",
         "draining" => "drng",
         "maint" => "maint",
+        "completing" => "comp",
         _ => "unk",
     };
     format!("{s}{}", if n.agent_up { "" } else { "*" })

@@ -59,8 +59,8 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         'g' => f("GROUP", j.group.clone()),
         'a' => f("ACCOUNT", j.account.clone()),
         'q' => f("QOS", j.qos.clone()),
-        't' => f("ST", j.state.short().into()),
-        'T' => f("STATE", j.state.name().into()),
+        't' => f("ST", j.shown_state_short().into()),
+        'T' => f("STATE", j.shown_state().into()),
         'M' => f("TIME", format_compact(run)),
         'l' => f(
             "TIME_LIMIT",
@@ -273,6 +273,9 @@ struct Args {
     states: Vec<JobState>,
     /// `-t` named only states no Sluice job is ever in: nothing matches.
     other_states: bool,
+    /// `-t` named `COMPLETING` (`CG`): jobs whose processes are being ended, whatever
+    /// their state.
+    completing: bool,
     all_states: bool,
     partitions: Vec<String>,
     names: Vec<String>,
@@ -293,7 +296,6 @@ struct Args {
 fn is_other_slurm_state(s: &str) -> bool {
     const OTHER: &[(&str, &str)] = &[
         ("BOOT_FAIL", "BF"),
-        ("COMPLETING", "CG"),
         ("CONFIGURING", "CF"),
         ("DEADLINE", "DL"),
         ("RESV_DEL_HOLD", "RD"),
@@ -426,6 +428,7 @@ fn parse(args: &[String]) -> Args {
         users: vec![],
         states: vec![],
         other_states: false,
+        completing: false,
         all_states: false,
         partitions: vec![],
         names: vec![],
@@ -492,6 +495,8 @@ fn parse(args: &[String]) -> Args {
                 for s in f.value().split(',') {
                     if s.eq_ignore_ascii_case("all") {
                         a.all_states = true;
+                    } else if s.eq_ignore_ascii_case("COMPLETING") || s.eq_ignore_ascii_case("CG") {
+                        a.completing = true;
                     } else {
                         match JobState::parse(s) {
                             Some(st) => a.states.push(st),
@@ -610,15 +615,17 @@ fn query(a: &Args) -> JobQuery {
             ..Default::default()
         };
     }
-    let states = if a.all_states || (a.json && a.states.is_empty() && !a.other_states) {
+    let none_named = a.states.is_empty() && !a.other_states && !a.completing;
+    let states = if a.all_states || (a.json && none_named) {
         None
-    } else if a.states.is_empty() && !a.other_states {
-        Some("PENDING,RUNNING,SUSPENDED".to_string())
+    } else if none_named {
+        Some("PENDING,RUNNING,SUSPENDED,COMPLETING".to_string())
     } else {
         Some(
             a.states
                 .iter()
                 .map(|s| s.name())
+                .chain(a.completing.then_some("COMPLETING"))
                 .collect::<Vec<_>>()
                 .join(","),
         )
@@ -676,13 +683,15 @@ pub fn main(args: Vec<String>) -> i32 {
     jobs.retain(|j| a.partitions.is_empty() || a.partitions.contains(&j.partition));
     jobs.retain(|j| a.names.is_empty() || a.names.contains(&j.desc.name));
     if !a.all_states {
-        if a.json && a.states.is_empty() && !a.other_states {
+        let none_named = a.states.is_empty() && !a.other_states && !a.completing;
+        if a.json && none_named {
             // As Slurm's `--json`: every job the controller holds, finished ones too.
-        } else if a.states.is_empty() && !a.other_states {
-            // As Slurm's squeue: finished jobs only with `-t`, even when named by `-j`.
-            jobs.retain(|j| !j.state.is_finished());
+        } else if none_named {
+            // As Slurm's squeue: finished jobs only with `-t`, even when named by `-j`
+            // (a completing one is not finished yet).
+            jobs.retain(|j| !j.state.is_finished() || j.completing());
         } else {
-            jobs.retain(|j| a.states.contains(&j.state));
+            jobs.retain(|j| a.states.contains(&j.state) || (a.completing && j.completing()));
         }
     }
     // squeue's default order (`P,t,-p`): by partition, then by compact state name
@@ -691,7 +700,7 @@ pub fn main(args: Vec<String>) -> i32 {
     jobs.sort_by(|x, y| {
         let key = |j: &JobRecord| {
             (
-                j.state.short(),
+                j.shown_state_short(),
                 std::cmp::Reverse(if j.state == JobState::Pending {
                     j.priority
                 } else {
@@ -782,8 +791,8 @@ fn write_field(code: char, j: &JobRecord, t: i64, noconvert: bool, out: &mut Str
         'P' => out.push_str(&j.partition),
         'j' => out.push_str(&j.desc.name),
         'u' => out.push_str(&j.user),
-        't' => out.push_str(j.state.short()),
-        'T' => out.push_str(j.state.name()),
+        't' => out.push_str(j.shown_state_short()),
+        'T' => out.push_str(j.shown_state()),
         'D' => {
             let n = if j.nodes.is_empty() {
                 j.min_nodes.max(1)

@@ -202,7 +202,7 @@ fn job(j: &JobRecord, cluster: &str) -> Json {
         pairs.push(("job_resources", resources(j)));
     }
     pairs.extend([
-        ("job_state", Json::str(j.state.name())),
+        ("job_state", Json::str(j.shown_state())),
         (
             "last_sched_evaluation",
             Json::Int(j.start_time.unwrap_or(j.submit_time)),

@@ -347,6 +347,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     env.entry("SLURM_UMASK".into()).or_insert_with(umask_text);
     let environment: Vec<(String, String)> = env.into_iter().collect();
     interrupts.launched(plan.step, plan.ntasks);
+    let abort = std::sync::Arc::new(Abort::default());
     let (tx, rx) = mpsc::channel::<TaskEvent>();
     let work_dir = cwd().display().to_string();
     // Under `--pty` task 0 alone reads srun's input (and its output alone is shown).
@@ -374,7 +375,8 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
         let tx = tx.clone();
         let socket = socket.clone();
         let node = node.clone();
-        std::thread::spawn(move || follow_node(&socket, &node, &order, &tx));
+        let abort = abort.clone();
+        std::thread::spawn(move || follow_node(&socket, &node, &order, &tx, &abort));
     }
     drop(tx);
     let readers: Vec<String> = plan
@@ -425,7 +427,26 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     let mut failed = Vec::new();
     // Nodes where the step's memory limit killed processes.
     let mut oom_nodes: Vec<String> = Vec::new();
-    for e in rx {
+    // Once a launch failed: until when srun waits for the step's other tasks to go.
+    let mut aborting: Option<std::time::Instant> = None;
+    loop {
+        let e = match aborting {
+            None => match rx.recv() {
+                Ok(e) => e,
+                Err(_) => break,
+            },
+            Some(until) => {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(e) => e,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        eprintln!("{ME}: error: Timed out waiting for job step to complete");
+                        break;
+                    }
+                }
+            }
+        };
         match e {
             // Slurm's srun shows task 0's output alone under `--pty`.
             TaskEvent::Output { task, .. } if pty.is_some() && task != 0 => {}
@@ -491,10 +512,25 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             TaskEvent::Error { message } => {
                 eprintln!("{ME}: error: {message}");
                 worst = worst.max(1);
+                // A launch failed on a node: as Slurm's srun, the step is aborted, its
+                // tasks killed on every node, and srun waits for them for KillWait
+                // and two seconds.
+                if let (None, Some(why)) = (aborting, abort.failure()) {
+                    eprintln!("{ME}: error: Application launch failed: {why}");
+                    let wait = kill_wait() + 2;
+                    eprintln!(
+                        "{ME}: Job step aborted: Waiting up to {wait} seconds for job step to finish."
+                    );
+                    aborting = Some(
+                        std::time::Instant::now() + std::time::Duration::from_secs(wait as u64),
+                    );
+                    kill_step(abort.clone(), job, plan.step);
+                }
             }
             TaskEvent::End => {}
         }
     }
+    abort.finish();
     super::srun_pty::restore();
     // Slurm's shape: one line per node and outcome, `vm: tasks 0-3: Exited with exit
     // code 3`, or the signal's description.
@@ -648,7 +684,13 @@ const REATTACH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30
 /// node's agent: should the stream of their events break (the agent was restarted), it
 /// asks the next agent for the events from where it stopped (`/v1/tasks/attach`), for
 /// up to [`REATTACH_PATIENCE`]. Once it has every exit it says so (`/v1/tasks/done`).
-fn follow_node(socket: &str, node: &str, order: &LaunchTasks, tx: &mpsc::Sender<TaskEvent>) {
+fn follow_node(
+    socket: &str,
+    node: &str,
+    order: &LaunchTasks,
+    tx: &mpsc::Sender<TaskEvent>,
+    abort: &Abort,
+) {
     let client = Client::endpoint(socket, &super::common::agent_signer());
     let mut seen: u64 = 0;
     let mut exited: std::collections::BTreeSet<u32> = Default::default();
@@ -668,6 +710,9 @@ fn follow_node(socket: &str, node: &str, order: &LaunchTasks, tx: &mpsc::Sender<
         };
         match stream {
             Ok(reader) => {
+                if first {
+                    abort.launched(socket);
+                }
                 since = std::time::Instant::now();
                 for line in reader.lines() {
                     let Ok(line) = line else { break };
@@ -689,17 +734,17 @@ fn follow_node(socket: &str, node: &str, order: &LaunchTasks, tx: &mpsc::Sender<
                     let _ = tx.send(e);
                 }
             }
+            // Its tasks never start here: the step is aborted (the main loop kills it
+            // on the other nodes), as Slurm's srun does.
             Err(e) if first => {
+                let why = describe(&e);
+                abort.failed(&why);
                 let _ = tx.send(TaskEvent::Error {
-                    message: format!("cannot launch tasks on {node}: {}", describe(&e)),
+                    message: format!(
+                        "Task launch for StepId={}.{} failed on node {node}: {why}",
+                        order.job_id, order.step
+                    ),
                 });
-                for &t in &order.tasks {
-                    let _ = tx.send(TaskEvent::Exit {
-                        task: t,
-                        code: 1,
-                        signal: 0,
-                    });
-                }
                 return;
             }
             // The agent answers, but its job's supervisor has no such step (it is
@@ -749,6 +794,86 @@ fn lost_node(
             signal: 0,
         });
     }
+}
+
+/// A step whose launch failed on a node: Slurm's srun aborts it, killing its tasks on
+/// every other node.
+#[derive(Default)]
+struct Abort {
+    inner: std::sync::Mutex<AbortState>,
+}
+
+#[derive(Default)]
+struct AbortState {
+    /// Why the first failed launch failed.
+    failure: Option<String>,
+    /// The agents (their sockets) that took their part of the step.
+    launched: Vec<String>,
+    /// srun is done with the step: no more kills.
+    finished: bool,
+}
+
+impl Abort {
+    fn failed(&self, why: &str) {
+        let mut st = self.inner.lock().expect("lock");
+        st.failure.get_or_insert_with(|| why.to_string());
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.inner.lock().expect("lock").failure.clone()
+    }
+
+    fn launched(&self, socket: &str) {
+        self.inner
+            .lock()
+            .expect("lock")
+            .launched
+            .push(socket.to_string());
+    }
+
+    fn finish(&self) {
+        self.inner.lock().expect("lock").finished = true;
+    }
+}
+
+/// Kills the tasks of step `step` of `job` on every node that took its part of it,
+/// again every half second (a launch still under way when the first kill came starts
+/// its tasks later) until srun is done with the step.
+fn kill_step(abort: std::sync::Arc<Abort>, job: u64, step: u32) {
+    std::thread::spawn(move || {
+        let signer = super::common::agent_signer();
+        let order = sluice_proto::types::TasksSignal {
+            job_id: job,
+            step,
+            signal: libc::SIGKILL,
+        };
+        loop {
+            let agents = {
+                let st = abort.inner.lock().expect("lock");
+                if st.finished {
+                    return;
+                }
+                st.launched.clone()
+            };
+            for a in &agents {
+                let _ = Client::endpoint(a, &signer)
+                    .post::<_, serde_json::Value>("/v1/tasks/signal", &order);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    });
+}
+
+/// The cluster's `KillWait` (Slurm's default, 30, when it cannot be read).
+fn kill_wait() -> i64 {
+    controller()
+        .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+        .ok()
+        .and_then(|c| {
+            let (_, v) = c.entries.into_iter().find(|(k, _)| k == "KillWait")?;
+            v.split_whitespace().next()?.parse::<i64>().ok()
+        })
+        .unwrap_or(30)
 }
 
 /// Writes one chunk of input to a node's tasks; false once they take no more. The
@@ -902,17 +1027,9 @@ fn forward_signals(job: u64) -> std::sync::Arc<Interrupts> {
         send(sig as i32);
         if sig == Signal::SIGINT && state.aborted() {
             // Slurm's srun waits KillWait and two seconds for the aborted step.
-            let kill_wait = controller()
-                .get::<sluice_proto::types::ConfigInfo>("/v1/config")
-                .ok()
-                .and_then(|c| {
-                    let (_, v) = c.entries.into_iter().find(|(k, _)| k == "KillWait")?;
-                    v.split_whitespace().next()?.parse::<i64>().ok()
-                })
-                .unwrap_or(30);
             eprintln!(
                 "{ME}: Job step aborted: Waiting up to {} seconds for job step to finish.",
-                kill_wait + 2
+                kill_wait() + 2
             );
             let state = state.clone();
             std::thread::spawn(move || {

@@ -312,7 +312,9 @@ impl Cluster {
         .to_string()
     }
 
-    /// Waits until `job` has ended and returns its final state.
+    /// Waits until `job` has ended and returns its final state: accounting has it (at
+    /// once for a job told to end, as Slurm's) and it is no longer `COMPLETING` (its
+    /// processes are gone, its batch script's end and output are in).
     pub fn wait_ended(&self, job: u64) -> String {
         let mut state = String::new();
         self.wait_for(&format!("job {job} to end"), || {
@@ -322,6 +324,14 @@ impl Cluster {
                     state.as_str(),
                     "PENDING" | "RUNNING" | "COMPLETING" | "SUSPENDED"
                 )
+                && self
+                    .run(
+                        "squeue",
+                        &["-h", "-t", "all", "-j", &job.to_string(), "-o", "%T"],
+                    )
+                    .stdout
+                    .trim()
+                    != "COMPLETING"
         });
         state
     }

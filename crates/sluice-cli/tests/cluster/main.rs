@@ -8,6 +8,7 @@ mod arrays;
 mod audit;
 mod cancel;
 mod commands;
+mod completing;
 mod core_spec;
 mod daemons;
 mod diag;

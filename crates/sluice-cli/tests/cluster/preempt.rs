@@ -120,9 +120,12 @@ fn a_low_job_is_signalled_requeued_and_completes_after_the_high_job() {
 }
 
 /// [`TIERS`] with a 30 s grace: time for the controller to crash and come back while
-/// the low job is still in it.
+/// the low job is still in it. The victim ignores SIGTERM: at its grace's end it is
+/// killed after `KillWait`, and its preemptor starts once it is gone (as in Slurm), so
+/// `KillWait` is short (Slurm's default, 30 s, would add half a minute).
 const LONG_GRACE: &str = "ClusterName=tiers
 SlurmctldHost=localhost
+KillWait=2
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 NodeName=n1 CPUs=2 RealMemory=1000 State=UNKNOWN

@@ -134,11 +134,12 @@ fn jobs_run_on_while_their_agent_is_killed_and_end_as_they_would_have_once_it_is
     let starts: Vec<String> = all.iter().map(|&j| sacct(&c, j, "Start")).collect();
 
     // The agent is killed outright: the jobs run on, and n1 is not responding (but not
-    // down: SlurmdTimeout is 300 s).
+    // down: SlurmdTimeout is 300 s); once the 4-second job reaches its limit, it is
+    // told to end and n1 is completing (`comp*`) until its agent is back to say so.
     stop_agent(&c, "n1", Signal::SIGKILL);
     assert_eq!(
-        c.settle("n1 alloc*\nn2 idle\n", || sinfo(&c)),
-        "n1 alloc*\nn2 idle\n"
+        c.settle("n1 comp*\nn2 idle\n", || sinfo(&c)),
+        "n1 comp*\nn2 idle\n"
     );
     // One job ends meanwhile: nobody can report it yet.
     open(&early);
@@ -154,8 +155,16 @@ fn jobs_run_on_while_their_agent_is_killed_and_end_as_they_would_have_once_it_is
     assert_eq!(c.run("scancel", &[&cancelled.to_string()]).code, 0);
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(harness::pids_of(&["sleep", &victim]).len(), 1);
-    for j in all {
-        assert_eq!(c.state(j), "RUNNING", "job {j}");
+    // Accounting has the states they were told to end in (as Slurm's); the two told
+    // to end are COMPLETING until the agent is back to say their processes are gone.
+    let me_cancelled = format!("CANCELLED by {me}");
+    for (j, want) in [
+        (later, "RUNNING"),
+        (meanwhile, "RUNNING"),
+        (timed, "TIMEOUT"),
+        (cancelled, me_cancelled.as_str()),
+    ] {
+        assert_eq!(c.state(j), want, "job {j}");
     }
 
     // A new agent adopts the supervisors: the ends that came meanwhile are reported,
@@ -467,4 +476,38 @@ fn a_clean_stop_of_the_cluster_requeues_its_jobs_as_stopped_and_a_crash_as_a_nod
         "{:?}",
         requeues(&c, job)
     );
+}
+
+#[test]
+fn an_srun_step_whose_launch_fails_on_one_node_is_aborted_on_every_node() {
+    // n2's agent is gone when the job's batch script (on n1) starts a step on both
+    // nodes: the launch on n2 fails. As Slurm's srun, it says so, kills the step's
+    // task on n1 (which would otherwise wait for its peer forever) and exits non-zero
+    // once it is gone.
+    let c = Cluster::start("srun-abort", CONF);
+    let go = gate(&c, "go");
+    let job = c.sbatch(&[
+        "-N",
+        "2",
+        "--wrap",
+        &format!(
+            "{}; srun -N2 bash -c 'echo up; exec sleep 6301'; echo \"srun exit $?\"",
+            wait_for_gate("go")
+        ),
+    ]);
+    c.wait_for("the job running", || c.state(job) == "RUNNING");
+    stop_agent(&c, "n2", Signal::SIGKILL);
+    open(&go);
+    c.wait_for("srun's end", || output(&c, job).contains("srun exit"));
+    let out = output(&c, job);
+    for line in [
+        format!("srun: error: Task launch for StepId={job}.0 failed on node n2: "),
+        "srun: error: Application launch failed: ".to_string(),
+        "srun: Job step aborted: Waiting up to 3 seconds for job step to finish.\n".to_string(),
+        "srun exit 1\n".to_string(),
+    ] {
+        assert!(out.contains(&line), "no {line:?} in\n{out}");
+    }
+    assert_eq!(harness::pids_running(&["sleep", "6301"]), Vec::<i32>::new());
+    let _ = c.run("scancel", &[&job.to_string()]);
 }

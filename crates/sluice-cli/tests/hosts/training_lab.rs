@@ -335,13 +335,18 @@ fn a_requeued_training_job_with_no_host_free_waits_says_why_and_runs_when_the_ho
     std::thread::sleep(Duration::from_secs(1));
     let saved = checkpoint(&h).expect("a checkpoint");
 
-    // Requeued, it waits: squeue and explain say for what.
-    wait_for(Duration::from_secs(40), "the job pending again", || {
+    // Requeued, it is COMPLETING until its processes on node01 (the surviving host) are
+    // gone (node02, DOWN, is not waited for); then it waits: squeue and explain say for
+    // what.
+    wait_for(Duration::from_secs(40), "the job requeued", || {
         (restart_count(&h, job) == "1").then_some(())
     });
     let why = "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher \
                priority partitions";
-    let o = user_sh(&h, "node01", &format!("squeue -h -j {job} -o '%T|%r'"));
+    let o = wait_for(Duration::from_secs(20), "the job pending again", || {
+        let o = user_sh(&h, "node01", &format!("squeue -h -j {job} -o '%T|%r'"));
+        (!o.stdout.starts_with("COMPLETING|")).then_some(o)
+    });
     assert_eq!(o.stdout, format!("PENDING|{why}\n"), "{}", o.stderr);
     let o = user_sh(&h, "node01", &format!("sluice explain {job}"));
     assert_eq!(o.code, 0, "{}", o.stderr);

@@ -1055,6 +1055,7 @@ mod tests {
             min_nodes: 1,
             max_nodes: 1,
             part_node_limit: false,
+            completing: false,
         }
     }
 

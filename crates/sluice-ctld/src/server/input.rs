@@ -260,6 +260,15 @@ pub enum Request {
         /// Answered once durable.
         reply: Reply<Result<(), ApiError>>,
     },
+    /// An agent reports that nothing of a job's run is left on its node.
+    RunGone {
+        /// The report.
+        report: sluice_proto::types::RunGone,
+        /// Who reports (an agent).
+        caller: Caller,
+        /// Answered once durable.
+        reply: Reply<Result<(), ApiError>>,
+    },
     /// An agent reports a job's end.
     AgentEnded {
         /// The report.

@@ -575,6 +575,26 @@ impl Owner {
                 }
                 Err(e) => now_answer(reply, Err(e)),
             },
+            Request::RunGone {
+                report,
+                caller,
+                reply,
+            } => match ctl.run_gone(&report, &caller, now) {
+                Ok(effects) => {
+                    self.pass_due = true;
+                    Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
+                }
+                Err(e) => {
+                    tracing::info!(
+                        "end of JobId={} (run {:?}) on {} from uid={} refused: {e}",
+                        report.job_id,
+                        report.run,
+                        report.node,
+                        caller.uid
+                    );
+                    now_answer(reply, Err(e))
+                }
+            },
             Request::AgentEnded { report, reply } => {
                 let effects = ctl.job_ended(&report, now);
                 self.pass_due = true;

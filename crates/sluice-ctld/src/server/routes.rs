@@ -81,6 +81,7 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/agent/register", post(agent_register))
         .route("/v1/agent/ended", post(agent_ended))
         .route("/v1/agent/step-ended", post(step_ended_on))
+        .route("/v1/agent/run-gone", post(run_gone))
         .route("/v1/agent/usage", post(usage_report))
         .route("/v1/agent/service", post(service_report))
         .route("/v1/reconfigure", post(super::reconfigure::reconfigure))
@@ -547,6 +548,25 @@ async fn step_ended_on(
     let caller = app.caller(peer);
     let r = app
         .ask(|reply| Request::StepEndedOn {
+            report,
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r.map(|()| Done {}))
+}
+
+/// `POST /v1/agent/run-gone`: an agent's word that nothing of a job's run is left on
+/// its node.
+async fn run_gone(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Json(report): Json<sluice_proto::types::RunGone>,
+) -> Response {
+    let caller = app.caller(peer);
+    let r = app
+        .ask(|reply| Request::RunGone {
             report,
             caller,
             reply,

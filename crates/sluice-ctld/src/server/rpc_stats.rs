@@ -70,6 +70,7 @@ pub(super) fn kind_of(method: &Method, path: &str) -> Option<RpcKind> {
         "/v1/agent/register" => k("MESSAGE_NODE_REGISTRATION_STATUS", 1002),
         "/v1/agent/ended" => k("REQUEST_COMPLETE_BATCH_SCRIPT", 5018),
         "/v1/agent/step-ended" => k("REQUEST_STEP_COMPLETE", 5016),
+        "/v1/agent/run-gone" => k("MESSAGE_EPILOG_COMPLETE", 6012),
         "/v1/reconfigure" => k("REQUEST_RECONFIGURE", 1003),
         sluice_proto::token::TOKEN_PATH => k("REQUEST_AUTH_TOKEN", 5039),
         // The REST API: what slurmrestd would ask slurmctld for.

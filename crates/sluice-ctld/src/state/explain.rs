@@ -246,7 +246,7 @@ impl Controller {
             };
             out.push(c);
         }
-        if r.ending_run.is_some() {
+        if r.ending_run.as_ref().is_some_and(|e| e.run != r.restarts) {
             out.push(cause(
                 "begin",
                 "BeginTime",

@@ -103,7 +103,8 @@ pub struct Job {
     pub next_step: u32,
     /// The pass that started its latest run.
     pub start_pass: Option<StartPass>,
-    /// A requeued job's previous run, still ending on its node.
+    /// The run whose processes are being ended (`COMPLETING`): this run, told to end
+    /// or ended, or a requeued job's previous one.
     pub ending_run: Option<RunEnding>,
     /// Why it could never run, when it failed on entering the queue.
     pub refused: Option<String>,
@@ -162,14 +163,22 @@ pub struct NodeShare {
     pub gpu_types: Vec<(String, u32)>,
 }
 
-/// A requeued job's previous run, still ending: the job waits (`BeginTime`) until its
-/// end is reported, as an agent holds one run of a job at a time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A run of a job whose processes are being ended (the job is `COMPLETING`): told to
+/// end (cancelled, timed out, preempted, requeued) or ended by itself with steps left
+/// on other nodes. The core keeps what the run holds until every node here has
+/// reported its processes gone (the batch script's node by the script's end, the
+/// others by `POST /v1/agent/run-gone`), or is declared down. A requeued job waits
+/// (`BeginTime`) until then, as an agent holds one run of a job at a time.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunEnding {
     /// The run (its restart count).
     pub run: u32,
-    /// The node whose agent runs it (its batch script's).
-    pub node: NodeId,
+    /// The nodes that have not yet reported the run's processes gone (its batch
+    /// script's node first, while its end is not reported).
+    pub nodes: Vec<NodeId>,
+    /// The state it was told to end in (a cancel, its time limit, a preemption), while
+    /// its batch script's end is not in: what accounting shows already, as Slurm's.
+    pub told: Option<JobState>,
 }
 
 impl Job {
@@ -267,12 +276,30 @@ impl Job {
                 );
                 Vec::new()
             });
-        let ending_run = r.ending_run.and_then(|e| {
-            Some(RunEnding {
+        let ending_run = r.ending_run.map(|e| {
+            // A record from before `nodes` names its batch script's node only.
+            let names = if e.nodes.is_empty() {
+                vec![e.node]
+            } else {
+                e.nodes
+            };
+            RunEnding {
                 run: e.run,
-                node: conf.node_id(&e.node)?,
-            })
+                nodes: names.iter().filter_map(|n| conf.node_id(n)).collect(),
+                told: None,
+            }
         });
+        // Told to end, its batch script's end not in yet: kept with the state it was
+        // told to end in (see `RunEnding::told`), and still running.
+        let mut state = r.state;
+        let mut ending_run = ending_run;
+        if let Some(e) = ending_run.as_mut() {
+            let batch = alloc.first().map(|s: &NodeShare| s.node);
+            if r.state.is_finished() && e.run == r.restarts && e.nodes.first().copied() == batch {
+                e.told = Some(r.state);
+                state = JobState::Running;
+            }
+        }
         Job {
             id: JobId(r.id),
             array: r.array.map(|(a, t)| (JobId(a), t)),
@@ -285,7 +312,7 @@ impl Job {
             partition: r.partition,
             qos: r.qos,
             // A suspended job is a running one, with its suspension.
-            state: match r.state {
+            state: match state {
                 JobState::Suspended => JobState::Running,
                 st => st,
             },
@@ -389,10 +416,11 @@ impl Job {
             desc,
             next_step: self.next_step,
             start_pass: self.start_pass,
-            ending_run: self.ending_run.map(|e| {
+            ending_run: self.ending_run.as_ref().map(|e| {
                 Box::new(EndingRun {
                     run: e.run,
-                    node: name(e.node),
+                    node: e.nodes.first().map(|&n| name(n)).unwrap_or_default(),
+                    nodes: e.nodes.iter().map(|&n| name(n)).collect(),
                 })
             }),
             refused: self.refused.clone(),

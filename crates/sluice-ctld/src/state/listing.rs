@@ -199,6 +199,7 @@ impl Listing {
                 max_nodes: j.desc.nodes.map_or(0, |n| n.1),
                 part_node_limit: l.live.core.reason
                     == Reason::Core(sluice_core::PendingReason::PartitionNodeLimit),
+                completing: j.ending_run.is_some(),
             });
         }
     }
@@ -237,10 +238,13 @@ impl Listing {
         let partitions: Option<Vec<&str>> = q.partitions.as_deref().map(|p| items(p).collect());
         let names: Option<Vec<&str>> = q.names.as_deref().map(|n| items(n).collect());
         let states = q.state_filter();
+        let completing = q.wants_completing();
         let ids = q.job_ids();
         let age = self.conf.min_job_age;
         let wanted = |j: &Job| {
-            (!j.state.is_finished() || j.end_time.is_some_and(|e| now - e < age))
+            (!j.state.is_finished()
+                || j.ending_run.is_some()
+                || j.end_time.is_some_and(|e| now - e < age))
                 && q.owner_only.is_none_or(|uid| j.uid == uid)
                 && users.as_ref().is_none_or(|u| u.contains(&j.user.as_str()))
                 && partitions
@@ -251,7 +255,9 @@ impl Listing {
                     .is_none_or(|n| n.contains(&j.desc.name.as_str()))
                 && match &states {
                     StateFilter::All => true,
-                    StateFilter::Only(s) => s.contains(&j.shown_state()),
+                    StateFilter::Only(s) => {
+                        s.contains(&j.shown_state()) || (completing && j.ending_run.is_some())
+                    }
                 }
         };
         let mut out: Vec<&Arc<Listed>> = if let Some(ids) = &ids {
@@ -287,7 +293,7 @@ impl Listing {
             }
             self.pick(set)
         } else if let Some(states) = match &states {
-            StateFilter::Only(s) if self.few_in(s) => Some(s),
+            StateFilter::Only(s) if !completing && self.few_in(s) => Some(s),
             _ => None,
         } {
             let mut set = BTreeSet::new();
@@ -421,6 +427,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         service: d.service.clone(),
         service_state: r.service.as_deref().cloned(),
         suspension: r.suspension,
+        completing: r.ending_run.is_some(),
     }
 }
 
@@ -525,6 +532,8 @@ struct ListedRef<'a> {
     service_state: Option<&'a sluice_proto::service::ServiceState>,
     #[serde(rename = "su", skip_serializing_if = "Option::is_none")]
     suspension: Option<sluice_proto::types::Suspension>,
+    #[serde(rename = "cg", skip_serializing_if = "std::ops::Not::not")]
+    completing: bool,
 }
 
 fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> ListedRef<'a> {
@@ -576,6 +585,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         service: d.service.as_ref(),
         service_state: r.service.as_deref(),
         suspension: r.suspension,
+        completing: r.ending_run.is_some(),
     }
 }
 

@@ -225,15 +225,7 @@ impl Controller {
                     };
                     return self.job_ended(&report, now);
                 }
-                // Written before the order: a restart orders the end again.
-                vec![
-                    self.persist(id),
-                    Effect::Terminate {
-                        nodes: self.node_names(r),
-                        job_id: id,
-                        state: JobState::Preempted,
-                    },
-                ]
+                self.begin_ending(id, JobState::Preempted, now)
             }
         }
     }

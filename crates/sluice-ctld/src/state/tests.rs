@@ -470,10 +470,12 @@ fn hold_release_cancel_and_permissions() {
         ..Default::default()
     };
     let effects = c.cancel(&req, &alice(), 3).unwrap();
-    // Who cancelled it is written first, then its end is ordered.
+    // Who cancelled it and that it is COMPLETING from now are written first (durably),
+    // then its processes are told to end.
     assert!(
         matches!(&effects[..], [Effect::Persist(r), Effect::Terminate { job_id, state: JobState::Cancelled, .. }]
-            if r.id == busy.0 && r.cancelled_by == Some(1000) && *job_id == busy),
+            if r.id == busy.0 && r.cancelled_by == Some(1000) && *job_id == busy
+                && r.completing() && r.end_time == Some(3)),
         "{effects:?}"
     );
 }

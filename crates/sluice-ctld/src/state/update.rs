@@ -316,6 +316,8 @@ impl Controller {
                 if let Some(limit) = new_limit {
                     let secs = limit.unwrap_or(MAX_TIME_LIMIT).clamp(1, MAX_TIME_LIMIT);
                     self.sched.set_time_limit(id, secs, now);
+                    self.note_deadline(id);
+                    let record = &self.jobs[&id];
                     if !record.desc.interactive {
                         effects.push(Effect::SetTimeLimit {
                             node: record

@@ -290,7 +290,7 @@ pub(super) fn job(j: &JobRecord, cluster: &str) -> Value {
     let d = &j.desc;
     let (reason, description) = reasons(j);
     let mut state = vec![j.state.name()];
-    if j.ending_run.is_some() && j.state == JobState::Running {
+    if j.completing() {
         state.push("COMPLETING");
     }
     let cpus: u32 = if j.cpus_per_node.is_empty() {

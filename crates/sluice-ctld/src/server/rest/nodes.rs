@@ -22,6 +22,8 @@ fn state(n: &NodeInfo) -> Vec<&'static str> {
         "drained" => vec!["IDLE", "DRAIN"],
         "draining" => vec!["MIXED", "DRAIN"],
         "maint" => vec!["IDLE", "MAINTENANCE", "RESERVED"],
+        "completing" if n.cpus_alloc == 0 => vec!["IDLE", "COMPLETING"],
+        "completing" => vec!["MIXED", "COMPLETING"],
         _ => vec!["UNKNOWN"],
     }
 }

@@ -139,16 +139,25 @@ fn a_requeued_victim_is_signalled_killed_after_its_grace_and_runs_again() {
         })
     );
     assert!(terminations(&c.schedule(14)).is_empty());
-    // At 15 its grace is over: killed, its run kept as PREEMPTED, queued again; the high
-    // job starts on the node.
+    // At 15 its grace is over: killed, its run kept as PREEMPTED, queued again, and
+    // COMPLETING until its processes are gone: the high job waits for that.
     let effects = c.schedule(15);
     assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
     assert_eq!(runs(&effects), vec![(1, JobState::Preempted, Some(15), 0)]);
-    assert_eq!(launched(&effects), vec![2]);
+    assert!(
+        launched(&effects).is_empty(),
+        "the victim's processes are still there"
+    );
     let r = c.job(JobId(1)).unwrap();
-    assert_eq!((r.state, r.restarts), (JobState::Pending, 1));
-    // The killed run's end, then the high job's: job 1 runs again, restart count 1.
-    c.job_ended(&end(1, 0, JobState::Requeued, 16), 16);
+    assert_eq!(
+        (r.state, r.restarts, r.completing()),
+        (JobState::Pending, 1, true)
+    );
+    // The killed run's end: the high job starts on the node; then the high job's end:
+    // job 1 runs again, restart count 1.
+    let effects = c.job_ended(&end(1, 0, JobState::Requeued, 16), 16);
+    assert_eq!(launched(&effects), vec![2]);
+    assert!(!c.job(JobId(1)).unwrap().completing());
     let effects = c.job_ended(&end(2, 0, JobState::Completed, 100), 100);
     let order = effects
         .iter()
@@ -194,10 +203,14 @@ fn a_cancelled_victim_ends_preempted() {
         launched(&effects).is_empty(),
         "the node is busy until the end"
     );
+    let r = c.job(JobId(1)).unwrap();
+    assert!(r.completing(), "COMPLETING from its kill on");
     let effects = c.job_ended(&end(1, 0, JobState::Preempted, 16), 16);
     assert_eq!(launched(&effects), vec![2]);
+    // Its end is when it was told to end, as Slurm's EndTime.
     let r = c.job(JobId(1)).unwrap();
-    assert_eq!((r.state, r.end_time), (JobState::Preempted, Some(16)));
+    assert_eq!((r.state, r.end_time), (JobState::Preempted, Some(15)));
+    assert!(!r.completing());
     // A victim that exits by itself during its grace ends PREEMPTED too.
     let mut c = Controller::new(
         conf(Some(PreemptMode::Cancel)),
@@ -271,10 +284,15 @@ fn a_requeue_victim_in_its_grace_is_still_ended_at_its_deadline_after_a_restart(
     );
     assert_eq!(c.next_wakeup(), Some(15));
     assert!(terminations(&c.schedule(14)).is_empty());
-    // At 15 as planned: job 1 is requeued, its run kept as PREEMPTED, job 2 starts.
+    // At 15 as planned: job 1 is requeued, its run kept as PREEMPTED; job 2 starts
+    // once that run's processes are gone from node01 (as Slurm starts a preemptor
+    // once its victim has completed).
     let effects = c.schedule(15);
     assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
     assert_eq!(runs(&effects), vec![(1, JobState::Preempted, Some(15), 0)]);
+    assert!(launched(&effects).is_empty(), "{effects:?}");
+    assert!(c.job(JobId(1)).unwrap().completing());
+    let effects = c.job_ended(&end(1, 0, JobState::Requeued, 16), 16);
     assert_eq!(launched(&effects), vec![2]);
     assert!(preemption_events(&mut c).is_empty());
 }
@@ -284,10 +302,13 @@ fn a_victim_whose_grace_ran_out_while_the_controller_was_down_is_ended_at_once()
     let mut c = Controller::new(conf(None), Path::new("/s"), vec![], vec![], 0);
     submit(&mut c, "low", 1, 0);
     submit(&mut c, "high", 2, 10);
-    // Back at 30, long after the grace's end at 15: job 1 goes, job 2 starts.
+    // Back at 30, long after the grace's end at 15: job 1 is ended at once; job 2
+    // starts once its processes are gone from node01.
     let (mut c, effects) = restarted(&c, None, &[(JobId(1), 0)], 30);
     assert!(signals(&effects).is_empty(), "{effects:?}");
     assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
+    assert!(launched(&effects).is_empty(), "{effects:?}");
+    let effects = c.job_ended(&end(1, 0, JobState::Requeued, 31), 31);
     assert_eq!(launched(&effects), vec![2]);
     assert!(preemption_events(&mut c).is_empty());
 }
@@ -392,9 +413,14 @@ fn a_borrowed_job_is_reclaimed_with_its_members_grace_and_requeued() {
     assert!(terminations(&c.schedule(16)).is_empty());
     let effects = c.schedule(17);
     assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
+    assert!(
+        launched(&effects).is_empty(),
+        "until job 1's processes are gone"
+    );
+    // Job 1's run is gone: bob's job starts; job 1 is queued again, and waits: the
+    // cohort has no quota left to lend it.
+    let effects = c.job_ended(&end(1, 0, JobState::Requeued, 18), 18);
     assert_eq!(launched(&effects), vec![2]);
-    // Job 1 is queued again, and waits: the cohort has no quota left to lend it.
-    c.job_ended(&end(1, 0, JobState::Requeued, 18), 18);
     c.schedule(18);
     assert_eq!(c.job(JobId(1)).unwrap().reason, "CohortQuota");
 }
@@ -407,6 +433,8 @@ fn the_audit_trail_tells_the_preemption_story_from_both_sides() {
     c.take_audit();
     submit(&mut c, "high", 2, 10);
     c.schedule(15);
+    // Its processes gone at 16: the preemptor starts then.
+    c.job_ended(&end(1, 0, JobState::Requeued, 16), 16);
     let story: Vec<(i64, u64, AuditWhat)> = c
         .take_audit()
         .into_iter()
@@ -478,6 +506,15 @@ fn the_audit_trail_tells_the_preemption_story_from_both_sides() {
             ),
             (
                 15,
+                1,
+                AuditWhat::Reason {
+                    from: None,
+                    to: "BeginTime".into(),
+                    limit: false
+                }
+            ),
+            (
+                16,
                 2,
                 AuditWhat::Started {
                     run: 0,
@@ -490,12 +527,13 @@ fn the_audit_trail_tells_the_preemption_story_from_both_sides() {
                     nodes: node01,
                 }
             ),
+            // Queued again once its last run is gone; the node is the high job's.
             (
-                15,
+                16,
                 1,
                 AuditWhat::Reason {
-                    from: None,
-                    to: "BeginTime".into(),
+                    from: Some("BeginTime".into()),
+                    to: "Resources".into(),
                     limit: false
                 }
             ),

@@ -1,0 +1,256 @@
+//! Every process a job started on this node, whatever it did to leave: its own process
+//! group (`setpgid`, a shell's job control) or session (`setsid`, daemons that double
+//! fork, `ray start`).
+//!
+//! A job's supervisor makes itself the *child subreaper* of what it starts
+//! (`PR_SET_CHILD_SUBREAPER`): a process whose parent exits is given to the supervisor
+//! instead of to init, so that the job's processes are exactly the supervisor's
+//! descendants, found by their parent ids in `/proc`. Ending a job signals each of them,
+//! besides the process groups of its batch script and tasks, and the supervisor leaves
+//! only once none is left — as Slurm's `proctrack` plugins end everything a job
+//! started, with or without cgroups. The processes given to it that end are reaped
+//! here ([`Orphans`]); its own children are reaped by their waiters, which register
+//! them ([`own_child`]) so that they are never taken from them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// Makes this process the child subreaper of its descendants (Linux 3.4 and later; a
+/// failure leaves orphans to init, and the job's process groups are still ended).
+pub(crate) fn become_subreaper() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument.
+    let r = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    // Only a job's supervisor treats its descendants as its job's (never the agent,
+    // nor a test process running a job's code in-process).
+    SUPERVISING.store(true, std::sync::atomic::Ordering::Relaxed);
+    if r != 0 {
+        tracing::warn!(
+            "cannot become the child subreaper of the job's processes: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// Set in a job's supervisor: its descendants are its job's processes.
+static SUPERVISING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// One process as `/proc/PID/stat` has it: its parent and whether it is a zombie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Proc {
+    ppid: i32,
+    zombie: bool,
+}
+
+/// The parent id and state of `/proc/PID/stat`'s text (the command name may hold
+/// spaces and parentheses: the fields are read after the last `)`).
+fn parse_stat(text: &str) -> Option<Proc> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some(Proc {
+        ppid,
+        zombie: state == "Z" || state == "X",
+    })
+}
+
+/// Every process of the machine (as this process sees `/proc`), by id.
+fn table() -> BTreeMap<i32, Proc> {
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if let Some(p) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .as_deref()
+            .and_then(parse_stat)
+        {
+            out.insert(pid, p);
+        }
+    }
+    out
+}
+
+/// The descendants of `root` in `procs`: (pid, is a zombie), parents before children.
+fn descendants_in(procs: &BTreeMap<i32, Proc>, root: i32) -> Vec<(i32, bool)> {
+    let mut children: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+    for (&pid, p) in procs {
+        children.entry(p.ppid).or_default().push(pid);
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(p) = todo.pop() {
+        for &c in children.get(&p).map_or(&[][..], Vec::as_slice) {
+            out.push((c, procs[&c].zombie));
+            todo.push(c);
+        }
+    }
+    out
+}
+
+/// The live (not zombie) descendants of this process.
+pub(crate) fn live_descendants() -> Vec<i32> {
+    if !SUPERVISING.load(std::sync::atomic::Ordering::Relaxed) {
+        return Vec::new();
+    }
+    let me = std::process::id() as i32;
+    descendants_in(&table(), me)
+        .into_iter()
+        .filter(|(_, zombie)| !zombie)
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// Sends `signal` to every live descendant of this process; how many there were.
+pub(crate) fn signal_descendants(signal: Signal) -> usize {
+    let pids = live_descendants();
+    for &p in &pids {
+        let _ = kill(Pid::from_raw(p), signal);
+    }
+    pids.len()
+}
+
+/// The children this process started itself (batch scripts, tasks, health probes),
+/// which their own waiters reap.
+fn own() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    static OWN: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+    OWN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Child `pid` was started here and is reaped by its waiter.
+pub(crate) fn own_child(pid: i32) {
+    own().insert(pid);
+}
+
+/// Child `pid` has been reaped by its waiter.
+pub(crate) fn own_child_reaped(pid: i32) {
+    own().remove(&pid);
+}
+
+/// How long a zombie child that is not one of [`own_child`]'s stays unreaped: a child
+/// that ended in the instant between its start and its registration is its waiter's.
+const ADOPTED_GRACE: Duration = Duration::from_secs(1);
+
+/// The processes given to this subreaper that have ended, reaped.
+#[derive(Debug, Default)]
+pub(crate) struct Orphans {
+    /// Zombie children not started here, and since when they were seen.
+    seen: BTreeMap<i32, Instant>,
+}
+
+impl Orphans {
+    /// Reaps the zombie children of this process that it did not start itself (seen
+    /// as such for [`ADOPTED_GRACE`]).
+    pub(crate) fn reap(&mut self) {
+        if !SUPERVISING.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let me = std::process::id() as i32;
+        let zombies: Vec<i32> = table()
+            .into_iter()
+            .filter(|(_, p)| p.ppid == me && p.zombie)
+            .map(|(pid, _)| pid)
+            .collect();
+        let own = own().clone();
+        self.seen.retain(|pid, _| zombies.contains(pid));
+        for pid in zombies {
+            if own.contains(&pid) {
+                continue;
+            }
+            let since = *self.seen.entry(pid).or_insert_with(Instant::now);
+            if since.elapsed() >= ADOPTED_GRACE {
+                let _ = nix::sys::wait::waitpid(
+                    Pid::from_raw(pid),
+                    Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+                );
+                self.seen.remove(&pid);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stat_line_gives_the_parent_and_the_state_whatever_the_name() {
+        let p = parse_stat("42 (a (b) c) S 7 42 42 0 -1").unwrap();
+        assert_eq!(
+            p,
+            Proc {
+                ppid: 7,
+                zombie: false
+            }
+        );
+        let z = parse_stat("43 (sleep) Z 9 43 43 0 -1").unwrap();
+        assert_eq!(
+            z,
+            Proc {
+                ppid: 9,
+                zombie: true
+            }
+        );
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn descendants_are_found_through_every_generation() {
+        let procs: BTreeMap<i32, Proc> = [
+            (
+                10,
+                Proc {
+                    ppid: 1,
+                    zombie: false,
+                },
+            ),
+            (
+                11,
+                Proc {
+                    ppid: 10,
+                    zombie: false,
+                },
+            ),
+            (
+                12,
+                Proc {
+                    ppid: 11,
+                    zombie: true,
+                },
+            ),
+            (
+                13,
+                Proc {
+                    ppid: 11,
+                    zombie: false,
+                },
+            ),
+            (
+                20,
+                Proc {
+                    ppid: 1,
+                    zombie: false,
+                },
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let mut d = descendants_in(&procs, 10);
+        d.sort();
+        assert_eq!(d, vec![(11, false), (12, true), (13, false)]);
+        assert!(descendants_in(&procs, 20).is_empty());
+    }
+}
