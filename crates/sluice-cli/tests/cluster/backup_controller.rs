@@ -4,7 +4,9 @@
 //! PostgreSQL server under it changes nothing that users see (a submission made while
 //! the server is down waits for it, no id is lost, the controller stays active with
 //! its epoch); a newer fencing epoch makes it step down, and started again as a
-//! standby (then active again, alone) it keeps its process and pid file.
+//! standby (then active again, alone) it keeps its process and pid file. A command
+//! on this host, which has no agent, while its controller is gone (its socket left
+//! behind) waits for an active controller rather than failing at once.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -184,4 +186,41 @@ fn a_controller_stepping_down_without_d_keeps_its_pid() {
         site.run("squeue", &["-h"]).2 == 0
     });
     assert_eq!(submit(&site), first + 1);
+}
+
+#[test]
+fn a_command_beside_a_killed_controller_waits_for_an_active_one() {
+    let Some(server) = pg_server::shared("backup controller, killed") else {
+        return;
+    };
+    server.database("ha_killed");
+    let site = Site::new("ha-killed");
+    let conf = lay_out(&site, server, "ha_killed");
+    start_active(&site, &conf);
+    let first = submit(&site);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid(&site)),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    site.wait_for("the controller's end", || !alive(pid(&site)));
+    assert!(
+        site.dir.join("ctld/ctld.sock").exists(),
+        "the killed controller's socket is left"
+    );
+    // No agent here, and the local controller's socket answers nothing: the command
+    // asks the controllers in turn (SlurmctldTimeout and more) until one is active.
+    let next = std::thread::scope(|s| {
+        let waiting = s.spawn(|| submit(&site));
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        assert!(
+            !waiting.is_finished(),
+            "gave up while no controller is active"
+        );
+        let (out, err, code) = site.run("slurmctld", &["-f", &conf]);
+        assert_eq!(code, 0, "{out}{err}");
+        waiting.join().unwrap()
+    });
+    assert_eq!(next, first + 1);
+    assert_eq!(queued(&site), [first, next]);
 }
