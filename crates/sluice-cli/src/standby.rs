@@ -232,7 +232,7 @@ fn watch(mut lease: Lease, epoch: i64, timeout: Duration, stop: &std::sync::mpsc
             match lease.take_again() {
                 Ok(Again::Ours) => {
                     tracing::info!(
-                        "took the controller lease again (epoch {epoch}): still the active                          controller"
+                        "took the controller lease again (epoch {epoch}): still the active controller"
                     );
                     lost = None;
                 }
@@ -243,7 +243,7 @@ fn watch(mut lease: Lease, epoch: i64, timeout: Duration, stop: &std::sync::mpsc
                 Err(e) => {
                     if lease_lost(since.elapsed(), timeout) {
                         fencing::step_down(&format!(
-                            "lost the controller lease ({why}) and could not take it again                              within SlurmctldTimeout ({}s): {e}",
+                            "lost the controller lease ({why}) and could not take it again within SlurmctldTimeout ({}s): {e}",
                             timeout.as_secs()
                         ))
                     }
