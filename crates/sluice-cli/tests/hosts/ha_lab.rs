@@ -485,7 +485,9 @@ fn the_primary_cut_off_is_fenced_and_steps_down() {
         took.as_secs_f64()
     );
     let log_of = |host: &str| read(&h.spool(host).join("slurmctld/slurmctld.log"));
-    wait_for(Duration::from_secs(30), "the primary stepping down", || {
+    // It notices when its lease's connection gives up, then tries to take the lease
+    // again for SlurmctldTimeout before stepping down.
+    wait_for(Duration::from_secs(60), "the primary stepping down", || {
         log_of("head01").contains("stepping down").then_some(())
     });
     h.restore("head01");
