@@ -19,8 +19,11 @@
 //!
 //! `SLUICE_BENCH_BIN=/path/to/sluice` measures another build of `sluice` against the
 //! same databases (a release without the indexed store reads them as well);
-//! `SLUICE_BENCH_SIZES=10000,100000` sets the sizes. Numbers depend on the machine;
-//! compare rows of one run.
+//! `SLUICE_BENCH_SIZES=10000,100000` sets the sizes (`1000000` for the README's
+//! PostgreSQL table); `SLUICE_BENCH_STORES=sqlite,postgresql` the stores (the default:
+//! SQLite only; PostgreSQL on a server of the bench's own, where its binaries are
+//! installed, written through the same store API in batches of 1,000 jobs). Numbers
+//! depend on the machine; compare rows of one run.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -28,7 +31,10 @@ use std::time::{Duration, Instant};
 
 use sluice_proto::types::{JobDescription, JobRecord, JobState, StepId, StepRecord};
 use sluice_proto::usage::{Stat, StepUsage};
-use sluice_store::Store;
+use std::os::unix::fs::PermissionsExt;
+
+use sluice_store::pg_server::{self, PgServer};
+use sluice_store::{Location, Member, Store};
 
 const CONF: &str = "ClusterName=bench
 SlurmctldHost=localhost
@@ -147,16 +153,73 @@ fn usage(node: &str, tasks: u32, id: u64) -> StepUsage {
     all
 }
 
+/// Where a bench's history is kept.
+enum Kind {
+    Sqlite,
+    /// A database of this server's (its `sluice.conf` written beside slurm.conf).
+    Postgres(&'static PgServer),
+}
+
+impl Kind {
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Sqlite => "SQLite",
+            Kind::Postgres(_) => "PostgreSQL",
+        }
+    }
+
+    /// The store's location for `dir`'s cluster (database `bench_N` on PostgreSQL,
+    /// made empty), its settings written in `dir/sluice.conf`.
+    fn location(&self, dir: &std::path::Path, n: u64) -> Location {
+        match self {
+            Kind::Sqlite => Location::Sqlite(dir.join("state").join("sluice.db")),
+            Kind::Postgres(server) => {
+                let db = format!("bench_{n}");
+                let target = server.database(&db);
+                let pass = dir.join("dbpass");
+                std::fs::write(&pass, format!("{}\n", pg_server::PASSWORD)).unwrap();
+                std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o600)).unwrap();
+                std::fs::write(
+                    dir.join("sluice.conf"),
+                    format!(
+                        "StorageType=postgresql\nStorageHost=127.0.0.1\nStoragePort={}\n\
+                         StorageUser={}\nStorageLoc={db}\nStoragePassFile={}\n",
+                        server.port(),
+                        pg_server::ROLE,
+                        pass.display()
+                    ),
+                )
+                .unwrap();
+                // The cluster's own tables, as its controller means them.
+                Location::Postgres(Box::new(target.for_member(Member {
+                    cluster: "bench".into(),
+                    host: "bench".into(),
+                    listed: vec!["localhost".into()],
+                    control_host: String::new(),
+                    control_port: 0,
+                })))
+            }
+        }
+    }
+}
+
 /// A state directory whose database holds `n` finished jobs (their steps with usage
-/// figures, or without).
-fn history(dir: &std::path::Path, n: u64, t: i64, with_usage: bool) {
+/// figures, or without), in `kind`'s store.
+fn history(dir: &std::path::Path, n: u64, t: i64, with_usage: bool, kind: &Kind) {
     let state = dir.join("state");
     std::fs::create_dir_all(&state).unwrap();
     let keys = sluice_ctld::server::accounting::keys_of_record;
-    let (store, writer, _) = Store::open(&state.join("sluice.db"), 1, keys).unwrap();
-    let mut waits = Vec::new();
+    let (store, writer, _) = Store::open_at(&kind.location(dir, n), 1, keys).unwrap();
+    let mut waits: Vec<std::sync::mpsc::Receiver<Result<(), sluice_store::StoreError>>> =
+        Vec::new();
     let mut id = 1;
     while id <= n {
+        // Bounded: the writer commits what is queued while the next are made.
+        if waits.len() > 20_000 {
+            for w in waits.drain(..10_000) {
+                w.recv().unwrap().unwrap();
+            }
+        }
         let last = (id + 999).min(n);
         let (mut jobs, mut steps) = (Vec::new(), Vec::new());
         for i in id..=last {
@@ -278,12 +341,64 @@ fn step_growth(n: u64, t: i64) -> (f64, f64) {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        history(&dir, n, t, with_usage);
+        history(&dir, n, t, with_usage, &Kind::Sqlite);
         sizes.push(db_bytes(&dir));
         let _ = std::fs::remove_dir_all(&dir);
     }
     let db_per_step = (sizes[1] as f64 - sizes[0] as f64) / (2 * n) as f64;
     (record_bytes, db_per_step)
+}
+
+/// Fills a database of `kind` with `n` jobs, starts `bin`'s cluster on it and adds
+/// its rows to `table`.
+fn measure_size(table: &mut comfy_table::Table, kind: &Kind, n: u64, bin: &str) {
+    let t = now();
+    let dir = std::env::temp_dir().join(format!(
+        "sluice-bench-sacct-{}-{n}-{}",
+        std::process::id(),
+        kind.name()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let filled = Instant::now();
+    history(&dir, n, t, true, kind);
+    eprintln!(
+        "{}: {n} jobs written in {:.1} s",
+        kind.name(),
+        filled.elapsed().as_secs_f64()
+    );
+    let c = Cluster::start(dir, bin);
+    let one = (n / 2).to_string();
+    let week = sluice_proto::time::timestamp(t - 7 * DAY);
+    let day = sluice_proto::time::timestamp(t - DAY);
+    let fields = "JobID,MaxRSS,MaxRSSNode,AveCPU,TotalCPU,MaxDiskRead,TRESUsageInMax";
+    let cases: [(String, Vec<&str>); 6] = [
+        (format!("sacct -j {one}"), vec!["-j", &one]),
+        (
+            format!("sacct -j {one} -o (usage fields)"),
+            vec!["-j", &one, "-o", fields],
+        ),
+        (
+            "sacct -u user7 -S (a day ago) -o (usage fields)".into(),
+            vec!["-u", "user7", "-S", &day, "-o", fields],
+        ),
+        (
+            "sacct -u user7 -S (a week ago)".into(),
+            vec!["-u", "user7", "-S", &week],
+        ),
+        ("sacct -a -S (a day ago)".into(), vec!["-a", "-S", &day]),
+        ("sacct (root: since midnight)".into(), vec![]),
+    ];
+    for (what, args) in cases {
+        let (ms, lines) = measure(&c, &args);
+        table.add_row([
+            kind.name().to_string(),
+            n.to_string(),
+            what,
+            lines.saturating_sub(2).to_string(),
+            format!("{ms:.1}"),
+        ]);
+    }
 }
 
 fn main() {
@@ -296,50 +411,27 @@ fn main() {
         .split(',')
         .map(|s| s.parse().expect("a size"))
         .collect();
+    let kinds: Vec<Kind> = std::env::var("SLUICE_BENCH_STORES")
+        .unwrap_or("sqlite".into())
+        .split(',')
+        .filter_map(|k| match k {
+            "sqlite" => Some(Kind::Sqlite),
+            "postgresql" => pg_server::shared("sacct bench").map(Kind::Postgres),
+            other => panic!("unknown store {other}: sqlite or postgresql"),
+        })
+        .collect();
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::ASCII_MARKDOWN);
-    table.set_header(["jobs in the database", "command", "rows", "median ms"]);
-    for n in sizes {
-        let t = now();
-        let dir =
-            std::env::temp_dir().join(format!("sluice-bench-sacct-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let filled = Instant::now();
-        history(&dir, n, t, true);
-        eprintln!(
-            "{n} jobs written in {:.1} s",
-            filled.elapsed().as_secs_f64()
-        );
-        let c = Cluster::start(dir, &bin);
-        let one = (n / 2).to_string();
-        let week = sluice_proto::time::timestamp(t - 7 * DAY);
-        let day = sluice_proto::time::timestamp(t - DAY);
-        let fields = "JobID,MaxRSS,MaxRSSNode,AveCPU,TotalCPU,MaxDiskRead,TRESUsageInMax";
-        let cases: [(String, Vec<&str>); 5] = [
-            (format!("sacct -j {one}"), vec!["-j", &one]),
-            (
-                format!("sacct -j {one} -o (usage fields)"),
-                vec!["-j", &one, "-o", fields],
-            ),
-            (
-                "sacct -u user7 -S (a day ago) -o (usage fields)".into(),
-                vec!["-u", "user7", "-S", &day, "-o", fields],
-            ),
-            (
-                "sacct -u user7 -S (a week ago)".into(),
-                vec!["-u", "user7", "-S", &week],
-            ),
-            ("sacct (root: since midnight)".into(), vec![]),
-        ];
-        for (what, args) in cases {
-            let (ms, lines) = measure(&c, &args);
-            table.add_row([
-                n.to_string(),
-                what,
-                lines.saturating_sub(2).to_string(),
-                format!("{ms:.1}"),
-            ]);
+    table.set_header([
+        "store",
+        "jobs in the database",
+        "command",
+        "rows",
+        "median ms",
+    ]);
+    for kind in &kinds {
+        for &n in &sizes {
+            measure_size(&mut table, kind, n, &bin);
         }
     }
     println!("{table}");

@@ -461,7 +461,9 @@ pub fn ctld(args: Vec<String>) -> i32 {
     ) {
         return code;
     }
-    if let Err(code) = detach(me, f.foreground) {
+    // A controller started again after stepping down is detached already.
+    let again = crate::standby::started_again();
+    if let Err(code) = detach(me, f.foreground || again) {
         return code;
     }
     tracing::info!(

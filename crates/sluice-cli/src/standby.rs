@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use sluice_ctld::config::ClusterConfig;
 use sluice_ctld::server::{fencing, Epoch, Network, ServeError};
-use sluice_store::lease::{epoch_key, Lease};
+use sluice_store::lease::{epoch_key, Again, Lease};
 use sluice_store::Location;
 
 /// How often a standby asks for the lease.
@@ -28,6 +28,19 @@ pub const POLL: Duration = Duration::from_millis(250);
 /// wait this long (milliseconds) before it asks for the lease, so that the backup that
 /// asked for it gets it.
 const HOLD_OFF_ENV: &str = "SLUICE_CTLD_HOLD_OFF_MS";
+
+/// The environment variable that tells a controller it was started again by
+/// [`start_again`]: it detached already, so it keeps its process (and pid) rather
+/// than detaching once more.
+pub const AGAIN_ENV: &str = "SLUICE_CTLD_AGAIN";
+
+/// Whether this process is a controller started again ([`AGAIN_ENV`], then removed
+/// from the environment).
+pub fn started_again() -> bool {
+    let again = std::env::var_os(AGAIN_ENV).is_some();
+    std::env::remove_var(AGAIN_ENV);
+    again
+}
 
 /// How long a controller that handed over waits before standing by.
 const HAND_OVER_HOLD_OFF_MS: u64 = 3000;
@@ -101,6 +114,10 @@ pub fn run_active_or_standby(
     }
     let mut lease: Option<Lease> = None;
     let mut said = None::<Instant>;
+    // Whether the database was lost (or could not be reached), and until when the
+    // lease is not asked for once it is back.
+    let mut outage = false;
+    let mut hold_until = None::<Instant>;
     let epoch = loop {
         if stopping.load(Ordering::SeqCst) {
             let _ = stop_tx.send(());
@@ -112,8 +129,14 @@ pub fn run_active_or_standby(
         }
         if lease.is_none() {
             match Lease::connect(&target, &cluster, timeout, conf.first_job_id) {
-                Ok(l) => lease = Some(l),
+                Ok(l) => {
+                    lease = Some(l);
+                    if std::mem::take(&mut outage) {
+                        hold_until = Some(Instant::now() + hold_off_after_outage(timeout));
+                    }
+                }
                 Err(e) => {
+                    outage = true;
                     if said.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
                         said = Some(Instant::now());
                         tracing::error!("standing by, cannot reach the state database: {e}");
@@ -123,18 +146,23 @@ pub fn run_active_or_standby(
                 }
             }
         }
+        if hold_until.is_some_and(|t| Instant::now() < t) {
+            std::thread::sleep(POLL);
+            continue;
+        }
         match lease.as_mut().map(Lease::try_take) {
             Some(Ok(Some(epoch))) => break epoch,
             Some(Ok(None)) => {}
             Some(Err(e)) => {
                 tracing::warn!("standing by, lost the state database: {e}");
                 lease = None;
+                outage = true;
             }
             None => {}
         }
         std::thread::sleep(POLL);
     };
-    let mut lease = lease.expect("taken");
+    let lease = lease.expect("taken");
     let _ = stop_tx.send(());
     match runtime.block_on(standby) {
         Ok(Ok(())) => {}
@@ -143,26 +171,14 @@ pub fn run_active_or_standby(
     }
     tracing::info!("slurmctld ({role}): taking over as the active controller (epoch {epoch})");
 
-    // The lease is watched while serving: lost, or another epoch, and this controller
-    // steps down at once.
+    // The lease is watched while serving: another epoch, or the lock another's, and
+    // this controller steps down at once; its connection lost (the database restarted,
+    // a short outage), it is taken again, stepping down only if that fails for as long
+    // as a controller may be silent.
     let (watch_tx, watch_rx) = std::sync::mpsc::channel::<()>();
     let watcher = std::thread::Builder::new()
         .name("sluice-lease".into())
-        .spawn(move || loop {
-            match watch_rx.recv_timeout(Duration::from_secs(1)) {
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => match lease.current() {
-                    Ok(e) if e == epoch => {}
-                    Ok(e) => fencing::step_down(&format!(
-                        "the fencing epoch is {e}: another controller took over"
-                    )),
-                    Err(e) => fencing::step_down(&format!("lost the controller lease: {e}")),
-                },
-                _ => {
-                    lease.release();
-                    return;
-                }
-            }
-        })
+        .spawn(move || watch(lease, epoch, timeout, &watch_rx))
         .expect("spawn the lease watcher");
     let handed = Arc::new(AtomicBool::new(false));
     let shutdown = {
@@ -192,6 +208,75 @@ pub fn run_active_or_standby(
         start_again(Some(HAND_OVER_HOLD_OFF_MS));
     }
     result
+}
+
+/// Watches the active controller's `lease` (taken with `epoch`) until `stop` says
+/// (or is dropped), then gives it up; see [`lease_lost`].
+fn watch(mut lease: Lease, epoch: i64, timeout: Duration, stop: &std::sync::mpsc::Receiver<()>) {
+    // Since when, and why, the lease's connection has been lost.
+    let mut lost: Option<(Instant, String)> = None;
+    loop {
+        let every = if lost.is_some() {
+            POLL
+        } else {
+            Duration::from_secs(1)
+        };
+        match stop.recv_timeout(every) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            _ => {
+                lease.release();
+                return;
+            }
+        }
+        if let Some((since, why)) = &lost {
+            match lease.take_again() {
+                Ok(Again::Ours) => {
+                    tracing::info!(
+                        "took the controller lease again (epoch {epoch}): still the active controller"
+                    );
+                    lost = None;
+                }
+                Ok(Again::Lost(now)) => fencing::step_down(&match now {
+                    Some(e) => format!("the fencing epoch is {e}: another controller took over"),
+                    None => "another controller holds the controller lease".to_string(),
+                }),
+                Err(e) => {
+                    if lease_lost(since.elapsed(), timeout) {
+                        fencing::step_down(&format!(
+                            "lost the controller lease ({why}) and could not take it again within SlurmctldTimeout ({}s): {e}",
+                            timeout.as_secs()
+                        ))
+                    }
+                }
+            }
+            continue;
+        }
+        match lease.current() {
+            Ok(e) if e == epoch => {}
+            Ok(e) => fencing::step_down(&format!(
+                "the fencing epoch is {e}: another controller took over"
+            )),
+            Err(e) => {
+                tracing::warn!("lost the controller lease ({e}): taking it again");
+                lost = Some((Instant::now(), e.to_string()));
+            }
+        }
+    }
+}
+
+/// Whether a lease whose connection has been lost for `lost` is given up: past
+/// `SlurmctldTimeout`, when a standby may have taken over (its writes would fence
+/// this controller's anyway).
+fn lease_lost(lost: Duration, timeout: Duration) -> bool {
+    lost >= timeout
+}
+
+/// How long a standby that lost the database (or could not reach it) waits, once it
+/// reaches it again, before asking for the lease: the active controller, which lost
+/// its lease connection too in a database restart, takes its lease again first and
+/// nothing changes hands.
+fn hold_off_after_outage(timeout: Duration) -> Duration {
+    (timeout / 4).max(Duration::from_secs(2))
 }
 
 /// Asks the other controllers to hand over to this one (`scontrol takeover`): the
@@ -227,7 +312,9 @@ fn start_again(hold_off_ms: Option<u64>) -> ! {
         .or_else(|| std::env::current_exe().ok())
         .unwrap_or_else(|| argv0.clone().into());
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg0(argv0).args(args);
+    // The same process (exec keeps the pid): it is detached already, and its pid file
+    // stays right.
+    cmd.arg0(argv0).args(args).env(AGAIN_ENV, "1");
     if let Some(ms) = hold_off_ms {
         cmd.env(HOLD_OFF_ENV, ms.to_string());
     }

@@ -306,6 +306,9 @@ pub async fn run(
         accounting::keys_of_record,
         fence,
     )?;
+    // A short outage of the database (PostgreSQL restarted) holds the writes waiting
+    // on it rather than failing them, for as long as a controller may be silent.
+    store.retry_unreachable_for(std::time::Duration::from_secs(conf.net.slurmctld_timeout));
     // The rows go as they are read: the controller keeps the jobs, not their text.
     let mut jobs = Vec::new();
     for row in std::mem::take(&mut snapshot.jobs) {

@@ -38,11 +38,60 @@ pub fn epoch_key(cluster: &str) -> String {
     format!("epoch:{cluster}")
 }
 
+/// `target` with keepalives and timeouts on this side bounded by `timeout`.
+fn bounded(target: &PgTarget, timeout: Duration) -> PgTarget {
+    let (idle, interval, retries) = bounds(timeout);
+    let half = (timeout / 2).max(Duration::from_secs(2));
+    let mut t = target.clone();
+    t.config
+        .keepalives(true)
+        .keepalives_idle(idle)
+        .keepalives_interval(interval)
+        .keepalives_retries(retries)
+        .tcp_user_timeout(half)
+        .connect_timeout(half);
+    t
+}
+
+/// A lease connection to `t` (already [`bounded`]), the server's side of it bounded
+/// by `timeout` too: a controller cut off is given up on, and its lock freed, within
+/// the timeout.
+fn open(t: &PgTarget, timeout: Duration) -> Result<Client, StoreError> {
+    let (idle, interval, retries) = bounds(timeout);
+    let half = (timeout / 2).max(Duration::from_secs(2));
+    let mut client = pg::connect(t)?;
+    client
+        .batch_execute(&format!(
+            "SET tcp_keepalives_idle = {}; SET tcp_keepalives_interval = {};
+             SET tcp_keepalives_count = {retries}; SET tcp_user_timeout = {};",
+            idle.as_secs(),
+            interval.as_secs(),
+            half.as_millis()
+        ))
+        .map_err(pg::error(t))?;
+    Ok(client)
+}
+
+/// What taking the lease again after its connection was lost found
+/// ([`Lease::take_again`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Again {
+    /// The lock is this controller's again and the epoch is still the one it took over
+    /// with: nothing changed hands (the database was restarted, or the connection
+    /// broke), it stays the active controller.
+    Ours,
+    /// Another controller holds the lock, or took over meanwhile (the epoch now, when
+    /// known): this one must step down.
+    Lost(Option<i64>),
+}
+
 /// A connection that may hold a cluster's lease: a standby's (asking for the lock) or
 /// the active controller's (holding it).
 pub struct Lease {
     client: Client,
     target: PgTarget,
+    /// `SlurmctldTimeout`, which bounds the connection's keepalives.
+    timeout: Duration,
     key: i64,
     /// The cluster's epoch row ([`epoch_key`]).
     row: String,
@@ -70,34 +119,14 @@ impl Lease {
         timeout: Duration,
         first_job_id: u64,
     ) -> Result<Lease, StoreError> {
-        let (idle, interval, retries) = bounds(timeout);
-        let half = (timeout / 2).max(Duration::from_secs(2));
-        let mut t = target.clone();
-        t.config
-            .keepalives(true)
-            .keepalives_idle(idle)
-            .keepalives_interval(interval)
-            .keepalives_retries(retries)
-            .tcp_user_timeout(half)
-            .connect_timeout(half);
+        let t = bounded(target, timeout);
         pg::off_runtime(|| {
-            let mut client = pg::connect(&t)?;
-            let e = pg::error(target);
-            // The server's side of the same connection: a controller cut off is given
-            // up on, and its lock freed, within the timeout.
-            client
-                .batch_execute(&format!(
-                    "SET tcp_keepalives_idle = {}; SET tcp_keepalives_interval = {};
-                     SET tcp_keepalives_count = {retries}; SET tcp_user_timeout = {};",
-                    idle.as_secs(),
-                    interval.as_secs(),
-                    half.as_millis()
-                ))
-                .map_err(&e)?;
+            let mut client = open(&t, timeout)?;
             pg::migrate(&mut client, target, first_job_id)?;
             Ok(Lease {
                 client,
                 target: t.clone(),
+                timeout,
                 key: lock_key(cluster),
                 row: epoch_key(cluster),
                 epoch: 0,
@@ -159,6 +188,45 @@ impl Lease {
                 .map(|r| r.get(0))
                 .map_err(pg::error(&target))
         })
+    }
+
+    /// Connects again and takes the lock again, after the lease's connection was lost
+    /// (its lock with it) while this controller was the active one: see [`Again`]. The
+    /// epoch is not incremented; a lock taken while the epoch is another's is given
+    /// back.
+    ///
+    /// Errors: the server still cannot be reached (try again).
+    pub fn take_again(&mut self) -> Result<Again, StoreError> {
+        let key = self.key;
+        let row = self.row.clone();
+        let ours = self.epoch;
+        let target = self.target.clone();
+        let timeout = self.timeout;
+        let (client, again) = pg::off_runtime(|| {
+            let e = pg::error(&target);
+            let mut client = open(&target, timeout)?;
+            let locked: bool = client
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+                .map_err(&e)?
+                .get(0);
+            if !locked {
+                return Ok::<_, StoreError>((client, Again::Lost(None)));
+            }
+            let now: i64 = client
+                .query_opt("SELECT value FROM meta WHERE key = $1", &[&row])
+                .map_err(&e)?
+                .map_or(0, |r| r.get(0));
+            if now == ours {
+                return Ok((client, Again::Ours));
+            }
+            client
+                .execute("SELECT pg_advisory_unlock($1)", &[&key])
+                .map_err(&e)?;
+            Ok((client, Again::Lost(Some(now))))
+        })?;
+        let old = std::mem::replace(&mut self.client, client);
+        pg::off_runtime(move || drop(old));
+        Ok(again)
     }
 
     /// Gives the lease up now (a clean hand-over): the lock is released and the
@@ -251,5 +319,41 @@ mod tests {
             "nothing of the former controller's after the takeover"
         );
         assert_eq!(second.current().unwrap(), two);
+    }
+
+    #[test]
+    fn after_a_database_restart_the_lease_is_taken_again_unless_another_took_over() {
+        let Some(server) = crate::pg_server::PgServer::start("pg lease again") else {
+            return;
+        };
+        let target = server.database("t_pg_lease_again");
+        let timeout = Duration::from_secs(10);
+        let mut active = Lease::connect(&target, "c", timeout, 1).unwrap();
+        let epoch = active.try_take().unwrap().expect("taken");
+        // A restart: the lock went with the session, nothing changed hands.
+        server.pause();
+        assert!(active.current().is_err(), "the lease's connection is lost");
+        assert!(active.take_again().is_err(), "not while the server is down");
+        server.resume();
+        assert_eq!(active.take_again().unwrap(), Again::Ours);
+        assert_eq!(active.current().unwrap(), epoch, "the epoch is not bumped");
+        let mut standby = Lease::connect(&target, "c", timeout, 1).unwrap();
+        assert_eq!(standby.try_take().unwrap(), None, "the lock is held again");
+        // Another restart, and this time the standby takes the lease first.
+        server.pause();
+        server.resume();
+        let mut standby = Lease::connect(&target, "c", timeout, 1).unwrap();
+        let newer = standby.try_take().unwrap().expect("the lock was free");
+        assert_eq!(newer, epoch + 1);
+        assert_eq!(active.take_again().unwrap(), Again::Lost(None));
+        // Handed back (the standby stops): the lock is free, but the epoch is another's.
+        standby.release();
+        assert_eq!(active.take_again().unwrap(), Again::Lost(Some(newer)));
+        let mut third = Lease::connect(&target, "c", timeout, 1).unwrap();
+        assert_eq!(
+            third.try_take().unwrap(),
+            Some(newer + 1),
+            "the lock a former controller found is not kept"
+        );
     }
 }

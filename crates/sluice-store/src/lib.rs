@@ -318,6 +318,9 @@ pub struct Store {
     location: Location,
     /// Read connections not in use, kept for the next read (at most [`READERS`]).
     readers: Arc<Mutex<Vec<Reader>>>,
+    /// How long (milliseconds) a write keeps being tried while the database cannot be
+    /// reached ([`Store::retry_unreachable_for`]), shared with the writer.
+    patience: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Read connections kept open between reads.
@@ -429,15 +432,18 @@ impl Store {
         };
         let (tx, rx) = mpsc::channel();
         let tx_writer = tx.clone();
+        let patience = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let writer_patience = patience.clone();
         let handle = std::thread::Builder::new()
             .name("sluice-store".into())
-            .spawn(move || writer_loop(conn, rx))
+            .spawn(move || writer_loop(conn, rx, &writer_patience))
             .expect("spawn the store writer");
         Ok((
             Store {
                 tx,
                 location: location.clone(),
                 readers: Arc::default(),
+                patience,
             },
             Writer {
                 handle: Some(handle),
@@ -445,6 +451,18 @@ impl Store {
             },
             snapshot,
         ))
+    }
+
+    /// Has a write that finds the database unreachable (PostgreSQL restarted, a short
+    /// outage) tried again, its callers waiting, until `patience` has passed since the
+    /// database was first found gone; only then are they told it failed. Zero (the
+    /// default): told at once. Nothing is acknowledged before it is committed either
+    /// way.
+    pub fn retry_unreachable_for(&self, patience: std::time::Duration) {
+        self.patience.store(
+            patience.as_millis().min(u128::from(u64::MAX)) as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// Where the store keeps its state.
@@ -788,19 +806,33 @@ impl Store {
 /// Most operations folded into one transaction.
 const MAX_BATCH: usize = 4096;
 
-fn writer_loop(mut conn: WriteConn, rx: Receiver<Op>) {
+/// How long the writer waits before trying a batch again while the database cannot be
+/// reached.
+const RETRY_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+fn writer_loop(mut conn: WriteConn, rx: Receiver<Op>, patience: &std::sync::atomic::AtomicU64) {
+    use std::time::{Duration, Instant};
     let mut stop = false;
-    // Writes nobody waits for, of a batch that failed because the database could not
-    // be reached: written first in the next batch.
+    // Writes of a batch that failed because the database could not be reached: tried
+    // again first in the next batch (those nobody waits for always; those waited for
+    // while the patience lasts).
     let mut carried: Vec<Op> = Vec::new();
+    // Since when the database has been unreachable.
+    let mut gone: Option<Instant> = None;
     while !stop {
         let mut batch = std::mem::take(&mut carried);
         if batch.is_empty() {
             let Ok(first) = rx.recv() else { return };
             batch.push(first);
         } else {
-            // Try again within a second, with whatever has come meanwhile.
-            match rx.recv_timeout(std::time::Duration::from_secs(1)) {
+            // Try again soon (within a second once waiting callers were answered),
+            // with whatever has come meanwhile.
+            let wait = if batch.iter().any(Op::waited) {
+                RETRY_EVERY
+            } else {
+                Duration::from_secs(1)
+            };
+            match rx.recv_timeout(wait) {
                 Ok(op) => batch.push(op),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
@@ -815,11 +847,22 @@ fn writer_loop(mut conn: WriteConn, rx: Receiver<Op>) {
         stop = batch.iter().any(|op| matches!(op, Op::Shutdown));
         let result = conn.run(&batch);
         if matches!(&result, Err(e) if e.is_unreachable()) && !stop {
+            let since = *gone.get_or_insert_with(Instant::now);
+            let patience =
+                Duration::from_millis(patience.load(std::sync::atomic::Ordering::Relaxed));
+            if since.elapsed() < patience {
+                // Nothing was committed: the whole batch, its callers waiting, again.
+                carried = batch;
+                continue;
+            }
             let (waited, unwaited): (Vec<Op>, Vec<Op>) =
                 batch.into_iter().partition(|op| op.waited());
             carried = unwaited;
             answer(waited, result);
         } else {
+            if result.is_ok() {
+                gone = None;
+            }
             answer(batch, result);
         }
     }

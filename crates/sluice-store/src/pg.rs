@@ -974,4 +974,44 @@ mod tests {
         assert_eq!(snap.jobs[0].record, "job 1 user=a ended");
         assert_eq!(snap.next_job_id, 4);
     }
+
+    #[test]
+    fn a_short_outage_holds_the_writes_waiting_and_they_commit_when_the_server_is_back() {
+        let Some(server) = PgServer::start("pg short outage") else {
+            return;
+        };
+        let target = server.database("short");
+        let (store, writer, _) = Store::open_at(&at(target.clone()), 1, keys).unwrap();
+        store.retry_unreachable_for(std::time::Duration::from_secs(60));
+        store
+            .insert_jobs(1, rows(["job 1 user=a".to_string()]))
+            .recv()
+            .unwrap()
+            .unwrap();
+        // The server restarts: a write made while it is down waits for it, and is
+        // acknowledged once committed.
+        server.pause();
+        let waiting = store.insert_jobs(2, rows(["job 2 user=a".to_string()]));
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(
+            waiting.try_recv().is_err(),
+            "not answered while the server is down"
+        );
+        server.resume();
+        waiting
+            .recv()
+            .unwrap()
+            .expect("committed once the server is back");
+        store
+            .insert_jobs(3, rows(["job 3 user=a".to_string()]))
+            .recv()
+            .unwrap()
+            .unwrap();
+        drop(store);
+        drop(writer);
+        let (_s, _w, snap) = Store::open_at(&at(target), 1, keys).unwrap();
+        let ids: Vec<u64> = snap.jobs.iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1, 2, 3], "no id lost");
+        assert_eq!(snap.next_job_id, 4);
+    }
 }

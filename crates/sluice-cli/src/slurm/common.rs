@@ -166,14 +166,19 @@ fn takeover_patience(net: &sluice_conf::net_conf::NetConf) -> std::time::Duratio
 
 /// Who signs a command's requests to one of several controllers: this host's agent
 /// (or munged); on a controller's host without an agent, the local controller, which
-/// vouches while it is the active one.
+/// vouches while it is the active one, else (it stands by or is gone: its socket, if
+/// left, answers nothing) the cluster key for whoever can read it (root, the
+/// controllers' user), so that the command still fails over to the active controller.
 fn several_signer(net: &sluice_conf::net_conf::NetConf) -> Signer {
     let local = sluice_proto::paths::controller_socket(&net.state_save_location);
-    if net.auth == sluice_conf::net_conf::AuthType::Sluice
-        && !net.auth_socket().exists()
-        && local.exists()
-    {
-        return Signer::Vouch(local);
+    if net.auth == sluice_conf::net_conf::AuthType::Sluice && !net.auth_socket().exists() {
+        if std::os::unix::net::UnixStream::connect(&local).is_ok() {
+            return Signer::Vouch(local);
+        }
+        let key_file = net.key_file(&crate::daemons::slurm_conf_path(None));
+        if let Ok(key) = sluice_proto::auth::read_key(&key_file) {
+            return Signer::Key(std::sync::Arc::new(key));
+        }
     }
     user_signer(net)
 }

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A free loopback port (bound and released).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -18,28 +18,37 @@ fn free_port() -> u16 {
 
 /// A site in a directory of its own; its daemons are stopped (SIGTERM, by their pid
 /// files) and the directory removed on drop.
-struct Site {
-    dir: PathBuf,
+pub(crate) struct Site {
+    pub(crate) dir: PathBuf,
 }
 
 impl Site {
-    fn new(name: &str) -> Site {
+    pub(crate) fn new(name: &str) -> Site {
         let dir = std::env::temp_dir().join(format!("sluice-d-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("bin")).unwrap();
-        for n in ["slurmctld", "slurmd", "sbatch", "sinfo", "sacct", "srun"] {
+        for n in [
+            "slurmctld",
+            "slurmd",
+            "sbatch",
+            "sinfo",
+            "sacct",
+            "srun",
+            "squeue",
+            "scontrol",
+        ] {
             std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sluice"), dir.join("bin").join(n))
                 .unwrap();
         }
         Site { dir }
     }
 
-    fn conf(&self) -> PathBuf {
+    pub(crate) fn conf(&self) -> PathBuf {
         self.dir.join("slurm.conf")
     }
 
     /// Runs `cmd` of this site with `SLURM_CONF` (and nothing else) saying where it is.
-    fn run(&self, cmd: &str, args: &[&str]) -> (String, String, i32) {
+    pub(crate) fn run(&self, cmd: &str, args: &[&str]) -> (String, String, i32) {
         let o = Command::new(self.dir.join("bin").join(cmd))
             .args(args)
             .current_dir(&self.dir)
@@ -57,7 +66,7 @@ impl Site {
         )
     }
 
-    fn wait_for(&self, what: &str, mut done: impl FnMut() -> bool) {
+    pub(crate) fn wait_for(&self, what: &str, mut done: impl FnMut() -> bool) {
         let start = Instant::now();
         while !done() {
             assert!(
@@ -70,7 +79,7 @@ impl Site {
     }
 }
 
-fn read(p: &Path) -> String {
+pub(crate) fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_default()
 }
 

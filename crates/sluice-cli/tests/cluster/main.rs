@@ -6,6 +6,7 @@ mod accounts;
 mod acct_limits;
 mod arrays;
 mod audit;
+mod backup_controller;
 mod cancel;
 mod commands;
 mod completing;

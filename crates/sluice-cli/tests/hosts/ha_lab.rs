@@ -14,7 +14,11 @@
 //!   jobs' own records; the takeover time (kill to the first accepted submission) is
 //!   printed;
 //! - the primary cut off from the network: the backup takes over, and the former
-//!   primary steps down by itself (standing by once its link is back).
+//!   primary steps down by itself (standing by once its link is back);
+//! - the primary cut off, then back on the network but not reaching the database:
+//!   the backup takes over, and until the former primary notices, the orders it still
+//!   gives (a signal to a running job) reach the agent and are refused there, while
+//!   the new controller's are carried out.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -481,7 +485,9 @@ fn the_primary_cut_off_is_fenced_and_steps_down() {
         took.as_secs_f64()
     );
     let log_of = |host: &str| read(&h.spool(host).join("slurmctld/slurmctld.log"));
-    wait_for(Duration::from_secs(30), "the primary stepping down", || {
+    // It notices when its lease's connection gives up, then tries to take the lease
+    // again for SlurmctldTimeout before stepping down.
+    wait_for(Duration::from_secs(60), "the primary stepping down", || {
         log_of("head01").contains("stepping down").then_some(())
     });
     h.restore("head01");
@@ -501,4 +507,168 @@ fn the_primary_cut_off_is_fenced_and_steps_down() {
         "{}",
         log_of("node01")
     );
+}
+
+/// `scancel ARGS` as root on node02, sent to the controller at `controller` alone
+/// (signed with the cluster key): whichever it is, active or not.
+fn scancel_at(h: &Hosts, controller: &str, args: &[&str]) -> Output {
+    let addr = format!("SLUICE_CONTROLLER={controller}:6817");
+    let key = format!("SLUICE_KEY_FILE={ETC}/cluster.key");
+    let conf = format!("SLURM_CONF={ETC}/slurm.conf");
+    let exe = format!("{BIN}/scancel");
+    let mut all = vec![
+        "env",
+        "XDG_STATE_HOME=/nonexistent",
+        conf.as_str(),
+        addr.as_str(),
+        key.as_str(),
+        exe.as_str(),
+    ];
+    all.extend(args);
+    h.run("node02", &all)
+}
+
+#[test]
+fn a_primary_cut_off_from_the_database_gives_orders_that_agents_refuse() {
+    let test = "a_primary_cut_off_from_the_database_gives_orders_that_agents_refuse";
+    let Some((h, bin)) = lab(test) else {
+        return;
+    };
+    start_postgres(&h, &bin);
+    // A longer SlurmctldTimeout: the former primary keeps serving (it tries to take its
+    // lease again for that long) while the orders below are given.
+    lay_out(&h, "SlurmctldHost=node01\nSlurmctldTimeout=30\n");
+    std::fs::write(
+        here(&h, ETC).join("sluice.conf"),
+        "StorageType=postgresql\nStorageHost=db01\nStorageUser=sluice\nStorageLoc=sluice\n",
+    )
+    .unwrap();
+    let _stop = Stop(&h);
+    start_all(&h);
+    let gates = here(&h, WORK).join("gates");
+    std::fs::create_dir_all(&gates).unwrap();
+    let job = try_submit(
+        &h,
+        "node03",
+        &format!(
+            "-w node02 -o {WORK}/fenced-%j.out --wrap 'trap \"echo got USR1\" USR1; \
+             echo started; while [ ! -e {WORK}/gates/fenced-go ]; do sleep 0.2; done; \
+             echo done'"
+        ),
+    )
+    .unwrap();
+    let out = || read(&here(&h, WORK).join(format!("fenced-{job}.out")));
+    wait_for(Duration::from_secs(60), "the job to start", || {
+        (out() == "started\n").then_some(())
+    });
+
+    // head01 is cut off; the backup takes over once the database gives head01's
+    // session up, and the agents, no longer reaching head01, register with it.
+    // head01's link comes back, but not its way to the database (its packets to db01
+    // go nowhere): users and agents reach it again before it notices.
+    let start = Instant::now();
+    let db = h.address("db01");
+    h.sh_ok("head01", &format!("ip route add blackhole {db}/32"));
+    h.cut("head01");
+    let log_of = |host: &str| read(&h.spool(host).join("slurmctld/slurmctld.log"));
+    wait_for(Duration::from_secs(60), "the backup taking over", || {
+        log_of("node01")
+            .contains("taking over as the active controller")
+            .then_some(())
+    });
+    eprintln!(
+        "{:.1} s: the backup took over",
+        start.elapsed().as_secs_f64()
+    );
+    // The new controller's first order on node02 (a job it starts there) tells the
+    // agent its epoch. (Asked of node01 alone: head01 still answers whoever asks it
+    // first, and cannot read the database.)
+    let key = format!("SLUICE_KEY_FILE={ETC}/cluster.key");
+    let conf = format!("SLURM_CONF={ETC}/slurm.conf");
+    let sbatch = format!("{BIN}/sbatch");
+    let launched_out = format!("{WORK}/fenced-launched.out");
+    let o = h.run(
+        "node02",
+        &[
+            "env",
+            "XDG_STATE_HOME=/nonexistent",
+            &conf,
+            "SLUICE_CONTROLLER=node01:6817",
+            &key,
+            &sbatch,
+            "--parsable",
+            "-w",
+            "node02",
+            "-o",
+            &launched_out,
+            "--wrap",
+            "echo ran",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    wait_for(Duration::from_secs(60), "the new controller's job", || {
+        (read(&here(&h, WORK).join("fenced-launched.out")) == "ran\n").then_some(())
+    });
+    let agent_log = || read(&h.spool("node02").join("slurmd/slurmd.log"));
+    eprintln!(
+        "{:.1} s: the new controller's job ran on node02",
+        start.elapsed().as_secs_f64()
+    );
+    h.restore("head01");
+
+    // The former primary, not knowing yet, signals the running job: the agent refuses
+    // the order, and the job never sees the signal.
+    assert!(
+        !log_of("head01").contains("stepping down"),
+        "the former primary noticed too soon: {}\nthe backup's log: {}",
+        log_of("head01"),
+        log_of("node01")
+    );
+    let j = job.to_string();
+    let o = scancel_at(&h, "head01", &["-b", "-s", "USR1", &j]);
+    eprintln!("scancel at the former primary: {o:?}");
+    eprintln!(
+        "{:.1} s: signalled at head01",
+        start.elapsed().as_secs_f64()
+    );
+    wait_for(Duration::from_secs(30), "the agent's refusal", || {
+        agent_log()
+            .contains("refused an order of a former controller (epoch 1; 2 is active)")
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        out(),
+        "started\n",
+        "the former primary's signal was carried out"
+    );
+    // The active controller's signal is carried out.
+    let o = scancel_at(&h, "node01", &["-b", "-s", "USR1", &j]);
+    assert_eq!(o.code, 0, "{o:?}");
+    wait_for(Duration::from_secs(30), "the job to get the signal", || {
+        out().contains("got USR1").then_some(())
+    });
+    std::fs::write(gates.join("fenced-go"), "").unwrap();
+    wait_for(Duration::from_secs(30), "the job's end", || {
+        (out() == "started\ngot USR1\ndone\n").then_some(())
+    });
+
+    // The former primary steps down by itself, and stands by once it reaches the
+    // database again; the job's end is the new controller's.
+    wait_for(
+        Duration::from_secs(90),
+        "the former primary stepping down",
+        || log_of("head01").contains("stepping down").then_some(()),
+    );
+    h.sh_ok("head01", &format!("ip route del blackhole {db}/32"));
+    wait_for(
+        Duration::from_secs(60),
+        "the former primary standing by",
+        || {
+            let o = root(&h, "node02", "scontrol", &["ping"]);
+            (o.stdout == "Slurmctld(primary) at head01 is UP\nSlurmctld(backup) at node01 is UP\n")
+                .then_some(())
+        },
+    );
+    assert_eq!(ended(&h, job, Duration::from_secs(60)), "COMPLETED|0:0");
 }
