@@ -172,6 +172,9 @@ pub struct Caller {
     pub admin: bool,
 }
 
+/// Slurm's refusal to requeue a heterogeneous job by a component other than its leader.
+pub const NOT_HET_LEADER: &str = "Job not heterogeneous job leader";
+
 /// Slurm's refusal to act on one component of a pending heterogeneous job.
 pub const HET_COMPONENT: &str =
     "Operation not permitted on individual component of heterogeneous job";
@@ -2120,6 +2123,16 @@ impl Controller {
     ) -> Result<Vec<Effect>, ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
+        // A heterogeneous job is requeued whole, by its leader's id (Slurm's
+        // `_job_requeue`: ESLURM_NOT_HET_JOB_LEADER for another component).
+        if task.is_none()
+            && self
+                .jobs
+                .get(&job)
+                .is_some_and(|r| r.het.is_some_and(|h| h.offset > 0))
+        {
+            return Err(ApiError::invalid(NOT_HET_LEADER));
+        }
         let ids = self.select(job, task);
         if ids.is_empty() {
             return Err(ApiError::invalid_job());
@@ -2194,9 +2207,12 @@ impl Controller {
         run.end_time = Some(r.end_time.unwrap_or(now));
         effects.push(Effect::PersistRun(Box::new(run)));
         let lost_with_node = ended_as == JobState::NodeFail;
+        // A heterogeneous job's component other than the leader runs no batch script:
+        // it has no batch step, and no end of one to wait for.
+        let scripted = !r.desc.interactive && r.het.is_none_or(|h| h.offset == 0);
         if (ended_as == JobState::Preempted || lost_with_node)
             && state == JobState::Running
-            && !r.desc.interactive
+            && scripted
         {
             // Its batch step, killed with it, as Slurm keeps it for `sacct -D`: CANCELLED
             // by SIGTERM, under that run (lost with a node: CANCELLED, as slurmctld
@@ -2229,7 +2245,7 @@ impl Controller {
                     job_id: id,
                     state: JobState::Requeued,
                 });
-                let ending = r.first_node().map(|node| RunEnding {
+                let ending = r.first_node().filter(|_| scripted).map(|node| RunEnding {
                     run: r.restarts,
                     node,
                 });
@@ -2671,6 +2687,8 @@ impl Controller {
             .jobs
             .values()
             .filter(|j| j.state == JobState::Running && !j.desc.interactive)
+            // A heterogeneous job's other components run no script of their own.
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .filter(|j| j.first_node() == Some(nid))
             .filter(|j| !running.contains(&(j.id, j.restarts)))
             .map(|j| j.id)
@@ -2890,7 +2908,17 @@ impl Controller {
     /// Job `id` lost its node: requeued when it may be (its run recorded as
     /// `ended_as` for `sacct -D`), else ended `NODE_FAIL`.
     fn node_failed_job(&mut self, id: JobId, ended_as: JobState, now: i64) -> Vec<Effect> {
+        // A heterogeneous job's component lost with its node takes the whole job with
+        // it: the leader (whose script ends every component) is requeued or ended, and
+        // with it every component (once only, when several lose nodes).
+        let id = match self.jobs[&id].het {
+            Some(h) if h.offset > 0 && self.jobs.contains_key(&JobId(h.job_id)) => JobId(h.job_id),
+            _ => id,
+        };
         let r = &self.jobs[&id];
+        if r.state != JobState::Running {
+            return Vec::new();
+        }
         let requeue = r.desc.requeue.unwrap_or(true) && !r.desc.interactive;
         let run = r.restarts;
         if requeue {

@@ -306,3 +306,115 @@ fn a_pending_hetjob_survives_a_controller_restart_and_still_starts_whole() {
     c.wait_for("both components to start", || listed(&c) == running);
     c.run("scancel", &[&het.to_string()]);
 }
+
+#[test]
+fn a_hetjob_is_requeued_whole_by_its_leader_and_sacct_selects_components_as_slurm() {
+    let c = Cluster::start("hetrequeue", SMALL);
+    let het = c.sbatch(&[
+        "-J",
+        "rq",
+        "-n",
+        "1",
+        "-t",
+        "5",
+        ":",
+        "-n",
+        "1",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let member = (het + 1).to_string();
+    let states = || {
+        let mut l: Vec<String> = c
+            .run("squeue", &["-h", "-o", "%i %t", "-j", &het.to_string()])
+            .stdout
+            .lines()
+            .map(str::to_string)
+            .collect();
+        l.sort();
+        l.join("\n")
+    };
+    let running = format!("{het}+0 R\n{het}+1 R");
+    c.wait_for("both components to run", || states() == running);
+
+    // Only the leader's id requeues a hetjob: `ID+N` is no job id to scontrol, and a
+    // component's own id is refused with Slurm's words.
+    let o = c.run("scontrol", &["requeue", &format!("{het}+1")]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (
+            1,
+            format!("Invalid job id specified for job {het}+1\n").as_str()
+        )
+    );
+    let o = c.run("scontrol", &["requeue", &member]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (
+            1,
+            format!("Job not heterogeneous job leader for job {member}\n").as_str()
+        )
+    );
+    assert_eq!(states(), running);
+
+    // The leader's id requeues every component; they run again together.
+    let o = c.run("scontrol", &["requeue", &het.to_string()]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let restarts = || {
+        c.run("scontrol", &["show", "job", &het.to_string()])
+            .stdout
+            .lines()
+            .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("Restarts=")))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    c.wait_for("the requeued hetjob to run again, whole", || {
+        states() == running && restarts() == ["Restarts=1", "Restarts=1"]
+    });
+
+    // sacct: the leader's id names every component, a component's (either name) itself;
+    // --whole-hetjob=yes makes any component name all, =no only the one named.
+    let sacct = |args: &[&str]| {
+        let mut a = vec!["-n", "-P", "-o", "JobID"];
+        a.extend_from_slice(args);
+        let o = c.run("sacct", &a);
+        assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
+        o.stdout
+            .lines()
+            .filter(|l| !l.contains('.'))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (leader, plus1) = (het.to_string(), format!("{het}+1"));
+    let (both, first, second) = (
+        format!("{het}+0 {het}+1"),
+        format!("{het}+0"),
+        format!("{het}+1"),
+    );
+    assert_eq!(sacct(&["-j", &leader]), both);
+    assert_eq!(sacct(&["-j", &plus1]), second);
+    assert_eq!(sacct(&["-j", &format!("{het}+0")]), first);
+    assert_eq!(sacct(&["-j", &member]), second);
+    assert_eq!(sacct(&["-j", &plus1, "--whole-hetjob"]), both);
+    assert_eq!(sacct(&["-j", &member, "--whole-hetjob=yes"]), both);
+    assert_eq!(sacct(&["-j", &plus1, "--whole-hetjob=no"]), second);
+    assert_eq!(sacct(&["-j", &leader, "--whole-hetjob=no"]), first);
+    assert_eq!(sacct(&["-j", &format!("{het}+5")]), "");
+    let o = c.run("sacct", &["-j", &format!("{het}+x")]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (
+            1,
+            format!("sacct: fatal: Bad hetjob offset specified: {het}\n").as_str()
+        )
+    );
+    let o = c.run("sacct", &["-j", &leader, "--whole-hetjob=maybe"]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (
+            1,
+            "sacct: error: Invalid --whole-hetjob value \"maybe\". Valid values: [yes|no].\n"
+        )
+    );
+    c.run("scancel", &[&leader]);
+}
