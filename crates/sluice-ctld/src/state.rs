@@ -1717,7 +1717,11 @@ impl Controller {
     }
 
     /// After heterogeneous job `leader`'s batch script ended: its other components,
-    /// which run no script of their own, end with it, in its state.
+    /// which run no script of their own, end with it, in its state and with its exit
+    /// code (slurmctld's `job_complete` completes every component), as Slurm 22.05
+    /// shows them. Steps still running in a component (an `srun --het-group` the script
+    /// left behind) are ended on its nodes and recorded as slurmstepd records a step
+    /// killed at its job's end: CANCELLED by SIGTERM.
     fn het_components_ended(&mut self, leader: JobId, now: i64) -> Vec<Effect> {
         let Some(h) = self.jobs.get(&leader).and_then(|r| r.het) else {
             return Vec::new();
@@ -1751,8 +1755,54 @@ impl Controller {
                 .collect();
             self.liveness.busy_until(&nodes, now);
             effects.push(self.persist(m));
+            effects.extend(self.end_component_steps(m, state, end, now));
             self.usage.job_ended(m, now);
         }
+        effects
+    }
+
+    /// The steps of component `m` still running when its heterogeneous job ended in
+    /// `state` at `end`: recorded ended, and their processes ended on the component's
+    /// nodes (no script of the component's is there to take them with it).
+    fn end_component_steps(
+        &mut self,
+        m: JobId,
+        state: JobState,
+        end: Option<i64>,
+        now: i64,
+    ) -> Vec<Effect> {
+        let run = self.jobs[&m].restarts;
+        let open: Vec<(JobId, StepId)> = self
+            .steps
+            .range((m, StepId::Number(0))..=(m, StepId::Number(u32::MAX)))
+            .filter(|(_, s)| s.state == JobState::Running && s.run == run)
+            .map(|(k, _)| *k)
+            .collect();
+        let mut effects = Vec::new();
+        if open.is_empty() {
+            return effects;
+        }
+        for k in open {
+            let usage = self.usage.merged(m, k.1);
+            let s = self.steps.get_mut(&k).expect("listed");
+            s.state = match state {
+                JobState::Completed | JobState::Failed | JobState::Timeout => JobState::Cancelled,
+                st => st,
+            };
+            if s.state == JobState::Cancelled && s.exit_code == 0 && s.signal == 0 {
+                s.signal = 15;
+            }
+            s.end = end.or(Some(now));
+            if usage.is_some() {
+                s.usage = usage;
+            }
+            effects.push(Effect::PersistStep(s.clone()));
+        }
+        effects.push(Effect::Terminate {
+            nodes: self.node_names(&self.jobs[&m]),
+            job_id: m,
+            state,
+        });
         effects
     }
 

@@ -418,3 +418,71 @@ fn a_hetjob_is_requeued_whole_by_its_leader_and_sacct_selects_components_as_slur
     );
     c.run("scancel", &[&leader]);
 }
+
+#[test]
+fn the_components_end_with_the_leaders_script_and_their_steps_are_ended_with_them() {
+    let c = Cluster::start("hetend", SMALL);
+    // The script leaves a step running in component 1 and fails: every component ends
+    // FAILED with the script's exit code, and the left step is ended on its node,
+    // CANCELLED by SIGTERM (as real Slurm 22.05 records it).
+    let het = c.sbatch(&[
+        "-J",
+        "hend",
+        "-n",
+        "1",
+        "-t",
+        "5",
+        ":",
+        "-n",
+        "1",
+        "--wrap",
+        "srun --het-group=1 sleep 3377 & sleep 2; exit 3",
+    ]);
+    c.wait_for("the hetjob to end", || {
+        c.run("squeue", &["-h", "-j", &het.to_string()])
+            .stdout
+            .is_empty()
+    });
+    let rows = || {
+        c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-o",
+                "JobID,State,ExitCode",
+                "-j",
+                &het.to_string(),
+            ],
+        )
+        .stdout
+    };
+    let expected = format!(
+        "{het}+0|FAILED|3:0\n{het}+0.batch|FAILED|3:0\n{het}+1|FAILED|3:0\n{het}+1.0|CANCELLED|0:15\n"
+    );
+    let shown = c.settle(&expected, rows);
+    assert_eq!(shown, expected);
+    let reasons = c
+        .run(
+            "squeue",
+            &["-h", "-t", "all", "-o", "%i %T %r", "-j", &het.to_string()],
+        )
+        .stdout;
+    let mut reasons: Vec<&str> = reasons.lines().collect();
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        vec![
+            format!("{het}+0 FAILED NonZeroExitCode"),
+            format!("{het}+1 FAILED NonZeroExitCode")
+        ]
+    );
+    // The step's process is gone from the component's node.
+    c.wait_for("the component's step to be killed", || {
+        !std::process::Command::new("pgrep")
+            .args(["-f", "sleep 3377"])
+            .status()
+            .unwrap()
+            .success()
+    });
+}
