@@ -706,6 +706,8 @@ fn helpformat() -> String {
 fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRecord> {
     jobs.iter()
         .filter(|j| j.state.is_running() && !j.desc.interactive)
+        // A heterogeneous job's script runs in its leader only.
+        .filter(|j| j.het.is_none_or(|h| h.offset == 0))
         .filter(|j| {
             !steps
                 .iter()
@@ -1013,6 +1015,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 .unwrap_or_else(|e| fail(ME, describe(&e), 1));
             acct.jobs.extend(more.jobs);
             acct.steps.extend(more.steps);
+            acct.runs.extend(more.runs);
         }
         fetched.push((name, acct));
     }

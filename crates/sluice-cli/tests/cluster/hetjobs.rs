@@ -486,3 +486,74 @@ fn the_components_end_with_the_leaders_script_and_their_steps_are_ended_with_the
             .success()
     });
 }
+
+/// One node of 2 CPUs in `low` (`PriorityTier=1`, `GraceTime=2`) and `high`
+/// (`PriorityTier=10`), `preempt/partition_prio` with `REQUEUE`.
+const TIERS: &str = "ClusterName=hettiers
+SlurmctldHost=localhost
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+NodeName=n1 CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=low Nodes=n1 Default=YES MaxTime=1:00:00 State=UP PriorityTier=1 GraceTime=2
+PartitionName=high Nodes=n1 MaxTime=1:00:00 State=UP PriorityTier=10
+";
+
+#[test]
+fn a_preempted_hetjob_is_requeued_whole_and_runs_again_whole() {
+    let c = Cluster::start("hetpreempt", TIERS);
+    // A low hetjob of two one-CPU components fills the node; a high job needs one CPU:
+    // the whole hetjob is preempted and requeued, and runs again whole after it.
+    let het = c.sbatch(&[
+        "-p",
+        "low",
+        "-n",
+        "1",
+        "-o",
+        "het.out",
+        ":",
+        "-n",
+        "1",
+        "--wrap",
+        "echo run ${SLURM_RESTART_COUNT:-0}; sleep 600",
+    ]);
+    let states = || {
+        let mut l: Vec<String> = c
+            .run("squeue", &["-h", "-o", "%i %t", "-j", &het.to_string()])
+            .stdout
+            .lines()
+            .map(str::to_string)
+            .collect();
+        l.sort();
+        l.join("\n")
+    };
+    let running = format!("{het}+0 R\n{het}+1 R");
+    c.wait_for("both components to run", || states() == running);
+    let high = c.sbatch(&["-p", "high", "-n", "1", "--wrap", "sleep 2"]);
+    assert_eq!(c.wait_ended(high), "COMPLETED");
+    c.wait_for("the hetjob to run again, whole", || {
+        states() == running
+            && std::fs::read_to_string(c.work().join("het.out")).is_ok_and(|o| o.contains("run 1"))
+    });
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-D",
+            "-P",
+            "-o",
+            "JobID,State",
+            "-j",
+            &het.to_string(),
+        ],
+    );
+    // Each component's preempted run is kept; the script (and its batch step) is the
+    // leader's alone.
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{het}+0|PREEMPTED\n{het}+0.batch|CANCELLED\n{het}+0|RUNNING\n{het}+0.batch|RUNNING\n\
+             {het}+1|PREEMPTED\n{het}+1|RUNNING\n"
+        )
+    );
+    c.run("scancel", &[&het.to_string()]);
+}
