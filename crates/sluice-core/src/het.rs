@@ -6,8 +6,8 @@
 //! From then on only the leader takes a place in the passes: the other components are
 //! never eligible on their own. The leader is eligible when every component is
 //! pending and eligible; it fits now when the components fit one after the other, each
-//! beside those before it ([`fit_now`], tried on a copy of the scheduler so that
-//! nothing is claimed unless all fit), and its start starts them all in the same
+//! beside those before it ([`fit_now`], tried in place and undone, so that nothing is
+//! claimed unless all fit), and its start starts them all in the same
 //! decision list ([`start_rest`]). The backfill pass plans the group as one: the
 //! earliest time at which every component fits, each beside the others, reserved for
 //! all of them ([`plan`]).
@@ -21,6 +21,7 @@ use crate::ids::JobId;
 use crate::job::{JobState, NodeAlloc, PendingReason};
 use crate::profile::Profile;
 use crate::scheduler::Scheduler;
+use crate::side_claims;
 use crate::time::{round_up, Secs, Time};
 
 /// Every live component's group: its components in offset order (the leader first).
@@ -91,23 +92,58 @@ pub(crate) fn eligible(s: &mut Scheduler, id: JobId, now: Time) -> bool {
 
 /// Where the components of the group `leader` leads would start right now, each beside
 /// those before it: the leader's nodes when all of them fit, else `None` (and the
-/// leader's reason says `Resources`). Tried on a copy of the scheduler, so that nothing
-/// is claimed on the real one; [`start_rest`] then finds the same places.
-pub(crate) fn fit_now(s: &Scheduler, id: JobId, now: Time) -> Option<Vec<NodeAlloc>> {
+/// leader's reason says `Resources`). Tried in place: each component that fits takes
+/// its share on the profile, the free-node index and the GPU book as a start would,
+/// and every share is given back, in reverse order, before returning — nothing is
+/// copied and nothing stays claimed. [`start_rest`] then finds the same places.
+pub(crate) fn fit_now(s: &mut Scheduler, id: JobId, now: Time) -> Option<Vec<NodeAlloc>> {
     let group = s.het.group(id)?.clone();
     let nodes = s.fit_now_alone(id, now)?;
     // Each alone first: cheap, and enough to refuse most groups that do not fit.
     for &m in &group[1..] {
         s.fit_now_alone(m, now)?;
     }
-    let mut trial = s.clone();
-    let mut out = Vec::new();
-    trial.start_alone(id, now, nodes.clone(), Pass::Main, false, &mut out);
+    let mut taken: Vec<(JobId, Vec<NodeAlloc>)> = Vec::with_capacity(group.len());
+    trial_take(s, id, nodes.clone(), now, &mut taken);
+    let mut fits = true;
     for &m in &group[1..] {
-        let alloc = trial.fit_now_alone(m, now)?;
-        trial.start_alone(m, now, alloc, Pass::Main, false, &mut out);
+        match s.fit_now_alone(m, now) {
+            Some(alloc) => trial_take(s, m, alloc, now, &mut taken),
+            None => {
+                fits = false;
+                break;
+            }
+        }
     }
-    Some(nodes)
+    for (m, alloc) in taken.into_iter().rev() {
+        trial_give_back(s, m, &alloc, now);
+    }
+    fits.then_some(nodes)
+}
+
+/// Component `m` takes `nodes` from `now` for its time limit, as a start takes them
+/// (profile, free-node index, claim end, GPU book), for [`fit_now`]'s trial.
+fn trial_take(
+    s: &mut Scheduler,
+    m: JobId,
+    nodes: Vec<NodeAlloc>,
+    now: Time,
+    taken: &mut Vec<(JobId, Vec<NodeAlloc>)>,
+) {
+    let end = now + s.jobs[&m].spec.time_limit;
+    s.profile.claim_all(&nodes, now, end);
+    s.free_now.take(&s.cluster, &nodes);
+    s.claim_end.insert(m, end);
+    side_claims::take(s, m, &nodes, now);
+    taken.push((m, nodes));
+}
+
+/// Undoes [`trial_take`].
+fn trial_give_back(s: &mut Scheduler, m: JobId, nodes: &[NodeAlloc], now: Time) {
+    let end = s.claim_end.remove(&m).expect("taken for the trial");
+    side_claims::give_back(s, m, nodes, now);
+    s.free_now.give_back(&s.cluster, nodes);
+    s.profile.release_all(nodes, now, end);
 }
 
 /// The first component of `id`'s group (in offset order) that does not fit now beside

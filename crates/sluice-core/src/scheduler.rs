@@ -1391,7 +1391,7 @@ impl Scheduler {
     ///
     /// For a heterogeneous job's leader, only when every component fits too, each beside
     /// those before it (see [`crate::het::fit_now`]).
-    pub(crate) fn fit_now(&self, id: JobId, now: Time) -> Option<Vec<NodeAlloc>> {
+    pub(crate) fn fit_now(&mut self, id: JobId, now: Time) -> Option<Vec<NodeAlloc>> {
         if self.het.is_leader(id) {
             return crate::het::fit_now(self, id, now);
         }

@@ -5,6 +5,8 @@ mod common;
 use common::*;
 use sluice_core::{Decision, JobId, JobState, PendingReason, Policy, Scheduler, Time};
 
+use sluice_core::Cluster;
+
 /// The jobs `decisions` start, with their first node, in decision order.
 fn started(decisions: &[Decision]) -> Vec<(u64, u32)> {
     decisions
@@ -155,4 +157,71 @@ fn a_component_cancelled_with_its_group_leaves_nothing_behind() {
     s.cancel_pending(JobId(3), 2);
     assert_eq!(s.het_group(JobId(2)), None);
     assert_eq!(s.pending_count(), 0);
+}
+
+/// A story on `cluster`: job 1 (`first`) starts; hetjob 2+3 (`a`, `b`), each of which
+/// fits alone now but not beside the other, waits; job 4 (`small`, ending before job 1)
+/// is submitted next. Returns the jobs the pass after job 4's submission starts.
+fn trial_story(
+    cluster: Cluster,
+    policy: Policy,
+    first: JobBuilder,
+    a: JobBuilder,
+    b: JobBuilder,
+    small: JobBuilder,
+) -> Vec<u64> {
+    let mut s = Scheduler::new(cluster, policy.clone());
+    submit_all(&mut s, &[first], 0);
+    assert_eq!(started(&s.schedule(0)).len(), 1, "{policy:?}");
+    submit_all(&mut s, &[a, b], 1);
+    s.set_het_group(&[JobId(2), JobId(3)]);
+    assert_eq!(started(&s.schedule(1)), vec![], "{policy:?}");
+    assert_eq!(
+        state(&s, 3),
+        Some((JobState::Pending, PendingReason::Resources)),
+        "{policy:?}"
+    );
+    submit_all(&mut s, &[small], 2);
+    started(&s.schedule(2)).iter().map(|j| j.0).collect()
+}
+
+#[test]
+fn trying_a_hetjob_that_does_not_fit_together_leaves_nothing_claimed() {
+    // Two nodes of 4 CPUs.
+    // t=0  job 1 takes 2 CPUs of node 0 until 100: node 0 has 2 CPUs left, node 1 all 4.
+    // t=1  hetjob 2+3, 4 CPUs on one node each: each alone fits on node 1, together
+    //      they do not. The pass tries the group (component 2 placed on node 1, then
+    //      component 3 finds no room) and gives everything back: neither starts.
+    // t=2  job 4 (4 CPUs on one node, 50 s, done before job 1 ends) starts on node 1 at
+    //      once: nothing of the failed try stayed claimed there.
+    for policy in [backfill(3600), Policy::Easy, Policy::Conservative] {
+        let now = trial_story(
+            cluster(2, 4),
+            policy.clone(),
+            job(1).procs(2).one_node().time(100),
+            job(2).procs(4).one_node().time(100).submit(1),
+            job(3).procs(4).one_node().time(100).submit(1),
+            job(4).procs(4).one_node().time(50).submit(2),
+        );
+        assert_eq!(now, vec![4], "{policy:?}");
+    }
+}
+
+#[test]
+fn trying_a_hetjob_gives_back_the_gpus_it_tried() {
+    // The same story with GPUs: two nodes of 4 CPUs and 2 GPUs. Job 1 holds one GPU of
+    // node 0 until 100; components 2 and 3 want both GPUs of one node each (each fits
+    // alone on node 1, not together); job 4 wants both GPUs of one node for 50 s and
+    // starts on node 1 at once: the GPUs the try chose for component 2 were given back.
+    for policy in [backfill(3600), Policy::Easy, Policy::Conservative] {
+        let now = trial_story(
+            gpu_cluster(&[(4, 2), (4, 2)]),
+            policy.clone(),
+            job(1).procs(1).one_node().gpus(1).time(100),
+            job(2).procs(1).one_node().gpus(2).time(100).submit(1),
+            job(3).procs(1).one_node().gpus(2).time(100).submit(1),
+            job(4).procs(1).one_node().gpus(2).time(50).submit(2),
+        );
+        assert_eq!(now, vec![4], "{policy:?}");
+    }
 }

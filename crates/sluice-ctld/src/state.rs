@@ -174,6 +174,9 @@ pub struct Caller {
     pub admin: bool,
 }
 
+/// Slurm's refusal to requeue a heterogeneous job by a component other than its leader.
+pub const NOT_HET_LEADER: &str = "Job not heterogeneous job leader";
+
 /// Slurm's refusal to act on one component of a pending heterogeneous job.
 pub const HET_COMPONENT: &str =
     "Operation not permitted on individual component of heterogeneous job";
@@ -1800,7 +1803,11 @@ impl Controller {
     }
 
     /// After heterogeneous job `leader`'s batch script ended: its other components,
-    /// which run no script of their own, end with it, in its state.
+    /// which run no script of their own, end with it, in its state and with its exit
+    /// code (slurmctld's `job_complete` completes every component), as Slurm 22.05
+    /// shows them. Steps still running in a component (an `srun --het-group` the script
+    /// left behind) are ended on its nodes and recorded as slurmstepd records a step
+    /// killed at its job's end: CANCELLED by SIGTERM.
     fn het_components_ended(&mut self, leader: JobId, now: i64) -> Vec<Effect> {
         let Some(h) = self.jobs.get(&leader).and_then(|r| r.het) else {
             return Vec::new();
@@ -1834,8 +1841,54 @@ impl Controller {
                 .collect();
             self.liveness.busy_until(&nodes, now);
             effects.push(self.persist(m));
+            effects.extend(self.end_component_steps(m, state, end, now));
             self.usage.job_ended(m, now);
         }
+        effects
+    }
+
+    /// The steps of component `m` still running when its heterogeneous job ended in
+    /// `state` at `end`: recorded ended, and their processes ended on the component's
+    /// nodes (no script of the component's is there to take them with it).
+    fn end_component_steps(
+        &mut self,
+        m: JobId,
+        state: JobState,
+        end: Option<i64>,
+        now: i64,
+    ) -> Vec<Effect> {
+        let run = self.jobs[&m].restarts;
+        let open: Vec<(JobId, StepId)> = self
+            .steps
+            .range((m, StepId::Number(0))..=(m, StepId::Number(u32::MAX)))
+            .filter(|(_, s)| s.state == JobState::Running && s.run == run)
+            .map(|(k, _)| *k)
+            .collect();
+        let mut effects = Vec::new();
+        if open.is_empty() {
+            return effects;
+        }
+        for k in open {
+            let usage = self.usage.merged(m, k.1);
+            let s = self.steps.get_mut(&k).expect("listed");
+            s.state = match state {
+                JobState::Completed | JobState::Failed | JobState::Timeout => JobState::Cancelled,
+                st => st,
+            };
+            if s.state == JobState::Cancelled && s.exit_code == 0 && s.signal == 0 {
+                s.signal = 15;
+            }
+            s.end = end.or(Some(now));
+            if usage.is_some() {
+                s.usage = usage;
+            }
+            effects.push(Effect::PersistStep(s.clone()));
+        }
+        effects.push(Effect::Terminate {
+            nodes: self.node_names(&self.jobs[&m]),
+            job_id: m,
+            state,
+        });
         effects
     }
 
@@ -2205,6 +2258,16 @@ impl Controller {
     ) -> Result<Vec<Effect>, ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
+        // A heterogeneous job is requeued whole, by its leader's id (Slurm's
+        // `_job_requeue`: ESLURM_NOT_HET_JOB_LEADER for another component).
+        if task.is_none()
+            && self
+                .jobs
+                .get(&job)
+                .is_some_and(|r| r.het.is_some_and(|h| h.offset > 0))
+        {
+            return Err(ApiError::invalid(NOT_HET_LEADER));
+        }
         let ids = self.select(job, task);
         if ids.is_empty() {
             return Err(ApiError::invalid_job());
@@ -2279,9 +2342,12 @@ impl Controller {
         run.end_time = Some(r.end_time.unwrap_or(now));
         effects.push(Effect::PersistRun(Box::new(run)));
         let lost_with_node = ended_as == JobState::NodeFail;
+        // A heterogeneous job's component other than the leader runs no batch script:
+        // it has no batch step, and no end of one to wait for.
+        let scripted = !r.desc.interactive && r.het.is_none_or(|h| h.offset == 0);
         if (ended_as == JobState::Preempted || lost_with_node)
             && state == JobState::Running
-            && !r.desc.interactive
+            && scripted
         {
             // Its batch step, killed with it, as Slurm keeps it for `sacct -D`: CANCELLED
             // by SIGTERM, under that run (lost with a node: CANCELLED, as slurmctld
@@ -2310,8 +2376,9 @@ impl Controller {
             // The run is over once nothing of it is left on any of its nodes: its batch
             // script's (unless the script has ended: a victim that left in its grace)
             // and those its steps ran on. Until then it keeps what it holds, and the
-            // job waits (`completing.rs`).
-            let batch = r.first_node();
+            // job waits (`completing.rs`). A heterogeneous job's other components run
+            // no script of their own.
+            let batch = r.first_node().filter(|_| scripted);
             let told = self.told_to_end(id);
             let mut nodes: Vec<NodeId> = match &r.ending_run {
                 Some(e) if told => e.nodes.clone(),
@@ -2782,6 +2849,8 @@ impl Controller {
             .jobs
             .values()
             .filter(|j| j.state == JobState::Running && !j.desc.interactive)
+            // A heterogeneous job's other components run no script of their own.
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .filter(|j| j.first_node() == Some(nid))
             .filter(|j| !running.contains(&(j.id, j.restarts)))
             .map(|j| j.id)
@@ -3034,7 +3103,17 @@ impl Controller {
     /// Job `id` lost its node: requeued when it may be (its run recorded as
     /// `ended_as` for `sacct -D`), else ended `NODE_FAIL`.
     fn node_failed_job(&mut self, id: JobId, ended_as: JobState, now: i64) -> Vec<Effect> {
+        // A heterogeneous job's component lost with its node takes the whole job with
+        // it: the leader (whose script ends every component) is requeued or ended, and
+        // with it every component (once only, when several lose nodes).
+        let id = match self.jobs[&id].het {
+            Some(h) if h.offset > 0 && self.jobs.contains_key(&JobId(h.job_id)) => JobId(h.job_id),
+            _ => id,
+        };
         let r = &self.jobs[&id];
+        if r.state != JobState::Running {
+            return Vec::new();
+        }
         let requeue = r.desc.requeue.unwrap_or(true) && !r.desc.interactive;
         let run = r.restarts;
         if requeue {

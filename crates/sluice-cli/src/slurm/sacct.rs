@@ -706,6 +706,8 @@ fn helpformat() -> String {
 fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRecord> {
     jobs.iter()
         .filter(|j| j.state.is_running() && !j.desc.interactive)
+        // A heterogeneous job's script runs in its leader only.
+        .filter(|j| j.het.is_none_or(|h| h.offset == 0))
         .filter(|j| {
             !steps
                 .iter()
@@ -754,6 +756,12 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut step_only: Vec<(u64, Option<u32>, String)> = Vec::new();
     let mut whole: Vec<(u64, Option<u32>)> = Vec::new();
     let mut duplicates = false;
+    // Heterogeneous components named `ID+N` (leader, offset), and `--whole-hetjob`:
+    // `Some(true)` every component of a job any of whose components is named,
+    // `Some(false)` only the components named (a leader's id its own), `None` Slurm's
+    // default (a leader's id names every component, any other one component).
+    let mut het_named: Vec<(u64, u32)> = Vec::new();
+    let mut whole_hetjob: Option<bool> = None;
     // `-M`/`-L`: the clusters whose jobs are listed (none named: the controller's own).
     let mut clusters = Clusters::Own;
     // `--noconvert`: usage sizes in the unit they were counted in.
@@ -822,8 +830,32 @@ pub fn main(args: Vec<String>) -> i32 {
                     }
                 }
             }
+            "whole-hetjob" => {
+                whole_hetjob = match f.value.as_deref().map(str::to_ascii_lowercase) {
+                    None => Some(true),
+                    Some(v) if v == "yes" || v == "y" => Some(true),
+                    Some(v) if v == "no" || v == "n" => Some(false),
+                    Some(_) => {
+                        eprintln!(
+                            "{ME}: error: Invalid --whole-hetjob value \"{}\". Valid values: [yes|no].",
+                            f.value()
+                        );
+                        return 1;
+                    }
+                }
+            }
             "jobs" => {
                 for part in f.list() {
+                    match het_job_arg(&part) {
+                        Some(h) => het_named.push(h),
+                        None => {
+                            let id = part.split('.').next().unwrap_or("");
+                            if let Some((leader, _)) = id.split_once('+') {
+                                eprintln!("{ME}: fatal: Bad hetjob offset specified: {leader}");
+                                return 1;
+                            }
+                        }
+                    }
                     let v = parse_job_arg(&part)
                         .unwrap_or_else(|| fail(ME, format!("Invalid job id {part}"), 1));
                     match part.split_once('.') {
@@ -954,15 +986,21 @@ pub fn main(args: Vec<String>) -> i32 {
             .post("/v1/accounting", &q)
             .unwrap_or_else(|e| fail(ME, describe(&e), 1));
         // A heterogeneous job's leader named stands for all its components (Slurm's
-        // `--whole-hetjob` default for a leader; with `-X`, Slurm 22.05 shows the leader
-        // alone): their records are asked for too.
+        // default; with `-X`, Slurm 22.05 shows the leader alone), and with
+        // `--whole-hetjob` any component named does: their records are asked for too.
         let members: Vec<u64> = acct
             .jobs
             .iter()
-            .filter_map(|j| j.het)
-            .filter(|h| !alloc_only && h.offset == 0 && q.jobs.contains(&h.job_id))
-            .flat_map(|h| (1..h.size as u64).map(move |i| h.job_id + i))
+            .filter_map(|j| Some((j.id, j.het?)))
+            .filter(|&(id, h)| match whole_hetjob {
+                Some(true) => q.jobs.contains(&id),
+                Some(false) => false,
+                None => !alloc_only && h.offset == 0 && q.jobs.contains(&h.job_id),
+            })
+            .flat_map(|(_, h)| (0..h.size as u64).map(move |i| h.job_id + i))
             .filter(|m| !q.jobs.contains(m))
+            .collect::<std::collections::BTreeSet<u64>>()
+            .into_iter()
             .collect();
         if !members.is_empty() {
             let more: sluice_proto::types::Accounting = client
@@ -977,6 +1015,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 .unwrap_or_else(|e| fail(ME, describe(&e), 1));
             acct.jobs.extend(more.jobs);
             acct.steps.extend(more.steps);
+            acct.runs.extend(more.runs);
         }
         fetched.push((name, acct));
     }
@@ -1005,13 +1044,17 @@ pub fn main(args: Vec<String>) -> i32 {
                 None => Convert::Exact,
             },
         };
+        // The heterogeneous job (leader's id) of each job named by its own id.
+        let het_of = |id: u64| -> Option<u64> {
+            acct.jobs
+                .iter()
+                .find(|j| j.id == id)
+                .and_then(|j| j.het)
+                .map(|h| h.job_id)
+        };
         let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
             Some(tk) => j.array == Some((id, tk)),
-            None => {
-                j.id == id
-                    || j.array.is_some_and(|a| a.0 == id)
-                    || (!alloc_only && j.het.is_some_and(|h| h.job_id == id))
-            }
+            None => het_pick(j, id, &het_named, whole_hetjob, alloc_only, het_of(id)),
         };
         let mut selected: Vec<&JobRecord> = acct
             .jobs
@@ -1096,6 +1139,47 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     print!("{out}");
     0
+}
+
+/// Whether job `j` is one `-j` names by `id` (an `ID+N` form's id when `het_named`
+/// has it), as slurmdbd selects: a job's own id names it (and an array's every task); a
+/// heterogeneous job's leader's id names every component (Slurm's default, not with
+/// `-X`), a component's id (or `ID+N`) that component alone; `--whole-hetjob=yes`
+/// (`whole`) makes any component named name all of them (`het_of`: the heterogeneous
+/// job of the job whose id is `id`), `=no` only the component named.
+fn het_pick(
+    j: &JobRecord,
+    id: u64,
+    het_named: &[(u64, u32)],
+    whole: Option<bool>,
+    alloc_only: bool,
+    het_of: Option<u64>,
+) -> bool {
+    let same_het = |leader: u64| j.het.is_some_and(|h| h.job_id == leader);
+    if let Some(&(leader, offset)) = het_named.iter().find(|&&(l, o)| l + u64::from(o) == id) {
+        // `ID+N`: component N of heterogeneous job ID, or all of them with `=yes`.
+        return match whole {
+            Some(true) => same_het(leader),
+            _ => j
+                .het
+                .is_some_and(|h| h.job_id == leader && h.offset == offset),
+        };
+    }
+    if j.id == id || j.array.is_some_and(|a| a.0 == id) {
+        return true;
+    }
+    match whole {
+        None => !alloc_only && same_het(id),
+        Some(true) => het_of.is_some_and(same_het),
+        Some(false) => false,
+    }
+}
+
+/// `ID+N` (with any `.STEP` after it): heterogeneous job ID's component N.
+fn het_job_arg(s: &str) -> Option<(u64, u32)> {
+    let s = s.split('.').next()?;
+    let (leader, offset) = s.split_once('+')?;
+    Some((leader.parse().ok()?, offset.parse().ok()?))
 }
 
 #[cfg(test)]

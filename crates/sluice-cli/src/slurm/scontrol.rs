@@ -627,7 +627,9 @@ pub fn main(args: Vec<String>) -> i32 {
             let mut code = 0;
             for arg in words.iter().skip(1) {
                 for part in arg.split(',') {
-                    let Some(ids) = parse_job_arg(part) else {
+                    // A heterogeneous job is requeued by its leader's id, never `ID+N`.
+                    let het_form = verb.starts_with("requeue") && part.contains('+');
+                    let Some(ids) = parse_job_arg(part).filter(|_| !het_form) else {
                         eprintln!("Invalid job id specified for job {part}");
                         code = 1;
                         continue;

@@ -306,3 +306,254 @@ fn a_pending_hetjob_survives_a_controller_restart_and_still_starts_whole() {
     c.wait_for("both components to start", || listed(&c) == running);
     c.run("scancel", &[&het.to_string()]);
 }
+
+#[test]
+fn a_hetjob_is_requeued_whole_by_its_leader_and_sacct_selects_components_as_slurm() {
+    let c = Cluster::start("hetrequeue", SMALL);
+    let het = c.sbatch(&[
+        "-J",
+        "rq",
+        "-n",
+        "1",
+        "-t",
+        "5",
+        ":",
+        "-n",
+        "1",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let member = (het + 1).to_string();
+    let states = || {
+        let mut l: Vec<String> = c
+            .run("squeue", &["-h", "-o", "%i %t", "-j", &het.to_string()])
+            .stdout
+            .lines()
+            .map(str::to_string)
+            .collect();
+        l.sort();
+        l.join("\n")
+    };
+    let running = format!("{het}+0 R\n{het}+1 R");
+    c.wait_for("both components to run", || states() == running);
+
+    // Only the leader's id requeues a hetjob: `ID+N` is no job id to scontrol, and a
+    // component's own id is refused with Slurm's words.
+    let o = c.run("scontrol", &["requeue", &format!("{het}+1")]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (
+            1,
+            format!("Invalid job id specified for job {het}+1\n").as_str()
+        )
+    );
+    let o = c.run("scontrol", &["requeue", &member]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (
+            1,
+            format!("Job not heterogeneous job leader for job {member}\n").as_str()
+        )
+    );
+    assert_eq!(states(), running);
+
+    // The leader's id requeues every component; they run again together.
+    let o = c.run("scontrol", &["requeue", &het.to_string()]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let restarts = || {
+        c.run("scontrol", &["show", "job", &het.to_string()])
+            .stdout
+            .lines()
+            .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("Restarts=")))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    c.wait_for("the requeued hetjob to run again, whole", || {
+        states() == running && restarts() == ["Restarts=1", "Restarts=1"]
+    });
+
+    // sacct: the leader's id names every component, a component's (either name) itself;
+    // --whole-hetjob=yes makes any component name all, =no only the one named.
+    let sacct = |args: &[&str]| {
+        let mut a = vec!["-n", "-P", "-o", "JobID"];
+        a.extend_from_slice(args);
+        let o = c.run("sacct", &a);
+        assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
+        o.stdout
+            .lines()
+            .filter(|l| !l.contains('.'))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (leader, plus1) = (het.to_string(), format!("{het}+1"));
+    let (both, first, second) = (
+        format!("{het}+0 {het}+1"),
+        format!("{het}+0"),
+        format!("{het}+1"),
+    );
+    assert_eq!(sacct(&["-j", &leader]), both);
+    assert_eq!(sacct(&["-j", &plus1]), second);
+    assert_eq!(sacct(&["-j", &format!("{het}+0")]), first);
+    assert_eq!(sacct(&["-j", &member]), second);
+    assert_eq!(sacct(&["-j", &plus1, "--whole-hetjob"]), both);
+    assert_eq!(sacct(&["-j", &member, "--whole-hetjob=yes"]), both);
+    assert_eq!(sacct(&["-j", &plus1, "--whole-hetjob=no"]), second);
+    assert_eq!(sacct(&["-j", &leader, "--whole-hetjob=no"]), first);
+    assert_eq!(sacct(&["-j", &format!("{het}+5")]), "");
+    let o = c.run("sacct", &["-j", &format!("{het}+x")]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (
+            1,
+            format!("sacct: fatal: Bad hetjob offset specified: {het}\n").as_str()
+        )
+    );
+    let o = c.run("sacct", &["-j", &leader, "--whole-hetjob=maybe"]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (
+            1,
+            "sacct: error: Invalid --whole-hetjob value \"maybe\". Valid values: [yes|no].\n"
+        )
+    );
+    c.run("scancel", &[&leader]);
+}
+
+#[test]
+fn the_components_end_with_the_leaders_script_and_their_steps_are_ended_with_them() {
+    let c = Cluster::start("hetend", SMALL);
+    // The script leaves a step running in component 1 and fails: every component ends
+    // FAILED with the script's exit code, and the left step is ended on its node,
+    // CANCELLED by SIGTERM (as real Slurm 22.05 records it).
+    let het = c.sbatch(&[
+        "-J",
+        "hend",
+        "-n",
+        "1",
+        "-t",
+        "5",
+        ":",
+        "-n",
+        "1",
+        "--wrap",
+        "srun --het-group=1 sleep 3377 & sleep 2; exit 3",
+    ]);
+    c.wait_for("the hetjob to end", || {
+        c.run("squeue", &["-h", "-j", &het.to_string()])
+            .stdout
+            .is_empty()
+    });
+    let rows = || {
+        c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-o",
+                "JobID,State,ExitCode",
+                "-j",
+                &het.to_string(),
+            ],
+        )
+        .stdout
+    };
+    let expected = format!(
+        "{het}+0|FAILED|3:0\n{het}+0.batch|FAILED|3:0\n{het}+1|FAILED|3:0\n{het}+1.0|CANCELLED|0:15\n"
+    );
+    let shown = c.settle(&expected, rows);
+    assert_eq!(shown, expected);
+    let reasons = c
+        .run(
+            "squeue",
+            &["-h", "-t", "all", "-o", "%i %T %r", "-j", &het.to_string()],
+        )
+        .stdout;
+    let mut reasons: Vec<&str> = reasons.lines().collect();
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        vec![
+            format!("{het}+0 FAILED NonZeroExitCode"),
+            format!("{het}+1 FAILED NonZeroExitCode")
+        ]
+    );
+    // The step's process is gone from the component's node.
+    c.wait_for("the component's step to be killed", || {
+        !std::process::Command::new("pgrep")
+            .args(["-f", "sleep 3377"])
+            .status()
+            .unwrap()
+            .success()
+    });
+}
+
+/// One node of 2 CPUs in `low` (`PriorityTier=1`, `GraceTime=2`) and `high`
+/// (`PriorityTier=10`), `preempt/partition_prio` with `REQUEUE`.
+const TIERS: &str = "ClusterName=hettiers
+SlurmctldHost=localhost
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+NodeName=n1 CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=low Nodes=n1 Default=YES MaxTime=1:00:00 State=UP PriorityTier=1 GraceTime=2
+PartitionName=high Nodes=n1 MaxTime=1:00:00 State=UP PriorityTier=10
+";
+
+#[test]
+fn a_preempted_hetjob_is_requeued_whole_and_runs_again_whole() {
+    let c = Cluster::start("hetpreempt", TIERS);
+    // A low hetjob of two one-CPU components fills the node; a high job needs one CPU:
+    // the whole hetjob is preempted and requeued, and runs again whole after it.
+    let het = c.sbatch(&[
+        "-p",
+        "low",
+        "-n",
+        "1",
+        "-o",
+        "het.out",
+        ":",
+        "-n",
+        "1",
+        "--wrap",
+        "echo run ${SLURM_RESTART_COUNT:-0}; sleep 600",
+    ]);
+    let states = || {
+        let mut l: Vec<String> = c
+            .run("squeue", &["-h", "-o", "%i %t", "-j", &het.to_string()])
+            .stdout
+            .lines()
+            .map(str::to_string)
+            .collect();
+        l.sort();
+        l.join("\n")
+    };
+    let running = format!("{het}+0 R\n{het}+1 R");
+    c.wait_for("both components to run", || states() == running);
+    let high = c.sbatch(&["-p", "high", "-n", "1", "--wrap", "sleep 2"]);
+    assert_eq!(c.wait_ended(high), "COMPLETED");
+    c.wait_for("the hetjob to run again, whole", || {
+        states() == running
+            && std::fs::read_to_string(c.work().join("het.out")).is_ok_and(|o| o.contains("run 1"))
+    });
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-D",
+            "-P",
+            "-o",
+            "JobID,State",
+            "-j",
+            &het.to_string(),
+        ],
+    );
+    // Each component's preempted run is kept; the script (and its batch step) is the
+    // leader's alone.
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{het}+0|PREEMPTED\n{het}+0.batch|CANCELLED\n{het}+0|RUNNING\n{het}+0.batch|RUNNING\n\
+             {het}+1|PREEMPTED\n{het}+1|RUNNING\n"
+        )
+    );
+    c.run("scancel", &[&het.to_string()]);
+}

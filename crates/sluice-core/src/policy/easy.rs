@@ -14,14 +14,27 @@ use crate::job::{NodeAlloc, PendingReason};
 use crate::scheduler::Scheduler;
 use crate::time::{Time, NEVER};
 
-/// The head job's temporary reservation.
+/// The head job's temporary reservation: one claim, or one per component of a
+/// heterogeneous job.
 struct Shadow {
     start: Time,
-    end: Time,
-    nodes: Vec<NodeAlloc>,
+    claims: Vec<(Vec<NodeAlloc>, Time)>,
 }
 
 fn reserve(s: &mut Scheduler, head: JobId, now: Time) -> Option<Shadow> {
+    if s.het.is_leader(head) {
+        // A heterogeneous job is reserved whole: the earliest time every component
+        // fits beside the others, each on its own nodes.
+        let (start, placed) = crate::het::plan(s, &s.profile, head, now, NEVER, 1)?;
+        let claims: Vec<(Vec<NodeAlloc>, Time)> = placed
+            .into_iter()
+            .map(|(m, nodes)| (nodes, start + s.jobs[&m].spec.time_limit.max(1)))
+            .collect();
+        for (nodes, end) in &claims {
+            s.profile.claim_all(nodes, start, *end);
+        }
+        return Some(Shadow { start, claims });
+    }
     let job = &s.jobs[&head];
     let filter = s.filter_for(job);
     let limit = job.spec.time_limit;
@@ -30,12 +43,17 @@ fn reserve(s: &mut Scheduler, head: JobId, now: Time) -> Option<Shadow> {
             .earliest_start(&s.cluster, &job.spec.request, filter, limit, now, NEVER)?;
     let end = start + limit;
     s.profile.claim_all(&nodes, start, end);
-    Some(Shadow { start, end, nodes })
+    Some(Shadow {
+        start,
+        claims: vec![(nodes, end)],
+    })
 }
 
 fn unreserve(s: &mut Scheduler, shadow: Option<Shadow>) {
     if let Some(sh) = shadow {
-        s.profile.release_all(&sh.nodes, sh.start, sh.end);
+        for (nodes, end) in sh.claims.iter().rev() {
+            s.profile.release_all(nodes, sh.start, *end);
+        }
     }
 }
 

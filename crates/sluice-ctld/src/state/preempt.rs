@@ -61,7 +61,35 @@ impl Controller {
         let mut starts = Vec::new();
         let mut effects = Vec::new();
         let mut ended = false;
+        // A heterogeneous job is preempted whole: a victim that is one of its
+        // components brings every running component with it (each once), as Slurm
+        // preempts and requeues a hetjob by its leader.
+        let mut victims = Vec::new();
         for d in decisions {
+            let Decision::Preempt { victim, .. } = &d else {
+                victims.push(d);
+                continue;
+            };
+            let members = self.het_members(*victim);
+            for m in members {
+                let taken = victims
+                    .iter()
+                    .any(|v| matches!(v, Decision::Preempt { victim, .. } if *victim == m));
+                let running = self
+                    .jobs
+                    .get(&m)
+                    .is_some_and(|r| r.state == JobState::Running);
+                if taken || !running || self.preempting.contains_key(&m) {
+                    continue;
+                }
+                let mut one = d.clone();
+                if let Decision::Preempt { victim, .. } = &mut one {
+                    *victim = m;
+                }
+                victims.push(one);
+            }
+        }
+        for d in victims {
             let Decision::Preempt {
                 victim,
                 by,
@@ -306,6 +334,19 @@ impl Controller {
                     "preempted JobId={id} ended in its grace time and has been requeued"
                 );
                 let mut effects = self.requeue_run(id, JobState::Preempted, false, now);
+                // A heterogeneous job's leader whose script left in its grace takes its
+                // other components back to the queue with it (they run no script that
+                // could end on its own): the job runs again whole.
+                if self.jobs[&id].het.is_some_and(|h| h.offset == 0) {
+                    for m in self.het_members(id).into_iter().skip(1) {
+                        if self.preempting.remove(&m).is_some()
+                            && self.jobs[&m].state == JobState::Running
+                        {
+                            self.audit_requeued(m, cause_of_preemption(), JobState::Preempted, now);
+                            effects.extend(self.requeue_run(m, JobState::Preempted, true, now));
+                        }
+                    }
+                }
                 effects.extend(self.schedule(now));
                 Some(effects)
             }
@@ -314,6 +355,13 @@ impl Controller {
                 None
             }
         }
+    }
+}
+
+/// The cause a preemption's requeue is recorded with.
+fn cause_of_preemption() -> RequeueCause {
+    RequeueCause::Preempted {
+        by: Default::default(),
     }
 }
 
