@@ -469,7 +469,15 @@ impl Controller {
                     let suspension = r.suspension;
                     c.jobs.insert(id, r);
                     if let (Ok(spec), Some(nodes)) = (spec, nodes) {
-                        if c.sched.restore_running(spec, start, nodes, now).is_ok() {
+                        // Suspended by preemption: it holds nothing until it resumes.
+                        let by_preemption =
+                            suspension.and_then(|s| Some((s.since?, s.for_job?, s.secs)));
+                        if let Some((since, by, secs)) = by_preemption {
+                            let by = JobId(by);
+                            let _ = c
+                                .sched
+                                .restore_suspended(spec, start, nodes, since, secs, by);
+                        } else if c.sched.restore_running(spec, start, nodes, now).is_ok() {
                             if let Some(s) = suspension {
                                 c.restore_suspension(id, s, now);
                             }

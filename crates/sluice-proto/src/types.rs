@@ -109,7 +109,8 @@ impl JobState {
     }
 }
 
-/// A run's suspensions by operators (`scontrol suspend`/`resume`), as Slurm keeps them.
+/// A run's suspensions, by operators (`scontrol suspend`/`resume`) or by preemption
+/// (`PreemptMode=SUSPEND`), as Slurm keeps them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Suspension {
     /// Suspended now: since when (Unix seconds).
@@ -121,6 +122,10 @@ pub struct Suspension {
     pub pre_secs: i64,
     /// Seconds spent suspended in suspensions that are over.
     pub secs: i64,
+    /// Suspended now by preemption (`PreemptMode=SUSPEND`), for this job; `None` when
+    /// not suspended or suspended by an operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_job: Option<u64>,
 }
 
 impl Suspension {

@@ -27,6 +27,7 @@ fn conf(low_mode: Option<PreemptMode>) -> ClusterConfig {
         kind: PreemptType::PartitionPrio,
         mode: PreemptMode::Requeue,
         exempt_time: 0,
+        gang: false,
     };
     c.cluster = cluster;
     c.topology = vec![(1, 4, 1)];
