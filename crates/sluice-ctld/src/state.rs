@@ -1686,6 +1686,8 @@ impl Controller {
                 ended_on: Vec::new(),
                 usage: self.usage.merged(id, StepId::Batch),
                 run: r.restarts,
+                // The batch step stood through every suspension of its job.
+                suspended_secs: r.suspension.map_or(0, |s| s.secs),
             };
             self.steps.insert((id, StepId::Batch), step.clone());
             effects.push(Effect::PersistStep(step));
@@ -2225,6 +2227,8 @@ impl Controller {
                 ended_on: Vec::new(),
                 usage: self.usage.merged(id, StepId::Batch),
                 run: r.restarts,
+                // The batch step stood through every suspension of its job.
+                suspended_secs: r.suspension.map_or(0, |s| s.secs),
             }));
         }
         if state == JobState::Running {
@@ -2319,6 +2323,14 @@ impl Controller {
             return Err(ApiError::invalid(format!(
                 "Unable to create step for job {job}: Job/step already completing or completed"
             )));
+        }
+        // As slurmctld (`ESLURM_DISABLED` for a suspended job): srun asks again until
+        // the job is resumed.
+        if r.suspended() {
+            return Err(ApiError::new(
+                ErrorCode::Busy,
+                format!("Job {job} step creation temporarily disabled, retrying (Requested operation is presently disabled)"),
+            ));
         }
         let job_nodes = self.node_names(r);
         // The allocation's nodes the step may use, in the allocation's order: `-w` ones
@@ -2491,6 +2503,7 @@ impl Controller {
             ended_on: Vec::new(),
             usage: None,
             run: self.jobs[&job].restarts,
+            suspended_secs: 0,
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());

@@ -359,10 +359,30 @@ pub struct StepRecord {
     /// runs keep their steps, which `sacct -D` shows under each run.
     #[serde(default, skip_serializing_if = "run_zero")]
     pub run: u32,
+    /// Seconds it stood suspended with its job in suspensions that are over (one under
+    /// way is the job's: see [`StepRecord::suspended_secs_at`]).
+    #[serde(default, skip_serializing_if = "secs_zero")]
+    pub suspended_secs: i64,
 }
 
 fn run_zero(run: &u32) -> bool {
     *run == 0
+}
+
+fn secs_zero(secs: &i64) -> bool {
+    *secs == 0
+}
+
+impl StepRecord {
+    /// Seconds this step stood suspended by `t` (by its end, once it ended): its own
+    /// suspensions that are over, and the part of its job's present suspension (`job`)
+    /// since it started. A step started after a suspension never counts it.
+    pub fn suspended_secs_at(&self, job: Option<&Suspension>, t: i64) -> i64 {
+        let now = job.and_then(|s| s.since).map_or(0, |since| {
+            (self.end.unwrap_or(t) - since.max(self.start)).max(0)
+        });
+        self.suspended_secs + now
+    }
 }
 
 /// Reads a field that is there, `null` included, as `Some`: with `#[serde(default)]`

@@ -16,6 +16,7 @@ mod efficiency;
 mod enforce;
 mod explain;
 mod export_none;
+mod gang;
 mod gpu;
 mod harness;
 mod hetjobs;

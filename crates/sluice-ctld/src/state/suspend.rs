@@ -10,7 +10,7 @@
 use sluice_core::JobId;
 use sluice_proto::audit::AuditWhat;
 use sluice_proto::error::{ApiError, ErrorCode};
-use sluice_proto::types::{JobState, Suspension};
+use sluice_proto::types::{JobState, StepId, Suspension};
 
 use super::{Caller, Controller, Effect};
 
@@ -108,11 +108,28 @@ impl Controller {
             s.since = None;
             s.for_job = None;
         }
+        let ended = (!suspend)
+            .then_some(r.suspension.and_then(|s| s.since))
+            .flatten();
         s.changed = now;
         r.suspension = Some(s);
+        let run = r.restarts;
         let r = &self.jobs[&id];
         self.audit.push(now, r, what);
         let mut effects = vec![self.persist(id)];
+        // A suspension that is over: each step of the run still going counts its part
+        // (a step started later was never suspended).
+        if let Some(since) = ended {
+            let steps = self
+                .steps
+                .range_mut((id, StepId::Batch)..=(id, StepId::Number(u32::MAX)))
+                .map(|(_, s)| s)
+                .filter(|s| s.run == run && s.end.is_none());
+            for step in steps {
+                step.suspended_secs += (now - since.max(step.start)).max(0);
+                effects.push(Effect::PersistStep(step.clone()));
+            }
+        }
         effects.push(Effect::Suspend {
             nodes: self.node_names(r),
             job_id: id,
