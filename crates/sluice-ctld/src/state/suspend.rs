@@ -214,6 +214,7 @@ mod tests {
                 changed: 100,
                 pre_secs: 100,
                 secs: 0,
+                for_job: None,
             })
         );
         assert_eq!(
