@@ -117,6 +117,7 @@ fn record(id: u64, n: u64, t: i64, with_usage: bool) -> (JobRecord, Vec<StepReco
         ended_on: Vec::new(),
         usage: with_usage.then(|| Box::new(usage(&job.nodes[0], 1, id))),
         run: 0,
+        suspended_secs: 0,
     };
     // An srun step of four tasks as well.
     let srun = StepRecord {

@@ -855,6 +855,9 @@ fn render_table(
             m.lost_proc_seconds.to_string(),
         ));
     }
+    if m.suspensions > 0 {
+        rows.push(("runs suspended by preemption", m.suspensions.to_string()));
+    }
     if m.gpu_seconds > 0.0 {
         rows.push(("GPU-hours", format!("{:.1}", m.gpu_seconds / 3600.0)));
         rows.push(("GPU utilisation", format!("{:.4}", m.gpu_utilization)));

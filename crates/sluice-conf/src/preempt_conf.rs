@@ -1,8 +1,8 @@
 //! Preemption settings of slurm.conf: `PreemptType`, `PreemptMode` (global and per
 //! partition), `PreemptExemptTime`, and the partition's `GraceTime`.
 //!
-//! Sluice preempts by cancelling or requeueing (see `sluice_core::preempt`):
-//! `SUSPEND` and `GANG` are refused with a clear error rather than silently ignored.
+//! Sluice preempts by cancelling, requeueing or suspending (see `sluice_core::preempt`
+//! and `sluice_core::gang`); the cluster's `SUSPEND` needs `GANG`, as in Slurm.
 
 use sluice_core::{PreemptConfig, PreemptMode, PreemptType};
 
@@ -22,31 +22,59 @@ pub fn parse_preempt_type(v: &str) -> Result<PreemptType, String> {
     }
 }
 
-/// `PreemptMode=OFF|CANCEL|REQUEUE` (any case; Slurm's comma list).
+/// A partition's (or QOS's) `PreemptMode=OFF|CANCEL|REQUEUE|SUSPEND` (any case;
+/// Slurm's comma list; `GANG` may stand beside them and means nothing here: it is the
+/// cluster's).
 ///
-/// Errors: `SUSPEND` and `GANG` (not supported yet), unknown words, more than one
-/// mode.
+/// Errors: unknown words, more than one mode.
 pub fn parse_preempt_mode(v: &str) -> Result<PreemptMode, String> {
+    parse_words(v).map(|(mode, _)| mode)
+}
+
+/// The cluster's `PreemptMode`: a mode and whether `GANG` is on. As in Slurm 22.05,
+/// `SUSPEND` needs `GANG` (the gang scheduler is what resumes suspended jobs).
+///
+/// Errors: those of [`parse_preempt_mode`]; `SUSPEND` without `GANG`.
+pub fn parse_cluster_preempt_mode(v: &str) -> Result<(PreemptMode, bool), String> {
+    let (mode, gang) = parse_words(v)?;
+    if mode == PreemptMode::Suspend && !gang {
+        return Err("SUSPEND requires GANG too (PreemptMode=SUSPEND,GANG)".into());
+    }
+    Ok((mode, gang))
+}
+
+/// The mode among `v`'s words (`OFF` when only `GANG`), and whether `GANG` is one.
+fn parse_words(v: &str) -> Result<(PreemptMode, bool), String> {
     let mut mode = None;
+    let mut gang = false;
     for word in v.split(',').map(str::trim).filter(|w| !w.is_empty()) {
         let m = match word.to_ascii_uppercase().as_str() {
             "OFF" => PreemptMode::Off,
             "CANCEL" => PreemptMode::Cancel,
             "REQUEUE" => PreemptMode::Requeue,
-            "SUSPEND" | "GANG" => {
+            "SUSPEND" => PreemptMode::Suspend,
+            "GANG" => {
+                gang = true;
+                continue;
+            }
+            _ => {
                 return Err(format!(
-                    "{} is not supported yet (use CANCEL or REQUEUE)",
-                    word.to_ascii_uppercase()
+                    "unknown mode '{word}' (OFF, CANCEL, REQUEUE, SUSPEND or GANG)"
                 ))
             }
-            _ => return Err(format!("unknown mode '{word}' (OFF, CANCEL or REQUEUE)")),
         };
         if mode.is_some_and(|old| old != m) {
             return Err(format!("more than one mode in '{v}'"));
         }
         mode = Some(m);
     }
-    mode.ok_or_else(|| format!("unknown mode '{v}' (OFF, CANCEL or REQUEUE)"))
+    match mode {
+        Some(m) => Ok((m, gang)),
+        None if gang => Ok((PreemptMode::Off, true)),
+        None => Err(format!(
+            "unknown mode '{v}' (OFF, CANCEL, REQUEUE, SUSPEND or GANG)"
+        )),
+    }
 }
 
 /// `PreemptExemptTime` in seconds (Slurm's time format; `-1` or `0`: none).
@@ -68,14 +96,16 @@ pub fn parse_grace_time(v: &str) -> Result<i64, String> {
 
 /// The cluster's settings from the global values (each already checked).
 pub fn config(kind: Option<&str>, mode: Option<&str>, exempt: Option<&str>) -> PreemptConfig {
+    let (mode, gang) = mode
+        .and_then(|v| parse_cluster_preempt_mode(v).ok())
+        .unwrap_or_default();
     PreemptConfig {
         kind: kind
             .and_then(|v| parse_preempt_type(v).ok())
             .unwrap_or_default(),
-        mode: mode
-            .and_then(|v| parse_preempt_mode(v).ok())
-            .unwrap_or_default(),
+        mode,
         exempt_time: exempt.and_then(|v| parse_exempt_time(v).ok()).unwrap_or(0),
+        gang,
     }
 }
 
@@ -97,12 +127,21 @@ mod tests {
         assert_eq!(parse_preempt_mode("requeue"), Ok(PreemptMode::Requeue));
         assert_eq!(parse_preempt_mode("CANCEL"), Ok(PreemptMode::Cancel));
         assert_eq!(
-            parse_preempt_mode("SUSPEND,GANG"),
-            Err("SUSPEND is not supported yet (use CANCEL or REQUEUE)".into())
+            parse_cluster_preempt_mode("SUSPEND,GANG"),
+            Ok((PreemptMode::Suspend, true))
         );
         assert_eq!(
+            parse_cluster_preempt_mode("suspend"),
+            Err("SUSPEND requires GANG too (PreemptMode=SUSPEND,GANG)".into())
+        );
+        assert_eq!(
+            parse_cluster_preempt_mode("GANG"),
+            Ok((PreemptMode::Off, true))
+        );
+        assert_eq!(parse_preempt_mode("SUSPEND"), Ok(PreemptMode::Suspend));
+        assert_eq!(
             parse_preempt_mode("kill"),
-            Err("unknown mode 'kill' (OFF, CANCEL or REQUEUE)".into())
+            Err("unknown mode 'kill' (OFF, CANCEL, REQUEUE, SUSPEND or GANG)".into())
         );
         assert_eq!(parse_exempt_time("00:05:00"), Ok(300));
         assert_eq!(parse_exempt_time("-1"), Ok(0));

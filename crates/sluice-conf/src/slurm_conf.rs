@@ -374,7 +374,7 @@ impl Parser {
                 crate::log_conf::DebugLevel::parse(value).map(|_| ())
             }
             "preempttype" => preempt_conf::parse_preempt_type(value).map(|_| ()),
-            "preemptmode" => preempt_conf::parse_preempt_mode(value).map(|_| ()),
+            "preemptmode" => preempt_conf::parse_cluster_preempt_mode(value).map(|_| ()),
             "preemptexempttime" => preempt_conf::parse_exempt_time(value).map(|_| ()),
             "slurmctldport" | "slurmdport" => crate::net_conf::parse_port(value).map(|_| ()),
             "returntoservice" => crate::net_conf::parse_return_to_service(value).map(|_| ()),
@@ -1487,10 +1487,10 @@ mod tests {
             e.to_string(),
             "s.conf:1: GRES 'gpu' is not listed in GresTypes"
         );
-        let e = parse_str("PreemptMode=SUSPEND,GANG\n", Path::new("s.conf")).unwrap_err();
+        let e = parse_str("PreemptMode=SUSPEND\n", Path::new("s.conf")).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "s.conf:1: PreemptMode: SUSPEND is not supported yet (use CANCEL or REQUEUE)"
+            "s.conf:1: PreemptMode: SUSPEND requires GANG too (PreemptMode=SUSPEND,GANG)"
         );
         let e = parse_str(
             "NodeName=n1\nPartitionName=p Nodes=n1 GraceTime=soon\n",
@@ -1512,6 +1512,7 @@ mod tests {
                 kind: sluice_core::PreemptType::PartitionPrio,
                 mode: sluice_core::PreemptMode::Requeue,
                 exempt_time: 60,
+                gang: false,
             }
         );
         assert_eq!(

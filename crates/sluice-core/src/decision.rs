@@ -49,7 +49,10 @@ pub enum Decision {
     /// (SIGTERM, or its `--signal`), and end it `grace` seconds later at the latest, then
     /// cancel or requeue it as `mode` says. Report its end with
     /// [`crate::Scheduler::job_ended`] as usual: until `by` starts, what `victim` frees
-    /// is held for `by` alone.
+    /// is held for `by` alone. With [`PreemptMode::Suspend`], stop `victim`'s processes
+    /// instead: the core has already suspended it (state
+    /// [`crate::JobState::Suspended`]) and given its resources to `by`; a
+    /// [`Decision::Resume`] follows when they are free again.
     Preempt {
         /// The job to preempt (running).
         victim: JobId,
@@ -64,5 +67,14 @@ pub enum Decision {
         /// `victim` runs on capacity borrowed from `by`'s cohort, which `by` takes back
         /// (see [`crate::borrow`]).
         reclaim: bool,
+    },
+    /// Continue `job`, suspended by preemption (a [`Decision::Preempt`] with
+    /// [`PreemptMode::Suspend`]), at `at`: its resources are its own again (see
+    /// [`crate::gang`]).
+    Resume {
+        /// The job (now running again).
+        job: JobId,
+        /// When (the `now` of the pass).
+        at: Time,
     },
 }

@@ -136,12 +136,15 @@ pub struct JobSpec {
 }
 
 /// Where a job stands in its life.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobState {
     /// Waiting in the queue.
     Pending,
     /// Holding resources since `start`.
     Running,
+    /// Started, then suspended by preemption: its processes are stopped and it holds
+    /// nothing until it resumes (see [`crate::gang`]).
+    Suspended,
 }
 
 /// Slurm's pending reason codes, as `squeue` prints them in `%r`.

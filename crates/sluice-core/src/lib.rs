@@ -15,6 +15,7 @@ pub mod decision;
 pub mod explain;
 pub mod fairshare;
 mod free_now;
+pub mod gang;
 pub mod gpu_pick;
 pub mod gpus;
 mod het;

@@ -29,9 +29,11 @@
 //! borrowing member's `GraceTime`). Among all its candidates, a set of borrowed jobs
 //! alone is chosen whenever one lets it start, by the same rule.
 //!
+//! Victims whose mode is `SUSPEND` are suspended in the same pass and their preemptor
+//! starts at once on what they held; they resume when it is free again (see
+//! [`crate::gang`]).
+//!
 //! Deviations from Slurm, on purpose or for now:
-//! - `PreemptMode=SUSPEND` and `GANG` are not supported (the configuration refuses
-//!   them): victims are cancelled or requeued.
 //! - The victims are chosen by the rule above (fewest jobs, then least run time), not by
 //!   Slurm's `preempt_youngest_first`/priority ordering; the result is the same
 //!   youngest-first choice in the common cases and never preempts more than needed.
@@ -219,6 +221,7 @@ pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         })
         .take(MAX_PREEMPTORS)
         .collect();
+    let mut suspended = false;
     for by in waiting {
         if !s.eligible(by, now) {
             continue;
@@ -242,7 +245,7 @@ pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
             continue;
         };
         let mut w = Waiting::default();
-        for c in chosen {
+        for c in &chosen {
             s.preempt.victim_of.insert(c.id, by);
             w.running.push(c.id);
             out.push(Decision::Preempt {
@@ -256,6 +259,14 @@ pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         }
         s.preempt.waiting.insert(by, w);
         s.set_reason(by, PendingReason::Resources);
+        // Victims suspended give their resources to `by` at once (see `crate::gang`).
+        for c in chosen.iter().filter(|c| c.mode == PreemptMode::Suspend) {
+            crate::gang::suspend(s, c.id, by, now);
+            suspended = true;
+        }
+    }
+    if suspended {
+        start_ready(s, now, out);
     }
 }
 

@@ -154,6 +154,8 @@ pub struct Scheduler {
     pub(crate) usage: Usage,
     /// Preemptions under way (see [`crate::preempt`]).
     pub(crate) preempt: crate::preempt::State,
+    /// Jobs suspended by preemption (see [`crate::gang`]).
+    pub(crate) gang: crate::gang::State,
     /// Cohorts and what their members borrow (see [`crate::borrow`]).
     pub(crate) borrow: crate::borrow::State,
     /// Bumped at every node state change.
@@ -209,6 +211,7 @@ impl Scheduler {
             accounts: AccountLimits::default(),
             usage: Usage::default(),
             preempt: Default::default(),
+            gang: Default::default(),
             borrow: Default::default(),
             node_epoch: 0,
             unavailable: Default::default(),
@@ -714,6 +717,9 @@ impl Scheduler {
     /// job's last state, or `None` if no such job was running (nothing changes then).
     pub fn job_ended(&mut self, id: JobId, now: Time) -> Option<Job> {
         self.generation += 1;
+        if self.jobs.get(&id)?.state == JobState::Suspended {
+            return crate::gang::job_ended(self, id, now);
+        }
         if self.jobs.get(&id)?.state != JobState::Running {
             return None;
         }
@@ -818,7 +824,11 @@ impl Scheduler {
     /// changing nothing, when it is not suspended.
     pub fn resume(&mut self, id: JobId, now: Time) -> bool {
         self.generation += 1;
-        let Some(job) = self.jobs.get_mut(&id).filter(|j| j.suspended.is_some()) else {
+        let Some(job) = self
+            .jobs
+            .get_mut(&id)
+            .filter(|j| j.state == JobState::Running && j.suspended.is_some())
+        else {
             return false;
         };
         let since = job.suspended.take().expect("checked");
@@ -851,6 +861,54 @@ impl Scheduler {
         let end = Self::claim_end_of(job, now);
         self.move_claim_end(id, end, now);
         true
+    }
+
+    /// Takes back a job that stood suspended by preemption when the caller last stopped
+    /// (a controller restart): started at `start` on `nodes`, suspended since `since`
+    /// for `by`, after `suspended_secs` in earlier suspensions. It holds nothing and
+    /// resumes on `nodes` once they are free (see [`crate::gang`]).
+    ///
+    /// Errors: the id is in use; nothing changes then.
+    #[allow(clippy::too_many_arguments)]
+    pub fn restore_suspended(
+        &mut self,
+        spec: JobSpec,
+        start: Time,
+        nodes: Vec<NodeAlloc>,
+        since: Time,
+        suspended_secs: Secs,
+        by: JobId,
+    ) -> Result<(), SubmitError> {
+        self.generation += 1;
+        if self.jobs.contains_key(&spec.id) {
+            return Err(SubmitError::DuplicateId(spec.id));
+        }
+        let id = spec.id;
+        let end = start + spec.time_limit;
+        self.usage.add(id, self.scopes(&spec));
+        self.usage
+            .start(id, limits::alloc_tres(&nodes), start.min(since), end);
+        self.jobs.insert(
+            id,
+            Job {
+                spec,
+                state: JobState::Suspended,
+                reason: PendingReason::None,
+                start: Some(start),
+                alloc: Some(Allocation { nodes }),
+                planned_start: Some(start),
+                suspended: Some(since),
+                suspended_secs: suspended_secs.max(0),
+            },
+        );
+        crate::gang::restored(self, id, by, since);
+        Ok(())
+    }
+
+    /// The preemptor job `id` stands suspended for, if it is suspended by preemption
+    /// (see [`crate::gang`]).
+    pub fn suspended_for(&self, id: JobId) -> Option<JobId> {
+        self.gang.suspended_for(id)
     }
 
     /// Where a running job's claim ends: at its start plus its time limit plus the time
@@ -1145,6 +1203,7 @@ impl Scheduler {
             EndSemantics::FreeAtExpectedEnd => self.expire_claims(now),
         }
         let mut out = Vec::new();
+        crate::gang::resume_ready(self, now, &mut out);
         crate::preempt::start_ready(self, now, &mut out);
         reservation::pass(self, now, &mut out);
         match self.policy.clone() {

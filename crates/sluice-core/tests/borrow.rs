@@ -95,7 +95,7 @@ fn preemptions(d: &[Decision]) -> Vec<(u64, u64, PreemptMode, Secs, bool)> {
                 reclaim,
                 ..
             } => Some((victim.0, by.0, *mode, *grace, *reclaim)),
-            Decision::Start { .. } => None,
+            _ => None,
         })
         .collect()
 }
@@ -105,7 +105,7 @@ fn starts(d: &[Decision]) -> Vec<(u64, Pass)> {
     d.iter()
         .filter_map(|d| match d {
             Decision::Start { job, pass, .. } => Some((job.0, *pass)),
-            Decision::Preempt { .. } => None,
+            _ => None,
         })
         .collect()
 }
@@ -210,6 +210,7 @@ fn borrowed_victims_are_chosen_before_ordinary_ones() {
         kind: PreemptType::PartitionPrio,
         mode: PreemptMode::Requeue,
         exempt_time: 0,
+        gang: false,
     };
     let mut s = sched(c, vec![member(1, 14, None, 60), member(2, 2, None, 30)]);
     arrive(&mut s, gjob(2, NLP, 2), 0);

@@ -25,7 +25,7 @@ fn submit_all(s: &mut Scheduler, jobs: &[JobBuilder], now: Time) {
 }
 
 fn state(s: &Scheduler, id: u64) -> Option<(JobState, PendingReason)> {
-    s.job(JobId(id)).map(|j| (j.state.clone(), j.reason))
+    s.job(JobId(id)).map(|j| (j.state, j.reason))
 }
 
 #[test]

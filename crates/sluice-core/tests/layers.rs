@@ -70,6 +70,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "policy::conservative",
             "policy::backfill",
             "preempt",
+            "gang",
             "reservation",
             "reservation::usage",
             "borrow",

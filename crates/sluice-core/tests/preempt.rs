@@ -30,6 +30,7 @@ fn tiers(nodes: u32, cpus: u32) -> Cluster {
         kind: PreemptType::PartitionPrio,
         mode: PreemptMode::Requeue,
         exempt_time: 0,
+        gang: false,
     };
     c
 }
@@ -64,7 +65,7 @@ fn preemptions(d: &[Decision]) -> Vec<(u64, u64, PreemptMode, Secs)> {
                 grace,
                 ..
             } => Some((victim.0, by.0, *mode, *grace)),
-            Decision::Start { .. } => None,
+            _ => None,
         })
         .collect()
 }
@@ -76,7 +77,7 @@ fn starts(d: &[Decision]) -> Vec<(u64, Pass, Vec<u32>)> {
             Decision::Start {
                 job, alloc, pass, ..
             } => Some((job.0, *pass, alloc.nodes.iter().map(|a| a.node.0).collect())),
-            Decision::Preempt { .. } => None,
+            _ => None,
         })
         .collect()
 }

@@ -314,7 +314,7 @@ fn a_job_started_at_once_under_conservative_has_its_start_as_planned_start() {
     h.sched.schedule(0);
     let j = h.sched.job(JobId(1)).unwrap();
     assert_eq!(
-        (j.state.clone(), j.start, j.planned_start),
+        (j.state, j.start, j.planned_start),
         (JobState::Running, Some(0), Some(0))
     );
 }

@@ -479,7 +479,15 @@ impl Controller {
                     let ending = r.ending_run.is_some();
                     c.jobs.insert(id, r);
                     if let (Ok(spec), Some(nodes)) = (spec, nodes) {
-                        if c.sched.restore_running(spec, start, nodes, now).is_ok() {
+                        // Suspended by preemption: it holds nothing until it resumes.
+                        let by_preemption =
+                            suspension.and_then(|s| Some((s.since?, s.for_job?, s.secs)));
+                        if let Some((since, by, secs)) = by_preemption {
+                            let by = JobId(by);
+                            let _ = c
+                                .sched
+                                .restore_suspended(spec, start, nodes, since, secs, by);
+                        } else if c.sched.restore_running(spec, start, nodes, now).is_ok() {
                             if let Some(s) = suspension {
                                 c.restore_suspension(id, s, now);
                             }
@@ -1738,6 +1746,8 @@ impl Controller {
                 ended_on: Vec::new(),
                 usage: self.usage.merged(id, StepId::Batch),
                 run: r.restarts,
+                // The batch step stood through every suspension of its job.
+                suspended_secs: r.suspension.map_or(0, |s| s.secs),
             };
             self.steps.insert((id, StepId::Batch), step.clone());
             effects.push(Effect::PersistStep(step));
@@ -2368,6 +2378,8 @@ impl Controller {
                 ended_on: Vec::new(),
                 usage: self.usage.merged(id, StepId::Batch),
                 run: r.restarts,
+                // The batch step stood through every suspension of its job.
+                suspended_secs: r.suspension.map_or(0, |s| s.secs),
             }));
         }
         if state == JobState::Running {
@@ -2489,6 +2501,14 @@ impl Controller {
             return Err(ApiError::invalid(format!(
                 "Unable to create step for job {job}: Job/step already completing or completed"
             )));
+        }
+        // As slurmctld (`ESLURM_DISABLED` for a suspended job): srun asks again until
+        // the job is resumed.
+        if r.suspended() {
+            return Err(ApiError::new(
+                ErrorCode::Busy,
+                format!("Job {job} step creation temporarily disabled, retrying (Requested operation is presently disabled)"),
+            ));
         }
         let job_nodes = self.node_names(r);
         // The allocation's nodes the step may use, in the allocation's order: `-w` ones
@@ -2661,6 +2681,7 @@ impl Controller {
             ended_on: Vec::new(),
             usage: None,
             run: self.jobs[&job].restarts,
+            suspended_secs: 0,
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());

@@ -106,6 +106,9 @@ pub(crate) struct Procs {
     /// Seconds its processes stood stopped in suspensions that are over: its time
     /// limit (and a `--signal` before it) comes this much later.
     pub(crate) suspended_secs: i64,
+    /// Suspended through the cgroup v2 freezer (its job cgroup's `cgroup.freeze`)
+    /// rather than with SIGSTOP.
+    pub(crate) frozen: bool,
 }
 
 impl Exec {
@@ -990,8 +993,11 @@ pub(crate) fn signal_step(exec: &Exec, step: u32, signal: i32) {
     }
 }
 
-/// Stops (`suspend`) or continues the job's processes here, at an operator's request
-/// (`scontrol suspend`/`resume`): SIGSTOP or SIGCONT to the batch script's process
+/// Stops (`suspend`) or continues the job's processes here, at the controller's
+/// request (`scontrol suspend`/`resume`, or preemption by suspension): through the
+/// cgroup v2 freezer where the job has a cgroup here (`cgroup.freeze` of its job
+/// cgroup: every process in it, steps started later included, as Slurm's
+/// `proctrack/cgroup` does), else SIGSTOP or SIGCONT to the batch script's process
 /// group and to every srun task's, as Slurm's `proctrack/linuxproc` does. Its time
 /// limit does not run while they are stopped. Asking twice the same changes nothing.
 pub(crate) fn suspend_job(exec: &Exec, suspend: bool) {
@@ -1005,6 +1011,14 @@ pub(crate) fn suspend_job(exec: &Exec, suspend: bool) {
         }
         _ => return,
     }
+    if suspend {
+        procs.frozen = freeze(exec, true);
+        if procs.frozen {
+            return;
+        }
+    } else if std::mem::take(&mut procs.frozen) && freeze(exec, false) {
+        return;
+    }
     let sig = if suspend {
         Signal::SIGSTOP
     } else {
@@ -1017,6 +1031,22 @@ pub(crate) fn suspend_job(exec: &Exec, suspend: bool) {
     {
         let _ = killpg(Pid::from_raw(g), sig);
     }
+}
+
+/// Freezes (or thaws) the job's cgroup v2 here; false when it has none (no memory
+/// cgroups here, cgroup v1) or the write failed: signals do it then.
+fn freeze(exec: &Exec, freeze: bool) -> bool {
+    let Some(memory) = exec.memory.as_ref() else {
+        return false;
+    };
+    if memory.version() != cgroup::Version::V2 {
+        return false;
+    }
+    let file = memory
+        .node_dir()
+        .join(cgroup::job_dir_name(exec.job, exec.run))
+        .join("cgroup.freeze");
+    file.exists() && cgroup::write(&file, if freeze { "1" } else { "0" }).is_ok()
 }
 
 /// Ends the job at the controller's request: reported as `state`.
@@ -1103,6 +1133,10 @@ fn kill_job(exec: Arc<Exec>, kill_wait: i64) {
             .chain(procs.task_groups.iter().copied())
             .collect()
     };
+    // A frozen job is thawed first, so that its processes see SIGTERM.
+    if std::mem::take(&mut exec.procs().frozen) {
+        freeze(&exec, false);
+    }
     for g in groups(&exec) {
         let _ = killpg(Pid::from_raw(g), Signal::SIGCONT);
         let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
@@ -1386,6 +1420,11 @@ pub(crate) fn tasks(
             let mut procs = exec.procs();
             procs.task_groups.push(pid);
             procs.group_steps.insert(pid, order.step);
+            // A step started while its job stands suspended stops at once, as the
+            // job's other processes are (it goes on when they do).
+            if procs.suspended.is_some() && !procs.frozen {
+                let _ = killpg(Pid::from_raw(pid), Signal::SIGSTOP);
+            }
         }
         if let Some(pipe) = child.stdin.take() {
             stdins.push((task, File::from(std::os::fd::OwnedFd::from(pipe))));

@@ -109,7 +109,8 @@ impl JobState {
     }
 }
 
-/// A run's suspensions by operators (`scontrol suspend`/`resume`), as Slurm keeps them.
+/// A run's suspensions, by operators (`scontrol suspend`/`resume`) or by preemption
+/// (`PreemptMode=SUSPEND`), as Slurm keeps them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Suspension {
     /// Suspended now: since when (Unix seconds).
@@ -121,6 +122,10 @@ pub struct Suspension {
     pub pre_secs: i64,
     /// Seconds spent suspended in suspensions that are over.
     pub secs: i64,
+    /// Suspended now by preemption (`PreemptMode=SUSPEND`), for this job; `None` when
+    /// not suspended or suspended by an operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_job: Option<u64>,
 }
 
 impl Suspension {
@@ -354,10 +359,30 @@ pub struct StepRecord {
     /// runs keep their steps, which `sacct -D` shows under each run.
     #[serde(default, skip_serializing_if = "run_zero")]
     pub run: u32,
+    /// Seconds it stood suspended with its job in suspensions that are over (one under
+    /// way is the job's: see [`StepRecord::suspended_secs_at`]).
+    #[serde(default, skip_serializing_if = "secs_zero")]
+    pub suspended_secs: i64,
 }
 
 fn run_zero(run: &u32) -> bool {
     *run == 0
+}
+
+fn secs_zero(secs: &i64) -> bool {
+    *secs == 0
+}
+
+impl StepRecord {
+    /// Seconds this step stood suspended by `t` (by its end, once it ended): its own
+    /// suspensions that are over, and the part of its job's present suspension (`job`)
+    /// since it started. A step started after a suspension never counts it.
+    pub fn suspended_secs_at(&self, job: Option<&Suspension>, t: i64) -> i64 {
+        let now = job.and_then(|s| s.since).map_or(0, |since| {
+            (self.end.unwrap_or(t) - since.max(self.start)).max(0)
+        });
+        self.suspended_secs + now
+    }
 }
 
 /// Reads a field that is there, `null` included, as `Some`: with `#[serde(default)]`

@@ -91,6 +91,9 @@ pub struct Metrics {
     /// Processor-seconds of work lost to preemption (absent from JSON when none).
     #[serde(skip_serializing_if = "is_zero")]
     pub lost_proc_seconds: u64,
+    /// Runs suspended by preemption and resumed later (absent from JSON when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub suspensions: u64,
     /// Per-user averages, by user id.
     pub per_user: Vec<UserMetrics>,
 }
@@ -212,6 +215,7 @@ pub fn compute(replay: &Replay, last_submit: Time) -> Metrics {
         never_started_by_reason: count_by(replay.never_started.iter().map(|(_, why)| *why)),
         preemptions: replay.preemptions,
         lost_proc_seconds: replay.lost_proc_seconds,
+        suspensions: replay.suspensions,
         per_user: users
             .into_iter()
             .map(|(user, (k, w, b))| UserMetrics {

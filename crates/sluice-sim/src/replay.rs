@@ -99,6 +99,9 @@ pub struct Replay {
     pub preemptions: u64,
     /// Processor-seconds of work preempted runs had done (lost).
     pub lost_proc_seconds: u64,
+    /// Suspensions by preemption (`PreemptMode=SUSPEND`, see `sluice_core::gang`): the
+    /// run stops and later goes on where it stood; nothing is lost.
+    pub suspensions: u64,
     /// Runs that started borrowed (above their account's cohort quota, see
     /// `sluice_core::borrow`).
     pub borrowed_starts: u64,
@@ -145,6 +148,12 @@ struct Running {
     end_seq: u64,
     /// Being preempted: requeue (`true`) or cancel at its end.
     preempted: Option<bool>,
+    /// When its run ends, unless suspended meanwhile.
+    end: Time,
+    /// Suspended by preemption: since when.
+    suspended: Option<Time>,
+    /// Seconds it stood suspended (its record's run time leaves them out).
+    suspended_secs: Time,
 }
 
 /// How many distinct leaf switches `alloc`'s nodes hang off (0 without a topology).
@@ -373,7 +382,7 @@ pub fn run_audited(
                     submit: j.spec.submit,
                     start: r.start,
                     finish: t,
-                    run: t - r.start,
+                    run: t - r.start - r.suspended_secs,
                     est: j.spec.time_limit,
                     procs: j.procs,
                     gpu_milli: j.gpu_milli,
@@ -406,6 +415,18 @@ pub fn run_audited(
                     pass,
                     alloc,
                 } => (job, at, pass, alloc),
+                Decision::Resume { job, at } => {
+                    // On from where it stood: its end moves by its suspension.
+                    let r = running.get_mut(&job).expect("suspended jobs run");
+                    let since = r.suspended.take().expect("suspended");
+                    r.suspended_secs += at - since;
+                    r.end += at - since;
+                    r.end_seq = end_seq;
+                    ends.push(Reverse((r.end, end_seq, job)));
+                    end_seq += 1;
+                    busy += jobs[r.idx].procs as u64;
+                    continue;
+                }
                 Decision::Preempt {
                     victim,
                     by,
@@ -424,6 +445,15 @@ pub fn run_audited(
                     }
                     out.reclaims += u64::from(reclaim);
                     let r = running.get_mut(&victim).expect("victims run");
+                    if mode == sluice_core::PreemptMode::Suspend {
+                        // Stopped where it stands: its end waits for its resume.
+                        r.suspended = Some(at);
+                        r.end_seq = end_seq;
+                        end_seq += 1;
+                        busy -= jobs[r.idx].procs as u64;
+                        out.suspensions += 1;
+                        continue;
+                    }
                     r.preempted = Some(mode == sluice_core::PreemptMode::Requeue);
                     r.end_seq = end_seq;
                     ends.push(Reverse((at + grace, end_seq, victim)));
@@ -456,6 +486,9 @@ pub fn run_audited(
                     backfilled,
                     end_seq,
                     preempted: None,
+                    end: at + ran,
+                    suspended: None,
+                    suspended_secs: 0,
                 },
             );
             ends.push(Reverse((at + ran, end_seq, job)));

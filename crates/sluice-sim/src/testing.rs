@@ -57,6 +57,7 @@ pub fn low_and_high() -> Cluster {
         kind: PreemptType::PartitionPrio,
         mode: PreemptMode::Requeue,
         exempt_time: 0,
+        gang: false,
     };
     c
 }

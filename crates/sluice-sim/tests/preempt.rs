@@ -23,3 +23,27 @@ fn a_requeued_victim_runs_its_full_time_again_after_the_preemptor() {
     assert_eq!(r.preemptions, 1);
     assert_eq!(r.lost_proc_seconds, 160);
 }
+
+#[test]
+fn a_suspended_victim_goes_on_after_the_preemptor_and_loses_nothing() {
+    // The same node under PreemptMode=SUSPEND,GANG. Low job 1 runs from 0 for 100 s.
+    // High job 2 (50 s) arrives at 30: job 1 is suspended at 30 (30 s done) and job 2
+    // runs at once, 30-80; job 1 resumes at 80 and runs its remaining 70 s, to 150.
+    // Its record's run time is its 100 s of work; nothing is lost.
+    let mut c = low_and_high();
+    c.preempt.mode = sluice_core::PreemptMode::Suspend;
+    c.preempt.gang = true;
+    let policy = backfill_every_second();
+    let jobs = vec![job(1, 0, 1, 0, 100, 200), job(2, 1, 1, 30, 50, 50)];
+    let r = run(c, policy, jobs, ReplayOptions::default(), &mut |_, _| {});
+    let runs: Vec<(u64, i64, i64, i64, i64)> = r
+        .records
+        .iter()
+        .map(|j| (j.id, j.submit, j.start, j.finish, j.run))
+        .collect();
+    assert_eq!(runs, vec![(2, 30, 30, 80, 50), (1, 0, 0, 150, 100)]);
+    assert_eq!(
+        (r.preemptions, r.lost_proc_seconds, r.suspensions),
+        (0, 0, 1)
+    );
+}

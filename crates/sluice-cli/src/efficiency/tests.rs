@@ -46,6 +46,7 @@ fn step(job_id: u64, step: StepId, cpu_ms: &[u64], rss: &[u64], gpus: Vec<GpuUsa
         ended_on: vec![],
         usage: Some(Box::new(u)),
         run: 0,
+        suspended_secs: 0,
     }
 }
 

@@ -331,9 +331,13 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         (Some(s), None) if !j.state.is_finished() => t - s,
         _ => 0,
     };
-    // Time suspended is not run time (`Elapsed`), as slurmdbd counts it; a step is
-    // taken to have been suspended with its job.
-    let suspended = j.suspended_secs(t).min(run);
+    // Time suspended is not run time (`Elapsed`), as slurmdbd counts it; a step counts
+    // only the suspensions it stood through.
+    let suspended = match row {
+        Row::Job(j) => j.suspended_secs(t),
+        Row::Step(j, s) => s.suspended_secs_at(j.suspension.as_ref(), t),
+    }
+    .min(run);
     let run = run - suspended;
     let null = "Unknown".to_string();
     match (field, row) {
@@ -730,6 +734,7 @@ fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRec
                 ended_on: Vec::new(),
                 usage: None,
                 run: j.restarts,
+                suspended_secs: j.suspension.map_or(0, |s| s.secs),
             })
         })
         .collect()
@@ -1228,6 +1233,7 @@ mod tests {
             ended_on: Vec::new(),
             usage: None,
             run: 0,
+            suspended_secs: 0,
         }
     }
 

@@ -413,6 +413,7 @@ mod tests {
             ended_on: Vec::new(),
             usage: None,
             run: 0,
+            suspended_secs: 0,
         }
     }
 

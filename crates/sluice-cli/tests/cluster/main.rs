@@ -18,6 +18,7 @@ mod efficiency;
 mod enforce;
 mod explain;
 mod export_none;
+mod gang;
 mod gpu;
 mod harness;
 mod hetjobs;

@@ -299,6 +299,13 @@ pub(crate) fn simulate(
                         break 'run Stop::Done(t);
                     }
                 }
+                // Suspended victims and resumed jobs: the core has done it all; a
+                // resumed job ends with its claim.
+                Decision::Preempt {
+                    mode: PreemptMode::Suspend,
+                    ..
+                }
+                | Decision::Resume { .. } => {}
                 Decision::Preempt {
                     victim,
                     at,

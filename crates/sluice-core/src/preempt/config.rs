@@ -28,15 +28,19 @@ pub enum PreemptMode {
     Cancel,
     /// Signalled, ended after its grace time, and queued again under its id.
     Requeue,
+    /// Stopped where it stands (its processes suspended) while the preemptor runs on
+    /// its resources, and resumed once they are free again (see [`crate::gang`]).
+    Suspend,
 }
 
 impl PreemptMode {
-    /// Slurm's upper-case name (`OFF`, `CANCEL`, `REQUEUE`).
+    /// Slurm's upper-case name (`OFF`, `CANCEL`, `REQUEUE`, `SUSPEND`).
     pub fn as_str(self) -> &'static str {
         match self {
             PreemptMode::Off => "OFF",
             PreemptMode::Cancel => "CANCEL",
             PreemptMode::Requeue => "REQUEUE",
+            PreemptMode::Suspend => "SUSPEND",
         }
     }
 }
@@ -50,4 +54,7 @@ pub struct PreemptConfig {
     pub mode: PreemptMode,
     /// `PreemptExemptTime`, seconds: a job running for less is never preempted.
     pub exempt_time: Secs,
+    /// `GANG` in `PreemptMode`: the gang scheduler resumes jobs suspended by
+    /// preemption (Slurm requires it with `SUSPEND`).
+    pub gang: bool,
 }

@@ -109,8 +109,8 @@ impl Accounts {
                         RecordMode::Cluster => None,
                         RecordMode::Off => Some(PreemptMode::Off),
                         RecordMode::Cancel => Some(PreemptMode::Cancel),
-                        // SUSPEND is not supported: such jobs are requeued.
-                        RecordMode::Requeue | RecordMode::Suspend => Some(PreemptMode::Requeue),
+                        RecordMode::Requeue => Some(PreemptMode::Requeue),
+                        RecordMode::Suspend => Some(PreemptMode::Suspend),
                     },
                     grace_time: i64::from(q.grace_time),
                 },

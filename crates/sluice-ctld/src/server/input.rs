@@ -372,6 +372,9 @@ pub enum Change {
         id: JobId,
         /// Suspend, or resume.
         suspend: bool,
+        /// The caller's login name (from the socket's uid), for its `AdminLevel`:
+        /// Operators may suspend and resume, as in Slurm.
+        user: String,
     },
     /// `scancel`.
     Cancel(CancelRequest),

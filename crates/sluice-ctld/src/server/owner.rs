@@ -16,16 +16,17 @@
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
-use sluice_proto::accounts::{AccountsError, ClusterRecord};
+use sluice_proto::accounts::{AccountsError, AdminLevel, ClusterRecord};
 use sluice_proto::error::ApiError;
 use sluice_proto::types::SubmitReply;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::executor::{Executor, Then};
 use super::input::{AuditScope, Change, Input, Reply, Request};
+use crate::accounts::Requester;
 use crate::state::audit::store_record;
 use crate::state::listing::{Published, Publisher};
-use crate::state::{Controller, Effect};
+use crate::state::{Caller, Controller, Effect};
 
 /// Work to run on a blocking thread, off the loop; what it returns is fed back in.
 pub type Offload = Box<dyn FnOnce() -> Input + Send>;
@@ -439,7 +440,20 @@ impl Owner {
                     Change::Hold { id, task, .. } => ctl.set_hold(id, task, true, &caller, now),
                     Change::Release { id, task } => ctl.set_hold(id, task, false, &caller, now),
                     Change::Requeue { id, task } => ctl.requeue(id, task, &caller, now),
-                    Change::Suspend { id, suspend } => ctl.suspend(id, suspend, &caller, now),
+                    Change::Suspend { id, suspend, user } => {
+                        // Slurm's `validate_operator`: root, SlurmUser, or AdminLevel
+                        // Operator and above.
+                        let who = Requester {
+                            name: user,
+                            superuser: caller.admin,
+                        };
+                        let operator = ctl.accounts().admin_level(&who) >= AdminLevel::Operator;
+                        let caller = Caller {
+                            admin: operator,
+                            ..caller.clone()
+                        };
+                        ctl.suspend(id, suspend, &caller, now)
+                    }
                     Change::Cancel(req) => ctl.cancel(&req, &caller, now),
                     Change::UpdateJob { id, update } => {
                         ctl.update_job(id, update.task, &update.changes, &caller, now)
@@ -680,8 +694,12 @@ impl Change {
             Change::Hold { id, .. } => format!("hold of JobId={id}"),
             Change::Release { id, .. } => format!("release of JobId={id}"),
             Change::Requeue { id, .. } => format!("requeue of JobId={id}"),
-            Change::Suspend { id, suspend: true } => format!("suspend of JobId={id}"),
-            Change::Suspend { id, suspend: false } => format!("resume of JobId={id}"),
+            Change::Suspend {
+                id, suspend: true, ..
+            } => format!("suspend of JobId={id}"),
+            Change::Suspend {
+                id, suspend: false, ..
+            } => format!("resume of JobId={id}"),
             Change::Cancel(req) => {
                 let ids: Vec<String> = req
                     .jobs

@@ -351,9 +351,11 @@ async fn suspend(
     UrlPath(id): UrlPath<u64>,
     Json(_): Json<serde_json::Value>,
 ) -> Response {
+    let (user, _) = user_and_group(peer.uid, peer.gid);
     let c = Change::Suspend {
         id: JobId(id),
         suspend: true,
+        user,
     };
     change(app, peer, c).await
 }
@@ -365,9 +367,11 @@ async fn resume(
     UrlPath(id): UrlPath<u64>,
     Json(_): Json<serde_json::Value>,
 ) -> Response {
+    let (user, _) = user_and_group(peer.uid, peer.gid);
     let c = Change::Suspend {
         id: JobId(id),
         suspend: false,
+        user,
     };
     change(app, peer, c).await
 }

@@ -90,6 +90,27 @@ impl Controller {
             }
         }
         for d in victims {
+            // Suspension (`PreemptMode=SUSPEND`): the core has given the victim's
+            // resources to its preemptor already; stop it before that starts.
+            match d {
+                Decision::Resume { job, .. } => {
+                    effects.extend(self.preempt_resumed(job, now));
+                    continue;
+                }
+                Decision::Preempt {
+                    victim,
+                    by,
+                    mode: PreemptMode::Suspend,
+                    grace,
+                    reclaim,
+                    ..
+                } => {
+                    self.audit_preempted(victim, by, PreemptMode::Suspend, grace, reclaim, now);
+                    effects.extend(self.preempt_suspended(victim, by, now));
+                    continue;
+                }
+                _ => {}
+            }
             let Decision::Preempt {
                 victim,
                 by,

@@ -10,7 +10,7 @@
 use sluice_core::JobId;
 use sluice_proto::audit::AuditWhat;
 use sluice_proto::error::{ApiError, ErrorCode};
-use sluice_proto::types::{JobState, Suspension};
+use sluice_proto::types::{JobState, StepId, Suspension};
 
 use super::{Caller, Controller, Effect};
 
@@ -23,6 +23,9 @@ pub const JOB_PENDING: &str = "Job is pending execution";
 pub const NOT_SUSPENDED: &str = "Job is not suspended";
 /// Slurm's `ESLURM_ALREADY_DONE`.
 pub const ALREADY_DONE: &str = "Job/step already completing or completed";
+/// Slurm's `ESLURM_DISABLED`: an operator may not resume a job suspended by preemption
+/// (it resumes when its preemptor's resources are free).
+pub const SUSPENDED_BY_PREEMPTION: &str = "Requested operation is presently disabled";
 
 impl Controller {
     /// `scontrol suspend` (`suspend`) or `scontrol resume` of job `id`, by an operator
@@ -55,44 +58,103 @@ impl Controller {
             (false, false) => return Err(ApiError::invalid(NOT_SUSPENDED)),
             _ => {}
         }
-        let start = r.start_time.unwrap_or(now);
-        let mut s = r.suspension.unwrap_or_default();
+        if !suspend && self.sched.suspended_for(id).is_some() {
+            // Its resources are its preemptor's now: it resumes when they are free.
+            return Err(ApiError::invalid(SUSPENDED_BY_PREEMPTION));
+        }
         if suspend {
-            s.pre_secs = (now - start - s.secs).max(0);
-            s.since = Some(now);
             self.sched.suspend(id, now);
         } else {
-            s.secs = s.secs_at(now);
-            s.since = None;
             self.sched.resume(id, now);
         }
-        s.changed = now;
         tracing::info!(
             "{} JobId={id} by uid {}",
             if suspend { "suspend" } else { "resume" },
             caller.uid
         );
-        let r = self.jobs.get_mut(&id).expect("exists");
-        r.suspension = Some(s);
         let by = Some(caller.uid);
         let what = if suspend {
             AuditWhat::Suspended { by }
         } else {
             AuditWhat::Resumed { by }
         };
+        let mut effects = self.mark_suspended(id, suspend, None, what, now);
+        effects.extend(self.schedule(now));
+        Ok(effects)
+    }
+
+    /// Job `id`'s record is suspended (or resumed) at `now` — `for_job`: by preemption,
+    /// for that job —, written down, and its processes stopped (or continued) on every
+    /// node. The core has done its part already.
+    fn mark_suspended(
+        &mut self,
+        id: JobId,
+        suspend: bool,
+        for_job: Option<JobId>,
+        what: AuditWhat,
+        now: i64,
+    ) -> Vec<Effect> {
+        let Some(r) = self.jobs.get_mut(&id) else {
+            return Vec::new();
+        };
+        let start = r.start_time.unwrap_or(now);
+        let mut s = r.suspension.unwrap_or_default();
+        if suspend {
+            s.pre_secs = (now - start - s.secs).max(0);
+            s.since = Some(now);
+            s.for_job = for_job.map(|j| j.0);
+        } else {
+            s.secs = s.secs_at(now);
+            s.since = None;
+            s.for_job = None;
+        }
+        let ended = (!suspend)
+            .then_some(r.suspension.and_then(|s| s.since))
+            .flatten();
+        s.changed = now;
+        r.suspension = Some(s);
+        let run = r.restarts;
         let r = &self.jobs[&id];
         self.audit.push(now, r, what);
         let mut effects = vec![self.persist(id)];
+        // A suspension that is over: each step of the run still going counts its part
+        // (a step started later was never suspended).
+        if let Some(since) = ended {
+            let steps = self
+                .steps
+                .range_mut((id, StepId::Batch)..=(id, StepId::Number(u32::MAX)))
+                .map(|(_, s)| s)
+                .filter(|s| s.run == run && s.end.is_none());
+            for step in steps {
+                step.suspended_secs += (now - since.max(step.start)).max(0);
+                effects.push(Effect::PersistStep(step.clone()));
+            }
+        }
         effects.push(Effect::Suspend {
             nodes: self.node_names(r),
             job_id: id,
             suspend,
         });
-        effects.extend(self.schedule(now));
-        Ok(effects)
+        effects
     }
 
-    /// A restored job's suspension, given back to the core (a controller restart).
+    /// The core suspended `victim` for `by` (`PreemptMode=SUSPEND`): its record says
+    /// so and its processes are stopped before `by` starts on its resources.
+    pub(super) fn preempt_suspended(&mut self, victim: JobId, by: JobId, now: i64) -> Vec<Effect> {
+        tracing::info!("suspending JobId={victim} for JobId={by} (preemption)");
+        let what = AuditWhat::Suspended { by: None };
+        self.mark_suspended(victim, true, Some(by), what, now)
+    }
+
+    /// The core resumed `id`, suspended by preemption: its resources are free again.
+    pub(super) fn preempt_resumed(&mut self, id: JobId, now: i64) -> Vec<Effect> {
+        tracing::info!("resuming JobId={id}, suspended by preemption");
+        let what = AuditWhat::Resumed { by: None };
+        self.mark_suspended(id, false, None, what, now)
+    }
+
+    /// A restored job's suspension by an operator, given back to the core (a controller
+    /// restart).
     pub(super) fn restore_suspension(&mut self, id: JobId, s: Suspension, now: i64) {
         self.sched.restore_suspension(id, s.since, s.secs, now);
     }
@@ -152,6 +214,7 @@ mod tests {
                 changed: 100,
                 pre_secs: 100,
                 secs: 0,
+                for_job: None,
             })
         );
         assert_eq!(

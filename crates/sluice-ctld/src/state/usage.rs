@@ -199,6 +199,7 @@ impl Controller {
                 ended_on: Vec::new(),
                 usage: self.usage.merged(job, StepId::Batch),
                 run: r.restarts,
+                suspended_secs: 0,
             });
         }
         let steps = self

@@ -29,6 +29,7 @@ fn step(job_id: u64, step: StepId, cpu_ms: u64, rss_kb: &[u64]) -> StepRecord {
         ended_on: vec![],
         usage: Some(Box::new(u)),
         run: 0,
+        suspended_secs: 0,
     }
 }
 

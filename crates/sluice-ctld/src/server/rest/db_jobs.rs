@@ -846,6 +846,7 @@ mod tests {
             ended_on: vec![],
             usage: None,
             run: 0,
+            suspended_secs: 0,
         };
         let v = job(&j, &[&s], (0, 0), "c", &[], 1000);
         assert_eq!(v["time"]["start"], 160);

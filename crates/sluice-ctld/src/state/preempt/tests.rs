@@ -27,6 +27,7 @@ fn conf(low_mode: Option<PreemptMode>) -> ClusterConfig {
         kind: PreemptType::PartitionPrio,
         mode: PreemptMode::Requeue,
         exempt_time: 0,
+        gang: false,
     };
     c.cluster = cluster;
     c.topology = vec![(1, 4, 1)];
@@ -585,4 +586,57 @@ fn a_preempted_service_is_requeued_where_the_partition_says_cancel() {
     assert_eq!(terminations(&effects), vec![(1, JobState::Requeued)]);
     assert_eq!(runs(&effects), vec![(1, JobState::Preempted, Some(15), 0)]);
     assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Pending);
+}
+
+/// In order, the suspensions (`true`) and resumes (`false`) ordered and the launches.
+fn suspend_story(effects: &[Effect]) -> Vec<(u64, &'static str)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Suspend {
+                job_id,
+                suspend: true,
+                ..
+            } => Some((job_id.0, "stop")),
+            Effect::Suspend { job_id, .. } => Some((job_id.0, "continue")),
+            Effect::Launch { order, .. } => Some((order.job.id, "launch")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_suspend_victim_is_stopped_before_the_high_job_launches_and_continues_after_it() {
+    // low's mode is SUSPEND. Job 1 runs from 0; high job 2 arrives at 10: job 1 is
+    // stopped (SUSPENDED, no signal, no grace), then job 2 is launched on the node. Job
+    // 2 ends at 100: job 1 continues, RUNNING again after 90 s suspended, its end 90 s
+    // later.
+    let mut c = Controller::new(
+        conf(Some(PreemptMode::Suspend)),
+        Path::new("/s"),
+        vec![],
+        vec![],
+        0,
+    );
+    submit(&mut c, "low", 1, 0);
+    let effects = submit(&mut c, "high", 2, 10);
+    assert_eq!(suspend_story(&effects), vec![(1, "stop"), (2, "launch")]);
+    assert!(signals(&effects).is_empty());
+    let r = c.job(JobId(1)).unwrap();
+    assert_eq!(r.state, JobState::Suspended);
+    assert_eq!(r.suspension.and_then(|s| s.for_job), Some(2));
+    // No operator resumes it while job 2 holds its CPUs.
+    let root = Caller {
+        uid: 0,
+        gid: 0,
+        admin: true,
+    };
+    let e = c.suspend(JobId(1), false, &root, 50).unwrap_err();
+    assert_eq!(e.message, "Requested operation is presently disabled");
+
+    let effects = c.job_ended(&end(2, 0, JobState::Completed, 100), 100);
+    assert_eq!(suspend_story(&effects), vec![(1, "continue")]);
+    let r = c.job(JobId(1)).unwrap();
+    assert_eq!(r.state, JobState::Running);
+    assert_eq!(r.suspension.map(|s| (s.secs, s.for_job)), Some((90, None)));
 }
