@@ -82,6 +82,12 @@ impl Scheduler {
         Ok(())
     }
 
+    /// The bit of feature `name` (see [`crate::Cluster::feature_bit`]), created if new,
+    /// for a node about to join or change. `None` past 64 features.
+    pub fn feature_bit(&mut self, name: &str) -> Option<u64> {
+        self.cluster.feature_bit(name)
+    }
+
     /// The running jobs that hold some of node `id`, by id.
     pub fn jobs_running_on(&self, id: NodeId) -> Vec<JobId> {
         self.jobs

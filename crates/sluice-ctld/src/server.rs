@@ -343,19 +343,22 @@ pub async fn run(
         || sluice_proto::Signer::Key(Arc::new(Vec::new())),
         |a| a.signer(),
     );
-    let clients: agents::AgentClients = Arc::new(
+    let make_client: agents::MakeClient = {
+        let signer = signer.clone();
+        Arc::new(move |endpoint: &str| {
+            sluice_proto::Client::endpoint(endpoint, &signer).with_epoch(epoch)
+        })
+    };
+    let clients: agents::AgentClients = Arc::new(std::sync::Mutex::new(
         conf.cluster
             .nodes
             .iter()
             .map(|n| {
                 let endpoint = conf.agent_endpoint(&n.name, state_dir);
-                (
-                    n.name.clone(),
-                    sluice_proto::Client::endpoint(&endpoint, &signer).with_epoch(epoch),
-                )
+                (n.name.clone(), make_client(&endpoint))
             })
             .collect(),
-    );
+    ));
     let service_tcp_ports = conf.site.service_tcp_ports;
     let mut conf = conf;
     conf.service_base = listen.map(|l| services::base(l, &conf.net));
@@ -398,6 +401,7 @@ pub async fn run(
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let (agents, agent_tasks) = agents::Agents::start(
         &clients,
+        make_client,
         incarnation.clone(),
         kill_wait,
         inputs.clone(),

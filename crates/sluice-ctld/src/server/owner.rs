@@ -496,7 +496,7 @@ impl Owner {
                 conf_hash,
                 caller,
                 reply,
-            } => match ctl.reconfigure_partitions(conf, conf_hash, &caller) {
+            } => match ctl.reconfigure_partitions(conf, conf_hash, &caller, now) {
                 Ok(effects) => {
                     self.pass_due = true;
                     Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
