@@ -3237,6 +3237,9 @@ impl Controller {
         maint: &BTreeSet<NodeId>,
     ) -> &'static str {
         let n = &self.conf.cluster.nodes[i];
+        if self.node_future(&n.name) {
+            return "future";
+        }
         match self.node_state(NodeId(i as u32)) {
             NodeState::Up if used == 0 && maint.contains(&NodeId(i as u32)) => "maint",
             NodeState::Down => "down",
@@ -3839,7 +3842,7 @@ mod job_table;
 pub mod listing;
 mod liveness;
 mod metrics;
-mod node_changes;
+pub mod node_changes;
 mod partition_update;
 mod preempt;
 mod priority;

@@ -17,6 +17,11 @@ use super::*;
 pub(crate) struct NodeBook {
     /// Nodes created by `scontrol create node` (not in slurm.conf), by name.
     pub(crate) dynamic: BTreeSet<String>,
+    /// Those of them created `State=FUTURE` (shown FUTURE until their agent registers).
+    pub(crate) future: BTreeSet<String>,
+    /// Bumped whenever a node joins, changes or leaves (the published listing takes the
+    /// configuration again).
+    pub(crate) epoch: u64,
 }
 
 /// One node as slurm.conf (or `scontrol create node`) describes it, with what the
@@ -153,6 +158,7 @@ impl Controller {
             node.state = NodeState::Down;
         }
         let added = self.sched.add_node(node, partitions, now);
+        self.node_book.epoch += 1;
         debug_assert_eq!(added, nid);
         tracing::info!(
             "node {} added ({} CPUs, {} MiB), {:?} once its agent registers",
@@ -183,6 +189,7 @@ impl Controller {
         node.state = line.node.state;
         self.conf.cluster.nodes[nid.index()] = node;
         self.put_node_extras(nid, &line);
+        self.node_book.epoch += 1;
         tracing::info!("node {} changed", line.node.name);
         Ok(())
     }
@@ -199,6 +206,7 @@ impl Controller {
         let n = &mut self.conf.cluster.nodes[nid.index()];
         n.name = String::new();
         n.state = NodeState::Down;
+        self.node_book.epoch += 1;
         self.node_overrides.remove(&name);
         self.agents_up.remove(&name);
         self.node_book.dynamic.remove(&name);
@@ -341,4 +349,245 @@ fn set_at<T: Clone>(v: &mut Vec<T>, i: usize, x: T, fill: T) {
         v.push(fill.clone());
     }
     v[i] = x;
+}
+
+/// Slurm's message for a node that runs jobs (`ESLURM_NODES_BUSY`).
+pub const NODES_BUSY: &str = "Requested nodes are busy";
+
+/// Slurm's message for a created node whose state is not FUTURE or CLOUD.
+pub const INVALID_NODE_STATE: &str = "Invalid node state specified";
+
+/// The key a dynamic node's line is kept under with the nodes' rows of the store (its
+/// operator-set state is kept under its plain name).
+pub const DYNAMIC_PREFIX: &str = "dynamic:";
+
+/// `line` (`NodeName=LIST KEY=VALUE...`) for node `name` alone.
+fn line_for(line: &str, name: &str) -> String {
+    line.split_whitespace()
+        .map(|w| {
+            if w.to_ascii_lowercase().starts_with("nodename=") {
+                format!("NodeName={name}")
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `State=` of node line `line`, upper case; `None` without one.
+fn state_of(line: &str) -> Option<String> {
+    line.split_whitespace()
+        .find_map(|w| {
+            w.split_once('=')
+                .filter(|(k, _)| k.eq_ignore_ascii_case("state"))
+        })
+        .map(|(_, v)| v.to_ascii_uppercase())
+}
+
+impl Controller {
+    /// `scontrol create nodename=LIST CPUs=... [State=FUTURE|CLOUD]` at `now`: the nodes
+    /// of `line` (read as `conf`) join, in no partition (an operator adds them to one
+    /// with `scontrol update PartitionName=P Nodes=...`), taking work once their
+    /// agents register; they are kept across restarts.
+    ///
+    /// Errors (Slurm's): "Access/permission denied"; a state other than FUTURE or CLOUD,
+    /// "Invalid node state specified"; a name already taken, "Invalid node name
+    /// specified"; GRES the cluster does not have.
+    pub fn create_nodes(
+        &mut self,
+        line: &str,
+        conf: &ClusterConfig,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        if !caller.admin {
+            return Err(ApiError::access_denied());
+        }
+        let state = state_of(line).unwrap_or_default();
+        let future = state == "FUTURE";
+        if !future && !state.starts_with("CLOUD") {
+            return Err(ApiError::invalid(INVALID_NODE_STATE));
+        }
+        let core = conf.core_cluster();
+        let mut lines = Vec::new();
+        for i in 0..core.nodes.len() {
+            let mut l = NodeLine::of(conf, &core, i);
+            if self.conf.node_id(&l.node.name).is_some() {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidNodeName,
+                    sluice_proto::error::INVALID_NODE_NAME,
+                ));
+            }
+            // Its GRES by this cluster's slots.
+            let mut gres = [0u32; sluice_core::tres::MAX_GRES];
+            for (slot, &count) in l.node.capacity.gres.iter().enumerate() {
+                if count == 0 {
+                    continue;
+                }
+                let name = conf.cluster.gres.name(slot);
+                let (base, kind) = match name.split_once(':') {
+                    Some((b, t)) => (b, Some(t)),
+                    None => (name.as_str(), None),
+                };
+                match self.conf.cluster.gres.find(base, kind) {
+                    Some(here) => gres[here] = count,
+                    None => {
+                        return Err(ApiError::invalid(format!(
+                            "Invalid generic resource (gres) specification: {name} is not a GRES of this cluster"
+                        )))
+                    }
+                }
+            }
+            l.node.capacity.gres = gres;
+            // Up once its agent registers (Slurm's FUTURE and CLOUD nodes wait for
+            // their slurmd).
+            l.node.state = NodeState::Up;
+            lines.push(l);
+        }
+        let mut effects = Vec::new();
+        for l in lines {
+            let name = l.node.name.clone();
+            effects.push(self.add_node_line(l, &[], now)?.1);
+            self.node_book.dynamic.insert(name.clone());
+            if future {
+                self.node_book.future.insert(name.clone());
+            }
+            effects.push(Effect::PersistNode {
+                name: format!("{DYNAMIC_PREFIX}{name}"),
+                record: Some(line_for(line, &name)),
+            });
+        }
+        tracing::info!("create node from uid {}: {line}", caller.uid);
+        Ok(effects)
+    }
+
+    /// `scontrol delete nodename=LIST` at `now`: the nodes leave (a slurm.conf node
+    /// until the next restart or reconfigure reads it again). All or none.
+    ///
+    /// Errors (Slurm's): "Access/permission denied"; an unknown name, "Invalid node
+    /// name specified"; a node that runs jobs, "Requested nodes are busy".
+    pub fn delete_nodes(
+        &mut self,
+        names: &str,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        if !caller.admin {
+            return Err(ApiError::access_denied());
+        }
+        let invalid = || {
+            ApiError::new(
+                ErrorCode::InvalidNodeName,
+                sluice_proto::error::INVALID_NODE_NAME,
+            )
+        };
+        let list = sluice_conf::hostlist::expand(names).map_err(|_| invalid())?;
+        if list.is_empty() {
+            return Err(invalid());
+        }
+        let ids = list
+            .iter()
+            .map(|n| self.conf.node_id(n).ok_or_else(invalid))
+            .collect::<Result<Vec<_>, _>>()?;
+        if ids
+            .iter()
+            .any(|&n| !self.sched.jobs_running_on(n).is_empty())
+        {
+            return Err(ApiError::new(ErrorCode::Busy, NODES_BUSY));
+        }
+        let mut effects = Vec::new();
+        for (nid, name) in ids.into_iter().zip(list) {
+            let dynamic = self.node_book.dynamic.contains(&name);
+            let had_override = self.node_overrides.contains_key(&name);
+            self.remove_node_id(nid, now)?;
+            self.node_book.future.remove(&name);
+            if dynamic {
+                effects.push(Effect::PersistNode {
+                    name: format!("{DYNAMIC_PREFIX}{name}"),
+                    record: None,
+                });
+            }
+            if had_override {
+                effects.push(Effect::PersistNode { name, record: None });
+            }
+        }
+        tracing::info!("delete node from uid {}: {names}", caller.uid);
+        Ok(effects)
+    }
+
+    /// The dynamic nodes kept across a restart (already in the configuration, see
+    /// [`append_node`]): `names`, with those still FUTURE in `future`.
+    pub fn restore_dynamic_nodes(&mut self, names: &[String], future: &[String]) {
+        self.node_book.dynamic.extend(names.iter().cloned());
+        self.node_book.future.extend(future.iter().cloned());
+    }
+
+    /// Whether node `name` is FUTURE: created so, its agent not registered yet.
+    pub(crate) fn node_future(&self, name: &str) -> bool {
+        self.node_book.future.contains(name) && !self.agents_up.contains(name)
+    }
+}
+
+/// Appends the nodes of `line` (a dynamic node's line as kept) to `conf` before the
+/// controller starts; returns their names and whether they are FUTURE. A line that no
+/// longer reads, or names a node slurm.conf now has, is skipped with a warning.
+pub fn append_node(conf: &mut ClusterConfig, line: &str) -> Vec<(String, bool)> {
+    let parsed = match crate::server::dynamic_nodes::parse_node_line(line) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("dynamic node line {line:?} dropped: {e}");
+            return Vec::new();
+        }
+    };
+    let future = state_of(line).as_deref() == Some("FUTURE");
+    let core = parsed.core_cluster();
+    let mut out = Vec::new();
+    for i in 0..core.nodes.len() {
+        let l = NodeLine::of(&parsed, &core, i);
+        let name = l.node.name.clone();
+        if conf.node_id(&name).is_some() {
+            tracing::warn!("dynamic node {name} dropped: slurm.conf has a node of that name");
+            continue;
+        }
+        let mut node = l.node.clone();
+        node.state = NodeState::Up;
+        node.gpus = Vec::new();
+        node.features = 0;
+        for f in &l.features {
+            node.features |= conf.cluster.feature_bit(f).unwrap_or(0);
+        }
+        let mut gres = [0u32; sluice_core::tres::MAX_GRES];
+        for (slot, &count) in l.node.capacity.gres.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let n = parsed.cluster.gres.name(slot);
+            let (base, kind) = n
+                .split_once(':')
+                .map_or((n.as_str(), None), |(b, t)| (b, Some(t)));
+            if let Some(here) = conf.cluster.gres.find(base, kind) {
+                gres[here] = count;
+            }
+        }
+        node.capacity.gres = gres;
+        let i = conf.cluster.nodes.len();
+        conf.cluster.nodes.push(node);
+        set_at(&mut conf.topology, i, l.topology, (1, 1, 1));
+        set_at(&mut conf.node_gres, i, l.gres.clone(), String::new());
+        set_at(
+            &mut conf.cpu_spec_lists,
+            i,
+            l.cpu_spec_list.clone(),
+            String::new(),
+        );
+        set_at(
+            &mut conf.gres_devices,
+            i,
+            l.gres_devices.clone(),
+            Vec::new(),
+        );
+        out.push((name, future));
+    }
+    out
 }
