@@ -320,13 +320,18 @@ impl Controller {
         if features.len() > 64 {
             return Err(ApiError::invalid("more than 64 node features"));
         }
+        let mut effects = Vec::new();
         for nid in removes {
+            let name = self.conf.cluster.node(nid).name.clone();
+            if self.node_overrides.contains_key(&name) {
+                // An operator's state of a node that is gone is forgotten.
+                effects.push(Effect::PersistNode { name, record: None });
+            }
             self.remove_node_id(nid, now)?;
         }
         for (nid, line) in changes {
             self.replace_node_line(nid, line, now)?;
         }
-        let mut effects = Vec::new();
         for line in adds {
             effects.push(self.add_node_line(line, &[], now)?.1);
         }
