@@ -592,6 +592,18 @@ pub fn append_node(conf: &mut ClusterConfig, line: &str) -> Vec<(String, bool)> 
             l.gres_devices.clone(),
             Vec::new(),
         );
+        if let Some(a) = l.address.clone() {
+            // Its agent is reached at its own `NodeAddr` over TCP.
+            while conf.node_addresses.len() < i {
+                let n = conf.cluster.nodes[conf.node_addresses.len()].name.clone();
+                conf.node_addresses.push(crate::config::NodeAddress {
+                    addr: n.clone(),
+                    hostname: n,
+                    port: None,
+                });
+            }
+            set_at(&mut conf.node_addresses, i, a.clone(), a);
+        }
         out.push((name, future));
     }
     out
