@@ -530,7 +530,8 @@ impl Controller {
 
     /// Whether node `name` is FUTURE: created so, its agent not registered yet.
     pub(crate) fn node_future(&self, name: &str) -> bool {
-        self.node_book.future.contains(name) && !self.agents_up.contains(name)
+        (self.node_book.future.contains(name) || self.conf.future_nodes.iter().any(|n| n == name))
+            && !self.agents_up.contains(name)
     }
 }
 
@@ -607,4 +608,38 @@ pub fn append_node(conf: &mut ClusterConfig, line: &str) -> Vec<(String, bool)> 
         out.push((name, future));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_future_node_of_slurm_conf_is_shown_future_until_its_agent_registers() {
+        let dir = std::env::temp_dir().join(format!("sluice-future-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("slurm.conf");
+        std::fs::write(
+            &path,
+            "ClusterName=c\nNodeName=n1 CPUs=2 RealMemory=100\n\
+             NodeName=n[2-3] CPUs=2 RealMemory=100 State=FUTURE\n\
+             PartitionName=p Nodes=n[1-3] Default=YES\n",
+        )
+        .unwrap();
+        let (conf, _) = ClusterConfig::read(&path).unwrap();
+        assert_eq!(conf.future_nodes, ["n2", "n3"]);
+        let mut ctl = Controller::new(conf, &dir, vec![], vec![], 0);
+        ctl.await_agents();
+        ctl.agent_registered("n1", &[], 1);
+        let states = |ctl: &Controller| -> Vec<String> {
+            ctl.nodes()
+                .iter()
+                .map(|n| format!("{} {}", n.name, n.state))
+                .collect()
+        };
+        assert_eq!(states(&ctl), ["n1 idle", "n2 future", "n3 future"]);
+        ctl.agent_registered("n2", &[], 2);
+        assert_eq!(states(&ctl), ["n1 idle", "n2 idle", "n3 future"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

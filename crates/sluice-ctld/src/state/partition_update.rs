@@ -220,6 +220,7 @@ impl Controller {
         self.conf.def_mem = new.def_mem;
         self.conf.own_def_mem = new.own_def_mem;
         self.conf.billing_weights = new.billing_weights;
+        self.conf.future_nodes = new.future_nodes;
         // Agents that start from now on read the new file: it is the one they match.
         if self.liveness.conf_hash.is_some() {
             self.liveness.conf_hash = Some(conf_hash);
