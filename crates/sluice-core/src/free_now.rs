@@ -61,6 +61,18 @@ impl FreeNow {
         node_partitions
     }
 
+    /// A node joined `cluster` (the last of its nodes), or node `node`'s capacity
+    /// changed while nothing ran there: all of it free.
+    pub(crate) fn set_idle(&mut self, cluster: &Cluster, node: NodeId) {
+        let cap = cluster.node(node).capacity;
+        if node.index() == self.free.len() {
+            self.free.push(cap);
+        } else {
+            self.free[node.index()] = cap;
+        }
+        self.set_members(cluster);
+    }
+
     /// Takes the partitions' members anew (a partition's nodes changed) and recounts;
     /// what is free on each node stays.
     pub(crate) fn set_members(&mut self, cluster: &Cluster) {

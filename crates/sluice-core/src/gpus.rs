@@ -112,23 +112,7 @@ impl GpuBook {
             })
             .unwrap_or_default();
         let nodes: Vec<NodeGpus> = (0..cluster.nodes.len() as u32)
-            .map(|i| {
-                let devices = cluster.gpus_of(NodeId(i));
-                let typed = devices
-                    .iter()
-                    .map(|d| {
-                        d.gpu_type
-                            .as_deref()
-                            .and_then(|t| cluster.gres.find("gpu", Some(t)))
-                    })
-                    .collect();
-                let uses = vec![Use::Free; devices.len()];
-                NodeGpus {
-                    devices,
-                    typed,
-                    uses,
-                }
-            })
+            .map(|i| node_gpus(cluster, i))
             .collect();
         let room = vec![(0, 0); nodes.len()];
         GpuBook {
@@ -141,6 +125,18 @@ impl GpuBook {
             by_room: BTreeSet::new(),
             by_total: BTreeSet::new(),
         }
+    }
+
+    /// A node joined `cluster` (the last of its nodes): its GPUs, all free.
+    pub(crate) fn add_node(&mut self, cluster: &Cluster) {
+        let i = self.nodes.len() as u32;
+        self.nodes.push(node_gpus(cluster, i));
+        self.room.push((0, 0));
+    }
+
+    /// Node `node`'s GPUs as `cluster` now describes them (nothing runs there).
+    pub(crate) fn reset_node(&mut self, cluster: &Cluster, node: NodeId) {
+        self.nodes[node.index()] = node_gpus(cluster, node.0);
     }
 
     /// Whether a job taking `usage` on a node (`exclusive`: the whole node) needs GPUs
@@ -497,6 +493,25 @@ impl GpuBook {
             }
         }
         Some(side)
+    }
+}
+
+/// Node `i`'s GPUs as `cluster` describes them, all free.
+fn node_gpus(cluster: &Cluster, i: u32) -> NodeGpus {
+    let devices = cluster.gpus_of(NodeId(i));
+    let typed = devices
+        .iter()
+        .map(|d| {
+            d.gpu_type
+                .as_deref()
+                .and_then(|t| cluster.gres.find("gpu", Some(t)))
+        })
+        .collect();
+    let uses = vec![Use::Free; devices.len()];
+    NodeGpus {
+        devices,
+        typed,
+        uses,
     }
 }
 

@@ -23,6 +23,7 @@ pub mod ids;
 pub mod job;
 pub mod limits;
 pub mod multifactor;
+mod node_changes;
 pub mod observe;
 pub mod partition_policy;
 pub mod placement;

@@ -238,6 +238,37 @@ impl Profile {
         self.retire_if_empty(old);
     }
 
+    /// A node joined `cluster` (the last of its nodes): wholly free forever.
+    pub fn add_node(&mut self, cluster: &Cluster) {
+        let node = NodeId(self.attr_of.len() as u32);
+        let id = self.attr_id(NodeAttr::of(cluster, node));
+        self.attr_of.push(id);
+        let cid = self.find_or_create(id, vec![(-NEVER, self.attrs[id as usize].capacity)]);
+        self.class_of.push(cid);
+        self.classes[cid as usize].members.insert(node);
+    }
+
+    /// Node `node`, on which nothing is claimed, as `cluster` now describes it (its
+    /// capacity may have changed): wholly free forever.
+    pub fn reset_node(&mut self, cluster: &Cluster, node: NodeId) {
+        let id = self.attr_id(NodeAttr::of(cluster, node));
+        self.attr_of[node.index()] = id;
+        let old = self.class_of[node.index()];
+        let new = self.find_or_create(id, vec![(-NEVER, self.attrs[id as usize].capacity)]);
+        self.move_node(node, new);
+        self.retire_if_empty(old);
+    }
+
+    fn attr_id(&mut self, attr: NodeAttr) -> AttrId {
+        match self.attrs.iter().position(|a| *a == attr) {
+            Some(i) => i as AttrId,
+            None => {
+                self.attrs.push(attr);
+                (self.attrs.len() - 1) as AttrId
+            }
+        }
+    }
+
     fn find_or_create(&mut self, attr: AttrId, mut steps: Steps) -> ClassId {
         trim(&mut steps, self.origin);
         let hash = hash_of(attr, &steps);

@@ -88,7 +88,7 @@ pub(crate) struct QueueKey {
 
 /// Nodes of one configuration in a partition.
 #[derive(Clone, Debug)]
-struct NodeConfig {
+pub(crate) struct NodeConfig {
     capacity: crate::tres::Resources,
     features: u64,
     /// Processors kept for GPU jobs.
@@ -122,7 +122,7 @@ pub struct Scheduler {
     pub(crate) profile: Profile,
     pub(crate) free_now: FreeNow,
     /// Distinct node configurations of each partition (all its nodes, any state).
-    node_configs: Vec<Vec<NodeConfig>>,
+    pub(crate) node_configs: Vec<Vec<NodeConfig>>,
     /// Running jobs by the end of their claim on the profile.
     pub(crate) claims_end: BTreeSet<(Time, JobId)>,
     pub(crate) claim_end: BTreeMap<JobId, Time>,
@@ -1738,7 +1738,7 @@ pub(crate) fn view(spec: &JobSpec) -> JobView<'_> {
 
 /// The distinct node configurations among `nodes` (capacity, features, processors kept
 /// for GPUs) with how many nodes have each: what a submission is judged against.
-fn node_configs_of(cluster: &Cluster, nodes: &[NodeId]) -> Vec<NodeConfig> {
+pub(crate) fn node_configs_of(cluster: &Cluster, nodes: &[NodeId]) -> Vec<NodeConfig> {
     let mut groups: Vec<NodeConfig> = Vec::new();
     for &n in nodes {
         let node = cluster.node(n);

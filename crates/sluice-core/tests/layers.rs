@@ -77,6 +77,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "unavailable",
             "side_claims",
             "het",
+            "node_changes",
         ],
     ),
     (

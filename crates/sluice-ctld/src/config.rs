@@ -114,6 +114,9 @@ pub struct ClusterConfig {
     /// Where services' stable addresses start (`http://HOST:PORT`): the controller's
     /// TCP listener, set by `server::run`. `None`: no TCP listener, no stable address.
     pub service_base: Option<String>,
+    /// Nodes slurm.conf configures `State=FUTURE`: shown FUTURE, and taking no work,
+    /// until their agent registers; then up (their configured state is UP).
+    pub future_nodes: Vec<String>,
 }
 
 /// A node's `NodeAddr`, `NodeHostname` and `Port` as slurm.conf gives them.
@@ -416,6 +419,7 @@ impl ClusterConfig {
             net: NetConf::from_conf(conf).unwrap_or_default(),
             agents_over_tcp: false,
             service_base: None,
+            future_nodes: Vec::new(),
         }
     }
 
@@ -470,6 +474,12 @@ impl ClusterConfig {
         })?;
         let nodes = node_details(path);
         let mut config = Self::from_slurm_conf(&conf, &nodes);
+        config.future_nodes = future_nodes(path);
+        for n in &mut config.cluster.nodes {
+            if config.future_nodes.contains(&n.name) {
+                n.state = sluice_core::NodeState::Up;
+            }
+        }
         let addresses = node_addresses(path);
         config.node_addresses = config
             .cluster
@@ -687,6 +697,7 @@ impl ClusterConfig {
             },
             agents_over_tcp: false,
             service_base: None,
+            future_nodes: Vec::new(),
         }
     }
 
@@ -972,6 +983,32 @@ fn partition_settings(path: &Path) -> Vec<(String, Vec<(String, String)>)> {
 
 /// Per node line: name, `Gres=` text and (sockets, cores per socket, threads per core),
 /// read again from the file for what the scheduling model does not keep.
+/// The nodes whose `NodeName=` line in slurm.conf at `path` says `State=FUTURE`.
+fn future_nodes(path: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for line in text.replace("\\\n", " ").lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let kv: Vec<(String, &str)> = line
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect();
+        let Some((_, names)) = kv.first().filter(|(k, _)| k == "nodename") else {
+            continue;
+        };
+        let future = kv
+            .iter()
+            .any(|(k, v)| k == "state" && v.eq_ignore_ascii_case("future"));
+        if future && !names.eq_ignore_ascii_case("default") {
+            out.extend(sluice_conf::hostlist::expand(names).unwrap_or_default());
+        }
+    }
+    out
+}
+
 fn node_details(path: &Path) -> Vec<(String, String, (u32, u32, u32))> {
     let mut out = Vec::new();
     let Ok(text) = std::fs::read_to_string(path) else {

@@ -41,6 +41,7 @@ mod accounts;
 pub mod agents;
 mod audit;
 mod diag;
+pub mod dynamic_nodes;
 pub mod executor;
 mod explain;
 pub mod fencing;
@@ -346,26 +347,42 @@ pub async fn run(
         || sluice_proto::Signer::Key(Arc::new(Vec::new())),
         |a| a.signer(),
     );
-    let clients: agents::AgentClients = Arc::new(
+    // Dynamic nodes (`scontrol create node`) come back after slurm.conf's.
+    let mut conf = conf;
+    let (mut dynamic, mut future) = (Vec::new(), Vec::new());
+    for (key, line) in &snapshot.nodes {
+        if key.starts_with(crate::state::node_changes::DYNAMIC_PREFIX) {
+            for (name, is_future) in crate::state::node_changes::append_node(&mut conf, line) {
+                if is_future {
+                    future.push(name.clone());
+                }
+                dynamic.push(name);
+            }
+        }
+    }
+    let make_client: agents::MakeClient = {
+        let signer = signer.clone();
+        Arc::new(move |endpoint: &str| {
+            sluice_proto::Client::endpoint(endpoint, &signer).with_epoch(epoch)
+        })
+    };
+    let clients: agents::AgentClients = Arc::new(std::sync::Mutex::new(
         conf.cluster
             .nodes
             .iter()
             .map(|n| {
                 let endpoint = conf.agent_endpoint(&n.name, state_dir);
-                (
-                    n.name.clone(),
-                    sluice_proto::Client::endpoint(&endpoint, &signer).with_epoch(epoch),
-                )
+                (n.name.clone(), make_client(&endpoint))
             })
             .collect(),
-    );
+    ));
     let service_tcp_ports = conf.site.service_tcp_ports;
-    let mut conf = conf;
     conf.service_base = listen.map(|l| services::base(l, &conf.net));
     let mut ctl = Controller::new(conf, state_dir, jobs, steps, now());
     ctl.set_slurm_uid(nix::unistd::getuid().as_raw());
     ctl.set_conf_hash(net.conf_hash.clone());
     ctl.resume_ids(snapshot.next_job_id);
+    ctl.restore_dynamic_nodes(&dynamic, &future);
     ctl.restore_nodes(&snapshot.nodes);
     ctl.restore_reservations(&snapshot.reservations, now());
     if snapshot.stopped_with_agents {
@@ -401,6 +418,7 @@ pub async fn run(
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let (agents, agent_tasks) = agents::Agents::start(
         &clients,
+        make_client,
         incarnation.clone(),
         kill_wait,
         inputs.clone(),

@@ -110,6 +110,14 @@ pub enum Effect {
         /// State to report.
         state: JobState,
     },
+    /// A node joined while the controller runs: orders to it go to its agent at
+    /// `endpoint` from now on (see `state/node_changes.rs`).
+    AddAgent {
+        /// Node name.
+        node: String,
+        /// Where its agent listens ([`ClusterConfig::agent_endpoint`]).
+        endpoint: String,
+    },
     /// Write (`Some`) or forget (`None`) an operator's node state, durably before the
     /// request is answered.
     PersistNode {
@@ -364,6 +372,8 @@ pub struct Controller {
     usage: usage::LiveUsage,
     /// The running jobs' GPUs, watched for the idle-GPU check.
     idle: idle_gpus::IdleWatch,
+    /// Nodes created or removed while the controller runs (see `state/node_changes.rs`).
+    node_book: node_changes::NodeBook,
 }
 
 /// A job's priority (Slurm's `priority/basic`: earlier submissions first, `--nice`
@@ -455,6 +465,7 @@ impl Controller {
             diag: diag::Diag::new(now),
             usage: usage::LiveUsage::default(),
             idle: idle_gpus::IdleWatch::default(),
+            node_book: node_changes::NodeBook::default(),
         };
         for s in steps {
             c.steps.insert((JobId(s.job_id), s.step), s);
@@ -2981,7 +2992,8 @@ impl Controller {
     pub fn await_agents(&mut self) {
         for i in 0..self.conf.cluster.nodes.len() {
             let nid = NodeId(i as u32);
-            if !self.agents_up.contains(&self.conf.cluster.node(nid).name) {
+            let name = &self.conf.cluster.node(nid).name;
+            if !name.is_empty() && !self.agents_up.contains(name) {
                 self.sched.set_node_state(nid, NodeState::Down);
                 tracing::info!(
                     "node {} is DOWN until its agent registers",
@@ -3488,6 +3500,9 @@ impl Controller {
         completing: bool,
     ) -> &'static str {
         let n = &self.conf.cluster.nodes[i];
+        if self.node_future(&n.name) {
+            return "future";
+        }
         match self.node_state(NodeId(i as u32)) {
             // As Slurm's node COMPLETING flag, which `sinfo` shows before the rest.
             NodeState::Up if completing && self.agents_up.contains(&n.name) => "completing",
@@ -3523,6 +3538,7 @@ impl Controller {
             .nodes
             .iter()
             .enumerate()
+            .filter(|(_, n)| !n.name.is_empty())
             .map(|(i, n)| {
                 let cpus = n.capacity.cpus;
                 let used = alloc_cpus[i].min(cpus);
@@ -4093,6 +4109,7 @@ mod job_table;
 pub mod listing;
 mod liveness;
 mod metrics;
+pub mod node_changes;
 mod partition_update;
 mod preempt;
 mod priority;

@@ -708,6 +708,7 @@ pub fn main(args: Vec<String>) -> i32 {
             Some("reservation" | "res" | "resv") => {
                 super::scontrol_resv::create(&client, &words[2..])
             }
+            _ if words[1..].iter().any(|w| is_node_tag(w)) => create_node(&client, &words[1..]),
             _ => fail(ME, "invalid entity for keyword create", 1),
         },
         "delete" => {
@@ -719,6 +720,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 }
                 _ => None,
             };
+            if rest.first().is_some_and(|w| is_node_tag(w)) {
+                return delete_node(&client, rest);
+            }
             match name {
                 Some(n) => super::scontrol_resv::delete(&client, &n),
                 None => fail(ME, "invalid entity for keyword delete", 1),
@@ -730,6 +734,57 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         other => {
             eprintln!("invalid keyword: {other}");
+            1
+        }
+    }
+}
+
+/// Whether `word` names nodes as Slurm's `create` and `delete` take it: `NodeName`
+/// abbreviated to three letters at least, with or without `=VALUE`.
+fn is_node_tag(word: &str) -> bool {
+    let tag = word.split('=').next().unwrap_or("").to_ascii_lowercase();
+    tag.len() >= 3 && "nodename".starts_with(&tag)
+}
+
+/// `scontrol create nodename=LIST CPUs=... State=FUTURE|CLOUD ...`: dynamic nodes (the
+/// words are the node line, as Slurm rebuilds it).
+fn create_node(client: &sluice_proto::Client, words: &[String]) -> i32 {
+    let line = words.join(" ");
+    let body = serde_json::json!({ "line": line });
+    match client.post::<_, serde_json::Value>("/v1/nodes/create", &body) {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("Error creating the node(s): {}", describe(&e));
+            1
+        }
+    }
+}
+
+/// `scontrol delete nodename=LIST` (or `delete nodename LIST`).
+fn delete_node(client: &sluice_proto::Client, words: &[String]) -> i32 {
+    let names = match words {
+        [one] => match one.split_once('=') {
+            Some((_, v)) => v.to_string(),
+            None => {
+                eprintln!(
+                    "scontrol: error: Proper format is 'delete <ENTITY>=<ID>' or 'delete <ENTITY> <ID>'"
+                );
+                return 1;
+            }
+        },
+        [_, v] => v.clone(),
+        _ => {
+            eprintln!(
+                "scontrol: error: Proper format is 'delete <ENTITY>=<ID>' or 'delete <ENTITY> <ID>'"
+            );
+            return 1;
+        }
+    };
+    let body = serde_json::json!({ "line": names });
+    match client.post::<_, serde_json::Value>("/v1/nodes/delete", &body) {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("delete_node {}: {}", words[0], describe(&e));
             1
         }
     }

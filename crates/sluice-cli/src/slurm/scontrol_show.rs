@@ -50,7 +50,7 @@ pub fn node_state(n: &NodeInfo) -> String {
         "completing" => "MIXED+COMPLETING".to_string(),
         other => other.to_ascii_uppercase(),
     };
-    if !n.agent_up {
+    if !n.agent_up && n.state != "future" {
         s.push_str("+NOT_RESPONDING");
     }
     s

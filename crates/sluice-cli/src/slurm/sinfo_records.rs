@@ -87,14 +87,16 @@ pub fn compact_state(n: &NodeInfo) -> String {
         "draining" => "drng",
         "maint" => "maint",
         "completing" => "comp",
+        "future" => "futr",
         _ => "unk",
     };
-    format!("{s}{}", if n.agent_up { "" } else { "*" })
+    format!("{s}{}", if n.agent_up || s == "futr" { "" } else { "*" })
 }
 
 /// The long state (`%T`): `idle`, `mixed`, `drained`, ..., `*` when not responding.
 pub fn long_state(n: &NodeInfo) -> String {
-    format!("{}{}", n.state, if n.agent_up { "" } else { "*" })
+    let quiet = n.agent_up || n.state == "future";
+    format!("{}{}", n.state, if quiet { "" } else { "*" })
 }
 
 fn reason_user(n: &NodeInfo) -> (String, u32) {

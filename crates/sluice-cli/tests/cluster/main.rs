@@ -26,6 +26,7 @@ mod limits;
 mod logs;
 mod memory;
 mod metrics;
+mod node_changes;
 mod openapi;
 mod owners;
 mod postgres;

@@ -297,20 +297,23 @@ fn reconfigure_reads_slurm_confs_partitions_again_and_refuses_what_needs_a_resta
     let o = c.run("scontrol", &["reconfig"]);
     assert_eq!((o.stderr.as_str(), o.code), ("", 0));
     assert_eq!(parts(&c), "debug* up 1:00:00 2\nother up 30:00 2\n");
-    // A node's line changed: refused, naming it, and nothing else changes either.
+    // A line that needs a restart changed: refused, naming it, and nothing else
+    // changes either.
     std::fs::write(
         &conf,
-        TWO_PARTITIONS.replace("CPUs=2", "CPUs=4").replace(
-            "MaxTime=1:00:00 State=UP\nPartitionName=other",
-            "MaxTime=5 State=UP\nPartitionName=other",
-        ),
+        TWO_PARTITIONS
+            .replace("ClusterName=upd", "ClusterName=other")
+            .replace(
+                "MaxTime=1:00:00 State=UP\nPartitionName=other",
+                "MaxTime=5 State=UP\nPartitionName=other",
+            ),
     )
     .unwrap();
     let o = c.run("scontrol", &["reconfigure"]);
     assert_eq!(
         (o.stderr.as_str(), o.code),
         (
-            "slurm_reconfigure error: only partitions change without a restart; restart the controller for this change: NodeName=n[1-2] CPUs=4 RealMemory=1000 State=UNKNOWN\n",
+            "slurm_reconfigure error: only nodes and partitions change without a restart; restart the controller for this change: ClusterName=other\n",
             1
         )
     );

@@ -84,6 +84,20 @@ impl State {
         }
     }
 
+    /// A node joined the cluster (the last of its nodes).
+    pub(crate) fn add_node(&mut self, cluster: &Cluster) {
+        if let Some(plan) = &mut self.plan {
+            plan.add_node(cluster);
+        }
+    }
+
+    /// Node `node`, on which nothing runs, changed capacity.
+    pub(crate) fn reset_node(&mut self, cluster: &Cluster, node: NodeId) {
+        if let Some(plan) = &mut self.plan {
+            plan.reset_node(cluster, node);
+        }
+    }
+
     /// A job started at `now` and is expected to end at `end`.
     pub(crate) fn on_start(&mut self, id: JobId, nodes: &[NodeAlloc], now: Time, end: Time) {
         if let Some(plan) = &mut self.plan {

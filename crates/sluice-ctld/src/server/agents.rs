@@ -38,13 +38,22 @@ struct Sender {
     store: Store,
 }
 
+/// Makes the client of an agent at an endpoint (signed as the controller signs).
+pub type MakeClient = Arc<dyn Fn(&str) -> Client + Send + Sync>;
+
 /// One order queue per node.
 pub struct Agents {
     queues: BTreeMap<String, UnboundedSender<Effect>>,
+    /// For the queues of nodes that join later ([`Effect::AddAgent`]).
+    sender: Sender,
+    clients: AgentClients,
+    make: MakeClient,
+    runtime: tokio::runtime::Handle,
+    tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
 /// The queues' tasks, to wait for when stopping.
-pub struct AgentTasks(Vec<JoinHandle<()>>);
+pub struct AgentTasks(Arc<Mutex<Vec<JoinHandle<()>>>>);
 
 /// How long an order may wait for its agent to take it.
 const ORDER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -52,14 +61,16 @@ const ORDER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the watch waits for an agent's answer to its ping.
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A client for each node's agent, by node name.
-pub type AgentClients = Arc<BTreeMap<String, Client>>;
+/// A client for each node's agent, by node name (nodes may join while the controller
+/// runs).
+pub type AgentClients = Arc<Mutex<BTreeMap<String, Client>>>;
 
 impl Agents {
     /// Queues for the nodes of `clients`, each sending through its node's client. Must
     /// be called within the runtime.
     pub fn start(
         clients: &AgentClients,
+        make: MakeClient,
         incarnation: String,
         kill_wait: i64,
         inputs: UnboundedSender<Input>,
@@ -71,24 +82,53 @@ impl Agents {
             inputs,
             store,
         };
-        let mut queues = BTreeMap::new();
-        let mut tasks = Vec::new();
-        for (node, client) in clients.iter() {
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            let client = client.clone().with_timeout(ORDER_TIMEOUT);
-            tasks.push(tokio::spawn(run_queue(
-                node.clone(),
-                client,
-                rx,
-                sender.clone(),
-            )));
-            queues.insert(node.clone(), tx);
+        let tasks = Arc::new(Mutex::new(Vec::new()));
+        let mut agents = Agents {
+            queues: BTreeMap::new(),
+            sender,
+            clients: clients.clone(),
+            make,
+            runtime: tokio::runtime::Handle::current(),
+            tasks: tasks.clone(),
+        };
+        let all: Vec<(String, Client)> = clients
+            .lock()
+            .expect("never held across a panic")
+            .iter()
+            .map(|(n, c)| (n.clone(), c.clone()))
+            .collect();
+        for (node, client) in all {
+            agents.add_queue(node, client);
         }
-        (Agents { queues }, AgentTasks(tasks))
+        (agents, AgentTasks(tasks))
     }
 
-    /// Queues `order` to each node it names.
-    pub fn send(&self, order: Effect) {
+    /// A queue for `node`'s orders, sent through `client`.
+    fn add_queue(&mut self, node: String, client: Client) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = client.with_timeout(ORDER_TIMEOUT);
+        let task = self
+            .runtime
+            .spawn(run_queue(node.clone(), client, rx, self.sender.clone()));
+        self.tasks
+            .lock()
+            .expect("never held across a panic")
+            .push(task);
+        self.queues.insert(node, tx);
+    }
+
+    /// Queues `order` to each node it names; [`Effect::AddAgent`] makes a node's queue
+    /// (and its client, which the agent watch pings).
+    pub fn send(&mut self, order: Effect) {
+        if let Effect::AddAgent { node, endpoint } = order {
+            let client = (self.make)(&endpoint);
+            self.clients
+                .lock()
+                .expect("never held across a panic")
+                .insert(node.clone(), client.clone());
+            self.add_queue(node, client);
+            return;
+        }
         for (node, one) in per_node(order) {
             match self.queues.get(&node) {
                 Some(q) => {
@@ -104,7 +144,8 @@ impl AgentTasks {
     /// Waits until every queue has sent what it holds (their senders are gone), at most
     /// `limit`.
     pub async fn drained(self, limit: Duration) {
-        let all = futures_join(self.0);
+        let handles = std::mem::take(&mut *self.0.lock().expect("never held across a panic"));
+        let all = futures_join(handles);
         if tokio::time::timeout(limit, all).await.is_err() {
             tracing::warn!("orders to some agents were not delivered before stopping");
         }
@@ -380,7 +421,12 @@ pub async fn watch(
         let Ok(agents) = rx.await else { return };
         // Every agent at once: one that takes its time holds up none of the others.
         let pings = agents.into_iter().filter_map(|node| {
-            let client = clients.get(&node)?.clone().with_timeout(PING_TIMEOUT);
+            let client = clients
+                .lock()
+                .expect("never held across a panic")
+                .get(&node)?
+                .clone()
+                .with_timeout(PING_TIMEOUT);
             let refusals = refusals.clone();
             Some(tokio::task::spawn_blocking(move || {
                 let answer = client.get::<serde_json::Value>("/v1/ping");

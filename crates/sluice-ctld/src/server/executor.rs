@@ -94,6 +94,7 @@ impl Executor {
                     acks.push(self.store.put_reservation(&name, record))
                 }
                 order @ (Effect::Launch { .. }
+                | Effect::AddAgent { .. }
                 | Effect::Notify { .. }
                 | Effect::Signal { .. }
                 | Effect::Suspend { .. }
@@ -144,7 +145,7 @@ fn serialise<T: serde::Serialize>(record: &T) -> String {
 
 /// The completion thread: each batch in turn waits for its writes, then queues its
 /// orders and answers.
-fn complete(rx: Receiver<Pending>, agents: Agents) {
+fn complete(rx: Receiver<Pending>, mut agents: Agents) {
     for p in rx {
         let mut saved = Ok(());
         for ack in p.acks {

@@ -251,6 +251,26 @@ pub enum Request {
         /// Answered once taken.
         reply: Reply<Result<(), ApiError>>,
     },
+    /// `scontrol create nodename=...`: dynamic nodes join.
+    CreateNodes {
+        /// The node line as written.
+        line: String,
+        /// The line read as a slurm.conf of its own.
+        conf: Box<crate::config::ClusterConfig>,
+        /// Who asks.
+        caller: Caller,
+        /// Answered once durable.
+        reply: Reply<Result<(), ApiError>>,
+    },
+    /// `scontrol delete nodename=...`: nodes leave.
+    DeleteNodes {
+        /// The node names (a host list).
+        names: String,
+        /// Who asks.
+        caller: Caller,
+        /// Answered once durable.
+        reply: Reply<Result<(), ApiError>>,
+    },
     /// An agent reports that a step's tasks on its node have all ended.
     StepEndedOn {
         /// The report.

@@ -510,13 +510,42 @@ impl Owner {
                 conf_hash,
                 caller,
                 reply,
-            } => match ctl.reconfigure_partitions(conf, conf_hash, &caller) {
+            } => match ctl.reconfigure_partitions(conf, conf_hash, &caller, now) {
                 Ok(effects) => {
                     self.pass_due = true;
                     Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
                 }
                 Err(e) => {
                     tracing::info!("reconfigure from uid={} refused: {e}", caller.uid);
+                    now_answer(reply, Err(e))
+                }
+            },
+            Request::CreateNodes {
+                line,
+                conf,
+                caller,
+                reply,
+            } => match ctl.create_nodes(&line, &conf, &caller, now) {
+                Ok(effects) => {
+                    self.pass_due = true;
+                    Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
+                }
+                Err(e) => {
+                    tracing::info!("create node from uid={} refused: {e}", caller.uid);
+                    now_answer(reply, Err(e))
+                }
+            },
+            Request::DeleteNodes {
+                names,
+                caller,
+                reply,
+            } => match ctl.delete_nodes(&names, &caller, now) {
+                Ok(effects) => {
+                    self.pass_due = true;
+                    Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
+                }
+                Err(e) => {
+                    tracing::info!("delete node from uid={} refused: {e}", caller.uid);
                     now_answer(reply, Err(e))
                 }
             },

@@ -1,12 +1,13 @@
 //! `scontrol reconfigure`: slurm.conf read again without a restart. What it can change
-//! while jobs run is the partitions (their states, limits, members and access lists,
-//! slurm.conf's again where `scontrol update` changed them, as Slurm does); any other
-//! change of slurm.conf or of the files beside it (nodes, scheduling, priority, GRES,
-//! ...) is refused, naming the first such line, and needs a restart of the controller
-//! — rather than being read and silently left unapplied. (The loop checks again that
-//! the nodes are the same: a file slurm.conf includes may have changed them.)
+//! while jobs run is the nodes (added, changed or removed; a node with running jobs may
+//! not change or leave) and the partitions (their states, limits, members and access
+//! lists, slurm.conf's again where `scontrol update` changed them, as Slurm does); any
+//! other change of slurm.conf or of the files beside it (`ClusterName`,
+//! `SlurmctldHost`, `StateSaveLocation`, `AuthType`, scheduling, priority, gres.conf,
+//! ...) is refused, naming the first such line, changes nothing, and needs a restart of
+//! the controller — rather than being read and silently left unapplied.
 //!
-//! The files are read here, off the loop; the loop only takes the new partitions.
+//! The files are read here, off the loop; the loop takes the new nodes and partitions.
 
 use std::path::{Path, PathBuf};
 
@@ -24,14 +25,17 @@ use crate::config::ClusterConfig;
 const BESIDE: &[&str] = &["gres.conf", "cgroup.conf", "cohorts.conf", "sluice.conf"];
 
 /// What of the configuration may not change without a restart: every line of slurm.conf
-/// but its `PartitionName=` ones (comments, blank lines and spacing aside), then the
+/// but its `NodeName=` and `PartitionName=` ones (comments, blank lines and spacing aside), then the
 /// files beside it as they are.
 pub(super) fn fixed_part(slurm_conf: &Path) -> std::io::Result<Vec<String>> {
     let text = std::fs::read_to_string(slurm_conf)?;
     let mut lines: Vec<String> = text
         .lines()
         .map(|l| l.split('#').next().unwrap_or("").trim().to_string())
-        .filter(|l| !l.is_empty() && !l.to_ascii_lowercase().starts_with("partitionname="))
+        .filter(|l| {
+            let l = l.to_ascii_lowercase();
+            !l.is_empty() && !l.starts_with("partitionname=") && !l.starts_with("nodename=")
+        })
         .collect();
     let dir = slurm_conf.parent().unwrap_or(Path::new("."));
     for f in BESIDE {
@@ -74,7 +78,7 @@ fn read_again(start: &StartConf) -> Result<(ClusterConfig, String), ApiError> {
         .or_else(|| start.fixed.get(fixed.len()).cloned())
     {
         return Err(ApiError::invalid(format!(
-            "only partitions change without a restart; restart the controller for this change: {line}"
+            "only nodes and partitions change without a restart; restart the controller for this change: {line}"
         )));
     }
     let (conf, _) =
@@ -122,7 +126,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_partition_lines_may_change() {
+    fn only_node_and_partition_lines_may_change() {
         let dir = std::env::temp_dir().join(format!("sluice-reconf-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("slurm.conf");
@@ -130,28 +134,29 @@ mod tests {
             "ClusterName=c\nNodeName=n1 CPUs=2\n# a comment\nPartitionName=p Nodes=n1 MaxTime=10\n";
         std::fs::write(&path, conf).unwrap();
         let start = StartConf::read(&path).unwrap();
-        assert_eq!(start.fixed, ["ClusterName=c", "NodeName=n1 CPUs=2"]);
+        assert_eq!(start.fixed, ["ClusterName=c"]);
         std::fs::write(
             &path,
-            "ClusterName=c\n\nNodeName=n1 CPUs=2   # same\nPartitionName=p Nodes=n1 MaxTime=20 State=DOWN\n",
+            "ClusterName=c\n\nNodeName=n[1-2] CPUs=4   # more\nPartitionName=p Nodes=n1 MaxTime=20 State=DOWN\n",
         )
         .unwrap();
-        let parts = read_again(&start).unwrap().0.cluster.partitions;
-        assert_eq!(parts[0].max_time, Some(20 * 60));
+        let again = read_again(&start).unwrap().0.cluster;
+        assert_eq!(again.partitions[0].max_time, Some(20 * 60));
+        assert_eq!(again.nodes.len(), 2);
         std::fs::write(
             &path,
-            "ClusterName=c\nNodeName=n1 CPUs=4\nPartitionName=p Nodes=n1\n",
+            "ClusterName=d\nNodeName=n1 CPUs=4\nPartitionName=p Nodes=n1\n",
         )
         .unwrap();
         assert_eq!(
             read_again(&start).unwrap_err().message,
-            "only partitions change without a restart; restart the controller for this change: NodeName=n1 CPUs=4"
+            "only nodes and partitions change without a restart; restart the controller for this change: ClusterName=d"
         );
-        std::fs::write(&path, "ClusterName=c\nPartitionName=p Nodes=n1\n").unwrap();
+        std::fs::write(&path, "NodeName=n1 CPUs=2\nPartitionName=p Nodes=n1\n").unwrap();
         assert!(read_again(&start)
             .unwrap_err()
             .message
-            .ends_with("NodeName=n1 CPUs=2"));
+            .ends_with("ClusterName=c"));
         std::fs::write(&path, conf).unwrap();
         std::fs::write(dir.join("gres.conf"), "Name=gpu File=/dev/null\n").unwrap();
         assert!(read_again(&start)

@@ -85,6 +85,8 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/agent/usage", post(usage_report))
         .route("/v1/agent/service", post(service_report))
         .route("/v1/reconfigure", post(super::reconfigure::reconfigure))
+        .route("/v1/nodes/create", post(super::dynamic_nodes::create))
+        .route("/v1/nodes/delete", post(super::dynamic_nodes::delete))
         .route("/v1/step-down", post(super::fencing::step_down_route))
         .route("/v1/takeover", post(super::fencing::already_active))
         .route("/v1/agent/heartbeat", post(agent_heartbeat))

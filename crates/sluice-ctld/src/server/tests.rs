@@ -572,16 +572,22 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
     let (store, writer, _) =
         sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
     let (tx, mut own) = unbounded_channel();
-    let clients = std::sync::Arc::new(
+    let clients = std::sync::Arc::new(std::sync::Mutex::new(
         [(
             "node01".to_string(),
             sluice_proto::Client::new(sluice_proto::paths::agent_socket(&dir, "node01")),
         )]
         .into_iter()
         .collect(),
+    ));
+    let (agents, tasks) = super::agents::Agents::start(
+        &clients,
+        std::sync::Arc::new(|e: &str| sluice_proto::Client::new(e)),
+        "test".into(),
+        30,
+        tx.clone(),
+        store.clone(),
     );
-    let (agents, tasks) =
-        super::agents::Agents::start(&clients, "test".into(), 30, tx.clone(), store.clone());
     let exec = Executor::new(store.clone(), agents);
     let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
     let mut owner = Owner::new(ctl, tx, None);
@@ -651,9 +657,15 @@ async fn a_jobs_script_and_environment_stay_in_the_store_until_its_launch_is_sen
     let (store, writer, _) =
         sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
     let (tx, mut own) = unbounded_channel();
-    let clients = std::sync::Arc::new(std::collections::BTreeMap::new());
-    let (agents, tasks) =
-        super::agents::Agents::start(&clients, "test".into(), 30, tx.clone(), store.clone());
+    let clients = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
+    let (agents, tasks) = super::agents::Agents::start(
+        &clients,
+        std::sync::Arc::new(|e: &str| sluice_proto::Client::new(e)),
+        "test".into(),
+        30,
+        tx.clone(),
+        store.clone(),
+    );
     let exec = Executor::new(store.clone(), agents);
     let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
     let mut owner = Owner::new(ctl, tx, None);

@@ -617,6 +617,8 @@ pub struct Publisher {
     with_dependency: BTreeSet<JobId>,
     /// Jobs whose records show a preemption.
     preempted: BTreeSet<JobId>,
+    /// The controller's node list's epoch the snapshot's configuration is of.
+    node_epoch: u64,
 }
 
 impl Publisher {
@@ -630,6 +632,7 @@ impl Publisher {
             forecast: u64::MAX,
             with_dependency: BTreeSet::new(),
             preempted: BTreeSet::new(),
+            node_epoch: ctl.node_book.epoch,
         };
         for id in ctl.jobs.keys().copied().collect::<Vec<_>>() {
             ctl.jobs.get_mut(&id);
@@ -654,6 +657,12 @@ impl Publisher {
     pub fn publish(&mut self, ctl: &mut Controller, now: i64) {
         let changed = ctl.jobs.take_changed();
         let mut dirty = false;
+        // Nodes joined or left: records name nodes through the configuration.
+        if ctl.node_book.epoch != self.node_epoch {
+            self.node_epoch = ctl.node_book.epoch;
+            self.current.conf = Arc::new(ctl.conf.clone());
+            dirty = true;
+        }
         for id in &changed {
             match ctl.jobs.shared(id) {
                 Some(job) => {

@@ -50,6 +50,7 @@ impl Controller {
             .nodes
             .iter()
             .enumerate()
+            .filter(|(_, n)| !n.name.is_empty())
             .map(|(i, n)| {
                 let cpus = n.capacity.cpus;
                 let used = usage.cpus[i].min(cpus);

@@ -57,7 +57,10 @@ fn apply(
         "Nodes" => {
             let invalid = || ApiError::new(ErrorCode::InvalidNodeName, INVALID_NODE_NAME);
             let mut nodes = if value.trim().eq_ignore_ascii_case("ALL") {
-                (0..conf.cluster.nodes.len() as u32).map(NodeId).collect()
+                (0..conf.cluster.nodes.len() as u32)
+                    .map(NodeId)
+                    .filter(|&n| !conf.cluster.node(n).name.is_empty())
+                    .collect()
             } else if value.trim().is_empty() {
                 Vec::new()
             } else {
@@ -146,34 +149,24 @@ impl Controller {
 }
 
 impl Controller {
-    /// `scontrol reconfigure`: slurm.conf's partitions, read again, replace the ones in
-    /// force (what `scontrol update` changed is slurm.conf's again, as in Slurm). The
-    /// same partitions in the same order, each with its QOS: adding, removing or
-    /// reordering partitions, or changing a partition's QOS, needs a restart.
+    /// `scontrol reconfigure`: slurm.conf read again at `now`. Its nodes join, change
+    /// or leave (see `state/node_changes.rs`); its partitions replace the ones in force
+    /// (what `scontrol update` changed is slurm.conf's again, as in Slurm), each keeping
+    /// the dynamic nodes it had. The same partitions in the same order, each with its
+    /// QOS: adding, removing or reordering partitions, or changing a partition's QOS,
+    /// needs a restart. Everything is checked before anything changes.
     ///
-    /// Errors: "Access/permission denied", or what needs a restart.
+    /// Errors: "Access/permission denied", a node to change or remove that runs jobs,
+    /// or what needs a restart.
     pub fn reconfigure_partitions(
         &mut self,
         new: Box<ClusterConfig>,
         conf_hash: String,
         caller: &Caller,
+        now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
         if !caller.admin {
             return Err(ApiError::access_denied());
-        }
-        // The nodes must be the same (an included file may have changed them): the
-        // partitions name nodes by their place in the list.
-        let nodes = |c: &ClusterConfig| -> Vec<String> {
-            c.cluster
-                .nodes
-                .iter()
-                .map(|n| format!("{} {:?} {}", n.name, n.capacity, n.features))
-                .collect()
-        };
-        if nodes(&new) != nodes(&self.conf) {
-            return Err(ApiError::invalid(
-                "the nodes changed: restart the controller and the agents",
-            ));
         }
         let partitions = new.cluster.partitions.clone();
         for p in &partitions {
@@ -186,7 +179,7 @@ impl Controller {
                 }
             }
         }
-        let now: Vec<(&str, Option<&str>)> = self
+        let current: Vec<(&str, Option<&str>)> = self
             .conf
             .cluster
             .partitions
@@ -197,12 +190,28 @@ impl Controller {
             .iter()
             .map(|p| (p.name.as_str(), p.qos.as_deref()))
             .collect();
-        if now != then {
+        if current != then {
             return Err(ApiError::invalid(
                 "adding, removing or reordering partitions, or changing a partition's QOS, needs a restart of the controller",
             ));
         }
-        for (i, p) in partitions.into_iter().enumerate() {
+        // The nodes, then the partitions over them by this controller's ids.
+        let (ids, effects) = self.reconfigure_nodes(&new, now)?;
+        for (i, mut p) in partitions.into_iter().enumerate() {
+            let dynamic = self.conf.cluster.partitions[i]
+                .nodes
+                .iter()
+                .copied()
+                .filter(|&n| {
+                    self.node_book
+                        .dynamic
+                        .contains(&self.conf.cluster.node(n).name)
+                });
+            let mut nodes: Vec<NodeId> = p.nodes.iter().map(|n| ids[n.index()]).collect();
+            nodes.extend(dynamic);
+            nodes.sort();
+            nodes.dedup();
+            p.nodes = nodes;
             self.conf.cluster.partitions[i] = p.clone();
             self.sched.set_partition(PartitionId(i as u16), p);
         }
@@ -211,11 +220,12 @@ impl Controller {
         self.conf.def_mem = new.def_mem;
         self.conf.own_def_mem = new.own_def_mem;
         self.conf.billing_weights = new.billing_weights;
+        self.conf.future_nodes = new.future_nodes;
         // Agents that start from now on read the new file: it is the one they match.
         if self.liveness.conf_hash.is_some() {
             self.liveness.conf_hash = Some(conf_hash);
         }
         tracing::info!("reconfigure: slurm.conf read again by uid {}", caller.uid);
-        Ok(Vec::new())
+        Ok(effects)
     }
 }

@@ -1,0 +1,169 @@
+//! Nodes that join, change or leave while the controller runs.
+
+use crate::harness::Cluster;
+
+const ONE_NODE: &str = "ClusterName=dyn
+SlurmctldHost=localhost
+NodeName=n1 CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=n1 Default=YES MaxTime=1:00:00 State=UP
+";
+
+#[test]
+fn reconfigure_adds_a_node_a_waiting_job_lands_on_it_and_a_busy_node_may_not_leave() {
+    let mut c = Cluster::start_with("reconfnodes", ONE_NODE, &["n1"]);
+    let nodes = |c: &Cluster| c.run("sinfo", &["-h", "-N", "-o", "%N %P %c %t"]).stdout;
+    let conf = c.dir.join("slurm.conf");
+    // n1 is busy with a long job; a second job waits for room.
+    let long = c.sbatch(&["-c", "2", "-t", "10", "--wrap", "sleep 300"]);
+    c.wait_for("the long job to run", || {
+        c.run("squeue", &["-h", "-j", &long.to_string(), "-o", "%T"])
+            .stdout
+            == "RUNNING\n"
+    });
+    let waiting = c
+        .sbatch(&["-c", "2", "-t", "10", "--wrap", "hostname"])
+        .to_string();
+    c.wait_for("the second job to wait", || {
+        c.run("squeue", &["-h", "-j", &waiting, "-o", "%T %r"])
+            .stdout
+            == "PENDING Resources\n"
+    });
+    // n2 joins slurm.conf, and the partition.
+    std::fs::write(
+        &conf,
+        ONE_NODE
+            .replace("NodeName=n1 ", "NodeName=n[1-2] ")
+            .replace("Nodes=n1", "Nodes=n[1-2]"),
+    )
+    .unwrap();
+    let o = c.run("scontrol", &["reconfigure"]);
+    assert_eq!((o.stderr.as_str(), o.code), ("", 0));
+    // Not responding until its agent registers, then the waiting job runs there.
+    assert_eq!(nodes(&c), "n1 debug* 2 alloc\nn2 debug* 2 down*\n");
+    c.add_agent("n2");
+    c.wait_for("the second job to run on n2", || {
+        c.run(
+            "sacct",
+            &["-n", "-X", "-j", &waiting, "-o", "State,NodeList"],
+        )
+        .stdout
+        .split_whitespace()
+        .collect::<Vec<_>>()
+            == ["COMPLETED", "n2"]
+    });
+    // n1 taken out of slurm.conf while its job runs: refused, naming the job, and
+    // nothing changes.
+    std::fs::write(
+        &conf,
+        ONE_NODE
+            .replace("NodeName=n1 ", "NodeName=n2 ")
+            .replace("Nodes=n1", "Nodes=n2"),
+    )
+    .unwrap();
+    let o = c.run("scontrol", &["reconfigure"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            format!("slurm_reconfigure error: node n1 has running jobs ({long}): it can change or be removed once they end\n").as_str(),
+            1
+        )
+    );
+    assert_eq!(nodes(&c), "n1 debug* 2 alloc\nn2 debug* 2 idle\n");
+    // Once the job ends, n1 leaves.
+    let o = c.run("scancel", &[&long.to_string()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    c.wait_for("n1 to be idle", || {
+        c.run("sinfo", &["-h", "-n", "n1", "-o", "%t"]).stdout == "idle\n"
+    });
+    let o = c.run("scontrol", &["reconfigure"]);
+    assert_eq!((o.stderr.as_str(), o.code), ("", 0));
+    assert_eq!(nodes(&c), "n2 debug* 2 idle\n");
+    let o = c.run("scontrol", &["show", "node", "n1"]);
+    assert_eq!((o.stdout.as_str(), o.code), ("", 1), "{}", o.stderr);
+}
+
+#[test]
+fn dynamic_nodes_are_created_take_work_may_not_go_while_busy_and_survive_a_restart() {
+    let mut c = Cluster::start_with("dynnodes", ONE_NODE, &["n1"]);
+    let state = |c: &Cluster| {
+        let o = c.run("scontrol", &["show", "node", "n2"]);
+        o.stdout
+            .split_whitespace()
+            .find(|w| w.starts_with("State="))
+            .unwrap_or("")
+            .to_string()
+    };
+    // Operators only, and FUTURE or CLOUD only, as Slurm 22.05.
+    let create = [
+        "create",
+        "nodename=n2",
+        "cpus=2",
+        "realmemory=1000",
+        "state=future",
+    ];
+    let o = c.run_as(65534, "scontrol", &create);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("Error creating the node(s): Access/permission denied\n", 1)
+    );
+    let o = c.run("scontrol", &create[..4]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        (
+            "Error creating the node(s): Invalid node state specified\n",
+            1
+        )
+    );
+    assert_eq!(state(&c), "");
+    let o = c.run("scontrol", &create);
+    assert_eq!((o.stderr.as_str(), o.code), ("", 0));
+    assert_eq!(state(&c), "State=FUTURE");
+    // Its agent registers; an operator puts it in the partition; a job runs there.
+    c.add_agent("n2");
+    c.wait_for("n2 to register", || state(&c) == "State=IDLE");
+    let o = c.run(
+        "scontrol",
+        &["update", "PartitionName=debug", "Nodes=n[1-2]"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let job = c
+        .sbatch(&["-w", "n2", "-t", "10", "--wrap", "sleep 300"])
+        .to_string();
+    c.wait_for("the job to run on n2", || {
+        c.run("squeue", &["-h", "-j", &job, "-o", "%T %N"]).stdout == "RUNNING n2\n"
+    });
+    // Busy: refused with Slurm's message, and it stays.
+    let o = c.run("scontrol", &["delete", "nodename=n2"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("delete_node nodename=n2: Requested nodes are busy\n", 1)
+    );
+    let o = c.run("scontrol", &["delete", "nodename=n9"]);
+    assert_eq!(
+        (o.stderr.as_str(), o.code),
+        ("delete_node nodename=n9: Invalid node name specified\n", 1)
+    );
+    // A restart keeps it, and its running job.
+    c.crash_and_restart_controller();
+    c.wait_for("the controller and n2 back", || {
+        c.run("squeue", &["-h", "-j", &job, "-o", "%T %N"]).stdout == "RUNNING n2\n"
+    });
+    assert_eq!(
+        c.run("scontrol", &["show", "node", "n2"]).code,
+        0,
+        "n2 is kept across a restart"
+    );
+    // Once its job is gone it may be deleted, for good.
+    assert_eq!(c.run("scancel", &[&job]).code, 0);
+    c.wait_for("the job to end", || {
+        c.run("squeue", &["-h", "-j", &job]).stdout.is_empty()
+    });
+    c.wait_for("n2 deleted", || {
+        c.run("scontrol", &["delete", "NodeName", "n2"]).code == 0
+    });
+    assert_eq!(state(&c), "");
+    c.crash_and_restart_controller();
+    c.wait_for("the controller back", || c.run("sinfo", &["-h"]).code == 0);
+    assert_eq!(state(&c), "");
+    assert_eq!(c.run("sinfo", &["-h", "-N", "-o", "%N"]).stdout, "n1\n");
+}

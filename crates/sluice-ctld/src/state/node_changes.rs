@@ -1,0 +1,645 @@
+//! Nodes that join, change or leave while the controller runs: `scontrol reconfigure`
+//! with slurm.conf's `NodeName=` lines edited (Slurm 22.05 needs a restart for nodes
+//! added or removed), and dynamic nodes (`scontrol create node`, `scontrol delete
+//! node`).
+//!
+//! A node's id is its place in the node list, and stays its own while the controller
+//! runs: a new node takes the next place; a removed one keeps its place, nameless, in
+//! no partition and DOWN (listings leave it out). A node may change or leave only
+//! while no job runs on it. A node that joins takes work once its agent registers.
+
+use sluice_core::Node;
+
+use super::*;
+
+/// What changed in the node list since the controller started.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NodeBook {
+    /// Nodes created by `scontrol create node` (not in slurm.conf), by name.
+    pub(crate) dynamic: BTreeSet<String>,
+    /// Those of them created `State=FUTURE` (shown FUTURE until their agent registers).
+    pub(crate) future: BTreeSet<String>,
+    /// Bumped whenever a node joins, changes or leaves (the published listing takes the
+    /// configuration again).
+    pub(crate) epoch: u64,
+}
+
+/// One node as slurm.conf (or `scontrol create node`) describes it, with what the
+/// controller keeps of it beside the core's [`Node`].
+#[derive(Clone, Debug)]
+pub(crate) struct NodeLine {
+    /// The node, its features as names (see `features`), its GPUs as gres.conf says.
+    pub(crate) node: Node,
+    /// Its features by name.
+    pub(crate) features: Vec<String>,
+    /// Sockets, cores per socket, threads per core.
+    pub(crate) topology: (u32, u32, u32),
+    /// `Gres=` as written.
+    pub(crate) gres: String,
+    /// `CPUSpecList=` as shown.
+    pub(crate) cpu_spec_list: String,
+    /// Its GRES devices.
+    pub(crate) gres_devices: Vec<GresDevice>,
+    /// `NodeAddr`, `NodeHostname`, `Port`.
+    pub(crate) address: Option<crate::config::NodeAddress>,
+}
+
+impl NodeLine {
+    /// Node `i` of `conf` (with `core`, its [`ClusterConfig::core_cluster`]).
+    pub(crate) fn of(conf: &ClusterConfig, core: &sluice_core::Cluster, i: usize) -> NodeLine {
+        let node = core.nodes[i].clone();
+        NodeLine {
+            features: feature_names(&core.features, node.features),
+            topology: conf
+                .topology
+                .get(i)
+                .copied()
+                .unwrap_or((1, node.capacity.cpus, 1)),
+            gres: conf.node_gres.get(i).cloned().unwrap_or_default(),
+            cpu_spec_list: conf.cpu_spec_lists.get(i).cloned().unwrap_or_default(),
+            gres_devices: conf.gres_devices.get(i).cloned().unwrap_or_default(),
+            address: conf.node_addresses.get(i).cloned(),
+            node,
+        }
+    }
+
+    /// What may differ between two descriptions of one node (not its state).
+    fn shape(&self) -> String {
+        let n = &self.node;
+        format!(
+            "{:?} {} {:?} {} {:?} {:?} {} {} {:?}",
+            n.capacity,
+            n.weight,
+            self.features,
+            n.spec_cpus,
+            n.gpus,
+            self.topology,
+            self.gres,
+            self.cpu_spec_list,
+            self.address
+        )
+    }
+}
+
+/// The names of the features of bits `bits` in `names`.
+fn feature_names(names: &[String], bits: u64) -> Vec<String> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(b, _)| bits & (1 << b) != 0)
+        .map(|(_, f)| f.clone())
+        .collect()
+}
+
+/// Why a node may not change or leave: the jobs running on it.
+pub(crate) fn busy_message(node: &str, jobs: &[JobId]) -> String {
+    let ids: Vec<String> = jobs.iter().map(|j| j.to_string()).collect();
+    format!(
+        "node {node} has running jobs ({}): it can change or be removed once they end",
+        ids.join(",")
+    )
+}
+
+impl Controller {
+    /// Whether node `nid` was removed (its place is kept, nameless).
+    pub(crate) fn node_removed(&self, nid: NodeId) -> bool {
+        self.conf.cluster.node(nid).name.is_empty()
+    }
+
+    /// The ids of the nodes that are there (not removed).
+    pub(crate) fn live_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.conf.cluster.nodes.len() as u32)
+            .map(NodeId)
+            .filter(|&n| !self.node_removed(n))
+    }
+
+    /// `line`'s features as bits of the cluster's feature list (new names added to it,
+    /// in the core too). Errors: more than 64 features.
+    fn feature_bits(&mut self, line: &NodeLine) -> Result<u64, ApiError> {
+        let mut bits = 0;
+        for f in &line.features {
+            let a = self.conf.cluster.feature_bit(f);
+            let b = self.sched.feature_bit(f);
+            match (a, b) {
+                (Some(a), Some(b)) if a == b => bits |= a,
+                _ => {
+                    return Err(ApiError::invalid(format!(
+                        "too many node features: {f} would be the 65th"
+                    )))
+                }
+            }
+        }
+        Ok(bits)
+    }
+
+    /// Node `line` joins at `now` in `partitions` (DOWN to the scheduler until its
+    /// agent registers); returns its id, and the effect that lets orders reach its
+    /// agent.
+    pub(crate) fn add_node_line(
+        &mut self,
+        line: NodeLine,
+        partitions: &[PartitionId],
+        now: i64,
+    ) -> Result<(NodeId, Effect), ApiError> {
+        let mut node = line.node.clone();
+        node.features = self.feature_bits(&line)?;
+        let nid = NodeId(self.conf.cluster.nodes.len() as u32);
+        let mut plain = node.clone();
+        plain.gpus = Vec::new();
+        self.conf.cluster.nodes.push(plain);
+        for p in partitions {
+            let members = &mut self.conf.cluster.partitions[p.index()].nodes;
+            members.push(nid);
+            members.sort();
+        }
+        self.put_node_extras(nid, &line);
+        let configured = node.state;
+        if !self.agents_up.contains(&node.name) {
+            node.state = NodeState::Down;
+        }
+        let added = self.sched.add_node(node, partitions, now);
+        self.node_book.epoch += 1;
+        debug_assert_eq!(added, nid);
+        tracing::info!(
+            "node {} added ({} CPUs, {} MiB), {:?} once its agent registers",
+            line.node.name,
+            line.node.capacity.cpus,
+            line.node.capacity.mem_mib,
+            configured
+        );
+        let endpoint = self.conf.agent_endpoint(&line.node.name, &self.state_dir);
+        Ok((
+            nid,
+            Effect::AddAgent {
+                node: line.node.name,
+                endpoint,
+            },
+        ))
+    }
+
+    /// Node `nid` becomes `line` at `now` (nothing runs there).
+    fn replace_node_line(&mut self, nid: NodeId, line: NodeLine, now: i64) -> Result<(), ApiError> {
+        let mut node = line.node.clone();
+        node.features = self.feature_bits(&line)?;
+        node.state = self.sched.cluster().node(nid).state;
+        self.sched
+            .replace_node(nid, node.clone(), now)
+            .map_err(|jobs| ApiError::invalid(busy_message(&line.node.name, &jobs)))?;
+        node.gpus = Vec::new();
+        node.state = line.node.state;
+        self.conf.cluster.nodes[nid.index()] = node;
+        self.put_node_extras(nid, &line);
+        self.node_book.epoch += 1;
+        tracing::info!("node {} changed", line.node.name);
+        Ok(())
+    }
+
+    /// Node `nid` leaves at `now`. Errors: jobs run on it.
+    pub(crate) fn remove_node_id(&mut self, nid: NodeId, now: i64) -> Result<(), ApiError> {
+        let name = self.conf.cluster.node(nid).name.clone();
+        self.sched
+            .remove_node(nid, now)
+            .map_err(|jobs| ApiError::invalid(busy_message(&name, &jobs)))?;
+        for p in &mut self.conf.cluster.partitions {
+            p.nodes.retain(|&n| n != nid);
+        }
+        let n = &mut self.conf.cluster.nodes[nid.index()];
+        n.name = String::new();
+        n.state = NodeState::Down;
+        self.node_book.epoch += 1;
+        self.node_overrides.remove(&name);
+        self.agents_up.remove(&name);
+        self.node_book.dynamic.remove(&name);
+        tracing::info!("node {name} removed");
+        Ok(())
+    }
+
+    /// The per-node lists of the configuration, for node `nid`, from `line`.
+    fn put_node_extras(&mut self, nid: NodeId, line: &NodeLine) {
+        let i = nid.index();
+        let c = &mut self.conf;
+        set_at(&mut c.topology, i, line.topology, (1, 1, 1));
+        set_at(&mut c.node_gres, i, line.gres.clone(), String::new());
+        set_at(
+            &mut c.cpu_spec_lists,
+            i,
+            line.cpu_spec_list.clone(),
+            String::new(),
+        );
+        set_at(
+            &mut c.gres_devices,
+            i,
+            line.gres_devices.clone(),
+            Vec::new(),
+        );
+        if i < c.node_addresses.len() || line.address.is_some() {
+            let name = &line.node.name;
+            let fill = |n: &str| crate::config::NodeAddress {
+                addr: n.to_string(),
+                hostname: n.to_string(),
+                port: None,
+            };
+            while c.node_addresses.len() < i {
+                let k = c.node_addresses.len();
+                let n = c.cluster.nodes[k].name.clone();
+                c.node_addresses.push(fill(&n));
+            }
+            let a = line.address.clone().unwrap_or_else(|| fill(name));
+            set_at(&mut c.node_addresses, i, a.clone(), a);
+        }
+    }
+
+    /// `scontrol reconfigure`'s nodes: slurm.conf's `NodeName=` lines of `new` (with
+    /// `core`, its core cluster) against the nodes in force. Checked whole first —
+    /// a refusal changes nothing — then applied: nodes no longer in slurm.conf leave
+    /// (not dynamic ones, which slurm.conf never lists), changed ones change, new ones
+    /// join. Returns, for each node of `new` by its index there, its id here, and the
+    /// effects.
+    ///
+    /// Errors: a node to change or remove has running jobs; GRES names changed.
+    pub(crate) fn reconfigure_nodes(
+        &mut self,
+        new: &ClusterConfig,
+        now: i64,
+    ) -> Result<(Vec<NodeId>, Vec<Effect>), ApiError> {
+        if new.cluster.gres != self.conf.cluster.gres {
+            return Err(ApiError::invalid(
+                "the GRES of the cluster changed (a new GRES name or type): restart the controller",
+            ));
+        }
+        let core = new.core_cluster();
+        let here = self.conf.core_cluster();
+        let mut changes = Vec::new();
+        let mut adds = Vec::new();
+        for i in 0..core.nodes.len() {
+            let line = NodeLine::of(new, &core, i);
+            match self.conf.node_id(&line.node.name) {
+                Some(_) if self.node_book.dynamic.contains(&line.node.name) => {
+                    return Err(ApiError::invalid(format!(
+                        "node {} is a dynamic node: delete it before adding it to slurm.conf",
+                        line.node.name
+                    )));
+                }
+                Some(nid) => {
+                    let old = NodeLine::of(&self.conf, &here, nid.index());
+                    if old.shape() != line.shape() || old.node.state != line.node.state {
+                        changes.push((nid, line));
+                    }
+                }
+                None => adds.push(line),
+            }
+        }
+        let names: BTreeSet<&str> = core.nodes.iter().map(|n| n.name.as_str()).collect();
+        let removes: Vec<NodeId> = self
+            .live_nodes()
+            .filter(|&n| {
+                let name = &self.conf.cluster.node(n).name;
+                !names.contains(name.as_str()) && !self.node_book.dynamic.contains(name)
+            })
+            .collect();
+        for nid in changes.iter().map(|c| c.0).chain(removes.iter().copied()) {
+            let jobs = self.sched.jobs_running_on(nid);
+            if !jobs.is_empty() {
+                return Err(ApiError::invalid(busy_message(
+                    &self.conf.cluster.node(nid).name,
+                    &jobs,
+                )));
+            }
+        }
+        let features: BTreeSet<&String> = self
+            .conf
+            .cluster
+            .features
+            .iter()
+            .chain(
+                adds.iter()
+                    .chain(changes.iter().map(|c| &c.1))
+                    .flat_map(|l| &l.features),
+            )
+            .collect();
+        if features.len() > 64 {
+            return Err(ApiError::invalid("more than 64 node features"));
+        }
+        let mut effects = Vec::new();
+        for nid in removes {
+            let name = self.conf.cluster.node(nid).name.clone();
+            if self.node_overrides.contains_key(&name) {
+                // An operator's state of a node that is gone is forgotten.
+                effects.push(Effect::PersistNode { name, record: None });
+            }
+            self.remove_node_id(nid, now)?;
+        }
+        for (nid, line) in changes {
+            self.replace_node_line(nid, line, now)?;
+        }
+        for line in adds {
+            effects.push(self.add_node_line(line, &[], now)?.1);
+        }
+        let ids = core
+            .nodes
+            .iter()
+            .map(|n| {
+                self.conf
+                    .node_id(&n.name)
+                    .expect("every node of the file is here now")
+            })
+            .collect();
+        Ok((ids, effects))
+    }
+}
+
+/// `v[i] = x`, filling the places before `i` with `fill`.
+fn set_at<T: Clone>(v: &mut Vec<T>, i: usize, x: T, fill: T) {
+    while v.len() <= i {
+        v.push(fill.clone());
+    }
+    v[i] = x;
+}
+
+/// Slurm's message for a node that runs jobs (`ESLURM_NODES_BUSY`).
+pub const NODES_BUSY: &str = "Requested nodes are busy";
+
+/// Slurm's message for a created node whose state is not FUTURE or CLOUD.
+pub const INVALID_NODE_STATE: &str = "Invalid node state specified";
+
+/// The key a dynamic node's line is kept under with the nodes' rows of the store (its
+/// operator-set state is kept under its plain name).
+pub const DYNAMIC_PREFIX: &str = "dynamic:";
+
+/// `line` (`NodeName=LIST KEY=VALUE...`) for node `name` alone.
+fn line_for(line: &str, name: &str) -> String {
+    line.split_whitespace()
+        .map(|w| {
+            if w.to_ascii_lowercase().starts_with("nodename=") {
+                format!("NodeName={name}")
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `State=` of node line `line`, upper case; `None` without one.
+fn state_of(line: &str) -> Option<String> {
+    line.split_whitespace()
+        .find_map(|w| {
+            w.split_once('=')
+                .filter(|(k, _)| k.eq_ignore_ascii_case("state"))
+        })
+        .map(|(_, v)| v.to_ascii_uppercase())
+}
+
+impl Controller {
+    /// `scontrol create nodename=LIST CPUs=... [State=FUTURE|CLOUD]` at `now`: the nodes
+    /// of `line` (read as `conf`) join, in no partition (an operator adds them to one
+    /// with `scontrol update PartitionName=P Nodes=...`), taking work once their
+    /// agents register; they are kept across restarts.
+    ///
+    /// Errors (Slurm's): "Access/permission denied"; a state other than FUTURE or CLOUD,
+    /// "Invalid node state specified"; a name already taken, "Invalid node name
+    /// specified"; GRES the cluster does not have.
+    pub fn create_nodes(
+        &mut self,
+        line: &str,
+        conf: &ClusterConfig,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        if !caller.admin {
+            return Err(ApiError::access_denied());
+        }
+        let state = state_of(line).unwrap_or_default();
+        let future = state == "FUTURE";
+        if !future && !state.starts_with("CLOUD") {
+            return Err(ApiError::invalid(INVALID_NODE_STATE));
+        }
+        let core = conf.core_cluster();
+        let mut lines = Vec::new();
+        for i in 0..core.nodes.len() {
+            let mut l = NodeLine::of(conf, &core, i);
+            if self.conf.node_id(&l.node.name).is_some() {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidNodeName,
+                    sluice_proto::error::INVALID_NODE_NAME,
+                ));
+            }
+            // Its GRES by this cluster's slots.
+            let mut gres = [0u32; sluice_core::tres::MAX_GRES];
+            for (slot, &count) in l.node.capacity.gres.iter().enumerate() {
+                if count == 0 {
+                    continue;
+                }
+                let name = conf.cluster.gres.name(slot);
+                let (base, kind) = match name.split_once(':') {
+                    Some((b, t)) => (b, Some(t)),
+                    None => (name.as_str(), None),
+                };
+                match self.conf.cluster.gres.find(base, kind) {
+                    Some(here) => gres[here] = count,
+                    None => {
+                        return Err(ApiError::invalid(format!(
+                            "Invalid generic resource (gres) specification: {name} is not a GRES of this cluster"
+                        )))
+                    }
+                }
+            }
+            l.node.capacity.gres = gres;
+            // Up once its agent registers (Slurm's FUTURE and CLOUD nodes wait for
+            // their slurmd).
+            l.node.state = NodeState::Up;
+            lines.push(l);
+        }
+        let mut effects = Vec::new();
+        for l in lines {
+            let name = l.node.name.clone();
+            effects.push(self.add_node_line(l, &[], now)?.1);
+            self.node_book.dynamic.insert(name.clone());
+            if future {
+                self.node_book.future.insert(name.clone());
+            }
+            effects.push(Effect::PersistNode {
+                name: format!("{DYNAMIC_PREFIX}{name}"),
+                record: Some(line_for(line, &name)),
+            });
+        }
+        tracing::info!("create node from uid {}: {line}", caller.uid);
+        Ok(effects)
+    }
+
+    /// `scontrol delete nodename=LIST` at `now`: the nodes leave (a slurm.conf node
+    /// until the next restart or reconfigure reads it again). All or none.
+    ///
+    /// Errors (Slurm's): "Access/permission denied"; an unknown name, "Invalid node
+    /// name specified"; a node that runs jobs, "Requested nodes are busy".
+    pub fn delete_nodes(
+        &mut self,
+        names: &str,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        if !caller.admin {
+            return Err(ApiError::access_denied());
+        }
+        let invalid = || {
+            ApiError::new(
+                ErrorCode::InvalidNodeName,
+                sluice_proto::error::INVALID_NODE_NAME,
+            )
+        };
+        let list = sluice_conf::hostlist::expand(names).map_err(|_| invalid())?;
+        if list.is_empty() {
+            return Err(invalid());
+        }
+        let ids = list
+            .iter()
+            .map(|n| self.conf.node_id(n).ok_or_else(invalid))
+            .collect::<Result<Vec<_>, _>>()?;
+        if ids
+            .iter()
+            .any(|&n| !self.sched.jobs_running_on(n).is_empty())
+        {
+            return Err(ApiError::new(ErrorCode::Busy, NODES_BUSY));
+        }
+        let mut effects = Vec::new();
+        for (nid, name) in ids.into_iter().zip(list) {
+            let dynamic = self.node_book.dynamic.contains(&name);
+            let had_override = self.node_overrides.contains_key(&name);
+            self.remove_node_id(nid, now)?;
+            self.node_book.future.remove(&name);
+            if dynamic {
+                effects.push(Effect::PersistNode {
+                    name: format!("{DYNAMIC_PREFIX}{name}"),
+                    record: None,
+                });
+            }
+            if had_override {
+                effects.push(Effect::PersistNode { name, record: None });
+            }
+        }
+        tracing::info!("delete node from uid {}: {names}", caller.uid);
+        Ok(effects)
+    }
+
+    /// The dynamic nodes kept across a restart (already in the configuration, see
+    /// [`append_node`]): `names`, with those still FUTURE in `future`.
+    pub fn restore_dynamic_nodes(&mut self, names: &[String], future: &[String]) {
+        self.node_book.dynamic.extend(names.iter().cloned());
+        self.node_book.future.extend(future.iter().cloned());
+    }
+
+    /// Whether node `name` is FUTURE: created so, its agent not registered yet.
+    pub(crate) fn node_future(&self, name: &str) -> bool {
+        (self.node_book.future.contains(name) || self.conf.future_nodes.iter().any(|n| n == name))
+            && !self.agents_up.contains(name)
+    }
+}
+
+/// Appends the nodes of `line` (a dynamic node's line as kept) to `conf` before the
+/// controller starts; returns their names and whether they are FUTURE. A line that no
+/// longer reads, or names a node slurm.conf now has, is skipped with a warning.
+pub fn append_node(conf: &mut ClusterConfig, line: &str) -> Vec<(String, bool)> {
+    let parsed = match crate::server::dynamic_nodes::parse_node_line(line) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("dynamic node line {line:?} dropped: {e}");
+            return Vec::new();
+        }
+    };
+    let future = state_of(line).as_deref() == Some("FUTURE");
+    let core = parsed.core_cluster();
+    let mut out = Vec::new();
+    for i in 0..core.nodes.len() {
+        let l = NodeLine::of(&parsed, &core, i);
+        let name = l.node.name.clone();
+        if conf.node_id(&name).is_some() {
+            tracing::warn!("dynamic node {name} dropped: slurm.conf has a node of that name");
+            continue;
+        }
+        let mut node = l.node.clone();
+        node.state = NodeState::Up;
+        node.gpus = Vec::new();
+        node.features = 0;
+        for f in &l.features {
+            node.features |= conf.cluster.feature_bit(f).unwrap_or(0);
+        }
+        let mut gres = [0u32; sluice_core::tres::MAX_GRES];
+        for (slot, &count) in l.node.capacity.gres.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let n = parsed.cluster.gres.name(slot);
+            let (base, kind) = n
+                .split_once(':')
+                .map_or((n.as_str(), None), |(b, t)| (b, Some(t)));
+            if let Some(here) = conf.cluster.gres.find(base, kind) {
+                gres[here] = count;
+            }
+        }
+        node.capacity.gres = gres;
+        let i = conf.cluster.nodes.len();
+        conf.cluster.nodes.push(node);
+        set_at(&mut conf.topology, i, l.topology, (1, 1, 1));
+        set_at(&mut conf.node_gres, i, l.gres.clone(), String::new());
+        set_at(
+            &mut conf.cpu_spec_lists,
+            i,
+            l.cpu_spec_list.clone(),
+            String::new(),
+        );
+        set_at(
+            &mut conf.gres_devices,
+            i,
+            l.gres_devices.clone(),
+            Vec::new(),
+        );
+        if let Some(a) = l.address.clone() {
+            // Its agent is reached at its own `NodeAddr` over TCP.
+            while conf.node_addresses.len() < i {
+                let n = conf.cluster.nodes[conf.node_addresses.len()].name.clone();
+                conf.node_addresses.push(crate::config::NodeAddress {
+                    addr: n.clone(),
+                    hostname: n,
+                    port: None,
+                });
+            }
+            set_at(&mut conf.node_addresses, i, a.clone(), a);
+        }
+        out.push((name, future));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_future_node_of_slurm_conf_is_shown_future_until_its_agent_registers() {
+        let dir = std::env::temp_dir().join(format!("sluice-future-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("slurm.conf");
+        std::fs::write(
+            &path,
+            "ClusterName=c\nNodeName=n1 CPUs=2 RealMemory=100\n\
+             NodeName=n[2-3] CPUs=2 RealMemory=100 State=FUTURE\n\
+             PartitionName=p Nodes=n[1-3] Default=YES\n",
+        )
+        .unwrap();
+        let (conf, _) = ClusterConfig::read(&path).unwrap();
+        assert_eq!(conf.future_nodes, ["n2", "n3"]);
+        let mut ctl = Controller::new(conf, &dir, vec![], vec![], 0);
+        ctl.await_agents();
+        ctl.agent_registered("n1", &[], 1);
+        let states = |ctl: &Controller| -> Vec<String> {
+            ctl.nodes()
+                .iter()
+                .map(|n| format!("{} {}", n.name, n.state))
+                .collect()
+        };
+        assert_eq!(states(&ctl), ["n1 idle", "n2 future", "n3 future"]);
+        ctl.agent_registered("n2", &[], 2);
+        assert_eq!(states(&ctl), ["n1 idle", "n2 idle", "n3 future"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
