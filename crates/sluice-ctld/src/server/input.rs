@@ -434,7 +434,6 @@ impl Input {
                 | Request::Metrics { .. }
                 | Request::Config(_)
                 | Request::StepEndedOn { .. }
-                | Request::AgentEnded { .. }
                 | Request::AgentsToPing(_)
                 | Request::Accounts(_)
                 | Request::Priority(_)
@@ -447,6 +446,10 @@ impl Input {
                     NodesTouched::Named(vec![registration.node.clone()])
                 }
                 Request::AgentHeartbeat { node, .. } => NodesTouched::Named(vec![node.clone()]),
+                // (When the node last ran a job moves even for a run already requeued.)
+                Request::AgentEnded { report, .. } => {
+                    NodesTouched::Named(vec![report.node.clone()])
+                }
                 Request::Change { .. }
                 | Request::Reconfigure { .. }
                 | Request::ChangeAccounts { .. }

@@ -130,40 +130,41 @@ impl NodesPublisher {
         passed: bool,
     ) -> bool {
         let count = ctl.conf.cluster.nodes.len();
-        let maint = if passed || self.all {
-            ctl.maint_nodes()
-        } else {
-            std::mem::take(&mut self.maint)
-        };
-        if maint != self.maint {
-            self.dirty
-                .extend(maint.symmetric_difference(&self.maint).map(|n| n.index()));
-        }
-        self.maint = maint;
-        let changed = if self.all || self.usage.is_none() || listing.nodes.len() != count {
-            let usage = ctl.node_usage();
-            listing.nodes = (0..count)
-                .map(|i| Arc::new(ctl.node_info(i, &usage, &self.maint)))
-                .collect();
-            listing.partitions = Arc::new(ctl.partitions());
-            self.usage = Some(usage);
-            self.all = false;
-            self.dirty.clear();
-            true
-        } else {
-            let usage = self.usage.as_ref().expect("kept");
-            let mut changed = false;
-            for i in std::mem::take(&mut self.dirty) {
-                if i >= count {
-                    continue;
-                }
-                let node = ctl.node_info(i, usage, &self.maint);
-                if *listing.nodes[i] != node {
-                    listing.nodes.set(i, Arc::new(node));
-                    changed = true;
-                }
+        if passed || self.all {
+            let maint = ctl.maint_nodes();
+            if maint != self.maint {
+                self.dirty
+                    .extend(maint.symmetric_difference(&self.maint).map(|n| n.index()));
+                self.maint = maint;
             }
-            changed
+        }
+        let kept = (self.usage.as_ref()).filter(|_| !self.all && listing.nodes.len() == count);
+        let changed = match kept {
+            Some(usage) => {
+                let mut changed = false;
+                for i in std::mem::take(&mut self.dirty) {
+                    if i >= count {
+                        continue;
+                    }
+                    let node = ctl.node_info(i, usage, &self.maint);
+                    if *listing.nodes[i] != node {
+                        listing.nodes.set(i, Arc::new(node));
+                        changed = true;
+                    }
+                }
+                changed
+            }
+            None => {
+                let usage = ctl.node_usage();
+                listing.nodes = (0..count)
+                    .map(|i| Arc::new(ctl.node_info(i, &usage, &self.maint)))
+                    .collect();
+                listing.partitions = Arc::new(ctl.partitions());
+                self.usage = Some(usage);
+                self.all = false;
+                self.dirty.clear();
+                true
+            }
         };
         // (A small cluster's only: it costs every node and every job.)
         if cfg!(debug_assertions) && count <= 64 && ctl.jobs.len() <= 5_000 {
