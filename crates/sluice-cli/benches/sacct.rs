@@ -22,13 +22,18 @@
 //! `SLUICE_BENCH_SIZES=10000,100000` sets the sizes. Numbers depend on the machine;
 //! compare rows of one run.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use sluice_proto::types::{JobDescription, JobRecord, JobState, StepId, StepRecord};
 use sluice_proto::usage::{Stat, StepUsage};
 use sluice_store::Store;
+
+#[allow(dead_code)]
+#[path = "common/up.rs"]
+mod up;
+
+use up::Up;
 
 const CONF: &str = "ClusterName=bench
 SlurmctldHost=localhost
@@ -183,66 +188,27 @@ fn history(dir: &std::path::Path, n: u64, t: i64, with_usage: bool) {
     drop(writer);
 }
 
-struct Cluster {
-    dir: PathBuf,
-    up: Child,
-}
-
-impl Cluster {
-    fn start(dir: PathBuf, bin: &str) -> Cluster {
-        std::fs::write(dir.join("slurm.conf"), CONF).unwrap();
-        let up = Command::new(bin)
-            .args(["up", "--config"])
-            .arg(dir.join("slurm.conf"))
-            .arg("--state-dir")
-            .arg(dir.join("state"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let c = Cluster { dir, up };
-        let start = Instant::now();
-        while c.sacct(&["-j", "1"]).is_none() {
-            assert!(
-                start.elapsed() < Duration::from_secs(300),
-                "cluster did not start"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        c
-    }
-
-    fn sacct(&self, args: &[&str]) -> Option<String> {
-        let state = self.dir.join("state");
-        let o = Command::new(state.join("bin").join("sacct"))
-            .args(args)
-            .env("SLUICE_STATE_DIR", &state)
-            .output()
-            .ok()?;
-        o.status
-            .success()
-            .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.up.id() as i32),
-            nix::sys::signal::Signal::SIGINT,
-        );
-        let _ = self.up.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// `bin up` on the state directory in `dir`, once `sacct` answers (the controller reads
+/// the whole history at start: minutes for a large one).
+fn start_cluster(dir: PathBuf, bin: &str) -> Up {
+    Up::start(Path::new(bin), dir, CONF, None).until(
+        Duration::from_secs(300),
+        Duration::from_millis(100),
+        |c| c.command("sacct", &["-j", "1"]).is_some(),
+    )
 }
 
 /// Median wall time of 7 runs (after one warm-up), ms, and the lines printed.
-fn measure(c: &Cluster, args: &[&str]) -> (f64, usize) {
-    let lines = c.sacct(args).expect("sacct runs").lines().count();
+fn measure(c: &Up, args: &[&str]) -> (f64, usize) {
+    let lines = c
+        .command("sacct", args)
+        .expect("sacct runs")
+        .lines()
+        .count();
     let mut times: Vec<f64> = (0..7)
         .map(|_| {
             let t = Instant::now();
-            c.sacct(args).expect("sacct runs");
+            c.command("sacct", args).expect("sacct runs");
             t.elapsed().as_secs_f64() * 1000.0
         })
         .collect();
@@ -301,17 +267,14 @@ fn main() {
     table.set_header(["jobs in the database", "command", "rows", "median ms"]);
     for n in sizes {
         let t = now();
-        let dir =
-            std::env::temp_dir().join(format!("sluice-bench-sacct-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = up::fresh_dir(&format!("sluice-bench-sacct-{}-{n}", std::process::id()));
         let filled = Instant::now();
         history(&dir, n, t, true);
         eprintln!(
             "{n} jobs written in {:.1} s",
             filled.elapsed().as_secs_f64()
         );
-        let c = Cluster::start(dir, &bin);
+        let c = start_cluster(dir, &bin);
         let one = (n / 2).to_string();
         let week = sluice_proto::time::timestamp(t - 7 * DAY);
         let day = sluice_proto::time::timestamp(t - DAY);
