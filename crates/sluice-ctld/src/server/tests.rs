@@ -1252,8 +1252,8 @@ fn sinfo_reads_the_nodes_the_loop_published_after_every_step() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listing_is_answered_while_the_loop_is_busy() {
     // Nothing reads the loop's inputs (a pass or a store write that never ends):
-    // listings and job records are still answered, from the snapshot; a request that
-    // needs the loop waits.
+    // listings, job records, nodes and partitions are still answered, from the
+    // snapshot; a request that needs the loop waits.
     use axum::extract::{Query, State};
     let mut s = Script::new(conf(1, 4));
     s.submit(desc(4), 0);
