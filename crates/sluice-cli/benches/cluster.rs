@@ -18,12 +18,17 @@
 //! [`sluice_store::pg_server`]), median of 3 fresh clusters each (the README's
 //! "PostgreSQL").
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sluice_proto::types::{JobDescription, SubmitReply};
-use sluice_proto::Client;
+
+#[allow(dead_code)]
+#[path = "common/up.rs"]
+mod up;
+
+use up::Up;
 
 const CONF: &str = "ClusterName=bench
 SlurmctldHost=localhost
@@ -33,94 +38,15 @@ MinJobAge=3600
 MaxJobCount=100000
 ";
 
-struct Cluster {
-    dir: PathBuf,
-    up: Child,
+/// A fresh cluster of four nodes, `name` in its directory's name.
+fn start_cluster(name: &str) -> Up {
+    start_site(name, None)
 }
 
-impl Cluster {
-    fn start(name: &str) -> Cluster {
-        Cluster::start_site(name, None)
-    }
-
-    /// A cluster with `site` as its sluice.conf.
-    fn start_site(name: &str, site: Option<&str>) -> Cluster {
-        let dir = std::env::temp_dir().join(format!("sluice-bench-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("work")).unwrap();
-        std::fs::write(dir.join("slurm.conf"), CONF).unwrap();
-        if let Some(site) = site {
-            std::fs::write(dir.join("sluice.conf"), site).unwrap();
-        }
-        let up = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["up", "--config"])
-            .arg(dir.join("slurm.conf"))
-            .arg("--state-dir")
-            .arg(dir.join("state"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let c = Cluster { dir, up };
-        let start = Instant::now();
-        loop {
-            let idle = c
-                .command("sinfo", &["-h", "-N", "-o", "%t"])
-                .map(|o| o.lines().filter(|l| l.trim() == "idle").count() == 4)
-                .unwrap_or(false);
-            if idle {
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "cluster did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        c
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.join("state")
-    }
-
-    fn client(&self) -> Client {
-        Client::new(sluice_proto::paths::controller_socket(&self.state()))
-    }
-
-    fn command(&self, cmd: &str, args: &[&str]) -> Option<String> {
-        let o = Command::new(self.state().join("bin").join(cmd))
-            .args(args)
-            .current_dir(self.dir.join("work"))
-            .env("SLUICE_STATE_DIR", self.state())
-            .output()
-            .ok()?;
-        o.status
-            .success()
-            .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
-    }
-
-    /// Resident memory of the controller (`sluice up`), KiB.
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.up.id())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.up.id() as i32),
-            nix::sys::signal::Signal::SIGINT,
-        );
-        let _ = self.up.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A cluster with `site` as its sluice.conf.
+fn start_site(name: &str, site: Option<&str>) -> Up {
+    let dir = up::fresh_dir(&format!("sluice-bench-{}-{name}", std::process::id()));
+    Up::start(Path::new(env!("CARGO_BIN_EXE_sluice")), dir, CONF, site).until_idle(4)
 }
 
 fn job(work: &Path, hold: bool) -> JobDescription {
@@ -136,7 +62,7 @@ fn job(work: &Path, hold: bool) -> JobDescription {
 }
 
 /// Submits `n` jobs through the API from `clients` threads; seconds taken.
-fn submit_api(c: &Cluster, n: usize, clients: usize, hold: bool) -> f64 {
+fn submit_api(c: &Up, n: usize, clients: usize, hold: bool) -> f64 {
     let start = Instant::now();
     let threads: Vec<_> = (0..clients)
         .map(|i| {
@@ -159,7 +85,7 @@ fn submit_api(c: &Cluster, n: usize, clients: usize, hold: bool) -> f64 {
 /// Waits until jobs 1 to `n` (a fresh cluster's) have all ended, asking about one job
 /// at a time, oldest first: a cheap request, so that watching costs the cluster little
 /// of the two cores it shares with the jobs.
-fn wait_all_ended(c: &Cluster, n: u64) {
+fn wait_all_ended(c: &Up, n: u64) {
     let client = c.client();
     let mut next = 1;
     while next <= n {
@@ -213,10 +139,10 @@ fn compare_stores() {
                     )
                 })
             };
-            let c = Cluster::start_site("store-api", site("api").as_deref());
+            let c = start_site("store-api", site("api").as_deref());
             sub_rates.push(subs as f64 / submit_api(&c, subs, 32, true));
             drop(c);
-            let c = Cluster::start_site("store-run", site("run").as_deref());
+            let c = start_site("store-run", site("run").as_deref());
             let start = Instant::now();
             submit_api(&c, trivial, 16, false);
             wait_all_ended(&c, trivial as u64);
@@ -243,7 +169,7 @@ fn main() {
     }
     let mut rows: Vec<(String, String)> = Vec::new();
 
-    let c = Cluster::start("api");
+    let c = start_cluster("api");
     let n = 20_000;
     let secs = submit_api(&c, n, 32, true);
     rows.push((
@@ -252,7 +178,7 @@ fn main() {
     ));
     drop(c);
 
-    let c = Cluster::start("sbatch");
+    let c = start_cluster("sbatch");
     let n = 1_000;
     let start = Instant::now();
     let threads: Vec<_> = (0..8)
@@ -284,7 +210,7 @@ fn main() {
     ));
     drop(c);
 
-    let c = Cluster::start("run");
+    let c = start_cluster("run");
     let n = 5_000;
     let start = Instant::now();
     submit_api(&c, n, 16, false);
@@ -296,7 +222,7 @@ fn main() {
     ));
     drop(c);
 
-    let c = Cluster::start("squeue");
+    let c = start_cluster("squeue");
     let before = c.rss_kib();
     let n = 10_000;
     submit_api(&c, n, 16, true);

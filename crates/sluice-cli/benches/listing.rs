@@ -20,11 +20,16 @@
 //! Numbers depend on the machine; compare columns of one run.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sluice_proto::types::{JobDescription, SubmitReply};
-use sluice_proto::Client;
+
+#[allow(dead_code)]
+#[path = "common/up.rs"]
+mod up;
+
+use up::Up;
 
 /// Runs of each command; the median is reported.
 const RUNS: usize = 7;
@@ -32,103 +37,24 @@ const RUNS: usize = 7;
 const OTHER_JOBS: usize = 50;
 const OTHER_USER: &str = "nobody";
 
-struct Cluster {
-    dir: PathBuf,
-    up: Child,
-}
-
-impl Cluster {
-    fn start(bin: &Path, name: &str, max_jobs: usize) -> Cluster {
-        let dir =
-            std::env::temp_dir().join(format!("sluice-listing-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("work")).unwrap();
-        // Every user may read the state directory's commands and reach the socket.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::set_permissions(dir.join("work"), std::fs::Permissions::from_mode(0o777)).unwrap();
-        let conf = format!(
-            "ClusterName=bench
+/// A fresh cluster of four nodes on build `bin` holding at most `max_jobs` jobs, `name`
+/// in its directory's name; every user may reach it.
+fn start_cluster(bin: &Path, name: &str, max_jobs: usize) -> Up {
+    let dir = up::fresh_dir(&format!("sluice-listing-{}-{name}", std::process::id()));
+    // Every user may read the state directory's commands and reach the socket.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir.join("work"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let conf = format!(
+        "ClusterName=bench
 SlurmctldHost=localhost
 NodeName=b[1-4] CPUs=64 RealMemory=256000 State=UNKNOWN
 PartitionName=batch Nodes=b[1-4] Default=YES State=UP
 MinJobAge=3600
 MaxJobCount={max_jobs}
 "
-        );
-        std::fs::write(dir.join("slurm.conf"), conf).unwrap();
-        let up = Command::new(bin)
-            .args(["up", "--config"])
-            .arg(dir.join("slurm.conf"))
-            .arg("--state-dir")
-            .arg(dir.join("state"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let c = Cluster { dir, up };
-        let start = Instant::now();
-        loop {
-            let idle = c
-                .command("sinfo", &["-h", "-N", "-o", "%t"])
-                .map(|o| o.lines().filter(|l| l.trim() == "idle").count() == 4)
-                .unwrap_or(false);
-            if idle {
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "cluster did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        c
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.join("state")
-    }
-
-    fn client(&self) -> Client {
-        Client::new(sluice_proto::paths::controller_socket(&self.state()))
-    }
-
-    fn run(&self, cmd: &str, args: &[&str]) -> std::io::Result<std::process::Output> {
-        Command::new(self.state().join("bin").join(cmd))
-            .args(args)
-            .current_dir(self.dir.join("work"))
-            .env("SLUICE_STATE_DIR", self.state())
-            .output()
-    }
-
-    /// Resident memory of the controller (`sluice up`), KiB.
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.up.id())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    }
-
-    fn command(&self, cmd: &str, args: &[&str]) -> Option<String> {
-        let o = self.run(cmd, args).ok()?;
-        o.status
-            .success()
-            .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.up.id() as i32),
-            nix::sys::signal::Signal::SIGINT,
-        );
-        let _ = self.up.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    );
+    Up::start(bin, dir, &conf, None).until_idle(4)
 }
 
 fn job(work: &Path) -> JobDescription {
@@ -144,7 +70,7 @@ fn job(work: &Path) -> JobDescription {
 }
 
 /// Submits `n` held jobs through the API from `clients` threads.
-fn submit_api(c: &Cluster, n: usize, clients: usize) {
+fn submit_api(c: &Up, n: usize, clients: usize) {
     let threads: Vec<_> = (0..clients)
         .map(|i| {
             let client = c.client();
@@ -163,7 +89,7 @@ fn submit_api(c: &Cluster, n: usize, clients: usize) {
 }
 
 /// Submits `n` held jobs as `OTHER_USER`, with `sbatch`.
-fn submit_other(c: &Cluster, n: usize) {
+fn submit_other(c: &Up, n: usize) {
     use std::os::unix::process::CommandExt;
     let user = nix::unistd::User::from_name(OTHER_USER)
         .unwrap()
@@ -185,7 +111,7 @@ fn submit_other(c: &Cluster, n: usize) {
 
 /// Median wall time of `RUNS` runs of `cmd args`, ms; each run's output is checked by
 /// `check` (lines of standard output).
-fn median_ms(c: &Cluster, cmd: &str, args: &[&str], check: impl Fn(usize) -> bool) -> f64 {
+fn median_ms(c: &Up, cmd: &str, args: &[&str], check: impl Fn(usize) -> bool) -> f64 {
     let mut times: Vec<f64> = (0..RUNS)
         .map(|_| {
             let t = Instant::now();
@@ -218,7 +144,7 @@ const MEASURES: &[&str] = &[
 
 /// One cluster of `bin` with `n` held jobs: each measure's median, ms.
 fn measure(bin: &Path, tag: &str, n: usize) -> Vec<f64> {
-    let c = Cluster::start(bin, &format!("{tag}-{n}"), n + OTHER_JOBS + 1000);
+    let c = start_cluster(bin, &format!("{tag}-{n}"), n + OTHER_JOBS + 1000);
     let before = c.rss_kib();
     submit_api(&c, n - n / 2, 16);
     submit_other(&c, OTHER_JOBS);

@@ -9,12 +9,16 @@
 //! `ps` shows) is read once its loop is idle; a row gives it, its growth over the empty
 //! controller per job, and the database's size on disk.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use sluice_proto::types::{JobDescription, SubmitReply};
-use sluice_proto::Client;
+
+#[allow(dead_code)]
+#[path = "common/up.rs"]
+mod up;
+
+use up::Up;
 
 const CONF: &str = "ClusterName=bench
 SlurmctldHost=localhost
@@ -24,99 +28,46 @@ MinJobAge=3600
 MaxJobCount=2000000
 ";
 
-struct Cluster {
-    dir: PathBuf,
-    up: Child,
+/// A fresh cluster of four nodes, once the controller shows them all idle.
+fn start_cluster() -> Up {
+    let dir = up::fresh_dir(&format!("sluice-bench-{}-memory", std::process::id()));
+    Up::start(Path::new(env!("CARGO_BIN_EXE_sluice")), dir, CONF, None).until(
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        |c| {
+            c.client()
+                .get::<serde_json::Value>("/v1/nodes")
+                .is_ok_and(|n| {
+                    n.as_array()
+                        .is_some_and(|n| n.iter().all(|n| n["state"] == "idle"))
+                })
+        },
+    )
 }
 
-impl Cluster {
-    fn start() -> Cluster {
-        let dir = std::env::temp_dir().join(format!("sluice-bench-{}-memory", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("work")).unwrap();
-        std::fs::write(dir.join("slurm.conf"), CONF).unwrap();
-        let up = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["up", "--config"])
-            .arg(dir.join("slurm.conf"))
-            .arg("--state-dir")
-            .arg(dir.join("state"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let c = Cluster { dir, up };
-        let start = Instant::now();
-        while c
-            .client()
-            .get::<serde_json::Value>("/v1/nodes")
-            .map_or(true, |n| {
-                n.as_array()
-                    .is_none_or(|n| n.iter().any(|n| n["state"] != "idle"))
-            })
-        {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "cluster did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
+/// The controller's resident memory once its loop has been idle a little: two
+/// readings a second apart that agree, at most ten seconds.
+fn settled_rss_kib(c: &Up) -> u64 {
+    let mut last = c.rss_kib();
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = c.rss_kib();
+        if now == last {
+            break;
         }
-        c
+        last = now;
     }
-
-    fn state(&self) -> PathBuf {
-        self.dir.join("state")
-    }
-
-    fn client(&self) -> Client {
-        Client::new(sluice_proto::paths::controller_socket(&self.state()))
-    }
-
-    /// Resident memory of the controller (`sluice up`), KiB.
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.up.id())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    }
-
-    /// The resident memory once the loop has been idle a little: two readings a
-    /// second apart that agree, at most ten seconds.
-    fn settled_rss_kib(&self) -> u64 {
-        let mut last = self.rss_kib();
-        for _ in 0..10 {
-            std::thread::sleep(Duration::from_secs(1));
-            let now = self.rss_kib();
-            if now == last {
-                break;
-            }
-            last = now;
-        }
-        last
-    }
-
-    /// The database's files, MiB.
-    fn database_mib(&self) -> f64 {
-        let bytes: u64 = ["sluice.db", "sluice.db-wal"]
-            .iter()
-            .filter_map(|f| std::fs::metadata(self.state().join(f)).ok())
-            .map(|m| m.len())
-            .sum();
-        bytes as f64 / (1024.0 * 1024.0)
-    }
+    last
 }
 
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.up.id() as i32),
-            nix::sys::signal::Signal::SIGINT,
-        );
-        let _ = self.up.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// The database's files, MiB.
+fn database_mib(c: &Up) -> f64 {
+    let bytes: u64 = ["sluice.db", "sluice.db-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(c.state().join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    bytes as f64 / (1024.0 * 1024.0)
 }
 
 /// A login shell's environment: 50 variables, about 3 KB.
@@ -162,7 +113,7 @@ fn job(work: &Path) -> JobDescription {
 }
 
 /// Submits `n` held jobs through the API from `clients` threads; seconds taken.
-fn submit(c: &Cluster, n: usize, clients: usize) -> f64 {
+fn submit(c: &Up, n: usize, clients: usize) -> f64 {
     let start = Instant::now();
     let threads: Vec<_> = (0..clients)
         .map(|i| {
@@ -194,13 +145,13 @@ fn main() {
         .iter()
         .map(|(k, v)| k.len() + v.len() + 2)
         .sum();
-    let c = Cluster::start();
-    let base = c.settled_rss_kib();
+    let c = start_cluster();
+    let base = settled_rss_kib(&c);
     let mut rows = vec![[
         "0".to_string(),
         format!("{:.1}", base as f64 / 1024.0),
         "-".to_string(),
-        format!("{:.1}", c.database_mib()),
+        format!("{:.1}", database_mib(&c)),
         "-".to_string(),
     ]];
     let mut queued = 0;
@@ -211,12 +162,12 @@ fn main() {
         let secs = submit(&c, target - queued, 32);
         let rate = (target - queued) as f64 / secs;
         queued = target;
-        let rss = c.settled_rss_kib();
+        let rss = settled_rss_kib(&c);
         rows.push([
             format_count(queued),
             format!("{:.1}", rss as f64 / 1024.0),
             format!("{:.2}", rss.saturating_sub(base) as f64 / queued as f64),
-            format!("{:.1}", c.database_mib()),
+            format!("{:.1}", database_mib(&c)),
             format!("{rate:.0}"),
         ]);
     }

@@ -167,8 +167,8 @@ pub(crate) struct NodeUsage {
     pub mem: Vec<u64>,
     /// GRES counts, by the cluster's GRES slots.
     pub gres: Vec<[u64; sluice_core::tres::MAX_GRES]>,
-    /// A job's processes are being ended there (`COMPLETING`).
-    pub completing: Vec<bool>,
+    /// How many jobs' processes are being ended there (`COMPLETING`).
+    pub completing: Vec<u32>,
 }
 
 /// Who is asking (from the socket's peer credentials, never from the request).
@@ -3463,31 +3463,44 @@ impl Controller {
             cpus: vec![0u32; n],
             mem: vec![0u64; n],
             gres: vec![[0u64; sluice_core::tres::MAX_GRES]; n],
-            completing: vec![false; n],
+            completing: vec![0; n],
         };
-        for e in self.jobs.values().filter_map(|j| j.ending_run.as_ref()) {
-            for node in &e.nodes {
-                u.completing[node.index()] = true;
-            }
-        }
-        let table = &self.conf.cluster.gres;
-        for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
-            for share in &j.alloc {
-                let n = share.node.index();
-                u.cpus[n] += share.cpus;
-                u.mem[n] += j.mem_per_node;
-                let gres = &mut u.gres[n];
-                if let Some(gpu) = self.gpu_slot {
-                    gres[gpu] += share.gpus.len() as u64;
-                }
-                for (t, count) in &share.gpu_types {
-                    if let Some(slot) = table.find("gpu", Some(t)) {
-                        gres[slot] += u64::from(*count);
-                    }
-                }
-            }
+        for j in self.jobs.values() {
+            self.count_usage(&mut u, j, true);
         }
         u
+    }
+
+    /// Adds (`add`) or takes away what job `j` holds to `u`, if it runs, and the nodes
+    /// it is completing on (what [`Controller::node_usage`] counts).
+    pub(crate) fn count_usage(&self, u: &mut NodeUsage, j: &Job, add: bool) {
+        for node in j.ending_run.iter().flat_map(|e| &e.nodes) {
+            let c = &mut u.completing[node.index()];
+            *c = if add { *c + 1 } else { *c - 1 };
+        }
+        if j.state != JobState::Running {
+            return;
+        }
+        let table = &self.conf.cluster.gres;
+        let change = |v: &mut u64, by: u64| *v = if add { *v + by } else { *v - by };
+        for share in &j.alloc {
+            let n = share.node.index();
+            u.cpus[n] = if add {
+                u.cpus[n] + share.cpus
+            } else {
+                u.cpus[n] - share.cpus
+            };
+            change(&mut u.mem[n], j.mem_per_node);
+            let gres = &mut u.gres[n];
+            if let Some(gpu) = self.gpu_slot {
+                change(&mut gres[gpu], share.gpus.len() as u64);
+            }
+            for (t, count) in &share.gpu_types {
+                if let Some(slot) = table.find("gpu", Some(t)) {
+                    change(&mut gres[slot], u64::from(*count));
+                }
+            }
+        }
     }
 
     /// Node `i`'s state as `sinfo` words it, `used` of its CPUs allocated, `maint` the
@@ -3526,86 +3539,84 @@ impl Controller {
 
     /// Nodes as `sinfo` shows them.
     pub fn nodes(&self) -> Vec<NodeInfo> {
-        let NodeUsage {
-            cpus: alloc_cpus,
-            mem: alloc_mem,
-            gres: alloc_gres,
-            completing,
-        } = self.node_usage();
+        let usage = self.node_usage();
         let maint = self.maint_nodes();
-        self.conf
-            .cluster
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| !n.name.is_empty())
-            .map(|(i, n)| {
-                let cpus = n.capacity.cpus;
-                let used = alloc_cpus[i].min(cpus);
-                let state = self.node_state_word(i, used, &maint, completing[i]);
-                let topo = self.conf.topology.get(i).copied().unwrap_or((1, cpus, 1));
-                let address = self.conf.node_addresses.get(i);
-                // A node's TRES: no `node=` entry; billing only in the configured ones.
-                let node_tres = |cpus: u64,
-                                 mem: u64,
-                                 gres: &[u64; sluice_core::tres::MAX_GRES],
-                                 billing: bool| {
-                    let mut t = self.conf.tres(None, cpus, mem, 0, gres);
-                    t.retain(|(name, _)| billing || name != "billing");
-                    sluice_proto::types::tres_string(&t)
-                };
-                let cap_gres = n.capacity.gres.map(u64::from);
-                NodeInfo {
-                    cfg_tres: node_tres(u64::from(cpus), n.capacity.mem_mib, &cap_gres, true),
-                    alloc_tres: node_tres(u64::from(used), alloc_mem[i], &alloc_gres[i], false),
-                    name: n.name.clone(),
-                    state: state.into(),
-                    reason: self
-                        .node_overrides
-                        .get(&n.name)
-                        .map(|o| o.reason.clone())
-                        .or_else(|| {
-                            (!self.agents_up.contains(&n.name)).then(|| NOT_RESPONDING.into())
-                        }),
-                    cpus,
-                    cpus_alloc: used,
-                    spec_cpus: n.spec_cpus,
-                    core_spec_count: self.conf.core_spec_count(i),
-                    cpu_spec_list: self.conf.cpu_spec_lists.get(i).cloned().unwrap_or_default(),
-                    memory: n.capacity.mem_mib,
-                    memory_alloc: alloc_mem[i],
-                    gres: self.conf.node_gres.get(i).cloned().unwrap_or_default(),
-                    partitions: self
-                        .conf
-                        .cluster
-                        .partitions
-                        .iter()
-                        .filter(|p| p.nodes.contains(&NodeId(i as u32)))
-                        .map(|p| p.name.clone())
-                        .collect(),
-                    sockets: topo.0,
-                    cores_per_socket: topo.1,
-                    threads_per_core: topo.2,
-                    features: self
-                        .conf
-                        .cluster
-                        .features
-                        .iter()
-                        .enumerate()
-                        .filter(|(b, _)| n.features & (1 << b) != 0)
-                        .map(|(_, f)| f.clone())
-                        .collect(),
-                    weight: n.weight,
-                    agent_up: self.node_responding(&n.name),
-                    reason_set: self.node_overrides.get(&n.name).map(|o| (o.uid, o.time)),
-                    node_addr: address.map_or_else(|| n.name.clone(), |a| a.addr.clone()),
-                    node_hostname: address.map_or_else(|| n.name.clone(), |a| a.hostname.clone()),
-                    port: address.and_then(|a| a.port),
-                    agent_start: self.liveness.registered_at(&n.name),
-                    last_busy: self.liveness.last_busy(&n.name),
-                }
-            })
+        (0..self.conf.cluster.nodes.len())
+            .filter(|&i| !self.conf.cluster.nodes[i].name.is_empty())
+            .map(|i| self.node_info(i, &usage, &maint))
             .collect()
+    }
+
+    /// Node `i` as `sinfo` shows it, `usage` what the running jobs hold, `maint` the
+    /// nodes in a maintenance reservation now.
+    pub(crate) fn node_info(
+        &self,
+        i: usize,
+        usage: &NodeUsage,
+        maint: &BTreeSet<NodeId>,
+    ) -> NodeInfo {
+        let (alloc_cpus, alloc_mem, alloc_gres) = (&usage.cpus, &usage.mem, &usage.gres);
+        let n = &self.conf.cluster.nodes[i];
+        let cpus = n.capacity.cpus;
+        let used = alloc_cpus[i].min(cpus);
+        let state = self.node_state_word(i, used, maint, usage.completing[i] > 0);
+        let topo = self.conf.topology.get(i).copied().unwrap_or((1, cpus, 1));
+        let address = self.conf.node_addresses.get(i);
+        // A node's TRES: no `node=` entry; billing only in the configured ones.
+        let node_tres =
+            |cpus: u64, mem: u64, gres: &[u64; sluice_core::tres::MAX_GRES], billing: bool| {
+                let mut t = self.conf.tres(None, cpus, mem, 0, gres);
+                t.retain(|(name, _)| billing || name != "billing");
+                sluice_proto::types::tres_string(&t)
+            };
+        let cap_gres = n.capacity.gres.map(u64::from);
+        NodeInfo {
+            cfg_tres: node_tres(u64::from(cpus), n.capacity.mem_mib, &cap_gres, true),
+            alloc_tres: node_tres(u64::from(used), alloc_mem[i], &alloc_gres[i], false),
+            name: n.name.clone(),
+            state: state.into(),
+            reason: self
+                .node_overrides
+                .get(&n.name)
+                .map(|o| o.reason.clone())
+                .or_else(|| (!self.agents_up.contains(&n.name)).then(|| NOT_RESPONDING.into())),
+            cpus,
+            cpus_alloc: used,
+            spec_cpus: n.spec_cpus,
+            core_spec_count: self.conf.core_spec_count(i),
+            cpu_spec_list: self.conf.cpu_spec_lists.get(i).cloned().unwrap_or_default(),
+            memory: n.capacity.mem_mib,
+            memory_alloc: alloc_mem[i],
+            gres: self.conf.node_gres.get(i).cloned().unwrap_or_default(),
+            partitions: self
+                .conf
+                .cluster
+                .partitions
+                .iter()
+                .filter(|p| p.nodes.contains(&NodeId(i as u32)))
+                .map(|p| p.name.clone())
+                .collect(),
+            sockets: topo.0,
+            cores_per_socket: topo.1,
+            threads_per_core: topo.2,
+            features: self
+                .conf
+                .cluster
+                .features
+                .iter()
+                .enumerate()
+                .filter(|(b, _)| n.features & (1 << b) != 0)
+                .map(|(_, f)| f.clone())
+                .collect(),
+            weight: n.weight,
+            agent_up: self.node_responding(&n.name),
+            reason_set: self.node_overrides.get(&n.name).map(|o| (o.uid, o.time)),
+            node_addr: address.map_or_else(|| n.name.clone(), |a| a.addr.clone()),
+            node_hostname: address.map_or_else(|| n.name.clone(), |a| a.hostname.clone()),
+            port: address.and_then(|a| a.port),
+            agent_start: self.liveness.registered_at(&n.name),
+            last_busy: self.liveness.last_busy(&n.name),
+        }
     }
 
     /// Partitions.

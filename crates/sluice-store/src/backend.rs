@@ -90,6 +90,8 @@ pub(crate) fn apply(b: &mut dyn Batch, batch: &[Op]) -> Result<Outcome, StoreErr
                 produced = Some(b.purge_audit(*before, *limit)?)
             }
             Op::Sync { .. } | Op::Shutdown => {}
+            #[cfg(test)]
+            Op::Hold(_) => {}
         }
         out.push(produced);
     }

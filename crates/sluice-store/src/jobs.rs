@@ -443,6 +443,43 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_query_answers_from_disk_while_a_write_is_held_up() {
+        let (store, _w) = history(&crate::Location::Sqlite(temp("held")), 3);
+        // The writer is held up (as by a disk that stalls) with job 4's record queued.
+        let held = store.hold_writes();
+        let r = "job 4 user=u4 state=COMPLETED end=4".to_string();
+        let written = store.put_job(4, crate::tests::keys(&r), r);
+        // sacct -j 2,4 meanwhile: answered from what is on disk.
+        let store = std::sync::Arc::new(store);
+        let reader = store.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(reader.query_jobs(&JobQuery {
+                jobs: vec![2, 4],
+                ..JobQuery::default()
+            }));
+        });
+        let found = rx
+            .recv_timeout(std::time::Duration::from_secs(3))
+            .expect("the query waited for the held write")
+            .unwrap();
+        assert_eq!(ids(&found), [2]);
+        if let Ok(r) = written.try_recv() {
+            panic!("the write is not held: {r:?}");
+        }
+        // Once the writer goes on, the write lands and the next query sees it.
+        drop(held);
+        written.recv().unwrap().unwrap();
+        let after = store
+            .query_jobs(&JobQuery {
+                jobs: vec![2, 4],
+                ..JobQuery::default()
+            })
+            .unwrap();
+        assert_eq!(ids(&after), [2, 4]);
+    }
+
     /// How SQLite would run `q`: the plan's lines.
     fn plan(store: &Store, q: &JobQuery) -> String {
         let crate::Location::Sqlite(path) = store.location() else {

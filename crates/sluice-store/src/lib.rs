@@ -256,7 +256,10 @@ enum Op {
         reply: Sender<Result<(), StoreError>>,
     },
     /// Insert or replace the script of the submission whose first id is `id`.
-    PutScript { id: u64, script: Script },
+    PutScript {
+        id: u64,
+        script: Script,
+    },
     /// Replace a job's record.
     PutJob {
         id: u64,
@@ -273,9 +276,15 @@ enum Op {
         reply: Option<Sender<Result<(), StoreError>>>,
     },
     /// Delete a job, its steps and its script (retention).
-    DeleteJob { id: u64 },
+    DeleteJob {
+        id: u64,
+    },
     /// Keep the record of run `run` of job `id` as it ended (a requeue).
-    PutRun { id: u64, run: u32, record: String },
+    PutRun {
+        id: u64,
+        run: u32,
+        record: String,
+    },
     /// Insert, replace (`Some`) or delete (`None`) a node's record.
     PutNode {
         name: String,
@@ -308,6 +317,10 @@ enum Op {
         reply: Sender<Result<(), StoreError>>,
     },
     /// Commit what is queued, then stop.
+    /// Holds the writer until the sender is dropped: a write the database holds up
+    /// (tests of what does not wait for it).
+    #[cfg(test)]
+    Hold(Receiver<()>),
     Shutdown,
 }
 
@@ -756,12 +769,14 @@ impl Store {
     }
 
     /// The jobs `query` selects, with their steps (and runs, if asked), including all
-    /// sent before this call; read on a connection of its own, through the indexes of
-    /// [`JobKeys`], so that it costs what it returns.
+    /// sent before this call that reach the disk within [`READ_WAIT`] (beyond that, what
+    /// is on disk: a read never waits behind a write the database holds up); read on a
+    /// connection of its own, through the indexes of [`JobKeys`], so that it costs what
+    /// it returns.
     ///
     /// Errors: the writer stopped, or the database cannot be read.
     pub fn query_jobs(&self, query: &JobQuery) -> Result<Found, StoreError> {
-        self.sync()?;
+        self.settle()?;
         self.read(|c| jobs::find(c, query), |c| pg::find(c, query))
     }
 
@@ -801,10 +816,43 @@ impl Store {
             .map_err(|_| StoreError::Closed)?;
         rx.recv().map_err(|_| StoreError::Closed)?
     }
+
+    /// Holds the writer (what is sent from now on waits) until the sender returned is
+    /// dropped.
+    #[cfg(test)]
+    pub(crate) fn hold_writes(&self) -> Sender<()> {
+        let (gate, held) = mpsc::channel();
+        let _ = self.tx.send(Op::Hold(held));
+        gate
+    }
+
+    /// Waits until everything sent before is on disk, at most [`READ_WAIT`]: what a
+    /// read does before it reads, so that it sees the writes just made (a job that just
+    /// ended) and yet answers while the writer is held up (a disk that stalls, a
+    /// PostgreSQL server that does not answer, a long queue of writes). Slurm's `sacct`
+    /// reads what slurmdbd has received, which may lag the controller too.
+    ///
+    /// Errors: the writer stopped.
+    fn settle(&self) -> Result<(), StoreError> {
+        let (reply, rx) = mpsc::channel();
+        self.tx
+            .send(Op::Sync { reply })
+            .map_err(|_| StoreError::Closed)?;
+        match rx.recv_timeout(READ_WAIT) {
+            // A write that failed is the writer's business: the read reads what is there.
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => Ok(()),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(StoreError::Closed),
+        }
+    }
 }
 
 /// Most operations folded into one transaction.
 const MAX_BATCH: usize = 4096;
+
+/// How long a query of the jobs ([`Store::query_jobs`], `sacct`) waits for the writes
+/// sent before it before it reads what is on disk: a group commit's time on a busy
+/// disk, far below what a stalled disk or database holds a write.
+pub const READ_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// How long the writer waits before trying a batch again while the database cannot be
 /// reached.
@@ -845,6 +893,12 @@ fn writer_loop(mut conn: WriteConn, rx: Receiver<Op>, patience: &std::sync::atom
             }
         }
         stop = batch.iter().any(|op| matches!(op, Op::Shutdown));
+        #[cfg(test)]
+        for op in &batch {
+            if let Op::Hold(gate) = op {
+                let _ = gate.recv();
+            }
+        }
         let result = conn.run(&batch);
         if matches!(&result, Err(e) if e.is_unreachable()) && !stop {
             let since = *gone.get_or_insert_with(Instant::now);

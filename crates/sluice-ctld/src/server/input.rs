@@ -28,6 +28,7 @@ use tokio::sync::oneshot;
 use crate::accounts::Requester;
 use crate::config::PrivateData;
 use crate::state::explain::ExplainWork;
+use crate::state::listing::NodesTouched;
 use crate::state::{Caller, Job, Prepared};
 
 /// Where an answer goes: the request's handler waits on the other end.
@@ -422,4 +423,73 @@ pub struct AuditScope {
     pub task_record: Option<Option<JobId>>,
     /// The node's GPU count (`Some(None)`: no such node).
     pub node_gpus: Option<Option<u32>>,
+}
+
+impl Input {
+    /// Which nodes, as `sinfo` shows them, this input may change other than through
+    /// jobs (the snapshot follows those itself): an agent's message its node, a
+    /// question or a job's report none, anything else (an operator's change, a
+    /// reconfiguration, a launch that failed) all of them.
+    pub fn nodes_touched(&self) -> NodesTouched {
+        match self {
+            Input::Committed { .. }
+            | Input::Explained { .. }
+            | Input::Forecast(_)
+            | Input::Tick => NodesTouched::None,
+            Input::AgentsChecked {
+                answered,
+                gone,
+                unanswered,
+            } => NodesTouched::Named(
+                answered
+                    .iter()
+                    .chain(gone)
+                    .chain(unanswered)
+                    .cloned()
+                    .collect(),
+            ),
+            Input::Unreachable { node, .. } => NodesTouched::Named(vec![node.clone()]),
+            Input::LaunchRefused { .. } => NodesTouched::All,
+            Input::Request(r) => match r {
+                Request::Submit { .. }
+                | Request::WillRun { .. }
+                | Request::JobDevices { .. }
+                | Request::JobUsage { .. }
+                | Request::ServiceReport { .. }
+                | Request::UsageReport { .. }
+                | Request::Explain { .. }
+                | Request::StartStep { .. }
+                | Request::EndStep { .. }
+                | Request::Complete { .. }
+                | Request::Nodes(_)
+                | Request::Partitions(_)
+                | Request::Metrics { .. }
+                | Request::Config(_)
+                | Request::StepEndedOn { .. }
+                | Request::AgentsToPing(_)
+                | Request::Accounts(_)
+                | Request::Priority(_)
+                | Request::Shares(_)
+                | Request::Reservations(_)
+                | Request::AuditScope { .. }
+                | Request::Diag(_)
+                | Request::DiagReset { .. } => NodesTouched::None,
+                Request::AgentRegistered { registration, .. } => {
+                    NodesTouched::Named(vec![registration.node.clone()])
+                }
+                Request::AgentHeartbeat { node, .. } => NodesTouched::Named(vec![node.clone()]),
+                // (When the node last ran a job moves even for a run already requeued.)
+                Request::AgentEnded { report, .. } => {
+                    NodesTouched::Named(vec![report.node.clone()])
+                }
+                Request::RunGone { report, .. } => NodesTouched::Named(vec![report.node.clone()]),
+                Request::Change { .. }
+                | Request::CreateNodes { .. }
+                | Request::DeleteNodes { .. }
+                | Request::Reconfigure { .. }
+                | Request::ChangeAccounts { .. }
+                | Request::ChangeReservation { .. } => NodesTouched::All,
+            },
+        }
+    }
 }

@@ -196,7 +196,9 @@ impl Owner {
 
     /// Handles one input at `now`, then publishes the jobs as listings read them.
     pub fn handle(&mut self, input: Input, now: i64) -> Outcome {
+        let touched = input.nodes_touched();
         let outcome = self.handle_input(input, now);
+        self.listing.touch_nodes(&self.ctl, touched);
         self.listing.publish(&mut self.ctl, now);
         outcome
     }

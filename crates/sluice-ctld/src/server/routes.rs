@@ -451,12 +451,22 @@ pub(super) fn storage(message: String) -> ApiError {
     ApiError::new(sluice_proto::error::ErrorCode::Storage, message)
 }
 
+/// `GET /v1/nodes` (`sinfo`, `scontrol show node`): from the published snapshot, never
+/// waiting for the loop.
 pub(super) async fn nodes(State(app): State<App>) -> Response {
-    reply(app.ask(Request::Nodes).await)
+    match app.listing.latest().node_listing().nodes_json() {
+        Ok(body) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(e) => refuse(internal(e.to_string())),
+    }
 }
 
-async fn partitions(State(app): State<App>) -> Response {
-    reply(app.ask(Request::Partitions).await)
+/// `GET /v1/partitions`: from the published snapshot.
+pub(super) async fn partitions(State(app): State<App>) -> Response {
+    Json(app.listing.latest().node_listing().partitions()).into_response()
 }
 
 async fn config(State(app): State<App>) -> Response {

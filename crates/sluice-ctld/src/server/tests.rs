@@ -1174,11 +1174,98 @@ fn listings_filter_where_the_jobs_are_as_squeue_filters_them() {
     assert_eq!(listing.jobs(&by_id, 2).len(), 1);
 }
 
+/// The nodes as the snapshot has them (each node's name, state and CPUs allocated),
+/// checked equal to the loop's own, with the partitions.
+fn published_nodes(s: &Script) -> Vec<(String, String, u32)> {
+    let listing = s.owner.published().latest();
+    let nodes: Vec<sluice_proto::types::NodeInfo> =
+        listing.node_listing().nodes().cloned().collect();
+    assert_eq!(nodes, s.owner.controller().nodes());
+    assert_eq!(
+        listing.node_listing().partitions(),
+        s.owner.controller().partitions().as_slice()
+    );
+    nodes
+        .into_iter()
+        .map(|n| (n.name, n.state, n.cpus_alloc))
+        .collect()
+}
+
+#[test]
+fn sinfo_reads_the_nodes_the_loop_published_after_every_step() {
+    // Two 4-CPU nodes: their agents register, a job starts on node01, an operator
+    // drains node02, the job ends, node02 resumes. After each step the snapshot's
+    // nodes are the loop's, as sinfo shows them.
+    let mut s = Script::new(conf(2, 4));
+    let row = |n: &str, state: &str, cpus: u32| (n.to_string(), state.to_string(), cpus);
+    assert_eq!(
+        published_nodes(&s),
+        [row("node01", "down", 0), row("node02", "down", 0)]
+    );
+    register(&mut s, "node01", "10.0.0.1", 1);
+    register(&mut s, "node02", "10.0.0.2", 1);
+    assert_eq!(
+        published_nodes(&s),
+        [row("node01", "idle", 0), row("node02", "idle", 0)]
+    );
+    let (job, _) = s.submit(desc(3), 2);
+    s.pass(2);
+    assert_eq!(
+        s.owner.controller().job(job).unwrap().state,
+        JobState::Running
+    );
+    assert_eq!(
+        published_nodes(&s),
+        [row("node01", "mixed", 3), row("node02", "idle", 0)]
+    );
+    let drain = Change::UpdateNodes(sluice_proto::types::NodeUpdate {
+        nodes: "node02".into(),
+        state: "DRAIN".into(),
+        reason: Some("fan".into()),
+    });
+    s.change(drain, root(), 3).0.unwrap();
+    assert_eq!(
+        published_nodes(&s),
+        [row("node01", "mixed", 3), row("node02", "drained", 0)]
+    );
+    let (reply, _rx) = oneshot::channel();
+    s.feed(
+        Input::Request(Request::AgentEnded {
+            report: JobEnded {
+                job_id: job.0,
+                run: 0,
+                node: "node01".into(),
+                state: JobState::Completed,
+                exit_code: 0,
+                signal: 0,
+                end: 4,
+                usage: None,
+            },
+            reply,
+        }),
+        4,
+    );
+    assert_eq!(
+        published_nodes(&s),
+        [row("node01", "idle", 0), row("node02", "drained", 0)]
+    );
+    let resume = Change::UpdateNodes(sluice_proto::types::NodeUpdate {
+        nodes: "node02".into(),
+        state: "RESUME".into(),
+        reason: None,
+    });
+    s.change(resume, root(), 5).0.unwrap();
+    assert_eq!(
+        published_nodes(&s),
+        [row("node01", "idle", 0), row("node02", "idle", 0)]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listing_is_answered_while_the_loop_is_busy() {
     // Nothing reads the loop's inputs (a pass or a store write that never ends):
-    // listings and job records are still answered, from the snapshot; a request that
-    // needs the loop waits.
+    // listings, job records, nodes and partitions are still answered, from the
+    // snapshot; a request that needs the loop waits.
     use axum::extract::{Query, State};
     let mut s = Script::new(conf(1, 4));
     s.submit(desc(4), 0);
@@ -1242,12 +1329,42 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
     assert!(text.contains("\nslurm_jobs_pending 1\n"), "{text}");
     assert!(text.contains("\nslurm_jobs_running 1\n"), "{text}");
     assert!(text.contains("\nslurm_jobs_cpus_alloc 4\n"), "{text}");
-    let nodes = tokio::time::timeout(
+    // So are the nodes and partitions (`sinfo`), from the same snapshot.
+    let answer = tokio::time::timeout(wait, super::routes::nodes(State(app.clone())))
+        .await
+        .expect("answered without the loop");
+    let body = axum::body::to_bytes(answer.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let nodes: Vec<sluice_proto::types::NodeInfo> = serde_json::from_slice(&body).unwrap();
+    assert_eq!(nodes, s.owner.controller().nodes());
+    assert_eq!(
+        nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.cpus_alloc))
+            .collect::<Vec<_>>(),
+        [("node01", 4)]
+    );
+    let answer = tokio::time::timeout(wait, super::routes::partitions(State(app.clone())))
+        .await
+        .expect("answered without the loop");
+    let body = axum::body::to_bytes(answer.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let parts: Vec<sluice_proto::types::PartitionInfo> = serde_json::from_slice(&body).unwrap();
+    assert_eq!(parts, s.owner.controller().partitions());
+    // A change needs the loop: it waits.
+    let hold = Change::Hold {
+        id: JobId(2),
+        task: None,
+        user: false,
+    };
+    let changed = tokio::time::timeout(
         std::time::Duration::from_millis(300),
-        super::routes::nodes(State(app)),
+        super::routes::change(app, super::Peer { uid: 0, gid: 0 }, hold),
     )
     .await;
-    assert!(nodes.is_err(), "the loop is busy");
+    assert!(changed.is_err(), "the loop is busy");
 }
 
 #[tokio::test]

@@ -35,7 +35,9 @@ use super::reason::Reason;
 use super::Controller;
 use crate::config::ClusterConfig;
 
+mod nodes;
 mod services;
+pub use nodes::{NodeListing, NodesTouched};
 pub use services::{ServiceAt, ServiceTarget};
 
 /// What a pending job's record shows from the core, without text: compared after a
@@ -102,6 +104,8 @@ pub struct Listing {
     /// When a job's record last changed (Unix seconds; 0: never): Slurm's
     /// `last_job_update`, what a listing's `update_time` is compared with.
     updated: i64,
+    /// The nodes and partitions (`nodes.rs`).
+    nodes: NodeListing,
 }
 
 /// The latest snapshot, shared by the loop (which replaces it) and the readers.
@@ -125,7 +129,13 @@ impl Listing {
             by_array: OrdSet::new(),
             by_service: OrdMap::new(),
             updated: 0,
+            nodes: NodeListing::default(),
         }
+    }
+
+    /// The nodes and partitions as `sinfo` shows them.
+    pub fn node_listing(&self) -> &NodeListing {
+        &self.nodes
     }
 
     /// When a job's record last changed (Unix seconds; 0: never).
@@ -619,6 +629,8 @@ pub struct Publisher {
     preempted: BTreeSet<JobId>,
     /// The controller's node list's epoch the snapshot's configuration is of.
     node_epoch: u64,
+    /// What changes the nodes by what changed.
+    nodes: nodes::NodesPublisher,
 }
 
 impl Publisher {
@@ -633,12 +645,19 @@ impl Publisher {
             with_dependency: BTreeSet::new(),
             preempted: BTreeSet::new(),
             node_epoch: ctl.node_book.epoch,
+            nodes: nodes::NodesPublisher::new(),
         };
         for id in ctl.jobs.keys().copied().collect::<Vec<_>>() {
             ctl.jobs.get_mut(&id);
         }
         p.publish(ctl, now);
         p
+    }
+
+    /// An input may have changed `touched` (nodes) other than through jobs: they are
+    /// read again at the next publication.
+    pub fn touch_nodes(&mut self, ctl: &Controller, touched: NodesTouched) {
+        self.nodes.touch(ctl, touched);
     }
 
     /// The handle readers read the latest snapshot from.
@@ -656,20 +675,25 @@ impl Publisher {
     /// look at each job it queues. A snapshot with changes is stamped `now`.
     pub fn publish(&mut self, ctl: &mut Controller, now: i64) {
         let changed = ctl.jobs.take_changed();
+        let passed = ctl.sched.passes() != self.passes;
         let mut dirty = false;
         // Nodes joined or left: records name nodes through the configuration.
         if ctl.node_book.epoch != self.node_epoch {
             self.node_epoch = ctl.node_book.epoch;
             self.current.conf = Arc::new(ctl.conf.clone());
+            self.nodes.touch(ctl, nodes::NodesTouched::All);
             dirty = true;
         }
         for id in &changed {
+            let old = self.current.jobs.get(id).map(|l| l.job.clone());
             match ctl.jobs.shared(id) {
                 Some(job) => {
+                    self.nodes.job_changed(ctl, old.as_deref(), Some(job));
                     let live = ctl.live(job);
                     self.put(job.clone(), live);
                 }
                 None => {
+                    self.nodes.job_changed(ctl, old.as_deref(), None);
                     self.current.take_out(*id);
                     self.with_dependency.remove(id);
                     self.preempted.remove(id);
@@ -714,8 +738,11 @@ impl Publisher {
         for id in again.difference(&changed) {
             dirty |= self.refresh(ctl, *id);
         }
+        let nodes_moved = self.nodes.publish(ctl, &mut self.current.nodes, passed);
         if dirty {
             self.current.updated = now;
+        }
+        if dirty || nodes_moved {
             let next = Arc::new(self.current.clone());
             *self.shared.0.write().unwrap_or_else(|e| e.into_inner()) = next;
         }

@@ -56,7 +56,7 @@ impl Controller {
                 let used = usage.cpus[i].min(cpus);
                 NodeStat {
                     name: n.name.clone(),
-                    state: self.node_state_word(i, used, &maint, usage.completing[i]),
+                    state: self.node_state_word(i, used, &maint, usage.completing[i] > 0),
                     responding: self.node_responding(&n.name),
                     maint: maint.contains(&NodeId(i as u32)),
                     reserved: reserved.contains(&NodeId(i as u32)),

@@ -10,7 +10,6 @@ use sluice_proto::types::NodeInfo;
 use super::changes;
 use super::envelope::{errno, maybe, number, Error};
 use super::{fields, Ctx};
-use crate::server::input::Request;
 
 /// Slurm's state flags for a node's base state (see `NodeInfo::state`).
 fn state(n: &NodeInfo) -> Vec<&'static str> {
@@ -62,12 +61,16 @@ fn node(n: &NodeInfo) -> Value {
     })
 }
 
-/// The nodes, from the loop.
+/// The nodes, from the published snapshot.
 pub(super) async fn nodes(ctx: &Ctx) -> Result<Vec<NodeInfo>, Error> {
-    ctx.app
-        .ask(Request::Nodes)
-        .await
-        .map_err(|e| Error::from_api(&e, "slurm_load_node()"))
+    Ok(ctx
+        .app
+        .listing
+        .latest()
+        .node_listing()
+        .nodes()
+        .cloned()
+        .collect())
 }
 
 /// `GET nodes[?update_time=T]` (none, with a warning, when none changed since `T`).

@@ -9,7 +9,6 @@ use sluice_proto::types::PartitionInfo;
 use super::changes;
 use super::envelope::{errno, infinite, number, Error};
 use super::{fields, Ctx};
-use crate::server::input::Request;
 
 /// Minutes, rounded up, as Slurm keeps time limits; unlimited as infinite.
 fn minutes(secs: Option<i64>) -> Value {
@@ -50,11 +49,15 @@ fn partition(p: &PartitionInfo, cluster: &str) -> Value {
     })
 }
 
+/// The partitions, from the published snapshot.
 async fn partitions(ctx: &Ctx) -> Result<Vec<PartitionInfo>, Error> {
-    ctx.app
-        .ask(Request::Partitions)
-        .await
-        .map_err(|e| Error::from_api(&e, "slurm_load_partitions()"))
+    Ok(ctx
+        .app
+        .listing
+        .latest()
+        .node_listing()
+        .partitions()
+        .to_vec())
 }
 
 /// `GET partitions[?update_time=T]` (none, with a warning, when none changed since

@@ -195,7 +195,7 @@ fn a_node_declared_down_is_not_waited_for() {
     c.agent_lost("node02", 100);
     let r = c.job(big).unwrap();
     assert_eq!((r.state, r.completing()), (JobState::Cancelled, false));
-    assert_eq!(c.node_usage().completing, vec![false, false]);
+    assert_eq!(c.node_usage().completing, vec![0, 0]);
     let _ = small;
 }
 
