@@ -979,6 +979,18 @@ impl Scheduler {
         self.passes
     }
 
+    /// Pending jobs whose `--begin` time (or the lapse of their `--switches` wait) lies
+    /// in `(after, upto]`: those whose prospects change with the time alone between a
+    /// pass at `after` and one at `upto`.
+    pub fn begins_between(&self, after: Time, upto: Time) -> impl Iterator<Item = JobId> + '_ {
+        use std::ops::Bound::{Excluded, Included};
+        let range = (
+            Excluded((after, JobId(u64::MAX))),
+            Included((upto.max(after), JobId(u64::MAX))),
+        );
+        self.begins.range(range).map(|&(_, id)| id)
+    }
+
     /// The accounting limits in force.
     pub fn account_limits(&self) -> &AccountLimits {
         &self.accounts
