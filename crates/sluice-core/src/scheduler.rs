@@ -173,6 +173,8 @@ pub struct Scheduler {
     /// the jobs a pass may leave unexplained (see `explain_fresh`).
     reason_none: BTreeSet<JobId>,
     waiting_begin: BTreeSet<(Time, JobId)>,
+    /// Pending jobs waiting for `Resources`, likewise (see [`crate::reservation`]).
+    reason_resources: BTreeSet<JobId>,
 }
 
 impl Scheduler {
@@ -225,6 +227,7 @@ impl Scheduler {
             changed: BTreeSet::new(),
             reason_none: BTreeSet::new(),
             waiting_begin: BTreeSet::new(),
+            reason_resources: BTreeSet::new(),
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -1166,6 +1169,9 @@ impl Scheduler {
                         PendingReason::BeginTime => {
                             self.waiting_begin.insert((j.spec.begin, id));
                         }
+                        PendingReason::Resources => {
+                            self.reason_resources.insert(id);
+                        }
                         _ => {}
                     }
                     if (j.reason, j.planned_start) != was {
@@ -1178,9 +1184,40 @@ impl Scheduler {
         any
     }
 
+    /// The pending jobs whose reason is now `Resources`, in queue order: found among
+    /// those indexed so at the last pass and those written to since, not by looking
+    /// at the whole queue.
+    pub(crate) fn waiting_for_resources(&self) -> Vec<JobId> {
+        let mut found: Vec<(QueueKey, JobId)> = self
+            .reason_resources
+            .iter()
+            .chain(self.touched.keys())
+            .filter(|id| {
+                self.jobs.get(id).is_some_and(|j| {
+                    j.state == JobState::Pending && j.reason == PendingReason::Resources
+                })
+            })
+            .map(|&id| (self.keys[&id], id))
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        let found: Vec<JobId> = found.into_iter().map(|(_, id)| id).collect();
+        debug_assert_eq!(
+            found,
+            self.queue
+                .values()
+                .copied()
+                .filter(|id| self.jobs[id].reason == PendingReason::Resources)
+                .collect::<Vec<_>>(),
+            "the index finds the jobs a look at the whole queue finds"
+        );
+        found
+    }
+
     /// Forgets job `id` in the indexes of pending jobs by reason.
     fn unindex(&mut self, id: JobId) {
         self.reason_none.remove(&id);
+        self.reason_resources.remove(&id);
         if let Some(j) = self.jobs.get(&id) {
             self.waiting_begin.remove(&(j.spec.begin, id));
         }
