@@ -35,7 +35,10 @@ fn a_job_given_a_reason_and_a_start_is_changed_and_a_quiet_pass_changes_nothing(
     s.submit(job(2).procs(4).time(600).spec(), 1).unwrap();
     assert!(s.schedule(1).is_empty());
     let j2 = s.job(JobId(2)).unwrap();
-    assert_eq!((j2.reason, j2.planned_start), (PendingReason::Resources, Some(3600)));
+    assert_eq!(
+        (j2.reason, j2.planned_start),
+        (PendingReason::Resources, Some(3600))
+    );
     assert_eq!(s.take_changed(), ids(&[2]));
 
     // Nothing arrives or ends: the next passes write the same reason and plan again,
