@@ -199,8 +199,8 @@ fn run(nodes: usize, jobs: u64, max_job_test: Option<u64>, rows: &mut Vec<(Strin
             format!("{pending} jobs queued"),
         ));
         rows.push((
-            "submissions through the API (16 clients)".into(),
-            format!("{:.0} /s", jobs as f64 / submit_s),
+            format!("{jobs} submissions through the API (16 clients): time, rate"),
+            format!("{submit_s:.0} s, {:.0} /s", jobs as f64 / submit_s),
         ));
         rows.push((
             "`squeue -j ONE` (median of 9)".into(),

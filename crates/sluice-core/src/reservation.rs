@@ -868,12 +868,9 @@ pub(crate) fn explain(s: &mut Scheduler, now: Time) {
         return;
     }
     let waiting: Vec<JobId> = s
-        .queue
-        .values()
-        .copied()
-        .filter(|id| {
-            !s.resv.bound.contains_key(id) && s.jobs[id].reason == PendingReason::Resources
-        })
+        .waiting_for_resources()
+        .into_iter()
+        .filter(|id| !s.resv.bound.contains_key(id))
         .collect();
     if waiting.is_empty() {
         return;

@@ -168,6 +168,19 @@ pub struct Scheduler {
     pub(crate) gpus: GpuBook,
     /// Heterogeneous jobs' groups (see [`crate::het`]).
     pub(crate) het: crate::het::Book,
+    /// Pending jobs whose reason or planned start was written since the last pass
+    /// began or ended, with the values they had before the first write.
+    touched: BTreeMap<JobId, (PendingReason, Option<Time>)>,
+    /// Pending jobs whose reason or planned start changed since
+    /// [`Scheduler::take_changed`] (see there).
+    changed: BTreeSet<JobId>,
+    /// Pending jobs without a reason, and those waiting for their `--begin` time by
+    /// that time, as of the last pass (the jobs written to since are in `touched`):
+    /// the jobs a pass may leave unexplained (see `explain_fresh`).
+    reason_none: BTreeSet<JobId>,
+    waiting_begin: BTreeSet<(Time, JobId)>,
+    /// Pending jobs waiting for `Resources`, likewise (see [`crate::reservation`]).
+    reason_resources: BTreeSet<JobId>,
 }
 
 impl Scheduler {
@@ -218,6 +231,11 @@ impl Scheduler {
             generation: 0,
             gpus,
             het: Default::default(),
+            touched: BTreeMap::new(),
+            changed: BTreeSet::new(),
+            reason_none: BTreeSet::new(),
+            waiting_begin: BTreeSet::new(),
+            reason_resources: BTreeSet::new(),
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -701,6 +719,7 @@ impl Scheduler {
         );
         self.queue.insert(key, id);
         self.keys.insert(id, key);
+        self.reason_none.insert(id);
         self.begins.insert((self.jobs[&id].spec.begin, id));
         if let Some(l) = self.jobs[&id].spec.request.switches {
             self.begins.insert((l.until, id));
@@ -727,7 +746,9 @@ impl Scheduler {
         let was_expired = self.expired.contains(&id);
         self.ending.remove(&id);
         reservation::job_gone(self, id, now);
+        self.unindex(id);
         let job = self.jobs.remove(&id).expect("checked above");
+        self.changed.remove(&id);
         self.usage.remove(id, now);
         self.het.forget(id);
         crate::borrow::ended(self, id);
@@ -968,7 +989,9 @@ impl Scheduler {
         self.profile.advance(now);
         let key = self.keys.remove(&id).expect("pending jobs have a key");
         self.queue.remove(&key);
+        self.unindex(id);
         let job = self.jobs.remove(&id).expect("checked above");
+        self.changed.remove(&id);
         self.usage.remove(id, now);
         self.het.forget(id);
         self.begins.remove(&(job.spec.begin, id));
@@ -1045,6 +1068,18 @@ impl Scheduler {
     /// passes only, so a reader of them may look again only when this moved.
     pub fn passes(&self) -> u64 {
         self.passes
+    }
+
+    /// Pending jobs whose `--begin` time (or the lapse of their `--switches` wait) lies
+    /// in `(after, upto]`: those whose prospects change with the time alone between a
+    /// pass at `after` and one at `upto`.
+    pub fn begins_between(&self, after: Time, upto: Time) -> impl Iterator<Item = JobId> + '_ {
+        use std::ops::Bound::{Excluded, Included};
+        let range = (
+            Excluded((after, JobId(u64::MAX))),
+            Included((upto.max(after), JobId(u64::MAX))),
+        );
+        self.begins.range(range).map(|&(_, id)| id)
     }
 
     /// The accounting limits in force.
@@ -1162,19 +1197,151 @@ impl Scheduler {
         now: Time,
         observer: &mut dyn PassObserver,
     ) -> Vec<Decision> {
+        // Writes since the last pass were counted by their calls' own generation.
+        self.settle();
+        #[cfg(debug_assertions)]
         let before = self.pending_view();
         self.passes += 1;
         let out = self.pass(now, observer);
         // A pass that starts, plans and explains nothing new leaves the state as it
         // was for whatever was computed from it (see `generation`): a controller calls
-        // a pass every second.
-        if !out.is_empty() || self.pending_view() != before {
+        // a pass every second. What it explained anew is known from the jobs it wrote
+        // to, without comparing the whole queue.
+        let moved = self.settle();
+        #[cfg(debug_assertions)]
+        self.check_changed(&before, &out, moved);
+        if !out.is_empty() || moved {
             self.generation += 1;
         }
         out
     }
 
-    /// Every pending job's reason and planned start, by id.
+    /// Pending jobs whose reason or planned start ([`Job::reason`],
+    /// [`Job::planned_start`]) changed since the last call, by id, as of the last pass
+    /// (a job that changed back may be among them). Costs the jobs changed: what a
+    /// reader of those two fields looks at again after a pass instead of the queue.
+    pub fn take_changed(&mut self) -> BTreeSet<JobId> {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Notes that pending job `id`'s reason or planned start is about to be written
+    /// (see [`Scheduler::take_changed`]).
+    pub(crate) fn note(&mut self, id: JobId) {
+        if let Some(j) = self.jobs.get(&id) {
+            self.touched
+                .entry(id)
+                .or_insert((j.reason, j.planned_start));
+        }
+    }
+
+    /// Sets pending job `id`'s planned start.
+    pub(crate) fn set_planned(&mut self, id: JobId, at: Option<Time>) {
+        if self.jobs.get(&id).is_some_and(|j| j.planned_start != at) {
+            self.note(id);
+            self.jobs.get_mut(&id).expect("checked").planned_start = at;
+        }
+    }
+
+    /// Moves the jobs written to since the last call whose reason or planned start
+    /// differs from before into the changed set; whether there was one.
+    fn settle(&mut self) -> bool {
+        let mut any = false;
+        for (id, was) in std::mem::take(&mut self.touched) {
+            self.unindex(id);
+            if let Some(j) = self.jobs.get(&id) {
+                if j.state == JobState::Pending {
+                    match j.reason {
+                        PendingReason::None => {
+                            self.reason_none.insert(id);
+                        }
+                        PendingReason::BeginTime => {
+                            self.waiting_begin.insert((j.spec.begin, id));
+                        }
+                        PendingReason::Resources => {
+                            self.reason_resources.insert(id);
+                        }
+                        _ => {}
+                    }
+                    if (j.reason, j.planned_start) != was {
+                        self.changed.insert(id);
+                        any = true;
+                    }
+                }
+            }
+        }
+        any
+    }
+
+    /// The pending jobs whose reason is now `Resources`, in queue order: found among
+    /// those indexed so at the last pass and those written to since, not by looking
+    /// at the whole queue.
+    pub(crate) fn waiting_for_resources(&self) -> Vec<JobId> {
+        let mut found: Vec<(QueueKey, JobId)> = self
+            .reason_resources
+            .iter()
+            .chain(self.touched.keys())
+            .filter(|id| {
+                self.jobs.get(id).is_some_and(|j| {
+                    j.state == JobState::Pending && j.reason == PendingReason::Resources
+                })
+            })
+            .map(|&id| (self.keys[&id], id))
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        let found: Vec<JobId> = found.into_iter().map(|(_, id)| id).collect();
+        debug_assert_eq!(
+            found,
+            self.queue
+                .values()
+                .copied()
+                .filter(|id| self.jobs[id].reason == PendingReason::Resources)
+                .collect::<Vec<_>>(),
+            "the index finds the jobs a look at the whole queue finds"
+        );
+        found
+    }
+
+    /// Forgets job `id` in the indexes of pending jobs by reason.
+    fn unindex(&mut self, id: JobId) {
+        self.reason_none.remove(&id);
+        self.reason_resources.remove(&id);
+        if let Some(j) = self.jobs.get(&id) {
+            self.waiting_begin.remove(&(j.spec.begin, id));
+        }
+    }
+
+    /// Debug builds: the jobs written to tell what comparing the whole queue before
+    /// and after the pass tells.
+    #[cfg(debug_assertions)]
+    fn check_changed(
+        &self,
+        before: &[(JobId, PendingReason, Option<Time>)],
+        out: &[Decision],
+        moved: bool,
+    ) {
+        let after = self.pending_view();
+        if out.is_empty() {
+            assert_eq!(
+                moved,
+                after.as_slice() != before,
+                "the jobs written to tell whether the pass changed the queue"
+            );
+        }
+        let was: BTreeMap<JobId, (PendingReason, Option<Time>)> =
+            before.iter().map(|&(id, r, t)| (id, (r, t))).collect();
+        for (id, r, t) in after {
+            if was.get(&id).is_some_and(|&w| w != (r, t)) {
+                assert!(
+                    self.changed.contains(&id),
+                    "job {id}'s reason or planned start changed unnoted"
+                );
+            }
+        }
+    }
+
+    /// Every pending job's reason and planned start, in queue order.
+    #[cfg(debug_assertions)]
     fn pending_view(&self) -> Vec<(JobId, PendingReason, Option<Time>)> {
         self.pending()
             .map(|j| (j.id(), j.reason, j.planned_start))
@@ -1247,11 +1414,38 @@ impl Scheduler {
     /// behind a job ahead of it that cannot start.
     fn explain_fresh(&mut self, now: Time) {
         let mut stale = std::mem::take(&mut self.fresh);
-        stale.extend(self.queue.values().copied().filter(|id| {
-            let j = &self.jobs[id];
-            j.reason == PendingReason::None
-                || (j.reason == PendingReason::BeginTime && j.spec.begin <= now)
-        }));
+        let unexplained_now = |j: &Job| {
+            j.state == JobState::Pending
+                && (j.reason == PendingReason::None
+                    || (j.reason == PendingReason::BeginTime && j.spec.begin <= now))
+        };
+        // The jobs without a reason or whose `--begin` came, in queue order: found
+        // among those indexed so at the last pass and those written to since, not by
+        // looking at the whole queue.
+        let mut candidates: Vec<(QueueKey, JobId)> = {
+            use std::ops::Bound::{Included, Unbounded};
+            let came = (Unbounded, Included((now, JobId(u64::MAX))));
+            self.reason_none
+                .iter()
+                .copied()
+                .chain(self.waiting_begin.range(came).map(|&(_, id)| id))
+                .chain(self.touched.keys().copied())
+                .filter(|id| self.jobs.get(id).is_some_and(unexplained_now))
+                .map(|id| (self.keys[&id], id))
+                .collect()
+        };
+        candidates.sort_unstable();
+        candidates.dedup();
+        debug_assert_eq!(
+            candidates.iter().map(|&(_, id)| id).collect::<Vec<_>>(),
+            self.queue
+                .values()
+                .copied()
+                .filter(|id| unexplained_now(&self.jobs[id]))
+                .collect::<Vec<_>>(),
+            "the indexes find the jobs a look at the whole queue finds"
+        );
+        stale.extend(candidates.into_iter().map(|(_, id)| id));
         for id in stale {
             let unexplained = self.jobs.get(&id).is_some_and(|j| {
                 j.state == JobState::Pending
@@ -1369,57 +1563,44 @@ impl Scheduler {
     /// Whether `id` may start at `now` as far as time and partition go; sets its reason
     /// when not.
     pub(crate) fn eligible_as_job(&mut self, id: JobId, now: Time) -> bool {
-        let job = self.jobs.get_mut(&id).expect("queued job exists");
+        let job = &self.jobs[&id];
         let part = self.cluster.partition(job.spec.partition);
-        if matches!(part.state, PartitionState::Down | PartitionState::Inactive) {
-            job.reason = PendingReason::PartitionDown;
-            return false;
-        }
-        if self.free_now.up_nodes(job.spec.partition) == 0 {
-            job.reason = PendingReason::NodesUnavailable;
-            return false;
-        }
-        if part.max_time.is_some_and(|m| job.spec.time_limit > m) {
-            job.reason = PendingReason::PartitionTimeLimit;
-            return false;
-        }
-        if part
+        let blocked = if matches!(part.state, PartitionState::Down | PartitionState::Inactive) {
+            Some(PendingReason::PartitionDown)
+        } else if self.free_now.up_nodes(job.spec.partition) == 0 {
+            Some(PendingReason::NodesUnavailable)
+        } else if part.max_time.is_some_and(|m| job.spec.time_limit > m) {
+            Some(PendingReason::PartitionTimeLimit)
+        } else if part
             .max_nodes
             .is_some_and(|m| job.spec.request.min_nodes > m)
             || job.spec.request.min_nodes < part.min_nodes
         {
-            job.reason = PendingReason::PartitionNodeLimit;
-            return false;
-        }
-        match job.spec.acct.not_allowed {
-            Some(NotAllowed::Account) => {
-                job.reason = PendingReason::AccountNotAllowed;
-                return false;
+            Some(PendingReason::PartitionNodeLimit)
+        } else {
+            match job.spec.acct.not_allowed {
+                Some(NotAllowed::Account) => Some(PendingReason::AccountNotAllowed),
+                Some(NotAllowed::Qos) => Some(PendingReason::QosNotAllowed),
+                Some(NotAllowed::Group) | None if job.spec.begin > now => {
+                    Some(PendingReason::BeginTime)
+                }
+                Some(NotAllowed::Group) | None => {
+                    limits::check::hold_reason(&self.accounts, &self.usage, view(&job.spec), now)
+                        .or_else(|| crate::borrow::hold_reason(self, id))
+                        .map(PendingReason::Limit)
+                }
             }
-            Some(NotAllowed::Qos) => {
-                job.reason = PendingReason::QosNotAllowed;
-                return false;
-            }
-            Some(NotAllowed::Group) | None => {}
-        }
-        if job.spec.begin > now {
-            job.reason = PendingReason::BeginTime;
-            return false;
-        }
-        let job = &self.jobs[&id];
-        let held = limits::check::hold_reason(&self.accounts, &self.usage, view(&job.spec), now)
-            .or_else(|| crate::borrow::hold_reason(self, id));
-        let job = self.jobs.get_mut(&id).expect("queued job exists");
-        if let Some(name) = held {
-            job.reason = PendingReason::Limit(name);
+        };
+        if let Some(reason) = blocked {
+            self.set_reason(id, reason);
             return false;
         }
         if matches!(
-            job.reason,
+            self.jobs[&id].reason,
             PendingReason::BeginTime | PendingReason::Limit(_)
         ) {
             // Newly eligible: something for the backfill pass to consider.
-            job.reason = PendingReason::None;
+            self.set_reason(id, PendingReason::None);
             self.backfill.dirty = true;
         }
         true
@@ -1662,6 +1843,8 @@ impl Scheduler {
         self.claim_end.insert(id, end);
         side_claims::take(self, id, &alloc.nodes, now);
         crate::borrow::started(self, id);
+        self.changed.remove(&id);
+        self.unindex(id);
         out.push(Decision::Start {
             job: id,
             at: now,
@@ -1718,8 +1901,9 @@ impl Scheduler {
 
     /// Sets a pending job's reason.
     pub(crate) fn set_reason(&mut self, id: JobId, reason: PendingReason) {
-        if let Some(j) = self.jobs.get_mut(&id) {
-            j.reason = reason;
+        if self.jobs.get(&id).is_some_and(|j| j.reason != reason) {
+            self.note(id);
+            self.jobs.get_mut(&id).expect("checked").reason = reason;
         }
     }
 }

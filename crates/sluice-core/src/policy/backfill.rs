@@ -320,10 +320,9 @@ fn backfill_pass(
         if !s.eligible(id, now) {
             // Skipped, as Slurm's backfill skips a job a limit holds: it blocks
             // nothing and keeps no reservation.
-            let job = s.jobs.get_mut(&id).expect("queued job exists");
-            if matches!(job.reason, PendingReason::Limit(_)) {
-                job.planned_start = None;
-                job.alloc = None;
+            if matches!(s.jobs[&id].reason, PendingReason::Limit(_)) {
+                s.set_planned(id, None);
+                s.jobs.get_mut(&id).expect("queued job exists").alloc = None;
             }
             continue;
         }
@@ -347,17 +346,16 @@ fn backfill_pass(
                         let end = round_up(t + s.jobs[&m].spec.time_limit, res);
                         plan.claim_all(&nodes, t, end);
                         reserved.push((nodes.clone(), t, end));
+                        s.set_planned(m, Some(t));
                         let job = s.jobs.get_mut(&m).expect("queued job exists");
-                        job.planned_start = Some(t);
                         job.alloc = Some(crate::job::Allocation { nodes });
                         retained.push(m);
                     }
                 }
                 _ => {
                     for &m in s.het.group(id).cloned().expect("a leader").iter() {
-                        let job = s.jobs.get_mut(&m).expect("queued job exists");
-                        job.planned_start = None;
-                        job.alloc = None;
+                        s.set_planned(m, None);
+                        s.jobs.get_mut(&m).expect("queued job exists").alloc = None;
                     }
                 }
             }
@@ -397,16 +395,15 @@ fn backfill_pass(
                 let end = round_up(t + limit, res);
                 plan.claim_all(&nodes, t, end);
                 reserved.push((nodes.clone(), t, end));
+                s.set_planned(id, Some(t));
                 let job = s.jobs.get_mut(&id).expect("queued job exists");
-                job.planned_start = Some(t);
                 job.alloc = Some(crate::job::Allocation { nodes });
                 retained.push(id);
             }
             // No fit in the window, or a `NoReserve` QOS: no reservation.
             _ => {
-                let job = s.jobs.get_mut(&id).expect("queued job exists");
-                job.planned_start = None;
-                job.alloc = None;
+                s.set_planned(id, None);
+                s.jobs.get_mut(&id).expect("queued job exists").alloc = None;
             }
         }
     }

@@ -113,6 +113,7 @@ pub(crate) fn withdraw_conflicting(s: &mut Scheduler, nodes: &[NodeAlloc], from:
 /// Withdraws `id`'s reservation from the profile; returns its time and place in the
 /// order of reservations, if it had one.
 fn withdraw(s: &mut Scheduler, id: JobId, key: QueueKey) -> Option<(Time, u64)> {
+    s.note(id);
     let job = s.jobs.get_mut(&id).expect("queued job exists");
     let (Some(t), Some(alloc)) = (job.planned_start.take(), job.alloc.take()) else {
         return None;
@@ -173,6 +174,7 @@ fn place(
         Some((t, nodes)) if t == now => s.start(id, now, nodes, Pass::Main, false, out),
         Some((t, nodes)) => {
             s.profile.claim_all(&nodes, t, t + limit);
+            s.note(id);
             let job = s.jobs.get_mut(&id).expect("queued job exists");
             job.planned_start = Some(t);
             job.alloc = Some(Allocation { nodes });
@@ -248,15 +250,13 @@ fn start_due(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         } else if t == now {
             // Its GPUs' side claims collide with something that is not a reservation
             // (an advance reservation's hold): planned again next pass.
-            let job = s.jobs.get_mut(&id).expect("queued job exists");
-            job.planned_start = None;
+            s.set_planned(id, None);
             s.profile.release_all(&alloc.nodes, t, t + limit);
             s.set_reason(id, PendingReason::Resources);
             s.conservative.unplanned.insert(key);
         } else {
             // Called late: the reservation slid into the past. Re-plan from now.
-            let job = s.jobs.get_mut(&id).expect("queued job exists");
-            job.planned_start = None;
+            s.set_planned(id, None);
             s.profile.release_all(&alloc.nodes, t, t + limit);
             place(s, id, key, now, None, out);
         }

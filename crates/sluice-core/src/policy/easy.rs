@@ -80,7 +80,5 @@ pub(crate) fn pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
     }
     let planned = shadow.as_ref().map(|sh| sh.start);
     unreserve(s, shadow);
-    if let Some(j) = s.jobs.get_mut(&head) {
-        j.planned_start = planned;
-    }
+    s.set_planned(head, planned);
 }

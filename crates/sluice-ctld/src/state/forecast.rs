@@ -163,6 +163,11 @@ impl Controller {
             .is_some_and(|t| t >= self.sched.last_pass())
     }
 
+    /// Pending job `id`'s start in the last forecast, whenever it is.
+    pub(super) fn forecast_start(&self, id: JobId) -> Option<i64> {
+        self.forecasts.last.as_ref().and_then(|f| f.start_time(id))
+    }
+
     /// How many forecasts were made: it changes when a new forecast comes.
     pub(super) fn forecasts_made(&self) -> u64 {
         self.forecasts.made

@@ -623,6 +623,11 @@ pub struct Publisher {
     /// forecasts made.
     passes: u64,
     forecast: u64,
+    /// The core's last pass when they were read.
+    last_pass: i64,
+    /// The queued jobs the forecast starts, by that start: their records change when
+    /// the passes' time reaches it.
+    forecast_starts: BTreeSet<(i64, JobId)>,
     /// Pending jobs with a dependency (their status reads other jobs).
     with_dependency: BTreeSet<JobId>,
     /// Jobs whose records show a preemption.
@@ -642,6 +647,8 @@ impl Publisher {
             current,
             passes: u64::MAX,
             forecast: u64::MAX,
+            last_pass: i64::MIN,
+            forecast_starts: BTreeSet::new(),
             with_dependency: BTreeSet::new(),
             preempted: BTreeSet::new(),
             node_epoch: ctl.node_book.epoch,
@@ -671,8 +678,9 @@ impl Publisher {
     }
 
     /// Brings the snapshot up to date with `ctl` and publishes it if anything changed.
-    /// Costs the jobs changed since the last call, plus, when the core changed, a
-    /// look at each job it queues. A snapshot with changes is stamped `now`.
+    /// Costs the jobs changed since the last call, plus, after a pass, the queued jobs
+    /// whose reason or expected start it may have changed (after a new forecast: a
+    /// look at each job queued). A snapshot with changes is stamped `now`.
     pub fn publish(&mut self, ctl: &mut Controller, now: i64) {
         let changed = ctl.jobs.take_changed();
         let passed = ctl.sched.passes() != self.passes;
@@ -705,27 +713,45 @@ impl Publisher {
         // Queued jobs' reasons and expected starts change in passes only: looked at
         // again after one (or a new forecast), not after every input.
         let core_moved = ctl.sched.passes() != self.passes || forecast != self.forecast;
-        // The jobs the core queues: their records change with the core's view of them
-        // (the forecast's nodes: with the forecast), compared without building text.
         if core_moved {
-            let forecast_changed = forecast != self.forecast;
+            let core_changed = ctl.sched.take_changed();
+            let (was, now_pass) = (self.last_pass, ctl.sched.last_pass());
             self.passes = ctl.sched.passes();
-            self.forecast = forecast;
-            let queued: Vec<JobId> = ctl.sched.pending().map(|j| j.id()).collect();
-            for id in queued {
-                if changed.contains(&id) || self.with_dependency.contains(&id) {
-                    continue;
+            self.last_pass = now_pass;
+            if forecast != self.forecast {
+                // A new forecast: every queued job's expected start and nodes may
+                // change with it, so each is compared (without building text).
+                self.forecast = forecast;
+                self.forecast_starts.clear();
+                let queued: Vec<JobId> = ctl.sched.pending().map(|j| j.id()).collect();
+                for id in queued {
+                    if let Some(t) = ctl.forecast_start(id) {
+                        self.forecast_starts.insert((t, id));
+                    }
+                    if !changed.contains(&id) && !self.with_dependency.contains(&id) {
+                        dirty |= self.look_again(ctl, id, true);
+                    }
                 }
-                let Some(job) = ctl.jobs.shared(&id) else {
-                    continue;
-                };
-                let view = ctl.core_view(job);
-                let same = self.current.jobs.get(&id).is_some_and(|l| {
-                    l.live.core == view && !(forecast_changed && view.expects_nodes)
-                });
-                if !same {
-                    dirty |= self.refresh(ctl, id);
+            } else {
+                // The jobs whose view the passes changed: those the core wrote a new
+                // reason or plan to, those whose `--begin` came (shown starting then
+                // until it does), and those whose forecast start went by.
+                let mut moved: BTreeSet<JobId> = core_changed;
+                if was != i64::MIN {
+                    moved.extend(ctl.sched.begins_between(was, now_pass));
+                    moved.extend(
+                        self.forecast_starts
+                            .range((was, JobId(0))..(now_pass.max(was), JobId(0)))
+                            .map(|&(_, id)| id),
+                    );
                 }
+                for &id in &moved {
+                    if !changed.contains(&id) && !self.with_dependency.contains(&id) {
+                        dirty |= self.look_again(ctl, id, false);
+                    }
+                }
+                #[cfg(debug_assertions)]
+                self.check_unmoved(ctl, &moved, &changed);
             }
         }
         // Dependencies read other jobs; preemptions, the preempting set.
@@ -745,6 +771,44 @@ impl Publisher {
         if dirty || nodes_moved {
             let next = Arc::new(self.current.clone());
             *self.shared.0.write().unwrap_or_else(|e| e.into_inner()) = next;
+        }
+    }
+
+    /// Compares queued job `id`'s view from the core with its entry's, and reads its
+    /// [`Live`] again when it differs (or when `forecast_changed` and the forecast
+    /// names its nodes); whether the entry changed.
+    fn look_again(&mut self, ctl: &Controller, id: JobId, forecast_changed: bool) -> bool {
+        let Some(job) = ctl.jobs.shared(&id) else {
+            return false;
+        };
+        let view = ctl.core_view(job);
+        let same = self
+            .current
+            .jobs
+            .get(&id)
+            .is_some_and(|l| l.live.core == view && !(forecast_changed && view.expects_nodes));
+        !same && self.refresh(ctl, id)
+    }
+
+    /// Debug builds: no queued job left out of `moved` (or `changed`) shows a view of
+    /// the core other than its entry's.
+    #[cfg(debug_assertions)]
+    fn check_unmoved(&self, ctl: &Controller, moved: &BTreeSet<JobId>, changed: &BTreeSet<JobId>) {
+        for j in ctl.sched.pending() {
+            let id = j.id();
+            if moved.contains(&id) || changed.contains(&id) || self.with_dependency.contains(&id) {
+                continue;
+            }
+            let Some(job) = ctl.jobs.shared(&id) else {
+                continue;
+            };
+            if let Some(l) = self.current.jobs.get(&id) {
+                assert_eq!(
+                    l.live.core,
+                    ctl.core_view(job),
+                    "job {id}'s view changed in a pass without being among the changed"
+                );
+            }
         }
     }
 
