@@ -2862,6 +2862,7 @@ impl Controller {
         let node = reg.node.as_str();
         let running = reg.running.as_slice();
         let mut effects = Vec::new();
+        self.node_book.quiet.remove(node);
         self.agents_up.insert(node.to_string());
         self.liveness.registered(node, now, reg.from.as_deref());
         effects.extend(self.registration_state(reg, nid, now));
@@ -3579,7 +3580,11 @@ impl Controller {
                 .node_overrides
                 .get(&n.name)
                 .map(|o| o.reason.clone())
-                .or_else(|| (!self.agents_up.contains(&n.name)).then(|| NOT_RESPONDING.into())),
+                .or_else(|| {
+                    // A FUTURE node is not expected to answer (Slurm gives it no reason).
+                    (!self.agents_up.contains(&n.name) && state != "future")
+                        .then(|| NOT_RESPONDING.into())
+                }),
             cpus,
             cpus_alloc: used,
             spec_cpus: n.spec_cpus,
@@ -3609,13 +3614,14 @@ impl Controller {
                 .map(|(_, f)| f.clone())
                 .collect(),
             weight: n.weight,
-            agent_up: self.node_responding(&n.name),
+            agent_up: self.node_responding(&n.name) || self.node_book.quiet.contains(&n.name),
             reason_set: self.node_overrides.get(&n.name).map(|o| (o.uid, o.time)),
             node_addr: address.map_or_else(|| n.name.clone(), |a| a.addr.clone()),
             node_hostname: address.map_or_else(|| n.name.clone(), |a| a.hostname.clone()),
             port: address.and_then(|a| a.port),
             agent_start: self.liveness.registered_at(&n.name),
             last_busy: self.liveness.last_busy(&n.name),
+            dynamic: self.node_book.dynamic.contains(&n.name),
         }
     }
 

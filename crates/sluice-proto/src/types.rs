@@ -959,6 +959,10 @@ pub struct NodeInfo {
     /// (`LastBusyTime`).
     #[serde(default)]
     pub last_busy: Option<i64>,
+    /// A dynamic node (`scontrol create node`, or an agent that registered itself):
+    /// Slurm's `DYNAMIC_NORM` state flag.
+    #[serde(default)]
+    pub dynamic: bool,
 }
 
 /// A partition as `sinfo` and `scontrol show partition` see it.
@@ -1344,6 +1348,17 @@ pub struct ReservationName {
 /// An empty answer: the request was carried out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Done {}
+
+/// `scontrol delete nodename=...`'s answer: the nodes that could be deleted were;
+/// those that could not, and why (Slurm's message for the first of them).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodesDeleted {
+    /// The nodes not deleted, as a host list (empty: all were).
+    pub failed: String,
+    /// Why (`Requested nodes are busy`, `Invalid node name specified`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
 
 /// A controller-to-agent order: a running job's time limit changed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

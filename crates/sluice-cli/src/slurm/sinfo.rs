@@ -177,6 +177,8 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut nodes: Vec<NodeInfo> = client
         .get("/v1/nodes")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    // FUTURE nodes are not shown, as Slurm 22.05's sinfo never asks for them.
+    nodes.retain(|n| n.state != "future");
     if let Some(only) = &o.nodes {
         nodes.retain(|n| only.contains(&n.name));
     }

@@ -102,5 +102,5 @@ pub(super) async fn delete(
         })
         .await
         .and_then(|r| r);
-    reply(r.map(|()| sluice_proto::types::Done {}))
+    reply(r)
 }

@@ -269,8 +269,8 @@ pub enum Request {
         names: String,
         /// Who asks.
         caller: Caller,
-        /// Answered once durable.
-        reply: Reply<Result<(), ApiError>>,
+        /// Answered once durable: the nodes that could not be deleted, and why.
+        reply: Reply<Result<sluice_proto::types::NodesDeleted, ApiError>>,
     },
     /// An agent reports that a step's tasks on its node have all ended.
     StepEndedOn {

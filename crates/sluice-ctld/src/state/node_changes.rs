@@ -19,6 +19,15 @@ pub(crate) struct NodeBook {
     pub(crate) dynamic: BTreeSet<String>,
     /// Those of them created `State=FUTURE` (shown FUTURE until their agent registers).
     pub(crate) future: BTreeSet<String>,
+    /// Nodes an operator set FUTURE (`scontrol update NodeName=N State=FUTURE`): FUTURE
+    /// whether their agent answers or not, until an operator resumes them.
+    pub(crate) held_future: BTreeSet<String>,
+    /// FUTURE nodes of slurm.conf (or created) an operator resumed or set DOWN: no
+    /// longer FUTURE, though their agent has not registered.
+    pub(crate) resumed: BTreeSet<String>,
+    /// FUTURE nodes an operator set DOWN, their agent not registered since: not
+    /// marked not responding (Slurm never pinged them).
+    pub(crate) quiet: BTreeSet<String>,
     /// Bumped whenever a node joins, changes or leaves (the published listing takes the
     /// configuration again).
     pub(crate) epoch: u64,
@@ -210,6 +219,9 @@ impl Controller {
         self.node_overrides.remove(&name);
         self.agents_up.remove(&name);
         self.node_book.dynamic.remove(&name);
+        self.node_book.held_future.remove(&name);
+        self.node_book.resumed.remove(&name);
+        self.node_book.quiet.remove(&name);
         tracing::info!("node {name} removed");
         Ok(())
     }
@@ -359,6 +371,10 @@ fn set_at<T: Clone>(v: &mut Vec<T>, i: usize, x: T, fill: T) {
 /// Slurm's message for a node that runs jobs (`ESLURM_NODES_BUSY`).
 pub const NODES_BUSY: &str = "Requested nodes are busy";
 
+/// Later Slurm's message for a node created beyond `MaxNodeCount`
+/// (`ESLURM_NODE_TABLE_FULL`; 22.05 creates nothing and says nothing).
+pub const NODE_TABLE_FULL: &str = "Unable to add node, node table is full";
+
 /// Slurm's message for a created node whose state is not FUTURE or CLOUD.
 pub const INVALID_NODE_STATE: &str = "Invalid node state specified";
 
@@ -450,10 +466,28 @@ impl Controller {
             l.node.state = NodeState::Up;
             lines.push(l);
         }
+        let max = self.conf.max_node_count as usize;
+        if max > 0 && self.live_nodes().count() + lines.len() > max {
+            tracing::error!(
+                "create node {line}: MaxNodeCount={max} reached ({} nodes)",
+                self.live_nodes().count()
+            );
+            return Err(ApiError::new(ErrorCode::Busy, NODE_TABLE_FULL));
+        }
+        // As Slurm's, they join the partitions of `Nodes=ALL`.
+        let partitions: Vec<PartitionId> = self
+            .conf
+            .cluster
+            .partitions
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| self.conf.all_nodes_partitions.contains(&p.name))
+            .map(|(i, _)| PartitionId(i as u16))
+            .collect();
         let mut effects = Vec::new();
         for l in lines {
             let name = l.node.name.clone();
-            effects.push(self.add_node_line(l, &[], now)?.1);
+            effects.push(self.add_node_line(l, &partitions, now)?.1);
             self.node_book.dynamic.insert(name.clone());
             if future {
                 self.node_book.future.insert(name.clone());
@@ -468,16 +502,19 @@ impl Controller {
     }
 
     /// `scontrol delete nodename=LIST` at `now`: the nodes leave (a slurm.conf node
-    /// until the next restart or reconfigure reads it again). All or none.
+    /// until the next restart or reconfigure reads it again). As Slurm's, each node
+    /// that may go goes; the answer names those that may not, with Slurm's message
+    /// for the first of them: an unknown name, "Invalid node name specified"; a node
+    /// that runs jobs, "Requested nodes are busy".
     ///
-    /// Errors (Slurm's): "Access/permission denied"; an unknown name, "Invalid node
-    /// name specified"; a node that runs jobs, "Requested nodes are busy".
+    /// Errors (Slurm's): "Access/permission denied"; a list that names no node,
+    /// "Invalid node name specified".
     pub fn delete_nodes(
         &mut self,
         names: &str,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, ApiError> {
+    ) -> Result<(Vec<Effect>, sluice_proto::types::NodesDeleted), ApiError> {
         if !caller.admin {
             return Err(ApiError::access_denied());
         }
@@ -491,18 +528,20 @@ impl Controller {
         if list.is_empty() {
             return Err(invalid());
         }
-        let ids = list
-            .iter()
-            .map(|n| self.conf.node_id(n).ok_or_else(invalid))
-            .collect::<Result<Vec<_>, _>>()?;
-        if ids
-            .iter()
-            .any(|&n| !self.sched.jobs_running_on(n).is_empty())
-        {
-            return Err(ApiError::new(ErrorCode::Busy, NODES_BUSY));
-        }
         let mut effects = Vec::new();
-        for (nid, name) in ids.into_iter().zip(list) {
+        let mut failed = Vec::new();
+        let mut error = None;
+        for name in list {
+            let Some(nid) = self.conf.node_id(&name) else {
+                error.get_or_insert(sluice_proto::error::INVALID_NODE_NAME);
+                failed.push(name);
+                continue;
+            };
+            if !self.sched.jobs_running_on(nid).is_empty() {
+                error.get_or_insert(NODES_BUSY);
+                failed.push(name);
+                continue;
+            }
             let dynamic = self.node_book.dynamic.contains(&name);
             let had_override = self.node_overrides.contains_key(&name);
             self.remove_node_id(nid, now)?;
@@ -518,7 +557,11 @@ impl Controller {
             }
         }
         tracing::info!("delete node from uid {}: {names}", caller.uid);
-        Ok(effects)
+        let outcome = sluice_proto::types::NodesDeleted {
+            failed: sluice_conf::hostlist::compress(&failed),
+            error: error.map(str::to_string),
+        };
+        Ok((effects, outcome))
     }
 
     /// The dynamic nodes kept across a restart (already in the configuration, see
@@ -530,8 +573,11 @@ impl Controller {
 
     /// Whether node `name` is FUTURE: created so, its agent not registered yet.
     pub(crate) fn node_future(&self, name: &str) -> bool {
-        (self.node_book.future.contains(name) || self.conf.future_nodes.iter().any(|n| n == name))
-            && !self.agents_up.contains(name)
+        let b = &self.node_book;
+        b.held_future.contains(name)
+            || ((b.future.contains(name)
+                || (self.conf.future_nodes.iter().any(|n| n == name) && !b.resumed.contains(name)))
+                && !self.agents_up.contains(name))
     }
 }
 
@@ -579,6 +625,11 @@ pub fn append_node(conf: &mut ClusterConfig, line: &str) -> Vec<(String, bool)> 
         node.capacity.gres = gres;
         let i = conf.cluster.nodes.len();
         conf.cluster.nodes.push(node);
+        for p in &mut conf.cluster.partitions {
+            if conf.all_nodes_partitions.contains(&p.name) {
+                p.nodes.push(NodeId(i as u32));
+            }
+        }
         set_at(&mut conf.topology, i, l.topology, (1, 1, 1));
         set_at(&mut conf.node_gres, i, l.gres.clone(), String::new());
         set_at(
