@@ -878,6 +878,24 @@ pub fn this_host() -> String {
 /// per GRES name the node's devices whose files exist here (a device without files
 /// counts as configured: slurmd takes gres.conf's `Count` on trust too).
 pub fn host_hardware(conf: &ClusterConfig, nid: NodeId) -> sluice_proto::types::NodeHardware {
+    let mut found = detected_hardware();
+    for d in conf.gres_devices.get(nid.index()).into_iter().flatten() {
+        let count = if d.files.is_empty() {
+            d.count
+        } else {
+            d.files.iter().filter(|f| Path::new(f).exists()).count() as u64
+        };
+        match found.gres.iter_mut().find(|(n, _)| *n == d.name) {
+            Some((_, c)) => *c += count,
+            None => found.gres.push((d.name.clone(), count)),
+        }
+    }
+    found
+}
+
+/// What this host has, GRES aside: online CPUs and their sockets, cores and threads
+/// (sysfs), `MemTotal` (slurmd -C's, and a dynamic node's without `--conf`).
+pub fn detected_hardware() -> sluice_proto::types::NodeHardware {
     let mut seen = Vec::new();
     if let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu") {
         for e in dir.flatten() {
@@ -910,18 +928,6 @@ pub fn host_hardware(conf: &ClusterConfig, nid: NodeId) -> sluice_proto::types::
         seen.len() as u32
     };
     let (sockets, cores, threads) = topology_of(&seen, cpus);
-    let mut gres: Vec<(String, u64)> = Vec::new();
-    for d in conf.gres_devices.get(nid.index()).into_iter().flatten() {
-        let found = if d.files.is_empty() {
-            d.count
-        } else {
-            d.files.iter().filter(|f| Path::new(f).exists()).count() as u64
-        };
-        match gres.iter_mut().find(|(n, _)| *n == d.name) {
-            Some((_, c)) => *c += found,
-            None => gres.push((d.name.clone(), found)),
-        }
-    }
     sluice_proto::types::NodeHardware {
         cpus,
         boards: 1,
@@ -929,7 +935,7 @@ pub fn host_hardware(conf: &ClusterConfig, nid: NodeId) -> sluice_proto::types::
         cores,
         threads,
         real_memory: meminfo_total_mib().unwrap_or(0),
-        gres,
+        gres: Vec::new(),
     }
 }
 

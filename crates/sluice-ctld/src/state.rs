@@ -2862,6 +2862,7 @@ impl Controller {
         let node = reg.node.as_str();
         let running = reg.running.as_slice();
         let mut effects = Vec::new();
+        effects.extend(self.future_node_registered(node));
         self.node_book.quiet.remove(node);
         self.agents_up.insert(node.to_string());
         self.liveness.registered(node, now, reg.from.as_deref());

@@ -1201,6 +1201,11 @@ pub struct Register {
     /// when it differs from its own. `None`: not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conf_hash: Option<String>,
+    /// A dynamic node's line (`NodeName=N CPUs=... RealMemory=...`, slurmd's `-Z`): a
+    /// node the controller does not know is created from it (it is kept across
+    /// restarts); one it knows registers as any other. `None`: a configured node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic: Option<String>,
 }
 
 /// The resources an agent found on its host, as slurmd reports them at registration.

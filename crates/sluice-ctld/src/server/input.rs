@@ -237,6 +237,9 @@ pub enum Request {
     AgentRegistered {
         /// Its node, runs, address, resources and slurm.conf digest.
         registration: crate::state::Registration,
+        /// A dynamic node's line (`slurmd -Z`) and the node it describes, read off
+        /// the loop: created first if the controller does not know the node.
+        dynamic: Option<Box<(String, crate::config::ClusterConfig)>>,
         /// Answered once its effects are durable; refused for an unknown node or a
         /// name another answering agent holds.
         reply: Reply<Result<(), ApiError>>,
@@ -474,6 +477,10 @@ impl Input {
                 | Request::AuditScope { .. }
                 | Request::Diag(_)
                 | Request::DiagReset { .. } => NodesTouched::None,
+                // A dynamic node may join: the node list is taken again.
+                Request::AgentRegistered {
+                    dynamic: Some(_), ..
+                } => NodesTouched::All,
                 Request::AgentRegistered { registration, .. } => {
                     NodesTouched::Named(vec![registration.node.clone()])
                 }

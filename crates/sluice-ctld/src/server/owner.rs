@@ -612,8 +612,13 @@ impl Owner {
             }
             Request::AgentRegistered {
                 registration,
+                dynamic,
                 reply,
-            } => match ctl.register_agent(&registration, now) {
+            } => match ctl.register_dynamic_agent(
+                &registration,
+                dynamic.as_deref().map(|(line, conf)| (line.as_str(), conf)),
+                now,
+            ) {
                 Ok(effects) => {
                     self.pass_due = true;
                     Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))

@@ -28,6 +28,8 @@ pub(crate) struct NodeBook {
     /// FUTURE nodes an operator set DOWN, their agent not registered since: not
     /// marked not responding (Slurm never pinged them).
     pub(crate) quiet: BTreeSet<String>,
+    /// Each dynamic node's line as kept in the store, by name.
+    pub(crate) lines: BTreeMap<String, String>,
     /// Bumped whenever a node joins, changes or leaves (the published listing takes the
     /// configuration again).
     pub(crate) epoch: u64,
@@ -222,6 +224,7 @@ impl Controller {
         self.node_book.held_future.remove(&name);
         self.node_book.resumed.remove(&name);
         self.node_book.quiet.remove(&name);
+        self.node_book.lines.remove(&name);
         tracing::info!("node {name} removed");
         Ok(())
     }
@@ -430,6 +433,36 @@ impl Controller {
         if !future && !state.starts_with("CLOUD") {
             return Err(ApiError::invalid(INVALID_NODE_STATE));
         }
+        let lines = self.new_node_lines(conf)?;
+        self.check_room(lines.len(), line)?;
+        // As Slurm's, they join the partitions of `Nodes=ALL`.
+        let partitions = self.all_nodes_partitions();
+        let mut effects = Vec::new();
+        for l in lines {
+            let name = l.node.name.clone();
+            effects.push(self.add_node_line(l, &partitions, now)?.1);
+            self.node_book.dynamic.insert(name.clone());
+            if future {
+                self.node_book.future.insert(name.clone());
+            }
+            self.node_book
+                .lines
+                .insert(name.clone(), line_for(line, &name));
+            effects.push(Effect::PersistNode {
+                name: format!("{DYNAMIC_PREFIX}{name}"),
+                record: Some(line_for(line, &name)),
+            });
+        }
+        tracing::info!("create node from uid {}: {line}", caller.uid);
+        Ok(effects)
+    }
+
+    /// The nodes of `conf` (a node line read alone) as nodes of this cluster: their
+    /// GRES by this cluster's slots, up once their agent registers.
+    ///
+    /// Errors (Slurm's): a name already taken, "Invalid node name specified"; GRES
+    /// the cluster does not have.
+    fn new_node_lines(&self, conf: &ClusterConfig) -> Result<Vec<NodeLine>, ApiError> {
         let core = conf.core_cluster();
         let mut lines = Vec::new();
         for i in 0..core.nodes.len() {
@@ -466,38 +499,88 @@ impl Controller {
             l.node.state = NodeState::Up;
             lines.push(l);
         }
+        Ok(lines)
+    }
+
+    /// Whether `count` more nodes fit under `MaxNodeCount` (`line` for the log).
+    ///
+    /// Errors: later Slurm's "Unable to add node, node table is full".
+    fn check_room(&self, count: usize, line: &str) -> Result<(), ApiError> {
         let max = self.conf.max_node_count as usize;
-        if max > 0 && self.live_nodes().count() + lines.len() > max {
-            tracing::error!(
-                "create node {line}: MaxNodeCount={max} reached ({} nodes)",
-                self.live_nodes().count()
-            );
+        let now = self.live_nodes().count();
+        if max > 0 && now + count > max {
+            tracing::error!("node {line} refused: MaxNodeCount={max} reached ({now} nodes)");
             return Err(ApiError::new(ErrorCode::Busy, NODE_TABLE_FULL));
         }
-        // As Slurm's, they join the partitions of `Nodes=ALL`.
-        let partitions: Vec<PartitionId> = self
-            .conf
+        Ok(())
+    }
+
+    /// The partitions slurm.conf gives `Nodes=ALL`.
+    fn all_nodes_partitions(&self) -> Vec<PartitionId> {
+        self.conf
             .cluster
             .partitions
             .iter()
             .enumerate()
             .filter(|(_, p)| self.conf.all_nodes_partitions.contains(&p.name))
             .map(|(i, _)| PartitionId(i as u16))
-            .collect();
+            .collect()
+    }
+
+    /// An agent registers (see [`Controller::register_agent`]); one started as a
+    /// dynamic node (`slurmd -Z`, with its line and the node it describes in
+    /// `dynamic`) whose node the controller does not know creates it first: up,
+    /// in the partitions of `Nodes=ALL`, kept across restarts. Registering again
+    /// changes nothing of the node (its line is the one it was created with).
+    ///
+    /// Errors: those of [`Controller::register_agent`]; a line naming another node
+    /// than the agent's; a name or GRES refused, `MaxNodeCount` reached.
+    pub fn register_dynamic_agent(
+        &mut self,
+        reg: &Registration,
+        dynamic: Option<(&str, &ClusterConfig)>,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        let mut effects = Vec::new();
+        if let Some((line, conf)) = dynamic {
+            if self.conf.node_id(&reg.node).is_none() {
+                effects = self.create_registered_node(&reg.node, line, conf, now)?;
+            }
+        }
+        effects.extend(self.register_agent(reg, now)?);
+        Ok(effects)
+    }
+
+    /// Node `name`, which its agent registers with `line` (read as `conf`), joins.
+    fn create_registered_node(
+        &mut self,
+        name: &str,
+        line: &str,
+        conf: &ClusterConfig,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        let lines = self.new_node_lines(conf)?;
+        if lines.len() != 1 || lines[0].node.name != name {
+            return Err(ApiError::new(
+                ErrorCode::InvalidNodeName,
+                format!("Failed to parse dynamic nodeline '{line}': it is not node {name}'s"),
+            ));
+        }
+        self.check_room(1, line)?;
+        let partitions = self.all_nodes_partitions();
         let mut effects = Vec::new();
         for l in lines {
-            let name = l.node.name.clone();
             effects.push(self.add_node_line(l, &partitions, now)?.1);
-            self.node_book.dynamic.insert(name.clone());
-            if future {
-                self.node_book.future.insert(name.clone());
-            }
-            effects.push(Effect::PersistNode {
-                name: format!("{DYNAMIC_PREFIX}{name}"),
-                record: Some(line_for(line, &name)),
-            });
         }
-        tracing::info!("create node from uid {}: {line}", caller.uid);
+        self.node_book.dynamic.insert(name.to_string());
+        self.node_book
+            .lines
+            .insert(name.to_string(), line_for(line, name));
+        effects.push(Effect::PersistNode {
+            name: format!("{DYNAMIC_PREFIX}{name}"),
+            record: Some(line_for(line, name)),
+        });
+        tracing::info!("node {name} created by its agent's registration: {line}");
         Ok(effects)
     }
 
@@ -569,6 +652,32 @@ impl Controller {
     pub fn restore_dynamic_nodes(&mut self, names: &[String], future: &[String]) {
         self.node_book.dynamic.extend(names.iter().cloned());
         self.node_book.future.extend(future.iter().cloned());
+    }
+
+    /// Dynamic node `name`'s line as kept in the store (see [`append_node`]).
+    pub fn restore_dynamic_line(&mut self, name: &str, line: &str) {
+        self.node_book
+            .lines
+            .insert(name.to_string(), line_for(line, name));
+    }
+
+    /// Node `name`'s agent registered: a node created FUTURE is FUTURE no more, and
+    /// comes back so after a restart (its kept line loses its `State=FUTURE`).
+    pub(crate) fn future_node_registered(&mut self, name: &str) -> Option<Effect> {
+        if !self.node_book.future.remove(name) {
+            return None;
+        }
+        let line = self.node_book.lines.get(name)?;
+        let kept: Vec<&str> = line
+            .split_whitespace()
+            .filter(|w| !w.to_ascii_lowercase().starts_with("state="))
+            .collect();
+        let kept = kept.join(" ");
+        self.node_book.lines.insert(name.to_string(), kept.clone());
+        Some(Effect::PersistNode {
+            name: format!("{DYNAMIC_PREFIX}{name}"),
+            record: Some(kept),
+        })
     }
 
     /// Whether node `name` is FUTURE: created so, its agent not registered yet.
