@@ -802,4 +802,139 @@ mod tests {
         assert_eq!(states(&ctl), ["n1 idle", "n2 idle", "n3 future"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A controller of `text` (a slurm.conf) whose listed nodes' agents registered.
+    fn cluster(text: &str, tag: &str, up: &[&str]) -> Controller {
+        let dir = std::env::temp_dir().join(format!("sluice-dyn-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("slurm.conf");
+        std::fs::write(&path, text).unwrap();
+        let (conf, _) = ClusterConfig::read(&path).unwrap();
+        let mut ctl = Controller::new(conf, &dir, vec![], vec![], 0);
+        ctl.await_agents();
+        for n in up {
+            ctl.agent_registered(n, &[], 1);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        ctl
+    }
+
+    fn states(ctl: &Controller) -> Vec<String> {
+        ctl.nodes()
+            .iter()
+            .map(|n| format!("{} {} {}", n.name, n.state, n.partitions.join(",")))
+            .collect()
+    }
+
+    fn create(ctl: &mut Controller, line: &str) -> Result<Vec<Effect>, ApiError> {
+        let conf = crate::server::dynamic_nodes::parse_node_line(line).unwrap();
+        ctl.create_nodes(line, &conf, &crate::state::tests::root(), 2)
+    }
+
+    const TWO: &str = "ClusterName=c\nMaxNodeCount=4\nNodeName=n[1-2] CPUs=2 RealMemory=100\n\
+                       PartitionName=all Nodes=ALL Default=YES\nPartitionName=one Nodes=n1\n";
+
+    #[test]
+    fn created_nodes_join_the_partitions_of_all_nodes_up_to_max_node_count() {
+        let mut ctl = cluster(TWO, "max", &["n1", "n2"]);
+        create(&mut ctl, "NodeName=n[3-4] CPUs=2 State=FUTURE").unwrap();
+        assert_eq!(
+            states(&ctl),
+            [
+                "n1 idle all,one",
+                "n2 idle all",
+                "n3 future all",
+                "n4 future all"
+            ]
+        );
+        // Four in all: a fifth is refused, with later Slurm's message, nothing changed.
+        let e = create(&mut ctl, "NodeName=n5 CPUs=2 State=FUTURE").unwrap_err();
+        assert_eq!(e.message, NODE_TABLE_FULL);
+        assert_eq!(ctl.nodes().len(), 4);
+        // A node deleted makes room again.
+        let (_, d) = ctl
+            .delete_nodes("n4", &crate::state::tests::root(), 3)
+            .unwrap();
+        assert_eq!(d.failed, "");
+        create(&mut ctl, "NodeName=n5 CPUs=2 State=FUTURE").unwrap();
+        assert_eq!(ctl.nodes().len(), 4);
+    }
+
+    #[test]
+    fn delete_takes_the_nodes_it_may_and_names_the_others() {
+        let mut ctl = cluster(TWO, "del", &["n1", "n2"]);
+        create(&mut ctl, "NodeName=n3 CPUs=2 State=FUTURE").unwrap();
+        let (_, d) = ctl
+            .delete_nodes("n[3,9]", &crate::state::tests::root(), 3)
+            .unwrap();
+        assert_eq!(
+            (d.failed.as_str(), d.error.as_deref()),
+            ("n9", Some(sluice_proto::error::INVALID_NODE_NAME))
+        );
+        assert_eq!(states(&ctl), ["n1 idle all,one", "n2 idle all"]);
+    }
+
+    #[test]
+    fn an_operator_sets_a_node_future_and_takes_it_back() {
+        let mut ctl = cluster(TWO, "upd", &["n1", "n2"]);
+        let root = crate::state::tests::root();
+        create(&mut ctl, "NodeName=n3 CPUs=2 State=FUTURE").unwrap();
+        // DRAIN and UNDRAIN keep a FUTURE node FUTURE; DOWN ends it.
+        ctl.update_node("n3", "DRAIN", Some("later"), &root, 3)
+            .unwrap();
+        assert_eq!(states(&ctl)[2], "n3 future all");
+        ctl.update_node("n3", "UNDRAIN", None, &root, 3).unwrap();
+        ctl.update_node("n3", "DOWN", Some("later"), &root, 3)
+            .unwrap();
+        assert_eq!(states(&ctl)[2], "n3 down all");
+        // FUTURE (as scontrol abbreviates it) hides a node whose agent answers too;
+        // RESUME brings it back.
+        ctl.update_node("n2", "fut", None, &root, 4).unwrap();
+        assert_eq!(states(&ctl)[1], "n2 future all");
+        assert_eq!(ctl.node_state(NodeId(1)), NodeState::Down);
+        ctl.update_node("n2", "RESUME", None, &root, 5).unwrap();
+        assert_eq!(states(&ctl)[1], "n2 idle all");
+        assert!(ctl.update_node("n2", "BOGUS", None, &root, 5).is_err());
+    }
+
+    #[test]
+    fn an_agent_registers_a_node_the_controller_does_not_know_once() {
+        let mut ctl = cluster(TWO, "reg", &["n1", "n2"]);
+        let line = "NodeName=n7 CPUs=4 RealMemory=300";
+        let conf = crate::server::dynamic_nodes::parse_node_line(line).unwrap();
+        let reg = Registration {
+            node: "n7".into(),
+            ..Registration::default()
+        };
+        let effects = ctl
+            .register_dynamic_agent(&reg, Some((line, &conf)), 3)
+            .unwrap();
+        assert!(effects.iter().any(|e| matches!(
+            e,
+            Effect::PersistNode { name, record: Some(r) } if name == "dynamic:n7" && r == line
+        )));
+        assert_eq!(states(&ctl)[2], "n7 idle all");
+        assert_eq!(ctl.nodes()[2].cpus, 4);
+        assert!(ctl.nodes()[2].dynamic);
+        // Again, with another line: the node stays as it was created, and once.
+        let other = "NodeName=n7 CPUs=1 RealMemory=100";
+        let conf = crate::server::dynamic_nodes::parse_node_line(other).unwrap();
+        let effects = ctl
+            .register_dynamic_agent(&reg, Some((other, &conf)), 4)
+            .unwrap();
+        assert!(!effects
+            .iter()
+            .any(|e| matches!(e, Effect::PersistNode { .. })));
+        assert_eq!(ctl.nodes().len(), 3);
+        assert_eq!(ctl.nodes()[2].cpus, 4);
+        // A line that names another node is refused.
+        let reg8 = Registration {
+            node: "n8".into(),
+            ..Registration::default()
+        };
+        assert!(ctl
+            .register_dynamic_agent(&reg8, Some((line, &conf)), 5)
+            .is_err());
+        assert_eq!(ctl.nodes().len(), 3);
+    }
 }
