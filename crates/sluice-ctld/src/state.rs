@@ -3518,6 +3518,9 @@ impl Controller {
         if self.node_future(&n.name) {
             return "future";
         }
+        if self.node_cloud(&n.name) {
+            return "cloud";
+        }
         match self.node_state(NodeId(i as u32)) {
             // As Slurm's node COMPLETING flag, which `sinfo` shows before the rest.
             NodeState::Up if completing && self.agents_up.contains(&n.name) => "completing",
@@ -3525,6 +3528,14 @@ impl Controller {
             NodeState::Down => "down",
             NodeState::Drain if used > 0 => "draining",
             NodeState::Drain => "drained",
+            // Resumed from FUTURE: idle, awaiting its agent (Slurm's IDLE*).
+            NodeState::Up
+                if !self.agents_up.contains(&n.name)
+                    && used == 0
+                    && self.node_book.resumed.contains(&n.name) =>
+            {
+                "idle"
+            }
             NodeState::Up if !self.agents_up.contains(&n.name) => "down",
             NodeState::Up if used == 0 => "idle",
             NodeState::Up if used >= n.capacity.cpus => "allocated",

@@ -536,7 +536,9 @@ pub fn main(args: Vec<String>) -> i32 {
                         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
                     let nodes: Vec<&NodeInfo> = nodes
                         .iter()
-                        .filter(|n| future || n.state != "future")
+                        // CLOUD nodes whose agent has not registered: never, as
+                        // Slurm's powered-down cloud nodes.
+                        .filter(|n| (future || n.state != "future") && n.state != "cloud")
                         .filter(|n| arg.as_ref().is_none_or(|a| *a == n.name))
                         .collect();
                     if nodes.is_empty() {

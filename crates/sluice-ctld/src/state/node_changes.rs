@@ -28,6 +28,9 @@ pub(crate) struct NodeBook {
     /// FUTURE nodes an operator set DOWN, their agent not registered since: not
     /// marked not responding (Slurm never pinged them).
     pub(crate) quiet: BTreeSet<String>,
+    /// Those created `State=CLOUD`, their agent not registered yet: hidden, as
+    /// Slurm hides powered-down cloud nodes.
+    pub(crate) cloud: BTreeSet<String>,
     /// Each dynamic node's line as kept in the store, by name.
     pub(crate) lines: BTreeMap<String, String>,
     /// Bumped whenever a node joins, changes or leaves (the published listing takes the
@@ -225,6 +228,7 @@ impl Controller {
         self.node_book.resumed.remove(&name);
         self.node_book.quiet.remove(&name);
         self.node_book.lines.remove(&name);
+        self.node_book.cloud.remove(&name);
         tracing::info!("node {name} removed");
         Ok(())
     }
@@ -444,6 +448,8 @@ impl Controller {
             self.node_book.dynamic.insert(name.clone());
             if future {
                 self.node_book.future.insert(name.clone());
+            } else {
+                self.node_book.cloud.insert(name.clone());
             }
             self.node_book
                 .lines
@@ -656,6 +662,9 @@ impl Controller {
 
     /// Dynamic node `name`'s line as kept in the store (see [`append_node`]).
     pub fn restore_dynamic_line(&mut self, name: &str, line: &str) {
+        if state_of(line).is_some_and(|s| s.starts_with("CLOUD")) {
+            self.node_book.cloud.insert(name.to_string());
+        }
         self.node_book
             .lines
             .insert(name.to_string(), line_for(line, name));
@@ -664,7 +673,8 @@ impl Controller {
     /// Node `name`'s agent registered: a node created FUTURE is FUTURE no more, and
     /// comes back so after a restart (its kept line loses its `State=FUTURE`).
     pub(crate) fn future_node_registered(&mut self, name: &str) -> Option<Effect> {
-        if !self.node_book.future.remove(name) {
+        let future = self.node_book.future.remove(name);
+        if !(self.node_book.cloud.remove(name) || future) {
             return None;
         }
         let line = self.node_book.lines.get(name)?;
@@ -678,6 +688,11 @@ impl Controller {
             name: format!("{DYNAMIC_PREFIX}{name}"),
             record: Some(kept),
         })
+    }
+
+    /// Whether node `name` was created CLOUD and its agent has not registered.
+    pub(crate) fn node_cloud(&self, name: &str) -> bool {
+        self.node_book.cloud.contains(name) && !self.agents_up.contains(name)
     }
 
     /// Whether node `name` is FUTURE: created so, its agent not registered yet.
@@ -887,6 +902,18 @@ mod tests {
         ctl.update_node("n3", "DOWN", Some("later"), &root, 3)
             .unwrap();
         assert_eq!(states(&ctl)[2], "n3 down all");
+        assert!(ctl.nodes()[2].agent_up, "never expected to answer");
+        // FUTURE again, then RESUME: idle, awaiting its agent.
+        ctl.update_node("n3", "FUTURE", None, &root, 3).unwrap();
+        assert_eq!(states(&ctl)[2], "n3 future all");
+        ctl.update_node("n3", "RESUME", None, &root, 3).unwrap();
+        assert_eq!(states(&ctl)[2], "n3 idle all");
+        assert!(!ctl.nodes()[2].agent_up);
+        // A CLOUD node is hidden (its own state word) until its agent registers.
+        create(&mut ctl, "NodeName=n4 CPUs=2 State=CLOUD").unwrap();
+        assert_eq!(states(&ctl)[3], "n4 cloud all");
+        ctl.agent_registered("n4", &[], 3);
+        assert_eq!(states(&ctl)[3], "n4 idle all");
         // FUTURE (as scontrol abbreviates it) hides a node whose agent answers too;
         // RESUME brings it back.
         ctl.update_node("n2", "fut", None, &root, 4).unwrap();

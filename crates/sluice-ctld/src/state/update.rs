@@ -112,10 +112,13 @@ impl Controller {
             if to_future {
                 self.node_book.held_future.insert(name.clone());
                 self.node_book.resumed.remove(&name);
+                self.node_book.quiet.remove(&name);
             } else if ends_future {
                 if state == "DOWN" && self.node_future(&name) {
                     // As Slurm's: a FUTURE node set DOWN was never expected to answer.
                     self.node_book.quiet.insert(name.clone());
+                } else if state != "DOWN" {
+                    self.node_book.quiet.remove(&name);
                 }
                 self.node_book.held_future.remove(&name);
                 self.node_book.future.remove(&name);
