@@ -238,8 +238,9 @@ pub enum Request {
         /// Its node, runs, address, resources and slurm.conf digest.
         registration: crate::state::Registration,
         /// A dynamic node's line (`slurmd -Z`) and the node it describes, read off
-        /// the loop: created first if the controller does not know the node.
-        dynamic: Option<Box<(String, crate::config::ClusterConfig)>>,
+        /// the loop (or why it does not read): created first if the controller does
+        /// not know the node.
+        dynamic: Option<Result<Box<(String, crate::config::ClusterConfig)>, ApiError>>,
         /// Answered once its effects are durable; refused for an unknown node or a
         /// name another answering agent holds.
         reply: Reply<Result<(), ApiError>>,

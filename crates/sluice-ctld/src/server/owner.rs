@@ -616,7 +616,9 @@ impl Owner {
                 reply,
             } => match ctl.register_dynamic_agent(
                 &registration,
-                dynamic.as_deref().map(|(line, conf)| (line.as_str(), conf)),
+                dynamic
+                    .as_ref()
+                    .map(|d| d.as_deref().map(|(line, conf)| (line.as_str(), conf))),
                 now,
             ) {
                 Ok(effects) => {

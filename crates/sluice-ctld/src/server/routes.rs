@@ -534,9 +534,11 @@ async fn agent_register(
             match tokio::task::spawn_blocking(move || super::dynamic_nodes::parse_node_line(&parse))
                 .await
             {
-                Ok(Ok(conf)) => Some(Box::new((line, conf))),
-                Ok(Err(e)) => return refuse(e),
-                Err(e) => return refuse(ApiError::invalid(e.to_string())),
+                Ok(Ok(conf)) => Some(Ok(Box::new((line, conf)))),
+                // Said only if the node is to be created: a node the controller knows
+                // registers whatever its agent's line.
+                Ok(Err(e)) => Some(Err(e)),
+                Err(e) => Some(Err(ApiError::invalid(e.to_string()))),
             }
         }
     };

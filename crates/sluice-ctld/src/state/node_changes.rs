@@ -539,17 +539,19 @@ impl Controller {
     /// in the partitions of `Nodes=ALL`, kept across restarts. Registering again
     /// changes nothing of the node (its line is the one it was created with).
     ///
-    /// Errors: those of [`Controller::register_agent`]; a line naming another node
-    /// than the agent's; a name or GRES refused, `MaxNodeCount` reached.
+    /// Errors: those of [`Controller::register_agent`]; for a node to create, a line
+    /// that did not read, or names another node than the agent's; a name or GRES
+    /// refused, `MaxNodeCount` reached.
     pub fn register_dynamic_agent(
         &mut self,
         reg: &Registration,
-        dynamic: Option<(&str, &ClusterConfig)>,
+        dynamic: Option<Result<(&str, &ClusterConfig), &ApiError>>,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
         let mut effects = Vec::new();
-        if let Some((line, conf)) = dynamic {
+        if let Some(d) = dynamic {
             if self.conf.node_id(&reg.node).is_none() {
+                let (line, conf) = d.map_err(Clone::clone)?;
                 effects = self.create_registered_node(&reg.node, line, conf, now)?;
             }
         }
@@ -934,7 +936,7 @@ mod tests {
             ..Registration::default()
         };
         let effects = ctl
-            .register_dynamic_agent(&reg, Some((line, &conf)), 3)
+            .register_dynamic_agent(&reg, Some(Ok((line, &conf))), 3)
             .unwrap();
         assert!(effects.iter().any(|e| matches!(
             e,
@@ -947,7 +949,7 @@ mod tests {
         let other = "NodeName=n7 CPUs=1 RealMemory=100";
         let conf = crate::server::dynamic_nodes::parse_node_line(other).unwrap();
         let effects = ctl
-            .register_dynamic_agent(&reg, Some((other, &conf)), 4)
+            .register_dynamic_agent(&reg, Some(Ok((other, &conf))), 4)
             .unwrap();
         assert!(!effects
             .iter()
@@ -960,8 +962,16 @@ mod tests {
             ..Registration::default()
         };
         assert!(ctl
-            .register_dynamic_agent(&reg8, Some((line, &conf)), 5)
+            .register_dynamic_agent(&reg8, Some(Ok((line, &conf))), 5)
             .is_err());
+        assert_eq!(ctl.nodes().len(), 3);
+        // A line that did not read: said for a node to create, not for a known one.
+        let bad = ApiError::invalid("Failed to parse nodeline 'NodeName=n8 CPUs=x'");
+        let e = ctl
+            .register_dynamic_agent(&reg8, Some(Err(&bad)), 5)
+            .unwrap_err();
+        assert_eq!(e, bad);
+        assert!(ctl.register_dynamic_agent(&reg, Some(Err(&bad)), 5).is_ok());
         assert_eq!(ctl.nodes().len(), 3);
     }
 }
