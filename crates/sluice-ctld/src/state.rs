@@ -3268,10 +3268,26 @@ impl Controller {
             Some(j)
                 if r.state == JobState::Pending && j.state == sluice_core::JobState::Pending =>
             {
-                Reason::Core(j.reason)
+                self.shown_core_reason(j)
             }
             _ => r.reason,
         }
+    }
+
+    /// The core's reason for queued job `j` as shown: a job waiting for `Resources`
+    /// that asks (`-w`) for a FUTURE node waits as Slurm's does,
+    /// `ReqNodeNotAvail, May be reserved for other job`.
+    fn shown_core_reason(&self, j: &sluice_core::Job) -> Reason {
+        let future = || {
+            j.spec.request.nodelist.iter().any(|&n| {
+                let name = &self.conf.cluster.node(n).name;
+                self.node_future(name) || self.node_cloud(name)
+            })
+        };
+        if j.reason == PendingReason::Resources && future() {
+            return Reason::Core(PendingReason::ReservedForOther);
+        }
+        Reason::Core(j.reason)
     }
 
     /// Job `r`'s record as it is shown (with `desc` as its submission), with the fields
@@ -3333,7 +3349,7 @@ impl Controller {
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(r.id) {
                 if j.state == sluice_core::JobState::Pending {
-                    view.reason = Reason::Core(j.reason);
+                    view.reason = self.shown_core_reason(j);
                     // As Slurm: a job waiting for its `--begin` time that nothing else
                     // starts yet is shown starting then.
                     let begin = (j.spec.begin > self.sched.last_pass()).then_some(j.spec.begin);

@@ -314,3 +314,27 @@ Content-Length: %d\\r\\n\\r\\n' % len(b) + b); \
         "n1 2\nn9 1\n"
     );
 }
+
+#[test]
+fn a_job_that_asks_for_a_future_node_waits_as_slurms_does() {
+    let c = Cluster::start_with("dynwait", ALL_NODES, &["n1"]);
+    let o = c.run(
+        "scontrol",
+        &[
+            "create",
+            "nodename=n2",
+            "cpus=2",
+            "realmemory=1000",
+            "state=future",
+        ],
+    );
+    assert_eq!((o.stderr.as_str(), o.code), ("", 0));
+    // In the partition of Nodes=ALL, so accepted; it waits for the node to come.
+    let job = c
+        .sbatch(&["-w", "n2", "-t", "10", "--wrap", "true"])
+        .to_string();
+    c.wait_for("the job to wait for n2", || {
+        c.run("squeue", &["-h", "-j", &job, "-o", "%T %r"]).stdout
+            == "PENDING ReqNodeNotAvail, May be reserved for other job\n"
+    });
+}
