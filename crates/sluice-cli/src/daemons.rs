@@ -133,20 +133,20 @@ fn usage(me: &str) -> String {
          \x20 -h            Print this help message.\n\
          \x20 -L logfile    Log messages to the specified file.\n\
          \x20 -v            Verbose mode. Multiple -v's increase verbosity.\n\
-         \x20 -V            Print version information and exit.\n\
-         \x20 -Z            Start as Dynamic Normal node.\n"
+         \x20 -V            Print version information and exit.\n"
             .to_string()
     } else {
         "Usage: slurmd [OPTIONS]\n\
          \x20 -c            Force cleanup of slurmd shared memory.\n\
+         \x20 --conf        Dynamic node configuration, works with -Z.\n\
          \x20 -D            Run daemon in foreground, with logging copied to stdout.\n\
          \x20 -f file       Use specified file for slurmd configuration.\n\
          \x20 -h            Print this help message.\n\
          \x20 -L logfile    Log messages to the specified file.\n\
-         \x20 --conf        Dynamic node configuration, works with -Z.\n\
          \x20 -N node       Run the daemon for specified nodename.\n\
          \x20 -v            Verbose mode. Multiple -v's increase verbosity.\n\
-         \x20 -V            Print version information and exit.\n"
+         \x20 -V            Print version information and exit.\n\
+         \x20 -Z            Start as Dynamic Normal node.\n"
             .to_string()
     }
 }
