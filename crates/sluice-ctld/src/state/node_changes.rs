@@ -974,4 +974,25 @@ mod tests {
         assert!(ctl.register_dynamic_agent(&reg, Some(Err(&bad)), 5).is_ok());
         assert_eq!(ctl.nodes().len(), 3);
     }
+
+    #[test]
+    fn a_dynamic_node_registers_with_the_gres_its_conf_names() {
+        let text = "ClusterName=c\nGresTypes=gpu\nAccountingStorageTRES=gres/gpu\n\
+                    NodeName=n1 CPUs=2 RealMemory=100 Gres=gpu:1\n\
+                    PartitionName=all Nodes=ALL Default=YES\n";
+        let mut ctl = cluster(text, "gres", &["n1"]);
+        let line = "NodeName=n7 CPUs=4 RealMemory=300 Gres=gpu:2";
+        let conf = crate::server::dynamic_nodes::parse_node_line(line).unwrap();
+        let reg = Registration {
+            node: "n7".into(),
+            ..Registration::default()
+        };
+        ctl.register_dynamic_agent(&reg, Some(Ok((line, &conf))), 3)
+            .unwrap();
+        let n7 = &ctl.nodes()[1];
+        assert_eq!(
+            (n7.name.as_str(), n7.gres.as_str(), n7.cfg_tres.as_str()),
+            ("n7", "gpu:2", "cpu=4,mem=300M,billing=4,gres/gpu=2")
+        );
+    }
 }
