@@ -131,8 +131,14 @@ fn block_nodes(c: &Up) {
     };
     let _: SubmitReply = c.client().post("/v1/jobs", &desc).expect("blocker");
     let start = Instant::now();
-    while c.command("squeue", &["-h", "-t", "R", "-o", "%i"]).is_none_or(|o| o.trim().is_empty()) {
-        assert!(start.elapsed() < Duration::from_secs(60), "the blocker never ran");
+    while c
+        .command("squeue", &["-h", "-t", "R", "-o", "%i"])
+        .is_none_or(|o| o.trim().is_empty())
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the blocker never ran"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
