@@ -3346,6 +3346,11 @@ impl Controller {
             planned_start: r.planned_start,
             expects_nodes: false,
         };
+        if r.state == JobState::Pending && r.ending_run.is_some() {
+            // Requeued, its last run still COMPLETING: Slurm shows no reason yet.
+            view.reason = Reason::NONE;
+            return view;
+        }
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(r.id) {
                 if j.state == sluice_core::JobState::Pending {
