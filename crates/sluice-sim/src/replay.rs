@@ -415,6 +415,18 @@ pub fn run_audited(
                     pass,
                     alloc,
                 } => (job, at, pass, alloc),
+                Decision::Suspend { job, at } => {
+                    // Time-slicing: stopped where it stands; its end waits for its
+                    // turn to come back (a job started in this pass is in `running`
+                    // already, its start being decided first).
+                    let r = running.get_mut(&job).expect("suspended jobs run");
+                    r.suspended = Some(at);
+                    r.end_seq = end_seq;
+                    end_seq += 1;
+                    busy -= jobs[r.idx].procs as u64;
+                    out.suspensions += 1;
+                    continue;
+                }
                 Decision::Resume { job, at } => {
                     // On from where it stood: its end moves by its suspension.
                     let r = running.get_mut(&job).expect("suspended jobs run");

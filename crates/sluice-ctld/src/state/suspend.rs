@@ -58,8 +58,9 @@ impl Controller {
             (false, false) => return Err(ApiError::invalid(NOT_SUSPENDED)),
             _ => {}
         }
-        if !suspend && self.sched.suspended_for(id).is_some() {
-            // Its resources are its preemptor's now: it resumes when they are free.
+        if !suspend && (self.sched.suspended_for(id).is_some() || self.sched.time_sliced(id)) {
+            // Its resources are its preemptor's (or another time-sliced job's) now: it
+            // resumes when they are free (at its turn).
             return Err(ApiError::invalid(SUSPENDED_BY_PREEMPTION));
         }
         if suspend {
@@ -146,9 +147,18 @@ impl Controller {
         self.mark_suspended(victim, true, Some(by), what, now)
     }
 
-    /// The core resumed `id`, suspended by preemption: its resources are free again.
+    /// The core suspended running job `id` for gang time-slicing (another job's turn on
+    /// its processors): its record says so and its processes are stopped.
+    pub(super) fn slice_suspended(&mut self, id: JobId, now: i64) -> Vec<Effect> {
+        tracing::info!("gang: suspending JobId={id} (time slice)");
+        let what = AuditWhat::Suspended { by: None };
+        self.mark_suspended(id, true, None, what, now)
+    }
+
+    /// The core resumed `id`, suspended by preemption or time-slicing: its resources
+    /// are free again.
     pub(super) fn preempt_resumed(&mut self, id: JobId, now: i64) -> Vec<Effect> {
-        tracing::info!("resuming JobId={id}, suspended by preemption");
+        tracing::info!("resuming JobId={id}, suspended by preemption or time slice");
         let what = AuditWhat::Resumed { by: None };
         self.mark_suspended(id, false, None, what, now)
     }
