@@ -287,6 +287,74 @@ mod tests {
         );
     }
 
+    /// Launches (job ids) and suspend orders among `effects`, in order: `launch 2`,
+    /// `stop 2`, `continue 1`.
+    fn launches_and_orders(effects: &[Effect]) -> Vec<String> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Launch { order, .. } => Some(format!("launch {}", order.job.id)),
+                Effect::Suspend {
+                    job_id, suspend, ..
+                } => Some(format!(
+                    "{} {job_id}",
+                    if *suspend { "stop" } else { "continue" }
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn time_sliced_jobs_are_launched_stopped_and_continued_in_turn() {
+        // One node of 4 CPUs in a partition OverSubscribe=FORCE:2, PreemptMode=GANG,
+        // SchedulerTimeSlice=10.
+        // t=0  job 1 (4 CPUs) runs.
+        // t=1  job 2 (4 CPUs) is launched on the same CPUs and stopped at once:
+        //      SUSPENDED since 1; the controller's next wake-up is the slice at 11.
+        // t=11 job 1 runs on (it started beside nobody: Slurm's first slice keeps it).
+        // t=21 job 1 is stopped, then job 2 continued; job 2 stood suspended 20 s, so
+        //      its limit ends at 1 + 600 + 20.
+        // An operator may not resume a job waiting for its turn.
+        let mut cf = conf(1, 4);
+        cf.cluster.partitions[0].oversubscribe =
+            sluice_core::partition_policy::OverSubscribe::Force(2);
+        cf.cluster.preempt.gang = true;
+        cf.cluster.preempt.time_slice = 10;
+        let mut c = Controller::new(cf, Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (a, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+        assert_eq!(launches_and_orders(&c.schedule(0)), ["launch 1"]);
+        let (b, _) = submit(&mut c, desc(4, 600), &mut next, 1);
+        assert_eq!(
+            launches_and_orders(&c.schedule(1)),
+            ["launch 2", "stop 2"]
+        );
+        let r = c.job(b).unwrap();
+        assert_eq!(r.state, JobState::Suspended);
+        assert_eq!(r.start_time, Some(1));
+        assert_eq!(r.suspension.and_then(|s| s.since), Some(1));
+        assert_eq!(c.next_wakeup(), Some(11));
+        assert_eq!(
+            c.suspend(b, false, &root(), 5).map_err(|e| e.message),
+            Err(super::SUSPENDED_BY_PREEMPTION.into())
+        );
+
+        assert!(launches_and_orders(&c.schedule(11)).is_empty());
+        assert_eq!(
+            launches_and_orders(&c.schedule(21)),
+            ["stop 1", "continue 2"]
+        );
+        assert_eq!(c.job(a).unwrap().state, JobState::Suspended);
+        let r = c.job(b).unwrap();
+        assert_eq!(r.state, JobState::Running);
+        assert_eq!(r.limit_end(), Some(621));
+        assert_eq!(
+            launches_and_orders(&c.schedule(31)),
+            ["stop 2", "continue 1"]
+        );
+    }
+
     #[test]
     fn refusals_use_slurms_words_and_change_nothing() {
         let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
