@@ -557,6 +557,7 @@ impl Scheduler {
             now,
         );
         crate::borrow::started(self, id);
+        crate::timeslice::started(self, id);
         reservation::claim_holds(self, now);
         Ok(())
     }
@@ -894,7 +895,9 @@ impl Scheduler {
     /// Takes back a job that stood suspended by preemption when the caller last stopped
     /// (a controller restart): started at `start` on `nodes`, suspended since `since`
     /// for `by`, after `suspended_secs` in earlier suspensions. It holds nothing and
-    /// resumes on `nodes` once they are free (see [`crate::gang`]).
+    /// resumes on `nodes` once they are free (see [`crate::gang`]). `by` is the job
+    /// itself for a job suspended by time-slicing: it waits for its turn again (see
+    /// [`crate::timeslice`]).
     ///
     /// Errors: the id is in use; nothing changes then.
     #[allow(clippy::too_many_arguments)]
@@ -929,7 +932,12 @@ impl Scheduler {
                 suspended_secs: suspended_secs.max(0),
             },
         );
-        crate::gang::restored(self, id, by, since);
+        if by == id {
+            // Suspended by time-slicing: back in its partition's list, waiting.
+            crate::timeslice::restored(self, id, since);
+        } else {
+            crate::gang::restored(self, id, by, since);
+        }
         Ok(())
     }
 

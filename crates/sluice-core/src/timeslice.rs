@@ -197,6 +197,21 @@ pub(crate) fn started(s: &mut Scheduler, id: JobId) {
     s.slices.lists.entry(p).or_default().push(m);
 }
 
+/// A job restored suspended by time-slicing since `since` (a controller restart): it
+/// joins its partition's list, waiting. A job of a partition that no longer
+/// time-slices resumes as a job suspended by preemption would, once its resources are
+/// free.
+pub(crate) fn restored(s: &mut Scheduler, id: JobId, since: Time) {
+    let p = s.jobs[&id].spec.partition;
+    if sharing(s, p).is_none() {
+        crate::gang::restored(s, id, id, since);
+        return;
+    }
+    let m = member_of(s, id, Row::Waiting);
+    s.slices.lists.entry(p).or_default().push(m);
+    s.slices.since.insert(id, since);
+}
+
 /// A job left (ended, requeued): it leaves its list. Returns true when it stood
 /// suspended by time-slicing (it holds nothing then).
 pub(crate) fn left(s: &mut Scheduler, id: JobId) -> bool {

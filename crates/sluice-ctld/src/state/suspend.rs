@@ -152,7 +152,7 @@ impl Controller {
     pub(super) fn slice_suspended(&mut self, id: JobId, now: i64) -> Vec<Effect> {
         tracing::info!("gang: suspending JobId={id} (time slice)");
         let what = AuditWhat::Suspended { by: None };
-        self.mark_suspended(id, true, None, what, now)
+        self.mark_suspended(id, true, Some(id), what, now)
     }
 
     /// The core resumed `id`, suspended by preemption or time-slicing: its resources
@@ -353,6 +353,26 @@ mod tests {
             launches_and_orders(&c.schedule(31)),
             ["stop 2", "continue 1"]
         );
+
+        // A restart at 35: job 1 runs on, job 2 waits for its turn again; the slices
+        // start over from the first pass (45 keeps job 1, which came back running, and
+        // 55 hands the node to job 2).
+        let (jobs, steps) = c.accounting();
+        let mut cf = conf(1, 4);
+        cf.cluster.partitions[0].oversubscribe =
+            sluice_core::partition_policy::OverSubscribe::Force(2);
+        cf.cluster.preempt.gang = true;
+        cf.cluster.preempt.time_slice = 10;
+        let mut c = Controller::new(cf, Path::new("/s"), jobs, steps, 35);
+        c.agent_registered("node01", &[(a, 0), (b, 0)], 35);
+        assert!(launches_and_orders(&c.schedule(35)).is_empty());
+        assert_eq!(c.job(b).unwrap().state, JobState::Suspended);
+        assert!(launches_and_orders(&c.schedule(45)).is_empty());
+        assert_eq!(
+            launches_and_orders(&c.schedule(55)),
+            ["stop 1", "continue 2"]
+        );
+        assert_eq!(c.job(b).unwrap().limit_end(), Some(1 + 600 + 20 + 24));
     }
 
     #[test]
