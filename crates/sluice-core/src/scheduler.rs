@@ -845,6 +845,9 @@ impl Scheduler {
         job.suspended = Some(now);
         let end = Self::claim_end_of(job, now);
         self.move_claim_end(id, end, now);
+        // Out of time-slicing until an operator resumes it, as Slurm's gang scheduler
+        // leaves a job an operator suspended alone.
+        crate::timeslice::left(self, id);
         true
     }
 
@@ -864,6 +867,7 @@ impl Scheduler {
         job.suspended_secs += (now - since).max(0);
         let end = Self::claim_end_of(job, now);
         self.move_claim_end(id, end, now);
+        crate::timeslice::started(self, id);
         true
     }
 
@@ -889,6 +893,9 @@ impl Scheduler {
         job.suspended_secs = suspended_secs.max(0);
         let end = Self::claim_end_of(job, now);
         self.move_claim_end(id, end, now);
+        if since.is_some() {
+            crate::timeslice::left(self, id);
+        }
         true
     }
 

@@ -210,3 +210,26 @@ fn a_slice_moves_the_active_jobs_back_and_fills_the_row_from_the_front() {
         ]
     );
 }
+
+#[test]
+fn a_job_an_operator_suspends_leaves_the_rotation_until_resumed() {
+    // One node of 4 CPUs, FORCE:2; jobs 1 and 2 share it, 2 waiting. At 5 an operator
+    // suspends job 1: it keeps the node, leaves the rotation, and the slices pass
+    // without touching it (job 2 cannot run beside it). Resumed at 30, it rejoins at the
+    // list's end, running, behind job 2 — which the next slice (31) puts first.
+    let mut s = Scheduler::new(shared(1, 4, 2), backfill(10_000));
+    arrive(&mut s, job(1).procs(4).time(1000), 0);
+    arrive(&mut s, job(2).procs(4).time(1000), 1);
+    assert!(s.suspend(JobId(1), 5));
+    assert_eq!(s.slice_list(PartitionId(0)), [(JobId(2), Row::Waiting)]);
+    assert!(at(&mut s, 11).is_empty());
+    assert!(at(&mut s, 21).is_empty());
+    assert_eq!(state(&s, 2), JobState::Suspended);
+    assert!(s.resume(JobId(1), 30));
+    assert_eq!(
+        s.slice_list(PartitionId(0)),
+        [(JobId(2), Row::Waiting), (JobId(1), Row::Filler)]
+    );
+    assert_eq!(at(&mut s, 31), ["suspend 1", "resume 2"]);
+    assert_eq!(at(&mut s, 41), ["suspend 2", "resume 1"]);
+}
