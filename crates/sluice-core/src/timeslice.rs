@@ -363,10 +363,8 @@ pub(crate) fn admit(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         .copied()
         .filter(|id| {
             let j = &s.jobs[id];
-            matches!(
-                j.reason,
-                PendingReason::Resources | PendingReason::Priority
-            ) && sharing(s, j.spec.partition).is_some()
+            matches!(j.reason, PendingReason::Resources | PendingReason::Priority)
+                && sharing(s, j.spec.partition).is_some()
                 && s.het_group(*id).is_none()
                 && s.resv.of_job(*id).is_none()
                 && !s.preempt.preempts(*id)
@@ -418,7 +416,12 @@ pub(crate) fn admit(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
 }
 
 /// Where job `id` would start at `now` if the jobs `running` were not there.
-fn fit_beside(s: &mut Scheduler, id: JobId, running: &[JobId], now: Time) -> Option<Vec<NodeAlloc>> {
+fn fit_beside(
+    s: &mut Scheduler,
+    id: JobId,
+    running: &[JobId],
+    now: Time,
+) -> Option<Vec<NodeAlloc>> {
     let mut found = None;
     with_released(s, running, now, |s| found = s.fit_now(id, now));
     found

@@ -116,7 +116,10 @@ fn no_more_than_n_jobs_share_a_processor_and_a_waiting_job_resumes_when_the_runn
     arrive(&mut s, job(2).procs(4).time(100), 1);
     assert!(arrive(&mut s, job(3).procs(4).time(100), 2).is_empty());
     let j3 = s.job(JobId(3)).unwrap();
-    assert_eq!((j3.state, j3.reason), (JobState::Pending, PendingReason::Resources));
+    assert_eq!(
+        (j3.state, j3.reason),
+        (JobState::Pending, PendingReason::Resources)
+    );
 
     assert!(s.job_ended(JobId(1), 15).is_some());
     assert_eq!(at(&mut s, 15), ["resume 2", "start 3 on [0]", "suspend 3"]);

@@ -100,7 +100,10 @@ impl Controller {
                 // Time-slicing: a running job is stopped here, in order with the
                 // resumes; one started in this pass after its start (below).
                 Decision::Suspend { job, .. }
-                    if self.jobs.get(&job).is_some_and(|r| r.state == JobState::Running) =>
+                    if self
+                        .jobs
+                        .get(&job)
+                        .is_some_and(|r| r.state == JobState::Running) =>
                 {
                     effects.extend(self.slice_suspended(job, now));
                     continue;

@@ -326,10 +326,7 @@ mod tests {
         let (a, _) = submit(&mut c, desc(4, 600), &mut next, 0);
         assert_eq!(launches_and_orders(&c.schedule(0)), ["launch 1"]);
         let (b, _) = submit(&mut c, desc(4, 600), &mut next, 1);
-        assert_eq!(
-            launches_and_orders(&c.schedule(1)),
-            ["launch 2", "stop 2"]
-        );
+        assert_eq!(launches_and_orders(&c.schedule(1)), ["launch 2", "stop 2"]);
         let r = c.job(b).unwrap();
         assert_eq!(r.state, JobState::Suspended);
         assert_eq!(r.start_time, Some(1));
