@@ -134,6 +134,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn scheduler_time_slice() {
+        // Slurm's default (30, as 0 here) below 5 seconds, after its error message.
+        assert_eq!(parse_time_slice("10"), Ok(10));
+        assert_eq!(parse_time_slice("4"), Ok(0));
+        assert!(parse_time_slice("ten").is_err());
+        assert!(parse_time_slice("70000").is_err());
+        let c = config(None, Some("GANG"), None, Some("5"));
+        assert!(c.gang);
+        assert_eq!((c.time_slice, c.slice_secs()), (5, 5));
+        assert_eq!(config(None, Some("GANG"), None, None).slice_secs(), 30);
+    }
+
+    #[test]
     fn values() {
         assert_eq!(
             parse_preempt_type("preempt/partition_prio"),
