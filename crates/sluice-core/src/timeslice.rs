@@ -1,7 +1,9 @@
-//! Gang time-slicing (`PreemptMode=GANG` with a partition's `OverSubscribe=FORCE:N`):
-//! up to N jobs of the partition are allocated the same processors; only those that fit
-//! together run at once, and every `SchedulerTimeSlice` seconds the ones that ran are
-//! suspended and the waiting ones resumed.
+//! Gang time-slicing (`PreemptMode=GANG` with a partition's `OverSubscribe=FORCE:N`, or
+//! `YES:N` for jobs that ask `--oversubscribe`): up to N jobs of the partition are
+//! allocated the same processors; only those that fit together run at once, and every
+//! `SchedulerTimeSlice` seconds the ones that ran are suspended and the waiting ones
+//! resumed. Under `YES:N` a job that did not ask `--oversubscribe` shares its
+//! processors with nobody: it is not in the list, and keeps what it holds.
 //!
 //! The rules, after Slurm 22.05's gang scheduler (`src/slurmctld/gang.c`):
 //!
@@ -38,7 +40,6 @@
 //!   running jobs (a suspended job gives everything back, see `preempt-suspend-resources`
 //!   in COMPATIBILITY.md), so a waiting job resumes only where all it was allocated is
 //!   free again.
-//! - `OverSubscribe=YES:N` does not time-slice (jobs' `--oversubscribe` is not kept).
 //! - Heterogeneous jobs are left out, as in Slurm.
 
 use std::collections::BTreeMap;
@@ -165,14 +166,17 @@ impl State {
     }
 }
 
-/// N of `OverSubscribe=FORCE:N` when partition `p` time-slices (under
-/// `PreemptMode=GANG`, N above 1).
-fn sharing(s: &Scheduler, p: PartitionId) -> Option<u32> {
-    if !s.cluster.preempt.gang {
+/// N of the partition's `OverSubscribe=FORCE:N` (or `YES:N`, for a job that asked
+/// `--oversubscribe`) when job `id` time-slices: under `PreemptMode=GANG`, N above 1,
+/// not a heterogeneous job's component.
+fn sharing(s: &Scheduler, id: JobId) -> Option<u32> {
+    if !s.cluster.preempt.gang || s.het_group(id).is_some() {
         return None;
     }
-    match s.cluster.partition(p).oversubscribe {
+    let job = &s.jobs[&id];
+    match s.cluster.partition(job.spec.partition).oversubscribe {
         OverSubscribe::Force(n) if n > 1 => Some(u32::from(n)),
+        OverSubscribe::Yes(n) if n > 1 && job.spec.request.oversubscribe => Some(u32::from(n)),
         _ => None,
     }
 }
@@ -190,7 +194,7 @@ fn member_of(s: &Scheduler, id: JobId, row: Row) -> Member {
 /// as a filler.
 pub(crate) fn started(s: &mut Scheduler, id: JobId) {
     let p = s.jobs[&id].spec.partition;
-    if sharing(s, p).is_none() || s.het_group(id).is_some() {
+    if sharing(s, id).is_none() {
         return;
     }
     let m = member_of(s, id, Row::Filler);
@@ -203,7 +207,7 @@ pub(crate) fn started(s: &mut Scheduler, id: JobId) {
 /// free.
 pub(crate) fn restored(s: &mut Scheduler, id: JobId, since: Time) {
     let p = s.jobs[&id].spec.partition;
-    if sharing(s, p).is_none() {
+    if sharing(s, id).is_none() {
         crate::gang::restored(s, id, id, since);
         return;
     }
@@ -364,8 +368,7 @@ pub(crate) fn admit(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         .filter(|id| {
             let j = &s.jobs[id];
             matches!(j.reason, PendingReason::Resources | PendingReason::Priority)
-                && sharing(s, j.spec.partition).is_some()
-                && s.het_group(*id).is_none()
+                && sharing(s, *id).is_some()
                 && s.resv.of_job(*id).is_none()
                 && !s.preempt.preempts(*id)
         })
@@ -376,7 +379,7 @@ pub(crate) fn admit(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
             continue;
         }
         let p = s.jobs[&id].spec.partition;
-        let n = sharing(s, p).expect("checked");
+        let n = sharing(s, id).expect("checked");
         let running: Vec<JobId> = s
             .slices
             .lists

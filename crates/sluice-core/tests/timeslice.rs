@@ -236,3 +236,34 @@ fn a_job_an_operator_suspends_leaves_the_rotation_until_resumed() {
     assert_eq!(at(&mut s, 31), ["suspend 1", "resume 2"]);
     assert_eq!(at(&mut s, 41), ["suspend 2", "resume 1"]);
 }
+
+#[test]
+fn under_yes_n_only_jobs_that_ask_to_oversubscribe_share_and_take_turns() {
+    // One node of 4 CPUs, OverSubscribe=YES:2. Job 1 asks no sharing: job 2, which
+    // asks --oversubscribe, waits pending for its CPUs. Once job 1 has ended, job 3
+    // (--oversubscribe) runs; job 2 is cancelled and job 5, which asks
+    // --oversubscribe, is allocated job 3's CPUs and suspended; a later slice swaps
+    // them. Job 4, without --oversubscribe, waits.
+    let mut c = shared(1, 4, 2);
+    c.partitions[0].oversubscribe = OverSubscribe::Yes(2);
+    let mut s = Scheduler::new(c, backfill(10_000));
+    arrive(&mut s, job(1).procs(4).time(100), 0);
+    assert!(arrive(&mut s, job(2).procs(4).time(100).oversubscribe(), 1).is_empty());
+    assert_eq!(state(&s, 2), JobState::Pending);
+    assert_eq!(s.next_wakeup(), None);
+
+    assert!(s.job_ended(JobId(1), 5).is_some());
+    s.cancel_pending(JobId(2), 5);
+    assert_eq!(
+        arrive(&mut s, job(3).procs(4).time(100).oversubscribe(), 6),
+        ["start 3 on [0]"]
+    );
+    assert_eq!(
+        arrive(&mut s, job(5).procs(4).time(100).oversubscribe(), 7),
+        ["start 5 on [0]", "suspend 5"]
+    );
+    assert!(arrive(&mut s, job(4).procs(4).time(100), 8).is_empty());
+    assert_eq!(state(&s, 4), JobState::Pending);
+    assert!(at(&mut s, 17).is_empty());
+    assert_eq!(at(&mut s, 27), ["suspend 3", "resume 5"]);
+}

@@ -912,6 +912,7 @@ impl Controller {
         req.cpus_per_task = r.cpus_per_task.max(1);
         req.ntasks_per_node = d.ntasks_per_node;
         req.exclusive = d.exclusive;
+        req.oversubscribe = d.oversubscribe;
         req.mem = match d.memory {
             None => self
                 .conf

@@ -219,6 +219,9 @@ pub struct JobDescription {
     /// `--exclusive`.
     #[serde(default)]
     pub exclusive: bool,
+    /// `-s/--oversubscribe`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oversubscribe: bool,
     /// `--constraint`.
     pub constraint: Option<String>,
     /// `-w/--nodelist`: a hostlist expression of nodes the job must include.
