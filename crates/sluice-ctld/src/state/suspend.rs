@@ -373,6 +373,31 @@ mod tests {
     }
 
     #[test]
+    fn under_yes_n_a_job_shares_its_cpus_only_when_it_asks_to_oversubscribe() {
+        // One node of 4 CPUs, OverSubscribe=YES:2, PreemptMode=GANG. Job 1 and job 2
+        // ask --oversubscribe: job 2 is launched on job 1's CPUs and stopped. Job 3 does
+        // not ask: it waits.
+        let mut cf = conf(1, 4);
+        cf.cluster.partitions[0].oversubscribe =
+            sluice_core::partition_policy::OverSubscribe::Yes(2);
+        cf.cluster.preempt.gang = true;
+        let mut c = Controller::new(cf, Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let sharing = || sluice_proto::types::JobDescription {
+            oversubscribe: true,
+            ..desc(4, 600)
+        };
+        submit(&mut c, sharing(), &mut next, 0);
+        assert_eq!(launches_and_orders(&c.schedule(0)), ["launch 1"]);
+        let (b, _) = submit(&mut c, sharing(), &mut next, 1);
+        assert_eq!(launches_and_orders(&c.schedule(1)), ["launch 2", "stop 2"]);
+        assert_eq!(c.job(b).unwrap().state, JobState::Suspended);
+        let (d, _) = submit(&mut c, desc(4, 600), &mut next, 2);
+        assert!(launches_and_orders(&c.schedule(2)).is_empty());
+        assert_eq!(c.job(d).unwrap().state, JobState::Pending);
+    }
+
+    #[test]
     fn refusals_use_slurms_words_and_change_nothing() {
         let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
         let mut next = 1;
