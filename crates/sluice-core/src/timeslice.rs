@@ -11,11 +11,11 @@
 //!   Each is *active* (chosen at the last slice), a *filler* (running because it fit
 //!   beside the active ones when it started or when a job ended) or *waiting*
 //!   (suspended).
-//! - A pending job of the partition that does not fit in what is free, but would if the
-//!   partition's running jobs were not there, starts at once ([`Decision::Start`]) and is
-//!   suspended in the same pass ([`Decision::Suspend`]) — provided no node would then
-//!   carry more than N times its processors in the partition's jobs. It joins the list's
-//!   end, waiting.
+//! - A pending job of the partition waiting for resources that does not fit in what is
+//!   free, but would if the partition's running jobs were not there, starts at once
+//!   ([`Decision::Start`]) and is suspended in the same pass ([`Decision::Suspend`]) —
+//!   provided no node would then carry more than N times its processors in the
+//!   partition's jobs. It joins the list's end, waiting.
 //! - At every slice ([`cycle`]): the active jobs move to the list's end (in their order),
 //!   every job is marked waiting, and the list is walked from its front: each job whose
 //!   processors fit beside those already chosen (per node, within the node's processors)
@@ -358,7 +358,8 @@ fn slice(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
 /// resources start on those of the partition's running jobs, within N jobs per
 /// processor, and are suspended at once.
 pub(crate) fn admit(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
-    if !s.cluster.preempt.gang {
+    // Only where a time-sliced partition has jobs (no look at the queue otherwise).
+    if !s.cluster.preempt.gang || s.slices.lists.is_empty() {
         return;
     }
     let waiting: Vec<JobId> = s
@@ -386,7 +387,9 @@ pub(crate) fn admit(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
             .get(&p)
             .map(|l| l.iter().filter(|m| m.row.runs()).map(|m| m.id).collect())
             .unwrap_or_default();
-        if running.is_empty() {
+        // A job that fits in what is free was held back by the pass (a reservation, a
+        // job ahead of it): it does not share either.
+        if running.is_empty() || s.fit_now(id, now).is_some() {
             continue;
         }
         let Some(nodes) = fit_beside(s, id, &running, now) else {

@@ -267,3 +267,25 @@ fn under_yes_n_only_jobs_that_ask_to_oversubscribe_share_and_take_turns() {
     assert!(at(&mut s, 17).is_empty());
     assert_eq!(at(&mut s, 27), ["suspend 3", "resume 5"]);
 }
+
+#[test]
+fn a_job_held_back_by_the_pass_on_free_cpus_does_not_share_instead() {
+    // Two nodes of 4 CPUs in `shared` (FORCE:2) and in `other` (no sharing), EASY.
+    // Job 1 (shared) runs on node 0 until 100. Job 2 (other, 8 CPUs) waits for both
+    // nodes, reserved from 100. Job 3 (shared, 4 CPUs, 1000 s) would fit on node 1 now
+    // but would delay job 2: the pass holds it back, and time-slicing does not start it
+    // either (it would run on node 1 at the next pass, beside nobody).
+    let mut c = shared(2, 4, 2);
+    let other = sluice_core::Partition::new("other", c.partitions[0].nodes.clone());
+    c.partitions.push(other);
+    let mut s = Scheduler::new(c, sluice_core::Policy::Easy);
+    assert_eq!(
+        arrive(&mut s, job(1).procs(4).one_node().time(100), 0),
+        ["start 1 on [0]"]
+    );
+    assert!(arrive(&mut s, job(2).procs(8).partition(1).time(100), 1).is_empty());
+    assert!(arrive(&mut s, job(3).procs(4).one_node().time(1000), 2).is_empty());
+    assert!(at(&mut s, 3).is_empty());
+    assert_eq!(state(&s, 3), JobState::Pending);
+    assert_eq!(s.next_wakeup(), None, "nobody waits for a turn");
+}
