@@ -99,8 +99,9 @@ pub struct Replay {
     pub preemptions: u64,
     /// Processor-seconds of work preempted runs had done (lost).
     pub lost_proc_seconds: u64,
-    /// Suspensions by preemption (`PreemptMode=SUSPEND`, see `sluice_core::gang`): the
-    /// run stops and later goes on where it stood; nothing is lost.
+    /// Suspensions by preemption (`PreemptMode=SUSPEND`, see `sluice_core::gang`) and by
+    /// gang time-slicing (see `sluice_core::timeslice`): the run stops and later goes on
+    /// where it stood; nothing is lost.
     pub suspensions: u64,
     /// Runs that started borrowed (above their account's cohort quota, see
     /// `sluice_core::borrow`).
