@@ -800,6 +800,8 @@ impl Scheduler {
             return false;
         }
         self.ending.insert(id);
+        // Out of time-slicing: its turn is over for good.
+        crate::timeslice::left(self, id);
         true
     }
 

@@ -289,3 +289,19 @@ fn a_job_held_back_by_the_pass_on_free_cpus_does_not_share_instead() {
     assert_eq!(state(&s, 3), JobState::Pending);
     assert_eq!(s.next_wakeup(), None, "nobody waits for a turn");
 }
+
+#[test]
+fn a_job_being_ended_leaves_the_rotation_and_keeps_its_cpus_until_gone() {
+    // One node of 4 CPUs, FORCE:2; jobs 1 and 2 share it, 2 waiting. Job 1 is being
+    // ended (cancelled, its processes not all gone) at 15: the slice at 21 does not
+    // suspend it, and job 2 waits for its CPUs until job 1 is reported ended at 25.
+    let mut s = Scheduler::new(shared(1, 4, 2), backfill(10_000));
+    arrive(&mut s, job(1).procs(4).time(100), 0);
+    arrive(&mut s, job(2).procs(4).time(100), 1);
+    assert!(s.mark_ending(JobId(1)));
+    assert!(at(&mut s, 11).is_empty());
+    assert!(at(&mut s, 21).is_empty());
+    assert_eq!(state(&s, 1), JobState::Running);
+    assert!(s.job_ended(JobId(1), 25).is_some());
+    assert_eq!(at(&mut s, 25), ["resume 2"]);
+}
