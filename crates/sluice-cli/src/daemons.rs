@@ -89,6 +89,10 @@ struct Flags {
     gather_type: Option<String>,
     /// `sluice up`'s agents: slurm.conf's `JobAcctGatherFrequency`, as written.
     gather_frequency: Option<String>,
+    /// `-Z`: the agent registers its node itself (a dynamic node).
+    dynamic: bool,
+    /// `--conf`: the dynamic node's parameters (`CPUs=... RealMemory=... Gres=...`).
+    dynamic_conf: Option<String>,
 }
 
 const CTLD_OPTIONS: &[Opt] = &[
@@ -116,6 +120,9 @@ const AGENT_OPTIONS: &[Opt] = &[
     Opt::required("debug", None),
     Opt::required("acct-gather-type", None),
     Opt::required("acct-gather-frequency", None),
+    // Slurm's dynamic nodes: the agent registers a node the controller does not know.
+    Opt::flag("dynamic", Some('Z')),
+    Opt::required("conf", None),
 ];
 
 fn usage(me: &str) -> String {
@@ -131,13 +138,15 @@ fn usage(me: &str) -> String {
     } else {
         "Usage: slurmd [OPTIONS]\n\
          \x20 -c            Force cleanup of slurmd shared memory.\n\
+         \x20 --conf        Dynamic node configuration, works with -Z.\n\
          \x20 -D            Run daemon in foreground, with logging copied to stdout.\n\
          \x20 -f file       Use specified file for slurmd configuration.\n\
          \x20 -h            Print this help message.\n\
          \x20 -L logfile    Log messages to the specified file.\n\
          \x20 -N node       Run the daemon for specified nodename.\n\
          \x20 -v            Verbose mode. Multiple -v's increase verbosity.\n\
-         \x20 -V            Print version information and exit.\n"
+         \x20 -V            Print version information and exit.\n\
+         \x20 -Z            Start as Dynamic Normal node.\n"
             .to_string()
     }
 }
@@ -172,6 +181,8 @@ fn flags(me: &str, args: Vec<String>) -> Flags {
             "logfile" => f.log_file = Some(o.value().to_string()),
             "verbose" => f.verbose = f.verbose.saturating_add(1),
             "state-dir" => f.state_dir = Some(o.value().to_string()),
+            "dynamic" => f.dynamic = true,
+            "conf" => f.dynamic_conf = Some(o.value().to_string()),
             "acct-gather-type" => f.gather_type = Some(o.value().to_string()),
             "acct-gather-frequency" => f.gather_frequency = Some(o.value().to_string()),
             "debug" => match DebugLevel::parse(o.value()) {
@@ -525,6 +536,9 @@ pub fn ctld(args: Vec<String>) -> i32 {
 pub fn agent(args: Vec<String>) -> i32 {
     let me = "slurmd";
     let f = flags(me, args);
+    if let Err(e) = check_dynamic_conf(&f) {
+        return fail(me, e);
+    }
     if let Some(dir) = f.state_dir.clone() {
         return local_agent(&f, &absolute(Path::new(&dir)));
     }
@@ -536,7 +550,19 @@ pub fn agent(args: Vec<String>) -> i32 {
     let net: NetConf = conf.net.clone();
     let host = sluice_ctld::config::this_host();
     let node = f.node.clone().unwrap_or_else(|| host.clone());
-    let Some(id) = conf.node_id(&node) else {
+    let known = conf.node_id(&node);
+    if f.dynamic {
+        // What this host has, unless `--conf` says: the controller creates the node
+        // from it if it does not know it (a node of the file registers as any other).
+        let found = sluice_ctld::config::host_hardware(
+            &conf,
+            known.unwrap_or(sluice_core::NodeId(conf.cluster.nodes.len() as u32)),
+        );
+        sluice_noded::register_as_dynamic(dynamic_line(&node, &f, &found));
+    }
+    // A dynamic node the file does not have: no place of its own in the file's lists
+    // (no `Port=`, no GRES devices of gres.conf), so none of their entries.
+    let Some(id) = known.or_else(|| f.dynamic.then_some(sluice_core::NodeId(u32::MAX))) else {
         return fail(
             me,
             format!(
@@ -663,6 +689,11 @@ fn local_agent(f: &Flags, state_dir: &Path) -> i32 {
         Ok(g) => sluice_noded::gather_with(gather_settings(&g)),
         Err(e) => return fail("sluice agent", e),
     }
+    if f.dynamic {
+        // `sluice up`'s nodes are all on this host: `--conf` says what each one has.
+        let found = sluice_ctld::config::detected_hardware();
+        sluice_noded::register_as_dynamic(dynamic_line(&node, f, &found));
+    }
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     // SIGTERM: this agent stops (a restart), its jobs run on; SIGINT: the cluster stops
     // (`sluice up` stopping, or Ctrl-C), its jobs with it.
@@ -688,6 +719,44 @@ fn local_agent(f: &Flags, state_dir: &Path) -> i32 {
         Err(e) => {
             tracing::error!("{node}: {e}");
             fail("sluice agent", e)
+        }
+    }
+}
+
+/// `--conf` without `-Z`, or naming what only slurm.conf may (`NodeName=`, `Port=`):
+/// refused with Slurm's message.
+fn check_dynamic_conf(f: &Flags) -> Result<(), String> {
+    let Some(conf) = &f.dynamic_conf else {
+        return Ok(());
+    };
+    if !f.dynamic {
+        return Err("--conf works with -Z only".into());
+    }
+    let lower = conf.to_ascii_lowercase();
+    for bad in ["NodeName=", "Port="] {
+        if lower.contains(&bad.to_ascii_lowercase()) {
+            return Err(format!("option '{bad}' not allowed in --conf"));
+        }
+    }
+    Ok(())
+}
+
+/// The line a dynamic node `node` registers with: `--conf`'s parameters, else what
+/// its host has (`found`), as Slurm's slurmd -Z sends them.
+fn dynamic_line(node: &str, f: &Flags, found: &sluice_proto::types::NodeHardware) -> String {
+    match &f.dynamic_conf {
+        Some(conf) => format!("NodeName={node} {}", conf.trim()),
+        None => {
+            let boards = found.boards.max(1);
+            format!(
+                "NodeName={node} CPUs={} Boards={boards} SocketsPerBoard={} CoresPerSocket={} \
+                 ThreadsPerCore={} RealMemory={}",
+                found.cpus,
+                (found.sockets / boards).max(1),
+                found.cores.max(1),
+                found.threads.max(1),
+                found.real_memory
+            )
         }
     }
 }

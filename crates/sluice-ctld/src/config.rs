@@ -117,6 +117,12 @@ pub struct ClusterConfig {
     /// Nodes slurm.conf configures `State=FUTURE`: shown FUTURE, and taking no work,
     /// until their agent registers; then up (their configured state is UP).
     pub future_nodes: Vec<String>,
+    /// `MaxNodeCount`: how many nodes there may be in all, those of slurm.conf and
+    /// those created (`scontrol create node`, agents that register themselves);
+    /// 0: no limit.
+    pub max_node_count: u32,
+    /// Partitions slurm.conf gives `Nodes=ALL`: nodes created later join them too.
+    pub all_nodes_partitions: Vec<String>,
 }
 
 /// A node's `NodeAddr`, `NodeHostname` and `Port` as slurm.conf gives them.
@@ -371,6 +377,8 @@ impl ClusterConfig {
             max_array_size: int(conf, "MaxArraySize", 1001) as u32,
             max_job_count: int(conf, "MaxJobCount", 10_000) as usize,
             first_job_id: int(conf, "FirstJobId", 1).max(1) as u64,
+            max_node_count: int(conf, "MaxNodeCount", 0).max(0) as u32,
+            all_nodes_partitions: Vec::new(),
             topology,
             node_gres,
             cpu_spec_lists: conf.cpu_spec_lists.clone(),
@@ -475,6 +483,7 @@ impl ClusterConfig {
         let nodes = node_details(path);
         let mut config = Self::from_slurm_conf(&conf, &nodes);
         config.future_nodes = future_nodes(path);
+        config.all_nodes_partitions = all_nodes_partitions(path);
         for n in &mut config.cluster.nodes {
             if config.future_nodes.contains(&n.name) {
                 n.state = sluice_core::NodeState::Up;
@@ -698,6 +707,8 @@ impl ClusterConfig {
             agents_over_tcp: false,
             service_base: None,
             future_nodes: Vec::new(),
+            max_node_count: 0,
+            all_nodes_partitions: Vec::new(),
         }
     }
 
@@ -867,6 +878,24 @@ pub fn this_host() -> String {
 /// per GRES name the node's devices whose files exist here (a device without files
 /// counts as configured: slurmd takes gres.conf's `Count` on trust too).
 pub fn host_hardware(conf: &ClusterConfig, nid: NodeId) -> sluice_proto::types::NodeHardware {
+    let mut found = detected_hardware();
+    for d in conf.gres_devices.get(nid.index()).into_iter().flatten() {
+        let count = if d.files.is_empty() {
+            d.count
+        } else {
+            d.files.iter().filter(|f| Path::new(f).exists()).count() as u64
+        };
+        match found.gres.iter_mut().find(|(n, _)| *n == d.name) {
+            Some((_, c)) => *c += count,
+            None => found.gres.push((d.name.clone(), count)),
+        }
+    }
+    found
+}
+
+/// What this host has, GRES aside: online CPUs and their sockets, cores and threads
+/// (sysfs), `MemTotal` (slurmd -C's, and a dynamic node's without `--conf`).
+pub fn detected_hardware() -> sluice_proto::types::NodeHardware {
     let mut seen = Vec::new();
     if let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu") {
         for e in dir.flatten() {
@@ -899,18 +928,6 @@ pub fn host_hardware(conf: &ClusterConfig, nid: NodeId) -> sluice_proto::types::
         seen.len() as u32
     };
     let (sockets, cores, threads) = topology_of(&seen, cpus);
-    let mut gres: Vec<(String, u64)> = Vec::new();
-    for d in conf.gres_devices.get(nid.index()).into_iter().flatten() {
-        let found = if d.files.is_empty() {
-            d.count
-        } else {
-            d.files.iter().filter(|f| Path::new(f).exists()).count() as u64
-        };
-        match gres.iter_mut().find(|(n, _)| *n == d.name) {
-            Some((_, c)) => *c += found,
-            None => gres.push((d.name.clone(), found)),
-        }
-    }
     sluice_proto::types::NodeHardware {
         cpus,
         boards: 1,
@@ -918,7 +935,7 @@ pub fn host_hardware(conf: &ClusterConfig, nid: NodeId) -> sluice_proto::types::
         cores,
         threads,
         real_memory: meminfo_total_mib().unwrap_or(0),
-        gres,
+        gres: Vec::new(),
     }
 }
 
@@ -1004,6 +1021,33 @@ fn future_nodes(path: &Path) -> Vec<String> {
             .any(|(k, v)| k == "state" && v.eq_ignore_ascii_case("future"));
         if future && !names.eq_ignore_ascii_case("default") {
             out.extend(sluice_conf::hostlist::expand(names).unwrap_or_default());
+        }
+    }
+    out
+}
+
+/// The partitions whose `PartitionName=` line in slurm.conf at `path` says
+/// `Nodes=ALL`.
+fn all_nodes_partitions(path: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for line in text.replace("\\\n", " ").lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let kv: Vec<(String, &str)> = line
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect();
+        let Some((_, name)) = kv.first().filter(|(k, _)| k == "partitionname") else {
+            continue;
+        };
+        let all = kv
+            .iter()
+            .any(|(k, v)| k == "nodes" && v.eq_ignore_ascii_case("all"));
+        if all && !name.eq_ignore_ascii_case("default") {
+            out.push(name.to_string());
         }
     }
     out

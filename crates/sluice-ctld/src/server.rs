@@ -349,13 +349,14 @@ pub async fn run(
     );
     // Dynamic nodes (`scontrol create node`) come back after slurm.conf's.
     let mut conf = conf;
-    let (mut dynamic, mut future) = (Vec::new(), Vec::new());
+    let (mut dynamic, mut future, mut lines) = (Vec::new(), Vec::new(), Vec::new());
     for (key, line) in &snapshot.nodes {
         if key.starts_with(crate::state::node_changes::DYNAMIC_PREFIX) {
             for (name, is_future) in crate::state::node_changes::append_node(&mut conf, line) {
                 if is_future {
                     future.push(name.clone());
                 }
+                lines.push((name.clone(), line.clone()));
                 dynamic.push(name);
             }
         }
@@ -383,6 +384,9 @@ pub async fn run(
     ctl.set_conf_hash(net.conf_hash.clone());
     ctl.resume_ids(snapshot.next_job_id);
     ctl.restore_dynamic_nodes(&dynamic, &future);
+    for (name, line) in &lines {
+        ctl.restore_dynamic_line(name, line);
+    }
     ctl.restore_nodes(&snapshot.nodes);
     ctl.restore_reservations(&snapshot.reservations, now());
     if snapshot.stopped_with_agents {

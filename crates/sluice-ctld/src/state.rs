@@ -2867,6 +2867,8 @@ impl Controller {
         let node = reg.node.as_str();
         let running = reg.running.as_slice();
         let mut effects = Vec::new();
+        effects.extend(self.future_node_registered(node));
+        self.node_book.quiet.remove(node);
         self.agents_up.insert(node.to_string());
         self.liveness.registered(node, now, reg.from.as_deref());
         effects.extend(self.registration_state(reg, nid, now));
@@ -3271,10 +3273,26 @@ impl Controller {
             Some(j)
                 if r.state == JobState::Pending && j.state == sluice_core::JobState::Pending =>
             {
-                Reason::Core(j.reason)
+                self.shown_core_reason(j)
             }
             _ => r.reason,
         }
+    }
+
+    /// The core's reason for queued job `j` as shown: a job waiting for `Resources`
+    /// that asks (`-w`) for a FUTURE node waits as Slurm's does,
+    /// `ReqNodeNotAvail, May be reserved for other job`.
+    fn shown_core_reason(&self, j: &sluice_core::Job) -> Reason {
+        let future = || {
+            j.spec.request.nodelist.iter().any(|&n| {
+                let name = &self.conf.cluster.node(n).name;
+                self.node_future(name) || self.node_cloud(name)
+            })
+        };
+        if j.reason == PendingReason::Resources && future() {
+            return Reason::Core(PendingReason::ReservedForOther);
+        }
+        Reason::Core(j.reason)
     }
 
     /// Job `r`'s record as it is shown (with `desc` as its submission), with the fields
@@ -3336,7 +3354,7 @@ impl Controller {
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(r.id) {
                 if j.state == sluice_core::JobState::Pending {
-                    view.reason = Reason::Core(j.reason);
+                    view.reason = self.shown_core_reason(j);
                     // As Slurm: a job waiting for its `--begin` time that nothing else
                     // starts yet is shown starting then.
                     let begin = (j.spec.begin > self.sched.last_pass()).then_some(j.spec.begin);
@@ -3521,6 +3539,9 @@ impl Controller {
         if self.node_future(&n.name) {
             return "future";
         }
+        if self.node_cloud(&n.name) {
+            return "cloud";
+        }
         match self.node_state(NodeId(i as u32)) {
             // As Slurm's node COMPLETING flag, which `sinfo` shows before the rest.
             NodeState::Up if completing && self.agents_up.contains(&n.name) => "completing",
@@ -3528,6 +3549,14 @@ impl Controller {
             NodeState::Down => "down",
             NodeState::Drain if used > 0 => "draining",
             NodeState::Drain => "drained",
+            // Resumed from FUTURE: idle, awaiting its agent (Slurm's IDLE*).
+            NodeState::Up
+                if !self.agents_up.contains(&n.name)
+                    && used == 0
+                    && self.node_book.resumed.contains(&n.name) =>
+            {
+                "idle"
+            }
             NodeState::Up if !self.agents_up.contains(&n.name) => "down",
             NodeState::Up if used == 0 => "idle",
             NodeState::Up if used >= n.capacity.cpus => "allocated",
@@ -3584,7 +3613,11 @@ impl Controller {
                 .node_overrides
                 .get(&n.name)
                 .map(|o| o.reason.clone())
-                .or_else(|| (!self.agents_up.contains(&n.name)).then(|| NOT_RESPONDING.into())),
+                .or_else(|| {
+                    // A FUTURE node is not expected to answer (Slurm gives it no reason).
+                    (!self.agents_up.contains(&n.name) && state != "future")
+                        .then(|| NOT_RESPONDING.into())
+                }),
             cpus,
             cpus_alloc: used,
             spec_cpus: n.spec_cpus,
@@ -3614,13 +3647,14 @@ impl Controller {
                 .map(|(_, f)| f.clone())
                 .collect(),
             weight: n.weight,
-            agent_up: self.node_responding(&n.name),
+            agent_up: self.node_responding(&n.name) || self.node_book.quiet.contains(&n.name),
             reason_set: self.node_overrides.get(&n.name).map(|o| (o.uid, o.time)),
             node_addr: address.map_or_else(|| n.name.clone(), |a| a.addr.clone()),
             node_hostname: address.map_or_else(|| n.name.clone(), |a| a.hostname.clone()),
             port: address.and_then(|a| a.port),
             agent_start: self.liveness.registered_at(&n.name),
             last_busy: self.liveness.last_busy(&n.name),
+            dynamic: self.node_book.dynamic.contains(&n.name),
         }
     }
 

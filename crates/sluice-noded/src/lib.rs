@@ -169,6 +169,16 @@ impl std::fmt::Debug for TcpSetup {
     }
 }
 
+/// This agent's dynamic node line, when it registers its node itself (`slurmd -Z`).
+static DYNAMIC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// This agent registers a node the controller may not know, described by `line`
+/// (`NodeName=N CPUs=... RealMemory=... [Gres=...] [Port=...]`): Slurm's dynamic
+/// nodes (`slurmd -Z [--conf ...]`). Set once, before the agent runs.
+pub fn register_as_dynamic(line: String) {
+    let _ = DYNAMIC.set(line);
+}
+
 pub(crate) struct Agent {
     pub(crate) node: String,
     pub(crate) state_dir: PathBuf,
@@ -657,6 +667,7 @@ async fn register(agent: App) {
                 running,
                 hardware: a.hardware.clone(),
                 conf_hash: a.conf_hash.clone(),
+                dynamic: DYNAMIC.get().cloned(),
             };
             let answer = a
                 .controller

@@ -963,6 +963,10 @@ pub struct NodeInfo {
     /// (`LastBusyTime`).
     #[serde(default)]
     pub last_busy: Option<i64>,
+    /// A dynamic node (`scontrol create node`, or an agent that registered itself):
+    /// Slurm's `DYNAMIC_NORM` state flag.
+    #[serde(default)]
+    pub dynamic: bool,
 }
 
 /// A partition as `sinfo` and `scontrol show partition` see it.
@@ -1201,6 +1205,11 @@ pub struct Register {
     /// when it differs from its own. `None`: not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conf_hash: Option<String>,
+    /// A dynamic node's line (`NodeName=N CPUs=... RealMemory=...`, slurmd's `-Z`): a
+    /// node the controller does not know is created from it (it is kept across
+    /// restarts); one it knows registers as any other. `None`: a configured node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic: Option<String>,
 }
 
 /// The resources an agent found on its host, as slurmd reports them at registration.
@@ -1348,6 +1357,17 @@ pub struct ReservationName {
 /// An empty answer: the request was carried out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Done {}
+
+/// `scontrol delete nodename=...`'s answer: the nodes that could be deleted were;
+/// those that could not, and why (Slurm's message for the first of them).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodesDeleted {
+    /// The nodes not deleted, as a host list (empty: all were).
+    pub failed: String,
+    /// Why (`Requested nodes are busy`, `Invalid node name specified`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
 
 /// A controller-to-agent order: a running job's time limit changed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -384,6 +384,8 @@ fn show_entity(tag: &str) -> Option<&'static str> {
 /// Runs `scontrol`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut one_line = false;
+    // FUTURE nodes shown (`-F`, `--future`, `SCONTROL_FUTURE` set).
+    let mut future = std::env::var_os("SCONTROL_FUTURE").is_some();
     let mut words: Vec<String> = Vec::new();
     let mut walk = Getopt::new(OPTIONS, args, Order::Permute);
     loop {
@@ -412,6 +414,7 @@ pub fn main(args: Vec<String>) -> i32 {
         };
         match f.name() {
             "oneliner" => one_line = true,
+            "future" => future = true,
             "version" => {
                 println!("{VERSION}");
                 return 0;
@@ -530,10 +533,14 @@ pub fn main(args: Vec<String>) -> i32 {
                         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
                     let nodes: Vec<&NodeInfo> = nodes
                         .iter()
+                        // CLOUD nodes whose agent has not registered: never, as
+                        // Slurm's powered-down cloud nodes.
+                        .filter(|n| (future || n.state != "future") && n.state != "cloud")
                         .filter(|n| arg.as_ref().is_none_or(|a| *a == n.name))
                         .collect();
                     if nodes.is_empty() {
-                        eprintln!("Node {} not found", arg.unwrap_or_default());
+                        // On stdout, as Slurm's.
+                        println!("Node {} not found", arg.unwrap_or_default());
                         return 1;
                     }
                     for n in nodes {
@@ -706,7 +713,14 @@ pub fn main(args: Vec<String>) -> i32 {
                 super::scontrol_resv::create(&client, &words[2..])
             }
             _ if words[1..].iter().any(|w| is_node_tag(w)) => create_node(&client, &words[1..]),
-            _ => fail(ME, "invalid entity for keyword create", 1),
+            _ => fail(
+                ME,
+                format!(
+                    "Invalid creation entity: {}",
+                    words.get(1).map_or("", |w| w)
+                ),
+                1,
+            ),
         },
         "delete" => {
             let rest = &words[1..];
@@ -751,7 +765,14 @@ fn create_node(client: &sluice_proto::Client, words: &[String]) -> i32 {
     match client.post::<_, serde_json::Value>("/v1/nodes/create", &body) {
         Ok(_) => 0,
         Err(e) => {
-            eprintln!("Error creating the node(s): {}", describe(&e));
+            let message = describe(&e);
+            if message == "Invalid node state specified" {
+                // The controller's explanation, which Slurm's scontrol prints first.
+                eprintln!(
+                    "scontrol: error: Only State=FUTURE and State=CLOUD allowed for nodes created by scontrol"
+                );
+            }
+            eprintln!("Error creating the node(s): {message}");
             1
         }
     }
@@ -778,8 +799,18 @@ fn delete_node(client: &sluice_proto::Client, words: &[String]) -> i32 {
         }
     };
     let body = serde_json::json!({ "line": names });
-    match client.post::<_, serde_json::Value>("/v1/nodes/delete", &body) {
-        Ok(_) => 0,
+    match client.post::<_, sluice_proto::types::NodesDeleted>("/v1/nodes/delete", &body) {
+        Ok(d) if d.failed.is_empty() => 0,
+        Ok(d) => {
+            // As Slurm's: the nodes that could go went; those that could not are named.
+            eprintln!("scontrol: error: failed to delete nodes {}", d.failed);
+            eprintln!(
+                "delete_node {}: {}",
+                words[0],
+                d.error.as_deref().unwrap_or("Unspecified error")
+            );
+            1
+        }
         Err(e) => {
             eprintln!("delete_node {}: {}", words[0], describe(&e));
             1

@@ -37,10 +37,12 @@ pub fn lines_of(pairs: &[(String, String)], breaks: &[&str]) -> Vec<String> {
 }
 
 /// A node's state as `scontrol show node` prints it: the base state, with `+DRAIN`
-/// for a drained or draining node and `+NOT_RESPONDING` when its agent does not
-/// answer.
+/// for a drained or draining node, `+DYNAMIC_NORM` for a dynamic one and
+/// `+NOT_RESPONDING` when its agent does not answer (Slurm's order of the flags).
 pub fn node_state(n: &NodeInfo) -> String {
     let mut s = match n.state.as_str() {
+        // An operator's state of a FUTURE node is a drain (DOWN ends FUTURE).
+        "future" if n.reason_set.is_some() => "FUTURE+DRAIN".to_string(),
         "drained" => "IDLE+DRAIN".to_string(),
         "maint" => "IDLE+MAINT".to_string(),
         "draining" if n.cpus_alloc >= n.cpus => "ALLOCATED+DRAIN".to_string(),
@@ -50,6 +52,12 @@ pub fn node_state(n: &NodeInfo) -> String {
         "completing" => "MIXED+COMPLETING".to_string(),
         other => other.to_ascii_uppercase(),
     };
+    if n.dynamic {
+        match s.find("+MAINT") {
+            Some(at) => s.insert_str(at, "+DYNAMIC_NORM"),
+            None => s.push_str("+DYNAMIC_NORM"),
+        }
+    }
     if !n.agent_up && n.state != "future" {
         s.push_str("+NOT_RESPONDING");
     }
@@ -308,6 +316,31 @@ mod tests {
         assert!(one.starts_with("NodeName=n1 Arch=x86_64 CoresPerSocket=4  CPUAlloc=0 "));
         assert!(one.contains(" Partitions=debug,short  BootTime=None "));
         assert!(one.ends_with(" ExtSensorsTemp=n/s\n"));
+    }
+
+    #[test]
+    fn a_dynamic_node_says_so_among_its_state_flags_in_slurms_order() {
+        let n = NodeInfo {
+            state: "future".into(),
+            agent_up: false,
+            dynamic: true,
+            ..node()
+        };
+        assert_eq!(node_state(&n), "FUTURE+DYNAMIC_NORM");
+        let n = NodeInfo {
+            state: "drained".into(),
+            agent_up: false,
+            dynamic: true,
+            ..node()
+        };
+        assert_eq!(node_state(&n), "IDLE+DRAIN+DYNAMIC_NORM+NOT_RESPONDING");
+        let n = NodeInfo {
+            state: "maint".into(),
+            dynamic: true,
+            ..node()
+        };
+        assert_eq!(node_state(&n), "IDLE+DYNAMIC_NORM+MAINT");
+        assert_eq!(node_state(&node()), "IDLE");
     }
 
     #[test]

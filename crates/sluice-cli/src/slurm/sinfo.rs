@@ -177,6 +177,9 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut nodes: Vec<NodeInfo> = client
         .get("/v1/nodes")
         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    // FUTURE nodes are not shown, as Slurm 22.05's sinfo never asks for them, nor
+    // CLOUD nodes whose agent has not registered (Slurm's powered-down cloud nodes).
+    nodes.retain(|n| n.state != "future" && n.state != "cloud");
     if let Some(only) = &o.nodes {
         nodes.retain(|n| only.contains(&n.name));
     }

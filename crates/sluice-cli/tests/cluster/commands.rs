@@ -299,7 +299,7 @@ fn scontrol_shows_nodes_partitions_and_host_lists() {
     let o = c.run("scontrol", &["show", "node", "n9"]);
     assert_eq!(
         (o.stdout.as_str(), o.stderr.as_str(), o.code),
-        ("", "Node n9 not found\n", 1)
+        ("Node n9 not found\n", "", 1)
     );
     assert_eq!(
         c.run("scancel", &[&one.to_string(), &two.to_string()]).code,

@@ -245,3 +245,89 @@ fn a_backup_controller_is_refused_with_sqlite_saying_why() {
     );
     assert!(!site.dir.join("state/sluice.db").exists(), "nothing opened");
 }
+
+#[test]
+fn slurmd_z_registers_a_node_the_controller_did_not_know_and_takes_work_over_tcp() {
+    let site = Site::new("dynamic");
+    let d = site.dir.display().to_string();
+    let (ctld, p1, slurmd_port) = (free_port(), free_port(), free_port());
+    std::fs::write(
+        site.conf(),
+        format!(
+            "ClusterName=dyn\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={ctld}\n\
+             SlurmdPort={slurmd_port}\n\
+             StateSaveLocation={d}/ctld\nSlurmdSpoolDir={d}/spool/%n\n\
+             SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.%n.pid\n\
+             SlurmctldLogFile={d}/log/slurmctld.log\nSlurmdLogFile={d}/log/slurmd.%n.log\n\
+             AuthInfo=socket={d}/auth.sock\nSlurmdParameters=config_overrides\n\
+             NodeName=n1 NodeAddr=127.0.0.1 Port={p1} CPUs=2 RealMemory=1000\n\
+             PartitionName=p Nodes=ALL Default=YES MaxTime=10:00 State=UP\n"
+        ),
+    )
+    .unwrap();
+    let conf = site.conf().display().to_string();
+    // `--conf` is for -Z, and may not name the node or its port (Slurm's words).
+    let (_, err, code) = site.run("slurmd", &["-f", &conf, "-N", "n2", "--conf", "CPUs=1"]);
+    assert_eq!(
+        (err.as_str(), code),
+        ("slurmd: error: --conf works with -Z only\n", 1)
+    );
+    let (_, err, code) = site.run(
+        "slurmd",
+        &["-f", &conf, "-N", "n2", "-Z", "--conf", "CPUs=1 Port=7"],
+    );
+    assert_eq!(
+        (err.as_str(), code),
+        ("slurmd: error: option 'Port=' not allowed in --conf\n", 1)
+    );
+    assert_eq!(site.run("slurmctld", &["-f", &conf]).2, 0);
+    site.wait_for("the controller", || {
+        site.dir.join("ctld/ctld.sock").exists()
+    });
+    assert_eq!(site.run("slurmd", &["-f", &conf, "-N", "n1"]).2, 0);
+    // n2 is in no line of slurm.conf: its agent registers it, listening on SlurmdPort.
+    let (_, err, code) = site.run(
+        "slurmd",
+        &[
+            "-f",
+            &conf,
+            "-N",
+            "n2",
+            "-Z",
+            "--conf",
+            "CPUs=1 RealMemory=500",
+        ],
+    );
+    assert_eq!((err.as_str(), code), ("", 0));
+    site.wait_for("two idle nodes", || {
+        site.run("sinfo", &["-h", "-N", "-o", "%N %c %m %t"]).0 == "n1 2 1000 idle\nn2 1 500 idle\n"
+    });
+    let show = site.run("scontrol", &["show", "node", "n2"]).0;
+    assert!(
+        show.contains("NodeAddr=127.0.0.1 NodeHostName=n2")
+            && show.contains("State=IDLE+DYNAMIC_NORM"),
+        "{show}"
+    );
+    // A job there: its order reaches the agent over TCP, where it registered from.
+    let (out, err, code) = site.run(
+        "sbatch",
+        &[
+            "--parsable",
+            "-w",
+            "n2",
+            "-o",
+            &format!("{d}/job.out"),
+            "--wrap",
+            "hostname",
+        ],
+    );
+    assert_eq!((err.as_str(), code), ("", 0));
+    let job = out.trim().to_string();
+    site.wait_for("the job's end on n2", || {
+        site.run(
+            "sacct",
+            &["-n", "-X", "-P", "-o", "State,NodeList", "-j", &job],
+        )
+        .0 == "COMPLETED|n2\n"
+    });
+}

@@ -429,9 +429,15 @@ impl Cluster {
 
     /// Starts a node agent for `node` by hand (as `sluice up` does).
     pub fn start_agent(&self, node: &str) -> Child {
+        self.start_agent_with(node, &[])
+    }
+
+    /// [`Cluster::start_agent`] with more flags (`-Z --conf ...`).
+    pub fn start_agent_with(&self, node: &str, flags: &[&str]) -> Child {
         Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["agent", "--node", node, "--state-dir"])
             .arg(self.dir.join("state"))
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -196,18 +196,50 @@ fn interactive_session(t: &mut Terminal, node: &str) {
     // Ctrl-C interrupts the remote foreground process, not srun: the shell is back.
     t.type_keys("sleep 300\r");
     t.expect("sleep 300\r\n");
+    in_foreground("sleep\0300\0");
     t.type_keys("\x03");
     t.expect(PROMPT);
     assert_eq!(command(t, "echo status=$?"), "status=130\r\n");
     // Ctrl-Z stops it: the shell's job control has it as a stopped job.
     t.type_keys("sleep 301\r");
     t.expect("sleep 301\r\n");
+    in_foreground("sleep\0301\0");
     t.type_keys("\x1a");
     let stopped = t.expect(PROMPT);
     assert!(stopped.contains("Stopped"), "{stopped:?}");
     assert!(command(t, "jobs").contains("Stopped                 sleep 301"));
-    command(t, "kill -9 %1");
+    // (Waited for: a stopped job the shell has not yet seen die would make it refuse
+    // to exit, "There are stopped jobs.")
+    command(t, "kill -9 %1; wait %1");
     t.type_keys("exit 3\r");
+}
+
+/// Waits until a process whose command line is `cmdline` runs in its terminal's
+/// foreground: a key typed before then reaches the shell, which ignores it, not the
+/// command (as a user who types Ctrl-C the very moment they press Enter would see).
+fn in_foreground(cmdline: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let dir = e.path();
+            std::fs::read(dir.join("cmdline")).is_ok_and(|c| c == cmdline.as_bytes())
+                && std::fs::read_to_string(dir.join("stat")).is_ok_and(|stat| {
+                    // pid (comm) state ppid pgrp session tty_nr tpgid ...
+                    let f: Vec<&str> = stat
+                        .rsplit_once(')')
+                        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+                    f.len() > 5 && f[2] == f[5] && f[0] != "Z"
+                })
+        });
+        if found {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{cmdline:?} never ran in the foreground"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The shell's environment: its prompt, and readline without bracketed paste (whose

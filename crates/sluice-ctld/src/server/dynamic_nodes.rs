@@ -38,7 +38,24 @@ pub fn parse_node_line(line: &str) -> Result<ClusterConfig, ApiError> {
     ));
     std::fs::create_dir_all(&dir).map_err(|_| failed())?;
     let path = dir.join("slurm.conf");
-    let text = format!("ClusterName=dynamic\n{}\n", line.trim());
+    // The GRES it names are this file's `GresTypes` (the cluster's are checked when
+    // the node joins).
+    let mut types: Vec<&str> = line
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .filter(|(k, _)| k.eq_ignore_ascii_case("gres"))
+        .flat_map(|(_, v)| v.split(','))
+        .filter_map(|g| g.split(':').next())
+        .filter(|g| !g.is_empty() && !g.eq_ignore_ascii_case("(null)"))
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    let gres_types = if types.is_empty() {
+        String::new()
+    } else {
+        format!("GresTypes={}\n", types.join(","))
+    };
+    let text = format!("ClusterName=dynamic\n{gres_types}{}\n", line.trim());
     let read = std::fs::write(&path, text)
         .map_err(|_| failed())
         .and_then(|()| ClusterConfig::read(&path).map_err(|_| failed()));
@@ -102,5 +119,5 @@ pub(super) async fn delete(
         })
         .await
         .and_then(|r| r);
-    reply(r.map(|()| sluice_proto::types::Done {}))
+    reply(r)
 }

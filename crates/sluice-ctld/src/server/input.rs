@@ -237,6 +237,10 @@ pub enum Request {
     AgentRegistered {
         /// Its node, runs, address, resources and slurm.conf digest.
         registration: crate::state::Registration,
+        /// A dynamic node's line (`slurmd -Z`) and the node it describes, read off
+        /// the loop (or why it does not read): created first if the controller does
+        /// not know the node.
+        dynamic: Option<Result<Box<(String, crate::config::ClusterConfig)>, ApiError>>,
         /// Answered once its effects are durable; refused for an unknown node or a
         /// name another answering agent holds.
         reply: Reply<Result<(), ApiError>>,
@@ -269,8 +273,8 @@ pub enum Request {
         names: String,
         /// Who asks.
         caller: Caller,
-        /// Answered once durable.
-        reply: Reply<Result<(), ApiError>>,
+        /// Answered once durable: the nodes that could not be deleted, and why.
+        reply: Reply<Result<sluice_proto::types::NodesDeleted, ApiError>>,
     },
     /// An agent reports that a step's tasks on its node have all ended.
     StepEndedOn {
@@ -474,6 +478,10 @@ impl Input {
                 | Request::AuditScope { .. }
                 | Request::Diag(_)
                 | Request::DiagReset { .. } => NodesTouched::None,
+                // A dynamic node may join: the node list is taken again.
+                Request::AgentRegistered {
+                    dynamic: Some(_), ..
+                } => NodesTouched::All,
                 Request::AgentRegistered { registration, .. } => {
                     NodesTouched::Named(vec![registration.node.clone()])
                 }

@@ -542,9 +542,9 @@ impl Owner {
                 caller,
                 reply,
             } => match ctl.delete_nodes(&names, &caller, now) {
-                Ok(effects) => {
+                Ok((effects, outcome)) => {
                     self.pass_due = true;
-                    Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
+                    Outcome::answer(effects, reply, Ok(outcome), |e| Err(not_saved(e)))
                 }
                 Err(e) => {
                     tracing::info!("delete node from uid={} refused: {e}", caller.uid);
@@ -612,8 +612,15 @@ impl Owner {
             }
             Request::AgentRegistered {
                 registration,
+                dynamic,
                 reply,
-            } => match ctl.register_agent(&registration, now) {
+            } => match ctl.register_dynamic_agent(
+                &registration,
+                dynamic
+                    .as_ref()
+                    .map(|d| d.as_deref().map(|(line, conf)| (line.as_str(), conf))),
+                now,
+            ) {
                 Ok(effects) => {
                     self.pass_due = true;
                     Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))

@@ -514,9 +514,38 @@ async fn agent_register(
         hardware: r.hardware,
         conf_hash: r.conf_hash,
     };
+    // A dynamic node's line, read here as slurm.conf's are (off the loop): over TCP
+    // its agent is reached where it registered from, on `SlurmdPort`.
+    let dynamic = match r.dynamic {
+        None => None,
+        Some(line) => {
+            let line = match &registration.from {
+                Some(from)
+                    if !line
+                        .to_ascii_lowercase()
+                        .split_whitespace()
+                        .any(|w| w.starts_with("nodeaddr=")) =>
+                {
+                    format!("{line} NodeAddr={from}")
+                }
+                _ => line,
+            };
+            let parse = line.clone();
+            match tokio::task::spawn_blocking(move || super::dynamic_nodes::parse_node_line(&parse))
+                .await
+            {
+                Ok(Ok(conf)) => Some(Ok(Box::new((line, conf)))),
+                // Said only if the node is to be created: a node the controller knows
+                // registers whatever its agent's line.
+                Ok(Err(e)) => Some(Err(e)),
+                Err(e) => Some(Err(ApiError::invalid(e.to_string()))),
+            }
+        }
+    };
     let done = app
         .ask(|reply| Request::AgentRegistered {
             registration,
+            dynamic,
             reply,
         })
         .await

@@ -430,6 +430,7 @@ fn register(s: &mut Script, node: &str, from: &str, now: i64) {
                 from: Some(from.into()),
                 ..Default::default()
             },
+            dynamic: None,
             reply,
         }),
         now,

@@ -19,6 +19,20 @@ pub(crate) struct NodeBook {
     pub(crate) dynamic: BTreeSet<String>,
     /// Those of them created `State=FUTURE` (shown FUTURE until their agent registers).
     pub(crate) future: BTreeSet<String>,
+    /// Nodes an operator set FUTURE (`scontrol update NodeName=N State=FUTURE`): FUTURE
+    /// whether their agent answers or not, until an operator resumes them.
+    pub(crate) held_future: BTreeSet<String>,
+    /// FUTURE nodes of slurm.conf (or created) an operator resumed or set DOWN: no
+    /// longer FUTURE, though their agent has not registered.
+    pub(crate) resumed: BTreeSet<String>,
+    /// FUTURE nodes an operator set DOWN, their agent not registered since: not
+    /// marked not responding (Slurm never pinged them).
+    pub(crate) quiet: BTreeSet<String>,
+    /// Those created `State=CLOUD`, their agent not registered yet: hidden, as
+    /// Slurm hides powered-down cloud nodes.
+    pub(crate) cloud: BTreeSet<String>,
+    /// Each dynamic node's line as kept in the store, by name.
+    pub(crate) lines: BTreeMap<String, String>,
     /// Bumped whenever a node joins, changes or leaves (the published listing takes the
     /// configuration again).
     pub(crate) epoch: u64,
@@ -210,6 +224,11 @@ impl Controller {
         self.node_overrides.remove(&name);
         self.agents_up.remove(&name);
         self.node_book.dynamic.remove(&name);
+        self.node_book.held_future.remove(&name);
+        self.node_book.resumed.remove(&name);
+        self.node_book.quiet.remove(&name);
+        self.node_book.lines.remove(&name);
+        self.node_book.cloud.remove(&name);
         tracing::info!("node {name} removed");
         Ok(())
     }
@@ -359,6 +378,10 @@ fn set_at<T: Clone>(v: &mut Vec<T>, i: usize, x: T, fill: T) {
 /// Slurm's message for a node that runs jobs (`ESLURM_NODES_BUSY`).
 pub const NODES_BUSY: &str = "Requested nodes are busy";
 
+/// Later Slurm's message for a node created beyond `MaxNodeCount`
+/// (`ESLURM_NODE_TABLE_FULL`; 22.05 creates nothing and says nothing).
+pub const NODE_TABLE_FULL: &str = "Unable to add node, node table is full";
+
 /// Slurm's message for a created node whose state is not FUTURE or CLOUD.
 pub const INVALID_NODE_STATE: &str = "Invalid node state specified";
 
@@ -414,6 +437,38 @@ impl Controller {
         if !future && !state.starts_with("CLOUD") {
             return Err(ApiError::invalid(INVALID_NODE_STATE));
         }
+        let lines = self.new_node_lines(conf)?;
+        self.check_room(lines.len(), line)?;
+        // As Slurm's, they join the partitions of `Nodes=ALL`.
+        let partitions = self.all_nodes_partitions();
+        let mut effects = Vec::new();
+        for l in lines {
+            let name = l.node.name.clone();
+            effects.push(self.add_node_line(l, &partitions, now)?.1);
+            self.node_book.dynamic.insert(name.clone());
+            if future {
+                self.node_book.future.insert(name.clone());
+            } else {
+                self.node_book.cloud.insert(name.clone());
+            }
+            self.node_book
+                .lines
+                .insert(name.clone(), line_for(line, &name));
+            effects.push(Effect::PersistNode {
+                name: format!("{DYNAMIC_PREFIX}{name}"),
+                record: Some(line_for(line, &name)),
+            });
+        }
+        tracing::info!("create node from uid {}: {line}", caller.uid);
+        Ok(effects)
+    }
+
+    /// The nodes of `conf` (a node line read alone) as nodes of this cluster: their
+    /// GRES by this cluster's slots, up once their agent registers.
+    ///
+    /// Errors (Slurm's): a name already taken, "Invalid node name specified"; GRES
+    /// the cluster does not have.
+    fn new_node_lines(&self, conf: &ClusterConfig) -> Result<Vec<NodeLine>, ApiError> {
         let core = conf.core_cluster();
         let mut lines = Vec::new();
         for i in 0..core.nodes.len() {
@@ -450,34 +505,107 @@ impl Controller {
             l.node.state = NodeState::Up;
             lines.push(l);
         }
+        Ok(lines)
+    }
+
+    /// Whether `count` more nodes fit under `MaxNodeCount` (`line` for the log).
+    ///
+    /// Errors: later Slurm's "Unable to add node, node table is full".
+    fn check_room(&self, count: usize, line: &str) -> Result<(), ApiError> {
+        let max = self.conf.max_node_count as usize;
+        let now = self.live_nodes().count();
+        if max > 0 && now + count > max {
+            tracing::error!("node {line} refused: MaxNodeCount={max} reached ({now} nodes)");
+            return Err(ApiError::new(ErrorCode::Busy, NODE_TABLE_FULL));
+        }
+        Ok(())
+    }
+
+    /// The partitions slurm.conf gives `Nodes=ALL`.
+    fn all_nodes_partitions(&self) -> Vec<PartitionId> {
+        self.conf
+            .cluster
+            .partitions
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| self.conf.all_nodes_partitions.contains(&p.name))
+            .map(|(i, _)| PartitionId(i as u16))
+            .collect()
+    }
+
+    /// An agent registers (see [`Controller::register_agent`]); one started as a
+    /// dynamic node (`slurmd -Z`, with its line and the node it describes in
+    /// `dynamic`) whose node the controller does not know creates it first: up,
+    /// in the partitions of `Nodes=ALL`, kept across restarts. Registering again
+    /// changes nothing of the node (its line is the one it was created with).
+    ///
+    /// Errors: those of [`Controller::register_agent`]; for a node to create, a line
+    /// that did not read, or names another node than the agent's; a name or GRES
+    /// refused, `MaxNodeCount` reached.
+    pub fn register_dynamic_agent(
+        &mut self,
+        reg: &Registration,
+        dynamic: Option<Result<(&str, &ClusterConfig), &ApiError>>,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        let mut effects = Vec::new();
+        if let Some(d) = dynamic {
+            if self.conf.node_id(&reg.node).is_none() {
+                let (line, conf) = d.map_err(Clone::clone)?;
+                effects = self.create_registered_node(&reg.node, line, conf, now)?;
+            }
+        }
+        effects.extend(self.register_agent(reg, now)?);
+        Ok(effects)
+    }
+
+    /// Node `name`, which its agent registers with `line` (read as `conf`), joins.
+    fn create_registered_node(
+        &mut self,
+        name: &str,
+        line: &str,
+        conf: &ClusterConfig,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        let lines = self.new_node_lines(conf)?;
+        if lines.len() != 1 || lines[0].node.name != name {
+            return Err(ApiError::new(
+                ErrorCode::InvalidNodeName,
+                format!("Failed to parse dynamic nodeline '{line}': it is not node {name}'s"),
+            ));
+        }
+        self.check_room(1, line)?;
+        let partitions = self.all_nodes_partitions();
         let mut effects = Vec::new();
         for l in lines {
-            let name = l.node.name.clone();
-            effects.push(self.add_node_line(l, &[], now)?.1);
-            self.node_book.dynamic.insert(name.clone());
-            if future {
-                self.node_book.future.insert(name.clone());
-            }
-            effects.push(Effect::PersistNode {
-                name: format!("{DYNAMIC_PREFIX}{name}"),
-                record: Some(line_for(line, &name)),
-            });
+            effects.push(self.add_node_line(l, &partitions, now)?.1);
         }
-        tracing::info!("create node from uid {}: {line}", caller.uid);
+        self.node_book.dynamic.insert(name.to_string());
+        self.node_book
+            .lines
+            .insert(name.to_string(), line_for(line, name));
+        effects.push(Effect::PersistNode {
+            name: format!("{DYNAMIC_PREFIX}{name}"),
+            record: Some(line_for(line, name)),
+        });
+        tracing::info!("node {name} created by its agent's registration: {line}");
         Ok(effects)
     }
 
     /// `scontrol delete nodename=LIST` at `now`: the nodes leave (a slurm.conf node
-    /// until the next restart or reconfigure reads it again). All or none.
+    /// until the next restart or reconfigure reads it again). As Slurm's, each node
+    /// that may go goes; the answer names those that may not, with Slurm's message
+    /// for the first of them: an unknown name, "Invalid node name specified"; a node
+    /// that runs jobs, "Requested nodes are busy".
     ///
-    /// Errors (Slurm's): "Access/permission denied"; an unknown name, "Invalid node
-    /// name specified"; a node that runs jobs, "Requested nodes are busy".
+    /// Errors (Slurm's): "Access/permission denied"; a list that names no node,
+    /// "Invalid node name specified".
     pub fn delete_nodes(
         &mut self,
         names: &str,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, ApiError> {
+    ) -> Result<(Vec<Effect>, sluice_proto::types::NodesDeleted), ApiError> {
         if !caller.admin {
             return Err(ApiError::access_denied());
         }
@@ -491,18 +619,20 @@ impl Controller {
         if list.is_empty() {
             return Err(invalid());
         }
-        let ids = list
-            .iter()
-            .map(|n| self.conf.node_id(n).ok_or_else(invalid))
-            .collect::<Result<Vec<_>, _>>()?;
-        if ids
-            .iter()
-            .any(|&n| !self.sched.jobs_running_on(n).is_empty())
-        {
-            return Err(ApiError::new(ErrorCode::Busy, NODES_BUSY));
-        }
         let mut effects = Vec::new();
-        for (nid, name) in ids.into_iter().zip(list) {
+        let mut failed = Vec::new();
+        let mut error = None;
+        for name in list {
+            let Some(nid) = self.conf.node_id(&name) else {
+                error.get_or_insert(sluice_proto::error::INVALID_NODE_NAME);
+                failed.push(name);
+                continue;
+            };
+            if !self.sched.jobs_running_on(nid).is_empty() {
+                error.get_or_insert(NODES_BUSY);
+                failed.push(name);
+                continue;
+            }
             let dynamic = self.node_book.dynamic.contains(&name);
             let had_override = self.node_overrides.contains_key(&name);
             self.remove_node_id(nid, now)?;
@@ -518,7 +648,11 @@ impl Controller {
             }
         }
         tracing::info!("delete node from uid {}: {names}", caller.uid);
-        Ok(effects)
+        let outcome = sluice_proto::types::NodesDeleted {
+            failed: sluice_conf::hostlist::compress(&failed),
+            error: error.map(str::to_string),
+        };
+        Ok((effects, outcome))
     }
 
     /// The dynamic nodes kept across a restart (already in the configuration, see
@@ -528,10 +662,48 @@ impl Controller {
         self.node_book.future.extend(future.iter().cloned());
     }
 
+    /// Dynamic node `name`'s line as kept in the store (see [`append_node`]).
+    pub fn restore_dynamic_line(&mut self, name: &str, line: &str) {
+        if state_of(line).is_some_and(|s| s.starts_with("CLOUD")) {
+            self.node_book.cloud.insert(name.to_string());
+        }
+        self.node_book
+            .lines
+            .insert(name.to_string(), line_for(line, name));
+    }
+
+    /// Node `name`'s agent registered: a node created FUTURE is FUTURE no more, and
+    /// comes back so after a restart (its kept line loses its `State=FUTURE`).
+    pub(crate) fn future_node_registered(&mut self, name: &str) -> Option<Effect> {
+        let future = self.node_book.future.remove(name);
+        if !(self.node_book.cloud.remove(name) || future) {
+            return None;
+        }
+        let line = self.node_book.lines.get(name)?;
+        let kept: Vec<&str> = line
+            .split_whitespace()
+            .filter(|w| !w.to_ascii_lowercase().starts_with("state="))
+            .collect();
+        let kept = kept.join(" ");
+        self.node_book.lines.insert(name.to_string(), kept.clone());
+        Some(Effect::PersistNode {
+            name: format!("{DYNAMIC_PREFIX}{name}"),
+            record: Some(kept),
+        })
+    }
+
+    /// Whether node `name` was created CLOUD and its agent has not registered.
+    pub(crate) fn node_cloud(&self, name: &str) -> bool {
+        self.node_book.cloud.contains(name) && !self.agents_up.contains(name)
+    }
+
     /// Whether node `name` is FUTURE: created so, its agent not registered yet.
     pub(crate) fn node_future(&self, name: &str) -> bool {
-        (self.node_book.future.contains(name) || self.conf.future_nodes.iter().any(|n| n == name))
-            && !self.agents_up.contains(name)
+        let b = &self.node_book;
+        b.held_future.contains(name)
+            || ((b.future.contains(name)
+                || (self.conf.future_nodes.iter().any(|n| n == name) && !b.resumed.contains(name)))
+                && !self.agents_up.contains(name))
     }
 }
 
@@ -579,6 +751,11 @@ pub fn append_node(conf: &mut ClusterConfig, line: &str) -> Vec<(String, bool)> 
         node.capacity.gres = gres;
         let i = conf.cluster.nodes.len();
         conf.cluster.nodes.push(node);
+        for p in &mut conf.cluster.partitions {
+            if conf.all_nodes_partitions.contains(&p.name) {
+                p.nodes.push(NodeId(i as u32));
+            }
+        }
         set_at(&mut conf.topology, i, l.topology, (1, 1, 1));
         set_at(&mut conf.node_gres, i, l.gres.clone(), String::new());
         set_at(
@@ -641,5 +818,181 @@ mod tests {
         ctl.agent_registered("n2", &[], 2);
         assert_eq!(states(&ctl), ["n1 idle", "n2 idle", "n3 future"]);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A controller of `text` (a slurm.conf) whose listed nodes' agents registered.
+    fn cluster(text: &str, tag: &str, up: &[&str]) -> Controller {
+        let dir = std::env::temp_dir().join(format!("sluice-dyn-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("slurm.conf");
+        std::fs::write(&path, text).unwrap();
+        let (conf, _) = ClusterConfig::read(&path).unwrap();
+        let mut ctl = Controller::new(conf, &dir, vec![], vec![], 0);
+        ctl.await_agents();
+        for n in up {
+            ctl.agent_registered(n, &[], 1);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        ctl
+    }
+
+    fn states(ctl: &Controller) -> Vec<String> {
+        ctl.nodes()
+            .iter()
+            .map(|n| format!("{} {} {}", n.name, n.state, n.partitions.join(",")))
+            .collect()
+    }
+
+    fn create(ctl: &mut Controller, line: &str) -> Result<Vec<Effect>, ApiError> {
+        let conf = crate::server::dynamic_nodes::parse_node_line(line).unwrap();
+        ctl.create_nodes(line, &conf, &crate::state::tests::root(), 2)
+    }
+
+    const TWO: &str = "ClusterName=c\nMaxNodeCount=4\nNodeName=n[1-2] CPUs=2 RealMemory=100\n\
+                       PartitionName=all Nodes=ALL Default=YES\nPartitionName=one Nodes=n1\n";
+
+    #[test]
+    fn created_nodes_join_the_partitions_of_all_nodes_up_to_max_node_count() {
+        let mut ctl = cluster(TWO, "max", &["n1", "n2"]);
+        create(&mut ctl, "NodeName=n[3-4] CPUs=2 State=FUTURE").unwrap();
+        assert_eq!(
+            states(&ctl),
+            [
+                "n1 idle all,one",
+                "n2 idle all",
+                "n3 future all",
+                "n4 future all"
+            ]
+        );
+        // Four in all: a fifth is refused, with later Slurm's message, nothing changed.
+        let e = create(&mut ctl, "NodeName=n5 CPUs=2 State=FUTURE").unwrap_err();
+        assert_eq!(e.message, NODE_TABLE_FULL);
+        assert_eq!(ctl.nodes().len(), 4);
+        // A node deleted makes room again.
+        let (_, d) = ctl
+            .delete_nodes("n4", &crate::state::tests::root(), 3)
+            .unwrap();
+        assert_eq!(d.failed, "");
+        create(&mut ctl, "NodeName=n5 CPUs=2 State=FUTURE").unwrap();
+        assert_eq!(ctl.nodes().len(), 4);
+    }
+
+    #[test]
+    fn delete_takes_the_nodes_it_may_and_names_the_others() {
+        let mut ctl = cluster(TWO, "del", &["n1", "n2"]);
+        create(&mut ctl, "NodeName=n3 CPUs=2 State=FUTURE").unwrap();
+        let (_, d) = ctl
+            .delete_nodes("n[3,9]", &crate::state::tests::root(), 3)
+            .unwrap();
+        assert_eq!(
+            (d.failed.as_str(), d.error.as_deref()),
+            ("n9", Some(sluice_proto::error::INVALID_NODE_NAME))
+        );
+        assert_eq!(states(&ctl), ["n1 idle all,one", "n2 idle all"]);
+    }
+
+    #[test]
+    fn an_operator_sets_a_node_future_and_takes_it_back() {
+        let mut ctl = cluster(TWO, "upd", &["n1", "n2"]);
+        let root = crate::state::tests::root();
+        create(&mut ctl, "NodeName=n3 CPUs=2 State=FUTURE").unwrap();
+        // DRAIN and UNDRAIN keep a FUTURE node FUTURE; DOWN ends it.
+        ctl.update_node("n3", "DRAIN", Some("later"), &root, 3)
+            .unwrap();
+        assert_eq!(states(&ctl)[2], "n3 future all");
+        ctl.update_node("n3", "UNDRAIN", None, &root, 3).unwrap();
+        ctl.update_node("n3", "DOWN", Some("later"), &root, 3)
+            .unwrap();
+        assert_eq!(states(&ctl)[2], "n3 down all");
+        assert!(ctl.nodes()[2].agent_up, "never expected to answer");
+        // FUTURE again, then RESUME: idle, awaiting its agent.
+        ctl.update_node("n3", "FUTURE", None, &root, 3).unwrap();
+        assert_eq!(states(&ctl)[2], "n3 future all");
+        ctl.update_node("n3", "RESUME", None, &root, 3).unwrap();
+        assert_eq!(states(&ctl)[2], "n3 idle all");
+        assert!(!ctl.nodes()[2].agent_up);
+        // A CLOUD node is hidden (its own state word) until its agent registers.
+        create(&mut ctl, "NodeName=n4 CPUs=2 State=CLOUD").unwrap();
+        assert_eq!(states(&ctl)[3], "n4 cloud all");
+        ctl.agent_registered("n4", &[], 3);
+        assert_eq!(states(&ctl)[3], "n4 idle all");
+        // FUTURE (as scontrol abbreviates it) hides a node whose agent answers too;
+        // RESUME brings it back.
+        ctl.update_node("n2", "fut", None, &root, 4).unwrap();
+        assert_eq!(states(&ctl)[1], "n2 future all");
+        assert_eq!(ctl.node_state(NodeId(1)), NodeState::Down);
+        ctl.update_node("n2", "RESUME", None, &root, 5).unwrap();
+        assert_eq!(states(&ctl)[1], "n2 idle all");
+        assert!(ctl.update_node("n2", "BOGUS", None, &root, 5).is_err());
+    }
+
+    #[test]
+    fn an_agent_registers_a_node_the_controller_does_not_know_once() {
+        let mut ctl = cluster(TWO, "reg", &["n1", "n2"]);
+        let line = "NodeName=n7 CPUs=4 RealMemory=300";
+        let conf = crate::server::dynamic_nodes::parse_node_line(line).unwrap();
+        let reg = Registration {
+            node: "n7".into(),
+            ..Registration::default()
+        };
+        let effects = ctl
+            .register_dynamic_agent(&reg, Some(Ok((line, &conf))), 3)
+            .unwrap();
+        assert!(effects.iter().any(|e| matches!(
+            e,
+            Effect::PersistNode { name, record: Some(r) } if name == "dynamic:n7" && r == line
+        )));
+        assert_eq!(states(&ctl)[2], "n7 idle all");
+        assert_eq!(ctl.nodes()[2].cpus, 4);
+        assert!(ctl.nodes()[2].dynamic);
+        // Again, with another line: the node stays as it was created, and once.
+        let other = "NodeName=n7 CPUs=1 RealMemory=100";
+        let conf = crate::server::dynamic_nodes::parse_node_line(other).unwrap();
+        let effects = ctl
+            .register_dynamic_agent(&reg, Some(Ok((other, &conf))), 4)
+            .unwrap();
+        assert!(!effects
+            .iter()
+            .any(|e| matches!(e, Effect::PersistNode { .. })));
+        assert_eq!(ctl.nodes().len(), 3);
+        assert_eq!(ctl.nodes()[2].cpus, 4);
+        // A line that names another node is refused.
+        let reg8 = Registration {
+            node: "n8".into(),
+            ..Registration::default()
+        };
+        assert!(ctl
+            .register_dynamic_agent(&reg8, Some(Ok((line, &conf))), 5)
+            .is_err());
+        assert_eq!(ctl.nodes().len(), 3);
+        // A line that did not read: said for a node to create, not for a known one.
+        let bad = ApiError::invalid("Failed to parse nodeline 'NodeName=n8 CPUs=x'");
+        let e = ctl
+            .register_dynamic_agent(&reg8, Some(Err(&bad)), 5)
+            .unwrap_err();
+        assert_eq!(e, bad);
+        assert!(ctl.register_dynamic_agent(&reg, Some(Err(&bad)), 5).is_ok());
+        assert_eq!(ctl.nodes().len(), 3);
+    }
+
+    #[test]
+    fn a_dynamic_node_registers_with_the_gres_its_conf_names() {
+        let text = "ClusterName=c\nGresTypes=gpu\nAccountingStorageTRES=gres/gpu\n\
+                    NodeName=n1 CPUs=2 RealMemory=100 Gres=gpu:1\n\
+                    PartitionName=all Nodes=ALL Default=YES\n";
+        let mut ctl = cluster(text, "gres", &["n1"]);
+        let line = "NodeName=n7 CPUs=4 RealMemory=300 Gres=gpu:2";
+        let conf = crate::server::dynamic_nodes::parse_node_line(line).unwrap();
+        let reg = Registration {
+            node: "n7".into(),
+            ..Registration::default()
+        };
+        ctl.register_dynamic_agent(&reg, Some(Ok((line, &conf))), 3)
+            .unwrap();
+        let n7 = &ctl.nodes()[1];
+        assert_eq!(
+            (n7.name.as_str(), n7.gres.as_str(), n7.cfg_tres.as_str()),
+            ("n7", "gpu:2", "cpu=4,mem=300M,billing=4,gres/gpu=2")
+        );
     }
 }

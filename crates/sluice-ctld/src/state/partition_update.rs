@@ -221,6 +221,8 @@ impl Controller {
         self.conf.own_def_mem = new.own_def_mem;
         self.conf.billing_weights = new.billing_weights;
         self.conf.future_nodes = new.future_nodes;
+        self.conf.all_nodes_partitions = new.all_nodes_partitions;
+        self.conf.max_node_count = new.max_node_count;
         // Agents that start from now on read the new file: it is the one they match.
         if self.liveness.conf_hash.is_some() {
             self.liveness.conf_hash = Some(conf_hash);

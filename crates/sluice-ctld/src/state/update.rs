@@ -55,6 +55,7 @@ impl Controller {
             .get(&node.name)
             .map(|o| o.state.as_str())
         {
+            _ if self.node_book.held_future.contains(&node.name) => NodeState::Down,
             Some("DOWN") => NodeState::Down,
             Some(_) => NodeState::Drain,
             None => node.state,
@@ -90,18 +91,39 @@ impl Controller {
             .map(|n| self.conf.node_id(&n).map(|id| (n, id)).ok_or_else(invalid))
             .collect::<Result<_, _>>()?;
         let state = state.to_ascii_uppercase();
+        // FUTURE (three letters at least, as scontrol reads it): the node takes no
+        // work and is hidden until an operator resumes it; its jobs are lost as on
+        // DOWN. RESUME, IDLE and DOWN end FUTURE; DRAIN and UNDRAIN keep it.
+        let to_future = state.len() >= 3 && "FUTURE".starts_with(state.as_str());
         let set = match state.as_str() {
             "DRAIN" | "FAIL" => Some("DRAIN"),
             "DOWN" => Some("DOWN"),
             "RESUME" | "UNDRAIN" | "IDLE" => None,
+            _ if to_future => None,
             _ => return Err(ApiError::invalid("Invalid node state specified")),
         };
+        let ends_future = matches!(state.as_str(), "RESUME" | "IDLE" | "DOWN");
         let reason = reason.map(str::trim).filter(|r| !r.is_empty());
         if set.is_some() && reason.is_none() {
             return Err(ApiError::invalid(REASON_NEEDED));
         }
         let mut effects = Vec::new();
         for (name, nid) in nodes {
+            if to_future {
+                self.node_book.held_future.insert(name.clone());
+                self.node_book.resumed.remove(&name);
+                self.node_book.quiet.remove(&name);
+            } else if ends_future {
+                if state == "DOWN" && self.node_future(&name) {
+                    // As Slurm's: a FUTURE node set DOWN was never expected to answer.
+                    self.node_book.quiet.insert(name.clone());
+                } else if state != "DOWN" {
+                    self.node_book.quiet.remove(&name);
+                }
+                self.node_book.held_future.remove(&name);
+                self.node_book.future.remove(&name);
+                self.node_book.resumed.insert(name.clone());
+            }
             let record = match set {
                 Some(s) => {
                     let o = NodeOverride {
@@ -125,7 +147,7 @@ impl Controller {
             };
             tracing::info!(
                 "update_node: node {name} state set to {} by uid {}{}",
-                set.unwrap_or("RESUME"),
+                set.unwrap_or(if to_future { "FUTURE" } else { "RESUME" }),
                 caller.uid,
                 reason
                     .map(|r| format!(", reason set to: {r}"))

@@ -47,7 +47,10 @@ impl NodeListing {
     /// The nodes, in slurm.conf's order.
     pub fn nodes(&self) -> impl Iterator<Item = &NodeInfo> {
         // (A node removed by a reconfiguration keeps its place, nameless.)
-        self.nodes.iter().map(|n| &**n).filter(|n| !n.name.is_empty())
+        self.nodes
+            .iter()
+            .map(|n| &**n)
+            .filter(|n| !n.name.is_empty())
     }
 
     /// The partitions, in slurm.conf's order.
@@ -113,16 +116,19 @@ impl NodesPublisher {
             return;
         };
         for (job, add) in [(old, false), (new, true)] {
-            let Some(job) =
-                job.filter(|j| j.state == JobState::Running || j.ending_run.is_some())
+            let Some(job) = job.filter(|j| j.state == JobState::Running || j.ending_run.is_some())
             else {
                 continue;
             };
             ctl.count_usage(usage, job, add);
             self.dirty
                 .extend(job.alloc.iter().map(|share| share.node.index()));
-            self.dirty
-                .extend(job.ending_run.iter().flat_map(|e| &e.nodes).map(|n| n.index()));
+            self.dirty.extend(
+                job.ending_run
+                    .iter()
+                    .flat_map(|e| &e.nodes)
+                    .map(|n| n.index()),
+            );
         }
     }
 
