@@ -23,8 +23,8 @@
 //! - Slurm keeps a suspended job's resources allocated to it and lets only the
 //!   preemptor overcommit them; Sluice gives them back, so what the preemptor does not
 //!   use may go to other jobs meanwhile, and the victim then waits for those too.
-//! - Only preemption suspends here; time-slicing of jobs that oversubscribe the same
-//!   resources (`OverSubscribe=FORCE:N` with `SchedulerTimeSlice`) is not done.
+//! - Time-slicing of jobs that oversubscribe the same processors
+//!   (`OverSubscribe=FORCE:N`, every `SchedulerTimeSlice`) is [`crate::timeslice`]'s.
 
 use std::collections::BTreeMap;
 
@@ -130,7 +130,7 @@ pub(crate) fn resume_ready(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>
 
 /// Whether every share of `nodes` (a suspended job's allocation, GPUs included) is
 /// free now.
-fn free_for(s: &Scheduler, nodes: &[NodeAlloc]) -> bool {
+pub(crate) fn free_for(s: &Scheduler, nodes: &[NodeAlloc]) -> bool {
     nodes.iter().all(|a| {
         let choice = crate::gpus::Choice {
             gpus: a.gpus.clone(),
@@ -145,11 +145,16 @@ fn free_for(s: &Scheduler, nodes: &[NodeAlloc]) -> bool {
 /// only forgotten. `None` when `id` is not suspended by preemption.
 pub(crate) fn job_ended(s: &mut Scheduler, id: JobId, now: Time) -> Option<Job> {
     s.gang.suspended.remove(&id)?;
+    Some(forget(s, id, now))
+}
+
+/// Forgets suspended job `id`, which holds nothing (by preemption or time-slicing).
+pub(crate) fn forget(s: &mut Scheduler, id: JobId, now: Time) -> Job {
     let job = s.jobs.remove(&id).expect("suspended jobs exist");
     s.usage.remove(id, now);
     s.het.forget(id);
     crate::borrow::ended(s, id);
-    Some(job)
+    job
 }
 
 /// See [`Scheduler::restore_suspended`]: `job` (already in the map, state

@@ -912,6 +912,7 @@ impl Controller {
         req.cpus_per_task = r.cpus_per_task.max(1);
         req.ntasks_per_node = d.ntasks_per_node;
         req.exclusive = d.exclusive;
+        req.oversubscribe = d.oversubscribe;
         req.mem = match d.memory {
             None => self
                 .conf
@@ -1358,14 +1359,18 @@ impl Controller {
             started |= !decisions.is_empty();
             for d in decisions {
                 // Preemptions were carried out above (state/preempt.rs).
-                if let Decision::Start {
-                    job,
-                    at,
-                    alloc,
-                    pass,
-                } = d
-                {
-                    effects.extend(self.started(job, at, &alloc.nodes, pass.as_str()));
+                match d {
+                    Decision::Start {
+                        job,
+                        at,
+                        alloc,
+                        pass,
+                    } => effects.extend(self.started(job, at, &alloc.nodes, pass.as_str())),
+                    // A job started in this pass and suspended at once (time-slicing).
+                    Decision::Suspend { job, .. } => {
+                        effects.extend(self.slice_suspended(job, now));
+                    }
+                    _ => {}
                 }
             }
             if !victims_gone {

@@ -117,6 +117,7 @@ pub fn describe_job(
         sockets_per_node: o.sockets_per_node,
         cpus_per_gpu: o.cpus_per_gpu,
         exclusive: o.exclusive,
+        oversubscribe: o.oversubscribe,
         constraint: o.constraint.clone(),
         nodelist: o.nodelist.clone(),
         exclude: o.exclude.clone(),
