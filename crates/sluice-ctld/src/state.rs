@@ -2499,6 +2499,18 @@ impl Controller {
             .sum()
     }
 
+    /// The id of job `job`'s next step: a heterogeneous job's components number their
+    /// steps as one (the next after the highest any of them took), so that a step id
+    /// names the same step in every component it runs in (`N+0.S`, `N+1.S`).
+    fn next_step_of(&self, job: JobId) -> u32 {
+        self.het_members(job)
+            .iter()
+            .filter_map(|m| self.jobs.get(m))
+            .map(|r| r.next_step)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// A step request from srun inside job `job`: where its tasks run.
     pub fn start_step(
         &mut self,
@@ -2640,7 +2652,17 @@ impl Controller {
             .map(sluice_conf::options::GpuBind::parse)
             .transpose()
             .map_err(ApiError::invalid)?;
-        let step = r.next_step;
+        let step = match req.step_id {
+            Some(s) => {
+                if self.steps.contains_key(&(job, StepId::Number(s))) {
+                    return Err(ApiError::invalid(format!(
+                        "Unable to create step for job {job}: Duplicate job step id"
+                    )));
+                }
+                s
+            }
+            None => self.next_step_of(job),
+        };
         let mut next_task = 0u32;
         let mut plan_nodes = Vec::new();
         let mut task_gpus = Vec::new();
@@ -2696,7 +2718,8 @@ impl Controller {
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());
-        self.jobs.get_mut(&job).expect("checked").next_step += 1;
+        let r = self.jobs.get_mut(&job).expect("checked");
+        r.next_step = r.next_step.max(step + 1);
         let effects = vec![self.persist(job), Effect::PersistStep(record)];
         Ok((
             StepPlan {
