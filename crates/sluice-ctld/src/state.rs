@@ -1522,6 +1522,7 @@ impl Controller {
                 let records: Vec<JobRecord> =
                     members.iter().map(|m| self.stored(&self.jobs[m])).collect();
                 environment.extend(het_variables(&records));
+                environment.extend(het_default_memory(&records));
                 let devices = self.conf.constrain_devices.then(|| {
                     device_files(
                         self.conf.gres_devices.get(node).map_or(&[], Vec::as_slice),
@@ -3914,6 +3915,23 @@ pub fn het_variables(records: &[JobRecord]) -> Vec<(String, String)> {
     }
     v.push(("SLURM_PACK_SIZE".into(), records.len().to_string()));
     v.push(("SLURM_HET_SIZE".into(), records.len().to_string()));
+    v
+}
+
+/// The default memory that applied to each component of a heterogeneous batch job
+/// that asked for none (DefMemPerCPU: `SLURM_MEM_PER_CPU_HET_GROUP_n`), as Slurm 22.05
+/// passes it to the script.
+pub fn het_default_memory(records: &[JobRecord]) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for (n, r) in records.iter().enumerate() {
+        if r.desc.memory.is_some() {
+            continue;
+        }
+        if let Some((name, value)) = memory_variable(r.mem_default, r) {
+            v.push((format!("{name}_PACK_GROUP_{n}"), value.clone()));
+            v.push((format!("{name}_HET_GROUP_{n}"), value));
+        }
+    }
     v
 }
 
