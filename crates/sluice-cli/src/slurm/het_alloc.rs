@@ -20,11 +20,9 @@ pub fn split(args: &[String]) -> Vec<Vec<String>> {
 fn parse_one(cmd: Command, me: &str, part: &[String], opts: &mut JobOptions) -> Vec<String> {
     match parse_args(cmd, part, opts) {
         Ok(r) => r,
-        Err(e) if e.refused && cmd == Command::Salloc => fail(
-            me,
-            format!("Job submit/allocate failed: {}", e.message),
-            1,
-        ),
+        Err(e) if e.refused && cmd == Command::Salloc => {
+            fail(me, format!("Job submit/allocate failed: {}", e.message), 1)
+        }
         Err(e) => Refusal::job_option(me, &program(me), &e).exit(),
     }
 }

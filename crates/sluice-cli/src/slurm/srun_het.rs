@@ -57,10 +57,7 @@ impl Layout {
 
     /// The part task `task` (a global id) belongs to.
     pub fn part_of_task(&self, task: u32) -> usize {
-        self.offsets
-            .iter()
-            .rposition(|&o| o <= task)
-            .unwrap_or(0)
+        self.offsets.iter().rposition(|&o| o <= task).unwrap_or(0)
     }
 }
 

@@ -659,12 +659,29 @@ fn srun_with_colons_makes_its_own_hetjob_and_each_component_ends_with_its_tasks(
     let o = c.run(
         "srun",
         &[
-            "-J", "hs", "-w", "n1", "-n1", "bash", "-c", "echo $SLURM_PROCID of $SLURM_NTASKS",
-            ":", "-w", "n2", "-n2", "bash", "-c", "echo $SLURM_PROCID of $SLURM_NTASKS; exit 4",
+            "-J",
+            "hs",
+            "-w",
+            "n1",
+            "-n1",
+            "bash",
+            "-c",
+            "echo $SLURM_PROCID of $SLURM_NTASKS",
+            ":",
+            "-w",
+            "n2",
+            "-n2",
+            "bash",
+            "-c",
+            "echo $SLURM_PROCID of $SLURM_NTASKS; exit 4",
         ],
     );
     assert_eq!(o.code, 4, "{o:?}");
-    assert_eq!(sorted_lines(&o.stdout), ["0 of 3", "1 of 3", "2 of 3"], "{o:?}");
+    assert_eq!(
+        sorted_lines(&o.stdout),
+        ["0 of 3", "1 of 3", "2 of 3"],
+        "{o:?}"
+    );
     assert_eq!(
         o.stderr, "srun: error: n2: tasks 0-1: Exited with exit code 4\n",
         "{o:?}"
@@ -700,4 +717,3 @@ fn srun_with_colons_makes_its_own_hetjob_and_each_component_ends_with_its_tasks(
     let shown = c.settle(&expected, rows);
     assert_eq!(shown, expected);
 }
-

@@ -2732,7 +2732,8 @@ fn a_hetjobs_components_number_their_steps_as_one() {
             step_id,
             ..Default::default()
         };
-        c.start_step(id, &req, &alice(), 1).map(|(plan, _)| plan.step)
+        c.start_step(id, &req, &alice(), 1)
+            .map(|(plan, _)| plan.step)
     };
     // A step in the second component alone takes 0; the leader's next is then 1, not
     // 0 again: `N+0.0` and `N+1.0` would be two different steps.
