@@ -376,7 +376,7 @@ fn run_parts(client: &Client, parts: &[Part], own: bool) -> (i32, bool) {
     ) {
         set("SLURMD_TRES_BIND", bind);
     }
-    let shards = sluice_ctld::state::gpu_env::shards_asked(&record);
+    let shards = sluice_ctld::state::gpu_env::shards_asked(record);
     if shards > 0 {
         set("SLURM_SHARDS_ON_NODE", shards.to_string());
     }
