@@ -67,7 +67,7 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         Some(job) => {
             let parts = parts_in_allocation(job, &parsed);
-            run_parts(&client, &parts, false).0
+            run_parts(&client, &parts, &opts, false).0
         }
         None => {
             for (o, _) in &parsed {
@@ -106,7 +106,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     argv: a.clone(),
                 })
                 .collect();
-            let (code, oom) = run_parts(&client, &parts, true);
+            let (code, oom) = run_parts(&client, &parts, &opts, true);
             if oom {
                 let body = sluice_proto::types::ExitReport {
                     exit_code: 0,
@@ -131,10 +131,57 @@ struct Part {
     argv: Vec<String>,
 }
 
-/// The parts of a step inside allocation `job`: each `:` part in the components its
-/// `--het-group` names, else in the component of its place on the line (a single part
-/// without `--het-group` runs in the allocation itself).
+/// The parts of a step inside allocation `job`, in the components' order: each `:`
+/// part in the components its `--het-group` names, else in the component of its place
+/// on the line (a single part without `--het-group` runs in the allocation itself).
 fn parts_in_allocation(job: u64, parsed: &[(JobOptions, Vec<String>)]) -> Vec<Part> {
+    let size = std::env::var("SLURM_HET_SIZE")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok());
+    if parsed.len() > 1 {
+        match size {
+            // Parts in an allocation of one component: Slurm's srun shares its nodes
+            // out among them, each part on nodes of its own.
+            None => {
+                let size = std::env::var("SLURM_JOB_NUM_NODES")
+                    .ok()
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .unwrap_or(1);
+                let mut taken = 0;
+                for (opts, _) in parsed {
+                    let n = opts.nodes.map_or(1, |n| n.0);
+                    if taken + n > size {
+                        fail(
+                            ME,
+                            format!(
+                                "Allocation failure of {n} nodes: job size of {size}, \
+                                 already allocated {taken} nodes to previous components."
+                            ),
+                            1,
+                        )
+                    }
+                    taken += n;
+                }
+                fail(
+                    ME,
+                    "A heterogeneous step (OPTS CMD : OPTS CMD) needs a heterogeneous job \
+                     allocation (salloc OPTS : OPTS, or sbatch's)",
+                    1,
+                )
+            }
+            Some(n) if parsed.len() as u32 > n => fail(
+                ME,
+                format!(
+                    "Attempt to run a job step with het group value of {}, but the job \
+                     allocation has maximum value of {}",
+                    parsed.len() - 1,
+                    n.saturating_sub(1)
+                ),
+                1,
+            ),
+            Some(_) => {}
+        }
+    }
     let mut parts = Vec::new();
     for (i, (opts, argv)) in parsed.iter().enumerate() {
         let groups = match het_groups(opts) {
@@ -156,6 +203,9 @@ fn parts_in_allocation(job: u64, parsed: &[(JobOptions, Vec<String>)]) -> Vec<Pa
             });
         }
     }
+    // In the components' order, whatever the parts' (Slurm's task 0 is the first
+    // component's): their ids are the leader's and the next ones, in offset order.
+    parts.sort_by_key(|p| p.job);
     parts
 }
 
@@ -240,12 +290,12 @@ fn het_component(job: u64, group: u32) -> u64 {
 
 /// Runs one step over `parts` (one component's part each: a heterogeneous step when
 /// there are several, its tasks numbered on from one component to the next, under one
-/// step id); `own`: in the allocation srun made for it. srun's exit status, and
-/// whether the step's memory limit killed some of it.
-fn run_parts(client: &Client, parts: &[Part], own: bool) -> (i32, bool) {
+/// step id); `own`: in the allocation srun made for it. What srun does with the
+/// tasks' I/O, labels and terminal is `opts`'s, the first part's on the command line.
+/// srun's exit status, and whether the step's memory limit killed some of it.
+fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (i32, bool) {
     let het = parts.len() > 1;
-    // What srun does with the tasks' I/O, signals and terminal is the first part's.
-    let (job, opts) = (parts[0].job, &parts[0].opts);
+    let job = parts[0].job;
     // Before any thread starts, so that every thread inherits the blocked mask.
     let interrupts = forward_signals(parts.iter().map(|p| p.job).collect());
     let mut plans: Vec<StepPlan> = Vec::with_capacity(parts.len());
@@ -371,7 +421,7 @@ fn run_parts(client: &Client, parts: &[Part], own: bool) -> (i32, bool) {
     // How the step's GPUs are bound to its tasks, as slurmd tells them (a binding
     // `--gpus-per-task` implies only for a step of several tasks).
     if let Some(bind) = sluice_ctld::state::gpu_env::tres_bind(
-        opts.gpu_bind.as_deref(),
+        parts[0].opts.gpu_bind.as_deref(),
         gpus_per_task.filter(|_| plan.ntasks > 1),
     ) {
         set("SLURMD_TRES_BIND", bind);
@@ -382,7 +432,7 @@ fn run_parts(client: &Client, parts: &[Part], own: bool) -> (i32, bool) {
     }
     // Only when asked: srun's own `-c`, else the job's (which its batch script already
     // has in its environment, from `sbatch -c`).
-    if let Some(c) = opts.cpus_per_task.or(record.desc.cpus_per_task) {
+    if let Some(c) = parts[0].opts.cpus_per_task.or(record.desc.cpus_per_task) {
         set("SLURM_CPUS_PER_TASK", c.to_string());
     }
     set(
