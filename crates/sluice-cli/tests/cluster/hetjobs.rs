@@ -717,3 +717,39 @@ fn srun_with_colons_makes_its_own_hetjob_and_each_component_ends_with_its_tasks(
     let shown = c.settle(&expected, rows);
     assert_eq!(shown, expected);
 }
+
+#[test]
+fn srun_parts_run_in_the_components_order_and_more_parts_than_components_are_refused() {
+    let c = Cluster::start("hetparts", SMALL);
+    // Parts named by --het-group in reverse: task 0 is still the first component's.
+    let shell = "srun -l --het-group=1 printenv SLURMD_NODENAME : \
+                 --het-group=0 printenv SLURMD_NODENAME | sort; \
+                 srun -n1 true : -n1 true : -n1 true; echo \"exit $?\"";
+    let o = c.run(
+        "salloc",
+        &["-w", "n1", "-n1", ":", "-w", "n2", "-n1", "bash", "-c", shell],
+    );
+    assert_eq!(o.stdout, "0: n1\n1: n2\nexit 1\n", "{o:?}");
+    assert!(
+        o.stderr.contains(
+            "srun: error: Attempt to run a job step with het group value of 2, but the \
+             job allocation has maximum value of 1\n"
+        ),
+        "{}",
+        o.stderr
+    );
+    // A one-component allocation has no second component to run a part in.
+    let o = c.run(
+        "salloc",
+        &["-n1", "bash", "-c", "srun -n1 true : -n1 true; echo \"exit $?\""],
+    );
+    assert_eq!(o.stdout, "exit 1\n", "{o:?}");
+    assert!(
+        o.stderr.contains(
+            "srun: error: Allocation failure of 1 nodes: job size of 1, already \
+             allocated 1 nodes to previous components.\n"
+        ),
+        "{}",
+        o.stderr
+    );
+}
