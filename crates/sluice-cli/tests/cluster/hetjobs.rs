@@ -727,7 +727,9 @@ fn srun_parts_run_in_the_components_order_and_more_parts_than_components_are_ref
                  srun -n1 true : -n1 true : -n1 true; echo \"exit $?\"";
     let o = c.run(
         "salloc",
-        &["-w", "n1", "-n1", ":", "-w", "n2", "-n1", "bash", "-c", shell],
+        &[
+            "-w", "n1", "-n1", ":", "-w", "n2", "-n1", "bash", "-c", shell,
+        ],
     );
     assert_eq!(o.stdout, "0: n1\n1: n2\nexit 1\n", "{o:?}");
     assert!(
@@ -741,7 +743,12 @@ fn srun_parts_run_in_the_components_order_and_more_parts_than_components_are_ref
     // A one-component allocation has no second component to run a part in.
     let o = c.run(
         "salloc",
-        &["-n1", "bash", "-c", "srun -n1 true : -n1 true; echo \"exit $?\""],
+        &[
+            "-n1",
+            "bash",
+            "-c",
+            "srun -n1 true : -n1 true; echo \"exit $?\"",
+        ],
     );
     assert_eq!(o.stdout, "exit 1\n", "{o:?}");
     assert!(
