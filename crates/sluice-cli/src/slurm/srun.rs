@@ -435,10 +435,13 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     if let Some(c) = parts[0].opts.cpus_per_task.or(record.desc.cpus_per_task) {
         set("SLURM_CPUS_PER_TASK", c.to_string());
     }
-    set(
-        "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0",
-        sluice_ctld::state::tasks_per_node_string(&record.cpus_per_node),
-    );
+    // (A heterogeneous job's allocation has it already, for its first component.)
+    if record.het.is_none() {
+        set(
+            "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0",
+            sluice_ctld::state::tasks_per_node_string(&record.cpus_per_node),
+        );
+    }
     // Where srun runs, as the step's tasks are told (Slurm's srun also listens there for
     // its tasks' I/O: Sluice's srun does not listen, see COMPATIBILITY.md).
     let launch_ip = super::common::launch_address().to_string();
@@ -463,11 +466,20 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             env.insert("SLURM_WORKING_CLUSTER".into(), w);
         }
     }
-    // A component the step runs in has no `SLURM_NODE_ALIASES_PACK_GROUP_n` in its
-    // tasks' environment (Slurm 22.05's srun drops what salloc set there).
-    for r in &records {
-        if let Some(h) = r.het {
-            env.remove(&format!("SLURM_NODE_ALIASES_PACK_GROUP_{}", h.offset));
+    // A step in one component of a heterogeneous job: that component's CPUs are the
+    // job's, as Slurm's srun tells its tasks.
+    if !het && record.het.is_some() {
+        env.insert(
+            "SLURM_JOB_CPUS_PER_NODE".into(),
+            sluice_ctld::state::tasks_per_node_string(&record.cpus_per_node),
+        );
+    }
+    // The tasks of a step in a heterogeneous job have no
+    // `SLURM_NODE_ALIASES_PACK_GROUP_n` for the step's first n components (Slurm
+    // 22.05's srun drops what salloc set there, numbering by the step's components).
+    if record.het.is_some() {
+        for n in 0..records.len() {
+            env.remove(&format!("SLURM_NODE_ALIASES_PACK_GROUP_{n}"));
         }
     }
     if own && !het {
