@@ -1527,6 +1527,7 @@ impl Controller {
                 let records: Vec<JobRecord> =
                     members.iter().map(|m| self.stored(&self.jobs[m])).collect();
                 environment.extend(het_variables(&records));
+                environment.extend(het_default_memory(&records));
                 let devices = self.conf.constrain_devices.then(|| {
                     device_files(
                         self.conf.gres_devices.get(node).map_or(&[], Vec::as_slice),
@@ -2504,6 +2505,18 @@ impl Controller {
             .sum()
     }
 
+    /// The id of job `job`'s next step: a heterogeneous job's components number their
+    /// steps as one (the next after the highest any of them took), so that a step id
+    /// names the same step in every component it runs in (`N+0.S`, `N+1.S`).
+    fn next_step_of(&self, job: JobId) -> u32 {
+        self.het_members(job)
+            .iter()
+            .filter_map(|m| self.jobs.get(m))
+            .map(|r| r.next_step)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// A step request from srun inside job `job`: where its tasks run.
     pub fn start_step(
         &mut self,
@@ -2645,7 +2658,17 @@ impl Controller {
             .map(sluice_conf::options::GpuBind::parse)
             .transpose()
             .map_err(ApiError::invalid)?;
-        let step = r.next_step;
+        let step = match req.step_id {
+            Some(s) => {
+                if self.steps.contains_key(&(job, StepId::Number(s))) {
+                    return Err(ApiError::invalid(format!(
+                        "Unable to create step for job {job}: Duplicate job step id"
+                    )));
+                }
+                s
+            }
+            None => self.next_step_of(job),
+        };
         let mut next_task = 0u32;
         let mut plan_nodes = Vec::new();
         let mut task_gpus = Vec::new();
@@ -2701,7 +2724,8 @@ impl Controller {
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());
-        self.jobs.get_mut(&job).expect("checked").next_step += 1;
+        let r = self.jobs.get_mut(&job).expect("checked");
+        r.next_step = r.next_step.max(step + 1);
         let effects = vec![self.persist(job), Effect::PersistStep(record)];
         Ok((
             StepPlan {
@@ -3935,6 +3959,23 @@ pub fn het_variables(records: &[JobRecord]) -> Vec<(String, String)> {
     }
     v.push(("SLURM_PACK_SIZE".into(), records.len().to_string()));
     v.push(("SLURM_HET_SIZE".into(), records.len().to_string()));
+    v
+}
+
+/// The default memory that applied to each component of a heterogeneous batch job
+/// that asked for none (DefMemPerCPU: `SLURM_MEM_PER_CPU_HET_GROUP_n`), as Slurm 22.05
+/// passes it to the script.
+pub fn het_default_memory(records: &[JobRecord]) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for (n, r) in records.iter().enumerate() {
+        if r.desc.memory.is_some() {
+            continue;
+        }
+        if let Some((name, value)) = memory_variable(r.mem_default, r) {
+            v.push((format!("{name}_PACK_GROUP_{n}"), value.clone()));
+            v.push((format!("{name}_HET_GROUP_{n}"), value));
+        }
+    }
     v
 }
 

@@ -1515,6 +1515,10 @@ pub struct StepRequest {
     /// that a later step must wait for.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub overlap: bool,
+    /// The step id to take: a heterogeneous step's in every component after the first
+    /// (one step id across the components, as Slurm's). None: the job's next one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<u32>,
 }
 
 /// Where a step's tasks run: per node, the global task ids.
