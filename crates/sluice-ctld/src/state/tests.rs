@@ -500,7 +500,7 @@ fn requeue_keeps_the_id_appends_output_and_counts_restarts() {
     let r = c.job(id).unwrap();
     assert_eq!(
         (r.state, r.reason.as_str(), r.restarts),
-        (JobState::Pending, "BeginTime", 1)
+        (JobState::Pending, "None", 1)
     );
     // No two-minute wait: once the first run's end is in, the job starts again.
     let first_end = JobEnded {
@@ -2014,9 +2014,10 @@ fn records_read_back_at_start_are_the_records_written() {
                 vec!["node01".to_string(), "node02".to_string()],
                 None
             ),
+            // (Requeued, its run on node03 still completing: no reason yet, as Slurm.)
             (
                 JobState::Pending,
-                "BeginTime".into(),
+                "None".into(),
                 vec![],
                 Some("node03".into())
             ),
