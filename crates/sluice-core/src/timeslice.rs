@@ -234,23 +234,7 @@ pub(crate) fn left(s: &mut Scheduler, id: JobId) -> bool {
 
 /// Suspends running job `id` at `now`: it gives back all it holds.
 fn suspend(s: &mut Scheduler, id: JobId, now: Time) {
-    s.profile.advance(now);
-    let job = s.jobs.get_mut(&id).expect("members exist");
-    job.state = JobState::Suspended;
-    job.suspended = Some(now);
-    let nodes = job.alloc.as_ref().expect("running").nodes.clone();
-    let end = s.claim_end.remove(&id).expect("running jobs have a claim");
-    s.claims_end.remove(&(end, id));
-    if now < end {
-        s.profile.release_all(&nodes, now, end);
-    }
-    if !s.expired.remove(&id) {
-        s.free_now.give_back(&s.cluster, &nodes);
-        side_claims::give_back(s, id, &nodes, now);
-    }
-    s.backfill.on_end(id, &nodes, now);
-    s.backfill.dirty = true;
-    s.conservative.ended_early = true;
+    crate::gang::stop_and_give_back(s, id, now);
     s.slices.since.insert(id, now);
 }
 
