@@ -70,8 +70,16 @@ def main():
     def cancel_all():
         Slurm().scancel.cancel_all()  # scancel --me
         assert wait_ended(jobs["one"]).startswith("CANCELLED"), sacct_state(jobs["one"])
+        # Cancelled jobs leave the queue once their processes are gone (COMPLETING, CG,
+        # until then, as in Slurm): the queue empties within KillWait.
         s = Slurm()
-        s.squeue.update_squeue()
+        deadline = time.monotonic() + 60
+        while True:
+            s.squeue.update_squeue()
+            if s.squeue.jobs == {} or time.monotonic() > deadline:
+                break
+            assert all(j["ST"] == "CG" for j in s.squeue.jobs.values()), s.squeue.jobs
+            time.sleep(0.5)
         assert s.squeue.jobs == {}, s.squeue.jobs
 
     check("sbatch through Slurm(...).sbatch, --parsable", submit)

@@ -856,7 +856,10 @@ fn render_table(
         ));
     }
     if m.suspensions > 0 {
-        rows.push(("runs suspended by preemption", m.suspensions.to_string()));
+        rows.push((
+            "suspensions (preemption, time slices)",
+            m.suspensions.to_string(),
+        ));
     }
     if m.gpu_seconds > 0.0 {
         rows.push(("GPU-hours", format!("{:.1}", m.gpu_seconds / 3600.0)));

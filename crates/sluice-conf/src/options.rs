@@ -146,6 +146,8 @@ pub struct JobOptions {
     pub gpu_bind: Option<String>,
     /// `--exclusive` (any form).
     pub exclusive: bool,
+    /// `-s/--oversubscribe`.
+    pub oversubscribe: bool,
     /// `--exact` (srun): the step gets only the CPUs its tasks ask for.
     pub exact: bool,
     /// `--overlap` (srun): the step may use CPUs the job's running steps hold (and
@@ -359,7 +361,7 @@ const SBATCH: &[Opt<Support>] = &[
     Opt::required("open-mode", None).tag(Support::Acts),
     Opt::required("output", Some('o')).tag(Support::Acts),
     Opt::flag("overcommit", Some('O')).tag(Support::Warns),
-    Opt::flag("oversubscribe", Some('s')).tag(Support::Warns),
+    Opt::flag("oversubscribe", Some('s')).tag(Support::Acts),
     Opt::flag("parsable", None).tag(Support::Acts),
     Opt::required("partition", Some('p')).tag(Support::Acts),
     Opt::required("power", None).tag(Support::Warns),
@@ -512,7 +514,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::required("output", Some('o')).tag(Support::Acts),
     Opt::flag("overcommit", Some('O')).tag(Support::Warns),
     Opt::optional("overlap", None).tag(Support::Acts),
-    Opt::flag("oversubscribe", Some('s')).tag(Support::Warns),
+    Opt::flag("oversubscribe", Some('s')).tag(Support::Acts),
     Opt::required("pack-group", None)
         .alias_of("het-group")
         .tag(Support::Acts),
@@ -634,7 +636,7 @@ const SALLOC: &[Opt<Support>] = &[
     Opt::required("ntasks-per-socket", None).tag(Support::Warns),
     Opt::required("ntasks-per-tres", None).tag(Support::Warns),
     Opt::flag("overcommit", Some('O')).tag(Support::Warns),
-    Opt::flag("oversubscribe", Some('s')).tag(Support::Warns),
+    Opt::flag("oversubscribe", Some('s')).tag(Support::Acts),
     Opt::required("partition", Some('p')).tag(Support::Acts),
     Opt::required("power", None).tag(Support::Warns),
     Opt::required("prefer", None).tag(Support::Warns),
@@ -983,6 +985,7 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "overlap" => o.overlap = true,
         "pty" => o.pty = true,
         "exclusive" => o.exclusive = true,
+        "oversubscribe" => o.oversubscribe = true,
         "export" => o.export = Some(parse_export(v)),
         "gpu-bind" => {
             GpuBind::parse(v).map_err(err)?;

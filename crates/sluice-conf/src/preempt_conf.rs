@@ -94,8 +94,25 @@ pub fn parse_grace_time(v: &str) -> Result<i64, String> {
         .map_err(|_| format!("expected seconds as an integer, found '{v}'"))
 }
 
+/// `SchedulerTimeSlice`: seconds (a 16-bit count). Below 5, Slurm's default (30)
+/// applies, as Slurm does after its error message.
+///
+/// Errors: not such a number.
+pub fn parse_time_slice(v: &str) -> Result<i64, String> {
+    match v.trim().parse::<u16>() {
+        Ok(n) if n >= 5 => Ok(i64::from(n)),
+        Ok(_) => Ok(0),
+        Err(_) => Err(format!("expected seconds as an integer, found '{v}'")),
+    }
+}
+
 /// The cluster's settings from the global values (each already checked).
-pub fn config(kind: Option<&str>, mode: Option<&str>, exempt: Option<&str>) -> PreemptConfig {
+pub fn config(
+    kind: Option<&str>,
+    mode: Option<&str>,
+    exempt: Option<&str>,
+    time_slice: Option<&str>,
+) -> PreemptConfig {
     let (mode, gang) = mode
         .and_then(|v| parse_cluster_preempt_mode(v).ok())
         .unwrap_or_default();
@@ -106,12 +123,28 @@ pub fn config(kind: Option<&str>, mode: Option<&str>, exempt: Option<&str>) -> P
         mode,
         exempt_time: exempt.and_then(|v| parse_exempt_time(v).ok()).unwrap_or(0),
         gang,
+        time_slice: time_slice
+            .and_then(|v| parse_time_slice(v).ok())
+            .unwrap_or(0),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scheduler_time_slice() {
+        // Slurm's default (30, as 0 here) below 5 seconds, after its error message.
+        assert_eq!(parse_time_slice("10"), Ok(10));
+        assert_eq!(parse_time_slice("4"), Ok(0));
+        assert!(parse_time_slice("ten").is_err());
+        assert!(parse_time_slice("70000").is_err());
+        let c = config(None, Some("GANG"), None, Some("5"));
+        assert!(c.gang);
+        assert_eq!((c.time_slice, c.slice_secs()), (5, 5));
+        assert_eq!(config(None, Some("GANG"), None, None).slice_secs(), 30);
+    }
 
     #[test]
     fn values() {

@@ -376,6 +376,7 @@ impl Parser {
             "preempttype" => preempt_conf::parse_preempt_type(value).map(|_| ()),
             "preemptmode" => preempt_conf::parse_cluster_preempt_mode(value).map(|_| ()),
             "preemptexempttime" => preempt_conf::parse_exempt_time(value).map(|_| ()),
+            "schedulertimeslice" => preempt_conf::parse_time_slice(value).map(|_| ()),
             "slurmctldport" | "slurmdport" => crate::net_conf::parse_port(value).map(|_| ()),
             "returntoservice" => crate::net_conf::parse_return_to_service(value).map(|_| ()),
             "authtype" => crate::net_conf::AuthType::parse(value).map(|_| ()),
@@ -913,6 +914,7 @@ impl Parser {
             setting("preempttype"),
             setting("preemptmode"),
             setting("preemptexempttime"),
+            setting("schedulertimeslice"),
         );
         let max_tres = self.settings.get("priorityflags").is_some_and(|(_, v)| {
             v.split(',')
@@ -1513,6 +1515,7 @@ mod tests {
                 mode: sluice_core::PreemptMode::Requeue,
                 exempt_time: 60,
                 gang: false,
+                time_slice: 0,
             }
         );
         assert_eq!(

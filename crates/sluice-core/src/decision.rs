@@ -68,7 +68,17 @@ pub enum Decision {
         /// (see [`crate::borrow`]).
         reclaim: bool,
     },
-    /// Continue `job`, suspended by preemption (a [`Decision::Preempt`] with
+    /// Stop `job`'s processes at `at` (gang time-slicing, see [`crate::timeslice`]): the
+    /// core has suspended it (state [`crate::JobState::Suspended`]) and counts what it
+    /// held as free; a [`Decision::Resume`] follows at a later slice. A job started in
+    /// the same pass is suspended right after its [`Decision::Start`].
+    Suspend {
+        /// The job (suspended now).
+        job: JobId,
+        /// When (the `now` of the pass).
+        at: Time,
+    },
+    /// Continue `job`, suspended by preemption or time-slicing (a [`Decision::Preempt`] with
     /// [`PreemptMode::Suspend`]), at `at`: its resources are its own again (see
     /// [`crate::gang`]).
     Resume {

@@ -23,8 +23,8 @@
 //! - Slurm keeps a suspended job's resources allocated to it and lets only the
 //!   preemptor overcommit them; Sluice gives them back, so what the preemptor does not
 //!   use may go to other jobs meanwhile, and the victim then waits for those too.
-//! - Only preemption suspends here; time-slicing of jobs that oversubscribe the same
-//!   resources (`OverSubscribe=FORCE:N` with `SchedulerTimeSlice`) is not done.
+//! - Time-slicing of jobs that oversubscribe the same processors
+//!   (`OverSubscribe=FORCE:N`, every `SchedulerTimeSlice`) is [`crate::timeslice`]'s.
 
 use std::collections::BTreeMap;
 
@@ -61,28 +61,33 @@ impl State {
 /// Suspends the running job `victim` for `by` at `now`: it gives back what it holds,
 /// which is then held for `by` (see [`crate::preempt`]).
 pub(crate) fn suspend(s: &mut Scheduler, victim: JobId, by: JobId, now: Time) {
+    let nodes = stop_and_give_back(s, victim, now);
+    s.gang.suspended.insert(victim, Entry { by, since: now });
+    crate::preempt::victim_ended(s, victim, &nodes, false, now);
+}
+
+/// Marks running job `id` suspended at `now` and gives back all it holds (its claim
+/// on the profile, its free-node and GPU share, its place in backfill's plan), as its
+/// end would; the nodes it held. For a suspension by preemption and a time slice's.
+pub(crate) fn stop_and_give_back(s: &mut Scheduler, id: JobId, now: Time) -> Vec<NodeAlloc> {
     s.profile.advance(now);
-    let job = s.jobs.get_mut(&victim).expect("victims run");
+    let job = s.jobs.get_mut(&id).expect("suspended jobs exist");
     job.state = JobState::Suspended;
     job.suspended = Some(now);
     let nodes = job.alloc.as_ref().expect("running").nodes.clone();
-    let end = s
-        .claim_end
-        .remove(&victim)
-        .expect("running jobs have a claim");
-    s.claims_end.remove(&(end, victim));
+    let end = s.claim_end.remove(&id).expect("running jobs have a claim");
+    s.claims_end.remove(&(end, id));
     if now < end {
         s.profile.release_all(&nodes, now, end);
     }
-    if !s.expired.remove(&victim) {
+    if !s.expired.remove(&id) {
         s.free_now.give_back(&s.cluster, &nodes);
-        side_claims::give_back(s, victim, &nodes, now);
+        side_claims::give_back(s, id, &nodes, now);
     }
-    s.backfill.on_end(victim, &nodes, now);
+    s.backfill.on_end(id, &nodes, now);
     s.backfill.dirty = true;
     s.conservative.ended_early = true;
-    s.gang.suspended.insert(victim, Entry { by, since: now });
-    crate::preempt::victim_ended(s, victim, &nodes, false, now);
+    nodes
 }
 
 /// Before a pass at `now`: suspended jobs whose resources are all free again resume
@@ -130,7 +135,7 @@ pub(crate) fn resume_ready(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>
 
 /// Whether every share of `nodes` (a suspended job's allocation, GPUs included) is
 /// free now.
-fn free_for(s: &Scheduler, nodes: &[NodeAlloc]) -> bool {
+pub(crate) fn free_for(s: &Scheduler, nodes: &[NodeAlloc]) -> bool {
     nodes.iter().all(|a| {
         let choice = crate::gpus::Choice {
             gpus: a.gpus.clone(),
@@ -145,11 +150,16 @@ fn free_for(s: &Scheduler, nodes: &[NodeAlloc]) -> bool {
 /// only forgotten. `None` when `id` is not suspended by preemption.
 pub(crate) fn job_ended(s: &mut Scheduler, id: JobId, now: Time) -> Option<Job> {
     s.gang.suspended.remove(&id)?;
+    Some(forget(s, id, now))
+}
+
+/// Forgets suspended job `id`, which holds nothing (by preemption or time-slicing).
+pub(crate) fn forget(s: &mut Scheduler, id: JobId, now: Time) -> Job {
     let job = s.jobs.remove(&id).expect("suspended jobs exist");
     s.usage.remove(id, now);
     s.het.forget(id);
     crate::borrow::ended(s, id);
-    Some(job)
+    job
 }
 
 /// See [`Scheduler::restore_suspended`]: `job` (already in the map, state

@@ -35,6 +35,9 @@ pub struct JobRequest {
     pub gres_per_node: GresCounts,
     /// `--exclusive`: whole nodes only.
     pub exclusive: bool,
+    /// `-s/--oversubscribe`: in a partition with `OverSubscribe=YES:N`, the job may be
+    /// allocated CPUs other such jobs have (time-sliced, see [`crate::timeslice`]).
+    pub oversubscribe: bool,
     /// `--constraint` as a bit mask of features: the node must have at least one of them
     /// (Slurm's `a|b`); 0 means no constraint.
     pub features_any: u64,
@@ -82,6 +85,7 @@ impl JobRequest {
             mem: MemRequest::PerNode(0),
             gres_per_node: [0; crate::tres::MAX_GRES],
             exclusive: false,
+            oversubscribe: false,
             features_any: 0,
             nodelist: Vec::new(),
             exclude: Vec::new(),

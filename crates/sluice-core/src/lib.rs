@@ -35,6 +35,7 @@ pub mod scheduler;
 pub mod select;
 mod side_claims;
 pub mod time;
+pub mod timeslice;
 pub mod tres;
 mod unavailable;
 

@@ -81,10 +81,10 @@ impl PartitionAccess {
 
 /// `OverSubscribe=`: whether jobs share a partition's nodes.
 ///
-/// The core shares a node between jobs by its resources (CPUs, memory, GRES), never
-/// time-slicing a CPU between two jobs; so `NO`, `YES` and `FORCE` all schedule the same
-/// way (Slurm's `YES`/`FORCE` with `select/cons_tres` would also let jobs oversubscribe
-/// CPUs, which Sluice does not), and `EXCLUSIVE` gives every job whole nodes.
+/// The core shares a node between jobs by its resources (CPUs, memory, GRES); so `NO`,
+/// `YES` and `FORCE` schedule the same way, except that under `PreemptMode=GANG`
+/// `FORCE:N` lets up to N jobs be allocated the same CPUs and time-slices them (see
+/// [`crate::timeslice`]); `EXCLUSIVE` gives every job whole nodes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OverSubscribe {
     /// `NO` (the default): jobs share nodes by resources.

@@ -91,6 +91,11 @@ impl State {
     pub(crate) fn preemptor_of(&self, victim: JobId) -> Option<JobId> {
         self.victim_of.get(&victim).copied()
     }
+
+    /// Whether pending job `by` waits for victims of its own.
+    pub(crate) fn preempts(&self, by: JobId) -> bool {
+        self.waiting.contains_key(&by)
+    }
 }
 
 /// The key under which a hold sits in the backfill plan (ids in the top half are

@@ -156,6 +156,8 @@ pub struct Scheduler {
     pub(crate) preempt: crate::preempt::State,
     /// Jobs suspended by preemption (see [`crate::gang`]).
     pub(crate) gang: crate::gang::State,
+    /// Time-sliced partitions' jobs (see [`crate::timeslice`]).
+    pub(crate) slices: crate::timeslice::State,
     /// Cohorts and what their members borrow (see [`crate::borrow`]).
     pub(crate) borrow: crate::borrow::State,
     /// Bumped at every node state change.
@@ -225,6 +227,7 @@ impl Scheduler {
             usage: Usage::default(),
             preempt: Default::default(),
             gang: Default::default(),
+            slices: Default::default(),
             borrow: Default::default(),
             node_epoch: 0,
             unavailable: Default::default(),
@@ -554,6 +557,7 @@ impl Scheduler {
             now,
         );
         crate::borrow::started(self, id);
+        crate::timeslice::started(self, id);
         reservation::claim_holds(self, now);
         Ok(())
     }
@@ -737,11 +741,15 @@ impl Scheduler {
     pub fn job_ended(&mut self, id: JobId, now: Time) -> Option<Job> {
         self.generation += 1;
         if self.jobs.get(&id)?.state == JobState::Suspended {
+            if crate::timeslice::left(self, id) {
+                return Some(crate::gang::forget(self, id, now));
+            }
             return crate::gang::job_ended(self, id, now);
         }
         if self.jobs.get(&id)?.state != JobState::Running {
             return None;
         }
+        crate::timeslice::left(self, id);
         self.profile.advance(now);
         let was_expired = self.expired.contains(&id);
         self.ending.remove(&id);
@@ -792,6 +800,8 @@ impl Scheduler {
             return false;
         }
         self.ending.insert(id);
+        // Out of time-slicing: its turn is over for good.
+        crate::timeslice::left(self, id);
         true
     }
 
@@ -837,6 +847,9 @@ impl Scheduler {
         job.suspended = Some(now);
         let end = Self::claim_end_of(job, now);
         self.move_claim_end(id, end, now);
+        // Out of time-slicing until an operator resumes it, as Slurm's gang scheduler
+        // leaves a job an operator suspended alone.
+        crate::timeslice::left(self, id);
         true
     }
 
@@ -856,6 +869,7 @@ impl Scheduler {
         job.suspended_secs += (now - since).max(0);
         let end = Self::claim_end_of(job, now);
         self.move_claim_end(id, end, now);
+        crate::timeslice::started(self, id);
         true
     }
 
@@ -881,13 +895,18 @@ impl Scheduler {
         job.suspended_secs = suspended_secs.max(0);
         let end = Self::claim_end_of(job, now);
         self.move_claim_end(id, end, now);
+        if since.is_some() {
+            crate::timeslice::left(self, id);
+        }
         true
     }
 
     /// Takes back a job that stood suspended by preemption when the caller last stopped
     /// (a controller restart): started at `start` on `nodes`, suspended since `since`
     /// for `by`, after `suspended_secs` in earlier suspensions. It holds nothing and
-    /// resumes on `nodes` once they are free (see [`crate::gang`]).
+    /// resumes on `nodes` once they are free (see [`crate::gang`]). `by` is the job
+    /// itself for a job suspended by time-slicing: it waits for its turn again (see
+    /// [`crate::timeslice`]).
     ///
     /// Errors: the id is in use; nothing changes then.
     #[allow(clippy::too_many_arguments)]
@@ -922,7 +941,12 @@ impl Scheduler {
                 suspended_secs: suspended_secs.max(0),
             },
         );
-        crate::gang::restored(self, id, by, since);
+        if by == id {
+            // Suspended by time-slicing: back in its partition's list, waiting.
+            crate::timeslice::restored(self, id, since);
+        } else {
+            crate::gang::restored(self, id, by, since);
+        }
         Ok(())
     }
 
@@ -930,6 +954,18 @@ impl Scheduler {
     /// (see [`crate::gang`]).
     pub fn suspended_for(&self, id: JobId) -> Option<JobId> {
         self.gang.suspended_for(id)
+    }
+
+    /// Whether job `id` stands suspended by gang time-slicing (see
+    /// [`crate::timeslice`]).
+    pub fn time_sliced(&self, id: JobId) -> bool {
+        self.slices.waiting(id)
+    }
+
+    /// A time-sliced partition's started jobs, in the order the next slice walks them,
+    /// with their place in the active row (see [`crate::timeslice`]).
+    pub fn slice_list(&self, p: PartitionId) -> Vec<(JobId, crate::timeslice::Row)> {
+        crate::timeslice::list(self, p)
     }
 
     /// Where a running job's claim ends: at its start plus its time limit plus the time
@@ -1371,6 +1407,7 @@ impl Scheduler {
         }
         let mut out = Vec::new();
         crate::gang::resume_ready(self, now, &mut out);
+        crate::timeslice::before_pass(self, now, &mut out);
         crate::preempt::start_ready(self, now, &mut out);
         reservation::pass(self, now, &mut out);
         match self.policy.clone() {
@@ -1404,6 +1441,7 @@ impl Scheduler {
         self.explain_fresh(now);
         crate::het::share_reasons(self);
         crate::preempt::pass(self, now, &mut out);
+        crate::timeslice::admit(self, now, &mut out);
         out
     }
 
@@ -1479,6 +1517,9 @@ impl Scheduler {
             }
         }
         if let Some(at) = self.resv.next_boundary(self.last_pass) {
+            consider(at);
+        }
+        if let Some(at) = self.slices.next_slice() {
             consider(at);
         }
         t
@@ -1845,6 +1886,7 @@ impl Scheduler {
         crate::borrow::started(self, id);
         self.changed.remove(&id);
         self.unindex(id);
+        crate::timeslice::started(self, id);
         out.push(Decision::Start {
             job: id,
             at: now,

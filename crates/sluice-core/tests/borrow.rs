@@ -211,6 +211,7 @@ fn borrowed_victims_are_chosen_before_ordinary_ones() {
         mode: PreemptMode::Requeue,
         exempt_time: 0,
         gang: false,
+        time_slice: 0,
     };
     let mut s = sched(c, vec![member(1, 14, None, 60), member(2, 2, None, 30)]);
     arrive(&mut s, gjob(2, NLP, 2), 0);

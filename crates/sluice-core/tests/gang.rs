@@ -30,6 +30,7 @@ fn tiers(nodes: u32, cpus: u32) -> Cluster {
         mode: PreemptMode::Suspend,
         exempt_time: 0,
         gang: true,
+        time_slice: 0,
     };
     c
 }
@@ -47,6 +48,7 @@ fn story(d: &[Decision]) -> Vec<String> {
                 victim, by, mode, ..
             } => format!("{} {} for {}", mode.as_str(), victim.0, by.0),
             Decision::Resume { job, .. } => format!("resume {}", job.0),
+            Decision::Suspend { job, .. } => format!("suspend {}", job.0),
         })
         .collect()
 }

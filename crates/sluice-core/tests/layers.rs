@@ -71,6 +71,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "policy::backfill",
             "preempt",
             "gang",
+            "timeslice",
             "reservation",
             "reservation::usage",
             "borrow",

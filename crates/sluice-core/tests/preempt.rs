@@ -31,6 +31,7 @@ fn tiers(nodes: u32, cpus: u32) -> Cluster {
         mode: PreemptMode::Requeue,
         exempt_time: 0,
         gang: false,
+        time_slice: 0,
     };
     c
 }

@@ -966,7 +966,6 @@ fn meminfo_total_mib() -> Option<u64> {
     Some(kib / 1024)
 }
 
-/// Per partition line: name, `DefCpuPerGPU=` and `DefMemPerGPU=` as written.
 /// The default memory of `DefMemPerCPU` or else `DefMemPerNode` (values as in
 /// slurm.conf; unparsable ones are left out, slurm.conf's checks report them).
 fn def_mem(per_cpu: Option<&str>, per_node: Option<&str>) -> Option<sluice_core::MemRequest> {
@@ -979,11 +978,18 @@ fn def_mem(per_cpu: Option<&str>, per_node: Option<&str>) -> Option<sluice_core:
 /// Per `PartitionName` line: its name and its `key=value` pairs (keys in lower case),
 /// read again from the file for the settings the scheduling model does not keep.
 fn partition_settings(path: &Path) -> Vec<(String, Vec<(String, String)>)> {
+    conf_lines(path, "partitionname")
+}
+
+/// The lines of slurm.conf at `path` whose first key is `first` (`nodename`,
+/// `partitionname`; `DEFAULT` lines included): the first key's value and the line's
+/// `key=value` pairs, keys in lower case, continuation lines joined, comments dropped.
+/// For what the scheduling model does not keep; an unreadable file has no lines.
+fn conf_lines(path: &Path, first: &str) -> Vec<(String, Vec<(String, String)>)> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
-    let joined = text.replace("\\\n", " ");
-    joined
+    text.replace("\\\n", " ")
         .lines()
         .filter_map(|line| {
             let line = line.split('#').next().unwrap_or("");
@@ -992,84 +998,46 @@ fn partition_settings(path: &Path) -> Vec<(String, Vec<(String, String)>)> {
                 .filter_map(|w| w.split_once('='))
                 .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
                 .collect();
-            let (_, name) = kv.first().filter(|(k, _)| k == "partitionname")?;
-            Some((name.clone(), kv.clone()))
+            let (_, name) = kv.first().filter(|(k, _)| k == first)?;
+            Some((name.clone(), kv))
         })
         .collect()
 }
 
-/// Per node line: name, `Gres=` text and (sockets, cores per socket, threads per core),
-/// read again from the file for what the scheduling model does not keep.
 /// The nodes whose `NodeName=` line in slurm.conf at `path` says `State=FUTURE`.
 fn future_nodes(path: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for line in text.replace("\\\n", " ").lines() {
-        let line = line.split('#').next().unwrap_or("");
-        let kv: Vec<(String, &str)> = line
-            .split_whitespace()
-            .filter_map(|w| w.split_once('='))
-            .map(|(k, v)| (k.to_ascii_lowercase(), v))
-            .collect();
-        let Some((_, names)) = kv.first().filter(|(k, _)| k == "nodename") else {
-            continue;
-        };
-        let future = kv
-            .iter()
-            .any(|(k, v)| k == "state" && v.eq_ignore_ascii_case("future"));
-        if future && !names.eq_ignore_ascii_case("default") {
-            out.extend(sluice_conf::hostlist::expand(names).unwrap_or_default());
-        }
-    }
-    out
+    conf_lines(path, "nodename")
+        .into_iter()
+        .filter(|(names, kv)| {
+            !names.eq_ignore_ascii_case("default")
+                && kv
+                    .iter()
+                    .any(|(k, v)| k == "state" && v.eq_ignore_ascii_case("future"))
+        })
+        .flat_map(|(names, _)| sluice_conf::hostlist::expand(&names).unwrap_or_default())
+        .collect()
 }
 
 /// The partitions whose `PartitionName=` line in slurm.conf at `path` says
 /// `Nodes=ALL`.
 fn all_nodes_partitions(path: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for line in text.replace("\\\n", " ").lines() {
-        let line = line.split('#').next().unwrap_or("");
-        let kv: Vec<(String, &str)> = line
-            .split_whitespace()
-            .filter_map(|w| w.split_once('='))
-            .map(|(k, v)| (k.to_ascii_lowercase(), v))
-            .collect();
-        let Some((_, name)) = kv.first().filter(|(k, _)| k == "partitionname") else {
-            continue;
-        };
-        let all = kv
-            .iter()
-            .any(|(k, v)| k == "nodes" && v.eq_ignore_ascii_case("all"));
-        if all && !name.eq_ignore_ascii_case("default") {
-            out.push(name.to_string());
-        }
-    }
-    out
+    conf_lines(path, "partitionname")
+        .into_iter()
+        .filter(|(name, kv)| {
+            !name.eq_ignore_ascii_case("default")
+                && kv
+                    .iter()
+                    .any(|(k, v)| k == "nodes" && v.eq_ignore_ascii_case("all"))
+        })
+        .map(|(name, _)| name)
+        .collect()
 }
 
+/// Per node line: name, `Gres=` text and (sockets, cores per socket, threads per core),
+/// read again from the file for what the scheduling model does not keep.
 fn node_details(path: &Path) -> Vec<(String, String, (u32, u32, u32))> {
     let mut out = Vec::new();
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return out;
-    };
-    let joined = text.replace("\\\n", " ");
-    for line in joined.lines() {
-        let line = line.split('#').next().unwrap_or("");
-        let mut kv: Vec<(String, String)> = Vec::new();
-        for w in line.split_whitespace() {
-            if let Some((k, v)) = w.split_once('=') {
-                kv.push((k.to_ascii_lowercase(), v.to_string()));
-            }
-        }
-        let Some((_, names)) = kv.first().filter(|(k, _)| k == "nodename").cloned() else {
-            continue;
-        };
+    for (names, kv) in conf_lines(path, "nodename") {
         if names.eq_ignore_ascii_case("default") {
             continue;
         }
@@ -1095,20 +1063,8 @@ fn node_details(path: &Path) -> Vec<(String, String, (u32, u32, u32))> {
 /// gives each its own, a single value applies to all.
 fn node_addresses(path: &Path) -> Vec<(String, NodeAddress)> {
     let mut out = Vec::new();
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return out;
-    };
-    for line in text.replace("\\\n", " ").lines() {
-        let line = line.split('#').next().unwrap_or("");
-        let kv: Vec<(String, String)> = line
-            .split_whitespace()
-            .filter_map(|w| w.split_once('='))
-            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
-            .collect();
-        let Some((_, names)) = kv.first().filter(|(k, _)| k == "nodename") else {
-            continue;
-        };
-        let Ok(hosts) = sluice_conf::hostlist::expand(names) else {
+    for (names, kv) in conf_lines(path, "nodename") {
+        let Ok(hosts) = sluice_conf::hostlist::expand(&names) else {
             continue;
         };
         if names.eq_ignore_ascii_case("default") {

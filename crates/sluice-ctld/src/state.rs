@@ -912,6 +912,7 @@ impl Controller {
         req.cpus_per_task = r.cpus_per_task.max(1);
         req.ntasks_per_node = d.ntasks_per_node;
         req.exclusive = d.exclusive;
+        req.oversubscribe = d.oversubscribe;
         req.mem = match d.memory {
             None => self
                 .conf
@@ -1358,14 +1359,18 @@ impl Controller {
             started |= !decisions.is_empty();
             for d in decisions {
                 // Preemptions were carried out above (state/preempt.rs).
-                if let Decision::Start {
-                    job,
-                    at,
-                    alloc,
-                    pass,
-                } = d
-                {
-                    effects.extend(self.started(job, at, &alloc.nodes, pass.as_str()));
+                match d {
+                    Decision::Start {
+                        job,
+                        at,
+                        alloc,
+                        pass,
+                    } => effects.extend(self.started(job, at, &alloc.nodes, pass.as_str())),
+                    // A job started in this pass and suspended at once (time-slicing).
+                    Decision::Suspend { job, .. } => {
+                        effects.extend(self.slice_suspended(job, now));
+                    }
+                    _ => {}
                 }
             }
             if !victims_gone {
@@ -1522,6 +1527,7 @@ impl Controller {
                 let records: Vec<JobRecord> =
                     members.iter().map(|m| self.stored(&self.jobs[m])).collect();
                 environment.extend(het_variables(&records));
+                environment.extend(het_default_memory(&records));
                 let devices = self.conf.constrain_devices.then(|| {
                     device_files(
                         self.conf.gres_devices.get(node).map_or(&[], Vec::as_slice),
@@ -2499,6 +2505,18 @@ impl Controller {
             .sum()
     }
 
+    /// The id of job `job`'s next step: a heterogeneous job's components number their
+    /// steps as one (the next after the highest any of them took), so that a step id
+    /// names the same step in every component it runs in (`N+0.S`, `N+1.S`).
+    fn next_step_of(&self, job: JobId) -> u32 {
+        self.het_members(job)
+            .iter()
+            .filter_map(|m| self.jobs.get(m))
+            .map(|r| r.next_step)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// A step request from srun inside job `job`: where its tasks run.
     pub fn start_step(
         &mut self,
@@ -2640,7 +2658,17 @@ impl Controller {
             .map(sluice_conf::options::GpuBind::parse)
             .transpose()
             .map_err(ApiError::invalid)?;
-        let step = r.next_step;
+        let step = match req.step_id {
+            Some(s) => {
+                if self.steps.contains_key(&(job, StepId::Number(s))) {
+                    return Err(ApiError::invalid(format!(
+                        "Unable to create step for job {job}: Duplicate job step id"
+                    )));
+                }
+                s
+            }
+            None => self.next_step_of(job),
+        };
         let mut next_task = 0u32;
         let mut plan_nodes = Vec::new();
         let mut task_gpus = Vec::new();
@@ -2696,7 +2724,8 @@ impl Controller {
         };
         self.steps
             .insert((job, StepId::Number(step)), record.clone());
-        self.jobs.get_mut(&job).expect("checked").next_step += 1;
+        let r = self.jobs.get_mut(&job).expect("checked");
+        r.next_step = r.next_step.max(step + 1);
         let effects = vec![self.persist(job), Effect::PersistStep(record)];
         Ok((
             StepPlan {
@@ -3346,6 +3375,11 @@ impl Controller {
             planned_start: r.planned_start,
             expects_nodes: false,
         };
+        if r.state == JobState::Pending && r.ending_run.is_some() {
+            // Requeued, its last run still COMPLETING: Slurm shows no reason yet.
+            view.reason = Reason::NONE;
+            return view;
+        }
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(r.id) {
                 if j.state == sluice_core::JobState::Pending {
@@ -3925,6 +3959,23 @@ pub fn het_variables(records: &[JobRecord]) -> Vec<(String, String)> {
     }
     v.push(("SLURM_PACK_SIZE".into(), records.len().to_string()));
     v.push(("SLURM_HET_SIZE".into(), records.len().to_string()));
+    v
+}
+
+/// The default memory that applied to each component of a heterogeneous batch job
+/// that asked for none (DefMemPerCPU: `SLURM_MEM_PER_CPU_HET_GROUP_n`), as Slurm 22.05
+/// passes it to the script.
+pub fn het_default_memory(records: &[JobRecord]) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for (n, r) in records.iter().enumerate() {
+        if r.desc.memory.is_some() {
+            continue;
+        }
+        if let Some((name, value)) = memory_variable(r.mem_default, r) {
+            v.push((format!("{name}_PACK_GROUP_{n}"), value.clone()));
+            v.push((format!("{name}_HET_GROUP_{n}"), value));
+        }
+    }
     v
 }
 

@@ -989,25 +989,7 @@ pub(crate) async fn report_gone(agent: App, job: u64, run: Option<u32>) {
         run,
         node: agent.node.clone(),
     };
-    let give_up = std::time::Instant::now() + Duration::from_secs(600);
-    let mut delay = Duration::from_millis(250);
-    loop {
-        let (a, g) = (agent.clone(), gone.clone());
-        let answer = tokio::task::spawn_blocking(move || {
-            a.controller
-                .post::<_, serde_json::Value>("/v1/agent/run-gone", &g)
-        })
-        .await;
-        match answer {
-            Ok(Ok(_)) => return,
-            Ok(Err(sluice_proto::ClientError::Status { status, .. })) if status < 500 => return,
-            _ if std::time::Instant::now() >= give_up => return,
-            _ => {
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(8));
-            }
-        }
-    }
+    post_until_answered(&agent, "/v1/agent/run-gone", gone, Duration::from_secs(600)).await;
 }
 
 async fn tasks(
@@ -1256,14 +1238,28 @@ pub(crate) fn send_usage(
 /// hears it once back); a refusal (a step it does not know, or not on this node) ends
 /// the tries.
 pub(crate) async fn report_step(agent: App, ended: sluice_proto::types::StepEnded) {
-    let give_up = std::time::Instant::now() + Duration::from_secs(120);
+    post_until_answered(
+        &agent,
+        "/v1/agent/step-ended",
+        ended,
+        Duration::from_secs(120),
+    )
+    .await;
+}
+
+/// Posts `body` to the controller's `path`, trying again, ever later (up to 8 s
+/// apart), for `patience`: a controller restarting meanwhile hears it once back. An
+/// answer ends the tries, a refusal (a 4xx) too.
+async fn post_until_answered<T>(agent: &App, path: &'static str, body: T, patience: Duration)
+where
+    T: serde::Serialize + Clone + Send + 'static,
+{
+    let give_up = std::time::Instant::now() + patience;
     let mut delay = Duration::from_millis(250);
     loop {
-        let a = agent.clone();
-        let e = ended.clone();
+        let (a, b) = (agent.clone(), body.clone());
         let answer = tokio::task::spawn_blocking(move || {
-            a.controller
-                .post::<_, serde_json::Value>("/v1/agent/step-ended", &e)
+            a.controller.post::<_, serde_json::Value>(path, &b)
         })
         .await;
         match answer {

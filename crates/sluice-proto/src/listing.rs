@@ -123,6 +123,8 @@ pub struct ListedJob {
     pub gres: Vec<GresRequest>,
     #[serde(rename = "h", default, skip_serializing_if = "std::ops::Not::not")]
     pub exclusive: bool,
+    #[serde(rename = "os", default, skip_serializing_if = "std::ops::Not::not")]
+    pub oversubscribe: bool,
     #[serde(rename = "w", default, skip_serializing_if = "Option::is_none")]
     pub wckey: Option<String>,
     #[serde(rename = "f", default, skip_serializing_if = "Option::is_none")]
@@ -187,6 +189,7 @@ impl ListedJob {
             nice: d.nice,
             gres: d.gres,
             exclusive: d.exclusive,
+            oversubscribe: d.oversubscribe,
             wckey: d.wckey,
             constraint: d.constraint,
             memory: d.memory,
@@ -246,6 +249,7 @@ impl ListedJob {
         d.nice = self.nice;
         d.gres = self.gres;
         d.exclusive = self.exclusive;
+        d.oversubscribe = self.oversubscribe;
         d.wckey = self.wckey;
         d.constraint = self.constraint;
         d.memory = self.memory;

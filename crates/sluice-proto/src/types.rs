@@ -122,7 +122,8 @@ pub struct Suspension {
     pub pre_secs: i64,
     /// Seconds spent suspended in suspensions that are over.
     pub secs: i64,
-    /// Suspended now by preemption (`PreemptMode=SUSPEND`), for this job; `None` when
+    /// Suspended now by preemption (`PreemptMode=SUSPEND`), for this job — the job's
+    /// own id when suspended by gang time-slicing (waiting for its turn); `None` when
     /// not suspended or suspended by an operator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub for_job: Option<u64>,
@@ -218,6 +219,9 @@ pub struct JobDescription {
     /// `--exclusive`.
     #[serde(default)]
     pub exclusive: bool,
+    /// `-s/--oversubscribe`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oversubscribe: bool,
     /// `--constraint`.
     pub constraint: Option<String>,
     /// `-w/--nodelist`: a hostlist expression of nodes the job must include.
@@ -1511,6 +1515,10 @@ pub struct StepRequest {
     /// that a later step must wait for.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub overlap: bool,
+    /// The step id to take: a heterogeneous step's in every component after the first
+    /// (one step id across the components, as Slurm's). None: the job's next one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<u32>,
 }
 
 /// Where a step's tasks run: per node, the global task ids.

@@ -91,7 +91,8 @@ pub struct Metrics {
     /// Processor-seconds of work lost to preemption (absent from JSON when none).
     #[serde(skip_serializing_if = "is_zero")]
     pub lost_proc_seconds: u64,
-    /// Runs suspended by preemption and resumed later (absent from JSON when none).
+    /// Suspensions (by preemption or time-slicing), each resumed later (absent from JSON
+    /// when none).
     #[serde(skip_serializing_if = "is_zero")]
     pub suspensions: u64,
     /// Per-user averages, by user id.

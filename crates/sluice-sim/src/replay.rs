@@ -99,8 +99,9 @@ pub struct Replay {
     pub preemptions: u64,
     /// Processor-seconds of work preempted runs had done (lost).
     pub lost_proc_seconds: u64,
-    /// Suspensions by preemption (`PreemptMode=SUSPEND`, see `sluice_core::gang`): the
-    /// run stops and later goes on where it stood; nothing is lost.
+    /// Suspensions by preemption (`PreemptMode=SUSPEND`, see `sluice_core::gang`) and by
+    /// gang time-slicing (see `sluice_core::timeslice`): the run stops and later goes on
+    /// where it stood; nothing is lost.
     pub suspensions: u64,
     /// Runs that started borrowed (above their account's cohort quota, see
     /// `sluice_core::borrow`).
@@ -415,6 +416,18 @@ pub fn run_audited(
                     pass,
                     alloc,
                 } => (job, at, pass, alloc),
+                Decision::Suspend { job, at } => {
+                    // Time-slicing: stopped where it stands; its end waits for its
+                    // turn to come back (a job started in this pass is in `running`
+                    // already, its start being decided first).
+                    let r = running.get_mut(&job).expect("suspended jobs run");
+                    r.suspended = Some(at);
+                    r.end_seq = end_seq;
+                    end_seq += 1;
+                    busy -= jobs[r.idx].procs as u64;
+                    out.suspensions += 1;
+                    continue;
+                }
                 Decision::Resume { job, at } => {
                     // On from where it stood: its end moves by its suspension.
                     let r = running.get_mut(&job).expect("suspended jobs run");

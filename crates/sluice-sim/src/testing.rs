@@ -58,6 +58,7 @@ pub fn low_and_high() -> Cluster {
         mode: PreemptMode::Requeue,
         exempt_time: 0,
         gang: false,
+        time_slice: 0,
     };
     c
 }

@@ -47,3 +47,26 @@ fn a_suspended_victim_goes_on_after_the_preemptor_and_loses_nothing() {
         (0, 0, 1)
     );
 }
+
+#[test]
+fn time_sliced_jobs_take_turns_on_virtual_time_and_each_does_its_whole_work() {
+    // One 4-CPU node, OverSubscribe=FORCE:2, PreemptMode=GANG, SchedulerTimeSlice=10.
+    // Job 1 (30 s of work) starts at 0; job 2 (30 s) arrives at 1 and is allocated the
+    // same CPUs, suspended at once. The slice at 11 leaves job 1 running (it started as
+    // a filler); at 21 job 2 gets the node (job 1 has done 21 s), at 31 job 1 again
+    // (job 2 has done 10 s): job 1 ends at 40 and job 2 resumes then, ending at 60.
+    let mut c = sluice_core::Cluster::homogeneous("shared", 1, 4);
+    c.partitions[0].oversubscribe = sluice_core::partition_policy::OverSubscribe::Force(2);
+    c.preempt.gang = true;
+    c.preempt.time_slice = 10;
+    let policy = backfill_every_second();
+    let jobs = vec![job(1, 0, 1, 0, 30, 100), job(2, 0, 1, 1, 30, 100)];
+    let r = run(c, policy, jobs, ReplayOptions::default(), &mut |_, _| {});
+    let runs: Vec<(u64, i64, i64, i64)> = r
+        .records
+        .iter()
+        .map(|j| (j.id, j.start, j.finish, j.run))
+        .collect();
+    assert_eq!(runs, vec![(1, 0, 40, 30), (2, 1, 60, 30)]);
+    assert_eq!((r.preemptions, r.suspensions), (0, 3));
+}

@@ -117,7 +117,7 @@ fn locate() -> Located {
 
 /// The settings of slurm.conf (`SLURM_CONF`, else `/etc/slurm/slurm.conf`), when there
 /// is one; a malformed file ends the command when `strict`, else counts as none.
-fn net_conf(strict: bool) -> Option<sluice_conf::net_conf::NetConf> {
+pub(super) fn net_conf(strict: bool) -> Option<sluice_conf::net_conf::NetConf> {
     let path = crate::daemons::slurm_conf_path(None);
     if !path.is_file() {
         return None;

@@ -72,6 +72,11 @@ pub const GROUPS: &[Group] = &[
         title: "Consumable resources related options:",
         entries: &[
             e("exclusive", "user", "whole nodes, shared with no other job"),
+            e(
+                "oversubscribe",
+                "",
+                "share CPUs with other jobs (OverSubscribe=YES:N, time-sliced)",
+            ),
             e("exact", "", "the step gets only the CPUs its tasks ask for"),
             e("overlap", "", "the step may share CPUs with the job's other steps"),
             e(

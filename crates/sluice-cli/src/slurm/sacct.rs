@@ -991,7 +991,7 @@ pub fn main(args: Vec<String>) -> i32 {
             .post("/v1/accounting", &q)
             .unwrap_or_else(|e| fail(ME, describe(&e), 1));
         // A heterogeneous job's leader named stands for all its components (Slurm's
-        // default; with `-X`, Slurm 22.05 shows the leader alone), and with
+        // default, with `-X` too: slurmdbd selects them by their leader's id), and with
         // `--whole-hetjob` any component named does: their records are asked for too.
         let members: Vec<u64> = acct
             .jobs
@@ -1000,7 +1000,7 @@ pub fn main(args: Vec<String>) -> i32 {
             .filter(|&(id, h)| match whole_hetjob {
                 Some(true) => q.jobs.contains(&id),
                 Some(false) => false,
-                None => !alloc_only && h.offset == 0 && q.jobs.contains(&h.job_id),
+                None => h.offset == 0 && q.jobs.contains(&h.job_id),
             })
             .flat_map(|(_, h)| (0..h.size as u64).map(move |i| h.job_id + i))
             .filter(|m| !q.jobs.contains(m))
@@ -1059,7 +1059,7 @@ pub fn main(args: Vec<String>) -> i32 {
         };
         let named = |j: &JobRecord, id: u64, task: Option<u32>| match task {
             Some(tk) => j.array == Some((id, tk)),
-            None => het_pick(j, id, &het_named, whole_hetjob, alloc_only, het_of(id)),
+            None => het_pick(j, id, &het_named, whole_hetjob, het_of(id)),
         };
         let mut selected: Vec<&JobRecord> = acct
             .jobs
@@ -1148,8 +1148,8 @@ pub fn main(args: Vec<String>) -> i32 {
 
 /// Whether job `j` is one `-j` names by `id` (an `ID+N` form's id when `het_named`
 /// has it), as slurmdbd selects: a job's own id names it (and an array's every task); a
-/// heterogeneous job's leader's id names every component (Slurm's default, not with
-/// `-X`), a component's id (or `ID+N`) that component alone; `--whole-hetjob=yes`
+/// heterogeneous job's leader's id names every component (Slurm's default, with `-X`
+/// too), a component's id (or `ID+N`) that component alone; `--whole-hetjob=yes`
 /// (`whole`) makes any component named name all of them (`het_of`: the heterogeneous
 /// job of the job whose id is `id`), `=no` only the component named.
 fn het_pick(
@@ -1157,7 +1157,6 @@ fn het_pick(
     id: u64,
     het_named: &[(u64, u32)],
     whole: Option<bool>,
-    alloc_only: bool,
     het_of: Option<u64>,
 ) -> bool {
     let same_het = |leader: u64| j.het.is_some_and(|h| h.job_id == leader);
@@ -1174,7 +1173,7 @@ fn het_pick(
         return true;
     }
     match whole {
-        None => !alloc_only && same_het(id),
+        None => same_het(id),
         Some(true) => het_of.is_some_and(same_het),
         Some(false) => false,
     }

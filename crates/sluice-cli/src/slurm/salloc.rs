@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_conf::options::{parse_args, Command, JobOptions};
+use sluice_conf::options::{Command, JobOptions};
 use sluice_proto::types::{ConfigInfo, JobRecord, JobState};
 
 use super::allocate::{allocate, complete, complete_with};
-use super::common::{controller, fail, program, Refusal, USAGE_EXIT, VERSION};
+use super::common::{controller, fail, USAGE_EXIT, VERSION};
 use super::sbatch::describe_job;
 
 const ME: &str = "salloc";
@@ -22,12 +22,10 @@ const WATCH: Duration = Duration::from_millis(500);
 
 /// Runs `salloc`; its exit status is the command's.
 pub fn main(args: Vec<String>) -> i32 {
-    let mut opts = JobOptions::default();
-    let mut argv = match parse_args(Command::Salloc, &args, &mut opts) {
-        Ok(r) => r,
-        Err(e) if e.refused => fail(ME, format!("Job submit/allocate failed: {}", e.message), 1),
-        Err(e) => Refusal::job_option(ME, &program(ME), &e).exit(),
-    };
+    // `salloc OPTS : OPTS ... CMD`: one group of options per heterogeneous job
+    // component.
+    let (components, mut argv) = super::het_alloc::salloc_parts(&args);
+    let opts = components[0].clone();
     if opts.version {
         println!("{VERSION}");
         return 0;
@@ -55,9 +53,13 @@ pub fn main(args: Vec<String>) -> i32 {
             "interactive".into()
         }
     });
-    let desc = match describe_job(&opts, name, String::new(), argv.join(" "), true) {
-        Ok(d) => d,
-        Err(e) => fail(ME, e, USAGE_EXIT),
+    let desc = if components.len() > 1 {
+        super::het_alloc::describe_het(ME, &components, &name, &argv.join(" "))
+    } else {
+        match describe_job(&opts, name, String::new(), argv.join(" "), true) {
+            Ok(d) => d,
+            Err(e) => fail(ME, e, USAGE_EXIT),
+        }
     };
     let client = controller();
     let record = allocate(&client, ME, &desc);
@@ -70,7 +72,14 @@ pub fn main(args: Vec<String>) -> i32 {
         .get::<ConfigInfo>("/v1/config")
         .map(|c| c.cluster_name)
         .unwrap_or_default();
-    let env = allocation_environment(&record, &opts, &cluster);
+    let env = if record.het.is_some() {
+        let records = super::het_alloc::component_records(&client, ME, record);
+        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        env.extend(super::het_alloc::salloc_variables(&records, &cluster));
+        env
+    } else {
+        allocation_environment(&record, &opts, &cluster)
+    };
 
     // The command is the terminal's foreground job: salloc itself lets keyboard
     // signals pass to it, as Slurm's does.

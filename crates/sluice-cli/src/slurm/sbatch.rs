@@ -117,6 +117,7 @@ pub fn describe_job(
         sockets_per_node: o.sockets_per_node,
         cpus_per_gpu: o.cpus_per_gpu,
         exclusive: o.exclusive,
+        oversubscribe: o.oversubscribe,
         constraint: o.constraint.clone(),
         nodelist: o.nodelist.clone(),
         exclude: o.exclude.clone(),
@@ -240,7 +241,7 @@ fn script_refusal(script: &str, wrapped: bool) -> Option<&'static [&'static str]
 /// `sbatch` propagates them (its `heterogeneous_jobs` documentation lists them); the
 /// shape of the request (tasks, nodes, CPUs, memory per CPU, GPUs, partition) is each
 /// component's own.
-fn propagated(prev: &JobOptions) -> JobOptions {
+pub(super) fn propagated(prev: &JobOptions) -> JobOptions {
     JobOptions {
         job_name: prev.job_name.clone(),
         output: prev.output.clone(),
@@ -399,7 +400,7 @@ pub fn main(args: Vec<String>) -> i32 {
     let name = opts
         .job_name
         .clone()
-        .unwrap_or_else(|| match (&opts.wrap, &script_path) {
+        .unwrap_or_else(|| match (&first.wrap, &script_path) {
             (Some(_), _) => "wrap".into(),
             (None, Some(p)) => Path::new(p)
                 .file_name()

@@ -201,10 +201,7 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     if let Some(r) = &j.desc.reservation {
         p("Reservation", r.clone());
     }
-    p(
-        "OverSubscribe",
-        if j.desc.exclusive { "NO" } else { "OK" }.into(),
-    );
+    p("OverSubscribe", super::squeue::over_subscribe(j).into());
     p("Contiguous", "0".into());
     p("Licenses", "(null)".into());
     p("Network", "(null)".into());

@@ -184,14 +184,7 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         ),
         'x' => f("EXC_NODES", String::new()),
         'n' => f("REQ_NODES", String::new()),
-        'h' => f(
-            "OVER_SUBSCRIBE",
-            if j.desc.exclusive {
-                "NO".into()
-            } else {
-                "OK".into()
-            },
-        ),
+        'h' => f("OVER_SUBSCRIBE", over_subscribe(j).into()),
         'w' => f(
             "WCKEY",
             j.desc.wckey.clone().unwrap_or_else(|| "(null)".into()),
@@ -886,6 +879,18 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
         }
     }
     out
+}
+
+/// A job's `OverSubscribe` as Slurm prints it: `NO` with `--exclusive`, `YES` with
+/// `--oversubscribe`, else `OK`.
+pub(crate) fn over_subscribe(j: &JobRecord) -> &'static str {
+    if j.desc.exclusive {
+        "NO"
+    } else if j.desc.oversubscribe {
+        "YES"
+    } else {
+        "OK"
+    }
 }
 
 /// The job's memory request as `scontrol show job` and `squeue -o %m` show it: whether

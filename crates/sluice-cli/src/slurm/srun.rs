@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::sync::mpsc;
 
-use sluice_conf::options::{parse_args, Command, JobOptions};
+use sluice_conf::options::{Command, JobOptions};
 use sluice_proto::pattern::{expand, PatternContext};
 use sluice_proto::types::{JobRecord, LaunchTasks, StepPlan, StepRequest, TaskEvent};
 use sluice_proto::Client;
@@ -12,18 +12,18 @@ use sluice_proto::Client;
 use sluice_ctld::state::OOM_SIGNAL;
 
 use super::allocate::{allocate, complete};
-use super::common::{controller, cwd, describe, fail, program, Refusal, USAGE_EXIT, VERSION};
+use super::common::{controller, cwd, describe, fail, USAGE_EXIT, VERSION};
 use super::sbatch::describe_job;
+use super::srun_het::Layout;
 
 const ME: &str = "srun";
 
 /// Runs `srun`.
 pub fn main(args: Vec<String>) -> i32 {
-    let mut opts = JobOptions::default();
-    let argv = match parse_args(Command::Srun, &args, &mut opts) {
-        Ok(r) => r,
-        Err(e) => Refusal::job_option(ME, &program(ME), &e).exit(),
-    };
+    // `srun OPTS CMD : OPTS CMD ...`: one step (and job, outside an allocation) over
+    // several heterogeneous job components, each part its options and command.
+    let parsed = super::het_alloc::srun_parts(&super::het_alloc::split(&args));
+    let (opts, argv) = parsed[0].clone();
     if opts.version {
         println!("{VERSION}");
         return 0;
@@ -37,7 +37,7 @@ pub fn main(args: Vec<String>) -> i32 {
         print!("{text}");
         return 0;
     }
-    if argv.is_empty() {
+    if parsed.iter().any(|(_, argv)| argv.is_empty()) {
         fail(ME, "No command given to execute.", USAGE_EXIT);
     }
     if opts.pty {
@@ -65,16 +65,15 @@ pub fn main(args: Vec<String>) -> i32 {
         Some(_) if opts.test_only => {
             fail(ME, "--test-only is not supported within an allocation", 1)
         }
-        Some(job) => match het_groups(&opts) {
-            None => run_step(&client, job, &opts, &argv).0,
-            Some(groups) if groups.len() == 1 => {
-                run_step(&client, het_component(job, groups[0]), &opts, &argv).0
-            }
-            Some(groups) => run_in_components(&groups),
-        },
+        Some(job) => {
+            let parts = parts_in_allocation(job, &parsed);
+            run_parts(&client, &parts, &opts, false).0
+        }
         None => {
-            if let Err(m) = sluice_conf::options::check_gpus_per_socket(&opts) {
-                fail(ME, m, 1);
+            for (o, _) in &parsed {
+                if let Err(m) = sluice_conf::options::check_gpus_per_socket(o) {
+                    fail(ME, m, 1);
+                }
             }
             // A new allocation for just this step.
             let name = opts.job_name.clone().unwrap_or_else(|| {
@@ -83,15 +82,31 @@ pub fn main(args: Vec<String>) -> i32 {
                     .map(|f| f.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "srun".into())
             });
-            let desc = match describe_job(&opts, name, String::new(), argv.join(" "), true) {
-                Ok(d) => d,
-                Err(e) => fail(ME, e, USAGE_EXIT),
+            let desc = if parsed.len() > 1 {
+                let components: Vec<JobOptions> = parsed.iter().map(|p| p.0.clone()).collect();
+                super::het_alloc::describe_het(ME, &components, &name, &argv.join(" "))
+            } else {
+                match describe_job(&opts, name, String::new(), argv.join(" "), true) {
+                    Ok(d) => d,
+                    Err(e) => fail(ME, e, USAGE_EXIT),
+                }
             };
             if opts.test_only {
                 return super::allocate::test_only(&client, ME, &desc);
             }
-            let job = allocate(&client, ME, &desc).id;
-            let (code, oom) = run_step(&client, job, &opts, &argv);
+            let record = allocate(&client, ME, &desc);
+            let job = record.id;
+            let records = super::het_alloc::component_records(&client, ME, record);
+            let parts: Vec<Part> = records
+                .iter()
+                .zip(&parsed)
+                .map(|(r, (o, a))| Part {
+                    job: r.id,
+                    opts: o.clone(),
+                    argv: a.clone(),
+                })
+                .collect();
+            let (code, oom) = run_parts(&client, &parts, &opts, true);
             if oom {
                 let body = sluice_proto::types::ExitReport {
                     exit_code: 0,
@@ -107,10 +122,97 @@ pub fn main(args: Vec<String>) -> i32 {
     }
 }
 
+/// One component's part of a step: the component's job id, and the options and
+/// command srun was given for it.
+#[derive(Clone)]
+struct Part {
+    job: u64,
+    opts: JobOptions,
+    argv: Vec<String>,
+}
+
+/// The parts of a step inside allocation `job`, in the components' order: each `:`
+/// part in the components its `--het-group` names, else in the component of its place
+/// on the line (a single part without `--het-group` runs in the allocation itself).
+fn parts_in_allocation(job: u64, parsed: &[(JobOptions, Vec<String>)]) -> Vec<Part> {
+    let size = std::env::var("SLURM_HET_SIZE")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok());
+    if parsed.len() > 1 {
+        match size {
+            // Parts in an allocation of one component: Slurm's srun shares its nodes
+            // out among them, each part on nodes of its own.
+            None => {
+                let size = std::env::var("SLURM_JOB_NUM_NODES")
+                    .ok()
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .unwrap_or(1);
+                let mut taken = 0;
+                for (opts, _) in parsed {
+                    let n = opts.nodes.map_or(1, |n| n.0);
+                    if taken + n > size {
+                        fail(
+                            ME,
+                            format!(
+                                "Allocation failure of {n} nodes: job size of {size}, \
+                                 already allocated {taken} nodes to previous components."
+                            ),
+                            1,
+                        )
+                    }
+                    taken += n;
+                }
+                fail(
+                    ME,
+                    "A heterogeneous step (OPTS CMD : OPTS CMD) needs a heterogeneous job \
+                     allocation (salloc OPTS : OPTS, or sbatch's)",
+                    1,
+                )
+            }
+            Some(n) if parsed.len() as u32 > n => fail(
+                ME,
+                format!(
+                    "Attempt to run a job step with het group value of {}, but the job \
+                     allocation has maximum value of {}",
+                    parsed.len() - 1,
+                    n.saturating_sub(1)
+                ),
+                1,
+            ),
+            Some(_) => {}
+        }
+    }
+    let mut parts = Vec::new();
+    for (i, (opts, argv)) in parsed.iter().enumerate() {
+        let groups = match het_groups(opts) {
+            Some(g) => g,
+            None if parsed.len() == 1 => {
+                return vec![Part {
+                    job,
+                    opts: opts.clone(),
+                    argv: argv.clone(),
+                }]
+            }
+            None => vec![i as u32],
+        };
+        for g in groups {
+            parts.push(Part {
+                job: het_component(job, g),
+                opts: opts.clone(),
+                argv: argv.clone(),
+            });
+        }
+    }
+    // In the components' order, whatever the parts' (Slurm's task 0 is the first
+    // component's): their ids are the leader's and the next ones, in offset order.
+    parts.sort_by_key(|p| p.job);
+    parts
+}
+
 /// Creates step `req` of job `job`: while the job's running steps hold the CPUs it
 /// needs, srun says so once and asks again until they are free, and says when it got
 /// them, as Slurm's srun does.
-fn create_step(client: &Client, job: u64, req: &StepRequest) -> StepPlan {
+fn create_step(client: &Client, job: u64, req: &StepRequest) -> Result<StepPlan, String> {
     let mut waited = false;
     loop {
         match client.post::<_, StepPlan>(&format!("/v1/jobs/{job}/steps"), req) {
@@ -118,7 +220,7 @@ fn create_step(client: &Client, job: u64, req: &StepRequest) -> StepPlan {
                 if waited {
                     eprintln!("{ME}: Step created for job {job}");
                 }
-                return plan;
+                return Ok(plan);
             }
             Err(sluice_proto::ClientError::Status {
                 code: sluice_proto::error::ErrorCode::Busy,
@@ -131,24 +233,14 @@ fn create_step(client: &Client, job: u64, req: &StepRequest) -> StepPlan {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(200));
             }
-            Err(e) => fail(ME, describe(&e), 1),
+            Err(e) => return Err(describe(&e)),
         }
     }
 }
 
-/// Runs one step of job `job`; srun's exit status, and whether the step's memory limit
-/// killed some of it.
 /// The heterogeneous job components `--het-group` names (`1`, `0,2`, `1-3`), in
-/// order; `None` without the option. A child run for one component of several
-/// ([`run_in_components`]) names its own in `SLUICE_HET_GROUP`.
+/// order; `None` without the option.
 fn het_groups(opts: &JobOptions) -> Option<Vec<u32>> {
-    if let Ok(one) = std::env::var("SLUICE_HET_GROUP") {
-        // Not the step's: its tasks must not see it.
-        std::env::remove_var("SLUICE_HET_GROUP");
-        if let Ok(n) = one.parse() {
-            return Some(vec![n]);
-        }
-    }
     let spec = opts.het_group.as_deref()?;
     let mut out = Vec::new();
     for part in spec.split(',') {
@@ -196,56 +288,87 @@ fn het_component(job: u64, group: u32) -> u64 {
     )
 }
 
-/// `--het-group` naming several components: one step in each, at the same time, each
-/// run by a copy of this command for its component; the exit status is the highest.
-fn run_in_components(groups: &[u32]) -> i32 {
-    use std::os::unix::process::CommandExt;
-    let mut args = std::env::args_os();
-    let argv0 = args.next().unwrap_or_default();
-    let exe = std::env::current_exe().unwrap_or_else(|e| fail(ME, e.to_string(), 1));
-    let rest: Vec<std::ffi::OsString> = args.collect();
-    let children: Vec<std::process::Child> = groups
+/// Runs one step over `parts` (one component's part each: a heterogeneous step when
+/// there are several, its tasks numbered on from one component to the next, under one
+/// step id); `own`: in the allocation srun made for it. What srun does with the
+/// tasks' I/O, labels and terminal is `opts`'s, the first part's on the command line.
+/// srun's exit status, and whether the step's memory limit killed some of it.
+fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (i32, bool) {
+    let het = parts.len() > 1;
+    let job = parts[0].job;
+    // Before any thread starts, so that every thread inherits the blocked mask.
+    let interrupts = forward_signals(parts.iter().map(|p| p.job).collect());
+    let mut plans: Vec<StepPlan> = Vec::with_capacity(parts.len());
+    let mut first_gpus_per_task = None;
+    for p in parts {
+        // `--gpus-per-task`, or the job's (sbatch passes it on in SLURM_GPUS_PER_TASK).
+        let gpus_per_task = p.opts.gpus_per_task.as_ref().map(|g| g.1).or_else(|| {
+            std::env::var("SLURM_GPUS_PER_TASK")
+                .ok()
+                .and_then(|v| gpu_count(&v))
+        });
+        if plans.is_empty() {
+            first_gpus_per_task = gpus_per_task;
+        }
+        let req = StepRequest {
+            ntasks: p.opts.ntasks,
+            nodes: p.opts.nodes.map(|n| n.0),
+            ntasks_per_node: p.opts.ntasks_per_node,
+            cpus_per_task: p.opts.cpus_per_task,
+            gpus_per_task,
+            gpu_bind: p.opts.gpu_bind.clone(),
+            argv: p.argv.clone(),
+            name: step_name(&p.opts, &p.argv),
+            nodelist: p.opts.nodelist.clone(),
+            exclude: p.opts.exclude.clone(),
+            exact: p.opts.exact,
+            overlap: p.opts.overlap,
+            // One step id across the components: the first one's.
+            step_id: plans.first().map(|f| f.step),
+        };
+        match create_step(client, p.job, &req) {
+            Ok(plan) => plans.push(plan),
+            Err(why) => {
+                // The components that have their part already give it up.
+                for (q, plan) in parts.iter().zip(&plans) {
+                    let body = sluice_proto::types::ExitReport {
+                        exit_code: 1,
+                        signal: 0,
+                    };
+                    let _ = client.post::<_, serde_json::Value>(
+                        &format!("/v1/jobs/{}/steps/{}/end", q.job, plan.step),
+                        &body,
+                    );
+                }
+                fail(ME, why, 1)
+            }
+        }
+    }
+    let gpus_per_task = first_gpus_per_task;
+    let records: Vec<JobRecord> = parts
         .iter()
-        .map(|g| {
-            std::process::Command::new(&exe)
-                .arg0(&argv0)
-                .args(&rest)
-                .env("SLUICE_HET_GROUP", g.to_string())
-                .spawn()
-                .unwrap_or_else(|e| fail(ME, e.to_string(), 1))
+        .map(|p| {
+            client
+                .get(&format!("/v1/jobs/{}", p.job))
+                .unwrap_or_else(|e| fail(ME, describe(&e), 1))
         })
         .collect();
-    children
-        .into_iter()
-        .map(|mut c| c.wait().ok().and_then(|s| s.code()).unwrap_or(1))
-        .max()
-        .unwrap_or(0)
-}
-
-fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i32, bool) {
-    // Before any thread starts, so that every thread inherits the blocked mask.
-    let interrupts = forward_signals(job);
-    // `--gpus-per-task`, or the job's (sbatch passes it on in SLURM_GPUS_PER_TASK).
-    let gpus_per_task = opts.gpus_per_task.as_ref().map(|g| g.1).or_else(|| {
-        std::env::var("SLURM_GPUS_PER_TASK")
-            .ok()
-            .and_then(|v| gpu_count(&v))
-    });
-    let req = StepRequest {
-        ntasks: opts.ntasks,
-        nodes: opts.nodes.map(|n| n.0),
-        ntasks_per_node: opts.ntasks_per_node,
-        cpus_per_task: opts.cpus_per_task,
-        gpus_per_task,
-        gpu_bind: opts.gpu_bind.clone(),
-        argv: argv.to_vec(),
-        name: step_name(opts, argv),
-        nodelist: opts.nodelist.clone(),
-        exclude: opts.exclude.clone(),
-        exact: opts.exact,
-        overlap: opts.overlap,
-    };
-    let plan = create_step(client, job, &req);
+    for ((p, r), plan) in parts.iter().zip(&records).zip(&plans) {
+        if let Some(n) = p.opts.ntasks {
+            if p.opts.nodes.is_none() && (n as usize) < r.nodes.len() && !p.opts.quiet {
+                eprintln!(
+                    "{ME}: Warning: can't run {n} processes on {} nodes, setting nnodes to {}",
+                    r.nodes.len(),
+                    plan.nodes.len()
+                );
+            }
+        }
+    }
+    // The parts' plans as one: every component's nodes in turn (`SLURM_NODEID` counts
+    // on across them), their tasks numbered on (`SLURM_PROCID`).
+    let layout = Layout::of(&plans);
+    let plan = &layout.plan;
+    let record = &records[0];
     // `--pty` on a terminal: its size goes with the launch. Without one, Slurm's srun
     // says so and runs the step as without `--pty`.
     let pty = if opts.pty {
@@ -263,18 +386,6 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     } else {
         None
     };
-    let record: JobRecord = client
-        .get(&format!("/v1/jobs/{job}"))
-        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
-    if let Some(n) = opts.ntasks {
-        if opts.nodes.is_none() && (n as usize) < record.nodes.len() && !opts.quiet {
-            eprintln!(
-                "{ME}: Warning: can't run {n} processes on {} nodes, setting nnodes to {}",
-                record.nodes.len(),
-                plan.nodes.len()
-            );
-        }
-    }
     let step_nodes: Vec<String> = plan.nodes.iter().map(|n| n.0.clone()).collect();
     let counts: Vec<u32> = plan.nodes.iter().map(|n| n.2.len() as u32).collect();
     // The step's environment: what srun runs in, with the job's and step's variables.
@@ -310,24 +421,27 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     // How the step's GPUs are bound to its tasks, as slurmd tells them (a binding
     // `--gpus-per-task` implies only for a step of several tasks).
     if let Some(bind) = sluice_ctld::state::gpu_env::tres_bind(
-        opts.gpu_bind.as_deref(),
+        parts[0].opts.gpu_bind.as_deref(),
         gpus_per_task.filter(|_| plan.ntasks > 1),
     ) {
         set("SLURMD_TRES_BIND", bind);
     }
-    let shards = sluice_ctld::state::gpu_env::shards_asked(&record);
+    let shards = sluice_ctld::state::gpu_env::shards_asked(record);
     if shards > 0 {
         set("SLURM_SHARDS_ON_NODE", shards.to_string());
     }
     // Only when asked: srun's own `-c`, else the job's (which its batch script already
     // has in its environment, from `sbatch -c`).
-    if let Some(c) = opts.cpus_per_task.or(record.desc.cpus_per_task) {
+    if let Some(c) = parts[0].opts.cpus_per_task.or(record.desc.cpus_per_task) {
         set("SLURM_CPUS_PER_TASK", c.to_string());
     }
-    set(
-        "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0",
-        sluice_ctld::state::tasks_per_node_string(&record.cpus_per_node),
-    );
+    // (A heterogeneous job's allocation has it already, for its first component.)
+    if record.het.is_none() {
+        set(
+            "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0",
+            sluice_ctld::state::tasks_per_node_string(&record.cpus_per_node),
+        );
+    }
     // Where srun runs, as the step's tasks are told (Slurm's srun also listens there for
     // its tasks' I/O: Sluice's srun does not listen, see COMPATIBILITY.md).
     let launch_ip = super::common::launch_address().to_string();
@@ -345,6 +459,65 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     env.entry("SLURM_PRIO_PROCESS".into())
         .or_insert_with(|| super::sbatch::prio_process().to_string());
     env.entry("SLURM_UMASK".into()).or_insert_with(umask_text);
+    // Which cluster's controller the step belongs to, as Slurm's srun tells every step
+    // (a batch script has it already; salloc's shell has not).
+    if !env.contains_key("SLURM_WORKING_CLUSTER") {
+        if let Some(w) = working_cluster(client) {
+            env.insert("SLURM_WORKING_CLUSTER".into(), w);
+        }
+    }
+    // A step in one component of a heterogeneous job: that component's CPUs are the
+    // job's, as Slurm's srun tells its tasks.
+    if !het && record.het.is_some() {
+        env.insert(
+            "SLURM_JOB_CPUS_PER_NODE".into(),
+            sluice_ctld::state::tasks_per_node_string(&record.cpus_per_node),
+        );
+    }
+    // The tasks of a step in a heterogeneous job have no
+    // `SLURM_NODE_ALIASES_PACK_GROUP_n` for the step's first n components (Slurm
+    // 22.05's srun drops what salloc set there, numbering by the step's components).
+    if record.het.is_some() {
+        for n in 0..records.len() {
+            env.remove(&format!("SLURM_NODE_ALIASES_PACK_GROUP_{n}"));
+        }
+    }
+    if own && !het {
+        // srun's own allocation: what salloc would have told of it, as Slurm's srun
+        // passes it on (it sets no distribution, and no component's CPUs, then).
+        let cluster = client
+            .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+            .map(|c| c.cluster_name)
+            .unwrap_or_default();
+        for (k, v) in [
+            ("SLURM_CLUSTER_NAME", cluster),
+            ("SLURM_JOB_ACCOUNT", record.account.clone()),
+            ("SLURM_JOB_QOS", record.qos.clone()),
+            ("SLURM_SUBMIT_DIR", record.desc.work_dir.clone()),
+            ("SLURM_SUBMIT_HOST", record.desc.submit_host.clone()),
+            (
+                "SLURM_JOB_CPUS_PER_NODE",
+                sluice_ctld::state::tasks_per_node_string(&record.cpus_per_node),
+            ),
+        ] {
+            env.insert(k.into(), v);
+        }
+        env.remove("SLURM_DISTRIBUTION");
+        env.remove("SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0");
+    }
+    if het {
+        let cluster = if own {
+            client
+                .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+                .map(|c| c.cluster_name)
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        env.extend(super::srun_het::het_step_variables(
+            &records, &layout, own, &cluster,
+        ));
+    }
     let environment: Vec<(String, String)> = env.into_iter().collect();
     interrupts.launched(plan.step, plan.ntasks);
     let abort = std::sync::Arc::new(Abort::default());
@@ -358,14 +531,15 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     };
     for (index, (node, socket, tasks)) in plan.nodes.iter().enumerate() {
         let (stdin, stdin_task) = input.on_node(tasks);
+        let part = &parts[layout.node_part[index]];
         let order = LaunchTasks {
-            job_id: job,
+            job_id: part.job,
             step: plan.step,
             node_index: index as u32,
             tasks: tasks.clone(),
             task_gpus: plan.task_gpus.get(index).cloned().unwrap_or_default(),
             cpus: plan.cpus.get(index).copied(),
-            argv: argv.to_vec(),
+            argv: part.argv.clone(),
             environment: environment.clone(),
             work_dir: work_dir.clone(),
             stdin,
@@ -379,11 +553,13 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
         std::thread::spawn(move || follow_node(&socket, &node, &order, &tx, &abort));
     }
     drop(tx);
-    let readers: Vec<String> = plan
+    // The agents of the nodes whose tasks read the input, with the component they run.
+    let readers: Vec<(String, u64)> = plan
         .nodes
         .iter()
-        .filter(|n| input.on_node(&n.2).0)
-        .map(|n| n.1.clone())
+        .zip(&layout.node_part)
+        .filter(|(n, _)| input.on_node(&n.2).0)
+        .map(|(n, &p)| (n.1.clone(), parts[p].job))
         .collect();
     if !readers.is_empty() {
         let source = match &input {
@@ -419,11 +595,13 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
                 super::srun_pty::forward_window_changes(n.1.clone(), job, plan.step);
             }
         }
-        forward_stdin(readers, job, plan.step, source);
+        forward_stdin(readers, plan.step, source);
     }
     let ctx_user = record.user.clone();
     let mut files: BTreeMap<(u32, u8), Option<std::fs::File>> = BTreeMap::new();
     let (mut worst, mut signal) = (0i32, 0i32);
+    // Per part (component): its tasks' highest exit code and signal, for its step.
+    let mut outcomes: Vec<(i32, i32)> = vec![(0, 0); parts.len()];
     let mut failed = Vec::new();
     // Nodes where the step's memory limit killed processes.
     let mut oom_nodes: Vec<String> = Vec::new();
@@ -503,6 +681,8 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
                 }
                 worst = worst.max(code);
                 signal = signal.max(sig);
+                let o = &mut outcomes[layout.part_of_task(task)];
+                *o = (o.0.max(code), o.1.max(sig));
             }
             TaskEvent::OutOfMemory { task, .. } => {
                 if let Some(n) = plan.nodes.iter().find(|n| n.2.contains(&task)) {
@@ -512,6 +692,9 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
             TaskEvent::Error { message } => {
                 eprintln!("{ME}: error: {message}");
                 worst = worst.max(1);
+                for o in &mut outcomes {
+                    o.0 = o.0.max(1);
+                }
                 // A launch failed on a node: as Slurm's srun, the step is aborted, its
                 // tasks killed on every node, and srun waits for them for KillWait
                 // and two seconds.
@@ -524,7 +707,7 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
                     aborting = Some(
                         std::time::Instant::now() + std::time::Duration::from_secs(wait as u64),
                     );
-                    kill_step(abort.clone(), job, plan.step);
+                    kill_step(abort.clone(), plan.step);
                 }
             }
             TaskEvent::End => {}
@@ -533,20 +716,25 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     abort.finish();
     super::srun_pty::restore();
     // Slurm's shape: one line per node and outcome, `vm: tasks 0-3: Exited with exit
-    // code 3`, or the signal's description.
-    let mut by_outcome: BTreeMap<(&str, i32, i32), Vec<u32>> = BTreeMap::new();
+    // code 3`, or the signal's description; in a heterogeneous step, per component,
+    // its tasks numbered within it.
+    let mut by_outcome: BTreeMap<(usize, &str, i32, i32), Vec<u32>> = BTreeMap::new();
     for &(task, code, sig) in &failed {
         let node = plan
             .nodes
             .iter()
             .find(|n| n.2.contains(&task))
             .map_or("", |n| n.0.as_str());
-        by_outcome.entry((node, code, sig)).or_default().push(task);
+        let part = layout.part_of_task(task);
+        by_outcome
+            .entry((part, node, code, sig))
+            .or_default()
+            .push(task - layout.offsets[part]);
     }
     // Once srun was interrupted twice, tasks ended by a signal are what was asked for:
     // Slurm's srun says so only when verbose.
     let aborted = interrupts.aborted();
-    for ((node, code, sig), mut tasks) in by_outcome {
+    for ((_, node, code, sig), mut tasks) in by_outcome {
         if aborted && sig != 0 {
             continue;
         }
@@ -580,20 +768,27 @@ fn run_step(client: &Client, job: u64, opts: &JobOptions, argv: &[String]) -> (i
     if forced && !opts.quiet && !aborted {
         eprintln!("{ME}: Force Terminated StepId={job}.{}", plan.step);
     }
-    // An OOM kill is reported as Slurm records it: signal 125 (sacct's `0:125`).
-    let body = if oom_nodes.is_empty() {
-        sluice_proto::types::ExitReport {
-            exit_code: worst,
-            signal,
-        }
-    } else {
-        sluice_proto::types::ExitReport {
-            exit_code: 0,
-            signal: OOM_SIGNAL,
-        }
-    };
-    let _ = client
-        .post::<_, serde_json::Value>(&format!("/v1/jobs/{job}/steps/{}/end", plan.step), &body);
+    // Each component's part of the step ends with its own tasks' outcome. An OOM kill
+    // is reported as Slurm records it: signal 125 (sacct's `0:125`).
+    for (i, (p, &(exit_code, signal))) in parts.iter().zip(&outcomes).enumerate() {
+        let oom = plan
+            .nodes
+            .iter()
+            .zip(&layout.node_part)
+            .any(|(n, &q)| q == i && oom_nodes.contains(&n.0));
+        let body = if oom {
+            sluice_proto::types::ExitReport {
+                exit_code: 0,
+                signal: OOM_SIGNAL,
+            }
+        } else {
+            sluice_proto::types::ExitReport { exit_code, signal }
+        };
+        let _ = client.post::<_, serde_json::Value>(
+            &format!("/v1/jobs/{}/steps/{}/end", p.job, plan.step),
+            &body,
+        );
+    }
     let code = if signal != 0 && worst == 0 {
         128 + signal
     } else {
@@ -642,8 +837,7 @@ impl Input {
 /// Runs in the background: a task that never reads, or a terminal nobody types into,
 /// holds nothing up.
 fn forward_stdin(
-    agents: Vec<String>,
-    job: u64,
+    agents: Vec<(String, u64)>,
     step: u32,
     source: Option<Box<dyn std::io::Read + Send>>,
 ) {
@@ -651,22 +845,24 @@ fn forward_stdin(
         let mut input: Box<dyn std::io::Read + Send> =
             source.unwrap_or_else(|| Box::new(std::io::stdin()));
         let signer = super::common::agent_signer();
-        let mut agents: Vec<Client> = agents
+        let mut agents: Vec<(Client, u64)> = agents
             .iter()
-            .map(|a| Client::endpoint(a, &signer))
+            .map(|(a, job)| (Client::endpoint(a, &signer), *job))
             .collect();
         let mut buf = vec![0u8; 64 * 1024];
         while !agents.is_empty() {
             let n = input.read(&mut buf).unwrap_or(0);
-            let chunk = sluice_proto::types::StdinChunk {
-                job_id: job,
-                step,
-                data: buf[..n].to_vec(),
-                eof: n == 0,
-                window: None,
-            };
             // An agent whose tasks stopped reading (or are gone) gets no more.
-            agents.retain(|agent| send_chunk(agent, &chunk));
+            agents.retain(|(agent, job)| {
+                let chunk = sluice_proto::types::StdinChunk {
+                    job_id: *job,
+                    step,
+                    data: buf[..n].to_vec(),
+                    eof: n == 0,
+                    window: None,
+                };
+                send_chunk(agent, &chunk)
+            });
             if n == 0 {
                 return;
             }
@@ -711,7 +907,7 @@ fn follow_node(
         match stream {
             Ok(reader) => {
                 if first {
-                    abort.launched(socket);
+                    abort.launched(socket, order.job_id);
                 }
                 since = std::time::Instant::now();
                 for line in reader.lines() {
@@ -807,8 +1003,9 @@ struct Abort {
 struct AbortState {
     /// Why the first failed launch failed.
     failure: Option<String>,
-    /// The agents (their sockets) that took their part of the step.
-    launched: Vec<String>,
+    /// The agents (their sockets) that took their part of the step, with the job (the
+    /// component) it runs in there.
+    launched: Vec<(String, u64)>,
     /// srun is done with the step: no more kills.
     finished: bool,
 }
@@ -823,12 +1020,12 @@ impl Abort {
         self.inner.lock().expect("lock").failure.clone()
     }
 
-    fn launched(&self, socket: &str) {
+    fn launched(&self, socket: &str, job: u64) {
         self.inner
             .lock()
             .expect("lock")
             .launched
-            .push(socket.to_string());
+            .push((socket.to_string(), job));
     }
 
     fn finish(&self) {
@@ -836,17 +1033,12 @@ impl Abort {
     }
 }
 
-/// Kills the tasks of step `step` of `job` on every node that took its part of it,
+/// Kills the tasks of step `step` on every node that took its part of it,
 /// again every half second (a launch still under way when the first kill came starts
 /// its tasks later) until srun is done with the step.
-fn kill_step(abort: std::sync::Arc<Abort>, job: u64, step: u32) {
+fn kill_step(abort: std::sync::Arc<Abort>, step: u32) {
     std::thread::spawn(move || {
         let signer = super::common::agent_signer();
-        let order = sluice_proto::types::TasksSignal {
-            job_id: job,
-            step,
-            signal: libc::SIGKILL,
-        };
         loop {
             let agents = {
                 let st = abort.inner.lock().expect("lock");
@@ -855,13 +1047,34 @@ fn kill_step(abort: std::sync::Arc<Abort>, job: u64, step: u32) {
                 }
                 st.launched.clone()
             };
-            for a in &agents {
+            for (a, job) in &agents {
+                let order = sluice_proto::types::TasksSignal {
+                    job_id: *job,
+                    step,
+                    signal: libc::SIGKILL,
+                };
                 let _ = Client::endpoint(a, &signer)
                     .post::<_, serde_json::Value>("/v1/tasks/signal", &order);
             }
             std::thread::sleep(std::time::Duration::from_millis(500));
         }
     });
+}
+
+/// `SLURM_WORKING_CLUSTER` as Slurm's srun sets it, `CLUSTER:CONTROLLER:PORT:9728:109`
+/// (as the controller sets it for a batch script, `sluice_ctld::state::working_cluster`),
+/// from slurm.conf; none without one.
+fn working_cluster(client: &Client) -> Option<String> {
+    let net = super::common::net_conf(false)?;
+    let cluster = client
+        .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+        .ok()?
+        .cluster_name;
+    let host = net
+        .controllers
+        .first()
+        .map_or_else(sluice_ctld::config::this_host, |c| c.addr.clone());
+    Some(format!("{cluster}:{host}:{}:9728:109", net.slurmctld_port))
 }
 
 /// The cluster's `KillWait` (Slurm's default, 30, when it cannot be read).
@@ -994,7 +1207,7 @@ impl Interrupts {
 /// runs, a first one prints its tasks' states, a second within a second is forwarded
 /// and the step aborted: should tasks survive it for a second, they are killed
 /// (Slurm's srun has the controller kill the step at once, racing the Ctrl-C).
-fn forward_signals(job: u64) -> std::sync::Arc<Interrupts> {
+fn forward_signals(jobs: Vec<u64>) -> std::sync::Arc<Interrupts> {
     use nix::sys::signal::{SigSet, Signal};
     let interrupts = std::sync::Arc::new(Interrupts::default());
     let mut set = SigSet::empty();
@@ -1013,12 +1226,13 @@ fn forward_signals(job: u64) -> std::sync::Arc<Interrupts> {
     let state = interrupts.clone();
     std::thread::spawn(move || loop {
         let Ok(sig) = set.wait() else { return };
-        if sig == Signal::SIGINT && !state.interrupt(job) {
+        if sig == Signal::SIGINT && !state.interrupt(jobs[0]) {
             continue;
         }
+        let jobs = jobs.clone();
         let send = move |sig: i32| {
             let req = sluice_proto::types::CancelRequest {
-                jobs: vec![(job, None)],
+                jobs: jobs.iter().map(|&j| (j, None)).collect(),
                 signal: Some(sig),
                 ..Default::default()
             };

@@ -228,3 +228,78 @@ fn a_step_asked_for_while_its_job_is_suspended_waits_and_counts_only_its_own_sus
         "{err}"
     );
 }
+
+/// One node of 2 CPUs in `shared` (`OverSubscribe=FORCE:2`) under `PreemptMode=GANG`,
+/// slices of 5 s.
+const SLICED: &str = "ClusterName=slices
+SlurmctldHost=localhost
+PreemptMode=GANG
+SchedulerTimeSlice=5
+NodeName=n1 CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=shared Nodes=n1 Default=YES MaxTime=1:00:00 State=UP OverSubscribe=FORCE:2
+";
+
+#[test]
+fn two_jobs_on_the_same_cpus_take_turns_their_processes_stopped_and_continued() {
+    let c = Cluster::start("slices", SLICED);
+    let counter = |name: &str| {
+        let out = c.work().join(format!("{name}.out"));
+        let id = c.sbatch(&[
+            "-c",
+            "2",
+            "-o",
+            out.to_str().unwrap(),
+            "--wrap",
+            "i=0; while true; do i=$((i+1)); echo $i; sleep 0.2; done",
+        ]);
+        (id, out)
+    };
+    let count = |out: &std::path::Path| {
+        std::fs::read_to_string(out)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let (a, a_out) = counter("a");
+    c.wait_for("job a to count", || count(&a_out) >= 3);
+    // Job b is allocated the same CPUs: it starts suspended, a runs on.
+    let (b, b_out) = counter("b");
+    let squeue = || {
+        [a, b]
+            .iter()
+            .map(|id| {
+                c.run("squeue", &["-h", "-j", &id.to_string(), "-o", "%i %t %N"])
+                    .stdout
+            })
+            .collect::<String>()
+    };
+    let expected = format!("{a} R n1\n{b} S n1\n");
+    assert_eq!(c.settle(&expected, squeue), expected);
+    // Within two slices b gets the node and a is stopped.
+    let expected = format!("{a} S n1\n{b} R n1\n");
+    assert_eq!(c.settle(&expected, squeue), expected);
+    c.wait_for("job b to count", || count(&b_out) >= 3);
+    let a_at = count(&a_out);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let state = |id: u64| {
+        c.run("squeue", &["-h", "-j", &id.to_string(), "-o", "%t"])
+            .stdout
+    };
+    if state(a) == "S\n" {
+        assert_eq!(count(&a_out), a_at, "job a counted while suspended");
+    }
+    // And back.
+    let expected = format!("{a} R n1\n{b} S n1\n");
+    assert_eq!(c.settle(&expected, squeue), expected);
+    let show = c.run("scontrol", &["show", "job", &b.to_string()]).stdout;
+    assert!(show.contains("JobState=SUSPENDED"), "{show}");
+    assert!(!show.contains("SuspendTime=None"), "{show}");
+    c.run("scancel", &[&a.to_string(), &b.to_string()]);
+    assert!(c.wait_ended(a).starts_with("CANCELLED"));
+    assert!(c.wait_ended(b).starts_with("CANCELLED"));
+    let o = c.run(
+        "sacct",
+        &["-n", "-X", "-P", "-o", "Suspended", "-j", &b.to_string()],
+    );
+    assert_ne!(o.stdout.trim(), "00:00:00", "job b stood suspended");
+}

@@ -152,8 +152,15 @@ fn a_hetjob_waits_whole_then_runs_its_components_together_with_their_variables()
             &het.to_string(),
         ],
     );
-    // With -X, Slurm 22.05 shows the leader alone for the leader's id.
-    assert_eq!(o.stdout, format!("{het}+0|{het}|het|COMPLETED\n"));
+    // With -X too, the leader's id names every component (slurmdbd selects them by
+    // their leader's id).
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{het}+0|{het}|het|COMPLETED\n{het}+1|{}|het|COMPLETED\n",
+            het + 1
+        )
+    );
     let o = c.run(
         "sacct",
         &[
@@ -556,4 +563,200 @@ fn a_preempted_hetjob_is_requeued_whole_and_runs_again_whole() {
         )
     );
     c.run("scancel", &[&het.to_string()]);
+}
+
+/// The lines of `s`, sorted (the order of tasks' output is theirs).
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut l: Vec<String> = s.lines().map(str::to_string).collect();
+    l.sort();
+    l
+}
+
+#[test]
+fn salloc_takes_components_separated_by_colons_and_srun_runs_one_step_over_them() {
+    let c = Cluster::start("hetsalloc", SMALL);
+    // One task on n1, two on n2: the shell sees the whole job and each component; an
+    // `srun A : B` in it runs one step over both, its tasks numbered on from one
+    // component to the next; `--het-group=0,1` too; the shell's exit code ends both.
+    let show = "echo $SLURM_PROCID/$SLURM_NTASKS node $SLURM_NODEID $SLURMD_NODENAME \
+                step $SLURM_STEP_ID job $SLURM_JOB_ID in $SLURM_NODELIST";
+    let shell = format!(
+        "echo $SLURM_JOB_ID $SLURM_HET_SIZE $SLURM_NTASKS \
+         $SLURM_JOB_ID_HET_GROUP_1 $SLURM_JOB_NODELIST_HET_GROUP_0 \
+         $SLURM_JOB_NODELIST_HET_GROUP_1 ${{SLURM_JOB_NODELIST:-none}}; \
+         srun bash -c '{show}' : bash -c '{show}' | sort; \
+         srun --het-group=0,1 -l true; exit 3"
+    );
+    let o = c.run(
+        "salloc",
+        &[
+            "-J", "hx", "-w", "n1", "-n1", ":", "-w", "n2", "-n2", "bash", "-c", &shell,
+        ],
+    );
+    let job: u64 = o
+        .stdout
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("{o:?}"));
+    let member = job + 1;
+    assert_eq!(o.code, 3, "{o:?}");
+    assert_eq!(
+        sorted_lines(&o.stdout),
+        sorted_lines(&format!(
+            "{job} 2 3 {member} n1 n2 none\n\
+             0/3 node 0 n1 step 0 job {job} in n[1-2]\n\
+             1/3 node 1 n2 step 0 job {job} in n[1-2]\n\
+             2/3 node 1 n2 step 0 job {job} in n[1-2]\n"
+        )),
+        "{o:?}"
+    );
+    assert!(
+        o.stderr
+            .contains(&format!("salloc: Granted job allocation {job}\n")),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr
+            .ends_with(&format!("salloc: Relinquishing job allocation {job}\n")),
+        "{}",
+        o.stderr
+    );
+    c.wait_ended(job);
+    // One step id in both components: `N+0.0` and `N+1.0` are one step, as are `.1`.
+    let rows = || {
+        c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-o",
+                "JobID,JobName,State,ExitCode,NTasks,NodeList",
+                "-j",
+                &job.to_string(),
+            ],
+        )
+        .stdout
+    };
+    let expected = format!(
+        "{job}+0|hx|FAILED|3:0||n1\n\
+         {job}+0.0|bash|COMPLETED|0:0|1|n1\n\
+         {job}+0.1|true|COMPLETED|0:0|1|n1\n\
+         {job}+1|hx|FAILED|3:0||n2\n\
+         {job}+1.0|bash|COMPLETED|0:0|2|n2\n\
+         {job}+1.1|true|COMPLETED|0:0|2|n2\n"
+    );
+    let shown = c.settle(&expected, rows);
+    assert_eq!(shown, expected);
+}
+
+#[test]
+fn srun_with_colons_makes_its_own_hetjob_and_each_component_ends_with_its_tasks() {
+    let c = Cluster::start("hetsrun", SMALL);
+    // The second component's tasks fail: its step and the job fail, the first
+    // component's step completes; srun says so with the component's own task ids.
+    let o = c.run(
+        "srun",
+        &[
+            "-J",
+            "hs",
+            "-w",
+            "n1",
+            "-n1",
+            "bash",
+            "-c",
+            "echo $SLURM_PROCID of $SLURM_NTASKS",
+            ":",
+            "-w",
+            "n2",
+            "-n2",
+            "bash",
+            "-c",
+            "echo $SLURM_PROCID of $SLURM_NTASKS; exit 4",
+        ],
+    );
+    assert_eq!(o.code, 4, "{o:?}");
+    assert_eq!(
+        sorted_lines(&o.stdout),
+        ["0 of 3", "1 of 3", "2 of 3"],
+        "{o:?}"
+    );
+    assert_eq!(
+        o.stderr, "srun: error: n2: tasks 0-1: Exited with exit code 4\n",
+        "{o:?}"
+    );
+    let o = c.run("squeue", &["-h", "-t", "all", "-n", "hs", "-o", "%i %T"]);
+    let job: u64 = o
+        .stdout
+        .split(['+', ' ', '\n'])
+        .next()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("{o:?}"));
+    c.wait_ended(job);
+    let rows = || {
+        c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-o",
+                "JobID,JobName,State,ExitCode,NTasks",
+                "-j",
+                &job.to_string(),
+            ],
+        )
+        .stdout
+    };
+    let expected = format!(
+        "{job}+0|hs|FAILED|4:0|\n\
+         {job}+0.0|hs|COMPLETED|0:0|1\n\
+         {job}+1|hs|FAILED|4:0|\n\
+         {job}+1.0|hs|FAILED|4:0|2\n"
+    );
+    let shown = c.settle(&expected, rows);
+    assert_eq!(shown, expected);
+}
+
+#[test]
+fn srun_parts_run_in_the_components_order_and_more_parts_than_components_are_refused() {
+    let c = Cluster::start("hetparts", SMALL);
+    // Parts named by --het-group in reverse: task 0 is still the first component's.
+    let shell = "srun -l --het-group=1 printenv SLURMD_NODENAME : \
+                 --het-group=0 printenv SLURMD_NODENAME | sort; \
+                 srun -n1 true : -n1 true : -n1 true; echo \"exit $?\"";
+    let o = c.run(
+        "salloc",
+        &[
+            "-w", "n1", "-n1", ":", "-w", "n2", "-n1", "bash", "-c", shell,
+        ],
+    );
+    assert_eq!(o.stdout, "0: n1\n1: n2\nexit 1\n", "{o:?}");
+    assert!(
+        o.stderr.contains(
+            "srun: error: Attempt to run a job step with het group value of 2, but the \
+             job allocation has maximum value of 1\n"
+        ),
+        "{}",
+        o.stderr
+    );
+    // A one-component allocation has no second component to run a part in.
+    let o = c.run(
+        "salloc",
+        &[
+            "-n1",
+            "bash",
+            "-c",
+            "srun -n1 true : -n1 true; echo \"exit $?\"",
+        ],
+    );
+    assert_eq!(o.stdout, "exit 1\n", "{o:?}");
+    assert!(
+        o.stderr.contains(
+            "srun: error: Allocation failure of 1 nodes: job size of 1, already \
+             allocated 1 nodes to previous components.\n"
+        ),
+        "{}",
+        o.stderr
+    );
 }

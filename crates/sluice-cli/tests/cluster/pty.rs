@@ -196,14 +196,14 @@ fn interactive_session(t: &mut Terminal, node: &str) {
     // Ctrl-C interrupts the remote foreground process, not srun: the shell is back.
     t.type_keys("sleep 300\r");
     t.expect("sleep 300\r\n");
-    in_foreground("sleep\0300\0");
+    in_foreground("sleep\x00300\x00");
     t.type_keys("\x03");
     t.expect(PROMPT);
     assert_eq!(command(t, "echo status=$?"), "status=130\r\n");
     // Ctrl-Z stops it: the shell's job control has it as a stopped job.
     t.type_keys("sleep 301\r");
     t.expect("sleep 301\r\n");
-    in_foreground("sleep\0301\0");
+    in_foreground("sleep\x00301\x00");
     t.type_keys("\x1a");
     let stopped = t.expect(PROMPT);
     assert!(stopped.contains("Stopped"), "{stopped:?}");

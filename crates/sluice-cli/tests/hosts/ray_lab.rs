@@ -141,7 +141,16 @@ fn now() -> f64 {
 }
 
 /// Submits `sbatch ARGS` from `head01`; the job's id and when it was submitted.
+///
+/// Each job here expects an empty cluster (its layout on the nodes is asserted): the
+/// previous job must have left the queue first, not only its processes ended, since a
+/// node still completing it has less room and would change which node gets the job's
+/// extra task.
 fn submit(h: &Hosts, python: &Path, args: &str) -> (u64, f64) {
+    wait_for(Duration::from_secs(60), "an empty queue", || {
+        let o = lab_sh(h, "head01", python, "squeue -h -o '%i %t'");
+        (o.code == 0 && o.stdout.trim().is_empty()).then_some(())
+    });
     let t0 = now();
     let o = lab_sh(h, "head01", python, &format!("sbatch --parsable {args}"));
     assert_eq!(o.code, 0, "sbatch {args}: {}", o.stderr);

@@ -305,6 +305,7 @@ pub(crate) fn simulate(
                     mode: PreemptMode::Suspend,
                     ..
                 }
+                | Decision::Suspend { .. }
                 | Decision::Resume { .. } => {}
                 Decision::Preempt {
                     victim,

@@ -57,4 +57,18 @@ pub struct PreemptConfig {
     /// `GANG` in `PreemptMode`: the gang scheduler resumes jobs suspended by
     /// preemption (Slurm requires it with `SUSPEND`).
     pub gang: bool,
+    /// `SchedulerTimeSlice`, seconds between two slices of gang time-slicing (see
+    /// [`crate::timeslice`]); 0 means Slurm's default, 30.
+    pub time_slice: Secs,
+}
+
+impl PreemptConfig {
+    /// Seconds between two slices: `SchedulerTimeSlice`, else 30.
+    pub fn slice_secs(&self) -> Secs {
+        if self.time_slice > 0 {
+            self.time_slice
+        } else {
+            30
+        }
+    }
 }

@@ -179,6 +179,12 @@ impl JobBuilder {
         self
     }
 
+    /// `-s/--oversubscribe`.
+    pub fn oversubscribe(mut self) -> Self {
+        self.request.oversubscribe = true;
+        self
+    }
+
     /// `n` GPUs on each of its nodes (`--gres=gpu:n`); the cluster's slot 0 must be
     /// `gpu` (see [`gpu_cluster`]).
     pub fn gpus(mut self, n: u32) -> Self {

@@ -360,7 +360,9 @@ impl Controller {
                     let j = self.sched.job(*job)?;
                     Some((key, *job, j.spec.partition.index(), j.spec.priority))
                 }
-                Decision::Preempt { .. } | Decision::Resume { .. } => None,
+                Decision::Preempt { .. } | Decision::Resume { .. } | Decision::Suspend { .. } => {
+                    None
+                }
             })
             .collect();
         if starts.is_empty() {

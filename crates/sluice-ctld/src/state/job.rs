@@ -465,6 +465,7 @@ impl Job {
             sockets_per_node: d.sockets_per_node,
             cpus_per_gpu: d.cpus_per_gpu,
             exclusive: d.exclusive,
+            oversubscribe: d.oversubscribe,
             constraint: d.constraint.clone(),
             nodelist: d.nodelist.clone(),
             exclude: d.exclude.clone(),

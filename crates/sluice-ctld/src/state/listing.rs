@@ -430,6 +430,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         nice: d.nice,
         gres: d.gres.clone(),
         exclusive: d.exclusive,
+        oversubscribe: d.oversubscribe,
         wckey: d.wckey.clone(),
         constraint: d.constraint.clone(),
         memory: d.memory,
@@ -528,6 +529,8 @@ struct ListedRef<'a> {
     gres: &'a [GresRequest],
     #[serde(rename = "h", skip_serializing_if = "std::ops::Not::not")]
     exclusive: bool,
+    #[serde(rename = "os", skip_serializing_if = "std::ops::Not::not")]
+    oversubscribe: bool,
     #[serde(rename = "w", skip_serializing_if = "Option::is_none")]
     wckey: Option<&'a str>,
     #[serde(rename = "f", skip_serializing_if = "Option::is_none")]
@@ -588,6 +591,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         nice: d.nice,
         gres: &d.gres,
         exclusive: d.exclusive,
+        oversubscribe: d.oversubscribe,
         wckey: d.wckey.as_deref(),
         constraint: d.constraint.as_deref(),
         memory: d.memory,

@@ -97,6 +97,17 @@ impl Controller {
                     effects.extend(self.preempt_resumed(job, now));
                     continue;
                 }
+                // Time-slicing: a running job is stopped here, in order with the
+                // resumes; one started in this pass after its start (below).
+                Decision::Suspend { job, .. }
+                    if self
+                        .jobs
+                        .get(&job)
+                        .is_some_and(|r| r.state == JobState::Running) =>
+                {
+                    effects.extend(self.slice_suspended(job, now));
+                    continue;
+                }
                 Decision::Preempt {
                     victim,
                     by,

@@ -58,8 +58,9 @@ impl Controller {
             (false, false) => return Err(ApiError::invalid(NOT_SUSPENDED)),
             _ => {}
         }
-        if !suspend && self.sched.suspended_for(id).is_some() {
-            // Its resources are its preemptor's now: it resumes when they are free.
+        if !suspend && (self.sched.suspended_for(id).is_some() || self.sched.time_sliced(id)) {
+            // Its resources are its preemptor's (or another time-sliced job's) now: it
+            // resumes when they are free (at its turn).
             return Err(ApiError::invalid(SUSPENDED_BY_PREEMPTION));
         }
         if suspend {
@@ -146,9 +147,18 @@ impl Controller {
         self.mark_suspended(victim, true, Some(by), what, now)
     }
 
-    /// The core resumed `id`, suspended by preemption: its resources are free again.
+    /// The core suspended running job `id` for gang time-slicing (another job's turn on
+    /// its processors): its record says so and its processes are stopped.
+    pub(super) fn slice_suspended(&mut self, id: JobId, now: i64) -> Vec<Effect> {
+        tracing::info!("gang: suspending JobId={id} (time slice)");
+        let what = AuditWhat::Suspended { by: None };
+        self.mark_suspended(id, true, Some(id), what, now)
+    }
+
+    /// The core resumed `id`, suspended by preemption or time-slicing: its resources
+    /// are free again.
     pub(super) fn preempt_resumed(&mut self, id: JobId, now: i64) -> Vec<Effect> {
-        tracing::info!("resuming JobId={id}, suspended by preemption");
+        tracing::info!("resuming JobId={id}, suspended by preemption or time slice");
         let what = AuditWhat::Resumed { by: None };
         self.mark_suspended(id, false, None, what, now)
     }
@@ -275,6 +285,116 @@ mod tests {
             "{:?}",
             e.history
         );
+    }
+
+    /// Launches (job ids) and suspend orders among `effects`, in order: `launch 2`,
+    /// `stop 2`, `continue 1`.
+    fn launches_and_orders(effects: &[Effect]) -> Vec<String> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Launch { order, .. } => Some(format!("launch {}", order.job.id)),
+                Effect::Suspend {
+                    job_id, suspend, ..
+                } => Some(format!(
+                    "{} {job_id}",
+                    if *suspend { "stop" } else { "continue" }
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn time_sliced_jobs_are_launched_stopped_and_continued_in_turn() {
+        // One node of 4 CPUs in a partition OverSubscribe=FORCE:2, PreemptMode=GANG,
+        // SchedulerTimeSlice=10.
+        // t=0  job 1 (4 CPUs) runs.
+        // t=1  job 2 (4 CPUs) is launched on the same CPUs and stopped at once:
+        //      SUSPENDED since 1; the controller's next wake-up is the slice at 11.
+        // t=11 job 1 runs on (it started beside nobody: Slurm's first slice keeps it).
+        // t=21 job 1 is stopped, then job 2 continued; job 2 stood suspended 20 s, so
+        //      its limit ends at 1 + 600 + 20.
+        // An operator may not resume a job waiting for its turn.
+        let mut cf = conf(1, 4);
+        cf.cluster.partitions[0].oversubscribe =
+            sluice_core::partition_policy::OverSubscribe::Force(2);
+        cf.cluster.preempt.gang = true;
+        cf.cluster.preempt.time_slice = 10;
+        let mut c = Controller::new(cf, Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (a, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+        assert_eq!(launches_and_orders(&c.schedule(0)), ["launch 1"]);
+        let (b, _) = submit(&mut c, desc(4, 600), &mut next, 1);
+        assert_eq!(launches_and_orders(&c.schedule(1)), ["launch 2", "stop 2"]);
+        let r = c.job(b).unwrap();
+        assert_eq!(r.state, JobState::Suspended);
+        assert_eq!(r.start_time, Some(1));
+        assert_eq!(r.suspension.and_then(|s| s.since), Some(1));
+        assert_eq!(c.next_wakeup(), Some(11));
+        assert_eq!(
+            c.suspend(b, false, &root(), 5).map_err(|e| e.message),
+            Err(super::SUSPENDED_BY_PREEMPTION.into())
+        );
+
+        assert!(launches_and_orders(&c.schedule(11)).is_empty());
+        assert_eq!(
+            launches_and_orders(&c.schedule(21)),
+            ["stop 1", "continue 2"]
+        );
+        assert_eq!(c.job(a).unwrap().state, JobState::Suspended);
+        let r = c.job(b).unwrap();
+        assert_eq!(r.state, JobState::Running);
+        assert_eq!(r.limit_end(), Some(621));
+        assert_eq!(
+            launches_and_orders(&c.schedule(31)),
+            ["stop 2", "continue 1"]
+        );
+
+        // A restart at 35: job 1 runs on, job 2 waits for its turn again; the slices
+        // start over from the first pass (45 keeps job 1, which came back running, and
+        // 55 hands the node to job 2).
+        let (jobs, steps) = c.accounting();
+        let mut cf = conf(1, 4);
+        cf.cluster.partitions[0].oversubscribe =
+            sluice_core::partition_policy::OverSubscribe::Force(2);
+        cf.cluster.preempt.gang = true;
+        cf.cluster.preempt.time_slice = 10;
+        let mut c = Controller::new(cf, Path::new("/s"), jobs, steps, 35);
+        c.agent_registered("node01", &[(a, 0), (b, 0)], 35);
+        assert!(launches_and_orders(&c.schedule(35)).is_empty());
+        assert_eq!(c.job(b).unwrap().state, JobState::Suspended);
+        assert!(launches_and_orders(&c.schedule(45)).is_empty());
+        assert_eq!(
+            launches_and_orders(&c.schedule(55)),
+            ["stop 1", "continue 2"]
+        );
+        assert_eq!(c.job(b).unwrap().limit_end(), Some(1 + 600 + 20 + 24));
+    }
+
+    #[test]
+    fn under_yes_n_a_job_shares_its_cpus_only_when_it_asks_to_oversubscribe() {
+        // One node of 4 CPUs, OverSubscribe=YES:2, PreemptMode=GANG. Job 1 and job 2
+        // ask --oversubscribe: job 2 is launched on job 1's CPUs and stopped. Job 3 does
+        // not ask: it waits.
+        let mut cf = conf(1, 4);
+        cf.cluster.partitions[0].oversubscribe =
+            sluice_core::partition_policy::OverSubscribe::Yes(2);
+        cf.cluster.preempt.gang = true;
+        let mut c = Controller::new(cf, Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let sharing = || sluice_proto::types::JobDescription {
+            oversubscribe: true,
+            ..desc(4, 600)
+        };
+        submit(&mut c, sharing(), &mut next, 0);
+        assert_eq!(launches_and_orders(&c.schedule(0)), ["launch 1"]);
+        let (b, _) = submit(&mut c, sharing(), &mut next, 1);
+        assert_eq!(launches_and_orders(&c.schedule(1)), ["launch 2", "stop 2"]);
+        assert_eq!(c.job(b).unwrap().state, JobState::Suspended);
+        let (d, _) = submit(&mut c, desc(4, 600), &mut next, 2);
+        assert!(launches_and_orders(&c.schedule(2)).is_empty());
+        assert_eq!(c.job(d).unwrap().state, JobState::Pending);
     }
 
     #[test]

@@ -500,7 +500,7 @@ fn requeue_keeps_the_id_appends_output_and_counts_restarts() {
     let r = c.job(id).unwrap();
     assert_eq!(
         (r.state, r.reason.as_str(), r.restarts),
-        (JobState::Pending, "BeginTime", 1)
+        (JobState::Pending, "None", 1)
     );
     // No two-minute wait: once the first run's end is in, the job starts again.
     let first_end = JobEnded {
@@ -2014,9 +2014,10 @@ fn records_read_back_at_start_are_the_records_written() {
                 vec!["node01".to_string(), "node02".to_string()],
                 None
             ),
+            // (Requeued, its run on node03 still completing: no reason yet, as Slurm.)
             (
                 JobState::Pending,
-                "BeginTime".into(),
+                "None".into(),
                 vec![],
                 Some("node03".into())
             ),
@@ -2710,4 +2711,40 @@ fn a_hetjobs_script_gets_each_components_variables_by_slurms_names() {
     ] {
         assert_eq!(env[k], v, "{k}");
     }
+}
+
+#[test]
+fn a_hetjobs_components_number_their_steps_as_one() {
+    // A hetjob of two one-task components, running on two nodes.
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(2, 600);
+    d.het_components.push(desc(2, 600));
+    let (leader, _) = submit(&mut c, d, &mut next, 0);
+    let member = JobId(leader.0 + 1);
+    c.schedule(0);
+    assert_eq!(c.job(member).unwrap().state, JobState::Running);
+    let step = |c: &mut Controller, id: JobId, step_id: Option<u32>| {
+        let req = StepRequest {
+            ntasks: Some(1),
+            argv: vec!["true".into()],
+            name: "true".into(),
+            overlap: true,
+            step_id,
+            ..Default::default()
+        };
+        c.start_step(id, &req, &alice(), 1)
+            .map(|(plan, _)| plan.step)
+    };
+    // A step in the second component alone takes 0; the leader's next is then 1, not
+    // 0 again: `N+0.0` and `N+1.0` would be two different steps.
+    assert_eq!(step(&mut c, member, None).unwrap(), 0);
+    assert_eq!(step(&mut c, leader, None).unwrap(), 1);
+    // A heterogeneous step: the first component's id, taken in the next one too.
+    assert_eq!(step(&mut c, member, Some(1)).unwrap(), 1);
+    assert_eq!(step(&mut c, member, None).unwrap(), 2);
+    assert_eq!(step(&mut c, leader, None).unwrap(), 3);
+    // An id a component has already used is refused there.
+    let dup = step(&mut c, leader, Some(3)).unwrap_err();
+    assert!(dup.message.contains("Duplicate job step id"), "{dup:?}");
 }

@@ -92,6 +92,7 @@ fn a_preemptor_starts_when_its_victim_is_gone_after_its_grace() {
         mode: crate::preempt::PreemptMode::Cancel,
         exempt_time: 0,
         gang: false,
+        time_slice: 0,
     };
     let mut s = started(c, vec![job(1).gpus(8)]);
     s.submit(job(2).gpus(8).part(1), 0).unwrap();

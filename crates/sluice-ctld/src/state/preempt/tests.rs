@@ -28,6 +28,7 @@ fn conf(low_mode: Option<PreemptMode>) -> ClusterConfig {
         mode: PreemptMode::Requeue,
         exempt_time: 0,
         gang: false,
+        time_slice: 0,
     };
     c.cluster = cluster;
     c.topology = vec![(1, 4, 1)];
