@@ -8,6 +8,11 @@
 //! at each count the controller's resident set (`VmRSS` in `/proc/PID/status`, what
 //! `ps` shows) is read once its loop is idle; a row gives it, its growth over the empty
 //! controller per job, and the database's size on disk.
+//!
+//! With `--pending` the jobs are not held but queued in the scheduler, behind a job
+//! that holds all four nodes for a day, each asking an hour: every scheduling pass
+//! looks at them and the background forecast simulates them all.
+//! `SLUICE_BENCH_BIN=/path/to/sluice` measures another build.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -31,7 +36,8 @@ MaxJobCount=2000000
 /// A fresh cluster of four nodes, once the controller shows them all idle.
 fn start_cluster() -> Up {
     let dir = up::fresh_dir(&format!("sluice-bench-{}-memory", std::process::id()));
-    Up::start(Path::new(env!("CARGO_BIN_EXE_sluice")), dir, CONF, None).until(
+    let bin = std::env::var("SLUICE_BENCH_BIN").unwrap_or(env!("CARGO_BIN_EXE_sluice").into());
+    Up::start(Path::new(&bin), dir, CONF, None).until(
         Duration::from_secs(60),
         Duration::from_millis(50),
         |c| {
@@ -98,27 +104,53 @@ fn login_environment() -> Vec<(String, String)> {
     env
 }
 
-fn job(work: &Path) -> JobDescription {
+fn job(work: &Path, pending: bool) -> JobDescription {
     JobDescription {
+        hold: !pending,
+        time_limit: pending.then_some(Some(3600)),
         name: "wrap".into(),
         work_dir: work.display().to_string(),
         script: "#!/bin/sh\n# This script was created by sbatch --wrap.\n\ntrue\n".into(),
         environment: login_environment(),
         output: Some("/dev/null".into()),
-        hold: true,
         submit_host: "login01".into(),
         command: "(null)".into(),
         ..JobDescription::default()
     }
 }
 
-/// Submits `n` held jobs through the API from `clients` threads; seconds taken.
-fn submit(c: &Up, n: usize, clients: usize) -> f64 {
+/// A job holding all four nodes for a day, once it runs: pending jobs queue behind it.
+fn block_nodes(c: &Up) {
+    let desc = JobDescription {
+        name: "blocker".into(),
+        script: "#!/bin/sh\nsleep 86400\n".into(),
+        nodes: Some((4, 4)),
+        exclusive: true,
+        time_limit: Some(Some(86400)),
+        ..job(&c.dir.join("work"), true)
+    };
+    let _: SubmitReply = c.client().post("/v1/jobs", &desc).expect("blocker");
+    let start = Instant::now();
+    while c
+        .command("squeue", &["-h", "-t", "R", "-o", "%i"])
+        .is_none_or(|o| o.trim().is_empty())
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the blocker never ran"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Submits `n` jobs (held, or pending with `pending`) through the API from `clients`
+/// threads; seconds taken.
+fn submit(c: &Up, n: usize, clients: usize, pending: bool) -> f64 {
     let start = Instant::now();
     let threads: Vec<_> = (0..clients)
         .map(|i| {
             let client = c.client();
-            let desc = job(&c.dir.join("work"));
+            let desc = job(&c.dir.join("work"), pending);
             let count = n / clients + usize::from(i < n % clients);
             std::thread::spawn(move || {
                 for _ in 0..count {
@@ -141,11 +173,15 @@ fn main() {
         .skip(1)
         .find_map(|a| a.replace([',', '_'], "").parse().ok())
         .unwrap_or(1_000_000);
+    let pending = std::env::args().any(|a| a == "--pending");
     let env_bytes: usize = login_environment()
         .iter()
         .map(|(k, v)| k.len() + v.len() + 2)
         .sum();
     let c = start_cluster();
+    if pending {
+        block_nodes(&c);
+    }
     let base = settled_rss_kib(&c);
     let mut rows = vec![[
         "0".to_string(),
@@ -159,7 +195,7 @@ fn main() {
         if target > max {
             break;
         }
-        let secs = submit(&c, target - queued, 32);
+        let secs = submit(&c, target - queued, 32, pending);
         let rate = (target - queued) as f64 / secs;
         queued = target;
         let rss = settled_rss_kib(&c);
@@ -172,8 +208,9 @@ fn main() {
         ]);
     }
     println!(
-        "held jobs through the API, 32 clients, each with a {env_bytes}-byte environment \
-         of 50 variables"
+        "{} jobs through the API, 32 clients, each with a {env_bytes}-byte environment \
+         of 50 variables",
+        if pending { "pending" } else { "held" }
     );
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::ASCII_MARKDOWN);

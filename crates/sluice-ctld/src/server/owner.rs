@@ -323,10 +323,14 @@ impl Owner {
             self.purged = now;
             self.ctl.purge(now);
         }
-        let offload = self
-            .ctl
-            .forecast_wanted(now)
-            .map(|work| Box::new(move || Input::Forecast(work.make())) as Offload);
+        let offload = self.ctl.forecast_wanted(now).map(|work| {
+            Box::new(move || {
+                // The scheduler's copy is dropped by now: its pages go back.
+                let forecast = work.make();
+                super::freed::give_back();
+                Input::Forecast(forecast)
+            }) as Offload
+        });
         Outcome {
             effects,
             offload,
