@@ -3351,8 +3351,8 @@ impl Controller {
             core,
             reason: self.reason_text(r, reason),
             dependency_status: self.dependency_display(r, self.sched.last_pass()),
-            // The priority the core orders it by (held and finished jobs: 0, as Slurm
-            // shows).
+            // The priority the core orders it by (held jobs: 0, as Slurm shows); a
+            // finished job keeps the last one it had, as in Slurm.
             priority: match r.state {
                 // Suspended: 0 until resumed, as Slurm shows it.
                 JobState::Running if r.suspended() => 0,
@@ -3363,7 +3363,10 @@ impl Controller {
                 }
                 JobState::Pending if !r.held() => job_priority(r),
                 JobState::Running => job_priority(r),
-                _ => 0,
+                JobState::Pending => 0,
+                _ if r.held() => 0,
+                _ if self.priority.multifactor() => r.priority,
+                _ => job_priority(r),
             },
             preemption: if r.state == JobState::Running {
                 self.preemption_of(r)
