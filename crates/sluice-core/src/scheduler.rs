@@ -1636,7 +1636,9 @@ impl Scheduler {
         let part = self.cluster.partition(job.spec.partition);
         let blocked = if matches!(part.state, PartitionState::Down | PartitionState::Inactive) {
             Some(PendingReason::PartitionDown)
-        } else if !self.has_usable_node(job.spec.partition) {
+        } else if !self.has_usable_node(job.spec.partition) && job.spec.begin <= now {
+            // A job whose begin time has not come says BeginTime even so (Slurm 22.05,
+            // compat scenario 197).
             Some(PendingReason::NodesUnavailable)
         } else if part.max_time.is_some_and(|m| job.spec.time_limit > m) {
             Some(PendingReason::PartitionTimeLimit)

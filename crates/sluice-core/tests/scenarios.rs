@@ -737,6 +737,12 @@ fn a_job_its_up_nodes_could_never_hold_says_its_nodes_are_down_or_drained() {
     s.set_node_state(NodeId(0), NodeState::Drain);
     s.schedule(3);
     assert_eq!(reason(&s, 3), PendingReason::NodesUnavailable);
+    // A job whose begin time has not come says so, though no node could take it.
+    let mut later = job(4).procs(1).time(60).spec();
+    later.begin = 3600;
+    s.submit(later, 4).unwrap();
+    s.schedule(4);
+    assert_eq!(reason(&s, 4), PendingReason::BeginTime);
 }
 
 #[test]
