@@ -15,8 +15,10 @@ fn shared() -> PathBuf {
         dir.join("traces/swf").is_dir()
             && dir.join("traces/reference").is_dir()
             && dir.join("traces/gpu").is_dir(),
-        "reference material missing: expected traces/swf/, traces/reference/ and \
-         traces/gpu/ under {} (the shared folder next to the repository root)",
+        "reference data missing: expected traces/swf/, traces/reference/ and \
+         traces/gpu/ under {} (the reference folder `shared` next to the repository \
+         root, which holds the workload archive and its reference results); put that \
+         folder there to run this test",
         dir.display()
     );
     dir

@@ -101,7 +101,12 @@ fn the_kept_seed_parses_and_resolves_against_the_seed_slurm_conf() {
 fn the_seed_article_holds_the_same_gres_conf() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/seeds");
     let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("{} is absent; checked the kept copy only", dir.display());
+        eprintln!(
+            "skipped: the_seed_article_holds_the_same_gres_conf: comparing with the seeds' \
+             articles: {} is absent (the reference folder `shared` next to the repository \
+             root); checked the kept copy only",
+            dir.display()
+        );
         return;
     };
     let mut found = 0;

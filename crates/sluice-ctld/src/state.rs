@@ -3019,13 +3019,22 @@ impl Controller {
 
     /// Takes no new work to nodes whose agents have not registered with this controller
     /// yet (a restart: the agents still know the one before, and would refuse its
-    /// launches). Their registration gives each node back its state.
+    /// launches). Their registration gives each node back its state. Meanwhile waiting
+    /// jobs keep the reasons they would have with the nodes up (`Resources`,
+    /// `BeginTime`), as in Slurm, not one of nodes that are down.
     pub fn await_agents(&mut self) {
         for i in 0..self.conf.cluster.nodes.len() {
             let nid = NodeId(i as u32);
             let name = &self.conf.cluster.node(nid).name;
             if !name.is_empty() && !self.agents_up.contains(name) {
-                self.sched.set_node_state(nid, NodeState::Down);
+                let awaited = self.node_state(nid) == NodeState::Up
+                    && !self.node_future(name)
+                    && !self.node_cloud(name);
+                if awaited {
+                    self.sched.await_node(nid);
+                } else {
+                    self.sched.set_node_state(nid, NodeState::Down);
+                }
                 tracing::info!(
                     "node {} is DOWN until its agent registers",
                     self.conf.cluster.node(nid).name
@@ -3342,8 +3351,8 @@ impl Controller {
             core,
             reason: self.reason_text(r, reason),
             dependency_status: self.dependency_display(r, self.sched.last_pass()),
-            // The priority the core orders it by (held and finished jobs: 0, as Slurm
-            // shows).
+            // The priority the core orders it by (held jobs: 0, as Slurm shows); a
+            // finished job keeps the last one it had, as in Slurm.
             priority: match r.state {
                 // Suspended: 0 until resumed, as Slurm shows it.
                 JobState::Running if r.suspended() => 0,
@@ -3354,7 +3363,10 @@ impl Controller {
                 }
                 JobState::Pending if !r.held() => job_priority(r),
                 JobState::Running => job_priority(r),
-                _ => 0,
+                JobState::Pending => 0,
+                _ if r.held() => 0,
+                _ if self.priority.multifactor() => r.priority,
+                _ => job_priority(r),
             },
             preemption: if r.state == JobState::Running {
                 self.preemption_of(r)

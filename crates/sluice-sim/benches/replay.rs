@@ -262,8 +262,13 @@ fn load(w: Workload) -> Input {
         Workload::Kth(mode) => {
             let path = shared_dir().join(KTH_TRACE);
             let t = Instant::now();
-            let workload =
-                swf::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+            let workload = swf::read(&path).unwrap_or_else(|e| {
+                panic!(
+                    "cannot read {}: {e} (the workload archive of the reference folder \
+                         `shared` next to the repository root)",
+                    path.display()
+                )
+            });
             let read = t.elapsed();
             let machine = MachineSpec {
                 nodes: (mode == Mode::Full).then_some(KTH_NODES),

@@ -26,8 +26,10 @@ fn shared() -> PathBuf {
         dir.join("SIMULATOR-REFERENCE.md").is_file()
             && dir.join("traces/swf").is_dir()
             && dir.join("traces/reference").is_dir(),
-        "reference material missing: expected SIMULATOR-REFERENCE.md, traces/swf/ and \
-         traces/reference/ under {} (the shared folder next to the repository root)",
+        "reference data missing: expected SIMULATOR-REFERENCE.md, traces/swf/ and \
+         traces/reference/ under {} (the reference folder `shared` next to the \
+         repository root, which holds the workload archive and its reference results); \
+         put that folder there to run this test",
         dir.display()
     );
     dir

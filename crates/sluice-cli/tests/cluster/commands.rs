@@ -1,7 +1,7 @@
 //! `scontrol`: jobs as they wait, run and end; nodes, partitions and host lists; hold,
 //! release and requeue. Expected output is real Slurm 22.05's (`shared/slurm-samples`).
 
-use crate::harness::Cluster;
+use crate::harness::{self, Cluster};
 use crate::SMALL;
 
 /// The test's user and group as Slurm prints them: `name(id)`.
@@ -143,11 +143,7 @@ fn scontrol_show_job_follows_jobs_from_pending_through_running_to_their_end() {
             })
             .collect()
     };
-    let sample = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/slurm-samples/scontrol_show_job_running.txt"
-    ))
-    .unwrap();
+    let sample = harness::reference_sample("scontrol_show_job_running.txt");
     assert_eq!(keys(&out), keys(&sample), "{out}");
 
     // Cancelling the big job lets the waiting one run, and end.

@@ -2,7 +2,7 @@
 //! are refused with exactly what real Slurm 22.05 printed (`shared/slurm-samples/
 //! enforce_*.txt`, captured on one node of 2 CPUs with `MaxTime=1-00:00:00`).
 
-use crate::harness::{Cluster, Output};
+use crate::harness::{self, Cluster, Output};
 
 const CONF: &str = "ClusterName=enforce
 SlurmctldHost=localhost
@@ -13,11 +13,7 @@ PartitionName=debug Nodes=n1 Default=YES MaxTime=1-00:00:00 State=UP
 
 /// The command and expected output of a shared sample.
 fn sample(name: &str) -> (String, Output) {
-    let path = format!(
-        "{}/../../../shared/slurm-samples/{name}.txt",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let text = harness::reference_sample(&format!("{name}.txt"));
     let (first, body) = text.split_once('\n').unwrap();
     let at = body.rfind("--- exit ").unwrap();
     let (stdout, stderr) = match body[..at].split_once("--- stderr\n") {

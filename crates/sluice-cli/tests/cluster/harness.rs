@@ -14,6 +14,27 @@ pub struct Output {
     pub code: i32,
 }
 
+/// Real Slurm 22.05's captured output `name` (a file of `slurm-samples/`) from the
+/// reference folder `../shared` next to the repository root. A test that compares with
+/// it fails, saying so, where the folder is missing: it never passes without it.
+pub fn reference_sample(name: &str) -> String {
+    // crates/sluice-cli -> the repository root -> the folder holding it.
+    let beside_root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(3);
+    let path = beside_root
+        .unwrap_or(Path::new("/"))
+        .join("shared/slurm-samples")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "reference data missing: cannot read {} ({e}). This test compares with real \
+             Slurm 22.05's captured output in slurm-samples/ of the reference folder \
+             `shared` next to the repository root (../shared: slurm-samples/, traces/, \
+             seeds/, SIMULATOR-REFERENCE.md); put that folder there to run it",
+            path.display()
+        )
+    })
+}
+
 /// A running `sluice up`; stopped (Ctrl-C) and its directory removed on drop.
 pub struct Cluster {
     pub dir: PathBuf,

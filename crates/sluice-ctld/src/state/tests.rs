@@ -317,6 +317,35 @@ fn a_cancelled_pending_job_keeps_the_reason_it_waited_for() {
 }
 
 #[test]
+fn a_finished_job_keeps_the_priority_it_had_and_a_held_one_stays_at_0() {
+    // As Slurm 22.05 shows them (compat scenario 196): one 1-CPU node; a running job,
+    // one waiting for it and one held are cancelled, and a fourth job completes.
+    let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (running, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    let (waiting, _) = submit(&mut c, desc(1, 600), &mut next, 1);
+    let mut held = desc(1, 600);
+    held.hold = true;
+    let (held, _) = submit(&mut c, held, &mut next, 1);
+    c.schedule(2);
+    let priority = |c: &Controller, id: JobId| c.job(id).unwrap().priority;
+    let before = [running, waiting].map(|id| priority(&c, id));
+    assert!(before.iter().all(|&p| p > 0), "{before:?}");
+    assert_eq!(priority(&c, held), 0);
+    let req = CancelRequest {
+        jobs: vec![(waiting.0, None), (held.0, None)],
+        ..Default::default()
+    };
+    c.cancel(&req, &alice(), 3).unwrap();
+    c.job_ended(&ended(running, JobState::Completed, 0, 4), 4);
+    assert_eq!(c.job(running).unwrap().state, JobState::Completed);
+    assert_eq!(c.job(waiting).unwrap().state, JobState::Cancelled);
+    assert_eq!([running, waiting].map(|id| priority(&c, id)), before);
+    assert_eq!(priority(&c, held), 0);
+}
+
+#[test]
 fn dependencies_wait_then_start_or_are_never_satisfied() {
     let mut c = Controller::new(conf(2, 1), Path::new("/s"), vec![], vec![], 0);
     let mut next = 1;

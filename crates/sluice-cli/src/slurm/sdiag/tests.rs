@@ -50,7 +50,11 @@ fn the_report_is_printed_as_slurm_prints_it() {
         "/../../../shared/slurm-samples/sdiag_head.txt"
     );
     let Ok(sample) = std::fs::read_to_string(path) else {
-        eprintln!("skipped: no sample at {path}");
+        eprintln!(
+            "skipped: the_report_is_printed_as_slurm_prints_it: {path} is absent (real \
+             Slurm 22.05's captured output, in the reference folder `shared` next to the \
+             repository root)"
+        );
         return;
     };
     // The sample's times are in UTC; ours are printed in this machine's zone.
