@@ -373,7 +373,9 @@ pub fn choose_by_switch(
 /// Every `-w` node must host at least one task, and all of them are taken, first; more
 /// nodes, in the order [`choose_nodes`] takes them for a job spanning nodes, only when
 /// the job needs more nodes or room (Slurm: the allocation includes the listed nodes and
-/// as many others as the node count asks). Without `-w` it is [`choose_nodes`].
+/// as many others as the node count asks). The tasks fill the named nodes first, as far
+/// as each has room, then the others ([`spread_tasks`]). Without `-w` it is
+/// [`choose_nodes`].
 ///
 /// In a block topology (`blocks`), a job that only excludes nodes is placed by
 /// [`choose_by_block`] among the others; one that names nodes (`-w`) keeps to the named
@@ -402,12 +404,19 @@ pub fn choose_listed(
     others.sort_by_key(|c| (std::cmp::Reverse(c.tasks), roomiest_key(c)));
     let mut all_listed = req.clone();
     all_listed.min_nodes = req.min_nodes.max(req.nodelist.len() as u32);
-    take_in_order(
+    let mut chosen = take_nodes(
         &all_listed,
         required
             .into_iter()
             .chain(others.into_iter().map(|c| (c.node, c.tasks))),
-    )
+    )?;
+    // The named nodes fill first, then the others, each part in node order (Slurm:
+    // `-w n3 -n6` over idle four-CPU nodes is n2 2 and n3 4).
+    let listed = chosen.len().min(req.nodelist.len());
+    chosen[listed..].sort_by_key(|(n, _)| *n);
+    spread_tasks(req.ntasks, &mut chosen);
+    chosen.sort_by_key(|(n, _)| *n);
+    Some(chosen)
 }
 
 /// Takes nodes from `ordered` (node, tasks it can host ≥ 1) until the job has at least
@@ -699,5 +708,23 @@ mod tests {
         assert_eq!(layout(&on(3, 8), &[3, 4, 4]), [(0, 3), (1, 4), (2, 1)]);
         // Two busy on n1 and one on n2: `-N3 -n6` is 2,3,1.
         assert_eq!(layout(&on(3, 6), &[2, 3, 4]), [(0, 2), (1, 3), (2, 1)]);
+        // A node named with `-w` fills first: on two idle nodes, `-w n2 -n6` puts four
+        // tasks on n2 and the other two on n1, `-w n2 -N2 -n5` one on n1 and four on n2.
+        let named = |r: &JobRequest, free: &[u32]| -> Vec<(u32, u32)> {
+            choose_listed(r, &nodes(free), 0, None)
+                .expect("room")
+                .into_iter()
+                .map(|(n, k)| (n.0, k))
+                .collect()
+        };
+        let mut w = on(1, 6);
+        w.max_nodes = 6;
+        w.nodelist = vec![NodeId(1)];
+        assert_eq!(named(&w, &[4, 4]), [(0, 2), (1, 4)]);
+        let mut w = on(2, 5);
+        w.nodelist = vec![NodeId(1)];
+        assert_eq!(named(&w, &[4, 4]), [(0, 1), (1, 4)]);
+        w.nodelist = vec![NodeId(0)];
+        assert_eq!(named(&w, &[3, 4]), [(0, 3), (1, 2)]);
     }
 }
