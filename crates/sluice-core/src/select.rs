@@ -373,7 +373,9 @@ pub fn choose_by_switch(
 /// Every `-w` node must host at least one task, and all of them are taken, first; more
 /// nodes, in the order [`choose_nodes`] takes them for a job spanning nodes, only when
 /// the job needs more nodes or room (Slurm: the allocation includes the listed nodes and
-/// as many others as the node count asks). Without `-w` it is [`choose_nodes`].
+/// as many others as the node count asks). The tasks fill the named nodes first, as far
+/// as each has room, then the others ([`spread_tasks`]). Without `-w` it is
+/// [`choose_nodes`].
 ///
 /// In a block topology (`blocks`), a job that only excludes nodes is placed by
 /// [`choose_by_block`] among the others; one that names nodes (`-w`) keeps to the named
@@ -402,19 +404,37 @@ pub fn choose_listed(
     others.sort_by_key(|c| (std::cmp::Reverse(c.tasks), roomiest_key(c)));
     let mut all_listed = req.clone();
     all_listed.min_nodes = req.min_nodes.max(req.nodelist.len() as u32);
-    take_in_order(
+    let mut chosen = take_nodes(
         &all_listed,
         required
             .into_iter()
             .chain(others.into_iter().map(|c| (c.node, c.tasks))),
-    )
+    )?;
+    // The named nodes fill first, then the others, each part in node order (Slurm:
+    // `-w n3 -n6` over idle four-CPU nodes is n2 2 and n3 4).
+    let listed = chosen.len().min(req.nodelist.len());
+    chosen[listed..].sort_by_key(|(n, _)| *n);
+    spread_tasks(req.ntasks, &mut chosen);
+    chosen.sort_by_key(|(n, _)| *n);
+    Some(chosen)
 }
 
 /// Takes nodes from `ordered` (node, tasks it can host ≥ 1) until the job has at least
-/// `min_nodes` nodes and room for all its tasks, then spreads the tasks: one per node,
-/// the rest filling nodes in order. `None` if the nodes run out or `max_nodes` is
-/// exceeded first.
+/// `min_nodes` nodes and room for all its tasks, then spreads the tasks over them as
+/// [`spread_tasks`] does. `None` if the nodes run out or `max_nodes` is exceeded first.
 pub fn take_in_order(
+    req: &JobRequest,
+    ordered: impl Iterator<Item = (NodeId, u32)>,
+) -> Option<Vec<(NodeId, u32)>> {
+    let mut chosen = take_nodes(req, ordered)?;
+    chosen.sort_by_key(|(n, _)| *n);
+    spread_tasks(req.ntasks, &mut chosen);
+    Some(chosen)
+}
+
+/// The nodes [`take_in_order`] takes, each with the tasks it can host, in the order
+/// taken.
+fn take_nodes(
     req: &JobRequest,
     ordered: impl Iterator<Item = (NodeId, u32)>,
 ) -> Option<Vec<(NodeId, u32)>> {
@@ -435,15 +455,23 @@ pub fn take_in_order(
     {
         return None;
     }
-    let mut left = req.ntasks - chosen.len() as u32;
-    for c in &mut chosen {
+    Some(chosen)
+}
+
+/// Spreads `ntasks` tasks over `nodes` (each with the tasks it can host ≥ 1, together
+/// at least `ntasks`, and no more nodes than tasks), as Slurm's `cons_tres` does: every
+/// node gets one task, and the rest fill the nodes in the order given, each as far as
+/// it has room. Callers give the nodes in node order, so that the first nodes are the
+/// fullest: `-N2 -n5` over two idle four-CPU nodes is `4,1`; with one processor of the
+/// first node busy, `3,2`.
+pub fn spread_tasks(ntasks: u32, nodes: &mut [(NodeId, u32)]) {
+    let mut left = ntasks - nodes.len() as u32;
+    for c in nodes.iter_mut() {
         let more = (c.1 - 1).min(left);
         left -= more;
         c.1 = 1 + more;
     }
     debug_assert_eq!(left, 0);
-    chosen.sort_by_key(|(n, _)| *n);
-    Some(chosen)
 }
 
 /// Builds the per-node shares for a choice made by [`choose_nodes`].
@@ -636,5 +664,67 @@ mod tests {
             Some(vec![(NodeId(1), 2)]),
             "equal room: lower weight wins"
         );
+    }
+
+    /// Slurm 22.05 (`cons_tres`) lays a job's tasks out over its nodes in node order:
+    /// one task on every node, then the rest filling the first nodes as far as each
+    /// has room, whichever node has the most room.
+    #[test]
+    fn tasks_fill_the_chosen_nodes_in_node_order_one_each_first() {
+        // Nodes of four processors, each with `free[n]` of them free.
+        let nodes = |free: &[u32]| -> Vec<Candidate> {
+            (0..free.len() as u32)
+                .map(|n| Candidate {
+                    node: NodeId(n),
+                    tasks: free[n as usize],
+                    free_cpus: free[n as usize],
+                    weight: 1,
+                    rank: (0, free[n as usize], 1, NodeId(n)),
+                    switch: None,
+                })
+                .collect()
+        };
+        let on = |nodes: u32, ntasks: u32| {
+            let mut r = req(ntasks);
+            r.min_nodes = nodes;
+            r.max_nodes = nodes;
+            r
+        };
+        let layout = |r: &JobRequest, free: &[u32]| -> Vec<(u32, u32)> {
+            choose_nodes(r, &nodes(free), 0)
+                .expect("room")
+                .into_iter()
+                .map(|(n, k)| (n.0, k))
+                .collect()
+        };
+        // Idle: `-N2 -n5` is 4,1 and `-N3 -n7` 4,2,1, the first nodes the fullest.
+        assert_eq!(layout(&on(2, 5), &[4, 4]), [(0, 4), (1, 1)]);
+        assert_eq!(layout(&on(3, 7), &[4, 4, 4]), [(0, 4), (1, 2), (2, 1)]);
+        // A job still holds one processor of n1: `-N2 -n3` puts two tasks on n1 all
+        // the same (it has room for them), and `-N2 -n5` gives n1 the three it has
+        // room for and n2 the other two, although n2 is the roomier.
+        assert_eq!(layout(&on(2, 3), &[3, 4]), [(0, 2), (1, 1)]);
+        assert_eq!(layout(&on(2, 5), &[3, 4]), [(0, 3), (1, 2)]);
+        assert_eq!(layout(&on(3, 8), &[3, 4, 4]), [(0, 3), (1, 4), (2, 1)]);
+        // Two busy on n1 and one on n2: `-N3 -n6` is 2,3,1.
+        assert_eq!(layout(&on(3, 6), &[2, 3, 4]), [(0, 2), (1, 3), (2, 1)]);
+        // A node named with `-w` fills first: on two idle nodes, `-w n2 -n6` puts four
+        // tasks on n2 and the other two on n1, `-w n2 -N2 -n5` one on n1 and four on n2.
+        let named = |r: &JobRequest, free: &[u32]| -> Vec<(u32, u32)> {
+            choose_listed(r, &nodes(free), 0, None)
+                .expect("room")
+                .into_iter()
+                .map(|(n, k)| (n.0, k))
+                .collect()
+        };
+        let mut w = on(1, 6);
+        w.max_nodes = 6;
+        w.nodelist = vec![NodeId(1)];
+        assert_eq!(named(&w, &[4, 4]), [(0, 2), (1, 4)]);
+        let mut w = on(2, 5);
+        w.nodelist = vec![NodeId(1)];
+        assert_eq!(named(&w, &[4, 4]), [(0, 1), (1, 4)]);
+        w.nodelist = vec![NodeId(0)];
+        assert_eq!(named(&w, &[3, 4]), [(0, 3), (1, 2)]);
     }
 }
