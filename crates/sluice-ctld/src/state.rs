@@ -3638,9 +3638,12 @@ impl Controller {
             alloc_tres: node_tres(u64::from(used), alloc_mem[i], &alloc_gres[i], false),
             name: n.name.clone(),
             state: state.into(),
+            // A state without a reason (a dynamic node's line's `State=DRAIN`) shows
+            // none, as Slurm's.
             reason: self
                 .node_overrides
                 .get(&n.name)
+                .filter(|o| !o.reason.is_empty())
                 .map(|o| o.reason.clone())
                 .or_else(|| {
                     // A FUTURE node is not expected to answer (Slurm gives it no reason).
@@ -3677,7 +3680,11 @@ impl Controller {
                 .collect(),
             weight: n.weight,
             agent_up: self.node_responding(&n.name) || self.node_book.quiet.contains(&n.name),
-            reason_set: self.node_overrides.get(&n.name).map(|o| (o.uid, o.time)),
+            reason_set: self
+                .node_overrides
+                .get(&n.name)
+                .filter(|o| !o.reason.is_empty())
+                .map(|o| (o.uid, o.time)),
             node_addr: address.map_or_else(|| n.name.clone(), |a| a.addr.clone()),
             node_hostname: address.map_or_else(|| n.name.clone(), |a| a.hostname.clone()),
             port: address.and_then(|a| a.port),
