@@ -61,6 +61,78 @@ impl Layout {
     }
 }
 
+/// Where a part of a heterogeneous step in allocation `job` (one component) may run,
+/// as Slurm's srun asks for it: on nodes the parts before did not take (`taken`), so
+/// the part's `-x` grows by them; without `-N`, on as few of the nodes left as hold
+/// its `-n` tasks (all of them left without `-n`). Returns the node count to ask for
+/// and the nodes to exclude.
+///
+/// Errors (Slurm's srun's): fewer nodes left than the part needs
+/// (`Allocation failure of N nodes: ...`), a `-w` naming a node taken.
+pub(super) fn local_part_nodes(
+    job: &JobRecord,
+    opts: &sluice_conf::options::JobOptions,
+    taken: &[String],
+) -> Result<(Option<u32>, Option<String>), String> {
+    let expand = |e: &Option<String>| {
+        e.as_deref()
+            .filter(|e| !e.is_empty())
+            .and_then(|e| sluice_conf::hostlist::expand(e).ok())
+            .unwrap_or_default()
+    };
+    let mut excluded: Vec<String> = expand(&opts.exclude);
+    excluded.extend(taken.iter().cloned());
+    excluded.sort();
+    excluded.dedup();
+    let exclude = sluice_conf::hostlist::compress(&excluded);
+    let min_nodes = match (opts.nodes, opts.ntasks) {
+        (Some(n), _) => n.0,
+        (None, Some(_)) => 1,
+        (None, None) => job.nodes.len() as u32,
+    };
+    let left = job.nodes.len().saturating_sub(excluded.len()) as u32;
+    // (The first part is an ordinary step's request: the controller answers it.)
+    if !taken.is_empty() && left < min_nodes {
+        return Err(format!(
+            "Allocation failure of {min_nodes} nodes: job size of {}, already allocated {} \
+             nodes to previous components.",
+            job.nodes.len(),
+            excluded.len()
+        ));
+    }
+    let wanted = expand(&opts.nodelist);
+    if wanted.iter().any(|w| excluded.contains(w)) {
+        eprintln!(
+            "srun: error: Requested nodelist {} overlaps with excluded {exclude}.",
+            opts.nodelist.as_deref().unwrap_or("")
+        );
+        return Err("Job not submitted.".into());
+    }
+    let nodes = match (opts.nodes, opts.ntasks) {
+        (Some(n), _) => Some(n.0),
+        (None, Some(ntasks)) if wanted.is_empty() => {
+            // As few of the nodes left as hold the tasks, in the allocation's order.
+            let cpt = opts
+                .cpus_per_task
+                .or(job.desc.cpus_per_task)
+                .unwrap_or(1)
+                .max(1);
+            let mut room = 0;
+            let mut count = 0;
+            for (name, cpus) in job.nodes.iter().zip(&job.cpus_per_node) {
+                if excluded.contains(name) || room >= ntasks {
+                    continue;
+                }
+                room += cpus / cpt;
+                count += 1;
+            }
+            Some(count.max(1))
+        }
+        _ => None,
+    };
+    Ok((nodes, (!excluded.is_empty()).then_some(exclude)))
+}
+
 /// Per node of `nodes` (`(name, count)`, a node named more than once counting each
 /// time): the node list as a hostlist, and the counts in its order (`2,1`, `2(x3)`).
 fn per_node(nodes: &[(String, u32)]) -> (String, usize, String) {

@@ -150,9 +150,11 @@ impl Controller {
         for (step, u) in &report.steps {
             let runs = match step {
                 StepId::Batch | StepId::Extern => true,
-                StepId::Number(_) => self.steps.get(&(job, *step)).is_some_and(|s| {
-                    s.state == JobState::Running && s.nodes.contains(&report.node)
-                }),
+                StepId::Number(_) | StepId::Part(..) => {
+                    self.steps.get(&(job, *step)).is_some_and(|s| {
+                        s.state == JobState::Running && s.nodes.contains(&report.node)
+                    })
+                }
             };
             if runs {
                 self.usage.sample(job, report.run, *step, &report.node, u);
@@ -204,7 +206,7 @@ impl Controller {
         }
         let steps = self
             .steps
-            .range((job, StepId::Number(0))..=(job, StepId::Number(u32::MAX)))
+            .range((job, StepId::Number(0))..=(job, StepId::LAST))
             .map(|(_, s)| s)
             .filter(|s| s.state == JobState::Running);
         for s in steps {
