@@ -509,6 +509,10 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     // The tasks of a step in a heterogeneous job have no
     // `SLURM_NODE_ALIASES_PACK_GROUP_n` for the step's first n components (Slurm
     // 22.05's srun drops what salloc set there, numbering by the step's components).
+    // Nor, for a step of parts in one allocation, the allocation's own.
+    if local {
+        env.remove("SLURM_NODE_ALIASES");
+    }
     if record.het.is_some() {
         for n in 0..records.len() {
             env.remove(&format!("SLURM_NODE_ALIASES_PACK_GROUP_{n}"));
