@@ -85,8 +85,10 @@ pub(super) fn local_part_nodes(
     excluded.sort();
     excluded.dedup();
     let exclude = sluice_conf::hostlist::compress(&excluded);
+    let wanted = expand(&opts.nodelist);
     let min_nodes = match (opts.nodes, opts.ntasks) {
         (Some(n), _) => n.0,
+        (None, _) if !wanted.is_empty() => wanted.len() as u32,
         (None, Some(_)) => 1,
         (None, None) => job.nodes.len() as u32,
     };
@@ -100,7 +102,6 @@ pub(super) fn local_part_nodes(
             excluded.len()
         ));
     }
-    let wanted = expand(&opts.nodelist);
     if wanted.iter().any(|w| excluded.contains(w)) {
         eprintln!(
             "srun: error: Requested nodelist {} overlaps with excluded {exclude}.",
@@ -258,6 +259,67 @@ mod tests {
             task_gpus: Vec::new(),
             cpus: nodes.iter().map(|(_, t)| t.len() as u32).collect(),
         }
+    }
+
+    #[test]
+    fn the_parts_of_a_step_in_one_allocation_take_nodes_of_their_own_as_slurms_srun() {
+        use sluice_conf::options::JobOptions;
+        // `salloc -N2 -n3`: two CPUs on n1, one on n2.
+        let job = JobRecord {
+            id: 5,
+            nodes: vec!["n1".into(), "n2".into()],
+            cpus_per_node: vec![2, 1],
+            ..Default::default()
+        };
+        let n = |ntasks: Option<u32>, nodes: Option<u32>| JobOptions {
+            ntasks,
+            nodes: nodes.map(|n| (n, n)),
+            ..Default::default()
+        };
+        let taken = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // The first part: as few nodes as hold its tasks, nothing excluded.
+        assert_eq!(
+            local_part_nodes(&job, &n(Some(2), None), &[]),
+            Ok((Some(1), None))
+        );
+        assert_eq!(
+            local_part_nodes(&job, &n(Some(3), None), &[]),
+            Ok((Some(2), None))
+        );
+        // The next: on the nodes left (the controller then finds n2 too small for 2).
+        assert_eq!(
+            local_part_nodes(&job, &n(Some(2), None), &taken(&["n1"])),
+            Ok((Some(1), Some("n1".into())))
+        );
+        // None left: Slurm's srun's error, counting what `-N` (or, without `-n`, the
+        // whole allocation) asks for.
+        let failure = |want: u32, gone: u32| {
+            Err(format!(
+                "Allocation failure of {want} nodes: job size of 2, already allocated \
+                 {gone} nodes to previous components."
+            ))
+        };
+        assert_eq!(
+            local_part_nodes(&job, &n(Some(1), None), &taken(&["n1", "n2"])),
+            failure(1, 2)
+        );
+        assert_eq!(
+            local_part_nodes(&job, &n(None, Some(2)), &taken(&["n1"])),
+            failure(2, 1)
+        );
+        assert_eq!(
+            local_part_nodes(&job, &n(None, None), &taken(&["n1"])),
+            failure(2, 1)
+        );
+        // A `-w` naming a node a part before took.
+        let named = JobOptions {
+            nodelist: Some("n1".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            local_part_nodes(&job, &named, &taken(&["n1"])),
+            Err("Job not submitted.".into())
+        );
     }
 
     #[test]
