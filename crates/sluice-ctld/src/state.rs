@@ -1772,7 +1772,7 @@ impl Controller {
         // Steps still marked running end with their job.
         let open: Vec<(JobId, StepId)> = self
             .steps
-            .range((id, StepId::Batch)..=(id, StepId::Number(u32::MAX)))
+            .range((id, StepId::Batch)..=(id, StepId::LAST))
             .filter(|(_, s)| s.state == JobState::Running)
             .map(|(k, _)| *k)
             .collect();
@@ -1887,7 +1887,7 @@ impl Controller {
         let run = self.jobs[&m].restarts;
         let open: Vec<(JobId, StepId)> = self
             .steps
-            .range((m, StepId::Number(0))..=(m, StepId::Number(u32::MAX)))
+            .range((m, StepId::Number(0))..=(m, StepId::LAST))
             .filter(|(_, s)| s.state == JobState::Running && s.run == run)
             .map(|(k, _)| *k)
             .collect();
@@ -2473,7 +2473,7 @@ impl Controller {
         let run = self.jobs[&id].restarts;
         let open: Vec<(JobId, StepId)> = self
             .steps
-            .range((id, StepId::Number(0))..=(id, StepId::Number(u32::MAX)))
+            .range((id, StepId::Number(0))..=(id, StepId::LAST))
             .filter(|(_, s)| s.state == JobState::Running && s.run == run)
             .map(|(k, _)| *k)
             .collect();
@@ -2660,7 +2660,11 @@ impl Controller {
             .map_err(ApiError::invalid)?;
         let step = match req.step_id {
             Some(s) => {
-                if self.steps.contains_key(&(job, StepId::Number(s))) {
+                let taken = match req.part {
+                    Some(p) => self.steps.contains_key(&(job, StepId::Part(s, p))),
+                    None => self.steps.contains_key(&(job, StepId::Number(s))),
+                };
+                if taken {
                     return Err(ApiError::invalid(format!(
                         "Unable to create step for job {job}: Duplicate job step id"
                     )));
@@ -2668,6 +2672,11 @@ impl Controller {
                 s
             }
             None => self.next_step_of(job),
+        };
+        // A part of a heterogeneous step in this allocation: `S+P`.
+        let step_key = match req.part {
+            Some(p) => StepId::Part(step, p),
+            None => StepId::Number(step),
         };
         let mut next_task = 0u32;
         let mut plan_nodes = Vec::new();
@@ -2701,7 +2710,7 @@ impl Controller {
         };
         let record = StepRecord {
             job_id: job.0,
-            step: StepId::Number(step),
+            step: step_key,
             name: req.name.clone(),
             state: JobState::Running,
             start: now,
@@ -2722,8 +2731,7 @@ impl Controller {
             run: self.jobs[&job].restarts,
             suspended_secs: 0,
         };
-        self.steps
-            .insert((job, StepId::Number(step)), record.clone());
+        self.steps.insert((job, step_key), record.clone());
         let r = self.jobs.get_mut(&job).expect("checked");
         r.next_step = r.next_step.max(step + 1);
         let effects = vec![self.persist(job), Effect::PersistStep(record)];
@@ -2744,7 +2752,7 @@ impl Controller {
     pub fn end_step(
         &mut self,
         job: JobId,
-        step: u32,
+        step: impl Into<StepId>,
         exit_code: i32,
         signal: i32,
         caller: &Caller,
@@ -2758,12 +2766,13 @@ impl Controller {
             .is_some_and(|l| r.start_time.is_some_and(|t| t + l <= now));
         let s = self
             .steps
-            .get_mut(&(job, StepId::Number(step)))
+            .get_mut(&(job, step.into()))
             .ok_or_else(|| ApiError::invalid("Invalid job step id"))?;
+        let step = s.step;
         if s.state != JobState::Running {
             return Ok(Vec::new());
         }
-        if let Some(u) = self.usage.merged(job, StepId::Number(step)) {
+        if let Some(u) = self.usage.merged(job, step) {
             s.usage = Some(u);
         }
         s.end = Some(now);
@@ -2809,7 +2818,13 @@ impl Controller {
         {
             return Ok(Vec::new());
         }
-        let key = (job, StepId::Number(report.step));
+        // The step, or the part of a heterogeneous step that runs on the node (each
+        // part runs on nodes of its own).
+        let key = self
+            .steps
+            .range((job, StepId::Part(report.step, 0))..=(job, StepId::Part(report.step, u32::MAX)))
+            .find(|(_, s)| s.nodes.contains(&report.node))
+            .map_or((job, StepId::Number(report.step)), |(k, _)| *k);
         let s = self
             .steps
             .get_mut(&key)
@@ -2855,7 +2870,7 @@ impl Controller {
             report.job,
             report.step
         );
-        self.end_step(job, report.step, exit_code, signal, caller, now)
+        self.end_step(job, key.1, exit_code, signal, caller, now)
     }
 
     /// An agent registered (started, or came back): its node takes work; jobs the
@@ -3650,9 +3665,12 @@ impl Controller {
             alloc_tres: node_tres(u64::from(used), alloc_mem[i], &alloc_gres[i], false),
             name: n.name.clone(),
             state: state.into(),
+            // A state without a reason (a dynamic node's line's `State=DRAIN`) shows
+            // none, as Slurm's.
             reason: self
                 .node_overrides
                 .get(&n.name)
+                .filter(|o| !o.reason.is_empty())
                 .map(|o| o.reason.clone())
                 .or_else(|| {
                     // A FUTURE node is not expected to answer (Slurm gives it no reason).
@@ -3689,7 +3707,11 @@ impl Controller {
                 .collect(),
             weight: n.weight,
             agent_up: self.node_responding(&n.name) || self.node_book.quiet.contains(&n.name),
-            reason_set: self.node_overrides.get(&n.name).map(|o| (o.uid, o.time)),
+            reason_set: self
+                .node_overrides
+                .get(&n.name)
+                .filter(|o| !o.reason.is_empty())
+                .map(|o| (o.uid, o.time)),
             node_addr: address.map_or_else(|| n.name.clone(), |a| a.addr.clone()),
             node_hostname: address.map_or_else(|| n.name.clone(), |a| a.hostname.clone()),
             port: address.and_then(|a| a.port),

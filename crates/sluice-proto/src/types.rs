@@ -308,6 +308,29 @@ pub enum StepId {
     Extern,
     /// An srun step, numbered from 0.
     Number(u32),
+    /// One part of a heterogeneous step run in an allocation of one component
+    /// (`srun OPTS CMD : OPTS CMD`): the step's number and the part (`S+P`, as Slurm
+    /// names it); the parts share the number and run on nodes of their own.
+    Part(u32, u32),
+}
+
+impl From<u32> for StepId {
+    fn from(n: u32) -> StepId {
+        StepId::Number(n)
+    }
+}
+
+impl StepId {
+    /// The last step id of a job, in order (a range's end over all its steps).
+    pub const LAST: StepId = StepId::Part(u32::MAX, u32::MAX);
+
+    /// The step's number, for an srun step or a part of one.
+    pub fn number(self) -> Option<u32> {
+        match self {
+            StepId::Number(n) | StepId::Part(n, _) => Some(n),
+            StepId::Batch | StepId::Extern => None,
+        }
+    }
 }
 
 impl std::fmt::Display for StepId {
@@ -316,6 +339,7 @@ impl std::fmt::Display for StepId {
             StepId::Batch => f.write_str("batch"),
             StepId::Extern => f.write_str("extern"),
             StepId::Number(n) => write!(f, "{n}"),
+            StepId::Part(n, p) => write!(f, "{n}+{p}"),
         }
     }
 }
@@ -1519,6 +1543,10 @@ pub struct StepRequest {
     /// (one step id across the components, as Slurm's). None: the job's next one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_id: Option<u32>,
+    /// A part of a heterogeneous step in an allocation of one component: which part
+    /// (0, 1, ...); the step is recorded as `S+P`. None: an ordinary step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<u32>,
 }
 
 /// Where a step's tasks run: per node, the global task ids.

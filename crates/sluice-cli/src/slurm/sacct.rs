@@ -129,11 +129,12 @@ fn run_steps<'a>(steps: &[&'a StepRecord], r: &'a JobRecord) -> Vec<Row<'a>> {
 }
 
 /// Where a step's row goes among its job's: batch, extern, then by number.
-fn step_order(s: &StepRecord) -> (u8, u32) {
+fn step_order(s: &StepRecord) -> (u8, u32, u32) {
     match s.step {
-        StepId::Batch => (0, 0),
-        StepId::Extern => (1, 0),
-        StepId::Number(n) => (2, n),
+        StepId::Batch => (0, 0, 0),
+        StepId::Extern => (1, 0, 0),
+        StepId::Number(n) => (2, n, 0),
+        StepId::Part(n, p) => (2, n, p),
     }
 }
 
@@ -294,7 +295,7 @@ fn waited_for(reason: &str) -> &str {
 fn derived_exit_codes(steps: &[StepRecord]) -> BTreeMap<u64, (i32, i32)> {
     let status = |(code, signal): (i32, i32)| (i64::from(code) << 8) | i64::from(signal & 0x7f);
     let mut derived: BTreeMap<u64, (i32, i32)> = BTreeMap::new();
-    for s in steps.iter().filter(|s| matches!(s.step, StepId::Number(_))) {
+    for s in steps.iter().filter(|s| s.step.number().is_some()) {
         let here = (s.exit_code, s.signal);
         let best = derived.entry(s.job_id).or_insert(here);
         if status(here) > status(*best) {
@@ -1103,7 +1104,11 @@ pub fn main(args: Vec<String>) -> i32 {
                         .filter(|s| {
                             s.job_id == j.id
                                 && s.run == j.restarts
-                                && wanted.contains(&s.step.to_string().as_str())
+                                && (wanted.contains(&s.step.to_string().as_str())
+                                    // `J.S` names every part of a heterogeneous
+                                    // step (`J.S+0`, `J.S+1`), as Slurm's sacct.
+                                    || matches!(s.step, StepId::Part(n, _)
+                                        if wanted.contains(&n.to_string().as_str())))
                         })
                         .collect();
                     steps.sort_by_key(|s| step_order(s));

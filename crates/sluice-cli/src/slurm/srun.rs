@@ -104,6 +104,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     job: r.id,
                     opts: o.clone(),
                     argv: a.clone(),
+                    part: None,
                 })
                 .collect();
             let (code, oom) = run_parts(&client, &parts, &opts, true);
@@ -129,6 +130,19 @@ struct Part {
     job: u64,
     opts: JobOptions,
     argv: Vec<String>,
+    /// Which part of a heterogeneous step in an allocation of one component (its
+    /// steps recorded `S+P`); None in a component of its own.
+    part: Option<u32>,
+}
+
+impl Part {
+    /// How the step (or this part of it) is named in a path: `S`, or `S+P`.
+    fn step_path(&self, step: u32) -> String {
+        match self.part {
+            Some(p) => format!("{step}+{p}"),
+            None => step.to_string(),
+        }
+    }
 }
 
 /// The parts of a step inside allocation `job`, in the components' order: each `:`
@@ -140,34 +154,19 @@ fn parts_in_allocation(job: u64, parsed: &[(JobOptions, Vec<String>)]) -> Vec<Pa
         .and_then(|v| v.parse::<u32>().ok());
     if parsed.len() > 1 {
         match size {
-            // Parts in an allocation of one component: Slurm's srun shares its nodes
-            // out among them, each part on nodes of its own.
+            // Parts in an allocation of one component: as Slurm's srun (since 20.11),
+            // one step whose parts run on nodes of their own (see `run_parts`).
             None => {
-                let size = std::env::var("SLURM_JOB_NUM_NODES")
-                    .ok()
-                    .and_then(|v| v.parse::<u32>().ok())
-                    .unwrap_or(1);
-                let mut taken = 0;
-                for (opts, _) in parsed {
-                    let n = opts.nodes.map_or(1, |n| n.0);
-                    if taken + n > size {
-                        fail(
-                            ME,
-                            format!(
-                                "Allocation failure of {n} nodes: job size of {size}, \
-                                 already allocated {taken} nodes to previous components."
-                            ),
-                            1,
-                        )
-                    }
-                    taken += n;
-                }
-                fail(
-                    ME,
-                    "A heterogeneous step (OPTS CMD : OPTS CMD) needs a heterogeneous job \
-                     allocation (salloc OPTS : OPTS, or sbatch's)",
-                    1,
-                )
+                return parsed
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (opts, argv))| Part {
+                        job,
+                        opts: opts.clone(),
+                        argv: argv.clone(),
+                        part: Some(i as u32),
+                    })
+                    .collect()
             }
             Some(n) if parsed.len() as u32 > n => fail(
                 ME,
@@ -191,6 +190,7 @@ fn parts_in_allocation(job: u64, parsed: &[(JobOptions, Vec<String>)]) -> Vec<Pa
                     job,
                     opts: opts.clone(),
                     argv: argv.clone(),
+                    part: None,
                 }]
             }
             None => vec![i as u32],
@@ -200,6 +200,7 @@ fn parts_in_allocation(job: u64, parsed: &[(JobOptions, Vec<String>)]) -> Vec<Pa
                 job: het_component(job, g),
                 opts: opts.clone(),
                 argv: argv.clone(),
+                part: None,
             });
         }
     }
@@ -207,6 +208,23 @@ fn parts_in_allocation(job: u64, parsed: &[(JobOptions, Vec<String>)]) -> Vec<Pa
     // component's): their ids are the leader's and the next ones, in offset order.
     parts.sort_by_key(|p| p.job);
     parts
+}
+
+/// A heterogeneous step could not be created whole: the parts created already are
+/// given up (a part in a job of its own failed, one of a local step ended as Slurm
+/// records it, completed), and srun fails with `why`.
+fn fail_parts(client: &Client, parts: &[Part], plans: &[StepPlan], why: String) -> ! {
+    for (q, plan) in parts.iter().zip(plans) {
+        let body = sluice_proto::types::ExitReport {
+            exit_code: if q.part.is_some() { 0 } else { 1 },
+            signal: 0,
+        };
+        let _ = client.post::<_, serde_json::Value>(
+            &format!("/v1/jobs/{}/steps/{}/end", q.job, q.step_path(plan.step)),
+            &body,
+        );
+    }
+    fail(ME, why, 1)
 }
 
 /// Creates step `req` of job `job`: while the job's running steps hold the CPUs it
@@ -294,10 +312,22 @@ fn het_component(job: u64, group: u32) -> u64 {
 /// tasks' I/O, labels and terminal is `opts`'s, the first part's on the command line.
 /// srun's exit status, and whether the step's memory limit killed some of it.
 fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (i32, bool) {
-    let het = parts.len() > 1;
+    // Parts in one job's allocation: an ordinary step's variables, over all the parts.
+    let local = parts.iter().any(|p| p.part.is_some());
+    let het = parts.len() > 1 && !local;
     let job = parts[0].job;
+    // The allocation a local heterogeneous step shares out among its parts.
+    let allocation: Option<JobRecord> = local.then(|| {
+        client
+            .get(&format!("/v1/jobs/{job}"))
+            .unwrap_or_else(|e| fail(ME, describe(&e), 1))
+    });
+    // The nodes the parts before took (each part runs on nodes of its own).
+    let mut taken: Vec<String> = Vec::new();
     // Before any thread starts, so that every thread inherits the blocked mask.
-    let interrupts = forward_signals(parts.iter().map(|p| p.job).collect());
+    let mut jobs: Vec<u64> = parts.iter().map(|p| p.job).collect();
+    jobs.dedup();
+    let interrupts = forward_signals(jobs);
     let mut plans: Vec<StepPlan> = Vec::with_capacity(parts.len());
     let mut first_gpus_per_task = None;
     for p in parts {
@@ -310,9 +340,14 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
         if plans.is_empty() {
             first_gpus_per_task = gpus_per_task;
         }
+        let (nodes, exclude) = match &allocation {
+            Some(a) => super::srun_het::local_part_nodes(a, &p.opts, &taken)
+                .unwrap_or_else(|why| fail_parts(client, parts, &plans, why)),
+            None => (p.opts.nodes.map(|n| n.0), p.opts.exclude.clone()),
+        };
         let req = StepRequest {
             ntasks: p.opts.ntasks,
-            nodes: p.opts.nodes.map(|n| n.0),
+            nodes,
             ntasks_per_node: p.opts.ntasks_per_node,
             cpus_per_task: p.opts.cpus_per_task,
             gpus_per_task,
@@ -320,28 +355,19 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             argv: p.argv.clone(),
             name: step_name(&p.opts, &p.argv),
             nodelist: p.opts.nodelist.clone(),
-            exclude: p.opts.exclude.clone(),
+            exclude,
             exact: p.opts.exact,
             overlap: p.opts.overlap,
             // One step id across the components: the first one's.
             step_id: plans.first().map(|f| f.step),
+            part: p.part,
         };
         match create_step(client, p.job, &req) {
-            Ok(plan) => plans.push(plan),
-            Err(why) => {
-                // The components that have their part already give it up.
-                for (q, plan) in parts.iter().zip(&plans) {
-                    let body = sluice_proto::types::ExitReport {
-                        exit_code: 1,
-                        signal: 0,
-                    };
-                    let _ = client.post::<_, serde_json::Value>(
-                        &format!("/v1/jobs/{}/steps/{}/end", q.job, plan.step),
-                        &body,
-                    );
-                }
-                fail(ME, why, 1)
+            Ok(plan) => {
+                taken.extend(plan.nodes.iter().map(|n| n.0.clone()));
+                plans.push(plan)
             }
+            Err(why) => fail_parts(client, parts, &plans, why),
         }
     }
     let gpus_per_task = first_gpus_per_task;
@@ -355,7 +381,12 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
         .collect();
     for ((p, r), plan) in parts.iter().zip(&records).zip(&plans) {
         if let Some(n) = p.opts.ntasks {
-            if p.opts.nodes.is_none() && (n as usize) < r.nodes.len() && !p.opts.quiet {
+            // (Not for a part of a step in one allocation: its nodes are srun's choice.)
+            if p.opts.nodes.is_none()
+                && p.part.is_none()
+                && (n as usize) < r.nodes.len()
+                && !p.opts.quiet
+            {
                 eprintln!(
                     "{ME}: Warning: can't run {n} processes on {} nodes, setting nnodes to {}",
                     r.nodes.len(),
@@ -435,8 +466,9 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     if let Some(c) = parts[0].opts.cpus_per_task.or(record.desc.cpus_per_task) {
         set("SLURM_CPUS_PER_TASK", c.to_string());
     }
-    // (A heterogeneous job's allocation has it already, for its first component.)
-    if record.het.is_none() {
+    // (A heterogeneous job's allocation has it already, for its first component;
+    // Slurm's srun sets none for the parts of a step in one allocation.)
+    if record.het.is_none() && !local {
         set(
             "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0",
             sluice_ctld::state::tasks_per_node_string(&record.cpus_per_node),
@@ -477,6 +509,10 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     // The tasks of a step in a heterogeneous job have no
     // `SLURM_NODE_ALIASES_PACK_GROUP_n` for the step's first n components (Slurm
     // 22.05's srun drops what salloc set there, numbering by the step's components).
+    // Nor, for a step of parts in one allocation, the allocation's own.
+    if local {
+        env.remove("SLURM_NODE_ALIASES");
+    }
     if record.het.is_some() {
         for n in 0..records.len() {
             env.remove(&format!("SLURM_NODE_ALIASES_PACK_GROUP_{n}"));
@@ -785,7 +821,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             sluice_proto::types::ExitReport { exit_code, signal }
         };
         let _ = client.post::<_, serde_json::Value>(
-            &format!("/v1/jobs/{}/steps/{}/end", p.job, plan.step),
+            &format!("/v1/jobs/{}/steps/{}/end", p.job, p.step_path(plan.step)),
             &body,
         );
     }

@@ -61,6 +61,79 @@ impl Layout {
     }
 }
 
+/// Where a part of a heterogeneous step in allocation `job` (one component) may run,
+/// as Slurm's srun asks for it: on nodes the parts before did not take (`taken`), so
+/// the part's `-x` grows by them; without `-N`, on as few of the nodes left as hold
+/// its `-n` tasks (all of them left without `-n`). Returns the node count to ask for
+/// and the nodes to exclude.
+///
+/// Errors (Slurm's srun's): fewer nodes left than the part needs
+/// (`Allocation failure of N nodes: ...`), a `-w` naming a node taken.
+pub(super) fn local_part_nodes(
+    job: &JobRecord,
+    opts: &sluice_conf::options::JobOptions,
+    taken: &[String],
+) -> Result<(Option<u32>, Option<String>), String> {
+    let expand = |e: &Option<String>| {
+        e.as_deref()
+            .filter(|e| !e.is_empty())
+            .and_then(|e| sluice_conf::hostlist::expand(e).ok())
+            .unwrap_or_default()
+    };
+    let mut excluded: Vec<String> = expand(&opts.exclude);
+    excluded.extend(taken.iter().cloned());
+    excluded.sort();
+    excluded.dedup();
+    let exclude = sluice_conf::hostlist::compress(&excluded);
+    let wanted = expand(&opts.nodelist);
+    let min_nodes = match (opts.nodes, opts.ntasks) {
+        (Some(n), _) => n.0,
+        (None, _) if !wanted.is_empty() => wanted.len() as u32,
+        (None, Some(_)) => 1,
+        (None, None) => job.nodes.len() as u32,
+    };
+    let left = job.nodes.len().saturating_sub(excluded.len()) as u32;
+    // (The first part is an ordinary step's request: the controller answers it.)
+    if !taken.is_empty() && left < min_nodes {
+        return Err(format!(
+            "Allocation failure of {min_nodes} nodes: job size of {}, already allocated {} \
+             nodes to previous components.",
+            job.nodes.len(),
+            excluded.len()
+        ));
+    }
+    if wanted.iter().any(|w| excluded.contains(w)) {
+        eprintln!(
+            "srun: error: Requested nodelist {} overlaps with excluded {exclude}.",
+            opts.nodelist.as_deref().unwrap_or("")
+        );
+        return Err("Job not submitted.".into());
+    }
+    let nodes = match (opts.nodes, opts.ntasks) {
+        (Some(n), _) => Some(n.0),
+        (None, Some(ntasks)) if wanted.is_empty() => {
+            // As few of the nodes left as hold the tasks, in the allocation's order.
+            let cpt = opts
+                .cpus_per_task
+                .or(job.desc.cpus_per_task)
+                .unwrap_or(1)
+                .max(1);
+            let mut room = 0;
+            let mut count = 0;
+            for (name, cpus) in job.nodes.iter().zip(&job.cpus_per_node) {
+                if excluded.contains(name) || room >= ntasks {
+                    continue;
+                }
+                room += cpus / cpt;
+                count += 1;
+            }
+            Some(count.max(1))
+        }
+        _ => None,
+    };
+    Ok((nodes, (!excluded.is_empty()).then_some(exclude)))
+}
+
 /// Per node of `nodes` (`(name, count)`, a node named more than once counting each
 /// time): the node list as a hostlist, and the counts in its order (`2,1`, `2(x3)`).
 fn per_node(nodes: &[(String, u32)]) -> (String, usize, String) {
@@ -186,6 +259,67 @@ mod tests {
             task_gpus: Vec::new(),
             cpus: nodes.iter().map(|(_, t)| t.len() as u32).collect(),
         }
+    }
+
+    #[test]
+    fn the_parts_of_a_step_in_one_allocation_take_nodes_of_their_own_as_slurms_srun() {
+        use sluice_conf::options::JobOptions;
+        // `salloc -N2 -n3`: two CPUs on n1, one on n2.
+        let job = JobRecord {
+            id: 5,
+            nodes: vec!["n1".into(), "n2".into()],
+            cpus_per_node: vec![2, 1],
+            ..Default::default()
+        };
+        let n = |ntasks: Option<u32>, nodes: Option<u32>| JobOptions {
+            ntasks,
+            nodes: nodes.map(|n| (n, n)),
+            ..Default::default()
+        };
+        let taken = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // The first part: as few nodes as hold its tasks, nothing excluded.
+        assert_eq!(
+            local_part_nodes(&job, &n(Some(2), None), &[]),
+            Ok((Some(1), None))
+        );
+        assert_eq!(
+            local_part_nodes(&job, &n(Some(3), None), &[]),
+            Ok((Some(2), None))
+        );
+        // The next: on the nodes left (the controller then finds n2 too small for 2).
+        assert_eq!(
+            local_part_nodes(&job, &n(Some(2), None), &taken(&["n1"])),
+            Ok((Some(1), Some("n1".into())))
+        );
+        // None left: Slurm's srun's error, counting what `-N` (or, without `-n`, the
+        // whole allocation) asks for.
+        let failure = |want: u32, gone: u32| {
+            Err(format!(
+                "Allocation failure of {want} nodes: job size of 2, already allocated \
+                 {gone} nodes to previous components."
+            ))
+        };
+        assert_eq!(
+            local_part_nodes(&job, &n(Some(1), None), &taken(&["n1", "n2"])),
+            failure(1, 2)
+        );
+        assert_eq!(
+            local_part_nodes(&job, &n(None, Some(2)), &taken(&["n1"])),
+            failure(2, 1)
+        );
+        assert_eq!(
+            local_part_nodes(&job, &n(None, None), &taken(&["n1"])),
+            failure(2, 1)
+        );
+        // A `-w` naming a node a part before took.
+        let named = JobOptions {
+            nodelist: Some("n1".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            local_part_nodes(&job, &named, &taken(&["n1"])),
+            Err("Job not submitted.".into())
+        );
     }
 
     #[test]

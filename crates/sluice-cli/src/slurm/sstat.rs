@@ -200,11 +200,12 @@ fn choose(running: &[StepRecord], step: Option<StepId>, all: bool) -> Vec<&StepR
 
 /// Steps in the order Slurm's sstat shows them: the batch step, the extern step, then
 /// the numbered steps.
-fn order(step: StepId) -> (u8, u32) {
+fn order(step: StepId) -> (u8, u32, u32) {
     match step {
-        StepId::Batch => (0, 0),
-        StepId::Extern => (1, 0),
-        StepId::Number(n) => (2, n),
+        StepId::Batch => (0, 0, 0),
+        StepId::Extern => (1, 0, 0),
+        StepId::Number(n) => (2, n, 0),
+        StepId::Part(n, p) => (2, n, p),
     }
 }
 

@@ -740,7 +740,7 @@ fn srun_parts_run_in_the_components_order_and_more_parts_than_components_are_ref
         "{}",
         o.stderr
     );
-    // A one-component allocation has no second component to run a part in.
+    // An allocation of one node has no node left for a second part.
     let o = c.run(
         "salloc",
         &[
@@ -758,5 +758,68 @@ fn srun_parts_run_in_the_components_order_and_more_parts_than_components_are_ref
         ),
         "{}",
         o.stderr
+    );
+}
+
+#[test]
+fn a_heterogeneous_step_in_an_ordinary_allocation_runs_its_parts_on_nodes_of_their_own() {
+    let c = Cluster::start("hetlocal", SMALL);
+    // An ordinary job of two nodes (two CPUs each): `srun A : B` in its script is one
+    // step, as Slurm's srun makes it. The first part's one task takes n1 alone, the
+    // second part's two tasks n2; task ids count on across the parts; the tasks see an
+    // ordinary step over both parts, no SLURM_HET_SIZE.
+    let show = "echo $SLURM_PROCID/$SLURM_NTASKS node $SLURM_NODEID $SLURMD_NODENAME \
+                step $SLURM_STEP_ID in $SLURM_NODELIST tpn $SLURM_STEP_TASKS_PER_NODE \
+                het ${SLURM_HET_SIZE:-none}";
+    let script = format!(
+        "srun -n1 bash -c '{show}' : -n2 bash -c '{show}' | sort\n\
+         srun -n1 true : -n2 false; echo \"exit $?\"\n\
+         srun -n1 true : -n1 true : -n1 true; echo \"exit $?\"\n"
+    );
+    let job = c.sbatch(&["-J", "hl", "-N2", "-n4", "-o", "out.txt", "--wrap", &script]);
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    let out = std::fs::read_to_string(c.work().join("out.txt")).unwrap();
+    assert_eq!(
+        out,
+        "0/3 node 0 n1 step 0 in n[1-2] tpn 1,2 het none\n\
+         1/3 node 1 n2 step 0 in n[1-2] tpn 1,2 het none\n\
+         2/3 node 1 n2 step 0 in n[1-2] tpn 1,2 het none\n\
+         srun: error: n2: tasks 0-1: Exited with exit code 1\n\
+         exit 1\n\
+         srun: error: Allocation failure of 1 nodes: job size of 2, already allocated 2 \
+         nodes to previous components.\n\
+         exit 1\n"
+    );
+    // Each part is a row of its own, `J.S+P`, ending with its own tasks; the parts of
+    // a step that could not be made whole are recorded completed, as Slurm records
+    // them. `-j J.1` names both parts of step 1.
+    let rows = |sel: &str| {
+        c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-o",
+                "JobID,JobName,State,ExitCode,NTasks,NodeList",
+                "-j",
+                sel,
+            ],
+        )
+        .stdout
+    };
+    let expected = format!(
+        "{job}|hl|COMPLETED|0:0||n[1-2]\n\
+         {job}.batch|batch|COMPLETED|0:0|1|n1\n\
+         {job}.0+0|bash|COMPLETED|0:0|1|n1\n\
+         {job}.0+1|bash|COMPLETED|0:0|2|n2\n\
+         {job}.1+0|true|COMPLETED|0:0|1|n1\n\
+         {job}.1+1|false|FAILED|1:0|2|n2\n\
+         {job}.2+0|true|COMPLETED|0:0|1|n1\n\
+         {job}.2+1|true|COMPLETED|0:0|1|n2\n"
+    );
+    assert_eq!(c.settle(&expected, || rows(&job.to_string())), expected);
+    assert_eq!(
+        rows(&format!("{job}.1")),
+        format!("{job}.1+0|true|COMPLETED|0:0|1|n1\n{job}.1+1|false|FAILED|1:0|2|n2\n")
     );
 }

@@ -262,6 +262,47 @@ fn an_agent_registers_its_own_node_which_takes_work_and_survives_restarts() {
 }
 
 #[test]
+fn an_agent_registering_its_node_drained_leaves_it_drained_until_resumed() {
+    let mut c = Cluster::start_with("dynregdrain", ALL_NODES, &["n1"]);
+    let state = |c: &Cluster| {
+        c.run("sinfo", &["-h", "-N", "-n", "n2", "-o", "%N %t %E"])
+            .stdout
+    };
+    // slurmd -Z --conf "... State=DRAIN": Slurm 22.05 creates the node drained, with
+    // no reason; it takes no work.
+    let agent = c.start_agent_with(
+        "n2",
+        &["-Z", "--conf", "CPUs=2 RealMemory=1000 State=DRAIN"],
+    );
+    c.wait_for("n2 to register itself drained", || {
+        state(&c) == "n2 drain none\n"
+    });
+    let job = c
+        .sbatch(&["-w", "n2", "-t", "10", "--wrap", "hostname"])
+        .to_string();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(
+        c.run("squeue", &["-h", "-j", &job, "-o", "%T"]).stdout,
+        "PENDING\n"
+    );
+    // Drained still after the controller restarts, until an operator resumes it.
+    c.crash_and_restart_controller();
+    c.wait_for("the controller back, n2 still drained", || {
+        state(&c) == "n2 drain none\n"
+    });
+    let resumed = c.run("scontrol", &["update", "nodename=n2", "state=resume"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    c.wait_for("the job to run on n2 once resumed", || {
+        c.run("sacct", &["-n", "-X", "-j", &job, "-o", "State,NodeList"])
+            .stdout
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            == ["COMPLETED", "n2"]
+    });
+    stop_agent(agent, nix::sys::signal::Signal::SIGINT);
+}
+
+#[test]
 fn only_an_agent_with_the_cluster_s_trust_may_register_a_node() {
     use std::os::unix::process::CommandExt;
     let c = Cluster::start_with("dynregauth", ALL_NODES, &["n1"]);

@@ -78,10 +78,16 @@ impl Executor {
                         StepId::Batch => u32::MAX - 1,
                         StepId::Extern => u32::MAX - 2,
                         StepId::Number(n) => n,
+                        StepId::Part(n, _) => n,
                     };
                     // A requeued job's runs keep their steps apart: a run's steps
-                    // under keys of their own (run 0's as they always were).
-                    let key = u64::from(s.run) << 32 | u64::from(n);
+                    // under keys of their own (run 0's as they always were); the
+                    // parts of a heterogeneous step above those.
+                    let part = match s.step {
+                        StepId::Part(_, p) => u64::from(p) + 1,
+                        _ => 0,
+                    };
+                    let key = part << 48 | u64::from(s.run) << 32 | u64::from(n);
                     acks.push(self.store.put_step(s.job_id, key, serialise(&s)));
                 }
                 Effect::Forget(id) => self.store.delete_job(id.0),

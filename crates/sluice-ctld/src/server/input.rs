@@ -21,7 +21,8 @@ use sluice_proto::priority::{PriorityReport, SharesReport};
 use sluice_proto::reservations::{ReservationChange, ReservationRecord};
 use sluice_proto::types::{
     CancelRequest, ConfigInfo, DeviceFile, JobDescription, JobEnded, JobUpdate, NodeInfo,
-    NodeUpdate, PartitionInfo, PartitionUpdate, StepPlan, StepRequest, SubmitReply, WillRunReply,
+    NodeUpdate, PartitionInfo, PartitionUpdate, StepId, StepPlan, StepRequest, SubmitReply,
+    WillRunReply,
 };
 use tokio::sync::oneshot;
 
@@ -196,8 +197,8 @@ pub enum Request {
     EndStep {
         /// Job id.
         id: JobId,
-        /// Step number.
-        step: u32,
+        /// The step (or the part of a heterogeneous step).
+        step: StepId,
         /// Exit code.
         exit_code: i32,
         /// Signal.

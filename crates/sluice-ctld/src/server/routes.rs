@@ -15,7 +15,7 @@ use sluice_proto::error::ApiError;
 use sluice_proto::listing::JobQuery;
 use sluice_proto::types::{
     CancelRequest, Done, ExitReport, Heartbeat, HeartbeatReply, Incarnation, JobDescription,
-    JobEnded, JobRecord, Register, StepRequest, TaskSelection,
+    JobEnded, JobRecord, Register, StepId, StepRequest, TaskSelection,
 };
 
 use super::input::{Change, Request};
@@ -408,10 +408,20 @@ async fn start_step(
 async fn end_step(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
-    UrlPath((id, step)): UrlPath<(u64, u32)>,
+    UrlPath((id, step)): UrlPath<(u64, String)>,
     Json(x): Json<ExitReport>,
 ) -> Response {
     let caller = app.caller(peer);
+    // `S`, or `S+P` for a part of a heterogeneous step.
+    let parsed = match step.split_once('+') {
+        Some((n, p)) => n
+            .parse()
+            .and_then(|n| p.parse().map(|p| StepId::Part(n, p))),
+        None => step.parse().map(StepId::Number),
+    };
+    let Ok(step) = parsed else {
+        return reply::<Done>(Err(ApiError::invalid("Invalid job step id")));
+    };
     let r = app
         .ask(|reply| Request::EndStep {
             id: JobId(id),

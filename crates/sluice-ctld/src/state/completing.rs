@@ -29,7 +29,7 @@ impl Controller {
     pub(super) fn step_nodes(&self, id: JobId, run: u32, batch: Option<NodeId>) -> Vec<NodeId> {
         let mut nodes: Vec<NodeId> = self
             .steps
-            .range((id, StepId::Number(0))..=(id, StepId::Number(u32::MAX)))
+            .range((id, StepId::Number(0))..=(id, StepId::LAST))
             .filter(|(_, s)| s.run == run)
             .flat_map(|(_, s)| s.nodes.iter())
             .filter_map(|n| self.conf.node_id(n))

@@ -413,6 +413,17 @@ fn state_of(line: &str) -> Option<String> {
         .map(|(_, v)| v.to_ascii_uppercase())
 }
 
+/// The state a node created by its agent's registration with `line` is set to, as
+/// Slurm 22.05's slurmctld reads the line's `State=`: `DRAIN` (or `DRAIN...`, `FAIL...`)
+/// drains it, `DOWN` sets it down; any other state leaves it as registering makes it.
+fn registered_state(line: &str) -> Option<&'static str> {
+    match state_of(line)?.as_str() {
+        s if s.starts_with("DRAIN") || s.starts_with("FAIL") => Some("DRAIN"),
+        "DOWN" => Some("DOWN"),
+        _ => None,
+    }
+}
+
 impl Controller {
     /// `scontrol create nodename=LIST CPUs=... [State=FUTURE|CLOUD]` at `now`: the nodes
     /// of `line` (read as `conf`) join, in no partition (an operator adds them to one
@@ -579,6 +590,12 @@ impl Controller {
         let mut effects = Vec::new();
         for l in lines {
             effects.push(self.add_node_line(l, &partitions, now)?.1);
+        }
+        // The state its line names, kept as an operator's would be (across restarts,
+        // until `State=RESUME`); registering next applies `ReturnToService` to a
+        // DOWN one, as Slurm's registration does.
+        if let Some(state) = registered_state(line) {
+            effects.push(self.set_override(name, state, "", now));
         }
         self.node_book.dynamic.insert(name.to_string());
         self.node_book
@@ -973,6 +990,49 @@ mod tests {
         assert_eq!(e, bad);
         assert!(ctl.register_dynamic_agent(&reg, Some(Err(&bad)), 5).is_ok());
         assert_eq!(ctl.nodes().len(), 3);
+    }
+
+    #[test]
+    fn a_dynamic_node_registers_in_the_state_its_conf_names() {
+        // As Slurm 22.05's slurmctld: `State=DRAIN` (or `DRAIN+...`) in the agent's
+        // line makes the new node drained, `State=DOWN` down (until ReturnToService
+        // or an operator brings it up); any other state leaves it idle.
+        let mut ctl = cluster(TWO, "regstate", &["n1", "n2"]);
+        for (name, state) in [("n5", "DRAIN"), ("n6", "DOWN")] {
+            let line = format!("NodeName={name} CPUs=4 RealMemory=300 State={state}");
+            let conf = crate::server::dynamic_nodes::parse_node_line(&line).unwrap();
+            let reg = Registration {
+                node: name.into(),
+                ..Registration::default()
+            };
+            ctl.register_dynamic_agent(&reg, Some(Ok((&line, &conf))), 3)
+                .unwrap();
+        }
+        assert_eq!(states(&ctl)[2..], ["n5 drained all", "n6 down all"]);
+        // Slurm gives it no reason.
+        assert_eq!(
+            (&ctl.nodes()[2].reason, &ctl.nodes()[2].reason_set),
+            (&None, &None)
+        );
+        // Kept as an operator's state would be: State=RESUME ends it.
+        let root = crate::state::tests::root();
+        ctl.update_node("n5", "RESUME", None, &root, 4).unwrap();
+        assert_eq!(states(&ctl)[2], "n5 idle all");
+        // Under ReturnToService=2 the registration that created it brings a DOWN node
+        // back at once, as Slurm's does; a drained one stays drained.
+        let text = TWO.replace("MaxNodeCount=4", "MaxNodeCount=4\nReturnToService=2");
+        let mut ctl = cluster(&text, "regstate2", &["n1", "n2"]);
+        for (name, state) in [("n5", "DRAIN"), ("n6", "DOWN")] {
+            let line = format!("NodeName={name} CPUs=4 RealMemory=300 State={state}");
+            let conf = crate::server::dynamic_nodes::parse_node_line(&line).unwrap();
+            let reg = Registration {
+                node: name.into(),
+                ..Registration::default()
+            };
+            ctl.register_dynamic_agent(&reg, Some(Ok((&line, &conf))), 3)
+                .unwrap();
+        }
+        assert_eq!(states(&ctl)[2..], ["n5 drained all", "n6 idle all"]);
     }
 
     #[test]

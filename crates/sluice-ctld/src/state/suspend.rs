@@ -123,7 +123,7 @@ impl Controller {
         if let Some(since) = ended {
             let steps = self
                 .steps
-                .range_mut((id, StepId::Batch)..=(id, StepId::Number(u32::MAX)))
+                .range_mut((id, StepId::Batch)..=(id, StepId::LAST))
                 .map(|(_, s)| s)
                 .filter(|s| s.run == run && s.end.is_none());
             for step in steps {

@@ -2777,3 +2777,58 @@ fn a_hetjobs_components_number_their_steps_as_one() {
     let dup = step(&mut c, leader, Some(3)).unwrap_err();
     assert!(dup.message.contains("Duplicate job step id"), "{dup:?}");
 }
+
+#[test]
+fn the_parts_of_a_heterogeneous_step_in_one_allocation_are_steps_of_their_own() {
+    // A 4-task job on two 2-CPU nodes; `srun -n2 A : -n2 B` in it: part 0 on node01,
+    // part 1 (excluding node01, as srun asks) on node02, under one step id.
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    c.schedule(0);
+    let part = |p: u32, step_id: Option<u32>, exclude: Option<&str>| StepRequest {
+        ntasks: Some(2),
+        nodes: Some(1),
+        part: Some(p),
+        step_id,
+        exclude: exclude.map(str::to_string),
+        ..Default::default()
+    };
+    let (first, _) = c.start_step(id, &part(0, None, None), &alice(), 1).unwrap();
+    let (second, _) = c
+        .start_step(id, &part(1, Some(first.step), Some("node01")), &alice(), 1)
+        .unwrap();
+    assert_eq!((first.step, second.step), (0, 0));
+    assert_eq!(
+        (first.nodes[0].0.as_str(), second.nodes[0].0.as_str()),
+        ("node01", "node02")
+    );
+    // The same part twice is refused; the next step takes the next id.
+    assert!(c
+        .start_step(id, &part(1, Some(0), Some("node01")), &alice(), 1)
+        .is_err());
+    let state = |c: &Controller, p: u32| {
+        let s = &c.steps[&(id, StepId::Part(0, p))];
+        (s.state, s.exit_code, s.step.to_string())
+    };
+    // Each part ends with its own tasks: srun's word for part 1 (`0+1`), an agent's
+    // for part 0 (found by its node).
+    c.end_step(id, StepId::Part(0, 1), 1, 0, &alice(), 2)
+        .unwrap();
+    let ended = sluice_proto::types::StepEnded {
+        job: id.0,
+        run: 0,
+        step: 0,
+        node: "node01".into(),
+        exit_code: 0,
+        signal: 0,
+        usage: None,
+    };
+    c.step_ended_on(&ended, &root(), 3).unwrap();
+    assert_eq!(state(&c, 0), (JobState::Completed, 0, "0+0".to_string()));
+    assert_eq!(state(&c, 1), (JobState::Failed, 1, "0+1".to_string()));
+    let (next_step, _) = c
+        .start_step(id, &StepRequest::default(), &alice(), 4)
+        .unwrap();
+    assert_eq!(next_step.step, 1);
+}

@@ -148,14 +148,26 @@ impl Controller {
             return Ok(Vec::new());
         }
         for (step, u) in &report.steps {
+            // An agent knows a step by its number: on its node, that is the step, or
+            // the part of a heterogeneous step that runs there.
+            let step = match *step {
+                StepId::Number(n) if !self.steps.contains_key(&(job, StepId::Number(n))) => self
+                    .steps
+                    .range((job, StepId::Part(n, 0))..=(job, StepId::Part(n, u32::MAX)))
+                    .find(|(_, s)| s.nodes.contains(&report.node))
+                    .map_or(StepId::Number(n), |(k, _)| k.1),
+                other => other,
+            };
             let runs = match step {
                 StepId::Batch | StepId::Extern => true,
-                StepId::Number(_) => self.steps.get(&(job, *step)).is_some_and(|s| {
-                    s.state == JobState::Running && s.nodes.contains(&report.node)
-                }),
+                StepId::Number(_) | StepId::Part(..) => {
+                    self.steps.get(&(job, step)).is_some_and(|s| {
+                        s.state == JobState::Running && s.nodes.contains(&report.node)
+                    })
+                }
             };
             if runs {
-                self.usage.sample(job, report.run, *step, &report.node, u);
+                self.usage.sample(job, report.run, step, &report.node, u);
             }
         }
         Ok(self.watch_gpus(report, now))
@@ -204,7 +216,7 @@ impl Controller {
         }
         let steps = self
             .steps
-            .range((job, StepId::Number(0))..=(job, StepId::Number(u32::MAX)))
+            .range((job, StepId::Number(0))..=(job, StepId::LAST))
             .map(|(_, s)| s)
             .filter(|s| s.state == JobState::Running);
         for s in steps {

@@ -430,11 +430,12 @@ pub(super) async fn one(ctx: Ctx, Path(id): Path<String>) -> Response {
 }
 
 /// Steps in sacct's order: batch, extern, then by number.
-fn step_order(s: &StepRecord) -> (u8, u32) {
+fn step_order(s: &StepRecord) -> (u8, u32, u32) {
     match s.step {
-        StepId::Batch => (0, 0),
-        StepId::Extern => (1, 0),
-        StepId::Number(n) => (2, n),
+        StepId::Batch => (0, 0, 0),
+        StepId::Extern => (1, 0, 0),
+        StepId::Number(n) => (2, n, 0),
+        StepId::Part(n, p) => (2, n, p),
     }
 }
 
@@ -443,7 +444,7 @@ fn step_order(s: &StepRecord) -> (u8, u32) {
 fn derived_exit_codes(steps: &[StepRecord]) -> BTreeMap<u64, (i32, i32)> {
     let status = |(code, signal): (i32, i32)| (i64::from(code) << 8) | i64::from(signal & 0x7f);
     let mut derived: BTreeMap<u64, (i32, i32)> = BTreeMap::new();
-    for s in steps.iter().filter(|s| matches!(s.step, StepId::Number(_))) {
+    for s in steps.iter().filter(|s| s.step.number().is_some()) {
         let here = (s.exit_code, s.signal);
         let best = derived.entry(s.job_id).or_insert(here);
         if status(here) > status(*best) {

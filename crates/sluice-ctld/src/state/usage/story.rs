@@ -220,3 +220,39 @@ fn under_private_data_another_users_job_has_no_usage_to_show() {
         "unknown job"
     );
 }
+
+#[test]
+fn each_part_of_a_heterogeneous_step_in_one_allocation_takes_its_own_nodes_figures() {
+    // `srun -n2 A : -n2 B` in a 4-task job on two 2-CPU nodes: parts 0+0 on node01 and
+    // 0+1 on node02. Each agent names step 0: its figures go to the part on its node.
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    c.schedule(0);
+    for (part, exclude) in [(0, None), (1, Some("node01".to_string()))] {
+        let req = StepRequest {
+            ntasks: Some(2),
+            nodes: Some(1),
+            part: Some(part),
+            step_id: (part > 0).then_some(0),
+            exclude,
+            ..Default::default()
+        };
+        c.start_step(id, &req, &alice(), 1).unwrap();
+    }
+    for (node, rss) in [("node01", 100), ("node02", 300)] {
+        let r = report(
+            id.0,
+            node,
+            vec![(StepId::Number(0), figures(node, 0, 2, rss, 10))],
+        );
+        c.usage_report(&r, &root(), 2).unwrap();
+    }
+    assert_eq!(
+        sstat(&c, id.0)[1..],
+        [
+            (StepId::Part(0, 0), Some((2, 100, 20))),
+            (StepId::Part(0, 1), Some((2, 300, 20)))
+        ]
+    );
+}
