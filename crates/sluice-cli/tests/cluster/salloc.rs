@@ -154,7 +154,7 @@ fn an_interrupted_salloc_cancels_the_allocation_it_was_waiting_for() {
     let c = Cluster::start("sallocint", SMALL);
     let busy = c.occupy("busy");
     c.wait_for("the busy job to run", || c.state(busy) == "RUNNING");
-    let child = std::process::Command::new(c.dir.join("state/bin/salloc"))
+    let mut child = std::process::Command::new(c.dir.join("state/bin/salloc"))
         .args(["true"])
         .current_dir(c.work())
         .env("SLUICE_STATE_DIR", c.dir.join("state"))
@@ -165,19 +165,26 @@ fn an_interrupted_salloc_cancels_the_allocation_it_was_waiting_for() {
         .spawn()
         .unwrap();
     let job = busy + 1;
-    c.wait_for("salloc's job to wait", || c.state(job) == "PENDING");
+    // Once salloc says it waits, it is waiting (and handles Ctrl-C): the job's state in
+    // the controller alone could come before salloc has printed that.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("queued and waiting for resources") {
+        let before = said.len();
+        std::io::BufRead::read_line(&mut stderr, &mut said).unwrap();
+        assert!(said.len() > before, "salloc ended early: {said}");
+    }
+    assert_eq!(c.state(job), "PENDING");
     // Ctrl-C, as a user gives up waiting.
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    let o = child.wait_with_output().unwrap();
+    std::io::Read::read_to_string(&mut stderr, &mut said).unwrap();
+    let status = child.wait().unwrap();
     assert_eq!(
-        (
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-            o.status.code()
-        ),
+        (said, status.code()),
         (
             format!(
                 "salloc: Pending job allocation {job}\n\
