@@ -681,41 +681,6 @@ fn a_job_whose_nodes_are_kept_for_a_higher_priority_partition_says_so() {
 }
 
 #[test]
-fn awaited_nodes_take_no_work_but_leave_waiting_jobs_their_reasons() {
-    // Two nodes of 4 CPUs; job 1 holds both. A controller restarts: both nodes await
-    // their agents. Job 2 (4 tasks) waits for Resources and job 3 for its begin time,
-    // as before, not for nodes that are down; job 4, which would fit once job 1 ends,
-    // does not start while the nodes are awaited. A node whose agent answers takes
-    // work again; a node that goes DOWN for real gives the reason of down nodes.
-    use sluice_core::{NodeState, PendingReason};
-    let mut s = Scheduler::new(cluster(2, 4), Policy::Fcfs);
-    s.submit(job(1).procs(8).nodes(2).time(600).spec(), 0)
-        .unwrap();
-    s.schedule(0);
-    s.submit(job(2).procs(4).time(60).spec(), 1).unwrap();
-    let mut later = job(3).procs(1).time(60).spec();
-    later.begin = 3600;
-    s.submit(later, 1).unwrap();
-    s.schedule(1);
-    s.await_node(NodeId(0));
-    s.await_node(NodeId(1));
-    s.job_ended(JobId(1), 2);
-    assert_eq!(started(&s.schedule(2)), Vec::<u64>::new());
-    let reason = |s: &Scheduler, id: u64| s.job(JobId(id)).unwrap().reason;
-    assert_eq!(reason(&s, 2), PendingReason::Resources);
-    assert_eq!(reason(&s, 3), PendingReason::BeginTime);
-    s.set_node_state(NodeId(0), NodeState::Up);
-    let starts = s.schedule(3);
-    assert_eq!(started(&starts), [2]);
-    s.set_node_state(NodeId(1), NodeState::Down);
-    s.submit(job(4).procs(4).nodes(2).time(60).spec(), 4)
-        .unwrap();
-    s.schedule(4);
-    assert_eq!(reason(&s, 4), PendingReason::NodesUnavailable);
-    assert_eq!(reason(&s, 3), PendingReason::BeginTime);
-}
-
-#[test]
 fn a_job_its_up_nodes_could_never_hold_says_its_nodes_are_down_or_drained() {
     // Two nodes of 4 CPUs, n1 drained, n0 busy with job 1. Job 2 wants both nodes:
     // the one node left could not hold it even idle. Job 3, wanting one node, waits

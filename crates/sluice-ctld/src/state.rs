@@ -3034,22 +3034,13 @@ impl Controller {
 
     /// Takes no new work to nodes whose agents have not registered with this controller
     /// yet (a restart: the agents still know the one before, and would refuse its
-    /// launches). Their registration gives each node back its state. Meanwhile waiting
-    /// jobs keep the reasons they would have with the nodes up (`Resources`,
-    /// `BeginTime`), as in Slurm, not one of nodes that are down.
+    /// launches). Their registration gives each node back its state.
     pub fn await_agents(&mut self) {
         for i in 0..self.conf.cluster.nodes.len() {
             let nid = NodeId(i as u32);
             let name = &self.conf.cluster.node(nid).name;
             if !name.is_empty() && !self.agents_up.contains(name) {
-                let awaited = self.node_state(nid) == NodeState::Up
-                    && !self.node_future(name)
-                    && !self.node_cloud(name);
-                if awaited {
-                    self.sched.await_node(nid);
-                } else {
-                    self.sched.set_node_state(nid, NodeState::Down);
-                }
+                self.sched.set_node_state(nid, NodeState::Down);
                 tracing::info!(
                     "node {} is DOWN until its agent registers",
                     self.conf.cluster.node(nid).name

@@ -269,62 +269,6 @@ fn restarting_the_controller_and_an_agent_together_disturbs_no_job() {
     }
 }
 
-/// Each job's state and reason as `squeue` shows them (`ID ST REASON`), by job id.
-fn reasons(c: &Cluster) -> String {
-    let o = c.run("squeue", &["-h", "-o", "%i %t %r"]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    let mut lines: Vec<&str> = o.stdout.lines().collect();
-    lines.sort_by_key(|l| l.split(' ').next().and_then(|id| id.parse::<u64>().ok()));
-    lines.iter().map(|l| format!("{l}\n")).collect()
-}
-
-#[test]
-fn a_restarted_controller_keeps_the_reasons_of_waiting_jobs_while_its_agents_come_back() {
-    let mut c = Cluster::start_with("restart_reasons", CONF, &["n1", "n2"]);
-    // A job holds every CPU of both nodes until its gate opens; one waits for room, one
-    // for its begin time an hour away.
-    let go = gate(&c, "go");
-    let big = c.sbatch(&["-n", "8", "--wrap", &wait_for_gate("go")]);
-    c.wait_for("the big job to run", || c.state(big) == "RUNNING");
-    let room = c.sbatch(&["-n", "2", "--wrap", "true"]);
-    let later = c.sbatch(&["--begin", "now+1hour", "--wrap", "true"]);
-    let before = format!("{big} R None\n{room} PD Resources\n{later} PD BeginTime\n");
-    c.wait_for("the reasons", || reasons(&c) == before);
-
-    // The controller restarts while both agents are away (stopped: the big job runs on
-    // under its supervisor). Until they come back the nodes take no work, yet the
-    // waiting jobs still wait for room and for their begin time, not for nodes that are
-    // down (Slurm keeps a restarted controller's nodes in their saved state until they
-    // fail to answer within SlurmdTimeout).
-    c.crash_controller();
-    stop_agent(&c, "n1", Signal::SIGTERM);
-    stop_agent(&c, "n2", Signal::SIGTERM);
-    c.restart_controller();
-    c.wait_for("the controller to answer", || {
-        c.run("squeue", &["-h"]).code == 0
-    });
-    // A few scheduling passes (one a second).
-    std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(reasons(&c), before);
-    let show = c
-        .run("scontrol", &["show", "job", &later.to_string()])
-        .stdout;
-    assert!(show.contains(" Reason=BeginTime "), "{show}");
-
-    // The agents come back: the big job ran on all along, and the waiting one runs once
-    // it ends.
-    c.add_agent("n1");
-    c.add_agent("n2");
-    c.wait_for("the nodes to be back", || {
-        sinfo(&c) == "n1 alloc\nn2 alloc\n"
-    });
-    assert_eq!(reasons(&c), before);
-    open(&go);
-    assert_eq!(c.wait_ended(big), "COMPLETED");
-    assert_eq!(c.wait_ended(room), "COMPLETED");
-    assert_eq!(c.run("scancel", &[&later.to_string()]).code, 0);
-}
-
 #[test]
 fn an_agent_away_past_slurmd_timeout_fails_or_requeues_its_jobs_and_its_return_kills_the_stale_runs(
 ) {
