@@ -992,12 +992,8 @@ mod tests {
         assert_eq!(ctl.nodes().len(), 3);
     }
 
-    #[test]
-    fn a_dynamic_node_registers_in_the_state_its_conf_names() {
-        // As Slurm 22.05's slurmctld: `State=DRAIN` (or `DRAIN+...`) in the agent's
-        // line makes the new node drained, `State=DOWN` down (until ReturnToService
-        // or an operator brings it up); any other state leaves it idle.
-        let mut ctl = cluster(TWO, "regstate", &["n1", "n2"]);
+    /// Agents of new nodes n5 and n6 register with `State=DRAIN` and `State=DOWN`.
+    fn register_drained_and_down(ctl: &mut Controller) {
         for (name, state) in [("n5", "DRAIN"), ("n6", "DOWN")] {
             let line = format!("NodeName={name} CPUs=4 RealMemory=300 State={state}");
             let conf = crate::server::dynamic_nodes::parse_node_line(&line).unwrap();
@@ -1008,6 +1004,15 @@ mod tests {
             ctl.register_dynamic_agent(&reg, Some(Ok((&line, &conf))), 3)
                 .unwrap();
         }
+    }
+
+    #[test]
+    fn a_dynamic_node_registers_in_the_state_its_conf_names() {
+        // As Slurm 22.05's slurmctld: `State=DRAIN` (or `DRAIN+...`) in the agent's
+        // line makes the new node drained, `State=DOWN` down (until ReturnToService
+        // or an operator brings it up); any other state leaves it idle.
+        let mut ctl = cluster(TWO, "regstate", &["n1", "n2"]);
+        register_drained_and_down(&mut ctl);
         assert_eq!(states(&ctl)[2..], ["n5 drained all", "n6 down all"]);
         // Slurm gives it no reason.
         assert_eq!(
@@ -1022,16 +1027,7 @@ mod tests {
         // back at once, as Slurm's does; a drained one stays drained.
         let text = TWO.replace("MaxNodeCount=4", "MaxNodeCount=4\nReturnToService=2");
         let mut ctl = cluster(&text, "regstate2", &["n1", "n2"]);
-        for (name, state) in [("n5", "DRAIN"), ("n6", "DOWN")] {
-            let line = format!("NodeName={name} CPUs=4 RealMemory=300 State={state}");
-            let conf = crate::server::dynamic_nodes::parse_node_line(&line).unwrap();
-            let reg = Registration {
-                node: name.into(),
-                ..Registration::default()
-            };
-            ctl.register_dynamic_agent(&reg, Some(Ok((&line, &conf))), 3)
-                .unwrap();
-        }
+        register_drained_and_down(&mut ctl);
         assert_eq!(states(&ctl)[2..], ["n5 drained all", "n6 idle all"]);
     }
 

@@ -289,9 +289,9 @@ fn records_chosen_by_their_ids_are_cancelled_as_a_filter_cancels_them() {
     assert_eq!(by_ids.job(JobId(1)).unwrap().state, JobState::Cancelled);
 }
 
-#[test]
-fn a_cancelled_pending_job_keeps_the_reason_it_waited_for() {
-    // One 1-CPU node: a running job, one waiting for it (Resources), one held.
+/// One 1-CPU node with a running job, one waiting for it (Resources) and one held:
+/// the controller and the three ids.
+fn running_waiting_held() -> (Controller, [JobId; 3]) {
     let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
     let mut next = 1;
     let (running, _) = submit(&mut c, desc(1, 600), &mut next, 0);
@@ -301,6 +301,13 @@ fn a_cancelled_pending_job_keeps_the_reason_it_waited_for() {
     held.hold = true;
     let (held, _) = submit(&mut c, held, &mut next, 1);
     c.schedule(2);
+    (c, [running, waiting, held])
+}
+
+#[test]
+fn a_cancelled_pending_job_keeps_the_reason_it_waited_for() {
+    // One 1-CPU node: a running job, one waiting for it (Resources), one held.
+    let (mut c, [running, waiting, held]) = running_waiting_held();
     assert_eq!(c.job(waiting).unwrap().reason, "Resources");
     let req = CancelRequest {
         jobs: vec![(waiting.0, None), (held.0, None)],
@@ -320,15 +327,7 @@ fn a_cancelled_pending_job_keeps_the_reason_it_waited_for() {
 fn a_finished_job_keeps_the_priority_it_had_and_a_held_one_stays_at_0() {
     // As Slurm 22.05 shows them (compat scenario 196): one 1-CPU node; a running job,
     // one waiting for it and one held are cancelled, and a fourth job completes.
-    let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
-    let mut next = 1;
-    let (running, _) = submit(&mut c, desc(1, 600), &mut next, 0);
-    c.schedule(0);
-    let (waiting, _) = submit(&mut c, desc(1, 600), &mut next, 1);
-    let mut held = desc(1, 600);
-    held.hold = true;
-    let (held, _) = submit(&mut c, held, &mut next, 1);
-    c.schedule(2);
+    let (mut c, [running, waiting, held]) = running_waiting_held();
     let priority = |c: &Controller, id: JobId| c.job(id).unwrap().priority;
     let before = [running, waiting].map(|id| priority(&c, id));
     assert!(before.iter().all(|&p| p > 0), "{before:?}");
