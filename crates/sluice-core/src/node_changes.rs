@@ -74,6 +74,7 @@ impl Scheduler {
             p.nodes.retain(|&n| n != id);
         }
         self.cluster.nodes[id.index()].state = NodeState::Down;
+        self.awaited.remove(&id);
         self.profile.refresh_node(&self.cluster, id);
         self.backfill.refresh_node(&self.cluster, id);
         self.free_now.set_members(&self.cluster);

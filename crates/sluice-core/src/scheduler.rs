@@ -162,6 +162,9 @@ pub struct Scheduler {
     pub(crate) borrow: crate::borrow::State,
     /// Bumped at every node state change.
     pub(crate) node_epoch: u64,
+    /// Nodes DOWN only until their agent first answers this controller (see
+    /// [`Scheduler::await_node`]).
+    pub(crate) awaited: BTreeSet<NodeId>,
     /// Last answers of [`crate::unavailable::reason`].
     pub(crate) unavailable: crate::unavailable::Memo,
     /// Bumped by every call that may change the state (see [`Scheduler::generation`]).
@@ -230,6 +233,7 @@ impl Scheduler {
             slices: Default::default(),
             borrow: Default::default(),
             node_epoch: 0,
+            awaited: BTreeSet::new(),
             unavailable: Default::default(),
             generation: 0,
             gpus,
@@ -329,12 +333,36 @@ impl Scheduler {
     /// a DOWN or DRAIN node receives no new work.
     pub fn set_node_state(&mut self, node: NodeId, state: NodeState) {
         self.generation += 1;
+        self.awaited.remove(&node);
         self.cluster.nodes[node.index()].state = state;
         self.profile.refresh_node(&self.cluster, node);
         self.backfill.refresh_node(&self.cluster, node);
         self.free_now.recount(&self.cluster);
         self.backfill.dirty = true;
         self.node_epoch += 1;
+    }
+
+    /// Node `node` takes no new work until its agent answers (a controller that has just
+    /// started: the agents still know the one before). Unlike a DOWN node, it still
+    /// counts as up for waiting jobs' reasons, as Slurm keeps a restarted controller's
+    /// nodes in their saved state until they fail to answer within `SlurmdTimeout`: a
+    /// job waits for `Resources`, its `BeginTime` and so on, not for nodes that are
+    /// down. Any later [`Scheduler::set_node_state`] ends the wait.
+    pub fn await_node(&mut self, node: NodeId) {
+        self.set_node_state(node, NodeState::Down);
+        self.awaited.insert(node);
+    }
+
+    /// Whether `partition` has a node that is up, or awaited (see
+    /// [`Scheduler::await_node`]).
+    pub(crate) fn has_usable_node(&self, partition: PartitionId) -> bool {
+        self.free_now.up_nodes(partition) > 0
+            || self
+                .cluster
+                .partition(partition)
+                .nodes
+                .iter()
+                .any(|n| self.awaited.contains(n))
     }
 
     /// Node `n` as a candidate for `req` when it is idle: all its capacity free for
@@ -1608,7 +1636,7 @@ impl Scheduler {
         let part = self.cluster.partition(job.spec.partition);
         let blocked = if matches!(part.state, PartitionState::Down | PartitionState::Inactive) {
             Some(PendingReason::PartitionDown)
-        } else if self.free_now.up_nodes(job.spec.partition) == 0 && job.spec.begin <= now {
+        } else if !self.has_usable_node(job.spec.partition) && job.spec.begin <= now {
             // A job whose begin time has not come says BeginTime even so (Slurm 22.05,
             // compat scenario 197).
             Some(PendingReason::NodesUnavailable)

@@ -2,7 +2,8 @@
 //! they were idle: `Nodes required for job are DOWN, DRAINED or reserved for jobs in
 //! higher priority partitions` ([`PendingReason::NodesUnavailable`]).
 //!
-//! Usable nodes are those that are up and in no partition *blocked* earlier in the same
+//! Usable nodes are those that are up (or awaited after a restart, see
+//! [`Scheduler::await_node`]) and in no partition *blocked* earlier in the same
 //! main pass: when the first waiting job of a partition cannot start, Slurm's main
 //! scheduler keeps that partition's nodes for it, so a later job of another partition
 //! whose nodes are all among them, or down, or drained, gets this reason rather than
@@ -45,7 +46,15 @@ struct Answer {
 pub(crate) fn reason(s: &mut Scheduler, id: JobId, blocked: &[PartitionId]) -> PendingReason {
     let job = &s.jobs[&id];
     let part = job.spec.partition;
-    let all_up = s.free_now.up_nodes(part) as usize == s.cluster.partition(part).nodes.len();
+    let awaited = s
+        .cluster
+        .partition(part)
+        .nodes
+        .iter()
+        .filter(|n| s.awaited.contains(n))
+        .count();
+    let all_up =
+        s.free_now.up_nodes(part) as usize + awaited == s.cluster.partition(part).nodes.len();
     // Every node usable: the submission check already found room among them.
     if job.spec.request.lists_nodes() || (blocked.is_empty() && all_up) {
         return PendingReason::Resources;
@@ -88,7 +97,7 @@ fn fits_usable(s: &Scheduler, id: JobId, blocked: &[PartitionId]) -> bool {
         .iter()
         .map(|&n| (n, s.cluster.node(n)))
         .filter(|(n, node)| {
-            node.state == NodeState::Up
+            (node.state == NodeState::Up || s.awaited.contains(n))
                 && (req.features_any == 0 || node.features & req.features_any != 0)
                 && req.exclude.binary_search(n).is_err()
                 && !blocked

@@ -681,6 +681,47 @@ fn a_job_whose_nodes_are_kept_for_a_higher_priority_partition_says_so() {
 }
 
 #[test]
+fn nodes_awaiting_their_agents_take_no_work_but_leave_waiting_jobs_their_reasons() {
+    // Two nodes of 4 CPUs; job 1 holds both, job 2 (4 tasks) waits for Resources and
+    // job 3 for its begin time an hour away.
+    use sluice_core::{NodeState, PendingReason};
+    let mut s = Scheduler::new(cluster(2, 4), Policy::Fcfs);
+    s.submit(job(1).procs(8).nodes(2).time(600).spec(), 0)
+        .unwrap();
+    s.schedule(0);
+    s.submit(job(2).procs(4).time(60).spec(), 1).unwrap();
+    let mut later = job(3).procs(1).time(60).spec();
+    later.begin = 3600;
+    s.submit(later, 1).unwrap();
+    s.schedule(1);
+    let reason = |s: &Scheduler, id: u64| s.job(JobId(id)).unwrap().reason;
+    assert_eq!(reason(&s, 2), PendingReason::Resources);
+
+    // The controller restarts: both nodes await their agents. Job 1 ends meanwhile;
+    // nothing starts on nodes whose agents have not answered, yet job 2 still waits
+    // for Resources and job 3 for its begin time, not for nodes that are down.
+    s.await_node(NodeId(0));
+    s.await_node(NodeId(1));
+    s.job_ended(JobId(1), 2);
+    assert_eq!(started(&s.schedule(2)), Vec::<u64>::new());
+    assert_eq!(reason(&s, 2), PendingReason::Resources);
+    assert_eq!(reason(&s, 3), PendingReason::BeginTime);
+
+    // n0's agent answers: job 2 runs there.
+    s.set_node_state(NodeId(0), NodeState::Up);
+    assert_eq!(started(&s.schedule(3)), [2]);
+
+    // n1's agent never does: the controller gives it up (DOWN). Job 4, which needs
+    // both nodes, now waits for nodes that are down; job 3 for its begin time still.
+    s.set_node_state(NodeId(1), NodeState::Down);
+    s.submit(job(4).procs(8).nodes(2).time(60).spec(), 4)
+        .unwrap();
+    s.schedule(4);
+    assert_eq!(reason(&s, 4), PendingReason::NodesUnavailable);
+    assert_eq!(reason(&s, 3), PendingReason::BeginTime);
+}
+
+#[test]
 fn a_job_its_up_nodes_could_never_hold_says_its_nodes_are_down_or_drained() {
     // Two nodes of 4 CPUs, n1 drained, n0 busy with job 1. Job 2 wants both nodes:
     // the one node left could not hold it even idle. Job 3, wanting one node, waits

@@ -405,7 +405,7 @@ pub async fn run(
             .recv()
             .map_err(|_| sluice_store::StoreError::Closed)??;
     }
-    ctl.await_agents();
+    ctl.await_agents(now());
     ctl.purge(now());
     let retention = ctl.conf.site.purge_audit_after;
     // The epoch leads (`E:`): agents see from it which controller is the newer.

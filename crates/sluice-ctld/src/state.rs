@@ -3033,20 +3033,46 @@ impl Controller {
     }
 
     /// Takes no new work to nodes whose agents have not registered with this controller
-    /// yet (a restart: the agents still know the one before, and would refuse its
-    /// launches). Their registration gives each node back its state.
-    pub fn await_agents(&mut self) {
+    /// (started at `now`) yet: after a restart the agents still know the one before, and
+    /// would refuse its launches. Their registration gives each node back its state.
+    ///
+    /// As in Slurm, a node that was up is meanwhile `UNKNOWN` and not responding
+    /// (`unk*`): it keeps its jobs, and waiting jobs keep the reasons they would have
+    /// with it up (`Resources`, `Priority`, `BeginTime`), not one of nodes that are down
+    /// ([`sluice_core::Scheduler::await_node`]). An agent that has not registered within
+    /// `SlurmdTimeout` never will as far as the controller knows: its node goes DOWN
+    /// ([`Controller::silent_expired`], Reason=`Not responding`), its jobs are requeued
+    /// or fail, and jobs needing it say so. Nodes DOWN, drained, FUTURE or powered off
+    /// (cloud) are not expected to answer and stay as they are.
+    pub fn await_agents(&mut self, now: i64) {
         for i in 0..self.conf.cluster.nodes.len() {
             let nid = NodeId(i as u32);
-            let name = &self.conf.cluster.node(nid).name;
-            if !name.is_empty() && !self.agents_up.contains(name) {
-                self.sched.set_node_state(nid, NodeState::Down);
+            let name = self.conf.cluster.node(nid).name.clone();
+            if name.is_empty() || self.agents_up.contains(&name) {
+                continue;
+            }
+            let expected = self.node_state(nid) == NodeState::Up
+                && !self.node_future(&name)
+                && !self.node_cloud(&name);
+            if expected {
+                self.sched.await_node(nid);
+                self.liveness.silent(&name, now);
                 tracing::info!(
-                    "node {} is DOWN until its agent registers",
-                    self.conf.cluster.node(nid).name
+                    "node {name} is UNKNOWN until its agent registers (DOWN if it has not \
+                     within SlurmdTimeout={}s)",
+                    self.conf.net.slurmd_timeout
                 );
+            } else {
+                self.sched.set_node_state(nid, NodeState::Down);
+                tracing::info!("node {name} is DOWN until its agent registers");
             }
         }
+    }
+
+    /// Whether node `name` has had no word from its agent since this controller started
+    /// (see [`Controller::await_agents`]).
+    pub(crate) fn node_awaited(&self, name: &str) -> bool {
+        !self.agents_up.contains(name) && self.liveness.is_silent(name)
     }
 
     /// Run `run` of job `id` could not be launched on `node`, whose agent did not take
@@ -3604,6 +3630,8 @@ impl Controller {
             {
                 "idle"
             }
+            // Awaiting its agent's first registration (Slurm's UNKNOWN).
+            NodeState::Up if self.node_awaited(&n.name) => "unknown",
             NodeState::Up if !self.agents_up.contains(&n.name) => "down",
             NodeState::Up if used == 0 => "idle",
             NodeState::Up if used >= n.capacity.cpus => "allocated",
@@ -3665,7 +3693,8 @@ impl Controller {
                 .map(|o| o.reason.clone())
                 .or_else(|| {
                     // A FUTURE node is not expected to answer (Slurm gives it no reason).
-                    (!self.agents_up.contains(&n.name) && state != "future")
+                    // Nor an awaited one, until SlurmdTimeout sets it DOWN.
+                    (!self.agents_up.contains(&n.name) && state != "future" && state != "unknown")
                         .then(|| NOT_RESPONDING.into())
                 }),
             cpus,

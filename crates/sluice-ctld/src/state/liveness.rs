@@ -437,3 +437,6 @@ impl Controller {
         self.schedule(now)
     }
 }
+
+#[cfg(test)]
+mod awaited_story;

@@ -823,7 +823,7 @@ mod tests {
         let (conf, _) = ClusterConfig::read(&path).unwrap();
         assert_eq!(conf.future_nodes, ["n2", "n3"]);
         let mut ctl = Controller::new(conf, &dir, vec![], vec![], 0);
-        ctl.await_agents();
+        ctl.await_agents(0);
         ctl.agent_registered("n1", &[], 1);
         let states = |ctl: &Controller| -> Vec<String> {
             ctl.nodes()
@@ -845,7 +845,7 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let (conf, _) = ClusterConfig::read(&path).unwrap();
         let mut ctl = Controller::new(conf, &dir, vec![], vec![], 0);
-        ctl.await_agents();
+        ctl.await_agents(0);
         for n in up {
             ctl.agent_registered(n, &[], 1);
         }

@@ -165,7 +165,13 @@ impl Controller {
             } else {
                 NodeState::Down
             };
-            self.sched.set_node_state(nid, state);
+            if self.node_awaited(&name) && self.node_state(nid) == NodeState::Up {
+                // Still awaiting its agent's first registration: no work, yet up for
+                // waiting jobs' reasons (see `Controller::await_agents`).
+                self.sched.await_node(nid);
+            } else {
+                self.sched.set_node_state(nid, state);
+            }
             if state == NodeState::Down {
                 let lost: Vec<JobId> = self
                     .jobs

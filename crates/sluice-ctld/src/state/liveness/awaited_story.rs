@@ -1,0 +1,104 @@
+//! A restarted controller's nodes awaiting their agents: `UNKNOWN` and not responding,
+//! no new work, waiting jobs' reasons as with the nodes up; an agent that has not
+//! registered within `SlurmdTimeout` has its node set DOWN (`Not responding`) and its
+//! jobs requeued, and jobs needing that node then say its nodes are down.
+
+use std::path::Path;
+
+use sluice_proto::types::JobState;
+
+use crate::state::tests::{conf, desc, submit};
+use crate::state::{Controller, Effect};
+
+/// Each node as `sinfo` and `scontrol show node` get it: name, state, responding,
+/// reason.
+fn nodes(c: &Controller) -> Vec<(String, String, bool, Option<String>)> {
+    c.nodes()
+        .into_iter()
+        .map(|n| (n.name, n.state, n.agent_up, n.reason))
+        .collect()
+}
+
+fn node(
+    name: &str,
+    state: &str,
+    up: bool,
+    reason: Option<&str>,
+) -> (String, String, bool, Option<String>) {
+    (name.into(), state.into(), up, reason.map(Into::into))
+}
+
+#[test]
+fn a_restarted_controllers_nodes_await_their_agents_until_slurmd_timeout_then_go_down() {
+    // Two nodes of 4 CPUs; SlurmdTimeout=30. Job 1 holds both nodes, job 2 waits for
+    // room.
+    let mut conf = conf(2, 4);
+    conf.net.slurmd_timeout = 30;
+    conf.net.return_to_service = 1;
+    let mut c = Controller::new(conf.clone(), Path::new("/s"), vec![], vec![], 0);
+    c.set_slurm_uid(64030);
+    let mut next = 1;
+    let (big, _) = submit(&mut c, desc(8, 600), &mut next, 0);
+    c.schedule(0);
+    let (room, _) = submit(&mut c, desc(4, 60), &mut next, 1);
+    c.schedule(1);
+    assert_eq!(c.job(room).unwrap().reason, "Resources");
+
+    // The controller restarts at 100 while both agents are away.
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf, Path::new("/s"), jobs, steps, 100);
+    c.set_slurm_uid(64030);
+    c.await_agents(100);
+    c.schedule(101);
+    // UNKNOWN and not responding, no reason yet (Slurm's `unk*`); job 1 runs on, job 2
+    // still waits for room, not for nodes that are down.
+    assert_eq!(
+        nodes(&c),
+        [
+            node("node01", "unknown", false, None),
+            node("node02", "unknown", false, None)
+        ]
+    );
+    assert_eq!(c.job(big).unwrap().state, JobState::Running);
+    assert_eq!(c.job(room).unwrap().reason, "Resources");
+
+    // node01's agent registers with job 1's run; node02's never does. Job 1 ends: job 2
+    // does not start on node02, which takes no work, but fits on node01.
+    c.agent_registered("node01", &[(big, 0)], 102);
+    assert_eq!(nodes(&c)[0], node("node01", "allocated", true, None));
+    assert_eq!(nodes(&c)[1], node("node02", "unknown", false, None));
+    assert!(c.silent_expired(129).is_empty());
+    assert_eq!(c.job(room).unwrap().reason, "Resources");
+
+    // SlurmdTimeout after the restart, node02 is DOWN for not responding, set by the
+    // controller's user and kept; job 1, which ran there, is requeued.
+    let effects = c.silent_expired(130);
+    assert!(
+        effects.iter().any(|e| matches!(
+            e,
+            Effect::PersistNode { name, record: Some(r) }
+                if name == "node02" && r.contains("Not responding")
+        )),
+        "{effects:?}"
+    );
+    assert_eq!(
+        nodes(&c)[1],
+        node("node02", "down", false, Some("Not responding"))
+    );
+    assert_eq!(c.nodes()[1].reason_set, Some((64030, 130)));
+    let r = c.job(big).unwrap();
+    assert_eq!((r.state, r.restarts), (JobState::Pending, 1), "{r:?}");
+    // node01's agent, asked again, lists no run: job 1's first run is over there. Job
+    // 2 runs on node01; job 1, needing both nodes, now waits for nodes that are down.
+    c.agent_registered("node01", &[], 131);
+    let r = c.job(room).unwrap();
+    assert_eq!(
+        (r.state, r.nodes),
+        (JobState::Running, vec!["node01".to_string()])
+    );
+    assert_eq!(
+        c.job(big).unwrap().reason,
+        "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority \
+         partitions"
+    );
+}
