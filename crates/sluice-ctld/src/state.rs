@@ -3056,7 +3056,7 @@ impl Controller {
                 && !self.node_cloud(&name);
             if expected {
                 self.sched.await_node(nid);
-                self.liveness.silent(&name, now);
+                self.liveness.awaited(&name, now);
                 tracing::info!(
                     "node {name} is UNKNOWN until its agent registers (DOWN if it has not \
                      within SlurmdTimeout={}s)",
@@ -3072,7 +3072,7 @@ impl Controller {
     /// Whether node `name` has had no word from its agent since this controller started
     /// (see [`Controller::await_agents`]).
     pub(crate) fn node_awaited(&self, name: &str) -> bool {
-        !self.agents_up.contains(name) && self.liveness.is_silent(name)
+        !self.agents_up.contains(name) && self.liveness.is_awaited(name)
     }
 
     /// Run `run` of job `id` could not be launched on `node`, whose agent did not take

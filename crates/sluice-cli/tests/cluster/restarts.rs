@@ -269,6 +269,134 @@ fn restarting_the_controller_and_an_agent_together_disturbs_no_job() {
     }
 }
 
+/// Each job's state and reason as `squeue` shows them (`ID ST REASON`), by job id.
+fn reasons(c: &Cluster) -> String {
+    let o = c.run("squeue", &["-h", "-o", "%i %t %r"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort_by_key(|l| l.split(' ').next().and_then(|id| id.parse::<u64>().ok()));
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// `scontrol show node NODE`'s `State=` and `Reason=` (without who set it and when).
+fn node_state(c: &Cluster, node: &str) -> String {
+    let show = c.run("scontrol", &["show", "node", node]).stdout;
+    let field = |key: &str| {
+        show.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .unwrap_or("")
+            .to_string()
+    };
+    let reason = show
+        .split_once(" Reason=")
+        .map(|(_, r)| r.split(" [").next().unwrap_or("").trim().to_string())
+        .unwrap_or_default();
+    format!("{} {reason}", field("State="))
+}
+
+#[test]
+fn a_restarted_controller_keeps_the_reasons_of_waiting_jobs_while_its_agents_come_back() {
+    let mut c = Cluster::start_with("restart_reasons", CONF, &["n1", "n2"]);
+    // A job holds every CPU of both nodes until its gate opens; one waits for room, one
+    // for its begin time an hour away.
+    let go = gate(&c, "go");
+    let big = c.sbatch(&["-n", "8", "--wrap", &wait_for_gate("go")]);
+    c.wait_for("the big job to run", || c.state(big) == "RUNNING");
+    let room = c.sbatch(&["-n", "2", "--wrap", "true"]);
+    let later = c.sbatch(&["--begin", "now+1hour", "--wrap", "true"]);
+    let before = format!("{big} R None\n{room} PD Resources\n{later} PD BeginTime\n");
+    assert_eq!(c.settle(&before, || reasons(&c)), before);
+
+    // The controller restarts while both agents are away (stopped: the big job runs on
+    // under its supervisor). Until they come back the nodes are UNKNOWN and not
+    // responding, and take no work, yet the waiting jobs still wait for room and for
+    // their begin time, not for nodes that are down (as Slurm's: a node not heard from
+    // is given up only after SlurmdTimeout, 300 s here).
+    c.crash_controller();
+    stop_agent(&c, "n1", Signal::SIGTERM);
+    stop_agent(&c, "n2", Signal::SIGTERM);
+    c.restart_controller();
+    c.wait_for("the controller to answer", || {
+        c.run("squeue", &["-h"]).code == 0
+    });
+    assert_eq!(sinfo(&c), "n1 unk*\nn2 unk*\n");
+    assert_eq!(node_state(&c, "n2"), "UNKNOWN+NOT_RESPONDING ");
+    // A few scheduling passes (one a second).
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(reasons(&c), before);
+    let show = c
+        .run("scontrol", &["show", "job", &later.to_string()])
+        .stdout;
+    assert!(show.contains(" Reason=BeginTime "), "{show}");
+
+    // The agents come back: the big job ran on all along, and the waiting one runs once
+    // it ends.
+    c.add_agent("n1");
+    c.add_agent("n2");
+    c.wait_for("the nodes to be back", || {
+        sinfo(&c) == "n1 alloc\nn2 alloc\n"
+    });
+    assert_eq!(reasons(&c), before);
+    open(&go);
+    assert_eq!(c.wait_ended(big), "COMPLETED");
+    assert_eq!(c.wait_ended(room), "COMPLETED");
+    assert_eq!(c.run("scancel", &[&later.to_string()]).code, 0);
+}
+
+#[test]
+fn an_agent_that_never_returns_after_a_restart_has_its_node_down_after_slurmd_timeout() {
+    // SlurmdTimeout=4; ReturnToService=1, so that an agent slow to register again
+    // under load only delays its node.
+    let conf = format!("SlurmdTimeout=4\nReturnToService=1\n{CONF}");
+    let mut c = Cluster::start_with("restart_never", &conf, &["n1", "n2"]);
+    // A job runs on n2 until its gate opens; one that needs both nodes waits for room.
+    let go = gate(&c, "go");
+    let on2 = c.sbatch(&["-w", "n2", "-n", "4", "--wrap", &wait_for_gate("go")]);
+    c.wait_for("the job on n2 to run", || c.state(on2) == "RUNNING");
+    let both = c.sbatch(&["-N", "2", "-n", "8", "--wrap", "true"]);
+    let before = format!("{on2} R None\n{both} PD Resources\n");
+    assert_eq!(c.settle(&before, || reasons(&c)), before);
+
+    // The controller restarts; n2's agent is gone for good (its job runs on under its
+    // supervisor). n1's agent registers again; n2 is UNKNOWN and not responding, and
+    // the waiting job still waits for room.
+    c.crash_controller();
+    stop_agent(&c, "n2", Signal::SIGTERM);
+    c.restart_controller();
+    c.wait_for("the controller to answer", || {
+        c.run("squeue", &["-h"]).code == 0
+    });
+    assert_eq!(node_state(&c, "n2"), "UNKNOWN+NOT_RESPONDING ");
+    assert_eq!(reasons(&c), before);
+
+    // SlurmdTimeout after the restart n2 is DOWN, for not responding; its job is
+    // requeued, and the waiting job now waits for nodes that are down.
+    c.wait_for("n2 to be down", || sinfo(&c) == "n1 idle\nn2 down*\n");
+    assert_eq!(node_state(&c, "n2"), "DOWN+NOT_RESPONDING Not responding");
+    let sinfo_r = c.run("sinfo", &["-h", "-R", "-o", "%E|%N"]).stdout;
+    assert_eq!(sinfo_r, "Not responding|n2\n");
+    c.wait_for("the job on n2 requeued", || {
+        c.run("squeue", &["-h", "-j", &on2.to_string(), "-o", "%t"])
+            .stdout
+            == "PD\n"
+    });
+    let down = "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher \
+                priority partitions";
+    let squeue = || {
+        c.run("squeue", &["-h", "-j", &both.to_string(), "-o", "%t %r"])
+            .stdout
+    };
+    let expected = format!("PD {down}\n");
+    assert_eq!(c.settle(&expected, squeue), expected);
+
+    // Its agent back at last, n2 returns to service (ReturnToService=1): the stale run
+    // is killed, the requeued job runs there again, and the waiting one after it.
+    c.add_agent("n2");
+    open(&go);
+    assert_eq!(c.wait_ended(on2), "COMPLETED");
+    assert_eq!(c.wait_ended(both), "COMPLETED");
+}
+
 #[test]
 fn an_agent_away_past_slurmd_timeout_fails_or_requeues_its_jobs_and_its_return_kills_the_stale_runs(
 ) {

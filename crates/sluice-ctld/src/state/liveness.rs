@@ -66,6 +66,9 @@ pub(crate) struct Liveness {
     /// Nodes whose agent is gone but whose jobs run on (see
     /// [`Controller::agent_silent`]): since when.
     silent: BTreeMap<String, i64>,
+    /// Nodes whose agent has not registered since the controller started (see
+    /// [`Controller::await_agents`]); each is also silent from that start.
+    awaited: BTreeSet<String>,
 }
 
 impl Liveness {
@@ -81,6 +84,20 @@ impl Liveness {
         self.resumed.remove(node);
         self.silent.remove(node);
         self.unanswered.remove(node);
+        self.awaited.remove(node);
+    }
+
+    /// The node's agent has not registered with a controller started at `now`: its
+    /// node is silent from then on, awaiting the agent.
+    pub(crate) fn awaited(&mut self, node: &str, now: i64) {
+        self.silent(node, now);
+        self.awaited.insert(node.to_string());
+    }
+
+    /// Whether the node's agent has not registered since the controller started, nor
+    /// the node been given up.
+    pub(crate) fn is_awaited(&self, node: &str) -> bool {
+        self.awaited.contains(node)
     }
 
     /// The node's agent is gone at `now`; true if it was not already.
@@ -96,6 +113,7 @@ impl Liveness {
     pub(crate) fn heard(&mut self, node: &str) {
         self.silent.remove(node);
         self.unanswered.remove(node);
+        self.awaited.remove(node);
     }
 
     /// The node's agent spoke (a heartbeat, an answer to a ping) at `now`.
