@@ -3134,15 +3134,21 @@ impl Controller {
     /// Nodes silent for `SlurmdTimeout` (0: never) go DOWN, their jobs ending
     /// `NODE_FAIL` or requeued ([`Controller::agent_lost`]).
     pub fn silent_expired(&mut self, now: i64) -> Vec<Effect> {
+        self.silent_due(now)
+            .into_iter()
+            .flat_map(|node| self.agent_lost(&node, now))
+            .collect()
+    }
+
+    /// The nodes [`Controller::silent_expired`] sets DOWN at `now`. Among them may be
+    /// nodes no agent message names (awaited since the start, never pinged): the
+    /// listings read them again.
+    pub fn silent_due(&self, now: i64) -> Vec<String> {
         let timeout = self.conf.net.slurmd_timeout;
         if timeout <= 0 {
             return Vec::new();
         }
-        let expired = self.liveness.silent_since(now - timeout);
-        expired
-            .into_iter()
-            .flat_map(|node| self.agent_lost(&node, now))
-            .collect()
+        self.liveness.silent_since(now - timeout)
     }
 
     /// An agent stopped answering: its node is DOWN and its jobs fail (or requeue).

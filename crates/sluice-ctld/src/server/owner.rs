@@ -25,7 +25,7 @@ use super::executor::{Executor, Then};
 use super::input::{AuditScope, Change, Input, Reply, Request};
 use crate::accounts::Requester;
 use crate::state::audit::store_record;
-use crate::state::listing::{Published, Publisher};
+use crate::state::listing::{NodesTouched, Published, Publisher};
 use crate::state::{Caller, Controller, Effect};
 
 /// Work to run on a blocking thread, off the loop; what it returns is fed back in.
@@ -273,7 +273,11 @@ impl Owner {
                 for node in gone {
                     self.ctl.agent_silent(&node, now);
                 }
+                // (Nodes awaited since the start are in no agent's answer.)
+                let expiring = self.ctl.silent_due(now);
                 effects.extend(self.ctl.silent_expired(now));
+                self.listing
+                    .touch_nodes(&self.ctl, NodesTouched::Named(expiring));
                 self.pass_due |= !effects.is_empty();
                 Outcome::effects(effects)
             }

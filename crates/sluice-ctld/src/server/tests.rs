@@ -520,6 +520,66 @@ fn heartbeats_spare_an_agent_the_pings_and_its_silence_gets_it_pinged_then_not_r
 }
 
 #[test]
+fn a_node_whose_agent_never_registers_after_a_start_is_listed_down_after_slurmd_timeout() {
+    // Two nodes; SlurmdTimeout=10. The controller starts at 0 and node01's agent
+    // registers; node02's never does, and is never pinged (it never registered), so no
+    // agent's answer names it: the listings still show it DOWN once SlurmdTimeout has
+    // passed, as the controller has it.
+    let mut conf = conf(2, 4);
+    conf.net.slurmd_timeout = 10;
+    let (tx, own) = unbounded_channel();
+    let mut ctl = Controller::new(conf, Path::new("/state"), vec![], vec![], 0);
+    ctl.await_agents(0);
+    let mut s = Script {
+        owner: Owner::new(ctl, tx, None),
+        own,
+        effects: Vec::new(),
+    };
+    s.pass(0);
+    register(&mut s, "node01", "10.0.0.1", 0);
+    let listed = |s: &Script| -> Vec<(String, String, bool)> {
+        s.owner
+            .published()
+            .latest()
+            .node_listing()
+            .nodes()
+            .map(|n| (n.name.clone(), n.state.clone(), n.agent_up))
+            .collect()
+    };
+    let node = |name: &str, state: &str, up: bool| (name.to_string(), state.to_string(), up);
+    assert_eq!(
+        listed(&s),
+        [
+            node("node01", "idle", true),
+            node("node02", "unknown", false)
+        ]
+    );
+    for t in [9, 10] {
+        s.feed(
+            Input::AgentsChecked {
+                answered: vec![],
+                gone: vec![],
+                unanswered: vec![],
+            },
+            t,
+        );
+    }
+    assert_eq!(
+        listed(&s),
+        [node("node01", "idle", true), node("node02", "down", false)]
+    );
+    let published: Vec<_> = s
+        .owner
+        .published()
+        .latest()
+        .node_listing()
+        .nodes()
+        .cloned()
+        .collect();
+    assert_eq!(published, s.owner.controller().nodes());
+}
+
+#[test]
 fn a_heartbeat_the_controller_does_not_count_makes_the_agent_register_again() {
     // Only the registered agent's heartbeat counts: not one from another address, not
     // one for a node never registered (a restarted controller), not one from an agent
