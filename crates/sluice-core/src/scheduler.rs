@@ -344,10 +344,11 @@ impl Scheduler {
 
     /// Node `node` takes no new work until its agent answers (a controller that has just
     /// started: the agents still know the one before). Unlike a DOWN node, it still
-    /// counts as up for waiting jobs' reasons, as Slurm keeps a restarted controller's
-    /// nodes in their saved state until they fail to answer within `SlurmdTimeout`: a
-    /// job waits for `Resources`, its `BeginTime` and so on, not for nodes that are
-    /// down. Any later [`Scheduler::set_node_state`] ends the wait.
+    /// counts as up for waiting jobs' reasons: a job waits for `Resources`, its
+    /// `BeginTime` and so on, not for nodes that are down, for the few seconds agents
+    /// take to come back (Slurm gives such a node up only once `SlurmdTimeout` has
+    /// passed; the caller, which has the clock, then sets it DOWN). Any later
+    /// [`Scheduler::set_node_state`] ends the wait.
     pub fn await_node(&mut self, node: NodeId) {
         self.set_node_state(node, NodeState::Down);
         self.awaited.insert(node);
