@@ -32,12 +32,14 @@ fn the_controller_and_agents_log_what_they_decide_with_ids() {
     // The agents log where SlurmdLogFile says (`%n`, `%h` expanded), the controller
     // where it logs by default; SlurmctldDebug=error would hide the controller's info
     // lines, but `sluice up -v` raises it to info (and the agents' to verbose). A node
-    // whose agent is gone is waited for two seconds (SlurmdTimeout) before it goes down.
+    // whose agent is gone is waited for five seconds (SlurmdTimeout) before it goes
+    // down; the same timeout counts from the start for agents yet to register, so it
+    // leaves a loaded machine's agents time to.
     let agent_logs =
         std::env::temp_dir().join(format!("sluice-t-{}-agentlogs", std::process::id()));
     let _ = std::fs::remove_dir_all(&agent_logs);
     let conf = format!(
-        "{}SlurmctldDebug=error\nSlurmdTimeout=2\nSlurmdLogFile={}/%n@%h.log\n",
+        "{}SlurmctldDebug=error\nSlurmdTimeout=5\nSlurmdLogFile={}/%n@%h.log\n",
         crate::SMALL,
         agent_logs.display()
     );
@@ -166,7 +168,7 @@ fn the_controller_and_agents_log_what_they_decide_with_ids() {
     let requeued = at(&format!("Requeuing JobId={job} by uid {me}"));
     let silent = at(
         "warning: Node n1 not responding (its agent is gone); its jobs run on, DOWN after \
-         SlurmdTimeout=2s",
+         SlurmdTimeout=5s",
     );
     let lost = at("warning: Nodes n1 not responding, setting DOWN");
     let failed = at(&format!("requeue JobId={job} due to failure of node n1"));
