@@ -65,6 +65,7 @@ pub(crate) fn submit(
     let first = *next;
     *next += p.ids();
     let jobs = p.jobs(JobId(first));
+    drop(c.inserted(&jobs, None, now));
     (JobId(first), c.accept(jobs, now))
 }
 
