@@ -128,7 +128,7 @@ fn submit(c: &mut Controller, n: usize, hold: bool, named: bool, now: i64) -> f6
             .prepare(desc, &alice, "alice", "alice", now)
             .expect("accepted");
         let jobs = c.allocate(&p);
-        drop(c.inserted(&jobs, p.take_script()));
+        drop(c.inserted(&jobs, p.take_script(), now));
         drop(c.accept(jobs, now));
         // The loop hands the audit trail to the store after every input.
         drop(c.take_audit());

@@ -1135,19 +1135,43 @@ impl Controller {
             }
             j.desc = desc.clone();
         }
+        // A dependency already satisfied (`singleton` alone under its name, `afterok`
+        // of a job that completed): eligible at once, as a job without one, so that
+        // its accrue time goes to disk with its record rather than in a write of its
+        // own once it is accepted (see `accept`, should that change meanwhile).
+        for j in &mut jobs {
+            let Some(dep) = j.desc.dependency.as_deref() else {
+                continue;
+            };
+            if j.hold.is_none()
+                && j.accrue_time.is_none()
+                && self.dependency_state(j, dep, j.submit_time) == DepState::Satisfied
+            {
+                j.accrue_time = Some(j.desc.begin.unwrap_or(j.submit_time).max(j.submit_time));
+            }
+        }
         jobs
     }
 
     /// What the store writes of a new submission's jobs, with its `script`
-    /// ([`Prepared::take_script`]): [`Effect::Insert`].
-    pub fn inserted(&self, jobs: &[Job], script: Option<BatchScript>) -> Effect {
+    /// ([`Prepared::take_script`]), submitted at `now`: [`Effect::Insert`]. Their
+    /// submission is recorded in the audit trail now, so that the trail goes to disk
+    /// in the insert's transaction (the server writes an outcome's audit records with
+    /// the submission it inserts): one commit for a submission, and a job on disk
+    /// always has the record of its submission.
+    pub fn inserted(&mut self, jobs: &[Job], script: Option<BatchScript>, now: i64) -> Effect {
+        for j in jobs {
+            self.audit_submitted(j, now);
+        }
         Effect::Insert {
             records: jobs.iter().map(|j| self.stored(j)).collect(),
             script: script.map(Box::new),
         }
     }
 
-    /// Takes the jobs of a durable submission into the queue.
+    /// Takes the jobs of a durable submission ([`Controller::inserted`]) into the
+    /// queue. Nothing more is written unless something changed since they were
+    /// inserted (their dependency no longer satisfied).
     pub fn accept(&mut self, jobs: Vec<Job>, now: i64) -> Vec<Effect> {
         // Queued in task order: an array's tasks start in index order.
         let ids = in_list_order(jobs.iter());
@@ -1159,12 +1183,26 @@ impl Controller {
                 // Counted for the submit limits while it waits outside the queue.
                 self.sched.note_waiting(&spec);
             }
-            self.audit_submitted(&r, now);
             self.jobs.insert(id, r);
             self.outside.insert(id);
         }
         // Only the new jobs: nothing else changed.
-        self.release(ids, now)
+        let mut effects = self.release(ids.clone(), now);
+        for id in ids {
+            // Inserted eligible (`allocate`), its dependency waits again (another job
+            // of its name came first for a `singleton`): it accrues from when it is
+            // eligible, as any job waiting on a dependency.
+            let r = self.jobs.get_mut(&id).expect("accepted");
+            if matches!(
+                r.reason,
+                Reason::Dependency | Reason::DependencyNeverSatisfied
+            ) && self.outside.contains(&id)
+                && r.accrue_time.take().is_some()
+            {
+                effects.push(self.persist(id));
+            }
+        }
+        effects
     }
 
     /// Moves pending jobs whose hold, dependency and throttle allow it into the core.

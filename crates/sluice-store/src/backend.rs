@@ -54,6 +54,7 @@ pub(crate) fn apply(b: &mut dyn Batch, batch: &[Op]) -> Result<Outcome, StoreErr
                 first,
                 records,
                 script,
+                audit,
                 ..
             } => {
                 for (i, (keys, record)) in records.iter().enumerate() {
@@ -61,6 +62,9 @@ pub(crate) fn apply(b: &mut dyn Batch, batch: &[Op]) -> Result<Outcome, StoreErr
                 }
                 if let Some(s) = script {
                     b.put_script(*first, &s.script, &s.environment)?;
+                }
+                if !audit.is_empty() {
+                    b.audit(audit)?;
                 }
                 next = next.max(*first as i64 + records.len().max(1) as i64);
             }

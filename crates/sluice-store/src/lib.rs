@@ -248,11 +248,13 @@ pub struct AccountRow {
 
 enum Op {
     /// A new job: its records under consecutive ids from `first` (an array's tasks);
-    /// `next_job_id` moves past them.
+    /// `next_job_id` moves past them. Its `audit` records (its submission) are
+    /// appended in the same transaction.
     Insert {
         first: u64,
         records: Vec<(JobKeys, String)>,
         script: Option<Script>,
+        audit: Vec<AuditRecord>,
         reply: Sender<Result<(), StoreError>>,
     },
     /// Insert or replace the script of the submission whose first id is `id`.
@@ -334,6 +336,9 @@ pub struct Store {
     /// How long (milliseconds) a write keeps being tried while the database cannot be
     /// reached ([`Store::retry_unreachable_for`]), shared with the writer.
     patience: Arc<std::sync::atomic::AtomicU64>,
+    /// Transactions that wrote something, committed since the store was opened
+    /// ([`Store::commits`]), counted by the writer.
+    commits: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Read connections kept open between reads.
@@ -447,9 +452,11 @@ impl Store {
         let tx_writer = tx.clone();
         let patience = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let writer_patience = patience.clone();
+        let commits = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let writer_commits = commits.clone();
         let handle = std::thread::Builder::new()
             .name("sluice-store".into())
-            .spawn(move || writer_loop(conn, rx, &writer_patience))
+            .spawn(move || writer_loop(conn, rx, &writer_patience, &writer_commits))
             .expect("spawn the store writer");
         Ok((
             Store {
@@ -457,6 +464,7 @@ impl Store {
                 location: location.clone(),
                 readers: Arc::default(),
                 patience,
+                commits,
             },
             Writer {
                 handle: Some(handle),
@@ -476,6 +484,13 @@ impl Store {
             patience.as_millis().min(u128::from(u64::MAX)) as u64,
             std::sync::atomic::Ordering::Relaxed,
         );
+    }
+
+    /// How many transactions that wrote something the writer has committed since the
+    /// store was opened: each one sync of SQLite's log (or one durable commit of
+    /// PostgreSQL). What a caller counts to see its writes share transactions.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Where the store keeps its state.
@@ -550,6 +565,20 @@ impl Store {
         records: Vec<(JobKeys, String)>,
         script: Option<Script>,
     ) -> Receiver<Result<(), StoreError>> {
+        self.insert_audited(first, records, script, Vec::new())
+    }
+
+    /// [`Store::insert_submission`], with the audit records of the submission
+    /// appended in the same transaction: the job and the trail of its submission are
+    /// on disk together, or neither is, and a submission costs one commit (one sync of
+    /// SQLite's log).
+    pub fn insert_audited(
+        &self,
+        first: u64,
+        records: Vec<(JobKeys, String)>,
+        script: Option<Script>,
+        audit: Vec<AuditRecord>,
+    ) -> Receiver<Result<(), StoreError>> {
         let (reply, rx) = mpsc::channel();
         if self
             .tx
@@ -557,6 +586,7 @@ impl Store {
                 first,
                 records,
                 script,
+                audit,
                 reply: reply.clone(),
             })
             .is_err()
@@ -858,7 +888,12 @@ pub const READ_WAIT: std::time::Duration = std::time::Duration::from_millis(200)
 /// reached.
 const RETRY_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
-fn writer_loop(mut conn: WriteConn, rx: Receiver<Op>, patience: &std::sync::atomic::AtomicU64) {
+fn writer_loop(
+    mut conn: WriteConn,
+    rx: Receiver<Op>,
+    patience: &std::sync::atomic::AtomicU64,
+    commits: &std::sync::atomic::AtomicU64,
+) {
     use std::time::{Duration, Instant};
     let mut stop = false;
     // Writes of a batch that failed because the database could not be reached: tried
@@ -916,6 +951,9 @@ fn writer_loop(mut conn: WriteConn, rx: Receiver<Op>, patience: &std::sync::atom
         } else {
             if result.is_ok() {
                 gone = None;
+                if batch.iter().any(Op::writes) {
+                    commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
             }
             answer(batch, result);
         }
@@ -923,6 +961,16 @@ fn writer_loop(mut conn: WriteConn, rx: Receiver<Op>, patience: &std::sync::atom
 }
 
 impl Op {
+    /// Whether this writes anything (a sync or a stop alone commits nothing).
+    fn writes(&self) -> bool {
+        match self {
+            Op::Sync { .. } | Op::Shutdown => false,
+            #[cfg(test)]
+            Op::Hold(_) => false,
+            _ => true,
+        }
+    }
+
     /// Whether a caller waits for this write's outcome.
     fn waited(&self) -> bool {
         !matches!(
@@ -1224,6 +1272,61 @@ mod tests {
             }
             let (_store, _writer, snap) = Store::open_at(&path, 1, keys).unwrap();
             assert_eq!(snap.reservations, vec![("b".to_string(), "B2".to_string())]);
+        }
+    }
+
+    #[test]
+    fn a_submission_and_the_trail_of_it_are_one_commit_or_nothing() {
+        // The controller's submission: its record, its script and the audit record
+        // of its submission, in one transaction (one sync of SQLite's log). An insert
+        // that fails (its id taken) leaves no audit record behind either.
+        for path in crate::tests::locations("one-commit") {
+            let (store, writer, _) = Store::open_at(&path, 1, keys).unwrap();
+            let event = |job_id: u64| AuditRecord {
+                time: 5,
+                job_id,
+                uid: 1000,
+                kind: "submitted".into(),
+                detail: "{}".into(),
+                holds: HoldChange::None,
+            };
+            let before = store.commits();
+            let script = Script {
+                script: "#!/bin/sh".into(),
+                environment: "A=1".into(),
+            };
+            store
+                .insert_audited(
+                    1,
+                    rows(["job 1 user=a".to_string()]),
+                    Some(script),
+                    vec![event(1)],
+                )
+                .recv()
+                .unwrap()
+                .unwrap();
+            assert_eq!(store.commits() - before, 1, "{path:?}");
+            let taken =
+                store.insert_audited(1, rows(["job 1 again".to_string()]), None, vec![event(7)]);
+            assert!(taken.recv().unwrap().is_err(), "{path:?}");
+            store.sync().unwrap();
+            assert_eq!(
+                store.commits() - before,
+                1,
+                "{path:?}: nothing more committed"
+            );
+            let trail: Vec<(u64, String)> = store
+                .audit_events(&AuditFilter::default())
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.job_id, r.kind))
+                .collect();
+            assert_eq!(trail, [(1, "submitted".to_string())], "{path:?}");
+            drop(store);
+            drop(writer);
+            let (store, _writer, snap) = Store::open_at(&path, 1, keys).unwrap();
+            assert_eq!(snap.jobs.len(), 1, "{path:?}");
+            assert!(store.script(1).unwrap().is_some(), "{path:?}");
         }
     }
 

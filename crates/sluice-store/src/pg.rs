@@ -808,11 +808,12 @@ mod tests {
                     script: "#!/bin/sh".into(),
                     environment: "A=1".into(),
                 }),
+                // The trail of its submission, in the same transaction.
+                audit: vec![event("submitted", HoldChange::None)],
                 reply: reply.clone(),
             },
             job(1, "job 1 user=a state=RUNNING"),
             step("step 0 running"),
-            Op::Audit(vec![event("submitted", HoldChange::None)]),
             Op::Audit(vec![
                 event("started", take),
                 event("reason", HoldChange::None),
@@ -857,6 +858,7 @@ mod tests {
                 first: 1,
                 records: rows(["job 1 again".to_string()]),
                 script: None,
+                audit: Vec::new(),
                 reply,
             },
         ]);

@@ -54,9 +54,14 @@ impl Executor {
 
     /// Carries out one outcome: `audit` records and the store writes of `effects` are
     /// sent now, in order; the orders of `effects` and `then` follow once those writes
-    /// are on disk, after every earlier batch's.
+    /// are on disk, after every earlier batch's. The audit records of an outcome that
+    /// inserts a submission (its submission recorded) go in the insert's own
+    /// transaction: a submission is one commit.
     pub fn carry_out(&self, audit: Vec<AuditRecord>, effects: Vec<Effect>, then: Option<Then>) {
-        self.store.audit(audit);
+        let mut audit = Some(audit);
+        if !effects.iter().any(|e| matches!(e, Effect::Insert { .. })) {
+            self.store.audit(audit.take().unwrap_or_default());
+        }
         let mut acks = Vec::new();
         let mut orders = Vec::new();
         for e in effects {
@@ -68,7 +73,8 @@ impl Executor {
                         .map(|r| (job_keys(r), serialise(r)))
                         .collect();
                     let script = script.map(|s| s.to_store());
-                    acks.push(self.store.insert_submission(first, rows, script));
+                    let audit = audit.take().unwrap_or_default();
+                    acks.push(self.store.insert_audited(first, rows, script, audit));
                 }
                 Effect::Persist(r) => {
                     acks.push(self.store.put_job(r.id, job_keys(&r), serialise(&*r)))

@@ -365,7 +365,7 @@ impl Owner {
                 // The ids are allocated now, the records written; the job enters the
                 // queue and its id is returned once they are on disk.
                 let jobs = ctl.allocate(&prepared);
-                let insert = ctl.inserted(&jobs, prepared.take_script());
+                let insert = ctl.inserted(&jobs, prepared.take_script(), now);
                 let inputs = self.inputs.clone();
                 Outcome {
                     effects: vec![insert],

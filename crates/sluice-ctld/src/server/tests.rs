@@ -796,6 +796,95 @@ async fn a_jobs_script_and_environment_stay_in_the_store_until_its_launch_is_sen
     drop(writer);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_is_one_commit_with_its_audit_trail_and_accrue_time() {
+    // Through the executor and a real store: each submission reaches the disk in one
+    // transaction (one sync of SQLite's log) that holds its record, the audit trail's
+    // record of its submission and, for a job eligible at once, the time it accrues
+    // age from; once the loop has queued it nothing more is written for it. A held
+    // job (`sbatch -H`), then one whose `singleton` dependency is satisfied at once
+    // and which begins later. (Before, the trail went in a second transaction right
+    // after the job was queued, and so did the accrue time of a job with a
+    // dependency: two syncs per submission.)
+    let dir = temp_dir("one-commit");
+    let db = dir.join("sluice.db");
+    let (store, writer, _) =
+        sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
+    let (tx, mut own) = unbounded_channel();
+    let clients = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
+    let (agents, tasks) = super::agents::Agents::start(
+        &clients,
+        std::sync::Arc::new(|e: &str| sluice_proto::Client::new(e)),
+        "test".into(),
+        30,
+        tx.clone(),
+        store.clone(),
+    );
+    let exec = Executor::new(store.clone(), agents);
+    let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
+    let mut owner = Owner::new(ctl, tx, None);
+    let now = 10;
+    // The first pass (and the audit sweep of this second) before any submission.
+    let out = owner.pass(now);
+    exec.carry_out(owner.take_audit(), out.effects, out.then);
+    store.sync().unwrap();
+    let held = JobDescription {
+        hold: true,
+        ..desc(1)
+    };
+    let singleton = JobDescription {
+        name: "alone".into(),
+        dependency: Some("singleton".into()),
+        begin: Some(now + 1000),
+        ..desc(1)
+    };
+    for (n, d) in [held, singleton].into_iter().enumerate() {
+        let before = store.commits();
+        let (reply, rx) = oneshot::channel();
+        let out = owner.handle(
+            Input::Request(Request::Submit {
+                desc: Box::new(d),
+                caller: alice(),
+                user: "alice".into(),
+                group: "alice".into(),
+                reply,
+            }),
+            now,
+        );
+        exec.carry_out(owner.take_audit(), out.effects, out.then);
+        let committed = own.recv().await.expect("acknowledged");
+        let out = owner.handle(committed, now);
+        let answer = out.answer;
+        exec.carry_out(owner.take_audit(), out.effects, out.then);
+        if let Some(answer) = answer {
+            answer();
+        }
+        let id = rx.await.unwrap().unwrap().job_id;
+        assert_eq!(id, n as u64 + 1);
+        store.sync().unwrap();
+        assert_eq!(store.commits() - before, 1, "job {id}: one commit");
+    }
+    let kinds = |id: u64| -> Vec<String> {
+        let filter = sluice_store::AuditFilter {
+            job: Some(id),
+            ..Default::default()
+        };
+        let rows = store.audit_events(&filter).unwrap();
+        rows.into_iter().map(|r| r.kind).collect()
+    };
+    assert_eq!(kinds(1), ["submitted", "held"]);
+    assert_eq!(kinds(2), ["submitted"]);
+    exec.finish();
+    tasks.drained(std::time::Duration::from_secs(5)).await;
+    drop(store);
+    drop(writer);
+    // What a restarted controller reads: the held job accrues nothing yet; the other
+    // accrues from its begin time, as the queued job did.
+    assert_eq!(stored(&db, 1).accrue_time, None);
+    assert_eq!(stored(&db, 2).accrue_time, Some(now + 1000));
+    assert_eq!(stored(&db, 2).state, JobState::Pending);
+}
+
 #[test]
 fn records_that_carry_their_script_move_it_to_its_table_at_start_up() {
     // A database written before scripts had a table of their own: a job and an array's

@@ -232,6 +232,7 @@ mod tests {
             let id = JobId(next);
             next += p.ids();
             let jobs = p.jobs(id);
+            drop(c.inserted(&jobs, None, 0));
             c.accept(jobs, 0);
             id
         };

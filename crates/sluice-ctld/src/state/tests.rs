@@ -65,6 +65,7 @@ pub(crate) fn submit(
     let first = *next;
     *next += p.ids();
     let jobs = p.jobs(JobId(first));
+    drop(c.inserted(&jobs, None, now));
     (JobId(first), c.accept(jobs, now))
 }
 
@@ -2830,4 +2831,43 @@ fn the_parts_of_a_heterogeneous_step_in_one_allocation_are_steps_of_their_own() 
         .start_step(id, &StepRequest::default(), &alice(), 4)
         .unwrap();
     assert_eq!(next_step.step, 1);
+}
+
+#[test]
+fn a_singleton_inserted_eligible_accrues_nothing_if_another_of_its_name_is_queued_first() {
+    // Two `--dependency=singleton` jobs of one name, both given ids and inserted before
+    // either is accepted (their inserts commit together): each was alone under its
+    // name when inserted, so each record carries the time it accrues age from, and
+    // the first accepted is queued without another write. The second finds the first
+    // queued: it waits on its dependency, accrues nothing until that is satisfied,
+    // and that change is written.
+    let mut c = Controller::new(conf(1, 4), Path::new("/state"), vec![], vec![], 0);
+    let single = || JobDescription {
+        name: "alone".into(),
+        dependency: Some("singleton".into()),
+        ..desc(1, 60)
+    };
+    let mut allocated = Vec::new();
+    for _ in 0..2 {
+        let mut p = c
+            .prepare(single(), &alice(), "alice", "alice", 5)
+            .expect("accepted");
+        let jobs = c.allocate(&p);
+        let Effect::Insert { records, .. } = c.inserted(&jobs, p.take_script(), 5) else {
+            panic!("an insert");
+        };
+        assert_eq!(records[0].accrue_time, Some(5), "eligible when inserted");
+        allocated.push(jobs);
+    }
+    let second = allocated.pop().unwrap();
+    let first = allocated.pop().unwrap();
+    let (a, b) = (first[0].id, second[0].id);
+    assert!(c.accept(first, 6).is_empty(), "nothing more to write");
+    let effects = c.accept(second, 6);
+    assert!(
+        matches!(&effects[..], [Effect::Persist(r)] if r.id == b.0 && r.accrue_time.is_none()),
+        "{effects:?}"
+    );
+    assert_eq!(c.job(a).unwrap().accrue_time, Some(5));
+    assert_eq!(c.job(b).unwrap().reason, "Dependency");
 }

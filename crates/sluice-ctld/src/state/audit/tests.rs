@@ -50,7 +50,9 @@ fn submit(c: &mut Controller, id: u64, tasks: u32, time: i64, hold: bool, now: i
     let p = c
         .prepare(d, &alice(), "alice", "alice", now)
         .expect("accepted");
-    c.accept(p.jobs(JobId(id)), now);
+    let jobs = p.jobs(JobId(id));
+    drop(c.inserted(&jobs, None, now));
+    c.accept(jobs, now);
 }
 
 /// (time, job, what) of the events recorded since the last look.
