@@ -132,6 +132,11 @@ impl Liveness {
         self.silent.contains_key(node)
     }
 
+    /// Since when the node's agent has been gone (or awaited), if it is.
+    pub(crate) fn silent_from(&self, node: &str) -> Option<i64> {
+        self.silent.get(node).copied()
+    }
+
     /// The nodes silent since `before` or earlier.
     pub(crate) fn silent_since(&self, before: i64) -> Vec<String> {
         self.silent

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use sluice_proto::types::JobState;
 
-use crate::state::tests::{conf, desc, submit};
+use crate::state::tests::{conf, desc, root, submit};
 use crate::state::{Controller, Effect};
 
 /// Each node as `sinfo` and `scontrol show node` get it: name, state, responding,
@@ -100,5 +100,55 @@ fn a_restarted_controllers_nodes_await_their_agents_until_slurmd_timeout_then_go
         c.job(big).unwrap().reason,
         "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority \
          partitions"
+    );
+}
+
+/// `explain`'s node lines for job `id` at `now`: nodes and their situation.
+fn node_lines(c: &Controller, id: sluice_core::JobId, now: i64) -> Vec<(String, String)> {
+    let e = c.explain(id, None, &root(), now).expect("explained");
+    e.resources
+        .expect("resources")
+        .nodes
+        .into_iter()
+        .map(|l| (l.nodes, l.text))
+        .collect()
+}
+
+#[test]
+fn explain_says_an_awaited_node_waits_for_its_agent_until_slurmd_timeout() {
+    // Two nodes of 4 CPUs; SlurmdTimeout=30. A job needs both nodes' CPUs.
+    let mut conf = conf(2, 4);
+    conf.net.slurmd_timeout = 30;
+    let mut c = Controller::new(conf.clone(), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(8, 600), &mut next, 0);
+
+    // The controller restarts at 100 before it ran, both agents away: explain says the
+    // nodes wait for their agents, and when they go DOWN should they not come, rather
+    // than calling them DOWN already.
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf, Path::new("/s"), jobs, steps, 100);
+    c.await_agents(100);
+    c.schedule(101);
+    let waiting = format!(
+        "UNKNOWN, waiting for its agent to register (DOWN at {} if it has not)",
+        sluice_proto::time::timestamp(130)
+    );
+    assert_eq!(
+        node_lines(&c, id, 101),
+        [("node[01-02]".into(), waiting.clone())]
+    );
+
+    // node01's agent registers: node02 alone still waits.
+    c.agent_registered("node01", &[], 102);
+    let lines = node_lines(&c, id, 102);
+    assert_eq!(lines[1], ("node02".into(), waiting));
+
+    // SlurmdTimeout passes: node02 is DOWN, for not responding.
+    c.silent_expired(130);
+    let lines = node_lines(&c, id, 131);
+    assert_eq!(
+        lines[1],
+        ("node02".into(), "DOWN, reason 'Not responding'".into())
     );
 }
