@@ -3055,18 +3055,26 @@ impl Controller {
                 && !self.node_future(&name)
                 && !self.node_cloud(&name);
             if expected {
-                self.sched.await_node(nid);
-                self.liveness.awaited(&name, now);
-                tracing::info!(
-                    "node {name} is UNKNOWN until its agent registers (DOWN if it has not \
-                     within SlurmdTimeout={}s)",
-                    self.conf.net.slurmd_timeout
-                );
+                self.await_agent(nid, now);
             } else {
                 self.sched.set_node_state(nid, NodeState::Down);
                 tracing::info!("node {name} is DOWN until its agent registers");
             }
         }
+    }
+
+    /// Node `nid` awaits its agent's first registration from `now` on (see
+    /// [`Controller::await_agents`]): `UNKNOWN` and not responding, no new work, DOWN
+    /// if its agent has not registered within `SlurmdTimeout`.
+    pub(crate) fn await_agent(&mut self, nid: NodeId, now: i64) {
+        let name = self.conf.cluster.node(nid).name.clone();
+        self.sched.await_node(nid);
+        self.liveness.awaited(&name, now);
+        tracing::info!(
+            "node {name} is UNKNOWN until its agent registers (DOWN if it has not within \
+             SlurmdTimeout={}s)",
+            self.conf.net.slurmd_timeout
+        );
     }
 
     /// Whether node `name` has had no word from its agent since this controller started
