@@ -3042,8 +3042,10 @@ impl Controller {
     /// ([`sluice_core::Scheduler::await_node`]). An agent that has not registered within
     /// `SlurmdTimeout` never will as far as the controller knows: its node goes DOWN
     /// ([`Controller::silent_expired`], Reason=`Not responding`), its jobs are requeued
-    /// or fail, and jobs needing it say so. Nodes DOWN, drained, FUTURE or powered off
-    /// (cloud) are not expected to answer and stay as they are.
+    /// or fail, and jobs needing it say so. A drained node's agent is awaited too: it
+    /// goes DOWN beneath its drain (`DOWN+DRAIN`, its operator's reason kept) and its
+    /// jobs are lost likewise. Nodes DOWN, FUTURE or powered off (cloud) are not
+    /// expected to answer and stay as they are.
     pub fn await_agents(&mut self, now: i64) {
         for i in 0..self.conf.cluster.nodes.len() {
             let nid = NodeId(i as u32);
@@ -3056,6 +3058,15 @@ impl Controller {
                 && !self.node_cloud(&name);
             if expected {
                 self.await_agent(nid, now);
+            } else if self.node_state(nid) == NodeState::Drain
+                && !self.node_future(&name)
+                && !self.node_cloud(&name)
+            {
+                // Drained (or draining): no work either way, but its agent is awaited
+                // as well, and the node goes DOWN beneath its drain if it has not
+                // registered within SlurmdTimeout (Slurm's DOWN+DRAIN), its jobs lost.
+                self.liveness.awaited(&name, now);
+                tracing::info!("node {name} is drained and awaits its agent");
             } else {
                 self.sched.set_node_state(nid, NodeState::Down);
                 tracing::info!("node {name} is DOWN until its agent registers");
@@ -3172,13 +3183,19 @@ impl Controller {
         tracing::warn!("Nodes {node} not responding, setting DOWN");
         // Slurm's `set_node_down_ptr(node, "Not responding")`: the reason is the
         // controller's (SlurmUser), unless an operator's stands; kept across restarts,
-        // and lifted at registration as `ReturnToService` says.
-        if self
-            .node_overrides
-            .get(node)
-            .is_none_or(|o| o.reason.starts_with(NOT_RESPONDING))
-        {
-            effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now));
+        // and lifted at registration as `ReturnToService` says. A drained node goes
+        // DOWN beneath its drain (`DOWN+DRAIN`), the operator's reason kept.
+        match self.node_overrides.get(node) {
+            None => effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now)),
+            Some(o) if o.reason.starts_with(NOT_RESPONDING) => {
+                effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now))
+            }
+            Some(o) if o.state == "DRAIN" => {
+                let mut o = o.clone();
+                o.state = DOWN_DRAIN.into();
+                effects.push(self.put_override(node, o));
+            }
+            Some(_) => {}
         }
         let lost: Vec<JobId> = self
             .jobs
@@ -3633,6 +3650,8 @@ impl Controller {
             // As Slurm's node COMPLETING flag, which `sinfo` shows before the rest.
             NodeState::Up if completing && self.agents_up.contains(&n.name) => "completing",
             NodeState::Up if used == 0 && maint.contains(&NodeId(i as u32)) => "maint",
+            // DOWN beneath its drain: shown drained, as Slurm's `sinfo` does.
+            NodeState::Down if self.node_down_drained(&n.name) => "drained",
             NodeState::Down => "down",
             NodeState::Drain if used > 0 => "draining",
             NodeState::Drain => "drained",
@@ -3651,6 +3670,13 @@ impl Controller {
             NodeState::Up if used >= n.capacity.cpus => "allocated",
             NodeState::Up => "mixed",
         }
+    }
+
+    /// Whether node `name` is DOWN beneath its drain (see [`DOWN_DRAIN`]).
+    pub(crate) fn node_down_drained(&self, name: &str) -> bool {
+        self.node_overrides
+            .get(name)
+            .is_some_and(|o| o.state == DOWN_DRAIN)
     }
 
     /// Whether node `name`'s agent answers (`sinfo` marks those that do not with `*`).
@@ -3711,6 +3737,7 @@ impl Controller {
                     (!self.agents_up.contains(&n.name) && state != "future" && state != "unknown")
                         .then(|| NOT_RESPONDING.into())
                 }),
+            down: self.node_down_drained(&n.name),
             cpus,
             cpus_alloc: used,
             spec_cpus: n.spec_cpus,
@@ -4293,7 +4320,7 @@ pub use job::{Job, NodeShare, RunEnding, SharedDescs};
 pub use liveness::{Registration, NOT_RESPONDING};
 pub use reason::Reason;
 pub use script::{launch_environment, script_key, BatchScript};
-pub use update::{NodeOverride, BAD_LIMIT, REASON_NEEDED};
+pub use update::{NodeOverride, BAD_LIMIT, DOWN_DRAIN, REASON_NEEDED};
 
 #[cfg(test)]
 mod device_tests {

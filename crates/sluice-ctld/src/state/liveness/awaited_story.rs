@@ -152,3 +152,76 @@ fn explain_says_an_awaited_node_waits_for_its_agent_until_slurmd_timeout() {
         ("node02".into(), "DOWN, reason 'Not responding'".into())
     );
 }
+
+/// The nodes' rows `effects` keep in the store (name, record).
+fn node_rows(effects: &[Effect]) -> Vec<(String, String)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistNode {
+                name,
+                record: Some(r),
+            } => Some((name.clone(), r.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_drained_node_whose_agent_never_registers_after_a_restart_goes_down_beneath_its_drain() {
+    // Two nodes of 4 CPUs; SlurmdTimeout=30, ReturnToService=1. Job 1 holds both
+    // nodes; an operator drains node02 ("disks") while it runs.
+    let mut conf = conf(2, 4);
+    conf.net.slurmd_timeout = 30;
+    conf.net.return_to_service = 1;
+    let mut c = Controller::new(conf.clone(), Path::new("/s"), vec![], vec![], 0);
+    c.set_slurm_uid(64030);
+    c.agent_registered("node01", &[], 0);
+    c.agent_registered("node02", &[], 0);
+    let mut next = 1;
+    let (big, _) = submit(&mut c, desc(8, 600), &mut next, 0);
+    c.schedule(0);
+    let drained = c
+        .update_node("node02", "DRAIN", Some("disks"), &root(), 10)
+        .unwrap();
+    let rows = node_rows(&drained);
+
+    // The controller restarts at 100; node02's agent never registers again. node02 is
+    // draining and not responding, the operator's reason kept.
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf, Path::new("/s"), jobs, steps, 100);
+    c.set_slurm_uid(64030);
+    c.restore_nodes(&rows);
+    c.await_agents(100);
+    c.agent_registered("node01", &[(big, 0)], 101);
+    assert_eq!(
+        nodes(&c)[1],
+        node("node02", "draining", false, Some("disks"))
+    );
+    assert!(c.silent_expired(129).is_empty());
+
+    // SlurmdTimeout after the restart it goes DOWN beneath its drain (Slurm's
+    // DOWN+DRAIN+NOT_RESPONDING, `drain*` to sinfo), the operator's reason and its
+    // author kept, and kept in the store; job 1, which ran there, is requeued.
+    let effects = c.silent_expired(130);
+    assert_eq!(
+        nodes(&c)[1],
+        node("node02", "drained", false, Some("disks"))
+    );
+    let n2 = &c.nodes()[1];
+    assert!(n2.down);
+    assert_eq!(n2.reason_set, Some((0, 10)));
+    let kept = node_rows(&effects);
+    assert_eq!(kept.len(), 1, "{effects:?}");
+    assert!(kept[0].1.contains("\"DOWN+DRAIN\""), "{kept:?}");
+    let r = c.job(big).unwrap();
+    assert_eq!((r.state, r.restarts), (JobState::Pending, 1), "{r:?}");
+
+    // Its agent at last registers: with ReturnToService=1 the operator's DOWN stays.
+    c.agent_registered("node02", &[], 140);
+    let n2 = &c.nodes()[1];
+    assert_eq!(
+        (n2.state.as_str(), n2.down, n2.agent_up),
+        ("drained", true, true)
+    );
+}
