@@ -225,3 +225,43 @@ fn a_drained_node_whose_agent_never_registers_after_a_restart_goes_down_beneath_
         ("drained", true, true)
     );
 }
+
+#[test]
+fn a_restarted_controller_shows_the_saved_reasons_until_its_first_pass() {
+    // One node of 4 CPUs. Job 1 holds it; job 2 waits for room, job 3 behind it for
+    // its priority. The pass that gives them their reasons keeps them in the store.
+    let conf = conf(1, 4);
+    let mut c = Controller::new(conf.clone(), Path::new("/s"), vec![], vec![], 0);
+    c.agent_registered("node01", &[], 0);
+    let mut next = 1;
+    let (big, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    c.schedule(0);
+    let (room, _) = submit(&mut c, desc(4, 60), &mut next, 1);
+    let (behind, _) = submit(&mut c, desc(4, 60), &mut next, 1);
+    let effects = c.schedule(1);
+    let saved: Vec<(u64, String)> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Persist(r) => Some((r.id, r.reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        saved,
+        [
+            (room.0, "Resources".to_string()),
+            (behind.0, "Priority".to_string())
+        ]
+    );
+
+    // The controller restarts: before its first pass, the waiting jobs show the
+    // reasons saved with them, not `None`; its first pass finds the same.
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf, Path::new("/s"), jobs, steps, 100);
+    c.await_agents(100);
+    let reasons = |c: &Controller| [big, room, behind].map(|id| c.job(id).unwrap().reason);
+    assert_eq!(reasons(&c), ["None", "Resources", "Priority"]);
+    c.agent_registered("node01", &[(big, 0)], 101);
+    c.schedule(101);
+    assert_eq!(reasons(&c), ["None", "Resources", "Priority"]);
+}
