@@ -1421,7 +1421,34 @@ impl Controller {
         }
         effects.extend(self.reservation_events());
         self.audit_sweep(now);
+        effects.extend(self.save_reasons());
         effects
+    }
+
+    /// Queued jobs whose reason the pass changed keep it in their record: a restarted
+    /// controller shows it until its own first pass (see [`Controller::core_view`]), as
+    /// Slurm shows the reason it saved, rather than `None`.
+    fn save_reasons(&mut self) -> Vec<Effect> {
+        let changed: Vec<(JobId, Reason)> = self
+            .sched
+            .pending()
+            .filter_map(|j| {
+                let why = self.shown_core_reason(j);
+                let r = self.jobs.get(&j.id())?;
+                (r.state == JobState::Pending && r.ending_run.is_none() && r.reason != why)
+                    .then_some((j.id(), why))
+            })
+            .collect();
+        changed
+            .into_iter()
+            .map(|(id, why)| {
+                self.jobs
+                    .get_mut(&id)
+                    .expect("queued jobs have records")
+                    .reason = why;
+                self.persist(id)
+            })
+            .collect()
     }
 
     /// When the server loop should call [`Controller::schedule`] again at the latest.
@@ -3080,8 +3107,10 @@ impl Controller {
     /// ([`sluice_core::Scheduler::await_node`]). An agent that has not registered within
     /// `SlurmdTimeout` never will as far as the controller knows: its node goes DOWN
     /// ([`Controller::silent_expired`], Reason=`Not responding`), its jobs are requeued
-    /// or fail, and jobs needing it say so. Nodes DOWN, drained, FUTURE or powered off
-    /// (cloud) are not expected to answer and stay as they are.
+    /// or fail, and jobs needing it say so. A drained node's agent is awaited too: it
+    /// goes DOWN beneath its drain (`DOWN+DRAIN`, its operator's reason kept) and its
+    /// jobs are lost likewise. Nodes DOWN, FUTURE or powered off (cloud) are not
+    /// expected to answer and stay as they are.
     pub fn await_agents(&mut self, now: i64) {
         for i in 0..self.conf.cluster.nodes.len() {
             let nid = NodeId(i as u32);
@@ -3093,18 +3122,35 @@ impl Controller {
                 && !self.node_future(&name)
                 && !self.node_cloud(&name);
             if expected {
-                self.sched.await_node(nid);
+                self.await_agent(nid, now);
+            } else if self.node_state(nid) == NodeState::Drain
+                && !self.node_future(&name)
+                && !self.node_cloud(&name)
+            {
+                // Drained (or draining): no work either way, but its agent is awaited
+                // as well, and the node goes DOWN beneath its drain if it has not
+                // registered within SlurmdTimeout (Slurm's DOWN+DRAIN), its jobs lost.
                 self.liveness.awaited(&name, now);
-                tracing::info!(
-                    "node {name} is UNKNOWN until its agent registers (DOWN if it has not \
-                     within SlurmdTimeout={}s)",
-                    self.conf.net.slurmd_timeout
-                );
+                tracing::info!("node {name} is drained and awaits its agent");
             } else {
                 self.sched.set_node_state(nid, NodeState::Down);
                 tracing::info!("node {name} is DOWN until its agent registers");
             }
         }
+    }
+
+    /// Node `nid` awaits its agent's first registration from `now` on (see
+    /// [`Controller::await_agents`]): `UNKNOWN` and not responding, no new work, DOWN
+    /// if its agent has not registered within `SlurmdTimeout`.
+    pub(crate) fn await_agent(&mut self, nid: NodeId, now: i64) {
+        let name = self.conf.cluster.node(nid).name.clone();
+        self.sched.await_node(nid);
+        self.liveness.awaited(&name, now);
+        tracing::info!(
+            "node {name} is UNKNOWN until its agent registers (DOWN if it has not within \
+             SlurmdTimeout={}s)",
+            self.conf.net.slurmd_timeout
+        );
     }
 
     /// Whether node `name` has had no word from its agent since this controller started
@@ -3202,13 +3248,19 @@ impl Controller {
         tracing::warn!("Nodes {node} not responding, setting DOWN");
         // Slurm's `set_node_down_ptr(node, "Not responding")`: the reason is the
         // controller's (SlurmUser), unless an operator's stands; kept across restarts,
-        // and lifted at registration as `ReturnToService` says.
-        if self
-            .node_overrides
-            .get(node)
-            .is_none_or(|o| o.reason.starts_with(NOT_RESPONDING))
-        {
-            effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now));
+        // and lifted at registration as `ReturnToService` says. A drained node goes
+        // DOWN beneath its drain (`DOWN+DRAIN`), the operator's reason kept.
+        match self.node_overrides.get(node) {
+            None => effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now)),
+            Some(o) if o.reason.starts_with(NOT_RESPONDING) => {
+                effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now))
+            }
+            Some(o) if o.state == "DRAIN" => {
+                let mut o = o.clone();
+                o.state = DOWN_DRAIN.into();
+                effects.push(self.put_override(node, o));
+            }
+            Some(_) => {}
         }
         let lost: Vec<JobId> = self
             .jobs
@@ -3379,6 +3431,8 @@ impl Controller {
             return Reason::NONE;
         }
         match self.sched.job(r.id) {
+            // Before this controller's first pass: the reason saved with the job.
+            Some(_) if self.sched.passes() == 0 => r.reason,
             Some(j)
                 if r.state == JobState::Pending && j.state == sluice_core::JobState::Pending =>
             {
@@ -3471,7 +3525,11 @@ impl Controller {
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(r.id) {
                 if j.state == sluice_core::JobState::Pending {
-                    view.reason = self.shown_core_reason(j);
+                    // Before this controller's first pass, the reason saved with the
+                    // job (the core has computed none yet).
+                    if self.sched.passes() > 0 {
+                        view.reason = self.shown_core_reason(j);
+                    }
                     // As Slurm: a job waiting for its `--begin` time that nothing else
                     // starts yet is shown starting then.
                     let begin = (j.spec.begin > self.sched.last_pass()).then_some(j.spec.begin);
@@ -3663,6 +3721,8 @@ impl Controller {
             // As Slurm's node COMPLETING flag, which `sinfo` shows before the rest.
             NodeState::Up if completing && self.agents_up.contains(&n.name) => "completing",
             NodeState::Up if used == 0 && maint.contains(&NodeId(i as u32)) => "maint",
+            // DOWN beneath its drain: shown drained, as Slurm's `sinfo` does.
+            NodeState::Down if self.node_down_drained(&n.name) => "drained",
             NodeState::Down => "down",
             NodeState::Drain if used > 0 => "draining",
             NodeState::Drain => "drained",
@@ -3681,6 +3741,13 @@ impl Controller {
             NodeState::Up if used >= n.capacity.cpus => "allocated",
             NodeState::Up => "mixed",
         }
+    }
+
+    /// Whether node `name` is DOWN beneath its drain (see [`DOWN_DRAIN`]).
+    pub(crate) fn node_down_drained(&self, name: &str) -> bool {
+        self.node_overrides
+            .get(name)
+            .is_some_and(|o| o.state == DOWN_DRAIN)
     }
 
     /// Whether node `name`'s agent answers (`sinfo` marks those that do not with `*`).
@@ -3741,6 +3808,7 @@ impl Controller {
                     (!self.agents_up.contains(&n.name) && state != "future" && state != "unknown")
                         .then(|| NOT_RESPONDING.into())
                 }),
+            down: self.node_down_drained(&n.name),
             cpus,
             cpus_alloc: used,
             spec_cpus: n.spec_cpus,
@@ -4323,7 +4391,7 @@ pub use job::{Job, NodeShare, RunEnding, SharedDescs};
 pub use liveness::{Registration, NOT_RESPONDING};
 pub use reason::Reason;
 pub use script::{launch_environment, script_key, BatchScript};
-pub use update::{NodeOverride, BAD_LIMIT, REASON_NEEDED};
+pub use update::{NodeOverride, BAD_LIMIT, DOWN_DRAIN, REASON_NEEDED};
 
 #[cfg(test)]
 mod device_tests {

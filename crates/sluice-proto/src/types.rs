@@ -967,6 +967,11 @@ pub struct NodeInfo {
     pub weight: u32,
     /// Is its agent connected.
     pub agent_up: bool,
+    /// A `drained` node gone DOWN beneath its drain, its agent silent `SlurmdTimeout`
+    /// long (Slurm's `DOWN+DRAIN`; `sinfo` shows it `drain*` as it does a drained
+    /// one).
+    #[serde(default)]
+    pub down: bool,
     /// Who set the reason (uid) and when (Unix seconds), for an operator's DRAIN or
     /// DOWN.
     #[serde(default)]

@@ -37,12 +37,14 @@ pub fn lines_of(pairs: &[(String, String)], breaks: &[&str]) -> Vec<String> {
 }
 
 /// A node's state as `scontrol show node` prints it: the base state, with `+DRAIN`
-/// for a drained or draining node, `+DYNAMIC_NORM` for a dynamic one and
-/// `+NOT_RESPONDING` when its agent does not answer (Slurm's order of the flags).
+/// for a drained or draining node (`DOWN+DRAIN` for one gone DOWN beneath its
+/// drain), `+DYNAMIC_NORM` for a dynamic one and `+NOT_RESPONDING` when its agent
+/// does not answer (Slurm's order of the flags).
 pub fn node_state(n: &NodeInfo) -> String {
     let mut s = match n.state.as_str() {
         // An operator's state of a FUTURE node is a drain (DOWN ends FUTURE).
         "future" if n.reason_set.is_some() => "FUTURE+DRAIN".to_string(),
+        "drained" if n.down => "DOWN+DRAIN".to_string(),
         "drained" => "IDLE+DRAIN".to_string(),
         "maint" => "IDLE+MAINT".to_string(),
         "draining" if n.cpus_alloc >= n.cpus => "ALLOCATED+DRAIN".to_string(),
@@ -341,6 +343,20 @@ mod tests {
         };
         assert_eq!(node_state(&n), "IDLE+DYNAMIC_NORM+MAINT");
         assert_eq!(node_state(&node()), "IDLE");
+    }
+
+    #[test]
+    fn a_drained_node_gone_down_beneath_its_drain_shows_down_drain() {
+        // Slurm 22.05's set_node_down_ptr keeps the DRAIN flag of a drained node that
+        // stops responding: DOWN+DRAIN+NOT_RESPONDING, still `drain*` to sinfo.
+        let n = NodeInfo {
+            state: "drained".into(),
+            agent_up: false,
+            down: true,
+            ..node()
+        };
+        assert_eq!(node_state(&n), "DOWN+DRAIN+NOT_RESPONDING");
+        assert_eq!(crate::slurm::sinfo_records::compact_state(&n), "drain*");
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub fn state_value(n: &NodeInfo) -> u32 {
         "allocated" => 3,
         "mixed" => 5,
         "down" => 1,
+        "drained" if n.down => 1 | DRAIN,
         "drained" => 2 | DRAIN,
         "draining" => busy | DRAIN,
         "maint" => 2 | MAINT,

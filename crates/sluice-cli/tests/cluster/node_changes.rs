@@ -38,8 +38,9 @@ fn reconfigure_adds_a_node_a_waiting_job_lands_on_it_and_a_busy_node_may_not_lea
     .unwrap();
     let o = c.run("scontrol", &["reconfigure"]);
     assert_eq!((o.stderr.as_str(), o.code), ("", 0));
-    // Not responding until its agent registers, then the waiting job runs there.
-    assert_eq!(nodes(&c), "n1 debug* 2 alloc\nn2 debug* 2 down*\n");
+    // UNKNOWN and not responding until its agent registers (as a node at a start),
+    // then the waiting job runs there.
+    assert_eq!(nodes(&c), "n1 debug* 2 alloc\nn2 debug* 2 unk*\n");
     c.add_agent("n2");
     c.wait_for("the second job to run on n2", || {
         c.run(

@@ -30,6 +30,9 @@ pub enum Dimension {
 pub enum NodeVerdict {
     /// The node is DOWN.
     Down,
+    /// The node awaits its agent's first registration with a controller that has just
+    /// started ([`Scheduler::await_node`]): it takes no work until then.
+    Awaited,
     /// The node is DRAIN(ED): its jobs finish, nothing new starts.
     Drain,
     /// The job excludes it (`-x`).
@@ -139,6 +142,7 @@ fn verdict(
     let node = cluster.node(n);
     let req = &job.spec.request;
     match node.state {
+        NodeState::Down if sched.awaited.contains(&n) => return NodeVerdict::Awaited,
         NodeState::Down => return NodeVerdict::Down,
         NodeState::Drain => return NodeVerdict::Drain,
         NodeState::Up => {}

@@ -72,6 +72,18 @@ impl Controller {
                 Some(r) => format!("DOWN, reason '{r}'"),
                 None => "DOWN (not responding)".into(),
             },
+            NodeVerdict::Awaited => {
+                let name = first.map(|n| n.name.as_str()).unwrap_or_default();
+                let timeout = self.conf.net.slurmd_timeout;
+                match self.liveness.silent_from(name) {
+                    Some(since) if timeout > 0 => format!(
+                        "UNKNOWN, waiting for its agent to register (DOWN at {} if it has \
+                         not)",
+                        sluice_proto::time::timestamp(since + timeout)
+                    ),
+                    _ => "UNKNOWN, waiting for its agent to register".into(),
+                }
+            }
             NodeVerdict::Drain => match reason {
                 Some(r) => format!("DRAIN, reason '{r}'"),
                 None => "DRAIN".into(),

@@ -132,6 +132,11 @@ impl Liveness {
         self.silent.contains_key(node)
     }
 
+    /// Since when the node's agent has been gone (or awaited), if it is.
+    pub(crate) fn silent_from(&self, node: &str) -> Option<i64> {
+        self.silent.get(node).copied()
+    }
+
     /// The nodes silent since `before` or earlier.
     pub(crate) fn silent_since(&self, before: i64) -> Vec<String> {
         self.silent
@@ -197,6 +202,11 @@ impl Controller {
             uid: self.liveness.slurm_uid,
             time: now,
         };
+        self.put_override(node, o)
+    }
+
+    /// Node `node`'s state becomes `o`, kept in the store.
+    pub(crate) fn put_override(&mut self, node: &str, o: NodeOverride) -> Effect {
         let record = serde_json::to_string(&o).expect("records serialise");
         self.node_overrides.insert(node.to_string(), o);
         self.outside_dirty = true;
@@ -325,6 +335,17 @@ impl Controller {
                     vec![self.set_override(node, "DRAIN", &reason, now)]
                 }
             };
+        }
+        if let Some(o) = current.filter(|o| o.state == DOWN_DRAIN) {
+            // ReturnToService=2 returns any DOWN node to service: this one is drained
+            // again (Slurm keeps the DRAIN flag and its reason).
+            if self.conf.net.return_to_service != 2 {
+                return Vec::new();
+            }
+            let mut o = o.clone();
+            o.state = "DRAIN".into();
+            tracing::info!("node {node} returned to service, drained");
+            return vec![self.put_override(node, o)];
         }
         let back = current.is_some_and(|o| {
             o.state == "DOWN"

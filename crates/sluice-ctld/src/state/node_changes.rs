@@ -352,7 +352,17 @@ impl Controller {
             self.replace_node_line(nid, line, now)?;
         }
         for line in adds {
-            effects.push(self.add_node_line(line, &[], now)?.1);
+            // Awaited as at a start (Slurm 22.05 adds nodes only when it starts): UNKNOWN
+            // until its agent registers, DOWN after SlurmdTimeout if it has not. A FUTURE
+            // or DOWN or DRAIN one is not expected to answer.
+            let expected = line.node.state == NodeState::Up
+                && !new.future_nodes.contains(&line.node.name)
+                && !self.agents_up.contains(&line.node.name);
+            let (nid, effect) = self.add_node_line(line, &[], now)?;
+            effects.push(effect);
+            if expected {
+                self.await_agent(nid, now);
+            }
         }
         let ids = core
             .nodes
@@ -851,6 +861,68 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
         ctl
+    }
+
+    #[test]
+    fn a_node_reconfigure_adds_awaits_its_agent_and_goes_down_after_slurmd_timeout() {
+        // n1 alone, its agent registered; SlurmdTimeout=30.
+        let one = "ClusterName=c\nSlurmdTimeout=30\nNodeName=n1 CPUs=2 RealMemory=100\n\
+                   PartitionName=p Nodes=ALL Default=YES\n";
+        let mut ctl = cluster(one, "await", &["n1"]);
+        // slurm.conf gains n2, and n3 as FUTURE: reconfigure at 10.
+        let dir = std::env::temp_dir().join(format!("sluice-await-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("slurm.conf");
+        std::fs::write(
+            &path,
+            one.replace("NodeName=n1 ", "NodeName=n[1-2] ")
+                + "NodeName=n3 CPUs=2 RealMemory=100 State=FUTURE\n",
+        )
+        .unwrap();
+        let (new, _) = ClusterConfig::read(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        ctl.reconfigure_partitions(
+            Box::new(new),
+            String::new(),
+            &crate::state::tests::root(),
+            10,
+        )
+        .unwrap();
+        // n2 awaits its agent as a node does at a start: UNKNOWN and not responding,
+        // no reason (not a made-up "Not responding"); n3 is FUTURE.
+        let shown = |ctl: &Controller| -> Vec<(String, String, bool, Option<String>)> {
+            ctl.nodes()
+                .into_iter()
+                .map(|n| (n.name, n.state, n.agent_up, n.reason))
+                .collect()
+        };
+        let node = |name: &str, state: &str, up: bool, reason: Option<&str>| {
+            (
+                name.to_string(),
+                state.to_string(),
+                up,
+                reason.map(String::from),
+            )
+        };
+        assert_eq!(
+            shown(&ctl),
+            [
+                node("n1", "idle", true, None),
+                node("n2", "unknown", false, None),
+                node("n3", "future", false, None)
+            ]
+        );
+        // Its agent never registers: SlurmdTimeout after the reconfigure it is DOWN, for
+        // not responding; the FUTURE node stays so.
+        assert!(ctl.silent_expired(39).is_empty());
+        ctl.silent_expired(40);
+        assert_eq!(
+            shown(&ctl)[1..],
+            [
+                node("n2", "down", false, Some(NOT_RESPONDING)),
+                node("n3", "future", false, None)
+            ]
+        );
     }
 
     fn states(ctl: &Controller) -> Vec<String> {

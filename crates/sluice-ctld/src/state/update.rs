@@ -20,6 +20,10 @@ pub struct NodeOverride {
     pub time: i64,
 }
 
+/// The state of a drained node whose agent was silent `SlurmdTimeout` long: DOWN
+/// beneath its drain, the operator's reason kept (Slurm's `DOWN+DRAIN`).
+pub const DOWN_DRAIN: &str = "DOWN+DRAIN";
+
 /// Slurm's message when DRAIN or DOWN comes without a reason.
 pub const REASON_NEEDED: &str =
     "You must specify a reason when DOWNING or DRAINING a node. Request denied";
@@ -56,7 +60,7 @@ impl Controller {
             .map(|o| o.state.as_str())
         {
             _ if self.node_book.held_future.contains(&node.name) => NodeState::Down,
-            Some("DOWN") => NodeState::Down,
+            Some("DOWN") | Some(DOWN_DRAIN) => NodeState::Down,
             Some(_) => NodeState::Drain,
             None => node.state,
         }

@@ -18,6 +18,7 @@ fn state(n: &NodeInfo) -> Vec<&'static str> {
         "mixed" => vec!["MIXED"],
         "allocated" => vec!["ALLOCATED"],
         "down" => vec!["DOWN"],
+        "drained" if n.down => vec!["DOWN", "DRAIN"],
         "drained" => vec!["IDLE", "DRAIN"],
         "draining" => vec!["MIXED", "DRAIN"],
         "maint" => vec!["IDLE", "MAINTENANCE", "RESERVED"],

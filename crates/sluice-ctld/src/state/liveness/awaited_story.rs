@@ -7,7 +7,7 @@ use std::path::Path;
 
 use sluice_proto::types::JobState;
 
-use crate::state::tests::{conf, desc, submit};
+use crate::state::tests::{conf, desc, root, submit};
 use crate::state::{Controller, Effect};
 
 /// Each node as `sinfo` and `scontrol show node` get it: name, state, responding,
@@ -101,4 +101,167 @@ fn a_restarted_controllers_nodes_await_their_agents_until_slurmd_timeout_then_go
         "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority \
          partitions"
     );
+}
+
+/// `explain`'s node lines for job `id` at `now`: nodes and their situation.
+fn node_lines(c: &Controller, id: sluice_core::JobId, now: i64) -> Vec<(String, String)> {
+    let e = c.explain(id, None, &root(), now).expect("explained");
+    e.resources
+        .expect("resources")
+        .nodes
+        .into_iter()
+        .map(|l| (l.nodes, l.text))
+        .collect()
+}
+
+#[test]
+fn explain_says_an_awaited_node_waits_for_its_agent_until_slurmd_timeout() {
+    // Two nodes of 4 CPUs; SlurmdTimeout=30. A job needs both nodes' CPUs.
+    let mut conf = conf(2, 4);
+    conf.net.slurmd_timeout = 30;
+    let mut c = Controller::new(conf.clone(), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(8, 600), &mut next, 0);
+
+    // The controller restarts at 100 before it ran, both agents away: explain says the
+    // nodes wait for their agents, and when they go DOWN should they not come, rather
+    // than calling them DOWN already.
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf, Path::new("/s"), jobs, steps, 100);
+    c.await_agents(100);
+    c.schedule(101);
+    let waiting = format!(
+        "UNKNOWN, waiting for its agent to register (DOWN at {} if it has not)",
+        sluice_proto::time::timestamp(130)
+    );
+    assert_eq!(
+        node_lines(&c, id, 101),
+        [("node[01-02]".into(), waiting.clone())]
+    );
+
+    // node01's agent registers: node02 alone still waits.
+    c.agent_registered("node01", &[], 102);
+    let lines = node_lines(&c, id, 102);
+    assert_eq!(lines[1], ("node02".into(), waiting));
+
+    // SlurmdTimeout passes: node02 is DOWN, for not responding.
+    c.silent_expired(130);
+    let lines = node_lines(&c, id, 131);
+    assert_eq!(
+        lines[1],
+        ("node02".into(), "DOWN, reason 'Not responding'".into())
+    );
+}
+
+/// The nodes' rows `effects` keep in the store (name, record).
+fn node_rows(effects: &[Effect]) -> Vec<(String, String)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistNode {
+                name,
+                record: Some(r),
+            } => Some((name.clone(), r.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_drained_node_whose_agent_never_registers_after_a_restart_goes_down_beneath_its_drain() {
+    // Two nodes of 4 CPUs; SlurmdTimeout=30, ReturnToService=1. Job 1 holds both
+    // nodes; an operator drains node02 ("disks") while it runs.
+    let mut conf = conf(2, 4);
+    conf.net.slurmd_timeout = 30;
+    conf.net.return_to_service = 1;
+    let mut c = Controller::new(conf.clone(), Path::new("/s"), vec![], vec![], 0);
+    c.set_slurm_uid(64030);
+    c.agent_registered("node01", &[], 0);
+    c.agent_registered("node02", &[], 0);
+    let mut next = 1;
+    let (big, _) = submit(&mut c, desc(8, 600), &mut next, 0);
+    c.schedule(0);
+    let drained = c
+        .update_node("node02", "DRAIN", Some("disks"), &root(), 10)
+        .unwrap();
+    let rows = node_rows(&drained);
+
+    // The controller restarts at 100; node02's agent never registers again. node02 is
+    // draining and not responding, the operator's reason kept.
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf, Path::new("/s"), jobs, steps, 100);
+    c.set_slurm_uid(64030);
+    c.restore_nodes(&rows);
+    c.await_agents(100);
+    c.agent_registered("node01", &[(big, 0)], 101);
+    assert_eq!(
+        nodes(&c)[1],
+        node("node02", "draining", false, Some("disks"))
+    );
+    assert!(c.silent_expired(129).is_empty());
+
+    // SlurmdTimeout after the restart it goes DOWN beneath its drain (Slurm's
+    // DOWN+DRAIN+NOT_RESPONDING, `drain*` to sinfo), the operator's reason and its
+    // author kept, and kept in the store; job 1, which ran there, is requeued.
+    let effects = c.silent_expired(130);
+    assert_eq!(
+        nodes(&c)[1],
+        node("node02", "drained", false, Some("disks"))
+    );
+    let n2 = &c.nodes()[1];
+    assert!(n2.down);
+    assert_eq!(n2.reason_set, Some((0, 10)));
+    let kept = node_rows(&effects);
+    assert_eq!(kept.len(), 1, "{effects:?}");
+    assert!(kept[0].1.contains("\"DOWN+DRAIN\""), "{kept:?}");
+    let r = c.job(big).unwrap();
+    assert_eq!((r.state, r.restarts), (JobState::Pending, 1), "{r:?}");
+
+    // Its agent at last registers: with ReturnToService=1 the operator's DOWN stays.
+    c.agent_registered("node02", &[], 140);
+    let n2 = &c.nodes()[1];
+    assert_eq!(
+        (n2.state.as_str(), n2.down, n2.agent_up),
+        ("drained", true, true)
+    );
+}
+
+#[test]
+fn a_restarted_controller_shows_the_saved_reasons_until_its_first_pass() {
+    // One node of 4 CPUs. Job 1 holds it; job 2 waits for room, job 3 behind it for
+    // its priority. The pass that gives them their reasons keeps them in the store.
+    let conf = conf(1, 4);
+    let mut c = Controller::new(conf.clone(), Path::new("/s"), vec![], vec![], 0);
+    c.agent_registered("node01", &[], 0);
+    let mut next = 1;
+    let (big, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    c.schedule(0);
+    let (room, _) = submit(&mut c, desc(4, 60), &mut next, 1);
+    let (behind, _) = submit(&mut c, desc(4, 60), &mut next, 1);
+    let effects = c.schedule(1);
+    let saved: Vec<(u64, String)> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Persist(r) => Some((r.id, r.reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        saved,
+        [
+            (room.0, "Resources".to_string()),
+            (behind.0, "Priority".to_string())
+        ]
+    );
+
+    // The controller restarts: before its first pass, the waiting jobs show the
+    // reasons saved with them, not `None`; its first pass finds the same.
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf, Path::new("/s"), jobs, steps, 100);
+    c.await_agents(100);
+    let reasons = |c: &Controller| [big, room, behind].map(|id| c.job(id).unwrap().reason);
+    assert_eq!(reasons(&c), ["None", "Resources", "Priority"]);
+    c.agent_registered("node01", &[(big, 0)], 101);
+    c.schedule(101);
+    assert_eq!(reasons(&c), ["None", "Resources", "Priority"]);
 }
