@@ -1421,34 +1421,7 @@ impl Controller {
         }
         effects.extend(self.reservation_events());
         self.audit_sweep(now);
-        effects.extend(self.save_reasons());
         effects
-    }
-
-    /// Queued jobs whose reason the pass changed keep it in their record: a restarted
-    /// controller shows it until its own first pass (see [`Controller::core_view`]), as
-    /// Slurm shows the reason it saved, rather than `None`.
-    fn save_reasons(&mut self) -> Vec<Effect> {
-        let changed: Vec<(JobId, Reason)> = self
-            .sched
-            .pending()
-            .filter_map(|j| {
-                let why = self.shown_core_reason(j);
-                let r = self.jobs.get(&j.id())?;
-                (r.state == JobState::Pending && r.ending_run.is_none() && r.reason != why)
-                    .then_some((j.id(), why))
-            })
-            .collect();
-        changed
-            .into_iter()
-            .map(|(id, why)| {
-                self.jobs
-                    .get_mut(&id)
-                    .expect("queued jobs have records")
-                    .reason = why;
-                self.persist(id)
-            })
-            .collect()
     }
 
     /// When the server loop should call [`Controller::schedule`] again at the latest.
@@ -3431,8 +3404,6 @@ impl Controller {
             return Reason::NONE;
         }
         match self.sched.job(r.id) {
-            // Before this controller's first pass: the reason saved with the job.
-            Some(_) if self.sched.passes() == 0 => r.reason,
             Some(j)
                 if r.state == JobState::Pending && j.state == sluice_core::JobState::Pending =>
             {
@@ -3525,11 +3496,7 @@ impl Controller {
         if r.state == JobState::Pending {
             if let Some(j) = self.sched.job(r.id) {
                 if j.state == sluice_core::JobState::Pending {
-                    // Before this controller's first pass, the reason saved with the
-                    // job (the core has computed none yet).
-                    if self.sched.passes() > 0 {
-                        view.reason = self.shown_core_reason(j);
-                    }
+                    view.reason = self.shown_core_reason(j);
                     // As Slurm: a job waiting for its `--begin` time that nothing else
                     // starts yet is shown starting then.
                     let begin = (j.spec.begin > self.sched.last_pass()).then_some(j.spec.begin);

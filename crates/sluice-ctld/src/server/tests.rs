@@ -278,9 +278,8 @@ fn two_changes_of_one_job_are_written_in_the_order_decided() {
             "launch 1 on node01"
         ]
     );
-    // Its pass finds it waiting for Resources, which its record keeps.
     let (job, effects) = s.submit(desc(4), 1);
-    assert_eq!(story(&effects), ["insert 2 Pending", "persist 2 Pending"]);
+    assert_eq!(story(&effects), ["insert 2 Pending"]);
     let hold = Change::Hold {
         id: job,
         task: None,
@@ -304,16 +303,8 @@ fn two_changes_of_one_job_are_written_in_the_order_decided() {
     let (r, cancelled) = s.change(cancel, alice(), 4);
     r.unwrap();
     assert_eq!(story(&held), ["persist 2 Pending held"]);
-    // Released: its record, then again as it re-enters the queue, and with the reason
-    // its pass finds (Resources).
-    assert_eq!(
-        story(&released),
-        [
-            "persist 2 Pending",
-            "persist 2 Pending",
-            "persist 2 Pending"
-        ]
-    );
+    // Released: its record, then again as it re-enters the queue.
+    assert_eq!(story(&released), ["persist 2 Pending", "persist 2 Pending"]);
     assert_eq!(story(&cancelled), ["persist 2 Cancelled"]);
     // The running job ends; the agent reports it.
     let (reply, mut rx) = oneshot::channel();
