@@ -6,7 +6,7 @@ use crate::cluster::BlockLayout;
 use crate::cluster::Cluster;
 use crate::ids::NodeId;
 use crate::job::{JobRequest, MemRequest, NodeAlloc};
-use crate::placement::PlacementKey;
+use crate::placement::{Placement, PlacementKey};
 use crate::time::Time;
 use crate::tres::{GresSlot, GresTable, Resources, MAX_GRES};
 
@@ -187,8 +187,9 @@ pub fn best_fit_key(c: &Candidate) -> PlacementKey {
     c.rank
 }
 
-/// Order in which a job spanning nodes takes them: roomiest first (fewest nodes), then
-/// lower weight, then lower id.
+/// Order in which a job spanning nodes takes them within a topology (switches, blocks)
+/// and beyond the nodes it names with `-w`: roomiest first (fewest nodes), then lower
+/// weight, then lower id.
 pub fn roomiest_key(c: &Candidate) -> (std::cmp::Reverse<u32>, u32, NodeId) {
     (std::cmp::Reverse(c.free_cpus), c.weight, c.node)
 }
@@ -198,27 +199,32 @@ pub fn roomiest_key(c: &Candidate) -> (std::cmp::Reverse<u32>, u32, NodeId) {
 /// the job.
 ///
 /// Policy: a job that may use a single node and fits on one goes to the first such node
-/// in [`best_fit_key`] order. Otherwise the job takes nodes in [`roomiest_key`] order
+/// in [`best_fit_key`] order. Otherwise the job takes the best-fitting runs of free
+/// consecutive nodes, lightest first, as Slurm's `cons_tres` does ([`choose_by_runs`]),
 /// until it has at least `min_nodes` nodes and room for all its tasks (at most
-/// `max_nodes`); every node gets one task and the rest fill the nodes in that order.
-/// In a tree topology the job spans as few leaf switches as it can (see
-/// [`choose_by_switch`]).
+/// `max_nodes`); every node gets one task and the rest fill the nodes in the order
+/// taken. In a tree topology the job spans as few leaf switches as it can (see
+/// [`choose_by_switch`]); in a block topology it goes into the best-fitting block (see
+/// [`choose_by_block`]).
 pub fn choose_nodes(
     req: &JobRequest,
     candidates: &[Candidate],
     at: Time,
 ) -> Option<Vec<(NodeId, u32)>> {
-    choose_nodes_in(req, candidates, at, None)
+    choose_nodes_in(req, candidates, at, None, Placement::default())
 }
 
 /// [`choose_nodes`] in a cluster whose groups of [`Candidate::switch`] are the base
 /// blocks of `blocks` (a block topology): a job spanning nodes is placed by
-/// [`choose_by_block`].
+/// [`choose_by_block`]. Under [`Placement::LeastLoaded`] (Slurm's `CR_LLN`) a job
+/// spanning nodes outside a topology takes the nodes with room for the most tasks
+/// first, the lightest first, as Slurm's least-loaded selection does.
 pub fn choose_nodes_in(
     req: &JobRequest,
     candidates: &[Candidate],
     at: Time,
     blocks: Option<&BlockLayout>,
+    placement: Placement,
 ) -> Option<Vec<(NodeId, u32)>> {
     if req.min_nodes <= 1 {
         let best = candidates
@@ -243,7 +249,114 @@ pub fn choose_nodes_in(
     if order.iter().any(|c| c.switch.is_some()) {
         return choose_by_switch(req, &order, at);
     }
-    take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks)))
+    if placement == Placement::LeastLoaded {
+        order.sort_by_key(|c| (c.weight, std::cmp::Reverse(c.tasks), c.node));
+        return take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks)));
+    }
+    choose_by_runs(req, candidates)
+}
+
+/// A run of consecutive nodes of one weight that can all take part in a job, as
+/// [`choose_by_runs`] cuts them.
+struct Run {
+    /// The nodes, in node order, each with the tasks it can host (0 once set aside).
+    nodes: Hosting,
+    /// Tasks its nodes can host together.
+    tasks: u64,
+    weight: u32,
+}
+
+/// Node choice for a job spanning nodes outside any topology, as Slurm 22.05's
+/// `cons_tres` makes it: the nodes that can take part, in node order, are cut into runs
+/// of consecutive nodes of one `Weight` (a node that cannot take part, or a change of
+/// weight, ends a run). Then, until the job has its nodes and room for its tasks, it
+/// takes the run that fits best among those left: the lightest, and among equally
+/// light runs the first that can hold what the job still needs with the fewest tasks
+/// to spare, or, while none can, the one with room for the most tasks. From that run
+/// it takes nodes in order, as many as it still needs; when it needs one more node
+/// only, the node of the run with the least room that holds the rest of the job, if
+/// one does. The tasks fill the nodes in the order they were taken ([`spread_tasks`]).
+///
+/// So jobs pack into the smallest gaps between busy nodes and leave long runs of free
+/// nodes to jobs that need them. Slurm's own quirk is kept: a run that cannot hold the
+/// job but has room for more tasks is preferred to an equally light one that can (it
+/// lacks nodes, not room).
+pub fn choose_by_runs(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<(NodeId, u32)>> {
+    let mut usable: Vec<&Candidate> = candidates.iter().filter(|c| c.tasks > 0).collect();
+    usable.sort_by_key(|c| c.node);
+    let mut runs: Vec<Run> = Vec::new();
+    let mut prev: Option<&Candidate> = None;
+    for c in usable {
+        let joins = prev.is_some_and(|p| p.node.0 + 1 == c.node.0 && p.weight == c.weight);
+        match runs.last_mut() {
+            Some(run) if joins => {
+                run.nodes.push((c.node, c.tasks));
+                run.tasks += c.tasks as u64;
+            }
+            _ => runs.push(Run {
+                nodes: vec![(c.node, c.tasks)],
+                tasks: c.tasks as u64,
+                weight: c.weight,
+            }),
+        }
+        prev = Some(c);
+    }
+    let mut rem_tasks = req.ntasks as i64;
+    let mut rem_nodes = req.min_nodes.max(1) as i64;
+    let mut max_left = req.max_nodes as u64;
+    let mut chosen: Hosting = Vec::new();
+    while !runs.is_empty() && max_left > 0 && (rem_nodes > 0 || rem_tasks > 0) {
+        let holds = |r: &Run| r.tasks as i64 >= rem_tasks && r.nodes.len() as i64 >= rem_nodes;
+        let mut best = 0;
+        for i in 1..runs.len() {
+            let (r, b) = (&runs[i], &runs[best]);
+            let better = r.weight < b.weight
+                || (r.weight == b.weight
+                    && match (holds(r), holds(b)) {
+                        (true, false) => true,
+                        (true, true) => r.tasks < b.tasks,
+                        (false, _) => r.tasks > b.tasks,
+                    });
+            if better {
+                best = i;
+            }
+        }
+        let mut run = runs.remove(best);
+        if rem_nodes <= 1 {
+            let single = run
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, &(_, k))| k as i64 >= rem_tasks)
+                .min_by_key(|(i, &(_, k))| (k, *i))
+                .map(|(i, _)| i);
+            if let Some(keep) = single {
+                for (i, n) in run.nodes.iter_mut().enumerate() {
+                    if i != keep {
+                        n.1 = 0;
+                    }
+                }
+            }
+        }
+        for &(node, k) in &run.nodes {
+            if max_left == 0 || (rem_nodes <= 0 && rem_tasks <= 0) {
+                break;
+            }
+            if k == 0 || (max_left == 1 && (k as i64) < rem_tasks) {
+                continue;
+            }
+            chosen.push((node, k));
+            rem_tasks -= k as i64;
+            rem_nodes -= 1;
+            max_left -= 1;
+        }
+    }
+    if rem_tasks > 0 || rem_nodes > 0 || (req.ntasks as usize) < chosen.len() {
+        return None;
+    }
+    spread_tasks(req.ntasks, &mut chosen);
+    chosen.sort_by_key(|(n, _)| *n);
+    Some(chosen)
 }
 
 /// Nodes with the tasks each can host, in the order they would be taken.
@@ -385,9 +498,10 @@ pub fn choose_listed(
     candidates: &[Candidate],
     at: Time,
     blocks: Option<&BlockLayout>,
+    placement: Placement,
 ) -> Option<Vec<(NodeId, u32)>> {
     if req.nodelist.is_empty() {
-        return choose_nodes_in(req, candidates, at, blocks);
+        return choose_nodes_in(req, candidates, at, blocks, placement);
     }
     let mut required = Vec::with_capacity(req.nodelist.len());
     for n in &req.nodelist {
@@ -608,7 +722,7 @@ mod tests {
     }
 
     #[test]
-    fn a_small_job_goes_to_the_tightest_node_and_a_wide_one_to_the_roomiest() {
+    fn a_small_job_goes_to_the_tightest_node_and_a_wide_one_to_the_first_nodes() {
         let cand = |n: u32, free: u32| Candidate {
             node: NodeId(n),
             tasks: free,
@@ -636,9 +750,10 @@ mod tests {
             choose_nodes(&req(3), &capped(3), 0),
             Some(vec![(NodeId(1), 3)])
         );
+        // Too wide for any one node: the nodes in order until there is room.
         assert_eq!(
             choose_nodes(&req(10), &capped(10), 0),
-            Some(vec![(NodeId(0), 8), (NodeId(3), 2)])
+            Some(vec![(NodeId(0), 8), (NodeId(1), 2)])
         );
         assert_eq!(choose_nodes(&req(19), &capped(19), 0), None);
         assert_eq!(choose_nodes(&req(9).on_one_node(), &capped(9), 0), None);
@@ -647,7 +762,7 @@ mod tests {
         two.max_nodes = 2;
         assert_eq!(
             choose_nodes(&two, &capped(2), 0),
-            Some(vec![(NodeId(0), 1), (NodeId(3), 1)])
+            Some(vec![(NodeId(0), 1), (NodeId(1), 1)])
         );
         let mut heavy = cands;
         heavy[2].weight = 5;
@@ -711,7 +826,7 @@ mod tests {
         // A node named with `-w` fills first: on two idle nodes, `-w n2 -n6` puts four
         // tasks on n2 and the other two on n1, `-w n2 -N2 -n5` one on n1 and four on n2.
         let named = |r: &JobRequest, free: &[u32]| -> Vec<(u32, u32)> {
-            choose_listed(r, &nodes(free), 0, None)
+            choose_listed(r, &nodes(free), 0, None, Placement::default())
                 .expect("room")
                 .into_iter()
                 .map(|(n, k)| (n.0, k))
@@ -726,5 +841,121 @@ mod tests {
         assert_eq!(named(&w, &[4, 4]), [(0, 1), (1, 4)]);
         w.nodelist = vec![NodeId(0)];
         assert_eq!(named(&w, &[3, 4]), [(0, 3), (1, 2)]);
+    }
+
+    /// Nodes of four processors in one partition, `free[n]` of them free on node `n`
+    /// (0: busy), with weights `weight[n]`.
+    fn row(free: &[u32], weight: &[u32]) -> Vec<Candidate> {
+        (0..free.len())
+            .map(|n| Candidate {
+                node: NodeId(n as u32),
+                tasks: free[n],
+                free_cpus: free[n],
+                weight: weight[n],
+                rank: (0, free[n], weight[n], NodeId(n as u32)),
+                switch: None,
+            })
+            .collect()
+    }
+
+    /// The nodes (index, tasks) a job of `ntasks` tasks over `nodes` nodes (0: any
+    /// number) gets.
+    fn placed(cands: &[Candidate], nodes: u32, ntasks: u32) -> Option<Vec<(u32, u32)>> {
+        let mut r = req(ntasks);
+        if nodes > 0 {
+            r.min_nodes = nodes;
+            r.max_nodes = nodes;
+        }
+        choose_nodes(&r, cands, 0).map(|c| c.into_iter().map(|(n, k)| (n.0, k)).collect())
+    }
+
+    /// Slurm 22.05's `cons_tres`: the free nodes in node order fall into runs between
+    /// busy ones, and a job spanning nodes goes into the smallest run that can hold it,
+    /// leaving the long runs to wide jobs; one that no run can hold takes the longest
+    /// run first, then the best fit for the rest.
+    #[test]
+    fn a_job_spanning_nodes_takes_the_run_of_free_nodes_that_fits_it_best() {
+        // n0 and n3 busy: runs n[1-2] and n[4-6].
+        let cands = row(&[0, 4, 4, 0, 4, 4, 4], &[1; 7]);
+        assert_eq!(placed(&cands, 2, 2), Some(vec![(1, 1), (2, 1)]));
+        assert_eq!(
+            placed(&cands, 3, 3),
+            Some(vec![(4, 1), (5, 1), (6, 1)]),
+            "n[1-2] is too short: the three-node run, not n1, n2 and n4"
+        );
+        assert_eq!(placed(&cands, 0, 6), Some(vec![(1, 4), (2, 2)]));
+        assert_eq!(
+            placed(&cands, 0, 10),
+            Some(vec![(4, 4), (5, 4), (6, 2)]),
+            "ten tasks fit in n[4-6] only"
+        );
+        assert_eq!(
+            placed(&cands, 4, 4),
+            Some(vec![(1, 1), (4, 1), (5, 1), (6, 1)]),
+            "the longest run, then one node of the other"
+        );
+        // Two processors of n1 busy too: n[1-2] still holds a two-node job, and the
+        // last node a job needs is the tightest that holds the rest of it.
+        let cands = row(&[0, 2, 4, 0, 4, 4, 4], &[1; 7]);
+        assert_eq!(placed(&cands, 2, 5), Some(vec![(1, 2), (2, 3)]));
+        assert_eq!(
+            placed(&cands, 4, 4),
+            Some(vec![(1, 1), (4, 1), (5, 1), (6, 1)])
+        );
+        assert_eq!(placed(&cands, 0, 7), Some(vec![(4, 4), (5, 3)]));
+        assert_eq!(
+            placed(&cands, 0, 14),
+            Some(vec![(1, 2), (4, 4), (5, 4), (6, 4)]),
+            "n[4-6], then the tightest node that holds the last two tasks"
+        );
+        assert_eq!(placed(&cands, 6, 6), None, "only five nodes have room");
+    }
+
+    /// A node's `Weight` comes first: the lightest nodes are taken even where heavier
+    /// ones have more room, and a change of weight ends a run.
+    #[test]
+    fn a_job_spanning_nodes_takes_the_lightest_nodes_first() {
+        // n0, n1 weigh 20; n2, n3 weigh 10 and n2 has two processors busy.
+        let cands = row(&[4, 4, 2, 4], &[20, 20, 10, 10]);
+        assert_eq!(placed(&cands, 2, 2), Some(vec![(2, 1), (3, 1)]));
+        assert_eq!(placed(&cands, 2, 5), Some(vec![(2, 2), (3, 3)]));
+        assert_eq!(
+            placed(&cands, 0, 7),
+            Some(vec![(0, 1), (2, 2), (3, 4)]),
+            "the light run first, the rest from the heavy one"
+        );
+        assert_eq!(placed(&cands, 3, 3), Some(vec![(0, 1), (2, 1), (3, 1)]));
+        // The runs of one weight are cut where the weight changes even on adjacent
+        // nodes: n[0-1] and n[2-3] are two runs, the light one taken first.
+        let cands = row(&[4, 4, 4, 4], &[1, 1, 2, 2]);
+        assert_eq!(placed(&cands, 2, 2), Some(vec![(0, 1), (1, 1)]));
+        assert_eq!(placed(&cands, 3, 3), Some(vec![(0, 1), (1, 1), (2, 1)]));
+    }
+
+    /// Under `CR_LLN` (least loaded) a job spanning nodes takes the nodes with the most
+    /// room instead, the lightest first, whatever runs they lie in.
+    #[test]
+    fn least_loaded_placement_spreads_a_job_spanning_nodes_over_the_roomiest_nodes() {
+        let cands = row(&[4, 2, 4, 0, 3, 4], &[1; 6]);
+        let mut r = req(2);
+        r.min_nodes = 2;
+        r.max_nodes = 2;
+        let lln = choose_nodes_in(&r, &cands, 0, None, Placement::LeastLoaded);
+        assert_eq!(lln, Some(vec![(NodeId(0), 1), (NodeId(2), 1)]));
+        assert_eq!(
+            choose_nodes(&r, &cands, 0),
+            Some(vec![(NodeId(4), 1), (NodeId(5), 1)]),
+            "best fit: the smaller run n[4-5]"
+        );
+    }
+
+    /// Slurm lays the tasks out over the nodes in the order it takes them: a job over
+    /// two runs fills the run it took first.
+    #[test]
+    fn tasks_fill_the_run_taken_first() {
+        // n0 with two processors free, n1 busy, n2 idle: `-N2 -n3` takes n2 (the
+        // larger run) first and puts two tasks there.
+        let cands = row(&[2, 0, 4], &[1; 3]);
+        assert_eq!(placed(&cands, 2, 3), Some(vec![(0, 1), (2, 2)]));
     }
 }

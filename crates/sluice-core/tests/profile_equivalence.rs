@@ -153,7 +153,7 @@ proptest! {
             .earliest_start(&c, &req, filter, d, t0, NEVER)
             .map(|(t, a)| (t, a.iter().map(|x| (x.node, x.tasks)).collect::<Vec<_>>()));
         let want = brute_force(&p, &c, &req, d, t0, &times, |r, cands, t| {
-            choose_listed(r, cands, t, None)
+            choose_listed(r, cands, t, None, Default::default())
         });
         prop_assert_eq!(got, want);
     }
