@@ -572,20 +572,14 @@ impl Profile {
     ) -> Option<(Time, Vec<NodeAlloc>)> {
         if req.lists_nodes() {
             // Whatever fits the named nodes fits the partition, so the partition's
-            // earliest start (found by classes, fast) is a lower bound; and when that
-            // placement already keeps to the lists, it is the answer. Only otherwise is
-            // the job placed node by node, from that time on.
+            // earliest start (found by classes, fast) is a lower bound; from then on the
+            // job is placed node by node. (Even a placement that keeps off the excluded
+            // nodes is no answer: an excluded node splits a run of free nodes, and the
+            // job may fit a run better elsewhere.)
             let mut open = req.clone();
             open.nodelist.clear();
             open.exclude.clear();
-            let (t, allocs) = self.earliest_start(cluster, &open, filter, d, t0, horizon)?;
-            if req.nodelist.is_empty()
-                && allocs
-                    .iter()
-                    .all(|a| req.exclude.binary_search(&a.node).is_err())
-            {
-                return Some((t, allocs));
-            }
+            let (t, _) = self.earliest_start(cluster, &open, filter, d, t0, horizon)?;
             return self.earliest_start_listed(cluster, req, filter, d, t, horizon);
         }
         let admitted: Vec<bool> = self

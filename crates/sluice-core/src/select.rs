@@ -253,7 +253,12 @@ pub fn choose_nodes_in(
         order.sort_by_key(|c| (c.weight, std::cmp::Reverse(c.tasks), c.node));
         return take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks)));
     }
+    // Slurm's walk can miss room that a node-count limit leaves (`-N2 -n7` over nodes
+    // with 1, 1, 4 and 4 processors free: it takes the first node, then none of the
+    // others holds the remaining six). Rather than make the job wait, it then takes the
+    // nodes that host the most tasks, which finds room whenever some nodes have it.
     choose_by_runs(req, candidates)
+        .or_else(|| take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks))))
 }
 
 /// A run of consecutive nodes of one weight that can all take part in a job, as
@@ -930,6 +935,29 @@ mod tests {
         let cands = row(&[4, 4, 4, 4], &[1, 1, 2, 2]);
         assert_eq!(placed(&cands, 2, 2), Some(vec![(0, 1), (1, 1)]));
         assert_eq!(placed(&cands, 3, 3), Some(vec![(0, 1), (1, 1), (2, 1)]));
+    }
+
+    /// Where Slurm's walk would find no room within a node-count limit although some
+    /// nodes have it, the job takes the nodes with room for the most tasks rather than
+    /// wait.
+    #[test]
+    fn a_job_limited_in_nodes_finds_the_room_the_walk_misses() {
+        // `-N2 -n7` over nodes with 1, 1, 4 and 4 free: the walk takes n0 first and
+        // then no one node holds the other six.
+        let cands = row(&[1, 1, 4, 4], &[1; 4]);
+        assert_eq!(
+            choose_by_runs(
+                &{
+                    let mut r = req(7);
+                    r.min_nodes = 2;
+                    r.max_nodes = 2;
+                    r
+                },
+                &cands
+            ),
+            None
+        );
+        assert_eq!(placed(&cands, 2, 7), Some(vec![(2, 4), (3, 3)]));
     }
 
     /// Under `CR_LLN` (least loaded) a job spanning nodes takes the nodes with the most
