@@ -264,10 +264,15 @@ pub fn choose_nodes_in(
 /// A run of consecutive nodes of one weight that can all take part in a job, as
 /// [`choose_by_runs`] cuts them.
 struct Run {
-    /// The nodes, in node order, each with the tasks it can host (0 once set aside).
-    nodes: Hosting,
-    /// Tasks its nodes can host together.
+    /// The nodes, in node order, each with the tasks it can host (0 once set aside) and
+    /// whether the job names it (`-w`: taken already).
+    nodes: Vec<(NodeId, u32, bool)>,
+    /// Tasks its nodes not named can host together.
     tasks: u64,
+    /// How many of its nodes are not named.
+    free: usize,
+    /// Where its first named node is, if it has one.
+    named_at: Option<usize>,
     weight: u32,
 }
 
@@ -287,35 +292,69 @@ struct Run {
 /// job but has room for more tasks is preferred to an equally light one that can (it
 /// lacks nodes, not room).
 pub fn choose_by_runs(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<(NodeId, u32)>> {
+    let mut chosen = walk_runs(
+        candidates,
+        &[],
+        req.ntasks as i64,
+        req.min_nodes.max(1) as i64,
+        req.max_nodes as u64,
+    )?;
+    if (req.ntasks as usize) < chosen.len() {
+        return None;
+    }
+    spread_tasks(req.ntasks, &mut chosen);
+    chosen.sort_by_key(|(n, _)| *n);
+    Some(chosen)
+}
+
+/// The walk of [`choose_by_runs`] for what a job still needs (`rem_tasks` tasks,
+/// `rem_nodes` nodes, at most `max_left` more) once the nodes it names, `named` (in
+/// node order), are taken: the nodes it takes besides those, in the order taken, or
+/// `None` when they cannot make up the rest. As in Slurm, a run holding a named node is
+/// preferred to any other of its weight, and its nodes are taken from the first named
+/// one onwards, then backwards from it.
+fn walk_runs(
+    candidates: &[Candidate],
+    named: &[NodeId],
+    mut rem_tasks: i64,
+    mut rem_nodes: i64,
+    mut max_left: u64,
+) -> Option<Hosting> {
     let mut usable: Vec<&Candidate> = candidates.iter().filter(|c| c.tasks > 0).collect();
     usable.sort_by_key(|c| c.node);
     let mut runs: Vec<Run> = Vec::new();
     let mut prev: Option<&Candidate> = None;
     for c in usable {
         let joins = prev.is_some_and(|p| p.node.0 + 1 == c.node.0 && p.weight == c.weight);
-        match runs.last_mut() {
-            Some(run) if joins => {
-                run.nodes.push((c.node, c.tasks));
-                run.tasks += c.tasks as u64;
-            }
-            _ => runs.push(Run {
-                nodes: vec![(c.node, c.tasks)],
-                tasks: c.tasks as u64,
+        if !joins {
+            runs.push(Run {
+                nodes: Vec::new(),
+                tasks: 0,
+                free: 0,
+                named_at: None,
                 weight: c.weight,
-            }),
+            });
         }
+        let run = runs.last_mut().expect("a run was just started");
+        let is_named = named.binary_search(&c.node).is_ok();
+        if is_named {
+            run.named_at.get_or_insert(run.nodes.len());
+        } else {
+            run.tasks += c.tasks as u64;
+            run.free += 1;
+        }
+        run.nodes.push((c.node, c.tasks, is_named));
         prev = Some(c);
     }
-    let mut rem_tasks = req.ntasks as i64;
-    let mut rem_nodes = req.min_nodes.max(1) as i64;
-    let mut max_left = req.max_nodes as u64;
+    runs.retain(|r| r.free > 0);
     let mut chosen: Hosting = Vec::new();
     while !runs.is_empty() && max_left > 0 && (rem_nodes > 0 || rem_tasks > 0) {
-        let holds = |r: &Run| r.tasks as i64 >= rem_tasks && r.nodes.len() as i64 >= rem_nodes;
+        let holds = |r: &Run| r.tasks as i64 >= rem_tasks && r.free as i64 >= rem_nodes;
         let mut best = 0;
         for i in 1..runs.len() {
             let (r, b) = (&runs[i], &runs[best]);
-            let better = r.weight < b.weight
+            let better = (b.named_at.is_none() && r.named_at.is_some())
+                || r.weight < b.weight
                 || (r.weight == b.weight
                     && match (holds(r), holds(b)) {
                         (true, false) => true,
@@ -327,27 +366,35 @@ pub fn choose_by_runs(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<
             }
         }
         let mut run = runs.remove(best);
-        if rem_nodes <= 1 {
-            let single = run
-                .nodes
-                .iter()
-                .enumerate()
-                .filter(|(_, &(_, k))| k as i64 >= rem_tasks)
-                .min_by_key(|(i, &(_, k))| (k, *i))
-                .map(|(i, _)| i);
-            if let Some(keep) = single {
-                for (i, n) in run.nodes.iter_mut().enumerate() {
-                    if i != keep {
-                        n.1 = 0;
+        let order: Vec<usize> = match run.named_at {
+            Some(at) => (at..run.nodes.len()).chain((0..at).rev()).collect(),
+            None => {
+                if rem_nodes <= 1 {
+                    let single = run
+                        .nodes
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, &(_, k, _))| k as i64 >= rem_tasks)
+                        .min_by_key(|(i, &(_, k, _))| (k, *i))
+                        .map(|(i, _)| i);
+                    if let Some(keep) = single {
+                        for (i, n) in run.nodes.iter_mut().enumerate() {
+                            if i != keep {
+                                n.1 = 0;
+                            }
+                        }
                     }
                 }
+                (0..run.nodes.len()).collect()
             }
-        }
-        for &(node, k) in &run.nodes {
+        };
+        for i in order {
+            let (node, k, is_named) = run.nodes[i];
             if max_left == 0 || (rem_nodes <= 0 && rem_tasks <= 0) {
                 break;
             }
-            if k == 0 || (max_left == 1 && (k as i64) < rem_tasks) {
+            let last_too_small = run.named_at.is_none() && max_left == 1 && (k as i64) < rem_tasks;
+            if is_named || k == 0 || last_too_small {
                 continue;
             }
             chosen.push((node, k));
@@ -356,11 +403,9 @@ pub fn choose_by_runs(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<
             max_left -= 1;
         }
     }
-    if rem_tasks > 0 || rem_nodes > 0 || (req.ntasks as usize) < chosen.len() {
+    if rem_tasks > 0 || rem_nodes > 0 {
         return None;
     }
-    spread_tasks(req.ntasks, &mut chosen);
-    chosen.sort_by_key(|(n, _)| *n);
     Some(chosen)
 }
 
@@ -489,9 +534,12 @@ pub fn choose_by_switch(
 /// it may use (excluded ones already left out), each with the tasks it can host.
 ///
 /// Every `-w` node must host at least one task, and all of them are taken, first; more
-/// nodes, in the order [`choose_nodes`] takes them for a job spanning nodes, only when
-/// the job needs more nodes or room (Slurm: the allocation includes the listed nodes and
-/// as many others as the node count asks). The tasks fill the named nodes first, as far
+/// nodes only when the job needs more nodes or room (Slurm: the allocation includes the
+/// listed nodes and as many others as the node count asks), by Slurm's walk over the
+/// runs of free nodes ([`choose_by_runs`]), where a run holding a named node comes first
+/// among runs of its weight and gives its nodes onwards from the named one, then
+/// backwards (in a topology, under `CR_LLN` or where the walk finds no room: the nodes
+/// with room for the most tasks). The tasks fill the named nodes first, as far
 /// as each has room, then the others ([`spread_tasks`]). Without `-w` it is
 /// [`choose_nodes`].
 ///
@@ -516,19 +564,45 @@ pub fn choose_listed(
         }
         required.push((c.node, c.tasks));
     }
-    let mut others: Vec<&Candidate> = candidates
-        .iter()
-        .filter(|c| c.tasks > 0 && req.nodelist.binary_search(&c.node).is_err())
-        .collect();
-    others.sort_by_key(|c| (std::cmp::Reverse(c.tasks), roomiest_key(c)));
     let mut all_listed = req.clone();
     all_listed.min_nodes = req.min_nodes.max(req.nodelist.len() as u32);
-    let mut chosen = take_nodes(
-        &all_listed,
-        required
-            .into_iter()
-            .chain(others.into_iter().map(|c| (c.node, c.tasks))),
-    )?;
+    let topology = blocks.is_some() || candidates.iter().any(|c| c.switch.is_some());
+    let walked = if topology || placement == Placement::LeastLoaded {
+        None
+    } else {
+        // Slurm's walk over the runs of free nodes, the runs holding named nodes first.
+        let named_tasks: i64 = required.iter().map(|&(_, k)| k as i64).sum();
+        let named = required.len() as u64;
+        (req.max_nodes as u64 >= named)
+            .then(|| {
+                walk_runs(
+                    candidates,
+                    &req.nodelist,
+                    req.ntasks as i64 - named_tasks,
+                    all_listed.min_nodes as i64 - named as i64,
+                    req.max_nodes as u64 - named,
+                )
+            })
+            .flatten()
+            .map(|more| required.iter().copied().chain(more).collect::<Hosting>())
+            .filter(|chosen| chosen.len() <= req.ntasks as usize)
+    };
+    let mut chosen = match walked {
+        Some(chosen) => chosen,
+        None => {
+            let mut others: Vec<&Candidate> = candidates
+                .iter()
+                .filter(|c| c.tasks > 0 && req.nodelist.binary_search(&c.node).is_err())
+                .collect();
+            others.sort_by_key(|c| (std::cmp::Reverse(c.tasks), roomiest_key(c)));
+            take_nodes(
+                &all_listed,
+                required
+                    .into_iter()
+                    .chain(others.into_iter().map(|c| (c.node, c.tasks))),
+            )?
+        }
+    };
     // The named nodes fill first, then the others, each part in node order (Slurm:
     // `-w n3 -n6` over idle four-CPU nodes is n2 2 and n3 4).
     let listed = chosen.len().min(req.nodelist.len());
@@ -958,6 +1032,35 @@ mod tests {
             None
         );
         assert_eq!(placed(&cands, 2, 7), Some(vec![(2, 4), (3, 3)]));
+    }
+
+    /// A job naming a node with `-w` that needs more nodes takes them from the run of
+    /// free nodes around the named one, onwards from it first, as Slurm does.
+    #[test]
+    fn a_job_naming_a_node_takes_the_others_from_its_run() {
+        // n0 and n3 busy: runs n[1-2] and n[4-6].
+        let cands = row(&[0, 4, 4, 0, 4, 4, 4], &[1; 7]);
+        let named = |nodes: u32, ntasks: u32, list: &[u32]| {
+            let mut r = req(ntasks);
+            r.min_nodes = nodes;
+            r.max_nodes = nodes;
+            r.nodelist = list.iter().map(|&n| NodeId(n)).collect();
+            choose_listed(&r, &cands, 0, None, Placement::default())
+                .map(|c| c.into_iter().map(|(n, k)| (n.0, k)).collect::<Vec<_>>())
+        };
+        assert_eq!(named(3, 3, &[5]), Some(vec![(4, 1), (5, 1), (6, 1)]));
+        assert_eq!(
+            named(2, 2, &[5]),
+            Some(vec![(5, 1), (6, 1)]),
+            "onwards first"
+        );
+        assert_eq!(
+            named(2, 2, &[6]),
+            Some(vec![(5, 1), (6, 1)]),
+            "then backwards"
+        );
+        // A run that can hold the rest wins over the named node's run that cannot.
+        assert_eq!(named(3, 3, &[2]), Some(vec![(2, 1), (4, 1), (5, 1)]));
     }
 
     /// Under `CR_LLN` (least loaded) a job spanning nodes takes the nodes with the most
