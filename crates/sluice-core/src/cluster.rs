@@ -183,7 +183,8 @@ pub struct Cluster {
     pub gres: GresTable,
     /// Names of node features, bit `i` of [`Node::features`] standing for `features[i]`.
     pub features: Vec<String>,
-    /// How a one-node job chooses among the nodes that could take it.
+    /// How a one-node job chooses among the nodes that could take it (and, when least
+    /// loaded, how a job spanning nodes does).
     pub placement: Placement,
     /// Names of the leaf switches of a tree topology, indexed by [`Node::leaf_switch`];
     /// empty without one. In a block topology, the names of the base blocks.

@@ -5,8 +5,9 @@
 //! nodes, the availability profile's choice at a planned start, and node selection, so
 //! "start now", backfill plans and the simulator always agree on the node.
 //!
-//! Jobs spanning nodes are not affected: they take the roomiest nodes first (see
-//! [`crate::select::choose_nodes`]).
+//! Jobs spanning nodes are not affected (save under [`Placement::LeastLoaded`], which
+//! spreads them over the roomiest nodes): they take the best-fitting runs of
+//! consecutive free nodes (see [`crate::select::choose_by_runs`]).
 
 use crate::ids::NodeId;
 use crate::tres::{GresSlot, Resources};

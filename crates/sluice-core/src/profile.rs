@@ -35,9 +35,7 @@ use crate::cluster::{Cluster, NodeState};
 use crate::ids::{NodeId, PartitionId};
 use crate::job::{JobRequest, NodeAlloc};
 use crate::placement::PlacementKey;
-use crate::select::{
-    choose_listed, max_tasks_on, node_allocs, take_in_order, Candidate, GpuReserve,
-};
+use crate::select::{choose_listed, max_tasks_on, node_allocs, Candidate, GpuReserve};
 use crate::time::{Secs, Time, NEVER};
 use crate::tres::Resources;
 
@@ -529,8 +527,9 @@ impl Profile {
     ///
     /// The nodes chosen follow [`crate::select::choose_nodes`]: a job that fits on one
     /// node goes to the best fit (fewest free processors at `t`, then lower weight, then
-    /// lower id); a wider job takes nodes that can host the most tasks first (then most
-    /// free processors, lower weight, lower id). Duration is in seconds (at least 1).
+    /// lower id); a wider job takes the best-fitting runs of consecutive nodes that can
+    /// host its tasks over the whole window ([`crate::select::choose_by_runs`]). Duration
+    /// is in seconds (at least 1).
     pub fn earliest_start(
         &self,
         cluster: &Cluster,
@@ -573,20 +572,14 @@ impl Profile {
     ) -> Option<(Time, Vec<NodeAlloc>)> {
         if req.lists_nodes() {
             // Whatever fits the named nodes fits the partition, so the partition's
-            // earliest start (found by classes, fast) is a lower bound; and when that
-            // placement already keeps to the lists, it is the answer. Only otherwise is
-            // the job placed node by node, from that time on.
+            // earliest start (found by classes, fast) is a lower bound; from then on the
+            // job is placed node by node. (Even a placement that keeps off the excluded
+            // nodes is no answer: an excluded node splits a run of free nodes, and the
+            // job may fit a run better elsewhere.)
             let mut open = req.clone();
             open.nodelist.clear();
             open.exclude.clear();
-            let (t, allocs) = self.earliest_start(cluster, &open, filter, d, t0, horizon)?;
-            if req.nodelist.is_empty()
-                && allocs
-                    .iter()
-                    .all(|a| req.exclude.binary_search(&a.node).is_err())
-            {
-                return Some((t, allocs));
-            }
+            let (t, _) = self.earliest_start(cluster, &open, filter, d, t0, horizon)?;
             return self.earliest_start_listed(cluster, req, filter, d, t, horizon);
         }
         let admitted: Vec<bool> = self
@@ -738,30 +731,8 @@ impl Profile {
     ) -> Option<Vec<(NodeId, u32)>> {
         struct Cand<'a> {
             tasks: u32,
-            free_cpus: u32,
-            weight: u32,
             rank: PlacementKey,
             members: &'a BTreeSet<NodeId>,
-        }
-        if !cluster.switches.is_empty() {
-            // A tree topology: the choice depends on which switch each node hangs off,
-            // so it is made node by node (classes never mix switches).
-            let mut all = Vec::new();
-            for (&id, &tasks) in classes.iter().zip(hosting).filter(|(_, k)| **k > 0) {
-                let c = &self.classes[id as usize];
-                let free = c.steps[index_at(&c.steps, t)].1;
-                for &n in &c.members {
-                    all.push(Candidate {
-                        node: n,
-                        tasks,
-                        free_cpus: free.cpus,
-                        weight: self.attrs[c.attr as usize].weight,
-                        rank: cluster.placement_key(n, &free),
-                        switch: cluster.leaf_switch(n),
-                    });
-                }
-            }
-            return crate::select::choose_nodes_in(req, &all, t, cluster.blocks.as_ref());
         }
         let cands: Vec<Cand> = classes
             .iter()
@@ -773,8 +744,6 @@ impl Profile {
                 let first = *c.members.iter().next().expect("live classes have members");
                 Cand {
                     tasks,
-                    free_cpus: free.cpus,
-                    weight: self.attrs[c.attr as usize].weight,
                     rank: cluster.placement_key(first, &free),
                     members: &c.members,
                 }
@@ -793,30 +762,24 @@ impl Profile {
                 return None;
             }
         }
-        // Classes in (tasks desc, free desc, weight asc) order; classes tied on all three
-        // hand out their nodes merged by id, exactly as a node-by-node sort would.
-        let mut order: Vec<&Cand> = cands.iter().collect();
-        order.sort_by_key(|c| {
-            (
-                std::cmp::Reverse(c.tasks),
-                std::cmp::Reverse(c.free_cpus),
-                c.weight,
-            )
-        });
-        let key = |c: &Cand| (c.tasks, c.free_cpus, c.weight);
-        let mut groups: Vec<&[&Cand]> = Vec::new();
-        let mut start = 0;
-        for i in 1..=order.len() {
-            if i == order.len() || key(order[i]) != key(order[start]) {
-                groups.push(&order[start..i]);
-                start = i;
+        // A job spanning nodes: which nodes depends on where each lies (runs of
+        // consecutive nodes, switches), so the choice is made node by node.
+        let mut all = Vec::new();
+        for (&id, &tasks) in classes.iter().zip(hosting).filter(|(_, k)| **k > 0) {
+            let c = &self.classes[id as usize];
+            let free = c.steps[index_at(&c.steps, t)].1;
+            for &n in &c.members {
+                all.push(Candidate {
+                    node: n,
+                    tasks,
+                    free_cpus: free.cpus,
+                    weight: self.attrs[c.attr as usize].weight,
+                    rank: cluster.placement_key(n, &free),
+                    switch: cluster.leaf_switch(n),
+                });
             }
         }
-        let ordered = groups.into_iter().flat_map(|g| {
-            let tasks = g[0].tasks;
-            MergeById::new(g.iter().map(|c| c.members.iter()).collect()).map(move |n| (n, tasks))
-        });
-        take_in_order(req, ordered)
+        crate::select::choose_nodes_in(req, &all, t, cluster.blocks.as_ref(), cluster.placement)
     }
 
     /// [`Profile::earliest_start`] for a job that names nodes (`-w`/`-x`): node by node,
@@ -864,7 +827,13 @@ impl Profile {
                     switch: cluster.leaf_switch(n),
                 })
                 .collect();
-            if let Some(chosen) = choose_listed(req, &candidates, t, cluster.blocks.as_ref()) {
+            if let Some(chosen) = choose_listed(
+                req,
+                &candidates,
+                t,
+                cluster.blocks.as_ref(),
+                cluster.placement,
+            ) {
                 let allocs = node_allocs(req, &chosen, |n| self.free_during(n, t, t + d), cluster);
                 return Some((t, allocs));
             }
@@ -885,35 +854,6 @@ impl Profile {
     ) -> Option<Vec<NodeAlloc>> {
         self.earliest_start(cluster, req, filter, duration, now, now)
             .map(|(_, a)| a)
-    }
-}
-
-/// Merges ascending node-id iterators into one ascending iterator.
-struct MergeById<'a> {
-    heads: std::collections::BinaryHeap<std::cmp::Reverse<(NodeId, usize)>>,
-    iters: Vec<std::collections::btree_set::Iter<'a, NodeId>>,
-}
-
-impl<'a> MergeById<'a> {
-    fn new(mut iters: Vec<std::collections::btree_set::Iter<'a, NodeId>>) -> Self {
-        let mut heads = std::collections::BinaryHeap::new();
-        for (i, it) in iters.iter_mut().enumerate() {
-            if let Some(&n) = it.next() {
-                heads.push(std::cmp::Reverse((n, i)));
-            }
-        }
-        MergeById { heads, iters }
-    }
-}
-
-impl Iterator for MergeById<'_> {
-    type Item = NodeId;
-    fn next(&mut self) -> Option<NodeId> {
-        let std::cmp::Reverse((n, i)) = self.heads.pop()?;
-        if let Some(&next) = self.iters[i].next() {
-            self.heads.push(std::cmp::Reverse((next, i)));
-        }
-        Some(n)
     }
 }
 

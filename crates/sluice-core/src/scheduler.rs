@@ -406,8 +406,14 @@ impl Scheduler {
                 })
                 .map(|(n, _)| self.idle_candidate(req, n))
                 .collect();
-            return choose_listed(req, &candidates, MAX_TIME, self.cluster.blocks.as_ref())
-                .is_some();
+            return choose_listed(
+                req,
+                &candidates,
+                MAX_TIME,
+                self.cluster.blocks.as_ref(),
+                self.cluster.placement,
+            )
+            .is_some();
         }
         let groups = &self.node_configs[partition.index()];
         let mut cands: Vec<(u32, u32)> = groups

@@ -6,7 +6,7 @@ use crate::cluster::BlockLayout;
 use crate::cluster::Cluster;
 use crate::ids::NodeId;
 use crate::job::{JobRequest, MemRequest, NodeAlloc};
-use crate::placement::PlacementKey;
+use crate::placement::{Placement, PlacementKey};
 use crate::time::Time;
 use crate::tres::{GresSlot, GresTable, Resources, MAX_GRES};
 
@@ -187,8 +187,9 @@ pub fn best_fit_key(c: &Candidate) -> PlacementKey {
     c.rank
 }
 
-/// Order in which a job spanning nodes takes them: roomiest first (fewest nodes), then
-/// lower weight, then lower id.
+/// Order in which a job spanning nodes takes them within a topology (switches, blocks)
+/// and beyond the nodes it names with `-w`: roomiest first (fewest nodes), then lower
+/// weight, then lower id.
 pub fn roomiest_key(c: &Candidate) -> (std::cmp::Reverse<u32>, u32, NodeId) {
     (std::cmp::Reverse(c.free_cpus), c.weight, c.node)
 }
@@ -198,27 +199,32 @@ pub fn roomiest_key(c: &Candidate) -> (std::cmp::Reverse<u32>, u32, NodeId) {
 /// the job.
 ///
 /// Policy: a job that may use a single node and fits on one goes to the first such node
-/// in [`best_fit_key`] order. Otherwise the job takes nodes in [`roomiest_key`] order
+/// in [`best_fit_key`] order. Otherwise the job takes the best-fitting runs of free
+/// consecutive nodes, lightest first, as Slurm's `cons_tres` does ([`choose_by_runs`]),
 /// until it has at least `min_nodes` nodes and room for all its tasks (at most
-/// `max_nodes`); every node gets one task and the rest fill the nodes in that order.
-/// In a tree topology the job spans as few leaf switches as it can (see
-/// [`choose_by_switch`]).
+/// `max_nodes`); every node gets one task and the rest fill the nodes in the order
+/// taken. In a tree topology the job spans as few leaf switches as it can (see
+/// [`choose_by_switch`]); in a block topology it goes into the best-fitting block (see
+/// [`choose_by_block`]).
 pub fn choose_nodes(
     req: &JobRequest,
     candidates: &[Candidate],
     at: Time,
 ) -> Option<Vec<(NodeId, u32)>> {
-    choose_nodes_in(req, candidates, at, None)
+    choose_nodes_in(req, candidates, at, None, Placement::default())
 }
 
 /// [`choose_nodes`] in a cluster whose groups of [`Candidate::switch`] are the base
 /// blocks of `blocks` (a block topology): a job spanning nodes is placed by
-/// [`choose_by_block`].
+/// [`choose_by_block`]. Under [`Placement::LeastLoaded`] (Slurm's `CR_LLN`) a job
+/// spanning nodes outside a topology takes the nodes with room for the most tasks
+/// first, the lightest first, as Slurm's least-loaded selection does.
 pub fn choose_nodes_in(
     req: &JobRequest,
     candidates: &[Candidate],
     at: Time,
     blocks: Option<&BlockLayout>,
+    placement: Placement,
 ) -> Option<Vec<(NodeId, u32)>> {
     if req.min_nodes <= 1 {
         let best = candidates
@@ -243,7 +249,164 @@ pub fn choose_nodes_in(
     if order.iter().any(|c| c.switch.is_some()) {
         return choose_by_switch(req, &order, at);
     }
-    take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks)))
+    if placement == Placement::LeastLoaded {
+        order.sort_by_key(|c| (c.weight, std::cmp::Reverse(c.tasks), c.node));
+        return take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks)));
+    }
+    // Slurm's walk can miss room that a node-count limit leaves (`-N2 -n7` over nodes
+    // with 1, 1, 4 and 4 processors free: it takes the first node, then none of the
+    // others holds the remaining six). Rather than make the job wait, it then takes the
+    // nodes that host the most tasks, which finds room whenever some nodes have it.
+    choose_by_runs(req, candidates)
+        .or_else(|| take_in_order(req, order.into_iter().map(|c| (c.node, c.tasks))))
+}
+
+/// A run of consecutive nodes of one weight that can all take part in a job, as
+/// [`choose_by_runs`] cuts them.
+struct Run {
+    /// The nodes, in node order, each with the tasks it can host (0 once set aside) and
+    /// whether the job names it (`-w`: taken already).
+    nodes: Vec<(NodeId, u32, bool)>,
+    /// Tasks its nodes not named can host together.
+    tasks: u64,
+    /// How many of its nodes are not named.
+    free: usize,
+    /// Where its first named node is, if it has one.
+    named_at: Option<usize>,
+    weight: u32,
+}
+
+/// Node choice for a job spanning nodes outside any topology, as Slurm 22.05's
+/// `cons_tres` makes it: the nodes that can take part, in node order, are cut into runs
+/// of consecutive nodes of one `Weight` (a node that cannot take part, or a change of
+/// weight, ends a run). Then, until the job has its nodes and room for its tasks, it
+/// takes the run that fits best among those left: the lightest, and among equally
+/// light runs the first that can hold what the job still needs with the fewest tasks
+/// to spare, or, while none can, the one with room for the most tasks. From that run
+/// it takes nodes in order, as many as it still needs; when it needs one more node
+/// only, the node of the run with the least room that holds the rest of the job, if
+/// one does. The tasks fill the nodes in the order they were taken ([`spread_tasks`]).
+///
+/// So jobs pack into the smallest gaps between busy nodes and leave long runs of free
+/// nodes to jobs that need them. Slurm's own quirk is kept: a run that cannot hold the
+/// job but has room for more tasks is preferred to an equally light one that can (it
+/// lacks nodes, not room).
+pub fn choose_by_runs(req: &JobRequest, candidates: &[Candidate]) -> Option<Vec<(NodeId, u32)>> {
+    let mut chosen = walk_runs(
+        candidates,
+        &[],
+        req.ntasks as i64,
+        req.min_nodes.max(1) as i64,
+        req.max_nodes as u64,
+    )?;
+    if (req.ntasks as usize) < chosen.len() {
+        return None;
+    }
+    spread_tasks(req.ntasks, &mut chosen);
+    chosen.sort_by_key(|(n, _)| *n);
+    Some(chosen)
+}
+
+/// The walk of [`choose_by_runs`] for what a job still needs (`rem_tasks` tasks,
+/// `rem_nodes` nodes, at most `max_left` more) once the nodes it names, `named` (in
+/// node order), are taken: the nodes it takes besides those, in the order taken, or
+/// `None` when they cannot make up the rest. As in Slurm, a run holding a named node is
+/// preferred to any other of its weight, and its nodes are taken from the first named
+/// one onwards, then backwards from it.
+fn walk_runs(
+    candidates: &[Candidate],
+    named: &[NodeId],
+    mut rem_tasks: i64,
+    mut rem_nodes: i64,
+    mut max_left: u64,
+) -> Option<Hosting> {
+    let mut usable: Vec<&Candidate> = candidates.iter().filter(|c| c.tasks > 0).collect();
+    usable.sort_by_key(|c| c.node);
+    let mut runs: Vec<Run> = Vec::new();
+    let mut prev: Option<&Candidate> = None;
+    for c in usable {
+        let joins = prev.is_some_and(|p| p.node.0 + 1 == c.node.0 && p.weight == c.weight);
+        if !joins {
+            runs.push(Run {
+                nodes: Vec::new(),
+                tasks: 0,
+                free: 0,
+                named_at: None,
+                weight: c.weight,
+            });
+        }
+        let run = runs.last_mut().expect("a run was just started");
+        let is_named = named.binary_search(&c.node).is_ok();
+        if is_named {
+            run.named_at.get_or_insert(run.nodes.len());
+        } else {
+            run.tasks += c.tasks as u64;
+            run.free += 1;
+        }
+        run.nodes.push((c.node, c.tasks, is_named));
+        prev = Some(c);
+    }
+    runs.retain(|r| r.free > 0);
+    let mut chosen: Hosting = Vec::new();
+    while !runs.is_empty() && max_left > 0 && (rem_nodes > 0 || rem_tasks > 0) {
+        let holds = |r: &Run| r.tasks as i64 >= rem_tasks && r.free as i64 >= rem_nodes;
+        let mut best = 0;
+        for i in 1..runs.len() {
+            let (r, b) = (&runs[i], &runs[best]);
+            let better = (b.named_at.is_none() && r.named_at.is_some())
+                || r.weight < b.weight
+                || (r.weight == b.weight
+                    && match (holds(r), holds(b)) {
+                        (true, false) => true,
+                        (true, true) => r.tasks < b.tasks,
+                        (false, _) => r.tasks > b.tasks,
+                    });
+            if better {
+                best = i;
+            }
+        }
+        let mut run = runs.remove(best);
+        let order: Vec<usize> = match run.named_at {
+            Some(at) => (at..run.nodes.len()).chain((0..at).rev()).collect(),
+            None => {
+                if rem_nodes <= 1 {
+                    let single = run
+                        .nodes
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, &(_, k, _))| k as i64 >= rem_tasks)
+                        .min_by_key(|(i, &(_, k, _))| (k, *i))
+                        .map(|(i, _)| i);
+                    if let Some(keep) = single {
+                        for (i, n) in run.nodes.iter_mut().enumerate() {
+                            if i != keep {
+                                n.1 = 0;
+                            }
+                        }
+                    }
+                }
+                (0..run.nodes.len()).collect()
+            }
+        };
+        for i in order {
+            let (node, k, is_named) = run.nodes[i];
+            if max_left == 0 || (rem_nodes <= 0 && rem_tasks <= 0) {
+                break;
+            }
+            let last_too_small = run.named_at.is_none() && max_left == 1 && (k as i64) < rem_tasks;
+            if is_named || k == 0 || last_too_small {
+                continue;
+            }
+            chosen.push((node, k));
+            rem_tasks -= k as i64;
+            rem_nodes -= 1;
+            max_left -= 1;
+        }
+    }
+    if rem_tasks > 0 || rem_nodes > 0 {
+        return None;
+    }
+    Some(chosen)
 }
 
 /// Nodes with the tasks each can host, in the order they would be taken.
@@ -371,9 +534,12 @@ pub fn choose_by_switch(
 /// it may use (excluded ones already left out), each with the tasks it can host.
 ///
 /// Every `-w` node must host at least one task, and all of them are taken, first; more
-/// nodes, in the order [`choose_nodes`] takes them for a job spanning nodes, only when
-/// the job needs more nodes or room (Slurm: the allocation includes the listed nodes and
-/// as many others as the node count asks). The tasks fill the named nodes first, as far
+/// nodes only when the job needs more nodes or room (Slurm: the allocation includes the
+/// listed nodes and as many others as the node count asks), by Slurm's walk over the
+/// runs of free nodes ([`choose_by_runs`]), where a run holding a named node comes first
+/// among runs of its weight and gives its nodes onwards from the named one, then
+/// backwards (in a topology, under `CR_LLN` or where the walk finds no room: the nodes
+/// with room for the most tasks). The tasks fill the named nodes first, as far
 /// as each has room, then the others ([`spread_tasks`]). Without `-w` it is
 /// [`choose_nodes`].
 ///
@@ -385,9 +551,10 @@ pub fn choose_listed(
     candidates: &[Candidate],
     at: Time,
     blocks: Option<&BlockLayout>,
+    placement: Placement,
 ) -> Option<Vec<(NodeId, u32)>> {
     if req.nodelist.is_empty() {
-        return choose_nodes_in(req, candidates, at, blocks);
+        return choose_nodes_in(req, candidates, at, blocks, placement);
     }
     let mut required = Vec::with_capacity(req.nodelist.len());
     for n in &req.nodelist {
@@ -397,19 +564,45 @@ pub fn choose_listed(
         }
         required.push((c.node, c.tasks));
     }
-    let mut others: Vec<&Candidate> = candidates
-        .iter()
-        .filter(|c| c.tasks > 0 && req.nodelist.binary_search(&c.node).is_err())
-        .collect();
-    others.sort_by_key(|c| (std::cmp::Reverse(c.tasks), roomiest_key(c)));
     let mut all_listed = req.clone();
     all_listed.min_nodes = req.min_nodes.max(req.nodelist.len() as u32);
-    let mut chosen = take_nodes(
-        &all_listed,
-        required
-            .into_iter()
-            .chain(others.into_iter().map(|c| (c.node, c.tasks))),
-    )?;
+    let topology = blocks.is_some() || candidates.iter().any(|c| c.switch.is_some());
+    let walked = if topology || placement == Placement::LeastLoaded {
+        None
+    } else {
+        // Slurm's walk over the runs of free nodes, the runs holding named nodes first.
+        let named_tasks: i64 = required.iter().map(|&(_, k)| k as i64).sum();
+        let named = required.len() as u64;
+        (req.max_nodes as u64 >= named)
+            .then(|| {
+                walk_runs(
+                    candidates,
+                    &req.nodelist,
+                    req.ntasks as i64 - named_tasks,
+                    all_listed.min_nodes as i64 - named as i64,
+                    req.max_nodes as u64 - named,
+                )
+            })
+            .flatten()
+            .map(|more| required.iter().copied().chain(more).collect::<Hosting>())
+            .filter(|chosen| chosen.len() <= req.ntasks as usize)
+    };
+    let mut chosen = match walked {
+        Some(chosen) => chosen,
+        None => {
+            let mut others: Vec<&Candidate> = candidates
+                .iter()
+                .filter(|c| c.tasks > 0 && req.nodelist.binary_search(&c.node).is_err())
+                .collect();
+            others.sort_by_key(|c| (std::cmp::Reverse(c.tasks), roomiest_key(c)));
+            take_nodes(
+                &all_listed,
+                required
+                    .into_iter()
+                    .chain(others.into_iter().map(|c| (c.node, c.tasks))),
+            )?
+        }
+    };
     // The named nodes fill first, then the others, each part in node order (Slurm:
     // `-w n3 -n6` over idle four-CPU nodes is n2 2 and n3 4).
     let listed = chosen.len().min(req.nodelist.len());
@@ -608,7 +801,7 @@ mod tests {
     }
 
     #[test]
-    fn a_small_job_goes_to_the_tightest_node_and_a_wide_one_to_the_roomiest() {
+    fn a_small_job_goes_to_the_tightest_node_and_a_wide_one_to_the_first_nodes() {
         let cand = |n: u32, free: u32| Candidate {
             node: NodeId(n),
             tasks: free,
@@ -636,9 +829,10 @@ mod tests {
             choose_nodes(&req(3), &capped(3), 0),
             Some(vec![(NodeId(1), 3)])
         );
+        // Too wide for any one node: the nodes in order until there is room.
         assert_eq!(
             choose_nodes(&req(10), &capped(10), 0),
-            Some(vec![(NodeId(0), 8), (NodeId(3), 2)])
+            Some(vec![(NodeId(0), 8), (NodeId(1), 2)])
         );
         assert_eq!(choose_nodes(&req(19), &capped(19), 0), None);
         assert_eq!(choose_nodes(&req(9).on_one_node(), &capped(9), 0), None);
@@ -647,7 +841,7 @@ mod tests {
         two.max_nodes = 2;
         assert_eq!(
             choose_nodes(&two, &capped(2), 0),
-            Some(vec![(NodeId(0), 1), (NodeId(3), 1)])
+            Some(vec![(NodeId(0), 1), (NodeId(1), 1)])
         );
         let mut heavy = cands;
         heavy[2].weight = 5;
@@ -711,7 +905,7 @@ mod tests {
         // A node named with `-w` fills first: on two idle nodes, `-w n2 -n6` puts four
         // tasks on n2 and the other two on n1, `-w n2 -N2 -n5` one on n1 and four on n2.
         let named = |r: &JobRequest, free: &[u32]| -> Vec<(u32, u32)> {
-            choose_listed(r, &nodes(free), 0, None)
+            choose_listed(r, &nodes(free), 0, None, Placement::default())
                 .expect("room")
                 .into_iter()
                 .map(|(n, k)| (n.0, k))
@@ -726,5 +920,173 @@ mod tests {
         assert_eq!(named(&w, &[4, 4]), [(0, 1), (1, 4)]);
         w.nodelist = vec![NodeId(0)];
         assert_eq!(named(&w, &[3, 4]), [(0, 3), (1, 2)]);
+    }
+
+    /// Nodes of four processors in one partition, `free[n]` of them free on node `n`
+    /// (0: busy), with weights `weight[n]`.
+    fn row(free: &[u32], weight: &[u32]) -> Vec<Candidate> {
+        (0..free.len())
+            .map(|n| Candidate {
+                node: NodeId(n as u32),
+                tasks: free[n],
+                free_cpus: free[n],
+                weight: weight[n],
+                rank: (0, free[n], weight[n], NodeId(n as u32)),
+                switch: None,
+            })
+            .collect()
+    }
+
+    /// The nodes (index, tasks) a job of `ntasks` tasks over `nodes` nodes (0: any
+    /// number) gets.
+    fn placed(cands: &[Candidate], nodes: u32, ntasks: u32) -> Option<Vec<(u32, u32)>> {
+        let mut r = req(ntasks);
+        if nodes > 0 {
+            r.min_nodes = nodes;
+            r.max_nodes = nodes;
+        }
+        choose_nodes(&r, cands, 0).map(|c| c.into_iter().map(|(n, k)| (n.0, k)).collect())
+    }
+
+    /// Slurm 22.05's `cons_tres`: the free nodes in node order fall into runs between
+    /// busy ones, and a job spanning nodes goes into the smallest run that can hold it,
+    /// leaving the long runs to wide jobs; one that no run can hold takes the longest
+    /// run first, then the best fit for the rest.
+    #[test]
+    fn a_job_spanning_nodes_takes_the_run_of_free_nodes_that_fits_it_best() {
+        // n0 and n3 busy: runs n[1-2] and n[4-6].
+        let cands = row(&[0, 4, 4, 0, 4, 4, 4], &[1; 7]);
+        assert_eq!(placed(&cands, 2, 2), Some(vec![(1, 1), (2, 1)]));
+        assert_eq!(
+            placed(&cands, 3, 3),
+            Some(vec![(4, 1), (5, 1), (6, 1)]),
+            "n[1-2] is too short: the three-node run, not n1, n2 and n4"
+        );
+        assert_eq!(placed(&cands, 0, 6), Some(vec![(1, 4), (2, 2)]));
+        assert_eq!(
+            placed(&cands, 0, 10),
+            Some(vec![(4, 4), (5, 4), (6, 2)]),
+            "ten tasks fit in n[4-6] only"
+        );
+        assert_eq!(
+            placed(&cands, 4, 4),
+            Some(vec![(1, 1), (4, 1), (5, 1), (6, 1)]),
+            "the longest run, then one node of the other"
+        );
+        // Two processors of n1 busy too: n[1-2] still holds a two-node job, and the
+        // last node a job needs is the tightest that holds the rest of it.
+        let cands = row(&[0, 2, 4, 0, 4, 4, 4], &[1; 7]);
+        assert_eq!(placed(&cands, 2, 5), Some(vec![(1, 2), (2, 3)]));
+        assert_eq!(
+            placed(&cands, 4, 4),
+            Some(vec![(1, 1), (4, 1), (5, 1), (6, 1)])
+        );
+        assert_eq!(placed(&cands, 0, 7), Some(vec![(4, 4), (5, 3)]));
+        assert_eq!(
+            placed(&cands, 0, 14),
+            Some(vec![(1, 2), (4, 4), (5, 4), (6, 4)]),
+            "n[4-6], then the tightest node that holds the last two tasks"
+        );
+        assert_eq!(placed(&cands, 6, 6), None, "only five nodes have room");
+    }
+
+    /// A node's `Weight` comes first: the lightest nodes are taken even where heavier
+    /// ones have more room, and a change of weight ends a run.
+    #[test]
+    fn a_job_spanning_nodes_takes_the_lightest_nodes_first() {
+        // n0, n1 weigh 20; n2, n3 weigh 10 and n2 has two processors busy.
+        let cands = row(&[4, 4, 2, 4], &[20, 20, 10, 10]);
+        assert_eq!(placed(&cands, 2, 2), Some(vec![(2, 1), (3, 1)]));
+        assert_eq!(placed(&cands, 2, 5), Some(vec![(2, 2), (3, 3)]));
+        assert_eq!(
+            placed(&cands, 0, 7),
+            Some(vec![(0, 1), (2, 2), (3, 4)]),
+            "the light run first, the rest from the heavy one"
+        );
+        assert_eq!(placed(&cands, 3, 3), Some(vec![(0, 1), (2, 1), (3, 1)]));
+        // The runs of one weight are cut where the weight changes even on adjacent
+        // nodes: n[0-1] and n[2-3] are two runs, the light one taken first.
+        let cands = row(&[4, 4, 4, 4], &[1, 1, 2, 2]);
+        assert_eq!(placed(&cands, 2, 2), Some(vec![(0, 1), (1, 1)]));
+        assert_eq!(placed(&cands, 3, 3), Some(vec![(0, 1), (1, 1), (2, 1)]));
+    }
+
+    /// Where Slurm's walk would find no room within a node-count limit although some
+    /// nodes have it, the job takes the nodes with room for the most tasks rather than
+    /// wait.
+    #[test]
+    fn a_job_limited_in_nodes_finds_the_room_the_walk_misses() {
+        // `-N2 -n7` over nodes with 1, 1, 4 and 4 free: the walk takes n0 first and
+        // then no one node holds the other six.
+        let cands = row(&[1, 1, 4, 4], &[1; 4]);
+        assert_eq!(
+            choose_by_runs(
+                &{
+                    let mut r = req(7);
+                    r.min_nodes = 2;
+                    r.max_nodes = 2;
+                    r
+                },
+                &cands
+            ),
+            None
+        );
+        assert_eq!(placed(&cands, 2, 7), Some(vec![(2, 4), (3, 3)]));
+    }
+
+    /// A job naming a node with `-w` that needs more nodes takes them from the run of
+    /// free nodes around the named one, onwards from it first, as Slurm does.
+    #[test]
+    fn a_job_naming_a_node_takes_the_others_from_its_run() {
+        // n0 and n3 busy: runs n[1-2] and n[4-6].
+        let cands = row(&[0, 4, 4, 0, 4, 4, 4], &[1; 7]);
+        let named = |nodes: u32, ntasks: u32, list: &[u32]| {
+            let mut r = req(ntasks);
+            r.min_nodes = nodes;
+            r.max_nodes = nodes;
+            r.nodelist = list.iter().map(|&n| NodeId(n)).collect();
+            choose_listed(&r, &cands, 0, None, Placement::default())
+                .map(|c| c.into_iter().map(|(n, k)| (n.0, k)).collect::<Vec<_>>())
+        };
+        assert_eq!(named(3, 3, &[5]), Some(vec![(4, 1), (5, 1), (6, 1)]));
+        assert_eq!(
+            named(2, 2, &[5]),
+            Some(vec![(5, 1), (6, 1)]),
+            "onwards first"
+        );
+        assert_eq!(
+            named(2, 2, &[6]),
+            Some(vec![(5, 1), (6, 1)]),
+            "then backwards"
+        );
+        // A run that can hold the rest wins over the named node's run that cannot.
+        assert_eq!(named(3, 3, &[2]), Some(vec![(2, 1), (4, 1), (5, 1)]));
+    }
+
+    /// Under `CR_LLN` (least loaded) a job spanning nodes takes the nodes with the most
+    /// room instead, the lightest first, whatever runs they lie in.
+    #[test]
+    fn least_loaded_placement_spreads_a_job_spanning_nodes_over_the_roomiest_nodes() {
+        let cands = row(&[4, 2, 4, 0, 3, 4], &[1; 6]);
+        let mut r = req(2);
+        r.min_nodes = 2;
+        r.max_nodes = 2;
+        let lln = choose_nodes_in(&r, &cands, 0, None, Placement::LeastLoaded);
+        assert_eq!(lln, Some(vec![(NodeId(0), 1), (NodeId(2), 1)]));
+        assert_eq!(
+            choose_nodes(&r, &cands, 0),
+            Some(vec![(NodeId(4), 1), (NodeId(5), 1)]),
+            "best fit: the smaller run n[4-5]"
+        );
+    }
+
+    /// Slurm lays the tasks out over the nodes in the order it takes them: a job over
+    /// two runs fills the run it took first.
+    #[test]
+    fn tasks_fill_the_run_taken_first() {
+        // n0 with two processors free, n1 busy, n2 idle: `-N2 -n3` takes n2 (the
+        // larger run) first and puts two tasks there.
+        let cands = row(&[2, 0, 4], &[1; 3]);
+        assert_eq!(placed(&cands, 2, 3), Some(vec![(0, 1), (2, 2)]));
     }
 }

@@ -106,5 +106,12 @@ fn fits_usable(s: &Scheduler, id: JobId, blocked: &[PartitionId]) -> bool {
         })
         .map(|(n, _)| s.idle_candidate(req, n))
         .collect();
-    choose_nodes_in(req, &candidates, MAX_TIME, s.cluster.blocks.as_ref()).is_some()
+    choose_nodes_in(
+        req,
+        &candidates,
+        MAX_TIME,
+        s.cluster.blocks.as_ref(),
+        s.cluster.placement,
+    )
+    .is_some()
 }

@@ -1,10 +1,10 @@
 //! The profile answers "earliest start" over node classes with a lazy sweep. This checks
 //! it against the plainest possible reading of the rules: try every time at which
-//! anything changes, compute every node's window by hand, and let `choose_nodes` pick.
+//! anything changes, compute every node's window by hand, and let `choose_nodes_in` pick.
 
 use proptest::prelude::*;
 use sluice_core::profile::NodeFilter;
-use sluice_core::select::{choose_listed, choose_nodes, max_tasks, Candidate};
+use sluice_core::select::{choose_listed, choose_nodes_in, max_tasks, Candidate};
 use sluice_core::{Cluster, JobRequest, NodeId, PartitionId, Profile, Resources, Time, NEVER};
 
 #[derive(Clone, Debug)]
@@ -15,8 +15,8 @@ struct Claim {
     cpus: u32,
 }
 
-/// A node-choice rule of `sluice_core::select`.
-type Chooser = fn(&JobRequest, &[Candidate], Time) -> Option<Vec<(NodeId, u32)>>;
+/// A node-choice rule of `sluice_core::select`, in a cluster (its placement rule).
+type Chooser = fn(&Cluster, &JobRequest, &[Candidate], Time) -> Option<Vec<(NodeId, u32)>>;
 
 /// Every time at which anything changes (and `t0`), in order: at each, every node's
 /// window computed by hand, and `choose` picks among the nodes the job may use.
@@ -46,7 +46,7 @@ fn brute_force(
                 switch: c.leaf_switch(n),
             })
             .collect();
-        if let Some(chosen) = choose(req, &nodes, t) {
+        if let Some(chosen) = choose(c, req, &nodes, t) {
             return Some((t, chosen));
         }
     }
@@ -118,7 +118,9 @@ proptest! {
         let got = p
             .earliest_start(&c, &req, filter, d, t0, NEVER)
             .map(|(t, a)| (t, a.iter().map(|x| (x.node, x.tasks)).collect::<Vec<_>>()));
-        let want = brute_force(&p, &c, &req, d, t0, &times, choose_nodes);
+        let want = brute_force(&p, &c, &req, d, t0, &times, |c, r, cands, t| {
+            choose_nodes_in(r, cands, t, None, c.placement)
+        });
         prop_assert_eq!(got, want);
     }
 
@@ -152,8 +154,8 @@ proptest! {
         let got = p
             .earliest_start(&c, &req, filter, d, t0, NEVER)
             .map(|(t, a)| (t, a.iter().map(|x| (x.node, x.tasks)).collect::<Vec<_>>()));
-        let want = brute_force(&p, &c, &req, d, t0, &times, |r, cands, t| {
-            choose_listed(r, cands, t, None)
+        let want = brute_force(&p, &c, &req, d, t0, &times, |c, r, cands, t| {
+            choose_listed(r, cands, t, None, c.placement)
         });
         prop_assert_eq!(got, want);
     }
