@@ -20,6 +20,7 @@ pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
 pub mod scontrol_ha;
+pub mod scontrol_detail;
 pub mod scontrol_help;
 pub mod scontrol_resv;
 pub mod scontrol_show;
