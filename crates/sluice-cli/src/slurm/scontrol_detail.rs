@@ -168,7 +168,12 @@ mod tests {
             text(&allocation_pairs(&both)),
             "JOB_GRES=(null)   Nodes=n[1-2] CPU_IDs=0-3 Mem=2000 GRES="
         );
-        let mut gpus = job(&["n1", "n2"], &[2, 1], &[&[0, 1], &[0]], &[&[0, 1], &[0, 1]]);
+        let mut gpus = job(
+            &["n1", "n2"],
+            &[2, 1],
+            &[&[0, 1], &[0]],
+            &[&[0, 1], &[0, 1]],
+        );
         assert_eq!(
             text(&allocation_pairs(&gpus)),
             "JOB_GRES=gpu:4   Nodes=n1 CPU_IDs=0-1 Mem=1000 GRES=gpu:2(IDX:0-1)   \

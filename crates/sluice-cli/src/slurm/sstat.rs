@@ -411,7 +411,9 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         };
         let steps = choose(&running, step, all);
-        if step.map_or(running.is_empty(), |want| looked_up(&running, want).is_none()) {
+        if step.map_or(running.is_empty(), |want| {
+            looked_up(&running, want).is_none()
+        }) {
             print!("{out}");
             out.clear();
             match step {

@@ -858,11 +858,11 @@ mod tests {
             cpus: 1,
             held_cpus: vec![],
             ended_on: vec![],
-            usage: Some(sluice_proto::usage::StepUsage {
+            usage: Some(Box::new(sluice_proto::usage::StepUsage {
                 user_cpu_ms: 1500,
                 system_cpu_ms: 250,
                 ..Default::default()
-            }),
+            })),
             run: 0,
             suspended_secs: 0,
         };
