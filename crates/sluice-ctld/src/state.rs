@@ -1483,6 +1483,41 @@ impl Controller {
         effects
     }
 
+    /// The processors job `id` gets on each node of `nodes` (see [`job::cpu_ids`]):
+    /// the lowest that no running, suspended or completing job holds there (one pass
+    /// over the jobs for all of its nodes).
+    fn free_cpu_ids(&self, id: JobId, nodes: &[NodeAlloc]) -> Vec<Vec<u32>> {
+        let mut held: BTreeMap<NodeId, BTreeSet<u32>> =
+            nodes.iter().map(|a| (a.node, BTreeSet::new())).collect();
+        let holding = self.jobs.values().filter(|r| {
+            r.id != id
+                && (matches!(r.state, JobState::Running | JobState::Suspended)
+                    || r.ending_run.is_some())
+        });
+        for share in holding.flat_map(|r| r.alloc.iter()) {
+            if let Some(ids) = held.get_mut(&share.node) {
+                ids.extend(share.cpu_ids.iter().copied());
+            }
+        }
+        nodes
+            .iter()
+            .map(|a| {
+                let i = a.node.0 as usize;
+                let node = self.conf.cluster.node(a.node);
+                let total = node.capacity.cpus + node.spec_cpus;
+                // The system's processors: those CpuSpecList names, else
+                // CoreSpecCount's, the last ones.
+                let listed = self.conf.cpu_spec_lists.get(i).map_or("", String::as_str);
+                let reserved: BTreeSet<u32> = if listed.is_empty() {
+                    (node.capacity.cpus..total).collect()
+                } else {
+                    job::index_list(listed)
+                };
+                job::cpu_ids(a.usage.cpus, total, &held[&a.node], &reserved)
+            })
+            .collect()
+    }
+
     fn started(&mut self, id: JobId, at: i64, nodes: &[NodeAlloc], pass: &str) -> Vec<Effect> {
         // What it asked, as it stands now (`scontrol update` may have changed it).
         let asked = self.jobs.get(&id).and_then(|r| {
@@ -1495,6 +1530,8 @@ impl Controller {
             r.tres_req = asked;
         }
         let (tres, gpu_types) = self.conf.allocated_tres(&r.partition, nodes);
+        let mut cpu_ids = self.free_cpu_ids(id, nodes);
+        let r = self.jobs.get_mut(&id).expect("started jobs have records");
         r.state = JobState::Running;
         r.reason = Reason::NONE;
         r.start_time = Some(at);
@@ -1503,10 +1540,12 @@ impl Controller {
         r.alloc = nodes
             .iter()
             .zip(gpu_types)
-            .map(|(a, gpu_types)| NodeShare {
+            .enumerate()
+            .map(|(i, (a, gpu_types))| NodeShare {
                 node: a.node,
                 tasks: a.tasks,
                 cpus: a.usage.cpus,
+                cpu_ids: std::mem::take(&mut cpu_ids[i]),
                 gpus: a.gpus.clone(),
                 shards: a.shards.clone(),
                 gpu_types,

@@ -479,6 +479,12 @@ pub struct JobRecord {
     pub tasks_per_node: Vec<u32>,
     /// CPUs per allocated node.
     pub cpus_per_node: Vec<u32>,
+    /// The processors it holds on each allocated node, by index (`scontrol show job
+    /// -d`'s `CPU_IDs`): numbered by the controller when the job starts, the lowest
+    /// not held by another job there. Empty for a job that has not started, or one
+    /// started before jobs carried them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_ids_per_node: Vec<Vec<u32>>,
     /// Memory per node, MiB.
     pub mem_per_node: u64,
     /// The partition's default memory (`DefMemPerCPU`, `DefMemPerNode`) when the

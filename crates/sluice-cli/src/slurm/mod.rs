@@ -19,6 +19,7 @@ mod sample_file;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_detail;
 pub mod scontrol_ha;
 pub mod scontrol_help;
 pub mod scontrol_resv;

@@ -292,7 +292,7 @@ fn waited_for(reason: &str) -> &str {
     }
 }
 
-fn derived_exit_codes(steps: &[StepRecord]) -> BTreeMap<u64, (i32, i32)> {
+pub(crate) fn derived_exit_codes(steps: &[StepRecord]) -> BTreeMap<u64, (i32, i32)> {
     let status = |(code, signal): (i32, i32)| (i64::from(code) << 8) | i64::from(signal & 0x7f);
     let mut derived: BTreeMap<u64, (i32, i32)> = BTreeMap::new();
     for s in steps.iter().filter(|s| s.step.number().is_some()) {

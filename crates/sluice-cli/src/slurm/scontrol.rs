@@ -11,7 +11,9 @@ use super::scontrol_show::{lines_of, node_lines, partition_lines, record};
 
 const ME: &str = "scontrol";
 
-fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
+/// A job's record as `scontrol show job` prints it; `derived`: with `-d`, its derived
+/// exit code, and the lines of its allocation.
+fn show_job(j: &JobRecord, t: i64, derived: Option<(i32, i32)>) -> Vec<(String, String)> {
     let run = j.run_secs(t);
     let opt = |s: &Option<String>| s.clone().unwrap_or_else(|| "(null)".into());
     let cpus: u32 = if j.cpus_per_node.is_empty() {
@@ -63,6 +65,9 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
     );
     p("Reboot", "0".into());
     p("ExitCode", format!("{}:{}", j.exit_code, j.signal));
+    if let Some((code, signal)) = derived {
+        p("DerivedExitCode", format!("{code}:{signal}"));
+    }
     p("RunTime", format_time(Some(run)));
     p("TimeLimit", format_time(j.time_limit));
     p("TimeMin", "N/A".into());
@@ -190,6 +195,11 @@ fn show_job(j: &JobRecord, t: i64) -> Vec<(String, String)> {
         format!("{}:0:*:*", j.desc.ntasks_per_node.unwrap_or(0)),
     );
     p("CoreSpec", "*".into());
+    if derived.is_some() {
+        for (k, val) in super::scontrol_detail::allocation_pairs(j) {
+            p(&k, val);
+        }
+    }
     p("MinCPUsNode", j.cpus_per_task.to_string());
     match super::squeue::min_memory(j) {
         (true, m) => p("MinMemoryCPU", m),
@@ -289,6 +299,7 @@ const JOB_BREAKS: &[&str] = &[
     "Priority",
     "JobState",
     "Requeue",
+    "DerivedExitCode",
     "RunTime",
     "SubmitTime",
     "AccrueTime",
@@ -302,6 +313,8 @@ const JOB_BREAKS: &[&str] = &[
     "NumNodes",
     "TRES",
     "Socks/Node",
+    "JOB_GRES",
+    "  Nodes",
     "MinCPUsNode",
     "Features",
     "Reservation",
@@ -384,6 +397,7 @@ fn show_entity(tag: &str) -> Option<&'static str> {
 /// Runs `scontrol`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut one_line = false;
+    let mut details = false;
     // FUTURE nodes shown (`-F`, `--future`, `SCONTROL_FUTURE` set).
     let mut future = std::env::var_os("SCONTROL_FUTURE").is_some();
     let mut words: Vec<String> = Vec::new();
@@ -414,6 +428,7 @@ pub fn main(args: Vec<String>) -> i32 {
         };
         match f.name() {
             "oneliner" => one_line = true,
+            "details" => details = true,
             "future" => future = true,
             "version" => {
                 println!("{VERSION}");
@@ -425,7 +440,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 return 0;
             }
             // Accepted, no effect.
-            "all" | "details" | "quiet" => {}
+            "all" | "quiet" => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
@@ -519,9 +534,18 @@ pub fn main(args: Vec<String>) -> i32 {
                         println!("No jobs in the system");
                         return 0;
                     }
+                    let derived = if details {
+                        super::scontrol_detail::derived_exit_codes(
+                            &client,
+                            &jobs.iter().collect::<Vec<_>>(),
+                        )
+                    } else {
+                        Default::default()
+                    };
                     for j in &jobs {
+                        let d = details.then(|| derived.get(&j.id).copied().unwrap_or((0, 0)));
                         // A job record ends with an empty line (Slurm's last `"\n   "`).
-                        let mut lines = lines_of(&show_job(j, t), JOB_BREAKS);
+                        let mut lines = lines_of(&show_job(j, t, d), JOB_BREAKS);
                         lines.push(String::new());
                         print!("{}", record(&lines, one_line));
                     }

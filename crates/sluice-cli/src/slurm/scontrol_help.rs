@@ -6,7 +6,7 @@ pub const HELP: &str = "\
 scontrol [<OPTION>] [<COMMAND>]
     Valid <OPTION> values are:
      -a, --all      accepted, without effect in Sluice
-     -d, --details  accepted, without effect in Sluice
+     -d, --details  show job: derived exit code, processors and memory per node
      -h, --help     this help (also --usage and the help command)
      -o, --oneliner one record per line
      -Q, --quiet    accepted, without effect in Sluice
@@ -21,7 +21,7 @@ scontrol [<OPTION>] [<COMMAND>]
      help                     this help
      hold <job_list>          keep pending jobs from starting (operator hold)
      ping                     say whether each controller answers
-     reconfigure              read slurm.conf's partitions again
+     reconfigure              read slurm.conf's nodes and partitions again
      release <job_list>       let held jobs start
      requeue <job_list>       put batch jobs back in the queue
      requeuehold <job_list>   requeue, and hold

@@ -11,6 +11,7 @@
 
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_proto::types::{StepId, StepRecord};
+use sluice_proto::usage::StepUsage;
 
 use super::common::{controller, Refusal, VERSION};
 use super::help::{e, four_to_a_line, render_described, trailer, Group};
@@ -160,8 +161,8 @@ pub(crate) fn help_text() -> String {
 /// One `-j` item: a job, and a step or none.
 type Selected = (u64, Option<StepId>);
 
-/// A `-j` item as Slurm reads it: `JOB` or `JOB.STEP` (`STEP` a number, `batch` or
-/// `extern`).
+/// A `-j` item as Slurm reads it: `JOB` or `JOB.STEP` (`STEP` a number, `N+K` for
+/// part `K` of a heterogeneous step, `batch` or `extern`).
 fn parse_step(s: &str) -> Option<Selected> {
     let (job, step) = match s.split_once('.') {
         Some((j, st)) => (j, Some(st)),
@@ -172,7 +173,10 @@ fn parse_step(s: &str) -> Option<Selected> {
         None => None,
         Some("batch") => Some(StepId::Batch),
         Some("extern") => Some(StepId::Extern),
-        Some(n) => Some(StepId::Number(n.parse().ok()?)),
+        Some(n) => match n.split_once('+') {
+            Some((n, k)) => Some(StepId::Part(n.parse().ok()?, k.parse().ok()?)),
+            None => Some(StepId::Number(n.parse().ok()?)),
+        },
     };
     Some((job, step))
 }
@@ -182,20 +186,66 @@ fn step_name(job: u64, step: StepId) -> String {
     format!("StepId={job}.{step}")
 }
 
-/// The steps of `running` (one job's running steps) that `step` selects, as Slurm's
-/// sstat chooses them: the step named; or, for a job alone, its lowest-numbered step
-/// (never batch or extern), every step with `all`.
-fn choose(running: &[StepRecord], step: Option<StepId>, all: bool) -> Vec<&StepRecord> {
-    let mut steps: Vec<&StepRecord> = running
+/// The running step the controller answers for `step`, as slurmctld looks a step up
+/// by its number: the step itself, or the first part (`N+0`) of a heterogeneous one.
+fn looked_up(running: &[StepRecord], step: StepId) -> Option<&StepRecord> {
+    let mut found: Vec<&StepRecord> = running
         .iter()
-        .filter(|s| step.is_none_or(|want| s.step == want))
+        .filter(|s| match step {
+            StepId::Number(n) | StepId::Part(n, _) => s.step.number() == Some(n),
+            other => s.step == other,
+        })
         .collect();
+    found.sort_by_key(|s| order(s.step));
+    found.first().copied()
+}
+
+/// The steps of `running` (one job's running steps) that `step` selects, as Slurm's
+/// sstat chooses them: for a job alone, its lowest-numbered step (never batch or
+/// extern) with every part of it when it is heterogeneous, every step with `all`;
+/// for a step named, the step the controller answers (see [`looked_up`]) if it is the
+/// one named — `J.N` of a heterogeneous step shows its part `N+0` only, `J.N+K` that
+/// part only if `K` is 0 (Slurm's controller answers with the first part).
+fn choose(running: &[StepRecord], step: Option<StepId>, all: bool) -> Vec<&StepRecord> {
+    let mut steps: Vec<&StepRecord> = match step {
+        None => running.iter().collect(),
+        Some(want) => looked_up(running, want)
+            .filter(|s| s.step == want || want == StepId::Number(s.step.number().unwrap_or(0)))
+            .into_iter()
+            .collect(),
+    };
     steps.sort_by_key(|s| order(s.step));
     if step.is_none() && !all {
-        steps.retain(|s| matches!(s.step, StepId::Number(_)));
-        steps.truncate(1);
+        let first = steps.iter().find_map(|s| s.step.number());
+        steps.retain(|s| s.step.number().is_some() && s.step.number() == first);
     }
     steps
+}
+
+/// The usage of part `N+K` (`K` > 0) of a heterogeneous step with its nodes named as
+/// Slurm's sstat names them: the tasks' nodes are numbered across the whole step
+/// (after the `offset` nodes of the parts before it) but looked up among this part's
+/// nodes alone, so a node past them has no name (empty, `(null)` in the TRES lists)
+/// and one within them the name of the node that many further on.
+fn het_part_usage(u: &StepUsage, nodes: &[String], offset: usize) -> StepUsage {
+    let mut u = u.clone();
+    let rename = |name: &mut String| {
+        if let Some(i) = nodes.iter().position(|n| n == name) {
+            *name = nodes.get(i + offset).cloned().unwrap_or_default();
+        }
+    };
+    for stat in [
+        &mut u.cpu_ms,
+        &mut u.rss,
+        &mut u.vmem,
+        &mut u.pages,
+        &mut u.disk_read,
+        &mut u.disk_write,
+    ] {
+        rename(&mut stat.max_node);
+        rename(&mut stat.min_node);
+    }
+    u
 }
 
 /// Steps in the order Slurm's sstat shows them: the batch step, the extern step, then
@@ -361,10 +411,9 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         };
         let steps = choose(&running, step, all);
-        if !running
-            .iter()
-            .any(|s| step.is_none_or(|want| s.step == want))
-        {
+        if step.map_or(running.is_empty(), |want| {
+            looked_up(&running, want).is_none()
+        }) {
             print!("{out}");
             out.clear();
             match step {
@@ -378,6 +427,23 @@ pub fn main(args: Vec<String>) -> i32 {
                 s.nodes.iter().map(|n| Some(n.as_str())).collect()
             } else {
                 vec![None]
+            };
+            // Part K of a heterogeneous step: its nodes as Slurm's sstat names them.
+            let renamed: StepRecord;
+            let s = match (s.step, &s.usage) {
+                (StepId::Part(n, k), Some(u)) if k > 0 => {
+                    let offset: usize = running
+                        .iter()
+                        .filter(|o| matches!(o.step, StepId::Part(m, j) if m == n && j < k))
+                        .map(|o| o.nodes.len())
+                        .sum();
+                    renamed = StepRecord {
+                        usage: Some(Box::new(het_part_usage(u, &s.nodes, offset))),
+                        ..s.clone()
+                    };
+                    &renamed
+                }
+                _ => s,
             };
             for node in nodes {
                 let values: Vec<String> = fields

@@ -224,6 +224,8 @@ pub fn tres_list(
         .into_iter()
         .map(|(name, fig)| {
             let v = match fig {
+                // A node Slurm's sstat cannot name (see sstat's `het_part_usage`).
+                Figure::Node(n) if n.is_empty() => "(null)".into(),
                 Figure::Node(n) => n,
                 Figure::Count(c) if !value_form => c.to_string(),
                 Figure::Count(c) if name == "cpu" => time_str(c / 1000),

@@ -8,6 +8,7 @@
 //! only there ([`Job::to_record`]; the controller's `record`, `stored` and `listed`),
 //! and read back into a `Job` only when the controller starts ([`Job::from_record`]).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use sluice_core::{JobId, NodeId};
@@ -154,6 +155,9 @@ pub struct NodeShare {
     pub tasks: u32,
     /// Its CPUs there.
     pub cpus: u32,
+    /// Which of the node's processors, by index (see [`cpu_ids`]); empty for a run
+    /// recorded before they were numbered.
+    pub cpu_ids: Vec<u32>,
     /// The GPUs it uses whole there, by index.
     pub gpus: Vec<u32>,
     /// The shards it holds there: (GPU index, shards of that GPU).
@@ -262,6 +266,7 @@ impl Job {
                     node: conf.node_id(&r.nodes[i])?,
                     tasks: r.tasks_per_node.get(i).copied().unwrap_or(1),
                     cpus: r.cpus_per_node.get(i).copied().unwrap_or(0),
+                    cpu_ids: r.cpu_ids_per_node.get(i).cloned().unwrap_or_default(),
                     gpus: r.gpus_per_node.get(i).cloned().unwrap_or_default(),
                     shards: r.shards_per_node.get(i).cloned().unwrap_or_default(),
                     gpu_types: r.gpu_types_per_node.get(i).cloned().unwrap_or_default(),
@@ -394,6 +399,11 @@ impl Job {
             nodes: self.alloc.iter().map(|s| name(s.node)).collect(),
             tasks_per_node: self.alloc.iter().map(|s| s.tasks).collect(),
             cpus_per_node: self.alloc.iter().map(|s| s.cpus).collect(),
+            cpu_ids_per_node: if self.alloc.iter().all(|s| s.cpu_ids.is_empty()) {
+                Vec::new()
+            } else {
+                self.alloc.iter().map(|s| s.cpu_ids.clone()).collect()
+            },
             mem_per_node: self.mem_per_node,
             mem_default: self.mem_default,
             gpus_per_node: self.alloc.iter().map(|s| s.gpus.clone()).collect(),
@@ -495,5 +505,60 @@ impl Job {
             service: d.service.clone(),
             het_components: Vec::new(),
         }
+    }
+}
+
+/// The processors a job starting with `cpus` CPUs on a node of `total` gets there, by
+/// index, as Slurm's `select/cons_tres` numbers them on a node of one socket: the
+/// lowest that no job there holds (`held`) and that are not kept for the system
+/// (`reserved`, `CpuSpecList`). Sluice pins no process to them; should the node be
+/// overcommitted (a preemptor on a suspended job's CPUs), the rest are the lowest
+/// of the others.
+pub fn cpu_ids(cpus: u32, total: u32, held: &BTreeSet<u32>, reserved: &BTreeSet<u32>) -> Vec<u32> {
+    let usable: Vec<u32> = (0..total.max(cpus))
+        .filter(|i| !reserved.contains(i))
+        .collect();
+    let (free, taken): (Vec<u32>, Vec<u32>) = usable.into_iter().partition(|i| !held.contains(i));
+    let mut ids: Vec<u32> = free.into_iter().chain(taken).take(cpus as usize).collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// The indices of a list such as `0-1,4` (`CpuSpecList`); words that are not numbers
+/// or ranges are left out.
+pub fn index_list(list: &str) -> BTreeSet<u32> {
+    let mut ids = BTreeSet::new();
+    for word in list.split(',') {
+        let (a, b) = word.split_once('-').unwrap_or((word, word));
+        if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
+            ids.extend(a..=b);
+        }
+    }
+    ids
+}
+
+#[cfg(test)]
+mod cpu_id_tests {
+    use super::*;
+
+    #[test]
+    fn a_job_gets_the_lowest_processors_no_other_job_holds() {
+        let none = BTreeSet::new();
+        assert_eq!(cpu_ids(2, 4, &none, &none), vec![0, 1]);
+        let held: BTreeSet<u32> = [0, 2].into();
+        assert_eq!(cpu_ids(2, 4, &held, &none), vec![1, 3]);
+        // CpuSpecList=0,1: never the system's.
+        let system = index_list("0-1");
+        assert_eq!(cpu_ids(2, 4, &none, &system), vec![2, 3]);
+        // Overcommitted (a preemptor on a suspended job's processors): the rest are
+        // the lowest of the others.
+        let all: BTreeSet<u32> = [0, 1, 2].into();
+        assert_eq!(cpu_ids(2, 4, &all, &none), vec![0, 3]);
+    }
+
+    #[test]
+    fn index_lists_read_ranges_and_single_indices() {
+        assert_eq!(index_list("0-1,4"), [0, 1, 4].into());
+        assert_eq!(index_list(""), BTreeSet::new());
     }
 }

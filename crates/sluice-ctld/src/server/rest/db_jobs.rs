@@ -532,6 +532,11 @@ fn job_tres(j: &JobRecord, allocated: bool) -> Vec<(String, u64)> {
     ]
 }
 
+/// CPU time (milliseconds) as slurmdbd's `time.user`, `.system` and `.total` hold it.
+fn cpu_time(ms: u64) -> Value {
+    json!({"seconds": ms / 1000, "microseconds": (ms % 1000) * 1000})
+}
+
 /// A step in Slurm's slurmdbd `STEP` shape.
 fn step(j: &JobRecord, s: &StepRecord, tracked: &[String], now: i64) -> Value {
     let elapsed = match s.end {
@@ -549,17 +554,20 @@ fn step(j: &JobRecord, s: &StepRecord, tracked: &[String], now: i64) -> Value {
         ("node".to_string(), s.nodes.len().max(1) as u64),
     ];
     let usage = || json!({"max": [], "min": [], "average": [], "total": []});
-    let cpu_time = json!({"seconds": 0, "microseconds": 0});
+    let (user, system) = s
+        .usage
+        .as_ref()
+        .map_or((0, 0), |u| (u.user_cpu_ms, u.system_cpu_ms));
     json!({
         "time": {
             "elapsed": elapsed.max(0),
             "end": s.end.map_or_else(unset, number),
             "start": number(s.start),
             "suspended": 0,
-            "system": cpu_time,
+            "system": cpu_time(system),
             "limit": unset(),
-            "total": cpu_time,
-            "user": cpu_time,
+            "total": cpu_time(user + system),
+            "user": cpu_time(user),
         },
         "exit_code": exit_code((s.exit_code, s.signal)),
         "nodes": {
@@ -633,7 +641,12 @@ fn job(
         Some(MemoryRequest::PerNode(m)) => (unset(), number(m as i64)),
         _ => (unset(), number(j.mem_per_node as i64)),
     };
-    let cpu_time = json!({"seconds": 0, "microseconds": 0});
+    // The job's CPU times: the sum over its steps that have ended, as sacct's.
+    let (user, system) = steps
+        .iter()
+        .filter(|s| s.state.is_finished())
+        .filter_map(|s| s.usage.as_ref())
+        .fold((0, 0), |(u, y), s| (u + s.user_cpu_ms, y + s.system_cpu_ms));
     let group = crate::server::user_and_group(0, j.gid).1;
     let allocated = db::tres_list(&job_tres(j, true), tracked);
     let requested = db::tres_list(&job_tres(j, false), tracked);
@@ -649,10 +662,10 @@ fn job(
         "start": start.unwrap_or(0),
         "submission": j.submit_time,
         "suspended": 0,
-        "system": cpu_time,
+        "system": cpu_time(system),
         "limit": j.time_limit.map_or_else(infinite, |l| number(l / 60)),
-        "total": cpu_time,
-        "user": cpu_time,
+        "total": cpu_time(user + system),
+        "user": cpu_time(user),
     });
     let mut v = json!({
         "account": j.account,
@@ -845,11 +858,21 @@ mod tests {
             cpus: 1,
             held_cpus: vec![],
             ended_on: vec![],
-            usage: None,
+            usage: Some(Box::new(sluice_proto::usage::StepUsage {
+                user_cpu_ms: 1500,
+                system_cpu_ms: 250,
+                ..Default::default()
+            })),
             run: 0,
             suspended_secs: 0,
         };
         let v = job(&j, &[&s], (0, 0), "c", &[], 1000);
+        // The CPU times Sluice gathered, the step's and (its ended steps') the job's.
+        for t in [&v["time"], &v["steps"][0]["time"]] {
+            assert_eq!(t["user"], json!({"seconds": 1, "microseconds": 500000}));
+            assert_eq!(t["system"], json!({"seconds": 0, "microseconds": 250000}));
+            assert_eq!(t["total"], json!({"seconds": 1, "microseconds": 750000}));
+        }
         assert_eq!(v["time"]["start"], 160);
         assert_eq!(v["time"]["elapsed"], 0);
         assert_eq!(v["time"]["limit"], number(10));
