@@ -1395,6 +1395,15 @@ impl Controller {
             let (decisions, preempted, victims_gone) = self.preempt_decisions(decisions, now);
             effects.extend(preempted);
             started |= !decisions.is_empty();
+            // The processors held before this pass's starts, found once for them all.
+            let mut held_cpus = if decisions
+                .iter()
+                .any(|d| matches!(d, Decision::Start { .. }))
+            {
+                self.held_cpu_ids()
+            } else {
+                BTreeMap::new()
+            };
             for d in decisions {
                 // Preemptions were carried out above (state/preempt.rs).
                 match d {
@@ -1403,7 +1412,13 @@ impl Controller {
                         at,
                         alloc,
                         pass,
-                    } => effects.extend(self.started(job, at, &alloc.nodes, pass.as_str())),
+                    } => effects.extend(self.started(
+                        job,
+                        at,
+                        &alloc.nodes,
+                        pass.as_str(),
+                        &mut held_cpus,
+                    )),
                     // A job started in this pass and suspended at once (time-slicing).
                     Decision::Suspend { job, .. } => {
                         effects.extend(self.slice_suspended(job, now));
@@ -1483,22 +1498,29 @@ impl Controller {
         effects
     }
 
-    /// The processors job `id` gets on each node of `nodes` (see [`job::cpu_ids`]):
-    /// the lowest that no running, suspended or completing job holds there (one pass
-    /// over the jobs for all of its nodes).
-    fn free_cpu_ids(&self, id: JobId, nodes: &[NodeAlloc]) -> Vec<Vec<u32>> {
-        let mut held: BTreeMap<NodeId, BTreeSet<u32>> =
-            nodes.iter().map(|a| (a.node, BTreeSet::new())).collect();
+    /// The processors each node's running, suspended or completing jobs hold: one pass
+    /// over the jobs for all the starts of a scheduling pass (each start then adds its
+    /// own, [`Controller::free_cpu_ids`]).
+    fn held_cpu_ids(&self) -> BTreeMap<NodeId, BTreeSet<u32>> {
+        let mut held: BTreeMap<NodeId, BTreeSet<u32>> = BTreeMap::new();
         let holding = self.jobs.values().filter(|r| {
-            r.id != id
-                && (matches!(r.state, JobState::Running | JobState::Suspended)
-                    || r.ending_run.is_some())
+            matches!(r.state, JobState::Running | JobState::Suspended) || r.ending_run.is_some()
         });
         for share in holding.flat_map(|r| r.alloc.iter()) {
-            if let Some(ids) = held.get_mut(&share.node) {
-                ids.extend(share.cpu_ids.iter().copied());
-            }
+            held.entry(share.node)
+                .or_default()
+                .extend(share.cpu_ids.iter().copied());
         }
+        held
+    }
+
+    /// The processors a job starting on `nodes` gets on each (see [`job::cpu_ids`]):
+    /// the lowest none of `held` are, which then holds them too.
+    fn free_cpu_ids(
+        &self,
+        nodes: &[NodeAlloc],
+        held: &mut BTreeMap<NodeId, BTreeSet<u32>>,
+    ) -> Vec<Vec<u32>> {
         nodes
             .iter()
             .map(|a| {
@@ -1513,12 +1535,22 @@ impl Controller {
                 } else {
                     job::index_list(listed)
                 };
-                job::cpu_ids(a.usage.cpus, total, &held[&a.node], &reserved)
+                let on_node = held.entry(a.node).or_default();
+                let ids = job::cpu_ids(a.usage.cpus, total, on_node, &reserved);
+                on_node.extend(ids.iter().copied());
+                ids
             })
             .collect()
     }
 
-    fn started(&mut self, id: JobId, at: i64, nodes: &[NodeAlloc], pass: &str) -> Vec<Effect> {
+    fn started(
+        &mut self,
+        id: JobId,
+        at: i64,
+        nodes: &[NodeAlloc],
+        pass: &str,
+        held_cpus: &mut BTreeMap<NodeId, BTreeSet<u32>>,
+    ) -> Vec<Effect> {
         // What it asked, as it stands now (`scontrol update` may have changed it).
         let asked = self.jobs.get(&id).and_then(|r| {
             let spec = self.core_spec(r).ok()?;
@@ -1530,7 +1562,7 @@ impl Controller {
             r.tres_req = asked;
         }
         let (tres, gpu_types) = self.conf.allocated_tres(&r.partition, nodes);
-        let mut cpu_ids = self.free_cpu_ids(id, nodes);
+        let mut cpu_ids = self.free_cpu_ids(nodes, held_cpus);
         let r = self.jobs.get_mut(&id).expect("started jobs have records");
         r.state = JobState::Running;
         r.reason = Reason::NONE;
