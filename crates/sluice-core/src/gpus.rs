@@ -15,7 +15,10 @@
 //!   on several of them; only then a free GPU, the one `pick_gpus` would give a
 //!   one-GPU job (so that an intact linked pair stays intact), and, when no GPU has
 //!   room alone, several GPUs. Slurm would keep a job no single GPU has room for
-//!   waiting; here the counts that let it start are the node's, not a GPU's.
+//!   waiting; here the counts that let it start are the node's, not a GPU's. Under
+//!   the GPU-aware best fit, a one-node job asking only shards goes first to the node
+//!   of the shared GPU, cluster-wide, whose room it fills most tightly
+//!   ([`GpuBook::shared_room`]), so that the room left elsewhere stays in one piece.
 //! - **An exclusive job**: every GPU of the node, whole.
 //!
 //! **What keeps the counts true.** A GPU used whole cannot lend its shards, and a GPU
