@@ -15,7 +15,10 @@
 //!   on several of them; only then a free GPU, the one `pick_gpus` would give a
 //!   one-GPU job (so that an intact linked pair stays intact), and, when no GPU has
 //!   room alone, several GPUs. Slurm would keep a job no single GPU has room for
-//!   waiting; here the counts that let it start are the node's, not a GPU's.
+//!   waiting; here the counts that let it start are the node's, not a GPU's. Under
+//!   the GPU-aware best fit, a one-node job asking only shards goes first to the node
+//!   of the shared GPU, cluster-wide, whose room it fills most tightly
+//!   ([`GpuBook::shared_room`]), so that the room left elsewhere stays in one piece.
 //! - **An exclusive job**: every GPU of the node, whole.
 //!
 //! **What keeps the counts true.** A GPU used whole cannot lend its shards, and a GPU
@@ -88,10 +91,15 @@ pub(crate) struct GpuBook {
     /// Per node, the most free shards on one of its shared GPUs, and on all of them
     /// together (0: none has any)...
     room: Vec<(u32, u32)>,
-    /// ... and the nodes with some, by each number: where a shard job fits without
-    /// breaking a whole GPU ([`GpuBook::shared_room`]).
-    by_room: BTreeSet<(u32, NodeId)>,
+    /// ... and the nodes with some, by the second: where a shard job fits on several
+    /// shared GPUs together ([`GpuBook::shared_room`]).
     by_total: BTreeSet<(u32, NodeId)>,
+    /// Every shared GPU with free shards, by those shards, then by the room of its
+    /// node's roomiest shared GPU: (free shards, node's room, node, GPU). Best fit on
+    /// one GPU's room, cluster-wide, on the fullest node ([`GpuBook::shared_room`]).
+    by_gpu_room: BTreeSet<(u32, u32, NodeId, u32)>,
+    /// Per node, per GPU: its entry of `by_gpu_room` (0: none).
+    gpu_room: Vec<Vec<u32>>,
 }
 
 impl GpuBook {
@@ -115,6 +123,7 @@ impl GpuBook {
             .map(|i| node_gpus(cluster, i))
             .collect();
         let room = vec![(0, 0); nodes.len()];
+        let gpu_room = nodes.iter().map(|n| vec![0; n.devices.len()]).collect();
         GpuBook {
             gpu,
             shard: cluster.shard_slot(),
@@ -122,8 +131,9 @@ impl GpuBook {
             nodes,
             held: BTreeMap::new(),
             room,
-            by_room: BTreeSet::new(),
             by_total: BTreeSet::new(),
+            by_gpu_room: BTreeSet::new(),
+            gpu_room,
         }
     }
 
@@ -132,11 +142,22 @@ impl GpuBook {
         let i = self.nodes.len() as u32;
         self.nodes.push(node_gpus(cluster, i));
         self.room.push((0, 0));
+        self.gpu_room
+            .push(vec![0; self.nodes[i as usize].devices.len()]);
     }
 
     /// Node `node`'s GPUs as `cluster` now describes them (nothing runs there).
     pub(crate) fn reset_node(&mut self, cluster: &Cluster, node: NodeId) {
         self.nodes[node.index()] = node_gpus(cluster, node.0);
+        let node_room = self.room[node.index()].0;
+        for (g, r) in std::mem::take(&mut self.gpu_room[node.index()])
+            .into_iter()
+            .enumerate()
+        {
+            self.by_gpu_room.remove(&(r, node_room, node, g as u32));
+        }
+        self.gpu_room[node.index()] = vec![0; self.nodes[node.index()].devices.len()];
+        self.update_room(node);
     }
 
     /// Whether a job taking `usage` on a node (`exclusive`: the whole node) needs GPUs
@@ -334,47 +355,62 @@ impl GpuBook {
     }
 
     /// The nodes where `want` shards of a job claiming until `end` fit on GPUs already
-    /// shared, breaking no whole GPU: first those where one such GPU, shared until
-    /// `end` anyway, has room, then those where any one has, each by the room of their
-    /// roomiest shared GPU, the tightest first (then by node); then those where their
-    /// shared GPUs have room together, by that room, the tightest first.
+    /// shared, breaking no whole GPU, best first: first those with a GPU that has room,
+    /// shared until `end` anyway, then those with any GPU that has room, each by the
+    /// room of the tightest such GPU, cluster-wide (best fit on one GPU's room: the
+    /// room left stays in one piece for a larger job; among GPUs as tight, the one on
+    /// the node whose roomiest shared GPU has least room, then by node); then those where
+    /// their shared GPUs have room together, by that room, the tightest first. Each
+    /// node once.
     pub(crate) fn shared_room(&self, want: u32, end: Time) -> impl Iterator<Item = NodeId> + '_ {
-        let fits = move |n: NodeId, until: bool| {
-            let gpus = &self.nodes[n.index()];
-            (0..gpus.devices.len()).any(|g| {
-                matches!(gpus.uses[g], Use::Shared(_))
-                    && self.free_shards(n, g) >= want
-                    && (!until || self.shared_until(n, g as u32, end))
-            })
+        let gpus = move || {
+            self.by_gpu_room
+                .range((want, 0, NodeId(0), 0)..)
+                .map(|&(_, _, n, g)| (n, g))
         };
-        let nodes = || self.by_room.range((want, NodeId(0))..).map(|&(_, n)| n);
+        let lasting = gpus()
+            .filter(move |&(n, g)| self.shared_until(n, g, end))
+            .map(|(n, _)| n);
+        let others = gpus()
+            .filter(move |&(n, g)| !self.shared_until(n, g, end))
+            .map(|(n, _)| n);
         let together = self
             .by_total
             .range((want, NodeId(0))..)
             .map(|&(_, n)| n)
             .filter(move |n| self.room[n.index()].0 < want);
-        nodes()
-            .filter(move |&n| fits(n, true))
-            .chain(nodes().filter(move |&n| !fits(n, true) && fits(n, false)))
+        let mut seen = BTreeSet::new();
+        lasting
+            .chain(others)
             .chain(together)
+            .filter(move |&n| seen.insert(n))
     }
 
-    /// Brings `node`'s entry of [`GpuBook::shared_room`] up to date.
+    /// Brings `node`'s entries of [`GpuBook::shared_room`] up to date.
     fn update_room(&mut self, node: NodeId) {
         let n = &self.nodes[node.index()];
-        let free: Vec<u32> = (0..n.devices.len())
-            .filter(|&g| matches!(n.uses[g], Use::Shared(_)))
-            .map(|g| self.free_shards(node, g))
+        // Free shards per GPU (none on a GPU not shared).
+        let per_gpu: Vec<u32> = (0..n.devices.len())
+            .map(|g| {
+                if matches!(n.uses[g], Use::Shared(_)) {
+                    self.free_shards(node, g)
+                } else {
+                    0
+                }
+            })
             .collect();
         let room = (
-            free.iter().copied().max().unwrap_or(0),
-            free.iter().sum::<u32>(),
+            per_gpu.iter().copied().max().unwrap_or(0),
+            per_gpu.iter().sum::<u32>(),
         );
         let old = std::mem::replace(&mut self.room[node.index()], room);
-        if old.0 != room.0 {
-            self.by_room.remove(&(old.0, node));
-            if room.0 > 0 {
-                self.by_room.insert((room.0, node));
+        for (g, &r) in per_gpu.iter().enumerate() {
+            let was = std::mem::replace(&mut self.gpu_room[node.index()][g], r);
+            if was != r || old.0 != room.0 {
+                self.by_gpu_room.remove(&(was, old.0, node, g as u32));
+                if r > 0 {
+                    self.by_gpu_room.insert((r, room.0, node, g as u32));
+                }
             }
         }
         if old.1 != room.1 {

@@ -103,6 +103,41 @@ fn shard_jobs_pack_onto_one_gpu_and_leave_the_others_whole() {
     assert_eq!((r.start(5), r.gpus(5)), (100, vec![vec![0]]));
 }
 
+/// Node 0 has 2 GPUs of 10 shards, node 1 one GPU of 10 shards; every job runs 100 s.
+/// t=0  shard jobs 1 (8 shards), 2 (5) and 3 (9) break a GPU each: node 1's GPU 0
+///      (2 shards left), node 0's GPU 0 (5 left), node 0's GPU 1 (1 left). Then jobs
+///      4 (1 shard), 5 (2) and 6 (5) arrive.
+///
+/// A sharing job goes to the shared GPU, cluster-wide, whose room it fills most
+/// tightly, not to the node whose roomiest GPU is tightest: job 4 fills node 0's GPU 1
+/// (room 1, on the node whose roomiest GPU has 5), job 5 fills node 1's GPU 0 (room
+/// 2), and the 5 shards left on node 0's GPU 0 stay in one piece for job 6, which
+/// starts at once. Ranking nodes by their roomiest GPU would have put job 4 on node 1
+/// and job 5 on node 0's GPU 0, leaving rooms of 3, 1 and 1, where job 6 waits.
+#[test]
+fn a_shard_job_fills_the_tightest_shared_gpu_of_the_cluster() {
+    let jobs = [
+        job(1).one_node().shards(8).time(100),
+        job(2).one_node().shards(5).time(100),
+        job(3).one_node().shards(9).time(100),
+        job(4).one_node().shards(1).time(100),
+        job(5).one_node().shards(2).time(100),
+        job(6).one_node().shards(5).time(100),
+    ];
+    let r = replay_both(
+        machine(&[(2, 10, &[]), (1, 10, &[])]),
+        backfill(1000),
+        &jobs,
+    );
+    let placed = |id| (r.start(id), r.nodes(id), r.shards(id));
+    assert_eq!(placed(1), (0, vec![1], vec![vec![(0, 8)]]));
+    assert_eq!(placed(2), (0, vec![0], vec![vec![(0, 5)]]));
+    assert_eq!(placed(3), (0, vec![0], vec![vec![(1, 9)]]));
+    assert_eq!(placed(4), (0, vec![0], vec![vec![(1, 1)]]));
+    assert_eq!(placed(5), (0, vec![1], vec![vec![(0, 2)]]));
+    assert_eq!(placed(6), (0, vec![0], vec![vec![(0, 5)]]));
+}
+
 /// One node, 2 GPUs of 4 shards each.
 /// t=0   job 1 takes GPU 0 whole until 100.
 /// t=1   shard job 2 (1 shard) until 51: the last free GPU, GPU 1, becomes shared.
