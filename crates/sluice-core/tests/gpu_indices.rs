@@ -138,6 +138,34 @@ fn a_shard_job_fills_the_tightest_shared_gpu_of_the_cluster() {
     assert_eq!(placed(6), (0, vec![0], vec![vec![(0, 5)]]));
 }
 
+/// Node 0 has 2 GPUs of 10 shards, node 1 one GPU of 10 shards; every job runs 100 s.
+/// t=0  shard jobs 1 (8 shards), 2 (5) and 3 (8) break a GPU each: node 1's GPU 0
+///      (2 shards left), node 0's GPU 0 (5 left), node 0's GPU 1 (2 left). Then job 4
+///      (2 shards) arrives.
+///
+/// Two shared GPUs fit job 4 as tightly, one on each node: it goes to node 1's, whose
+/// node has no roomier shared GPU, rather than to node 0's, beside a GPU with 5 shards
+/// free. The node full of sharing jobs fills up; the room left stays on one node.
+#[test]
+fn between_shared_gpus_as_tight_a_shard_job_fills_the_fuller_node() {
+    let jobs = [
+        job(1).one_node().shards(8).time(100),
+        job(2).one_node().shards(5).time(100),
+        job(3).one_node().shards(8).time(100),
+        job(4).one_node().shards(2).time(100),
+    ];
+    let r = replay_both(
+        machine(&[(2, 10, &[]), (1, 10, &[])]),
+        backfill(1000),
+        &jobs,
+    );
+    let placed = |id| (r.start(id), r.nodes(id), r.shards(id));
+    assert_eq!(placed(1), (0, vec![1], vec![vec![(0, 8)]]));
+    assert_eq!(placed(2), (0, vec![0], vec![vec![(0, 5)]]));
+    assert_eq!(placed(3), (0, vec![0], vec![vec![(1, 8)]]));
+    assert_eq!(placed(4), (0, vec![1], vec![vec![(0, 2)]]));
+}
+
 /// One node, 2 GPUs of 4 shards each.
 /// t=0   job 1 takes GPU 0 whole until 100.
 /// t=1   shard job 2 (1 shard) until 51: the last free GPU, GPU 1, becomes shared.
