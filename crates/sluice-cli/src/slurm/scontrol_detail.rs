@@ -29,21 +29,7 @@ pub fn index_ranges(ids: &[u32]) -> String {
     let mut ids = ids.to_vec();
     ids.sort_unstable();
     ids.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut j = i;
-        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            ids[i].to_string()
-        } else {
-            format!("{}-{}", ids[i], ids[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
+    sluice_proto::types::compact_indices(&ids)
 }
 
 /// The GPUs' name as Slurm writes it: `gpu`, or `gpu:TYPE` when `types` (one node's,
