@@ -31,6 +31,7 @@ pub mod seff;
 pub mod sinfo;
 pub mod sinfo_json;
 pub mod sinfo_records;
+pub mod sinfo_states;
 pub mod sprio;
 pub mod squeue;
 pub mod squeue_json;

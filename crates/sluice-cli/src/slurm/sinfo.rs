@@ -11,6 +11,7 @@ use super::format::{codes, invalid_codes, Layout};
 use super::help::{command_help, e, synopsis, Group};
 use super::long_format;
 use super::sinfo_records::{build, field, Grouping, Record, ALLOC_MEM, CORES, SOCKETS, THREADS};
+use super::sinfo_states::{States, VALID_STATES};
 
 // Slurm 22.05's defaults (sinfo(1), checked against its output).
 const DEFAULT: &str = "%#P %.5a %.10l %.6D %.6t %N";
@@ -38,6 +39,8 @@ struct Options {
     partitions: Vec<String>,
     /// `-n`: only these nodes (expanded host list).
     nodes: Option<Vec<String>>,
+    /// `-t`: only nodes in these states.
+    states: Option<States>,
 }
 
 /// sinfo's options: Slurm 22.05's table, in its order (which orders the candidates
@@ -94,6 +97,8 @@ pub(crate) const HELP: &[Group] = &[
             e("partition", "PARTITION", "these partitions only"),
             e("list-reasons", "", "why nodes are down, drained or failing"),
             e("summarize", "", "node counts by state (allocated/idle/other/total)"),
+            e("states", "node_state", "nodes in these states only (idle, mix, alloc, drain,\n\
+                                   down, ...: any with ',', all with '&'; all)"),
             e("version", "", "print the Slurm version and exit"),
         ],
     },
@@ -144,6 +149,14 @@ pub fn main(args: Vec<String>) -> i32 {
             "partition" => o
                 .partitions
                 .extend(f.value().split(',').map(str::to_string)),
+            "states" => match States::parse(f.value()) {
+                Ok(states) => o.states = Some(states),
+                Err(word) => {
+                    eprintln!("{ME}: error: Bad state string: \"{word}\"");
+                    eprintln!("{ME}: error: valid states: {VALID_STATES}");
+                    return 1;
+                }
+            },
             "nodes" => match sluice_conf::hostlist::expand(f.value()) {
                 Ok(names) => o.nodes.get_or_insert_with(Vec::new).extend(names),
                 Err(_) => fail(ME, format!("'{}' invalid entry for --nodes", f.value()), 1),
@@ -182,6 +195,9 @@ pub fn main(args: Vec<String>) -> i32 {
     nodes.retain(|n| n.state != "future" && n.state != "cloud");
     if let Some(only) = &o.nodes {
         nodes.retain(|n| only.contains(&n.name));
+    }
+    if let Some(states) = &o.states {
+        nodes.retain(|n| states.admit(n));
     }
     if o.json {
         print!("{}", super::sinfo_json::document(&nodes));
