@@ -394,6 +394,10 @@ pub const OOM_SIGNAL: i32 = 125;
 /// the victims of a preemption left at once (no grace).
 const MAX_PASSES: usize = 4;
 
+/// The longest an agent that lost its controller waits between two attempts to
+/// register again (`sluice_noded::MAX_RETRY_MS`, in seconds).
+const AGENT_RETRY_SECS: i64 = 16;
+
 /// Slurm's message for a partition that does not exist.
 pub const BAD_PARTITION: &str = "Invalid partition name specified";
 /// Slurm's message for a request no node set can satisfy.
@@ -3156,12 +3160,28 @@ impl Controller {
     /// jobs are lost likewise. Nodes DOWN, FUTURE or powered off (cloud) are not
     /// expected to answer and stay as they are.
     pub fn await_agents(&mut self, now: i64) {
+        // Nodes where recovered jobs run. Their agents may have lost the previous
+        // controller long ago and retry only every AGENT_RETRY_SECS: they are given
+        // that much (and a few seconds) before their jobs are given up, whatever a
+        // shorter SlurmdTimeout says.
+        let busy: BTreeSet<NodeId> = self
+            .jobs
+            .values()
+            .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended))
+            .flat_map(|j| j.alloc.iter().map(|s| s.node))
+            .collect();
+        let grace = (AGENT_RETRY_SECS + 4 - self.conf.net.slurmd_timeout).max(0);
         for i in 0..self.conf.cluster.nodes.len() {
             let nid = NodeId(i as u32);
             let name = self.conf.cluster.node(nid).name.clone();
             if name.is_empty() || self.agents_up.contains(&name) {
                 continue;
             }
+            let now = if busy.contains(&nid) {
+                now + grace
+            } else {
+                now
+            };
             let expected = self.node_state(nid) == NodeState::Up
                 && !self.node_future(&name)
                 && !self.node_cloud(&name);

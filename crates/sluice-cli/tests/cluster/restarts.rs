@@ -370,8 +370,10 @@ fn an_agent_that_never_returns_after_a_restart_has_its_node_down_after_slurmd_ti
     // (Once the new controller's first pass has given each its reason.)
     assert_eq!(c.settle(&before, || reasons(&c)), before);
 
-    // SlurmdTimeout after the restart n2 is DOWN, for not responding; its job is
-    // requeued, and the waiting job now waits for nodes that are down.
+    // 20 s after the restart (SlurmdTimeout, but at least the 16 s an agent that lost
+    // its controller may wait between attempts, and a few seconds: a job runs there)
+    // n2 is DOWN, for not responding; its job is requeued, and the waiting job now
+    // waits for nodes that are down.
     c.wait_for("n2 to be down", || sinfo(&c) == "n1 idle\nn2 down*\n");
     assert_eq!(node_state(&c, "n2"), "DOWN+NOT_RESPONDING Not responding");
     let sinfo_r = c.run("sinfo", &["-h", "-R", "-o", "%E|%N"]).stdout;

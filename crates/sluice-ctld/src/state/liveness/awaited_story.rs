@@ -103,6 +103,41 @@ fn a_restarted_controllers_nodes_await_their_agents_until_slurmd_timeout_then_go
     );
 }
 
+#[test]
+fn a_node_with_recovered_jobs_is_given_the_agents_retry_interval_before_it_goes_down() {
+    // Two nodes of 4 CPUs; SlurmdTimeout=5, shorter than the 16 s an agent that lost
+    // its controller may wait before it tries again. Job 1 runs on node01.
+    let mut conf = conf(2, 4);
+    conf.net.slurmd_timeout = 5;
+    let mut c = Controller::new(conf.clone(), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (job, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    c.schedule(0);
+    assert_eq!(c.job(job).unwrap().nodes, ["node01"]);
+
+    // The controller restarts at 100 with both agents away. node02, where nothing
+    // runs, is DOWN at 105; node01, where job 1 runs, only at 120: its agent may still
+    // be waiting out its retry interval, and its job would be lost for nothing.
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf, Path::new("/s"), jobs, steps, 100);
+    c.await_agents(100);
+    c.schedule(101);
+    c.silent_expired(105);
+    assert_eq!(
+        nodes(&c)[1],
+        node("node02", "down", false, Some("Not responding"))
+    );
+    c.silent_expired(119);
+    assert_eq!(nodes(&c)[0], node("node01", "unknown", false, None));
+    assert_eq!(c.job(job).unwrap().state, JobState::Running);
+    c.silent_expired(120);
+    assert_eq!(
+        nodes(&c)[0],
+        node("node01", "down", false, Some("Not responding"))
+    );
+    assert_eq!(c.job(job).unwrap().state, JobState::Pending);
+}
+
 /// `explain`'s node lines for job `id` at `now`: nodes and their situation.
 fn node_lines(c: &Controller, id: sluice_core::JobId, now: i64) -> Vec<(String, String)> {
     let e = c.explain(id, None, &root(), now).expect("explained");
