@@ -357,13 +357,15 @@ impl Scheduler {
     /// Whether `partition` has a node that is up, or awaited (see
     /// [`Scheduler::await_node`]).
     pub(crate) fn has_usable_node(&self, partition: PartitionId) -> bool {
+        // (Nodes are awaited only for a while after a start: usually none is.)
         self.free_now.up_nodes(partition) > 0
-            || self
-                .cluster
-                .partition(partition)
-                .nodes
-                .iter()
-                .any(|n| self.awaited.contains(n))
+            || self.awaited.iter().any(|n| {
+                self.cluster
+                    .partition(partition)
+                    .nodes
+                    .binary_search(n)
+                    .is_ok()
+            })
     }
 
     /// Node `n` as a candidate for `req` when it is idle: all its capacity free for

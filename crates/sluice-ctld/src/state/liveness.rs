@@ -87,6 +87,19 @@ impl Liveness {
         self.awaited.remove(node);
     }
 
+    /// The node is gone from the cluster: nothing of it is kept (a node added again
+    /// under its name starts afresh).
+    pub(crate) fn forget(&mut self, node: &str) {
+        self.from.remove(node);
+        self.unanswered.remove(node);
+        self.registered.remove(node);
+        self.heard_at.remove(node);
+        self.last_busy.remove(node);
+        self.resumed.remove(node);
+        self.silent.remove(node);
+        self.awaited.remove(node);
+    }
+
     /// The node's agent has not registered with a controller started at `now`: its
     /// node is silent from then on, awaiting the agent.
     pub(crate) fn awaited(&mut self, node: &str, now: i64) {

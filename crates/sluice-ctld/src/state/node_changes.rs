@@ -229,6 +229,7 @@ impl Controller {
         self.node_book.quiet.remove(&name);
         self.node_book.lines.remove(&name);
         self.node_book.cloud.remove(&name);
+        self.liveness.forget(&name);
         tracing::info!("node {name} removed");
         Ok(())
     }
@@ -922,6 +923,47 @@ mod tests {
                 node("n2", "down", false, Some(NOT_RESPONDING)),
                 node("n3", "future", false, None)
             ]
+        );
+    }
+
+    #[test]
+    fn a_node_removed_and_added_again_awaits_its_agent_afresh() {
+        // n1 alone, its agent registered; SlurmdTimeout=30. slurm.conf gains n2 at 10,
+        // loses it at 20 and gains it again at 35 (each time a reconfigure).
+        let one = "ClusterName=c\nSlurmdTimeout=30\nNodeName=n1 CPUs=2 RealMemory=100\n\
+                   PartitionName=p Nodes=ALL Default=YES\n";
+        let two = one.replace("NodeName=n1 ", "NodeName=n[1-2] ");
+        let mut ctl = cluster(one, "readd", &["n1"]);
+        let dir = std::env::temp_dir().join(format!("sluice-readd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("slurm.conf");
+        let reconfigure = |ctl: &mut Controller, text: &str, now: i64| {
+            std::fs::write(&path, text).unwrap();
+            let (new, _) = ClusterConfig::read(&path).unwrap();
+            ctl.reconfigure_partitions(
+                Box::new(new),
+                String::new(),
+                &crate::state::tests::root(),
+                now,
+            )
+            .unwrap();
+        };
+        reconfigure(&mut ctl, &two, 10);
+        reconfigure(&mut ctl, one, 20);
+        // Gone, it is no node the controller waits for.
+        assert!(ctl.silent_due(41).is_empty());
+        reconfigure(&mut ctl, &two, 35);
+        let _ = std::fs::remove_dir_all(&dir);
+        // Awaited from 35, not from its first addition: DOWN at 65, not at 40.
+        ctl.silent_expired(45);
+        assert_eq!(ctl.nodes()[1].state, "unknown");
+        ctl.silent_expired(65);
+        assert_eq!(
+            (
+                ctl.nodes()[1].state.as_str(),
+                ctl.nodes()[1].reason.as_deref()
+            ),
+            ("down", Some(NOT_RESPONDING))
         );
     }
 

@@ -161,8 +161,11 @@ impl Controller {
                 name: name.clone(),
                 record,
             });
-            // An agent that is not there keeps the node down whatever the operator says.
-            let state = if self.liveness.awaiting(&name) || self.liveness.is_silent(&name) {
+            // An agent that is not there keeps the node down whatever the operator says;
+            // an operator's DOWN ends its jobs at once, silent agent or not.
+            let state = if set == Some("DOWN") {
+                NodeState::Down
+            } else if self.liveness.awaiting(&name) || self.liveness.is_silent(&name) {
                 NodeState::Drain
             } else if self.agents_up.contains(&name) {
                 self.node_state(nid)

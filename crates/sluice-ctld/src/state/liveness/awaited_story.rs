@@ -138,6 +138,29 @@ fn a_node_with_recovered_jobs_is_given_the_agents_retry_interval_before_it_goes_
     assert_eq!(c.job(job).unwrap().state, JobState::Pending);
 }
 
+#[test]
+fn an_operator_setting_an_awaited_node_down_ends_its_jobs_at_once() {
+    // One node of 4 CPUs, job 1 on it; the controller restarts at 100 with the agent
+    // away (SlurmdTimeout=300). At 110 an operator sets the node DOWN: job 1 is
+    // requeued then, as on any node set DOWN, not when SlurmdTimeout runs out.
+    let mut conf = conf(1, 4);
+    conf.net.slurmd_timeout = 300;
+    let mut c = Controller::new(conf.clone(), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (job, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    c.schedule(0);
+    let (jobs, steps) = c.accounting();
+    let mut c = Controller::new(conf, Path::new("/s"), jobs, steps, 100);
+    c.await_agents(100);
+    c.schedule(101);
+    assert_eq!(c.job(job).unwrap().state, JobState::Running);
+    c.update_node("node01", "DOWN", Some("cabling"), &root(), 110)
+        .expect("an operator may");
+    let r = c.job(job).unwrap();
+    assert_eq!((r.state, r.restarts), (JobState::Pending, 1), "{r:?}");
+    assert_eq!(nodes(&c)[0], node("node01", "down", false, Some("cabling")));
+}
+
 /// `explain`'s node lines for job `id` at `now`: nodes and their situation.
 fn node_lines(c: &Controller, id: sluice_core::JobId, now: i64) -> Vec<(String, String)> {
     let e = c.explain(id, None, &root(), now).expect("explained");
