@@ -1400,13 +1400,18 @@ impl Controller {
             effects.extend(preempted);
             started |= !decisions.is_empty();
             // The processors held before this pass's starts, found once for them all.
-            let mut held_cpus = if decisions
+            let starting: BTreeSet<NodeId> = decisions
                 .iter()
-                .any(|d| matches!(d, Decision::Start { .. }))
-            {
-                self.held_cpu_ids()
-            } else {
+                .filter_map(|d| match d {
+                    Decision::Start { alloc, .. } => Some(alloc.nodes.iter().map(|a| a.node)),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            let mut held_cpus = if starting.is_empty() {
                 BTreeMap::new()
+            } else {
+                self.held_cpu_ids(&starting)
             };
             for d in decisions {
                 // Preemptions were carried out above (state/preempt.rs).
@@ -1502,15 +1507,18 @@ impl Controller {
         effects
     }
 
-    /// The processors each node's running, suspended or completing jobs hold: one pass
-    /// over the jobs for all the starts of a scheduling pass (each start then adds its
-    /// own, [`Controller::free_cpu_ids`]).
-    fn held_cpu_ids(&self) -> BTreeMap<NodeId, BTreeSet<u32>> {
+    /// The processors running, suspended or completing jobs hold on each of `nodes`:
+    /// one pass over the jobs for all the starts of a scheduling pass on those nodes
+    /// (each start then adds its own, [`Controller::free_cpu_ids`]).
+    fn held_cpu_ids(&self, nodes: &BTreeSet<NodeId>) -> BTreeMap<NodeId, BTreeSet<u32>> {
         let mut held: BTreeMap<NodeId, BTreeSet<u32>> = BTreeMap::new();
         let holding = self.jobs.values().filter(|r| {
             matches!(r.state, JobState::Running | JobState::Suspended) || r.ending_run.is_some()
         });
-        for share in holding.flat_map(|r| r.alloc.iter()) {
+        for share in holding
+            .flat_map(|r| r.alloc.iter())
+            .filter(|s| nodes.contains(&s.node))
+        {
             held.entry(share.node)
                 .or_default()
                 .extend(share.cpu_ids.iter().copied());

@@ -2871,3 +2871,25 @@ fn a_singleton_inserted_eligible_accrues_nothing_if_another_of_its_name_is_queue
     assert_eq!(c.job(a).unwrap().accrue_time, Some(5));
     assert_eq!(c.job(b).unwrap().reason, "Dependency");
 }
+
+#[test]
+fn jobs_get_the_lowest_processors_free_on_their_node_in_one_pass_and_after_an_end() {
+    // One node of 4 CPUs. Jobs 1 and 2 (one CPU each) start in one pass, job 3 in the
+    // next; job 1 ends, and job 4 gets the processor it held.
+    let mut c = Controller::new(conf(1, 4), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (j1, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    let (j2, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    let (j3, _) = submit(&mut c, desc(1, 600), &mut next, 1);
+    c.schedule(1);
+    let ids = |c: &Controller, j| c.job(j).unwrap().cpu_ids_per_node;
+    assert_eq!(
+        [ids(&c, j1), ids(&c, j2), ids(&c, j3)],
+        [vec![vec![0]], vec![vec![1]], vec![vec![2]]]
+    );
+    c.job_ended(&ended(j1, JobState::Completed, 0, 2), 2);
+    let (j4, _) = submit(&mut c, desc(1, 600), &mut next, 3);
+    c.schedule(3);
+    assert_eq!(ids(&c, j4), vec![vec![0]]);
+}
