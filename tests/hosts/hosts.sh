@@ -536,6 +536,9 @@ cmd_up() {
             if [ -n "$OWNER" ] && ! alive "$OWNER"; then
                 say "instance $i: its owner (pid ${OWNER%% *}) is gone; cleaning up what it left"
                 teardown "$i" || die "could not clean instance $i"
+                # (Its teardown removes the directory of instances when it was the last.)
+                mkdir -p "$RUN_ROOT"
+                chmod 0700 "$RUN_ROOT"
             else
                 [ $id_auto = 1 ] && continue
                 echo "hosts.sh: instance $i is in use (hosts: ${NAMES[*]:-?}${OWNER:+, owner pid ${OWNER%% *}})." >&2
