@@ -620,6 +620,87 @@ fn stored(store_path: &Path, id: u64) -> JobRecord {
     serde_json::from_str(&row.record).unwrap()
 }
 
+/// A loop with its executor and a real store in a directory of its own, for the
+/// stories that follow what reaches the disk. `agents` names the nodes whose agents
+/// the executor may order (none listens).
+struct OnDisk {
+    db: PathBuf,
+    store: sluice_store::Store,
+    writer: sluice_store::Writer,
+    own: UnboundedReceiver<Input>,
+    exec: Executor,
+    owner: Owner,
+    tasks: super::agents::AgentTasks,
+}
+
+impl OnDisk {
+    fn new(name: &str, agents: &[&str]) -> OnDisk {
+        let dir = temp_dir(name);
+        let db = dir.join("sluice.db");
+        let (store, writer, _) =
+            sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
+        let (tx, own) = unbounded_channel();
+        let clients = agents
+            .iter()
+            .map(|n| {
+                let socket = sluice_proto::paths::agent_socket(&dir, n);
+                (n.to_string(), sluice_proto::Client::new(socket))
+            })
+            .collect();
+        let (agents, tasks) = super::agents::Agents::start(
+            &std::sync::Arc::new(std::sync::Mutex::new(clients)),
+            std::sync::Arc::new(|e: &str| sluice_proto::Client::new(e)),
+            "test".into(),
+            30,
+            tx.clone(),
+            store.clone(),
+        );
+        let exec = Executor::new(store.clone(), agents);
+        let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
+        let owner = Owner::new(ctl, tx, None);
+        OnDisk {
+            db,
+            store,
+            writer,
+            own,
+            exec,
+            owner,
+            tasks,
+        }
+    }
+
+    /// Carries out what the loop decided, then answers.
+    fn carry(&mut self, out: Outcome) {
+        let answer = out.answer;
+        self.exec
+            .carry_out(self.owner.take_audit(), out.effects, out.then);
+        if let Some(answer) = answer {
+            answer();
+        }
+    }
+
+    /// Hands the loop an input and carries out what it decides.
+    fn run(&mut self, input: Input, now: i64) {
+        let out = self.owner.handle(input, now);
+        self.carry(out);
+    }
+
+    /// The next input the executor or the agents give back to the loop.
+    async fn heard(&mut self) -> Input {
+        self.own.recv().await.expect("an input for the loop")
+    }
+
+    /// Lets the executor and the agents' tasks finish and closes the store; the
+    /// database's path, to read it as a restarted controller would.
+    async fn close(self) -> PathBuf {
+        self.exec.finish();
+        self.tasks.drained(std::time::Duration::from_secs(5)).await;
+        drop(self.store);
+        drop(self.writer);
+        self.db
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
     // Through the executor and a real store: a job starts (its record written
@@ -628,40 +709,9 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
     // the loop, the start's and the end's handlers each wrote after letting go of the
     // state: the RUNNING record could land last, and a restarted controller would
     // have thought the job still running.)
-    let dir = temp_dir("order");
-    let db = dir.join("sluice.db");
-    let (store, writer, _) =
-        sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
-    let (tx, mut own) = unbounded_channel();
-    let clients = std::sync::Arc::new(std::sync::Mutex::new(
-        [(
-            "node01".to_string(),
-            sluice_proto::Client::new(sluice_proto::paths::agent_socket(&dir, "node01")),
-        )]
-        .into_iter()
-        .collect(),
-    ));
-    let (agents, tasks) = super::agents::Agents::start(
-        &clients,
-        std::sync::Arc::new(|e: &str| sluice_proto::Client::new(e)),
-        "test".into(),
-        30,
-        tx.clone(),
-        store.clone(),
-    );
-    let exec = Executor::new(store.clone(), agents);
-    let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
-    let mut owner = Owner::new(ctl, tx, None);
-    let run = |owner: &mut Owner, input: Input| {
-        let out = owner.handle(input, 10);
-        exec.carry_out(owner.take_audit(), out.effects, out.then);
-        if let Some(answer) = out.answer {
-            answer();
-        }
-    };
+    let mut d = OnDisk::new("order", &["node01"]);
     let (reply, rx) = oneshot::channel();
-    run(
-        &mut owner,
+    d.run(
         Input::Request(Request::Submit {
             desc: Box::new(desc(4)),
             caller: alice(),
@@ -669,14 +719,14 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
             group: "alice".into(),
             reply,
         }),
+        10,
     );
     // The record is on disk: the loop hears it.
-    let committed = own.recv().await.expect("acknowledged");
+    let committed = d.heard().await;
     assert!(matches!(committed, Input::Committed { .. }));
-    run(&mut owner, committed);
+    d.run(committed, 10);
     let (ended_reply, ended) = oneshot::channel();
-    run(
-        &mut owner,
+    d.run(
         Input::Request(Request::AgentEnded {
             report: JobEnded {
                 job_id: 1,
@@ -690,19 +740,17 @@ async fn the_disk_sees_a_start_and_its_end_in_the_order_decided() {
             },
             reply: ended_reply,
         }),
+        10,
     );
     let id = rx.await.unwrap().unwrap().job_id;
     ended.await.unwrap();
     // No agent listens: the launch could not be delivered, and the loop hears of it
     // (after the record was on disk).
-    match own.recv().await.expect("the launch's failure comes back") {
+    match d.heard().await {
         Input::Unreachable { node, .. } => assert_eq!(node, "node01"),
         _ => panic!("expected the unreachable agent"),
     }
-    exec.finish();
-    tasks.drained(std::time::Duration::from_secs(5)).await;
-    drop(store);
-    drop(writer);
+    let db = d.close().await;
     let r = stored(&db, id);
     assert_eq!((r.id, r.state), (1, JobState::Completed));
 }
@@ -713,29 +761,13 @@ async fn a_jobs_script_and_environment_stay_in_the_store_until_its_launch_is_sen
     // are written apart from its record, the controller keeps neither, and its launch
     // leaves the loop with Slurm's variables only, completed from the store by the
     // node's order queue (the submitted variables under Slurm's).
-    let dir = temp_dir("scripts");
-    let db = dir.join("sluice.db");
-    let (store, writer, _) =
-        sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
-    let (tx, mut own) = unbounded_channel();
-    let clients = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
-    let (agents, tasks) = super::agents::Agents::start(
-        &clients,
-        std::sync::Arc::new(|e: &str| sluice_proto::Client::new(e)),
-        "test".into(),
-        30,
-        tx.clone(),
-        store.clone(),
-    );
-    let exec = Executor::new(store.clone(), agents);
-    let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
-    let mut owner = Owner::new(ctl, tx, None);
+    let mut d = OnDisk::new("scripts", &[]);
     let submitted = vec![
         ("KEPT_MARK".to_string(), "from the shell".to_string()),
         ("SLURM_JOB_ID".to_string(), "stale".to_string()),
     ];
     let (reply, rx) = oneshot::channel();
-    let out = owner.handle(
+    d.run(
         Input::Request(Request::Submit {
             desc: Box::new(JobDescription {
                 environment: submitted.clone(),
@@ -748,9 +780,8 @@ async fn a_jobs_script_and_environment_stay_in_the_store_until_its_launch_is_sen
         }),
         10,
     );
-    exec.carry_out(owner.take_audit(), out.effects, out.then);
-    let committed = own.recv().await.expect("acknowledged");
-    let out = owner.handle(committed, 10);
+    let committed = d.heard().await;
+    let out = d.owner.handle(committed, 10);
     let mut order = out
         .effects
         .iter()
@@ -759,24 +790,20 @@ async fn a_jobs_script_and_environment_stay_in_the_store_until_its_launch_is_sen
             _ => None,
         })
         .expect("it starts at once");
-    let answer = out.answer;
-    exec.carry_out(owner.take_audit(), out.effects, out.then);
-    if let Some(answer) = answer {
-        answer();
-    }
+    d.carry(out);
     let id = rx.await.unwrap().unwrap().job_id;
     assert_eq!(id, 1);
     assert!(order.job.desc.script.is_empty());
     assert!(!order.environment.iter().any(|(k, _)| k == "KEPT_MARK"));
     // What `scontrol show job` reads, from the published snapshot.
-    let r = owner.published().latest().job(JobId(id)).expect("known");
+    let r = d.owner.published().latest().job(JobId(id)).expect("known");
     assert!(r.desc.script.is_empty() && r.desc.environment.is_empty());
     // On disk: the record without them, their own row with them.
-    store.sync().unwrap();
-    let rows = store.load().unwrap().jobs;
+    d.store.sync().unwrap();
+    let rows = d.store.load().unwrap().jobs;
     assert_eq!(rows.len(), 1);
     assert!(!rows[0].record.contains("KEPT_MARK") && !rows[0].record.contains("#!/bin/sh"));
-    let kept = crate::state::BatchScript::from_store(store.script(id).unwrap().expect("kept"));
+    let kept = crate::state::BatchScript::from_store(d.store.script(id).unwrap().expect("kept"));
     assert_eq!(
         kept,
         Ok(crate::state::BatchScript {
@@ -784,16 +811,13 @@ async fn a_jobs_script_and_environment_stay_in_the_store_until_its_launch_is_sen
             environment: submitted,
         })
     );
-    super::agents::with_script(&store, &mut order).unwrap();
+    super::agents::with_script(&d.store, &mut order).unwrap();
     assert_eq!(order.job.desc.script, "#!/bin/sh\ntrue\n");
     let env: std::collections::BTreeMap<_, _> = order.environment.iter().cloned().collect();
     assert_eq!(env["KEPT_MARK"], "from the shell");
     assert_eq!(env["SLURM_JOB_ID"], "1");
     assert_eq!(env["SLURM_JOB_NAME"], "job");
-    exec.finish();
-    tasks.drained(std::time::Duration::from_secs(5)).await;
-    drop(store);
-    drop(writer);
+    d.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -806,28 +830,12 @@ async fn a_submission_is_one_commit_with_its_audit_trail_and_accrue_time() {
     // and which begins later. (Before, the trail went in a second transaction right
     // after the job was queued, and so did the accrue time of a job with a
     // dependency: two syncs per submission.)
-    let dir = temp_dir("one-commit");
-    let db = dir.join("sluice.db");
-    let (store, writer, _) =
-        sluice_store::Store::open(&db, 1, super::accounting::keys_of_record).unwrap();
-    let (tx, mut own) = unbounded_channel();
-    let clients = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
-    let (agents, tasks) = super::agents::Agents::start(
-        &clients,
-        std::sync::Arc::new(|e: &str| sluice_proto::Client::new(e)),
-        "test".into(),
-        30,
-        tx.clone(),
-        store.clone(),
-    );
-    let exec = Executor::new(store.clone(), agents);
-    let ctl = Controller::new(conf(1, 4), &dir, vec![], vec![], 0);
-    let mut owner = Owner::new(ctl, tx, None);
+    let mut d = OnDisk::new("one-commit", &[]);
     let now = 10;
     // The first pass (and the audit sweep of this second) before any submission.
-    let out = owner.pass(now);
-    exec.carry_out(owner.take_audit(), out.effects, out.then);
-    store.sync().unwrap();
+    let out = d.owner.pass(now);
+    d.carry(out);
+    d.store.sync().unwrap();
     let held = JobDescription {
         hold: true,
         ..desc(1)
@@ -838,12 +846,12 @@ async fn a_submission_is_one_commit_with_its_audit_trail_and_accrue_time() {
         begin: Some(now + 1000),
         ..desc(1)
     };
-    for (n, d) in [held, singleton].into_iter().enumerate() {
-        let before = store.commits();
+    for (n, job) in [held, singleton].into_iter().enumerate() {
+        let before = d.store.commits();
         let (reply, rx) = oneshot::channel();
-        let out = owner.handle(
+        d.run(
             Input::Request(Request::Submit {
-                desc: Box::new(d),
+                desc: Box::new(job),
                 caller: alice(),
                 user: "alice".into(),
                 group: "alice".into(),
@@ -851,33 +859,24 @@ async fn a_submission_is_one_commit_with_its_audit_trail_and_accrue_time() {
             }),
             now,
         );
-        exec.carry_out(owner.take_audit(), out.effects, out.then);
-        let committed = own.recv().await.expect("acknowledged");
-        let out = owner.handle(committed, now);
-        let answer = out.answer;
-        exec.carry_out(owner.take_audit(), out.effects, out.then);
-        if let Some(answer) = answer {
-            answer();
-        }
+        let committed = d.heard().await;
+        d.run(committed, now);
         let id = rx.await.unwrap().unwrap().job_id;
         assert_eq!(id, n as u64 + 1);
-        store.sync().unwrap();
-        assert_eq!(store.commits() - before, 1, "job {id}: one commit");
+        d.store.sync().unwrap();
+        assert_eq!(d.store.commits() - before, 1, "job {id}: one commit");
     }
     let kinds = |id: u64| -> Vec<String> {
         let filter = sluice_store::AuditFilter {
             job: Some(id),
             ..Default::default()
         };
-        let rows = store.audit_events(&filter).unwrap();
+        let rows = d.store.audit_events(&filter).unwrap();
         rows.into_iter().map(|r| r.kind).collect()
     };
     assert_eq!(kinds(1), ["submitted", "held"]);
     assert_eq!(kinds(2), ["submitted"]);
-    exec.finish();
-    tasks.drained(std::time::Duration::from_secs(5)).await;
-    drop(store);
-    drop(writer);
+    let db = d.close().await;
     // What a restarted controller reads: the held job accrues nothing yet; the other
     // accrues from its begin time, as the queued job did.
     assert_eq!(stored(&db, 1).accrue_time, None);
