@@ -1183,6 +1183,7 @@ impl Controller {
         self.diag.jobs.submitted += jobs.len() as u32;
         for r in jobs {
             let id = r.id;
+            self.audit_inserted(id);
             if let Ok(spec) = self.core_spec(&r) {
                 // Counted for the submit limits while it waits outside the queue.
                 self.sched.note_waiting(&spec);

@@ -81,6 +81,10 @@ pub(super) struct AuditBook {
     /// Events handed to the store since the controller started, by kind (the metric
     /// `sluice_audit_events_total`).
     pub(super) counts: BTreeMap<&'static str, u64>,
+    /// Submissions whose insert is not known durable yet, with the kinds of the events
+    /// recorded with it: counted once their jobs are accepted (an insert that fails
+    /// takes its records with it, and nothing is counted).
+    pub(super) inserting: BTreeMap<JobId, Vec<&'static str>>,
 }
 
 impl AuditBook {
@@ -152,8 +156,12 @@ impl Controller {
     /// The events recorded since the last call, oldest first: for the store.
     pub fn take_audit(&mut self) -> Vec<AuditEvent> {
         self.audit.pass_mark = 0;
-        for e in &self.audit.events {
-            *self.audit.counts.entry(e.what.kind()).or_default() += 1;
+        let book = &mut self.audit;
+        for e in &book.events {
+            match book.inserting.get_mut(&JobId(e.job_id)) {
+                Some(kinds) => kinds.push(e.what.kind()),
+                None => *book.counts.entry(e.what.kind()).or_default() += 1,
+            }
         }
         std::mem::take(&mut self.audit.events)
     }
@@ -194,6 +202,13 @@ impl Controller {
         Some(self.gpu_slot.map_or(0, |slot| capacity.gres[slot]))
     }
 
+    /// Job `id`'s submission is durable: the events recorded with it count.
+    pub(super) fn audit_inserted(&mut self, id: JobId) {
+        for kind in self.audit.inserting.remove(&id).unwrap_or_default() {
+            *self.audit.counts.entry(kind).or_default() += 1;
+        }
+    }
+
     /// A job restored after a restart: its reason and plan are learnt silently.
     pub(super) fn audit_restored(&mut self, id: JobId) {
         self.audit.seen.insert(id, Seen::default());
@@ -201,6 +216,7 @@ impl Controller {
 
     /// Submitted by its owner.
     pub(super) fn audit_submitted(&mut self, r: &Job, now: i64) {
+        self.audit.inserting.insert(r.id, Vec::new());
         let what = AuditWhat::Submitted {
             user: Some(r.user.clone()),
             partition: r.partition.clone(),

@@ -303,4 +303,40 @@ mod tests {
             "{text}"
         );
     }
+
+    #[test]
+    fn a_submission_counts_once_its_insert_is_durable() {
+        // Two held submissions are inserted and their audit records handed to the
+        // store; the first's insert is acknowledged, the second's fails (the loop
+        // never accepts it). Only the first counts, as the store has only its records.
+        let text = "ClusterName=g\nNodeName=n1 CPUs=8 RealMemory=8000\n\
+                    PartitionName=p Nodes=n1 Default=YES\n";
+        let parsed = sluice_conf::slurm_conf::parse_str(text, Path::new("slurm.conf")).unwrap();
+        let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
+        let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+        let counted = |c: &Controller| {
+            let f = c.metrics_figures(true, 5);
+            let s = f.sluice.expect("asked for");
+            let audit: std::collections::BTreeMap<&str, u64> = s.audit.iter().copied().collect();
+            (audit["submitted"], audit["held"])
+        };
+        let mut inserted = Vec::new();
+        for _ in 0..2 {
+            let held = JobDescription {
+                hold: true,
+                gres: vec![],
+                ..gpu_job(0)
+            };
+            let p = c
+                .prepare(held, &alice(), "alice", "alice", 0)
+                .expect("accepted");
+            let jobs = c.allocate(&p);
+            drop(c.inserted(&jobs, None, 0));
+            assert_eq!(c.take_audit().len(), 2, "submitted and held");
+            inserted.push(jobs);
+        }
+        assert_eq!(counted(&c), (0, 0));
+        c.accept(inserted.remove(0), 1);
+        assert_eq!(counted(&c), (1, 1));
+    }
 }
