@@ -195,8 +195,12 @@ pub struct NodeStat {
     /// Its name.
     pub name: String,
     /// Its state as `sinfo` words it: `idle`, `mixed`, `allocated`, `down`, `drained`,
-    /// `draining`, `maint`.
+    /// `draining`, `maint`, `completing`, `unknown` (awaiting its agent), `future`,
+    /// `cloud` (a cloud node whose agent has not registered: Slurm's powered-down
+    /// cloud node).
     pub state: &'static str,
+    /// Created by `scontrol create node` (Slurm's dynamic node).
+    pub dynamic: bool,
     /// Its agent answers (else Slurm's `NOT_RESPONDING`).
     pub responding: bool,
     /// In a maintenance reservation now (Slurm's `MAINT`).
@@ -227,19 +231,24 @@ enum Base {
     Mixed,
     Allocated,
     Down,
+    Unknown,
+    Future,
 }
 
 impl NodeStat {
     fn base(&self) -> Base {
         match self.state {
             "down" => Base::Down,
+            "unknown" => Base::Unknown,
+            "future" => Base::Future,
             "mixed" => Base::Mixed,
             "allocated" => Base::Allocated,
             // Slurm infers MIXED from idle CPUs on a busy node, DRAIN or not.
             "completing" if self.cpus_alloc == 0 => Base::Idle,
             "draining" | "completing" if self.cpus_alloc < self.cpus => Base::Mixed,
             "draining" | "completing" => Base::Allocated,
-            // `drained` and `maint` are flags on an idle node.
+            // `drained` and `maint` are flags on an idle node, and a powered-down
+            // cloud node is idle.
             _ => Base::Idle,
         }
     }
@@ -252,9 +261,10 @@ impl NodeStat {
 }
 
 /// Slurm's node counts (`nodes_stats_t`, and a partition's `nodes_*`): one base state
-/// per node (idle, mixed, allocated, down; future and unknown never occur here) and
-/// the flags (drain, drained, draining, maintenance, not responding, reserved; the
-/// cloud, power, reboot and dynamic ones never occur here).
+/// per node (future, down, mixed, allocated, idle, unknown) and the flags (completing,
+/// drain, drained, draining, maintenance, not responding, reserved, cloud, powered
+/// down for a cloud node not started, dynamic; the other power, reboot, fail and
+/// external ones never occur here).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
 pub struct NodeCounts {
@@ -296,6 +306,8 @@ impl NodeCounts {
             Base::Mixed => self.mixed += 1,
             Base::Allocated => self.alloc += 1,
             Base::Down => self.down += 1,
+            Base::Unknown => self.unknown += 1,
+            Base::Future => self.future += 1,
         }
         // Slurm: DRAINING is DRAIN on an allocated or mixed node, DRAINED the rest;
         // a node counts under `drain` only when not draining.
@@ -306,8 +318,13 @@ impl NodeCounts {
                 self.drain += 1;
                 self.drained += 1;
             }
+            "cloud" => {
+                self.cloud += 1;
+                self.powered_down += 1;
+            }
             _ => {}
         }
+        self.dyn_normal += u64::from(n.dynamic);
         self.maint += u64::from(n.maint);
         self.no_resp += u64::from(!n.responding);
         self.resv += u64::from(n.reserved);
@@ -659,6 +676,44 @@ mod tests {
             3,
             "idle, mixed and allocated nodes that answer"
         );
+    }
+
+    #[test]
+    fn future_awaited_cloud_and_dynamic_nodes_count_as_slurm_counts_them() {
+        // A FUTURE node, one awaiting its agent's first registration (UNKNOWN), a cloud
+        // node never started (IDLE+CLOUD+POWERED_DOWN), and two nodes `scontrol create
+        // node` made, one of them FUTURE.
+        let nodes = [
+            NodeStat {
+                responding: false,
+                ..node("future", 0)
+            },
+            NodeStat {
+                responding: false,
+                ..node("unknown", 0)
+            },
+            NodeStat {
+                responding: false,
+                ..node("cloud", 0)
+            },
+            NodeStat {
+                dynamic: true,
+                ..node("idle", 0)
+            },
+            NodeStat {
+                dynamic: true,
+                responding: false,
+                ..node("future", 0)
+            },
+        ];
+        let c = NodeCounts::of(&nodes);
+        assert_eq!(
+            (c.future, c.unknown, c.idle, c.down, c.mixed, c.alloc),
+            (2, 1, 2, 0, 0, 0)
+        );
+        assert_eq!((c.cloud, c.powered_down), (1, 1));
+        assert_eq!((c.dyn_normal, c.dyn_future), (2, 0));
+        assert_eq!(nodes.iter().filter(|n| n.usable()).count(), 1);
     }
 
     #[test]

@@ -6,10 +6,10 @@
 //! accounts' `..._jobs_gpus_alloc`). Every one is a gauge.
 //!
 //! Figures Sluice has no counterpart for are 0, as on a Slurm cluster without the
-//! feature: configuring, boot-failed or deadline jobs, powered or rebooting nodes,
-//! agent threads, the DBD queue, the scheduler's exit reasons; cloud, dynamic and
-//! future nodes are not counted yet. Memory is in MiB, as Slurm gives it despite the `_bytes`
-//! names.
+//! feature: configuring, boot-failed or deadline jobs, powering or rebooting nodes
+//! (a cloud node not started counts as powered down), agent threads, the DBD queue,
+//! the scheduler's exit reasons. Memory is in MiB, as Slurm gives it despite the
+//! `_bytes` names.
 
 use sluice_proto::diag::DiagReport;
 

@@ -58,6 +58,7 @@ impl Controller {
                     name: n.name.clone(),
                     state: self.node_state_word(i, used, &maint, usage.completing[i] > 0),
                     responding: self.node_responding(&n.name),
+                    dynamic: self.node_book.dynamic.contains(&n.name),
                     maint: maint.contains(&NodeId(i as u32)),
                     reserved: reserved.contains(&NodeId(i as u32)),
                     cpus,
