@@ -45,6 +45,7 @@ pub mod dynamic_nodes;
 pub mod executor;
 mod explain;
 pub mod fencing;
+mod forecast_arena;
 mod freed;
 pub mod input;
 mod metrics;

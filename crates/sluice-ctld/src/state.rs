@@ -8,6 +8,7 @@
 //! durable truth; the core holds only what scheduling needs, and is rebuilt from them
 //! after a restart.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -3456,17 +3457,23 @@ impl Controller {
     /// Reason `reason` of job `r` as a record prints it: Slurm's code, or for a
     /// partition's access lists Slurm's words naming the list.
     fn reason_text(&self, r: &Job, reason: Reason) -> String {
+        self.reason_shown(r, reason).into_owned()
+    }
+
+    /// [`Controller::reason_text`] without a copy of the fixed texts (every pending
+    /// job's listing entry keeps one).
+    fn reason_shown(&self, r: &Job, reason: Reason) -> Cow<'static, str> {
         let which = match reason {
             Reason::Core(PendingReason::AccountNotAllowed) => NotAllowed::Account,
             Reason::Core(PendingReason::QosNotAllowed) => NotAllowed::Qos,
-            other => return other.as_str().to_string(),
+            other => return Cow::Borrowed(other.as_str()),
         };
         match self.partition_of(&r.partition) {
             Some(p) => {
                 let part = self.conf.cluster.partition(p);
-                part.access.describe(&part.name, which, &r.account, &r.qos)
+                Cow::Owned(part.access.describe(&part.name, which, &r.account, &r.qos))
             }
-            None => reason.as_str().to_string(),
+            None => Cow::Borrowed(reason.as_str()),
         }
     }
 
@@ -3550,7 +3557,7 @@ impl Controller {
         let (reason, planned_start) = (core.reason, core.planned_start);
         listing::Live {
             core,
-            reason: self.reason_text(r, reason),
+            reason: self.reason_shown(r, reason),
             dependency_status: self.dependency_display(r, self.sched.last_pass()),
             // The priority the core orders it by (held jobs: 0, as Slurm shows); a
             // finished job keeps the last one it had, as in Slurm.

@@ -327,7 +327,8 @@ impl Owner {
             self.purged = now;
             self.ctl.purge(now);
         }
-        let offload = self.ctl.forecast_wanted(now).map(|work| {
+        let copy = super::forecast_arena::copy;
+        let offload = self.ctl.forecast_wanted_copying(now, copy).map(|work| {
             Box::new(move || {
                 // The scheduler's copy is dropped by now: its pages go back.
                 let forecast = work.make();

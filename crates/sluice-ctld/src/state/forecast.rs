@@ -59,6 +59,17 @@ impl Controller {
     /// one no longer holds; the controller then counts one as being made until
     /// [`Controller::forecast_made`].
     pub fn forecast_wanted(&mut self, now: i64) -> Option<ForecastWork> {
+        self.forecast_wanted_copying(now, Scheduler::clone)
+    }
+
+    /// [`Controller::forecast_wanted`], the scheduler's copy made by `copy` (the
+    /// server makes it on a thread of its own, so that the copy's memory does not mix
+    /// with the event loop's).
+    pub fn forecast_wanted_copying(
+        &mut self,
+        now: i64,
+        copy: impl FnOnce(&Scheduler) -> Scheduler,
+    ) -> Option<ForecastWork> {
         let f = &self.forecasts;
         let passes = self.conf.site.forecast_passes;
         let pause = ((f.done - f.began) * PAUSE).max(1);
@@ -75,7 +86,7 @@ impl Controller {
         self.forecasts.making = true;
         self.forecasts.began = now;
         Some(ForecastWork {
-            sched: self.sched.clone(),
+            sched: copy(&self.sched),
             now,
             passes,
         })

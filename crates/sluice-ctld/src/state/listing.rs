@@ -19,6 +19,7 @@
 //! pending job with a dependency (when anything changed), and the preemption times of
 //! the jobs being preempted.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::{Arc, RwLock};
 
@@ -57,8 +58,8 @@ pub struct CoreView {
 pub struct Live {
     /// The core's part.
     pub(crate) core: CoreView,
-    /// The reason as the record prints it.
-    pub(crate) reason: String,
+    /// The reason as the record prints it (most are fixed texts, not copied).
+    pub(crate) reason: Cow<'static, str>,
     /// The dependency's status.
     pub(crate) dependency_status: Option<String>,
     /// The priority shown.
@@ -74,7 +75,7 @@ pub struct Live {
 /// Job `r`'s record with `live` and `desc` as its submission: the one way the loop and
 /// the snapshot build a record.
 pub(crate) fn build(conf: &ClusterConfig, r: &Job, live: &Live, desc: JobDescription) -> JobRecord {
-    let mut out = r.to_record(conf, live.reason.clone(), desc);
+    let mut out = r.to_record(conf, live.reason.to_string(), desc);
     out.dependency_status = live.dependency_status.clone();
     out.priority = live.priority;
     out.preemption = live.preemption.clone();
@@ -402,7 +403,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         partition: r.partition.clone(),
         qos: r.qos.clone(),
         state: r.shown_state(),
-        reason: live.reason.clone(),
+        reason: live.reason.to_string(),
         dependency_status: live.dependency_status.clone(),
         priority: live.priority,
         submit_time: r.submit_time,
