@@ -14,7 +14,8 @@
 //!
 //! `--nodes N` and `--jobs N` change the sizes; `--only default` (or `uncapped`) runs
 //! one controller. The agents and the commands share the machine's cores with the
-//! controller.
+//! controller. `SLUICE_BENCH_CTLD=PATH` runs another build's controller (an older one,
+//! to compare builds in one run on a busy machine).
 
 use std::io::Write;
 use std::process::Output;

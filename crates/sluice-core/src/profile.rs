@@ -380,6 +380,7 @@ impl Profile {
         if end <= start {
             return;
         }
+        let whole = self.whole_classes(allocs);
         let mut done: Vec<(ClassId, Resources, ClassId)> = Vec::new();
         for a in allocs {
             let old = self.class_of[a.node.index()];
@@ -390,7 +391,15 @@ impl Profile {
                     trim(&mut steps, self.origin);
                     change(&mut steps, start, end, &a.usage, how);
                     let attr = self.classes[old as usize].attr;
-                    let n = self.find_or_create(attr, steps);
+                    // (Only while no other node joined it in this change.)
+                    let in_place = whole
+                        .get(&old)
+                        .is_some_and(|&n| n == self.classes[old as usize].members.len());
+                    let n = if in_place {
+                        self.restep(old, steps)
+                    } else {
+                        self.find_or_create(attr, steps)
+                    };
                     done.push((old, a.usage, n));
                     n
                 }
@@ -400,6 +409,67 @@ impl Profile {
         for (old, _, _) in done {
             self.retire_if_empty(old);
         }
+    }
+
+    /// The classes all of whose nodes `allocs` changes alike (each member once, with
+    /// one usage), with their sizes. Such a class can change its steps where it is
+    /// instead of moving its nodes one by one (a reservation over a whole partition).
+    fn whole_classes(&self, allocs: &[NodeAlloc]) -> HashMap<ClassId, usize> {
+        let mut whole = HashMap::default();
+        if allocs.len() < 2 {
+            return whole;
+        }
+        // Per class: the usage of its first share, whether all had it, its nodes.
+        let mut seen: HashMap<ClassId, (Resources, bool, Vec<NodeId>)> = HashMap::default();
+        for a in allocs {
+            let e =
+                seen.entry(self.class_of[a.node.index()])
+                    .or_insert((a.usage, true, Vec::new()));
+            e.1 &= e.0 == a.usage;
+            e.2.push(a.node);
+        }
+        for (c, (_, alike, mut nodes)) in seen {
+            let size = self.classes[c as usize].members.len();
+            if !alike || size < 2 || nodes.len() != size {
+                continue;
+            }
+            // A node named twice would leave another member out while the count matches.
+            nodes.sort_unstable();
+            nodes.dedup();
+            if nodes.len() == size {
+                whole.insert(c, size);
+            }
+        }
+        whole
+    }
+
+    /// Class `id`, all of whose nodes change alike, now has `steps`: it keeps its
+    /// members and changes in place, unless a class of the same attributes has those
+    /// steps already (then that one, which the nodes join).
+    fn restep(&mut self, id: ClassId, mut steps: Steps) -> ClassId {
+        trim(&mut steps, self.origin);
+        let attr = self.classes[id as usize].attr;
+        let hash = hash_of(attr, &steps);
+        if let Some(ids) = self.lookup.get(&hash) {
+            for &other in ids {
+                let c = &self.classes[other as usize];
+                if other != id && c.attr == attr && c.steps == steps {
+                    return other;
+                }
+            }
+        }
+        let old_hash = self.classes[id as usize].hash;
+        if let Some(ids) = self.lookup.get_mut(&old_hash) {
+            ids.retain(|&x| x != id);
+            if ids.is_empty() {
+                self.lookup.remove(&old_hash);
+            }
+        }
+        let c = &mut self.classes[id as usize];
+        c.steps = steps;
+        c.hash = hash;
+        self.lookup.entry(hash).or_default().push(id);
+        id
     }
 
     /// Takes `usage` from `node` over `[start, end)`. The caller has checked that it fits
@@ -1277,5 +1347,54 @@ mod tests {
             compared > 50,
             "most searches began after the start: {compared}"
         );
+    }
+
+    #[test]
+    fn a_change_to_every_node_of_a_class_changes_the_class_where_it_is() {
+        // A reservation over the whole machine: 1,000 idle nodes, one class, held and
+        // let go on every pass. The class changes its steps in place; no node moves.
+        let c = Cluster::homogeneous("p", 1000, 4);
+        let mut p = Profile::new(&c);
+        let class = p.class_of[0];
+        let all: Vec<NodeAlloc> = (0..1000)
+            .map(|i| NodeAlloc::new(NodeId(i), 0, Resources::cpus(4)))
+            .collect();
+        p.claim_all(&all, 100, 200);
+        assert_eq!(p.classes(), 1);
+        assert!(p.class_of.iter().all(|&k| k == class), "no node moved");
+        assert_eq!(p.free_at(NodeId(999), 150), Resources::cpus(0));
+        assert_eq!(p.free_at(NodeId(0), 200), Resources::cpus(4));
+        p.release_all(&all, 100, 200);
+        assert!(p.is_empty());
+        assert_eq!(p.classes(), 1);
+    }
+
+    #[test]
+    fn nodes_that_join_a_class_during_a_change_are_not_changed_twice() {
+        // n0, n1 hold 1 CPU on [10, 20); n2, n3 are idle. One change claims 1 CPU on
+        // [10, 20) on all four, n2 and n3 first: they then look as n0 and n1 did and
+        // join their class, which must not carry them into its own change as well.
+        let c = Cluster::homogeneous("p", 4, 4);
+        let mut p = Profile::new(&c);
+        let one = Resources::cpus(1);
+        p.claim_all(
+            &[
+                NodeAlloc::new(NodeId(0), 0, one),
+                NodeAlloc::new(NodeId(1), 0, one),
+            ],
+            10,
+            20,
+        );
+        let order = [2, 3, 0, 1].map(|i| NodeAlloc::new(NodeId(i), 0, one));
+        p.claim_all(&order, 10, 20);
+        for (n, free) in [(0, 2), (1, 2), (2, 3), (3, 3)] {
+            assert_eq!(p.free_at(NodeId(n), 15), Resources::cpus(free), "n{n}");
+        }
+        assert_eq!(p.classes(), 2);
+        p.release_all(&order, 10, 20);
+        p.release(NodeId(0), 10, 20, &one);
+        p.release(NodeId(1), 10, 20, &one);
+        assert!(p.is_empty());
+        assert_eq!(p.classes(), 1);
     }
 }

@@ -321,13 +321,33 @@ pub(crate) fn release_holds(s: &mut Scheduler) {
 /// Releases the holds of reservation `name` from the profile.
 pub(crate) fn release_one(s: &mut Scheduler, name: &str) {
     if let Some(holds) = s.resv.held_main.remove(name) {
-        let origin = s.profile.origin();
-        for h in holds {
-            // What lies before the origin is forgotten already.
-            if h.end > origin {
-                s.profile
-                    .release(h.node, h.start.max(origin), h.end, &h.usage);
-            }
+        change_holds(&mut s.profile, &holds, false);
+    }
+}
+
+/// Claims (`claim`) or releases `holds` on `profile`, the holds alike in time and
+/// usage together: a reservation over a whole machine holds every node alike, and
+/// the profile then changes each class of nodes once instead of node by node (see
+/// [`Profile::claim_all`]). What lies before the origin is forgotten already.
+fn change_holds(profile: &mut Profile, holds: &[Hold], claim: bool) {
+    let origin = profile.origin();
+    let mut groups: Vec<((Time, Time, Resources), Vec<NodeAlloc>)> = Vec::new();
+    let mut index: rustc_hash::FxHashMap<(Time, Time, Resources), usize> =
+        rustc_hash::FxHashMap::default();
+    for h in holds.iter().filter(|h| h.end > origin) {
+        let start = if claim { h.start } else { h.start.max(origin) };
+        let key = (start, h.end, h.usage);
+        let i = *index.entry(key).or_insert_with(|| {
+            groups.push((key, Vec::new()));
+            groups.len() - 1
+        });
+        groups[i].1.push(NodeAlloc::new(h.node, 0, h.usage));
+    }
+    for ((start, end, _), nodes) in groups {
+        if claim {
+            profile.claim_all(&nodes, start, end);
+        } else {
+            profile.release_all(&nodes, start, end);
         }
     }
 }
@@ -340,18 +360,30 @@ pub(crate) fn claim_holds(s: &mut Scheduler, now: Time) {
     }
 }
 
-/// What `name`'s own running jobs use on `node`, as (until, usage) pairs.
-fn own_use(s: &Scheduler, name: &str, node: NodeId) -> Vec<(Time, Resources)> {
-    s.resv
-        .bound
-        .iter()
-        .filter(|(_, r)| r.as_str() == name)
-        .filter_map(|(id, _)| {
-            let job = s.jobs.get(id).filter(|j| j.state == JobState::Running)?;
-            let a = job.alloc.as_ref()?.nodes.iter().find(|a| a.node == node)?;
-            Some((s.claim_end[&job.id()], a.usage))
-        })
-        .collect()
+/// What `name`'s own running jobs use, by node, as (until, usage) pairs in job order:
+/// found once per reservation, not once per node it holds.
+fn own_use(s: &Scheduler, name: &str) -> BTreeMap<NodeId, Vec<(Time, Resources)>> {
+    let mut by_node: BTreeMap<NodeId, Vec<(Time, Resources)>> = BTreeMap::new();
+    for (id, _) in s.resv.bound.iter().filter(|(_, r)| r.as_str() == name) {
+        let Some(job) = s.jobs.get(id).filter(|j| j.state == JobState::Running) else {
+            continue;
+        };
+        let Some(alloc) = job.alloc.as_ref() else {
+            continue;
+        };
+        // A job's first share on a node, as a look for the node finds it.
+        let mut seen: Vec<NodeId> = Vec::new();
+        for a in &alloc.nodes {
+            if !seen.contains(&a.node) {
+                seen.push(a.node);
+                by_node
+                    .entry(a.node)
+                    .or_default()
+                    .push((s.claim_end[&job.id()], a.usage));
+            }
+        }
+    }
+    by_node
 }
 
 fn saturating_minus(a: &Resources, b: &Resources) -> Resources {
@@ -422,11 +454,10 @@ fn claim_one(s: &mut Scheduler, name: &str, now: Time) {
     let Some(resv) = s.resv.resvs.get(name) else {
         return;
     };
-    let own = |n: NodeId| own_use(s, name, n);
+    let uses = own_use(s, name);
+    let own = |n: NodeId| uses.get(&n).cloned().unwrap_or_default();
     let main = holds_on(&s.profile, resv, &own, now);
-    for h in &main {
-        s.profile.claim(h.node, h.start, h.end, &h.usage);
-    }
+    change_holds(&mut s.profile, &main, true);
     s.resv.held_main.insert(name.to_string(), main);
 }
 
@@ -438,11 +469,10 @@ pub(crate) struct PlanHolds(Vec<Hold>);
 pub(crate) fn claim_on_plan(s: &Scheduler, plan: &mut Profile, now: Time) -> PlanHolds {
     let mut all = Vec::new();
     for (name, resv) in &s.resv.resvs {
-        let own = |n: NodeId| own_use(s, name, n);
+        let uses = own_use(s, name);
+        let own = |n: NodeId| uses.get(&n).cloned().unwrap_or_default();
         let holds = holds_on(plan, resv, &own, now);
-        for h in &holds {
-            plan.claim(h.node, h.start, h.end, &h.usage);
-        }
+        change_holds(plan, &holds, true);
         all.extend(holds);
     }
     PlanHolds(all)
@@ -450,12 +480,7 @@ pub(crate) fn claim_on_plan(s: &Scheduler, plan: &mut Profile, now: Time) -> Pla
 
 /// Releases what [`claim_on_plan`] claimed.
 pub(crate) fn release_on_plan(plan: &mut Profile, holds: PlanHolds) {
-    let origin = plan.origin();
-    for h in holds.0 {
-        if h.end > origin {
-            plan.release(h.node, h.start.max(origin), h.end, &h.usage);
-        }
-    }
+    change_holds(plan, &holds.0, false);
 }
 
 impl Scheduler {

@@ -103,7 +103,12 @@ impl Scale {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
         }
-        let ctld = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        // `SLUICE_BENCH_CTLD=PATH`: another build's controller (an older one, to
+        // compare in one run); the commands are this build's.
+        let ctld_bin = std::env::var_os("SLUICE_BENCH_CTLD")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_sluice")));
+        let ctld = Command::new(ctld_bin)
             .args(["ctld", "-D", "-f"])
             .arg(dir.join("slurm.conf"))
             .arg("-L")
