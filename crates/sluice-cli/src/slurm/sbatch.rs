@@ -215,16 +215,26 @@ fn option_error(program: &str, e: sluice_conf::options::OptionError) -> ! {
 }
 
 /// Why sbatch refuses a batch script before it submits, one error line each, as
-/// Slurm's `_get_script_buffer`; `--wrap`'s own script is not checked for line ends.
+/// Slurm's `_get_script_buffer`, in its order; `--wrap`'s own script is not checked
+/// for line ends.
 fn script_refusal(script: &str, wrapped: bool) -> Option<&'static [&'static str]> {
-    if script.trim().is_empty() {
+    if script.is_empty() {
         return Some(&["Batch script is empty!"]);
+    }
+    if script.bytes().all(|b| b.is_ascii_whitespace() || b == 0x0b) {
+        return Some(&["Batch script contains only whitespace!"]);
     }
     if !script.starts_with("#!") {
         return Some(&[
             "This does not look like a batch script.  The first",
             "line must start with #! followed by the path to an interpreter.",
             "For instance: #!/bin/sh",
+        ]);
+    }
+    if script.contains('\0') {
+        return Some(&[
+            "The Slurm controller does not allow scripts that",
+            "contain a NULL character '\\0'.",
         ]);
     }
     if !wrapped && script.contains("\r\n") {
@@ -521,5 +531,31 @@ mod tests {
         assert_eq!(script_refusal("#!/bin/sh\necho hi\n", false), None);
         // A lone `\r` is no DOS line end.
         assert_eq!(script_refusal("#!/bin/sh\necho 'a\rb'\n", false), None);
+    }
+
+    #[test]
+    fn empty_blank_and_nul_scripts_are_refused_with_slurms_own_lines() {
+        assert_eq!(
+            script_refusal("", false),
+            Some(&["Batch script is empty!"][..])
+        );
+        assert_eq!(
+            script_refusal(" \n\t\n", false),
+            Some(&["Batch script contains only whitespace!"][..])
+        );
+        assert_eq!(
+            script_refusal("#!/bin/sh\necho a\0b\n", false),
+            Some(
+                &[
+                    "The Slurm controller does not allow scripts that",
+                    "contain a NULL character '\\0'.",
+                ][..]
+            )
+        );
+        // Slurm checks the interpreter line before the NUL byte.
+        assert_eq!(
+            script_refusal("echo a\0b\n", false).map(|l| l[0]),
+            Some("This does not look like a batch script.  The first")
+        );
     }
 }
