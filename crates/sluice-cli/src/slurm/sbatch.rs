@@ -80,9 +80,11 @@ pub fn describe_job(
         environment.push(("SLURM_PRIO_PROCESS".into(), prio_process().to_string()));
     }
     let begin = match &o.begin {
-        Some(b) => Some(
-            parse_timestamp(b, now()).ok_or_else(|| format!("Invalid time specification {b}"))?,
-        ),
+        // Slurm's `parse_time` names the time, then the option is refused.
+        Some(b) => Some(parse_timestamp(b, now()).ok_or_else(|| {
+            eprintln!("Invalid time specification (pos=0): {b}");
+            "Invalid --begin specification".to_string()
+        })?),
         None => None,
     };
     Ok(JobDescription {
