@@ -127,14 +127,17 @@ fn dash_h_is_help_where_slurms_is_and_noheader_where_it_is_that() {
         );
     }
     // squeue's and sinfo's -h is --noheader: they go on to ask the controller (and
-    // fail here, where there is none) instead of printing help.
-    for cmd in ["squeue", "sinfo"] {
+    // fail here, where there is none, in Slurm's words) instead of printing help.
+    for (cmd, call) in [
+        ("squeue", "slurm_load_jobs error"),
+        ("sinfo", "slurm_load_partitions"),
+    ] {
         let r = run(&dir.join(cmd), &["-h"]);
         assert_eq!(r.code, Some(1), "{cmd} -h: {r:?}");
         assert_eq!(r.stdout, "", "{cmd} -h");
         assert_eq!(
             r.stderr,
-            format!("{cmd}: error: Unable to contact slurm controller (connect failure)\n")
+            format!("{call}: Unable to contact slurm controller (connect failure)\n")
         );
     }
     // Help ends the command line: nothing after it is read.

@@ -254,6 +254,9 @@ pub struct OptionError {
     pub refused: bool,
     /// Whether Slurm's client stops on it with `CMD: fatal: MESSAGE`, exit 1.
     pub fatal: bool,
+    /// Whether Slurm's client stops on it with `CMD: error: MESSAGE`, exit 1 rather
+    /// than 255: the numbers its `parse_int` reads (`-n 0`).
+    pub exit_1: bool,
 }
 
 impl std::fmt::Display for OptionError {
@@ -269,6 +272,7 @@ fn err(message: impl Into<String>) -> OptionError {
         refused: false,
         getopt: false,
         fatal: false,
+        exit_1: false,
         message: message.into(),
     }
 }
@@ -823,13 +827,17 @@ fn split_words(s: &str) -> Vec<String> {
     out
 }
 
+/// A count Slurm reads with `parse_int`, which exits 1 on a bad one.
 fn positive(value: &str, option: &str) -> Result<u32, OptionError> {
     value
         .trim()
         .parse::<u32>()
         .ok()
         .filter(|v| *v > 0)
-        .ok_or_else(|| err(format!("Invalid numeric value \"{value}\" for --{option}.")))
+        .ok_or_else(|| OptionError {
+            exit_1: true,
+            ..err(format!("Invalid numeric value \"{value}\" for --{option}."))
+        })
 }
 
 /// Parses `[type:]count` as in `--gpus=a100:2`.
@@ -984,7 +992,19 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "exact" => o.exact = true,
         "overlap" => o.overlap = true,
         "pty" => o.pty = true,
-        "exclusive" => o.exclusive = true,
+        // Slurm's words: none (or `exclusive`), `user`, `mcs`, and `oversubscribe`,
+        // which shares the nodes after all.
+        "exclusive" => match v.to_ascii_lowercase().as_str() {
+            "" | "exclusive" | "user" | "mcs" => {
+                o.exclusive = true;
+                o.oversubscribe = false;
+            }
+            "oversubscribe" => {
+                o.exclusive = false;
+                o.oversubscribe = true;
+            }
+            _ => return Err(err("Invalid --exclusive specification")),
+        },
         "oversubscribe" => o.oversubscribe = true,
         "export" => o.export = Some(parse_export(v)),
         "gpu-bind" => {
@@ -1191,20 +1211,27 @@ fn parse_bind_list<T>(list: &str, value: impl Fn(&str) -> Option<T>) -> Option<V
     out.iter().any(|(_, n)| *n > 0).then_some(out)
 }
 
-/// `-N min[-max]`.
+/// `-N min[-max]`, refused in the words of Slurm's `verify_node_count`.
 fn parse_node_range(v: &str) -> Result<(u32, u32), OptionError> {
-    let bad = || err(format!("Invalid node count specification: {v}"));
-    let num = |x: &str| x.trim().parse::<u32>().ok().filter(|n| *n > 0);
+    let num = |x: &str| {
+        x.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| err(format!("\"{x}\" is not a valid node count")))
+    };
     match v.split_once('-') {
         Some((a, b)) => {
-            let (lo, hi) = (num(a).ok_or_else(bad)?, num(b).ok_or_else(bad)?);
+            let (lo, hi) = (num(a)?, num(b)?);
             if hi < lo {
-                return Err(bad());
+                return Err(err(format!(
+                    "Maximum node count {hi} is less than minimum node count {lo}"
+                )));
             }
             Ok((lo, hi))
         }
         None => {
-            let n = num(v).ok_or_else(bad)?;
+            let n = num(v)?;
             Ok((n, n))
         }
     }
@@ -1465,7 +1492,13 @@ mod tests {
             ("-Z", "invalid option -- 'Z'"),
             ("--time", "option '--time' requires an argument"),
             ("--hold=yes", "option '--hold' doesn't allow an argument"),
-            ("-N 3-2", "Invalid node count specification: 3-2"),
+            (
+                "-N 3-2",
+                "Maximum node count 2 is less than minimum node count 3",
+            ),
+            ("-N abc", "\"abc\" is not a valid node count"),
+            ("-N 2-x", "\"x\" is not a valid node count"),
+            ("--exclusive=foo", "Invalid --exclusive specification"),
             ("--signal=FOO", "Invalid --signal specification"),
         ];
         for (args, want) in cases {

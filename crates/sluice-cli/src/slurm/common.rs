@@ -374,7 +374,7 @@ impl Refusal {
         Refusal {
             stdout: String::new(),
             stderr,
-            code: USAGE_EXIT,
+            code: if e.exit_1 { 1 } else { USAGE_EXIT },
         }
     }
 

@@ -170,6 +170,28 @@ enum Row<'a> {
     Step(&'a JobRecord, &'a StepRecord),
 }
 
+/// The users `-u LIST` names, each a user name or uid, as their names (the jobs carry
+/// names); `None` for Slurm's `-1`, every user. Someone the user database does not know
+/// is an error worded as Slurm's (`Invalid user id: NAME`).
+fn user_names(list: &str) -> Result<Option<Vec<String>>, String> {
+    if list == "-1" {
+        return Ok(None);
+    }
+    let mut names = Vec::new();
+    for u in list.split(',').filter(|u| !u.is_empty()) {
+        let user = match u.parse::<u32>() {
+            Ok(uid) => nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)),
+            Err(_) => nix::unistd::User::from_name(u),
+        };
+        match user.ok().flatten() {
+            Some(user) if !names.contains(&user.name) => names.push(user.name),
+            Some(_) => {}
+            None => return Err(format!("Invalid user id: {u}")),
+        }
+    }
+    Ok(Some(names))
+}
+
 /// Fields Slurm 22.05 removed: naming one is fatal, with the field to use instead.
 const REMOVED: &[(&str, &str)] = &[("AllocGRES", "AllocTRES"), ("ReqGRES", "ReqTRES")];
 
@@ -875,10 +897,15 @@ pub fn main(args: Vec<String>) -> i32 {
             "name" => names.extend(f.value().split(',').map(str::to_string)),
             "accounts" => accounts.extend(f.value().split(',').map(str::to_string)),
             "partition" => partitions.extend(f.value().split(',').map(str::to_string)),
-            "user" => {
-                users.extend(f.value().split(',').map(str::to_string));
-                all_users = true;
-            }
+            "user" => match user_names(f.value()) {
+                Ok(Some(names)) => {
+                    users.extend(names);
+                    all_users = true;
+                }
+                // `-u -1`: every user's jobs, as `-a`.
+                Ok(None) => all_users = true,
+                Err(m) => fail(ME, m, 1),
+            },
             "state" => {
                 for s in f.value().split(',') {
                     match JobState::parse(s).or(match s.to_ascii_uppercase().as_str() {
@@ -1406,5 +1433,20 @@ mod tests {
             (&["n2".to_string()][..], 1, 4)
         );
         assert_eq!((b.start, b.end, b.usage.is_none()), (100, None, true));
+    }
+
+    #[test]
+    fn users_are_named_by_name_or_uid_and_an_unknown_one_is_refused() {
+        use super::user_names;
+        assert_eq!(user_names("root,0"), Ok(Some(vec!["root".to_string()])));
+        assert_eq!(user_names("-1"), Ok(None));
+        assert_eq!(
+            user_names("root,nosuchuser"),
+            Err("Invalid user id: nosuchuser".to_string())
+        );
+        assert_eq!(
+            user_names("4294967294"),
+            Err("Invalid user id: 4294967294".to_string())
+        );
     }
 }

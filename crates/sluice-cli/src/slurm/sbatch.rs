@@ -80,9 +80,11 @@ pub fn describe_job(
         environment.push(("SLURM_PRIO_PROCESS".into(), prio_process().to_string()));
     }
     let begin = match &o.begin {
-        Some(b) => Some(
-            parse_timestamp(b, now()).ok_or_else(|| format!("Invalid time specification {b}"))?,
-        ),
+        // Slurm's `parse_time` names the time, then the option is refused.
+        Some(b) => Some(parse_timestamp(b, now()).ok_or_else(|| {
+            eprintln!("Invalid time specification (pos=0): {b}");
+            "Invalid --begin specification".to_string()
+        })?),
         None => None,
     };
     Ok(JobDescription {
@@ -214,17 +216,51 @@ fn option_error(program: &str, e: sluice_conf::options::OptionError) -> ! {
     Refusal::job_option("sbatch", program, &e).exit()
 }
 
+/// The text of a batch script read from a file or standard input, whichever its
+/// encoding, as Slurm takes any bytes. Sluice keeps scripts as UTF-8 text, so bytes
+/// that are not (a Latin-1 `ü`) become U+FFFD, with a warning unless `quiet`: the job
+/// runs what was stored, not the original bytes.
+fn script_text(bytes: &[u8], quiet: bool) -> String {
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    if let Some(w) = script_encoding_warning(bytes) {
+        if !quiet {
+            eprintln!("sbatch: warning: {w}");
+        }
+    }
+    text
+}
+
+/// The warning for a script that is not UTF-8, naming the line of its first bad byte.
+fn script_encoding_warning(bytes: &[u8]) -> Option<String> {
+    let bad = std::str::from_utf8(bytes).err()?.valid_up_to();
+    let line = 1 + bytes[..bad].iter().filter(|&&b| b == b'\n').count();
+    Some(format!(
+        "batch script line {line} is not valid UTF-8: its invalid bytes are replaced \
+         by U+FFFD in the script the job runs"
+    ))
+}
+
 /// Why sbatch refuses a batch script before it submits, one error line each, as
-/// Slurm's `_get_script_buffer`; `--wrap`'s own script is not checked for line ends.
+/// Slurm's `_get_script_buffer`, in its order; `--wrap`'s own script is not checked
+/// for line ends.
 fn script_refusal(script: &str, wrapped: bool) -> Option<&'static [&'static str]> {
-    if script.trim().is_empty() {
+    if script.is_empty() {
         return Some(&["Batch script is empty!"]);
+    }
+    if script.bytes().all(|b| b.is_ascii_whitespace() || b == 0x0b) {
+        return Some(&["Batch script contains only whitespace!"]);
     }
     if !script.starts_with("#!") {
         return Some(&[
             "This does not look like a batch script.  The first",
             "line must start with #! followed by the path to an interpreter.",
             "For instance: #!/bin/sh",
+        ]);
+    }
+    if script.contains('\0') {
+        return Some(&[
+            "The Slurm controller does not allow scripts that",
+            "contain a NULL character '\\0'.",
         ]);
     }
     if !wrapped && script.contains("\r\n") {
@@ -341,16 +377,16 @@ pub fn main(args: Vec<String>) -> i32 {
         .filter(|p| p.as_str() != "/dev/stdin" && p.as_str() != "-")
     {
         match std::fs::read(path) {
-            Ok(b) => (String::from_utf8_lossy(&b).into_owned(), Some(path.clone())),
+            Ok(b) => (script_text(&b, first.quiet), Some(path.clone())),
             // Slurm names the file only.
             Err(_) => fail(ME, format!("Unable to open file {path}"), 1),
         }
     } else {
-        let mut s = String::new();
-        if std::io::stdin().read_to_string(&mut s).is_err() {
+        let mut b = Vec::new();
+        if std::io::stdin().read_to_end(&mut b).is_err() {
             fail(ME, "Unable to read the batch script from standard input", 1);
         }
-        (s, None)
+        (script_text(&b, first.quiet), None)
     };
     if let Some(lines) = script_refusal(&script, first.wrap.is_some()) {
         for l in lines {
@@ -521,5 +557,51 @@ mod tests {
         assert_eq!(script_refusal("#!/bin/sh\necho hi\n", false), None);
         // A lone `\r` is no DOS line end.
         assert_eq!(script_refusal("#!/bin/sh\necho 'a\rb'\n", false), None);
+    }
+
+    #[test]
+    fn a_script_that_is_not_utf8_is_taken_with_a_warning_naming_its_line() {
+        let latin1 = b"#!/bin/sh\n# Gr\xfc\xdfe\necho hi\n";
+        assert_eq!(
+            super::script_encoding_warning(latin1).as_deref(),
+            Some(
+                "batch script line 2 is not valid UTF-8: its invalid bytes are replaced \
+                 by U+FFFD in the script the job runs"
+            )
+        );
+        assert_eq!(
+            super::script_text(latin1, true),
+            "#!/bin/sh\n# Gr\u{fffd}\u{fffd}e\necho hi\n"
+        );
+        assert_eq!(
+            super::script_encoding_warning("#!/bin/sh\necho Grüße\n".as_bytes()),
+            None
+        );
+    }
+
+    #[test]
+    fn empty_blank_and_nul_scripts_are_refused_with_slurms_own_lines() {
+        assert_eq!(
+            script_refusal("", false),
+            Some(&["Batch script is empty!"][..])
+        );
+        assert_eq!(
+            script_refusal(" \n\t\n", false),
+            Some(&["Batch script contains only whitespace!"][..])
+        );
+        assert_eq!(
+            script_refusal("#!/bin/sh\necho a\0b\n", false),
+            Some(
+                &[
+                    "The Slurm controller does not allow scripts that",
+                    "contain a NULL character '\\0'.",
+                ][..]
+            )
+        );
+        // Slurm checks the interpreter line before the NUL byte.
+        assert_eq!(
+            script_refusal("echo a\0b\n", false).map(|l| l[0]),
+            Some("This does not look like a batch script.  The first")
+        );
     }
 }

@@ -501,9 +501,10 @@ pub fn main(args: Vec<String>) -> i32 {
                                 jobs: Some(task.map_or(job.to_string(), |t| format!("{job}_{t}"))),
                                 ..Default::default()
                             };
-                            let all: Vec<JobRecord> = client
-                                .get(&q.path())
-                                .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+                            let all: Vec<JobRecord> = client.get(&q.path()).unwrap_or_else(|e| {
+                                eprintln!("slurm_load_jobs error: {}", describe(&e));
+                                std::process::exit(1)
+                            });
                             let mut found: Vec<JobRecord> = all
                                 .into_iter()
                                 .filter(|j| match task {
@@ -522,9 +523,10 @@ pub fn main(args: Vec<String>) -> i32 {
                             }
                             found
                         }
-                        None => client
-                            .get("/v1/jobs")
-                            .unwrap_or_else(|e| fail(ME, describe(&e), 1)),
+                        None => client.get("/v1/jobs").unwrap_or_else(|e| {
+                            eprintln!("slurm_load_jobs error: {}", describe(&e));
+                            std::process::exit(1)
+                        }),
                     };
                     if jobs.is_empty() {
                         if arg.is_some() {

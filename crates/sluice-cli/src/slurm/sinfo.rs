@@ -187,9 +187,13 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     }
     let client = controller();
-    let mut nodes: Vec<NodeInfo> = client
-        .get("/v1/nodes")
-        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+    // Slurm's sinfo asks for the partitions first and words a failure as
+    // `slurm_load_partitions: MESSAGE`; whichever Sluice asks first fails the same way.
+    let load_failed = |e: sluice_proto::ClientError| -> ! {
+        eprintln!("slurm_load_partitions: {}", describe(&e));
+        std::process::exit(1)
+    };
+    let mut nodes: Vec<NodeInfo> = client.get("/v1/nodes").unwrap_or_else(|e| load_failed(e));
     // FUTURE nodes are not shown, as Slurm 22.05's sinfo never asks for them, nor
     // CLOUD nodes whose agent has not registered (Slurm's powered-down cloud nodes).
     nodes.retain(|n| n.state != "future" && n.state != "cloud");
@@ -205,7 +209,7 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     let parts: Vec<PartitionInfo> = client
         .get("/v1/partitions")
-        .unwrap_or_else(|e| fail(ME, describe(&e), 1));
+        .unwrap_or_else(|e| load_failed(e));
     if o.long && o.header {
         println!("{}", date_line(now()));
     }

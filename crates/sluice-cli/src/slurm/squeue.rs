@@ -651,7 +651,11 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     let mut jobs: Vec<Box<JobRecord>> = match got {
         Ok(j) => j,
-        Err(e) => fail("squeue", describe(&e), 1),
+        // As Slurm's squeue words any failure to load the jobs.
+        Err(e) => {
+            eprintln!("slurm_load_jobs error: {}", describe(&e));
+            std::process::exit(1)
+        }
     };
     if !a.jobs.is_empty() {
         let want = |j: &JobRecord| {

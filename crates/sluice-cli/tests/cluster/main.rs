@@ -204,6 +204,28 @@ fn bad_submissions_get_slurms_errors_and_burn_no_job_id() {
             "sbatch: error: Batch job submission failed: Job dependency problem\n",
             1,
         ),
+        (
+            &["--begin=garbage", "--wrap", "true"],
+            "Invalid time specification (pos=0): garbage\n\
+             sbatch: error: Invalid --begin specification\n",
+            255,
+        ),
+        (
+            &["-N", "2-1", "--wrap", "true"],
+            "sbatch: error: Maximum node count 1 is less than minimum node count 2\n",
+            255,
+        ),
+        (
+            // Slurm's parse_int exits 1, not 255.
+            &["--ntasks-per-node=0", "--wrap", "true"],
+            "sbatch: error: Invalid numeric value \"0\" for --ntasks-per-node.\n",
+            1,
+        ),
+        (
+            &["--exclusive=foo", "--wrap", "true"],
+            "sbatch: error: Invalid --exclusive specification\n",
+            255,
+        ),
     ];
     for (args, stderr, code) in cases {
         let o = c.run("sbatch", args);

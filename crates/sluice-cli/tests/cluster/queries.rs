@@ -318,6 +318,24 @@ fn sacct_takes_bundled_short_options() {
 }
 
 #[test]
+fn sacct_takes_users_by_name_or_uid_and_refuses_one_it_does_not_know() {
+    let c = Cluster::start("sacct-users", SMALL);
+    let job = c.sbatch(&["--wrap", "true"]);
+    c.wait_ended(job);
+    let uid = nix::unistd::getuid().as_raw().to_string();
+    for who in [user(), uid] {
+        let o = c.run("sacct", &["-nXP", "-oJobID", "-u", &who]);
+        assert_eq!((o.stdout, o.code), (format!("{job}\n"), 0), "-u {who}");
+    }
+    // As Slurm's sacct: an error, not an empty listing.
+    let o = c.run("sacct", &["-nXP", "-oJobID", "-u", "no-such-user-here"]);
+    assert_eq!(
+        (o.stdout.as_str(), o.stderr.as_str(), o.code),
+        ("", "sacct: error: Invalid user id: no-such-user-here\n", 1)
+    );
+}
+
+#[test]
 fn sacct_with_job_dot_step_prints_only_that_step() {
     // Snakemake's plugin asks `sacct -j ID.N --format=Reason --noheader` for steps 0 to
     // 9 of a failed job: Slurm prints the step's row alone (its Reason blank), and

@@ -1,7 +1,8 @@
 //! Batch scripts and environments are kept in the store, not in the controller's
 //! memory, and read back when a job is launched: a held job and a held array, submitted
 //! with an exported variable, run their scripts with it and with Slurm's variables,
-//! after the controller was killed and restarted while they waited.
+//! after the controller was killed and restarted while they waited. A script that is
+//! not UTF-8 is taken, from a file or standard input, with a warning.
 
 use crate::harness::Cluster;
 
@@ -87,4 +88,51 @@ fn a_batch_script_gets_sbatchs_arguments_after_it() {
         std::fs::read_to_string(c.work().join("args.out")).unwrap(),
         "2 [two words] [-x] unset\n"
     );
+}
+
+#[test]
+fn a_script_that_is_not_utf8_is_submitted_from_a_file_or_standard_input_with_a_warning() {
+    let c = Cluster::start("scriptbytes", CONF);
+    // A Latin-1 comment, as an editor set to ISO-8859-1 writes it.
+    let script: &[u8] = b"#!/bin/sh\n# Gr\xfc\xdfe aus dem Labor\necho ran\n";
+    std::fs::write(c.work().join("latin1.sh"), script).unwrap();
+    let warning = "sbatch: warning: batch script line 2 is not valid UTF-8: its invalid \
+                   bytes are replaced by U+FFFD in the script the job runs\n";
+
+    let from_file = c.run("sbatch", &["-o", "file.out", "latin1.sh"]);
+    assert_eq!(from_file.code, 0, "{}", from_file.stderr);
+    assert_eq!(from_file.stderr, warning);
+
+    // Through standard input, as `sbatch < latin1.sh` (once refused outright).
+    let from_stdin = std::process::Command::new(c.dir.join("state/bin/sbatch"))
+        .args(["-o", "stdin.out"])
+        .current_dir(c.work())
+        .env("SLUICE_STATE_DIR", c.dir.join("state"))
+        .env_remove("SLURM_JOB_ID")
+        .stdin(std::fs::File::open(c.work().join("latin1.sh")).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&from_stdin.stderr);
+    assert_eq!(from_stdin.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, warning);
+
+    for (submitted, out) in [
+        (from_file.stdout, "file.out"),
+        (
+            String::from_utf8_lossy(&from_stdin.stdout).into_owned(),
+            "stdin.out",
+        ),
+    ] {
+        let job: u64 = submitted
+            .trim()
+            .strip_prefix("Submitted batch job ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no job id in {submitted:?}"));
+        assert_eq!(c.wait_ended(job), "COMPLETED", "{out}");
+        assert_eq!(
+            std::fs::read_to_string(c.work().join(out)).unwrap(),
+            "ran\n",
+            "{out}"
+        );
+    }
 }
