@@ -3809,6 +3809,14 @@ impl Controller {
         }
     }
 
+    /// Whether node `name` is DOWN by an operator's or the controller's say (beneath
+    /// its drain or not).
+    pub(crate) fn node_overridden_down(&self, name: &str) -> bool {
+        self.node_overrides
+            .get(name)
+            .is_some_and(|o| o.state == "DOWN" || o.state == DOWN_DRAIN)
+    }
+
     /// Whether node `name` is DOWN beneath its drain (see [`DOWN_DRAIN`]).
     pub(crate) fn node_down_drained(&self, name: &str) -> bool {
         self.node_overrides
