@@ -3321,11 +3321,17 @@ impl Controller {
         // Slurm's `set_node_down_ptr(node, "Not responding")`: the reason is the
         // controller's (SlurmUser), unless an operator's stands; kept across restarts,
         // and lifted at registration as `ReturnToService` says. A drained node goes
-        // DOWN beneath its drain (`DOWN+DRAIN`), the operator's reason kept.
+        // DOWN beneath its drain (`DOWN+DRAIN`), the operator's reason kept; one
+        // drained by its slurm.conf line has none, and takes Slurm's.
+        let drained = match self.node_overrides.get(node) {
+            Some(o) => o.state == "DRAIN" || o.state == DOWN_DRAIN,
+            None => self.conf.cluster.node(nid).state == NodeState::Drain,
+        };
+        let down = if drained { DOWN_DRAIN } else { "DOWN" };
         match self.node_overrides.get(node) {
-            None => effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now)),
+            None => effects.push(self.set_override(node, down, NOT_RESPONDING, now)),
             Some(o) if o.reason.starts_with(NOT_RESPONDING) => {
-                effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now))
+                effects.push(self.set_override(node, down, NOT_RESPONDING, now))
             }
             Some(o) if o.state == "DRAIN" => {
                 let mut o = o.clone();

@@ -356,9 +356,15 @@ impl Controller {
             };
         }
         if let Some(o) = current.filter(|o| o.state == DOWN_DRAIN) {
-            // ReturnToService=2 returns any DOWN node to service: this one is drained
-            // again (Slurm keeps the DRAIN flag and its reason).
-            if self.conf.net.return_to_service != 2 {
+            // ReturnToService=2 returns any DOWN node to service, 1 one DOWN for not
+            // responding: this one is drained again (Slurm keeps the DRAIN flag and its
+            // reason).
+            let back = match self.conf.net.return_to_service {
+                2 => true,
+                1 => o.reason == NOT_RESPONDING,
+                _ => false,
+            };
+            if !back {
                 return Vec::new();
             }
             let mut o = o.clone();
