@@ -2521,7 +2521,7 @@ impl Controller {
             }));
         }
         if state == JobState::Running {
-            effects.extend(self.cancel_open_steps(id, now));
+            effects.extend(self.cancel_open_steps(id, lost_with_node, now));
             let r = &self.jobs[&id];
             // The run is over once nothing of it is left on any of its nodes: its batch
             // script's (unless the script has ended: a victim that left in its grace)
@@ -2589,8 +2589,10 @@ impl Controller {
     /// The `srun` steps of job `id`'s current run still running when that run is requeued
     /// end with it, CANCELLED at `now`, as slurmctld completes a requeued job's steps
     /// (their srun, killed with the run or lost with its node, never reports them; they
-    /// stayed RUNNING in `sacct -D` for ever).
-    fn cancel_open_steps(&mut self, id: JobId, now: i64) -> Vec<Effect> {
+    /// stayed RUNNING in `sacct -D` for ever). Killed with the run, by the SIGTERM that
+    /// ends it (`0:15`, as Slurm 22.05 records them); lost with their node, by no
+    /// signal (as the run's batch step).
+    fn cancel_open_steps(&mut self, id: JobId, lost_with_node: bool, now: i64) -> Vec<Effect> {
         let run = self.jobs[&id].restarts;
         let open: Vec<(JobId, StepId)> = self
             .steps
@@ -2604,6 +2606,9 @@ impl Controller {
             let s = self.steps.get_mut(&k).expect("listed");
             s.state = JobState::Cancelled;
             s.end = Some(now);
+            if !lost_with_node {
+                s.signal = 15;
+            }
             if usage.is_some() {
                 s.usage = usage;
             }
