@@ -2523,7 +2523,7 @@ impl Controller {
             }));
         }
         if state == JobState::Running {
-            effects.extend(self.cancel_open_steps(id, now));
+            effects.extend(self.cancel_open_steps(id, lost_with_node, now));
             let r = &self.jobs[&id];
             // The run is over once nothing of it is left on any of its nodes: its batch
             // script's (unless the script has ended: a victim that left in its grace)
@@ -2591,8 +2591,10 @@ impl Controller {
     /// The `srun` steps of job `id`'s current run still running when that run is requeued
     /// end with it, CANCELLED at `now`, as slurmctld completes a requeued job's steps
     /// (their srun, killed with the run or lost with its node, never reports them; they
-    /// stayed RUNNING in `sacct -D` for ever).
-    fn cancel_open_steps(&mut self, id: JobId, now: i64) -> Vec<Effect> {
+    /// stayed RUNNING in `sacct -D` for ever). Killed with the run, by the SIGTERM that
+    /// ends it (`0:15`, as Slurm 22.05 records them); lost with their node, by no
+    /// signal (as the run's batch step).
+    fn cancel_open_steps(&mut self, id: JobId, lost_with_node: bool, now: i64) -> Vec<Effect> {
         let run = self.jobs[&id].restarts;
         let open: Vec<(JobId, StepId)> = self
             .steps
@@ -2606,6 +2608,9 @@ impl Controller {
             let s = self.steps.get_mut(&k).expect("listed");
             s.state = JobState::Cancelled;
             s.end = Some(now);
+            if !lost_with_node {
+                s.signal = 15;
+            }
             if usage.is_some() {
                 s.usage = usage;
             }
@@ -3323,11 +3328,17 @@ impl Controller {
         // Slurm's `set_node_down_ptr(node, "Not responding")`: the reason is the
         // controller's (SlurmUser), unless an operator's stands; kept across restarts,
         // and lifted at registration as `ReturnToService` says. A drained node goes
-        // DOWN beneath its drain (`DOWN+DRAIN`), the operator's reason kept.
+        // DOWN beneath its drain (`DOWN+DRAIN`), the operator's reason kept; one
+        // drained by its slurm.conf line has none, and takes Slurm's.
+        let drained = match self.node_overrides.get(node) {
+            Some(o) => o.state == "DRAIN" || o.state == DOWN_DRAIN,
+            None => self.conf.cluster.node(nid).state == NodeState::Drain,
+        };
+        let down = if drained { DOWN_DRAIN } else { "DOWN" };
         match self.node_overrides.get(node) {
-            None => effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now)),
+            None => effects.push(self.set_override(node, down, NOT_RESPONDING, now)),
             Some(o) if o.reason.starts_with(NOT_RESPONDING) => {
-                effects.push(self.set_override(node, "DOWN", NOT_RESPONDING, now))
+                effects.push(self.set_override(node, down, NOT_RESPONDING, now))
             }
             Some(o) if o.state == "DRAIN" => {
                 let mut o = o.clone();
@@ -3815,6 +3826,14 @@ impl Controller {
             NodeState::Up if used >= n.capacity.cpus => "allocated",
             NodeState::Up => "mixed",
         }
+    }
+
+    /// Whether node `name` is DOWN by an operator's or the controller's say (beneath
+    /// its drain or not).
+    pub(crate) fn node_overridden_down(&self, name: &str) -> bool {
+        self.node_overrides
+            .get(name)
+            .is_some_and(|o| o.state == "DOWN" || o.state == DOWN_DRAIN)
     }
 
     /// Whether node `name` is DOWN beneath its drain (see [`DOWN_DRAIN`]).

@@ -109,9 +109,16 @@ impl Cluster {
             let a = c.start_agent(n);
             c.agents.push(a);
         }
+        // Every node idle; with agents named, every node of theirs (a node of the
+        // slurm.conf without an agent may be meant to stay away).
         c.wait_for("all nodes idle", || {
-            let o = c.run("sinfo", &["-h", "-N", "-o", "%t"]);
-            o.code == 0 && !o.stdout.is_empty() && o.stdout.lines().all(|l| l.trim() == "idle")
+            let o = c.run("sinfo", &["-h", "-N", "-o", "%N %t"]);
+            o.code == 0
+                && !o.stdout.is_empty()
+                && o.stdout.lines().all(|l| {
+                    let (node, state) = l.trim().split_once(' ').unwrap_or(("", ""));
+                    state == "idle" || !(nodes.is_empty() || nodes.contains(&node))
+                })
         });
         c
     }

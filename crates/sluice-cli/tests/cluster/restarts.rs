@@ -401,6 +401,34 @@ fn an_agent_that_never_returns_after_a_restart_has_its_node_down_after_slurmd_ti
 }
 
 #[test]
+fn a_node_drained_in_slurm_conf_whose_agent_never_registers_goes_down_beneath_its_drain() {
+    // n2's line drains it; its agent never comes. SlurmdTimeout=4.
+    let conf = "ClusterName=restarts
+SlurmctldHost=localhost
+SlurmdTimeout=4
+NodeName=n1 CPUs=4 RealMemory=4000 State=UNKNOWN
+NodeName=n2 CPUs=4 RealMemory=4000 State=DRAIN
+PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=1:00:00 State=UP
+";
+    let c = Cluster::start_with("drained_never", conf, &["n1"]);
+    // Given up SlurmdTimeout after the start, it is DOWN beneath its drain, as Slurm's
+    // `set_node_down_ptr` leaves it: `drain*` to sinfo, Slurm's reason.
+    c.wait_for("n2 to be given up", || {
+        node_state(&c, "n2").starts_with("DOWN")
+    });
+    assert_eq!(
+        node_state(&c, "n2"),
+        "DOWN+DRAIN+NOT_RESPONDING Not responding"
+    );
+    assert_eq!(sinfo(&c), "n1 idle\nn2 drain*\n");
+    // Nothing starts there.
+    let job = c.sbatch(&["-w", "n2", "--wrap", "true"]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(c.state(job), "PENDING");
+    assert_eq!(c.run("scancel", &[&job.to_string()]).code, 0);
+}
+
+#[test]
 fn an_agent_away_past_slurmd_timeout_fails_or_requeues_its_jobs_and_its_return_kills_the_stale_runs(
 ) {
     // One node of 2 CPUs whose agent is waited for two seconds (SlurmdTimeout), two

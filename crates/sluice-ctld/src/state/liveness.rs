@@ -159,6 +159,12 @@ impl Liveness {
             .collect()
     }
 
+    /// An operator resumed or undrained the node at `now`: it is not responding until
+    /// its agent answers.
+    pub(crate) fn await_answer(&mut self, node: &str, now: i64) {
+        self.resumed.insert(node.to_string(), now);
+    }
+
     /// The node's agent is gone, or an operator drained or downed it again: no
     /// resume awaits an answer.
     pub(crate) fn settled(&mut self, node: &str) {
@@ -350,9 +356,15 @@ impl Controller {
             };
         }
         if let Some(o) = current.filter(|o| o.state == DOWN_DRAIN) {
-            // ReturnToService=2 returns any DOWN node to service: this one is drained
-            // again (Slurm keeps the DRAIN flag and its reason).
-            if self.conf.net.return_to_service != 2 {
+            // ReturnToService=2 returns any DOWN node to service, 1 one DOWN for not
+            // responding: this one is drained again (Slurm keeps the DRAIN flag and its
+            // reason).
+            let back = match self.conf.net.return_to_service {
+                2 => true,
+                1 => o.reason == NOT_RESPONDING,
+                _ => false,
+            };
+            if !back {
                 return Vec::new();
             }
             let mut o = o.clone();
@@ -360,14 +372,7 @@ impl Controller {
             tracing::info!("node {node} returned to service, drained");
             return vec![self.put_override(node, o)];
         }
-        let back = current.is_some_and(|o| {
-            o.state == "DOWN"
-                && match self.conf.net.return_to_service {
-                    2 => true,
-                    1 => o.reason == NOT_RESPONDING,
-                    _ => false,
-                }
-        });
+        let back = current.is_some_and(|o| self.returns_to_service(o));
         if !back {
             return Vec::new();
         }
@@ -396,8 +401,20 @@ impl Controller {
     /// An operator resumed `node` at `now`, its agent registered: it waits for an
     /// answer before it takes work (the core sees it drained until then).
     pub(crate) fn await_answer(&mut self, node: &str, nid: NodeId, now: i64) {
-        self.liveness.resumed.insert(node.to_string(), now);
+        self.liveness.await_answer(node, now);
         self.sched.set_node_state(nid, NodeState::Drain);
+    }
+
+    /// Whether a DOWN node (an operator's, or for not responding) returns to service
+    /// when its agent registers or answers again, as `ReturnToService` says — 1: only
+    /// one set DOWN [`NOT_RESPONDING`], 2: any, 0: none (an operator resumes it).
+    fn returns_to_service(&self, o: &NodeOverride) -> bool {
+        o.state == "DOWN"
+            && match self.conf.net.return_to_service {
+                2 => true,
+                1 => o.reason == NOT_RESPONDING,
+                _ => false,
+            }
     }
 
     /// The registered agents to ping at `now`: those not heard from (no heartbeat, no
@@ -478,15 +495,33 @@ impl Controller {
                 Vec::new()
             };
         }
+        let mut effects = Vec::new();
         for name in &back {
             self.liveness.resumed.remove(name);
+            // Undrained while DOWN: its answer stands for Slurm's registration, which
+            // brings it back as `ReturnToService` says, or leaves it DOWN.
+            match self.node_overrides.get(name) {
+                Some(o) if self.returns_to_service(o) => {
+                    self.node_overrides.remove(name);
+                    effects.push(Effect::PersistNode {
+                        name: name.clone(),
+                        record: None,
+                    });
+                }
+                Some(o) if o.state == "DOWN" => {
+                    tracing::info!("Node {name} now responding, still DOWN");
+                    continue;
+                }
+                _ => {}
+            }
             tracing::info!("node {name} returned to service: its agent answers, state set to IDLE");
             if let Some(nid) = self.conf.node_id(name) {
                 self.sched.set_node_state(nid, self.node_state(nid));
             }
         }
         self.outside_dirty = true;
-        self.schedule(now)
+        effects.extend(self.schedule(now));
+        effects
     }
 }
 

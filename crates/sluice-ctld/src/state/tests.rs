@@ -2184,6 +2184,97 @@ fn return_to_service_2_brings_back_any_down_node_but_not_a_drained_one() {
     );
 }
 
+#[test]
+fn undrain_takes_away_only_the_drain_of_a_down_node_as_slurm_does() {
+    let mut c = liveness(0);
+    c.update_node("node01", "DOWN", Some("cabling"), &root(), 500)
+        .unwrap();
+    // DRAIN on a DOWN node: DOWN beneath its drain (`DOWN+DRAIN`, `drain` to sinfo),
+    // the new reason.
+    let effects = c
+        .update_node("node01", "DRAIN", Some("disks"), &root(), 510)
+        .unwrap();
+    assert_eq!(
+        node_writes(&effects),
+        [(
+            "node01".to_string(),
+            Some(("DOWN+DRAIN".into(), "disks".into()))
+        )]
+    );
+    assert_eq!(
+        (node01(&c).0, node01(&c).2, c.nodes()[0].down),
+        ("drained".into(), Some("disks".into()), true)
+    );
+    // UNDRAIN: still DOWN with its reason, asked to register again: not responding
+    // until its agent answers.
+    let effects = c
+        .update_node("node01", "UNDRAIN", None, &root(), 520)
+        .unwrap();
+    assert_eq!(
+        node_writes(&effects),
+        [("node01".to_string(), Some(("DOWN".into(), "disks".into())))]
+    );
+    assert_eq!(
+        (node01(&c).0, node01(&c).1, node01(&c).2),
+        ("down".into(), false, Some("disks".into()))
+    );
+    // ReturnToService=0: its answer leaves it DOWN, responding; nothing starts there.
+    let mut next = 1;
+    submit(&mut c, desc(1, 60), &mut next, 521);
+    let effects = c.agents_answered(&["node01".into()], 523);
+    assert!(node_writes(&effects).is_empty());
+    assert!(launches(&effects).is_empty());
+    assert_eq!(
+        (node01(&c).0, node01(&c).1, node01(&c).2),
+        ("down".into(), true, Some("disks".into()))
+    );
+    // UNDRAIN of a plain DOWN node changes nothing but the answer awaited.
+    c.update_node("node01", "UNDRAIN", None, &root(), 530)
+        .unwrap();
+    assert_eq!(
+        (node01(&c).0, node01(&c).1, node01(&c).2),
+        ("down".into(), false, Some("disks".into()))
+    );
+    // DOWN on a drained node keeps the drain beneath it.
+    let mut c = liveness(0);
+    c.update_node("node01", "DRAIN", Some("disks"), &root(), 500)
+        .unwrap();
+    c.update_node("node01", "DOWN", Some("cabling"), &root(), 510)
+        .unwrap();
+    assert_eq!(
+        (node01(&c).0, node01(&c).2, c.nodes()[0].down),
+        ("drained".into(), Some("cabling".into()), true)
+    );
+    c.update_node("node01", "UNDRAIN", None, &root(), 520)
+        .unwrap();
+    assert_eq!(
+        (node01(&c).0, node01(&c).2, c.nodes()[0].down),
+        ("down".into(), Some("cabling".into()), false)
+    );
+}
+
+#[test]
+fn an_undrained_down_node_returns_to_service_when_its_agent_answers_under_return_to_service_2() {
+    let mut c = liveness(2);
+    c.update_node("node01", "DOWN", Some("cabling"), &root(), 500)
+        .unwrap();
+    c.update_node("node01", "UNDRAIN", None, &root(), 510)
+        .unwrap();
+    assert_eq!(
+        (node01(&c).0, node01(&c).1, node01(&c).2),
+        ("down".into(), false, Some("cabling".into()))
+    );
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(1, 60), &mut next, 511);
+    assert!(launches(&c.schedule(511)).is_empty());
+    // Its answer stands for Slurm's registration: back in service, the job starts.
+    let effects = c.agents_answered(&["node01".into()], 512);
+    assert_eq!(node_writes(&effects), [("node01".to_string(), None)]);
+    assert_eq!(launches(&effects), [(id.0, vec!["node01".to_string()])]);
+    assert_eq!(node01(&c).1, true);
+    assert_eq!(node01(&c).2, None);
+}
+
 /// What an agent found: `cpus` CPUs on one socket, `mem` MiB, `gpus` GPUs.
 fn found(cpus: u32, mem: u64, gpus: Option<u64>) -> sluice_proto::types::NodeHardware {
     sluice_proto::types::NodeHardware {

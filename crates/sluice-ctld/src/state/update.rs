@@ -128,10 +128,16 @@ impl Controller {
                 self.node_book.future.remove(&name);
                 self.node_book.resumed.insert(name.clone());
             }
+            // As Slurm's node flags: DOWN and DRAIN stack (`DOWN+DRAIN`), UNDRAIN takes
+            // away only the drain, RESUME both.
+            let was = self.node_overrides.get(&name).map(|o| o.state.clone());
+            let was_down = matches!(was.as_deref(), Some("DOWN") | Some(DOWN_DRAIN));
+            let was_drained = matches!(was.as_deref(), Some("DRAIN") | Some(DOWN_DRAIN));
             let record = match set {
                 Some(s) => {
+                    let stacked = (s == "DRAIN" && was_down) || (s == "DOWN" && was_drained);
                     let o = NodeOverride {
-                        state: s.into(),
+                        state: if stacked { DOWN_DRAIN } else { s }.into(),
                         reason: reason.unwrap_or_default().into(),
                         uid: caller.uid,
                         time: now,
@@ -139,6 +145,18 @@ impl Controller {
                     let json = serde_json::to_string(&o).expect("records serialise");
                     self.node_overrides.insert(name.clone(), o);
                     self.liveness.settled(&name);
+                    Some(json)
+                }
+                None if state == "UNDRAIN" && was_down => {
+                    // Still DOWN, with its reason; asked to register again, as Slurm's
+                    // `_require_node_reg`: not responding until its agent answers, when
+                    // `ReturnToService` may bring it back.
+                    let o = self.node_overrides.get_mut(&name).expect("overridden");
+                    o.state = "DOWN".into();
+                    let json = serde_json::to_string(&*o).expect("records serialise");
+                    if self.agents_up.contains(&name) {
+                        self.liveness.await_answer(&name, now);
+                    }
                     Some(json)
                 }
                 None => {
@@ -151,7 +169,10 @@ impl Controller {
             };
             tracing::info!(
                 "update_node: node {name} state set to {} by uid {}{}",
-                set.unwrap_or(if to_future { "FUTURE" } else { "RESUME" }),
+                self.node_overrides
+                    .get(&name)
+                    .map(|o| o.state.as_str())
+                    .unwrap_or(if to_future { "FUTURE" } else { "RESUME" }),
                 caller.uid,
                 reason
                     .map(|r| format!(", reason set to: {r}"))
@@ -163,7 +184,7 @@ impl Controller {
             });
             // An agent that is not there keeps the node down whatever the operator says;
             // an operator's DOWN ends its jobs at once, silent agent or not.
-            let state = if set == Some("DOWN") {
+            let state = if set == Some("DOWN") || self.node_overridden_down(&name) {
                 NodeState::Down
             } else if self.liveness.awaiting(&name) || self.liveness.is_silent(&name) {
                 NodeState::Drain

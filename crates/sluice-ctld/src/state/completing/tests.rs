@@ -266,3 +266,22 @@ fn a_restarted_controller_still_holds_a_completing_jobs_nodes() {
         (JobState::Cancelled, false, Some(10))
     );
 }
+
+#[test]
+fn a_requeued_jobs_running_step_is_recorded_cancelled_by_sigterm() {
+    let (mut c, big, _) = two_node_job_and_a_waiting_one();
+    // `scontrol requeue` at 10 while its srun step runs: the step ends with the run,
+    // CANCELLED by the SIGTERM that ends it (`0:15` in sacct), as Slurm 22.05 records
+    // it.
+    let effects = c.requeue(big, None, &agent(), 10).unwrap();
+    let steps: Vec<(JobState, i32, i32, Option<i64>)> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistStep(s) if s.step == StepId::Number(0) => {
+                Some((s.state, s.exit_code as i32, s.signal as i32, s.end))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, [(JobState::Cancelled, 0, 15, Some(10))]);
+}

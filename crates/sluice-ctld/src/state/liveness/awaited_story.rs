@@ -283,3 +283,41 @@ fn a_drained_node_whose_agent_never_registers_after_a_restart_goes_down_beneath_
         ("drained", true, true)
     );
 }
+
+#[test]
+fn a_node_drained_by_its_slurm_conf_line_whose_agent_never_registers_goes_down_beneath_its_drain() {
+    // node02's line drains it (State=DRAIN, no reason); SlurmdTimeout=30,
+    // ReturnToService=1. Its agent is away when the controller starts.
+    let mut conf = conf(2, 4);
+    conf.net.slurmd_timeout = 30;
+    conf.net.return_to_service = 1;
+    conf.cluster.nodes[1].state = sluice_core::NodeState::Drain;
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    c.set_slurm_uid(64030);
+    c.await_agents(0);
+    c.agent_registered("node01", &[], 1);
+    assert!(c.silent_expired(29).is_empty());
+
+    // SlurmdTimeout after the start: DOWN beneath its drain, with Slurm's reason set by
+    // the controller's user (`set_node_down_ptr`), kept in the store.
+    let effects = c.silent_expired(30);
+    assert_eq!(
+        nodes(&c)[1],
+        node("node02", "drained", false, Some("Not responding"))
+    );
+    let n2 = &c.nodes()[1];
+    assert!(n2.down);
+    assert_eq!(n2.reason_set, Some((64030, 30)));
+    let kept = node_rows(&effects);
+    assert_eq!(kept.len(), 1, "{effects:?}");
+    assert!(kept[0].1.contains("\"DOWN+DRAIN\""), "{kept:?}");
+
+    // Its agent registers at last: ReturnToService=1 brings back a node DOWN for not
+    // responding, drained again (IDLE+DRAIN), as Slurm does.
+    c.agent_registered("node02", &[], 40);
+    let n2 = &c.nodes()[1];
+    assert_eq!(
+        (n2.state.as_str(), n2.down, n2.agent_up),
+        ("drained", false, true)
+    );
+}
