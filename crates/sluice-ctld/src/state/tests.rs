@@ -2271,7 +2271,7 @@ fn an_undrained_down_node_returns_to_service_when_its_agent_answers_under_return
     let effects = c.agents_answered(&["node01".into()], 512);
     assert_eq!(node_writes(&effects), [("node01".to_string(), None)]);
     assert_eq!(launches(&effects), [(id.0, vec!["node01".to_string()])]);
-    assert_eq!(node01(&c).1, true);
+    assert!(node01(&c).1);
     assert_eq!(node01(&c).2, None);
 }
 

@@ -278,7 +278,7 @@ fn a_requeued_jobs_running_step_is_recorded_cancelled_by_sigterm() {
         .iter()
         .filter_map(|e| match e {
             Effect::PersistStep(s) if s.step == StepId::Number(0) => {
-                Some((s.state, s.exit_code as i32, s.signal as i32, s.end))
+                Some((s.state, s.exit_code, s.signal, s.end))
             }
             _ => None,
         })
