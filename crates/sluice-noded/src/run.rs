@@ -1164,9 +1164,7 @@ fn kill_job(exec: Arc<Exec>, kill_wait: i64) {
 /// (already under way when the job was told to end) — and waited for, so that the
 /// script's end is reported only once nothing of the job is left on this node.
 async fn end_leftovers(exec: &Arc<Exec>, kill_wait: i64) {
-    let left = |exec: &Exec| {
-        !exec.procs().task_groups.is_empty() || !crate::tree::live_descendants().is_empty()
-    };
+    let left = |exec: &Exec| !exec.procs().task_groups.is_empty() || !crate::tree::none_left();
     if !left(exec) {
         return;
     }

@@ -547,7 +547,7 @@ fn may_leave(
     // Nothing the job started may be left either (checked last: it reads /proc).
     let idle = idle && {
         orphans.reap();
-        crate::tree::live_descendants().is_empty()
+        crate::tree::none_left()
     };
     if !idle {
         *idle_since = None;

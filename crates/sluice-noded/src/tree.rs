@@ -11,6 +11,16 @@
 //! started, with or without cgroups. The processes given to it that end are reaped
 //! here ([`Orphans`]); its own children are reaped by their waiters, which register
 //! them ([`own_child`]) so that they are never taken from them.
+//!
+//! Reading every process of the machine costs a `/proc/PID/stat` read each, and a
+//! supervisor asks at every child's end and before it leaves: on a busy node that was
+//! most of what starting and ending a short job cost. The questions asked often are
+//! answered from the kernel's own lists of each process's children
+//! (`/proc/PID/task/TID/children`), which cost what the job has, not what the machine
+//! runs. A process whose parent ends while the lists are read can be missed by that
+//! reading, but it is then the supervisor's own child (the subreaper's): "is nothing
+//! left?" is answered *yes* only when a second reading agrees. Where the kernel keeps
+//! no such lists, every process is read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -72,15 +82,82 @@ fn table() -> BTreeMap<i32, Proc> {
         else {
             continue;
         };
-        if let Some(p) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .as_deref()
-            .and_then(parse_stat)
-        {
+        if let Some(p) = one(pid) {
             out.insert(pid, p);
         }
     }
     out
+}
+
+/// Whether the kernel lists each process's children (`CONFIG_PROC_CHILDREN`), as
+/// this process's own list shows.
+fn children_listed() -> bool {
+    static LISTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LISTED.get_or_init(|| {
+        let me = std::process::id();
+        std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
+    })
+}
+
+/// The children of process `pid`, from the lists of all its threads (a child belongs
+/// to the thread that started it); none for a process that is gone. Only where
+/// [`children_listed`].
+fn children_of(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|c| c.parse::<i32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// Process `pid` as its `/proc/PID/stat` has it; `None` once it is gone.
+fn one(pid: i32) -> Option<Proc> {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .as_deref()
+        .and_then(parse_stat)
+}
+
+/// The descendants of `root` found through the children lists: (pid, is a zombie),
+/// parents before children. Only where [`children_listed`]; a process whose parent
+/// ends while the lists are read may be missing.
+fn descendants_listed(root: i32) -> Vec<(i32, bool)> {
+    let mut out: Vec<(i32, bool)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![root];
+    while let Some(p) = todo.pop() {
+        for c in children_of(p) {
+            if !seen.insert(c) {
+                continue;
+            }
+            if let Some(proc) = one(c) {
+                out.push((c, proc.zombie));
+                todo.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Whether nothing this process started is left running (see the module's
+/// documentation: *yes* from the children lists only when two readings say so).
+pub(crate) fn none_left() -> bool {
+    if !SUPERVISING.load(std::sync::atomic::Ordering::Relaxed) {
+        return true;
+    }
+    if children_listed() {
+        let me = std::process::id() as i32;
+        return (0..2).all(|_| descendants_listed(me).iter().all(|&(_, zombie)| zombie));
+    }
+    live_descendants().is_empty()
 }
 
 /// The descendants of `root` in `procs`: (pid, is a zombie), parents before children.
@@ -159,11 +236,19 @@ impl Orphans {
             return;
         }
         let me = std::process::id() as i32;
-        let zombies: Vec<i32> = table()
-            .into_iter()
-            .filter(|(_, p)| p.ppid == me && p.zombie)
-            .map(|(pid, _)| pid)
-            .collect();
+        // Its own children's list, or where the kernel keeps none, every process.
+        let zombies: Vec<i32> = if children_listed() {
+            children_of(me)
+                .into_iter()
+                .filter(|&c| one(c).is_some_and(|p| p.zombie && p.ppid == me))
+                .collect()
+        } else {
+            table()
+                .into_iter()
+                .filter(|(_, p)| p.ppid == me && p.zombie)
+                .map(|(pid, _)| pid)
+                .collect()
+        };
         let own = own().clone();
         self.seen.retain(|pid, _| zombies.contains(pid));
         for pid in zombies {
@@ -205,6 +290,54 @@ mod tests {
             }
         );
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn the_children_lists_find_what_the_whole_table_finds() {
+        if !children_listed() {
+            eprintln!("skipped: this kernel keeps no children lists (CONFIG_PROC_CHILDREN)");
+            return;
+        }
+        let me = std::process::id() as i32;
+        // A shell started by this test's thread (one of several: each thread has its
+        // own list), and its sleep, a grandchild.
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let shell = sh.id() as i32;
+        let waited = |what: &str, done: &dyn Fn() -> bool| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !done() {
+                assert!(Instant::now() < deadline, "{what}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        waited("the shell's sleep never started", &|| {
+            !descendants_in(&table(), shell).is_empty()
+        });
+        let sleep = descendants_in(&table(), shell)[0].0;
+        let listed = descendants_listed(me);
+        let whole = descendants_in(&table(), me);
+        for p in [shell, sleep] {
+            assert!(listed.contains(&(p, false)), "{p} listed: {listed:?}");
+            assert!(whole.contains(&(p, false)), "{p} in the table: {whole:?}");
+        }
+        assert!(
+            listed.iter().position(|&(p, _)| p == shell)
+                < listed.iter().position(|&(p, _)| p == sleep),
+            "parents before children: {listed:?}"
+        );
+        // The sleep killed, the shell ends: a zombie until waited for, in both.
+        kill(Pid::from_raw(sleep), Signal::SIGKILL).unwrap();
+        waited("the shell never ended", &|| {
+            one(shell).is_some_and(|p| p.zombie)
+        });
+        assert!(descendants_listed(me).contains(&(shell, true)));
+        assert!(descendants_in(&table(), me).contains(&(shell, true)));
+        assert!(!descendants_listed(me).iter().any(|&(p, _)| p == sleep));
+        sh.wait().unwrap();
+        assert!(!descendants_listed(me).iter().any(|&(p, _)| p == shell));
     }
 
     #[test]
