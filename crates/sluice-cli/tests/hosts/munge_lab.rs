@@ -142,7 +142,7 @@ fn under_auth_munge_a_users_job_runs_across_hosts_and_another_munge_key_is_refus
         (o.stdout.as_str(), o.stderr.as_str(), o.code),
         (
             "",
-            "squeue: error: Protocol authentication error (munge: Invalid credential)\n",
+            "slurm_load_jobs error: Protocol authentication error (munge: Invalid credential)\n",
             1
         )
     );

@@ -346,7 +346,7 @@ fn a_users_job_from_node01_runs_on_two_other_hosts_and_a_wrong_key_is_refused() 
         (o.stdout.as_str(), o.stderr.as_str(), o.code),
         (
             "",
-            "squeue: error: Protocol authentication error (invalid credential signature)\n",
+            "slurm_load_jobs error: Protocol authentication error (invalid credential signature)\n",
             1
         )
     );
