@@ -255,6 +255,17 @@ pub fn describe(e: &ClientError) -> String {
     }
 }
 
+/// The user a command's `-u` word names, a user name or a uid, as Slurm's commands take
+/// them; `None` for someone the user database does not know.
+pub fn user_named(word: &str) -> Option<nix::unistd::User> {
+    match word.parse::<u32>() {
+        Ok(uid) => nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)),
+        Err(_) => nix::unistd::User::from_name(word),
+    }
+    .ok()
+    .flatten()
+}
+
 /// Now, in Unix seconds.
 pub fn now() -> i64 {
     std::time::SystemTime::now()

@@ -179,11 +179,7 @@ fn user_names(list: &str) -> Result<Option<Vec<String>>, String> {
     }
     let mut names = Vec::new();
     for u in list.split(',').filter(|u| !u.is_empty()) {
-        let user = match u.parse::<u32>() {
-            Ok(uid) => nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)),
-            Err(_) => nix::unistd::User::from_name(u),
-        };
-        match user.ok().flatten() {
+        match super::common::user_named(u) {
             Some(user) if !names.contains(&user.name) => names.push(user.name),
             Some(_) => {}
             None => return Err(format!("Invalid user id: {u}")),

@@ -471,13 +471,7 @@ fn parse(args: &[String]) -> Args {
             "user" => {
                 for u in f.value().split(',') {
                     // A name or a uid, as Slurm takes them; someone unknown is an error.
-                    let user = match u.parse::<u32>() {
-                        Ok(uid) => nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                            .ok()
-                            .flatten(),
-                        Err(_) => nix::unistd::User::from_name(u).ok().flatten(),
-                    };
-                    match user {
+                    match super::common::user_named(u) {
                         Some(user) => a.users.push(user.name),
                         None => fail("squeue", format!("Invalid user: {u}"), 1),
                     }

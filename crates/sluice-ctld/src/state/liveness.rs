@@ -359,12 +359,7 @@ impl Controller {
             // ReturnToService=2 returns any DOWN node to service, 1 one DOWN for not
             // responding: this one is drained again (Slurm keeps the DRAIN flag and its
             // reason).
-            let back = match self.conf.net.return_to_service {
-                2 => true,
-                1 => o.reason == NOT_RESPONDING,
-                _ => false,
-            };
-            if !back {
+            if !self.return_to_service_takes(&o.reason) {
                 return Vec::new();
             }
             let mut o = o.clone();
@@ -409,12 +404,16 @@ impl Controller {
     /// when its agent registers or answers again, as `ReturnToService` says — 1: only
     /// one set DOWN [`NOT_RESPONDING`], 2: any, 0: none (an operator resumes it).
     fn returns_to_service(&self, o: &NodeOverride) -> bool {
-        o.state == "DOWN"
-            && match self.conf.net.return_to_service {
-                2 => true,
-                1 => o.reason == NOT_RESPONDING,
-                _ => false,
-            }
+        o.state == "DOWN" && self.return_to_service_takes(&o.reason)
+    }
+
+    /// Whether `ReturnToService` brings back a node set DOWN with `reason`.
+    fn return_to_service_takes(&self, reason: &str) -> bool {
+        match self.conf.net.return_to_service {
+            2 => true,
+            1 => reason == NOT_RESPONDING,
+            _ => false,
+        }
     }
 
     /// The registered agents to ping at `now`: those not heard from (no heartbeat, no
