@@ -48,6 +48,7 @@ pub mod fencing;
 mod forecast_arena;
 mod freed;
 pub mod input;
+mod job_script;
 mod metrics;
 pub mod owner;
 mod priority;

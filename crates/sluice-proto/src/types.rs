@@ -1316,6 +1316,13 @@ pub struct ExitReport {
     pub signal: i32,
 }
 
+/// `GET /v1/jobs/{id}/script`'s answer (`scontrol write batch_script`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobScript {
+    /// The batch script as submitted.
+    pub script: String,
+}
+
 /// `scontrol hold|uhold|release|requeue`'s body: an optional array task.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSelection {

@@ -26,6 +26,7 @@ pub mod scontrol_resv;
 pub mod scontrol_show;
 pub mod scontrol_token;
 pub mod scontrol_update;
+pub mod scontrol_write;
 pub mod sdiag;
 pub mod seff;
 pub mod sinfo;

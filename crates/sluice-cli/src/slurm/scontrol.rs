@@ -398,6 +398,7 @@ fn show_entity(tag: &str) -> Option<&'static str> {
 pub fn main(args: Vec<String>) -> i32 {
     let mut one_line = false;
     let mut details = false;
+    let mut quiet = false;
     // FUTURE nodes shown (`-F`, `--future`, `SCONTROL_FUTURE` set).
     let mut future = std::env::var_os("SCONTROL_FUTURE").is_some();
     let mut words: Vec<String> = Vec::new();
@@ -439,8 +440,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 print!("{}", super::scontrol_help::HELP);
                 return 0;
             }
+            "quiet" => quiet = true,
             // Accepted, no effect.
-            "all" | "quiet" => {}
+            "all" => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
@@ -765,6 +767,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 None => fail(ME, "invalid entity for keyword delete", 1),
             }
         }
+        "write" => super::scontrol_write::run(&client, &words[1..], quiet),
         // As Slurm: `tok`, `toke` or `token`.
         w if w.len() >= 3 && "token".starts_with(w) => {
             super::scontrol_token::run(&client, &words[1..])

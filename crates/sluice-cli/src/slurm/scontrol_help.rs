@@ -9,7 +9,7 @@ scontrol [<OPTION>] [<COMMAND>]
      -d, --details  show job: derived exit code, processors and memory per node
      -h, --help     this help (also --usage and the help command)
      -o, --oneliner one record per line
-     -Q, --quiet    accepted, without effect in Sluice
+     -Q, --quiet    write batch_script: no line saying where it went
      -V, --version  print the Slurm version and exit
 
     Valid <COMMAND> values are:
@@ -35,13 +35,16 @@ scontrol [<OPTION>] [<COMMAND>]
                               partition (PartitionName=) or a reservation
                               (ReservationName=)
      version                  print the Slurm version
+     write batch_script <job_id> [<file>]
+                              a batch job's script, to slurm-<job_id>.sh,
+                              <file>, or standard output for \"-\"
 
   <ENTITY> may be \"config\", \"hostlist\", \"hostlistsorted\", \"hostnames\",
        \"job\", \"node\", \"partition\" or \"reservation\".
 
   <SPECIFICATIONS> are KEY=VALUE words, as \"show\" prints them.
 
-  Not supported by Sluice: the options --clusters, --federation, --future,
+  Not supported by Sluice: the options --clusters, --federation,
   --hide, --local, --sibling, --uid and --verbose; the other commands of Slurm's
   scontrol.
 ";

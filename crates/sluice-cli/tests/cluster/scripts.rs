@@ -1,8 +1,9 @@
 //! Batch scripts and environments are kept in the store, not in the controller's
 //! memory, and read back when a job is launched: a held job and a held array, submitted
 //! with an exported variable, run their scripts with it and with Slurm's variables,
-//! after the controller was killed and restarted while they waited. A script that is
-//! not UTF-8 is taken, from a file or standard input, with a warning.
+//! after the controller was killed and restarted while they waited; `scontrol write
+//! batch_script` reads them back for their owner. A script that is not UTF-8 is taken,
+//! from a file or standard input, with a warning.
 
 use crate::harness::Cluster;
 
@@ -30,6 +31,23 @@ fn held_jobs_run_their_script_and_environment_from_the_store_after_a_restart() {
         let o = c.run("squeue", &["-h"]);
         o.code == 0 && !o.stdout.is_empty()
     });
+    // Read back for `scontrol write batch_script` too: an array's task gives its
+    // array's script; another user is refused and gets no file.
+    let task = format!("{array}_2");
+    let o = c.run("scontrol", &["write", "batch_script", &task, "-"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, SCRIPT), "{}", o.stderr);
+    let o = c.run("scontrol", &["write", "batch_script", &single.to_string()]);
+    assert_eq!(
+        o.stdout,
+        format!("batch script for job {single} written to slurm-{single}.sh\n")
+    );
+    let written = std::fs::read_to_string(c.work().join(format!("slurm-{single}.sh")));
+    assert_eq!(written.ok().as_deref(), Some(SCRIPT));
+    let o = c.run_as(65534, "scontrol", &["write", "batch_script", &task, "-"]);
+    assert_eq!(
+        (o.code, o.stdout.as_str(), o.stderr.as_str()),
+        (1, "", "job script retrieval failed: Invalid user id\n")
+    );
     for id in [single, array] {
         let o = c.run("scontrol", &["release", &id.to_string()]);
         assert_eq!(o.code, 0, "release {id}: {}", o.stderr);

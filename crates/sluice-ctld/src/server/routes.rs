@@ -40,6 +40,7 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/jobs/{id}", get(show_job))
         .route("/v1/jobs/{id}/devices/{node}", get(job_devices))
         .route("/v1/jobs/{id}/usage", get(job_usage))
+        .route("/v1/jobs/{id}/script", get(super::job_script::job_script))
         .route("/v1/jobs/{id}/explain", get(explain::explain))
         .route("/v1/jobs/{id}/hold", post(hold))
         .route("/v1/jobs/{id}/release", post(release))
