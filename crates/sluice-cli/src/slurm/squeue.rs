@@ -717,7 +717,23 @@ pub fn main(args: Vec<String>) -> i32 {
             .map(|c| c.cluster_name)
             .unwrap_or_default();
         let jobs: Vec<JobRecord> = jobs.into_iter().map(|j| *j).collect();
-        print!("{}", super::squeue_json::document(&jobs, &cluster));
+        // The nodes' layouts map the processors jobs hold to sockets and cores; asked
+        // for only when a job holds some.
+        let layouts: super::squeue_json::Layouts =
+            if jobs.iter().any(|j| !j.cpu_ids_per_node.is_empty()) {
+                client
+                    .get::<Vec<sluice_proto::types::NodeInfo>>("/v1/nodes")
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|n| (n.name, (n.cores_per_socket, n.threads_per_core)))
+                    .collect()
+            } else {
+                Default::default()
+            };
+        print!(
+            "{}",
+            super::squeue_json::document(&jobs, &cluster, &layouts)
+        );
         return 0;
     }
     let t = now();

@@ -12,8 +12,13 @@ use sluice_proto::types::{tres_string, JobRecord, JobState, MemoryRequest};
 
 use super::json_c::Json;
 
-/// The whole document for `jobs` (already filtered), Slurm's `cluster` name given.
-pub fn document(jobs: &[JobRecord], cluster: &str) -> String {
+/// Each node's cores per socket and threads per core, by name: what maps the processors
+/// a job holds to the sockets and cores of `job_resources`.
+pub type Layouts = std::collections::HashMap<String, (u32, u32)>;
+
+/// The whole document for `jobs` (already filtered), Slurm's `cluster` name given, and
+/// the `layouts` of their nodes.
+pub fn document(jobs: &[JobRecord], cluster: &str, layouts: &Layouts) -> String {
     let mut jobs: Vec<&JobRecord> = jobs.iter().collect();
     jobs.sort_by_key(|j| j.id);
     let version = Json::object([
@@ -41,7 +46,7 @@ pub fn document(jobs: &[JobRecord], cluster: &str) -> String {
         ("errors", Json::List(vec![])),
         (
             "jobs",
-            Json::List(jobs.into_iter().map(|j| job(j, cluster)).collect()),
+            Json::List(jobs.into_iter().map(|j| job(j, cluster, layouts)).collect()),
         ),
     ])
     .render()
@@ -68,7 +73,7 @@ fn reasons(j: &JobRecord) -> (String, String) {
     }
 }
 
-fn job(j: &JobRecord, cluster: &str) -> Json {
+fn job(j: &JobRecord, cluster: &str, layouts: &Layouts) -> Json {
     let d = &j.desc;
     let s = |v: &Option<String>| Json::str(v.clone().unwrap_or_default());
     let held = j.state == JobState::Pending && j.held();
@@ -199,7 +204,7 @@ fn job(j: &JobRecord, cluster: &str) -> Json {
     ];
     // Every job that was given nodes has it, finished ones too; a pending one none.
     if !j.nodes.is_empty() {
-        pairs.push(("job_resources", resources(j)));
+        pairs.push(("job_resources", resources(j, layouts)));
     }
     pairs.extend([
         ("job_state", Json::str(j.shown_state())),
@@ -378,15 +383,16 @@ fn gres_detail(j: &JobRecord) -> Vec<Json> {
         .collect()
 }
 
-/// What a job holds (or held), node by node (Sluice does not pin cores, so no socket
-/// and core map is given: COMPATIBILITY.md's `json-core-map`).
-fn resources(j: &JobRecord) -> Json {
+/// What a job holds (or held), node by node.
+fn resources(j: &JobRecord, layouts: &Layouts) -> Json {
     let nodes: Vec<Json> = j
         .nodes
         .iter()
-        .map(|n| {
+        .enumerate()
+        .map(|(i, n)| {
+            let ids = j.cpu_ids_per_node.get(i).map_or(&[][..], Vec::as_slice);
             Json::object([
-                ("sockets", Json::Object(Vec::new())),
+                ("sockets", core_map(ids, layouts.get(n).copied())),
                 ("nodename", Json::str(n)),
                 ("cpus_used", Json::Int(0)),
                 ("memory_used", Json::Int(0)),
@@ -408,14 +414,45 @@ fn resources(j: &JobRecord) -> Json {
     ])
 }
 
+/// Slurm's map of the cores a job holds on a node, `{"SOCKET": {"cores": {"CORE":
+/// "allocated"}}}` (a core's index within its socket), from the processors the
+/// controller numbered for it (`ids`) and the node's `layout` (cores per socket,
+/// threads per core): processor `p` is on core `p / threads`, counted socket by socket.
+/// Empty without either (a job started before jobs carried their processors).
+fn core_map(ids: &[u32], layout: Option<(u32, u32)>) -> Json {
+    let Some((cores, threads)) = layout.filter(|&(c, t)| c > 0 && t > 0) else {
+        return Json::Object(Vec::new());
+    };
+    let mut held: std::collections::BTreeMap<u32, std::collections::BTreeSet<u32>> =
+        std::collections::BTreeMap::new();
+    for p in ids {
+        let core = p / threads;
+        held.entry(core / cores).or_default().insert(core % cores);
+    }
+    Json::Object(
+        held.into_iter()
+            .map(|(socket, cores)| {
+                let cores = cores
+                    .into_iter()
+                    .map(|c| (c.to_string(), Json::str("allocated")))
+                    .collect();
+                (
+                    socket.to_string(),
+                    Json::object([("cores", Json::Object(cores))]),
+                )
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::document;
+    use super::{core_map, document, Layouts};
     use crate::slurm::sample_file::read_dir;
     use sluice_proto::types::{JobRecord, JobState, MemoryRequest};
 
-    /// Fields Sluice has no value for that Slurm fills in (its association ids), and the
-    /// core map of `job_resources` (Sluice does not pin cores).
+    /// Fields Sluice has no value for that Slurm fills in (its association ids), and
+    /// `job_resources`, which depends on the samples' cluster (see scenario 167).
     const UNTRACKED: &[&str] = &["association_id", "job_resources"];
 
     fn tres(cpus: u64, mem: u64) -> Vec<(String, u64)> {
@@ -498,7 +535,7 @@ mod tests {
         j.reason = "JobHeldUser".into();
         j.time_limit = Some(25 * 60);
         j.tres_req = tres(1, 500);
-        let ours = document(&[j], "compat");
+        let ours = document(&[j], "compat", &Layouts::new());
         check(real, &ours, 100001);
         // The document around the jobs, byte for byte.
         let head = |d: &str| d[..d.find("\"jobs\"").unwrap()].to_string();
@@ -524,7 +561,7 @@ mod tests {
         j.tres_req = tres(2, 1000);
         j.tres_alloc = tres(2, 1000);
         j.desc.output = Some("run.out".into());
-        let ours = document(&[j], "compat");
+        let ours = document(&[j], "compat", &Layouts::new());
         check(real, &ours, 100007);
         let resources = &job_of(&ours, 100007)["job_resources"];
         assert_eq!(resources["nodes"], "n1");
@@ -542,7 +579,7 @@ mod tests {
         done.cpus_per_node = vec![2, 1];
         done.mem_per_node = 700;
         let pending = record(100002, "waits", 1796032601);
-        let doc = document(&[done, pending], "compat");
+        let doc = document(&[done, pending], "compat", &Layouts::new());
         let resources = &job_of(&doc, 100001)["job_resources"];
         assert_eq!(resources["nodes"], "n[1-2]");
         assert_eq!(resources["allocated_cores"], 3);
@@ -551,5 +588,29 @@ mod tests {
         assert_eq!(resources["allocated_nodes"][1]["memory_allocated"], 700);
         assert!(!keys_of(&doc, 100002).contains(&"job_resources".to_string()));
         assert!(keys_of(&doc, 100001).contains(&"job_resources".to_string()));
+    }
+
+    #[test]
+    fn the_processors_a_job_holds_map_to_cores_socket_by_socket() {
+        let map = |ids: &[u32], layout| {
+            let doc = core_map(ids, layout).render();
+            serde_json::from_str::<serde_json::Value>(&doc)
+                .unwrap()
+                .to_string()
+        };
+        // One socket of four cores, one thread each: processors are cores.
+        assert_eq!(
+            map(&[2, 3], Some((4, 1))),
+            r#"{"0":{"cores":{"2":"allocated","3":"allocated"}}}"#
+        );
+        // Two sockets of two cores, two threads each: processors 0-1 are core 0,
+        // 4-7 the second socket's cores 0 and 1.
+        assert_eq!(
+            map(&[0, 1, 4, 7], Some((2, 2))),
+            r#"{"0":{"cores":{"0":"allocated"}},"1":{"cores":{"0":"allocated","1":"allocated"}}}"#
+        );
+        // No layout, or no processors numbered: an empty map.
+        assert_eq!(map(&[0], None), "{}");
+        assert_eq!(map(&[], Some((4, 1))), "{}");
     }
 }
