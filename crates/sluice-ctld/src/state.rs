@@ -2495,13 +2495,14 @@ impl Controller {
         // A heterogeneous job's component other than the leader runs no batch script:
         // it has no batch step, and no end of one to wait for.
         let scripted = !r.desc.interactive && r.het.is_none_or(|h| h.offset == 0);
-        if (ended_as == JobState::Preempted || lost_with_node)
-            && state == JobState::Running
-            && scripted
-        {
-            // Its batch step, killed with it, as Slurm keeps it for `sacct -D`: CANCELLED
-            // by SIGTERM, under that run (lost with a node: CANCELLED, as slurmctld
-            // completes the steps of a requeued job, whichever signal ended it).
+        // A launch that no agent took (requeued as `Requeued` by `node_failed_job`)
+        // started no script.
+        let launched = self.audit.failing != Some((id, JobState::Requeued));
+        if state == JobState::Running && scripted && launched {
+            // Its batch step, killed with it (requeued by an operator or by itself,
+            // preempted), as Slurm keeps it for `sacct -D`: CANCELLED by SIGTERM, under
+            // that run (lost with a node: CANCELLED, as slurmctld completes the steps of
+            // a requeued job, whichever signal ended it).
             effects.push(Effect::PersistStep(StepRecord {
                 job_id: id.0,
                 step: StepId::Batch,

@@ -128,6 +128,33 @@ fn run_steps<'a>(steps: &[&'a StepRecord], r: &'a JobRecord) -> Vec<Row<'a>> {
     mine.into_iter().map(|s| Row::Step(r, s)).collect()
 }
 
+/// Rows in Slurm's order from each job's `blocks` (its heterogeneous job's leader, if
+/// any, and its rows run by run): job after job, except that the components of a
+/// heterogeneous job go run by run — each run's components in turn, each with its
+/// steps — as slurmdbd keeps them, a requeue adding a record for every component.
+fn in_slurm_order(mut blocks: Vec<(Option<u64>, Vec<Vec<Row>>)>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut i = 0;
+    while i < blocks.len() {
+        let leader = blocks[i].0;
+        let mut end = i + 1;
+        while leader.is_some() && end < blocks.len() && blocks[end].0 == leader {
+            end += 1;
+        }
+        let group = &mut blocks[i..end];
+        let most = group.iter().map(|(_, runs)| runs.len()).max().unwrap_or(0);
+        for run in 0..most {
+            for (_, runs) in group.iter_mut() {
+                if let Some(r) = runs.get_mut(run) {
+                    rows.append(r);
+                }
+            }
+        }
+        i = end;
+    }
+    rows
+}
+
 /// Where a step's row goes among its job's: batch, extern, then by number.
 fn step_order(s: &StepRecord) -> (u8, u32, u32) {
     match s.step {
@@ -1111,7 +1138,8 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         let running_batch = running_batch_steps(&selected, &acct.steps);
         let all_steps: Vec<&StepRecord> = acct.steps.iter().chain(&running_batch).collect();
-        let mut rows: Vec<Row> = Vec::new();
+        // Each job's rows, run by run (with --duplicates its earlier runs first).
+        let mut blocks: Vec<(Option<u64>, Vec<Vec<Row>>)> = Vec::new();
         for j in &selected {
             if !jobs.is_empty() && !whole.iter().any(|&(id, task)| named(j, id, task)) {
                 // Named only by its steps: those steps' rows, as Slurm prints them.
@@ -1135,7 +1163,8 @@ pub fn main(args: Vec<String>) -> i32 {
                         })
                         .collect();
                     steps.sort_by_key(|s| step_order(s));
-                    rows.extend(steps.into_iter().map(|s| Row::Step(j, s)));
+                    let rows = steps.into_iter().map(|s| Row::Step(j, s)).collect();
+                    blocks.push((None, vec![rows]));
                 }
                 continue;
             }
@@ -1148,15 +1177,20 @@ pub fn main(args: Vec<String>) -> i32 {
             };
             // With --duplicates, the runs a requeue ended come first (REQUEUED), each with
             // its steps.
+            let mut runs = Vec::new();
             if duplicates {
                 for r in acct.runs.iter().filter(|r| r.id == j.id) {
-                    rows.push(Row::Job(r));
+                    let mut rows = vec![Row::Job(r)];
                     rows.extend(steps_of(r));
+                    runs.push(rows);
                 }
             }
-            rows.push(Row::Job(j));
+            let mut rows = vec![Row::Job(j)];
             rows.extend(steps_of(j));
+            runs.push(rows);
+            blocks.push((j.het.map(|h| h.job_id), runs));
         }
+        let rows = in_slurm_order(blocks);
         for r in &rows {
             let values: Vec<String> = fields
                 .iter()
@@ -1444,5 +1478,40 @@ mod tests {
             user_names("4294967294"),
             Err("Invalid user id: 4294967294".to_string())
         );
+    }
+
+    #[test]
+    fn a_requeued_heterogeneous_jobs_runs_go_run_by_run_its_components_in_turn() {
+        use sluice_proto::types::HetJob;
+        // Job 10 (components 10+0, 10+1) ran twice; job 12 alone, after it.
+        let job = |id: u64, offset: Option<u32>, restarts: u32| JobRecord {
+            id,
+            restarts,
+            het: offset.map(|offset| HetJob {
+                job_id: 10,
+                offset,
+                size: 2,
+            }),
+            ..JobRecord::default()
+        };
+        let (a1, a2, b1, b2) = (
+            job(10, Some(0), 0),
+            job(10, Some(0), 1),
+            job(11, Some(1), 0),
+            job(11, Some(1), 1),
+        );
+        let c = job(12, None, 0);
+        let blocks = vec![
+            (Some(10), vec![vec![Row::Job(&a1)], vec![Row::Job(&a2)]]),
+            (Some(10), vec![vec![Row::Job(&b1)], vec![Row::Job(&b2)]]),
+            (None, vec![vec![Row::Job(&c)]]),
+        ];
+        let order: Vec<(u64, u32)> = in_slurm_order(blocks)
+            .iter()
+            .map(|r| match r {
+                Row::Job(j) | Row::Step(j, _) => (j.id, j.restarts),
+            })
+            .collect();
+        assert_eq!(order, [(10, 0), (11, 0), (10, 1), (11, 1), (12, 0)]);
     }
 }

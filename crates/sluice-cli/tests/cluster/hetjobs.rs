@@ -554,12 +554,13 @@ fn a_preempted_hetjob_is_requeued_whole_and_runs_again_whole() {
         ],
     );
     // Each component's preempted run is kept; the script (and its batch step) is the
-    // leader's alone.
+    // leader's alone. Run by run, each run's components in turn, as slurmdbd keeps
+    // them (scenario 225).
     assert_eq!(
         o.stdout,
         format!(
-            "{het}+0|PREEMPTED\n{het}+0.batch|CANCELLED\n{het}+0|RUNNING\n{het}+0.batch|RUNNING\n\
-             {het}+1|PREEMPTED\n{het}+1|RUNNING\n"
+            "{het}+0|PREEMPTED\n{het}+0.batch|CANCELLED\n{het}+1|PREEMPTED\n\
+             {het}+0|RUNNING\n{het}+0.batch|RUNNING\n{het}+1|RUNNING\n"
         )
     );
     c.run("scancel", &[&het.to_string()]);

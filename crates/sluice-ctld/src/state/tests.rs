@@ -523,6 +523,17 @@ fn requeue_keeps_the_id_appends_output_and_counts_restarts() {
             ..
         }
     )));
+    // Its first run's batch step is kept for `sacct -D`: CANCELLED by SIGTERM (0:15).
+    let batch: Vec<_> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistStep(s) if s.step == StepId::Batch => {
+                Some((s.run, s.state, s.exit_code, s.signal, s.end))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(batch, [(0, JobState::Cancelled, 0, 15, Some(30))]);
     // It waits, as Slurm's requeued jobs do (for its begin time), until the first run
     // has ended: an agent runs one run of a job at a time.
     assert!(launches(&effects).is_empty());
