@@ -126,6 +126,29 @@ impl GpuUsage {
     }
 }
 
+/// A step's GPU figures as TRES usage quantities (`gres/gpuutil`, `gres/gpumem`), `None`
+/// without sampled GPUs. Slurm 23.02+ measures them per task; Sluice samples each
+/// allocated GPU, and counts each GPU as one "task" of these two quantities: `gpuutil`
+/// is a GPU's mean utilisation over the step's life (percent, rounded), `gpumem` its
+/// highest memory use (bytes); Max and Min are the busiest and idlest GPU (with its
+/// node, and its index on that node as the task), Tot the sum over the GPUs and Ave
+/// their mean.
+pub fn gpu_stats(gpus: &[GpuUsage]) -> Option<(Stat, Stat)> {
+    let mut all: Option<(Stat, Stat)> = None;
+    for g in gpus {
+        let util = Stat::one(g.util_mean().round() as u64, &g.node, g.index);
+        let mem = Stat::one(g.mem_max, &g.node, g.index);
+        match &mut all {
+            Some((u, m)) => {
+                u.merge(&util);
+                m.merge(&mem);
+            }
+            None => all = Some((util, mem)),
+        }
+    }
+    all
+}
+
 /// What a step's tasks used: on one node (as an agent reports it) or on all of its
 /// nodes (merged by the controller).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

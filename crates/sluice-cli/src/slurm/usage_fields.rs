@@ -150,27 +150,10 @@ fn pick(stat: &Stat, tasks: u32, which: Pick) -> Figure {
     }
 }
 
-/// The step's GPU figures as TRES usage quantities (`gres/gpumem`, `gres/gpuutil`),
-/// `None` without sampled GPUs. Slurm 23.02+ measures them per task; Sluice samples
-/// each allocated GPU, and counts each GPU as one "task" of these two quantities:
-/// `gpuutil` is a GPU's mean utilisation over the step's life (percent, rounded),
-/// `gpumem` its highest memory use (bytes); Max and Min are the busiest and idlest
-/// GPU (with its node, and its index on that node as the task), Tot the sum over the
-/// GPUs and Ave their mean.
+/// The step's GPU figures as TRES usage quantities: see
+/// [`sluice_proto::usage::gpu_stats`].
 pub fn gpu_stat(gpus: &[GpuUsage]) -> Option<(Stat, Stat)> {
-    let mut all: Option<(Stat, Stat)> = None;
-    for g in gpus {
-        let util = Stat::one(g.util_mean().round() as u64, &g.node, g.index);
-        let mem = Stat::one(g.mem_max, &g.node, g.index);
-        match &mut all {
-            Some((u, m)) => {
-                u.merge(&util);
-                m.merge(&mem);
-            }
-            None => all = Some((util, mem)),
-        }
-    }
-    all
+    sluice_proto::usage::gpu_stats(gpus)
 }
 
 /// Which list: what the tasks read or used (`In`), or wrote (`Out`).

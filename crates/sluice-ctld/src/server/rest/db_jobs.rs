@@ -14,6 +14,7 @@ use sluice_proto::types::{Accounting, JobRecord, JobState, MemoryRequest, StepId
 use sluice_store::JobQuery;
 
 use super::db::{self, bad_parameter, csv, Pairs};
+use super::db_step_usage::{self, Direction};
 use super::envelope::{infinite, number, unset, Error};
 use super::{fields, Ctx};
 
@@ -553,7 +554,6 @@ fn step(j: &JobRecord, s: &StepRecord, tracked: &[String], now: i64) -> Value {
         ("mem".to_string(), mem),
         ("node".to_string(), s.nodes.len().max(1) as u64),
     ];
-    let usage = || json!({"max": [], "min": [], "average": [], "total": []});
     let (user, system) = s
         .usage
         .as_ref()
@@ -599,8 +599,8 @@ fn step(j: &JobRecord, s: &StepRecord, tracked: &[String], now: i64) -> Value {
         },
         "task": {"distribution": ""},
         "tres": {
-            "requested": usage(),
-            "consumed": usage(),
+            "requested": db_step_usage::lists(s.usage.as_deref(), Direction::In, tracked),
+            "consumed": db_step_usage::lists(s.usage.as_deref(), Direction::Out, tracked),
             "allocated": db::tres_list(&tres, tracked),
         },
     })

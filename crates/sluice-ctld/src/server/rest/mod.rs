@@ -27,6 +27,7 @@ mod db_associations;
 mod db_clusters;
 mod db_jobs;
 mod db_qos;
+mod db_step_usage;
 mod db_tres;
 mod db_users;
 mod diag;
