@@ -3198,21 +3198,26 @@ impl Controller {
             } else {
                 now
             };
-            let expected = self.node_state(nid) == NodeState::Up
-                && !self.node_future(&name)
-                && !self.node_cloud(&name);
-            if expected {
-                self.await_agent(nid, now);
-            } else if self.node_state(nid) == NodeState::Drain
-                && !self.node_future(&name)
-                && !self.node_cloud(&name)
-            {
-                // Drained (or draining): no work either way, but its agent is awaited
-                // as well, and the node goes DOWN beneath its drain if it has not
-                // registered within SlurmdTimeout (Slurm's DOWN+DRAIN), its jobs lost.
+            self.await_agent_as_at_start(nid, now);
+        }
+    }
+
+    /// Node `nid`, whose agent has not registered, waits for it from `now` as at a start:
+    /// one that may take work is `UNKNOWN` ([`Controller::await_agent`]); a drained (or
+    /// draining) one takes no work either way, but its agent is awaited as well, and it
+    /// goes DOWN beneath its drain if it has not registered within SlurmdTimeout
+    /// (Slurm's DOWN+DRAIN), its jobs lost; any other (DOWN, FUTURE, CLOUD) is DOWN
+    /// until its agent registers.
+    pub(crate) fn await_agent_as_at_start(&mut self, nid: NodeId, now: i64) {
+        let name = self.conf.cluster.node(nid).name.clone();
+        let awaited = !self.node_future(&name) && !self.node_cloud(&name);
+        match self.node_state(nid) {
+            NodeState::Up if awaited => self.await_agent(nid, now),
+            NodeState::Drain if awaited => {
                 self.liveness.awaited(&name, now);
                 tracing::info!("node {name} is drained and awaits its agent");
-            } else {
+            }
+            _ => {
                 self.sched.set_node_state(nid, NodeState::Down);
                 tracing::info!("node {name} is DOWN until its agent registers");
             }

@@ -354,15 +354,15 @@ impl Controller {
         }
         for line in adds {
             // Awaited as at a start (Slurm 22.05 adds nodes only when it starts): UNKNOWN
-            // until its agent registers, DOWN after SlurmdTimeout if it has not. A FUTURE
-            // or DOWN or DRAIN one is not expected to answer.
-            let expected = line.node.state == NodeState::Up
-                && !new.future_nodes.contains(&line.node.name)
+            // until its agent registers, DOWN after SlurmdTimeout if it has not; a
+            // drained one DOWN beneath its drain then. A FUTURE one is not expected to
+            // answer.
+            let awaited = !new.future_nodes.contains(&line.node.name)
                 && !self.agents_up.contains(&line.node.name);
             let (nid, effect) = self.add_node_line(line, &[], now)?;
             effects.push(effect);
-            if expected {
-                self.await_agent(nid, now);
+            if awaited {
+                self.await_agent_as_at_start(nid, now);
             }
         }
         let ids = core
@@ -870,14 +870,15 @@ mod tests {
         let one = "ClusterName=c\nSlurmdTimeout=30\nNodeName=n1 CPUs=2 RealMemory=100\n\
                    PartitionName=p Nodes=ALL Default=YES\n";
         let mut ctl = cluster(one, "await", &["n1"]);
-        // slurm.conf gains n2, and n3 as FUTURE: reconfigure at 10.
+        // slurm.conf gains n2, n3 as FUTURE and n4 drained: reconfigure at 10.
         let dir = std::env::temp_dir().join(format!("sluice-await-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("slurm.conf");
         std::fs::write(
             &path,
             one.replace("NodeName=n1 ", "NodeName=n[1-2] ")
-                + "NodeName=n3 CPUs=2 RealMemory=100 State=FUTURE\n",
+                + "NodeName=n3 CPUs=2 RealMemory=100 State=FUTURE\n"
+                + "NodeName=n4 CPUs=2 RealMemory=100 State=DRAIN\n",
         )
         .unwrap();
         let (new, _) = ClusterConfig::read(&path).unwrap();
@@ -890,7 +891,8 @@ mod tests {
         )
         .unwrap();
         // n2 awaits its agent as a node does at a start: UNKNOWN and not responding,
-        // no reason (not a made-up "Not responding"); n3 is FUTURE.
+        // no reason (not a made-up "Not responding"); n3 is FUTURE; n4 drained, not
+        // responding, as a drained node of the file is at a start.
         let shown = |ctl: &Controller| -> Vec<(String, String, bool, Option<String>)> {
             ctl.nodes()
                 .into_iter()
@@ -910,20 +912,25 @@ mod tests {
             [
                 node("n1", "idle", true, None),
                 node("n2", "unknown", false, None),
-                node("n3", "future", false, None)
+                node("n3", "future", false, None),
+                node("n4", "drained", false, Some(NOT_RESPONDING)),
             ]
         );
-        // Its agent never registers: SlurmdTimeout after the reconfigure it is DOWN, for
-        // not responding; the FUTURE node stays so.
+        assert!(!ctl.nodes()[3].down);
+        // Their agents never register: SlurmdTimeout after the reconfigure n2 is DOWN,
+        // for not responding, and n4 DOWN beneath its drain, as nodes of the file are
+        // at a start; the FUTURE node stays so.
         assert!(ctl.silent_expired(39).is_empty());
         ctl.silent_expired(40);
         assert_eq!(
             shown(&ctl)[1..],
             [
                 node("n2", "down", false, Some(NOT_RESPONDING)),
-                node("n3", "future", false, None)
+                node("n3", "future", false, None),
+                node("n4", "drained", false, Some(NOT_RESPONDING)),
             ]
         );
+        assert!(ctl.nodes()[3].down);
     }
 
     #[test]
