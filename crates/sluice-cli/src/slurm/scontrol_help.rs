@@ -7,6 +7,7 @@ scontrol [<OPTION>] [<COMMAND>]
     Valid <OPTION> values are:
      -a, --all      accepted, without effect in Sluice
      -d, --details  show job: derived exit code, processors and memory per node
+     -F, --future   show node: FUTURE nodes too
      -h, --help     this help (also --usage and the help command)
      -o, --oneliner one record per line
      -Q, --quiet    write batch_script: no line saying where it went
