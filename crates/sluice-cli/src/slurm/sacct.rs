@@ -128,11 +128,14 @@ fn run_steps<'a>(steps: &[&'a StepRecord], r: &'a JobRecord) -> Vec<Row<'a>> {
     mine.into_iter().map(|s| Row::Step(r, s)).collect()
 }
 
+/// A job's rows run by run, each under its run's number.
+type Runs<'a> = Vec<(u32, Vec<Row<'a>>)>;
+
 /// Rows in Slurm's order from each job's `blocks` (its heterogeneous job's leader, if
-/// any, and its rows run by run): job after job, except that the components of a
-/// heterogeneous job go run by run — each run's components in turn, each with its
-/// steps — as slurmdbd keeps them, a requeue adding a record for every component.
-fn in_slurm_order(mut blocks: Vec<(Option<u64>, Vec<Vec<Row>>)>) -> Vec<Row> {
+/// any, and its [`Runs`]): job after job, except that the components of a heterogeneous
+/// job go run by run — each run's components in turn, each with its steps — as
+/// slurmdbd keeps them, a requeue adding a record for every component.
+fn in_slurm_order(mut blocks: Vec<(Option<u64>, Runs)>) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut i = 0;
     while i < blocks.len() {
@@ -142,10 +145,15 @@ fn in_slurm_order(mut blocks: Vec<(Option<u64>, Vec<Vec<Row>>)>) -> Vec<Row> {
             end += 1;
         }
         let group = &mut blocks[i..end];
-        let most = group.iter().map(|(_, runs)| runs.len()).max().unwrap_or(0);
-        for run in 0..most {
+        let mut numbers: Vec<u32> = group
+            .iter()
+            .flat_map(|(_, runs)| runs.iter().map(|(n, _)| *n))
+            .collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        for number in numbers {
             for (_, runs) in group.iter_mut() {
-                if let Some(r) = runs.get_mut(run) {
+                for (_, r) in runs.iter_mut().filter(|(n, _)| *n == number) {
                     rows.append(r);
                 }
             }
@@ -1139,7 +1147,7 @@ pub fn main(args: Vec<String>) -> i32 {
         let running_batch = running_batch_steps(&selected, &acct.steps);
         let all_steps: Vec<&StepRecord> = acct.steps.iter().chain(&running_batch).collect();
         // Each job's rows, run by run (with --duplicates its earlier runs first).
-        let mut blocks: Vec<(Option<u64>, Vec<Vec<Row>>)> = Vec::new();
+        let mut blocks: Vec<(Option<u64>, Runs)> = Vec::new();
         for j in &selected {
             if !jobs.is_empty() && !whole.iter().any(|&(id, task)| named(j, id, task)) {
                 // Named only by its steps: those steps' rows, as Slurm prints them.
@@ -1164,7 +1172,7 @@ pub fn main(args: Vec<String>) -> i32 {
                         .collect();
                     steps.sort_by_key(|s| step_order(s));
                     let rows = steps.into_iter().map(|s| Row::Step(j, s)).collect();
-                    blocks.push((None, vec![rows]));
+                    blocks.push((None, vec![(j.restarts, rows)]));
                 }
                 continue;
             }
@@ -1182,12 +1190,12 @@ pub fn main(args: Vec<String>) -> i32 {
                 for r in acct.runs.iter().filter(|r| r.id == j.id) {
                     let mut rows = vec![Row::Job(r)];
                     rows.extend(steps_of(r));
-                    runs.push(rows);
+                    runs.push((r.restarts, rows));
                 }
             }
             let mut rows = vec![Row::Job(j)];
             rows.extend(steps_of(j));
-            runs.push(rows);
+            runs.push((j.restarts, rows));
             blocks.push((j.het.map(|h| h.job_id), runs));
         }
         let rows = in_slurm_order(blocks);
@@ -1501,17 +1509,35 @@ mod tests {
             job(11, Some(1), 1),
         );
         let c = job(12, None, 0);
-        let blocks = vec![
-            (Some(10), vec![vec![Row::Job(&a1)], vec![Row::Job(&a2)]]),
-            (Some(10), vec![vec![Row::Job(&b1)], vec![Row::Job(&b2)]]),
-            (None, vec![vec![Row::Job(&c)]]),
+        let order = |blocks| -> Vec<(u64, u32)> {
+            in_slurm_order(blocks)
+                .iter()
+                .map(|r| match r {
+                    Row::Job(j) | Row::Step(j, _) => (j.id, j.restarts),
+                })
+                .collect()
+        };
+        let all = vec![
+            (
+                Some(10),
+                vec![(0, vec![Row::Job(&a1)]), (1, vec![Row::Job(&a2)])],
+            ),
+            (
+                Some(10),
+                vec![(0, vec![Row::Job(&b1)]), (1, vec![Row::Job(&b2)])],
+            ),
+            (None, vec![(0, vec![Row::Job(&c)])]),
         ];
-        let order: Vec<(u64, u32)> = in_slurm_order(blocks)
-            .iter()
-            .map(|r| match r {
-                Row::Job(j) | Row::Step(j, _) => (j.id, j.restarts),
-            })
-            .collect();
-        assert_eq!(order, [(10, 0), (11, 0), (10, 1), (11, 1), (12, 0)]);
+        assert_eq!(order(all), [(10, 0), (11, 0), (10, 1), (11, 1), (12, 0)]);
+        // Component 11's first run missing (a record lost): runs pair by number.
+        let gap = vec![
+            (
+                Some(10),
+                vec![(0, vec![Row::Job(&a1)]), (1, vec![Row::Job(&a2)])],
+            ),
+            (Some(10), vec![(1, vec![Row::Job(&b2)])]),
+            (None, vec![(0, vec![Row::Job(&c)])]),
+        ];
+        assert_eq!(order(gap), [(10, 0), (10, 1), (11, 1), (12, 0)]);
     }
 }

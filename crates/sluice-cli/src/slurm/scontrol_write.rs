@@ -39,9 +39,9 @@ pub fn run(client: &Client, args: &[String], quiet: bool) -> i32 {
     1
 }
 
-/// The job a `JOBID[_TASK][.STEP]` word names, read as Slurm's `slurm_parse_step_str`
-/// does: its leading number (an array task's script is its array's), 0 (no job) for a
-/// word that does not start with one.
+/// The job a `JOBID[_TASK][.STEP]` word names, read as Slurm 22.05's scontrol reads it
+/// (`atoll`): its leading number (an array task's script is its array's), 0 (no job)
+/// for a word that does not start with one.
 fn job_of(word: &str) -> u64 {
     let digits = word.len() - word.trim_start_matches(|c: char| c.is_ascii_digit()).len();
     word[..digits].parse().unwrap_or(0)

@@ -725,7 +725,17 @@ pub fn main(args: Vec<String>) -> i32 {
                     .get::<Vec<sluice_proto::types::NodeInfo>>("/v1/nodes")
                     .unwrap_or_default()
                     .into_iter()
-                    .map(|n| (n.name, (n.cores_per_socket, n.threads_per_core)))
+                    .map(|n| {
+                        // Processors are threads, or cores where CPUs= counts cores (as
+                        // Slurm's select plugin counts them then).
+                        let cores = n.sockets.saturating_mul(n.cores_per_socket);
+                        let per_core = if cores >= n.cpus {
+                            1
+                        } else {
+                            n.threads_per_core
+                        };
+                        (n.name, (n.cores_per_socket, per_core))
+                    })
                     .collect()
             } else {
                 Default::default()

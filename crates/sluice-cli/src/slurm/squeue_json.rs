@@ -12,8 +12,9 @@ use sluice_proto::types::{tres_string, JobRecord, JobState, MemoryRequest};
 
 use super::json_c::Json;
 
-/// Each node's cores per socket and threads per core, by name: what maps the processors
-/// a job holds to the sockets and cores of `job_resources`.
+/// Each node's cores per socket and processors per core (its threads, or 1 where its
+/// `CPUs=` counts cores), by name: what maps the processors a job holds to the sockets
+/// and cores of `job_resources`.
 pub type Layouts = std::collections::HashMap<String, (u32, u32)>;
 
 /// The whole document for `jobs` (already filtered), Slurm's `cluster` name given, and
@@ -417,7 +418,9 @@ fn resources(j: &JobRecord, layouts: &Layouts) -> Json {
 /// Slurm's map of the cores a job holds on a node, `{"SOCKET": {"cores": {"CORE":
 /// "allocated"}}}` (a core's index within its socket), from the processors the
 /// controller numbered for it (`ids`) and the node's `layout` (cores per socket,
-/// threads per core): processor `p` is on core `p / threads`, counted socket by socket.
+/// processors per core): processor `p` is on core `p / per_core`, counted socket by
+/// socket. Every core is `allocated`: Slurm's `allocated_and_in_use` for the cores of
+/// running steps is not told apart (COMPATIBILITY.md, `json-core-map`).
 /// Empty without either (a job started before jobs carried their processors).
 fn core_map(ids: &[u32], layout: Option<(u32, u32)>) -> Json {
     let Some((cores, threads)) = layout.filter(|&(c, t)| c > 0 && t > 0) else {

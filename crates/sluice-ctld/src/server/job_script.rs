@@ -1,17 +1,22 @@
 //! `GET /v1/jobs/{id}/script` (`scontrol write batch_script`): a batch job's script as
 //! submitted, while the controller has the job (until `MinJobAge` after its end), for
-//! its owner or an operator. The controller does not keep scripts in memory
+//! its owner or an operator (root, `SlurmUser`, `AdminLevel` Operator or above; under
+//! `PrivateData=jobs` another user's job is no job at all, where Slurm, which applies no
+//! `PrivateData` here, says `Invalid user id`). The controller does not keep scripts in memory
 //! (`state/script.rs`): it is read back from the store on a blocking thread.
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Path as UrlPath, State};
 use axum::response::Response;
 use sluice_core::JobId;
+use sluice_proto::accounts::AdminLevel;
 use sluice_proto::error::{ApiError, ErrorCode};
 use sluice_proto::types::JobScript;
 
+use super::input::Request;
 use super::routes::reply;
-use super::{App, Peer};
+use super::{user_and_group, App, Peer};
+use crate::accounts::Requester;
 use crate::state::{script_key, BatchScript};
 
 /// Slurm's `ESLURM_JOB_SCRIPT_MISSING`: an allocation (`salloc`, `srun`) has none.
@@ -38,7 +43,7 @@ async fn script_of(app: &App, peer: Peer, id: JobId) -> Result<JobScript, ApiErr
         .job(id)
         .filter(|r| hidden.is_none_or(|uid| r.uid == uid))
         .ok_or_else(ApiError::invalid_job)?;
-    if !(caller.admin || caller.uid == job.uid) {
+    if !(caller.admin || caller.uid == job.uid || operator(app, peer).await?) {
         return Err(ApiError::new(ErrorCode::InvalidUserId, NOT_YOURS));
     }
     let missing = || ApiError::invalid(SCRIPT_MISSING);
@@ -62,4 +67,23 @@ async fn script_of(app: &App, peer: Peer, id: JobId) -> Result<JobScript, ApiErr
         return Err(missing());
     }
     Ok(JobScript { script: s.script })
+}
+
+/// Whether `peer` is an operator by its `AdminLevel` (Operator or Administrator), as
+/// Slurm's `validate_operator` also counts (root and `SlurmUser` are `caller.admin`).
+async fn operator(app: &App, peer: Peer) -> Result<bool, ApiError> {
+    let (name, _) = user_and_group(peer.uid, peer.gid);
+    let who = Requester {
+        name,
+        superuser: false,
+    };
+    let scope = app
+        .ask(|reply| Request::AuditScope {
+            who,
+            task: None,
+            node: None,
+            reply,
+        })
+        .await?;
+    Ok(scope.level >= AdminLevel::Operator)
 }

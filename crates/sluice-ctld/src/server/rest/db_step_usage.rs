@@ -18,6 +18,9 @@ pub(super) enum Direction {
     Out,
 }
 
+/// Where a figure was had: its task and its node.
+type Holder = fn(&Stat) -> (u32, &str);
+
 /// The four lists of `usage` in direction `dir`; empty lists for a step without
 /// gathered usage.
 pub(super) fn lists(usage: Option<&StepUsage>, dir: Direction, tracked: &[String]) -> Value {
@@ -32,16 +35,21 @@ pub(super) fn lists(usage: Option<&StepUsage>, dir: Direction, tracked: &[String
     };
     let gpu = gpu_stats(&u.gpus);
     let gpus = u.gpus.len() as u32;
-    // (TRES, figures, how many tasks they cover), in name order as Slurm lists them.
+    // (TRES, figures, how many tasks they cover).
     let mut figures: Vec<(&str, &Stat, u32)> = Vec::new();
     match dir {
         Direction::In => {
             figures.push(("cpu", &u.cpu_ms, u.tasks));
             figures.push(("energy", &energy, u.tasks));
             figures.push(("fs/disk", &u.disk_read, u.tasks));
+            // GPU figures only where accounting tracks them (slurmdbd keeps only
+            // tracked TRES, and an untracked one has no id of its own).
             if let Some((util, mem)) = &gpu {
-                figures.push(("gres/gpumem", mem, gpus));
-                figures.push(("gres/gpuutil", util, gpus));
+                for (name, stat) in [("gres/gpumem", mem), ("gres/gpuutil", util)] {
+                    if tracked.iter().any(|t| t == name) {
+                        figures.push((name, stat, gpus));
+                    }
+                }
             }
             figures.push(("mem", &u.rss, u.tasks));
             figures.push(("pages", &u.pages, u.tasks));
@@ -52,27 +60,36 @@ pub(super) fn lists(usage: Option<&StepUsage>, dir: Direction, tracked: &[String
             figures.push(("fs/disk", &u.disk_write, u.tasks));
         }
     }
-    let list = |pick: &dyn Fn(&Stat, u32) -> u64| {
+    // In TRES id order, as slurmdbd's lists are.
+    figures.sort_by_key(|(name, _, _)| db::tres_id(name, tracked));
+    // Max and min name the task and node that had it (Slurm's `TRES_NCT`).
+    let list = |pick: &dyn Fn(&Stat, u32) -> u64, at: Option<Holder>| {
         Value::Array(
             figures
                 .iter()
                 .map(|(name, stat, tasks)| {
                     let (kind, sub) = db::tres_parts(name);
-                    json!({
+                    let mut entry = json!({
                         "type": kind,
                         "name": sub,
                         "id": db::tres_id(name, tracked),
                         "count": pick(stat, *tasks),
-                    })
+                    });
+                    if let Some(at) = at {
+                        let (task, node) = at(stat);
+                        entry["task"] = json!(task);
+                        entry["node"] = json!(node);
+                    }
+                    entry
                 })
                 .collect(),
         )
     };
     json!({
-        "max": list(&|s, _| s.max),
-        "min": list(&|s, _| s.min),
-        "average": list(&|s, t| s.ave(t)),
-        "total": list(&|s, _| s.tot),
+        "max": list(&|s, _| s.max, Some(|s| (s.max_task, s.max_node.as_str()))),
+        "min": list(&|s, _| s.min, Some(|s| (s.min_task, s.min_node.as_str()))),
+        "average": list(&|s, t| s.ave(t), None),
+        "total": list(&|s, _| s.tot, None),
     })
 }
 
@@ -114,18 +131,51 @@ mod tests {
         };
         let tracked = ["cpu".to_string(), "mem".to_string()];
         let read = lists(Some(&u), Direction::In, &tracked);
+        // In TRES id order: cpu 1, mem 2, energy 3, fs/disk 6, vmem 7, pages 8.
         assert_eq!(
-            counts(&read, "max")[..2],
-            [("cpu".into(), 3000), ("energy".into(), 0)]
+            counts(&read, "max"),
+            [
+                ("cpu".into(), 3000),
+                ("mem".into(), 40 * mib),
+                ("energy".into(), 0),
+                ("fs/disk".into(), 0),
+                ("vmem".into(), 0),
+                ("pages".into(), 0),
+            ]
         );
         assert_eq!(counts(&read, "average")[0], ("cpu".into(), 2000));
-        assert!(counts(&read, "min").contains(&("mem".into(), 20 * mib)));
+        assert_eq!(counts(&read, "min")[1], ("mem".into(), 20 * mib));
         assert_eq!(read["max"][0]["id"], 1);
+        // Max and min name their task and node; average and total do not.
+        assert_eq!(
+            (&read["min"][1]["task"], &read["min"][1]["node"]),
+            (&json!(1), &json!("n2"))
+        );
+        assert_eq!(read["total"][0].get("task"), None);
         let wrote = lists(Some(&u), Direction::Out, &tracked);
         assert_eq!(
             counts(&wrote, "total"),
             [("energy".into(), 0), ("fs/disk".into(), 5)]
         );
+        // GPU figures only where accounting tracks them.
+        let mut g = u.clone();
+        g.gpus = vec![sluice_proto::usage::GpuUsage {
+            node: "n1".into(),
+            samples: 2,
+            util_sum: 100,
+            mem_max: 7,
+            ..Default::default()
+        }];
+        let names = |tracked: &[String]| -> Vec<String> {
+            counts(&lists(Some(&g), Direction::In, tracked), "max")
+                .into_iter()
+                .map(|(n, _)| n)
+                .filter(|n| n.starts_with("gres/"))
+                .collect()
+        };
+        assert!(names(&tracked).is_empty());
+        let with_gpus = ["gres/gpuutil".to_string(), "gres/gpumem".to_string()];
+        assert_eq!(names(&with_gpus), ["gres/gpuutil", "gres/gpumem"]);
         // No usage gathered: empty lists.
         assert_eq!(lists(None, Direction::Out, &tracked)["max"], json!([]));
     }
