@@ -27,6 +27,7 @@
 //!   (`OverSubscribe=FORCE:N`, every `SchedulerTimeSlice`) is [`crate::timeslice`]'s.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::decision::Decision;
 use crate::ids::JobId;
@@ -71,7 +72,11 @@ pub(crate) fn suspend(s: &mut Scheduler, victim: JobId, by: JobId, now: Time) {
 /// end would; the nodes it held. For a suspension by preemption and a time slice's.
 pub(crate) fn stop_and_give_back(s: &mut Scheduler, id: JobId, now: Time) -> Vec<NodeAlloc> {
     s.profile.advance(now);
-    let job = s.jobs.get_mut(&id).expect("suspended jobs exist");
+    let job = s
+        .jobs
+        .get_mut(&id)
+        .map(Arc::make_mut)
+        .expect("suspended jobs exist");
     job.state = JobState::Suspended;
     job.suspended = Some(now);
     let nodes = job.alloc.as_ref().expect("running").nodes.clone();
@@ -114,7 +119,11 @@ pub(crate) fn resume_ready(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>
             continue;
         }
         s.gang.suspended.remove(&id);
-        let job = s.jobs.get_mut(&id).expect("suspended jobs exist");
+        let job = s
+            .jobs
+            .get_mut(&id)
+            .map(Arc::make_mut)
+            .expect("suspended jobs exist");
         job.state = JobState::Running;
         job.suspended = None;
         job.suspended_secs += (now - since).max(0);
@@ -155,7 +164,7 @@ pub(crate) fn job_ended(s: &mut Scheduler, id: JobId, now: Time) -> Option<Job> 
 
 /// Forgets suspended job `id`, which holds nothing (by preemption or time-slicing).
 pub(crate) fn forget(s: &mut Scheduler, id: JobId, now: Time) -> Job {
-    let job = s.jobs.remove(&id).expect("suspended jobs exist");
+    let job = Arc::unwrap_or_clone(s.jobs.remove(&id).expect("suspended jobs exist"));
     s.usage.remove(id, now);
     s.het.forget(id);
     crate::borrow::ended(s, id);

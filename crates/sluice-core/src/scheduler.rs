@@ -14,6 +14,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::cluster::{Cluster, NodeState, Partition, PartitionState};
 use crate::decision::{Decision, Pass};
@@ -115,7 +116,7 @@ pub enum EndSemantics {
 pub struct Scheduler {
     pub(crate) cluster: Cluster,
     pub(crate) policy: Policy,
-    pub(crate) jobs: BTreeMap<JobId, Job>,
+    pub(crate) jobs: BTreeMap<JobId, Arc<Job>>,
     pub(crate) queue: BTreeMap<QueueKey, JobId>,
     pub(crate) keys: BTreeMap<JobId, QueueKey>,
     /// Running jobs' claims, plus reservations under conservative backfilling.
@@ -272,17 +273,17 @@ impl Scheduler {
 
     /// A job the core is tracking (pending or running).
     pub fn job(&self, id: JobId) -> Option<&Job> {
-        self.jobs.get(&id)
+        self.jobs.get(&id).map(|j| &**j)
     }
 
     /// All pending and running jobs, by id.
     pub fn jobs(&self) -> impl Iterator<Item = &Job> {
-        self.jobs.values()
+        self.jobs.values().map(|j| &**j)
     }
 
     /// Pending jobs in the order the policy considers them.
     pub fn pending(&self) -> impl Iterator<Item = &Job> {
-        self.queue.values().map(|id| &self.jobs[id])
+        self.queue.values().map(|id| &*self.jobs[id])
     }
 
     /// A number that changes whenever the state may have changed: every call taking
@@ -569,7 +570,7 @@ impl Scheduler {
         self.backfill.on_start(id, &nodes, now, end);
         self.jobs.insert(
             id,
-            Job {
+            Arc::new(Job {
                 spec,
                 state: JobState::Running,
                 reason: PendingReason::None,
@@ -578,7 +579,7 @@ impl Scheduler {
                 planned_start: Some(start),
                 suspended: None,
                 suspended_secs: 0,
-            },
+            }),
         );
         self.claims_end.insert((end, id));
         self.claim_end.insert(id, end);
@@ -747,7 +748,7 @@ impl Scheduler {
         self.usage.add(id, self.scopes(&spec));
         self.jobs.insert(
             id,
-            Job {
+            Arc::new(Job {
                 spec,
                 state: JobState::Pending,
                 reason: PendingReason::None,
@@ -756,7 +757,7 @@ impl Scheduler {
                 planned_start: None,
                 suspended: None,
                 suspended_secs: 0,
-            },
+            }),
         );
         self.queue.insert(key, id);
         self.keys.insert(id, key);
@@ -792,7 +793,7 @@ impl Scheduler {
         self.ending.remove(&id);
         reservation::job_gone(self, id, now);
         self.unindex(id);
-        let job = self.jobs.remove(&id).expect("checked above");
+        let job = Arc::unwrap_or_clone(self.jobs.remove(&id).expect("checked above"));
         self.changed.remove(&id);
         self.usage.remove(id, now);
         self.het.forget(id);
@@ -858,6 +859,7 @@ impl Scheduler {
         let Some(job) = self
             .jobs
             .get_mut(&id)
+            .map(Arc::make_mut)
             .filter(|j| j.state == JobState::Running)
         else {
             return false;
@@ -877,6 +879,7 @@ impl Scheduler {
         let Some(job) = self
             .jobs
             .get_mut(&id)
+            .map(Arc::make_mut)
             .filter(|j| j.state == JobState::Running && j.suspended.is_none())
         else {
             return false;
@@ -898,6 +901,7 @@ impl Scheduler {
         let Some(job) = self
             .jobs
             .get_mut(&id)
+            .map(Arc::make_mut)
             .filter(|j| j.state == JobState::Running && j.suspended.is_some())
         else {
             return false;
@@ -924,6 +928,7 @@ impl Scheduler {
         let Some(job) = self
             .jobs
             .get_mut(&id)
+            .map(Arc::make_mut)
             .filter(|j| j.state == JobState::Running)
         else {
             return false;
@@ -967,7 +972,7 @@ impl Scheduler {
             .start(id, limits::alloc_tres(&nodes), start.min(since), end);
         self.jobs.insert(
             id,
-            Job {
+            Arc::new(Job {
                 spec,
                 state: JobState::Suspended,
                 reason: PendingReason::None,
@@ -976,7 +981,7 @@ impl Scheduler {
                 planned_start: Some(start),
                 suspended: Some(since),
                 suspended_secs: suspended_secs.max(0),
-            },
+            }),
         );
         if by == id {
             // Suspended by time-slicing: back in its partition's list, waiting.
@@ -1063,7 +1068,7 @@ impl Scheduler {
         let key = self.keys.remove(&id).expect("pending jobs have a key");
         self.queue.remove(&key);
         self.unindex(id);
-        let job = self.jobs.remove(&id).expect("checked above");
+        let job = Arc::unwrap_or_clone(self.jobs.remove(&id).expect("checked above"));
         self.changed.remove(&id);
         self.usage.remove(id, now);
         self.het.forget(id);
@@ -1081,7 +1086,7 @@ impl Scheduler {
     /// in the queue; it keeps its place among jobs of equal tier and priority (its
     /// submission order). Returns false, changing nothing, when the job is not pending.
     pub fn set_priority(&mut self, id: JobId, priority: u32) -> bool {
-        let Some(job) = self.jobs.get_mut(&id) else {
+        let Some(job) = self.jobs.get_mut(&id).map(Arc::make_mut) else {
             return false;
         };
         if job.state != JobState::Pending {
@@ -1209,7 +1214,12 @@ impl Scheduler {
             let end = self.claim_end.get(&id).copied().unwrap_or(at);
             self.usage.start(id, tres, at, end);
         }
-        self.jobs.get_mut(&id).expect("checked").spec.acct = acct;
+        self.jobs
+            .get_mut(&id)
+            .map(Arc::make_mut)
+            .expect("checked")
+            .spec
+            .acct = acct;
         crate::borrow::rejoin(self, id);
         self.backfill.dirty = true;
         true
@@ -1311,7 +1321,11 @@ impl Scheduler {
     pub(crate) fn set_planned(&mut self, id: JobId, at: Option<Time>) {
         if self.jobs.get(&id).is_some_and(|j| j.planned_start != at) {
             self.note(id);
-            self.jobs.get_mut(&id).expect("checked").planned_start = at;
+            self.jobs
+                .get_mut(&id)
+                .map(Arc::make_mut)
+                .expect("checked")
+                .planned_start = at;
         }
     }
 
@@ -1505,7 +1519,7 @@ impl Scheduler {
                 .copied()
                 .chain(self.waiting_begin.range(came).map(|&(_, id)| id))
                 .chain(self.touched.keys().copied())
-                .filter(|id| self.jobs.get(id).is_some_and(unexplained_now))
+                .filter(|id| self.jobs.get(id).is_some_and(|j| unexplained_now(j)))
                 .map(|id| (self.keys[&id], id))
                 .collect()
         };
@@ -1890,7 +1904,11 @@ impl Scheduler {
     ) {
         let key = self.keys.remove(&id).expect("pending jobs have a key");
         self.queue.remove(&key);
-        let job = self.jobs.get_mut(&id).expect("pending job exists");
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .map(Arc::make_mut)
+            .expect("pending job exists");
         self.begins.remove(&(job.spec.begin, id));
         if let Some(l) = job.spec.request.switches {
             self.begins.remove(&(l.until, id));
@@ -1906,7 +1924,11 @@ impl Scheduler {
             side_claims::place(self, id, nodes, now, None, claimed)
                 .unwrap_or_else(|| self.first_choices(&self.jobs[&id].spec.request, first, end))
         };
-        let job = self.jobs.get_mut(&id).expect("pending job exists");
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .map(Arc::make_mut)
+            .expect("pending job exists");
         self.usage.start(id, limits::alloc_tres(&nodes), now, end);
         if !claimed {
             self.profile.claim_all(&nodes, now, end);
@@ -1984,7 +2006,11 @@ impl Scheduler {
     pub(crate) fn set_reason(&mut self, id: JobId, reason: PendingReason) {
         if self.jobs.get(&id).is_some_and(|j| j.reason != reason) {
             self.note(id);
-            self.jobs.get_mut(&id).expect("checked").reason = reason;
+            self.jobs
+                .get_mut(&id)
+                .map(Arc::make_mut)
+                .expect("checked")
+                .reason = reason;
         }
     }
 }

@@ -43,6 +43,7 @@
 //! - Heterogeneous jobs are left out, as in Slurm.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::decision::{Decision, Pass};
 use crate::ids::{JobId, NodeId, PartitionId};
@@ -241,7 +242,11 @@ fn suspend(s: &mut Scheduler, id: JobId, now: Time) {
 /// Resumes suspended member `id` at `now` on its allocation (free: checked).
 fn resume(s: &mut Scheduler, id: JobId, now: Time) {
     let since = s.slices.since.remove(&id).expect("waiting");
-    let job = s.jobs.get_mut(&id).expect("members exist");
+    let job = s
+        .jobs
+        .get_mut(&id)
+        .map(Arc::make_mut)
+        .expect("members exist");
     job.state = JobState::Running;
     job.suspended = None;
     job.suspended_secs += (now - since).max(0);

@@ -263,7 +263,7 @@ impl Prepared {
                 r.id = JobId(first.0 + i as u64);
                 r.array = Some((first, index));
                 if i == 0 {
-                    r.array_pending = Some((self.tasks.clone(), self.throttle));
+                    r.array_pending = Some(Box::new((self.tasks.clone(), self.throttle)));
                 }
                 resolve_paths(&mut r, "%N");
                 r
@@ -300,13 +300,15 @@ fn resolve_paths(r: &mut Job, node: &str) {
         r.desc.output.as_deref().unwrap_or(default_out),
         &ctx,
     ));
+    let out: Arc<str> = out.into();
+    // Standard error shares standard output's path when it is the same.
     let err = match r.desc.error.as_deref() {
-        Some(e) => abs(expand(e, &ctx)),
+        Some(e) => abs(expand(e, &ctx)).into(),
         None => out.clone(),
     };
     let input = match r.desc.input.as_deref() {
-        Some(i) => abs(expand(i, &ctx)),
-        None => "/dev/null".to_string(),
+        Some(i) => abs(expand(i, &ctx)).into(),
+        None => "/dev/null".into(),
     };
     r.stdout = out;
     r.stderr = err;
@@ -362,7 +364,7 @@ pub struct Controller {
     /// The last forecast of every pending job's start (see `state/forecast.rs`).
     forecasts: forecast::Forecasts,
     /// Each owner's last submission, which the next one shares if it is the same.
-    descs: SharedDescs,
+    descs: Shared,
     /// The id the next accepted submission gets: allocated here, after a submission
     /// is checked, so that a refused one uses none; kept by the store with the jobs
     /// that used them, so that none is reused after a restart.
@@ -482,6 +484,8 @@ impl Controller {
             }
             let mut r = Job::from_record(r, &c.conf);
             r.desc = c.descs.share(r.uid, &r.desc);
+            r.tres_req = c.descs.share_tres(&r.tres_req);
+            c.descs.names_of(&mut r);
             let id = r.id;
             match r.state {
                 JobState::Running => {
@@ -491,7 +495,7 @@ impl Controller {
                     if r.desc.interactive {
                         c.interactive.insert(id);
                     }
-                    let suspension = r.suspension;
+                    let suspension = r.suspension.as_deref().copied();
                     let ending = r.ending_run.is_some();
                     c.jobs.insert(id, r);
                     if let (Ok(spec), Some(nodes)) = (spec, nodes) {
@@ -576,8 +580,8 @@ impl Controller {
             .map(|j| ActiveJob {
                 id: j.id.0,
                 cluster: self.conf.cluster_name.clone(),
-                account: j.account.clone(),
-                user: j.user.clone(),
+                account: j.account.to_string(),
+                user: j.user.to_string(),
             })
             .collect();
         let (outcome, rows) = self.accounts.change(who, request, &active, commit)?;
@@ -739,11 +743,11 @@ impl Controller {
             array_pending: None,
             uid: caller.uid,
             gid: caller.gid,
-            user: user.to_string(),
-            group: group.to_string(),
-            account: accounting.account,
-            partition: p.name.clone(),
-            qos: accounting.qos,
+            user: user.into(),
+            group: group.into(),
+            account: accounting.account.into(),
+            partition: p.name.clone().into(),
+            qos: accounting.qos.into(),
             state: JobState::Pending,
             reason: Reason::NONE,
             priority: 0,
@@ -771,15 +775,15 @@ impl Controller {
             restarts: 0,
             hold: desc.hold.then_some(Hold::User),
             cancelled_by: None,
-            stdout: String::new(),
-            stderr: String::new(),
-            stdin: String::new(),
+            stdout: "".into(),
+            stderr: "".into(),
+            stdin: "".into(),
             desc: Arc::new(desc.clone()),
             next_step: 0,
             start_pass: None,
             ending_run: None,
             refused: None,
-            tres_req: Vec::new(),
+            tres_req: Arc::from([]),
             tres_alloc: Vec::new(),
             // Eligible at once unless held or waiting on a dependency (see `release`).
             accrue_time: (!desc.hold && desc.dependency.is_none())
@@ -797,7 +801,7 @@ impl Controller {
         if self.conf.enforce_part_limits {
             self.check_partition_limits(&spec)?;
         }
-        template.tres_req = self.conf.requested_tres(part, &spec.request);
+        template.tres_req = self.conf.requested_tres(part, &spec.request).into();
         match self.sched.check(&JobSpec {
             id: JobId(u64::MAX),
             ..spec
@@ -1135,6 +1139,8 @@ impl Controller {
         let mut jobs = p.jobs(JobId(first));
         let desc = self.descs.share(p.template.uid, &p.template.desc);
         for j in &mut jobs {
+            j.tres_req = self.descs.share_tres(&j.tres_req);
+            self.descs.names_of(j);
             if j.het.is_some_and(|h| h.offset > 0) {
                 continue; // a heterogeneous job's component keeps its own
             }
@@ -1566,10 +1572,18 @@ impl Controller {
         held_cpus: &mut BTreeMap<NodeId, BTreeSet<u32>>,
     ) -> Vec<Effect> {
         // What it asked, as it stands now (`scontrol update` may have changed it).
-        let asked = self.jobs.get(&id).and_then(|r| {
-            let spec = self.core_spec(r).ok()?;
-            Some(self.conf.requested_tres(spec.partition, &spec.request))
-        });
+        let asked = self
+            .jobs
+            .get(&id)
+            .and_then(|r| {
+                let spec = self.core_spec(r).ok()?;
+                Some(
+                    self.conf
+                        .requested_tres(spec.partition, &spec.request)
+                        .into(),
+                )
+            })
+            .map(|asked| self.descs.share_tres(&asked));
         self.diag.jobs.started += 1;
         let r = self.jobs.get_mut(&id).expect("started jobs have records");
         if let Some(asked) = asked {
@@ -1627,7 +1641,7 @@ impl Controller {
         if let Some((array, task)) = r.array {
             // The array's remainder shrinks as tasks start.
             if let Some(head) = self.jobs.get_mut(&array) {
-                if let Some((rest, _)) = head.array_pending.as_mut() {
+                if let Some((rest, _)) = head.array_pending.as_deref_mut() {
                     rest.retain(|&t| t != task);
                     effects.push(self.persist(array));
                 }
@@ -1825,10 +1839,12 @@ impl Controller {
             None => report.end.min(now),
         };
         r.end_time = Some(ended_at.max(r.start_time.unwrap_or(now)));
-        r.ending_run = (!waiting.is_empty()).then_some(RunEnding {
-            run: report.run,
-            nodes: waiting,
-            told: None,
+        r.ending_run = (!waiting.is_empty()).then(|| {
+            Box::new(RunEnding {
+                run: report.run,
+                nodes: waiting,
+                told: None,
+            })
         });
         if self.forget_silent_nodes(id) {
             self.jobs.get_mut(&id).expect("checked").ending_run = None;
@@ -1887,7 +1903,7 @@ impl Controller {
                 usage: self.usage.merged(id, StepId::Batch),
                 run: r.restarts,
                 // The batch step stood through every suspension of its job.
-                suspended_secs: r.suspension.map_or(0, |s| s.secs),
+                suspended_secs: r.suspension.as_ref().map_or(0, |s| s.secs),
             };
             self.steps.insert((id, StepId::Batch), step.clone());
             effects.push(Effect::PersistStep(step));
@@ -2193,9 +2209,9 @@ impl Controller {
                 .jobs
                 .values()
                 .filter(|j| !j.state.is_finished())
-                .filter(|j| req.user.as_ref().is_none_or(|u| *u == j.user))
+                .filter(|j| req.user.as_ref().is_none_or(|u| **u == *j.user))
                 .filter(|j| req.name.as_ref().is_none_or(|n| *n == j.desc.name))
-                .filter(|j| req.partition.as_ref().is_none_or(|p| *p == j.partition))
+                .filter(|j| req.partition.as_ref().is_none_or(|p| **p == *j.partition))
                 .filter(|j| req.states.is_empty() || req.states.contains(&j.state))
                 .filter(|j| Self::may_touch(caller, j))
                 .map(|j| j.id)
@@ -2520,7 +2536,7 @@ impl Controller {
                 usage: self.usage.merged(id, StepId::Batch),
                 run: r.restarts,
                 // The batch step stood through every suspension of its job.
-                suspended_secs: r.suspension.map_or(0, |s| s.secs),
+                suspended_secs: r.suspension.as_ref().map_or(0, |s| s.secs),
             }));
         }
         if state == JobState::Running {
@@ -2561,7 +2577,7 @@ impl Controller {
                     told: None,
                 };
                 self.sched.mark_ending(id);
-                self.jobs.get_mut(&id).expect("exists").ending_run = Some(ending);
+                self.jobs.get_mut(&id).expect("exists").ending_run = Some(Box::new(ending));
             } else {
                 self.jobs.get_mut(&id).expect("exists").ending_run = None;
                 self.sched.job_ended(id, now);
@@ -4486,7 +4502,7 @@ mod update;
 mod usage;
 
 pub use forecast::ForecastWork;
-pub use job::{Job, NodeShare, RunEnding, SharedDescs};
+pub use job::{Job, NodeShare, RunEnding, Shared};
 pub use liveness::{Registration, NOT_RESPONDING};
 pub use reason::Reason;
 pub use script::{launch_environment, script_key, BatchScript};

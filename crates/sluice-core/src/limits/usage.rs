@@ -13,6 +13,7 @@
 #![allow(clippy::needless_range_loop)] // TRES vectors are added index by index
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::ids::JobId;
 use crate::time::{Secs, Time};
@@ -95,17 +96,31 @@ impl Counter {
 /// What a job is charged with.
 #[derive(Clone, Debug, PartialEq)]
 struct Charged {
-    scopes: Vec<Scope>,
-    /// While running: the TRES it holds and the end of its claim.
-    running: Option<(TresCounts, Time)>,
+    /// Shared with the jobs charged before it to the same scopes (most of a queue).
+    scopes: Arc<[Scope]>,
+    /// While running: the TRES it holds and the end of its claim (boxed: a pending
+    /// job, most of a queue, keeps only the pointer).
+    running: Option<Box<(TresCounts, Time)>>,
 }
 
 /// The usage counts of every scope, and which jobs are charged to which.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Usage {
     counters: BTreeMap<Scope, Counter>,
     jobs: BTreeMap<JobId, Charged>,
     last_decay: Option<Time>,
+    /// The scopes last charged, which the next job charged to the same shares.
+    last_scopes: Option<Arc<[Scope]>>,
+}
+
+/// Equal when the counts and charges are (which scopes were charged last is only a
+/// cache for sharing).
+impl PartialEq for Usage {
+    fn eq(&self, other: &Self) -> bool {
+        self.counters == other.counters
+            && self.jobs == other.jobs
+            && self.last_decay == other.last_decay
+    }
 }
 
 /// The QOS whose limits a job meets, in order of precedence: its partition's QOS, then
@@ -168,7 +183,7 @@ impl Usage {
 
     /// The scopes `id` is charged to (empty when it is not charged).
     pub fn scopes_of(&self, id: JobId) -> &[Scope] {
-        self.jobs.get(&id).map_or(&[], |c| c.scopes.as_slice())
+        self.jobs.get(&id).map_or(&[], |c| &c.scopes[..])
     }
 
     /// Charges a new job to `scopes` (pending: it counts as submitted). A job already
@@ -180,6 +195,14 @@ impl Usage {
         for s in &scopes {
             self.counters.entry(*s).or_default().submitted += 1;
         }
+        let scopes = match &self.last_scopes {
+            Some(last) if **last == scopes[..] => last.clone(),
+            _ => {
+                let new: Arc<[Scope]> = scopes.into();
+                self.last_scopes = Some(new.clone());
+                new
+            }
+        };
         self.jobs.insert(
             id,
             Charged {
@@ -197,7 +220,7 @@ impl Usage {
         if job.running.is_some() {
             return;
         }
-        for s in &job.scopes {
+        for s in job.scopes.iter() {
             let c = self.counters.entry(*s).or_default();
             c.accrue(now);
             c.running += 1;
@@ -206,18 +229,19 @@ impl Usage {
                 c.run_end[k] += i128::from(tres[k]) * i128::from(end);
             }
         }
-        job.running = Some((tres, end));
+        job.running = Some(Box::new((tres, end)));
     }
 
     /// A running job's claim now ends at `end`.
     pub fn retime(&mut self, id: JobId, end: Time) {
         let Some(Charged {
             scopes,
-            running: Some((tres, old)),
+            running: Some(held),
         }) = self.jobs.get_mut(&id)
         else {
             return;
         };
+        let (tres, old) = &mut **held;
         for s in scopes.iter() {
             let c = self.counters.entry(*s).or_default();
             for k in 0..NTRES {
@@ -233,15 +257,15 @@ impl Usage {
         let Some(job) = self.jobs.remove(&id) else {
             return;
         };
-        for s in &job.scopes {
+        for s in job.scopes.iter() {
             let c = self.counters.entry(*s).or_default();
             c.submitted = c.submitted.saturating_sub(1);
-            if let Some((tres, end)) = job.running {
+            if let Some((tres, end)) = job.running.as_deref() {
                 c.accrue(now);
                 c.running = c.running.saturating_sub(1);
                 for k in 0..NTRES {
                     c.tres[k] = c.tres[k].saturating_sub(tres[k]);
-                    c.run_end[k] -= i128::from(tres[k]) * i128::from(end);
+                    c.run_end[k] -= i128::from(tres[k]) * i128::from(*end);
                 }
             }
         }

@@ -18,6 +18,7 @@
 use crate::decision::{Decision, Pass};
 use crate::observe::{PassObserver, Phase, PhaseFigures};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -322,7 +323,11 @@ fn backfill_pass(
             // nothing and keeps no reservation.
             if matches!(s.jobs[&id].reason, PendingReason::Limit(_)) {
                 s.set_planned(id, None);
-                s.jobs.get_mut(&id).expect("queued job exists").alloc = None;
+                s.jobs
+                    .get_mut(&id)
+                    .map(Arc::make_mut)
+                    .expect("queued job exists")
+                    .alloc = None;
             }
             continue;
         }
@@ -347,7 +352,11 @@ fn backfill_pass(
                         plan.claim_all(&nodes, t, end);
                         reserved.push((nodes.clone(), t, end));
                         s.set_planned(m, Some(t));
-                        let job = s.jobs.get_mut(&m).expect("queued job exists");
+                        let job = s
+                            .jobs
+                            .get_mut(&m)
+                            .map(Arc::make_mut)
+                            .expect("queued job exists");
                         job.alloc = Some(crate::job::Allocation { nodes });
                         retained.push(m);
                     }
@@ -355,7 +364,11 @@ fn backfill_pass(
                 _ => {
                     for &m in s.het.group(id).cloned().expect("a leader").iter() {
                         s.set_planned(m, None);
-                        s.jobs.get_mut(&m).expect("queued job exists").alloc = None;
+                        s.jobs
+                            .get_mut(&m)
+                            .map(Arc::make_mut)
+                            .expect("queued job exists")
+                            .alloc = None;
                     }
                 }
             }
@@ -396,14 +409,22 @@ fn backfill_pass(
                 plan.claim_all(&nodes, t, end);
                 reserved.push((nodes.clone(), t, end));
                 s.set_planned(id, Some(t));
-                let job = s.jobs.get_mut(&id).expect("queued job exists");
+                let job = s
+                    .jobs
+                    .get_mut(&id)
+                    .map(Arc::make_mut)
+                    .expect("queued job exists");
                 job.alloc = Some(crate::job::Allocation { nodes });
                 retained.push(id);
             }
             // No fit in the window, or a `NoReserve` QOS: no reservation.
             _ => {
                 s.set_planned(id, None);
-                s.jobs.get_mut(&id).expect("queued job exists").alloc = None;
+                s.jobs
+                    .get_mut(&id)
+                    .map(Arc::make_mut)
+                    .expect("queued job exists")
+                    .alloc = None;
             }
         }
     }

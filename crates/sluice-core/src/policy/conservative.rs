@@ -23,6 +23,7 @@
 //!   follow.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::decision::{Decision, Pass};
 use crate::ids::JobId;
@@ -114,7 +115,11 @@ pub(crate) fn withdraw_conflicting(s: &mut Scheduler, nodes: &[NodeAlloc], from:
 /// order of reservations, if it had one.
 fn withdraw(s: &mut Scheduler, id: JobId, key: QueueKey) -> Option<(Time, u64)> {
     s.note(id);
-    let job = s.jobs.get_mut(&id).expect("queued job exists");
+    let job = s
+        .jobs
+        .get_mut(&id)
+        .map(Arc::make_mut)
+        .expect("queued job exists");
     let (Some(t), Some(alloc)) = (job.planned_start.take(), job.alloc.take()) else {
         return None;
     };
@@ -175,7 +180,11 @@ fn place(
         Some((t, nodes)) => {
             s.profile.claim_all(&nodes, t, t + limit);
             s.note(id);
-            let job = s.jobs.get_mut(&id).expect("queued job exists");
+            let job = s
+                .jobs
+                .get_mut(&id)
+                .map(Arc::make_mut)
+                .expect("queued job exists");
             job.planned_start = Some(t);
             job.alloc = Some(Allocation { nodes });
             job.reason = if job.spec.begin > now {
@@ -230,7 +239,11 @@ fn start_due(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) {
         s.conservative.planned.remove(&(t, order, key));
         s.conservative.order.remove(&key);
         let id = s.queue[&key];
-        let job = s.jobs.get_mut(&id).expect("queued job exists");
+        let job = s
+            .jobs
+            .get_mut(&id)
+            .map(Arc::make_mut)
+            .expect("queued job exists");
         let alloc = job.alloc.take().expect("planned jobs have nodes");
         let limit = job.spec.time_limit;
         let placed = if t == now {

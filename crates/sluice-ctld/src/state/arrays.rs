@@ -53,9 +53,9 @@ impl Controller {
         let old = self.jobs.remove(&id).expect("checked above");
         let mut r = self.jobs.remove(&heir).expect("an heir has a record");
         r.id = array;
-        r.array_pending = old.array_pending.map(|(mut rest, throttle)| {
-            rest.retain(|&t| t != index);
-            (rest, throttle)
+        r.array_pending = old.array_pending.map(|mut pending| {
+            pending.0.retain(|&t| t != index);
+            pending
         });
         resolve_paths(&mut r, "%N");
         if let Ok(spec) = self.core_spec(&r) {
@@ -96,10 +96,7 @@ impl Controller {
         {
             return;
         }
-        if r.array_pending
-            .as_ref()
-            .is_some_and(|(rest, _)| rest.len() > 1)
-        {
+        if r.array_pending.as_ref().is_some_and(|p| p.0.len() > 1) {
             r.array = None;
         }
     }
@@ -114,7 +111,7 @@ impl Controller {
         let Some(head) = self.jobs.get_mut(&array) else {
             return Vec::new();
         };
-        let Some((rest, _)) = head.array_pending.as_mut() else {
+        let Some((rest, _)) = head.array_pending.as_deref_mut() else {
             return Vec::new();
         };
         if !rest.contains(&index) {

@@ -41,8 +41,8 @@ use super::{Caller, Controller, Job, Reason};
 #[derive(Clone, Debug, Default)]
 struct Seen {
     /// Its reason; `None`: not known yet (a job restored after a restart, learnt
-    /// silently by the first sweep).
-    reason: Option<String>,
+    /// silently by the first sweep). Reasons are fixed texts, never copied.
+    reason: Option<&'static str>,
     /// Its last planned start recorded.
     plan: Option<i64>,
     /// The plan is known (restored jobs' plans are learnt silently).
@@ -218,10 +218,10 @@ impl Controller {
     pub(super) fn audit_submitted(&mut self, r: &Job, now: i64) {
         self.audit.inserting.insert(r.id, Vec::new());
         let what = AuditWhat::Submitted {
-            user: Some(r.user.clone()),
-            partition: r.partition.clone(),
-            account: r.account.clone(),
-            qos: r.qos.clone(),
+            user: Some(r.user.to_string()),
+            partition: r.partition.to_string(),
+            account: r.account.to_string(),
+            qos: r.qos.to_string(),
         };
         self.audit.push(now, r, what);
         if let Some(hold) = &r.hold {
@@ -421,9 +421,9 @@ impl Controller {
             pass: pass.to_string(),
             priority,
             rank,
-            partition: r.partition.clone(),
+            partition: r.partition.to_string(),
             reservation: r.desc.reservation.clone(),
-            user: Some(r.user.clone()),
+            user: Some(r.user.to_string()),
             nodes: self.devices_of(r),
         };
         let uid = r.uid;
@@ -612,28 +612,28 @@ impl Controller {
 fn observe(
     seen: &mut BTreeMap<JobId, Seen>,
     id: JobId,
-    reason: &str,
+    reason: &'static str,
     limit: bool,
     plan: Option<i64>,
     sweep: u64,
 ) -> Vec<AuditWhat> {
     let mut out = Vec::new();
     let s = seen.entry(id).or_insert_with(|| Seen {
-        reason: Some("None".into()),
+        reason: Some("None"),
         plan: None,
         plan_known: true,
         sweep,
     });
     s.sweep = sweep;
     match &s.reason {
-        None => s.reason = Some(reason.to_string()),
-        Some(old) if old != reason && reason != "None" => {
+        None => s.reason = Some(reason),
+        Some(old) if *old != reason && reason != "None" => {
             out.push(AuditWhat::Reason {
-                from: (old != "None").then(|| old.clone()),
+                from: (*old != "None").then(|| old.to_string()),
                 to: reason.to_string(),
                 limit,
             });
-            s.reason = Some(reason.to_string());
+            s.reason = Some(reason);
         }
         _ => {}
     }

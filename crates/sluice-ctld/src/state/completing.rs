@@ -62,7 +62,7 @@ impl Controller {
         self.sched.mark_ending(id);
         let r = self.jobs.get_mut(&id).expect("exists");
         r.end_time = Some(now);
-        r.ending_run = Some(ending);
+        r.ending_run = Some(Box::new(ending));
         // A job at its time limit shows why while it completes (`TimeLimit`).
         if let Some(why) = super::Reason::ended(state, 0, 0) {
             r.reason = why;

@@ -359,7 +359,7 @@ impl Controller {
                                 hide || owner.is_some_and(|o| self.user_hidden_from(caller, o.uid));
                             Awaited {
                                 job_id: (!hide).then_some(w.job.0),
-                                user: owner.filter(|_| !anonymous).map(|o| o.user.clone()),
+                                user: owner.filter(|_| !anonymous).map(|o| o.user.to_string()),
                                 end: w.end,
                             }
                         })
@@ -453,17 +453,17 @@ impl Controller {
             )
         };
         for (i, p) in self.conf.cluster.partitions.iter().enumerate() {
-            if p.name == r.partition || p.state != PartitionState::Up {
+            if *p.name == *r.partition || p.state != PartitionState::Up {
                 continue;
             }
             if p.access
-                .check(&r.account, &r.qos, std::slice::from_ref(&r.group), false)
+                .check(&r.account, &r.qos, &[r.group.to_string()], false)
                 .is_err()
             {
                 continue;
             }
             let mut changed = r.clone();
-            changed.partition = p.name.clone();
+            changed.partition = p.name.clone().into();
             out.push(Alternative {
                 partition: Some(PartitionId(i as u16)),
                 qos: None,
@@ -472,14 +472,14 @@ impl Controller {
         }
         if let Some(assoc) = self.assoc_of(r) {
             for name in self.accounts.allowed_qos(assoc) {
-                if name == r.qos {
+                if *name == *r.qos {
                     continue;
                 }
                 let Some(q) = self.accounts.qos(&name) else {
                     continue;
                 };
                 let mut changed = r.clone();
-                changed.qos = name.clone();
+                changed.qos = name.clone().into();
                 out.push(Alternative {
                     partition: None,
                     qos: Some(QosId(q.id)),
@@ -511,7 +511,7 @@ impl Controller {
                 timestamp(start),
                 sluice_conf::hostlist::compress(&self.node_names(r))
             ));
-            if let Some(s) = r.suspension {
+            if let Some(s) = r.suspension.as_deref() {
                 let secs = s.secs_at(r.end_time.unwrap_or(now));
                 match s.since {
                     Some(since) if r.state == JobState::Running => out.push(format!(
@@ -527,7 +527,7 @@ impl Controller {
                 }
             }
             if let (JobState::Running, Some(limit)) = (r.state, r.time_limit) {
-                let over = r.suspension.map_or(0, |s| s.secs);
+                let over = r.suspension.as_ref().map_or(0, |s| s.secs);
                 if !r.suspended() {
                     out.push(format!(
                         "reaches its time limit at {}",

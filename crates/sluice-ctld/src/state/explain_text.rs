@@ -185,7 +185,7 @@ impl Controller {
                     .jobs
                     .values()
                     .find(|j| j.uid == uid)
-                    .map_or_else(|| uid.to_string(), |j| j.user.clone());
+                    .map_or_else(|| uid.to_string(), |j| j.user.to_string());
                 format!("user {name} in QOS {}", self.qos_name(q))
             }
             Scope::QosAccount(q, a) => {

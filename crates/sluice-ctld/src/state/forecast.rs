@@ -144,7 +144,7 @@ impl Controller {
             start: start.max(now),
             cpus,
             nodes: self.hostlist(&nodes),
-            partition: job.partition,
+            partition: job.partition.to_string(),
         })
     }
 

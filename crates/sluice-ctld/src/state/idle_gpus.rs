@@ -124,8 +124,8 @@ impl Controller {
                 .collect();
             let env = [
                 ("SLUICE_JOB_ID", id.0.to_string()),
-                ("SLUICE_JOB_USER", r.user.clone()),
-                ("SLUICE_JOB_ACCOUNT", r.account.clone()),
+                ("SLUICE_JOB_USER", r.user.to_string()),
+                ("SLUICE_JOB_ACCOUNT", r.account.to_string()),
                 ("SLUICE_JOB_NODES", sluice_conf::hostlist::compress(&nodes)),
                 ("SLUICE_GPUS_HELD", note.held.to_string()),
                 ("SLUICE_GPUS_IDLE", note.idle.to_string()),

@@ -29,22 +29,22 @@ pub struct Job {
     pub array: Option<(JobId, u32)>,
     /// For the array's record (the task holding the array's id): the indices still to
     /// start, and the throttle (`%N`).
-    pub array_pending: Option<(Vec<u32>, Option<u32>)>,
+    pub array_pending: Option<Box<(Vec<u32>, Option<u32>)>>,
     /// Owner's uid.
     pub uid: u32,
     /// Owner's gid.
     pub gid: u32,
     /// Owner's name.
-    pub user: String,
+    pub user: Arc<str>,
     /// Owner's group name.
-    pub group: String,
+    pub group: Arc<str>,
     /// Account.
-    pub account: String,
+    pub account: Arc<str>,
     /// Partition, by name (a record read back may name one the configuration no
     /// longer has; such a job never enters the core).
-    pub partition: String,
+    pub partition: Arc<str>,
     /// QOS.
-    pub qos: String,
+    pub qos: Arc<str>,
     /// State.
     pub state: JobState,
     /// Why it waits, as the controller last set it. A job queued in the core shows
@@ -90,11 +90,11 @@ pub struct Job {
     /// Who cancelled it (uid).
     pub cancelled_by: Option<u32>,
     /// Resolved standard output path.
-    pub stdout: String,
+    pub stdout: Arc<str>,
     /// Resolved standard error path.
-    pub stderr: String,
+    pub stderr: Arc<str>,
     /// Resolved standard input path.
-    pub stdin: String,
+    pub stdin: Arc<str>,
     /// The submission, without its script and environment (kept in the store, see
     /// `state/script.rs`). Shared: an array's tasks have their array's, and a
     /// submission the same as its owner's last one (a loop of `sbatch`) that one's;
@@ -106,11 +106,12 @@ pub struct Job {
     pub start_pass: Option<StartPass>,
     /// The run whose processes are being ended (`COMPLETING`): this run, told to end
     /// or ended, or a requeued job's previous one.
-    pub ending_run: Option<RunEnding>,
+    pub ending_run: Option<Box<RunEnding>>,
     /// Why it could never run, when it failed on entering the queue.
     pub refused: Option<String>,
-    /// Trackable resources asked (see `JobRecord::tres_req`).
-    pub tres_req: Vec<(String, u64)>,
+    /// Trackable resources asked (see `JobRecord::tres_req`). Shared, as `desc` is,
+    /// with the last job that asked the same (see [`Shared::share_tres`]).
+    pub tres_req: Arc<[(String, u64)]>,
     /// Trackable resources allocated to its latest run; empty before it starts.
     pub tres_alloc: Vec<(String, u64)>,
     /// Since when it accrues age for its priority (`AccrueTime`).
@@ -121,26 +122,75 @@ pub struct Job {
     pub service: Option<Box<sluice_proto::service::ServiceState>>,
     /// Its latest run's suspensions by operators (`scontrol suspend`), if any. A
     /// suspended job stays `Running` here; its record says `SUSPENDED`.
-    pub suspension: Option<Suspension>,
+    pub suspension: Option<Box<Suspension>>,
     /// A heterogeneous job's component: leader, offset, size.
     pub het: Option<sluice_proto::types::HetJob>,
 }
 
-/// Each owner's last submission (by uid): a submission the same as its owner's last
-/// one shares it, as a loop of `sbatch` with the same options does. One per owner.
+/// What jobs share rather than each keeping a copy: each owner's last submission (by
+/// uid), which a submission the same as its owner's last one shares, as a loop of
+/// `sbatch` with the same options does (one per owner); the TRES last asked, which a
+/// queue of like jobs shares whoever owns them; and the names of owners, groups,
+/// accounts, partitions and QOS, one copy of each.
 #[derive(Debug, Default)]
-pub struct SharedDescs(std::collections::BTreeMap<u32, Arc<JobDescription>>);
+pub struct Shared {
+    descs: std::collections::BTreeMap<u32, Arc<JobDescription>>,
+    tres: Option<Arc<[(String, u64)]>>,
+    names: BTreeSet<Arc<str>>,
+    /// How many names to hold before forgetting those no job uses any more.
+    names_limit: usize,
+}
 
-impl SharedDescs {
+impl Shared {
     /// `desc` for a job of `uid`: its owner's last submission if the same, else a new
     /// one, kept as that owner's last.
     pub fn share(&mut self, uid: u32, desc: &JobDescription) -> Arc<JobDescription> {
-        match self.0.get(&uid) {
+        match self.descs.get(&uid) {
             Some(last) if **last == *desc => last.clone(),
             _ => {
                 let new = Arc::new(desc.clone());
-                self.0.insert(uid, new.clone());
+                self.descs.insert(uid, new.clone());
                 new
+            }
+        }
+    }
+
+    /// The one copy of `name`.
+    pub fn name(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.names.get(name) {
+            return n.clone();
+        }
+        if self.names.len() >= self.names_limit {
+            self.names.retain(|n| Arc::strong_count(n) > 1);
+            self.names_limit = (self.names.len() * 2).max(64);
+        }
+        let n: Arc<str> = name.into();
+        self.names.insert(n.clone());
+        n
+    }
+
+    /// Job `j`'s names as the one copy of each.
+    pub fn names_of(&mut self, j: &mut Job) {
+        j.user = self.name(&j.user);
+        j.group = self.name(&j.group);
+        j.account = self.name(&j.account);
+        j.partition = self.name(&j.partition);
+        j.qos = self.name(&j.qos);
+        if j.stderr == j.stdout {
+            j.stderr = j.stdout.clone();
+        }
+        // Paths are most often a job's own; standard input mostly `/dev/null`.
+        j.stdin = self.name(&j.stdin);
+    }
+
+    /// `tres` (a job's TRES asked): the TRES last asked if the same, else `tres`,
+    /// kept as the last.
+    pub fn share_tres(&mut self, tres: &Arc<[(String, u64)]>) -> Arc<[(String, u64)]> {
+        match &self.tres {
+            Some(last) if **last == **tres => last.clone(),
+            _ => {
+                self.tres = Some(tres.clone());
+                tres.clone()
             }
         }
     }
@@ -188,7 +238,8 @@ pub struct RunEnding {
 impl Job {
     /// Whether it runs with its processes stopped by an operator.
     pub fn suspended(&self) -> bool {
-        self.state == JobState::Running && self.suspension.is_some_and(|s| s.since.is_some())
+        self.state == JobState::Running
+            && self.suspension.as_ref().is_some_and(|s| s.since.is_some())
     }
 
     /// Its state as records show it: `SUSPENDED` while suspended.
@@ -212,7 +263,7 @@ impl Job {
 
     /// The id as `squeue` shows it (see `JobRecord::display_id`).
     pub fn display_id(&self) -> String {
-        match (&self.array, &self.array_pending) {
+        match (&self.array, self.array_pending.as_deref()) {
             (Some((array, task)), _) => format!("{array}_{task}"),
             (None, Some((rest, throttle))) => {
                 let mut s = format!("{}_[{}", self.id, compact_indices(rest));
@@ -308,14 +359,14 @@ impl Job {
         Job {
             id: JobId(r.id),
             array: r.array.map(|(a, t)| (JobId(a), t)),
-            array_pending: r.array_pending,
+            array_pending: r.array_pending.map(Box::new),
             uid: r.uid,
             gid: r.gid,
-            user: r.user,
-            group: r.group,
-            account: r.account,
-            partition: r.partition,
-            qos: r.qos,
+            user: r.user.into(),
+            group: r.group.into(),
+            account: r.account.into(),
+            partition: r.partition.into(),
+            qos: r.qos.into(),
             // A suspended job is a running one, with its suspension.
             state: match state {
                 JobState::Suspended => JobState::Running,
@@ -345,20 +396,20 @@ impl Job {
             restarts: r.restarts,
             hold: r.hold,
             cancelled_by: r.cancelled_by,
-            stdout: r.stdout,
-            stderr: r.stderr,
-            stdin: r.stdin,
+            stdout: r.stdout.into(),
+            stderr: r.stderr.into(),
+            stdin: r.stdin.into(),
             desc: Arc::new(r.desc),
             next_step: r.next_step,
             start_pass: r.start_pass,
-            ending_run,
+            ending_run: ending_run.map(Box::new),
             refused: r.refused,
-            tres_req: r.tres_req,
+            tres_req: r.tres_req.into(),
             tres_alloc: r.tres_alloc,
             accrue_time: r.accrue_time,
             idle_gpus: r.idle_gpus.map(Box::new),
             service: r.service_state.map(Box::new),
-            suspension: r.suspension,
+            suspension: r.suspension.map(Box::new),
             het: r.het,
         }
     }
@@ -378,14 +429,14 @@ impl Job {
         JobRecord {
             id: self.id.0,
             array: self.array.map(|(a, t)| (a.0, t)),
-            array_pending: self.array_pending.clone(),
+            array_pending: self.array_pending.as_deref().cloned(),
             uid: self.uid,
             gid: self.gid,
-            user: self.user.clone(),
-            group: self.group.clone(),
-            account: self.account.clone(),
-            partition: self.partition.clone(),
-            qos: self.qos.clone(),
+            user: self.user.to_string(),
+            group: self.group.to_string(),
+            account: self.account.to_string(),
+            partition: self.partition.to_string(),
+            qos: self.qos.to_string(),
             state: self.shown_state(),
             priority: self.priority,
             reason,
@@ -420,9 +471,9 @@ impl Job {
             restarts: self.restarts,
             hold: self.hold.clone(),
             cancelled_by: self.cancelled_by,
-            stdout: self.stdout.clone(),
-            stderr: self.stderr.clone(),
-            stdin: self.stdin.clone(),
+            stdout: self.stdout.to_string(),
+            stderr: self.stderr.to_string(),
+            stdin: self.stdin.to_string(),
             desc,
             next_step: self.next_step,
             start_pass: self.start_pass,
@@ -438,7 +489,7 @@ impl Job {
             preempting: None,
             legacy_held: false,
             legacy_details: None,
-            tres_req: self.tres_req.clone(),
+            tres_req: self.tres_req.to_vec(),
             tres_alloc: self.tres_alloc.clone(),
             gpu_types_per_node: self.alloc.iter().map(|s| s.gpu_types.clone()).collect(),
             accrue_time: self.accrue_time,
@@ -446,7 +497,7 @@ impl Job {
             service_state: self.service.as_deref().cloned(),
             service_url: conf.service_url(&self.desc),
             service_tcp: conf.service_tcp(&self.desc),
-            suspension: self.suspension,
+            suspension: self.suspension.as_deref().copied(),
             het: self.het,
         }
     }

@@ -257,10 +257,10 @@ impl Listing {
                 || j.ending_run.is_some()
                 || j.end_time.is_some_and(|e| now - e < age))
                 && q.owner_only.is_none_or(|uid| j.uid == uid)
-                && users.as_ref().is_none_or(|u| u.contains(&j.user.as_str()))
+                && users.as_ref().is_none_or(|u| u.contains(&&*j.user))
                 && partitions
                     .as_ref()
-                    .is_none_or(|p| p.contains(&j.partition.as_str()))
+                    .is_none_or(|p| p.contains(&&*j.partition))
                 && names
                     .as_ref()
                     .is_none_or(|n| n.contains(&j.desc.name.as_str()))
@@ -341,7 +341,7 @@ impl Listing {
     fn put(&mut self, job: Arc<Job>, live: Live) {
         let id = job.id;
         self.take_out(id);
-        index_add(&mut self.by_user, job.user.clone(), id);
+        index_add(&mut self.by_user, job.user.to_string(), id);
         index_add(&mut self.by_state, job.shown_state(), id);
         if let Some((array, task)) = job.array {
             self.by_array.insert((array, task, id));
@@ -355,7 +355,7 @@ impl Listing {
     /// Takes job `id` out, with its index entries.
     fn take_out(&mut self, id: JobId) -> Option<Arc<Listed>> {
         let old = self.jobs.remove(&id)?;
-        index_remove(&mut self.by_user, &old.job.user, id);
+        index_remove(&mut self.by_user, &old.job.user.to_string(), id);
         index_remove(&mut self.by_state, &old.job.shown_state(), id);
         if let Some((array, task)) = old.job.array {
             self.by_array.remove(&(array, task, id));
@@ -395,13 +395,13 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         het: r.het,
         id: r.id.0,
         array: r.array.map(|(a, t)| (a.0, t)),
-        array_pending: r.array_pending.clone(),
+        array_pending: r.array_pending.as_deref().cloned(),
         uid: r.uid,
-        user: r.user.clone(),
-        group: r.group.clone(),
-        account: r.account.clone(),
-        partition: r.partition.clone(),
-        qos: r.qos.clone(),
+        user: r.user.to_string(),
+        group: r.group.to_string(),
+        account: r.account.to_string(),
+        partition: r.partition.to_string(),
+        qos: r.qos.to_string(),
         state: r.shown_state(),
         reason: live.reason.to_string(),
         dependency_status: live.dependency_status.clone(),
@@ -438,7 +438,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         array_throttle: d.array.as_ref().map(|a| a.1),
         service: d.service.clone(),
         service_state: r.service.as_deref().cloned(),
-        suspension: r.suspension,
+        suspension: r.suspension.as_deref().copied(),
         completing: r.ending_run.is_some(),
     }
 }
@@ -556,7 +556,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         het: r.het,
         id: r.id.0,
         array: r.array.map(|(a, t)| (a.0, t)),
-        array_pending: r.array_pending.as_ref(),
+        array_pending: r.array_pending.as_deref(),
         uid: r.uid,
         user: &r.user,
         group: &r.group,
@@ -599,7 +599,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         array_throttle: d.array.as_ref().map(|a| a.1),
         service: d.service.as_ref(),
         service_state: r.service.as_deref(),
-        suspension: r.suspension,
+        suspension: r.suspension.as_deref().copied(),
         completing: r.ending_run.is_some(),
     }
 }

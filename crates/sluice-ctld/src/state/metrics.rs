@@ -115,7 +115,7 @@ impl Controller {
                 for &g in held {
                     if let Some(gpu) = gpus.get_mut(g as usize) {
                         if !gpu.holders.iter().any(|(id, _)| *id == j.id.0) {
-                            gpu.holders.push((j.id.0, j.user.clone()));
+                            gpu.holders.push((j.id.0, j.user.to_string()));
                         }
                     }
                 }
@@ -172,8 +172,8 @@ impl Controller {
                     let idle = j.idle_gpus.as_deref()?;
                     Some(IdleGpuJob {
                         job: j.id.0,
-                        user: j.user.clone(),
-                        account: j.account.clone(),
+                        user: j.user.to_string(),
+                        account: j.account.to_string(),
                         idle: idle.idle,
                         held: idle.held,
                         since: idle.since,

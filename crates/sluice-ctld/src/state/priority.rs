@@ -252,10 +252,10 @@ impl Controller {
             };
             let mut row = self.priority.job_row(&self.job_factors(r, &spec), now);
             row.job_id = r.id.0;
-            row.partition = r.partition.clone();
-            row.user = r.user.clone();
+            row.partition = r.partition.to_string();
+            row.user = r.user.to_string();
             row.uid = r.uid;
-            row.account = r.account.clone();
+            row.account = r.account.to_string();
             report.jobs.push(row);
         }
         report

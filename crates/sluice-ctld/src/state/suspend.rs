@@ -99,7 +99,7 @@ impl Controller {
             return Vec::new();
         };
         let start = r.start_time.unwrap_or(now);
-        let mut s = r.suspension.unwrap_or_default();
+        let mut s = r.suspension.as_deref().copied().unwrap_or_default();
         if suspend {
             s.pre_secs = (now - start - s.secs).max(0);
             s.since = Some(now);
@@ -110,10 +110,10 @@ impl Controller {
             s.for_job = None;
         }
         let ended = (!suspend)
-            .then_some(r.suspension.and_then(|s| s.since))
+            .then_some(r.suspension.as_ref().and_then(|s| s.since))
             .flatten();
         s.changed = now;
-        r.suspension = Some(s);
+        r.suspension = Some(Box::new(s));
         let run = r.restarts;
         let r = &self.jobs[&id];
         self.audit.push(now, r, what);

@@ -1355,9 +1355,9 @@ fn enforced_associations_decide_who_may_submit_to_which_account() {
         },
     );
     let r = try_submit(&c, None, None).unwrap();
-    assert_eq!((r.account.as_str(), r.qos.as_str()), ("physics", "normal"));
+    assert_eq!((&*r.account, &*r.qos), ("physics", "normal"));
     let r = try_submit(&c, Some("PHYSICS"), Some("normal")).unwrap();
-    assert_eq!(r.account, "physics");
+    assert_eq!(&*r.account, "physics");
     assert_eq!(
         try_submit(&c, Some("chem"), None).unwrap_err().message,
         crate::accounts::BAD_ACCOUNT
@@ -1396,13 +1396,16 @@ fn without_enforcement_jobs_keep_todays_accounts() {
         .unwrap()
         .jobs(JobId(1))[0]
         .clone();
-    assert_eq!((r.account.as_str(), r.qos.as_str()), ("anything", "normal"));
+    assert_eq!((&*r.account, &*r.qos), ("anything", "normal"));
     let r = c
         .prepare(desc(1, 60), &alice(), "alice", "alice", 0)
         .unwrap()
         .jobs(JobId(1))[0]
         .clone();
-    assert_eq!(r.account, "alice", "a user without association: their name");
+    assert_eq!(
+        &*r.account, "alice",
+        "a user without association: their name"
+    );
 }
 
 /// A reservation request as `scontrol create reservation` sends it.

@@ -309,7 +309,7 @@ impl Controller {
                         })?;
                         // The job must be one the new partition could ever run.
                         let mut would = r.clone();
-                        would.partition = v.clone();
+                        would.partition = v.clone().into();
                         Arc::make_mut(&mut would.desc).partition = Some(v.clone());
                         let spec = self.core_spec(&would).map_err(ApiError::invalid)?;
                         self.sched
@@ -352,7 +352,7 @@ impl Controller {
                     "comment" => Arc::make_mut(&mut r.desc).comment = Some(v.clone()),
                     "nice" => Arc::make_mut(&mut r.desc).nice = v.parse().ok(),
                     "partition" => {
-                        r.partition = v.clone();
+                        r.partition = v.clone().into();
                         Arc::make_mut(&mut r.desc).partition = Some(v.clone());
                     }
                     "starttime" => Arc::make_mut(&mut r.desc).begin = v.parse().ok(),
