@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// The file could not be opened or written.
-    #[error("{}: {}", path.display(), describe(source))]
+    #[error("{}: {}", path.display(), sluice_proto::oserror::describe(source))]
     Io {
         /// The file.
         path: PathBuf,
@@ -67,17 +67,8 @@ impl SimError {
             if e.kind() == std::io::ErrorKind::InvalidData && e.to_string().contains("UTF-8") {
                 "not text (a compressed trace needs a name ending in .gz)".to_string()
             } else {
-                format!("cannot read: {}", describe(&e))
+                format!("cannot read: {}", sluice_proto::oserror::describe(&e))
             };
         SimError::parse(path, line, message)
-    }
-}
-
-/// An I/O error in words, without the "(os error N)" suffix.
-fn describe(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
     }
 }

@@ -68,22 +68,16 @@ fn batch_script(client: &Client, word: &str, file: Option<&str>, quiet: bool) ->
         };
     }
     if let Err(e) = std::fs::write(&file, script.as_bytes()) {
-        eprintln!("failed to open file `{file}`: {}", describe_io(&e));
+        eprintln!(
+            "failed to open file `{file}`: {}",
+            sluice_proto::oserror::describe(&e)
+        );
         return 1;
     }
     if !quiet {
         println!("batch script for job {job} written to {file}");
     }
     0
-}
-
-/// An I/O error as C's `%m` words it (`Permission denied`), without Rust's `(os error N)`.
-fn describe_io(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 #[cfg(test)]
