@@ -363,7 +363,8 @@ pub struct Controller {
     audit: audit::AuditBook,
     /// The last forecast of every pending job's start (see `state/forecast.rs`).
     forecasts: forecast::Forecasts,
-    /// Each owner's last submission, which the next one shares if it is the same.
+    /// What jobs share rather than copy: each owner's last submission (which the next
+    /// one shares if it is the same), the TRES last asked, one copy of each name.
     descs: Shared,
     /// The id the next accepted submission gets: allocated here, after a submission
     /// is checked, so that a refused one uses none; kept by the store with the jobs
@@ -1623,6 +1624,7 @@ impl Controller {
             .map(|n| self.conf.cluster.node(n).name.clone())
             .unwrap_or_default();
         resolve_paths(r, &first);
+        self.descs.names_of(r);
         self.audit_started(id, pass, at);
         let r = &self.jobs[&id];
         let record = self.stored(r);

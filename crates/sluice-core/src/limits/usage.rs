@@ -96,7 +96,8 @@ impl Counter {
 /// What a job is charged with.
 #[derive(Clone, Debug, PartialEq)]
 struct Charged {
-    /// Shared with the jobs charged before it to the same scopes (most of a queue).
+    /// Shared with the job charged just before it when that one had the same scopes
+    /// (a queue of one user's like jobs shares one).
     scopes: Arc<[Scope]>,
     /// While running: the TRES it holds and the end of its claim (boxed: a pending
     /// job, most of a queue, keeps only the pointer).

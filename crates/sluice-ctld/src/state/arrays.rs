@@ -58,6 +58,7 @@ impl Controller {
             pending
         });
         resolve_paths(&mut r, "%N");
+        self.descs.names_of(&mut r);
         if let Ok(spec) = self.core_spec(&r) {
             self.sched.note_waiting(&spec);
         }

@@ -452,14 +452,12 @@ impl Controller {
                     .max(1),
             )
         };
+        let groups = [r.group.to_string()];
         for (i, p) in self.conf.cluster.partitions.iter().enumerate() {
             if *p.name == *r.partition || p.state != PartitionState::Up {
                 continue;
             }
-            if p.access
-                .check(&r.account, &r.qos, &[r.group.to_string()], false)
-                .is_err()
-            {
+            if p.access.check(&r.account, &r.qos, &groups, false).is_err() {
                 continue;
             }
             let mut changed = r.clone();

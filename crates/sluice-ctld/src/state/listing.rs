@@ -96,7 +96,7 @@ pub struct Listed {
 pub struct Listing {
     conf: Arc<ClusterConfig>,
     jobs: OrdMap<JobId, Arc<Listed>>,
-    by_user: OrdMap<String, OrdSet<JobId>>,
+    by_user: OrdMap<Arc<str>, OrdSet<JobId>>,
     by_state: OrdMap<JobState, OrdSet<JobId>>,
     /// (array, task index, job).
     by_array: OrdSet<(JobId, u32, JobId)>,
@@ -341,7 +341,7 @@ impl Listing {
     fn put(&mut self, job: Arc<Job>, live: Live) {
         let id = job.id;
         self.take_out(id);
-        index_add(&mut self.by_user, job.user.to_string(), id);
+        index_add(&mut self.by_user, job.user.clone(), id);
         index_add(&mut self.by_state, job.shown_state(), id);
         if let Some((array, task)) = job.array {
             self.by_array.insert((array, task, id));
@@ -355,7 +355,7 @@ impl Listing {
     /// Takes job `id` out, with its index entries.
     fn take_out(&mut self, id: JobId) -> Option<Arc<Listed>> {
         let old = self.jobs.remove(&id)?;
-        index_remove(&mut self.by_user, &old.job.user.to_string(), id);
+        index_remove(&mut self.by_user, &old.job.user, id);
         index_remove(&mut self.by_state, &old.job.shown_state(), id);
         if let Some((array, task)) = old.job.array {
             self.by_array.remove(&(array, task, id));

@@ -352,7 +352,7 @@ impl Controller {
                     "comment" => Arc::make_mut(&mut r.desc).comment = Some(v.clone()),
                     "nice" => Arc::make_mut(&mut r.desc).nice = v.parse().ok(),
                     "partition" => {
-                        r.partition = v.clone().into();
+                        r.partition = self.descs.name(v);
                         Arc::make_mut(&mut r.desc).partition = Some(v.clone());
                     }
                     "starttime" => Arc::make_mut(&mut r.desc).begin = v.parse().ok(),
