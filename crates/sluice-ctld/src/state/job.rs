@@ -131,7 +131,7 @@ pub struct Job {
 /// uid), which a submission the same as its owner's last one shares, as a loop of
 /// `sbatch` with the same options does (one per owner); the TRES last asked, which a
 /// queue of like jobs shares whoever owns them; and the names of owners, groups,
-/// accounts, partitions and QOS, one copy of each.
+/// accounts, partitions and QOS and standard input's path, one copy of each.
 #[derive(Debug, Default)]
 pub struct Shared {
     descs: std::collections::BTreeMap<u32, Arc<JobDescription>>,
