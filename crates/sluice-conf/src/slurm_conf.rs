@@ -76,6 +76,10 @@ pub struct SlurmConf {
     /// Per node, in the order of `cluster.nodes`: the CPUs kept for the system as
     /// `scontrol show node` shows them (`CPUSpecList=`), empty when none.
     pub cpu_spec_lists: Vec<String>,
+    /// The `Reason=` of the node lines that give one, by node name: why a node
+    /// configured `State=DRAIN` or `State=DOWN` is so (Slurm shows it with no one who
+    /// set it nor when).
+    pub node_reasons: BTreeMap<String, String>,
     /// Warnings (`FILE:LINE: ...`) for keys that were ignored.
     pub warnings: Vec<String>,
     /// The TRES accounting tracks: Slurm's defaults ([`DEFAULT_TRES`]) followed by
@@ -268,6 +272,7 @@ struct Parser {
     settings: BTreeMap<String, (String, String)>,
     setting_lines: BTreeMap<String, (PathBuf, usize)>,
     cpu_spec_lists: Vec<String>,
+    node_reasons: BTreeMap<String, String>,
     warnings: Vec<String>,
     /// Where each GRES name was first used, to report missing `GresTypes`.
     gres_used: Vec<(String, PathBuf, usize)>,
@@ -496,6 +501,7 @@ impl Parser {
             })?,
         };
         let weight = uint("Weight", 1)?;
+        let reason = get("Reason").map(str::trim).filter(|r| !r.is_empty());
         let state = match get("State").map(|s| s.to_ascii_uppercase()) {
             None => NodeState::Up,
             Some(s) => match s.split('+').next().unwrap_or("") {
@@ -574,6 +580,9 @@ impl Parser {
             let id = NodeId(self.cluster.nodes.len() as u32);
             if self.node_ids.insert(host.clone(), id).is_some() {
                 return Err(err(format!("node {host} is defined twice")));
+            }
+            if let Some(reason) = reason {
+                self.node_reasons.insert(host.clone(), reason.to_string());
             }
             let mut node = Node::new(host, cpus, mem);
             node.capacity = capacity;
@@ -956,6 +965,7 @@ impl Parser {
             settings: self.settings,
             setting_lines: self.setting_lines,
             cpu_spec_lists: self.cpu_spec_lists,
+            node_reasons: self.node_reasons,
             warnings: self.warnings,
             accounting_tres,
             billing_weights,
@@ -2002,5 +2012,48 @@ mod core_spec_tests {
             let e = conf(node).unwrap_err();
             assert_eq!(e.to_string(), format!("slurm.conf:2: {message}"), "{node}");
         }
+    }
+}
+
+#[cfg(test)]
+mod node_reason_tests {
+    use super::*;
+
+    #[test]
+    fn a_node_lines_reason_is_kept_for_each_of_its_nodes_quotes_and_all() {
+        let conf = parse_str(
+            "ClusterName=c\n\
+             NodeName=r[1-2] CPUs=4 State=DRAIN Reason=\"maintenance window\"\n\
+             NodeName=r3 CPUs=4 State=DOWN Reason=cabling\n\
+             NodeName=r4 CPUs=4 Reason=\n\
+             NodeName=r5 CPUs=4\n\
+             PartitionName=p Nodes=ALL\n",
+            Path::new("slurm.conf"),
+        )
+        .unwrap();
+        let reasons: Vec<(&str, &str)> = conf
+            .node_reasons
+            .iter()
+            .map(|(n, r)| (n.as_str(), r.as_str()))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("r1", "maintenance window"),
+                ("r2", "maintenance window"),
+                ("r3", "cabling")
+            ]
+        );
+        let states: Vec<NodeState> = conf.cluster.nodes.iter().map(|n| n.state).collect();
+        assert_eq!(
+            states,
+            [
+                NodeState::Drain,
+                NodeState::Drain,
+                NodeState::Down,
+                NodeState::Up,
+                NodeState::Up
+            ]
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! The controller's view of the cluster's configuration.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use sluice_conf::acct_gather_conf::{Frequency, GatherConf, GatherType};
@@ -117,6 +118,9 @@ pub struct ClusterConfig {
     /// Nodes slurm.conf configures `State=FUTURE`: shown FUTURE, and taking no work,
     /// until their agent registers; then up (their configured state is UP).
     pub future_nodes: Vec<String>,
+    /// The `Reason=` slurm.conf gives nodes, by node name (see
+    /// `sluice_conf::SlurmConf::node_reasons`).
+    pub node_reasons: BTreeMap<String, String>,
     /// `MaxNodeCount`: how many nodes there may be in all, those of slurm.conf and
     /// those created (`scontrol create node`, agents that register themselves);
     /// 0: no limit.
@@ -382,6 +386,7 @@ impl ClusterConfig {
             topology,
             node_gres,
             cpu_spec_lists: conf.cpu_spec_lists.clone(),
+            node_reasons: conf.node_reasons.clone(),
             gres_devices: GresLayout::from_slurm_conf(conf).nodes,
             settings,
             gpu_defaults: vec![
@@ -677,6 +682,7 @@ impl ClusterConfig {
             topology: vec![(1, cpus, 1)],
             node_gres: vec![String::new()],
             cpu_spec_lists: vec![String::new()],
+            node_reasons: BTreeMap::new(),
             gres_devices: vec![Vec::new()],
             settings: Vec::new(),
             gpu_defaults: vec![GpuDefaults::default()],

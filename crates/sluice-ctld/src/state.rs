@@ -531,6 +531,9 @@ impl Controller {
             }
         }
         c.restore_preempting(preempting);
+        for i in 0..c.conf.cluster.nodes.len() {
+            c.adopt_configured_state(NodeId(i as u32));
+        }
         c
     }
 
@@ -3353,7 +3356,7 @@ impl Controller {
         // controller's (SlurmUser), unless an operator's stands; kept across restarts,
         // and lifted at registration as `ReturnToService` says. A drained node goes
         // DOWN beneath its drain (`DOWN+DRAIN`), the operator's reason kept; one
-        // drained by its slurm.conf line has none, and takes Slurm's.
+        // drained by its slurm.conf line without a `Reason=` takes Slurm's.
         let drained = match self.node_overrides.get(node) {
             Some(o) => o.state == "DRAIN" || o.state == DOWN_DRAIN,
             None => self.conf.cluster.node(nid).state == NodeState::Drain,
@@ -3361,7 +3364,7 @@ impl Controller {
         let down = if drained { DOWN_DRAIN } else { "DOWN" };
         match self.node_overrides.get(node) {
             None => effects.push(self.set_override(node, down, NOT_RESPONDING, now)),
-            Some(o) if o.reason.starts_with(NOT_RESPONDING) => {
+            Some(o) if o.reason.is_empty() || o.reason.starts_with(NOT_RESPONDING) => {
                 effects.push(self.set_override(node, down, NOT_RESPONDING, now))
             }
             Some(o) if o.state == "DRAIN" => {

@@ -169,7 +169,8 @@ pub fn node_lines(n: &NodeInfo) -> Vec<String> {
         "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s".into(),
     ]);
     if let Some(reason) = &n.reason {
-        let by = n.reason_set.map(|(uid, t)| {
+        // A reason slurm.conf gave was set by no one at no known time: none shown.
+        let by = n.reason_set.filter(|&(_, t)| t != 0).map(|(uid, t)| {
             let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
                 .ok()
                 .flatten()
@@ -397,6 +398,11 @@ mod tests {
             .last()
             .unwrap()
             .starts_with("Reason=maintenance [root@"));
+        // Drained by its slurm.conf line: the line's reason, set by no one at no known
+        // time, shown bare (real Slurm 22.05.8).
+        n.reason = Some("maintenance window".into());
+        n.reason_set = Some((0, 0));
+        assert_eq!(node_lines(&n).last().unwrap(), "Reason=maintenance window");
         // Resumed, its agent not heard from since: Slurm's `IDLE+NOT_RESPONDING`.
         let mut n = node();
         n.agent_up = false;

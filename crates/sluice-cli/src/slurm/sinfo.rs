@@ -556,6 +556,38 @@ mod tests {
     }
 
     #[test]
+    fn a_reason_from_slurm_conf_has_root_for_user_and_no_time() {
+        // Real Slurm 22.05.8 with `NodeName=r1 ... State=DRAIN Reason="maintenance
+        // window"` (set by no one, at no time: uid 0, time 0); a node without a reason
+        // has no user either.
+        let (mut nodes, parts) = cluster();
+        nodes[0].state = "drained".into();
+        nodes[0].reason = Some("maintenance window".into());
+        nodes[0].reason_set = Some((0, 0));
+        let reasons = Options {
+            reasons: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            sinfo(reasons, &nodes, &parts),
+            "REASON               USER      TIMESTAMP           NODELIST\n\
+             maintenance window   root      Unknown             n1\n"
+        );
+        let per_node = Options {
+            nodes_mode: true,
+            format: Some("%N %t %E|%u|%U|%H".into()),
+            partitions: vec!["debug".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            sinfo(per_node, &nodes, &parts),
+            "NODELIST STATE REASON|USER|USER|TIMESTAMP\n\
+             n1 drain maintenance window|root|root(0)|Unknown\n\
+             n2 idle none|Unknown|Unknown|Unknown\n"
+        );
+    }
+
+    #[test]
     fn a_node_not_responding_is_starred_in_every_state() {
         // Slurm 22.05 (compat 072): n2 just resumed, its slurmd not heard from yet.
         let (mut nodes, parts) = cluster();

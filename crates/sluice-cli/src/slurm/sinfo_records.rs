@@ -100,17 +100,24 @@ pub fn long_state(n: &NodeInfo) -> String {
     format!("{}{}", n.state, if quiet { "" } else { "*" })
 }
 
-fn reason_user(n: &NodeInfo) -> (String, u32) {
-    match n.reason_set {
-        Some((uid, _)) => (
-            nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+/// Who set node `n`'s reason, as sinfo's `%u` (`long`: `%U`, with the uid) shows it:
+/// `Unknown` for a node without a reason, `Unk(UID)` for a uid without a name; a
+/// reason the controller gave without a record (a node not responding) is SlurmUser's.
+fn reason_user(n: &NodeInfo, long: bool) -> String {
+    match (n.reason_set, &n.reason) {
+        (Some((uid, _)), _) => {
+            match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
                 .ok()
                 .flatten()
-                .map(|u| u.name)
-                .unwrap_or_else(|| uid.to_string()),
-            uid,
-        ),
-        None => ("slurm".into(), 0),
+            {
+                Some(u) if long => format!("{}({uid})", u.name),
+                Some(u) => u.name,
+                None => format!("Unk({uid})"),
+            }
+        }
+        (None, Some(_)) if long => "slurm(0)".into(),
+        (None, Some(_)) => "slurm".into(),
+        (None, None) => "Unknown".into(),
     }
 }
 
@@ -169,7 +176,7 @@ fn node_key(c: char, n: &NodeInfo, exact: bool) -> Option<String> {
     Some(match c {
         't' | 'T' => long_state(n),
         'E' => n.reason.clone().unwrap_or_default(),
-        'u' | 'U' => reason_user(n).1.to_string(),
+        'u' | 'U' => reason_user(n, true),
         'H' => n.reason_set.map_or(0, |r| r.1).to_string(),
         'f' | 'b' => n.features.join(","),
         'G' => n.gres.clone(),
@@ -380,18 +387,16 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
                 .and_then(|n| n.reason.clone())
                 .unwrap_or_else(|| "none".into()),
         ),
-        'u' => f("USER", first.map_or("Unknown".into(), |n| reason_user(n).0)),
-        'U' => f(
+        'u' | 'U' => f(
             "USER",
-            first.map_or("Unknown".into(), |n| {
-                let (name, uid) = reason_user(n);
-                format!("{name}({uid})")
-            }),
+            first.map_or("Unknown".into(), |n| reason_user(n, c == 'U')),
         ),
+        // A reason slurm.conf gave has no time.
         'H' => f(
             "TIMESTAMP",
             first
                 .and_then(|n| n.reason_set)
+                .filter(|&(_, t)| t != 0)
                 .map_or("Unknown".into(), |(_, t)| timestamp(t)),
         ),
         'f' | 'b' => f(

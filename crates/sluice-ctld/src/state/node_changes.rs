@@ -33,6 +33,9 @@ pub(crate) struct NodeBook {
     pub(crate) cloud: BTreeSet<String>,
     /// Each dynamic node's line as kept in the store, by name.
     pub(crate) lines: BTreeMap<String, String>,
+    /// Nodes slurm.conf configures `State=DRAIN` or `State=DOWN`, in that state since
+    /// the start (see `Controller::adopt_configured_state`).
+    pub(crate) configured: BTreeSet<String>,
     /// Bumped whenever a node joins, changes or leaves (the published listing takes the
     /// configuration again).
     pub(crate) epoch: u64,
@@ -200,7 +203,9 @@ impl Controller {
             .replace_node(nid, node.clone(), now)
             .map_err(|jobs| ApiError::invalid(busy_message(&line.node.name, &jobs)))?;
         node.gpus = Vec::new();
-        node.state = line.node.state;
+        // As Slurm's reconfiguration: a node that stays keeps its state, whatever its
+        // line's `State=` now says.
+        node.state = self.conf.cluster.node(nid).state;
         self.conf.cluster.nodes[nid.index()] = node;
         self.put_node_extras(nid, &line);
         self.node_book.epoch += 1;
@@ -352,6 +357,7 @@ impl Controller {
         for (nid, line) in changes {
             self.replace_node_line(nid, line, now)?;
         }
+        self.conf.node_reasons = new.node_reasons.clone();
         for line in adds {
             // Awaited as at a start (Slurm 22.05 adds nodes only when it starts): UNKNOWN
             // until its agent registers, DOWN after SlurmdTimeout if it has not; a
@@ -361,6 +367,7 @@ impl Controller {
                 && !self.agents_up.contains(&line.node.name);
             let (nid, effect) = self.add_node_line(line, &[], now)?;
             effects.push(effect);
+            self.adopt_configured_state(nid);
             if awaited {
                 self.await_agent_as_at_start(nid, now);
             }

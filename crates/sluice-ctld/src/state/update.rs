@@ -31,12 +31,25 @@ pub const REASON_NEEDED: &str =
 impl Controller {
     /// Takes back the node states operators set before a restart (rows from the
     /// store: node name, serialised [`NodeOverride`]).
+    /// A node whose slurm.conf line says `State=DRAIN` or `State=DOWN` keeps that state
+    /// whatever was saved, as Slurm's (which restores a saved state only over a line's
+    /// `UNKNOWN`); the saved reason, who set it and when, stand only where the line gives
+    /// no `Reason=`.
     pub fn restore_nodes(&mut self, rows: &[(String, String)]) {
         for (name, record) in rows {
-            if let (Some(nid), Ok(o)) = (
+            if let (Some(nid), Ok(mut o)) = (
                 self.conf.node_id(name),
                 serde_json::from_str::<NodeOverride>(record),
             ) {
+                if self.node_book.configured.contains(name) {
+                    let Some(conf) = self.node_overrides.get(name) else {
+                        continue;
+                    };
+                    if !conf.reason.is_empty() || o.reason.is_empty() {
+                        continue;
+                    }
+                    o.state = conf.state.clone();
+                }
                 tracing::info!(
                     "node {name} keeps state {} set by uid {}, reason: {}",
                     o.state,
@@ -48,6 +61,41 @@ impl Controller {
                 self.sched.set_node_state(nid, state);
             }
         }
+    }
+
+    /// Node `nid`, configured `State=DRAIN` or `State=DOWN` in slurm.conf, takes that
+    /// state as if an operator had set it, with its line's `Reason=` (set by no one
+    /// at no known time: uid 0, time 0, as Slurm shows it): an operator resumes it as
+    /// any other, `ReturnToService` brings a DOWN one back as Slurm's does, and its
+    /// configured state is UP from then on. Nothing for any other node.
+    pub(crate) fn adopt_configured_state(&mut self, nid: NodeId) {
+        let node = &mut self.conf.cluster.nodes[nid.index()];
+        let state = match node.state {
+            NodeState::Drain => "DRAIN",
+            NodeState::Down => "DOWN",
+            NodeState::Up => return,
+        };
+        if node.name.is_empty() {
+            return;
+        }
+        node.state = NodeState::Up;
+        let name = node.name.clone();
+        let reason = self
+            .conf
+            .node_reasons
+            .get(&name)
+            .cloned()
+            .unwrap_or_default();
+        self.node_book.configured.insert(name.clone());
+        self.node_overrides.insert(
+            name,
+            NodeOverride {
+                state: state.into(),
+                reason,
+                uid: 0,
+                time: 0,
+            },
+        );
     }
 
     /// What node `nid` takes now: the operator's DRAIN or DOWN, else its configured
@@ -417,3 +465,6 @@ fn parse_limit(v: &str, old: Option<i64>) -> Result<Option<i64>, String> {
     }
     sluice_conf::duration::parse_time(v).map_err(|_| bad())
 }
+
+#[cfg(test)]
+mod configured_story;
