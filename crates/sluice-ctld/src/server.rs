@@ -391,6 +391,12 @@ pub async fn run(
         ctl.restore_dynamic_line(name, line);
     }
     ctl.restore_nodes(&snapshot.nodes);
+    for (name, record) in ctl.configured_rows() {
+        store
+            .put_node(&name, Some(record))
+            .recv()
+            .map_err(|_| sluice_store::StoreError::Closed)??;
+    }
     ctl.restore_reservations(&snapshot.reservations, now());
     if snapshot.stopped_with_agents {
         ctl.stopped_with_agents();

@@ -3061,8 +3061,8 @@ impl Controller {
         self.agents_up.insert(node.to_string());
         self.liveness.registered(node, now, reg.from.as_deref());
         effects.extend(self.registration_state(reg, nid, now));
-        // Back to its configured state (a node configured DOWN stays down), or the one
-        // an operator (or the controller) set.
+        // Back to its configured state, or the one an operator, the controller or its
+        // slurm.conf line set (a DOWN one back in service as `ReturnToService` says).
         self.sched.set_node_state(nid, self.node_state(nid));
         tracing::info!(
             "Node {node} now responding: agent registered with {} job(s) running, state set to {}",
@@ -3915,8 +3915,8 @@ impl Controller {
             alloc_tres: node_tres(u64::from(used), alloc_mem[i], &alloc_gres[i], false),
             name: n.name.clone(),
             state: state.into(),
-            // A state without a reason (a dynamic node's line's `State=DRAIN`) shows
-            // none, as Slurm's.
+            // A state without a reason (a line's `State=DRAIN` without `Reason=`, a
+            // dynamic node's) shows none, as Slurm's.
             reason: self
                 .node_overrides
                 .get(&n.name)

@@ -33,8 +33,9 @@ pub(crate) struct NodeBook {
     pub(crate) cloud: BTreeSet<String>,
     /// Each dynamic node's line as kept in the store, by name.
     pub(crate) lines: BTreeMap<String, String>,
-    /// Nodes slurm.conf configures `State=DRAIN` or `State=DOWN`, in that state since
-    /// the start (see `Controller::adopt_configured_state`).
+    /// Nodes slurm.conf configures `State=DRAIN` or `State=DOWN` (at the start, or
+    /// added so by a reconfiguration), resumed since or not: their state was taken
+    /// from their line (see `Controller::adopt_configured_state`).
     pub(crate) configured: BTreeSet<String>,
     /// Bumped whenever a node joins, changes or leaves (the published listing takes the
     /// configuration again).
@@ -233,6 +234,7 @@ impl Controller {
         self.node_book.resumed.remove(&name);
         self.node_book.quiet.remove(&name);
         self.node_book.lines.remove(&name);
+        self.node_book.configured.remove(&name);
         self.node_book.cloud.remove(&name);
         self.liveness.forget(&name);
         tracing::info!("node {name} removed");
@@ -307,7 +309,9 @@ impl Controller {
                 }
                 Some(nid) => {
                     let old = NodeLine::of(&self.conf, &here, nid.index());
-                    if old.shape() != line.shape() || old.node.state != line.node.state {
+                    // Its state stays whatever its line now says (see
+                    // `replace_node_line`): only its shape makes it changed.
+                    if old.shape() != line.shape() {
                         changes.push((nid, line));
                     }
                 }
@@ -938,6 +942,44 @@ mod tests {
             ]
         );
         assert!(ctl.nodes()[3].down);
+    }
+
+    #[test]
+    fn reconfiguring_with_the_same_file_keeps_a_resumed_node_of_a_drained_line_and_its_job() {
+        // n2's line drains it, with a reason; an operator resumes it and a job runs
+        // there. `scontrol reconfigure` with the same file changes nothing: the node
+        // keeps its state (as Slurm's reconfigure does) and is not refused as busy.
+        let text = "ClusterName=c\nNodeName=n1 CPUs=2 RealMemory=100\n\
+                    NodeName=n2 CPUs=2 RealMemory=100 State=DRAIN Reason=\"new disks\"\n\
+                    PartitionName=p Nodes=ALL Default=YES\n";
+        let mut ctl = cluster(text, "samefile", &["n1", "n2"]);
+        assert_eq!(states(&ctl), ["n1 idle p", "n2 drained p"]);
+        assert_eq!(ctl.nodes()[1].reason.as_deref(), Some("new disks"));
+        ctl.update_node("n2", "RESUME", None, &crate::state::tests::root(), 5)
+            .unwrap();
+        ctl.agents_answered(&["n2".to_string()], 7);
+        let mut next = 1;
+        let mut d = crate::state::tests::desc(2, 600);
+        d.nodelist = Some("n2".into());
+        let (job, _) = crate::state::tests::submit(&mut ctl, d, &mut next, 8);
+        ctl.schedule(8);
+        assert_eq!(ctl.job(job).unwrap().state, JobState::Running);
+
+        let dir = std::env::temp_dir().join(format!("sluice-same-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("slurm.conf");
+        std::fs::write(&path, text).unwrap();
+        let (new, _) = ClusterConfig::read(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        ctl.reconfigure_partitions(
+            Box::new(new),
+            String::new(),
+            &crate::state::tests::root(),
+            10,
+        )
+        .unwrap();
+        assert_eq!(states(&ctl), ["n1 idle p", "n2 allocated p"]);
+        assert_eq!(ctl.job(job).unwrap().state, JobState::Running);
     }
 
     #[test]

@@ -31,10 +31,13 @@ pub const REASON_NEEDED: &str =
 impl Controller {
     /// Takes back the node states operators set before a restart (rows from the
     /// store: node name, serialised [`NodeOverride`]).
-    /// A node whose slurm.conf line says `State=DRAIN` or `State=DOWN` keeps that state
-    /// whatever was saved, as Slurm's (which restores a saved state only over a line's
-    /// `UNKNOWN`); the saved reason, who set it and when, stand only where the line gives
-    /// no `Reason=`.
+    ///
+    /// A node whose slurm.conf line says `State=DOWN` keeps that state whatever was
+    /// saved; one whose line says `State=DRAIN` (Slurm's `UNKNOWN+DRAIN`) stays drained,
+    /// DOWN beneath its drain if it was saved DOWN — as Slurm's `load_all_node_state`,
+    /// which restores a saved state over a line's `UNKNOWN` only. The saved reason, who
+    /// set it and when, stand where the line gives no `Reason=`. Such nodes' states are
+    /// then written back ([`Controller::configured_rows`]).
     pub fn restore_nodes(&mut self, rows: &[(String, String)]) {
         for (name, record) in rows {
             if let (Some(nid), Ok(mut o)) = (
@@ -42,13 +45,20 @@ impl Controller {
                 serde_json::from_str::<NodeOverride>(record),
             ) {
                 if self.node_book.configured.contains(name) {
-                    let Some(conf) = self.node_overrides.get(name) else {
+                    let Some(line) = self.node_overrides.get(name).cloned() else {
                         continue;
                     };
-                    if !conf.reason.is_empty() || o.reason.is_empty() {
-                        continue;
-                    }
-                    o.state = conf.state.clone();
+                    let saved_down = o.state == "DOWN" || o.state == DOWN_DRAIN;
+                    let state = if line.state == "DRAIN" && saved_down {
+                        DOWN_DRAIN.to_string()
+                    } else {
+                        line.state.clone()
+                    };
+                    o = if line.reason.is_empty() && !o.reason.is_empty() {
+                        NodeOverride { state, ..o }
+                    } else {
+                        NodeOverride { state, ..line }
+                    };
                 }
                 tracing::info!(
                     "node {name} keeps state {} set by uid {}, reason: {}",
@@ -96,6 +106,23 @@ impl Controller {
                 time: 0,
             },
         );
+    }
+
+    /// The states of the nodes slurm.conf configures DRAIN or DOWN, as restored (node
+    /// name, serialised [`NodeOverride`]): kept in the store at the start, as Slurm
+    /// saves them, so that a line that no longer says so leaves the node as it was.
+    pub fn configured_rows(&self) -> Vec<(String, String)> {
+        self.node_book
+            .configured
+            .iter()
+            .filter_map(|name| {
+                let o = self.node_overrides.get(name)?;
+                Some((
+                    name.clone(),
+                    serde_json::to_string(o).expect("records serialise"),
+                ))
+            })
+            .collect()
     }
 
     /// What node `nid` takes now: the operator's DRAIN or DOWN, else its configured

@@ -22,11 +22,7 @@ fn nodes(c: &Controller) -> Vec<Shown> {
         .collect()
 }
 
-fn node(
-    state: &str,
-    reason: Option<&str>,
-    set: Option<(u32, i64)>,
-) -> Shown {
+fn node(state: &str, reason: Option<&str>, set: Option<(u32, i64)>) -> Shown {
     (state.into(), reason.map(Into::into), set)
 }
 
@@ -136,8 +132,9 @@ fn the_lines_state_comes_back_at_every_start_and_a_saved_reason_fills_in_where_i
     assert_eq!(rows.len(), 1);
 
     // Restarted from the same slurm.conf: node01 is drained again by its line, as
-    // Slurm's; node03 keeps its line's state (DRAIN, not the saved DOWN), with the
-    // saved reason, who set it and when, its line giving none.
+    // Slurm's; node03's line (Slurm's UNKNOWN+DRAIN) takes the saved DOWN beneath its
+    // drain, with the saved reason, who set it and when, its line giving none. Both
+    // are written back to the store.
     let c = start(conf, &rows, 100);
     let got = nodes(&c);
     assert_eq!(
@@ -145,5 +142,36 @@ fn the_lines_state_comes_back_at_every_start_and_a_saved_reason_fills_in_where_i
         node("drained", Some("maintenance window"), Some((0, 0)))
     );
     assert_eq!(got[2], node("drained", Some("fan"), Some((1000, 50))));
-    assert!(!c.nodes()[2].down);
+    assert!(c.nodes()[2].down);
+    let written: Vec<String> = c
+        .configured_rows()
+        .into_iter()
+        .map(|(name, record)| format!("{name} {record}"))
+        .collect();
+    assert_eq!(
+        written,
+        [
+            r#"node01 {"state":"DRAIN","reason":"maintenance window","uid":0,"time":0}"#,
+            r#"node02 {"state":"DOWN","reason":"cabling","uid":0,"time":0}"#,
+            r#"node03 {"state":"DOWN+DRAIN","reason":"fan","uid":1000,"time":50}"#,
+        ]
+    );
+}
+
+#[test]
+fn a_down_line_wins_over_what_was_saved_and_its_reason_over_the_saved_one() {
+    // node02's line says DOWN (cabling); before the restart it was drained for disks.
+    let mut c = start(configured(1), &[], 0);
+    c.update_node("node02", "RESUME", None, &root(), 10)
+        .unwrap();
+    let rows = node_rows(
+        &c.update_node("node02", "DRAIN", Some("disks"), &root(), 20)
+            .unwrap(),
+    );
+    let c = start(configured(1), &rows, 100);
+    let n2 = &c.nodes()[1];
+    assert_eq!(
+        (n2.state.as_str(), n2.reason.as_deref(), n2.reason_set),
+        ("down", Some("cabling"), Some((0, 0)))
+    );
 }
