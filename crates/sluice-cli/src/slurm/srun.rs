@@ -1274,13 +1274,18 @@ fn forward_signals(jobs: Vec<u64>) -> std::sync::Arc<Interrupts> {
             };
             let _ = controller().post::<_, serde_json::Value>("/v1/cancel", &req);
         };
-        send(sig as i32);
-        if sig == Signal::SIGINT && state.aborted() {
-            // Slurm's srun waits KillWait and two seconds for the aborted step.
+        // Slurm's srun waits KillWait and two seconds for the aborted step. Said
+        // before the signal goes: once it has, the tasks may end, and srun with them,
+        // before this thread would have said it.
+        let aborted = sig == Signal::SIGINT && state.aborted();
+        if aborted {
             eprintln!(
                 "{ME}: Job step aborted: Waiting up to {} seconds for job step to finish.",
                 kill_wait() + 2
             );
+        }
+        send(sig as i32);
+        if aborted {
             let state = state.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(std::time::Duration::from_secs(1));
