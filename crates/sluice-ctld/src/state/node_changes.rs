@@ -875,6 +875,23 @@ mod tests {
         ctl
     }
 
+    /// `scontrol reconfigure` at `now` by root, slurm.conf now being `text`.
+    fn reconfigure_to(ctl: &mut Controller, text: &str, tag: &str, now: i64) {
+        let dir = std::env::temp_dir().join(format!("sluice-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("slurm.conf");
+        std::fs::write(&path, text).unwrap();
+        let (new, _) = ClusterConfig::read(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        ctl.reconfigure_partitions(
+            Box::new(new),
+            String::new(),
+            &crate::state::tests::root(),
+            now,
+        )
+        .unwrap();
+    }
+
     #[test]
     fn a_node_reconfigure_adds_awaits_its_agent_and_goes_down_after_slurmd_timeout() {
         // n1 alone, its agent registered; SlurmdTimeout=30.
@@ -882,25 +899,10 @@ mod tests {
                    PartitionName=p Nodes=ALL Default=YES\n";
         let mut ctl = cluster(one, "await", &["n1"]);
         // slurm.conf gains n2, n3 as FUTURE and n4 drained: reconfigure at 10.
-        let dir = std::env::temp_dir().join(format!("sluice-await-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("slurm.conf");
-        std::fs::write(
-            &path,
-            one.replace("NodeName=n1 ", "NodeName=n[1-2] ")
-                + "NodeName=n3 CPUs=2 RealMemory=100 State=FUTURE\n"
-                + "NodeName=n4 CPUs=2 RealMemory=100 State=DRAIN\n",
-        )
-        .unwrap();
-        let (new, _) = ClusterConfig::read(&path).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        ctl.reconfigure_partitions(
-            Box::new(new),
-            String::new(),
-            &crate::state::tests::root(),
-            10,
-        )
-        .unwrap();
+        let more = one.replace("NodeName=n1 ", "NodeName=n[1-2] ")
+            + "NodeName=n3 CPUs=2 RealMemory=100 State=FUTURE\n"
+            + "NodeName=n4 CPUs=2 RealMemory=100 State=DRAIN\n";
+        reconfigure_to(&mut ctl, &more, "await", 10);
         // n2 awaits its agent as a node does at a start: UNKNOWN and not responding,
         // no reason (not a made-up "Not responding"); n3 is FUTURE; n4 drained, not
         // responding, as a drained node of the file is at a start.
@@ -965,19 +967,7 @@ mod tests {
         ctl.schedule(8);
         assert_eq!(ctl.job(job).unwrap().state, JobState::Running);
 
-        let dir = std::env::temp_dir().join(format!("sluice-same-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("slurm.conf");
-        std::fs::write(&path, text).unwrap();
-        let (new, _) = ClusterConfig::read(&path).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        ctl.reconfigure_partitions(
-            Box::new(new),
-            String::new(),
-            &crate::state::tests::root(),
-            10,
-        )
-        .unwrap();
+        reconfigure_to(&mut ctl, text, "samefile", 10);
         assert_eq!(states(&ctl), ["n1 idle p", "n2 allocated p"]);
         assert_eq!(ctl.job(job).unwrap().state, JobState::Running);
     }
@@ -990,26 +980,11 @@ mod tests {
                    PartitionName=p Nodes=ALL Default=YES\n";
         let two = one.replace("NodeName=n1 ", "NodeName=n[1-2] ");
         let mut ctl = cluster(one, "readd", &["n1"]);
-        let dir = std::env::temp_dir().join(format!("sluice-readd-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("slurm.conf");
-        let reconfigure = |ctl: &mut Controller, text: &str, now: i64| {
-            std::fs::write(&path, text).unwrap();
-            let (new, _) = ClusterConfig::read(&path).unwrap();
-            ctl.reconfigure_partitions(
-                Box::new(new),
-                String::new(),
-                &crate::state::tests::root(),
-                now,
-            )
-            .unwrap();
-        };
-        reconfigure(&mut ctl, &two, 10);
-        reconfigure(&mut ctl, one, 20);
+        reconfigure_to(&mut ctl, &two, "readd", 10);
+        reconfigure_to(&mut ctl, one, "readd", 20);
         // Gone, it is no node the controller waits for.
         assert!(ctl.silent_due(41).is_empty());
-        reconfigure(&mut ctl, &two, 35);
-        let _ = std::fs::remove_dir_all(&dir);
+        reconfigure_to(&mut ctl, &two, "readd", 35);
         // Awaited from 35, not from its first addition: DOWN at 65, not at 40.
         ctl.silent_expired(45);
         assert_eq!(ctl.nodes()[1].state, "unknown");

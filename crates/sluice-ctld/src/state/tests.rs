@@ -2094,6 +2094,21 @@ fn node01(c: &Controller) -> (String, bool, Option<String>, Option<(u32, i64)>) 
     (n.state, n.agent_up, n.reason, n.reason_set)
 }
 
+/// The node records an effect list keeps in the store: node name, serialised record
+/// (removals left out).
+pub(crate) fn node_rows(effects: &[Effect]) -> Vec<(String, String)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PersistNode {
+                name,
+                record: Some(r),
+            } => Some((name.clone(), r.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The node records an effect list writes: (node, kept state and reason or removed).
 fn node_writes(effects: &[Effect]) -> Vec<(String, Option<(String, String)>)> {
     effects

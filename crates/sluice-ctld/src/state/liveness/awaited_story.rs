@@ -7,7 +7,7 @@ use std::path::Path;
 
 use sluice_proto::types::JobState;
 
-use crate::state::tests::{conf, desc, root, submit};
+use crate::state::tests::{conf, desc, node_rows, root, submit};
 use crate::state::{Controller, Effect};
 
 /// Each node as `sinfo` and `scontrol show node` get it: name, state, responding,
@@ -209,20 +209,6 @@ fn explain_says_an_awaited_node_waits_for_its_agent_until_slurmd_timeout() {
         lines[1],
         ("node02".into(), "DOWN, reason 'Not responding'".into())
     );
-}
-
-/// The nodes' rows `effects` keep in the store (name, record).
-fn node_rows(effects: &[Effect]) -> Vec<(String, String)> {
-    effects
-        .iter()
-        .filter_map(|e| match e {
-            Effect::PersistNode {
-                name,
-                record: Some(r),
-            } => Some((name.clone(), r.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]

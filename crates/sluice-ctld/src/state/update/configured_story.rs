@@ -8,8 +8,8 @@ use std::path::Path;
 use sluice_core::NodeState;
 
 use crate::config::ClusterConfig;
-use crate::state::tests::{conf, desc, root, submit};
-use crate::state::{Controller, Effect};
+use crate::state::tests::{conf, desc, node_rows, root, submit};
+use crate::state::Controller;
 
 /// A node as `sinfo` and `scontrol show node` get it: state, reason, who set it and
 /// when.
@@ -47,19 +47,6 @@ fn start(conf: ClusterConfig, rows: &[(String, String)], now: i64) -> Controller
         c.agent_registered(n, &[], now + 1);
     }
     c
-}
-
-fn node_rows(effects: &[Effect]) -> Vec<(String, String)> {
-    effects
-        .iter()
-        .filter_map(|e| match e {
-            Effect::PersistNode {
-                name,
-                record: Some(r),
-            } => Some((name.clone(), r.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]
