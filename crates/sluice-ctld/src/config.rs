@@ -988,37 +988,57 @@ fn partition_settings(path: &Path) -> Vec<(String, Vec<(String, String)>)> {
 }
 
 /// The lines of slurm.conf at `path` whose first key is `first` (`nodename`,
-/// `partitionname`; `DEFAULT` lines included): the first key's value and the line's
-/// `key=value` pairs, keys in lower case, continuation lines joined, comments dropped.
-/// For what the scheduling model does not keep; an unreadable file has no lines.
+/// `partitionname`): the first key's value and the line's `key=value` pairs, keys in
+/// lower case, continuation lines joined, comments dropped. A `DEFAULT` line is not
+/// returned: as in Slurm, its pairs apply to the lines after it that do not set them
+/// (a later `DEFAULT` line changes what it names). For what the scheduling model does
+/// not keep; an unreadable file has no lines.
 fn conf_lines(path: &Path, first: &str) -> Vec<(String, Vec<(String, String)>)> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
-    text.replace("\\\n", " ")
-        .lines()
-        .filter_map(|line| {
-            let line = line.split('#').next().unwrap_or("");
-            let kv: Vec<(String, String)> = line
-                .split_whitespace()
-                .filter_map(|w| w.split_once('='))
-                .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
-                .collect();
-            let (_, name) = kv.first().filter(|(k, _)| k == first)?;
-            Some((name.clone(), kv))
-        })
-        .collect()
+    let mut defaults: Vec<(String, String)> = Vec::new();
+    let mut out = Vec::new();
+    for line in text.replace("\\\n", " ").lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut kv: Vec<(String, String)> = line
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+            .collect();
+        let Some(name) = kv
+            .first()
+            .filter(|(k, _)| k == first)
+            .map(|(_, v)| v.clone())
+        else {
+            continue;
+        };
+        if name.eq_ignore_ascii_case("default") {
+            for (k, v) in kv.into_iter().skip(1) {
+                match defaults.iter_mut().find(|(key, _)| *key == k) {
+                    Some(slot) => slot.1 = v,
+                    None => defaults.push((k, v)),
+                }
+            }
+            continue;
+        }
+        for (k, v) in &defaults {
+            if !kv.iter().any(|(key, _)| key == k) {
+                kv.push((k.clone(), v.clone()));
+            }
+        }
+        out.push((name, kv));
+    }
+    out
 }
 
 /// The nodes whose `NodeName=` line in slurm.conf at `path` says `State=FUTURE`.
 fn future_nodes(path: &Path) -> Vec<String> {
     conf_lines(path, "nodename")
         .into_iter()
-        .filter(|(names, kv)| {
-            !names.eq_ignore_ascii_case("default")
-                && kv
-                    .iter()
-                    .any(|(k, v)| k == "state" && v.eq_ignore_ascii_case("future"))
+        .filter(|(_, kv)| {
+            kv.iter()
+                .any(|(k, v)| k == "state" && v.eq_ignore_ascii_case("future"))
         })
         .flat_map(|(names, _)| sluice_conf::hostlist::expand(&names).unwrap_or_default())
         .collect()
@@ -1029,11 +1049,9 @@ fn future_nodes(path: &Path) -> Vec<String> {
 fn all_nodes_partitions(path: &Path) -> Vec<String> {
     conf_lines(path, "partitionname")
         .into_iter()
-        .filter(|(name, kv)| {
-            !name.eq_ignore_ascii_case("default")
-                && kv
-                    .iter()
-                    .any(|(k, v)| k == "nodes" && v.eq_ignore_ascii_case("all"))
+        .filter(|(_, kv)| {
+            kv.iter()
+                .any(|(k, v)| k == "nodes" && v.eq_ignore_ascii_case("all"))
         })
         .map(|(name, _)| name)
         .collect()
@@ -1044,9 +1062,6 @@ fn all_nodes_partitions(path: &Path) -> Vec<String> {
 fn node_details(path: &Path) -> Vec<(String, String, (u32, u32, u32))> {
     let mut out = Vec::new();
     for (names, kv) in conf_lines(path, "nodename") {
-        if names.eq_ignore_ascii_case("default") {
-            continue;
-        }
         let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
         let num = |k: &str| get(k).and_then(|v| v.parse::<u32>().ok());
         let gres = get("gres").unwrap_or_default();
@@ -1073,9 +1088,6 @@ fn node_addresses(path: &Path) -> Vec<(String, NodeAddress)> {
         let Ok(hosts) = sluice_conf::hostlist::expand(&names) else {
             continue;
         };
-        if names.eq_ignore_ascii_case("default") {
-            continue;
-        }
         let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
         let each = |v: Option<String>, ports: bool| -> Vec<Option<String>> {
             let list = match &v {
@@ -1530,6 +1542,30 @@ mod tests {
                 a("10.0.0.6", "m2", None),
             ]
         );
+    }
+
+    #[test]
+    fn a_default_node_line_applies_its_state_and_port_to_the_lines_after_it() {
+        let dir = std::env::temp_dir().join(format!("sluice-ctld-default-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let slurm = dir.join("slurm.conf");
+        std::fs::write(
+            &slurm,
+            "ClusterName=c
+             NodeName=a1 CPUs=4
+             NodeName=DEFAULT State=FUTURE Port=17100 CPUs=4
+             NodeName=f[1-2]
+             NodeName=DEFAULT State=UNKNOWN
+             NodeName=u1 Port=17200
+             PartitionName=p Nodes=ALL Default=YES
+",
+        )
+        .unwrap();
+        let (c, _) = ClusterConfig::read(&slurm).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(c.future_nodes, ["f1", "f2"]);
+        let ports: Vec<Option<u16>> = c.node_addresses.iter().map(|a| a.port).collect();
+        assert_eq!(ports, [None, Some(17100), Some(17100), Some(17200)]);
     }
 
     #[test]
