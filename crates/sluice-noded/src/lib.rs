@@ -587,7 +587,8 @@ pub async fn run_until(
 }
 
 /// Registers with the controller, retrying until it answers; then sends a heartbeat
-/// every [`HEARTBEAT_SECS`] (its node and the incarnation it registered with), and
+/// every [`HEARTBEAT_SECS`], or as often as the controller's last answer asked (its node
+/// and the incarnation it registered with), and
 /// registers again when the answer names another incarnation (a controller restart) or
 /// says the controller no longer counts this agent (its node given up), or after the
 /// controller stopped answering.
@@ -605,11 +606,14 @@ async fn register(agent: App) {
     let refused: Arc<Mutex<Option<std::time::Instant>>> = Arc::default();
     // Registration attempts that failed in a row.
     let mut failures: u32 = 0;
+    // Seconds between heartbeats, as the controller last asked.
+    let every = Arc::new(std::sync::atomic::AtomicU64::new(HEARTBEAT_SECS));
     loop {
         let a = agent.clone();
         let known = registered.clone();
         let before = registered.clone();
         let refused = refused.clone();
+        let asked = every.clone();
         registered = tokio::task::spawn_blocking(move || {
             let incarnation = |v: serde_json::Value| v["incarnation"].as_str().map(str::to_string);
             // The controller's incarnation, and whether we are registered with it.
@@ -626,6 +630,10 @@ async fn register(agent: App) {
                     )
                     .map(|h| {
                         let still = h.registered && h.incarnation == *k;
+                        asked.store(
+                            h.every_secs.unwrap_or(HEARTBEAT_SECS).max(1),
+                            std::sync::atomic::Ordering::Relaxed,
+                        );
                         (h.incarnation, still)
                     }),
                 None => a
@@ -707,7 +715,7 @@ async fn register(agent: App) {
                 agent.node
             );
         }
-        // Registered: the next heartbeat in HEARTBEAT_SECS.
+        // Registered: the next heartbeat when the controller asked for it.
         // Not: tries again after a delay doubling from a quarter second up to
         // [`MAX_RETRY_MS`], as slurmd's registration retries (1 s doubling to 128 s).
         failures = if registered.is_some() {
@@ -715,7 +723,11 @@ async fn register(agent: App) {
         } else {
             failures + 1
         };
-        tokio::time::sleep(Duration::from_millis(retry_delay_ms(failures))).await;
+        let delay = match failures {
+            0 => every.load(std::sync::atomic::Ordering::Relaxed) * 1000,
+            _ => retry_delay_ms(failures),
+        };
+        tokio::time::sleep(Duration::from_millis(delay)).await;
     }
 }
 
@@ -1287,10 +1299,6 @@ mod tests {
         assert_eq!(
             delays,
             [2000, 250, 500, 1000, 2000, 4000, 8000, 16_000, 16_000]
-        );
-        assert_eq!(
-            sluice_proto::types::HEARTBEAT_SILENCE_SECS,
-            2 * HEARTBEAT_SECS as i64
         );
         assert_eq!(retry_delay_ms(u32::MAX), MAX_RETRY_MS);
     }

@@ -1275,15 +1275,17 @@ pub struct Incarnation {
     pub incarnation: String,
 }
 
-/// How often a registered agent tells the controller it is alive, seconds (Slurm's
-/// controller pings each node every `SlurmdTimeout/3`; here the agents speak first, so
-/// that a controller with many idle agents only listens). The controller pings an agent
-/// only once it has not heard from it for [`HEARTBEAT_SILENCE_SECS`].
+/// How often a registered agent tells the controller it is alive, seconds, until the
+/// controller names another interval in its answer (Slurm's controller pings each node
+/// every `SlurmdTimeout/3`; here the agents speak first, so that a controller with many
+/// idle agents only listens). The controller pings an agent only once it has not heard
+/// from it for two intervals. A large cluster's controller asks for less
+/// ([`HeartbeatReply::every_secs`]).
 pub const HEARTBEAT_SECS: u64 = 2;
 
-/// How long the controller waits without a heartbeat (or any answer) from a registered
-/// agent before it pings it: two heartbeats.
-pub const HEARTBEAT_SILENCE_SECS: i64 = 2 * HEARTBEAT_SECS as i64;
+/// How many heartbeats a second a controller lets its agents send at most (a cluster
+/// of more than `HEARTBEAT_SECS` times as many nodes is asked to send them less often).
+pub const HEARTBEATS_PER_SEC: u64 = 500;
 
 /// A registered agent's heartbeat (`POST /v1/agent/heartbeat`): it is alive, and knows
 /// the controller as `incarnation`.
@@ -1305,6 +1307,10 @@ pub struct HeartbeatReply {
     /// controller, or a node given up as gone or DOWN), as Slurm's controller asks a
     /// node that responds again to register.
     pub registered: bool,
+    /// Seconds until the agent's next heartbeat (`None`, from an older controller:
+    /// [`HEARTBEAT_SECS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every_secs: Option<u64>,
 }
 
 /// A step's or an interactive allocation's end, as `srun`/`salloc` report it.

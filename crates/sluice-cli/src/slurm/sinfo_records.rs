@@ -214,48 +214,77 @@ pub fn build<'a>(
             });
         }
     }
-    let part_match = |r: &Record, p: &PartitionInfo| {
-        g.reasons
-            || r.part.is_some_and(|q| q.name == p.name)
-            || r.part.is_some_and(|q| {
-                g.codes
-                    .iter()
-                    .all(|&c| part_value(c, q) == part_value(c, p))
-            })
-    };
-    let node_match = |r: &Record, n: &NodeInfo| {
-        let Some(first) = r.nodes.first() else {
-            return true;
-        };
-        !g.per_node
-            && g.codes
+    // A line is found by its key (its partition-level values, none with `-R`, and its
+    // first node's splitting values), computed once per node: a lookup, not a scan of
+    // the lines, so that 10,000 nodes cost 10,000 lookups. The partitions' own lines,
+    // still without nodes, take the first node whose partition-level values they share.
+    type Key = (Option<Vec<Option<String>>>, Vec<Option<String>>);
+    let mut lines: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
+    let part_key = |p: &PartitionInfo| {
+        (!g.reasons).then(|| {
+            g.codes
                 .iter()
-                .all(|&c| node_key(c, first, g.exact) == node_key(c, n, g.exact))
+                .map(|&c| part_value(c, p))
+                .collect::<Vec<_>>()
+        })
     };
+    let mut empty: Vec<(usize, Option<Vec<Option<String>>>)> = out
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i, r.part.and_then(part_key)))
+        .collect();
+    let mut joined: std::collections::HashSet<(usize, &str)> = std::collections::HashSet::new();
     for &(i, p) in parts {
-        for n in nodes.iter().filter(|n| p.nodes.contains(&n.name)) {
+        let pk = part_key(p);
+        let members: std::collections::HashSet<&str> = p.nodes.iter().map(String::as_str).collect();
+        for n in nodes.iter().filter(|n| members.contains(n.name.as_str())) {
             if g.reasons && !has_problem(n) {
                 continue;
             }
-            match out
-                .iter_mut()
-                .find(|r| part_match(r, p) && node_match(r, n))
-            {
-                Some(r) => {
-                    if !r.nodes.iter().any(|m| m.name == n.name) {
-                        r.nodes.push(n);
-                    }
-                }
-                None => out.push(Record {
+            if g.per_node {
+                out.push(Record {
                     part: Some(p),
                     part_index: i,
                     nodes: vec![n],
-                }),
+                });
+                continue;
+            }
+            let key: Key = (
+                pk.clone(),
+                g.codes.iter().map(|&c| node_key(c, n, g.exact)).collect(),
+            );
+            let filled = lines.get(&key).copied();
+            let waiting = empty.iter().position(|(_, k)| g.reasons || *k == pk);
+            let line = match (filled, waiting.map(|w| empty[w].0)) {
+                (Some(f), Some(e)) if e < f => Some(e),
+                (Some(f), _) => Some(f),
+                (None, e) => e,
+            };
+            match line {
+                Some(l) => {
+                    if let Some(w) = waiting.filter(|&w| empty[w].0 == l) {
+                        empty.remove(w);
+                        let slot = lines.entry(key).or_insert(l);
+                        *slot = (*slot).min(l);
+                    }
+                    if joined.insert((l, n.name.as_str())) {
+                        out[l].nodes.push(n);
+                    }
+                }
+                None => {
+                    joined.insert((out.len(), n.name.as_str()));
+                    lines.insert(key, out.len());
+                    out.push(Record {
+                        part: Some(p),
+                        part_index: i,
+                        nodes: vec![n],
+                    });
+                }
             }
         }
     }
     if g.per_node {
-        out.sort_by_key(name_key);
+        out.sort_by_cached_key(name_key);
     } else {
         let state = |r: &Record| r.nodes.first().map_or(0, |n| state_value(n));
         out.sort_by_key(|r| std::cmp::Reverse(state(r)));
@@ -301,8 +330,6 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
         })
     };
     let first = r.nodes.first();
-    let mut names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
-    names.sort_by_key(|n| natural(n));
     let part = |c: char| r.part.and_then(|p| part_value(c, p));
     let sizes = |get: &dyn Fn(&NodeInfo) -> u64, none: &str| {
         min_plus(r.nodes.iter().map(|n| get(n))).unwrap_or_else(|| none.to_string())
@@ -321,7 +348,11 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
         'D' => f("NODES", r.nodes.len().to_string()),
         't' => f("STATE", first.map_or("n/a".into(), |n| compact_state(n))),
         'T' => f("STATE", first.map_or("n/a".into(), |n| long_state(n))),
-        'N' => f("NODELIST", sluice_conf::hostlist::compress(&names)),
+        'N' => {
+            let mut names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
+            names.sort_by_cached_key(|n| natural(n));
+            f("NODELIST", sluice_conf::hostlist::compress(&names))
+        }
         'n' => f("HOSTNAMES", {
             let mut h: Vec<&str> = r.nodes.iter().map(|n| n.node_hostname.as_str()).collect();
             h.dedup();

@@ -306,14 +306,15 @@ pub enum Request {
     /// (`Controller::agents_to_ping`).
     AgentsToPing(Reply<Vec<String>>),
     /// A registered agent's heartbeat; answered whether it counted (`false`: the agent
-    /// registers again).
+    /// registers again) and when the next one is due.
     AgentHeartbeat {
         /// Its node.
         node: String,
         /// Over TCP, the peer's IP address; `None` on the Unix socket.
         from: Option<String>,
-        /// Whether the controller counts it as its node's registered agent.
-        reply: Reply<bool>,
+        /// Whether the controller counts it as its node's registered agent, and the
+        /// seconds until its next heartbeat (`Controller::heartbeat_secs`).
+        reply: Reply<(bool, u64)>,
     },
     /// Everything `sacctmgr show` lists.
     Accounts(Reply<AccountsSnapshot>),

@@ -664,11 +664,12 @@ impl Owner {
             Request::AgentsToPing(reply) => now_answer(reply, ctl.agents_to_ping(now)),
             Request::AgentHeartbeat { node, from, reply } => {
                 let (counted, effects) = ctl.agent_heartbeat(&node, from.as_deref(), now);
+                let answer = (counted, ctl.heartbeat_secs());
                 if effects.is_empty() {
-                    return now_answer(reply, counted);
+                    return now_answer(reply, answer);
                 }
                 self.pass_due = true;
-                Outcome::answer(effects, reply, counted, move |_| counted)
+                Outcome::answer(effects, reply, answer, move |_| answer)
             }
             Request::Accounts(reply) => {
                 let cluster = ClusterRecord {

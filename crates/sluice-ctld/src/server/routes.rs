@@ -15,7 +15,7 @@ use sluice_proto::error::ApiError;
 use sluice_proto::listing::JobQuery;
 use sluice_proto::types::{
     CancelRequest, Done, ExitReport, Heartbeat, HeartbeatReply, Incarnation, JobDescription,
-    JobEnded, JobRecord, Register, StepId, StepRequest, TaskSelection,
+    JobEnded, JobRecord, Register, StepId, StepRequest, TaskSelection, HEARTBEAT_SECS,
 };
 
 use super::input::{Change, Request};
@@ -587,11 +587,12 @@ async fn agent_heartbeat(
         })
         .await
     } else {
-        Ok(false)
+        Ok((false, HEARTBEAT_SECS))
     };
-    reply(registered.map(|registered| HeartbeatReply {
+    reply(registered.map(|(registered, every)| HeartbeatReply {
         incarnation: app.incarnation.clone(),
         registered,
+        every_secs: Some(every),
     }))
 }
 

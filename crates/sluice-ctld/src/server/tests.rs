@@ -449,7 +449,7 @@ fn heartbeat(s: &mut Script, node: &str, from: &str, now: i64) -> (bool, Vec<Eff
         }),
         now,
     );
-    (rx.try_recv().expect("answered"), effects)
+    (rx.try_recv().expect("answered").0, effects)
 }
 
 /// The agents the watch would ping at `now`.
@@ -468,6 +468,64 @@ fn responding(s: &Script, node: &str) -> bool {
         .find(|n| n.name == node)
         .unwrap()
         .agent_up
+}
+
+/// The seconds a heartbeat from `node` at `now` is told to wait for the next one.
+fn heartbeat_every(s: &mut Script, node: &str, now: i64) -> u64 {
+    let (reply, mut rx) = oneshot::channel();
+    s.feed(
+        Input::Request(Request::AgentHeartbeat {
+            node: node.into(),
+            from: Some("10.0.0.1".into()),
+            reply,
+        }),
+        now,
+    );
+    let (counted, every) = rx.try_recv().expect("answered");
+    assert!(counted, "{node}'s heartbeat at {now} did not count");
+    every
+}
+
+#[test]
+fn a_large_cluster_spreads_its_agents_heartbeats_and_pings_a_resumed_node_at_once() {
+    // 5,000 nodes: every two seconds their agents would send 2,500 heartbeats a
+    // second; the controller asks each for one every 10 s (500 a second in all), and
+    // pings an agent only after two such intervals of silence.
+    let mut c = conf(5000, 4);
+    c.net.slurmd_timeout = 300;
+    let mut s = Script::new(c);
+    register(&mut s, "node01", "10.0.0.1", 0);
+    register(&mut s, "node02", "10.0.0.1", 0);
+    assert_eq!(heartbeat_every(&mut s, "node01", 0), 10);
+    assert_eq!(heartbeat_every(&mut s, "node02", 0), 10);
+    assert!(to_ping(&mut s, 19).is_empty());
+    assert_eq!(to_ping(&mut s, 20), ["node01", "node02"]);
+    assert_eq!(heartbeat_every(&mut s, "node01", 20), 10);
+    assert_eq!(heartbeat_every(&mut s, "node02", 20), 10);
+    // An operator drains node02 and resumes it: it takes work once its agent answers
+    // again, and with heartbeats 10 s apart the watch asks at once instead of waiting.
+    for (state, t) in [("DRAIN", 21), ("RESUME", 22)] {
+        let update = Change::UpdateNodes(sluice_proto::types::NodeUpdate {
+            nodes: "node02".into(),
+            state: state.into(),
+            reason: Some("swap".into()),
+        });
+        s.change(update, root(), t).0.unwrap();
+    }
+    assert_eq!(to_ping(&mut s, 23), ["node02"]);
+    // Still silent: asked each second; node01, heard from at 20, not before 40.
+    assert_eq!(to_ping(&mut s, 29), ["node02"]);
+    assert_eq!(to_ping(&mut s, 40), ["node01", "node02"]);
+    // With a short SlurmdTimeout the interval stays under a quarter of it.
+    let mut c = conf(5000, 4);
+    c.net.slurmd_timeout = 20;
+    let mut s = Script::new(c);
+    register(&mut s, "node01", "10.0.0.1", 0);
+    assert_eq!(heartbeat_every(&mut s, "node01", 0), 5);
+    // A small cluster keeps Sluice's two seconds.
+    let mut s = Script::new(conf(2, 4));
+    register(&mut s, "node01", "10.0.0.1", 0);
+    assert_eq!(heartbeat_every(&mut s, "node01", 0), 2);
 }
 
 #[test]

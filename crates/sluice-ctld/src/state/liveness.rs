@@ -3,11 +3,11 @@
 //! (`LastBusyTime`), when it was last heard from (its heartbeats, or answers to the agent
 //! watch's pings), and which nodes an operator resumed that have not answered since.
 //!
-//! A registered agent sends a heartbeat every
-//! [`HEARTBEAT_SECS`](sluice_proto::types::HEARTBEAT_SECS); the agent watch pings
-//! only the agents not heard from for [`HEARTBEAT_SILENCE_SECS`]
-//! ([`Controller::agents_to_ping`]), so that idle agents cost the controller one
-//! incoming request each per heartbeat and no outgoing one.
+//! A registered agent sends a heartbeat every [`Controller::heartbeat_secs`] (two
+//! seconds, longer on a cluster so large that its agents would send more than
+//! [`HEARTBEATS_PER_SEC`] a second); the agent watch pings only the agents not heard
+//! from for two intervals ([`Controller::agents_to_ping`]), so that idle agents cost
+//! the controller one incoming request each per heartbeat and no outgoing one.
 //!
 //! As in Slurm, a node an operator brings back (`scontrol update State=RESUME` after
 //! DRAIN or DOWN) takes work again only once its agent has answered: until then it is
@@ -16,7 +16,7 @@
 //! an answer to a ping) at least [`ANSWER_AFTER`] seconds after the resume.
 
 use super::*;
-use sluice_proto::types::HEARTBEAT_SILENCE_SECS;
+use sluice_proto::types::{HEARTBEATS_PER_SEC, HEARTBEAT_SECS};
 
 /// Seconds after a resume before an answer from the node's agent counts (a ping sent in
 /// the same second may predate the resume).
@@ -416,13 +416,34 @@ impl Controller {
         }
     }
 
+    /// Seconds between two heartbeats of an agent: [`HEARTBEAT_SECS`], or on a cluster
+    /// of more than `HEARTBEAT_SECS × HEARTBEATS_PER_SEC` nodes as long as keeps all
+    /// its agents' heartbeats under [`HEARTBEATS_PER_SEC`] (10,000 nodes: 20 s), but
+    /// never more than a quarter of `SlurmdTimeout`, so that a silent agent is pinged
+    /// well before its node would be set DOWN.
+    pub fn heartbeat_secs(&self) -> u64 {
+        let nodes = self.conf.cluster.nodes.len() as u64;
+        let spread = nodes.div_ceil(HEARTBEATS_PER_SEC);
+        let cap = (self.conf.net.slurmd_timeout.max(0) as u64 / 4).max(HEARTBEAT_SECS);
+        spread.clamp(HEARTBEAT_SECS, cap)
+    }
+
     /// The registered agents to ping at `now`: those not heard from (no heartbeat, no
-    /// answer) for [`HEARTBEAT_SILENCE_SECS`] or more, among them those silent or gone.
-    /// An agent whose heartbeats come is never pinged.
+    /// answer) for two heartbeat intervals or more, among them those silent or gone,
+    /// and, where heartbeats are spread out longer than [`HEARTBEAT_SECS`], the resumed
+    /// nodes still waiting for an answer (so that the long interval does not keep them
+    /// out of work). An agent whose heartbeats come is never pinged.
     pub fn agents_to_ping(&self, now: i64) -> Vec<String> {
+        let every = self.heartbeat_secs();
+        let silence = 2 * every as i64;
         self.agents_up
             .iter()
-            .filter(|n| self.liveness.unheard_since(n, now - HEARTBEAT_SILENCE_SECS))
+            .filter(|n| {
+                self.liveness.unheard_since(n, now - silence)
+                    || (every > HEARTBEAT_SECS
+                        && self.liveness.awaiting(n)
+                        && self.liveness.unheard_since(n, now - 1))
+            })
             .cloned()
             .collect()
     }
