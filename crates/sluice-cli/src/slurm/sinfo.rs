@@ -1,5 +1,6 @@
 //! `sinfo`: partitions and nodes.
 
+use sluice_proto::listing::ListedNode;
 use sluice_proto::types::{NodeInfo, PartitionInfo};
 
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
@@ -193,7 +194,17 @@ pub fn main(args: Vec<String>) -> i32 {
         eprintln!("slurm_load_partitions: {}", describe(&e));
         std::process::exit(1)
     };
-    let mut nodes: Vec<NodeInfo> = client.get("/v1/nodes").unwrap_or_else(|e| load_failed(e));
+    // The compact form unless `--json` prints everything (and the full one from a
+    // controller that does not know the compact form).
+    let brief = || -> Result<Vec<NodeInfo>, sluice_proto::ClientError> {
+        let listed: Vec<ListedNode> = client.get("/v1/nodes?brief=true")?;
+        Ok(listed.into_iter().map(ListedNode::into_info).collect())
+    };
+    let mut nodes: Vec<NodeInfo> = match o.json {
+        true => client.get("/v1/nodes"),
+        false => brief().or_else(|_| client.get("/v1/nodes")),
+    }
+    .unwrap_or_else(|e| load_failed(e));
     // FUTURE nodes are not shown, as Slurm 22.05's sinfo never asks for them, nor
     // CLOUD nodes whose agent has not registered (Slurm's powered-down cloud nodes).
     nodes.retain(|n| n.state != "future" && n.state != "cloud");
@@ -264,10 +275,18 @@ fn report(o: &Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
                     .max(8)
                     + 1
             };
-            let format = format
-                .replace("%#N", &format!("%{}N", widest('N')))
-                .replace("%.#P", &format!("%.{}P", widest('P').max(9)))
-                .replace("%#P", &format!("%{}P", widest('P').max(9)));
+            // Measured only when the format asks (a node list of 10,000 names is not
+            // cheap to build twice).
+            let mut format = format.clone();
+            if format.contains("%#N") {
+                format = format.replace("%#N", &format!("%{}N", widest('N')));
+            }
+            if format.contains("#P") {
+                let w = widest('P').max(9);
+                format = format
+                    .replace("%.#P", &format!("%.{w}P"))
+                    .replace("%#P", &format!("%{w}P"));
+            }
             Layout::new(&format)
         }
     };

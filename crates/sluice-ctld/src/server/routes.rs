@@ -463,9 +463,12 @@ pub(super) fn storage(message: String) -> ApiError {
 }
 
 /// `GET /v1/nodes` (`sinfo`, `scontrol show node`): from the published snapshot, never
-/// waiting for the loop.
-pub(super) async fn nodes(State(app): State<App>) -> Response {
-    match app.listing.latest().node_listing().nodes_json() {
+/// waiting for the loop; `?brief=true` in `sinfo`'s compact form.
+pub(super) async fn nodes(
+    State(app): State<App>,
+    axum::extract::Query(q): axum::extract::Query<sluice_proto::listing::NodeQuery>,
+) -> Response {
+    match app.listing.latest().node_listing().nodes_json(q.brief) {
         Ok(body) => (
             [(axum::http::header::CONTENT_TYPE, "application/json")],
             body,

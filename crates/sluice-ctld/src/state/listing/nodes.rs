@@ -19,6 +19,7 @@ use std::sync::Arc;
 use imbl::Vector;
 use serde::ser::{Serialize, Serializer};
 use sluice_core::NodeId;
+use sluice_proto::listing::ListedNode;
 use sluice_proto::types::{JobState, NodeInfo, PartitionInfo};
 
 use crate::state::job::Job;
@@ -58,9 +59,28 @@ impl NodeListing {
         &self.partitions
     }
 
-    /// The nodes as `GET /v1/nodes` answers them (a JSON array).
-    pub fn nodes_json(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec(&AllNodes(&self.nodes))
+    /// The nodes as `GET /v1/nodes` answers them (a JSON array); `brief`: as
+    /// [`ListedNode`]s (`?brief=true`, what `sinfo` reads).
+    pub fn nodes_json(&self, brief: bool) -> serde_json::Result<Vec<u8>> {
+        if brief {
+            serde_json::to_vec(&BriefNodes(&self.nodes))
+        } else {
+            serde_json::to_vec(&AllNodes(&self.nodes))
+        }
+    }
+}
+
+/// Serializes the nodes as one sequence of [`ListedNode`]s.
+struct BriefNodes<'a>(&'a Vector<Arc<NodeInfo>>);
+
+impl Serialize for BriefNodes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(
+            self.0
+                .iter()
+                .filter(|n| !n.name.is_empty())
+                .map(|n| ListedNode::of(n)),
+        )
     }
 }
 
