@@ -1537,14 +1537,29 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
     assert!(text.contains("\nslurm_jobs_running 1\n"), "{text}");
     assert!(text.contains("\nslurm_jobs_cpus_alloc 4\n"), "{text}");
     // So are the nodes and partitions (`sinfo`), from the same snapshot.
-    let answer = tokio::time::timeout(wait, super::routes::nodes(State(app.clone())))
-        .await
-        .expect("answered without the loop");
-    let body = axum::body::to_bytes(answer.into_body(), usize::MAX)
-        .await
-        .unwrap();
+    let nodes_answer = |brief: bool| {
+        let query = axum::extract::Query(sluice_proto::listing::NodeQuery { brief });
+        let answer = super::routes::nodes(State(app.clone()), query);
+        async move {
+            let answer = tokio::time::timeout(wait, answer)
+                .await
+                .expect("answered without the loop");
+            axum::body::to_bytes(answer.into_body(), usize::MAX)
+                .await
+                .unwrap()
+        }
+    };
+    let body = nodes_answer(false).await;
     let nodes: Vec<sluice_proto::types::NodeInfo> = serde_json::from_slice(&body).unwrap();
     assert_eq!(nodes, s.owner.controller().nodes());
+    // `sinfo`'s compact form: what it reads of the same nodes.
+    let brief: Vec<sluice_proto::listing::ListedNode> =
+        serde_json::from_slice(&nodes_answer(true).await).unwrap();
+    let listed: Vec<_> = nodes
+        .iter()
+        .map(sluice_proto::listing::ListedNode::of)
+        .collect();
+    assert_eq!(brief, listed);
     assert_eq!(
         nodes
             .iter()
