@@ -520,6 +520,9 @@ pub fn ctld(args: Vec<String>) -> i32 {
             terminated(),
         ))
     };
+    // Stopped and flushed: a forecast still computing (minutes for 100,000 queued jobs
+    // on 10,000 nodes) is not waited for.
+    runtime.shutdown_timeout(sluice_ctld::server::BLOCKING_GRACE);
     if let Some(p) = pid_file {
         let _ = std::fs::remove_file(p);
     }

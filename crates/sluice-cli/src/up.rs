@@ -246,6 +246,8 @@ pub fn run(args: UpArgs) -> i32 {
         };
         sluice_ctld::server::run(conf, &state_dir, net, shutdown).await
     });
+    // Stopped and flushed: a forecast still computing is not waited for.
+    runtime.shutdown_timeout(sluice_ctld::server::BLOCKING_GRACE);
     stop_agents(agents);
     match result {
         Ok(()) => {

@@ -489,8 +489,10 @@ impl ClusterConfig {
         let mut config = Self::from_slurm_conf(&conf, &nodes);
         config.future_nodes = future_nodes(path);
         config.all_nodes_partitions = all_nodes_partitions(path);
+        let future: std::collections::HashSet<&str> =
+            config.future_nodes.iter().map(String::as_str).collect();
         for n in &mut config.cluster.nodes {
-            if config.future_nodes.contains(&n.name) {
+            if future.contains(n.name.as_str()) {
                 n.state = sluice_core::NodeState::Up;
             }
         }

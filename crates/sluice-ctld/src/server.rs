@@ -268,6 +268,12 @@ fn move_scripts_to_their_table(store: &Store, jobs: &mut [JobRecord]) -> Result<
     Ok(())
 }
 
+/// How long the process that ran [`run`] waits, once it returned, for work still on
+/// the runtime's blocking threads before it exits: a background forecast or `explain`
+/// simulation of a long queue can take minutes and only serves readers that are gone.
+/// What must be durable is flushed before [`run`] returns.
+pub const BLOCKING_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Runs the controller for `conf` with its state in `state_dir` until `shutdown`
 /// completes: on the Unix socket `ctld.sock` there, and, when `net` says so, on a TCP
 /// address too, where only requests signed with the cluster key (see

@@ -657,6 +657,11 @@ async fn register(agent: App) {
                     );
                 }
             }
+            if !matches!(&ping, Ok((_, true))) {
+                // Registering (again): heartbeats every HEARTBEAT_SECS until this
+                // controller names its own interval.
+                asked.store(HEARTBEAT_SECS, std::sync::atomic::Ordering::Relaxed);
+            }
             let (current, still) = ping.ok()?;
             if still {
                 return known;

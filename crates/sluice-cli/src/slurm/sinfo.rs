@@ -202,7 +202,10 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     let mut nodes: Vec<NodeInfo> = match o.json {
         true => client.get("/v1/nodes"),
-        false => brief().or_else(|_| client.get("/v1/nodes")),
+        false => match brief() {
+            Err(sluice_proto::ClientError::Decode(_)) => client.get("/v1/nodes"),
+            other => other,
+        },
     }
     .unwrap_or_else(|e| load_failed(e));
     // FUTURE nodes are not shown, as Slurm 22.05's sinfo never asks for them, nor

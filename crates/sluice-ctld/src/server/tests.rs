@@ -486,25 +486,37 @@ fn heartbeat_every(s: &mut Script, node: &str, now: i64) -> u64 {
     every
 }
 
+/// A cluster of `nodes` nodes with `SlurmdTimeout=timeout`, every agent registered at 0.
+fn registered_cluster(nodes: u32, timeout: i64) -> Script {
+    let mut c = conf(nodes, 4);
+    c.net.slurmd_timeout = timeout;
+    let mut s = Script::new(c);
+    for i in 1..=nodes {
+        register(&mut s, &format!("node{i:02}"), "10.0.0.1", 0);
+    }
+    s
+}
+
 #[test]
 fn a_large_cluster_spreads_its_agents_heartbeats_and_pings_a_resumed_node_at_once() {
-    // 5,000 nodes: every two seconds their agents would send 2,500 heartbeats a
-    // second; the controller asks each for one every 10 s (500 a second in all), and
+    // 1,500 registered agents: every two seconds they would send 750 heartbeats a
+    // second; the controller asks each for one every 3 s (500 a second in all), and
     // pings an agent only after two such intervals of silence.
-    let mut c = conf(5000, 4);
-    c.net.slurmd_timeout = 300;
-    let mut s = Script::new(c);
-    register(&mut s, "node01", "10.0.0.1", 0);
-    register(&mut s, "node02", "10.0.0.1", 0);
-    assert_eq!(heartbeat_every(&mut s, "node01", 0), 10);
-    assert_eq!(heartbeat_every(&mut s, "node02", 0), 10);
-    assert!(to_ping(&mut s, 19).is_empty());
-    assert_eq!(to_ping(&mut s, 20), ["node01", "node02"]);
-    assert_eq!(heartbeat_every(&mut s, "node01", 20), 10);
-    assert_eq!(heartbeat_every(&mut s, "node02", 20), 10);
+    let mut s = registered_cluster(1500, 300);
+    // (The watch's list comes in name order.)
+    let mut all: Vec<String> = (1..=1500).map(|i| format!("node{i:02}")).collect();
+    all.sort();
+    for n in &all {
+        assert_eq!(heartbeat_every(&mut s, n, 0), 3);
+    }
+    assert!(to_ping(&mut s, 5).is_empty());
+    assert_eq!(to_ping(&mut s, 6), all);
+    for n in &all {
+        assert_eq!(heartbeat_every(&mut s, n, 6), 3);
+    }
     // An operator drains node02 and resumes it: it takes work once its agent answers
-    // again, and with heartbeats 10 s apart the watch asks at once instead of waiting.
-    for (state, t) in [("DRAIN", 21), ("RESUME", 22)] {
+    // again, and with heartbeats 3 s apart the watch asks at once instead of waiting.
+    for (state, t) in [("DRAIN", 7), ("RESUME", 8)] {
         let update = Change::UpdateNodes(sluice_proto::types::NodeUpdate {
             nodes: "node02".into(),
             state: state.into(),
@@ -512,18 +524,19 @@ fn a_large_cluster_spreads_its_agents_heartbeats_and_pings_a_resumed_node_at_onc
         });
         s.change(update, root(), t).0.unwrap();
     }
-    assert_eq!(to_ping(&mut s, 23), ["node02"]);
-    // Still silent: asked each second; node01, heard from at 20, not before 40.
-    assert_eq!(to_ping(&mut s, 29), ["node02"]);
-    assert_eq!(to_ping(&mut s, 40), ["node01", "node02"]);
-    // With a short SlurmdTimeout the interval stays under a quarter of it.
-    let mut c = conf(5000, 4);
-    c.net.slurmd_timeout = 20;
-    let mut s = Script::new(c);
-    register(&mut s, "node01", "10.0.0.1", 0);
-    assert_eq!(heartbeat_every(&mut s, "node01", 0), 5);
-    // A small cluster keeps Sluice's two seconds.
-    let mut s = Script::new(conf(2, 4));
+    assert_eq!(to_ping(&mut s, 8), ["node02"]);
+    // Still silent: asked each second; the others, heard from at 6, not before 12.
+    assert_eq!(to_ping(&mut s, 11), ["node02"]);
+    assert_eq!(to_ping(&mut s, 12), all);
+    // With a short SlurmdTimeout the interval stays within a quarter of it (but never
+    // under two seconds); with SlurmdTimeout=0 (never DOWN) nothing caps it.
+    let mut s = registered_cluster(1500, 8);
+    assert_eq!(heartbeat_every(&mut s, "node01", 0), 2);
+    let mut s = registered_cluster(1500, 0);
+    assert_eq!(heartbeat_every(&mut s, "node01", 0), 3);
+    // A small cluster keeps Sluice's two seconds, counting registered agents only:
+    // 1,500 nodes of which one agent registered.
+    let mut s = Script::new(conf(1500, 4));
     register(&mut s, "node01", "10.0.0.1", 0);
     assert_eq!(heartbeat_every(&mut s, "node01", 0), 2);
 }

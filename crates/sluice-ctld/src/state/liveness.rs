@@ -416,15 +416,18 @@ impl Controller {
         }
     }
 
-    /// Seconds between two heartbeats of an agent: [`HEARTBEAT_SECS`], or on a cluster
-    /// of more than `HEARTBEAT_SECS × HEARTBEATS_PER_SEC` nodes as long as keeps all
-    /// its agents' heartbeats under [`HEARTBEATS_PER_SEC`] (10,000 nodes: 20 s), but
-    /// never more than a quarter of `SlurmdTimeout`, so that a silent agent is pinged
-    /// well before its node would be set DOWN.
+    /// Seconds between two heartbeats of an agent: [`HEARTBEAT_SECS`], or with more
+    /// than `HEARTBEAT_SECS × HEARTBEATS_PER_SEC` registered agents as long as keeps
+    /// all their heartbeats under [`HEARTBEATS_PER_SEC`] (10,000 agents: 20 s), but
+    /// never more than a quarter of `SlurmdTimeout` (when it is set: 0 never sets a
+    /// node DOWN), so that a silent agent is pinged well before its node would be.
     pub fn heartbeat_secs(&self) -> u64 {
-        let nodes = self.conf.cluster.nodes.len() as u64;
-        let spread = nodes.div_ceil(HEARTBEATS_PER_SEC);
-        let cap = (self.conf.net.slurmd_timeout.max(0) as u64 / 4).max(HEARTBEAT_SECS);
+        let agents = self.agents_up.len() as u64;
+        let spread = agents.div_ceil(HEARTBEATS_PER_SEC);
+        let cap = match self.conf.net.slurmd_timeout {
+            t if t > 0 => (t as u64 / 4).max(HEARTBEAT_SECS),
+            _ => u64::MAX,
+        };
         spread.clamp(HEARTBEAT_SECS, cap)
     }
 
@@ -432,7 +435,7 @@ impl Controller {
     /// answer) for two heartbeat intervals or more, among them those silent or gone,
     /// and, where heartbeats are spread out longer than [`HEARTBEAT_SECS`], the resumed
     /// nodes still waiting for an answer (so that the long interval does not keep them
-    /// out of work). An agent whose heartbeats come is never pinged.
+    /// out of work). Otherwise an agent whose heartbeats come is never pinged.
     pub fn agents_to_ping(&self, now: i64) -> Vec<String> {
         let every = self.heartbeat_secs();
         let silence = 2 * every as i64;
