@@ -218,20 +218,28 @@ pub fn build<'a>(
     // first node's splitting values), computed once per node: a lookup, not a scan of
     // the lines, so that 10,000 nodes cost 10,000 lookups. The partitions' own lines,
     // still without nodes, take the first node whose partition-level values they share.
-    type Key = (Option<Vec<Option<String>>>, Vec<Option<String>>);
+    // Partition-level values are numbered once per partition (all alike with `-R`), so
+    // a node's key holds a number, not a copy of them.
+    type Key = (usize, Vec<Option<String>>);
     let mut lines: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
-    let part_key = |p: &PartitionInfo| {
-        (!g.reasons).then(|| {
-            g.codes
-                .iter()
-                .map(|&c| part_value(c, p))
-                .collect::<Vec<_>>()
-        })
+    let mut part_keys: Vec<Vec<Option<String>>> = Vec::new();
+    let mut part_key = |p: &PartitionInfo| -> usize {
+        if g.reasons {
+            return 0;
+        }
+        let values: Vec<Option<String>> = g.codes.iter().map(|&c| part_value(c, p)).collect();
+        match part_keys.iter().position(|k| *k == values) {
+            Some(i) => i,
+            None => {
+                part_keys.push(values);
+                part_keys.len() - 1
+            }
+        }
     };
-    let mut empty: Vec<(usize, Option<Vec<Option<String>>>)> = out
+    let mut empty: Vec<(usize, usize)> = out
         .iter()
         .enumerate()
-        .map(|(i, r)| (i, r.part.and_then(part_key)))
+        .filter_map(|(i, r)| Some((i, part_key(r.part?))))
         .collect();
     let mut joined: std::collections::HashSet<(usize, &str)> = std::collections::HashSet::new();
     for &(i, p) in parts {
@@ -250,11 +258,11 @@ pub fn build<'a>(
                 continue;
             }
             let key: Key = (
-                pk.clone(),
+                pk,
                 g.codes.iter().map(|&c| node_key(c, n, g.exact)).collect(),
             );
             let filled = lines.get(&key).copied();
-            let waiting = empty.iter().position(|(_, k)| g.reasons || *k == pk);
+            let waiting = empty.iter().position(|&(_, k)| k == pk);
             let line = match (filled, waiting.map(|w| empty[w].0)) {
                 (Some(f), Some(e)) if e < f => Some(e),
                 (Some(f), _) => Some(f),
