@@ -6,7 +6,18 @@
 //! (no width, or `0`, takes exactly the value's length). Empty pieces are dropped, so
 //! `%%` prints nothing and `x%%j` is `x%j`, as in Slurm. A code that is not a letter
 //! (`%-12j`: the code is `-`) is not a field: the piece is printed as written, `%`
-//! included, and the command reports it (see [`invalid_codes`]).
+//! included, and the command reports it (see [`invalid_codes`]). Neither is a letter
+//! the command has no field for (`sinfo -o %Q`): [`Layout::among`] and
+//! [`invalid_codes_among`] take the command's letters.
+
+/// Which letters are fields: `|_| true` for a command that has one for every letter
+/// (squeue), else the command's own list.
+pub type Letters = fn(char) -> bool;
+
+/// Every letter is a field.
+fn any_letter(_: char) -> bool {
+    true
+}
 
 /// A formatted value and its column header.
 #[derive(Clone, Debug)]
@@ -28,7 +39,7 @@ enum Piece {
 
 /// The format's pieces, and the code of each piece that is not a field (`None` where
 /// the piece ends before its code, as in `%20`).
-fn parse(format: &str) -> (Vec<Piece>, Vec<Option<char>>) {
+fn parse(format: &str, letters: Letters) -> (Vec<Piece>, Vec<Option<char>>) {
     let mut out = Vec::new();
     let mut invalid = Vec::new();
     let mut parts = format.split('%');
@@ -42,7 +53,7 @@ fn parse(format: &str) -> (Vec<Piece>, Vec<Option<char>>) {
         let width = rest[..digits].parse::<usize>().ok().filter(|w| *w > 0);
         let mut tail = rest[digits..].chars();
         match tail.next() {
-            Some(code) if code.is_ascii_alphabetic() => {
+            Some(code) if code.is_ascii_alphabetic() && letters(code) => {
                 out.push(Piece::Code { right, width, code });
                 let suffix = tail.as_str();
                 if !suffix.is_empty() {
@@ -60,7 +71,12 @@ fn parse(format: &str) -> (Vec<Piece>, Vec<Option<char>>) {
 
 /// The field codes of a format, in order.
 pub fn codes(format: &str) -> impl Iterator<Item = char> {
-    parse(format)
+    codes_among(format, any_letter)
+}
+
+/// The field codes of a format whose fields are `letters`, in order.
+pub fn codes_among(format: &str, letters: Letters) -> impl Iterator<Item = char> {
+    parse(format, letters)
         .0
         .into_iter()
         .filter_map(|p| match p {
@@ -74,7 +90,12 @@ pub fn codes(format: &str) -> impl Iterator<Item = char> {
 /// The codes of the format's pieces that are not fields, as Slurm names them in
 /// `Invalid job format specification: -` (empty for a piece without a code).
 pub fn invalid_codes(format: &str) -> Vec<String> {
-    parse(format)
+    invalid_codes_among(format, any_letter)
+}
+
+/// [`invalid_codes`] for a command whose fields are `letters`.
+pub fn invalid_codes_among(format: &str, letters: Letters) -> Vec<String> {
+    parse(format, letters)
         .1
         .into_iter()
         .map(|c| c.map(String::from).unwrap_or_default())
@@ -110,8 +131,14 @@ pub struct Layout {
 impl Layout {
     /// `format`'s layout.
     pub fn new(format: &str) -> Self {
+        Self::among(format, any_letter)
+    }
+
+    /// `format`'s layout for a command whose fields are `letters`: another letter's
+    /// piece prints as written.
+    pub fn among(format: &str, letters: Letters) -> Self {
         Layout {
-            pieces: parse(format).0,
+            pieces: parse(format, letters).0,
         }
     }
 
@@ -301,5 +328,27 @@ mod tests {
         assert_eq!(codes(fmt).collect::<String>(), "i");
         // Later fields still line up with their values.
         assert_eq!(render("%-|%i %t", None, &rows(), &|_| true), "%-|6066 PD\n");
+    }
+
+    #[test]
+    fn a_letter_the_command_has_no_field_for_prints_as_written() {
+        // Slurm 22.05: `sinfo -o '%P %Q|%5Q %.3x%a'` prints `%Q|%5Q %.3x` on every line
+        // and reports Q, Q and x.
+        fn sinfo_like(c: char) -> bool {
+            "Pa".contains(c)
+        }
+        let fmt = "%P %Q|%5Q %.3x%a";
+        let layout = Layout::among(fmt, sinfo_like);
+        let mut out = String::new();
+        layout.line(&mut out, &mut String::new(), |c, buf| {
+            buf.push_str(if c == 'P' { "debug" } else { "up" });
+            true
+        });
+        assert_eq!(out, "debug %Q|%5Q %.3xup\n");
+        assert_eq!(invalid_codes_among(fmt, sinfo_like), ["Q", "Q", "x"]);
+        assert_eq!(codes_among(fmt, sinfo_like).collect::<String>(), "Pa");
+        // Where every letter is a field (squeue), the same format has four fields.
+        assert_eq!(codes(fmt).collect::<String>(), "PQQxa");
+        assert!(invalid_codes(fmt).is_empty());
     }
 }

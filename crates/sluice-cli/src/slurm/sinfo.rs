@@ -8,7 +8,7 @@ use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_proto::time::date_line;
 
 use super::common::{controller, describe, fail, now, Refusal, VERSION};
-use super::format::{codes, invalid_codes, Layout};
+use super::format::{codes_among, invalid_codes_among, Layout};
 use super::help::{command_help, e, synopsis, Group};
 use super::long_format;
 use super::sinfo_records::{build, field, Grouping, Record, ALLOC_MEM, CORES, SOCKETS, THREADS};
@@ -183,7 +183,7 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         }
     } else {
-        for code in invalid_codes(o.format.as_deref().unwrap_or("")) {
+        for code in invalid_codes_among(o.format.as_deref().unwrap_or(""), sinfo_letter) {
             eprintln!("Invalid node format specification: {code}");
         }
     }
@@ -255,7 +255,7 @@ fn report(o: &Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
         .then(|| long_format::parse(o.format.as_deref().unwrap_or("")));
     let all_codes: Vec<char> = match &long {
         Some(fields) => Layout::long(fields, long_code).codes(),
-        None => codes(&format.replace('#', "")).collect(),
+        None => codes_among(&format.replace('#', ""), sinfo_letter).collect(),
     };
     let grouping = Grouping {
         codes: &all_codes,
@@ -290,7 +290,7 @@ fn report(o: &Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
                     .replace("%.#P", &format!("%.{w}P"))
                     .replace("%#P", &format!("%{w}P"));
             }
-            Layout::new(&format)
+            Layout::among(&format, sinfo_letter)
         }
     };
     let probe = Record {
@@ -316,6 +316,12 @@ fn report(o: &Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
         line(r, false);
     }
     out
+}
+
+/// Whether `c` is one of sinfo 22.05's `-o` letters: another one (`%Q`) is printed as
+/// written and reported, as Slurm does.
+fn sinfo_letter(c: char) -> bool {
+    "ABCDEFGHILMNOPRSTUVXYZabcdefghlmnoprstuvwz".contains(c)
 }
 
 /// The `%` code (or, for fields `-o` has no letter for, the inner code) of an `-O`
