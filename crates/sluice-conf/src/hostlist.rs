@@ -4,8 +4,10 @@
 //! back into the shortest expression Slurm would print (runs of consecutive numbers with
 //! the same zero-padding become ranges; names are grouped by their prefix and suffix).
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::fmt::Write as _;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A malformed hostlist expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +84,11 @@ pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
                     for n in &names {
                         for &Range { lo, hi, width } in &ranges {
                             for v in lo..=hi {
-                                next.push(format!("{n}{prefix}{v:0width$}"));
+                                let mut name = String::with_capacity(n.len() + prefix.len() + 24);
+                                name.push_str(n);
+                                name.push_str(prefix);
+                                let _ = write!(name, "{v:0width$}");
+                                next.push(name);
                             }
                         }
                     }
@@ -215,14 +221,19 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
     // joins a padded group of its own width ("100" with "098") when the list has one,
     // wherever it appears, else the unpadded group of its prefix and suffix; deciding
     // this before grouping keeps every name in exactly one group.
-    let padded_widths: HashSet<(&str, &str, usize)> = split
-        .iter()
-        .filter_map(|(_, s)| *s)
-        .filter(|&(_, value, width, _)| is_padded(value, width))
-        .map(|(prefix, _, width, suffix)| (prefix, suffix, width))
-        .collect();
+    // (Fx hashing, and the last key remembered: most names follow one of their group.)
+    let mut padded_widths: FxHashSet<(&str, &str, usize)> = FxHashSet::default();
+    let mut last_padded = None;
+    for &(prefix, value, width, suffix) in split.iter().filter_map(|(_, s)| s.as_ref()) {
+        let key = (prefix, suffix, width);
+        if is_padded(value, width) && last_padded != Some(key) {
+            padded_widths.insert(key);
+            last_padded = Some(key);
+        }
+    }
     let mut groups: Vec<Group> = Vec::new();
-    let mut group_of: HashMap<(&str, &str, usize), usize> = HashMap::new();
+    let mut group_of: FxHashMap<(&str, &str, usize), usize> = FxHashMap::default();
+    let mut last_group: Option<((&str, &str, usize), usize)> = None;
     // First appearance order of groups (Ok) and plain names (Err).
     let mut order: Vec<Result<usize, &str>> = Vec::new();
     for (name, parts) in split {
@@ -235,10 +246,19 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
                 } else {
                     0
                 };
-                match group_of.get(&(prefix, suffix, width)) {
-                    Some(&i) => groups[i].values.push(value),
+                let key = (prefix, suffix, width);
+                let known = match last_group {
+                    Some((k, i)) if k == key => Some(i),
+                    _ => group_of.get(&key).copied(),
+                };
+                match known {
+                    Some(i) => {
+                        groups[i].values.push(value);
+                        last_group = Some((key, i));
+                    }
                     None => {
-                        group_of.insert((prefix, suffix, width), groups.len());
+                        group_of.insert(key, groups.len());
+                        last_group = Some((key, groups.len()));
                         order.push(Ok(groups.len()));
                         groups.push(Group {
                             prefix,

@@ -347,12 +347,30 @@ fn encode(value: &str, out: &mut String) {
     }
 }
 
-/// A node listing's query: `GET /v1/nodes?brief=true` answers [`ListedNode`]s.
+/// A node listing's query: `GET /v1/nodes?brief=true` answers [`ListedNode`]s,
+/// `?runs=true` [`ListedRun`]s (`runs` wins when both are asked).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeQuery {
     /// Answer with [`ListedNode`]s.
     #[serde(default)]
     pub brief: bool,
+    /// Answer with [`ListedRun`]s.
+    #[serde(default)]
+    pub runs: bool,
+}
+
+/// Nodes next to each other in the listing whose [`ListedNode`]s differ only by name
+/// (`GET /v1/nodes?runs=true`, what `sinfo` reads): their names as one host list
+/// (`n[00001-10000]`, whose expansion gives them back in order) and what they share,
+/// under an empty name. 10,000 alike nodes are one short line instead of 10,000.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListedRun {
+    /// The nodes' names, as a host list.
+    #[serde(rename = "ns")]
+    pub names: String,
+    /// What the nodes share (its `name` empty).
+    #[serde(rename = "x")]
+    pub node: ListedNode,
 }
 
 /// A node as `sinfo` lists it (`GET /v1/nodes?brief=true`): the fields of a

@@ -20,6 +20,7 @@
 use sluice_proto::types::{NodeInfo, PartitionInfo};
 
 use super::format::Field;
+use rustc_hash::{FxHashMap, FxHashSet};
 use sluice_conf::duration::format_compact;
 use sluice_proto::time::timestamp;
 
@@ -219,9 +220,10 @@ pub fn build<'a>(
     // the lines, so that 10,000 nodes cost 10,000 lookups. The partitions' own lines,
     // still without nodes, take the first node whose partition-level values they share.
     // Partition-level values are numbered once per partition (all alike with `-R`), so
-    // a node's key holds a number, not a copy of them.
+    // a node's key holds a number, not a copy of them. Keys and names are hashed with
+    // Fx (no attacker chooses them here): SipHash was a third of sinfo's time.
     type Key = (usize, Vec<Option<String>>);
-    let mut lines: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
+    let mut lines: FxHashMap<Key, usize> = FxHashMap::default();
     let mut part_keys: Vec<Vec<Option<String>>> = Vec::new();
     let mut part_key = |p: &PartitionInfo| -> usize {
         if g.reasons {
@@ -241,10 +243,10 @@ pub fn build<'a>(
         .enumerate()
         .filter_map(|(i, r)| Some((i, part_key(r.part?))))
         .collect();
-    let mut joined: std::collections::HashSet<(usize, &str)> = std::collections::HashSet::new();
+    let mut joined: FxHashSet<(usize, &str)> = FxHashSet::default();
     for &(i, p) in parts {
         let pk = part_key(p);
-        let members: std::collections::HashSet<&str> = p.nodes.iter().map(String::as_str).collect();
+        let members: FxHashSet<&str> = p.nodes.iter().map(String::as_str).collect();
         for n in nodes.iter().filter(|n| members.contains(n.name.as_str())) {
             if g.reasons && !has_problem(n) {
                 continue;

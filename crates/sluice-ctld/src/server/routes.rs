@@ -463,12 +463,17 @@ pub(super) fn storage(message: String) -> ApiError {
 }
 
 /// `GET /v1/nodes` (`sinfo`, `scontrol show node`): from the published snapshot, never
-/// waiting for the loop; `?brief=true` in `sinfo`'s compact form.
+/// waiting for the loop; `?brief=true` and `?runs=true` in compact forms (`sinfo`'s).
 pub(super) async fn nodes(
     State(app): State<App>,
     axum::extract::Query(q): axum::extract::Query<sluice_proto::listing::NodeQuery>,
 ) -> Response {
-    match app.listing.latest().node_listing().nodes_json(q.brief) {
+    match app
+        .listing
+        .latest()
+        .node_listing()
+        .nodes_json(q.brief, q.runs)
+    {
         Ok(body) => (
             [(axum::http::header::CONTENT_TYPE, "application/json")],
             body,

@@ -1550,8 +1550,7 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
     assert!(text.contains("\nslurm_jobs_running 1\n"), "{text}");
     assert!(text.contains("\nslurm_jobs_cpus_alloc 4\n"), "{text}");
     // So are the nodes and partitions (`sinfo`), from the same snapshot.
-    let nodes_answer = |brief: bool| {
-        let query = axum::extract::Query(sluice_proto::listing::NodeQuery { brief });
+    let answer_nodes = |query| {
         let answer = super::routes::nodes(State(app.clone()), query);
         async move {
             let answer = tokio::time::timeout(wait, answer)
@@ -1561,6 +1560,12 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
                 .await
                 .unwrap()
         }
+    };
+    let nodes_answer = |brief: bool| {
+        answer_nodes(axum::extract::Query(sluice_proto::listing::NodeQuery {
+            brief,
+            runs: false,
+        }))
     };
     let body = nodes_answer(false).await;
     let nodes: Vec<sluice_proto::types::NodeInfo> = serde_json::from_slice(&body).unwrap();
@@ -1573,6 +1578,29 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
         .map(sluice_proto::listing::ListedNode::of)
         .collect();
     assert_eq!(brief, listed);
+    // And in runs of alike nodes, which give the same nodes back.
+    let runs: Vec<sluice_proto::listing::ListedRun> = serde_json::from_slice(
+        &answer_nodes(axum::extract::Query(sluice_proto::listing::NodeQuery {
+            brief: false,
+            runs: true,
+        }))
+        .await,
+    )
+    .unwrap();
+    assert!(!runs.is_empty() && runs.len() <= listed.len(), "{runs:?}");
+    let from_runs: Vec<_> = runs
+        .iter()
+        .flat_map(|r| {
+            sluice_conf::hostlist::expand(&r.names)
+                .unwrap()
+                .into_iter()
+                .map(|name| sluice_proto::listing::ListedNode {
+                    name,
+                    ..r.node.clone()
+                })
+        })
+        .collect();
+    assert_eq!(from_runs, listed);
     assert_eq!(
         nodes
             .iter()

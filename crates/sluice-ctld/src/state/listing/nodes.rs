@@ -19,7 +19,7 @@ use std::sync::Arc;
 use imbl::Vector;
 use serde::ser::{Serialize, Serializer};
 use sluice_core::NodeId;
-use sluice_proto::listing::ListedNode;
+use sluice_proto::listing::{ListedNode, ListedRun};
 use sluice_proto::types::{JobState, NodeInfo, PartitionInfo};
 
 use crate::state::job::Job;
@@ -60,9 +60,12 @@ impl NodeListing {
     }
 
     /// The nodes as `GET /v1/nodes` answers them (a JSON array); `brief`: as
-    /// [`ListedNode`]s (`?brief=true`, what `sinfo` reads).
-    pub fn nodes_json(&self, brief: bool) -> serde_json::Result<Vec<u8>> {
-        if brief {
+    /// [`ListedNode`]s (`?brief=true`); `runs`: as [`ListedRun`]s (`?runs=true`, what
+    /// `sinfo` reads).
+    pub fn nodes_json(&self, brief: bool, runs: bool) -> serde_json::Result<Vec<u8>> {
+        if runs {
+            serde_json::to_vec(&listed_runs(self.nodes()))
+        } else if brief {
             serde_json::to_vec(&BriefNodes(&self.nodes))
         } else {
             serde_json::to_vec(&AllNodes(&self.nodes))
@@ -82,6 +85,44 @@ impl Serialize for BriefNodes<'_> {
                 .map(|n| ListedNode::of(n)),
         )
     }
+}
+
+/// `nodes` as runs of neighbours alike but for their names. A run is kept only where its
+/// host list expands to exactly its names, in order (a host list sorts and merges its
+/// numbers): otherwise each of its nodes is a run of its own.
+pub fn listed_runs<'a>(nodes: impl Iterator<Item = &'a NodeInfo>) -> Vec<ListedRun> {
+    fn close(run: Option<(ListedNode, Vec<&str>)>, out: &mut Vec<ListedRun>) {
+        let Some((node, names)) = run else { return };
+        let list = sluice_conf::hostlist::compress(&names);
+        let exact = sluice_conf::hostlist::expand(&list)
+            .is_ok_and(|back| back.iter().map(String::as_str).eq(names.iter().copied()));
+        if exact {
+            out.push(ListedRun { names: list, node });
+        } else {
+            out.extend(names.iter().map(|name| ListedRun {
+                names: sluice_conf::hostlist::compress(&[name]),
+                node: node.clone(),
+            }));
+        }
+    }
+    let mut out = Vec::new();
+    let mut run: Option<(ListedNode, Vec<&str>)> = None;
+    for n in nodes {
+        // (A listed node's address and host name are left out when they are its own
+        // name, and given back from each name: alike either way.)
+        let mut listed = ListedNode::of(n);
+        listed.name = String::new();
+        let alike = run.as_ref().is_some_and(|(r, _)| *r == listed);
+        match &mut run {
+            Some((_, names)) if alike => names.push(&n.name),
+            _ => {
+                close(run.take(), &mut out);
+                run = Some((listed, vec![n.name.as_str()]));
+            }
+        }
+    }
+    close(run, &mut out);
+    out
 }
 
 /// Serializes the nodes as one sequence, without copying them.
@@ -206,5 +247,80 @@ impl NodesPublisher {
             debug_assert!(listing.partitions() == ctl.partitions().as_slice());
         }
         changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, state: &str, addr: &str) -> NodeInfo {
+        NodeInfo {
+            name: name.into(),
+            state: state.into(),
+            cpus: 64,
+            node_addr: addr.into(),
+            node_hostname: name.into(),
+            ..NodeInfo::default()
+        }
+    }
+
+    /// Each run's names expanded, each with what the run shares: the nodes back.
+    fn expanded(runs: &[ListedRun]) -> Vec<ListedNode> {
+        runs.iter()
+            .flat_map(|r| {
+                sluice_conf::hostlist::expand(&r.names)
+                    .unwrap()
+                    .into_iter()
+                    .map(|name| ListedNode {
+                        name,
+                        ..r.node.clone()
+                    })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn alike_neighbours_are_one_run_and_give_every_node_back_in_order() {
+        let mut nodes: Vec<NodeInfo> = (1..=10_000)
+            .map(|i| {
+                let name = format!("n{i:05}");
+                node(&name, "idle", &name)
+            })
+            .collect();
+        // One node drained in the middle, two sharing an address that is not their name.
+        nodes[4_999].state = "drained".into();
+        nodes[9_998].node_addr = "10.0.0.1".into();
+        nodes[9_999].node_addr = "10.0.0.1".into();
+        let runs = listed_runs(nodes.iter());
+        let shape: Vec<&str> = runs.iter().map(|r| r.names.as_str()).collect();
+        assert_eq!(
+            shape,
+            [
+                "n[00001-04999]",
+                "n05000",
+                "n[05001-09998]",
+                "n[09999-10000]"
+            ]
+        );
+        assert_eq!(runs[1].node.state, "drained");
+        assert_eq!(runs[3].node.node_addr.as_deref(), Some("10.0.0.1"));
+        let listed: Vec<ListedNode> = nodes.iter().map(ListedNode::of).collect();
+        assert_eq!(expanded(&runs), listed);
+    }
+
+    #[test]
+    fn names_a_host_list_would_reorder_or_merge_are_runs_of_their_own() {
+        // A host list sorts its numbers and merges repeats: `b2,b1` would come back as
+        // `b[1-2]`, and `c1,c01` under one width.
+        let names = ["a", "b2", "b1", "c1", "c01", "d7", "d8"];
+        let nodes: Vec<NodeInfo> = names.iter().map(|n| node(n, "idle", n)).collect();
+        let runs = listed_runs(nodes.iter());
+        let listed: Vec<ListedNode> = nodes.iter().map(ListedNode::of).collect();
+        assert_eq!(expanded(&runs), listed);
+        assert_eq!(
+            runs.iter().map(|r| r.names.as_str()).collect::<Vec<_>>(),
+            ["a", "b2", "b1", "c1", "c01", "d7", "d8"]
+        );
     }
 }
