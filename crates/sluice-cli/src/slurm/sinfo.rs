@@ -1,6 +1,8 @@
 //! `sinfo`: partitions and nodes.
 
-use sluice_proto::listing::{ListedNode, ListedRun};
+use std::mem::ManuallyDrop;
+
+use sluice_proto::listing::ListedRun;
 use sluice_proto::types::{NodeInfo, PartitionInfo};
 
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
@@ -11,7 +13,9 @@ use super::common::{controller, describe, fail, now, Refusal, VERSION};
 use super::format::{codes_among, invalid_codes_among, Layout};
 use super::help::{command_help, e, synopsis, Group};
 use super::long_format;
-use super::sinfo_records::{build, field, Grouping, Record, ALLOC_MEM, CORES, SOCKETS, THREADS};
+use super::sinfo_records::{
+    build, field, Grouping, Node, Record, ALLOC_MEM, CORES, SOCKETS, THREADS,
+};
 use super::sinfo_states::{States, VALID_STATES};
 
 // Slurm 22.05's defaults (sinfo(1), checked against its output).
@@ -195,48 +199,60 @@ pub fn main(args: Vec<String>) -> i32 {
         std::process::exit(1)
     };
     // The compact form unless `--json` prints everything (and the full one from a
-    // controller that does not know the compact form).
-    let compact = || -> Result<Vec<NodeInfo>, sluice_proto::ClientError> {
+    // controller that does not know the compact form): the fields of each run of alike
+    // nodes once, and each node's name.
+    let compact = || -> Result<Listing, sluice_proto::ClientError> {
         let runs: Vec<ListedRun> = client.get("/v1/nodes?runs=true")?;
-        let mut names = Vec::with_capacity(runs.len());
-        for run in &runs {
-            names.push(
-                sluice_conf::hostlist::expand(&run.names)
-                    .map_err(|e| sluice_proto::ClientError::Decode(e.to_string()))?,
-            );
+        let mut names = Vec::new();
+        let mut shared = Vec::with_capacity(runs.len());
+        for (i, run) in runs.into_iter().enumerate() {
+            let expanded = sluice_conf::hostlist::expand(&run.names)
+                .map_err(|e| sluice_proto::ClientError::Decode(e.to_string()))?;
+            names.extend(expanded.into_iter().map(|name| (name, i)));
+            shared.push(run.node.into_info());
         }
-        let mut nodes = Vec::with_capacity(names.iter().map(Vec::len).sum());
-        for (run, names) in runs.into_iter().zip(names) {
-            nodes.extend(names.into_iter().map(|name| {
-                ListedNode {
-                    name,
-                    ..run.node.clone()
-                }
-                .into_info()
-            }));
-        }
-        Ok(nodes)
+        Ok((shared, names))
     };
-    let mut nodes: Vec<NodeInfo> = match o.json {
-        true => client.get("/v1/nodes"),
+    let full = || -> Result<Listing, sluice_proto::ClientError> {
+        let nodes: Vec<NodeInfo> = client.get("/v1/nodes")?;
+        let names = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
+        Ok((nodes, names))
+    };
+    let (infos, names) = match o.json {
+        true => full(),
         false => match compact() {
-            Err(sluice_proto::ClientError::Decode(_)) => client.get("/v1/nodes"),
+            Err(sluice_proto::ClientError::Decode(_)) => full(),
             other => other,
         },
     }
     .unwrap_or_else(|e| load_failed(e));
+    // The process ends soon after: freeing thousands of nodes one by one would only
+    // delay it.
+    let (infos, names) = (ManuallyDrop::new(infos), ManuallyDrop::new(names));
+    let mut nodes: Vec<Node> = names
+        .iter()
+        .map(|(name, i)| Node {
+            name,
+            info: &infos[*i],
+        })
+        .collect();
     // FUTURE nodes are not shown, as Slurm 22.05's sinfo never asks for them, nor
     // CLOUD nodes whose agent has not registered (Slurm's powered-down cloud nodes).
     nodes.retain(|n| n.state != "future" && n.state != "cloud");
     if let Some(only) = &o.nodes {
         let only: rustc_hash::FxHashSet<&str> = only.iter().map(String::as_str).collect();
-        nodes.retain(|n| only.contains(n.name.as_str()));
+        nodes.retain(|n| only.contains(n.name));
     }
     if let Some(states) = &o.states {
         nodes.retain(|n| states.admit(n));
     }
     if o.json {
-        print!("{}", super::sinfo_json::document(&nodes));
+        let listed: Vec<NodeInfo> = nodes.iter().map(|n| n.info.clone()).collect();
+        print!("{}", super::sinfo_json::document(&listed));
         return 0;
     }
     let parts: Vec<PartitionInfo> = client
@@ -246,13 +262,16 @@ pub fn main(args: Vec<String>) -> i32 {
         println!("{}", date_line(now()));
     }
     print!("{}", report(&o, &nodes, &parts));
-    // The process ends here: freeing thousands of nodes one by one would only delay it.
     std::mem::forget((nodes, parts));
     0
 }
 
+/// The nodes' fields (one for each run of alike nodes) and each node's name with the
+/// index of its fields.
+type Listing = (Vec<NodeInfo>, Vec<(String, usize)>);
+
 /// The lines `sinfo` prints for `nodes` and `parts` (the date line of `-l` aside).
-fn report(o: &Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
+fn report(o: &Options, nodes: &[Node], parts: &[PartitionInfo]) -> String {
     let format = o.format.clone().unwrap_or_else(|| {
         match (o.nodes_mode, o.long, o.summarize, o.reasons) {
             (_, _, true, _) => SUMMARY,
@@ -441,7 +460,8 @@ mod tests {
     }
 
     fn sinfo(o: Options, nodes: &[NodeInfo], parts: &[PartitionInfo]) -> String {
-        report(&Options { header: true, ..o }, nodes, parts)
+        let nodes: Vec<Node> = nodes.iter().map(Node::of).collect();
+        report(&Options { header: true, ..o }, &nodes, parts)
     }
 
     fn with_format(f: &str) -> Options {
@@ -685,6 +705,80 @@ mod tests {
         assert_eq!(
             sinfo(exact, &nodes, &parts[..1]),
             "NODELIST CPUS\nn1 4\nn2 8\n"
+        );
+    }
+
+    #[test]
+    fn nodes_sent_as_runs_print_as_the_full_records_do() {
+        // n1 and n2 alike (address and host name their own names), n3 with an address
+        // of its own, n4 drained: three runs, whose names and shared fields come back.
+        let node = |name: &str, addr: &str, state: &str| NodeInfo {
+            name: name.into(),
+            state: state.into(),
+            cpus: 4,
+            memory: 4000,
+            sockets: 1,
+            cores_per_socket: 4,
+            threads_per_core: 1,
+            weight: 1,
+            agent_up: true,
+            node_addr: addr.into(),
+            node_hostname: name.into(),
+            ..Default::default()
+        };
+        let full = [
+            node("n1", "n1", "idle"),
+            node("n2", "n2", "idle"),
+            node("n3", "10.0.0.3", "idle"),
+            node("n4", "n4", "drained"),
+        ];
+        let (_, mut parts) = cluster();
+        parts[0].nodes = full.iter().map(|n| n.name.clone()).collect();
+        parts.truncate(1);
+        let run = |names: &str, n: &NodeInfo| ListedRun {
+            names: names.into(),
+            node: sluice_proto::listing::ListedNode {
+                name: String::new(),
+                ..sluice_proto::listing::ListedNode::of(n)
+            },
+        };
+        let runs = [
+            run("n[1-2]", &full[0]),
+            run("n3", &full[2]),
+            run("n4", &full[3]),
+        ];
+        let shared: Vec<NodeInfo> = runs.iter().map(|r| r.node.clone().into_info()).collect();
+        let names = ["n1", "n2", "n3", "n4"];
+        let from_runs: Vec<Node> = names
+            .iter()
+            .zip([0, 0, 1, 2])
+            .map(|(name, i)| Node {
+                name,
+                info: &shared[i],
+            })
+            .collect();
+        let from_full: Vec<Node> = full.iter().map(Node::of).collect();
+        for (format, per_node) in [
+            ("%N %n %o %t %D %c", false),
+            ("%N %n %o %t %D %c", true),
+            ("%P %.6D %T %N", false),
+        ] {
+            let o = Options {
+                header: true,
+                nodes_mode: per_node,
+                ..with_format(format)
+            };
+            assert_eq!(
+                report(&o, &from_runs, &parts),
+                report(&o, &from_full, &parts),
+                "{format}"
+            );
+        }
+        let o = with_format("%N %n %o");
+        assert_eq!(
+            report(&Options { header: false, ..o }, &from_runs, &parts),
+            // (Host names and addresses split lines, as in Slurm.)
+            "n4 n4 n4\nn1 n1 n1\nn2 n2 n2\nn3 n3 10.0.0.3\n"
         );
     }
 }

@@ -24,6 +24,53 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use sluice_conf::duration::format_compact;
 use sluice_proto::time::timestamp;
 
+/// A node as sinfo lists it: its name and its fields, which alike nodes share (the
+/// controller sends 10,000 alike nodes as one run: one [`NodeInfo`] for all of them,
+/// its name, address and host name left empty). Its fields are the [`NodeInfo`]'s
+/// (`n.cpus`); its name, address and host name are [`Node::name`], [`Node::addr`] and
+/// [`Node::hostname`].
+#[derive(Clone, Copy)]
+pub struct Node<'a> {
+    /// The node's name.
+    pub name: &'a str,
+    /// Its fields.
+    pub info: &'a NodeInfo,
+}
+
+impl<'a> Node<'a> {
+    /// A node of its own.
+    #[cfg(test)]
+    pub fn of(info: &'a NodeInfo) -> Self {
+        Node {
+            name: &info.name,
+            info,
+        }
+    }
+
+    /// `NodeHostname` (its name where the shared fields leave it empty).
+    pub fn hostname(&self) -> &'a str {
+        match self.info.node_hostname.as_str() {
+            "" => self.name,
+            h => h,
+        }
+    }
+
+    /// `NodeAddr` (its name where the shared fields leave it empty).
+    pub fn addr(&self) -> &'a str {
+        match self.info.node_addr.as_str() {
+            "" => self.name,
+            a => a,
+        }
+    }
+}
+
+impl std::ops::Deref for Node<'_> {
+    type Target = NodeInfo;
+    fn deref(&self) -> &NodeInfo {
+        self.info
+    }
+}
+
 /// One line of output: the partition it was made for and its nodes (each once).
 pub struct Record<'a> {
     /// The partition (none for a header probe).
@@ -31,7 +78,7 @@ pub struct Record<'a> {
     /// Its position in the configuration.
     pub part_index: usize,
     /// Its nodes, in the order they joined.
-    pub nodes: Vec<&'a NodeInfo>,
+    pub nodes: Vec<Node<'a>>,
 }
 
 /// What decides how lines are made.
@@ -173,7 +220,7 @@ pub const CORES: char = '\u{e002}';
 pub const THREADS: char = '\u{e003}';
 
 /// The value of node-level code `c` that splits lines (or, `exact`, must be equal).
-fn node_key(c: char, n: &NodeInfo, exact: bool) -> Option<String> {
+fn node_key(c: char, n: &Node, exact: bool) -> Option<String> {
     Some(match c {
         't' | 'T' => long_state(n),
         'E' => n.reason.clone().unwrap_or_default(),
@@ -181,8 +228,8 @@ fn node_key(c: char, n: &NodeInfo, exact: bool) -> Option<String> {
         'H' => n.reason_set.map_or(0, |r| r.1).to_string(),
         'f' | 'b' => n.features.join(","),
         'G' => n.gres.clone(),
-        'n' => n.node_hostname.clone(),
-        'o' => n.node_addr.clone(),
+        'n' => n.hostname().to_string(),
+        'o' => n.addr().to_string(),
         // As sinfo: nodes with different memory in use are on different lines.
         ALLOC_MEM => n.memory_alloc.to_string(),
         'c' if exact => n.cpus_total().to_string(),
@@ -201,7 +248,7 @@ fn node_key(c: char, n: &NodeInfo, exact: bool) -> Option<String> {
 /// Builds the lines for `nodes` of `parts` (those kept by `-p`), sorted.
 pub fn build<'a>(
     parts: &[(usize, &'a PartitionInfo)],
-    nodes: &'a [NodeInfo],
+    nodes: &[Node<'a>],
     g: &Grouping,
 ) -> Vec<Record<'a>> {
     let mut out: Vec<Record> = Vec::new();
@@ -247,8 +294,8 @@ pub fn build<'a>(
     for &(i, p) in parts {
         let pk = part_key(p);
         let members: FxHashSet<&str> = p.nodes.iter().map(String::as_str).collect();
-        for n in nodes.iter().filter(|n| members.contains(n.name.as_str())) {
-            if g.reasons && !has_problem(n) {
+        for &n in nodes.iter().filter(|n| members.contains(n.name)) {
+            if g.reasons && !has_problem(&n) {
                 continue;
             }
             if g.per_node {
@@ -261,7 +308,7 @@ pub fn build<'a>(
             }
             let key: Key = (
                 pk,
-                g.codes.iter().map(|&c| node_key(c, n, g.exact)).collect(),
+                g.codes.iter().map(|&c| node_key(c, &n, g.exact)).collect(),
             );
             let filled = lines.get(&key).copied();
             let waiting = empty.iter().position(|&(_, k)| k == pk);
@@ -277,12 +324,12 @@ pub fn build<'a>(
                         let slot = lines.entry(key).or_insert(l);
                         *slot = (*slot).min(l);
                     }
-                    if joined.insert((l, n.name.as_str())) {
+                    if joined.insert((l, n.name)) {
                         out[l].nodes.push(n);
                     }
                 }
                 None => {
-                    joined.insert((out.len(), n.name.as_str()));
+                    joined.insert((out.len(), n.name));
                     lines.insert(key, out.len());
                     out.push(Record {
                         part: Some(p),
@@ -317,7 +364,7 @@ fn natural(name: &str) -> (String, u64, String) {
 fn name_key(r: &Record) -> (String, u64, String) {
     r.nodes
         .first()
-        .map_or((String::new(), 0, String::new()), |n| natural(&n.name))
+        .map_or((String::new(), 0, String::new()), |n| natural(n.name))
 }
 
 /// `min` or, when the nodes differ, `min+` (Slurm's way of showing a range).
@@ -359,17 +406,17 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
         't' => f("STATE", first.map_or("n/a".into(), |n| compact_state(n))),
         'T' => f("STATE", first.map_or("n/a".into(), |n| long_state(n))),
         'N' => {
-            let mut names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
+            let mut names: Vec<&str> = r.nodes.iter().map(|n| n.name).collect();
             names.sort_by_cached_key(|n| natural(n));
             f("NODELIST", sluice_conf::hostlist::compress(&names))
         }
         'n' => f("HOSTNAMES", {
-            let mut h: Vec<&str> = r.nodes.iter().map(|n| n.node_hostname.as_str()).collect();
+            let mut h: Vec<&str> = r.nodes.iter().map(|n| n.hostname()).collect();
             h.dedup();
             sluice_conf::hostlist::compress(&h)
         }),
         'o' => f("NODE_ADDR", {
-            let mut a: Vec<&str> = r.nodes.iter().map(|n| n.node_addr.as_str()).collect();
+            let mut a: Vec<&str> = r.nodes.iter().map(|n| n.addr()).collect();
             a.dedup();
             sluice_conf::hostlist::compress(&a)
         }),
