@@ -368,7 +368,9 @@ fn sinfo_letter(c: char) -> bool {
 fn long_code(name: &str) -> Option<char> {
     Some(match name.to_ascii_lowercase().as_str() {
         "allocmem" => ALLOC_MEM,
+        "allocnodes" => 'S',
         "available" => 'a',
+        "cluster" => 'V',
         "cpus" => 'c',
         "cpusload" => 'O',
         "freemem" => 'e',
@@ -380,15 +382,18 @@ fn long_code(name: &str) -> Option<char> {
         "features_act" => 'b',
         "groups" => 'g',
         "gres" => 'G',
+        "maxcpuspernode" => 'B',
         "memory" => 'm',
         "nodes" => 'D',
         "nodeaddr" => 'o',
+        "nodeai" => 'A',
         "nodeaiot" => 'F',
         "nodehost" => 'n',
         "nodelist" => 'N',
         "partition" => 'P',
         "partitionname" => 'R',
         "preemptmode" => 'M',
+        "priorityjobfactor" => 'I',
         "prioritytier" => 'p',
         "reason" => 'E',
         "root" => 'r',
@@ -403,6 +408,7 @@ fn long_code(name: &str) -> Option<char> {
         "threads" => THREADS,
         "user" => 'u',
         "userlong" => 'U',
+        "version" => 'v',
         "weight" => 'w',
         _ => return None,
     })
@@ -543,6 +549,38 @@ mod tests {
         );
         assert_eq!(long_code("cpusstate"), Some('C'));
         assert_eq!(long_code("bogus"), None);
+    }
+
+    #[test]
+    fn the_less_common_letters_show_sizes_counts_and_partition_limits() {
+        // Slurm 22.05 (compat 070): `%X %Y %Z` the socket layout, `%A` nodes
+        // allocated/idle (mixed counts as allocated, drained as neither; states do not
+        // split lines unless the format shows one), `%B %I %S`
+        // the partition's CPU limit, job factor and allocating nodes, `%V` the cluster
+        // without -M, `%v` the nodes' version.
+        let (mut nodes, mut parts) = cluster();
+        nodes[0].state = "mixed".into();
+        nodes[0].cpus_alloc = 2;
+        nodes.push(NodeInfo {
+            name: "n3".into(),
+            state: "drained".into(),
+            ..nodes[1].clone()
+        });
+        parts[0].nodes.push("n3".into());
+        parts[0].priority_job_factor = 7;
+        assert_eq!(
+            sinfo(
+                with_format("%P %X:%Y:%.2Z %A %B %I %S %V %v"),
+                &nodes,
+                &parts
+            ),
+            "PARTITION SOCKETS:CORES:TH NODES(A/I) MAX_CPUS_PER_NODE PRIO_JOB_FACTOR \
+             ALLOCNODES CLUSTER VERSION\n\
+             debug* 1:4: 1 1/1 UNLIMITED 7 all N/A 22.05.8\n\
+             short 1:4: 1 1/0 UNLIMITED 1 all N/A 22.05.8\n"
+        );
+        assert_eq!(long_code("NodeAI"), Some('A'));
+        assert_eq!(long_code("priorityjobfactor"), Some('I'));
     }
 
     #[test]

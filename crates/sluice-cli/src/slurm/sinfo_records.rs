@@ -205,6 +205,10 @@ fn part_value(c: char, p: &PartitionInfo) -> Option<String> {
             }
         }
         'p' => p.priority_tier.to_string(),
+        'I' => p.priority_job_factor.to_string(),
+        // Sluice has no per-partition `MaxCPUsPerNode` or `AllocNodes` limits.
+        'B' => "UNLIMITED".into(),
+        'S' => "all".into(),
         _ => return None,
     })
 }
@@ -235,7 +239,7 @@ fn node_key(c: char, n: &Node, exact: bool) -> Option<String> {
         'c' if exact => n.cpus_total().to_string(),
         'm' if exact => n.memory.to_string(),
         'w' if exact => n.weight.to_string(),
-        'z' | 'X' | 'Y' | 'Z' if exact => {
+        'z' | 'X' | 'Y' | 'Z' | SOCKETS | CORES | THREADS if exact => {
             format!(
                 "{}:{}:{}",
                 n.sockets, n.cores_per_socket, n.threads_per_core
@@ -367,6 +371,21 @@ fn name_key(r: &Record) -> (String, u64, String) {
         .map_or((String::new(), 0, String::new()), |n| natural(n.name))
 }
 
+/// How many of a line's nodes are busy (allocated, mixed or draining) and how many
+/// out (down or drained): `%A` and `%F`'s first and third.
+fn busy_and_out(r: &Record) -> (usize, usize) {
+    let count = |states: &[&str]| {
+        r.nodes
+            .iter()
+            .filter(|n| states.contains(&n.state.as_str()))
+            .count()
+    };
+    (
+        count(&["allocated", "mixed", "draining"]),
+        count(&["down", "drained"]),
+    )
+}
+
 /// `min` or, when the nodes differ, `min+` (Slurm's way of showing a range).
 fn min_plus(values: impl Iterator<Item = u64>) -> Option<String> {
     let v: Vec<u64> = values.collect();
@@ -435,17 +454,12 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
             }
             format!("{alloc}/{idle}/{other}/{total}")
         }),
+        'A' => f("NODES(A/I)", {
+            let (a, o) = busy_and_out(r);
+            format!("{a}/{}", r.nodes.len() - a - o)
+        }),
         'F' => f("NODES(A/I/O/T)", {
-            let a = r
-                .nodes
-                .iter()
-                .filter(|n| matches!(n.state.as_str(), "allocated" | "mixed" | "draining"))
-                .count();
-            let o = r
-                .nodes
-                .iter()
-                .filter(|n| matches!(n.state.as_str(), "down" | "drained"))
-                .count();
+            let (a, o) = busy_and_out(r);
             let total = r.nodes.len();
             format!("{a}/{}/{o}/{total}", total - a - o)
         }),
@@ -506,9 +520,19 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
         ),
         'O' => f("CPU_LOAD", "0.00".into()),
         ALLOC_MEM => f("ALLOCMEM", first.map_or(0, |n| n.memory_alloc).to_string()),
-        SOCKETS => f("SOCKETS", sizes(&|n| u64::from(n.sockets), "0")),
-        CORES => f("CORES", sizes(&|n| u64::from(n.cores_per_socket), "0")),
-        THREADS => f("THREADS", sizes(&|n| u64::from(n.threads_per_core), "0")),
+        SOCKETS | 'X' => f("SOCKETS", sizes(&|n| u64::from(n.sockets), "0")),
+        CORES | 'Y' => f("CORES", sizes(&|n| u64::from(n.cores_per_socket), "0")),
+        THREADS | 'Z' => f("THREADS", sizes(&|n| u64::from(n.threads_per_core), "0")),
+        'B' => f(
+            "MAX_CPUS_PER_NODE",
+            part('B').unwrap_or_else(|| "UNLIMITED".into()),
+        ),
+        'I' => f("PRIO_JOB_FACTOR", part('I').unwrap_or_else(|| "1".into())),
+        'S' => f("ALLOCNODES", part('S').unwrap_or_else(|| "all".into())),
+        // Without `-M`, as sinfo 22.05 prints it.
+        'V' => f("CLUSTER", "N/A".into()),
+        // The Slurm version Sluice's agents answer as.
+        'v' => f("VERSION", "22.05.8".into()),
         _ => None,
     }
 }
