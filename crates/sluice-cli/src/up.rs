@@ -204,13 +204,17 @@ pub fn run(args: UpArgs) -> i32 {
         state_dir.display(),
         state_dir.join("bin").display()
     );
+    // The agents' log files with their node names as a host list: `slurmd-n[1-4].log`.
+    let agent_logs = agent_log(&conf, &state_dir, &sluice_conf::hostlist::compress(&nodes));
     eprintln!(
-        "sluice: controller log {} ({ctld_level}), agents' logs {} ({agent_level})",
+        "sluice: controller log {} ({ctld_level}), {} {} ({agent_level})",
         ctld_log.display(),
-        match &conf.logging.slurmd_log_file {
-            Some(f) => f.clone(),
-            None => default_agent_log(&state_dir, "NODE").display().to_string(),
-        }
+        if nodes.len() == 1 {
+            "agent's log"
+        } else {
+            "agents' logs"
+        },
+        agent_logs.display()
     );
     if let Some(addr) = args.listen {
         if conf.net.jwt.is_some() {
@@ -288,5 +292,31 @@ fn stop_agents(agents: Vec<Child>) {
     }
     for mut a in agents {
         let _ = a.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(text: &str) -> ClusterConfig {
+        let parsed = sluice_conf::slurm_conf::parse_str(text, Path::new("slurm.conf")).unwrap();
+        ClusterConfig::from_slurm_conf(&parsed, &[])
+    }
+
+    #[test]
+    fn the_agents_logs_are_named_with_their_nodes_as_a_host_list() {
+        // What `sluice up` prints for four nodes: the real files, not a placeholder.
+        let nodes = "NodeName=n[1-4] CPUs=2\nPartitionName=p Nodes=ALL Default=YES\n";
+        let state = Path::new("/srv/sluice");
+        assert_eq!(
+            agent_log(&conf(nodes), state, "n[1-4]"),
+            Path::new("/srv/sluice/logs/slurmd-n[1-4].log")
+        );
+        let configured = format!("SlurmdLogFile=/var/log/slurm/%n.log\n{nodes}");
+        assert_eq!(
+            agent_log(&conf(&configured), state, "n[1-4]"),
+            Path::new("/var/log/slurm/n[1-4].log")
+        );
     }
 }
