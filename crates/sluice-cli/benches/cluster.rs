@@ -9,7 +9,9 @@
 //! - `squeue` latency (whole command, median of 9) with 10,000 jobs queued;
 //! - controller memory per queued job (resident set growth over 10,000 jobs).
 //!
-//! Numbers depend on the machine; compare rows of one run.
+//! Numbers depend on the machine; compare rows of one run. `SLUICE_BENCH_BIN=PATH`
+//! runs another build of `sluice` instead (an older one, to compare builds in turn on
+//! the same machine).
 //!
 //! `SLUICE_BENCH_STORES=1 cargo bench -p sluice-cli --bench cluster` measures instead
 //! the state store's engines against each other, in one run on one machine: API
@@ -46,7 +48,12 @@ fn start_cluster(name: &str) -> Up {
 /// A cluster with `site` as its sluice.conf.
 fn start_site(name: &str, site: Option<&str>) -> Up {
     let dir = up::fresh_dir(&format!("sluice-bench-{}-{name}", std::process::id()));
-    Up::start(Path::new(env!("CARGO_BIN_EXE_sluice")), dir, CONF, site).until_idle(4)
+    // `SLUICE_BENCH_BIN=PATH`: another build of `sluice` (controller, agents and
+    // commands alike), to compare builds in one session on one machine.
+    let bin = std::env::var_os("SLUICE_BENCH_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_sluice").into());
+    Up::start(&bin, dir, CONF, site).until_idle(4)
 }
 
 fn job(work: &Path, hold: bool) -> JobDescription {

@@ -198,36 +198,12 @@ pub fn main(args: Vec<String>) -> i32 {
         eprintln!("slurm_load_partitions: {}", describe(&e));
         std::process::exit(1)
     };
-    // The compact form unless `--json` prints everything (and the full one from a
-    // controller that does not know the compact form): the fields of each run of alike
-    // nodes once, and each node's name.
-    let compact = || -> Result<Listing, sluice_proto::ClientError> {
-        let runs: Vec<ListedRun> = client.get("/v1/nodes?runs=true")?;
-        let mut names = Vec::new();
-        let mut shared = Vec::with_capacity(runs.len());
-        for (i, run) in runs.into_iter().enumerate() {
-            let expanded = sluice_conf::hostlist::expand(&run.names)
-                .map_err(|e| sluice_proto::ClientError::Decode(e.to_string()))?;
-            names.extend(expanded.into_iter().map(|name| (name, i)));
-            shared.push(run.node.into_info());
-        }
-        Ok((shared, names))
-    };
-    let full = || -> Result<Listing, sluice_proto::ClientError> {
-        let nodes: Vec<NodeInfo> = client.get("/v1/nodes")?;
-        let names = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.clone(), i))
-            .collect();
-        Ok((nodes, names))
-    };
+    // The compact form unless `--json` prints everything (see `listing_of`).
     let (infos, names) = match o.json {
-        true => full(),
-        false => match compact() {
-            Err(sluice_proto::ClientError::Decode(_)) => full(),
-            other => other,
-        },
+        true => client.get("/v1/nodes").map(full_listing),
+        false => client
+            .get_text("/v1/nodes?runs=true")
+            .and_then(|text| listing_of(&text)),
     }
     .unwrap_or_else(|e| load_failed(e));
     // The process ends soon after: freeing thousands of nodes one by one would only
@@ -355,6 +331,41 @@ fn report(o: &Options, nodes: &[Node], parts: &[PartitionInfo]) -> String {
         line(r, false);
     }
     out
+}
+
+/// The nodes of `GET /v1/nodes?runs=true`: the fields of each run of alike nodes once,
+/// and each node's name with the index of its run's fields. A controller that does
+/// not know runs ignores the parameter and answers every node in full, which is read
+/// as such: one request either way.
+fn listing_of(text: &str) -> Result<Listing, sluice_proto::ClientError> {
+    let decode_error = |e: String| sluice_proto::ClientError::Decode(e);
+    let runs: Vec<ListedRun> = match serde_json::from_str(text) {
+        Ok(runs) => runs,
+        Err(_) => {
+            return serde_json::from_str(text)
+                .map(full_listing)
+                .map_err(|e| decode_error(e.to_string()))
+        }
+    };
+    let mut names = Vec::new();
+    let mut shared = Vec::with_capacity(runs.len());
+    for (i, run) in runs.into_iter().enumerate() {
+        let expanded =
+            sluice_conf::hostlist::expand(&run.names).map_err(|e| decode_error(e.to_string()))?;
+        names.extend(expanded.into_iter().map(|name| (name, i)));
+        shared.push(run.node.into_info());
+    }
+    Ok((shared, names))
+}
+
+/// Every node in full, each its own fields.
+fn full_listing(nodes: Vec<NodeInfo>) -> Listing {
+    let names = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
+    (nodes, names)
 }
 
 /// Whether `c` is one of sinfo 22.05's `-o` letters: another one (`%Q`) is printed as
@@ -785,17 +796,28 @@ mod tests {
             run("n3", &full[2]),
             run("n4", &full[3]),
         ];
-        let shared: Vec<NodeInfo> = runs.iter().map(|r| r.node.clone().into_info()).collect();
-        let names = ["n1", "n2", "n3", "n4"];
+        let (shared, names) = listing_of(&serde_json::to_string(&runs).unwrap()).unwrap();
+        let expected: Vec<(String, usize)> = [("n1", 0), ("n2", 0), ("n3", 1), ("n4", 2)]
+            .map(|(n, i)| (n.to_string(), i))
+            .into();
+        assert_eq!(names, expected);
         let from_runs: Vec<Node> = names
             .iter()
-            .zip([0, 0, 1, 2])
             .map(|(name, i)| Node {
                 name,
-                info: &shared[i],
+                info: &shared[*i],
             })
             .collect();
-        let from_full: Vec<Node> = full.iter().map(Node::of).collect();
+        // A controller that does not know runs answers every node in full: read as such.
+        let (old, old_names) = listing_of(&serde_json::to_string(&full).unwrap()).unwrap();
+        assert_eq!(old, full);
+        let from_full: Vec<Node> = old_names
+            .iter()
+            .map(|(name, i)| Node {
+                name,
+                info: &old[*i],
+            })
+            .collect();
         for (format, per_node) in [
             ("%N %n %o %t %D %c", false),
             ("%N %n %o %t %D %c", true),
