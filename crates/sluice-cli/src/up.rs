@@ -50,6 +50,24 @@ fn agent_log(conf: &ClusterConfig, state_dir: &Path, node: &str) -> PathBuf {
         .unwrap_or_else(|| default_agent_log(state_dir, node))
 }
 
+/// Where the agents of `nodes` log, as the start-up banner says it: one node's file;
+/// for several, the file name with `%n` and the nodes' host list (`.../slurmd-%n.log
+/// (%n: n[1-4])`), or the one file they share when `SlurmdLogFile` names no node.
+fn agent_logs(conf: &ClusterConfig, state_dir: &Path, nodes: &[&str]) -> String {
+    if let [node] = nodes {
+        return format!("agent's log {}", agent_log(conf, state_dir, node).display());
+    }
+    let template = agent_log(conf, state_dir, "%n").display().to_string();
+    if template.contains("%n") {
+        format!(
+            "agents' logs {template} (%n: {})",
+            sluice_conf::hostlist::compress(nodes)
+        )
+    } else {
+        format!("agents' log {template}")
+    }
+}
+
 pub(crate) fn default_agent_log(state_dir: &Path, node: &str) -> PathBuf {
     state_dir.join("logs").join(format!("slurmd-{node}.log"))
 }
@@ -204,17 +222,17 @@ pub fn run(args: UpArgs) -> i32 {
         state_dir.display(),
         state_dir.join("bin").display()
     );
-    // The agents' log files with their node names as a host list: `slurmd-n[1-4].log`.
-    let agent_logs = agent_log(&conf, &state_dir, &sluice_conf::hostlist::compress(&nodes));
+    let agent_line = if args.controller_only {
+        String::new()
+    } else {
+        format!(
+            ", {} ({agent_level})",
+            agent_logs(&conf, &state_dir, &nodes)
+        )
+    };
     eprintln!(
-        "sluice: controller log {} ({ctld_level}), {} {} ({agent_level})",
+        "sluice: controller log {} ({ctld_level}){agent_line}",
         ctld_log.display(),
-        if nodes.len() == 1 {
-            "agent's log"
-        } else {
-            "agents' logs"
-        },
-        agent_logs.display()
     );
     if let Some(addr) = args.listen {
         if conf.net.jwt.is_some() {
@@ -305,18 +323,29 @@ mod tests {
     }
 
     #[test]
-    fn the_agents_logs_are_named_with_their_nodes_as_a_host_list() {
-        // What `sluice up` prints for four nodes: the real files, not a placeholder.
-        let nodes = "NodeName=n[1-4] CPUs=2\nPartitionName=p Nodes=ALL Default=YES\n";
+    fn the_banner_names_the_agents_real_log_files() {
+        // What `sluice up` prints: the real files, not a placeholder.
+        let four = "NodeName=n[1-4] CPUs=2\nPartitionName=p Nodes=ALL Default=YES\n";
         let state = Path::new("/srv/sluice");
+        let nodes = ["n1", "n2", "n3", "n4"];
         assert_eq!(
-            agent_log(&conf(nodes), state, "n[1-4]"),
-            Path::new("/srv/sluice/logs/slurmd-n[1-4].log")
+            agent_logs(&conf(four), state, &nodes),
+            "agents' logs /srv/sluice/logs/slurmd-%n.log (%n: n[1-4])"
         );
-        let configured = format!("SlurmdLogFile=/var/log/slurm/%n.log\n{nodes}");
         assert_eq!(
-            agent_log(&conf(&configured), state, "n[1-4]"),
-            Path::new("/var/log/slurm/n[1-4].log")
+            agent_logs(&conf(four), state, &["n2"]),
+            "agent's log /srv/sluice/logs/slurmd-n2.log"
+        );
+        let configured = format!("SlurmdLogFile=/var/log/slurm/%n.log\n{four}");
+        assert_eq!(
+            agent_logs(&conf(&configured), state, &nodes),
+            "agents' logs /var/log/slurm/%n.log (%n: n[1-4])"
+        );
+        // A file without %n: every agent writes to it.
+        let shared = format!("SlurmdLogFile=/var/log/slurmd.log\n{four}");
+        assert_eq!(
+            agent_logs(&conf(&shared), state, &nodes),
+            "agents' log /var/log/slurmd.log"
         );
     }
 }

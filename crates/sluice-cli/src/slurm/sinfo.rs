@@ -341,10 +341,10 @@ fn listing_of(text: &str) -> Result<Listing, sluice_proto::ClientError> {
     let decode_error = |e: String| sluice_proto::ClientError::Decode(e);
     let runs: Vec<ListedRun> = match serde_json::from_str(text) {
         Ok(runs) => runs,
-        Err(_) => {
+        Err(e) => {
             return serde_json::from_str(text)
                 .map(full_listing)
-                .map_err(|e| decode_error(e.to_string()))
+                .map_err(|_| decode_error(format!("{e}: {text}")))
         }
     };
     let mut names = Vec::new();
@@ -565,9 +565,9 @@ mod tests {
     #[test]
     fn the_less_common_letters_show_sizes_counts_and_partition_limits() {
         // Slurm 22.05 (compat 070): `%X %Y %Z` the socket layout, `%A` nodes
-        // allocated/idle (mixed counts as allocated, drained as neither; states do not
-        // split lines unless the format shows one), `%B %I %S`
-        // the partition's CPU limit, job factor and allocating nodes, `%V` the cluster
+        // allocated/idle (mixed and completing count as allocated, drained as neither;
+        // states do not split lines unless the format shows one), `%B %I %S` the
+        // partition's CPU limit, job factor and allocating nodes, `%V` the cluster
         // without -M, `%v` the nodes' version.
         let (mut nodes, mut parts) = cluster();
         nodes[0].state = "mixed".into();
@@ -577,7 +577,12 @@ mod tests {
             state: "drained".into(),
             ..nodes[1].clone()
         });
-        parts[0].nodes.push("n3".into());
+        nodes.push(NodeInfo {
+            name: "n4".into(),
+            state: "completing".into(),
+            ..nodes[1].clone()
+        });
+        parts[0].nodes.extend(["n3".into(), "n4".into()]);
         parts[0].priority_job_factor = 7;
         assert_eq!(
             sinfo(
@@ -587,7 +592,7 @@ mod tests {
             ),
             "PARTITION SOCKETS:CORES:TH NODES(A/I) MAX_CPUS_PER_NODE PRIO_JOB_FACTOR \
              ALLOCNODES CLUSTER VERSION\n\
-             debug* 1:4: 1 1/1 UNLIMITED 7 all N/A 22.05.8\n\
+             debug* 1:4: 1 2/1 UNLIMITED 7 all N/A 22.05.8\n\
              short 1:4: 1 1/0 UNLIMITED 1 all N/A 22.05.8\n"
         );
         assert_eq!(long_code("NodeAI"), Some('A'));

@@ -239,12 +239,15 @@ fn node_key(c: char, n: &Node, exact: bool) -> Option<String> {
         'c' if exact => n.cpus_total().to_string(),
         'm' if exact => n.memory.to_string(),
         'w' if exact => n.weight.to_string(),
-        'z' | 'X' | 'Y' | 'Z' | SOCKETS | CORES | THREADS if exact => {
+        'z' if exact => {
             format!(
                 "{}:{}:{}",
                 n.sockets, n.cores_per_socket, n.threads_per_core
             )
         }
+        'X' | SOCKETS if exact => n.sockets.to_string(),
+        'Y' | CORES if exact => n.cores_per_socket.to_string(),
+        'Z' | THREADS if exact => n.threads_per_core.to_string(),
         _ => return None,
     })
 }
@@ -371,8 +374,9 @@ fn name_key(r: &Record) -> (String, u64, String) {
         .map_or((String::new(), 0, String::new()), |n| natural(n.name))
 }
 
-/// How many of a line's nodes are busy (allocated, mixed or draining) and how many
-/// out (down or drained): `%A` and `%F`'s first and third.
+/// How many of a line's nodes are busy (allocated, mixed, draining or completing) and
+/// how many out (down or drained): `%A` and `%F`'s first and third, as Slurm counts
+/// them.
 fn busy_and_out(r: &Record) -> (usize, usize) {
     let count = |states: &[&str]| {
         r.nodes
@@ -381,7 +385,7 @@ fn busy_and_out(r: &Record) -> (usize, usize) {
             .count()
     };
     (
-        count(&["allocated", "mixed", "draining"]),
+        count(&["allocated", "mixed", "draining", "completing"]),
         count(&["down", "drained"]),
     )
 }
