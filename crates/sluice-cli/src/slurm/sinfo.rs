@@ -209,13 +209,7 @@ pub fn main(args: Vec<String>) -> i32 {
     // The process ends soon after: freeing thousands of nodes one by one would only
     // delay it.
     let (infos, names) = (ManuallyDrop::new(infos), ManuallyDrop::new(names));
-    let mut nodes: Vec<Node> = names
-        .iter()
-        .map(|(name, i)| Node {
-            name,
-            info: &infos[*i],
-        })
-        .collect();
+    let mut nodes = nodes_of(&infos, &names);
     // FUTURE nodes are not shown, as Slurm 22.05's sinfo never asks for them, nor
     // CLOUD nodes whose agent has not registered (Slurm's powered-down cloud nodes).
     nodes.retain(|n| n.state != "future" && n.state != "cloud");
@@ -338,24 +332,35 @@ fn report(o: &Options, nodes: &[Node], parts: &[PartitionInfo]) -> String {
 /// not know runs ignores the parameter and answers every node in full, which is read
 /// as such: one request either way.
 fn listing_of(text: &str) -> Result<Listing, sluice_proto::ClientError> {
-    let decode_error = |e: String| sluice_proto::ClientError::Decode(e);
+    use sluice_proto::ClientError::Decode;
     let runs: Vec<ListedRun> = match serde_json::from_str(text) {
         Ok(runs) => runs,
         Err(e) => {
             return serde_json::from_str(text)
                 .map(full_listing)
-                .map_err(|_| decode_error(format!("{e}: {text}")))
+                .map_err(|_| Decode(format!("{e}: {text}")))
         }
     };
     let mut names = Vec::new();
     let mut shared = Vec::with_capacity(runs.len());
     for (i, run) in runs.into_iter().enumerate() {
         let expanded =
-            sluice_conf::hostlist::expand(&run.names).map_err(|e| decode_error(e.to_string()))?;
+            sluice_conf::hostlist::expand(&run.names).map_err(|e| Decode(e.to_string()))?;
         names.extend(expanded.into_iter().map(|name| (name, i)));
         shared.push(run.node.into_info());
     }
     Ok((shared, names))
+}
+
+/// The nodes of a listing: each name with its fields.
+fn nodes_of<'a>(infos: &'a [NodeInfo], names: &'a [(String, usize)]) -> Vec<Node<'a>> {
+    names
+        .iter()
+        .map(|(name, i)| Node {
+            name,
+            info: &infos[*i],
+        })
+        .collect()
 }
 
 /// Every node in full, each its own fields.
@@ -806,23 +811,11 @@ mod tests {
             .map(|(n, i)| (n.to_string(), i))
             .into();
         assert_eq!(names, expected);
-        let from_runs: Vec<Node> = names
-            .iter()
-            .map(|(name, i)| Node {
-                name,
-                info: &shared[*i],
-            })
-            .collect();
+        let from_runs = nodes_of(&shared, &names);
         // A controller that does not know runs answers every node in full: read as such.
         let (old, old_names) = listing_of(&serde_json::to_string(&full).unwrap()).unwrap();
         assert_eq!(old, full);
-        let from_full: Vec<Node> = old_names
-            .iter()
-            .map(|(name, i)| Node {
-                name,
-                info: &old[*i],
-            })
-            .collect();
+        let from_full = nodes_of(&old, &old_names);
         for (format, per_node) in [
             ("%N %n %o %t %D %c", false),
             ("%N %n %o %t %D %c", true),
