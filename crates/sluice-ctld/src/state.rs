@@ -1520,14 +1520,13 @@ impl Controller {
     }
 
     /// The processors running, suspended or completing jobs hold on each of `nodes`:
-    /// one pass over the jobs for all the starts of a scheduling pass on those nodes
-    /// (each start then adds its own, [`Controller::free_cpu_ids`]).
-    fn held_cpu_ids(&self, nodes: &BTreeSet<NodeId>) -> BTreeMap<NodeId, BTreeSet<u32>> {
+    /// one pass over the jobs that hold processors for all the starts of a scheduling
+    /// pass on those nodes (each start then adds its own, [`Controller::free_cpu_ids`]).
+    fn held_cpu_ids(&mut self, nodes: &BTreeSet<NodeId>) -> BTreeMap<NodeId, BTreeSet<u32>> {
         let mut held: BTreeMap<NodeId, BTreeSet<u32>> = BTreeMap::new();
-        let holding = self.jobs.values().filter(|r| {
-            matches!(r.state, JobState::Running | JobState::Suspended) || r.ending_run.is_some()
-        });
-        for share in holding
+        for share in self
+            .jobs
+            .holding()
             .flat_map(|r| r.alloc.iter())
             .filter(|s| nodes.contains(&s.node))
         {

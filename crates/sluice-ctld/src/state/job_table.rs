@@ -5,12 +5,18 @@
 //! [`JobTable::insert`], [`JobTable::remove`]) and notes its id, so that the snapshot
 //! republishes exactly the jobs that changed: a job the snapshot shares is copied on
 //! its first change after it was published (`Arc::make_mut`), never in place.
+//!
+//! It also knows which jobs hold processors on their nodes (running, suspended or
+//! completing, [`holds_processors`]) without looking at every job: the set is brought
+//! up to date, when asked, from the jobs changed since it was last asked.
 
 use std::collections::{btree_map, BTreeMap, BTreeSet};
 use std::ops::{Index, RangeBounds};
 use std::sync::Arc;
 
 use sluice_core::JobId;
+
+use sluice_proto::types::JobState;
 
 use super::job::Job;
 
@@ -19,6 +25,16 @@ use super::job::Job;
 pub(crate) struct JobTable {
     jobs: BTreeMap<JobId, Arc<Job>>,
     changed: BTreeSet<JobId>,
+    /// The jobs that held processors when [`JobTable::holding`] was last asked.
+    holding: BTreeSet<JobId>,
+    /// The jobs changed since then, whose place in `holding` is to be looked at again.
+    unsorted: BTreeSet<JobId>,
+}
+
+/// Whether job `j` holds processors on its nodes: it runs, is suspended, or its run
+/// is still ending (completing).
+pub(crate) fn holds_processors(j: &Job) -> bool {
+    matches!(j.state, JobState::Running | JobState::Suspended) || j.ending_run.is_some()
 }
 
 impl JobTable {
@@ -30,6 +46,7 @@ impl JobTable {
     pub(crate) fn get_mut(&mut self, id: &JobId) -> Option<&mut Job> {
         let j = self.jobs.get_mut(id)?;
         self.changed.insert(*id);
+        self.unsorted.insert(*id);
         Some(Arc::make_mut(j))
     }
 
@@ -40,12 +57,14 @@ impl JobTable {
 
     pub(crate) fn insert(&mut self, id: JobId, job: Job) -> Option<Job> {
         self.changed.insert(id);
+        self.unsorted.insert(id);
         self.jobs.insert(id, Arc::new(job)).map(unshare)
     }
 
     pub(crate) fn remove(&mut self, id: &JobId) -> Option<Job> {
         let j = self.jobs.remove(id)?;
         self.changed.insert(*id);
+        self.unsorted.insert(*id);
         Some(unshare(j))
     }
 
@@ -70,6 +89,19 @@ impl JobTable {
         range: R,
     ) -> impl DoubleEndedIterator<Item = (&JobId, &Job)> + Clone {
         self.jobs.range(range).map(|(id, j)| (id, &**j))
+    }
+
+    /// The jobs that hold processors on their nodes ([`holds_processors`]), in id
+    /// order. Costs the jobs changed since last asked, not a look at every job.
+    pub(crate) fn holding(&mut self) -> impl Iterator<Item = &Job> {
+        for id in std::mem::take(&mut self.unsorted) {
+            if self.jobs.get(&id).is_some_and(|j| holds_processors(j)) {
+                self.holding.insert(id);
+            } else {
+                self.holding.remove(&id);
+            }
+        }
+        self.holding.iter().map(|id| &*self.jobs[id])
     }
 
     /// The ids inserted, changed or removed since last asked.

@@ -8,7 +8,7 @@
 //! final word comes after the job ended (its step's tasks outlived the batch script)
 //! still replaces its own samples in the step's record rather than adding to them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use sluice_core::JobId;
 use sluice_proto::error::ApiError;
@@ -41,6 +41,9 @@ struct JobFigures {
 #[derive(Debug, Default)]
 pub(crate) struct LiveUsage {
     jobs: BTreeMap<JobId, JobFigures>,
+    /// The ended jobs of `jobs` by end (an entry whose job ran again since is stale):
+    /// a sweep looks only at those due to go.
+    ended: BTreeSet<(i64, JobId)>,
 }
 
 impl LiveUsage {
@@ -105,15 +108,27 @@ impl LiveUsage {
     /// longer ago than that go now.
     pub(crate) fn job_ended(&mut self, job: JobId, now: i64) {
         if let Some(f) = self.jobs.get_mut(&job) {
-            f.ended_at.get_or_insert(now);
+            if f.ended_at.is_none() {
+                f.ended_at = Some(now);
+                self.ended.insert((now, job));
+            }
         }
         self.sweep(now);
     }
 
-    /// Drops the figures of jobs that ended more than [`KEEP_AFTER_END`] ago.
+    /// Drops the figures of jobs that ended more than [`KEEP_AFTER_END`] ago. Costs
+    /// the jobs dropped, not a look at every job.
     pub(crate) fn sweep(&mut self, now: i64) {
-        self.jobs
-            .retain(|_, f| f.ended_at.is_none_or(|t| now - t <= KEEP_AFTER_END));
+        while let Some(&(t, job)) = self.ended.first() {
+            if now - t <= KEEP_AFTER_END {
+                break;
+            }
+            self.ended.pop_first();
+            // Unless it ran again since (its figures were started anew).
+            if self.jobs.get(&job).is_some_and(|f| f.ended_at == Some(t)) {
+                self.jobs.remove(&job);
+            }
+        }
     }
 
     /// How many jobs have figures (for tests and memory accounting).
@@ -281,6 +296,23 @@ mod tests {
         live.sweep(1000 + KEEP_AFTER_END);
         assert_eq!(live.len(), 1);
         live.sweep(1001 + KEEP_AFTER_END);
+        assert_eq!(live.len(), 0);
+    }
+
+    #[test]
+    fn a_job_that_runs_again_keeps_its_new_runs_figures_past_its_first_end() {
+        let mut live = LiveUsage::default();
+        let job = JobId(3);
+        live.sample(job, 0, StepId::Batch, "n1", &rss("n1", 0, 1));
+        live.job_ended(job, 1000);
+        // Requeued: its second run reports before the first run's figures are due to go.
+        live.sample(job, 1, StepId::Batch, "n1", &rss("n1", 0, 9));
+        live.sweep(1001 + KEEP_AFTER_END);
+        assert_eq!(live.merged(job, StepId::Batch).unwrap().rss.max, 9);
+        live.job_ended(job, 2000);
+        live.sweep(2000 + KEEP_AFTER_END);
+        assert_eq!(live.len(), 1);
+        live.sweep(2001 + KEEP_AFTER_END);
         assert_eq!(live.len(), 0);
     }
 }
