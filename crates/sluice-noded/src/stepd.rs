@@ -353,13 +353,12 @@ impl Stepd {
     /// Runs the job to its end and until the controller has its end; returns the
     /// process's exit status.
     pub fn run(self) -> i32 {
-        // The inherited lock stays with this process alone: its children (the job's
-        // processes) must not keep it held once it is gone.
+        // A session of its own: the agent's end, or a signal to its process group,
+        // does not reach it. (The agent spawns it without a step between fork and
+        // exec, so it is done here.)
+        let _ = nix::unistd::setsid();
         if let Some(fd) = self.lock_fd {
-            let _ = nix::fcntl::fcntl(
-                fd,
-                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-            );
+            keep_lock(fd);
         }
         // One thread: a supervisor waits for its job and answers a few requests, and
         // starts once per job run, so that worker threads would cost more to start
@@ -375,6 +374,35 @@ impl Stepd {
             }
         };
         runtime.block_on(serve(self.dir, self.launch))
+    }
+}
+
+/// Keeps the inherited lock `fd` with this process alone: its children (the job's
+/// processes) must not keep it held once it is gone. A lock passed as a standard
+/// descriptor (the agent passes it as standard input) is moved above them, closed on
+/// exec, and `/dev/null` takes its place.
+fn keep_lock(fd: i32) {
+    if fd > 2 {
+        let _ = nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        );
+        return;
+    }
+    // SAFETY: plain descriptor calls on descriptors this process owns; the copy keeps
+    // the lock (it belongs to the open file, which stays open) and is never closed.
+    unsafe {
+        if libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) < 0 {
+            let _ = libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            return;
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, fd);
+            libc::close(null);
+        } else {
+            let _ = libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
     }
 }
 

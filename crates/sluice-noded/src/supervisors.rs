@@ -163,43 +163,31 @@ fn spawn(dir: &Path, launch: &Launch) -> Result<std::thread::JoinHandle<()>, Str
         .map_err(io)?;
     stepd::write_whole(&dir.join(stepd::LAUNCH), launch, false).map_err(io)?;
     let lock = std::fs::File::create(dir.join(stepd::LOCK)).map_err(io)?;
-    let fd = lock.as_raw_fd();
     // (flock(2) itself, not nix's `Flock`, whose drop would unlock the lock the child
     // shares: closing this copy later leaves it held.)
-    // SAFETY: `fd` is open, owned by `lock`.
-    if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    // SAFETY: the descriptor is open, owned by `lock`.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Err(io(std::io::Error::last_os_error()));
     }
+    // The lock goes with it as its standard input, the one descriptor a spawn passes
+    // without a step between fork and exec: so the agent is not forked (a copy of its
+    // memory map per job) but spawned (`posix_spawn`). The supervisor moves the lock
+    // away from its standard input and makes its own session first thing
+    // (`Stepd::run`).
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg0("slurmstepd")
         .arg("stepd")
         .arg(dir)
         .arg("--lock-fd")
-        .arg(fd.to_string())
-        .stdin(Stdio::null())
+        .arg("0")
+        .stdin(Stdio::from(lock))
         .stdout(Stdio::null())
         .current_dir("/");
-    // SAFETY: between fork and exec the child makes only async-signal-safe calls
-    // (setsid, fcntl) and neither allocates nor takes a lock.
-    unsafe {
-        cmd.pre_exec(move || {
-            // A session of its own: the agent's end, or a signal to its process group,
-            // does not reach it.
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            // The lock goes with it (the supervisor keeps it from its children).
-            nix::fcntl::fcntl(
-                fd,
-                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-            )
-            .map_err(std::io::Error::from)?;
-            Ok(())
-        });
-    }
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start slurmstepd: {e}"))?;
-    // The child holds the lock now; this copy is closed (not unlocked).
-    drop(lock);
+    // The child holds the lock now; this copy is closed with `cmd` (not unlocked).
+    drop(cmd);
     Ok(std::thread::spawn(move || {
         let _ = child.wait();
     }))
