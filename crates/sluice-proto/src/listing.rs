@@ -418,6 +418,11 @@ pub struct ListedNode {
     /// `NodeHostname`, when it is not the node's name.
     #[serde(rename = "h", default, skip_serializing_if = "Option::is_none")]
     pub node_hostname: Option<String>,
+    /// Its agent has not registered since the controller started (`sinfo %v` is then
+    /// `N/A`). Said this way round so that a controller that does not send it lists
+    /// every node as registered, as before.
+    #[serde(rename = "nr", default, skip_serializing_if = "is_zero")]
+    pub unregistered: bool,
 }
 
 impl ListedNode {
@@ -442,10 +447,12 @@ impl ListedNode {
             down: n.down,
             node_addr: unless_name(&n.node_addr),
             node_hostname: unless_name(&n.node_hostname),
+            unregistered: n.agent_start.is_none(),
         }
     }
 
-    /// A node with the listed fields, the others empty.
+    /// A node with the listed fields, the others empty: a registered node's
+    /// `agent_start` is `Some(0)` (registered, at a time the listing leaves out).
     pub fn into_info(self) -> NodeInfo {
         let (sockets, cores_per_socket, threads_per_core) = self.layout;
         NodeInfo {
@@ -468,6 +475,7 @@ impl ListedNode {
             weight: self.weight,
             agent_up: self.agent_up,
             down: self.down,
+            agent_start: (!self.unregistered).then_some(0),
             ..NodeInfo::default()
         }
     }

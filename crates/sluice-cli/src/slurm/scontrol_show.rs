@@ -98,12 +98,19 @@ pub fn node_lines(n: &NodeInfo) -> Vec<String> {
             s.to_string()
         }
     };
+    // What slurmctld learns from a node's registration (its architecture, version and
+    // operating system) it does not show for a node whose agent has not registered
+    // since it started.
+    let registered = n.agent_start.is_some();
+    let arch = if registered {
+        format!("Arch={} ", std::env::consts::ARCH)
+    } else {
+        String::new()
+    };
     let mut lines = vec![
         format!(
-            "NodeName={} Arch={} CoresPerSocket={} ",
-            n.name,
-            std::env::consts::ARCH,
-            n.cores_per_socket
+            "NodeName={} {arch}CoresPerSocket={} ",
+            n.name, n.cores_per_socket
         ),
         format!(
             "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=N/A",
@@ -115,17 +122,20 @@ pub fn node_lines(n: &NodeInfo) -> Vec<String> {
         format!("ActiveFeatures={features}"),
         format!("Gres={}", or_null(n.gres.clone())),
         format!(
-            "NodeAddr={} NodeHostName={}{} Version=22.05.8",
+            "NodeAddr={} NodeHostName={} {}{}",
             name(&n.node_addr),
             name(&n.node_hostname),
-            n.port.map_or(String::new(), |p| format!(" Port={p}"))
-        ),
-        format!("OS={} ", os()),
-        format!(
-            "RealMemory={} AllocMem={} FreeMem=N/A Sockets={} Boards=1",
-            n.memory, n.memory_alloc, n.sockets
+            n.port.map_or(String::new(), |p| format!("Port={p} ")),
+            if registered { "Version=22.05.8" } else { "" }
         ),
     ];
+    if registered {
+        lines.push(format!("OS={} ", os()));
+    }
+    lines.extend([format!(
+        "RealMemory={} AllocMem={} FreeMem=N/A Sockets={} Boards=1",
+        n.memory, n.memory_alloc, n.sockets
+    )]);
     if n.spec_cpus > 0 {
         lines.push(format!(
             "CoreSpecCount={} CPUSpecList={} ",
@@ -270,6 +280,7 @@ mod tests {
             node_addr: "127.0.0.1".into(),
             node_hostname: "localhost".into(),
             port: Some(17001),
+            agent_start: Some(1_700_000_000),
             ..Default::default()
         }
     }
@@ -313,12 +324,32 @@ mod tests {
         ));
         assert!(text.contains("\n   CPUAlloc=0 CPUEfctv=4 CPUTot=4 CPULoad=N/A\n"));
         assert!(text.contains("\n   RealMemory=4000 AllocMem=0 FreeMem=N/A Sockets=1 Boards=1\n"));
-        assert!(text.contains("\n   BootTime=None SlurmdStartTime=None\n"));
+        assert!(text.contains(&format!(
+            "\n   BootTime=None SlurmdStartTime={}\n",
+            timestamp(1_700_000_000)
+        )));
         // With -o, lines that end in a space show two.
         let one = record(&node_lines(&node()), true);
         assert!(one.starts_with("NodeName=n1 Arch=x86_64 CoresPerSocket=4  CPUAlloc=0 "));
         assert!(one.contains(" Partitions=debug,short  BootTime=None "));
         assert!(one.ends_with(" ExtSensorsTemp=n/s\n"));
+    }
+
+    #[test]
+    fn a_node_that_never_registered_has_no_architecture_version_or_system() {
+        // Slurm 22.05 (compat 226): slurmctld learns them from the registration.
+        let n = NodeInfo {
+            agent_start: None,
+            ..node()
+        };
+        let text = record(&node_lines(&n), false);
+        assert!(
+            text.starts_with("NodeName=n1 CoresPerSocket=4 \n"),
+            "{text}"
+        );
+        assert!(text.contains("\n   NodeAddr=127.0.0.1 NodeHostName=localhost Port=17001 \n"));
+        assert!(!text.contains("OS="), "{text}");
+        assert!(text.contains("\n   BootTime=None SlurmdStartTime=None\n"));
     }
 
     #[test]

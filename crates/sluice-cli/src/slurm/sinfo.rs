@@ -450,6 +450,7 @@ mod tests {
             agent_up: true,
             node_addr: "127.0.0.1".into(),
             node_hostname: "localhost".into(),
+            agent_start: Some(1_700_000_000),
             ..Default::default()
         };
         let part = |name: &str, nodes: &[&str], max_time: i64| PartitionInfo {
@@ -785,10 +786,14 @@ mod tests {
             node_hostname: name.into(),
             ..Default::default()
         };
+        // n3's agent registered; the others' never did (version N/A).
         let full = [
             node("n1", "n1", "idle"),
             node("n2", "n2", "idle"),
-            node("n3", "10.0.0.3", "idle"),
+            NodeInfo {
+                agent_start: Some(1_700_000_000),
+                ..node("n3", "10.0.0.3", "idle")
+            },
             node("n4", "n4", "drained"),
         ];
         let (_, mut parts) = cluster();
@@ -820,6 +825,7 @@ mod tests {
             ("%N %n %o %t %D %c", false),
             ("%N %n %o %t %D %c", true),
             ("%P %.6D %T %N", false),
+            ("%v %D %N", false),
         ] {
             let o = Options {
                 header: true,
@@ -837,6 +843,11 @@ mod tests {
             report(&Options { header: false, ..o }, &from_runs, &parts),
             // (Host names and addresses split lines, as in Slurm.)
             "n4 n4 n4\nn1 n1 n1\nn2 n2 n2\nn3 n3 10.0.0.3\n"
+        );
+        // Slurm 22.05 knows a node's version only from its registration.
+        assert_eq!(
+            report(&with_format("%v %D %N"), &from_runs, &parts),
+            "N/A 3 n[1-2,4]\n22.05.8 1 n3\n"
         );
     }
 }

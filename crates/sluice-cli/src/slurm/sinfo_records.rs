@@ -234,6 +234,7 @@ fn node_key(c: char, n: &Node, exact: bool) -> Option<String> {
         'G' => n.gres.clone(),
         'n' => n.hostname().to_string(),
         'o' => n.addr().to_string(),
+        'v' => version(n).to_string(),
         // As sinfo: nodes with different memory in use are on different lines.
         ALLOC_MEM => n.memory_alloc.to_string(),
         'c' if exact => n.cpus_total().to_string(),
@@ -250,6 +251,17 @@ fn node_key(c: char, n: &Node, exact: bool) -> Option<String> {
         'Z' | THREADS if exact => n.threads_per_core.to_string(),
         _ => return None,
     })
+}
+
+/// The Slurm version a node's agent registered as (Sluice's agents answer as 22.05.8),
+/// `N/A` for one that has not registered since the controller started: slurmctld
+/// knows a node's version only from its registration.
+fn version(n: &Node) -> &'static str {
+    if n.agent_start.is_some() {
+        "22.05.8"
+    } else {
+        "N/A"
+    }
 }
 
 /// Builds the lines for `nodes` of `parts` (those kept by `-p`), sorted.
@@ -535,8 +547,7 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
         'S' => f("ALLOCNODES", part('S').unwrap_or_else(|| "all".into())),
         // Without `-M`, as sinfo 22.05 prints it.
         'V' => f("CLUSTER", "N/A".into()),
-        // The Slurm version Sluice's agents answer as.
-        'v' => f("VERSION", "22.05.8".into()),
+        'v' => f("VERSION", first.map_or("N/A", version).into()),
         _ => None,
     }
 }
