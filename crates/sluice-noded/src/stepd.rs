@@ -353,10 +353,7 @@ impl Stepd {
     /// Runs the job to its end and until the controller has its end; returns the
     /// process's exit status.
     pub fn run(self) -> i32 {
-        // A session of its own: the agent's end, or a signal to its process group,
-        // does not reach it. (The agent spawns it without a step between fork and
-        // exec, so it is done here.)
-        let _ = nix::unistd::setsid();
+        // (In a process group of its own since the agent spawned it.)
         if let Some(fd) = self.lock_fd {
             keep_lock(fd);
         }

@@ -169,11 +169,13 @@ fn spawn(dir: &Path, launch: &Launch) -> Result<std::thread::JoinHandle<()>, Str
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Err(io(std::io::Error::last_os_error()));
     }
-    // The lock goes with it as its standard input, the one descriptor a spawn passes
-    // without a step between fork and exec: so the agent is not forked (a copy of its
-    // memory map per job) but spawned (`posix_spawn`). The supervisor moves the lock
-    // away from its standard input and makes its own session first thing
-    // (`Stepd::run`).
+    // No step between fork and exec, so that the agent is spawned (`posix_spawn`,
+    // with the C library's `addchdir`: glibc 2.29 and later) rather than forked (a
+    // copy of its memory map per job): the lock goes as the supervisor's standard
+    // input, which it moves to a descriptor of its own before it starts anything
+    // (`Stepd::run`), and it is in a process group of its own from its start, so
+    // that the agent's end, or a signal to the agent's process group (Ctrl-C or
+    // Ctrl-Z where `sluice up` runs in a terminal), does not reach it.
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg0("slurmstepd")
         .arg("stepd")
@@ -182,6 +184,7 @@ fn spawn(dir: &Path, launch: &Launch) -> Result<std::thread::JoinHandle<()>, Str
         .arg("0")
         .stdin(Stdio::from(lock))
         .stdout(Stdio::null())
+        .process_group(0)
         .current_dir("/");
     let mut child = cmd
         .spawn()

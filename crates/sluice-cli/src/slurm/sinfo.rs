@@ -844,9 +844,18 @@ mod tests {
             // (Host names and addresses split lines, as in Slurm.)
             "n4 n4 n4\nn1 n1 n1\nn2 n2 n2\nn3 n3 10.0.0.3\n"
         );
-        // Slurm 22.05 knows a node's version only from its registration.
+        // Slurm 22.05 knows a node's version only from its registration; versions
+        // split lines only with -e, where each registered node's is its own.
         assert_eq!(
             report(&with_format("%v %D %N"), &from_runs, &parts),
+            "N/A 4 n[1-4]\n"
+        );
+        let exact = Options {
+            exact: true,
+            ..with_format("%v %D %N")
+        };
+        assert_eq!(
+            report(&exact, &from_runs, &parts),
             "N/A 3 n[1-2,4]\n22.05.8 1 n3\n"
         );
     }

@@ -234,7 +234,12 @@ fn node_key(c: char, n: &Node, exact: bool) -> Option<String> {
         'G' => n.gres.clone(),
         'n' => n.hostname().to_string(),
         'o' => n.addr().to_string(),
-        'v' => version(n).to_string(),
+        // Only with -e, and then as slurmctld's sinfo compares versions (each node's
+        // own string, so every registered node is a line of its own).
+        'v' if exact => match n.agent_start {
+            Some(_) => n.name.to_string(),
+            None => "N/A".into(),
+        },
         // As sinfo: nodes with different memory in use are on different lines.
         ALLOC_MEM => n.memory_alloc.to_string(),
         'c' if exact => n.cpus_total().to_string(),
@@ -255,7 +260,7 @@ fn node_key(c: char, n: &Node, exact: bool) -> Option<String> {
 
 /// The Slurm version a node's agent registered as (Sluice's agents answer as 22.05.8),
 /// `N/A` for one that has not registered since the controller started: slurmctld
-/// knows a node's version only from its registration.
+/// knows a node's version only from its registration. A line shows its first node's.
 fn version(n: &Node) -> &'static str {
     if n.agent_start.is_some() {
         "22.05.8"

@@ -27,7 +27,8 @@ pub(crate) struct JobTable {
     changed: BTreeSet<JobId>,
     /// The jobs that held processors when [`JobTable::holding`] was last asked.
     holding: BTreeSet<JobId>,
-    /// The jobs changed since then, whose place in `holding` is to be looked at again.
+    /// The jobs changed since then (and still here), whose place in `holding` is to be
+    /// looked at again: at most every job in memory.
     unsorted: BTreeSet<JobId>,
 }
 
@@ -64,7 +65,9 @@ impl JobTable {
     pub(crate) fn remove(&mut self, id: &JobId) -> Option<Job> {
         let j = self.jobs.remove(id)?;
         self.changed.insert(*id);
-        self.unsorted.insert(*id);
+        // Gone: nothing left to sort.
+        self.holding.remove(id);
+        self.unsorted.remove(id);
         Some(unshare(j))
     }
 
