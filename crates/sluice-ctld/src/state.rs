@@ -2986,6 +2986,15 @@ impl Controller {
         }
         if let Some(u) = &report.usage {
             self.usage.last(job, report.run, key.1, &report.node, u);
+            // Final figures that came after their job's end go when those kept from
+            // before it would have ([`usage::KEEP_AFTER_END`] later), not never.
+            let runs = self
+                .jobs
+                .get(&job)
+                .is_some_and(|r| matches!(r.state, JobState::Running | JobState::Suspended));
+            if !runs {
+                self.usage.job_ended(job, now);
+            }
             // The step's record takes the node's final figures, also when the step
             // has already ended (its srun said so first, or the job ended).
             s.usage = self.usage.merged(job, key.1);

@@ -300,6 +300,20 @@ mod tests {
     }
 
     #[test]
+    fn final_figures_that_come_after_the_end_go_in_time_too() {
+        // A short step's only figures, its node's final word, after the job ended:
+        // the controller marks them ended when they come (`step_ended_on`).
+        let mut live = LiveUsage::default();
+        live.job_ended(JobId(4), 1000);
+        live.last(JobId(4), 0, StepId::Number(0), "n2", &rss("n2", 0, 5));
+        live.job_ended(JobId(4), 1001);
+        live.sweep(1001 + KEEP_AFTER_END);
+        assert_eq!(live.len(), 1);
+        live.sweep(1002 + KEEP_AFTER_END);
+        assert_eq!(live.len(), 0);
+    }
+
+    #[test]
     fn a_job_that_runs_again_keeps_its_new_runs_figures_past_its_first_end() {
         let mut live = LiveUsage::default();
         let job = JobId(3);
