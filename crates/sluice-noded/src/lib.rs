@@ -12,9 +12,9 @@
 //! includes this node.
 //!
 //! A job's processes here are not the agent's: each job run has a supervisor of its own
-//! (`stepd.rs`, slurmstepd's role), a process the agent starts in a process group of its own,
-//! which runs the batch script as its owner (its groups, gid and uid set when the agent
-//! is root; otherwise the agent runs only its own user's jobs), in its working
+//! (`stepd.rs`, slurmstepd's role), a process the agent starts in a process group of
+//! its own, which runs the batch script as its owner (its groups, gid and uid set when
+//! the agent is root; otherwise the agent runs only its own user's jobs), in its working
 //! directory, with the environment the controller computed, its output in the patterned
 //! files, in a session of its own; at its time limit it gets SIGTERM and, `KillWait`
 //! seconds later, SIGKILL, and ends `TIMEOUT`; `--signal` is delivered before the limit;

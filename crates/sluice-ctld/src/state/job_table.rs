@@ -15,7 +15,6 @@ use std::ops::{Index, RangeBounds};
 use std::sync::Arc;
 
 use sluice_core::JobId;
-
 use sluice_proto::types::JobState;
 
 use super::job::Job;
@@ -34,7 +33,7 @@ pub(crate) struct JobTable {
 
 /// Whether job `j` holds processors on its nodes: it runs, is suspended, or its run
 /// is still ending (completing).
-pub(crate) fn holds_processors(j: &Job) -> bool {
+fn holds_processors(j: &Job) -> bool {
     matches!(j.state, JobState::Running | JobState::Suspended) || j.ending_run.is_some()
 }
 

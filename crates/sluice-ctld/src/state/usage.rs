@@ -261,6 +261,15 @@ mod tests {
         }
     }
 
+    /// The one job's figures in `live`, ended at `end`, are still there
+    /// [`KEEP_AFTER_END`] later, and gone a second after.
+    fn kept_until_then_dropped(live: &mut LiveUsage, end: i64) {
+        live.sweep(end + KEEP_AFTER_END);
+        assert_eq!(live.len(), 1);
+        live.sweep(end + 1 + KEEP_AFTER_END);
+        assert_eq!(live.len(), 0);
+    }
+
     #[test]
     fn a_nodes_sample_is_replaced_by_its_next_and_its_final_figures_by_nothing() {
         let mut live = LiveUsage::default();
@@ -293,10 +302,7 @@ mod tests {
         live.job_ended(JobId(1), 1000);
         live.last(JobId(1), 0, StepId::Number(0), "n1", &rss("n1", 0, 5));
         assert_eq!(live.merged(JobId(1), StepId::Number(0)).unwrap().rss.max, 5);
-        live.sweep(1000 + KEEP_AFTER_END);
-        assert_eq!(live.len(), 1);
-        live.sweep(1001 + KEEP_AFTER_END);
-        assert_eq!(live.len(), 0);
+        kept_until_then_dropped(&mut live, 1000);
     }
 
     #[test]
@@ -307,10 +313,7 @@ mod tests {
         live.job_ended(JobId(4), 1000);
         live.last(JobId(4), 0, StepId::Number(0), "n2", &rss("n2", 0, 5));
         live.job_ended(JobId(4), 1001);
-        live.sweep(1001 + KEEP_AFTER_END);
-        assert_eq!(live.len(), 1);
-        live.sweep(1002 + KEEP_AFTER_END);
-        assert_eq!(live.len(), 0);
+        kept_until_then_dropped(&mut live, 1001);
     }
 
     #[test]
@@ -324,9 +327,6 @@ mod tests {
         live.sweep(1001 + KEEP_AFTER_END);
         assert_eq!(live.merged(job, StepId::Batch).unwrap().rss.max, 9);
         live.job_ended(job, 2000);
-        live.sweep(2000 + KEEP_AFTER_END);
-        assert_eq!(live.len(), 1);
-        live.sweep(2001 + KEEP_AFTER_END);
-        assert_eq!(live.len(), 0);
+        kept_until_then_dropped(&mut live, 2000);
     }
 }
