@@ -1153,15 +1153,26 @@ impl Controller {
         // A dependency already satisfied (`singleton` alone under its name, `afterok`
         // of a job that completed): eligible at once, as a job without one, so that
         // its accrue time goes to disk with its record rather than in a write of its
-        // own once it is accepted (see `accept`, should that change meanwhile).
-        for j in &mut jobs {
+        // own once it is accepted (see `accept`, should that change meanwhile). A
+        // `singleton` array's tasks after its first wait for that one, which is queued
+        // ahead of them under their name: not eligible, as `accept` would find them.
+        for i in 0..jobs.len() {
+            let j = &jobs[i];
             let Some(dep) = j.desc.dependency.as_deref() else {
                 continue;
             };
-            if j.hold.is_none()
-                && j.accrue_time.is_none()
-                && self.dependency_state(j, dep, j.submit_time) == DepState::Satisfied
+            if j.hold.is_some() || j.accrue_time.is_some() {
+                continue;
+            }
+            let sibling_first = || {
+                jobs[..i]
+                    .iter()
+                    .any(|s| s.uid == j.uid && s.desc.name == j.desc.name)
+            };
+            if self.dependency_state(j, dep, j.submit_time) == DepState::Satisfied
+                && !(parse_dependency(dep) == Ok(Dependency::Singleton) && sibling_first())
             {
+                let j = &mut jobs[i];
                 j.accrue_time = Some(j.desc.begin.unwrap_or(j.submit_time).max(j.submit_time));
             }
         }

@@ -68,8 +68,12 @@ fn node(n: &NodeInfo, os: &str) -> Json {
     let flags: Vec<Json> = parts.map(Json::str).collect();
     let features = n.features.join(",");
     let int = |v: u64| Json::Int(v as i64);
+    // What a node's daemon tells at registration: Slurm keeps NULL until then, which
+    // its JSON writer prints as "".
+    let registered = n.agent_start.is_some();
+    let learnt = |s: &str| Json::str(if registered { s } else { "" });
     Json::object([
-        ("architecture", Json::str(std::env::consts::ARCH)),
+        ("architecture", learnt(std::env::consts::ARCH)),
         ("burstbuffer_network_address", or_empty("")),
         ("boards", Json::Int(1)),
         ("boot_time", Json::Int(0)),
@@ -94,7 +98,7 @@ fn node(n: &NodeInfo, os: &str) -> Json {
         ("state", Json::Str(state)),
         ("state_flags", Json::List(flags)),
         ("next_state_after_reboot_flags", Json::List(vec![])),
-        ("operating_system", Json::str(os)),
+        ("operating_system", learnt(os)),
         ("owner", Json::Null),
         (
             "partitions",
@@ -117,7 +121,7 @@ fn node(n: &NodeInfo, os: &str) -> Json {
         ("temporary_disk", Json::Int(0)),
         ("weight", int(u64::from(n.weight))),
         ("tres", or_empty(&n.cfg_tres)),
-        ("slurmd_version", Json::str("22.05.8")),
+        ("slurmd_version", learnt("22.05.8")),
         ("alloc_memory", int(n.memory_alloc)),
         ("alloc_cpus", int(u64::from(n.cpus_alloc))),
         (
@@ -134,4 +138,43 @@ fn node(n: &NodeInfo, os: &str) -> Json {
         ),
         ("tres_weighted", Json::Float(f64::from(n.cpus_alloc))),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node_named(name: &str, agent_start: Option<i64>) -> NodeInfo {
+        NodeInfo {
+            name: name.into(),
+            state: "idle".into(),
+            cpus: 4,
+            memory: 4000,
+            sockets: 1,
+            cores_per_socket: 4,
+            threads_per_core: 1,
+            agent_up: agent_start.is_some(),
+            agent_start,
+            ..Default::default()
+        }
+    }
+
+    /// What a node's daemon tells at registration is "" until it registered, as
+    /// 22.05's writer prints its NULL strings; a registered node has its own.
+    #[test]
+    fn a_node_that_never_registered_has_no_architecture_system_or_version() {
+        let text = document(&[
+            node_named("n1", Some(1_700_000_000)),
+            node_named("n3", None),
+        ]);
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let field = |i: usize, key: &str| doc["nodes"][i][key].as_str().unwrap().to_owned();
+        assert_eq!(field(0, "architecture"), std::env::consts::ARCH);
+        assert_eq!(field(0, "slurmd_version"), "22.05.8");
+        assert_eq!(field(0, "operating_system"), os());
+        for key in ["architecture", "operating_system", "slurmd_version"] {
+            assert_eq!(field(1, key), "", "{key}");
+        }
+        assert_eq!(doc["nodes"][1]["slurmd_start_time"], 0);
+    }
 }

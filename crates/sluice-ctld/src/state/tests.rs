@@ -2993,6 +2993,39 @@ fn a_singleton_inserted_eligible_accrues_nothing_if_another_of_its_name_is_queue
 }
 
 #[test]
+fn a_singleton_arrays_tasks_after_its_first_are_inserted_waiting_and_accepted_without_a_write() {
+    // `sbatch --array=0-3 --dependency=singleton`: the tasks share a name, so only the
+    // first is alone under it. It is inserted eligible (it accrues age from its
+    // submission); the other three wait for it from the start, so their records say
+    // so when inserted and queuing the array writes nothing more (each task was
+    // written again at accept before: four tasks, three writes).
+    let mut c = Controller::new(conf(1, 4), Path::new("/state"), vec![], vec![], 0);
+    let array = JobDescription {
+        name: "alone".into(),
+        dependency: Some("singleton".into()),
+        array: Some((vec![0, 1, 2, 3], None)),
+        ..desc(1, 60)
+    };
+    let mut p = c
+        .prepare(array, &alice(), "alice", "alice", 5)
+        .expect("accepted");
+    let jobs = c.allocate(&p);
+    let Effect::Insert { records, .. } = c.inserted(&jobs, p.take_script(), 5) else {
+        panic!("an insert");
+    };
+    let accrues: Vec<Option<i64>> = records.iter().map(|r| r.accrue_time).collect();
+    assert_eq!(accrues, [Some(5), None, None, None]);
+    let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+    assert!(c.accept(jobs, 6).is_empty(), "nothing more to write");
+    let reasons: Vec<String> = ids
+        .iter()
+        .map(|&id| c.job(id).unwrap().reason.clone())
+        .collect();
+    assert_eq!(reasons[1..], ["Dependency", "Dependency", "Dependency"]);
+    assert_ne!(reasons[0], "Dependency");
+}
+
+#[test]
 fn jobs_get_the_lowest_processors_free_on_their_node_in_one_pass_and_after_an_end() {
     // One node of 4 CPUs. Jobs 1 and 2 (one CPU each) start in one pass, job 3 in the
     // next; job 1 ends, and job 4 gets the processor it held.
