@@ -50,6 +50,7 @@ mod freed;
 pub mod input;
 mod job_script;
 mod metrics;
+pub mod names;
 pub mod owner;
 mod priority;
 pub mod reconfigure;
@@ -599,16 +600,10 @@ fn load_tokens(
     Ok(Arc::new(t))
 }
 
+/// The names of user `uid` and group `gid` (their numbers where the user database has
+/// none), from [`names`]' short-lived cache.
 fn user_and_group(uid: u32, gid: u32) -> (String, String) {
-    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-        .ok()
-        .flatten()
-        .map(|u| u.name)
-        .unwrap_or_else(|| uid.to_string());
-    let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
-        .ok()
-        .flatten()
-        .map(|g| g.name)
-        .unwrap_or_else(|| gid.to_string());
+    let user = names::user(uid).unwrap_or_else(|| uid.to_string());
+    let group = names::group(gid).unwrap_or_else(|| gid.to_string());
     (user, group)
 }
