@@ -477,6 +477,16 @@ impl Accounts {
         self.qos.values()
     }
 
+    /// The users whose `AdminLevel` is Operator or Administrator, by name: they see
+    /// every job whatever `PrivateData` says, as root and `SlurmUser` do.
+    pub fn operators(&self) -> std::collections::BTreeSet<String> {
+        self.users
+            .values()
+            .filter(|u| u.admin_level >= AdminLevel::Operator)
+            .map(|u| u.name.clone())
+            .collect()
+    }
+
     /// A user's admin level (uid 0 and the cluster owner are administrators).
     pub fn admin_level(&self, who: &Requester) -> AdminLevel {
         if who.superuser {

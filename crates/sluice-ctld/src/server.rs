@@ -174,6 +174,15 @@ impl Shared {
         }
     }
 
+    /// The uid whose jobs alone `peer` may see in `listing`: under `PrivateData=jobs`
+    /// its own, unless it is root, the controller's user or an operator by
+    /// `AdminLevel` (Slurm's `validate_operator`); `None`: every job.
+    fn owner_only(&self, listing: &state::listing::Listing, peer: Peer) -> Option<u32> {
+        let uid = listing.owner_only(peer.uid, self.own_uid)?;
+        let operator = names::user(peer.uid).is_some_and(|name| listing.is_operator(&name));
+        (!operator).then_some(uid)
+    }
+
     /// Asks the loop: `make` builds the request around the reply channel.
     ///
     /// Errors: the controller is stopping, or could not handle the request (a bug,

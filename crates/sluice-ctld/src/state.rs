@@ -353,6 +353,9 @@ pub struct Controller {
     node_overrides: BTreeMap<String, NodeOverride>,
     /// Accounts, users, associations and QOS (`sacctmgr`).
     accounts: Accounts,
+    /// Counts changes of `accounts` (restored or changed by `sacctmgr`): the read
+    /// snapshot takes its operators again when it moves.
+    accounts_epoch: u64,
     /// Multifactor priority: fair-share usage and the decay thread.
     priority: PriorityEngine,
     /// Pending jobs' priorities must be recomputed (the accounts changed).
@@ -463,6 +466,7 @@ impl Controller {
             expiring: false,
             node_overrides: BTreeMap::new(),
             accounts,
+            accounts_epoch: 0,
             priority,
             priority_dirty: true,
             resv_records: Default::default(),
@@ -552,6 +556,7 @@ impl Controller {
             &records,
         )?;
         self.accounts = accounts;
+        self.accounts_epoch += 1;
         self.priority.rebuild(&self.accounts);
         self.priority.restore_usage(&usage);
         self.priority_dirty = true;
@@ -564,6 +569,11 @@ impl Controller {
     /// [`Controller::change_accounts`]).
     pub fn accounts(&self) -> &Accounts {
         &self.accounts
+    }
+
+    /// Counts the changes of [`Controller::accounts`] so far.
+    pub fn accounts_epoch(&self) -> u64 {
+        self.accounts_epoch
     }
 
     /// A `sacctmgr` change on behalf of `who`: checked (`commit: false`) or carried
@@ -590,6 +600,7 @@ impl Controller {
             .collect();
         let (outcome, rows) = self.accounts.change(who, request, &active, commit)?;
         if commit && !rows.is_empty() {
+            self.accounts_epoch += 1;
             self.refresh_limits(self.sched_time());
         }
         let effects = if rows.is_empty() {

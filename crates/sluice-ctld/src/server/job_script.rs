@@ -38,7 +38,7 @@ async fn script_of(app: &App, peer: Peer, id: JobId) -> Result<JobScript, ApiErr
     let caller = app.caller(peer);
     let listing = app.listing.latest();
     // `PrivateData=jobs`: another user's job is no job at all.
-    let hidden = listing.owner_only(peer.uid, app.own_uid);
+    let hidden = app.owner_only(&listing, peer);
     let job = listing
         .job(id)
         .filter(|r| hidden.is_none_or(|uid| r.uid == uid))

@@ -181,7 +181,7 @@ pub(super) async fn list_jobs(
 ) -> Response {
     let listing = app.listing.latest();
     // `PrivateData=jobs`: a user lists only their own jobs.
-    q.owner_only = listing.owner_only(peer.uid, app.own_uid);
+    q.owner_only = app.owner_only(&listing, peer);
     let few = listing.len() < 1000;
     let encode = move || {
         let now = super::now();
@@ -225,7 +225,7 @@ async fn show_job(
     let listing = app.listing.latest();
     // `PrivateData=jobs`: another user's job is no job at all, as Slurm answers
     // (`Invalid job id specified`).
-    let hidden = listing.owner_only(peer.uid, app.own_uid);
+    let hidden = app.owner_only(&listing, peer);
     let found = listing
         .job(JobId(id))
         .filter(|r| hidden.is_none_or(|uid| r.uid == uid));
@@ -246,7 +246,7 @@ async fn job_usage(
     ConnectInfo(peer): ConnectInfo<Peer>,
     UrlPath(id): UrlPath<u64>,
 ) -> Response {
-    let hidden = app.listing.latest().owner_only(peer.uid, app.own_uid);
+    let hidden = app.owner_only(&app.listing.latest(), peer);
     let r = app
         .ask(|reply| Request::JobUsage {
             id: JobId(id),

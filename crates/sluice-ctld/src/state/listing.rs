@@ -107,6 +107,9 @@ pub struct Listing {
     updated: i64,
     /// The nodes and partitions (`nodes.rs`).
     nodes: NodeListing,
+    /// The users of `AdminLevel` Operator and above, by name
+    /// ([`Accounts::operators`](crate::accounts::Accounts::operators)).
+    operators: Arc<BTreeSet<String>>,
 }
 
 /// The latest snapshot, shared by the loop (which replaces it) and the readers.
@@ -131,6 +134,7 @@ impl Listing {
             by_service: OrdMap::new(),
             updated: 0,
             nodes: NodeListing::default(),
+            operators: Arc::default(),
         }
     }
 
@@ -158,6 +162,13 @@ impl Listing {
     /// (root, `operator`: the controller's user) or without `PrivateData=jobs`.
     pub fn owner_only(&self, caller: u32, operator: u32) -> Option<u32> {
         (self.conf.private_data.jobs && caller != 0 && caller != operator).then_some(caller)
+    }
+
+    /// Whether user `name` is an operator by `AdminLevel` (Operator or Administrator),
+    /// who sees every job whatever `PrivateData` says: callers named so are not held
+    /// to [`Listing::owner_only`].
+    pub fn is_operator(&self, name: &str) -> bool {
+        self.operators.contains(name)
     }
 
     /// slurm.conf's `PrivateData`, as this snapshot's configuration says.
@@ -639,6 +650,8 @@ pub struct Publisher {
     preempted: BTreeSet<JobId>,
     /// The controller's node list's epoch the snapshot's configuration is of.
     node_epoch: u64,
+    /// The controller's accounts' epoch the snapshot's operators are of.
+    accounts_epoch: u64,
     /// What changes the nodes by what changed.
     nodes: nodes::NodesPublisher,
 }
@@ -657,6 +670,7 @@ impl Publisher {
             with_dependency: BTreeSet::new(),
             preempted: BTreeSet::new(),
             node_epoch: ctl.node_book.epoch,
+            accounts_epoch: u64::MAX,
             nodes: nodes::NodesPublisher::new(),
         };
         for id in ctl.jobs.keys().copied().collect::<Vec<_>>() {
@@ -696,6 +710,14 @@ impl Publisher {
             self.current.conf = Arc::new(ctl.conf.clone());
             self.nodes.touch(ctl, nodes::NodesTouched::All);
             dirty = true;
+        }
+        if ctl.accounts_epoch() != self.accounts_epoch {
+            self.accounts_epoch = ctl.accounts_epoch();
+            let operators = ctl.accounts().operators();
+            if *self.current.operators != operators {
+                self.current.operators = Arc::new(operators);
+                dirty = true;
+            }
         }
         for id in &changed {
             let old = self.current.jobs.get(id).map(|l| l.job.clone());
@@ -844,5 +866,68 @@ impl Publisher {
             self.preempted.remove(&id);
         }
         self.current.put(job, live);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use sluice_proto::accounts::{AccountsRequest, AdminLevel, AssocFilter};
+
+    use super::*;
+    use crate::accounts::Requester;
+    use crate::state::tests::conf;
+    use crate::state::Controller;
+
+    #[test]
+    fn the_snapshot_knows_the_operators_as_sacctmgr_makes_and_unmakes_them() {
+        // Readers decide from the snapshot whether a caller sees every job under
+        // `PrivateData=jobs`: a user made an operator by `AdminLevel` is one there once
+        // the change is published, and no longer once made a plain user again.
+        let mut c = Controller::new(conf(1, 4), Path::new("/state"), vec![], vec![], 0);
+        let mut p = Publisher::new(&mut c, 0);
+        let root = Requester {
+            name: "root".into(),
+            superuser: true,
+        };
+        let change = |c: &mut Controller, request: AccountsRequest| {
+            c.change_accounts(&root, &request, true).expect("changed");
+        };
+        change(
+            &mut c,
+            AccountsRequest::AddUsers {
+                names: vec!["alice".into(), "bob".into()],
+                accounts: vec!["root".into()],
+                default_account: None,
+                partitions: Vec::new(),
+                admin_level: None,
+                settings: Default::default(),
+            },
+        );
+        p.publish(&mut c, 1);
+        assert!(!p.published().latest().is_operator("alice"));
+        let set = |c: &mut Controller, level| {
+            change(
+                c,
+                AccountsRequest::ModifyUsers {
+                    filter: AssocFilter {
+                        users: vec!["alice".into()],
+                        ..Default::default()
+                    },
+                    default_account: None,
+                    admin_level: Some(level),
+                    settings: Default::default(),
+                },
+            )
+        };
+        set(&mut c, AdminLevel::Operator);
+        p.publish(&mut c, 2);
+        let latest = p.published().latest();
+        assert!(latest.is_operator("alice"));
+        assert!(!latest.is_operator("bob"));
+        set(&mut c, AdminLevel::None);
+        p.publish(&mut c, 3);
+        assert!(!p.published().latest().is_operator("alice"));
     }
 }

@@ -41,7 +41,7 @@ pub(super) async fn list(
         );
     }
     let q = JobQuery {
-        owner_only: listing.owner_only(ctx.peer.uid, ctx.app.own_uid),
+        owner_only: ctx.app.owner_only(&listing, ctx.peer),
         ..Default::default()
     };
     // Written once for every caller with the same view of this snapshot this second.
@@ -98,7 +98,7 @@ pub(super) fn job_id(text: &str) -> Result<(u64, Option<u32>), Error> {
 pub(super) fn records(ctx: &Ctx, id: u64, task: Option<u32>, private: bool) -> Vec<JobRecord> {
     let listing = ctx.app.listing.latest();
     let owner_only = if private {
-        listing.owner_only(ctx.peer.uid, ctx.app.own_uid)
+        ctx.app.owner_only(&listing, ctx.peer)
     } else {
         None
     };

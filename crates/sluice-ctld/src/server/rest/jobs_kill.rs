@@ -345,7 +345,7 @@ pub(super) async fn kill(ctx: Ctx, body: axum::body::Body) -> Response {
     }
     let caller = ctx.app.caller(ctx.peer);
     let listing = ctx.app.listing.latest();
-    let hidden = listing.owner_only(ctx.peer.uid, ctx.app.own_uid);
+    let hidden = ctx.app.owner_only(&listing, ctx.peer);
     let now = crate::server::now();
     let mut statuses: Vec<Value> = Vec::new();
     // The jobs to signal: (as shown, id, task).
