@@ -179,8 +179,15 @@ impl Shared {
     /// `AdminLevel` (Slurm's `validate_operator`); `None`: every job.
     fn owner_only(&self, listing: &state::listing::Listing, peer: Peer) -> Option<u32> {
         let uid = listing.owner_only(peer.uid, self.own_uid)?;
-        let operator = names::user(peer.uid).is_some_and(|name| listing.is_operator(&name));
-        (!operator).then_some(uid)
+        (!self.is_operator(listing, peer)).then_some(uid)
+    }
+
+    /// Whether `peer` is an operator by its `AdminLevel` (Operator or Administrator) as
+    /// `listing` last saw the accounts: Slurm's `validate_operator` counts them with
+    /// root and `SlurmUser` (which are [`Caller::admin`]).
+    fn is_operator(&self, listing: &state::listing::Listing, peer: Peer) -> bool {
+        let (user, _) = user_and_group(peer.uid, peer.gid);
+        listing.is_operator(&user)
     }
 
     /// Asks the loop: `make` builds the request around the reply channel.

@@ -572,7 +572,7 @@ fn sbatch_quiet_submits_without_a_word() {
 }
 
 #[test]
-fn under_private_data_jobs_a_user_lists_only_their_own_jobs() {
+fn under_private_data_jobs_a_user_lists_only_their_own_jobs_and_an_operator_every_job() {
     // Needs a second user: root runs the test, `nobody` (65534) is the other.
     if !nix::unistd::geteuid().is_root() {
         eprintln!("skipped: needs root to run commands as a second user");
@@ -614,6 +614,46 @@ fn under_private_data_jobs_a_user_lists_only_their_own_jobs() {
     assert_eq!(
         ids(c.run_as(65534, "squeue", &["-h", "-o", "%i", "-u", "root"])),
         Vec::<u64>::new()
+    );
+    let shown = |o: &crate::harness::Output| o.stdout.contains(&format!("JobId={mine} "));
+    let o = c.run_as(65534, "scontrol", &["show", "job", &mine.to_string()]);
+    assert!(!shown(&o) && o.code == 1, "{o:?}");
+    let explained = |c: &Cluster| {
+        let o = c.run_as(65534, "sluice", &["explain", &mine.to_string()]);
+        o.code == 0
+    };
+    assert!(!explained(&c));
+    // An operator by AdminLevel sees every job, as root does (Slurm's
+    // validate_operator), from the moment sacctmgr makes them one until it unmakes them.
+    let sacctmgr = |args: &[&str]| {
+        let o = c.run("sacctmgr", args);
+        assert_eq!(o.code, 0, "{o:?}");
+    };
+    sacctmgr(&[
+        "-i",
+        "add",
+        "user",
+        "nobody",
+        "account=root",
+        "adminlevel=operator",
+    ]);
+    assert_eq!(
+        ids(c.run_as(65534, "squeue", &["-h", "-o", "%i"])),
+        [mine, theirs]
+    );
+    let o = c.run_as(65534, "scontrol", &["show", "job", &mine.to_string()]);
+    assert!(shown(&o), "{o:?}");
+    assert!(explained(&c));
+    let o = c.run_as(
+        65534,
+        "scontrol",
+        &["write", "batch_script", &mine.to_string(), "-"],
+    );
+    assert!(o.stdout.contains("true"), "{o:?}");
+    sacctmgr(&["-i", "modify", "user", "nobody", "set", "adminlevel=none"]);
+    assert_eq!(
+        ids(c.run_as(65534, "squeue", &["-h", "-o", "%i"])),
+        [theirs]
     );
     // And without PrivateData both see both (the default).
     let open = Cluster::start("openjobs", SMALL);

@@ -9,14 +9,11 @@ use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Path as UrlPath, State};
 use axum::response::Response;
 use sluice_core::JobId;
-use sluice_proto::accounts::AdminLevel;
 use sluice_proto::error::{ApiError, ErrorCode};
 use sluice_proto::types::JobScript;
 
-use super::input::Request;
 use super::routes::reply;
-use super::{user_and_group, App, Peer};
-use crate::accounts::Requester;
+use super::{App, Peer};
 use crate::state::{script_key, BatchScript};
 
 /// Slurm's `ESLURM_JOB_SCRIPT_MISSING`: an allocation (`salloc`, `srun`) has none.
@@ -43,7 +40,7 @@ async fn script_of(app: &App, peer: Peer, id: JobId) -> Result<JobScript, ApiErr
         .job(id)
         .filter(|r| hidden.is_none_or(|uid| r.uid == uid))
         .ok_or_else(ApiError::invalid_job)?;
-    if !(caller.admin || caller.uid == job.uid || operator(app, peer).await?) {
+    if !(caller.admin || caller.uid == job.uid || app.is_operator(&listing, peer)) {
         return Err(ApiError::new(ErrorCode::InvalidUserId, NOT_YOURS));
     }
     let missing = || ApiError::invalid(SCRIPT_MISSING);
@@ -67,23 +64,4 @@ async fn script_of(app: &App, peer: Peer, id: JobId) -> Result<JobScript, ApiErr
         return Err(missing());
     }
     Ok(JobScript { script: s.script })
-}
-
-/// Whether `peer` is an operator by its `AdminLevel` (Operator or Administrator), as
-/// Slurm's `validate_operator` also counts (root and `SlurmUser` are `caller.admin`).
-async fn operator(app: &App, peer: Peer) -> Result<bool, ApiError> {
-    let (name, _) = user_and_group(peer.uid, peer.gid);
-    let who = Requester {
-        name,
-        superuser: false,
-    };
-    let scope = app
-        .ask(|reply| Request::AuditScope {
-            who,
-            task: None,
-            node: None,
-            reply,
-        })
-        .await?;
-    Ok(scope.level >= AdminLevel::Operator)
 }

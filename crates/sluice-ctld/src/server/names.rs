@@ -4,7 +4,8 @@
 //! database is a file read (or a directory service asked) per lookup: a storm of
 //! submissions by one user looked the same two names up thousands of times a second.
 //! An answer is kept [`KEPT`], so that a user added, renamed or removed is seen within
-//! that, as Slurm's own cache of names is read again at `scontrol reconfigure`.
+//! that; `scontrol reconfigure` forgets them all at once ([`forget`]), as Slurm's own
+//! cache of names is read again then.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -24,12 +25,14 @@ impl Cache {
         Cache(Mutex::new(BTreeMap::new()))
     }
 
-    /// The name of `id`, asking `look_up` unless a recent answer is kept.
+    /// The name of `id`, asking `look_up` unless a recent answer is kept. A lookup
+    /// that failed (a directory service that did not answer) is not kept: the next
+    /// request asks again.
     fn name(
         &self,
         id: u32,
         now: Instant,
-        look_up: impl FnOnce(u32) -> Option<String>,
+        look_up: impl FnOnce(u32) -> Result<Option<String>, ()>,
     ) -> Option<String> {
         if let Some((name, at)) = self.lock().get(&id) {
             if now.saturating_duration_since(*at) < KEPT {
@@ -37,7 +40,7 @@ impl Cache {
             }
         }
         // Asked without the lock held: a slow directory service holds up nobody else.
-        let name = look_up(id);
+        let name = look_up(id).ok()?;
         let mut kept = self.lock();
         if kept.len() >= MOST {
             kept.clear();
@@ -55,13 +58,18 @@ impl Cache {
 static USERS: Cache = Cache::new();
 static GROUPS: Cache = Cache::new();
 
+/// Forgets every answer kept (`scontrol reconfigure`: names are read again).
+pub fn forget() {
+    USERS.lock().clear();
+    GROUPS.lock().clear();
+}
+
 /// The name of user `uid`, if the user database has one.
 pub fn user(uid: u32) -> Option<String> {
     USERS.name(uid, Instant::now(), |uid| {
         nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-            .ok()
-            .flatten()
-            .map(|u| u.name)
+            .map(|u| u.map(|u| u.name))
+            .map_err(drop)
     })
 }
 
@@ -69,9 +77,8 @@ pub fn user(uid: u32) -> Option<String> {
 pub fn group(gid: u32) -> Option<String> {
     GROUPS.name(gid, Instant::now(), |gid| {
         nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
-            .ok()
-            .flatten()
-            .map(|g| g.name)
+            .map(|g| g.map(|g| g.name))
+            .map_err(drop)
     })
 }
 
@@ -87,7 +94,7 @@ mod tests {
         let names = ["alice", "alicia"];
         let look_up = |_| {
             asked.set(asked.get() + 1);
-            Some(names[asked.get() - 1].to_string())
+            Ok(Some(names[asked.get() - 1].to_string()))
         };
         let t0 = Instant::now();
         assert_eq!(cache.name(1000, t0, look_up).as_deref(), Some("alice"));
@@ -109,13 +116,24 @@ mod tests {
         let asked = Cell::new(0);
         let look_up = |id: u32| {
             asked.set(asked.get() + 1);
-            (id == 1).then(|| "one".to_string())
+            Ok((id == 1).then(|| "one".to_string()))
         };
         let t0 = Instant::now();
         assert_eq!(cache.name(7, t0, look_up), None);
         assert_eq!(cache.name(7, t0, look_up), None);
         assert_eq!(cache.name(1, t0, look_up).as_deref(), Some("one"));
         assert_eq!(asked.get(), 2);
+    }
+
+    #[test]
+    fn a_failed_lookup_is_not_kept() {
+        // A directory service that did not answer says nothing of the user: asked
+        // again at the next request, which finds the name.
+        let cache = Cache::new();
+        let t0 = Instant::now();
+        assert_eq!(cache.name(1000, t0, |_| Err(())), None);
+        let found = cache.name(1000, t0, |_| Ok(Some("alice".to_string())));
+        assert_eq!(found.as_deref(), Some("alice"));
     }
 
     #[test]

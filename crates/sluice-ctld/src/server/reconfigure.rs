@@ -104,6 +104,8 @@ pub(super) async fn reconfigure(
             "this controller was started without a slurm.conf: there is nothing to read again",
         ));
     };
+    // Users and groups are looked up afresh from now on, as Slurm's cache of names.
+    super::names::forget();
     let (conf, conf_hash) = match tokio::task::spawn_blocking(move || read_again(&start)).await {
         Ok(Ok((c, hash))) => (Box::new(c), hash),
         Ok(Err(e)) => return refuse(e),
