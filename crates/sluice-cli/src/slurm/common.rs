@@ -327,6 +327,18 @@ pub fn program(cmd: &str) -> String {
 /// The version the commands report, Slurm's (`-V`, `--version`).
 pub const VERSION: &str = "slurm 22.05.8";
 
+/// The Slurm release Sluice answers as ([`VERSION`]'s number): the JSON documents'
+/// `meta`, and what each node's agent registers as.
+pub const RELEASE: &str = "22.05.8";
+
+/// The version a node's agent registered as, as slurmctld shows it: none for a node
+/// whose agent has not registered since the controller started (`agent_start`), as
+/// slurmctld learns a node's version, architecture and system only from its
+/// registration.
+pub fn node_version(agent_start: Option<i64>) -> Option<&'static str> {
+    agent_start.map(|_| RELEASE)
+}
+
 /// A command line a Slurm command refuses: what it prints and its exit status, as
 /// real Slurm 22.05's command prints them.
 #[derive(Clone, Debug, PartialEq, Eq)]

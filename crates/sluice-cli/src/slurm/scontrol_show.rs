@@ -7,6 +7,7 @@
 //! which `-o` shows as two spaces; a job record ends with an empty line, hence its
 //! last line of three spaces (and `Power= ` with `-o`).
 
+use super::common::node_version;
 use sluice_conf::duration::format_time;
 use sluice_proto::time::timestamp;
 use sluice_proto::types::{MemoryRequest, NodeInfo, PartitionInfo};
@@ -126,7 +127,7 @@ pub fn node_lines(n: &NodeInfo) -> Vec<String> {
             name(&n.node_addr),
             name(&n.node_hostname),
             n.port.map_or(String::new(), |p| format!("Port={p} ")),
-            if registered { "Version=22.05.8" } else { "" }
+            node_version(n.agent_start).map_or(String::new(), |v| format!("Version={v}"))
         ),
     ];
     if registered {

@@ -7,6 +7,7 @@
 
 use sluice_proto::types::NodeInfo;
 
+use super::common::RELEASE;
 use super::json_c::Json;
 use super::scontrol_show::{node_state, os};
 
@@ -31,7 +32,7 @@ pub fn document(nodes: &[NodeInfo]) -> String {
                 ),
                 (
                     "Slurm",
-                    Json::object([("version", version), ("release", Json::str("22.05.8"))]),
+                    Json::object([("version", version), ("release", Json::str(RELEASE))]),
                 ),
             ]),
         ),
@@ -121,7 +122,7 @@ fn node(n: &NodeInfo, os: &str) -> Json {
         ("temporary_disk", Json::Int(0)),
         ("weight", int(u64::from(n.weight))),
         ("tres", or_empty(&n.cfg_tres)),
-        ("slurmd_version", learnt("22.05.8")),
+        ("slurmd_version", learnt(RELEASE)),
         ("alloc_memory", int(n.memory_alloc)),
         ("alloc_cpus", int(u64::from(n.cpus_alloc))),
         (

@@ -262,11 +262,7 @@ fn node_key(c: char, n: &Node, exact: bool) -> Option<String> {
 /// `N/A` for one that has not registered since the controller started: slurmctld
 /// knows a node's version only from its registration. A line shows its first node's.
 fn version(n: &Node) -> &'static str {
-    if n.agent_start.is_some() {
-        "22.05.8"
-    } else {
-        "N/A"
-    }
+    super::common::node_version(n.agent_start).unwrap_or("N/A")
 }
 
 /// Builds the lines for `nodes` of `parts` (those kept by `-p`), sorted.

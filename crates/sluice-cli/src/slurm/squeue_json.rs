@@ -40,7 +40,10 @@ pub fn document(jobs: &[JobRecord], cluster: &str, layouts: &Layouts) -> String 
                 ),
                 (
                     "Slurm",
-                    Json::object([("version", version), ("release", Json::str("22.05.8"))]),
+                    Json::object([
+                        ("version", version),
+                        ("release", Json::str(super::common::RELEASE)),
+                    ]),
                 ),
             ]),
         ),
