@@ -182,6 +182,15 @@ impl Shared {
         (!self.is_operator(listing, peer)).then_some(uid)
     }
 
+    /// `peer` acting on jobs: an operator by `AdminLevel` may act on every job (cancel,
+    /// signal, hold, release, requeue, update), as Slurm's `validate_operator` lets
+    /// them, like root and `SlurmUser`. Nodes and partitions stay theirs alone.
+    fn job_caller(&self, peer: Peer) -> Caller {
+        let mut caller = self.caller(peer);
+        caller.admin = caller.admin || self.is_operator(&self.listing.latest(), peer);
+        caller
+    }
+
     /// Whether `peer` is an operator by its `AdminLevel` (Operator or Administrator) as
     /// `listing` last saw the accounts: Slurm's `validate_operator` counts them with
     /// root and `SlurmUser` (which are [`Caller::admin`]).

@@ -208,7 +208,16 @@ pub fn main(args: Vec<String>) -> i32 {
                 eprintln!("{ME}: error: {msg}");
                 std::process::exit(2108 % 256);
             }
-            fail(ME, msg, 1)
+            // Slurm's scancel exits with the error's number, truncated: a job the
+            // caller may not cancel (ESLURM_ACCESS_DENIED, 2002) gives 210.
+            let denied = matches!(
+                e,
+                sluice_proto::ClientError::Status {
+                    code: sluice_proto::error::ErrorCode::AccessDenied,
+                    ..
+                }
+            );
+            fail(ME, msg, if denied { 2002 % 256 } else { 1 })
         }
     }
 }

@@ -623,6 +623,24 @@ fn under_private_data_jobs_a_user_lists_only_their_own_jobs_and_an_operator_ever
         o.code == 0
     };
     assert!(!explained(&c));
+    let state_of_mine = || {
+        let o = c.run(
+            "squeue",
+            &["-h", "-t", "all", "-j", &mine.to_string(), "-o", "%T"],
+        );
+        o.stdout.trim().to_string()
+    };
+    // Refused as Slurm refuses it (compat 227): its error number, 2002, as the status.
+    let o = c.run_as(65534, "scancel", &[&mine.to_string()]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (
+            210,
+            format!("scancel: error: Kill job error on job id {mine}: Access/permission denied\n")
+                .as_str()
+        )
+    );
+    assert_eq!(state_of_mine(), "PENDING");
     // An operator by AdminLevel sees every job, as root does (Slurm's
     // validate_operator), from the moment sacctmgr makes them one until it unmakes them.
     let sacctmgr = |args: &[&str]| {
@@ -650,6 +668,10 @@ fn under_private_data_jobs_a_user_lists_only_their_own_jobs_and_an_operator_ever
         &["write", "batch_script", &mine.to_string(), "-"],
     );
     assert!(o.stdout.contains("true"), "{o:?}");
+    // ...and acts on every job, as Slurm lets an operator: root's job cancelled.
+    let o = c.run_as(65534, "scancel", &[&mine.to_string()]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(state_of_mine(), "CANCELLED");
     sacctmgr(&["-i", "modify", "user", "nobody", "set", "adminlevel=none"]);
     assert_eq!(
         ids(c.run_as(65534, "squeue", &["-h", "-o", "%i"])),

@@ -110,7 +110,10 @@ pub(super) fn reply<T: Serialize>(r: Result<T, ApiError>) -> Response {
 
 /// A change on behalf of `peer`, answered `{}` once durable.
 pub(super) async fn change(app: App, peer: Peer, change: Change) -> Response {
-    let caller = app.caller(peer);
+    let caller = match change {
+        Change::UpdateNodes(_) | Change::UpdatePartition(_) => app.caller(peer),
+        _ => app.job_caller(peer),
+    };
     let r = app
         .ask(|reply| Request::Change {
             change,
