@@ -195,7 +195,7 @@ impl Shared {
     /// `listing` last saw the accounts: Slurm's `validate_operator` counts them with
     /// root and `SlurmUser` (which are [`Caller::admin`]).
     fn is_operator(&self, listing: &state::listing::Listing, peer: Peer) -> bool {
-        let (user, _) = user_and_group(peer.uid, peer.gid);
+        let user = names::user(peer.uid).unwrap_or_else(|| peer.uid.to_string());
         listing.is_operator(&user)
     }
 

@@ -32,7 +32,8 @@ pub(super) async fn job_script(
 
 /// The script of job `id`, as `peer` may read it.
 async fn script_of(app: &App, peer: Peer, id: JobId) -> Result<JobScript, ApiError> {
-    let caller = app.caller(peer);
+    // Root, `SlurmUser` and operators by `AdminLevel` read any job's script.
+    let caller = app.job_caller(peer);
     let listing = app.listing.latest();
     // `PrivateData=jobs`: another user's job is no job at all.
     let hidden = app.owner_only(&listing, peer);
@@ -40,7 +41,7 @@ async fn script_of(app: &App, peer: Peer, id: JobId) -> Result<JobScript, ApiErr
         .job(id)
         .filter(|r| hidden.is_none_or(|uid| r.uid == uid))
         .ok_or_else(ApiError::invalid_job)?;
-    if !(caller.admin || caller.uid == job.uid || app.is_operator(&listing, peer)) {
+    if !(caller.admin || caller.uid == job.uid) {
         return Err(ApiError::new(ErrorCode::InvalidUserId, NOT_YOURS));
     }
     let missing = || ApiError::invalid(SCRIPT_MISSING);
