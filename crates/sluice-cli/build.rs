@@ -1,4 +1,4 @@
-//! How the `sluice` binary is linked.
+//! How the binaries (`sluice`, `sluice-commands`, `sluice-stepd`) are linked.
 //!
 //! Position-independent, as the toolchain builds it, so that the binary's own code and
 //! data are placed at a random address like everything else (the agent runs as root).
@@ -13,6 +13,6 @@ fn main() {
     let no_pie = std::env::var("SLUICE_NO_PIE").is_ok_and(|v| v == "1");
     let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
     if linux && no_pie {
-        println!("cargo:rustc-link-arg-bin=sluice=-no-pie");
+        println!("cargo:rustc-link-arg-bins=-no-pie");
     }
 }

@@ -306,6 +306,12 @@ fn install_log(
 /// Runs a job's supervisor (`slurmstepd stepd DIR ...`, started by an agent; see
 /// `sluice_noded::stepd`); its exit status. It logs where its agent does.
 pub fn stepd(args: Vec<String>) -> i32 {
+    // Named as Slurm's is in `ps` and `top`: its binary is reached through the agent's
+    // descriptor of it (`/proc/self/fd/N`), whose number would be the name.
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"slurmstepd".as_ptr());
+    }
     sluice_noded::usage::gpu::nvidia_with(nvidia_usage);
     let s = match sluice_noded::stepd::Stepd::prepare(&args) {
         Ok(s) => s,

@@ -1,28 +1,15 @@
 //! `sluice`: the Sluice command.
 //!
-//! One binary: `sluice up` runs a cluster, `sluice sim` replays workloads, and under the
-//! names of Slurm's commands (`sbatch`, `squeue`, ... — links to this binary, made by
-//! `sluice up` in the state directory's `bin/`) it is those commands. Under the names of
+//! Everything in one binary: `sluice up` runs a cluster, `sluice sim` replays workloads,
+//! and under the names of Slurm's commands (`sbatch`, `squeue`, ...) it is those commands
+//! (`sluice up` links their names in the state directory's `bin/` to `sluice-commands`,
+//! the commands alone, where it is installed beside this binary). Under the names of
 //! Slurm's daemons (`slurmctld`, `slurmd`; also `sluice ctld`, `sluice agent`) it runs
 //! them with Slurm's flags, for a cluster of several machines (`daemons.rs`).
 
-mod audit;
-mod daemon_log;
-mod daemons;
-mod db;
-mod efficiency;
-mod explain;
-mod metrics;
-mod report;
-mod report_efficiency;
-mod reservations;
-mod restd;
-mod sim;
-mod sim_limits;
-mod slurm;
-mod standby;
-mod ui;
-mod up;
+use sluice_cli::{
+    audit, daemons, db, explain, metrics, report, reservations, restd, sim, slurm, ui, up,
+};
 
 use clap::{Parser, Subcommand};
 

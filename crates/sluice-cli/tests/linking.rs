@@ -1,4 +1,4 @@
-//! How the `sluice` binary is linked (`build.rs`): position-independent (its code at a
+//! How the binaries are linked (`build.rs`): position-independent (its code at a
 //! random address), unless a site builds it with `SLUICE_NO_PIE=1`.
 
 /// The ELF file type of `path`: 2 a position-dependent executable (`ET_EXEC`), 3 a
@@ -18,4 +18,6 @@ fn the_binary_is_position_independent_unless_asked_otherwise() {
         3
     };
     assert_eq!(elf_type(env!("CARGO_BIN_EXE_sluice")), expected);
+    assert_eq!(elf_type(env!("CARGO_BIN_EXE_sluice-commands")), expected);
+    assert_eq!(elf_type(env!("CARGO_BIN_EXE_sluice-stepd")), expected);
 }

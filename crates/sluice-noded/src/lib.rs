@@ -346,6 +346,7 @@ pub async fn run_until(
         .map_err(io)?;
     let jobs_dir = state_dir.join("agents").join(format!("{node}.jobs"));
     std::fs::create_dir_all(&jobs_dir).map_err(io)?;
+    supervisors::find_supervisor_binary();
     tracing::info!(
         "{node}: slurmd (sluice agent) version {} started, pid {}",
         env!("CARGO_PKG_VERSION"),

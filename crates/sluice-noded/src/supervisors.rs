@@ -15,7 +15,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use sluice_proto::types::{JobEnded, JobState, LaunchBatch};
@@ -151,6 +151,40 @@ pub(crate) async fn start(
     }
 }
 
+/// The supervisors' own binary, `sluice-stepd` beside the agent's, opened when the agent
+/// starts ([`find_supervisor_binary`]); `None` where there is none.
+static SUPERVISOR_BINARY: OnceLock<Option<std::fs::File>> = OnceLock::new();
+
+/// Finds, once, the binary this agent starts its jobs' supervisors from: `sluice-stepd`
+/// installed next to the agent's own binary (the supervisor's code alone, a seventh of
+/// the size, so that each job's supervisor starts faster and holds less memory for as
+/// long as the job runs), or, where there is none, the agent's own binary (`sluice`,
+/// which is a supervisor too when run as `stepd`). The file is kept open: an upgrade
+/// that installs a new binary under the same name while the agent runs does not change
+/// what the agent starts (it and its supervisors are one build, as they were with the
+/// agent's own binary).
+pub(crate) fn find_supervisor_binary() {
+    SUPERVISOR_BINARY
+        .get_or_init(|| supervisor_beside(&std::fs::read_link("/proc/self/exe").ok()?));
+}
+
+/// `sluice-stepd` beside binary `exe`, opened; `None` where there is no such file.
+fn supervisor_beside(exe: &Path) -> Option<std::fs::File> {
+    let file = std::fs::File::open(exe.with_file_name("sluice-stepd")).ok()?;
+    file.metadata().ok().filter(|m| m.is_file())?;
+    Some(file)
+}
+
+/// The program a supervisor is started as: the binary [`find_supervisor_binary`] found,
+/// through the agent's descriptor of it, or the agent's own binary.
+fn supervisor_program() -> PathBuf {
+    find_supervisor_binary();
+    match SUPERVISOR_BINARY.get().and_then(Option::as_ref) {
+        Some(file) => PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
+        None => PathBuf::from("/proc/self/exe"),
+    }
+}
+
 /// Makes the supervisor's directory and record and starts it, holding its lock from
 /// before the start (see `stepd.rs`); a thread waits for its exit. Blocking.
 fn spawn(dir: &Path, launch: &Launch) -> Result<std::thread::JoinHandle<()>, String> {
@@ -176,7 +210,7 @@ fn spawn(dir: &Path, launch: &Launch) -> Result<std::thread::JoinHandle<()>, Str
     // (`Stepd::run`), and it is in a process group of its own from its start, so
     // that the agent's end, or a signal to the agent's process group (Ctrl-C or
     // Ctrl-Z where `sluice up` runs in a terminal), does not reach it.
-    let mut cmd = Command::new("/proc/self/exe");
+    let mut cmd = Command::new(supervisor_program());
     cmd.arg0("slurmstepd")
         .arg("stepd")
         .arg(dir)
@@ -590,6 +624,25 @@ mod tests {
         assert_eq!(run_of(&dir), Some((42, 3)));
         assert_eq!(run_of(Path::new("/spool/n1.jobs/42.3.sh")), None);
         assert_eq!(run_of(Path::new("/spool/n1.jobs/x.1")), None);
+    }
+
+    #[test]
+    fn supervisors_start_from_sluice_stepd_beside_the_agent_where_it_is_installed() {
+        let dir = std::env::temp_dir().join(format!("sluice-beside-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let agent = dir.join("sluice");
+        assert!(supervisor_beside(&agent).is_none(), "none installed");
+        std::fs::create_dir(dir.join("sluice-stepd")).unwrap();
+        assert!(
+            supervisor_beside(&agent).is_none(),
+            "a directory is no binary"
+        );
+        std::fs::remove_dir(dir.join("sluice-stepd")).unwrap();
+        std::fs::write(dir.join("sluice-stepd"), b"\x7fELF").unwrap();
+        let found = supervisor_beside(&agent).expect("installed beside it");
+        let opened = std::fs::read_link(format!("/proc/self/fd/{}", found.as_raw_fd())).unwrap();
+        assert_eq!(opened, dir.join("sluice-stepd"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

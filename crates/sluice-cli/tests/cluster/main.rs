@@ -7,6 +7,7 @@ mod acct_limits;
 mod arrays;
 mod audit;
 mod backup_controller;
+mod binaries;
 mod cancel;
 mod commands;
 mod completing;

@@ -60,7 +60,13 @@ pub fn lay_out(h: &Hosts, extra: &str) {
         "scancel",
         "salloc",
     ] {
-        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sluice"), bin.join(name)).unwrap();
+        // As the README installs them: the daemons are `sluice`, the commands
+        // `sluice-commands` (and the agents start `sluice-stepd` beside `sluice`).
+        let binary = match name {
+            "slurmctld" | "slurmd" => env!("CARGO_BIN_EXE_sluice"),
+            _ => env!("CARGO_BIN_EXE_sluice-commands"),
+        };
+        std::os::unix::fs::symlink(binary, bin.join(name)).unwrap();
     }
     let work = here(h, WORK);
     std::fs::create_dir_all(&work).unwrap();

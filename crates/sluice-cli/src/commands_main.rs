@@ -1,0 +1,37 @@
+//! `sluice-commands`: Slurm's commands alone (`sbatch`, `squeue`, `scontrol`, ...), run
+//! by their names (links to this binary) or as `sluice-commands squeue ...`.
+//!
+//! The same code as `sluice` under those names, without the daemons, the simulator and
+//! the dashboard: a command is a short process, and most of its time is its own start
+//! (the kernel mapping the binary, the dynamic loader's relocations), which grow with
+//! the binary. `sluice up` links the commands to this binary when it is installed next
+//! to `sluice`.
+
+use sluice_cli::slurm;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let name = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if slurm::COMMANDS.contains(&name.as_str()) {
+        // Run by a Slurm command's name: getopt's messages start with argv[0] as run.
+        slurm::common::set_program(&args[0]);
+    }
+    if let Some(code) = slurm::dispatch(&name, args[1..].to_vec()) {
+        std::process::exit(code);
+    }
+    if let Some(code) = args
+        .get(1)
+        .and_then(|cmd| slurm::dispatch(cmd, args[2..].to_vec()))
+    {
+        std::process::exit(code);
+    }
+    eprintln!(
+        "usage: {name} COMMAND [ARGS]..., or run by a command's name; the commands: {}",
+        slurm::COMMANDS.join(" ")
+    );
+    std::process::exit(1);
+}

@@ -1,0 +1,25 @@
+//! The `sluice` command's code, shared by its two binaries.
+//!
+//! `sluice` (`main.rs`) is everything: `sluice up` runs a cluster, `sluice sim` replays
+//! workloads, and under the names of Slurm's daemons (`slurmctld`, `slurmd`,
+//! `slurmrestd`) it runs them. `sluice-commands` (`commands_main.rs`) is only Slurm's
+//! commands (`sbatch`, `squeue`, ...): a binary a fraction of the size, which starts in
+//! half the time, and which `sluice up` links those names to (both answer to them).
+
+pub mod audit;
+pub mod daemon_log;
+pub mod daemons;
+pub mod db;
+pub mod efficiency;
+pub mod explain;
+pub mod metrics;
+pub mod report;
+pub mod report_efficiency;
+pub mod reservations;
+pub mod restd;
+pub mod sim;
+pub mod sim_limits;
+pub mod slurm;
+pub mod standby;
+pub mod ui;
+pub mod up;
