@@ -477,13 +477,14 @@ impl Accounts {
         self.qos.values()
     }
 
-    /// The users whose `AdminLevel` is Operator or Administrator, by name: they see
-    /// every job whatever `PrivateData` says, as root and `SlurmUser` do.
-    pub fn operators(&self) -> std::collections::BTreeSet<String> {
+    /// The users whose `AdminLevel` is Operator or Administrator, by name, with their
+    /// level: operators see every job whatever `PrivateData` says and act on every job,
+    /// as root and `SlurmUser` do; administrators also manage nodes and partitions.
+    pub fn operators(&self) -> std::collections::BTreeMap<String, AdminLevel> {
         self.users
             .values()
             .filter(|u| u.admin_level >= AdminLevel::Operator)
-            .map(|u| u.name.clone())
+            .map(|u| (u.name.clone(), u.admin_level))
             .collect()
     }
 

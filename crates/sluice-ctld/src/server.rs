@@ -182,12 +182,25 @@ impl Shared {
         (!self.is_operator(listing, peer)).then_some(uid)
     }
 
-    /// `peer` acting on jobs: an operator by `AdminLevel` may act on every job (cancel,
-    /// signal, hold, release, requeue, update), as Slurm's `validate_operator` lets
-    /// them, like root and `SlurmUser`. Nodes and partitions stay theirs alone.
-    fn job_caller(&self, peer: Peer) -> Caller {
+    /// `peer` acting on jobs and reservations: an operator by `AdminLevel` (Operator or
+    /// Administrator) may act on every job (cancel, signal, hold, release, requeue,
+    /// update) and manage reservations, as Slurm's `validate_operator` lets them, like
+    /// root and `SlurmUser`.
+    fn operator_caller(&self, peer: Peer) -> Caller {
         let mut caller = self.caller(peer);
         caller.admin = caller.admin || self.is_operator(&self.listing.latest(), peer);
+        caller
+    }
+
+    /// `peer` acting on the cluster itself (nodes, partitions, dynamic nodes, a
+    /// reconfiguration): root, `SlurmUser` and administrators by `AdminLevel`, Slurm's
+    /// `validate_super_user`; an operator is not one.
+    fn super_caller(&self, peer: Peer) -> Caller {
+        let mut caller = self.caller(peer);
+        if !caller.admin {
+            let user = names::user(peer.uid).unwrap_or_else(|| peer.uid.to_string());
+            caller.admin = self.listing.latest().is_administrator(&user);
+        }
         caller
     }
 

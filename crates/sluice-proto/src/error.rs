@@ -135,6 +135,13 @@ impl ApiError {
     pub fn access_denied() -> Self {
         ApiError::new(ErrorCode::AccessDenied, ACCESS_DENIED)
     }
+
+    /// A request only super users may make (root, `SlurmUser`, `AdminLevel`
+    /// Administrator: nodes, partitions, a reconfiguration) refused as Slurm 22.05's
+    /// `validate_super_user` refuses it: `ESLURM_USER_ID_MISSING`, `Invalid user id`.
+    pub fn not_super_user() -> Self {
+        ApiError::new(ErrorCode::InvalidUserId, INVALID_USER_ID)
+    }
 }
 
 /// Slurm's message for `ESLURM_INVALID_JOB_ID`.

@@ -111,7 +111,7 @@ fn dynamic_nodes_are_created_take_work_may_not_go_while_busy_and_survive_a_resta
     let o = c.run_as(65534, "scontrol", &create);
     assert_eq!(
         (o.stderr.as_str(), o.code),
-        ("Error creating the node(s): Access/permission denied\n", 1)
+        ("Error creating the node(s): Invalid user id\n", 1)
     );
     let o = c.run("scontrol", &create[..4]);
     assert_eq!(

@@ -301,7 +301,7 @@ fn rest_updates_and_cancels_jobs_and_drains_nodes_as_the_commands_do() {
     let node_since = settled("nodes");
     let part_since = settled("partitions");
 
-    // Nodes: operators only.
+    // Nodes: super users only (Slurm's validate_super_user: ESLURM_USER_ID_MISSING).
     let (status, v) = http(
         &addr,
         "POST",
@@ -309,7 +309,7 @@ fn rest_updates_and_cancels_jobs_and_drains_nodes_as_the_commands_do() {
         &users,
         r#"{"state": ["DRAIN"], "reason": "mine now"}"#,
     );
-    assert_eq!((status, error_numbers(&v)), (422, vec![2002]), "{v}");
+    assert_eq!((status, error_numbers(&v)), (422, vec![2010]), "{v}");
     assert!(!c
         .run("scontrol", &["show", "node", "n1"])
         .stdout

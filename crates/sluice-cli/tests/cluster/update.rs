@@ -207,7 +207,7 @@ fn an_operator_changes_partitions_until_the_controller_restarts() {
     let parts = |c: &Cluster| c.run("sinfo", &["-h", "-o", "%P %a %l %D"]).stdout;
     let before = "debug* up 1:00:00 2\nother up 1:00:00 1\n";
     assert_eq!(parts(&c), before);
-    // Only operators: a user is refused and nothing changes.
+    // Only super users: a user is refused and nothing changes.
     let o = c.run_as(
         65534,
         "scontrol",
@@ -215,7 +215,7 @@ fn an_operator_changes_partitions_until_the_controller_restarts() {
     );
     assert_eq!(
         (o.stderr.as_str(), o.code),
-        ("slurm_update error: Access/permission denied\n", 1)
+        ("slurm_update error: Invalid user id\n", 1)
     );
     // One refused change refuses the others given with it.
     let o = c.run(
@@ -291,7 +291,7 @@ fn reconfigure_reads_slurm_confs_partitions_again_and_refuses_what_needs_a_resta
     let o = c.run_as(65534, "scontrol", &["reconfigure"]);
     assert_eq!(
         (o.stderr.as_str(), o.code),
-        ("slurm_reconfigure error: Access/permission denied\n", 1)
+        ("slurm_reconfigure error: Invalid user id\n", 1)
     );
     assert_eq!(parts(&c), "debug* down 1:00:00 2\nother up 1:00:00 1\n");
     let o = c.run("scontrol", &["reconfig"]);
@@ -331,5 +331,78 @@ fn reconfigure_reads_slurm_confs_partitions_again_and_refuses_what_needs_a_resta
             "slurm_reconfigure error: adding, removing or reordering partitions, or changing a partition's QOS, needs a restart of the controller\n",
             1
         )
+    );
+}
+
+#[test]
+fn an_administrator_by_adminlevel_changes_nodes_and_partitions_and_an_operator_does_not() {
+    // Needs a second user: root runs the test, `nobody` (65534) is the other.
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to run commands as a second user");
+        return;
+    }
+    let c = Cluster::start("superuser", SMALL);
+    let sacctmgr = |args: &[&str]| {
+        let o = c.run("sacctmgr", args);
+        assert_eq!(o.code, 0, "{o:?}");
+    };
+    let drain = || {
+        c.run_as(
+            65534,
+            "scontrol",
+            &["update", "NodeName=n2", "State=DRAIN", "Reason=maint"],
+        )
+    };
+    let max_time = || {
+        c.run_as(
+            65534,
+            "scontrol",
+            &["update", "PartitionName=debug", "MaxTime=20"],
+        )
+    };
+    let node_state = || c.run("sinfo", &["-h", "-n", "n2", "-o", "%t"]).stdout;
+    let partition_limit = || c.run("sinfo", &["-h", "-p", "debug", "-o", "%l"]).stdout;
+    // Slurm's validate_super_user refuses with ESLURM_USER_ID_MISSING.
+    let denied = "slurm_update error: Invalid user id";
+    // A plain user, then an operator (Slurm's validate_operator: jobs and reservations),
+    // is refused; nothing changes (compat 228).
+    sacctmgr(&["-i", "add", "user", "nobody", "account=root"]);
+    for level in ["none", "operator"] {
+        let set = format!("adminlevel={level}");
+        if level != "none" {
+            sacctmgr(&["-i", "modify", "user", "nobody", "set", &set]);
+        }
+        let o = drain();
+        assert!(o.code == 1 && o.stderr.contains(denied), "{level}: {o:?}");
+        let o = max_time();
+        assert!(o.code == 1 && o.stderr.contains(denied), "{level}: {o:?}");
+        assert_eq!(node_state(), "idle\n");
+        assert_eq!(partition_limit(), "1:00:00\n");
+    }
+    // An administrator is a super user (Slurm's validate_super_user).
+    sacctmgr(&[
+        "-i",
+        "modify",
+        "user",
+        "nobody",
+        "set",
+        "adminlevel=administrator",
+    ]);
+    let o = drain();
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(node_state(), "drain\n");
+    let o = max_time();
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(partition_limit(), "20:00\n");
+    let o = c.run_as(
+        65534,
+        "scontrol",
+        &["update", "NodeName=n2", "State=RESUME"],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(
+        c.settle("idle\n", node_state),
+        "idle\n",
+        "resumed by the administrator"
     );
 }

@@ -67,15 +67,15 @@ pub fn parse_node_line(line: &str) -> Result<ClusterConfig, ApiError> {
     Ok(conf)
 }
 
-/// `POST /v1/nodes/create` (operators).
+/// `POST /v1/nodes/create` (super users: root, `SlurmUser`, administrators).
 pub(super) async fn create(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     body: axum::body::Bytes,
 ) -> Response {
-    let caller = app.caller(peer);
+    let caller = app.super_caller(peer);
     if !caller.admin {
-        return refuse(ApiError::access_denied());
+        return refuse(ApiError::not_super_user());
     }
     let Ok(req) = serde_json::from_slice::<NodeLineRequest>(&body) else {
         return refuse(ApiError::invalid("malformed request"));
@@ -98,15 +98,15 @@ pub(super) async fn create(
     reply(r.map(|()| sluice_proto::types::Done {}))
 }
 
-/// `POST /v1/nodes/delete` (operators).
+/// `POST /v1/nodes/delete` (super users).
 pub(super) async fn delete(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     body: axum::body::Bytes,
 ) -> Response {
-    let caller = app.caller(peer);
+    let caller = app.super_caller(peer);
     if !caller.admin {
-        return refuse(ApiError::access_denied());
+        return refuse(ApiError::not_super_user());
     }
     let Ok(req) = serde_json::from_slice::<NodeLineRequest>(&body) else {
         return refuse(ApiError::invalid("malformed request"));

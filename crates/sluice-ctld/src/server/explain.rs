@@ -21,7 +21,7 @@ pub(super) async fn explain(
 ) -> Response {
     // What `PrivateData` hides an explanation does not hide from an operator by
     // `AdminLevel` either (it changes nothing: only sight depends on `admin` here).
-    let caller = app.job_caller(peer);
+    let caller = app.operator_caller(peer);
     let r = app
         .ask(|reply| Request::Explain {
             id: JobId(id),

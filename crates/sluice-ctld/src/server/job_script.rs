@@ -33,7 +33,7 @@ pub(super) async fn job_script(
 /// The script of job `id`, as `peer` may read it.
 async fn script_of(app: &App, peer: Peer, id: JobId) -> Result<JobScript, ApiError> {
     // Root, `SlurmUser` and operators by `AdminLevel` read any job's script.
-    let caller = app.job_caller(peer);
+    let caller = app.operator_caller(peer);
     let listing = app.listing.latest();
     // `PrivateData=jobs`: another user's job is no job at all.
     let hidden = app.owner_only(&listing, peer);

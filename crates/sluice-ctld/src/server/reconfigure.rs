@@ -95,9 +95,9 @@ pub(super) async fn reconfigure(
     // Read whole before answering, so that a refusal never meets a client still sending.
     _body: axum::body::Bytes,
 ) -> Response {
-    let caller = app.caller(peer);
+    let caller = app.super_caller(peer);
     if !caller.admin {
-        return refuse(ApiError::access_denied());
+        return refuse(ApiError::not_super_user());
     }
     let Some(start) = app.start_conf.clone() else {
         return refuse(ApiError::invalid(

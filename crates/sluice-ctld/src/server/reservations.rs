@@ -41,7 +41,7 @@ pub(super) async fn change(
     ConnectInfo(peer): ConnectInfo<Peer>,
     Json(req): Json<ReservationChange>,
 ) -> Response {
-    let caller = app.caller(peer);
+    let caller = app.operator_caller(peer);
     // User names are looked up off the loop (NSS may be slow).
     let uids = tokio::task::spawn_blocking({
         let req = req.clone();

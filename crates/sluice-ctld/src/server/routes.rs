@@ -111,8 +111,8 @@ pub(super) fn reply<T: Serialize>(r: Result<T, ApiError>) -> Response {
 /// A change on behalf of `peer`, answered `{}` once durable.
 pub(super) async fn change(app: App, peer: Peer, change: Change) -> Response {
     let caller = match change {
-        Change::UpdateNodes(_) | Change::UpdatePartition(_) => app.caller(peer),
-        _ => app.job_caller(peer),
+        Change::UpdateNodes(_) | Change::UpdatePartition(_) => app.super_caller(peer),
+        _ => app.operator_caller(peer),
     };
     let r = app
         .ask(|reply| Request::Change {

@@ -20,12 +20,13 @@
 //! the jobs being preempted.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
 use imbl::{OrdMap, OrdSet};
 use serde::Serialize;
 use sluice_core::JobId;
+use sluice_proto::accounts::AdminLevel;
 use sluice_proto::listing::{items, JobQuery, ListedJob, StateFilter};
 use sluice_proto::types::{
     GresRequest, JobDescription, JobRecord, JobState, MemoryRequest, PreemptionTimes,
@@ -107,9 +108,9 @@ pub struct Listing {
     updated: i64,
     /// The nodes and partitions (`nodes.rs`).
     nodes: NodeListing,
-    /// The users of `AdminLevel` Operator and above, by name
+    /// The users of `AdminLevel` Operator and above, by name, with their level
     /// ([`Accounts::operators`](crate::accounts::Accounts::operators)).
-    operators: Arc<BTreeSet<String>>,
+    operators: Arc<BTreeMap<String, AdminLevel>>,
 }
 
 /// The latest snapshot, shared by the loop (which replaces it) and the readers.
@@ -168,7 +169,14 @@ impl Listing {
     /// who sees every job whatever `PrivateData` says: callers named so are not held
     /// to [`Listing::owner_only`].
     pub fn is_operator(&self, name: &str) -> bool {
-        self.operators.contains(name)
+        self.operators.contains_key(name)
+    }
+
+    /// Whether user `name` is an administrator by `AdminLevel`, a super user as root
+    /// and `SlurmUser` are (Slurm's `validate_super_user`): nodes and partitions are
+    /// theirs to change.
+    pub fn is_administrator(&self, name: &str) -> bool {
+        self.operators.get(name) == Some(&AdminLevel::Administrator)
     }
 
     /// slurm.conf's `PrivateData`, as this snapshot's configuration says.
@@ -873,7 +881,7 @@ impl Publisher {
 mod tests {
     use std::path::Path;
 
-    use sluice_proto::accounts::{AccountsRequest, AdminLevel, AssocFilter};
+    use sluice_proto::accounts::{AccountsRequest, AssocFilter};
 
     use super::*;
     use crate::accounts::Requester;
@@ -881,7 +889,7 @@ mod tests {
     use crate::state::Controller;
 
     #[test]
-    fn the_snapshot_knows_the_operators_as_sacctmgr_makes_and_unmakes_them() {
+    fn the_snapshot_knows_operators_and_administrators_as_sacctmgr_makes_and_unmakes_them() {
         // Readers decide from the snapshot whether a caller sees every job under
         // `PrivateData=jobs`: a user made an operator by `AdminLevel` is one there once
         // the change is published, and no longer once made a plain user again.
@@ -925,9 +933,18 @@ mod tests {
         p.publish(&mut c, 2);
         let latest = p.published().latest();
         assert!(latest.is_operator("alice"));
+        assert!(
+            !latest.is_administrator("alice"),
+            "an operator is no super user"
+        );
         assert!(!latest.is_operator("bob"));
-        set(&mut c, AdminLevel::None);
+        set(&mut c, AdminLevel::Administrator);
         p.publish(&mut c, 3);
+        let latest = p.published().latest();
+        assert!(latest.is_operator("alice") && latest.is_administrator("alice"));
+        set(&mut c, AdminLevel::None);
+        p.publish(&mut c, 4);
         assert!(!p.published().latest().is_operator("alice"));
+        assert!(!p.published().latest().is_administrator("alice"));
     }
 }

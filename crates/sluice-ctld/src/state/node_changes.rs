@@ -452,7 +452,7 @@ impl Controller {
     /// with `scontrol update PartitionName=P Nodes=...`), taking work once their
     /// agents register; they are kept across restarts.
     ///
-    /// Errors (Slurm's): "Access/permission denied"; a state other than FUTURE or CLOUD,
+    /// Errors (Slurm's): "Invalid user id" (not a super user); a state other than FUTURE or CLOUD,
     /// "Invalid node state specified"; a name already taken, "Invalid node name
     /// specified"; GRES the cluster does not have.
     pub fn create_nodes(
@@ -463,7 +463,7 @@ impl Controller {
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
         if !caller.admin {
-            return Err(ApiError::access_denied());
+            return Err(ApiError::not_super_user());
         }
         let state = state_of(line).unwrap_or_default();
         let future = state == "FUTURE";
@@ -637,7 +637,7 @@ impl Controller {
     /// for the first of them: an unknown name, "Invalid node name specified"; a node
     /// that runs jobs, "Requested nodes are busy".
     ///
-    /// Errors (Slurm's): "Access/permission denied"; a list that names no node,
+    /// Errors (Slurm's): "Invalid user id" (not a super user); a list that names no node,
     /// "Invalid node name specified".
     pub fn delete_nodes(
         &mut self,
@@ -646,7 +646,7 @@ impl Controller {
         now: i64,
     ) -> Result<(Vec<Effect>, sluice_proto::types::NodesDeleted), ApiError> {
         if !caller.admin {
-            return Err(ApiError::access_denied());
+            return Err(ApiError::not_super_user());
         }
         let invalid = || {
             ApiError::new(

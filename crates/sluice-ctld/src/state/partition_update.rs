@@ -88,7 +88,7 @@ impl Controller {
     /// checked before any is made, so a refused request changes nothing. `Default=YES`
     /// takes the default from the partition that had it.
     ///
-    /// Errors (Slurm's): "Access/permission denied", "Invalid partition name specified",
+    /// Errors (Slurm's): "Invalid user id" (not a super user), "Invalid partition name specified",
     /// "Invalid node name specified", `Invalid KEY value: VALUE`; and limits that would
     /// keep every job waiting (a `DefaultTime` over `MaxTime`, `MinNodes` over
     /// `MaxNodes`).
@@ -98,7 +98,7 @@ impl Controller {
         caller: &Caller,
     ) -> Result<Vec<Effect>, ApiError> {
         if !caller.admin {
-            return Err(ApiError::access_denied());
+            return Err(ApiError::not_super_user());
         }
         let pid: PartitionId = self
             .conf
@@ -156,7 +156,7 @@ impl Controller {
     /// QOS: adding, removing or reordering partitions, or changing a partition's QOS,
     /// needs a restart. Everything is checked before anything changes.
     ///
-    /// Errors: "Access/permission denied", a node to change or remove that runs jobs,
+    /// Errors: "Invalid user id" (not a super user), a node to change or remove that runs jobs,
     /// or what needs a restart.
     pub fn reconfigure_partitions(
         &mut self,
@@ -166,7 +166,7 @@ impl Controller {
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
         if !caller.admin {
-            return Err(ApiError::access_denied());
+            return Err(ApiError::not_super_user());
         }
         let partitions = new.cluster.partitions.clone();
         for p in &partitions {

@@ -150,7 +150,7 @@ impl Controller {
     /// `RESUME` (or `UNDRAIN`, `IDLE`). Operators only. A node set DOWN loses its
     /// running jobs as on a node failure: requeued when they may be, else `NODE_FAIL`.
     ///
-    /// Errors (Slurm's): "Access/permission denied", "Invalid node name specified",
+    /// Errors (Slurm's): "Invalid user id" (not a super user), "Invalid node name specified",
     /// "Invalid node state specified", [`REASON_NEEDED`].
     pub fn update_node(
         &mut self,
@@ -161,7 +161,7 @@ impl Controller {
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
         if !caller.admin {
-            return Err(ApiError::access_denied());
+            return Err(ApiError::not_super_user());
         }
         let invalid = || ApiError::new(ErrorCode::InvalidNodeName, INVALID_NODE_NAME);
         let nodes: Vec<(String, NodeId)> = sluice_conf::hostlist::expand(names)

@@ -244,7 +244,7 @@ pub(super) async fn update(ctx: Ctx, Path(id): Path<String>, body: axum::body::B
         }),
         None => {}
     }
-    let caller = ctx.app.job_caller(ctx.peer);
+    let caller = ctx.app.operator_caller(ctx.peer);
     for change in steps {
         let done = ctx
             .app

@@ -227,7 +227,7 @@ pub(super) async fn cancel(
         batch,
         ..Default::default()
     };
-    let caller = ctx.app.job_caller(ctx.peer);
+    let caller = ctx.app.operator_caller(ctx.peer);
     let done = ctx
         .app
         .ask(|reply| crate::server::input::Request::Change {

@@ -343,7 +343,7 @@ pub(super) async fn kill(ctx: Ctx, body: axum::body::Body) -> Response {
             req.user_id = Some(uid);
         }
     }
-    let caller = ctx.app.job_caller(ctx.peer);
+    let caller = ctx.app.operator_caller(ctx.peer);
     let listing = ctx.app.listing.latest();
     let hidden = ctx.app.owner_only(&listing, ctx.peer);
     let now = crate::server::now();

@@ -123,7 +123,7 @@ pub(super) async fn update(ctx: Ctx, Path(name): Path<String>, body: axum::body:
             );
         }
     };
-    let caller = ctx.app.caller(ctx.peer);
+    let caller = ctx.app.super_caller(ctx.peer);
     let change = Change::UpdateNodes(NodeUpdate {
         nodes: name.clone(),
         state,
