@@ -23,6 +23,10 @@ fn main() {
     if let Some(code) = slurm::dispatch(&name, args[1..].to_vec()) {
         std::process::exit(code);
     }
+    if args.get(1).map(String::as_str) == Some("--build-id") {
+        println!("{}", sluice_cli::BUILD_ID);
+        std::process::exit(0);
+    }
     if let Some(code) = args
         .get(1)
         .and_then(|cmd| slurm::dispatch(cmd, args[2..].to_vec()))

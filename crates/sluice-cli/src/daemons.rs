@@ -544,6 +544,8 @@ pub fn ctld(args: Vec<String>) -> i32 {
 /// Runs `slurmd` (or `sluice agent`) with `args`; its exit status.
 pub fn agent(args: Vec<String>) -> i32 {
     let me = "slurmd";
+    // Jobs' supervisors start from `sluice-stepd` only where it is of this build.
+    sluice_noded::supervisors::expect_build(crate::BUILD_ID);
     let f = flags(me, args);
     if let Err(e) = check_dynamic_conf(&f) {
         return fail(me, e);

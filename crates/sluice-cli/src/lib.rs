@@ -6,6 +6,10 @@
 //! commands (`sbatch`, `squeue`, ...): a binary a fraction of the size, which starts in
 //! half the time, and which `sluice up` links those names to (both answer to them).
 
+/// What this build was made from (`build.rs`): `sluice` starts `sluice-commands` and
+/// `sluice-stepd` only when they answer `--build-id` with the same.
+pub const BUILD_ID: &str = env!("SLUICE_BUILD_ID");
+
 pub mod audit;
 pub mod daemon_log;
 pub mod daemons;

@@ -10,6 +10,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("stepd") => std::process::exit(sluice_cli::daemons::stepd(args[2..].to_vec())),
+        Some("--build-id") => println!("{}", sluice_cli::BUILD_ID),
         _ => {
             eprintln!("usage: slurmstepd stepd DIR --lock-fd FD (started by a node's agent)");
             std::process::exit(1);

@@ -44,13 +44,25 @@ fn controller_log(conf: &ClusterConfig, state_dir: &Path) -> PathBuf {
 /// Where node `node`'s agent logs: `SlurmdLogFile` with `%h` and `%n` expanded, else
 /// `logs/slurmd-NODE.log` in the state directory.
 /// The binary the Slurm commands' names link to: `sluice-commands` where it is installed
-/// next to `sluice` (`exe`), the same commands in a binary a fraction of the size, which
-/// starts in about half the time; `sluice` itself where it is not.
-pub fn commands_binary(exe: &Path) -> PathBuf {
+/// next to `sluice` (`exe`) and is of the same build (it answers `--build-id` with
+/// `build`), the same commands in a binary a fraction of the size, which starts in
+/// about half the time; `sluice` itself where it is not.
+pub fn commands_binary(exe: &Path, build: &str) -> PathBuf {
     let lean = exe.with_file_name("sluice-commands");
-    match lean.is_file() {
-        true => lean,
-        false => exe.to_path_buf(),
+    if !lean.is_file() {
+        return exe.to_path_buf();
+    }
+    let answer = Command::new(&lean).arg("--build-id").output();
+    match answer {
+        Ok(o) if o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == build => lean,
+        _ => {
+            eprintln!(
+                "sluice up: warning: {} is not of this build of sluice: the commands run as {}",
+                lean.display(),
+                exe.display()
+            );
+            exe.to_path_buf()
+        }
     }
 }
 
@@ -143,7 +155,7 @@ pub fn run(args: UpArgs) -> i32 {
         }
     }
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sluice"));
-    let commands = commands_binary(&exe);
+    let commands = commands_binary(&exe, crate::BUILD_ID);
     // The Slurm commands, `slurmrestd`, and `sluice` itself (for `sluice up`, `sluice
     // sim` from the same shell).
     for name in crate::slurm::COMMANDS
@@ -339,13 +351,36 @@ mod tests {
     }
 
     #[test]
-    fn the_commands_link_to_sluice_commands_where_it_is_installed_and_else_to_sluice() {
+    fn the_commands_link_to_sluice_commands_of_the_same_build_and_else_to_sluice() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("sluice-links-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let exe = dir.join("sluice");
-        assert_eq!(commands_binary(&exe), exe);
-        std::fs::write(dir.join("sluice-commands"), b"").unwrap();
-        assert_eq!(commands_binary(&exe), dir.join("sluice-commands"));
+        assert_eq!(commands_binary(&exe, "0.1.0-a"), exe, "none installed");
+        // A stand-in that answers `--build-id` as a build "0.1.0-a" would.
+        let lean = dir.join("sluice-commands");
+        std::fs::write(
+            &lean,
+            "#!/bin/sh\n[ \"$1\" = --build-id ] && echo 0.1.0-a\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&lean, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // (Tried again a few times: a fork by another test's thread while the file was
+        // open for writing makes it busy to execute, ETXTBSY, for a moment.)
+        let mut found = commands_binary(&exe, "0.1.0-a");
+        for _ in 0..50 {
+            if found == lean {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            found = commands_binary(&exe, "0.1.0-a");
+        }
+        assert_eq!(found, lean);
+        assert_eq!(
+            commands_binary(&exe, "0.1.0-b"),
+            exe,
+            "another build: stale"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -34,7 +34,7 @@ mod pty;
 mod run;
 mod service;
 pub mod stepd;
-mod supervisors;
+pub mod supervisors;
 mod task_env;
 mod tree;
 pub mod usage;

@@ -155,17 +155,43 @@ pub(crate) async fn start(
 /// starts ([`find_supervisor_binary`]); `None` where there is none.
 static SUPERVISOR_BINARY: OnceLock<Option<std::fs::File>> = OnceLock::new();
 
+/// The build `sluice-stepd` must answer `--build-id` with ([`expect_build`]).
+static EXPECTED_BUILD: OnceLock<&'static str> = OnceLock::new();
+
+/// Names the build this agent is of (`sluice`'s build identifier), before it starts:
+/// only a `sluice-stepd` of the same build starts its supervisors. Without it, they
+/// start from the agent's own binary.
+pub fn expect_build(build: &'static str) {
+    let _ = EXPECTED_BUILD.set(build);
+}
+
 /// Finds, once, the binary this agent starts its jobs' supervisors from: `sluice-stepd`
 /// installed next to the agent's own binary (the supervisor's code alone, a seventh of
-/// the size, so that each job's supervisor starts faster and holds less memory for as
-/// long as the job runs), or, where there is none, the agent's own binary (`sluice`,
-/// which is a supervisor too when run as `stepd`). The file is kept open: an upgrade
-/// that installs a new binary under the same name while the agent runs does not change
-/// what the agent starts (it and its supervisors are one build, as they were with the
-/// agent's own binary).
+/// the size, so that each job's supervisor starts faster and holds half the memory for
+/// as long as the job runs) where it is of the agent's build ([`expect_build`]), or
+/// else the agent's own binary (`sluice`, which is a supervisor too when run as
+/// `stepd`). The file is kept open: an upgrade that installs a new binary under the
+/// same name while the agent runs does not change what the agent starts.
 pub(crate) fn find_supervisor_binary() {
-    SUPERVISOR_BINARY
-        .get_or_init(|| supervisor_beside(&std::fs::read_link("/proc/self/exe").ok()?));
+    SUPERVISOR_BINARY.get_or_init(|| {
+        let exe = std::fs::read_link("/proc/self/exe").ok()?;
+        let file = supervisor_beside(&exe)?;
+        let build = EXPECTED_BUILD.get()?;
+        if answers_build(&format!("/proc/self/fd/{}", file.as_raw_fd()), build) {
+            return Some(file);
+        }
+        tracing::warn!(
+            "{}: not of this agent's build: jobs' supervisors start from the agent's own binary",
+            exe.with_file_name("sluice-stepd").display()
+        );
+        None
+    });
+}
+
+/// Whether `program --build-id` answers `build`.
+fn answers_build(program: &str, build: &str) -> bool {
+    let answer = Command::new(program).arg("--build-id").output();
+    answer.is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == build)
 }
 
 /// `sluice-stepd` beside binary `exe`, opened; `None` where there is no such file.
@@ -642,6 +668,29 @@ mod tests {
         let found = supervisor_beside(&agent).expect("installed beside it");
         let opened = std::fs::read_link(format!("/proc/self/fd/{}", found.as_raw_fd())).unwrap();
         assert_eq!(opened, dir.join("sluice-stepd"));
+        // Used only where it is of the agent's build: a stand-in answering as build "a".
+        let stand_in = dir.join("answers");
+        std::fs::write(
+            &stand_in,
+            "#!/bin/sh\n[ \"$1\" = --build-id ] && echo 0.1.0-a\n",
+        )
+        .unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let stand_in = stand_in.to_str().unwrap();
+        // (Tried again a few times: a fork by another test's thread while the file was
+        // open for writing makes it busy to execute, ETXTBSY, for a moment.)
+        let answered = (0..50).any(|_| {
+            answers_build(stand_in, "0.1.0-a") || {
+                std::thread::sleep(Duration::from_millis(20));
+                false
+            }
+        });
+        assert!(answered);
+        assert!(!answers_build(stand_in, "0.1.0-b"), "another build");
+        assert!(!answers_build("/nonexistent/sluice-stepd", "0.1.0-a"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
