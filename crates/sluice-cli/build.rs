@@ -25,8 +25,9 @@ fn main() {
     println!("cargo:rustc-env=SLUICE_BUILD_ID={}", build_id());
 }
 
-/// The version and an FNV-1a digest of every crate's sources and manifest and of the
-/// lock file (each watched, so that a change builds a new identifier).
+/// The version and an FNV-1a digest of every crate's sources (`src/`, without its test
+/// modules) and manifest and of the lock file (each watched, so that a change builds a
+/// new identifier).
 fn build_id() -> String {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
     let root = manifest.join("../..");
@@ -59,7 +60,9 @@ fn build_id() -> String {
         feed(name.to_string_lossy().as_bytes());
         feed(&std::fs::read(file).unwrap_or_default());
     }
-    for path in &watched {
+    // Each file, not its directory: a change to a test module alone (not hashed)
+    // builds nothing again. A new file is declared in a watched one.
+    for path in &files {
         println!("cargo:rerun-if-changed={}", path.display());
     }
     format!(
@@ -74,6 +77,14 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
         return;
     };
     for path in entries.flatten().map(|e| e.path()) {
+        // Tests are no part of a build, nor an editor's files (`.x.swp`, `x~`).
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        if name == "tests" || name == "tests.rs" || name.starts_with('.') || name.ends_with('~') {
+            continue;
+        }
         if path.is_dir() {
             collect(&path, files);
         } else {

@@ -108,8 +108,14 @@ impl Lab {
         std::fs::write(etc.join("slurm.conf"), LAB_CONF).unwrap();
         let bin = here(&h, BIN);
         std::fs::create_dir_all(&bin).unwrap();
+        // As the README installs them: the daemons `sluice`, the commands
+        // `sluice-commands`.
         for name in ["slurmctld", "slurmd", "sbatch", "srun", "squeue", "sinfo"] {
-            std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sluice"), bin.join(name)).unwrap();
+            let binary = match name {
+                "slurmctld" | "slurmd" => env!("CARGO_BIN_EXE_sluice"),
+                _ => env!("CARGO_BIN_EXE_sluice-commands"),
+            };
+            std::os::unix::fs::symlink(binary, bin.join(name)).unwrap();
         }
         let work = here(&h, WORK);
         std::fs::create_dir_all(&work).unwrap();

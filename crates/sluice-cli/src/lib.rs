@@ -1,10 +1,12 @@
-//! The `sluice` command's code, shared by its two binaries.
+//! The `sluice` command's code, shared by its three binaries.
 //!
 //! `sluice` (`main.rs`) is everything: `sluice up` runs a cluster, `sluice sim` replays
 //! workloads, and under the names of Slurm's daemons (`slurmctld`, `slurmd`,
 //! `slurmrestd`) it runs them. `sluice-commands` (`commands_main.rs`) is only Slurm's
 //! commands (`sbatch`, `squeue`, ...): a binary a fraction of the size, which starts in
 //! half the time, and which `sluice up` links those names to (both answer to them).
+//! `sluice-stepd` (`stepd_main.rs`) is only a job's supervisor, which agents start for
+//! each job.
 
 /// What this build was made from (`build.rs`): `sluice` starts `sluice-commands` and
 /// `sluice-stepd` only when they answer `--build-id` with the same.

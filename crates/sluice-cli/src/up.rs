@@ -41,8 +41,6 @@ fn controller_log(conf: &ClusterConfig, state_dir: &Path) -> PathBuf {
         .unwrap_or_else(|| state_dir.join("logs").join("slurmctld.log"))
 }
 
-/// Where node `node`'s agent logs: `SlurmdLogFile` with `%h` and `%n` expanded, else
-/// `logs/slurmd-NODE.log` in the state directory.
 /// The binary the Slurm commands' names link to: `sluice-commands` where it is installed
 /// next to `sluice` (`exe`) and is of the same build (it answers `--build-id` with
 /// `build`), the same commands in a binary a fraction of the size, which starts in
@@ -66,6 +64,8 @@ pub fn commands_binary(exe: &Path, build: &str) -> PathBuf {
     }
 }
 
+/// Where node `node`'s agent logs: `SlurmdLogFile` with `%h` and `%n` expanded, else
+/// `logs/slurmd-NODE.log` in the state directory.
 fn agent_log(conf: &ClusterConfig, state_dir: &Path, node: &str) -> PathBuf {
     conf.logging
         .slurmd_log_file_for(&sluice_ctld::config::this_host(), node)

@@ -198,8 +198,9 @@ impl Shared {
     fn super_caller(&self, peer: Peer) -> Caller {
         let mut caller = self.caller(peer);
         if !caller.admin {
-            let user = names::user(peer.uid).unwrap_or_else(|| peer.uid.to_string());
-            caller.admin = self.listing.latest().is_administrator(&user);
+            // A uid without a name in the user database is none.
+            caller.admin = names::user(peer.uid)
+                .is_some_and(|user| self.listing.latest().is_administrator(&user));
         }
         caller
     }
@@ -207,9 +208,9 @@ impl Shared {
     /// Whether `peer` is an operator by its `AdminLevel` (Operator or Administrator) as
     /// `listing` last saw the accounts: Slurm's `validate_operator` counts them with
     /// root and `SlurmUser` (which are [`Caller::admin`]).
+    /// A uid without a name in the user database is none.
     fn is_operator(&self, listing: &state::listing::Listing, peer: Peer) -> bool {
-        let user = names::user(peer.uid).unwrap_or_else(|| peer.uid.to_string());
-        listing.is_operator(&user)
+        names::user(peer.uid).is_some_and(|user| listing.is_operator(&user))
     }
 
     /// Asks the loop: `make` builds the request around the reply channel.

@@ -10,7 +10,7 @@
 //! supervisor that died: its remembered process groups), since nobody could report
 //! their end.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -188,17 +188,59 @@ pub(crate) fn find_supervisor_binary() {
     });
 }
 
-/// Whether `program --build-id` answers `build`.
+/// Whether `program --build-id` answers `build` within five seconds.
 fn answers_build(program: &str, build: &str) -> bool {
-    let answer = Command::new(program).arg("--build-id").output();
-    answer.is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == build)
+    use std::io::Read;
+    let child = Command::new(program)
+        .arg("--build-id")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else {
+        return false;
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = stdout.read_to_string(&mut out);
+    }
+    status.is_some_and(|s| s.success()) && out.trim() == build
 }
 
-/// `sluice-stepd` beside binary `exe`, opened; `None` where there is no such file.
+/// `sluice-stepd` beside binary `exe` (the real path, links resolved), opened, where it
+/// is a file owned by `exe`'s owner (or root) that nobody else may write, as `exe` is:
+/// an agent runs as root, and runs only what whoever installed it installed. Its
+/// descriptor is 3 or above, so that it is never one of a supervisor's standard ones.
+/// `None` where there is no such file.
 fn supervisor_beside(exe: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(exe).ok()?.uid();
     let file = std::fs::File::open(exe.with_file_name("sluice-stepd")).ok()?;
-    file.metadata().ok().filter(|m| m.is_file())?;
-    Some(file)
+    let meta = file.metadata().ok()?;
+    let trusted =
+        meta.is_file() && (meta.uid() == owner || meta.uid() == 0) && meta.mode() & 0o022 == 0;
+    if !trusted {
+        return None;
+    }
+    if file.as_raw_fd() > 2 {
+        return Some(file);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC on an open descriptor; the copy is owned below.
+    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    // SAFETY: a descriptor just made, owned by nothing else.
+    (fd >= 3).then(|| unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
 /// The program a supervisor is started as: the binary [`find_supervisor_binary`] found,
@@ -657,6 +699,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sluice-beside-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let agent = dir.join("sluice");
+        std::fs::write(&agent, b"\x7fELF").unwrap();
         assert!(supervisor_beside(&agent).is_none(), "none installed");
         std::fs::create_dir(dir.join("sluice-stepd")).unwrap();
         assert!(
@@ -665,7 +708,17 @@ mod tests {
         );
         std::fs::remove_dir(dir.join("sluice-stepd")).unwrap();
         std::fs::write(dir.join("sluice-stepd"), b"\x7fELF").unwrap();
+        {
+            // One anybody may write is not run.
+            use std::os::unix::fs::PermissionsExt;
+            let writable = std::fs::Permissions::from_mode(0o777);
+            std::fs::set_permissions(dir.join("sluice-stepd"), writable).unwrap();
+            assert!(supervisor_beside(&agent).is_none(), "writable by others");
+            let installed = std::fs::Permissions::from_mode(0o755);
+            std::fs::set_permissions(dir.join("sluice-stepd"), installed).unwrap();
+        }
         let found = supervisor_beside(&agent).expect("installed beside it");
+        assert!(found.as_raw_fd() > 2);
         let opened = std::fs::read_link(format!("/proc/self/fd/{}", found.as_raw_fd())).unwrap();
         assert_eq!(opened, dir.join("sluice-stepd"));
         // Used only where it is of the agent's build: a stand-in answering as build "a".

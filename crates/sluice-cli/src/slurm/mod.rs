@@ -1,4 +1,5 @@
-//! The Slurm commands, as Sluice provides them: one binary, linked under each name.
+//! The Slurm commands, as Sluice provides them: one binary (`sluice-commands`, or
+//! `sluice`), linked under each name.
 
 pub mod allocate;
 pub mod common;

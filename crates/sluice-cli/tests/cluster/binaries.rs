@@ -11,9 +11,11 @@ use crate::harness::{supervisors_of, Cluster};
 fn commands_link_to_the_commands_binary_and_a_jobs_supervisor_runs_from_its_own() {
     let c = Cluster::start("binaries", crate::SMALL);
     let state = c.dir.join("state");
-    let link = |name: &str| std::fs::read_link(state.join("bin").join(name)).unwrap();
-    let commands = PathBuf::from(env!("CARGO_BIN_EXE_sluice-commands"));
-    let sluice = PathBuf::from(env!("CARGO_BIN_EXE_sluice"));
+    // (Paths with their links resolved, as `/proc/PID/exe` gives them.)
+    let real = |path: &str| std::fs::canonicalize(path).unwrap();
+    let link = |name: &str| real(state.join("bin").join(name).to_str().unwrap());
+    let commands = real(env!("CARGO_BIN_EXE_sluice-commands"));
+    let sluice = real(env!("CARGO_BIN_EXE_sluice"));
     for name in [
         "sbatch", "squeue", "scontrol", "sacct", "srun", "salloc", "sstat",
     ] {
@@ -33,7 +35,7 @@ fn commands_link_to_the_commands_binary_and_a_jobs_supervisor_runs_from_its_own(
     assert_eq!(supervisors.len(), 1, "{supervisors:?}");
     let proc = PathBuf::from(format!("/proc/{}", supervisors[0]));
     let exe = std::fs::read_link(proc.join("exe")).unwrap();
-    assert_eq!(exe, PathBuf::from(env!("CARGO_BIN_EXE_sluice-stepd")));
+    assert_eq!(exe, real(env!("CARGO_BIN_EXE_sluice-stepd")));
     let comm = std::fs::read_to_string(proc.join("comm")).unwrap();
     assert_eq!(comm.trim(), "slurmstepd");
     let argv0 = std::fs::read(proc.join("cmdline")).unwrap();

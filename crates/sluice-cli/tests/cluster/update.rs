@@ -378,6 +378,28 @@ fn an_administrator_by_adminlevel_changes_nodes_and_partitions_and_an_operator_d
         assert!(o.code == 1 && o.stderr.contains(denied), "{level}: {o:?}");
         assert_eq!(node_state(), "idle\n");
         assert_eq!(partition_limit(), "1:00:00\n");
+        // Reservations are an operator's (Slurm's validate_operator), not a user's.
+        let name = format!("ReservationName=r_{level}");
+        let o = c.run_as(
+            65534,
+            "scontrol",
+            &[
+                "create",
+                "reservation",
+                &name,
+                "starttime=now+1hour",
+                "duration=30",
+                "nodes=n1",
+                "users=root",
+            ],
+        );
+        match level {
+            "operator" => assert_eq!(o.stdout, "Reservation created: r_operator\n", "{o:?}"),
+            _ => assert_eq!(
+                (o.stderr.as_str(), o.code),
+                ("Error creating the reservation: Invalid user id\n", 1)
+            ),
+        }
     }
     // An administrator is a super user (Slurm's validate_super_user).
     sacctmgr(&[

@@ -17,13 +17,14 @@ pub(super) async fn report(State(app): State<App>) -> Response {
     reply(r.map(|loop_part| complete(&app, loop_part)))
 }
 
-/// `sdiag -r`: clears the counters (operators only), and answers the report after.
+/// `sdiag -r`: clears the counters (operators only: root, `SlurmUser`, `AdminLevel`
+/// Operator or Administrator, Slurm's `validate_operator`), and answers the report after.
 pub(super) async fn reset(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     _: axum::body::Bytes,
 ) -> Response {
-    let caller = app.caller(peer);
+    let caller = app.operator_caller(peer);
     let r = app
         .ask(|reply| Request::DiagReset { caller, reply })
         .await

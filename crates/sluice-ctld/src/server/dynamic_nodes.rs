@@ -1,6 +1,6 @@
-//! `scontrol create nodename=...` and `scontrol delete nodename=...` (dynamic nodes,
-//! operators only). The node line is parsed here, off the loop, as slurm.conf's
-//! `NodeName=` lines are; the loop adds or removes the nodes (see
+//! `scontrol create nodename=...` and `scontrol delete nodename=...` (dynamic nodes, super
+//! users only: root, `SlurmUser`, administrators). The node line is parsed here, off the
+//! loop, as slurm.conf's `NodeName=` lines are; the loop adds or removes the nodes (see
 //! `state/node_changes.rs`).
 
 use axum::extract::connect_info::ConnectInfo;

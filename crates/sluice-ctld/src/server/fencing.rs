@@ -42,7 +42,7 @@ pub async fn hand_over_requested() {
     HAND_OVER.get_or_init(Default::default).notified().await
 }
 
-/// `POST /v1/step-down`: an operator's (or a backup's, for `scontrol takeover`) request
+/// `POST /v1/step-down`: a super user's (or a backup's, for `scontrol takeover`) request
 /// that this active controller stop cleanly — its writes flushed, its lease given up —
 /// and stand by.
 pub(super) async fn step_down_route(
@@ -53,8 +53,8 @@ pub(super) async fn step_down_route(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     use sluice_proto::error::ApiError;
-    if !app.caller(peer).admin {
-        return super::refuse(ApiError::access_denied());
+    if !app.super_caller(peer).admin {
+        return super::refuse(ApiError::not_super_user());
     }
     if !has_backups() {
         return super::refuse(ApiError::invalid(
@@ -74,8 +74,8 @@ pub(super) async fn already_active(
     _body: axum::body::Bytes,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    if !app.caller(peer).admin {
-        return super::refuse(sluice_proto::error::ApiError::access_denied());
+    if !app.super_caller(peer).admin {
+        return super::refuse(sluice_proto::error::ApiError::not_super_user());
     }
     axum::Json(serde_json::json!({})).into_response()
 }

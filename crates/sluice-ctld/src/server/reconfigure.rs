@@ -88,7 +88,7 @@ fn read_again(start: &StartConf) -> Result<(ClusterConfig, String), ApiError> {
     Ok((conf, super::conf_hash(&text)))
 }
 
-/// `POST /v1/reconfigure` (operators): answered once the loop has the new partitions.
+/// `POST /v1/reconfigure` (super users: root, `SlurmUser`, administrators): answered once the loop has the new partitions.
 pub(super) async fn reconfigure(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,

@@ -1,5 +1,5 @@
-//! `scontrol update` requests: nodes and partitions (operators) and jobs (owners and
-//! operators).
+//! `scontrol update` requests: nodes and partitions (super users: root, `SlurmUser`,
+//! administrators) and jobs (owners and operators).
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Path as UrlPath, State};

@@ -1,4 +1,4 @@
-//! `scontrol update PartitionName=...`: operators change a partition while the
+//! `scontrol update PartitionName=...`: administrators change a partition while the
 //! controller runs — its state (`UP`, `DOWN`, `DRAIN`, `INACTIVE`), its limits and its
 //! nodes. As in Slurm (without `ReconfigFlags=KeepPartInfo`), a change lasts until the
 //! controller restarts, which reads slurm.conf again.
@@ -84,9 +84,10 @@ fn apply(
 }
 
 impl Controller {
-    /// `scontrol update PartitionName=P KEY=VALUE...`: operators only; every change is
-    /// checked before any is made, so a refused request changes nothing. `Default=YES`
-    /// takes the default from the partition that had it.
+    /// `scontrol update PartitionName=P KEY=VALUE...`: super users only (root, `SlurmUser`,
+    /// `AdminLevel` Administrator); every change is checked before any is made, so a
+    /// refused request changes nothing. `Default=YES` takes the default from the partition
+    /// that had it.
     ///
     /// Errors (Slurm's): "Invalid user id" (not a super user), "Invalid partition name specified",
     /// "Invalid node name specified", `Invalid KEY value: VALUE`; and limits that would

@@ -1,4 +1,4 @@
-//! `scontrol update`: operators drain, down and resume nodes; owners (and operators)
+//! `scontrol update`: administrators drain, down and resume nodes; owners (and operators)
 //! change their jobs.
 
 use serde::{Deserialize, Serialize};

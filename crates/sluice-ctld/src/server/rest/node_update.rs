@@ -1,9 +1,9 @@
-//! `POST node/{name}`: Slurm's node update (`UPDATE_NODE_MSG`: `state` and `reason`,
-//! as `scontrol update nodename=... state=... reason=...`), operators only, through the
-//! controller's one node update path ([`Change::UpdateNodes`]). The path names the
-//! node (a hostlist, as Slurm takes it); a `name` in the body is ignored with Slurm's
-//! warning. Fields Sluice does not change on a node (features, weight, ...) refuse the
-//! request and change nothing.
+//! `POST node/{name}`: Slurm's node update (`UPDATE_NODE_MSG`: `state` and `reason`, as
+//! `scontrol update nodename=... state=... reason=...`), super users only (root,
+//! `SlurmUser`, administrators), through the controller's one node update path
+//! ([`Change::UpdateNodes`]). The path names the node (a hostlist, as Slurm takes it); a
+//! `name` in the body is ignored with Slurm's warning. Fields Sluice does not change on a
+//! node (features, weight, ...) refuse the request and change nothing.
 //!
 //! `DELETE node/{name}` is left out: Slurm deletes only dynamic nodes
 //! (`scontrol delete nodename`), and Sluice's nodes are all slurm.conf's.
