@@ -73,16 +73,8 @@ enum Command {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let name = args
-        .first()
-        .and_then(|a| std::path::Path::new(a).file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if slurm::COMMANDS.contains(&name.as_str()) {
-        // Run by a Slurm command's name: getopt's messages start with argv[0] as run.
-        slurm::common::set_program(&args[0]);
-    }
-    if let Some(code) = slurm::dispatch(&name, args[1..].to_vec()) {
+    let (name, ran) = slurm::run_by_name(&args);
+    if let Some(code) = ran {
         std::process::exit(code);
     }
     match name.as_str() {

@@ -53,6 +53,23 @@ pub const COMMANDS: &[&str] = &[
     "sprio", "sshare", "sdiag", "seff", "sreport", "sstat",
 ];
 
+/// The name a binary was run by (`argv[0]`'s file name), and, where it is a Slurm
+/// command's, that command run with the rest of `args` (its exit status); getopt's
+/// messages then start with `argv[0]` as run.
+pub fn run_by_name(args: &[String]) -> (String, Option<i32>) {
+    let name = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !COMMANDS.contains(&name.as_str()) {
+        return (name, None);
+    }
+    common::set_program(&args[0]);
+    let code = dispatch(&name, args[1..].to_vec());
+    (name, code)
+}
+
 /// Runs the Slurm command `name` with `args`; returns its exit status.
 pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
     if !COMMANDS.contains(&name) {
