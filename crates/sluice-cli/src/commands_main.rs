@@ -15,19 +15,33 @@ fn main() {
     if let Some(code) = ran {
         std::process::exit(code);
     }
-    if args.get(1).map(String::as_str) == Some("--build-id") {
-        println!("{}", sluice_cli::BUILD_ID);
-        std::process::exit(0);
-    }
-    if let Some(code) = args
-        .get(1)
-        .and_then(|cmd| slurm::dispatch(cmd, args[2..].to_vec()))
-    {
-        std::process::exit(code);
-    }
-    eprintln!(
-        "usage: {name} COMMAND [ARGS]..., or run by a command's name; the commands: {}",
+    let usage = format!(
+        "usage: sluice-commands COMMAND [ARGS]..., or run by a command's name (a link)\n\
+         the commands: {}",
         slurm::COMMANDS.join(" ")
     );
-    std::process::exit(1);
+    match args.get(1).map(String::as_str) {
+        Some("--build-id") => println!("{}", sluice_cli::BUILD_ID),
+        Some("--version" | "-V") => println!("sluice-commands {}", env!("CARGO_PKG_VERSION")),
+        Some("--help" | "-h" | "help") => println!("{usage}"),
+        Some(command) if name == "sluice-commands" => {
+            if let Some(code) = slurm::dispatch(command, args[2..].to_vec()) {
+                std::process::exit(code);
+            }
+            eprintln!("sluice-commands: {command} is not a Slurm command\n{usage}");
+            std::process::exit(1);
+        }
+        _ if name == "sluice-commands" => {
+            eprintln!("{usage}");
+            std::process::exit(1);
+        }
+        _ => {
+            // Linked under another name: a daemon's, or `sluice`'s.
+            eprintln!(
+                "{name}: not one of Slurm's commands, which is all this binary is: link \
+                 {name} to sluice"
+            );
+            std::process::exit(1);
+        }
+    }
 }

@@ -77,6 +77,11 @@ fn main() {
     if let Some(code) = ran {
         std::process::exit(code);
     }
+    // What `sluice-commands` and `sluice-stepd` are compared by (`build.rs`).
+    if args.get(1).map(String::as_str) == Some("--build-id") {
+        println!("{}", sluice_cli::BUILD_ID);
+        std::process::exit(0);
+    }
     match name.as_str() {
         "slurmctld" => std::process::exit(daemons::ctld(args[1..].to_vec())),
         "slurmd" => std::process::exit(daemons::agent(args[1..].to_vec())),

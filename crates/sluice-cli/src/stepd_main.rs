@@ -12,7 +12,7 @@ fn main() {
         Some("stepd") => std::process::exit(sluice_cli::daemons::stepd(args[2..].to_vec())),
         Some("--build-id") => println!("{}", sluice_cli::BUILD_ID),
         _ => {
-            eprintln!("usage: slurmstepd stepd DIR --lock-fd FD (started by a node's agent)");
+            eprintln!("usage: slurmstepd stepd DIR [--lock-fd N] (started by a node's agent)");
             std::process::exit(1);
         }
     }

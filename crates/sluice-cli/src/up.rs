@@ -42,21 +42,17 @@ fn controller_log(conf: &ClusterConfig, state_dir: &Path) -> PathBuf {
 }
 
 /// The binary the Slurm commands' names link to: `sluice-commands` where it is installed
-/// next to `sluice` (`exe`) and is of the same build (it answers `--build-id` with
-/// `build`), the same commands in a binary a fraction of the size, which starts in
-/// about half the time; `sluice` itself where it is not.
+/// next to `sluice` (`exe`), trusted and of the same build (`build`;
+/// [`sluice_noded::companion::beside`]), the same commands in a binary a fraction of
+/// the size, which starts in about half the time; `sluice` itself where it is not
+/// (with a warning saying why, where one is installed but not used).
 pub fn commands_binary(exe: &Path, build: &str) -> PathBuf {
-    let lean = exe.with_file_name("sluice-commands");
-    if !lean.is_file() {
-        return exe.to_path_buf();
-    }
-    let answer = Command::new(&lean).arg("--build-id").output();
-    match answer {
-        Ok(o) if o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == build => lean,
-        _ => {
+    match sluice_noded::companion::beside(exe, "sluice-commands", build) {
+        Ok(Some(_)) => exe.with_file_name("sluice-commands"),
+        Ok(None) => exe.to_path_buf(),
+        Err(why) => {
             eprintln!(
-                "sluice up: warning: {} is not of this build of sluice: the commands run as {}",
-                lean.display(),
+                "sluice up: warning: {why}: the commands run as {}",
                 exe.display()
             );
             exe.to_path_buf()
@@ -356,6 +352,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sluice-links-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let exe = dir.join("sluice");
+        std::fs::write(&exe, b"").unwrap();
         assert_eq!(commands_binary(&exe, "0.1.0-a"), exe, "none installed");
         // A stand-in that answers `--build-id` as a build "0.1.0-a" would.
         let lean = dir.join("sluice-commands");

@@ -26,6 +26,7 @@
 //! registration, and reports the ends that came meanwhile.
 
 pub mod cgroup;
+pub mod companion;
 pub mod devices;
 mod leftovers;
 mod login_env;
@@ -346,7 +347,7 @@ pub async fn run_until(
         .map_err(io)?;
     let jobs_dir = state_dir.join("agents").join(format!("{node}.jobs"));
     std::fs::create_dir_all(&jobs_dir).map_err(io)?;
-    supervisors::find_supervisor_binary();
+    supervisors::find_supervisor_binary(node);
     tracing::info!(
         "{node}: slurmd (sluice agent) version {} started, pid {}",
         env!("CARGO_PKG_VERSION"),

@@ -10,7 +10,7 @@
 //! supervisor that died: its remembered process groups), since nobody could report
 //! their end.
 
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -165,88 +165,39 @@ pub fn expect_build(build: &'static str) {
     let _ = EXPECTED_BUILD.set(build);
 }
 
-/// Finds, once, the binary this agent starts its jobs' supervisors from: `sluice-stepd`
-/// installed next to the agent's own binary (the supervisor's code alone, a seventh of
-/// the size, so that each job's supervisor starts faster and holds half the memory for
-/// as long as the job runs) where it is of the agent's build ([`expect_build`]), or
-/// else the agent's own binary (`sluice`, which is a supervisor too when run as
-/// `stepd`). The file is kept open: an upgrade that installs a new binary under the
+/// Finds, once, the binary this agent (of node `node`) starts its jobs' supervisors
+/// from: `sluice-stepd` installed next to the agent's own binary (the supervisor's code
+/// alone, a seventh of the size, so that each job's supervisor starts faster and holds
+/// half the memory for as long as the job runs) where it is trusted and of the agent's
+/// build ([`expect_build`], [`crate::companion::beside`]), or else the agent's own
+/// binary (`sluice`, which is a supervisor too when run as `stepd`); which, and why,
+/// is logged. The file is kept open: an upgrade that installs a new binary under the
 /// same name while the agent runs does not change what the agent starts.
-pub(crate) fn find_supervisor_binary() {
+pub(crate) fn find_supervisor_binary(node: &str) {
     SUPERVISOR_BINARY.get_or_init(|| {
         let exe = std::fs::read_link("/proc/self/exe").ok()?;
-        let file = supervisor_beside(&exe)?;
         let build = EXPECTED_BUILD.get()?;
-        if answers_build(&format!("/proc/self/fd/{}", file.as_raw_fd()), build) {
-            return Some(file);
-        }
-        tracing::warn!(
-            "{}: not of this agent's build: jobs' supervisors start from the agent's own binary",
-            exe.with_file_name("sluice-stepd").display()
-        );
-        None
-    });
-}
-
-/// Whether `program --build-id` answers `build` within five seconds.
-fn answers_build(program: &str, build: &str) -> bool {
-    use std::io::Read;
-    let child = Command::new(program)
-        .arg("--build-id")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn();
-    let Ok(mut child) = child else {
-        return false;
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
+        match crate::companion::beside(&exe, "sluice-stepd", build) {
+            Ok(Some(file)) => {
+                let path = exe.with_file_name("sluice-stepd");
+                tracing::info!("{node}: jobs' supervisors start from {}", path.display());
+                Some(file)
+            }
+            Ok(None) => None,
+            Err(why) => {
+                tracing::warn!(
+                    "{node}: {why}: jobs' supervisors start from the agent's own binary, {}",
+                    exe.display()
+                );
+                None
             }
         }
-    };
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        let _ = stdout.read_to_string(&mut out);
-    }
-    status.is_some_and(|s| s.success()) && out.trim() == build
-}
-
-/// `sluice-stepd` beside binary `exe` (the real path, links resolved), opened, where it
-/// is a file owned by `exe`'s owner (or root) that nobody else may write, as `exe` is:
-/// an agent runs as root, and runs only what whoever installed it installed. Its
-/// descriptor is 3 or above, so that it is never one of a supervisor's standard ones.
-/// `None` where there is no such file.
-fn supervisor_beside(exe: &Path) -> Option<std::fs::File> {
-    use std::os::unix::fs::MetadataExt;
-    let owner = std::fs::metadata(exe).ok()?.uid();
-    let file = std::fs::File::open(exe.with_file_name("sluice-stepd")).ok()?;
-    let meta = file.metadata().ok()?;
-    let trusted =
-        meta.is_file() && (meta.uid() == owner || meta.uid() == 0) && meta.mode() & 0o022 == 0;
-    if !trusted {
-        return None;
-    }
-    if file.as_raw_fd() > 2 {
-        return Some(file);
-    }
-    // SAFETY: F_DUPFD_CLOEXEC on an open descriptor; the copy is owned below.
-    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
-    // SAFETY: a descriptor just made, owned by nothing else.
-    (fd >= 3).then(|| unsafe { std::fs::File::from_raw_fd(fd) })
+    });
 }
 
 /// The program a supervisor is started as: the binary [`find_supervisor_binary`] found,
 /// through the agent's descriptor of it, or the agent's own binary.
 fn supervisor_program() -> PathBuf {
-    find_supervisor_binary();
     match SUPERVISOR_BINARY.get().and_then(Option::as_ref) {
         Some(file) => PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
         None => PathBuf::from("/proc/self/exe"),
@@ -692,59 +643,6 @@ mod tests {
         assert_eq!(run_of(&dir), Some((42, 3)));
         assert_eq!(run_of(Path::new("/spool/n1.jobs/42.3.sh")), None);
         assert_eq!(run_of(Path::new("/spool/n1.jobs/x.1")), None);
-    }
-
-    #[test]
-    fn supervisors_start_from_sluice_stepd_beside_the_agent_where_it_is_installed() {
-        let dir = std::env::temp_dir().join(format!("sluice-beside-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let agent = dir.join("sluice");
-        std::fs::write(&agent, b"\x7fELF").unwrap();
-        assert!(supervisor_beside(&agent).is_none(), "none installed");
-        std::fs::create_dir(dir.join("sluice-stepd")).unwrap();
-        assert!(
-            supervisor_beside(&agent).is_none(),
-            "a directory is no binary"
-        );
-        std::fs::remove_dir(dir.join("sluice-stepd")).unwrap();
-        std::fs::write(dir.join("sluice-stepd"), b"\x7fELF").unwrap();
-        {
-            // One anybody may write is not run.
-            use std::os::unix::fs::PermissionsExt;
-            let writable = std::fs::Permissions::from_mode(0o777);
-            std::fs::set_permissions(dir.join("sluice-stepd"), writable).unwrap();
-            assert!(supervisor_beside(&agent).is_none(), "writable by others");
-            let installed = std::fs::Permissions::from_mode(0o755);
-            std::fs::set_permissions(dir.join("sluice-stepd"), installed).unwrap();
-        }
-        let found = supervisor_beside(&agent).expect("installed beside it");
-        assert!(found.as_raw_fd() > 2);
-        let opened = std::fs::read_link(format!("/proc/self/fd/{}", found.as_raw_fd())).unwrap();
-        assert_eq!(opened, dir.join("sluice-stepd"));
-        // Used only where it is of the agent's build: a stand-in answering as build "a".
-        let stand_in = dir.join("answers");
-        std::fs::write(
-            &stand_in,
-            "#!/bin/sh\n[ \"$1\" = --build-id ] && echo 0.1.0-a\n",
-        )
-        .unwrap();
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        let stand_in = stand_in.to_str().unwrap();
-        // (Tried again a few times: a fork by another test's thread while the file was
-        // open for writing makes it busy to execute, ETXTBSY, for a moment.)
-        let answered = (0..50).any(|_| {
-            answers_build(stand_in, "0.1.0-a") || {
-                std::thread::sleep(Duration::from_millis(20));
-                false
-            }
-        });
-        assert!(answered);
-        assert!(!answers_build(stand_in, "0.1.0-b"), "another build");
-        assert!(!answers_build("/nonexistent/sluice-stepd", "0.1.0-a"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
