@@ -147,6 +147,19 @@ mod tests {
             why.contains("may be written by others than its owner (mode 757)"),
             "{why}"
         );
+        // Nor one of another owner than `sluice`'s (or root): checked where the test
+        // may give it one.
+        std::fs::set_permissions(&stepd, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if nix::unistd::geteuid().is_root() {
+            let nobody = Some(nix::unistd::Uid::from_raw(65534));
+            nix::unistd::chown(&stepd, nobody, None).unwrap();
+            let why = beside(&exe, "sluice-stepd", "0.1.0-a").unwrap_err();
+            assert!(why.contains("is owned by uid 65534, not by root"), "{why}");
+            nix::unistd::chown(&stepd, Some(nix::unistd::Uid::from_raw(0)), None).unwrap();
+            assert!(beside(&exe, "sluice-stepd", "0.1.0-a").unwrap().is_some());
+        } else {
+            eprintln!("skipped: the owner check needs root to give the file another owner");
+        }
         // Nor one that cannot be run, or does not answer.
         std::fs::set_permissions(&stepd, std::fs::Permissions::from_mode(0o644)).unwrap();
         let why = beside(&exe, "sluice-stepd", "0.1.0-a").unwrap_err();
