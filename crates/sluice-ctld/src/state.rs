@@ -2221,6 +2221,17 @@ impl Controller {
                     || self.jobs[id].state != JobState::Running
             })
         });
+        if !req.jobs.is_empty() {
+            // Jobs named by id and filters: those of the named that pass the filters,
+            // the others left alone without a word (as Slurm's scancel filters them).
+            ids.retain(|id| {
+                let j = &self.jobs[id];
+                req.user.as_ref().is_none_or(|u| **u == *j.user)
+                    && req.name.as_ref().is_none_or(|n| *n == j.desc.name)
+                    && req.partition.as_ref().is_none_or(|p| **p == *j.partition)
+                    && (req.states.is_empty() || req.states.contains(&j.state))
+            });
+        }
         if req.jobs.is_empty() && !req.records.is_empty() {
             // Chosen by the caller's filters: as the filters below choose (a record
             // gone since is left alone, as a job finished since).

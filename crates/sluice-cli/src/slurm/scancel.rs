@@ -2,7 +2,9 @@
 
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_conf::options::signal_number;
+use sluice_proto::listing::{JobQuery, ListedJob};
 use sluice_proto::types::{CancelRequest, JobState};
+use sluice_proto::Client;
 
 use super::common::{controller, describe, fail, parse_job_arg, Refusal, VERSION};
 use super::help::{command_help, e, synopsis, Group};
@@ -39,7 +41,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
 ];
 
 /// scancel's options Sluice accepts without effect.
-pub(crate) const IGNORED: &[&str] = &["quiet", "verbose"];
+pub(crate) const IGNORED: &[&str] = &[];
 
 /// `--help`: the options Sluice acts on, in Slurm's layout.
 #[rustfmt::skip]
@@ -75,6 +77,8 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut req = CancelRequest::default();
     let mut filters = false;
     let mut interactive = false;
+    let mut verbose = 0u32;
+    let mut quiet = false;
     let mut operands = Vec::new();
     for item in Getopt::new(OPTIONS, args, Order::Permute) {
         let f = match item {
@@ -127,6 +131,8 @@ pub fn main(args: Vec<String>) -> i32 {
                 filters = true;
             }
             "interactive" => interactive = true,
+            "verbose" => verbose += 1,
+            "quiet" => quiet = true,
             "version" => {
                 println!("{VERSION}");
                 return 0;
@@ -188,6 +194,55 @@ pub fn main(args: Vec<String>) -> i32 {
             };
         }
     }
+    let client = controller();
+    // As Slurm's scancel: with only ids given, the controller is asked straight away;
+    // with any other option (a signal, even KILL, `-b`, a filter) the ids are first
+    // checked against the jobs still live, and one that is not is an error (exit 1).
+    let asked = Asked {
+        signal: req.signal,
+        kind: if req.full {
+            "full "
+        } else if req.batch {
+            "batch "
+        } else {
+            ""
+        },
+    };
+    let verify = req.signal.is_some() || req.batch || filters;
+    let mut rc = 0;
+    if verify && !req.jobs.is_empty() {
+        req.jobs.retain(|&job| {
+            let live = held(&client, job) == Held::Live;
+            if !live {
+                if !quiet {
+                    let named = display(job);
+                    eprintln!("{ME}: error: Kill job error on job id {named}: {BAD_JOB}");
+                }
+                rc = 1;
+            }
+            live
+        });
+        if req.jobs.is_empty() {
+            return rc;
+        }
+    }
+    if verbose > 0 {
+        if req.jobs.is_empty() {
+            for named in matching(&client, &req) {
+                asked.say(&named);
+            }
+        }
+        for &job in &req.jobs {
+            let named = display(job);
+            asked.say(&named);
+            let why = match held(&client, job) {
+                Held::Unknown => BAD_JOB,
+                Held::Ended => ALREADY_DONE,
+                Held::Live => continue,
+            };
+            eprintln!("{ME}: error: Kill job error on job id {named}: {why}");
+        }
+    }
     if req.signal == Some(libc::SIGKILL) {
         // As Slurm: SIGKILL, to the steps, the batch shell or both, cancels the job
         // (`CANCELLED by UID`, SIGTERM then SIGKILL after KillWait).
@@ -195,8 +250,8 @@ pub fn main(args: Vec<String>) -> i32 {
         req.batch = false;
         req.full = false;
     }
-    match controller().post::<_, serde_json::Value>("/v1/cancel", &req) {
-        Ok(_) => 0,
+    match client.post::<_, serde_json::Value>("/v1/cancel", &req) {
+        Ok(_) => rc,
         Err(e) => {
             let msg = describe(&e);
             if msg.ends_with(sluice_ctld::state::HET_COMPONENT) {
@@ -220,6 +275,103 @@ pub fn main(args: Vec<String>) -> i32 {
             fail(ME, msg, if denied { 2002 % 256 } else { 1 })
         }
     }
+}
+
+/// Slurm's words for an id the controller does not hold (ESLURM_INVALID_JOB_ID).
+const BAD_JOB: &str = "Invalid job id specified";
+
+/// Slurm's words for a job that has ended (ESLURM_ALREADY_DONE).
+const ALREADY_DONE: &str = "Job/step already completing or completed";
+
+/// What a scancel asks of each job, as `-v` says it.
+struct Asked {
+    signal: Option<i32>,
+    /// `batch `, `full ` or nothing.
+    kind: &'static str,
+}
+
+impl Asked {
+    /// Slurm's scancel's verbose line for one job, as named.
+    fn say(&self, named: &str) {
+        let kind = self.kind;
+        match self.signal {
+            Some(sig) => eprintln!("scancel: Signal {sig} to {kind}job {named}"),
+            None => eprintln!("scancel: Terminating {kind}job {named}"),
+        }
+    }
+}
+
+/// A job id as the user named it: `123`, `123_4`.
+fn display((id, task): (u64, Option<u32>)) -> String {
+    task.map_or(id.to_string(), |t| format!("{id}_{t}"))
+}
+
+/// What the controller holds under one id as named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    /// Nothing (never submitted, or forgotten after `MinJobAge`).
+    Unknown,
+    /// Only ended records.
+    Ended,
+    /// A live record: the job, one of an array's tasks or a heterogeneous job's
+    /// components. A listing that fails counts as live: the cancel itself reports.
+    Live,
+}
+
+fn held(client: &Client, (id, task): (u64, Option<u32>)) -> Held {
+    let q = JobQuery {
+        jobs: Some(display((id, task))),
+        brief: true,
+        ..Default::default()
+    };
+    let Ok(listed) = client.get::<Vec<ListedJob>>(&q.path()) else {
+        return Held::Live;
+    };
+    let mut named = listed.iter().filter(|j| match task {
+        Some(t) => j.array == Some((id, t)) || (j.id == id && j.array.is_none()),
+        None => {
+            j.id == id
+                || j.array.is_some_and(|a| a.0 == id)
+                || j.het.is_some_and(|h| h.job_id == id)
+        }
+    });
+    match named.next() {
+        None => Held::Unknown,
+        Some(first) if !first.state.is_finished() => Held::Live,
+        Some(_) if named.any(|j| !j.state.is_finished()) => Held::Live,
+        Some(_) => Held::Ended,
+    }
+}
+
+/// The live jobs a filter-only request chooses, as Slurm's scancel names them (`-v`):
+/// pending ones first, an array's unstarted tasks as `ID_[2-5]`.
+fn matching(client: &Client, req: &CancelRequest) -> Vec<String> {
+    let q = JobQuery {
+        users: req.user.clone(),
+        names: req.name.clone(),
+        partitions: req.partition.clone(),
+        brief: true,
+        ..Default::default()
+    };
+    let mut listed: Vec<ListedJob> = client.get(&q.path()).unwrap_or_default();
+    listed.retain(|j| {
+        matches!(
+            j.state,
+            JobState::Pending | JobState::Running | JobState::Suspended
+        ) && (req.states.is_empty() || req.states.contains(&j.state))
+    });
+    listed.sort_by_key(|j| (j.state != JobState::Pending, j.id));
+    listed
+        .iter()
+        .map(|j| match (&j.array_pending, j.array) {
+            (Some((tasks, _)), _) if !tasks.is_empty() => {
+                let array = j.array.map_or(j.id, |a| a.0);
+                format!("{array}_[{}]", super::scontrol_detail::index_ranges(tasks))
+            }
+            (_, Some((array, task))) => format!("{array}_{task}"),
+            _ => j.id.to_string(),
+        })
+        .collect()
 }
 
 /// The jobs of `jobs` the user confirms, asked one by one as Slurm's `scancel -i` asks
