@@ -76,6 +76,9 @@ pub struct SlurmConf {
     /// Per node, in the order of `cluster.nodes`: the CPUs kept for the system as
     /// `scontrol show node` shows them (`CPUSpecList=`), empty when none.
     pub cpu_spec_lists: Vec<String>,
+    /// Per node, in the order of `cluster.nodes`: sockets, cores per socket and
+    /// threads per core, as written or as Slurm infers what the line leaves out.
+    pub node_layouts: Vec<(u32, u32, u32)>,
     /// The `Reason=` of the node lines that give one, by node name: why a node
     /// configured `State=DRAIN` or `State=DOWN` is so (Slurm shows it with no one who
     /// set it nor when).
@@ -272,6 +275,7 @@ struct Parser {
     settings: BTreeMap<String, (String, String)>,
     setting_lines: BTreeMap<String, (PathBuf, usize)>,
     cpu_spec_lists: Vec<String>,
+    node_layouts: Vec<(u32, u32, u32)>,
     node_reasons: BTreeMap<String, String>,
     warnings: Vec<String>,
     /// Where each GRES name was first used, to report missing `GresTypes`.
@@ -439,44 +443,55 @@ impl Parser {
                 }),
             }
         };
-        let boards = uint("Boards", 1)?;
-        let sockets = match get("SocketsPerBoard") {
-            Some(_) => uint("SocketsPerBoard", 1)?
-                .checked_mul(boards)
-                .ok_or_else(|| err("Boards x SocketsPerBoard is too large".into()))?,
-            None => uint("Sockets", 1)?,
+        // The layout as Slurm's read_config takes it: what a line leaves out is one
+        // (a zero is one too), except sockets, which are the CPUs over the cores and
+        // threads of one socket when those divide them, else one per board.
+        let boards = uint("Boards", 1)?.max(1);
+        let cores = uint("CoresPerSocket", 1)?.max(1);
+        let threads = uint("ThreadsPerCore", 1)?.max(1);
+        let given_cpus = match (get("CPUs"), get("Procs")) {
+            (Some(_), _) => Some(uint("CPUs", 1)?),
+            (None, Some(_)) => Some(uint("Procs", 1)?),
+            (None, None) => None,
         };
-        let cores = uint("CoresPerSocket", 1)?;
-        let threads = uint("ThreadsPerCore", 1)?;
-        let cpus = match get("CPUs").or(get("Procs")) {
-            Some(_) => uint(
-                if get("CPUs").is_some() {
-                    "CPUs"
-                } else {
-                    "Procs"
-                },
-                1,
-            )?,
-            None => sockets
-                .checked_mul(cores)
-                .and_then(|c| c.checked_mul(threads))
-                .ok_or_else(|| {
-                    err("Sockets x CoresPerSocket x ThreadsPerCore is too large".into())
-                })?,
-        };
-        if cpus == 0 {
+        if given_cpus == Some(0) {
             return Err(err("CPUs must be at least 1".into()));
         }
-        // Cores per socket, as Slurm takes them from `CPUs=` when not given; CPUs
-        // count threads unless there are as many cores as CPUs.
-        let spec_cores = match get("CoresPerSocket") {
-            Some(_) => cores,
-            None => (cpus / sockets.max(1) / threads.max(1)).max(1),
+        let too_large = || err("Sockets x CoresPerSocket x ThreadsPerCore is too large".into());
+        let per_socket = cores.checked_mul(threads).ok_or_else(too_large)?;
+        let sockets = match (get("SocketsPerBoard"), get("Sockets")) {
+            (Some(_), _) => uint("SocketsPerBoard", 1)?
+                .max(1)
+                .checked_mul(boards)
+                .ok_or_else(|| err("Boards x SocketsPerBoard is too large".into()))?,
+            (None, Some(_)) => uint("Sockets", 1)?.max(1),
+            (None, None) => match given_cpus {
+                Some(c) if c >= per_socket && c % per_socket == 0 => c / per_socket,
+                _ => boards,
+            },
         };
-        let spec_threads = if sockets.saturating_mul(spec_cores) >= cpus {
+        let full = sockets.checked_mul(per_socket).ok_or_else(too_large)?;
+        let cpus = match given_cpus {
+            None => full,
+            Some(c) if c == sockets || c == sockets.saturating_mul(cores) || c == full => c,
+            Some(c) => {
+                // Slurm resets them too, with this error from every command and daemon
+                // that reads the file; here once, from the one that starts.
+                self.warnings.push(format!(
+                    "{}:{line}: NodeNames={names} CPUs={c} match no Sockets, \
+                     Sockets*CoresPerSocket or Sockets*CoresPerSocket*ThreadsPerCore: \
+                     CPUs={full} (Sockets={sockets} CoresPerSocket={cores} \
+                     ThreadsPerCore={threads}), as Slurm resets them",
+                    path.display()
+                ));
+                full
+            }
+        };
+        let spec_cores = cores;
+        let spec_threads = if sockets.saturating_mul(cores) >= cpus {
             1
         } else {
-            threads.max(1)
+            threads
         };
         let spec_cpu_ids = specialized_cpus(
             get("CoreSpecCount"),
@@ -593,6 +608,7 @@ impl Parser {
             node.spec_cpus = spec_cpus;
             self.cluster.nodes.push(node);
             self.cpu_spec_lists.push(cpu_spec_list.clone());
+            self.node_layouts.push((sockets, cores, threads));
         }
         Ok(())
     }
@@ -965,6 +981,7 @@ impl Parser {
             settings: self.settings,
             setting_lines: self.setting_lines,
             cpu_spec_lists: self.cpu_spec_lists,
+            node_layouts: self.node_layouts,
             node_reasons: self.node_reasons,
             warnings: self.warnings,
             accounting_tres,
@@ -1940,6 +1957,39 @@ mod billing_tests {
             e.to_string(),
             "s.conf:3: AccountingStorageTRES: 'gres' is not a valid TRES"
         );
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    /// (CPUs, sockets, cores per socket, threads per core, warned) of a node line.
+    fn layout(node: &str) -> (u32, u32, u32, u32, bool) {
+        let c = parse_str(
+            &format!("ClusterName=c\nNodeName=n1 {node}\nPartitionName=p Nodes=n1\n"),
+            Path::new("slurm.conf"),
+        )
+        .unwrap();
+        let (s, co, t) = c.node_layouts[0];
+        let warned = c.warnings.iter().any(|w| w.contains("match no Sockets"));
+        (c.cluster.nodes[0].capacity.cpus, s, co, t, warned)
+    }
+
+    #[test]
+    fn what_a_node_line_leaves_out_is_inferred_as_slurm_infers_it() {
+        // As real Slurm 22.05 shows these nodes (differential scenario 230).
+        assert_eq!(layout("CPUs=4"), (4, 4, 1, 1, false));
+        assert_eq!(layout("CPUs=8 CoresPerSocket=2"), (8, 4, 2, 1, false));
+        assert_eq!(layout("CPUs=8 CoresPerSocket=2 ThreadsPerCore=2"), (8, 2, 2, 2, false));
+        // CPUs counting cores, not threads, fit too.
+        assert_eq!(layout("CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=2"), (4, 1, 4, 2, false));
+        assert_eq!(layout("Sockets=2 CoresPerSocket=4"), (8, 2, 4, 1, false));
+        assert_eq!(layout("Boards=2 SocketsPerBoard=2 CoresPerSocket=2"), (8, 4, 2, 1, false));
+        assert_eq!(layout(""), (1, 1, 1, 1, false));
+        // CPUs that fit no layout of the line are reset to the layout's, with a warning.
+        assert_eq!(layout("CPUs=8 Sockets=2"), (2, 2, 1, 1, true));
+        assert_eq!(layout("CPUs=6 CoresPerSocket=4"), (4, 1, 4, 1, true));
     }
 }
 

@@ -1,6 +1,6 @@
 //! The controller's view of the cluster's configuration.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use sluice_conf::acct_gather_conf::{Frequency, GatherConf, GatherType};
@@ -339,11 +339,13 @@ impl ClusterConfig {
             .cluster
             .nodes
             .iter()
-            .map(|n| {
+            .enumerate()
+            .map(|(i, n)| {
                 text_of_nodes
                     .iter()
                     .find(|(name, _, _)| *name == n.name)
                     .map(|x| x.2)
+                    .or_else(|| conf.node_layouts.get(i).copied())
                     .unwrap_or((1, n.capacity.cpus, 1))
             })
             .collect();
@@ -485,7 +487,16 @@ impl ClusterConfig {
             line: 0,
             message,
         })?;
-        let nodes = node_details(path);
+        let index: HashMap<&str, usize> = (conf.cluster.nodes.iter().enumerate())
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let nodes: Vec<_> = node_gres(path)
+            .into_iter()
+            .filter_map(|(host, gres)| {
+                let layout = *conf.node_layouts.get(*index.get(host.as_str())?)?;
+                Some((host, gres, layout))
+            })
+            .collect();
         let mut config = Self::from_slurm_conf(&conf, &nodes);
         config.future_nodes = future_nodes(path);
         config.all_nodes_partitions = all_nodes_partitions(path);
@@ -1059,23 +1070,18 @@ fn all_nodes_partitions(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Per node line: name, `Gres=` text and (sockets, cores per socket, threads per core),
-/// read again from the file for what the scheduling model does not keep.
-fn node_details(path: &Path) -> Vec<(String, String, (u32, u32, u32))> {
+/// `Gres=` of every node line, per node (their layouts are the parsed
+/// [`sluice_conf::slurm_conf::SlurmConf::node_layouts`]).
+fn node_gres(path: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (names, kv) in conf_lines(path, "nodename") {
-        let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
-        let num = |k: &str| get(k).and_then(|v| v.parse::<u32>().ok());
-        let gres = get("gres").unwrap_or_default();
-        let sockets = num("sockets").unwrap_or(1);
-        let threads = num("threadspercore").unwrap_or(1);
-        let cores = num("corespersocket")
-            .or_else(|| num("cpus").map(|c| (c / sockets.max(1) / threads.max(1)).max(1)))
-            .unwrap_or(1);
+        let gres = kv
+            .iter()
+            .find(|(key, _)| key == "gres")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
         if let Ok(hosts) = sluice_conf::hostlist::expand(&names) {
-            for h in hosts {
-                out.push((h, gres.clone(), (sockets, cores, threads)));
-            }
+            out.extend(hosts.into_iter().map(|h| (h, gres.clone())));
         }
     }
     out

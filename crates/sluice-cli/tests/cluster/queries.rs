@@ -490,9 +490,9 @@ fn sinfo_follows_nodes_from_idle_to_mixed_to_allocated() {
         [
             "NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE \
              REASON              ",
-            "n1             1    debug*       mixed 2       1:2:1   1000        0      1   (null) \
+            "n1             1    debug*       mixed 2       2:1:1   1000        0      1   (null) \
              none                ",
-            "n2             1    debug*        idle 2       1:2:1   1000        0      1   (null) \
+            "n2             1    debug*        idle 2       2:1:1   1000        0      1   (null) \
              none                ",
         ],
         "{long}"
