@@ -1981,11 +1981,20 @@ mod layout_tests {
         // As real Slurm 22.05 shows these nodes (differential scenario 230).
         assert_eq!(layout("CPUs=4"), (4, 4, 1, 1, false));
         assert_eq!(layout("CPUs=8 CoresPerSocket=2"), (8, 4, 2, 1, false));
-        assert_eq!(layout("CPUs=8 CoresPerSocket=2 ThreadsPerCore=2"), (8, 2, 2, 2, false));
+        assert_eq!(
+            layout("CPUs=8 CoresPerSocket=2 ThreadsPerCore=2"),
+            (8, 2, 2, 2, false)
+        );
         // CPUs counting cores, not threads, fit too.
-        assert_eq!(layout("CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=2"), (4, 1, 4, 2, false));
+        assert_eq!(
+            layout("CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=2"),
+            (4, 1, 4, 2, false)
+        );
         assert_eq!(layout("Sockets=2 CoresPerSocket=4"), (8, 2, 4, 1, false));
-        assert_eq!(layout("Boards=2 SocketsPerBoard=2 CoresPerSocket=2"), (8, 4, 2, 1, false));
+        assert_eq!(
+            layout("Boards=2 SocketsPerBoard=2 CoresPerSocket=2"),
+            (8, 4, 2, 1, false)
+        );
         assert_eq!(layout(""), (1, 1, 1, 1, false));
         // CPUs that fit no layout of the line are reset to the layout's, with a warning.
         assert_eq!(layout("CPUs=8 Sockets=2"), (2, 2, 1, 1, true));

@@ -45,8 +45,9 @@ pub(crate) type Outcome = Vec<Option<u64>>;
 /// Carries out `batch` in the transaction `b`, in order; the caller commits.
 pub(crate) fn apply(b: &mut dyn Batch, batch: &[Op]) -> Result<Outcome, StoreError> {
     let mut out = Vec::with_capacity(batch.len());
-    let stored = b.next_job_id()?;
-    let mut next = stored;
+    // The id after the last one this batch inserts: the stored next id is read (and
+    // moved) only by a batch that inserts jobs, not by every commit.
+    let mut next: Option<i64> = None;
     for op in batch {
         let mut produced = None;
         match op {
@@ -66,7 +67,8 @@ pub(crate) fn apply(b: &mut dyn Batch, batch: &[Op]) -> Result<Outcome, StoreErr
                 if !audit.is_empty() {
                     b.audit(audit)?;
                 }
-                next = next.max(*first as i64 + records.len().max(1) as i64);
+                let after = *first as i64 + records.len().max(1) as i64;
+                next = Some(next.map_or(after, |n| n.max(after)));
             }
             Op::PutJob {
                 id, keys, record, ..
@@ -99,8 +101,10 @@ pub(crate) fn apply(b: &mut dyn Batch, batch: &[Op]) -> Result<Outcome, StoreErr
         }
         out.push(produced);
     }
-    if next != stored {
-        b.set_next_job_id(next)?;
+    if let Some(next) = next {
+        if next > b.next_job_id()? {
+            b.set_next_job_id(next)?;
+        }
     }
     Ok(out)
 }
