@@ -9,7 +9,7 @@ const GPUS: &str = "ClusterName=gpus
 SlurmctldHost=localhost
 GresTypes=gpu
 AccountingStorageTRES=gres/gpu
-NodeName=g1 CPUs=8 RealMemory=8000 Gres=gpu:4 State=UNKNOWN
+NodeName=g1 CPUs=8 Sockets=1 CoresPerSocket=8 RealMemory=8000 Gres=gpu:4 State=UNKNOWN
 PartitionName=gpu Nodes=g1 Default=YES MaxTime=1:00:00 DefCpuPerGPU=2 DefMemPerGPU=1000 State=UP
 ";
 
