@@ -1102,7 +1102,8 @@ pub struct WillRunReply {
 /// A request to signal or cancel jobs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CancelRequest {
-    /// Job ids, with optional array task (`123`, `123_4`); empty with filters below.
+    /// Job ids, with optional array task (`123`, `123_4`). With the filters below,
+    /// those of these jobs that pass them; empty, every job that passes them.
     pub jobs: Vec<(u64, Option<u32>)>,
     /// Signal number (None: cancel).
     pub signal: Option<i32>,

@@ -19,6 +19,7 @@ pub mod salloc;
 mod sample_file;
 pub mod sbatch;
 pub mod scancel;
+mod scancel_live;
 pub mod scontrol;
 pub mod scontrol_detail;
 pub mod scontrol_ha;

@@ -2,12 +2,11 @@
 
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_conf::options::signal_number;
-use sluice_proto::listing::{JobQuery, ListedJob};
 use sluice_proto::types::{CancelRequest, JobState};
-use sluice_proto::Client;
 
 use super::common::{controller, describe, fail, parse_job_arg, Refusal, VERSION};
 use super::help::{command_help, e, synopsis, Group};
+use super::scancel_live::{display, held, listed, live_names, matching, names, passes, Held};
 use super::squeue::current_user;
 
 /// scancel's options: Slurm 22.05's table, in its order (which orders the candidates
@@ -55,11 +54,13 @@ pub(crate) const HELP: &[Group] = &[
             e("me", "", "my jobs only"),
             e("name", "job_name", "jobs with this name only"),
             e("partition", "partition", "jobs in this partition only"),
+            e("quiet", "", "say nothing of ids that name no live job"),
             e("signal", "name | integer", "send this signal rather than cancel"),
             e("state", "states", "jobs in these states only (PENDING, RUNNING,\n\
                  SUSPENDED)"),
             e("user", "user_name", "this user's jobs only"),
             e("version", "", "print the Slurm version and exit"),
+            e("verbose", "", "name each job as it is signalled or cancelled"),
         ],
     },
     Group {
@@ -77,8 +78,10 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut req = CancelRequest::default();
     let mut filters = false;
     let mut interactive = false;
-    let mut verbose = 0u32;
-    let mut quiet = false;
+    // Slurm's opt.verbose: -v adds one, -Q sets it to -1 (so their order counts).
+    let mut level = 0i32;
+    // `-b` (not `-f`, which Slurm's has_default_opt does not count).
+    let mut batch_given = false;
     let mut operands = Vec::new();
     for item in Getopt::new(OPTIONS, args, Order::Permute) {
         let f = match item {
@@ -99,7 +102,10 @@ pub fn main(args: Vec<String>) -> i32 {
                     std::process::exit(1)
                 }));
             }
-            "batch" => req.batch = true,
+            "batch" => {
+                req.batch = true;
+                batch_given = true;
+            }
             "full" => {
                 req.batch = true;
                 req.full = true;
@@ -131,8 +137,8 @@ pub fn main(args: Vec<String>) -> i32 {
                 filters = true;
             }
             "interactive" => interactive = true,
-            "verbose" => verbose += 1,
-            "quiet" => quiet = true,
+            "verbose" => level += 1,
+            "quiet" => level = -1,
             "version" => {
                 println!("{VERSION}");
                 return 0;
@@ -154,16 +160,31 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     // Components named `ID+N`, by the id they stand for.
     let mut spelled: Vec<(u64, String)> = Vec::new();
+    // The ids as typed, which Slurm's scancel names them by when it asks straight away.
+    let mut typed: Vec<String> = Vec::new();
     for ids in &operands {
         for part in ids
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter(|s| !s.is_empty())
         {
+            if part.contains('.') {
+                // Refused rather than taken for the whole job (before, `123.0`
+                // cancelled job 123).
+                fail(
+                    ME,
+                    format!(
+                        "Kill job error on job step id {part}: cancelling or signalling \
+                         one step is not supported; name the job to cancel it whole"
+                    ),
+                    1,
+                );
+            }
             match parse_job_arg(part) {
                 Some(v) => {
                     if part.contains('+') {
                         spelled.extend(v.iter().map(|j| (j.0, part.to_string())));
                     }
+                    typed.push(part.to_string());
                     req.jobs.extend(v)
                 }
                 None => fail(ME, format!("Invalid job id {part}"), 1),
@@ -181,7 +202,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 1,
             );
         }
-        let (jobs, unknown) = confirmed(&req.jobs, &mut std::io::stdin().lock());
+        let (jobs, unknown) = confirmed(&req.jobs, level < 0, &mut std::io::stdin().lock());
         req.jobs = jobs;
         if req.jobs.is_empty() {
             return i32::from(unknown);
@@ -208,13 +229,17 @@ pub fn main(args: Vec<String>) -> i32 {
             ""
         },
     };
-    let verify = req.signal.is_some() || req.batch || filters;
+    let verify = req.signal.is_some() || batch_given || filters;
     let mut rc = 0;
+    let records = (!req.jobs.is_empty() && (verify || level > 0))
+        .then(|| listed(&client, &req.jobs))
+        .flatten();
+    let records = records.as_deref();
     if verify && !req.jobs.is_empty() {
         req.jobs.retain(|&job| {
-            let live = held(&client, job) == Held::Live;
+            let live = held(records, job) == Held::Live;
             if !live {
-                if !quiet {
+                if level >= 0 {
                     let named = display(job);
                     eprintln!("{ME}: error: Kill job error on job id {named}: {BAD_JOB}");
                 }
@@ -226,21 +251,30 @@ pub fn main(args: Vec<String>) -> i32 {
             return rc;
         }
     }
-    if verbose > 0 {
-        if req.jobs.is_empty() {
+    if level > 0 {
+        if !verify {
+            // Each id as typed, then what the controller answers for one that ended.
+            for (part, jobs) in typed.iter().zip(typed_jobs(&typed)) {
+                asked.say(part);
+                let states: Vec<Held> = jobs.iter().map(|&j| held(records, j)).collect();
+                let why = if states.contains(&Held::Live) {
+                    continue;
+                } else if states.contains(&Held::Ended) {
+                    ALREADY_DONE
+                } else {
+                    BAD_JOB
+                };
+                eprintln!("{ME}: error: Kill job error on job id {part}: {why}");
+            }
+        } else if req.jobs.is_empty() {
             for named in matching(&client, &req) {
                 asked.say(&named);
             }
-        }
-        for &job in &req.jobs {
-            let named = display(job);
-            asked.say(&named);
-            let why = match held(&client, job) {
-                Held::Unknown => BAD_JOB,
-                Held::Ended => ALREADY_DONE,
-                Held::Live => continue,
-            };
-            eprintln!("{ME}: error: Kill job error on job id {named}: {why}");
+        } else if let Some(records) = records {
+            let chosen = |j: &_| req.jobs.iter().any(|&n| names(j, n)) && passes(&req, j);
+            for named in live_names(records, chosen) {
+                asked.say(&named);
+            }
         }
     }
     if req.signal == Some(libc::SIGKILL) {
@@ -301,77 +335,9 @@ impl Asked {
     }
 }
 
-/// A job id as the user named it: `123`, `123_4`.
-fn display((id, task): (u64, Option<u32>)) -> String {
-    task.map_or(id.to_string(), |t| format!("{id}_{t}"))
-}
-
-/// What the controller holds under one id as named.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Held {
-    /// Nothing (never submitted, or forgotten after `MinJobAge`).
-    Unknown,
-    /// Only ended records.
-    Ended,
-    /// A live record: the job, one of an array's tasks or a heterogeneous job's
-    /// components. A listing that fails counts as live: the cancel itself reports.
-    Live,
-}
-
-fn held(client: &Client, (id, task): (u64, Option<u32>)) -> Held {
-    let q = JobQuery {
-        jobs: Some(display((id, task))),
-        brief: true,
-        ..Default::default()
-    };
-    let Ok(listed) = client.get::<Vec<ListedJob>>(&q.path()) else {
-        return Held::Live;
-    };
-    let mut named = listed.iter().filter(|j| match task {
-        Some(t) => j.array == Some((id, t)) || (j.id == id && j.array.is_none()),
-        None => {
-            j.id == id
-                || j.array.is_some_and(|a| a.0 == id)
-                || j.het.is_some_and(|h| h.job_id == id)
-        }
-    });
-    match named.next() {
-        None => Held::Unknown,
-        Some(first) if !first.state.is_finished() => Held::Live,
-        Some(_) if named.any(|j| !j.state.is_finished()) => Held::Live,
-        Some(_) => Held::Ended,
-    }
-}
-
-/// The live jobs a filter-only request chooses, as Slurm's scancel names them (`-v`):
-/// pending ones first, an array's unstarted tasks as `ID_[2-5]`.
-fn matching(client: &Client, req: &CancelRequest) -> Vec<String> {
-    let q = JobQuery {
-        users: req.user.clone(),
-        names: req.name.clone(),
-        partitions: req.partition.clone(),
-        brief: true,
-        ..Default::default()
-    };
-    let mut listed: Vec<ListedJob> = client.get(&q.path()).unwrap_or_default();
-    listed.retain(|j| {
-        matches!(
-            j.state,
-            JobState::Pending | JobState::Running | JobState::Suspended
-        ) && (req.states.is_empty() || req.states.contains(&j.state))
-    });
-    listed.sort_by_key(|j| (j.state != JobState::Pending, j.id));
-    listed
-        .iter()
-        .map(|j| match (&j.array_pending, j.array) {
-            (Some((tasks, _)), _) if !tasks.is_empty() => {
-                let array = j.array.map_or(j.id, |a| a.0);
-                format!("{array}_[{}]", super::scontrol_detail::index_ranges(tasks))
-            }
-            (_, Some((array, task))) => format!("{array}_{task}"),
-            _ => j.id.to_string(),
-        })
-        .collect()
+/// The jobs each id as typed names (they were checked when parsed).
+fn typed_jobs(typed: &[String]) -> impl Iterator<Item = Vec<(u64, Option<u32>)>> + '_ {
+    typed.iter().map(|t| parse_job_arg(t).unwrap_or_default())
 }
 
 /// The jobs of `jobs` the user confirms, asked one by one as Slurm's `scancel -i` asks
@@ -381,6 +347,7 @@ fn matching(client: &Client, req: &CancelRequest) -> Vec<String> {
 /// as Slurm's). The end of the input answers no (Slurm's asks again forever).
 fn confirmed(
     jobs: &[(u64, Option<u32>)],
+    quiet: bool,
     input: &mut impl std::io::BufRead,
 ) -> (Vec<(u64, Option<u32>)>, bool) {
     use std::io::Write;
@@ -394,7 +361,9 @@ fn confirmed(
             .ok()
             .and_then(|r| r.into_iter().next());
         let Some(r) = record.filter(|r| !r.state.is_finished()) else {
-            eprintln!("scancel: error: Kill job error on job id {named}: Invalid job id specified");
+            if !quiet {
+                eprintln!("scancel: error: Kill job error on job id {named}: {BAD_JOB}");
+            }
             unknown = true;
             continue;
         };

@@ -272,3 +272,40 @@ fn scancel_interactive_asks_before_each_job_and_cancels_only_what_is_confirmed()
     );
     assert_eq!(states(), format!("{b} CA\n{a} PD\n"));
 }
+
+/// `scancel JOB.STEP` names one step. Sluice cannot yet cancel or signal a single step:
+/// it refuses, and the job runs on (it used to take the id for the whole job).
+#[test]
+fn a_step_id_is_refused_and_the_job_runs_on() {
+    let c = Cluster::start("scancel-step", SMALL);
+    let job = c.sbatch(&["--wrap", "srun sleep 600"]);
+    c.wait_for("the job to run", || c.state(job) == "RUNNING");
+    for (args, named) in [
+        (vec![format!("{job}.0")], format!("{job}.0")),
+        (
+            vec!["-s".into(), "USR1".into(), format!("{job}.batch")],
+            format!("{job}.batch"),
+        ),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = c.run("scancel", &args);
+        assert_eq!(
+            (o.code, o.stderr.as_str()),
+            (
+                1,
+                format!(
+                    "scancel: error: Kill job error on job step id {named}: cancelling or \
+                     signalling one step is not supported; name the job to cancel it whole\n"
+                )
+                .as_str()
+            ),
+            "scancel {args:?}"
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert_eq!(c.state(job), "RUNNING");
+    let o = c.run("scancel", &[&job.to_string()]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let uid = nix::unistd::getuid();
+    assert_eq!(c.wait_ended(job), format!("CANCELLED by {uid}"));
+}

@@ -60,7 +60,13 @@ pub fn parse_node_line(line: &str) -> Result<ClusterConfig, ApiError> {
         .map_err(|_| failed())
         .and_then(|()| ClusterConfig::read(&path).map_err(|_| failed()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (conf, _) = read?;
+    let (conf, warnings) = read?;
+    // A layout whose CPUs were reset is said of the line (the file it was written to
+    // is gone); the file's other warnings are of the stand-in file around the line.
+    for w in warnings.iter().filter(|w| w.contains("match no Sockets")) {
+        let what = w.split_once(": ").map_or(w.as_str(), |(_, m)| m);
+        tracing::warn!("node line {:?}: {what}", line.trim());
+    }
     if conf.cluster.nodes.is_empty() {
         return Err(failed());
     }

@@ -81,8 +81,11 @@ fn read_again(start: &StartConf) -> Result<(ClusterConfig, String), ApiError> {
             "only nodes and partitions change without a restart; restart the controller for this change: {line}"
         )));
     }
-    let (conf, _) =
+    let (conf, warnings) =
         ClusterConfig::read(&start.path).map_err(|e| ApiError::invalid(e.to_string()))?;
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
     let text = std::fs::read(&start.path)
         .map_err(|e| ApiError::invalid(format!("{}: {e}", start.path.display())))?;
     Ok((conf, super::conf_hash(&text)))
