@@ -86,6 +86,8 @@ pub enum Effect {
         signal: i32,
         /// The batch shell only.
         batch_only: bool,
+        /// One step's tasks only (SIGKILL: the step is cancelled).
+        step: Option<u32>,
     },
     /// End a running job: SIGCONT + SIGTERM, SIGKILL after `KillWait`, reported as
     /// `state`.
@@ -1906,6 +1908,7 @@ impl Controller {
         let mut effects = vec![self.persist(id)];
         if !r.desc.interactive {
             let step = StepRecord {
+                cancelled_by: None,
                 job_id: id.0,
                 step: StepId::Batch,
                 name: "batch".into(),
@@ -2169,6 +2172,9 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
+        if !req.steps.is_empty() {
+            return self.cancel_steps(req, caller);
+        }
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
         let mut ids: Vec<JobId> = Vec::new();
@@ -2351,6 +2357,7 @@ impl Controller {
                             job_id: id,
                             signal,
                             batch_only: false,
+                            step: None,
                         });
                     }
                     if req.batch {
@@ -2359,6 +2366,7 @@ impl Controller {
                             job_id: id,
                             signal,
                             batch_only: true,
+                            step: None,
                         });
                     }
                 }
@@ -2366,6 +2374,76 @@ impl Controller {
             }
         }
         effects.extend(self.schedule(now));
+        Ok(effects)
+    }
+
+    /// Cancels (SIGKILL, or no signal) or signals steps on their own, as Slurm's
+    /// job_step_signal: the job must be running and the step still running. A
+    /// cancelled step's srun is told (`Job step aborted`), its tasks are killed, and
+    /// it is recorded `CANCELLED by UID`. Every step is checked before any is touched.
+    fn cancel_steps(
+        &mut self,
+        req: &CancelRequest,
+        caller: &Caller,
+    ) -> Result<Vec<Effect>, ApiError> {
+        let signal = req.signal.unwrap_or(libc::SIGKILL);
+        let mut chosen = Vec::new();
+        for &(job, task, step) in &req.steps {
+            let named = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
+            let refuse = |code, why: &str| {
+                Err(ApiError::new(
+                    code,
+                    format!("Kill job error on job step id {named}: {why}"),
+                ))
+            };
+            let found = self.select(JobId(job), task);
+            let id = found
+                .iter()
+                .copied()
+                .find(|id| *id == JobId(job) || task.is_some())
+                .or_else(|| found.first().copied());
+            let Some(r) = id.and_then(|id| self.jobs.get(&id)) else {
+                return refuse(ErrorCode::InvalidJobId, BAD_JOB);
+            };
+            if r.uid != caller.uid && !caller.admin {
+                return refuse(ErrorCode::AccessDenied, "Invalid user id");
+            }
+            if r.state.is_finished() {
+                return refuse(ErrorCode::Invalid, suspend::ALREADY_DONE);
+            }
+            if r.state != JobState::Running {
+                return refuse(
+                    ErrorCode::Invalid,
+                    "Job can not be altered now, try again later",
+                );
+            }
+            let key = (r.id, StepId::Number(step));
+            match self.steps.get(&key) {
+                Some(s) if s.state == JobState::Running => chosen.push((key, step)),
+                // Slurm forgets a step once it ends: not found, in its words.
+                _ => return refuse(ErrorCode::InvalidJobId, BAD_JOB),
+            }
+        }
+        let mut effects = Vec::new();
+        for (key, step) in chosen {
+            let s = self.steps.get_mut(&key).expect("checked");
+            if signal == libc::SIGKILL {
+                s.cancelled_by = Some(caller.uid);
+                tracing::info!(
+                    "job_step_signal: JobId={} StepId={} cancelled by uid {}",
+                    key.0,
+                    s.step,
+                    caller.uid
+                );
+            }
+            effects.push(Effect::Signal {
+                nodes: s.nodes.clone(),
+                job_id: key.0,
+                signal,
+                batch_only: false,
+                step: Some(step),
+            });
+        }
         Ok(effects)
     }
 
@@ -2557,6 +2635,7 @@ impl Controller {
             // that run (lost with a node: CANCELLED, as slurmctld completes the steps of
             // a requeued job, whichever signal ended it).
             effects.push(Effect::PersistStep(StepRecord {
+                cancelled_by: None,
                 job_id: id.0,
                 step: StepId::Batch,
                 name: "batch".into(),
@@ -2891,6 +2970,7 @@ impl Controller {
             cpus.clone()
         };
         let record = StepRecord {
+            cancelled_by: None,
             job_id: job.0,
             step: step_key,
             name: req.name.clone(),

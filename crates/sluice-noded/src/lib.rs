@@ -856,16 +856,27 @@ async fn signal(
         agent.node,
         o.job_id,
         o.signal,
-        if o.batch_only { "batch shell" } else { "steps" }
+        match (o.step, o.batch_only) {
+            (Some(s), _) => format!("step {s}"),
+            (None, true) => "batch shell".into(),
+            (None, false) => "steps".into(),
+        }
     );
     // A job whose supervisor is not up yet has no process to signal.
     if let Ok(Some(h)) = supervisor_for(&agent, o.job_id, None, None) {
-        let _ = h
-            .ask(&stepd::Request::Signal {
+        let request = match o.step {
+            Some(step) if o.signal == libc::SIGKILL => stepd::Request::CancelStep { step },
+            Some(step) => stepd::Request::SignalStep {
+                step,
+                signal: o.signal,
+                uid: 0,
+            },
+            None => stepd::Request::Signal {
                 signal: o.signal,
                 batch_only: o.batch_only,
-            })
-            .await;
+            },
+        };
+        let _ = h.ask(&request).await;
     }
     Json(sluice_proto::types::Done {}).into_response()
 }

@@ -233,6 +233,9 @@ pub(crate) enum Request {
     StepDone { step: u32, uid: u32 },
     /// User `uid`'s srun aborts a step: `signal` to its tasks here.
     SignalStep { step: u32, signal: i32, uid: u32 },
+    /// The controller cancels a step (`scancel JOB.STEP`): its srun is told (a
+    /// [`TaskEvent::Cancelled`] first in its stream) and its tasks here are killed.
+    CancelStep { step: u32 },
     /// The cluster stops (`sluice up`): end the job now and leave, reporting nothing.
     Shutdown { grace: i64 },
 }
@@ -743,6 +746,31 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
                     Reply::Ok
                 }
             }
+        }
+        Request::CancelStep { step } => {
+            let told = {
+                let mut steps = exec.steps.lock().expect("lock");
+                match steps.get_mut(&step) {
+                    Some(log) if log.finished.is_none() => {
+                        let e = TaskEvent::Cancelled {
+                            node: exec.node.clone(),
+                            at: crate::now(),
+                        };
+                        let mut line = serde_json::to_vec(&e).expect("events serialise");
+                        line.push(b'\n');
+                        log.unsent_bytes += line.len();
+                        log.events.push_back(line);
+                        true
+                    }
+                    // Nothing of the step here, or its tasks have all ended.
+                    _ => false,
+                }
+            };
+            if told {
+                exec.output.send_modify(|n| *n += 1);
+                run::signal_step(&exec, step, libc::SIGKILL);
+            }
+            Reply::Ok
         }
         Request::StepDone { step, uid } => {
             let mut steps = exec.steps.lock().expect("lock");

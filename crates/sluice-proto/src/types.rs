@@ -391,6 +391,9 @@ pub struct StepRecord {
     /// way is the job's: see [`StepRecord::suspended_secs_at`]).
     #[serde(default, skip_serializing_if = "secs_zero")]
     pub suspended_secs: i64,
+    /// Who cancelled it on its own (`scancel JOB.STEP`): sacct's `CANCELLED by UID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_by: Option<u32>,
 }
 
 fn run_zero(run: &u32) -> bool {
@@ -1124,6 +1127,10 @@ pub struct CancelRequest {
     /// jobs` chose with Slurm's filters. With `jobs` empty, instead of the filters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<u64>,
+    /// Steps to cancel or signal on their own (`scancel JOB.STEP`): job, array task,
+    /// step. The steps of running jobs only; with them, `jobs` is empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<(u64, Option<u32>, u32)>,
 }
 
 /// An error reply: Slurm's message and what went wrong (see [`crate::error`]).
@@ -1188,6 +1195,9 @@ pub struct SignalOrder {
     /// The batch shell only.
     #[serde(default)]
     pub batch_only: bool,
+    /// One step's tasks only; with SIGKILL the step is cancelled (its srun told so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
 }
 
 /// A controller-to-agent order: stop (`suspend`) or continue a running job's processes
@@ -1732,6 +1742,14 @@ pub enum TaskEvent {
     Error {
         /// Why.
         message: String,
+    },
+    /// The step was cancelled (`scancel JOB.STEP`): its tasks here are being killed.
+    /// srun says the step is aborted, and slurmstepd's notice for the node.
+    Cancelled {
+        /// The node.
+        node: String,
+        /// When, Unix seconds.
+        at: i64,
     },
     /// The step's last event on this node has been sent: nothing follows. (A stream
     /// that ends without it broke: the node's agent went, and srun asks the next one

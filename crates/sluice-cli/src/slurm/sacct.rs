@@ -402,13 +402,14 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         ("JobName", Row::Job(j)) => j.desc.name.clone(),
         ("JobName", Row::Step(_, s)) => s.name.clone(),
         ("State", Row::Job(j)) => state_text(j.state, j.cancelled_by),
-        // Steps say CANCELLED, without by whom.
         ("State", Row::Step(j, s))
             if s.state == JobState::Running && j.state == JobState::Suspended =>
         {
             state_text(j.state, None)
         }
-        ("State", Row::Step(_, s)) => state_text(s.state, None),
+        // A step cancelled on its own (`scancel JOB.STEP`) says by whom; one that
+        // ended with its job does not.
+        ("State", Row::Step(_, s)) => state_text(s.state, s.cancelled_by),
         // slurmdbd records a cancelled or timed-out job's end when it is decided, before
         // its batch step reports the signal: the job line shows 0:0, the step the signal.
         ("ExitCode", Row::Job(j)) if matches!(j.state, JobState::Cancelled | JobState::Timeout) => {
@@ -773,6 +774,7 @@ fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRec
         })
         .filter_map(|j| {
             Some(StepRecord {
+                cancelled_by: None,
                 job_id: j.id,
                 step: StepId::Batch,
                 name: "batch".into(),
@@ -1287,6 +1289,7 @@ mod tests {
 
     fn step(job: u64, step: StepId, exit_code: i32, signal: i32) -> StepRecord {
         StepRecord {
+            cancelled_by: None,
             job_id: job,
             step,
             name: String::new(),

@@ -6,7 +6,9 @@ use sluice_proto::types::{CancelRequest, JobState};
 
 use super::common::{controller, describe, fail, parse_job_arg, Refusal, VERSION};
 use super::help::{command_help, e, synopsis, Group};
-use super::scancel_live::{display, held, listed, live_names, matching, names, passes, Held};
+use super::scancel_live::{
+    display, held, listed, live_names, matching, names, passes, Asked, Held, ALREADY_DONE, BAD_JOB,
+};
 use super::squeue::current_user;
 
 /// scancel's options: Slurm 22.05's table, in its order (which orders the candidates
@@ -162,22 +164,20 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut spelled: Vec<(u64, String)> = Vec::new();
     // The ids as typed, which Slurm's scancel names them by when it asks straight away.
     let mut typed: Vec<String> = Vec::new();
+    // Steps named on their own: (job, array task), step.
+    let mut steps: Vec<((u64, Option<u32>), u32)> = Vec::new();
     for ids in &operands {
         for part in ids
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter(|s| !s.is_empty())
         {
-            if part.contains('.') {
-                // Refused rather than taken for the whole job (before, `123.0`
-                // cancelled job 123).
-                fail(
-                    ME,
-                    format!(
-                        "Kill job error on job step id {part}: cancelling or signalling \
-                         one step is not supported; name the job to cancel it whole"
-                    ),
-                    1,
-                );
+            if let Some((job_part, step)) = part.split_once('.') {
+                // One step (`123.0`, `123_4.0`): Slurm's scancel takes a number only.
+                let (Ok(step), Some(jobs)) = (step.parse::<u32>(), parse_job_arg(job_part)) else {
+                    fail(ME, format!("Invalid job id {part}"), 1)
+                };
+                steps.extend(jobs.into_iter().map(|j| (j, step)));
+                continue;
             }
             match parse_job_arg(part) {
                 Some(v) => {
@@ -191,7 +191,7 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         }
     }
-    if req.jobs.is_empty() && !filters {
+    if req.jobs.is_empty() && steps.is_empty() && !filters {
         fail(ME, "No job identification provided", 1);
     }
     if interactive {
@@ -199,6 +199,13 @@ pub fn main(args: Vec<String>) -> i32 {
             fail(
                 ME,
                 "--interactive asks about the jobs named by id only (not about filters' matches)",
+                1,
+            );
+        }
+        if !steps.is_empty() {
+            fail(
+                ME,
+                "--interactive asks about whole jobs only (not about steps)",
                 1,
             );
         }
@@ -229,8 +236,15 @@ pub fn main(args: Vec<String>) -> i32 {
             ""
         },
     };
-    let verify = req.signal.is_some() || batch_given || filters;
+    // Named steps make Slurm's scancel check every id first.
+    let verify = req.signal.is_some() || batch_given || filters || !steps.is_empty();
     let mut rc = 0;
+    if !steps.is_empty() {
+        rc = super::scancel_steps::cancel(&client, &asked, &steps, level);
+        if req.jobs.is_empty() && !filters {
+            return rc;
+        }
+    }
     let records = (!req.jobs.is_empty() && (verify || level > 0))
         .then(|| listed(&client, &req.jobs))
         .flatten();
@@ -307,30 +321,6 @@ pub fn main(args: Vec<String>) -> i32 {
                 }
             );
             fail(ME, msg, if denied { 2002 % 256 } else { 1 })
-        }
-    }
-}
-
-/// Slurm's words for an id the controller does not hold (ESLURM_INVALID_JOB_ID).
-const BAD_JOB: &str = "Invalid job id specified";
-
-/// Slurm's words for a job that has ended (ESLURM_ALREADY_DONE).
-const ALREADY_DONE: &str = "Job/step already completing or completed";
-
-/// What a scancel asks of each job, as `-v` says it.
-struct Asked {
-    signal: Option<i32>,
-    /// `batch `, `full ` or nothing.
-    kind: &'static str,
-}
-
-impl Asked {
-    /// Slurm's scancel's verbose line for one job, as named.
-    fn say(&self, named: &str) {
-        let kind = self.kind;
-        match self.signal {
-            Some(sig) => eprintln!("scancel: Signal {sig} to {kind}job {named}"),
-            None => eprintln!("scancel: Terminating {kind}job {named}"),
         }
     }
 }

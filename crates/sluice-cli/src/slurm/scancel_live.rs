@@ -8,6 +8,38 @@ use sluice_proto::listing::{JobQuery, ListedJob};
 use sluice_proto::types::{CancelRequest, JobState};
 use sluice_proto::Client;
 
+/// Slurm's words for an id the controller does not hold (ESLURM_INVALID_JOB_ID).
+pub(crate) const BAD_JOB: &str = "Invalid job id specified";
+
+/// Slurm's words for a job that has ended (ESLURM_ALREADY_DONE).
+pub(crate) const ALREADY_DONE: &str = "Job/step already completing or completed";
+
+/// What a scancel asks of each job, as `-v` says it.
+pub(crate) struct Asked {
+    pub(crate) signal: Option<i32>,
+    /// `batch `, `full ` or nothing.
+    pub(crate) kind: &'static str,
+}
+
+impl Asked {
+    /// Slurm's scancel's verbose line for one job, as named.
+    pub(crate) fn say(&self, named: &str) {
+        let kind = self.kind;
+        match self.signal {
+            Some(sig) => eprintln!("scancel: Signal {sig} to {kind}job {named}"),
+            None => eprintln!("scancel: Terminating {kind}job {named}"),
+        }
+    }
+
+    /// The same for one step (`123.0`).
+    pub(crate) fn say_step(&self, named: &str) {
+        match self.signal {
+            Some(sig) => eprintln!("scancel: Signal {sig} to step {named}"),
+            None => eprintln!("scancel: Terminating step {named}"),
+        }
+    }
+}
+
 /// What the controller holds under one id as named (`123`, `123_4`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Held {

@@ -643,6 +643,8 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     let mut oom_nodes: Vec<String> = Vec::new();
     // Once a launch failed: until when srun waits for the step's other tasks to go.
     let mut aborting: Option<std::time::Instant> = None;
+    // The step was cancelled on its own (`scancel JOB.STEP`).
+    let mut cancelled = false;
     loop {
         let e = match aborting {
             None => match rx.recv() {
@@ -746,6 +748,26 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                     kill_step(abort.clone(), plan.step);
                 }
             }
+            TaskEvent::Cancelled { node, at } => {
+                cancelled = true;
+                // `scancel JOB.STEP`: as Slurm's srun, the step is aborted and srun
+                // waits KillWait and two seconds for its tasks; slurmstepd's notice
+                // for each node follows.
+                if aborting.is_none() {
+                    let wait = kill_wait() + 2;
+                    eprintln!(
+                        "{ME}: Job step aborted: Waiting up to {wait} seconds for job step to finish."
+                    );
+                    aborting = Some(
+                        std::time::Instant::now() + std::time::Duration::from_secs(wait as u64),
+                    );
+                }
+                eprintln!(
+                    "slurmstepd-{node}: error: *** STEP {job}.{} ON {node} CANCELLED AT {} ***",
+                    plan.step,
+                    sluice_proto::time::timestamp(at)
+                );
+            }
             TaskEvent::End => {}
         }
     }
@@ -801,7 +823,8 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             .is_some_and(|n| oom_nodes.contains(&n.0));
         sig == libc::SIGTERM || (sig == libc::SIGKILL && !oom)
     });
-    if forced && !opts.quiet && !aborted {
+    // (Not for a step cancelled on its own: Slurm's srun said it was aborted.)
+    if forced && !opts.quiet && !aborted && !cancelled {
         eprintln!("{ME}: Force Terminated StepId={job}.{}", plan.step);
     }
     // Each component's part of the step ends with its own tasks' outcome. An OOM kill

@@ -465,6 +465,7 @@ mod tests {
 
     fn step(step: StepId) -> StepRecord {
         StepRecord {
+            cancelled_by: None,
             job_id: 7,
             step,
             name: String::new(),

@@ -273,39 +273,60 @@ fn scancel_interactive_asks_before_each_job_and_cancels_only_what_is_confirmed()
     assert_eq!(states(), format!("{b} CA\n{a} PD\n"));
 }
 
-/// `scancel JOB.STEP` names one step. Sluice cannot yet cancel or signal a single step:
-/// it refuses, and the job runs on (it used to take the id for the whole job).
+/// `scancel JOB.STEP` cancels that step alone: its srun says so, the batch script goes
+/// on, and the step is recorded cancelled by whom. `.batch` is no step id to scancel.
 #[test]
-fn a_step_id_is_refused_and_the_job_runs_on() {
+fn a_step_is_cancelled_alone_and_the_job_runs_on() {
     let c = Cluster::start("scancel-step", SMALL);
-    let job = c.sbatch(&["--wrap", "srun sleep 600"]);
-    c.wait_for("the job to run", || c.state(job) == "RUNNING");
-    for (args, named) in [
-        (vec![format!("{job}.0")], format!("{job}.0")),
+    let job = c.sbatch(&[
+        "-o",
+        "%j.out",
+        "--wrap",
+        "srun sleep 600; echo srun=$?; srun true; echo after=$?",
+    ]);
+    c.wait_for("the step to run", || {
+        c.run(
+            "sacct",
+            &["-n", "-P", "-j", &job.to_string(), "-o", "JobID,State"],
+        )
+        .stdout
+        .contains(&format!("{job}.0|RUNNING"))
+    });
+    let o = c.run("scancel", &[&format!("{job}.batch")]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
         (
-            vec!["-s".into(), "USR1".into(), format!("{job}.batch")],
-            format!("{job}.batch"),
-        ),
-    ] {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let o = c.run("scancel", &args);
-        assert_eq!(
-            (o.code, o.stderr.as_str()),
-            (
-                1,
-                format!(
-                    "scancel: error: Kill job error on job step id {named}: cancelling or \
-                     signalling one step is not supported; name the job to cancel it whole\n"
-                )
-                .as_str()
-            ),
-            "scancel {args:?}"
-        );
-    }
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    assert_eq!(c.state(job), "RUNNING");
-    let o = c.run("scancel", &[&job.to_string()]);
+            1,
+            format!("scancel: error: Invalid job id {job}.batch\n").as_str()
+        )
+    );
+    let o = c.run("scancel", &[&format!("{job}.0")]);
     assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    assert_eq!(c.wait_ended(job), "COMPLETED");
+    let out = std::fs::read_to_string(c.work().join(format!("{job}.out"))).unwrap();
+    assert!(
+        out.contains("srun: Job step aborted: Waiting up to")
+            && out.contains(&format!("error: *** STEP {job}.0 ON "))
+            && out.ends_with("srun=137\nafter=0\n"),
+        "{out}"
+    );
     let uid = nix::unistd::getuid();
-    assert_eq!(c.wait_ended(job), format!("CANCELLED by {uid}"));
+    let o = c.run(
+        "sacct",
+        &[
+            "-n",
+            "-P",
+            "-j",
+            &job.to_string(),
+            "-o",
+            "JobID,State,ExitCode",
+        ],
+    );
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{job}|COMPLETED|0:0\n{job}.batch|COMPLETED|0:0\n\
+             {job}.0|CANCELLED by {uid}|0:9\n{job}.1|COMPLETED|0:0\n"
+        )
+    );
 }

@@ -171,6 +171,7 @@ fn per_node(order: Effect) -> Vec<(String, Effect)> {
             job_id,
             signal,
             batch_only,
+            step,
         } => nodes
             .into_iter()
             .map(|n| {
@@ -179,6 +180,7 @@ fn per_node(order: Effect) -> Vec<(String, Effect)> {
                     job_id,
                     signal,
                     batch_only,
+                    step,
                 };
                 (n, one)
             })
@@ -301,12 +303,14 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
             job_id,
             signal,
             batch_only,
+            step,
             ..
         } => {
             let body = sluice_proto::types::SignalOrder {
                 job_id: job_id.0,
                 signal,
                 batch_only,
+                step,
             };
             client
                 .post::<_, serde_json::Value>("/v1/signal", &body)

@@ -749,11 +749,14 @@ impl Change {
                 id, suspend: false, ..
             } => format!("resume of JobId={id}"),
             Change::Cancel(req) => {
-                let ids: Vec<String> = req
-                    .jobs
-                    .iter()
-                    .map(|(j, t)| t.map_or(j.to_string(), |t| format!("{j}_{t}")))
-                    .collect();
+                let ids: Vec<String> =
+                    req.jobs
+                        .iter()
+                        .map(|(j, t)| t.map_or(j.to_string(), |t| format!("{j}_{t}")))
+                        .chain(req.steps.iter().map(|(j, t, s)| {
+                            t.map_or(format!("{j}.{s}"), |t| format!("{j}_{t}.{s}"))
+                        }))
+                        .collect();
                 format!("cancel of JobId={}", ids.join(","))
             }
             Change::UpdateJob { id, .. } => format!("update of JobId={id}"),

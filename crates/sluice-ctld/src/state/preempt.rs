@@ -191,6 +191,7 @@ impl Controller {
                         job_id: victim,
                         signal,
                         batch_only,
+                        step: None,
                     });
                 }
             }

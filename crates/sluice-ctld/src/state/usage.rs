@@ -211,6 +211,7 @@ impl Controller {
                 .next()
                 .map(|n| self.conf.cluster.node(n).name.clone());
             out.push(StepRecord {
+                cancelled_by: None,
                 job_id: job.0,
                 step: StepId::Batch,
                 name: "batch".into(),

@@ -845,6 +845,7 @@ mod tests {
             ..Default::default()
         };
         let s = StepRecord {
+            cancelled_by: None,
             job_id: 5,
             step: StepId::Batch,
             name: "batch".into(),
