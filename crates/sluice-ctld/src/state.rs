@@ -2417,6 +2417,19 @@ impl Controller {
                     "Job can not be altered now, try again later",
                 );
             }
+            let parts = self
+                .steps
+                .range((r.id, StepId::Part(step, 0))..=(r.id, StepId::Part(step, u32::MAX)))
+                .next()
+                .is_some();
+            if r.het.is_some() || parts {
+                // Its parts run on several components' nodes: not cancelled one by
+                // one yet (the whole job is).
+                return refuse(
+                    ErrorCode::Invalid,
+                    "a heterogeneous job's step is not cancelled or signalled on its own; cancel the job",
+                );
+            }
             let key = (r.id, StepId::Number(step));
             match self.steps.get(&key) {
                 Some(s) if s.state == JobState::Running => chosen.push((key, step)),
@@ -2429,6 +2442,8 @@ impl Controller {
             let s = self.steps.get_mut(&key).expect("checked");
             if signal == libc::SIGKILL {
                 s.cancelled_by = Some(caller.uid);
+                // Durable at once: a restart before the step ends keeps who it was.
+                effects.push(Effect::PersistStep(s.clone()));
                 tracing::info!(
                     "job_step_signal: JobId={} StepId={} cancelled by uid {}",
                     key.0,

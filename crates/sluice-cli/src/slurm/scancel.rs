@@ -240,8 +240,10 @@ pub fn main(args: Vec<String>) -> i32 {
     let verify = req.signal.is_some() || batch_given || filters || !steps.is_empty();
     let mut rc = 0;
     if !steps.is_empty() {
-        rc = super::scancel_steps::cancel(&client, &asked, &steps, level);
-        if req.jobs.is_empty() && !filters {
+        // Named steps are named ids: filters narrow them (and the jobs named beside
+        // them), they never choose jobs of their own.
+        rc = super::scancel_steps::cancel(&client, &asked, &steps, level, &|j| passes(&req, j));
+        if req.jobs.is_empty() {
             return rc;
         }
     }

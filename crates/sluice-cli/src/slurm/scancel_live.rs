@@ -31,11 +31,13 @@ impl Asked {
         }
     }
 
-    /// The same for one step (`123.0`).
+    /// The same for one step (`123.0`); SIGKILL terminates it, as Slurm's says.
     pub(crate) fn say_step(&self, named: &str) {
         match self.signal {
-            Some(sig) => eprintln!("scancel: Signal {sig} to step {named}"),
-            None => eprintln!("scancel: Terminating step {named}"),
+            Some(sig) if sig != libc::SIGKILL => {
+                eprintln!("scancel: Signal {sig} to step {named}")
+            }
+            _ => eprintln!("scancel: Terminating step {named}"),
         }
     }
 }

@@ -6,7 +6,9 @@ use sluice_proto::types::CancelRequest;
 use sluice_proto::{Client, ClientError};
 
 use super::common::describe;
-use super::scancel_live::{display, held, listed, Asked, Held, ALREADY_DONE, BAD_JOB};
+use sluice_proto::listing::ListedJob;
+
+use super::scancel_live::{display, held, listed, names, Asked, Held, ALREADY_DONE, BAD_JOB};
 
 /// Cancels (or with a signal, signals) `steps`, each `((job, array task), step)`;
 /// returns scancel's exit status for them. As Slurm's: a step of a job that is not
@@ -18,42 +20,53 @@ pub(crate) fn cancel(
     asked: &Asked,
     steps: &[((u64, Option<u32>), u32)],
     level: i32,
+    keep: &dyn Fn(&ListedJob) -> bool,
 ) -> i32 {
+    let mut steps = steps.to_vec();
+    // A step named twice is asked for once.
+    steps.sort_unstable();
+    steps.dedup();
     let jobs: Vec<(u64, Option<u32>)> = steps.iter().map(|s| s.0).collect();
     let records = listed(client, &jobs);
     let mut rc = 0;
-    let mut live = Vec::new();
-    for &(job, step) in steps {
+    // As Slurm's scancel: each step on its own, one refusal leaving the others.
+    for (job, step) in steps {
+        let live = records.as_deref().map(|l| {
+            l.iter()
+                .filter(|j| names(j, job) && !j.state.is_finished())
+                .collect::<Vec<_>>()
+        });
         let named = format!("{}.{step}", display(job));
         if held(records.as_deref(), job) != Held::Live {
             if level >= 0 {
                 eprintln!("scancel: error: Kill job error on job step id {named}: {BAD_JOB}");
             }
-            rc = 1;
+            rc = rc.max(1);
+            continue;
+        }
+        // A job the filters leave out is left alone without a word.
+        if live.as_ref().is_some_and(|l| !l.iter().any(|j| keep(j))) {
             continue;
         }
         if level > 0 {
-            asked.say_step(&named);
+            // An array's task by its own id, as Slurm's scancel names it.
+            let own = live
+                .as_ref()
+                .and_then(|l| l.first().filter(|_| job.1.is_some()).map(|j| j.id));
+            asked.say_step(&own.map_or(named.clone(), |id| format!("{id}.{step}")));
         }
-        live.push((job.0, job.1, step));
-    }
-    if live.is_empty() {
-        return rc;
-    }
-    let req = CancelRequest {
-        steps: live,
-        signal: asked.signal,
-        ..Default::default()
-    };
-    match client.post::<_, serde_json::Value>("/v1/cancel", &req) {
-        Ok(_) => rc,
-        Err(e) => {
+        let req = CancelRequest {
+            steps: vec![(job.0, job.1, step)],
+            signal: asked.signal,
+            ..Default::default()
+        };
+        if let Err(e) = client.post::<_, serde_json::Value>("/v1/cancel", &req) {
             let msg = describe(&e);
             if msg.ends_with(ALREADY_DONE) {
                 if level > 0 {
                     eprintln!("scancel: error: {msg}");
                 }
-                return rc;
+                continue;
             }
             eprintln!("scancel: error: {msg}");
             let code = match e {
@@ -63,7 +76,8 @@ pub(crate) fn cancel(
                 } => 2017 % 256,
                 _ => 1,
             };
-            rc.max(code)
+            rc = rc.max(code);
         }
     }
+    rc
 }

@@ -748,11 +748,13 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                     kill_step(abort.clone(), plan.step);
                 }
             }
+            // Said once, by the first node that tells (Slurm's step's first node).
+            TaskEvent::Cancelled { .. } if cancelled => {}
             TaskEvent::Cancelled { node, at } => {
                 cancelled = true;
                 // `scancel JOB.STEP`: as Slurm's srun, the step is aborted and srun
                 // waits KillWait and two seconds for its tasks; slurmstepd's notice
-                // for each node follows.
+                // follows.
                 if aborting.is_none() {
                     let wait = kill_wait() + 2;
                     eprintln!(

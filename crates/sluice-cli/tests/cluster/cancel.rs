@@ -274,7 +274,8 @@ fn scancel_interactive_asks_before_each_job_and_cancels_only_what_is_confirmed()
 }
 
 /// `scancel JOB.STEP` cancels that step alone: its srun says so, the batch script goes
-/// on, and the step is recorded cancelled by whom. `.batch` is no step id to scancel.
+/// on, and the step is recorded cancelled by whom; a filter beside it chooses no jobs
+/// of its own. `.batch` is no step id to scancel.
 #[test]
 fn a_step_is_cancelled_alone_and_the_job_runs_on() {
     let c = Cluster::start("scancel-step", SMALL);
@@ -300,9 +301,14 @@ fn a_step_is_cancelled_alone_and_the_job_runs_on() {
             format!("scancel: error: Invalid job id {job}.batch\n").as_str()
         )
     );
-    let o = c.run("scancel", &[&format!("{job}.0")]);
+    // With a filter, the step is still the only thing named: the user's other job
+    // stays.
+    let other = c.sbatch(&["-H", "--wrap", "true"]);
+    let o = c.run("scancel", &["--me", &format!("{job}.0")]);
     assert_eq!((o.code, o.stderr.as_str()), (0, ""));
     assert_eq!(c.wait_ended(job), "COMPLETED");
+    assert_eq!(c.state(other), "PENDING");
+    c.run("scancel", &[&other.to_string()]);
     let out = std::fs::read_to_string(c.work().join(format!("{job}.out"))).unwrap();
     assert!(
         out.contains("srun: Job step aborted: Waiting up to")
