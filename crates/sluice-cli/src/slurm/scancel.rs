@@ -74,6 +74,9 @@ pub(crate) const HELP: &[Group] = &[
     },
 ];
 
+/// A job named by id: the job, and an array task.
+type JobArg = (u64, Option<u32>);
+
 /// Runs `scancel`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "scancel";
@@ -163,7 +166,7 @@ pub fn main(args: Vec<String>) -> i32 {
     // Components named `ID+N`, by the id they stand for.
     let mut spelled: Vec<(u64, String)> = Vec::new();
     // The ids as typed, which Slurm's scancel names them by when it asks straight away.
-    let mut typed: Vec<String> = Vec::new();
+    let mut typed: Vec<(String, Vec<JobArg>)> = Vec::new();
     // Steps named on their own: (job, array task), step.
     let mut steps: Vec<((u64, Option<u32>), u32)> = Vec::new();
     for ids in &operands {
@@ -184,7 +187,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     if part.contains('+') {
                         spelled.extend(v.iter().map(|j| (j.0, part.to_string())));
                     }
-                    typed.push(part.to_string());
+                    typed.push((part.to_string(), v.clone()));
                     req.jobs.extend(v)
                 }
                 None => fail(ME, format!("Invalid job id {part}"), 1),
@@ -270,7 +273,7 @@ pub fn main(args: Vec<String>) -> i32 {
     if level > 0 {
         if !verify {
             // Each id as typed, then what the controller answers for one that ended.
-            for (part, jobs) in typed.iter().zip(typed_jobs(&typed)) {
+            for (part, jobs) in &typed {
                 asked.say(part);
                 let states: Vec<Held> = jobs.iter().map(|&j| held(records, j)).collect();
                 let why = if states.contains(&Held::Live) {
@@ -325,11 +328,6 @@ pub fn main(args: Vec<String>) -> i32 {
             fail(ME, msg, if denied { 2002 % 256 } else { 1 })
         }
     }
-}
-
-/// The jobs each id as typed names (they were checked when parsed).
-fn typed_jobs(typed: &[String]) -> impl Iterator<Item = Vec<(u64, Option<u32>)>> + '_ {
-    typed.iter().map(|t| parse_job_arg(t).unwrap_or_default())
 }
 
 /// The jobs of `jobs` the user confirms, asked one by one as Slurm's `scancel -i` asks
