@@ -1417,6 +1417,31 @@ pub struct ReservationName {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Done {}
 
+/// The answer to a cancel (`scancel`): what it asked of the jobs it chose was done,
+/// except for these, each refused on its own as Slurm's controller refuses one job: a
+/// job a filter chose that the caller may not touch, a signal to a job not running.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cancelled {
+    /// The jobs refused, in the order Slurm's scancel asks about them (pending ones
+    /// first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<CancelRefusal>,
+}
+
+/// One job a cancel left alone, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelRefusal {
+    /// The record's id.
+    pub job: u64,
+    /// The job as Slurm's scancel names it (`123`, `123_4`, `123_[5-9]`).
+    pub named: String,
+    /// Slurm's words for why (`Access/permission denied`).
+    pub error: String,
+    /// What went wrong: `AccessDenied`, or `Busy` for a job that cannot take a signal
+    /// now (pending or suspended: ask again).
+    pub code: crate::error::ErrorCode,
+}
+
 /// `scontrol delete nodename=...`'s answer: the nodes that could be deleted were;
 /// those that could not, and why (Slurm's message for the first of them).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

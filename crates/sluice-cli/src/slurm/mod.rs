@@ -20,6 +20,7 @@ mod sample_file;
 pub mod sbatch;
 pub mod scancel;
 mod scancel_live;
+mod scancel_refused;
 mod scancel_steps;
 pub mod scontrol;
 pub mod scontrol_detail;

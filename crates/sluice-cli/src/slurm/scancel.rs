@@ -2,7 +2,7 @@
 
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_conf::options::signal_number;
-use sluice_proto::types::{CancelRequest, JobState};
+use sluice_proto::types::{CancelRequest, Cancelled, JobState};
 
 use super::common::{controller, describe, fail, parse_job_arg, Refusal, VERSION};
 use super::help::{command_help, e, synopsis, Group};
@@ -270,6 +270,9 @@ pub fn main(args: Vec<String>) -> i32 {
             return rc;
         }
     }
+    // With -v after a filter alone: the jobs it chose, each said once the answer is in
+    // beside its refusal, as Slurm's scancel says them job by job.
+    let mut deferred = None;
     if level > 0 {
         if !verify {
             // Each id as typed, then what the controller answers for one that ended.
@@ -286,12 +289,10 @@ pub fn main(args: Vec<String>) -> i32 {
                 eprintln!("{ME}: error: Kill job error on job id {part}: {why}");
             }
         } else if req.jobs.is_empty() {
-            for named in matching(&client, &req) {
-                asked.say(&named);
-            }
+            deferred = Some(matching(&client, &req));
         } else if let Some(records) = records {
             let chosen = |j: &_| req.jobs.iter().any(|&n| names(j, n)) && passes(&req, j);
-            for named in live_names(records, chosen) {
+            for (_, named) in live_names(records, chosen) {
                 asked.say(&named);
             }
         }
@@ -303,8 +304,15 @@ pub fn main(args: Vec<String>) -> i32 {
         req.batch = false;
         req.full = false;
     }
-    match client.post::<_, serde_json::Value>("/v1/cancel", &req) {
-        Ok(_) => rc,
+    let answer = client
+        .post::<_, Cancelled>("/v1/cancel", &req)
+        .and_then(|done| {
+            super::scancel_refused::settle(&client, &req, &asked, level, deferred, done.refused)
+        });
+    match answer {
+        // Slurm's scancel exits with the worst error's number, truncated: a job the
+        // caller may not touch (ESLURM_ACCESS_DENIED, 2002) gives 210.
+        Ok(worst) => rc.max(worst) % 256,
         Err(e) => {
             let msg = describe(&e);
             if msg.ends_with(sluice_ctld::state::HET_COMPONENT) {

@@ -114,10 +114,13 @@ pub(crate) fn passes(req: &CancelRequest, j: &ListedJob) -> bool {
         && (req.states.is_empty() || req.states.contains(&j.state))
 }
 
-/// The live records of `listed` that `keep` keeps, as Slurm's scancel names each one it
-/// signals: pending ones first, an array's unstarted tasks once as `ID_[2-5]`, a
-/// started task as `ID_N`.
-pub(crate) fn live_names(listed: &[ListedJob], keep: impl Fn(&ListedJob) -> bool) -> Vec<String> {
+/// The live records of `listed` that `keep` keeps, each with its name as Slurm's
+/// scancel names each one it signals: pending ones first, an array's unstarted tasks
+/// once as `ID_[2-5]`, a started task as `ID_N`.
+pub(crate) fn live_names(
+    listed: &[ListedJob],
+    keep: impl Fn(&ListedJob) -> bool,
+) -> Vec<(u64, String)> {
     let array_of = |j: &ListedJob| j.array.map_or(j.id, |a| a.0);
     // Unstarted tasks that their array's record already names.
     let covered: HashSet<(u64, u32)> = listed
@@ -138,21 +141,25 @@ pub(crate) fn live_names(listed: &[ListedJob], keep: impl Fn(&ListedJob) -> bool
         .collect();
     live.sort_by_key(|j| (j.state != JobState::Pending, j.id));
     live.iter()
-        .map(|j| match (&j.array_pending, j.array) {
-            (Some((tasks, _)), _) if !tasks.is_empty() => format!(
-                "{}_[{}]",
-                array_of(j),
-                super::scontrol_detail::index_ranges(tasks)
-            ),
-            (_, Some((array, task))) => format!("{array}_{task}"),
-            _ => j.id.to_string(),
+        .map(|j| {
+            let named = match (&j.array_pending, j.array) {
+                (Some((tasks, _)), _) if !tasks.is_empty() => format!(
+                    "{}_[{}]",
+                    array_of(j),
+                    super::scontrol_detail::index_ranges(tasks)
+                ),
+                (_, Some((array, task))) => format!("{array}_{task}"),
+                _ => j.id.to_string(),
+            };
+            (j.id, named)
         })
         .collect()
 }
 
-/// The live jobs a filter-only request chooses, as `-v` names them: the caller's own
-/// (root: everyone's), as the controller chooses them.
-pub(crate) fn matching(client: &Client, req: &CancelRequest) -> Vec<String> {
+/// The live jobs a filter-only request chooses, as `-v` names them: every match the
+/// caller may see, as Slurm's scancel chooses from its job listing (the controller
+/// refuses those the caller may not touch, one by one).
+pub(crate) fn matching(client: &Client, req: &CancelRequest) -> Vec<(u64, String)> {
     let q = JobQuery {
         users: req.user.clone(),
         names: req.name.clone(),
@@ -161,8 +168,7 @@ pub(crate) fn matching(client: &Client, req: &CancelRequest) -> Vec<String> {
         ..Default::default()
     };
     let listed: Vec<ListedJob> = client.get(&q.path()).unwrap_or_default();
-    let uid = nix::unistd::getuid().as_raw();
-    live_names(&listed, |j| passes(req, j) && (uid == 0 || j.uid == uid))
+    live_names(&listed, |j| passes(req, j))
 }
 
 #[cfg(test)]
@@ -190,7 +196,11 @@ mod tests {
         split.array = Some((10, 3));
         let done = job(20, JobState::Completed);
         let listed = vec![running, head, split, done];
-        assert_eq!(live_names(&listed, |_| true), ["10_[2-4]", "10_1"]);
+        let named: Vec<String> = live_names(&listed, |_| true)
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
+        assert_eq!(named, ["10_[2-4]", "10_1"]);
         let l = Some(listed.as_slice());
         assert_eq!(held(l, (10, Some(4))), Held::Live);
         assert_eq!(held(l, (10, Some(1))), Held::Live);

@@ -336,3 +336,66 @@ fn a_step_is_cancelled_alone_and_the_job_runs_on() {
         )
     );
 }
+
+#[test]
+fn a_users_filter_refuses_each_job_of_another_user_and_cancels_their_own() {
+    // Needs a second user: root runs the test, `nobody` (65534) is the other.
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to run commands as a second user");
+        return;
+    }
+    let c = Cluster::start("scancel-others", SMALL);
+    let roots = c.sbatch(&["-H", "--wrap", "true"]);
+    let o = c.run_as(
+        65534,
+        "sbatch",
+        &[
+            "--parsable",
+            "-H",
+            "-D",
+            "/tmp",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "true",
+        ],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    let theirs: u64 = o.stdout.trim().parse().unwrap();
+    // As Slurm's scancel: the filter chooses among every job nobody may see; root's is
+    // refused on its own (the error's number, 2002, as the status), nobody's goes.
+    let o = c.run_as(65534, "scancel", &["-v", "-t", "PENDING"]);
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(
+        (o.code, lines),
+        (
+            210,
+            vec![
+                format!("scancel: Terminating job {roots}").as_str(),
+                format!(
+                    "scancel: error: Kill job error on job id {roots}: Access/permission denied"
+                )
+                .as_str(),
+                format!("scancel: Terminating job {theirs}").as_str(),
+            ]
+        )
+    );
+    let states = c.run(
+        "squeue",
+        &[
+            "-h",
+            "-t",
+            "all",
+            "-o",
+            "%i %T",
+            "-j",
+            &format!("{roots},{theirs}"),
+        ],
+    );
+    let mut states: Vec<&str> = states.stdout.lines().collect();
+    states.sort();
+    assert_eq!(
+        states,
+        [format!("{roots} PENDING"), format!("{theirs} CANCELLED")]
+    );
+}

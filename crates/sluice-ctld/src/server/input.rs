@@ -20,9 +20,9 @@ use sluice_proto::explain::Explanation;
 use sluice_proto::priority::{PriorityReport, SharesReport};
 use sluice_proto::reservations::{ReservationChange, ReservationRecord};
 use sluice_proto::types::{
-    CancelRequest, ConfigInfo, DeviceFile, JobDescription, JobEnded, JobUpdate, NodeInfo,
-    NodeUpdate, PartitionInfo, PartitionUpdate, StepId, StepPlan, StepRequest, SubmitReply,
-    WillRunReply,
+    CancelRequest, Cancelled, ConfigInfo, DeviceFile, JobDescription, JobEnded, JobUpdate,
+    NodeInfo, NodeUpdate, PartitionInfo, PartitionUpdate, StepId, StepPlan, StepRequest,
+    SubmitReply, WillRunReply,
 };
 use tokio::sync::oneshot;
 
@@ -181,6 +181,16 @@ pub enum Request {
         caller: Caller,
         /// Where the answer goes.
         reply: Reply<Result<(), ApiError>>,
+    },
+    /// `scancel` (and the REST API's `DELETE`): answered once durable, with the jobs
+    /// refused one by one.
+    Cancel {
+        /// What to cancel or signal.
+        req: Box<CancelRequest>,
+        /// Who asks.
+        caller: Caller,
+        /// Where the answer goes.
+        reply: Reply<Result<Cancelled, ApiError>>,
     },
     /// `srun` inside an allocation: a new step.
     StartStep {
@@ -403,8 +413,6 @@ pub enum Change {
         /// Operators may suspend and resume, as in Slurm.
         user: String,
     },
-    /// `scancel`.
-    Cancel(CancelRequest),
     /// `scontrol update JobId=...`.
     UpdateJob {
         /// Job id.
@@ -494,6 +502,7 @@ impl Input {
                 }
                 Request::RunGone { report, .. } => NodesTouched::Named(vec![report.node.clone()]),
                 Request::Change { .. }
+                | Request::Cancel { .. }
                 | Request::CreateNodes { .. }
                 | Request::DeleteNodes { .. }
                 | Request::Reconfigure { .. }

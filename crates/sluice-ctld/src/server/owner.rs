@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use sluice_proto::accounts::{AccountsError, AdminLevel, ClusterRecord};
 use sluice_proto::error::ApiError;
-use sluice_proto::types::SubmitReply;
+use sluice_proto::types::{CancelRequest, Cancelled, SubmitReply};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::executor::{Executor, Then};
@@ -465,7 +465,6 @@ impl Owner {
                         };
                         ctl.suspend(id, suspend, &caller, now)
                     }
-                    Change::Cancel(req) => ctl.cancel(&req, &caller, now),
                     Change::UpdateJob { id, update } => {
                         ctl.update_job(id, update.task, &update.changes, &caller, now)
                     }
@@ -485,6 +484,23 @@ impl Owner {
                     }
                 }
             }
+            Request::Cancel { req, caller, reply } => match ctl.cancel(&req, &caller, now) {
+                Ok(done) => {
+                    self.pass_due = true;
+                    let answer = Cancelled {
+                        refused: done.refused,
+                    };
+                    Outcome::answer(done.effects, reply, Ok(answer), |e| Err(not_saved(e)))
+                }
+                Err(e) => {
+                    tracing::info!(
+                        "{} from uid={} refused: {e}",
+                        describe_cancel(&req),
+                        caller.uid
+                    );
+                    now_answer(reply, Err(e))
+                }
+            },
             Request::StartStep {
                 id,
                 req,
@@ -748,22 +764,26 @@ impl Change {
             Change::Suspend {
                 id, suspend: false, ..
             } => format!("resume of JobId={id}"),
-            Change::Cancel(req) => {
-                let ids: Vec<String> =
-                    req.jobs
-                        .iter()
-                        .map(|(j, t)| t.map_or(j.to_string(), |t| format!("{j}_{t}")))
-                        .chain(req.steps.iter().map(|(j, t, s)| {
-                            t.map_or(format!("{j}.{s}"), |t| format!("{j}_{t}.{s}"))
-                        }))
-                        .collect();
-                format!("cancel of JobId={}", ids.join(","))
-            }
             Change::UpdateJob { id, .. } => format!("update of JobId={id}"),
             Change::UpdateNodes(u) => format!("update of NodeName={}", u.nodes),
             Change::UpdatePartition(u) => format!("update of PartitionName={}", u.name),
         }
     }
+}
+
+/// A cancel in a few words, for the log.
+fn describe_cancel(req: &CancelRequest) -> String {
+    let ids: Vec<String> = req
+        .jobs
+        .iter()
+        .map(|(j, t)| t.map_or(j.to_string(), |t| format!("{j}_{t}")))
+        .chain(
+            req.steps
+                .iter()
+                .map(|(j, t, s)| t.map_or(format!("{j}.{s}"), |t| format!("{j}_{t}.{s}"))),
+        )
+        .collect();
+    format!("cancel of JobId={}", ids.join(","))
 }
 
 fn unix_now() -> i64 {

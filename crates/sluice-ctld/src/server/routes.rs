@@ -387,7 +387,16 @@ async fn cancel(
     ConnectInfo(peer): ConnectInfo<Peer>,
     Json(req): Json<CancelRequest>,
 ) -> Response {
-    change(app, peer, Change::Cancel(req)).await
+    let caller = app.operator_caller(peer);
+    let r = app
+        .ask(|reply| Request::Cancel {
+            req: Box::new(req),
+            caller,
+            reply,
+        })
+        .await
+        .and_then(|r| r);
+    reply(r)
 }
 
 async fn start_step(

@@ -128,6 +128,28 @@ impl Script {
         );
         (rx.try_recv().expect("answered"), effects)
     }
+
+    /// A cancel fed in as `scancel` sends it; its answer and the effects.
+    fn cancel(
+        &mut self,
+        req: CancelRequest,
+        who: Caller,
+        now: i64,
+    ) -> (
+        Result<sluice_proto::types::Cancelled, sluice_proto::error::ApiError>,
+        Vec<Effect>,
+    ) {
+        let (reply, mut rx) = oneshot::channel();
+        let effects = self.feed(
+            Input::Request(Request::Cancel {
+                req: Box::new(req),
+                caller: who,
+                reply,
+            }),
+            now,
+        );
+        (rx.try_recv().expect("answered"), effects)
+    }
 }
 
 /// An effect in a few words: what it does to which job, and the state it writes.
@@ -296,11 +318,11 @@ fn two_changes_of_one_job_are_written_in_the_order_decided() {
         3,
     );
     r.unwrap();
-    let cancel = Change::Cancel(CancelRequest {
+    let cancel = CancelRequest {
         jobs: vec![(job.0, None)],
         ..Default::default()
-    });
-    let (r, cancelled) = s.change(cancel, alice(), 4);
+    };
+    let (r, cancelled) = s.cancel(cancel, alice(), 4);
     r.unwrap();
     assert_eq!(story(&held), ["persist 2 Pending held"]);
     // Released: its record, then again as it re-enters the queue.
@@ -1197,11 +1219,11 @@ fn the_published_snapshot_equals_what_the_loop_builds_after_every_step() {
     .0
     .unwrap();
     snapshot_is_current(&s, now);
-    let cancel = Change::Cancel(CancelRequest {
+    let cancel = CancelRequest {
         jobs: vec![(array.0, Some(3))],
         ..Default::default()
-    });
-    s.change(cancel, alice(), now).0.unwrap();
+    };
+    s.cancel(cancel, alice(), now).0.unwrap();
     step(&mut s, &mut now);
     s.change(
         Change::Requeue {
@@ -1314,11 +1336,11 @@ fn listings_filter_where_the_jobs_are_as_squeue_filters_them() {
         }),
         0,
     );
-    s.change(
-        Change::Cancel(CancelRequest {
+    s.cancel(
+        CancelRequest {
             jobs: vec![(pending.0, None)],
             ..Default::default()
-        }),
+        },
         alice(),
         1,
     )

@@ -148,7 +148,7 @@ impl Controller {
                 admin: true,
             };
             match self.cancel(&req, &operator, now) {
-                Ok(more) => effects.extend(more),
+                Ok(done) => effects.extend(done.effects),
                 Err(e) => tracing::error!("JobId={id} could not be cancelled for idle GPUs: {e}"),
             }
         }

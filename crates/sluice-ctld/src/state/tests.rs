@@ -5,6 +5,7 @@ use super::*;
 use sluice_core::{Cluster, Node, Partition};
 use sluice_proto::explain::{Explanation, SuggestionSearch};
 use sluice_proto::reservations::{ListChange, ListOp, ReservationChange, ReservationOp};
+use sluice_proto::types::CancelRequest;
 
 /// `nodes` nodes of `cpus` CPUs in one default partition `debug` (an hour at most).
 pub(crate) fn conf(nodes: u32, cpus: u32) -> ClusterConfig {
@@ -205,7 +206,7 @@ fn array_tasks_cancelled_before_they_start_leave_no_record() {
             jobs,
             ..Default::default()
         };
-        c.cancel(&req, &alice(), 5).unwrap()
+        c.cancel(&req, &alice(), 5).unwrap().effects
     };
     // `scancel 1_1`: task 1's record (id 3) is gone, and its index from the remainder.
     let effects = cancel(&mut c, vec![(1, Some(1))]);
@@ -498,7 +499,7 @@ fn hold_release_cancel_and_permissions() {
         jobs: vec![(busy.0, None)],
         ..Default::default()
     };
-    let effects = c.cancel(&req, &alice(), 3).unwrap();
+    let effects = c.cancel(&req, &alice(), 3).unwrap().effects;
     // Who cancelled it and that it is COMPLETING from now are written first (durably),
     // then its processes are told to end.
     assert!(
@@ -1068,7 +1069,7 @@ fn a_running_job_cancelled_just_before_a_restart_is_still_ended() {
         jobs: vec![(a.0, None)],
         ..Default::default()
     };
-    let effects = c.cancel(&req, &alice(), 5).unwrap();
+    let effects = c.cancel(&req, &alice(), 5).unwrap().effects;
     let written = effects.iter().position(
         |e| matches!(e, Effect::Persist(r) if r.id == a.0 && r.cancelled_by == Some(1000)),
     );

@@ -31,6 +31,8 @@ pub mod errno {
     pub const INVALID_JOB_ID: i32 = 2017;
     /// `ESLURM_INVALID_NODE_NAME`.
     pub const INVALID_NODE_NAME: i32 = 2018;
+    /// `ESLURM_TRANSITION_STATE_NO_UPDATE`.
+    pub const TRANSITION_STATE_NO_UPDATE: i32 = 2020;
     /// `ESLURM_ALREADY_DONE`.
     pub const ALREADY_DONE: i32 = 2021;
     /// `ESLURM_AUTH_CRED_INVALID`.
@@ -63,6 +65,7 @@ pub fn strerror(n: i32) -> &'static str {
         errno::USER_ID_MISSING => "Invalid user id",
         errno::INVALID_JOB_ID => "Invalid job id specified",
         errno::INVALID_NODE_NAME => "Invalid node name specified",
+        errno::TRANSITION_STATE_NO_UPDATE => "Job can not be altered now, try again later",
         errno::ALREADY_DONE => "Job/step already completing or completed",
         errno::AUTH_CRED_INVALID => "Invalid authentication credential",
         errno::AUTH_EXPIRED => "Authentication credential expired",
@@ -167,6 +170,7 @@ fn by_message(message: &str) -> i32 {
         errno::INVALID_PARTITION_NAME,
         errno::ALREADY_DONE,
         errno::JOB_SCRIPT_MISSING,
+        errno::TRANSITION_STATE_NO_UPDATE,
     ]
     .into_iter()
     .find(|n| strerror(*n) == message)

@@ -14,8 +14,8 @@ use super::changes;
 use super::envelope::{self, errno, infinite, maybe, number, unset, Error};
 use super::shared_list::SharedLists;
 use super::{fields, Ctx};
-use crate::server::input::Change;
 use crate::state::listing::Listing;
+use sluice_proto::error::ApiError;
 
 /// `GET jobs[?update_time=T]`: every job the controller holds (finished ones until
 /// `MinJobAge`); none, with a warning, when no job changed since `T`.
@@ -230,13 +230,18 @@ pub(super) async fn cancel(
     let caller = ctx.app.operator_caller(ctx.peer);
     let done = ctx
         .app
-        .ask(|reply| crate::server::input::Request::Change {
-            change: Change::Cancel(req),
+        .ask(|reply| crate::server::input::Request::Cancel {
+            req: Box::new(req),
             caller,
             reply,
         })
         .await
-        .and_then(|r| r);
+        .and_then(|r| r)
+        .and_then(|done| match done.refused.into_iter().next() {
+            // One job, refused on its own: its error is the request's.
+            Some(r) => Err(ApiError::new(r.code, r.error)),
+            None => Ok(()),
+        });
     let shown = task.map_or(id.to_string(), |t| format!("{id}_{t}"));
     let status = |code: i32, message: &str| {
         json!([{

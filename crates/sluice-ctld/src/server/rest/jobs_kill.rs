@@ -17,7 +17,8 @@ use sluice_proto::types::{CancelRequest, JobRecord, JobState};
 use super::envelope::{errno, number, strerror, Error};
 use super::jobs::{job_id, signal_number};
 use super::{fields, json_body, Ctx};
-use crate::server::input::{Change, Request};
+use crate::server::input::Request;
+use sluice_proto::error::ApiError;
 
 /// What a request asks.
 #[derive(Debug, Default, PartialEq)]
@@ -424,17 +425,42 @@ pub(super) async fn kill(ctx: Ctx, body: axum::body::Body) -> Response {
         };
         let done = ctx
             .app
-            .ask(|reply| Request::Change {
-                change: Change::Cancel(cancel),
+            .ask(|reply| Request::Cancel {
+                req: Box::new(cancel),
                 caller: caller.clone(),
                 reply,
             })
             .await
             .and_then(|r| r);
         match done {
-            Ok(()) => {
+            Ok(done) => {
+                // Jobs refused on their own (a signal to a pending job): their
+                // errors; the others signalled.
+                for r in &done.refused {
+                    let e = ApiError::new(r.code, r.error.clone());
+                    let err = Error::from_api(&e, "slurm_kill_jobs()");
+                    let shown = chosen
+                        .iter()
+                        .find(|c| c.1 == r.job)
+                        .map_or(r.named.clone(), |c| c.0.clone());
+                    statuses.push(status(&shown, r.job, err.number, &e.message));
+                }
+                if let Some(r) = done.refused.first() {
+                    let e = ApiError::new(r.code, r.error.clone());
+                    let err = Error::from_api(&e, "slurm_kill_jobs()");
+                    errors.push(Error::new(
+                        err.number,
+                        "Signal request failed",
+                        "slurm_kill_jobs()",
+                    ));
+                }
                 if req.verbose {
-                    statuses.extend(chosen.iter().map(|c| status(&c.0, c.1, 0, "")));
+                    statuses.extend(
+                        chosen
+                            .iter()
+                            .filter(|c| !done.refused.iter().any(|r| r.job == c.1))
+                            .map(|c| status(&c.0, c.1, 0, "")),
+                    );
                 }
             }
             Err(e) => {

@@ -3,7 +3,7 @@
 
 use super::super::tests::{alice, conf, desc, submit};
 use super::super::*;
-use sluice_proto::types::RunGone;
+use sluice_proto::types::{CancelRequest, RunGone};
 
 fn agent() -> Caller {
     Caller {
@@ -89,7 +89,8 @@ fn a_cancelled_job_holds_its_nodes_until_every_node_has_reported_its_processes_g
             &alice(),
             10,
         )
-        .unwrap();
+        .unwrap()
+        .effects;
     assert_eq!(
         terminations(&effects),
         vec![(
@@ -242,7 +243,8 @@ fn a_restarted_controller_still_holds_a_completing_jobs_nodes() {
             &alice(),
             10,
         )
-        .unwrap();
+        .unwrap()
+        .effects;
     let stored: Vec<JobRecord> = effects
         .iter()
         .filter_map(|e| match e {

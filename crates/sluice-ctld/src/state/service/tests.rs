@@ -6,6 +6,7 @@ use super::super::tests::{alice, conf, desc, submit};
 use super::super::*;
 use sluice_proto::audit::AuditWhat;
 use sluice_proto::service::{Health, RestartCause, RestartPolicy, ServiceReport, ServiceSpec};
+use sluice_proto::types::CancelRequest;
 
 fn service(name: &str) -> JobDescription {
     JobDescription {

@@ -1,0 +1,162 @@
+//! Cancels and signals as Slurm's controller answers them, job by job.
+
+use std::path::Path;
+
+use sluice_core::JobId;
+use sluice_proto::error::ErrorCode;
+use sluice_proto::types::{CancelRefusal, CancelRequest, JobState};
+
+use super::super::tests::{alice, conf, desc, submit};
+use super::super::{Caller, Controller, Effect};
+
+fn bob() -> Caller {
+    Caller {
+        uid: 2000,
+        gid: 2000,
+        admin: false,
+    }
+}
+
+/// Two CPUs: bob's job runs on one and his second waits behind alice's, which runs on
+/// the other; alice has one more waiting. Returns (alice running, alice waiting, bob
+/// running, bob waiting).
+fn shared_cluster(private: bool) -> (Controller, [JobId; 4]) {
+    let mut conf = conf(1, 2);
+    if private {
+        conf.private_data = crate::config::PrivateData::parse("jobs").unwrap();
+    }
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let bobs = |c: &mut Controller, next: &mut u64| {
+        let p = c.prepare(desc(1, 600), &bob(), "bob", "bob", 0).unwrap();
+        let id = JobId(*next);
+        *next += p.ids();
+        c.accept(p.jobs(id), 0);
+        id
+    };
+    let bob_running = bobs(&mut c, &mut next);
+    let (alice_running, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    let bob_waiting = bobs(&mut c, &mut next);
+    let (alice_waiting, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    (c, [alice_running, alice_waiting, bob_running, bob_waiting])
+}
+
+fn denied(job: JobId) -> CancelRefusal {
+    CancelRefusal {
+        job: job.0,
+        named: job.to_string(),
+        error: "Access/permission denied".into(),
+        code: ErrorCode::AccessDenied,
+    }
+}
+
+#[test]
+fn a_filter_cancels_the_callers_matches_and_refuses_each_other_one() {
+    let (mut c, [a_run, a_wait, b_run, b_wait]) = shared_cluster(false);
+    // `scancel -n job` as alice: both her jobs go; bob's are refused one by one,
+    // the pending one first, as Slurm's scancel asks about them.
+    let req = CancelRequest {
+        name: Some("job".into()),
+        ..Default::default()
+    };
+    let done = c.cancel(&req, &alice(), 5).unwrap();
+    assert_eq!(done.refused, [denied(b_wait), denied(b_run)]);
+    let state = |c: &Controller, id| c.job(id).unwrap().state;
+    assert_eq!(state(&c, a_wait), JobState::Cancelled);
+    assert!(c.job(a_run).unwrap().completing());
+    assert_eq!(state(&c, b_run), JobState::Running);
+    assert_eq!(state(&c, b_wait), JobState::Pending);
+}
+
+#[test]
+fn a_filter_passes_over_jobs_private_data_hides_without_a_word() {
+    let (mut c, [_, a_wait, _, b_wait]) = shared_cluster(true);
+    let req = CancelRequest {
+        states: vec![JobState::Pending],
+        ..Default::default()
+    };
+    let done = c.cancel(&req, &alice(), 5).unwrap();
+    assert_eq!(done.refused, []);
+    assert_eq!(c.job(a_wait).unwrap().state, JobState::Cancelled);
+    assert_eq!(c.job(b_wait).unwrap().state, JobState::Pending);
+}
+
+#[test]
+fn naming_a_job_the_caller_may_not_touch_refuses_the_whole_request() {
+    let (mut c, [_, a_wait, _, b_wait]) = shared_cluster(false);
+    let req = CancelRequest {
+        jobs: vec![(a_wait.0, None), (b_wait.0, None)],
+        ..Default::default()
+    };
+    let e = c.cancel(&req, &alice(), 5).unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (
+            ErrorCode::AccessDenied,
+            format!("Kill job error on job id {b_wait}: Access/permission denied").as_str()
+        )
+    );
+    assert_eq!(c.job(a_wait).unwrap().state, JobState::Pending);
+}
+
+#[test]
+fn a_signal_reaches_running_jobs_and_is_refused_for_pending_ones() {
+    let (mut c, [a_run, a_wait, ..]) = shared_cluster(false);
+    // `scancel -s USR1 RUNNING PENDING`: the running job is signalled, the pending one
+    // refused on its own (scancel asks again), and nothing else changes.
+    let req = CancelRequest {
+        jobs: vec![(a_run.0, None), (a_wait.0, None)],
+        signal: Some(libc::SIGUSR1),
+        ..Default::default()
+    };
+    let done = c.cancel(&req, &alice(), 5).unwrap();
+    assert_eq!(
+        done.refused,
+        [CancelRefusal {
+            job: a_wait.0,
+            named: a_wait.to_string(),
+            error: "Job can not be altered now, try again later".into(),
+            code: ErrorCode::Busy,
+        }]
+    );
+    let signalled: Vec<(JobId, i32)> = done
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Signal { job_id, signal, .. } => Some((*job_id, *signal)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(signalled, [(a_run, libc::SIGUSR1)]);
+    assert_eq!(c.job(a_wait).unwrap().state, JobState::Pending);
+    assert_eq!(c.job(a_run).unwrap().state, JobState::Running);
+}
+
+#[test]
+fn a_suspended_job_takes_no_signal_but_is_cancelled() {
+    let (mut c, [a_run, ..]) = shared_cluster(false);
+    let root = Caller {
+        uid: 0,
+        gid: 0,
+        admin: true,
+    };
+    c.suspend(a_run, true, &root, 3).unwrap();
+    let mut req = CancelRequest {
+        jobs: vec![(a_run.0, None)],
+        signal: Some(libc::SIGUSR1),
+        ..Default::default()
+    };
+    let done = c.cancel(&req, &alice(), 5).unwrap();
+    assert_eq!(done.refused.len(), 1);
+    assert_eq!(done.refused[0].code, ErrorCode::Busy);
+    assert!(!done
+        .effects
+        .iter()
+        .any(|e| matches!(e, Effect::Signal { .. })));
+    req.signal = None;
+    let done = c.cancel(&req, &alice(), 6).unwrap();
+    assert_eq!(done.refused, []);
+    assert!(c.job(a_run).unwrap().completing());
+}
