@@ -23,6 +23,7 @@ mod scancel_live;
 mod scancel_refused;
 mod scancel_steps;
 pub mod scontrol;
+mod scontrol_array;
 pub mod scontrol_detail;
 pub mod scontrol_ha;
 pub mod scontrol_help;

@@ -7,13 +7,19 @@ use sluice_conf::duration::format_time;
 use sluice_proto::time::timestamp;
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
+use super::scontrol_array::ArrayFields;
 use super::scontrol_show::{lines_of, node_lines, partition_lines, record};
 
 const ME: &str = "scontrol";
 
 /// A job's record as `scontrol show job` prints it; `derived`: with `-d`, its derived
 /// exit code, and the lines of its allocation.
-fn show_job(j: &JobRecord, t: i64, derived: Option<(i32, i32)>) -> Vec<(String, String)> {
+fn show_job(
+    j: &JobRecord,
+    array: Option<&ArrayFields>,
+    t: i64,
+    derived: Option<(i32, i32)>,
+) -> Vec<(String, String)> {
     let run = j.run_secs(t);
     let opt = |s: &Option<String>| s.clone().unwrap_or_else(|| "(null)".into());
     let cpus: u32 = if j.cpus_per_node.is_empty() {
@@ -23,14 +29,17 @@ fn show_job(j: &JobRecord, t: i64, derived: Option<(i32, i32)>) -> Vec<(String, 
     };
     let mut v: Vec<(String, String)> = Vec::new();
     let mut p = |k: &str, val: String| v.push((k.to_string(), val));
-    p("JobId", j.id.to_string());
+    p("JobId", array.map_or(j.id, |a| a.job_id).to_string());
     if let Some(h) = j.het {
         p("HetJobId", h.job_id.to_string());
         p("HetJobOffset", h.offset.to_string());
     }
-    if let Some((a, task)) = j.array {
-        p("ArrayJobId", a.to_string());
-        p("ArrayTaskId", task.to_string());
+    if let Some(a) = array {
+        p("ArrayJobId", a.array_job.to_string());
+        p("ArrayTaskId", a.task_ids.clone());
+        if let Some(n) = a.throttle {
+            p("ArrayTaskThrottle", n.to_string());
+        }
     }
     p("JobName", j.desc.name.clone());
     if let Some(h) = j.het {
@@ -499,8 +508,10 @@ pub fn main(args: Vec<String>) -> i32 {
                                 return 1;
                             };
                             let (job, task) = ids[0];
+                            // The whole array for one task too: whether the task has
+                            // started is in the array's own record.
                             let q = sluice_proto::listing::JobQuery {
-                                jobs: Some(task.map_or(job.to_string(), |t| format!("{job}_{t}"))),
+                                jobs: Some(job.to_string()),
                                 ..Default::default()
                             };
                             let all: Vec<JobRecord> = client.get(&q.path()).unwrap_or_else(|e| {
@@ -510,7 +521,12 @@ pub fn main(args: Vec<String>) -> i32 {
                             let mut found: Vec<JobRecord> = all
                                 .into_iter()
                                 .filter(|j| match task {
-                                    Some(tk) => j.array == Some((job, tk)),
+                                    // The task, and the array's own record, which says
+                                    // whether it has started.
+                                    Some(tk) => {
+                                        j.array == Some((job, tk))
+                                            || (j.id == job && j.array_pending.is_some())
+                                    }
                                     None => {
                                         j.id == job
                                             || j.array.is_some_and(|a| a.0 == job)
@@ -530,7 +546,21 @@ pub fn main(args: Vec<String>) -> i32 {
                             std::process::exit(1)
                         }),
                     };
-                    if jobs.is_empty() {
+                    let asked = arg
+                        .as_deref()
+                        .and_then(parse_job_arg)
+                        .and_then(|ids| Some((ids[0].0, ids[0].1?)));
+                    let any = !jobs.is_empty();
+                    let shown = super::scontrol_array::shown(jobs, asked);
+                    if shown.is_empty() {
+                        if let (true, Some((job, task))) = (any, asked) {
+                            // The array is there, not that task: Slurm's words, on
+                            // standard output.
+                            if !quiet {
+                                println!("Job {job}_{task} not found");
+                            }
+                            return 1;
+                        }
                         if arg.is_some() {
                             eprintln!("slurm_load_jobs error: Invalid job id specified");
                             return 1;
@@ -541,15 +571,15 @@ pub fn main(args: Vec<String>) -> i32 {
                     let derived = if details {
                         super::scontrol_detail::derived_exit_codes(
                             &client,
-                            &jobs.iter().collect::<Vec<_>>(),
+                            &shown.iter().map(|(j, _)| j).collect::<Vec<_>>(),
                         )
                     } else {
                         Default::default()
                     };
-                    for j in &jobs {
+                    for (j, array) in &shown {
                         let d = details.then(|| derived.get(&j.id).copied().unwrap_or((0, 0)));
                         // A job record ends with an empty line (Slurm's last `"\n   "`).
-                        let mut lines = lines_of(&show_job(j, t, d), JOB_BREAKS);
+                        let mut lines = lines_of(&show_job(j, array.as_ref(), t, d), JOB_BREAKS);
                         lines.push(String::new());
                         print!("{}", record(&lines, one_line));
                     }
