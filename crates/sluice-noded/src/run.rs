@@ -66,6 +66,9 @@ pub(crate) struct Exec {
     /// Steps whose events srun had all before the agent's watch saw their end: step →
     /// (exit code, signal, when), kept in the status a while for the agent to report.
     pub(crate) forgotten: Mutex<BTreeMap<u32, (i32, i32, std::time::Instant)>>,
+    /// Steps cancelled (`scancel JOB.STEP`) while their tasks were not all launched
+    /// here: step → whether its srun was told already. Killed as they are launched.
+    pub(crate) cancelled_early: Mutex<BTreeMap<u32, bool>>,
     /// The last sampling round's figures of the running steps, numbered.
     pub(crate) sampled: Mutex<(u64, Vec<(StepId, StepUsage)>)>,
 }

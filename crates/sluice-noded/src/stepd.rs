@@ -458,6 +458,7 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
         ),
         sampled: Default::default(),
         forgotten: Default::default(),
+        cancelled_early: Default::default(),
     });
     tokio::spawn(sample_every(exec.clone()));
     tracing::info!(
@@ -748,28 +749,7 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
             }
         }
         Request::CancelStep { step } => {
-            let told = {
-                let mut steps = exec.steps.lock().expect("lock");
-                match steps.get_mut(&step) {
-                    Some(log) if log.finished.is_none() => {
-                        let e = TaskEvent::Cancelled {
-                            node: exec.node.clone(),
-                            at: crate::now(),
-                        };
-                        let mut line = serde_json::to_vec(&e).expect("events serialise");
-                        line.push(b'\n');
-                        log.unsent_bytes += line.len();
-                        log.events.push_back(line);
-                        true
-                    }
-                    // Nothing of the step here, or its tasks have all ended.
-                    _ => false,
-                }
-            };
-            if told {
-                exec.output.send_modify(|n| *n += 1);
-                run::signal_step(&exec, step, libc::SIGKILL);
-            }
+            cancel_step(&exec, step);
             Reply::Ok
         }
         Request::StepDone { step, uid } => {
@@ -853,6 +833,8 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
             tokio::spawn(keep_events(exec.clone(), step, rx));
             let fetched = devices.and_then(|files| run::resolve_devices(&exec, &files));
             run::tasks(exec.clone(), *record, *order, fetched, tx);
+            // Cancelled while it started here: it ends now.
+            launched(&exec, step);
             exec.procs().launching -= 1;
             exec.touch();
             if ok {
@@ -862,6 +844,64 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
         }
     };
     let _ = send_line(&mut write, &reply).await;
+}
+
+/// Cancels step `step` here (`scancel JOB.STEP`): a `Cancelled` event in its stream,
+/// for its srun to say the step is aborted, then SIGKILL to its tasks. A step whose
+/// tasks are not all launched here yet is remembered, and its tasks are killed as soon
+/// as they are ([`launched`]); one whose tasks have all ended is left alone.
+fn cancel_step(exec: &Exec, step: u32) {
+    let told = {
+        let mut steps = exec.steps.lock().expect("lock");
+        match steps.get_mut(&step) {
+            Some(log) if log.finished.is_none() => {
+                log.unsent_bytes += push_cancelled(exec, &mut log.events);
+                true
+            }
+            Some(_) => return,
+            None => false,
+        }
+    };
+    // Its tasks may still be starting (read after the steps' lock is let go: the
+    // processes' lock is never taken inside it): killed too once they have.
+    if !told || exec.procs().launching > 0 {
+        exec.cancelled_early
+            .lock()
+            .expect("lock")
+            .insert(step, told);
+    }
+    if told {
+        exec.output.send_modify(|n| *n += 1);
+        run::signal_step(exec, step, libc::SIGKILL);
+    }
+}
+
+/// After step `step`'s tasks here were launched: a cancel that came first ends them
+/// now (its event in the stream unless it is there already).
+fn launched(exec: &Exec, step: u32) {
+    let Some(told) = exec.cancelled_early.lock().expect("lock").remove(&step) else {
+        return;
+    };
+    if !told {
+        if let Some(log) = exec.steps.lock().expect("lock").get_mut(&step) {
+            log.unsent_bytes += push_cancelled(exec, &mut log.events);
+        }
+        exec.output.send_modify(|n| *n += 1);
+    }
+    run::signal_step(exec, step, libc::SIGKILL);
+}
+
+/// Puts a `Cancelled` event at the end of `events`; its length.
+fn push_cancelled(exec: &Exec, events: &mut std::collections::VecDeque<Vec<u8>>) -> usize {
+    let e = TaskEvent::Cancelled {
+        node: exec.node.clone(),
+        at: crate::now(),
+    };
+    let mut line = serde_json::to_vec(&e).expect("events serialise");
+    line.push(b'\n');
+    let n = line.len();
+    events.push_back(line);
+    n
 }
 
 /// Keeps the events of step `step` as its tasks make them, in its log; holds them back
@@ -1059,6 +1099,40 @@ mod tests {
         );
         let back: Request = serde_json::from_str(r#"{"time_limit":{"limit":null}}"#).unwrap();
         assert!(matches!(back, Request::TimeLimit { limit: None }));
+    }
+
+    #[test]
+    fn a_step_cancelled_before_its_tasks_start_here_is_killed_as_they_start() {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        let dir = std::env::temp_dir().join(format!("sluice-early-{}", std::process::id()));
+        let exec = crate::usage::truth::exec(&dir, "n1", None);
+        // The controller's order comes first: nothing of step 3 here yet.
+        cancel_step(&exec, 3);
+        assert_eq!(exec.cancelled_early.lock().unwrap().get(&3), Some(&false));
+        // srun's launch: its log, then its task in a process group of its own.
+        exec.steps.lock().unwrap().insert(3, StepLog::new(0));
+        let mut task = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = task.id() as i32;
+        exec.procs().group_steps.insert(pid, 3);
+        launched(&exec, 3);
+        // Killed, and its srun told the step was cancelled, once.
+        assert_eq!(task.wait().unwrap().signal(), Some(libc::SIGKILL));
+        let events: Vec<String> = exec.steps.lock().unwrap()[&3]
+            .events
+            .iter()
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect();
+        assert_eq!(events.len(), 1);
+        assert!(events[0].contains("cancelled"), "{events:?}");
+        assert!(exec.cancelled_early.lock().unwrap().is_empty());
+        // A step with nothing pending is left alone by its launch.
+        launched(&exec, 4);
+        assert!(exec.steps.lock().unwrap().get(&4).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod gpu;
 pub mod procfs;
 pub mod tracker;
 #[cfg(test)]
-mod truth;
+pub(crate) mod truth;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;

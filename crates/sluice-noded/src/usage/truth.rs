@@ -27,7 +27,12 @@ fn python() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-fn exec(dir: &Path, node: &str, gpus: Option<Box<dyn super::gpu::GpuSource>>) -> Arc<Exec> {
+/// A supervisor's state for job 7 on `node`, its directory `dir`, with no cgroups.
+pub(crate) fn exec(
+    dir: &Path,
+    node: &str,
+    gpus: Option<Box<dyn super::gpu::GpuSource>>,
+) -> Arc<Exec> {
     std::fs::create_dir_all(dir).unwrap();
     Arc::new(Exec {
         node: node.to_string(),
@@ -54,6 +59,7 @@ fn exec(dir: &Path, node: &str, gpus: Option<Box<dyn super::gpu::GpuSource>>) ->
         )),
         sampled: Default::default(),
         forgotten: Default::default(),
+        cancelled_early: Default::default(),
     })
 }
 
