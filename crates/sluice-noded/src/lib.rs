@@ -862,20 +862,22 @@ async fn signal(
             (None, false) => "steps".into(),
         }
     );
-    // A job whose supervisor is not up yet has no process to signal.
-    if let Ok(Some(h)) = supervisor_for(&agent, o.job_id, None, None) {
-        let request = match o.step {
-            Some(step) if o.signal == libc::SIGKILL => stepd::Request::CancelStep { step },
-            Some(step) => stepd::Request::SignalStep {
-                step,
-                signal: o.signal,
-                uid: 0,
-            },
-            None => stepd::Request::Signal {
-                signal: o.signal,
-                batch_only: o.batch_only,
-            },
-        };
+    let request = match o.step {
+        Some(step) if o.signal == libc::SIGKILL => stepd::Request::CancelStep { step },
+        Some(step) => stepd::Request::SignalStep {
+            step,
+            signal: o.signal,
+            uid: 0,
+        },
+        None => stepd::Request::Signal {
+            signal: o.signal,
+            batch_only: o.batch_only,
+        },
+    };
+    // A job whose supervisor is not up yet has no process to signal; a step's cancel
+    // waits for it (the step's tasks are killed as they are launched).
+    let keep = matches!(request, stepd::Request::CancelStep { .. }).then(|| request.clone());
+    if let Ok(Some(h)) = supervisor_for(&agent, o.job_id, None, keep) {
         let _ = h.ask(&request).await;
     }
     Json(sluice_proto::types::Done {}).into_response()
