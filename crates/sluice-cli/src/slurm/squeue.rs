@@ -664,8 +664,24 @@ pub fn main(args: Vec<String>) -> i32 {
         };
         jobs.retain(|j| want(j));
         if jobs.is_empty() && a.jobs.len() == 1 && !a.json {
-            eprintln!("slurm_load_jobs error: Invalid job id specified");
-            return 1;
+            // A task the array does not have is nothing to list; an unknown job is an
+            // error, as Slurm's squeue loads the job first.
+            let (id, task) = a.jobs[0];
+            let array_known = task.is_some()
+                && client
+                    .get::<Vec<ListedJob>>(
+                        &JobQuery {
+                            jobs: Some(id.to_string()),
+                            brief: true,
+                            ..Default::default()
+                        }
+                        .path(),
+                    )
+                    .is_ok_and(|l| !l.is_empty());
+            if !array_known {
+                eprintln!("slurm_load_jobs error: Invalid job id specified");
+                return 1;
+            }
         }
     }
     // The controller applied these already (except with one job id); applied again,
@@ -710,6 +726,18 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     if !a.array {
         jobs = collapse_arrays(jobs);
+        // One unstarted task asked for by name (`-j 123_4`) prints as itself, as
+        // Slurm's squeue lists it, its throttle left out.
+        for j in jobs.iter_mut() {
+            if let Some((rest, _)) = &j.array_pending {
+                if let ([t], None, JobState::Pending) = (rest.as_slice(), j.array, j.state) {
+                    if a.jobs.contains(&(j.id, Some(*t))) {
+                        j.array = Some((j.id, *t));
+                        j.array_pending = None;
+                    }
+                }
+            }
+        }
     }
     if a.json {
         let cluster = client
