@@ -1440,6 +1440,10 @@ pub struct CancelRefusal {
     /// What went wrong: `AccessDenied`, or `Busy` for a job that cannot take a signal
     /// now (pending or suspended: ask again).
     pub code: crate::error::ErrorCode,
+    /// The other records refused with it, one job in Slurm: an array's unstarted
+    /// tasks, a heterogeneous job's other components. Asked about again with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<u64>,
 }
 
 /// `scontrol delete nodename=...`'s answer: the nodes that could be deleted were;

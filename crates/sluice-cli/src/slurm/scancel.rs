@@ -219,8 +219,17 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         if unknown {
             // Asked about the others; the unknown ones still make the exit status 1.
-            return match controller().post::<_, serde_json::Value>("/v1/cancel", &req) {
-                Ok(_) => 1,
+            let client = controller();
+            let asked = Asked {
+                signal: req.signal,
+                kind: "",
+            };
+            return match client
+                .post::<_, Cancelled>("/v1/cancel", &req)
+                .and_then(|done| {
+                    super::scancel_refused::settle(&client, &req, &asked, level, None, done.refused)
+                }) {
+                Ok(worst) => worst.max(1) % 256,
                 Err(e) => fail(ME, describe(&e), 1),
             };
         }

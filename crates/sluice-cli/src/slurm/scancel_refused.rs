@@ -95,7 +95,10 @@ pub(crate) fn ask_again(
         if i + 1 == TRIES {
             break;
         }
-        let ids: Vec<u64> = busy.iter().map(|r| r.job).collect();
+        let ids: Vec<u64> = busy
+            .iter()
+            .flat_map(|r| std::iter::once(r.job).chain(r.with.iter().copied()))
+            .collect();
         let answer = send(&ids)?;
         // Refused for another reason now: reported as it is.
         let (still, other): (Vec<_>, Vec<_>) =
@@ -126,6 +129,7 @@ mod tests {
             named: job.to_string(),
             error: "Job can not be altered now, try again later".into(),
             code: ErrorCode::Busy,
+            with: Vec::new(),
         }
     }
 

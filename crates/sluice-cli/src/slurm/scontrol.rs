@@ -508,16 +508,24 @@ pub fn main(args: Vec<String>) -> i32 {
                                 return 1;
                             };
                             let (job, task) = ids[0];
-                            // The whole array for one task too: whether the task has
-                            // started is in the array's own record.
                             let q = sluice_proto::listing::JobQuery {
-                                jobs: Some(job.to_string()),
+                                jobs: Some(task.map_or(job.to_string(), |t| format!("{job}_{t}"))),
                                 ..Default::default()
                             };
-                            let all: Vec<JobRecord> = client.get(&q.path()).unwrap_or_else(|e| {
-                                eprintln!("slurm_load_jobs error: {}", describe(&e));
-                                std::process::exit(1)
-                            });
+                            let mut all: Vec<JobRecord> =
+                                client.get(&q.path()).unwrap_or_else(|e| {
+                                    eprintln!("slurm_load_jobs error: {}", describe(&e));
+                                    std::process::exit(1)
+                                });
+                            // For one task, the array's own record too: it says whether
+                            // the task has started.
+                            if task.is_some() && !all.iter().any(|j| j.id == job) {
+                                if let Ok(head) =
+                                    client.get::<JobRecord>(&format!("/v1/jobs/{job}"))
+                                {
+                                    all.push(head);
+                                }
+                            }
                             let mut found: Vec<JobRecord> = all
                                 .into_iter()
                                 .filter(|j| match task {

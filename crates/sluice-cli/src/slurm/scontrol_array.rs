@@ -50,6 +50,8 @@ pub(crate) fn shown(
         let array = match (j.array, &j.array_pending) {
             (Some((a, _)), _) => a,
             (None, Some(_)) => j.id,
+            // Not an array: no task of it to show.
+            (None, None) if asked.is_some() => continue,
             (None, None) => {
                 out.push((j.clone(), None));
                 continue;
@@ -67,14 +69,21 @@ pub(crate) fn shown(
         match asked {
             // One task asked for: it alone, under the array's id while unstarted.
             Some((_, t)) => {
-                if task == Some(t) {
+                // Its own record, or (an array cancelled whole keeps none for its
+                // unstarted tasks) the array's naming it.
+                let own = jobs.iter().any(|o| o.array == Some((array, t)));
+                let stands_for = !own && j.array_pending.as_ref().is_some_and(|p| p.0.contains(&t));
+                if task == Some(t) || stands_for {
                     let id = if rest.contains(&t) { array } else { j.id };
                     out.push((j.clone(), Some(fields(id, t.to_string()))));
                 }
             }
             None if j.array_pending.as_ref().is_some_and(|p| !p.0.is_empty()) => {
                 let mut ids = index_ranges(rest);
-                if let Some(n) = throttle {
+                // The last task of an array whose others have left its record is that
+                // task in Slurm's (its throttle said apart).
+                let split = j.desc.array.as_ref().is_some_and(|a| a.0.len() > 1);
+                if let (Some(n), false) = (throttle, rest.len() == 1 && split) {
                     ids.push_str(&format!("%{n}"));
                 }
                 out.push((j.clone(), Some(fields(j.id, ids))));
@@ -164,6 +173,24 @@ mod tests {
         };
         assert_eq!(one(3), [fields(10, 10, "3", Some(2))]);
         assert_eq!(one(0), [fields(11, 10, "0", Some(2))]);
+    }
+
+    #[test]
+    fn a_task_of_a_plain_job_or_of_an_array_cancelled_whole() {
+        let plain = JobRecord {
+            id: 30,
+            ..Default::default()
+        };
+        assert!(shown(vec![plain], Some((30, 1))).is_empty());
+        let cancelled = JobRecord {
+            id: 20,
+            array_pending: Some((vec![1, 3, 4], None)),
+            ..Default::default()
+        };
+        let one = shown(vec![cancelled.clone()], Some((20, 3)));
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].1, Some(fields(20, 20, "3", None)));
+        assert!(shown(vec![cancelled], Some((20, 2))).is_empty());
     }
 
     #[test]

@@ -48,9 +48,20 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         'i' => f("JOBID", j.display_id()),
         'A' => f("JOBID", j.id.to_string()),
         'F' => f("ARRAY_JOB_ID", j.array.map_or(j.id, |a| a.0).to_string()),
+        // A task, or an array's unstarted ones as its id says them (`1-3%2`).
         'K' => f(
             "ARRAY_TASK_ID",
-            j.array.map_or("N/A".into(), |a| a.1.to_string()),
+            match (j.array, &j.array_pending) {
+                (Some(a), _) => a.1.to_string(),
+                (None, Some((rest, throttle))) if !rest.is_empty() => {
+                    let mut s = super::scontrol_detail::index_ranges(rest);
+                    if let Some(n) = throttle {
+                        s.push_str(&format!("%{n}"));
+                    }
+                    s
+                }
+                _ => "N/A".into(),
+            },
         ),
         'j' => f("NAME", j.desc.name.clone()),
         'P' => f("PARTITION", j.partition.clone()),

@@ -39,6 +39,7 @@ fn refusal(r: &Job, code: ErrorCode, error: &str) -> CancelRefusal {
         named: scancel_name(r),
         error: error.to_string(),
         code,
+        with: Vec::new(),
     }
 }
 
@@ -114,20 +115,6 @@ impl Controller {
             }
             ids.extend(found);
         }
-        // A running heterogeneous job's components end with its leader's script.
-        let leaders: BTreeSet<u64> = ids
-            .iter()
-            .filter_map(|id| self.jobs.get(id)?.het)
-            .filter(|h| h.offset == 0)
-            .map(|h| h.job_id)
-            .collect();
-        ids.retain(|id| {
-            self.jobs.get(id).and_then(|r| r.het).is_none_or(|h| {
-                h.offset == 0
-                    || !leaders.contains(&h.job_id)
-                    || self.jobs[id].state != JobState::Running
-            })
-        });
         if !req.jobs.is_empty() {
             // Jobs named by id and filters: those of the named that pass the filters,
             // the others left alone without a word (as Slurm's scancel filters them).
@@ -175,6 +162,20 @@ impl Controller {
                 ok
             });
         }
+        // A running heterogeneous job's components end with its leader's script.
+        let leaders: BTreeSet<u64> = ids
+            .iter()
+            .filter_map(|id| self.jobs.get(id)?.het)
+            .filter(|h| h.offset == 0)
+            .map(|h| h.job_id)
+            .collect();
+        ids.retain(|id| {
+            self.jobs.get(id).and_then(|r| r.het).is_none_or(|h| {
+                h.offset == 0
+                    || !leaders.contains(&h.job_id)
+                    || self.jobs[id].state != JobState::Running
+            })
+        });
         // Every id named is checked before any is touched: a refusal changes nothing.
         for id in &ids {
             let r = &self.jobs[id];
@@ -304,7 +305,44 @@ impl Controller {
                 r.job,
             )
         });
+        let refused = self.one_refusal_per_job(refused);
         Ok(CancelOutcome { effects, refused })
+    }
+
+    /// Refusals as Slurm's controller gives them, one per job as it holds them: an
+    /// array's unstarted tasks (one record in Slurm, its own) go with the array's
+    /// refusal, a heterogeneous job's components with its leader's, each record kept
+    /// in `with` to be asked about again.
+    fn one_refusal_per_job(&self, refused: Vec<CancelRefusal>) -> Vec<CancelRefusal> {
+        let stands_for = |r: &CancelRefusal| -> Option<u64> {
+            let j = self.jobs.get(&JobId(r.job))?;
+            if let Some((array, task)) = j.array {
+                let head = self.jobs.get(&array)?;
+                let folded = array != j.id
+                    && head
+                        .array_pending
+                        .as_deref()
+                        .is_some_and(|(rest, _)| rest.contains(&task));
+                return folded.then_some(array.0);
+            }
+            j.het.filter(|h| h.offset > 0).map(|h| h.job_id)
+        };
+        let mut out: Vec<CancelRefusal> = Vec::new();
+        let mut folded: Vec<(u64, CancelRefusal)> = Vec::new();
+        for r in refused {
+            match stands_for(&r) {
+                Some(owner) if owner != r.job => folded.push((owner, r)),
+                _ => out.push(r),
+            }
+        }
+        for (owner, r) in folded {
+            match out.iter_mut().find(|o| o.job == owner && o.code == r.code) {
+                Some(o) => o.with.push(r.job),
+                // Its array's or leader's record was not refused alike: its own.
+                None => out.push(r),
+            }
+        }
+        out
     }
 
     /// Cancels (SIGKILL, or no signal) or signals steps on their own, as Slurm's

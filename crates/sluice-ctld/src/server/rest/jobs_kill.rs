@@ -8,7 +8,8 @@
 //! job of another user is refused (`Access/permission denied`) unless the caller is an
 //! operator, and under `PrivateData=jobs` is not among a filter's matches. The others
 //! are cancelled or signalled through the controller's one cancel path
-//! ([`Change::Cancel`], as `scancel`), as the caller.
+//! ([`Request::Cancel`], as `scancel`), as the caller; a job the controller refuses on
+//! its own (a signal to a pending job) gets its error among the statuses.
 
 use axum::response::Response;
 use serde_json::{json, Map, Value};

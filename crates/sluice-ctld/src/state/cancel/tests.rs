@@ -49,6 +49,7 @@ fn denied(job: JobId) -> CancelRefusal {
         named: job.to_string(),
         error: "Access/permission denied".into(),
         code: ErrorCode::AccessDenied,
+        with: Vec::new(),
     }
 }
 
@@ -119,6 +120,7 @@ fn a_signal_reaches_running_jobs_and_is_refused_for_pending_ones() {
             named: a_wait.to_string(),
             error: "Job can not be altered now, try again later".into(),
             code: ErrorCode::Busy,
+            with: Vec::new(),
         }]
     );
     let signalled: Vec<(JobId, i32)> = done
@@ -159,4 +161,40 @@ fn a_suspended_job_takes_no_signal_but_is_cancelled() {
     let done = c.cancel(&req, &alice(), 6).unwrap();
     assert_eq!(done.refused, []);
     assert!(c.job(a_run).unwrap().completing());
+}
+
+#[test]
+fn an_arrays_unstarted_tasks_are_refused_as_one_job() {
+    let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+    // bob's held array of four tasks: one record each in Sluice, one job in Slurm.
+    let mut d = desc(1, 600);
+    d.array = Some((vec![0, 1, 2, 3], None));
+    d.hold = true;
+    let p = c.prepare(d, &bob(), "bob", "bob", 0).unwrap();
+    let array = JobId(1);
+    c.accept(p.jobs(array), 0);
+    let req = CancelRequest {
+        user: Some("bob".into()),
+        ..Default::default()
+    };
+    let done = c.cancel(&req, &alice(), 5).unwrap();
+    let refused: Vec<(String, usize)> = done
+        .refused
+        .iter()
+        .map(|r| (r.named.clone(), r.with.len()))
+        .collect();
+    assert_eq!(refused, [("1_[0-3]".to_string(), 3)]);
+    // bob's own signal to it: one refusal too, every record asked about again.
+    let req = CancelRequest {
+        jobs: vec![(array.0, None)],
+        signal: Some(libc::SIGUSR1),
+        ..Default::default()
+    };
+    let done = c.cancel(&req, &bob(), 6).unwrap();
+    assert_eq!(done.refused.len(), 1);
+    assert_eq!(done.refused[0].code, ErrorCode::Busy);
+    let mut all: Vec<u64> = done.refused[0].with.clone();
+    all.push(done.refused[0].job);
+    all.sort_unstable();
+    assert_eq!(all, [1, 2, 3, 4]);
 }
