@@ -116,7 +116,13 @@ pub fn main(args: Vec<String>) -> i32 {
                 req.full = true;
             }
             "user" => {
-                req.user = f.value;
+                // A name or a uid, as Slurm's scancel takes it; someone unknown is an
+                // error (its words, exit 1), not a filter that matches nothing.
+                let u = f.value();
+                match super::common::user_named(u) {
+                    Some(user) => req.user = Some(user.name),
+                    None => fail(ME, format!("Invalid user name: {u}"), 1),
+                }
                 filters = true;
             }
             "me" => {

@@ -83,6 +83,8 @@ impl Controller {
         // Array tasks named on their own (`123_4`, or a task's own id), not as part of
         // their whole array.
         let mut alone: BTreeSet<JobId> = BTreeSet::new();
+        // Each record chosen by id, with the id as the caller typed it.
+        let mut named_as: std::collections::BTreeMap<JobId, String> = Default::default();
         for &(job, task) in &req.jobs {
             let job = JobId(job);
             // A pending heterogeneous job is cancelled whole, by its leader's id.
@@ -112,6 +114,10 @@ impl Controller {
                     .is_some_and(|j| j.array.is_some_and(|a| a.0 != job))
             {
                 alone.extend(&found);
+            }
+            let typed = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
+            for id in &found {
+                named_as.entry(*id).or_insert_with(|| typed.clone());
             }
             ids.extend(found);
         }
@@ -177,15 +183,14 @@ impl Controller {
             })
         });
         // Every id named is checked before any is touched: a refusal changes nothing.
+        // The job is named as the caller named it.
         for id in &ids {
             let r = &self.jobs[id];
             if !Self::may_touch(caller, r) {
+                let named = named_as.get(id).cloned().unwrap_or_else(|| r.display_id());
                 return Err(ApiError::new(
                     ErrorCode::AccessDenied,
-                    format!(
-                        "Kill job error on job id {}: {ACCESS_DENIED}",
-                        r.display_id()
-                    ),
+                    format!("Kill job error on job id {named}: {ACCESS_DENIED}"),
                 ));
             }
         }
