@@ -86,7 +86,16 @@ pub(crate) fn shown(
                 if let (Some(n), false) = (throttle, rest.len() == 1 && split) {
                     ids.push_str(&format!("%{n}"));
                 }
-                out.push((j.clone(), Some(fields(j.id, ids))));
+                // Why the array waits is why its next task does, as squeue says it.
+                let mut shown = j.clone();
+                let next = rest.iter().min().copied();
+                if let Some(n) = jobs
+                    .iter()
+                    .find(|o| next.is_some_and(|t| o.array == Some((array, t))))
+                {
+                    shown.reason = n.reason.clone();
+                }
+                out.push((shown, Some(fields(j.id, ids))));
             }
             // Folded into the array's record.
             None if task.is_some_and(|t| rest.contains(&t)) => {}
@@ -160,6 +169,22 @@ mod tests {
                 (12, fields(12, 10, "1", Some(2))),
                 (11, fields(11, 10, "0", Some(2))),
             ]
+        );
+    }
+
+    #[test]
+    fn the_arrays_record_waits_for_what_its_next_task_waits_for() {
+        let mut jobs = array();
+        for j in &mut jobs {
+            j.reason = match j.array {
+                Some((_, 2)) => "Resources".into(),
+                _ => "JobArrayTaskLimit".into(),
+            };
+        }
+        let shown = shown(jobs, None);
+        assert_eq!(
+            (shown[0].0.id, shown[0].0.reason.as_str()),
+            (10, "Resources")
         );
     }
 
