@@ -13,6 +13,15 @@ use sluice_proto::types::JobRecord;
 
 use super::scontrol_detail::index_ranges;
 
+/// An array's unstarted tasks as Slurm's record says them: `2-5`, `2-5%2` throttled.
+pub(crate) fn unstarted_ids(rest: &[u32], throttle: Option<u32>) -> String {
+    let mut ids = index_ranges(rest);
+    if let Some(n) = throttle {
+        ids.push_str(&format!("%{n}"));
+    }
+    ids
+}
+
 /// A record's array fields as `scontrol show job` prints them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ArrayFields {
@@ -79,13 +88,10 @@ pub(crate) fn shown(
                 }
             }
             None if j.array_pending.as_ref().is_some_and(|p| !p.0.is_empty()) => {
-                let mut ids = index_ranges(rest);
                 // The last task of an array whose others have left its record is that
                 // task in Slurm's (its throttle said apart).
                 let split = j.desc.array.as_ref().is_some_and(|a| a.0.len() > 1);
-                if let (Some(n), false) = (throttle, rest.len() == 1 && split) {
-                    ids.push_str(&format!("%{n}"));
-                }
+                let ids = unstarted_ids(rest, throttle.filter(|_| !(rest.len() == 1 && split)));
                 // Why the array waits is why its next task does, as squeue says it.
                 let mut shown = j.clone();
                 let next = rest.iter().min().copied();

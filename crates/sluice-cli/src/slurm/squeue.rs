@@ -54,11 +54,7 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
             match (j.array, &j.array_pending) {
                 (Some(a), _) => a.1.to_string(),
                 (None, Some((rest, throttle))) if !rest.is_empty() => {
-                    let mut s = super::scontrol_detail::index_ranges(rest);
-                    if let Some(n) = throttle {
-                        s.push_str(&format!("%{n}"));
-                    }
-                    s
+                    super::scontrol_array::unstarted_ids(rest, *throttle)
                 }
                 _ => "N/A".into(),
             },

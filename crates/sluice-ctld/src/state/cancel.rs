@@ -56,6 +56,15 @@ fn scancel_name(r: &Job) -> String {
     }
 }
 
+/// Whether job `j` passes the request's filters (user, name, partition, state as
+/// listings show it: a suspended job is `SUSPENDED`).
+fn passes(req: &CancelRequest, j: &Job) -> bool {
+    req.user.as_ref().is_none_or(|u| **u == *j.user)
+        && req.name.as_ref().is_none_or(|n| *n == j.desc.name)
+        && req.partition.as_ref().is_none_or(|p| **p == *j.partition)
+        && (req.states.is_empty() || req.states.contains(&j.shown_state()))
+}
+
 impl Controller {
     /// Cancels or signals jobs, as Slurm's controller does one job at a time.
     ///
@@ -87,6 +96,8 @@ impl Controller {
         let mut named_as: std::collections::BTreeMap<JobId, String> = Default::default();
         for &(job, task) in &req.jobs {
             let job = JobId(job);
+            // The id as the caller typed it.
+            let typed = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
             // A pending heterogeneous job is cancelled whole, by its leader's id.
             if task.is_none()
                 && self.jobs.get(&job).is_some_and(|r| {
@@ -101,10 +112,9 @@ impl Controller {
             let found = self.select(job, task);
             // Cancelling an unknown job quietly succeeds; signalling one is an error.
             if found.is_empty() && req.signal.is_some() {
-                let id = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
                 return Err(ApiError::new(
                     ErrorCode::InvalidJobId,
-                    format!("Kill job error on job id {id}: {BAD_JOB}"),
+                    format!("Kill job error on job id {typed}: {BAD_JOB}"),
                 ));
             }
             if task.is_some()
@@ -115,7 +125,6 @@ impl Controller {
             {
                 alone.extend(&found);
             }
-            let typed = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
             for id in &found {
                 named_as.entry(*id).or_insert_with(|| typed.clone());
             }
@@ -124,13 +133,7 @@ impl Controller {
         if !req.jobs.is_empty() {
             // Jobs named by id and filters: those of the named that pass the filters,
             // the others left alone without a word (as Slurm's scancel filters them).
-            ids.retain(|id| {
-                let j = &self.jobs[id];
-                req.user.as_ref().is_none_or(|u| **u == *j.user)
-                    && req.name.as_ref().is_none_or(|n| *n == j.desc.name)
-                    && req.partition.as_ref().is_none_or(|p| **p == *j.partition)
-                    && (req.states.is_empty() || req.states.contains(&j.state))
-            });
+            ids.retain(|id| passes(req, &self.jobs[id]));
         }
         let mut refused = Vec::new();
         if req.jobs.is_empty() {
@@ -140,11 +143,7 @@ impl Controller {
                 ids = self
                     .jobs
                     .values()
-                    .filter(|j| !j.state.is_finished())
-                    .filter(|j| req.user.as_ref().is_none_or(|u| **u == *j.user))
-                    .filter(|j| req.name.as_ref().is_none_or(|n| *n == j.desc.name))
-                    .filter(|j| req.partition.as_ref().is_none_or(|p| **p == *j.partition))
-                    .filter(|j| req.states.is_empty() || req.states.contains(&j.shown_state()))
+                    .filter(|j| !j.state.is_finished() && passes(req, j))
                     .filter(|j| !self.hidden_from(caller, j.uid))
                     .map(|j| j.id)
                     .collect();
@@ -271,10 +270,9 @@ impl Controller {
                 }
                 // Slurm's job_signal: only a running job takes a signal; scancel
                 // asks again for one that may start (or be resumed) meanwhile.
-                (JobState::Pending, Some(_)) => {
-                    refused.push(refusal(r, ErrorCode::Busy, TRANSITION));
-                }
-                (JobState::Running, Some(_)) if r.suspended() => {
+                (JobState::Pending | JobState::Running, Some(_))
+                    if r.state == JobState::Pending || r.suspended() =>
+                {
                     refused.push(refusal(r, ErrorCode::Busy, TRANSITION));
                 }
                 (JobState::Running, Some(signal)) => {
