@@ -32,6 +32,8 @@ pub enum ErrorCode {
     Authentication,
     /// The request is larger than the controller reads.
     TooLarge,
+    /// The job or step has ended, or is ending (`ESLURM_ALREADY_DONE`): nothing to do.
+    AlreadyDone,
     /// What is asked for is held by others for now, and nothing was taken: ask again
     /// (an agent registering with another controller incarnation; a step whose CPUs
     /// the job's running steps hold).
@@ -77,7 +79,7 @@ impl ErrorCode {
             ErrorCode::Fenced => 409,
             ErrorCode::Authentication => 401,
             ErrorCode::TooLarge => 413,
-            ErrorCode::Busy => 409,
+            ErrorCode::Busy | ErrorCode::AlreadyDone => 409,
             ErrorCode::Storage | ErrorCode::Internal => 500,
             ErrorCode::ShuttingDown | ErrorCode::ControllerUnreachable => 503,
             ErrorCode::NotReady => 404,

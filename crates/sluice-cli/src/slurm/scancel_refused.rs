@@ -8,11 +8,16 @@ use sluice_proto::error::ErrorCode;
 use sluice_proto::types::{CancelRefusal, CancelRequest, Cancelled};
 use sluice_proto::{Client, ClientError};
 
+use super::common::describe;
 use super::scancel_live::Asked;
 
 /// Slurm's error numbers for the refusals (the exit status is the number's low byte).
 const ACCESS_DENIED: i32 = 2002;
 const TRANSITION: i32 = 2020;
+const ALREADY_DONE: i32 = 2021;
+const INVALID_JOB_ID: i32 = 2017;
+/// SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR.
+const CONNECTION_ERROR: i32 = 1800;
 
 /// How many times in all Slurm's scancel asks about one job (MAX_CANCEL_RETRY).
 const TRIES: u64 = 10;
@@ -34,12 +39,20 @@ pub(crate) fn settle(
     let (busy, other): (Vec<_>, Vec<_>) =
         refused.into_iter().partition(|r| r.code == ErrorCode::Busy);
     let mut worst = 0;
+    // As Slurm's scancel: a job found ended (or gone) is said with -v only, and is no
+    // error for a cancel, only for a signal it could not take.
+    let kill = req.signal.is_none_or(|s| s == 9);
     let mut report = |r: &CancelRefusal, name: &str| {
-        eprintln!(
-            "scancel: error: Kill job error on job id {name}: {}",
-            r.error
-        );
-        worst = worst.max(number(r.code));
+        let ended = matches!(r.code, ErrorCode::AlreadyDone | ErrorCode::InvalidJobId);
+        if !ended || level > 0 {
+            eprintln!(
+                "scancel: error: Kill job error on job id {name}: {}",
+                r.error
+            );
+        }
+        if !(ended && kill) {
+            worst = worst.max(number(r.code));
+        }
     };
     match &named {
         Some(named) => {
@@ -74,7 +87,10 @@ pub(crate) fn settle(
 
 /// Asks again about jobs refused as not ready for a signal, as Slurm's scancel does:
 /// after each refusal it says so with `-v`, pauses 5 s (then 6, 7, ...) and asks again,
-/// ten times in all counting the first. Returns the refusals left after the last.
+/// ten times in all counting the first. Returns the refusals left after the last: a
+/// job still not ready, one refused now for another reason (ended meanwhile: already
+/// done), each under the name it was first refused by. A controller that cannot be
+/// asked any more is each job's last answer.
 pub(crate) fn ask_again(
     mut busy: Vec<CancelRefusal>,
     level: i32,
@@ -95,19 +111,54 @@ pub(crate) fn ask_again(
         if i + 1 == TRIES {
             break;
         }
-        let ids: Vec<u64> = busy
-            .iter()
-            .flat_map(|r| std::iter::once(r.job).chain(r.with.iter().copied()))
-            .collect();
-        let answer = send(&ids)?;
-        // Refused for another reason now: reported as it is.
-        let (still, other): (Vec<_>, Vec<_>) =
-            answer.into_iter().partition(|r| r.code == ErrorCode::Busy);
-        left.extend(other);
+        let ids: Vec<u64> = busy.iter().flat_map(records_of).collect();
+        let answer = match send(&ids) {
+            Ok(answer) => answer,
+            Err(e) => {
+                let (code, error) = match &e {
+                    ClientError::Status { code, message, .. } => (*code, message.clone()),
+                    other => (ErrorCode::ControllerUnreachable, describe(other)),
+                };
+                left.extend(busy.drain(..).map(|r| CancelRefusal {
+                    code,
+                    error: error.clone(),
+                    ..r
+                }));
+                break;
+            }
+        };
+        // Each job's answer: its records' refusals (none: it took the signal).
+        let mut still = Vec::new();
+        for asked in busy.drain(..) {
+            let mine: Vec<&CancelRefusal> = answer
+                .iter()
+                .filter(|a| records_of(a).any(|id| records_of(&asked).any(|x| x == id)))
+                .collect();
+            let now = mine
+                .iter()
+                .find(|a| a.code == ErrorCode::Busy)
+                .or_else(|| mine.first());
+            match now {
+                Some(&a) if a.code == ErrorCode::Busy => still.push(CancelRefusal {
+                    named: asked.named,
+                    ..a.clone()
+                }),
+                Some(&a) => left.push(CancelRefusal {
+                    named: asked.named,
+                    ..a.clone()
+                }),
+                None => {}
+            }
+        }
         busy = still;
     }
     left.extend(busy);
     Ok(left)
+}
+
+/// The records a refusal stands for: its own and those refused with it.
+fn records_of(r: &CancelRefusal) -> impl Iterator<Item = u64> + '_ {
+    std::iter::once(r.job).chain(r.with.iter().copied())
 }
 
 /// Slurm's error number for a refusal.
@@ -115,6 +166,9 @@ fn number(code: ErrorCode) -> i32 {
     match code {
         ErrorCode::AccessDenied => ACCESS_DENIED,
         ErrorCode::Busy => TRANSITION,
+        ErrorCode::AlreadyDone => ALREADY_DONE,
+        ErrorCode::InvalidJobId => INVALID_JOB_ID,
+        ErrorCode::ControllerUnreachable => CONNECTION_ERROR,
         _ => 1,
     }
 }
@@ -164,5 +218,55 @@ mod tests {
         let mut none = |_: &[u64]| -> Result<Vec<CancelRefusal>, ClientError> { Ok(Vec::new()) };
         let left = ask_again(vec![busy(8)], 0, |_| {}, &mut none).unwrap();
         assert_eq!(left, []);
+    }
+
+    #[test]
+    fn a_job_that_ends_meanwhile_is_left_as_already_done_under_its_first_name() {
+        // Job 7, an array's unstarted rest `7_[1-2]` (records 7, 8), is cancelled
+        // by someone else during the first pause: both records have ended.
+        let mut first = busy(7);
+        first.named = "7_[1-2]".into();
+        first.with = vec![8];
+        let mut asked = Vec::new();
+        let mut send = |jobs: &[u64]| {
+            asked.push(jobs.to_vec());
+            Ok(jobs
+                .iter()
+                .map(|&j| CancelRefusal {
+                    code: ErrorCode::AlreadyDone,
+                    error: "Job/step already completing or completed".into(),
+                    ..busy(j)
+                })
+                .collect())
+        };
+        let left = ask_again(vec![first], 0, |_| {}, &mut send).unwrap();
+        assert_eq!(asked, [vec![7, 8]]);
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].code, ErrorCode::AlreadyDone);
+        assert_eq!(left[0].named, "7_[1-2]");
+        // Slurm's number, whose low byte is scancel's exit status 229.
+        assert_eq!(number(left[0].code) % 256, 229);
+    }
+
+    #[test]
+    fn a_controller_lost_meanwhile_is_each_jobs_last_answer() {
+        let mut tries = 0;
+        let mut send = |_: &[u64]| -> Result<Vec<CancelRefusal>, ClientError> {
+            tries += 1;
+            Err(ClientError::Io(std::io::Error::from(
+                std::io::ErrorKind::ConnectionReset,
+            )))
+        };
+        let left = ask_again(vec![busy(3), busy(4)], 0, |_| {}, &mut send).unwrap();
+        assert_eq!(tries, 1, "not asked again once the controller is gone");
+        assert_eq!(
+            left.iter().map(|r| (r.job, r.code)).collect::<Vec<_>>(),
+            [
+                (3, ErrorCode::ControllerUnreachable),
+                (4, ErrorCode::ControllerUnreachable)
+            ]
+        );
+        // Slurm's SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR, the worst of the run.
+        assert_eq!(number(left[0].code), 1800);
     }
 }

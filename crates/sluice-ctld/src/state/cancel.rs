@@ -73,7 +73,8 @@ impl Controller {
     /// one (`Access/permission denied` each, as Slurm's scancel reports them) while the
     /// others are cancelled. A signal other than SIGKILL to a job that is pending or
     /// suspended is refused for that job (`Job can not be altered now, try again
-    /// later`: scancel asks again). Finished jobs are left alone (exit 0, as Slurm).
+    /// later`: scancel asks again). Finished jobs named by id are left alone (exit 0, as
+    /// Slurm); records chosen before and ended since are refused as done.
     pub fn cancel(
         &mut self,
         req: &CancelRequest,
@@ -148,14 +149,25 @@ impl Controller {
                     .map(|j| j.id)
                     .collect();
             } else {
-                // Chosen by the caller's filters already: as the filters above choose
-                // (a record gone since is left alone, as a job finished since).
-                ids = req
-                    .records
-                    .iter()
-                    .map(|&id| JobId(id))
-                    .filter(|id| self.jobs.get(id).is_some_and(|j| !j.state.is_finished()))
-                    .collect();
+                // Chosen already (by the caller's filters, or refused before and asked
+                // about again): a record that has ended since is refused as done, one
+                // that is gone as unknown, as Slurm's controller answers scancel's
+                // request for each (the caller decides what they are worth).
+                for &id in &req.records {
+                    match self.jobs.get(&JobId(id)) {
+                        Some(j) if j.state.is_finished() => {
+                            refused.push(refusal(j, ErrorCode::AlreadyDone, suspend::ALREADY_DONE))
+                        }
+                        Some(j) => ids.push(j.id),
+                        None => refused.push(CancelRefusal {
+                            job: id,
+                            named: id.to_string(),
+                            error: BAD_JOB.to_string(),
+                            code: ErrorCode::InvalidJobId,
+                            with: Vec::new(),
+                        }),
+                    }
+                }
             }
             // A match the caller may not touch: refused on its own, the others go on.
             ids.retain(|id| {

@@ -136,7 +136,7 @@ impl Error {
             C::TooLarge => errno::HTTP_CONTENT_LENGTH_TOO_LARGE,
             // A refusal for what is asked, with Slurm's message: 422, as Slurm answers
             // its 2000-range.
-            C::Invalid | C::InvalidDevice | C::Busy | C::PluginNotLoaded => {
+            C::Invalid | C::InvalidDevice | C::Busy | C::AlreadyDone | C::PluginNotLoaded => {
                 let mut r = Error::new(by_message(&e.message), e.message.clone(), source);
                 r.status = StatusCode::UNPROCESSABLE_ENTITY;
                 return r;

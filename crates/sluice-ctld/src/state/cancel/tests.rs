@@ -198,3 +198,51 @@ fn an_arrays_unstarted_tasks_are_refused_as_one_job() {
     all.sort_unstable();
     assert_eq!(all, [1, 2, 3, 4]);
 }
+
+#[test]
+fn a_job_asked_about_again_after_it_ended_is_refused_as_done() {
+    let (mut c, [a_run, a_wait, ..]) = shared_cluster(false);
+    // `scancel -s USR1 PENDING` is refused; the job is cancelled before scancel asks
+    // again, and the second ask finds it ended (exit 229 in Slurm's scancel), and a
+    // record gone from the controller unknown.
+    let req = CancelRequest {
+        jobs: vec![(a_wait.0, None)],
+        signal: Some(libc::SIGUSR1),
+        ..Default::default()
+    };
+    assert_eq!(
+        c.cancel(&req, &alice(), 5).unwrap().refused[0].code,
+        ErrorCode::Busy
+    );
+    let kill = CancelRequest {
+        jobs: vec![(a_wait.0, None)],
+        ..Default::default()
+    };
+    c.cancel(&kill, &alice(), 6).unwrap();
+    let again = CancelRequest {
+        records: vec![a_wait.0, 999, a_run.0],
+        signal: Some(libc::SIGUSR1),
+        ..Default::default()
+    };
+    let done = c.cancel(&again, &alice(), 11).unwrap();
+    let refused: Vec<(u64, ErrorCode, &str)> = done
+        .refused
+        .iter()
+        .map(|r| (r.job, r.code, r.error.as_str()))
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            (
+                a_wait.0,
+                ErrorCode::AlreadyDone,
+                "Job/step already completing or completed"
+            ),
+            (999, ErrorCode::InvalidJobId, "Invalid job id specified"),
+        ]
+    );
+    // The running one among them still takes the signal.
+    assert!(done.effects.iter().any(
+        |e| matches!(e, Effect::Signal { job_id, signal, .. } if *job_id == a_run && *signal == libc::SIGUSR1)
+    ));
+}
