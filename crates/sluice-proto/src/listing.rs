@@ -45,6 +45,12 @@ pub struct JobQuery {
     pub owner_only: Option<u32>,
 }
 
+/// A field that is there, `null` or not: `Some` (an array without a throttle is
+/// `"T":null`, which would read back as no array at all).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u32>>, D::Error> {
+    Option::<u32>::deserialize(d).map(Some)
+}
+
 fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }
@@ -134,8 +140,17 @@ pub struct ListedJob {
     #[serde(rename = "M", default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryRequest>,
     /// Whether it was submitted as an array, and the array's throttle (`%N`).
-    #[serde(rename = "T", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "T",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub array_throttle: Option<Option<u32>>,
+    /// The indices an array was submitted with, on its own record only (the one that
+    /// holds its unstarted rest): whether tasks have left that record shows by them.
+    #[serde(rename = "ai", default, skip_serializing_if = "Vec::is_empty")]
+    pub array_indices: Vec<u32>,
     /// A service's submission and state (`squeue -O Service`).
     #[serde(rename = "sv", default, skip_serializing_if = "Option::is_none")]
     pub service: Option<crate::service::ServiceSpec>,
@@ -156,6 +171,10 @@ impl ListedJob {
     /// The listed fields of `r`.
     pub fn from_record(r: JobRecord) -> Self {
         let d = r.desc;
+        let array_indices = match (&r.array_pending, &d.array) {
+            (Some(_), Some(a)) => a.0.clone(),
+            _ => Vec::new(),
+        };
         ListedJob {
             id: r.id,
             array: r.array,
@@ -195,6 +214,7 @@ impl ListedJob {
             wckey: d.wckey,
             constraint: d.constraint,
             memory: d.memory,
+            array_indices,
             array_throttle: d.array.map(|a| a.1),
             service: d.service,
             service_state: r.service_state,
@@ -204,8 +224,8 @@ impl ListedJob {
         }
     }
 
-    /// A record with the listed fields (an array's submission with its throttle and no
-    /// indices), the others empty.
+    /// A record with the listed fields (an array's submission with its throttle, and
+    /// its indices on the array's own record), the others empty.
     pub fn into_record(self) -> JobRecord {
         let mut r = JobRecord {
             id: self.id,
@@ -255,7 +275,7 @@ impl ListedJob {
         d.wckey = self.wckey;
         d.constraint = self.constraint;
         d.memory = self.memory;
-        d.array = self.array_throttle.map(|t| (Vec::new(), t));
+        d.array = self.array_throttle.map(|t| (self.array_indices, t));
         d.service = self.service;
         r
     }
@@ -513,13 +533,24 @@ mod tests {
         );
         let back: ListedJob = serde_json::from_str(&json).unwrap();
         let back = back.into_record();
-        // What squeue reads is there; the array's indices and what it does not read
-        // are not.
-        r.desc.array = Some((vec![], Some(2)));
-        r.stdout = String::new();
-        r.tres_req = vec![];
-        r.desc.output = None;
-        assert_eq!(back, r);
+        // What squeue reads is there; a task's copy of the array's indices and what
+        // it does not read are not.
+        let mut expected = r.clone();
+        expected.desc.array = Some((vec![], Some(2)));
+        expected.stdout = String::new();
+        expected.tres_req = vec![];
+        expected.desc.output = None;
+        assert_eq!(back, expected);
+        // The array's own record, which holds its unstarted rest, keeps the indices
+        // it was submitted with: squeue tells by them whether tasks have left it.
+        r.array_pending = Some((vec![3], Some(2)));
+        let back = ListedJob::from_record(r.clone()).into_record();
+        assert_eq!(back.desc.array, Some((vec![1, 2, 3], Some(2))));
+        // Without a throttle (`"T":null`), still an array when read back.
+        r.desc.array = Some((vec![1, 2, 3], None));
+        let json = serde_json::to_string(&ListedJob::from_record(r)).unwrap();
+        let back: ListedJob = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.into_record().desc.array, Some((vec![1, 2, 3], None)));
     }
 
     #[test]

@@ -879,7 +879,8 @@ fn placeholder() -> JobRecord {
 }
 
 /// Pending tasks of an array that have not started show as one line,
-/// `123_[4-9%2]`, as Slurm shows them.
+/// `123_[4-9%2]`, as Slurm shows them (its own record's, whose tasks leave it as they
+/// start).
 // Boxed on purpose: a record is about a kilobyte, and moving 100,000 of them (a sort,
 // this collapse) costs more than the listing itself.
 #[allow(clippy::vec_box)]
@@ -887,6 +888,9 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
     let mut out: Vec<Box<JobRecord>> = Vec::new();
     // Where the first pending line with a remainder of each id is in `out`.
     let mut heads: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    // The arrays some of whose tasks have left the array's own record (started, or
+    // cancelled on their own), as its indices at submission show against its rest.
+    let mut split: std::collections::HashSet<u64> = std::collections::HashSet::new();
     let push = |out: &mut Vec<Box<JobRecord>>,
                 heads: &mut std::collections::HashMap<u64, usize>,
                 j: Box<JobRecord>| {
@@ -896,6 +900,11 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
         out.push(j);
     };
     for j in jobs {
+        if let (Some((rest, _)), Some((submitted, _))) = (&j.array_pending, &j.desc.array) {
+            if rest.len() < submitted.len() {
+                split.insert(j.array.map_or(j.id, |a| a.0));
+            }
+        }
         if j.state == JobState::Pending {
             if let Some((array, task)) = j.array {
                 if let Some(&at) = heads.get(&array) {
@@ -927,10 +936,16 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
         }
         push(&mut out, &mut heads, j);
     }
-    // A lone remaining task prints as itself.
+    // The last task left in an array's record after others have left it prints as
+    // itself, as Slurm's record becomes that task then (`A_5`, throttle and all); an
+    // array of one task from the start is still the array (`A_[7]`).
     for o in &mut out {
-        if let Some((rest, None)) = &o.array_pending {
-            if rest.len() == 1 && o.array.is_none() && o.state == JobState::Pending {
+        if let Some((rest, _)) = &o.array_pending {
+            if rest.len() == 1
+                && o.array.is_none()
+                && o.state == JobState::Pending
+                && split.contains(&o.id)
+            {
                 let t = rest[0];
                 o.array = Some((o.id, t));
                 o.array_pending = None;
@@ -1106,5 +1121,69 @@ mod exec_host_tests {
         assert_eq!(shown(&j), Some(("EXEC_HOST", "login1".to_string())));
         j.desc.submit_host.clear();
         assert_eq!(shown(&j), Some(("EXEC_HOST", "n/a".to_string())));
+    }
+}
+
+#[cfg(test)]
+mod array_line_tests {
+    use super::collapse_arrays;
+    use sluice_proto::types::{JobRecord, JobState};
+
+    /// Task `index` of array `array`, under record `id`; the array's own record (the
+    /// last task's) carries its unstarted rest and the indices it was submitted with.
+    fn task(
+        array: u64,
+        id: u64,
+        index: u32,
+        state: JobState,
+        own: Option<(&[u32], &[u32], Option<u32>)>,
+    ) -> Box<JobRecord> {
+        let mut r = JobRecord {
+            id,
+            array: Some((array, index)),
+            state,
+            ..Default::default()
+        };
+        if let Some((rest, submitted, throttle)) = own {
+            r.array_pending = Some((rest.to_vec(), throttle));
+            r.desc.array = Some((submitted.to_vec(), throttle));
+        }
+        Box::new(r)
+    }
+
+    #[allow(clippy::vec_box)]
+    fn lines(jobs: Vec<Box<JobRecord>>) -> Vec<String> {
+        collapse_arrays(jobs)
+            .iter()
+            .map(|j| j.display_id())
+            .collect()
+    }
+
+    #[test]
+    fn the_last_task_left_in_an_arrays_record_is_itself_and_an_array_of_one_is_the_array() {
+        // `sbatch -a 7`: the array of one task is still the array, throttled or not.
+        let one = task(10, 10, 7, JobState::Pending, Some((&[7], &[7], None)));
+        assert_eq!(lines(vec![one]), ["10_[7]"]);
+        let one = task(10, 10, 7, JobState::Pending, Some((&[7], &[7], Some(1))));
+        assert_eq!(lines(vec![one]), ["10_[7%1]"]);
+        // `sbatch -a 1-2%1`: task 1 runs, so task 2 is all the array's record holds.
+        let jobs = vec![
+            task(20, 21, 1, JobState::Running, None),
+            task(20, 20, 2, JobState::Pending, Some((&[2], &[1, 2], Some(1)))),
+        ];
+        assert_eq!(lines(jobs), ["20_1", "20_2"]);
+        // `sbatch -a 1-3`: task 1 runs, two are left.
+        let jobs = vec![
+            task(30, 31, 1, JobState::Running, None),
+            task(30, 32, 2, JobState::Pending, None),
+            task(
+                30,
+                30,
+                3,
+                JobState::Pending,
+                Some((&[2, 3], &[1, 2, 3], None)),
+            ),
+        ];
+        assert_eq!(lines(jobs), ["30_1", "30_[2-3]"]);
     }
 }

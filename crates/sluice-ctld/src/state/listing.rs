@@ -455,6 +455,10 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         constraint: d.constraint.clone(),
         memory: d.memory,
         array_throttle: d.array.as_ref().map(|a| a.1),
+        array_indices: match (&r.array_pending, &d.array) {
+            (Some(_), Some(a)) => a.0.clone(),
+            _ => Vec::new(),
+        },
         service: d.service.clone(),
         service_state: r.service.as_deref().cloned(),
         suspension: r.suspension.as_deref().copied(),
@@ -559,6 +563,8 @@ struct ListedRef<'a> {
     memory: Option<MemoryRequest>,
     #[serde(rename = "T", skip_serializing_if = "Option::is_none")]
     array_throttle: Option<Option<u32>>,
+    #[serde(rename = "ai", skip_serializing_if = "<[u32]>::is_empty")]
+    array_indices: &'a [u32],
     #[serde(rename = "sv", skip_serializing_if = "Option::is_none")]
     service: Option<&'a sluice_proto::service::ServiceSpec>,
     #[serde(rename = "ss", skip_serializing_if = "Option::is_none")]
@@ -616,6 +622,10 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         constraint: d.constraint.as_deref(),
         memory: d.memory,
         array_throttle: d.array.as_ref().map(|a| a.1),
+        array_indices: match (&r.array_pending, &d.array) {
+            (Some(_), Some(a)) => &a.0,
+            _ => &[],
+        },
         service: d.service.as_ref(),
         service_state: r.service.as_deref(),
         suspension: r.suspension.as_deref().copied(),
