@@ -13,6 +13,7 @@ pub mod long_format;
 mod option_tables;
 pub mod print_fields;
 pub mod sacct;
+mod sacct_array;
 pub mod sacctmgr;
 pub mod salloc;
 #[cfg(test)]

@@ -1098,7 +1098,12 @@ pub fn main(args: Vec<String>) -> i32 {
         out.push_str(&print_fields::header(&fields, &layout));
     }
     let (mut json_jobs, mut json_steps) = (Vec::new(), Vec::new());
-    for (cluster, acct) in &fetched {
+    // Each array's unstarted tasks, one record as Slurm's accounting holds them.
+    let arrays: Vec<Vec<JobRecord>> = fetched
+        .iter()
+        .map(|(_, acct)| super::sacct_array::array_records(&acct.jobs))
+        .collect();
+    for ((cluster, acct), arrays) in fetched.iter().zip(&arrays) {
         let ctx = Context {
             t,
             cluster,
@@ -1125,6 +1130,8 @@ pub fn main(args: Vec<String>) -> i32 {
         let mut selected: Vec<&JobRecord> = acct
             .jobs
             .iter()
+            .filter(|j| !super::sacct_array::unstarted(j))
+            .chain(arrays)
             .filter(|j| jobs.is_empty() || jobs.iter().any(|&(id, task)| named(j, id, task)))
             .filter(|j| names.is_empty() || names.contains(&j.desc.name))
             .filter(|j| users.is_empty() || users.contains(&j.user))
@@ -1135,8 +1142,12 @@ pub fn main(args: Vec<String>) -> i32 {
             .filter(|j| start.is_none_or(|s| j.end_time.is_none_or(|e| e >= s)))
             .filter(|j| end.is_none_or(|e| j.submit_time <= e))
             .collect();
-        // By id, an array's tasks together in index order.
-        selected.sort_by_key(|j| j.list_key());
+        // By id, an array's tasks together in index order (its unstarted ones where
+        // the first of them is).
+        selected.sort_by_key(|j| match &j.array_pending {
+            Some((rest, _)) if j.array.is_none() => (j.id, rest.first().copied().unwrap_or(0)),
+            _ => j.list_key(),
+        });
         if json {
             json_steps.extend(
                 acct.steps
