@@ -397,24 +397,48 @@ impl Controller {
             if r.state != JobState::Running {
                 return refuse(ErrorCode::Invalid, TRANSITION);
             }
-            let parts = self
+            // A heterogeneous step in this allocation (`srun A : B`): as Slurm's
+            // controller cancels it, every part that runs; a signal reaches its first
+            // part, as Slurm's scancel sends it (to the first step its listing
+            // matches). A step of a heterogeneous job's component is named by that
+            // component (`J+1.0` names the second's), as in Slurm.
+            let parts: Vec<(JobId, StepId)> = self
                 .steps
                 .range((r.id, StepId::Part(step, 0))..=(r.id, StepId::Part(step, u32::MAX)))
-                .next()
-                .is_some();
-            if r.het.is_some() || parts {
-                // Its parts run on several components' nodes: not cancelled one by
-                // one yet (the whole job is).
-                return refuse(
-                    ErrorCode::Invalid,
-                    "a heterogeneous job's step is not cancelled or signalled on its own; cancel the job",
-                );
+                .filter(|(_, s)| s.state == JobState::Running)
+                .map(|(k, _)| *k)
+                .take(if signal == libc::SIGKILL {
+                    usize::MAX
+                } else {
+                    1
+                })
+                .collect();
+            if !parts.is_empty() {
+                chosen.extend(parts.into_iter().map(|k| (k, step)));
+                continue;
             }
             let key = (r.id, StepId::Number(step));
             match self.steps.get(&key) {
                 Some(s) if s.state == JobState::Running => chosen.push((key, step)),
                 // Slurm forgets a step once it ends: not found, in its words.
                 _ => return refuse(ErrorCode::InvalidJobId, BAD_JOB),
+            }
+            // A heterogeneous job's components number their steps as one, so the same
+            // step in another component is the same srun's (`--het-group=0,1`): a
+            // cancel aborts that srun, whose steps end cancelled in every component,
+            // as Slurm's srun then cancels them.
+            if signal == libc::SIGKILL && r.het.is_some() {
+                for member in self.het_members(r.id) {
+                    let other = (member, StepId::Number(step));
+                    if member != r.id
+                        && self
+                            .steps
+                            .get(&other)
+                            .is_some_and(|s| s.state == JobState::Running)
+                    {
+                        chosen.push((other, step));
+                    }
+                }
             }
         }
         let mut effects = Vec::new();

@@ -246,3 +246,119 @@ fn a_job_asked_about_again_after_it_ended_is_refused_as_done() {
         |e| matches!(e, Effect::Signal { job_id, signal, .. } if *job_id == a_run && *signal == libc::SIGUSR1)
     ));
 }
+
+/// The steps `effects` signal: (job, step, signal), and the steps made cancelled.
+fn signalled_steps(effects: &[Effect]) -> Vec<(JobId, Option<u32>, i32, Vec<String>)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Signal {
+                job_id,
+                step,
+                signal,
+                nodes,
+                ..
+            } => Some((*job_id, *step, *signal, nodes.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_heterogeneous_steps_parts_are_cancelled_together_and_a_signal_reaches_its_first() {
+    use sluice_proto::types::{StepId, StepRequest};
+    // A 4-task job on two 2-CPU nodes running `srun -n2 A : -n2 B`: part 0 on
+    // node01, part 1 on node02, both step 0.
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    c.schedule(0);
+    let part = |p: u32, step_id: Option<u32>, exclude: Option<&str>| StepRequest {
+        ntasks: Some(2),
+        nodes: Some(1),
+        part: Some(p),
+        step_id,
+        exclude: exclude.map(str::to_string),
+        ..Default::default()
+    };
+    c.start_step(id, &part(0, None, None), &alice(), 1).unwrap();
+    c.start_step(id, &part(1, Some(0), Some("node01")), &alice(), 1)
+        .unwrap();
+    let step = |signal| CancelRequest {
+        steps: vec![(id.0, None, 0)],
+        signal,
+        ..Default::default()
+    };
+    // `scancel -s USR1 J.0`: the first part's tasks only, as Slurm's scancel sends it.
+    let done = c.cancel(&step(Some(libc::SIGUSR1)), &alice(), 2).unwrap();
+    assert_eq!(
+        signalled_steps(&done.effects),
+        [(id, Some(0), libc::SIGUSR1, vec!["node01".to_string()])]
+    );
+    // `scancel J.0`: every part, each recorded cancelled by its caller.
+    let done = c.cancel(&step(None), &alice(), 3).unwrap();
+    assert_eq!(
+        signalled_steps(&done.effects),
+        [
+            (id, Some(0), libc::SIGKILL, vec!["node01".to_string()]),
+            (id, Some(0), libc::SIGKILL, vec!["node02".to_string()]),
+        ]
+    );
+    for p in 0..2 {
+        assert_eq!(
+            c.steps[&(id, StepId::Part(0, p))].cancelled_by,
+            Some(alice().uid)
+        );
+    }
+}
+
+#[test]
+fn a_heterogeneous_jobs_step_is_named_by_its_component_and_cancelled_in_all() {
+    use sluice_proto::types::StepRequest;
+    // A hetjob of two one-task components on two nodes, each running step 0 of
+    // `srun --het-group=0,1`.
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(2, 600);
+    d.het_components.push(desc(2, 600));
+    let (leader, _) = submit(&mut c, d, &mut next, 0);
+    let member = JobId(leader.0 + 1);
+    c.schedule(0);
+    let req = StepRequest {
+        ntasks: Some(1),
+        argv: vec!["sleep".into()],
+        overlap: true,
+        step_id: Some(0),
+        ..Default::default()
+    };
+    c.start_step(leader, &req, &alice(), 1).unwrap();
+    c.start_step(member, &req, &alice(), 1).unwrap();
+    let nodes = |c: &Controller, id: JobId| c.job(id).unwrap().nodes.clone();
+    // `scancel -s USR1 J+1.0`: the second component's step 0, on its node.
+    let mut cancel = CancelRequest {
+        steps: vec![(member.0, None, 0)],
+        signal: Some(libc::SIGUSR1),
+        ..Default::default()
+    };
+    let done = c.cancel(&cancel, &alice(), 2).unwrap();
+    assert_eq!(
+        signalled_steps(&done.effects),
+        [(member, Some(0), libc::SIGUSR1, nodes(&c, member))]
+    );
+    // `scancel J+1.0`: that srun's step in every component, as its srun aborts.
+    cancel.signal = None;
+    let done = c.cancel(&cancel, &alice(), 3).unwrap();
+    assert_eq!(
+        signalled_steps(&done.effects),
+        [
+            (member, Some(0), libc::SIGKILL, nodes(&c, member)),
+            (leader, Some(0), libc::SIGKILL, nodes(&c, leader)),
+        ]
+    );
+    for id in [leader, member] {
+        assert_eq!(
+            c.steps[&(id, sluice_proto::types::StepId::Number(0))].cancelled_by,
+            Some(alice().uid)
+        );
+    }
+}
