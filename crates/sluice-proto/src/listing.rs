@@ -45,6 +45,21 @@ pub struct JobQuery {
     pub owner_only: Option<u32>,
 }
 
+/// The submitted indices a listing carries for a record with `pending` (its array's
+/// unstarted rest) of an array submitted as `array`: all of them once one task is left
+/// in the record, the only time `squeue` asks whether others have left it (the last
+/// one left is shown as itself then, an array of one task as the array); none
+/// otherwise, so that a large array costs its listing nothing more.
+pub fn listed_indices<'a>(
+    pending: Option<&(Vec<u32>, Option<u32>)>,
+    array: Option<&'a (Vec<u32>, Option<u32>)>,
+) -> &'a [u32] {
+    match (pending, array) {
+        (Some((rest, _)), Some((all, _))) if rest.len() == 1 => all,
+        _ => &[],
+    }
+}
+
 /// A field that is there, `null` or not: `Some` (an array without a throttle is
 /// `"T":null`, which would read back as no array at all).
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u32>>, D::Error> {
@@ -147,8 +162,8 @@ pub struct ListedJob {
         deserialize_with = "present"
     )]
     pub array_throttle: Option<Option<u32>>,
-    /// The indices an array was submitted with, on its own record only (the one that
-    /// holds its unstarted rest): whether tasks have left that record shows by them.
+    /// The indices an array was submitted with, on its own record once a single task
+    /// is left in it ([`listed_indices`]): whether others have left it shows by them.
     #[serde(rename = "ai", default, skip_serializing_if = "Vec::is_empty")]
     pub array_indices: Vec<u32>,
     /// A service's submission and state (`squeue -O Service`).
@@ -171,10 +186,7 @@ impl ListedJob {
     /// The listed fields of `r`.
     pub fn from_record(r: JobRecord) -> Self {
         let d = r.desc;
-        let array_indices = match (&r.array_pending, &d.array) {
-            (Some(_), Some(a)) => a.0.clone(),
-            _ => Vec::new(),
-        };
+        let array_indices = listed_indices(r.array_pending.as_ref(), d.array.as_ref()).to_vec();
         ListedJob {
             id: r.id,
             array: r.array,
@@ -541,8 +553,11 @@ mod tests {
         expected.tres_req = vec![];
         expected.desc.output = None;
         assert_eq!(back, expected);
-        // The array's own record, which holds its unstarted rest, keeps the indices
-        // it was submitted with: squeue tells by them whether tasks have left it.
+        // The array's own record, once one task is left in it, keeps the indices it
+        // was submitted with: squeue tells by them whether others have left it.
+        r.array_pending = Some((vec![2, 3], Some(2)));
+        let back = ListedJob::from_record(r.clone()).into_record();
+        assert_eq!(back.desc.array, Some((vec![], Some(2))));
         r.array_pending = Some((vec![3], Some(2)));
         let back = ListedJob::from_record(r.clone()).into_record();
         assert_eq!(back.desc.array, Some((vec![1, 2, 3], Some(2))));

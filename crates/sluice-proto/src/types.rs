@@ -1124,7 +1124,10 @@ pub struct CancelRequest {
     pub states: Vec<JobState>,
     /// Records already chosen by their own ids (a task's own id, an array's head for
     /// its unstarted rest), as a filter chooses them: what the REST API's `DELETE
-    /// jobs` chose with Slurm's filters. With `jobs` empty, instead of the filters.
+    /// jobs` chose with Slurm's filters, or what scancel asks about again after a
+    /// refusal. With `jobs` empty, instead of the filters. One that has ended since is
+    /// refused as done (`AlreadyDone`), one no longer known as unknown: the caller
+    /// decides what they are worth (nothing, for a cancel).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<u64>,
     /// Steps to cancel or signal on their own (`scancel JOB.STEP`): job, array task,

@@ -33,9 +33,15 @@ pub(crate) fn array_records(jobs: &[JobRecord]) -> Vec<JobRecord> {
                 .map_or((0, None), |(all, t)| (all.len(), *t));
             let mut r = tasks[0].clone();
             r.id = array;
-            // The last one left holds the array's own id (a task named alone, `-j
-            // A_3`, may be the only one fetched, and is no row).
-            if let ([t], true) = (indices.as_slice(), submitted > 1 && tasks[0].id == array) {
+            // The last one left holds the array's own id, whose record says what is
+            // left in it (a task named alone, `-j A_4`, may be the only one fetched
+            // while others wait too: then it is no row).
+            let last = tasks[0].id == array
+                && tasks[0]
+                    .array_pending
+                    .as_ref()
+                    .is_some_and(|p| p.0.len() == 1);
+            if let ([t], true) = (indices.as_slice(), submitted > 1 && last) {
                 r.array = Some((array, *t));
                 r.array_pending = None;
             } else {
@@ -65,33 +71,39 @@ mod tests {
 
     #[test]
     fn unstarted_tasks_are_one_record_under_the_arrays_id() {
-        // `sbatch -a 1-4%2`: task 1 runs, 2-4 wait (4 holds the array's own id).
-        let jobs = vec![
+        // `sbatch -a 1-4%2`: task 1 runs, 2-4 wait (4 holds the array's own id and
+        // what is left in it).
+        let mut jobs = vec![
             task(10, 11, 1, JobState::Running),
             task(10, 12, 2, JobState::Pending),
             task(10, 13, 3, JobState::Pending),
             task(10, 10, 4, JobState::Pending),
         ];
+        jobs[3].array_pending = Some((vec![2, 3, 4], Some(2)));
         let records = array_records(&jobs);
         let shown: Vec<(String, u64)> = records.iter().map(|r| (r.display_id(), r.id)).collect();
         assert_eq!(shown, [("10_[2-4%2]".to_string(), 10)]);
         assert!(!unstarted(&jobs[0]));
+        // `-j 10_4` and `-j 10_3` fetch that task alone: while others wait too, it
+        // is no task of its own (its row is the array's, which `10_4` does not name).
+        for alone in [&jobs[3..4], &jobs[2..3]] {
+            let records = array_records(alone);
+            assert_eq!(records.len(), 1);
+            assert_eq!(records[0].array, None);
+        }
         // Three of them started: the last left is itself.
-        let mut jobs = jobs;
         jobs[1].state = JobState::Running;
+        jobs[1].start_time = Some(100);
         jobs[2].state = JobState::Completed;
         jobs[2].start_time = Some(100);
+        jobs[3].array_pending = Some((vec![4], Some(2)));
         let records = array_records(&jobs);
         assert_eq!(records[0].display_id(), "10_4");
         assert_eq!(records[0].id, 10);
-        // A task fetched alone that is not the last left is no task of its own.
-        let alone = array_records(&jobs[3..3]);
-        assert!(alone.is_empty());
-        let alone = array_records(&[task(10, 13, 3, JobState::Pending)]);
-        assert_eq!(alone[0].array, None);
         // An array of one task is the array.
         let mut one = task(20, 20, 7, JobState::Pending);
         one.desc.array = Some((vec![7], None));
+        one.array_pending = Some((vec![7], None));
         assert_eq!(array_records(&[one])[0].display_id(), "20_[7]");
     }
 }

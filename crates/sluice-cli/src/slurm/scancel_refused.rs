@@ -2,7 +2,9 @@
 //! scancel does with each job's answer: a job the caller may not touch is reported
 //! (`Access/permission denied`, exit 210), and a job that cannot take a signal yet
 //! (pending or suspended) is asked about again, ten times in all with growing pauses
-//! (5 s, then 6, ... 14), before it is reported (exit 228).
+//! (5 s, then 6, ... 14), before it is reported (exit 228). One found ended meanwhile
+//! is said with `-v` only (exit 229 for a signal), and a controller lost meanwhile is
+//! each job's last answer (exit 8, the low byte of Slurm's 1800).
 
 use sluice_proto::error::ErrorCode;
 use sluice_proto::types::{CancelRefusal, CancelRequest, Cancelled};
@@ -116,7 +118,14 @@ pub(crate) fn ask_again(
             Ok(answer) => answer,
             Err(e) => {
                 let (code, error) = match &e {
-                    ClientError::Status { code, message, .. } => (*code, message.clone()),
+                    // A refusal of the whole request names the job itself already.
+                    ClientError::Status { code, message, .. } => (
+                        *code,
+                        message
+                            .split_once(": ")
+                            .filter(|(head, _)| head.starts_with("Kill job error on job"))
+                            .map_or(message.clone(), |(_, why)| why.to_string()),
+                    ),
                     other => (ErrorCode::ControllerUnreachable, describe(other)),
                 };
                 left.extend(busy.drain(..).map(|r| CancelRefusal {
@@ -127,27 +136,43 @@ pub(crate) fn ask_again(
                 break;
             }
         };
-        // Each job's answer: its records' refusals (none: it took the signal).
-        let mut still = Vec::new();
+        // Each job's answer: its records' refusals (none: it took the signal). Every
+        // record still not ready is asked about again, once; a job none of whose
+        // records is, but one is refused for another reason, ends with that.
+        let mut still: Vec<CancelRefusal> = Vec::new();
         for asked in busy.drain(..) {
             let mine: Vec<&CancelRefusal> = answer
                 .iter()
                 .filter(|a| records_of(a).any(|id| records_of(&asked).any(|x| x == id)))
                 .collect();
-            let now = mine
+            let waiting: Vec<&CancelRefusal> = mine
                 .iter()
-                .find(|a| a.code == ErrorCode::Busy)
-                .or_else(|| mine.first());
-            match now {
-                Some(&a) if a.code == ErrorCode::Busy => still.push(CancelRefusal {
-                    named: asked.named,
+                .copied()
+                .filter(|a| a.code == ErrorCode::Busy)
+                .collect();
+            if waiting.is_empty() {
+                if let Some(&a) = mine.first() {
+                    left.push(CancelRefusal {
+                        named: asked.named.clone(),
+                        ..a.clone()
+                    });
+                }
+                continue;
+            }
+            let alone = waiting.len() == 1;
+            for a in waiting {
+                if still.iter().any(|s| s.job == a.job) {
+                    continue;
+                }
+                still.push(CancelRefusal {
+                    // Still the job it was: under its first name.
+                    named: if alone {
+                        asked.named.clone()
+                    } else {
+                        a.named.clone()
+                    },
                     ..a.clone()
-                }),
-                Some(&a) => left.push(CancelRefusal {
-                    named: asked.named,
-                    ..a.clone()
-                }),
-                None => {}
+                });
             }
         }
         busy = still;
@@ -244,8 +269,8 @@ mod tests {
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].code, ErrorCode::AlreadyDone);
         assert_eq!(left[0].named, "7_[1-2]");
-        // Slurm's number, whose low byte is scancel's exit status 229.
-        assert_eq!(number(left[0].code) % 256, 229);
+        // Slurm's ESLURM_ALREADY_DONE, whose low byte is scancel's exit status 229.
+        assert_eq!(number(left[0].code), 2021);
     }
 
     #[test]
@@ -268,5 +293,23 @@ mod tests {
         );
         // Slurm's SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR, the worst of the run.
         assert_eq!(number(left[0].code), 1800);
+    }
+
+    #[test]
+    fn a_job_whose_records_part_ways_has_each_asked_about_again_once() {
+        // `7_[1-2]` (records 7, 8) is refused; meanwhile task 8 was started and
+        // suspended, so the controller refuses both records on their own.
+        let mut first = busy(7);
+        first.named = "7_[1-2]".into();
+        first.with = vec![8];
+        let mut asked = Vec::new();
+        let mut send = |jobs: &[u64]| {
+            asked.push(jobs.to_vec());
+            Ok(jobs.iter().map(|&j| busy(j)).collect())
+        };
+        let left = ask_again(vec![first], 0, |_| {}, &mut send).unwrap();
+        // Each asked about again every time, once, and both left in the end.
+        assert!(asked.iter().all(|a| a == &[7, 8]), "{asked:?}");
+        assert_eq!(left.iter().map(|r| r.job).collect::<Vec<_>>(), [7, 8]);
     }
 }

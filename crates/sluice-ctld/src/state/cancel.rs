@@ -441,6 +441,9 @@ impl Controller {
                 }
             }
         }
+        // Each step once, however many ids named it (`J+0.0 J+1.0`).
+        let mut seen = BTreeSet::new();
+        chosen.retain(|(key, _)| seen.insert(*key));
         let mut effects = Vec::new();
         for (key, step) in chosen {
             let s = self.steps.get_mut(&key).expect("checked");

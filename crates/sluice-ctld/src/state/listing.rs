@@ -455,10 +455,11 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         constraint: d.constraint.clone(),
         memory: d.memory,
         array_throttle: d.array.as_ref().map(|a| a.1),
-        array_indices: match (&r.array_pending, &d.array) {
-            (Some(_), Some(a)) => a.0.clone(),
-            _ => Vec::new(),
-        },
+        array_indices: sluice_proto::listing::listed_indices(
+            r.array_pending.as_deref(),
+            d.array.as_ref(),
+        )
+        .to_vec(),
         service: d.service.clone(),
         service_state: r.service.as_deref().cloned(),
         suspension: r.suspension.as_deref().copied(),
@@ -622,10 +623,10 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         constraint: d.constraint.as_deref(),
         memory: d.memory,
         array_throttle: d.array.as_ref().map(|a| a.1),
-        array_indices: match (&r.array_pending, &d.array) {
-            (Some(_), Some(a)) => &a.0,
-            _ => &[],
-        },
+        array_indices: sluice_proto::listing::listed_indices(
+            r.array_pending.as_deref(),
+            d.array.as_ref(),
+        ),
         service: d.service.as_ref(),
         service_state: r.service.as_deref(),
         suspension: r.suspension.as_deref().copied(),

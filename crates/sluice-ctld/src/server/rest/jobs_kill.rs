@@ -19,7 +19,7 @@ use super::envelope::{errno, number, strerror, Error};
 use super::jobs::{job_id, signal_number};
 use super::{fields, json_body, Ctx};
 use crate::server::input::Request;
-use sluice_proto::error::ApiError;
+use sluice_proto::error::{ApiError, ErrorCode};
 
 /// What a request asks.
 #[derive(Debug, Default, PartialEq)]
@@ -434,7 +434,14 @@ pub(super) async fn kill(ctx: Ctx, body: axum::body::Body) -> Response {
             .await
             .and_then(|r| r);
         match done {
-            Ok(done) => {
+            Ok(mut done) => {
+                // A job chosen live that has ended since is no error for a cancel,
+                // as Slurm's kill ignores one already done.
+                if req.signal.is_none_or(|s| s == libc::SIGKILL) {
+                    done.refused.retain(|r| {
+                        !matches!(r.code, ErrorCode::AlreadyDone | ErrorCode::InvalidJobId)
+                    });
+                }
                 // Jobs refused on their own (a signal to a pending job): their
                 // errors; the others signalled.
                 for r in &done.refused {
