@@ -917,8 +917,13 @@ pub fn main(args: Vec<String>) -> i32 {
                             }
                         }
                     }
-                    let v = parse_job_arg(&part)
-                        .unwrap_or_else(|| fail(ME, format!("Invalid job id {part}"), 1));
+                    let v = match job_step_arg(&part) {
+                        Ok(v) => v,
+                        Err(e) => {
+                            eprintln!("{ME}: fatal: {e}");
+                            return 1;
+                        }
+                    };
                     match part.split_once('.') {
                         Some((_, step)) => step_only
                             .extend(v.iter().map(|&(id, task)| (id, task, step.to_string()))),
@@ -1229,6 +1234,43 @@ pub fn main(args: Vec<String>) -> i32 {
     0
 }
 
+/// The jobs one `-j` item names, as Slurm's sacct reads it: the job's number must
+/// come first (`Bad job/step specified`), a step's name or number after a dot (`Bad
+/// step specified: JOB`), an array task's number after `_` (`Bad job array element
+/// specified: JOB`); past those, what follows a number is ignored (`1x` is job 1), as
+/// its `atoi` ignores it.
+fn job_step_arg(part: &str) -> Result<Vec<(u64, Option<u32>)>, String> {
+    if !part.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(format!("Bad job/step specified: {part}"));
+    }
+    let (name, step) = match part.split_once('.') {
+        Some((name, step)) => (name, Some(step)),
+        None => (part, None),
+    };
+    if let Some(step) = step {
+        let named = ["batch", "extern", "interactive"].contains(&step);
+        if !named && !step.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("Bad step specified: {name}"));
+        }
+    }
+    let leading = |s: &str| -> u64 {
+        let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().unwrap_or(0)
+    };
+    if let Some((job, task)) = name.split_once('_') {
+        if !task.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("Bad job array element specified: {job}"));
+        }
+    }
+    if let Some(v) = parse_job_arg(part) {
+        return Ok(v);
+    }
+    Ok(match name.split_once('_') {
+        Some((job, task)) => vec![(leading(job), Some(leading(task) as u32))],
+        None => vec![(leading(name), None)],
+    })
+}
+
 /// Whether job `j` is one `-j` names by `id` (an `ID+N` form's id when `het_named`
 /// has it), as slurmdbd selects: a job's own id names it (and an array's every task); a
 /// heterogeneous job's leader's id names every component (Slurm's default, with `-X`
@@ -1271,6 +1313,28 @@ fn het_job_arg(s: &str) -> Option<(u64, u32)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn job_ids_are_refused_as_slurms_sacct_refuses_them() {
+        use super::job_step_arg;
+        assert_eq!(job_step_arg("12"), Ok(vec![(12, None)]));
+        assert_eq!(job_step_arg("12_3.batch"), Ok(vec![(12, Some(3))]));
+        // Real sacct 22.05: what follows a number is ignored.
+        assert_eq!(job_step_arg("1x"), Ok(vec![(1, None)]));
+        assert_eq!(
+            job_step_arg("abc").unwrap_err(),
+            "Bad job/step specified: abc"
+        );
+        assert_eq!(job_step_arg("12.x").unwrap_err(), "Bad step specified: 12");
+        assert_eq!(
+            job_step_arg("12_x").unwrap_err(),
+            "Bad job array element specified: 12"
+        );
+        assert_eq!(
+            job_step_arg("12_[1-3]").unwrap_err(),
+            "Bad job array element specified: 12"
+        );
+    }
+
     #[test]
     fn the_reason_is_why_a_job_waited_not_why_it_ended() {
         use super::waited_for;
