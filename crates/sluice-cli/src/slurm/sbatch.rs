@@ -331,6 +331,34 @@ fn directive_components(words: Vec<String>, quiet: bool) -> Vec<Vec<String>> {
     out
 }
 
+/// Slurm's default MaxArraySize: an array whose indices stay below it fits every
+/// cluster, and is sent without asking.
+const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
+
+/// Whether the array `desc` asks for fits the cluster's MaxArraySize, asked of the
+/// controller only when an index reaches Slurm's default: a large array out of
+/// bounds is refused as the controller refuses it (`Invalid job array
+/// specification`) before its millions of indices are sent.
+fn array_fits(client: &sluice_proto::Client, desc: &JobDescription) -> Result<(), String> {
+    let Some(largest) = desc.array.as_ref().and_then(|a| a.0.iter().max().copied()) else {
+        return Ok(());
+    };
+    if largest < DEFAULT_MAX_ARRAY_SIZE {
+        return Ok(());
+    }
+    let config: sluice_proto::types::ConfigInfo =
+        client.get("/v1/config").map_err(|e| describe(&e))?;
+    let max = config
+        .entries
+        .iter()
+        .find(|(k, _)| k == "MaxArraySize")
+        .and_then(|(_, v)| v.parse::<u32>().ok());
+    match max {
+        Some(max) if largest >= max => Err("Invalid job array specification".into()),
+        _ => Ok(()),
+    }
+}
+
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sbatch";
     // `sbatch OPTS : OPTS ... SCRIPT`: one group of options per heterogeneous job
@@ -486,6 +514,9 @@ pub fn main(args: Vec<String>) -> i32 {
     let client = controller();
     if opts.test_only {
         return super::allocate::test_only(&client, "sbatch", &desc);
+    }
+    if let Err(e) = array_fits(&client, &desc) {
+        fail(ME, format!("Batch job submission failed: {e}"), 1)
     }
     let reply: SubmitReply = match client.post("/v1/jobs", &desc) {
         Ok(r) => r,

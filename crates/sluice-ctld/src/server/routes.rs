@@ -5,6 +5,10 @@
 //! for the loop.
 
 use axum::extract::connect_info::ConnectInfo;
+
+/// The largest submission read: an array of 4,000,001 tasks (Slurm's ceiling on
+/// MaxArraySize) written index by index, with room for its script and environment.
+const SUBMISSION_LIMIT: usize = 48 << 20;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -35,7 +39,14 @@ pub(super) fn router(app: App) -> Router {
                 })
             }),
         )
-        .route("/v1/jobs", post(submit).get(list_jobs))
+        // A submission may carry an array of up to MaxArraySize's ceiling of tasks
+        // (4,000,001, listed one by one), beyond the 2 MiB other requests are held to.
+        .route(
+            "/v1/jobs",
+            post(submit)
+                .get(list_jobs)
+                .layer(axum::extract::DefaultBodyLimit::max(SUBMISSION_LIMIT)),
+        )
         .route("/v1/will-run", post(will_run))
         .route("/v1/jobs/{id}", get(show_job))
         .route("/v1/jobs/{id}/devices/{node}", get(job_devices))
