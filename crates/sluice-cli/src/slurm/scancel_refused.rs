@@ -212,6 +212,15 @@ mod tests {
         }
     }
 
+    /// The refusal of an array's unstarted rest `7_[1-2]`: records 7 and 8.
+    fn array_rest() -> CancelRefusal {
+        CancelRefusal {
+            named: "7_[1-2]".into(),
+            with: vec![8],
+            ..busy(7)
+        }
+    }
+
     #[test]
     fn a_pending_job_is_asked_about_ten_times_with_growing_pauses() {
         let mut pauses = Vec::new();
@@ -249,9 +258,7 @@ mod tests {
     fn a_job_that_ends_meanwhile_is_left_as_already_done_under_its_first_name() {
         // Job 7, an array's unstarted rest `7_[1-2]` (records 7, 8), is cancelled
         // by someone else during the first pause: both records have ended.
-        let mut first = busy(7);
-        first.named = "7_[1-2]".into();
-        first.with = vec![8];
+        let first = array_rest();
         let mut asked = Vec::new();
         let mut send = |jobs: &[u64]| {
             asked.push(jobs.to_vec());
@@ -299,9 +306,7 @@ mod tests {
     fn a_job_whose_records_part_ways_has_each_asked_about_again_once() {
         // `7_[1-2]` (records 7, 8) is refused; meanwhile task 8 was started and
         // suspended, so the controller refuses both records on their own.
-        let mut first = busy(7);
-        first.named = "7_[1-2]".into();
-        first.with = vec![8];
+        let first = array_rest();
         let mut asked = Vec::new();
         let mut send = |jobs: &[u64]| {
             asked.push(jobs.to_vec());
