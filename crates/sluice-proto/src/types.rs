@@ -796,6 +796,19 @@ impl JobRecord {
         self.array.unwrap_or((self.id, 0))
     }
 
+    /// For an array's own record: its last task still there once others have left it
+    /// (started, or cancelled on their own), when Slurm's record becomes that task
+    /// (`A_5`). None with more left, or for an array of one task from the start (still
+    /// the array, `A_[7]`).
+    pub fn last_task_left(&self) -> Option<u32> {
+        match (&self.array_pending, &self.desc.array) {
+            (Some((rest, _)), Some((submitted, _))) if rest.len() == 1 && submitted.len() > 1 => {
+                Some(rest[0])
+            }
+            _ => None,
+        }
+    }
+
     /// The id as `squeue` shows it: `123`, `123_4`, or `123_[5-9%2]` for a remainder.
     pub fn display_id(&self) -> String {
         match (&self.array, &self.array_pending) {

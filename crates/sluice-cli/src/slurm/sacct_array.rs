@@ -27,21 +27,17 @@ pub(crate) fn array_records(jobs: &[JobRecord]) -> Vec<JobRecord> {
         .map(|(array, mut tasks)| {
             tasks.sort_by_key(|j| j.array.map(|a| a.1));
             let indices: Vec<u32> = tasks.iter().filter_map(|j| j.array.map(|a| a.1)).collect();
-            let (submitted, throttle) = tasks
+            let throttle = tasks
                 .iter()
                 .find_map(|j| j.desc.array.as_ref())
-                .map_or((0, None), |(all, t)| (all.len(), *t));
+                .and_then(|a| a.1);
             let mut r = tasks[0].clone();
             r.id = array;
             // The last one left holds the array's own id, whose record says what is
             // left in it (a task named alone, `-j A_4`, may be the only one fetched
             // while others wait too: then it is no row).
-            let last = tasks[0].id == array
-                && tasks[0]
-                    .array_pending
-                    .as_ref()
-                    .is_some_and(|p| p.0.len() == 1);
-            if let ([t], true) = (indices.as_slice(), submitted > 1 && last) {
+            let last = tasks[0].id == array && tasks[0].last_task_left().is_some();
+            if let ([t], true) = (indices.as_slice(), last) {
                 r.array = Some((array, *t));
                 r.array_pending = None;
             } else {

@@ -888,8 +888,7 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
     let mut out: Vec<Box<JobRecord>> = Vec::new();
     // Where the first pending line with a remainder of each id is in `out`.
     let mut heads: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
-    // The arrays some of whose tasks have left the array's own record (started, or
-    // cancelled on their own), as its indices at submission show against its rest.
+    // The arrays whose own record holds one task after others have left it.
     let mut split: std::collections::HashSet<u64> = std::collections::HashSet::new();
     let push = |out: &mut Vec<Box<JobRecord>>,
                 heads: &mut std::collections::HashMap<u64, usize>,
@@ -900,10 +899,8 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
         out.push(j);
     };
     for j in jobs {
-        if let (Some((rest, _)), Some((submitted, _))) = (&j.array_pending, &j.desc.array) {
-            if rest.len() < submitted.len() {
-                split.insert(j.array.map_or(j.id, |a| a.0));
-            }
+        if j.last_task_left().is_some() {
+            split.insert(j.array.map_or(j.id, |a| a.0));
         }
         if j.state == JobState::Pending {
             if let Some((array, task)) = j.array {
