@@ -4335,6 +4335,7 @@ mod preempt;
 mod priority;
 mod reason;
 pub mod reservations;
+mod running_steps;
 mod script;
 mod service;
 mod shards;

@@ -30,6 +30,7 @@ pub mod pattern;
 pub mod priority;
 pub mod reservations;
 pub mod service;
+pub mod steps;
 pub mod time;
 pub mod token;
 pub mod types;

@@ -27,6 +27,97 @@ pub fn timestamp(t: i64) -> String {
     )
 }
 
+/// How the commands print times for people: Slurm's `SLURM_TIME_FORMAT`, read once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TimeFormat {
+    /// `2026-11-29T20:04:18` (unset, empty, or `standard`).
+    Standard,
+    /// `relative`: relative to today, as short as it can be (`20:04:18`, `Ystday 20:04`,
+    /// `Tomorr 08:00`, `Mon 20:04`, `29 Nov 20:04`, `29 Nov 2025`).
+    Relative,
+    /// A `strftime(3)` format with at least one `%` (`%s`: Unix seconds).
+    Strftime(std::ffi::CString),
+}
+
+impl TimeFormat {
+    /// The format `SLURM_TIME_FORMAT`'s value `v` names; `Err` for a value Slurm calls
+    /// invalid (no `%`, or 32 bytes or more), which prints as standard.
+    pub fn parse(v: Option<&str>) -> Result<TimeFormat, String> {
+        match v {
+            None | Some("") | Some("standard") => Ok(TimeFormat::Standard),
+            Some("relative") => Ok(TimeFormat::Relative),
+            Some(f) if f.contains('%') && f.len() < 32 => std::ffi::CString::new(f)
+                .map(TimeFormat::Strftime)
+                .map_err(|_| f.to_string()),
+            Some(f) => Err(f.to_string()),
+        }
+    }
+
+    /// The format this process prints times in, from its environment (an invalid one
+    /// reported on standard error once, as Slurm's commands report it).
+    pub fn current() -> &'static TimeFormat {
+        static FORMAT: std::sync::OnceLock<TimeFormat> = std::sync::OnceLock::new();
+        FORMAT.get_or_init(|| {
+            let v = std::env::var("SLURM_TIME_FORMAT").ok();
+            TimeFormat::parse(v.as_deref()).unwrap_or_else(|f| {
+                let me = std::env::args().next().unwrap_or_default();
+                let me = me.rsplit('/').next().unwrap_or_default().to_string();
+                eprintln!("{me}: error: invalid SLURM_TIME_FORMAT = '{f}'");
+                TimeFormat::Standard
+            })
+        })
+    }
+
+    /// Unix time `t` in this format, local time, `now` being the day `relative` counts
+    /// from; at most 31 characters, as Slurm's buffer holds (`#`s where the result
+    /// would not fit at all).
+    pub fn format(&self, t: i64, now: i64) -> String {
+        let spec = match self {
+            TimeFormat::Standard => return timestamp(t),
+            TimeFormat::Relative => {
+                std::ffi::CString::new(relative_format(t, now)).expect("no NUL in a fixed format")
+            }
+            TimeFormat::Strftime(f) => f.clone(),
+        };
+        let tm = local(t);
+        let mut buf = [0u8; 256];
+        // SAFETY: strftime writes at most `buf.len()` bytes into `buf`, reading the
+        // NUL-terminated format and the broken-down time we own.
+        let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), spec.as_ptr(), &tm) };
+        if n == 0 {
+            return "#".repeat(31);
+        }
+        let text = String::from_utf8_lossy(&buf[..n]);
+        text.chars().take(31).collect()
+    }
+}
+
+/// Slurm's relative layout for `t` seen on the day of `now` (`_relative_date_fmt`).
+fn relative_format(t: i64, now: i64) -> &'static str {
+    let day = |tm: libc::tm| 1000 * (tm.tm_year + 1900) + tm.tm_yday;
+    match day(local(t)) - day(local(now)) {
+        -1 => "Ystday %H:%M",
+        0 => "%H:%M:%S",
+        1 => "Tomorr %H:%M",
+        d if !(-365..=365).contains(&d) => "%-d %b %Y",
+        d if !(-1..=6).contains(&d) => "%-d %b %H:%M",
+        _ => "%a %H:%M",
+    }
+}
+
+/// Unix time `t` as Slurm's commands print a time for people
+/// (`slurm_make_time_str`): [`timestamp`]'s layout unless `SLURM_TIME_FORMAT` says
+/// otherwise (see [`TimeFormat`]).
+pub fn shown(t: i64) -> String {
+    let f = TimeFormat::current();
+    if *f == TimeFormat::Standard {
+        return timestamp(t);
+    }
+    // SAFETY: time(NULL) reads the clock only.
+    let now = unsafe { libc::time(std::ptr::null_mut()) } as i64;
+    f.format(t, now)
+}
+
 /// The date line of `squeue -l` and `sinfo -l` (C's `ctime` without its newline):
 /// `Sun Nov 29 20:04:55 2026`, local time.
 pub fn date_line(t: i64) -> String {
@@ -154,6 +245,60 @@ pub fn parse_timestamp(s: &str, now: i64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slurm_time_format_is_read_as_slurm_reads_it() {
+        assert_eq!(TimeFormat::parse(None), Ok(TimeFormat::Standard));
+        assert_eq!(TimeFormat::parse(Some("")), Ok(TimeFormat::Standard));
+        assert_eq!(
+            TimeFormat::parse(Some("standard")),
+            Ok(TimeFormat::Standard)
+        );
+        assert_eq!(
+            TimeFormat::parse(Some("relative")),
+            Ok(TimeFormat::Relative)
+        );
+        assert_eq!(TimeFormat::parse(Some("epoch")), Err("epoch".into()));
+        assert_eq!(
+            TimeFormat::parse(Some(&"%s".repeat(16))),
+            Err("%s".repeat(16))
+        );
+        let t = 1_764_972_000; // a Friday
+        let f = |v: &str| TimeFormat::parse(Some(v)).unwrap();
+        assert_eq!(f("%s").format(t, t), "1764972000");
+        assert_eq!(f("standard").format(t, t), timestamp(t));
+        // Longer than Slurm's buffer: cut to its 31 characters.
+        assert_eq!(f("%s%s%s%s").format(t, t), "1764972000".repeat(4)[..31]);
+    }
+
+    #[test]
+    fn relative_times_are_as_short_as_their_distance_from_today_allows() {
+        let day = 86_400;
+        // Noon, so that a day either side stays on its own date in any time zone
+        // within twelve hours of UTC.
+        let now = 1_764_936_000 + day / 2 - 1_764_936_000 % day;
+        let r = |t: i64| TimeFormat::Relative.format(t, now);
+        let hms = |t: i64| {
+            let tm = local(t);
+            (tm.tm_hour, tm.tm_min, tm.tm_sec)
+        };
+        let (h, m, s) = hms(now + 60);
+        assert_eq!(r(now + 60), format!("{h:02}:{m:02}:{s:02}"));
+        assert!(r(now - day).starts_with("Ystday "), "{}", r(now - day));
+        assert!(r(now + day).starts_with("Tomorr "), "{}", r(now + day));
+        assert_eq!(
+            r(now + 3 * day).len(),
+            "Mon 12:00".len(),
+            "{}",
+            r(now + 3 * day)
+        );
+        assert!(
+            r(now - 40 * day).split(' ').count() == 3,
+            "{}",
+            r(now - 40 * day)
+        );
+        assert!(r(now - 400 * day).ends_with(&(local(now - 400 * day).tm_year + 1900).to_string()));
+    }
 
     /// 2027-01-16 and 2027-07-16, noon UTC: far from any daylight-saving change.
     const WINTER: i64 = 1_800_100_800;

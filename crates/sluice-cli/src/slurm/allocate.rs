@@ -151,7 +151,7 @@ pub fn test_only(client: &Client, me: &str, desc: &JobDescription) -> i32 {
             eprintln!(
                 "{me}: Job {} to start at {} using {} processors on nodes {} in partition {}",
                 w.job_id,
-                sluice_proto::time::timestamp(w.start),
+                sluice_proto::time::shown(w.start),
                 w.cpus,
                 w.nodes,
                 w.partition

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use sluice_conf::duration::format_time;
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
-use sluice_proto::time::{parse_timestamp, timestamp};
+use sluice_proto::time::{parse_timestamp, shown};
 use sluice_proto::types::{
     tres_string_sorted, AccountingQuery, JobRecord, JobState, MemoryRequest, StepId, StepRecord,
 };
@@ -519,10 +519,10 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         ("Suspended", _) => format_time(Some(suspended)),
         ("CPUTime", Row::Job(_)) => format_time(Some(run * job_cpus as i64)),
         ("CPUTimeRAW", Row::Job(_)) => (run * job_cpus as i64).to_string(),
-        ("Start", _) => start.map_or(null, timestamp),
-        ("End", _) => end.map_or(null, timestamp),
-        ("Submit", _) => timestamp(j.submit_time),
-        ("Eligible", _) => timestamp(j.desc.begin.unwrap_or(j.submit_time).max(j.submit_time)),
+        ("Start", _) => start.map_or(null, shown),
+        ("End", _) => end.map_or(null, shown),
+        ("Submit", _) => shown(j.submit_time),
+        ("Eligible", _) => shown(j.desc.begin.unwrap_or(j.submit_time).max(j.submit_time)),
         ("User", Row::Job(j)) => j.user.clone(),
         ("UID", Row::Job(j)) => j.uid.to_string(),
         ("Group", Row::Job(j)) => j.group.clone(),

@@ -4,7 +4,7 @@ use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 use sluice_proto::types::{tres_string, ConfigInfo, JobRecord, JobState, NodeInfo, PartitionInfo};
 
 use sluice_conf::duration::format_time;
-use sluice_proto::time::timestamp;
+use sluice_proto::time::shown;
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
 use super::scontrol_array::ArrayFields;
@@ -80,7 +80,7 @@ fn show_job(
     p("RunTime", format_time(Some(run)));
     p("TimeLimit", format_time(j.time_limit));
     p("TimeMin", "N/A".into());
-    p("SubmitTime", timestamp(j.submit_time));
+    p("SubmitTime", shown(j.submit_time));
     // A held job is not eligible, and accrues no age, until released.
     let held = j.state == JobState::Pending && j.held();
     p(
@@ -88,13 +88,13 @@ fn show_job(
         if held {
             "Unknown".into()
         } else {
-            timestamp(j.desc.begin.unwrap_or(j.submit_time).max(j.submit_time))
+            shown(j.desc.begin.unwrap_or(j.submit_time).max(j.submit_time))
         },
     );
     p(
         "AccrueTime",
         match j.accrue_time {
-            Some(t) if !held => timestamp(t),
+            Some(t) if !held => shown(t),
             _ => "Unknown".into(),
         },
     );
@@ -102,20 +102,18 @@ fn show_job(
         "StartTime",
         j.start_time
             .or(j.planned_start)
-            .map_or("Unknown".into(), timestamp),
+            .map_or("Unknown".into(), shown),
     );
     p(
         "EndTime",
         match (j.end_time, j.start_time.or(j.planned_start), j.time_limit) {
-            (Some(e), _, _) => timestamp(e),
+            (Some(e), _, _) => shown(e),
             // Being preempted: the end of its grace.
-            _ if j.preemption.is_some() => {
-                timestamp(j.preemption.as_ref().map_or(0, |p| p.grace_end))
-            }
+            _ if j.preemption.is_some() => shown(j.preemption.as_ref().map_or(0, |p| p.grace_end)),
             (None, Some(_), Some(_)) if j.start_time.is_some() => {
-                j.limit_end().map_or("Unknown".into(), timestamp)
+                j.limit_end().map_or("Unknown".into(), shown)
             }
-            (None, Some(s), Some(l)) => timestamp(s + l),
+            (None, Some(s), Some(l)) => shown(s + l),
             _ => "Unknown".into(),
         },
     );
@@ -126,13 +124,13 @@ fn show_job(
         ..
     }) = j.preemption.as_deref().copied()
     {
-        p("PreemptEligibleTime", timestamp(eligible));
-        p("PreemptTime", timestamp(at));
+        p("PreemptEligibleTime", shown(eligible));
+        p("PreemptTime", shown(at));
     }
     // The last suspension or resumption, and how long it had run when suspended.
     match j.suspension {
         Some(s) => {
-            p("SuspendTime", timestamp(s.changed));
+            p("SuspendTime", shown(s.changed));
             p("SecsPreSuspend", s.pre_secs.to_string());
         }
         None => {
@@ -142,7 +140,7 @@ fn show_job(
     }
     p(
         "LastSchedEval",
-        timestamp(j.start_time.unwrap_or(j.submit_time)),
+        shown(j.start_time.unwrap_or(j.submit_time)),
     );
     p(
         "Scheduler",
@@ -271,7 +269,7 @@ fn show_job(
     // idle (sluice.conf's `IdleGpuThreshold` for `IdleGpuTime`).
     if let Some(idle) = &j.idle_gpus {
         p("IdleGPUs", format!("{}/{}", idle.idle, idle.held));
-        p("IdleSince", sluice_proto::time::timestamp(idle.since));
+        p("IdleSince", sluice_proto::time::shown(idle.since));
         p("IdleThreshold", format!("{}%", idle.threshold));
     }
     // Sluice's own, on a line of its own and only for a service job: its stable name,
@@ -500,6 +498,7 @@ pub fn main(args: Vec<String>) -> i32 {
             };
             match what {
                 "reservations" => super::scontrol_resv::show(&client, arg.as_deref(), one_line),
+                "steps" => super::scontrol_steps::show(&client, arg.as_deref(), one_line),
                 "jobs" => {
                     let jobs: Vec<JobRecord> = match &arg {
                         Some(id) => {
@@ -643,7 +642,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     let c: ConfigInfo = client
                         .get("/v1/config")
                         .unwrap_or_else(|e| fail(ME, describe(&e), 1));
-                    println!("Configuration data as of {}", timestamp(t));
+                    println!("Configuration data as of {}", shown(t));
                     for (k, v) in &c.entries {
                         println!("{k:<23} = {v}");
                     }

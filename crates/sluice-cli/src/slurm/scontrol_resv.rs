@@ -7,7 +7,7 @@
 use sluice_proto::reservations::{
     ListChange, ListOp, ReservationChange, ReservationOp, ReservationRecord,
 };
-use sluice_proto::time::{parse_timestamp, timestamp};
+use sluice_proto::time::{parse_timestamp, shown};
 use sluice_proto::{Client, ClientError};
 
 use super::common::{describe, now};
@@ -214,8 +214,8 @@ pub fn show_pairs(r: &ReservationRecord) -> Vec<(String, String)> {
     };
     vec![
         p("ReservationName", r.name.clone()),
-        p("StartTime", timestamp(r.start)),
-        p("EndTime", timestamp(r.end)),
+        p("StartTime", shown(r.start)),
+        p("EndTime", shown(r.end)),
         p(
             "Duration",
             sluice_conf::duration::format_time(Some(r.end - r.start)),

@@ -9,7 +9,7 @@
 
 use super::common::node_version;
 use sluice_conf::duration::format_time;
-use sluice_proto::time::timestamp;
+use sluice_proto::time::shown;
 use sluice_proto::types::{MemoryRequest, NodeInfo, PartitionInfo};
 
 /// The record's text: its lines, then the end of the record.
@@ -84,7 +84,7 @@ pub fn os() -> String {
 }
 
 fn time_or_none(t: Option<i64>) -> String {
-    t.map_or("None".into(), timestamp)
+    t.map_or("None".into(), shown)
 }
 
 /// The lines of `scontrol show node` for `n`. Values Sluice does not measure are
@@ -187,7 +187,7 @@ pub fn node_lines(n: &NodeInfo) -> Vec<String> {
                 .flatten()
                 .map(|u| u.name)
                 .unwrap_or_else(|| uid.to_string());
-            format!(" [{user}@{}]", timestamp(t))
+            format!(" [{user}@{}]", shown(t))
         });
         lines.push(format!("Reason={reason}{}", by.unwrap_or_default()));
     }
@@ -327,7 +327,7 @@ mod tests {
         assert!(text.contains("\n   RealMemory=4000 AllocMem=0 FreeMem=N/A Sockets=1 Boards=1\n"));
         assert!(text.contains(&format!(
             "\n   BootTime=None SlurmdStartTime={}\n",
-            timestamp(1_700_000_000)
+            shown(1_700_000_000)
         )));
         // With -o, lines that end in a space show two.
         let one = record(&node_lines(&node()), true);

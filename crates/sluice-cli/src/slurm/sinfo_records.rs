@@ -22,7 +22,7 @@ use sluice_proto::types::{NodeInfo, PartitionInfo};
 use super::format::Field;
 use rustc_hash::{FxHashMap, FxHashSet};
 use sluice_conf::duration::format_compact;
-use sluice_proto::time::timestamp;
+use sluice_proto::time::shown;
 
 /// A node as sinfo lists it: its name and its fields, which alike nodes share (the
 /// controller sends 10,000 alike nodes as one run: one [`NodeInfo`] for all of them,
@@ -516,7 +516,7 @@ pub fn field(c: char, r: &Record) -> Option<Field> {
             first
                 .and_then(|n| n.reason_set)
                 .filter(|&(_, t)| t != 0)
-                .map_or("Unknown".into(), |(_, t)| timestamp(t)),
+                .map_or("Unknown".into(), |(_, t)| shown(t)),
         ),
         'f' | 'b' => f(
             if c == 'f' {

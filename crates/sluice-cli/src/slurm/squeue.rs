@@ -7,7 +7,7 @@ use sluice_proto::types::{JobRecord, JobState};
 use sluice_conf::getopt::{Getopt, Opt, Order, Parsed};
 
 use sluice_conf::duration::format_compact;
-use sluice_proto::time::{date_line, timestamp};
+use sluice_proto::time::{date_line, shown};
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
 use super::format::{Field, Layout};
@@ -116,19 +116,17 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         ),
         'S' => f(
             "START_TIME",
-            j.start_time
-                .or(j.planned_start)
-                .map_or("N/A".into(), timestamp),
+            j.start_time.or(j.planned_start).map_or("N/A".into(), shown),
         ),
         'e' => f(
             "END_TIME",
             match (j.end_time, j.limit_end()) {
-                (Some(e), _) => timestamp(e),
-                (None, Some(end)) => timestamp(end),
+                (Some(e), _) => shown(e),
+                (None, Some(end)) => shown(end),
                 _ => "N/A".into(),
             },
         ),
-        'V' => f("SUBMIT_TIME", timestamp(j.submit_time)),
+        'V' => f("SUBMIT_TIME", shown(j.submit_time)),
         'v' => f(
             "RESERVATION",
             j.desc
@@ -288,6 +286,8 @@ struct Args {
     long_format: Option<Vec<super::long_format::LongField>>,
     /// `--noconvert`: memory sizes in MiB as they are, never in a larger unit.
     noconvert: bool,
+    /// `-s`/`--steps`: the running steps instead of jobs.
+    steps: Option<super::squeue_steps::StepListing>,
 }
 
 /// Slurm's job states (long and compact names) that no Sluice job is ever in. `squeue
@@ -397,6 +397,8 @@ pub(crate) const HELP: &[Group] = &[
             e("partitions", "partition(s)", "jobs in these partitions only"),
             e("array", "", "one line per array task, pending ones included"),
             e("start", "", "pending jobs with their expected start time"),
+            e("steps", "step(s)", "running steps instead of jobs (JOB.STEP, comma\n\
+                 separated; -w nodes and -S order apply to them)"),
             e("states", "states", "jobs in these states only (all: every state;\n\
                  default: pending, running and other live states)"),
             e("user", "user_name(s)", "these users' jobs only"),
@@ -438,8 +440,15 @@ fn parse(args: &[String]) -> Args {
         start: false,
         long_format: None,
         noconvert: false,
+        steps: None,
     };
     let mut explicit_format = false;
+    // `-s`: steps are listed (with the list given attached, if any); `-w` and `-S`,
+    // which only the step listing takes.
+    let mut step_flag = false;
+    let mut step_list: Option<String> = None;
+    let mut nodelist: Option<String> = None;
+    let mut sort: Option<String> = None;
     // `-j` without a value: the job list is the first operand (squeue's own rule).
     let mut job_flag = false;
     let mut operands = Vec::new();
@@ -459,7 +468,6 @@ fn parse(args: &[String]) -> Args {
                     fail(ME, "-o (--format) is incompatible with -O (--Format)", 1);
                 }
                 a.format = f.value().to_string();
-                report_invalid(&a.format);
                 explicit_format = true;
             }
             "Format" => {
@@ -527,6 +535,14 @@ fn parse(args: &[String]) -> Args {
             }
             "json" => a.json = true,
             "noconvert" => a.noconvert = true,
+            "steps" => {
+                step_flag = true;
+                if let Some(list) = &f.value {
+                    step_list = Some(list.clone());
+                }
+            }
+            "nodelist" => nodelist = Some(f.value().to_string()),
+            "sort" => sort = Some(f.value().to_string()),
             "version" => {
                 println!("{VERSION}");
                 std::process::exit(0);
@@ -549,15 +565,14 @@ fn parse(args: &[String]) -> Args {
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
-    for f in a.long_format.iter().flatten() {
-        if long_field(&f.name).is_none() {
-            eprintln!("{ME}: error: Invalid job format specification: {}", f.name);
-        }
-    }
     let mut operands = operands.into_iter();
     if job_flag {
         if let Some(list) = operands.next() {
             a.jobs = job_list(&list);
+        }
+    } else if step_flag {
+        if let Some(list) = operands.next() {
+            step_list = Some(list);
         }
     }
     if let Some(w) = operands.next() {
@@ -565,7 +580,69 @@ fn parse(args: &[String]) -> Args {
             .with_stdout(USAGE)
             .exit()
     }
+    if step_flag {
+        a.steps = Some(step_listing(
+            &a,
+            job_flag,
+            step_list,
+            nodelist,
+            sort,
+            explicit_format,
+        ));
+        return a;
+    }
+    if nodelist.is_some() {
+        fail(ME, "option --nodelist is not supported by Sluice", 1);
+    }
+    if explicit_format && a.long_format.is_none() {
+        report_invalid(&a.format);
+    }
+    for f in a.long_format.iter().flatten() {
+        if long_field(&f.name).is_none() {
+            eprintln!("{ME}: error: Invalid job format specification: {}", f.name);
+        }
+    }
     a
+}
+
+/// The step listing `-s` asks for, with the job listing's filters that apply to steps
+/// (`-j` only with a list; Slurm's words otherwise).
+fn step_listing(
+    a: &Args,
+    job_flag: bool,
+    list: Option<String>,
+    nodelist: Option<String>,
+    sort: Option<String>,
+    explicit_format: bool,
+) -> super::squeue_steps::StepListing {
+    use super::squeue_steps as steps;
+    if job_flag && a.jobs.is_empty() {
+        fail(ME, "Incompatible options --jobs and --steps", 1);
+    }
+    let named = list.map(|l| steps::parse_list(&l).unwrap_or_else(|e| fail(ME, e, 1)));
+    let nodes = nodelist.map(|n| {
+        sluice_conf::hostlist::expand(&n)
+            .unwrap_or_else(|_| fail(ME, format!("Invalid node name specified: {n}"), 1))
+    });
+    let format = (explicit_format && a.long_format.is_none()).then(|| a.format.clone());
+    if let Some(f) = &format {
+        steps::report_invalid(f);
+    }
+    if let Some(fields) = &a.long_format {
+        steps::report_invalid_long(fields);
+    }
+    steps::StepListing {
+        named,
+        jobs: a.jobs.clone(),
+        partitions: a.partitions.clone(),
+        users: a.users.clone(),
+        nodes,
+        sort,
+        format,
+        long_format: a.long_format.clone(),
+        header: a.header,
+        long: a.long,
+    }
 }
 
 /// A `-j` list: each id (`123`, `123_4`, `123_[1-3]`) and the jobs it names.
@@ -638,6 +715,9 @@ fn query(a: &Args) -> JobQuery {
 /// Runs `squeue`.
 pub fn main(args: Vec<String>) -> i32 {
     let a = parse(&args);
+    if let Some(steps) = &a.steps {
+        return super::squeue_steps::run(steps);
+    }
     let client = controller();
     let q = query(&a);
     // Boxed: sorting and collapsing move pointers, not records.

@@ -767,7 +767,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 eprintln!(
                     "slurmstepd-{node}: error: *** STEP {job}.{} ON {node} CANCELLED AT {} ***",
                     plan.step,
-                    sluice_proto::time::timestamp(at)
+                    sluice_proto::time::shown(at)
                 );
             }
             TaskEvent::End => {}

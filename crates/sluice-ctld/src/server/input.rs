@@ -142,6 +142,14 @@ pub enum Request {
         /// Where they go.
         reply: Reply<Result<Vec<sluice_proto::types::StepRecord>, ApiError>>,
     },
+    /// `squeue -s`, `scontrol show step`: the running steps of every job the caller
+    /// may see.
+    Steps {
+        /// Under `PrivateData=jobs`, the only owner the caller may see.
+        hidden: Option<u32>,
+        /// Where they go.
+        reply: Reply<Vec<sluice_proto::steps::ListedStep>>,
+    },
     /// An agent's word on a running service: its restarts in place and health.
     ServiceReport {
         /// The report.
@@ -469,6 +477,7 @@ impl Input {
                 | Request::WillRun { .. }
                 | Request::JobDevices { .. }
                 | Request::JobUsage { .. }
+                | Request::Steps { .. }
                 | Request::ServiceReport { .. }
                 | Request::UsageReport { .. }
                 | Request::Explain { .. }

@@ -404,6 +404,7 @@ impl Owner {
                 now_answer(reply, files)
             }
             Request::JobUsage { id, hidden, reply } => now_answer(reply, ctl.job_usage(id, hidden)),
+            Request::Steps { hidden, reply } => now_answer(reply, ctl.running_steps(hidden, now)),
             Request::ServiceReport {
                 report,
                 caller,

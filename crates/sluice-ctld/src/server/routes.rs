@@ -51,6 +51,7 @@ pub(super) fn router(app: App) -> Router {
         .route("/v1/jobs/{id}", get(show_job))
         .route("/v1/jobs/{id}/devices/{node}", get(job_devices))
         .route("/v1/jobs/{id}/usage", get(job_usage))
+        .route("/v1/steps", get(steps))
         .route("/v1/jobs/{id}/script", get(super::job_script::job_script))
         .route("/v1/jobs/{id}/explain", get(explain::explain))
         .route("/v1/jobs/{id}/hold", post(hold))
@@ -270,6 +271,13 @@ async fn job_usage(
         .await
         .and_then(|r| r);
     reply(r)
+}
+
+/// `GET /v1/steps` (`squeue -s`, `scontrol show step`): the running steps of every
+/// job the caller may see (under `PrivateData=jobs`, its own).
+async fn steps(State(app): State<App>, ConnectInfo(peer): ConnectInfo<Peer>) -> Response {
+    let hidden = app.owner_only(&app.listing.latest(), peer);
+    reply(app.ask(|reply| Request::Steps { hidden, reply }).await)
 }
 
 /// `POST /v1/agent/service`: an agent's word on a running service (restarts, health).

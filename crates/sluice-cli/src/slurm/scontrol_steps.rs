@@ -1,0 +1,237 @@
+//! `scontrol show step [JOB[_TASK][.STEP]]`: running steps in Slurm 22.05's layout.
+//!
+//! Two of Slurm's readings are bettered (COMPATIBILITY.md, `show-steps`): with no id,
+//! every job's steps are shown (Slurm's shows only the steps of jobs outside arrays),
+//! and `JOB_TASK.STEP` names that task's step (Slurm's shows all the task's steps);
+//! `JOB.batch` and `JOB.extern` name those steps (Slurm's reads them as step 0).
+
+use sluice_proto::client::Client;
+use sluice_proto::steps::ListedStep;
+use sluice_proto::time::shown;
+use sluice_proto::types::{JobRecord, JobState, StepId};
+
+/// What an id names: a job (its own id or its array's), maybe one task, maybe one step
+/// (by [`ListedStep::order`]), and the step as written back in `not found`.
+#[derive(Debug, PartialEq, Eq)]
+struct Asked {
+    job: u64,
+    task: Option<u32>,
+    step: Option<(u64, String)>,
+}
+
+/// Reads `JOB[_TASK][.STEP]` as scontrol does (leading digits; what does not parse
+/// is 0).
+fn asked(id: &str) -> Asked {
+    fn lead(s: &str) -> (u64, &str) {
+        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        (s[..end].parse().unwrap_or(0), &s[end..])
+    }
+    let (job, rest) = lead(id);
+    let (task, rest) = match rest.strip_prefix('_') {
+        Some(t) => {
+            let (t, rest) = lead(t);
+            (Some(t as u32), rest)
+        }
+        None => (None, rest),
+    };
+    let step = rest.strip_prefix('.').map(|s| match s {
+        "batch" => (0xFFFF_FFFB, "batch".to_string()),
+        "extern" => (0xFFFF_FFFC, "extern".to_string()),
+        s => {
+            let n = lead(s).0;
+            (n, n.to_string())
+        }
+    });
+    Asked { job, task, step }
+}
+
+/// Whether `s` is a step `a` names.
+fn names(a: &Asked, s: &ListedStep) -> bool {
+    let job = match a.task {
+        Some(t) => s.array == Some((a.job, t)),
+        None => s.job_id == a.job || s.array.is_some_and(|x| x.0 == a.job),
+    };
+    job && a.step.as_ref().is_none_or(|(n, _)| *n == s.order())
+}
+
+/// Slurm's task distribution name for a step (none for the batch step): cyclic when
+/// it has no more tasks than nodes, as srun's default lays them out, block otherwise.
+fn distribution(s: &ListedStep) -> Option<&'static str> {
+    match s.step {
+        StepId::Batch | StepId::Extern => None,
+        _ if s.ntasks as usize <= s.nodes.len() => Some("Cyclic"),
+        _ => Some("Block"),
+    }
+}
+
+/// One step in `scontrol show step`'s layout (`one_line`: `-o`), newline included.
+fn record(s: &ListedStep, one_line: bool) -> String {
+    let sep = if one_line { " " } else { "\n   " };
+    let state = if s.suspended {
+        JobState::Suspended.name()
+    } else {
+        JobState::Running.name()
+    };
+    let mut out = format!(
+        "StepId={} UserId={} StartTime={} TimeLimit=UNLIMITED{sep}\
+         State={state} Partition={} NodeList={}{sep}\
+         Nodes={} CPUs={} Tasks={} Name={} Network=(null){sep}\
+         TRES={}{sep}\
+         ResvPorts=(null){sep}\
+         CPUFreqReq=Default",
+        s.id(),
+        s.uid,
+        shown(s.start),
+        s.partition,
+        sluice_conf::hostlist::compress(&s.nodes),
+        s.nodes.len(),
+        s.cpus,
+        s.ntasks,
+        s.name,
+        s.tres().unwrap_or_else(|| "(null)".into()),
+    );
+    if let Some(d) = distribution(s) {
+        out.push_str(" Dist=");
+        out.push_str(d);
+    }
+    // The batch step has no srun; Sluice does not record an srun's host and pid.
+    if s.step == StepId::Batch {
+        out.push_str(sep);
+        out.push_str("SrunHost:Pid=(null):0");
+    }
+    out.push_str(if one_line { "\n" } else { "\n\n" });
+    out
+}
+
+/// Runs `scontrol show step [ID]`; scontrol's exit status.
+pub fn show(client: &Client, id: Option<&str>, one_line: bool) -> i32 {
+    let mut steps: Vec<ListedStep> = match client.get("/v1/steps") {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("slurm_get_job_steps error: {}", super::common::describe(&e));
+            return 1;
+        }
+    };
+    let a = id.map(asked);
+    if let Some(a) = &a {
+        steps.retain(|s| names(a, s));
+    }
+    // Job by job, each job's steps as they were made: the batch step first.
+    steps.sort_by_key(|s| (s.job_id, s.step != StepId::Batch, s.order()));
+    if steps.is_empty() {
+        let Some(a) = a else {
+            println!("No job steps in the system");
+            return 0;
+        };
+        // As Slurm's: no job id at all is an invalid step.
+        if a.job == 0 {
+            println!("Job step 0.Invalid not found");
+            return 1;
+        }
+        if client
+            .get::<JobRecord>(&format!("/v1/jobs/{}", a.job))
+            .is_err()
+        {
+            eprintln!("slurm_get_job_steps error: Invalid job id specified");
+            return 1;
+        }
+        let step = a.step.map(|(_, w)| w).unwrap_or_default();
+        match a.task {
+            Some(t) => println!("Job step {}_{t}.{step} not found", a.job),
+            None => println!("Job step {}.{step} not found", a.job),
+        }
+        return 1;
+    }
+    let out: String = steps.iter().map(|s| record(s, one_line)).collect();
+    print!("{out}");
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(step: StepId, ntasks: u32) -> ListedStep {
+        ListedStep {
+            job_id: 17,
+            array: None,
+            step,
+            name: if step == StepId::Batch {
+                "batch"
+            } else {
+                "inner"
+            }
+            .into(),
+            partition: "debug".into(),
+            uid: 0,
+            user: "root".into(),
+            start: 0,
+            run_secs: 5,
+            nodes: if step == StepId::Batch {
+                vec!["n1".into()]
+            } else {
+                vec!["n1".into(), "n2".into()]
+            },
+            ntasks,
+            cpus: if step == StepId::Batch { 0 } else { 4 },
+            mem_mb: if step == StepId::Batch { 0 } else { 2000 },
+            suspended: false,
+        }
+    }
+
+    #[test]
+    fn ids_are_read_as_scontrol_reads_them() {
+        let a = |job, task, step: Option<(u64, &str)>| Asked {
+            job,
+            task,
+            step: step.map(|(n, w)| (n, w.to_string())),
+        };
+        assert_eq!(asked("12"), a(12, None, None));
+        assert_eq!(asked("12.3"), a(12, None, Some((3, "3"))));
+        assert_eq!(asked("12_4.1"), a(12, Some(4), Some((1, "1"))));
+        assert_eq!(asked("12.batch"), a(12, None, Some((0xFFFF_FFFB, "batch"))));
+        assert_eq!(asked(".0"), a(0, None, Some((0, "0"))));
+    }
+
+    #[test]
+    fn a_step_is_shown_in_slurms_layout_with_its_trackable_resources() {
+        let s = step(StepId::Number(0), 2);
+        assert_eq!(
+            record(&s, false),
+            format!(
+                "StepId=17.0 UserId=0 StartTime={} TimeLimit=UNLIMITED\n   \
+                 State=RUNNING Partition=debug NodeList=n[1-2]\n   \
+                 Nodes=2 CPUs=4 Tasks=2 Name=inner Network=(null)\n   \
+                 TRES=cpu=4,mem=2000M,node=2\n   \
+                 ResvPorts=(null)\n   \
+                 CPUFreqReq=Default Dist=Cyclic\n\n",
+                shown(0)
+            )
+        );
+        let b = record(&step(StepId::Batch, 1), true);
+        assert!(b.starts_with("StepId=17.batch UserId=0 "), "{b}");
+        assert!(
+            b.ends_with(" TRES=(null) ResvPorts=(null) CPUFreqReq=Default SrunHost:Pid=(null):0\n"),
+            "{b}"
+        );
+    }
+
+    #[test]
+    fn more_tasks_than_nodes_are_laid_out_in_blocks() {
+        assert_eq!(distribution(&step(StepId::Number(1), 2)), Some("Cyclic"));
+        assert_eq!(distribution(&step(StepId::Number(1), 5)), Some("Block"));
+        assert_eq!(distribution(&step(StepId::Batch, 1)), None);
+    }
+
+    #[test]
+    fn an_array_id_names_every_tasks_steps_and_a_task_only_its_own() {
+        let mut s = step(StepId::Number(0), 2);
+        s.job_id = 20;
+        s.array = Some((18, 1));
+        assert!(names(&asked("18.0"), &s));
+        assert!(names(&asked("18_1"), &s));
+        assert!(!names(&asked("18_2.0"), &s));
+        assert!(!names(&asked("18.1"), &s));
+        assert!(names(&asked("20"), &s));
+    }
+}

@@ -1,0 +1,156 @@
+//! The running steps of every job (`squeue -s`, `scontrol show step`): each running
+//! batch job's batch step and each step the controller holds running, with what those
+//! commands print of the job.
+
+use sluice_proto::steps::ListedStep;
+use sluice_proto::types::{JobState, MemoryRequest, StepId, StepRecord};
+
+use super::job::Job;
+use super::Controller;
+
+impl Controller {
+    /// The running steps of the jobs the caller may see (`hidden`: the only owner it
+    /// may see, under `PrivateData=jobs`), job by job: a batch job's batch step, then
+    /// its srun steps, each with the seconds it has run by `now`.
+    pub fn running_steps(&self, hidden: Option<u32>, now: i64) -> Vec<ListedStep> {
+        let mut out = Vec::new();
+        let mut listed = |job: &Job, step: &StepRecord| {
+            if hidden.is_some_and(|uid| job.uid != uid) {
+                return;
+            }
+            let suspension = job.suspension.as_deref();
+            let run = now - step.start - step.suspended_secs_at(suspension, now);
+            let batch = step.step == StepId::Batch;
+            out.push(ListedStep {
+                job_id: job.id.0,
+                array: job.array.map(|(a, t)| (a.0, t)),
+                step: step.step,
+                name: step.name.clone(),
+                partition: job.partition.to_string(),
+                uid: job.uid,
+                user: job.user.to_string(),
+                start: step.start,
+                run_secs: run.max(0),
+                nodes: step.nodes.clone(),
+                ntasks: step.ntasks,
+                cpus: if batch { 0 } else { step.cpus },
+                mem_mb: if batch {
+                    0
+                } else {
+                    self.step_memory(job, step)
+                },
+                suspended: suspension.is_some_and(|s| s.since.is_some()),
+            });
+        };
+        for job in self.jobs.values() {
+            if job.state != JobState::Running || job.desc.interactive {
+                continue;
+            }
+            let Some(node) = job.node_ids().next() else {
+                continue;
+            };
+            let batch = StepRecord {
+                cancelled_by: None,
+                job_id: job.id.0,
+                step: StepId::Batch,
+                name: "batch".into(),
+                state: JobState::Running,
+                start: job.start_time.unwrap_or_default(),
+                end: None,
+                exit_code: 0,
+                signal: 0,
+                nodes: vec![self.conf.cluster.node(node).name.clone()],
+                ntasks: 1,
+                cpus: 0,
+                held_cpus: Vec::new(),
+                ended_on: Vec::new(),
+                usage: None,
+                run: job.restarts,
+                suspended_secs: 0,
+            };
+            listed(job, &batch);
+        }
+        for ((id, _), step) in &self.steps {
+            if step.state != JobState::Running {
+                continue;
+            }
+            if let Some(job) = self.jobs.get(id).filter(|j| j.state == JobState::Running) {
+                listed(job, step);
+            }
+        }
+        out
+    }
+
+    /// The memory a step may use over its nodes, MiB: on each, its job's there (the
+    /// job's CPUs there times its memory per CPU, or its memory per node).
+    fn step_memory(&self, job: &Job, step: &StepRecord) -> u64 {
+        let per_cpu = match job.desc.memory.or(job.mem_default) {
+            Some(MemoryRequest::PerCpu(m)) => Some(m),
+            _ => None,
+        };
+        step.nodes
+            .iter()
+            .map(|name| {
+                let share = job
+                    .alloc
+                    .iter()
+                    .find(|s| self.conf.cluster.node(s.node).name == *name);
+                match (per_cpu, share) {
+                    (Some(m), Some(s)) => m * u64::from(s.cpus),
+                    _ => job.mem_per_node,
+                }
+            })
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use sluice_proto::types::{MemoryRequest, StepId, StepRequest};
+
+    use crate::state::tests::{alice, conf, desc, submit};
+    use crate::state::Controller;
+
+    #[test]
+    fn a_running_job_lists_its_batch_step_then_its_srun_steps_with_their_memory() {
+        // Four tasks at 500 MiB a CPU on two 2-CPU nodes; one srun step on both, started
+        // at 10, listed at 25.
+        let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let mut d = desc(4, 600);
+        d.memory = Some(MemoryRequest::PerCpu(500));
+        let (id, _) = submit(&mut c, d, &mut next, 0);
+        // A job still pending has no steps to list.
+        let (pending, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+        c.schedule(5);
+        let req = StepRequest {
+            ntasks: Some(2),
+            name: "inner".into(),
+            ..Default::default()
+        };
+        c.start_step(id, &req, &alice(), 10).unwrap();
+
+        let steps = c.running_steps(None, 25);
+        let shown: Vec<(String, u32, u64, i64, usize)> = steps
+            .iter()
+            .map(|s| (s.id(), s.cpus, s.mem_mb, s.run_secs, s.nodes.len()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (format!("{}.batch", id.0), 0, 0, 20, 1),
+                (format!("{}.0", id.0), 4, 2000, 15, 2),
+            ]
+        );
+        assert!(steps.iter().all(|s| s.job_id != pending.0));
+        assert_eq!(steps[1].step, StepId::Number(0));
+        assert_eq!(steps[1].user, "alice");
+        assert_eq!(steps[1].partition, "debug");
+
+        // Under PrivateData=jobs another user sees none of them.
+        assert!(c.running_steps(Some(1001), 25).is_empty());
+        assert_eq!(c.running_steps(Some(1000), 25).len(), 2);
+    }
+}
