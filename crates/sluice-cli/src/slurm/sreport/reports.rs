@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sluice_proto::accounts::AssociationListing;
-use sluice_proto::time::timestamp;
+use sluice_proto::time;
 use sluice_proto::types::{JobRecord, NodeInfo};
 
 use super::assoc_tree::{assoc_rows, under, AssocRow};
@@ -85,7 +85,7 @@ fn proper_name(user: &str) -> Option<String> {
 
 /// The period's title: `START - END` (the last second).
 fn span(p: &Period) -> String {
-    format!("{} - {}", timestamp(p.start), timestamp(p.end - 1))
+    format!("{} - {}", time::shown(p.start), time::shown(p.end - 1))
 }
 
 /// The seconds of `p` the cluster has records for: from its first record, up to
