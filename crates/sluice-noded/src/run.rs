@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid};
 use sluice_proto::service::{Health, HealthProbe, RestartCause, ServiceSpec};
 use sluice_proto::types::{
@@ -970,29 +970,31 @@ fn start_batch(
 /// Sends `signal` to the job's processes here: the batch shell only, or its srun tasks
 /// (Slurm's default, which leaves the batch shell alone even when it runs no tasks).
 pub(crate) fn signal_job(exec: &Exec, signal: i32, batch_only: bool) {
-    let Ok(sig) = Signal::try_from(signal) else {
-        return;
-    };
     let procs = exec.procs();
     if batch_only {
         if let Some(pid) = procs.pid {
-            let _ = kill(Pid::from_raw(pid), sig);
+            raw_kill(pid, signal);
         }
     } else {
         for g in &procs.task_groups {
-            let _ = killpg(Pid::from_raw(*g), sig);
+            raw_kill(-*g, signal);
         }
     }
 }
 
+/// `kill(2)` with any signal number, real-time ones included (which `nix`'s `Signal`
+/// does not name): a number no signal has is refused by the kernel (`EINVAL`) and,
+/// as Slurm's slurmstepd does, ignored. A negative `pid` is a process group.
+fn raw_kill(pid: i32, signal: i32) {
+    // SAFETY: kill(2) takes two integers and touches no memory of ours.
+    let _ = unsafe { libc::kill(pid, signal) };
+}
+
 /// Sends `signal` to the tasks of step `step` here (its srun aborts it).
 pub(crate) fn signal_step(exec: &Exec, step: u32, signal: i32) {
-    let Ok(sig) = Signal::try_from(signal) else {
-        return;
-    };
     let procs = exec.procs();
     for (g, _) in procs.group_steps.iter().filter(|(_, s)| **s == step) {
-        let _ = killpg(Pid::from_raw(*g), sig);
+        raw_kill(-*g, signal);
     }
 }
 

@@ -77,6 +77,17 @@ pub(crate) const HELP: &[Group] = &[
 /// A job named by id: the job, and an array task.
 type JobArg = (u64, Option<u32>);
 
+/// The signal `-s` names, as Slurm's scancel reads it: a signal's name (`SIGUSR1`,
+/// `usr1`) or any number but 0 (real-time signals included; one that is no signal is
+/// sent all the same, and the kernel refuses it on the nodes, as Slurm's does).
+fn scancel_signal(v: &str) -> Option<i32> {
+    match v.trim().parse::<i64>() {
+        Ok(n) if n > 0 && n <= i64::from(u16::MAX) => Some(n as i32),
+        Ok(_) => None,
+        Err(_) => signal_number(v),
+    }
+}
+
 /// Runs `scancel`.
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "scancel";
@@ -102,7 +113,7 @@ pub fn main(args: Vec<String>) -> i32 {
             "signal" => {
                 let v = f.value();
                 // scancel's own words, without its name.
-                req.signal = Some(signal_number(v).unwrap_or_else(|| {
+                req.signal = Some(scancel_signal(v).unwrap_or_else(|| {
                     eprintln!("Unknown job signal: {v}");
                     std::process::exit(1)
                 }));
@@ -412,7 +423,18 @@ fn ask(job: &str, name: &str, partition: &str, input: &mut impl std::io::BufRead
 
 #[cfg(test)]
 mod tests {
-    use super::ask;
+    use super::{ask, scancel_signal};
+
+    #[test]
+    fn any_signal_number_but_zero_is_taken_as_slurms_scancel_takes_it() {
+        assert_eq!(scancel_signal("99"), Some(99));
+        assert_eq!(scancel_signal("40"), Some(40));
+        assert_eq!(scancel_signal(" 12"), Some(12));
+        assert_eq!(scancel_signal("SIGUSR1"), Some(10));
+        assert_eq!(scancel_signal("usr2"), Some(12));
+        assert_eq!(scancel_signal("0"), None);
+        assert_eq!(scancel_signal("FOO"), None);
+    }
 
     #[test]
     fn interactive_answers_are_read_as_slurms_scancel_reads_them() {

@@ -643,8 +643,8 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     let mut oom_nodes: Vec<String> = Vec::new();
     // Once a launch failed: until when srun waits for the step's other tasks to go.
     let mut aborting: Option<std::time::Instant> = None;
-    // The step was cancelled on its own (`scancel JOB.STEP`).
-    let mut cancelled = false;
+    // The parts of the step cancelled on their own (`scancel JOB.STEP`), as they told.
+    let mut cancelled_parts: Vec<usize> = Vec::new();
     loop {
         let e = match aborting {
             None => match rx.recv() {
@@ -748,25 +748,36 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                     kill_step(abort.clone(), plan.step);
                 }
             }
-            // Said once, by the first node that tells (Slurm's step's first node).
-            TaskEvent::Cancelled { .. } if cancelled => {}
+            // Said once per part of the step (each part's own step in Slurm), by the
+            // first of its nodes that tells.
             TaskEvent::Cancelled { node, at } => {
-                cancelled = true;
+                let index = plan.nodes.iter().position(|n| n.0 == node).unwrap_or(0);
+                let which = layout.node_part.get(index).copied().unwrap_or(0);
+                if cancelled_parts.contains(&which) {
+                    continue;
+                }
+                cancelled_parts.push(which);
                 // `scancel JOB.STEP`: as Slurm's srun, the step is aborted and srun
                 // waits KillWait and two seconds for its tasks; slurmstepd's notice
                 // follows.
+                let wait = kill_wait() + 2;
+                eprintln!(
+                    "{ME}: Job step aborted: Waiting up to {wait} seconds for job step to finish."
+                );
                 if aborting.is_none() {
-                    let wait = kill_wait() + 2;
-                    eprintln!(
-                        "{ME}: Job step aborted: Waiting up to {wait} seconds for job step to finish."
-                    );
                     aborting = Some(
                         std::time::Instant::now() + std::time::Duration::from_secs(wait as u64),
                     );
                 }
+                // A part of a step in one allocation is `J.S+P`, as Slurm names it.
+                let part = &parts[which];
+                let step = match part.part {
+                    Some(p) => format!("{}+{p}", plan.step),
+                    None => plan.step.to_string(),
+                };
                 eprintln!(
-                    "slurmstepd-{node}: error: *** STEP {job}.{} ON {node} CANCELLED AT {} ***",
-                    plan.step,
+                    "slurmstepd-{node}: error: *** STEP {}.{step} ON {node} CANCELLED AT {} ***",
+                    part.job,
                     sluice_proto::time::shown(at)
                 );
             }
@@ -826,7 +837,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
         sig == libc::SIGTERM || (sig == libc::SIGKILL && !oom)
     });
     // (Not for a step cancelled on its own: Slurm's srun said it was aborted.)
-    if forced && !opts.quiet && !aborted && !cancelled {
+    if forced && !opts.quiet && !aborted && cancelled_parts.is_empty() {
         eprintln!("{ME}: Force Terminated StepId={job}.{}", plan.step);
     }
     // Each component's part of the step ends with its own tasks' outcome. An OOM kill
