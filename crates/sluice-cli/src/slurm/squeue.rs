@@ -288,6 +288,8 @@ struct Args {
     noconvert: bool,
     /// `-s`/`--steps`: the running steps instead of jobs.
     steps: Option<super::squeue_steps::StepListing>,
+    /// `-w`: the nodes named (a hostlist, not yet mapped to node names).
+    nodelist: Option<String>,
 }
 
 /// Slurm's job states (long and compact names) that no Sluice job is ever in. `squeue
@@ -395,6 +397,7 @@ pub(crate) const HELP: &[Group] = &[
             e("format", "format", "the columns, as %-codes (%i %j %T %M...)"),
             e("Format", "format", "the columns, as field names (JobID,Name:20...)"),
             e("partitions", "partition(s)", "jobs in these partitions only"),
+            e("nodelist", "hostlist", "jobs given any of these nodes only"),
             e("array", "", "one line per array task, pending ones included"),
             e("start", "", "pending jobs with their expected start time"),
             e("steps", "step(s)", "running steps instead of jobs (JOB.STEP, comma\n\
@@ -441,13 +444,13 @@ fn parse(args: &[String]) -> Args {
         long_format: None,
         noconvert: false,
         steps: None,
+        nodelist: None,
     };
     let mut explicit_format = false;
     // `-s`: steps are listed (with the list given attached, if any); `-w` and `-S`,
     // which only the step listing takes.
     let mut step_flag = false;
     let mut step_list: Option<String> = None;
-    let mut nodelist: Option<String> = None;
     let mut sort: Option<String> = None;
     // `-j` without a value: the job list is the first operand (squeue's own rule).
     let mut job_flag = false;
@@ -541,7 +544,7 @@ fn parse(args: &[String]) -> Args {
                     step_list = Some(list.clone());
                 }
             }
-            "nodelist" => nodelist = Some(f.value().to_string()),
+            "nodelist" => a.nodelist = Some(f.value().to_string()),
             "sort" => sort = Some(f.value().to_string()),
             "version" => {
                 println!("{VERSION}");
@@ -581,18 +584,8 @@ fn parse(args: &[String]) -> Args {
             .exit()
     }
     if step_flag {
-        a.steps = Some(step_listing(
-            &a,
-            job_flag,
-            step_list,
-            nodelist,
-            sort,
-            explicit_format,
-        ));
+        a.steps = Some(step_listing(&a, job_flag, step_list, sort, explicit_format));
         return a;
-    }
-    if nodelist.is_some() {
-        fail(ME, "option --nodelist is not supported by Sluice", 1);
     }
     if explicit_format && a.long_format.is_none() {
         report_invalid(&a.format);
@@ -611,7 +604,6 @@ fn step_listing(
     a: &Args,
     job_flag: bool,
     list: Option<String>,
-    nodelist: Option<String>,
     sort: Option<String>,
     explicit_format: bool,
 ) -> super::squeue_steps::StepListing {
@@ -620,10 +612,6 @@ fn step_listing(
         fail(ME, "Incompatible options --jobs and --steps", 1);
     }
     let named = list.map(|l| steps::parse_list(&l).unwrap_or_else(|e| fail(ME, e, 1)));
-    let nodes = nodelist.map(|n| {
-        sluice_conf::hostlist::expand(&n)
-            .unwrap_or_else(|_| fail(ME, format!("Invalid node name specified: {n}"), 1))
-    });
     let format = (explicit_format && a.long_format.is_none()).then(|| a.format.clone());
     if let Some(f) = &format {
         steps::report_invalid(f);
@@ -636,7 +624,7 @@ fn step_listing(
         jobs: a.jobs.clone(),
         partitions: a.partitions.clone(),
         users: a.users.clone(),
-        nodes,
+        nodes: None,
         sort,
         format,
         long_format: a.long_format.clone(),
@@ -655,6 +643,38 @@ fn job_list(list: &str) -> Vec<(u64, Option<u32>)> {
         }
     }
     jobs
+}
+
+/// The nodes `-w` names (a hostlist of node names or their `NodeHostname`s,
+/// `localhost` being this host's short name), as Slurm's squeue maps them; Slurm's
+/// error and exit status 1 for a name no node has.
+fn named_nodes(client: &sluice_proto::client::Client, expr: &str) -> Vec<String> {
+    let names = sluice_conf::hostlist::expand(expr)
+        .unwrap_or_else(|_| fail(ME, format!("Invalid node name {expr}"), 1));
+    let known: Vec<sluice_proto::types::NodeInfo> = client.get("/v1/nodes").unwrap_or_else(|e| {
+        eprintln!("slurm_load_node error: {}", describe(&e));
+        std::process::exit(1)
+    });
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .map(|h| h.split('.').next().unwrap_or_default().to_string())
+        .unwrap_or_default();
+    names
+        .into_iter()
+        .map(|name| {
+            let wanted = if name.eq_ignore_ascii_case("localhost") {
+                host.clone()
+            } else {
+                name.clone()
+            };
+            known
+                .iter()
+                .find(|n| n.name == wanted || n.node_hostname == wanted)
+                .map(|n| n.name.clone())
+                .unwrap_or_else(|| fail(ME, format!("Invalid node name {name}"), 1))
+        })
+        .collect()
 }
 
 /// The caller's user name.
@@ -714,11 +734,13 @@ fn query(a: &Args) -> JobQuery {
 
 /// Runs `squeue`.
 pub fn main(args: Vec<String>) -> i32 {
-    let a = parse(&args);
-    if let Some(steps) = &a.steps {
+    let mut a = parse(&args);
+    let client = controller();
+    let nodes = a.nodelist.as_deref().map(|w| named_nodes(&client, w));
+    if let Some(steps) = &mut a.steps {
+        steps.nodes = nodes;
         return super::squeue_steps::run(steps);
     }
-    let client = controller();
     let q = query(&a);
     // Boxed: sorting and collapsing move pointers, not records.
     let got = if q.brief {
@@ -776,6 +798,10 @@ pub fn main(args: Vec<String>) -> i32 {
     jobs.retain(|j| a.users.is_empty() || a.users.contains(&j.user));
     jobs.retain(|j| a.partitions.is_empty() || a.partitions.contains(&j.partition));
     jobs.retain(|j| a.names.is_empty() || a.names.contains(&j.desc.name));
+    // `-w`: jobs given any of the nodes (a pending job has none).
+    if let Some(nodes) = &nodes {
+        jobs.retain(|j| j.nodes.iter().any(|n| nodes.contains(n)));
+    }
     if !a.all_states {
         let none_named = a.states.is_empty() && !a.other_states && !a.completing;
         if a.json && none_named {
