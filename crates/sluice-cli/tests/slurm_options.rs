@@ -195,8 +195,10 @@ fn operands_a_command_cannot_take() {
         (
             Some(0),
             "Usage: squeue [-h] [--jobs[=job(s)]] [--json] [-l] [-n job_name(s)] [--me]\n\
-             \x20             [--noconvert] [-o format] [-O format] [-p partition(s)] [-r]\n\
-             \x20             [--start] [-t states] [-u user_name(s)]\n"
+             \x20             [--noconvert] [-o format] [-O format] [-p partition(s)]\n\
+             \x20             [-w hostlist] [-A account(s)] [-q qos(s)] [-R name] [-i seconds]\n\
+             \x20             [-S fields] [-r] [--start] [--steps[=step(s)]] [-t states]\n\
+             \x20             [-u user_name(s)]\n"
         )
     );
     // sinfo and sshare ignore such words; scancel takes them as job ids, after every
@@ -302,14 +304,14 @@ fn real_options_sluice_does_not_implement_are_refused_by_name() {
     // Slurm's); Sluice says it does not support them rather than ignore them.
     for (args, code, stderr) in [
         (
-            "squeue --qos=normal",
+            "squeue --lic=a",
             1,
-            "squeue: error: option --qos is not supported by Sluice\n",
+            "squeue: error: option --licenses is not supported by Sluice\n",
         ),
         (
-            "squeue --nodes n1",
+            "squeue --array-u",
             1,
-            "squeue: error: option --nodelist is not supported by Sluice\n",
+            "squeue: error: option --array-unique is not supported by Sluice\n",
         ),
         (
             "sacct -t",

@@ -181,7 +181,21 @@ impl Layout {
         &self,
         out: &mut String,
         scratch: &mut String,
+        value: impl FnMut(char, &mut String) -> bool,
+    ) {
+        self.line_uncut(out, scratch, value, |_, _| false);
+    }
+
+    /// [`Layout::line`], where a right-justified field for which `uncut` says so
+    /// (given its code and value) is printed whole even when wider than its width, as
+    /// Slurm's squeue prints times and node lists (`_print_str` without cutting: a
+    /// left-justified field is cut all the same, by its `printf` precision).
+    pub fn line_uncut(
+        &self,
+        out: &mut String,
+        scratch: &mut String,
         mut value: impl FnMut(char, &mut String) -> bool,
+        uncut: impl Fn(char, &str) -> bool,
     ) {
         for p in &self.pieces {
             match p {
@@ -189,7 +203,12 @@ impl Layout {
                 Piece::Code { right, width, code } => {
                     scratch.clear();
                     if value(*code, scratch) {
-                        cell(out, scratch, *right, *width);
+                        let whole = *right && width.is_some_and(|w| scratch.chars().count() > w);
+                        if whole && uncut(*code, scratch) {
+                            out.push_str(scratch);
+                        } else {
+                            cell(out, scratch, *right, *width);
+                        }
                     }
                 }
             }
@@ -244,6 +263,24 @@ mod tests {
             f("ST", "PD"),
             f("NODELIST(REASON)", "(Resources)"),
         ]]
+    }
+
+    #[test]
+    fn a_right_justified_field_slurm_does_not_cut_is_printed_whole() {
+        let layout = Layout::new("%.9l|%9l|%.4j");
+        let mut out = String::new();
+        let mut scratch = String::new();
+        layout.line_uncut(
+            &mut out,
+            &mut scratch,
+            |c, buf| {
+                buf.push_str(if c == 'l' { "1-00:00:00" } else { "wrapped" });
+                true
+            },
+            |c, _| c == 'l',
+        );
+        // Right: whole; left: cut by its precision, as printf's `%.9s`; others cut.
+        assert_eq!(out, "1-00:00:00|1-00:00:0|wrap\n");
     }
 
     #[test]

@@ -290,6 +290,14 @@ struct Args {
     steps: Option<super::squeue_steps::StepListing>,
     /// `-w`: the nodes named (a hostlist, not yet mapped to node names).
     nodelist: Option<String>,
+    /// `-A`: these accounts' jobs only (any case).
+    accounts: Vec<String>,
+    /// `-q`: jobs of these QOS only (any case).
+    qos: Vec<String>,
+    /// `-R`: jobs in this reservation only.
+    reservation: Option<String>,
+    /// `-i`: list again every this many seconds, until interrupted.
+    iterate: Option<u64>,
 }
 
 /// Slurm's job states (long and compact names) that no Sluice job is ever in. `squeue
@@ -379,7 +387,7 @@ Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
 ";
 
 /// squeue's options Sluice accepts without effect.
-pub(crate) const IGNORED: &[&str] = &["all", "local", "clusters", "sort"];
+pub(crate) const IGNORED: &[&str] = &["all", "local", "clusters", "hide", "federation", "sibling"];
 
 /// `--help`: the options Sluice acts on, in Slurm's layout.
 #[rustfmt::skip]
@@ -398,6 +406,12 @@ pub(crate) const HELP: &[Group] = &[
             e("Format", "format", "the columns, as field names (JobID,Name:20...)"),
             e("partitions", "partition(s)", "jobs in these partitions only"),
             e("nodelist", "hostlist", "jobs given any of these nodes only"),
+            e("accounts", "account(s)", "these accounts' jobs only"),
+            e("qos", "qos(s)", "jobs of these QOS only"),
+            e("reservation", "name", "jobs in this reservation only"),
+            e("iterate", "seconds", "list again every so many seconds"),
+            e("sort", "fields", "the order of steps (-s: i, N, P, S, M, u, U; -\n\
+                 reverses one); jobs keep the default order"),
             e("array", "", "one line per array task, pending ones included"),
             e("start", "", "pending jobs with their expected start time"),
             e("steps", "step(s)", "running steps instead of jobs (JOB.STEP, comma\n\
@@ -445,8 +459,14 @@ fn parse(args: &[String]) -> Args {
         noconvert: false,
         steps: None,
         nodelist: None,
+        accounts: vec![],
+        qos: vec![],
+        reservation: None,
+        iterate: None,
     };
     let mut explicit_format = false;
+    // `-o` itself (not `-O`), which Slurm's squeue refuses with `-l`.
+    let mut format_given = false;
     // `-s`: steps are listed (with the list given attached, if any); `-w` and `-S`,
     // which only the step listing takes.
     let mut step_flag = false;
@@ -472,6 +492,7 @@ fn parse(args: &[String]) -> Args {
                 }
                 a.format = f.value().to_string();
                 explicit_format = true;
+                format_given = true;
             }
             "Format" => {
                 if explicit_format && a.long_format.is_none() {
@@ -545,6 +566,23 @@ fn parse(args: &[String]) -> Args {
                 }
             }
             "nodelist" => a.nodelist = Some(f.value().to_string()),
+            // As Slurm's: each of these replaces an earlier one.
+            "accounts" => a.accounts = f.value().split(',').map(str::to_string).collect(),
+            "qos" => a.qos = f.value().split(',').map(str::to_string).collect(),
+            "reservation" => a.reservation = Some(f.value().to_string()),
+            "iterate" => {
+                // C's atoi: the leading number, 0 if none.
+                let v = f.value();
+                let digits: String = v
+                    .trim_start()
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                match digits.parse::<u64>() {
+                    Ok(n) if n > 0 => a.iterate = Some(n),
+                    _ => fail(ME, format!("--iterate={v}\n"), 1),
+                }
+            }
             "sort" => sort = Some(f.value().to_string()),
             "version" => {
                 println!("{VERSION}");
@@ -567,6 +605,13 @@ fn parse(args: &[String]) -> Args {
             n if IGNORED.contains(&n) => {}
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
+    }
+    if a.long && format_given {
+        eprintln!(
+            "{ME}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. \
+             Please remove one and retry."
+        );
+        std::process::exit(1);
     }
     let mut operands = operands.into_iter();
     if job_flag {
@@ -629,7 +674,6 @@ fn step_listing(
         format,
         long_format: a.long_format.clone(),
         header: a.header,
-        long: a.long,
     }
 }
 
@@ -732,16 +776,34 @@ fn query(a: &Args) -> JobQuery {
     }
 }
 
-/// Runs `squeue`.
+/// Runs `squeue`: the listing once, or every `-i` seconds until interrupted (each
+/// under the date unless `-h`, as with `-l`).
 pub fn main(args: Vec<String>) -> i32 {
     let mut a = parse(&args);
     let client = controller();
     let nodes = a.nodelist.as_deref().map(|w| named_nodes(&client, w));
     if let Some(steps) = &mut a.steps {
-        steps.nodes = nodes;
-        return super::squeue_steps::run(steps);
+        steps.nodes = nodes.clone();
     }
-    let q = query(&a);
+    loop {
+        if a.header && !a.json && (a.long || a.iterate.is_some()) {
+            println!("{}", date_line(now()));
+        }
+        let rc = match &a.steps {
+            Some(steps) => super::squeue_steps::run(steps),
+            None => list(&a, &client, nodes.as_deref()),
+        };
+        let Some(secs) = a.iterate else {
+            return rc;
+        };
+        println!();
+        std::thread::sleep(std::time::Duration::from_secs(secs));
+    }
+}
+
+/// Lists the jobs `a` asks for; squeue's exit status.
+fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]>) -> i32 {
+    let q = query(a);
     // Boxed: sorting and collapsing move pointers, not records.
     let got = if q.brief {
         client
@@ -799,8 +861,15 @@ pub fn main(args: Vec<String>) -> i32 {
     jobs.retain(|j| a.partitions.is_empty() || a.partitions.contains(&j.partition));
     jobs.retain(|j| a.names.is_empty() || a.names.contains(&j.desc.name));
     // `-w`: jobs given any of the nodes (a pending job has none).
-    if let Some(nodes) = &nodes {
+    if let Some(nodes) = nodes {
         jobs.retain(|j| j.nodes.iter().any(|n| nodes.contains(n)));
+    }
+    let named = |list: &[String], v: &str| {
+        list.is_empty() || list.iter().any(|x| x.eq_ignore_ascii_case(v))
+    };
+    jobs.retain(|j| named(&a.accounts, &j.account) && named(&a.qos, &j.qos));
+    if let Some(r) = &a.reservation {
+        jobs.retain(|j| j.desc.reservation.as_ref() == Some(r));
     }
     if !a.all_states {
         let none_named = a.states.is_empty() && !a.other_states && !a.completing;
@@ -888,9 +957,6 @@ pub fn main(args: Vec<String>) -> i32 {
         return 0;
     }
     let t = now();
-    if a.long {
-        println!("{}", date_line(t));
-    }
     // One pass, into one buffer: the format parsed once, each value written in place.
     let layout = match &a.long_format {
         Some(fields) => Layout::long(fields, long_field),
@@ -900,24 +966,43 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut scratch = String::new();
     if a.header {
         let none = placeholder();
-        layout.line(&mut out, &mut scratch, |c, buf| match field(c, &none, t) {
-            Some(f) => {
-                buf.push_str(f.header);
-                true
-            }
-            None => false,
-        });
+        layout.line_uncut(
+            &mut out,
+            &mut scratch,
+            |c, buf| match field(c, &none, t) {
+                Some(f) => {
+                    buf.push_str(f.header);
+                    true
+                }
+                None => false,
+            },
+            |c, _| matches!(c, 'N' | 'R' | 'Y'),
+        );
     }
     for j in &jobs {
-        layout.line(&mut out, &mut scratch, |c, buf| {
-            write_field(c, j, t, a.noconvert, buf)
-        });
+        layout.line_uncut(
+            &mut out,
+            &mut scratch,
+            |c, buf| write_field(c, j, t, a.noconvert, buf),
+            uncut,
+        );
     }
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.as_bytes());
     let _ = stdout.flush();
     0
+}
+
+/// Whether a right-justified field is printed whole when wider than its width, as
+/// Slurm's squeue prints times (`%L`, `%l`, `%M`) and node lists (`%N`, `%Y`, and
+/// `%R` when it shows nodes rather than a reason).
+fn uncut(code: char, value: &str) -> bool {
+    match code {
+        'L' | 'l' | 'M' | 'N' | 'Y' => true,
+        'R' => !value.starts_with('('),
+        _ => false,
+    }
 }
 
 /// Writes the value of `%code` for `j` into `out`; `false` for a code squeue does not

@@ -8,10 +8,10 @@
 
 use sluice_conf::duration::format_compact;
 use sluice_proto::steps::ListedStep;
-use sluice_proto::time::{date_line, shown};
+use sluice_proto::time::shown;
 use sluice_proto::types::JobState;
 
-use super::common::{controller, describe, now};
+use super::common::{controller, describe};
 use super::format::Layout;
 use super::long_format::LongField;
 
@@ -104,8 +104,6 @@ pub struct StepListing {
     pub long_format: Option<Vec<LongField>>,
     /// Whether to print the header.
     pub header: bool,
-    /// `-l`: the date line first.
-    pub long: bool,
 }
 
 /// Whether `%code` is a step field (Slurm's step format letters).
@@ -319,16 +317,27 @@ fn render(l: &StepListing, steps: &[ListedStep]) -> String {
     let mut out = String::new();
     let mut scratch = String::new();
     if l.header {
-        layout.line(&mut out, &mut scratch, |c, buf| match header(c) {
-            Some(h) => {
-                buf.push_str(h);
-                true
-            }
-            None => false,
-        });
+        layout.line_uncut(
+            &mut out,
+            &mut scratch,
+            |c, buf| match header(c) {
+                Some(h) => {
+                    buf.push_str(h);
+                    true
+                }
+                None => false,
+            },
+            |c, _| c == 'N',
+        );
     }
+    // As Slurm's: times and node lists are not cut to a right-justified width.
     for s in steps {
-        layout.line(&mut out, &mut scratch, |c, buf| value(c, s, buf));
+        layout.line_uncut(
+            &mut out,
+            &mut scratch,
+            |c, buf| value(c, s, buf),
+            |c, _| matches!(c, 'l' | 'M' | 'N'),
+        );
     }
     out
 }
@@ -345,9 +354,6 @@ pub fn run(l: &StepListing) -> i32 {
     };
     steps.retain(|s| selected(l, s));
     sort(&mut steps, l.sort.as_deref().unwrap_or("P,i"));
-    if l.long {
-        println!("{}", date_line(now()));
-    }
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(render(l, &steps).as_bytes());
@@ -395,7 +401,6 @@ mod tests {
             format: None,
             long_format: None,
             header: true,
-            long: false,
         }
     }
 
