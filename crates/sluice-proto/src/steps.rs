@@ -37,9 +37,6 @@ pub struct ListedStep {
     pub cpus: u32,
     /// Memory it may use over all its nodes, MiB (0 for the batch step).
     pub mem_mb: u64,
-    /// Whether its job is suspended.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub suspended: bool,
 }
 
 impl ListedStep {
@@ -51,14 +48,9 @@ impl ListedStep {
         }
     }
 
-    /// Its step number as Slurm orders steps: numbered steps first, then the batch
-    /// step and the extern step (Slurm's `SLURM_BATCH_SCRIPT` and `SLURM_EXTERN_CONT`).
-    pub fn order(&self) -> u64 {
-        match self.step {
-            StepId::Number(n) | StepId::Part(n, _) => u64::from(n),
-            StepId::Batch => 0xFFFF_FFFB,
-            StepId::Extern => 0xFFFF_FFFC,
-        }
+    /// Its step number as Slurm orders steps ([`StepId::slurm_number`]).
+    pub fn order(&self) -> u32 {
+        self.step.slurm_number()
     }
 
     /// Its trackable resources as `scontrol show step` prints them (`cpu=4,mem=2000M,
@@ -94,7 +86,6 @@ mod tests {
             ntasks: 2,
             cpus: 4,
             mem_mb: 2000,
-            suspended: false,
         }
     }
 
@@ -108,7 +99,7 @@ mod tests {
 
     #[test]
     fn numbered_steps_come_before_the_batch_and_extern_steps() {
-        let order: Vec<u64> = [StepId::Extern, StepId::Batch, StepId::Number(7)]
+        let order: Vec<u32> = [StepId::Extern, StepId::Batch, StepId::Number(7)]
             .into_iter()
             .map(|s| step(s, None).order())
             .collect();

@@ -107,8 +107,12 @@ fn relative_format(t: i64, now: i64) -> &'static str {
 
 /// Unix time `t` as Slurm's commands print a time for people
 /// (`slurm_make_time_str`): [`timestamp`]'s layout unless `SLURM_TIME_FORMAT` says
-/// otherwise (see [`TimeFormat`]).
+/// otherwise (see [`TimeFormat`]); time 0 is `Unknown`.
 pub fn shown(t: i64) -> String {
+    // As Slurm's: no time at all is `Unknown`, whatever the format.
+    if t == 0 {
+        return "Unknown".into();
+    }
     let f = TimeFormat::current();
     if *f == TimeFormat::Standard {
         return timestamp(t);

@@ -324,6 +324,21 @@ impl StepId {
     /// The last step id of a job, in order (a range's end over all its steps).
     pub const LAST: StepId = StepId::Part(u32::MAX, u32::MAX);
 
+    /// Slurm's number for the batch step (`SLURM_BATCH_SCRIPT`).
+    pub const SLURM_BATCH: u32 = 0xFFFF_FFFB;
+    /// Slurm's number for the extern step (`SLURM_EXTERN_CONT`).
+    pub const SLURM_EXTERN: u32 = 0xFFFF_FFFC;
+
+    /// The step's number as Slurm numbers steps, which orders them: srun steps by
+    /// their number (a part by its step's), then the batch step, then the extern step.
+    pub fn slurm_number(self) -> u32 {
+        match self {
+            StepId::Number(n) | StepId::Part(n, _) => n,
+            StepId::Batch => StepId::SLURM_BATCH,
+            StepId::Extern => StepId::SLURM_EXTERN,
+        }
+    }
+
     /// The step's number, for an srun step or a part of one.
     pub fn number(self) -> Option<u32> {
         match self {

@@ -236,6 +236,25 @@ fn me() -> String {
         .unwrap_or_else(|| "sluice".into())
 }
 
+/// The leading integer of `s` as C's `strtol` reads it (blanks, an optional sign, then
+/// digits; saturating), and the rest after it; 0 and all of `s` where there is no
+/// number. What Slurm's commands read with `atoi` and `strtol`.
+pub fn strtol(s: &str) -> (i64, &str) {
+    let t = s.trim_start();
+    let sign = usize::from(t.starts_with(['-', '+']));
+    let digits = t[sign..].len()
+        - t[sign..]
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .len();
+    if digits == 0 {
+        return (0, s);
+    }
+    let n = t[sign..sign + digits].bytes().fold(0i64, |n, d| {
+        n.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+    });
+    (if t.starts_with('-') { -n } else { n }, &t[sign + digits..])
+}
+
 /// Prints `cmd: error: message` and exits with `code`.
 pub fn fail(cmd: &str, message: impl std::fmt::Display, code: i32) -> ! {
     eprintln!("{cmd}: error: {message}");

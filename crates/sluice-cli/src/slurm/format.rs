@@ -183,19 +183,19 @@ impl Layout {
         scratch: &mut String,
         value: impl FnMut(char, &mut String) -> bool,
     ) {
-        self.line_uncut(out, scratch, value, |_, _| false);
+        self.line_fitted(out, scratch, value, |_, _| Fit::Cut);
     }
 
-    /// [`Layout::line`], where a right-justified field for which `uncut` says so
-    /// (given its code and value) is printed whole even when wider than its width, as
-    /// Slurm's squeue prints times and node lists (`_print_str` without cutting: a
-    /// left-justified field is cut all the same, by its `printf` precision).
-    pub fn line_uncut(
+    /// [`Layout::line`], each field fitted to its width as `fit` says (given its code
+    /// and value): Slurm's squeue prints times and node lists whole when right-justified
+    /// (`_print_str` without cutting; a left-justified field is cut all the same, by its
+    /// `printf` precision), and some headers left-justified whatever the format says.
+    pub fn line_fitted(
         &self,
         out: &mut String,
         scratch: &mut String,
         mut value: impl FnMut(char, &mut String) -> bool,
-        uncut: impl Fn(char, &str) -> bool,
+        fit: impl Fn(char, &str) -> Fit,
     ) {
         for p in &self.pieces {
             match p {
@@ -203,11 +203,15 @@ impl Layout {
                 Piece::Code { right, width, code } => {
                     scratch.clear();
                     if value(*code, scratch) {
-                        let whole = *right && width.is_some_and(|w| scratch.chars().count() > w);
-                        if whole && uncut(*code, scratch) {
-                            out.push_str(scratch);
-                        } else {
-                            cell(out, scratch, *right, *width);
+                        match fit(*code, scratch) {
+                            Fit::Whole if *right => {
+                                let short =
+                                    width.map_or(0, |w| w.saturating_sub(scratch.chars().count()));
+                                out.extend(std::iter::repeat_n(' ', short));
+                                out.push_str(scratch);
+                            }
+                            Fit::Left => cell(out, scratch, false, *width),
+                            _ => cell(out, scratch, *right, *width),
                         }
                     }
                 }
@@ -215,6 +219,17 @@ impl Layout {
         }
         out.push('\n');
     }
+}
+
+/// How a field is fitted to its width ([`Layout::line_fitted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fit {
+    /// Padded, and cut to the width.
+    Cut,
+    /// Right-justified: padded, never cut (left-justified: cut all the same).
+    Whole,
+    /// Left-justified whatever the format says, and cut.
+    Left,
 }
 
 /// Renders rows (one [`Field`] per known code, in order) under an optional header.
@@ -270,17 +285,29 @@ mod tests {
         let layout = Layout::new("%.9l|%9l|%.4j");
         let mut out = String::new();
         let mut scratch = String::new();
-        layout.line_uncut(
+        layout.line_fitted(
             &mut out,
             &mut scratch,
             |c, buf| {
                 buf.push_str(if c == 'l' { "1-00:00:00" } else { "wrapped" });
                 true
             },
-            |c, _| c == 'l',
+            |c, _| if c == 'l' { Fit::Whole } else { Fit::Cut },
         );
         // Right: whole; left: cut by its precision, as printf's `%.9s`; others cut.
         assert_eq!(out, "1-00:00:00|1-00:00:0|wrap\n");
+        let layout = Layout::new("%.12S|");
+        out.clear();
+        layout.line_fitted(
+            &mut out,
+            &mut scratch,
+            |_, buf| {
+                buf.push_str("START_TIME");
+                true
+            },
+            |_, _| Fit::Left,
+        );
+        assert_eq!(out, "START_TIME  |\n");
     }
 
     #[test]

@@ -796,6 +796,27 @@ fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRec
         .collect()
 }
 
+/// A `--format` list (`JobID,JobName%30`): each field's canonical name and width, or
+/// Slurm's error for a field removed or unknown (and the exit status).
+fn field_list(items: &[String]) -> Result<Vec<(&'static str, i32)>, i32> {
+    let mut fields = Vec::new();
+    for item in items {
+        let (name, width) = match item.split_once('%') {
+            Some((n, w)) => (n, format_width(Some(w))),
+            None => (item.as_str(), None),
+        };
+        if let Some((gone, instead)) = REMOVED.iter().find(|(f, _)| f.eq_ignore_ascii_case(name)) {
+            eprintln!("{ME}: fatal: {gone} has been removed, please use {instead}");
+            return Err(1);
+        }
+        match canonical(name) {
+            Some((f, w)) => fields.push((f, width.unwrap_or(w))),
+            None => fail(ME, format!("Invalid field requested: \"{name}\""), 1),
+        }
+    }
+    Ok(fields)
+}
+
 /// Runs `sacct`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut fields: Vec<(&'static str, i32)> = [
@@ -873,22 +894,9 @@ pub fn main(args: Vec<String>) -> i32 {
             },
             "format" => {
                 formatted = true;
-                fields.clear();
-                for item in f.list() {
-                    let (name, width) = match item.split_once('%') {
-                        Some((n, w)) => (n, format_width(Some(w))),
-                        None => (item.as_str(), None),
-                    };
-                    if let Some((gone, instead)) =
-                        REMOVED.iter().find(|(f, _)| f.eq_ignore_ascii_case(name))
-                    {
-                        eprintln!("{ME}: fatal: {gone} has been removed, please use {instead}");
-                        return 1;
-                    }
-                    match canonical(name) {
-                        Some((f, w)) => fields.push((f, width.unwrap_or(w))),
-                        None => fail(ME, format!("Invalid field requested: \"{name}\""), 1),
-                    }
+                match field_list(&f.list()) {
+                    Ok(list) => fields = list,
+                    Err(rc) => return rc,
                 }
             }
             "whole-hetjob" => {
@@ -994,6 +1002,19 @@ pub fn main(args: Vec<String>) -> i32 {
             "{ME}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry."
         );
         return 1;
+    }
+    // As Slurm's: `SACCT_FORMAT` is the field list when no option gave one.
+    if let (false, false, Ok(v)) = (formatted, long, std::env::var("SACCT_FORMAT")) {
+        let items: Vec<String> = v
+            .split(',')
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+            .map(str::to_string)
+            .collect();
+        match field_list(&items) {
+            Ok(list) => fields = list,
+            Err(rc) => return rc,
+        }
     }
     if long {
         fields = LONG_FIELDS

@@ -95,25 +95,9 @@ pub fn takeover(words: &[String]) -> i32 {
     }
 }
 
-/// C's `atoi`: leading blanks, a sign, then digits as far as they go (0 for none).
+/// C's `atoi`: the leading integer, 0 if none.
 fn atoi(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, digits) = match t.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, t.strip_prefix('+').unwrap_or(t)),
-    };
-    let n: i64 = digits
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .fold(0i64, |n, d| {
-            n.saturating_mul(10)
-                .saturating_add(i64::from(d as u8 - b'0'))
-        });
-    if neg {
-        -n
-    } else {
-        n
-    }
+    super::common::strtol(s).0
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 use sluice_proto::client::Client;
 use sluice_proto::steps::ListedStep;
 use sluice_proto::time::shown;
+
+use super::common::strtol;
 use sluice_proto::types::{JobRecord, JobState, StepId};
 
 /// What an id names: a job (its own id or its array's), maybe one task, maybe one step
@@ -16,42 +18,68 @@ use sluice_proto::types::{JobRecord, JobState, StepId};
 struct Asked {
     job: u64,
     task: Option<u32>,
-    step: Option<(u64, String)>,
+    step: Option<(u32, String)>,
+    /// `JOB.STEP+PART`: one part of a heterogeneous step in one allocation.
+    part: Option<u32>,
 }
 
 /// Reads `JOB[_TASK][.STEP]` as scontrol does (leading digits; what does not parse
 /// is 0).
 fn asked(id: &str) -> Asked {
-    fn lead(s: &str) -> (u64, &str) {
-        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        (s[..end].parse().unwrap_or(0), &s[end..])
-    }
+    let lead = |s| {
+        let (n, rest) = strtol(s);
+        (u64::try_from(n).unwrap_or(0), rest)
+    };
     let (job, rest) = lead(id);
     let (task, rest) = match rest.strip_prefix('_') {
         Some(t) => {
             let (t, rest) = lead(t);
-            (Some(t as u32), rest)
+            (Some(u32::try_from(t).unwrap_or(u32::MAX)), rest)
         }
         None => (None, rest),
     };
+    let mut part = None;
     let step = rest.strip_prefix('.').map(|s| match s {
-        "batch" => (0xFFFF_FFFB, "batch".to_string()),
-        "extern" => (0xFFFF_FFFC, "extern".to_string()),
+        "batch" => (StepId::SLURM_BATCH, "batch".to_string()),
+        "extern" => (StepId::SLURM_EXTERN, "extern".to_string()),
         s => {
-            let n = lead(s).0;
-            (n, n.to_string())
+            let (n, rest) = lead(s);
+            let n = u32::try_from(n).unwrap_or(u32::MAX);
+            match rest.strip_prefix('+') {
+                Some(p) => {
+                    let p = u32::try_from(lead(p).0).unwrap_or(u32::MAX);
+                    part = Some(p);
+                    (n, format!("{n}+{p}"))
+                }
+                None => (n, n.to_string()),
+            }
         }
     });
-    Asked { job, task, step }
+    Asked {
+        job,
+        task,
+        step,
+        part,
+    }
 }
 
-/// Whether `s` is a step `a` names.
+/// Whether `s` is a step `a` names. As Slurm's: an array's id names every task's
+/// steps, but with a step number only the task whose own id it is (the controller
+/// looks the step up by its job's own id).
 fn names(a: &Asked, s: &ListedStep) -> bool {
-    let job = match a.task {
-        Some(t) => s.array == Some((a.job, t)),
-        None => s.job_id == a.job || s.array.is_some_and(|x| x.0 == a.job),
+    let job = match (a.task, &a.step) {
+        (Some(t), _) => s.array == Some((a.job, t)),
+        (None, Some(_)) => s.job_id == a.job,
+        (None, None) => s.job_id == a.job || s.array.is_some_and(|x| x.0 == a.job),
+    };
+    // A step's number names its first part only (Slurm's controller finds the first
+    // step of that number), `+PART` that part.
+    let part = match s.step {
+        StepId::Part(_, p) => p,
+        _ => 0,
     };
     job && a.step.as_ref().is_none_or(|(n, _)| *n == s.order())
+        && (a.step.is_none() || a.part.unwrap_or(0) == part)
 }
 
 /// Slurm's task distribution name for a step (none for the batch step): cyclic when
@@ -67,11 +95,8 @@ fn distribution(s: &ListedStep) -> Option<&'static str> {
 /// One step in `scontrol show step`'s layout (`one_line`: `-o`), newline included.
 fn record(s: &ListedStep, one_line: bool) -> String {
     let sep = if one_line { " " } else { "\n   " };
-    let state = if s.suspended {
-        JobState::Suspended.name()
-    } else {
-        JobState::Running.name()
-    };
+    // As Slurm's: a suspended job's steps stay RUNNING.
+    let state = JobState::Running.name();
     let mut out = format!(
         "StepId={} UserId={} StartTime={} TimeLimit=UNLIMITED{sep}\
          State={state} Partition={} NodeList={}{sep}\
@@ -175,22 +200,27 @@ mod tests {
             ntasks,
             cpus: if step == StepId::Batch { 0 } else { 4 },
             mem_mb: if step == StepId::Batch { 0 } else { 2000 },
-            suspended: false,
         }
     }
 
     #[test]
     fn ids_are_read_as_scontrol_reads_them() {
-        let a = |job, task, step: Option<(u64, &str)>| Asked {
+        let a = |job, task, step: Option<(u32, &str)>| Asked {
             job,
             task,
             step: step.map(|(n, w)| (n, w.to_string())),
+            part: None,
         };
         assert_eq!(asked("12"), a(12, None, None));
         assert_eq!(asked("12.3"), a(12, None, Some((3, "3"))));
         assert_eq!(asked("12_4.1"), a(12, Some(4), Some((1, "1"))));
-        assert_eq!(asked("12.batch"), a(12, None, Some((0xFFFF_FFFB, "batch"))));
+        assert_eq!(
+            asked("12.batch"),
+            a(12, None, Some((StepId::SLURM_BATCH, "batch")))
+        );
         assert_eq!(asked(".0"), a(0, None, Some((0, "0"))));
+        assert_eq!(asked("12.3+1").part, Some(1));
+        assert_eq!(asked("12.3+1").step, Some((3, "3+1".to_string())));
     }
 
     #[test]
@@ -217,6 +247,17 @@ mod tests {
     }
 
     #[test]
+    fn a_heterogeneous_steps_number_names_its_first_part_and_plus_a_part_that_one() {
+        let parts = [step(StepId::Part(0, 0), 1), step(StepId::Part(0, 1), 1)];
+        let named =
+            |id: &str| -> Vec<bool> { parts.iter().map(|s| names(&asked(id), s)).collect() };
+        assert_eq!(named("17"), [true, true]);
+        assert_eq!(named("17.0"), [true, false]);
+        assert_eq!(named("17.0+1"), [false, true]);
+        assert_eq!(named("17.0+5"), [false, false]);
+    }
+
+    #[test]
     fn more_tasks_than_nodes_are_laid_out_in_blocks() {
         assert_eq!(distribution(&step(StepId::Number(1), 2)), Some("Cyclic"));
         assert_eq!(distribution(&step(StepId::Number(1), 5)), Some("Block"));
@@ -228,7 +269,10 @@ mod tests {
         let mut s = step(StepId::Number(0), 2);
         s.job_id = 20;
         s.array = Some((18, 1));
-        assert!(names(&asked("18.0"), &s));
+        assert!(names(&asked("18"), &s));
+        // With a step, only the task holding the array's own id, as Slurm's.
+        assert!(!names(&asked("18.0"), &s));
+        assert!(names(&asked("20.0"), &s));
         assert!(names(&asked("18_1"), &s));
         assert!(!names(&asked("18_2.0"), &s));
         assert!(!names(&asked("18.1"), &s));

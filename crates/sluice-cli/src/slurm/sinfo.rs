@@ -180,6 +180,13 @@ pub fn main(args: Vec<String>) -> i32 {
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
+    // As Slurm's: `SINFO_FORMAT` is the format when no option gave one and none of
+    // `-s`, `-N` and `-R` has its own.
+    if o.format.is_none() && !o.summarize && !o.nodes_mode && !o.reasons {
+        if let Ok(f) = std::env::var("SINFO_FORMAT") {
+            o.format = Some(f);
+        }
+    }
     if o.long_format {
         for f in long_format::parse(o.format.as_deref().unwrap_or("")) {
             if long_code(&f.name).is_none() {

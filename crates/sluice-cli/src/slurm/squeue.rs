@@ -10,7 +10,7 @@ use sluice_conf::duration::format_compact;
 use sluice_proto::time::{date_line, shown};
 
 use super::common::{controller, describe, fail, now, parse_job_arg, Refusal, VERSION};
-use super::format::{Field, Layout};
+use super::format::{Field, Fit, Layout};
 use super::help::{command_help, e, synopsis, Group};
 use super::units::{self, Convert};
 
@@ -467,6 +467,9 @@ fn parse(args: &[String]) -> Args {
     let mut explicit_format = false;
     // `-o` itself (not `-O`), which Slurm's squeue refuses with `-l`.
     let mut format_given = false;
+    // An option that sets the columns (`-o`, `-O`, `-l`, `-s`, `--start`): the
+    // environment's `SQUEUE_FORMAT` and `SQUEUE_FORMAT2` then do not apply.
+    let mut format_env_overridden = false;
     // `-s`: steps are listed (with the list given attached, if any); `-w` and `-S`,
     // which only the step listing takes.
     let mut step_flag = false;
@@ -493,6 +496,7 @@ fn parse(args: &[String]) -> Args {
                 a.format = f.value().to_string();
                 explicit_format = true;
                 format_given = true;
+                format_env_overridden = true;
             }
             "Format" => {
                 if explicit_format && a.long_format.is_none() {
@@ -500,6 +504,7 @@ fn parse(args: &[String]) -> Args {
                 }
                 a.long_format = Some(super::long_format::parse(f.value()));
                 explicit_format = true;
+                format_env_overridden = true;
             }
             "jobs" => {
                 job_flag = true;
@@ -507,38 +512,9 @@ fn parse(args: &[String]) -> Args {
                     a.jobs = job_list(list);
                 }
             }
-            "user" => {
-                for u in f.value().split(',') {
-                    // A name or a uid, as Slurm takes them; someone unknown is an error.
-                    match super::common::user_named(u) {
-                        Some(user) => a.users.push(user.name),
-                        None => fail("squeue", format!("Invalid user: {u}"), 1),
-                    }
-                }
-            }
+            "user" => add_users(&mut a, f.value()),
             "me" => a.users.push(current_user()),
-            "states" => {
-                for s in f.value().split(',') {
-                    if s.eq_ignore_ascii_case("all") {
-                        a.all_states = true;
-                    } else if s.eq_ignore_ascii_case("COMPLETING") || s.eq_ignore_ascii_case("CG") {
-                        a.completing = true;
-                    } else {
-                        match JobState::parse(s) {
-                            Some(st) => a.states.push(st),
-                            None if is_other_slurm_state(s) => a.other_states = true,
-                            None => {
-                                eprintln!("{ME}: error: Invalid job state specified: {s}");
-                                // Slurm's list ends with a newline of its own.
-                                eprintln!(
-                                    "{ME}: error: Valid job states include: {VALID_STATES}\n"
-                                );
-                                std::process::exit(1)
-                            }
-                        }
-                    }
-                }
-            }
+            "states" => add_states(&mut a, f.value()),
             "partitions" => a
                 .partitions
                 .extend(f.value().split(',').map(str::to_string)),
@@ -546,12 +522,14 @@ fn parse(args: &[String]) -> Args {
             "array" => a.array = true,
             "long" => {
                 a.long = true;
+                format_env_overridden = true;
                 if !explicit_format {
                     a.format = LONG.into();
                 }
             }
             "start" => {
                 a.start = true;
+                format_env_overridden = true;
                 if !explicit_format {
                     a.format = START.into();
                 }
@@ -561,6 +539,7 @@ fn parse(args: &[String]) -> Args {
             "noconvert" => a.noconvert = true,
             "steps" => {
                 step_flag = true;
+                format_env_overridden = true;
                 if let Some(list) = &f.value {
                     step_list = Some(list.clone());
                 }
@@ -573,13 +552,8 @@ fn parse(args: &[String]) -> Args {
             "iterate" => {
                 // C's atoi: the leading number, 0 if none.
                 let v = f.value();
-                let digits: String = v
-                    .trim_start()
-                    .chars()
-                    .take_while(char::is_ascii_digit)
-                    .collect();
-                match digits.parse::<u64>() {
-                    Ok(n) if n > 0 => a.iterate = Some(n),
+                match super::common::strtol(v).0 {
+                    n if n > 0 => a.iterate = Some(n as u64),
                     _ => fail(ME, format!("--iterate={v}\n"), 1),
                 }
             }
@@ -606,6 +580,12 @@ fn parse(args: &[String]) -> Args {
             _ => Refusal::unsupported(ME, f.opt).exit(),
         }
     }
+    from_environment(
+        &mut a,
+        format_env_overridden,
+        &mut explicit_format,
+        &mut sort,
+    );
     if a.long && format_given {
         eprintln!(
             "{ME}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. \
@@ -677,6 +657,88 @@ fn step_listing(
     }
 }
 
+/// `-u`'s users (names or uids), Slurm's error for someone unknown.
+fn add_users(a: &mut Args, list: &str) {
+    for u in list.split(',') {
+        // A name or a uid, as Slurm takes them; someone unknown is an error.
+        match super::common::user_named(u) {
+            Some(user) => a.users.push(user.name),
+            None => fail("squeue", format!("Invalid user: {u}"), 1),
+        }
+    }
+}
+
+/// `-t`'s states, Slurm's error for one it does not know.
+fn add_states(a: &mut Args, list: &str) {
+    for s in list.split(',') {
+        if s.eq_ignore_ascii_case("all") {
+            a.all_states = true;
+        } else if s.eq_ignore_ascii_case("COMPLETING") || s.eq_ignore_ascii_case("CG") {
+            a.completing = true;
+        } else {
+            match JobState::parse(s) {
+                Some(st) => a.states.push(st),
+                None if is_other_slurm_state(s) => a.other_states = true,
+                None => {
+                    eprintln!("{ME}: error: Invalid job state specified: {s}");
+                    // Slurm's list ends with a newline of its own.
+                    eprintln!("{ME}: error: Valid job states include: {VALID_STATES}\n");
+                    std::process::exit(1)
+                }
+            }
+        }
+    }
+}
+
+/// What the environment adds, as Slurm's squeue reads it: `SQUEUE_ARRAY` (`-r`),
+/// `SQUEUE_SORT` (`-S`), `SQUEUE_FORMAT` or `SQUEUE_FORMAT2` (`-o`, `-O`) unless an
+/// option set the columns, and for each filter not given as an option
+/// `SQUEUE_ACCOUNT`, `SQUEUE_NAMES`, `SQUEUE_PARTITION`, `SQUEUE_QOS`, `SQUEUE_STATES`
+/// and `SQUEUE_USERS`.
+fn from_environment(
+    a: &mut Args,
+    format_overridden: bool,
+    explicit_format: &mut bool,
+    sort: &mut Option<String>,
+) {
+    let env = |k: &str| std::env::var(k).ok();
+    let list = |v: String| v.split(',').map(str::to_string).collect::<Vec<_>>();
+    if std::env::var_os("SQUEUE_ARRAY").is_some() {
+        a.array = true;
+    }
+    if sort.is_none() {
+        *sort = env("SQUEUE_SORT");
+    }
+    if !format_overridden {
+        if let Some(f) = env("SQUEUE_FORMAT") {
+            a.format = f;
+            *explicit_format = true;
+        } else if let Some(f) = env("SQUEUE_FORMAT2") {
+            a.long_format = Some(super::long_format::parse(&f));
+            *explicit_format = true;
+        }
+    }
+    if a.accounts.is_empty() {
+        a.accounts = env("SQUEUE_ACCOUNT").map(list).unwrap_or_default();
+    }
+    if a.names.is_empty() {
+        a.names = env("SQUEUE_NAMES").map(list).unwrap_or_default();
+    }
+    if a.partitions.is_empty() {
+        a.partitions = env("SQUEUE_PARTITION").map(list).unwrap_or_default();
+    }
+    if a.qos.is_empty() {
+        a.qos = env("SQUEUE_QOS").map(list).unwrap_or_default();
+    }
+    let no_states = a.states.is_empty() && !a.all_states && !a.other_states && !a.completing;
+    if let (true, Some(v)) = (no_states, env("SQUEUE_STATES")) {
+        add_states(a, &v);
+    }
+    if let (true, Some(v)) = (a.users.is_empty(), env("SQUEUE_USERS")) {
+        add_users(a, &v);
+    }
+}
+
 /// A `-j` list: each id (`123`, `123_4`, `123_[1-3]`) and the jobs it names.
 fn job_list(list: &str) -> Vec<(u64, Option<u32>)> {
     let mut jobs = Vec::new();
@@ -694,7 +756,7 @@ fn job_list(list: &str) -> Vec<(u64, Option<u32>)> {
 /// error and exit status 1 for a name no node has.
 fn named_nodes(client: &sluice_proto::client::Client, expr: &str) -> Vec<String> {
     let names = sluice_conf::hostlist::expand(expr)
-        .unwrap_or_else(|_| fail(ME, format!("Invalid node name {expr}"), 1));
+        .unwrap_or_else(|_| fail(ME, format!("'{expr}' invalid entry for --nodelist"), 1));
     let known: Vec<sluice_proto::types::NodeInfo> = client.get("/v1/nodes").unwrap_or_else(|e| {
         eprintln!("slurm_load_node error: {}", describe(&e));
         std::process::exit(1)
@@ -793,7 +855,8 @@ pub fn main(args: Vec<String>) -> i32 {
             Some(steps) => super::squeue_steps::run(steps),
             None => list(&a, &client, nodes.as_deref()),
         };
-        let Some(secs) = a.iterate else {
+        // As Slurm's: `--json` is one document, before any iteration.
+        let Some(secs) = a.iterate.filter(|_| !a.json) else {
             return rc;
         };
         println!();
@@ -819,7 +882,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
         // As Slurm's squeue words any failure to load the jobs.
         Err(e) => {
             eprintln!("slurm_load_jobs error: {}", describe(&e));
-            std::process::exit(1)
+            return 1;
         }
     };
     if !a.jobs.is_empty() {
@@ -966,7 +1029,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     let mut scratch = String::new();
     if a.header {
         let none = placeholder();
-        layout.line_uncut(
+        layout.line_fitted(
             &mut out,
             &mut scratch,
             |c, buf| match field(c, &none, t) {
@@ -976,15 +1039,21 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
                 }
                 None => false,
             },
-            |c, _| matches!(c, 'N' | 'R' | 'Y'),
+            |c, _| {
+                if matches!(c, 'N' | 'R' | 'Y') {
+                    Fit::Whole
+                } else {
+                    Fit::Cut
+                }
+            },
         );
     }
     for j in &jobs {
-        layout.line_uncut(
+        layout.line_fitted(
             &mut out,
             &mut scratch,
             |c, buf| write_field(c, j, t, a.noconvert, buf),
-            uncut,
+            fit,
         );
     }
     use std::io::Write;
@@ -994,14 +1063,20 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     0
 }
 
-/// Whether a right-justified field is printed whole when wider than its width, as
-/// Slurm's squeue prints times (`%L`, `%l`, `%M`) and node lists (`%N`, `%Y`, and
-/// `%R` when it shows nodes rather than a reason).
-fn uncut(code: char, value: &str) -> bool {
-    match code {
-        'L' | 'l' | 'M' | 'N' | 'Y' => true,
+/// How a field is fitted to its width: as Slurm's squeue, times (`%L`, `%l`, `%M`,
+/// not `UNLIMITED` or `NOT_SET`) and node lists (`%N`, `%Y`, and `%R` when it shows
+/// nodes rather than a reason) are printed whole when right-justified.
+fn fit(code: char, value: &str) -> Fit {
+    let whole = match code {
+        'L' | 'l' | 'M' => !matches!(value, "UNLIMITED" | "NOT_SET"),
+        'N' | 'Y' => true,
         'R' => !value.starts_with('('),
         _ => false,
+    };
+    if whole {
+        Fit::Whole
+    } else {
+        Fit::Cut
     }
 }
 

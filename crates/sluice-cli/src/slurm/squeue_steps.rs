@@ -9,10 +9,10 @@
 use sluice_conf::duration::format_compact;
 use sluice_proto::steps::ListedStep;
 use sluice_proto::time::shown;
-use sluice_proto::types::JobState;
+use sluice_proto::types::{JobState, StepId};
 
-use super::common::{controller, describe};
-use super::format::Layout;
+use super::common::{controller, describe, strtol};
+use super::format::{Fit, Layout};
 use super::long_format::LongField;
 
 const ME: &str = "squeue";
@@ -20,34 +20,13 @@ const ME: &str = "squeue";
 /// Slurm's default format for steps.
 const DEFAULT: &str = "%.15i %.8j %.9P %.8u %.9M %N";
 
-/// The step Slurm's `SLURM_BATCH_SCRIPT` numbers.
-const BATCH: u64 = 0xFFFF_FFFB;
-/// The step Slurm's `SLURM_EXTERN_CONT` numbers.
-const EXTERN: u64 = 0xFFFF_FFFC;
-
 /// One item of a step list: a job (or an array's task) and a step number, as
 /// [`ListedStep::order`] numbers steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Named {
     job: u64,
     task: Option<u32>,
-    step: u64,
-}
-
-/// The leading integer of `s` as C's `strtol` reads it (0 where there is none), and
-/// the rest.
-fn strtol(s: &str) -> (i64, &str) {
-    let t = s.trim_start();
-    let sign = usize::from(t.starts_with(['-', '+']));
-    let digits = t[sign..].len()
-        - t[sign..]
-            .trim_start_matches(|c: char| c.is_ascii_digit())
-            .len();
-    if digits == 0 {
-        return (0, s);
-    }
-    let n = t[..sign + digits].parse::<i64>().unwrap_or(i64::MAX);
-    (n, &t[sign + digits..])
+    step: u32,
 }
 
 /// A step list (`-s 12.0,13_2.batch`), as squeue reads it: each item `JOB[_TASK].STEP`
@@ -68,8 +47,8 @@ pub fn parse_list(list: &str) -> Result<Vec<Named>, String> {
             return Err(format!("Invalid job_step id: {job_word}.??"));
         };
         let step = match step_word {
-            "batch" => BATCH as i64,
-            "extern" => EXTERN as i64,
+            "batch" => i64::from(StepId::SLURM_BATCH),
+            "extern" => i64::from(StepId::SLURM_EXTERN),
             w => strtol(w).0,
         };
         if job <= 0 || step < 0 {
@@ -78,7 +57,7 @@ pub fn parse_list(list: &str) -> Result<Vec<Named>, String> {
         out.push(Named {
             job: job as u64,
             task,
-            step: step as u64,
+            step: u32::try_from(step).unwrap_or(u32::MAX),
         });
     }
     Ok(out)
@@ -129,6 +108,7 @@ fn long_code(name: &str) -> Option<char> {
     }
     Some(match n.as_str() {
         "cluster" => 'X',
+        "cpufreq" => 'f',
         "gres" | "tres-per-node" => 'b',
         "stepid" => 'i',
         "stepname" => 'j',
@@ -184,6 +164,7 @@ fn header(code: char) -> Option<&'static str> {
         'u' => "USER",
         'c' => "CONTAINER",
         'X' => "CLUSTER",
+        'f' => "CPU_FREQ",
         'F' => "ARRAY_JOB_ID",
         'K' => "ARRAY_TASK_ID",
         'J' => "JOB_ID",
@@ -202,9 +183,9 @@ fn header(code: char) -> Option<&'static str> {
     })
 }
 
-/// Writes the value of step field `code` for `s` into `out`; `false` for a code that is
-/// no step field.
-fn value(code: char, s: &ListedStep, out: &mut String) -> bool {
+/// Writes the value of step field `code` for `s` (of cluster `cluster`) into `out`;
+/// `false` for a code that is no step field.
+fn value(code: char, s: &ListedStep, cluster: &str, out: &mut String) -> bool {
     use std::fmt::Write;
     match code {
         'A' => {
@@ -238,12 +219,17 @@ fn value(code: char, s: &ListedStep, out: &mut String) -> bool {
         'C' => {
             let _ = write!(out, "{}", s.cpus);
         }
-        'T' => out.push_str(if s.suspended {
-            JobState::Suspended.name()
+        // As Slurm's: a suspended job's steps stay RUNNING.
+        'T' => out.push_str(JobState::Running.name()),
+        'X' => out.push_str(cluster),
+        // Minimum, maximum and governor, none asked for: Slurm's srun steps hold "no
+        // value" (which Slurm prints as Unknown), its batch step zeros.
+        'f' => out.push_str(if s.step == StepId::Batch {
+            "0-0:0"
         } else {
-            JobState::Running.name()
+            "Unknown-Unknown:Unknown"
         }),
-        'b' | 'c' | 'X' | 'n' | 'r' | '1'..='7' => out.push_str("(null)"),
+        'b' | 'c' | 'n' | 'r' | '1'..='7' => out.push_str("(null)"),
         _ => return false,
     }
     true
@@ -307,17 +293,22 @@ fn selected(l: &StepListing, s: &ListedStep) -> bool {
     l.users.is_empty() || l.users.contains(&s.user)
 }
 
-/// The listing's lines, header first when asked for.
-fn render(l: &StepListing, steps: &[ListedStep]) -> String {
-    let layout = match (&l.long_format, &l.format) {
+/// The listing's layout.
+fn layout(l: &StepListing) -> Layout {
+    match (&l.long_format, &l.format) {
         (Some(fields), _) => Layout::long(fields, long_code),
         (None, Some(f)) => Layout::among(f, is_letter),
         (None, None) => Layout::among(DEFAULT, is_letter),
-    };
+    }
+}
+
+/// The listing's lines (of cluster `cluster`), header first when asked for.
+fn render(l: &StepListing, steps: &[ListedStep], cluster: &str) -> String {
+    let layout = layout(l);
     let mut out = String::new();
     let mut scratch = String::new();
     if l.header {
-        layout.line_uncut(
+        layout.line_fitted(
             &mut out,
             &mut scratch,
             |c, buf| match header(c) {
@@ -327,16 +318,28 @@ fn render(l: &StepListing, steps: &[ListedStep]) -> String {
                 }
                 None => false,
             },
-            |c, _| c == 'N',
+            // As Slurm's: the node list's header is not cut, the start time's is
+            // always on the left.
+            |c, _| match c {
+                'N' => Fit::Whole,
+                'S' => Fit::Left,
+                _ => Fit::Cut,
+            },
         );
     }
-    // As Slurm's: times and node lists are not cut to a right-justified width.
+    // As Slurm's: the time used and node lists are not cut to a right-justified width.
     for s in steps {
-        layout.line_uncut(
+        layout.line_fitted(
             &mut out,
             &mut scratch,
-            |c, buf| value(c, s, buf),
-            |c, _| matches!(c, 'l' | 'M' | 'N'),
+            |c, buf| value(c, s, cluster, buf),
+            |c, _| {
+                if matches!(c, 'M' | 'N') {
+                    Fit::Whole
+                } else {
+                    Fit::Cut
+                }
+            },
         );
     }
     out
@@ -354,9 +357,18 @@ pub fn run(l: &StepListing) -> i32 {
     };
     steps.retain(|s| selected(l, s));
     sort(&mut steps, l.sort.as_deref().unwrap_or("P,i"));
+    // The cluster's name, only for a listing that shows it.
+    let cluster = if layout(l).codes().contains(&'X') {
+        client
+            .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+            .map(|c| c.cluster_name)
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(render(l, &steps).as_bytes());
+    let _ = stdout.write_all(render(l, &steps, &cluster).as_bytes());
     let _ = stdout.flush();
     0
 }
@@ -386,7 +398,6 @@ mod tests {
             ntasks: 2,
             cpus: 4,
             mem_mb: 2000,
-            suspended: false,
         }
     }
 
@@ -411,7 +422,10 @@ mod tests {
             parse_list("12.0,13_2.1"),
             Ok(vec![n(12, None, 0), n(13, Some(2), 1)])
         );
-        assert_eq!(parse_list("12.batch"), Ok(vec![n(12, None, BATCH)]));
+        assert_eq!(
+            parse_list("12.batch"),
+            Ok(vec![n(12, None, StepId::SLURM_BATCH)])
+        );
         assert_eq!(parse_list("12").unwrap_err(), "Invalid job_step id: 12.??");
         assert_eq!(
             parse_list("abc").unwrap_err(),
@@ -465,7 +479,11 @@ mod tests {
 
     #[test]
     fn the_default_format_prints_slurms_columns() {
-        let out = render(&listing(), &[step(17, None, StepId::Number(0), "debug")]);
+        let out = render(
+            &listing(),
+            &[step(17, None, StepId::Number(0), "debug")],
+            "c",
+        );
         assert_eq!(
             out,
             "         STEPID     NAME PARTITION     USER      TIME NODELIST\n\
@@ -479,7 +497,7 @@ mod tests {
         l.format = Some("%i|%C|%A".into());
         let s = step(17, None, StepId::Number(0), "debug");
         assert_eq!(
-            render(&l, std::slice::from_ref(&s)),
+            render(&l, std::slice::from_ref(&s), "c"),
             "STEPID|%C|TASKS\n17.0|%C|2\n"
         );
         l.format = None;
@@ -487,7 +505,7 @@ mod tests {
             "stepid:8,nodelist,numcpus:4,arrayjobid:3,arraytaskid:4",
         ));
         assert_eq!(
-            render(&l, &[s]),
+            render(&l, &[s], "c"),
             "STEPID  NUM_ARRARRA\n17.0    4   0  N/A \n"
         );
     }

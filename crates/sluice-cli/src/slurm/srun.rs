@@ -778,7 +778,8 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 eprintln!(
                     "slurmstepd-{node}: error: *** STEP {}.{step} ON {node} CANCELLED AT {} ***",
                     part.job,
-                    sluice_proto::time::shown(at)
+                    // slurmstepd's words, in the daemon's time format, not the user's.
+                    sluice_proto::time::timestamp(at)
                 );
             }
             TaskEvent::End => {}

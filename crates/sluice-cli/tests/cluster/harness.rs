@@ -249,6 +249,7 @@ impl Cluster {
             .env("SLUICE_STATE_DIR", self.dir.join("state"))
             .env_remove("SLURM_CONF")
             .env_remove("SLURM_JOB_ID")
+            .env_remove("SLURM_TIME_FORMAT")
             .stdin(Stdio::null())
             .output()
         {

@@ -2,6 +2,7 @@
 //! batch job's batch step and each step the controller holds running, with what those
 //! commands print of the job.
 
+use sluice_core::JobId;
 use sluice_proto::steps::ListedStep;
 use sluice_proto::types::{JobState, MemoryRequest, StepId, StepRecord};
 
@@ -12,71 +13,73 @@ impl Controller {
     /// The running steps of the jobs the caller may see (`hidden`: the only owner it
     /// may see, under `PrivateData=jobs`), job by job: a batch job's batch step, then
     /// its srun steps, each with the seconds it has run by `now`.
-    pub fn running_steps(&self, hidden: Option<u32>, now: i64) -> Vec<ListedStep> {
+    pub fn running_steps(&mut self, hidden: Option<u32>, now: i64) -> Vec<ListedStep> {
+        // Only the jobs holding processors are looked at, not the whole table.
+        let running: Vec<JobId> = self
+            .jobs
+            .holding()
+            .filter(|j| j.state == JobState::Running)
+            .filter(|j| hidden.is_none_or(|uid| j.uid == uid))
+            .map(|j| j.id)
+            .collect();
         let mut out = Vec::new();
-        let mut listed = |job: &Job, step: &StepRecord| {
-            if hidden.is_some_and(|uid| job.uid != uid) {
-                return;
-            }
-            let suspension = job.suspension.as_deref();
-            let run = now - step.start - step.suspended_secs_at(suspension, now);
-            let batch = step.step == StepId::Batch;
-            out.push(ListedStep {
-                job_id: job.id.0,
-                array: job.array.map(|(a, t)| (a.0, t)),
-                step: step.step,
-                name: step.name.clone(),
-                partition: job.partition.to_string(),
-                uid: job.uid,
-                user: job.user.to_string(),
-                start: step.start,
-                run_secs: run.max(0),
-                nodes: step.nodes.clone(),
-                ntasks: step.ntasks,
-                cpus: if batch { 0 } else { step.cpus },
-                mem_mb: if batch {
-                    0
-                } else {
-                    self.step_memory(job, step)
-                },
-                suspended: suspension.is_some_and(|s| s.since.is_some()),
-            });
-        };
-        for job in self.jobs.values() {
-            if job.state != JobState::Running || job.desc.interactive {
-                continue;
-            }
-            let Some(node) = job.node_ids().next() else {
-                continue;
+        for id in running {
+            let job = &self.jobs[&id];
+            let listed = |step: &StepRecord| {
+                let suspension = job.suspension.as_deref();
+                let run = now - step.start - step.suspended_secs_at(suspension, now);
+                let batch = step.step == StepId::Batch;
+                ListedStep {
+                    job_id: job.id.0,
+                    array: job.array.map(|(a, t)| (a.0, t)),
+                    step: step.step,
+                    name: step.name.clone(),
+                    partition: job.partition.to_string(),
+                    uid: job.uid,
+                    user: job.user.to_string(),
+                    start: step.start,
+                    run_secs: run.max(0),
+                    nodes: step.nodes.clone(),
+                    ntasks: step.ntasks,
+                    cpus: if batch { 0 } else { step.cpus },
+                    mem_mb: if batch {
+                        0
+                    } else {
+                        self.step_memory(job, step)
+                    },
+                }
             };
-            let batch = StepRecord {
-                cancelled_by: None,
-                job_id: job.id.0,
-                step: StepId::Batch,
-                name: "batch".into(),
-                state: JobState::Running,
-                start: job.start_time.unwrap_or_default(),
-                end: None,
-                exit_code: 0,
-                signal: 0,
-                nodes: vec![self.conf.cluster.node(node).name.clone()],
-                ntasks: 1,
-                cpus: 0,
-                held_cpus: Vec::new(),
-                ended_on: Vec::new(),
-                usage: None,
-                run: job.restarts,
-                suspended_secs: 0,
-            };
-            listed(job, &batch);
-        }
-        for ((id, _), step) in &self.steps {
-            if step.state != JobState::Running {
-                continue;
+            let first = job.node_ids().next();
+            if let (false, Some(node)) = (job.desc.interactive, first) {
+                // The batch step stands through its job's suspensions: those over are
+                // the job's own.
+                let batch = StepRecord {
+                    cancelled_by: None,
+                    job_id: id.0,
+                    step: StepId::Batch,
+                    name: "batch".into(),
+                    state: JobState::Running,
+                    start: job.start_time.unwrap_or_default(),
+                    end: None,
+                    exit_code: 0,
+                    signal: 0,
+                    nodes: vec![self.conf.cluster.node(node).name.clone()],
+                    ntasks: 1,
+                    cpus: 0,
+                    held_cpus: Vec::new(),
+                    ended_on: Vec::new(),
+                    usage: None,
+                    run: job.restarts,
+                    suspended_secs: job.suspension.as_ref().map_or(0, |s| s.secs),
+                };
+                out.push(listed(&batch));
             }
-            if let Some(job) = self.jobs.get(id).filter(|j| j.state == JobState::Running) {
-                listed(job, step);
-            }
+            let steps = self
+                .steps
+                .range((id, StepId::Extern)..=(id, StepId::LAST))
+                .map(|(_, s)| s)
+                .filter(|s| s.state == JobState::Running);
+            out.extend(steps.map(listed));
         }
         out
     }
@@ -110,7 +113,7 @@ mod tests {
 
     use sluice_proto::types::{MemoryRequest, StepId, StepRequest};
 
-    use crate::state::tests::{alice, conf, desc, submit};
+    use crate::state::tests::{alice, conf, desc, root, submit};
     use crate::state::Controller;
 
     #[test]
@@ -152,5 +155,28 @@ mod tests {
         // Under PrivateData=jobs another user sees none of them.
         assert!(c.running_steps(Some(1001), 25).is_empty());
         assert_eq!(c.running_steps(Some(1000), 25).len(), 2);
+    }
+
+    #[test]
+    fn a_suspension_does_not_count_in_the_run_time_of_any_step() {
+        // Started at 5, a step at 10, suspended from 20 to 50, listed at 60: the batch
+        // step ran 25 s, the srun step 20 s.
+        let mut c = Controller::new(conf(1, 2), Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (id, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        c.schedule(5);
+        c.start_step(id, &StepRequest::default(), &alice(), 10)
+            .unwrap();
+        c.suspend(id, true, &root(), 20).unwrap();
+        let run = |c: &mut Controller, t| -> Vec<i64> {
+            c.running_steps(None, t)
+                .iter()
+                .map(|s| s.run_secs)
+                .collect()
+        };
+        // While suspended, the time stands still.
+        assert_eq!(run(&mut c, 40), [15, 10]);
+        c.suspend(id, false, &root(), 50).unwrap();
+        assert_eq!(run(&mut c, 60), [25, 20]);
     }
 }

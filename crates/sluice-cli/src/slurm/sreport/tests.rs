@@ -156,8 +156,8 @@ fn cluster_utilization_in_sreports_layout() {
     let out = utilization(&args(&[]), &d, &settings(TimeFormat::Mins, None));
     let title = format!(
         "Cluster Utilization {} - {}",
-        timestamp(t0()),
-        timestamp(t0() + 3599)
+        sluice_proto::time::shown(t0()),
+        sluice_proto::time::shown(t0() + 3599)
     );
     let dashes = "-".repeat(80);
     // 3700 CPU-s is 62 minutes, idle 10580 s 176, planned 242, reported 480; the
@@ -223,8 +223,8 @@ fn account_utilization_by_user_follows_the_tree() {
     );
     assert!(out.stdout.contains(&format!(
         "Cluster/Account/User Utilization {} - {} (3600 secs)\n",
-        timestamp(t0()),
-        timestamp(t0() + 3599)
+        sluice_proto::time::shown(t0()),
+        sluice_proto::time::shown(t0() + 3599)
     )));
     // cid used nothing in the period: no line.
     assert!(
