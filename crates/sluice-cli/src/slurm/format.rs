@@ -69,6 +69,30 @@ fn parse(format: &str, letters: Letters) -> (Vec<Piece>, Vec<Option<char>>) {
     (out, invalid)
 }
 
+/// Slurm's `-o %all` (any case): every letter from `a` to `z` then `A` to `Z` that is
+/// one of the command's fields (`letters`), each followed by `|`, an upper-case one's
+/// by `upper` first (sinfo's `" "`), the last letter, `Z`, by `upper` alone; a letter
+/// that is no field is left out with what follows it.
+pub fn all_fields(letters: Letters, upper: &str) -> String {
+    let mut out = String::new();
+    for c in ('a'..='z').chain('A'..='Z').filter(|c| letters(*c)) {
+        out.push('%');
+        out.push(c);
+        if c.is_ascii_uppercase() {
+            out.push_str(upper);
+        }
+        if c != 'Z' {
+            out.push('|');
+        }
+    }
+    out
+}
+
+/// Whether `format` is Slurm's `%all`.
+pub fn is_all(format: &str) -> bool {
+    format.eq_ignore_ascii_case("%all")
+}
+
 /// The field codes of a format, in order.
 pub fn codes(format: &str) -> impl Iterator<Item = char> {
     codes_among(format, any_letter)
@@ -278,6 +302,15 @@ mod tests {
             f("ST", "PD"),
             f("NODELIST(REASON)", "(Resources)"),
         ]]
+    }
+
+    #[test]
+    fn all_is_every_letter_that_is_a_field_in_slurms_order() {
+        assert!(all_fields(any_letter, "").starts_with("%a|%b|%c|"));
+        assert!(all_fields(any_letter, "").ends_with("|%Y|%Z"));
+        assert_eq!(all_fields(|c| "bZiA".contains(c), ""), "%b|%i|%A|%Z");
+        assert_eq!(all_fields(|c| "aAU".contains(c), " "), "%a|%A |%U |");
+        assert!(is_all("%ALL") && !is_all("%all|"));
     }
 
     #[test]

@@ -187,6 +187,11 @@ pub fn main(args: Vec<String>) -> i32 {
             o.format = Some(f);
         }
     }
+    if let (false, Some(f)) = (o.long_format, &o.format) {
+        if super::format::is_all(f) {
+            o.format = Some(super::format::all_fields(sinfo_letter, " "));
+        }
+    }
     if o.long_format {
         for f in long_format::parse(o.format.as_deref().unwrap_or("")) {
             if long_code(&f.name).is_none() {

@@ -199,6 +199,30 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
             j.desc.constraint.clone().unwrap_or_else(|| "(null)".into()),
         ),
         'z' => f("S:C:T", "*:*:*".into()),
+        // What Sluice's jobs do not ask for, as Slurm prints a job that did not: no
+        // temporary disk, cores or threads per node, licenses, contiguity or
+        // specialized cores.
+        'd' => f("MIN_TMP_DISK", "0".into()),
+        // The brief listing names the group; its id is this host's for that name.
+        'G' => f(
+            "GROUP",
+            nix::unistd::Group::from_name(&j.group)
+                .ok()
+                .flatten()
+                .map_or(j.gid, |g| g.gid.as_raw())
+                .to_string(),
+        ),
+        'H' => f(
+            "SOCKETS_PER_NODE",
+            j.desc
+                .sockets_per_node
+                .map_or("*".into(), |n| n.to_string()),
+        ),
+        'I' => f("CORES_PER_SOCKET", "*".into()),
+        'J' => f("THREADS_PER_CORE", "*".into()),
+        'O' => f("CONTIGUOUS", "0".into()),
+        'W' => f("LICENSES", "(null)".into()),
+        'X' => f("CORE_SPEC", "N/A".into()),
         'p' => f(
             "PRIORITY",
             format!("{:.8}", j.priority as f64 / u32::MAX as f64),
@@ -246,6 +270,14 @@ fn long_field(name: &str) -> Option<char> {
         "mincpus" => 'c',
         "minmemory" => 'm',
         "groupname" => 'g',
+        "groupid" => 'G',
+        "mintmpdisk" => 'd',
+        "sockets" => 'H',
+        "cores" => 'I',
+        "threads" => 'J',
+        "contiguous" => 'O',
+        "licenses" => 'W',
+        "corespec" => 'X',
         "gres" | "tres-per-node" => 'b',
         "oversubscribe" | "shared" => 'h',
         "wckey" => 'w',
@@ -607,6 +639,13 @@ fn parse(args: &[String]) -> Args {
         Refusal::error(ME, format!("Unrecognized option: {w}"))
             .with_stdout(USAGE)
             .exit()
+    }
+    if super::format::is_all(&a.format) {
+        a.format = if step_flag {
+            super::squeue_steps::all_fields()
+        } else {
+            super::format::all_fields(|_| true, "")
+        };
     }
     if step_flag {
         a.steps = Some(step_listing(&a, job_flag, step_list, sort, explicit_format));

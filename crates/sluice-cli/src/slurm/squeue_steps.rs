@@ -90,6 +90,11 @@ fn is_letter(code: char) -> bool {
     "AbijlMNPSUu".contains(code)
 }
 
+/// `-s -o %all`: every step field, as Slurm's squeue expands it.
+pub fn all_fields() -> String {
+    super::format::all_fields(is_letter, "")
+}
+
 /// Reports each piece of a step format that is not a field, as Slurm does.
 pub fn report_invalid(format: &str) {
     for code in super::format::invalid_codes_among(format, is_letter) {
