@@ -871,7 +871,8 @@ fn query(a: &Args) -> JobQuery {
         users: list(&a.users),
         states,
         partitions: list(&a.partitions),
-        names: list(&a.names),
+        // Names are matched here: squeue's match any case, the controller's exactly.
+        names: None,
         brief,
         owner_only: None,
     }
@@ -961,7 +962,10 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     // they change nothing.
     jobs.retain(|j| a.users.is_empty() || a.users.contains(&j.user));
     jobs.retain(|j| a.partitions.is_empty() || a.partitions.contains(&j.partition));
-    jobs.retain(|j| a.names.is_empty() || a.names.contains(&j.desc.name));
+    // As Slurm's squeue: names match whatever their case.
+    jobs.retain(|j| {
+        a.names.is_empty() || a.names.iter().any(|n| n.eq_ignore_ascii_case(&j.desc.name))
+    });
     // `-w`: jobs given any of the nodes (a pending job has none).
     if let Some(nodes) = nodes {
         jobs.retain(|j| j.nodes.iter().any(|n| nodes.contains(n)));
