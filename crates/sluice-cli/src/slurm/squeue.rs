@@ -330,6 +330,8 @@ struct Args {
     reservation: Option<String>,
     /// `-i`: list again every this many seconds, until interrupted.
     iterate: Option<u64>,
+    /// `-S` (or `SQUEUE_SORT`): the order, instead of the default.
+    sort: Option<String>,
 }
 
 /// Slurm's job states (long and compact names) that no Sluice job is ever in. `squeue
@@ -442,8 +444,8 @@ pub(crate) const HELP: &[Group] = &[
             e("qos", "qos(s)", "jobs of these QOS only"),
             e("reservation", "name", "jobs in this reservation only"),
             e("iterate", "seconds", "list again every so many seconds"),
-            e("sort", "fields", "the order of steps (-s: i, N, P, S, M, u, U; -\n\
-                 reverses one); jobs keep the default order"),
+            e("sort", "fields", "the order (i, j, u, U, P, t, p, M, l, S, V, e, D, C;\n\
+                 steps: i, N, P, S, M, u, U; - reverses one)"),
             e("array", "", "one line per array task, pending ones included"),
             e("start", "", "pending jobs with their expected start time"),
             e("steps", "step(s)", "running steps instead of jobs (JOB.STEP, comma\n\
@@ -495,6 +497,7 @@ fn parse(args: &[String]) -> Args {
         qos: vec![],
         reservation: None,
         iterate: None,
+        sort: None,
     };
     let mut explicit_format = false;
     // `-o` itself (not `-O`), which Slurm's squeue refuses with `-l`.
@@ -646,6 +649,9 @@ fn parse(args: &[String]) -> Args {
         } else {
             super::format::all_fields(|_| true, "")
         };
+    }
+    if !step_flag {
+        a.sort = sort.clone();
     }
     if step_flag {
         a.steps = Some(step_listing(&a, job_flag, step_list, sort, explicit_format));
@@ -1008,9 +1014,12 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
             .then_with(|| key(x).cmp(&key(y)))
             .then_with(|| x.list_key().cmp(&y.list_key()))
     });
-    if a.start {
+    if a.start && a.sort.is_none() {
         // By expected start, those without one (N/A) last, as Slurm's --start lists.
         jobs.sort_by_key(|j| (j.planned_start.is_none(), j.planned_start));
+    }
+    if let Some(keys) = &a.sort {
+        sort_jobs(&mut jobs, keys, now());
     }
     if !a.array {
         jobs = collapse_arrays(jobs);
@@ -1104,6 +1113,73 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     let _ = stdout.write_all(out.as_bytes());
     let _ = stdout.flush();
     0
+}
+
+/// Orders `jobs` by `-S` keys as Slurm's squeue does: the keys applied from the last
+/// to the first, each a stable sort, `-` reversing one (`-S -i`: newest first). Keys:
+/// `i` id (an array's tasks by index, a heterogeneous job's components by offset), `j`
+/// name, `u` user, `U` uid, `P` partition, `t` compact state, `p`/`Q` priority, `M`
+/// time used, `l` time limit, `S` start, `V` submission, `e` end, `D` nodes, `C` CPUs;
+/// others change nothing.
+fn sort_jobs(jobs: &mut [Box<JobRecord>], keys: &str, t: i64) {
+    use std::cmp::Ordering;
+    let keys: Vec<char> = keys.chars().collect();
+    let id = |j: &JobRecord| match j.het {
+        Some(h) => (h.job_id, h.offset),
+        None => j.list_key(),
+    };
+    let nodes = |j: &JobRecord| {
+        if j.nodes.is_empty() {
+            j.min_nodes.max(1) as usize
+        } else {
+            j.nodes.len()
+        }
+    };
+    let cpus = |j: &JobRecord| -> u32 {
+        if j.cpus_per_node.is_empty() {
+            j.ntasks * j.cpus_per_task
+        } else {
+            j.cpus_per_node.iter().sum()
+        }
+    };
+    for i in (0..keys.len()).rev() {
+        let k = keys[i];
+        if matches!(k, ',' | '+' | '-') {
+            continue;
+        }
+        let reverse = i > 0 && keys[i - 1] == '-';
+        let order = |a: &JobRecord, b: &JobRecord| -> Ordering {
+            match k {
+                'i' => id(a).cmp(&id(b)),
+                'j' => a.desc.name.cmp(&b.desc.name),
+                'u' => a.user.cmp(&b.user),
+                'U' => a.uid.cmp(&b.uid),
+                'P' => a.partition.cmp(&b.partition),
+                't' => a.shown_state_short().cmp(b.shown_state_short()),
+                'p' | 'Q' => a.priority.cmp(&b.priority),
+                'M' => a.run_secs(t).cmp(&b.run_secs(t)),
+                // No limit is Slurm's INFINITE, the longest.
+                'l' => a
+                    .time_limit
+                    .unwrap_or(i64::MAX)
+                    .cmp(&b.time_limit.unwrap_or(i64::MAX)),
+                'S' => a
+                    .start_time
+                    .or(a.planned_start)
+                    .cmp(&b.start_time.or(b.planned_start)),
+                'V' => a.submit_time.cmp(&b.submit_time),
+                'e' => a.end_time.cmp(&b.end_time),
+                'D' => nodes(a).cmp(&nodes(b)),
+                'C' => cpus(a).cmp(&cpus(b)),
+                _ => Ordering::Equal,
+            }
+        };
+        if reverse {
+            jobs.sort_by(|a, b| order(b, a));
+        } else {
+            jobs.sort_by(|a, b| order(a, b));
+        }
+    }
 }
 
 /// How a field is fitted to its width: as Slurm's squeue, times (`%L`, `%l`, `%M`,
@@ -1427,6 +1503,51 @@ mod exec_host_tests {
         assert_eq!(shown(&j), Some(("EXEC_HOST", "login1".to_string())));
         j.desc.submit_host.clear();
         assert_eq!(shown(&j), Some(("EXEC_HOST", "n/a".to_string())));
+    }
+}
+
+#[cfg(test)]
+mod sort_tests {
+    use super::sort_jobs;
+    use sluice_proto::types::JobRecord;
+
+    fn job(id: u64, name: &str, limit: i64, array: Option<(u64, u32)>) -> Box<JobRecord> {
+        let mut j = JobRecord {
+            id,
+            array,
+            time_limit: Some(limit),
+            ..Default::default()
+        };
+        j.desc.name = name.into();
+        Box::new(j)
+    }
+
+    fn order(jobs: &[Box<JobRecord>]) -> Vec<u64> {
+        jobs.iter().map(|j| j.id).collect()
+    }
+
+    #[test]
+    fn keys_apply_from_the_last_to_the_first_and_a_minus_reverses_one() {
+        // An array's task 2 took id 14 after task 1 (id 13); 12 stands alone.
+        let mut jobs = vec![
+            job(14, "bbb", 600, Some((10, 2))),
+            job(12, "aaa", 1200, None),
+            job(13, "ccc", 600, Some((10, 1))),
+        ];
+        sort_jobs(&mut jobs, "i", 0);
+        assert_eq!(order(&jobs), [13, 14, 12], "by array id, then task");
+        sort_jobs(&mut jobs, "-i", 0);
+        assert_eq!(order(&jobs), [12, 14, 13]);
+        sort_jobs(&mut jobs, "j", 0);
+        assert_eq!(order(&jobs), [12, 14, 13]);
+        sort_jobs(&mut jobs, "-l,i", 0);
+        assert_eq!(
+            order(&jobs),
+            [12, 13, 14],
+            "longest limit first, then by id"
+        );
+        sort_jobs(&mut jobs, "x", 0);
+        assert_eq!(order(&jobs), [12, 13, 14], "an unknown key changes nothing");
     }
 }
 
