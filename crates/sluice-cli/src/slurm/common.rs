@@ -236,6 +236,15 @@ fn me() -> String {
         .unwrap_or_else(|| "sluice".into())
 }
 
+/// The cluster's name (slurm.conf's `ClusterName`), as the controller says it; empty
+/// if it cannot be asked.
+pub fn cluster_name(client: &Client) -> String {
+    client
+        .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+        .map(|c| c.cluster_name)
+        .unwrap_or_default()
+}
+
 /// The leading integer of `s` as C's `strtol` reads it (blanks, an optional sign, then
 /// digits; saturating), and the rest after it; 0 and all of `s` where there is no
 /// number. What Slurm's commands read with `atoi` and `strtol`.

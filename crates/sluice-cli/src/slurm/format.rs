@@ -256,6 +256,17 @@ pub enum Fit {
     Left,
 }
 
+impl Fit {
+    /// [`Fit::Whole`] when `whole`, else [`Fit::Cut`].
+    pub fn whole_if(whole: bool) -> Fit {
+        if whole {
+            Fit::Whole
+        } else {
+            Fit::Cut
+        }
+    }
+}
+
 /// Renders rows (one [`Field`] per known code, in order) under an optional header.
 /// `known` says whether a code is one the command knows (unknown codes print nothing).
 pub fn render(
@@ -325,7 +336,7 @@ mod tests {
                 buf.push_str(if c == 'l' { "1-00:00:00" } else { "wrapped" });
                 true
             },
-            |c, _| if c == 'l' { Fit::Whole } else { Fit::Cut },
+            |c, _| Fit::whole_if(c == 'l'),
         );
         // Right: whole; left: cut by its precision, as printf's `%.9s`; others cut.
         assert_eq!(out, "1-00:00:00|1-00:00:0|wrap\n");

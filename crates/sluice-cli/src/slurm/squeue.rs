@@ -1037,10 +1037,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
         }
     }
     if a.json {
-        let cluster = client
-            .get::<sluice_proto::types::ConfigInfo>("/v1/config")
-            .map(|c| c.cluster_name)
-            .unwrap_or_default();
+        let cluster = super::common::cluster_name(client);
         let jobs: Vec<JobRecord> = jobs.into_iter().map(|j| *j).collect();
         // The nodes' layouts map the processors jobs hold to sockets and cores; asked
         // for only when a job holds some.
@@ -1091,13 +1088,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
                 }
                 None => false,
             },
-            |c, _| {
-                if matches!(c, 'N' | 'R' | 'Y') {
-                    Fit::Whole
-                } else {
-                    Fit::Cut
-                }
-            },
+            |c, _| Fit::whole_if(matches!(c, 'N' | 'R' | 'Y')),
         );
     }
     for j in &jobs {
@@ -1192,11 +1183,7 @@ fn fit(code: char, value: &str) -> Fit {
         'R' => !value.starts_with('('),
         _ => false,
     };
-    if whole {
-        Fit::Whole
-    } else {
-        Fit::Cut
-    }
+    Fit::whole_if(whole)
 }
 
 /// Writes the value of `%code` for `j` into `out`; `false` for a code squeue does not

@@ -338,13 +338,7 @@ fn render(l: &StepListing, steps: &[ListedStep], cluster: &str) -> String {
             &mut out,
             &mut scratch,
             |c, buf| value(c, s, cluster, buf),
-            |c, _| {
-                if matches!(c, 'M' | 'N') {
-                    Fit::Whole
-                } else {
-                    Fit::Cut
-                }
-            },
+            |c, _| Fit::whole_if(matches!(c, 'M' | 'N')),
         );
     }
     out
@@ -364,10 +358,7 @@ pub fn run(l: &StepListing) -> i32 {
     sort(&mut steps, l.sort.as_deref().unwrap_or("P,i"));
     // The cluster's name, only for a listing that shows it.
     let cluster = if layout(l).codes().contains(&'X') {
-        client
-            .get::<sluice_proto::types::ConfigInfo>("/v1/config")
-            .map(|c| c.cluster_name)
-            .unwrap_or_default()
+        super::common::cluster_name(&client)
     } else {
         String::new()
     };

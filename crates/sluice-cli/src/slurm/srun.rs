@@ -521,10 +521,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     if own && !het {
         // srun's own allocation: what salloc would have told of it, as Slurm's srun
         // passes it on (it sets no distribution, and no component's CPUs, then).
-        let cluster = client
-            .get::<sluice_proto::types::ConfigInfo>("/v1/config")
-            .map(|c| c.cluster_name)
-            .unwrap_or_default();
+        let cluster = super::common::cluster_name(client);
         for (k, v) in [
             ("SLURM_CLUSTER_NAME", cluster),
             ("SLURM_JOB_ACCOUNT", record.account.clone()),
@@ -543,10 +540,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     }
     if het {
         let cluster = if own {
-            client
-                .get::<sluice_proto::types::ConfigInfo>("/v1/config")
-                .map(|c| c.cluster_name)
-                .unwrap_or_default()
+            super::common::cluster_name(client)
         } else {
             String::new()
         };
