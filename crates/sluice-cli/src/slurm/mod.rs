@@ -44,6 +44,7 @@ pub mod sprio;
 pub mod squeue;
 pub mod squeue_json;
 pub mod squeue_steps;
+pub(crate) mod squeue_verbose;
 pub mod sreport;
 pub mod srun;
 mod srun_het;

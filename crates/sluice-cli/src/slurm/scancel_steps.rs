@@ -8,13 +8,19 @@ use sluice_proto::{Client, ClientError};
 use super::common::describe;
 use sluice_proto::listing::ListedJob;
 
+/// Slurm's error numbers (the exit status is the number's low byte): ESLURM_INVALID_JOB_ID
+/// and ESLURM_USER_ID_MISSING.
+const INVALID_JOB_ID: i32 = 2017;
+const USER_ID_MISSING: i32 = 2010;
+
 use super::scancel_live::{display, held, listed, names, Asked, Held, ALREADY_DONE, BAD_JOB};
 
 /// Cancels (or with a signal, signals) `steps`, each `((job, array task), step)`;
 /// returns scancel's exit status for them. As Slurm's: a step of a job that is not
 /// live is `Invalid job id specified` (exit 1, said unless `-Q`, `level` below 0); one
 /// the controller no longer runs is the same in the job's name (exit 225, its
-/// ESLURM_INVALID_JOB_ID truncated); one already ending is said with `-v` only.
+/// ESLURM_INVALID_JOB_ID truncated); one already ending is said with `-v` only; another
+/// user's is refused as Slurm's (`Invalid user id`, exit 218).
 pub(crate) fn cancel(
     client: &Client,
     asked: &Asked,
@@ -68,14 +74,20 @@ pub(crate) fn cancel(
                 }
                 continue;
             }
-            eprintln!("scancel: error: {msg}");
             let code = match e {
                 ClientError::Status {
                     code: ErrorCode::InvalidJobId,
                     ..
-                } => 2017 % 256,
+                } => INVALID_JOB_ID % 256,
+                // Another user's step: Slurm's step signal refuses it as an unknown
+                // user (ESLURM_USER_ID_MISSING).
+                ClientError::Status {
+                    code: ErrorCode::AccessDenied,
+                    ..
+                } => USER_ID_MISSING % 256,
                 _ => 1,
             };
+            eprintln!("scancel: error: {msg}");
             rc = rc.max(code);
         }
     }

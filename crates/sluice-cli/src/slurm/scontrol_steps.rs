@@ -24,7 +24,7 @@ struct Asked {
 }
 
 /// Reads `JOB[_TASK][.STEP]` as scontrol does (leading digits; what does not parse
-/// is 0).
+/// is 0, and job 0 names the jobs outside arrays).
 fn asked(id: &str) -> Asked {
     let lead = |s| {
         let (n, rest) = strtol(s);
@@ -68,6 +68,10 @@ fn asked(id: &str) -> Asked {
 /// looks the step up by its job's own id).
 fn names(a: &Asked, s: &ListedStep) -> bool {
     let job = match (a.task, &a.step) {
+        // An id that reads as job 0 (`abc`) names, as Slurm's controller reads it,
+        // every job outside an array (their array job id is 0); with a step or a task,
+        // nothing (it looks the step up by job 0).
+        _ if a.job == 0 => a.task.is_none() && a.step.is_none() && s.array.is_none(),
         (Some(t), _) => s.array == Some((a.job, t)),
         (None, Some(_)) => s.job_id == a.job,
         (None, None) => s.job_id == a.job || s.array.is_some_and(|x| x.0 == a.job),
@@ -150,7 +154,10 @@ pub fn show(client: &Client, id: Option<&str>, one_line: bool) -> i32 {
         };
         // As Slurm's: no job id at all is an invalid step.
         if a.job == 0 {
-            println!("Job step 0.Invalid not found");
+            match a.task {
+                Some(t) => println!("Job step 0_{t}.Invalid not found"),
+                None => println!("Job step 0.Invalid not found"),
+            }
             return 1;
         }
         if client
@@ -277,5 +284,19 @@ mod tests {
         assert!(!names(&asked("18_2.0"), &s));
         assert!(!names(&asked("18.1"), &s));
         assert!(names(&asked("20"), &s));
+    }
+
+    #[test]
+    fn an_id_read_as_job_zero_names_the_steps_of_jobs_outside_arrays() {
+        let plain = step(StepId::Number(0), 2);
+        let mut task = step(StepId::Number(0), 2);
+        task.job_id = 20;
+        task.array = Some((18, 1));
+        for id in ["abc", "0", "x.y"] {
+            assert!(names(&asked(id), &plain), "{id}");
+            assert!(!names(&asked(id), &task), "{id}");
+        }
+        assert!(!names(&asked("0.0"), &plain));
+        assert!(!names(&asked("0_1"), &task));
     }
 }

@@ -1,5 +1,7 @@
 //! `squeue`: the queue.
 
+use std::collections::HashMap;
+
 use sluice_proto::listing::{JobQuery, ListedJob};
 use sluice_proto::types::MemoryRequest;
 use sluice_proto::types::{JobRecord, JobState};
@@ -332,6 +334,13 @@ struct Args {
     iterate: Option<u64>,
     /// `-S` (or `SQUEUE_SORT`): the order, instead of the default.
     sort: Option<String>,
+    /// `-L`: jobs holding any of these licenses only.
+    licenses: Option<Vec<String>>,
+    /// `-P`: a job once per partition it asks for, and `-S p` ordering by the
+    /// partitions' `PriorityTier` before the jobs' priority.
+    by_partition: bool,
+    /// The options as given, for `-v`'s dump.
+    given: super::squeue_verbose::Given,
 }
 
 /// Slurm's job states (long and compact names) that no Sluice job is ever in. `squeue
@@ -447,6 +456,10 @@ pub(crate) const HELP: &[Group] = &[
             e("sort", "fields", "the order (i, j, u, U, P, t, p, M, l, S, V, e, D, C;\n\
                  steps: i, N, P, S, M, u, U; - reverses one)"),
             e("array", "", "one line per array task, pending ones included"),
+            e("licenses", "license(s)", "jobs holding these licenses only"),
+            e("priority", "", "a job once per partition it asks for; -S p\n\
+                 orders by the partitions' PriorityTier first"),
+            e("verbose", "", "the options as read, before the listing"),
             e("start", "", "pending jobs with their expected start time"),
             e("steps", "step(s)", "running steps instead of jobs (JOB.STEP, comma\n\
                  separated; -w nodes and -S order apply to them)"),
@@ -498,6 +511,9 @@ fn parse(args: &[String]) -> Args {
         reservation: None,
         iterate: None,
         sort: None,
+        licenses: None,
+        by_partition: false,
+        given: Default::default(),
     };
     let mut explicit_format = false;
     // `-o` itself (not `-O`), which Slurm's squeue refuses with `-l`.
@@ -529,6 +545,7 @@ fn parse(args: &[String]) -> Args {
                     fail(ME, "-o (--format) is incompatible with -O (--Format)", 1);
                 }
                 a.format = f.value().to_string();
+                a.given.format = Some(a.format.clone());
                 explicit_format = true;
                 format_given = true;
                 format_env_overridden = true;
@@ -543,18 +560,53 @@ fn parse(args: &[String]) -> Args {
             }
             "jobs" => {
                 job_flag = true;
+                a.given.job_flag = true;
                 if let Some(list) = &f.value {
                     a.jobs = job_list(list);
+                    a.given.jobs = Some(list.clone());
                 }
             }
-            "user" => add_users(&mut a, f.value()),
-            "me" => a.users.push(current_user()),
-            "states" => add_states(&mut a, f.value()),
-            "partitions" => a
-                .partitions
-                .extend(f.value().split(',').map(str::to_string)),
-            "name" => a.names.extend(f.value().split(',').map(str::to_string)),
-            "array" => a.array = true,
+            "user" => {
+                add_users(&mut a, f.value());
+                a.given.users = Some(f.value().to_string());
+            }
+            "me" => {
+                a.users.push(current_user());
+                a.given.users = Some(nix::unistd::geteuid().to_string());
+            }
+            "states" => {
+                add_states(&mut a, f.value());
+                a.given.states = Some(f.value().to_string());
+            }
+            "partitions" => {
+                a.partitions
+                    .extend(f.value().split(',').map(str::to_string));
+                a.given.partitions = Some(f.value().to_string());
+                a.given.all = true;
+            }
+            "name" => {
+                a.names.extend(f.value().split(',').map(str::to_string));
+                a.given.names = Some(f.value().to_string());
+            }
+            "array" => {
+                a.array = true;
+                a.given.array = true;
+            }
+            "licenses" => {
+                a.licenses = Some(f.value().split(',').map(str::to_string).collect());
+                a.given.licenses = Some(f.value().to_string());
+            }
+            "priority" => {
+                a.by_partition = true;
+                a.given.priority = true;
+            }
+            "verbose" => a.given.verbose += 1,
+            // Accepted, no effect beyond `-v`'s dump.
+            "all" => a.given.all = true,
+            "hide" => a.given.all = false,
+            "local" => a.given.local = true,
+            "federation" => a.given.federation = true,
+            "sibling" => a.given.sibling = true,
             "long" => {
                 a.long = true;
                 format_env_overridden = true;
@@ -564,6 +616,7 @@ fn parse(args: &[String]) -> Args {
             }
             "start" => {
                 a.start = true;
+                a.given.start = true;
                 format_env_overridden = true;
                 if !explicit_format {
                     a.format = START.into();
@@ -575,20 +628,33 @@ fn parse(args: &[String]) -> Args {
             "steps" => {
                 step_flag = true;
                 format_env_overridden = true;
+                a.given.step_flag = true;
                 if let Some(list) = &f.value {
                     step_list = Some(list.clone());
+                    a.given.steps = Some(list.clone());
                 }
             }
-            "nodelist" => a.nodelist = Some(f.value().to_string()),
+            "nodelist" => {
+                a.nodelist = Some(f.value().to_string());
+                a.given.nodes = sluice_conf::hostlist::expand(f.value())
+                    .ok()
+                    .map(|n| sluice_conf::hostlist::compress(&n));
+            }
             // As Slurm's: each of these replaces an earlier one.
             "accounts" => a.accounts = f.value().split(',').map(str::to_string).collect(),
             "qos" => a.qos = f.value().split(',').map(str::to_string).collect(),
-            "reservation" => a.reservation = Some(f.value().to_string()),
+            "reservation" => {
+                a.reservation = Some(f.value().to_string());
+                a.given.reservation = a.reservation.clone();
+            }
             "iterate" => {
                 // C's atoi: the leading number, 0 if none.
                 let v = f.value();
                 match super::common::strtol(v).0 {
-                    n if n > 0 => a.iterate = Some(n as u64),
+                    n if n > 0 => {
+                        a.iterate = Some(n as u64);
+                        a.given.iterate = n as u64;
+                    }
                     _ => fail(ME, format!("--iterate={v}\n"), 1),
                 }
             }
@@ -621,6 +687,13 @@ fn parse(args: &[String]) -> Args {
         &mut explicit_format,
         &mut sort,
     );
+    a.given.sort = sort.clone();
+    if a.given.start && !step_flag {
+        // As Slurm's squeue sets them for `--start`, seen by `-v`.
+        a.given.format.get_or_insert_with(|| START.to_string());
+        a.given.sort.get_or_insert_with(|| "S".to_string());
+        a.given.states.get_or_insert_with(|| "PD".to_string());
+    }
     if a.long && format_given {
         eprintln!(
             "{ME}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. \
@@ -632,9 +705,11 @@ fn parse(args: &[String]) -> Args {
     if job_flag {
         if let Some(list) = operands.next() {
             a.jobs = job_list(&list);
+            a.given.jobs = Some(list);
         }
     } else if step_flag {
         if let Some(list) = operands.next() {
+            a.given.steps = Some(list.clone());
             step_list = Some(list);
         }
     }
@@ -699,6 +774,7 @@ fn step_listing(
         format,
         long_format: a.long_format.clone(),
         header: a.header,
+        verbose: a.given.verbose > 0,
     }
 }
 
@@ -748,14 +824,39 @@ fn from_environment(
 ) {
     let env = |k: &str| std::env::var(k).ok();
     let list = |v: String| v.split(',').map(str::to_string).collect::<Vec<_>>();
-    if std::env::var_os("SQUEUE_ARRAY").is_some() {
+    let set = |k: &str| std::env::var_os(k).is_some();
+    if set("SQUEUE_ARRAY") {
         a.array = true;
+        a.given.array = true;
+    }
+    if set("SQUEUE_PRIORITY") {
+        a.by_partition = true;
+        a.given.priority = true;
+    }
+    if set("SQUEUE_ALL") {
+        a.given.all = true;
+    }
+    if set("SQUEUE_LOCAL") {
+        a.given.local = true;
+    }
+    if set("SQUEUE_FEDERATION") {
+        a.given.federation = true;
+    }
+    if set("SQUEUE_SIB") || set("SQUEUE_SIBLING") {
+        a.given.sibling = true;
+    }
+    if a.licenses.is_none() {
+        if let Some(l) = env("SQUEUE_LICENSES") {
+            a.licenses = Some(list(l.clone()));
+            a.given.licenses = Some(l);
+        }
     }
     if sort.is_none() {
         *sort = env("SQUEUE_SORT");
     }
     if !format_overridden {
         if let Some(f) = env("SQUEUE_FORMAT") {
+            a.given.format = Some(f.clone());
             a.format = f;
             *explicit_format = true;
         } else if let Some(f) = env("SQUEUE_FORMAT2") {
@@ -767,9 +868,15 @@ fn from_environment(
         a.accounts = env("SQUEUE_ACCOUNT").map(list).unwrap_or_default();
     }
     if a.names.is_empty() {
+        a.given.names = a.given.names.take().or_else(|| env("SQUEUE_NAMES"));
         a.names = env("SQUEUE_NAMES").map(list).unwrap_or_default();
     }
     if a.partitions.is_empty() {
+        a.given.partitions = a
+            .given
+            .partitions
+            .take()
+            .or_else(|| env("SQUEUE_PARTITION"));
         a.partitions = env("SQUEUE_PARTITION").map(list).unwrap_or_default();
     }
     if a.qos.is_empty() {
@@ -778,9 +885,11 @@ fn from_environment(
     let no_states = a.states.is_empty() && !a.all_states && !a.other_states && !a.completing;
     if let (true, Some(v)) = (no_states, env("SQUEUE_STATES")) {
         add_states(a, &v);
+        a.given.states = Some(v);
     }
     if let (true, Some(v)) = (a.users.is_empty(), env("SQUEUE_USERS")) {
         add_users(a, &v);
+        a.given.users = Some(v);
     }
 }
 
@@ -893,8 +1002,11 @@ pub fn main(args: Vec<String>) -> i32 {
     if let Some(steps) = &mut a.steps {
         steps.nodes = nodes.clone();
     }
+    if a.given.verbose > 0 && !a.json {
+        print!("{}", super::squeue_verbose::dump(&a.given));
+    }
     loop {
-        if a.header && !a.json && (a.long || a.iterate.is_some()) {
+        if a.header && !a.json && (a.long || a.iterate.is_some() || a.given.verbose > 0) {
             println!("{}", date_line(now()));
         }
         let rc = match &a.steps {
@@ -931,6 +1043,9 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
             return 1;
         }
     };
+    if a.given.verbose > 0 && !a.json {
+        print!("{}", super::squeue_verbose::records_line(now(), jobs.len()));
+    }
     if !a.jobs.is_empty() {
         let want = |j: &JobRecord| {
             a.jobs.iter().any(|(id, task)| match task {
@@ -983,6 +1098,11 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     if let Some(r) = &a.reservation {
         jobs.retain(|j| j.desc.reservation.as_ref() == Some(r));
     }
+    // `-L`: Sluice's jobs hold no licenses (sbatch's `-L` is ignored with a warning),
+    // so a license filter keeps none of them.
+    if a.licenses.is_some() {
+        jobs.clear();
+    }
     if !a.all_states {
         let none_named = a.states.is_empty() && !a.other_states && !a.completing;
         if a.json && none_named {
@@ -1019,7 +1139,12 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
         jobs.sort_by_key(|j| (j.planned_start.is_none(), j.planned_start));
     }
     if let Some(keys) = &a.sort {
-        sort_jobs(&mut jobs, keys, now());
+        let tiers = if a.by_partition && keys.contains(['p', 'Q']) {
+            partition_tiers(client)
+        } else {
+            Default::default()
+        };
+        sort_jobs(&mut jobs, keys, now(), &tiers);
     }
     if !a.array {
         jobs = collapse_arrays(jobs);
@@ -1106,13 +1231,27 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     0
 }
 
+/// Each partition's `PriorityTier`, for `-P`'s priority order (none when the
+/// partitions cannot be loaded: the jobs' priorities alone then).
+fn partition_tiers(client: &sluice_proto::client::Client) -> HashMap<String, u16> {
+    client
+        .get::<Vec<sluice_proto::types::PartitionInfo>>("/v1/partitions")
+        .map(|parts| {
+            parts
+                .into_iter()
+                .map(|p| (p.name, p.priority_tier))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Orders `jobs` by `-S` keys as Slurm's squeue does: the keys applied from the last
 /// to the first, each a stable sort, `-` reversing one (`-S -i`: newest first). Keys:
 /// `i` id (an array's tasks by index, a heterogeneous job's components by offset), `j`
 /// name, `u` user, `U` uid, `P` partition, `t` compact state, `p`/`Q` priority, `M`
 /// time used, `l` time limit, `S` start, `V` submission, `e` end, `D` nodes, `C` CPUs;
 /// others change nothing.
-fn sort_jobs(jobs: &mut [Box<JobRecord>], keys: &str, t: i64) {
+fn sort_jobs(jobs: &mut [Box<JobRecord>], keys: &str, t: i64, tiers: &HashMap<String, u16>) {
     use std::cmp::Ordering;
     let keys: Vec<char> = keys.chars().collect();
     let id = |j: &JobRecord| match j.het {
@@ -1133,6 +1272,7 @@ fn sort_jobs(jobs: &mut [Box<JobRecord>], keys: &str, t: i64) {
             j.cpus_per_node.iter().sum()
         }
     };
+    let tier = |j: &JobRecord| tiers.get(&j.partition).copied().unwrap_or(0);
     for i in (0..keys.len()).rev() {
         let k = keys[i];
         if matches!(k, ',' | '+' | '-') {
@@ -1147,7 +1287,8 @@ fn sort_jobs(jobs: &mut [Box<JobRecord>], keys: &str, t: i64) {
                 'U' => a.uid.cmp(&b.uid),
                 'P' => a.partition.cmp(&b.partition),
                 't' => a.shown_state_short().cmp(b.shown_state_short()),
-                'p' | 'Q' => a.priority.cmp(&b.priority),
+                // With `-P`, the partition's PriorityTier first, as Slurm's.
+                'p' | 'Q' => tier(a).cmp(&tier(b)).then(a.priority.cmp(&b.priority)),
                 'M' => a.run_secs(t).cmp(&b.run_secs(t)),
                 // No limit is Slurm's INFINITE, the longest.
                 'l' => a
@@ -1497,6 +1638,7 @@ mod exec_host_tests {
 mod sort_tests {
     use super::sort_jobs;
     use sluice_proto::types::JobRecord;
+    use std::collections::HashMap;
 
     fn job(id: u64, name: &str, limit: i64, array: Option<(u64, u32)>) -> Box<JobRecord> {
         let mut j = JobRecord {
@@ -1521,20 +1663,34 @@ mod sort_tests {
             job(12, "aaa", 1200, None),
             job(13, "ccc", 600, Some((10, 1))),
         ];
-        sort_jobs(&mut jobs, "i", 0);
+        sort_jobs(&mut jobs, "i", 0, &HashMap::new());
         assert_eq!(order(&jobs), [13, 14, 12], "by array id, then task");
-        sort_jobs(&mut jobs, "-i", 0);
+        sort_jobs(&mut jobs, "-i", 0, &HashMap::new());
         assert_eq!(order(&jobs), [12, 14, 13]);
-        sort_jobs(&mut jobs, "j", 0);
+        sort_jobs(&mut jobs, "j", 0, &HashMap::new());
         assert_eq!(order(&jobs), [12, 14, 13]);
-        sort_jobs(&mut jobs, "-l,i", 0);
+        sort_jobs(&mut jobs, "-l,i", 0, &HashMap::new());
         assert_eq!(
             order(&jobs),
             [12, 13, 14],
             "longest limit first, then by id"
         );
-        sort_jobs(&mut jobs, "x", 0);
+        sort_jobs(&mut jobs, "x", 0, &HashMap::new());
         assert_eq!(order(&jobs), [12, 13, 14], "an unknown key changes nothing");
+    }
+
+    #[test]
+    fn with_partition_tiers_priority_orders_by_the_tier_first() {
+        let mut jobs = vec![job(1, "a", 60, None), job(2, "b", 60, None)];
+        jobs[0].partition = "high".into();
+        jobs[0].priority = 10;
+        jobs[1].partition = "low".into();
+        jobs[1].priority = 500;
+        sort_jobs(&mut jobs, "-p", 0, &HashMap::new());
+        assert_eq!(order(&jobs), [2, 1], "the jobs' priorities alone");
+        let tiers = HashMap::from([("high".to_string(), 5), ("low".to_string(), 1)]);
+        sort_jobs(&mut jobs, "-p", 0, &tiers);
+        assert_eq!(order(&jobs), [1, 2], "the higher tier first, as squeue -P");
     }
 }
 

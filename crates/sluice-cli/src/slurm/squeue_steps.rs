@@ -83,6 +83,8 @@ pub struct StepListing {
     pub long_format: Option<Vec<LongField>>,
     /// Whether to print the header.
     pub header: bool,
+    /// `-v`: the number of steps answered, before the listing.
+    pub verbose: bool,
 }
 
 /// Whether `%code` is a step field (Slurm's step format letters).
@@ -354,6 +356,12 @@ pub fn run(l: &StepListing) -> i32 {
             return 1;
         }
     };
+    if l.verbose {
+        print!(
+            "{}",
+            super::squeue_verbose::records_line(super::common::now(), steps.len())
+        );
+    }
     steps.retain(|s| selected(l, s));
     sort(&mut steps, l.sort.as_deref().unwrap_or("P,i"));
     // The cluster's name, only for a listing that shows it.
@@ -408,6 +416,7 @@ mod tests {
             format: None,
             long_format: None,
             header: true,
+            verbose: false,
         }
     }
 

@@ -389,7 +389,11 @@ impl Controller {
                 return refuse(ErrorCode::InvalidJobId, BAD_JOB);
             };
             if r.uid != caller.uid && !caller.admin {
-                return refuse(ErrorCode::AccessDenied, "Invalid user id");
+                // An array's task by its own id here, as Slurm's scancel names it.
+                return Err(ApiError::new(
+                    ErrorCode::AccessDenied,
+                    format!("Kill job error on job step id {}: Invalid user id", r.id),
+                ));
             }
             if r.state.is_finished() {
                 return refuse(ErrorCode::Invalid, suspend::ALREADY_DONE);
