@@ -197,8 +197,8 @@ fn operands_a_command_cannot_take() {
             "Usage: squeue [-h] [--jobs[=job(s)]] [--json] [-l] [-n job_name(s)] [--me]\n\
              \x20             [--noconvert] [-o format] [-O format] [-p partition(s)]\n\
              \x20             [-w hostlist] [-A account(s)] [-q qos(s)] [-R name] [-i seconds]\n\
-             \x20             [-S fields] [-r] [-L license(s)] [-P] [-v] [--start]\n\
-             \x20             [--steps[=step(s)]] [-t states] [-u user_name(s)]\n"
+             \x20             [-S fields] [-r] [--array-unique] [-L license(s)] [-P] [-v]\n\
+             \x20             [--start] [--steps[=step(s)]] [-t states] [-u user_name(s)]\n"
         )
     );
     // sinfo and sshare ignore such words; scancel takes them as job ids, after every
@@ -303,11 +303,6 @@ fn real_options_sluice_does_not_implement_are_refused_by_name() {
     // Slurm's tables are whole, so these are options (abbreviations and ambiguities as
     // Slurm's); Sluice says it does not support them rather than ignore them.
     for (args, code, stderr) in [
-        (
-            "squeue --array-u",
-            1,
-            "squeue: error: option --array-unique is not supported by Sluice\n",
-        ),
         (
             "sacct -t",
             1,

@@ -757,6 +757,7 @@ impl Controller {
             id: JobId(0),
             array: None,
             array_pending: None,
+            split: false,
             uid: caller.uid,
             gid: caller.gid,
             user: user.into(),
@@ -2235,6 +2236,9 @@ impl Controller {
             if hold {
                 // A held job is not eligible: it accrues no age until released.
                 r.accrue_time = None;
+            }
+            if task.is_some() {
+                r.changed_alone();
             }
             effects.push(self.persist(id));
         }

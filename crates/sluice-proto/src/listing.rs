@@ -82,6 +82,8 @@ pub struct ListedJob {
     pub array: Option<(u64, u32)>,
     #[serde(rename = "ap", default, skip_serializing_if = "Option::is_none")]
     pub array_pending: Option<(Vec<u32>, Option<u32>)>,
+    #[serde(rename = "sp", default, skip_serializing_if = "std::ops::Not::not")]
+    pub split: bool,
     #[serde(rename = "U", default, skip_serializing_if = "is_zero")]
     pub uid: u32,
     #[serde(rename = "u", default, skip_serializing_if = "String::is_empty")]
@@ -191,6 +193,7 @@ impl ListedJob {
             id: r.id,
             array: r.array,
             array_pending: r.array_pending,
+            split: r.split,
             uid: r.uid,
             user: r.user,
             group: r.group,
@@ -243,6 +246,7 @@ impl ListedJob {
             id: self.id,
             array: self.array,
             array_pending: self.array_pending,
+            split: self.split,
             uid: self.uid,
             user: self.user,
             group: self.group,

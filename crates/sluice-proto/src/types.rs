@@ -451,6 +451,10 @@ pub struct JobRecord {
     /// For an array's unstarted remainder: the indices still to run and the throttle.
     #[serde(default)]
     pub array_pending: Option<(Vec<u32>, Option<u32>)>,
+    /// An unstarted array task changed on its own, which Slurm splits from the
+    /// array's record (`squeue --array-unique` lists it apart).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub split: bool,
     /// Owner's uid and gid.
     pub uid: u32,
     /// Owner's group.

@@ -334,6 +334,8 @@ struct Args {
     iterate: Option<u64>,
     /// `-S` (or `SQUEUE_SORT`): the order, instead of the default.
     sort: Option<String>,
+    /// `--array-unique`: an array's pending task changed on its own keeps its line.
+    array_unique: bool,
     /// `-L`: jobs holding any of these licenses only.
     licenses: Option<Vec<String>>,
     /// `-P`: a job once per partition it asks for, and `-S p` ordering by the
@@ -456,6 +458,8 @@ pub(crate) const HELP: &[Group] = &[
             e("sort", "fields", "the order (i, j, u, U, P, t, p, M, l, S, V, e, D, C;\n\
                  steps: i, N, P, S, M, u, U; - reverses one)"),
             e("array", "", "one line per array task, pending ones included"),
+            e("array-unique", "", "an array's pending task changed on its own (by\n\
+                 its JOB_TASK id) on a line of its own"),
             e("licenses", "license(s)", "jobs holding these licenses only"),
             e("priority", "", "a job once per partition it asks for; -S p\n\
                  orders by the partitions' PriorityTier first"),
@@ -511,6 +515,7 @@ fn parse(args: &[String]) -> Args {
         reservation: None,
         iterate: None,
         sort: None,
+        array_unique: false,
         licenses: None,
         by_partition: false,
         given: Default::default(),
@@ -592,6 +597,7 @@ fn parse(args: &[String]) -> Args {
                 a.array = true;
                 a.given.array = true;
             }
+            "array-unique" => a.array_unique = true,
             "licenses" => {
                 a.licenses = Some(f.value().split(',').map(str::to_string).collect());
                 a.given.licenses = Some(f.value().to_string());
@@ -828,6 +834,9 @@ fn from_environment(
     if set("SQUEUE_ARRAY") {
         a.array = true;
         a.given.array = true;
+    }
+    if set("SQUEUE_ARRAY_UNIQUE") {
+        a.array_unique = true;
     }
     if set("SQUEUE_PRIORITY") {
         a.by_partition = true;
@@ -1147,7 +1156,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
         sort_jobs(&mut jobs, keys, now(), &tiers);
     }
     if !a.array {
-        jobs = collapse_arrays(jobs);
+        jobs = collapse_arrays(jobs, a.array_unique);
         // One unstarted task asked for by name (`-j 123_4`) prints as itself, as
         // Slurm's squeue lists it, its throttle left out.
         for j in jobs.iter_mut() {
@@ -1393,16 +1402,24 @@ fn placeholder() -> JobRecord {
 
 /// Pending tasks of an array that have not started show as one line,
 /// `123_[4-9%2]`, as Slurm shows them (its own record's, whose tasks leave it as they
-/// start).
+/// start). As Slurm's squeue, a task whose name or partition is no longer the array's
+/// keeps its own line, and with `unique` (`--array-unique`) so does one changed on its
+/// own (which Slurm splits from the array's record).
 // Boxed on purpose: a record is about a kilobyte, and moving 100,000 of them (a sort,
 // this collapse) costs more than the listing itself.
 #[allow(clippy::vec_box)]
-fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
+fn collapse_arrays(jobs: Vec<Box<JobRecord>>, unique: bool) -> Vec<Box<JobRecord>> {
     let mut out: Vec<Box<JobRecord>> = Vec::new();
+    // Each array's name and partition, from its own record (the one holding its id).
+    let own: HashMap<u64, (String, String)> = jobs
+        .iter()
+        .filter(|j| j.array.is_some_and(|(a, _)| a == j.id) || j.array_pending.is_some())
+        .map(|j| (j.id, (j.desc.name.clone(), j.partition.clone())))
+        .collect();
     // Where the first pending line with a remainder of each id is in `out`.
     let mut heads: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     // The arrays whose own record holds one task after others have left it.
-    let mut split: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    let mut left_alone: std::collections::HashSet<u64> = std::collections::HashSet::new();
     let push = |out: &mut Vec<Box<JobRecord>>,
                 heads: &mut std::collections::HashMap<u64, usize>,
                 j: Box<JobRecord>| {
@@ -1413,10 +1430,16 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
     };
     for j in jobs {
         if j.last_task_left().is_some() {
-            split.insert(j.array.map_or(j.id, |a| a.0));
+            left_alone.insert(j.array.map_or(j.id, |a| a.0));
         }
+        let apart = |array: u64| {
+            (unique && j.split)
+                || own
+                    .get(&array)
+                    .is_some_and(|(name, part)| *name != j.desc.name || *part != j.partition)
+        };
         if j.state == JobState::Pending {
-            if let Some((array, task)) = j.array {
+            if let Some((array, task)) = j.array.filter(|&(a, _)| !apart(a)) {
                 if let Some(&at) = heads.get(&array) {
                     if let Some((rest, _)) = out[at].array_pending.as_mut() {
                         // Tasks mostly come in order: appended, no search.
@@ -1454,7 +1477,7 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>) -> Vec<Box<JobRecord>> {
             if rest.len() == 1
                 && o.array.is_none()
                 && o.state == JobState::Pending
-                && split.contains(&o.id)
+                && left_alone.contains(&o.id)
             {
                 let t = rest[0];
                 o.array = Some((o.id, t));
@@ -1723,7 +1746,7 @@ mod array_line_tests {
 
     #[allow(clippy::vec_box)]
     fn lines(jobs: Vec<Box<JobRecord>>) -> Vec<String> {
-        collapse_arrays(jobs)
+        collapse_arrays(jobs, false)
             .iter()
             .map(|j| j.display_id())
             .collect()
@@ -1755,5 +1778,39 @@ mod array_line_tests {
             ),
         ];
         assert_eq!(lines(jobs), ["30_1", "30_[2-3]"]);
+    }
+
+    #[test]
+    fn a_task_changed_alone_keeps_its_line_with_array_unique_and_a_renamed_one_always() {
+        // `sbatch -H -a 1-4`: the array's own record (task 4) holds the remainder;
+        // task 2 was changed on its own (`scontrol update JobId=30_2 ...`).
+        let jobs = |renamed: bool| {
+            let mut changed = task(30, 32, 2, JobState::Pending, None);
+            changed.split = true;
+            if renamed {
+                changed.desc.name = "other".into();
+            }
+            vec![
+                task(30, 31, 1, JobState::Pending, None),
+                changed,
+                task(30, 33, 3, JobState::Pending, None),
+                task(
+                    30,
+                    30,
+                    4,
+                    JobState::Pending,
+                    Some((&[1, 2, 3, 4], &[1, 2, 3, 4], None)),
+                ),
+            ]
+        };
+        let shown = |jobs, unique| -> Vec<String> {
+            collapse_arrays(jobs, unique)
+                .iter()
+                .map(|j| j.display_id())
+                .collect()
+        };
+        assert_eq!(shown(jobs(false), false), ["30_[1-4]"]);
+        assert_eq!(shown(jobs(false), true), ["30_[1,3-4]", "30_2"]);
+        assert_eq!(shown(jobs(true), false), ["30_[1,3-4]", "30_2"]);
     }
 }

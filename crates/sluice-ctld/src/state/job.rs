@@ -30,6 +30,10 @@ pub struct Job {
     /// For the array's record (the task holding the array's id): the indices still to
     /// start, and the throttle (`%N`).
     pub array_pending: Option<Box<(Vec<u32>, Option<u32>)>>,
+    /// An unstarted array task changed on its own (`scontrol update JobId=A_T`, `hold`,
+    /// `release`): Slurm splits it from the array's record then, and `squeue
+    /// --array-unique` lists it on its own line.
+    pub split: bool,
     /// Owner's uid.
     pub uid: u32,
     /// Owner's gid.
@@ -236,6 +240,15 @@ pub struct RunEnding {
 }
 
 impl Job {
+    /// Marks this record changed on its own by its task id, as Slurm splits an
+    /// unstarted task from its array's record then (see [`Job::split`]). The record
+    /// holding the array's own id stands for its remainder and is never split.
+    pub fn changed_alone(&mut self) {
+        if self.state == JobState::Pending && self.array.is_some_and(|(a, _)| a != self.id) {
+            self.split = true;
+        }
+    }
+
     /// Whether it runs with its processes stopped by an operator.
     pub fn suspended(&self) -> bool {
         self.state == JobState::Running
@@ -360,6 +373,7 @@ impl Job {
             id: JobId(r.id),
             array: r.array.map(|(a, t)| (JobId(a), t)),
             array_pending: r.array_pending.map(Box::new),
+            split: r.split,
             uid: r.uid,
             gid: r.gid,
             user: r.user.into(),
@@ -430,6 +444,7 @@ impl Job {
             id: self.id.0,
             array: self.array.map(|(a, t)| (a.0, t)),
             array_pending: self.array_pending.as_deref().cloned(),
+            split: self.split,
             uid: self.uid,
             gid: self.gid,
             user: self.user.to_string(),

@@ -415,6 +415,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         id: r.id.0,
         array: r.array.map(|(a, t)| (a.0, t)),
         array_pending: r.array_pending.as_deref().cloned(),
+        split: r.split,
         uid: r.uid,
         user: r.user.to_string(),
         group: r.group.to_string(),
@@ -492,6 +493,8 @@ struct ListedRef<'a> {
     array: Option<(u64, u32)>,
     #[serde(rename = "ap", skip_serializing_if = "Option::is_none")]
     array_pending: Option<&'a (Vec<u32>, Option<u32>)>,
+    #[serde(rename = "sp", skip_serializing_if = "std::ops::Not::not")]
+    split: bool,
     #[serde(rename = "U", skip_serializing_if = "zero")]
     uid: u32,
     #[serde(rename = "u", skip_serializing_if = "empty")]
@@ -583,6 +586,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         id: r.id.0,
         array: r.array.map(|(a, t)| (a.0, t)),
         array_pending: r.array_pending.as_deref(),
+        split: r.split,
         uid: r.uid,
         user: &r.user,
         group: &r.group,

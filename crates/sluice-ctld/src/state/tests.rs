@@ -3047,3 +3047,46 @@ fn jobs_get_the_lowest_processors_free_on_their_node_in_one_pass_and_after_an_en
     c.schedule(3);
     assert_eq!(ids(&c, j4), vec![vec![0]]);
 }
+
+#[test]
+fn an_array_task_changed_on_its_own_is_split_from_the_array_as_slurms() {
+    // --hold --array=0-3 as job 1: tasks 0-2 are ids 2-4, task 3 (the array's own
+    // record, holding the remainder) is id 1.
+    let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(1, 600);
+    d.array = Some((vec![0, 1, 2, 3], None));
+    d.hold = true;
+    submit(&mut c, d, &mut next, 0);
+    let split = |c: &Controller| -> Vec<u64> {
+        (1..=4)
+            .filter(|&id| c.job(JobId(id)).unwrap().split)
+            .collect()
+    };
+    // The whole array changed: no task on its own.
+    c.update_job(
+        JobId(1),
+        None,
+        &[("TimeLimit".into(), "5".into())],
+        &alice(),
+        1,
+    )
+    .expect("updated");
+    assert_eq!(split(&c), Vec::<u64>::new());
+    // `scontrol update JobId=1_1 TimeLimit=3`: task 1 (id 3) is split.
+    c.update_job(
+        JobId(1),
+        Some(1),
+        &[("TimeLimit".into(), "3".into())],
+        &alice(),
+        2,
+    )
+    .expect("updated");
+    assert_eq!(split(&c), [3]);
+    // `scontrol release 1_0`: task 0 (id 2) too; the array's own record never is.
+    c.set_hold(JobId(1), Some(3), true, &alice(), 3)
+        .expect("held");
+    c.set_hold(JobId(1), Some(0), false, &alice(), 3)
+        .expect("released");
+    assert_eq!(split(&c), [2, 3]);
+}

@@ -434,6 +434,9 @@ impl Controller {
                     _ => {}
                 }
             }
+            if task.is_some() {
+                r.changed_alone();
+            }
             self.audit_updated(id, changes, caller.uid, now);
             effects.push(self.persist(id));
             let record = &self.jobs[&id];
