@@ -86,6 +86,8 @@ pub struct ListedJob {
     pub split: bool,
     #[serde(rename = "U", default, skip_serializing_if = "is_zero")]
     pub uid: u32,
+    #[serde(rename = "G", default, skip_serializing_if = "is_zero")]
+    pub gid: u32,
     #[serde(rename = "u", default, skip_serializing_if = "String::is_empty")]
     pub user: String,
     #[serde(rename = "g", default, skip_serializing_if = "String::is_empty")]
@@ -156,6 +158,8 @@ pub struct ListedJob {
     pub constraint: Option<String>,
     #[serde(rename = "M", default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryRequest>,
+    #[serde(rename = "H", default, skip_serializing_if = "Option::is_none")]
+    pub sockets_per_node: Option<u32>,
     /// Whether it was submitted as an array, and the array's throttle (`%N`).
     #[serde(
         rename = "T",
@@ -195,6 +199,7 @@ impl ListedJob {
             array_pending: r.array_pending,
             split: r.split,
             uid: r.uid,
+            gid: r.gid,
             user: r.user,
             group: r.group,
             account: r.account,
@@ -229,6 +234,7 @@ impl ListedJob {
             wckey: d.wckey,
             constraint: d.constraint,
             memory: d.memory,
+            sockets_per_node: d.sockets_per_node,
             array_indices,
             array_throttle: d.array.map(|a| a.1),
             service: d.service,
@@ -248,6 +254,7 @@ impl ListedJob {
             array_pending: self.array_pending,
             split: self.split,
             uid: self.uid,
+            gid: self.gid,
             user: self.user,
             group: self.group,
             account: self.account,
@@ -291,6 +298,7 @@ impl ListedJob {
         d.wckey = self.wckey;
         d.constraint = self.constraint;
         d.memory = self.memory;
+        d.sockets_per_node = self.sockets_per_node;
         d.array = self.array_throttle.map(|t| (self.array_indices, t));
         d.service = self.service;
         r

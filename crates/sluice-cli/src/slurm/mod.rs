@@ -43,6 +43,7 @@ pub mod sinfo_states;
 pub mod sprio;
 pub mod squeue;
 pub mod squeue_json;
+pub(crate) mod squeue_sort;
 pub mod squeue_steps;
 pub(crate) mod squeue_verbose;
 pub mod sreport;

@@ -371,7 +371,7 @@ pub fn build<'a>(
 }
 
 /// A node name split into its text and trailing number, for natural ordering.
-fn natural(name: &str) -> (String, u64, String) {
+pub(crate) fn natural(name: &str) -> (String, u64, String) {
     let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
     let (text, number) = name.split_at(name.len() - digits);
     (

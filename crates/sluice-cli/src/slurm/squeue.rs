@@ -455,8 +455,8 @@ pub(crate) const HELP: &[Group] = &[
             e("qos", "qos(s)", "jobs of these QOS only"),
             e("reservation", "name", "jobs in this reservation only"),
             e("iterate", "seconds", "list again every so many seconds"),
-            e("sort", "fields", "the order (i, j, u, U, P, t, p, M, l, S, V, e, D, C;\n\
-                 steps: i, N, P, S, M, u, U; - reverses one)"),
+            e("sort", "fields", "the order (i j u U g G P t T p M l L S V e D C m N\n\
+                 B v H z; steps: i N P S M u U; - reverses one)"),
             e("array", "", "one line per array task, pending ones included"),
             e("array-unique", "", "an array's pending task changed on its own (by\n\
                  its JOB_TASK id) on a line of its own"),
@@ -1153,7 +1153,9 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
         } else {
             Default::default()
         };
-        sort_jobs(&mut jobs, keys, now(), &tiers);
+        if let Err(k) = super::squeue_sort::sort_jobs(&mut jobs, keys, now(), &tiers) {
+            fail(ME, format!("Invalid sort specification: {k}"), 1);
+        }
     }
     if !a.array {
         jobs = collapse_arrays(jobs, a.array_unique);
@@ -1252,75 +1254,6 @@ fn partition_tiers(client: &sluice_proto::client::Client) -> HashMap<String, u16
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Orders `jobs` by `-S` keys as Slurm's squeue does: the keys applied from the last
-/// to the first, each a stable sort, `-` reversing one (`-S -i`: newest first). Keys:
-/// `i` id (an array's tasks by index, a heterogeneous job's components by offset), `j`
-/// name, `u` user, `U` uid, `P` partition, `t` compact state, `p`/`Q` priority, `M`
-/// time used, `l` time limit, `S` start, `V` submission, `e` end, `D` nodes, `C` CPUs;
-/// others change nothing.
-fn sort_jobs(jobs: &mut [Box<JobRecord>], keys: &str, t: i64, tiers: &HashMap<String, u16>) {
-    use std::cmp::Ordering;
-    let keys: Vec<char> = keys.chars().collect();
-    let id = |j: &JobRecord| match j.het {
-        Some(h) => (h.job_id, h.offset),
-        None => j.list_key(),
-    };
-    let nodes = |j: &JobRecord| {
-        if j.nodes.is_empty() {
-            j.min_nodes.max(1) as usize
-        } else {
-            j.nodes.len()
-        }
-    };
-    let cpus = |j: &JobRecord| -> u32 {
-        if j.cpus_per_node.is_empty() {
-            j.ntasks * j.cpus_per_task
-        } else {
-            j.cpus_per_node.iter().sum()
-        }
-    };
-    let tier = |j: &JobRecord| tiers.get(&j.partition).copied().unwrap_or(0);
-    for i in (0..keys.len()).rev() {
-        let k = keys[i];
-        if matches!(k, ',' | '+' | '-') {
-            continue;
-        }
-        let reverse = i > 0 && keys[i - 1] == '-';
-        let order = |a: &JobRecord, b: &JobRecord| -> Ordering {
-            match k {
-                'i' => id(a).cmp(&id(b)),
-                'j' => a.desc.name.cmp(&b.desc.name),
-                'u' => a.user.cmp(&b.user),
-                'U' => a.uid.cmp(&b.uid),
-                'P' => a.partition.cmp(&b.partition),
-                't' => a.shown_state_short().cmp(b.shown_state_short()),
-                // With `-P`, the partition's PriorityTier first, as Slurm's.
-                'p' | 'Q' => tier(a).cmp(&tier(b)).then(a.priority.cmp(&b.priority)),
-                'M' => a.run_secs(t).cmp(&b.run_secs(t)),
-                // No limit is Slurm's INFINITE, the longest.
-                'l' => a
-                    .time_limit
-                    .unwrap_or(i64::MAX)
-                    .cmp(&b.time_limit.unwrap_or(i64::MAX)),
-                'S' => a
-                    .start_time
-                    .or(a.planned_start)
-                    .cmp(&b.start_time.or(b.planned_start)),
-                'V' => a.submit_time.cmp(&b.submit_time),
-                'e' => a.end_time.cmp(&b.end_time),
-                'D' => nodes(a).cmp(&nodes(b)),
-                'C' => cpus(a).cmp(&cpus(b)),
-                _ => Ordering::Equal,
-            }
-        };
-        if reverse {
-            jobs.sort_by(|a, b| order(b, a));
-        } else {
-            jobs.sort_by(|a, b| order(a, b));
-        }
-    }
 }
 
 /// How a field is fitted to its width: as Slurm's squeue, times (`%L`, `%l`, `%M`,
@@ -1523,12 +1456,17 @@ pub fn min_memory(j: &JobRecord) -> (bool, String) {
 /// holds it without losing precision (`1G`, `1.50G`, but `2000M`), as squeue
 /// converts sizes; `--noconvert`: in MiB (`1024M`).
 fn min_memory_shown(j: &JobRecord, how: Convert) -> String {
-    let m = match j.memory_request() {
+    units::convert(memory_asked(j) as f64, units::MEGA, how)
+}
+
+/// The memory a job asks for in MiB, per CPU or per node, as `%m` shows it (and `-S m`
+/// orders by it).
+pub(super) fn memory_asked(j: &JobRecord) -> u64 {
+    match j.memory_request() {
         Some(MemoryRequest::PerCpu(m)) => m,
         Some(MemoryRequest::PerNode(m)) if m > 0 || j.mem_per_node == 0 => m,
         _ => j.mem_per_node,
-    };
-    units::convert(m as f64, units::MEGA, how)
+    }
 }
 
 /// MiB as Slurm shows a memory size: `100M`, `2G`, `3.50G`.
@@ -1654,66 +1592,6 @@ mod exec_host_tests {
         assert_eq!(shown(&j), Some(("EXEC_HOST", "login1".to_string())));
         j.desc.submit_host.clear();
         assert_eq!(shown(&j), Some(("EXEC_HOST", "n/a".to_string())));
-    }
-}
-
-#[cfg(test)]
-mod sort_tests {
-    use super::sort_jobs;
-    use sluice_proto::types::JobRecord;
-    use std::collections::HashMap;
-
-    fn job(id: u64, name: &str, limit: i64, array: Option<(u64, u32)>) -> Box<JobRecord> {
-        let mut j = JobRecord {
-            id,
-            array,
-            time_limit: Some(limit),
-            ..Default::default()
-        };
-        j.desc.name = name.into();
-        Box::new(j)
-    }
-
-    fn order(jobs: &[Box<JobRecord>]) -> Vec<u64> {
-        jobs.iter().map(|j| j.id).collect()
-    }
-
-    #[test]
-    fn keys_apply_from_the_last_to_the_first_and_a_minus_reverses_one() {
-        // An array's task 2 took id 14 after task 1 (id 13); 12 stands alone.
-        let mut jobs = vec![
-            job(14, "bbb", 600, Some((10, 2))),
-            job(12, "aaa", 1200, None),
-            job(13, "ccc", 600, Some((10, 1))),
-        ];
-        sort_jobs(&mut jobs, "i", 0, &HashMap::new());
-        assert_eq!(order(&jobs), [13, 14, 12], "by array id, then task");
-        sort_jobs(&mut jobs, "-i", 0, &HashMap::new());
-        assert_eq!(order(&jobs), [12, 14, 13]);
-        sort_jobs(&mut jobs, "j", 0, &HashMap::new());
-        assert_eq!(order(&jobs), [12, 14, 13]);
-        sort_jobs(&mut jobs, "-l,i", 0, &HashMap::new());
-        assert_eq!(
-            order(&jobs),
-            [12, 13, 14],
-            "longest limit first, then by id"
-        );
-        sort_jobs(&mut jobs, "x", 0, &HashMap::new());
-        assert_eq!(order(&jobs), [12, 13, 14], "an unknown key changes nothing");
-    }
-
-    #[test]
-    fn with_partition_tiers_priority_orders_by_the_tier_first() {
-        let mut jobs = vec![job(1, "a", 60, None), job(2, "b", 60, None)];
-        jobs[0].partition = "high".into();
-        jobs[0].priority = 10;
-        jobs[1].partition = "low".into();
-        jobs[1].priority = 500;
-        sort_jobs(&mut jobs, "-p", 0, &HashMap::new());
-        assert_eq!(order(&jobs), [2, 1], "the jobs' priorities alone");
-        let tiers = HashMap::from([("high".to_string(), 5), ("low".to_string(), 1)]);
-        sort_jobs(&mut jobs, "-p", 0, &tiers);
-        assert_eq!(order(&jobs), [1, 2], "the higher tier first, as squeue -P");
     }
 }
 

@@ -417,6 +417,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         array_pending: r.array_pending.as_deref().cloned(),
         split: r.split,
         uid: r.uid,
+        gid: r.gid,
         user: r.user.to_string(),
         group: r.group.to_string(),
         account: r.account.to_string(),
@@ -455,6 +456,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         wckey: d.wckey.clone(),
         constraint: d.constraint.clone(),
         memory: d.memory,
+        sockets_per_node: d.sockets_per_node,
         array_throttle: d.array.as_ref().map(|a| a.1),
         array_indices: sluice_proto::listing::listed_indices(
             r.array_pending.as_deref(),
@@ -497,6 +499,8 @@ struct ListedRef<'a> {
     split: bool,
     #[serde(rename = "U", skip_serializing_if = "zero")]
     uid: u32,
+    #[serde(rename = "G", skip_serializing_if = "zero")]
+    gid: u32,
     #[serde(rename = "u", skip_serializing_if = "empty")]
     user: &'a str,
     #[serde(rename = "g", skip_serializing_if = "empty")]
@@ -565,6 +569,8 @@ struct ListedRef<'a> {
     constraint: Option<&'a str>,
     #[serde(rename = "M", skip_serializing_if = "Option::is_none")]
     memory: Option<MemoryRequest>,
+    #[serde(rename = "H", skip_serializing_if = "Option::is_none")]
+    sockets_per_node: Option<u32>,
     #[serde(rename = "T", skip_serializing_if = "Option::is_none")]
     array_throttle: Option<Option<u32>>,
     #[serde(rename = "ai", skip_serializing_if = "<[u32]>::is_empty")]
@@ -588,6 +594,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         array_pending: r.array_pending.as_deref(),
         split: r.split,
         uid: r.uid,
+        gid: r.gid,
         user: &r.user,
         group: &r.group,
         account: &r.account,
@@ -626,6 +633,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         wckey: d.wckey.as_deref(),
         constraint: d.constraint.as_deref(),
         memory: d.memory,
+        sockets_per_node: d.sockets_per_node,
         array_throttle: d.array.as_ref().map(|a| a.1),
         array_indices: sluice_proto::listing::listed_indices(
             r.array_pending.as_deref(),
