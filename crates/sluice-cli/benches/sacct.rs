@@ -113,6 +113,7 @@ fn record(id: u64, n: u64, t: i64, with_usage: bool) -> (JobRecord, Vec<StepReco
         ..JobRecord::default()
     };
     let batch = StepRecord {
+        srun: None,
         cancelled_by: None,
         job_id: id,
         step: StepId::Batch,
@@ -133,6 +134,7 @@ fn record(id: u64, n: u64, t: i64, with_usage: bool) -> (JobRecord, Vec<StepReco
     };
     // An srun step of four tasks as well.
     let srun = StepRecord {
+        srun: None,
         cancelled_by: None,
         step: StepId::Number(0),
         name: "python".into(),

@@ -1908,6 +1908,7 @@ impl Controller {
         let mut effects = vec![self.persist(id)];
         if !r.desc.interactive {
             let step = StepRecord {
+                srun: None,
                 cancelled_by: None,
                 job_id: id.0,
                 step: StepId::Batch,
@@ -2355,6 +2356,7 @@ impl Controller {
             // that run (lost with a node: CANCELLED, as slurmctld completes the steps of
             // a requeued job, whichever signal ended it).
             effects.push(Effect::PersistStep(StepRecord {
+                srun: None,
                 cancelled_by: None,
                 job_id: id.0,
                 step: StepId::Batch,
@@ -2690,6 +2692,7 @@ impl Controller {
             cpus.clone()
         };
         let record = StepRecord {
+            srun: req.srun.clone(),
             cancelled_by: None,
             job_id: job.0,
             step: step_key,

@@ -37,6 +37,9 @@ pub struct ListedStep {
     pub cpus: u32,
     /// Memory it may use over all its nodes, MiB (0 for the batch step).
     pub mem_mb: u64,
+    /// The host and process id of the srun that started it; none for the batch step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub srun: Option<(String, u32)>,
 }
 
 impl ListedStep {
@@ -73,6 +76,7 @@ mod tests {
 
     fn step(step: StepId, array: Option<(u64, u32)>) -> ListedStep {
         ListedStep {
+            srun: None,
             job_id: 12,
             array,
             step,

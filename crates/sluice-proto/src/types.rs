@@ -409,6 +409,10 @@ pub struct StepRecord {
     /// Who cancelled it on its own (`scancel JOB.STEP`): sacct's `CANCELLED by UID`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled_by: Option<u32>,
+    /// The host (short name) and process id of the srun that started it
+    /// (`scontrol show step`'s `SrunHost:Pid`); none for the batch step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub srun: Option<(String, u32)>,
 }
 
 fn run_zero(run: &u32) -> bool {
@@ -1646,6 +1650,9 @@ pub struct StepRequest {
     /// (0, 1, ...); the step is recorded as `S+P`. None: an ordinary step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part: Option<u32>,
+    /// The host (short name) and process id of the srun asking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub srun: Option<(String, u32)>,
 }
 
 /// Where a step's tasks run: per node, the global task ids.

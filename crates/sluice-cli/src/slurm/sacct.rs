@@ -774,6 +774,7 @@ fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRec
         })
         .filter_map(|j| {
             Some(StepRecord {
+                srun: None,
                 cancelled_by: None,
                 job_id: j.id,
                 step: StepId::Batch,
@@ -1385,6 +1386,7 @@ mod tests {
 
     fn step(job: u64, step: StepId, exit_code: i32, signal: i32) -> StepRecord {
         StepRecord {
+            srun: None,
             cancelled_by: None,
             job_id: job,
             step,

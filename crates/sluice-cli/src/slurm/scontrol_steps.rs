@@ -123,10 +123,17 @@ fn record(s: &ListedStep, one_line: bool) -> String {
         out.push_str(" Dist=");
         out.push_str(d);
     }
-    // The batch step has no srun; Sluice does not record an srun's host and pid.
-    if s.step == StepId::Batch {
-        out.push_str(sep);
-        out.push_str("SrunHost:Pid=(null):0");
+    // The host and pid of the srun that started the step; the batch step has none.
+    match (&s.srun, s.step) {
+        (Some((host, pid)), _) => {
+            out.push_str(sep);
+            out.push_str(&format!("SrunHost:Pid={host}:{pid}"));
+        }
+        (None, StepId::Batch) => {
+            out.push_str(sep);
+            out.push_str("SrunHost:Pid=(null):0");
+        }
+        (None, _) => {}
     }
     out.push_str(if one_line { "\n" } else { "\n\n" });
     out
@@ -185,6 +192,7 @@ mod tests {
 
     fn step(step: StepId, ntasks: u32) -> ListedStep {
         ListedStep {
+            srun: None,
             job_id: 17,
             array: None,
             step,
@@ -232,7 +240,8 @@ mod tests {
 
     #[test]
     fn a_step_is_shown_in_slurms_layout_with_its_trackable_resources() {
-        let s = step(StepId::Number(0), 2);
+        let mut s = step(StepId::Number(0), 2);
+        s.srun = Some(("login1".into(), 4242));
         assert_eq!(
             record(&s, false),
             format!(
@@ -241,7 +250,8 @@ mod tests {
                  Nodes=2 CPUs=4 Tasks=2 Name=inner Network=(null)\n   \
                  TRES=cpu=4,mem=2000M,node=2\n   \
                  ResvPorts=(null)\n   \
-                 CPUFreqReq=Default Dist=Cyclic\n\n",
+                 CPUFreqReq=Default Dist=Cyclic\n   \
+                 SrunHost:Pid=login1:4242\n\n",
                 shown(0)
             )
         );

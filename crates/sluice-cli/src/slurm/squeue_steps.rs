@@ -405,6 +405,7 @@ mod tests {
 
     fn step(job_id: u64, array: Option<(u64, u32)>, step: StepId, part: &str) -> ListedStep {
         ListedStep {
+            srun: None,
             job_id,
             array,
             step,

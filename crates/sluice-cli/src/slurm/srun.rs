@@ -361,6 +361,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             // One step id across the components: the first one's.
             step_id: plans.first().map(|f| f.step),
             part: p.part,
+            srun: Some((super::common::hostname(), std::process::id())),
         };
         match create_step(client, p.job, &req) {
             Ok(plan) => {

@@ -438,6 +438,7 @@ pub fn main(args: Vec<String>) -> i32 {
                         .map(|o| o.nodes.len())
                         .sum();
                     renamed = StepRecord {
+                        srun: None,
                         usage: Some(Box::new(het_part_usage(u, &s.nodes, offset))),
                         ..s.clone()
                     };
@@ -465,6 +466,7 @@ mod tests {
 
     fn step(step: StepId) -> StepRecord {
         StepRecord {
+            srun: None,
             cancelled_by: None,
             job_id: 7,
             step,

@@ -47,6 +47,7 @@ impl Controller {
                     } else {
                         self.step_memory(job, step)
                     },
+                    srun: step.srun.clone(),
                 }
             };
             let first = job.node_ids().next();
@@ -54,6 +55,7 @@ impl Controller {
                 // The batch step stands through its job's suspensions: those over are
                 // the job's own.
                 let batch = StepRecord {
+                    srun: None,
                     cancelled_by: None,
                     job_id: id.0,
                     step: StepId::Batch,
@@ -131,6 +133,7 @@ mod tests {
         let req = StepRequest {
             ntasks: Some(2),
             name: "inner".into(),
+            srun: Some(("login1".into(), 4242)),
             ..Default::default()
         };
         c.start_step(id, &req, &alice(), 10).unwrap();
@@ -151,6 +154,9 @@ mod tests {
         assert_eq!(steps[1].step, StepId::Number(0));
         assert_eq!(steps[1].user, "alice");
         assert_eq!(steps[1].partition, "debug");
+        // The srun that asked for the step: its host and pid.
+        assert_eq!(steps[1].srun, Some(("login1".to_string(), 4242)));
+        assert_eq!(steps[0].srun, None);
 
         // Under PrivateData=jobs another user sees none of them.
         assert!(c.running_steps(Some(1001), 25).is_empty());

@@ -211,6 +211,7 @@ impl Controller {
                 .next()
                 .map(|n| self.conf.cluster.node(n).name.clone());
             out.push(StepRecord {
+                srun: None,
                 cancelled_by: None,
                 job_id: job.0,
                 step: StepId::Batch,

@@ -845,6 +845,7 @@ mod tests {
             ..Default::default()
         };
         let s = StepRecord {
+            srun: None,
             cancelled_by: None,
             job_id: 5,
             step: StepId::Batch,
