@@ -113,6 +113,8 @@ fn record(id: u64, n: u64, t: i64, with_usage: bool) -> (JobRecord, Vec<StepReco
         ..JobRecord::default()
     };
     let batch = StepRecord {
+        time_limit: None,
+        timed_out: false,
         srun: None,
         cancelled_by: None,
         job_id: id,
@@ -134,6 +136,8 @@ fn record(id: u64, n: u64, t: i64, with_usage: bool) -> (JobRecord, Vec<StepReco
     };
     // An srun step of four tasks as well.
     let srun = StepRecord {
+        time_limit: None,
+        timed_out: false,
         srun: None,
         cancelled_by: None,
         step: StepId::Number(0),

@@ -88,6 +88,18 @@ pub enum Effect {
         /// One step's tasks only (SIGKILL: the step is cancelled).
         step: Option<u32>,
     },
+    /// End a step that reached its own time limit (`srun -t`) on its nodes: SIGTERM,
+    /// SIGKILL after `kill_wait`; its srun is told why.
+    StepTimeLimit {
+        /// Its nodes.
+        nodes: Vec<String>,
+        /// Job id.
+        job_id: JobId,
+        /// The step.
+        step: u32,
+        /// Seconds between SIGTERM and SIGKILL (KillWait).
+        kill_wait: i64,
+    },
     /// End a running job: SIGCONT + SIGTERM, SIGKILL after `KillWait`, reported as
     /// `state`.
     Terminate {
@@ -325,6 +337,9 @@ pub struct Controller {
     /// When running batch jobs reach their time limit (checked when due: an entry may
     /// be stale), see `state/completing.rs`.
     deadlines: BTreeSet<(i64, JobId)>,
+    /// When running steps reach their own time limit (`srun -t`; checked when due),
+    /// see `state/step_limits.rs`.
+    step_deadlines: BTreeSet<(i64, JobId, StepId)>,
     state_dir: PathBuf,
     sched: Scheduler,
     /// Each behind an `Arc` shared with the read snapshot (`state/job_table.rs`).
@@ -460,6 +475,7 @@ impl Controller {
             dep_due: BTreeSet::new(),
             preempting: BTreeMap::new(),
             deadlines: BTreeSet::new(),
+            step_deadlines: BTreeSet::new(),
             agents_up: BTreeSet::new(),
             liveness: Default::default(),
             gpu_slot,
@@ -481,6 +497,7 @@ impl Controller {
             node_book: node_changes::NodeBook::default(),
         };
         for s in steps {
+            c.note_step_deadline(&s);
             c.steps.insert((JobId(s.job_id), s.step), s);
         }
         let mut preempting = Vec::new();
@@ -1415,6 +1432,7 @@ impl Controller {
         let mut effects = self.priority_pass(now);
         effects.extend(self.expire_interactive(now));
         effects.extend(self.time_limits_due(now));
+        effects.extend(self.step_limits_due(now));
         effects.extend(self.preempt_due(now));
         let mut started = false;
         while let Some(&(due, id)) = self.dep_due.first() {
@@ -1491,6 +1509,7 @@ impl Controller {
             self.priority.next_tick(),
             self.next_preempt_deadline(),
             self.next_time_limit(),
+            self.next_step_time_limit(),
             self.dep_due.first().map(|d| d.0),
         ]
         .into_iter()
@@ -1908,6 +1927,8 @@ impl Controller {
         let mut effects = vec![self.persist(id)];
         if !r.desc.interactive {
             let step = StepRecord {
+                time_limit: None,
+                timed_out: false,
                 srun: None,
                 cancelled_by: None,
                 job_id: id.0,
@@ -2356,6 +2377,8 @@ impl Controller {
             // that run (lost with a node: CANCELLED, as slurmctld completes the steps of
             // a requeued job, whichever signal ended it).
             effects.push(Effect::PersistStep(StepRecord {
+                time_limit: None,
+                timed_out: false,
                 srun: None,
                 cancelled_by: None,
                 job_id: id.0,
@@ -2692,6 +2715,8 @@ impl Controller {
             cpus.clone()
         };
         let record = StepRecord {
+            time_limit: req.time_limit,
+            timed_out: false,
             srun: req.srun.clone(),
             cancelled_by: None,
             job_id: job.0,
@@ -2716,6 +2741,7 @@ impl Controller {
             run: self.jobs[&job].restarts,
             suspended_secs: 0,
         };
+        self.note_step_deadline(&record);
         self.steps.insert((job, step_key), record.clone());
         let r = self.jobs.get_mut(&job).expect("checked");
         r.next_step = r.next_step.max(step + 1);
@@ -2763,7 +2789,10 @@ impl Controller {
         s.end = Some(now);
         s.exit_code = exit_code;
         s.signal = signal;
-        s.state = if signal == OOM_SIGNAL && exit_code == 0 {
+        s.state = if s.timed_out {
+            // Ended at its own time limit (`srun -t`), as Slurm records such a step.
+            JobState::Timeout
+        } else if signal == OOM_SIGNAL && exit_code == 0 {
             JobState::OutOfMemory
         } else if signal != 0 && (exit_code == 0 || past_limit) {
             // As slurmdbd records a step: a wait status that says "signalled" (no
@@ -4346,6 +4375,7 @@ mod running_steps;
 mod script;
 mod service;
 mod shards;
+mod step_limits;
 mod suspend;
 #[cfg(test)]
 pub(crate) mod tests;

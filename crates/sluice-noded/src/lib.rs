@@ -863,6 +863,10 @@ async fn signal(
         }
     );
     let request = match o.step {
+        Some(step) if o.time_limit_kill_wait.is_some() => stepd::Request::StepTimeLimit {
+            step,
+            kill_wait: o.time_limit_kill_wait.unwrap_or_default(),
+        },
         Some(step) if o.signal == libc::SIGKILL => stepd::Request::CancelStep { step },
         Some(step) => stepd::Request::SignalStep {
             step,

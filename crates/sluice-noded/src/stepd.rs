@@ -236,6 +236,9 @@ pub(crate) enum Request {
     /// The controller cancels a step (`scancel JOB.STEP`): its srun is told (a
     /// [`TaskEvent::Cancelled`] first in its stream) and its tasks here are killed.
     CancelStep { step: u32 },
+    /// A step reached its own time limit: its srun is told, its tasks here get
+    /// SIGTERM, and SIGKILL `kill_wait` seconds later.
+    StepTimeLimit { step: u32, kill_wait: i64 },
     /// The cluster stops (`sluice up`): end the job now and leave, reporting nothing.
     Shutdown { grace: i64 },
 }
@@ -752,6 +755,10 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
             cancel_step(&exec, step);
             Reply::Ok
         }
+        Request::StepTimeLimit { step, kill_wait } => {
+            step_time_limit(exec.clone(), step, kill_wait);
+            Reply::Ok
+        }
         Request::StepDone { step, uid } => {
             let mut steps = exec.steps.lock().expect("lock");
             match steps.get(&step) {
@@ -855,7 +862,7 @@ fn cancel_step(exec: &Exec, step: u32) {
         let mut steps = exec.steps.lock().expect("lock");
         match steps.get_mut(&step) {
             Some(log) if log.finished.is_none() => {
-                log.unsent_bytes += push_cancelled(exec, &mut log.events);
+                log.unsent_bytes += push_cancelled(exec, &mut log.events, false);
                 true
             }
             Some(_) => return,
@@ -884,18 +891,46 @@ fn launched(exec: &Exec, step: u32) {
     };
     if !told {
         if let Some(log) = exec.steps.lock().expect("lock").get_mut(&step) {
-            log.unsent_bytes += push_cancelled(exec, &mut log.events);
+            log.unsent_bytes += push_cancelled(exec, &mut log.events, false);
         }
         exec.output.send_modify(|n| *n += 1);
     }
     run::signal_step(exec, step, libc::SIGKILL);
 }
 
-/// Puts a `Cancelled` event at the end of `events`; its length.
-fn push_cancelled(exec: &Exec, events: &mut std::collections::VecDeque<Vec<u8>>) -> usize {
+/// Ends step `step` here at its own time limit: a `Cancelled` event saying so in its
+/// stream, SIGTERM to its tasks, SIGKILL to those left `kill_wait` seconds later, as
+/// slurmstepd ends a step at its limit. A step whose tasks have all ended here is left
+/// alone.
+fn step_time_limit(exec: std::sync::Arc<Exec>, step: u32, kill_wait: i64) {
+    {
+        let mut steps = exec.steps.lock().expect("lock");
+        match steps.get_mut(&step) {
+            Some(log) if log.finished.is_none() => {
+                log.unsent_bytes += push_cancelled(&exec, &mut log.events, true);
+            }
+            _ => return,
+        }
+    }
+    exec.output.send_modify(|n| *n += 1);
+    run::signal_step(&exec, step, libc::SIGTERM);
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(kill_wait.max(0) as u64));
+        run::signal_step(&exec, step, libc::SIGKILL);
+    });
+}
+
+/// Puts a `Cancelled` event at the end of `events` (`time_limit`: the step reached
+/// its own time limit); its length.
+fn push_cancelled(
+    exec: &Exec,
+    events: &mut std::collections::VecDeque<Vec<u8>>,
+    time_limit: bool,
+) -> usize {
     let e = TaskEvent::Cancelled {
         node: exec.node.clone(),
         at: crate::now(),
+        time_limit,
     };
     let mut line = serde_json::to_vec(&e).expect("events serialise");
     line.push(b'\n');

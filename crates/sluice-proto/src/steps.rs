@@ -40,6 +40,9 @@ pub struct ListedStep {
     /// The host and process id of the srun that started it; none for the batch step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub srun: Option<(String, u32)>,
+    /// Its own time limit, seconds; none: unlimited (its job's applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<i64>,
 }
 
 impl ListedStep {
@@ -76,6 +79,7 @@ mod tests {
 
     fn step(step: StepId, array: Option<(u64, u32)>) -> ListedStep {
         ListedStep {
+            time_limit: None,
             srun: None,
             job_id: 12,
             array,

@@ -413,6 +413,12 @@ pub struct StepRecord {
     /// (`scontrol show step`'s `SrunHost:Pid`); none for the batch step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub srun: Option<(String, u32)>,
+    /// Its own time limit, seconds (`srun -t` in an allocation); none: its job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<i64>,
+    /// It was ended at its own time limit: recorded `TIMEOUT`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
 }
 
 fn run_zero(run: &u32) -> bool {
@@ -1237,6 +1243,10 @@ pub struct SignalOrder {
     /// One step's tasks only; with SIGKILL the step is cancelled (its srun told so).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
+    /// With `step`: the step reached its own time limit, and `signal` (SIGTERM) is
+    /// followed by SIGKILL this many seconds later (KillWait); its srun is told why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_kill_wait: Option<i64>,
 }
 
 /// A controller-to-agent order: stop (`suspend`) or continue a running job's processes
@@ -1653,6 +1663,9 @@ pub struct StepRequest {
     /// The host (short name) and process id of the srun asking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub srun: Option<(String, u32)>,
+    /// `-t`: the step's own time limit, seconds; none: its job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<i64>,
 }
 
 /// Where a step's tasks run: per node, the global task ids.
@@ -1821,6 +1834,9 @@ pub enum TaskEvent {
         node: String,
         /// When, Unix seconds.
         at: i64,
+        /// Ended at its own time limit (`srun -t`), not by scancel.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        time_limit: bool,
     },
     /// The step's last event on this node has been sent: nothing follows. (A stream
     /// that ends without it broke: the node's agent went, and srun asks the next one

@@ -31,6 +31,8 @@ fn step(job_id: u64, step: StepId, cpu_ms: &[u64], rss: &[u64], gpus: Vec<GpuUsa
     }
     u.gpus = gpus;
     StepRecord {
+        time_limit: None,
+        timed_out: false,
         srun: None,
         cancelled_by: None,
         job_id,

@@ -774,6 +774,8 @@ fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRec
         })
         .filter_map(|j| {
             Some(StepRecord {
+                time_limit: None,
+                timed_out: false,
                 srun: None,
                 cancelled_by: None,
                 job_id: j.id,
@@ -1386,6 +1388,8 @@ mod tests {
 
     fn step(job: u64, step: StepId, exit_code: i32, signal: i32) -> StepRecord {
         StepRecord {
+            time_limit: None,
+            timed_out: false,
             srun: None,
             cancelled_by: None,
             job_id: job,

@@ -102,7 +102,7 @@ fn record(s: &ListedStep, one_line: bool) -> String {
     // As Slurm's: a suspended job's steps stay RUNNING.
     let state = JobState::Running.name();
     let mut out = format!(
-        "StepId={} UserId={} StartTime={} TimeLimit=UNLIMITED{sep}\
+        "StepId={} UserId={} StartTime={} TimeLimit={}{sep}\
          State={state} Partition={} NodeList={}{sep}\
          Nodes={} CPUs={} Tasks={} Name={} Network=(null){sep}\
          TRES={}{sep}\
@@ -111,6 +111,7 @@ fn record(s: &ListedStep, one_line: bool) -> String {
         s.id(),
         s.uid,
         shown(s.start),
+        sluice_conf::duration::format_time(s.time_limit),
         s.partition,
         sluice_conf::hostlist::compress(&s.nodes),
         s.nodes.len(),
@@ -192,6 +193,7 @@ mod tests {
 
     fn step(step: StepId, ntasks: u32) -> ListedStep {
         ListedStep {
+            time_limit: None,
             srun: None,
             job_id: 17,
             array: None,

@@ -201,7 +201,10 @@ fn value(code: char, s: &ListedStep, cluster: &str, out: &mut String) -> bool {
         'i' => out.push_str(&s.id()),
         'j' => out.push_str(&s.name),
         // Sluice's steps have no time limit of their own.
-        'l' => out.push_str("UNLIMITED"),
+        'l' => match s.time_limit {
+            Some(l) => out.push_str(&sluice_conf::duration::format_compact(l)),
+            None => out.push_str("UNLIMITED"),
+        },
         'M' => out.push_str(&format_compact(s.run_secs)),
         'N' => out.push_str(&sluice_conf::hostlist::compress(&s.nodes)),
         'P' => out.push_str(&s.partition),
@@ -405,6 +408,7 @@ mod tests {
 
     fn step(job_id: u64, array: Option<(u64, u32)>, step: StepId, part: &str) -> ListedStep {
         ListedStep {
+            time_limit: None,
             srun: None,
             job_id,
             array,

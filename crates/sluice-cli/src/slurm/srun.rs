@@ -362,6 +362,15 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             step_id: plans.first().map(|f| f.step),
             part: p.part,
             srun: Some((super::common::hostname(), std::process::id())),
+            // `-t` inside an allocation: the step's own limit (UNLIMITED: none, its
+            // job's). An allocation srun made itself has that limit already.
+            // Whole minutes, as Slurm keeps limits.
+            time_limit: p
+                .opts
+                .time
+                .flatten()
+                .filter(|_| !own)
+                .map(|s| (s + 59) / 60 * 60),
         };
         match create_step(client, p.job, &req) {
             Ok(plan) => {
@@ -640,6 +649,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     let mut aborting: Option<std::time::Instant> = None;
     // The parts of the step cancelled on their own (`scancel JOB.STEP`), as they told.
     let mut cancelled_parts: Vec<usize> = Vec::new();
+    let mut timed_out_parts: Vec<usize> = Vec::new();
     loop {
         let e = match aborting {
             None => match rx.recv() {
@@ -745,7 +755,31 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             }
             // Said once per part of the step (each part's own step in Slurm), by the
             // first of its nodes that tells.
-            TaskEvent::Cancelled { node, at } => {
+            // The step reached its own time limit (`srun -t`): slurmstepd's notice,
+            // once per part; its tasks are being ended as by a time limit (no abort).
+            TaskEvent::Cancelled {
+                node,
+                at,
+                time_limit: true,
+            } => {
+                let index = plan.nodes.iter().position(|n| n.0 == node).unwrap_or(0);
+                let which = layout.node_part.get(index).copied().unwrap_or(0);
+                if timed_out_parts.contains(&which) {
+                    continue;
+                }
+                timed_out_parts.push(which);
+                let part = &parts[which];
+                let step = match part.part {
+                    Some(p) => format!("{}+{p}", plan.step),
+                    None => plan.step.to_string(),
+                };
+                eprintln!(
+                    "slurmstepd-{node}: error: *** STEP {}.{step} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***",
+                    part.job,
+                    sluice_proto::time::timestamp(at)
+                );
+            }
+            TaskEvent::Cancelled { node, at, .. } => {
                 let index = plan.nodes.iter().position(|n| n.0 == node).unwrap_or(0);
                 let which = layout.node_part.get(index).copied().unwrap_or(0);
                 if cancelled_parts.contains(&which) {

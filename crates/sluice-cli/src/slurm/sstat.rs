@@ -438,6 +438,8 @@ pub fn main(args: Vec<String>) -> i32 {
                         .map(|o| o.nodes.len())
                         .sum();
                     renamed = StepRecord {
+                        time_limit: None,
+                        timed_out: false,
                         srun: None,
                         usage: Some(Box::new(het_part_usage(u, &s.nodes, offset))),
                         ..s.clone()
@@ -466,6 +468,8 @@ mod tests {
 
     fn step(step: StepId) -> StepRecord {
         StepRecord {
+            time_limit: None,
+            timed_out: false,
             srun: None,
             cancelled_by: None,
             job_id: 7,

@@ -185,6 +185,23 @@ fn per_node(order: Effect) -> Vec<(String, Effect)> {
                 (n, one)
             })
             .collect(),
+        Effect::StepTimeLimit {
+            nodes,
+            job_id,
+            step,
+            kill_wait,
+        } => nodes
+            .into_iter()
+            .map(|n| {
+                let one = Effect::StepTimeLimit {
+                    nodes: vec![n.clone()],
+                    job_id,
+                    step,
+                    kill_wait,
+                };
+                (n, one)
+            })
+            .collect(),
         Effect::Suspend {
             nodes,
             job_id,
@@ -311,6 +328,24 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
                 signal,
                 batch_only,
                 step,
+                time_limit_kill_wait: None,
+            };
+            client
+                .post::<_, serde_json::Value>("/v1/signal", &body)
+                .map(|_| ())
+        }
+        Effect::StepTimeLimit {
+            job_id,
+            step,
+            kill_wait,
+            ..
+        } => {
+            let body = sluice_proto::types::SignalOrder {
+                job_id: job_id.0,
+                signal: libc::SIGTERM,
+                batch_only: false,
+                step: Some(step),
+                time_limit_kill_wait: Some(kill_wait),
             };
             client
                 .post::<_, serde_json::Value>("/v1/signal", &body)

@@ -109,6 +109,7 @@ impl Executor {
                 | Effect::AddAgent { .. }
                 | Effect::Notify { .. }
                 | Effect::Signal { .. }
+                | Effect::StepTimeLimit { .. }
                 | Effect::Suspend { .. }
                 | Effect::Terminate { .. }
                 | Effect::EndRun { .. }

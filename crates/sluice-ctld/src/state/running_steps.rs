@@ -30,6 +30,7 @@ impl Controller {
                 let run = now - step.start - step.suspended_secs_at(suspension, now);
                 let batch = step.step == StepId::Batch;
                 ListedStep {
+                    time_limit: step.time_limit,
                     job_id: job.id.0,
                     array: job.array.map(|(a, t)| (a.0, t)),
                     step: step.step,
@@ -55,6 +56,8 @@ impl Controller {
                 // The batch step stands through its job's suspensions: those over are
                 // the job's own.
                 let batch = StepRecord {
+                    time_limit: None,
+                    timed_out: false,
                     srun: None,
                     cancelled_by: None,
                     job_id: id.0,

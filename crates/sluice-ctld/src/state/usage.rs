@@ -211,6 +211,8 @@ impl Controller {
                 .next()
                 .map(|n| self.conf.cluster.node(n).name.clone());
             out.push(StepRecord {
+                time_limit: None,
+                timed_out: false,
                 srun: None,
                 cancelled_by: None,
                 job_id: job.0,

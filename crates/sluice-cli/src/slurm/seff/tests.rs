@@ -14,6 +14,8 @@ fn step(job_id: u64, step: StepId, cpu_ms: u64, rss_kb: &[u64]) -> StepRecord {
         });
     }
     StepRecord {
+        time_limit: None,
+        timed_out: false,
         srun: None,
         cancelled_by: None,
         job_id,

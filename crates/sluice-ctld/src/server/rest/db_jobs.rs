@@ -845,6 +845,8 @@ mod tests {
             ..Default::default()
         };
         let s = StepRecord {
+            time_limit: None,
+            timed_out: false,
             srun: None,
             cancelled_by: None,
             job_id: 5,
