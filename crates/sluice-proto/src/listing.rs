@@ -133,7 +133,8 @@ pub struct ListedJob {
     #[serde(rename = "D", default, skip_serializing_if = "is_zero")]
     pub min_nodes: u32,
     /// The submission's: name, reservation, work directory, command, comment, nice,
-    /// GRES, exclusive, WCKey, constraint, memory, and its array's throttle.
+    /// GRES, exclusive, WCKey, constraint, memory, sockets per node, and its array's
+    /// throttle.
     #[serde(rename = "j", default, skip_serializing_if = "String::is_empty")]
     pub name: String,
     #[serde(rename = "v", default, skip_serializing_if = "Option::is_none")]

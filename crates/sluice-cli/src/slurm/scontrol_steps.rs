@@ -124,17 +124,12 @@ fn record(s: &ListedStep, one_line: bool) -> String {
         out.push_str(" Dist=");
         out.push_str(d);
     }
-    // The host and pid of the srun that started the step; the batch step has none.
-    match (&s.srun, s.step) {
-        (Some((host, pid)), _) => {
-            out.push_str(sep);
-            out.push_str(&format!("SrunHost:Pid={host}:{pid}"));
-        }
-        (None, StepId::Batch) => {
-            out.push_str(sep);
-            out.push_str("SrunHost:Pid=(null):0");
-        }
-        (None, _) => {}
+    // The host and pid of the srun that started the step (none: the batch step, or
+    // a step recorded before srun said).
+    out.push_str(sep);
+    match &s.srun {
+        Some((host, pid)) => out.push_str(&format!("SrunHost:Pid={host}:{pid}")),
+        None => out.push_str("SrunHost:Pid=(null):0"),
     }
     out.push_str(if one_line { "\n" } else { "\n\n" });
     out

@@ -349,6 +349,12 @@ struct Args {
 /// -t` takes them as Slurm does (a script waiting for its jobs to leave the queue asks
 /// for `PENDING,RUNNING,CONFIGURING,COMPLETING`); they match nothing.
 fn is_other_slurm_state(s: &str) -> bool {
+    other_slurm_state(s).is_some()
+}
+
+/// The long name of one of Slurm's job states no Sluice job is ever in, named by its
+/// long or compact name (any case).
+pub(crate) fn other_slurm_state(s: &str) -> Option<&'static str> {
     const OTHER: &[(&str, &str)] = &[
         ("BOOT_FAIL", "BF"),
         ("CONFIGURING", "CF"),
@@ -364,7 +370,10 @@ fn is_other_slurm_state(s: &str) -> bool {
         ("STOPPED", "ST"),
     ];
     let u = s.to_ascii_uppercase();
-    OTHER.iter().any(|(long, short)| u == *long || u == *short)
+    OTHER
+        .iter()
+        .find(|(long, short)| u == *long || u == *short)
+        .map(|(long, _)| *long)
 }
 
 /// The states squeue lists after one it does not know, as Slurm 22.05 lists them.
@@ -456,7 +465,7 @@ pub(crate) const HELP: &[Group] = &[
             e("reservation", "name", "jobs in this reservation only"),
             e("iterate", "seconds", "list again every so many seconds"),
             e("sort", "fields", "the order (i j u U g G P t T p M l L S V e D C m N\n\
-                 B v H z; steps: i N P S M u U; - reverses one)"),
+                 B v H z cluster; steps: i N P l S M u U; - reverses one)"),
             e("array", "", "one line per array task, pending ones included"),
             e("array-unique", "", "an array's pending task changed on its own (by\n\
                  its JOB_TASK id) on a line of its own"),
@@ -520,6 +529,8 @@ fn parse(args: &[String]) -> Args {
         by_partition: false,
         given: Default::default(),
     };
+    // As Slurm's squeue, read before the options (`--hide` undoes it).
+    a.given.all = std::env::var_os("SQUEUE_ALL").is_some();
     let mut explicit_format = false;
     // `-o` itself (not `-O`), which Slurm's squeue refuses with `-l`.
     let mut format_given = false;
@@ -719,6 +730,7 @@ fn parse(args: &[String]) -> Args {
             step_list = Some(list);
         }
     }
+    a.given.job_ids = a.jobs.clone();
     if let Some(w) = operands.next() {
         Refusal::error(ME, format!("Unrecognized option: {w}"))
             .with_stdout(USAGE)
@@ -821,7 +833,9 @@ fn add_states(a: &mut Args, list: &str) {
 /// `SQUEUE_SORT` (`-S`), `SQUEUE_FORMAT` or `SQUEUE_FORMAT2` (`-o`, `-O`) unless an
 /// option set the columns, and for each filter not given as an option
 /// `SQUEUE_ACCOUNT`, `SQUEUE_NAMES`, `SQUEUE_PARTITION`, `SQUEUE_QOS`, `SQUEUE_STATES`
-/// and `SQUEUE_USERS`.
+/// and `SQUEUE_USERS`; `SQUEUE_ARRAY_UNIQUE`, `SQUEUE_PRIORITY` and `SQUEUE_LICENSES`
+/// (unless `-L` was given), and the flags `-v` shows (`SQUEUE_LOCAL`,
+/// `SQUEUE_FEDERATION`, `SQUEUE_SIBLING`; `SQUEUE_ALL` is read before the options).
 fn from_environment(
     a: &mut Args,
     format_overridden: bool,
@@ -841,9 +855,6 @@ fn from_environment(
     if set("SQUEUE_PRIORITY") {
         a.by_partition = true;
         a.given.priority = true;
-    }
-    if set("SQUEUE_ALL") {
-        a.given.all = true;
     }
     if set("SQUEUE_LOCAL") {
         a.given.local = true;
@@ -881,12 +892,12 @@ fn from_environment(
         a.names = env("SQUEUE_NAMES").map(list).unwrap_or_default();
     }
     if a.partitions.is_empty() {
-        a.given.partitions = a
-            .given
-            .partitions
-            .take()
-            .or_else(|| env("SQUEUE_PARTITION"));
-        a.partitions = env("SQUEUE_PARTITION").map(list).unwrap_or_default();
+        if let Some(p) = env("SQUEUE_PARTITION") {
+            // As `-p`, it shows hidden partitions too.
+            a.given.all = true;
+            a.given.partitions = Some(p.clone());
+            a.partitions = list(p);
+        }
     }
     if a.qos.is_empty() {
         a.qos = env("SQUEUE_QOS").map(list).unwrap_or_default();
@@ -1011,7 +1022,8 @@ pub fn main(args: Vec<String>) -> i32 {
     if let Some(steps) = &mut a.steps {
         steps.nodes = nodes.clone();
     }
-    if a.given.verbose > 0 && !a.json {
+    // As Slurm's, the dump comes first, `--json`'s document after it.
+    if a.given.verbose > 0 {
         print!("{}", super::squeue_verbose::dump(&a.given));
     }
     loop {
@@ -1147,6 +1159,9 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
         // By expected start, those without one (N/A) last, as Slurm's --start lists.
         jobs.sort_by_key(|j| (j.planned_start.is_none(), j.planned_start));
     }
+    // A key Slurm's squeue does not know ends it once its header is out (it sorts
+    // after printing that).
+    let mut bad_key = None;
     if let Some(keys) = &a.sort {
         let tiers = if a.by_partition && keys.contains(['p', 'Q']) {
             partition_tiers(client)
@@ -1154,7 +1169,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
             Default::default()
         };
         if let Err(k) = super::squeue_sort::sort_jobs(&mut jobs, keys, now(), &tiers) {
-            fail(ME, format!("Invalid sort specification: {k}"), 1);
+            bad_key = Some(k);
         }
     }
     if !a.array {
@@ -1226,6 +1241,10 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
             },
             |c, _| Fit::whole_if(matches!(c, 'N' | 'R' | 'Y')),
         );
+    }
+    if let Some(k) = bad_key {
+        print!("{out}");
+        fail(ME, format!("Invalid sort specification: {k}"), 1);
     }
     for j in &jobs {
         layout.line_fitted(
@@ -1343,12 +1362,18 @@ fn placeholder() -> JobRecord {
 #[allow(clippy::vec_box)]
 fn collapse_arrays(jobs: Vec<Box<JobRecord>>, unique: bool) -> Vec<Box<JobRecord>> {
     let mut out: Vec<Box<JobRecord>> = Vec::new();
-    // Each array's name and partition, from its own record (the one holding its id).
-    let own: HashMap<u64, (String, String)> = jobs
+    // Each array's name and partition: those of its pending tasks never changed on
+    // their own (Slurm's array record's).
+    let mut own: HashMap<u64, (String, String)> = HashMap::new();
+    for j in jobs
         .iter()
-        .filter(|j| j.array.is_some_and(|(a, _)| a == j.id) || j.array_pending.is_some())
-        .map(|j| (j.id, (j.desc.name.clone(), j.partition.clone())))
-        .collect();
+        .filter(|j| j.state == JobState::Pending && !j.split)
+    {
+        if let Some((array, _)) = j.array {
+            own.entry(array)
+                .or_insert_with(|| (j.desc.name.clone(), j.partition.clone()));
+        }
+    }
     // Where the first pending line with a remainder of each id is in `out`.
     let mut heads: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     // The arrays whose own record holds one task after others have left it.
@@ -1371,8 +1396,13 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>, unique: bool) -> Vec<Box<JobRecord
                     .get(&array)
                     .is_some_and(|(name, part)| *name != j.desc.name || *part != j.partition)
         };
+        // A task on a line of its own: never the array's line, whatever it holds.
+        if j.state == JobState::Pending && j.array.is_some_and(|(a, _)| apart(a)) {
+            out.push(j);
+            continue;
+        }
         if j.state == JobState::Pending {
-            if let Some((array, task)) = j.array.filter(|&(a, _)| !apart(a)) {
+            if let Some((array, task)) = j.array {
                 if let Some(&at) = heads.get(&array) {
                     if let Some((rest, _)) = out[at].array_pending.as_mut() {
                         // Tasks mostly come in order: appended, no search.
@@ -1690,5 +1720,12 @@ mod array_line_tests {
         assert_eq!(shown(jobs(false), false), ["30_[1-4]"]);
         assert_eq!(shown(jobs(false), true), ["30_[1,3-4]", "30_2"]);
         assert_eq!(shown(jobs(true), false), ["30_[1,3-4]", "30_2"]);
+        // The array's own record (task 4) renamed on its own: it alone has a line of
+        // its own; the others keep theirs folded.
+        let mut own = jobs(false);
+        own[1].split = false;
+        own[3].split = true;
+        own[3].desc.name = "renamed".into();
+        assert_eq!(shown(own, false), ["30_[1-3]", "30_4"]);
     }
 }

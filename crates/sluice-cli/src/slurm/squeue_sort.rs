@@ -11,22 +11,62 @@ use super::sinfo_records::natural;
 /// Slurm's value for a count a job did not ask for (`NO_VAL16`): larger than any.
 const NOT_ASKED: u32 = 0xfffe;
 
-/// Orders `jobs` by `keys` as Slurm's squeue does. Keys: `i` id (an array's tasks by
-/// index, a heterogeneous job's components by offset), `j` name, `u` user, `U` uid,
-/// `g` group, `G` gid, `P` partition, `t` compact state, `T` state, `p`/`Q` priority
-/// (with `tiers`, `-P`'s partition `PriorityTier` first), `M` time used, `l` time
-/// limit, `L` time left, `S` start, `V` submission, `e` end, `D` nodes, `C` CPUs, `m`
-/// memory asked for, `N` first node, `B` batch host, `v` reservation, `H` sockets per
-/// node, `z` sockets, cores and threads, `cluster` the cluster. As Slurm's, `c d f h
-/// n O I J` change nothing here (what they order by, no job asks for or it is the same
-/// for all), and `b` is said to be invalid and passed over. Any other key is `Err`.
+/// The keys of a `-S` list in the order Slurm's squeue applies them, the last first,
+/// each with whether a `-` before it reverses it. `cluster` (one cluster here: every
+/// record alike) is passed over, and `b`, Slurm's vestigial GRES key, is said to be
+/// invalid and passed over, as Slurm's does.
+pub(super) fn keys_last_first(keys: &str) -> Vec<(u8, bool)> {
+    const CLUSTER: &[u8] = b"cluster";
+    let keys = keys.as_bytes();
+    let mut out = Vec::new();
+    let mut i = keys.len();
+    while i > 0 {
+        i -= 1;
+        let k = keys[i];
+        if matches!(k, b',' | b'+' | b'-') {
+            continue;
+        }
+        if i + 1 >= CLUSTER.len() && keys[i + 1 - CLUSTER.len()..=i].eq_ignore_ascii_case(CLUSTER) {
+            i -= CLUSTER.len() - 1;
+            continue;
+        }
+        if k == b'b' {
+            eprintln!("squeue: Invalid sort specification: b");
+            continue;
+        }
+        out.push((k, i > 0 && keys[i - 1] == b'-'));
+    }
+    out
+}
+
+/// The first of some nodes in natural order (`n2` before `n10`), as Slurm's hostlist
+/// compares node lists: `(true, None)` for none, after every list with some.
+pub(super) fn first_node(nodes: &[String]) -> (bool, Option<(String, u64, String)>) {
+    let first = nodes.iter().map(|n| natural(n)).min();
+    (first.is_none(), first)
+}
+
+/// Orders `jobs` by `keys` as Slurm's squeue does, each key a stable sort, the last
+/// applied first. Keys: `i` id (an array's tasks by index, a heterogeneous job's
+/// components by offset), `j` name, `u` user, `U` uid, `g` group, `G` gid, `P`
+/// partition, `t` compact state, `T` state, `p`/`Q` priority (with `tiers`, `-P`'s
+/// partition `PriorityTier` first), `M` time used, `l` time limit, `L` time left, `S`
+/// start (jobs without one last, either way), `V` submission, `e` end, `D` nodes, `C`
+/// CPUs, `m` memory asked for, `N` first node, `B` batch host, `v` reservation, `H`
+/// sockets per node, `z` sockets, cores and threads, `cluster` the cluster. As
+/// Slurm's, `c d f h n O I J` change nothing here (what they order by, no job asks for
+/// or it is the same for all). Any other key is `Err`, nothing sorted.
 pub(super) fn sort_jobs(
     jobs: &mut [Box<JobRecord>],
     keys: &str,
     t: i64,
     tiers: &HashMap<String, u16>,
 ) -> Result<(), char> {
-    let keys = keys.as_bytes();
+    let keys = keys_last_first(keys);
+    const KNOWN: &[u8] = b"ijuUgGPtTpQMlLSVeDCmNBvHzcdfhnOIJ";
+    if let Some(&(k, _)) = keys.iter().find(|(k, _)| !KNOWN.contains(k)) {
+        return Err(k as char);
+    }
     let id = |j: &JobRecord| match j.het {
         Some(h) => (h.job_id, h.offset),
         None => j.list_key(),
@@ -45,36 +85,23 @@ pub(super) fn sort_jobs(
             j.cpus_per_node.iter().sum()
         }
     };
-    let tier = |j: &JobRecord| tiers.get(&j.partition).copied().unwrap_or(0);
+    // Slurm's `_part_get_prio_tier`: 1 for a partition it does not find.
+    let tier = |j: &JobRecord| tiers.get(&j.partition).copied().unwrap_or(1);
     // Slurm's INFINITE for no limit: later than any.
     let left = |j: &JobRecord| {
         j.time_limit
             .map_or(i64::from(u32::MAX), |l| l - j.run_secs(t))
     };
     let sockets = |j: &JobRecord| j.desc.sockets_per_node.unwrap_or(NOT_ASKED);
-    // squeue's `%B`: the batch job's first node, an allocation's submitting host.
-    let batch_host = |j: &JobRecord| -> String {
-        if j.desc.interactive {
-            j.desc.submit_host.clone()
-        } else {
-            j.nodes.first().cloned().unwrap_or_default()
-        }
+    // A pending job's expected start already past counts as now, as Slurm's.
+    let start = |j: &JobRecord| {
+        j.start_time.or(j.planned_start).map(|s| match j.state {
+            sluice_proto::types::JobState::Pending => s.max(t),
+            _ => s,
+        })
     };
-    let mut i = keys.len();
-    while i > 0 {
-        i -= 1;
-        let k = keys[i];
-        if matches!(k, b',' | b'+' | b'-') {
-            continue;
-        }
-        let reverse = i > 0 && keys[i - 1] == b'-';
-        const CLUSTER: &[u8] = b"cluster";
-        if i + 1 >= CLUSTER.len() && keys[i + 1 - CLUSTER.len()..=i].eq_ignore_ascii_case(CLUSTER) {
-            // One cluster: every job alike.
-            i -= CLUSTER.len() - 1;
-            continue;
-        }
-        let order = |a: &JobRecord, b: &JobRecord| -> Ordering {
+    for (k, reverse) in keys {
+        let by = |a: &JobRecord, b: &JobRecord| -> Ordering {
             match k {
                 b'i' => id(a).cmp(&id(b)),
                 b'j' => a.desc.name.cmp(&b.desc.name),
@@ -93,48 +120,44 @@ pub(super) fn sort_jobs(
                     .unwrap_or(i64::MAX)
                     .cmp(&b.time_limit.unwrap_or(i64::MAX)),
                 b'L' => left(a).cmp(&left(b)),
-                b'S' => a
-                    .start_time
-                    .or(a.planned_start)
-                    .cmp(&b.start_time.or(b.planned_start)),
+                b'S' => start(a).cmp(&start(b)),
                 b'V' => a.submit_time.cmp(&b.submit_time),
                 b'e' => a.end_time.cmp(&b.end_time),
                 b'D' => nodes(a).cmp(&nodes(b)),
                 b'C' => cpus(a).cmp(&cpus(b)),
                 b'm' => super::squeue::memory_asked(a).cmp(&super::squeue::memory_asked(b)),
-                b'N' => first_node(a).cmp(&first_node(b)),
-                b'B' => batch_host(a).cmp(&batch_host(b)),
+                b'N' => first_node(&a.nodes).cmp(&first_node(&b.nodes)),
+                // The batch host: a job's first node.
+                b'B' => a.nodes.first().cmp(&b.nodes.first()),
                 b'v' => a.desc.reservation.cmp(&b.desc.reservation),
                 b'H' | b'z' => sockets(a).cmp(&sockets(b)),
                 _ => Ordering::Equal,
             }
         };
-        match k {
-            b'b' => {
-                // Slurm's vestigial GRES key: said, and passed over.
-                eprintln!("squeue: Invalid sort specification: b");
-                continue;
-            }
-            b'c' | b'd' | b'f' | b'h' | b'n' | b'O' | b'I' | b'J' => continue,
-            b'i' | b'j' | b'u' | b'U' | b'g' | b'G' | b'P' | b't' | b'T' | b'p' | b'Q' | b'M'
-            | b'l' | b'L' | b'S' | b'V' | b'e' | b'D' | b'C' | b'm' | b'N' | b'B' | b'v' | b'H'
-            | b'z' => {}
-            other => return Err(other as char),
-        }
-        if reverse {
-            jobs.sort_by(|a, b| order(b, a));
+        // Where each job stands before this key (a record does not move in its box).
+        let rank: HashMap<*const JobRecord, usize> = if k == b'S' {
+            jobs.iter()
+                .enumerate()
+                .map(|(i, j)| (&**j as *const _, i))
+                .collect()
         } else {
-            jobs.sort_by(|a, b| order(a, b));
-        }
+            HashMap::new()
+        };
+        let order = |a: &JobRecord, b: &JobRecord| -> Ordering {
+            match (k, start(a).is_none(), start(b).is_none()) {
+                // Slurm's: a job without a start goes last, reversed or not; its
+                // comparison calls two such jobs out of order, so its merge sort
+                // leaves them in the reverse of their order before.
+                (b'S', true, true) => rank[&(b as *const _)].cmp(&rank[&(a as *const _)]),
+                (b'S', true, false) => Ordering::Greater,
+                (b'S', false, true) => Ordering::Less,
+                _ if reverse => by(b, a),
+                _ => by(a, b),
+            }
+        };
+        jobs.sort_by(|a, b| order(a, b));
     }
     Ok(())
-}
-
-/// The first of a job's nodes in natural order (`n2` before `n10`), as Slurm's
-/// hostlist compares node lists; a job without nodes after every job with some.
-fn first_node(j: &JobRecord) -> (bool, Option<(String, u64, String)>) {
-    let first = j.nodes.iter().map(|n| natural(n)).min();
-    (first.is_none(), first)
 }
 
 #[cfg(test)]
@@ -242,5 +265,30 @@ mod tests {
         }
         sort_jobs(&mut jobs, "-G", 0, &HashMap::new()).unwrap();
         assert_eq!(order(&jobs), [2, 3, 1]);
+    }
+
+    #[test]
+    fn jobs_without_a_start_go_last_either_way_and_keys_come_last_first() {
+        let mut jobs = vec![
+            job(1, "a", 60, None),
+            job(2, "b", 60, None),
+            job(3, "c", 60, None),
+        ];
+        jobs[0].start_time = Some(200);
+        jobs[2].start_time = Some(100);
+        sort_jobs(&mut jobs, "S", 0, &HashMap::new()).unwrap();
+        assert_eq!(order(&jobs), [3, 1, 2]);
+        sort_jobs(&mut jobs, "-S", 0, &HashMap::new()).unwrap();
+        assert_eq!(order(&jobs), [1, 3, 2], "still last, reversed");
+        // Those without a start end in the reverse of their order before, as Slurm's.
+        jobs[0].start_time = None;
+        sort_jobs(&mut jobs, "S", 0, &HashMap::new()).unwrap();
+        assert_eq!(order(&jobs), [3, 2, 1]);
+        assert_eq!(
+            super::keys_last_first("-i,cluster,b,P"),
+            [(b'P', false), (b'i', true)],
+            "cluster and b passed over"
+        );
+        assert_eq!(super::keys_last_first("-cluster"), []);
     }
 }

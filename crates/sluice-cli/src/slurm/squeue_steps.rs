@@ -248,50 +248,30 @@ fn value(code: char, s: &ListedStep, cluster: &str, out: &mut String) -> bool {
 /// Slurm's order of steps by `key` (`-S`, default `P,i`): the keys applied from the
 /// last to the first, each a stable sort, `-` reversing one.
 fn sort(steps: &mut [ListedStep], key: &str) {
-    let keys = key.as_bytes();
-    // The first node in natural order (`n2` before `n10`), as Slurm's hostlist
-    // compares node lists.
-    let first = |s: &ListedStep| {
-        s.nodes
-            .iter()
-            .map(|n| super::sinfo_records::natural(n))
-            .min()
-    };
-    let mut i = keys.len();
-    while i > 0 {
-        i -= 1;
-        let k = keys[i];
-        if matches!(k, b',' | b'+' | b'-') {
-            continue;
-        }
-        let reverse = i > 0 && keys[i - 1] == b'-';
-        const CLUSTER: &[u8] = b"cluster";
-        if i + 1 >= CLUSTER.len() && keys[i + 1 - CLUSTER.len()..=i].eq_ignore_ascii_case(CLUSTER) {
-            // One cluster: every step alike.
-            i -= CLUSTER.len() - 1;
-            continue;
-        }
-        if k == b'b' {
-            // Slurm's vestigial GRES key: said, and passed over.
-            eprintln!("squeue: Invalid sort specification: b");
-            continue;
-        }
-        let order = |a: &ListedStep, b: &ListedStep| -> std::cmp::Ordering {
+    use super::squeue_sort::{first_node, keys_last_first};
+    for (k, reverse) in keys_last_first(key) {
+        let by = |a: &ListedStep, b: &ListedStep| -> std::cmp::Ordering {
             match k {
                 b'i' => (a.job_id, a.order()).cmp(&(b.job_id, b.order())),
-                b'N' => first(a).cmp(&first(b)),
+                b'N' => first_node(&a.nodes).cmp(&first_node(&b.nodes)),
                 b'P' => a.partition.cmp(&b.partition),
+                // No limit of its own is Slurm's INFINITE, the longest.
+                b'l' => a
+                    .time_limit
+                    .unwrap_or(i64::MAX)
+                    .cmp(&b.time_limit.unwrap_or(i64::MAX)),
                 b'S' => a.start.cmp(&b.start),
                 b'M' => a.run_secs.cmp(&b.run_secs),
                 b'u' => a.user.cmp(&b.user),
                 b'U' => a.uid.cmp(&b.uid),
+                // As Slurm's step listing, other keys change nothing.
                 _ => std::cmp::Ordering::Equal,
             }
         };
         if reverse {
-            steps.sort_by(|a, b| order(b, a));
+            steps.sort_by(|a, b| by(b, a));
         } else {
-            steps.sort_by(order);
+            steps.sort_by(by);
         }
     }
 }

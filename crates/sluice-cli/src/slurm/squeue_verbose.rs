@@ -18,6 +18,8 @@ pub(crate) struct Given {
     pub iterate: u64,
     pub job_flag: bool,
     pub jobs: Option<String>,
+    /// The jobs `-j` named, as read (`-vv`'s `job_list`).
+    pub job_ids: Vec<(u64, Option<u32>)>,
     pub licenses: Option<String>,
     pub names: Option<String>,
     /// `-w`, as squeue's hostset prints it back (`n[1-2]`).
@@ -88,12 +90,20 @@ pub(crate) fn dump(g: &Given) -> String {
 /// `-vv`: the lists each option was split into, as Slurm's squeue prints them.
 fn lists(g: &Given, out: &mut String) {
     use std::fmt::Write;
-    for (i, id) in pieces(&g.jobs).iter().enumerate() {
-        let _ = writeln!(out, "job_list[{i}] = {id}");
+    for (i, (job, task)) in g.job_ids.iter().enumerate() {
+        let _ = match task {
+            Some(t) => writeln!(out, "job_list[{i}] = {job}_{t}"),
+            None => writeln!(out, "job_list[{i}] = {job}"),
+        };
     }
-    // Slurm prints each name's first byte as a number (its `%u` of a `char *`).
+    // Slurm prints each name's first byte as a number (its `%u` of a signed `char`
+    // through a `char *`).
     for (i, n) in pieces(&g.names).iter().enumerate() {
-        let _ = writeln!(out, "name_list[{i}] = {}", n.as_bytes()[0]);
+        let _ = writeln!(
+            out,
+            "name_list[{i}] = {}",
+            n.as_bytes()[0] as i8 as i32 as u32
+        );
     }
     for (i, l) in pieces(&g.licenses).iter().enumerate() {
         let _ = writeln!(out, "licenses_list[{i}] = {l}");
@@ -106,9 +116,13 @@ fn lists(g: &Given, out: &mut String) {
         out.push_str("state_list = all\n");
     } else {
         for (i, s) in states.iter().enumerate() {
-            let name = sluice_proto::types::JobState::parse(s)
-                .map(|s| s.name().to_string())
-                .unwrap_or_else(|| s.to_ascii_uppercase());
+            let name = match sluice_proto::types::JobState::parse(s) {
+                Some(st) => st.name(),
+                None if s.eq_ignore_ascii_case("CG") || s.eq_ignore_ascii_case("COMPLETING") => {
+                    "COMPLETING"
+                }
+                None => super::squeue::other_slurm_state(s).unwrap_or_default(),
+            };
             let _ = writeln!(out, "state_list[{i}] = {name}");
         }
     }
@@ -155,9 +169,10 @@ mod tests {
     #[test]
     fn twice_verbose_adds_the_lists_the_options_were_split_into() {
         let g = Given {
-            jobs: Some("12,13_2".into()),
+            jobs: Some("012,13_2".into()),
+            job_ids: vec![(12, None), (13, Some(2))],
             names: Some("abc".into()),
-            states: Some("pd,r".into()),
+            states: Some("pd,r,cg,cf".into()),
             partitions: Some("debug".into()),
             verbose: 2,
             ..Default::default()
@@ -167,9 +182,13 @@ mod tests {
         assert!(d.contains("name_list[0] = 97\n"), "{d}");
         assert!(d.contains("part_list[0] = debug\n"), "{d}");
         assert!(
-            d.contains("state_list[0] = PENDING\nstate_list[1] = RUNNING\n"),
+            d.contains(
+                "state_list[0] = PENDING\nstate_list[1] = RUNNING\n\
+                 state_list[2] = COMPLETING\nstate_list[3] = CONFIGURING\n"
+            ),
             "{d}"
         );
+        assert!(d.contains("jobs        = 012,13_2\n"), "{d}");
         let all = Given {
             states: Some("all".into()),
             verbose: 2,

@@ -1182,6 +1182,8 @@ fn the_published_snapshot_equals_what_the_loop_builds_after_every_step() {
     snapshot_is_current(&s, now);
     let mut later = desc(1);
     later.begin = Some(500);
+    // Listed with its sockets per node (squeue -S H).
+    later.sockets_per_node = Some(1);
     s.submit(later, now);
     let mut array = desc(1);
     array.array = Some((vec![1, 2, 3, 4], Some(2)));

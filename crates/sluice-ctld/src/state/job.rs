@@ -241,12 +241,17 @@ pub struct RunEnding {
 
 impl Job {
     /// Marks this record changed on its own by its task id, as Slurm splits an
-    /// unstarted task from its array's record then (see [`Job::split`]). The record
-    /// holding the array's own id stands for its remainder and is never split.
+    /// unstarted task from its array's record then (see [`Job::split`]).
     pub fn changed_alone(&mut self) {
-        if self.state == JobState::Pending && self.array.is_some_and(|(a, _)| a != self.id) {
+        if self.state == JobState::Pending && self.array.is_some() {
             self.split = true;
         }
+    }
+
+    /// Whether this array task has a record of its own in Slurm's terms: changed on
+    /// its own, or started once (a requeued task waits under its own record).
+    pub fn split_off(&self) -> bool {
+        self.split || (self.array.is_some() && self.restarts > 0)
     }
 
     /// Whether it runs with its processes stopped by an operator.
@@ -444,7 +449,7 @@ impl Job {
             id: self.id.0,
             array: self.array.map(|(a, t)| (a.0, t)),
             array_pending: self.array_pending.as_deref().cloned(),
-            split: self.split,
+            split: self.split_off(),
             uid: self.uid,
             gid: self.gid,
             user: self.user.to_string(),

@@ -3083,10 +3083,12 @@ fn an_array_task_changed_on_its_own_is_split_from_the_array_as_slurms() {
     )
     .expect("updated");
     assert_eq!(split(&c), [3]);
-    // `scontrol release 1_0`: task 0 (id 2) too; the array's own record never is.
+    // `scontrol hold 1_3`: the array's own record (id 1) too, as Slurm splits task 3
+    // off its array's record; `release 1_0`: task 0 (id 2).
     c.set_hold(JobId(1), Some(3), true, &alice(), 3)
         .expect("held");
+    assert_eq!(split(&c), [1, 3]);
     c.set_hold(JobId(1), Some(0), false, &alice(), 3)
         .expect("released");
-    assert_eq!(split(&c), [2, 3]);
+    assert_eq!(split(&c), [1, 2, 3]);
 }
