@@ -8,6 +8,22 @@
 //! `sluice-stepd` (`stepd_main.rs`) is only a job's supervisor, which agents start for
 //! each job.
 
+/// `eprintln!` as one write of the whole line, as Slurm's commands write their
+/// messages: two commands writing to one file (two sruns in a batch script) never
+/// interleave pieces of their lines. Shadows the standard macro in this crate.
+macro_rules! eprintln {
+    () => {{
+        use std::io::Write as _;
+        let _ = std::io::stderr().write_all(b"\n");
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut line = format!($($arg)*);
+        line.push('\n');
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }};
+}
+
 /// What this build was made from (`build.rs`): `sluice` starts `sluice-commands` and
 /// `sluice-stepd` only when they answer `--build-id` with the same.
 pub const BUILD_ID: &str = env!("SLUICE_BUILD_ID");

@@ -464,11 +464,13 @@ pub(crate) const HELP: &[Group] = &[
             e("qos", "qos(s)", "jobs of these QOS only"),
             e("reservation", "name", "jobs in this reservation only"),
             e("iterate", "seconds", "list again every so many seconds"),
-            e("sort", "fields", "the order (i j u U g G P t T p M l L S V e D C m N\n\
-                 B v H z cluster; steps: i N P l S M u U; - reverses one)"),
+            e("sort", "fields", "the order (i j u U g G P t T p Q M l L S V e D C m\n\
+                 N B v H z cluster, and Slurm's c d f h I J n O, which\n\
+                 change nothing here; steps: i N P l S M u U; - reverses\n\
+                 one)"),
             e("array", "", "one line per array task, pending ones included"),
-            e("array-unique", "", "an array's pending task changed on its own (by\n\
-                 its JOB_TASK id) on a line of its own"),
+            e("array-unique", "", "one line per pending array task split from its\n\
+                 array (changed by its own JOB_TASK id, or requeued)"),
             e("licenses", "license(s)", "jobs holding these licenses only"),
             e("priority", "", "a job once per partition it asks for; -S p\n\
                  orders by the partitions' PriorityTier first"),
@@ -1162,18 +1164,24 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     // A key Slurm's squeue does not know ends it once its header is out (it sorts
     // after printing that).
     let mut bad_key = None;
+    let tiers = match &a.sort {
+        Some(keys) if a.by_partition && keys.contains(['p', 'Q']) => partition_tiers(client),
+        _ => HashMap::new(),
+    };
     if let Some(keys) = &a.sort {
-        let tiers = if a.by_partition && keys.contains(['p', 'Q']) {
-            partition_tiers(client)
-        } else {
-            Default::default()
-        };
         if let Err(k) = super::squeue_sort::sort_jobs(&mut jobs, keys, now(), &tiers) {
             bad_key = Some(k);
         }
     }
     if !a.array {
-        jobs = collapse_arrays(jobs, a.array_unique);
+        let mut corrected = false;
+        jobs = collapse_arrays(jobs, a.array_unique, &mut corrected);
+        // An array's line that took its values from a task changed alone (which sorted
+        // first) now shows the array's: ordered again by them, as Slurm sorts the
+        // lines after folding.
+        if let (true, Some(keys)) = (corrected, &a.sort) {
+            let _ = super::squeue_sort::sort_jobs(&mut jobs, keys, now(), &tiers);
+        }
         // One unstarted task asked for by name (`-j 123_4`) prints as itself, as
         // Slurm's squeue lists it, its throttle left out.
         for j in jobs.iter_mut() {
@@ -1360,8 +1368,14 @@ fn placeholder() -> JobRecord {
 // Boxed on purpose: a record is about a kilobyte, and moving 100,000 of them (a sort,
 // this collapse) costs more than the listing itself.
 #[allow(clippy::vec_box)]
-fn collapse_arrays(jobs: Vec<Box<JobRecord>>, unique: bool) -> Vec<Box<JobRecord>> {
+fn collapse_arrays(
+    jobs: Vec<Box<JobRecord>>,
+    unique: bool,
+    corrected: &mut bool,
+) -> Vec<Box<JobRecord>> {
     let mut out: Vec<Box<JobRecord>> = Vec::new();
+    // The arrays whose line was begun by a task changed alone.
+    let mut from_split: std::collections::HashSet<u64> = std::collections::HashSet::new();
     // Each array's name and partition: those of its pending tasks never changed on
     // their own (Slurm's array record's).
     let mut own: HashMap<u64, (String, String)> = HashMap::new();
@@ -1404,6 +1418,17 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>, unique: bool) -> Vec<Box<JobRecord
         if j.state == JobState::Pending {
             if let Some((array, task)) = j.array {
                 if let Some(&at) = heads.get(&array) {
+                    // The line shows the array's own values (Slurm merges into its
+                    // array's record): an unchanged task's, not one changed alone.
+                    if !j.split && from_split.remove(&array) {
+                        let rest = out[at].array_pending.take();
+                        let mut head = j.clone();
+                        head.id = array;
+                        head.array = None;
+                        head.array_pending = rest;
+                        out[at] = head;
+                        *corrected = true;
+                    }
                     if let Some((rest, _)) = out[at].array_pending.as_mut() {
                         // Tasks mostly come in order: appended, no search.
                         if rest.last().is_some_and(|&l| l < task) {
@@ -1422,6 +1447,9 @@ fn collapse_arrays(jobs: Vec<Box<JobRecord>>, unique: bool) -> Vec<Box<JobRecord
                     .as_ref()
                     .and_then(|p| p.1)
                     .or_else(|| j.desc.array.as_ref().and_then(|a| a.1));
+                if j.split {
+                    from_split.insert(array);
+                }
                 let mut head = j.clone();
                 head.id = array;
                 head.array = None;
@@ -1654,7 +1682,7 @@ mod array_line_tests {
 
     #[allow(clippy::vec_box)]
     fn lines(jobs: Vec<Box<JobRecord>>) -> Vec<String> {
-        collapse_arrays(jobs, false)
+        collapse_arrays(jobs, false, &mut false)
             .iter()
             .map(|j| j.display_id())
             .collect()
@@ -1712,7 +1740,7 @@ mod array_line_tests {
             ]
         };
         let shown = |jobs, unique| -> Vec<String> {
-            collapse_arrays(jobs, unique)
+            collapse_arrays(jobs, unique, &mut false)
                 .iter()
                 .map(|j| j.display_id())
                 .collect()
@@ -1727,5 +1755,15 @@ mod array_line_tests {
         own[3].split = true;
         own[3].desc.name = "renamed".into();
         assert_eq!(shown(own, false), ["30_[1-3]", "30_4"]);
+        // Task 2's own limit sorted it first (`-S l`): the folded line still shows the
+        // array's limit, and says it was corrected (to be ordered again).
+        let mut limited = jobs(false);
+        limited[1].time_limit = Some(300);
+        limited.swap(0, 1);
+        let mut corrected = false;
+        let lines = collapse_arrays(limited, false, &mut corrected);
+        assert_eq!(lines.len(), 1);
+        assert_eq!((lines[0].time_limit, corrected), (None, true));
+        assert_eq!(lines[0].display_id(), "30_[1-4]");
     }
 }

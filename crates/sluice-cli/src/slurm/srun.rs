@@ -363,14 +363,9 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             part: p.part,
             srun: Some((super::common::hostname(), std::process::id())),
             // `-t` inside an allocation: the step's own limit (UNLIMITED: none, its
-            // job's). An allocation srun made itself has that limit already.
-            // Whole minutes, as Slurm keeps limits.
-            time_limit: p
-                .opts
-                .time
-                .flatten()
-                .filter(|_| !own)
-                .map(|s| (s + 59) / 60 * 60),
+            // job's), to the second as a job's (COMPATIBILITY.md, `time-limit-seconds`).
+            // An allocation srun made itself has that limit already.
+            time_limit: p.opts.time.flatten().filter(|_| !own),
         };
         match create_step(client, p.job, &req) {
             Ok(plan) => {
