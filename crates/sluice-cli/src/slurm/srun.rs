@@ -749,49 +749,37 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 }
             }
             // Said once per part of the step (each part's own step in Slurm), by the
-            // first of its nodes that tells.
-            // The step reached its own time limit (`srun -t`): slurmstepd's notice,
-            // once per part; its tasks are being ended as by a time limit (no abort).
+            // first of its nodes that tells: cancelled (`scancel JOB.STEP`), or at its
+            // own time limit (`srun -t`).
             TaskEvent::Cancelled {
                 node,
                 at,
-                time_limit: true,
+                time_limit,
             } => {
                 let index = plan.nodes.iter().position(|n| n.0 == node).unwrap_or(0);
                 let which = layout.node_part.get(index).copied().unwrap_or(0);
-                if timed_out_parts.contains(&which) {
-                    continue;
-                }
-                timed_out_parts.push(which);
-                let part = &parts[which];
-                let step = match part.part {
-                    Some(p) => format!("{}+{p}", plan.step),
-                    None => plan.step.to_string(),
+                let told = if time_limit {
+                    &mut timed_out_parts
+                } else {
+                    &mut cancelled_parts
                 };
-                eprintln!(
-                    "slurmstepd-{node}: error: *** STEP {}.{step} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***",
-                    part.job,
-                    sluice_proto::time::timestamp(at)
-                );
-            }
-            TaskEvent::Cancelled { node, at, .. } => {
-                let index = plan.nodes.iter().position(|n| n.0 == node).unwrap_or(0);
-                let which = layout.node_part.get(index).copied().unwrap_or(0);
-                if cancelled_parts.contains(&which) {
+                if told.contains(&which) {
                     continue;
                 }
-                cancelled_parts.push(which);
+                told.push(which);
                 // `scancel JOB.STEP`: as Slurm's srun, the step is aborted and srun
                 // waits KillWait and two seconds for its tasks; slurmstepd's notice
-                // follows.
-                let wait = kill_wait() + 2;
-                eprintln!(
-                    "{ME}: Job step aborted: Waiting up to {wait} seconds for job step to finish."
-                );
-                if aborting.is_none() {
-                    aborting = Some(
-                        std::time::Instant::now() + std::time::Duration::from_secs(wait as u64),
+                // follows. At its time limit its tasks are ended as a job's are.
+                if !time_limit {
+                    let wait = kill_wait() + 2;
+                    eprintln!(
+                        "{ME}: Job step aborted: Waiting up to {wait} seconds for job step to finish."
                     );
+                    if aborting.is_none() {
+                        aborting = Some(
+                            std::time::Instant::now() + std::time::Duration::from_secs(wait as u64),
+                        );
+                    }
                 }
                 // A part of a step in one allocation is `J.S+P`, as Slurm names it.
                 let part = &parts[which];
@@ -800,10 +788,11 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                     None => plan.step.to_string(),
                 };
                 eprintln!(
-                    "slurmstepd-{node}: error: *** STEP {}.{step} ON {node} CANCELLED AT {} ***",
+                    "slurmstepd-{node}: error: *** STEP {}.{step} ON {node} CANCELLED AT {}{} ***",
                     part.job,
                     // slurmstepd's words, in the daemon's time format, not the user's.
-                    sluice_proto::time::timestamp(at)
+                    sluice_proto::time::timestamp(at),
+                    if time_limit { " DUE TO TIME LIMIT" } else { "" }
                 );
             }
             TaskEvent::End => {}
