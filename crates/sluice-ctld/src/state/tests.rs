@@ -192,15 +192,22 @@ fn an_array_gets_one_id_per_task_and_honours_its_throttle() {
     assert_eq!(c.job(JobId(1)).unwrap().stdout, "/home/alice/slurm-1_3.out");
 }
 
-#[test]
-fn array_tasks_cancelled_before_they_start_leave_no_record() {
-    // --hold --array=0-3 as job 1: tasks 0-2 are ids 2-4, task 3 is id 1.
+/// Four 1-CPU nodes and `--hold --array=0-3` submitted as job 1 (tasks 0-2 are ids
+/// 2-4, task 3, the array's own record, is id 1); the next id to give.
+fn held_array() -> (Controller, u64) {
     let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
     let mut next = 1;
     let mut d = desc(1, 600);
     d.array = Some((vec![0, 1, 2, 3], None));
     d.hold = true;
     submit(&mut c, d, &mut next, 0);
+    (c, next)
+}
+
+#[test]
+fn array_tasks_cancelled_before_they_start_leave_no_record() {
+    // --hold --array=0-3 as job 1: tasks 0-2 are ids 2-4, task 3 is id 1.
+    let (mut c, _) = held_array();
     let cancel = |c: &mut Controller, jobs: Vec<(u64, Option<u32>)>| {
         let req = CancelRequest {
             jobs,
@@ -250,12 +257,7 @@ fn records_chosen_by_their_ids_are_cancelled_as_a_filter_cancels_them() {
     // job named `other`; one cancels `--name=job`, the other the records the REST
     // API's filter chose, by their own ids. Same effects, same records.
     let setup = || {
-        let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
-        let mut next = 1;
-        let mut d = desc(1, 600);
-        d.array = Some((vec![0, 1, 2, 3], None));
-        d.hold = true;
-        submit(&mut c, d, &mut next, 0);
+        let (mut c, mut next) = held_array();
         let mut other = desc(1, 600);
         other.name = "other".into();
         other.hold = true;
@@ -3052,12 +3054,7 @@ fn jobs_get_the_lowest_processors_free_on_their_node_in_one_pass_and_after_an_en
 fn an_array_task_changed_on_its_own_is_split_from_the_array_as_slurms() {
     // --hold --array=0-3 as job 1: tasks 0-2 are ids 2-4, task 3 (the array's own
     // record, holding the remainder) is id 1.
-    let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
-    let mut next = 1;
-    let mut d = desc(1, 600);
-    d.array = Some((vec![0, 1, 2, 3], None));
-    d.hold = true;
-    submit(&mut c, d, &mut next, 0);
+    let (mut c, _) = held_array();
     let split = |c: &Controller| -> Vec<u64> {
         (1..=4)
             .filter(|&id| c.job(JobId(id)).unwrap().split)
