@@ -19,6 +19,7 @@ pub mod gang;
 pub mod gpu_pick;
 pub mod gpus;
 mod het;
+mod partitions;
 pub mod ids;
 pub mod job;
 pub mod limits;

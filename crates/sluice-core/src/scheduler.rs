@@ -187,6 +187,8 @@ pub struct Scheduler {
     waiting_begin: BTreeSet<(Time, JobId)>,
     /// Pending jobs waiting for `Resources`, likewise (see [`crate::reservation`]).
     reason_resources: BTreeSet<JobId>,
+    /// Jobs that may run in several partitions (see [`crate::partitions`]).
+    pub(crate) choices: BTreeMap<JobId, Vec<PartitionId>>,
 }
 
 impl Scheduler {
@@ -244,6 +246,7 @@ impl Scheduler {
             reason_none: BTreeSet::new(),
             waiting_begin: BTreeSet::new(),
             reason_resources: BTreeSet::new(),
+            choices: BTreeMap::new(),
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -716,7 +719,11 @@ impl Scheduler {
         }
         self.check_shape(&spec)?;
         let seq = self.keys[&id].seq;
+        let choices = self.choices.get(&id).cloned();
         self.cancel_pending(id, now);
+        if let Some(list) = choices {
+            self.choices.insert(id, list);
+        }
         self.enqueue(spec, seq, now);
         Ok(())
     }
@@ -733,7 +740,7 @@ impl Scheduler {
         self.profile.advance(now);
         let key = QueueKey {
             tier: Reverse(if self.policy.uses_priority() {
-                part.priority_tier
+                self.best_tier(spec.id, spec.partition)
             } else {
                 0
             }),
@@ -793,6 +800,7 @@ impl Scheduler {
         self.ending.remove(&id);
         reservation::job_gone(self, id, now);
         self.unindex(id);
+        self.forget_partitions(id);
         let job = Arc::unwrap_or_clone(self.jobs.remove(&id).expect("checked above"));
         self.changed.remove(&id);
         self.usage.remove(id, now);
@@ -1068,6 +1076,7 @@ impl Scheduler {
         let key = self.keys.remove(&id).expect("pending jobs have a key");
         self.queue.remove(&key);
         self.unindex(id);
+        self.forget_partitions(id);
         let job = Arc::unwrap_or_clone(self.jobs.remove(&id).expect("checked above"));
         self.changed.remove(&id);
         self.usage.remove(id, now);
@@ -1105,11 +1114,36 @@ impl Scheduler {
             priority: Reverse(priority),
             ..old
         };
+        self.requeue_key(id, old, key);
+        self.backfill.dirty = true;
+        true
+    }
+
+    /// Puts pending job `id` at its queue place again after its partitions changed:
+    /// its tier is the highest of theirs.
+    pub(crate) fn rekey(&mut self, id: JobId) {
+        let Some(&old) = self.keys.get(&id) else {
+            return;
+        };
+        if !self.policy.uses_priority() {
+            return;
+        }
+        let tier = self.best_tier(id, self.jobs[&id].spec.partition);
+        let key = QueueKey {
+            tier: Reverse(tier),
+            ..old
+        };
+        self.requeue_key(id, old, key);
+    }
+
+    /// Moves pending job `id`'s queue entry from `old` to `key`.
+    fn requeue_key(&mut self, id: JobId, old: QueueKey, key: QueueKey) {
+        if old == key {
+            return;
+        }
         self.queue.remove(&old);
         self.queue.insert(key, id);
         self.keys.insert(id, key);
-        self.backfill.dirty = true;
-        true
     }
 
     /// Replaces the accounting limits (the database changed: `sacctmgr` raised or
@@ -1258,7 +1292,7 @@ impl Scheduler {
     }
 
     /// The usage scopes a job counts in.
-    fn scopes(&self, spec: &JobSpec) -> Vec<limits::usage::Scope> {
+    pub(crate) fn scopes(&self, spec: &JobSpec) -> Vec<limits::usage::Scope> {
         let part_qos = self
             .accounts
             .partition_qos
@@ -1656,21 +1690,8 @@ impl Scheduler {
     /// when not.
     pub(crate) fn eligible_as_job(&mut self, id: JobId, now: Time) -> bool {
         let job = &self.jobs[&id];
-        let part = self.cluster.partition(job.spec.partition);
-        let blocked = if matches!(part.state, PartitionState::Down | PartitionState::Inactive) {
-            Some(PendingReason::PartitionDown)
-        } else if !self.has_usable_node(job.spec.partition) && job.spec.begin <= now {
-            // A job whose begin time has not come says BeginTime even so (Slurm 22.05,
-            // compat scenario 197).
-            Some(PendingReason::NodesUnavailable)
-        } else if part.max_time.is_some_and(|m| job.spec.time_limit > m) {
-            Some(PendingReason::PartitionTimeLimit)
-        } else if part
-            .max_nodes
-            .is_some_and(|m| job.spec.request.min_nodes > m)
-            || job.spec.request.min_nodes < part.min_nodes
-        {
-            Some(PendingReason::PartitionNodeLimit)
+        let blocked = if let Some(r) = self.partition_refuses(job, job.spec.partition, now) {
+            Some(r)
         } else {
             match job.spec.acct.not_allowed {
                 Some(NotAllowed::Account) => Some(PendingReason::AccountNotAllowed),
@@ -1698,6 +1719,34 @@ impl Scheduler {
             self.backfill.dirty = true;
         }
         true
+    }
+
+    /// Why partition `p` cannot take `job` now, whatever its nodes hold: the partition is
+    /// down, has no usable node, or its limits are below the job's.
+    pub(crate) fn partition_refuses(
+        &self,
+        job: &Job,
+        p: PartitionId,
+        now: Time,
+    ) -> Option<PendingReason> {
+        let part = self.cluster.partition(p);
+        if matches!(part.state, PartitionState::Down | PartitionState::Inactive) {
+            Some(PendingReason::PartitionDown)
+        } else if !self.has_usable_node(p) && job.spec.begin <= now {
+            // A job whose begin time has not come says BeginTime even so (Slurm 22.05,
+            // compat scenario 197).
+            Some(PendingReason::NodesUnavailable)
+        } else if part.max_time.is_some_and(|m| job.spec.time_limit > m) {
+            Some(PendingReason::PartitionTimeLimit)
+        } else if part
+            .max_nodes
+            .is_some_and(|m| job.spec.request.min_nodes > m)
+            || job.spec.request.min_nodes < part.min_nodes
+        {
+            Some(PendingReason::PartitionNodeLimit)
+        } else {
+            None
+        }
     }
 
     /// Whether the backfill pass may plan a reservation for `id` (not for a job of a

@@ -233,7 +233,22 @@ fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) -> (u32, u32
     while let Some((key, id)) = s.next_in_queue(cursor) {
         cursor = Some(key);
         depth += 1;
+        let open = crate::partitions::open(s, id, now);
         if !s.eligible(id, now) {
+            continue;
+        }
+        if let Some(open) = open {
+            tried += u32::from(crate::partitions::start_now(
+                s,
+                id,
+                now,
+                &open,
+                &mut blocked,
+                out,
+            ));
+            if blocked.len() == partitions {
+                break;
+            }
             continue;
         }
         let part = s.jobs[&id].spec.partition;
@@ -318,6 +333,7 @@ fn backfill_pass(
         }
         cursor = Some(key);
         depth += 1;
+        let open = crate::partitions::open(s, id, now);
         if !s.eligible(id, now) {
             // Skipped, as Slurm's backfill skips a job a limit holds: it blocks
             // nothing and keeps no reservation.
@@ -374,25 +390,25 @@ fn backfill_pass(
             }
             continue;
         }
-        let job = &s.jobs[&id];
-        let filter = s.filter_for(job);
-        let limit = job.spec.time_limit;
-        let d = round_up(limit, res);
-        let found = bounds
-            .lower(&job.spec.request, filter, d, now)
-            .and_then(|from| {
-                plan.earliest_start(&s.cluster, &job.spec.request, filter, d, from, horizon)
-            });
-        bounds.found(&job.spec.request, filter, d, found.as_ref().map(|f| f.0));
-        // Starting now also takes the job's GPUs, whose side claims (see `crate::gpus`)
-        // must fit the plan too; when they do not, it gets no reservation this pass.
-        let found = match found {
-            Some((t, nodes)) if t == now => {
-                side_claims::place(s, id, nodes, now, Some((&plan, res)), false)
-                    .or_else(|| elsewhere_now(s, id, &plan, now, d))
-                    .map(|nodes| (t, nodes))
+        let limit = s.jobs[&id].spec.time_limit;
+        let found = match open {
+            // Of several partitions: the earliest start of them, the first tried at
+            // equal times.
+            Some(open) if open.len() > 1 => {
+                let mut best: Option<(PartitionId, (Time, Vec<NodeAlloc>))> = None;
+                for &p in &open {
+                    s.move_to(id, p, now);
+                    if let Some(f) = probe(s, &plan, &mut bounds, id, now, horizon) {
+                        if best.as_ref().is_none_or(|(_, (t, _))| f.0 < *t) {
+                            best = Some((p, f));
+                        }
+                    }
+                }
+                let home = best.as_ref().map_or(open[0], |(p, _)| *p);
+                s.move_to(id, home, now);
+                best.map(|(_, f)| f)
             }
-            other => other,
+            _ => probe(s, &plan, &mut bounds, id, now, horizon),
         };
         match found {
             Some((t, nodes)) if t == now => {
@@ -442,6 +458,38 @@ fn backfill_pass(
         s.backfill.retained.clear();
     }
     (depth, tested as u32)
+}
+
+/// When and where job `id` could start in the plan, in the partition it is in: the
+/// earliest start within `horizon`, its GPUs' side claims included when that is now.
+fn probe(
+    s: &mut Scheduler,
+    plan: &Profile,
+    bounds: &mut StartBounds,
+    id: JobId,
+    now: Time,
+    horizon: Time,
+) -> Option<(Time, Vec<NodeAlloc>)> {
+    let res = s.backfill.resolution;
+    let job = &s.jobs[&id];
+    let filter = s.filter_for(job);
+    let d = round_up(job.spec.time_limit, res);
+    let found = bounds
+        .lower(&job.spec.request, filter, d, now)
+        .and_then(|from| {
+            plan.earliest_start(&s.cluster, &job.spec.request, filter, d, from, horizon)
+        });
+    bounds.found(&job.spec.request, filter, d, found.as_ref().map(|f| f.0));
+    // Starting now also takes the job's GPUs, whose side claims (see `crate::gpus`)
+    // must fit the plan too; when they do not, it gets no reservation this pass.
+    match found {
+        Some((t, nodes)) if t == now => {
+            side_claims::place(s, id, nodes, now, Some((plan, res)), false)
+                .or_else(|| elsewhere_now(s, id, plan, now, d))
+                .map(|nodes| (t, nodes))
+        }
+        other => other,
+    }
 }
 
 /// Where one-node job `id`, whose GPUs cannot be had on the node the plan chose, could

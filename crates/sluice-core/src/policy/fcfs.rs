@@ -14,8 +14,18 @@ pub(crate) fn pass(
 ) -> Option<(QueueKey, JobId)> {
     let mut cursor = None;
     while let Some((key, id)) = s.next_in_queue(cursor) {
+        let open = crate::partitions::open(s, id, now);
         if !s.eligible(id, now) {
             cursor = Some(key);
+            continue;
+        }
+        if let Some(open) = open {
+            // Of several partitions: started in one of them, or left at the head.
+            let before = out.len();
+            crate::partitions::start_now(s, id, now, &open, &mut Vec::new(), out);
+            if out.len() == before {
+                return Some((key, id));
+            }
             continue;
         }
         match s.fit_now(id, now) {

@@ -1,0 +1,176 @@
+//! Jobs submitted to several partitions (`sbatch -p short,debug`): such a job waits in
+//! all of them and starts in whichever can run it first, as Slurm's do.
+//!
+//! A job's spec names one partition at a time, the one it is *in*: a pending job is in
+//! the first partition it lists, except while a pass tries it elsewhere; a started job
+//! is in the one it runs in. Its queue place takes the highest `PriorityTier` of them.
+//! The passes try each partition in turn (highest tier first, then in the order the
+//! job listed them):
+//!
+//! - the main pass (and FCFS) starts the job in the first of them where it fits now,
+//!   skipping partitions a job ahead has blocked; when it fits in none, it blocks every
+//!   partition it was tried in, as Slurm's main scheduler does with one queue entry per
+//!   partition of equal tier, and keeps the reason its first partition gave;
+//! - the backfill pass plans it in each and keeps the earliest start (the first listed
+//!   at equal times): started there now, or reserved there.
+//!
+//! Preemption, advance reservations and explanations look at the partition the job is
+//! in.
+
+use std::sync::Arc;
+
+use crate::decision::{Decision, Pass};
+use crate::ids::{JobId, PartitionId};
+use crate::job::{JobState, PendingReason};
+use crate::scheduler::Scheduler;
+use crate::time::Time;
+
+impl Scheduler {
+    /// Lets job `id` run in any of `partitions` (its own among them; duplicates and
+    /// unknown ids left out). A pending job moves to the first of them and takes the
+    /// highest tier of them for its queue place; a running job keeps running where it
+    /// is and may run in any of them once requeued. One partition (or none) undoes it.
+    /// Returns whether the job exists.
+    pub fn set_partitions(&mut self, id: JobId, partitions: &[PartitionId], now: Time) -> bool {
+        let Some(job) = self.jobs.get(&id) else {
+            return false;
+        };
+        self.generation += 1;
+        let mut list: Vec<PartitionId> = Vec::with_capacity(partitions.len());
+        for &p in partitions {
+            if p.index() < self.cluster.partitions.len() && !list.contains(&p) {
+                list.push(p);
+            }
+        }
+        let pending = job.state == JobState::Pending;
+        if list.len() < 2 {
+            self.choices.remove(&id);
+        } else {
+            if pending {
+                self.move_to(id, list[0], now);
+            }
+            self.choices.insert(id, list);
+        }
+        if pending {
+            self.rekey(id);
+            self.backfill.dirty = true;
+        }
+        true
+    }
+
+    /// The partitions job `id` may run in, in the order it listed them, when more than
+    /// one.
+    pub fn partitions_of(&self, id: JobId) -> Option<&[PartitionId]> {
+        self.choices.get(&id).map(Vec::as_slice)
+    }
+
+    /// The partitions a pass tries `id` in, in the order it tries them: highest
+    /// `PriorityTier` first, then as listed. `None` for a job of one partition.
+    pub(crate) fn tries(&self, id: JobId) -> Option<Vec<PartitionId>> {
+        let mut list = self.choices.get(&id)?.clone();
+        list.sort_by_key(|p| std::cmp::Reverse(self.cluster.partition(*p).priority_tier));
+        Some(list)
+    }
+
+    /// The first partition `id` listed (its own when it lists one).
+    pub(crate) fn home_partition(&self, id: JobId) -> Option<PartitionId> {
+        match self.choices.get(&id) {
+            Some(list) => list.first().copied(),
+            None => self.jobs.get(&id).map(|j| j.spec.partition),
+        }
+    }
+
+    /// The highest `PriorityTier` of the partitions `id` may run in, `own` being the
+    /// one its spec names.
+    pub(crate) fn best_tier(&self, id: JobId, own: PartitionId) -> u16 {
+        let tier = |p: PartitionId| self.cluster.partition(p).priority_tier;
+        match self.choices.get(&id) {
+            Some(list) => list.iter().map(|&p| tier(p)).max().unwrap_or(0),
+            None => tier(own),
+        }
+    }
+
+    /// Puts pending job `id` in partition `p`: its spec names `p`, and what it counts
+    /// against follows (a partition's QOS is one of its limits' scopes).
+    pub(crate) fn move_to(&mut self, id: JobId, p: PartitionId, now: Time) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let from = job.spec.partition;
+        if from == p {
+            return;
+        }
+        Arc::make_mut(job).spec.partition = p;
+        let qos = |p: PartitionId| self.accounts.partition_qos.get(p.index()).copied().flatten();
+        if qos(from) != qos(p) {
+            let scopes = self.scopes(&self.jobs[&id].spec);
+            self.usage.remove(id, now);
+            self.usage.add(id, scopes);
+        }
+    }
+
+    /// Forgets the partitions of a job that has left.
+    pub(crate) fn forget_partitions(&mut self, id: JobId) {
+        self.choices.remove(&id);
+    }
+}
+
+/// Readies job `id` for a pass at `now` when it may run in several partitions: returns
+/// those of them that would take it (in the order they are tried) and puts it in the
+/// first, or in its first listed when none would, whose reason it then gets. `None`
+/// for a job of one partition.
+pub(crate) fn open(s: &mut Scheduler, id: JobId, now: Time) -> Option<Vec<PartitionId>> {
+    let list = s.tries(id)?;
+    let job = &s.jobs[&id];
+    let open: Vec<PartitionId> = list
+        .into_iter()
+        .filter(|&p| s.partition_refuses(job, p, now).is_none())
+        .collect();
+    let first = match open.first() {
+        Some(&p) => p,
+        None => s.home_partition(id).expect("a job of several partitions"),
+    };
+    s.move_to(id, first, now);
+    Some(open)
+}
+
+/// The main pass (and FCFS) for eligible job `id` of several partitions, `open` those
+/// that would take it: starts it in the first where it fits now, skipping `blocked`
+/// ones. When it starts nowhere it stays in its first open partition with the reason
+/// that partition gave (`Priority` when every one was blocked) and the partitions it
+/// was tried in are blocked. Returns whether it was tried at all.
+pub(crate) fn start_now(
+    s: &mut Scheduler,
+    id: JobId,
+    now: Time,
+    open: &[PartitionId],
+    blocked: &mut Vec<PartitionId>,
+    out: &mut Vec<Decision>,
+) -> bool {
+    let ahead: Vec<PartitionId> = open
+        .iter()
+        .copied()
+        .filter(|p| !blocked.contains(p))
+        .collect();
+    if ahead.is_empty() {
+        s.set_reason(id, PendingReason::Priority);
+        return false;
+    }
+    let mut first_reason = None;
+    for &p in &ahead {
+        s.move_to(id, p, now);
+        if let Some(nodes) = s.fit_now(id, now) {
+            s.start(id, now, nodes, Pass::Main, false, out);
+            return true;
+        }
+        first_reason.get_or_insert_with(|| crate::unavailable::reason(s, id, blocked));
+    }
+    s.move_to(id, open[0], now);
+    s.set_reason(id, first_reason.expect("tried in one partition at least"));
+    for p in ahead {
+        if !blocked.contains(&p) {
+            blocked.push(p);
+        }
+    }
+    true
+}
