@@ -78,6 +78,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "unavailable",
             "side_claims",
             "het",
+            "partitions",
             "node_changes",
         ],
     ),
