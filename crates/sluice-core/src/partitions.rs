@@ -72,14 +72,6 @@ impl Scheduler {
         Some(list)
     }
 
-    /// The first partition `id` listed (its own when it lists one).
-    pub(crate) fn home_partition(&self, id: JobId) -> Option<PartitionId> {
-        match self.choices.get(&id) {
-            Some(list) => list.first().copied(),
-            None => self.jobs.get(&id).map(|j| j.spec.partition),
-        }
-    }
-
     /// The highest `PriorityTier` of the partitions `id` may run in, `own` being the
     /// one its spec names.
     pub(crate) fn best_tier(&self, id: JobId, own: PartitionId) -> u16 {
@@ -117,60 +109,73 @@ impl Scheduler {
 
 /// Readies job `id` for a pass at `now` when it may run in several partitions: returns
 /// those of them that would take it (in the order they are tried) and puts it in the
-/// first, or in its first listed when none would, whose reason it then gets. `None`
-/// for a job of one partition.
+/// first, or in the last tried when none would (whose reason it then gets, as Slurm's
+/// last queue entry of the job sets it). `None` for a job of one partition.
 pub(crate) fn open(s: &mut Scheduler, id: JobId, now: Time) -> Option<Vec<PartitionId>> {
     let list = s.tries(id)?;
     let job = &s.jobs[&id];
+    let last = *list.last().expect("a job of several partitions");
     let open: Vec<PartitionId> = list
         .into_iter()
         .filter(|&p| s.partition_refuses(job, p, now).is_none())
         .collect();
-    let first = match open.first() {
-        Some(&p) => p,
-        None => s.home_partition(id).expect("a job of several partitions"),
-    };
-    s.move_to(id, first, now);
+    s.move_to(id, open.first().copied().unwrap_or(last), now);
     Some(open)
 }
 
-/// The main pass (and FCFS) for eligible job `id` of several partitions, `open` those
-/// that would take it: starts it in the first where it fits now, skipping `blocked`
-/// ones. When it starts nowhere it stays in its first open partition with the reason
-/// that partition gave (`Priority` when every one was blocked) and the partitions it
-/// was tried in are blocked. Returns whether it was tried at all.
+/// The main pass (and FCFS) for eligible job `id` of several partitions: starts it in
+/// the first that would take it where it fits now, skipping those `blocked`. When it
+/// starts nowhere it stays in the first that would take it, the partitions it was tried
+/// in are blocked, and its reason is the one the last partition tried gave (a limit of
+/// that partition, `Priority` when it was blocked, else why it does not fit), as
+/// Slurm's main scheduler leaves it with one queue entry per partition. Returns whether
+/// it was tried at all.
 pub(crate) fn start_now(
     s: &mut Scheduler,
     id: JobId,
     now: Time,
-    open: &[PartitionId],
     blocked: &mut Vec<PartitionId>,
     out: &mut Vec<Decision>,
 ) -> bool {
-    let ahead: Vec<PartitionId> = open
-        .iter()
-        .copied()
-        .filter(|p| !blocked.contains(p))
-        .collect();
-    if ahead.is_empty() {
-        s.set_reason(id, PendingReason::Priority);
-        return false;
-    }
-    let mut first_reason = None;
-    for &p in &ahead {
+    let tries = s.tries(id).expect("a job of several partitions");
+    let mut reason = PendingReason::Priority;
+    let mut home = None;
+    let mut waits = Vec::new();
+    for p in tries {
+        if let Some(r) = s.partition_refuses(&s.jobs[&id], p, now) {
+            reason = r;
+            continue;
+        }
+        home.get_or_insert(p);
+        if blocked.contains(&p) {
+            reason = PendingReason::Priority;
+            continue;
+        }
         s.move_to(id, p, now);
         if let Some(nodes) = s.fit_now(id, now) {
             s.start(id, now, nodes, Pass::Main, false, out);
             return true;
         }
-        first_reason.get_or_insert_with(|| crate::unavailable::reason(s, id, blocked));
+        reason = crate::unavailable::reason(s, id, blocked);
+        waits.push(p);
     }
-    s.move_to(id, open[0], now);
-    s.set_reason(id, first_reason.expect("tried in one partition at least"));
-    for p in ahead {
+    s.move_to(id, home.expect("eligible somewhere"), now);
+    s.set_reason(id, reason);
+    let tried = !waits.is_empty();
+    for p in waits {
         if !blocked.contains(&p) {
             blocked.push(p);
         }
     }
-    true
+    tried
+}
+
+/// The reason of eligible job `id` of several partitions that a pass did not reach:
+/// the limit of the last partition it would be tried in when that one refuses it, else
+/// `Priority` (see [`start_now`]).
+pub(crate) fn unreached_reason(s: &Scheduler, id: JobId, now: Time) -> PendingReason {
+    s.tries(id)
+        .and_then(|list| list.last().copied())
+        .and_then(|p| s.partition_refuses(&s.jobs[&id], p, now))
+        .unwrap_or(PendingReason::Priority)
 }

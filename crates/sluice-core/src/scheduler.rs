@@ -1574,8 +1574,17 @@ impl Scheduler {
                 j.state == JobState::Pending
                     && (j.reason == PendingReason::None || j.reason == PendingReason::BeginTime)
             });
-            if unexplained && self.eligible(id, now) {
-                self.set_reason(id, PendingReason::Priority);
+            if !unexplained {
+                continue;
+            }
+            let several = crate::partitions::open(self, id, now).is_some();
+            if self.eligible(id, now) {
+                let reason = if several {
+                    crate::partitions::unreached_reason(self, id, now)
+                } else {
+                    PendingReason::Priority
+                };
+                self.set_reason(id, reason);
             }
         }
     }

@@ -147,9 +147,10 @@ fn a_partition_whose_limits_refuse_the_job_is_passed_over() {
     assert_eq!(started(&s.schedule(0)), [(1, vec![0])]);
     assert_eq!(partition(&s, 1), BATCH);
 
-    // When every partition refuses it, the job gets the first's reason.
+    // When every partition refuses it, the job gets the reason of the last it was
+    // tried in, as Slurm's last queue entry of the job leaves it: batch's MinNodes.
     let mut c = two_partitions();
-    c.partitions[0].max_time = Some(30);
+    c.partitions[0].min_nodes = 2;
     c.partitions[1].max_time = Some(30);
     let mut s = Scheduler::new(c, backfill(10_000));
     s.submit(job(2).procs(1).time(60).partition(1).spec(), 0)
@@ -157,8 +158,26 @@ fn a_partition_whose_limits_refuse_the_job_is_passed_over() {
     s.set_partitions(JobId(2), &[SHORT, BATCH], 0);
     assert!(started(&s.schedule(0)).is_empty());
     let j = s.job(JobId(2)).unwrap();
+    assert_eq!(j.reason, PendingReason::PartitionNodeLimit);
+    assert_eq!(j.spec.partition, BATCH);
+}
+
+#[test]
+fn a_job_waiting_on_resources_in_one_partition_and_refused_by_the_last_says_the_last() {
+    // Slurm 22.05 (compat scenario 252): n0 and n1 full; job 3 of batch,short asks
+    // for 60 s where short allows 30: it waits with short's PartitionTimeLimit.
+    let mut c = two_partitions();
+    c.partitions[1].max_time = Some(30);
+    let mut s = Scheduler::new(c, backfill(10_000));
+    s.submit(job(1).procs(8).nodes(2).time(600).spec(), 0)
+        .unwrap();
+    s.schedule(0);
+    s.submit(job(3).procs(1).time(60).spec(), 1).unwrap();
+    s.set_partitions(JobId(3), &[BATCH, SHORT], 1);
+    s.schedule(1);
+    let j = s.job(JobId(3)).unwrap();
     assert_eq!(j.reason, PendingReason::PartitionTimeLimit);
-    assert_eq!(j.spec.partition, SHORT);
+    assert_eq!(j.spec.partition, BATCH);
 }
 
 #[test]
@@ -190,4 +209,25 @@ fn one_partition_undoes_the_list_and_a_gone_job_forgets_it() {
     s.cancel_pending(JobId(1), 0);
     assert_eq!(s.partitions_of(JobId(1)), None);
     assert!(!s.set_partitions(JobId(1), &[BATCH, SHORT], 0));
+}
+
+#[test]
+fn a_job_the_main_pass_does_not_reach_gets_its_last_partitions_limit() {
+    // Job 1 holds both nodes; job 2 of batch,short waits and blocks both partitions,
+    // so the main pass stops before job 3 (batch,short, 60 s where short allows 30):
+    // it says short's PartitionTimeLimit, not Priority, as Slurm 22.05 does.
+    let mut c = two_partitions();
+    c.partitions[1].max_time = Some(30);
+    let mut s = Scheduler::new(c, backfill(10_000));
+    s.submit(job(1).procs(8).nodes(2).time(600).spec(), 0)
+        .unwrap();
+    s.schedule(0);
+    s.submit(job(2).procs(1).time(20).spec(), 1).unwrap();
+    s.set_partitions(JobId(2), &[BATCH, SHORT], 1);
+    s.submit(job(3).procs(1).time(60).spec(), 1).unwrap();
+    s.set_partitions(JobId(3), &[BATCH, SHORT], 1);
+    s.schedule(1);
+    let reason = |id: u64| s.job(JobId(id)).unwrap().reason;
+    assert_eq!(reason(2), PendingReason::Resources);
+    assert_eq!(reason(3), PendingReason::PartitionTimeLimit);
 }

@@ -638,6 +638,13 @@ impl Controller {
         self.sched.last_pass()
     }
 
+    /// The partitions job `r` may run in, when it was submitted to several (`-p a,b`);
+    /// those the configuration no longer has left out.
+    fn partition_list(&self, r: &Job) -> Option<Vec<PartitionId>> {
+        let list = r.desc.partition.as_deref().filter(|l| l.contains(','))?;
+        Some(list.split(',').filter_map(|n| self.partition_of(n)).collect())
+    }
+
     fn partition_of(&self, name: &str) -> Option<PartitionId> {
         self.conf.cluster.partition_by_name(name)
     }
@@ -677,17 +684,17 @@ impl Controller {
         if self.jobs.len() >= self.conf.max_job_count {
             return Err("Resource temporarily unavailable (MaxJobCount reached)".into());
         }
-        let part =
-            match &desc.partition {
-                Some(p) => {
-                    let first = p.split(',').next().unwrap_or("");
-                    self.partition_of(first)
-                        .ok_or_else(|| BAD_PARTITION.to_string())?
-                }
-                None => self.conf.cluster.default_partition().ok_or_else(|| {
-                    "No partition specified or system default partition".to_string()
-                })?,
-            };
+        // `-p a,b`: the job may run in any of them; the first gives its defaults.
+        let parts: Vec<PartitionId> = match &desc.partition {
+            Some(p) => p
+                .split(',')
+                .map(|name| self.partition_of(name).ok_or_else(|| BAD_PARTITION.to_string()))
+                .collect::<Result<_, _>>()?,
+            None => vec![self.conf.cluster.default_partition().ok_or_else(|| {
+                "No partition specified or system default partition".to_string()
+            })?],
+        };
+        let part = parts[0];
         if let Some((tasks, _)) = &desc.array {
             if tasks.iter().any(|&t| t >= self.conf.max_array_size) || tasks.is_empty() {
                 return Err("Invalid job array specification".into());
@@ -718,14 +725,18 @@ impl Controller {
         if let Some(r) = &desc.reservation {
             self.check_reservation(r, caller.uid, Some(&accounting.account))?;
         }
-        if p.access.check(
-            &accounting.account,
-            &accounting.qos,
-            &[group.to_string()],
-            caller.admin,
-        ) == Err(NotAllowed::Group)
-        {
-            return Err("User's group not permitted to use this partition".into());
+        // A partition the user's group may not use refuses the job, whichever it is
+        // of those listed (as Slurm's `_valid_job_part`).
+        for &q in &parts {
+            if self.conf.cluster.partition(q).access.check(
+                &accounting.account,
+                &accounting.qos,
+                &[group.to_string()],
+                caller.admin,
+            ) == Err(NotAllowed::Group)
+            {
+                return Err("User's group not permitted to use this partition".into());
+            }
         }
         let limit = match desc.time_limit {
             Some(Some(t)) => Some(t),
@@ -1311,6 +1322,9 @@ impl Controller {
                     let spec = self.core_spec(&self.jobs[&id]);
                     match spec.map(|s| self.sched.submit(s, now)) {
                         Ok(Ok(())) => {
+                            if let Some(list) = self.partition_list(&self.jobs[&id]) {
+                                self.sched.set_partitions(id, &list, now);
+                            }
                             self.audit_queued(id);
                             self.outside.remove(&id);
                             self.bind_reservation(id, now);
@@ -1617,6 +1631,13 @@ impl Controller {
         pass: &str,
         held_cpus: &mut BTreeMap<NodeId, BTreeSet<u32>>,
     ) -> Vec<Effect> {
+        // A job of several partitions runs in the one the core started it in.
+        if let Some(p) = self.sched.job(id).map(|j| j.spec.partition) {
+            let name = &self.conf.cluster.partition(p).name;
+            if let Some(r) = self.jobs.get_mut(&id).filter(|r| *r.partition != **name) {
+                r.partition = self.descs.name(name);
+            }
+        }
         // What it asked, as it stands now (`scontrol update` may have changed it).
         let asked = self
             .jobs

@@ -66,7 +66,7 @@ pub fn allocate(client: &Client, me: &str, desc: &JobDescription) -> JobRecord {
             if describe(&e) == super::sbatch::BAD_GRES {
                 fail(me, super::sbatch::BAD_GRES, 1)
             }
-            super::sbatch::explain_refusal(me, desc, &describe(&e));
+            super::sbatch::explain_refusal(client, me, desc, &describe(&e));
             let what = if salloc {
                 "Job submit/allocate failed"
             } else {
@@ -169,7 +169,7 @@ pub fn test_only(client: &Client, me: &str, desc: &JobDescription) -> i32 {
                 }
                 None => msg,
             };
-            super::sbatch::explain_refusal(me, desc, &msg);
+            super::sbatch::explain_refusal(client, me, desc, &msg);
             // Slurm's `slurm_perror("allocation failure")`, without the program's name.
             eprintln!("allocation failure: {msg}");
             1

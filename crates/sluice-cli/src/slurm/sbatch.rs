@@ -157,6 +157,22 @@ pub fn describe_job(
     })
 }
 
+/// The first of `asked`'s partitions (`a,b`) the cluster does not have, as Slurm names
+/// it; all of `asked` when the partitions cannot be loaded.
+fn unknown_partition(client: &sluice_proto::Client, asked: &str) -> String {
+    if !asked.contains(',') {
+        return asked.to_string();
+    }
+    let Ok(known) = client.get::<Vec<sluice_proto::types::PartitionInfo>>("/v1/partitions") else {
+        return asked.to_string();
+    };
+    asked
+        .split(',')
+        .find(|name| !known.iter().any(|p| p.name == *name))
+        .unwrap_or(asked)
+        .to_string()
+}
+
 /// Slurm's message for GRES the cluster does not have; its commands print it on its
 /// own, not as a failed submission.
 pub const BAD_GRES: &str = "Invalid generic resource (gres) specification";
@@ -165,11 +181,12 @@ pub const BAD_GRES: &str = "Invalid generic resource (gres) specification";
 /// salloc's "Job submit/allocate failed: MSG") when the controller refuses `desc`:
 /// which partition was invalid, or that the CPUs per node or the memory asked for
 /// cannot be had on any node.
-pub fn explain_refusal(me: &str, desc: &JobDescription, msg: &str) {
+pub fn explain_refusal(client: &sluice_proto::Client, me: &str, desc: &JobDescription, msg: &str) {
     if msg == "Invalid partition name specified" {
+        let asked = desc.partition.clone().unwrap_or_default();
         eprintln!(
             "{me}: error: invalid partition specified: {}",
-            desc.partition.clone().unwrap_or_default()
+            unknown_partition(client, &asked)
         );
     }
     if msg != "Requested node configuration is not available" {
@@ -536,7 +553,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 }
                 None => msg,
             };
-            explain_refusal(ME, &desc, &msg);
+            explain_refusal(&client, ME, &desc, &msg);
             fail(ME, format!("Batch job submission failed: {msg}"), 1)
         }
     };

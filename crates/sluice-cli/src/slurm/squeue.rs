@@ -1105,7 +1105,10 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     // The controller applied these already (except with one job id); applied again,
     // they change nothing.
     jobs.retain(|j| a.users.is_empty() || a.users.contains(&j.user));
-    jobs.retain(|j| a.partitions.is_empty() || a.partitions.contains(&j.partition));
+    // A job waiting in several partitions is in each of them.
+    jobs.retain(|j| {
+        a.partitions.is_empty() || j.partition.split(',').any(|p| a.partitions.iter().any(|w| w == p))
+    });
     // As Slurm's squeue: names match whatever their case.
     jobs.retain(|j| {
         a.names.is_empty() || a.names.iter().any(|n| n.eq_ignore_ascii_case(&j.desc.name))
@@ -1137,6 +1140,9 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
         } else {
             jobs.retain(|j| a.states.contains(&j.state) || (a.completing && j.completing()));
         }
+    }
+    if a.by_partition {
+        jobs = once_per_partition(jobs, &a.partitions);
     }
     // squeue's default order (`P,t,-p`): by partition, then by compact state name
     // (`CD` before `PD` before `R`), pending jobs by priority; then by id, an array's
@@ -1267,6 +1273,30 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     let _ = stdout.write_all(out.as_bytes());
     let _ = stdout.flush();
     0
+}
+
+/// `-P`: a job waiting in several partitions (`sbatch -p a,b`) once for each of them
+/// that `-p` (when given) names, showing that one.
+fn once_per_partition(jobs: Vec<Box<JobRecord>>, wanted: &[String]) -> Vec<Box<JobRecord>> {
+    let mut out = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        if !j.partition.contains(',') {
+            out.push(j);
+            continue;
+        }
+        let names: Vec<String> = j
+            .partition
+            .split(',')
+            .filter(|p| wanted.is_empty() || wanted.iter().any(|w| w == p))
+            .map(str::to_string)
+            .collect();
+        for name in names {
+            let mut copy = j.clone();
+            copy.partition = name;
+            out.push(copy);
+        }
+    }
+    out
 }
 
 /// Each partition's `PriorityTier`, for `-P`'s priority order (none when the

@@ -237,15 +237,8 @@ fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) -> (u32, u32
         if !s.eligible(id, now) {
             continue;
         }
-        if let Some(open) = open {
-            tried += u32::from(crate::partitions::start_now(
-                s,
-                id,
-                now,
-                &open,
-                &mut blocked,
-                out,
-            ));
+        if open.is_some() {
+            tried += u32::from(crate::partitions::start_now(s, id, now, &mut blocked, out));
             if blocked.len() == partitions {
                 break;
             }

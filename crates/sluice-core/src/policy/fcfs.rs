@@ -19,10 +19,10 @@ pub(crate) fn pass(
             cursor = Some(key);
             continue;
         }
-        if let Some(open) = open {
+        if open.is_some() {
             // Of several partitions: started in one of them, or left at the head.
             let before = out.len();
-            crate::partitions::start_now(s, id, now, &open, &mut Vec::new(), out);
+            crate::partitions::start_now(s, id, now, &mut Vec::new(), out);
             if out.len() == before {
                 return Some((key, id));
             }

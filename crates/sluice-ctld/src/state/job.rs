@@ -384,7 +384,9 @@ impl Job {
             user: r.user.into(),
             group: r.group.into(),
             account: r.account.into(),
-            partition: r.partition.into(),
+            // A pending job of several partitions is stored with their list, as shown;
+            // it is in the first.
+            partition: r.partition.split(',').next().unwrap_or_default().into(),
             qos: r.qos.into(),
             // A suspended job is a running one, with its suspension.
             state: match state {
@@ -433,6 +435,16 @@ impl Job {
         }
     }
 
+    /// The partition shown for the job: while it waits, every partition it was
+    /// submitted to (`sbatch -p short,debug`), as Slurm's commands show them; once
+    /// started, the one it runs in.
+    pub fn shown_partition(&self) -> &str {
+        match self.desc.partition.as_deref() {
+            Some(list) if self.state == JobState::Pending && list.contains(',') => list,
+            _ => &self.partition,
+        }
+    }
+
     /// Its record, with `reason` as the reason's text and `desc` as the submission
     /// (the job's own, or one without script and environment for a listing). The
     /// fields the controller fills in only when it shows a job (dependency status,
@@ -455,7 +467,7 @@ impl Job {
             user: self.user.to_string(),
             group: self.group.to_string(),
             account: self.account.to_string(),
-            partition: self.partition.to_string(),
+            partition: self.shown_partition().to_string(),
             qos: self.qos.to_string(),
             state: self.shown_state(),
             priority: self.priority,

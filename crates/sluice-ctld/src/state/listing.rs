@@ -279,7 +279,7 @@ impl Listing {
                 && users.as_ref().is_none_or(|u| u.contains(&&*j.user))
                 && partitions
                     .as_ref()
-                    .is_none_or(|p| p.contains(&&*j.partition))
+                    .is_none_or(|p| j.shown_partition().split(',').any(|x| p.contains(&x)))
                 && names
                     .as_ref()
                     .is_none_or(|n| n.contains(&j.desc.name.as_str()))
@@ -421,7 +421,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         user: r.user.to_string(),
         group: r.group.to_string(),
         account: r.account.to_string(),
-        partition: r.partition.to_string(),
+        partition: r.shown_partition().to_string(),
         qos: r.qos.to_string(),
         state: r.shown_state(),
         reason: live.reason.to_string(),
@@ -598,7 +598,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         user: &r.user,
         group: &r.group,
         account: &r.account,
-        partition: &r.partition,
+        partition: r.shown_partition(),
         qos: &r.qos,
         state: r.shown_state(),
         reason: &live.reason,
