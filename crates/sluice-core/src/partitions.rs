@@ -93,7 +93,13 @@ impl Scheduler {
             return;
         }
         Arc::make_mut(job).spec.partition = p;
-        let qos = |p: PartitionId| self.accounts.partition_qos.get(p.index()).copied().flatten();
+        let qos = |p: PartitionId| {
+            self.accounts
+                .partition_qos
+                .get(p.index())
+                .copied()
+                .flatten()
+        };
         if qos(from) != qos(p) {
             let scopes = self.scopes(&self.jobs[&id].spec);
             self.usage.remove(id, now);

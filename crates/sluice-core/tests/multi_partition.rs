@@ -125,10 +125,7 @@ fn backfill_reserves_a_job_of_two_partitions_where_it_starts_soonest() {
     s.schedule(1);
     let j3 = s.job(JobId(3)).unwrap();
     assert_eq!(j3.planned_start, Some(300));
-    assert_eq!(
-        j3.alloc.as_ref().map(|a| a.nodes[0].node),
-        Some(NodeId(1))
-    );
+    assert_eq!(j3.alloc.as_ref().map(|a| a.nodes[0].node), Some(NodeId(1)));
     s.job_ended(JobId(2), 300);
     assert_eq!(started(&s.schedule(300)), [(3, vec![1])]);
     assert_eq!(partition(&s, 3), BATCH);

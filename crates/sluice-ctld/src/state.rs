@@ -642,7 +642,11 @@ impl Controller {
     /// those the configuration no longer has left out.
     fn partition_list(&self, r: &Job) -> Option<Vec<PartitionId>> {
         let list = r.desc.partition.as_deref().filter(|l| l.contains(','))?;
-        Some(list.split(',').filter_map(|n| self.partition_of(n)).collect())
+        Some(
+            list.split(',')
+                .filter_map(|n| self.partition_of(n))
+                .collect(),
+        )
     }
 
     fn partition_of(&self, name: &str) -> Option<PartitionId> {
@@ -685,15 +689,19 @@ impl Controller {
             return Err("Resource temporarily unavailable (MaxJobCount reached)".into());
         }
         // `-p a,b`: the job may run in any of them; the first gives its defaults.
-        let parts: Vec<PartitionId> = match &desc.partition {
-            Some(p) => p
-                .split(',')
-                .map(|name| self.partition_of(name).ok_or_else(|| BAD_PARTITION.to_string()))
-                .collect::<Result<_, _>>()?,
-            None => vec![self.conf.cluster.default_partition().ok_or_else(|| {
-                "No partition specified or system default partition".to_string()
-            })?],
-        };
+        let parts: Vec<PartitionId> =
+            match &desc.partition {
+                Some(p) => p
+                    .split(',')
+                    .map(|name| {
+                        self.partition_of(name)
+                            .ok_or_else(|| BAD_PARTITION.to_string())
+                    })
+                    .collect::<Result<_, _>>()?,
+                None => vec![self.conf.cluster.default_partition().ok_or_else(|| {
+                    "No partition specified or system default partition".to_string()
+                })?],
+            };
         let part = parts[0];
         if let Some((tasks, _)) = &desc.array {
             if tasks.iter().any(|&t| t >= self.conf.max_array_size) || tasks.is_empty() {

@@ -1107,7 +1107,10 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     jobs.retain(|j| a.users.is_empty() || a.users.contains(&j.user));
     // A job waiting in several partitions is in each of them.
     jobs.retain(|j| {
-        a.partitions.is_empty() || j.partition.split(',').any(|p| a.partitions.iter().any(|w| w == p))
+        a.partitions.is_empty()
+            || j.partition
+                .split(',')
+                .any(|p| a.partitions.iter().any(|w| w == p))
     });
     // As Slurm's squeue: names match whatever their case.
     jobs.retain(|j| {
@@ -1277,6 +1280,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
 
 /// `-P`: a job waiting in several partitions (`sbatch -p a,b`) once for each of them
 /// that `-p` (when given) names, showing that one.
+#[allow(clippy::vec_box)] // boxed as `collapse_arrays`'s records, for the same reason
 fn once_per_partition(jobs: Vec<Box<JobRecord>>, wanted: &[String]) -> Vec<Box<JobRecord>> {
     let mut out = Vec::with_capacity(jobs.len());
     for j in jobs {

@@ -3089,3 +3089,52 @@ fn an_array_task_changed_on_its_own_is_split_from_the_array_as_slurms() {
         .expect("released");
     assert_eq!(split(&c), [1, 2, 3]);
 }
+
+/// `conf(2, cpus)` with a second partition `short` of node01 only.
+fn with_short(cpus: u32) -> ClusterConfig {
+    let mut c = conf(2, cpus);
+    c.cluster
+        .partitions
+        .push(Partition::new("short", vec![NodeId(0)]));
+    c
+}
+
+#[test]
+fn a_job_of_two_partitions_shows_both_while_it_waits_and_runs_in_one() {
+    // node01 is in debug and short, node02 in debug only. Job 1 fills node01 from
+    // short. Job 2 lists short,debug: it starts on node02, in debug, and says so.
+    let mut c = Controller::new(with_short(2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(2, 600);
+    d.partition = Some("short".into());
+    let (a, _) = submit(&mut c, d, &mut next, 0);
+    c.schedule(0);
+    let mut d = desc(2, 600);
+    d.partition = Some("short,debug".into());
+    let (b, _) = submit(&mut c, d.clone(), &mut next, 1);
+    assert_eq!(c.job(b).unwrap().partition, "short,debug");
+    assert_eq!(launches(&c.schedule(1)), vec![(b.0, vec!["node02".into()])]);
+    assert_eq!(c.job(b).unwrap().partition, "debug");
+
+    // Job 3 of short,debug waits with both listed, and a restart keeps it so: stored
+    // with the list, it is in short again and starts where room comes first.
+    let (j3, _) = submit(&mut c, d, &mut next, 2);
+    c.schedule(2);
+    assert_eq!(c.job(j3).unwrap().partition, "short,debug");
+    let (jobs, steps) = c.accounting();
+    let mut c2 = Controller::new(with_short(2), Path::new("/s"), jobs, steps, 3);
+    c2.agent_registered("node01", &[(a, 0)], 3);
+    c2.agent_registered("node02", &[(b, 0)], 3);
+    assert_eq!(c2.job(j3).unwrap().partition, "short,debug");
+    let effects = c2.job_ended(&ended(b, JobState::Completed, 0, 10), 10);
+    assert_eq!(launches(&effects), vec![(j3.0, vec!["node02".into()])]);
+    assert_eq!(c2.job(j3).unwrap().partition, "debug");
+
+    // A name in the list the cluster does not have refuses the job.
+    let mut d = desc(1, 60);
+    d.partition = Some("short,nosuch".into());
+    assert_eq!(
+        c2.prepare(d, &alice(), "a", "a", 10).unwrap_err().message,
+        BAD_PARTITION
+    );
+}

@@ -379,12 +379,15 @@ impl Controller {
                         if !pending {
                             return Err(ApiError::invalid("Job is no longer pending execution"));
                         }
-                        self.partition_of(v).ok_or_else(|| {
-                            ApiError::new(ErrorCode::InvalidPartitionName, BAD_PARTITION)
-                        })?;
+                        // `Partition=a,b`: every one must exist; the first is the job's.
+                        for name in v.split(',') {
+                            self.partition_of(name).ok_or_else(|| {
+                                ApiError::new(ErrorCode::InvalidPartitionName, BAD_PARTITION)
+                            })?;
+                        }
                         // The job must be one the new partition could ever run.
                         let mut would = r.clone();
-                        would.partition = v.clone().into();
+                        would.partition = v.split(',').next().unwrap_or_default().into();
                         Arc::make_mut(&mut would.desc).partition = Some(v.clone());
                         let spec = self.core_spec(&would).map_err(ApiError::invalid)?;
                         self.sched
@@ -427,7 +430,7 @@ impl Controller {
                     "comment" => Arc::make_mut(&mut r.desc).comment = Some(v.clone()),
                     "nice" => Arc::make_mut(&mut r.desc).nice = v.parse().ok(),
                     "partition" => {
-                        r.partition = self.descs.name(v);
+                        r.partition = self.descs.name(v.split(',').next().unwrap_or_default());
                         Arc::make_mut(&mut r.desc).partition = Some(v.clone());
                     }
                     "starttime" => Arc::make_mut(&mut r.desc).begin = v.parse().ok(),
