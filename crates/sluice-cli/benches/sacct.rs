@@ -115,6 +115,7 @@ fn record(id: u64, n: u64, t: i64, with_usage: bool) -> (JobRecord, Vec<StepReco
     let batch = StepRecord {
         time_limit: None,
         timed_out: false,
+        gpus: Vec::new(),
         srun: None,
         cancelled_by: None,
         job_id: id,
@@ -138,6 +139,7 @@ fn record(id: u64, n: u64, t: i64, with_usage: bool) -> (JobRecord, Vec<StepReco
     let srun = StepRecord {
         time_limit: None,
         timed_out: false,
+        gpus: Vec::new(),
         srun: None,
         cancelled_by: None,
         step: StepId::Number(0),

@@ -54,7 +54,7 @@ pub enum Effect {
     /// Write a job record (durably before any later effect of the same batch acts).
     Persist(Box<JobRecord>),
     /// Write a step record.
-    PersistStep(StepRecord),
+    PersistStep(Box<StepRecord>),
     /// Run a site's program (sluice.conf's `IdleGpuCommand`) with this environment,
     /// once the writes before it are durable; its end is not awaited.
     Notify {
@@ -1958,6 +1958,7 @@ impl Controller {
             let step = StepRecord {
                 time_limit: None,
                 timed_out: false,
+                gpus: Vec::new(),
                 srun: None,
                 cancelled_by: None,
                 job_id: id.0,
@@ -1986,7 +1987,7 @@ impl Controller {
                 suspended_secs: r.suspension.as_ref().map_or(0, |s| s.secs),
             };
             self.steps.insert((id, StepId::Batch), step.clone());
-            effects.push(Effect::PersistStep(step));
+            effects.push(Effect::PersistStep(Box::new(step)));
         }
         // Steps still marked running end with their job.
         let open: Vec<(JobId, StepId)> = self
@@ -2010,7 +2011,7 @@ impl Controller {
             if let Some(u) = self.usage.merged(id, k.1) {
                 s.usage = Some(u);
             }
-            effects.push(Effect::PersistStep(s.clone()));
+            effects.push(Effect::PersistStep(Box::new(s.clone())));
         }
         self.usage.job_ended(id, now);
         self.idle.forget(id);
@@ -2128,7 +2129,7 @@ impl Controller {
             if usage.is_some() {
                 s.usage = usage;
             }
-            effects.push(Effect::PersistStep(s.clone()));
+            effects.push(Effect::PersistStep(Box::new(s.clone())));
         }
         effects.push(Effect::Terminate {
             nodes: self.node_names(&self.jobs[&m]),
@@ -2405,9 +2406,10 @@ impl Controller {
             // preempted), as Slurm keeps it for `sacct -D`: CANCELLED by SIGTERM, under
             // that run (lost with a node: CANCELLED, as slurmctld completes the steps of
             // a requeued job, whichever signal ended it).
-            effects.push(Effect::PersistStep(StepRecord {
+            effects.push(Effect::PersistStep(Box::new(StepRecord {
                 time_limit: None,
                 timed_out: false,
+                gpus: Vec::new(),
                 srun: None,
                 cancelled_by: None,
                 job_id: id.0,
@@ -2427,7 +2429,7 @@ impl Controller {
                 run: r.restarts,
                 // The batch step stood through every suspension of its job.
                 suspended_secs: r.suspension.as_ref().map_or(0, |s| s.secs),
-            }));
+            })));
         }
         if state == JobState::Running {
             effects.extend(self.cancel_open_steps(id, lost_with_node, now));
@@ -2521,7 +2523,7 @@ impl Controller {
             if usage.is_some() {
                 s.usage = usage;
             }
-            effects.push(Effect::PersistStep(s.clone()));
+            effects.push(Effect::PersistStep(Box::new(s.clone())));
         }
         effects
     }
@@ -2538,6 +2540,63 @@ impl Controller {
             .filter(|(n, _)| n.as_str() == node)
             .map(|(_, c)| *c)
             .sum()
+    }
+
+    /// The GPUs a step asking for some (`srun --gres=gpu:N`) gets on each of the job's
+    /// nodes `usable` (indices into the allocation, `names` theirs): the first N of the
+    /// job's there that its running steps do not hold, as Slurm's step GRES. A step
+    /// that overlaps takes the first N whatever others hold. None for a step asking
+    /// for none (it sees all of the job's). Errors: more than the job has there
+    /// (refused), or than are free (srun asks again).
+    fn step_gpus(
+        &self,
+        r: &Job,
+        req: &StepRequest,
+        usable: &[usize],
+        names: &[String],
+    ) -> Result<Option<Vec<Vec<u32>>>, ApiError> {
+        let Some(n) = req.gpus_per_node else {
+            return Ok(None);
+        };
+        let job = r.id;
+        let mut out = Vec::with_capacity(usable.len());
+        for &i in usable {
+            let all = r.gpus_on_node(i);
+            if all.len() < n as usize {
+                return Err(ApiError::invalid(format!(
+                    "Unable to create step for job {job}: Invalid generic resource (gres) specification"
+                )));
+            }
+            let held = if req.overlap {
+                Vec::new()
+            } else {
+                self.gpus_held_by_steps(job, r.start_time.unwrap_or(i64::MIN), &names[i])
+            };
+            let free: Vec<u32> = all.into_iter().filter(|g| !held.contains(g)).collect();
+            if free.len() < n as usize {
+                return Err(ApiError::new(
+                    ErrorCode::Busy,
+                    format!("Job {job} step creation temporarily disabled, retrying (Requested nodes are busy)"),
+                ));
+            }
+            out.push(free[..n as usize].to_vec());
+        }
+        Ok(Some(out))
+    }
+
+    /// The GPUs on `node` that job `job`'s running steps of this run (started from
+    /// `run_start`) hold: those that asked for GPUs and do not overlap.
+    fn gpus_held_by_steps(&self, job: JobId, run_start: i64, node: &str) -> Vec<u32> {
+        self.steps
+            .range((job, StepId::Batch)..)
+            .take_while(|((j, _), _)| *j == job)
+            .filter(|(_, s)| {
+                s.state == JobState::Running && s.start >= run_start && !s.held_cpus.is_empty()
+            })
+            .flat_map(|(_, s)| s.nodes.iter().zip(&s.gpus))
+            .filter(|(n, _)| n.as_str() == node)
+            .flat_map(|(_, g)| g.iter().copied())
+            .collect()
     }
 
     /// The id of job `job`'s next step: a heterogeneous job's components number their
@@ -2687,6 +2746,7 @@ impl Controller {
                 format!("Job {job} step creation temporarily disabled, retrying (Requested nodes are busy)"),
             ));
         };
+        let step_gpus = self.step_gpus(r, req, usable, &job_nodes)?;
         let bind = req
             .gpu_bind
             .as_deref()
@@ -2722,7 +2782,7 @@ impl Controller {
             let ids: Vec<u32> = (next_task..next_task + n).collect();
             next_task += n;
             let per_task = gpu_env::task_gpus(
-                &r.gpus_on_node(i),
+                step_gpus.as_ref().map_or(&r.gpus_on_node(i), |g| &g[k]),
                 ids.len(),
                 req.gpus_per_task,
                 bind.as_ref(),
@@ -2769,12 +2829,13 @@ impl Controller {
             usage: None,
             run: self.jobs[&job].restarts,
             suspended_secs: 0,
+            gpus: step_gpus.unwrap_or_default(),
         };
         self.note_step_deadline(&record);
         self.steps.insert((job, step_key), record.clone());
         let r = self.jobs.get_mut(&job).expect("checked");
         r.next_step = r.next_step.max(step + 1);
-        let effects = vec![self.persist(job), Effect::PersistStep(record)];
+        let effects = vec![self.persist(job), Effect::PersistStep(Box::new(record))];
         Ok((
             StepPlan {
                 job_id: job.0,
@@ -2832,7 +2893,7 @@ impl Controller {
         } else {
             JobState::Completed
         };
-        Ok(vec![Effect::PersistStep(s.clone())])
+        Ok(vec![Effect::PersistStep(Box::new(s.clone()))])
     }
 
     /// An agent says every task of a step on its node has ended. Once every node of the
@@ -2893,7 +2954,7 @@ impl Controller {
             // has already ended (its srun said so first, or the job ended).
             s.usage = self.usage.merged(job, key.1);
             if s.state != JobState::Running {
-                return Ok(vec![Effect::PersistStep(s.clone())]);
+                return Ok(vec![Effect::PersistStep(Box::new(s.clone()))]);
             }
         }
         if s.state != JobState::Running {
@@ -2908,7 +2969,7 @@ impl Controller {
         {
             // Kept, so that a restart of the controller before the other nodes' word
             // does not lose this one's.
-            return Ok(vec![Effect::PersistStep(s.clone())]);
+            return Ok(vec![Effect::PersistStep(Box::new(s.clone()))]);
         }
         let (exit_code, signal) = if s.ended_on.iter().any(|e| e.2 == OOM_SIGNAL) {
             (0, OOM_SIGNAL)

@@ -43,6 +43,14 @@ pub struct ListedStep {
     /// Its own time limit, seconds; none: unlimited (its job's applies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<i64>,
+    /// GPUs it asked for and holds, over its nodes (`srun --gres=gpu:N`); 0 for a
+    /// step that asked for none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gpus: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl ListedStep {
@@ -63,8 +71,13 @@ impl ListedStep {
     /// node=2`); `None` for the batch step, whose are its job's.
     pub fn tres(&self) -> Option<String> {
         (self.step != StepId::Batch).then(|| {
+            let gpus = if self.gpus > 0 {
+                format!("gres/gpu={},", self.gpus)
+            } else {
+                String::new()
+            };
             format!(
-                "cpu={},mem={}M,node={}",
+                "cpu={},{gpus}mem={}M,node={}",
                 self.cpus,
                 self.mem_mb,
                 self.nodes.len()
@@ -80,6 +93,7 @@ mod tests {
     fn step(step: StepId, array: Option<(u64, u32)>) -> ListedStep {
         ListedStep {
             time_limit: None,
+            gpus: 0,
             srun: None,
             job_id: 12,
             array,

@@ -419,6 +419,11 @@ pub struct StepRecord {
     /// It was ended at its own time limit: recorded `TIMEOUT`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
+    /// The GPUs it asked for and was given, by index, on each of its nodes (in
+    /// `nodes`' order): held while it runs unless it overlaps. Empty for a step that
+    /// asked for none (it sees all of its job's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<Vec<u32>>,
 }
 
 fn run_zero(run: &u32) -> bool {
@@ -1666,6 +1671,11 @@ pub struct StepRequest {
     /// `-t`: the step's own time limit, seconds; none: its job's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<i64>,
+    /// GPUs the step asks for on each of its nodes (`--gres=gpu:N`, `--gpus-per-node`,
+    /// `--gpus`): that many of its job's there, which it holds while it runs. None:
+    /// it sees all of its job's and holds none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_node: Option<u32>,
 }
 
 /// Where a step's tasks run: per node, the global task ids.

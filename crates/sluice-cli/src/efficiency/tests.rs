@@ -33,6 +33,7 @@ fn step(job_id: u64, step: StepId, cpu_ms: &[u64], rss: &[u64], gpus: Vec<GpuUsa
     StepRecord {
         time_limit: None,
         timed_out: false,
+        gpus: Vec::new(),
         srun: None,
         cancelled_by: None,
         job_id,

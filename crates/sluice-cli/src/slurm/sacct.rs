@@ -464,10 +464,14 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
                     .filter_map(|n| j.nodes.iter().position(|m| m == n))
                     .collect(),
             };
-            let step_gpus: usize = on
-                .iter()
-                .map(|&i| j.gpus_per_node.get(i).map_or(0, Vec::len))
-                .sum();
+            // A step that asked for GPUs (`srun --gres=gpu:N`) holds those it got.
+            let step_gpus: usize = if s.gpus.is_empty() {
+                on.iter()
+                    .map(|&i| j.gpus_per_node.get(i).map_or(0, Vec::len))
+                    .sum()
+            } else {
+                s.gpus.iter().map(Vec::len).sum()
+            };
             let nodes = match s.step {
                 StepId::Batch => on.len(),
                 _ => s.nodes.len(),
@@ -776,6 +780,7 @@ fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRec
             Some(StepRecord {
                 time_limit: None,
                 timed_out: false,
+                gpus: Vec::new(),
                 srun: None,
                 cancelled_by: None,
                 job_id: j.id,
@@ -1390,6 +1395,7 @@ mod tests {
         StepRecord {
             time_limit: None,
             timed_out: false,
+            gpus: Vec::new(),
             srun: None,
             cancelled_by: None,
             job_id: job,

@@ -43,8 +43,9 @@ fn asked(id: &str) -> Asked {
         "batch" => (StepId::SLURM_BATCH, "batch".to_string()),
         "extern" => (StepId::SLURM_EXTERN, "extern".to_string()),
         s => {
-            let (n, rest) = lead(s);
-            let n = u32::try_from(n).unwrap_or(u32::MAX);
+            // As scontrol's `(uint32_t) strtol`: `-1` is 4294967295.
+            let (n, rest) = strtol(s);
+            let n = n as u32;
             match rest.strip_prefix('+') {
                 Some(p) => {
                     let p = u32::try_from(lead(p).0).unwrap_or(u32::MAX);
@@ -189,6 +190,7 @@ mod tests {
     fn step(step: StepId, ntasks: u32) -> ListedStep {
         ListedStep {
             time_limit: None,
+            gpus: 0,
             srun: None,
             job_id: 17,
             array: None,
@@ -231,6 +233,10 @@ mod tests {
             a(12, None, Some((StepId::SLURM_BATCH, "batch")))
         );
         assert_eq!(asked(".0"), a(0, None, Some((0, "0"))));
+        assert_eq!(
+            asked("12.-1"),
+            a(12, None, Some((4294967295, "4294967295")))
+        );
         assert_eq!(asked("12.3+1").part, Some(1));
         assert_eq!(asked("12.3+1").step, Some((3, "3+1".to_string())));
     }

@@ -389,6 +389,7 @@ mod tests {
     fn step(job_id: u64, array: Option<(u64, u32)>, step: StepId, part: &str) -> ListedStep {
         ListedStep {
             time_limit: None,
+            gpus: 0,
             srun: None,
             job_id,
             array,

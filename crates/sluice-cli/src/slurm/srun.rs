@@ -366,6 +366,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             // job's), to the second as a job's (COMPATIBILITY.md, `time-limit-seconds`).
             // An allocation srun made itself has that limit already.
             time_limit: p.opts.time.flatten().filter(|_| !own),
+            gpus_per_node: step_gpus_per_node(&p.opts, nodes),
         };
         match create_step(client, p.job, &req) {
             Ok(plan) => {
@@ -1383,6 +1384,27 @@ fn umask_text() -> String {
         old
     };
     format!("{old:04o}")
+}
+
+/// The GPUs a step asks for on each of its nodes, as its own options say:
+/// `--gres=gpu[:TYPE]:N`, `--gpus-per-node=N`, or `--gpus=N` spread over its nodes
+/// (`nodes`, one when not given). None: it asks for none and sees all of its job's.
+fn step_gpus_per_node(opts: &JobOptions, nodes: Option<u32>) -> Option<u32> {
+    let gres: u32 = opts
+        .gres
+        .iter()
+        .filter(|g| g.name == "gpu")
+        .map(|g| g.count)
+        .sum();
+    if gres > 0 {
+        return Some(gres);
+    }
+    if let Some((_, n)) = &opts.gpus_per_node {
+        return Some(*n);
+    }
+    opts.gpus
+        .as_ref()
+        .map(|(_, n)| n.div_ceil(nodes.unwrap_or(1).max(1)))
 }
 
 #[cfg(test)]

@@ -440,6 +440,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     renamed = StepRecord {
                         time_limit: None,
                         timed_out: false,
+                        gpus: Vec::new(),
                         srun: None,
                         usage: Some(Box::new(het_part_usage(u, &s.nodes, offset))),
                         ..s.clone()
@@ -470,6 +471,7 @@ mod tests {
         StepRecord {
             time_limit: None,
             timed_out: false,
+            gpus: Vec::new(),
             srun: None,
             cancelled_by: None,
             job_id: 7,

@@ -454,7 +454,7 @@ impl Controller {
             if signal == libc::SIGKILL {
                 s.cancelled_by = Some(caller.uid);
                 // Durable at once: a restart before the step ends keeps who it was.
-                effects.push(Effect::PersistStep(s.clone()));
+                effects.push(Effect::PersistStep(Box::new(s.clone())));
                 tracing::info!(
                     "job_step_signal: JobId={} StepId={} cancelled by uid {}",
                     key.0,

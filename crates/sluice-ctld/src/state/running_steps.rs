@@ -31,6 +31,7 @@ impl Controller {
                 let batch = step.step == StepId::Batch;
                 ListedStep {
                     time_limit: step.time_limit,
+                    gpus: step.gpus.iter().map(|g| g.len() as u32).sum(),
                     job_id: job.id.0,
                     array: job.array.map(|(a, t)| (a.0, t)),
                     step: step.step,
@@ -58,6 +59,7 @@ impl Controller {
                 let batch = StepRecord {
                     time_limit: None,
                     timed_out: false,
+                    gpus: Vec::new(),
                     srun: None,
                     cancelled_by: None,
                     job_id: id.0,
@@ -89,26 +91,15 @@ impl Controller {
         out
     }
 
-    /// The memory a step may use over its nodes, MiB: on each, its job's there (the
-    /// job's CPUs there times its memory per CPU, or its memory per node).
+    /// The memory a step may use over its nodes, MiB: its job's memory per CPU times
+    /// the step's CPUs, or its job's memory per node on each of them.
     fn step_memory(&self, job: &Job, step: &StepRecord) -> u64 {
-        let per_cpu = match job.desc.memory.or(job.mem_default) {
-            Some(MemoryRequest::PerCpu(m)) => Some(m),
-            _ => None,
-        };
-        step.nodes
-            .iter()
-            .map(|name| {
-                let share = job
-                    .alloc
-                    .iter()
-                    .find(|s| self.conf.cluster.node(s.node).name == *name);
-                match (per_cpu, share) {
-                    (Some(m), Some(s)) => m * u64::from(s.cpus),
-                    _ => job.mem_per_node,
-                }
-            })
-            .sum()
+        match job.desc.memory.or(job.mem_default) {
+            // Memory per CPU follows the step's own CPUs (`--exact`: those its tasks
+            // ask), as sacct's AllocTRES of the step.
+            Some(MemoryRequest::PerCpu(m)) => m * u64::from(step.cpus),
+            _ => job.mem_per_node * step.nodes.len() as u64,
+        }
     }
 }
 

@@ -59,7 +59,7 @@ impl Controller {
                 StepId::Number(n) | StepId::Part(n, _) => n,
                 _ => continue,
             };
-            effects.push(Effect::PersistStep(s.clone()));
+            effects.push(Effect::PersistStep(Box::new(s.clone())));
             effects.push(Effect::StepTimeLimit {
                 nodes: s.nodes.clone(),
                 job_id: job,

@@ -128,7 +128,7 @@ impl Controller {
                 .filter(|s| s.run == run && s.end.is_none());
             for step in steps {
                 step.suspended_secs += (now - since.max(step.start)).max(0);
-                effects.push(Effect::PersistStep(step.clone()));
+                effects.push(Effect::PersistStep(Box::new(step.clone())));
             }
         }
         effects.push(Effect::Suspend {

@@ -3138,3 +3138,90 @@ fn a_job_of_two_partitions_shows_both_while_it_waits_and_runs_in_one() {
         BAD_PARTITION
     );
 }
+
+#[test]
+fn steps_asking_for_gpus_get_their_own_and_wait_for_those_others_hold() {
+    // One node of 8 CPUs and 4 GPUs; a 4-task job with 2 GPUs (0 and 1).
+    let text = "ClusterName=g\nGresTypes=gpu\n\
+                NodeName=g1 CPUs=8 RealMemory=8000 Gres=gpu:4\n\
+                PartitionName=gpu Nodes=g1 Default=YES\n";
+    let parsed = sluice_conf::slurm_conf::parse_str(text, Path::new("slurm.conf")).unwrap();
+    let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(4, 600);
+    d.gres = vec![sluice_proto::types::GresRequest {
+        name: "gpu".into(),
+        gres_type: None,
+        count: 2,
+    }];
+    let (id, _) = submit(&mut c, d, &mut next, 0);
+    c.schedule(0);
+    let start = |c: &mut Controller, req: &StepRequest| {
+        c.start_step(id, req, &alice(), 1)
+            .map(|(plan, _)| (plan.step, plan.task_gpus))
+            .map_err(|e| (e.code, e.message))
+    };
+    // `srun -n1 --exact --gres=gpu:1` twice: GPU 0, then GPU 1.
+    let one = StepRequest {
+        ntasks: Some(1),
+        exact: true,
+        gpus_per_node: Some(1),
+        ..Default::default()
+    };
+    assert_eq!(start(&mut c, &one), Ok((0, vec![vec![vec![0]]])));
+    assert_eq!(start(&mut c, &one), Ok((1, vec![vec![vec![1]]])));
+    // A third waits for one of them; one that overlaps takes GPU 0 beside them; one
+    // asking for none sees both.
+    assert_eq!(
+        start(&mut c, &one),
+        Err((
+            ErrorCode::Busy,
+            format!(
+                "Job {id} step creation temporarily disabled, retrying (Requested nodes are busy)"
+            ),
+        ))
+    );
+    let overlap = StepRequest {
+        overlap: true,
+        ..one.clone()
+    };
+    assert_eq!(start(&mut c, &overlap), Ok((2, vec![vec![vec![0]]])));
+    let none = StepRequest {
+        ntasks: Some(1),
+        overlap: true,
+        ..Default::default()
+    };
+    assert_eq!(start(&mut c, &none), Ok((3, vec![vec![vec![0, 1]]])));
+    // Their listing counts what each holds.
+    let listed: Vec<(String, Option<String>)> = c
+        .running_steps(None, 2)
+        .iter()
+        .map(|s| (s.id(), s.tres()))
+        .collect();
+    assert_eq!(
+        listed[1],
+        (
+            format!("{id}.0"),
+            Some("cpu=1,gres/gpu=1,mem=0M,node=1".into())
+        )
+    );
+    assert_eq!(listed[4].1.as_deref(), Some("cpu=4,mem=0M,node=1"));
+    // Step 1 ends: GPU 1 is free again for the next.
+    c.end_step(id, 1, 0, 0, &alice(), 3).unwrap();
+    assert_eq!(start(&mut c, &one), Ok((4, vec![vec![vec![1]]])));
+    // More GPUs than the job has there is refused.
+    let three = StepRequest {
+        gpus_per_node: Some(3),
+        ..one.clone()
+    };
+    assert_eq!(
+        start(&mut c, &three),
+        Err((
+            ErrorCode::Invalid,
+            format!(
+                "Unable to create step for job {id}: Invalid generic resource (gres) specification"
+            )
+        ))
+    );
+}

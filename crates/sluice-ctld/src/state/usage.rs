@@ -213,6 +213,7 @@ impl Controller {
             out.push(StepRecord {
                 time_limit: None,
                 timed_out: false,
+                gpus: Vec::new(),
                 srun: None,
                 cancelled_by: None,
                 job_id: job.0,

@@ -16,6 +16,7 @@ fn step(job_id: u64, step: StepId, cpu_ms: u64, rss_kb: &[u64]) -> StepRecord {
     StepRecord {
         time_limit: None,
         timed_out: false,
+        gpus: Vec::new(),
         srun: None,
         cancelled_by: None,
         job_id,

@@ -847,6 +847,7 @@ mod tests {
         let s = StepRecord {
             time_limit: None,
             timed_out: false,
+            gpus: Vec::new(),
             srun: None,
             cancelled_by: None,
             job_id: 5,
