@@ -287,45 +287,63 @@ impl Prepared {
 
 /// Resolves the output patterns of a job (with `node` for `%N`).
 fn resolve_paths(r: &mut Job, node: &str) {
-    let default_out = if r.array.is_some() {
+    let (out, err, input) = job_paths(
+        &r.desc,
+        r.id.0,
+        r.array.map(|(a, t)| (a.0, t)),
+        &r.user,
+        node,
+    );
+    let out: Arc<str> = out.into();
+    // Standard error shares standard output's path when it is the same.
+    r.stderr = if err == *out { out.clone() } else { err.into() };
+    r.stdout = out;
+    r.stdin = input.into();
+}
+
+/// The standard output, error and input paths of job `job_id` submitted as `desc`
+/// (array task `array`: the array's id and the task's index, Slurm's 4294967294 for
+/// an array's record standing for tasks not started), with `node` for `%N`: its
+/// patterns (or Slurm's defaults) expanded, relative ones under its working directory.
+pub fn job_paths(
+    desc: &JobDescription,
+    job_id: u64,
+    array: Option<(u64, u32)>,
+    user: &str,
+    node: &str,
+) -> (String, String, String) {
+    let default_out = if array.is_some() {
         "slurm-%A_%a.out"
     } else {
         "slurm-%j.out"
     };
     let ctx = PatternContext {
-        job_id: r.id.0,
-        array: r.array.map(|(a, t)| (a.0, t)),
+        job_id,
+        array,
         step: None,
         node,
         node_index: 0,
         task: 0,
-        user: &r.user,
-        job_name: &r.desc.name,
+        user,
+        job_name: &desc.name,
     };
     let abs = |p: String| {
         if Path::new(&p).is_absolute() {
             p
         } else {
-            format!("{}/{p}", r.desc.work_dir.trim_end_matches('/'))
+            format!("{}/{p}", desc.work_dir.trim_end_matches('/'))
         }
     };
-    let out = abs(expand(
-        r.desc.output.as_deref().unwrap_or(default_out),
-        &ctx,
-    ));
-    let out: Arc<str> = out.into();
-    // Standard error shares standard output's path when it is the same.
-    let err = match r.desc.error.as_deref() {
-        Some(e) => abs(expand(e, &ctx)).into(),
+    let out = abs(expand(desc.output.as_deref().unwrap_or(default_out), &ctx));
+    let err = match desc.error.as_deref() {
+        Some(e) => abs(expand(e, &ctx)),
         None => out.clone(),
     };
-    let input = match r.desc.input.as_deref() {
-        Some(i) => abs(expand(i, &ctx)).into(),
+    let input = match desc.input.as_deref() {
+        Some(i) => abs(expand(i, &ctx)),
         None => "/dev/null".into(),
     };
-    r.stdout = out;
-    r.stderr = err;
-    r.stdin = input;
+    (out, err, input)
 }
 
 /// The controller.

@@ -22,6 +22,9 @@ pub(crate) fn unstarted_ids(rest: &[u32], throttle: Option<u32>) -> String {
     ids
 }
 
+/// Slurm's array task index for "no task" (`NO_VAL`).
+const NO_TASK: u32 = 4_294_967_294;
+
 /// A record's array fields as `scontrol show job` prints them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ArrayFields {
@@ -101,6 +104,18 @@ pub(crate) fn shown(
                 {
                     shown.reason = n.reason.clone();
                 }
+                if rest.len() > 1 {
+                    // Standing for several tasks, it has no index of its own: Slurm's
+                    // `%a` is 4294967294 in its paths.
+                    let (o, e, i) = sluice_ctld::state::job_paths(
+                        &j.desc,
+                        j.id,
+                        Some((array, NO_TASK)),
+                        &j.user,
+                        "%N",
+                    );
+                    (shown.stdout, shown.stderr, shown.stdin) = (o, e, i);
+                }
                 out.push((shown, Some(fields(j.id, ids))));
             }
             // Folded into the array's record.
@@ -176,6 +191,24 @@ mod tests {
                 (11, fields(11, 10, "0", Some(2))),
             ]
         );
+    }
+
+    #[test]
+    fn the_arrays_record_standing_for_several_tasks_has_no_index_in_its_paths() {
+        // Slurm 22.05 (compat scenario 254): `%a` is 4294967294 there, `%A` the array.
+        let mut jobs = array();
+        for j in &mut jobs {
+            j.desc.work_dir = "/home/a".into();
+            j.desc.error = Some("e-%a.txt".into());
+            j.stdout = "resolved at submission".into();
+        }
+        let shown = shown(jobs, None);
+        let own = &shown[0].0;
+        assert_eq!(own.stdout, "/home/a/slurm-10_4294967294.out");
+        assert_eq!(own.stderr, "/home/a/e-4294967294.txt");
+        assert_eq!(own.stdin, "/dev/null");
+        // A started task keeps its own.
+        assert_eq!(shown[1].0.stdout, "resolved at submission");
     }
 
     #[test]
