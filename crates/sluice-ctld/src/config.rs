@@ -82,6 +82,9 @@ pub struct ClusterConfig {
     /// `EnforcePartLimits=ALL|ANY|YES`: jobs over their partition's limits are refused
     /// at submission (Slurm's default `NO` leaves them pending).
     pub enforce_part_limits: bool,
+    /// `EnforcePartLimits=ALL`: a job of several partitions is refused when one of them
+    /// would refuse it (`ANY`/`YES`: only when all of them would).
+    pub enforce_part_limits_all: bool,
     /// `PriorityType` and the multifactor settings (`PriorityWeight*`, decay, ...).
     pub priority: PrioritySettings,
     /// `PrivateData`: what users may not see of each other's work.
@@ -412,9 +415,14 @@ impl ClusterConfig {
                 .get("AccountingStorageEnforce")
                 .and_then(|v| AccountingEnforce::parse(v).ok())
                 .unwrap_or_default(),
-            enforce_part_limits: conf
+            enforce_part_limits: conf.get("EnforcePartLimits").is_some_and(|v| {
+                !["no", "down", "false", "0"]
+                    .iter()
+                    .any(|n| v.eq_ignore_ascii_case(n))
+            }),
+            enforce_part_limits_all: conf
                 .get("EnforcePartLimits")
-                .is_some_and(|v| !v.eq_ignore_ascii_case("no")),
+                .is_some_and(|v| v.eq_ignore_ascii_case("all")),
             // Checked by `read_detecting`, which refuses a malformed setting.
             priority: priority_settings(conf, &conf.cluster.gres).unwrap_or_default(),
             private_data: conf
@@ -708,6 +716,7 @@ impl ClusterConfig {
             max_tres: false,
             enforce: AccountingEnforce::default(),
             enforce_part_limits: false,
+            enforce_part_limits_all: false,
             priority: PrioritySettings::default(),
             private_data: PrivateData::default(),
             metrics: MetricsConf::default(),

@@ -870,7 +870,28 @@ impl Controller {
         let spec = self.core_spec(&template)?;
         self.check_shard_request(&spec.request)?;
         if self.conf.enforce_part_limits {
-            self.check_partition_limits(&spec)?;
+            // Of several partitions: refused when one of them would refuse it under
+            // `ALL`, when every one would under `ANY` (Slurm's `_valid_job_part`).
+            let checks: Vec<Result<(), String>> = parts
+                .iter()
+                .map(|&p| {
+                    self.check_partition_limits(&JobSpec {
+                        partition: p,
+                        ..spec.clone()
+                    })
+                })
+                .collect();
+            let passed = if self.conf.enforce_part_limits_all {
+                checks.iter().all(Result::is_ok)
+            } else {
+                checks.iter().any(Result::is_ok)
+            };
+            if !passed {
+                checks
+                    .into_iter()
+                    .find(Result::is_err)
+                    .expect("one refused")?;
+            }
         }
         template.tres_req = self.conf.requested_tres(part, &spec.request).into();
         match self.sched.check(&JobSpec {

@@ -3225,3 +3225,27 @@ fn steps_asking_for_gpus_get_their_own_and_wait_for_those_others_hold() {
         ))
     );
 }
+
+#[test]
+fn enforced_limits_refuse_a_job_of_two_partitions_when_all_or_any_would() {
+    // debug (MaxTime one hour) and short (MaxTime 30 min); a 40-minute job of
+    // short,debug. EnforcePartLimits=ALL refuses it (short would), ANY takes it
+    // (debug would not refuse it) and refuses a two-hour one (both would).
+    let mut conf = with_short(2);
+    conf.cluster.partitions[1].max_time = Some(1800);
+    conf.enforce_part_limits = true;
+    let job = |secs| JobDescription {
+        partition: Some("short,debug".into()),
+        ..desc(1, secs)
+    };
+    let over = "Requested time limit is invalid (missing or exceeds some limit)";
+    let mut all = conf.clone();
+    all.enforce_part_limits_all = true;
+    let c = Controller::new(all, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let refused = |c: &Controller, d| c.prepare(d, &alice(), "a", "a", 0).err().map(|e| e.message);
+    assert_eq!(refused(&c, job(2400)).as_deref(), Some(over));
+    assert_eq!(refused(&c, job(600)), None);
+    let c = Controller::new(conf, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    assert_eq!(refused(&c, job(2400)), None);
+    assert_eq!(refused(&c, job(7200)).as_deref(), Some(over));
+}
