@@ -165,6 +165,7 @@ pub(crate) fn job_ended(s: &mut Scheduler, id: JobId, now: Time) -> Option<Job> 
 /// Forgets suspended job `id`, which holds nothing (by preemption or time-slicing).
 pub(crate) fn forget(s: &mut Scheduler, id: JobId, now: Time) -> Job {
     let job = Arc::unwrap_or_clone(s.jobs.remove(&id).expect("suspended jobs exist"));
+    s.forget_partitions(id);
     s.usage.remove(id, now);
     s.het.forget(id);
     crate::borrow::ended(s, id);

@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use crate::decision::{Decision, Pass};
 use crate::ids::{JobId, PartitionId};
-use crate::job::{JobState, PendingReason};
+use crate::job::{Job, JobState, PendingReason};
+use crate::partition_policy::OverSubscribe;
 use crate::scheduler::Scheduler;
 use crate::time::Time;
 
@@ -82,8 +83,9 @@ impl Scheduler {
         }
     }
 
-    /// Puts pending job `id` in partition `p`: its spec names `p`, and what it counts
-    /// against follows (a partition's QOS is one of its limits' scopes).
+    /// Puts pending job `id` in partition `p`: its spec names `p`, and what follows from
+    /// the partition follows (whole nodes under `OverSubscribe=EXCLUSIVE` or
+    /// `ExclusiveUser`; the scopes of its limits, of which a partition's QOS is one).
     pub(crate) fn move_to(&mut self, id: JobId, p: PartitionId, now: Time) {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
@@ -92,7 +94,17 @@ impl Scheduler {
         if from == p {
             return;
         }
-        Arc::make_mut(job).spec.partition = p;
+        let part = self.cluster.partition(p);
+        let forces = part.oversubscribe == OverSubscribe::Exclusive || part.exclusive_user;
+        let own = job.spec.request.exclusive && !self.exclusive_by_partition.contains(&id);
+        let job = Arc::make_mut(job);
+        job.spec.partition = p;
+        job.spec.request.exclusive = own || forces;
+        if forces && !own {
+            self.exclusive_by_partition.insert(id);
+        } else {
+            self.exclusive_by_partition.remove(&id);
+        }
         let qos = |p: PartitionId| {
             self.accounts
                 .partition_qos
@@ -110,6 +122,7 @@ impl Scheduler {
     /// Forgets the partitions of a job that has left.
     pub(crate) fn forget_partitions(&mut self, id: JobId) {
         self.choices.remove(&id);
+        self.exclusive_by_partition.remove(&id);
     }
 }
 
@@ -123,10 +136,24 @@ pub(crate) fn open(s: &mut Scheduler, id: JobId, now: Time) -> Option<Vec<Partit
     let last = *list.last().expect("a job of several partitions");
     let open: Vec<PartitionId> = list
         .into_iter()
-        .filter(|&p| s.partition_refuses(job, p, now).is_none())
+        .filter(|&p| refuses(s, job, p, now).is_none())
         .collect();
     s.move_to(id, open.first().copied().unwrap_or(last), now);
     Some(open)
+}
+
+/// Why partition `p` would not take `job` now, were it in `p`: its state, nodes and
+/// limits (see [`Scheduler::partition_refuses`]), or a limit of its QOS
+/// (`PartitionName=... QOS=`) the job would be over.
+fn refuses(s: &Scheduler, job: &Job, p: PartitionId, now: Time) -> Option<PendingReason> {
+    if let Some(r) = s.partition_refuses(job, p, now) {
+        return Some(r);
+    }
+    s.accounts.partition_qos.get(p.index()).copied().flatten()?;
+    let mut spec = job.spec.clone();
+    spec.partition = p;
+    crate::limits::check::hold_reason(&s.accounts, &s.usage, crate::scheduler::view(&spec), now)
+        .map(PendingReason::Limit)
 }
 
 /// The main pass (and FCFS) for eligible job `id` of several partitions: starts it in
@@ -148,7 +175,7 @@ pub(crate) fn start_now(
     let mut home = None;
     let mut waits = Vec::new();
     for p in tries {
-        if let Some(r) = s.partition_refuses(&s.jobs[&id], p, now) {
+        if let Some(r) = refuses(s, &s.jobs[&id], p, now) {
             reason = r;
             continue;
         }
@@ -182,6 +209,6 @@ pub(crate) fn start_now(
 pub(crate) fn unreached_reason(s: &Scheduler, id: JobId, now: Time) -> PendingReason {
     s.tries(id)
         .and_then(|list| list.last().copied())
-        .and_then(|p| s.partition_refuses(&s.jobs[&id], p, now))
+        .and_then(|p| refuses(s, &s.jobs[&id], p, now))
         .unwrap_or(PendingReason::Priority)
 }

@@ -189,6 +189,10 @@ pub struct Scheduler {
     reason_resources: BTreeSet<JobId>,
     /// Jobs that may run in several partitions (see [`crate::partitions`]).
     pub(crate) choices: BTreeMap<JobId, Vec<PartitionId>>,
+    /// Pending jobs whole nodes only because their partition says so
+    /// (`OverSubscribe=EXCLUSIVE`, `ExclusiveUser=YES`), not by their own `--exclusive`:
+    /// moved to another partition, they follow that one's rule.
+    pub(crate) exclusive_by_partition: BTreeSet<JobId>,
 }
 
 impl Scheduler {
@@ -247,6 +251,7 @@ impl Scheduler {
             waiting_begin: BTreeSet::new(),
             reason_resources: BTreeSet::new(),
             choices: BTreeMap::new(),
+            exclusive_by_partition: BTreeSet::new(),
         };
         if let Policy::Backfill(params) = &s.policy {
             let params = params.clone();
@@ -735,6 +740,9 @@ impl Scheduler {
         // a node; whole nodes also keep the same user's jobs apart, which is stricter
         // than Slurm): whole nodes.
         if part.oversubscribe == OverSubscribe::Exclusive || part.exclusive_user {
+            if !spec.request.exclusive {
+                self.exclusive_by_partition.insert(spec.id);
+            }
             spec.request.exclusive = true;
         }
         self.profile.advance(now);

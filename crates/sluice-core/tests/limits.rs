@@ -527,3 +527,48 @@ fn overlapping_partitions_share_nodes_and_each_gets_resources_then_priority() {
     );
     assert_eq!(r.starts(), vec![(1, 0), (2, 100), (3, 200), (4, 300)]);
 }
+
+#[test]
+fn a_job_of_two_partitions_is_not_started_where_the_partition_qos_holds_it() {
+    // Partition 0 `batch` (no QOS) is full; partition 1 `p`, over the same node,
+    // has QOS `part` allowing 2 CPUs per job. A 3-CPU job of batch,p does not start
+    // in p: it waits in batch, with the reason of the last partition tried, p's limit
+    // (as Slurm's last queue entry of the job leaves it).
+    let mut db = accounts(false);
+    qos(&mut db, 3).limits.max_tres_per_job = vec![(TresKind::Cpu, 2)];
+    let mut c = cluster(1, 4);
+    c.partitions
+        .push(Partition::new("p", c.partitions[0].nodes.clone()));
+    db.partition_qos = vec![None, Some(QosId(3))];
+    let mut s = scheduler(c, db);
+    s.submit(job(1).user(ALICE.0).procs(2).time(100).spec(), 0)
+        .unwrap();
+    s.schedule(0);
+    s.submit(job(2).user(ALICE.0).procs(3).time(100).spec(), 1)
+        .unwrap();
+    s.set_partitions(
+        JobId(2),
+        &[sluice_core::PartitionId(0), sluice_core::PartitionId(1)],
+        1,
+    );
+    s.schedule(1);
+    let j = s.job(JobId(2)).unwrap();
+    assert_eq!(
+        (j.start, j.spec.partition),
+        (None, sluice_core::PartitionId(0))
+    );
+    assert_eq!(reason(&s, 2), limit("QOSMaxCpuPerJobLimit"));
+    // Listed the other way round it waits in batch too, batch's Resources last.
+    s.set_partitions(
+        JobId(2),
+        &[sluice_core::PartitionId(1), sluice_core::PartitionId(0)],
+        1,
+    );
+    s.schedule(2);
+    let j = s.job(JobId(2)).unwrap();
+    assert_eq!(
+        (j.start, j.spec.partition),
+        (None, sluice_core::PartitionId(0))
+    );
+    assert_eq!(reason(&s, 2), PendingReason::Resources);
+}

@@ -228,3 +228,27 @@ fn a_job_the_main_pass_does_not_reach_gets_its_last_partitions_limit() {
     assert_eq!(reason(2), PendingReason::Resources);
     assert_eq!(reason(3), PendingReason::PartitionTimeLimit);
 }
+
+#[test]
+fn a_job_moved_to_an_exclusive_partition_takes_whole_nodes_there_only() {
+    // short is OverSubscribe=EXCLUSIVE. Job 1 (1 CPU) runs on n1 in batch. Job 2 of
+    // short,batch (1 CPU) fits nowhere in short (n0 is job 9's); it runs in batch
+    // beside job 1, not as a whole-node job.
+    use sluice_core::partition_policy::OverSubscribe;
+    let mut c = two_partitions();
+    c.partitions[1].oversubscribe = OverSubscribe::Exclusive;
+    let mut s = Scheduler::new(c, backfill(10_000));
+    s.submit(job(9).procs(1).time(600).partition(1).spec(), 0)
+        .unwrap();
+    assert_eq!(started(&s.schedule(0)), [(9, vec![0])]);
+    assert!(s.job(JobId(9)).unwrap().spec.request.exclusive);
+    s.submit(job(1).procs(1).time(600).spec(), 1).unwrap();
+    assert_eq!(started(&s.schedule(1)), [(1, vec![1])]);
+    s.submit(job(2).procs(1).time(60).partition(1).spec(), 2)
+        .unwrap();
+    assert!(s.job(JobId(2)).unwrap().spec.request.exclusive);
+    s.set_partitions(JobId(2), &[SHORT, BATCH], 2);
+    assert_eq!(started(&s.schedule(2)), [(2, vec![1])]);
+    let j = s.job(JobId(2)).unwrap();
+    assert_eq!((j.spec.partition, j.spec.request.exclusive), (BATCH, false));
+}

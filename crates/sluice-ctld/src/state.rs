@@ -656,13 +656,47 @@ impl Controller {
         self.sched.last_pass()
     }
 
-    /// The partitions job `r` may run in, when it was submitted to several (`-p a,b`);
-    /// those the configuration no longer has left out.
+    /// The partitions job `r` may run in, when it was submitted to several (`-p a,b`):
+    /// those the configuration has whose `AllowAccounts`/`DenyAccounts`/`AllowQos`/
+    /// `DenyQos`/`AllowGroups` take its account, QOS and group.
     fn partition_list(&self, r: &Job) -> Option<Vec<PartitionId>> {
         let list = r.desc.partition.as_deref().filter(|l| l.contains(','))?;
+        let takes = |p: PartitionId| {
+            let groups = [r.group.to_string()];
+            let access = self
+                .conf
+                .cluster
+                .partition(p)
+                .access
+                .check(&r.account, &r.qos, &groups, false);
+            access.is_ok()
+        };
         Some(
             list.split(',')
                 .filter_map(|n| self.partition_of(n))
+                .filter(|&p| takes(p))
+                .collect(),
+        )
+    }
+
+    /// [`Controller::partition_list`] less the partitions whose nodes could never run
+    /// the job, even idle.
+    fn runnable_partitions(&self, r: &Job) -> Option<Vec<PartitionId>> {
+        let list = self.partition_list(r)?;
+        Some(
+            list.into_iter()
+                .filter(|&p| {
+                    let mut there = r.clone();
+                    there.partition = self.conf.cluster.partition(p).name.as_str().into();
+                    self.core_spec(&there).is_ok_and(|spec| {
+                        self.sched
+                            .check(&JobSpec {
+                                id: JobId(u64::MAX),
+                                ..spec
+                            })
+                            .is_ok()
+                    })
+                })
                 .collect(),
         )
     }
@@ -707,6 +741,14 @@ impl Controller {
             return Err("Resource temporarily unavailable (MaxJobCount reached)".into());
         }
         // `-p a,b`: the job may run in any of them; the first gives its defaults.
+        // Empty names in the list are passed over, as Slurm's `strtok` does.
+        if let Some(list) = desc.partition.as_mut().filter(|l| l.contains(',')) {
+            *list = list
+                .split(',')
+                .filter(|n| !n.is_empty())
+                .collect::<Vec<_>>()
+                .join(",");
+        }
         let parts: Vec<PartitionId> =
             match &desc.partition {
                 Some(p) => p
@@ -720,7 +762,9 @@ impl Controller {
                     "No partition specified or system default partition".to_string()
                 })?],
             };
-        let part = parts[0];
+        let Some(&part) = parts.first() else {
+            return Err(BAD_PARTITION.into());
+        };
         if let Some((tasks, _)) = &desc.array {
             if tasks.iter().any(|&t| t >= self.conf.max_array_size) || tasks.is_empty() {
                 return Err("Invalid job array specification".into());
@@ -751,18 +795,18 @@ impl Controller {
         if let Some(r) = &desc.reservation {
             self.check_reservation(r, caller.uid, Some(&accounting.account))?;
         }
-        // A partition the user's group may not use refuses the job, whichever it is
-        // of those listed (as Slurm's `_valid_job_part`).
-        for &q in &parts {
-            if self.conf.cluster.partition(q).access.check(
+        // A partition the user's group may not use refuses the job; of several, when
+        // none of them may be used (the others are where it may run).
+        let group_denied = |q: &PartitionId| {
+            self.conf.cluster.partition(*q).access.check(
                 &accounting.account,
                 &accounting.qos,
                 &[group.to_string()],
                 caller.admin,
             ) == Err(NotAllowed::Group)
-            {
-                return Err("User's group not permitted to use this partition".into());
-            }
+        };
+        if parts.iter().all(group_denied) {
+            return Err("User's group not permitted to use this partition".into());
         }
         let limit = match desc.time_limit {
             Some(Some(t)) => Some(t),
@@ -894,10 +938,26 @@ impl Controller {
             }
         }
         template.tres_req = self.conf.requested_tres(part, &spec.request).into();
-        match self.sched.check(&JobSpec {
-            id: JobId(u64::MAX),
-            ..spec
-        }) {
+        // Of several partitions, one that could ever run it is enough (Slurm's
+        // `_select_nodes_parts`); the first's refusal is said when none could.
+        let check = |p: PartitionId| {
+            self.sched.check(&JobSpec {
+                id: JobId(u64::MAX),
+                partition: p,
+                ..spec.clone()
+            })
+        };
+        let checked = match check(part) {
+            Err(e) if parts.len() > 1 => {
+                if parts[1..].iter().any(|&p| check(p).is_ok()) {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }
+            other => other,
+        };
+        match checked {
             Ok(()) => {}
             Err(SubmitError::NodeConfigUnavailable) => return Err(NODE_CONFIG.into()),
             Err(SubmitError::PartitionClosed(_)) => {
@@ -1366,10 +1426,18 @@ impl Controller {
                             self.jobs.get_mut(&id).expect("exists").priority = p;
                         }
                     }
+                    // A job of several partitions waits in the first of them that takes
+                    // its account and QOS and could ever run it, whose association and
+                    // defaults it has.
+                    let list = self.runnable_partitions(&self.jobs[&id]);
+                    if let Some(&p) = list.as_ref().and_then(|l| l.first()) {
+                        let name = self.descs.name(&self.conf.cluster.partition(p).name);
+                        self.jobs.get_mut(&id).expect("exists").partition = name;
+                    }
                     let spec = self.core_spec(&self.jobs[&id]);
                     match spec.map(|s| self.sched.submit(s, now)) {
                         Ok(Ok(())) => {
-                            if let Some(list) = self.partition_list(&self.jobs[&id]) {
+                            if let Some(list) = list {
                                 self.sched.set_partitions(id, &list, now);
                             }
                             self.audit_queued(id);
@@ -2581,12 +2649,13 @@ impl Controller {
             .sum()
     }
 
-    /// The GPUs a step asking for some (`srun --gres=gpu:N`) gets on each of the job's
-    /// nodes `usable` (indices into the allocation, `names` theirs): the first N of the
-    /// job's there that its running steps do not hold, as Slurm's step GRES. A step
-    /// that overlaps takes the first N whatever others hold. None for a step asking
-    /// for none (it sees all of the job's). Errors: more than the job has there
-    /// (refused), or than are free (srun asks again).
+    /// The GPUs a step gets on each of the job's nodes `usable` (indices into the
+    /// allocation, `names` theirs): asking for some (`srun --gres=gpu:N`), the first N
+    /// of the job's there that its running steps do not hold; asking for none, all of
+    /// the job's whole GPUs there, as Slurm copies the job's request to such a step.
+    /// A step that overlaps takes them whatever others hold. None for a job without
+    /// whole GPUs (a shard job's steps share its shards). Errors: more than the job has
+    /// there (refused), or than are free (srun asks again).
     fn step_gpus(
         &self,
         r: &Job,
@@ -2594,12 +2663,17 @@ impl Controller {
         usable: &[usize],
         names: &[String],
     ) -> Result<Option<Vec<Vec<u32>>>, ApiError> {
-        let Some(n) = req.gpus_per_node else {
-            return Ok(None);
+        let whole = |i: usize| r.alloc.get(i).map_or(0, |s| s.gpus.len()) as u32;
+        let wanted: Vec<u32> = match req.gpus_per_node {
+            Some(n) => vec![n; usable.len()],
+            None if usable.iter().any(|&i| whole(i) > 0) => {
+                usable.iter().map(|&i| whole(i)).collect()
+            }
+            None => return Ok(None),
         };
         let job = r.id;
         let mut out = Vec::with_capacity(usable.len());
-        for &i in usable {
+        for (&i, &n) in usable.iter().zip(&wanted) {
             let all = r.gpus_on_node(i);
             if all.len() < n as usize {
                 return Err(ApiError::invalid(format!(
@@ -2624,7 +2698,7 @@ impl Controller {
     }
 
     /// The GPUs on `node` that job `job`'s running steps of this run (started from
-    /// `run_start`) hold: those that asked for GPUs and do not overlap.
+    /// `run_start`) hold: those that do not overlap.
     fn gpus_held_by_steps(&self, job: JobId, run_start: i64, node: &str) -> Vec<u32> {
         self.steps
             .range((job, StepId::Batch)..)

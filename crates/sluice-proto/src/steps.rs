@@ -76,12 +76,13 @@ impl ListedStep {
             } else {
                 String::new()
             };
-            format!(
-                "cpu={},{gpus}mem={}M,node={}",
-                self.cpus,
-                self.mem_mb,
-                self.nodes.len()
-            )
+            // No memory (nodes without `RealMemory`) is left out, as in the job's.
+            let mem = if self.mem_mb > 0 {
+                format!("mem={}M,", self.mem_mb)
+            } else {
+                String::new()
+            };
+            format!("cpu={},{gpus}{mem}node={}", self.cpus, self.nodes.len())
         })
     }
 }

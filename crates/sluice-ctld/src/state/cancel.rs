@@ -61,7 +61,9 @@ fn scancel_name(r: &Job) -> String {
 fn passes(req: &CancelRequest, j: &Job) -> bool {
     req.user.as_ref().is_none_or(|u| **u == *j.user)
         && req.name.as_ref().is_none_or(|n| *n == j.desc.name)
-        && req.partition.as_ref().is_none_or(|p| **p == *j.partition)
+        // The partition as shown (a pending job of several: their list), compared
+        // whole as Slurm's scancel compares it.
+        && req.partition.as_ref().is_none_or(|p| **p == *j.shown_partition())
         && (req.states.is_empty() || req.states.contains(&j.shown_state()))
 }
 

@@ -22,6 +22,7 @@ impl Controller {
             .filter(|j| hidden.is_none_or(|uid| j.uid == uid))
             .map(|j| j.id)
             .collect();
+        let gpus_tracked = self.conf.accounting_tres.iter().any(|t| t == "gres/gpu");
         let mut out = Vec::new();
         for id in running {
             let job = &self.jobs[&id];
@@ -31,7 +32,13 @@ impl Controller {
                 let batch = step.step == StepId::Batch;
                 ListedStep {
                     time_limit: step.time_limit,
-                    gpus: step.gpus.iter().map(|g| g.len() as u32).sum(),
+                    // Counted where accounting tracks GPUs (`AccountingStorageTRES=gres/gpu`),
+                    // as the job's TRES.
+                    gpus: if gpus_tracked {
+                        step.gpus.iter().map(|g| g.len() as u32).sum()
+                    } else {
+                        0
+                    },
                     job_id: job.id.0,
                     array: job.array.map(|(a, t)| (a.0, t)),
                     step: step.step,

@@ -3142,7 +3142,7 @@ fn a_job_of_two_partitions_shows_both_while_it_waits_and_runs_in_one() {
 #[test]
 fn steps_asking_for_gpus_get_their_own_and_wait_for_those_others_hold() {
     // One node of 8 CPUs and 4 GPUs; a 4-task job with 2 GPUs (0 and 1).
-    let text = "ClusterName=g\nGresTypes=gpu\n\
+    let text = "ClusterName=g\nGresTypes=gpu\nAccountingStorageTRES=gres/gpu\n\
                 NodeName=g1 CPUs=8 RealMemory=8000 Gres=gpu:4\n\
                 PartitionName=gpu Nodes=g1 Default=YES\n";
     let parsed = sluice_conf::slurm_conf::parse_str(text, Path::new("slurm.conf")).unwrap();
@@ -3172,7 +3172,7 @@ fn steps_asking_for_gpus_get_their_own_and_wait_for_those_others_hold() {
     assert_eq!(start(&mut c, &one), Ok((0, vec![vec![vec![0]]])));
     assert_eq!(start(&mut c, &one), Ok((1, vec![vec![vec![1]]])));
     // A third waits for one of them; one that overlaps takes GPU 0 beside them; one
-    // asking for none sees both.
+    // asking for none that overlaps gets both.
     assert_eq!(
         start(&mut c, &one),
         Err((
@@ -3201,12 +3201,25 @@ fn steps_asking_for_gpus_get_their_own_and_wait_for_those_others_hold() {
         .collect();
     assert_eq!(
         listed[1],
-        (
-            format!("{id}.0"),
-            Some("cpu=1,gres/gpu=1,mem=0M,node=1".into())
-        )
+        (format!("{id}.0"), Some("cpu=1,gres/gpu=1,node=1".into()))
     );
-    assert_eq!(listed[4].1.as_deref(), Some("cpu=4,mem=0M,node=1"));
+    assert_eq!(listed[4].1.as_deref(), Some("cpu=4,gres/gpu=2,node=1"));
+    // Without --overlap, a step asking for none asks for all of the job's, as Slurm
+    // copies the job's request to it: it waits while others hold them.
+    let all_of_them = StepRequest {
+        ntasks: Some(1),
+        exact: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        start(&mut c, &all_of_them),
+        Err((
+            ErrorCode::Busy,
+            format!(
+                "Job {id} step creation temporarily disabled, retrying (Requested nodes are busy)"
+            ),
+        ))
+    );
     // Step 1 ends: GPU 1 is free again for the next.
     c.end_step(id, 1, 0, 0, &alice(), 3).unwrap();
     assert_eq!(start(&mut c, &one), Ok((4, vec![vec![vec![1]]])));
@@ -3248,4 +3261,33 @@ fn enforced_limits_refuse_a_job_of_two_partitions_when_all_or_any_would() {
     let c = Controller::new(conf, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
     assert_eq!(refused(&c, job(2400)), None);
     assert_eq!(refused(&c, job(7200)).as_deref(), Some(over));
+}
+
+#[test]
+fn a_job_its_first_partition_could_never_run_waits_in_the_others() {
+    // short has node01 only; a two-node job of short,debug is accepted (debug could
+    // run it, as Slurm's _select_nodes_parts finds) and runs in debug. Empty names in
+    // the list are passed over; a list of none is refused.
+    let mut c = Controller::new(with_short(2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let d = JobDescription {
+        partition: Some("short,,debug,".into()),
+        nodes: Some((2, 2)),
+        ..desc(2, 600)
+    };
+    let (id, _) = submit(&mut c, d, &mut next, 0);
+    assert_eq!(c.job(id).unwrap().partition, "short,debug");
+    assert_eq!(
+        launches(&c.schedule(0)),
+        vec![(id.0, vec!["node01".into(), "node02".into()])]
+    );
+    assert_eq!(c.job(id).unwrap().partition, "debug");
+    let none = JobDescription {
+        partition: Some(",".into()),
+        ..desc(1, 60)
+    };
+    assert_eq!(
+        c.prepare(none, &alice(), "a", "a", 0).unwrap_err().message,
+        BAD_PARTITION
+    );
 }

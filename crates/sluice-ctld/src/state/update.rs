@@ -385,17 +385,24 @@ impl Controller {
                                 ApiError::new(ErrorCode::InvalidPartitionName, BAD_PARTITION)
                             })?;
                         }
-                        // The job must be one the new partition could ever run.
-                        let mut would = r.clone();
-                        would.partition = v.split(',').next().unwrap_or_default().into();
-                        Arc::make_mut(&mut would.desc).partition = Some(v.clone());
-                        let spec = self.core_spec(&would).map_err(ApiError::invalid)?;
-                        self.sched
-                            .check(&JobSpec {
-                                id: JobId(u64::MAX),
-                                ..spec
+                        // The job must be one a new partition could ever run (one of
+                        // several is enough, as at submission).
+                        let fits = |name: &str| {
+                            let mut would = r.clone();
+                            would.partition = name.into();
+                            Arc::make_mut(&mut would.desc).partition = Some(v.clone());
+                            self.core_spec(&would).is_ok_and(|spec| {
+                                self.sched
+                                    .check(&JobSpec {
+                                        id: JobId(u64::MAX),
+                                        ..spec
+                                    })
+                                    .is_ok()
                             })
-                            .map_err(|_| ApiError::invalid(NODE_CONFIG))?;
+                        };
+                        if !v.split(',').any(fits) {
+                            return Err(ApiError::invalid(NODE_CONFIG));
+                        }
                     }
                     "starttime" => {
                         if !pending {
