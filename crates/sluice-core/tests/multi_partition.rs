@@ -34,6 +34,17 @@ fn started(decisions: &[Decision]) -> Vec<(u64, Vec<u32>)> {
         .collect()
 }
 
+/// short's MaxTime is 30 s, and job 1 holds both nodes from 0 to 600.
+fn full_and_short_30s() -> Scheduler {
+    let mut c = two_partitions();
+    c.partitions[1].max_time = Some(30);
+    let mut s = Scheduler::new(c, backfill(10_000));
+    s.submit(job(1).procs(8).nodes(2).time(600).spec(), 0)
+        .unwrap();
+    s.schedule(0);
+    s
+}
+
 fn partition(s: &Scheduler, id: u64) -> PartitionId {
     s.job(JobId(id)).unwrap().spec.partition
 }
@@ -163,12 +174,7 @@ fn a_partition_whose_limits_refuse_the_job_is_passed_over() {
 fn a_job_waiting_on_resources_in_one_partition_and_refused_by_the_last_says_the_last() {
     // Slurm 22.05 (compat scenario 252): n0 and n1 full; job 3 of batch,short asks
     // for 60 s where short allows 30: it waits with short's PartitionTimeLimit.
-    let mut c = two_partitions();
-    c.partitions[1].max_time = Some(30);
-    let mut s = Scheduler::new(c, backfill(10_000));
-    s.submit(job(1).procs(8).nodes(2).time(600).spec(), 0)
-        .unwrap();
-    s.schedule(0);
+    let mut s = full_and_short_30s();
     s.submit(job(3).procs(1).time(60).spec(), 1).unwrap();
     s.set_partitions(JobId(3), &[BATCH, SHORT], 1);
     s.schedule(1);
@@ -213,12 +219,7 @@ fn a_job_the_main_pass_does_not_reach_gets_its_last_partitions_limit() {
     // Job 1 holds both nodes; job 2 of batch,short waits and blocks both partitions,
     // so the main pass stops before job 3 (batch,short, 60 s where short allows 30):
     // it says short's PartitionTimeLimit, not Priority, as Slurm 22.05 does.
-    let mut c = two_partitions();
-    c.partitions[1].max_time = Some(30);
-    let mut s = Scheduler::new(c, backfill(10_000));
-    s.submit(job(1).procs(8).nodes(2).time(600).spec(), 0)
-        .unwrap();
-    s.schedule(0);
+    let mut s = full_and_short_30s();
     s.submit(job(2).procs(1).time(20).spec(), 1).unwrap();
     s.set_partitions(JobId(2), &[BATCH, SHORT], 1);
     s.submit(job(3).procs(1).time(60).spec(), 1).unwrap();
