@@ -9,6 +9,7 @@ mod common;
 use common::*;
 use sluice_core::{
     Cluster, Decision, JobId, NodeId, Partition, PartitionId, PendingReason, Policy, Scheduler,
+    Time,
 };
 
 const BATCH: PartitionId = PartitionId(0);
@@ -45,6 +46,13 @@ fn full_and_short_30s() -> Scheduler {
     s
 }
 
+/// Submits `j` at `t` to the partitions `list` (its own being the first).
+fn submit_in(s: &mut Scheduler, j: JobBuilder, list: &[PartitionId], t: Time) {
+    let id = j.spec().id;
+    s.submit(j.spec(), t).unwrap();
+    assert!(s.set_partitions(id, list, t));
+}
+
 fn partition(s: &Scheduler, id: u64) -> PartitionId {
     s.job(JobId(id)).unwrap().spec.partition
 }
@@ -69,9 +77,12 @@ fn a_job_of_two_partitions_starts_in_the_second_when_the_first_is_full() {
 fn a_job_that_fits_in_its_first_partition_starts_there() {
     // Both nodes idle: job 1 of `short,batch` starts in short (n0), as listed.
     let mut s = Scheduler::new(two_partitions(), backfill(10_000));
-    s.submit(job(1).procs(2).time(60).partition(1).spec(), 0)
-        .unwrap();
-    s.set_partitions(JobId(1), &[SHORT, BATCH], 0);
+    submit_in(
+        &mut s,
+        job(1).procs(2).time(60).partition(1),
+        &[SHORT, BATCH],
+        0,
+    );
     assert_eq!(started(&s.schedule(0)), [(1, vec![0])]);
     assert_eq!(partition(&s, 1), SHORT);
 }
@@ -86,9 +97,12 @@ fn a_job_fitting_nowhere_waits_in_its_first_partition_and_holds_up_both() {
     s.submit(job(1).procs(8).nodes(2).time(600).spec(), 0)
         .unwrap();
     s.schedule(0);
-    s.submit(job(2).procs(4).time(60).partition(1).spec(), 1)
-        .unwrap();
-    s.set_partitions(JobId(2), &[SHORT, BATCH], 1);
+    submit_in(
+        &mut s,
+        job(2).procs(4).time(60).partition(1),
+        &[SHORT, BATCH],
+        1,
+    );
     s.schedule(1);
     let reason = |s: &Scheduler, id: u64| s.job(JobId(id)).unwrap().reason;
     assert_eq!(reason(&s, 2), PendingReason::Resources);
@@ -107,9 +121,12 @@ fn the_main_pass_blocks_every_partition_the_job_was_tried_in() {
     s.submit(job(1).procs(8).nodes(2).time(600).spec(), 0)
         .unwrap();
     s.schedule(0);
-    s.submit(job(2).procs(4).time(60).partition(1).spec(), 1)
-        .unwrap();
-    s.set_partitions(JobId(2), &[SHORT, BATCH], 1);
+    submit_in(
+        &mut s,
+        job(2).procs(4).time(60).partition(1),
+        &[SHORT, BATCH],
+        1,
+    );
     s.submit(job(3).procs(4).time(60).spec(), 1).unwrap();
     s.submit(job(4).procs(4).time(60).partition(1).spec(), 1)
         .unwrap();
@@ -130,9 +147,12 @@ fn backfill_reserves_a_job_of_two_partitions_where_it_starts_soonest() {
         .unwrap();
     s.submit(job(2).procs(4).time(300).spec(), 0).unwrap();
     assert_eq!(started(&s.schedule(0)), [(1, vec![0]), (2, vec![1])]);
-    s.submit(job(3).procs(4).time(60).partition(1).spec(), 1)
-        .unwrap();
-    s.set_partitions(JobId(3), &[SHORT, BATCH], 1);
+    submit_in(
+        &mut s,
+        job(3).procs(4).time(60).partition(1),
+        &[SHORT, BATCH],
+        1,
+    );
     s.schedule(1);
     let j3 = s.job(JobId(3)).unwrap();
     assert_eq!(j3.planned_start, Some(300));
@@ -149,9 +169,12 @@ fn a_partition_whose_limits_refuse_the_job_is_passed_over() {
     let mut c = two_partitions();
     c.partitions[1].max_time = Some(30);
     let mut s = Scheduler::new(c, backfill(10_000));
-    s.submit(job(1).procs(1).time(60).partition(1).spec(), 0)
-        .unwrap();
-    s.set_partitions(JobId(1), &[SHORT, BATCH], 0);
+    submit_in(
+        &mut s,
+        job(1).procs(1).time(60).partition(1),
+        &[SHORT, BATCH],
+        0,
+    );
     assert_eq!(started(&s.schedule(0)), [(1, vec![0])]);
     assert_eq!(partition(&s, 1), BATCH);
 
@@ -161,9 +184,12 @@ fn a_partition_whose_limits_refuse_the_job_is_passed_over() {
     c.partitions[0].min_nodes = 2;
     c.partitions[1].max_time = Some(30);
     let mut s = Scheduler::new(c, backfill(10_000));
-    s.submit(job(2).procs(1).time(60).partition(1).spec(), 0)
-        .unwrap();
-    s.set_partitions(JobId(2), &[SHORT, BATCH], 0);
+    submit_in(
+        &mut s,
+        job(2).procs(1).time(60).partition(1),
+        &[SHORT, BATCH],
+        0,
+    );
     assert!(started(&s.schedule(0)).is_empty());
     let j = s.job(JobId(2)).unwrap();
     assert_eq!(j.reason, PendingReason::PartitionNodeLimit);
@@ -175,8 +201,7 @@ fn a_job_waiting_on_resources_in_one_partition_and_refused_by_the_last_says_the_
     // Slurm 22.05 (compat scenario 252): n0 and n1 full; job 3 of batch,short asks
     // for 60 s where short allows 30: it waits with short's PartitionTimeLimit.
     let mut s = full_and_short_30s();
-    s.submit(job(3).procs(1).time(60).spec(), 1).unwrap();
-    s.set_partitions(JobId(3), &[BATCH, SHORT], 1);
+    submit_in(&mut s, job(3).procs(1).time(60), &[BATCH, SHORT], 1);
     s.schedule(1);
     let j = s.job(JobId(3)).unwrap();
     assert_eq!(j.reason, PendingReason::PartitionTimeLimit);
@@ -192,8 +217,7 @@ fn a_higher_tier_partition_is_tried_first_and_sets_the_queue_place() {
     c.partitions[1].priority_tier = 10;
     let mut s = Scheduler::new(c, backfill(10_000));
     s.submit(job(1).procs(4).time(60).spec(), 1).unwrap();
-    s.submit(job(2).procs(4).time(60).spec(), 1).unwrap();
-    s.set_partitions(JobId(2), &[BATCH, SHORT], 1);
+    submit_in(&mut s, job(2).procs(4).time(60), &[BATCH, SHORT], 1);
     assert_eq!(started(&s.schedule(1)), [(2, vec![0]), (1, vec![1])]);
     assert_eq!(partition(&s, 2), SHORT);
 }
@@ -201,9 +225,12 @@ fn a_higher_tier_partition_is_tried_first_and_sets_the_queue_place() {
 #[test]
 fn one_partition_undoes_the_list_and_a_gone_job_forgets_it() {
     let mut s = Scheduler::new(two_partitions(), backfill(10_000));
-    s.submit(job(1).procs(1).time(60).partition(1).spec(), 0)
-        .unwrap();
-    s.set_partitions(JobId(1), &[SHORT, BATCH, SHORT], 0);
+    submit_in(
+        &mut s,
+        job(1).procs(1).time(60).partition(1),
+        &[SHORT, BATCH, SHORT],
+        0,
+    );
     assert_eq!(s.partitions_of(JobId(1)), Some(&[SHORT, BATCH][..]));
     s.set_partitions(JobId(1), &[BATCH], 0);
     assert_eq!(s.partitions_of(JobId(1)), None);
@@ -220,10 +247,8 @@ fn a_job_the_main_pass_does_not_reach_gets_its_last_partitions_limit() {
     // so the main pass stops before job 3 (batch,short, 60 s where short allows 30):
     // it says short's PartitionTimeLimit, not Priority, as Slurm 22.05 does.
     let mut s = full_and_short_30s();
-    s.submit(job(2).procs(1).time(20).spec(), 1).unwrap();
-    s.set_partitions(JobId(2), &[BATCH, SHORT], 1);
-    s.submit(job(3).procs(1).time(60).spec(), 1).unwrap();
-    s.set_partitions(JobId(3), &[BATCH, SHORT], 1);
+    submit_in(&mut s, job(2).procs(1).time(20), &[BATCH, SHORT], 1);
+    submit_in(&mut s, job(3).procs(1).time(60), &[BATCH, SHORT], 1);
     s.schedule(1);
     let reason = |id: u64| s.job(JobId(id)).unwrap().reason;
     assert_eq!(reason(2), PendingReason::Resources);

@@ -685,20 +685,24 @@ impl Controller {
         let list = self.partition_list(r)?;
         Some(
             list.into_iter()
-                .filter(|&p| {
-                    let mut there = r.clone();
-                    there.partition = self.conf.cluster.partition(p).name.as_str().into();
-                    self.core_spec(&there).is_ok_and(|spec| {
-                        self.sched
-                            .check(&JobSpec {
-                                id: JobId(u64::MAX),
-                                ..spec
-                            })
-                            .is_ok()
-                    })
-                })
+                .filter(|&p| self.could_ever_run_in(r, &self.conf.cluster.partition(p).name))
                 .collect(),
         )
+    }
+
+    /// Whether job `r`, were it in partition `name`, could ever run there: the core's
+    /// check of a submission (shape, partition state, limits).
+    fn could_ever_run_in(&self, r: &Job, name: &str) -> bool {
+        let mut there = r.clone();
+        there.partition = name.into();
+        self.core_spec(&there).is_ok_and(|spec| {
+            self.sched
+                .check(&JobSpec {
+                    id: JobId(u64::MAX),
+                    ..spec
+                })
+                .is_ok()
+        })
     }
 
     fn partition_of(&self, name: &str) -> Option<PartitionId> {
@@ -2687,10 +2691,7 @@ impl Controller {
             };
             let free: Vec<u32> = all.into_iter().filter(|g| !held.contains(g)).collect();
             if free.len() < n as usize {
-                return Err(ApiError::new(
-                    ErrorCode::Busy,
-                    format!("Job {job} step creation temporarily disabled, retrying (Requested nodes are busy)"),
-                ));
+                return Err(nodes_busy(job));
             }
             out.push(free[..n as usize].to_vec());
         }
@@ -2854,10 +2855,7 @@ impl Controller {
                 .collect()
         };
         let Some(per_node) = distribute(&free) else {
-            return Err(ApiError::new(
-                ErrorCode::Busy,
-                format!("Job {job} step creation temporarily disabled, retrying (Requested nodes are busy)"),
-            ));
+            return Err(nodes_busy(job));
         };
         let step_gpus = self.step_gpus(r, req, usable, &job_nodes)?;
         let bind = req
@@ -4208,6 +4206,17 @@ fn step_cpus(on_nodes: &[u32], asked: u32, req: &StepRequest) -> u32 {
     } else {
         on_nodes.iter().sum::<u32>().max(asked)
     }
+}
+
+/// Slurm's answer to a step that does not fit beside its job's running steps now
+/// (srun asks again).
+fn nodes_busy(job: JobId) -> ApiError {
+    ApiError::new(
+        ErrorCode::Busy,
+        format!(
+            "Job {job} step creation temporarily disabled, retrying (Requested nodes are busy)"
+        ),
+    )
 }
 
 /// Slurm's `SLURM_TASKS_PER_NODE` form: `8(x2),4`.

@@ -387,20 +387,12 @@ impl Controller {
                         }
                         // The job must be one a new partition could ever run (one of
                         // several is enough, as at submission).
-                        let fits = |name: &str| {
-                            let mut would = r.clone();
-                            would.partition = name.into();
-                            Arc::make_mut(&mut would.desc).partition = Some(v.clone());
-                            self.core_spec(&would).is_ok_and(|spec| {
-                                self.sched
-                                    .check(&JobSpec {
-                                        id: JobId(u64::MAX),
-                                        ..spec
-                                    })
-                                    .is_ok()
-                            })
-                        };
-                        if !v.split(',').any(fits) {
+                        let mut would = r.clone();
+                        Arc::make_mut(&mut would.desc).partition = Some(v.clone());
+                        if !v
+                            .split(',')
+                            .any(|name| self.could_ever_run_in(&would, name))
+                        {
                             return Err(ApiError::invalid(NODE_CONFIG));
                         }
                     }
