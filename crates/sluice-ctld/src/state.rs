@@ -33,9 +33,8 @@ use crate::accounts::{Accounts, Requester};
 use crate::config::ClusterConfig;
 use crate::priority::{PriorityEngine, KIND_USAGE};
 use sluice_proto::accounts::{AccountsError, AccountsRequest, ActiveJob, ChangeOutcome};
-use sluice_proto::audit::RequeueCause;
 use sluice_proto::diag::DiagReport;
-use sluice_proto::error::{ApiError, ErrorCode};
+use sluice_proto::error::{ApiError, ErrorCode, INVALID_JOB_ID};
 use sluice_store::AccountRow;
 
 /// Something the server loop must do.
@@ -1522,6 +1521,7 @@ impl Controller {
                 Hold::ReservationDeleted(_) => Reason::ReservationDeleted,
                 Hold::Admin => Reason::HeldAdmin,
                 Hold::User => Reason::HeldUser,
+                Hold::Requeued | Hold::SpecialExit => Reason::RequeuedHeld,
             });
         }
         if r.ending_run.is_some() {
@@ -2371,7 +2371,7 @@ impl Controller {
         for &id in &ids {
             let r = &self.jobs[&id];
             if !Self::may_touch(caller, r)
-                || (!hold && !caller.admin && r.hold.as_ref().is_some_and(|h| *h != Hold::User))
+                || (!hold && !caller.admin && r.hold.as_ref().is_some_and(|h| !h.owners()))
             {
                 return Err(ApiError::access_denied());
             }
@@ -2409,78 +2409,39 @@ impl Controller {
         Ok(effects)
     }
 
-    /// `scontrol requeue`: a running (or finished) batch job goes back to the queue under
-    /// the same id; its output is appended on the next run. A running job waits
-    /// (`BeginTime`) until its agent reports the run ended; unlike Slurm there is no
-    /// two-minute hold beyond that.
-    pub fn requeue(
+    /// The answer to a job verb naming task `task` of `job` that [`Controller::select`]
+    /// did not find: for a task an array lacks, Slurm's line for it (the command says it
+    /// and fails, without its own error line); otherwise `Invalid job id specified`.
+    fn missing_task(&self, job: JobId, task: Option<u32>) -> Result<Vec<String>, ApiError> {
+        match task {
+            Some(t)
+                if self
+                    .jobs
+                    .values()
+                    .any(|j| j.array.is_some_and(|a| a.0 == job)) =>
+            {
+                Ok(vec![format!("{job}_{t}: {INVALID_JOB_ID}")])
+            }
+            _ => Err(ApiError::invalid_job()),
+        }
+    }
+
+    /// `scontrol hold|uhold|release` as a command sees it: [`Controller::set_hold`] or
+    /// [`Controller::user_hold`], and for a task an array lacks, Slurm's line for it.
+    pub fn hold_verb(
         &mut self,
         job: JobId,
         task: Option<u32>,
+        hold: bool,
+        user_hold: bool,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, ApiError> {
-        // Ends, cancellations and releases may let held-back jobs in.
-        self.outside_dirty = true;
-        // A heterogeneous job is requeued whole, by its leader's id (Slurm's
-        // `_job_requeue`: ESLURM_NOT_HET_JOB_LEADER for another component).
-        if task.is_none()
-            && self
-                .jobs
-                .get(&job)
-                .is_some_and(|r| r.het.is_some_and(|h| h.offset > 0))
-        {
-            return Err(ApiError::invalid(NOT_HET_LEADER));
+    ) -> Result<(Vec<Effect>, Vec<String>), ApiError> {
+        if self.select(job, task).is_empty() {
+            return self.missing_task(job, task).map(|l| (Vec::new(), l));
         }
-        let ids = self.select(job, task);
-        if ids.is_empty() {
-            return Err(ApiError::invalid_job());
-        }
-        // Every id is checked before any is touched: a refusal changes nothing.
-        for id in &ids {
-            let r = &self.jobs[id];
-            if !Self::may_touch(caller, r) {
-                return Err(ApiError::access_denied());
-            }
-            if r.desc.requeue == Some(false) {
-                return Err(ApiError::invalid(
-                    "Requested operation is presently disabled",
-                ));
-            }
-            if r.desc.interactive {
-                // Nobody would be there to use it again (Slurm requeues batch jobs only).
-                return Err(ApiError::invalid(
-                    "Only batch jobs are accepted or processed",
-                ));
-            }
-        }
-        let mut effects = Vec::new();
-        for id in ids {
-            let cause = RequeueCause::Request {
-                by: Some(caller.uid),
-            };
-            // A run lost with its node is recorded as Slurm's accounting has it
-            // (`kill_running_job_by_node_name`): NODE_FAIL, then the job runs again.
-            let ended_as = match self.audit.failing {
-                Some((f, state)) if f == id => state,
-                _ => JobState::Requeued,
-            };
-            self.audit_requeued(id, cause, ended_as, now);
-            tracing::info!(
-                "{}",
-                if self.audit.failing.is_some_and(|f| f.0 == id) {
-                    format!(
-                        "requeue JobId={id} due to failure of node {}",
-                        self.node_names(&self.jobs[&id]).join(",")
-                    )
-                } else {
-                    format!("Requeuing JobId={id} by uid {}", caller.uid)
-                }
-            );
-            effects.extend(self.requeue_run(id, ended_as, true, now));
-        }
-        effects.extend(self.schedule(now));
-        Ok(effects)
+        let effects = self.hold_as(job, task, hold, user_hold && hold, caller, now)?;
+        Ok((effects, Vec::new()))
     }
 
     /// Puts job `id` back in the queue under its id (`scontrol requeue`, preemption):
@@ -4582,6 +4543,7 @@ mod partition_update;
 mod preempt;
 mod priority;
 mod reason;
+mod requeue;
 pub mod reservations;
 mod running_steps;
 mod script;

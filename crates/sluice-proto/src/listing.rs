@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::{GresRequest, JobRecord, JobState, MemoryRequest, NodeInfo};
+use crate::types::{GresRequest, Hold, JobRecord, JobState, MemoryRequest, NodeInfo};
 
 /// A job listing's filters, as query parameters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +84,9 @@ pub struct ListedJob {
     pub array_pending: Option<(Vec<u32>, Option<u32>)>,
     #[serde(rename = "sp", default, skip_serializing_if = "std::ops::Not::not")]
     pub split: bool,
+    /// Waiting requeued in the state `SPECIAL_EXIT`.
+    #[serde(rename = "se", default, skip_serializing_if = "std::ops::Not::not")]
+    pub special_exit: bool,
     #[serde(rename = "U", default, skip_serializing_if = "is_zero")]
     pub uid: u32,
     #[serde(rename = "G", default, skip_serializing_if = "is_zero")]
@@ -192,6 +195,7 @@ pub struct ListedJob {
 impl ListedJob {
     /// The listed fields of `r`.
     pub fn from_record(r: JobRecord) -> Self {
+        let special_exit = r.special_exit();
         let d = r.desc;
         let array_indices = listed_indices(r.array_pending.as_ref(), d.array.as_ref()).to_vec();
         ListedJob {
@@ -199,6 +203,7 @@ impl ListedJob {
             array: r.array,
             array_pending: r.array_pending,
             split: r.split,
+            special_exit,
             uid: r.uid,
             gid: r.gid,
             user: r.user,
@@ -254,6 +259,7 @@ impl ListedJob {
             array: self.array,
             array_pending: self.array_pending,
             split: self.split,
+            hold: self.special_exit.then_some(Hold::SpecialExit),
             uid: self.uid,
             gid: self.gid,
             user: self.user,

@@ -655,6 +655,20 @@ pub enum Hold {
     /// Its reservation was deleted while it waited: `ReservationDeleted`, released as
     /// an operator's hold.
     ReservationDeleted(String),
+    /// Requeued held (`scontrol requeuehold`): `job requeued in held state`, which its
+    /// owner may release.
+    Requeued,
+    /// Requeued held in the state `SPECIAL_EXIT` (`scontrol requeuehold
+    /// State=SpecialExit`), as [`Hold::Requeued`] otherwise.
+    SpecialExit,
+}
+
+impl Hold {
+    /// Whether the job's owner may release it (Slurm's `WAIT_HELD_USER`), not only an
+    /// operator.
+    pub fn owners(&self) -> bool {
+        matches!(self, Hold::User | Hold::Requeued | Hold::SpecialExit)
+    }
 }
 
 /// The scheduler pass that started a job (Slurm's `Scheduler=Main|Backfill`).
@@ -756,6 +770,8 @@ impl JobRecord {
     pub fn shown_state(&self) -> &'static str {
         if self.completing() {
             "COMPLETING"
+        } else if self.special_exit() {
+            "SPECIAL_EXIT"
         } else {
             self.state.name()
         }
@@ -765,9 +781,16 @@ impl JobRecord {
     pub fn shown_state_short(&self) -> &'static str {
         if self.completing() {
             "CG"
+        } else if self.special_exit() {
+            "SE"
         } else {
             self.state.short()
         }
+    }
+
+    /// Whether it waits requeued in the state `SPECIAL_EXIT`.
+    pub fn special_exit(&self) -> bool {
+        self.state == JobState::Pending && self.hold == Some(Hold::SpecialExit)
     }
 
     /// Whether someone holds it back.
@@ -1394,7 +1417,8 @@ pub struct JobScript {
     pub script: String,
 }
 
-/// `scontrol hold|uhold|release|requeue`'s body: an optional array task.
+/// `scontrol hold|uhold|release|requeue|requeuehold`'s body: an optional array task,
+/// and how a requeue takes the job.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSelection {
     /// The array task, when one is named.
@@ -1403,6 +1427,34 @@ pub struct TaskSelection {
     /// `scontrol uhold`: a user hold even when an operator sets it.
     #[serde(default)]
     pub user: bool,
+    /// How a requeue takes the job (ignored by the other verbs).
+    #[serde(default)]
+    pub requeue: RequeueFlags,
+}
+
+/// `scontrol requeue`'s flags and `requeuehold`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequeueFlags {
+    /// `Incomplete`: only a job still running or suspended; any other is left as it is,
+    /// without an error.
+    #[serde(default)]
+    pub incomplete: bool,
+    /// `requeuehold`: the job waits held (`job requeued in held state`) until released.
+    #[serde(default)]
+    pub hold: bool,
+    /// `requeuehold State=SpecialExit`: held, in the state `SPECIAL_EXIT`.
+    #[serde(default)]
+    pub special_exit: bool,
+}
+
+/// The answer to a job verb (`scontrol hold|release|requeue`) on an array's tasks:
+/// Slurm's line for each group of tasks alike (`1234_1-3: Job is pending execution`,
+/// `1234_4: No error`) when any task was refused. Empty: all was done.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changed {
+    /// The lines, in task order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<String>,
 }
 
 /// What `sacct` asks of the accounting records (`POST /v1/accounting`): the jobs

@@ -28,6 +28,7 @@ mod scontrol_array;
 pub mod scontrol_detail;
 pub mod scontrol_ha;
 pub mod scontrol_help;
+mod scontrol_jobs;
 pub mod scontrol_resv;
 pub mod scontrol_show;
 pub mod scontrol_steps;

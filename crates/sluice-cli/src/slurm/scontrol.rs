@@ -681,7 +681,12 @@ pub fn main(args: Vec<String>) -> i32 {
                 other => fail(ME, format!("show {other} is not supported by Sluice"), 1),
             }
         }
-        "hold" | "uhold" | "release" | "requeue" | "requeuehold" => {
+        "hold" | "uhold" | "holdu" | "release" | "requeue" | "requeuehold" => {
+            if words.len() < 2 {
+                // The verb as it was typed, as Slurm's message has it.
+                eprintln!("too few arguments for keyword:{}", words[0]);
+                return 1;
+            }
             if verb.starts_with("requeue") {
                 // A job often requeues itself (submitit's checkpoint handler runs
                 // `scontrol requeue $SLURM_JOB_ID` and fails the job unless it exits
@@ -692,49 +697,10 @@ pub fn main(args: Vec<String>) -> i32 {
                 unsafe {
                     libc::signal(libc::SIGTERM, libc::SIG_IGN);
                 }
+                super::scontrol_jobs::requeue(&client, verb == "requeuehold", &words[1..])
+            } else {
+                super::scontrol_jobs::hold(&client, &verb, &words[1..])
             }
-            let mut code = 0;
-            for arg in words.iter().skip(1) {
-                for part in arg.split(',') {
-                    // A heterogeneous job is requeued by its leader's id, never `ID+N`.
-                    let het_form = verb.starts_with("requeue") && part.contains('+');
-                    let Some(ids) = parse_job_arg(part).filter(|_| !het_form) else {
-                        eprintln!("Invalid job id specified for job {part}");
-                        code = 1;
-                        continue;
-                    };
-                    for (job, task) in ids {
-                        let action = match verb.as_str() {
-                            "hold" | "uhold" => "hold",
-                            "release" => "release",
-                            _ => "requeue",
-                        };
-                        let body = sluice_proto::types::TaskSelection {
-                            task,
-                            user: verb == "uhold",
-                        };
-                        if let Err(e) = client.post::<_, serde_json::Value>(
-                            &format!("/v1/jobs/{job}/{action}"),
-                            &body,
-                        ) {
-                            // Slurm's lines, its hold/release's odd second one included.
-                            let msg = describe(&e);
-                            eprintln!("{msg} for job {part}");
-                            if action != "requeue" {
-                                eprintln!("slurm_suspend error: {msg}");
-                            }
-                            code = 1;
-                        }
-                        if verb == "requeuehold" {
-                            let _ = client.post::<_, serde_json::Value>(
-                                &format!("/v1/jobs/{job}/hold"),
-                                &body,
-                            );
-                        }
-                    }
-                }
-            }
-            code
         }
         "suspend" | "resume" => {
             // Operators only; Slurm's one line per job refused, exit 1.

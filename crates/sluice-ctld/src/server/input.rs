@@ -187,8 +187,8 @@ pub enum Request {
         change: Change,
         /// Who asks.
         caller: Caller,
-        /// Where the answer goes.
-        reply: Reply<Result<(), ApiError>>,
+        /// Where the answer goes: Slurm's lines for an array's tasks, if any.
+        reply: Reply<Result<Vec<String>, ApiError>>,
     },
     /// `scancel` (and the REST API's `DELETE`): answered once durable, with the jobs
     /// refused one by one.
@@ -404,12 +404,14 @@ pub enum Change {
         /// Array task.
         task: Option<u32>,
     },
-    /// `scontrol requeue`.
+    /// `scontrol requeue` and `requeuehold`.
     Requeue {
         /// Job id.
         id: JobId,
         /// Array task.
         task: Option<u32>,
+        /// How the job is requeued.
+        flags: sluice_proto::types::RequeueFlags,
     },
     /// `scontrol suspend` (`suspend`) or `scontrol resume`.
     Suspend {

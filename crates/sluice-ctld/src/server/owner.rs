@@ -446,12 +446,15 @@ impl Owner {
             } => {
                 let what = change.describe();
                 let result = match change {
-                    Change::Hold { id, task, user } if user => {
-                        ctl.user_hold(id, task, &caller, now)
+                    Change::Hold { id, task, user } => {
+                        ctl.hold_verb(id, task, true, user, &caller, now)
                     }
-                    Change::Hold { id, task, .. } => ctl.set_hold(id, task, true, &caller, now),
-                    Change::Release { id, task } => ctl.set_hold(id, task, false, &caller, now),
-                    Change::Requeue { id, task } => ctl.requeue(id, task, &caller, now),
+                    Change::Release { id, task } => {
+                        ctl.hold_verb(id, task, false, false, &caller, now)
+                    }
+                    Change::Requeue { id, task, flags } => {
+                        ctl.requeue_as(id, task, flags, &caller, now)
+                    }
                     Change::Suspend { id, suspend, user } => {
                         // Slurm's `validate_operator`: root, SlurmUser, or AdminLevel
                         // Operator and above.
@@ -464,20 +467,20 @@ impl Owner {
                             admin: operator,
                             ..caller.clone()
                         };
-                        ctl.suspend(id, suspend, &caller, now)
+                        ctl.suspend(id, suspend, &caller, now).map(alone)
                     }
-                    Change::UpdateJob { id, update } => {
-                        ctl.update_job(id, update.task, &update.changes, &caller, now)
-                    }
-                    Change::UpdateNodes(u) => {
-                        ctl.update_node(&u.nodes, &u.state, u.reason.as_deref(), &caller, now)
-                    }
-                    Change::UpdatePartition(u) => ctl.update_partition(&u, &caller),
+                    Change::UpdateJob { id, update } => ctl
+                        .update_job(id, update.task, &update.changes, &caller, now)
+                        .map(alone),
+                    Change::UpdateNodes(u) => ctl
+                        .update_node(&u.nodes, &u.state, u.reason.as_deref(), &caller, now)
+                        .map(alone),
+                    Change::UpdatePartition(u) => ctl.update_partition(&u, &caller).map(alone),
                 };
                 match result {
-                    Ok(effects) => {
+                    Ok((effects, tasks)) => {
                         self.pass_due = true;
-                        Outcome::answer(effects, reply, Ok(()), |e| Err(not_saved(e)))
+                        Outcome::answer(effects, reply, Ok(tasks), |e| Err(not_saved(e)))
                     }
                     Err(e) => {
                         tracing::info!("{what} from uid={} refused: {e}", caller.uid);
@@ -876,4 +879,9 @@ fn carry_out(owner: &mut Owner, outcome: Outcome, exec: &Executor) {
     if let Some(answer) = outcome.answer {
         answer();
     }
+}
+
+/// A change's effects with no lines for an array's tasks.
+fn alone(effects: Vec<Effect>) -> (Vec<Effect>, Vec<String>) {
+    (effects, Vec::new())
 }

@@ -18,8 +18,9 @@ use sluice_core::JobId;
 use sluice_proto::error::ApiError;
 use sluice_proto::listing::JobQuery;
 use sluice_proto::types::{
-    CancelRequest, Done, ExitReport, Heartbeat, HeartbeatReply, Incarnation, JobDescription,
-    JobEnded, JobRecord, Register, StepId, StepRequest, TaskSelection, HEARTBEAT_SECS,
+    CancelRequest, Changed, Done, ExitReport, Heartbeat, HeartbeatReply, Incarnation,
+    JobDescription, JobEnded, JobRecord, Register, StepId, StepRequest, TaskSelection,
+    HEARTBEAT_SECS,
 };
 
 use super::input::{Change, Request};
@@ -134,7 +135,7 @@ pub(super) async fn change(app: App, peer: Peer, change: Change) -> Response {
         })
         .await
         .and_then(|r| r);
-    reply(r.map(|()| Done {}))
+    reply(r.map(|tasks| Changed { tasks }))
 }
 
 async fn submit(
@@ -366,7 +367,12 @@ async fn requeue(
     Json(t): Json<TaskSelection>,
 ) -> Response {
     let id = JobId(id);
-    change(app, peer, Change::Requeue { id, task: t.task }).await
+    let c = Change::Requeue {
+        id,
+        task: t.task,
+        flags: t.requeue,
+    };
+    change(app, peer, c).await
 }
 
 /// `scontrol suspend`: the body is read (and ignored) before any refusal.

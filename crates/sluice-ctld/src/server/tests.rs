@@ -116,7 +116,10 @@ impl Script {
         change: Change,
         who: Caller,
         now: i64,
-    ) -> (Result<(), sluice_proto::error::ApiError>, Vec<Effect>) {
+    ) -> (
+        Result<Vec<String>, sluice_proto::error::ApiError>,
+        Vec<Effect>,
+    ) {
         let (reply, mut rx) = oneshot::channel();
         let effects = self.feed(
             Input::Request(Request::Change {
@@ -366,6 +369,7 @@ fn refusals_are_answered_by_their_code_and_change_nothing() {
         Change::Requeue {
             id: job,
             task: None,
+            flags: Default::default(),
         },
         bob,
         1,
@@ -1231,6 +1235,7 @@ fn the_published_snapshot_equals_what_the_loop_builds_after_every_step() {
         Change::Requeue {
             id: big,
             task: None,
+            flags: Default::default(),
         },
         root(),
         now,

@@ -228,7 +228,7 @@ impl Controller {
             // `sbatch --hold`: held by its owner from the start.
             let what = AuditWhat::Held {
                 by: Some(r.uid),
-                admin: *hold != sluice_proto::types::Hold::User,
+                admin: !hold.owners(),
             };
             self.audit.push(now, r, what);
         }

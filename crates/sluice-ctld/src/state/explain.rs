@@ -225,6 +225,15 @@ impl Controller {
                         r.display_id()
                     ),
                 )
+            } else if matches!(hold, Hold::Requeued | Hold::SpecialExit) {
+                cause(
+                    "hold",
+                    Reason::RequeuedHeld.as_str(),
+                    format!(
+                        "requeued held; its owner or an operator releases it (scontrol release {})",
+                        r.display_id()
+                    ),
+                )
             } else if *hold == Hold::Admin {
                 cause(
                     "hold",

@@ -248,6 +248,11 @@ impl Job {
         }
     }
 
+    /// Whether it waits requeued in the state `SPECIAL_EXIT`.
+    pub fn special_exit(&self) -> bool {
+        self.state == JobState::Pending && self.hold == Some(Hold::SpecialExit)
+    }
+
     /// Whether this array task has a record of its own in Slurm's terms: changed on
     /// its own, or started once (a requeued task waits under its own record).
     pub fn split_off(&self) -> bool {

@@ -416,6 +416,7 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         array: r.array.map(|(a, t)| (a.0, t)),
         array_pending: r.array_pending.as_deref().cloned(),
         split: r.split_off(),
+        special_exit: r.special_exit(),
         uid: r.uid,
         gid: r.gid,
         user: r.user.to_string(),
@@ -497,6 +498,8 @@ struct ListedRef<'a> {
     array_pending: Option<&'a (Vec<u32>, Option<u32>)>,
     #[serde(rename = "sp", skip_serializing_if = "std::ops::Not::not")]
     split: bool,
+    #[serde(rename = "se", skip_serializing_if = "std::ops::Not::not")]
+    special_exit: bool,
     #[serde(rename = "U", skip_serializing_if = "zero")]
     uid: u32,
     #[serde(rename = "G", skip_serializing_if = "zero")]
@@ -593,6 +596,7 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         array: r.array.map(|(a, t)| (a.0, t)),
         array_pending: r.array_pending.as_deref(),
         split: r.split_off(),
+        special_exit: r.special_exit(),
         uid: r.uid,
         gid: r.gid,
         user: &r.user,

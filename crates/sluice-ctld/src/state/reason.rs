@@ -22,6 +22,9 @@ pub enum Reason {
     HeldAdmin,
     /// `ReservationDeleted`: its reservation went away while it waited.
     ReservationDeleted,
+    /// `job requeued in held state`: requeued held (`scontrol requeuehold`), Slurm's
+    /// user hold with its own words.
+    RequeuedHeld,
     /// `Dependency`: its dependency may still be satisfied.
     Dependency,
     /// `DependencyNeverSatisfied`: its dependency can no longer be satisfied.
@@ -52,10 +55,11 @@ impl Default for Reason {
 }
 
 /// The controller's own reasons and their texts.
-const OWN: [(Reason, &str); 12] = [
+const OWN: [(Reason, &str); 13] = [
     (Reason::HeldUser, "JobHeldUser"),
     (Reason::HeldAdmin, "JobHeldAdmin"),
     (Reason::ReservationDeleted, "ReservationDeleted"),
+    (Reason::RequeuedHeld, "job requeued in held state"),
     (Reason::Dependency, "Dependency"),
     (Reason::DependencyNeverSatisfied, "DependencyNeverSatisfied"),
     (Reason::ArrayTaskLimit, "JobArrayTaskLimit"),

@@ -70,7 +70,7 @@ pub(crate) fn submit(
     (JobId(first), c.accept(jobs, now))
 }
 
-fn launches(effects: &[Effect]) -> Vec<(u64, Vec<String>)> {
+pub(crate) fn launches(effects: &[Effect]) -> Vec<(u64, Vec<String>)> {
     effects
         .iter()
         .filter_map(|e| match e {
@@ -80,7 +80,7 @@ fn launches(effects: &[Effect]) -> Vec<(u64, Vec<String>)> {
         .collect()
 }
 
-fn ended(id: JobId, state: JobState, code: i32, now: i64) -> JobEnded {
+pub(crate) fn ended(id: JobId, state: JobState, code: i32, now: i64) -> JobEnded {
     JobEnded {
         job_id: id.0,
         run: 0,
@@ -194,7 +194,7 @@ fn an_array_gets_one_id_per_task_and_honours_its_throttle() {
 
 /// Four 1-CPU nodes and `--hold --array=0-3` submitted as job 1 (tasks 0-2 are ids
 /// 2-4, task 3, the array's own record, is id 1); the next id to give.
-fn held_array() -> (Controller, u64) {
+pub(crate) fn held_array() -> (Controller, u64) {
     let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
     let mut next = 1;
     let mut d = desc(1, 600);

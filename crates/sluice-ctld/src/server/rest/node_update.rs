@@ -139,7 +139,7 @@ pub(super) async fn update(ctx: Ctx, Path(name): Path<String>, body: axum::body:
         .await
         .and_then(|r| r);
     match done {
-        Ok(()) => ctx.ok_warned(Map::new(), &warnings),
+        Ok(_) => ctx.ok_warned(Map::new(), &warnings),
         Err(e) => {
             let mut err = Error::from_api(&e, source);
             if strerror(err.number) == e.message {

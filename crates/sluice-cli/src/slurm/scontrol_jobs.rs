@@ -1,0 +1,268 @@
+//! `scontrol hold|uhold|release|requeue|requeuehold`: the words after the verb, as
+//! Slurm's `scontrol` reads them, and its answers.
+//!
+//! Each word is acted on by itself: a word that is no job is refused (`Invalid job id
+//! specified for job WORD`) and the others are still carried out, the command then
+//! exiting 1. A word names jobs by id (`ID`, `ID_TASK`, `ID_[1-3]`, `LEADER+OFFSET`,
+//! lists of them, `JobId=`/`Job=` before any), or, for the hold verbs, by name
+//! (`Name=`/`JobName=`: every job of that name the caller sees). `requeue` and
+//! `requeuehold` take their flags first (`Incomplete`, `State=SpecialExit`).
+
+use sluice_proto::types::{Changed, JobRecord, JobState, RequeueFlags, TaskSelection};
+use sluice_proto::Client;
+
+use super::common::{describe, parse_job_arg};
+
+/// Slurm's `ESLURM_INVALID_JOB_ID`.
+const INVALID: &str = "Invalid job id specified";
+
+/// One request's outcome: Slurm's lines for an array's tasks, or the refusal.
+type Answer = Result<Vec<String>, String>;
+
+/// `scontrol hold|uhold|holdu|release WORD...`.
+pub fn hold(client: &Client, verb: &str, words: &[String]) -> i32 {
+    let action = if verb == "release" { "release" } else { "hold" };
+    let body = TaskSelection {
+        user: verb == "uhold" || verb == "holdu",
+        ..Default::default()
+    };
+    let mut code = 0;
+    for word in words {
+        let word = strip_id_key(word);
+        let targets = match name_of(word) {
+            Some(name) => Some(named(client, name)),
+            None => targets_of(word, false),
+        };
+        let Some(targets) = targets else {
+            eprintln!("{INVALID} for job {word}");
+            eprintln!("slurm_suspend error: {INVALID}");
+            code = 1;
+            continue;
+        };
+        // The word fails on a refusal (or a job named that no longer waits, Slurm's
+        // `ESLURM_JOB_NOT_PENDING`); Slurm's closing line then repeats the last
+        // request's error, `No error` when that one was carried out.
+        let mut failed = false;
+        let mut last: Option<String> = None;
+        let mut lines = Vec::new();
+        for t in targets {
+            failed |= t.done;
+            let body = TaskSelection {
+                task: t.task,
+                ..body
+            };
+            let answer = send(client, &format!("/v1/jobs/{}/{action}", t.job), &body);
+            last = answer.as_ref().err().cloned();
+            lines.extend(report(answer, &t.shown, &mut failed));
+        }
+        if print_lines(lines) {
+            code = 1;
+        }
+        if failed {
+            code = 1;
+            eprintln!(
+                "slurm_suspend error: {}",
+                last.as_deref().unwrap_or("No error")
+            );
+        }
+    }
+    code
+}
+
+/// `scontrol requeue|requeuehold [FLAGS] WORD...`.
+pub fn requeue(client: &Client, hold: bool, words: &[String]) -> i32 {
+    let mut flags = RequeueFlags {
+        hold,
+        ..Default::default()
+    };
+    let mut rest = words;
+    while let Some(word) = rest.first() {
+        match flag(word) {
+            Some(Flag::Incomplete) => flags.incomplete = true,
+            Some(Flag::SpecialExit) => flags.special_exit = true,
+            None => break,
+        }
+        rest = &rest[1..];
+    }
+    let body = TaskSelection {
+        requeue: flags,
+        ..Default::default()
+    };
+    let mut code = 0;
+    for word in rest {
+        let word = strip_id_key(word);
+        // A heterogeneous job is requeued by its leader's id, never `ID+N`.
+        let Some(targets) = targets_of(word, true) else {
+            eprintln!("{INVALID} for job {word}");
+            code = 1;
+            continue;
+        };
+        let mut failed = false;
+        let mut lines = Vec::new();
+        for t in targets {
+            let body = TaskSelection {
+                task: t.task,
+                ..body
+            };
+            let answer = send(client, &format!("/v1/jobs/{}/requeue", t.job), &body);
+            lines.extend(report(answer, &t.shown, &mut failed));
+        }
+        if print_lines(lines) || failed {
+            code = 1;
+        }
+    }
+    code
+}
+
+/// A job (or array task) a word names, and how an error names it.
+struct Target {
+    job: u64,
+    task: Option<u32>,
+    shown: String,
+    /// Named by its name, and no longer waiting.
+    done: bool,
+}
+
+/// The jobs a word of ids names (`12,13_[1-2],14+1`), each id as written for its
+/// errors; None unless every id reads as one (Slurm then refuses the whole word and
+/// acts on none of it). `leaders_only`: `LEADER+OFFSET` is no id.
+fn targets_of(word: &str, leaders_only: bool) -> Option<Vec<Target>> {
+    let mut out = Vec::new();
+    for part in word.split(',') {
+        if leaders_only && part.contains('+') {
+            return None;
+        }
+        for (job, task) in parse_job_arg(part)? {
+            out.push(Target {
+                job,
+                task,
+                shown: part.to_string(),
+                done: false,
+            });
+        }
+    }
+    Some(out)
+}
+
+/// A requeue flag word: Slurm takes any leading part of `Incomplete`, and
+/// `State=SpecialExit` (or `State=SE`).
+enum Flag {
+    Incomplete,
+    SpecialExit,
+}
+
+fn flag(word: &str) -> Option<Flag> {
+    let lower = word.to_ascii_lowercase();
+    if "incomplete".starts_with(&lower) {
+        return Some(Flag::Incomplete);
+    }
+    let state = lower.strip_prefix("state=")?;
+    (state.starts_with("specialexit") || state.starts_with("se")).then_some(Flag::SpecialExit)
+}
+
+/// A word without its `JobId=` or `Job=`.
+fn strip_id_key(word: &str) -> &str {
+    for key in ["jobid=", "job="] {
+        if word.len() >= key.len() && word[..key.len()].eq_ignore_ascii_case(key) {
+            return &word[key.len()..];
+        }
+    }
+    word
+}
+
+/// The name a `Name=` or `JobName=` word gives.
+fn name_of(word: &str) -> Option<&str> {
+    ["name=", "jobname="].iter().find_map(|key| {
+        (word.len() >= key.len() && word[..key.len()].eq_ignore_ascii_case(key))
+            .then(|| &word[key.len()..])
+    })
+}
+
+/// The jobs named `name` the caller sees, as Slurm's `scontrol` goes through them (in
+/// id order). An array's started tasks are passed over; its unstarted remainder is
+/// held task by task.
+fn named(client: &Client, name: &str) -> Vec<Target> {
+    let mut jobs: Vec<JobRecord> = client.get("/v1/jobs").unwrap_or_default();
+    jobs.retain(|j| j.desc.name == name);
+    jobs.sort_by_key(|j| j.id);
+    let mut out = Vec::new();
+    let task = |array: u64, t: u32| Target {
+        job: array,
+        task: Some(t),
+        shown: format!("{array}_{t}"),
+        done: false,
+    };
+    for j in jobs {
+        let pending = j.state == JobState::Pending;
+        match (&j.array_pending, j.array) {
+            (Some((tasks, _)), Some((array, _))) if pending => {
+                out.extend(tasks.iter().map(|&t| task(array, t)));
+            }
+            (_, Some((array, t))) if pending => out.push(task(array, t)),
+            (_, Some(_)) => {}
+            (_, None) => out.push(Target {
+                job: j.id,
+                task: None,
+                shown: j.id.to_string(),
+                done: !pending,
+            }),
+        }
+    }
+    out
+}
+
+/// Sends a job verb.
+fn send(client: &Client, path: &str, body: &TaskSelection) -> Answer {
+    client
+        .post::<_, Changed>(path, body)
+        .map(|c| c.tasks)
+        .map_err(|e| describe(&e))
+}
+
+/// Prints a refusal as Slurm does (`MESSAGE for job WORD`); returns an array's lines.
+fn report(answer: Answer, shown: &str, failed: &mut bool) -> Vec<String> {
+    answer.unwrap_or_else(|msg| {
+        eprintln!("{msg} for job {shown}");
+        *failed = true;
+        Vec::new()
+    })
+}
+
+/// Prints an array's lines, each once (a range of tasks asked one by one is answered
+/// for the array's record each time); whether there were any.
+fn print_lines(lines: Vec<String>) -> bool {
+    let mut seen: Vec<String> = Vec::new();
+    for l in lines {
+        if !seen.contains(&l) {
+            eprintln!("{l}");
+            seen.push(l);
+        }
+    }
+    !seen.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requeue_flags_read_as_slurms() {
+        assert!(matches!(flag("Incomplete"), Some(Flag::Incomplete)));
+        assert!(matches!(flag("inc"), Some(Flag::Incomplete)));
+        assert!(matches!(flag("State=SpecialExit"), Some(Flag::SpecialExit)));
+        assert!(matches!(flag("state=se"), Some(Flag::SpecialExit)));
+        assert!(flag("State=Pending").is_none());
+        assert!(flag("123").is_none());
+        assert!(flag("incompleteness").is_none());
+    }
+
+    #[test]
+    fn id_and_name_keys_come_off() {
+        assert_eq!(strip_id_key("JobId=12"), "12");
+        assert_eq!(strip_id_key("job=12_3"), "12_3");
+        assert_eq!(strip_id_key("12"), "12");
+        assert_eq!(name_of("Name=train"), Some("train"));
+        assert_eq!(name_of("JOBNAME=a=b"), Some("a=b"));
+        assert_eq!(name_of("JobId=5"), None);
+    }
+}

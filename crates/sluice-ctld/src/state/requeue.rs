@@ -1,0 +1,315 @@
+//! `scontrol requeue` and `requeuehold`: a job's run goes back to the queue under its
+//! id ([`Controller::requeue_run`] does the work, for preemption too), with Slurm's
+//! flags (`Incomplete`, `State=SpecialExit`) and its answers: a pending job is
+//! refused, and an array's tasks are answered a line per group of tasks alike.
+
+use sluice_core::JobId;
+use sluice_proto::audit::RequeueCause;
+use sluice_proto::error::ApiError;
+use sluice_proto::types::{Hold, JobState, RequeueFlags};
+
+use super::job::Job;
+use super::suspend::JOB_PENDING;
+use super::{Caller, Controller, Effect, NOT_HET_LEADER};
+
+impl Controller {
+    /// `scontrol requeue`: a running (or finished) batch job goes back to the queue under
+    /// the same id; its output is appended on the next run. A running job waits
+    /// (`BeginTime`) until its agent reports the run ended; unlike Slurm there is no
+    /// two-minute hold beyond that.
+    pub fn requeue(
+        &mut self,
+        job: JobId,
+        task: Option<u32>,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
+        let (effects, _) = self.requeue_as(job, task, RequeueFlags::default(), caller, now)?;
+        Ok(effects)
+    }
+
+    /// `scontrol requeue [Incomplete]` and `requeuehold [State=SpecialExit]`, as
+    /// [`Controller::requeue`] with `flags`. A pending job is refused (`Job is pending
+    /// execution`); with `Incomplete`, a job neither running nor suspended is left as
+    /// it is. For an array's tasks, Slurm's answer is a line per group of tasks alike
+    /// when any was refused (the second value; the others are requeued all the same),
+    /// a task missing from the array one of its own.
+    pub fn requeue_as(
+        &mut self,
+        job: JobId,
+        task: Option<u32>,
+        flags: RequeueFlags,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<(Vec<Effect>, Vec<String>), ApiError> {
+        // Ends, cancellations and releases may let held-back jobs in.
+        self.outside_dirty = true;
+        // A heterogeneous job is requeued whole, by its leader's id (Slurm's
+        // `_job_requeue`: ESLURM_NOT_HET_JOB_LEADER for another component).
+        if task.is_none()
+            && self
+                .jobs
+                .get(&job)
+                .is_some_and(|r| r.het.is_some_and(|h| h.offset > 0))
+        {
+            return Err(ApiError::invalid(NOT_HET_LEADER));
+        }
+        let ids = self.select(job, task);
+        if ids.is_empty() {
+            return self.missing_task(job, task).map(|l| (Vec::new(), l));
+        }
+        // Every id is checked before any is touched: a refusal changes nothing.
+        for id in &ids {
+            let r = &self.jobs[id];
+            if !Self::may_touch(caller, r) {
+                return Err(ApiError::access_denied());
+            }
+            if r.desc.requeue == Some(false) {
+                return Err(ApiError::invalid(
+                    "Requested operation is presently disabled",
+                ));
+            }
+            if r.desc.interactive {
+                // Nobody would be there to use it again (Slurm requeues batch jobs only).
+                return Err(ApiError::invalid(
+                    "Only batch jobs are accepted or processed",
+                ));
+            }
+        }
+        // `Incomplete` leaves a job that no longer runs alone; a pending job has no
+        // run to put back.
+        let left = |r: &Job| {
+            flags.incomplete && !matches!(r.state, JobState::Running | JobState::Suspended)
+        };
+        let (refused, ids): (Vec<JobId>, Vec<JobId>) = ids
+            .into_iter()
+            .filter(|id| !left(&self.jobs[id]))
+            .partition(|id| self.jobs[id].state == JobState::Pending);
+        let array = self.jobs[&job].array.is_some() || task.is_some();
+        if !refused.is_empty() && !array {
+            return Err(ApiError::invalid(JOB_PENDING));
+        }
+        let notes = if refused.is_empty() {
+            Vec::new()
+        } else {
+            self.array_answer(job, task, &refused)
+        };
+        let mut effects = Vec::new();
+        for id in ids {
+            let cause = RequeueCause::Request {
+                by: Some(caller.uid),
+            };
+            // A run lost with its node is recorded as Slurm's accounting has it
+            // (`kill_running_job_by_node_name`): NODE_FAIL, then the job runs again.
+            let ended_as = match self.audit.failing {
+                Some((f, state)) if f == id => state,
+                _ => JobState::Requeued,
+            };
+            self.audit_requeued(id, cause, ended_as, now);
+            tracing::info!(
+                "{}",
+                if self.audit.failing.is_some_and(|f| f.0 == id) {
+                    format!(
+                        "requeue JobId={id} due to failure of node {}",
+                        self.node_names(&self.jobs[&id]).join(",")
+                    )
+                } else {
+                    format!("Requeuing JobId={id} by uid {}", caller.uid)
+                }
+            );
+            effects.extend(self.requeue_run(id, ended_as, true, now));
+            if flags.hold || flags.special_exit {
+                // Slurm's `JOB_REQUEUE_HOLD`: the owner's hold, in its own words.
+                self.audit_hold(id, true, false, caller, now);
+                let r = self.jobs.get_mut(&id).expect("exists");
+                r.hold = Some(if flags.special_exit {
+                    Hold::SpecialExit
+                } else {
+                    Hold::Requeued
+                });
+                effects.push(self.persist(id));
+            }
+        }
+        effects.extend(self.schedule(now));
+        Ok((effects, notes))
+    }
+
+    /// Slurm's lines for a requeue of array `job`'s tasks (`task`, or all) of which
+    /// `refused` were pending: the pending tasks not split from the array's record stand
+    /// together (Slurm answers for that record, whichever of its tasks was named), each
+    /// other refused task on its own, then the tasks requeued (`No error`), in task order.
+    fn array_answer(&self, job: JobId, task: Option<u32>, refused: &[JobId]) -> Vec<String> {
+        let array = self.jobs[&refused[0]].array.map_or(job, |a| a.0);
+        let task_of = |id: &JobId| self.jobs[id].array.map_or(0, |a| a.1);
+        let mut pending: Vec<u32> = Vec::new();
+        for id in refused {
+            let r = &self.jobs[id];
+            if r.split_off() {
+                pending.push(task_of(id));
+            } else {
+                pending.extend(
+                    self.jobs
+                        .values()
+                        .filter(|j| {
+                            j.array.is_some_and(|a| a.0 == array)
+                                && j.state == JobState::Pending
+                                && !j.split_off()
+                        })
+                        .map(|j| task_of(&j.id)),
+                );
+            }
+        }
+        pending.sort_unstable();
+        pending.dedup();
+        let mut done: Vec<u32> = self
+            .select(job, task)
+            .iter()
+            .map(task_of)
+            .filter(|t| pending.binary_search(t).is_err())
+            .collect();
+        done.sort_unstable();
+        let mut lines = vec![(pending, JOB_PENDING), (done, "No error")];
+        lines.retain(|(t, _)| !t.is_empty());
+        lines.sort_by_key(|(t, _)| t[0]);
+        lines
+            .into_iter()
+            .map(|(t, msg)| format!("{array}_{}: {msg}", task_ranges(&t)))
+            .collect()
+    }
+}
+
+/// Task ids as Slurm writes a set of them: `1-3,5`.
+fn task_ranges(tasks: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < tasks.len() {
+        let mut j = i;
+        while j + 1 < tasks.len() && tasks[j + 1] == tasks[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            tasks[i].to_string()
+        } else {
+            format!("{}-{}", tasks[i], tasks[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use sluice_core::JobId;
+    use sluice_proto::types::{JobState, RequeueFlags};
+
+    use super::super::tests::{alice, conf, desc, ended, held_array, launches, submit};
+    use super::super::{Controller, Effect};
+    use super::JOB_PENDING;
+
+    const INCOMPLETE: RequeueFlags = RequeueFlags {
+        incomplete: true,
+        hold: false,
+        special_exit: false,
+    };
+
+    fn persisted(effects: &[Effect], id: JobId) -> bool {
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Persist(r) if r.id == id.0))
+    }
+
+    #[test]
+    fn a_pending_job_is_refused_and_incomplete_passes_over_jobs_that_no_longer_run() {
+        // One CPU: `running` runs, `waiting` waits behind it.
+        let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (running, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        let (waiting, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        c.schedule(0);
+        // Slurm's ESLURM_JOB_PENDING, and nothing changes.
+        let err = c.requeue(waiting, None, &alice(), 5).unwrap_err();
+        assert_eq!(err.message, JOB_PENDING);
+        assert_eq!(c.job(waiting).unwrap().restarts, 0);
+        // `Incomplete`: no error, and the pending job is left as it was.
+        let (effects, lines) = c
+            .requeue_as(waiting, None, INCOMPLETE, &alice(), 5)
+            .unwrap();
+        assert!(lines.is_empty());
+        assert!(!persisted(&effects, waiting));
+        assert_eq!(c.job(waiting).unwrap().restarts, 0);
+        // The running job ends; `Incomplete` leaves it COMPLETED, a plain requeue
+        // queues it again.
+        c.job_ended(&ended(running, JobState::Completed, 0, 10), 10);
+        let (effects, _) = c
+            .requeue_as(running, None, INCOMPLETE, &alice(), 11)
+            .unwrap();
+        assert!(!persisted(&effects, running));
+        assert_eq!(c.job(running).unwrap().state, JobState::Completed);
+        c.requeue(running, None, &alice(), 12).unwrap();
+        let r = c.job(running).unwrap();
+        assert_eq!((r.state, r.restarts), (JobState::Pending, 1));
+    }
+
+    #[test]
+    fn a_job_requeued_held_waits_in_slurms_words_until_its_owner_releases_it() {
+        let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (id, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        c.schedule(0);
+        let flags = RequeueFlags {
+            hold: true,
+            special_exit: true,
+            ..Default::default()
+        };
+        c.requeue_as(id, None, flags, &alice(), 5).unwrap();
+        let first_end = sluice_proto::types::JobEnded {
+            run: 0,
+            ..ended(id, JobState::Requeued, 0, 6)
+        };
+        // Its first run over, it still waits: held.
+        assert!(launches(&c.job_ended(&first_end, 6)).is_empty());
+        let r = c.job(id).unwrap();
+        assert_eq!(
+            (r.shown_state(), r.shown_state_short(), r.reason.as_str()),
+            ("SPECIAL_EXIT", "SE", "job requeued in held state")
+        );
+        // Its owner may release it (Slurm's user hold), and it runs again.
+        let effects = c.set_hold(id, None, false, &alice(), 7).unwrap();
+        assert_eq!(launches(&effects), vec![(1, vec!["node01".into()])]);
+        assert_eq!(c.job(id).unwrap().shown_state(), "RUNNING");
+    }
+
+    #[test]
+    fn an_arrays_tasks_are_answered_a_line_per_group_as_slurm_answers() {
+        // --hold --array=0-3 as job 1, four one-CPU nodes: tasks 0-2 are ids 2-4,
+        // task 3 is id 1.
+        let (mut c, _) = held_array();
+        let array = JobId(1);
+        let pending = vec!["1_0-3: Job is pending execution".to_string()];
+        // Every task waits in the array's record: the record answers, whichever task
+        // was named.
+        let (_, lines) = c
+            .requeue_as(array, None, Default::default(), &alice(), 1)
+            .unwrap();
+        assert_eq!(lines, pending);
+        let (_, lines) = c
+            .requeue_as(array, Some(2), Default::default(), &alice(), 1)
+            .unwrap();
+        assert_eq!(lines, pending);
+        // A task the array lacks.
+        let (_, lines) = c
+            .requeue_as(array, Some(9), Default::default(), &alice(), 1)
+            .unwrap();
+        assert_eq!(lines, ["1_9: Invalid job id specified"]);
+        // Task 3 runs: requeuing the array requeues it and refuses the others.
+        let effects = c.set_hold(array, Some(3), false, &alice(), 2).unwrap();
+        assert_eq!(launches(&effects).len(), 1);
+        let (_, lines) = c
+            .requeue_as(array, None, Default::default(), &alice(), 3)
+            .unwrap();
+        assert_eq!(lines, ["1_0-2: Job is pending execution", "1_3: No error"]);
+        assert_eq!(c.job(array).unwrap().restarts, 1);
+    }
+}
