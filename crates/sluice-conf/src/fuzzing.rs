@@ -468,11 +468,11 @@ fn check_args(command: Command, args: &[String]) {
         assert!((1..=64).contains(&sig.signal), "{}", what());
     }
     for g in &o.gres {
-        assert!(!g.name.is_empty() && g.count > 0, "{}", what());
+        assert!(!g.name.is_empty(), "{}", what());
     }
 }
 
-/// [`parse_gres`]: items with a name, a non-empty type if any and a count above 0,
+/// [`parse_gres`]: items with a name and a non-empty type if any, none named twice,
 /// which printed back as `name[:type]:count` read back the same; errors are Slurm's
 /// text.
 pub fn check_gres(value: &str) {
@@ -493,8 +493,7 @@ pub fn check_gres(value: &str) {
             assert!(
                 !g.name.is_empty()
                     && !g.name.contains([':', ','])
-                    && g.gres_type.as_deref().is_none_or(|t| !t.is_empty())
-                    && g.count > 0,
+                    && g.gres_type.as_deref().is_none_or(|t| !t.is_empty()),
                 "parse_gres({value:?}) gave {g:?}"
             );
             match &g.gres_type {

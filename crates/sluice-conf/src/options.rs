@@ -847,16 +847,22 @@ fn typed_count(value: &str, option: &str) -> Result<(Option<String>, u32), Optio
         Some((t, n)) => (Some(t), n),
         None => (None, value),
     };
-    let n = n.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(bad)?;
+    // 0 is a count Slurm takes: no GPUs (shown as asked, `TresPerJob=gres:gpu:0`).
+    let n = n.parse::<u32>().map_err(|_| bad())?;
     if t.is_some_and(|t| t.is_empty() || t.contains(':')) {
         return Err(bad());
     }
     Ok((t.map(str::to_string), n))
 }
 
-/// Parses a `--gres` list: `gpu`, `gpu:2`, `gpu:a100:2`, comma-separated.
+/// Parses a `--gres` list: `gpu`, `gpu:2`, `gpu:a100:2`, comma-separated. A count of 0
+/// is taken (none of it, shown as asked); a GRES named twice is not. Slurm's client
+/// checks the list before it submits, and exits 1 on a bad one.
 pub fn parse_gres(value: &str) -> Result<Vec<GresRequest>, OptionError> {
-    let bad = || err("Invalid generic resource (gres) specification");
+    let bad = || OptionError {
+        exit_1: true,
+        ..err("Invalid generic resource (gres) specification")
+    };
     let mut out = Vec::new();
     for item in value.split(',') {
         let parts: Vec<&str> = item.split(':').collect();
@@ -868,7 +874,10 @@ pub fn parse_gres(value: &str) -> Result<Vec<GresRequest>, OptionError> {
             [n, t, c] if is_count(c) => (*n, Some(*t), c.parse().map_err(|_| bad())?),
             _ => return Err(bad()),
         };
-        if name.is_empty() || gres_type == Some("") || count == 0 {
+        let twice = out
+            .iter()
+            .any(|g: &GresRequest| g.name == name && g.gres_type.as_deref() == gres_type);
+        if name.is_empty() || gres_type == Some("") || twice {
             return Err(bad());
         }
         out.push(GresRequest {
@@ -1353,9 +1362,19 @@ mod tests {
         assert_eq!(o.gpus_per_task, Some((None, 1)));
         assert_eq!(o.cpus_per_gpu, Some(4));
         assert_eq!(o.memory, Some(Memory::PerGpu(8192)));
+        // Slurm's client refuses a bad list itself, with exit status 1.
+        let e = parse("--gres=gpu:x:").unwrap_err();
         assert_eq!(
-            parse("--gres=gpu:x:").unwrap_err().message,
-            "Invalid generic resource (gres) specification"
+            (e.message.as_str(), e.exit_1),
+            ("Invalid generic resource (gres) specification", true)
+        );
+        // A GRES named twice is refused; a count of 0 is taken, asking for none.
+        assert!(parse("--gres=gpu:2,gpu:1").is_err());
+        let (o, _) = parse("--gres=gpu:0,gpu:a100:1 --gpus=0 --gpus-per-node=0").unwrap();
+        assert_eq!(o.gres.iter().map(|g| g.count).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(
+            (o.gpus, o.gpus_per_node),
+            (Some((None, 0)), Some((None, 0)))
         );
     }
 

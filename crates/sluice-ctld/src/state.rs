@@ -1129,7 +1129,8 @@ impl Controller {
             }
             Ok(())
         };
-        for g in &d.gres {
+        // A count of 0 asks for none: no node needs to have it.
+        for g in d.gres.iter().filter(|g| g.count > 0) {
             add(&g.name, g.gres_type.as_deref(), g.count)?;
         }
         // The --gpus* options each say how many GPUs a node needs; given together they
@@ -1164,7 +1165,7 @@ impl Controller {
                 .unwrap_or(r.ntasks.div_ceil(req.min_nodes.max(1)));
             want(t.as_deref(), n.saturating_mul(tasks_here));
         }
-        for (t, n) in gpus_per_node {
+        for (t, n) in gpus_per_node.into_iter().filter(|g| g.1 > 0) {
             add("gpu", t.as_deref(), n)?;
         }
         // CPUs and memory that come with each GPU: `--cpus-per-gpu`, else the

@@ -1388,16 +1388,12 @@ fn umask_text() -> String {
 
 /// The GPUs a step asks for on each of its nodes, as its own options say:
 /// `--gres=gpu[:TYPE]:N`, `--gpus-per-node=N`, or `--gpus=N` spread over its nodes
-/// (`nodes`, one when not given). None: it asks for none and sees all of its job's.
+/// (`nodes`, one when not given); `--gres=gpu:0`, none of them. None: it asks for
+/// nothing and sees all of its job's.
 fn step_gpus_per_node(opts: &JobOptions, nodes: Option<u32>) -> Option<u32> {
-    let gres: u32 = opts
-        .gres
-        .iter()
-        .filter(|g| g.name == "gpu")
-        .map(|g| g.count)
-        .sum();
-    if gres > 0 {
-        return Some(gres);
+    let mut gres = opts.gres.iter().filter(|g| g.name == "gpu").peekable();
+    if gres.peek().is_some() {
+        return Some(gres.map(|g| g.count).sum());
     }
     if let Some((_, n)) = &opts.gpus_per_node {
         return Some(*n);
@@ -1410,6 +1406,27 @@ fn step_gpus_per_node(opts: &JobOptions, nodes: Option<u32>) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_steps_gpus_are_its_own_options_and_gpu_0_is_none() {
+        let opts = |args: &str| {
+            let words: Vec<String> = args.split(' ').map(str::to_string).collect();
+            let mut o = JobOptions::default();
+            sluice_conf::options::parse_args(sluice_conf::options::Command::Srun, &words, &mut o)
+                .unwrap();
+            o
+        };
+        assert_eq!(
+            step_gpus_per_node(&opts("--gres=gpu:2 true"), None),
+            Some(2)
+        );
+        assert_eq!(
+            step_gpus_per_node(&opts("--gres=gpu:0 true"), None),
+            Some(0)
+        );
+        assert_eq!(step_gpus_per_node(&opts("--gpus=3 true"), Some(2)), Some(2));
+        assert_eq!(step_gpus_per_node(&opts("-n 2 true"), None), None);
+    }
 
     #[test]
     fn input_goes_to_every_task_unless_told_otherwise() {
