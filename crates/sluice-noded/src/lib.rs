@@ -795,8 +795,10 @@ async fn batch(
             Some(j) if j.run == run => return Json(sluice_proto::types::Done {}).into_response(),
             // An earlier run still running: the controller ends runs before it
             // relaunches, so this one is on its way out (under its own supervisor,
-            // which reports its end); the new run waits for nothing.
-            Some(j) if !j.reported => {
+            // which reports its end); the new run waits for nothing. A run whose end is
+            // being reported is over: the controller relaunches on that very report,
+            // often before its answer is back here.
+            Some(j) if !j.reported && !j.reporting => {
                 tracing::warn!("job {job}: run {run} launched while run {} runs", j.run)
             }
             _ => {}

@@ -194,8 +194,11 @@ pub struct ListedJob {
 
 impl ListedJob {
     /// The listed fields of `r`.
-    pub fn from_record(r: JobRecord) -> Self {
+    pub fn from_record(mut r: JobRecord) -> Self {
         let special_exit = r.special_exit();
+        if r.nodes.is_empty() {
+            r.nodes = r.listed_nodes().to_vec();
+        }
         let d = r.desc;
         let array_indices = listed_indices(r.array_pending.as_ref(), d.array.as_ref()).to_vec();
         ListedJob {

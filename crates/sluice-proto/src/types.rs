@@ -788,6 +788,16 @@ impl JobRecord {
         }
     }
 
+    /// The nodes squeue lists for it: its own, or while a requeued job's last run is
+    /// still ending (`COMPLETING`, back in the queue), those that run has not yet
+    /// left, as Slurm keeps them on the job until they have.
+    pub fn listed_nodes(&self) -> &[String] {
+        match &self.ending_run {
+            Some(e) if self.nodes.is_empty() && self.state == JobState::Pending => &e.nodes,
+            _ => &self.nodes,
+        }
+    }
+
     /// Whether it waits requeued in the state `SPECIAL_EXIT`.
     pub fn special_exit(&self) -> bool {
         self.state == JobState::Pending && self.hold == Some(Hold::SpecialExit)

@@ -28,13 +28,8 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         (Some(_), None) if j.state.is_running() => j.run_secs(t),
         _ => 0,
     };
-    // As squeue's `_print_job_reason_list`: a pending, failed, timed-out or
-    // out-of-memory job shows its reason (`(None)` included), any other its nodes.
     let reason = |j: &JobRecord| -> String {
-        if matches!(
-            j.state,
-            JobState::Pending | JobState::Failed | JobState::Timeout | JobState::OutOfMemory
-        ) {
+        if shows_reason(j) {
             format!("({})", j.reason)
         } else {
             sluice_conf::hostlist::compress(&j.nodes)
@@ -1330,6 +1325,16 @@ fn fit(code: char, value: &str) -> Fit {
     Fit::whole_if(whole)
 }
 
+/// Whether `%R` shows `j`'s reason, as squeue's `_print_job_reason_list`: a pending,
+/// failed, timed-out or out-of-memory job's (`(None)` included); any other shows its
+/// nodes, as does a requeued job whose last run is still ending (COMPLETING).
+fn shows_reason(j: &JobRecord) -> bool {
+    matches!(
+        j.state,
+        JobState::Pending | JobState::Failed | JobState::Timeout | JobState::OutOfMemory
+    ) && !(j.state == JobState::Pending && j.completing())
+}
+
 /// Writes the value of `%code` for `j` into `out`; `false` for a code squeue does not
 /// know. The columns of the default formats are written in place; others as
 /// [`field`] makes them.
@@ -1369,11 +1374,7 @@ fn write_field(code: char, j: &JobRecord, t: i64, noconvert: bool, out: &mut Str
             };
             let _ = write!(out, "{n}");
         }
-        'R' if matches!(
-            j.state,
-            JobState::Pending | JobState::Failed | JobState::Timeout | JobState::OutOfMemory
-        ) =>
-        {
+        'R' if shows_reason(j) => {
             let _ = write!(out, "({})", j.reason);
         }
         'r' => out.push_str(&j.reason),

@@ -248,6 +248,20 @@ impl Job {
         }
     }
 
+    /// The nodes squeue lists for it: its allocation's, or while a requeued job's last
+    /// run is still ending (`COMPLETING`, back in the queue), the nodes that run has
+    /// not yet left, as Slurm keeps them on the job until they have.
+    pub fn listed_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        let ending = match &self.ending_run {
+            Some(e) if self.alloc.is_empty() && self.state == JobState::Pending => &e.nodes[..],
+            _ => &[],
+        };
+        self.alloc
+            .iter()
+            .map(|s| s.node)
+            .chain(ending.iter().copied())
+    }
+
     /// Whether it waits requeued in the state `SPECIAL_EXIT`.
     pub fn special_exit(&self) -> bool {
         self.state == JobState::Pending && self.hold == Some(Hold::SpecialExit)

@@ -435,9 +435,8 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         sched_nodes: live.sched_nodes.clone(),
         time_limit: r.time_limit,
         nodes: r
-            .alloc
-            .iter()
-            .map(|s| conf.cluster.node(s.node).name.clone())
+            .listed_nodes()
+            .map(|n| conf.cluster.node(n).name.clone())
             .collect(),
         cpus_per_node: r.alloc.iter().map(|s| s.cpus).collect(),
         mem_per_node: r.mem_per_node,
@@ -615,9 +614,8 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         sched_nodes: live.sched_nodes.as_deref(),
         time_limit: r.time_limit,
         nodes: r
-            .alloc
-            .iter()
-            .map(|s| conf.cluster.node(s.node).name.as_str())
+            .listed_nodes()
+            .map(|n| conf.cluster.node(n).name.as_str())
             .collect(),
         cpus_per_node: r.alloc.iter().map(|s| s.cpus).collect(),
         mem_per_node: r.mem_per_node,
