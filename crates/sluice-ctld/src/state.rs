@@ -2616,26 +2616,34 @@ impl Controller {
     }
 
     /// The GPUs a step gets on each of the job's nodes `usable` (indices into the
-    /// allocation, `names` theirs): asking for some (`srun --gres=gpu:N`), the first N
-    /// of the job's there that its running steps do not hold; asking for none, all of
-    /// the job's whole GPUs there, as Slurm copies the job's request to such a step.
-    /// A step that overlaps takes them whatever others hold. None for a job without
-    /// whole GPUs (a shard job's steps share its shards). Errors: more than the job has
-    /// there (refused), or than are free (srun asks again).
+    /// allocation, `names` theirs), where it runs `tasks` tasks each: asking for some
+    /// (`srun --gres=gpu:N`, `--gpus-per-node`, `--gpus` spread over those nodes,
+    /// `--gpus-per-task` times its tasks there), the first of the job's there that its
+    /// running steps do not hold; asking for none, all of the job's whole GPUs there,
+    /// as Slurm copies the job's request to such a step. A step that overlaps takes
+    /// them whatever others hold. None for a job without whole GPUs (a shard job's
+    /// steps share its shards). Errors: more than the job has there (refused), or than
+    /// are free (srun asks again).
     fn step_gpus(
         &self,
         r: &Job,
         req: &StepRequest,
         usable: &[usize],
+        tasks: &[u32],
         names: &[String],
     ) -> Result<Option<Vec<Vec<u32>>>, ApiError> {
         let whole = |i: usize| r.alloc.get(i).map_or(0, |s| s.gpus.len()) as u32;
-        let wanted: Vec<u32> = match req.gpus_per_node {
-            Some(n) => vec![n; usable.len()],
-            None if usable.iter().any(|&i| whole(i) > 0) => {
+        let nodes = usable.len().max(1) as u32;
+        let wanted: Vec<u32> = match (req.gpus_per_node, req.gpus, req.gpus_per_task) {
+            (Some(n), _, _) => vec![n; usable.len()],
+            (None, Some(total), _) => (0..nodes)
+                .map(|k| total / nodes + u32::from(k < total % nodes))
+                .collect(),
+            (None, None, Some(n)) => tasks.iter().map(|t| t.saturating_mul(n)).collect(),
+            (None, None, None) if usable.iter().any(|&i| whole(i) > 0) => {
                 usable.iter().map(|&i| whole(i)).collect()
             }
-            None => return Ok(None),
+            (None, None, None) => return Ok(None),
         };
         let job = r.id;
         let mut out = Vec::with_capacity(usable.len());
@@ -2819,7 +2827,7 @@ impl Controller {
         let Some(per_node) = distribute(&free) else {
             return Err(nodes_busy(job));
         };
-        let step_gpus = self.step_gpus(r, req, usable, &job_nodes)?;
+        let step_gpus = self.step_gpus(r, req, usable, &per_node, &job_nodes)?;
         let bind = req
             .gpu_bind
             .as_deref()

@@ -1695,7 +1695,8 @@ pub struct StepRequest {
     pub ntasks_per_node: Option<u32>,
     /// CPUs per task.
     pub cpus_per_task: Option<u32>,
-    /// GPUs per task.
+    /// GPUs per task (`--gpus-per-task`, or its job's): without a count of its own
+    /// above, the step holds that many for each of its tasks on a node.
     pub gpus_per_task: Option<u32>,
     /// `--gpu-bind` as given (`closest`, `single:N`, `map_gpu:LIST`, `mask_gpu:LIST`,
     /// `none`, `per_task:N`, each with an optional `verbose,`).
@@ -1733,11 +1734,16 @@ pub struct StepRequest {
     /// `-t`: the step's own time limit, seconds; none: its job's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<i64>,
-    /// GPUs the step asks for on each of its nodes (`--gres=gpu:N`, `--gpus-per-node`,
-    /// `--gpus`): that many of its job's there, which it holds while it runs. None:
-    /// it sees all of its job's and holds none.
+    /// GPUs the step asks for on each of its nodes (`--gres=gpu:N`,
+    /// `--gpus-per-node`): that many of its job's there, which it holds while it runs.
+    /// None, with none of the GPU counts below: it sees all of its job's and holds
+    /// none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus_per_node: Option<u32>,
+    /// `--gpus=N`: N GPUs over the nodes the step gets, spread evenly (the first nodes
+    /// one more where they do not divide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u32>,
 }
 
 /// Where a step's tasks run: per node, the global task ids.

@@ -366,7 +366,8 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             // job's), to the second as a job's (COMPATIBILITY.md, `time-limit-seconds`).
             // An allocation srun made itself has that limit already.
             time_limit: p.opts.time.flatten().filter(|_| !own),
-            gpus_per_node: step_gpus_per_node(&p.opts, nodes),
+            gpus_per_node: step_gpus_per_node(&p.opts),
+            gpus: p.opts.gpus.as_ref().map(|g| g.1),
         };
         match create_step(client, p.job, &req) {
             Ok(plan) => {
@@ -1387,20 +1388,15 @@ fn umask_text() -> String {
 }
 
 /// The GPUs a step asks for on each of its nodes, as its own options say:
-/// `--gres=gpu[:TYPE]:N`, `--gpus-per-node=N`, or `--gpus=N` spread over its nodes
-/// (`nodes`, one when not given); `--gres=gpu:0`, none of them. None: it asks for
-/// nothing and sees all of its job's.
-fn step_gpus_per_node(opts: &JobOptions, nodes: Option<u32>) -> Option<u32> {
+/// `--gres=gpu[:TYPE]:N` or `--gpus-per-node=N` (`--gres=gpu:0`, none of them). None:
+/// per node it asks for nothing; `--gpus` and `--gpus-per-task` go to the controller
+/// as given, which knows the step's nodes and tasks.
+fn step_gpus_per_node(opts: &JobOptions) -> Option<u32> {
     let mut gres = opts.gres.iter().filter(|g| g.name == "gpu").peekable();
     if gres.peek().is_some() {
         return Some(gres.map(|g| g.count).sum());
     }
-    if let Some((_, n)) = &opts.gpus_per_node {
-        return Some(*n);
-    }
-    opts.gpus
-        .as_ref()
-        .map(|(_, n)| n.div_ceil(nodes.unwrap_or(1).max(1)))
+    opts.gpus_per_node.as_ref().map(|(_, n)| *n)
 }
 
 #[cfg(test)]

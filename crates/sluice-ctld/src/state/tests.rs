@@ -3140,6 +3140,63 @@ fn a_job_of_two_partitions_shows_both_while_it_waits_and_runs_in_one() {
 }
 
 #[test]
+fn a_steps_gpus_spread_over_its_nodes_and_follow_its_tasks() {
+    // Two nodes of 4 CPUs and 4 GPUs; a job of 2 nodes, 4 tasks, 4 GPUs on each.
+    let text = "ClusterName=g\nGresTypes=gpu\n\
+                NodeName=g[1-2] CPUs=4 RealMemory=8000 Gres=gpu:4\n\
+                PartitionName=gpu Nodes=g[1-2] Default=YES\n";
+    let parsed = sluice_conf::slurm_conf::parse_str(text, Path::new("slurm.conf")).unwrap();
+    let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(4, 600);
+    d.nodes = Some((2, 2));
+    d.gres = vec![sluice_proto::types::GresRequest {
+        name: "gpu".into(),
+        gres_type: None,
+        count: 4,
+    }];
+    let (id, _) = submit(&mut c, d, &mut next, 0);
+    c.schedule(0);
+    // The GPUs each node's tasks see together.
+    let gpus = |c: &mut Controller, req: &StepRequest| -> Vec<BTreeSet<u32>> {
+        let (plan, _) = c.start_step(id, req, &alice(), 1).unwrap();
+        plan.task_gpus
+            .iter()
+            .map(|node| node.iter().flatten().copied().collect())
+            .collect()
+    };
+    // `srun --gpus=3 --overlap`: three over both nodes, two on the first, one on the
+    // second (not three on each).
+    let spread = StepRequest {
+        gpus: Some(3),
+        overlap: true,
+        ..Default::default()
+    };
+    let held = gpus(&mut c, &spread);
+    assert_eq!(held.iter().map(BTreeSet::len).collect::<Vec<_>>(), [2, 1]);
+    // `srun -n2 --gpus-per-task=1 --overlap`: a task on each node, a GPU each; with
+    // `-N1`, both tasks on one node, two GPUs there (not all four of the job's).
+    let per_task = StepRequest {
+        ntasks: Some(2),
+        gpus_per_task: Some(1),
+        overlap: true,
+        ..Default::default()
+    };
+    let held = gpus(&mut c, &per_task);
+    assert_eq!(held.iter().map(BTreeSet::len).collect::<Vec<_>>(), [1, 1]);
+    let per_task = StepRequest {
+        ntasks: Some(2),
+        nodes: Some(1),
+        gpus_per_task: Some(1),
+        overlap: true,
+        ..Default::default()
+    };
+    let held = gpus(&mut c, &per_task);
+    assert_eq!(held.iter().map(BTreeSet::len).collect::<Vec<_>>(), [2]);
+}
+
+#[test]
 fn steps_asking_for_gpus_get_their_own_and_wait_for_those_others_hold() {
     // One node of 8 CPUs and 4 GPUs; a 4-task job with 2 GPUs (0 and 1).
     let text = "ClusterName=g\nGresTypes=gpu\nAccountingStorageTRES=gres/gpu\n\
