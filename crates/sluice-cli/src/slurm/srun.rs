@@ -1412,16 +1412,13 @@ mod tests {
                 .unwrap();
             o
         };
-        assert_eq!(
-            step_gpus_per_node(&opts("--gres=gpu:2 true"), None),
-            Some(2)
-        );
-        assert_eq!(
-            step_gpus_per_node(&opts("--gres=gpu:0 true"), None),
-            Some(0)
-        );
-        assert_eq!(step_gpus_per_node(&opts("--gpus=3 true"), Some(2)), Some(2));
-        assert_eq!(step_gpus_per_node(&opts("-n 2 true"), None), None);
+        let per_node = |args: &str| step_gpus_per_node(&opts(args));
+        assert_eq!(per_node("--gres=gpu:2 true"), Some(2));
+        assert_eq!(per_node("--gres=gpu:0 true"), Some(0));
+        assert_eq!(per_node("--gpus-per-node=3 true"), Some(3));
+        // --gpus and --gpus-per-task go to the controller as given.
+        assert_eq!(per_node("--gpus=3 true"), None);
+        assert_eq!(per_node("-n 2 true"), None);
     }
 
     #[test]
