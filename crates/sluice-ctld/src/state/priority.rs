@@ -247,16 +247,24 @@ impl Controller {
             if r.state != JobState::Pending || r.held() {
                 continue;
             }
-            let Ok(spec) = self.core_spec(r) else {
+            let Ok(mut spec) = self.core_spec(r) else {
                 continue;
             };
-            let mut row = self.priority.job_row(&self.job_factors(r, &spec), now);
-            row.job_id = r.id.0;
-            row.partition = r.partition.to_string();
-            row.user = r.user.to_string();
-            row.uid = r.uid;
-            row.account = r.account.to_string();
-            report.jobs.push(row);
+            // A job waiting in several partitions has a priority in each (its
+            // partition factor differs): a line for each, as Slurm's sprio prints.
+            let partitions = self
+                .partition_list(r)
+                .unwrap_or_else(|| vec![spec.partition]);
+            for p in partitions {
+                spec.partition = p;
+                let mut row = self.priority.job_row(&self.job_factors(r, &spec), now);
+                row.job_id = r.id.0;
+                row.partition = self.conf.cluster.partition(p).name.clone();
+                row.user = r.user.to_string();
+                row.uid = r.uid;
+                row.account = r.account.to_string();
+                report.jobs.push(row);
+            }
         }
         report
     }

@@ -261,3 +261,39 @@ fn used_grp_tres_mins_survive_a_restart() {
         (JobState::Pending, "AssocGrpCPUMinutesLimit")
     );
 }
+
+#[test]
+fn a_job_waiting_in_two_partitions_has_a_priority_in_each() {
+    // The partition factor is each partition's PriorityJobFactor over the highest.
+    let text = "ClusterName=test
+NodeName=n1 CPUs=1 RealMemory=1000
+PartitionName=low Nodes=n1 Default=YES PriorityJobFactor=1
+PartitionName=high Nodes=n1 PriorityJobFactor=4
+PriorityType=priority/multifactor
+PriorityWeightPartition=1000
+";
+    let parsed = sluice_conf::slurm_conf::parse_str(text, Path::new("slurm.conf")).unwrap();
+    let conf = ClusterConfig::from_slurm_conf(&parsed, &[]);
+    let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let desc = |partition: &str| JobDescription {
+        partition: Some(partition.into()),
+        ..crate::state::tests::desc(1, 600)
+    };
+    // Job 1 takes the node; job 2 waits in both partitions, job 3 in one.
+    crate::state::tests::submit(&mut c, desc("low"), &mut next, 0);
+    c.schedule(0);
+    crate::state::tests::submit(&mut c, desc("low,high"), &mut next, 0);
+    crate::state::tests::submit(&mut c, desc("high"), &mut next, 0);
+    c.schedule(0);
+    let report = c.priority_report(0);
+    let lines: Vec<(u64, &str, f64)> = report
+        .jobs
+        .iter()
+        .map(|j| (j.job_id, j.partition.as_str(), j.partition_factor.weighted))
+        .collect();
+    assert_eq!(
+        lines,
+        [(2, "low", 250.0), (2, "high", 1000.0), (3, "high", 1000.0)]
+    );
+}
