@@ -934,10 +934,15 @@ impl Controller {
                 checks.iter().any(Result::is_ok)
             };
             if !passed {
-                checks
-                    .into_iter()
-                    .find(Result::is_err)
-                    .expect("one refused")?;
+                // Slurm says why the first refused under `ALL` (it stops there), why
+                // the last did under `ANY`.
+                let mut refusals = checks.into_iter().filter(Result::is_err);
+                let said = if self.conf.enforce_part_limits_all {
+                    refusals.next()
+                } else {
+                    refusals.last()
+                };
+                said.expect("one refused")?;
             }
         }
         template.tres_req = self.conf.requested_tres(part, &spec.request).into();
@@ -1006,19 +1011,16 @@ impl Controller {
 
     /// `EnforcePartLimits=ALL|ANY|YES`: a job over its partition's limits is refused
     /// at submission with Slurm's words, rather than left pending (`PartitionTimeLimit`,
-    /// `PartitionNodeLimit`). Checked in Slurm 22.05's order: time, then processors,
-    /// then nodes.
+    /// `PartitionNodeLimit`). Checked in Slurm 22.05's order (`_part_access_check`):
+    /// processors, then nodes, then time.
     ///
-    /// Errors: `Requested time limit is invalid (missing or exceeds some limit)` over
-    /// `MaxTime`; `More processors requested than permitted` for more CPUs than the
+    /// Errors: `More processors requested than permitted` for more CPUs than the
     /// partition has (counting at least one per requested node) or more CPUs per task
     /// than its largest node; `Node count specification invalid` for more nodes than
-    /// the partition has or allows (`MaxNodes`), or fewer than `MinNodes`.
+    /// the partition has or allows (`MaxNodes`), or fewer than `MinNodes`; `Requested
+    /// time limit is invalid (missing or exceeds some limit)` over `MaxTime`.
     fn check_partition_limits(&self, spec: &JobSpec) -> Result<(), String> {
         let p = self.conf.cluster.partition(spec.partition);
-        if p.max_time.is_some_and(|m| spec.time_limit > m) {
-            return Err("Requested time limit is invalid (missing or exceeds some limit)".into());
-        }
         let req = &spec.request;
         let nodes = || p.nodes.iter().map(|n| &self.conf.cluster.nodes[n.index()]);
         let cpus: u64 = nodes().map(|n| u64::from(n.capacity.cpus)).sum();
@@ -1033,6 +1035,9 @@ impl Controller {
             || req.min_nodes < p.min_nodes;
         if bad_count {
             return Err("Node count specification invalid".into());
+        }
+        if p.max_time.is_some_and(|m| spec.time_limit > m) {
+            return Err("Requested time limit is invalid (missing or exceeds some limit)".into());
         }
         Ok(())
     }
