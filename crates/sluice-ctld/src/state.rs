@@ -940,7 +940,7 @@ impl Controller {
                 let said = if self.conf.enforce_part_limits_all {
                     refusals.next()
                 } else {
-                    refusals.last()
+                    refusals.next_back()
                 };
                 said.expect("one refused")?;
             }
