@@ -1,8 +1,9 @@
 //! How `scontrol show job` shows arrays, as Slurm's does: an array's tasks that have
 //! not started live in one record there (its "meta" record, under the array's id), so
 //! they print as one, `ArrayTaskId=2-5%2`; a task asked for alone (`A_3`) while it is
-//! still in that record prints under the array's id with its own index; every task of
-//! a throttled array says `ArrayTaskThrottle=N`.
+//! still in that record prints under the array's id with its own index; a task changed
+//! on its own while unstarted (released, updated) has left that record for one of its
+//! own; every task of a throttled array says `ArrayTaskThrottle=N`.
 //!
 //! Sluice keeps a record per task from the submission on, the array's own (its id)
 //! naming the unstarted ones (`array_pending`); this module folds them back.
@@ -45,11 +46,24 @@ pub(crate) fn shown(
     jobs: Vec<JobRecord>,
     asked: Option<(u64, u32)>,
 ) -> Vec<(JobRecord, Option<ArrayFields>)> {
-    // Each array's unstarted indices and throttle, from its own record.
-    let mut unstarted: HashMap<u64, (&[u32], Option<u32>)> = HashMap::new();
+    // Each array's unstarted indices and throttle, from its own record, less the tasks
+    // changed on their own (released, updated), which Slurm splits into records of
+    // their own.
+    let apart: Vec<(u64, u32)> = jobs
+        .iter()
+        .filter(|j| j.split)
+        .filter_map(|j| j.array)
+        .collect();
+    let mut unstarted: HashMap<u64, (Vec<u32>, Option<u32>)> = HashMap::new();
     for j in &jobs {
         if let Some((rest, throttle)) = &j.array_pending {
-            unstarted.insert(j.array.map_or(j.id, |a| a.0), (rest.as_slice(), *throttle));
+            let array = j.array.map_or(j.id, |a| a.0);
+            let rest = rest
+                .iter()
+                .copied()
+                .filter(|&t| !apart.contains(&(array, t)))
+                .collect();
+            unstarted.insert(array, (rest, *throttle));
         }
     }
     let throttle_of = |j: &JobRecord, array: u64| {
@@ -70,7 +84,7 @@ pub(crate) fn shown(
             }
         };
         let throttle = throttle_of(j, array);
-        let rest = unstarted.get(&array).map_or(&[][..], |u| u.0);
+        let rest = unstarted.get(&array).map_or(&[][..], |u| &u.0[..]);
         let task = j.array.map(|a| a.1);
         let fields = |job_id, task_ids| ArrayFields {
             job_id,
