@@ -1395,6 +1395,15 @@ fn placeholder() -> JobRecord {
     JobRecord::default()
 }
 
+/// Adds a merged record's reason to its array line's, as squeue's
+/// `_merge_job_reason`: `JobHeldUser,Resources`, each reason once.
+fn merge_reason(line: &mut String, task: &str) {
+    if line.as_str() != task && !line.contains(task) {
+        line.push(',');
+        line.push_str(task);
+    }
+}
+
 /// Pending tasks of an array that have not started show as one line,
 /// `123_[4-9%2]`, as Slurm shows them (its own record's, whose tasks leave it as they
 /// start). As Slurm's squeue, a task whose name or partition is no longer the array's
@@ -1457,12 +1466,18 @@ fn collapse_arrays(
                     // array's record): an unchanged task's, not one changed alone.
                     if !j.split && from_split.remove(&array) {
                         let rest = out[at].array_pending.take();
+                        let split_reason = std::mem::take(&mut out[at].reason);
                         let mut head = j.clone();
                         head.id = array;
                         head.array = None;
                         head.array_pending = rest;
+                        merge_reason(&mut head.reason, &split_reason);
                         out[at] = head;
                         *corrected = true;
+                    } else if j.split {
+                        // A record of its own in Slurm, merged into the array's line
+                        // with its reason.
+                        merge_reason(&mut out[at].reason, &j.reason);
                     }
                     if let Some((rest, _)) = out[at].array_pending.as_mut() {
                         // Tasks mostly come in order: appended, no search.
