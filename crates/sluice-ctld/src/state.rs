@@ -34,7 +34,7 @@ use crate::config::ClusterConfig;
 use crate::priority::{PriorityEngine, KIND_USAGE};
 use sluice_proto::accounts::{AccountsError, AccountsRequest, ActiveJob, ChangeOutcome};
 use sluice_proto::diag::DiagReport;
-use sluice_proto::error::{ApiError, ErrorCode, INVALID_JOB_ID};
+use sluice_proto::error::{ApiError, ErrorCode, INVALID_JOB_ID, INVALID_USER_ID};
 use sluice_store::AccountRow;
 
 /// Something the server loop must do.
@@ -2373,22 +2373,29 @@ impl Controller {
         if ids.is_empty() {
             return Err(ApiError::invalid_job());
         }
-        // Every id is checked before any changes: a refusal changes nothing.
+        // Every id is checked before any changes: a refusal changes nothing. In
+        // Slurm's order (`_update_job`): finished, then whose it is.
         for &id in &ids {
             let r = &self.jobs[&id];
-            if !Self::may_touch(caller, r)
-                || (!hold && !caller.admin && r.hold.as_ref().is_some_and(|h| !h.owners()))
-            {
-                return Err(ApiError::access_denied());
-            }
             if r.state.is_finished() && ids.len() == 1 {
                 return Err(ApiError::invalid("Job has already finished"));
+            }
+            if !Self::may_touch(caller, r) {
+                return Err(ApiError::new(ErrorCode::AccessDenied, INVALID_USER_ID));
+            }
+            if !hold && !caller.admin && r.hold.as_ref().is_some_and(|h| !h.owners()) {
+                return Err(ApiError::access_denied());
             }
         }
         let mut effects = Vec::new();
         for id in ids {
-            if self.jobs[&id].state != JobState::Pending {
+            let r = &self.jobs[&id];
+            if r.state != JobState::Pending {
                 // A running job: nothing to hold, and Slurm says nothing either.
+                continue;
+            }
+            if hold && !caller.admin && r.hold.as_ref().is_some_and(|h| !h.owners()) {
+                // An operator's hold stays one: only an operator changes its kind.
                 continue;
             }
             self.audit_hold(id, hold, hold && caller.admin && !user_hold, caller, now);
@@ -3479,13 +3486,8 @@ impl Controller {
         let requeue = r.desc.requeue.unwrap_or(true) && !r.desc.interactive;
         let run = r.restarts;
         if requeue {
-            let admin = Caller {
-                uid: 0,
-                gid: 0,
-                admin: true,
-            };
             self.audit.failing = Some((id, ended_as));
-            let mut effects = self.requeue(id, None, &admin, now).unwrap_or_default();
+            let mut effects = self.requeue_record(id, now).unwrap_or_default();
             self.audit.failing = None;
             // A run that started (`ended_as` NODE_FAIL) is ended on the nodes whose
             // agents are up, as Slurm kills a job on all its nodes before it runs again

@@ -1459,7 +1459,8 @@ pub struct RequeueFlags {
 
 /// The answer to a job verb (`scontrol hold|release|requeue`) on an array's tasks:
 /// Slurm's line for each group of tasks alike (`1234_1-3: Job is pending execution`,
-/// `1234_4: No error`) when any task was refused. Empty: all was done.
+/// `1234_4: No error`) when any task was refused, or for a task the array lacks
+/// (`1234_9: Invalid job id specified`). Empty: all was done.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Changed {
     /// The lines, in task order.
@@ -1736,8 +1737,8 @@ pub struct StepRequest {
     pub time_limit: Option<i64>,
     /// GPUs the step asks for on each of its nodes (`--gres=gpu:N`,
     /// `--gpus-per-node`): that many of its job's there, which it holds while it runs.
-    /// None, with none of the GPU counts below: it sees all of its job's and holds
-    /// none.
+    /// None, with neither `gpus` nor `gpus_per_task`: it sees all of its job's and
+    /// holds none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus_per_node: Option<u32>,
     /// `--gpus=N`: N GPUs over the nodes the step gets, spread evenly (the first nodes

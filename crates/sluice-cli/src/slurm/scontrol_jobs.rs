@@ -29,8 +29,13 @@ pub fn hold(client: &Client, verb: &str, words: &[String]) -> i32 {
     let mut code = 0;
     for word in words {
         let word = strip_id_key(word);
-        let targets = match name_of(word) {
-            Some(name) => Some(named(client, name)),
+        let targets = match name_of(word).map(|name| named(client, name)) {
+            Some(Ok(t)) => Some(t),
+            Some(Err(msg)) => {
+                eprintln!("slurm_load_jobs error: {msg}");
+                code = 1;
+                continue;
+            }
             None => targets_of(word, false),
         };
         let Some(targets) = targets else {
@@ -90,7 +95,12 @@ pub fn requeue(client: &Client, hold: bool, words: &[String]) -> i32 {
     };
     let mut code = 0;
     for word in rest {
-        let word = strip_id_key(word);
+        // `JobId=`/`Job=` only for requeue: Slurm's requeuehold takes ids alone.
+        let word = if hold {
+            word.as_str()
+        } else {
+            strip_id_key(word)
+        };
         // A heterogeneous job is requeued by its leader's id, never `ID+N`.
         let Some(targets) = targets_of(word, true) else {
             eprintln!("{INVALID} for job {word}");
@@ -114,6 +124,25 @@ pub fn requeue(client: &Client, hold: bool, words: &[String]) -> i32 {
     code
 }
 
+/// The ids of a word, split at its commas outside brackets (`1,2_[3,5]`).
+fn ids_of(word: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in word.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&word[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&word[start..]);
+    out
+}
+
 /// A job (or array task) a word names, and how an error names it.
 struct Target {
     job: u64,
@@ -128,7 +157,7 @@ struct Target {
 /// acts on none of it). `leaders_only`: `LEADER+OFFSET` is no id.
 fn targets_of(word: &str, leaders_only: bool) -> Option<Vec<Target>> {
     let mut out = Vec::new();
-    for part in word.split(',') {
+    for part in ids_of(word) {
         if leaders_only && part.contains('+') {
             return None;
         }
@@ -160,29 +189,33 @@ fn flag(word: &str) -> Option<Flag> {
     (state.starts_with("specialexit") || state.starts_with("se")).then_some(Flag::SpecialExit)
 }
 
+/// `word` after `key` (`JobId=`, any case), if it starts with it.
+fn after_key<'a>(word: &'a str, key: &str) -> Option<&'a str> {
+    word.get(..key.len())
+        .filter(|p| p.eq_ignore_ascii_case(key))
+        .map(|_| &word[key.len()..])
+}
+
 /// A word without its `JobId=` or `Job=`.
 fn strip_id_key(word: &str) -> &str {
-    for key in ["jobid=", "job="] {
-        if word.len() >= key.len() && word[..key.len()].eq_ignore_ascii_case(key) {
-            return &word[key.len()..];
-        }
-    }
-    word
+    ["jobid=", "job="]
+        .iter()
+        .find_map(|key| after_key(word, key))
+        .unwrap_or(word)
 }
 
 /// The name a `Name=` or `JobName=` word gives.
 fn name_of(word: &str) -> Option<&str> {
-    ["name=", "jobname="].iter().find_map(|key| {
-        (word.len() >= key.len() && word[..key.len()].eq_ignore_ascii_case(key))
-            .then(|| &word[key.len()..])
-    })
+    ["name=", "jobname="]
+        .iter()
+        .find_map(|key| after_key(word, key))
 }
 
 /// The jobs named `name` the caller sees, as Slurm's `scontrol` goes through them (in
 /// id order). An array's started tasks are passed over; its unstarted remainder is
 /// held task by task.
-fn named(client: &Client, name: &str) -> Vec<Target> {
-    let mut jobs: Vec<JobRecord> = client.get("/v1/jobs").unwrap_or_default();
+fn named(client: &Client, name: &str) -> Result<Vec<Target>, String> {
+    let mut jobs: Vec<JobRecord> = client.get("/v1/jobs").map_err(|e| describe(&e))?;
     jobs.retain(|j| j.desc.name == name);
     jobs.sort_by_key(|j| j.id);
     let mut out = Vec::new();
@@ -208,7 +241,10 @@ fn named(client: &Client, name: &str) -> Vec<Target> {
             }),
         }
     }
-    out
+    // A task is both in its array's unstarted list and a record of its own: once.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|t| seen.insert((t.job, t.task)));
+    Ok(out)
 }
 
 /// Sends a job verb.
@@ -264,5 +300,21 @@ mod tests {
         assert_eq!(name_of("Name=train"), Some("train"));
         assert_eq!(name_of("JOBNAME=a=b"), Some("a=b"));
         assert_eq!(name_of("JobId=5"), None);
+        // Not ASCII: no panic, no key.
+        assert_eq!(strip_id_key("été"), "été");
+        assert_eq!(name_of("näme=x"), None);
+    }
+
+    #[test]
+    fn ids_split_at_commas_outside_brackets() {
+        assert_eq!(ids_of("1,2_[3,5],4"), ["1", "2_[3,5]", "4"]);
+        assert_eq!(ids_of("7"), ["7"]);
+        let t = targets_of("4_[2,3]", true).unwrap();
+        assert_eq!(
+            t.iter().map(|t| (t.job, t.task)).collect::<Vec<_>>(),
+            [(4, Some(2)), (4, Some(3))]
+        );
+        assert!(targets_of("4+1", true).is_none());
+        assert!(targets_of("4,bogus", false).is_none());
     }
 }

@@ -340,9 +340,11 @@ struct Args {
     given: super::squeue_verbose::Given,
 }
 
-/// Slurm's job states (long and compact names) that no Sluice job is ever in. `squeue
-/// -t` takes them as Slurm does (a script waiting for its jobs to leave the queue asks
-/// for `PENDING,RUNNING,CONFIGURING,COMPLETING`); they match nothing.
+/// Slurm's job states (long and compact names) that `squeue -t` takes as Slurm does
+/// (a script waiting for its jobs to leave the queue asks for
+/// `PENDING,RUNNING,CONFIGURING,COMPLETING`) and that select nothing: no Sluice job is
+/// ever in them, but for `SPECIAL_EXIT`, which a job requeued held with
+/// `State=SpecialExit` shows while it waits (it is selected as `PENDING`).
 fn is_other_slurm_state(s: &str) -> bool {
     other_slurm_state(s).is_some()
 }

@@ -254,6 +254,7 @@ impl Controller {
             // partition factor differs): a line for each, as Slurm's sprio prints.
             let partitions = self
                 .partition_list(r)
+                .filter(|l| !l.is_empty())
                 .unwrap_or_else(|| vec![spec.partition]);
             for p in partitions {
                 spec.partition = p;

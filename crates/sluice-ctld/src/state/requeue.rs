@@ -28,6 +28,22 @@ impl Controller {
         Ok(effects)
     }
 
+    /// Requeues record `id` alone as an operator does (a node lost under it, `scontrol
+    /// update` draining its node): an array task by its index, never the whole array
+    /// its record may carry the id of.
+    pub(super) fn requeue_record(&mut self, id: JobId, now: i64) -> Result<Vec<Effect>, ApiError> {
+        let admin = Caller {
+            uid: 0,
+            gid: 0,
+            admin: true,
+        };
+        let (job, task) = match self.jobs.get(&id).and_then(|r| r.array) {
+            Some((array, task)) => (array, Some(task)),
+            None => (id, None),
+        };
+        self.requeue(job, task, &admin, now)
+    }
+
     /// `scontrol requeue [Incomplete]` and `requeuehold [State=SpecialExit]`, as
     /// [`Controller::requeue`] with `flags`. A pending job is refused (`Job is pending
     /// execution`); with `Incomplete`, a job neither running nor suspended is left as
@@ -279,6 +295,20 @@ mod tests {
         let effects = c.set_hold(id, None, false, &alice(), 7).unwrap();
         assert_eq!(launches(&effects), vec![(1, vec!["node01".into()])]);
         assert_eq!(c.job(id).unwrap().shown_state(), "RUNNING");
+    }
+
+    #[test]
+    fn a_node_lost_under_the_task_holding_the_arrays_id_requeues_that_task_alone() {
+        // --hold --array=0-3 as job 1 on four one-CPU nodes; task 3 holds id 1.
+        let (mut c, _) = held_array();
+        let started = launches(&c.set_hold(JobId(1), None, false, &alice(), 1).unwrap());
+        assert_eq!(started.len(), 4);
+        let node = started.iter().find(|(id, _)| *id == 1).unwrap().1[0].clone();
+        c.agent_lost(&node, 5);
+        let restarts: Vec<(u64, u32)> = (1..=4)
+            .map(|id| (id, c.job(JobId(id)).unwrap().restarts))
+            .collect();
+        assert_eq!(restarts, [(1, 1), (2, 0), (3, 0), (4, 0)]);
     }
 
     #[test]

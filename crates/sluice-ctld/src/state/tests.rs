@@ -466,9 +466,10 @@ fn hold_release_cancel_and_permissions() {
         gid: 1001,
         admin: false,
     };
+    // Another user's job: Slurm's `Invalid user id`.
     assert_eq!(
-        c.set_hold(held, None, false, &bob, 1),
-        Err(ApiError::access_denied())
+        c.set_hold(held, None, false, &bob, 1).unwrap_err().message,
+        "Invalid user id"
     );
     // Holding a running job changes nothing and is no error, as in Slurm.
     assert!(c.set_hold(busy, None, true, &alice(), 1).is_ok());
@@ -486,6 +487,9 @@ fn hold_release_cancel_and_permissions() {
         c.set_hold(held, None, false, &alice(), 1),
         Err(ApiError::access_denied())
     );
+    // Nor may the owner turn it into a hold of her own (`uhold`) to release that.
+    c.user_hold(held, None, &alice(), 1).unwrap();
+    assert_eq!(c.job(held).unwrap().reason, "JobHeldAdmin");
     c.user_hold(held, None, &root, 1).unwrap();
     assert_eq!(c.job(held).unwrap().reason, "JobHeldUser");
     c.set_hold(held, None, false, &alice(), 1).unwrap();
@@ -3194,6 +3198,30 @@ fn a_steps_gpus_spread_over_its_nodes_and_follow_its_tasks() {
     };
     let held = gpus(&mut c, &per_task);
     assert_eq!(held.iter().map(BTreeSet::len).collect::<Vec<_>>(), [2]);
+    // Without --overlap a step holds what it takes: `-n2 --exact --gpus=8` takes all
+    // eight with one CPU on each node, and a one-task `--gpus-per-task=1` step after
+    // it waits for a GPU, though a CPU is free on each node.
+    let all = StepRequest {
+        ntasks: Some(2),
+        exact: true,
+        gpus: Some(8),
+        ..Default::default()
+    };
+    let held = gpus(&mut c, &all);
+    assert_eq!(held.iter().map(BTreeSet::len).collect::<Vec<_>>(), [4, 4]);
+    let one = StepRequest {
+        ntasks: Some(1),
+        exact: true,
+        gpus_per_task: Some(1),
+        ..Default::default()
+    };
+    let err = c.start_step(id, &one, &alice(), 1).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Busy);
+    let one_cpu = StepRequest {
+        gpus_per_node: Some(0),
+        ..one
+    };
+    assert!(c.start_step(id, &one_cpu, &alice(), 1).is_ok());
 }
 
 #[test]

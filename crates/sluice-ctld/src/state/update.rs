@@ -291,12 +291,7 @@ impl Controller {
                     if first_alive && requeueable {
                         // Its batch script's agent is alive: requeue as scontrol requeue
                         // does, the next run waiting until this one has ended there.
-                        let admin = Caller {
-                            uid: 0,
-                            gid: 0,
-                            admin: true,
-                        };
-                        effects.extend(self.requeue(id, None, &admin, now)?);
+                        effects.extend(self.requeue_record(id, now)?);
                         continue;
                     }
                     effects.push(Effect::Terminate {
