@@ -6,7 +6,7 @@
 use sluice_core::JobId;
 use sluice_proto::audit::RequeueCause;
 use sluice_proto::error::ApiError;
-use sluice_proto::types::{Hold, JobState, RequeueFlags};
+use sluice_proto::types::{compact_indices, Hold, JobState, RequeueFlags};
 
 use super::job::Job;
 use super::suspend::JOB_PENDING;
@@ -189,28 +189,9 @@ impl Controller {
         lines.sort_by_key(|(t, _)| t[0]);
         lines
             .into_iter()
-            .map(|(t, msg)| format!("{array}_{}: {msg}", task_ranges(&t)))
+            .map(|(t, msg)| format!("{array}_{}: {msg}", compact_indices(&t)))
             .collect()
     }
-}
-
-/// Task ids as Slurm writes a set of them: `1-3,5`.
-fn task_ranges(tasks: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < tasks.len() {
-        let mut j = i;
-        while j + 1 < tasks.len() && tasks[j + 1] == tasks[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            tasks[i].to_string()
-        } else {
-            format!("{}-{}", tasks[i], tasks[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
 }
 
 #[cfg(test)]
