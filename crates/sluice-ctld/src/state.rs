@@ -2426,15 +2426,14 @@ impl Controller {
     /// did not find: for a task an array lacks, Slurm's line for it (the command says it
     /// and fails, without its own error line); otherwise `Invalid job id specified`.
     fn missing_task(&self, job: JobId, task: Option<u32>) -> Result<Vec<String>, ApiError> {
+        // An array's record under its own id stands as long as the array does.
+        let array = self
+            .jobs
+            .get(&job)
+            .and_then(|r| r.array)
+            .is_some_and(|(a, _)| a == job);
         match task {
-            Some(t)
-                if self
-                    .jobs
-                    .values()
-                    .any(|j| j.array.is_some_and(|a| a.0 == job)) =>
-            {
-                Ok(vec![format!("{job}_{t}: {INVALID_JOB_ID}")])
-            }
+            Some(t) if array => Ok(vec![format!("{job}_{t}: {INVALID_JOB_ID}")]),
             _ => Err(ApiError::invalid_job()),
         }
     }
@@ -2450,11 +2449,13 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<(Vec<Effect>, Vec<String>), ApiError> {
-        if self.select(job, task).is_empty() {
-            return self.missing_task(job, task).map(|l| (Vec::new(), l));
+        match self.hold_as(job, task, hold, user_hold && hold, caller, now) {
+            // Nothing selected (the only such refusal).
+            Err(e) if e.code == ErrorCode::InvalidJobId => {
+                self.missing_task(job, task).map(|l| (Vec::new(), l))
+            }
+            other => other.map(|effects| (effects, Vec::new())),
         }
-        let effects = self.hold_as(job, task, hold, user_hold && hold, caller, now)?;
-        Ok((effects, Vec::new()))
     }
 
     /// Puts job `id` back in the queue under its id (`scontrol requeue`, preemption):

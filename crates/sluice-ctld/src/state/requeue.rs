@@ -314,6 +314,15 @@ mod tests {
             .requeue_as(array, Some(9), Default::default(), &alice(), 1)
             .unwrap();
         assert_eq!(lines, ["1_9: Invalid job id specified"]);
+        let (_, lines) = c
+            .hold_verb(array, Some(9), true, false, &alice(), 1)
+            .unwrap();
+        assert_eq!(lines, ["1_9: Invalid job id specified"]);
+        // A job that is no array has no such line: the id is refused.
+        let err = c
+            .hold_verb(JobId(77), Some(1), true, false, &alice(), 1)
+            .unwrap_err();
+        assert_eq!(err.message, "Invalid job id specified");
         // Task 3 runs: requeuing the array requeues it and refuses the others.
         let effects = c.set_hold(array, Some(3), false, &alice(), 2).unwrap();
         assert_eq!(launches(&effects).len(), 1);
