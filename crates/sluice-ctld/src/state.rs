@@ -2390,8 +2390,9 @@ impl Controller {
         let mut effects = Vec::new();
         for id in ids {
             let r = &self.jobs[&id];
-            if r.state != JobState::Pending {
-                // A running job: nothing to hold, and Slurm says nothing either.
+            let pending = r.state == JobState::Pending;
+            if r.state.is_finished() {
+                // One of an array's tasks that has ended: Slurm leaves it as it is.
                 continue;
             }
             if hold && !caller.admin && r.hold.as_ref().is_some_and(|h| !h.owners()) {
@@ -2399,7 +2400,7 @@ impl Controller {
                 continue;
             }
             self.audit_hold(id, hold, hold && caller.admin && !user_hold, caller, now);
-            if hold && !self.outside.contains(&id) {
+            if pending && hold && !self.outside.contains(&id) {
                 self.sched.cancel_pending(id, now);
                 self.outside.insert(id);
             }
@@ -2412,6 +2413,19 @@ impl Controller {
             if hold {
                 // A held job is not eligible: it accrues no age until released.
                 r.accrue_time = None;
+            }
+            if !pending {
+                // A running job held goes on running, as in Slurm: with priority 0 and
+                // the hold as its reason (kept when it ends without a reason of its
+                // own), and requeued, it comes back held. Released, it has no reason.
+                r.reason = match &r.hold {
+                    Some(Hold::Admin) => Reason::HeldAdmin,
+                    Some(_) => Reason::HeldUser,
+                    None if matches!(r.reason, Reason::HeldAdmin | Reason::HeldUser) => {
+                        Reason::NONE
+                    }
+                    None => r.reason,
+                };
             }
             if task.is_some() {
                 r.changed_alone();
@@ -3659,9 +3673,8 @@ impl Controller {
                 {
                     r.priority
                 }
-                JobState::Pending if !r.held() => job_priority(r),
-                JobState::Running => job_priority(r),
-                JobState::Pending => 0,
+                JobState::Pending | JobState::Running if !r.held() => job_priority(r),
+                JobState::Pending | JobState::Running => 0,
                 _ if r.held() => 0,
                 _ if self.priority.multifactor() => r.priority,
                 _ => job_priority(r),

@@ -324,6 +324,38 @@ pub enum StateFilter {
     Only(Vec<JobState>),
 }
 
+/// The states a listing names, as squeue's `-t` reads them: base states, and the
+/// flags `COMPLETING` and `SPECIAL_EXIT`.
+#[derive(Clone, Copy, Debug)]
+pub struct StateNames<'a> {
+    /// The base states named.
+    pub states: &'a [JobState],
+    /// `COMPLETING` (`CG`) named.
+    pub completing: bool,
+    /// `SPECIAL_EXIT` (`SE`) named.
+    pub special_exit: bool,
+}
+
+impl StateNames<'_> {
+    /// Whether a job in `state`, `completing` (its processes being ended) or
+    /// `special_exit` (requeued so) is selected. As Slurm's squeue, which compares a
+    /// named base state with the whole of a job's state: a job showing a flag is
+    /// selected only by naming that flag, never by its base state (`-t PD` leaves out
+    /// a requeued job whose last run still ends, `-t R` a cancelled job still ending).
+    pub fn selects(&self, state: JobState, completing: bool, special_exit: bool) -> bool {
+        if completing || special_exit {
+            (completing && self.completing) || (special_exit && self.special_exit)
+        } else {
+            self.states.contains(&state)
+        }
+    }
+}
+
+/// Whether `name` names the state `SPECIAL_EXIT` (long or compact, any case).
+pub fn is_special_exit(name: &str) -> bool {
+    name.eq_ignore_ascii_case("SPECIAL_EXIT") || name.eq_ignore_ascii_case("SE")
+}
+
 impl JobQuery {
     /// The path of this listing: `/v1/jobs` with its filters.
     pub fn path(&self) -> String {
@@ -382,6 +414,14 @@ impl JobQuery {
         self.states.as_deref().is_some_and(|s| {
             items(s).any(|s| s.eq_ignore_ascii_case("COMPLETING") || s.eq_ignore_ascii_case("CG"))
         })
+    }
+
+    /// Whether the states asked for name `SPECIAL_EXIT` (`SE`): jobs requeued in that
+    /// state match it.
+    pub fn wants_special_exit(&self) -> bool {
+        self.states
+            .as_deref()
+            .is_some_and(|s| items(s).any(is_special_exit))
     }
 }
 
@@ -588,6 +628,33 @@ mod tests {
         let json = serde_json::to_string(&ListedJob::from_record(r)).unwrap();
         let back: ListedJob = serde_json::from_str(&json).unwrap();
         assert_eq!(back.into_record().desc.array, Some((vec![1, 2, 3], None)));
+    }
+
+    #[test]
+    fn a_job_showing_a_flag_is_selected_by_the_flag_not_its_base_state() {
+        let q = JobQuery {
+            states: Some("pd,se".into()),
+            ..Default::default()
+        };
+        assert!(q.wants_special_exit() && !q.wants_completing());
+        let pending = [JobState::Pending];
+        let named = |completing, special_exit| StateNames {
+            states: &pending,
+            completing,
+            special_exit,
+        };
+        // (state, completing, special exit) of: a job waiting, one requeued in
+        // SPECIAL_EXIT, one requeued whose last run still ends, one running.
+        let jobs = [
+            (JobState::Pending, false, false),
+            (JobState::Pending, false, true),
+            (JobState::Pending, true, false),
+            (JobState::Running, false, false),
+        ];
+        let selected = |n: StateNames| jobs.map(|(s, cg, se)| n.selects(s, cg, se));
+        assert_eq!(selected(named(false, false)), [true, false, false, false]);
+        assert_eq!(selected(named(false, true)), [true, true, false, false]);
+        assert_eq!(selected(named(true, false)), [true, false, true, false]);
     }
 
     #[test]

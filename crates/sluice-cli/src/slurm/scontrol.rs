@@ -152,9 +152,11 @@ fn show_job(
     p("AllocNode:Sid", format!("{}:0", j.desc.submit_host));
     p("ReqNodeList", opt(&j.desc.nodelist));
     p("ExcNodeList", opt(&j.desc.exclude));
-    // Empty until the job has nodes, as Slurm prints it.
-    p("NodeList", sluice_conf::hostlist::compress(&j.nodes));
-    if let Some(first) = j.nodes.first() {
+    // Empty until the job has nodes, as Slurm prints it; a requeued job keeps those
+    // its last run has not left yet.
+    let nodes = j.listed_nodes();
+    p("NodeList", sluice_conf::hostlist::compress(nodes));
+    if let Some(first) = nodes.first() {
         p("BatchHost", first.clone());
     }
     p(

@@ -222,7 +222,7 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
         'X' => f("CORE_SPEC", "N/A".into()),
         'p' => f(
             "PRIORITY",
-            format!("{:.8}", j.priority as f64 / u32::MAX as f64),
+            format!("{:16.14}", j.priority as f64 / u32::MAX as f64),
         ),
         _ => None,
     }
@@ -303,6 +303,8 @@ struct Args {
     /// `-t` named `COMPLETING` (`CG`): jobs whose processes are being ended, whatever
     /// their state.
     completing: bool,
+    /// `-t` named `SPECIAL_EXIT` (`SE`): jobs requeued in that state.
+    special_exit: bool,
     all_states: bool,
     partitions: Vec<String>,
     names: Vec<String>,
@@ -343,8 +345,7 @@ struct Args {
 /// Slurm's job states (long and compact names) that `squeue -t` takes as Slurm does
 /// (a script waiting for its jobs to leave the queue asks for
 /// `PENDING,RUNNING,CONFIGURING,COMPLETING`) and that select nothing: no Sluice job is
-/// ever in them, but for `SPECIAL_EXIT`, which a job requeued held with
-/// `State=SpecialExit` shows while it waits (it is selected as `PENDING`).
+/// ever in them (`SPECIAL_EXIT`, in the list for its name, is read before).
 fn is_other_slurm_state(s: &str) -> bool {
     other_slurm_state(s).is_some()
 }
@@ -507,6 +508,7 @@ fn parse(args: &[String]) -> Args {
         states: vec![],
         other_states: false,
         completing: false,
+        special_exit: false,
         all_states: false,
         partitions: vec![],
         names: vec![],
@@ -813,6 +815,8 @@ fn add_states(a: &mut Args, list: &str) {
             a.all_states = true;
         } else if s.eq_ignore_ascii_case("COMPLETING") || s.eq_ignore_ascii_case("CG") {
             a.completing = true;
+        } else if sluice_proto::listing::is_special_exit(s) {
+            a.special_exit = true;
         } else {
             match JobState::parse(s) {
                 Some(st) => a.states.push(st),
@@ -901,7 +905,8 @@ fn from_environment(
     if a.qos.is_empty() {
         a.qos = env("SQUEUE_QOS").map(list).unwrap_or_default();
     }
-    let no_states = a.states.is_empty() && !a.all_states && !a.other_states && !a.completing;
+    let no_states =
+        a.states.is_empty() && !a.all_states && !a.other_states && !a.completing && !a.special_exit;
     if let (true, Some(v)) = (no_states, env("SQUEUE_STATES")) {
         add_states(a, &v);
         a.given.states = Some(v);
@@ -985,17 +990,19 @@ fn query(a: &Args) -> JobQuery {
             ..Default::default()
         };
     }
-    let none_named = a.states.is_empty() && !a.other_states && !a.completing;
+    let none_named = a.states.is_empty() && !a.other_states && !a.completing && !a.special_exit;
     let states = if a.all_states || (a.json && none_named) {
         None
     } else if none_named {
-        Some("PENDING,RUNNING,SUSPENDED,COMPLETING".to_string())
+        // The jobs not finished, whatever flag they show, as Slurm's default.
+        Some("PENDING,RUNNING,SUSPENDED,COMPLETING,SPECIAL_EXIT".to_string())
     } else {
         Some(
             a.states
                 .iter()
                 .map(|s| s.name())
                 .chain(a.completing.then_some("COMPLETING"))
+                .chain(a.special_exit.then_some("SPECIAL_EXIT"))
                 .collect::<Vec<_>>()
                 .join(","),
         )
@@ -1130,7 +1137,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
         jobs.clear();
     }
     if !a.all_states {
-        let none_named = a.states.is_empty() && !a.other_states && !a.completing;
+        let none_named = a.states.is_empty() && !a.other_states && !a.completing && !a.special_exit;
         if a.json && none_named {
             // As Slurm's `--json`: every job the controller holds, finished ones too.
         } else if none_named {
@@ -1138,7 +1145,12 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
             // (a completing one is not finished yet).
             jobs.retain(|j| !j.state.is_finished() || j.completing());
         } else {
-            jobs.retain(|j| a.states.contains(&j.state) || (a.completing && j.completing()));
+            let named = sluice_proto::listing::StateNames {
+                states: &a.states,
+                completing: a.completing,
+                special_exit: a.special_exit,
+            };
+            jobs.retain(|j| named.selects(j.state, j.completing(), j.special_exit()));
         }
     }
     if a.by_partition {

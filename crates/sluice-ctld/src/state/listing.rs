@@ -27,7 +27,7 @@ use imbl::{OrdMap, OrdSet};
 use serde::Serialize;
 use sluice_core::JobId;
 use sluice_proto::accounts::AdminLevel;
-use sluice_proto::listing::{items, JobQuery, ListedJob, StateFilter};
+use sluice_proto::listing::{items, JobQuery, ListedJob, StateFilter, StateNames};
 use sluice_proto::types::{
     GresRequest, JobDescription, JobRecord, JobState, MemoryRequest, PreemptionTimes,
 };
@@ -269,6 +269,7 @@ impl Listing {
         let names: Option<Vec<&str>> = q.names.as_deref().map(|n| items(n).collect());
         let states = q.state_filter();
         let completing = q.wants_completing();
+        let special_exit = q.wants_special_exit();
         let ids = q.job_ids();
         let age = self.conf.min_job_age;
         let wanted = |j: &Job| {
@@ -285,9 +286,16 @@ impl Listing {
                     .is_none_or(|n| n.contains(&j.desc.name.as_str()))
                 && match &states {
                     StateFilter::All => true,
-                    StateFilter::Only(s) => {
-                        s.contains(&j.shown_state()) || (completing && j.ending_run.is_some())
+                    StateFilter::Only(states) => StateNames {
+                        states,
+                        completing,
+                        special_exit,
                     }
+                    .selects(
+                        j.shown_state(),
+                        j.ending_run.is_some(),
+                        j.special_exit(),
+                    ),
                 }
         };
         let mut out: Vec<&Arc<Listed>> = if let Some(ids) = &ids {
@@ -323,7 +331,7 @@ impl Listing {
             }
             self.pick(set)
         } else if let Some(states) = match &states {
-            StateFilter::Only(s) if !completing && self.few_in(s) => Some(s),
+            StateFilter::Only(s) if !completing && !special_exit && self.few_in(s) => Some(s),
             _ => None,
         } {
             let mut set = BTreeSet::new();

@@ -279,6 +279,62 @@ mod tests {
     }
 
     #[test]
+    fn a_running_job_held_runs_on_at_priority_0_and_requeued_comes_back_held() {
+        // As Slurm 22.05 (compat scenario 264): two one-CPU nodes, two jobs running.
+        let mut c = Controller::new(conf(2, 1), Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (held, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        let (ends, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        assert_eq!(launches(&c.schedule(0)).len(), 2);
+        let shown = |c: &Controller, id: JobId| {
+            let r = c.job(id).unwrap();
+            (r.state, r.reason, r.priority)
+        };
+        let priority = c.job(held).unwrap().priority;
+        assert!(priority > 0);
+        // Held by its owner, it goes on running: priority 0, held as its reason.
+        c.set_hold(held, None, true, &alice(), 1).unwrap();
+        assert_eq!(
+            shown(&c, held),
+            (JobState::Running, "JobHeldUser".into(), 0)
+        );
+        // Released, it has its priority back and no reason.
+        c.set_hold(held, None, false, &alice(), 2).unwrap();
+        assert_eq!(
+            shown(&c, held),
+            (JobState::Running, "None".into(), priority)
+        );
+        // Held again and requeued, it comes back held and does not start again.
+        c.set_hold(held, None, true, &alice(), 3).unwrap();
+        let (effects, _) = c
+            .requeue_as(held, None, Default::default(), &alice(), 4)
+            .unwrap();
+        assert!(launches(&effects).is_empty());
+        let back = sluice_proto::types::JobEnded {
+            run: 0,
+            ..ended(held, JobState::Requeued, 0, 5)
+        };
+        assert!(launches(&c.job_ended(&back, 5)).is_empty());
+        assert_eq!(
+            shown(&c, held),
+            (JobState::Pending, "JobHeldUser".into(), 0)
+        );
+        // A job held while it runs and ending well keeps the hold as its reason.
+        c.set_hold(ends, None, true, &alice(), 6).unwrap();
+        c.job_ended(
+            &sluice_proto::types::JobEnded {
+                node: "node02".into(),
+                ..ended(ends, JobState::Completed, 0, 7)
+            },
+            7,
+        );
+        assert_eq!(
+            shown(&c, ends),
+            (JobState::Completed, "JobHeldUser".into(), 0)
+        );
+    }
+
+    #[test]
     fn a_node_lost_under_the_task_holding_the_arrays_id_requeues_that_task_alone() {
         // --hold --array=0-3 as job 1 on four one-CPU nodes; task 3 holds id 1.
         let (mut c, _) = held_array();

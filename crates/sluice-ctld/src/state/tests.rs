@@ -471,9 +471,12 @@ fn hold_release_cancel_and_permissions() {
         c.set_hold(held, None, false, &bob, 1).unwrap_err().message,
         "Invalid user id"
     );
-    // Holding a running job changes nothing and is no error, as in Slurm.
-    assert!(c.set_hold(busy, None, true, &alice(), 1).is_ok());
+    // Holding a running job lets it run on, held (see the requeue stories), as in
+    // Slurm; released, it is as it was.
+    c.set_hold(busy, None, true, &alice(), 1).unwrap();
     assert_eq!(c.job(busy).unwrap().state, JobState::Running);
+    assert!(c.job(busy).unwrap().held());
+    c.set_hold(busy, None, false, &alice(), 1).unwrap();
     assert!(!c.job(busy).unwrap().held());
     // An operator's hold: only an operator releases it; uhold hands it to the owner.
     let root = Caller {
