@@ -2436,20 +2436,27 @@ impl Controller {
         Ok(effects)
     }
 
-    /// The answer to a job verb naming task `task` of `job` that [`Controller::select`]
-    /// did not find: for a task an array lacks, Slurm's line for it (the command says it
-    /// and fails, without its own error line); otherwise `Invalid job id specified`.
-    fn missing_task(&self, job: JobId, task: Option<u32>) -> Result<Vec<String>, ApiError> {
+    /// The answer to a job verb naming `tasks` of `job` (none: the job itself) that
+    /// [`Controller::select`] did not find: for tasks an array lacks, Slurm's line for
+    /// them (the command says it and fails, without its own error line); otherwise
+    /// `Invalid job id specified`.
+    fn missing_tasks(&self, job: JobId, tasks: &[u32]) -> Result<Vec<String>, ApiError> {
         // An array's record under its own id stands as long as the array does.
         let array = self
             .jobs
             .get(&job)
             .and_then(|r| r.array)
             .is_some_and(|(a, _)| a == job);
-        match task {
-            Some(t) if array => Ok(vec![format!("{job}_{t}: {INVALID_JOB_ID}")]),
-            _ => Err(ApiError::invalid_job()),
+        if !array || tasks.is_empty() {
+            return Err(ApiError::invalid_job());
         }
+        let mut tasks = tasks.to_vec();
+        tasks.sort_unstable();
+        tasks.dedup();
+        Ok(vec![format!(
+            "{job}_{}: {INVALID_JOB_ID}",
+            sluice_proto::types::compact_indices(&tasks)
+        )])
     }
 
     /// `scontrol hold|uhold|release` as a command sees it: [`Controller::set_hold`] or
@@ -2465,9 +2472,9 @@ impl Controller {
     ) -> Result<(Vec<Effect>, Vec<String>), ApiError> {
         match self.hold_as(job, task, hold, user_hold && hold, caller, now) {
             // Nothing selected (the only such refusal).
-            Err(e) if e.code == ErrorCode::InvalidJobId => {
-                self.missing_task(job, task).map(|l| (Vec::new(), l))
-            }
+            Err(e) if e.code == ErrorCode::InvalidJobId => self
+                .missing_tasks(job, task.as_slice())
+                .map(|l| (Vec::new(), l)),
             other => other.map(|effects| (effects, Vec::new())),
         }
     }
@@ -2558,11 +2565,15 @@ impl Controller {
                         .map(|&n| self.conf.cluster.node(n).name.clone())
                         .collect()
                 };
-                effects.push(Effect::Terminate {
-                    nodes: to,
-                    job_id: id,
-                    state: JobState::Requeued,
-                });
+                // A run already told to end (cancelled, then requeued, as Slurm takes
+                // a COMPLETING job) is not told again: its processes had their SIGTERM.
+                if !told {
+                    effects.push(Effect::Terminate {
+                        nodes: to,
+                        job_id: id,
+                        state: JobState::Requeued,
+                    });
+                }
                 let ending = RunEnding {
                     run: r.restarts,
                     nodes,

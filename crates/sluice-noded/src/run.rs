@@ -1055,13 +1055,20 @@ fn freeze(exec: &Exec, freeze: bool) -> bool {
 }
 
 /// Ends the job at the controller's request: reported as `state`.
+/// An order for a job already being ended changes nothing: its processes have had
+/// their SIGTERM (a second would run a batch script's trap again) and get SIGKILL
+/// after the first order's `KillWait`.
 pub(crate) fn terminate(exec: Arc<Exec>, state: JobState, kill_wait: i64) {
-    let first = {
+    let (first, again) = {
         let mut procs = exec.procs();
-        let first = procs.ending.is_none() && procs.ended.is_none();
+        let again = procs.ending.is_some();
+        let first = !again && procs.ended.is_none();
         procs.ending.get_or_insert(state);
-        first
+        (first, again)
     };
+    if again {
+        return;
+    }
     if first {
         end_notice(&exec.node, exec.job, exec.run, state);
     }
@@ -1142,18 +1149,20 @@ fn kill_job(exec: Arc<Exec>, kill_wait: i64) {
     if std::mem::take(&mut exec.procs().frozen) {
         freeze(&exec, false);
     }
-    for g in groups(&exec) {
+    let signalled = groups(&exec);
+    for &g in &signalled {
         let _ = killpg(Pid::from_raw(g), Signal::SIGCONT);
         let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
     }
-    crate::tree::signal_descendants(Signal::SIGCONT);
-    crate::tree::signal_descendants(Signal::SIGTERM);
+    // Each process once: those in the groups have had theirs.
+    crate::tree::signal_descendants(Signal::SIGCONT, &signalled);
+    crate::tree::signal_descendants(Signal::SIGTERM, &signalled);
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(kill_wait.max(0) as u64)).await;
         for g in groups(&exec) {
             let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
         }
-        let left = crate::tree::signal_descendants(Signal::SIGKILL);
+        let left = crate::tree::signal_descendants(Signal::SIGKILL, &[]);
         if left > 0 {
             tracing::info!(
                 "{}: job {}: {left} process(es) of it still there after KillWait={kill_wait}s: killed",

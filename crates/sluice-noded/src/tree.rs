@@ -190,11 +190,18 @@ pub(crate) fn live_descendants() -> Vec<i32> {
         .collect()
 }
 
-/// Sends `signal` to every live descendant of this process; how many there were.
-pub(crate) fn signal_descendants(signal: Signal) -> usize {
+/// Sends `signal` to every live descendant of this process but those in the process
+/// groups `signalled` (already sent it with `killpg`: a second SIGTERM would run a
+/// batch script's trap again); how many descendants there were.
+pub(crate) fn signal_descendants(signal: Signal, signalled: &[i32]) -> usize {
     let pids = live_descendants();
     for &p in &pids {
-        let _ = kill(Pid::from_raw(p), signal);
+        let pid = Pid::from_raw(p);
+        let in_group =
+            nix::unistd::getpgid(Some(pid)).is_ok_and(|g| signalled.contains(&g.as_raw()));
+        if !in_group {
+            let _ = kill(pid, signal);
+        }
     }
     pids.len()
 }

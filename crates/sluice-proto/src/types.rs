@@ -1429,11 +1429,15 @@ pub struct JobScript {
 
 /// `scontrol hold|uhold|release|requeue|requeuehold`'s body: an optional array task,
 /// and how a requeue takes the job.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSelection {
     /// The array task, when one is named.
     #[serde(default)]
     pub task: Option<u32>,
+    /// Several of the array's tasks in one request (`scontrol requeue 4_1-3`), answered
+    /// together; instead of `task`, and only by a requeue.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<u32>,
     /// `scontrol uhold`: a user hold even when an operator sets it.
     #[serde(default)]
     pub user: bool,

@@ -36,7 +36,7 @@ pub fn hold(client: &Client, verb: &str, words: &[String]) -> i32 {
                 code = 1;
                 continue;
             }
-            None => targets_of(word, false),
+            None => targets_of(word),
         };
         let Some(targets) = targets else {
             eprintln!("{INVALID} for job {word}");
@@ -54,7 +54,7 @@ pub fn hold(client: &Client, verb: &str, words: &[String]) -> i32 {
             failed |= t.done;
             let body = TaskSelection {
                 task: t.task,
-                ..body
+                ..body.clone()
             };
             let answer = send(client, &format!("/v1/jobs/{}/{action}", t.job), &body);
             last = answer.as_ref().err().cloned();
@@ -102,20 +102,20 @@ pub fn requeue(client: &Client, hold: bool, words: &[String]) -> i32 {
             strip_id_key(word)
         };
         // A heterogeneous job is requeued by its leader's id, never `ID+N`.
-        let Some(targets) = targets_of(word, true) else {
+        let Some(requests) = grouped(word) else {
             eprintln!("{INVALID} for job {word}");
             code = 1;
             continue;
         };
         let mut failed = false;
         let mut lines = Vec::new();
-        for t in targets {
+        for (job, tasks, shown) in requests {
             let body = TaskSelection {
-                task: t.task,
-                ..body
+                tasks,
+                ..body.clone()
             };
-            let answer = send(client, &format!("/v1/jobs/{}/requeue", t.job), &body);
-            lines.extend(report(answer, &t.shown, &mut failed));
+            let answer = send(client, &format!("/v1/jobs/{job}/requeue"), &body);
+            lines.extend(report(answer, shown, &mut failed));
         }
         if print_lines(lines) || failed {
             code = 1;
@@ -154,13 +154,10 @@ struct Target {
 
 /// The jobs a word of ids names (`12,13_[1-2],14+1`), each id as written for its
 /// errors; None unless every id reads as one (Slurm then refuses the whole word and
-/// acts on none of it). `leaders_only`: `LEADER+OFFSET` is no id.
-fn targets_of(word: &str, leaders_only: bool) -> Option<Vec<Target>> {
+/// acts on none of it).
+fn targets_of(word: &str) -> Option<Vec<Target>> {
     let mut out = Vec::new();
     for part in ids_of(word) {
-        if leaders_only && part.contains('+') {
-            return None;
-        }
         for (job, task) in parse_job_arg(part)? {
             out.push(Target {
                 job,
@@ -169,6 +166,23 @@ fn targets_of(word: &str, leaders_only: bool) -> Option<Vec<Target>> {
                 done: false,
             });
         }
+    }
+    Some(out)
+}
+
+/// The requests a requeue's word of ids makes, as Slurm's `scontrol` sends them: one
+/// per id (`12`, `13_[1-4]`), an array's tasks named by one id together (answered a
+/// line per group of tasks alike), with the id as written for its errors; None unless
+/// every id reads as one, `LEADER+OFFSET` being none.
+fn grouped(word: &str) -> Option<Vec<(u64, Vec<u32>, &str)>> {
+    let mut out = Vec::new();
+    for part in ids_of(word) {
+        if part.contains('+') {
+            return None;
+        }
+        let ids = parse_job_arg(part)?;
+        let job = ids.first()?.0;
+        out.push((job, ids.iter().filter_map(|&(_, t)| t).collect(), part));
     }
     Some(out)
 }
@@ -309,12 +323,22 @@ mod tests {
     fn ids_split_at_commas_outside_brackets() {
         assert_eq!(ids_of("1,2_[3,5],4"), ["1", "2_[3,5]", "4"]);
         assert_eq!(ids_of("7"), ["7"]);
-        let t = targets_of("4_[2,3]", true).unwrap();
+        let t = targets_of("4_[2,3]").unwrap();
         assert_eq!(
             t.iter().map(|t| (t.job, t.task)).collect::<Vec<_>>(),
             [(4, Some(2)), (4, Some(3))]
         );
-        assert!(targets_of("4+1", true).is_none());
-        assert!(targets_of("4,bogus", false).is_none());
+        assert!(targets_of("4,bogus").is_none());
+        // A requeue asks once per id, an array's tasks together.
+        assert_eq!(
+            grouped("4_[2,3],5,6_7").unwrap(),
+            [
+                (4, vec![2, 3], "4_[2,3]"),
+                (5, vec![], "5"),
+                (6, vec![7], "6_7")
+            ]
+        );
+        assert!(grouped("4+1").is_none());
+        assert!(grouped("4,bogus").is_none());
     }
 }

@@ -408,8 +408,8 @@ pub enum Change {
     Requeue {
         /// Job id.
         id: JobId,
-        /// Array task.
-        task: Option<u32>,
+        /// Array tasks (none: the job, or the whole array).
+        tasks: Option<Vec<u32>>,
         /// How the job is requeued.
         flags: sluice_proto::types::RequeueFlags,
     },

@@ -452,8 +452,8 @@ impl Owner {
                     Change::Release { id, task } => {
                         ctl.hold_verb(id, task, false, false, &caller, now)
                     }
-                    Change::Requeue { id, task, flags } => {
-                        ctl.requeue_as(id, task, flags, &caller, now)
+                    Change::Requeue { id, tasks, flags } => {
+                        ctl.requeue_tasks(id, tasks.as_deref(), flags, &caller, now)
                     }
                     Change::Suspend { id, suspend, user } => {
                         // Slurm's `validate_operator`: root, SlurmUser, or AdminLevel

@@ -367,9 +367,14 @@ async fn requeue(
     Json(t): Json<TaskSelection>,
 ) -> Response {
     let id = JobId(id);
+    let tasks = match (t.task, t.tasks) {
+        (Some(one), _) => Some(vec![one]),
+        (None, many) if many.is_empty() => None,
+        (None, many) => Some(many),
+    };
     let c = Change::Requeue {
         id,
-        task: t.task,
+        tasks,
         flags: t.requeue,
     };
     change(app, peer, c).await

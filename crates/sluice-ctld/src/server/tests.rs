@@ -368,7 +368,7 @@ fn refusals_are_answered_by_their_code_and_change_nothing() {
     let (r, effects) = s.change(
         Change::Requeue {
             id: job,
-            task: None,
+            tasks: None,
             flags: Default::default(),
         },
         bob,
@@ -1234,7 +1234,7 @@ fn the_published_snapshot_equals_what_the_loop_builds_after_every_step() {
     s.change(
         Change::Requeue {
             id: big,
-            task: None,
+            tasks: None,
             flags: Default::default(),
         },
         root(),

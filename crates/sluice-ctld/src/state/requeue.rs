@@ -10,7 +10,7 @@ use sluice_proto::types::{compact_indices, Hold, JobState, RequeueFlags};
 
 use super::job::Job;
 use super::suspend::JOB_PENDING;
-use super::{Caller, Controller, Effect, NOT_HET_LEADER};
+use super::{Caller, Controller, Effect, INVALID_JOB_ID, NOT_HET_LEADER};
 
 impl Controller {
     /// `scontrol requeue`: a running (or finished) batch job goes back to the queue under
@@ -45,11 +45,8 @@ impl Controller {
     }
 
     /// `scontrol requeue [Incomplete]` and `requeuehold [State=SpecialExit]`, as
-    /// [`Controller::requeue`] with `flags`. A pending job is refused (`Job is pending
-    /// execution`); with `Incomplete`, a job neither running nor suspended is left as
-    /// it is. For an array's tasks, Slurm's answer is a line per group of tasks alike
-    /// when any was refused (the second value; the others are requeued all the same),
-    /// a task missing from the array one of its own.
+    /// [`Controller::requeue`] with `flags`: [`Controller::requeue_tasks`] of job `job`,
+    /// or of task `task` of array `job`.
     pub fn requeue_as(
         &mut self,
         job: JobId,
@@ -58,11 +55,29 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<(Vec<Effect>, Vec<String>), ApiError> {
+        let tasks = task.as_ref().map(std::slice::from_ref);
+        self.requeue_tasks(job, tasks, flags, caller, now)
+    }
+
+    /// `scontrol requeue [Incomplete] ID[_TASKS]` and `requeuehold [State=SpecialExit]`:
+    /// job `job`, or `tasks` of array `job` in one request (`4_1-3`, `4_[1,5]`). A
+    /// pending job is refused (`Job is pending execution`); with `Incomplete`, a job
+    /// neither running nor suspended is left as it is. For an array's tasks, Slurm's
+    /// answer is a line per group of tasks alike when any was refused or missing (the
+    /// second value; the others are requeued all the same).
+    pub fn requeue_tasks(
+        &mut self,
+        job: JobId,
+        tasks: Option<&[u32]>,
+        flags: RequeueFlags,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<(Vec<Effect>, Vec<String>), ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
         // A heterogeneous job is requeued whole, by its leader's id (Slurm's
         // `_job_requeue`: ESLURM_NOT_HET_JOB_LEADER for another component).
-        if task.is_none()
+        if tasks.is_none()
             && self
                 .jobs
                 .get(&job)
@@ -70,10 +85,26 @@ impl Controller {
         {
             return Err(ApiError::invalid(NOT_HET_LEADER));
         }
-        let ids = self.select(job, task);
+        let (ids, missing) = match tasks {
+            None => (self.select(job, None), Vec::new()),
+            Some(tasks) => {
+                let mut ids = Vec::new();
+                let mut missing = Vec::new();
+                for &t in tasks {
+                    match self.select(job, Some(t))[..] {
+                        [] => missing.push(t),
+                        ref found => ids.extend_from_slice(found),
+                    }
+                }
+                (ids, missing)
+            }
+        };
         if ids.is_empty() {
-            return self.missing_task(job, task).map(|l| (Vec::new(), l));
+            return self
+                .missing_tasks(job, tasks.unwrap_or_default())
+                .map(|l| (Vec::new(), l));
         }
+        let selected = ids.clone();
         // Every id is checked before any is touched: a refusal changes nothing.
         for id in &ids {
             let r = &self.jobs[id];
@@ -101,17 +132,12 @@ impl Controller {
             .into_iter()
             .filter(|id| !left(&self.jobs[id]))
             .partition(|id| self.jobs[id].state == JobState::Pending);
-        let array = self.jobs[&job].array.is_some() || task.is_some();
+        let array = self.jobs[&selected[0]].array.is_some() || tasks.is_some();
         if !refused.is_empty() && !array {
             return Err(ApiError::invalid(JOB_PENDING));
         }
-        let notes = if refused.is_empty() {
-            Vec::new()
-        } else {
-            self.array_answer(job, task, &refused)
-        };
         let mut effects = Vec::new();
-        for id in ids {
+        for &id in &ids {
             let cause = RequeueCause::Request {
                 by: Some(caller.uid),
             };
@@ -146,16 +172,23 @@ impl Controller {
                 effects.push(self.persist(id));
             }
         }
+        let notes = if refused.is_empty() && missing.is_empty() {
+            Vec::new()
+        } else {
+            self.array_answer(&selected, &refused, &missing)
+        };
         effects.extend(self.schedule(now));
         Ok((effects, notes))
     }
 
-    /// Slurm's lines for a requeue of array `job`'s tasks (`task`, or all) of which
-    /// `refused` were pending: the pending tasks not split from the array's record stand
-    /// together (Slurm answers for that record, whichever of its tasks was named), each
-    /// other refused task on its own, then the tasks requeued (`No error`), in task order.
-    fn array_answer(&self, job: JobId, task: Option<u32>, refused: &[JobId]) -> Vec<String> {
-        let array = self.jobs[&refused[0]].array.map_or(job, |a| a.0);
+    /// Slurm's lines for a requeue of the array tasks `selected` (records), of which
+    /// `refused` were pending, and of tasks `missing` the array lacks: the pending tasks
+    /// not split from the array's record stand together (Slurm answers for that record,
+    /// whichever of its tasks was named), each other refused task on its own, the tasks
+    /// requeued (`No error`) and those missing (`Invalid job id specified`), a line per
+    /// group in task order.
+    fn array_answer(&self, selected: &[JobId], refused: &[JobId], missing: &[u32]) -> Vec<String> {
+        let array = self.jobs[&selected[0]].array.map_or(selected[0], |a| a.0);
         let task_of = |id: &JobId| self.jobs[id].array.map_or(0, |a| a.1);
         let mut pending: Vec<u32> = Vec::new();
         for id in refused {
@@ -177,14 +210,19 @@ impl Controller {
         }
         pending.sort_unstable();
         pending.dedup();
-        let mut done: Vec<u32> = self
-            .select(job, task)
+        let mut done: Vec<u32> = selected
             .iter()
             .map(task_of)
             .filter(|t| pending.binary_search(t).is_err())
             .collect();
         done.sort_unstable();
-        let mut lines = vec![(pending, JOB_PENDING), (done, "No error")];
+        let mut missing = missing.to_vec();
+        missing.sort_unstable();
+        let mut lines = vec![
+            (pending, JOB_PENDING),
+            (done, "No error"),
+            (missing, INVALID_JOB_ID),
+        ];
         lines.retain(|(t, _)| !t.is_empty());
         lines.sort_by_key(|(t, _)| t[0]);
         lines
@@ -276,6 +314,85 @@ mod tests {
         let effects = c.set_hold(id, None, false, &alice(), 7).unwrap();
         assert_eq!(launches(&effects), vec![(1, vec!["node01".into()])]);
         assert_eq!(c.job(id).unwrap().shown_state(), "RUNNING");
+    }
+
+    #[test]
+    fn tasks_named_together_are_answered_together_and_silently_when_all_are_requeued() {
+        // --hold --array=0-3 as job 1 on four one-CPU nodes, all released and running.
+        let (mut c, _) = held_array();
+        let array = JobId(1);
+        assert_eq!(
+            launches(&c.set_hold(array, None, false, &alice(), 1).unwrap()).len(),
+            4
+        );
+        let held = RequeueFlags {
+            hold: true,
+            ..Default::default()
+        };
+        // `requeuehold 1_[0-1]`: both requeued, nothing to say.
+        let (_, lines) = c
+            .requeue_tasks(array, Some(&[0, 1]), held, &alice(), 2)
+            .unwrap();
+        assert!(lines.is_empty(), "{lines:?}");
+        // `requeue 1_[1-2,5-6]`: task 1 waits, 2 is requeued, 5 and 6 are no tasks.
+        let (_, lines) = c
+            .requeue_tasks(array, Some(&[1, 2, 5, 6]), held, &alice(), 3)
+            .unwrap();
+        assert_eq!(
+            lines,
+            [
+                "1_1: Job is pending execution",
+                "1_2: No error",
+                "1_5-6: Invalid job id specified"
+            ]
+        );
+        let restarts: Vec<u32> = (0..4)
+            .map(|t| c.job(c.task_record(array, t).unwrap()).unwrap().restarts)
+            .collect();
+        assert_eq!(restarts, [1, 1, 1, 0]);
+        // Only tasks the array lacks: their line, and nothing changes.
+        let (effects, lines) = c
+            .requeue_tasks(array, Some(&[8, 9]), held, &alice(), 4)
+            .unwrap();
+        assert!(effects.is_empty());
+        assert_eq!(lines, ["1_8-9: Invalid job id specified"]);
+    }
+
+    #[test]
+    fn a_job_being_cancelled_is_requeued_without_being_told_to_end_again() {
+        // As Slurm takes a COMPLETING job (compat scenario 265): one one-CPU node.
+        let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (id, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        c.schedule(0);
+        let terminates = |effects: &[Effect]| {
+            effects
+                .iter()
+                .filter(|e| matches!(e, Effect::Terminate { .. }))
+                .count()
+        };
+        let cancel = sluice_proto::types::CancelRequest {
+            jobs: vec![(id.0, None)],
+            ..Default::default()
+        };
+        assert_eq!(
+            terminates(&c.cancel(&cancel, &alice(), 1).unwrap().effects),
+            1
+        );
+        // Its batch script's SIGTERM trap is running: no second order for it.
+        let (effects, _) = c
+            .requeue_as(id, None, Default::default(), &alice(), 2)
+            .unwrap();
+        assert_eq!(terminates(&effects), 0, "{effects:?}");
+        assert_eq!(c.job(id).unwrap().shown_state(), "COMPLETING");
+        // Once that run has ended, the job runs again, no longer cancelled.
+        let end = ended(id, JobState::Cancelled, 0, 3);
+        assert_eq!(launches(&c.job_ended(&end, 3)).len(), 1);
+        let r = c.job(id).unwrap();
+        assert_eq!(
+            (r.state, r.restarts, r.cancelled_by),
+            (JobState::Running, 1, None)
+        );
     }
 
     #[test]
