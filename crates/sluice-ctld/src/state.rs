@@ -2342,7 +2342,8 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
-        self.hold_as(job, task, hold, false, caller, now)
+        let tasks = task.as_ref().map(std::slice::from_ref);
+        Ok(self.hold_as(job, tasks, hold, false, caller, now)?.0)
     }
 
     /// `scontrol uhold`: a hold its owner may release even when an operator set it
@@ -2355,21 +2356,24 @@ impl Controller {
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
-        self.hold_as(job, task, true, true, caller, now)
+        let tasks = task.as_ref().map(std::slice::from_ref);
+        Ok(self.hold_as(job, tasks, true, true, caller, now)?.0)
     }
 
+    /// Holds or releases job `job`, or `tasks` of array `job`: the records named and
+    /// the tasks the array lacks come with the effects.
     fn hold_as(
         &mut self,
         job: JobId,
-        task: Option<u32>,
+        tasks: Option<&[u32]>,
         hold: bool,
         user_hold: bool,
         caller: &Caller,
         now: i64,
-    ) -> Result<Vec<Effect>, ApiError> {
+    ) -> Result<(Vec<Effect>, Vec<JobId>, Vec<u32>), ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
-        let ids = self.select(job, task);
+        let (ids, missing) = self.select_tasks(job, tasks);
         if ids.is_empty() {
             return Err(ApiError::invalid_job());
         }
@@ -2388,7 +2392,7 @@ impl Controller {
             }
         }
         let mut effects = Vec::new();
-        for id in ids {
+        for &id in &ids {
             let r = &self.jobs[&id];
             let pending = r.state == JobState::Pending;
             if r.state.is_finished() {
@@ -2427,13 +2431,59 @@ impl Controller {
                     None => r.reason,
                 };
             }
-            if task.is_some() {
+            if tasks.is_some() {
                 r.changed_alone();
             }
             effects.push(self.persist(id));
         }
         effects.extend(self.schedule(now));
-        Ok(effects)
+        Ok((effects, ids, missing))
+    }
+
+    /// The records `tasks` of array `job` name (none: [`Controller::select`] of `job`),
+    /// and the tasks the array lacks.
+    fn select_tasks(&self, job: JobId, tasks: Option<&[u32]>) -> (Vec<JobId>, Vec<u32>) {
+        let Some(tasks) = tasks else {
+            return (self.select(job, None), Vec::new());
+        };
+        let mut ids = Vec::new();
+        let mut missing = Vec::new();
+        for &t in tasks {
+            match self.select(job, Some(t))[..] {
+                [] => missing.push(t),
+                ref found => ids.extend_from_slice(found),
+            }
+        }
+        (ids, missing)
+    }
+
+    /// Slurm's lines for a job verb on the tasks of array `job` when some are missing:
+    /// the tasks `done` (`No error`) and those `missing`, a line per group in task
+    /// order; none when nothing is missing.
+    fn task_lines(&self, job: JobId, done: &[JobId], missing: &[u32]) -> Vec<String> {
+        if missing.is_empty() {
+            return Vec::new();
+        }
+        let array = done
+            .first()
+            .and_then(|id| self.jobs[id].array)
+            .map_or(job, |a| a.0);
+        let mut done: Vec<u32> = done
+            .iter()
+            .filter_map(|id| self.jobs[id].array.map(|a| a.1))
+            .collect();
+        let mut missing = missing.to_vec();
+        let mut lines = Vec::new();
+        for (tasks, msg) in [(&mut done, "No error"), (&mut missing, INVALID_JOB_ID)] {
+            tasks.sort_unstable();
+            tasks.dedup();
+            if let Some(&first) = tasks.first() {
+                let shown = sluice_proto::types::compact_indices(tasks);
+                lines.push((first, format!("{array}_{shown}: {msg}")));
+            }
+        }
+        lines.sort();
+        lines.into_iter().map(|(_, l)| l).collect()
     }
 
     /// The answer to a job verb naming `tasks` of `job` (none: the job itself) that
@@ -2460,22 +2510,25 @@ impl Controller {
     }
 
     /// `scontrol hold|uhold|release` as a command sees it: [`Controller::set_hold`] or
-    /// [`Controller::user_hold`], and for a task an array lacks, Slurm's line for it.
+    /// [`Controller::user_hold`] of job `job` or of `tasks` of array `job` in one
+    /// request, and for tasks the array lacks, Slurm's lines (those done, those
+    /// missing).
     pub fn hold_verb(
         &mut self,
         job: JobId,
-        task: Option<u32>,
+        tasks: Option<&[u32]>,
         hold: bool,
         user_hold: bool,
         caller: &Caller,
         now: i64,
     ) -> Result<(Vec<Effect>, Vec<String>), ApiError> {
-        match self.hold_as(job, task, hold, user_hold && hold, caller, now) {
+        match self.hold_as(job, tasks, hold, user_hold && hold, caller, now) {
             // Nothing selected (the only such refusal).
             Err(e) if e.code == ErrorCode::InvalidJobId => self
-                .missing_tasks(job, task.as_slice())
+                .missing_tasks(job, tasks.unwrap_or_default())
                 .map(|l| (Vec::new(), l)),
-            other => other.map(|effects| (effects, Vec::new())),
+            Err(e) => Err(e),
+            Ok((effects, named, missing)) => Ok((effects, self.task_lines(job, &named, &missing))),
         }
     }
 

@@ -1435,7 +1435,7 @@ pub struct TaskSelection {
     #[serde(default)]
     pub task: Option<u32>,
     /// Several of the array's tasks in one request (`scontrol requeue 4_1-3`), answered
-    /// together; instead of `task`, and only by a requeue.
+    /// together; instead of `task`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<u32>,
     /// `scontrol uhold`: a user hold even when an operator sets it.
@@ -1444,6 +1444,17 @@ pub struct TaskSelection {
     /// How a requeue takes the job (ignored by the other verbs).
     #[serde(default)]
     pub requeue: RequeueFlags,
+}
+
+impl TaskSelection {
+    /// The array tasks named (`task` or `tasks`); None for the job (or whole array).
+    pub fn named(&self) -> Option<Vec<u32>> {
+        match (self.task, &self.tasks) {
+            (Some(one), _) => Some(vec![one]),
+            (None, many) if many.is_empty() => None,
+            (None, many) => Some(many.clone()),
+        }
+    }
 }
 
 /// `scontrol requeue`'s flags and `requeuehold`.

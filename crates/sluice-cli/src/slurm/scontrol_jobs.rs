@@ -36,7 +36,7 @@ pub fn hold(client: &Client, verb: &str, words: &[String]) -> i32 {
                 code = 1;
                 continue;
             }
-            None => targets_of(word),
+            None => grouped(word, false),
         };
         let Some(targets) = targets else {
             eprintln!("{INVALID} for job {word}");
@@ -53,7 +53,7 @@ pub fn hold(client: &Client, verb: &str, words: &[String]) -> i32 {
         for t in targets {
             failed |= t.done;
             let body = TaskSelection {
-                task: t.task,
+                tasks: t.tasks,
                 ..body.clone()
             };
             let answer = send(client, &format!("/v1/jobs/{}/{action}", t.job), &body);
@@ -102,20 +102,20 @@ pub fn requeue(client: &Client, hold: bool, words: &[String]) -> i32 {
             strip_id_key(word)
         };
         // A heterogeneous job is requeued by its leader's id, never `ID+N`.
-        let Some(requests) = grouped(word) else {
+        let Some(targets) = grouped(word, true) else {
             eprintln!("{INVALID} for job {word}");
             code = 1;
             continue;
         };
         let mut failed = false;
         let mut lines = Vec::new();
-        for (job, tasks, shown) in requests {
+        for t in targets {
             let body = TaskSelection {
-                tasks,
+                tasks: t.tasks,
                 ..body.clone()
             };
-            let answer = send(client, &format!("/v1/jobs/{job}/requeue"), &body);
-            lines.extend(report(answer, shown, &mut failed));
+            let answer = send(client, &format!("/v1/jobs/{}/requeue", t.job), &body);
+            lines.extend(report(answer, &t.shown, &mut failed));
         }
         if print_lines(lines) || failed {
             code = 1;
@@ -143,46 +143,35 @@ fn ids_of(word: &str) -> Vec<&str> {
     out
 }
 
-/// A job (or array task) a word names, and how an error names it.
+/// A job (or some of an array's tasks) a word names, and how an error names it.
+#[derive(Debug, PartialEq)]
 struct Target {
     job: u64,
-    task: Option<u32>,
+    /// The array's tasks named (none: the job, or the whole array).
+    tasks: Vec<u32>,
     shown: String,
     /// Named by its name, and no longer waiting.
     done: bool,
 }
 
-/// The jobs a word of ids names (`12,13_[1-2],14+1`), each id as written for its
-/// errors; None unless every id reads as one (Slurm then refuses the whole word and
-/// acts on none of it).
-fn targets_of(word: &str) -> Option<Vec<Target>> {
+/// The requests a word of ids makes (`12,13_[1-2],14+1`), as Slurm's `scontrol` sends
+/// them: one per id, an array's tasks named by one id together (answered a line per
+/// group of tasks alike), each with the id as written for its errors. None unless every
+/// id reads as one (Slurm then refuses the whole word and acts on none of it);
+/// `leaders_only`: `LEADER+OFFSET` is no id.
+fn grouped(word: &str, leaders_only: bool) -> Option<Vec<Target>> {
     let mut out = Vec::new();
     for part in ids_of(word) {
-        for (job, task) in parse_job_arg(part)? {
-            out.push(Target {
-                job,
-                task,
-                shown: part.to_string(),
-                done: false,
-            });
-        }
-    }
-    Some(out)
-}
-
-/// The requests a requeue's word of ids makes, as Slurm's `scontrol` sends them: one
-/// per id (`12`, `13_[1-4]`), an array's tasks named by one id together (answered a
-/// line per group of tasks alike), with the id as written for its errors; None unless
-/// every id reads as one, `LEADER+OFFSET` being none.
-fn grouped(word: &str) -> Option<Vec<(u64, Vec<u32>, &str)>> {
-    let mut out = Vec::new();
-    for part in ids_of(word) {
-        if part.contains('+') {
+        if leaders_only && part.contains('+') {
             return None;
         }
         let ids = parse_job_arg(part)?;
-        let job = ids.first()?.0;
-        out.push((job, ids.iter().filter_map(|&(_, t)| t).collect(), part));
+        out.push(Target {
+            job: ids.first()?.0,
+            tasks: ids.iter().filter_map(|&(_, t)| t).collect(),
+            shown: part.to_string(),
+            done: false,
+        });
     }
     Some(out)
 }
@@ -235,7 +224,7 @@ fn named(client: &Client, name: &str) -> Result<Vec<Target>, String> {
     let mut out = Vec::new();
     let task = |array: u64, t: u32| Target {
         job: array,
-        task: Some(t),
+        tasks: vec![t],
         shown: format!("{array}_{t}"),
         done: false,
     };
@@ -249,7 +238,7 @@ fn named(client: &Client, name: &str) -> Result<Vec<Target>, String> {
             (_, Some(_)) => {}
             (_, None) => out.push(Target {
                 job: j.id,
-                task: None,
+                tasks: Vec::new(),
                 shown: j.id.to_string(),
                 done: !pending,
             }),
@@ -257,7 +246,7 @@ fn named(client: &Client, name: &str) -> Result<Vec<Target>, String> {
     }
     // A task is both in its array's unstarted list and a record of its own: once.
     let mut seen = std::collections::HashSet::new();
-    out.retain(|t| seen.insert((t.job, t.task)));
+    out.retain(|t| seen.insert((t.job, t.tasks.clone())));
     Ok(out)
 }
 
@@ -323,22 +312,23 @@ mod tests {
     fn ids_split_at_commas_outside_brackets() {
         assert_eq!(ids_of("1,2_[3,5],4"), ["1", "2_[3,5]", "4"]);
         assert_eq!(ids_of("7"), ["7"]);
-        let t = targets_of("4_[2,3]").unwrap();
+        let target = |job, tasks: &[u32], shown: &str| Target {
+            job,
+            tasks: tasks.to_vec(),
+            shown: shown.to_string(),
+            done: false,
+        };
+        // One request per id, an array's tasks together.
         assert_eq!(
-            t.iter().map(|t| (t.job, t.task)).collect::<Vec<_>>(),
-            [(4, Some(2)), (4, Some(3))]
-        );
-        assert!(targets_of("4,bogus").is_none());
-        // A requeue asks once per id, an array's tasks together.
-        assert_eq!(
-            grouped("4_[2,3],5,6_7").unwrap(),
+            grouped("4_[2,3],5,6_7,8+1", false).unwrap(),
             [
-                (4, vec![2, 3], "4_[2,3]"),
-                (5, vec![], "5"),
-                (6, vec![7], "6_7")
+                target(4, &[2, 3], "4_[2,3]"),
+                target(5, &[], "5"),
+                target(6, &[7], "6_7"),
+                target(9, &[], "8+1")
             ]
         );
-        assert!(grouped("4+1").is_none());
-        assert!(grouped("4,bogus").is_none());
+        assert!(grouped("4+1", true).is_none());
+        assert!(grouped("4,bogus", false).is_none());
     }
 }

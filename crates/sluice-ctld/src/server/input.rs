@@ -388,12 +388,12 @@ pub enum Request {
 
 /// A change to jobs or nodes on behalf of a caller.
 pub enum Change {
-    /// `scontrol hold` (`user`: `uhold`) of a job or array task.
+    /// `scontrol hold` (`user`: `uhold`) of a job or array tasks.
     Hold {
         /// Job id.
         id: JobId,
-        /// Array task.
-        task: Option<u32>,
+        /// Array tasks (none: the job, or the whole array).
+        tasks: Option<Vec<u32>>,
         /// A user hold.
         user: bool,
     },
@@ -401,8 +401,8 @@ pub enum Change {
     Release {
         /// Job id.
         id: JobId,
-        /// Array task.
-        task: Option<u32>,
+        /// Array tasks (none: the job, or the whole array).
+        tasks: Option<Vec<u32>>,
     },
     /// `scontrol requeue` and `requeuehold`.
     Requeue {

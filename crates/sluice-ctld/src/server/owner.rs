@@ -446,11 +446,11 @@ impl Owner {
             } => {
                 let what = change.describe();
                 let result = match change {
-                    Change::Hold { id, task, user } => {
-                        ctl.hold_verb(id, task, true, user, &caller, now)
+                    Change::Hold { id, tasks, user } => {
+                        ctl.hold_verb(id, tasks.as_deref(), true, user, &caller, now)
                     }
-                    Change::Release { id, task } => {
-                        ctl.hold_verb(id, task, false, false, &caller, now)
+                    Change::Release { id, tasks } => {
+                        ctl.hold_verb(id, tasks.as_deref(), false, false, &caller, now)
                     }
                     Change::Requeue { id, tasks, flags } => {
                         ctl.requeue_tasks(id, tasks.as_deref(), flags, &caller, now)

@@ -344,8 +344,8 @@ async fn hold(
 ) -> Response {
     let c = Change::Hold {
         id: JobId(id),
-        task: t.task,
         user: t.user,
+        tasks: t.named(),
     };
     change(app, peer, c).await
 }
@@ -357,7 +357,8 @@ async fn release(
     Json(t): Json<TaskSelection>,
 ) -> Response {
     let id = JobId(id);
-    change(app, peer, Change::Release { id, task: t.task }).await
+    let tasks = t.named();
+    change(app, peer, Change::Release { id, tasks }).await
 }
 
 async fn requeue(
@@ -367,14 +368,9 @@ async fn requeue(
     Json(t): Json<TaskSelection>,
 ) -> Response {
     let id = JobId(id);
-    let tasks = match (t.task, t.tasks) {
-        (Some(one), _) => Some(vec![one]),
-        (None, many) if many.is_empty() => None,
-        (None, many) => Some(many),
-    };
     let c = Change::Requeue {
         id,
-        tasks,
+        tasks: t.named(),
         flags: t.requeue,
     };
     change(app, peer, c).await

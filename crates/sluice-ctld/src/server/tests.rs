@@ -307,7 +307,7 @@ fn two_changes_of_one_job_are_written_in_the_order_decided() {
     assert_eq!(story(&effects), ["insert 2 Pending"]);
     let hold = Change::Hold {
         id: job,
-        task: None,
+        tasks: None,
         user: false,
     };
     let (r, held) = s.change(hold, alice(), 2);
@@ -315,7 +315,7 @@ fn two_changes_of_one_job_are_written_in_the_order_decided() {
     let (r, released) = s.change(
         Change::Release {
             id: job,
-            task: None,
+            tasks: None,
         },
         alice(),
         3,
@@ -379,7 +379,7 @@ fn refusals_are_answered_by_their_code_and_change_nothing() {
     let (r, effects) = s.change(
         Change::Release {
             id: JobId(99),
-            task: None,
+            tasks: None,
         },
         root(),
         1,
@@ -1196,7 +1196,7 @@ fn the_published_snapshot_equals_what_the_loop_builds_after_every_step() {
     step(&mut s, &mut now);
     let hold = |id, user| Change::Hold {
         id,
-        task: None,
+        tasks: None,
         user,
     };
     s.change(hold(waiting, false), root(), now).0.unwrap();
@@ -1205,7 +1205,7 @@ fn the_published_snapshot_equals_what_the_loop_builds_after_every_step() {
     s.change(
         Change::Release {
             id: waiting,
-            task: None,
+            tasks: None,
         },
         root(),
         now,
@@ -1216,7 +1216,7 @@ fn the_published_snapshot_equals_what_the_loop_builds_after_every_step() {
     s.change(
         Change::Hold {
             id: array,
-            task: Some(2),
+            tasks: Some(vec![2]),
             user: true,
         },
         alice(),
@@ -1648,7 +1648,7 @@ async fn a_listing_is_answered_while_the_loop_is_busy() {
     // A change needs the loop: it waits.
     let hold = Change::Hold {
         id: JobId(2),
-        task: None,
+        tasks: None,
         user: false,
     };
     let changed = tokio::time::timeout(

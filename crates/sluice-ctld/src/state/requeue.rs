@@ -359,6 +359,40 @@ mod tests {
     }
 
     #[test]
+    fn tasks_held_together_are_answered_with_those_the_array_lacks() {
+        // --hold --array=0-3 as job 1 on four one-CPU nodes; task 0 released, running.
+        let (mut c, _) = held_array();
+        let array = JobId(1);
+        assert_eq!(
+            launches(&c.set_hold(array, Some(0), false, &alice(), 1).unwrap()).len(),
+            1
+        );
+        // `release 1_[1-2]`: both released, nothing to say; they start.
+        let (effects, lines) = c
+            .hold_verb(array, Some(&[1, 2]), false, false, &alice(), 2)
+            .unwrap();
+        assert!(lines.is_empty(), "{lines:?}");
+        assert_eq!(launches(&effects).len(), 2);
+        // `hold 1_2-5`: tasks 2 (running) and 3 held, 4 and 5 the array lacks.
+        let (_, lines) = c
+            .hold_verb(array, Some(&[2, 3, 4, 5]), true, false, &alice(), 3)
+            .unwrap();
+        assert_eq!(
+            lines,
+            ["1_2-3: No error", "1_4-5: Invalid job id specified"]
+        );
+        let held: Vec<bool> = (0..4)
+            .map(|t| c.job(c.task_record(array, t).unwrap()).unwrap().held())
+            .collect();
+        assert_eq!(held, [false, false, true, true]);
+        // Only tasks it lacks: their line alone.
+        let (_, lines) = c
+            .hold_verb(array, Some(&[7, 8]), true, false, &alice(), 4)
+            .unwrap();
+        assert_eq!(lines, ["1_7-8: Invalid job id specified"]);
+    }
+
+    #[test]
     fn a_job_being_cancelled_is_requeued_without_being_told_to_end_again() {
         // As Slurm takes a COMPLETING job (compat scenario 265): one one-CPU node.
         let mut c = Controller::new(conf(1, 1), Path::new("/s"), vec![], vec![], 0);
@@ -488,12 +522,12 @@ mod tests {
             .unwrap();
         assert_eq!(lines, ["1_9: Invalid job id specified"]);
         let (_, lines) = c
-            .hold_verb(array, Some(9), true, false, &alice(), 1)
+            .hold_verb(array, Some(&[9]), true, false, &alice(), 1)
             .unwrap();
         assert_eq!(lines, ["1_9: Invalid job id specified"]);
         // A job that is no array has no such line: the id is refused.
         let err = c
-            .hold_verb(JobId(77), Some(1), true, false, &alice(), 1)
+            .hold_verb(JobId(77), Some(&[1]), true, false, &alice(), 1)
             .unwrap_err();
         assert_eq!(err.message, "Invalid job id specified");
         // Task 3 runs: requeuing the array requeues it and refuses the others.

@@ -235,12 +235,12 @@ pub(super) async fn update(ctx: Ctx, Path(id): Path<String>, body: axum::body::B
     match update.hold {
         Some(true) => steps.push(Change::Hold {
             id: JobId(id),
-            task: None,
+            tasks: None,
             user: false,
         }),
         Some(false) => steps.push(Change::Release {
             id: JobId(id),
-            task: None,
+            tasks: None,
         }),
         None => {}
     }
