@@ -184,6 +184,14 @@ pub(crate) struct NodeUsage {
     pub completing: Vec<u32>,
 }
 
+/// What holding or releasing jobs did: its effects, the records named, and the array
+/// tasks named that the array lacks.
+struct Held {
+    effects: Vec<Effect>,
+    named: Vec<JobId>,
+    missing: Vec<u32>,
+}
+
 /// Who is asking (from the socket's peer credentials, never from the request).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
@@ -2343,7 +2351,7 @@ impl Controller {
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
         let tasks = task.as_ref().map(std::slice::from_ref);
-        Ok(self.hold_as(job, tasks, hold, false, caller, now)?.0)
+        Ok(self.hold_as(job, tasks, hold, false, caller, now)?.effects)
     }
 
     /// `scontrol uhold`: a hold its owner may release even when an operator set it
@@ -2357,7 +2365,7 @@ impl Controller {
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
         let tasks = task.as_ref().map(std::slice::from_ref);
-        Ok(self.hold_as(job, tasks, true, true, caller, now)?.0)
+        Ok(self.hold_as(job, tasks, true, true, caller, now)?.effects)
     }
 
     /// Holds or releases job `job`, or `tasks` of array `job`: the records named and
@@ -2370,7 +2378,7 @@ impl Controller {
         user_hold: bool,
         caller: &Caller,
         now: i64,
-    ) -> Result<(Vec<Effect>, Vec<JobId>, Vec<u32>), ApiError> {
+    ) -> Result<Held, ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
         let (ids, missing) = self.select_tasks(job, tasks);
@@ -2437,7 +2445,11 @@ impl Controller {
             effects.push(self.persist(id));
         }
         effects.extend(self.schedule(now));
-        Ok((effects, ids, missing))
+        Ok(Held {
+            effects,
+            named: ids,
+            missing,
+        })
     }
 
     /// The records `tasks` of array `job` name (none: [`Controller::select`] of `job`),
@@ -2528,7 +2540,10 @@ impl Controller {
                 .missing_tasks(job, tasks.unwrap_or_default())
                 .map(|l| (Vec::new(), l)),
             Err(e) => Err(e),
-            Ok((effects, named, missing)) => Ok((effects, self.task_lines(job, &named, &missing))),
+            Ok(h) => {
+                let lines = self.task_lines(job, &h.named, &h.missing);
+                Ok((h.effects, lines))
+            }
         }
     }
 
