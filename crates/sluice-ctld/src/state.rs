@@ -184,12 +184,31 @@ pub(crate) struct NodeUsage {
     pub completing: Vec<u32>,
 }
 
-/// What holding or releasing jobs did: its effects, the records named, and the array
-/// tasks named that the array lacks.
+/// What holding or releasing jobs did: its effects, the records named and not
+/// refused, those refused (why), and the array tasks named that the array lacks.
 struct Held {
     effects: Vec<Effect>,
     named: Vec<JobId>,
+    refused: Vec<(JobId, String)>,
     missing: Vec<u32>,
+}
+
+/// Slurm's lines for array `job`'s tasks by group (`A_1-3,5: MESSAGE`): each group's
+/// tasks sorted, each once, the groups in the order of their first task, empty ones
+/// left out.
+pub(super) fn task_groups(job: JobId, groups: Vec<(Vec<u32>, &str)>) -> Vec<String> {
+    let mut lines: Vec<(u32, String)> = groups
+        .into_iter()
+        .filter_map(|(mut tasks, msg)| {
+            tasks.sort_unstable();
+            tasks.dedup();
+            let first = *tasks.first()?;
+            let shown = sluice_proto::types::compact_indices(&tasks);
+            Some((first, format!("{job}_{shown}: {msg}")))
+        })
+        .collect();
+    lines.sort();
+    lines.into_iter().map(|(_, l)| l).collect()
 }
 
 /// Who is asking (from the socket's peer credentials, never from the request).
@@ -1531,12 +1550,7 @@ impl Controller {
     fn blocked_reason(&self, id: JobId, now: i64) -> Option<Reason> {
         let r = &self.jobs[&id];
         if let Some(hold) = &r.hold {
-            return Some(match hold {
-                Hold::ReservationDeleted(_) => Reason::ReservationDeleted,
-                Hold::Admin => Reason::HeldAdmin,
-                Hold::User => Reason::HeldUser,
-                Hold::Requeued | Hold::SpecialExit => Reason::RequeuedHeld,
-            });
+            return Some(Reason::of_hold(hold));
         }
         if r.ending_run.is_some() {
             // As a requeued job in Slurm, which may begin again only later.
@@ -2368,8 +2382,10 @@ impl Controller {
         Ok(self.hold_as(job, tasks, true, true, caller, now)?.effects)
     }
 
-    /// Holds or releases job `job`, or `tasks` of array `job`: the records named and
-    /// the tasks the array lacks come with the effects.
+    /// Holds or releases job `job`, or `tasks` of array `job`: the records named, the
+    /// tasks refused and the tasks the array lacks come with the effects. A refusal of
+    /// the job (or of the one record named) changes nothing; of several tasks named
+    /// together, each task is answered for on its own, as Slurm does.
     fn hold_as(
         &mut self,
         job: JobId,
@@ -2381,34 +2397,65 @@ impl Controller {
     ) -> Result<Held, ApiError> {
         // Ends, cancellations and releases may let held-back jobs in.
         self.outside_dirty = true;
-        let (ids, missing) = self.select_tasks(job, tasks);
+        let (mut ids, missing) = self.select_tasks(job, tasks);
         if ids.is_empty() {
             return Err(ApiError::invalid_job());
         }
-        // Every id is checked before any changes: a refusal changes nothing. In
-        // Slurm's order (`_update_job`): finished, then whose it is.
-        for &id in &ids {
-            let r = &self.jobs[&id];
-            if r.state.is_finished() && ids.len() == 1 {
-                return Err(ApiError::invalid("Job has already finished"));
+        // In Slurm's order (`_update_job`): finished, then whose it is.
+        // A job told to end (cancelled, still COMPLETING) has finished for Slurm.
+        let done = |r: &Job| {
+            r.state.is_finished()
+                || (r.state == JobState::Running
+                    && r.ending_run.as_ref().is_some_and(|e| e.run == r.restarts))
+        };
+        let refusal = |r: &Job| {
+            if done(r) {
+                return Some(ApiError::invalid("Job has already finished"));
             }
             if !Self::may_touch(caller, r) {
-                return Err(ApiError::new(ErrorCode::AccessDenied, INVALID_USER_ID));
+                return Some(ApiError::new(ErrorCode::AccessDenied, INVALID_USER_ID));
             }
             if !hold && !caller.admin && r.hold.as_ref().is_some_and(|h| !h.owners()) {
-                return Err(ApiError::access_denied());
+                return Some(ApiError::access_denied());
+            }
+            None
+        };
+        let mut refused = Vec::new();
+        let several_tasks = tasks.is_some() && ids.len() > 1;
+        if several_tasks {
+            ids.retain(|id| match refusal(&self.jobs[id]) {
+                Some(e) => {
+                    refused.push((*id, e.message));
+                    false
+                }
+                None => true,
+            });
+        } else {
+            // Every record is checked before any changes: a refusal changes nothing.
+            // A whole array passes over its tasks that have ended.
+            for id in &ids {
+                let r = &self.jobs[id];
+                match refusal(r) {
+                    Some(_) if done(r) && ids.len() > 1 => {}
+                    Some(e) => return Err(e),
+                    None => {}
+                }
             }
         }
         let mut effects = Vec::new();
         for &id in &ids {
             let r = &self.jobs[&id];
             let pending = r.state == JobState::Pending;
-            if r.state.is_finished() {
+            if done(r) {
                 // One of an array's tasks that has ended: Slurm leaves it as it is.
                 continue;
             }
             if hold && !caller.admin && r.hold.as_ref().is_some_and(|h| !h.owners()) {
                 // An operator's hold stays one: only an operator changes its kind.
+                continue;
+            }
+            if !hold && !pending && r.hold.is_none() {
+                // Released, and never held: Slurm ignores the request.
                 continue;
             }
             self.audit_hold(id, hold, hold && caller.admin && !user_hold, caller, now);
@@ -2422,7 +2469,7 @@ impl Controller {
                 (true, true) => Some(Hold::Admin),
                 (true, false) => Some(Hold::User),
             };
-            if hold {
+            if hold && pending {
                 // A held job is not eligible: it accrues no age until released.
                 r.accrue_time = None;
             }
@@ -2431,8 +2478,7 @@ impl Controller {
                 // the hold as its reason (kept when it ends without a reason of its
                 // own), and requeued, it comes back held. Released, it has no reason.
                 r.reason = match &r.hold {
-                    Some(Hold::Admin) => Reason::HeldAdmin,
-                    Some(_) => Reason::HeldUser,
+                    Some(h) => Reason::of_hold(h),
                     None if matches!(r.reason, Reason::HeldAdmin | Reason::HeldUser) => {
                         Reason::NONE
                     }
@@ -2448,77 +2494,70 @@ impl Controller {
         Ok(Held {
             effects,
             named: ids,
+            refused,
             missing,
         })
     }
 
     /// The records `tasks` of array `job` name (none: [`Controller::select`] of `job`),
-    /// and the tasks the array lacks.
-    fn select_tasks(&self, job: JobId, tasks: Option<&[u32]>) -> (Vec<JobId>, Vec<u32>) {
+    /// each once, and the tasks the array lacks (in order, each once). One look at
+    /// every job, whatever the number of tasks.
+    pub(super) fn select_tasks(&self, job: JobId, tasks: Option<&[u32]>) -> (Vec<JobId>, Vec<u32>) {
         let Some(tasks) = tasks else {
             return (self.select(job, None), Vec::new());
         };
-        let mut ids = Vec::new();
-        let mut missing = Vec::new();
-        for &t in tasks {
-            match self.select(job, Some(t))[..] {
-                [] => missing.push(t),
-                ref found => ids.extend_from_slice(found),
-            }
-        }
-        (ids, missing)
+        let wanted: BTreeSet<u32> = tasks.iter().copied().collect();
+        let mut found = BTreeSet::new();
+        let ids = self
+            .jobs
+            .values()
+            .filter(|j| match j.array {
+                Some((a, t)) if a == job && wanted.contains(&t) => {
+                    found.insert(t);
+                    true
+                }
+                _ => false,
+            })
+            .map(|j| j.id)
+            .collect();
+        (ids, wanted.difference(&found).copied().collect())
     }
 
-    /// Slurm's lines for a job verb on the tasks of array `job` when some are missing:
-    /// the tasks `done` (`No error`) and those `missing`, a line per group in task
-    /// order; none when nothing is missing.
-    fn task_lines(&self, job: JobId, done: &[JobId], missing: &[u32]) -> Vec<String> {
-        if missing.is_empty() {
+    /// Slurm's lines for a job verb on several tasks of array `job`, when any was
+    /// refused or is missing: the tasks `done` (`No error`), each refusal's tasks, and
+    /// those `missing`, a line per group in task order; none otherwise.
+    fn task_lines(
+        &self,
+        job: JobId,
+        done: &[JobId],
+        refused: &[(JobId, String)],
+        missing: &[u32],
+    ) -> Vec<String> {
+        if refused.is_empty() && missing.is_empty() {
             return Vec::new();
         }
-        let array = done
-            .first()
-            .and_then(|id| self.jobs[id].array)
-            .map_or(job, |a| a.0);
-        let mut done: Vec<u32> = done
-            .iter()
-            .filter_map(|id| self.jobs[id].array.map(|a| a.1))
-            .collect();
-        let mut missing = missing.to_vec();
-        let mut lines = Vec::new();
-        for (tasks, msg) in [(&mut done, "No error"), (&mut missing, INVALID_JOB_ID)] {
-            tasks.sort_unstable();
-            tasks.dedup();
-            if let Some(&first) = tasks.first() {
-                let shown = sluice_proto::types::compact_indices(tasks);
-                lines.push((first, format!("{array}_{shown}: {msg}")));
+        let task_of = |id: &JobId| self.jobs[id].array.map_or(0, |a| a.1);
+        let mut groups: Vec<(Vec<u32>, &str)> =
+            vec![(done.iter().map(task_of).collect(), "No error")];
+        for (id, msg) in refused {
+            match groups.iter_mut().find(|(_, m)| m == msg) {
+                Some((tasks, _)) => tasks.push(task_of(id)),
+                None => groups.push((vec![task_of(id)], msg)),
             }
         }
-        lines.sort();
-        lines.into_iter().map(|(_, l)| l).collect()
+        groups.push((missing.to_vec(), INVALID_JOB_ID));
+        task_groups(job, groups)
     }
 
     /// The answer to a job verb naming `tasks` of `job` (none: the job itself) that
-    /// [`Controller::select`] did not find: for tasks an array lacks, Slurm's line for
-    /// them (the command says it and fails, without its own error line); otherwise
-    /// `Invalid job id specified`.
+    /// [`Controller::select`] did not find: for tasks, Slurm's line for them (whether
+    /// `job` is an array, a job or none; the command says it and fails, without its
+    /// own error line); otherwise `Invalid job id specified`.
     fn missing_tasks(&self, job: JobId, tasks: &[u32]) -> Result<Vec<String>, ApiError> {
-        // An array's record under its own id stands as long as the array does.
-        let array = self
-            .jobs
-            .get(&job)
-            .and_then(|r| r.array)
-            .is_some_and(|(a, _)| a == job);
-        if !array || tasks.is_empty() {
+        if tasks.is_empty() {
             return Err(ApiError::invalid_job());
         }
-        let mut tasks = tasks.to_vec();
-        tasks.sort_unstable();
-        tasks.dedup();
-        Ok(vec![format!(
-            "{job}_{}: {INVALID_JOB_ID}",
-            sluice_proto::types::compact_indices(&tasks)
-        )])
+        Ok(task_groups(job, vec![(tasks.to_vec(), INVALID_JOB_ID)]))
     }
 
     /// `scontrol hold|uhold|release` as a command sees it: [`Controller::set_hold`] or
@@ -2541,7 +2580,7 @@ impl Controller {
                 .map(|l| (Vec::new(), l)),
             Err(e) => Err(e),
             Ok(h) => {
-                let lines = self.task_lines(job, &h.named, &h.missing);
+                let lines = self.task_lines(job, &h.named, &h.refused, &h.missing);
                 Ok((h.effects, lines))
             }
         }
@@ -3778,8 +3817,9 @@ impl Controller {
             expects_nodes: false,
         };
         if r.state == JobState::Pending && r.ending_run.is_some() {
-            // Requeued, its last run still COMPLETING: Slurm shows no reason yet.
-            view.reason = Reason::NONE;
+            // Requeued, its last run still COMPLETING: Slurm shows no reason yet, but a
+            // hold's (`requeuehold`, a job held while it ran).
+            view.reason = r.hold.as_ref().map_or(Reason::NONE, Reason::of_hold);
             return view;
         }
         if r.state == JobState::Pending {

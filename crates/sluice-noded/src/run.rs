@@ -677,10 +677,12 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
                     procs.ending.get_or_insert(JobState::Timeout);
                     first
                 };
+                // Already being ended (cancelled, requeued): its processes have had
+                // their SIGTERM.
                 if first {
                     end_notice(&exec.node, id, r.restarts, JobState::Timeout);
+                    kill_job(exec.clone(), order.kill_wait);
                 }
-                kill_job(exec.clone(), order.kill_wait);
             }
             _ = tokio::time::sleep_until(next_probe), if check.is_some() && !unhealthy => {
                 let c = check.as_ref().expect("guarded");
@@ -1149,11 +1151,15 @@ fn kill_job(exec: Arc<Exec>, kill_wait: i64) {
     if std::mem::take(&mut exec.procs().frozen) {
         freeze(&exec, false);
     }
-    let signalled = groups(&exec);
-    for &g in &signalled {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGCONT);
-        let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
-    }
+    // The groups signalled: a group killpg could not reach is left to the pass over
+    // the descendants.
+    let signalled: Vec<i32> = groups(&exec)
+        .into_iter()
+        .filter(|&g| {
+            let _ = killpg(Pid::from_raw(g), Signal::SIGCONT);
+            killpg(Pid::from_raw(g), Signal::SIGTERM).is_ok()
+        })
+        .collect();
     // Each process once: those in the groups have had theirs.
     crate::tree::signal_descendants(Signal::SIGCONT, &signalled);
     crate::tree::signal_descendants(Signal::SIGTERM, &signalled);

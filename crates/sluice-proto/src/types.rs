@@ -1427,15 +1427,17 @@ pub struct JobScript {
     pub script: String,
 }
 
-/// `scontrol hold|uhold|release|requeue|requeuehold`'s body: an optional array task,
-/// and how a requeue takes the job.
+/// `scontrol hold|uhold|release|requeue|requeuehold`'s body: the array tasks named, if
+/// any, and how a requeue takes the job.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSelection {
     /// The array task, when one is named.
     #[serde(default)]
     pub task: Option<u32>,
     /// Several of the array's tasks in one request (`scontrol requeue 4_1-3`), answered
-    /// together; instead of `task`.
+    /// together; taken before `task`, which then names the first of them (so that a
+    /// controller that does not know this field acts on that one task, not on the
+    /// whole array).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<u32>,
     /// `scontrol uhold`: a user hold even when an operator sets it.
@@ -1447,13 +1449,22 @@ pub struct TaskSelection {
 }
 
 impl TaskSelection {
-    /// The array tasks named (`task` or `tasks`); None for the job (or whole array).
-    pub fn named(&self) -> Option<Vec<u32>> {
-        match (self.task, &self.tasks) {
-            (Some(one), _) => Some(vec![one]),
-            (None, many) if many.is_empty() => None,
-            (None, many) => Some(many.clone()),
+    /// Names `tasks` of an array (none: the job, or the whole array).
+    pub fn of_tasks(tasks: Vec<u32>) -> TaskSelection {
+        TaskSelection {
+            task: tasks.first().copied(),
+            tasks: if tasks.len() > 1 { tasks } else { Vec::new() },
+            ..Default::default()
         }
+    }
+
+    /// The array tasks named (`tasks`, else `task`); None for the job (or the whole
+    /// array).
+    pub fn named(&self) -> Option<Vec<u32>> {
+        if !self.tasks.is_empty() {
+            return Some(self.tasks.clone());
+        }
+        self.task.map(|t| vec![t])
     }
 }
 

@@ -330,7 +330,12 @@ pub fn parse_job_arg(s: &str) -> Option<Vec<(u64, Option<u32>)>> {
         None => Some(vec![(s.parse().ok()?, None)]),
         Some((j, t)) => {
             let job: u64 = j.parse().ok()?;
-            let t = t.trim_start_matches('[').trim_end_matches(']');
+            // Brackets around the whole list, or none (`4_[1` is no id).
+            let t = match (t.strip_prefix('['), t.strip_suffix(']')) {
+                (Some(open), Some(_)) => open.strip_suffix(']')?,
+                (None, None) => t,
+                _ => return None,
+            };
             let spec = sluice_conf::array::parse_array(t.split('%').next()?).ok()?;
             Some(spec.indices.into_iter().map(|i| (job, Some(i))).collect())
         }

@@ -22,10 +22,7 @@ type Answer = Result<Vec<String>, String>;
 /// `scontrol hold|uhold|holdu|release WORD...`.
 pub fn hold(client: &Client, verb: &str, words: &[String]) -> i32 {
     let action = if verb == "release" { "release" } else { "hold" };
-    let body = TaskSelection {
-        user: verb == "uhold" || verb == "holdu",
-        ..Default::default()
-    };
+    let user = verb == "uhold" || verb == "holdu";
     let mut code = 0;
     for word in words {
         let word = strip_id_key(word);
@@ -53,8 +50,8 @@ pub fn hold(client: &Client, verb: &str, words: &[String]) -> i32 {
         for t in targets {
             failed |= t.done;
             let body = TaskSelection {
-                tasks: t.tasks,
-                ..body.clone()
+                user,
+                ..TaskSelection::of_tasks(t.tasks)
             };
             let answer = send(client, &format!("/v1/jobs/{}/{action}", t.job), &body);
             last = answer.as_ref().err().cloned();
@@ -89,10 +86,6 @@ pub fn requeue(client: &Client, hold: bool, words: &[String]) -> i32 {
         }
         rest = &rest[1..];
     }
-    let body = TaskSelection {
-        requeue: flags,
-        ..Default::default()
-    };
     let mut code = 0;
     for word in rest {
         // `JobId=`/`Job=` only for requeue: Slurm's requeuehold takes ids alone.
@@ -111,8 +104,8 @@ pub fn requeue(client: &Client, hold: bool, words: &[String]) -> i32 {
         let mut lines = Vec::new();
         for t in targets {
             let body = TaskSelection {
-                tasks: t.tasks,
-                ..body.clone()
+                requeue: flags,
+                ..TaskSelection::of_tasks(t.tasks)
             };
             let answer = send(client, &format!("/v1/jobs/{}/requeue", t.job), &body);
             lines.extend(report(answer, &t.shown, &mut failed));
@@ -267,8 +260,8 @@ fn report(answer: Answer, shown: &str, failed: &mut bool) -> Vec<String> {
     })
 }
 
-/// Prints an array's lines, each once (a range of tasks asked one by one is answered
-/// for the array's record each time); whether there were any.
+/// Prints an array's lines, each once (the tasks a `Name=` word names are asked one by
+/// one, and may be answered for the array's record each time); whether there were any.
 fn print_lines(lines: Vec<String>) -> bool {
     let mut seen: Vec<String> = Vec::new();
     for l in lines {
@@ -329,6 +322,10 @@ mod tests {
             ]
         );
         assert!(grouped("4+1", true).is_none());
+        // Brackets around the whole task list or none, as Slurm reads an id.
+        assert!(grouped("4_[1", false).is_none());
+        assert!(grouped("4_1]", false).is_none());
+        assert_eq!(grouped("4_[1-2]", false).unwrap()[0].tasks, [1, 2]);
         assert!(grouped("4,bogus", false).is_none());
     }
 }

@@ -342,6 +342,13 @@ struct Args {
     given: super::squeue_verbose::Given,
 }
 
+impl Args {
+    /// Whether `-t` named no state (`all` aside).
+    fn none_named(&self) -> bool {
+        self.states.is_empty() && !self.other_states && !self.completing && !self.special_exit
+    }
+}
+
 /// Slurm's job states (long and compact names) that `squeue -t` takes as Slurm does
 /// (a script waiting for its jobs to leave the queue asks for
 /// `PENDING,RUNNING,CONFIGURING,COMPLETING`) and that select nothing: no Sluice job is
@@ -990,7 +997,7 @@ fn query(a: &Args) -> JobQuery {
             ..Default::default()
         };
     }
-    let none_named = a.states.is_empty() && !a.other_states && !a.completing && !a.special_exit;
+    let none_named = a.none_named();
     let states = if a.all_states || (a.json && none_named) {
         None
     } else if none_named {
@@ -1137,7 +1144,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
         jobs.clear();
     }
     if !a.all_states {
-        let none_named = a.states.is_empty() && !a.other_states && !a.completing && !a.special_exit;
+        let none_named = a.none_named();
         if a.json && none_named {
             // As Slurm's `--json`: every job the controller holds, finished ones too.
         } else if none_named {

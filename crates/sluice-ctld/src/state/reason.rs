@@ -77,6 +77,17 @@ const ACCOUNT_WORDS: &str = "Job's account not permitted to use this partition";
 const QOS_WORDS: &str = "Job's QOS not permitted to use this partition";
 
 impl Reason {
+    /// Why a job held by `hold` waits (or, held while it runs, its reason).
+    pub fn of_hold(hold: &sluice_proto::types::Hold) -> Reason {
+        use sluice_proto::types::Hold;
+        match hold {
+            Hold::ReservationDeleted(_) => Reason::ReservationDeleted,
+            Hold::Admin => Reason::HeldAdmin,
+            Hold::User => Reason::HeldUser,
+            Hold::Requeued | Hold::SpecialExit => Reason::RequeuedHeld,
+        }
+    }
+
     /// No reason: `None`.
     pub const NONE: Reason = Reason::Core(PendingReason::None);
 

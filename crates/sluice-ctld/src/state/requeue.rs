@@ -6,7 +6,7 @@
 use sluice_core::JobId;
 use sluice_proto::audit::RequeueCause;
 use sluice_proto::error::ApiError;
-use sluice_proto::types::{compact_indices, Hold, JobState, RequeueFlags};
+use sluice_proto::types::{Hold, JobState, RequeueFlags};
 
 use super::job::Job;
 use super::suspend::JOB_PENDING;
@@ -85,20 +85,7 @@ impl Controller {
         {
             return Err(ApiError::invalid(NOT_HET_LEADER));
         }
-        let (ids, missing) = match tasks {
-            None => (self.select(job, None), Vec::new()),
-            Some(tasks) => {
-                let mut ids = Vec::new();
-                let mut missing = Vec::new();
-                for &t in tasks {
-                    match self.select(job, Some(t))[..] {
-                        [] => missing.push(t),
-                        ref found => ids.extend_from_slice(found),
-                    }
-                }
-                (ids, missing)
-            }
-        };
+        let (ids, missing) = self.select_tasks(job, tasks);
         if ids.is_empty() {
             return self
                 .missing_tasks(job, tasks.unwrap_or_default())
@@ -210,25 +197,19 @@ impl Controller {
         }
         pending.sort_unstable();
         pending.dedup();
-        let mut done: Vec<u32> = selected
+        let done: Vec<u32> = selected
             .iter()
             .map(task_of)
             .filter(|t| pending.binary_search(t).is_err())
             .collect();
-        done.sort_unstable();
-        let mut missing = missing.to_vec();
-        missing.sort_unstable();
-        let mut lines = vec![
-            (pending, JOB_PENDING),
-            (done, "No error"),
-            (missing, INVALID_JOB_ID),
-        ];
-        lines.retain(|(t, _)| !t.is_empty());
-        lines.sort_by_key(|(t, _)| t[0]);
-        lines
-            .into_iter()
-            .map(|(t, msg)| format!("{array}_{}: {msg}", compact_indices(&t)))
-            .collect()
+        super::task_groups(
+            array,
+            vec![
+                (pending, JOB_PENDING),
+                (done, "No error"),
+                (missing.to_vec(), INVALID_JOB_ID),
+            ],
+        )
     }
 }
 
@@ -390,6 +371,22 @@ mod tests {
             .hold_verb(array, Some(&[7, 8]), true, false, &alice(), 4)
             .unwrap();
         assert_eq!(lines, ["1_7-8: Invalid job id specified"]);
+        // Task 0 ends: named with others, it is answered for on its own, and they are
+        // released all the same.
+        let task0 = c.task_record(array, 0).unwrap();
+        let end = sluice_proto::types::JobEnded {
+            node: c.job(task0).unwrap().nodes[0].clone(),
+            ..ended(task0, JobState::Completed, 0, 5)
+        };
+        c.job_ended(&end, 5);
+        let (_, lines) = c
+            .hold_verb(array, Some(&[0, 2, 3]), false, false, &alice(), 6)
+            .unwrap();
+        assert_eq!(lines, ["1_0: Job has already finished", "1_2-3: No error"]);
+        let held: Vec<bool> = (2..4)
+            .map(|t| c.job(c.task_record(array, t).unwrap()).unwrap().held())
+            .collect();
+        assert_eq!(held, [false, false]);
     }
 
     #[test]
@@ -443,8 +440,12 @@ mod tests {
         };
         let priority = c.job(held).unwrap().priority;
         assert!(priority > 0);
-        // Held by its owner, it goes on running: priority 0, held as its reason.
+        let accrued = c.job(held).unwrap().accrue_time;
+        assert!(accrued.is_some());
+        // Held by its owner, it goes on running: priority 0, held as its reason, and
+        // the time it accrued age from kept.
         c.set_hold(held, None, true, &alice(), 1).unwrap();
+        assert_eq!(c.job(held).unwrap().accrue_time, accrued);
         assert_eq!(
             shown(&c, held),
             (JobState::Running, "JobHeldUser".into(), 0)
@@ -525,9 +526,14 @@ mod tests {
             .hold_verb(array, Some(&[9]), true, false, &alice(), 1)
             .unwrap();
         assert_eq!(lines, ["1_9: Invalid job id specified"]);
-        // A job that is no array has no such line: the id is refused.
+        // Tasks of no job, as of a job that is no array, get that line too (compat
+        // scenario 266); the bare id of no job is refused.
+        let (_, lines) = c
+            .hold_verb(JobId(77), Some(&[1, 2]), true, false, &alice(), 1)
+            .unwrap();
+        assert_eq!(lines, ["77_1-2: Invalid job id specified"]);
         let err = c
-            .hold_verb(JobId(77), Some(&[1]), true, false, &alice(), 1)
+            .hold_verb(JobId(77), None, true, false, &alice(), 1)
             .unwrap_err();
         assert_eq!(err.message, "Invalid job id specified");
         // Task 3 runs: requeuing the array requeues it and refuses the others.
