@@ -131,6 +131,12 @@ pub(crate) fn shown(
                     (shown.stdout, shown.stderr, shown.stdin) = (o, e, i);
                 }
                 out.push((shown, Some(fields(j.id, ids))));
+                // Its own task, changed on its own (held apart, released) or started,
+                // is a record of its own too: listed under the id Sluice gave it (the
+                // array's), where Slurm gives such a task the next free id.
+                if let Some(t) = task.filter(|t| !rest.contains(t)) {
+                    out.push((j.clone(), Some(fields(j.id, t.to_string()))));
+                }
             }
             // Folded into the array's record.
             None if task.is_some_and(|t| rest.contains(&t)) => {}
@@ -223,6 +229,22 @@ mod tests {
         assert_eq!(own.stdin, "/dev/null");
         // A started task keeps its own.
         assert_eq!(shown[1].0.stdout, "resolved at submission");
+    }
+
+    #[test]
+    fn the_task_of_the_arrays_own_record_held_apart_is_listed_too() {
+        // `sbatch -H -a 2-5`, `scontrol hold 10_5`: task 5 (record 10, the array's id)
+        // is held apart from the array's remainder 2-4.
+        let mut jobs = array();
+        jobs.retain(|j| j.id != 11 && j.id != 12);
+        let own = jobs.iter_mut().find(|j| j.id == 10).unwrap();
+        own.array_pending = Some((vec![2, 3, 4, 5], None));
+        own.split = true;
+        let shown: Vec<(u64, String)> = shown(jobs, None)
+            .into_iter()
+            .map(|(j, f)| (j.id, f.unwrap().task_ids))
+            .collect();
+        assert_eq!(shown, [(10, "2-4".to_string()), (10, "5".to_string())]);
     }
 
     #[test]
