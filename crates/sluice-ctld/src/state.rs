@@ -2403,11 +2403,8 @@ impl Controller {
         }
         // In Slurm's order (`_update_job`): finished, then whose it is.
         // A job told to end (cancelled, still COMPLETING) has finished for Slurm.
-        let done = |r: &Job| {
-            r.state.is_finished()
-                || (r.state == JobState::Running
-                    && r.ending_run.as_ref().is_some_and(|e| e.run == r.restarts))
-        };
+        let done =
+            |r: &Job| r.state.is_finished() || (r.state == JobState::Running && r.told_to_end());
         let refusal = |r: &Job| {
             if done(r) {
                 return Some(ApiError::invalid("Job has already finished"));
@@ -2664,17 +2661,17 @@ impl Controller {
                 nodes.extend(self.step_nodes(id, r.restarts, batch));
             }
             if !r.desc.interactive && !nodes.is_empty() {
-                let to: Vec<String> = if terminate {
-                    self.node_names(r)
-                } else {
-                    nodes
-                        .iter()
-                        .map(|&n| self.conf.cluster.node(n).name.clone())
-                        .collect()
-                };
                 // A run already told to end (cancelled, then requeued, as Slurm takes
                 // a COMPLETING job) is not told again: its processes had their SIGTERM.
                 if !told {
+                    let to: Vec<String> = if terminate {
+                        self.node_names(r)
+                    } else {
+                        nodes
+                            .iter()
+                            .map(|&n| self.conf.cluster.node(n).name.clone())
+                            .collect()
+                    };
                     effects.push(Effect::Terminate {
                         nodes: to,
                         job_id: id,

@@ -76,9 +76,7 @@ impl Controller {
 
     /// Whether job `id` has been told to end (it is `COMPLETING`) in its current run.
     pub(super) fn told_to_end(&self, id: JobId) -> bool {
-        self.jobs
-            .get(&id)
-            .is_some_and(|r| r.ending_run.as_ref().is_some_and(|e| e.run == r.restarts))
+        self.jobs.get(&id).is_some_and(super::job::Job::told_to_end)
     }
 
     /// An agent reports that nothing of run `report.run` of a job is left on its node.

@@ -262,6 +262,13 @@ impl Job {
             .chain(ending.iter().copied())
     }
 
+    /// Whether it has been told to end (it is `COMPLETING`) in its current run.
+    pub fn told_to_end(&self) -> bool {
+        self.ending_run
+            .as_ref()
+            .is_some_and(|e| e.run == self.restarts)
+    }
+
     /// Whether it waits requeued in the state `SPECIAL_EXIT`.
     pub fn special_exit(&self) -> bool {
         self.state == JobState::Pending && self.hold == Some(Hold::SpecialExit)
