@@ -60,6 +60,7 @@ mod routes;
 mod rpc_stats;
 mod services;
 pub mod standby;
+mod start_pages;
 pub mod storage;
 mod tcp;
 #[cfg(test)]
@@ -592,6 +593,12 @@ pub async fn run(
     });
     drop(inputs);
 
+    // Started: what only starting ran need not stay mapped (`start_pages`).
+    let let_go = start_pages::let_go();
+    tracing::debug!(
+        "slurmctld: started; {} MiB of read-only mappings let go",
+        let_go >> 20
+    );
     // Serve until asked to stop, then let requests in flight finish: they are answered
     // by the loop, which is still running.
     let server = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
