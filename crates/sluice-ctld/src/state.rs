@@ -2322,12 +2322,20 @@ impl Controller {
         Ok(r)
     }
 
-    /// Ids a request names (`123` all of an array, `123_4` one task).
     /// The record of task `task` of array `job`, while the controller remembers it.
     pub fn task_record(&self, job: JobId, task: u32) -> Option<JobId> {
         self.select(job, Some(task)).first().copied()
     }
 
+    /// Whether `job` is an array's id (its task records carry it).
+    fn is_array(&self, job: JobId) -> bool {
+        self.jobs
+            .get(&job)
+            .and_then(|h| h.array)
+            .is_some_and(|(array, _)| array == job)
+    }
+
+    /// Ids a request names (`123` all of an array, `123_4` one task).
     fn select(&self, job: JobId, task: Option<u32>) -> Vec<JobId> {
         match task {
             Some(t) => self
@@ -2338,24 +2346,24 @@ impl Controller {
                 .collect(),
             None => {
                 let head = self.jobs.get(&job);
-                match head.and_then(|h| h.array) {
-                    Some((array, _)) if array == job => self
-                        .jobs
+                if self.is_array(job) {
+                    self.jobs
                         .values()
                         .filter(|j| j.array.is_some_and(|a| a.0 == job))
                         .map(|j| j.id)
-                        .collect(),
+                        .collect()
+                } else if head.and_then(|h| h.het).is_some_and(|h| h.offset == 0) {
                     // A heterogeneous job's leader stands for all its components.
-                    _ if head.and_then(|h| h.het).is_some_and(|h| h.offset == 0) => {
-                        self.het_members(job)
-                    }
-                    _ => head.map(|h| vec![h.id]).unwrap_or_default(),
+                    self.het_members(job)
+                } else {
+                    head.map(|h| vec![h.id]).unwrap_or_default()
                 }
             }
         }
     }
 
-    /// `scontrol hold` / `release`.
+    /// `scontrol hold` / `release`. The tasks of an array that refuse it are passed
+    /// over ([`Controller::hold_verb`] says which).
     pub fn set_hold(
         &mut self,
         job: JobId,
@@ -2384,8 +2392,8 @@ impl Controller {
 
     /// Holds or releases job `job`, or `tasks` of array `job`: the records named, the
     /// tasks refused and the tasks the array lacks come with the effects. A refusal of
-    /// the job (or of the one record named) changes nothing; of several tasks named
-    /// together, each task is answered for on its own, as Slurm does.
+    /// a job changes nothing; of tasks (named, or a whole array's), each task is
+    /// answered for on its own, as Slurm does.
     fn hold_as(
         &mut self,
         job: JobId,
@@ -2418,8 +2426,9 @@ impl Controller {
             None
         };
         let mut refused = Vec::new();
-        let several_tasks = tasks.is_some() && ids.len() > 1;
-        if several_tasks {
+        if tasks.is_some() || self.is_array(job) {
+            // Tasks, or a whole array: each task is answered for (Slurm's
+            // `update_job_str`, one answer per task).
             ids.retain(|id| match refusal(&self.jobs[id]) {
                 Some(e) => {
                     refused.push((*id, e.message));
@@ -2428,31 +2437,26 @@ impl Controller {
                 None => true,
             });
         } else {
-            // Every record is checked before any changes: a refusal changes nothing.
-            // A whole array passes over its tasks that have ended.
-            for id in &ids {
-                let r = &self.jobs[id];
-                match refusal(r) {
-                    Some(_) if done(r) && ids.len() > 1 => {}
-                    Some(e) => return Err(e),
-                    None => {}
-                }
+            // A job (a heterogeneous job's every component): every record is checked
+            // before any changes, and a refusal changes nothing.
+            if let Some(e) = ids.iter().find_map(|id| refusal(&self.jobs[id])) {
+                return Err(e);
             }
         }
         let mut effects = Vec::new();
         for &id in &ids {
             let r = &self.jobs[&id];
             let pending = r.state == JobState::Pending;
-            if done(r) {
-                // One of an array's tasks that has ended: Slurm leaves it as it is.
-                continue;
-            }
-            if hold && !caller.admin && r.hold.as_ref().is_some_and(|h| !h.owners()) {
-                // An operator's hold stays one: only an operator changes its kind.
-                continue;
-            }
-            if !hold && !pending && r.hold.is_none() {
-                // Released, and never held: Slurm ignores the request.
+            // Held already (only an operator changes a hold's kind), or released and
+            // never held: nothing changes, but a pending task named is apart from its
+            // array's record, as Slurm splits it before looking.
+            let unchanged = (hold && !caller.admin && r.hold.is_some())
+                || (!hold && !pending && r.hold.is_none());
+            if unchanged {
+                if tasks.is_some() && pending && !r.split {
+                    self.jobs.get_mut(&id).expect("exists").changed_alone();
+                    effects.push(self.persist(id));
+                }
                 continue;
             }
             self.audit_hold(id, hold, hold && caller.admin && !user_hold, caller, now);
@@ -2461,10 +2465,11 @@ impl Controller {
                 self.outside.insert(id);
             }
             let r = self.jobs.get_mut(&id).expect("exists");
-            r.hold = match (hold, caller.admin && !user_hold) {
+            r.hold = match (hold, &r.hold) {
                 (false, _) => None,
-                (true, true) => Some(Hold::Admin),
-                (true, false) => Some(Hold::User),
+                (true, Some(h)) => Some(h.by_operator(user_hold)),
+                (true, None) if caller.admin && !user_hold => Some(Hold::Admin),
+                (true, None) => Some(Hold::User),
             };
             if hold && pending {
                 // A held job is not eligible: it accrues no age until released.

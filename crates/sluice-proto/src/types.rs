@@ -661,6 +661,11 @@ pub enum Hold {
     /// Requeued held in the state `SPECIAL_EXIT` (`scontrol requeuehold
     /// State=SpecialExit`), as [`Hold::Requeued`] otherwise.
     SpecialExit,
+    /// [`Hold::Requeued`], then held by an operator (`scontrol hold`): it still says
+    /// `job requeued in held state`, and only an operator releases it.
+    RequeuedAdmin,
+    /// [`Hold::SpecialExit`], then held by an operator, as [`Hold::RequeuedAdmin`].
+    SpecialExitAdmin,
 }
 
 impl Hold {
@@ -668,6 +673,33 @@ impl Hold {
     /// operator.
     pub fn owners(&self) -> bool {
         matches!(self, Hold::User | Hold::Requeued | Hold::SpecialExit)
+    }
+
+    /// Whether it came with a requeue (`job requeued in held state`).
+    pub fn requeued(&self) -> bool {
+        matches!(
+            self,
+            Hold::Requeued | Hold::SpecialExit | Hold::RequeuedAdmin | Hold::SpecialExitAdmin
+        )
+    }
+
+    /// Whether its job waits in the state `SPECIAL_EXIT`.
+    pub fn special_exit(&self) -> bool {
+        matches!(self, Hold::SpecialExit | Hold::SpecialExitAdmin)
+    }
+
+    /// This hold as an operator sets it on a job held already: an admin hold, or
+    /// with `uhold` (`user`) one its owner may release. As Slurm keeps the state's
+    /// description, a requeued job's hold still says it was requeued.
+    pub fn by_operator(&self, user: bool) -> Hold {
+        match (self.special_exit(), self.requeued(), user) {
+            (true, _, true) => Hold::SpecialExit,
+            (true, _, false) => Hold::SpecialExitAdmin,
+            (false, true, true) => Hold::Requeued,
+            (false, true, false) => Hold::RequeuedAdmin,
+            (false, false, true) => Hold::User,
+            (false, false, false) => Hold::Admin,
+        }
     }
 }
 
@@ -800,7 +832,7 @@ impl JobRecord {
 
     /// Whether it waits requeued in the state `SPECIAL_EXIT`.
     pub fn special_exit(&self) -> bool {
-        self.state == JobState::Pending && self.hold == Some(Hold::SpecialExit)
+        self.state == JobState::Pending && self.hold.as_ref().is_some_and(Hold::special_exit)
     }
 
     /// Whether someone holds it back.

@@ -225,12 +225,21 @@ impl Controller {
                         r.display_id()
                     ),
                 )
-            } else if matches!(hold, Hold::Requeued | Hold::SpecialExit) {
+            } else if hold.requeued() && hold.owners() {
                 cause(
                     "hold",
                     Reason::RequeuedHeld.as_str(),
                     format!(
                         "requeued held; its owner or an operator releases it (scontrol release {})",
+                        r.display_id()
+                    ),
+                )
+            } else if hold.requeued() {
+                cause(
+                    "hold",
+                    Reason::RequeuedHeld.as_str(),
+                    format!(
+                        "requeued held, then held by an operator; only an operator may release it (scontrol release {})",
                         r.display_id()
                     ),
                 )

@@ -271,7 +271,7 @@ impl Job {
 
     /// Whether it waits requeued in the state `SPECIAL_EXIT`.
     pub fn special_exit(&self) -> bool {
-        self.state == JobState::Pending && self.hold == Some(Hold::SpecialExit)
+        self.state == JobState::Pending && self.hold.as_ref().is_some_and(Hold::special_exit)
     }
 
     /// Whether this array task has a record of its own in Slurm's terms: changed on

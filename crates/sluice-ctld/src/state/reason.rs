@@ -84,7 +84,9 @@ impl Reason {
             Hold::ReservationDeleted(_) => Reason::ReservationDeleted,
             Hold::Admin => Reason::HeldAdmin,
             Hold::User => Reason::HeldUser,
-            Hold::Requeued | Hold::SpecialExit => Reason::RequeuedHeld,
+            Hold::Requeued | Hold::SpecialExit | Hold::RequeuedAdmin | Hold::SpecialExitAdmin => {
+                Reason::RequeuedHeld
+            }
         }
     }
 

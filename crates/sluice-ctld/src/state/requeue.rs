@@ -220,7 +220,7 @@ mod tests {
     use sluice_core::JobId;
     use sluice_proto::types::{JobState, RequeueFlags};
 
-    use super::super::tests::{alice, conf, desc, ended, held_array, launches, submit};
+    use super::super::tests::{alice, conf, desc, ended, held_array, launches, root, submit};
     use super::super::{Controller, Effect};
     use super::JOB_PENDING;
 
@@ -544,5 +544,81 @@ mod tests {
             .unwrap();
         assert_eq!(lines, ["1_0-2: Job is pending execution", "1_3: No error"]);
         assert_eq!(c.job(array).unwrap().restarts, 1);
+    }
+
+    #[test]
+    fn a_whole_array_is_answered_task_by_task_and_a_requeued_hold_keeps_saying_so() {
+        // --hold --array=0-3 as job 1 on four one-CPU nodes (task 3 holds id 1).
+        let (mut c, _) = held_array();
+        let array = JobId(1);
+        let reason = |c: &Controller, id: u64| c.job(JobId(id)).unwrap().reason;
+        // Task 3 is released, runs and completes.
+        let started = launches(&c.set_hold(array, Some(3), false, &alice(), 1).unwrap());
+        let node = started[0].1[0].clone();
+        c.job_ended(
+            &sluice_proto::types::JobEnded {
+                node,
+                ..ended(array, JobState::Completed, 0, 2)
+            },
+            2,
+        );
+        // The array as a whole: its ended task is answered for, as in Slurm (compat
+        // scenario 267); the others are released.
+        let (effects, lines) = c.hold_verb(array, None, false, false, &alice(), 3).unwrap();
+        assert_eq!(lines, ["1_0-2: No error", "1_3: Job has already finished"]);
+        assert_eq!(launches(&effects).len(), 3);
+        // An operator's hold of them all, the owner's release refused task by task.
+        c.hold_verb(array, None, true, false, &root(), 4).unwrap();
+        let (_, lines) = c.hold_verb(array, None, false, false, &alice(), 5).unwrap();
+        assert_eq!(
+            lines,
+            [
+                "1_0-2: Access/permission denied",
+                "1_3: Job has already finished"
+            ]
+        );
+        assert_eq!(reason(&c, 2), "JobHeldAdmin");
+        // A job of its own, refused whole.
+        let mut d = desc(1, 600);
+        d.hold = true;
+        let mut next = 10;
+        let (own, _) = submit(&mut c, d, &mut next, 6);
+        c.hold_verb(own, None, true, false, &root(), 6).unwrap();
+        let err = c
+            .hold_verb(own, None, false, false, &alice(), 7)
+            .unwrap_err();
+        assert_eq!(err.message, "Access/permission denied");
+        // Requeued held, then held by an operator: it still says it was requeued, and
+        // only an operator releases it; `uhold` gives it back to its owner.
+        let (effects, _) = c.hold_verb(own, None, false, false, &root(), 8).unwrap();
+        let node = launches(&effects)[0].1[0].clone();
+        c.requeue_as(
+            own,
+            None,
+            RequeueFlags {
+                hold: true,
+                ..Default::default()
+            },
+            &root(),
+            9,
+        )
+        .unwrap();
+        c.job_ended(
+            &sluice_proto::types::JobEnded {
+                run: 0,
+                node,
+                ..ended(own, JobState::Requeued, 0, 10)
+            },
+            10,
+        );
+        assert_eq!(c.job(own).unwrap().reason, "job requeued in held state");
+        c.hold_verb(own, None, true, false, &root(), 11).unwrap();
+        assert_eq!(c.job(own).unwrap().reason, "job requeued in held state");
+        assert!(c.hold_verb(own, None, false, false, &alice(), 12).is_err());
+        c.hold_verb(own, None, true, true, &root(), 13).unwrap();
+        c.hold_verb(own, None, true, false, &alice(), 14).unwrap();
+        assert_eq!(c.job(own).unwrap().reason, "job requeued in held state");
+        let (effects, _) = c.hold_verb(own, None, false, false, &alice(), 15).unwrap();
+        assert_eq!(launches(&effects).len(), 1, "released, it starts again");
     }
 }
