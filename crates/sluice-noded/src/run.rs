@@ -744,24 +744,21 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
             let _ = writeln!(f, "{}", cgroup::oom_message(&exec.node, oom_kills, &key));
         }
     }
-    let (ending, tasks_left, script, task_groups) = {
+    let (ending, tasks_left, script) = {
         let mut procs = exec.procs();
         let script = procs.pid.take();
-        (
-            procs.ending,
-            !procs.task_groups.is_empty(),
-            script,
-            procs.task_groups.clone(),
-        )
+        (procs.ending, !procs.task_groups.is_empty(), script)
     };
-    // What the script left behind (its process group, and every process of the job
-    // that is no srun task's) is killed at once, as slurmstepd SIGKILLs the batch
+    // What the script left behind in its session (background processes, one that
+    // ignored or missed SIGTERM) is killed at once, as slurmstepd SIGKILLs the batch
     // step's processes once its script is done: the job does not stay running (or
-    // COMPLETING) for KillWait on a process that ignored or missed SIGTERM.
-    if let Some(g) = script {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+    // COMPLETING) for KillWait on it. srun tasks lead sessions of their own: they, and
+    // whatever left the script's session, end as below.
+    if let Some(sid) = script {
+        tokio::task::spawn_blocking(move || crate::tree::signal_session(Signal::SIGKILL, sid))
+            .await
+            .ok();
     }
-    crate::tree::signal_descendants(Signal::SIGKILL, &task_groups);
     // Step tasks still running here end with the job, as slurmd ends them: SIGCONT
     // and SIGTERM (already sent when the controller ended the job), SIGKILL after
     // KillWait. (`end_leftovers` waits for them, and for any other process of the
@@ -1192,8 +1189,8 @@ fn kill_job(exec: Arc<Exec>, kill_wait: i64) {
     });
 }
 
-/// What the job left running here once its batch script has ended (its steps' tasks:
-/// the script's other processes were killed with its end) is ended — SIGTERM, SIGKILL
+/// What the job left running here once its batch script has ended (its steps' tasks,
+/// processes that left the script's session: the rest was killed with its end) is ended — SIGTERM, SIGKILL
 /// after `kill_wait` (already under way when the job was told to end) — and waited
 /// for, so that the script's end is reported only once nothing of the job is left on
 /// this node.

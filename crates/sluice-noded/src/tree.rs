@@ -190,6 +190,30 @@ pub(crate) fn live_descendants() -> Vec<i32> {
         .collect()
 }
 
+/// Sends `signal` to every live descendant of this process in session `sid` (a batch
+/// script's: it leads its session), again while a reading finds more (a process that
+/// forked meanwhile); how many were sent it. A session left (`setsid`) is another's.
+pub(crate) fn signal_session(signal: Signal, sid: i32) -> usize {
+    let mut sent = 0;
+    for _ in 0..3 {
+        let mut found = 0;
+        for p in live_descendants() {
+            let pid = Pid::from_raw(p);
+            if nix::unistd::getsid(Some(pid)).is_ok_and(|s| s.as_raw() == sid) {
+                let _ = kill(pid, signal);
+                found += 1;
+            }
+        }
+        sent += found;
+        if found == 0 {
+            break;
+        }
+        // Those signalled are gone or going; look again for one forked meanwhile.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    sent
+}
+
 /// Sends `signal` to every live descendant of this process but those in the process
 /// groups `signalled` (already sent it with `killpg`: a second SIGTERM would run a
 /// batch script's trap again); how many descendants there were.

@@ -245,6 +245,7 @@ pub(super) async fn update(ctx: Ctx, Path(id): Path<String>, body: axum::body::B
         None => {}
     }
     let caller = ctx.app.operator_caller(ctx.peer);
+    let mut warnings = Vec::new();
     for change in steps {
         let done = ctx
             .app
@@ -255,20 +256,48 @@ pub(super) async fn update(ctx: Ctx, Path(id): Path<String>, body: axum::body::B
             })
             .await
             .and_then(|r| r);
-        if let Err(e) = done {
-            let mut err = Error::from_api(&e, "slurm_update_job2()");
-            if strerror(err.number) == e.message {
-                err.description = "Job update requested failed".into();
+        match done {
+            // An array's tasks answered for one by one (some refused, say a hold of
+            // a task that has ended): slurmrestd warns of each refusal.
+            Ok(tasks) => warnings.extend(task_warnings(&tasks)),
+            Err(e) => {
+                let mut err = Error::from_api(&e, "slurm_update_job2()");
+                if strerror(err.number) == e.message {
+                    err.description = "Job update requested failed".into();
+                }
+                return ctx.fail(empty(), err);
             }
-            return ctx.fail(empty(), err);
         }
     }
-    ctx.ok(empty())
+    ctx.ok_warned(empty(), &warnings)
+}
+
+/// slurmrestd's warning for each group of an array's tasks a change refused (the
+/// controller's `ID_TASKS: MESSAGE` lines; those done say `No error`).
+fn task_warnings(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| !l.ends_with(": No error"))
+        .map(|l| format!("Job update resulted in non-zero return-code: {l}"))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_arrays_refused_tasks_are_warned_of_and_those_done_are_not() {
+        let lines = [
+            "7_1-2: No error".to_string(),
+            "7_3: Job has already finished".to_string(),
+        ];
+        assert_eq!(
+            task_warnings(&lines),
+            ["Job update resulted in non-zero return-code: 7_3: Job has already finished"]
+        );
+        assert!(task_warnings(&[]).is_empty());
+    }
 
     fn body(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
