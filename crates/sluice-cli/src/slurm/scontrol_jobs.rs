@@ -55,9 +55,9 @@ pub fn hold(client: &Client, verb: &str, words: &[String]) -> i32 {
             };
             let answer = send(client, &format!("/v1/jobs/{}/{action}", t.job), &body);
             last = answer.as_ref().err().cloned();
-            lines.extend(report(answer, &t.shown, &mut failed));
+            print_lines(report(answer, &t.shown, &mut failed), &mut lines);
         }
-        if print_lines(lines) {
+        if !lines.is_empty() {
             code = 1;
         }
         if failed {
@@ -108,9 +108,9 @@ pub fn requeue(client: &Client, hold: bool, words: &[String]) -> i32 {
                 ..TaskSelection::of_tasks(t.tasks)
             };
             let answer = send(client, &format!("/v1/jobs/{}/requeue", t.job), &body);
-            lines.extend(report(answer, &t.shown, &mut failed));
+            print_lines(report(answer, &t.shown, &mut failed), &mut lines);
         }
-        if print_lines(lines) || failed {
+        if !lines.is_empty() || failed {
             code = 1;
         }
     }
@@ -260,17 +260,16 @@ fn report(answer: Answer, shown: &str, failed: &mut bool) -> Vec<String> {
     })
 }
 
-/// Prints an array's lines, each once (the tasks a `Name=` word names are asked one by
-/// one, and may be answered for the array's record each time); whether there were any.
-fn print_lines(lines: Vec<String>) -> bool {
-    let mut seen: Vec<String> = Vec::new();
+/// Prints an array's lines as its request is answered, as Slurm does id by id, each
+/// line once for the word (the tasks a `Name=` word names are asked one by one, and
+/// may be answered for the array's record each time): `seen` keeps those printed.
+fn print_lines(lines: Vec<String>, seen: &mut Vec<String>) {
     for l in lines {
         if !seen.contains(&l) {
             eprintln!("{l}");
             seen.push(l);
         }
     }
-    !seen.is_empty()
 }
 
 #[cfg(test)]
