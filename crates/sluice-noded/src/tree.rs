@@ -191,27 +191,27 @@ pub(crate) fn live_descendants() -> Vec<i32> {
 }
 
 /// Sends `signal` to every live descendant of this process in session `sid` (a batch
-/// script's: it leads its session), again while a reading finds more (a process that
-/// forked meanwhile); how many were sent it. A session left (`setsid`) is another's.
+/// script's: it leads its session), reading again while a reading finds one not sent
+/// it yet (forked meanwhile); how many were sent it. A session left (`setsid`) is
+/// another's.
 pub(crate) fn signal_session(signal: Signal, sid: i32) -> usize {
-    let mut sent = 0;
+    let mut sent: BTreeSet<i32> = BTreeSet::new();
     for _ in 0..3 {
-        let mut found = 0;
+        let mut new = false;
         for p in live_descendants() {
             let pid = Pid::from_raw(p);
-            if nix::unistd::getsid(Some(pid)).is_ok_and(|s| s.as_raw() == sid) {
+            if !sent.contains(&p) && nix::unistd::getsid(Some(pid)).is_ok_and(|s| s.as_raw() == sid)
+            {
                 let _ = kill(pid, signal);
-                found += 1;
+                sent.insert(p);
+                new = true;
             }
         }
-        sent += found;
-        if found == 0 {
+        if !new {
             break;
         }
-        // Those signalled are gone or going; look again for one forked meanwhile.
-        std::thread::sleep(Duration::from_millis(5));
     }
-    sent
+    sent.len()
 }
 
 /// Sends `signal` to every live descendant of this process but those in the process

@@ -50,6 +50,8 @@ impl Controller {
             .ok_or_else(|| ApiError::new(ErrorCode::InvalidJobId, UNKNOWN_JOB))?;
         match r.state {
             JobState::Pending => return Err(ApiError::invalid(JOB_PENDING)),
+            // Told to end (cancelled, COMPLETING): finished for Slurm.
+            JobState::Running if r.told_to_end() => return Err(ApiError::invalid(ALREADY_DONE)),
             JobState::Running => {}
             _ => return Err(ApiError::invalid(ALREADY_DONE)),
         }
@@ -424,6 +426,15 @@ mod tests {
         };
         c.cancel(&req, &alice(), 20).unwrap();
         assert_eq!(err(&mut c, b, true), Err(ALREADY_DONE.into()));
+        // Cancelled while it runs, COMPLETING until its processes are gone.
+        let req = sluice_proto::types::CancelRequest {
+            jobs: vec![(a.0, None)],
+            ..Default::default()
+        };
+        c.cancel(&req, &alice(), 21).unwrap();
+        assert_eq!(c.job(a).unwrap().state, JobState::Running, "still ending");
+        assert_eq!(err(&mut c, a, true), Err(ALREADY_DONE.into()));
+        assert!(c.job(a).unwrap().suspension.is_none());
     }
 
     #[test]
