@@ -50,8 +50,10 @@ impl Controller {
             .ok_or_else(|| ApiError::new(ErrorCode::InvalidJobId, UNKNOWN_JOB))?;
         match r.state {
             JobState::Pending => return Err(ApiError::invalid(JOB_PENDING)),
-            // Told to end (cancelled, COMPLETING): finished for Slurm.
-            JobState::Running if r.told_to_end() => return Err(ApiError::invalid(ALREADY_DONE)),
+            // Told to end (cancelled, COMPLETING) while it runs: finished for Slurm.
+            JobState::Running if suspend && r.suspension.is_none() && r.told_to_end() => {
+                return Err(ApiError::invalid(ALREADY_DONE))
+            }
             JobState::Running => {}
             _ => return Err(ApiError::invalid(ALREADY_DONE)),
         }
