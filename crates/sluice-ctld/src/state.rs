@@ -2327,29 +2327,39 @@ impl Controller {
         self.select(job, Some(task)).first().copied()
     }
 
-    /// Whether `job` is an array's id (its task records carry it).
+    /// Whether `job` is an array's id (its task records carry it, or it is the record
+    /// of its tasks cancelled before they started).
     fn is_array(&self, job: JobId) -> bool {
         self.jobs
             .get(&job)
             .and_then(|h| h.array)
             .is_some_and(|(array, _)| array == job)
+            || self.folded_tasks(job).is_some()
     }
 
     /// Ids a request names (`123` all of an array, `123_4` one task).
     fn select(&self, job: JobId, task: Option<u32>) -> Vec<JobId> {
         match task {
-            Some(t) => self
-                .jobs
-                .values()
-                .filter(|j| j.array == Some((job, t)))
-                .map(|j| j.id)
-                .collect(),
+            Some(t) => {
+                let found: Vec<JobId> = self
+                    .jobs
+                    .values()
+                    .filter(|j| j.array == Some((job, t)))
+                    .map(|j| j.id)
+                    .collect();
+                // A task cancelled before it started, in its array's one record.
+                match self.folded_tasks(job) {
+                    Some(folded) if found.is_empty() && folded.contains(&t) => vec![job],
+                    _ => found,
+                }
+            }
             None => {
                 let head = self.jobs.get(&job);
                 if self.is_array(job) {
+                    // Its tasks, and the record of those cancelled before they started.
                     self.jobs
                         .values()
-                        .filter(|j| j.array.is_some_and(|a| a.0 == job))
+                        .filter(|j| j.id == job || j.array.is_some_and(|a| a.0 == job))
                         .map(|j| j.id)
                         .collect()
                 } else if head.and_then(|h| h.het).is_some_and(|h| h.offset == 0) {
@@ -2510,7 +2520,7 @@ impl Controller {
         };
         let wanted: BTreeSet<u32> = tasks.iter().copied().collect();
         let mut found = BTreeSet::new();
-        let ids = self
+        let mut ids: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| match j.array {
@@ -2522,6 +2532,14 @@ impl Controller {
             })
             .map(|j| j.id)
             .collect();
+        // Tasks cancelled before they started, in the array's one record.
+        if let Some(folded) = self.folded_tasks(job) {
+            let before = found.len();
+            found.extend(folded.iter().filter(|t| wanted.contains(t)));
+            if found.len() > before {
+                ids.push(job);
+            }
+        }
         (ids, wanted.difference(&found).copied().collect())
     }
 
@@ -2538,13 +2556,18 @@ impl Controller {
         if refused.is_empty() && missing.is_empty() {
             return Vec::new();
         }
-        let task_of = |id: &JobId| self.jobs[id].array.map_or(0, |a| a.1);
+        // A record's tasks: its own, or those of an array's record cancelled whole,
+        // every one of them (Slurm answers for the record, whichever task was named).
+        let tasks_of = |id: &JobId| match self.jobs[id].array {
+            Some((_, t)) => vec![t],
+            None => self.folded_tasks(*id).map_or(vec![0], <[u32]>::to_vec),
+        };
         let mut groups: Vec<(Vec<u32>, &str)> =
-            vec![(done.iter().map(task_of).collect(), "No error")];
+            vec![(done.iter().flat_map(tasks_of).collect(), "No error")];
         for (id, msg) in refused {
             match groups.iter_mut().find(|(_, m)| m == msg) {
-                Some((tasks, _)) => tasks.push(task_of(id)),
-                None => groups.push((vec![task_of(id)], msg)),
+                Some((tasks, _)) => tasks.extend(tasks_of(id)),
+                None => groups.push((tasks_of(id), msg)),
             }
         }
         groups.push((missing.to_vec(), INVALID_JOB_ID));

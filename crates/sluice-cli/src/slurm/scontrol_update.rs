@@ -3,7 +3,7 @@
 //! owner (or an operator).
 
 use sluice_proto::time::parse_timestamp;
-use sluice_proto::types::{JobUpdate, NodeUpdate, PartitionUpdate};
+use sluice_proto::types::{Changed, JobUpdate, NodeUpdate, PartitionUpdate};
 use sluice_proto::{Client, ClientError};
 
 use super::common::{describe, now};
@@ -47,7 +47,8 @@ fn refuse(first: String) -> i32 {
 /// Prints nothing on success, as Slurm's does. Words Slurm's `scontrol` does not
 /// accept are refused before anything is sent, in its words (`Update of this parameter
 /// is not supported: KEY=VALUE`, `Invalid input: WORD`, then `Request aborted`); the
-/// controller's refusals print `slurm_update error: MESSAGE`. Exit 1 on failure.
+/// controller's refusals print `slurm_update error: MESSAGE`, a job's `MESSAGE for
+/// job ID` (an array's tasks a line per group, `ID_TASKS: MESSAGE`). Exit 1 on failure.
 pub fn run(client: &Client, words: &[String]) -> i32 {
     match entity(words) {
         Some(Entity::Node) => update_node(client, words),
@@ -249,11 +250,26 @@ fn update_job(client: &Client, words: &[String]) -> i32 {
         None => (job.parse::<u64>().ok(), Some(None)),
     };
     let (Some(id), Some(task)) = (id, task) else {
-        eprintln!("slurm_update error: Invalid job id specified");
+        eprintln!("Invalid job id specified for job {job}");
         return 1;
     };
     let body = JobUpdate { task, changes };
-    answer(client.post::<_, serde_json::Value>(&format!("/v1/jobs/{id}/update"), &body))
+    match client.post::<_, Changed>(&format!("/v1/jobs/{id}/update"), &body) {
+        // An array's tasks answered a line per group (`A_1-6: MESSAGE`), as Slurm
+        // answers for its array record.
+        Ok(c) if !c.tasks.is_empty() => {
+            for l in &c.tasks {
+                eprintln!("{l}");
+            }
+            1
+        }
+        Ok(_) => 0,
+        // A job's refusal names it, as Slurm's scontrol (`MESSAGE for job ID`).
+        Err(e) => {
+            eprintln!("{} for job {job}", describe(&e));
+            1
+        }
+    }
 }
 
 fn answer(r: Result<serde_json::Value, ClientError>) -> i32 {

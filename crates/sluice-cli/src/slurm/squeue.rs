@@ -1083,7 +1083,13 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     if !a.jobs.is_empty() {
         let want = |j: &JobRecord| {
             a.jobs.iter().any(|(id, task)| match task {
-                Some(t) => j.array == Some((*id, *t)),
+                // A task cancelled before it started: its array's one record.
+                Some(t) => {
+                    j.array == Some((*id, *t))
+                        || (j.id == *id
+                            && j.array.is_none()
+                            && j.array_pending.as_ref().is_some_and(|p| p.0.contains(t)))
+                }
                 None => {
                     j.id == *id
                         || j.array.is_some_and(|x| x.0 == *id)
@@ -1220,6 +1226,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
             }
         }
     }
+    jobs = split_cancelled_arrays(jobs, a.array, &a.jobs);
     if a.json {
         let cluster = super::common::cluster_name(client);
         let jobs: Vec<JobRecord> = jobs.into_iter().map(|j| *j).collect();
@@ -1550,6 +1557,54 @@ fn collapse_arrays(
     out
 }
 
+/// The record of an array's tasks cancelled before they started (`A_[1-6]`), split
+/// into a line per task as Slurm's squeue splits its meta record: every task with
+/// `-r` (`every`), else those `named` by their own ids (`-j A_4`) unless the array
+/// is named whole.
+#[allow(clippy::vec_box)]
+fn split_cancelled_arrays(
+    jobs: Vec<Box<JobRecord>>,
+    every: bool,
+    named: &[(u64, Option<u32>)],
+) -> Vec<Box<JobRecord>> {
+    let folded =
+        |j: &JobRecord| j.array.is_none() && j.array_pending.is_some() && j.state.is_finished();
+    if !jobs.iter().any(|j| folded(j)) {
+        return jobs;
+    }
+    let mut out = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        if !folded(&j) {
+            out.push(j);
+            continue;
+        }
+        let tasks: Vec<u32> = j
+            .array_pending
+            .as_ref()
+            .map(|p| p.0.clone())
+            .unwrap_or_default();
+        let whole = named.is_empty() || named.contains(&(j.id, None));
+        let shown: Vec<u32> = if every && whole {
+            tasks
+        } else if whole {
+            out.push(j);
+            continue;
+        } else {
+            tasks
+                .into_iter()
+                .filter(|t| named.contains(&(j.id, Some(*t))))
+                .collect()
+        };
+        for t in shown {
+            let mut task = j.clone();
+            task.array = Some((j.id, t));
+            task.array_pending = None;
+            out.push(task);
+        }
+    }
+    out
+}
+
 /// A job's `OverSubscribe` as Slurm prints it: `NO` with `--exclusive`, `YES` with
 /// `--oversubscribe`, else `OK`.
 pub(crate) fn over_subscribe(j: &JobRecord) -> &'static str {
@@ -1726,7 +1781,7 @@ mod exec_host_tests {
 
 #[cfg(test)]
 mod array_line_tests {
-    use super::collapse_arrays;
+    use super::{collapse_arrays, split_cancelled_arrays};
     use sluice_proto::types::{JobRecord, JobState};
 
     /// Task `index` of array `array`, under record `id`; the array's own record (the
@@ -1785,6 +1840,48 @@ mod array_line_tests {
             ),
         ];
         assert_eq!(lines(jobs), ["30_1", "30_[2-3]"]);
+    }
+
+    #[test]
+    fn an_array_cancelled_before_its_tasks_started_is_split_for_r_and_for_tasks_named() {
+        // `sbatch -a 1-4`, task 1 ran; cancelled whole: task 1's record, and one record
+        // for tasks 2-4 (the array's own, no task of its own), as Slurm's meta record.
+        let jobs = || {
+            let mut rest = task(
+                40,
+                40,
+                4,
+                JobState::Cancelled,
+                Some((&[2, 3, 4], &[1, 2, 3, 4], None)),
+            );
+            rest.array = None;
+            vec![task(40, 41, 1, JobState::Cancelled, None), rest]
+        };
+        let ids =
+            |jobs: Vec<Box<JobRecord>>| jobs.iter().map(|j| j.display_id()).collect::<Vec<_>>();
+        assert_eq!(
+            ids(split_cancelled_arrays(jobs(), false, &[])),
+            ["40_1", "40_[2-4]"]
+        );
+        assert_eq!(
+            ids(split_cancelled_arrays(jobs(), true, &[])),
+            ["40_1", "40_2", "40_3", "40_4"]
+        );
+        // `-j 40_3`, with or without -r: that task alone; `-j 40`: the array's lines.
+        let named = [(40, Some(3))];
+        assert_eq!(
+            ids(split_cancelled_arrays(jobs(), false, &named)),
+            ["40_1", "40_3"]
+        );
+        assert_eq!(
+            ids(split_cancelled_arrays(jobs(), true, &named)),
+            ["40_1", "40_3"]
+        );
+        let whole = [(40, None)];
+        assert_eq!(
+            ids(split_cancelled_arrays(jobs(), false, &whole)),
+            ["40_1", "40_[2-4]"]
+        );
     }
 
     #[test]

@@ -143,23 +143,23 @@ fn owners_change_time_limits_names_and_partitions() {
     for (args, err) in [
         (
             vec!["Partition=nosuch"],
-            "slurm_update error: Invalid partition name specified\n",
+            format!("Invalid partition name specified for job {id}\n"),
         ),
         // Not a time: refused by scontrol itself, as Slurm's (scenario 076).
         (
             vec!["TimeLimit=abc"],
-            "scontrol: error: Invalid TimeLimit value\n",
+            "scontrol: error: Invalid TimeLimit value\n".to_string(),
         ),
         (
             vec!["Colour=blue"],
-            "Update of this parameter is not supported: Colour=blue\nRequest aborted\n",
+            "Update of this parameter is not supported: Colour=blue\nRequest aborted\n".to_string(),
         ),
     ] {
         let mut all = vec!["update".to_string(), format!("JobId={id}")];
         all.extend(args.iter().map(|a| a.to_string()));
         let all: Vec<&str> = all.iter().map(String::as_str).collect();
         let o = c.run("scontrol", &all);
-        assert_eq!((o.stderr.as_str(), o.code), (err, 1), "{args:?}");
+        assert_eq!((o.stderr.as_str(), o.code), (err.as_str(), 1), "{args:?}");
     }
     assert_eq!(show("%l %j %P"), "5:00 second other");
     // A job the other partition could never run (two nodes; it has one) stays put.
@@ -171,7 +171,7 @@ fn owners_change_time_limits_names_and_partitions() {
     assert_eq!(
         (o.stderr.as_str(), o.code),
         (
-            "slurm_update error: Requested node configuration is not available\n",
+            format!("Requested node configuration is not available for job {wide}\n").as_str(),
             1
         )
     );
@@ -180,7 +180,7 @@ fn owners_change_time_limits_names_and_partitions() {
     let o = c.run("scontrol", &["update", "JobId=999999", "TimeLimit=5"]);
     assert_eq!(
         (o.stderr.as_str(), o.code),
-        ("slurm_update error: Invalid job id specified\n", 1)
+        ("Invalid job id specified for job 999999\n", 1)
     );
 
     // A running job's limit lowered to three seconds: its agent ends it at once.

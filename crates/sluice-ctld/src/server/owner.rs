@@ -469,9 +469,9 @@ impl Owner {
                         };
                         ctl.suspend(id, suspend, &caller, now).map(alone)
                     }
-                    Change::UpdateJob { id, update } => ctl
-                        .update_job(id, update.task, &update.changes, &caller, now)
-                        .map(alone),
+                    Change::UpdateJob { id, update } => {
+                        ctl.update_job_verb(id, update.task, &update.changes, &caller, now)
+                    }
                     Change::UpdateNodes(u) => ctl
                         .update_node(&u.nodes, &u.state, u.reason.as_deref(), &caller, now)
                         .map(alone),

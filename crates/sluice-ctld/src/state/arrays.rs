@@ -13,7 +13,9 @@
 //! Cancelling the whole array (`scancel 123`) cancels its meta record in Slurm: one
 //! record, `123_[0,2-3]`, for every task that never started. Sluice forgets those
 //! tasks' own records and keeps the array's, cancelled, naming them all
-//! ([`Controller::fold_unstarted_into_array`]).
+//! ([`Controller::fold_unstarted_into_array`]). Its tasks are named by their own ids
+//! still (`hold 123_2`, `squeue -j 123_2`): they are found in that record
+//! ([`Controller::folded_tasks`]), as Slurm finds them in its meta record.
 
 use sluice_core::JobId;
 use sluice_proto::types::JobState;
@@ -99,6 +101,17 @@ impl Controller {
         }
         if r.array_pending.as_ref().is_some_and(|p| p.0.len() > 1) {
             r.array = None;
+        }
+    }
+
+    /// The tasks that never started of array `job` cancelled whole, when their one
+    /// record ([`Controller::fold_unstarted_into_array`]) names more than one: that
+    /// record is `job`'s own.
+    pub(super) fn folded_tasks(&self, job: JobId) -> Option<&[u32]> {
+        let r = self.jobs.get(&job)?;
+        match (r.array, r.array_pending.as_deref()) {
+            (None, Some((tasks, _))) if r.state.is_finished() => Some(tasks),
+            _ => None,
         }
     }
 

@@ -303,7 +303,20 @@ impl Listing {
             for &(id, task) in ids {
                 let id = JobId(id);
                 let (lo, hi) = match task {
-                    Some(t) => ((id, t, JobId(0)), (id, t, JobId(u64::MAX))),
+                    Some(t) => {
+                        // A task cancelled before it started: its array's one record.
+                        if let Some(l) = self.jobs.get(&id) {
+                            if l.job.array.is_none()
+                                && l.job
+                                    .array_pending
+                                    .as_ref()
+                                    .is_some_and(|p| p.0.contains(&t))
+                            {
+                                set.insert(id);
+                            }
+                        }
+                        ((id, t, JobId(0)), (id, t, JobId(u64::MAX)))
+                    }
                     None => {
                         if let Some(l) = self.jobs.get(&id) {
                             set.insert(id);

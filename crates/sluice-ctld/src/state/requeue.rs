@@ -12,6 +12,10 @@ use super::job::Job;
 use super::suspend::JOB_PENDING;
 use super::{Caller, Controller, Effect, INVALID_JOB_ID, NOT_HET_LEADER};
 
+/// Slurm's `ESLURM_DISABLED`: a job submitted `--no-requeue`, an array cancelled
+/// before its tasks started.
+const DISABLED: &str = "Requested operation is presently disabled";
+
 impl Controller {
     /// `scontrol requeue`: a running (or finished) batch job goes back to the queue under
     /// the same id; its output is appended on the next run. A running job waits
@@ -86,6 +90,24 @@ impl Controller {
             return Err(ApiError::invalid(NOT_HET_LEADER));
         }
         let (ids, missing) = self.select_tasks(job, tasks);
+        // An array cancelled before its tasks started is not put back (Slurm puts
+        // every one of them back, whichever was named: COMPATIBILITY.md).
+        let (mut ids, missing) = (ids, missing);
+        let folded = self.folded_tasks(job).map(<[u32]>::to_vec);
+        if folded.is_some() && tasks.is_none() {
+            return Err(ApiError::invalid(DISABLED));
+        }
+        let disabled = match folded {
+            Some(f) if ids.contains(&job) => {
+                ids.retain(|&id| id != job);
+                f
+            }
+            _ => Vec::new(),
+        };
+        if ids.is_empty() && !disabled.is_empty() {
+            let groups = vec![(disabled, DISABLED), (missing, INVALID_JOB_ID)];
+            return Ok((Vec::new(), super::task_groups(job, groups)));
+        }
         if ids.is_empty() {
             return self
                 .missing_tasks(job, tasks.unwrap_or_default())
@@ -99,9 +121,7 @@ impl Controller {
                 return Err(ApiError::access_denied());
             }
             if r.desc.requeue == Some(false) {
-                return Err(ApiError::invalid(
-                    "Requested operation is presently disabled",
-                ));
+                return Err(ApiError::invalid(DISABLED));
             }
             if r.desc.interactive {
                 // Nobody would be there to use it again (Slurm requeues batch jobs only).
@@ -159,10 +179,10 @@ impl Controller {
                 effects.push(self.persist(id));
             }
         }
-        let notes = if refused.is_empty() && missing.is_empty() {
+        let notes = if refused.is_empty() && missing.is_empty() && disabled.is_empty() {
             Vec::new()
         } else {
-            self.array_answer(&selected, &refused, &missing)
+            self.array_answer(&selected, &refused, &missing, disabled)
         };
         effects.extend(self.schedule(now));
         Ok((effects, notes))
@@ -172,9 +192,16 @@ impl Controller {
     /// `refused` were pending, and of tasks `missing` the array lacks: the pending tasks
     /// not split from the array's record stand together (Slurm answers for that record,
     /// whichever of its tasks was named), each other refused task on its own, the tasks
-    /// requeued (`No error`) and those missing (`Invalid job id specified`), a line per
-    /// group in task order.
-    fn array_answer(&self, selected: &[JobId], refused: &[JobId], missing: &[u32]) -> Vec<String> {
+    /// requeued (`No error`), those missing (`Invalid job id specified`) and those
+    /// `disabled` (of an array cancelled before they started), a line per group in task
+    /// order.
+    fn array_answer(
+        &self,
+        selected: &[JobId],
+        refused: &[JobId],
+        missing: &[u32],
+        disabled: Vec<u32>,
+    ) -> Vec<String> {
         let array = self.jobs[&selected[0]].array.map_or(selected[0], |a| a.0);
         let task_of = |id: &JobId| self.jobs[id].array.map_or(0, |a| a.1);
         let mut pending: Vec<u32> = Vec::new();
@@ -208,6 +235,7 @@ impl Controller {
                 (pending, JOB_PENDING),
                 (done, "No error"),
                 (missing.to_vec(), INVALID_JOB_ID),
+                (disabled, DISABLED),
             ],
         )
     }

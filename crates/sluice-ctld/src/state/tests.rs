@@ -5,7 +5,7 @@ use super::*;
 use sluice_core::{Cluster, Node, Partition};
 use sluice_proto::explain::{Explanation, SuggestionSearch};
 use sluice_proto::reservations::{ListChange, ListOp, ReservationChange, ReservationOp};
-use sluice_proto::types::CancelRequest;
+use sluice_proto::types::{CancelRequest, RequeueFlags};
 
 /// `nodes` nodes of `cpus` CPUs in one default partition `debug` (an hour at most).
 pub(crate) fn conf(nodes: u32, cpus: u32) -> ClusterConfig {
@@ -249,6 +249,100 @@ fn array_tasks_cancelled_before_they_start_leave_no_record() {
         (r.display_id(), r.state, r.reason.as_str()),
         ("1_[0,2]".to_string(), JobState::Cancelled, "JobHeldUser")
     );
+}
+
+#[test]
+fn tasks_of_an_array_cancelled_before_they_started_are_answered_for_its_record() {
+    // --hold --array=0-3 as job 1, cancelled whole: one record, `1_[0-3]`, CANCELLED.
+    let (mut c, _) = held_array();
+    let req = CancelRequest {
+        jobs: vec![(1, None)],
+        ..Default::default()
+    };
+    c.cancel(&req, &alice(), 5).unwrap();
+    assert_eq!(c.job(JobId(1)).unwrap().display_id(), "1_[0-3]");
+    // Each task is found in that record, as Slurm finds it in its meta record.
+    assert_eq!(c.task_record(JobId(1), 2), Some(JobId(1)));
+    assert_eq!(c.task_record(JobId(1), 7), None);
+    // Held or released by one of its ids, it is answered for all of them; a task it
+    // never had is answered apart.
+    let (_, lines) = c
+        .hold_verb(JobId(1), Some(&[2]), true, false, &alice(), 6)
+        .unwrap();
+    assert_eq!(lines, ["1_0-3: Job has already finished"]);
+    let (_, lines) = c
+        .hold_verb(JobId(1), Some(&[1, 7]), false, false, &alice(), 6)
+        .unwrap();
+    assert_eq!(
+        lines,
+        [
+            "1_0-3: Job has already finished",
+            "1_7: Invalid job id specified"
+        ]
+    );
+    // An update of one task the same way; the record is not touched.
+    let limit = vec![("TimeLimit".to_string(), "3".to_string())];
+    let (effects, lines) = c
+        .update_job_verb(JobId(1), Some(3), &limit, &alice(), 6)
+        .unwrap();
+    assert_eq!(lines, ["1_0-3: Job has already finished"]);
+    assert!(effects.is_empty());
+    // Not put back by a requeue (Slurm would put back all four): refused, unchanged.
+    let (effects, lines) = c
+        .requeue_as(JobId(1), Some(1), RequeueFlags::default(), &alice(), 6)
+        .unwrap();
+    assert_eq!(lines, ["1_0-3: Requested operation is presently disabled"]);
+    assert!(!effects.iter().any(|e| matches!(e, Effect::Persist(_))));
+    let e = c.requeue(JobId(1), None, &alice(), 6).unwrap_err();
+    assert_eq!(e.message, "Requested operation is presently disabled");
+    let r = c.job(JobId(1)).unwrap();
+    assert_eq!(
+        (r.state, r.display_id()),
+        (JobState::Cancelled, "1_[0-3]".into())
+    );
+}
+
+#[test]
+fn a_finished_job_refuses_every_update_and_tasks_are_answered_each_on_their_own() {
+    // Four 1-CPU nodes; job 1 runs and ends, then a held array (ids 2-4, tasks 0-2).
+    let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (done, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    c.schedule(0);
+    c.job_ended(&ended(done, JobState::Completed, 0, 10), 10);
+    let mut d = desc(1, 600);
+    d.array = Some((vec![0, 1, 2], None));
+    d.hold = true;
+    let (array, _) = submit(&mut c, d, &mut next, 20);
+    let bob = Caller {
+        uid: 1001,
+        gid: 1001,
+        admin: false,
+    };
+    // As Slurm's `_update_job`: finished comes first, whatever is asked and by whom.
+    let name = vec![("JobName".to_string(), "x".to_string())];
+    let e = c.update_job(done, None, &name, &bob, 30).unwrap_err();
+    assert_eq!(e.message, "Job has already finished");
+    // A bad partition for the whole array: every task refused, a line for them.
+    let part = vec![("Partition".to_string(), "nosuch".to_string())];
+    let (effects, lines) = c.update_job_verb(array, None, &part, &alice(), 30).unwrap();
+    assert_eq!(
+        lines,
+        [format!("{array}_0-2: Invalid partition name specified")]
+    );
+    assert!(effects.is_empty());
+    // A limit for one task and one the array lacks: the task is changed, on its own.
+    let limit = vec![("TimeLimit".to_string(), "4".to_string())];
+    let (_, lines) = c
+        .update_job_verb(array, Some(9), &limit, &alice(), 30)
+        .unwrap();
+    assert_eq!(lines, [format!("{array}_9: Invalid job id specified")]);
+    let (_, lines) = c
+        .update_job_verb(array, Some(1), &limit, &alice(), 30)
+        .unwrap();
+    assert!(lines.is_empty());
+    let task = c.job(c.task_record(array, 1).unwrap()).unwrap();
+    assert_eq!((task.time_limit, task.split), (Some(240), true));
 }
 
 #[test]

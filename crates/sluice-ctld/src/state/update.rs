@@ -308,6 +308,45 @@ impl Controller {
         Ok(effects)
     }
 
+    /// [`Controller::update_job`] as `scontrol update` sees it. An array's tasks (named,
+    /// or the whole array) are updated each on its own, as Slurm updates each of its
+    /// records: those refused are answered a line per group (`A_1-3: MESSAGE`, those of
+    /// an array cancelled before they started for that array's record, all of its
+    /// tasks), with the tasks the array lacks; the others are updated.
+    pub fn update_job_verb(
+        &mut self,
+        job: JobId,
+        task: Option<u32>,
+        changes: &[(String, String)],
+        caller: &Caller,
+        now: i64,
+    ) -> Result<(Vec<Effect>, Vec<String>), ApiError> {
+        if task.is_none() && !self.is_array(job) {
+            return Ok((
+                self.update_job(job, task, changes, caller, now)?,
+                Vec::new(),
+            ));
+        }
+        let (ids, missing) = self.select_tasks(job, task.as_ref().map(std::slice::from_ref));
+        if ids.is_empty() {
+            return self.missing_tasks(job, &missing).map(|l| (Vec::new(), l));
+        }
+        let mut refused = Vec::new();
+        let mut done = Vec::new();
+        for id in ids {
+            match self.update_refusal(id, changes, caller) {
+                Ok(()) => done.push(id),
+                Err(e) => refused.push((id, e.message)),
+            }
+        }
+        let effects = if done.is_empty() {
+            Vec::new()
+        } else {
+            self.apply_update(&done, changes, task.is_some(), caller, now)?
+        };
+        Ok((effects, self.task_lines(job, &done, &refused, &missing)))
+    }
+
     /// `scontrol update JobId=N KEY=VALUE...` for a job (all tasks of an array).
     /// Keys: `TimeLimit`, `JobName` (or `Name`), `Comment`, `Nice`, and for pending jobs
     /// `Partition` and `StartTime` (the `--begin` time, Unix seconds here, parsed by the
@@ -332,7 +371,25 @@ impl Controller {
         }
         // Check everything first: a refused update changes nothing.
         for &id in &ids {
+            self.update_refusal(id, changes, caller)?;
+        }
+        self.apply_update(&ids, changes, task.is_some(), caller, now)
+    }
+
+    /// Why `changes` may not be made to record `id` by `caller`, in Slurm's order
+    /// (`_update_job`: a finished job first, whoever asks).
+    fn update_refusal(
+        &self,
+        id: JobId,
+        changes: &[(String, String)],
+        caller: &Caller,
+    ) -> Result<(), ApiError> {
+        {
             let r = &self.jobs[&id];
+            // A job told to end (cancelled, still COMPLETING) has finished for Slurm.
+            if r.state.is_finished() || (r.state == JobState::Running && r.told_to_end()) {
+                return Err(ApiError::invalid("Job has already finished"));
+            }
             if !Self::may_touch(caller, r) {
                 return Err(ApiError::access_denied());
             }
@@ -406,8 +463,21 @@ impl Controller {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Makes `changes` to records `ids` (checked by [`Controller::update_refusal`]);
+    /// `alone` when they were named as tasks (changed apart from their array).
+    fn apply_update(
+        &mut self,
+        ids: &[JobId],
+        changes: &[(String, String)],
+        alone: bool,
+        caller: &Caller,
+        now: i64,
+    ) -> Result<Vec<Effect>, ApiError> {
         let mut effects = Vec::new();
-        for id in ids {
+        for &id in ids {
             let was_queued =
                 self.jobs[&id].state == JobState::Pending && !self.outside.contains(&id);
             let r = self.jobs.get_mut(&id).expect("exists");
@@ -431,7 +501,7 @@ impl Controller {
                     _ => {}
                 }
             }
-            if task.is_some() {
+            if alone {
                 r.changed_alone();
             }
             self.audit_updated(id, changes, caller.uid, now);
