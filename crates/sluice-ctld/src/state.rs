@@ -2453,6 +2453,8 @@ impl Controller {
                 return Err(e);
             }
         }
+        // Tasks named apart from the array's pending record, unless they are all of it.
+        let alone = tasks.is_some_and(|t| !self.covers_array_record(job, t));
         let mut effects = Vec::new();
         for &id in &ids {
             let r = &self.jobs[&id];
@@ -2463,7 +2465,7 @@ impl Controller {
             let unchanged = (hold && !caller.admin && r.hold.is_some())
                 || (!hold && !pending && r.hold.is_none());
             if unchanged {
-                if tasks.is_some() && pending && !r.split {
+                if alone && pending && !r.split {
                     self.jobs.get_mut(&id).expect("exists").changed_alone();
                     effects.push(self.persist(id));
                 }
@@ -2497,7 +2499,7 @@ impl Controller {
                     None => r.reason,
                 };
             }
-            if tasks.is_some() {
+            if alone {
                 r.changed_alone();
             }
             effects.push(self.persist(id));

@@ -1451,15 +1451,31 @@ fn collapse_arrays(
     // Each array's name and partition: those of its pending tasks never changed on
     // their own (Slurm's array record's).
     let mut own: HashMap<u64, (String, String)> = HashMap::new();
-    for j in jobs
-        .iter()
-        .filter(|j| j.state == JobState::Pending && !j.split)
-    {
+    // How many pending tasks each array's record holds (never changed on their own),
+    // and whether it has more than one task: records listed, its unstarted rest, or
+    // the indices it was submitted with (listed when one is left).
+    let mut in_record: HashMap<u64, (usize, usize)> = HashMap::new();
+    for j in jobs.iter() {
         if let Some((array, _)) = j.array {
-            own.entry(array)
-                .or_insert_with(|| (j.desc.name.clone(), j.partition.clone()));
+            let n = in_record.entry(array).or_insert((0, 0));
+            if j.state == JobState::Pending && !j.split {
+                own.entry(array)
+                    .or_insert_with(|| (j.desc.name.clone(), j.partition.clone()));
+                n.0 += 1;
+            }
+            let rest = j.array_pending.as_ref().map_or(0, |p| p.0.len());
+            let submitted = j.desc.array.as_ref().map_or(0, |a| a.0.len());
+            n.1 = (n.1 + 1).max(rest).max(submitted);
         }
     }
+    // Slurm's squeue folds tasks into their array's line only while the array's record
+    // holds several (or was submitted with one): once a single task is left in it,
+    // that record is the task itself, and every task prints on its own line.
+    let no_record_line = |array: u64| {
+        in_record
+            .get(&array)
+            .is_some_and(|&(n, of)| n < 2 && of > 1)
+    };
     // Where the first pending line with a remainder of each id is in `out`.
     let mut heads: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     // The arrays whose own record holds one task after others have left it.
@@ -1478,6 +1494,7 @@ fn collapse_arrays(
         }
         let apart = |array: u64| {
             (unique && j.split)
+                || no_record_line(array)
                 || own
                     .get(&array)
                     .is_some_and(|(name, part)| *name != j.desc.name || *part != j.partition)
@@ -1840,6 +1857,35 @@ mod array_line_tests {
             ),
         ];
         assert_eq!(lines(jobs), ["30_1", "30_[2-3]"]);
+    }
+
+    #[test]
+    fn once_one_task_is_left_in_an_arrays_record_every_task_has_its_own_line() {
+        // `sbatch -a 1-4`, all pending; tasks 4, then 2 and 3 changed on their own.
+        let jobs = |apart: &[u32]| {
+            let mut head = task(
+                50,
+                50,
+                4,
+                JobState::Pending,
+                Some((&[1, 2, 3, 4], &[], None)),
+            );
+            head.desc.array = None;
+            let mut jobs = vec![
+                task(50, 51, 1, JobState::Pending, None),
+                task(50, 52, 2, JobState::Pending, None),
+                task(50, 53, 3, JobState::Pending, None),
+                head,
+            ];
+            for j in &mut jobs {
+                j.split = apart.contains(&j.array.unwrap().1);
+            }
+            jobs
+        };
+        // Two left in the record (1 and 3): one line, as Slurm folds the others in.
+        assert_eq!(lines(jobs(&[2, 4])), ["50_[1-4]"]);
+        // One left (1): each task is itself.
+        assert_eq!(lines(jobs(&[2, 3, 4])), ["50_1", "50_2", "50_3", "50_4"]);
     }
 
     #[test]

@@ -115,6 +115,22 @@ impl Controller {
         }
     }
 
+    /// Whether a change naming `tasks` of array `job` is made to the array's pending
+    /// record whole rather than to tasks split from it: the tasks still in that record
+    /// (pending, never changed on their own) are all named, as Slurm's
+    /// `update_job_str` updates its meta record whole then. Otherwise the tasks named
+    /// are split from it ([`Job::changed_alone`]).
+    pub(super) fn covers_array_record(&self, job: JobId, tasks: &[u32]) -> bool {
+        let mut in_record = self
+            .jobs
+            .range(job..)
+            .take_while(|(_, j)| j.array.is_some_and(|a| a.0 == job))
+            .filter(|(_, j)| j.state == JobState::Pending && !j.split_off())
+            .map(|(_, j)| j.array.map_or(0, |a| a.1))
+            .peekable();
+        in_record.peek().is_some() && in_record.all(|t| tasks.contains(&t))
+    }
+
     /// Takes finished job `id`'s index out of its array's remainder (the indices still
     /// to run, on the array's own record), `task` being its array and index; the
     /// array's record to write, if it is another.

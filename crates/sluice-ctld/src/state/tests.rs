@@ -346,6 +346,43 @@ fn a_finished_job_refuses_every_update_and_tasks_are_answered_each_on_their_own(
 }
 
 #[test]
+fn a_range_covering_an_arrays_whole_pending_record_changes_it_whole() {
+    // --begin=later --array=0-3 as job 1: tasks 0-2 are ids 2-4, task 3 is id 1.
+    let mut c = Controller::new(conf(4, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut d = desc(1, 600);
+    d.array = Some((vec![0, 1, 2, 3], None));
+    d.begin = Some(3600);
+    submit(&mut c, d, &mut 1, 0);
+    let split = |c: &Controller| -> Vec<bool> {
+        (1..=4).map(|id| c.job(JobId(id)).unwrap().split).collect()
+    };
+    // Held, then released, by ranges naming every task of the record (and more): no
+    // task is apart.
+    c.hold_verb(JobId(1), Some(&[0, 1, 2, 3]), true, false, &alice(), 5)
+        .unwrap();
+    assert!((1..=4).all(|id| c.job(JobId(id)).unwrap().held()));
+    let (_, lines) = c
+        .hold_verb(JobId(1), Some(&[0, 1, 2, 3, 9]), false, false, &alice(), 5)
+        .unwrap();
+    assert_eq!(lines, ["1_0-3: No error", "1_9: Invalid job id specified"]);
+    assert_eq!(split(&c), [false; 4]);
+    assert!((1..=4).all(|id| !c.job(JobId(id)).unwrap().held()));
+    // Held by a range naming part of it: those tasks are split from the record.
+    c.hold_verb(JobId(1), Some(&[1, 2]), true, false, &alice(), 6)
+        .unwrap();
+    assert_eq!(split(&c), [false, false, true, true]);
+    // An update of one task of two left in the record splits it; of the last one
+    // left, it does not (that record is the task itself then).
+    let limit = vec![("TimeLimit".to_string(), "4".to_string())];
+    c.update_job_verb(JobId(1), Some(0), &limit, &alice(), 7)
+        .unwrap();
+    assert_eq!(split(&c), [false, true, true, true]);
+    c.update_job_verb(JobId(1), Some(3), &limit, &alice(), 7)
+        .unwrap();
+    assert_eq!(split(&c), [false, true, true, true]);
+}
+
+#[test]
 fn records_chosen_by_their_ids_are_cancelled_as_a_filter_cancels_them() {
     // Two identical controllers: a held array (job 1, tasks 0-2 as ids 2-4) and a
     // job named `other`; one cancels `--name=job`, the other the records the REST

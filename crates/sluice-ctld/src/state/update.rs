@@ -342,7 +342,8 @@ impl Controller {
         let effects = if done.is_empty() {
             Vec::new()
         } else {
-            self.apply_update(&done, changes, task.is_some(), caller, now)?
+            let alone = task.is_some_and(|t| !self.covers_array_record(job, &[t]));
+            self.apply_update(&done, changes, alone, caller, now)?
         };
         Ok((effects, self.task_lines(job, &done, &refused, &missing)))
     }
