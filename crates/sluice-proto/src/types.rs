@@ -1295,6 +1295,10 @@ pub struct PartitionUpdate {
 pub struct JobUpdate {
     /// The array task, when one task is meant.
     pub task: Option<u32>,
+    /// Several of the array's tasks in one request (`JobId=4_[1-3]`), answered
+    /// together; taken before `task`, which then names the first of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<u32>,
     /// `(key, value)` pairs in Slurm's spelling (`TimeLimit`, `JobName`, ...).
     pub changes: Vec<(String, String)>,
 }

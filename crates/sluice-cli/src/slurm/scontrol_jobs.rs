@@ -118,7 +118,7 @@ pub fn requeue(client: &Client, hold: bool, words: &[String]) -> i32 {
 }
 
 /// The ids of a word, split at its commas outside brackets (`1,2_[3,5]`).
-fn ids_of(word: &str) -> Vec<&str> {
+pub(super) fn ids_of(word: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
     for (i, c) in word.char_indices() {

@@ -245,31 +245,41 @@ fn update_job(client: &Client, words: &[String]) -> i32 {
         eprintln!("scontrol: error: No job ID specified");
         return 1;
     };
-    let (id, task) = match job.split_once('_') {
-        Some((a, t)) => (a.parse::<u64>().ok(), t.parse::<u32>().ok().map(Some)),
-        None => (job.parse::<u64>().ok(), Some(None)),
-    };
-    let (Some(id), Some(task)) = (id, task) else {
+    // Every id of the word must read as one, or none is sent (Slurm's `_is_job_id`).
+    let parts: Option<Vec<(&str, Vec<(u64, Option<u32>)>)>> = super::scontrol_jobs::ids_of(&job)
+        .into_iter()
+        .map(|part| super::common::parse_job_arg(part).map(|ids| (part, ids)))
+        .collect();
+    let Some(parts) = parts.filter(|p| p.iter().all(|(_, ids)| !ids.is_empty())) else {
         eprintln!("Invalid job id specified for job {job}");
         return 1;
     };
-    let body = JobUpdate { task, changes };
-    match client.post::<_, Changed>(&format!("/v1/jobs/{id}/update"), &body) {
-        // An array's tasks answered a line per group (`A_1-6: MESSAGE`), as Slurm
-        // answers for its array record.
-        Ok(c) if !c.tasks.is_empty() => {
-            for l in &c.tasks {
-                eprintln!("{l}");
+    let mut code = 0;
+    for (part, ids) in parts {
+        let tasks: Vec<u32> = ids.iter().filter_map(|&(_, t)| t).collect();
+        let body = JobUpdate {
+            task: tasks.first().copied(),
+            tasks: if tasks.len() > 1 { tasks } else { Vec::new() },
+            changes: changes.clone(),
+        };
+        match client.post::<_, Changed>(&format!("/v1/jobs/{}/update", ids[0].0), &body) {
+            // An array's tasks answered a line per group (`A_1-6: MESSAGE`), as Slurm
+            // answers for its array records.
+            Ok(c) if !c.tasks.is_empty() => {
+                for l in &c.tasks {
+                    eprintln!("{l}");
+                }
+                code = 1;
             }
-            1
-        }
-        Ok(_) => 0,
-        // A job's refusal names it, as Slurm's scontrol (`MESSAGE for job ID`).
-        Err(e) => {
-            eprintln!("{} for job {job}", describe(&e));
-            1
+            Ok(_) => {}
+            // A job's refusal names it, as Slurm's scontrol (`MESSAGE for job ID`).
+            Err(e) => {
+                eprintln!("{} for job {part}", describe(&e));
+                code = 1;
+            }
         }
     }
+    code
 }
 
 fn answer(r: Result<serde_json::Value, ClientError>) -> i32 {

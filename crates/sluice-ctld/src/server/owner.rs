@@ -470,7 +470,11 @@ impl Owner {
                         ctl.suspend(id, suspend, &caller, now).map(alone)
                     }
                     Change::UpdateJob { id, update } => {
-                        ctl.update_job_verb(id, update.task, &update.changes, &caller, now)
+                        let tasks = match (&update.tasks[..], &update.task) {
+                            ([], t) => t.as_ref().map(std::slice::from_ref),
+                            (many, _) => Some(many),
+                        };
+                        ctl.update_job_verb(id, tasks, &update.changes, &caller, now)
                     }
                     Change::UpdateNodes(u) => ctl
                         .update_node(&u.nodes, &u.state, u.reason.as_deref(), &caller, now)

@@ -283,7 +283,7 @@ fn tasks_of_an_array_cancelled_before_they_started_are_answered_for_its_record()
     // An update of one task the same way; the record is not touched.
     let limit = vec![("TimeLimit".to_string(), "3".to_string())];
     let (effects, lines) = c
-        .update_job_verb(JobId(1), Some(3), &limit, &alice(), 6)
+        .update_job_verb(JobId(1), Some(&[3]), &limit, &alice(), 6)
         .unwrap();
     assert_eq!(lines, ["1_0-3: Job has already finished"]);
     assert!(effects.is_empty());
@@ -334,11 +334,11 @@ fn a_finished_job_refuses_every_update_and_tasks_are_answered_each_on_their_own(
     // A limit for one task and one the array lacks: the task is changed, on its own.
     let limit = vec![("TimeLimit".to_string(), "4".to_string())];
     let (_, lines) = c
-        .update_job_verb(array, Some(9), &limit, &alice(), 30)
+        .update_job_verb(array, Some(&[9]), &limit, &alice(), 30)
         .unwrap();
     assert_eq!(lines, [format!("{array}_9: Invalid job id specified")]);
     let (_, lines) = c
-        .update_job_verb(array, Some(1), &limit, &alice(), 30)
+        .update_job_verb(array, Some(&[1]), &limit, &alice(), 30)
         .unwrap();
     assert!(lines.is_empty());
     let task = c.job(c.task_record(array, 1).unwrap()).unwrap();
@@ -374,10 +374,10 @@ fn a_range_covering_an_arrays_whole_pending_record_changes_it_whole() {
     // An update of one task of two left in the record splits it; of the last one
     // left, it does not (that record is the task itself then).
     let limit = vec![("TimeLimit".to_string(), "4".to_string())];
-    c.update_job_verb(JobId(1), Some(0), &limit, &alice(), 7)
+    c.update_job_verb(JobId(1), Some(&[0]), &limit, &alice(), 7)
         .unwrap();
     assert_eq!(split(&c), [false, true, true, true]);
-    c.update_job_verb(JobId(1), Some(3), &limit, &alice(), 7)
+    c.update_job_verb(JobId(1), Some(&[3]), &limit, &alice(), 7)
         .unwrap();
     assert_eq!(split(&c), [false, true, true, true]);
 }

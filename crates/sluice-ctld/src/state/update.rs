@@ -308,26 +308,27 @@ impl Controller {
         Ok(effects)
     }
 
-    /// [`Controller::update_job`] as `scontrol update` sees it. An array's tasks (named,
-    /// or the whole array) are updated each on its own, as Slurm updates each of its
-    /// records: those refused are answered a line per group (`A_1-3: MESSAGE`, those of
-    /// an array cancelled before they started for that array's record, all of its
-    /// tasks), with the tasks the array lacks; the others are updated.
+    /// [`Controller::update_job`] as `scontrol update` sees it, for job `job` or
+    /// `tasks` of array `job` (`JobId=A_[1-3]`). An array's tasks (named, or the whole
+    /// array) are updated each on its own, as Slurm updates each of its records: those
+    /// refused are answered a line per group (`A_1-3: MESSAGE`, those of an array
+    /// cancelled before they started for that array's record, all of its tasks), with
+    /// the tasks the array lacks; the others are updated.
     pub fn update_job_verb(
         &mut self,
         job: JobId,
-        task: Option<u32>,
+        tasks: Option<&[u32]>,
         changes: &[(String, String)],
         caller: &Caller,
         now: i64,
     ) -> Result<(Vec<Effect>, Vec<String>), ApiError> {
-        if task.is_none() && !self.is_array(job) {
+        if tasks.is_none() && !self.is_array(job) {
             return Ok((
-                self.update_job(job, task, changes, caller, now)?,
+                self.update_job(job, None, changes, caller, now)?,
                 Vec::new(),
             ));
         }
-        let (ids, missing) = self.select_tasks(job, task.as_ref().map(std::slice::from_ref));
+        let (ids, missing) = self.select_tasks(job, tasks);
         if ids.is_empty() {
             return self.missing_tasks(job, &missing).map(|l| (Vec::new(), l));
         }
@@ -342,7 +343,7 @@ impl Controller {
         let effects = if done.is_empty() {
             Vec::new()
         } else {
-            let alone = task.is_some_and(|t| !self.covers_array_record(job, &[t]));
+            let alone = tasks.is_some_and(|t| !self.covers_array_record(job, t));
             self.apply_update(&done, changes, alone, caller, now)?
         };
         Ok((effects, self.task_lines(job, &done, &refused, &missing)))

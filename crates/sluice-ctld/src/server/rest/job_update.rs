@@ -228,6 +228,7 @@ pub(super) async fn update(ctx: Ctx, Path(id): Path<String>, body: axum::body::B
             id: JobId(id),
             update: JobUpdate {
                 task: None,
+                tasks: Vec::new(),
                 changes: update.changes,
             },
         });
