@@ -246,7 +246,8 @@ fn update_job(client: &Client, words: &[String]) -> i32 {
         return 1;
     };
     // Every id of the word must read as one, or none is sent (Slurm's `_is_job_id`).
-    let parts: Option<Vec<(&str, Vec<(u64, Option<u32>)>)>> = super::scontrol_jobs::ids_of(&job)
+    type Ids = Vec<(u64, Option<u32>)>;
+    let parts: Option<Vec<(&str, Ids)>> = super::scontrol_jobs::ids_of(&job)
         .into_iter()
         .map(|part| super::common::parse_job_arg(part).map(|ids| (part, ids)))
         .collect();
