@@ -2322,7 +2322,9 @@ impl Controller {
         Ok(r)
     }
 
-    /// The record of task `task` of array `job`, while the controller remembers it.
+    /// The record of task `task` of array `job`, while the controller remembers it (a
+    /// task cancelled before it started: its array's one record for such tasks, whose
+    /// history is theirs, as Slurm's meta record's).
     pub fn task_record(&self, job: JobId, task: u32) -> Option<JobId> {
         self.select(job, Some(task)).first().copied()
     }
@@ -2349,7 +2351,9 @@ impl Controller {
                     .collect();
                 // A task cancelled before it started, in its array's one record.
                 match self.folded_tasks(job) {
-                    Some(folded) if found.is_empty() && folded.contains(&t) => vec![job],
+                    Some(folded) if found.is_empty() && folded.binary_search(&t).is_ok() => {
+                        vec![job]
+                    }
                     _ => found,
                 }
             }
@@ -2453,9 +2457,15 @@ impl Controller {
                 return Err(e);
             }
         }
-        // Tasks named apart from the array's pending record, unless they are all of it.
+        // Tasks named apart from the array's pending record, unless they are all of it
+        // (refused ones too: Slurm splits them before it looks).
         let alone = tasks.is_some_and(|t| !self.covers_array_record(job, t));
-        let mut effects = Vec::new();
+        let mut effects = if alone {
+            let ids: Vec<JobId> = refused.iter().map(|r| r.0).collect();
+            self.split_named(&ids)
+        } else {
+            Vec::new()
+        };
         for &id in &ids {
             let r = &self.jobs[&id];
             let pending = r.state == JobState::Pending;

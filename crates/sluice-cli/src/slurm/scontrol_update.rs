@@ -249,7 +249,14 @@ fn update_job(client: &Client, words: &[String]) -> i32 {
     type Ids = Vec<(u64, Option<u32>)>;
     let parts: Option<Vec<(&str, Ids)>> = super::scontrol_jobs::ids_of(&job)
         .into_iter()
-        .map(|part| super::common::parse_job_arg(part).map(|ids| (part, ids)))
+        // No step (`5.0`) nor throttle (`5_[1-3]%2`) in a job update's id.
+        .map(|part| {
+            let plain = !part.contains(['.', '%']);
+            plain
+                .then(|| super::common::parse_job_arg(part))
+                .flatten()
+                .map(|ids| (part, ids))
+        })
         .collect();
     let Some(parts) = parts.filter(|p| p.iter().all(|(_, ids)| !ids.is_empty())) else {
         eprintln!("Invalid job id specified for job {job}");

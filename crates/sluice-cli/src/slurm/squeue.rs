@@ -1088,7 +1088,9 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
                     j.array == Some((*id, *t))
                         || (j.id == *id
                             && j.array.is_none()
-                            && j.array_pending.as_ref().is_some_and(|p| p.0.contains(t)))
+                            && j.array_pending
+                                .as_ref()
+                                .is_some_and(|p| p.0.binary_search(t).is_ok()))
                 }
                 None => {
                     j.id == *id
@@ -1169,6 +1171,9 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     if a.by_partition {
         jobs = once_per_partition(jobs, &a.partitions);
     }
+    if !a.json {
+        jobs = split_cancelled_arrays(jobs, a.array, &a.jobs);
+    }
     // squeue's default order (`P,t,-p`): by partition, then by compact state name
     // (`CD` before `PD` before `R`), pending jobs by priority; then by id, an array's
     // tasks together by index, whatever ids they hold.
@@ -1226,7 +1231,6 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
             }
         }
     }
-    jobs = split_cancelled_arrays(jobs, a.array, &a.jobs);
     if a.json {
         let cluster = super::common::cluster_name(client);
         let jobs: Vec<JobRecord> = jobs.into_iter().map(|j| *j).collect();
@@ -1574,10 +1578,10 @@ fn collapse_arrays(
     out
 }
 
-/// The record of an array's tasks cancelled before they started (`A_[1-6]`), split
-/// into a line per task as Slurm's squeue splits its meta record: every task with
-/// `-r` (`every`), else those `named` by their own ids (`-j A_4`) unless the array
-/// is named whole.
+/// The record of an array's tasks cancelled before they started (`A_[1-6]`), as
+/// Slurm's squeue shows its meta record: with `-r` (`every`), a line per task (those
+/// `named` by their own ids, `-j A_4`, unless the array is named whole); otherwise
+/// narrowed to the tasks named (`A_[3,5]`, one task as itself: `A_4`).
 #[allow(clippy::vec_box)]
 fn split_cancelled_arrays(
     jobs: Vec<Box<JobRecord>>,
@@ -1589,34 +1593,49 @@ fn split_cancelled_arrays(
     if !jobs.iter().any(|j| folded(j)) {
         return jobs;
     }
+    // The ids named whole, and the tasks named of each.
+    let mut whole = std::collections::HashSet::new();
+    let mut tasks_named: HashMap<u64, std::collections::HashSet<u32>> = HashMap::new();
+    for &(id, task) in named {
+        match task {
+            Some(t) => {
+                tasks_named.entry(id).or_default().insert(t);
+            }
+            None => {
+                whole.insert(id);
+            }
+        }
+    }
     let mut out = Vec::with_capacity(jobs.len());
-    for j in jobs {
+    for mut j in jobs {
         if !folded(&j) {
             out.push(j);
             continue;
         }
-        let tasks: Vec<u32> = j
-            .array_pending
-            .as_ref()
-            .map(|p| p.0.clone())
-            .unwrap_or_default();
-        let whole = named.is_empty() || named.contains(&(j.id, None));
-        let shown: Vec<u32> = if every && whole {
-            tasks
-        } else if whole {
-            out.push(j);
+        let Some((mut tasks, throttle)) = j.array_pending.take() else {
             continue;
-        } else {
-            tasks
-                .into_iter()
-                .filter(|t| named.contains(&(j.id, Some(*t))))
-                .collect()
         };
-        for t in shown {
-            let mut task = j.clone();
-            task.array = Some((j.id, t));
-            task.array_pending = None;
-            out.push(task);
+        if !named.is_empty() && !whole.contains(&j.id) {
+            let wanted = tasks_named.get(&j.id);
+            tasks.retain(|t| wanted.is_some_and(|w| w.contains(t)));
+        }
+        match tasks.as_slice() {
+            [] => {}
+            [t] => {
+                j.array = Some((j.id, *t));
+                out.push(j);
+            }
+            _ if every => {
+                for &t in &tasks {
+                    let mut task = j.clone();
+                    task.array = Some((j.id, t));
+                    out.push(task);
+                }
+            }
+            _ => {
+                j.array_pending = Some((tasks, throttle));
+                out.push(j);
+            }
         }
     }
     out
@@ -1922,6 +1941,16 @@ mod array_line_tests {
         assert_eq!(
             ids(split_cancelled_arrays(jobs(), true, &named)),
             ["40_1", "40_3"]
+        );
+        // `-j 40_2,40_4`: one line for both, as Slurm narrows its record; `-r`: two.
+        let named = [(40, Some(2)), (40, Some(4))];
+        assert_eq!(
+            ids(split_cancelled_arrays(jobs(), false, &named)),
+            ["40_1", "40_[2,4]"]
+        );
+        assert_eq!(
+            ids(split_cancelled_arrays(jobs(), true, &named)),
+            ["40_1", "40_2", "40_4"]
         );
         let whole = [(40, None)];
         assert_eq!(

@@ -121,6 +121,8 @@ impl Controller {
     /// `update_job_str` updates its meta record whole then. Otherwise the tasks named
     /// are split from it ([`Job::changed_alone`]).
     pub(super) fn covers_array_record(&self, job: JobId, tasks: &[u32]) -> bool {
+        let mut named = tasks.to_vec();
+        named.sort_unstable();
         let mut in_record = self
             .jobs
             .range(job..)
@@ -128,7 +130,24 @@ impl Controller {
             .filter(|(_, j)| j.state == JobState::Pending && !j.split_off())
             .map(|(_, j)| j.array.map_or(0, |a| a.1))
             .peekable();
-        in_record.peek().is_some() && in_record.all(|t| tasks.contains(&t))
+        in_record.peek().is_some() && in_record.all(|t| named.binary_search(&t).is_ok())
+    }
+
+    /// Marks pending tasks `ids` changed on their own ([`Job::changed_alone`]), as
+    /// Slurm splits tasks named from their array's record whatever comes of the
+    /// request; the records to write.
+    pub(super) fn split_named(&mut self, ids: &[JobId]) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for &id in ids {
+            let Some(r) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            if r.state == JobState::Pending && r.array.is_some() && !r.split {
+                r.changed_alone();
+                effects.push(self.persist(id));
+            }
+        }
+        effects
     }
 
     /// Takes finished job `id`'s index out of its array's remainder (the indices still

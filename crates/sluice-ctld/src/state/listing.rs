@@ -310,7 +310,7 @@ impl Listing {
                                 && l.job
                                     .array_pending
                                     .as_ref()
-                                    .is_some_and(|p| p.0.contains(&t))
+                                    .is_some_and(|p| p.0.binary_search(&t).is_ok())
                             {
                                 set.insert(id);
                             }

@@ -94,6 +94,9 @@ impl Controller {
         // every one of them back, whichever was named: COMPATIBILITY.md).
         let (mut ids, missing) = (ids, missing);
         let folded = self.folded_tasks(job).map(<[u32]>::to_vec);
+        if folded.is_some() && !Self::may_touch(caller, &self.jobs[&job]) {
+            return Err(ApiError::access_denied());
+        }
         if folded.is_some() && tasks.is_none() {
             return Err(ApiError::invalid(DISABLED));
         }

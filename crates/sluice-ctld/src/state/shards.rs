@@ -338,14 +338,8 @@ mod tests {
             gid: 0,
             admin: true,
         };
-        c.update_job(
-            id,
-            None,
-            &[("TimeLimit".into(), "20:00".into())],
-            &admin,
-            10,
-        )
-        .unwrap();
+        c.update_job(id, &[("TimeLimit".into(), "20:00".into())], &admin, 10)
+            .unwrap();
         c.schedule(40);
         assert_eq!(planned(&c), Some(1200));
     }

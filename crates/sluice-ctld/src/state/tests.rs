@@ -295,6 +295,14 @@ fn tasks_of_an_array_cancelled_before_they_started_are_answered_for_its_record()
     assert!(!effects.iter().any(|e| matches!(e, Effect::Persist(_))));
     let e = c.requeue(JobId(1), None, &alice(), 6).unwrap_err();
     assert_eq!(e.message, "Requested operation is presently disabled");
+    // Whose it is comes first.
+    let bob = Caller {
+        uid: 1001,
+        gid: 1001,
+        admin: false,
+    };
+    let e = c.requeue(JobId(1), Some(2), &bob, 6).unwrap_err();
+    assert_eq!(e.message, "Access/permission denied");
     let r = c.job(JobId(1)).unwrap();
     assert_eq!(
         (r.state, r.display_id()),
@@ -321,7 +329,7 @@ fn a_finished_job_refuses_every_update_and_tasks_are_answered_each_on_their_own(
     };
     // As Slurm's `_update_job`: finished comes first, whatever is asked and by whom.
     let name = vec![("JobName".to_string(), "x".to_string())];
-    let e = c.update_job(done, None, &name, &bob, 30).unwrap_err();
+    let e = c.update_job(done, &name, &bob, 30).unwrap_err();
     assert_eq!(e.message, "Job has already finished");
     // A bad partition for the whole array: every task refused, a line for them.
     let part = vec![("Partition".to_string(), "nosuch".to_string())];
@@ -331,6 +339,15 @@ fn a_finished_job_refuses_every_update_and_tasks_are_answered_each_on_their_own(
         [format!("{array}_0-2: Invalid partition name specified")]
     );
     assert!(effects.is_empty());
+    // Refused for one task named: that task is split from the record all the same.
+    let (_, lines) = c
+        .update_job_verb(array, Some(&[0]), &part, &alice(), 30)
+        .unwrap();
+    assert_eq!(
+        lines,
+        [format!("{array}_0: Invalid partition name specified")]
+    );
+    assert!(c.job(c.task_record(array, 0).unwrap()).unwrap().split);
     // A limit for one task and one the array lacks: the task is changed, on its own.
     let limit = vec![("TimeLimit".to_string(), "4".to_string())];
     let (_, lines) = c
@@ -2843,14 +2860,8 @@ fn identical_submissions_share_their_description_until_one_is_changed() {
     assert!(Arc::ptr_eq(&c.jobs[&a].desc, &c.jobs[&b].desc));
     assert!(!Arc::ptr_eq(&c.jobs[&a].desc, &c.jobs[&other].desc));
     assert!(c.jobs[&a].desc.script.is_empty(), "kept in the store");
-    c.update_job(
-        a,
-        None,
-        &[("JobName".into(), "renamed".into())],
-        &alice(),
-        1,
-    )
-    .expect("updated");
+    c.update_job(a, &[("JobName".into(), "renamed".into())], &alice(), 1)
+        .expect("updated");
     let names: Vec<String> = [a, b, other]
         .iter()
         .map(|&id| c.job(id).expect("known").desc.name)
@@ -3199,19 +3210,13 @@ fn an_array_task_changed_on_its_own_is_split_from_the_array_as_slurms() {
             .collect()
     };
     // The whole array changed: no task on its own.
-    c.update_job(
-        JobId(1),
-        None,
-        &[("TimeLimit".into(), "5".into())],
-        &alice(),
-        1,
-    )
-    .expect("updated");
+    c.update_job(JobId(1), &[("TimeLimit".into(), "5".into())], &alice(), 1)
+        .expect("updated");
     assert_eq!(split(&c), Vec::<u64>::new());
     // `scontrol update JobId=1_1 TimeLimit=3`: task 1 (id 3) is split.
-    c.update_job(
+    c.update_job_verb(
         JobId(1),
-        Some(1),
+        Some(&[1]),
         &[("TimeLimit".into(), "3".into())],
         &alice(),
         2,

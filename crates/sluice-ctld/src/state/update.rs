@@ -323,15 +323,13 @@ impl Controller {
         now: i64,
     ) -> Result<(Vec<Effect>, Vec<String>), ApiError> {
         if tasks.is_none() && !self.is_array(job) {
-            return Ok((
-                self.update_job(job, None, changes, caller, now)?,
-                Vec::new(),
-            ));
+            return Ok((self.update_job(job, changes, caller, now)?, Vec::new()));
         }
         let (ids, missing) = self.select_tasks(job, tasks);
         if ids.is_empty() {
             return self.missing_tasks(job, &missing).map(|l| (Vec::new(), l));
         }
+        let alone = tasks.is_some_and(|t| !self.covers_array_record(job, t));
         let mut refused = Vec::new();
         let mut done = Vec::new();
         for id in ids {
@@ -340,17 +338,23 @@ impl Controller {
                 Err(e) => refused.push((id, e.message)),
             }
         }
-        let effects = if done.is_empty() {
-            Vec::new()
+        // Slurm splits the tasks named from the array's record before it looks at them:
+        // those refused are apart all the same.
+        let mut effects = if alone {
+            let ids: Vec<JobId> = refused.iter().map(|r| r.0).collect();
+            self.split_named(&ids)
         } else {
-            let alone = tasks.is_some_and(|t| !self.covers_array_record(job, t));
-            self.apply_update(&done, changes, alone, caller, now)?
+            Vec::new()
         };
+        if !done.is_empty() {
+            effects.extend(self.apply_update(&done, changes, alone, caller, now)?);
+        }
         Ok((effects, self.task_lines(job, &done, &refused, &missing)))
     }
 
-    /// `scontrol update JobId=N KEY=VALUE...` for a job (all tasks of an array).
-    /// Keys: `TimeLimit`, `JobName` (or `Name`), `Comment`, `Nice`, and for pending jobs
+    /// `scontrol update JobId=N KEY=VALUE...` for a job (all tasks of an array, checked
+    /// together: a refusal changes none; [`Controller::update_job_verb`] answers for
+    /// each task as `scontrol` does). Keys: `TimeLimit`, `JobName` (or `Name`), `Comment`, `Nice`, and for pending jobs
     /// `Partition` and `StartTime` (the `--begin` time, Unix seconds here, parsed by the
     /// command). Owners may lower a time limit; only operators may raise it, or set a
     /// negative nice. A running batch job's new limit is enforced by its agent.
@@ -362,12 +366,11 @@ impl Controller {
     pub fn update_job(
         &mut self,
         job: JobId,
-        task: Option<u32>,
         changes: &[(String, String)],
         caller: &Caller,
         now: i64,
     ) -> Result<Vec<Effect>, ApiError> {
-        let ids = self.select(job, task);
+        let ids = self.select(job, None);
         if ids.is_empty() {
             return Err(ApiError::invalid_job());
         }
@@ -375,7 +378,7 @@ impl Controller {
         for &id in &ids {
             self.update_refusal(id, changes, caller)?;
         }
-        self.apply_update(&ids, changes, task.is_some(), caller, now)
+        self.apply_update(&ids, changes, false, caller, now)
     }
 
     /// Why `changes` may not be made to record `id` by `caller`, in Slurm's order
