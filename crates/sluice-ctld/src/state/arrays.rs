@@ -192,7 +192,8 @@ impl Controller {
     }
 }
 
-/// A pending array task that never ran.
+/// A pending array task that never ran and still lives in its array's record (one
+/// changed on its own has a record of its own in Slurm, which a cancel leaves).
 fn unstarted(r: &Job) -> bool {
-    r.array.is_some() && r.state == JobState::Pending && r.start_time.is_none() && r.restarts == 0
+    r.array.is_some() && r.state == JobState::Pending && r.start_time.is_none() && !r.split_off()
 }

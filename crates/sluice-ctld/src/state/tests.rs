@@ -252,6 +252,41 @@ fn array_tasks_cancelled_before_they_start_leave_no_record() {
 }
 
 #[test]
+fn a_task_changed_on_its_own_keeps_its_record_when_cancelled() {
+    // --hold --array=0-3 as job 1: tasks 0-2 are ids 2-4, task 3 is id 1. Task 1
+    // (id 3) is updated on its own, so it has a record of its own, as in Slurm.
+    let (mut c, _) = held_array();
+    let limit = vec![("TimeLimit".to_string(), "4".to_string())];
+    c.update_job_verb(JobId(1), Some(&[1]), &limit, &alice(), 1)
+        .unwrap();
+    let cancel = |c: &mut Controller, jobs: Vec<(u64, Option<u32>)>| {
+        let req = CancelRequest {
+            jobs,
+            ..Default::default()
+        };
+        c.cancel(&req, &alice(), 5).unwrap().effects
+    };
+    // `scancel 1_1`: cancelled, and listed so, not forgotten.
+    let effects = cancel(&mut c, vec![(1, Some(1))]);
+    assert!(!effects.contains(&Effect::Forget(JobId(3))));
+    let r = c.job(JobId(3)).unwrap();
+    assert_eq!(
+        (r.display_id(), r.state),
+        ("1_1".to_string(), JobState::Cancelled)
+    );
+    // Task 2 too, then the whole array: the others fold into the array's record.
+    c.update_job_verb(JobId(1), Some(&[2]), &limit, &alice(), 6)
+        .unwrap();
+    cancel(&mut c, vec![(1, None)]);
+    let shown: Vec<String> = [1, 3, 4]
+        .iter()
+        .map(|&id| c.job(JobId(id)).unwrap().display_id())
+        .collect();
+    assert_eq!(shown, ["1_[0,3]", "1_1", "1_2"]);
+    assert_eq!(c.job(JobId(2)), None);
+}
+
+#[test]
 fn tasks_of_an_array_cancelled_before_they_started_are_answered_for_its_record() {
     // --hold --array=0-3 as job 1, cancelled whole: one record, `1_[0-3]`, CANCELLED.
     let (mut c, _) = held_array();
