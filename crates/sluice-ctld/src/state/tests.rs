@@ -204,19 +204,21 @@ pub(crate) fn held_array() -> (Controller, u64) {
     (c, next)
 }
 
+/// `scancel` by alice, at 5, of `jobs` (ids, with their task if one is named).
+fn cancel_ids(c: &mut Controller, jobs: Vec<(u64, Option<u32>)>) -> Vec<Effect> {
+    let req = CancelRequest {
+        jobs,
+        ..Default::default()
+    };
+    c.cancel(&req, &alice(), 5).unwrap().effects
+}
+
 #[test]
 fn array_tasks_cancelled_before_they_start_leave_no_record() {
     // --hold --array=0-3 as job 1: tasks 0-2 are ids 2-4, task 3 is id 1.
     let (mut c, _) = held_array();
-    let cancel = |c: &mut Controller, jobs: Vec<(u64, Option<u32>)>| {
-        let req = CancelRequest {
-            jobs,
-            ..Default::default()
-        };
-        c.cancel(&req, &alice(), 5).unwrap().effects
-    };
     // `scancel 1_1`: task 1's record (id 3) is gone, and its index from the remainder.
-    let effects = cancel(&mut c, vec![(1, Some(1))]);
+    let effects = cancel_ids(&mut c, vec![(1, Some(1))]);
     assert!(effects.contains(&Effect::Forget(JobId(3))));
     assert_eq!(c.job(JobId(3)), None);
     assert_eq!(
@@ -225,7 +227,7 @@ fn array_tasks_cancelled_before_they_start_leave_no_record() {
     );
     // `scancel 1_3`, the task holding the array's id: task 2 (the highest left)
     // takes it over, under id 1, and its own record (id 4) goes.
-    let effects = cancel(&mut c, vec![(1, Some(3))]);
+    let effects = cancel_ids(&mut c, vec![(1, Some(3))]);
     assert!(effects.contains(&Effect::Forget(JobId(4))));
     let head = c.job(JobId(1)).unwrap();
     assert_eq!(
@@ -235,7 +237,7 @@ fn array_tasks_cancelled_before_they_start_leave_no_record() {
     assert_eq!(head.reason, "JobHeldUser");
     // The whole array: what is left is cancelled as one record, the array's own
     // (`1_[0,2]`), keeping its reason, as Slurm's meta record; task 0's goes.
-    let effects = cancel(&mut c, vec![(1, None)]);
+    let effects = cancel_ids(&mut c, vec![(1, None)]);
     assert_eq!(
         effects
             .iter()
@@ -259,15 +261,8 @@ fn a_task_changed_on_its_own_keeps_its_record_when_cancelled() {
     let limit = vec![("TimeLimit".to_string(), "4".to_string())];
     c.update_job_verb(JobId(1), Some(&[1]), &limit, &alice(), 1)
         .unwrap();
-    let cancel = |c: &mut Controller, jobs: Vec<(u64, Option<u32>)>| {
-        let req = CancelRequest {
-            jobs,
-            ..Default::default()
-        };
-        c.cancel(&req, &alice(), 5).unwrap().effects
-    };
     // `scancel 1_1`: cancelled, and listed so, not forgotten.
-    let effects = cancel(&mut c, vec![(1, Some(1))]);
+    let effects = cancel_ids(&mut c, vec![(1, Some(1))]);
     assert!(!effects.contains(&Effect::Forget(JobId(3))));
     let r = c.job(JobId(3)).unwrap();
     assert_eq!(
@@ -277,7 +272,7 @@ fn a_task_changed_on_its_own_keeps_its_record_when_cancelled() {
     // Task 2 too, then the whole array: the others fold into the array's record.
     c.update_job_verb(JobId(1), Some(&[2]), &limit, &alice(), 6)
         .unwrap();
-    cancel(&mut c, vec![(1, None)]);
+    cancel_ids(&mut c, vec![(1, None)]);
     let shown: Vec<String> = [1, 3, 4]
         .iter()
         .map(|&id| c.job(JobId(id)).unwrap().display_id())
