@@ -5,7 +5,9 @@
 //! one of them by its id (`scancel 123_4`) takes it out of that record: it leaves no
 //! record behind, so `squeue -t all` and `sacct` never show it. Sluice keeps a record
 //! per task from the submission on; such a cancel deletes the task's record
-//! ([`Effect::Forget`]) and takes its index out of the array's remainder. The task
+//! ([`Effect::Forget`]) and takes its index out of the array's remainder. A task
+//! changed on its own (split from the array's record, see [`Job::split_off`]) has a
+//! record of its own in Slurm too, and keeps it, cancelled. The task
 //! holding the array's own id (the last to start, see [`super::Prepared::records`])
 //! hands that id on to the highest remaining unstarted task, whose own record goes
 //! instead, so the array's id always names its remainder while there is one.
