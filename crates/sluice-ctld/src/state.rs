@@ -2475,9 +2475,8 @@ impl Controller {
             let unchanged = (hold && !caller.admin && r.hold.is_some())
                 || (!hold && !pending && r.hold.is_none());
             if unchanged {
-                if alone && pending && !r.split {
-                    self.jobs.get_mut(&id).expect("exists").changed_alone();
-                    effects.push(self.persist(id));
+                if alone {
+                    effects.extend(self.split_named(&[id]));
                 }
                 continue;
             }

@@ -89,10 +89,9 @@ impl Controller {
         {
             return Err(ApiError::invalid(NOT_HET_LEADER));
         }
-        let (ids, missing) = self.select_tasks(job, tasks);
+        let (mut ids, missing) = self.select_tasks(job, tasks);
         // An array cancelled before its tasks started is not put back (Slurm puts
         // every one of them back, whichever was named: COMPATIBILITY.md).
-        let (mut ids, missing) = (ids, missing);
         let folded = self.folded_tasks(job).map(<[u32]>::to_vec);
         if folded.is_some() && !Self::may_touch(caller, &self.jobs[&job]) {
             return Err(ApiError::access_denied());
