@@ -159,15 +159,7 @@ fn show_job(
     if let Some(first) = nodes.first() {
         p("BatchHost", first.clone());
     }
-    p(
-        "NumNodes",
-        (if j.nodes.is_empty() {
-            j.min_nodes.max(1)
-        } else {
-            j.nodes.len() as u32
-        })
-        .to_string(),
-    );
+    p("NumNodes", node_count(j));
     p("NumCPUs", cpus.to_string());
     p("NumTasks", j.ntasks.to_string());
     p("CPUs/Task", j.cpus_per_task.to_string());
@@ -300,6 +292,23 @@ fn show_job(
         p("ServiceTCP", tcp.clone());
     }
     v
+}
+
+/// `NumNodes=`: the nodes it holds; while it waits, the count it asks, with the most
+/// it takes when it gave one (`1-2`; Slurm's least count never above it).
+fn node_count(j: &JobRecord) -> String {
+    if !j.nodes.is_empty() {
+        return j.nodes.len().to_string();
+    }
+    let max = if j.state == JobState::Pending {
+        j.desc.nodes.map_or(0, |n| n.1)
+    } else {
+        0
+    };
+    match (j.min_nodes.max(1), max) {
+        (min, 0) => min.to_string(),
+        (min, max) => format!("{}-{max}", min.min(max)),
+    }
 }
 
 const JOB_BREAKS: &[&str] = &[

@@ -8,7 +8,11 @@
 //! (`Name=`/`JobName=`: every job of that name the caller sees). `requeue` and
 //! `requeuehold` take their flags first (`Incomplete`, `State=SpecialExit`).
 
-use sluice_proto::types::{Changed, JobRecord, JobState, RequeueFlags, TaskSelection};
+use std::collections::HashSet;
+
+use sluice_proto::types::{
+    compact_indices, Changed, JobRecord, JobState, RequeueFlags, TaskSelection,
+};
 use sluice_proto::Client;
 
 use super::common::{describe, parse_job_arg};
@@ -208,10 +212,15 @@ fn name_of(word: &str) -> Option<&str> {
 }
 
 /// The jobs named `name` the caller sees, as Slurm's `scontrol` goes through them (in
-/// id order). An array's started tasks are passed over; its unstarted remainder is
-/// held task by task.
+/// id order). An array's started tasks are passed over; its unstarted record is
+/// named whole, as Slurm names it (`A_1-3`), and so changed whole.
 fn named(client: &Client, name: &str) -> Result<Vec<Target>, String> {
-    let mut jobs: Vec<JobRecord> = client.get("/v1/jobs").map_err(|e| describe(&e))?;
+    let jobs: Vec<JobRecord> = client.get("/v1/jobs").map_err(|e| describe(&e))?;
+    Ok(targets_named(jobs, name))
+}
+
+/// [`named`]'s targets among the records listed.
+fn targets_named(mut jobs: Vec<JobRecord>, name: &str) -> Vec<Target> {
     jobs.retain(|j| j.desc.name == name);
     jobs.sort_by_key(|j| j.id);
     let mut out = Vec::new();
@@ -221,13 +230,39 @@ fn named(client: &Client, name: &str) -> Result<Vec<Target>, String> {
         shown: format!("{array}_{t}"),
         done: false,
     };
-    for j in jobs {
+    // Tasks split from their array's record are records of their own; the others are
+    // listed each, and named through the record that holds them.
+    let split: HashSet<(u64, u32)> = jobs.iter().filter(|j| j.split).filter_map(|j| j.array).collect();
+    let mut held_by_record = HashSet::new();
+    for j in &jobs {
+        if let (Some((tasks, _)), Some((array, _))) = (&j.array_pending, j.array) {
+            held_by_record.extend(tasks.iter().map(|&t| (array, t)).filter(|k| !split.contains(k)));
+        }
+    }
+    for j in &jobs {
         let pending = j.state == JobState::Pending;
         match (&j.array_pending, j.array) {
-            (Some((tasks, _)), Some((array, _))) if pending => {
-                out.extend(tasks.iter().map(|&t| task(array, t)));
+            // The array's record of unstarted tasks, named whole (`A_1-3`) and so
+            // changed whole; a cancelled array's is answered for
+            // (`A_1-3: Job has already finished`).
+            (Some((tasks, _)), Some((array, _))) => {
+                let tasks: Vec<u32> = tasks
+                    .iter()
+                    .copied()
+                    .filter(|&t| !split.contains(&(array, t)))
+                    .collect();
+                if !tasks.is_empty() {
+                    out.push(Target {
+                        job: array,
+                        shown: format!("{array}_{}", compact_indices(&tasks)),
+                        tasks,
+                        done: !pending,
+                    });
+                }
             }
-            (_, Some((array, t))) if pending => out.push(task(array, t)),
+            (_, Some(key)) if pending && !held_by_record.contains(&key) => {
+                out.push(task(key.0, key.1))
+            }
             (_, Some(_)) => {}
             (_, None) => out.push(Target {
                 job: j.id,
@@ -237,10 +272,7 @@ fn named(client: &Client, name: &str) -> Result<Vec<Target>, String> {
             }),
         }
     }
-    // A task is both in its array's unstarted list and a record of its own: once.
-    let mut seen = std::collections::HashSet::new();
-    out.retain(|t| seen.insert((t.job, t.tasks.clone())));
-    Ok(out)
+    out
 }
 
 /// Sends a job verb.
@@ -326,5 +358,55 @@ mod tests {
         assert!(grouped("4_1]", false).is_none());
         assert_eq!(grouped("4_[1-2]", false).unwrap()[0].tasks, [1, 2]);
         assert!(grouped("4,bogus", false).is_none());
+    }
+
+    #[test]
+    fn a_name_names_an_arrays_unstarted_record_whole() {
+        // Array 10 named `train` of tasks 0-4: task 0 runs (record 11), task 1 was
+        // changed on its own (record 12), tasks 2-4 wait in the array's record (10; 13
+        // and 14 are listed for tasks 2 and 3). Array 20 of the same name was cancelled
+        // before its tasks 0-1 started; job 30 of that name ended; job 31 is another's.
+        let rec = |id, array: Option<(u64, u32)>, state, name: &str| {
+            let mut r = JobRecord {
+                id,
+                array,
+                state,
+                ..Default::default()
+            };
+            r.desc.name = name.into();
+            r
+        };
+        use JobState::{Cancelled, Completed, Pending, Running};
+        let mut own = rec(10, Some((10, 4)), Pending, "train");
+        own.array_pending = Some((vec![1, 2, 3, 4], None));
+        let mut apart = rec(12, Some((10, 1)), Pending, "train");
+        apart.split = true;
+        let mut cancelled = rec(20, Some((20, 1)), Cancelled, "train");
+        cancelled.array_pending = Some((vec![0, 1], None));
+        let jobs = vec![
+            rec(31, None, Pending, "other"),
+            rec(30, None, Completed, "train"),
+            cancelled,
+            rec(14, Some((10, 3)), Pending, "train"),
+            rec(13, Some((10, 2)), Pending, "train"),
+            apart,
+            rec(11, Some((10, 0)), Running, "train"),
+            own,
+        ];
+        let target = |job, tasks: &[u32], shown: &str, done| Target {
+            job,
+            tasks: tasks.to_vec(),
+            shown: shown.to_string(),
+            done,
+        };
+        assert_eq!(
+            targets_named(jobs, "train"),
+            [
+                target(10, &[2, 3, 4], "10_2-4", false),
+                target(10, &[1], "10_1", false),
+                target(20, &[0, 1], "20_0-1", true),
+                target(30, &[], "30", true),
+            ]
+        );
     }
 }

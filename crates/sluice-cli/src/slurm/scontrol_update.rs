@@ -3,7 +3,7 @@
 //! owner (or an operator).
 
 use sluice_proto::time::parse_timestamp;
-use sluice_proto::types::{Changed, JobUpdate, NodeUpdate, PartitionUpdate};
+use sluice_proto::types::{Changed, JobRecord, JobUpdate, NodeUpdate, PartitionUpdate};
 use sluice_proto::{Client, ClientError};
 
 use super::common::{describe, now};
@@ -184,9 +184,11 @@ type JobChanges = (Option<String>, Vec<(String, String)>);
 
 /// A job update as Slurm's `scontrol` reads it: the job named and the changes, keys
 /// as the controller knows them (`Name` is sent as `JobName`, `EligibleTime` as
-/// `StartTime` in Unix seconds). Errors: what `scontrol` prints to stderr.
-fn job_changes(words: &[String]) -> Result<JobChanges, String> {
-    let refused = |first: String| format!("{first}\nRequest aborted\n");
+/// `StartTime` in Unix seconds, `NumNodes` as `MIN` or `MIN-MAX`). Errors: what
+/// `scontrol` prints to stderr, and its exit status (0 where Slurm's parser gives up
+/// without setting one, as on a node count that is no number).
+fn job_changes(words: &[String]) -> Result<JobChanges, (String, i32)> {
+    let refused = |first: String| (format!("{first}\nRequest aborted\n"), 1);
     let mut job: Option<String> = None;
     let mut changes: Vec<(String, String)> = Vec::new();
     let mut i = 0;
@@ -218,33 +220,84 @@ fn job_changes(words: &[String]) -> Result<JobChanges, String> {
                 if sluice_conf::duration::parse_time(value.trim_start_matches(['+', '-']))
                     .is_err() =>
             {
-                return Err("scontrol: error: Invalid TimeLimit value\n".into());
+                return Err(("scontrol: error: Invalid TimeLimit value\n".into(), 1));
             }
             "StartTime" => match parse_timestamp(&value, now()) {
                 Some(t) => changes.push((key.into(), t.to_string())),
-                None => return Err(format!("scontrol: error: Invalid input: {w}\n")),
+                None => return Err((format!("scontrol: error: Invalid input: {w}\n"), 1)),
+            },
+            "NumNodes" => match node_count(&value) {
+                Some(count) => changes.push((key.into(), count)),
+                None => {
+                    return Err((
+                        format!(
+                            "scontrol: error: Invalid numeric value \"{value}\" for requested node count.\n"
+                        ),
+                        0,
+                    ))
+                }
             },
             _ => changes.push((key.into(), value)),
         }
     }
     if changes.is_empty() {
-        return Err("No changes specified\n".into());
+        return Err(("No changes specified\n".into(), 1));
     }
     Ok((job, changes))
+}
+
+/// A `NumNodes=` value as Slurm's `scontrol` reads it (`get_resource_arg_range`):
+/// `0`, `ALL` (no change), `N` (the least count only) or `MIN-MAX`, counts with an
+/// optional `k`/`m` multiple; empty or `*` is any count from one. `None`: no number.
+fn node_count(value: &str) -> Option<String> {
+    if value == "0" || value.eq_ignore_ascii_case("ALL") {
+        return Some(value.to_ascii_uppercase());
+    }
+    if value.is_empty() || value == "*" {
+        return Some(format!("1-{}", i32::MAX));
+    }
+    // One count and what follows it; the count must be positive unless `first`.
+    let count = |s: &str, first: bool| -> Option<(i64, usize)> {
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        let n: i64 = if digits == 0 { 0 } else { s[..digits].parse().ok()? };
+        let (n, used) = match s.as_bytes().get(digits) {
+            Some(b'k' | b'K') => (n * 1024, digits + 1),
+            Some(b'm' | b'M') => (n * 1_048_576, digits + 1),
+            _ => (n, digits),
+        };
+        (n <= i64::from(i32::MAX) && (first || n > 0)).then_some((n, used))
+    };
+    let (min, used) = count(value, true)?;
+    match &value[used..] {
+        "" => Some(min.to_string()),
+        rest => {
+            let rest = rest.strip_prefix('-')?;
+            let (max, used) = count(rest, false)?;
+            rest[used..].is_empty().then(|| format!("{min}-{max}"))
+        }
+    }
 }
 
 fn update_job(client: &Client, words: &[String]) -> i32 {
     let (job, changes) = match job_changes(words) {
         Ok(c) => c,
-        Err(message) => {
+        Err((message, code)) => {
             eprint!("{message}");
-            return 1;
+            return code;
         }
     };
     let Some(job) = job else {
         eprintln!("scontrol: error: No job ID specified");
         return 1;
     };
+    // A new size is for one job or task, named by its id alone (Slurm's
+    // `_is_single_job`).
+    if changes.iter().any(|(k, _)| k == "NumNodes") {
+        if let Err(message) = single_job(client, &job) {
+            eprintln!("scontrol: error: {message}");
+            return 1;
+        }
+    }
     // Every id of the word must read as one, or none is sent (Slurm's `_is_job_id`).
     type Ids = Vec<(u64, Option<u32>)>;
     let parts: Option<Vec<(&str, Ids)>> = super::scontrol_jobs::ids_of(&job)
@@ -288,6 +341,27 @@ fn update_job(client: &Client, words: &[String]) -> i32 {
         }
     }
     code
+}
+
+/// Why `job` is no single job to resize: not `ID` or `ID_TASK`, no such job, or an
+/// array of several records named whole.
+fn single_job(client: &Client, job: &str) -> Result<(), String> {
+    let (id, task) = match job.split_once('_') {
+        Some((id, task)) => (id, Some(task)),
+        None => (job, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(id) || task.is_some_and(|t| !digits(t)) {
+        return Err(format!("Invalid job ID {job}"));
+    }
+    let records: Vec<JobRecord> = client
+        .get(&format!("/v1/jobs?jobs={id}"))
+        .map_err(|e| format!("Could not load state information for job {job}: {}", describe(&e)))?;
+    match records.len() {
+        0 => Err(format!("Job ID {job} not found")),
+        n if n > 1 && task.is_none() => Err("Job resizing not supported for job arrays".into()),
+        _ => Ok(()),
+    }
 }
 
 fn answer(r: Result<serde_json::Value, ClientError>) -> i32 {
@@ -358,7 +432,7 @@ mod tests {
             let sample = &read_dir("scontrol", file)[0];
             assert_eq!(
                 job_changes(&words(args)),
-                Err(sample.stderr.clone()),
+                Err((sample.stderr.clone(), 1)),
                 "{file}"
             );
             assert_eq!(sample.code, 1);
@@ -366,11 +440,37 @@ mod tests {
         // Refused wherever it comes: nothing is changed.
         assert_eq!(
             job_changes(&words("JobId=7 TimeLimit=10 NoSuchKey=1")),
-            Err("Update of this parameter is not supported: NoSuchKey=1\nRequest aborted\n".into())
+            Err((
+                "Update of this parameter is not supported: NoSuchKey=1\nRequest aborted\n".into(),
+                1
+            ))
         );
         assert_eq!(
             job_changes(&words("JobId=7")),
-            Err("No changes specified\n".into())
+            Err(("No changes specified\n".into(), 1))
+        );
+    }
+
+    #[test]
+    fn node_counts_read_as_slurms_scontrol_reads_them() {
+        use super::node_count;
+        assert_eq!(node_count("2").as_deref(), Some("2"));
+        assert_eq!(node_count("1-2").as_deref(), Some("1-2"));
+        assert_eq!(node_count("2-1").as_deref(), Some("2-1")); // the controller refuses it
+        assert_eq!(node_count("0").as_deref(), Some("0"));
+        assert_eq!(node_count("all").as_deref(), Some("ALL"));
+        assert_eq!(node_count("1k").as_deref(), Some("1024"));
+        assert_eq!(node_count("*").as_deref(), Some("1-2147483647"));
+        for bad in ["x", "2x", "1-", "1-0", "-1", "1-2-3", "3000000000"] {
+            assert_eq!(node_count(bad), None, "{bad}");
+        }
+        // Slurm 22.05: the word is refused, nothing is sent, and the exit status is 0.
+        assert_eq!(
+            job_changes(&words("JobId=7 TimeLimit=5 NumNodes=x")),
+            Err((
+                "scontrol: error: Invalid numeric value \"x\" for requested node count.\n".into(),
+                0
+            ))
         );
     }
 

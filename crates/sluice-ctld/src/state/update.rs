@@ -460,6 +460,7 @@ impl Controller {
                         v.parse::<i64>()
                             .map_err(|_| ApiError::invalid(format!("Invalid StartTime: {v}")))?;
                     }
+                    "numnodes" => self.node_count_refusal(r, v)?,
                     _ => {
                         return Err(ApiError::invalid(format!(
                             "Update of this parameter is not supported: {k}"
@@ -487,6 +488,7 @@ impl Controller {
                 self.jobs[&id].state == JobState::Pending && !self.outside.contains(&id);
             let r = self.jobs.get_mut(&id).expect("exists");
             let mut new_limit = None;
+            let mut resized = false;
             for (k, v) in changes {
                 match k.to_ascii_lowercase().as_str() {
                     "timelimit" => {
@@ -503,11 +505,26 @@ impl Controller {
                         Arc::make_mut(&mut r.desc).partition = Some(v.clone());
                     }
                     "starttime" => Arc::make_mut(&mut r.desc).begin = v.parse().ok(),
+                    "numnodes" if r.state == JobState::Pending => {
+                        if let Some(count) = NodeCount::parse(v) {
+                            resized |= count.apply(r);
+                        }
+                    }
                     _ => {}
                 }
             }
             if alone {
                 r.changed_alone();
+            }
+            if resized {
+                // What it asks, as `scontrol show job` gives it, follows its new size.
+                let asked = self.core_spec(&self.jobs[&id]).ok().map(|spec| {
+                    let tres = self.conf.requested_tres(spec.partition, &spec.request);
+                    self.descs.share_tres(&tres.into())
+                });
+                if let Some(asked) = asked {
+                    self.jobs.get_mut(&id).expect("exists").tres_req = asked;
+                }
             }
             self.audit_updated(id, changes, caller.uid, now);
             effects.push(self.persist(id));
@@ -543,6 +560,80 @@ impl Controller {
     }
 }
 
+impl Controller {
+    /// Why a job may not take the node count `v` (`MIN` or `MIN-MAX`, `ALL`: as it is).
+    /// A pending job takes any count its partition has nodes for; a running one keeps
+    /// the nodes it has (Slurm refuses to grow it, and Sluice does not shrink one).
+    fn node_count_refusal(&self, r: &Job, v: &str) -> Result<(), ApiError> {
+        let Some(count) = NodeCount::parse(v) else {
+            return Err(ApiError::invalid(BAD_NODE_COUNT));
+        };
+        let Some(count) = count.0 else { return Ok(()) };
+        match r.state {
+            JobState::Pending => {
+                let total = self
+                    .partition_of(&r.partition)
+                    .map_or(0, |p| self.conf.cluster.partition(p).nodes.len() as u32);
+                if count.0 < 1 || count.1.is_some_and(|max| max < count.0) || count.0 > total {
+                    return Err(ApiError::invalid(BAD_NODE_COUNT));
+                }
+            }
+            JobState::Running if count.0 == r.alloc.len() as u32 => {
+                if count.1.is_some() {
+                    return Err(ApiError::invalid("Job is no longer pending execution"));
+                }
+            }
+            JobState::Running => {
+                return Err(ApiError::invalid(
+                    "Requested operation not supported on this system",
+                ))
+            }
+            _ => return Err(ApiError::invalid("Job is no longer pending execution")),
+        }
+        Ok(())
+    }
+}
+
+/// A `NumNodes=` update: the least count and, when given, the most; `None`: `ALL`
+/// (Slurm's scontrol asks the count as it is, and nothing changes).
+struct NodeCount(Option<(u32, Option<u32>)>);
+
+impl NodeCount {
+    fn parse(v: &str) -> Option<NodeCount> {
+        if v.eq_ignore_ascii_case("ALL") {
+            return Some(NodeCount(None));
+        }
+        let (min, max) = match v.split_once('-') {
+            Some((min, max)) => (min, Some(max.parse().ok()?)),
+            None => (v, None),
+        };
+        Some(NodeCount(Some((min.parse().ok()?, max))))
+    }
+
+    /// Gives pending job `r` this count, as Slurm's `_update_job` does: only the least
+    /// count changes unless the most is given, and tasks asked are raised to one a
+    /// node (a job that asked no task count has one a node).
+    fn apply(self, r: &mut Job) -> bool {
+        let Some((min, max)) = self.0 else {
+            return false;
+        };
+        let d = Arc::make_mut(&mut r.desc);
+        let old_max = d.nodes.map_or(0, |n| n.1);
+        d.nodes = Some((min, max.unwrap_or(old_max)));
+        d.ntasks = d.ntasks.map(|n| n.max(min));
+        r.min_nodes = min;
+        r.ntasks = d
+            .ntasks
+            .or_else(|| d.ntasks_per_node.map(|n| n * min))
+            .unwrap_or(min)
+            .max(min);
+        true
+    }
+}
+
+/// Slurm's `ESLURM_INVALID_NODE_COUNT`.
+pub const BAD_NODE_COUNT: &str = "Node count specification invalid";
+
 /// Slurm's message for a time limit beyond what the partition allows.
 pub const BAD_LIMIT: &str = "Requested time limit is invalid (missing or exceeds some limit)";
 
@@ -570,3 +661,5 @@ fn parse_limit(v: &str, old: Option<i64>) -> Result<Option<i64>, String> {
 
 #[cfg(test)]
 mod configured_story;
+#[cfg(test)]
+mod node_count_story;

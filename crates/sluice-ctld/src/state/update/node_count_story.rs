@@ -1,0 +1,75 @@
+//! `scontrol update JobId=N NumNodes=...`: a pending job takes a new size as Slurm's
+//! `_update_job` gives it; a refused count changes nothing; a running job keeps the
+//! nodes it has.
+
+use std::path::Path;
+
+use sluice_proto::types::{tres_string, JobState};
+
+use crate::state::tests::{alice, conf, desc, submit};
+use crate::state::update::BAD_NODE_COUNT;
+use crate::state::{Controller, JobId};
+
+fn nodes(count: &str) -> Vec<(String, String)> {
+    vec![("NumNodes".to_string(), count.to_string())]
+}
+
+/// Least and most nodes asked, tasks, and the TRES `scontrol show job` prints.
+fn size(c: &Controller, id: u64) -> (Option<(u32, u32)>, u32, u32, String) {
+    let j = c.job(JobId(id)).unwrap();
+    (j.desc.nodes, j.min_nodes, j.ntasks, tres_string(&j.tres_req))
+}
+
+#[test]
+fn a_pending_jobs_node_count_changes_as_slurms_does() {
+    // Three nodes of four CPUs. Job 1 waits an hour and asked one task (`-n 1`).
+    let mut c = Controller::new(conf(3, 4), Path::new("/s"), vec![], vec![], 0);
+    let mut d = desc(1, 600);
+    d.begin = Some(3600);
+    submit(&mut c, d, &mut 1, 0);
+    let before = size(&c, 1);
+    assert_eq!((before.1, before.2), (1, 1));
+
+    // NumNodes=2: the least count only; its one task is raised to one a node.
+    c.update_job(JobId(1), &nodes("2"), &alice(), 5).unwrap();
+    let after = size(&c, 1);
+    assert_eq!((after.0, after.1, after.2), (Some((2, 0)), 2, 2));
+    assert!(after.3.starts_with("cpu=2,"), "{}", after.3);
+    assert!(after.3.contains(",node=2"), "{}", after.3);
+
+    // NumNodes=1-3: both; the tasks it was raised to stay (Slurm keeps them).
+    c.update_job(JobId(1), &nodes("1-3"), &alice(), 6).unwrap();
+    let (range, min, tasks, _) = size(&c, 1);
+    assert_eq!((range, min, tasks), (Some((1, 3)), 1, 2));
+
+    // More nodes than the partition has, none, a most below the least: refused, and
+    // nothing changes.
+    let kept = size(&c, 1);
+    for bad in ["4", "0", "3-2"] {
+        let e = c.update_job(JobId(1), &nodes(bad), &alice(), 7).unwrap_err();
+        assert_eq!(e.message, BAD_NODE_COUNT, "{bad}");
+        assert_eq!(size(&c, 1), kept, "{bad}");
+    }
+    // `ALL` asks the count as it is.
+    c.update_job(JobId(1), &nodes("ALL"), &alice(), 7).unwrap();
+    assert_eq!(size(&c, 1), kept);
+}
+
+#[test]
+fn a_running_job_keeps_its_nodes() {
+    let mut c = Controller::new(conf(3, 4), Path::new("/s"), vec![], vec![], 0);
+    submit(&mut c, desc(1, 600), &mut 1, 0);
+    c.schedule(0);
+    assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Running);
+    let grow = c.update_job(JobId(1), &nodes("2"), &alice(), 5).unwrap_err();
+    assert_eq!(
+        grow.message,
+        "Requested operation not supported on this system"
+    );
+    // Its own count is no change; a range is for pending jobs only.
+    c.update_job(JobId(1), &nodes("1"), &alice(), 5).unwrap();
+    let range = c.update_job(JobId(1), &nodes("1-2"), &alice(), 5).unwrap_err();
+    assert_eq!(range.message, "Job is no longer pending execution");
+    let j = c.job(JobId(1)).unwrap();
+    assert_eq!((j.nodes.len(), j.desc.nodes), (1, None));
+}
