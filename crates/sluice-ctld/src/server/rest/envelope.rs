@@ -25,6 +25,10 @@ pub mod errno {
     pub const ACCESS_DENIED: i32 = 2002;
     /// `ESLURM_JOB_SCRIPT_MISSING`.
     pub const JOB_SCRIPT_MISSING: i32 = 2009;
+    /// `ESLURM_INVALID_NODE_COUNT`.
+    pub const INVALID_NODE_COUNT: i32 = 2006;
+    /// `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`.
+    pub const NODE_CONFIG_UNAVAILABLE: i32 = 2014;
     /// `ESLURM_USER_ID_MISSING`.
     pub const USER_ID_MISSING: i32 = 2010;
     /// `ESLURM_INVALID_JOB_ID`.
@@ -35,6 +39,16 @@ pub mod errno {
     pub const TRANSITION_STATE_NO_UPDATE: i32 = 2020;
     /// `ESLURM_ALREADY_DONE`.
     pub const ALREADY_DONE: i32 = 2021;
+    /// `ESLURM_NOT_SUPPORTED`.
+    pub const NOT_SUPPORTED: i32 = 2036;
+    /// `ESLURM_DISABLED`.
+    pub const DISABLED: i32 = 2037;
+    /// `ESLURM_INVALID_TIME_LIMIT`.
+    pub const INVALID_TIME_LIMIT: i32 = 2051;
+    /// `ESLURM_JOB_NOT_PENDING`.
+    pub const JOB_NOT_PENDING: i32 = 2073;
+    /// `ESLURM_JOB_FINISHED`.
+    pub const JOB_FINISHED: i32 = 2084;
     /// `ESLURM_AUTH_CRED_INVALID`.
     pub const AUTH_CRED_INVALID: i32 = 6000;
     /// `ESLURM_AUTH_EXPIRED`.
@@ -62,11 +76,20 @@ pub fn strerror(n: i32) -> &'static str {
         errno::INVALID_PARTITION_NAME => "Invalid partition name specified",
         errno::ACCESS_DENIED => "Access/permission denied",
         errno::JOB_SCRIPT_MISSING => "Job script not specified",
+        errno::INVALID_NODE_COUNT => "Node count specification invalid",
+        errno::NODE_CONFIG_UNAVAILABLE => "Requested node configuration is not available",
         errno::USER_ID_MISSING => "Invalid user id",
         errno::INVALID_JOB_ID => "Invalid job id specified",
         errno::INVALID_NODE_NAME => "Invalid node name specified",
         errno::TRANSITION_STATE_NO_UPDATE => "Job can not be altered now, try again later",
         errno::ALREADY_DONE => "Job/step already completing or completed",
+        errno::NOT_SUPPORTED => "Requested operation not supported on this system",
+        errno::DISABLED => "Requested operation is presently disabled",
+        errno::INVALID_TIME_LIMIT => {
+            "Requested time limit is invalid (missing or exceeds some limit)"
+        }
+        errno::JOB_NOT_PENDING => "Job is no longer pending execution",
+        errno::JOB_FINISHED => "Job has already finished",
         errno::AUTH_CRED_INVALID => "Invalid authentication credential",
         errno::AUTH_EXPIRED => "Authentication credential expired",
         errno::REST_INVALID_QUERY => "Query empty or not RFC7320 compliant",
@@ -165,12 +188,21 @@ impl Error {
 
 /// The number of a refusal whose message is one of Slurm's texts; `SLURM_ERROR` for
 /// the others (their message says what; the status is 422 all the same).
-fn by_message(message: &str) -> i32 {
+pub fn by_message(message: &str) -> i32 {
     [
         errno::INVALID_PARTITION_NAME,
+        errno::ACCESS_DENIED,
+        errno::INVALID_NODE_COUNT,
+        errno::NODE_CONFIG_UNAVAILABLE,
+        errno::INVALID_JOB_ID,
         errno::ALREADY_DONE,
         errno::JOB_SCRIPT_MISSING,
         errno::TRANSITION_STATE_NO_UPDATE,
+        errno::NOT_SUPPORTED,
+        errno::DISABLED,
+        errno::INVALID_TIME_LIMIT,
+        errno::JOB_NOT_PENDING,
+        errno::JOB_FINISHED,
     ]
     .into_iter()
     .find(|n| strerror(*n) == message)

@@ -274,12 +274,19 @@ pub(super) async fn update(ctx: Ctx, Path(id): Path<String>, body: axum::body::B
 }
 
 /// slurmrestd's warning for each group of an array's tasks a change refused (the
-/// controller's `ID_TASKS: MESSAGE` lines; those done say `No error`).
+/// controller's `ID_TASKS: MESSAGE` lines; those done say `No error`): its error
+/// number and text, as slurmrestd 25.11 writes them (the tasks it does not name).
 fn task_warnings(lines: &[String]) -> Vec<String> {
     lines
         .iter()
         .filter(|l| !l.ends_with(": No error"))
-        .map(|l| format!("Job update resulted in non-zero return-code: {l}"))
+        .map(|l| {
+            let message = l.split_once(": ").map_or(l.as_str(), |(_, m)| m);
+            format!(
+                "Job update resulted in non-zero return-code[{}]: {message}",
+                super::envelope::by_message(message)
+            )
+        })
         .collect()
 }
 
@@ -295,7 +302,7 @@ mod tests {
         ];
         assert_eq!(
             task_warnings(&lines),
-            ["Job update resulted in non-zero return-code: 7_3: Job has already finished"]
+            ["Job update resulted in non-zero return-code[2084]: Job has already finished"]
         );
         assert!(task_warnings(&[]).is_empty());
     }
