@@ -232,11 +232,20 @@ fn targets_named(mut jobs: Vec<JobRecord>, name: &str) -> Vec<Target> {
     };
     // Tasks split from their array's record are records of their own; the others are
     // listed each, and named through the record that holds them.
-    let split: HashSet<(u64, u32)> = jobs.iter().filter(|j| j.split).filter_map(|j| j.array).collect();
+    let split: HashSet<(u64, u32)> = jobs
+        .iter()
+        .filter(|j| j.split)
+        .filter_map(|j| j.array)
+        .collect();
     let mut held_by_record = HashSet::new();
     for j in &jobs {
         if let (Some((tasks, _)), Some((array, _))) = (&j.array_pending, j.array) {
-            held_by_record.extend(tasks.iter().map(|&t| (array, t)).filter(|k| !split.contains(k)));
+            held_by_record.extend(
+                tasks
+                    .iter()
+                    .map(|&t| (array, t))
+                    .filter(|k| !split.contains(k)),
+            );
         }
     }
     for j in &jobs {

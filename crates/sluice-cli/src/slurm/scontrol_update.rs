@@ -259,7 +259,11 @@ fn node_count(value: &str) -> Option<String> {
     // One count and what follows it; the count must be positive unless `first`.
     let count = |s: &str, first: bool| -> Option<(i64, usize)> {
         let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-        let n: i64 = if digits == 0 { 0 } else { s[..digits].parse().ok()? };
+        let n: i64 = if digits == 0 {
+            0
+        } else {
+            s[..digits].parse().ok()?
+        };
         let (n, used) = match s.as_bytes().get(digits) {
             Some(b'k' | b'K') => (n * 1024, digits + 1),
             Some(b'm' | b'M') => (n * 1_048_576, digits + 1),
@@ -354,9 +358,12 @@ fn single_job(client: &Client, job: &str) -> Result<(), String> {
     if !digits(id) || task.is_some_and(|t| !digits(t)) {
         return Err(format!("Invalid job ID {job}"));
     }
-    let records: Vec<JobRecord> = client
-        .get(&format!("/v1/jobs?jobs={id}"))
-        .map_err(|e| format!("Could not load state information for job {job}: {}", describe(&e)))?;
+    let records: Vec<JobRecord> = client.get(&format!("/v1/jobs?jobs={id}")).map_err(|e| {
+        format!(
+            "Could not load state information for job {job}: {}",
+            describe(&e)
+        )
+    })?;
     match records.len() {
         0 => Err(format!("Job ID {job} not found")),
         n if n > 1 && task.is_none() => Err("Job resizing not supported for job arrays".into()),

@@ -17,7 +17,12 @@ fn nodes(count: &str) -> Vec<(String, String)> {
 /// Least and most nodes asked, tasks, and the TRES `scontrol show job` prints.
 fn size(c: &Controller, id: u64) -> (Option<(u32, u32)>, u32, u32, String) {
     let j = c.job(JobId(id)).unwrap();
-    (j.desc.nodes, j.min_nodes, j.ntasks, tres_string(&j.tres_req))
+    (
+        j.desc.nodes,
+        j.min_nodes,
+        j.ntasks,
+        tres_string(&j.tres_req),
+    )
 }
 
 #[test]
@@ -46,7 +51,9 @@ fn a_pending_jobs_node_count_changes_as_slurms_does() {
     // nothing changes.
     let kept = size(&c, 1);
     for bad in ["4", "0", "3-2"] {
-        let e = c.update_job(JobId(1), &nodes(bad), &alice(), 7).unwrap_err();
+        let e = c
+            .update_job(JobId(1), &nodes(bad), &alice(), 7)
+            .unwrap_err();
         assert_eq!(e.message, BAD_NODE_COUNT, "{bad}");
         assert_eq!(size(&c, 1), kept, "{bad}");
     }
@@ -61,14 +68,18 @@ fn a_running_job_keeps_its_nodes() {
     submit(&mut c, desc(1, 600), &mut 1, 0);
     c.schedule(0);
     assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Running);
-    let grow = c.update_job(JobId(1), &nodes("2"), &alice(), 5).unwrap_err();
+    let grow = c
+        .update_job(JobId(1), &nodes("2"), &alice(), 5)
+        .unwrap_err();
     assert_eq!(
         grow.message,
         "Requested operation not supported on this system"
     );
     // Its own count is no change; a range is for pending jobs only.
     c.update_job(JobId(1), &nodes("1"), &alice(), 5).unwrap();
-    let range = c.update_job(JobId(1), &nodes("1-2"), &alice(), 5).unwrap_err();
+    let range = c
+        .update_job(JobId(1), &nodes("1-2"), &alice(), 5)
+        .unwrap_err();
     assert_eq!(range.message, "Job is no longer pending execution");
     let j = c.job(JobId(1)).unwrap();
     assert_eq!((j.nodes.len(), j.desc.nodes), (1, None));
