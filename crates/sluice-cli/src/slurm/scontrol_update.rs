@@ -256,14 +256,13 @@ fn node_count(value: &str) -> Option<String> {
     if value.is_empty() || value == "*" {
         return Some(format!("1-{}", i32::MAX));
     }
-    // One count and what follows it; the count must be positive unless `first`.
+    // One count and the bytes it took; it must be positive unless `first`.
     let count = |s: &str, first: bool| -> Option<(i64, usize)> {
         let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-        let n: i64 = if digits == 0 {
-            0
-        } else {
-            s[..digits].parse().ok()?
-        };
+        if digits == 0 {
+            return None;
+        }
+        let n: i64 = s[..digits].parse().ok()?;
         let (n, used) = match s.as_bytes().get(digits) {
             Some(b'k' | b'K') => (n * 1024, digits + 1),
             Some(b'm' | b'M') => (n * 1_048_576, digits + 1),

@@ -93,6 +93,21 @@ fn rest_updates_and_cancels_jobs_and_drains_nodes_as_the_commands_do() {
     assert_eq!(v["results"], json!([]));
     assert_eq!(shown(&c, mine, "TimeLimit"), "00:05:00");
     assert_eq!(shown(&c, mine, "JobName"), "renamed");
+    // Its node counts (`scontrol update NumNodes=1-2`); more nodes than there are:
+    // refused with Slurm's error, and nothing changes.
+    let (status, v) = http(
+        &addr,
+        "POST",
+        &path,
+        &users,
+        r#"{"minimum_nodes": 1, "maximum_nodes": 2}"#,
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(shown(&c, mine, "NumNodes"), "1-2");
+    let (status, v) = http(&addr, "POST", &path, &users, r#"{"minimum_nodes": 3}"#);
+    assert_eq!((status, error_numbers(&v)), (422, vec![2006]), "{v}");
+    assert_eq!(v["errors"][0]["error"], "Node count specification invalid");
+    assert_eq!(shown(&c, mine, "NumNodes"), "1-2");
 
     // Not longer again (only operators raise a limit), and nothing else with it.
     let (status, v) = http(

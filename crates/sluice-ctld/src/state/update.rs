@@ -561,25 +561,29 @@ impl Controller {
 }
 
 impl Controller {
-    /// Why a job may not take the node count `v` (`MIN` or `MIN-MAX`, `ALL`: as it is).
-    /// A pending job takes any count its partition has nodes for; a running one keeps
-    /// the nodes it has (Slurm refuses to grow it, and Sluice does not shrink one).
+    /// Why a job may not take the node count `v` (see [`NodeCount`]). A pending job
+    /// takes any count its partition has nodes for, its least never above its most;
+    /// a running one keeps the nodes it has (Slurm refuses to grow it, and Sluice does
+    /// not shrink one).
     fn node_count_refusal(&self, r: &Job, v: &str) -> Result<(), ApiError> {
         let Some(count) = NodeCount::parse(v) else {
             return Err(ApiError::invalid(BAD_NODE_COUNT));
         };
-        let Some(count) = count.0 else { return Ok(()) };
+        if count.min.is_none() && count.max.is_none() {
+            return Ok(());
+        }
         match r.state {
             JobState::Pending => {
+                let (min, max) = count.applied(r);
                 let total = self
                     .partition_of(&r.partition)
                     .map_or(0, |p| self.conf.cluster.partition(p).nodes.len() as u32);
-                if count.0 < 1 || count.1.is_some_and(|max| max < count.0) || count.0 > total {
+                if min < 1 || (max > 0 && max < min) || min > total {
                     return Err(ApiError::invalid(BAD_NODE_COUNT));
                 }
             }
-            JobState::Running if count.0 == r.alloc.len() as u32 => {
-                if count.1.is_some() {
+            JobState::Running if count.min.is_none_or(|n| n == r.alloc.len() as u32) => {
+                if count.max.is_some() {
                     return Err(ApiError::invalid("Job is no longer pending execution"));
                 }
             }
@@ -594,32 +598,47 @@ impl Controller {
     }
 }
 
-/// A `NumNodes=` update: the least count and, when given, the most; `None`: `ALL`
-/// (Slurm's scontrol asks the count as it is, and nothing changes).
-struct NodeCount(Option<(u32, Option<u32>)>);
+/// A `NumNodes=` update: `MIN`, `MIN-MAX`, `-MAX` (the most only, as the REST API's
+/// `maximum_nodes` alone asks), or `ALL` (Slurm's scontrol asks the count as it is:
+/// nothing changes).
+struct NodeCount {
+    min: Option<u32>,
+    max: Option<u32>,
+}
 
 impl NodeCount {
     fn parse(v: &str) -> Option<NodeCount> {
         if v.eq_ignore_ascii_case("ALL") {
-            return Some(NodeCount(None));
+            return Some(NodeCount {
+                min: None,
+                max: None,
+            });
         }
         let (min, max) = match v.split_once('-') {
-            Some((min, max)) => (min, Some(max.parse().ok()?)),
-            None => (v, None),
+            Some(("", max)) => (None, Some(max.parse().ok()?)),
+            Some((min, max)) => (Some(min.parse().ok()?), Some(max.parse().ok()?)),
+            None => (Some(v.parse().ok()?), None),
         };
-        Some(NodeCount(Some((min.parse().ok()?, max))))
+        Some(NodeCount { min, max })
     }
 
-    /// Gives pending job `r` this count, as Slurm's `_update_job` does: only the least
-    /// count changes unless the most is given, and tasks asked are raised to one a
-    /// node (a job that asked no task count has one a node).
+    /// The least and most counts (0: no most) job `r` would have: what is not given
+    /// stays as it is.
+    fn applied(&self, r: &Job) -> (u32, u32) {
+        let (min, max) = r.desc.nodes.unwrap_or((r.min_nodes, 0));
+        (self.min.unwrap_or(min), self.max.unwrap_or(max))
+    }
+
+    /// Gives pending job `r` this count, as Slurm's `_update_job` does: tasks asked
+    /// are raised to one a node (a job that asked no task count has one a node).
+    /// Whether anything was given.
     fn apply(self, r: &mut Job) -> bool {
-        let Some((min, max)) = self.0 else {
+        if self.min.is_none() && self.max.is_none() {
             return false;
-        };
+        }
+        let (min, max) = self.applied(r);
         let d = Arc::make_mut(&mut r.desc);
-        let old_max = d.nodes.map_or(0, |n| n.1);
-        d.nodes = Some((min, max.unwrap_or(old_max)));
+        d.nodes = Some((min, max));
         d.ntasks = d.ntasks.map(|n| n.max(min));
         r.min_nodes = min;
         r.ntasks = d

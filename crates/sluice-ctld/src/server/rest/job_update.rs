@@ -88,6 +88,7 @@ pub(super) fn parse(body: &Map<String, Value>, id: u64) -> Result<Update, Vec<Er
     let mut errors = Vec::new();
     let mut change = |key: &str, value: String| u.changes.push((key.to_string(), value));
     let mut hold = None;
+    let mut nodes: (Option<u32>, Option<u32>) = (None, None);
     for (k, v) in body {
         let r: Result<(), Error> = (|| {
             match k.as_str() {
@@ -122,6 +123,18 @@ pub(super) fn parse(body: &Map<String, Value>, id: u64) -> Result<Update, Vec<Er
                     if let Some(n) = number(k, v)? {
                         let n = n.ok_or_else(|| bad_type(k, "integer", v))?;
                         change("Nice", n.to_string());
+                    }
+                }
+                // Slurm's `min_nodes`/`max_nodes`, sent together as `NumNodes`.
+                "minimum_nodes" | "maximum_nodes" => {
+                    if let Some(n) = number(k, v)? {
+                        let n = n.ok_or_else(|| bad_type(k, "integer", v))?;
+                        let n = u32::try_from(n).map_err(|_| bad_type(k, "unsigned integer", v))?;
+                        if k == "minimum_nodes" {
+                            nodes.0 = Some(n);
+                        } else {
+                            nodes.1 = Some(n);
+                        }
                     }
                 }
                 "begin_time" => {
@@ -169,6 +182,12 @@ pub(super) fn parse(body: &Map<String, Value>, id: u64) -> Result<Update, Vec<Er
         }
     }
     u.hold = hold;
+    match nodes {
+        (Some(min), Some(max)) => change("NumNodes", format!("{min}-{max}")),
+        (Some(min), None) => change("NumNodes", min.to_string()),
+        (None, Some(max)) => change("NumNodes", format!("-{max}")),
+        (None, None) => {}
+    }
     if errors.is_empty() {
         Ok(u)
     } else {
@@ -340,6 +359,16 @@ mod tests {
         assert_eq!(u.hold, None);
         let u = parse(&body(json!({"time_limit": {"infinite": true}})), 7).unwrap();
         assert_eq!(pairs(&u), [("TimeLimit", "UNLIMITED")]);
+        // The node counts go as one `NumNodes`, whichever of them is given.
+        for (asked, sent) in [
+            (json!({"minimum_nodes": 2, "maximum_nodes": {"set": true, "number": 3}}), "2-3"),
+            (json!({"minimum_nodes": 2}), "2"),
+            (json!({"maximum_nodes": 4}), "-4"),
+        ] {
+            let u = parse(&body(asked), 7).unwrap();
+            assert_eq!(pairs(&u), [("NumNodes", sent)]);
+        }
+        assert!(parse(&body(json!({"minimum_nodes": -1})), 7).is_err());
     }
 
     #[test]

@@ -57,6 +57,17 @@ fn a_pending_jobs_node_count_changes_as_slurms_does() {
         assert_eq!(e.message, BAD_NODE_COUNT, "{bad}");
         assert_eq!(size(&c, 1), kept, "{bad}");
     }
+    // The most alone (the REST API's `maximum_nodes`): taken; a least above it is
+    // refused, as Slurm checks the two together; a most of 0 is none.
+    c.update_job(JobId(1), &nodes("-2"), &alice(), 7).unwrap();
+    assert_eq!(c.job(JobId(1)).unwrap().desc.nodes, Some((1, 2)));
+    let e = c.update_job(JobId(1), &nodes("3"), &alice(), 7).unwrap_err();
+    assert_eq!(e.message, BAD_NODE_COUNT);
+    c.update_job(JobId(1), &nodes("-0"), &alice(), 7).unwrap();
+    assert_eq!(c.job(JobId(1)).unwrap().desc.nodes, Some((1, 0)));
+    c.update_job(JobId(1), &nodes("3"), &alice(), 7).unwrap();
+    assert_eq!(c.job(JobId(1)).unwrap().desc.nodes, Some((3, 0)));
+    let kept = size(&c, 1);
     // `ALL` asks the count as it is.
     c.update_job(JobId(1), &nodes("ALL"), &alice(), 7).unwrap();
     assert_eq!(size(&c, 1), kept);
