@@ -230,24 +230,7 @@ fn targets_named(mut jobs: Vec<JobRecord>, name: &str) -> Vec<Target> {
         shown: format!("{array}_{t}"),
         done: false,
     };
-    // Tasks split from their array's record are records of their own; the others are
-    // listed each, and named through the record that holds them.
-    let split: HashSet<(u64, u32)> = jobs
-        .iter()
-        .filter(|j| j.split)
-        .filter_map(|j| j.array)
-        .collect();
-    let mut held_by_record = HashSet::new();
-    for j in &jobs {
-        if let (Some((tasks, _)), Some((array, _))) = (&j.array_pending, j.array) {
-            held_by_record.extend(
-                tasks
-                    .iter()
-                    .map(|&t| (array, t))
-                    .filter(|k| !split.contains(k)),
-            );
-        }
-    }
+    let (split, held_by_record) = folded(&jobs);
     for j in &jobs {
         let pending = j.state == JobState::Pending;
         match (&j.array_pending, j.array) {
@@ -282,6 +265,40 @@ fn targets_named(mut jobs: Vec<JobRecord>, name: &str) -> Vec<Target> {
         }
     }
     out
+}
+
+/// Of the records listed, the array tasks split from their array's record (records of
+/// their own), and those still held by it: listed each, but one record with it for
+/// Slurm, named through it.
+pub(super) fn folded(jobs: &[JobRecord]) -> (HashSet<(u64, u32)>, HashSet<(u64, u32)>) {
+    let split: HashSet<(u64, u32)> = jobs
+        .iter()
+        .filter(|j| j.split)
+        .filter_map(|j| j.array)
+        .collect();
+    let mut held_by_record = HashSet::new();
+    for j in jobs {
+        if let (Some((tasks, _)), Some((array, _))) = (&j.array_pending, j.array) {
+            held_by_record.extend(
+                tasks
+                    .iter()
+                    .map(|&t| (array, t))
+                    .filter(|k| !split.contains(k)),
+            );
+        }
+    }
+    (split, held_by_record)
+}
+
+/// How many records Slurm would hold for the records listed: an array's unstarted
+/// tasks are one.
+pub(super) fn slurm_records(jobs: &[JobRecord]) -> usize {
+    let (_, held_by_record) = folded(jobs);
+    jobs.iter()
+        .filter(|j| {
+            j.array_pending.is_some() || !j.array.is_some_and(|k| held_by_record.contains(&k))
+        })
+        .count()
 }
 
 /// Sends a job verb.
@@ -408,6 +425,8 @@ mod tests {
             shown: shown.to_string(),
             done,
         };
+        // Slurm's records: 10 (tasks 2-4), 11, 12, 20, 30, 31.
+        assert_eq!(slurm_records(&jobs), 6);
         assert_eq!(
             targets_named(jobs, "train"),
             [

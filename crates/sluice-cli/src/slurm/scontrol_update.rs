@@ -347,7 +347,7 @@ fn update_job(client: &Client, words: &[String]) -> i32 {
 }
 
 /// Why `job` is no single job to resize: not `ID` or `ID_TASK`, no such job, or an
-/// array of several records named whole.
+/// array of several records (Slurm's: its unstarted tasks are one) named whole.
 fn single_job(client: &Client, job: &str) -> Result<(), String> {
     let (id, task) = match job.split_once('_') {
         Some((id, task)) => (id, Some(task)),
@@ -363,7 +363,7 @@ fn single_job(client: &Client, job: &str) -> Result<(), String> {
             describe(&e)
         )
     })?;
-    match records.len() {
+    match super::scontrol_jobs::slurm_records(&records) {
         0 => Err(format!("Job ID {job} not found")),
         n if n > 1 && task.is_none() => Err("Job resizing not supported for job arrays".into()),
         _ => Ok(()),
