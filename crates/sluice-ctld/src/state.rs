@@ -873,14 +873,9 @@ impl Controller {
                 }
             }
         }
-        let (min_nodes, max_nodes) = desc.nodes.unwrap_or((1, 0));
+        let max_nodes = desc.nodes.map_or(0, |n| n.1);
         let (listed, _) = self.node_lists(&desc)?;
-        let min_nodes = min_nodes.max(listed.len() as u32);
-        let ntasks = desc
-            .ntasks
-            .or_else(|| desc.ntasks_per_node.map(|n| n * min_nodes))
-            .unwrap_or(min_nodes)
-            .max(min_nodes);
+        let (min_nodes, ntasks) = job_size(&desc, listed.len() as u32);
         let mut template = Job {
             id: JobId(0),
             array: None,
@@ -4975,4 +4970,17 @@ mod device_tests {
             []
         );
     }
+}
+
+/// A job's least node count and its tasks, as its description asks them: at least one
+/// node, and every node `-w` lists; the tasks asked (`-n`, else `--ntasks-per-node`
+/// times the nodes, else one a node), never fewer than the nodes.
+pub(crate) fn job_size(desc: &JobDescription, listed: u32) -> (u32, u32) {
+    let min_nodes = desc.nodes.map_or(1, |n| n.0).max(listed);
+    let ntasks = desc
+        .ntasks
+        .or_else(|| desc.ntasks_per_node.map(|n| n * min_nodes))
+        .unwrap_or(min_nodes)
+        .max(min_nodes);
+    (min_nodes, ntasks)
 }

@@ -150,8 +150,15 @@ fn show_job(
     );
     p("Partition", j.partition.clone());
     p("AllocNode:Sid", format!("{}:0", j.desc.submit_host));
-    p("ReqNodeList", opt(&j.desc.nodelist));
-    p("ExcNodeList", opt(&j.desc.exclude));
+    // As Slurm keeps them: ranged, without repeats (`n1,n2,n1` is `n[1-2]`).
+    let node_list = |s: &Option<String>| match s.as_deref().filter(|e| !e.is_empty()) {
+        Some(e) => sluice_conf::hostlist::expand(e)
+            .map(|names| sluice_conf::hostlist::compress(&names))
+            .unwrap_or_else(|_| e.to_string()),
+        None => "(null)".into(),
+    };
+    p("ReqNodeList", node_list(&j.desc.nodelist));
+    p("ExcNodeList", node_list(&j.desc.exclude));
     // Empty until the job has nodes, as Slurm prints it; a requeued job keeps those
     // its last run has not left yet.
     let nodes = j.listed_nodes();

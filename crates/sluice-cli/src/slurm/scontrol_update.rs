@@ -227,15 +227,8 @@ fn job_changes(words: &[String]) -> Result<JobChanges, (String, i32)> {
                 None => return Err((format!("scontrol: error: Invalid input: {w}\n"), 1)),
             },
             "NumNodes" => match node_count(&value) {
-                Some(count) => changes.push((key.into(), count)),
-                None => {
-                    return Err((
-                        format!(
-                            "scontrol: error: Invalid numeric value \"{value}\" for requested node count.\n"
-                        ),
-                        0,
-                    ))
-                }
+                Ok(count) => changes.push((key.into(), count)),
+                Err(message) => return Err((format!("scontrol: error: {message}\n"), 0)),
             },
             _ => changes.push((key.into(), value)),
         }
@@ -248,37 +241,59 @@ fn job_changes(words: &[String]) -> Result<JobChanges, (String, i32)> {
 
 /// A `NumNodes=` value as Slurm's `scontrol` reads it (`get_resource_arg_range`):
 /// `0`, `ALL` (no change), `N` (the least count only) or `MIN-MAX`, counts with an
-/// optional `k`/`m` multiple; empty or `*` is any count from one. `None`: no number.
-fn node_count(value: &str) -> Option<String> {
+/// optional `k`/`m` multiple; empty or `*` is any count from one; what follows a
+/// second `-` is not read. Errors: Slurm's message.
+fn node_count(value: &str) -> Result<String, String> {
+    const WHAT: &str = "requested node count";
     if value == "0" || value.eq_ignore_ascii_case("ALL") {
-        return Some(value.to_ascii_uppercase());
+        return Ok(value.to_ascii_uppercase());
     }
     if value.is_empty() || value == "*" {
-        return Some(format!("1-{}", i32::MAX));
+        return Ok(format!("1-{}", i32::MAX));
     }
-    // One count and the bytes it took; it must be positive unless `first`.
-    let count = |s: &str, first: bool| -> Option<(i64, usize)> {
-        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        let n: i64 = s[..digits].parse().ok()?;
-        let (n, used) = match s.as_bytes().get(digits) {
-            Some(b'k' | b'K') => (n * 1024, digits + 1),
-            Some(b'm' | b'M') => (n * 1_048_576, digits + 1),
-            _ => (n, digits),
+    let invalid = || format!("Invalid numeric value \"{value}\" for {WHAT}.");
+    // A count as `strtol` reads it (no digits: 0, nothing taken), times its multiple;
+    // what follows must be the end or a `-`.
+    let count = |s: &str| -> Result<(i64, usize), String> {
+        let signed = usize::from(s.starts_with(['-', '+']));
+        let digits = s[signed..].bytes().take_while(u8::is_ascii_digit).count();
+        let (mut n, mut used) = if digits == 0 {
+            (0, 0)
+        } else {
+            let n = s[signed..signed + digits]
+                .parse::<i64>()
+                .unwrap_or(i64::MAX);
+            (if s.starts_with('-') { -n } else { n }, signed + digits)
         };
-        (n <= i64::from(i32::MAX) && (first || n > 0)).then_some((n, used))
-    };
-    let (min, used) = count(value, true)?;
-    match &value[used..] {
-        "" => Some(min.to_string()),
-        rest => {
-            let rest = rest.strip_prefix('-')?;
-            let (max, used) = count(rest, false)?;
-            rest[used..].is_empty().then(|| format!("{min}-{max}"))
+        match s.as_bytes().get(used) {
+            Some(b'k' | b'K') => (n, used) = (n.saturating_mul(1024), used + 1),
+            Some(b'm' | b'M') => (n, used) = (n.saturating_mul(1_048_576), used + 1),
+            _ => {}
         }
+        match s.as_bytes().get(used) {
+            None | Some(b'-') => Ok((n, used)),
+            Some(_) => Err(invalid()),
+        }
+    };
+    let too_big = |n: i64| format!("Numeric argument ({n}) to big for {WHAT}.");
+    let (min, used) = count(value)?;
+    if min < 0 {
+        return Err(invalid());
     }
+    if min > i64::from(i32::MAX) {
+        return Err(too_big(min));
+    }
+    let Some(rest) = value[used..].strip_prefix('-') else {
+        return Ok(min.to_string());
+    };
+    let (max, _) = count(rest)?;
+    if max <= 0 {
+        return Err(invalid());
+    }
+    if max > i64::from(i32::MAX) {
+        return Err(too_big(max));
+    }
+    Ok(format!("{min}-{max}"))
 }
 
 fn update_job(client: &Client, words: &[String]) -> i32 {
@@ -364,7 +379,10 @@ fn single_job(client: &Client, job: &str) -> Result<(), String> {
         )
     })?;
     match super::scontrol_jobs::slurm_records(&records) {
-        0 => Err(format!("Job ID {job} not found")),
+        // Slurm's load of an unknown job fails with `ESLURM_INVALID_JOB_ID`.
+        0 => Err(format!(
+            "Could not load state information for job {job}: Invalid job id specified"
+        )),
         n if n > 1 && task.is_none() => Err("Job resizing not supported for job arrays".into()),
         _ => Ok(()),
     }
@@ -460,16 +478,32 @@ mod tests {
     #[test]
     fn node_counts_read_as_slurms_scontrol_reads_them() {
         use super::node_count;
-        assert_eq!(node_count("2").as_deref(), Some("2"));
-        assert_eq!(node_count("1-2").as_deref(), Some("1-2"));
-        assert_eq!(node_count("2-1").as_deref(), Some("2-1")); // the controller refuses it
-        assert_eq!(node_count("0").as_deref(), Some("0"));
-        assert_eq!(node_count("all").as_deref(), Some("ALL"));
-        assert_eq!(node_count("1k").as_deref(), Some("1024"));
-        assert_eq!(node_count("*").as_deref(), Some("1-2147483647"));
-        for bad in ["x", "2x", "1-", "1-0", "-1", "1-2-3", "3000000000"] {
-            assert_eq!(node_count(bad), None, "{bad}");
+        let ok = |v: &str| node_count(v).unwrap();
+        assert_eq!(ok("2"), "2");
+        assert_eq!(ok("1-2"), "1-2");
+        assert_eq!(ok("2-1"), "2-1"); // the controller refuses it
+        assert_eq!(ok("0"), "0");
+        assert_eq!(ok("all"), "ALL");
+        assert_eq!(ok("1k"), "1024");
+        assert_eq!(ok("*"), "1-2147483647");
+        // What follows a second `-` is not read, as `get_resource_arg_range` reads.
+        assert_eq!(ok("1-2-3"), "1-2");
+        for bad in ["x", "2x", "1-", "1-0", "-1", "-", "1-x"] {
+            assert_eq!(
+                node_count(bad),
+                Err(format!(
+                    "Invalid numeric value \"{bad}\" for requested node count."
+                )),
+                "{bad}"
+            );
         }
+        assert_eq!(
+            node_count("3000000000"),
+            Err("Numeric argument (3000000000) to big for requested node count.".into())
+        );
+        // No overflow, however large.
+        assert!(node_count("99999999999999999999m").is_err());
+        assert!(node_count("1-99999999999999m").is_err());
         // Slurm 22.05: the word is refused, nothing is sent, and the exit status is 0.
         assert_eq!(
             job_changes(&words("JobId=7 TimeLimit=5 NumNodes=x")),

@@ -486,6 +486,7 @@ impl Controller {
         for &id in ids {
             let was_queued =
                 self.jobs[&id].state == JobState::Pending && !self.outside.contains(&id);
+            let listed = self.listed_count(&self.jobs[&id]);
             let r = self.jobs.get_mut(&id).expect("exists");
             let mut new_limit = None;
             let mut resized = false;
@@ -507,7 +508,7 @@ impl Controller {
                     "starttime" => Arc::make_mut(&mut r.desc).begin = v.parse().ok(),
                     "numnodes" if r.state == JobState::Pending => {
                         if let Some(count) = NodeCount::parse(v) {
-                            resized |= count.apply(r);
+                            resized |= count.apply(r, listed);
                         }
                     }
                     _ => {}
@@ -562,9 +563,9 @@ impl Controller {
 
 impl Controller {
     /// Why a job may not take the node count `v` (see [`NodeCount`]). A pending job
-    /// takes any count its partition has nodes for, its least never above its most;
-    /// a running one keeps the nodes it has (Slurm refuses to grow it, and Sluice does
-    /// not shrink one).
+    /// takes a count its partition has nodes for, its least never above its most,
+    /// that it could run at; a running one keeps the nodes it has (Slurm refuses to
+    /// grow it, and Sluice does not shrink one).
     fn node_count_refusal(&self, r: &Job, v: &str) -> Result<(), ApiError> {
         let Some(count) = NodeCount::parse(v) else {
             return Err(ApiError::invalid(BAD_NODE_COUNT));
@@ -581,6 +582,27 @@ impl Controller {
                 if min < 1 || (max > 0 && max < min) || min > total {
                     return Err(ApiError::invalid(BAD_NODE_COUNT));
                 }
+                // The job at its new size must be one the core takes back, or the
+                // update would leave it failed rather than refused.
+                let mut would = r.clone();
+                count.apply(&mut would, self.listed_count(r));
+                let spec = self.core_spec(&would).map_err(ApiError::invalid)?;
+                let checked = self.sched.check(&JobSpec {
+                    id: JobId(u64::MAX),
+                    ..spec
+                });
+                match checked {
+                    Err(SubmitError::NodeConfigUnavailable) => {
+                        return Err(ApiError::invalid(NODE_CONFIG))
+                    }
+                    Err(e @ SubmitError::InvalidRequest(_)) => {
+                        return Err(ApiError::invalid(e.to_string()))
+                    }
+                    _ => {}
+                }
+            }
+            JobState::Running if count.min == Some(0) => {
+                return Err(ApiError::invalid(BAD_NODE_COUNT));
             }
             JobState::Running if count.min.is_none_or(|n| n == r.alloc.len() as u32) => {
                 if count.max.is_some() {
@@ -595,6 +617,11 @@ impl Controller {
             _ => return Err(ApiError::invalid("Job is no longer pending execution")),
         }
         Ok(())
+    }
+
+    /// How many nodes job `r`'s `-w` lists.
+    fn listed_count(&self, r: &Job) -> u32 {
+        self.node_lists(&r.desc).map_or(0, |(l, _)| l.len() as u32)
     }
 }
 
@@ -622,30 +649,30 @@ impl NodeCount {
         Some(NodeCount { min, max })
     }
 
-    /// The least and most counts (0: no most) job `r` would have: what is not given
+    /// The least and most counts (0: no most) job `r` would ask: what is not given
     /// stays as it is.
     fn applied(&self, r: &Job) -> (u32, u32) {
         let (min, max) = r.desc.nodes.unwrap_or((r.min_nodes, 0));
         (self.min.unwrap_or(min), self.max.unwrap_or(max))
     }
 
-    /// Gives pending job `r` this count, as Slurm's `_update_job` does: tasks asked
-    /// are raised to one a node (a job that asked no task count has one a node).
-    /// Whether anything was given.
-    fn apply(self, r: &mut Job) -> bool {
+    /// Gives pending job `r` (whose `-w` lists `listed` nodes) this count, as Slurm's
+    /// `_update_job` does: the tasks it asked (`-n`, or those `--ntasks-per-node` made
+    /// at submission, as Slurm's sbatch fixes them) are raised to one a node; a job
+    /// that asked none has one a node. Whether anything was given.
+    fn apply(&self, r: &mut Job, listed: u32) -> bool {
         if self.min.is_none() && self.max.is_none() {
             return false;
         }
         let (min, max) = self.applied(r);
+        let asked = r
+            .desc
+            .ntasks
+            .or_else(|| r.desc.ntasks_per_node.map(|_| r.ntasks));
         let d = Arc::make_mut(&mut r.desc);
         d.nodes = Some((min, max));
-        d.ntasks = d.ntasks.map(|n| n.max(min));
-        r.min_nodes = min;
-        r.ntasks = d
-            .ntasks
-            .or_else(|| d.ntasks_per_node.map(|n| n * min))
-            .unwrap_or(min)
-            .max(min);
+        d.ntasks = asked.map(|n| n.max(min));
+        (r.min_nodes, r.ntasks) = super::job_size(d, listed);
         true
     }
 }

@@ -361,7 +361,10 @@ mod tests {
         assert_eq!(pairs(&u), [("TimeLimit", "UNLIMITED")]);
         // The node counts go as one `NumNodes`, whichever of them is given.
         for (asked, sent) in [
-            (json!({"minimum_nodes": 2, "maximum_nodes": {"set": true, "number": 3}}), "2-3"),
+            (
+                json!({"minimum_nodes": 2, "maximum_nodes": {"set": true, "number": 3}}),
+                "2-3",
+            ),
             (json!({"minimum_nodes": 2}), "2"),
             (json!({"maximum_nodes": 4}), "-4"),
         ] {

@@ -61,7 +61,9 @@ fn a_pending_jobs_node_count_changes_as_slurms_does() {
     // refused, as Slurm checks the two together; a most of 0 is none.
     c.update_job(JobId(1), &nodes("-2"), &alice(), 7).unwrap();
     assert_eq!(c.job(JobId(1)).unwrap().desc.nodes, Some((1, 2)));
-    let e = c.update_job(JobId(1), &nodes("3"), &alice(), 7).unwrap_err();
+    let e = c
+        .update_job(JobId(1), &nodes("3"), &alice(), 7)
+        .unwrap_err();
     assert_eq!(e.message, BAD_NODE_COUNT);
     c.update_job(JobId(1), &nodes("-0"), &alice(), 7).unwrap();
     assert_eq!(c.job(JobId(1)).unwrap().desc.nodes, Some((1, 0)));
@@ -71,6 +73,58 @@ fn a_pending_jobs_node_count_changes_as_slurms_does() {
     // `ALL` asks the count as it is.
     c.update_job(JobId(1), &nodes("ALL"), &alice(), 7).unwrap();
     assert_eq!(size(&c, 1), kept);
+}
+
+#[test]
+fn listed_nodes_and_tasks_per_node_keep_their_say() {
+    // Three nodes of four CPUs. Job 1 lists two nodes (`-w node01,node02`); job 2 asks
+    // two tasks a node on one node (`--ntasks-per-node=2 -N 1`: two tasks, as Slurm's
+    // sbatch fixes them); both wait an hour.
+    let mut c = Controller::new(conf(3, 4), Path::new("/s"), vec![], vec![], 0);
+    let mut listed = desc(1, 600);
+    listed.ntasks = None;
+    listed.nodelist = Some("node01,node02".into());
+    listed.begin = Some(3600);
+    submit(&mut c, listed, &mut 1, 0);
+    let mut per_node = desc(1, 600);
+    per_node.ntasks = None;
+    per_node.ntasks_per_node = Some(2);
+    per_node.nodes = Some((1, 1));
+    per_node.begin = Some(3600);
+    submit(&mut c, per_node, &mut 2, 0);
+    assert_eq!((size(&c, 1).1, size(&c, 1).2), (2, 2));
+    assert_eq!((size(&c, 2).1, size(&c, 2).2), (1, 2));
+
+    // One node for job 1: its two listed nodes still stand, and it still waits.
+    c.update_job(JobId(1), &nodes("1"), &alice(), 5).unwrap();
+    let (range, min, tasks, _) = size(&c, 1);
+    assert_eq!((range, min, tasks), (Some((1, 0)), 2, 2));
+    assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Pending);
+
+    // Two nodes for job 2: its two tasks stay two (one a node), not four.
+    c.update_job(JobId(2), &nodes("2-2"), &alice(), 5).unwrap();
+    let (range, min, tasks, _) = size(&c, 2);
+    assert_eq!((range, min, tasks), (Some((2, 2)), 2, 2));
+    assert_eq!(c.job(JobId(2)).unwrap().state, JobState::Pending);
+}
+
+#[test]
+fn a_size_the_job_could_never_run_at_is_refused() {
+    // Two nodes; job 1 leaves node02 out (`-x node02`) and waits.
+    let mut c = Controller::new(conf(2, 4), Path::new("/s"), vec![], vec![], 0);
+    let mut d = desc(1, 600);
+    d.exclude = Some("node02".into());
+    d.begin = Some(3600);
+    submit(&mut c, d, &mut 1, 0);
+    let kept = size(&c, 1);
+    // Two nodes without node02 can never be: refused, and the job still waits as it
+    // was rather than failing.
+    let e = c
+        .update_job(JobId(1), &nodes("2"), &alice(), 5)
+        .unwrap_err();
+    assert_eq!(e.message, "Requested node configuration is not available");
+    assert_eq!(size(&c, 1), kept);
+    assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Pending);
 }
 
 #[test]
