@@ -4731,6 +4731,20 @@ mod service;
 mod shards;
 mod step_limits;
 mod suspend;
+
+/// A job's least node count and its tasks, as its description asks them: at least one
+/// node, and every node `-w` lists; the tasks asked (`-n`, else `--ntasks-per-node`
+/// times the nodes, else one a node), never fewer than the nodes.
+pub(crate) fn job_size(desc: &JobDescription, listed: u32) -> (u32, u32) {
+    let min_nodes = desc.nodes.map_or(1, |n| n.0).max(listed);
+    let ntasks = desc
+        .ntasks
+        .or_else(|| desc.ntasks_per_node.map(|n| n * min_nodes))
+        .unwrap_or(min_nodes)
+        .max(min_nodes);
+    (min_nodes, ntasks)
+}
+
 #[cfg(test)]
 pub(crate) mod tests;
 mod update;
@@ -4970,17 +4984,4 @@ mod device_tests {
             []
         );
     }
-}
-
-/// A job's least node count and its tasks, as its description asks them: at least one
-/// node, and every node `-w` lists; the tasks asked (`-n`, else `--ntasks-per-node`
-/// times the nodes, else one a node), never fewer than the nodes.
-pub(crate) fn job_size(desc: &JobDescription, listed: u32) -> (u32, u32) {
-    let min_nodes = desc.nodes.map_or(1, |n| n.0).max(listed);
-    let ntasks = desc
-        .ntasks
-        .or_else(|| desc.ntasks_per_node.map(|n| n * min_nodes))
-        .unwrap_or(min_nodes)
-        .max(min_nodes);
-    (min_nodes, ntasks)
 }

@@ -267,10 +267,13 @@ fn targets_named(mut jobs: Vec<JobRecord>, name: &str) -> Vec<Target> {
     out
 }
 
+/// Array tasks, as `(array, task)`.
+pub(super) type TaskSet = HashSet<(u64, u32)>;
+
 /// Of the records listed, the array tasks split from their array's record (records of
 /// their own), and those still held by it: listed each, but one record with it for
 /// Slurm, named through it.
-pub(super) fn folded(jobs: &[JobRecord]) -> (HashSet<(u64, u32)>, HashSet<(u64, u32)>) {
+pub(super) fn folded(jobs: &[JobRecord]) -> (TaskSet, TaskSet) {
     let split: HashSet<(u64, u32)> = jobs
         .iter()
         .filter(|j| j.split)
