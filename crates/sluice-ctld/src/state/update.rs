@@ -468,8 +468,44 @@ impl Controller {
                     }
                 }
             }
+            if pending {
+                self.resized_refusal(r, changes)?;
+            }
         }
         Ok(())
+    }
+
+    /// Why pending job `r`, resized by `changes` (with the partitions they give it),
+    /// could never run: the core must take it back, or the update would leave it
+    /// failed rather than refused.
+    fn resized_refusal(&self, r: &Job, changes: &[(String, String)]) -> Result<(), ApiError> {
+        let key = |name: &str| {
+            changes
+                .iter()
+                .rev()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v)
+        };
+        let Some(count) = key("NumNodes").and_then(|v| NodeCount::parse(v)) else {
+            return Ok(());
+        };
+        let mut would = r.clone();
+        count.apply(&mut would, self.listed_count(r));
+        let partitions = match key("Partition") {
+            Some(v) => {
+                Arc::make_mut(&mut would.desc).partition = Some(v.clone());
+                v.split(',').collect()
+            }
+            None => vec![&*r.partition],
+        };
+        if partitions
+            .iter()
+            .any(|name| self.could_ever_run_in(&would, name))
+        {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(NODE_CONFIG))
+        }
     }
 
     /// Makes `changes` to records `ids` (checked by [`Controller::update_refusal`]);
@@ -563,9 +599,9 @@ impl Controller {
 
 impl Controller {
     /// Why a job may not take the node count `v` (see [`NodeCount`]). A pending job
-    /// takes a count its partition has nodes for, its least never above its most,
-    /// that it could run at; a running one keeps the nodes it has (Slurm refuses to
-    /// grow it, and Sluice does not shrink one).
+    /// takes a count its partition has nodes for, its least never above its most; a
+    /// running one keeps the nodes it has (Slurm refuses to grow it, and Sluice does
+    /// not shrink one).
     fn node_count_refusal(&self, r: &Job, v: &str) -> Result<(), ApiError> {
         let Some(count) = NodeCount::parse(v) else {
             return Err(ApiError::invalid(BAD_NODE_COUNT));
@@ -579,26 +615,10 @@ impl Controller {
                 let total = self
                     .partition_of(&r.partition)
                     .map_or(0, |p| self.conf.cluster.partition(p).nodes.len() as u32);
+                // (Whether it could run at that size, in the partitions the update
+                // leaves it, is `resized_refusal`'s.)
                 if min < 1 || (max > 0 && max < min) || min > total {
                     return Err(ApiError::invalid(BAD_NODE_COUNT));
-                }
-                // The job at its new size must be one the core takes back, or the
-                // update would leave it failed rather than refused.
-                let mut would = r.clone();
-                count.apply(&mut would, self.listed_count(r));
-                let spec = self.core_spec(&would).map_err(ApiError::invalid)?;
-                let checked = self.sched.check(&JobSpec {
-                    id: JobId(u64::MAX),
-                    ..spec
-                });
-                match checked {
-                    Err(SubmitError::NodeConfigUnavailable) => {
-                        return Err(ApiError::invalid(NODE_CONFIG))
-                    }
-                    Err(e @ SubmitError::InvalidRequest(_)) => {
-                        return Err(ApiError::invalid(e.to_string()))
-                    }
-                    _ => {}
                 }
             }
             JobState::Running if count.min == Some(0) => {

@@ -9,6 +9,7 @@ use sluice_proto::types::{tres_string, JobState};
 use crate::state::tests::{alice, conf, desc, submit};
 use crate::state::update::BAD_NODE_COUNT;
 use crate::state::{Controller, JobId};
+use sluice_core::{NodeId, Partition};
 
 fn nodes(count: &str) -> Vec<(String, String)> {
     vec![("NumNodes".to_string(), count.to_string())]
@@ -125,6 +126,50 @@ fn a_size_the_job_could_never_run_at_is_refused() {
     assert_eq!(e.message, "Requested node configuration is not available");
     assert_eq!(size(&c, 1), kept);
     assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Pending);
+}
+
+#[test]
+fn a_size_and_a_partition_changed_together_are_checked_together() {
+    // Two nodes in `debug`; `small` has node01 alone. Job 1 waits in `debug`.
+    let mut config = conf(2, 4);
+    config
+        .cluster
+        .partitions
+        .push(Partition::new("small", vec![NodeId(0)]));
+    let mut c = Controller::new(config, Path::new("/s"), vec![], vec![], 0);
+    let mut d = desc(1, 600);
+    d.begin = Some(3600);
+    submit(&mut c, d, &mut 1, 0);
+    let kept = size(&c, 1);
+    // Two nodes in a partition of one, asked in one update: each alone is fine, the
+    // two together could never run, so both are refused and the job waits as it was.
+    let both = vec![
+        ("NumNodes".to_string(), "2".to_string()),
+        ("Partition".to_string(), "small".to_string()),
+    ];
+    let e = c.update_job(JobId(1), &both, &alice(), 5).unwrap_err();
+    assert_eq!(e.message, "Requested node configuration is not available");
+    let j = c.job(JobId(1)).unwrap();
+    assert_eq!(
+        (j.state, j.partition.as_str()),
+        (JobState::Pending, "debug")
+    );
+    assert_eq!(size(&c, 1), kept);
+    // With `debug` still among its partitions it could run there: taken.
+    let either = vec![
+        ("NumNodes".to_string(), "2".to_string()),
+        ("Partition".to_string(), "small,debug".to_string()),
+    ];
+    c.update_job(JobId(1), &either, &alice(), 6).unwrap();
+    assert_eq!(c.job(JobId(1)).unwrap().desc.nodes, Some((2, 0)));
+    assert_eq!(c.job(JobId(1)).unwrap().state, JobState::Pending);
+    // Once it may begin, it runs on both nodes of `debug`.
+    c.schedule(3600);
+    let j = c.job(JobId(1)).unwrap();
+    assert_eq!(
+        (j.state, j.partition.as_str(), j.nodes.len()),
+        (JobState::Running, "debug", 2)
+    );
 }
 
 #[test]
