@@ -274,7 +274,7 @@ pub(super) type TaskSet = HashSet<(u64, u32)>;
 /// their own), and those still held by it: listed each, but one record with it for
 /// Slurm, named through it.
 pub(super) fn folded(jobs: &[JobRecord]) -> (TaskSet, TaskSet) {
-    let split: HashSet<(u64, u32)> = jobs
+    let split: TaskSet = jobs
         .iter()
         .filter(|j| j.split)
         .filter_map(|j| j.array)

@@ -442,16 +442,7 @@ impl Controller {
                                 ApiError::new(ErrorCode::InvalidPartitionName, BAD_PARTITION)
                             })?;
                         }
-                        // The job must be one a new partition could ever run (one of
-                        // several is enough, as at submission).
-                        let mut would = r.clone();
-                        Arc::make_mut(&mut would.desc).partition = Some(v.clone());
-                        if !v
-                            .split(',')
-                            .any(|name| self.could_ever_run_in(&would, name))
-                        {
-                            return Err(ApiError::invalid(NODE_CONFIG));
-                        }
+                        self.reshaped_refusal(r, changes)?;
                     }
                     "starttime" => {
                         if !pending {
@@ -460,7 +451,12 @@ impl Controller {
                         v.parse::<i64>()
                             .map_err(|_| ApiError::invalid(format!("Invalid StartTime: {v}")))?;
                     }
-                    "numnodes" => self.node_count_refusal(r, v)?,
+                    "numnodes" => {
+                        self.node_count_refusal(r, v)?;
+                        if pending {
+                            self.reshaped_refusal(r, changes)?;
+                        }
+                    }
                     _ => {
                         return Err(ApiError::invalid(format!(
                             "Update of this parameter is not supported: {k}"
@@ -468,17 +464,15 @@ impl Controller {
                     }
                 }
             }
-            if pending {
-                self.resized_refusal(r, changes)?;
-            }
         }
         Ok(())
     }
 
-    /// Why pending job `r`, resized by `changes` (with the partitions they give it),
-    /// could never run: the core must take it back, or the update would leave it
-    /// failed rather than refused.
-    fn resized_refusal(&self, r: &Job, changes: &[(String, String)]) -> Result<(), ApiError> {
+    /// Why pending job `r`, as `changes` leave its shape (its node count and its
+    /// partitions), could never run: in none of those partitions (one of several is
+    /// enough, as at submission). The core must take it back, or the update would
+    /// leave it failed rather than refused.
+    fn reshaped_refusal(&self, r: &Job, changes: &[(String, String)]) -> Result<(), ApiError> {
         let key = |name: &str| {
             changes
                 .iter()
@@ -486,11 +480,10 @@ impl Controller {
                 .find(|(k, _)| k.eq_ignore_ascii_case(name))
                 .map(|(_, v)| v)
         };
-        let Some(count) = key("NumNodes").and_then(|v| NodeCount::parse(v)) else {
-            return Ok(());
-        };
         let mut would = r.clone();
-        count.apply(&mut would, self.listed_count(r));
+        if let Some(count) = key("NumNodes").and_then(|v| NodeCount::parse(v)) {
+            count.apply(&mut would, self.listed_count(r));
+        }
         let partitions = match key("Partition") {
             Some(v) => {
                 Arc::make_mut(&mut would.desc).partition = Some(v.clone());
@@ -616,7 +609,7 @@ impl Controller {
                     .partition_of(&r.partition)
                     .map_or(0, |p| self.conf.cluster.partition(p).nodes.len() as u32);
                 // (Whether it could run at that size, in the partitions the update
-                // leaves it, is `resized_refusal`'s.)
+                // leaves it, is `reshaped_refusal`'s.)
                 if min < 1 || (max > 0 && max < min) || min > total {
                     return Err(ApiError::invalid(BAD_NODE_COUNT));
                 }
