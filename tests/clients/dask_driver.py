@@ -49,10 +49,23 @@ def wait_until(pred, what):
 
 # A SLURMRunner program: every task of one `srun` runs it; task 0 becomes the
 # scheduler, task 1 the client (this code), the rest workers.
+# dask-jobqueue's client task reads the scheduler file as soon as it exists, and fails
+# on JSON the scheduler task is still writing; the other tasks would then wait for ever
+# (as they would under Slurm). The client task first waits until the file parses.
 RUNNER = """
-import os
+import json, os, time
+from pathlib import Path
 from dask.distributed import Client
 from dask_jobqueue.slurm import SLURMRunner
+
+if os.environ["SLURM_PROCID"] == "1":
+    written = Path("scheduler-" + os.environ["SLURM_JOB_ID"] + ".json")
+    while True:
+        try:
+            json.loads(written.read_text())["address"]
+            break
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.1)
 
 with SLURMRunner(scheduler_file="scheduler-{job_id}.json") as runner:
     with Client(runner) as client:
@@ -139,10 +152,15 @@ def main():
     def runner():
         Path("runner.py").write_text(RUNNER)
         # Outside an allocation: srun creates the job, six tasks on three nodes.
-        o = subprocess.run(
-            ["srun", "--mpi=none", "-vv", "-N", "3", "-n", "6", sys.executable, "runner.py"],
-            capture_output=True, text=True, timeout=PATIENCE,
-        )
+        try:
+            o = subprocess.run(
+                ["srun", "--mpi=none", "-vv", "-N", "3", "-n", "6", sys.executable, "runner.py"],
+                capture_output=True, text=True, timeout=PATIENCE,
+            )
+        except subprocess.TimeoutExpired as e:
+            steps = subprocess.run(["squeue", "-s"], capture_output=True, text=True).stdout
+            err = (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+            raise AssertionError(f"srun still running after {PATIENCE} s\n{steps}\n{err[-3000:]}") from e
         assert o.returncode == 0, (o.returncode, o.stdout, o.stderr[-3000:])
         assert "Test passed" in o.stdout, (o.stdout, o.stderr[-3000:])
         line = next((l for l in o.stdout.splitlines() if l.startswith("workers ")), "")
