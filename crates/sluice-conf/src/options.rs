@@ -175,6 +175,9 @@ pub struct JobOptions {
     pub test_only: bool,
     /// `-W/--wait`.
     pub wait: bool,
+    /// srun's `-K/--kill-on-bad-exit[=0|1]`: end the step once a task exits non-zero
+    /// (unset: the cluster's `KillOnBadExit`).
+    pub kill_on_bad_exit: Option<bool>,
     /// `-a/--array`.
     pub array: Option<ArraySpec>,
     /// `-d/--dependency`.
@@ -486,7 +489,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::flag("interactive", None).tag(Support::Refuses),
     Opt::required("jobid", None).tag(Support::Refuses),
     Opt::required("job-name", Some('J')).tag(Support::Acts),
-    Opt::optional("kill-on-bad-exit", Some('K')).tag(Support::Warns),
+    Opt::optional("kill-on-bad-exit", Some('K')).tag(Support::Acts),
     Opt::flag("label", Some('l')).tag(Support::Acts),
     Opt::required("licenses", Some('L')).tag(Support::Warns),
     Opt::required("mail-type", None).tag(Support::Warns),
@@ -966,6 +969,26 @@ fn parse_signal(value: &str) -> Result<SignalSpec, OptionError> {
 }
 
 /// Acts on option `name` (an option Sluice [`Support::Acts`] on) with `value`.
+/// The number `v` starts with, as C's `strtol(v, NULL, 10)` reads it: leading blanks and
+/// a sign, then digits; 0 when there are none.
+fn leading_int(v: &str) -> i64 {
+    let t = v.trim_start();
+    let (negative, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let n = t[..digits]
+        .parse::<i64>()
+        .unwrap_or(if digits > 0 { i64::MAX } else { 0 });
+    if negative {
+        -n
+    } else {
+        n
+    }
+}
+
 fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), OptionError> {
     let v = value.unwrap_or("");
     let s = || Some(v.to_string());
@@ -1033,6 +1056,8 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "input" => o.input = s(),
         "job-name" => o.job_name = s(),
         "label" => o.label = true,
+        // As Slurm's srun reads it (strtol): no value is 1, a number other than 0 is on.
+        "kill-on-bad-exit" => o.kill_on_bad_exit = Some(value.is_none_or(|v| leading_int(v) != 0)),
         "mem" => {
             o.memory = Some(Memory::PerNode(
                 parse_mem_mib(v).map_err(|_| err("Invalid --mem specification"))?,
@@ -1297,6 +1322,27 @@ mod tests {
         parse_args(Command::Sbatch, &words("--mem=1G"), &mut o).unwrap();
         parse_args(Command::Sbatch, &words("--mem-per-cpu=100"), &mut o).unwrap();
         assert_eq!(o.memory, Some(Memory::PerCpu(100)));
+    }
+
+    #[test]
+    fn kill_on_bad_exit_is_read_as_srun_reads_it() {
+        let srun = |s: &str| {
+            let mut o = JobOptions::default();
+            parse_args(Command::Srun, &words(s), &mut o).unwrap();
+            o.kill_on_bad_exit
+        };
+        assert_eq!(srun("true"), None);
+        assert_eq!(srun("-K true"), Some(true));
+        assert_eq!(srun("-K0 true"), Some(false));
+        assert_eq!(srun("-K1 true"), Some(true));
+        assert_eq!(srun("--kill-on-bad-exit true"), Some(true));
+        assert_eq!(srun("--kill-on-bad-exit=0 true"), Some(false));
+        assert_eq!(srun("--kill-on-bad-exit=2 true"), Some(true));
+        // strtol's reading: no digits is 0.
+        assert_eq!(srun("--kill-on-bad-exit=yes true"), Some(false));
+        assert_eq!(leading_int(" -3x"), -3);
+        assert_eq!(leading_int("+7"), 7);
+        assert_eq!(leading_int(""), 0);
     }
 
     #[test]

@@ -87,9 +87,10 @@ pub enum Effect {
         /// One step's tasks only (SIGKILL: the step is cancelled).
         step: Option<u32>,
     },
-    /// End a step that reached its own time limit (`srun -t`) on its nodes: SIGTERM,
-    /// SIGKILL after `kill_wait`; its srun is told why.
-    StepTimeLimit {
+    /// End a step on its nodes: SIGCONT and SIGTERM, SIGKILL after `kill_wait`; its
+    /// srun is told why: it reached its own time limit (`srun -t`), or it was
+    /// cancelled (`srun -K` once a task failed; Slurm's SIG_TERM_KILL).
+    TerminateStep {
         /// Its nodes.
         nodes: Vec<String>,
         /// Job id.
@@ -98,6 +99,8 @@ pub enum Effect {
         step: u32,
         /// Seconds between SIGTERM and SIGKILL (KillWait).
         kill_wait: i64,
+        /// At its time limit (else cancelled).
+        time_limit: bool,
     },
     /// End a running job: SIGCONT + SIGTERM, SIGKILL after `KillWait`, reported as
     /// `state`.
@@ -3154,8 +3157,8 @@ impl Controller {
     }
 
     /// An agent says every task of a step on its node has ended. Once every node of the
-    /// step has, the step ends as srun would have ended it (the worst exit code, the
-    /// highest signal; out of memory anywhere: `0:125`), so that a step whose srun was
+    /// step has, the step ends as srun would have ended it (the highest signal, else
+    /// the worst exit code; out of memory anywhere: `0:125`), so that a step whose srun was
     /// killed, or whose host went away, frees the job's CPUs for its next steps rather
     /// than holding them until the job ends. A step srun already ended is left as it is.
     ///
@@ -3228,12 +3231,19 @@ impl Controller {
             // does not lose this one's.
             return Ok(vec![Effect::PersistStep(Box::new(s.clone()))]);
         }
+        // A wait status, as slurmstepd reports a step's: a task ended by a signal
+        // outweighs the others' exit codes.
         let (exit_code, signal) = if s.ended_on.iter().any(|e| e.2 == OOM_SIGNAL) {
             (0, OOM_SIGNAL)
         } else {
-            s.ended_on
+            match s
+                .ended_on
                 .iter()
                 .fold((0, 0), |(c, g), e| (c.max(e.1), g.max(e.2)))
+            {
+                (_, g) if g != 0 => (0, g),
+                worst => worst,
+            }
         };
         tracing::info!(
             "StepId={}.{} ended on all its nodes without word from its srun: exit code {exit_code}, signal {signal}",

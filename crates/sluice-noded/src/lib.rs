@@ -865,9 +865,15 @@ async fn signal(
         }
     );
     let request = match o.step {
-        Some(step) if o.time_limit_kill_wait.is_some() => stepd::Request::StepTimeLimit {
+        Some(step) if o.time_limit_kill_wait.is_some() => stepd::Request::TerminateStep {
             step,
             kill_wait: o.time_limit_kill_wait.unwrap_or_default(),
+            time_limit: true,
+        },
+        Some(step) if o.terminate_kill_wait.is_some() => stepd::Request::TerminateStep {
+            step,
+            kill_wait: o.terminate_kill_wait.unwrap_or_default(),
+            time_limit: false,
         },
         Some(step) if o.signal == libc::SIGKILL => stepd::Request::CancelStep { step },
         Some(step) => stepd::Request::SignalStep {

@@ -236,9 +236,14 @@ pub(crate) enum Request {
     /// The controller cancels a step (`scancel JOB.STEP`): its srun is told (a
     /// [`TaskEvent::Cancelled`] first in its stream) and its tasks here are killed.
     CancelStep { step: u32 },
-    /// A step reached its own time limit: its srun is told, its tasks here get
-    /// SIGTERM, and SIGKILL `kill_wait` seconds later.
-    StepTimeLimit { step: u32, kill_wait: i64 },
+    /// A step reached its own time limit (`time_limit`) or is cancelled by its srun
+    /// (`srun -K`): its srun is told, its tasks here get SIGCONT and SIGTERM, and
+    /// SIGKILL `kill_wait` seconds later.
+    TerminateStep {
+        step: u32,
+        kill_wait: i64,
+        time_limit: bool,
+    },
     /// The cluster stops (`sluice up`): end the job now and leave, reporting nothing.
     Shutdown { grace: i64 },
 }
@@ -755,8 +760,12 @@ async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
             cancel_step(&exec, step);
             Reply::Ok
         }
-        Request::StepTimeLimit { step, kill_wait } => {
-            step_time_limit(exec.clone(), step, kill_wait);
+        Request::TerminateStep {
+            step,
+            kill_wait,
+            time_limit,
+        } => {
+            terminate_step(exec.clone(), step, kill_wait, time_limit);
             Reply::Ok
         }
         Request::StepDone { step, uid } => {
@@ -898,21 +907,23 @@ fn launched(exec: &Exec, step: u32) {
     run::signal_step(exec, step, libc::SIGKILL);
 }
 
-/// Ends step `step` here at its own time limit: a `Cancelled` event saying so in its
-/// stream, SIGTERM to its tasks, SIGKILL to those left `kill_wait` seconds later, as
-/// slurmstepd ends a step at its limit. A step whose tasks have all ended here is left
-/// alone.
-fn step_time_limit(exec: std::sync::Arc<Exec>, step: u32, kill_wait: i64) {
+/// Ends step `step` here, at its own time limit (`time_limit`) or cancelled by its
+/// srun (`-K`): a `Cancelled` event saying which in its stream, SIGCONT and SIGTERM to
+/// its tasks, SIGKILL to those left `kill_wait` seconds later, as slurmstepd ends a
+/// step at its limit or on SIG_TERM_KILL. A step whose tasks have all ended here is
+/// left alone.
+fn terminate_step(exec: std::sync::Arc<Exec>, step: u32, kill_wait: i64, time_limit: bool) {
     {
         let mut steps = exec.steps.lock().expect("lock");
         match steps.get_mut(&step) {
             Some(log) if log.finished.is_none() => {
-                log.unsent_bytes += push_cancelled(&exec, &mut log.events, true);
+                log.unsent_bytes += push_cancelled(&exec, &mut log.events, time_limit);
             }
             _ => return,
         }
     }
     exec.output.send_modify(|n| *n += 1);
+    run::signal_step(&exec, step, libc::SIGCONT);
     run::signal_step(&exec, step, libc::SIGTERM);
     std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_secs(kill_wait.max(0) as u64));

@@ -1242,6 +1242,11 @@ pub struct CancelRequest {
     /// decides what they are worth (nothing, for a cancel).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<u64>,
+    /// With `steps` and no signal: cancel them by SIGCONT and SIGTERM, then SIGKILL
+    /// after KillWait, as Slurm's SIG_TERM_KILL (srun's `-K` once a task failed),
+    /// instead of SIGKILL at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub terminate: bool,
     /// Steps to cancel or signal on their own (`scancel JOB.STEP`): job, array task,
     /// step. The steps of running jobs only; with them, `jobs` is empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -1321,6 +1326,10 @@ pub struct SignalOrder {
     /// followed by SIGKILL this many seconds later (KillWait); its srun is told why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit_kill_wait: Option<i64>,
+    /// With `step`: the step is cancelled by SIGCONT and SIGTERM, then SIGKILL this
+    /// many seconds later (KillWait), as Slurm's SIG_TERM_KILL (`srun -K`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminate_kill_wait: Option<i64>,
 }
 
 /// A controller-to-agent order: stop (`suspend`) or continue a running job's processes

@@ -647,6 +647,10 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     // The parts of the step cancelled on their own (`scancel JOB.STEP`), as they told.
     let mut cancelled_parts: Vec<usize> = Vec::new();
     let mut timed_out_parts: Vec<usize> = Vec::new();
+    // `-K`: once a task exits non-zero the step is ended (the failures said so far
+    // were said then, not again at the end).
+    let mut kill_on_bad_exit = opts.kill_on_bad_exit;
+    let mut ended_bad: Option<usize> = None;
     loop {
         let e = match aborting {
             None => match rx.recv() {
@@ -723,6 +727,30 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 signal = signal.max(sig);
                 let o = &mut outcomes[layout.part_of_task(task)];
                 *o = (o.0.max(code), o.1.max(sig));
+                if (code != 0 || sig != 0)
+                    && ended_bad.is_none()
+                    && !interrupts.aborted()
+                    && *kill_on_bad_exit.get_or_insert_with(cluster_kills_on_bad_exit)
+                {
+                    // As Slurm's srun: the failure is said, then the step ended as
+                    // `scancel JOB.STEP` ends it (its tasks told SIGTERM, then SIGKILL
+                    // after KillWait).
+                    report_failures(&failed, plan, &layout, &oom_nodes, false);
+                    ended_bad = Some(failed.len());
+                    for p in parts {
+                        eprintln!(
+                            "{ME}: launch/slurm: _step_signal: Terminating StepId={}.{}",
+                            p.job,
+                            p.step_path(plan.step)
+                        );
+                        let req = sluice_proto::types::CancelRequest {
+                            steps: vec![(p.job, None, plan.step)],
+                            terminate: true,
+                            ..Default::default()
+                        };
+                        let _ = client.post::<_, serde_json::Value>("/v1/cancel", &req);
+                    }
+                }
             }
             TaskEvent::OutOfMemory { task, .. } => {
                 if let Some(n) = plan.nodes.iter().find(|n| n.2.contains(&task)) {
@@ -774,9 +802,12 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 // follows. At its time limit its tasks are ended as a job's are.
                 if !time_limit {
                     let wait = kill_wait() + 2;
-                    eprintln!(
-                        "{ME}: Job step aborted: Waiting up to {wait} seconds for job step to finish."
-                    );
+                    // (Not when srun ended it itself, for `-K`.)
+                    if ended_bad.is_none() {
+                        eprintln!(
+                            "{ME}: Job step aborted: Waiting up to {wait} seconds for job step to finish."
+                        );
+                    }
                     if aborting.is_none() {
                         aborting = Some(
                             std::time::Instant::now() + std::time::Duration::from_secs(wait as u64),
@@ -802,11 +833,80 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     }
     abort.finish();
     super::srun_pty::restore();
-    // Slurm's shape: one line per node and outcome, `vm: tasks 0-3: Exited with exit
-    // code 3`, or the signal's description; in a heterogeneous step, per component,
-    // its tasks numbered within it.
+    // Once srun was interrupted twice, tasks ended by a signal are what was asked for:
+    // Slurm's srun says so only when verbose.
+    let aborted = interrupts.aborted();
+    report_failures(
+        &failed[ended_bad.unwrap_or(0)..],
+        plan,
+        &layout,
+        &oom_nodes,
+        aborted,
+    );
+    // A task ended by SIGTERM or SIGKILL (not the memory limit's): srun says the step
+    // was ended, as Slurm's does.
+    let forced = failed.iter().any(|&(task, _, sig)| {
+        let oom = plan
+            .nodes
+            .iter()
+            .find(|n| n.2.contains(&task))
+            .is_some_and(|n| oom_nodes.contains(&n.0));
+        sig == libc::SIGTERM || (sig == libc::SIGKILL && !oom)
+    });
+    // (Not for a step cancelled on its own: Slurm's srun said it was aborted.)
+    if forced && !opts.quiet && !aborted && (cancelled_parts.is_empty() || ended_bad.is_some()) {
+        eprintln!("{ME}: Force Terminated StepId={job}.{}", plan.step);
+    }
+    // Each component's part of the step ends with its own tasks' outcome. An OOM kill
+    // is reported as Slurm records it: signal 125 (sacct's `0:125`).
+    for (i, (p, &(exit_code, signal))) in parts.iter().zip(&outcomes).enumerate() {
+        let oom = plan
+            .nodes
+            .iter()
+            .zip(&layout.node_part)
+            .any(|(n, &q)| q == i && oom_nodes.contains(&n.0));
+        let body = if oom {
+            sluice_proto::types::ExitReport {
+                exit_code: 0,
+                signal: OOM_SIGNAL,
+            }
+        } else if signal != 0 {
+            // A wait status, as slurmstepd reports a step's: a task ended by a signal
+            // outweighs the others' exit codes.
+            sluice_proto::types::ExitReport {
+                exit_code: 0,
+                signal,
+            }
+        } else {
+            sluice_proto::types::ExitReport {
+                exit_code,
+                signal: 0,
+            }
+        };
+        let _ = client.post::<_, serde_json::Value>(
+            &format!("/v1/jobs/{}/steps/{}/end", p.job, p.step_path(plan.step)),
+            &body,
+        );
+    }
+    // As Slurm's srun keeps it: a task ended by a signal outweighs any exit code.
+    let code = if signal != 0 { 128 + signal } else { worst };
+    (code, !oom_nodes.is_empty())
+}
+
+/// Says how `failed` tasks (task, exit code, signal) ended, in Slurm's shape: one line
+/// per node and outcome, `vm: tasks 0-3: Exited with exit code 3`, or the signal's
+/// description; in a heterogeneous step, per component, its tasks numbered within it.
+/// Once srun was interrupted twice (`aborted`), tasks ended by a signal are what was
+/// asked for: Slurm's srun says so only when verbose.
+fn report_failures(
+    failed: &[(u32, i32, i32)],
+    plan: &StepPlan,
+    layout: &super::srun_het::Layout,
+    oom_nodes: &[String],
+    aborted: bool,
+) {
     let mut by_outcome: BTreeMap<(usize, &str, i32, i32), Vec<u32>> = BTreeMap::new();
-    for &(task, code, sig) in &failed {
+    for &(task, code, sig) in failed {
         let node = plan
             .nodes
             .iter()
@@ -818,9 +918,6 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             .or_default()
             .push(task - layout.offsets[part]);
     }
-    // Once srun was interrupted twice, tasks ended by a signal are what was asked for:
-    // Slurm's srun says so only when verbose.
-    let aborted = interrupts.aborted();
     for ((_, node, code, sig), mut tasks) in by_outcome {
         if aborted && sig != 0 {
             continue;
@@ -842,47 +939,22 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             eprintln!("{ME}: error: {node}: {which}: Exited with exit code {code}");
         }
     }
-    // A task ended by SIGTERM or SIGKILL (not the memory limit's): srun says the step
-    // was ended, as Slurm's does.
-    let forced = failed.iter().any(|&(task, _, sig)| {
-        let oom = plan
-            .nodes
-            .iter()
-            .find(|n| n.2.contains(&task))
-            .is_some_and(|n| oom_nodes.contains(&n.0));
-        sig == libc::SIGTERM || (sig == libc::SIGKILL && !oom)
-    });
-    // (Not for a step cancelled on its own: Slurm's srun said it was aborted.)
-    if forced && !opts.quiet && !aborted && cancelled_parts.is_empty() {
-        eprintln!("{ME}: Force Terminated StepId={job}.{}", plan.step);
-    }
-    // Each component's part of the step ends with its own tasks' outcome. An OOM kill
-    // is reported as Slurm records it: signal 125 (sacct's `0:125`).
-    for (i, (p, &(exit_code, signal))) in parts.iter().zip(&outcomes).enumerate() {
-        let oom = plan
-            .nodes
-            .iter()
-            .zip(&layout.node_part)
-            .any(|(n, &q)| q == i && oom_nodes.contains(&n.0));
-        let body = if oom {
-            sluice_proto::types::ExitReport {
-                exit_code: 0,
-                signal: OOM_SIGNAL,
-            }
-        } else {
-            sluice_proto::types::ExitReport { exit_code, signal }
-        };
-        let _ = client.post::<_, serde_json::Value>(
-            &format!("/v1/jobs/{}/steps/{}/end", p.job, p.step_path(plan.step)),
-            &body,
-        );
-    }
-    let code = if signal != 0 && worst == 0 {
-        128 + signal
-    } else {
-        worst
-    };
-    (code, !oom_nodes.is_empty())
+}
+
+/// Whether the cluster ends a step once a task exits non-zero (`KillOnBadExit=1`),
+/// for an srun that did not say (`-K`).
+fn cluster_kills_on_bad_exit() -> bool {
+    controller()
+        .get::<sluice_proto::types::ConfigInfo>("/v1/config")
+        .ok()
+        .and_then(|c| {
+            let (_, v) = c
+                .entries
+                .into_iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("KillOnBadExit"))?;
+            v.trim().parse::<i64>().ok()
+        })
+        .is_some_and(|n| n != 0)
 }
 
 /// Which of a step's tasks read srun's standard input (`--input`): all of them

@@ -185,19 +185,21 @@ fn per_node(order: Effect) -> Vec<(String, Effect)> {
                 (n, one)
             })
             .collect(),
-        Effect::StepTimeLimit {
+        Effect::TerminateStep {
             nodes,
             job_id,
             step,
             kill_wait,
+            time_limit,
         } => nodes
             .into_iter()
             .map(|n| {
-                let one = Effect::StepTimeLimit {
+                let one = Effect::TerminateStep {
                     nodes: vec![n.clone()],
                     job_id,
                     step,
                     kill_wait,
+                    time_limit,
                 };
                 (n, one)
             })
@@ -329,15 +331,17 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
                 batch_only,
                 step,
                 time_limit_kill_wait: None,
+                terminate_kill_wait: None,
             };
             client
                 .post::<_, serde_json::Value>("/v1/signal", &body)
                 .map(|_| ())
         }
-        Effect::StepTimeLimit {
+        Effect::TerminateStep {
             job_id,
             step,
             kill_wait,
+            time_limit,
             ..
         } => {
             let body = sluice_proto::types::SignalOrder {
@@ -345,7 +349,8 @@ fn send(client: &Client, order: Effect, s: &Sender) -> Result<(), ClientError> {
                 signal: libc::SIGTERM,
                 batch_only: false,
                 step: Some(step),
-                time_limit_kill_wait: Some(kill_wait),
+                time_limit_kill_wait: time_limit.then_some(kill_wait),
+                terminate_kill_wait: (!time_limit).then_some(kill_wait),
             };
             client
                 .post::<_, serde_json::Value>("/v1/signal", &body)

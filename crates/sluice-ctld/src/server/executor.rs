@@ -109,7 +109,7 @@ impl Executor {
                 | Effect::AddAgent { .. }
                 | Effect::Notify { .. }
                 | Effect::Signal { .. }
-                | Effect::StepTimeLimit { .. }
+                | Effect::TerminateStep { .. }
                 | Effect::Suspend { .. }
                 | Effect::Terminate { .. }
                 | Effect::EndRun { .. }

@@ -372,6 +372,8 @@ impl Controller {
         caller: &Caller,
     ) -> Result<Vec<Effect>, ApiError> {
         let signal = req.signal.unwrap_or(libc::SIGKILL);
+        // srun's `-K`: cancelled as by SIGKILL, its tasks told SIGTERM first.
+        let terminate = req.terminate && req.signal.is_none();
         let mut chosen = Vec::new();
         for &(job, task, step) in &req.steps {
             let named = task.map_or(job.to_string(), |t| format!("{job}_{t}"));
@@ -453,7 +455,8 @@ impl Controller {
         let mut effects = Vec::new();
         for (key, step) in chosen {
             let s = self.steps.get_mut(&key).expect("checked");
-            if signal == libc::SIGKILL {
+            // (Not one srun ends itself: Slurm records no one's cancel for it.)
+            if signal == libc::SIGKILL && !terminate {
                 s.cancelled_by = Some(caller.uid);
                 // Durable at once: a restart before the step ends keeps who it was.
                 effects.push(Effect::PersistStep(Box::new(s.clone())));
@@ -464,12 +467,22 @@ impl Controller {
                     caller.uid
                 );
             }
-            effects.push(Effect::Signal {
-                nodes: s.nodes.clone(),
-                job_id: key.0,
-                signal,
-                batch_only: false,
-                step: Some(step),
+            effects.push(if terminate {
+                Effect::TerminateStep {
+                    nodes: s.nodes.clone(),
+                    job_id: key.0,
+                    step,
+                    kill_wait: self.conf.kill_wait,
+                    time_limit: false,
+                }
+            } else {
+                Effect::Signal {
+                    nodes: s.nodes.clone(),
+                    job_id: key.0,
+                    signal,
+                    batch_only: false,
+                    step: Some(step),
+                }
             });
         }
         Ok(effects)

@@ -60,11 +60,12 @@ impl Controller {
                 _ => continue,
             };
             effects.push(Effect::PersistStep(Box::new(s.clone())));
-            effects.push(Effect::StepTimeLimit {
+            effects.push(Effect::TerminateStep {
                 nodes: s.nodes.clone(),
                 job_id: job,
                 step: number,
                 kill_wait: self.conf.kill_wait,
+                time_limit: true,
             });
         }
         effects
@@ -105,7 +106,7 @@ mod tests {
         assert!(
             effects.iter().any(|e| matches!(
                 e,
-                Effect::StepTimeLimit { job_id, step: 0, nodes, .. } if *job_id == id && nodes.len() == 1
+                Effect::TerminateStep { job_id, step: 0, nodes, time_limit: true, .. } if *job_id == id && nodes.len() == 1
             )),
             "{effects:?}"
         );

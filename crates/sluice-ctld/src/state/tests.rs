@@ -2937,16 +2937,31 @@ fn a_step_ends_when_every_agent_says_its_tasks_ended_even_without_its_srun() {
     let effects = c.step_ended_on(&ended("node01", 3, 0), &root(), 2).unwrap();
     assert!(matches!(effects.as_slice(), [Effect::PersistStep(s)] if s.ended_on.len() == 1));
     assert_eq!(state(&c), (JobState::Running, 0, 0));
-    // The other: it ends, as srun would have said, with the worst of both.
+    // The other: it ends, as srun would have said: a task killed by a signal outweighs
+    // the other node's exit code 3 (a wait status, as slurmstepd reports it), and a
+    // signalled step is CANCELLED.
     let effects = c.step_ended_on(&ended("node02", 1, 9), &root(), 3).unwrap();
     assert!(matches!(effects.as_slice(), [Effect::PersistStep(_)]));
-    assert_eq!(state(&c), (JobState::Failed, 3, 9));
+    assert_eq!(state(&c), (JobState::Cancelled, 0, 9));
     // srun's word after that changes nothing.
     assert!(c
         .end_step(id, plan.step, 0, 0, &alice(), 4)
         .unwrap()
         .is_empty());
-    assert_eq!(state(&c), (JobState::Failed, 3, 9));
+    assert_eq!(state(&c), (JobState::Cancelled, 0, 9));
+    // Without a signal, the worst exit code of its nodes.
+    let (plan, _) = c
+        .start_step(id, &StepRequest::default(), &alice(), 4)
+        .unwrap();
+    for (node, code) in [("node01", 3), ("node02", 1)] {
+        let done = sluice_proto::types::StepEnded {
+            step: plan.step,
+            ..ended(node, code, 0)
+        };
+        c.step_ended_on(&done, &root(), 4).unwrap();
+    }
+    let s = &c.steps[&(id, StepId::Number(plan.step))];
+    assert_eq!((s.state, s.exit_code, s.signal), (JobState::Failed, 3, 0));
 
     // Out of memory on one node: the step is OUT_OF_MEMORY (0:125) as srun reports it.
     let (plan, _) = c

@@ -69,41 +69,75 @@ pub mod errno {
     pub const SLURM_ERROR: i32 = -1;
 }
 
+/// Slurm's texts for the error numbers the API answers with (`slurm_strerror`).
+const TEXTS: &[(i32, &str)] = &[
+    (0, "No error"),
+    (
+        errno::INVALID_PARTITION_NAME,
+        "Invalid partition name specified",
+    ),
+    (errno::ACCESS_DENIED, "Access/permission denied"),
+    (errno::JOB_SCRIPT_MISSING, "Job script not specified"),
+    (
+        errno::INVALID_NODE_COUNT,
+        "Node count specification invalid",
+    ),
+    (
+        errno::NODE_CONFIG_UNAVAILABLE,
+        "Requested node configuration is not available",
+    ),
+    (errno::USER_ID_MISSING, "Invalid user id"),
+    (errno::INVALID_JOB_ID, "Invalid job id specified"),
+    (errno::INVALID_NODE_NAME, "Invalid node name specified"),
+    (
+        errno::TRANSITION_STATE_NO_UPDATE,
+        "Job can not be altered now, try again later",
+    ),
+    (
+        errno::ALREADY_DONE,
+        "Job/step already completing or completed",
+    ),
+    (
+        errno::NOT_SUPPORTED,
+        "Requested operation not supported on this system",
+    ),
+    (errno::DISABLED, "Requested operation is presently disabled"),
+    (
+        errno::INVALID_TIME_LIMIT,
+        "Requested time limit is invalid (missing or exceeds some limit)",
+    ),
+    (errno::JOB_NOT_PENDING, "Job is no longer pending execution"),
+    (errno::JOB_FINISHED, "Job has already finished"),
+    (
+        errno::AUTH_CRED_INVALID,
+        "Invalid authentication credential",
+    ),
+    (errno::AUTH_EXPIRED, "Authentication credential expired"),
+    (
+        errno::REST_INVALID_QUERY,
+        "Query empty or not RFC7320 compliant",
+    ),
+    (errno::REST_FAIL_PARSING, "Failure during parsing"),
+    (
+        errno::REST_UNKNOWN_URL_METHOD,
+        "Requested HTTP query method is not supported at URL endpoint. Please query the \
+         '/openapi/v3' endpoint or visit 'https://slurm.schedmd.com/rest_api.html' for the \
+         OpenAPI specification which includes a list of all possible slurmrestd endpoints.",
+    ),
+    (errno::DATA_PARSE_BAD_INPUT, "Request to parse invalid data"),
+    (errno::URL_INVALID_PATH, "Invalid or unknown URL path"),
+    (
+        errno::HTTP_CONTENT_LENGTH_TOO_LARGE,
+        "HTTP Content-Length header too large to process",
+    ),
+];
+
 /// Slurm's text for error number `n` (`slurm_strerror`).
 pub fn strerror(n: i32) -> &'static str {
-    match n {
-        0 => "No error",
-        errno::INVALID_PARTITION_NAME => "Invalid partition name specified",
-        errno::ACCESS_DENIED => "Access/permission denied",
-        errno::JOB_SCRIPT_MISSING => "Job script not specified",
-        errno::INVALID_NODE_COUNT => "Node count specification invalid",
-        errno::NODE_CONFIG_UNAVAILABLE => "Requested node configuration is not available",
-        errno::USER_ID_MISSING => "Invalid user id",
-        errno::INVALID_JOB_ID => "Invalid job id specified",
-        errno::INVALID_NODE_NAME => "Invalid node name specified",
-        errno::TRANSITION_STATE_NO_UPDATE => "Job can not be altered now, try again later",
-        errno::ALREADY_DONE => "Job/step already completing or completed",
-        errno::NOT_SUPPORTED => "Requested operation not supported on this system",
-        errno::DISABLED => "Requested operation is presently disabled",
-        errno::INVALID_TIME_LIMIT => {
-            "Requested time limit is invalid (missing or exceeds some limit)"
-        }
-        errno::JOB_NOT_PENDING => "Job is no longer pending execution",
-        errno::JOB_FINISHED => "Job has already finished",
-        errno::AUTH_CRED_INVALID => "Invalid authentication credential",
-        errno::AUTH_EXPIRED => "Authentication credential expired",
-        errno::REST_INVALID_QUERY => "Query empty or not RFC7320 compliant",
-        errno::REST_FAIL_PARSING => "Failure during parsing",
-        errno::REST_UNKNOWN_URL_METHOD => {
-            "Requested HTTP query method is not supported at URL endpoint. Please query the \
-             '/openapi/v3' endpoint or visit 'https://slurm.schedmd.com/rest_api.html' for the \
-             OpenAPI specification which includes a list of all possible slurmrestd endpoints."
-        }
-        errno::DATA_PARSE_BAD_INPUT => "Request to parse invalid data",
-        errno::URL_INVALID_PATH => "Invalid or unknown URL path",
-        errno::HTTP_CONTENT_LENGTH_TOO_LARGE => "HTTP Content-Length header too large to process",
-        _ => "Unspecified error",
-    }
+    TEXTS
+        .iter()
+        .find(|(k, _)| *k == n)
+        .map_or("Unspecified error", |(_, text)| text)
 }
 
 /// The HTTP status for error number `n`, as slurmrestd chooses it.
@@ -186,27 +220,14 @@ impl Error {
     }
 }
 
-/// The number of a refusal whose message is one of Slurm's texts; `SLURM_ERROR` for
-/// the others (their message says what; the status is 422 all the same).
+/// The number of a refusal whose message is one of Slurm's texts for what the
+/// controller refuses (its 2000-range); `SLURM_ERROR` for the others (their message
+/// says what; the status is 422 all the same).
 pub fn by_message(message: &str) -> i32 {
-    [
-        errno::INVALID_PARTITION_NAME,
-        errno::ACCESS_DENIED,
-        errno::INVALID_NODE_COUNT,
-        errno::NODE_CONFIG_UNAVAILABLE,
-        errno::INVALID_JOB_ID,
-        errno::ALREADY_DONE,
-        errno::JOB_SCRIPT_MISSING,
-        errno::TRANSITION_STATE_NO_UPDATE,
-        errno::NOT_SUPPORTED,
-        errno::DISABLED,
-        errno::INVALID_TIME_LIMIT,
-        errno::JOB_NOT_PENDING,
-        errno::JOB_FINISHED,
-    ]
-    .into_iter()
-    .find(|n| strerror(*n) == message)
-    .unwrap_or(errno::SLURM_ERROR)
+    TEXTS
+        .iter()
+        .find(|(n, text)| (2000..3000).contains(n) && *text == message)
+        .map_or(errno::SLURM_ERROR, |(n, _)| *n)
 }
 
 /// A number that is set.
@@ -428,5 +449,11 @@ mod tests {
         assert_eq!(n(ApiError::invalid("something else")), -1);
         let e = Error::from_api(&ApiError::invalid("something else"), "s");
         assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
+        // Every text is found by its message, and only the controller's are.
+        assert_eq!(by_message("Job has already finished"), 2084);
+        assert_eq!(by_message("Node count specification invalid"), 2006);
+        assert_eq!(by_message("Failure during parsing"), -1);
+        assert_eq!(strerror(2084), "Job has already finished");
+        assert_eq!(strerror(4242), "Unspecified error");
     }
 }

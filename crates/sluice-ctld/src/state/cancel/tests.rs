@@ -362,3 +362,61 @@ fn a_heterogeneous_jobs_step_is_named_by_its_component_and_cancelled_in_all() {
         );
     }
 }
+
+#[test]
+fn srun_ending_its_step_after_a_failed_task_terminates_it_on_every_node() {
+    use sluice_proto::types::{StepId, StepRequest};
+    // Alice's 4-task job on two 2-CPU nodes runs `srun -K -n4`; a task fails, and her
+    // srun ends the step (Slurm's SIG_TERM_KILL).
+    let mut c = Controller::new(conf(2, 2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let (id, _) = submit(&mut c, desc(4, 600), &mut next, 0);
+    c.schedule(0);
+    let (plan, _) = c
+        .start_step(id, &StepRequest::default(), &alice(), 1)
+        .unwrap();
+    let terminate = CancelRequest {
+        steps: vec![(id.0, None, plan.step)],
+        terminate: true,
+        ..Default::default()
+    };
+    // Not bob's to end.
+    let refused = c.cancel(&terminate, &bob(), 2).unwrap_err();
+    assert_eq!(refused.code, ErrorCode::AccessDenied);
+    // Hers: SIGTERM, then SIGKILL after KillWait, on both nodes; no SIGKILL at once.
+    let done = c.cancel(&terminate, &alice(), 2).unwrap();
+    assert!(signalled_steps(&done.effects).is_empty());
+    let ended: Vec<(Vec<String>, u32, i64, bool)> = done
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::TerminateStep {
+                nodes,
+                job_id,
+                step,
+                kill_wait,
+                time_limit,
+            } if *job_id == id => Some((nodes.clone(), *step, *kill_wait, *time_limit)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ended,
+        [(
+            vec!["node01".to_string(), "node02".to_string()],
+            plan.step,
+            c.conf.kill_wait,
+            false
+        )]
+    );
+    // Recorded as no one's cancel, as Slurm records it: the step's end says how.
+    let s = &c.steps[&(id, StepId::Number(plan.step))];
+    assert_eq!((s.state, s.cancelled_by), (JobState::Running, None));
+    c.end_step(id, plan.step, 0, libc::SIGTERM, &alice(), 3)
+        .unwrap();
+    let s = &c.steps[&(id, StepId::Number(plan.step))];
+    assert_eq!(
+        (s.state, s.exit_code, s.signal),
+        (JobState::Cancelled, 0, libc::SIGTERM)
+    );
+}
