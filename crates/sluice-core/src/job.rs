@@ -162,8 +162,10 @@ pub enum PendingReason {
     Resources,
     /// Its `--begin` time has not come.
     BeginTime,
-    /// Its partition is DOWN or INACTIVE.
+    /// Its partition is DOWN.
     PartitionDown,
+    /// Its partition is INACTIVE.
+    PartitionInactive,
     /// Its time limit exceeds the partition's `MaxTime` (Slurm leaves such a job pending
     /// unless `EnforcePartLimits` refuses it at submission).
     PartitionTimeLimit,
@@ -201,6 +203,7 @@ impl PendingReason {
             PendingReason::Resources => "Resources",
             PendingReason::BeginTime => "BeginTime",
             PendingReason::PartitionDown => "PartitionDown",
+            PendingReason::PartitionInactive => "PartitionInactive",
             PendingReason::PartitionTimeLimit => "PartitionTimeLimit",
             PendingReason::PartitionNodeLimit => "PartitionNodeLimit",
             PendingReason::ReqNodeNotAvail => "ReqNodeNotAvail",
@@ -217,7 +220,7 @@ impl PendingReason {
     }
 
     /// Every reason other than a limit's, each with a code of its own.
-    pub const FIXED: [PendingReason; 13] = [
+    pub const FIXED: [PendingReason; 14] = [
         PendingReason::None,
         PendingReason::Priority,
         PendingReason::Resources,
@@ -231,6 +234,7 @@ impl PendingReason {
         PendingReason::Reservation,
         PendingReason::AccountNotAllowed,
         PendingReason::QosNotAllowed,
+        PendingReason::PartitionInactive,
     ];
 
     /// The reason whose code is `text` exactly, other than a limit's

@@ -468,16 +468,32 @@ impl Scheduler {
         if self.jobs.contains_key(&spec.id) {
             return Err(SubmitError::DuplicateId(spec.id));
         }
+        self.check_open(spec)?;
         self.check_shape(spec)
     }
 
-    /// [`Scheduler::check`] but for the id: partition, time limit, shape and limits.
+    /// Whether the job's partition takes new jobs (it is not DRAIN or INACTIVE).
+    fn check_open(&self, spec: &JobSpec) -> Result<(), SubmitError> {
+        match self.cluster.partitions.get(spec.partition.index()) {
+            Some(part)
+                if matches!(part.state, PartitionState::Drain | PartitionState::Inactive) =>
+            {
+                Err(SubmitError::PartitionClosed(spec.partition))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// [`Scheduler::check`] but for the id and whether the partition takes new jobs:
+    /// partition, time limit, shape and limits.
     fn check_shape(&self, spec: &JobSpec) -> Result<(), SubmitError> {
-        let Some(part) = self.cluster.partitions.get(spec.partition.index()) else {
+        if self
+            .cluster
+            .partitions
+            .get(spec.partition.index())
+            .is_none()
+        {
             return Err(SubmitError::NoSuchPartition(spec.partition));
-        };
-        if matches!(part.state, PartitionState::Drain | PartitionState::Inactive) {
-            return Err(SubmitError::PartitionClosed(spec.partition));
         }
         if spec.time_limit > MAX_TIME_LIMIT {
             return Err(SubmitError::InvalidRequest(
@@ -669,6 +685,23 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Queues again a job that was queued before and left the queue while it waited (a
+    /// hold, a dependency, an update): checked as [`Scheduler::submit`] checks a job,
+    /// except that a partition since made DRAIN or INACTIVE does not refuse it, as
+    /// Slurm keeps such a job queued (in a DRAIN partition it runs; in an INACTIVE one
+    /// it waits, `PartitionInactive`).
+    pub fn readmit(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+        self.generation += 1;
+        if self.jobs.contains_key(&spec.id) {
+            return Err(SubmitError::DuplicateId(spec.id));
+        }
+        self.check_shape(&spec)?;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.enqueue(spec, seq, now);
+        Ok(())
+    }
+
     /// Ties pending jobs into one heterogeneous job (Slurm's hetjob): `members` in
     /// component order, the leader (offset 0) first. They then start together or not at
     /// all, at the leader's place in the queue (see [`crate::het`]). Jobs not pending
@@ -719,8 +752,12 @@ impl Scheduler {
     pub fn update_pending(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
         self.generation += 1;
         let id = spec.id;
-        if self.jobs.get(&id).map(|j| &j.state) != Some(&JobState::Pending) {
+        let Some(job) = self.jobs.get(&id).filter(|j| j.state == JobState::Pending) else {
             return Err(SubmitError::NotPending(id));
+        };
+        // Its own partition keeps it, closed since or not; another must take new jobs.
+        if job.spec.partition != spec.partition {
+            self.check_open(&spec)?;
         }
         self.check_shape(&spec)?;
         let seq = self.keys[&id].seq;
@@ -1747,8 +1784,10 @@ impl Scheduler {
         now: Time,
     ) -> Option<PendingReason> {
         let part = self.cluster.partition(p);
-        if matches!(part.state, PartitionState::Down | PartitionState::Inactive) {
+        if part.state == PartitionState::Down {
             Some(PendingReason::PartitionDown)
+        } else if part.state == PartitionState::Inactive {
+            Some(PendingReason::PartitionInactive)
         } else if !self.has_usable_node(p) && job.spec.begin <= now {
             // A job whose begin time has not come says BeginTime even so (Slurm 22.05,
             // compat scenario 197).

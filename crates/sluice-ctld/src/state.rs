@@ -1469,7 +1469,9 @@ impl Controller {
                         self.jobs.get_mut(&id).expect("exists").partition = name;
                     }
                     let spec = self.core_spec(&self.jobs[&id]);
-                    match spec.map(|s| self.sched.submit(s, now)) {
+                    // Checked when it was submitted (or updated): a partition
+                    // drained or made inactive since keeps it.
+                    match spec.map(|s| self.sched.readmit(s, now)) {
                         Ok(Ok(())) => {
                             if let Some(list) = list {
                                 self.sched.set_partitions(id, &list, now);

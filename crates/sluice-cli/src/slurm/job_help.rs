@@ -29,6 +29,7 @@ pub const GROUPS: &[Group] = &[
             e("input", "file", "standard input from this file"),
             e("job-name", "name", "the job's name"),
             e("kill-command", "signal", "signal sent to the command if the allocation ends"),
+            e("kill-on-bad-exit", "[0|1]", "end the step once a task exits non-zero"),
             e("label", "", "prefix each output line with its task number"),
             e("mpi", "type", "accepted: tasks start as with --mpi=none"),
             e("ntasks", "ntasks", "number of tasks"),

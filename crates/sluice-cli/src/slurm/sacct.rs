@@ -48,7 +48,7 @@ const FIELDS: &[(&str, i32)] = &[
     ("Group", 9),
     ("GID", 6),
     ("Timelimit", 10),
-    ("TimelimitRaw", 12),
+    ("TimelimitRaw", 10),
     ("WorkDir", 20),
     ("Comment", 14),
     ("Reason", 22),
@@ -112,7 +112,7 @@ const FIELDS: &[(&str, i32)] = &[
     ("TRESUsageOutTot", 15),
     ("UserCPU", 10),
     ("Cluster", 10),
-    ("SubmitLine", 10),
+    ("SubmitLine", 20),
     ("WCKey", 10),
 ];
 

@@ -261,7 +261,7 @@ impl Controller {
                 format!("no set of nodes in partition {pname} can hold it now (see Resources)"),
             ),
             PendingReason::BeginTime => return None,
-            PendingReason::PartitionDown => {
+            PendingReason::PartitionDown | PendingReason::PartitionInactive => {
                 let state = match part.map(|p| p.state) {
                     Some(PartitionState::Inactive) => "INACTIVE",
                     Some(PartitionState::Drain) => "DRAIN",

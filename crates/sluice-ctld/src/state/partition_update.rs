@@ -232,3 +232,6 @@ impl Controller {
         Ok(effects)
     }
 }
+
+#[cfg(test)]
+mod closed_story;
