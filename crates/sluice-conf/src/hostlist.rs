@@ -195,6 +195,15 @@ fn split_name(name: &str) -> Option<(&str, u64, usize, &str)> {
     Some((&name[..start], value, digits.len(), ""))
 }
 
+/// A node list as Slurm keeps a job's (`ReqNodeList`, `required_nodes`): ranged,
+/// without repeats (`n2,n1,n2` is `n[1-2]`); an expression that cannot be read is kept
+/// as given.
+pub fn ranged(expr: &str) -> String {
+    expand(expr)
+        .map(|names| compress(&names))
+        .unwrap_or_else(|_| expr.to_string())
+}
+
 /// Compresses host names into a hostlist expression, as Slurm prints them
 /// (`node[01-03,07],login1`).
 ///
@@ -311,6 +320,13 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_jobs_node_list_is_kept_ranged_without_repeats() {
+        assert_eq!(ranged("n2,n1,n2"), "n[1-2]");
+        assert_eq!(ranged("n[1-3],n2"), "n[1-3]");
+        assert_eq!(ranged("n[1-"), "n[1-");
+    }
 
     #[test]
     fn expands_ranges_lists_and_padding() {

@@ -173,8 +173,11 @@ pub struct JobOptions {
     pub parsable: bool,
     /// `--test-only` (sbatch): say when and where the job would start, submit nothing.
     pub test_only: bool,
-    /// `-W/--wait`.
+    /// `-W/--wait` (sbatch, salloc's `--wait-all-nodes` aside).
     pub wait: bool,
+    /// srun's `-W/--wait=SECONDS`: once the first task has exited, how long the others
+    /// have before the step is ended (0: no limit).
+    pub max_wait: Option<u32>,
     /// srun's `-K/--kill-on-bad-exit[=0|1]`: end the step once a task exits non-zero
     /// (unset: the cluster's `KillOnBadExit`).
     pub kill_on_bad_exit: Option<bool>,
@@ -564,7 +567,7 @@ const SRUN: &[Opt<Support>] = &[
     Opt::flag("verbose", Some('v')).tag(Support::Acts),
     Opt::flag("version", Some('V')).tag(Support::Acts),
     Opt::flag("usage", None).tag(Support::Acts),
-    Opt::required("wait", Some('W')).tag(Support::Warns),
+    Opt::required("wait", Some('W')).tag(Support::Acts),
     Opt::required("wckey", None).tag(Support::Acts),
     Opt::flag("whole", None).tag(Support::Refuses),
     Opt::optional("x11", None).tag(Support::Refuses),
@@ -841,6 +844,15 @@ fn positive(value: &str, option: &str) -> Result<u32, OptionError> {
             exit_1: true,
             ..err(format!("Invalid numeric value \"{value}\" for --{option}."))
         })
+}
+
+/// A number of seconds Slurm reads with `parse_int` (0 allowed), which exits 1 on a bad
+/// one.
+fn non_negative(value: &str, option: &str) -> Result<u32, OptionError> {
+    value.trim().parse::<u32>().map_err(|_| OptionError {
+        exit_1: true,
+        ..err(format!("Invalid numeric value \"{value}\" for --{option}."))
+    })
 }
 
 /// Parses `[type:]count` as in `--gpus=a100:2`.
@@ -1127,7 +1139,11 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         }
         "unbuffered" => o.unbuffered = true,
         "verbose" => o.verbose += 1,
-        "wait" => o.wait = true,
+        // sbatch's is a flag; srun's takes seconds.
+        "wait" => match value {
+            Some(v) => o.max_wait = Some(non_negative(v, name)?),
+            None => o.wait = true,
+        },
         "test-only" => o.test_only = true,
         "wckey" => o.wckey = s(),
         "wrap" => o.wrap = s(),
@@ -1343,6 +1359,22 @@ mod tests {
         assert_eq!(leading_int(" -3x"), -3);
         assert_eq!(leading_int("+7"), 7);
         assert_eq!(leading_int(""), 0);
+    }
+
+    #[test]
+    fn srun_wait_takes_seconds_and_sbatch_wait_is_a_flag() {
+        let srun = |s: &str| {
+            let mut o = JobOptions::default();
+            parse_args(Command::Srun, &words(s), &mut o).map(|_| (o.max_wait, o.wait))
+        };
+        assert_eq!(srun("-W 5 true").unwrap(), (Some(5), false));
+        assert_eq!(srun("--wait=0 true").unwrap(), (Some(0), false));
+        assert_eq!(
+            srun("-W x true").unwrap_err().message,
+            "Invalid numeric value \"x\" for --wait."
+        );
+        let (o, _) = parse("--wait script.sh").unwrap();
+        assert_eq!((o.max_wait, o.wait), (None, true));
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub const GROUPS: &[Group] = &[
             e("time-min", "minutes", "least time limit the scheduler may choose"),
             e("unbuffered", "", "accepted: output is relayed as it arrives"),
             e("verbose", "", "say more (repeat for more still)"),
-            e("wait", "", "exit only when the job ends, with its exit status"),
+            e("wait", "seconds", "sbatch: exit only when the job ends, with its exit status\nsrun: how long the other tasks may run once one has exited"),
             e("wckey", "wckey", "workload characterization key"),
             e("wrap", "command", "run this command line in a generated sh script"),
         ],
@@ -240,11 +240,11 @@ mod tests {
         assert!(text.contains("\n      --nice[=value]          lower"));
         assert!(text.contains("\nNot supported by Sluice: --gid, --kill-on-invalid-dep,"));
         // srun's own options show in srun's help only; sbatch's -W is a flag, srun's
-        // takes seconds and has no effect.
+        // takes seconds.
         assert!(help(Command::Srun).contains("\n  -l, --label "));
         assert!(!text.contains("--label"));
         assert!(text.contains("\n  -W, --wait    "));
-        assert!(!help(Command::Srun).contains("  -W, --wait"));
+        assert!(help(Command::Srun).contains("\n  -W, --wait=seconds "));
         for c in COMMANDS {
             let u = usage(c);
             assert!(u.starts_with(&format!("Usage: {} [", c.name())), "{u}");

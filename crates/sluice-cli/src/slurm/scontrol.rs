@@ -152,9 +152,7 @@ fn show_job(
     p("AllocNode:Sid", format!("{}:0", j.desc.submit_host));
     // As Slurm keeps them: ranged, without repeats (`n1,n2,n1` is `n[1-2]`).
     let node_list = |s: &Option<String>| match s.as_deref().filter(|e| !e.is_empty()) {
-        Some(e) => sluice_conf::hostlist::expand(e)
-            .map(|names| sluice_conf::hostlist::compress(&names))
-            .unwrap_or_else(|_| e.to_string()),
+        Some(e) => sluice_conf::hostlist::ranged(e),
         None => "(null)".into(),
     };
     p("ReqNodeList", node_list(&j.desc.nodelist));

@@ -195,7 +195,15 @@ fn job(j: &JobRecord, cluster: &str, layouts: &Layouts) -> Json {
         ("derived_exit_code", Json::Int(0)),
         ("eligible_time", Json::Int(eligible.unwrap_or(0))),
         ("end_time", Json::Int(end.unwrap_or(0))),
-        ("excluded_nodes", s(&d.exclude)),
+        (
+            "excluded_nodes",
+            Json::str(
+                d.exclude
+                    .as_deref()
+                    .map(sluice_conf::hostlist::ranged)
+                    .unwrap_or_default(),
+            ),
+        ),
         ("exit_code", Json::Int(exit_status(j))),
         ("features", s(&d.constraint)),
         ("federation_origin", Json::str("")),
@@ -270,7 +278,16 @@ fn job(j: &JobRecord, cluster: &str, layouts: &Layouts) -> Json {
         ("profile", Json::Null),
         ("qos", Json::str(&j.qos)),
         ("reboot", Json::Bool(false)),
-        ("required_nodes", s(&d.nodelist)),
+        // As Slurm keeps it (and scontrol shows it): ranged, without repeats.
+        (
+            "required_nodes",
+            Json::str(
+                d.nodelist
+                    .as_deref()
+                    .map(sluice_conf::hostlist::ranged)
+                    .unwrap_or_default(),
+            ),
+        ),
         ("requeue", Json::Bool(d.requeue != Some(false))),
         ("resize_time", Json::Int(0)),
         ("restart_cnt", Json::Int(j.restarts as i64)),
@@ -573,6 +590,19 @@ mod tests {
         assert_eq!(resources["nodes"], "n1");
         assert_eq!(resources["allocated_hosts"], 1);
         assert_eq!(resources["allocated_nodes"][0]["memory_allocated"], 1000);
+    }
+
+    #[test]
+    fn listed_and_excluded_nodes_read_as_slurm_keeps_them() {
+        // `sbatch -w n2,n1,n2 -x 'n[4-5],n3'`: ranged, without repeats, as Slurm's
+        // controller keeps them (and `scontrol show job` prints them).
+        let mut j = record(100001, "listed", 1796032568);
+        j.desc.nodelist = Some("n2,n1,n2".into());
+        j.desc.exclude = Some("n[4-5],n3".into());
+        let ours = document(&[j], "compat", &Layouts::new());
+        let job = job_of(&ours, 100001);
+        assert_eq!(job["required_nodes"], "n[1-2]");
+        assert_eq!(job["excluded_nodes"], "n[3-5]");
     }
 
     #[test]

@@ -651,8 +651,19 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     // were said then, not again at the end).
     let mut kill_on_bad_exit = opts.kill_on_bad_exit;
     let mut ended_bad: Option<usize> = None;
+    // A launch failed, or contact with a node's tasks was lost: srun's status is 1 (or
+    // a task's higher exit code) whatever signal ended the others.
+    let mut errored = false;
+    // `-W`: once the first task has exited, until when the others may run.
+    let mut waiting: Option<std::time::Instant> = None;
+    let mut first_exit_seen = false;
+    let mut self_killed = false;
     loop {
-        let e = match aborting {
+        let until = match (aborting, waiting) {
+            (Some(a), Some(w)) => Some(a.min(w)),
+            (a, w) => a.or(w),
+        };
+        let e = match until {
             None => match rx.recv() {
                 Ok(e) => e,
                 Err(_) => break,
@@ -662,6 +673,19 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 match rx.recv_timeout(left) {
                     Ok(e) => e,
                     Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    Err(mpsc::RecvTimeoutError::Timeout) if waiting == Some(until) => {
+                        // As Slurm's srun when its `--wait` runs out: the tasks' states,
+                        // then the step killed as `scancel JOB.STEP` kills it.
+                        waiting = None;
+                        eprintln!(
+                            "{ME}: First task exited {}s ago",
+                            opts.max_wait.unwrap_or_default()
+                        );
+                        interrupts.print_status(job);
+                        self_killed = true;
+                        terminate_step(client, parts, plan.step, false);
+                        continue;
+                    }
                     Err(mpsc::RecvTimeoutError::Timeout) => {
                         eprintln!("{ME}: error: Timed out waiting for job step to complete");
                         break;
@@ -720,6 +744,13 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 signal: sig,
             } => {
                 interrupts.exited(task, code != 0 || sig != 0);
+                if let Some(w) = opts.max_wait.filter(|w| *w > 0) {
+                    if waiting.is_none() && !std::mem::replace(&mut first_exit_seen, true) {
+                        waiting = Some(
+                            std::time::Instant::now() + std::time::Duration::from_secs(w.into()),
+                        );
+                    }
+                }
                 if code != 0 || sig != 0 {
                     failed.push((task, code, sig));
                 }
@@ -737,19 +768,8 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                     // after KillWait).
                     report_failures(&failed, plan, &layout, &oom_nodes, false);
                     ended_bad = Some(failed.len());
-                    for p in parts {
-                        eprintln!(
-                            "{ME}: launch/slurm: _step_signal: Terminating StepId={}.{}",
-                            p.job,
-                            p.step_path(plan.step)
-                        );
-                        let req = sluice_proto::types::CancelRequest {
-                            steps: vec![(p.job, None, plan.step)],
-                            terminate: true,
-                            ..Default::default()
-                        };
-                        let _ = client.post::<_, serde_json::Value>("/v1/cancel", &req);
-                    }
+                    waiting = None;
+                    terminate_step(client, parts, plan.step, true);
                 }
             }
             TaskEvent::OutOfMemory { task, .. } => {
@@ -759,6 +779,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             }
             TaskEvent::Error { message } => {
                 eprintln!("{ME}: error: {message}");
+                errored = true;
                 worst = worst.max(1);
                 for o in &mut outcomes {
                     o.0 = o.0.max(1);
@@ -800,6 +821,23 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 // `scancel JOB.STEP`: as Slurm's srun, the step is aborted and srun
                 // waits KillWait and two seconds for its tasks; slurmstepd's notice
                 // follows. At its time limit its tasks are ended as a job's are.
+                // A part of a step in one allocation is `J.S+P`, as Slurm names it.
+                let part = &parts[which];
+                let step = match part.part {
+                    Some(p) => format!("{}+{p}", plan.step),
+                    None => plan.step.to_string(),
+                };
+                let notice = format!(
+                    "slurmstepd-{node}: error: *** STEP {}.{step} ON {node} CANCELLED AT {}{} ***",
+                    part.job,
+                    // slurmstepd's words, in the daemon's time format, not the user's.
+                    sluice_proto::time::timestamp(at),
+                    if time_limit { " DUE TO TIME LIMIT" } else { "" }
+                );
+                // Ended by srun itself (`-W` run out), slurmstepd's notice comes first.
+                if self_killed {
+                    eprintln!("{notice}");
+                }
                 if !time_limit {
                     let wait = kill_wait() + 2;
                     // (Not when srun ended it itself, for `-K`.)
@@ -814,19 +852,9 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                         );
                     }
                 }
-                // A part of a step in one allocation is `J.S+P`, as Slurm names it.
-                let part = &parts[which];
-                let step = match part.part {
-                    Some(p) => format!("{}+{p}", plan.step),
-                    None => plan.step.to_string(),
-                };
-                eprintln!(
-                    "slurmstepd-{node}: error: *** STEP {}.{step} ON {node} CANCELLED AT {}{} ***",
-                    part.job,
-                    // slurmstepd's words, in the daemon's time format, not the user's.
-                    sluice_proto::time::timestamp(at),
-                    if time_limit { " DUE TO TIME LIMIT" } else { "" }
-                );
+                if !self_killed {
+                    eprintln!("{notice}");
+                }
             }
             TaskEvent::End => {}
         }
@@ -870,7 +898,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 exit_code: 0,
                 signal: OOM_SIGNAL,
             }
-        } else if signal != 0 {
+        } else if signal != 0 && !errored {
             // A wait status, as slurmstepd reports a step's: a task ended by a signal
             // outweighs the others' exit codes.
             sluice_proto::types::ExitReport {
@@ -878,18 +906,20 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 signal,
             }
         } else {
-            sluice_proto::types::ExitReport {
-                exit_code,
-                signal: 0,
-            }
+            sluice_proto::types::ExitReport { exit_code, signal }
         };
         let _ = client.post::<_, serde_json::Value>(
             &format!("/v1/jobs/{}/steps/{}/end", p.job, p.step_path(plan.step)),
             &body,
         );
     }
-    // As Slurm's srun keeps it: a task ended by a signal outweighs any exit code.
-    let code = if signal != 0 { 128 + signal } else { worst };
+    // As Slurm's srun keeps it: a task ended by a signal outweighs any exit code (not
+    // a failed launch's 1).
+    let code = if signal != 0 && !errored {
+        128 + signal
+    } else {
+        worst
+    };
     (code, !oom_nodes.is_empty())
 }
 
@@ -938,6 +968,25 @@ fn report_failures(
         } else {
             eprintln!("{ME}: error: {node}: {which}: Exited with exit code {code}");
         }
+    }
+}
+
+/// srun ends its step itself, as Slurm's srun's `_step_signal` does: said per part,
+/// then cancelled through the controller, `terminate` (SIGTERM, SIGKILL after
+/// KillWait: `-K`) or at once (SIGKILL: `-W` run out).
+fn terminate_step(client: &Client, parts: &[Part], step: u32, terminate: bool) {
+    for p in parts {
+        eprintln!(
+            "{ME}: launch/slurm: _step_signal: Terminating StepId={}.{}",
+            p.job,
+            p.step_path(step)
+        );
+        let req = sluice_proto::types::CancelRequest {
+            steps: vec![(p.job, None, step)],
+            terminate,
+            ..Default::default()
+        };
+        let _ = client.post::<_, serde_json::Value>("/v1/cancel", &req);
     }
 }
 
@@ -1302,6 +1351,30 @@ struct InterruptState {
     aborted: bool,
 }
 
+impl InterruptState {
+    fn print_status(&self, job: u64, step: u32, ntasks: u32) {
+        let group =
+            |f: &dyn Fn(u32) -> bool| -> Vec<u32> { (0..ntasks).filter(|t| f(*t)).collect() };
+        let running = group(&|t| !self.exited.contains_key(&t));
+        let normal = group(&|t| self.exited.get(&t) == Some(&false));
+        let abnormal = group(&|t| self.exited.get(&t) == Some(&true));
+        for (tasks, what) in [
+            (running, "running"),
+            (normal, "exited"),
+            (abnormal, "exited abnormally"),
+        ] {
+            if tasks.is_empty() {
+                continue;
+            }
+            eprintln!(
+                "{ME}: StepId={job}.{step} task{} {}: {what}",
+                if tasks.len() == 1 { "" } else { "s" },
+                sluice_proto::types::compact_indices(&tasks)
+            );
+        }
+    }
+}
+
 impl Interrupts {
     fn launched(&self, step: u32, ntasks: u32) {
         self.inner.lock().expect("lock").step = Some((step, ntasks));
@@ -1339,26 +1412,17 @@ impl Interrupts {
             return true;
         }
         eprintln!("{ME}: interrupt (one more within 1 sec to abort)");
-        let group =
-            |f: &dyn Fn(u32) -> bool| -> Vec<u32> { (0..ntasks).filter(|t| f(*t)).collect() };
-        let running = group(&|t| !st.exited.contains_key(&t));
-        let normal = group(&|t| st.exited.get(&t) == Some(&false));
-        let abnormal = group(&|t| st.exited.get(&t) == Some(&true));
-        for (tasks, what) in [
-            (running, "running"),
-            (normal, "exited"),
-            (abnormal, "exited abnormally"),
-        ] {
-            if tasks.is_empty() {
-                continue;
-            }
-            eprintln!(
-                "{ME}: StepId={job}.{step} task{} {}: {what}",
-                if tasks.len() == 1 { "" } else { "s" },
-                sluice_proto::types::compact_indices(&tasks)
-            );
-        }
+        st.print_status(job, step, ntasks);
         false
+    }
+
+    /// Says which of the step's tasks run and which have exited, as Slurm's srun does
+    /// on a first Ctrl-C and when its `--wait` runs out.
+    fn print_status(&self, job: u64) {
+        let st = self.inner.lock().expect("lock");
+        if let Some((step, ntasks)) = st.step {
+            st.print_status(job, step, ntasks);
+        }
     }
 }
 
