@@ -981,26 +981,6 @@ fn parse_signal(value: &str) -> Result<SignalSpec, OptionError> {
 }
 
 /// Acts on option `name` (an option Sluice [`Support::Acts`] on) with `value`.
-/// The number `v` starts with, as C's `strtol(v, NULL, 10)` reads it: leading blanks and
-/// a sign, then digits; 0 when there are none.
-fn leading_int(v: &str) -> i64 {
-    let t = v.trim_start();
-    let (negative, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    let n = t[..digits]
-        .parse::<i64>()
-        .unwrap_or(if digits > 0 { i64::MAX } else { 0 });
-    if negative {
-        -n
-    } else {
-        n
-    }
-}
-
 fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), OptionError> {
     let v = value.unwrap_or("");
     let s = || Some(v.to_string());
@@ -1068,8 +1048,14 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "input" => o.input = s(),
         "job-name" => o.job_name = s(),
         "label" => o.label = true,
-        // As Slurm's srun reads it (strtol): no value is 1, a number other than 0 is on.
-        "kill-on-bad-exit" => o.kill_on_bad_exit = Some(value.is_none_or(|v| leading_int(v) != 0)),
+        // As Slurm's srun reads it (`parse_int`): no value is 1, a number other than 0
+        // is on, anything else refused.
+        "kill-on-bad-exit" => {
+            o.kill_on_bad_exit = Some(match value {
+                Some(v) => non_negative(v, name)? != 0,
+                None => true,
+            })
+        }
         "mem" => {
             o.memory = Some(Memory::PerNode(
                 parse_mem_mib(v).map_err(|_| err("Invalid --mem specification"))?,
@@ -1354,11 +1340,20 @@ mod tests {
         assert_eq!(srun("--kill-on-bad-exit true"), Some(true));
         assert_eq!(srun("--kill-on-bad-exit=0 true"), Some(false));
         assert_eq!(srun("--kill-on-bad-exit=2 true"), Some(true));
-        // strtol's reading: no digits is 0.
-        assert_eq!(srun("--kill-on-bad-exit=yes true"), Some(false));
-        assert_eq!(leading_int(" -3x"), -3);
-        assert_eq!(leading_int("+7"), 7);
-        assert_eq!(leading_int(""), 0);
+        // parse_int's reading: a number or nothing.
+        for bad in ["yes", "2x", "-1"] {
+            let mut o = JobOptions::default();
+            let e = parse_args(
+                Command::Srun,
+                &words(&format!("--kill-on-bad-exit={bad} true")),
+                &mut o,
+            )
+            .unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("Invalid numeric value \"{bad}\" for --kill-on-bad-exit.")
+            );
+        }
     }
 
     #[test]

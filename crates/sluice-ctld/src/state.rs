@@ -3159,8 +3159,8 @@ impl Controller {
     }
 
     /// An agent says every task of a step on its node has ended. Once every node of the
-    /// step has, the step ends as srun would have ended it (the highest signal, else
-    /// the worst exit code; out of memory anywhere: `0:125`), so that a step whose srun was
+    /// step has, the step ends as srun would have ended it (as Slurm records it from
+    /// its nodes, [`ExitReport::of_nodes`]; out of memory anywhere: `0:125`), so that a step whose srun was
     /// killed, or whose host went away, frees the job's CPUs for its next steps rather
     /// than holding them until the job ends. A step srun already ended is left as it is.
     ///
@@ -3233,19 +3233,13 @@ impl Controller {
             // does not lose this one's.
             return Ok(vec![Effect::PersistStep(Box::new(s.clone()))]);
         }
-        // A wait status, as slurmstepd reports a step's: a task ended by a signal
-        // outweighs the others' exit codes.
+        // As Slurm records a step from its nodes ([`ExitReport::of_nodes`]).
         let (exit_code, signal) = if s.ended_on.iter().any(|e| e.2 == OOM_SIGNAL) {
             (0, OOM_SIGNAL)
         } else {
-            match s
-                .ended_on
-                .iter()
-                .fold((0, 0), |(c, g), e| (c.max(e.1), g.max(e.2)))
-            {
-                (_, g) if g != 0 => (0, g),
-                worst => worst,
-            }
+            let r =
+                sluice_proto::types::ExitReport::of_nodes(s.ended_on.iter().map(|e| (e.1, e.2)));
+            (r.exit_code, r.signal)
         };
         tracing::info!(
             "StepId={}.{} ended on all its nodes without word from its srun: exit code {exit_code}, signal {signal}",

@@ -888,7 +888,15 @@ async fn signal(
     };
     // A job whose supervisor is not up yet has no process to signal; a step's cancel
     // waits for it (the step's tasks are killed as they are launched).
-    let keep = matches!(request, stepd::Request::CancelStep { .. }).then(|| request.clone());
+    let keep = matches!(
+        request,
+        stepd::Request::CancelStep { .. }
+            | stepd::Request::TerminateStep {
+                time_limit: false,
+                ..
+            }
+    )
+    .then(|| request.clone());
     if let Ok(Some(h)) = supervisor_for(&agent, o.job_id, None, keep) {
         let _ = h.ask(&request).await;
     }

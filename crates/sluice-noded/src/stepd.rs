@@ -239,13 +239,22 @@ pub(crate) enum Request {
     /// A step reached its own time limit (`time_limit`) or is cancelled by its srun
     /// (`srun -K`): its srun is told, its tasks here get SIGCONT and SIGTERM, and
     /// SIGKILL `kill_wait` seconds later.
+    // Its name on the wire is the one supervisors that outlive an agent's upgrade know
+    // (a step at its time limit), and one that says nothing more is that.
+    #[serde(rename = "step_time_limit")]
     TerminateStep {
         step: u32,
         kill_wait: i64,
+        #[serde(default = "at_time_limit")]
         time_limit: bool,
     },
     /// The cluster stops (`sluice up`): end the job now and leave, reporting nothing.
     Shutdown { grace: i64 },
+}
+
+/// What a [`Request::TerminateStep`] from an agent older than `time_limit` meant.
+fn at_time_limit() -> bool {
+    true
 }
 
 /// A supervisor's answer.
@@ -919,8 +928,23 @@ fn terminate_step(exec: std::sync::Arc<Exec>, step: u32, kill_wait: i64, time_li
             Some(log) if log.finished.is_none() => {
                 log.unsent_bytes += push_cancelled(&exec, &mut log.events, time_limit);
             }
+            // srun ends a step whose tasks here are not launched yet (`-K`, a task
+            // elsewhere failed first): cancelled as `scancel JOB.STEP` cancels it, its
+            // tasks killed as soon as they are.
+            None if !time_limit => {
+                drop(steps);
+                cancel_step(&exec, step);
+                return;
+            }
             _ => return,
         }
+    }
+    // Tasks still being launched here: killed once they are.
+    if !time_limit && exec.procs().launching > 0 {
+        exec.cancelled_early
+            .lock()
+            .expect("lock")
+            .insert(step, true);
     }
     exec.output.send_modify(|n| *n += 1);
     run::signal_step(&exec, step, libc::SIGCONT);
@@ -1126,6 +1150,29 @@ async fn stdin(exec: &Arc<Exec>, uid: u32, c: StdinChunk) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_time_limit_keeps_the_name_older_supervisors_know() {
+        // An order from an agent that knew only time limits reads as one.
+        let old: Request =
+            serde_json::from_str(r#"{"step_time_limit":{"step":1,"kill_wait":5}}"#).unwrap();
+        assert!(matches!(
+            old,
+            Request::TerminateStep {
+                step: 1,
+                kill_wait: 5,
+                time_limit: true
+            }
+        ));
+        // srun's `-K` goes under the same name, saying it is no time limit.
+        let new = serde_json::to_value(Request::TerminateStep {
+            step: 2,
+            kill_wait: 5,
+            time_limit: false,
+        })
+        .unwrap();
+        assert_eq!(new["step_time_limit"]["time_limit"], false);
+    }
 
     #[test]
     fn requests_and_replies_are_json_lines_of_their_own() {

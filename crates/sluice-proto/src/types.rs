@@ -1465,6 +1465,50 @@ pub struct ExitReport {
     pub signal: i32,
 }
 
+impl ExitReport {
+    /// A step's end from its nodes' ends (each a highest exit code and a highest
+    /// signal), as Slurm records it: on a node a task ended by a signal outweighs the
+    /// others' exit codes (slurmstepd's wait status); across nodes the largest wait
+    /// status wins, so that any exit code outweighs another node's signal.
+    pub fn of_nodes(nodes: impl IntoIterator<Item = (i32, i32)>) -> ExitReport {
+        let raw = |(code, signal): (i32, i32)| {
+            if signal != 0 {
+                i64::from(signal)
+            } else {
+                i64::from(code) << 8
+            }
+        };
+        nodes
+            .into_iter()
+            .map(|(code, signal)| if signal != 0 { (0, signal) } else { (code, 0) })
+            .max_by_key(|&n| raw(n))
+            .map_or_else(ExitReport::default, |(exit_code, signal)| ExitReport {
+                exit_code,
+                signal,
+            })
+    }
+}
+
+#[cfg(test)]
+mod exit_report_tests {
+    use super::ExitReport;
+
+    #[test]
+    fn a_steps_end_is_its_nodes_largest_wait_status() {
+        let of = |n: &[(i32, i32)]| {
+            let r = ExitReport::of_nodes(n.iter().copied());
+            (r.exit_code, r.signal)
+        };
+        // On one node, a signal outweighs an exit code.
+        assert_eq!(of(&[(2, 15)]), (0, 15));
+        // Across nodes, an exit code outweighs another node's signal.
+        assert_eq!(of(&[(3, 0), (0, 9)]), (3, 0));
+        assert_eq!(of(&[(0, 9), (1, 15)]), (0, 15));
+        assert_eq!(of(&[(1, 0), (4, 0)]), (4, 0));
+        assert_eq!(of(&[]), (0, 0));
+    }
+}
+
 /// `GET /v1/jobs/{id}/script`'s answer (`scontrol write batch_script`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobScript {

@@ -898,13 +898,21 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 exit_code: 0,
                 signal: OOM_SIGNAL,
             }
-        } else if signal != 0 && !errored {
-            // A wait status, as slurmstepd reports a step's: a task ended by a signal
-            // outweighs the others' exit codes.
-            sluice_proto::types::ExitReport {
-                exit_code: 0,
-                signal,
-            }
+        } else if !errored {
+            // As Slurm records a step from its nodes: per node a signal outweighs exit
+            // codes, across nodes the largest wait status wins.
+            let nodes = plan
+                .nodes
+                .iter()
+                .zip(&layout.node_part)
+                .filter(|(_, &q)| q == i)
+                .map(|(n, _)| {
+                    failed
+                        .iter()
+                        .filter(|(t, _, _)| n.2.contains(t))
+                        .fold((0, 0), |(c, g), &(_, code, sig)| (c.max(code), g.max(sig)))
+                });
+            sluice_proto::types::ExitReport::of_nodes(nodes)
         } else {
             sluice_proto::types::ExitReport { exit_code, signal }
         };
@@ -1358,10 +1366,11 @@ impl InterruptState {
         let running = group(&|t| !self.exited.contains_key(&t));
         let normal = group(&|t| self.exited.get(&t) == Some(&false));
         let abnormal = group(&|t| self.exited.get(&t) == Some(&true));
+        // In Slurm's order (`task_state_print`).
         for (tasks, what) in [
             (running, "running"),
-            (normal, "exited"),
             (abnormal, "exited abnormally"),
+            (normal, "exited"),
         ] {
             if tasks.is_empty() {
                 continue;

@@ -2937,18 +2937,18 @@ fn a_step_ends_when_every_agent_says_its_tasks_ended_even_without_its_srun() {
     let effects = c.step_ended_on(&ended("node01", 3, 0), &root(), 2).unwrap();
     assert!(matches!(effects.as_slice(), [Effect::PersistStep(s)] if s.ended_on.len() == 1));
     assert_eq!(state(&c), (JobState::Running, 0, 0));
-    // The other: it ends, as srun would have said: a task killed by a signal outweighs
-    // the other node's exit code 3 (a wait status, as slurmstepd reports it), and a
-    // signalled step is CANCELLED.
+    // The other: it ends, as Slurm records it: on node02 the task killed by a signal
+    // outweighs its other's exit code 1, and across nodes node01's exit code 3
+    // outweighs node02's signal (the largest wait status).
     let effects = c.step_ended_on(&ended("node02", 1, 9), &root(), 3).unwrap();
     assert!(matches!(effects.as_slice(), [Effect::PersistStep(_)]));
-    assert_eq!(state(&c), (JobState::Cancelled, 0, 9));
+    assert_eq!(state(&c), (JobState::Failed, 3, 0));
     // srun's word after that changes nothing.
     assert!(c
         .end_step(id, plan.step, 0, 0, &alice(), 4)
         .unwrap()
         .is_empty());
-    assert_eq!(state(&c), (JobState::Cancelled, 0, 9));
+    assert_eq!(state(&c), (JobState::Failed, 3, 0));
     // Without a signal, the worst exit code of its nodes.
     let (plan, _) = c
         .start_step(id, &StepRequest::default(), &alice(), 4)
