@@ -136,8 +136,8 @@ pub struct ListedJob {
     #[serde(rename = "D", default, skip_serializing_if = "is_zero")]
     pub min_nodes: u32,
     /// The submission's: name, reservation, work directory, command, comment, nice,
-    /// GRES, exclusive, WCKey, constraint, memory, sockets per node, and its array's
-    /// throttle.
+    /// GRES, exclusive, WCKey, constraint, listed and excluded nodes, memory, sockets
+    /// per node, and its array's throttle.
     #[serde(rename = "j", default, skip_serializing_if = "String::is_empty")]
     pub name: String,
     #[serde(rename = "v", default, skip_serializing_if = "Option::is_none")]
@@ -160,6 +160,11 @@ pub struct ListedJob {
     pub wckey: Option<String>,
     #[serde(rename = "f", default, skip_serializing_if = "Option::is_none")]
     pub constraint: Option<String>,
+    /// The nodes it asks for (`-w`) and excludes (`-x`), as submitted.
+    #[serde(rename = "rn", default, skip_serializing_if = "Option::is_none")]
+    pub nodelist: Option<String>,
+    #[serde(rename = "xn", default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<String>,
     #[serde(rename = "M", default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryRequest>,
     #[serde(rename = "H", default, skip_serializing_if = "Option::is_none")]
@@ -242,6 +247,8 @@ impl ListedJob {
             oversubscribe: d.oversubscribe,
             wckey: d.wckey,
             constraint: d.constraint,
+            nodelist: d.nodelist,
+            exclude: d.exclude,
             memory: d.memory,
             sockets_per_node: d.sockets_per_node,
             array_indices,
@@ -307,6 +314,8 @@ impl ListedJob {
         d.oversubscribe = self.oversubscribe;
         d.wckey = self.wckey;
         d.constraint = self.constraint;
+        d.nodelist = self.nodelist;
+        d.exclude = self.exclude;
         d.memory = self.memory;
         d.sockets_per_node = self.sockets_per_node;
         d.array = self.array_throttle.map(|t| (self.array_indices, t));
@@ -578,6 +587,25 @@ impl ListedNode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listed_job_keeps_the_nodes_it_asks_for_and_excludes() {
+        // squeue's %n and %x read them.
+        let mut r = JobRecord {
+            id: 8,
+            ..Default::default()
+        };
+        r.desc.nodelist = Some("n2,n1".into());
+        r.desc.exclude = Some("n3".into());
+        let json = serde_json::to_string(&ListedJob::from_record(r)).unwrap();
+        assert!(json.contains(r#""rn":"n2,n1","xn":"n3""#), "{json}");
+        let back: ListedJob = serde_json::from_str(&json).unwrap();
+        let back = back.into_record();
+        assert_eq!(
+            (back.desc.nodelist.as_deref(), back.desc.exclude.as_deref()),
+            (Some("n2,n1"), Some("n3"))
+        );
+    }
 
     #[test]
     fn a_listed_job_keeps_what_squeue_reads_and_reads_back() {

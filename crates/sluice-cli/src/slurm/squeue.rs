@@ -184,8 +184,23 @@ fn field(code: char, j: &JobRecord, t: i64) -> Option<Field> {
                     .join(",")
             },
         ),
-        'x' => f("EXC_NODES", String::new()),
-        'n' => f("REQ_NODES", String::new()),
+        // As Slurm keeps them: ranged, without repeats.
+        'x' => f(
+            "EXC_NODES",
+            j.desc
+                .exclude
+                .as_deref()
+                .map(sluice_conf::hostlist::ranged)
+                .unwrap_or_default(),
+        ),
+        'n' => f(
+            "REQ_NODES",
+            j.desc
+                .nodelist
+                .as_deref()
+                .map(sluice_conf::hostlist::ranged)
+                .unwrap_or_default(),
+        ),
         'h' => f("OVER_SUBSCRIBE", over_subscribe(j).into()),
         'w' => f(
             "WCKEY",

@@ -476,6 +476,8 @@ pub(crate) fn listed(conf: &ClusterConfig, r: &Job, live: &Live) -> ListedJob {
         oversubscribe: d.oversubscribe,
         wckey: d.wckey.clone(),
         constraint: d.constraint.clone(),
+        nodelist: d.nodelist.clone(),
+        exclude: d.exclude.clone(),
         memory: d.memory,
         sockets_per_node: d.sockets_per_node,
         array_throttle: d.array.as_ref().map(|a| a.1),
@@ -590,6 +592,10 @@ struct ListedRef<'a> {
     wckey: Option<&'a str>,
     #[serde(rename = "f", skip_serializing_if = "Option::is_none")]
     constraint: Option<&'a str>,
+    #[serde(rename = "rn", skip_serializing_if = "Option::is_none")]
+    nodelist: Option<&'a str>,
+    #[serde(rename = "xn", skip_serializing_if = "Option::is_none")]
+    exclude: Option<&'a str>,
     #[serde(rename = "M", skip_serializing_if = "Option::is_none")]
     memory: Option<MemoryRequest>,
     #[serde(rename = "H", skip_serializing_if = "Option::is_none")]
@@ -655,6 +661,8 @@ fn listed_ref<'a>(conf: &'a ClusterConfig, r: &'a Job, live: &'a Live) -> Listed
         oversubscribe: d.oversubscribe,
         wckey: d.wckey.as_deref(),
         constraint: d.constraint.as_deref(),
+        nodelist: d.nodelist.as_deref(),
+        exclude: d.exclude.as_deref(),
         memory: d.memory,
         sockets_per_node: d.sockets_per_node,
         array_throttle: d.array.as_ref().map(|a| a.1),
