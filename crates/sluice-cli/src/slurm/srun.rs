@@ -745,7 +745,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             } => {
                 interrupts.exited(task, code != 0 || sig != 0);
                 if let Some(w) = opts.max_wait.filter(|w| *w > 0) {
-                    if waiting.is_none() && !std::mem::replace(&mut first_exit_seen, true) {
+                    if !std::mem::replace(&mut first_exit_seen, true) {
                         waiting = Some(
                             std::time::Instant::now() + std::time::Duration::from_secs(w.into()),
                         );
@@ -1001,17 +1001,20 @@ fn terminate_step(client: &Client, parts: &[Part], step: u32, terminate: bool) {
 /// Whether the cluster ends a step once a task exits non-zero (`KillOnBadExit=1`),
 /// for an srun that did not say (`-K`).
 fn cluster_kills_on_bad_exit() -> bool {
-    controller()
+    config_number("KillOnBadExit").is_some_and(|n| n != 0)
+}
+
+/// The number a setting of the cluster's configuration starts with (`KillWait` is
+/// `30 sec`); None when it cannot be read.
+fn config_number(key: &str) -> Option<i64> {
+    let c = controller()
         .get::<sluice_proto::types::ConfigInfo>("/v1/config")
-        .ok()
-        .and_then(|c| {
-            let (_, v) = c
-                .entries
-                .into_iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case("KillOnBadExit"))?;
-            v.trim().parse::<i64>().ok()
-        })
-        .is_some_and(|n| n != 0)
+        .ok()?;
+    let (_, v) = c
+        .entries
+        .into_iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))?;
+    v.split_whitespace().next()?.parse::<i64>().ok()
 }
 
 /// Which of a step's tasks read srun's standard input (`--input`): all of them
@@ -1296,14 +1299,7 @@ fn working_cluster(client: &Client) -> Option<String> {
 
 /// The cluster's `KillWait` (Slurm's default, 30, when it cannot be read).
 fn kill_wait() -> i64 {
-    controller()
-        .get::<sluice_proto::types::ConfigInfo>("/v1/config")
-        .ok()
-        .and_then(|c| {
-            let (_, v) = c.entries.into_iter().find(|(k, _)| k == "KillWait")?;
-            v.split_whitespace().next()?.parse::<i64>().ok()
-        })
-        .unwrap_or(30)
+    config_number("KillWait").unwrap_or(30)
 }
 
 /// Writes one chunk of input to a node's tasks; false once they take no more. The
