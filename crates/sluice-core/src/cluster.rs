@@ -170,6 +170,12 @@ impl Partition {
             grace_time: 0,
         }
     }
+
+    /// Whether it takes new jobs: not DRAIN or INACTIVE (jobs queued before it closed
+    /// stay, and a DRAIN partition still runs them).
+    pub fn takes_new_jobs(&self) -> bool {
+        !matches!(self.state, PartitionState::Drain | PartitionState::Inactive)
+    }
 }
 
 /// Everything static about the machine the scheduler places work on.

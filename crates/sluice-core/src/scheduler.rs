@@ -475,13 +475,17 @@ impl Scheduler {
     /// Whether the job's partition takes new jobs (it is not DRAIN or INACTIVE).
     fn check_open(&self, spec: &JobSpec) -> Result<(), SubmitError> {
         match self.cluster.partitions.get(spec.partition.index()) {
-            Some(part)
-                if matches!(part.state, PartitionState::Drain | PartitionState::Inactive) =>
-            {
+            Some(part) if !part.takes_new_jobs() => {
                 Err(SubmitError::PartitionClosed(spec.partition))
             }
             _ => Ok(()),
         }
+    }
+
+    /// [`Scheduler::check`] for a job queued before: the same but for the id and
+    /// whether the partition takes new jobs (one closed since keeps the jobs it had).
+    pub fn check_readmit(&self, spec: &JobSpec) -> Result<(), SubmitError> {
+        self.check_shape(spec)
     }
 
     /// [`Scheduler::check`] but for the id and whether the partition takes new jobs:

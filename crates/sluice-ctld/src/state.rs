@@ -709,28 +709,32 @@ impl Controller {
     }
 
     /// [`Controller::partition_list`] less the partitions whose nodes could never run
-    /// the job, even idle.
+    /// the job, even idle. Those closed since it was submitted keep it.
     fn runnable_partitions(&self, r: &Job) -> Option<Vec<PartitionId>> {
         let list = self.partition_list(r)?;
         Some(
             list.into_iter()
-                .filter(|&p| self.could_ever_run_in(r, &self.conf.cluster.partition(p).name))
+                .filter(|&p| self.could_ever_run_in(r, &self.conf.cluster.partition(p).name, false))
                 .collect(),
         )
     }
 
     /// Whether job `r`, were it in partition `name`, could ever run there: the core's
-    /// check of a submission (shape, partition state, limits).
-    fn could_ever_run_in(&self, r: &Job, name: &str) -> bool {
+    /// check of a submission (shape, limits and, when `new`, that the partition takes
+    /// new jobs; a partition the job already had keeps it when closed since).
+    fn could_ever_run_in(&self, r: &Job, name: &str, new: bool) -> bool {
         let mut there = r.clone();
         there.partition = name.into();
         self.core_spec(&there).is_ok_and(|spec| {
-            self.sched
-                .check(&JobSpec {
-                    id: JobId(u64::MAX),
-                    ..spec
-                })
-                .is_ok()
+            let spec = JobSpec {
+                id: JobId(u64::MAX),
+                ..spec
+            };
+            if new {
+                self.sched.check(&spec).is_ok()
+            } else {
+                self.sched.check_readmit(&spec).is_ok()
+            }
         })
     }
 
@@ -795,6 +799,20 @@ impl Controller {
                     "No partition specified or system default partition".to_string()
                 })?],
             };
+        // Of several, those closed to new jobs (DRAIN, INACTIVE) are dropped while one
+        // stays open, as Slurm drops them: the job never waits for them to reopen.
+        let open = |p: &PartitionId| self.sched.cluster().partition(*p).takes_new_jobs();
+        let parts: Vec<PartitionId> = if parts.len() > 1 && parts.iter().any(open) {
+            let kept: Vec<PartitionId> = parts.into_iter().filter(open).collect();
+            let names: Vec<&str> = kept
+                .iter()
+                .map(|&p| &*self.conf.cluster.partition(p).name)
+                .collect();
+            desc.partition = Some(names.join(","));
+            kept
+        } else {
+            parts
+        };
         let Some(&part) = parts.first() else {
             return Err(BAD_PARTITION.into());
         };

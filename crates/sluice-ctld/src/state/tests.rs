@@ -3279,7 +3279,7 @@ fn an_array_task_changed_on_its_own_is_split_from_the_array_as_slurms() {
 }
 
 /// `conf(2, cpus)` with a second partition `short` of node01 only.
-fn with_short(cpus: u32) -> ClusterConfig {
+pub(crate) fn with_short(cpus: u32) -> ClusterConfig {
     let mut c = conf(2, cpus);
     c.cluster
         .partitions

@@ -484,16 +484,20 @@ impl Controller {
         if let Some(count) = key("NumNodes").and_then(|v| NodeCount::parse(v)) {
             count.apply(&mut would, self.listed_count(r));
         }
-        let partitions = match key("Partition") {
+        // Another partition must take new jobs; the job's own keep it when closed since.
+        let (partitions, new) = match key("Partition") {
             Some(v) => {
                 Arc::make_mut(&mut would.desc).partition = Some(v.clone());
-                v.split(',').collect()
+                (v.split(',').collect::<Vec<_>>(), true)
             }
-            None => vec![&*r.partition],
+            None => {
+                let own = r.desc.partition.as_deref().unwrap_or(&r.partition);
+                (own.split(',').collect(), false)
+            }
         };
         if partitions
             .iter()
-            .any(|name| self.could_ever_run_in(&would, name))
+            .any(|name| self.could_ever_run_in(&would, name, new))
         {
             Ok(())
         } else {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use sluice_proto::types::{JobState, PartitionUpdate};
 
-use crate::state::tests::{alice, conf, desc, submit};
+use crate::state::tests::{alice, conf, desc, submit, with_short};
 use crate::state::{Caller, Controller, JobId};
 
 fn root() -> Caller {
@@ -18,8 +18,12 @@ fn root() -> Caller {
 }
 
 fn set_state(c: &mut Controller, state: &str) {
+    set_state_of(c, "debug", state);
+}
+
+fn set_state_of(c: &mut Controller, partition: &str, state: &str) {
     let u = PartitionUpdate {
-        name: "debug".into(),
+        name: partition.into(),
         changes: vec![("State".into(), state.into())],
     };
     c.update_partition(&u, &root()).unwrap();
@@ -71,4 +75,53 @@ fn a_held_job_released_in_an_inactive_partition_waits_until_it_is_up() {
     set_state(&mut c, "UP");
     c.schedule(2);
     assert_eq!(c.job(held).unwrap().state, JobState::Running);
+}
+
+/// Alice's held job of `short,debug`, asking for node01's two CPUs.
+fn held_in_short_and_debug(c: &mut Controller, next: &mut u64) -> JobId {
+    let mut d = desc(2, 600);
+    d.partition = Some("short,debug".into());
+    d.hold = true;
+    submit(c, d, next, 0).0
+}
+
+#[test]
+fn a_job_of_two_partitions_keeps_the_one_drained_since_it_was_queued() {
+    // node01 is in short and debug, node02 in debug only.
+    let mut c = Controller::new(with_short(2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let held = held_in_short_and_debug(&mut c, &mut next);
+    set_state_of(&mut c, "short", "DRAIN");
+    // Its node count is checked as it was queued, not as a new submission.
+    c.update_job(held, &[("NumNodes".into(), "1".into())], &alice(), 1)
+        .unwrap();
+    c.set_hold(held, None, false, &alice(), 2).unwrap();
+    c.schedule(2);
+    let j = c.job(held).unwrap();
+    assert_eq!((j.state, &*j.partition), (JobState::Running, "short"));
+}
+
+#[test]
+fn a_job_submitted_to_a_drained_partition_among_others_loses_it() {
+    let mut c = Controller::new(with_short(2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    set_state_of(&mut c, "short", "DRAIN");
+    let held = held_in_short_and_debug(&mut c, &mut next);
+    assert_eq!(c.job(held).unwrap().partition, "debug");
+    // Up again, it is not taken back.
+    set_state_of(&mut c, "short", "UP");
+    c.set_hold(held, None, false, &alice(), 1).unwrap();
+    c.schedule(1);
+    let j = c.job(held).unwrap();
+    assert_eq!((j.state, &*j.partition), (JobState::Running, "debug"));
+    // All of its partitions closed, it is refused.
+    set_state_of(&mut c, "debug", "INACTIVE");
+    set_state_of(&mut c, "short", "DRAIN");
+    let mut d = desc(1, 600);
+    d.partition = Some("short,debug".into());
+    let refused = c.prepare(d, &alice(), "alice", "users", 2).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "Required partition not available (inactive or drain)"
+    );
 }
