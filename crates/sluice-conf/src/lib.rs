@@ -25,6 +25,7 @@ pub mod fuzzing;
 pub mod getopt;
 pub mod gres_conf;
 pub mod hostlist;
+pub mod input_env;
 pub mod keys;
 pub mod log_conf;
 pub mod net_conf;

@@ -4328,6 +4328,17 @@ impl Controller {
                 .into()
             });
         entries.push(("EnforcePartLimits".into(), enforce));
+        // Shown even when not set, as Slurm shows them: numbers srun reads.
+        let number = |key: &str| {
+            self.conf
+                .settings
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .and_then(|(_, v)| v.trim().parse::<u32>().ok())
+                .unwrap_or(0)
+        };
+        entries.push(("KillOnBadExit".into(), number("KillOnBadExit").to_string()));
+        entries.push(("WaitTime".into(), format!("{} sec", number("WaitTime"))));
         for (k, v) in &self.conf.settings {
             if !entries.iter().any(|(e, _)| e.eq_ignore_ascii_case(k)) {
                 entries.push((k.clone(), v.clone()));

@@ -439,7 +439,9 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         std::process::exit(1);
     }
-    // #SBATCH lines first, the command line over them; component by component.
+    // #SBATCH lines first, the environment's SBATCH_* over them, the command line
+    // over both; component by component.
+    let from_env = sluice_conf::input_env::words(Command::Sbatch, |k| std::env::var(k).ok());
     let directives = directive_components(script_directives(&script, "#SBATCH"), first.quiet);
     let count = directives.len().max(groups.len());
     let mut components: Vec<JobOptions> = Vec::with_capacity(count);
@@ -461,6 +463,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 USAGE_EXIT,
             ),
             Ok(_) => {}
+        }
+        if let Err(e) = parse_args(Command::Sbatch, &from_env, &mut opts) {
+            option_error(ME, e);
         }
         if let Some(g) = groups.get(i) {
             if let Err(e) = parse_args(Command::Sbatch, g, &mut opts) {

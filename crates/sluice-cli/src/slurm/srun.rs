@@ -651,11 +651,17 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     // were said then, not again at the end).
     let mut kill_on_bad_exit = opts.kill_on_bad_exit;
     let mut ended_bad: Option<usize> = None;
+    // Whether `-K` ended the step before anything else had cancelled it: only then
+    // does its request end the step (and srun say "Force Terminated").
+    let mut bad_exit_ended_it = false;
     // A launch failed, or contact with a node's tasks was lost: srun's status is 1 (or
     // a task's higher exit code) whatever signal ended the others.
     let mut errored = false;
-    // `-W`: once the first task has exited, until when the others may run.
+    // `-W` (unset: the cluster's `WaitTime`): once the first task has exited, until
+    // when the others may run.
+    let max_wait = opts.max_wait;
     let mut waiting: Option<std::time::Instant> = None;
+    let mut wait_secs = 0;
     let mut first_exit_seen = false;
     let mut self_killed = false;
     loop {
@@ -677,10 +683,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                         // As Slurm's srun when its `--wait` runs out: the tasks' states,
                         // then the step killed as `scancel JOB.STEP` kills it.
                         waiting = None;
-                        eprintln!(
-                            "{ME}: First task exited {}s ago",
-                            opts.max_wait.unwrap_or_default()
-                        );
+                        eprintln!("{ME}: First task exited {wait_secs}s ago");
                         interrupts.print_status(job);
                         self_killed = true;
                         terminate_step(client, parts, plan.step, false);
@@ -744,10 +747,12 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                 signal: sig,
             } => {
                 interrupts.exited(task, code != 0 || sig != 0);
-                if let Some(w) = opts.max_wait.filter(|w| *w > 0) {
-                    if !std::mem::replace(&mut first_exit_seen, true) {
+                if !std::mem::replace(&mut first_exit_seen, true) {
+                    wait_secs = max_wait.unwrap_or_else(cluster_wait_time);
+                    if wait_secs > 0 {
                         waiting = Some(
-                            std::time::Instant::now() + std::time::Duration::from_secs(w.into()),
+                            std::time::Instant::now()
+                                + std::time::Duration::from_secs(wait_secs.into()),
                         );
                     }
                 }
@@ -768,7 +773,8 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
                     // after KillWait).
                     report_failures(&failed, plan, &layout, &oom_nodes, false);
                     ended_bad = Some(failed.len());
-                    waiting = None;
+                    bad_exit_ended_it = !self_killed && cancelled_parts.is_empty();
+                    // Slurm's `-W` alarm, set already, still rings.
                     terminate_step(client, parts, plan.step, true);
                 }
             }
@@ -881,8 +887,14 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             .is_some_and(|n| oom_nodes.contains(&n.0));
         sig == libc::SIGTERM || (sig == libc::SIGKILL && !oom)
     });
-    // (Not for a step cancelled on its own: Slurm's srun said it was aborted.)
-    if forced && !opts.quiet && !aborted && (cancelled_parts.is_empty() || ended_bad.is_some()) {
+    // (Not for a step cancelled on its own, by `scancel` or `-W`: Slurm's srun said it
+    // was aborted, and a `-K` after that finds the step ending already.)
+    let by_srun = if ended_bad.is_some() {
+        bad_exit_ended_it
+    } else {
+        cancelled_parts.is_empty() && !self_killed
+    };
+    if forced && !opts.quiet && !aborted && by_srun {
         eprintln!("{ME}: Force Terminated StepId={job}.{}", plan.step);
     }
     // Each component's part of the step ends with its own tasks' outcome. An OOM kill
@@ -1002,6 +1014,14 @@ fn terminate_step(client: &Client, parts: &[Part], step: u32, terminate: bool) {
 /// for an srun that did not say (`-K`).
 fn cluster_kills_on_bad_exit() -> bool {
     config_number("KillOnBadExit").is_some_and(|n| n != 0)
+}
+
+/// How long the step's other tasks may run once one has exited, for an srun that did
+/// not say (`-W`): the cluster's `WaitTime`, 0 (for ever) when unset or unread.
+fn cluster_wait_time() -> u32 {
+    config_number("WaitTime")
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(0)
 }
 
 /// The number a setting of the cluster's configuration starts with (`KillWait` is
