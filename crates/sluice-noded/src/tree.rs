@@ -19,8 +19,9 @@
 //! (`/proc/PID/task/TID/children`), which cost what the job has, not what the machine
 //! runs. A process whose parent ends while the lists are read can be missed by that
 //! reading, but it is then the supervisor's own child (the subreaper's): "is nothing
-//! left?" is answered *yes* only when a second reading agrees. Where the kernel keeps
-//! no such lists, every process is read.
+//! left?" is answered *yes* only when a second reading agrees, and the processes to
+//! signal are those of two readings together. Where the kernel keeps no such lists,
+//! every process is read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -183,6 +184,21 @@ pub(crate) fn live_descendants() -> Vec<i32> {
         return Vec::new();
     }
     let me = std::process::id() as i32;
+    if children_listed() {
+        // What the job has, not what the machine runs: two readings of the children
+        // lists, together. A process missed by the first because its parent ended
+        // meanwhile is this subreaper's own child by the second.
+        let mut live = BTreeSet::new();
+        for _ in 0..2 {
+            live.extend(
+                descendants_listed(me)
+                    .into_iter()
+                    .filter(|(_, zombie)| !zombie)
+                    .map(|(p, _)| p),
+            );
+        }
+        return live.into_iter().collect();
+    }
     descendants_in(&table(), me)
         .into_iter()
         .filter(|(_, zombie)| !zombie)
