@@ -5,7 +5,7 @@
 //! command line overrides them, and they override the script.
 
 use crate::getopt::HasArg;
-use crate::options::{option_table, Command};
+use crate::options::{option_table, parse_args, reset_flag, Command, JobOptions, OptionError};
 
 /// `sbatch`'s variables, each with the long option it stands for, in Slurm's order
 /// (a later one of the same option wins).
@@ -155,32 +155,85 @@ pub fn variables(command: Command) -> &'static [(&'static str, &'static str)] {
     }
 }
 
-/// The option words the environment gives `command` (`get` reads a variable): a flag
-/// whatever its value (`SBATCH_REQUEUE=1` is `--requeue`), an option with a value as
-/// `--name=value`. An option that needs a value is left out when the variable is
-/// empty, as no value was given.
-pub fn words(command: Command, get: impl Fn(&str) -> Option<String>) -> Vec<String> {
+/// What the environment asks of `command`, read from its variables ([`read`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FromEnv {
+    /// Option words: a flag set (`--requeue`), an option with its value
+    /// (`--partition=short`), an optional value left out when empty (`--kill-on-bad-exit`).
+    pub words: Vec<String>,
+    /// Flags the environment turns off (`SBATCH_REQUEUE=0`), as Slurm resets them.
+    pub resets: Vec<&'static str>,
+    /// The variables read, each with its option's name, to say which one a message is
+    /// about.
+    pub from: Vec<(&'static str, &'static str)>,
+}
+
+/// Reads `command`'s variables (`get` reads one) as Slurm's `slurm_process_option`
+/// reads them: a flag is set by an empty value, `yes` or a non-zero number and turned
+/// off by anything else; an optional value that is empty is no value; an option that
+/// needs a value is left out when it is empty.
+pub fn read(command: Command, get: impl Fn(&str) -> Option<String>) -> FromEnv {
     let table = option_table(command);
-    let mut out = Vec::new();
+    let mut out = FromEnv::default();
     for &(var, name) in variables(command) {
         let Some(value) = get(var) else { continue };
         let Some(opt) = table.iter().find(|o| o.long == name) else {
             continue;
         };
+        out.from.push((var, name));
         match opt.has_arg {
-            HasArg::No => out.push(format!("--{name}")),
-            HasArg::Optional => out.push(format!("--{name}={value}")),
-            HasArg::Required if !value.is_empty() => out.push(format!("--{name}={value}")),
+            HasArg::No if flag_set(&value) => out.words.push(format!("--{name}")),
+            HasArg::No => out.resets.push(name),
+            HasArg::Optional if value.is_empty() => out.words.push(format!("--{name}")),
+            HasArg::Optional => out.words.push(format!("--{name}={value}")),
+            HasArg::Required if !value.is_empty() => out.words.push(format!("--{name}={value}")),
             HasArg::Required => {}
         }
     }
     out
 }
 
+/// Whether a flag's variable sets it: empty, `yes`, or a whole non-zero number.
+fn flag_set(value: &str) -> bool {
+    value.is_empty()
+        || value.eq_ignore_ascii_case("yes")
+        || value.parse::<i64>().is_ok_and(|n| n != 0)
+}
+
+impl FromEnv {
+    /// Applies what the environment asks to `opts`. Sluice's own word on one of its
+    /// options (refused, or without effect) names the variable it came from
+    /// (`SALLOC_IMMEDIATE: option --immediate is not supported by Sluice`); a bad value
+    /// is reported in Slurm's words.
+    pub fn apply(&self, command: Command, opts: &mut JobOptions) -> Result<(), OptionError> {
+        let before = opts.warnings.len();
+        let named = |text: String| -> String {
+            match self
+                .from
+                .iter()
+                .find(|(_, name)| text.starts_with(&format!("option --{name} ")))
+            {
+                Some((var, _)) => format!("{var}: {text}"),
+                None => text,
+            }
+        };
+        if let Err(mut e) = parse_args(command, &self.words, opts) {
+            e.message = named(e.message);
+            return Err(e);
+        }
+        for w in &mut opts.warnings[before..] {
+            *w = named(std::mem::take(w));
+        }
+        for name in &self.resets {
+            reset_flag(opts, name);
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{parse_args, JobOptions};
 
     fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |k| {
@@ -188,6 +241,14 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
         }
+    }
+
+    fn applied(command: Command, vars: &[(&str, &str)], then: &[&str]) -> JobOptions {
+        let mut o = JobOptions::default();
+        read(command, env(vars)).apply(command, &mut o).unwrap();
+        let then: Vec<String> = then.iter().map(|w| w.to_string()).collect();
+        parse_args(command, &then, &mut o).unwrap();
+        o
     }
 
     #[test]
@@ -204,38 +265,89 @@ mod tests {
     }
 
     #[test]
-    fn values_flags_and_empty_values() {
+    fn values_flags_and_empty_values_are_read_as_slurm_reads_them() {
         let vars = [
             ("SBATCH_PARTITION", "short"),
-            ("SBATCH_REQUEUE", "whatever"),
+            ("SBATCH_REQUEUE", "yes"),
+            ("SBATCH_WAIT", "0"),
             ("SBATCH_EXCLUSIVE", "user"),
             ("SBATCH_ACCOUNT", ""),
             ("SALLOC_QOS", "high"),
         ];
+        let e = read(Command::Sbatch, env(&vars));
         assert_eq!(
-            words(Command::Sbatch, env(&vars)),
+            e.words,
             ["--exclusive=user", "--partition=short", "--requeue"]
         );
-        assert_eq!(words(Command::Salloc, env(&vars)), ["--qos=high"]);
+        assert_eq!(e.resets, ["wait"]);
+        assert_eq!(read(Command::Salloc, env(&vars)).words, ["--qos=high"]);
+        // An empty optional value is no value: a bare -K.
+        let k = read(Command::Srun, env(&[("SLURM_KILL_BAD_EXIT", "")]));
+        assert_eq!(k.words, ["--kill-on-bad-exit"]);
+    }
+
+    #[test]
+    fn a_flag_turned_off_undoes_a_script_line() {
+        let mut o = JobOptions::default();
+        parse_args(Command::Sbatch, &["--requeue".to_string()], &mut o).unwrap();
+        read(Command::Sbatch, env(&[("SBATCH_REQUEUE", "no")]))
+            .apply(Command::Sbatch, &mut o)
+            .unwrap();
+        assert_eq!(o.requeue, None);
+        let o = applied(Command::Srun, &[("SLURM_LABELIO", "0")], &["-l"]);
+        assert!(o.label, "the command line's -l stands");
+        let o = applied(Command::Srun, &[("SLURM_LABELIO", "1")], &[]);
+        assert!(o.label);
     }
 
     #[test]
     fn the_command_line_overrides_the_environment() {
-        let vars = [("SBATCH_TIMELIMIT", "10"), ("SBATCH_PARTITION", "short")];
-        let mut o = JobOptions::default();
-        parse_args(Command::Sbatch, &words(Command::Sbatch, env(&vars)), &mut o).unwrap();
-        parse_args(Command::Sbatch, &["-t".into(), "5".into()], &mut o).unwrap();
+        let o = applied(
+            Command::Sbatch,
+            &[("SBATCH_TIMELIMIT", "10"), ("SBATCH_PARTITION", "short")],
+            &["-t", "5"],
+        );
         assert_eq!(
             (o.time, o.partition.as_deref()),
             (Some(Some(300)), Some("short"))
         );
+        // A memory option on the command line wins over another kind from the
+        // environment, as Slurm lets it.
+        let o = applied(
+            Command::Salloc,
+            &[("SALLOC_MEM_PER_CPU", "1G")],
+            &["--mem=2G"],
+        );
+        assert_eq!(o.memory, Some(crate::options::Memory::PerNode(2048)));
     }
 
     #[test]
     fn srun_reads_kill_on_bad_exit_and_wait() {
-        let vars = [("SLURM_KILL_BAD_EXIT", "1"), ("SLURM_WAIT", "7")];
-        let mut o = JobOptions::default();
-        parse_args(Command::Srun, &words(Command::Srun, env(&vars)), &mut o).unwrap();
+        let o = applied(
+            Command::Srun,
+            &[("SLURM_KILL_BAD_EXIT", "1"), ("SLURM_WAIT", "7")],
+            &[],
+        );
         assert_eq!((o.kill_on_bad_exit, o.max_wait), (Some(true), Some(7)));
+    }
+
+    #[test]
+    fn messages_name_the_variable() {
+        let mut o = JobOptions::default();
+        let e = read(Command::Salloc, env(&[("SALLOC_IMMEDIATE", "5")]))
+            .apply(Command::Salloc, &mut o)
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "SALLOC_IMMEDIATE: option --immediate is not supported by Sluice"
+        );
+        let mut o = JobOptions::default();
+        read(Command::Sbatch, env(&[("SBATCH_NETWORK", "x")]))
+            .apply(Command::Sbatch, &mut o)
+            .unwrap();
+        assert_eq!(
+            o.warnings,
+            ["SBATCH_NETWORK: option --network is accepted but has no effect in Sluice yet"]
+        );
     }
 }

@@ -582,7 +582,7 @@ const SALLOC: &[Opt<Support>] = &[
     Opt::required("account", Some('A')).tag(Support::Acts),
     Opt::required("acctg-freq", None).tag(Support::Acts),
     Opt::required("begin", Some('b')).tag(Support::Acts),
-    Opt::flag("bell", None).tag(Support::Refuses),
+    Opt::flag("bell", None).tag(Support::Warns),
     Opt::required("bb", None).tag(Support::Warns),
     Opt::required("bbf", None).tag(Support::Warns),
     Opt::required("cluster-constraint", None).tag(Support::Warns),
@@ -633,7 +633,7 @@ const SALLOC: &[Opt<Support>] = &[
     Opt::required("mincpus", None).tag(Support::Refuses),
     Opt::required("network", None).tag(Support::Warns),
     Opt::optional("nice", None).tag(Support::Acts),
-    Opt::flag("no-bell", None).tag(Support::Refuses),
+    Opt::flag("no-bell", None).tag(Support::Warns),
     Opt::optional("no-kill", Some('k')).tag(Support::Warns),
     Opt::flag("no-shell", None).tag(Support::Acts),
     Opt::required("nodefile", Some('F')).tag(Support::Refuses),
@@ -681,6 +681,21 @@ const SALLOC: &[Opt<Support>] = &[
         .exact_only()
         .tag(Support::Acts),
 ];
+
+/// Turns flag `name` off again, as Slurm's reset of an option does: what an input
+/// environment variable such as `SBATCH_REQUEUE=0` asks (see [`crate::input_env`]).
+/// Flags without effect in Sluice have nothing to undo.
+pub fn reset_flag(opts: &mut JobOptions, name: &str) {
+    match name {
+        "requeue" | "no-requeue" => opts.requeue = None,
+        "wait" => opts.wait = false,
+        "verbose" => opts.verbose = 0,
+        "label" => opts.label = false,
+        "exact" => opts.exact = false,
+        "unbuffered" => opts.unbuffered = false,
+        _ => {}
+    }
+}
 
 /// The option table of `command`: Slurm 22.05's, each entry tagged with what Sluice
 /// does with it.

@@ -738,6 +738,27 @@ impl Controller {
         })
     }
 
+    /// Of several partitions, those closed to new jobs (DRAIN, INACTIVE) dropped while
+    /// one stays open, as Slurm drops them when a job is given the list: the job never
+    /// waits for them to reopen.
+    fn drop_closed(&self, parts: Vec<PartitionId>) -> Vec<PartitionId> {
+        let open = |p: &PartitionId| self.sched.cluster().partition(*p).takes_new_jobs();
+        if parts.len() > 1 && parts.iter().any(open) {
+            parts.into_iter().filter(open).collect()
+        } else {
+            parts
+        }
+    }
+
+    /// `parts` as a `-p` list: `a,b`.
+    fn partition_names(&self, parts: &[PartitionId]) -> String {
+        let names: Vec<&str> = parts
+            .iter()
+            .map(|&p| &*self.conf.cluster.partition(p).name)
+            .collect();
+        names.join(",")
+    }
+
     fn partition_of(&self, name: &str) -> Option<PartitionId> {
         self.conf.cluster.partition_by_name(name)
     }
@@ -799,20 +820,10 @@ impl Controller {
                     "No partition specified or system default partition".to_string()
                 })?],
             };
-        // Of several, those closed to new jobs (DRAIN, INACTIVE) are dropped while one
-        // stays open, as Slurm drops them: the job never waits for them to reopen.
-        let open = |p: &PartitionId| self.sched.cluster().partition(*p).takes_new_jobs();
-        let parts: Vec<PartitionId> = if parts.len() > 1 && parts.iter().any(open) {
-            let kept: Vec<PartitionId> = parts.into_iter().filter(open).collect();
-            let names: Vec<&str> = kept
-                .iter()
-                .map(|&p| &*self.conf.cluster.partition(p).name)
-                .collect();
-            desc.partition = Some(names.join(","));
-            kept
-        } else {
-            parts
-        };
+        let parts = self.drop_closed(parts);
+        if parts.len() > 1 || desc.partition.as_deref().is_some_and(|l| l.contains(',')) {
+            desc.partition = Some(self.partition_names(&parts));
+        }
         let Some(&part) = parts.first() else {
             return Err(BAD_PARTITION.into());
         };

@@ -19,9 +19,10 @@
 //! (`/proc/PID/task/TID/children`), which cost what the job has, not what the machine
 //! runs. A process whose parent ends while the lists are read can be missed by that
 //! reading, but it is then the supervisor's own child (the subreaper's): "is nothing
-//! left?" is answered *yes* only when a second reading agrees, and the processes to
-//! signal are those of two readings together. Where the kernel keeps no such lists,
-//! every process is read.
+//! left?" is answered *yes* only when a second reading agrees. The kernel's lists may
+//! also leave a process out while others end (proc(5)): the processes to signal are
+//! read from the lists only when two readings in a row agree, else from every process
+//! of the machine, as where the kernel keeps no such lists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -185,19 +186,24 @@ pub(crate) fn live_descendants() -> Vec<i32> {
     }
     let me = std::process::id() as i32;
     if children_listed() {
-        // What the job has, not what the machine runs: two readings of the children
-        // lists, together. A process missed by the first because its parent ended
-        // meanwhile is this subreaper's own child by the second.
-        let mut live = BTreeSet::new();
-        for _ in 0..2 {
-            live.extend(
-                descendants_listed(me)
-                    .into_iter()
-                    .filter(|(_, zombie)| !zombie)
-                    .map(|(p, _)| p),
-            );
+        // What the job has, not what the machine runs, when two readings of the
+        // children lists in a row agree. While processes end the lists may leave out
+        // others (proc(5)): readings that keep disagreeing fall back on the table.
+        let live = || -> BTreeSet<i32> {
+            descendants_listed(me)
+                .into_iter()
+                .filter(|(_, zombie)| !zombie)
+                .map(|(p, _)| p)
+                .collect()
+        };
+        let mut last = live();
+        for _ in 0..3 {
+            let now = live();
+            if now == last {
+                return now.into_iter().collect();
+            }
+            last = now;
         }
-        return live.into_iter().collect();
     }
     descendants_in(&table(), me)
         .into_iter()

@@ -18,10 +18,13 @@ pub fn split(args: &[String]) -> Vec<Vec<String>> {
 /// Parses `part` as `cmd`'s options over `opts`; the command it names. Slurm's
 /// message and exit status for a bad option.
 fn parse_one(cmd: Command, me: &str, part: &[String], opts: &mut JobOptions) -> Vec<String> {
-    // The environment's options (`SALLOC_*`, srun's `SLURM_*`) first, for every part.
-    let from_env = sluice_conf::input_env::words(cmd, |k| std::env::var(k).ok());
-    let words: Vec<String> = from_env.iter().chain(part).cloned().collect();
-    match parse_args(cmd, &words, opts) {
+    // The environment's options (`SALLOC_*`, srun's `SLURM_*`) first, for every part;
+    // the command line's over them.
+    let from_env = sluice_conf::input_env::read(cmd, |k| std::env::var(k).ok());
+    let parsed = from_env
+        .apply(cmd, opts)
+        .and_then(|()| parse_args(cmd, part, opts));
+    match parsed {
         Ok(r) => r,
         Err(e) if e.refused && cmd == Command::Salloc => {
             fail(me, format!("Job submit/allocate failed: {}", e.message), 1)

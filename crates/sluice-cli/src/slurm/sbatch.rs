@@ -441,7 +441,7 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     // #SBATCH lines first, the environment's SBATCH_* over them, the command line
     // over both; component by component.
-    let from_env = sluice_conf::input_env::words(Command::Sbatch, |k| std::env::var(k).ok());
+    let from_env = sluice_conf::input_env::read(Command::Sbatch, |k| std::env::var(k).ok());
     let directives = directive_components(script_directives(&script, "#SBATCH"), first.quiet);
     let count = directives.len().max(groups.len());
     let mut components: Vec<JobOptions> = Vec::with_capacity(count);
@@ -464,7 +464,7 @@ pub fn main(args: Vec<String>) -> i32 {
             ),
             Ok(_) => {}
         }
-        if let Err(e) = parse_args(Command::Sbatch, &from_env, &mut opts) {
+        if let Err(e) = from_env.apply(Command::Sbatch, &mut opts) {
             option_error(ME, e);
         }
         if let Some(g) = groups.get(i) {

@@ -889,8 +889,9 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     });
     // (Not for a step cancelled on its own, by `scancel` or `-W`: Slurm's srun said it
     // was aborted, and a `-K` after that finds the step ending already.)
+    // (`-W` running out after `-K` cancels the step as scancel does: its own end.)
     let by_srun = if ended_bad.is_some() {
-        bad_exit_ended_it
+        bad_exit_ended_it && !self_killed
     } else {
         cancelled_parts.is_empty() && !self_killed
     };
@@ -1027,12 +1028,15 @@ fn cluster_wait_time() -> u32 {
 /// The number a setting of the cluster's configuration starts with (`KillWait` is
 /// `30 sec`); None when it cannot be read.
 fn config_number(key: &str) -> Option<i64> {
-    let c = controller()
-        .get::<sluice_proto::types::ConfigInfo>("/v1/config")
-        .ok()?;
+    // Read once, for every setting srun asks (KillWait, KillOnBadExit, WaitTime).
+    static CONFIG: std::sync::OnceLock<Option<sluice_proto::types::ConfigInfo>> =
+        std::sync::OnceLock::new();
+    let c = CONFIG
+        .get_or_init(|| controller().get("/v1/config").ok())
+        .as_ref()?;
     let (_, v) = c
         .entries
-        .into_iter()
+        .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(key))?;
     v.split_whitespace().next()?.parse::<i64>().ok()
 }

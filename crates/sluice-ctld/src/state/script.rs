@@ -68,7 +68,8 @@ pub fn script_key(id: JobId, array: Option<(JobId, u32)>) -> u64 {
 /// A batch script's environment: the `submitted` one without the variables of an
 /// earlier allocation (`SLURM_*`, `CUDA_VISIBLE_DEVICES`; but those sbatch sets for
 /// this job: `SLURM_PRIO_PROCESS`, and with `--export=NONE` `SLURM_GET_USER_ENV` and
-/// `SLURM_EXPORT_ENV`), then Slurm's variables of this one (`slurm`, which win), by
+/// `SLURM_EXPORT_ENV`; and the user's options for the job's sruns, such as
+/// `SLURM_KILL_BAD_EXIT`), then Slurm's variables of this one (`slurm`, which win), by
 /// name.
 pub fn launch_environment(
     submitted: Vec<(String, String)>,
@@ -80,11 +81,20 @@ pub fn launch_environment(
             || matches!(
                 k.as_str(),
                 "SLURM_PRIO_PROCESS" | "SLURM_GET_USER_ENV" | "SLURM_EXPORT_ENV"
-            ))
+            )
+            || srun_option(k))
             && k != "CUDA_VISIBLE_DEVICES"
     });
     env.extend(slurm);
     env.into_iter().collect()
+}
+
+/// Whether `name` is one of srun's input variables (`SLURM_KILL_BAD_EXIT`), which the
+/// user set for the job's steps.
+fn srun_option(name: &str) -> bool {
+    sluice_conf::input_env::variables(sluice_conf::options::Command::Srun)
+        .iter()
+        .any(|(v, _)| *v == name)
 }
 
 #[cfg(test)]
@@ -107,6 +117,7 @@ mod tests {
             ("HOME", "/home/alice"),
             ("SLURM_JOB_NAME", "old"),
             ("SLURM_PRIO_PROCESS", "5"),
+            ("SLURM_KILL_BAD_EXIT", "1"),
         ]);
         let slurm = pairs(&[("SLURM_JOB_ID", "12"), ("SLURM_JOB_NAME", "wrap")]);
         assert_eq!(
@@ -116,6 +127,8 @@ mod tests {
                 ("PATH", "/bin"),
                 ("SLURM_JOB_ID", "12"),
                 ("SLURM_JOB_NAME", "wrap"),
+                // The user's option for the job's sruns.
+                ("SLURM_KILL_BAD_EXIT", "1"),
                 // sbatch's, for this job: the submitter's nice value.
                 ("SLURM_PRIO_PROCESS", "5"),
             ])

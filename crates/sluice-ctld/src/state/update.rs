@@ -437,10 +437,20 @@ impl Controller {
                             return Err(ApiError::invalid("Job is no longer pending execution"));
                         }
                         // `Partition=a,b`: every one must exist; the first is the job's.
+                        let mut parts = Vec::new();
                         for name in v.split(',') {
-                            self.partition_of(name).ok_or_else(|| {
+                            parts.push(self.partition_of(name).ok_or_else(|| {
                                 ApiError::new(ErrorCode::InvalidPartitionName, BAD_PARTITION)
-                            })?;
+                            })?);
+                        }
+                        // One of them must take new jobs.
+                        if !parts
+                            .iter()
+                            .any(|&p| self.sched.cluster().partition(p).takes_new_jobs())
+                        {
+                            return Err(ApiError::invalid(
+                                "Required partition not available (inactive or drain)",
+                            ));
                         }
                         self.reshaped_refusal(r, changes)?;
                     }
@@ -490,10 +500,16 @@ impl Controller {
                 Arc::make_mut(&mut would.desc).partition = Some(v.clone());
                 (v.split(',').collect::<Vec<_>>(), true)
             }
-            None => {
-                let own = r.desc.partition.as_deref().unwrap_or(&r.partition);
-                (own.split(',').collect(), false)
-            }
+            // Of several, those that take its account, QOS and group.
+            None => match self.partition_list(r) {
+                Some(list) => (
+                    list.iter()
+                        .map(|&p| &*self.conf.cluster.partition(p).name)
+                        .collect(),
+                    false,
+                ),
+                None => (vec![&*r.partition], false),
+            },
         };
         if partitions
             .iter()
@@ -520,10 +536,21 @@ impl Controller {
             let was_queued =
                 self.jobs[&id].state == JobState::Pending && !self.outside.contains(&id);
             let listed = self.listed_count(&self.jobs[&id]);
+            // `Partition=` lists, closed partitions dropped as from a submission's
+            // (every name was checked to be a partition).
+            let lists: Vec<Option<String>> = changes
+                .iter()
+                .map(|(k, v)| {
+                    k.eq_ignore_ascii_case("Partition").then(|| {
+                        let parts = v.split(',').filter_map(|n| self.partition_of(n)).collect();
+                        self.partition_names(&self.drop_closed(parts))
+                    })
+                })
+                .collect();
             let r = self.jobs.get_mut(&id).expect("exists");
             let mut new_limit = None;
             let mut resized = false;
-            for (k, v) in changes {
+            for ((k, v), list) in changes.iter().zip(&lists) {
                 match k.to_ascii_lowercase().as_str() {
                     "timelimit" => {
                         let l = parse_limit(v, r.time_limit).map_err(ApiError::invalid)?;
@@ -535,8 +562,9 @@ impl Controller {
                     "comment" => Arc::make_mut(&mut r.desc).comment = Some(v.clone()),
                     "nice" => Arc::make_mut(&mut r.desc).nice = v.parse().ok(),
                     "partition" => {
-                        r.partition = self.descs.name(v.split(',').next().unwrap_or_default());
-                        Arc::make_mut(&mut r.desc).partition = Some(v.clone());
+                        let list = list.clone().unwrap_or_else(|| v.clone());
+                        r.partition = self.descs.name(list.split(',').next().unwrap_or_default());
+                        Arc::make_mut(&mut r.desc).partition = Some(list);
                     }
                     "starttime" => Arc::make_mut(&mut r.desc).begin = v.parse().ok(),
                     "numnodes" if r.state == JobState::Pending => {

@@ -125,3 +125,31 @@ fn a_job_submitted_to_a_drained_partition_among_others_loses_it() {
         "Required partition not available (inactive or drain)"
     );
 }
+
+#[test]
+fn a_job_moved_to_a_list_with_a_drained_partition_loses_it() {
+    let mut c = Controller::new(with_short(2), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let held = held_job(&mut c, &mut next);
+    set_state_of(&mut c, "short", "DRAIN");
+    c.update_job(
+        held,
+        &[("Partition".into(), "short,debug".into())],
+        &alice(),
+        1,
+    )
+    .unwrap();
+    let j = c.job(held).unwrap();
+    assert_eq!(
+        (&*j.partition, j.desc.partition.as_deref()),
+        ("debug", Some("debug"))
+    );
+    // Alone, a drained partition is refused.
+    let refused = c
+        .update_job(held, &[("Partition".into(), "short".into())], &alice(), 2)
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "Required partition not available (inactive or drain)"
+    );
+}
