@@ -887,9 +887,9 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             .is_some_and(|n| oom_nodes.contains(&n.0));
         sig == libc::SIGTERM || (sig == libc::SIGKILL && !oom)
     });
-    // (Not for a step cancelled on its own, by `scancel` or `-W`: Slurm's srun said it
-    // was aborted, and a `-K` after that finds the step ending already.)
-    // (`-W` running out after `-K` cancels the step as scancel does: its own end.)
+    // (Not for a step cancelled on its own, by `scancel` or by `-W` running out, even
+    // after `-K`: Slurm's srun said it was aborted, and a `-K` after that finds the
+    // step ending already.)
     let by_srun = if ended_bad.is_some() {
         bad_exit_ended_it && !self_killed
     } else {
