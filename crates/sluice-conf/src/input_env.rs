@@ -170,8 +170,9 @@ pub struct FromEnv {
 
 /// Reads `command`'s variables (`get` reads one) as Slurm's `slurm_process_option`
 /// reads them: a flag is set by an empty value, `yes` or a non-zero number and turned
-/// off by anything else; an optional value that is empty is no value; an option that
-/// needs a value is left out when it is empty.
+/// off by anything else; an optional value that is empty is no value. An option that
+/// needs a value is left out when it is empty, where Slurm passes the empty value on
+/// (`SBATCH_TIMELIMIT=` is refused there; COMPATIBILITY.md, `empty-input-variable`).
 pub fn read(command: Command, get: impl Fn(&str) -> Option<String>) -> FromEnv {
     let table = option_table(command);
     let mut out = FromEnv::default();

@@ -32,6 +32,9 @@ pub struct ClusterConfig {
     pub fifo: bool,
     /// `KillWait`: seconds between SIGTERM and SIGKILL (default 30).
     pub kill_wait: i64,
+    /// `JobRequeue`: whether a job that says neither `--requeue` nor `--no-requeue`
+    /// may be requeued (default 1: yes).
+    pub job_requeue: bool,
     /// `MinJobAge`: seconds a finished job stays visible to squeue (default 300).
     pub min_job_age: i64,
     /// `MaxArraySize` (default 1001): array indices must be below it.
@@ -382,6 +385,7 @@ impl ClusterConfig {
             backfill: conf.backfill.clone(),
             fifo: conf.scheduler_type == "sched/builtin",
             kill_wait: int(conf, "KillWait", 30),
+            job_requeue: int(conf, "JobRequeue", 1) != 0,
             min_job_age: int(conf, "MinJobAge", 300),
             max_array_size: int(conf, "MaxArraySize", 1001) as u32,
             max_job_count: int(conf, "MaxJobCount", 10_000) as usize,
@@ -696,6 +700,7 @@ impl ClusterConfig {
             backfill: BackfillParams::default(),
             fifo: false,
             kill_wait: 30,
+            job_requeue: true,
             min_job_age: 300,
             max_array_size: 1001,
             max_job_count: 10_000,

@@ -835,6 +835,11 @@ impl Controller {
         if let Some(dep) = &desc.dependency {
             parse_dependency(dep).map_err(|_| "Job dependency problem".to_string())?;
         }
+        // A job that does not say takes the cluster's `JobRequeue=0`, as Slurm's
+        // controller gives it at submission.
+        if desc.requeue.is_none() && !self.conf.job_requeue {
+            desc.requeue = Some(false);
+        }
         if let Some(s) = &desc.service {
             self.check_service(s, desc.array.is_some())?;
             // A service goes elsewhere when its node dies (or it is preempted),

@@ -651,4 +651,23 @@ mod tests {
         let (effects, _) = c.hold_verb(own, None, false, false, &alice(), 15).unwrap();
         assert_eq!(launches(&effects).len(), 1, "released, it starts again");
     }
+
+    #[test]
+    fn job_requeue_0_makes_jobs_that_do_not_say_unrequeueable() {
+        let mut conf = conf(1, 2);
+        conf.job_requeue = false;
+        let mut c = Controller::new(conf, Path::new("/s"), vec![], vec![], 0);
+        let mut next = 1;
+        let (plain, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+        let mut d = desc(1, 600);
+        d.requeue = Some(true);
+        let (asked, _) = submit(&mut c, d, &mut next, 0);
+        c.schedule(0);
+        assert_eq!(c.job(plain).unwrap().desc.requeue, Some(false));
+        let err = c.requeue(plain, None, &alice(), 5).unwrap_err();
+        assert_eq!(err.message, super::DISABLED);
+        // `--requeue` says otherwise.
+        c.requeue(asked, None, &alice(), 5).unwrap();
+        assert_eq!(c.job(asked).unwrap().restarts, 1);
+    }
 }
