@@ -800,17 +800,11 @@ impl Controller {
         }
         // `-p a,b`: the job may run in any of them; the first gives its defaults.
         // Empty names in the list are passed over, as Slurm's `strtok` does.
-        if let Some(list) = desc.partition.as_mut().filter(|l| l.contains(',')) {
-            *list = list
-                .split(',')
-                .filter(|n| !n.is_empty())
-                .collect::<Vec<_>>()
-                .join(",");
-        }
         let parts: Vec<PartitionId> =
             match &desc.partition {
                 Some(p) => p
                     .split(',')
+                    .filter(|n| !n.is_empty())
                     .map(|name| {
                         self.partition_of(name)
                             .ok_or_else(|| BAD_PARTITION.to_string())
@@ -820,8 +814,9 @@ impl Controller {
                     "No partition specified or system default partition".to_string()
                 })?],
             };
+        // The list as kept: without empty names, nor closed partitions.
         let parts = self.drop_closed(parts);
-        if parts.len() > 1 || desc.partition.as_deref().is_some_and(|l| l.contains(',')) {
+        if desc.partition.as_deref().is_some_and(|l| l.contains(',')) {
             desc.partition = Some(self.partition_names(&parts));
         }
         let Some(&part) = parts.first() else {

@@ -659,7 +659,6 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     let mut errored = false;
     // `-W` (unset: the cluster's `WaitTime`): once the first task has exited, until
     // when the others may run.
-    let max_wait = opts.max_wait;
     let mut waiting: Option<std::time::Instant> = None;
     let mut wait_secs = 0;
     let mut first_exit_seen = false;
@@ -748,7 +747,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             } => {
                 interrupts.exited(task, code != 0 || sig != 0);
                 if !std::mem::replace(&mut first_exit_seen, true) {
-                    wait_secs = max_wait.unwrap_or_else(cluster_wait_time);
+                    wait_secs = opts.max_wait.unwrap_or_else(cluster_wait_time);
                     if wait_secs > 0 {
                         waiting = Some(
                             std::time::Instant::now()
