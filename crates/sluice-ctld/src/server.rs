@@ -594,7 +594,7 @@ pub async fn run(
     drop(inputs);
 
     // Started: what only starting ran need not stay mapped (`start_pages`).
-    let let_go = start_pages::let_go();
+    let let_go = start_pages::let_go(start_pages::Scope::All);
     tracing::debug!(
         "slurmctld: started; {} MiB of read-only mappings let go",
         let_go >> 20

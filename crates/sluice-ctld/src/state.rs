@@ -3520,6 +3520,12 @@ impl Controller {
         !self.agents_up.contains(name) && self.liveness.is_awaited(name)
     }
 
+    /// Whether the agent of any node is still awaited since this controller started:
+    /// neither registered nor given up (see [`Controller::await_agents`]).
+    pub fn agents_awaited(&self) -> bool {
+        self.liveness.awaiting_any()
+    }
+
     /// Run `run` of job `id` could not be launched on `node`, whose agent did not take
     /// the order: the job is requeued, or ends `NODE_FAIL` when it may not be. Should the
     /// agent have started it after all (an answer that came too late), that run is

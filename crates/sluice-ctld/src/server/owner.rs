@@ -813,6 +813,9 @@ pub async fn drive(
     // When the next pass is due at the latest: kept across inputs, so that a steady
     // stream of requests does not put off the passes time limits and wake-ups need.
     let mut due = tokio::time::Instant::now() + owner.wait(unix_now());
+    // Whether the agents awaited at start have all registered (or been given up), and
+    // the code their registrations ran been let go (`start_pages`).
+    let mut settled = false;
     loop {
         let input = tokio::select! {
             biased;
@@ -834,6 +837,14 @@ pub async fn drive(
         } else {
             // A change may have brought the scheduler's next wake-up forward.
             due = due.min(tokio::time::Instant::now() + owner.wait(unix_now()));
+        }
+        if !settled && !owner.controller().agents_awaited() {
+            settled = true;
+            let bytes = super::start_pages::let_go(super::start_pages::Scope::Executable);
+            tracing::debug!(
+                "slurmctld: every awaited agent registered; {} MiB of the binary let go",
+                bytes >> 20
+            );
         }
     }
     // Stopping: what is already queued is still handled (answers, agents' reports),

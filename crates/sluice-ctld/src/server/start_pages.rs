@@ -11,24 +11,55 @@
 //! its code, its read-only data, the shared libraries'. Those pages are clean copies
 //! of the file and stay in the page cache; what the loop runs afterwards is mapped
 //! again on its first use, from memory. Like the kernel freeing its own start-up
-//! code, it is done once.
+//! code, it is done once at start ([`Scope::All`]), and once more for the code of the
+//! binary alone ([`Scope::Executable`]) when the agents it awaited have registered:
+//! their registrations run code the idle loop does not either. Release builds lay the
+//! idle loop's code out together (`sluice-cli/build.rs`), so that what is mapped again
+//! is a few hundred kilobytes rather than windows all over the binary.
 //!
 //! Only mappings that hold no page of the process's own are touched (not writable,
 //! `Anonymous: 0` and `Swap: 0` in `/proc/self/smaps`, neither locked nor of huge
 //! pages): for a private mapping, dropping a page the process wrote (relocated data)
 //! would lose the write, so such mappings are left. The file is read and the advice
-//! given at once, while no other thread of the controller maps or unmaps files.
+//! given at once. At start, no other thread of the controller maps or unmaps files;
+//! later, a library could be unloaded and its addresses reused between the reading and
+//! the advice, so the second time only the executable's own mappings (matched by device
+//! and inode), which stay as long as the process, are touched.
 
-/// Drops the clean pages of the process's read-only file mappings from its page
-/// tables; returns how many bytes of mappings were advised. Linux only; elsewhere nothing.
-pub fn let_go() -> u64 {
+/// Which read-only file mappings [`let_go`] drops the pages of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// All of them: the binary's and the shared libraries' (at start only).
+    All,
+    /// The executable's own (the file `/proc/self/exe` is), which are never unmapped.
+    Executable,
+}
+
+/// Drops the clean pages of the process's read-only file mappings in `scope` from its
+/// page tables; returns how many bytes of mappings were advised. Linux only; elsewhere
+/// nothing.
+pub fn let_go(scope: Scope) -> u64 {
     #[cfg(target_os = "linux")]
     {
+        let only = match scope {
+            Scope::All => None,
+            Scope::Executable => {
+                use std::os::unix::fs::MetadataExt;
+                let Ok(exe) = std::fs::metadata("/proc/self/exe") else {
+                    return 0;
+                };
+                Some(FileId {
+                    major: libc::major(exe.dev()),
+                    minor: libc::minor(exe.dev()),
+                    inode: exe.ino(),
+                })
+            }
+        };
         let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
             return 0;
         };
         let mut advised = 0;
-        for m in clean_read_only(&smaps) {
+        for m in clean_read_only(&smaps, only) {
             // SAFETY: the range is a whole mapping of this process, read-only and
             // file-backed, holding no page that differs from the file: dropping its
             // pages loses nothing; the next access maps them again from the file.
@@ -56,10 +87,18 @@ struct Mapping {
     end: u64,
 }
 
+/// A file as a mapping's line names it: its device's numbers and its inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileId {
+    major: u32,
+    minor: u32,
+    inode: u64,
+}
+
 /// The mappings of `smaps` whose pages may be dropped: private, not writable, of a
-/// file, with no anonymous (copied-on-write) page resident or swapped out, neither
-/// locked nor of huge pages.
-fn clean_read_only(smaps: &str) -> Vec<Mapping> {
+/// file (of file `only`, where given), with no anonymous (copied-on-write) page
+/// resident or swapped out, neither locked nor of huge pages.
+fn clean_read_only(smaps: &str, only: Option<FileId>) -> Vec<Mapping> {
     /// The mapping being read: its range, whether its first line qualifies it, and
     /// what its other lines proved so far (no line, no proof: left).
     struct Reading {
@@ -80,7 +119,8 @@ fn clean_read_only(smaps: &str) -> Vec<Mapping> {
     };
     let zero = |rest: &str| rest.split_whitespace().next() == Some("0");
     for line in smaps.lines() {
-        if let Some((mapping, eligible)) = header(line) {
+        if let Some((mapping, eligible, file)) = header(line) {
+            let eligible = eligible && only.is_none_or(|f| f == file);
             finish(current.take(), &mut out);
             current = Some(Reading {
                 mapping,
@@ -106,9 +146,9 @@ fn clean_read_only(smaps: &str) -> Vec<Mapping> {
     out
 }
 
-/// A mapping's first line (`START-END PERMS OFFSET DEV INODE [PATH]`): its range, and
-/// whether it is a private read-only mapping of a file.
-fn header(line: &str) -> Option<(Mapping, bool)> {
+/// A mapping's first line (`START-END PERMS OFFSET DEV INODE [PATH]`): its range,
+/// whether it is a private read-only mapping of a file, and which file.
+fn header(line: &str) -> Option<(Mapping, bool, FileId)> {
     let mut words = line.split_whitespace();
     let (start, end) = words.next()?.split_once('-')?;
     let start = u64::from_str_radix(start, 16).ok()?;
@@ -118,7 +158,9 @@ fn header(line: &str) -> Option<(Mapping, bool)> {
         return None;
     }
     let _offset = words.next()?;
-    let _dev = words.next()?;
+    let (major, minor) = words.next()?.split_once(':')?;
+    let major = u32::from_str_radix(major, 16).ok()?;
+    let minor = u32::from_str_radix(minor, 16).ok()?;
     let inode: u64 = words.next()?.parse().ok()?;
     let path = words.next().unwrap_or("");
     let private_read_only = perms.starts_with('r')
@@ -127,7 +169,12 @@ fn header(line: &str) -> Option<(Mapping, bool)> {
         && inode != 0
         && path.starts_with('/')
         && end > start;
-    Some((Mapping { start, end }, private_read_only))
+    let file = FileId {
+        major,
+        minor,
+        inode,
+    };
+    Some((Mapping { start, end }, private_read_only, file))
 }
 
 #[cfg(test)]
@@ -181,7 +228,7 @@ Swap:                  0 kB
 VmFlags: rd ex mr mw me de sd
 ";
         assert_eq!(
-            clean_read_only(smaps),
+            clean_read_only(smaps, None),
             vec![
                 Mapping {
                     start: 0x5555000,
@@ -207,35 +254,75 @@ VmFlags: rd ex mr mw me de sd
         let code = "1000-2000 r-xp 0 fd:01 5 /bin/x\n";
         let flags = "VmFlags: rd ex mr mw me\n";
         assert_eq!(
-            clean_read_only(&format!("{code}Anonymous: 8 kB\nSwap: 0 kB\n{flags}")),
+            clean_read_only_all(&format!("{code}Anonymous: 8 kB\nSwap: 0 kB\n{flags}")),
             vec![]
         );
-        assert_eq!(clean_read_only(code), vec![], "no Anonymous line");
+        assert_eq!(clean_read_only_all(code), vec![], "no Anonymous line");
         assert_eq!(
-            clean_read_only(&format!("{code}Anonymous: 0 kB\n{flags}")),
+            clean_read_only_all(&format!("{code}Anonymous: 0 kB\n{flags}")),
             vec![],
             "no Swap line"
         );
         assert_eq!(
-            clean_read_only(&format!("{code}Anonymous: 0 kB\nSwap: 0 kB\n")),
+            clean_read_only_all(&format!("{code}Anonymous: 0 kB\nSwap: 0 kB\n")),
             vec![],
             "no VmFlags line"
         );
         assert_eq!(
-            clean_read_only(&format!("{code}Anonymous: 0 kB\nSwap: 0 kB\n{flags}")),
+            clean_read_only_all(&format!("{code}Anonymous: 0 kB\nSwap: 0 kB\n{flags}")),
             vec![Mapping {
                 start: 0x1000,
                 end: 0x2000
             }]
         );
-        assert_eq!(clean_read_only("not a mapping\n"), vec![]);
+        assert_eq!(clean_read_only_all("not a mapping\n"), vec![]);
+    }
+
+    fn clean_read_only_all(smaps: &str) -> Vec<Mapping> {
+        clean_read_only(smaps, None)
+    }
+
+    #[test]
+    fn the_executable_alone_is_let_go_when_asked() {
+        let smaps = "\
+5556000-5600000 r-xp 00001000 fd:01 42 /usr/bin/sluice
+Anonymous: 0 kB
+Swap: 0 kB
+VmFlags: rd ex mr mw me
+5600000-5700000 r-xp 00001000 fd:02 42 /mnt/other
+Anonymous: 0 kB
+Swap: 0 kB
+VmFlags: rd ex mr mw me
+7f10000-7f20000 r-xp 00000000 fd:01 90 /usr/lib/x86_64-linux-gnu/libc.so.6
+Anonymous: 0 kB
+Swap: 0 kB
+VmFlags: rd ex mr mw me
+";
+        let sluice = FileId {
+            major: 0xfd,
+            minor: 1,
+            inode: 42,
+        };
+        assert_eq!(
+            clean_read_only(smaps, Some(sluice)),
+            vec![Mapping {
+                start: 0x5556000,
+                end: 0x5600000
+            }],
+            "a file of the same inode on another device, and the library, are left"
+        );
+        assert_eq!(clean_read_only(smaps, None).len(), 3);
     }
 
     #[cfg(target_os = "linux")]
     #[test]
     fn letting_go_keeps_the_code_running() {
         // The test binary's own code is dropped and mapped again as it runs on.
-        assert!(let_go() > 0, "this binary's code, at least, qualifies");
+        assert!(
+            let_go(Scope::Executable) > 0,
+            "this binary's code, at least, qualifies"
+        );
+        assert!(let_go(Scope::All) > 0);
         let v: Vec<u64> = (1..=100).collect();
         assert_eq!(v.iter().sum::<u64>(), 5050);
     }

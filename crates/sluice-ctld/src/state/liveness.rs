@@ -113,6 +113,11 @@ impl Liveness {
         self.awaited.contains(node)
     }
 
+    /// Whether any node's agent is still awaited (see [`Liveness::is_awaited`]).
+    pub(crate) fn awaiting_any(&self) -> bool {
+        !self.awaited.is_empty()
+    }
+
     /// The node's agent is gone at `now`; true if it was not already.
     pub(crate) fn silent(&mut self, node: &str, now: i64) -> bool {
         if self.silent.contains_key(node) {
