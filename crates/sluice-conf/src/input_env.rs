@@ -166,6 +166,9 @@ pub struct FromEnv {
     /// The variables read, each with its option's name, to say which one a message is
     /// about.
     pub from: Vec<(&'static str, &'static str)>,
+    /// The value of a variable that sets `--verbose` (`SBATCH_DEBUG=2`): the level
+    /// itself, where `-v` on a command line adds one.
+    pub verbose: Option<String>,
 }
 
 /// Reads `command`'s variables (`get` reads one) as Slurm's `slurm_process_option`
@@ -183,6 +186,8 @@ pub fn read(command: Command, get: impl Fn(&str) -> Option<String>) -> FromEnv {
         };
         out.from.push((var, name));
         match opt.has_arg {
+            // Slurm's `--verbose` reads the number a variable gives (`arg_set_verbose`).
+            HasArg::No if flag_set(&value) && name == "verbose" => out.verbose = Some(value),
             HasArg::No if flag_set(&value) => out.words.push(format!("--{name}")),
             HasArg::No => out.resets.push(name),
             HasArg::Optional if value.is_empty() => out.words.push(format!("--{name}")),
@@ -208,6 +213,16 @@ impl FromEnv {
     /// is reported in Slurm's words.
     pub fn apply(&self, command: Command, opts: &mut JobOptions) -> Result<(), OptionError> {
         let before = opts.warnings.len();
+        // Memory asked in a script's `#SBATCH` line counts as asked on the command line
+        // (Slurm's `set_by_cli`), so that a variable of another kind (`SBATCH_MEM_PER_CPU`
+        // beside `#SBATCH --mem`) gives way to it; one of the same kind replaces it.
+        let memory_before = opts.memory;
+        let asked_before = opts
+            .memory_asked
+            .iter()
+            .find(|(_, env)| !env)
+            .map(|(k, _)| *k);
+        opts.from_env = true;
         let named = |text: String| -> String {
             match self
                 .from
@@ -218,15 +233,33 @@ impl FromEnv {
                 None => text,
             }
         };
-        if let Err(mut e) = parse_args(command, &self.words, opts) {
+        let parsed = parse_args(command, &self.words, opts);
+        opts.from_env = false;
+        if let Err(mut e) = parsed {
             e.message = named(e.message);
             return Err(e);
         }
         for w in &mut opts.warnings[before..] {
             *w = named(std::mem::take(w));
         }
+        // The directive's kind, still not given again by the environment, stands.
+        let still_asked =
+            asked_before.is_some_and(|k| opts.memory_asked.iter().any(|(n, env)| *n == k && !env));
+        if let (true, Some(asked), Some(now)) = (still_asked, memory_before, opts.memory) {
+            if std::mem::discriminant(&asked) != std::mem::discriminant(&now) {
+                opts.memory = Some(asked);
+            }
+        }
         for name in &self.resets {
             reset_flag(opts, name);
+        }
+        if let Some(level) = &self.verbose {
+            // Read as Slurm's `parse_int` reads it: empty is 0, a negative number or
+            // anything else exits 1.
+            opts.verbose = match level.as_str() {
+                "" => 0,
+                v => crate::options::non_negative(v.trim_start(), "verbose")?,
+            };
         }
         Ok(())
     }
@@ -350,5 +383,116 @@ mod tests {
             o.warnings,
             ["SBATCH_NETWORK: option --network is accepted but has no effect in Sluice yet"]
         );
+    }
+
+    #[test]
+    fn a_debug_variable_gives_the_level_and_the_command_line_adds_to_it() {
+        let level =
+            |v: &str, then: &[&str]| applied(Command::Sbatch, &[("SBATCH_DEBUG", v)], then).verbose;
+        assert_eq!(level("3", &[]), 3);
+        assert_eq!(level("3", &["-v"]), 4);
+        assert_eq!(level("", &[]), 0);
+        assert_eq!(level("0", &["-vv"]), 2);
+        // Not a flag's "set" (Slurm resets it): no error.
+        assert_eq!(level("x", &[]), 0);
+        for bad in ["yes", "-2"] {
+            let mut o = JobOptions::default();
+            let e = read(Command::Sbatch, env(&[("SBATCH_DEBUG", bad)]))
+                .apply(Command::Sbatch, &mut o)
+                .unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("Invalid numeric value \"{bad}\" for --verbose.")
+            );
+            assert!(e.exit_1, "{bad}: Slurm's parse_int exits 1");
+        }
+    }
+
+    #[test]
+    fn no_kill_reads_slurms_words_and_refuses_others() {
+        let o = applied(Command::Sbatch, &[("SBATCH_NO_KILL", "")], &[]);
+        assert_eq!(o.warnings.len(), 1, "set: Sluice says it has no effect");
+        let o = applied(Command::Sbatch, &[("SBATCH_NO_KILL", "off")], &[]);
+        assert_eq!(o.warnings, Vec::<String>::new(), "off is what Sluice does");
+        let o = applied(Command::Sbatch, &[], &["--no-kill=NO"]);
+        assert_eq!(o.warnings, Vec::<String>::new());
+        let mut o = JobOptions::default();
+        let e = read(Command::Sbatch, env(&[("SBATCH_NO_KILL", "0")]))
+            .apply(Command::Sbatch, &mut o)
+            .unwrap_err();
+        assert_eq!(e.message, "Invalid --no-kill specification");
+        assert!(
+            !e.exit_1 && !e.refused && !e.fatal,
+            "a usage error: exit 255"
+        );
+    }
+
+    #[test]
+    fn a_scripts_memory_wins_over_a_variable_of_another_kind() {
+        use crate::options::Memory;
+        let script = |vars: &[(&str, &str)]| {
+            let mut o = JobOptions::default();
+            parse_args(Command::Sbatch, &["--mem=3G".to_string()], &mut o).unwrap();
+            read(Command::Sbatch, env(vars))
+                .apply(Command::Sbatch, &mut o)
+                .unwrap();
+            o.memory
+        };
+        assert_eq!(
+            script(&[("SBATCH_MEM_PER_CPU", "1G")]),
+            Some(Memory::PerNode(3072))
+        );
+        assert_eq!(
+            script(&[("SBATCH_MEM_PER_NODE", "1G")]),
+            Some(Memory::PerNode(1024)),
+            "the same option: the variable's value"
+        );
+        assert_eq!(script(&[]), Some(Memory::PerNode(3072)));
+    }
+
+    #[test]
+    fn memory_kinds_are_exclusive_as_slurm_checks_them_once_all_is_read() {
+        use crate::options::{check_memory_kinds, Memory};
+        let words = |w: &[&str]| w.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        // A directive's kind and another on the command line: both "command line".
+        let mut o = JobOptions::default();
+        parse_args(Command::Sbatch, &words(&["--mem=300"]), &mut o).unwrap();
+        let e = parse_args(Command::Sbatch, &words(&["--mem-per-cpu=150"]), &mut o).unwrap_err();
+        assert_eq!(
+            (e.message.as_str(), e.fatal),
+            (
+                "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive.",
+                true
+            )
+        );
+        // Two kinds from the environment alone are refused in the environment's words...
+        let vars = [
+            ("SBATCH_MEM_PER_CPU", "100"),
+            ("SBATCH_MEM_PER_NODE", "200"),
+        ];
+        let mut o = JobOptions::default();
+        read(Command::Sbatch, env(&vars))
+            .apply(Command::Sbatch, &mut o)
+            .unwrap();
+        let e = check_memory_kinds(&o).unwrap_err();
+        assert!(
+            e.fatal
+                && e.message
+                    .starts_with("SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU")
+        );
+        // ...unless the command line picks one.
+        parse_args(Command::Sbatch, &words(&["--mem=1G"]), &mut o).unwrap();
+        assert_eq!(check_memory_kinds(&o), Ok(()));
+        assert_eq!(o.memory, Some(Memory::PerNode(1024)));
+        // The environment giving the directive's own kind again makes it the
+        // environment's: the command line may then pick another.
+        let mut o = JobOptions::default();
+        parse_args(Command::Sbatch, &words(&["--mem=300"]), &mut o).unwrap();
+        read(Command::Sbatch, env(&[("SBATCH_MEM_PER_NODE", "200")]))
+            .apply(Command::Sbatch, &mut o)
+            .unwrap();
+        parse_args(Command::Sbatch, &words(&["--mem-per-cpu=150"]), &mut o).unwrap();
+        assert_eq!(check_memory_kinds(&o), Ok(()));
+        assert_eq!(o.memory, Some(Memory::PerCpu(150)));
     }
 }

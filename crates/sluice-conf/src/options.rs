@@ -239,6 +239,13 @@ pub struct JobOptions {
     pub usage: bool,
     /// Warnings for options accepted without effect.
     pub warnings: Vec<String>,
+    /// The kinds of memory option given (`mem`, `mem-per-cpu`, `mem-per-gpu`), each
+    /// with whether its latest value came from the environment: Slurm takes one kind
+    /// from the command line and the script's directives together, and gives way to it
+    /// over another kind from the environment ([`check_memory_kinds`]).
+    pub memory_asked: Vec<(&'static str, bool)>,
+    /// Whether the words being parsed come from the environment (`input_env`).
+    pub from_env: bool,
     /// sbatch's service options (`--restart`, `--health-*`, `--port`, `--service-name`).
     pub service: crate::service_options::ServiceOptions,
 }
@@ -727,11 +734,10 @@ pub fn parse_args(
         args.iter().cloned(),
         Order::RequireOrder,
     );
-    // The memory options given here (a command line, or a script's directives): Slurm
-    // takes only one kind at a time.
-    let mut memory_kinds: Vec<&str> = Vec::new();
-    let exclusive = |kinds: &[&str]| -> Result<(), OptionError> {
-        if kinds.len() > 1 {
+    // The memory options given on command lines and in directives: Slurm takes one
+    // kind at a time (those of the environment are checked once all is read).
+    let exclusive = |opts: &JobOptions| -> Result<(), OptionError> {
+        if !opts.from_env && opts.memory_asked.iter().filter(|(_, env)| !env).count() > 1 {
             return Err(OptionError {
                 fatal: true,
                 ..err("--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive.")
@@ -756,13 +762,16 @@ pub fn parse_args(
                 }
                 Support::Acts => {
                     let name = f.opt.name;
-                    if matches!(name, "mem" | "mem-per-cpu" | "mem-per-gpu")
-                        && !memory_kinds.contains(&name)
-                    {
-                        memory_kinds.push(name);
+                    if matches!(name, "mem" | "mem-per-cpu" | "mem-per-gpu") {
+                        let env = opts.from_env;
+                        opts.memory_asked.retain(|(k, _)| *k != name);
+                        opts.memory_asked.push((name, env));
                     }
                     apply(opts, f.name(), f.value.as_deref())?
                 }
+                // `--no-kill=off` asks for what Sluice does (a node's failure ends
+                // the job): nothing to warn of.
+                Support::Warns if f.name() == "no-kill" && !no_kill(f.value.as_deref())? => {}
                 Support::Warns => opts.warnings.push(format!(
                     "option --{} is accepted but has no effect in Sluice yet",
                     f.name()
@@ -775,15 +784,30 @@ pub fn parse_args(
                 }
             },
             Parsed::Operand(first) => {
-                exclusive(&memory_kinds)?;
+                exclusive(opts)?;
                 let mut rest = vec![first];
                 rest.extend(walk.remaining().iter().cloned());
                 return Ok(rest);
             }
         }
     }
-    exclusive(&memory_kinds)?;
+    exclusive(opts)?;
     Ok(Vec::new())
+}
+
+/// Checks the memory options once the command line, the directives and the
+/// environment are all read, as Slurm's `_validate_memory_options`: where none was
+/// given on a command line or in a directive, two kinds from the environment are
+/// refused (`SBATCH_MEM_PER_CPU` and `SBATCH_MEM_PER_NODE`).
+pub fn check_memory_kinds(opts: &JobOptions) -> Result<(), OptionError> {
+    let from_env = opts.memory_asked.iter().filter(|(_, env)| *env).count();
+    if from_env > 1 && opts.memory_asked.iter().all(|(_, env)| *env) {
+        return Err(OptionError {
+            fatal: true,
+            ..err("SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually exclusive.")
+        });
+    }
+    Ok(())
 }
 
 /// The option words of a script's `#SBATCH` lines (or `#SRUN`...: `prefix` is the
@@ -848,6 +872,18 @@ fn split_words(s: &str) -> Vec<String> {
     out
 }
 
+/// Whether `--no-kill[=VALUE]` asks to keep the job when a node fails: no value or
+/// `set` does, `off` or `no` does not (Slurm's `arg_set_no_kill`, case-insensitive);
+/// any other value is refused as Slurm refuses it.
+fn no_kill(value: Option<&str>) -> Result<bool, OptionError> {
+    match value {
+        None => Ok(true),
+        Some(v) if v.eq_ignore_ascii_case("set") => Ok(true),
+        Some(v) if v.eq_ignore_ascii_case("off") || v.eq_ignore_ascii_case("no") => Ok(false),
+        Some(_) => Err(err("Invalid --no-kill specification")),
+    }
+}
+
 /// A count Slurm reads with `parse_int`, which exits 1 on a bad one.
 fn positive(value: &str, option: &str) -> Result<u32, OptionError> {
     value
@@ -863,7 +899,7 @@ fn positive(value: &str, option: &str) -> Result<u32, OptionError> {
 
 /// A number of seconds Slurm reads with `parse_int` (0 allowed), which exits 1 on a bad
 /// one.
-fn non_negative(value: &str, option: &str) -> Result<u32, OptionError> {
+pub(crate) fn non_negative(value: &str, option: &str) -> Result<u32, OptionError> {
     value.trim().parse::<u32>().map_err(|_| OptionError {
         exit_1: true,
         ..err(format!("Invalid numeric value \"{value}\" for --{option}."))
@@ -1334,11 +1370,17 @@ mod tests {
         // The same one twice: the last wins, as for any option.
         let (o, _) = parse("--mem=1G --mem=2G").unwrap();
         assert_eq!(o.memory, Some(Memory::PerNode(2048)));
-        // One on the command line over another in the script's directives: two levels.
+        // One on the command line and another in the script's directives: both count
+        // as the command line's (Slurm's `set_by_cli`), and are refused alike.
         let mut o = JobOptions::default();
         parse_args(Command::Sbatch, &words("--mem=1G"), &mut o).unwrap();
-        parse_args(Command::Sbatch, &words("--mem-per-cpu=100"), &mut o).unwrap();
-        assert_eq!(o.memory, Some(Memory::PerCpu(100)));
+        let e = parse_args(Command::Sbatch, &words("--mem-per-cpu=100"), &mut o).unwrap_err();
+        assert!(e.fatal);
+        // The same kind in both: the command line's value.
+        let mut o = JobOptions::default();
+        parse_args(Command::Sbatch, &words("--mem=1G"), &mut o).unwrap();
+        parse_args(Command::Sbatch, &words("--mem=2G"), &mut o).unwrap();
+        assert_eq!(o.memory, Some(Memory::PerNode(2048)));
     }
 
     #[test]

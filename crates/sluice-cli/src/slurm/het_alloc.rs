@@ -23,7 +23,8 @@ fn parse_one(cmd: Command, me: &str, part: &[String], opts: &mut JobOptions) -> 
     let from_env = sluice_conf::input_env::read(cmd, |k| std::env::var(k).ok());
     let parsed = from_env
         .apply(cmd, opts)
-        .and_then(|()| parse_args(cmd, part, opts));
+        .and_then(|()| parse_args(cmd, part, opts))
+        .and_then(|rest| sluice_conf::options::check_memory_kinds(opts).map(|()| rest));
     match parsed {
         Ok(r) => r,
         Err(e) if e.refused && cmd == Command::Salloc => {

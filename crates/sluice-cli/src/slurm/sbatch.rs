@@ -472,6 +472,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 option_error(&program(ME), e);
             }
         }
+        if let Err(e) = sluice_conf::options::check_memory_kinds(&opts) {
+            option_error(ME, e);
+        }
         components.push(opts);
     }
     let opts = components.remove(0);
