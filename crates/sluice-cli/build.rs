@@ -16,11 +16,11 @@
 //! commands' start gained nothing measurable from an order of their own: their page
 //! faults are the loader's and their data's, not their code's.) The order is given to the linker that
 //! Rust's toolchain itself uses on x86-64 Linux (its own `lld`, since Rust 1.90), which
-//! reads it (`--symbol-ordering-file`); a build with another linker (set in `RUSTFLAGS`
-//! or `CARGO_TARGET_<TRIPLE>_LINKER`), another target or an older Rust leaves it out, as
-//! does `SLUICE_NO_LAYOUT=1` (for a linker set in Cargo's configuration, which this
-//! script cannot see). A function the list names that the build does not have is
-//! passed over: a stale list costs only the layout.
+//! reads it (`--symbol-ordering-file`), which a trial link of an empty program checks; a
+//! build with another linker (set in `RUSTFLAGS`, `CARGO_TARGET_<TRIPLE>_LINKER` or
+//! Cargo's configuration), for another target, or with `SLUICE_NO_LAYOUT=1` leaves it
+//! out. A function the list names that the build does not have is passed over: a stale
+//! list costs only the layout (`layout/check` says how much of it still matches).
 //!
 //! Each build is named by what it was built from (`SLUICE_BUILD_ID`: the version and a
 //! digest of the workspace's sources and lock file), so that `sluice` starts
@@ -68,15 +68,18 @@ fn layout() {
     }
 }
 
-/// Whether this build's linker is the toolchain's own `lld`, which reads a symbol
-/// order: a release build for x86-64 Linux by Rust 1.90 or later, no other linker
-/// named in the flags or the environment, and no `SLUICE_NO_LAYOUT=1`.
+/// Whether this build's linker reads a symbol order: a release build for x86-64 Linux,
+/// no other linker named in the flags, the environment or Cargo's configuration
+/// (`RUSTC_LINKER`), no `SLUICE_NO_LAYOUT=1`, and a trial link of an empty program
+/// with an empty order that succeeds (Rust's own `lld`, its default linker there since
+/// Rust 1.90 where the toolchain was built with it, reads one; GNU ld does not).
 fn orders() -> bool {
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     if var("SLUICE_NO_LAYOUT") == "1"
         || var("PROFILE") != "release"
         || var("TARGET") != "x86_64-unknown-linux-gnu"
         || !var("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_empty()
+        || !var("RUSTC_LINKER").is_empty()
     {
         return false;
     }
@@ -87,21 +90,27 @@ fn orders() -> bool {
     {
         return false;
     }
+    let out = PathBuf::from(var("OUT_DIR"));
+    let (source, order) = (out.join("layout-probe.rs"), out.join("layout-probe.order"));
+    if std::fs::write(&source, "fn main() {}\n").is_err() || std::fs::write(&order, "").is_err() {
+        return false;
+    }
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let version = std::process::Command::new(rustc)
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    // "rustc 1.95.0 (59807616e 2026-04-14)"
-    let mut numbers = version
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("")
-        .split('.')
-        .map(|n| n.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
-    (major, minor) >= (1, 90)
+    std::process::Command::new(rustc)
+        .args(["--edition", "2021", "--crate-type", "bin", "--target"])
+        .arg(var("TARGET"))
+        .arg("-C")
+        .arg(format!(
+            "link-arg=-Wl,--symbol-ordering-file={}",
+            order.display()
+        ))
+        .arg("-o")
+        .arg(out.join("layout-probe"))
+        .arg(&source)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The version and an FNV-1a digest of every crate's sources (`src/`, without its test

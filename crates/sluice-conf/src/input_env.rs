@@ -199,11 +199,12 @@ pub fn read(command: Command, get: impl Fn(&str) -> Option<String>) -> FromEnv {
     out
 }
 
-/// Whether a flag's variable sets it: empty, `yes`, or a whole non-zero number.
+/// Whether a flag's variable sets it: empty, `yes`, or a whole non-zero number (after
+/// any leading blanks, as C's `strtol` reads it).
 fn flag_set(value: &str) -> bool {
     value.is_empty()
         || value.eq_ignore_ascii_case("yes")
-        || value.parse::<i64>().is_ok_and(|n| n != 0)
+        || value.trim_start().parse::<i64>().is_ok_and(|n| n != 0)
 }
 
 impl FromEnv {
@@ -390,6 +391,7 @@ mod tests {
         let level =
             |v: &str, then: &[&str]| applied(Command::Sbatch, &[("SBATCH_DEBUG", v)], then).verbose;
         assert_eq!(level("3", &[]), 3);
+        assert_eq!(level(" 2", &[]), 2, "strtol skips leading blanks");
         assert_eq!(level("3", &["-v"]), 4);
         assert_eq!(level("", &[]), 0);
         assert_eq!(level("0", &["-vv"]), 2);
@@ -494,5 +496,22 @@ mod tests {
         parse_args(Command::Sbatch, &words(&["--mem-per-cpu=150"]), &mut o).unwrap();
         assert_eq!(check_memory_kinds(&o), Ok(()));
         assert_eq!(o.memory, Some(Memory::PerCpu(150)));
+    }
+
+    #[test]
+    fn salloc_reads_memory_kinds_as_sbatch_does() {
+        use crate::options::{check_memory_kinds, Memory};
+        let vars = [
+            ("SALLOC_MEM_PER_CPU", "100"),
+            ("SALLOC_MEM_PER_NODE", "200"),
+        ];
+        let mut o = JobOptions::default();
+        read(Command::Salloc, env(&vars))
+            .apply(Command::Salloc, &mut o)
+            .unwrap();
+        assert!(check_memory_kinds(&o).unwrap_err().fatal);
+        let o = applied(Command::Salloc, &vars, &["--mem-per-gpu=50"]);
+        assert_eq!(check_memory_kinds(&o), Ok(()));
+        assert_eq!(o.memory, Some(Memory::PerGpu(50)));
     }
 }

@@ -801,6 +801,10 @@ fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
+/// How long after start the loop lets go of its binary's pages a second time at the
+/// latest, should an awaited agent not have registered by then.
+const SETTLE_AT_MOST: Duration = Duration::from_secs(60);
+
 /// Runs the loop: takes inputs from `inputs` until [`Input`]s stop coming (every sender
 /// dropped) or `stop` completes, handing every outcome to `exec` in order. Returns the
 /// owner, its inputs drained, for the last flush.
@@ -813,9 +817,11 @@ pub async fn drive(
     // When the next pass is due at the latest: kept across inputs, so that a steady
     // stream of requests does not put off the passes time limits and wake-ups need.
     let mut due = tokio::time::Instant::now() + owner.wait(unix_now());
-    // Whether the agents awaited at start have all registered (or been given up), and
+    // Whether the agents awaited at start have all registered (or been given up), or a
+    // minute has passed (a node whose agent never comes, under `SlurmdTimeout=0`), and
     // the code their registrations ran been let go (`start_pages`).
     let mut settled = false;
+    let started = tokio::time::Instant::now();
     loop {
         let input = tokio::select! {
             biased;
@@ -838,7 +844,8 @@ pub async fn drive(
             // A change may have brought the scheduler's next wake-up forward.
             due = due.min(tokio::time::Instant::now() + owner.wait(unix_now()));
         }
-        if !settled && !owner.controller().agents_awaited() {
+        if !settled && (!owner.controller().agents_awaited() || started.elapsed() >= SETTLE_AT_MOST)
+        {
             settled = true;
             let bytes = super::start_pages::let_go(super::start_pages::Scope::Executable);
             tracing::debug!(

@@ -31,7 +31,8 @@
 pub enum Scope {
     /// All of them: the binary's and the shared libraries' (at start only).
     All,
-    /// The executable's own (the file `/proc/self/exe` is), which are never unmapped.
+    /// The executable's own (the file this code is mapped from), which are never
+    /// unmapped.
     Executable,
 }
 
@@ -41,22 +42,18 @@ pub enum Scope {
 pub fn let_go(scope: Scope) -> u64 {
     #[cfg(target_os = "linux")]
     {
-        let only = match scope {
-            Scope::All => None,
-            Scope::Executable => {
-                use std::os::unix::fs::MetadataExt;
-                let Ok(exe) = std::fs::metadata("/proc/self/exe") else {
-                    return 0;
-                };
-                Some(FileId {
-                    major: libc::major(exe.dev()),
-                    minor: libc::minor(exe.dev()),
-                    inode: exe.ino(),
-                })
-            }
-        };
         let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
             return 0;
+        };
+        // The executable is the file mapped where this very function's code lies: its
+        // device and inode as `smaps` gives them (a `stat` of `/proc/self/exe` may give
+        // others, on btrfs subvolumes or overlayfs).
+        let only = match scope {
+            Scope::All => None,
+            Scope::Executable => match file_at(&smaps, let_go as fn(Scope) -> u64 as usize as u64) {
+                Some(file) => Some(file),
+                None => return 0,
+            },
         };
         let mut advised = 0;
         for m in clean_read_only(&smaps, only) {
@@ -144,6 +141,15 @@ fn clean_read_only(smaps: &str, only: Option<FileId>) -> Vec<Mapping> {
     }
     finish(current, &mut out);
     out
+}
+
+/// The file mapped at `address`, as `smaps` names it.
+fn file_at(smaps: &str, address: u64) -> Option<FileId> {
+    smaps
+        .lines()
+        .filter_map(header)
+        .find(|(m, _, f)| m.start <= address && address < m.end && f.inode != 0)
+        .map(|(_, _, file)| file)
 }
 
 /// A mapping's first line (`START-END PERMS OFFSET DEV INODE [PATH]`): its range,
@@ -312,6 +318,9 @@ VmFlags: rd ex mr mw me
             "a file of the same inode on another device, and the library, are left"
         );
         assert_eq!(clean_read_only(smaps, None).len(), 3);
+        assert_eq!(file_at(smaps, 0x5560000), Some(sluice));
+        assert_eq!(file_at(smaps, 0x7f10000).map(|f| f.inode), Some(90));
+        assert_eq!(file_at(smaps, 0x9000000), None);
     }
 
     #[cfg(target_os = "linux")]
