@@ -50,10 +50,12 @@ pub fn let_go(scope: Scope) -> u64 {
         // others, on btrfs subvolumes or overlayfs).
         let only = match scope {
             Scope::All => None,
-            Scope::Executable => match file_at(&smaps, let_go as fn(Scope) -> u64 as usize as u64) {
-                Some(file) => Some(file),
-                None => return 0,
-            },
+            Scope::Executable => {
+                match file_at(&smaps, let_go as fn(Scope) -> u64 as usize as u64) {
+                    Some(file) => Some(file),
+                    None => return 0,
+                }
+            }
         };
         let mut advised = 0;
         for m in clean_read_only(&smaps, only) {
