@@ -41,30 +41,25 @@ fn main() {
     layout();
 }
 
-/// The binaries whose code is laid out in the order of `layout/BINARY.order`.
-const LAID_OUT: [&str; 1] = ["sluice"];
-
-/// Gives the linker each laid-out binary's order, where it reads one ([`orders`]).
+/// Gives the linker `layout/sluice.order` for the `sluice` binary, where it reads one
+/// ([`orders`]).
 fn layout() {
     println!("cargo:rerun-if-env-changed=SLUICE_NO_LAYOUT");
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
-    let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join("layout");
-    let take = orders();
-    for bin in LAID_OUT {
-        let file = dir.join(format!("{bin}.order"));
-        if !file.is_file() {
-            continue;
-        }
-        println!("cargo:rerun-if-changed={}", file.display());
-        if take {
-            println!(
-                "cargo:rustc-link-arg-bin={bin}=-Wl,--symbol-ordering-file={}",
-                file.display()
-            );
-            // The list names functions of the build it was recorded from; those this
-            // build lacks are not worth a warning each.
-            println!("cargo:rustc-link-arg-bin={bin}=-Wl,--no-warn-symbol-ordering");
-        }
+    let file = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
+        .join("layout/sluice.order");
+    if !file.is_file() {
+        return;
+    }
+    println!("cargo:rerun-if-changed={}", file.display());
+    if orders() {
+        println!(
+            "cargo:rustc-link-arg-bin=sluice=-Wl,--symbol-ordering-file={}",
+            file.display()
+        );
+        // The list names functions of the build it was recorded from; those this build
+        // lacks are not worth a warning each.
+        println!("cargo:rustc-link-arg-bin=sluice=-Wl,--no-warn-symbol-ordering");
     }
 }
 

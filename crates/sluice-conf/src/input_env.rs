@@ -214,15 +214,8 @@ impl FromEnv {
     /// is reported in Slurm's words.
     pub fn apply(&self, command: Command, opts: &mut JobOptions) -> Result<(), OptionError> {
         let before = opts.warnings.len();
-        // Memory asked in a script's `#SBATCH` line counts as asked on the command line
-        // (Slurm's `set_by_cli`), so that a variable of another kind (`SBATCH_MEM_PER_CPU`
-        // beside `#SBATCH --mem`) gives way to it; one of the same kind replaces it.
-        let memory_before = opts.memory;
-        let asked_before = opts
-            .memory_asked
-            .iter()
-            .find(|(_, env)| !env)
-            .map(|(k, _)| *k);
+        // Parsed as the environment's: memory asked in a script's `#SBATCH` line stands
+        // over a variable of another kind (`parse_args`).
         opts.from_env = true;
         let named = |text: String| -> String {
             match self
@@ -242,14 +235,6 @@ impl FromEnv {
         }
         for w in &mut opts.warnings[before..] {
             *w = named(std::mem::take(w));
-        }
-        // The directive's kind, still not given again by the environment, stands.
-        let still_asked =
-            asked_before.is_some_and(|k| opts.memory_asked.iter().any(|(n, env)| *n == k && !env));
-        if let (true, Some(asked), Some(now)) = (still_asked, memory_before, opts.memory) {
-            if std::mem::discriminant(&asked) != std::mem::discriminant(&now) {
-                opts.memory = Some(asked);
-            }
         }
         for name in &self.resets {
             reset_flag(opts, name);
@@ -276,6 +261,13 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
         }
+    }
+
+    /// The options `vars` give `command`, nothing else, or the refusal.
+    fn from_vars(command: Command, vars: &[(&str, &str)]) -> Result<JobOptions, OptionError> {
+        let mut o = JobOptions::default();
+        read(command, env(vars)).apply(command, &mut o)?;
+        Ok(o)
     }
 
     fn applied(command: Command, vars: &[(&str, &str)], then: &[&str]) -> JobOptions {
@@ -398,10 +390,7 @@ mod tests {
         // Not a flag's "set" (Slurm resets it): no error.
         assert_eq!(level("x", &[]), 0);
         for bad in ["yes", "-2"] {
-            let mut o = JobOptions::default();
-            let e = read(Command::Sbatch, env(&[("SBATCH_DEBUG", bad)]))
-                .apply(Command::Sbatch, &mut o)
-                .unwrap_err();
+            let e = from_vars(Command::Sbatch, &[("SBATCH_DEBUG", bad)]).unwrap_err();
             assert_eq!(
                 e.message,
                 format!("Invalid numeric value \"{bad}\" for --verbose.")
@@ -418,10 +407,7 @@ mod tests {
         assert_eq!(o.warnings, Vec::<String>::new(), "off is what Sluice does");
         let o = applied(Command::Sbatch, &[], &["--no-kill=NO"]);
         assert_eq!(o.warnings, Vec::<String>::new());
-        let mut o = JobOptions::default();
-        let e = read(Command::Sbatch, env(&[("SBATCH_NO_KILL", "0")]))
-            .apply(Command::Sbatch, &mut o)
-            .unwrap_err();
+        let e = from_vars(Command::Sbatch, &[("SBATCH_NO_KILL", "0")]).unwrap_err();
         assert_eq!(e.message, "Invalid --no-kill specification");
         assert!(
             !e.exit_1 && !e.refused && !e.fatal,
@@ -472,10 +458,7 @@ mod tests {
             ("SBATCH_MEM_PER_CPU", "100"),
             ("SBATCH_MEM_PER_NODE", "200"),
         ];
-        let mut o = JobOptions::default();
-        read(Command::Sbatch, env(&vars))
-            .apply(Command::Sbatch, &mut o)
-            .unwrap();
+        let mut o = from_vars(Command::Sbatch, &vars).unwrap();
         let e = check_memory_kinds(&o).unwrap_err();
         assert!(
             e.fatal
@@ -505,10 +488,7 @@ mod tests {
             ("SALLOC_MEM_PER_CPU", "100"),
             ("SALLOC_MEM_PER_NODE", "200"),
         ];
-        let mut o = JobOptions::default();
-        read(Command::Salloc, env(&vars))
-            .apply(Command::Salloc, &mut o)
-            .unwrap();
+        let o = from_vars(Command::Salloc, &vars).unwrap();
         assert!(check_memory_kinds(&o).unwrap_err().fatal);
         let o = applied(Command::Salloc, &vars, &["--mem-per-gpu=50"]);
         assert_eq!(check_memory_kinds(&o), Ok(()));

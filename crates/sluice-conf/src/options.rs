@@ -762,12 +762,24 @@ pub fn parse_args(
                 }
                 Support::Acts => {
                     let name = f.opt.name;
-                    if matches!(name, "mem" | "mem-per-cpu" | "mem-per-gpu") {
-                        let env = opts.from_env;
-                        opts.memory_asked.retain(|(k, _)| *k != name);
-                        opts.memory_asked.push((name, env));
+                    if !matches!(name, "mem" | "mem-per-cpu" | "mem-per-gpu") {
+                        apply(opts, f.name(), f.value.as_deref())?;
+                        continue;
                     }
-                    apply(opts, f.name(), f.value.as_deref())?
+                    // A kind asked on a command line or in a directive stands over
+                    // another kind from the environment (Slurm's `set_by_cli`), whose
+                    // value is still read (a bad one is refused); the same kind from the
+                    // environment replaces it.
+                    let env = opts.from_env;
+                    let stands = opts
+                        .memory
+                        .filter(|_| env && opts.memory_asked.iter().any(|(k, e)| !e && *k != name));
+                    opts.memory_asked.retain(|(k, _)| *k != name);
+                    opts.memory_asked.push((name, env));
+                    apply(opts, f.name(), f.value.as_deref())?;
+                    if stands.is_some() {
+                        opts.memory = stands;
+                    }
                 }
                 // `--no-kill=off` asks for what Sluice does (a node's failure ends
                 // the job): nothing to warn of.
