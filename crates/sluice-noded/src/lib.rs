@@ -28,6 +28,7 @@
 pub mod cgroup;
 pub mod companion;
 pub mod devices;
+mod fs_identity;
 mod leftovers;
 mod login_env;
 mod net;

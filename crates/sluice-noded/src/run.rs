@@ -208,41 +208,48 @@ impl Owner {
         })
     }
 
-    /// Opens (creating its directory) an output file for the owner.
+    /// Runs `f` with the owner's rights on files (`fs_identity`): a path the job names
+    /// is opened, created or searched as its owner could, never as the supervisor's
+    /// root. A job of the supervisor's own user runs `f` here.
+    fn as_owner<T: Send>(
+        &self,
+        f: impl FnOnce() -> std::io::Result<T> + Send,
+    ) -> std::io::Result<T> {
+        if self.switch {
+            crate::fs_identity::as_user(self.uid, self.gid, &self.user, f)
+        } else {
+            f()
+        }
+    }
+
+    /// Opens an output file as its owner, creating its directory where missing (as
+    /// the owner: theirs, where they may make it).
     fn open_output(&self, path: &str, append: bool) -> std::io::Result<File> {
-        if let Some(dir) = Path::new(path).parent() {
-            if !dir.exists() {
-                std::fs::create_dir_all(dir)?;
-                if self.switch {
-                    let _ = nix::unistd::chown(
-                        dir,
-                        Some(Uid::from_raw(self.uid)),
-                        Some(Gid::from_raw(self.gid)),
-                    );
+        self.as_owner(|| {
+            if let Some(dir) = Path::new(path).parent() {
+                if !dir.as_os_str().is_empty() && !dir.exists() {
+                    std::fs::create_dir_all(dir)?;
                 }
             }
-        }
-        // Always O_APPEND (truncated first unless appending), as slurmstepd opens
-        // it: slurmstepd's own lines (`*** JOB 12 ON n1 CANCELLED ... ***`) then land
-        // after what the job wrote instead of under its next write.
-        let f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o644)
-            .open(path)?;
-        // (Only a regular file is truncated: `-o /dev/null` is not one.)
-        if !append && f.metadata()?.is_file() {
-            f.set_len(0)?;
-        }
-        if self.switch {
-            use std::os::fd::AsRawFd;
-            let _ = nix::unistd::fchown(
-                f.as_raw_fd(),
-                Some(Uid::from_raw(self.uid)),
-                Some(Gid::from_raw(self.gid)),
-            );
-        }
-        Ok(f)
+            // Always O_APPEND (truncated first unless appending), as slurmstepd opens
+            // it: slurmstepd's own lines (`*** JOB 12 ON n1 CANCELLED ... ***`) then
+            // land after what the job wrote instead of under its next write.
+            let f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o644)
+                .open(path)?;
+            // (Only a regular file is truncated: `-o /dev/null` is not one.)
+            if !append && f.metadata()?.is_file() {
+                f.set_len(0)?;
+            }
+            Ok(f)
+        })
+    }
+
+    /// Opens an input file as its owner.
+    fn open_input(&self, path: &str) -> std::io::Result<File> {
+        self.as_owner(|| File::open(path))
     }
 }
 
@@ -345,7 +352,8 @@ struct Switch {
 
 impl Identity {
     /// A command that starts in a session of its own, as this identity, in the cgroups
-    /// whose `cgroup.procs` files are `cgroups` (memory, devices).
+    /// whose `cgroup.procs` files are `cgroups` (memory, devices), in directory `cwd`
+    /// (or `/tmp`, with supervisor `who`'s notice, when the user cannot enter it).
     fn command(
         &self,
         program: &str,
@@ -353,6 +361,7 @@ impl Identity {
         env: &[(String, String)],
         cwd: &str,
         cgroups: &[CString],
+        who: &str,
     ) -> Command {
         let mut cmd = Command::new(program);
         // The environment is installed by the child itself (with its own pid in
@@ -360,11 +369,9 @@ impl Identity {
         // otherwise put back after the closure below.
         cmd.args(args);
         let mut task_env = crate::task_env::TaskEnv::new(env);
-        if Path::new(cwd).is_dir() {
-            cmd.current_dir(cwd);
-        } else {
-            cmd.current_dir("/tmp");
-        }
+        // Entered by the child once it is the user (not by `current_dir`, which the
+        // child would enter still as root).
+        let chdir = crate::fs_identity::Chdir::new(cwd, who);
         // Moved into the closure, made here: the child only reads them.
         let switch = self.switch.clone();
         let cgroups = cgroups.to_vec();
@@ -372,7 +379,8 @@ impl Identity {
         // calls, and neither allocates nor takes a lock: open, write and close of
         // cgroup.procs (`join_self`: the paths were made beforehand, the pid is written
         // from a stack buffer), setsid, setgroups (the list was resolved beforehand, by
-        // `Owner::identity`), setgid, setuid, and the environment's install (getpid and
+        // `Owner::identity`), setgid, setuid, chdir (and a write of its notice made
+        // beforehand, `fs_identity::Chdir`), and the environment's install (getpid and
         // writes into buffers made before the fork). Errors become `io::Error`s from
         // their errno, which allocates nothing.
         unsafe {
@@ -390,6 +398,7 @@ impl Identity {
                     nix::unistd::setgid(s.gid).map_err(std::io::Error::from)?;
                     nix::unistd::setuid(s.uid).map_err(std::io::Error::from)?;
                 }
+                chdir.enter()?;
                 task_env.install();
                 Ok(())
             });
@@ -811,6 +820,7 @@ async fn probe(exec: &Exec, order: &LaunchBatch, probe: &HealthProbe, limit: Dur
                 &order.environment,
                 &r.desc.work_dir,
                 &[],
+                &stepd(&exec.node),
             );
             cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -878,7 +888,7 @@ fn login_environment(exec: &Exec, r: &JobRecord) -> Result<Vec<(String, String)>
         &user.dir.display().to_string(),
         &user.shell.display().to_string(),
     );
-    let mut cmd = identity.command(&program, &args, &env, &cwd, &[]);
+    let mut cmd = identity.command(&program, &args, &env, &cwd, &[], "slurmstepd");
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -933,7 +943,7 @@ fn start_batch(
     let input: Stdio = if r.stdin == "/dev/null" {
         Stdio::null()
     } else {
-        File::open(&r.stdin).map(Stdio::from).map_err(|e| {
+        owner.open_input(&r.stdin).map(Stdio::from).map_err(|e| {
             format!(
                 "Could not open stdin file {}: {}",
                 r.stdin,
@@ -953,6 +963,7 @@ fn start_batch(
         &environment,
         &r.desc.work_dir,
         cgroups,
+        &stepd(&exec.node),
     );
     cmd.stdout(out).stderr(err).stdin(input);
     // The script was just written: a process forked elsewhere in this process at that
@@ -1389,7 +1400,14 @@ pub(crate) fn tasks(
                 )
             });
         }
-        let mut cmd = identity.command(&program, &order.argv[1..], &env, &order.work_dir, &procs);
+        let mut cmd = identity.command(
+            &program,
+            &order.argv[1..],
+            &env,
+            &order.work_dir,
+            &procs,
+            &stepd(&exec.node),
+        );
         let feed = order.stdin && order.stdin_task.is_none_or(|t| t == task);
         // `srun --pty`: task 0 on a terminal of its own (its master side kept here).
         let mut terminal: Option<File> = None;
@@ -1783,6 +1801,7 @@ mod tests {
                                     &[("PATH".into(), "/usr/bin:/bin".into())],
                                     "/",
                                     &[],
+                                    "slurmstepd",
                                 )
                                 .stdout(Stdio::piped())
                                 .spawn()
@@ -1839,6 +1858,7 @@ mod tests {
                 &[("PATH".into(), "/usr/bin:/bin".into())],
                 "/",
                 &[],
+                "slurmstepd",
             )
             .output()
             .unwrap();

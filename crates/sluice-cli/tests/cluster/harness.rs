@@ -94,6 +94,13 @@ impl Cluster {
         let dir = std::env::temp_dir().join(format!("sluice-t-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("work")).unwrap();
+        // Open to every user, as /tmp is (sticky): the tests that submit as a second
+        // user have their output files there, which the agent opens as their owner.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let open = std::fs::Permissions::from_mode(0o1777);
+            std::fs::set_permissions(dir.join("work"), open).unwrap();
+        }
         std::fs::write(dir.join("slurm.conf"), slurm_conf).unwrap();
         for (file, contents) in files {
             std::fs::write(dir.join(file), contents).unwrap();

@@ -3,6 +3,9 @@
 //! the identity the agent resolves before it forks and sets in the child between fork
 //! and exec, while it is busy with many threads (launches, output readers, waiters).
 //! Needs root, to make a user with a supplementary group and to run jobs as it.
+//!
+//! And the paths a job names are used with its owner's rights, not the supervisor's
+//! (root's): its output, input and working directory.
 
 use std::process::Command;
 
@@ -116,7 +119,8 @@ fn a_hundred_jobs_launched_at_once_run_with_their_owners_uid_gid_and_groups() {
         }
     };
     let c = Cluster::start("owners", CONF);
-    // Its output files land in the work directory, opened by the agent as root.
+    // Its output files land in the work directory (open to every user), opened by the
+    // supervisor as their owner.
     std::fs::write(
         c.work().join("whoami.sh"),
         "#!/bin/sh\n\
@@ -182,5 +186,80 @@ fn a_hundred_jobs_launched_at_once_run_with_their_owners_uid_gid_and_groups() {
             user.name,
             user.uid
         );
+    }
+}
+
+const NOBODY: u32 = 65534;
+
+#[test]
+fn a_jobs_paths_are_used_with_its_owners_rights_not_roots() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root (to run jobs as a second user, nobody)");
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let c = Cluster::start("owner-paths", CONF);
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    // root's closed directory with a file nobody may read through it.
+    let closed = c.work().join("closed");
+    std::fs::create_dir(&closed).unwrap();
+    mode(&closed, 0o700);
+    let secret = closed.join("secret");
+    std::fs::write(&secret, "root's\n").unwrap();
+    mode(&secret, 0o644);
+    let submit = |args: &[&str]| -> u64 {
+        let o = c.run_as(NOBODY, "sbatch", args);
+        assert_eq!(o.code, 0, "sbatch {args:?}: {}", o.stderr);
+        o.stdout.trim().rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    // Its output over root's file, and in a directory it would make under root's.
+    let over = submit(&["-o", "closed/secret", "--wrap", "echo overwritten"]);
+    let under = submit(&["-o", "closed/made/out", "--wrap", "echo made"]);
+    // Root's file as its input, and root's directory as its working directory.
+    let input = submit(&["-i", "closed/secret", "-o", "in.out", "--wrap", "cat"]);
+    let cwd = submit(&[
+        "-D",
+        "closed",
+        "-o",
+        &c.work().join("cwd.out").display().to_string(),
+        "--wrap",
+        "pwd; cat secret",
+    ]);
+    // And what it may do: its own new directory, made as it.
+    let own = submit(&["-o", "mine/dir/out", "--wrap", "echo mine"]);
+    for job in [over, under, input, cwd, own] {
+        c.wait_ended(job);
+    }
+    let meta = std::fs::metadata(&secret).unwrap();
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "root's\n");
+    assert_eq!((meta.uid(), meta.gid()), (0, 0));
+    assert!(!closed.join("made").exists());
+    assert_eq!(c.state(over), "FAILED");
+    assert_eq!(c.state(under), "FAILED");
+    let read = std::fs::read_to_string(c.work().join("in.out")).unwrap();
+    assert!(!read.contains("root's"), "{read}");
+    let refused = format!(
+        "Could not open stdin file {}: Permission denied",
+        secret.display()
+    );
+    assert!(read.contains(&refused), "{read}");
+    let went = std::fs::read_to_string(c.work().join("cwd.out")).unwrap();
+    let notice = format!(
+        "slurmstepd-n1: error: couldn't chdir to `{}': Permission denied: going to /tmp instead\n",
+        closed.display()
+    );
+    assert!(
+        went.starts_with(&format!("{notice}{notice}/tmp\n")),
+        "{went}"
+    );
+    assert!(!went.contains("root's"), "{went}");
+    assert_eq!(c.state(own), "COMPLETED");
+    let out = c.work().join("mine/dir/out");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "mine\n");
+    for made in [out.as_path(), out.parent().unwrap(), &c.work().join("mine")] {
+        let m = std::fs::metadata(made).unwrap();
+        assert_eq!((m.uid(), m.gid()), (NOBODY, NOBODY), "{}", made.display());
     }
 }
