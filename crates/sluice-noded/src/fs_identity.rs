@@ -5,28 +5,36 @@
 //! directory. Opened as root, `-o /etc/passwd` would truncate that file and hand it to
 //! the user, and `-i /etc/shadow` would feed it to the script. slurmstepd drops its
 //! privileges to the user's before it opens them; so does the supervisor, without
-//! touching the identity of the process, whose other threads keep working as root:
+//! touching the identity of its other threads, which keep working as root:
 //!
 //! - a file is opened, created or searched by [`as_user`], on a thread of its own that
-//!   takes the owner's groups, group and user **for file access only** (`setgroups`,
-//!   `setfsgid`, `setfsuid`: per thread when made as Linux system calls, where the C
-//!   library would change every thread's). Taking a user's file-system uid drops the
-//!   capabilities that would override file permissions, so the kernel checks the
-//!   path as it would for the user. The thread ends with the work, and its identity
-//!   with it;
+//!   takes the owner's groups, then their group and user as its *effective* ids
+//!   (`setgroups`, `setresgid`, `setresuid` with the real and saved ids kept: made as
+//!   Linux system calls, they change this thread alone, where the C library's wrappers
+//!   change every thread's). An effective uid other than 0 leaves the thread no
+//!   capability, so the kernel checks every path as it would for the user — the file
+//!   system through the fs ids that follow the effective ones, and what checks the
+//!   effective uid itself (`/proc/sys`) too. The thread ends with the work, and its
+//!   identity with it;
 //! - the working directory is entered by the job's own process after it has become the
 //!   user ([`Chdir`]), between fork and exec, and a directory it cannot enter sends it
 //!   to `/tmp` with slurmstepd's words in its error file.
+
+// The system calls below take 32-bit ids on 64-bit Linux; on 32-bit targets the same
+// names are the old 16-bit calls.
+#[cfg(target_pointer_width = "32")]
+compile_error!("fs_identity: per-thread identity calls are written for 64-bit Linux");
 
 use std::ffi::{CStr, CString};
 use std::io;
 
 use nix::unistd::Gid;
 
-/// Runs `f` with user `uid`'s rights on files (primary group `gid`, the groups of `user`
-/// in the name service), on a thread that ends with it.
+/// Runs `f` with user `uid`'s rights (primary group `gid`, the groups of `user` in the
+/// name service), on a thread that ends with it.
 ///
-/// Errors: the groups cannot be read, the identity cannot be taken, or `f`'s own.
+/// Errors: the groups cannot be read, no thread can be made, the identity cannot be
+/// taken, or `f`'s own.
 pub(crate) fn as_user<T: Send>(
     uid: u32,
     gid: u32,
@@ -39,35 +47,41 @@ pub(crate) fn as_user<T: Send>(
         .map(|g| g.as_raw())
         .collect();
     std::thread::scope(|s| {
-        s.spawn(|| {
-            take(uid, gid, &groups)?;
-            f()
-        })
-        .join()
-        .unwrap_or_else(|_| {
-            Err(io::Error::other(
-                "a file of the job's owner: the work failed",
-            ))
-        })
+        std::thread::Builder::new()
+            .name("as-owner".into())
+            .spawn_scoped(s, || {
+                take(uid, gid, &groups)?;
+                f()
+            })?
+            .join()
+            .unwrap_or_else(|_| {
+                Err(io::Error::other(
+                    "a file of the job's owner: the work failed",
+                ))
+            })
     })
 }
 
-/// Makes this thread's file-system identity user `uid`, group `gid`, groups `groups`.
+/// Makes this thread's effective (and so file-system) identity user `uid`, group `gid`,
+/// groups `groups`; its real and saved ids stay the supervisor's.
 fn take(uid: u32, gid: u32, groups: &[libc::gid_t]) -> io::Result<()> {
+    const KEEP: libc::c_long = -1;
     // SAFETY: system calls on the calling thread's own credentials, the list valid for
-    // its length. As system calls (not the C library's wrappers, which change every
-    // thread of the process) they change this thread alone.
+    // its length, the answers written to locals. As system calls (not the C library's
+    // wrappers, which change every thread of the process) they change this thread
+    // alone. Groups and group first: they need the capability the uid's change drops.
     unsafe {
-        if libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) != 0 {
+        if libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) != 0
+            || libc::syscall(libc::SYS_setresgid, KEEP, libc::c_long::from(gid), KEEP) != 0
+            || libc::syscall(libc::SYS_setresuid, KEEP, libc::c_long::from(uid), KEEP) != 0
+        {
             return Err(io::Error::last_os_error());
         }
-        libc::syscall(libc::SYS_setfsgid, gid);
-        libc::syscall(libc::SYS_setfsuid, uid);
-        // Both answer the previous value and never fail: an invalid id (-1) changes
-        // nothing and tells the current one.
-        let now_uid = libc::syscall(libc::SYS_setfsuid, u32::MAX) as u32;
-        let now_gid = libc::syscall(libc::SYS_setfsgid, u32::MAX) as u32;
-        if now_uid != uid || now_gid != gid {
+        let (mut r, mut e, mut s) = (0 as libc::uid_t, 0 as libc::uid_t, 0 as libc::uid_t);
+        let (mut gr, mut ge, mut gs) = (0 as libc::gid_t, 0 as libc::gid_t, 0 as libc::gid_t);
+        libc::syscall(libc::SYS_getresuid, &mut r, &mut e, &mut s);
+        libc::syscall(libc::SYS_getresgid, &mut gr, &mut ge, &mut gs);
+        if e != uid || ge != gid {
             return Err(io::Error::other(format!(
                 "cannot take the identity of uid {uid} for its files"
             )));
@@ -80,63 +94,66 @@ fn take(uid: u32, gid: u32, groups: &[libc::gid_t]) -> io::Result<()> {
 /// its user, made beforehand (nothing is allocated in the child).
 pub(crate) struct Chdir {
     dir: CString,
-    /// slurmstepd's error for each reason a directory cannot be entered (the last for
-    /// any other), written when the process goes to `/tmp` instead.
-    notices: Vec<(i32, Vec<u8>)>,
+    /// slurmstepd's notice up to the reason (`slurmstepd-n1: error: couldn't chdir to
+    /// `DIR': `), written when the process goes to `/tmp` instead.
+    notice: Vec<u8>,
+}
+
+/// The end of [`Chdir`]'s notice, after the reason.
+const GOING_TO_TMP: &[u8] = b": going to /tmp instead\n";
+
+/// The reason for each errno (strerror's words, `Unknown error N` beyond), made once.
+fn reasons() -> &'static [Vec<u8>] {
+    static REASONS: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    REASONS.get_or_init(|| {
+        (0..134)
+            .map(|e| sluice_proto::oserror::describe(&io::Error::from_raw_os_error(e)).into_bytes())
+            .collect()
+    })
 }
 
 impl Chdir {
     /// Entering `dir`; `who` names the supervisor in the notice (`slurmstepd-n1`).
     pub(crate) fn new(dir: &str, who: &str) -> Chdir {
-        let notice = |why: &str| {
-            format!("{who}: error: couldn't chdir to `{dir}': {why}: going to /tmp instead\n")
-                .into_bytes()
-        };
-        let notices = [
-            libc::ENOENT,
-            libc::EACCES,
-            libc::ENOTDIR,
-            libc::ELOOP,
-            libc::ENAMETOOLONG,
-        ]
-        .into_iter()
-        .map(|e| {
-            (
-                e,
-                notice(&sluice_proto::oserror::describe(
-                    &io::Error::from_raw_os_error(e),
-                )),
-            )
-        })
-        .chain([(0, notice("Invalid argument"))])
-        .collect();
+        reasons();
         Chdir {
             dir: CString::new(dir).unwrap_or_else(|_| c"/nonexistent/\u{1}".to_owned()),
-            notices,
+            notice: format!("{who}: error: couldn't chdir to `{dir}': ").into_bytes(),
         }
     }
 
     /// Enters the directory, or `/tmp` with the notice on standard error (twice, as
-    /// slurmstepd writes it: once for the job and once for its task). Async-signal-safe:
-    /// for the child between fork and exec.
+    /// slurmstepd writes it for a batch script: once for the job and once for its
+    /// task). Async-signal-safe: for the child between fork and exec.
     pub(crate) fn enter(&self) -> io::Result<()> {
-        // SAFETY: chdir and write with valid, NUL-terminated or sized buffers made
-        // before the fork.
+        // SAFETY: chdir and writev with valid, NUL-terminated or sized buffers made
+        // before the fork (the reasons by `Chdir::new`).
         unsafe {
             if libc::chdir(self.dir.as_ptr()) == 0 {
                 return Ok(());
             }
             let errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
-            let notice = self
-                .notices
-                .iter()
-                .find(|(e, _)| *e == errno)
-                .or(self.notices.last())
-                .map(|(_, n)| n);
-            if let Some(n) = notice {
-                for _ in 0..2 {
-                    libc::write(2, n.as_ptr().cast(), n.len());
-                }
+            let table = reasons();
+            let reason: &[u8] = usize::try_from(errno)
+                .ok()
+                .and_then(|e| table.get(e))
+                .map_or(&b"Unknown error"[..], |r| r.as_slice());
+            let parts = [
+                libc::iovec {
+                    iov_base: self.notice.as_ptr() as *mut _,
+                    iov_len: self.notice.len(),
+                },
+                libc::iovec {
+                    iov_base: reason.as_ptr() as *mut _,
+                    iov_len: reason.len(),
+                },
+                libc::iovec {
+                    iov_base: GOING_TO_TMP.as_ptr() as *mut _,
+                    iov_len: GOING_TO_TMP.len(),
+                },
+            ];
+            for _ in 0..2 {
+                libc::writev(2, parts.as_ptr(), 3);
             }
             if libc::chdir(c"/tmp".as_ptr()) != 0 {
                 return Err(io::Error::last_os_error());
@@ -150,6 +167,7 @@ impl Chdir {
 mod tests {
     use super::*;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::path::Path;
 
     /// nobody's uid and gid where this machine has that user, and we are root.
     fn nobody() -> Option<(u32, u32, CString)> {
@@ -170,9 +188,11 @@ mod tests {
         let Some((uid, gid, name)) = nobody() else {
             return;
         };
-        let dir = std::env::temp_dir().join(format!("sluice-fs-identity-{}", std::process::id()));
+        // Under /tmp (searchable by everyone), whatever TMPDIR says.
+        let dir = Path::new("/tmp").join(format!("sluice-fs-identity-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         // root's file in root's closed directory: nobody may not touch it.
         let closed = dir.join("closed");
         std::fs::create_dir(&closed).unwrap();
@@ -194,6 +214,20 @@ mod tests {
         as_user(uid, gid, &name, || std::fs::write(open.join("out"), "mine")).unwrap();
         let meta = std::fs::metadata(open.join("out")).unwrap();
         assert_eq!((meta.uid(), meta.gid()), (uid, gid));
+        // What checks the effective uid rather than file modes: a kernel setting root
+        // alone may write (a user's notice there would rename the host).
+        let setting = || {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open("/proc/sys/kernel/hostname")
+        };
+        let root_may = setting().is_ok();
+        let denied = as_user(uid, gid, &name, setting).unwrap_err();
+        if root_may {
+            assert_eq!(denied.kind(), io::ErrorKind::PermissionDenied);
+        } else {
+            eprintln!("/proc/sys is read-only here: checked only that the user is refused");
+        }
         // The process itself, and this thread, are still root's.
         assert!(nix::unistd::geteuid().is_root());
         std::fs::write(closed.join("still-root"), "yes").unwrap();

@@ -247,6 +247,20 @@ impl Owner {
         })
     }
 
+    /// Opens the error file to add a line of slurmstepd's (a notice) as its owner:
+    /// never waiting (a FIFO without a reader refuses at once rather than holding the
+    /// supervisor), never truncating, making no directory.
+    fn open_notice(&self, path: &str) -> std::io::Result<File> {
+        self.as_owner(|| {
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o644)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+        })
+    }
+
     /// Opens an input file as its owner.
     fn open_input(&self, path: &str) -> std::io::Result<File> {
         self.as_owner(|| File::open(path))
@@ -588,9 +602,11 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
             })
             .await;
             tracing::warn!("{}: job {id}: {why}", exec.node);
+            // (Written before what failed, where it was the output or input.)
+            let _ = std::fs::remove_file(script_path(&exec.jobs_dir, r));
             // Tell the user where they will look.
             if let Ok(owner) = Owner::of(exec.own_uid, r) {
-                if let Ok(mut f) = owner.open_output(&r.stderr, true) {
+                if let Ok(mut f) = owner.open_notice(&r.stderr) {
                     let _ = writeln!(f, "{}: error: {why}", stepd(&exec.node));
                 }
             }
@@ -748,7 +764,7 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
     .unwrap_or(0);
     if oom_kills > 0 {
         if let Ok(mut f) = Owner::of(exec.own_uid, r)
-            .and_then(|o| o.open_output(&r.stderr, true).map_err(|e| e.to_string()))
+            .and_then(|o| o.open_notice(&r.stderr).map_err(|e| e.to_string()))
         {
             let _ = writeln!(f, "{}", cgroup::oom_message(&exec.node, oom_kills, &key));
         }
@@ -1143,7 +1159,7 @@ fn end_notice(node: &str, job: u64, run: u32, state: JobState) {
     let Some((path, owner)) = notices().get(&(node.to_string(), job, run)).cloned() else {
         return;
     };
-    if let Ok(mut f) = owner.open_output(&path, true) {
+    if let Ok(mut f) = owner.open_notice(&path) {
         let _ = writeln!(
             f,
             "{}: error: *** JOB {job} ON {node} CANCELLED AT {}{why} ***",
