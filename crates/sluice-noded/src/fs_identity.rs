@@ -25,27 +25,22 @@
 #[cfg(target_pointer_width = "32")]
 compile_error!("fs_identity: per-thread identity calls are written for 64-bit Linux");
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::io;
 
 use nix::unistd::Gid;
 
-/// Runs `f` with user `uid`'s rights (primary group `gid`, the groups of `user` in the
-/// name service), on a thread that ends with it.
+/// Runs `f` with user `uid`'s rights (primary group `gid`, supplementary groups
+/// `groups`), on a thread that ends with it.
 ///
-/// Errors: the groups cannot be read, no thread can be made, the identity cannot be
-/// taken, or `f`'s own.
+/// Errors: no thread can be made, the identity cannot be taken, or `f`'s own.
 pub(crate) fn as_user<T: Send>(
     uid: u32,
     gid: u32,
-    user: &CStr,
+    groups: &[Gid],
     f: impl FnOnce() -> io::Result<T> + Send,
 ) -> io::Result<T> {
-    let groups: Vec<libc::gid_t> = nix::unistd::getgrouplist(user, Gid::from_raw(gid))
-        .map_err(io::Error::from)?
-        .iter()
-        .map(|g| g.as_raw())
-        .collect();
+    let groups: Vec<libc::gid_t> = groups.iter().map(|g| g.as_raw()).collect();
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("as-owner".into())
@@ -169,23 +164,20 @@ mod tests {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     use std::path::Path;
 
-    /// nobody's uid and gid where this machine has that user, and we are root.
-    fn nobody() -> Option<(u32, u32, CString)> {
+    /// nobody's uid, gid and groups where this machine has that user, and we are root.
+    fn nobody() -> Option<(u32, u32, Vec<Gid>)> {
         if !nix::unistd::geteuid().is_root() {
             eprintln!("skipped: needs root (to take another user's identity)");
             return None;
         }
         let u = nix::unistd::User::from_name("nobody").ok().flatten()?;
-        Some((
-            u.uid.as_raw(),
-            u.gid.as_raw(),
-            CString::new("nobody").unwrap(),
-        ))
+        let groups = nix::unistd::getgrouplist(c"nobody", u.gid).ok()?;
+        Some((u.uid.as_raw(), u.gid.as_raw(), groups))
     }
 
     #[test]
     fn a_users_file_is_opened_with_their_rights_not_roots() {
-        let Some((uid, gid, name)) = nobody() else {
+        let Some((uid, gid, groups)) = nobody() else {
             return;
         };
         // Under /tmp (searchable by everyone), whatever TMPDIR says.
@@ -199,9 +191,9 @@ mod tests {
         std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
         let secret = closed.join("secret");
         std::fs::write(&secret, "root's").unwrap();
-        let denied = as_user(uid, gid, &name, || std::fs::File::open(&secret));
+        let denied = as_user(uid, gid, &groups, || std::fs::File::open(&secret));
         assert_eq!(denied.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
-        let denied = as_user(uid, gid, &name, || {
+        let denied = as_user(uid, gid, &groups, || {
             std::fs::File::create(closed.join("new"))
         });
         assert_eq!(denied.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
@@ -211,7 +203,10 @@ mod tests {
         let open = dir.join("open");
         std::fs::create_dir(&open).unwrap();
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-        as_user(uid, gid, &name, || std::fs::write(open.join("out"), "mine")).unwrap();
+        as_user(uid, gid, &groups, || {
+            std::fs::write(open.join("out"), "mine")
+        })
+        .unwrap();
         let meta = std::fs::metadata(open.join("out")).unwrap();
         assert_eq!((meta.uid(), meta.gid()), (uid, gid));
         // What checks the effective uid rather than file modes: a kernel setting root
@@ -222,7 +217,7 @@ mod tests {
                 .open("/proc/sys/kernel/hostname")
         };
         let root_may = setting().is_ok();
-        let denied = as_user(uid, gid, &name, setting).unwrap_err();
+        let denied = as_user(uid, gid, &groups, setting).unwrap_err();
         if root_may {
             assert_eq!(denied.kind(), io::ErrorKind::PermissionDenied);
         } else {

@@ -150,6 +150,14 @@ impl Exec {
     }
 }
 
+/// How a job's output and error files are opened: made where missing (0644), written
+/// at their end.
+fn appending() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.create(true).append(true).mode(0o644);
+    o
+}
+
 /// Who a process runs as.
 #[derive(Clone)]
 struct Owner {
@@ -158,6 +166,9 @@ struct Owner {
     user: CString,
     /// The agent must switch to this user (it is root and the job is someone else's).
     switch: bool,
+    /// The user's groups (`getgrouplist`: the primary group included), looked up once,
+    /// when first needed.
+    groups: std::sync::OnceLock<Vec<Gid>>,
 }
 
 impl Owner {
@@ -175,7 +186,17 @@ impl Owner {
             user: CString::new(r.user.clone())
                 .unwrap_or_else(|_| CString::new("nobody").expect("static")),
             switch,
+            groups: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The owner's groups, from the name service the first time.
+    fn groups(&self) -> nix::Result<&[Gid]> {
+        if let Some(groups) = self.groups.get() {
+            return Ok(groups);
+        }
+        let groups = nix::unistd::getgrouplist(&self.user, Gid::from_raw(self.gid))?;
+        Ok(self.groups.get_or_init(|| groups))
     }
 
     /// The identity this owner's processes take, resolved now, in the supervisor, before
@@ -191,8 +212,7 @@ impl Owner {
         if !self.switch {
             return Ok(Identity { switch: None });
         }
-        let gid = Gid::from_raw(self.gid);
-        let groups = nix::unistd::getgrouplist(&self.user, gid).map_err(|e| {
+        let groups = self.groups().map_err(|e| {
             format!(
                 "cannot read the groups of user {}: {}",
                 self.user.to_string_lossy(),
@@ -202,8 +222,8 @@ impl Owner {
         Ok(Identity {
             switch: Some(Switch {
                 uid: Uid::from_raw(self.uid),
-                gid,
-                groups,
+                gid: Gid::from_raw(self.gid),
+                groups: groups.to_vec(),
             }),
         })
     }
@@ -216,7 +236,8 @@ impl Owner {
         f: impl FnOnce() -> std::io::Result<T> + Send,
     ) -> std::io::Result<T> {
         if self.switch {
-            crate::fs_identity::as_user(self.uid, self.gid, &self.user, f)
+            let groups = self.groups().map_err(std::io::Error::from)?;
+            crate::fs_identity::as_user(self.uid, self.gid, groups, f)
         } else {
             f()
         }
@@ -234,11 +255,7 @@ impl Owner {
             // Always O_APPEND (truncated first unless appending), as slurmstepd opens
             // it: slurmstepd's own lines (`*** JOB 12 ON n1 CANCELLED ... ***`) then
             // land after what the job wrote instead of under its next write.
-            let f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o644)
-                .open(path)?;
+            let f = appending().open(path)?;
             // (Only a regular file is truncated: `-o /dev/null` is not one.)
             if !append && f.metadata()?.is_file() {
                 f.set_len(0)?;
@@ -251,14 +268,7 @@ impl Owner {
     /// never waiting (a FIFO without a reader refuses at once rather than holding the
     /// supervisor), never truncating, making no directory.
     fn open_notice(&self, path: &str) -> std::io::Result<File> {
-        self.as_owner(|| {
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o644)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(path)
-        })
+        self.as_owner(|| appending().custom_flags(libc::O_NONBLOCK).open(path))
     }
 
     /// Opens an input file as its owner.
@@ -1776,6 +1786,7 @@ mod tests {
             gid: user.gid.as_raw(),
             user: CString::new(user.name.clone()).unwrap(),
             switch: true,
+            groups: std::sync::OnceLock::new(),
         };
         let mut expected: Vec<u32> = nix::unistd::getgrouplist(&owner.user, user.gid)
             .unwrap()
@@ -1864,6 +1875,7 @@ mod tests {
             gid: nix::unistd::getegid().as_raw(),
             user: CString::new("whoever").unwrap(),
             switch: false,
+            groups: std::sync::OnceLock::new(),
         };
         let identity = owner.identity().unwrap();
         assert!(identity.switch.is_none());
