@@ -625,6 +625,9 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
     };
     let pid = child.id() as i32;
     crate::tree::own_child(pid);
+    // Remembered first: a supervisor killed from here on leaves its job to be ended.
+    let key = format!("{id}.batch");
+    leftovers::remember(&exec.dir, &key, pid);
     exec.tracker().task_started(StepId::Batch, 0, pid);
     tracing::info!(
         "{}: Launching batch job {id} for UID {} (run {}, pid {pid})",
@@ -643,8 +646,6 @@ async fn batch_once(exec: &Arc<Exec>, order: &LaunchBatch) -> (JobState, i32, i3
         // found no process then, so it is carried out now.
         kill_job(exec.clone(), order.kill_wait);
     }
-    let key = format!("{id}.batch");
-    leftovers::remember(&exec.dir, &key, pid);
     if let Ok(owner) = Owner::of(exec.own_uid, r) {
         notices().insert(
             (exec.node.clone(), id, r.restarts),

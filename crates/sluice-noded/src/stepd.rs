@@ -12,17 +12,20 @@
 //! (`<jobs dir>/<job>.<run>/`, mode 0700, the agent's):
 //!
 //! ```text
-//! launch.json   what to run ([`Launch`]), written by the agent before it starts it
-//! lock          flock'ed by the supervisor for its whole life (taken by the agent
-//!               before the start and inherited, so no moment exists where a live
-//!               supervisor does not hold it): a new agent tells a dead supervisor
-//!               from one starting up by trying it
+//! launch.json   what to run ([`Launch`]), written by the agent before it starts it;
+//!               flock'ed by the supervisor for its whole life (taken by the agent
+//!               before a byte is written and inherited, so no moment exists where a
+//!               live supervisor does not hold it): a new agent tells a dead
+//!               supervisor from one starting up by trying it (supervisors of
+//!               earlier versions hold a file `lock` instead)
 //! stepd.sock    its Unix socket (0600): only root and the agent's user are answered
 //! end.json      the batch script's end ([`sluice_proto::types::JobEnded`]), written
 //!               durably before anyone is told, removed with the directory once the
 //!               controller has it
-//! *.pgid        its process groups with their leaders' start times (`leftovers.rs`):
-//!               what a new agent ends if the supervisor itself died
+//! (attributes) its process groups with their leaders' start times, as extended
+//!               attributes of the directory (`leftovers.rs`; `*.pgid` files where
+//!               its file system has none): what a new agent ends if the supervisor
+//!               itself died
 //! ```
 //!
 //! The agent talks to it over the socket, one [`Request`] per connection (a JSON line)
@@ -61,8 +64,9 @@ use crate::{cgroup, devices};
 
 /// The supervisor's record in its directory: what to run.
 pub(crate) const LAUNCH: &str = "launch.json";
-/// Held by the live supervisor.
-pub(crate) const LOCK: &str = "lock";
+/// Held by the live supervisor of an earlier version, which locked a file of its own
+/// (today's lock their record, [`LAUNCH`]).
+pub(crate) const OLD_LOCK: &str = "lock";
 /// Its socket.
 pub(crate) const SOCKET: &str = "stepd.sock";
 /// The batch script's end.

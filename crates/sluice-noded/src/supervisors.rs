@@ -10,8 +10,9 @@
 //! supervisor that died: its remembered process groups), since nobody could report
 //! their end.
 
+use std::io::Write as _;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -85,13 +86,29 @@ fn run_of(dir: &Path) -> Option<(u64, u32)> {
     Some((job.parse().ok()?, run.parse().ok()?))
 }
 
-/// Whether a live supervisor holds the lock in `dir`: tried without waiting, and
+/// Whether a live supervisor holds the lock in `dir` (its record; a separate `lock`
+/// file where a supervisor of an earlier version runs): tried without waiting, and
 /// released at once when it was free.
 fn held(dir: &Path) -> bool {
-    let Ok(f) = std::fs::File::open(dir.join(stepd::LOCK)) else {
-        return false;
+    let f = match std::fs::File::open(dir.join(stepd::OLD_LOCK)) {
+        Ok(f) => f,
+        Err(_) => match std::fs::File::open(dir.join(stepd::LAUNCH)) {
+            Ok(f) => f,
+            Err(_) => return false,
+        },
     };
     nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err()
+}
+
+/// Whether the lock in `dir` is still held after up to a second of tries.
+async fn held_for_a_moment(dir: &Path) -> bool {
+    for _ in 0..100 {
+        if !held(dir) {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
 }
 
 /// Where supervisors log: set by the program that runs the agent (the agent's own log
@@ -214,14 +231,24 @@ fn spawn(dir: &Path, launch: &Launch) -> Result<std::thread::JoinHandle<()>, Str
         .mode(0o700)
         .create(dir)
         .map_err(io)?;
-    stepd::write_whole(&dir.join(stepd::LAUNCH), launch, false).map_err(io)?;
-    let lock = std::fs::File::create(dir.join(stepd::LOCK)).map_err(io)?;
+    // The record is the lock too (one file fewer per job): locked before a byte of it
+    // is written, so that a new agent never reads a record being written as that of a
+    // supervisor that died.
+    let mut lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dir.join(stepd::LAUNCH))
+        .map_err(io)?;
     // (flock(2) itself, not nix's `Flock`, whose drop would unlock the lock the child
     // shares: closing this copy later leaves it held.)
     // SAFETY: the descriptor is open, owned by `lock`.
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Err(io(std::io::Error::last_os_error()));
     }
+    let record = serde_json::to_vec(launch).map_err(|e| format!("{}: {e}", dir.display()))?;
+    lock.write_all(&record).map_err(io)?;
     // No step between fork and exec, so that the agent is spawned (`posix_spawn`,
     // with the C library's `addchdir`: glibc 2.29 and later) rather than forked (a
     // copy of its memory map per job): the lock goes as the supervisor's standard
@@ -309,56 +336,65 @@ async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
     let mut round_sent = 0;
     let mut service_sent = None;
     let sending = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    if let Ok((Reply::Ok, mut lines)) = handle.open(&Request::Watch).await {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let Ok(status) = serde_json::from_str::<Status>(&line) else {
-                continue;
-            };
-            for &(step, exit_code, signal) in &status.steps_ended {
-                if steps_told.insert(step) {
-                    let ended = sluice_proto::types::StepEnded {
+    let dir = handle.dir.clone();
+    loop {
+        if let Ok((Reply::Ok, mut lines)) = handle.open(&Request::Watch).await {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(status) = serde_json::from_str::<Status>(&line) else {
+                    continue;
+                };
+                for &(step, exit_code, signal) in &status.steps_ended {
+                    if steps_told.insert(step) {
+                        let ended = sluice_proto::types::StepEnded {
+                            job,
+                            run,
+                            step,
+                            node: agent.node.clone(),
+                            exit_code,
+                            signal,
+                            usage: status
+                                .steps_usage
+                                .iter()
+                                .find(|(s, _)| *s == step)
+                                .map(|(_, u)| Box::new(u.clone())),
+                        };
+                        tokio::spawn(crate::report_step(agent.clone(), ended));
+                    }
+                }
+                if status.usage_round > round_sent && !status.usage.is_empty() {
+                    round_sent = status.usage_round;
+                    let report = UsageReport {
                         job,
                         run,
-                        step,
                         node: agent.node.clone(),
-                        exit_code,
-                        signal,
-                        usage: status
-                            .steps_usage
-                            .iter()
-                            .find(|(s, _)| *s == step)
-                            .map(|(_, u)| Box::new(u.clone())),
+                        steps: status.usage.clone(),
                     };
-                    tokio::spawn(crate::report_step(agent.clone(), ended));
+                    crate::send_usage(&agent, report, &sending);
                 }
-            }
-            if status.usage_round > round_sent && !status.usage.is_empty() {
-                round_sent = status.usage_round;
-                let report = UsageReport {
-                    job,
-                    run,
-                    node: agent.node.clone(),
-                    steps: status.usage.clone(),
-                };
-                crate::send_usage(&agent, report, &sending);
-            }
-            // A service's restarts and health, sent on every change (before its end).
-            if status.service.is_some() && status.service != service_sent {
-                service_sent = status.service.clone();
-                if let Some(report) = service_sent.clone() {
-                    crate::send_service(&agent, report).await;
+                // A service's restarts and health, sent on every change (before its end).
+                if status.service.is_some() && status.service != service_sent {
+                    service_sent = status.service.clone();
+                    if let Some(report) = service_sent.clone() {
+                        crate::send_service(&agent, report).await;
+                    }
                 }
-            }
-            if let Some(ended) = status.ended.filter(|_| !reporting) {
-                reporting = true;
-                start_report(&agent, job, run, Some(handle.clone()), ended);
+                if let Some(ended) = status.ended.filter(|_| !reporting) {
+                    reporting = true;
+                    start_report(&agent, job, run, Some(handle.clone()), ended);
+                }
             }
         }
-    }
-    // It left (or died).
-    let dir = handle.dir.clone();
-    if !reporting && dir.exists() && !held(&dir) {
-        reporting = unsupervised(&agent, job, run, &dir);
+        // It left (its directory went before its connections), or died: a supervisor
+        // killed outright closes its connections and its lock as it exits, in an order of
+        // the kernel's, so that its lock is tried again for a moment. One that still holds
+        // it lives on: it is watched again.
+        if reporting || !dir.exists() {
+            break;
+        }
+        if !held_for_a_moment(&dir).await {
+            reporting = unsupervised(&agent, job, run, &dir);
+            break;
+        }
     }
     let mut jobs = agent.jobs.lock().expect("lock");
     if let Some(e) = jobs.get_mut(&job).filter(|e| e.run == run) {
@@ -649,9 +685,15 @@ mod tests {
     fn a_lock_nobody_holds_is_free_and_a_held_one_is_not() {
         let dir = std::env::temp_dir().join(format!("sluice-held-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        assert!(!held(&dir), "no lock file: nobody");
-        let f = std::fs::File::create(dir.join(stepd::LOCK)).unwrap();
+        assert!(!held(&dir), "no record: nobody");
+        let f = std::fs::File::create(dir.join(stepd::LAUNCH)).unwrap();
         assert!(!held(&dir));
+        let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive).unwrap();
+        assert!(held(&dir));
+        drop(lock);
+        assert!(!held(&dir));
+        // A supervisor of an earlier version holds a `lock` file of its own.
+        let f = std::fs::File::create(dir.join(stepd::OLD_LOCK)).unwrap();
         let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive).unwrap();
         assert!(held(&dir));
         drop(lock);

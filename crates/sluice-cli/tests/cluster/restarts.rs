@@ -670,3 +670,76 @@ fn an_srun_step_whose_launch_fails_on_one_node_is_aborted_on_every_node() {
     assert_eq!(harness::pids_running(&["sleep", "6301"]), Vec::<i32>::new());
     let _ = c.run("scancel", &[&job.to_string()]);
 }
+
+#[test]
+fn a_supervisor_killed_outright_has_its_jobs_processes_ended_and_the_job_failed_as_on_a_failed_node(
+) {
+    // A job's supervisor dies (SIGKILL) while its agent lives: nobody can report the
+    // job's end any more, so the agent ends the process groups the supervisor
+    // remembered in its directory (as attributes of it, or files), and the job ends
+    // NODE_FAIL (it may not be requeued). A second job, whose supervisor lives, runs on.
+    let c = Cluster::start_with("stepdkill", CONF, &["n1", "n2"]);
+    let me = nix::unistd::geteuid().as_raw();
+    let tag = std::process::id();
+    let (victim, other) = (format!("614.{tag}"), format!("615.{tag}"));
+    let job = c.sbatch(&[
+        "-w",
+        "n1",
+        "--no-requeue",
+        "--wrap",
+        &format!("sleep {victim}"),
+    ]);
+    let lives = c.sbatch(&["-w", "n1", "--wrap", &format!("sleep {other}")]);
+    c.wait_for("both jobs' processes running", || {
+        harness::pids_of(&["sleep", &victim]).len() == 1
+            && harness::pids_of(&["sleep", &other]).len() == 1
+    });
+    let dir = c
+        .dir
+        .join("state")
+        .join("agents")
+        .join("n1.jobs")
+        .join(format!("{job}.0"));
+    c.wait_for("the supervisor to remember the job's process group", || {
+        remembers_a_group(&dir)
+    });
+    let dir = dir.display().to_string();
+    let supervisor = harness::pids_of(&["stepd", &dir]);
+    assert_eq!(
+        supervisor.len(),
+        1,
+        "one supervisor of {dir}: {supervisor:?}"
+    );
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(supervisor[0]), Signal::SIGKILL).unwrap();
+
+    assert_eq!(c.wait_ended(job), "NODE_FAIL");
+    c.wait_for("the job's process to be ended", || {
+        harness::pids_of(&["sleep", &victim]).is_empty()
+    });
+    c.wait_for("its directory to be removed", || {
+        !std::path::Path::new(&dir).exists()
+    });
+    assert_eq!(sacct(&c, job, "State,ExitCode"), "NODE_FAIL|0:0\n");
+    // The other job's supervisor was left alone.
+    assert_eq!(c.state(lives), "RUNNING");
+    assert_eq!(harness::pids_of(&["sleep", &other]).len(), 1);
+    c.run("scancel", &[&lives.to_string()]);
+    assert_eq!(c.wait_ended(lives), format!("CANCELLED by {me}"));
+}
+
+/// Whether a supervisor's directory remembers a process group: an extended attribute
+/// of it, or a `*.pgid` file in it (where its file system takes no attributes).
+fn remembers_a_group(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a NUL-terminated path; a null buffer of size 0 asks for the list's size.
+    let attributes = unsafe { libc::listxattr(path.as_ptr(), std::ptr::null_mut(), 0) };
+    attributes > 0
+        || std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "pgid"))
+}
