@@ -4458,7 +4458,7 @@ pub fn allocation_variables(r: &JobRecord, cluster_name: &str) -> Vec<(String, S
         ("SLURM_JOB_PARTITION", r.partition.clone()),
         ("SLURM_JOB_ACCOUNT", r.account.clone()),
         ("SLURM_JOB_QOS", r.qos.clone()),
-        ("SLURM_SUBMIT_DIR", r.desc.work_dir.clone()),
+        ("SLURM_SUBMIT_DIR", r.desc.submit_dir().to_string()),
         ("SLURM_SUBMIT_HOST", r.desc.submit_host.clone()),
     ];
     if let Some(n) = r.desc.ntasks_per_node {

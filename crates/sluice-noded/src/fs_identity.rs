@@ -92,6 +92,8 @@ pub(crate) struct Chdir {
     /// slurmstepd's notice up to the reason (`slurmstepd-n1: error: couldn't chdir to
     /// `DIR': `), written when the process goes to `/tmp` instead.
     notice: Vec<u8>,
+    /// How many times it is written.
+    times: usize,
 }
 
 /// The end of [`Chdir`]'s notice, after the reason.
@@ -108,18 +110,21 @@ fn reasons() -> &'static [Vec<u8>] {
 }
 
 impl Chdir {
-    /// Entering `dir`; `who` names the supervisor in the notice (`slurmstepd-n1`).
-    pub(crate) fn new(dir: &str, who: &str) -> Chdir {
+    /// Entering `dir`; `who` names the supervisor in the notice (`slurmstepd-n1`),
+    /// written `times` times: slurmstepd writes it once for the step (the batch script's,
+    /// or an srun step's on a node) and once for each task, so that a batch script and
+    /// the first task of a step on a node write it twice, the step's other tasks once.
+    pub(crate) fn new(dir: &str, who: &str, times: usize) -> Chdir {
         reasons();
         Chdir {
             dir: CString::new(dir).unwrap_or_else(|_| c"/nonexistent/\u{1}".to_owned()),
             notice: format!("{who}: error: couldn't chdir to `{dir}': ").into_bytes(),
+            times,
         }
     }
 
-    /// Enters the directory, or `/tmp` with the notice on standard error (twice, as
-    /// slurmstepd writes it for a batch script: once for the job and once for its
-    /// task). Async-signal-safe: for the child between fork and exec.
+    /// Enters the directory, or `/tmp` with the notice on standard error (see
+    /// [`Chdir::new`]). Async-signal-safe: for the child between fork and exec.
     pub(crate) fn enter(&self) -> io::Result<()> {
         // SAFETY: chdir and writev with valid, NUL-terminated or sized buffers made
         // before the fork (the reasons by `Chdir::new`).
@@ -147,7 +152,7 @@ impl Chdir {
                     iov_len: GOING_TO_TMP.len(),
                 },
             ];
-            for _ in 0..2 {
+            for _ in 0..self.times {
                 libc::writev(2, parts.as_ptr(), 3);
             }
             if libc::chdir(c"/tmp".as_ptr()) != 0 {
@@ -231,7 +236,7 @@ mod tests {
 
     #[test]
     fn a_directory_that_cannot_be_entered_sends_the_process_to_tmp_with_slurms_words() {
-        let c = Chdir::new("/nonexistent/sluice", "slurmstepd-n1");
+        let c = Chdir::new("/nonexistent/sluice", "slurmstepd-n1", 2);
         let out = unsafe {
             use std::os::unix::process::CommandExt;
             let c = std::sync::Arc::new(c);
@@ -246,7 +251,7 @@ mod tests {
             String::from_utf8_lossy(&out.stderr),
             format!("{line}{line}")
         );
-        let c = Chdir::new("/", "slurmstepd-n1");
+        let c = Chdir::new("/", "slurmstepd-n1", 2);
         let out = unsafe {
             use std::os::unix::process::CommandExt;
             std::process::Command::new("/bin/pwd")

@@ -377,7 +377,9 @@ struct Switch {
 impl Identity {
     /// A command that starts in a session of its own, as this identity, in the cgroups
     /// whose `cgroup.procs` files are `cgroups` (memory, devices), in directory `cwd`
-    /// (or `/tmp`, with supervisor `who`'s notice, when the user cannot enter it).
+    /// (or `/tmp`, with supervisor `who`'s notice `notices` times, when the user cannot
+    /// enter it: see [`crate::fs_identity::Chdir`]).
+    #[allow(clippy::too_many_arguments)]
     fn command(
         &self,
         program: &str,
@@ -386,6 +388,7 @@ impl Identity {
         cwd: &str,
         cgroups: &[CString],
         who: &str,
+        notices: usize,
     ) -> Command {
         let mut cmd = Command::new(program);
         // The environment is installed by the child itself (with its own pid in
@@ -395,7 +398,7 @@ impl Identity {
         let mut task_env = crate::task_env::TaskEnv::new(env);
         // Entered by the child once it is the user (not by `current_dir`, which the
         // child would enter still as root).
-        let chdir = crate::fs_identity::Chdir::new(cwd, who);
+        let chdir = crate::fs_identity::Chdir::new(cwd, who, notices);
         // Moved into the closure, made here: the child only reads them.
         let switch = self.switch.clone();
         let cgroups = cgroups.to_vec();
@@ -848,6 +851,7 @@ async fn probe(exec: &Exec, order: &LaunchBatch, probe: &HealthProbe, limit: Dur
                 &r.desc.work_dir,
                 &[],
                 &stepd(&exec.node),
+                2,
             );
             cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -915,7 +919,7 @@ fn login_environment(exec: &Exec, r: &JobRecord) -> Result<Vec<(String, String)>
         &user.dir.display().to_string(),
         &user.shell.display().to_string(),
     );
-    let mut cmd = identity.command(&program, &args, &env, &cwd, &[], "slurmstepd");
+    let mut cmd = identity.command(&program, &args, &env, &cwd, &[], "slurmstepd", 2);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -991,6 +995,7 @@ fn start_batch(
         &r.desc.work_dir,
         cgroups,
         &stepd(&exec.node),
+        2,
     );
     cmd.stdout(out).stderr(err).stdin(input);
     // The script was just written: a process forked elsewhere in this process at that
@@ -1434,6 +1439,9 @@ pub(crate) fn tasks(
             &order.work_dir,
             &procs,
             &stepd(&exec.node),
+            // Once for the step on this node and once for each of its tasks here, as
+            // slurmstepd writes it: the first task writes the step's too.
+            if local == 0 { 2 } else { 1 },
         );
         let feed = order.stdin && order.stdin_task.is_none_or(|t| t == task);
         // `srun --pty`: task 0 on a terminal of its own (its master side kept here).
@@ -1830,6 +1838,7 @@ mod tests {
                                     "/",
                                     &[],
                                     "slurmstepd",
+                                    2,
                                 )
                                 .stdout(Stdio::piped())
                                 .spawn()
@@ -1888,6 +1897,7 @@ mod tests {
                 "/",
                 &[],
                 "slurmstepd",
+                2,
             )
             .output()
             .unwrap();

@@ -250,6 +250,10 @@ pub struct JobDescription {
     pub append: bool,
     /// Working directory (absolute).
     pub work_dir: String,
+    /// Where the job was submitted from (absolute; `SLURM_SUBMIT_DIR`), where `-D`
+    /// named another working directory; `work_dir` where absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_dir: Option<String>,
     /// The batch script (empty for `srun`/`salloc` allocations).
     #[serde(default)]
     pub script: String,
@@ -296,6 +300,13 @@ pub struct JobDescription {
     /// (the leader, where the batch script runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub het_components: Vec<JobDescription>,
+}
+
+impl JobDescription {
+    /// Where it was submitted from: `SLURM_SUBMIT_DIR`, which `-D` does not change.
+    pub fn submit_dir(&self) -> &str {
+        self.submit_dir.as_deref().unwrap_or(&self.work_dir)
+    }
 }
 
 /// Identifies a step of a job.

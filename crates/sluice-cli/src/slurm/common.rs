@@ -3,7 +3,7 @@
 //! words after the program name, as every Slurm 22.05 command prints them).
 //! Durations are `sluice_conf::duration`'s, points in time `sluice_proto::time`'s.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use sluice_conf::getopt::{GetoptError, Opt};
@@ -314,6 +314,16 @@ pub fn hostname() -> String {
 /// The current directory as an absolute path.
 pub fn cwd() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+}
+
+/// The working directory `-D`/`--chdir` names (relative to the caller's), or the
+/// caller's own.
+pub fn work_dir(chdir: Option<&str>) -> String {
+    match chdir {
+        Some(d) if Path::new(d).is_absolute() => d.to_string(),
+        Some(d) => cwd().join(d).display().to_string(),
+        None => cwd().display().to_string(),
+    }
 }
 
 /// A `SLURM_*` style job id argument: `123`, `123_4`, `123_[1-3]`, `123.batch` (step

@@ -116,7 +116,10 @@ pub fn salloc_variables(records: &[JobRecord], cluster: &str) -> Vec<(String, St
     let mut v: Vec<(String, String)> = vec![
         ("SLURM_CLUSTER_NAME".into(), cluster.to_string()),
         ("SLURM_JOB_ID".into(), leader.id.to_string()),
-        ("SLURM_SUBMIT_DIR".into(), leader.desc.work_dir.clone()),
+        (
+            "SLURM_SUBMIT_DIR".into(),
+            leader.desc.submit_dir().to_string(),
+        ),
         ("SLURM_SUBMIT_HOST".into(), leader.desc.submit_host.clone()),
     ];
     if records

@@ -61,6 +61,22 @@ pub fn main(args: Vec<String>) -> i32 {
             Err(e) => fail(ME, e, USAGE_EXIT),
         }
     };
+    // `-D`: salloc itself works there (its command starts there), entered before
+    // anything is allocated, as Slurm's salloc does; SLURM_SUBMIT_DIR stays where it
+    // was run.
+    if opts.chdir.is_some() {
+        if let Err(e) = std::env::set_current_dir(&desc.work_dir) {
+            fail(
+                ME,
+                format!(
+                    "chdir({}): {}",
+                    desc.work_dir,
+                    sluice_proto::oserror::describe(&e)
+                ),
+                1,
+            );
+        }
+    }
     let client = controller();
     let record = allocate(&client, ME, &desc);
     let job = record.id;

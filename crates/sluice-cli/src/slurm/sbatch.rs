@@ -29,12 +29,9 @@ pub fn describe_job(
     command: String,
     interactive: bool,
 ) -> Result<JobDescription, String> {
-    let here = cwd();
-    let work_dir = match &o.chdir {
-        Some(d) if Path::new(d).is_absolute() => d.clone(),
-        Some(d) => here.join(d).display().to_string(),
-        None => here.display().to_string(),
-    };
+    let work_dir = super::common::work_dir(o.chdir.as_deref());
+    // Kept apart only where `-D` named another directory.
+    let submit_dir = Some(cwd().display().to_string()).filter(|d| *d != work_dir);
     let environment = match &o.export {
         None | Some(Export::All(_)) => {
             let mut env: Vec<(String, String)> = std::env::vars().collect();
@@ -131,6 +128,7 @@ pub fn describe_job(
         input: o.input.clone(),
         append: o.open_mode == Some(sluice_conf::options::OpenMode::Append),
         work_dir,
+        submit_dir,
         script,
         script_args: Vec::new(),
         environment,

@@ -12,7 +12,7 @@ use sluice_proto::Client;
 use sluice_ctld::state::OOM_SIGNAL;
 
 use super::allocate::{allocate, complete};
-use super::common::{controller, cwd, describe, fail, USAGE_EXIT, VERSION};
+use super::common::{controller, describe, fail, USAGE_EXIT, VERSION};
 use super::sbatch::describe_job;
 use super::srun_het::Layout;
 
@@ -533,7 +533,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             ("SLURM_CLUSTER_NAME", cluster),
             ("SLURM_JOB_ACCOUNT", record.account.clone()),
             ("SLURM_JOB_QOS", record.qos.clone()),
-            ("SLURM_SUBMIT_DIR", record.desc.work_dir.clone()),
+            ("SLURM_SUBMIT_DIR", record.desc.submit_dir().to_string()),
             ("SLURM_SUBMIT_HOST", record.desc.submit_host.clone()),
             (
                 "SLURM_JOB_CPUS_PER_NODE",
@@ -559,7 +559,8 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     interrupts.launched(plan.step, plan.ntasks);
     let abort = std::sync::Arc::new(Abort::default());
     let (tx, rx) = mpsc::channel::<TaskEvent>();
-    let work_dir = cwd().display().to_string();
+    // `-D`: where its tasks start (srun's own directory else), as in Slurm.
+    let work_dir = super::common::work_dir(opts.chdir.as_deref());
     // Under `--pty` task 0 alone reads srun's input (and its output alone is shown).
     let input = if pty.is_some() {
         Input::Task(0)

@@ -216,7 +216,7 @@ pub(super) fn het_step_variables(
             ("SLURM_CLUSTER_NAME", cluster.to_string()),
             ("SLURM_JOB_ACCOUNT", leader.account.clone()),
             ("SLURM_JOB_QOS", leader.qos.clone()),
-            ("SLURM_SUBMIT_DIR", leader.desc.work_dir.clone()),
+            ("SLURM_SUBMIT_DIR", leader.desc.submit_dir().to_string()),
             ("SLURM_SUBMIT_HOST", leader.desc.submit_host.clone()),
         ] {
             v.push((k.to_string(), value));

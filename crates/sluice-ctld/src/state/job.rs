@@ -596,6 +596,7 @@ impl Job {
             input: d.input.clone(),
             append: d.append,
             work_dir: d.work_dir.clone(),
+            submit_dir: d.submit_dir.clone(),
             script: String::new(),
             script_args: d.script_args.clone(),
             environment: Vec::new(),
