@@ -46,6 +46,7 @@ fn main() {
 fn layout() {
     println!("cargo:rerun-if-env-changed=SLUICE_NO_LAYOUT");
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let file = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
         .join("layout/sluice.order");
     if !file.is_file() {

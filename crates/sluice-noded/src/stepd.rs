@@ -18,7 +18,10 @@
 //!               live supervisor does not hold it): a new agent tells a dead
 //!               supervisor from one starting up by trying it (supervisors of
 //!               earlier versions hold a file `lock` instead)
-//! stepd.sock    its Unix socket (0600): only root and the agent's user are answered
+//! stepd.sock    its Unix socket (0600), for a supervisor of an earlier version: today's
+//!               listen on an unguessable name of the abstract namespace, written in
+//!               launch.json ([`Endpoint`]); only root and the agent's user are
+//!               answered, and the agent answers only to root's or its own
 //! end.json      the batch script's end ([`sluice_proto::types::JobEnded`]), written
 //!               durably before anyone is told, removed with the directory once the
 //!               controller has it
@@ -201,6 +204,103 @@ pub(crate) struct Launch {
     /// How its steps' usage is gathered (the agent's settings).
     #[serde(default)]
     pub(crate) gather: crate::usage::Settings,
+    /// The name of its socket in the abstract namespace ([`Endpoint`]); None: the file
+    /// [`SOCKET`] in its directory (a supervisor of an earlier version).
+    #[serde(default)]
+    pub(crate) socket: Option<String>,
+}
+
+/// Where a supervisor listens: a name of the abstract socket namespace, unguessable
+/// (128 random bits, written in its record, which only the agent's user reads), so
+/// that no file is made and removed for it per job; or, for a supervisor of an
+/// earlier version, the file [`SOCKET`] in its directory. Neither side trusts the
+/// name alone: the supervisor answers only root and the agent's user, and the agent
+/// talks only to a supervisor of root or its own user (abstract names carry no file
+/// mode, and one freed by a dead supervisor could be taken by anyone).
+#[derive(Clone, Debug)]
+pub(crate) enum Endpoint {
+    Abstract(String),
+    File(PathBuf),
+}
+
+impl Endpoint {
+    /// A new name for a supervisor about to start.
+    pub(crate) fn fresh() -> std::io::Result<String> {
+        let mut bytes = [0u8; 16];
+        // SAFETY: a writable buffer of 16 bytes.
+        let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+        if n != bytes.len() as isize {
+            return Err(std::io::Error::last_os_error());
+        }
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        Ok(format!("sluice-stepd/{hex}"))
+    }
+
+    /// The endpoint of the supervisor whose record is `launch`, in `dir`.
+    pub(crate) fn of(dir: &Path, launch: &Launch) -> Endpoint {
+        match &launch.socket {
+            Some(name) => Endpoint::Abstract(name.clone()),
+            None => Endpoint::File(dir.join(SOCKET)),
+        }
+    }
+
+    /// Listens on it.
+    fn listen(&self) -> std::io::Result<UnixListener> {
+        match self {
+            Endpoint::Abstract(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+                let l = std::os::unix::net::UnixListener::bind_addr(&addr)?;
+                l.set_nonblocking(true)?;
+                UnixListener::from_std(l)
+            }
+            Endpoint::File(path) => {
+                let _ = std::fs::remove_file(path);
+                let l = UnixListener::bind(path)?;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+                Ok(l)
+            }
+        }
+    }
+
+    /// Connects to it: a supervisor of root or of this process's user only.
+    pub(crate) async fn connect(&self) -> std::io::Result<UnixStream> {
+        let stream = match self {
+            Endpoint::Abstract(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+                // (A Unix socket's connect does not wait, but for a full backlog.)
+                let s = std::os::unix::net::UnixStream::connect_addr(&addr)?;
+                s.set_nonblocking(true)?;
+                UnixStream::from_std(s)?
+            }
+            Endpoint::File(path) => UnixStream::connect(path).await?,
+        };
+        let peer = stream.peer_cred()?.uid();
+        if peer != 0 && peer != nix::unistd::geteuid().as_raw() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("{self} is held by uid {peer}, not a slurmstepd"),
+            ));
+        }
+        Ok(stream)
+    }
+
+    /// Stops listening: the file is removed (a name goes with its socket).
+    fn close(&self) {
+        if let Endpoint::File(path) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Abstract(name) => write!(f, "@{name}"),
+            Endpoint::File(path) => write!(f, "{}", path.display()),
+        }
+    }
 }
 
 /// One request to a supervisor.
@@ -438,21 +538,18 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
     let mut child_ended =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok();
     let mut orphans = crate::tree::Orphans::default();
-    let socket = dir.join(SOCKET);
-    let _ = std::fs::remove_file(&socket);
-    let listener = match UnixListener::bind(&socket) {
+    let socket = Endpoint::of(&dir, &launch);
+    let listener = match socket.listen() {
         Ok(l) => l,
         Err(e) => {
             tracing::error!(
-                "{}: job {}: slurmstepd cannot listen on {}: {e}",
+                "{}: job {}: slurmstepd cannot listen on {socket}: {e}",
                 launch.node,
                 launch.job,
-                socket.display()
             );
             return 1;
         }
     };
-    let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600));
     let (changed, _) = tokio::sync::watch::channel(0u64);
     let exec = Arc::new(Exec {
         node: launch.node.clone(),
@@ -521,7 +618,7 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
         }
     }
     drop(listener);
-    let _ = std::fs::remove_file(&socket);
+    socket.close();
     // Watchers see the connection close as this process exits.
     let _ = std::fs::remove_dir_all(&dir);
     tracing::info!(
@@ -1154,6 +1251,50 @@ async fn stdin(exec: &Arc<Exec>, uid: u32, c: StdinChunk) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_supervisors_abstract_socket_is_reached_by_its_name_and_a_name_taken_by_another_user_is_refused(
+    ) {
+        let mine = Endpoint::Abstract(Endpoint::fresh().unwrap());
+        assert_ne!(Endpoint::fresh().unwrap(), Endpoint::fresh().unwrap());
+        let listener = mine.listen().unwrap();
+        let accepted = tokio::spawn(async move { listener.accept().await.map(|_| ()) });
+        mine.connect().await.unwrap();
+        accepted.await.unwrap().unwrap();
+        // No file anywhere: the name is in the abstract namespace.
+        assert!(!Path::new(&format!("@{mine}")).exists());
+
+        // A name held by a process of another user (it could take one a dead supervisor
+        // freed) is never talked to.
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: the refusal needs root (to listen as another user)");
+            return;
+        }
+        let taken = Endpoint::fresh().unwrap();
+        let script = format!(
+            "import socket,time\ns=socket.socket(socket.AF_UNIX)\ns.bind('\\0{taken}')\n\
+             s.listen()\nprint('up',flush=True)\ntime.sleep(30)"
+        );
+        use std::io::BufRead;
+        use std::os::unix::process::CommandExt;
+        let mut squatter = std::process::Command::new("python3")
+            .args(["-c", &script])
+            .uid(65534)
+            .gid(65534)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut up = String::new();
+        std::io::BufReader::new(squatter.stdout.take().unwrap())
+            .read_line(&mut up)
+            .unwrap();
+        assert_eq!(up, "up\n");
+        let refused = Endpoint::Abstract(taken).connect().await.unwrap_err();
+        squatter.kill().unwrap();
+        squatter.wait().unwrap();
+        assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);
+        assert!(refused.to_string().contains("uid 65534"), "{refused}");
+    }
 
     #[test]
     fn a_step_time_limit_keeps_the_name_older_supervisors_know() {

@@ -23,7 +23,6 @@ use sluice_proto::types::{JobEnded, JobState, LaunchBatch};
 use sluice_proto::usage::UsageReport;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::unix::OwnedReadHalf;
-use tokio::net::UnixStream;
 
 use crate::stepd::{self, Launch, Reply, Request, Status};
 use crate::{leftovers, now, report, App, Running};
@@ -32,10 +31,11 @@ use crate::{leftovers, now, report, App, Running};
 /// while it holds its lock without answering yet).
 const START_PATIENCE: Duration = Duration::from_secs(30);
 
-/// A supervisor, reached at its directory's socket.
+/// A supervisor, reached at its socket.
 #[derive(Debug)]
 pub(crate) struct Handle {
     pub(crate) dir: PathBuf,
+    pub(crate) socket: stepd::Endpoint,
 }
 
 /// The events following a supervisor's reply, one JSON line each.
@@ -44,17 +44,18 @@ pub(crate) type EventLines = Lines<BufReader<OwnedReadHalf>>;
 impl Handle {
     /// Sends `request` and reads the reply; the connection's further lines follow.
     pub(crate) async fn open(&self, request: &Request) -> Result<(Reply, EventLines), String> {
-        let socket = self.dir.join(stepd::SOCKET);
-        let stream = UnixStream::connect(&socket)
+        let socket = &self.socket;
+        let stream = socket
+            .connect()
             .await
-            .map_err(|e| format!("{}: {e}", socket.display()))?;
+            .map_err(|e| format!("{socket}: {e}"))?;
         let (read, mut write) = stream.into_split();
         let mut line = serde_json::to_vec(request).expect("requests serialise");
         line.push(b'\n');
         write
             .write_all(&line)
             .await
-            .map_err(|e| format!("{}: {e}", socket.display()))?;
+            .map_err(|e| format!("{socket}: {e}"))?;
         // The supervisor reads one line: the write half may go (it shuts the writing
         // direction only).
         drop(write);
@@ -144,18 +145,17 @@ pub(crate) async fn start(
         batch,
         log: LOG.get().cloned(),
         gather: crate::usage::settings(),
+        socket: Some(stepd::Endpoint::fresh().map_err(|e| format!("{}: {e}", dir.display()))?),
     };
+    let socket = stepd::Endpoint::of(&dir, &launch);
     let made = dir.clone();
     let child = tokio::task::spawn_blocking(move || spawn(&made, &launch))
         .await
         .map_err(|e| e.to_string())??;
-    let handle = Arc::new(Handle { dir });
+    let handle = Arc::new(Handle { dir, socket });
     let start = Instant::now();
     loop {
-        if UnixStream::connect(handle.dir.join(stepd::SOCKET))
-            .await
-            .is_ok()
-        {
+        if handle.socket.connect().await.is_ok() {
             return Ok(handle);
         }
         if child.is_finished() || start.elapsed() > START_PATIENCE {
@@ -504,7 +504,16 @@ pub(crate) async fn adopt(agent: &App) -> Vec<(u64, u32)> {
         let Some((job, run)) = run_of(&dir) else {
             continue;
         };
-        let handle = Arc::new(Handle { dir: dir.clone() });
+        // Its socket is named in its record (a file beside it, for a supervisor of an
+        // earlier version); one without a record is gone or never started.
+        let socket = match stepd::read_json::<Launch>(&dir.join(stepd::LAUNCH)) {
+            Ok(launch) => stepd::Endpoint::of(&dir, &launch),
+            Err(_) => stepd::Endpoint::File(dir.join(stepd::SOCKET)),
+        };
+        let handle = Arc::new(Handle {
+            dir: dir.clone(),
+            socket,
+        });
         let mut first: Option<Status> = None;
         let start = Instant::now();
         while held(&dir) && start.elapsed() < START_PATIENCE {
