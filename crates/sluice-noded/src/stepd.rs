@@ -19,9 +19,10 @@
 //!               supervisor from one starting up by trying it (supervisors of
 //!               earlier versions hold a file `lock` instead)
 //! stepd.sock    its Unix socket (0600), for a supervisor of an earlier version: today's
-//!               listen on an unguessable name of the abstract namespace, written in
-//!               launch.json ([`Endpoint`]); only root and the agent's user are
-//!               answered, and the agent answers only to root's or its own
+//!               listen on a name of the abstract namespace, written in launch.json
+//!               with a token callers must send first ([`Endpoint`]); only root and
+//!               the agent's user are answered, and the agent talks only to a socket
+//!               of root or its own user
 //! end.json      the batch script's end ([`sluice_proto::types::JobEnded`]), written
 //!               durably before anyone is told, removed with the directory once the
 //!               controller has it
@@ -208,80 +209,104 @@ pub(crate) struct Launch {
     /// [`SOCKET`] in its directory (a supervisor of an earlier version).
     #[serde(default)]
     pub(crate) socket: Option<String>,
+    /// What a caller sends first on that socket to be answered ([`Endpoint`]).
+    #[serde(default)]
+    pub(crate) token: Option<String>,
 }
 
-/// Where a supervisor listens: a name of the abstract socket namespace, unguessable
-/// (128 random bits, written in its record, which only the agent's user reads), so
-/// that no file is made and removed for it per job; or, for a supervisor of an
-/// earlier version, the file [`SOCKET`] in its directory. Neither side trusts the
-/// name alone: the supervisor answers only root and the agent's user, and the agent
-/// talks only to a supervisor of root or its own user (abstract names carry no file
-/// mode, and one freed by a dead supervisor could be taken by anyone).
+/// Where a supervisor listens: a name of the abstract socket namespace, so that no file
+/// is made and removed for it per job; or, for a supervisor of an earlier version, the
+/// file [`SOCKET`] in its directory (0600, in a 0700 directory).
+///
+/// An abstract name has no file mode, and every bound one is listed in `/proc/net/unix`
+/// for anyone in the network namespace: the name is no secret once bound, and one a
+/// dead supervisor freed could be taken by anyone. So each side checks the other: the
+/// supervisor answers only root and the agent's user, and only a caller whose first
+/// line is its token (128 random bits in its record, which only the agent's user
+/// reads: root in a container that shares the host's network but not its files cannot
+/// send it); the agent talks only to a socket of root or its own user, and sends the
+/// token of the supervisor it means (a dead one's, to whoever took its name, is worth
+/// nothing).
 #[derive(Clone, Debug)]
 pub(crate) enum Endpoint {
-    Abstract(String),
+    Abstract { name: String, token: String },
     File(PathBuf),
 }
 
+/// 128 random bits, in hex.
+fn random_hex() -> std::io::Result<String> {
+    let mut bytes = [0u8; 16];
+    // SAFETY: a writable buffer of 16 bytes.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 impl Endpoint {
-    /// A new name for a supervisor about to start.
-    pub(crate) fn fresh() -> std::io::Result<String> {
-        let mut bytes = [0u8; 16];
-        // SAFETY: a writable buffer of 16 bytes.
-        let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-        if n != bytes.len() as isize {
-            return Err(std::io::Error::last_os_error());
-        }
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        Ok(format!("sluice-stepd/{hex}"))
+    /// A new name and token for a supervisor about to start.
+    pub(crate) fn fresh() -> std::io::Result<(String, String)> {
+        Ok((format!("sluice-stepd/{}", random_hex()?), random_hex()?))
     }
 
     /// The endpoint of the supervisor whose record is `launch`, in `dir`.
     pub(crate) fn of(dir: &Path, launch: &Launch) -> Endpoint {
-        match &launch.socket {
-            Some(name) => Endpoint::Abstract(name.clone()),
-            None => Endpoint::File(dir.join(SOCKET)),
+        match (&launch.socket, &launch.token) {
+            (Some(name), Some(token)) => Endpoint::Abstract {
+                name: name.clone(),
+                token: token.clone(),
+            },
+            _ => Endpoint::File(dir.join(SOCKET)),
+        }
+    }
+
+    /// The address as tokio takes it: an abstract name after a NUL byte.
+    fn address(&self) -> PathBuf {
+        match self {
+            Endpoint::Abstract { name, .. } => {
+                use std::os::unix::ffi::OsStringExt;
+                let mut bytes = vec![0u8];
+                bytes.extend_from_slice(name.as_bytes());
+                PathBuf::from(std::ffi::OsString::from_vec(bytes))
+            }
+            Endpoint::File(path) => path.clone(),
+        }
+    }
+
+    /// The token a caller must send first; None for a supervisor of an earlier version.
+    fn token(&self) -> Option<&str> {
+        match self {
+            Endpoint::Abstract { token, .. } => Some(token),
+            Endpoint::File(_) => None,
         }
     }
 
     /// Listens on it.
     fn listen(&self) -> std::io::Result<UnixListener> {
-        match self {
-            Endpoint::Abstract(name) => {
-                use std::os::linux::net::SocketAddrExt;
-                let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
-                let l = std::os::unix::net::UnixListener::bind_addr(&addr)?;
-                l.set_nonblocking(true)?;
-                UnixListener::from_std(l)
-            }
-            Endpoint::File(path) => {
-                let _ = std::fs::remove_file(path);
-                let l = UnixListener::bind(path)?;
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-                Ok(l)
-            }
+        if let Endpoint::File(path) = self {
+            let _ = std::fs::remove_file(path);
         }
+        let l = UnixListener::bind(self.address())?;
+        if let Endpoint::File(path) = self {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        }
+        Ok(l)
     }
 
-    /// Connects to it: a supervisor of root or of this process's user only.
+    /// Connects to it (never waiting on a full backlog: refused then), a supervisor of
+    /// root or of this process's user only, and sends the token where it has one.
     pub(crate) async fn connect(&self) -> std::io::Result<UnixStream> {
-        let stream = match self {
-            Endpoint::Abstract(name) => {
-                use std::os::linux::net::SocketAddrExt;
-                let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
-                // (A Unix socket's connect does not wait, but for a full backlog.)
-                let s = std::os::unix::net::UnixStream::connect_addr(&addr)?;
-                s.set_nonblocking(true)?;
-                UnixStream::from_std(s)?
-            }
-            Endpoint::File(path) => UnixStream::connect(path).await?,
-        };
+        let mut stream = UnixStream::connect(self.address()).await?;
         let peer = stream.peer_cred()?.uid();
         if peer != 0 && peer != nix::unistd::geteuid().as_raw() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
                 format!("{self} is held by uid {peer}, not a slurmstepd"),
             ));
+        }
+        if let Some(token) = self.token() {
+            stream.write_all(format!("{token}\n").as_bytes()).await?;
         }
         Ok(stream)
     }
@@ -297,7 +322,7 @@ impl Endpoint {
 impl std::fmt::Display for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Endpoint::Abstract(name) => write!(f, "@{name}"),
+            Endpoint::Abstract { name, .. } => write!(f, "@{name}"),
             Endpoint::File(path) => write!(f, "{}", path.display()),
         }
     }
@@ -539,6 +564,7 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok();
     let mut orphans = crate::tree::Orphans::default();
     let socket = Endpoint::of(&dir, &launch);
+    let token: Option<Arc<str>> = socket.token().map(Arc::from);
     let listener = match socket.listen() {
         Ok(l) => l,
         Err(e) => {
@@ -600,7 +626,7 @@ async fn serve(dir: PathBuf, launch: Launch) -> i32 {
         tokio::select! {
             conn = listener.accept() => {
                 if let Ok((stream, _)) = conn {
-                    tokio::spawn(connection(exec.clone(), launch.own_uid, stream));
+                    tokio::spawn(connection(exec.clone(), launch.own_uid, token.clone(), stream));
                 }
             }
             // SIGTERM (an operator, or a test cleaning up): the job ends now.
@@ -770,22 +796,40 @@ async fn send_line<T: Serialize>(w: &mut (impl AsyncWriteExt + Unpin), value: &T
     w.write_all(&line).await.is_ok() && w.flush().await.is_ok()
 }
 
+/// Whether `told` is `token`: compared whole, in a time that does not depend on where
+/// they differ.
+fn same_token(told: &str, token: &str) -> bool {
+    told.len() == token.len()
+        && told
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |d, (a, b)| d | (a ^ b))
+            == 0
+}
+
 /// One connection: one request, its answer (and, for `Watch` and `Tasks`, what follows).
-async fn connection(exec: Arc<Exec>, own_uid: u32, stream: UnixStream) {
+async fn connection(exec: Arc<Exec>, own_uid: u32, token: Option<Arc<str>>, stream: UnixStream) {
     let peer = stream.peer_cred().map(|c| c.uid()).unwrap_or(u32::MAX);
     let (read, mut write) = stream.into_split();
+    let denied = Reply::Error {
+        code: ErrorCode::AccessDenied,
+        message: "only the node's agent may talk to slurmstepd".into(),
+    };
     if peer != 0 && peer != own_uid {
-        let _ = send_line(
-            &mut write,
-            &Reply::Error {
-                code: ErrorCode::AccessDenied,
-                message: "only the node's agent may talk to slurmstepd".into(),
-            },
-        )
-        .await;
+        let _ = send_line(&mut write, &denied).await;
         return;
     }
     let mut lines = BufReader::new(read).lines();
+    if let Some(token) = token {
+        let told = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            _ => return,
+        };
+        if !same_token(&told, &token) {
+            let _ = send_line(&mut write, &denied).await;
+            return;
+        }
+    }
     let Ok(Some(line)) = lines.next_line().await else {
         return;
     };
@@ -1253,16 +1297,31 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_supervisors_abstract_socket_is_reached_by_its_name_and_a_name_taken_by_another_user_is_refused(
+    async fn a_supervisors_abstract_socket_is_reached_with_its_token_and_a_name_taken_by_another_user_is_refused(
     ) {
-        let mine = Endpoint::Abstract(Endpoint::fresh().unwrap());
-        assert_ne!(Endpoint::fresh().unwrap(), Endpoint::fresh().unwrap());
+        let (name, token) = Endpoint::fresh().unwrap();
+        assert_ne!(Endpoint::fresh().unwrap().0, name);
+        assert_ne!(name.trim_start_matches("sluice-stepd/"), token);
+        let mine = Endpoint::Abstract {
+            name: name.clone(),
+            token: token.clone(),
+        };
         let listener = mine.listen().unwrap();
-        let accepted = tokio::spawn(async move { listener.accept().await.map(|_| ()) });
-        mine.connect().await.unwrap();
-        accepted.await.unwrap().unwrap();
-        // No file anywhere: the name is in the abstract namespace.
-        assert!(!Path::new(&format!("@{mine}")).exists());
+        let accepted = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let mut first = String::new();
+            BufReader::new(stream).read_line(&mut first).await.unwrap();
+            first
+        });
+        drop(mine.connect().await.unwrap());
+        // The caller's first line is the token.
+        assert_eq!(accepted.await.unwrap(), format!("{token}\n"));
+        assert!(same_token(&token, &token));
+        assert!(!same_token(&token[1..], &token));
+        assert!(!same_token(
+            &format!("0{}", &token[1..]),
+            &format!("1{}", &token[1..])
+        ));
 
         // A name held by a process of another user (it could take one a dead supervisor
         // freed) is never talked to.
@@ -1270,7 +1329,7 @@ mod tests {
             eprintln!("skipped: the refusal needs root (to listen as another user)");
             return;
         }
-        let taken = Endpoint::fresh().unwrap();
+        let (taken, token) = Endpoint::fresh().unwrap();
         let script = format!(
             "import socket,time\ns=socket.socket(socket.AF_UNIX)\ns.bind('\\0{taken}')\n\
              s.listen()\nprint('up',flush=True)\ntime.sleep(30)"
@@ -1289,7 +1348,10 @@ mod tests {
             .read_line(&mut up)
             .unwrap();
         assert_eq!(up, "up\n");
-        let refused = Endpoint::Abstract(taken).connect().await.unwrap_err();
+        let refused = Endpoint::Abstract { name: taken, token }
+            .connect()
+            .await
+            .unwrap_err();
         squatter.kill().unwrap();
         squatter.wait().unwrap();
         assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);

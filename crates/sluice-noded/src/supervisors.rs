@@ -90,13 +90,18 @@ fn run_of(dir: &Path) -> Option<(u64, u32)> {
 /// Whether a live supervisor holds the lock in `dir` (its record; a separate `lock`
 /// file where a supervisor of an earlier version runs): tried without waiting, and
 /// released at once when it was free.
+/// Only a lock file that is not there is free: one that cannot be opened (out of
+/// descriptors, say) counts as held, so that a live supervisor is never taken for dead.
 fn held(dir: &Path) -> bool {
-    let f = match std::fs::File::open(dir.join(stepd::OLD_LOCK)) {
+    let open = |name: &str| std::fs::File::open(dir.join(name));
+    let f = match open(stepd::OLD_LOCK) {
         Ok(f) => f,
-        Err(_) => match std::fs::File::open(dir.join(stepd::LAUNCH)) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match open(stepd::LAUNCH) {
             Ok(f) => f,
-            Err(_) => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
+            Err(_) => return true,
         },
+        Err(_) => return true,
     };
     nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err()
 }
@@ -134,6 +139,7 @@ pub(crate) async fn start(
     batch: Option<LaunchBatch>,
 ) -> Result<Arc<Handle>, String> {
     let dir = dir_of(&agent.jobs_dir(), job, run);
+    let (name, token) = stepd::Endpoint::fresh().map_err(|e| format!("{}: {e}", dir.display()))?;
     let launch = Launch {
         node: agent.node.clone(),
         job,
@@ -145,13 +151,24 @@ pub(crate) async fn start(
         batch,
         log: LOG.get().cloned(),
         gather: crate::usage::settings(),
-        socket: Some(stepd::Endpoint::fresh().map_err(|e| format!("{}: {e}", dir.display()))?),
+        socket: Some(name),
+        token: Some(token),
     };
     let socket = stepd::Endpoint::of(&dir, &launch);
     let made = dir.clone();
-    let child = tokio::task::spawn_blocking(move || spawn(&made, &launch))
+    let spawned = tokio::task::spawn_blocking(move || spawn(&made, &launch))
         .await
-        .map_err(|e| e.to_string())??;
+        .map_err(|e| e.to_string())
+        .and_then(|r| r);
+    let child = match spawned {
+        Ok(child) => child,
+        Err(why) => {
+            // Nothing runs: a later agent must not find its record and report the run
+            // again.
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(why);
+        }
+    };
     let handle = Arc::new(Handle { dir, socket });
     let start = Instant::now();
     loop {
@@ -337,6 +354,7 @@ async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
     let mut service_sent = None;
     let sending = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let dir = handle.dir.clone();
+    let mut rounds = 0u32;
     loop {
         if let Ok((Reply::Ok, mut lines)) = handle.open(&Request::Watch).await {
             while let Ok(Some(line)) = lines.next_line().await {
@@ -394,6 +412,17 @@ async fn watching(agent: App, job: u64, run: u32, handle: Arc<Handle>) {
         if !held_for_a_moment(&dir).await {
             reporting = unsupervised(&agent, job, run, &dir);
             break;
+        }
+        rounds += 1;
+        if rounds == 10 {
+            tracing::warn!(
+                "{}: job {job} (run {run}): its slurmstepd holds its lock but does not \
+                 answer; tried again every 10 s",
+                agent.node
+            );
+        }
+        if rounds >= 10 {
+            tokio::time::sleep(Duration::from_secs(9)).await;
         }
     }
     let mut jobs = agent.jobs.lock().expect("lock");

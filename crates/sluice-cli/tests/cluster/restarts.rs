@@ -734,9 +734,13 @@ fn remembers_a_group(dir: &std::path::Path) -> bool {
     let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
         return false;
     };
-    // SAFETY: a NUL-terminated path; a null buffer of size 0 asks for the list's size.
-    let attributes = unsafe { libc::listxattr(path.as_ptr(), std::ptr::null_mut(), 0) };
-    attributes > 0
+    let mut names = vec![0u8; 4096];
+    // SAFETY: a NUL-terminated path and a writable buffer of `names.len()` bytes.
+    let n = unsafe { libc::listxattr(path.as_ptr(), names.as_mut_ptr().cast(), names.len()) };
+    names.truncate(usize::try_from(n).unwrap_or(0));
+    names
+        .split(|b| *b == 0)
+        .any(|a| a.starts_with(b"user.sluice.") && a.ends_with(b".pgid"))
         || std::fs::read_dir(dir)
             .into_iter()
             .flatten()
