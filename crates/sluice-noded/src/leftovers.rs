@@ -185,15 +185,21 @@ mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
 
-    #[test]
-    fn a_remembered_group_is_killed_and_a_recycled_id_is_not() {
-        let dir = std::env::temp_dir().join(format!("sluice-leftovers-{}", std::process::id()));
+    /// A directory `name` of its own, and a `sleep` leading a process group of its own.
+    fn sleeper(name: &str) -> (std::path::PathBuf, std::process::Child) {
+        let dir = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut child = std::process::Command::new("sleep")
+        let child = std::process::Command::new("sleep")
             .arg("60")
             .process_group(0)
             .spawn()
             .unwrap();
+        (dir, child)
+    }
+
+    #[test]
+    fn a_remembered_group_is_killed_and_a_recycled_id_is_not() {
+        let (dir, mut child) = sleeper("leftovers");
         let pgid = child.id() as i32;
         remember(&dir, "7.batch", pgid);
         // Kept as the directory's attribute (no file), or as a file where its file
@@ -222,13 +228,7 @@ mod tests {
 
     #[test]
     fn a_group_that_ended_is_forgotten_and_never_killed() {
-        let dir = std::env::temp_dir().join(format!("sluice-forget-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut child = std::process::Command::new("sleep")
-            .arg("60")
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let (dir, mut child) = sleeper("forget");
         let pgid = child.id() as i32;
         remember(&dir, "9.task-1", pgid);
         forget(&dir, "9.task-1");

@@ -90,6 +90,7 @@ fn run_of(dir: &Path) -> Option<(u64, u32)> {
 /// Whether a live supervisor holds the lock in `dir` (its record; a separate `lock`
 /// file where a supervisor of an earlier version runs): tried without waiting, and
 /// released at once when it was free.
+///
 /// Only a lock file that is not there is free: one that cannot be opened (out of
 /// descriptors, say) counts as held, so that a live supervisor is never taken for dead.
 fn held(dir: &Path) -> bool {
