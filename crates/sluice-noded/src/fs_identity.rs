@@ -114,11 +114,21 @@ impl Chdir {
     /// written `times` times: slurmstepd writes it once for the step (the batch script's,
     /// or an srun step's on a node) and once for each task, so that a batch script and
     /// the first task of a step on a node write it twice, the step's other tasks once.
+    ///
+    /// A directory longer than a path can be (`PATH_MAX`, which fails anyway) is shown
+    /// cut there: the notice goes to a pipe the supervisor reads only once the process
+    /// has started, so that it must fit in the pipe's buffer.
     pub(crate) fn new(dir: &str, who: &str, times: usize) -> Chdir {
         reasons();
+        let mut shown = dir.len().min(libc::PATH_MAX as usize);
+        while !dir.is_char_boundary(shown) {
+            shown -= 1;
+        }
+        let cut = if shown < dir.len() { "..." } else { "" };
         Chdir {
             dir: CString::new(dir).unwrap_or_else(|_| c"/nonexistent/\u{1}".to_owned()),
-            notice: format!("{who}: error: couldn't chdir to `{dir}': ").into_bytes(),
+            notice: format!("{who}: error: couldn't chdir to `{}{cut}': ", &dir[..shown])
+                .into_bytes(),
             times,
         }
     }
@@ -166,6 +176,24 @@ impl Chdir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_notice_for_a_directory_longer_than_a_path_is_cut_to_fit_a_pipe() {
+        let long = format!("/{}", "d/".repeat(60_000));
+        let c = Chdir::new(&long, "slurmstepd-n1", 2);
+        let notice = String::from_utf8(c.notice.clone()).unwrap();
+        assert!(notice.len() < 4_200, "{}", notice.len());
+        assert!(
+            notice.ends_with("...': "),
+            "{}",
+            &notice[notice.len() - 20..]
+        );
+        let short = Chdir::new("/nonexistent/x", "slurmstepd-n1", 2);
+        assert_eq!(
+            short.notice,
+            b"slurmstepd-n1: error: couldn't chdir to `/nonexistent/x': "
+        );
+    }
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     use std::path::Path;
 

@@ -454,6 +454,10 @@ fn unsupervised(agent: &App, job: u64, run: u32, dir: &Path) -> bool {
     let launch = stepd::read_json::<Launch>(&dir.join(stepd::LAUNCH)).ok();
     let killed = leftovers::reap(dir);
     let _ = std::fs::remove_dir_all(dir);
+    // Its batch script, beside the directory (`run::script_path`).
+    if let Some(parent) = dir.parent() {
+        let _ = std::fs::remove_file(parent.join(format!("{job}.{run}.sh")));
+    }
     tracing::error!(
         "{}: job {job}: its slurmstepd is gone without an end; ended {killed} process \
          group(s) it left",

@@ -716,8 +716,8 @@ fn a_supervisor_killed_outright_has_its_jobs_processes_ended_and_the_job_failed_
     c.wait_for("the job's process to be ended", || {
         harness::pids_of(&["sleep", &victim]).is_empty()
     });
-    c.wait_for("its directory to be removed", || {
-        !std::path::Path::new(&dir).exists()
+    c.wait_for("its directory and script to be removed", || {
+        !std::path::Path::new(&dir).exists() && !std::path::Path::new(&format!("{dir}.sh")).exists()
     });
     assert_eq!(sacct(&c, job, "State,ExitCode"), "NODE_FAIL|0:0\n");
     // The other job's supervisor was left alone.
