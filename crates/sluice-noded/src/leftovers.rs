@@ -116,18 +116,19 @@ mod attr {
                 0,
             )
         };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
+        done(rc)
     }
 
     /// Removes `name`; fails where it is not there.
     pub(super) fn remove(dir: &Path, name: &str) -> std::io::Result<()> {
         let (path, name) = (c(dir.as_os_str().as_bytes())?, c(name)?);
         // SAFETY: two NUL-terminated strings alive for the call.
-        if unsafe { libc::removexattr(path.as_ptr(), name.as_ptr()) } == 0 {
+        done(unsafe { libc::removexattr(path.as_ptr(), name.as_ptr()) })
+    }
+
+    /// A system call's result: 0 is done, else its errno.
+    fn done(rc: libc::c_int) -> std::io::Result<()> {
+        if rc == 0 {
             Ok(())
         } else {
             Err(std::io::Error::last_os_error())
