@@ -5,10 +5,13 @@
 //! command line overrides them, and they override the script.
 
 use crate::getopt::HasArg;
-use crate::options::{option_table, parse_args, reset_flag, Command, JobOptions, OptionError};
+use crate::options::{
+    option_table, parse_args, reset_flag, set_env_only, Command, JobOptions, OptionError, ENV_ONLY,
+};
 
 /// `sbatch`'s variables, each with the long option it stands for, in Slurm's order
-/// (a later one of the same option wins).
+/// (a later one of the same option wins). `switch-req` and `switch-wait` are settings
+/// only a variable gives (the two halves of `--switches`).
 const SBATCH: &[(&str, &str)] = &[
     ("SBATCH_ACCOUNT", "account"),
     ("SBATCH_ARRAY_INX", "array"),
@@ -53,7 +56,7 @@ const SBATCH: &[(&str, &str)] = &[
     ("SBATCH_POWER", "power"),
     ("SBATCH_PROFILE", "profile"),
     ("SBATCH_QOS", "qos"),
-    ("SBATCH_REQ_SWITCH", "switches"),
+    ("SBATCH_REQ_SWITCH", "switch-req"),
     ("SBATCH_REQUEUE", "requeue"),
     ("SBATCH_RESERVATION", "reservation"),
     ("SBATCH_SIGNAL", "signal"),
@@ -64,6 +67,7 @@ const SBATCH: &[(&str, &str)] = &[
     ("SBATCH_USE_MIN_NODES", "use-min-nodes"),
     ("SBATCH_WAIT", "wait"),
     ("SBATCH_WAIT_ALL_NODES", "wait-all-nodes"),
+    ("SBATCH_WAIT4SWITCH", "switch-wait"),
     ("SBATCH_WCKEY", "wckey"),
     ("SBATCH_ERROR", "error"),
     ("SBATCH_INPUT", "input"),
@@ -111,7 +115,7 @@ const SALLOC: &[(&str, &str)] = &[
     ("SALLOC_POWER", "power"),
     ("SALLOC_PROFILE", "profile"),
     ("SALLOC_QOS", "qos"),
-    ("SALLOC_REQ_SWITCH", "switches"),
+    ("SALLOC_REQ_SWITCH", "switch-req"),
     ("SALLOC_RESERVATION", "reservation"),
     ("SALLOC_SIGNAL", "signal"),
     ("SALLOC_SPREAD_JOB", "spread-job"),
@@ -120,6 +124,7 @@ const SALLOC: &[(&str, &str)] = &[
     ("SALLOC_TIMELIMIT", "time"),
     ("SALLOC_USE_MIN_NODES", "use-min-nodes"),
     ("SALLOC_WAIT_ALL_NODES", "wait-all-nodes"),
+    ("SALLOC_WAIT4SWITCH", "switch-wait"),
     ("SALLOC_WCKEY", "wckey"),
 ];
 
@@ -138,11 +143,13 @@ const SRUN: &[(&str, &str)] = &[
     ("SLURM_OVERLAP", "overlap"),
     ("SLURM_PARTITION", "partition"),
     ("SLURM_QOS", "qos"),
+    ("SLURM_REQ_SWITCH", "switch-req"),
     ("SLURM_RESERVATION", "reservation"),
     ("SLURM_SIGNAL", "signal"),
     ("SLURM_TIMELIMIT", "time"),
     ("SLURM_UNBUFFEREDIO", "unbuffered"),
     ("SLURM_WAIT", "wait"),
+    ("SLURM_WAIT4SWITCH", "switch-wait"),
     ("SLURM_WCKEY", "wckey"),
 ];
 
@@ -169,6 +176,9 @@ pub struct FromEnv {
     /// The value of a variable that sets `--verbose` (`SBATCH_DEBUG=2`): the level
     /// itself, where `-v` on a command line adds one.
     pub verbose: Option<String>,
+    /// Settings only a variable gives (`switch-req`, `switch-wait`), with their
+    /// variable and value.
+    pub env_only: Vec<(&'static str, &'static str, String)>,
 }
 
 /// Reads `command`'s variables (`get` reads one) as Slurm's `slurm_process_option`
@@ -181,6 +191,12 @@ pub fn read(command: Command, get: impl Fn(&str) -> Option<String>) -> FromEnv {
     let mut out = FromEnv::default();
     for &(var, name) in variables(command) {
         let Some(value) = get(var) else { continue };
+        if ENV_ONLY.contains(&name) {
+            if !value.is_empty() {
+                out.env_only.push((var, name, value));
+            }
+            continue;
+        }
         let Some(opt) = table.iter().find(|o| o.long == name) else {
             continue;
         };
@@ -239,6 +255,9 @@ impl FromEnv {
         for name in &self.resets {
             reset_flag(opts, name);
         }
+        for (_, name, value) in &self.env_only {
+            set_env_only(opts, name, value)?;
+        }
         if let Some(level) = &self.verbose {
             // Read as Slurm's `parse_int` reads it: empty is 0, a negative number or
             // anything else exits 1.
@@ -283,7 +302,8 @@ mod tests {
         for command in [Command::Sbatch, Command::Salloc, Command::Srun] {
             for (var, name) in variables(command) {
                 assert!(
-                    option_table(command).iter().any(|o| o.long == *name),
+                    option_table(command).iter().any(|o| o.long == *name)
+                        || ENV_ONLY.contains(name),
                     "{var}: {} has no --{name}",
                     command.name()
                 );
@@ -356,6 +376,34 @@ mod tests {
             &[],
         );
         assert_eq!((o.kill_on_bad_exit, o.max_wait), (Some(true), Some(7)));
+    }
+
+    #[test]
+    fn the_switch_variables_give_the_count_and_the_wait_apart() {
+        let both = [("SBATCH_REQ_SWITCH", "2"), ("SBATCH_WAIT4SWITCH", "1:30")];
+        let o = applied(Command::Sbatch, &both, &[]);
+        assert_eq!((o.switches, o.switch_wait), (Some(2), Some(90)));
+        // The command line's count keeps the variable's wait; its own wait wins.
+        let wait = [("SBATCH_WAIT4SWITCH", "1:30")];
+        let o = applied(Command::Sbatch, &wait, &["--switches=4"]);
+        assert_eq!((o.switches, o.switch_wait), (Some(4), Some(90)));
+        let o = applied(Command::Sbatch, &wait, &["--switches=4@2:00"]);
+        assert_eq!((o.switches, o.switch_wait), (Some(4), Some(120)));
+        // A wait alone asks nothing; a wait that cannot be read is no wait.
+        let o = applied(Command::Salloc, &[("SALLOC_WAIT4SWITCH", "1:30")], &[]);
+        assert_eq!((o.switches, o.switch_wait), (None, Some(90)));
+        let soon = [("SLURM_REQ_SWITCH", "1"), ("SLURM_WAIT4SWITCH", "soon")];
+        let o = applied(Command::Srun, &soon, &[]);
+        assert_eq!((o.switches, o.switch_wait), (Some(1), None));
+        // The count variable takes a count alone, refused as Slurm refuses it (exit 1).
+        for bad in ["2@5", "x", "0"] {
+            let e = from_vars(Command::Sbatch, &[("SBATCH_REQ_SWITCH", bad)]).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("Invalid numeric value \"{bad}\" for --switches.")
+            );
+            assert!(e.exit_1, "{bad}");
+        }
     }
 
     #[test]

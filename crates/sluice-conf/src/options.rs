@@ -191,9 +191,12 @@ pub struct JobOptions {
     pub begin: Option<String>,
     /// `--signal`.
     pub signal: Option<SignalSpec>,
-    /// `--switches=count[@max-time]`: most leaf switches, and how long (seconds) to wait
-    /// for them (`None`: the cluster's `max_switch_wait`).
-    pub switches: Option<(u32, Option<i64>)>,
+    /// `--switches=count[@max-time]` (or `SBATCH_REQ_SWITCH`): most leaf switches.
+    pub switches: Option<u32>,
+    /// How long (seconds) to wait for them: `--switches=...@max-time` or
+    /// `SBATCH_WAIT4SWITCH` (`None`: the cluster's `max_switch_wait`). Kept apart from
+    /// the count, as Slurm keeps it: a wait without a count asks nothing.
+    pub switch_wait: Option<i64>,
     /// `--segment=N`: runs of N nodes, each inside one base block (block topology).
     pub segment: Option<u32>,
     /// `--wrap` command (sbatch).
@@ -1000,25 +1003,52 @@ pub fn signal_number(name: &str) -> Option<i32> {
     })
 }
 
-/// `--switches=count[@max-time]` (Slurm's sbatch(1)): a positive count, and a time in
-/// `--time` syntax.
-fn parse_switches(value: &str) -> Result<(u32, Option<i64>), OptionError> {
-    let bad = || err(format!("Invalid numeric value \"{value}\" for --switches."));
+/// `--switches=count[@max-time]` (Slurm's sbatch(1)): a positive count (Slurm's
+/// `parse_int`: anything else exits 1), and, after `@`, a time in `--time` syntax. The
+/// wait is `None` without `@` (one given before stays), `Some(None)` where the time
+/// cannot be read (Slurm then asks for no particular wait: the cluster's maximum).
+fn parse_switches(value: &str) -> Result<(u32, Option<Option<i64>>), OptionError> {
     let (count, wait) = match value.split_once('@') {
         Some((c, w)) => (c, Some(w)),
         None => (value, None),
     };
-    let count = count
+    let count = switch_count(count, value)?;
+    Ok((count, wait.map(switch_wait)))
+}
+
+/// The count of `--switches` (or `SBATCH_REQ_SWITCH`): a positive number, as Slurm's
+/// `parse_int` reads it; `whole` is what the message names.
+fn switch_count(count: &str, whole: &str) -> Result<u32, OptionError> {
+    count
         .parse::<u32>()
         .ok()
         .filter(|&c| c > 0)
-        .ok_or_else(bad)?;
-    let wait = match wait {
-        Some(w) => Some(parse_time(w).map_err(|_| bad())?.unwrap_or(i64::MAX)),
-        None => None,
-    };
-    Ok((count, wait))
+        .ok_or_else(|| OptionError {
+            exit_1: true,
+            ..err(format!("Invalid numeric value \"{whole}\" for --switches."))
+        })
 }
+
+/// The wait of `--switches=...@WAIT` (or `SBATCH_WAIT4SWITCH`), in seconds: `None`
+/// where it cannot be read, as Slurm's `time_str2secs` gives no time then.
+fn switch_wait(wait: &str) -> Option<i64> {
+    parse_time(wait).ok().map(|t| t.unwrap_or(i64::MAX))
+}
+
+/// Sets what a variable without an option of its own asks (`SBATCH_REQ_SWITCH`,
+/// `SBATCH_WAIT4SWITCH`: the two halves of `--switches`); `name` is one of
+/// [`ENV_ONLY`].
+pub(crate) fn set_env_only(o: &mut JobOptions, name: &str, value: &str) -> Result<(), OptionError> {
+    match name {
+        "switch-req" => o.switches = Some(switch_count(value, value)?),
+        "switch-wait" => o.switch_wait = switch_wait(value),
+        _ => unreachable!("{name} is not a variable-only setting"),
+    }
+    Ok(())
+}
+
+/// Settings only a variable gives (Slurm's options without a name).
+pub(crate) const ENV_ONLY: &[&str] = &["switch-req", "switch-wait"];
 
 fn parse_signal(value: &str) -> Result<SignalSpec, OptionError> {
     let bad = || err("Invalid --signal specification");
@@ -1173,7 +1203,13 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
         "het-group" => o.het_group = s(),
         "signal" => o.signal = Some(parse_signal(v)?),
         "sockets-per-node" => o.sockets_per_node = Some(positive(v, name)?),
-        "switches" => o.switches = Some(parse_switches(v)?),
+        "switches" => {
+            let (count, wait) = parse_switches(v)?;
+            o.switches = Some(count);
+            if let Some(wait) = wait {
+                o.switch_wait = wait;
+            }
+        }
         "segment" => {
             o.segment = Some(
                 v.parse::<u32>()
@@ -1575,9 +1611,15 @@ mod tests {
     #[test]
     fn switches_and_segment_take_slurms_forms() {
         let (o, _) = parse("--switches=2").unwrap();
-        assert_eq!(o.switches, Some((2, None)));
+        assert_eq!((o.switches, o.switch_wait), (Some(2), None));
         let (o, _) = parse("--switches=1@1:30").unwrap();
-        assert_eq!(o.switches, Some((1, Some(90))));
+        assert_eq!((o.switches, o.switch_wait), (Some(1), Some(90)));
+        // A wait that cannot be read asks for none in particular; a count must be read.
+        let (o, _) = parse("--switches=1@1:30 --switches=3@soon").unwrap();
+        assert_eq!((o.switches, o.switch_wait), (Some(3), None));
+        let (o, _) = parse("--switches=1@1:30 --switches=3").unwrap();
+        assert_eq!((o.switches, o.switch_wait), (Some(3), Some(90)));
+        assert!(parse("--switches=0").unwrap_err().exit_1);
         let (o, _) = parse("--segment=4").unwrap();
         assert_eq!(o.segment, Some(4));
         assert_eq!(

@@ -795,6 +795,12 @@ impl Controller {
             .collect::<Result<Vec<Prepared>, String>>()?;
         // Kept in the store, not in memory (see `state/script.rs`).
         let script = BatchScript::take(&mut desc);
+        // `--switches`' wait is settled now, as Slurm's `_max_switch_wait` settles it:
+        // the cluster's `max_switch_wait` where none was asked, and at most that.
+        let max_wait = self.conf.backfill.max_switch_wait;
+        desc.switches = desc
+            .switches
+            .map(|(count, wait)| (count, Some(wait.unwrap_or(max_wait).min(max_wait))));
         if self.jobs.len() >= self.conf.max_job_count {
             return Err("Resource temporarily unavailable (MaxJobCount reached)".into());
         }
@@ -2125,6 +2131,7 @@ impl Controller {
         if !r.desc.interactive {
             let step = StepRecord {
                 time_limit: None,
+                submit_line: None,
                 timed_out: false,
                 gpus: Vec::new(),
                 srun: None,
@@ -2687,6 +2694,7 @@ impl Controller {
             // a requeued job, whichever signal ended it).
             effects.push(Effect::PersistStep(Box::new(StepRecord {
                 time_limit: None,
+                submit_line: None,
                 timed_out: false,
                 gpus: Vec::new(),
                 srun: None,
@@ -3096,6 +3104,7 @@ impl Controller {
         };
         let record = StepRecord {
             time_limit: req.time_limit,
+            submit_line: req.submit_line.clone(),
             timed_out: false,
             srun: req.srun.clone(),
             cancelled_by: None,

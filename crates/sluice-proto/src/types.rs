@@ -286,8 +286,14 @@ pub struct JobDescription {
     pub nice: Option<i32>,
     /// Host the submission came from.
     pub submit_host: String,
-    /// Command line shown by `scontrol show job` (`Command=`).
+    /// Command line shown by `scontrol show job` (`Command=`) and `squeue`'s `%o`: a
+    /// batch script's path and arguments, an `srun` allocation's program, `(null)` for
+    /// `--wrap` and `salloc`.
     pub command: String,
+    /// The command line that submitted it (`sbatch -p short job.sh`), words joined by
+    /// blanks as Slurm joins them: `sacct`'s `SubmitLine`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_line: Option<String>,
     /// An interactive allocation (`srun`/`salloc` outside a job): no batch script runs.
     #[serde(default)]
     pub interactive: bool,
@@ -427,6 +433,10 @@ pub struct StepRecord {
     /// Its own time limit, seconds (`srun -t` in an allocation); none: its job's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<i64>,
+    /// The srun command line that started it (`sacct`'s `SubmitLine`); none for the
+    /// batch step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_line: Option<String>,
     /// It was ended at its own time limit: recorded `TIMEOUT`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
@@ -1861,6 +1871,9 @@ pub struct StepRequest {
     /// `-t`: the step's own time limit, seconds; none: its job's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<i64>,
+    /// The srun command line (`sacct`'s `SubmitLine`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_line: Option<String>,
     /// GPUs the step asks for on each of its nodes (`--gres=gpu:N`,
     /// `--gpus-per-node`): that many of its job's there, which it holds while it runs.
     /// None, with neither `gpus` nor `gpus_per_task`: it sees all of its job's and

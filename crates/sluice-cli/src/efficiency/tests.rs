@@ -32,6 +32,7 @@ fn step(job_id: u64, step: StepId, cpu_ms: &[u64], rss: &[u64], gpus: Vec<GpuUsa
     u.gpus = gpus;
     StepRecord {
         time_limit: None,
+        submit_line: None,
         timed_out: false,
         gpus: Vec::new(),
         srun: None,

@@ -367,6 +367,18 @@ pub fn program(cmd: &str) -> String {
     PROGRAM.get().cloned().unwrap_or_else(|| cmd.to_string())
 }
 
+/// The command line this command was run with, as Slurm's commands record it for
+/// `sacct`'s `SubmitLine`: its words joined by single blanks (no quoting), from the
+/// name it was run by (`sbatch`, `/usr/bin/sbatch`; `sbatch` of `sluice sbatch`).
+pub fn submit_line() -> String {
+    let args: Vec<String> = std::env::args().collect();
+    let by_name = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| super::COMMANDS.contains(&n.to_string_lossy().as_ref()));
+    args[usize::from(!by_name).min(args.len())..].join(" ")
+}
+
 /// The version the commands report, Slurm's (`-V`, `--version`).
 pub const VERSION: &str = "slurm 22.05.8";
 

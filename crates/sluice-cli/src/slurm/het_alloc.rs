@@ -68,17 +68,21 @@ pub fn salloc_parts(args: &[String]) -> (Vec<JobOptions>, Vec<String>) {
 }
 
 /// The description of an interactive heterogeneous job of `components` (leader
-/// first) named `name` (each component's own `-J` over it), running `command`.
+/// first) named `name` (each component's own `-J` over it), shown as `command`,
+/// submitted by `submit_line`.
 pub fn describe_het(
     me: &str,
     components: &[JobOptions],
     name: &str,
     command: &str,
+    submit_line: &str,
 ) -> JobDescription {
     let describe_one = |o: &JobOptions| {
         let n = o.job_name.clone().unwrap_or_else(|| name.to_string());
-        describe_job(o, n, String::new(), command.to_string(), true)
-            .unwrap_or_else(|e| fail(me, e, USAGE_EXIT))
+        let mut d = describe_job(o, n, String::new(), command.to_string(), true)
+            .unwrap_or_else(|e| fail(me, e, USAGE_EXIT));
+        d.submit_line = Some(submit_line.to_string());
+        d
     };
     let mut desc = describe_one(&components[0]);
     for c in &components[1..] {

@@ -555,7 +555,8 @@ fn value(field: &str, row: &Row, ctx: &Context) -> String {
         ("ReqCPUS", Row::Job(j)) => (j.ntasks * j.cpus_per_task).to_string(),
         ("ReqNodes", Row::Job(j)) => j.min_nodes.max(1).to_string(),
         ("Cluster", _) => cluster.to_string(),
-        ("SubmitLine", Row::Job(j)) => j.desc.command.clone(),
+        ("SubmitLine", Row::Job(j)) => j.desc.submit_line.clone().unwrap_or_default(),
+        ("SubmitLine", Row::Step(_, s)) => s.submit_line.clone().unwrap_or_default(),
         ("WCKey", Row::Job(j)) => j.desc.wckey.clone().unwrap_or_default(),
         _ => String::new(),
     }
@@ -779,6 +780,7 @@ fn running_batch_steps(jobs: &[&JobRecord], steps: &[StepRecord]) -> Vec<StepRec
         .filter_map(|j| {
             Some(StepRecord {
                 time_limit: None,
+                submit_line: None,
                 timed_out: false,
                 gpus: Vec::new(),
                 srun: None,
@@ -1394,6 +1396,7 @@ mod tests {
     fn step(job: u64, step: StepId, exit_code: i32, signal: i32) -> StepRecord {
         StepRecord {
             time_limit: None,
+            submit_line: None,
             timed_out: false,
             gpus: Vec::new(),
             srun: None,

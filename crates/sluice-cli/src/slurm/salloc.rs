@@ -53,11 +53,16 @@ pub fn main(args: Vec<String>) -> i32 {
             "interactive".into()
         }
     });
+    // Slurm's salloc names no command for its job (`Command=(null)`).
+    let line = super::common::submit_line();
     let desc = if components.len() > 1 {
-        super::het_alloc::describe_het(ME, &components, &name, &argv.join(" "))
+        super::het_alloc::describe_het(ME, &components, &name, "(null)", &line)
     } else {
-        match describe_job(&opts, name, String::new(), argv.join(" "), true) {
-            Ok(d) => d,
+        match describe_job(&opts, name, String::new(), "(null)".into(), true) {
+            Ok(mut d) => {
+                d.submit_line = Some(line);
+                d
+            }
             Err(e) => fail(ME, e, USAGE_EXIT),
         }
     };

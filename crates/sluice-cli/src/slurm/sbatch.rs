@@ -120,7 +120,7 @@ pub fn describe_job(
         constraint: o.constraint.clone(),
         nodelist: o.nodelist.clone(),
         exclude: o.exclude.clone(),
-        switches: o.switches,
+        switches: o.switches.map(|count| (count, o.switch_wait)),
         segment: o.segment,
         requeue: o.requeue,
         output: o.output.clone(),
@@ -149,6 +149,7 @@ pub fn describe_job(
         nice: o.nice,
         submit_host: hostname(),
         command,
+        submit_line: None,
         interactive,
         service: None,
         het_components: Vec::new(),
@@ -376,6 +377,7 @@ fn array_fits(client: &sluice_proto::Client, desc: &JobDescription) -> Result<()
 
 pub fn main(args: Vec<String>) -> i32 {
     const ME: &str = "sbatch";
+    let line = super::common::submit_line();
     // `sbatch OPTS : OPTS ... SCRIPT`: one group of options per heterogeneous job
     // component; the script and its arguments end the last group.
     let groups: Vec<Vec<String>> = args.split(|a| a == ":").map(<[String]>::to_vec).collect();
@@ -518,8 +520,14 @@ pub fn main(args: Vec<String>) -> i32 {
         Err(e) => fail(ME, e, USAGE_EXIT),
     };
     desc.service = service;
+    desc.submit_line = Some(line);
     if !rest.is_empty() && script_path.is_some() {
         desc.script_args = rest[1..].to_vec();
+        // `Command=` is the script with its arguments, as slurmctld joins them.
+        for a in &desc.script_args {
+            desc.command.push(' ');
+            desc.command.push_str(a);
+        }
     }
     if !components.is_empty() && opts.array.is_some() {
         fail(ME, "Job arrays not supported for heterogeneous jobs", 1);
@@ -532,6 +540,7 @@ pub fn main(args: Vec<String>) -> i32 {
         };
         // The script and its environment are the leader's.
         d.environment = Vec::new();
+        d.submit_line = desc.submit_line.clone();
         desc.het_components.push(d);
     }
     let client = controller();

@@ -231,6 +231,10 @@ fn show_job(
         p("StdIn", j.stdin.clone());
         p("StdOut", j.stdout.clone());
     }
+    if let Some((count, wait)) = j.desc.switches {
+        // The wait as the controller settled it (at most `max_switch_wait`).
+        p("Switches", format!("{count}@{}", format_time(wait)));
+    }
     p("Power", String::new());
     let gpu = |t: &Option<String>, n: &u32| match t {
         Some(t) => format!("gres:gpu:{t}:{n}"),
@@ -348,6 +352,7 @@ const JOB_BREAKS: &[&str] = &[
     "StdErr",
     "StdIn",
     "StdOut",
+    "Switches",
     "Power",
     "TresPerJob",
     "TresPerNode",

@@ -82,12 +82,18 @@ pub fn main(args: Vec<String>) -> i32 {
                     .map(|f| f.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "srun".into())
             });
+            // The job's command is the program alone, as Slurm's srun sends it.
+            let program = argv.first().cloned().unwrap_or_default();
+            let line = super::common::submit_line();
             let desc = if parsed.len() > 1 {
                 let components: Vec<JobOptions> = parsed.iter().map(|p| p.0.clone()).collect();
-                super::het_alloc::describe_het(ME, &components, &name, &argv.join(" "))
+                super::het_alloc::describe_het(ME, &components, &name, &program, &line)
             } else {
-                match describe_job(&opts, name, String::new(), argv.join(" "), true) {
-                    Ok(d) => d,
+                match describe_job(&opts, name, String::new(), program, true) {
+                    Ok(mut d) => {
+                        d.submit_line = Some(line);
+                        d
+                    }
                     Err(e) => fail(ME, e, USAGE_EXIT),
                 }
             };
@@ -366,6 +372,7 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             // job's), to the second as a job's (COMPATIBILITY.md, `time-limit-seconds`).
             // An allocation srun made itself has that limit already.
             time_limit: p.opts.time.flatten().filter(|_| !own),
+            submit_line: Some(super::common::submit_line()),
             gpus_per_node: step_gpus_per_node(&p.opts),
             gpus: p.opts.gpus.as_ref().map(|g| g.1),
         };

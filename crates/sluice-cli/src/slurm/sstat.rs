@@ -439,6 +439,7 @@ pub fn main(args: Vec<String>) -> i32 {
                         .sum();
                     renamed = StepRecord {
                         time_limit: None,
+                        submit_line: None,
                         timed_out: false,
                         gpus: Vec::new(),
                         srun: None,
@@ -470,6 +471,7 @@ mod tests {
     fn step(step: StepId) -> StepRecord {
         StepRecord {
             time_limit: None,
+            submit_line: None,
             timed_out: false,
             gpus: Vec::new(),
             srun: None,

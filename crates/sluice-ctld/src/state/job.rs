@@ -611,6 +611,7 @@ impl Job {
             nice: d.nice,
             submit_host: d.submit_host.clone(),
             command: d.command.clone(),
+            submit_line: d.submit_line.clone(),
             interactive: d.interactive,
             service: d.service.clone(),
             het_components: Vec::new(),

@@ -65,6 +65,7 @@ impl Controller {
                 // the job's own.
                 let batch = StepRecord {
                     time_limit: None,
+                    submit_line: None,
                     timed_out: false,
                     gpus: Vec::new(),
                     srun: None,

@@ -212,6 +212,7 @@ impl Controller {
                 .map(|n| self.conf.cluster.node(n).name.clone());
             out.push(StepRecord {
                 time_limit: None,
+                submit_line: None,
                 timed_out: false,
                 gpus: Vec::new(),
                 srun: None,

@@ -15,6 +15,7 @@ fn step(job_id: u64, step: StepId, cpu_ms: u64, rss_kb: &[u64]) -> StepRecord {
     }
     StepRecord {
         time_limit: None,
+        submit_line: None,
         timed_out: false,
         gpus: Vec::new(),
         srun: None,

@@ -743,7 +743,7 @@ fn job(
             "reason": waited_for(&j.reason),
         },
         "steps": steps,
-        "submit_line": d.command,
+        "submit_line": d.submit_line.as_deref().unwrap_or_default(),
         "tres": {"allocated": allocated, "requested": requested},
         "used_gres": "",
         "user": j.user,
@@ -846,6 +846,7 @@ mod tests {
         };
         let s = StepRecord {
             time_limit: None,
+            submit_line: None,
             timed_out: false,
             gpus: Vec::new(),
             srun: None,
