@@ -114,6 +114,7 @@ fn record(id: u64, n: u64, t: i64, with_usage: bool) -> (JobRecord, Vec<StepReco
     };
     let batch = StepRecord {
         time_limit: None,
+        submit_line: None,
         timed_out: false,
         gpus: Vec::new(),
         srun: None,

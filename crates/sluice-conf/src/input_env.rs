@@ -13,6 +13,7 @@ use crate::options::{
 /// (a later one of the same option wins). `switch-req` and `switch-wait` are settings
 /// only a variable gives (the two halves of `--switches`).
 const SBATCH: &[(&str, &str)] = &[
+    ("SBATCH_IGNORE_PBS", "ignore-pbs"),
     ("SBATCH_ACCOUNT", "account"),
     ("SBATCH_ARRAY_INX", "array"),
     ("SBATCH_ACCTG_FREQ", "acctg-freq"),
@@ -217,7 +218,7 @@ pub fn read(command: Command, get: impl Fn(&str) -> Option<String>) -> FromEnv {
 
 /// Whether a flag's variable sets it: empty, `yes`, or a whole non-zero number (after
 /// any leading blanks, as C's `strtol` reads it).
-fn flag_set(value: &str) -> bool {
+pub fn flag_set(value: &str) -> bool {
     value.is_empty()
         || value.eq_ignore_ascii_case("yes")
         || value.trim_start().parse::<i64>().is_ok_and(|n| n != 0)

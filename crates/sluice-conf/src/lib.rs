@@ -30,6 +30,7 @@ pub mod keys;
 pub mod log_conf;
 pub mod net_conf;
 pub mod options;
+pub mod pbs;
 pub mod preempt_conf;
 pub mod priority_conf;
 mod reader;

@@ -169,6 +169,12 @@ pub struct JobOptions {
     pub wckey: Option<String>,
     /// `-H/--hold`.
     pub hold: bool,
+    /// The umask a script's `#PBS -W umask=` line asks its job to run with (Slurm has
+    /// no option for it): the submitter's own where none.
+    pub umask: Option<u32>,
+    /// `--ignore-pbs` (or `SBATCH_IGNORE_PBS`): the script's `#PBS` and `#BSUB` lines
+    /// are not read ([`crate::pbs`]).
+    pub ignore_pbs: bool,
     /// `--parsable`.
     pub parsable: bool,
     /// `--test-only` (sbatch): say when and where the job would start, submit nothing.
@@ -352,7 +358,7 @@ const SBATCH: &[Opt<Support>] = &[
     Opt::flag("help", Some('h')).tag(Support::Acts),
     Opt::required("hint", None).tag(Support::Warns),
     Opt::flag("hold", Some('H')).tag(Support::Acts),
-    Opt::flag("ignore-pbs", None).tag(Support::Warns),
+    Opt::flag("ignore-pbs", None).tag(Support::Acts),
     Opt::required("input", Some('i')).tag(Support::Acts),
     Opt::required("job-name", Some('J')).tag(Support::Acts),
     Opt::required("kill-on-invalid-dep", None).tag(Support::Refuses),
@@ -853,7 +859,7 @@ pub fn script_directives(script: &str, prefix: &str) -> Vec<String> {
 
 /// Splits a directive into words: whitespace separates, single and double quotes group,
 /// and a `#` that starts a word begins a comment.
-fn split_words(s: &str) -> Vec<String> {
+pub(crate) fn split_words(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -1138,6 +1144,7 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
             }
         }
         "hold" => o.hold = true,
+        "ignore-pbs" => o.ignore_pbs = true,
         "input" => o.input = s(),
         "job-name" => o.job_name = s(),
         "label" => o.label = true,

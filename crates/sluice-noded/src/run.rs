@@ -434,6 +434,29 @@ impl Identity {
     }
 }
 
+/// The umask a job's or step's environment asks its processes to start with
+/// (`SLURM_UMASK`, octal, which sbatch and srun set to their own), as slurmstepd reads
+/// it; none where it is missing or unreadable.
+fn submitted_umask(env: &[(String, String)]) -> Option<libc::mode_t> {
+    let (_, v) = env.iter().find(|(k, _)| k == "SLURM_UMASK")?;
+    libc::mode_t::from_str_radix(v.trim(), 8)
+        .ok()
+        .map(|m| m & 0o777)
+}
+
+/// Has `cmd`'s process set `umask` before it starts.
+fn with_umask(cmd: &mut Command, umask: Option<libc::mode_t>) {
+    if let Some(mask) = umask {
+        // SAFETY: umask is async-signal-safe and allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::umask(mask);
+                Ok(())
+            });
+        }
+    }
+}
+
 /// The `cgroup.procs` files a step's processes join: its memory and device cgroups.
 fn cgroup_procs(memory: Option<&cgroup::Step>, devices: Option<&devices::Step>) -> Vec<CString> {
     memory
@@ -988,6 +1011,11 @@ fn start_batch(
     if !environment.iter().any(|(k, _)| k == "TMPDIR") {
         environment.push(("TMPDIR".into(), "/tmp".into()));
     }
+    // The submitter's umask, which the script runs with and no longer sees (as
+    // slurmstepd takes it out of a batch script's environment; its sruns pass their
+    // own on).
+    let umask = submitted_umask(&environment);
+    environment.retain(|(k, _)| k != "SLURM_UMASK");
     let mut cmd = identity.command(
         &script.display().to_string(),
         &r.desc.script_args,
@@ -997,6 +1025,7 @@ fn start_batch(
         &stepd(&exec.node),
         2,
     );
+    with_umask(&mut cmd, umask);
     cmd.stdout(out).stderr(err).stdin(input);
     // The script was just written: a process forked elsewhere in this process at that
     // moment holds the written file open until it execs, and exec then fails with
@@ -1443,6 +1472,7 @@ pub(crate) fn tasks(
             // slurmstepd writes it: the first task writes the step's too.
             if local == 0 { 2 } else { 1 },
         );
+        with_umask(&mut cmd, submitted_umask(&env));
         let feed = order.stdin && order.stdin_task.is_none_or(|t| t == task);
         // `srun --pty`: task 0 on a terminal of its own (its master side kept here).
         let mut terminal: Option<File> = None;

@@ -379,6 +379,18 @@ pub fn submit_line() -> String {
     args[usize::from(!by_name).min(args.len())..].join(" ")
 }
 
+/// This process's umask in Slurm's form (`0022`), read without changing it for good.
+pub fn umask_text() -> String {
+    // SAFETY: umask can only be read by setting it: the old one is put straight back
+    // (the commands run no other thread that creates files meanwhile).
+    let old = unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old
+    };
+    format!("{old:04o}")
+}
+
 /// The version the commands report, Slurm's (`-V`, `--version`).
 pub const VERSION: &str = "slurm 22.05.8";
 

@@ -26,6 +26,7 @@ pub const GROUPS: &[Group] = &[
             e("error", "file", "standard error to this file (%j, %A, %a, %x...)"),
             e("export", "names", "environment to pass: ALL, NONE or a list of names"),
             e("hold", "", "submit the job held (scontrol release starts it)"),
+            e("ignore-pbs", "", "do not read the script's #PBS and #BSUB lines"),
             e("input", "file", "standard input from this file"),
             e("job-name", "name", "the job's name"),
             e("kill-command", "signal", "signal sent to the command if the allocation ends"),

@@ -3,6 +3,7 @@
 use std::io::Read;
 use std::path::Path;
 
+use sluice_conf::input_env;
 use sluice_conf::options::{parse_args, script_directives, Command, Export, JobOptions, Memory};
 use sluice_proto::time::parse_timestamp;
 use sluice_proto::types::{GresRequest, JobDescription, JobRecord, MemoryRequest, SubmitReply};
@@ -75,6 +76,15 @@ pub fn describe_job(
     let mut environment = environment;
     if !interactive && !environment.iter().any(|(k, _)| k == "SLURM_PRIO_PROCESS") {
         environment.push(("SLURM_PRIO_PROCESS".into(), prio_process().to_string()));
+    }
+    // Likewise the umask its processes start with (a `#PBS -W umask=` line's, or the
+    // submitter's), which the node sets for them.
+    if !interactive && !environment.iter().any(|(k, _)| k == "SLURM_UMASK") {
+        let umask = match o.umask {
+            Some(m) => format!("{m:04o}"),
+            None => super::common::umask_text(),
+        };
+        environment.push(("SLURM_UMASK".into(), umask));
     }
     let begin = match &o.begin {
         // Slurm's `parse_time` names the time, then the option is refused.
@@ -441,7 +451,7 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     // #SBATCH lines first, the environment's SBATCH_* over them, the command line
     // over both; component by component.
-    let from_env = sluice_conf::input_env::read(Command::Sbatch, |k| std::env::var(k).ok());
+    let from_env = input_env::read(Command::Sbatch, |k| std::env::var(k).ok());
     let directives = directive_components(script_directives(&script, "#SBATCH"), first.quiet);
     let count = directives.len().max(groups.len());
     let mut components: Vec<JobOptions> = Vec::with_capacity(count);
@@ -463,6 +473,16 @@ pub fn main(args: Vec<String>) -> i32 {
                 USAGE_EXIT,
             ),
             Ok(_) => {}
+        }
+        // `#PBS`/`#BSUB` lines after them, unless any of the command line, the script
+        // or the environment says to ignore them.
+        let ignore_pbs = first.ignore_pbs
+            || opts.ignore_pbs
+            || std::env::var("SBATCH_IGNORE_PBS").is_ok_and(|v| input_env::flag_set(&v));
+        if !ignore_pbs {
+            if let Err(e) = sluice_conf::pbs::apply(&script, &mut opts) {
+                option_error(ME, e);
+            }
         }
         if let Err(e) = from_env.apply(Command::Sbatch, &mut opts) {
             option_error(ME, e);

@@ -504,7 +504,8 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     // Kept when srun's environment has them already (a batch script's, from sbatch).
     env.entry("SLURM_PRIO_PROCESS".into())
         .or_insert_with(|| super::sbatch::prio_process().to_string());
-    env.entry("SLURM_UMASK".into()).or_insert_with(umask_text);
+    env.entry("SLURM_UMASK".into())
+        .or_insert_with(super::common::umask_text);
     // Which cluster's controller the step belongs to, as Slurm's srun tells every step
     // (a batch script has it already; salloc's shell has not).
     if !env.contains_key("SLURM_WORKING_CLUSTER") {
@@ -1545,18 +1546,6 @@ fn describe_signal(s: nix::sys::signal::Signal) -> &'static str {
         SIGILL => "Illegal instruction",
         _ => s.as_str(),
     }
-}
-
-/// This process's umask in Slurm's form (`0022`), read without changing it for good.
-fn umask_text() -> String {
-    // SAFETY: umask can only be read by setting it: the old one is put straight back
-    // (srun runs no other thread that creates files meanwhile).
-    let old = unsafe {
-        let old = libc::umask(0o022);
-        libc::umask(old);
-        old
-    };
-    format!("{old:04o}")
 }
 
 /// The GPUs a step asks for on each of its nodes, as its own options say:

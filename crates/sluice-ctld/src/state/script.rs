@@ -67,7 +67,7 @@ pub fn script_key(id: JobId, array: Option<(JobId, u32)>) -> u64 {
 
 /// A batch script's environment: the `submitted` one without the variables of an
 /// earlier allocation (`SLURM_*`, `CUDA_VISIBLE_DEVICES`; but those sbatch sets for
-/// this job: `SLURM_PRIO_PROCESS`, and with `--export=NONE` `SLURM_GET_USER_ENV` and
+/// this job: `SLURM_PRIO_PROCESS`, `SLURM_UMASK`, and with `--export=NONE` `SLURM_GET_USER_ENV` and
 /// `SLURM_EXPORT_ENV`; and the user's options for the job's sruns, such as
 /// `SLURM_KILL_BAD_EXIT`), then Slurm's variables of this one (`slurm`, which win), by
 /// name.
@@ -80,7 +80,7 @@ pub fn launch_environment(
         (!k.starts_with("SLURM_")
             || matches!(
                 k.as_str(),
-                "SLURM_PRIO_PROCESS" | "SLURM_GET_USER_ENV" | "SLURM_EXPORT_ENV"
+                "SLURM_PRIO_PROCESS" | "SLURM_UMASK" | "SLURM_GET_USER_ENV" | "SLURM_EXPORT_ENV"
             )
             || srun_option(k))
             && k != "CUDA_VISIBLE_DEVICES"
