@@ -567,8 +567,6 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
     interrupts.launched(plan.step, plan.ntasks);
     let abort = std::sync::Arc::new(Abort::default());
     let (tx, rx) = mpsc::channel::<TaskEvent>();
-    // `-D`: where its tasks start (srun's own directory else), as in Slurm.
-    let work_dir = super::common::work_dir(opts.chdir.as_deref());
     // Under `--pty` task 0 alone reads srun's input (and its output alone is shown).
     let input = if pty.is_some() {
         Input::Task(0)
@@ -587,7 +585,9 @@ fn run_parts(client: &Client, parts: &[Part], opts: &JobOptions, own: bool) -> (
             cpus: plan.cpus.get(index).copied(),
             argv: part.argv.clone(),
             environment: environment.clone(),
-            work_dir: work_dir.clone(),
+            // `-D`: where its tasks start (srun's own directory else), each part's
+            // own, as in Slurm.
+            work_dir: super::common::work_dir(part.opts.chdir.as_deref()),
             stdin,
             stdin_task,
             pty,
