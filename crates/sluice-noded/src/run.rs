@@ -244,11 +244,15 @@ impl Owner {
     }
 
     /// Opens an output file as its owner, creating its directory where missing (as
-    /// the owner: theirs, where they may make it).
-    fn open_output(&self, path: &str, append: bool) -> std::io::Result<File> {
+    /// the owner: theirs, where they may make it), unless that is in the job's working
+    /// directory `work_dir` and it is missing: a working directory is never made (a
+    /// mistyped `-D` fails the job, as in Slurm, rather than run it in a new one).
+    fn open_output(&self, path: &str, append: bool, work_dir: &str) -> std::io::Result<File> {
         self.as_owner(|| {
             if let Some(dir) = Path::new(path).parent() {
-                if !dir.as_os_str().is_empty() && !dir.exists() {
+                let in_missing_work_dir =
+                    dir.starts_with(work_dir) && !Path::new(work_dir).exists();
+                if !dir.as_os_str().is_empty() && !dir.exists() && !in_missing_work_dir {
                     std::fs::create_dir_all(dir)?;
                 }
             }
@@ -976,23 +980,27 @@ fn start_batch(
             Some(Gid::from_raw(owner.gid)),
         );
     }
-    let out = owner.open_output(&r.stdout, r.desc.append).map_err(|e| {
-        format!(
-            "Could not open stdout file {}: {}",
-            r.stdout,
-            sluice_proto::oserror::describe(&e)
-        )
-    })?;
+    let out = owner
+        .open_output(&r.stdout, r.desc.append, &r.desc.work_dir)
+        .map_err(|e| {
+            format!(
+                "Could not open stdout file {}: {}",
+                r.stdout,
+                sluice_proto::oserror::describe(&e)
+            )
+        })?;
     let err = if r.stderr == r.stdout {
         out.try_clone().map_err(|e| e.to_string())?
     } else {
-        owner.open_output(&r.stderr, r.desc.append).map_err(|e| {
-            format!(
-                "Could not open stderr file {}: {}",
-                r.stderr,
-                sluice_proto::oserror::describe(&e)
-            )
-        })?
+        owner
+            .open_output(&r.stderr, r.desc.append, &r.desc.work_dir)
+            .map_err(|e| {
+                format!(
+                    "Could not open stderr file {}: {}",
+                    r.stderr,
+                    sluice_proto::oserror::describe(&e)
+                )
+            })?
     };
     let input: Stdio = if r.stdin == "/dev/null" {
         Stdio::null()
