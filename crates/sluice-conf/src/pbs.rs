@@ -280,23 +280,32 @@ fn pbs_option(letter: char, v: Option<&str>, opts: &mut JobOptions) -> Result<()
     }
 }
 
-/// `-W umask=`'s value as C's `strtol` reads it with base 0 (`022` octal, `0x12`
-/// hex, `18` decimal; no digits: 0), at most `0777`.
+/// `-W umask=`'s value as C's `strtol` reads it with base 0 (leading blanks and a sign
+/// allowed; `022` octal, `0x12` hex, `18` decimal; no digits: 0; too large: the
+/// largest number), refused below 0 or above `0777` as Slurm refuses it.
 fn umask(v: &str) -> Result<u32, OptionError> {
-    let (digits, radix) = if let Some(h) = v.strip_prefix("0x").or(v.strip_prefix("0X")) {
+    let t = v.trim_start();
+    let (negative, t) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let (digits, radix) = if let Some(h) = t.strip_prefix("0x").or(t.strip_prefix("0X")) {
         (h, 16)
-    } else if v.starts_with('0') {
-        (v, 8)
+    } else if t.starts_with('0') {
+        (t, 8)
     } else {
-        (v, 10)
+        (t, 10)
     };
     let end = digits
         .find(|c: char| !c.is_digit(radix))
         .unwrap_or(digits.len());
-    let mask = u64::from_str_radix(&digits[..end], radix).unwrap_or(0);
+    let mask = match &digits[..end] {
+        "" => 0,
+        d => u64::from_str_radix(d, radix).unwrap_or(u64::MAX),
+    };
     u32::try_from(mask)
         .ok()
-        .filter(|&m| m <= 0o777)
+        .filter(|&m| m <= 0o777 && !(negative && m > 0))
         .ok_or_else(|| OptionError {
             message: "Invalid -W umask= specification".into(),
             getopt: false,
@@ -389,7 +398,9 @@ fn resource_list(list: &str, opts: &mut JobOptions) -> Result<(), OptionError> {
             rest = r;
         } else if starts(rest, "file=") {
             let (v, r) = value_to(&rest[5..], ',');
-            set(opts, "tmp", Some(without_b(v)))?;
+            // Slurm's `--tmp`, which Sluice refuses on a command line: from a directive
+            // written for another scheduler, said and left out instead.
+            no_effect(opts, &format!("file={v}"), "tmp");
             rest = r;
         } else if starts(rest, "mem=") {
             let (v, r) = value_to(&rest[4..], ',');
@@ -410,7 +421,9 @@ fn resource_list(list: &str, opts: &mut JobOptions) -> Result<(), OptionError> {
             let (v, r) = value_to(&rest[6..], ':');
             pro |= 2;
             min_cpus = v.trim().parse().ok();
-            set(opts, "mincpus", Some(v))?;
+            // Slurm's `--mincpus` (refused on a command line, as `file=`'s `--tmp`);
+            // with `mpiprocs` it still gives each task its share below.
+            no_effect(opts, &format!("ncpus={v}"), "mincpus");
             rest = r;
         } else if starts(rest, "nice=") {
             let (v, r) = value_to(&rest[5..], ',');
@@ -446,9 +459,21 @@ fn resource_list(list: &str, opts: &mut JobOptions) -> Result<(), OptionError> {
         }
     }
     if gpus > 0 {
+        // Added to any GRES asked already, as Slurm adds them.
+        let before = std::mem::take(&mut opts.gres);
         set(opts, "gres", Some(&format!("gpu:{gpus}")))?;
+        let gpu = std::mem::replace(&mut opts.gres, before);
+        opts.gres.extend(gpu);
     }
     Ok(())
+}
+
+/// Says that resource `what` of a `#PBS -l` line asks what Sluice's `--option` would,
+/// which Sluice does not do: a warning, where the option itself is refused.
+fn no_effect(opts: &mut JobOptions, what: &str, option: &str) {
+    opts.warnings.push(format!(
+        "#PBS -l {what} is accepted but has no effect in Sluice (option --{option} is not supported)"
+    ));
 }
 
 /// `nodes=`'s value: `N[:ppn=P][:gpus=G]`, or hosts joined by `+`, as sbatch's
@@ -466,11 +491,11 @@ fn nodes(spec: &str, opts: &mut JobOptions) -> Result<(), OptionError> {
             set(opts, "gpus-per-node", Some(&r[..end]))?;
             rest = &r[next(r, end)..];
         } else if let Some(r) = rest.strip_prefix("ppn=") {
-            ppn += leading_number(r);
+            ppn = ppn.saturating_add(leading_number(r));
             let end = part_end(r);
             rest = &r[next(r, end)..];
         } else if rest.starts_with(|c: char| c.is_ascii_digit()) {
-            count += leading_number(rest);
+            count = count.saturating_add(leading_number(rest));
             let end = part_end(rest);
             rest = &rest[next(rest, end)..];
         } else if rest.starts_with(|c: char| c.is_ascii_alphabetic()) {
@@ -489,7 +514,7 @@ fn nodes(spec: &str, opts: &mut JobOptions) -> Result<(), OptionError> {
         set(opts, "nodes", Some(&count.to_string()))?;
     }
     if ppn > 0 {
-        set(opts, "ntasks", Some(&(ppn * count).to_string()))?;
+        set(opts, "ntasks", Some(&ppn.saturating_mul(count).to_string()))?;
     }
     if !hosts.is_empty() {
         set(opts, "nodelist", Some(&crate::hostlist::compress(&hosts)))?;
@@ -497,10 +522,14 @@ fn nodes(spec: &str, opts: &mut JobOptions) -> Result<(), OptionError> {
     Ok(())
 }
 
-/// The number at the start of `s`, as C's `strtol` reads it (0 for none).
+/// The number at the start of `s`, as C's `strtol` reads it (0 for none; the largest
+/// number where it is larger).
 fn leading_number(s: &str) -> i64 {
     let digits: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().unwrap_or(0)
+    if digits.is_empty() {
+        return 0;
+    }
+    digits.parse().unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]
@@ -541,13 +570,23 @@ mod tests {
             (o.nodes.map(|n| n.0), o.ntasks_per_node),
             (Some(3), Some(2))
         );
-        // ncpus asks a least count of CPUs per node, which Sluice refuses, naming the
-        // directive.
-        let e = read("#PBS -l select=2:ncpus=8:mpiprocs=4\n").unwrap_err();
+        assert!(o.warnings.is_empty());
+        // ncpus over mpiprocs gives each task its share; the least CPU count per node
+        // it asks besides (Slurm's --mincpus) is said to have no effect.
+        let o = opts("#PBS -l select=2:ncpus=8:mpiprocs=4\n");
         assert_eq!(
-            e.message,
-            "#PBS -l: option --mincpus is not supported by Sluice"
+            (o.nodes.map(|n| n.0), o.ntasks_per_node),
+            (Some(2), Some(4))
         );
+        assert_eq!(o.cpus_per_task, Some(2));
+        assert_eq!(
+            o.warnings,
+            ["#PBS -l ncpus=8 is accepted but has no effect in Sluice (option --mincpus is not supported)"]
+        );
+        assert_eq!(opts("#PBS -l file=10gb\n").warnings.len(), 1);
+        // Counts too large for any number are read as the largest, never wrapped.
+        let e = read("#PBS -l nodes=99999999999999999999999:ppn=2\n").unwrap_err();
+        assert!(e.message.contains("node count"), "{}", e.message);
     }
 
     #[test]
@@ -556,6 +595,11 @@ mod tests {
         assert_eq!(opts("#PBS -W UMASK=0x12\n").umask, Some(0x12));
         assert_eq!(opts("#PBS -W umask=18\n").umask, Some(18));
         assert_eq!(opts("#PBS -W umask=abc\n").umask, Some(0));
+        assert_eq!(opts("#PBS -W 'umask= 027'\n").umask, Some(0o27));
+        for bad in ["-1", "99999999999999999999999"] {
+            let e = read(&format!("#PBS -W umask={bad}\n")).unwrap_err();
+            assert_eq!(e.message, "Invalid -W umask= specification", "{bad}");
+        }
         let e = read("#PBS -W umask=01000\n").unwrap_err();
         assert_eq!(
             (e.message.as_str(), e.exit_1),
@@ -572,6 +616,12 @@ mod tests {
         assert_eq!((o.gres[0].name.as_str(), o.gres[0].count), ("gpu", 2));
         let o = opts("#PBS -l accelerator=true\n");
         assert_eq!(o.gres[0].count, 1);
+        // Added to the GRES a script asked already.
+        let mut o = JobOptions::default();
+        parse_args(Command::Sbatch, &["--gres=shard:1".to_string()], &mut o).unwrap();
+        apply("#PBS -l naccelerators=2\n", &mut o).unwrap();
+        let names: Vec<&str> = o.gres.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["shard", "gpu"]);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -246,20 +246,32 @@ impl Owner {
     /// Opens an output file as its owner, creating its directory where missing (as
     /// the owner: theirs, where they may make it), unless that is in the job's working
     /// directory `work_dir` and it is missing: a working directory is never made (a
-    /// mistyped `-D` fails the job, as in Slurm, rather than run it in a new one).
-    fn open_output(&self, path: &str, append: bool, work_dir: &str) -> std::io::Result<File> {
+    /// mistyped `-D` fails the job, as in Slurm, rather than run it in a new one). A
+    /// file or directory made here takes the job's `umask` too (`SLURM_UMASK`: a
+    /// submitter's 077 makes its output 0600, as slurmstepd opens it).
+    fn open_output(
+        &self,
+        path: &str,
+        append: bool,
+        work_dir: &str,
+        umask: Option<libc::mode_t>,
+    ) -> std::io::Result<File> {
+        let mask = umask.unwrap_or(0o022);
         self.as_owner(|| {
             if let Some(dir) = Path::new(path).parent() {
                 let in_missing_work_dir =
                     dir.starts_with(work_dir) && !Path::new(work_dir).exists();
                 if !dir.as_os_str().is_empty() && !dir.exists() && !in_missing_work_dir {
-                    std::fs::create_dir_all(dir)?;
+                    std::fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o777 & !mask)
+                        .create(dir)?;
                 }
             }
             // Always O_APPEND (truncated first unless appending), as slurmstepd opens
             // it: slurmstepd's own lines (`*** JOB 12 ON n1 CANCELLED ... ***`) then
             // land after what the job wrote instead of under its next write.
-            let f = appending().open(path)?;
+            let f = appending().mode(0o666 & !mask).open(path)?;
             // (Only a regular file is truncated: `-o /dev/null` is not one.)
             if !append && f.metadata()?.is_file() {
                 f.set_len(0)?;
@@ -442,7 +454,8 @@ impl Identity {
 /// (`SLURM_UMASK`, octal, which sbatch and srun set to their own), as slurmstepd reads
 /// it; none where it is missing or unreadable.
 fn submitted_umask(env: &[(String, String)]) -> Option<libc::mode_t> {
-    let (_, v) = env.iter().find(|(k, _)| k == "SLURM_UMASK")?;
+    // The last of the name, as the environment's install takes it.
+    let (_, v) = env.iter().rev().find(|(k, _)| k == "SLURM_UMASK")?;
     libc::mode_t::from_str_radix(v.trim(), 8)
         .ok()
         .map(|m| m & 0o777)
@@ -980,8 +993,11 @@ fn start_batch(
             Some(Gid::from_raw(owner.gid)),
         );
     }
+    // The submitter's umask: its output files are made with it, and the script runs
+    // with it (`with_umask` below).
+    let umask = submitted_umask(&order.environment);
     let out = owner
-        .open_output(&r.stdout, r.desc.append, &r.desc.work_dir)
+        .open_output(&r.stdout, r.desc.append, &r.desc.work_dir, umask)
         .map_err(|e| {
             format!(
                 "Could not open stdout file {}: {}",
@@ -993,7 +1009,7 @@ fn start_batch(
         out.try_clone().map_err(|e| e.to_string())?
     } else {
         owner
-            .open_output(&r.stderr, r.desc.append, &r.desc.work_dir)
+            .open_output(&r.stderr, r.desc.append, &r.desc.work_dir, umask)
             .map_err(|e| {
                 format!(
                     "Could not open stderr file {}: {}",
@@ -1022,7 +1038,6 @@ fn start_batch(
     // The submitter's umask, which the script runs with and no longer sees (as
     // slurmstepd takes it out of a batch script's environment; its sruns pass their
     // own on).
-    let umask = submitted_umask(&environment);
     environment.retain(|(k, _)| k != "SLURM_UMASK");
     let mut cmd = identity.command(
         &script.display().to_string(),

@@ -333,6 +333,7 @@ pub(super) fn propagated(prev: &JobOptions) -> JobOptions {
         reservation: prev.reservation.clone(),
         quiet: prev.quiet,
         verbose: prev.verbose,
+        ignore_pbs: prev.ignore_pbs,
         ..JobOptions::default()
     }
 }
@@ -477,6 +478,7 @@ pub fn main(args: Vec<String>) -> i32 {
         // `#PBS`/`#BSUB` lines after them, unless any of the command line, the script
         // or the environment says to ignore them.
         let ignore_pbs = first.ignore_pbs
+            || later.iter().any(|o| o.ignore_pbs)
             || opts.ignore_pbs
             || std::env::var("SBATCH_IGNORE_PBS").is_ok_and(|v| input_env::flag_set(&v));
         if !ignore_pbs {
