@@ -289,7 +289,7 @@ impl std::fmt::Display for OptionError {
 
 impl std::error::Error for OptionError {}
 
-fn err(message: impl Into<String>) -> OptionError {
+pub(crate) fn err(message: impl Into<String>) -> OptionError {
     OptionError {
         refused: false,
         getopt: false,

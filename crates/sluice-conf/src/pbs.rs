@@ -19,8 +19,8 @@
 //!   KiB without a unit), `-n` tasks (the most of `min,max`), `-q` partition, `-W`
 //!   time, `-x` exclusive.
 
-use crate::getopt::{Getopt, GetoptError, Opt, Order, Parsed};
-use crate::options::{parse_args, Command, Export, JobOptions, OptionError};
+use crate::getopt::{Getopt, Opt, Order, Parsed};
+use crate::options::{err, parse_args, Command, Export, JobOptions, OptionError};
 
 /// The non-comment lines after which directives are no longer looked for.
 const LOOK_AHEAD: usize = 100;
@@ -137,7 +137,7 @@ pub fn apply(script: &str, opts: &mut JobOptions) -> Result<bool, OptionError> {
                 }
                 Err(e) => {
                     // glibc says why first; Slurm then names getopt's `?`.
-                    eprintln!("sbatch: {}", getopt_message(&e));
+                    eprintln!("sbatch: {e}");
                     return Err(exit_1("Unrecognized command line parameter ?"));
                 }
             }
@@ -145,11 +145,6 @@ pub fn apply(script: &str, opts: &mut JobOptions) -> Result<bool, OptionError> {
         return Ok(true);
     }
     Ok(false)
-}
-
-/// What glibc's getopt prints for a refused word of a directive.
-fn getopt_message(e: &GetoptError) -> String {
-    e.to_string()
 }
 
 /// The words of every line of `script` that starts with `magic`, or `None` when no
@@ -189,11 +184,8 @@ fn set(opts: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opt
 
 fn exit_1(message: impl Into<String>) -> OptionError {
     OptionError {
-        message: message.into(),
-        getopt: false,
-        refused: false,
-        fatal: false,
         exit_1: true,
+        ..err(message)
     }
 }
 
@@ -306,13 +298,7 @@ fn umask(v: &str) -> Result<u32, OptionError> {
     u32::try_from(mask)
         .ok()
         .filter(|&m| m <= 0o777 && !(negative && m > 0))
-        .ok_or_else(|| OptionError {
-            message: "Invalid -W umask= specification".into(),
-            getopt: false,
-            refused: false,
-            fatal: false,
-            exit_1: false,
-        })
+        .ok_or_else(|| err("Invalid -W umask= specification"))
 }
 
 /// `--export`'s value as given, to which `-v` adds its variables.

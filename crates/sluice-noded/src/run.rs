@@ -996,27 +996,21 @@ fn start_batch(
     // The submitter's umask: its output files are made with it, and the script runs
     // with it (`with_umask` below).
     let umask = submitted_umask(&order.environment);
-    let out = owner
-        .open_output(&r.stdout, r.desc.append, &r.desc.work_dir, umask)
-        .map_err(|e| {
-            format!(
-                "Could not open stdout file {}: {}",
-                r.stdout,
-                sluice_proto::oserror::describe(&e)
-            )
-        })?;
+    let open = |path: &str, which: &str| {
+        owner
+            .open_output(path, r.desc.append, &r.desc.work_dir, umask)
+            .map_err(|e| {
+                format!(
+                    "Could not open {which} file {path}: {}",
+                    sluice_proto::oserror::describe(&e)
+                )
+            })
+    };
+    let out = open(&r.stdout, "stdout")?;
     let err = if r.stderr == r.stdout {
         out.try_clone().map_err(|e| e.to_string())?
     } else {
-        owner
-            .open_output(&r.stderr, r.desc.append, &r.desc.work_dir, umask)
-            .map_err(|e| {
-                format!(
-                    "Could not open stderr file {}: {}",
-                    r.stderr,
-                    sluice_proto::oserror::describe(&e)
-                )
-            })?
+        open(&r.stderr, "stderr")?
     };
     let input: Stdio = if r.stdin == "/dev/null" {
         Stdio::null()
