@@ -335,7 +335,6 @@ pub const SCHEDULER_PARAMETERS_ACCEPTED: &[&str] = &[
     "max_depend_depth",
     "max_rpc_cnt",
     "max_sched_time",
-    "max_script_size",
     "max_switch_wait",
     "no_backup_scheduling",
     "no_env_cache",

@@ -793,6 +793,12 @@ pub fn parse_args(
                 // `--no-kill=off` asks for what Sluice does (a node's failure ends
                 // the job): nothing to warn of.
                 Support::Warns if f.name() == "no-kill" && !no_kill(f.value.as_deref())? => {}
+                // A mail type Slurm cannot read is refused even though no mail is sent.
+                Support::Warns
+                    if f.name() == "mail-type" && !mail_type_known(f.value.as_deref()) =>
+                {
+                    return Err(err("Invalid --mail-type specification"));
+                }
                 Support::Warns => opts.warnings.push(format!(
                     "option --{} is accepted but has no effect in Sluice yet",
                     f.name()
@@ -814,6 +820,29 @@ pub fn parse_args(
     }
     exclusive(opts)?;
     Ok(Vec::new())
+}
+
+/// Whether `--mail-type`'s list names at least one type Slurm knows (its other words
+/// are passed over, as Slurm's `parse_mail_type` passes them over).
+fn mail_type_known(list: Option<&str>) -> bool {
+    const TYPES: [&str; 13] = [
+        "NONE",
+        "ARRAY_TASKS",
+        "BEGIN",
+        "END",
+        "FAIL",
+        "INVALID_DEPEND",
+        "REQUEUE",
+        "ALL",
+        "STAGE_OUT",
+        "TIME_LIMIT",
+        "TIME_LIMIT_90",
+        "TIME_LIMIT_80",
+        "TIME_LIMIT_50",
+    ];
+    list.unwrap_or("")
+        .split(',')
+        .any(|w| TYPES.iter().any(|t| t.eq_ignore_ascii_case(w)))
 }
 
 /// Checks the memory options once the command line, the directives and the
@@ -1845,6 +1874,22 @@ mod tests {
         }
         // sbatch: 107 (Slurm's and `--segment`) and the 7 service options (Sluice's own).
         assert_eq!((SBATCH.len(), SRUN.len(), SALLOC.len()), (114, 132, 96));
+    }
+
+    #[test]
+    fn a_mail_type_slurm_cannot_read_is_refused() {
+        for bad in ["--mail-type=bogus", "--mail-type=", "--mail-type=,"] {
+            let e = parse(&format!("{bad} job.sh")).unwrap_err();
+            assert_eq!(e.message, "Invalid --mail-type specification", "{bad}");
+        }
+        // Unknown words beside a known type are passed over, as Slurm passes them over.
+        for good in [
+            "--mail-type=begin,bogus",
+            "--mail-type=TIME_LIMIT_80",
+            "--mail-type=none",
+        ] {
+            assert!(parse(&format!("{good} job.sh")).is_ok(), "{good}");
+        }
     }
 
     #[test]

@@ -239,10 +239,12 @@ fn pbs_option(letter: char, v: Option<&str>, opts: &mut JobOptions) -> Result<()
         // PBS Pro's -J, Torque's -t.
         'J' | 't' => set(opts, "array", Some(value)),
         'l' => resource_list(value, opts),
-        'm' => match mail_types(value) {
-            Some(types) => set(opts, "mail-type", Some(&types)),
-            None => Ok(()),
-        },
+        // Without one of its letters, no type: refused as `--mail-type` refuses it.
+        'm' => set(
+            opts,
+            "mail-type",
+            Some(&mail_types(value).unwrap_or_default()),
+        ),
         'M' => set(opts, "mail-user", Some(value)),
         'N' => set(opts, "job-name", Some(value)),
         'p' => set(opts, "nice", Some(value)),
@@ -616,6 +618,8 @@ mod tests {
         assert_eq!(mail_types("ae").as_deref(), Some("END,FAIL"));
         assert_eq!(mail_types("bn").as_deref(), Some("NONE"));
         assert_eq!(mail_types("x"), None);
+        let e = read("#PBS -m x\n").unwrap_err();
+        assert_eq!(e.message, "Invalid --mail-type specification");
         let o = opts("#PBS -v A=1,B\n");
         assert_eq!(o.export, Some(Export::Only(vec!["A=1".into(), "B".into()])));
     }

@@ -260,6 +260,7 @@ pub fn apply_scheduler_parameters(
             "bf_max_job_test" => params.max_job_test = num()? as usize,
             "bf_continue" => params.continue_pass = true,
             "max_switch_wait" => params.max_switch_wait = num()?,
+            "max_script_size" => params.max_script_size = num()? as usize,
             k if keys::SCHEDULER_PARAMETERS_ACCEPTED.contains(&k) => {}
             _ => unknown.push(item.to_string()),
         }
@@ -1624,7 +1625,7 @@ mod tests {
                 continue_pass: true,
                 max_job_test: 50,
                 interval: 10,
-                max_switch_wait: 300,
+                ..BackfillParams::default()
             }
         );
     }

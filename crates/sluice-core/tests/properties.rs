@@ -95,7 +95,7 @@ fn backfill_params() -> impl Strategy<Value = BackfillParams> {
             resolution,
             max_job_test,
             continue_pass,
-            max_switch_wait: 300,
+            ..BackfillParams::default()
         },
     )
 }

@@ -764,17 +764,48 @@ impl Controller {
     }
 
     /// Checks a submission and resolves its defaults. `user`/`group` are the caller's
-    /// names. Refused with Slurm's message; nothing is recorded either way.
+    /// names. Refused with Slurm's message; nothing is recorded either way, except
+    /// that a job refused for depending on itself spends its id (see
+    /// [`Controller::checked`]).
     pub fn prepare(
-        &self,
+        &mut self,
         desc: JobDescription,
         caller: &Caller,
         user: &str,
         group: &str,
         now: i64,
     ) -> Result<Prepared, ApiError> {
-        self.check_submission(desc, caller, user, group, now)
-            .map_err(ApiError::invalid)
+        let (p, on_itself) = self.checked(desc, caller, user, group, now)?;
+        if on_itself {
+            // Slurm has numbered the job by then: the refused job's id is not given
+            // again.
+            self.next_job_id += 1;
+            return Err(ApiError::invalid(dependency::PROBLEM));
+        }
+        Ok(p)
+    }
+
+    /// A submission checked and its defaults resolved, and whether it depends on
+    /// itself: a job waiting on its own ids (the next ones, which a script can guess)
+    /// would wait forever, and Slurm's circular check refuses it, finding the job it
+    /// is creating.
+    fn checked(
+        &self,
+        desc: JobDescription,
+        caller: &Caller,
+        user: &str,
+        group: &str,
+        now: i64,
+    ) -> Result<(Prepared, bool), ApiError> {
+        let p = self
+            .check_submission(desc, caller, user, group, now)
+            .map_err(ApiError::invalid)?;
+        let own = self.next_job_id..self.next_job_id + p.ids();
+        let on_itself = std::iter::once(&p.template)
+            .chain(p.het.iter().map(|h| &h.template))
+            .filter_map(|j| j.desc.dependency.as_deref())
+            .any(|d| dependency::names_any(d, &own));
+        Ok((p, on_itself))
     }
 
     fn check_submission(
@@ -785,6 +816,7 @@ impl Controller {
         group: &str,
         now: i64,
     ) -> Result<Prepared, String> {
+        field_limits::check(&desc, self.conf.backfill.max_script_size)?;
         let components = std::mem::take(&mut desc.het_components);
         if !components.is_empty() && desc.array.is_some() {
             return Err("Job arrays not supported for heterogeneous jobs".into());
@@ -834,7 +866,7 @@ impl Controller {
             }
         }
         if let Some(dep) = &desc.dependency {
-            parse_dependency(dep).map_err(|_| "Job dependency problem".to_string())?;
+            parse_dependency(dep).map_err(|_| dependency::PROBLEM.to_string())?;
         }
         // A job that does not say takes the cluster's `JobRequeue=0`, as Slurm's
         // controller gives it at submission.
@@ -4771,6 +4803,7 @@ mod dependency;
 mod diag;
 pub mod explain;
 mod explain_text;
+mod field_limits;
 mod forecast;
 pub mod gpu_env;
 mod idle_gpus;

@@ -271,7 +271,20 @@ impl Owner {
             // Always O_APPEND (truncated first unless appending), as slurmstepd opens
             // it: slurmstepd's own lines (`*** JOB 12 ON n1 CANCELLED ... ***`) then
             // land after what the job wrote instead of under its next write.
-            let f = appending().mode(0o666 & !mask).open(path)?;
+            // A new file's mode is the job's umask alone: the agent's own umask (a
+            // narrower 022 under 002) does not narrow it further, as it does not in
+            // slurmstepd, which runs with the job's.
+            let mode = 0o666 & !mask;
+            let f = match appending().create_new(true).mode(mode).open(path) {
+                Ok(f) => {
+                    f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+                    f
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    appending().mode(mode).open(path)?
+                }
+                Err(e) => return Err(e),
+            };
             // (Only a regular file is truncated: `-o /dev/null` is not one.)
             if !append && f.metadata()?.is_file() {
                 f.set_len(0)?;

@@ -42,6 +42,9 @@ pub struct BackfillParams {
     /// `max_switch_wait`: seconds a job with `--switches` but no max-time waits for its
     /// switch count (default 300).
     pub max_switch_wait: Secs,
+    /// `max_script_size`: the largest batch script the controller accepts, in bytes
+    /// (default 4 MiB). Not used in scheduling.
+    pub max_script_size: usize,
 }
 
 impl Default for BackfillParams {
@@ -53,6 +56,7 @@ impl Default for BackfillParams {
             max_job_test: 500,
             continue_pass: false,
             max_switch_wait: 300,
+            max_script_size: 4 * 1024 * 1024,
         }
     }
 }

@@ -213,14 +213,20 @@ impl Owner {
                 reply,
             } => {
                 let first = jobs.first().map_or(0, |r| r.id.0);
-                tracing::info!(
-                    "_slurm_rpc_submit_batch_job: JobId={first} uid={} accepted{}",
-                    jobs.first().map_or(0, |r| r.uid),
-                    match jobs.len() {
-                        1 => String::new(),
-                        n => format!(" ({n} array tasks)"),
-                    }
-                );
+                if let Some(leader) = jobs.first() {
+                    let het = leader.het.is_some();
+                    tracing::info!(
+                        "{}: JobId={} uid={} accepted{}",
+                        submit_rpc(leader.desc.interactive, het),
+                        leader.id.0,
+                        leader.uid,
+                        match jobs.len() {
+                            1 => String::new(),
+                            n if het => format!(" ({n} components)"),
+                            n => format!(" ({n} array tasks)"),
+                        }
+                    );
+                }
                 // Like slurmctld, try to start the job at once, so that a job that
                 // fits is running by the time its submitter looks (an `srun` gets its
                 // allocation without waiting for the next pass) — unless it comes in
@@ -353,13 +359,11 @@ impl Owner {
                 group,
                 reply,
             } => {
+                let rpc = submit_rpc(desc.interactive, !desc.het_components.is_empty());
                 let mut prepared = match ctl.prepare(*desc, &caller, &user, &group, now) {
                     Ok(p) => p,
                     Err(e) => {
-                        tracing::info!(
-                            "_slurm_rpc_submit_batch_job: uid={} refused: {e}",
-                            caller.uid
-                        );
+                        tracing::info!("{rpc}: uid={} refused: {e}", caller.uid);
                         return now_answer(reply, Err(e));
                     }
                 };
@@ -906,4 +910,15 @@ fn carry_out(owner: &mut Owner, outcome: Outcome, exec: &Executor) {
 /// A change's effects with no lines for an array's tasks.
 fn alone(effects: Vec<Effect>) -> (Vec<Effect>, Vec<String>) {
     (effects, Vec::new())
+}
+
+/// The name slurmctld's log gives a submission of this kind: a batch job or an
+/// allocation (`srun`, `salloc`), heterogeneous or not.
+fn submit_rpc(interactive: bool, het: bool) -> &'static str {
+    match (interactive, het) {
+        (false, false) => "_slurm_rpc_submit_batch_job",
+        (false, true) => "_slurm_rpc_submit_batch_het_job",
+        (true, false) => "_slurm_rpc_allocate_resources",
+        (true, true) => "_slurm_rpc_allocate_het_job",
+    }
 }

@@ -44,6 +44,22 @@ impl DepState {
     }
 }
 
+/// Slurm's message for a dependency it refuses: one it cannot read, or one on the job
+/// itself.
+pub(super) const PROBLEM: &str = "Job dependency problem";
+
+/// Whether dependency `dep` names a job whose id is in `ids`.
+pub(super) fn names_any(dep: &str, ids: &std::ops::Range<u64>) -> bool {
+    let conditions = match parse_dependency(dep) {
+        Ok(Dependency::All(c) | Dependency::Any(c)) => c,
+        Ok(Dependency::Singleton) | Err(_) => return false,
+    };
+    conditions
+        .iter()
+        .flat_map(|c| &c.jobs)
+        .any(|t| ids.contains(&t.job))
+}
+
 /// Slurm's name for a dependency kind.
 fn kind_name(kind: DependencyKind) -> &'static str {
     match kind {

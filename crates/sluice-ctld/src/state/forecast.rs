@@ -115,7 +115,10 @@ impl Controller {
         group: &str,
         now: i64,
     ) -> Result<WillRunReply, ApiError> {
-        let prepared = self.prepare(desc, caller, user, group, now)?;
+        let (prepared, on_itself) = self.checked(desc, caller, user, group, now)?;
+        if on_itself {
+            return Err(ApiError::invalid(super::dependency::PROBLEM));
+        }
         let id = JobId(self.next_job_id);
         let mut job = prepared.jobs(id).swap_remove(0);
         job.id = id;

@@ -481,6 +481,11 @@ impl Job {
         reason: String,
         desc: JobDescription,
     ) -> JobRecord {
+        let mut desc = desc;
+        // A record from before the wait was settled at submission: the wait it has.
+        if let Some((count, None)) = desc.switches {
+            desc.switches = Some((count, Some(conf.backfill.max_switch_wait)));
+        }
         let name = |n: NodeId| conf.cluster.node(n).name.clone();
         let shards = self.alloc.iter().any(|s| !s.shards.is_empty());
         JobRecord {

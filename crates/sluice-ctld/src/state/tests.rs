@@ -60,11 +60,15 @@ pub(crate) fn submit(
     next: &mut u64,
     now: i64,
 ) -> (JobId, Vec<Effect>) {
+    // The controller numbers as the caller does (its own ids are refused in a
+    // dependency).
+    c.next_job_id = *next;
     let p = c
         .prepare(d, &alice(), "alice", "alice", now)
         .expect("accepted");
     let first = *next;
     *next += p.ids();
+    c.next_job_id = *next;
     let jobs = p.jobs(JobId(first));
     drop(c.inserted(&jobs, None, now));
     (JobId(first), c.accept(jobs, now))
@@ -524,6 +528,47 @@ fn a_finished_job_keeps_the_priority_it_had_and_a_held_one_stays_at_0() {
     assert_eq!(c.job(waiting).unwrap().state, JobState::Cancelled);
     assert_eq!([running, waiting].map(|id| priority(&c, id)), before);
     assert_eq!(priority(&c, held), 0);
+}
+
+#[test]
+fn a_job_depending_on_itself_is_refused_and_its_id_not_given_again() {
+    let mut c = Controller::new(conf(2, 1), Path::new("/s"), vec![], vec![], 0);
+    let prepare = |c: &mut Controller, dep: String| {
+        let mut d = desc(1, 600);
+        d.dependency = Some(dep);
+        c.prepare(d, &alice(), "alice", "alice", 0)
+    };
+    let mut next = 1;
+    let (first, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    let first = first.0;
+    // The next id is its own: alone, among others, or in an OR list.
+    for (n, dep) in [
+        (1, format!("afterok:{}", first + 1)),
+        (2, format!("afterany:{first}:{}", first + 2)),
+        (3, format!("afterok:{first}?afternotok:{}", first + 3)),
+    ] {
+        let e = prepare(&mut c, dep.clone()).unwrap_err();
+        assert_eq!(e.message, "Job dependency problem", "{dep}");
+        assert_eq!(c.next_job_id, first + 1 + n, "{dep}: its id is spent");
+    }
+    assert_eq!(c.jobs.len(), 1, "nothing recorded");
+    // An earlier job, or a later one, is not the job itself.
+    let p = prepare(&mut c, format!("afterok:{first}:{}", first + 9)).unwrap();
+    assert_eq!(c.allocate(&p)[0].id.0, first + 4);
+}
+
+#[test]
+fn a_switch_wait_is_settled_at_submission_and_for_older_records() {
+    let mut c = Controller::new(conf(2, 1), Path::new("/s"), vec![], vec![], 0);
+    let mut next = 1;
+    let mut d = desc(1, 600);
+    d.switches = Some((1, Some(90_000)));
+    let (capped, _) = submit(&mut c, d, &mut next, 0);
+    assert_eq!(c.job(capped).unwrap().desc.switches, Some((1, Some(300))));
+    // A record written before the wait was settled shows the wait it waits.
+    let (old, _) = submit(&mut c, desc(1, 600), &mut next, 0);
+    Arc::make_mut(&mut c.jobs.get_mut(&old).unwrap().desc).switches = Some((2, None));
+    assert_eq!(c.job(old).unwrap().desc.switches, Some((2, Some(300))));
 }
 
 #[test]
@@ -1497,7 +1542,7 @@ fn enforced_associations_decide_who_may_submit_to_which_account() {
     let mut conf = conf(1, 4);
     conf.enforce = sluice_conf::slurm_conf::AccountingEnforce::parse("associations,qos").unwrap();
     let mut c = Controller::new(conf, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
-    let try_submit = |c: &Controller, account: Option<&str>, qos: Option<&str>| {
+    let try_submit = |c: &mut Controller, account: Option<&str>, qos: Option<&str>| {
         let d = JobDescription {
             account: account.map(str::to_string),
             qos: qos.map(str::to_string),
@@ -1507,7 +1552,7 @@ fn enforced_associations_decide_who_may_submit_to_which_account() {
             .map(|p| p.jobs(JobId(1))[0].clone())
     };
     assert_eq!(
-        try_submit(&c, None, None).unwrap_err().message,
+        try_submit(&mut c, None, None).unwrap_err().message,
         crate::accounts::BAD_ACCOUNT
     );
     let admin = Requester {
@@ -1542,16 +1587,18 @@ fn enforced_associations_decide_who_may_submit_to_which_account() {
             settings: Default::default(),
         },
     );
-    let r = try_submit(&c, None, None).unwrap();
+    let r = try_submit(&mut c, None, None).unwrap();
     assert_eq!((&*r.account, &*r.qos), ("physics", "normal"));
-    let r = try_submit(&c, Some("PHYSICS"), Some("normal")).unwrap();
+    let r = try_submit(&mut c, Some("PHYSICS"), Some("normal")).unwrap();
     assert_eq!(&*r.account, "physics");
     assert_eq!(
-        try_submit(&c, Some("chem"), None).unwrap_err().message,
+        try_submit(&mut c, Some("chem"), None).unwrap_err().message,
         crate::accounts::BAD_ACCOUNT
     );
     assert_eq!(
-        try_submit(&c, None, Some("nosuch")).unwrap_err().message,
+        try_submit(&mut c, None, Some("nosuch"))
+            .unwrap_err()
+            .message,
         crate::accounts::BAD_QOS
     );
     // A job pending in the account keeps it from being deleted.
@@ -1574,7 +1621,7 @@ fn enforced_associations_decide_who_may_submit_to_which_account() {
 
 #[test]
 fn without_enforcement_jobs_keep_todays_accounts() {
-    let c = Controller::new(conf(1, 4), Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let mut c = Controller::new(conf(1, 4), Path::new("/tmp"), Vec::new(), Vec::new(), 0);
     let d = JobDescription {
         account: Some("anything".into()),
         ..desc(1, 60)
@@ -1828,7 +1875,7 @@ fn partition_access_lists_refuse_groups_and_hold_accounts_with_slurms_words() {
     // in account chem pending with Slurm's sentence.
     let mut conf = conf(1, 4);
     conf.cluster.partitions[0].access.allow_groups = Some(vec!["hpc".into()]);
-    let c = Controller::new(conf.clone(), Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let mut c = Controller::new(conf.clone(), Path::new("/tmp"), Vec::new(), Vec::new(), 0);
     assert_eq!(
         c.prepare(desc(1, 60), &alice(), "alice", "alice", 0)
             .unwrap_err()
@@ -1857,8 +1904,8 @@ fn enforce_part_limits_refuses_what_the_partition_does_not_allow_with_slurms_wor
     // 22.05's refusals (enforce_err_*); without it, the job over MaxTime waits.
     let mut strict = conf(1, 2);
     strict.enforce_part_limits = true;
-    let c = Controller::new(strict, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
-    let refusal = |d: JobDescription| {
+    let mut c = Controller::new(strict, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let mut refusal = |d: JobDescription| {
         c.prepare(d, &alice(), "alice", "alice", 0)
             .unwrap_err()
             .message
@@ -3523,13 +3570,14 @@ fn enforced_limits_refuse_a_job_of_two_partitions_when_all_or_any_would() {
     let over = "Requested time limit is invalid (missing or exceeds some limit)";
     let mut all = conf.clone();
     all.enforce_part_limits_all = true;
-    let c = Controller::new(all, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
-    let refused = |c: &Controller, d| c.prepare(d, &alice(), "a", "a", 0).err().map(|e| e.message);
-    assert_eq!(refused(&c, job(2400)).as_deref(), Some(over));
-    assert_eq!(refused(&c, job(600)), None);
-    let c = Controller::new(conf, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
-    assert_eq!(refused(&c, job(2400)), None);
-    assert_eq!(refused(&c, job(7200)).as_deref(), Some(over));
+    let mut c = Controller::new(all, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    let refused =
+        |c: &mut Controller, d| c.prepare(d, &alice(), "a", "a", 0).err().map(|e| e.message);
+    assert_eq!(refused(&mut c, job(2400)).as_deref(), Some(over));
+    assert_eq!(refused(&mut c, job(600)), None);
+    let mut c = Controller::new(conf, Path::new("/tmp"), Vec::new(), Vec::new(), 0);
+    assert_eq!(refused(&mut c, job(2400)), None);
+    assert_eq!(refused(&mut c, job(7200)).as_deref(), Some(over));
 }
 
 #[test]
