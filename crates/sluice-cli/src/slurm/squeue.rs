@@ -1189,37 +1189,42 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     if !a.json {
         jobs = split_cancelled_arrays(jobs, a.array, &a.jobs);
     }
+    by_start_time(&mut jobs, now());
     // squeue's default order (`P,t,-p`): by partition, then by compact state name
-    // (`CD` before `PD` before `R`), pending jobs by priority; then by id, an array's
-    // tasks together by index, whatever ids they hold.
-    jobs.sort_by(|x, y| {
-        let key = |j: &JobRecord| {
-            (
-                j.shown_state_short(),
-                std::cmp::Reverse(if j.state == JobState::Pending {
-                    j.priority
-                } else {
-                    0
-                }),
-            )
-        };
-        x.partition
-            .cmp(&y.partition)
-            .then_with(|| key(x).cmp(&key(y)))
-            .then_with(|| x.list_key().cmp(&y.list_key()))
-    });
-    if a.start && a.sort.is_none() {
-        // By expected start, those without one (N/A) last, as Slurm's --start lists.
-        jobs.sort_by_key(|j| (j.planned_start.is_none(), j.planned_start));
+    // (`CD` before `PD` before `R`), pending jobs by priority; pending jobs alike in
+    // these as `by_start_time` left them, others by id, an array's tasks together by
+    // index, whatever ids they hold. `-S` keys replace it, as `--start`'s `S` does
+    // (by expected start, those without one (N/A) last).
+    let sort = a.sort.clone().or_else(|| a.start.then(|| "S".to_string()));
+    if sort.is_none() {
+        jobs.sort_by(|x, y| {
+            let key = |j: &JobRecord| {
+                (
+                    j.shown_state_short(),
+                    std::cmp::Reverse(if j.state == JobState::Pending {
+                        j.priority
+                    } else {
+                        0
+                    }),
+                )
+            };
+            x.partition
+                .cmp(&y.partition)
+                .then_with(|| key(x).cmp(&key(y)))
+                .then_with(|| match (x.state, y.state) {
+                    (JobState::Pending, JobState::Pending) => std::cmp::Ordering::Equal,
+                    _ => x.list_key().cmp(&y.list_key()),
+                })
+        });
     }
     // A key Slurm's squeue does not know ends it once its header is out (it sorts
     // after printing that).
     let mut bad_key = None;
-    let tiers = match &a.sort {
+    let tiers = match &sort {
         Some(keys) if a.by_partition && keys.contains(['p', 'Q']) => partition_tiers(client),
         _ => HashMap::new(),
     };
-    if let Some(keys) = &a.sort {
+    if let Some(keys) = &sort {
         if let Err(k) = super::squeue_sort::sort_jobs(&mut jobs, keys, now(), &tiers) {
             bad_key = Some(k);
         }
@@ -1230,7 +1235,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
         // An array's line that took its values from a task changed alone (which sorted
         // first) now shows the array's: ordered again by them, as Slurm sorts the
         // lines after folding.
-        if let (true, Some(keys)) = (corrected, &a.sort) {
+        if let (true, Some(keys)) = (corrected, &sort) {
             let _ = super::squeue_sort::sort_jobs(&mut jobs, keys, now(), &tiers);
         }
         // One unstarted task asked for by name (`-j 123_4`) prints as itself, as
@@ -1713,6 +1718,27 @@ pub fn mebibytes(m: u64) -> String {
     } else {
         format!("{:.2}G", m as f64 / 1024.0)
     }
+}
+
+/// The order Slurm's squeue puts the controller's list (by id) in before any sort key:
+/// by start time, latest first, a pending job expected to start in the past counting
+/// as starting `now`, and the jobs it has no start time for (held, or not planned yet)
+/// last, in reverse (its comparison sends each such job after the other, which a
+/// merge sort turns into reverse order).
+#[allow(clippy::vec_box)] // boxed as `collapse_arrays`'s records
+fn by_start_time(jobs: &mut Vec<Box<JobRecord>>, now: i64) {
+    jobs.sort_by_key(|j| j.list_key());
+    let start = |j: &JobRecord| match j.state {
+        JobState::Pending => j.planned_start.map(|s| s.max(now)),
+        _ => j.start_time,
+    };
+    let (mut timed, mut untimed): (Vec<_>, Vec<_>) = std::mem::take(jobs)
+        .into_iter()
+        .partition(|j| start(j).is_some());
+    timed.sort_by_key(|j| std::cmp::Reverse(start(j)));
+    untimed.reverse();
+    timed.append(&mut untimed);
+    *jobs = timed;
 }
 
 #[cfg(test)]
