@@ -1724,7 +1724,8 @@ pub fn mebibytes(m: u64) -> String {
 /// by start time, latest first, a pending job expected to start in the past counting
 /// as starting `now`, and the jobs it has no start time for (held, or not planned yet)
 /// last, in reverse (its comparison sends each such job after the other, which a
-/// merge sort turns into reverse order).
+/// merge sort turns into reverse order). An array's unstarted tasks are one record in
+/// Slurm's controller, listed in index order: they stay so.
 #[allow(clippy::vec_box)] // boxed as `collapse_arrays`'s records
 fn by_start_time(jobs: &mut Vec<Box<JobRecord>>, now: i64) {
     jobs.sort_by_key(|j| j.list_key());
@@ -1736,7 +1737,10 @@ fn by_start_time(jobs: &mut Vec<Box<JobRecord>>, now: i64) {
         .into_iter()
         .partition(|j| start(j).is_some());
     timed.sort_by_key(|j| std::cmp::Reverse(start(j)));
-    untimed.reverse();
+    untimed.sort_by_key(|j| {
+        let (id, task) = j.list_key();
+        (std::cmp::Reverse(id), task)
+    });
     timed.append(&mut untimed);
     *jobs = timed;
 }

@@ -75,7 +75,8 @@ fn associations_decide_submissions_and_survive_a_controller_crash() {
         c.run("squeue", &["-h", "-o", "%i %a %q", "-t", "PD"])
             .stdout
     };
-    let expected = format!("{plain} {default_account} normal\n{named} physics normal\n");
+    // Held, neither has a start time: the latest first, as Slurm's squeue lists them.
+    let expected = format!("{named} physics normal\n{plain} {default_account} normal\n");
     assert_eq!(c.settle(&expected, accounts), expected);
     let acct = c.run(
         "sacct",

@@ -251,7 +251,8 @@ fn scancel_interactive_asks_before_each_job_and_cancels_only_what_is_confirmed()
         )
     );
     let states = || c.run("squeue", &["-h", "-o", "%i %t", "-t", "all"]).stdout;
-    assert_eq!(states(), format!("{a} PD\n{b} PD\n"));
+    // Both held: the latest first, as Slurm's squeue lists jobs without a start time.
+    assert_eq!(states(), format!("{b} PD\n{a} PD\n"));
     // Something else is asked again; then no to the first, yes to the second.
     let (_, code) = ask("what?\nno\ny\n");
     assert_eq!(code, Some(0));

@@ -598,7 +598,8 @@ fn under_private_data_jobs_a_user_lists_only_their_own_jobs_and_an_operator_ever
             .collect()
     };
     // root sees both; nobody sees only its own, asked for all, by id or by user.
-    assert_eq!(ids(c.run("squeue", &["-h", "-o", "%i"])), [mine, theirs]);
+    // (Both held: the latest first, as Slurm's squeue lists jobs without a start time.)
+    assert_eq!(ids(c.run("squeue", &["-h", "-o", "%i"])), [theirs, mine]);
     assert_eq!(
         ids(c.run_as(65534, "squeue", &["-h", "-o", "%i"])),
         [theirs]
@@ -657,7 +658,7 @@ fn under_private_data_jobs_a_user_lists_only_their_own_jobs_and_an_operator_ever
     ]);
     assert_eq!(
         ids(c.run_as(65534, "squeue", &["-h", "-o", "%i"])),
-        [mine, theirs]
+        [theirs, mine]
     );
     let o = c.run_as(65534, "scontrol", &["show", "job", &mine.to_string()]);
     assert!(shown(&o), "{o:?}");
@@ -688,6 +689,6 @@ fn under_private_data_jobs_a_user_lists_only_their_own_jobs_and_an_operator_ever
     let b: u64 = o.stdout.trim().parse().unwrap();
     assert_eq!(
         ids(open.run_as(65534, "squeue", &["-h", "-o", "%i"])),
-        [a, b]
+        [b, a]
     );
 }
