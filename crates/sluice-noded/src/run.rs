@@ -277,13 +277,13 @@ impl Owner {
             let mode = 0o666 & !mask;
             let f = match appending().create_new(true).mode(mode).open(path) {
                 Ok(f) => {
-                    f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+                    // Best effort: a file system without modes (vfat) keeps its own.
+                    let _ = f.set_permissions(std::fs::Permissions::from_mode(mode));
                     f
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    appending().mode(mode).open(path)?
-                }
-                Err(e) => return Err(e),
+                // Not made here (there already, or a server that says why not
+                // differently): opened as it is.
+                Err(_) => appending().mode(mode).open(path)?,
             };
             // (Only a regular file is truncated: `-o /dev/null` is not one.)
             if !append && f.metadata()?.is_file() {

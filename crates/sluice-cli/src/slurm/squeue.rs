@@ -1189,7 +1189,7 @@ fn list(a: &Args, client: &sluice_proto::client::Client, nodes: Option<&[String]
     if !a.json {
         jobs = split_cancelled_arrays(jobs, a.array, &a.jobs);
     }
-    by_start_time(&mut jobs, now());
+    by_start_time(&mut jobs);
     // squeue's default order (`P,t,-p`): by partition, then by compact state name
     // (`CD` before `PD` before `R`), pending jobs by priority; pending jobs alike in
     // these as `by_start_time` left them, others by id, an array's tasks together by
@@ -1721,16 +1721,25 @@ pub fn mebibytes(m: u64) -> String {
 }
 
 /// The order Slurm's squeue puts the controller's list (by id) in before any sort key:
-/// by start time, latest first, a pending job expected to start in the past counting
-/// as starting `now`, and the jobs it has no start time for (held, or not planned yet)
-/// last, in reverse (its comparison sends each such job after the other, which a
-/// merge sort turns into reverse order). An array's unstarted tasks are one record in
-/// Slurm's controller, listed in index order: they stay so.
+/// by start time, latest first (an expected start as it is: this pass runs before the
+/// one that counts a past expected start as now), and the jobs it has no start time
+/// for (held, or not planned yet) last, in reverse (its comparison sends each such job
+/// after the other, which a merge sort turns into reverse order). An array's unstarted
+/// tasks are one record in Slurm's controller, with its first task's start, listed in
+/// index order: they stay so.
 #[allow(clippy::vec_box)] // boxed as `collapse_arrays`'s records
-fn by_start_time(jobs: &mut Vec<Box<JobRecord>>, now: i64) {
+fn by_start_time(jobs: &mut Vec<Box<JobRecord>>) {
     jobs.sort_by_key(|j| j.list_key());
+    let unstarted_task =
+        |j: &JobRecord| j.state == JobState::Pending && !j.split && j.array.is_some();
+    // Each array's first unstarted task's start (the list is in index order).
+    let mut array_start: HashMap<u64, Option<i64>> = HashMap::new();
+    for j in jobs.iter().filter(|j| unstarted_task(j)) {
+        array_start.entry(j.list_key().0).or_insert(j.planned_start);
+    }
     let start = |j: &JobRecord| match j.state {
-        JobState::Pending => j.planned_start.map(|s| s.max(now)),
+        JobState::Pending if unstarted_task(j) => array_start[&j.list_key().0],
+        JobState::Pending => j.planned_start,
         _ => j.start_time,
     };
     let (mut timed, mut untimed): (Vec<_>, Vec<_>) = std::mem::take(jobs)
@@ -2053,5 +2062,43 @@ mod array_line_tests {
         assert_eq!(lines.len(), 1);
         assert_eq!((lines[0].time_limit, corrected), (None, true));
         assert_eq!(lines[0].display_id(), "30_[1-4]");
+    }
+}
+
+#[cfg(test)]
+mod start_order_tests {
+    use super::by_start_time;
+    use sluice_proto::types::{JobRecord, JobState};
+
+    #[test]
+    fn jobs_are_ordered_by_start_then_those_without_one_latest_first() {
+        let job = |id, state, start: Option<i64>, planned: Option<i64>| {
+            Box::new(JobRecord {
+                id,
+                state,
+                start_time: start,
+                planned_start: planned,
+                ..Default::default()
+            })
+        };
+        let task = |index, planned| {
+            let mut t = job(60 + index as u64, JobState::Pending, None, Some(planned));
+            t.array = Some((6, index));
+            t
+        };
+        let mut jobs = vec![
+            job(5, JobState::Pending, None, None),
+            task(1, 400),
+            job(1, JobState::Running, Some(100), None),
+            job(3, JobState::Pending, None, Some(150)),
+            job(4, JobState::Pending, None, None),
+            task(0, 300),
+            job(2, JobState::Running, Some(200), None),
+        ];
+        by_start_time(&mut jobs);
+        let order: Vec<u64> = jobs.iter().map(|j| j.id).collect();
+        // The array's tasks go together, at its first task's start, in index order;
+        // a past expected start counts as it is; held and unplanned jobs last, reversed.
+        assert_eq!(order, [60, 61, 2, 3, 1, 5, 4]);
     }
 }

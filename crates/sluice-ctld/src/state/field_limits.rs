@@ -46,6 +46,29 @@ pub(super) fn check(desc: &JobDescription, max_script: usize) -> Result<(), Stri
     }
 }
 
+/// Checks the lengths of an update's values (`scontrol update JobId=...`), as Slurm's
+/// `update_job` checks them with the same limits. `changes` are `(key, value)` pairs in
+/// Slurm's spelling.
+///
+/// Errors: [`TOO_LONG`] for the first value over its limit.
+pub(super) fn check_update(changes: &[(String, String)]) -> Result<(), String> {
+    let limit = |key: &str| match key.to_ascii_lowercase().as_str() {
+        "jobname" | "name" | "comment" | "partition" | "account" | "qos" | "reservationname"
+        | "wckey" | "features" | "prefer" | "licenses" | "mailuser" => Some(NAME_MAX),
+        "stdout" | "stderr" | "stdin" | "workdir" => Some(PATH_MAX),
+        "dependency" => Some(DEPENDENCY_MAX),
+        _ => None,
+    };
+    if changes
+        .iter()
+        .any(|(k, v)| limit(k).is_some_and(|max| v.len() > max))
+    {
+        Err(TOO_LONG.into())
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +119,19 @@ mod tests {
         );
         // Multi-byte characters count in bytes, as C's strlen counts them.
         assert_eq!(refused(&|d| d.name = "ä".repeat(513)), Err(TOO_LONG.into()));
+    }
+
+    #[test]
+    fn an_update_is_held_to_the_same_lengths() {
+        let change = |k: &str, n: usize| check_update(&[(k.to_string(), "x".repeat(n))]);
+        assert_eq!(change("JobName", NAME_MAX), Ok(()));
+        assert_eq!(change("JobName", NAME_MAX + 1), Err(TOO_LONG.into()));
+        assert_eq!(change("Comment", NAME_MAX + 1), Err(TOO_LONG.into()));
+        assert_eq!(change("WorkDir", PATH_MAX + 1), Err(TOO_LONG.into()));
+        assert_eq!(
+            change("TimeLimit", NAME_MAX + 1),
+            Ok(()),
+            "not a string Slurm bounds"
+        );
     }
 }

@@ -398,6 +398,7 @@ impl Controller {
             if !Self::may_touch(caller, r) {
                 return Err(ApiError::access_denied());
             }
+            super::field_limits::check_update(changes).map_err(ApiError::invalid)?;
             let pending = r.state == JobState::Pending;
             let running = r.state == JobState::Running;
             for (k, v) in changes {
