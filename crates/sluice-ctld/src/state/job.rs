@@ -479,9 +479,8 @@ impl Job {
         &self,
         conf: &ClusterConfig,
         reason: String,
-        desc: JobDescription,
+        mut desc: JobDescription,
     ) -> JobRecord {
-        let mut desc = desc;
         // A record from before the wait was settled at submission: the wait it has.
         if let Some((count, None)) = desc.switches {
             desc.switches = Some((count, Some(conf.backfill.max_switch_wait)));
