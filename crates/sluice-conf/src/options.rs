@@ -289,6 +289,19 @@ impl std::fmt::Display for OptionError {
 
 impl std::error::Error for OptionError {}
 
+/// The longest `--array` string Slurm's controller takes (`array_inx`).
+const ARRAY_INX_MAX: usize = 4 * 1024;
+/// The longest `--mail-user` Slurm's controller takes.
+const MAIL_USER_MAX: usize = 1024;
+
+/// A string over the length Slurm's controller takes: a refused submission.
+fn too_long() -> OptionError {
+    OptionError {
+        refused: true,
+        ..err(sluice_proto::error::PATHNAME_TOO_LONG)
+    }
+}
+
 pub(crate) fn err(message: impl Into<String>) -> OptionError {
     OptionError {
         refused: false,
@@ -799,6 +812,14 @@ pub fn parse_args(
                 {
                     return Err(err("Invalid --mail-type specification"));
                 }
+                // Slurm's controller refuses a mail address over its string limit
+                // (`_test_job_desc_fields`), mail or not.
+                Support::Warns
+                    if f.name() == "mail-user"
+                        && f.value.as_deref().is_some_and(|v| v.len() > MAIL_USER_MAX) =>
+                {
+                    return Err(too_long());
+                }
                 Support::Warns => opts.warnings.push(format!(
                     "option --{} is accepted but has no effect in Sluice yet",
                     f.name()
@@ -1119,6 +1140,11 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
                 refused: true,
                 ..err(m)
             })?);
+            // Slurm's controller refuses the index string itself when it is over 4 KiB
+            // (`array_inx`), however few tasks it names.
+            if v.len() > ARRAY_INX_MAX {
+                return Err(too_long());
+            }
         }
         "begin" => o.begin = s(),
         "chdir" => o.chdir = s(),
@@ -1890,6 +1916,35 @@ mod tests {
         ] {
             assert!(parse(&format!("{good} job.sh")).is_ok(), "{good}");
         }
+    }
+
+    #[test]
+    fn an_array_string_or_mail_address_over_slurms_limit_is_a_refused_submission() {
+        let refused = |line: &str| {
+            let e = parse(line).unwrap_err();
+            assert!(
+                e.refused,
+                "a controller's refusal (exit 1): {}",
+                &line[..20]
+            );
+            e.message
+        };
+        // 4,096 bytes of array indexes are taken, 4,097 refused, however few tasks.
+        let taken = format!("10{}", ",1".repeat(2047));
+        let over = format!("1{}", ",1".repeat(2048));
+        assert_eq!((taken.len(), over.len()), (4096, 4097));
+        assert!(parse(&format!("--array={taken} job.sh")).is_ok());
+        assert_eq!(
+            refused(&format!("--array={over} job.sh")),
+            "Pathname of a file, directory or other parameter too long"
+        );
+        // The mail address alike, at 1,024 bytes.
+        let mail = |n: usize| format!("--mail-user={} job.sh", "u".repeat(n));
+        assert!(parse(&mail(1024)).is_ok());
+        assert_eq!(
+            refused(&mail(1025)),
+            "Pathname of a file, directory or other parameter too long"
+        );
     }
 
     #[test]

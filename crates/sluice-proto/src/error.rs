@@ -161,6 +161,9 @@ pub const INVALID_TIME_LIMIT: &str =
     "Requested time limit is invalid (missing or exceeds some limit)";
 /// Slurm's message for `ESLURM_INVALID_PARTITION_NAME`.
 pub const INVALID_PARTITION_NAME: &str = "Invalid partition name specified";
+/// Slurm's message for `ESLURM_PATHNAME_TOO_LONG`: any string of a submission over its
+/// limit, paths or not.
+pub const PATHNAME_TOO_LONG: &str = "Pathname of a file, directory or other parameter too long";
 
 #[cfg(test)]
 mod tests {

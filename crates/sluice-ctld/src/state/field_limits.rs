@@ -5,7 +5,7 @@
 use sluice_proto::types::JobDescription;
 
 /// Slurm's message for any string over its limit (`ESLURM_PATHNAME_TOO_LONG`).
-pub(super) const TOO_LONG: &str = "Pathname of a file, directory or other parameter too long";
+pub(super) const TOO_LONG: &str = sluice_proto::error::PATHNAME_TOO_LONG;
 
 /// Names, accounts, partitions, comments and the like.
 const NAME_MAX: usize = 1024;

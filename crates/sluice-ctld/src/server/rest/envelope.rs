@@ -27,6 +27,8 @@ pub mod errno {
     pub const JOB_SCRIPT_MISSING: i32 = 2009;
     /// `ESLURM_INVALID_NODE_COUNT`.
     pub const INVALID_NODE_COUNT: i32 = 2006;
+    /// `ESLURM_PATHNAME_TOO_LONG`.
+    pub const PATHNAME_TOO_LONG: i32 = 2012;
     /// `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`.
     pub const NODE_CONFIG_UNAVAILABLE: i32 = 2014;
     /// `ESLURM_USER_ID_MISSING`.
@@ -78,6 +80,10 @@ const TEXTS: &[(i32, &str)] = &[
     ),
     (errno::ACCESS_DENIED, "Access/permission denied"),
     (errno::JOB_SCRIPT_MISSING, "Job script not specified"),
+    (
+        errno::PATHNAME_TOO_LONG,
+        sluice_proto::error::PATHNAME_TOO_LONG,
+    ),
     (
         errno::INVALID_NODE_COUNT,
         "Node count specification invalid",

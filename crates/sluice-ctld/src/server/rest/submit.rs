@@ -230,6 +230,14 @@ fn description(body: &Value, home: &str) -> Result<(JobDescription, Vec<String>)
         Some(a) => {
             let spec = sluice_conf::array::parse_array(&a)
                 .map_err(|e| Error::new(errno::DATA_PARSE_BAD_INPUT, e, "#/job/array"))?;
+            // The index string itself is held to 4 KiB, as slurmctld holds `array_inx`.
+            if a.len() > 4 * 1024 {
+                return Err(Error::new(
+                    errno::PATHNAME_TOO_LONG,
+                    sluice_proto::error::PATHNAME_TOO_LONG,
+                    "#/job/array",
+                ));
+            }
             Some((spec.indices, spec.throttle))
         }
     };
@@ -431,5 +439,17 @@ mod tests {
         assert_eq!(e.source, "#/job/nodes");
         let e = parse(json!({"script": "x", "job": {"array": "5-1"}})).unwrap_err();
         assert_eq!(e.source, "#/job/array");
+        // An index string over 4 KiB, however few tasks it names: Slurm's 2012.
+        let long = format!("1{}", ",1".repeat(2048));
+        let e = parse(json!({"script": "x", "job": {"array": long}})).unwrap_err();
+        assert_eq!(
+            (e.number, e.description.as_str(), e.status),
+            (
+                errno::PATHNAME_TOO_LONG,
+                "Pathname of a file, directory or other parameter too long",
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY
+            )
+        );
+        assert!(parse(json!({"script": "x", "job": {"array": &long[2..]}})).is_ok());
     }
 }
