@@ -189,6 +189,12 @@ pub struct JobOptions {
     pub kill_on_bad_exit: Option<bool>,
     /// `-a/--array`.
     pub array: Option<ArraySpec>,
+    /// `-a/--array` as written: its length is checked once every source is read
+    /// ([`check_lengths`]).
+    pub array_text: Option<String>,
+    /// `--mail-user` (no mail is sent; its length is checked as Slurm's controller
+    /// checks it, [`check_lengths`]).
+    pub mail_user: Option<String>,
     /// `-d/--dependency`.
     pub dependency: Option<Dependency>,
     /// `-d/--dependency` as written (the controller checks it again against its jobs).
@@ -812,18 +818,15 @@ pub fn parse_args(
                 {
                     return Err(err("Invalid --mail-type specification"));
                 }
-                // Slurm's controller refuses a mail address over its string limit
-                // (`_test_job_desc_fields`), mail or not.
-                Support::Warns
-                    if f.name() == "mail-user"
-                        && f.value.as_deref().is_some_and(|v| v.len() > MAIL_USER_MAX) =>
-                {
-                    return Err(too_long());
+                Support::Warns => {
+                    if f.name() == "mail-user" {
+                        opts.mail_user = f.value.clone();
+                    }
+                    opts.warnings.push(format!(
+                        "option --{} is accepted but has no effect in Sluice yet",
+                        f.name()
+                    ));
                 }
-                Support::Warns => opts.warnings.push(format!(
-                    "option --{} is accepted but has no effect in Sluice yet",
-                    f.name()
-                )),
                 Support::Refuses => {
                     return Err(err(format!(
                         "option --{} is not supported by Sluice",
@@ -864,6 +867,22 @@ fn mail_type_known(list: Option<&str>) -> bool {
     list.unwrap_or("")
         .split(',')
         .any(|w| TYPES.iter().any(|t| t.eq_ignore_ascii_case(w)))
+}
+
+/// Checks, once the command line, the directives and the environment are all read,
+/// the lengths of the strings Slurm's controller holds to a limit that Sluice's client
+/// alone sees (`_test_job_desc_fields`): the `--array` string (4 KiB, however few tasks
+/// it names) and `--mail-user` (1 KiB). The controller checks the others.
+///
+/// Errors: Slurm's `Pathname of a file, directory or other parameter too long`, a
+/// refused submission.
+pub fn check_lengths(opts: &JobOptions) -> Result<(), OptionError> {
+    let over = |s: &Option<String>, max: usize| s.as_ref().is_some_and(|s| s.len() > max);
+    if over(&opts.array_text, ARRAY_INX_MAX) || over(&opts.mail_user, MAIL_USER_MAX) {
+        Err(too_long())
+    } else {
+        Ok(())
+    }
 }
 
 /// Checks the memory options once the command line, the directives and the
@@ -1136,15 +1155,18 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
     match name {
         "account" => o.account = s(),
         "array" => {
-            o.array = Some(parse_array(v).map_err(|m| OptionError {
-                refused: true,
-                ..err(m)
-            })?);
-            // Slurm's controller refuses the index string itself when it is over 4 KiB
-            // (`array_inx`), however few tasks it names.
-            if v.len() > ARRAY_INX_MAX {
-                return Err(too_long());
-            }
+            o.array_text = s();
+            // Slurm's controller checks the string's length before what it says: one
+            // over 4 KiB is refused by `check_lengths` (unless a later source replaces
+            // it), whatever it holds.
+            o.array = if v.len() > ARRAY_INX_MAX {
+                None
+            } else {
+                Some(parse_array(v).map_err(|m| OptionError {
+                    refused: true,
+                    ..err(m)
+                })?)
+            };
         }
         "begin" => o.begin = s(),
         "chdir" => o.chdir = s(),
@@ -1920,31 +1942,40 @@ mod tests {
 
     #[test]
     fn an_array_string_or_mail_address_over_slurms_limit_is_a_refused_submission() {
+        let checked = |line: &str| check_lengths(&parse(line).unwrap().0);
         let refused = |line: &str| {
-            let e = parse(line).unwrap_err();
-            assert!(
-                e.refused,
-                "a controller's refusal (exit 1): {}",
-                &line[..20]
-            );
+            let e = checked(line).unwrap_err();
+            assert!(e.refused, "a controller's refusal (exit 1)");
             e.message
         };
-        // 4,096 bytes of array indexes are taken, 4,097 refused, however few tasks.
+        // 4,096 bytes of array indexes are taken, 4,097 refused, however few tasks,
+        // and before what they say is read.
         let taken = format!("10{}", ",1".repeat(2047));
         let over = format!("1{}", ",1".repeat(2048));
         assert_eq!((taken.len(), over.len()), (4096, 4097));
-        assert!(parse(&format!("--array={taken} job.sh")).is_ok());
-        assert_eq!(
-            refused(&format!("--array={over} job.sh")),
-            "Pathname of a file, directory or other parameter too long"
-        );
+        assert!(checked(&format!("--array={taken} job.sh")).is_ok());
+        let too_long = "Pathname of a file, directory or other parameter too long";
+        assert_eq!(refused(&format!("--array={over} job.sh")), too_long);
+        assert_eq!(refused(&format!("--array=x{over} job.sh")), too_long);
         // The mail address alike, at 1,024 bytes.
         let mail = |n: usize| format!("--mail-user={} job.sh", "u".repeat(n));
-        assert!(parse(&mail(1024)).is_ok());
-        assert_eq!(
-            refused(&mail(1025)),
-            "Pathname of a file, directory or other parameter too long"
-        );
+        assert!(checked(&mail(1024)).is_ok());
+        assert_eq!(refused(&mail(1025)), too_long);
+        // Only the value that stands counts: a later source replacing a long one.
+        let mut opts = parse(&format!(
+            "--array={over} --mail-user={} job.sh",
+            "u".repeat(1025)
+        ))
+        .unwrap()
+        .0;
+        parse_args(
+            Command::Sbatch,
+            &["--array=1-3".into(), "--mail-user=a@b".into()],
+            &mut opts,
+        )
+        .unwrap();
+        assert!(check_lengths(&opts).is_ok());
+        assert_eq!(opts.array.map(|a| a.indices), Some(vec![1, 2, 3]));
     }
 
     #[test]

@@ -500,6 +500,11 @@ pub fn main(args: Vec<String>) -> i32 {
         components.push(opts);
     }
     let opts = components.remove(0);
+    // Strings Slurm's controller would refuse as too long, of those only the client
+    // sees: refused before Sluice's own warnings (of options without effect) are said.
+    if let Err(e) = sluice_conf::options::check_lengths(&opts) {
+        option_error(ME, e);
+    }
     for w in &opts.warnings {
         if !opts.quiet {
             eprintln!("{ME}: warning: {w}");

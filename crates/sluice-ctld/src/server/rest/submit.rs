@@ -228,9 +228,8 @@ fn description(body: &Value, home: &str) -> Result<(JobDescription, Vec<String>)
     let array = match f.string("array")? {
         None => None,
         Some(a) => {
-            let spec = sluice_conf::array::parse_array(&a)
-                .map_err(|e| Error::new(errno::DATA_PARSE_BAD_INPUT, e, "#/job/array"))?;
-            // The index string itself is held to 4 KiB, as slurmctld holds `array_inx`.
+            // The index string itself is held to 4 KiB, as slurmctld holds `array_inx`,
+            // before what it says is read.
             if a.len() > 4 * 1024 {
                 return Err(Error::new(
                     errno::PATHNAME_TOO_LONG,
@@ -238,6 +237,8 @@ fn description(body: &Value, home: &str) -> Result<(JobDescription, Vec<String>)
                     "#/job/array",
                 ));
             }
+            let spec = sluice_conf::array::parse_array(&a)
+                .map_err(|e| Error::new(errno::DATA_PARSE_BAD_INPUT, e, "#/job/array"))?;
             Some((spec.indices, spec.throttle))
         }
     };
@@ -450,6 +451,14 @@ mod tests {
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY
             )
         );
-        assert!(parse(json!({"script": "x", "job": {"array": &long[2..]}})).is_ok());
+        let e = parse(json!({"script": "x", "job": {"array": format!("x{long}")}})).unwrap_err();
+        assert_eq!(
+            e.number,
+            errno::PATHNAME_TOO_LONG,
+            "the length before the indexes"
+        );
+        let taken = format!("10{}", ",1".repeat(2047));
+        assert_eq!(taken.len(), 4096);
+        assert!(parse(json!({"script": "x", "job": {"array": taken}})).is_ok());
     }
 }
