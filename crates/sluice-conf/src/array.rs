@@ -13,6 +13,10 @@ pub struct ArraySpec {
 /// the controller; this only bounds memory).
 pub const MAX_ARRAY_TASKS: usize = 4_000_001;
 
+/// The longest `--array` index string Slurm's controller takes (`array_inx`), however
+/// few tasks it names.
+pub const MAX_INDEX_STRING: usize = 4 * 1024;
+
 /// Parses an array specification (Slurm's `--array`): comma-separated indices and
 /// ranges `lo-hi`, each range with an optional step `:s`, then an optional throttle
 /// `%N`.

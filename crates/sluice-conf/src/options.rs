@@ -295,8 +295,6 @@ impl std::fmt::Display for OptionError {
 
 impl std::error::Error for OptionError {}
 
-/// The longest `--array` string Slurm's controller takes (`array_inx`).
-const ARRAY_INX_MAX: usize = 4 * 1024;
 /// The longest `--mail-user` Slurm's controller takes.
 const MAIL_USER_MAX: usize = 1024;
 
@@ -878,7 +876,9 @@ fn mail_type_known(list: Option<&str>) -> bool {
 /// refused submission.
 pub fn check_lengths(opts: &JobOptions) -> Result<(), OptionError> {
     let over = |s: &Option<String>, max: usize| s.as_ref().is_some_and(|s| s.len() > max);
-    if over(&opts.array_text, ARRAY_INX_MAX) || over(&opts.mail_user, MAIL_USER_MAX) {
+    if over(&opts.array_text, crate::array::MAX_INDEX_STRING)
+        || over(&opts.mail_user, MAIL_USER_MAX)
+    {
         Err(too_long())
     } else {
         Ok(())
@@ -1159,7 +1159,7 @@ fn apply(o: &mut JobOptions, name: &str, value: Option<&str>) -> Result<(), Opti
             // Slurm's controller checks the string's length before what it says: one
             // over 4 KiB is refused by `check_lengths` (unless a later source replaces
             // it), whatever it holds.
-            o.array = if v.len() > ARRAY_INX_MAX {
+            o.array = if v.len() > crate::array::MAX_INDEX_STRING {
                 None
             } else {
                 Some(parse_array(v).map_err(|m| OptionError {

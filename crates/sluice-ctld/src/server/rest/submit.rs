@@ -230,7 +230,7 @@ fn description(body: &Value, home: &str) -> Result<(JobDescription, Vec<String>)
         Some(a) => {
             // The index string itself is held to 4 KiB, as slurmctld holds `array_inx`,
             // before what it says is read.
-            if a.len() > 4 * 1024 {
+            if a.len() > sluice_conf::array::MAX_INDEX_STRING {
                 return Err(Error::new(
                     errno::PATHNAME_TOO_LONG,
                     sluice_proto::error::PATHNAME_TOO_LONG,
