@@ -21,6 +21,7 @@ pub mod gpus;
 mod het;
 pub mod ids;
 pub mod job;
+mod kept;
 pub mod limits;
 pub mod multifactor;
 mod node_changes;

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use crate::decision::{Decision, Pass};
 use crate::ids::{JobId, PartitionId};
 use crate::job::{Job, JobState, PendingReason};
+use crate::kept::Kept;
 use crate::partition_policy::OverSubscribe;
 use crate::scheduler::Scheduler;
 use crate::time::Time;
@@ -157,7 +158,8 @@ fn refuses(s: &Scheduler, job: &Job, p: PartitionId, now: Time) -> Option<Pendin
 }
 
 /// The main pass (and FCFS) for eligible job `id` of several partitions: starts it in
-/// the first that would take it where it fits now, skipping those `blocked`. When it
+/// the first that would take it where it fits now, skipping those blocked and keeping
+/// off the nodes kept for jobs ahead (see [`crate::kept`]). When it
 /// starts nowhere it stays in the first that would take it, the partitions it was tried
 /// in are blocked, and its reason is the one the last partition tried gave (a limit of
 /// that partition, `Priority` when it was blocked, else why it does not fit), as
@@ -167,7 +169,7 @@ pub(crate) fn start_now(
     s: &mut Scheduler,
     id: JobId,
     now: Time,
-    blocked: &mut Vec<PartitionId>,
+    kept: &mut Kept,
     out: &mut Vec<Decision>,
 ) -> bool {
     let tries = s.tries(id).expect("a job of several partitions");
@@ -180,25 +182,25 @@ pub(crate) fn start_now(
             continue;
         }
         home.get_or_insert(p);
-        if blocked.contains(&p) {
+        if kept.blocks(p) {
             reason = PendingReason::Priority;
             continue;
         }
         s.move_to(id, p, now);
-        if let Some(nodes) = s.fit_now(id, now) {
-            s.start(id, now, nodes, Pass::Main, false, out);
-            return true;
+        match crate::kept::fit_now(s, id, now, kept) {
+            Ok(nodes) => {
+                s.start(id, now, nodes, Pass::Main, false, out);
+                return true;
+            }
+            Err(r) => reason = r,
         }
-        reason = crate::unavailable::reason(s, id, blocked);
         waits.push(p);
     }
     s.move_to(id, home.expect("eligible somewhere"), now);
     s.set_reason(id, reason);
     let tried = !waits.is_empty();
     for p in waits {
-        if !blocked.contains(&p) {
-            blocked.push(p);
-        }
+        kept.keep_for(s, id, p);
     }
     tried
 }

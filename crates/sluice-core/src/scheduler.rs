@@ -1911,6 +1911,33 @@ impl Scheduler {
             .and_then(|nodes| side_claims::place(self, id, nodes, now, None, false))
     }
 
+    /// [`Scheduler::fit_now_alone`] kept off the nodes `off` (ascending), as if the job
+    /// excluded them too.
+    pub(crate) fn fit_now_off(
+        &self,
+        id: JobId,
+        now: Time,
+        off: &[NodeId],
+    ) -> Option<Vec<NodeAlloc>> {
+        let job = &self.jobs[&id];
+        let mut req = job.spec.request.clone();
+        req.exclude.extend_from_slice(off);
+        req.exclude.sort_unstable();
+        req.exclude.dedup();
+        if !self.free_now.might_fit(job.spec.partition, &req) {
+            return None;
+        }
+        self.profile
+            .fits_now(
+                &self.cluster,
+                &req,
+                self.filter_for(job),
+                job.spec.time_limit.max(1),
+                now,
+            )
+            .and_then(|nodes| side_claims::place(self, id, nodes, now, None, false))
+    }
+
     /// Under the GPU-aware best fit, where a one-node job asking only shards fits now on
     /// a GPU already shared, breaking no whole GPU: the node whose shared GPU it fits
     /// most tightly (see [`crate::gpus`]). `None` when there is no such node, or the job

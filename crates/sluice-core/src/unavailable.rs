@@ -3,25 +3,22 @@
 //! higher priority partitions` ([`PendingReason::NodesUnavailable`]).
 //!
 //! Usable nodes are those that are up (or awaited after a restart, see
-//! [`Scheduler::await_node`]) and in no partition *blocked* earlier in the same
-//! main pass: when the first waiting job of a partition cannot start, Slurm's main
-//! scheduler keeps that partition's nodes for it, so a later job of another partition
-//! whose nodes are all among them, or down, or drained, gets this reason rather than
+//! [`Scheduler::await_node`]) and not kept earlier in the same main pass for a job
+//! that could not start (see [`crate::kept`]): a later job of another partition whose
+//! nodes are all among them, or down, or drained, gets this reason rather than
 //! `Resources`. (Observed on Slurm 22.05: with `-N 2 --exclusive` running on `n[1-2]`,
 //! a waiting `-n 4` job of `debug` (`n[1-2]`) is `Resources` and a `-n 4` job of `short`
-//! (`n1`) this reason; a `-N 2` job with one of the two nodes drained too.)
-//!
-//! Only the reason is Slurm's here: the main pass still starts a later job on a blocked
-//! partition's node when it fits now. Jobs that list their nodes (`-w`) keep
-//! `Resources`.
+//! (`n1`) this reason; a `-N 2` job with one of the two nodes drained too.) Jobs that
+//! list their nodes (`-w`) keep `Resources`.
 //!
 //! The check looks at the partition's nodes one by one, so it is remembered per
-//! partition (job, node states, blocked partitions) and a queue that waits in the same
-//! way pass after pass pays for it once.
+//! partition (job, node states, kept nodes) and a queue that waits in the same way pass
+//! after pass pays for it once.
 
 use crate::cluster::NodeState;
-use crate::ids::{JobId, PartitionId};
+use crate::ids::JobId;
 use crate::job::PendingReason;
+use crate::kept::Kept;
 use crate::scheduler::Scheduler;
 use crate::select::{choose_nodes_in, Candidate};
 use crate::time::MAX_TIME;
@@ -36,14 +33,14 @@ pub(crate) struct Memo {
 struct Answer {
     job: JobId,
     node_epoch: u64,
-    blocked: Vec<PartitionId>,
+    kept: Vec<bool>,
     fits: bool,
 }
 
 /// Why `id`, which cannot start now, waits: [`PendingReason::Resources`] when its
-/// partition's nodes that are up and outside the `blocked` partitions could hold it
-/// if idle, else [`PendingReason::NodesUnavailable`].
-pub(crate) fn reason(s: &mut Scheduler, id: JobId, blocked: &[PartitionId]) -> PendingReason {
+/// partition's nodes that are up and not `kept` could hold it if idle, else
+/// [`PendingReason::NodesUnavailable`].
+pub(crate) fn reason(s: &mut Scheduler, id: JobId, kept: &Kept) -> PendingReason {
     let job = &s.jobs[&id];
     let part = job.spec.partition;
     let awaited = s
@@ -56,24 +53,24 @@ pub(crate) fn reason(s: &mut Scheduler, id: JobId, blocked: &[PartitionId]) -> P
     let all_up =
         s.free_now.up_nodes(part) as usize + awaited == s.cluster.partition(part).nodes.len();
     // Every node usable: the submission check already found room among them.
-    if job.spec.request.lists_nodes() || (blocked.is_empty() && all_up) {
+    if job.spec.request.lists_nodes() || (!kept.any() && all_up) {
         return PendingReason::Resources;
     }
     let slot = part.index();
     if s.unavailable.last.len() <= slot {
         s.unavailable.last.resize(slot + 1, None);
     }
-    let known = s.unavailable.last[slot]
-        .as_ref()
-        .filter(|a| a.job == id && a.node_epoch == s.node_epoch && a.blocked.as_slice() == blocked);
+    let known = s.unavailable.last[slot].as_ref().filter(|a| {
+        a.job == id && a.node_epoch == s.node_epoch && a.kept.as_slice() == kept.flags()
+    });
     let fits = match known {
         Some(a) => a.fits,
         None => {
-            let fits = fits_usable(s, id, blocked);
+            let fits = fits_usable(s, id, kept);
             s.unavailable.last[slot] = Some(Answer {
                 job: id,
                 node_epoch: s.node_epoch,
-                blocked: blocked.to_vec(),
+                kept: kept.flags().to_vec(),
                 fits,
             });
             fits
@@ -87,7 +84,7 @@ pub(crate) fn reason(s: &mut Scheduler, id: JobId, blocked: &[PartitionId]) -> P
 }
 
 /// Whether some set of the usable nodes of `id`'s partition could hold it, all idle.
-fn fits_usable(s: &Scheduler, id: JobId, blocked: &[PartitionId]) -> bool {
+fn fits_usable(s: &Scheduler, id: JobId, kept: &Kept) -> bool {
     let req = &s.jobs[&id].spec.request;
     let part = s.jobs[&id].spec.partition;
     let candidates: Vec<Candidate> = s
@@ -100,9 +97,7 @@ fn fits_usable(s: &Scheduler, id: JobId, blocked: &[PartitionId]) -> bool {
             (node.state == NodeState::Up || s.awaited.contains(n))
                 && (req.features_any == 0 || node.features & req.features_any != 0)
                 && req.exclude.binary_search(n).is_err()
-                && !blocked
-                    .iter()
-                    .any(|b| s.cluster.partition(*b).nodes.binary_search(n).is_ok())
+                && !kept.holds(*n)
         })
         .map(|(n, _)| s.idle_candidate(req, n))
         .collect();

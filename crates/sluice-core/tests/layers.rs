@@ -8,7 +8,7 @@
 //! 2. **rules** — pure functions of that data: node and GPU choice, the availability
 //!    profile, the free-node index, limits, priority and fair-share;
 //! 3. **scheduler** — the `Scheduler` and the passes it runs (`policy/*`, preemption,
-//!    reservations, borrowing, the unavailable-nodes reason), which take
+//!    reservations, borrowing, the unavailable-nodes reason, what a main pass keeps), which take
 //!    `&mut Scheduler` and are called by it: one unit split over files, the only place
 //!    where modules use each other both ways;
 //! 4. **explain** — read-only questions asked of a scheduler.
@@ -76,6 +76,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "reservation::usage",
             "borrow",
             "unavailable",
+            "kept",
             "side_claims",
             "het",
             "partitions",

@@ -681,6 +681,91 @@ fn a_job_whose_nodes_are_kept_for_a_higher_priority_partition_says_so() {
 }
 
 #[test]
+fn a_waiting_partition_keeps_its_nodes_from_lower_priority_jobs_of_other_partitions() {
+    // Slurm 22.05's compat scenario 293: nodes n0 and n1 of 4 CPUs; partition `batch`
+    // holds both, `short` only n0. Job 1 holds n1 whole for 600 s. Job 2 (batch) needs
+    // both nodes whole: it waits for n1 and the main pass keeps both nodes for it. Job 3
+    // (short, lower priority, 1800 s) would fit on n0 now, but starting it would push
+    // job 2 back by 20 minutes: it waits, its one node reserved for a higher priority
+    // partition.
+    use sluice_core::PendingReason;
+    let mut c = cluster(2, 4);
+    c.partitions.push(Partition::new("short", vec![NodeId(0)]));
+    let mut s = Scheduler::new(c, backfill(10_000));
+    s.submit(job(1).procs(4).on(&[1]).time(600).spec(), 0)
+        .unwrap();
+    assert_eq!(started(&s.schedule(0)), [1]);
+    s.submit(job(2).procs(8).nodes(2).time(600).priority(100).spec(), 1)
+        .unwrap();
+    s.submit(
+        job(3).procs(1).time(1800).partition(1).priority(10).spec(),
+        1,
+    )
+    .unwrap();
+    assert_eq!(started(&s.schedule(1)), Vec::<u64>::new());
+    let reason = |s: &Scheduler, id: u64| s.job(JobId(id)).unwrap().reason;
+    assert_eq!(reason(&s, 2), PendingReason::Resources);
+    assert_eq!(reason(&s, 3), PendingReason::NodesUnavailable);
+
+    // Job 4 (short, 300 s) ends before job 1 does: backfilled on n0, it delays nothing.
+    s.submit(
+        job(4).procs(1).time(300).partition(1).priority(10).spec(),
+        2,
+    )
+    .unwrap();
+    let d = s.schedule(2);
+    assert_eq!(started(&d), [4]);
+    assert!(matches!(
+        d[0],
+        Decision::Start {
+            pass: Pass::Backfill,
+            ..
+        }
+    ));
+
+    // A job of batch behind job 2 waits on Priority, though n0 could hold it now.
+    s.submit(job(5).procs(1).time(1800).priority(10).spec(), 3)
+        .unwrap();
+    assert_eq!(started(&s.schedule(3)), Vec::<u64>::new());
+    assert_eq!(reason(&s, 5), PendingReason::Priority);
+
+    // Jobs 1 and 4 end: job 2 starts on both nodes at once, as planned.
+    s.job_ended(JobId(4), 300);
+    s.job_ended(JobId(1), 400);
+    assert_eq!(started(&s.schedule(400)), [2]);
+}
+
+#[test]
+fn a_waiting_job_that_names_its_node_keeps_only_that_node() {
+    // Nodes n0 and n1 of 4 CPUs, one partition. Job 1 holds n1 whole; job 2 asks for
+    // n1 by name (`-w`) and waits. Slurm's main pass keeps only n1 for it and does not
+    // block the partition: job 3, behind it, starts on n0 in the same pass.
+    let mut s = Scheduler::new(cluster(2, 4), backfill(10_000));
+    s.submit(job(1).procs(4).on(&[1]).time(600).spec(), 0)
+        .unwrap();
+    s.schedule(0);
+    s.submit(job(2).procs(1).on(&[1]).time(600).priority(100).spec(), 1)
+        .unwrap();
+    s.submit(job(3).procs(4).time(1800).priority(10).spec(), 1)
+        .unwrap();
+    let decisions = s.schedule(1);
+    let main: Vec<(u64, Pass, NodeId)> = decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Start {
+                job, alloc, pass, ..
+            } => Some((job.0, *pass, alloc.nodes[0].node)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(main, [(3, Pass::Main, NodeId(0))]);
+    assert_eq!(
+        s.job(JobId(2)).unwrap().reason,
+        sluice_core::PendingReason::Resources
+    );
+}
+
+#[test]
 fn nodes_awaiting_their_agents_take_no_work_but_leave_waiting_jobs_their_reasons() {
     // Two nodes of 4 CPUs; job 1 holds both, job 2 (4 tasks) waits for Resources and
     // job 3 for its begin time an hour away.

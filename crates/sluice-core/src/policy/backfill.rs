@@ -25,6 +25,7 @@ use rustc_hash::FxHashMap;
 use crate::cluster::Cluster;
 use crate::ids::{JobId, NodeId, PartitionId};
 use crate::job::{JobRequest, JobState, NodeAlloc, PendingReason};
+use crate::kept::Kept;
 use crate::policy::BackfillParams;
 use crate::profile::NodeFilter;
 use crate::profile::Profile;
@@ -226,7 +227,7 @@ pub(crate) fn pass(
 /// The main pass; returns how many jobs it looked at and how many of those it tried
 /// to place.
 fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) -> (u32, u32) {
-    let mut blocked: Vec<PartitionId> = Vec::new();
+    let mut kept = Kept::default();
     let partitions = s.cluster.partitions.len();
     let mut cursor = None;
     let (mut depth, mut tried) = (0, 0);
@@ -238,25 +239,24 @@ fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) -> (u32, u32
             continue;
         }
         if open.is_some() {
-            tried += u32::from(crate::partitions::start_now(s, id, now, &mut blocked, out));
-            if blocked.len() == partitions {
+            tried += u32::from(crate::partitions::start_now(s, id, now, &mut kept, out));
+            if kept.all_blocked(partitions) {
                 break;
             }
             continue;
         }
         let part = s.jobs[&id].spec.partition;
-        if blocked.contains(&part) {
+        if kept.blocks(part) {
             s.set_reason(id, PendingReason::Priority);
             continue;
         }
         tried += 1;
-        match s.fit_now(id, now) {
-            Some(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
-            None => {
-                let reason = crate::unavailable::reason(s, id, &blocked);
+        match crate::kept::fit_now(s, id, now, &mut kept) {
+            Ok(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
+            Err(reason) => {
                 s.set_reason(id, reason);
-                blocked.push(part);
-                if blocked.len() == partitions {
+                kept.keep_for(s, id, part);
+                if kept.all_blocked(partitions) {
                     break;
                 }
             }

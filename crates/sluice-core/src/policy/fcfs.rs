@@ -22,7 +22,7 @@ pub(crate) fn pass(
         if open.is_some() {
             // Of several partitions: started in one of them, or left at the head.
             let before = out.len();
-            crate::partitions::start_now(s, id, now, &mut Vec::new(), out);
+            crate::partitions::start_now(s, id, now, &mut Default::default(), out);
             if out.len() == before {
                 return Some((key, id));
             }
@@ -31,7 +31,7 @@ pub(crate) fn pass(
         match s.fit_now(id, now) {
             Some(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
             None => {
-                let reason = crate::unavailable::reason(s, id, &[]);
+                let reason = crate::unavailable::reason(s, id, &Default::default());
                 s.set_reason(id, reason);
                 return Some((key, id));
             }
