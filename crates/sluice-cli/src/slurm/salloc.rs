@@ -42,6 +42,13 @@ pub fn main(args: Vec<String>) -> i32 {
     if let Err(m) = sluice_conf::options::check_gpus_per_socket(&opts) {
         fail(ME, m, 1);
     }
+    // Strings Slurm's controller refuses as too long that only the client sees (the
+    // mail address): refused as Slurm refuses the allocation.
+    for o in &components {
+        if let Err(e) = sluice_conf::options::check_lengths(o) {
+            fail(ME, format!("Job submit/allocate failed: {}", e.message), 1);
+        }
+    }
     if argv.is_empty() {
         argv = vec![login_shell()];
     }

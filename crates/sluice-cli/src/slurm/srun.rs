@@ -74,6 +74,15 @@ pub fn main(args: Vec<String>) -> i32 {
                 if let Err(m) = sluice_conf::options::check_gpus_per_socket(o) {
                     fail(ME, m, 1);
                 }
+                // The mail address, which only the client sees: refused as Slurm
+                // refuses the allocation (a step inside one sends none).
+                if let Err(e) = sluice_conf::options::check_lengths(o) {
+                    fail(
+                        ME,
+                        format!("Unable to allocate resources: {}", e.message),
+                        1,
+                    );
+                }
             }
             // A new allocation for just this step.
             let name = opts.job_name.clone().unwrap_or_else(|| {
