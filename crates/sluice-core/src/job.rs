@@ -151,6 +151,10 @@ pub enum JobState {
     Suspended,
 }
 
+/// How Slurm's reason for a job whose named nodes cannot be had begins; the nodes'
+/// names follow.
+pub const NAMED_NODES_UNAVAILABLE: &str = "ReqNodeNotAvail, UnavailableNodes:";
+
 /// Slurm's pending reason codes, as `squeue` prints them in `%r`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PendingReason {
@@ -181,6 +185,10 @@ pub enum PendingReason {
     /// It would fit now but for an advance reservation on the nodes (Slurm:
     /// `ReqNodeNotAvail, May be reserved for other job`).
     ReservedForOther,
+    /// Nodes it names (`-w`) could not be had in the last main pass: down, drained, or
+    /// kept for a job ahead of it ([`Job::unavailable_nodes`] says which). Slurm prints
+    /// `ReqNodeNotAvail, UnavailableNodes:` followed by them.
+    NamedNodesUnavailable,
     /// It was submitted to a reservation (`--reservation`) whose window has not begun,
     /// or has too little time left for its time limit.
     Reservation,
@@ -212,6 +220,7 @@ impl PendingReason {
                  priority partitions"
             }
             PendingReason::ReservedForOther => "ReqNodeNotAvail, May be reserved for other job",
+            PendingReason::NamedNodesUnavailable => NAMED_NODES_UNAVAILABLE,
             PendingReason::Reservation => "Reservation",
             PendingReason::AccountNotAllowed => "AccountNotAllowed",
             PendingReason::QosNotAllowed => "QOSNotAllowed",
@@ -220,7 +229,7 @@ impl PendingReason {
     }
 
     /// Every reason other than a limit's, each with a code of its own.
-    pub const FIXED: [PendingReason; 14] = [
+    pub const FIXED: [PendingReason; 15] = [
         PendingReason::None,
         PendingReason::Priority,
         PendingReason::Resources,
@@ -231,6 +240,7 @@ impl PendingReason {
         PendingReason::ReqNodeNotAvail,
         PendingReason::NodesUnavailable,
         PendingReason::ReservedForOther,
+        PendingReason::NamedNodesUnavailable,
         PendingReason::Reservation,
         PendingReason::AccountNotAllowed,
         PendingReason::QosNotAllowed,
@@ -239,8 +249,12 @@ impl PendingReason {
 
     /// The reason whose code is `text` exactly, other than a limit's
     /// ([`crate::limits::reason::named`] reads those): how a reason printed into a
-    /// record comes back. `None` for any other text.
+    /// record comes back (with its nodes after it, [`PendingReason::NamedNodesUnavailable`]).
+    /// `None` for any other text.
     pub fn named(text: &str) -> Option<PendingReason> {
+        if text.starts_with(NAMED_NODES_UNAVAILABLE) {
+            return Some(PendingReason::NamedNodesUnavailable);
+        }
         PendingReason::FIXED
             .into_iter()
             .find(|r| r.as_str() == text)
@@ -315,6 +329,9 @@ pub struct Job {
     pub state: JobState,
     /// Why it waits (meaningful while pending).
     pub reason: PendingReason,
+    /// The nodes it names that it could not have, while its reason is
+    /// [`PendingReason::NamedNodesUnavailable`]; empty otherwise.
+    pub unavailable_nodes: Vec<NodeId>,
     /// Start time once running.
     pub start: Option<Time>,
     /// Where it runs, once running; where it is planned, under conservative backfilling.

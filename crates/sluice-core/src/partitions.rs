@@ -8,9 +8,11 @@
 //! job listed them):
 //!
 //! - the main pass (and FCFS) starts the job in the first of them where it fits now,
-//!   skipping partitions a job ahead has blocked; when it fits in none, it blocks every
-//!   partition it was tried in, as Slurm's main scheduler does with one queue entry per
-//!   partition of equal tier, and keeps the reason its first partition gave;
+//!   skipping partitions a job ahead has blocked and nodes kept for it (see
+//!   [`crate::kept`]); each partition where it does not fit keeps what it waits for
+//!   there at once (the partition, or the nodes it names), as Slurm's main scheduler
+//!   does with one queue entry per partition of equal tier, and it keeps the reason the
+//!   last partition tried gave;
 //! - the backfill pass plans it in each and keeps the earliest start (the first listed
 //!   at equal times): started there now, or reserved there.
 //!
@@ -159,12 +161,12 @@ fn refuses(s: &Scheduler, job: &Job, p: PartitionId, now: Time) -> Option<Pendin
 
 /// The main pass (and FCFS) for eligible job `id` of several partitions: starts it in
 /// the first that would take it where it fits now, skipping those blocked and keeping
-/// off the nodes kept for jobs ahead (see [`crate::kept`]). When it
-/// starts nowhere it stays in the first that would take it, the partitions it was tried
-/// in are blocked, and its reason is the one the last partition tried gave (a limit of
-/// that partition, `Priority` when it was blocked, else why it does not fit), as
-/// Slurm's main scheduler leaves it with one queue entry per partition. Returns whether
-/// it was tried at all.
+/// off the nodes kept for jobs ahead (see [`crate::kept`]). Each partition where it
+/// does not fit keeps what the job waits for there before the next is tried. When it
+/// starts nowhere it stays in the first that would take it, and its reason is the one
+/// the last partition tried gave (a limit of that partition, `Priority` when it was
+/// blocked, else why it does not fit), as Slurm's main scheduler leaves it with one
+/// queue entry per partition. Returns whether it was tried at all.
 pub(crate) fn start_now(
     s: &mut Scheduler,
     id: JobId,
@@ -175,7 +177,7 @@ pub(crate) fn start_now(
     let tries = s.tries(id).expect("a job of several partitions");
     let mut reason = PendingReason::Priority;
     let mut home = None;
-    let mut waits = Vec::new();
+    let mut tried = false;
     for p in tries {
         if let Some(r) = refuses(s, &s.jobs[&id], p, now) {
             reason = r;
@@ -187,21 +189,22 @@ pub(crate) fn start_now(
             continue;
         }
         s.move_to(id, p, now);
+        tried = true;
         match crate::kept::fit_now(s, id, now, kept) {
             Ok(nodes) => {
                 s.start(id, now, nodes, Pass::Main, false, out);
                 return true;
             }
-            Err(r) => reason = r,
+            Err(r) => {
+                reason = r;
+                // What it waits for in this partition is kept from its next ones too,
+                // as Slurm's queue entry of the job for this partition keeps it.
+                kept.keep_for(s, id, p);
+            }
         }
-        waits.push(p);
     }
     s.move_to(id, home.expect("eligible somewhere"), now);
     s.set_reason(id, reason);
-    let tried = !waits.is_empty();
-    for p in waits {
-        kept.keep_for(s, id, p);
-    }
     tried
 }
 

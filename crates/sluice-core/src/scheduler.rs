@@ -602,6 +602,7 @@ impl Scheduler {
                 spec,
                 state: JobState::Running,
                 reason: PendingReason::None,
+                unavailable_nodes: Vec::new(),
                 start: Some(start),
                 alloc: Some(Allocation { nodes }),
                 planned_start: Some(start),
@@ -808,6 +809,7 @@ impl Scheduler {
                 spec,
                 state: JobState::Pending,
                 reason: PendingReason::None,
+                unavailable_nodes: Vec::new(),
                 start: None,
                 alloc: None,
                 planned_start: None,
@@ -1033,6 +1035,7 @@ impl Scheduler {
                 spec,
                 state: JobState::Suspended,
                 reason: PendingReason::None,
+                unavailable_nodes: Vec::new(),
                 start: Some(start),
                 alloc: Some(Allocation { nodes }),
                 planned_start: Some(start),
@@ -1843,35 +1846,48 @@ impl Scheduler {
 
     /// [`Scheduler::fit_now`] for `id` on its own, whatever group it belongs to.
     pub(crate) fn fit_now_alone(&self, id: JobId, now: Time) -> Option<Vec<NodeAlloc>> {
+        self.fit_now_in(id, now, None)
+    }
+
+    /// [`Scheduler::fit_now_alone`] kept off the nodes flagged in `held` (per node), which
+    /// are `off` (ascending), as if the job excluded them too.
+    pub(crate) fn fit_now_off(
+        &self,
+        id: JobId,
+        now: Time,
+        held: &[bool],
+        off: &[NodeId],
+    ) -> Option<Vec<NodeAlloc>> {
+        self.fit_now_in(id, now, Some((held, off)))
+    }
+
+    fn fit_now_in(
+        &self,
+        id: JobId,
+        now: Time,
+        off: Option<(&[bool], &[NodeId])>,
+    ) -> Option<Vec<NodeAlloc>> {
         let job = &self.jobs[&id];
         let req = &job.spec.request;
         let part = job.spec.partition;
         if !self.free_now.might_fit(part, req) {
             return None;
         }
+        let kept = |n: NodeId| off.is_some_and(|(held, _)| held[n.index()]);
         let end = now + job.spec.time_limit.max(1);
         if req.lists_nodes() {
-            return self
-                .profile
-                .fits_now(
-                    &self.cluster,
-                    req,
-                    self.filter_for(job),
-                    job.spec.time_limit.max(1),
-                    now,
-                )
-                .and_then(|nodes| side_claims::place(self, id, nodes, now, None, false));
+            return self.fit_listed(id, now, off.map(|(_, list)| list));
         }
         let hosting = |n: NodeId| -> u32 {
             let node = self.cluster.node(n);
-            if req.features_any != 0 && node.features & req.features_any == 0 {
+            if kept(n) || (req.features_any != 0 && node.features & req.features_any == 0) {
                 return 0;
             }
             self.profile.tasks_during(&self.cluster, req, n, now, end)
         };
         let index = self.free_now.by_rank(part);
         if req.min_nodes <= 1 && self.cluster.placement == Placement::BestFit {
-            if let Some(nodes) = self.fit_shared(id, now) {
+            if let Some(nodes) = self.fit_shared(id, now, &kept) {
                 return Some(nodes);
             }
         }
@@ -1899,6 +1915,9 @@ impl Scheduler {
                 return None;
             }
         }
+        if let Some((_, list)) = off {
+            return self.fit_listed(id, now, Some(list));
+        }
         // A job spanning nodes: the profile's class-level choice, in the same order.
         self.profile
             .fits_now(
@@ -1911,21 +1930,16 @@ impl Scheduler {
             .and_then(|nodes| side_claims::place(self, id, nodes, now, None, false))
     }
 
-    /// [`Scheduler::fit_now_alone`] kept off the nodes `off` (ascending), as if the job
-    /// excluded them too.
-    pub(crate) fn fit_now_off(
-        &self,
-        id: JobId,
-        now: Time,
-        off: &[NodeId],
-    ) -> Option<Vec<NodeAlloc>> {
+    /// Where `id` fits now, placed node by node (its own `-w`/`-x`, and `off`, ascending,
+    /// excluded too).
+    fn fit_listed(&self, id: JobId, now: Time, off: Option<&[NodeId]>) -> Option<Vec<NodeAlloc>> {
         let job = &self.jobs[&id];
-        let mut req = job.spec.request.clone();
-        req.exclude.extend_from_slice(off);
-        req.exclude.sort_unstable();
-        req.exclude.dedup();
-        if !self.free_now.might_fit(job.spec.partition, &req) {
-            return None;
+        let mut req = std::borrow::Cow::Borrowed(&job.spec.request);
+        if let Some(off) = off.filter(|o| !o.is_empty()) {
+            let r = req.to_mut();
+            r.exclude.extend_from_slice(off);
+            r.exclude.sort_unstable();
+            r.exclude.dedup();
         }
         self.profile
             .fits_now(
@@ -1946,7 +1960,12 @@ impl Scheduler {
     /// This is the one place where the choice at a start departs from the profile's
     /// (which counts shards per node, not per GPU): plans do not know which GPUs are
     /// shared.
-    fn fit_shared(&self, id: JobId, now: Time) -> Option<Vec<NodeAlloc>> {
+    fn fit_shared(
+        &self,
+        id: JobId,
+        now: Time,
+        kept: &dyn Fn(NodeId) -> bool,
+    ) -> Option<Vec<NodeAlloc>> {
         let job = &self.jobs[&id];
         let req = &job.spec.request;
         let shard = self.cluster.shard_slot()?;
@@ -1962,6 +1981,7 @@ impl Scheduler {
             .find_map(|n| {
                 let node = self.cluster.node(n);
                 if node.state != NodeState::Up
+                    || kept(n)
                     || part.nodes.binary_search(&n).is_err()
                     || (req.features_any != 0 && node.features & req.features_any == 0)
                     || self.profile.tasks_during(&self.cluster, req, n, now, end) < req.ntasks
@@ -2142,11 +2162,23 @@ impl Scheduler {
     pub(crate) fn set_reason(&mut self, id: JobId, reason: PendingReason) {
         if self.jobs.get(&id).is_some_and(|j| j.reason != reason) {
             self.note(id);
-            self.jobs
-                .get_mut(&id)
-                .map(Arc::make_mut)
-                .expect("checked")
-                .reason = reason;
+            let job = self.jobs.get_mut(&id).map(Arc::make_mut).expect("checked");
+            job.reason = reason;
+            job.unavailable_nodes.clear();
+        }
+    }
+
+    /// Sets job `id`'s reason to [`PendingReason::NamedNodesUnavailable`], naming
+    /// `nodes` (ascending).
+    pub(crate) fn set_nodes_unavailable(&mut self, id: JobId, nodes: Vec<NodeId>) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        if job.reason != PendingReason::NamedNodesUnavailable || job.unavailable_nodes != nodes {
+            self.note(id);
+            let job = self.jobs.get_mut(&id).map(Arc::make_mut).expect("checked");
+            job.reason = PendingReason::NamedNodesUnavailable;
+            job.unavailable_nodes = nodes;
         }
     }
 }

@@ -33,14 +33,14 @@ pub(crate) struct Memo {
 struct Answer {
     job: JobId,
     node_epoch: u64,
-    kept: Vec<bool>,
+    kept: u64,
     fits: bool,
 }
 
 /// Why `id`, which cannot start now, waits: [`PendingReason::Resources`] when its
 /// partition's nodes that are up and not `kept` could hold it if idle, else
 /// [`PendingReason::NodesUnavailable`].
-pub(crate) fn reason(s: &mut Scheduler, id: JobId, kept: &Kept) -> PendingReason {
+pub(crate) fn reason(s: &mut Scheduler, id: JobId, kept: &mut Kept) -> PendingReason {
     let job = &s.jobs[&id];
     let part = job.spec.partition;
     let awaited = s
@@ -53,16 +53,16 @@ pub(crate) fn reason(s: &mut Scheduler, id: JobId, kept: &Kept) -> PendingReason
     let all_up =
         s.free_now.up_nodes(part) as usize + awaited == s.cluster.partition(part).nodes.len();
     // Every node usable: the submission check already found room among them.
-    if job.spec.request.lists_nodes() || (!kept.any() && all_up) {
+    if job.spec.request.lists_nodes() || (all_up && !kept.touches(s, part)) {
         return PendingReason::Resources;
     }
     let slot = part.index();
     if s.unavailable.last.len() <= slot {
         s.unavailable.last.resize(slot + 1, None);
     }
-    let known = s.unavailable.last[slot].as_ref().filter(|a| {
-        a.job == id && a.node_epoch == s.node_epoch && a.kept.as_slice() == kept.flags()
-    });
+    let known = s.unavailable.last[slot]
+        .as_ref()
+        .filter(|a| a.job == id && a.node_epoch == s.node_epoch && a.kept == kept.fingerprint());
     let fits = match known {
         Some(a) => a.fits,
         None => {
@@ -70,7 +70,7 @@ pub(crate) fn reason(s: &mut Scheduler, id: JobId, kept: &Kept) -> PendingReason
             s.unavailable.last[slot] = Some(Answer {
                 job: id,
                 node_epoch: s.node_epoch,
-                kept: kept.flags().to_vec(),
+                kept: kept.fingerprint(),
                 fits,
             });
             fits

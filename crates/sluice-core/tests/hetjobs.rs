@@ -225,3 +225,49 @@ fn trying_a_hetjob_gives_back_the_gpus_it_tried() {
         assert_eq!(now, vec![4], "{policy:?}");
     }
 }
+
+#[test]
+fn a_hetjob_takes_no_node_kept_for_a_waiting_job_of_another_partition() {
+    // Nodes n0 and n1 of 4 CPUs; partition 0 holds both, `short` only n0. Job 1 holds
+    // n1 whole for 600 s; job 2 (partition 0, both nodes whole) waits for it, and the
+    // main pass keeps both nodes for it. Hetjob 3+4, of `short`, lower priority and
+    // 1800 s long, would fit on n0 now: it starts neither in the main pass (n0 is kept)
+    // nor by backfilling (it would delay job 2).
+    let mut c = cluster(2, 4);
+    c.partitions.push(sluice_core::Partition::new(
+        "short",
+        vec![sluice_core::NodeId(0)],
+    ));
+    let mut s = Scheduler::new(c, backfill(10_000));
+    submit_all(&mut s, &[job(1).procs(4).on(&[1]).time(600)], 0);
+    assert_eq!(started(&s.schedule(0)), vec![(1, 1)]);
+    submit_all(
+        &mut s,
+        &[
+            job(2).procs(8).nodes(2).time(600).priority(100),
+            job(3)
+                .procs(1)
+                .one_node()
+                .time(1800)
+                .partition(1)
+                .priority(10),
+            job(4)
+                .procs(1)
+                .one_node()
+                .time(1800)
+                .partition(1)
+                .priority(10),
+        ],
+        1,
+    );
+    s.set_het_group(&[JobId(3), JobId(4)]);
+    assert_eq!(started(&s.schedule(1)), vec![]);
+    assert_eq!(
+        state(&s, 2),
+        Some((JobState::Pending, PendingReason::Resources))
+    );
+    assert_eq!(state(&s, 3).map(|(st, _)| st), Some(JobState::Pending));
+    // Job 1 ends: job 2 takes both nodes first.
+    s.job_ended(JobId(1), 300);
+    assert_eq!(started(&s.schedule(300)), vec![(2, 0)]);
+}

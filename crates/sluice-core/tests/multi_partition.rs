@@ -245,13 +245,15 @@ fn one_partition_undoes_the_list_and_a_gone_job_forgets_it() {
 fn a_job_the_main_pass_does_not_reach_gets_its_last_partitions_limit() {
     // Job 1 holds both nodes; job 2 of batch,short waits and blocks both partitions,
     // so the main pass stops before job 3 (batch,short, 60 s where short allows 30):
-    // it says short's PartitionTimeLimit, not Priority, as Slurm 22.05 does.
+    // it says short's PartitionTimeLimit, not Priority, as Slurm 22.05 does. Job 2
+    // itself, tried in short after batch kept both nodes, has none left there: Slurm
+    // says its nodes are reserved for higher priority partitions (scenario 295).
     let mut s = full_and_short_30s();
     submit_in(&mut s, job(2).procs(1).time(20), &[BATCH, SHORT], 1);
     submit_in(&mut s, job(3).procs(1).time(60), &[BATCH, SHORT], 1);
     s.schedule(1);
     let reason = |id: u64| s.job(JobId(id)).unwrap().reason;
-    assert_eq!(reason(2), PendingReason::Resources);
+    assert_eq!(reason(2), PendingReason::NodesUnavailable);
     assert_eq!(reason(3), PendingReason::PartitionTimeLimit);
 }
 

@@ -766,6 +766,51 @@ fn a_waiting_job_that_names_its_node_keeps_only_that_node() {
 }
 
 #[test]
+fn a_job_naming_a_node_kept_or_drained_says_which_of_its_nodes_it_cannot_have() {
+    // Slurm 22.05's compat scenario 295. Nodes n0 and n1 of 4 CPUs, one partition; job 1
+    // holds both whole. Job 2 names n0 (all of it) and waits for Resources, keeping n0;
+    // job 3 names n0 too and finds it kept: `ReqNodeNotAvail, UnavailableNodes:n0`.
+    // Job 4, naming nothing, finds n1 busy and waits for Resources.
+    use sluice_core::{NodeState, PendingReason};
+    let mut s = Scheduler::new(cluster(2, 4), backfill(10_000));
+    s.submit(job(1).procs(8).nodes(2).time(600).spec(), 0)
+        .unwrap();
+    s.schedule(0);
+    s.submit(job(2).procs(4).on(&[0]).time(600).priority(100).spec(), 1)
+        .unwrap();
+    s.submit(job(3).procs(1).on(&[0]).time(600).priority(50).spec(), 1)
+        .unwrap();
+    s.submit(job(4).procs(1).time(600).priority(10).spec(), 1)
+        .unwrap();
+    assert_eq!(started(&s.schedule(1)), Vec::<u64>::new());
+    let why = |s: &Scheduler, id: u64| {
+        let j = s.job(JobId(id)).unwrap();
+        (j.reason, j.unavailable_nodes.clone())
+    };
+    assert_eq!(why(&s, 2), (PendingReason::Resources, vec![]));
+    assert_eq!(
+        why(&s, 3),
+        (PendingReason::NamedNodesUnavailable, vec![NodeId(0)])
+    );
+    assert_eq!(why(&s, 4), (PendingReason::Resources, vec![]));
+
+    // Job 1 ends and n1 is drained: job 2 starts on n0. Job 5, ahead of job 3, names
+    // the drained n1 and cannot have it; job 3, naming n0, waits for job 2 (Resources)
+    // and keeps n0; job 4 has no usable node left that is not kept.
+    s.job_ended(JobId(1), 10);
+    s.set_node_state(NodeId(1), NodeState::Drain);
+    s.submit(job(5).procs(1).on(&[1]).time(600).priority(100).spec(), 10)
+        .unwrap();
+    assert_eq!(started(&s.schedule(10)), [2]);
+    assert_eq!(
+        why(&s, 5),
+        (PendingReason::NamedNodesUnavailable, vec![NodeId(1)])
+    );
+    assert_eq!(why(&s, 3), (PendingReason::Resources, vec![]));
+    assert_eq!(why(&s, 4), (PendingReason::NodesUnavailable, vec![]));
+}
+
+#[test]
 fn nodes_awaiting_their_agents_take_no_work_but_leave_waiting_jobs_their_reasons() {
     // Two nodes of 4 CPUs; job 1 holds both, job 2 (4 tasks) waits for Resources and
     // job 3 for its begin time an hour away.

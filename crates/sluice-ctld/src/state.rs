@@ -3798,6 +3798,14 @@ impl Controller {
     /// [`Controller::reason_text`] without a copy of the fixed texts (every pending
     /// job's listing entry keeps one).
     fn reason_shown(&self, r: &Job, reason: Reason) -> Cow<'static, str> {
+        if reason == Reason::Core(PendingReason::NamedNodesUnavailable) {
+            // Slurm's words, then the nodes it names that it could not have.
+            return Cow::Owned(format!(
+                "{}{}",
+                reason.as_str(),
+                self.unavailable_named(r.id)
+            ));
+        }
         let which = match reason {
             Reason::Core(PendingReason::AccountNotAllowed) => NotAllowed::Account,
             Reason::Core(PendingReason::QosNotAllowed) => NotAllowed::Qos,
@@ -3810,6 +3818,22 @@ impl Controller {
             }
             None => Cow::Borrowed(reason.as_str()),
         }
+    }
+
+    /// The nodes queued job `id` names that the last main pass could not give it, as a
+    /// host list (empty when none).
+    pub(crate) fn unavailable_named(&self, id: JobId) -> String {
+        let names: Vec<&str> = self
+            .sched
+            .job(id)
+            .map(|j| {
+                j.unavailable_nodes
+                    .iter()
+                    .map(|&n| self.conf.cluster.node(n).name.as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        sluice_conf::hostlist::compress(&names)
     }
 
     /// Job `r`'s record as the store keeps it: what it holds, with the reason the

@@ -25,8 +25,9 @@
 //!
 //! The other policies keep every job, because there a job behind can start first and
 //! delay the job: under EASY only the head of the queue is protected; under Slurm's
-//! backfill a job behind starts in the main pass when its (overlapping) partition is not
-//! blocked, and in a backfill pass when the job has no reservation in that pass (past
+//! backfill a job behind starts in the main pass when its partition is not blocked and
+//! it fits on nodes not kept for the job (the job names its nodes, or the partitions
+//! only overlap), and in a backfill pass when the job has no reservation in that pass (past
 //! `bf_window`, beyond `bf_max_job_test`, `NoReserve`) — and even with one, the jobs
 //! behind change which nodes the jobs ahead later choose. For instance, on nodes `z`,
 //! `w`, `x` of 8 GPUs, with 4 GPUs of `z` and of `w` busy until 100 and `x` busy until

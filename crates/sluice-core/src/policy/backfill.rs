@@ -3,9 +3,10 @@
 //! `SchedulerParameters`).
 //!
 //! Main pass: jobs in priority order (partition `PriorityTier` first); a job that fits
-//! now starts; a job that does not blocks its partition, so that no lower-priority job
-//! of that partition starts ahead of it (reason `Resources` for it, `Priority` for those
-//! behind).
+//! now starts; a job that does not blocks its partition and keeps its nodes (or only
+//! the nodes it names, `-w`), so that no lower-priority job of that partition or of an
+//! overlapping one starts ahead of it there (reason `Resources` for it, `Priority` for
+//! those behind in its partition; see [`crate::kept`]).
 //!
 //! Backfill pass, every `bf_interval` seconds: a fresh plan of the running jobs, their
 //! expected ends rounded up to `bf_resolution`; then the pending jobs in priority order,

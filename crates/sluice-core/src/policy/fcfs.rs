@@ -31,7 +31,7 @@ pub(crate) fn pass(
         match s.fit_now(id, now) {
             Some(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
             None => {
-                let reason = crate::unavailable::reason(s, id, &Default::default());
+                let reason = crate::unavailable::reason(s, id, &mut Default::default());
                 s.set_reason(id, reason);
                 return Some((key, id));
             }

@@ -299,6 +299,14 @@ impl Controller {
                 "resources",
                 format!("no node of partition {pname} it could use is up (see Resources)"),
             ),
+            PendingReason::NamedNodesUnavailable => (
+                "resources",
+                format!(
+                    "nodes it names are down, drained or kept for a job ahead of it: {} \
+                     (see Resources)",
+                    self.unavailable_named(r.id)
+                ),
+            ),
             PendingReason::ReservedForOther => (
                 "reservation",
                 "the nodes it could use now are reserved for others (see Resources)".to_string(),
