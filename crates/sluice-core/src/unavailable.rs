@@ -9,7 +9,8 @@
 //! `Resources`. (Observed on Slurm 22.05: with `-N 2 --exclusive` running on `n[1-2]`,
 //! a waiting `-n 4` job of `debug` (`n[1-2]`) is `Resources` and a `-n 4` job of `short`
 //! (`n1`) this reason; a `-N 2` job with one of the two nodes drained too.) Jobs that
-//! list their nodes (`-w`) keep `Resources`.
+//! list their nodes (`-w`) keep `Resources` here; [`crate::kept::fit_now`] says first
+//! which of their nodes are down, drained or kept.
 //!
 //! The check looks at the partition's nodes one by one, so it is remembered per
 //! partition (job, node states, kept nodes) and a queue that waits in the same way pass
