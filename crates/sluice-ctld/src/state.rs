@@ -3879,8 +3879,8 @@ impl Controller {
         }
     }
 
-    /// The core's reason for queued job `j` as shown: a job waiting for `Resources`
-    /// that asks (`-w`) for a FUTURE node waits as Slurm's does,
+    /// The core's reason for queued job `j` as shown: a job waiting for `Resources` (or
+    /// for nodes it names) that asks (`-w`) for a FUTURE node waits as Slurm's does,
     /// `ReqNodeNotAvail, May be reserved for other job`.
     fn shown_core_reason(&self, j: &sluice_core::Job) -> Reason {
         let future = || {
@@ -3889,7 +3889,11 @@ impl Controller {
                 self.node_future(name) || self.node_cloud(name)
             })
         };
-        if j.reason == PendingReason::Resources && future() {
+        if matches!(
+            j.reason,
+            PendingReason::Resources | PendingReason::NamedNodesUnavailable
+        ) && future()
+        {
             return Reason::Core(PendingReason::ReservedForOther);
         }
         Reason::Core(j.reason)
