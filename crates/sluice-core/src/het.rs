@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 
 use crate::decision::{Decision, Pass};
 use crate::ids::JobId;
-use crate::job::{JobState, NodeAlloc, PendingReason};
+use crate::job::{JobState, NodeAlloc};
 use crate::profile::Profile;
 use crate::scheduler::Scheduler;
 use crate::side_claims;
@@ -69,10 +69,7 @@ pub(crate) fn eligible(s: &mut Scheduler, id: JobId, now: Time) -> bool {
     };
     if group[0] != id {
         // A follower waits as its leader does.
-        let reason = s.jobs.get(&group[0]).map(|l| l.reason);
-        if let Some(reason) = reason {
-            s.set_reason(id, reason);
-        }
+        s.copy_reason(id, group[0]);
         return false;
     }
     for &m in &group[1..] {
@@ -82,8 +79,7 @@ pub(crate) fn eligible(s: &mut Scheduler, id: JobId, now: Time) -> bool {
             return false;
         }
         if !s.eligible_as_job(m, now) || s.resv.of_job(m).is_some() {
-            let reason = s.jobs[&m].reason;
-            s.set_reason(id, reason);
+            s.copy_reason(id, m);
             return false;
         }
     }
@@ -262,21 +258,21 @@ pub(crate) fn plan(
 
 /// Gives every pending component its leader's reason: the group waits as one.
 pub(crate) fn share_reasons(s: &mut Scheduler) {
-    let leaders: Vec<(JobId, PendingReason)> = s
+    let leaders: Vec<JobId> = s
         .het
         .groups
         .iter()
         .filter(|(id, g)| g[0] == **id)
         .filter_map(|(id, _)| {
             let j = s.jobs.get(id)?;
-            (j.state == JobState::Pending).then_some((*id, j.reason))
+            (j.state == JobState::Pending).then_some(*id)
         })
         .collect();
-    for (leader, reason) in leaders {
+    for leader in leaders {
         let group = s.het.group(leader).cloned().expect("listed above");
         for &m in &group[1..] {
             if s.jobs.get(&m).is_some_and(|j| j.state == JobState::Pending) {
-                s.set_reason(m, reason);
+                s.copy_reason(m, leader);
             }
         }
     }

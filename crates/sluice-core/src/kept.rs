@@ -72,13 +72,21 @@ impl Kept {
         }
     }
 
-    /// After job `id` could not start in partition `p`: blocks `p`, or keeps only the
-    /// nodes the job names when it names at least as many as it needs.
-    pub(crate) fn keep_for(&mut self, s: &Scheduler, id: JobId, p: PartitionId) {
+    /// After job `id` could not start in partition `p`, for `reason`: keeps only the
+    /// nodes the job names when it names at least as many as it needs; else blocks `p`,
+    /// unless some of its named nodes could not be had at all
+    /// ([`PendingReason::NamedNodesUnavailable`], which blocks nothing in Slurm).
+    pub(crate) fn keep_for(
+        &mut self,
+        s: &Scheduler,
+        id: JobId,
+        p: PartitionId,
+        reason: PendingReason,
+    ) {
         let req = &s.jobs[&id].spec.request;
         if !req.nodelist.is_empty() && req.nodelist.len() as u64 >= u64::from(req.min_nodes) {
             self.keep(s, &req.nodelist);
-        } else {
+        } else if reason != PendingReason::NamedNodesUnavailable {
             self.block(s, p);
         }
     }
@@ -193,10 +201,11 @@ pub(crate) fn fit_now(
         // Of the nodes it names, those kept or down: Slurm's select finds them missing
         // from its available set first.
         let named = &s.jobs[&id].spec.request.nodelist;
+        let nodes = &s.cluster.partition(part).nodes;
         let missing: Vec<NodeId> = named
             .iter()
             .copied()
-            .filter(|&n| kept.holds(n) || !usable(s, n))
+            .filter(|&n| nodes.binary_search(&n).is_ok() && (kept.holds(n) || !usable(s, n)))
             .collect();
         if missing.is_empty() {
             crate::unavailable::reason(s, id, kept)

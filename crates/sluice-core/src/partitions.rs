@@ -199,7 +199,7 @@ pub(crate) fn start_now(
                 reason = r;
                 // What it waits for in this partition is kept from its next ones too,
                 // as Slurm's queue entry of the job for this partition keeps it.
-                kept.keep_for(s, id, p);
+                kept.keep_for(s, id, p, r);
             }
         }
     }

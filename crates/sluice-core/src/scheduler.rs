@@ -1873,7 +1873,7 @@ impl Scheduler {
         if !self.free_now.might_fit(part, req) {
             return None;
         }
-        let kept = |n: NodeId| off.is_some_and(|(held, _)| held[n.index()]);
+        let kept = |n: NodeId| off.is_some_and(|(held, _)| held.get(n.index()) == Some(&true));
         let end = now + job.spec.time_limit.max(1);
         if req.lists_nodes() {
             return self.fit_listed(id, now, off.map(|(_, list)| list));
@@ -2093,6 +2093,7 @@ impl Scheduler {
         self.free_now.take(&self.cluster, &nodes);
         job.state = JobState::Running;
         job.reason = PendingReason::None;
+        job.unavailable_nodes.clear();
         job.start = Some(now);
         job.planned_start = Some(now);
         let alloc = Allocation { nodes };
@@ -2165,6 +2166,20 @@ impl Scheduler {
             let job = self.jobs.get_mut(&id).map(Arc::make_mut).expect("checked");
             job.reason = reason;
             job.unavailable_nodes.clear();
+        }
+    }
+
+    /// Gives job `to` the reason of job `from` (with the nodes it names, if any).
+    pub(crate) fn copy_reason(&mut self, to: JobId, from: JobId) {
+        let Some(j) = self.jobs.get(&from) else {
+            return;
+        };
+        if j.reason == PendingReason::NamedNodesUnavailable {
+            let nodes = j.unavailable_nodes.clone();
+            self.set_nodes_unavailable(to, nodes);
+        } else {
+            let reason = j.reason;
+            self.set_reason(to, reason);
         }
     }
 

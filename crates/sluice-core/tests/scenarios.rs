@@ -811,6 +811,43 @@ fn a_job_naming_a_node_kept_or_drained_says_which_of_its_nodes_it_cannot_have() 
 }
 
 #[test]
+fn a_job_naming_a_drained_node_blocks_nothing() {
+    // Three nodes of 4 CPUs, n0 drained. Job 1 names n0 and asks for two nodes: it
+    // cannot have n0. Slurm's select says so (`ReqNodeNotAvail, UnavailableNodes:n0`)
+    // and blocks nothing: job 2, behind it, starts in the same main pass.
+    use sluice_core::{NodeState, PendingReason};
+    let mut s = Scheduler::new(cluster(3, 4), backfill(10_000));
+    s.set_node_state(NodeId(0), NodeState::Drain);
+    s.submit(
+        job(1)
+            .procs(2)
+            .nodes(2)
+            .on(&[0])
+            .time(600)
+            .priority(100)
+            .spec(),
+        0,
+    )
+    .unwrap();
+    s.submit(job(2).procs(1).time(600).priority(10).spec(), 0)
+        .unwrap();
+    let d = s.schedule(0);
+    let starts: Vec<(u64, Pass)> = d
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Start { job, pass, .. } => Some((job.0, *pass)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, [(2, Pass::Main)]);
+    let j = s.job(JobId(1)).unwrap();
+    assert_eq!(
+        (j.reason, j.unavailable_nodes.clone()),
+        (PendingReason::NamedNodesUnavailable, vec![NodeId(0)])
+    );
+}
+
+#[test]
 fn nodes_awaiting_their_agents_take_no_work_but_leave_waiting_jobs_their_reasons() {
     // Two nodes of 4 CPUs; job 1 holds both, job 2 (4 tasks) waits for Resources and
     // job 3 for its begin time an hour away.

@@ -3799,12 +3799,14 @@ impl Controller {
     /// job's listing entry keeps one).
     fn reason_shown(&self, r: &Job, reason: Reason) -> Cow<'static, str> {
         if reason == Reason::Core(PendingReason::NamedNodesUnavailable) {
-            // Slurm's words, then the nodes it names that it could not have.
-            return Cow::Owned(format!(
-                "{}{}",
-                reason.as_str(),
-                self.unavailable_named(r.id)
-            ));
+            // Slurm's words, then the nodes it names that it could not have; the code
+            // alone once the scheduler no longer holds the job (cancelled while it
+            // waited), whose nodes are not kept.
+            let names = self.unavailable_named(r.id);
+            if names.is_empty() {
+                return Cow::Borrowed(PendingReason::ReqNodeNotAvail.as_str());
+            }
+            return Cow::Owned(format!("{}{names}", reason.as_str()));
         }
         let which = match reason {
             Reason::Core(PendingReason::AccountNotAllowed) => NotAllowed::Account,

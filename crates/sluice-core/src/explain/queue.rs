@@ -53,6 +53,7 @@ fn waits_on_its_own(reason: PendingReason) -> bool {
             | PendingReason::PartitionTimeLimit
             | PendingReason::PartitionNodeLimit
             | PendingReason::ReqNodeNotAvail
+            | PendingReason::NamedNodesUnavailable
             | PendingReason::Reservation
             | PendingReason::AccountNotAllowed
             | PendingReason::QosNotAllowed

@@ -256,7 +256,7 @@ fn main_pass(s: &mut Scheduler, now: Time, out: &mut Vec<Decision>) -> (u32, u32
             Ok(nodes) => s.start(id, now, nodes, Pass::Main, false, out),
             Err(reason) => {
                 s.set_reason(id, reason);
-                kept.keep_for(s, id, part);
+                kept.keep_for(s, id, part, reason);
                 if kept.all_blocked(partitions) {
                     break;
                 }

@@ -192,6 +192,7 @@ fn place(
             } else {
                 PendingReason::Resources
             };
+            job.unavailable_nodes.clear();
             let order = before.filter(|&(was, _)| was == t).map(|(_, o)| o);
             s.conservative.plan(t, key, order);
         }
