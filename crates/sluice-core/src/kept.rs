@@ -145,7 +145,7 @@ impl Kept {
 }
 
 /// Whether node `n` can take work in this pass as far as its state goes.
-fn usable(s: &Scheduler, n: NodeId) -> bool {
+pub(crate) fn usable(s: &Scheduler, n: NodeId) -> bool {
     s.cluster.node(n).state == NodeState::Up || s.awaited.contains(&n)
 }
 

@@ -16,7 +16,6 @@
 //! partition (job, node states, kept nodes) and a queue that waits in the same way pass
 //! after pass pays for it once.
 
-use crate::cluster::NodeState;
 use crate::ids::JobId;
 use crate::job::PendingReason;
 use crate::kept::Kept;
@@ -95,7 +94,7 @@ fn fits_usable(s: &Scheduler, id: JobId, kept: &Kept) -> bool {
         .iter()
         .map(|&n| (n, s.cluster.node(n)))
         .filter(|(n, node)| {
-            (node.state == NodeState::Up || s.awaited.contains(n))
+            crate::kept::usable(s, *n)
                 && (req.features_any == 0 || node.features & req.features_any != 0)
                 && req.exclude.binary_search(n).is_err()
                 && !kept.holds(*n)
